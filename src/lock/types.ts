@@ -1,0 +1,48 @@
+/**
+ * The lock-table driver contract: a key-value table keyed by the string attribute
+ * `LockID`, holding string attributes (`Info` for locks, `Digest` for state digests).
+ * One file per driver (`dynamodb.ts`, `file.ts`), chosen by endpoint scheme in `index.ts`.
+ * Drivers know nothing of lock-info JSON; the backend does.
+ */
+
+/** One attribute of the table's primary key, as the table describes it. */
+export interface KeyAttribute {
+  readonly name: string;
+  /** DynamoDB scalar type: `S`, `N` or `B`. */
+  readonly type: string;
+  /** `HASH` or `RANGE`. */
+  readonly keyType: string;
+}
+
+export interface LockTableDriver {
+  readonly kind: "dynamodb" | "file";
+  /** Human description (endpoint and table, never credentials). */
+  readonly location: string;
+  /** The table's key schema, or null when the table does not exist. */
+  describeKeySchema(): Promise<KeyAttribute[] | null>;
+  /** Create the table with key `LockID` (String). */
+  createTable(): Promise<void>;
+  /**
+   * Write `{LockID: id, [attr]: value}` only if no item with that LockID exists.
+   * Returns null when written, else the existing item's `attr` value ("" when it lacks it).
+   */
+  putIfAbsent(id: string, attr: string, value: string): Promise<string | null>;
+  /** The item's attribute value, or null when the item or attribute is absent. */
+  get(id: string, attr: string): Promise<string | null>;
+  /** Unconditional write of `{LockID: id, [attr]: value}` (replaces the item). */
+  put(id: string, attr: string, value: string): Promise<void>;
+  /** Delete the item only if its `attr` equals `expected`; true when deleted. */
+  deleteIf(id: string, attr: string, expected: string): Promise<boolean>;
+  /** Delete unconditionally; absent is fine. */
+  delete(id: string): Promise<void>;
+  close(): void;
+}
+
+export interface LockDriverOptions {
+  readonly table: string;
+  /** `http(s)://…`, a bare host, or `file:` URL / path. */
+  readonly endpoint: string;
+  readonly region?: string | undefined;
+  readonly credentials?: import("../store/types.js").CredentialsProvider | undefined;
+  readonly cwd?: string | undefined;
+}

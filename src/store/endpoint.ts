@@ -1,0 +1,37 @@
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { ObjstateError } from "../errors.js";
+
+/** Where an endpoint string points: an HTTP API, or a directory for the embedded drivers. */
+export type ParsedEndpoint =
+  | { readonly kind: "http"; readonly url: string }
+  | { readonly kind: "file"; readonly dir: string };
+
+/**
+ * Interpret an endpoint the way DESIGN §2 says: `http(s)://` as given, a bare host as
+ * `https://host`, `file:///abs` and `file:rel` (relative to `cwd`) as a local directory.
+ */
+export function parseEndpoint(endpoint: string, cwd: string = process.cwd()): ParsedEndpoint {
+  const e = endpoint.trim();
+  if (/^file:/i.test(e)) {
+    if (/^file:\/\//i.test(e)) {
+      let dir: string;
+      try {
+        dir = fileURLToPath(e);
+      } catch (cause) {
+        throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" is not a valid file URL (expected file:///absolute/path or file:relative/path)`, { cause });
+      }
+      return { kind: "file", dir };
+    }
+    const rest = decodeURIComponent(e.slice("file:".length));
+    if (rest === "") {
+      throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" names no directory (expected file:///absolute/path or file:relative/path)`);
+    }
+    return { kind: "file", dir: path.resolve(cwd, rest) };
+  }
+  if (/^https?:\/\//i.test(e)) return { kind: "http", url: e.replace(/\/+$/, "") };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(e)) {
+    throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" has an unsupported scheme (expected http://, https://, file: or a bare host)`);
+  }
+  return { kind: "http", url: `https://${e.replace(/\/+$/, "")}` };
+}

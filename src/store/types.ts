@@ -1,0 +1,84 @@
+/**
+ * The object-store driver contract. One file per driver (`s3.ts`, `file.ts`), chosen by
+ * endpoint scheme in `index.ts`. Drivers know nothing of state, workspaces or locks:
+ * they move bytes and a little metadata.
+ */
+
+/** Canned ACLs the backend may apply (DESIGN §3). */
+export type Acl = "private" | "public-read" | "public-read-write";
+
+/** Static or temporary credentials for signing requests. */
+export interface Credentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string | undefined;
+  /** When temporary credentials stop working. */
+  readonly expiration?: Date | undefined;
+}
+
+/** Supplies credentials; called by the SDK whenever it needs them (so it can refresh). */
+export type CredentialsProvider = () => Promise<Credentials>;
+
+/** What a driver knows of a stored object. */
+export interface ObjectMeta {
+  readonly size: number;
+  readonly contentType?: string | undefined;
+  readonly acl?: Acl | undefined;
+  /** `AES256` when the object was written with server-side encryption requested. */
+  readonly serverSideEncryption?: string | undefined;
+  readonly etag?: string | undefined;
+  readonly lastModified?: Date | undefined;
+}
+
+export interface PutOptions {
+  readonly contentType?: string | undefined;
+  readonly acl?: Acl | undefined;
+  /** When true, request `x-amz-server-side-encryption: AES256`. */
+  readonly encrypt?: boolean | undefined;
+  /** Create only if absent (`If-None-Match: *`); a conflict throws code `PRECONDITION_FAILED`. */
+  readonly ifNoneMatch?: boolean | undefined;
+  /** Reports bytes sent so far (for progress bars). */
+  readonly onProgress?: ((sent: number, total: number) => void) | undefined;
+}
+
+export interface ListOptions {
+  /** Page size asked of the server (S3 MaxKeys); listing always follows every page. */
+  readonly pageSize?: number | undefined;
+}
+
+/** A bucket-scoped object store. Keys are S3-style (`/`-separated, no leading `/`). */
+export interface ObjectStoreDriver {
+  /** Short name for messages: `s3` or `file`. */
+  readonly kind: "s3" | "file";
+  /** Human description of where data lives (endpoint and bucket; never credentials). */
+  readonly location: string;
+  /** The object's bytes and metadata, or null when absent. */
+  get(key: string): Promise<{ body: Buffer; meta: ObjectMeta } | null>;
+  /** Metadata only, or null when absent. */
+  head(key: string): Promise<ObjectMeta | null>;
+  /** Store bytes atomically: readers see the old object or the new one, never a mix. */
+  put(key: string, body: Buffer, options?: PutOptions): Promise<void>;
+  /** Every key starting with `prefix`, in lexicographic order, all pages followed. */
+  list(prefix: string, options?: ListOptions): AsyncIterable<string>;
+  /** Delete; absent keys are not an error. */
+  delete(key: string): Promise<void>;
+  /** Does the bucket exist (and is it reachable with these credentials)? */
+  bucketExists(): Promise<boolean>;
+  /** Create the bucket (no-op when it already exists and is ours). */
+  createBucket(): Promise<void>;
+  /** Release sockets and handles. */
+  close(): void;
+}
+
+/** Options common to all object-store drivers. */
+export interface StoreDriverOptions {
+  readonly bucket: string;
+  /** `http(s)://…`, a bare host, or `file:` URL / path. */
+  readonly endpoint: string;
+  readonly region?: string | undefined;
+  readonly credentials?: CredentialsProvider | undefined;
+  /** Bodies at or above this size go up in multipart uploads (S3 driver). Default 16 MiB. */
+  readonly multipartThreshold?: number | undefined;
+  /** Base directory for relative `file:` endpoints (default `process.cwd()`). */
+  readonly cwd?: string | undefined;
+}
