@@ -1,0 +1,59 @@
+import { builderFactory, ConfigObject, installGetters, normalizeProps, type KindSpec } from "./base.js";
+import { ASSUME_ROLE_FIELDS } from "./fields.js";
+import type { BuilderOf, GettersOf, PropsOf, ValuesOf } from "./types.js";
+
+type Fields = typeof ASSUME_ROLE_FIELDS;
+
+/** Props of the deprecated {@link ObjectStoreAssumeRole} block: `roleArn` is required. */
+export type ObjectStoreAssumeRoleProps = PropsOf<Fields>;
+/** Builder of {@link ObjectStoreAssumeRole}. */
+export type ObjectStoreAssumeRoleBuilder = BuilderOf<Fields, ObjectStoreAssumeRole>;
+
+const SPEC: KindSpec = { className: "ObjectStoreAssumeRole", fields: ASSUME_ROLE_FIELDS };
+
+/**
+ * The deprecated role-assumption block (`assumeRole`). Prefer the flattened
+ * `assumeRoleRoleArn`, `assumeRolePolicy`, `assumeRoleSessionName` and
+ * `assumeRoleSessionExpiration` fields; when `assumeRoleRoleArn` is set they win.
+ */
+export class ObjectStoreAssumeRole extends ConfigObject {
+  /** The field table of this class. */
+  static readonly fields = ASSUME_ROLE_FIELDS;
+
+  /** Validating constructor; same as {@link ObjectStoreAssumeRole.from}. */
+  constructor(props: ObjectStoreAssumeRoleProps, /** @internal field-path prefix for messages */ path = "") {
+    super(normalizeProps(SPEC, props, path));
+  }
+
+  /** A builder: one setter per field, then `build()`. */
+  static builder(): ObjectStoreAssumeRoleBuilder {
+    return newBuilder();
+  }
+
+  /** Build from plain props; throws {@link ConfigError} when invalid. */
+  static from(props: ObjectStoreAssumeRoleProps): ObjectStoreAssumeRole {
+    return new ObjectStoreAssumeRole(props);
+  }
+
+  /** @internal Normalizer used by the configs that embed this block. */
+  static normalize(value: unknown, path: string): ObjectStoreAssumeRole {
+    if (value instanceof ObjectStoreAssumeRole) return value;
+    return new ObjectStoreAssumeRole(value as ObjectStoreAssumeRoleProps, path);
+  }
+
+  /** All set fields as plain props. */
+  toProps(): ObjectStoreAssumeRoleProps {
+    return this.plainProps() as ObjectStoreAssumeRoleProps;
+  }
+
+  /** A builder holding this object's values, for a modified copy. */
+  toBuilder(): ObjectStoreAssumeRoleBuilder {
+    return newBuilder(this.plainProps());
+  }
+}
+
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface ObjectStoreAssumeRole extends ValuesOf<Fields>, GettersOf<Fields> {}
+installGetters(ObjectStoreAssumeRole.prototype, ASSUME_ROLE_FIELDS);
+
+const newBuilder = builderFactory<ObjectStoreAssumeRoleBuilder>(ASSUME_ROLE_FIELDS, (p) => ObjectStoreAssumeRole.from(p as ObjectStoreAssumeRoleProps));

@@ -1,0 +1,65 @@
+import { ObjectStoreAssumeRole } from "./assume-role.js";
+import { builderFactory, ConfigObject, installGetters, normalizeProps, warnAssumeRoleDeprecated, type KindSpec } from "./base.js";
+import { COMMON_FIELDS } from "./fields.js";
+import { backendToolJson, type BackendToolJson } from "../synth/tool-json.js";
+import type { BuilderOf, GettersOf, PropsOf, ValuesOf } from "./types.js";
+
+type Fields = typeof COMMON_FIELDS;
+
+/** Props of {@link ObjectStoreBackendConfig}: `bucket` is required, everything else optional. */
+export type ObjectStoreBackendConfigProps = PropsOf<Fields>;
+/** Builder of {@link ObjectStoreBackendConfig}. */
+export type ObjectStoreBackendConfigBuilder = BuilderOf<Fields, ObjectStoreBackendConfig>;
+
+const SPEC: KindSpec = { className: "ObjectStoreBackendConfig", fields: COMMON_FIELDS, nested: ObjectStoreAssumeRole.normalize };
+
+/**
+ * Settings of a remote state backend that keeps the state file in an object-storage
+ * bucket, optionally locked through a key-value table. Immutable; getters return exactly
+ * what was set (defaults are applied by `resolveSettings`).
+ *
+ * @example
+ * const config = ObjectStoreBackendConfig.builder().bucket("my-state").kvstoreTable("locks").build();
+ */
+export class ObjectStoreBackendConfig extends ConfigObject {
+  /** The field table of this class. */
+  static readonly fields = COMMON_FIELDS;
+
+  /** Validating constructor; same as {@link ObjectStoreBackendConfig.from}. */
+  constructor(props: ObjectStoreBackendConfigProps) {
+    const values = normalizeProps(SPEC, props);
+    super(values);
+    if (values["assumeRole"] !== undefined) warnAssumeRoleDeprecated();
+  }
+
+  /** A builder: one setter per field, then `build()`. */
+  static builder(): ObjectStoreBackendConfigBuilder {
+    return newBuilder();
+  }
+
+  /** Build from plain props; throws {@link ConfigError} when invalid. */
+  static from(props: ObjectStoreBackendConfigProps): ObjectStoreBackendConfig {
+    return new ObjectStoreBackendConfig(props);
+  }
+
+  /** All set fields as plain props (secrets included): `from(config.toProps())` round-trips. */
+  toProps(): ObjectStoreBackendConfigProps {
+    return this.plainProps() as ObjectStoreBackendConfigProps;
+  }
+
+  /** A builder holding this object's values, for a modified copy. */
+  toBuilder(): ObjectStoreBackendConfigBuilder {
+    return newBuilder(this.plainProps());
+  }
+
+  /** The tool JSON `{"tool": {"backend": {"objectstore": {…}}}}` with every set field. */
+  toToolJson(): BackendToolJson {
+    return backendToolJson(this);
+  }
+}
+
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface ObjectStoreBackendConfig extends ValuesOf<Fields>, GettersOf<Fields> {}
+installGetters(ObjectStoreBackendConfig.prototype, COMMON_FIELDS);
+
+const newBuilder = builderFactory<ObjectStoreBackendConfigBuilder>(COMMON_FIELDS, (p) => ObjectStoreBackendConfig.from(p as ObjectStoreBackendConfigProps));

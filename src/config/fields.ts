@@ -1,0 +1,104 @@
+/**
+ * The field table (DESIGN §2, layer 1): one row per field of the seed document.
+ *
+ * Everything else is derived from these rows: the props and getter types, builders,
+ * getters, validation, environment resolution, defaults, synthesis keys, CLI flags and
+ * the generated field reference (docs/fields.md). Adding a field is adding a row.
+ */
+import { RULES, type Rule } from "./rules.js";
+
+/** The value kinds a field can hold (the seed's Java types, in TypeScript terms). */
+export type FieldKind = "string" | "number" | "boolean" | "assumeRole" | "map";
+
+/** One row of the field table. */
+export interface FieldSpec {
+  /** Field name as the seed spells it (builder setter, props key). */
+  readonly name: string;
+  /** Key in the tool JSON (snake_case of the name). */
+  readonly jsonKey: string;
+  /** Seed's Java type. */
+  readonly javaType: string;
+  readonly kind: FieldKind;
+  readonly required: boolean;
+  /** Environment variables, in the seed's order; the first non-empty one wins. */
+  readonly env: readonly string[];
+  /** Applied at resolution (never stored in the object). */
+  readonly default?: string | number | undefined;
+  /** Tool version the field appeared in (`0.12.8`), or undefined when always available. */
+  readonly since?: string | undefined;
+  /** Never printed, logged or put in an error message. */
+  readonly secret: boolean;
+  readonly deprecated: boolean;
+  /** The value rule checked at build() / from() and on environment values. */
+  readonly rule: Rule;
+  /** One-line description for docs and `--help`. */
+  readonly doc: string;
+}
+
+type RowInput<N extends string, K extends FieldKind, R extends boolean> = Omit<FieldSpec, "name" | "kind" | "required" | "secret" | "deprecated" | "env"> & {
+  readonly name: N;
+  readonly kind: K;
+  readonly required?: R;
+  readonly secret?: boolean;
+  readonly deprecated?: boolean;
+  readonly env?: readonly string[];
+};
+
+/** A typed row: keeps the literal name, kind and required flag so types can be derived from the table. */
+export type Row<N extends string, K extends FieldKind, R extends boolean> = FieldSpec & { readonly name: N; readonly kind: K; readonly required: R };
+
+function row<const N extends string, const K extends FieldKind, const R extends boolean = false>(spec: RowInput<N, K, R>): Row<N, K, R> {
+  return Object.freeze({
+    ...spec,
+    required: (spec.required ?? false) as R,
+    secret: spec.secret ?? false,
+    deprecated: spec.deprecated ?? false,
+    env: Object.freeze([...(spec.env ?? [])]),
+  });
+}
+
+/** Fields common to the backend config and the remote-state config, in the seed's order. */
+export const COMMON_FIELDS = [
+  row({ name: "bucket", jsonKey: "bucket", javaType: "java.lang.String", kind: "string", required: true, rule: RULES.bucket, doc: "Name of the bucket." }),
+  row({ name: "accessKey", jsonKey: "access_key", javaType: "java.lang.String", kind: "string", env: ["PROVIDER_ACCESS_KEY", "PROVIDER_ACCESS_KEY_ID"], secret: true, rule: RULES.string, doc: "Access key of the account." }),
+  row({ name: "acl", jsonKey: "acl", javaType: "java.lang.String", kind: "string", rule: RULES.acl, doc: "Object ACL applied to the state file." }),
+  row({ name: "assumeRole", jsonKey: "assume_role", javaType: "ObjectStoreAssumeRole", kind: "assumeRole", deprecated: true, rule: RULES.assumeRole, doc: "Deprecated; use the flattened assume-role fields." }),
+  row({ name: "assumeRolePolicy", jsonKey: "assume_role_policy", javaType: "java.lang.String", kind: "string", since: "1.1.0", rule: RULES.policy, doc: "A more restrictive policy applied to the temporary credentials; it can only narrow the assumed role's permissions." }),
+  row({ name: "assumeRoleRoleArn", jsonKey: "assume_role_role_arn", javaType: "java.lang.String", kind: "string", env: ["PROVIDER_ASSUME_ROLE_ARN"], since: "1.1.0", rule: RULES.string, doc: "Resource name of the role to assume. An empty string means no role switching." }),
+  row({ name: "assumeRoleSessionExpiration", jsonKey: "assume_role_session_expiration", javaType: "java.lang.Number", kind: "number", env: ["PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION"], default: 3600, since: "1.1.0", rule: RULES.sessionExpiration, doc: "Seconds after which the assumed-role session expires (900 to 3600)." }),
+  row({ name: "assumeRoleSessionName", jsonKey: "assume_role_session_name", javaType: "java.lang.String", kind: "string", env: ["PROVIDER_ASSUME_ROLE_SESSION_NAME"], default: "tool", since: "1.1.0", rule: RULES.sessionName, doc: "Session name used when assuming the role." }),
+  row({ name: "computeRoleName", jsonKey: "compute_role_name", javaType: "java.lang.String", kind: "string", since: "0.12.14", rule: RULES.string, doc: "Name of the role attached to a compute instance, used for API operations." }),
+  row({ name: "encrypt", jsonKey: "encrypt", javaType: "java.lang.Boolean", kind: "boolean", rule: RULES.boolean, doc: "Server-side encryption of the state file (AES256) when true." }),
+  row({ name: "endpoint", jsonKey: "endpoint", javaType: "java.lang.String", kind: "string", env: ["PROVIDER_OBJECT_STORE_ENDPOINT", "OBJECT_STORE_ENDPOINT"], rule: RULES.storeEndpoint, doc: "Custom endpoint of the storage API (http(s)://, a bare host, or file: for the embedded store)." }),
+  row({ name: "key", jsonKey: "key", javaType: "java.lang.String", kind: "string", default: "tool.tfstate", rule: RULES.key, doc: "Name of the state file." }),
+  row({ name: "prefix", jsonKey: "prefix", javaType: "java.lang.String", kind: "string", default: "env:", rule: RULES.prefix, doc: "Path directory under which the state file is stored." }),
+  row({ name: "profile", jsonKey: "profile", javaType: "java.lang.String", kind: "string", env: ["PROVIDER_PROFILE"], since: "0.12.8", rule: RULES.string, doc: "Profile name as set in the shared credentials file." }),
+  row({ name: "region", jsonKey: "region", javaType: "java.lang.String", kind: "string", env: ["PROVIDER_REGION", "PROVIDER_DEFAULT_REGION"], rule: RULES.region, doc: "Region of the bucket (signs requests; us-east-1 when unset)." }),
+  row({ name: "secretKey", jsonKey: "secret_key", javaType: "java.lang.String", kind: "string", env: ["PROVIDER_SECRET_KEY", "PROVIDER_ACCESS_KEY_SECRET"], secret: true, rule: RULES.string, doc: "Secret access key of the account." }),
+  row({ name: "securityToken", jsonKey: "security_token", javaType: "java.lang.String", kind: "string", env: ["PROVIDER_SECURITY_TOKEN"], secret: true, rule: RULES.string, doc: "Temporary access token from the security token service." }),
+  row({ name: "sharedCredentialsFile", jsonKey: "shared_credentials_file", javaType: "java.lang.String", kind: "string", env: ["PROVIDER_SHARED_CREDENTIALS_FILE"], default: "~/.provider/config.json", since: "0.12.8", rule: RULES.string, doc: "Path to the shared credentials file (default applies only when a profile is given)." }),
+  row({ name: "stsEndpoint", jsonKey: "sts_endpoint", javaType: "java.lang.String", kind: "string", env: ["PROVIDER_STS_ENDPOINT"], since: "1.0.11", rule: RULES.httpEndpoint, doc: "Custom endpoint of the security token service API." }),
+  row({ name: "kvstoreEndpoint", jsonKey: "kvstore_endpoint", javaType: "java.lang.String", kind: "string", rule: RULES.lockEndpoint, doc: "Custom endpoint of the key-value table API (http(s)://, a bare host, or file:)." }),
+  row({ name: "kvstoreTable", jsonKey: "kvstore_table", javaType: "java.lang.String", kind: "string", rule: RULES.table, doc: "Key-value table for state locking and consistency; its primary key must be LockID (String)." }),
+] as const satisfies readonly FieldSpec[];
+
+/** The two fields only `DataRemoteStateObjectStoreConfig` has. */
+export const REMOTE_STATE_EXTRA_FIELDS = [
+  row({ name: "defaults", jsonKey: "defaults", javaType: "java.util.Map<java.lang.String, java.lang.Object>", kind: "map", rule: RULES.jsonObject, doc: "Output values used when the remote state does not define them." }),
+  row({ name: "workspace", jsonKey: "workspace", javaType: "java.lang.String", kind: "string", default: "default", rule: RULES.workspace, doc: "Workspace whose state is read (default: default)." }),
+] as const satisfies readonly FieldSpec[];
+
+/** Fields of the deprecated `ObjectStoreAssumeRole` block. */
+export const ASSUME_ROLE_FIELDS = [
+  row({ name: "roleArn", jsonKey: "role_arn", javaType: "java.lang.String", kind: "string", required: true, rule: RULES.string, doc: "Resource name of the role to assume." }),
+  row({ name: "policy", jsonKey: "policy", javaType: "java.lang.String", kind: "string", rule: RULES.policy, doc: "A more restrictive policy applied to the temporary credentials." }),
+  row({ name: "sessionName", jsonKey: "session_name", javaType: "java.lang.String", kind: "string", rule: RULES.sessionName, doc: "Session name used when assuming the role." }),
+  row({ name: "sessionExpiration", jsonKey: "session_expiration", javaType: "java.lang.Number", kind: "number", rule: RULES.sessionExpiration, doc: "Seconds after which the session expires (900 to 3600)." }),
+] as const satisfies readonly FieldSpec[];
+
+export const REMOTE_STATE_FIELDS = [...COMMON_FIELDS, ...REMOTE_STATE_EXTRA_FIELDS] as const;
+
+/** Look a field up by name in a table. */
+export function fieldByName(table: readonly FieldSpec[], name: string): FieldSpec | undefined {
+  return table.find((f) => f.name === name);
+}

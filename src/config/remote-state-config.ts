@@ -1,0 +1,59 @@
+import { ObjectStoreAssumeRole } from "./assume-role.js";
+import { builderFactory, ConfigObject, installGetters, normalizeProps, warnAssumeRoleDeprecated, type KindSpec } from "./base.js";
+import { REMOTE_STATE_FIELDS } from "./fields.js";
+import type { BuilderOf, GettersOf, PropsOf, ValuesOf } from "./types.js";
+
+type Fields = typeof REMOTE_STATE_FIELDS;
+
+/** Props of {@link DataRemoteStateObjectStoreConfig}: `bucket` is required, everything else optional. */
+export type DataRemoteStateObjectStoreConfigProps = PropsOf<Fields>;
+/** Builder of {@link DataRemoteStateObjectStoreConfig}. */
+export type DataRemoteStateObjectStoreConfigBuilder = BuilderOf<Fields, DataRemoteStateObjectStoreConfig>;
+
+const SPEC: KindSpec = { className: "DataRemoteStateObjectStoreConfig", fields: REMOTE_STATE_FIELDS, nested: ObjectStoreAssumeRole.normalize };
+
+/**
+ * Settings for reading the remote state of another stack: every backend field plus
+ * `defaults` (outputs used when the state lacks them) and `workspace` (default `default`).
+ * Immutable; getters return exactly what was set.
+ *
+ * @example
+ * const net = DataRemoteStateObjectStoreConfig.builder().bucket("my-state").key("network.tfstate").defaults({ vpc: "none" }).build();
+ */
+export class DataRemoteStateObjectStoreConfig extends ConfigObject {
+  /** The field table of this class. */
+  static readonly fields = REMOTE_STATE_FIELDS;
+
+  /** Validating constructor; same as {@link DataRemoteStateObjectStoreConfig.from}. */
+  constructor(props: DataRemoteStateObjectStoreConfigProps) {
+    const values = normalizeProps(SPEC, props);
+    super(values);
+    if (values["assumeRole"] !== undefined) warnAssumeRoleDeprecated();
+  }
+
+  /** A builder: one setter per field, then `build()`. */
+  static builder(): DataRemoteStateObjectStoreConfigBuilder {
+    return newBuilder();
+  }
+
+  /** Build from plain props; throws {@link ConfigError} when invalid. */
+  static from(props: DataRemoteStateObjectStoreConfigProps): DataRemoteStateObjectStoreConfig {
+    return new DataRemoteStateObjectStoreConfig(props);
+  }
+
+  /** All set fields as plain props (secrets included): `from(config.toProps())` round-trips. */
+  toProps(): DataRemoteStateObjectStoreConfigProps {
+    return this.plainProps() as DataRemoteStateObjectStoreConfigProps;
+  }
+
+  /** A builder holding this object's values, for a modified copy. */
+  toBuilder(): DataRemoteStateObjectStoreConfigBuilder {
+    return newBuilder(this.plainProps());
+  }
+}
+
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface DataRemoteStateObjectStoreConfig extends ValuesOf<Fields>, GettersOf<Fields> {}
+installGetters(DataRemoteStateObjectStoreConfig.prototype, REMOTE_STATE_FIELDS);
+
+const newBuilder = builderFactory<DataRemoteStateObjectStoreConfigBuilder>(REMOTE_STATE_FIELDS, (p) => DataRemoteStateObjectStoreConfig.from(p as DataRemoteStateObjectStoreConfigProps));

@@ -1,0 +1,53 @@
+import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
+import { checkName, remoteStateToolJson, type RemoteStateToolJson } from "../synth/tool-json.js";
+
+/**
+ * A named remote state: synthesizes its `data.tool_remote_state.NAME` block and
+ * references to its outputs.
+ *
+ * @example
+ * const net = new DataRemoteStateObjectStore("net", DataRemoteStateObjectStoreConfig.from({ bucket: "states", key: "net.tfstate" }));
+ * net.getString("vpc_id"); // "${data.tool_remote_state.net.outputs.vpc_id}"
+ */
+export class DataRemoteStateObjectStore {
+  /** Block name in `data.tool_remote_state`. */
+  readonly name: string;
+  readonly config: DataRemoteStateObjectStoreConfig;
+
+  constructor(name: string, config: DataRemoteStateObjectStoreConfig | DataRemoteStateObjectStoreConfigProps) {
+    checkName(name, "remote state name");
+    this.name = name;
+    this.config = config instanceof DataRemoteStateObjectStoreConfig ? config : DataRemoteStateObjectStoreConfig.from(config);
+  }
+
+  /** The `{"data": {"tool_remote_state": {NAME: …}}}` document. */
+  toToolJson(): RemoteStateToolJson {
+    return remoteStateToolJson(this.name, this.config);
+  }
+
+  /** Reference to output `output`: `${data.tool_remote_state.NAME.outputs.OUTPUT}`. */
+  get(output: string): string {
+    checkName(output, "output name");
+    return `\${data.tool_remote_state.${this.name}.outputs.${output}}`;
+  }
+
+  /** Reference to a string output (same text as {@link get}; the type documents intent). */
+  getString(output: string): string {
+    return this.get(output);
+  }
+
+  /** Reference to a number output. */
+  getNumber(output: string): string {
+    return this.get(output);
+  }
+
+  /** Reference to a list output. */
+  getList(output: string): string {
+    return this.get(output);
+  }
+
+  /** Reference to a boolean output. */
+  getBoolean(output: string): string {
+    return this.get(output);
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Resolution (DESIGN §2 layer 3, §4): the effective value of every field and where it
+ * came from. Precedence: explicit > environment (the seed's order, first non-empty wins)
+ * > the deprecated `assumeRole` block (for the role fields, when no role ARN was given
+ * flattened) > the selected profile of the shared credentials file > default.
+ */
+import type { ObjectStoreAssumeRole } from "../config/assume-role.js";
+import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
+import type { FieldSpec } from "../config/fields.js";
+import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
+import type { KindValue } from "../config/types.js";
+import { parseEnvValue } from "../config/validate.js";
+
+/** Where an effective value came from. */
+export type SettingSource = "explicit" | `env:${string}` | `profile:${string}` | "default" | "unset";
+
+/** One effective value with its provenance; `value` is undefined exactly when `source` is `unset`. */
+export interface ResolvedSetting<T> {
+  readonly value: T | undefined;
+  readonly source: SettingSource;
+  /** Set when an explicit value came from inside the deprecated block (`assumeRole.roleArn`). */
+  readonly via?: string;
+}
+
+type Fields = readonly FieldSpec[];
+/** Resolved settings of a field table, keyed by field name. */
+export type ResolvedOf<T extends Fields> = {
+  readonly [F in T[number] as F["name"]]: ResolvedSetting<KindValue[F["kind"]]>;
+};
+
+/** Effective settings of a backend config. */
+export type ResolvedBackendSettings = ResolvedOf<typeof ObjectStoreBackendConfig.fields>;
+/** Effective settings of a remote-state config (adds `defaults` and `workspace`). */
+export type ResolvedRemoteStateSettings = ResolvedOf<typeof DataRemoteStateObjectStoreConfig.fields>;
+
+/**
+ * Values a shared-credentials profile supplies, by field name. The credentials layer
+ * (issue: credentials) provides the loader; resolution only consults it.
+ */
+export interface ProfileLayer {
+  readonly name: string;
+  readonly values: Readonly<Record<string, unknown>>;
+}
+
+/** Loads the profile's values given the resolved profile name and credentials file path. */
+export type ProfileLoader = (profile: string, sharedCredentialsFile: string) => ProfileLayer | undefined;
+
+export interface ResolveOptions {
+  /** Consulted only when a profile is set (explicitly or through `PROVIDER_PROFILE`). */
+  readonly profileLoader?: ProfileLoader | undefined;
+}
+
+/** Environment map: `process.env` or any record of strings. */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Role fields the deprecated block can supply, flattened name → block name. */
+const BLOCK_FIELDS = {
+  assumeRoleRoleArn: "roleArn",
+  assumeRolePolicy: "policy",
+  assumeRoleSessionName: "sessionName",
+  assumeRoleSessionExpiration: "sessionExpiration",
+} as const;
+
+type Mutable = Record<string, ResolvedSetting<unknown>>;
+
+function fromExplicitOrEnv(f: FieldSpec, explicit: unknown, env: Env): ResolvedSetting<unknown> | undefined {
+  if (explicit !== undefined) return { value: explicit, source: "explicit" };
+  for (const name of f.env) {
+    const text = env[name];
+    if (text !== undefined && text !== "") return { value: parseEnvValue(f, name, text), source: `env:${name}` };
+  }
+  return undefined;
+}
+
+function applyBlock(out: Mutable, block: ObjectStoreAssumeRole | undefined): void {
+  const flatArn = out["assumeRoleRoleArn"];
+  // The flattened fields win when a non-empty role ARN was given flattened (explicit or env).
+  if (block === undefined || (flatArn !== undefined && flatArn.value !== "")) return;
+  const b = block as unknown as Record<string, unknown>;
+  for (const [flat, inner] of Object.entries(BLOCK_FIELDS)) {
+    const v = b[inner];
+    if (v !== undefined) out[flat] = { value: v, source: "explicit", via: `assumeRole.${inner}` };
+  }
+}
+
+/**
+ * The effective settings of `config` under `env`: every field of its table with its
+ * value and provenance. Environment values are validated like explicit ones; a bad one
+ * throws a {@link ConfigError} naming the variable.
+ */
+export function resolveSettings(config: ObjectStoreBackendConfig, env?: Env, options?: ResolveOptions): ResolvedBackendSettings;
+export function resolveSettings(config: DataRemoteStateObjectStoreConfig, env?: Env, options?: ResolveOptions): ResolvedRemoteStateSettings;
+export function resolveSettings(
+  config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig,
+  env: Env = process.env,
+  options: ResolveOptions = {},
+): ResolvedBackendSettings | ResolvedRemoteStateSettings {
+  const fields = (config.constructor as unknown as { readonly fields: Fields }).fields;
+  const values = config as unknown as Record<string, unknown>;
+  const out: Mutable = {};
+  for (const f of fields) {
+    const r = fromExplicitOrEnv(f, values[f.name], env);
+    if (r !== undefined) out[f.name] = r;
+  }
+  applyBlock(out, config.assumeRole);
+
+  const profile = out["profile"]?.value as string | undefined;
+  if (profile !== undefined && profile !== "") {
+    out["sharedCredentialsFile"] ??= { value: defaultOf(fields, "sharedCredentialsFile"), source: "default" };
+    const layer = options.profileLoader?.(profile, out["sharedCredentialsFile"].value as string);
+    if (layer !== undefined) {
+      for (const f of fields) {
+        const v = layer.values[f.name];
+        if (out[f.name] === undefined && v !== undefined) out[f.name] = { value: v, source: `profile:${layer.name}` };
+      }
+    }
+  }
+
+  for (const f of fields) {
+    if (out[f.name] !== undefined) continue;
+    // sharedCredentialsFile's default applies only when a profile is given (handled above).
+    out[f.name] = f.default !== undefined && f.name !== "sharedCredentialsFile" ? { value: f.default, source: "default" } : { value: undefined, source: "unset" };
+  }
+  return out as unknown as ResolvedBackendSettings;
+}
+
+function defaultOf(fields: Fields, name: string): unknown {
+  return fields.find((f) => f.name === name)?.default;
+}

@@ -1,0 +1,112 @@
+/**
+ * Synthesis (DESIGN §7): pure functions from config objects to the tool's JSON. Keys are
+ * the field table's JSON keys, in table order; unset fields are absent; `defaults` keys
+ * are kept verbatim.
+ */
+import type { ObjectStoreAssumeRole } from "../config/assume-role.js";
+import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
+import { ConfigError } from "../config/errors.js";
+import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fields.js";
+import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
+
+/** A JSON object as synthesized. */
+export type JsonObject = { [key: string]: unknown };
+
+/** The backend document: `{"tool": {"backend": {"objectstore": {...}}}}`. */
+export interface BackendToolJson {
+  tool: { backend: { objectstore: JsonObject } };
+}
+
+/** One remote state's block inside `data.tool_remote_state`. */
+export interface RemoteStateBlock {
+  backend: "objectstore";
+  config: JsonObject;
+  defaults?: JsonObject;
+  workspace?: string;
+}
+
+/** The remote-state document: `{"data": {"tool_remote_state": {NAME: {...}}}}`. */
+export interface RemoteStateToolJson {
+  data: { tool_remote_state: { [name: string]: RemoteStateBlock } };
+}
+
+/** A whole tool document: at most one backend, any number of remote states. */
+export interface ToolJson {
+  tool?: BackendToolJson["tool"];
+  data?: RemoteStateToolJson["data"];
+}
+
+function block(fields: readonly FieldSpec[], values: Record<string, unknown>): JsonObject {
+  const out: JsonObject = {};
+  for (const f of fields) {
+    const v = values[f.name];
+    if (v === undefined) continue;
+    out[f.jsonKey] = f.kind === "assumeRole" ? block(ASSUME_ROLE_FIELDS, v as ObjectStoreAssumeRole as unknown as Record<string, unknown>) : v;
+  }
+  return out;
+}
+
+/** The `objectstore` block of a backend (or the `config` of a remote state). */
+export function backendBlock(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig): JsonObject {
+  return block(COMMON_FIELDS, config as unknown as Record<string, unknown>);
+}
+
+/** The backend document of a config. */
+export function backendToolJson(config: ObjectStoreBackendConfig): BackendToolJson {
+  return { tool: { backend: { objectstore: backendBlock(config) } } };
+}
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+
+/** Throw unless `name` can be used as a block or output name in the tool's references. */
+export function checkName(name: unknown, what: string): asserts name is string {
+  if (typeof name !== "string" || !NAME.test(name)) {
+    const got = typeof name === "string" ? JSON.stringify(name) : typeof name;
+    throw new ConfigError("INVALID_NAME", `${what} must start with a letter or '_' and contain only letters, digits, '_' and '-', got ${got}`, { field: what });
+  }
+}
+
+/** The remote-state document for one named remote state. */
+export function remoteStateToolJson(name: string, config: DataRemoteStateObjectStoreConfig): RemoteStateToolJson {
+  checkName(name, "remote state name");
+  const entry: RemoteStateBlock = { backend: "objectstore", config: backendBlock(config) };
+  if (config.defaults !== undefined) entry.defaults = config.defaults as JsonObject;
+  if (config.workspace !== undefined) entry.workspace = config.workspace;
+  return { data: { tool_remote_state: { [name]: entry } } };
+}
+
+/**
+ * Merge documents into one: at most one backend, remote-state names unique. Throws a
+ * {@link ConfigError} on a clash rather than silently dropping a block.
+ */
+export function mergeToolJson(...docs: ToolJson[]): ToolJson {
+  const out: ToolJson = {};
+  for (const d of docs) {
+    if (d.tool !== undefined) {
+      if (out.tool !== undefined) throw new ConfigError("INVALID_PROPS", "a tool document can hold only one backend; two were given");
+      out.tool = d.tool;
+    }
+    for (const [name, b] of Object.entries(d.data?.tool_remote_state ?? {})) {
+      out.data ??= { tool_remote_state: {} };
+      if (name in out.data.tool_remote_state) throw new ConfigError("INVALID_NAME", `remote state "${name}" is defined twice`, { field: "remote state name" });
+      out.data.tool_remote_state[name] = b;
+    }
+  }
+  return out;
+}
+
+/** Print a tool document: two-space indent, stable key order, trailing newline. */
+export function formatToolJson(doc: ToolJson): string {
+  return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+/**
+ * Warnings for secrets a config would write into a file, each naming the environment
+ * variable to use instead. Never includes the secret.
+ */
+export function secretWarnings(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, where = "the tool JSON"): string[] {
+  const values = config as unknown as Record<string, unknown>;
+  return COMMON_FIELDS.filter((f) => f.secret && values[f.name] !== undefined).map(
+    (f) => `${f.name} is written in plain text into ${where}; leave it out and set ${f.env[0] ?? "it in the environment"} instead`,
+  );
+}
