@@ -1,0 +1,345 @@
+/**
+ * The lock table over the DynamoDB API (DESIGN §5), for `http(s)://` and bare-host
+ * `kvstoreEndpoint`s. Loaded lazily by `index.ts` so that importing objstate does not
+ * load the AWS SDK.
+ */
+import {
+  CreateTableCommand,
+  DeleteItemCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  type AttributeValue,
+  type ConditionalCheckFailedException,
+  type TableDescription,
+} from "@aws-sdk/client-dynamodb";
+import { ObjstateError } from "../errors.js";
+import { parseEndpoint } from "../store/endpoint.js";
+import type { CredentialsProvider } from "../store/types.js";
+import type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
+
+const KEY = "LockID";
+const DEFAULT_REGION = "us-east-1";
+/** How long createTable waits for the table to become ACTIVE. */
+const ACTIVE_TIMEOUT_MS = 5 * 60_000;
+/**
+ * putIfAbsent re-tries when the blocking item vanishes before it can be read; more than
+ * a handful of rounds means something is deleting and re-creating the item in a loop.
+ */
+const PUT_IF_ABSENT_ROUNDS = 20;
+
+/** Error names that mean "the server refused who we are", whatever the store calls it. */
+const ACCESS_DENIED_NAMES = new Set([
+  "AccessDeniedException",
+  "UnrecognizedClientException",
+  "InvalidSignatureException",
+  "IncompleteSignatureException",
+  "MissingAuthenticationTokenException",
+  "MissingAuthenticationToken",
+  "ExpiredTokenException",
+  "InvalidClientTokenId",
+  "SignatureDoesNotMatch",
+  "CredentialsProviderError",
+]);
+
+/** Socket-level failures: the request never got an answer from a DynamoDB server. */
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+  "ECONNABORTED",
+]);
+
+/**
+ * A {@link LockTableDriver} over the DynamoDB API (AWS, dynalite, or any compatible
+ * server). Every read is strongly consistent, because lock decisions and digest checks
+ * must see the latest write.
+ */
+export class DynamoDbLockTable implements LockTableDriver {
+  readonly kind = "dynamodb";
+  readonly location: string;
+  private readonly table: string;
+  private readonly client: DynamoDBClient;
+
+  /** @throws ObjstateError `INVALID_ENDPOINT` when the endpoint is not an HTTP one. */
+  constructor(options: LockDriverOptions) {
+    const parsed = parseEndpoint(options.endpoint, options.cwd);
+    if (parsed.kind !== "http") {
+      throw new ObjstateError("INVALID_ENDPOINT", `the DynamoDB lock table needs an http(s) endpoint, got "${options.endpoint}"`);
+    }
+    this.table = options.table;
+    const url = withoutUserInfo(parsed.url);
+    this.location = `DynamoDB table "${options.table}" at ${url}`;
+    this.client = new DynamoDBClient({
+      endpoint: parsed.url,
+      region: options.region ?? DEFAULT_REGION,
+      // A provider, not resolved values: the SDK calls it again when temporary credentials near expiry.
+      credentials: options.credentials === undefined ? noCredentials(this.location) : reportingFailures(options.credentials, this.location),
+      requestHandler: { connectionTimeout: 5_000, requestTimeout: 30_000 },
+    });
+  }
+
+  async describeKeySchema(): Promise<KeyAttribute[] | null> {
+    const table = await this.describeTable();
+    return table === null ? null : keySchemaOf(table);
+  }
+
+  /** Create the table (on-demand billing) and wait until it is ACTIVE; an existing table is left as it is. */
+  async createTable(): Promise<void> {
+    try {
+      await this.client.send(
+        new CreateTableCommand({
+          TableName: this.table,
+          AttributeDefinitions: [{ AttributeName: KEY, AttributeType: "S" }],
+          KeySchema: [{ AttributeName: KEY, KeyType: "HASH" }],
+          BillingMode: "PAY_PER_REQUEST",
+        }),
+      );
+    } catch (e) {
+      // Someone else created it (or is creating it): still wait for ACTIVE below.
+      if (errorName(e) !== "ResourceInUseException") throw this.mapError(e, "create");
+    }
+    await this.waitUntilActive();
+  }
+
+  async putIfAbsent(id: string, attr: string, value: string): Promise<string | null> {
+    for (let round = 0; round < PUT_IF_ABSENT_ROUNDS; round++) {
+      const blocking = await this.tryPutIfAbsent(id, attr, value);
+      if (blocking === undefined) return null;
+      if (blocking !== null) return stringAttr(blocking, attr) ?? "";
+      // The blocking item was deleted before we could read it: the slot may be free now.
+    }
+    throw new ObjstateError("LOCK_TABLE_ERROR", `item "${id}" in ${this.location} kept appearing and vanishing; gave up writing it`);
+  }
+
+  async get(id: string, attr: string): Promise<string | null> {
+    const item = await this.getItem(id);
+    return item === null ? null : stringAttr(item, attr);
+  }
+
+  async put(id: string, attr: string, value: string): Promise<void> {
+    try {
+      await this.client.send(new PutItemCommand({ TableName: this.table, Item: itemOf(id, attr, value) }));
+    } catch (e) {
+      throw this.mapError(e, `write item "${id}" in`);
+    }
+  }
+
+  async deleteIf(id: string, attr: string, expected: string): Promise<boolean> {
+    try {
+      await this.client.send(
+        new DeleteItemCommand({
+          TableName: this.table,
+          Key: { [KEY]: { S: id } },
+          ConditionExpression: "#a = :v",
+          ExpressionAttributeNames: { "#a": attr },
+          ExpressionAttributeValues: { ":v": { S: expected } },
+        }),
+      );
+      return true;
+    } catch (e) {
+      if (isConditionalFailure(e)) return false;
+      throw this.mapError(e, `delete item "${id}" from`);
+    }
+  }
+
+  async delete(id: string): Promise<void> {
+    try {
+      await this.client.send(new DeleteItemCommand({ TableName: this.table, Key: { [KEY]: { S: id } } }));
+    } catch (e) {
+      throw this.mapError(e, `delete item "${id}" from`);
+    }
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+
+  /**
+   * One conditional write. Returns undefined when written, the blocking item when one
+   * exists, or null when the condition failed but the item is gone by the time we look.
+   */
+  private async tryPutIfAbsent(id: string, attr: string, value: string): Promise<Record<string, AttributeValue> | null | undefined> {
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.table,
+          Item: itemOf(id, attr, value),
+          ConditionExpression: `attribute_not_exists(${KEY})`,
+          // AWS returns the blocking item with the failure; servers that ignore this
+          // (dynalite 4 does) cost one extra consistent read below.
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        }),
+      );
+      return undefined;
+    } catch (e) {
+      if (!isConditionalFailure(e)) throw this.mapError(e, `write item "${id}" in`);
+      return e.Item ?? (await this.getItem(id));
+    }
+  }
+
+  private async getItem(id: string): Promise<Record<string, AttributeValue> | null> {
+    try {
+      const out = await this.client.send(new GetItemCommand({ TableName: this.table, Key: { [KEY]: { S: id } }, ConsistentRead: true }));
+      return out.Item ?? null;
+    } catch (e) {
+      throw this.mapError(e, `read item "${id}" from`);
+    }
+  }
+
+  private async describeTable(): Promise<TableDescription | null> {
+    try {
+      const out = await this.client.send(new DescribeTableCommand({ TableName: this.table }));
+      return out.Table ?? null;
+    } catch (e) {
+      if (errorName(e) === "ResourceNotFoundException") return null;
+      throw this.mapError(e, "describe");
+    }
+  }
+
+  private async waitUntilActive(): Promise<void> {
+    const deadline = Date.now() + ACTIVE_TIMEOUT_MS;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
+      const table = await this.describeTable();
+      if (table?.TableStatus === "ACTIVE") return;
+      if (Date.now() + delay > deadline) {
+        throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location} did not become ACTIVE within ${ACTIVE_TIMEOUT_MS / 1000} s (status ${table?.TableStatus ?? "absent"})`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+
+  private mapError(e: unknown, action: string): ObjstateError {
+    return toObjstateError(e, action, this.location);
+  }
+}
+
+/**
+ * Translate an SDK or socket error into an {@link ObjstateError} whose message names the
+ * action and the table. Server text is kept only where it cannot echo request headers.
+ * @internal exported for tests.
+ */
+export function toObjstateError(e: unknown, action: string, location: string): ObjstateError {
+  if (e instanceof ObjstateError) return e;
+  const name = errorName(e);
+  const verb = `could not ${action} ${location}`;
+  if (name === "ResourceNotFoundException") {
+    return new ObjstateError("TABLE_NOT_FOUND", `${verb}: the table does not exist (create it, or check kvstoreTable and the region)`, { cause: e });
+  }
+  if (ACCESS_DENIED_NAMES.has(name) || httpStatus(e) === 403) {
+    // Server messages for signature errors quote the Authorization header: never copy them.
+    return new ObjstateError("ACCESS_DENIED", `${verb}: access denied (${name}); check the credentials and their permissions on the table`, { cause: e });
+  }
+  if (isUnreachable(e)) {
+    return new ObjstateError("ENDPOINT_UNREACHABLE", `${verb}: the endpoint did not answer (${socketCode(e) ?? name}); check kvstoreEndpoint and that the server is running`, { cause: e });
+  }
+  return new ObjstateError("LOCK_TABLE_ERROR", `${verb}: ${name}: ${redact(errorMessage(e))}`, { cause: e });
+}
+
+function keySchemaOf(table: TableDescription): KeyAttribute[] {
+  const types = new Map((table.AttributeDefinitions ?? []).map((d) => [d.AttributeName, d.AttributeType]));
+  return (table.KeySchema ?? []).map((k) => ({
+    name: k.AttributeName ?? "",
+    type: types.get(k.AttributeName) ?? "",
+    keyType: k.KeyType ?? "",
+  }));
+}
+
+function itemOf(id: string, attr: string, value: string): Record<string, AttributeValue> {
+  return { [KEY]: { S: id }, [attr]: { S: value } };
+}
+
+/** Only string attributes count: the lock table holds nothing else (types.ts). */
+function stringAttr(item: Record<string, AttributeValue>, attr: string): string | null {
+  const v = item[attr];
+  return v !== undefined && "S" in v && typeof v.S === "string" ? v.S : null;
+}
+
+/** Without our own provider the SDK would search env, files and the instance metadata service. */
+function noCredentials(location: string): CredentialsProvider {
+  return () => Promise.reject(new ObjstateError("ACCESS_DENIED", `no credentials for ${location}: set accessKey/secretKey (or their environment variables), a profile or a role`));
+}
+
+/**
+ * Still a provider the SDK calls whenever it needs credentials (so refresh works), but a
+ * failure becomes ACCESS_DENIED naming the table, and a foreign error's message, which
+ * may quote what it was given, stays out of ours (it is kept as the cause).
+ */
+function reportingFailures(provider: CredentialsProvider, location: string): CredentialsProvider {
+  return async () => {
+    try {
+      return await provider();
+    } catch (e) {
+      if (e instanceof ObjstateError) throw e;
+      throw new ObjstateError("ACCESS_DENIED", `could not get credentials for ${location} (${errorName(e)})`, { cause: e });
+    }
+  };
+}
+
+function withoutUserInfo(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.username === "" && u.password === "") return url;
+    u.username = "";
+    u.password = "";
+    return u.toString().replace(/\/+$/, "");
+  } catch {
+    return url;
+  }
+}
+
+function isUnreachable(e: unknown): boolean {
+  const name = errorName(e);
+  if (name === "TimeoutError" || name === "RequestTimeout") return true;
+  const code = socketCode(e);
+  return code !== undefined && UNREACHABLE_CODES.has(code);
+}
+
+/** The errno-style code of a socket error, looking inside AggregateError (dual-stack connects). */
+function socketCode(e: unknown): string | undefined {
+  if (!isRecord(e)) return undefined;
+  if (typeof e.code === "string") return e.code;
+  if (Array.isArray(e.errors)) {
+    for (const inner of e.errors) {
+      const c = socketCode(inner);
+      if (c !== undefined) return c;
+    }
+  }
+  return undefined;
+}
+
+/** By name, not instanceof: the SDK may be loaded twice (CJS and ESM copies). */
+function isConditionalFailure(e: unknown): e is ConditionalCheckFailedException {
+  return errorName(e) === "ConditionalCheckFailedException";
+}
+
+function errorName(e: unknown): string {
+  return isRecord(e) && typeof e.name === "string" ? e.name : "Error";
+}
+
+function errorMessage(e: unknown): string {
+  return isRecord(e) && typeof e.message === "string" ? e.message : String(e);
+}
+
+function httpStatus(e: unknown): number | undefined {
+  if (!isRecord(e) || !isRecord(e.$metadata)) return undefined;
+  const s = e.$metadata.httpStatusCode;
+  return typeof s === "number" ? s : undefined;
+}
+
+/** Belt and braces: strip anything that looks like signing material from server text. */
+function redact(message: string): string {
+  return message
+    .replace(/Authorization=.*/gs, "Authorization=[redacted]")
+    .replace(/(Credential|Signature|X-Amz-Security-Token|X-Amz-Credential|X-Amz-Signature)=[^\s,]+/g, "$1=[redacted]");
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null;
+}

@@ -1,0 +1,24 @@
+/**
+ * Opening a lock table: the driver is chosen by the endpoint's scheme (DESIGN §2).
+ * The DynamoDB driver is imported on demand, so programs that only use the embedded
+ * table (or no locking at all) never load the AWS SDK.
+ */
+import { parseEndpoint } from "../store/endpoint.js";
+import { FileLockTable } from "./file.js";
+import type { LockDriverOptions, LockTableDriver } from "./types.js";
+
+export type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
+
+/**
+ * Open the lock table `options.table` at `options.endpoint`: `file:` → the embedded
+ * table in a local directory, `http(s)://` or a bare host → the DynamoDB API.
+ * Nothing is sent over the network until the first call on the driver.
+ *
+ * @throws ObjstateError `INVALID_ENDPOINT` when the endpoint cannot be interpreted.
+ */
+export async function openLockTable(options: LockDriverOptions): Promise<LockTableDriver> {
+  const endpoint = parseEndpoint(options.endpoint, options.cwd);
+  if (endpoint.kind === "file") return new FileLockTable(options);
+  const { DynamoDbLockTable } = await import("./dynamodb.js");
+  return new DynamoDbLockTable(options);
+}
