@@ -1,0 +1,292 @@
+import assert from "node:assert/strict";
+import { createHash, randomBytes } from "node:crypto";
+import { createServer } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { DeleteBucketCommand, DeleteObjectCommand, GetObjectAclCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { isObjstateError } from "../../../src/errors.js";
+import { openStore } from "../../../src/store/index.js";
+import { S3Driver } from "../../../src/store/s3.js";
+import type { S3DriverOptions, WireRequest } from "../../../src/store/s3.js";
+import type { Credentials, ObjectStoreDriver } from "../../../src/store/types.js";
+import { testServers } from "../../support/servers.js";
+
+const servers = testServers();
+const RUN = `${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
+const BUCKET = `objstate-it-${RUN}`;
+const MiB = 1024 * 1024;
+const ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers";
+
+const staticCredentials = async (): Promise<Credentials> => ({ accessKeyId: servers.accessKey, secretAccessKey: servers.secretKey });
+
+/** Every request the drivers sent, as the request hook saw it. */
+const wire: WireRequest[] = [];
+
+function driver(extra: Partial<S3DriverOptions> = {}): S3Driver {
+  return new S3Driver({ bucket: BUCKET, endpoint: servers.s3Endpoint, credentials: staticCredentials, onRequest: (r) => wire.push(r), ...extra });
+}
+
+/** A plain SDK client for looking behind the driver's back (ACLs, cleanup). */
+const sdk = new S3Client({
+  endpoint: servers.s3Endpoint,
+  region: "us-east-1",
+  forcePathStyle: true,
+  credentials: { accessKeyId: servers.accessKey, secretAccessKey: servers.secretKey },
+  requestChecksumCalculation: "WHEN_REQUIRED",
+  responseChecksumValidation: "WHEN_REQUIRED",
+});
+
+function md5(b: Buffer): string {
+  return createHash("md5").update(b).digest("hex");
+}
+
+async function collect(it: AsyncIterable<string>): Promise<string[]> {
+  const out: string[] = [];
+  for await (const k of it) out.push(k);
+  return out;
+}
+
+/** Requests for `key` sent since `mark` (an index into `wire`). */
+function sentFor(key: string, mark: number): WireRequest[] {
+  const p = `/${BUCKET}/${encodeURIComponent(key).replace(/%2F/g, "/")}`;
+  return wire.slice(mark).filter((r) => r.path === p || r.path.startsWith(`${p}?`));
+}
+
+function isCreateMultipart(r: WireRequest): boolean {
+  return r.method === "POST" && /[?&]uploads(=|&|$)/.test(r.path);
+}
+
+async function aClosedPort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  const address = srv.address();
+  await new Promise<void>((r) => srv.close(() => r()));
+  assert.ok(address !== null && typeof address === "object");
+  return address.port;
+}
+
+let d: S3Driver;
+
+before(async () => {
+  d = driver();
+  assert.equal(await d.bucketExists(), false, "a fresh bucket name must not exist yet");
+  await d.createBucket();
+});
+
+after(async () => {
+  const listed = await sdk.send(new ListObjectsV2Command({ Bucket: BUCKET }));
+  for (const o of listed.Contents ?? []) await sdk.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: o.Key }));
+  await sdk.send(new DeleteBucketCommand({ Bucket: BUCKET })).catch(() => undefined);
+  d.close();
+  sdk.destroy();
+});
+
+describe("S3Driver against Ceph RGW", () => {
+  it("is what openStore gives for http endpoints", async () => {
+    const s: ObjectStoreDriver = await openStore({ bucket: BUCKET, endpoint: servers.s3Endpoint, credentials: staticCredentials });
+    assert.equal(s.kind, "s3");
+    assert.equal(s.location, `${servers.s3Endpoint}/${BUCKET}`);
+    assert.equal(await s.bucketExists(), true);
+    s.close();
+  });
+
+  it("creates buckets idempotently", async () => {
+    await d.createBucket();
+    assert.equal(await d.bucketExists(), true);
+  });
+
+  it("round-trips bytes exactly, including empty and multi-MiB random bodies", async () => {
+    const bodies: [string, Buffer][] = [
+      ["empty", Buffer.alloc(0)],
+      ["env:/w/tool.tfstate", Buffer.from('{"version":4}\n')],
+      ["random", randomBytes(3 * MiB + 5)],
+    ];
+    for (const [k, b] of bodies) await d.put(k, b);
+    for (const [k, b] of bodies) {
+      const got = await d.get(k);
+      assert.ok(got, k);
+      assert.ok(got.body.equals(b), k);
+      assert.equal(got.meta.size, b.length);
+      assert.equal(got.meta.etag, md5(b), "etag is the bare md5 of a single-part object");
+    }
+    assert.equal(await d.get("missing"), null);
+    assert.equal(await d.head("missing"), null);
+  });
+
+  it("sends content type, canned ACL and AES256 on the wire, and the server keeps them", async () => {
+    const mark = wire.length;
+    await d.put("meta", Buffer.from("{}"), { contentType: "application/json", acl: "public-read", encrypt: true });
+    const puts = sentFor("meta", mark).filter((r) => r.method === "PUT");
+    assert.equal(puts.length, 1);
+    const h = puts[0]?.headers ?? {};
+    assert.equal(h["x-amz-server-side-encryption"], "AES256");
+    assert.equal(h["x-amz-acl"], "public-read");
+    assert.equal(h["content-type"], "application/json");
+    // Seen after signing: the signature covers the headers we assert on.
+    const signed = /SignedHeaders=([^,]+)/.exec(h["authorization"] ?? "")?.[1]?.split(";") ?? [];
+    for (const name of ["x-amz-server-side-encryption", "x-amz-acl", "content-type"]) assert.ok(signed.includes(name), `${name} is signed`);
+
+    const head = await d.head("meta");
+    assert.ok(head);
+    assert.equal(head.contentType, "application/json");
+    assert.equal(head.size, 2);
+    // RGW (Pacific) accepts AES256 but never echoes it; other stores do.
+    assert.ok(head.serverSideEncryption === undefined || head.serverSideEncryption === "AES256");
+    const got = await d.get("meta");
+    assert.equal(got?.body.toString(), "{}");
+
+    const acl = await sdk.send(new GetObjectAclCommand({ Bucket: BUCKET, Key: "meta" }));
+    assert.ok(acl.Grants?.some((g) => g.Grantee?.URI === ALL_USERS && g.Permission === "READ"), "public-read grants AllUsers READ");
+    await d.put("private", Buffer.from("{}"), { acl: "private" });
+    const acl2 = await sdk.send(new GetObjectAclCommand({ Bucket: BUCKET, Key: "private" }));
+    assert.ok(!(acl2.Grants ?? []).some((g) => g.Grantee?.URI === ALL_USERS), "private grants nothing to AllUsers");
+  });
+
+  it("refuses create-if-absent on an existing key with PRECONDITION_FAILED (If-None-Match: *)", async () => {
+    const mark = wire.length;
+    await d.put("lock", Buffer.from("first"), { ifNoneMatch: true });
+    assert.equal(sentFor("lock", mark)[0]?.headers["if-none-match"], "*");
+    await assert.rejects(d.put("lock", Buffer.from("second"), { ifNoneMatch: true }), (e) => isObjstateError(e, "PRECONDITION_FAILED"));
+    assert.equal((await d.get("lock"))?.body.toString(), "first");
+    await d.delete("lock");
+    await d.put("lock", Buffer.from("third"), { ifNoneMatch: true });
+    assert.equal((await d.get("lock"))?.body.toString(), "third");
+  });
+
+  it("lets exactly one of many concurrent create-if-absent writers win", async () => {
+    for (let round = 0; round < 3; round++) {
+      const key = `race-${round}`;
+      const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => d.put(key, Buffer.from(`w${i}`), { ifNoneMatch: true })));
+      const won = results.flatMap((r, i) => (r.status === "fulfilled" ? [i] : []));
+      assert.equal(won.length, 1, `round ${round}: winners ${won.join(",")}`);
+      for (const r of results) if (r.status === "rejected") assert.ok(isObjstateError(r.reason, "PRECONDITION_FAILED"), String(r.reason));
+      assert.equal((await d.get(key))?.body.toString(), `w${won[0]}`);
+    }
+  });
+
+  it("uploads 64 MiB in 8 MiB parts and reads it back byte-exact", async () => {
+    const body = randomBytes(64 * MiB);
+    const progress: [number, number][] = [];
+    const mark = wire.length;
+    await d.put("big", body, { contentType: "application/json", encrypt: true, acl: "private", onProgress: (s, t) => progress.push([s, t]) });
+    const sent = sentFor("big", mark);
+    const create = sent.filter(isCreateMultipart);
+    assert.equal(create.length, 1, "one CreateMultipartUpload");
+    assert.equal(create[0]?.headers["x-amz-server-side-encryption"], "AES256");
+    assert.equal(create[0]?.headers["x-amz-acl"], "private");
+    assert.equal(sent.filter((r) => r.method === "PUT" && /[?&]partNumber=/.test(r.path)).length, 8, "eight parts");
+    assert.deepEqual(progress.at(-1), [body.length, body.length]);
+
+    const got = await d.get("big");
+    assert.ok(got);
+    assert.equal(got.body.length, body.length);
+    assert.equal(md5(got.body), md5(body));
+    assert.equal(got.meta.contentType, "application/json");
+    assert.match(got.meta.etag ?? "", /^[0-9a-f]{32}-8$/);
+  });
+
+  it("makes a large create-if-absent one conditional PutObject, not a multipart upload", async () => {
+    const small = driver({ multipartThreshold: 5 * MiB });
+    // Above both the threshold and one 8 MiB part (a body that fits one part is never multipart).
+    const body = randomBytes(9 * MiB);
+    const mark = wire.length;
+    await small.put("big-once", body, { ifNoneMatch: true });
+    const sent = sentFor("big-once", mark);
+    assert.deepEqual(
+      sent.map((r) => [r.method, r.headers["if-none-match"]]),
+      [["PUT", "*"]],
+    );
+    await assert.rejects(small.put("big-once", randomBytes(9 * MiB), { ifNoneMatch: true }), (e) => isObjstateError(e, "PRECONDITION_FAILED"));
+    assert.equal(md5((await small.get("big-once"))?.body ?? Buffer.alloc(0)), md5(body));
+    // Without the condition the same size goes multipart.
+    const mark2 = wire.length;
+    await small.put("big-twice", body);
+    assert.ok(sentFor("big-twice", mark2).some(isCreateMultipart));
+    small.close();
+  });
+
+  it("lists keys with a prefix over several pages, in order, a key beside keys below it", async () => {
+    const keys = ["l/b", "l/a/c", "l/a", "l/ab", "l/a/b", "l/env:/w/tool.tfstate", "l/env:/tool.tfstate"];
+    for (const k of keys) await d.put(k, Buffer.from(k));
+    const mark = wire.length;
+    assert.deepEqual(await collect(d.list("l/", { pageSize: 2 })), [...keys].sort());
+    const pages = wire.slice(mark).filter((r) => r.method === "GET" && /^\/[^/?]+\/?\?list-type=2/.test(r.path));
+    assert.equal(pages.length, 4, "7 keys in pages of 2");
+    assert.ok(pages.every((p) => p.path.includes("max-keys=2")));
+    assert.deepEqual(await collect(d.list("l/a")), ["l/a", "l/a/b", "l/a/c", "l/ab"]);
+    assert.deepEqual(await collect(d.list("l/a/")), ["l/a/b", "l/a/c"]);
+    assert.deepEqual(await collect(d.list("nothing-here/")), []);
+    assert.equal((await d.get("l/a"))?.body.toString(), "l/a");
+  });
+
+  it("deletes objects; deleting an absent key is fine", async () => {
+    await d.put("del/a", Buffer.from("1"));
+    await d.put("del/a/b", Buffer.from("2"));
+    await d.delete("del/a");
+    assert.equal(await d.get("del/a"), null);
+    assert.equal(await d.head("del/a"), null);
+    assert.deepEqual(await collect(d.list("del/")), ["del/a/b"]);
+    await d.delete("del/a");
+    await d.delete("del/never-was");
+  });
+
+  it("maps a missing bucket to BUCKET_NOT_FOUND", async () => {
+    const none = new S3Driver({ bucket: `objstate-none-${RUN}`, endpoint: servers.s3Endpoint, credentials: staticCredentials });
+    assert.equal(await none.bucketExists(), false);
+    const isNotFound = (e: unknown): boolean => isObjstateError(e, "BUCKET_NOT_FOUND") && e.message.includes(`objstate-none-${RUN}`);
+    await assert.rejects(none.get("k"), isNotFound);
+    await assert.rejects(none.put("k", Buffer.from("x")), isNotFound);
+    await assert.rejects(collect(none.list("")), isNotFound);
+    none.close();
+  });
+
+  it("maps a wrong secret or unknown access key to ACCESS_DENIED without leaking secrets", async () => {
+    const wrongSecret = "wrongSecretKey0123456789abcdefghijklmnopq";
+    const cases: [string, Credentials][] = [
+      ["wrong secret", { accessKeyId: servers.accessKey, secretAccessKey: wrongSecret }],
+      ["unknown key", { accessKeyId: "UNKNOWNACCESSKEY0001", secretAccessKey: wrongSecret }],
+    ];
+    for (const [label, creds] of cases) {
+      const bad = new S3Driver({ bucket: BUCKET, endpoint: servers.s3Endpoint, credentials: async () => creds });
+      const denied = (e: unknown): boolean => {
+        assert.ok(isObjstateError(e, "ACCESS_DENIED"), `${label}: ${String(e)}`);
+        for (const secret of [wrongSecret, servers.secretKey, creds.accessKeyId]) assert.ok(!e.message.includes(secret), `${label}: message leaks a credential: ${e.message}`);
+        assert.match(e.message, /check the (access key|secret key)/);
+        assert.ok(e.cause !== undefined);
+        return true;
+      };
+      await assert.rejects(bad.get("env:/w/tool.tfstate"), denied);
+      await assert.rejects(bad.put("x", Buffer.from("x")), denied);
+      await assert.rejects(bad.bucketExists(), denied);
+      bad.close();
+    }
+  });
+
+  it("maps a closed port to ENDPOINT_UNREACHABLE", async () => {
+    const endpoint = `http://127.0.0.1:${await aClosedPort()}`;
+    const gone = new S3Driver({ bucket: BUCKET, endpoint, credentials: staticCredentials });
+    await assert.rejects(gone.get("k"), (e) => isObjstateError(e, "ENDPOINT_UNREACHABLE") && e.message.includes(endpoint));
+    await assert.rejects(gone.bucketExists(), (e) => isObjstateError(e, "ENDPOINT_UNREACHABLE"));
+    gone.close();
+  });
+
+  it("asks the credentials provider again when temporary credentials near expiry", async () => {
+    let calls = 0;
+    const provider = async (): Promise<Credentials> => {
+      calls += 1;
+      // Inside the SDK's refresh window, so every request needs fresh credentials.
+      return { accessKeyId: servers.accessKey, secretAccessKey: servers.secretKey, expiration: new Date(Date.now() + 60_000) };
+    };
+    const refreshing = new S3Driver({ bucket: BUCKET, endpoint: servers.s3Endpoint, credentials: provider });
+    await refreshing.put("cred", Buffer.from("1"));
+    await refreshing.get("cred");
+    await refreshing.head("cred");
+    assert.ok(calls >= 3, `provider called ${calls} times`);
+    refreshing.close();
+  });
+
+  it("fails clearly without credentials instead of searching the environment", async () => {
+    const anon = new S3Driver({ bucket: BUCKET, endpoint: servers.s3Endpoint });
+    await assert.rejects(anon.get("k"), (e) => isObjstateError(e, "CREDENTIALS_MISSING"));
+    anon.close();
+  });
+});
