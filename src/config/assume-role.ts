@@ -1,4 +1,4 @@
-import { builderFactory, ConfigObject, installGetters, normalizeProps, type KindSpec } from "./base.js";
+import { builderFactory, ConfigObject, installGetters, type KindSpec } from "./base.js";
 import { ASSUME_ROLE_FIELDS } from "./fields.js";
 import type { BuilderOf, GettersOf, PropsOf, ValuesOf } from "./types.js";
 
@@ -22,7 +22,7 @@ export class ObjectStoreAssumeRole extends ConfigObject {
 
   /** Validating constructor; same as {@link ObjectStoreAssumeRole.from}. */
   constructor(props: ObjectStoreAssumeRoleProps, /** @internal field-path prefix for messages */ path = "") {
-    super(normalizeProps(SPEC, props, path));
+    super(SPEC, props, path);
   }
 
   /** A builder: one setter per field, then `build()`. */
@@ -52,7 +52,6 @@ export class ObjectStoreAssumeRole extends ConfigObject {
   }
 }
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface ObjectStoreAssumeRole extends ValuesOf<Fields>, GettersOf<Fields> {}
 installGetters(ObjectStoreAssumeRole.prototype, ASSUME_ROLE_FIELDS);
 

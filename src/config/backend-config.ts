@@ -1,5 +1,5 @@
 import { ObjectStoreAssumeRole } from "./assume-role.js";
-import { builderFactory, ConfigObject, installGetters, normalizeProps, warnAssumeRoleDeprecated, type KindSpec } from "./base.js";
+import { builderFactory, ConfigObject, installGetters, warnAssumeRoleDeprecated, type KindSpec } from "./base.js";
 import { COMMON_FIELDS } from "./fields.js";
 import { backendToolJson, type BackendToolJson } from "../synth/tool-json.js";
 import type { BuilderOf, GettersOf, PropsOf, ValuesOf } from "./types.js";
@@ -27,9 +27,8 @@ export class ObjectStoreBackendConfig extends ConfigObject {
 
   /** Validating constructor; same as {@link ObjectStoreBackendConfig.from}. */
   constructor(props: ObjectStoreBackendConfigProps) {
-    const values = normalizeProps(SPEC, props);
-    super(values);
-    if (values["assumeRole"] !== undefined) warnAssumeRoleDeprecated();
+    super(SPEC, props);
+    if (this.assumeRole !== undefined) warnAssumeRoleDeprecated();
   }
 
   /** A builder: one setter per field, then `build()`. */
@@ -58,7 +57,6 @@ export class ObjectStoreBackendConfig extends ConfigObject {
   }
 }
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface ObjectStoreBackendConfig extends ValuesOf<Fields>, GettersOf<Fields> {}
 installGetters(ObjectStoreBackendConfig.prototype, COMMON_FIELDS);
 

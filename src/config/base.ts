@@ -33,12 +33,42 @@ function namesOf(fields: readonly FieldSpec[]): { set: Set<string>; list: string
   return n;
 }
 
-function deepFreeze<T>(v: T): T {
-  if (typeof v === "object" && v !== null && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
+const INVALID = Symbol("invalid");
+
+/** A frozen deep copy of JSON data, or INVALID when `v` is not JSON (function, NaN, cycle, class instance …). */
+function frozenJsonCopy(v: unknown, seen: Set<object>): unknown {
+  if (v === null || typeof v === "string" || typeof v === "boolean") return v;
+  if (typeof v === "number") return Number.isFinite(v) ? v : INVALID;
+  if (typeof v !== "object" || seen.has(v)) return INVALID;
+  seen.add(v);
+  let out: unknown[] | Record<string, unknown> | typeof INVALID;
+  if (Array.isArray(v)) {
+    const arr: unknown[] = new Array<unknown>(v.length);
+    out = arr;
+    for (let i = 0; i < v.length; i++) {
+      const c = frozenJsonCopy(v[i], seen);
+      if (c === INVALID) {
+        out = INVALID;
+        break;
+      }
+      arr[i] = c;
+    }
+  } else if (isPlainObject(v)) {
+    const obj: Record<string, unknown> = {};
+    out = obj;
+    for (const k in v) {
+      const c = frozenJsonCopy(v[k], seen);
+      if (c === INVALID) {
+        out = INVALID;
+        break;
+      }
+      obj[k] = c;
+    }
+  } else {
+    out = INVALID;
   }
-  return v;
+  seen.delete(v);
+  return out === INVALID ? INVALID : Object.freeze(out);
 }
 
 /** A deep copy of JSON data (validated plain objects and arrays only). */
@@ -53,25 +83,24 @@ export function copyJson<T>(v: T): T {
 }
 
 /**
- * Validate `input` against the kind's field table and return the stored values: every
- * field present, `undefined` for unset ones. `path` prefixes field names in messages
- * (for the nested block).
+ * Validate `input` against the kind's field table and write the stored values into
+ * `out`: every field present, `undefined` for unset ones. `path` prefixes field names in
+ * messages (for the nested block).
  */
-export function normalizeProps(spec: KindSpec, input: unknown, path = ""): Record<string, unknown> {
+export function normalizeProps(spec: KindSpec, input: unknown, path: string, out: Record<string, unknown>): void {
   if (!isPlainObject(input)) {
     throw new ConfigError("INVALID_PROPS", `${spec.className} props must be a plain object, got ${describeValue(input, false)}`, { field: path === "" ? undefined : path.slice(0, -1) });
   }
   const names = namesOf(spec.fields);
-  for (const k of Object.keys(input)) {
+  for (const k in input) {
     if (!names.set.has(k)) {
       const near = nearest(k, names.list);
       throw new ConfigError("UNKNOWN_FIELD", `${path}${k} is not a field of ${spec.className}${near === undefined ? `; the fields are: ${names.list.join(", ")}` : `; did you mean ${path}${near}?`}`, { field: `${path}${k}` });
     }
   }
-  const out: Record<string, unknown> = {};
   for (const f of spec.fields) {
     const v = input[f.name];
-    const fieldPath = `${path}${f.name}`;
+    const fieldPath = path === "" ? f.name : `${path}${f.name}`;
     if (v === undefined || v === null) {
       if (f.required) throw new ConfigError("REQUIRED", `${fieldPath} is required`, { field: fieldPath });
       out[f.name] = undefined;
@@ -80,21 +109,25 @@ export function normalizeProps(spec: KindSpec, input: unknown, path = ""): Recor
       checkValue(f, v, fieldPath);
       out[f.name] = spec.nested(v, `${fieldPath}.`);
     } else if (f.kind === "map") {
-      checkValue(f, v, fieldPath);
-      out[f.name] = deepFreeze(copyJson(v));
+      // Validate, copy and freeze in one pass; the caller's object is never kept.
+      const copy = isPlainObject(v) ? frozenJsonCopy(v, new Set()) : INVALID;
+      if (copy === INVALID) {
+        checkValue(f, v, fieldPath); // throws: wrong type, or not JSON
+        throw new ConfigError("INVALID_VALUE", `${fieldPath} must be ${f.rule.expected}`, { field: fieldPath });
+      }
+      out[f.name] = copy;
     } else {
       checkValue(f, v, fieldPath);
       out[f.name] = v;
     }
   }
-  return out;
 }
 
 /** Base of the value objects: immutable, printable without secrets. */
 export abstract class ConfigObject {
-  protected constructor(values: Record<string, unknown>) {
-    const self = this as unknown as Record<string, unknown>;
-    for (const f of this.fieldSpecs()) self[f.name] = values[f.name];
+  /** Validates `props` against `spec` straight into the new object, then freezes it. */
+  protected constructor(spec: KindSpec, props: unknown, path = "") {
+    normalizeProps(spec, props, path, this as unknown as Record<string, unknown>);
     Object.freeze(this);
   }
 

@@ -1,5 +1,5 @@
 import { ObjectStoreAssumeRole } from "./assume-role.js";
-import { builderFactory, ConfigObject, installGetters, normalizeProps, warnAssumeRoleDeprecated, type KindSpec } from "./base.js";
+import { builderFactory, ConfigObject, installGetters, warnAssumeRoleDeprecated, type KindSpec } from "./base.js";
 import { REMOTE_STATE_FIELDS } from "./fields.js";
 import type { BuilderOf, GettersOf, PropsOf, ValuesOf } from "./types.js";
 
@@ -26,9 +26,8 @@ export class DataRemoteStateObjectStoreConfig extends ConfigObject {
 
   /** Validating constructor; same as {@link DataRemoteStateObjectStoreConfig.from}. */
   constructor(props: DataRemoteStateObjectStoreConfigProps) {
-    const values = normalizeProps(SPEC, props);
-    super(values);
-    if (values["assumeRole"] !== undefined) warnAssumeRoleDeprecated();
+    super(SPEC, props);
+    if (this.assumeRole !== undefined) warnAssumeRoleDeprecated();
   }
 
   /** A builder: one setter per field, then `build()`. */
@@ -52,7 +51,6 @@ export class DataRemoteStateObjectStoreConfig extends ConfigObject {
   }
 }
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface DataRemoteStateObjectStoreConfig extends ValuesOf<Fields>, GettersOf<Fields> {}
 installGetters(DataRemoteStateObjectStoreConfig.prototype, REMOTE_STATE_FIELDS);
 

@@ -17,13 +17,21 @@ export interface Rule {
 
 const BARE_HOST = /^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?$/;
 
+// Parsing a URL is the costliest check of all; configs repeat the same few endpoints.
+const urlMemo = new Map<string, boolean>();
 function isHttpUrl(v: string): boolean {
   if (!/^https?:\/\//i.test(v)) return false;
-  try {
-    return new URL(v).hostname !== "";
-  } catch {
-    return false;
+  let ok = urlMemo.get(v);
+  if (ok === undefined) {
+    try {
+      ok = new URL(v).hostname !== "";
+    } catch {
+      ok = false;
+    }
+    if (urlMemo.size > 256) urlMemo.clear();
+    urlMemo.set(v, ok);
   }
+  return ok;
 }
 
 function isEndpoint(v: string, allowFile: boolean): boolean {

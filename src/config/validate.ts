@@ -22,15 +22,13 @@ function typeMatches(type: FieldSpec["rule"]["type"], value: unknown): boolean {
  */
 export function checkValue(field: FieldSpec, value: unknown, path: string = field.name, variable?: string): void {
   const rule = field.rule;
-  const label = variable === undefined ? path : `${variable} (for ${path})`;
-  const got = describeValue(value, field.secret);
-  if (!typeMatches(rule.type, value)) {
-    throw new ConfigError("INVALID_TYPE", `${label} must be ${rule.expected}, got ${got}`, { field: path, variable });
-  }
+  const typeOk = typeMatches(rule.type, value);
   const valid = rule.valid as ((v: unknown) => boolean) | undefined;
-  if (valid !== undefined && !valid(value)) {
-    throw new ConfigError(rule.code ?? "INVALID_VALUE", `${label} must be ${rule.expected}, got ${got}`, { field: path, variable });
-  }
+  if (typeOk && (valid === undefined || valid(value))) return;
+  // Messages are built only on failure: this runs for every field of every object.
+  const label = variable === undefined ? path : `${variable} (for ${path})`;
+  const code = typeOk ? (rule.code ?? "INVALID_VALUE") : "INVALID_TYPE";
+  throw new ConfigError(code, `${label} must be ${rule.expected}, got ${describeValue(value, field.secret)}`, { field: path, variable });
 }
 
 /**

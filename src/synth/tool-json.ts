@@ -72,7 +72,9 @@ export function remoteStateToolJson(name: string, config: DataRemoteStateObjectS
   const entry: RemoteStateBlock = { backend: "objectstore", config: backendBlock(config) };
   if (config.defaults !== undefined) entry.defaults = config.defaults as JsonObject;
   if (config.workspace !== undefined) entry.workspace = config.workspace;
-  return { data: { tool_remote_state: { [name]: entry } } };
+  const states: { [name: string]: RemoteStateBlock } = {};
+  states[name] = entry;
+  return { data: { tool_remote_state: states } };
 }
 
 /**
