@@ -40,3 +40,5 @@ export {
 } from "./synth/tool-json.js";
 export { DataRemoteStateObjectStore } from "./remote-state/data-remote-state.js";
 export { synthesizeProps, type SynthInput } from "./synth/document.js";
+export { ObjectStoreBackend, type ConnectOptions, type LockOptions, type LockInfo } from "./backend/backend.js";
+export type { Credentials, CredentialsProvider, Acl } from "./store/types.js";

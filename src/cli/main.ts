@@ -3,23 +3,19 @@
  * `objstate`: a thin shell over the library. Exit codes: 0 ok, 1 error, 2 usage or bad
  * input, 3 state locked, 4 digest mismatch.
  */
-import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { ConfigError } from "../config/errors.js";
 import { ObjstateError } from "../errors.js";
 import { formatToolJson } from "../synth/tool-json.js";
 import { synthesizeProps } from "../synth/document.js";
 import { CliError, EXIT, readJsonFile } from "./io.js";
+import { objstateVersion } from "../version.js";
 
-function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
-  return pkg.version;
-}
 
 function program(): Command {
   const cmd = new Command("objstate")
     .description("Keep an infrastructure tool's state in an object-storage bucket, with locking in a key-value table.")
-    .version(packageVersion(), "-V, --version", "print the version")
+    .version(objstateVersion(), "-V, --version", "print the version")
     .showSuggestionAfterError(true)
     .exitOverride();
 

@@ -2,7 +2,8 @@
  * The embedded lock table (DESIGN §2, §5) for `file:` kvstore endpoints: a directory per
  * table on local disk, safe to share between processes on one machine.
  *
- * Layout of `<dir>/<table>/`:
+ * Layout of `<dir>/.kvstore/<table>/` (bucket names cannot start with `.`, so a table never
+ * shares a directory with a bucket of the embedded object store under the same endpoint):
  * - `.schema.json` — the key schema, `[{"name":"LockID","type":"S","keyType":"HASH"}]`.
  *   A table directory without it has that default schema; tests write other schemas to
  *   get a table the backend must refuse, as a DynamoDB table with the wrong key would be.
@@ -46,6 +47,8 @@ import { parseEndpoint } from "../store/endpoint.js";
 import type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
 
 const KEY = "LockID";
+/** Tables live below this directory of the endpoint, apart from the store's buckets. */
+const TABLES_DIR = ".kvstore";
 const SCHEMA_FILE = ".schema.json";
 const DEFAULT_SCHEMA: readonly KeyAttribute[] = [{ name: KEY, type: "S", keyType: "HASH" }];
 /** DynamoDB's table-name rule; it also keeps the name a single safe path segment. */
@@ -66,7 +69,7 @@ type Item = Readonly<Record<string, string>>;
 export class FileLockTable implements LockTableDriver {
   readonly kind = "file";
   readonly location: string;
-  /** The table's directory, `<endpoint dir>/<table>`. */
+  /** The table's directory, `<endpoint dir>/.kvstore/<table>`. */
   readonly dir: string;
   /** Set once the schema is known good, so item calls stop re-reading it. */
   private schemaOk = false;
@@ -80,7 +83,7 @@ export class FileLockTable implements LockTableDriver {
     if (!TABLE_NAME.test(options.table)) {
       throw new ObjstateError("LOCK_TABLE_ERROR", `lock table name "${options.table}" is not valid: use 3-255 characters of A-Z a-z 0-9 _ . -`);
     }
-    this.dir = path.join(parsed.dir, options.table);
+    this.dir = path.join(parsed.dir, TABLES_DIR, options.table);
     this.location = `embedded lock table "${options.table}" in ${parsed.dir}`;
   }
 

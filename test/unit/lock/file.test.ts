@@ -47,14 +47,14 @@ function defineTests(): void {
       assert.equal(t.kind, "file");
       assert.match(t.location, /embedded lock table "locks"/);
       assert.ok(t instanceof FileLockTable);
-      assert.equal(t.dir, path.join(root, "locks"));
+      assert.equal(t.dir, path.join(root, ".kvstore", "locks"));
       t.close();
     });
 
     test("a relative file: endpoint is resolved against cwd", async () => {
       const t = await openLockTable({ table: "locks", endpoint: "file:./state-dir", cwd: root });
       assert.ok(t instanceof FileLockTable);
-      assert.equal(t.dir, path.join(root, "state-dir", "locks"));
+      assert.equal(t.dir, path.join(root, "state-dir", ".kvstore", "locks"));
     });
 
     test("openLockTable picks DynamoDB for http(s) and bare hosts, without sending anything", async () => {

@@ -1,0 +1,53 @@
+import { randomUUID } from "node:crypto";
+import { hostname, userInfo } from "node:os";
+
+/** The lock information stored in the lock table's `Info` attribute (DESIGN §5). */
+export interface LockInfo {
+  /** A UUID; unlock and force-unlock need it. */
+  readonly ID: string;
+  /** What the holder is doing (`apply`, `plan`, `writeState` …). */
+  readonly Operation: string;
+  /** Free text from the holder. */
+  readonly Info: string;
+  /** `user@host` of the holder. */
+  readonly Who: string;
+  /** Tool version of the holder. */
+  readonly Version: string;
+  /** UTC ISO time the lock was taken. */
+  readonly Created: string;
+  /** The lock item's LockID: `{bucket}/{statePath}`. */
+  readonly Path: string;
+}
+
+/** `user@host` of this process. */
+export function defaultWho(): string {
+  let user = process.env["USER"] ?? "unknown";
+  try {
+    user = userInfo().username;
+  } catch {
+    // no passwd entry (containers): keep $USER
+  }
+  return `${user}@${hostname()}`;
+}
+
+export function newLockInfo(fields: { operation: string; info: string; who: string; version: string; path: string }): LockInfo {
+  return { ID: randomUUID(), Operation: fields.operation, Info: fields.info, Who: fields.who, Version: fields.version, Created: new Date().toISOString(), Path: fields.path };
+}
+
+/** Parse stored lock info; tolerant of items written by other tools (missing fields become ""). */
+export function parseLockInfo(raw: string, path: string): LockInfo {
+  let o: Record<string, unknown> = {};
+  try {
+    const v: unknown = JSON.parse(raw);
+    if (typeof v === "object" && v !== null) o = v as Record<string, unknown>;
+  } catch {
+    // not JSON: report what we can
+  }
+  const s = (k: string): string => (typeof o[k] === "string" ? (o[k] as string) : "");
+  return { ID: s("ID"), Operation: s("Operation"), Info: s("Info"), Who: s("Who"), Version: s("Version"), Created: s("Created"), Path: s("Path") || path };
+}
+
+/** One line describing a holder, for messages. */
+export function describeHolder(info: LockInfo): string {
+  return `ID ${info.ID || "(none)"}, held by ${info.Who || "unknown"} since ${info.Created || "unknown"} for ${info.Operation || "an unknown operation"}${info.Info ? ` (${info.Info})` : ""}`;
+}

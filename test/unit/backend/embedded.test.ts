@@ -1,0 +1,5 @@
+import { describe } from "node:test";
+import { backendSuite } from "../../behaviour/backend-suite.js";
+import { embeddedTarget } from "../../support/targets.js";
+
+describe("ObjectStoreBackend on embedded store + embedded lock table", () => backendSuite(embeddedTarget));
