@@ -24,6 +24,8 @@ export interface Target {
   badTable(schema: "other-key" | "number-key"): Promise<string>;
   /** Grants on an object as the server reports them (S3 only). */
   grants?(bucket: string, key: string): Promise<string[]>;
+  /** Directory of a bucket on disk (embedded only). */
+  bucketDir?(bucket: string): string;
   /** Requests captured by the S3 request hook (S3 only). */
   readonly wire?: WireRequest[];
 }
@@ -41,6 +43,7 @@ export function embeddedTarget(): Target {
     name: "embedded + embedded",
     setup: ({ locks, extra }) => Promise.resolve({ bucket: uniqueName("b"), endpoint, ...(locks ? { kvstoreEndpoint: endpoint, kvstoreTable: uniqueName("locks") } : {}), ...extra }),
     raw: (bucket) => openStore({ bucket, endpoint }),
+    bucketDir: (bucket) => join(dir, bucket),
     badTable: async (schema) => {
       const name = uniqueName("bad");
       const tableDir = join(dir, ".kvstore", name);

@@ -1,5 +1,7 @@
 import { describe } from "node:test";
 import { backendSuite } from "../../behaviour/backend-suite.js";
+import { processSuite } from "../../behaviour/process-suite.js";
 import { cephTarget } from "../../support/targets.js";
 
 describe("ObjectStoreBackend on Ceph RGW + dynalite", () => backendSuite(cephTarget));
+describe("ObjectStoreBackend on Ceph RGW + dynalite, several processes", () => processSuite(cephTarget));
