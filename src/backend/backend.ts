@@ -15,6 +15,7 @@ import { openStore } from "../store/index.js";
 import type { S3DriverOptions } from "../store/s3.js";
 import type { Acl, ObjectStoreDriver } from "../store/types.js";
 import { resolveIdentity, type Identity } from "../credentials/chain.js";
+import { md5Of } from "../util/md5.js";
 import { objstateVersion } from "../version.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, layout, statePath, workspaceOfKey, workspacesPrefix, type Layout } from "./layout.js";
 import { defaultWho, describeHolder, newLockInfo, parseLockInfo, type LockInfo } from "./lock-info.js";
@@ -35,7 +36,7 @@ export interface ConnectOptions {
   readonly digestRetry?: { readonly timeoutMs: number; readonly intervalMs: number } | undefined;
   /** Keys per page when listing workspaces (default: the driver's, 1,000 for S3). */
   readonly listPageSize?: number | undefined;
-  /** States at or above this size go up in multipart uploads (default 16 MiB). */
+  /** States at or above this size go up in multipart uploads (default 100 MiB). */
   readonly multipartThreshold?: number | undefined;
   /** Extra options for the S3 driver (request hook, timeouts). */
   readonly s3?: Pick<S3DriverOptions, "onRequest" | "connectTimeoutMs"> | undefined;
@@ -65,6 +66,7 @@ function defaultWarn(message: string, code: string): void {
 function md5(bytes: Uint8Array): string {
   return createHash("md5").update(bytes).digest("hex");
 }
+
 
 function toBuffer(data: Uint8Array | string): Buffer {
   if (typeof data === "string") return Buffer.from(data, "utf8");
@@ -218,10 +220,13 @@ export class ObjectStoreBackend {
     const digestId = `${this.lockId(workspace)}${DIGEST_SUFFIX}`;
     const deadline = Date.now() + this.digestRetry.timeoutMs;
     for (;;) {
-      const [obj, expected] = await Promise.all([this.store.get(path), locks.get(digestId, "Digest")]);
+      const [obj, expected] = await Promise.all([this.store.get(path, { md5: true }), locks.get(digestId, "Digest")]);
       const body = obj?.body ?? null;
       if (expected === null || expected === "") return body;
-      const actual = body === null ? "" : md5(body);
+      let actual = obj === null ? "" : (obj.md5 ?? md5(obj.body));
+      if (actual === expected) return body;
+      // The driver may have taken the MD5 from the ETag; before calling it a mismatch, hash the bytes.
+      if (obj !== null && obj.md5 !== undefined) actual = md5(obj.body);
       if (actual === expected) return body;
       if (Date.now() + this.digestRetry.intervalMs > deadline) {
         throw new ObjstateError(
@@ -260,15 +265,16 @@ export class ObjectStoreBackend {
 
   private async putState(workspace: string, bytes: Buffer, locks: LockTableDriver | undefined): Promise<void> {
     const s = this.settings;
-    await this.store.put(this.statePath(workspace), bytes, {
-      contentType: "application/json",
-      acl: s.acl.value as Acl | undefined,
-      encrypt: s.encrypt.value === true,
-    });
+    // Large states are hashed in a worker thread while they go up; the driver reuses the
+    // hash to check the upload, and the lock table gets it as the digest.
+    const hashing = md5Of(bytes);
+    hashing.catch(() => undefined); // a failed put must not leave it unhandled; awaited below
+    await this.store.put(this.statePath(workspace), bytes, { contentType: "application/json", acl: s.acl.value as Acl | undefined, encrypt: s.encrypt.value === true, md5: hashing });
+    const digest = await hashing;
     if (locks !== undefined) {
       const digestId = `${this.lockId(workspace)}${DIGEST_SUFFIX}`;
       try {
-        await locks.put(digestId, "Digest", md5(bytes));
+        await locks.put(digestId, "Digest", digest);
       } catch (e) {
         throw new ObjstateError(
           "DIGEST_WRITE_FAILED",

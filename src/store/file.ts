@@ -36,7 +36,7 @@ import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
 import { parseEndpoint } from "./endpoint.js";
-import type { Acl, ListOptions, ObjectMeta, ObjectStoreDriver, PutOptions, StoreDriverOptions } from "./types.js";
+import type { Acl, GetOptions, GetResult, ListOptions, ObjectMeta, ObjectStoreDriver, PutOptions, StoreDriverOptions } from "./types.js";
 
 const META_DIR = ".meta";
 const TEMP_PREFIX = ".tmp-";
@@ -89,9 +89,13 @@ export class FileDriver implements ObjectStoreDriver {
     this.location = `file:${this.bucketDir}`;
   }
 
-  async get(key: string): Promise<{ body: Buffer; meta: ObjectMeta } | null> {
+  async get(key: string, options: GetOptions = {}): Promise<GetResult | null> {
     const file = this.objectPath(key);
-    return this.withVersion(key, file, async (v, meta) => ({ body: await readWhole(v.handle, v.stat.size), meta }));
+    return this.withVersion(key, file, async (v, meta) => {
+      const body = await readWhole(v.handle, v.stat.size);
+      // Hash what was actually read: a file edited in place must not pass for the stored etag.
+      return { body, meta, md5: options.md5 === true ? createHash("md5").update(body).digest("hex") : undefined };
+    });
   }
 
   async head(key: string): Promise<ObjectMeta | null> {
@@ -109,7 +113,7 @@ export class FileDriver implements ObjectStoreDriver {
       await this.writeMeta(key, id, {
         key,
         size: body.length,
-        etag: createHash("md5").update(body).digest("hex"),
+        etag: (await options.md5) ?? createHash("md5").update(body).digest("hex"),
         contentType: options.contentType,
         acl: options.acl,
         serverSideEncryption: options.encrypt === true ? "AES256" : undefined,

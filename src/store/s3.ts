@@ -22,8 +22,9 @@ import {
 import type { PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { ObjstateError } from "../errors.js";
+import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 import { parseEndpoint } from "./endpoint.js";
-import type { CredentialsProvider, ListOptions, ObjectMeta, ObjectStoreDriver, PutOptions, StoreDriverOptions } from "./types.js";
+import type { CredentialsProvider, GetOptions, GetResult, ListOptions, ObjectMeta, ObjectStoreDriver, PutOptions, StoreDriverOptions } from "./types.js";
 
 /** A request as it leaves the client: signed, with every header that goes on the wire. */
 export interface WireRequest {
@@ -43,7 +44,8 @@ export interface S3DriverOptions extends StoreDriverOptions {
 }
 
 const MiB = 1024 * 1024;
-const DEFAULT_MULTIPART_THRESHOLD = 16 * MiB;
+/** AWS's own advice: consider multipart from about 100 MB; below, one request is faster. */
+const DEFAULT_MULTIPART_THRESHOLD = 100 * MiB;
 const PART_SIZE = 8 * MiB;
 const QUEUE_SIZE = 4;
 /** Largest body S3 accepts in one PutObject. */
@@ -89,12 +91,14 @@ export class S3Driver implements ObjectStoreDriver {
     if (options.onRequest !== undefined) this.addRequestHook(options.onRequest);
   }
 
-  async get(key: string): Promise<{ body: Buffer; meta: ObjectMeta } | null> {
+  async get(key: string, options: GetOptions = {}): Promise<GetResult | null> {
     try {
       const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      const body = await readBody(res.Body, res.ContentLength);
+      const etagMd5 = options.md5 === true ? plainMd5Etag(res) : undefined;
+      const hash = options.md5 === true && etagMd5 === undefined ? newHasher(res.ContentLength) : undefined;
+      const body = await readBody(res.Body, res.ContentLength, hash);
       const meta = toMeta({ ...res, ContentLength: body.length });
-      return { body, meta };
+      return { body, meta, md5: etagMd5 ?? (await hash?.digest()) };
     } catch (e) {
       if (isNotFound(e) && errorName(e) !== "NoSuchBucket") return null;
       throw this.mapError(e, { op: "get", key });
@@ -187,14 +191,25 @@ export class S3Driver implements ObjectStoreDriver {
     if (body.length > SINGLE_PUT_MAX) {
       throw new ObjstateError("STORE_ERROR", `a create-if-absent write of ${body.length} bytes is larger than one S3 PutObject allows (5 GiB)`);
     }
-    await this.client.send(
+    // Integrity of the body in transit (checksums are otherwise off, see G1): Content-MD5
+    // when the hash is known up front; when it is still being computed (large states),
+    // send at once and compare the stored object's ETag afterwards.
+    const pending = typeof options.md5 === "object" ? options.md5 : undefined;
+    const known = typeof options.md5 === "string" ? options.md5 : pending === undefined ? createHash("md5").update(body).digest("hex") : undefined;
+    const res = await this.client.send(
       new PutObjectCommand({
         ...params,
-        // Lets the server reject a body damaged in transit (checksums are otherwise off, see G1).
-        ContentMD5: createHash("md5").update(body).digest("base64"),
+        ContentMD5: known === undefined ? undefined : Buffer.from(known, "hex").toString("base64"),
         IfNoneMatch: options.ifNoneMatch === true ? "*" : undefined,
       }),
     );
+    if (pending !== undefined) {
+      const expected = await pending;
+      const etag = plainMd5Etag(res);
+      if (etag !== undefined && etag !== expected) {
+        throw new ObjstateError("STORE_INTEGRITY", `the object store stored "${params.Key}" with MD5 ${etag}, but the bytes sent hash to ${expected}: the upload was damaged in transit; write it again`);
+      }
+    }
     options.onProgress?.(body.length, body.length);
   }
 
@@ -205,6 +220,8 @@ export class S3Driver implements ObjectStoreDriver {
     // lib-storage sends a body that fits in one part as a plain PutObject. The result's ETag
     // is empty on RGW (ceph.md G4); nothing here needs it.
     await upload.done();
+    // A multipart ETag is not an MD5: nothing to compare, but let a pending hash settle.
+    if (typeof options.md5 === "object") await options.md5;
   }
 
   /** Records each request after the signer ran, i.e. exactly the headers that are sent. */
@@ -270,15 +287,33 @@ function sdkCredentials(provider: CredentialsProvider | undefined) {
  * Read a response body into one buffer allocated up front at `length` bytes, so peak
  * memory is about the object's size rather than chunks plus a concatenated copy.
  */
-async function readBody(body: unknown, length: number | undefined): Promise<Buffer> {
+/** Hashes bytes as they arrive: in the worker thread for large bodies, inline for small ones. */
+interface Hasher {
+  write(bytes: Uint8Array): Promise<void> | void;
+  digest(): Promise<string> | string;
+}
+
+function newHasher(length: number | undefined): Hasher {
+  if (length !== undefined && length >= PARALLEL_MD5_MIN) return new ParallelMd5();
+  const h = createHash("md5");
+  return { write: (b) => void h.update(b), digest: () => h.digest("hex") };
+}
+
+async function readBody(body: unknown, length: number | undefined, hash: Hasher | undefined): Promise<Buffer> {
   if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
-  if (length === undefined) return Buffer.concat(await collect(body));
+  if (length === undefined) {
+    const whole = Buffer.concat(await collect(body));
+    await hash?.write(whole);
+    return whole;
+  }
   const buf = Buffer.allocUnsafe(length);
   let offset = 0;
   for await (const chunk of body) {
     if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
     if (offset + chunk.length > length) throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
     buf.set(chunk, offset);
+    // Hashing each chunk as it arrives overlaps the digest with the transfer.
+    await hash?.write(chunk);
     offset += chunk.length;
   }
   if (offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
@@ -307,6 +342,17 @@ interface MetaSource {
 }
 
 /** Etags are returned without the quotes S3 puts around them (the file driver's are bare md5 hex). */
+/**
+ * The object's MD5 from its ETag, when the ETag is one: a single-part upload stored without
+ * KMS or a customer key. Multipart ETags end in `-N` and are not an MD5 of the bytes.
+ */
+function plainMd5Etag(res: { readonly ETag?: string | undefined; readonly ServerSideEncryption?: string | undefined; readonly SSECustomerAlgorithm?: string | undefined }): string | undefined {
+  const etag = res.ETag?.replace(/"/g, "").toLowerCase();
+  if (etag === undefined || !/^[0-9a-f]{32}$/.test(etag)) return undefined;
+  if (res.SSECustomerAlgorithm !== undefined || (res.ServerSideEncryption !== undefined && res.ServerSideEncryption !== "AES256")) return undefined;
+  return etag;
+}
+
 function toMeta(res: MetaSource): ObjectMeta {
   return {
     size: res.ContentLength ?? 0,

@@ -37,8 +37,30 @@ export interface PutOptions {
   readonly encrypt?: boolean | undefined;
   /** Create only if absent (`If-None-Match: *`); a conflict throws code `PRECONDITION_FAILED`. */
   readonly ifNoneMatch?: boolean | undefined;
+  /**
+   * Hex MD5 of `body`, when the caller has it or is computing it (saves hashing twice).
+   * A string is sent as Content-MD5; a promise lets the upload start at once, and the
+   * driver checks the stored object's ETag against it afterwards.
+   */
+  readonly md5?: string | Promise<string> | undefined;
   /** Reports bytes sent so far (for progress bars). */
   readonly onProgress?: ((sent: number, total: number) => void) | undefined;
+}
+
+export interface GetOptions {
+  /**
+   * Also return the hex MD5 of the bytes read. The S3 driver takes it from the ETag when
+   * that is a plain MD5 (single-part upload, no KMS or customer key), else hashes the bytes
+   * as they arrive, off the main thread for large objects.
+   */
+  readonly md5?: boolean | undefined;
+}
+
+/** What `get` returns: the bytes, metadata, and the MD5 when asked for. */
+export interface GetResult {
+  readonly body: Buffer;
+  readonly meta: ObjectMeta;
+  readonly md5?: string | undefined;
 }
 
 export interface ListOptions {
@@ -53,7 +75,7 @@ export interface ObjectStoreDriver {
   /** Human description of where data lives (endpoint and bucket; never credentials). */
   readonly location: string;
   /** The object's bytes and metadata, or null when absent. */
-  get(key: string): Promise<{ body: Buffer; meta: ObjectMeta } | null>;
+  get(key: string, options?: GetOptions): Promise<GetResult | null>;
   /** Metadata only, or null when absent. */
   head(key: string): Promise<ObjectMeta | null>;
   /** Store bytes atomically: readers see the old object or the new one, never a mix. */
@@ -77,7 +99,7 @@ export interface StoreDriverOptions {
   readonly endpoint: string;
   readonly region?: string | undefined;
   readonly credentials?: CredentialsProvider | undefined;
-  /** Bodies at or above this size go up in multipart uploads (S3 driver). Default 16 MiB. */
+  /** Bodies at or above this size go up in multipart uploads (S3 driver). Default 100 MiB. */
   readonly multipartThreshold?: number | undefined;
   /** Base directory for relative `file:` endpoints (default `process.cwd()`). */
   readonly cwd?: string | undefined;
