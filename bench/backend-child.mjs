@@ -20,7 +20,7 @@ const backend = await ObjectStoreBackend.connect(
 await sdk.send(new PutObjectCommand({ Bucket: bucket, Key: `${key}.warm`, Body: "x" }));
 await backend.listWorkspaces();
 await backend.lockInfo("default");
-global.gc?.();
+globalThis.gc?.();
 const baselineRss = process.memoryUsage().rss;
 const data = op === "push" ? randomBytes(size) : undefined;
 const t = performance.now();

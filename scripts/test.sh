@@ -11,4 +11,4 @@ cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
 export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true
 # Only *.test.js: node --test given a directory named test would also run the helpers in it.
 mapfile -t files < <(find dist/test -name '*.test.js' | sort)
-exec bash scripts/with-servers.sh node --test --test-reporter=spec "${files[@]}"
+exec bash scripts/with-servers.sh node --test "${files[@]}"
