@@ -9,12 +9,14 @@ import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-co
 import { ObjstateError } from "../errors.js";
 import { openLockTable } from "../lock/index.js";
 import type { KeyAttribute, LockTableDriver } from "../lock/types.js";
-import { resolveSettings, type Env, type ProfileLoader, type ResolvedBackendSettings } from "../resolve/settings.js";
+import type { Env, ResolvedBackendSettings } from "../resolve/settings.js";
 import { parseEndpoint } from "../store/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { S3DriverOptions } from "../store/s3.js";
 import type { Acl, ObjectStoreDriver } from "../store/types.js";
 import { resolveIdentity, type Identity } from "../credentials/chain.js";
+import { resolveEffectiveSettings } from "../credentials/index.js";
+import type { Clock } from "../credentials/refresh.js";
 import { md5Of } from "../util/md5.js";
 import { objstateVersion } from "../version.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, layout, statePath, workspaceOfKey, workspacesPrefix, type Layout } from "./layout.js";
@@ -42,8 +44,8 @@ export interface ConnectOptions {
   readonly s3?: Pick<S3DriverOptions, "onRequest" | "connectTimeoutMs"> | undefined;
   /** Receives warnings (default: `process.emitWarning`, each kind once per process). */
   readonly onWarning?: ((message: string, code: string) => void) | undefined;
-  /** Shared-credentials profile loader (the credentials layer's seam). */
-  readonly profileLoader?: ProfileLoader | undefined;
+  /** Time source for refreshing temporary credentials before they expire (default `Date.now`). */
+  readonly clock?: Clock | undefined;
 }
 
 /** Options of {@link ObjectStoreBackend.lock}. */
@@ -91,6 +93,8 @@ export class ObjectStoreBackend {
   readonly settings: ResolvedBackendSettings;
   /** Where the identity came from (`static keys (explicit)` …), undefined for embedded stores. */
   readonly identitySource: string | undefined;
+  /** The identity's details (assumed-role session ARN, first expiry), undefined for embedded stores. */
+  readonly identity: Omit<Identity, "provider"> | undefined;
   private readonly store: ObjectStoreDriver;
   private readonly locks: LockTableDriver | undefined;
   private readonly layout: Layout;
@@ -114,6 +118,7 @@ export class ObjectStoreBackend {
     this.store = init.store;
     this.locks = init.locks;
     this.identitySource = init.identity?.source;
+    this.identity = init.identity === undefined ? undefined : { source: init.identity.source, assumedRoleArn: init.identity.assumedRoleArn, expiration: init.identity.expiration };
     this.layout = layout(s.prefix.value ?? "", s.key.value ?? "");
     this.bucket = s.bucket.value as string;
     this.who = init.options.who ?? defaultWho();
@@ -128,8 +133,8 @@ export class ObjectStoreBackend {
    */
   static async connect(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, options: ConnectOptions = {}): Promise<ObjectStoreBackend> {
     const env = options.env ?? process.env;
-    const settings = resolveSettings(config as ObjectStoreBackendConfig, env, { profileLoader: options.profileLoader });
     const warn = options.onWarning ?? defaultWarn;
+    const settings = resolveEffectiveSettings(config, env, { onWarning: warn });
     const endpoint = settings.endpoint.value;
     if (endpoint === undefined) {
       throw new ObjstateError(
@@ -139,8 +144,9 @@ export class ObjectStoreBackend {
     }
     const region = settings.region.value ?? "us-east-1";
     let identity: Identity | undefined;
-    const needIdentity = (): Identity => (identity ??= resolveIdentity(settings));
-    if (parseEndpoint(endpoint, options.cwd).kind === "http") needIdentity();
+    // The chain runs only when an HTTP endpoint needs it (embedded stores need no identity).
+    const needIdentity = async (): Promise<Identity> => (identity ??= await resolveIdentity(settings, { env, clock: options.clock, cwd: options.cwd }));
+    if (parseEndpoint(endpoint, options.cwd).kind === "http") await needIdentity();
 
     const store = await openStore({
       bucket: settings.bucket.value as string,
@@ -168,7 +174,7 @@ export class ObjectStoreBackend {
           );
         }
         const http = parseEndpoint(kvEndpoint, options.cwd).kind === "http";
-        locks = await openLockTable({ table, endpoint: kvEndpoint, region, credentials: http ? needIdentity().provider : undefined, cwd: options.cwd });
+        locks = await openLockTable({ table, endpoint: kvEndpoint, region, credentials: http ? (await needIdentity()).provider : undefined, cwd: options.cwd });
         await checkLockTable(locks, table);
       }
     } catch (e) {

@@ -1,46 +1,148 @@
 /**
- * The credentials chain (DESIGN §4). Each source is a small function that either gives an
- * identity or says why it gave none; `resolveIdentity` tries them in order.
+ * The credentials chain (DESIGN §4), assembled here from small sources:
+ *   1. static keys (explicit > env > profile, as resolved);
+ *   2. the compute-instance role from the metadata service, only when no access key was
+ *      found and a compute role is set (computeRoleName, or an EcsRamRole profile);
+ *   3. STS AssumeRole on top of that base identity when a role ARN is set (flattened
+ *      field, PROVIDER_ASSUME_ROLE_ARN, the deprecated block, or a RamRoleArn profile).
+ * Each source yields an identity or says, without values, why it did not.
  */
 import { ObjstateError } from "../errors.js";
-import type { ResolvedBackendSettings } from "../resolve/settings.js";
+import type { Env, ResolvedBackendSettings } from "../resolve/settings.js";
+import { parseEndpoint } from "../store/endpoint.js";
 import type { Credentials, CredentialsProvider } from "../store/types.js";
+import { fetchComputeRoleCredentials, metadataBase } from "./metadata.js";
+import { refreshing, type Clock } from "./refresh.js";
+import { assumeRole, type AssumedRole } from "./sts.js";
 
 /** An identity and where it came from (for the resolution report). */
 export interface Identity {
   readonly provider: CredentialsProvider;
-  /** `static keys (explicit)`, `static keys (env:PROVIDER_ACCESS_KEY)`, … */
+  /** `static keys (explicit)`, `compute role "r" (metadata service)`, `role arn:… assumed as …` */
   readonly source: string;
+  /** For assumed roles: the session's ARN as the server reported it (`…/assumed-role/ROLE/SESSION`). */
+  readonly assumedRoleArn?: string | undefined;
+  /** When the first temporary credentials expire (assumed and compute roles). */
+  readonly expiration?: Date | undefined;
 }
 
-/** A source either yields an identity or explains, without values, why it did not. */
-type SourceResult = { readonly identity: Identity } | { readonly skipped: string };
+/** Settings the chain reads (backend and remote-state settings both have them). */
+export type CredentialSettings = Pick<
+  ResolvedBackendSettings,
+  | "accessKey"
+  | "secretKey"
+  | "securityToken"
+  | "computeRoleName"
+  | "assumeRoleRoleArn"
+  | "assumeRoleSessionName"
+  | "assumeRoleSessionExpiration"
+  | "assumeRolePolicy"
+  | "stsEndpoint"
+  | "endpoint"
+  | "region"
+>;
 
-/** Settings a credentials source reads (backend and remote-state settings both have them). */
-export type CredentialSettings = Pick<ResolvedBackendSettings, "accessKey" | "secretKey" | "securityToken">;
+export interface ChainOptions {
+  readonly env: Env;
+  /** Time source for refresh decisions (default `Date.now`). */
+  readonly clock?: Clock | undefined;
+  /** Base directory for relative file: endpoints (to tell them apart from HTTP ones). */
+  readonly cwd?: string | undefined;
+}
 
-/** Static keys: access key + secret key (+ token), from explicit, env or profile. */
-export function staticKeys(s: CredentialSettings): SourceResult {
+type Base = { readonly identity: Identity } | { readonly skipped: string };
+
+const set = (v: string | undefined): v is string => v !== undefined && v !== "";
+
+/** Source 1: static keys. */
+export function staticKeys(s: CredentialSettings): Base {
   const ak = s.accessKey.value;
   const sk = s.secretKey.value;
-  if (ak === undefined || ak === "") return { skipped: "static keys: no accessKey (explicit, PROVIDER_ACCESS_KEY, PROVIDER_ACCESS_KEY_ID)" };
-  if (sk === undefined || sk === "") {
+  if (!set(ak)) return { skipped: "static keys: no access key (accessKey, PROVIDER_ACCESS_KEY, PROVIDER_ACCESS_KEY_ID, or a profile)" };
+  if (!set(sk)) {
     throw new ObjstateError("CREDENTIALS_INCOMPLETE", `an access key was given (${s.accessKey.source}) but no secret key: set secretKey, PROVIDER_SECRET_KEY or PROVIDER_ACCESS_KEY_SECRET`);
   }
-  const creds: Credentials = { accessKeyId: ak, secretAccessKey: sk, sessionToken: s.securityToken.value || undefined };
-  return { identity: { provider: () => Promise.resolve(creds), source: `static keys (${s.accessKey.source})` } };
+  const creds: Credentials = { accessKeyId: ak, secretAccessKey: sk, sessionToken: set(s.securityToken.value) ? s.securityToken.value : undefined };
+  const token = creds.sessionToken === undefined ? "" : " with a security token";
+  return { identity: { provider: () => Promise.resolve(creds), source: `static keys (${s.accessKey.source})${token}` } };
+}
+
+/** Source 2: the compute-instance role, fetched now and refreshed before expiry. */
+export async function computeRole(s: CredentialSettings, options: ChainOptions): Promise<Base> {
+  const role = s.computeRoleName.value;
+  if (!set(role)) return { skipped: "compute-instance role: no computeRoleName (nor an EcsRamRole profile)" };
+  const fetch = (): Promise<Credentials> => fetchComputeRoleCredentials(role, options.env);
+  const first = await fetch();
+  let used = false;
+  // The first answer is used once; later calls go back to the service as expiry nears.
+  const provider = refreshing(() => (used ? fetch() : ((used = true), Promise.resolve(first))), options.clock);
+  return { identity: { provider, source: `compute role "${role}" (${s.computeRoleName.source}) from the metadata service at ${metadataBase(options.env)}`, expiration: first.expiration } };
+}
+
+function stsEndpointOf(s: CredentialSettings, cwd: string | undefined): string {
+  const explicit = s.stsEndpoint.value;
+  if (set(explicit)) return parseEndpoint(explicit, cwd).kind === "http" ? (parseEndpoint(explicit, cwd) as { url: string }).url : explicit;
+  const store = s.endpoint.value;
+  if (set(store)) {
+    const p = parseEndpoint(store, cwd);
+    if (p.kind === "http") return p.url;
+  }
+  throw new ObjstateError("NO_STS_ENDPOINT", "a role is to be assumed but there is no STS endpoint: set stsEndpoint (or PROVIDER_STS_ENDPOINT); the object-store endpoint is used only when it is an http(s) one");
+}
+
+/** Step 3: assume the role on top of the base identity, refreshing before expiry. */
+export async function assumedRole(s: CredentialSettings, base: Identity, options: ChainOptions): Promise<Identity> {
+  const roleArn = s.assumeRoleRoleArn.value as string;
+  const params = {
+    endpoint: stsEndpointOf(s, options.cwd),
+    region: s.region.value ?? "us-east-1",
+    base: base.provider,
+    roleArn,
+    sessionName: s.assumeRoleSessionName.value ?? "tool",
+    durationSeconds: s.assumeRoleSessionExpiration.value ?? 3600,
+    policy: s.assumeRolePolicy.value,
+  };
+  const first: AssumedRole = await assumeRole(params);
+  let used = false;
+  const provider = refreshing(() => (used ? assumeRole(params) : ((used = true), Promise.resolve(first))), options.clock);
+  return {
+    provider,
+    source: `role ${roleArn} (${s.assumeRoleRoleArn.source}) assumed as session "${params.sessionName}" for ${params.durationSeconds} s${set(params.policy) ? " with a session policy" : ""}, on top of ${base.source}`,
+    assumedRoleArn: first.assumedRoleArn,
+    expiration: first.expiration,
+  };
 }
 
 /**
- * The first identity the chain yields. Throws `NO_CREDENTIALS` listing, in order, what
- * was tried and why each gave nothing (never a value).
+ * Run the chain. Throws `NO_CREDENTIALS` listing, in order, what was tried and why each
+ * gave nothing (never a value).
  */
-export function resolveIdentity(s: CredentialSettings): Identity {
+export async function resolveIdentity(s: CredentialSettings, options: ChainOptions): Promise<Identity> {
   const tried: string[] = [];
-  for (const source of [staticKeys]) {
-    const r = source(s);
-    if ("identity" in r) return r.identity;
+  let base: Identity | undefined;
+  for (const source of [() => Promise.resolve(staticKeys(s)), () => computeRole(s, options)]) {
+    const r = await source();
+    if ("identity" in r) {
+      base = r.identity;
+      break;
+    }
     tried.push(r.skipped);
   }
-  throw new ObjstateError("NO_CREDENTIALS", `no credentials found for the object store. Tried, in order:\n${tried.map((t) => `  - ${t}`).join("\n")}`, { details: { tried } });
+  if (base === undefined) {
+    const role = set(s.assumeRoleRoleArn.value) ? ` A role (${s.assumeRoleRoleArn.source}) can only be assumed from a base identity.` : "";
+    throw new ObjstateError("NO_CREDENTIALS", `no credentials found. Tried, in order:\n${tried.map((t) => `  - ${t}`).join("\n")}\n${role.trim()}`.trimEnd(), { details: { tried } });
+  }
+  return set(s.assumeRoleRoleArn.value) ? assumedRole(s, base, options) : base;
+}
+
+/**
+ * Where the identity will come from, without contacting anything and without values,
+ * e.g. `static keys (env:PROVIDER_ACCESS_KEY), then role arn:… (explicit)`.
+ */
+export function describeIdentityPlan(s: CredentialSettings): string {
+  let base: string;
+  if (set(s.accessKey.value)) base = `static keys (${s.accessKey.source})`;
+  else if (set(s.computeRoleName.value)) base = `compute role "${s.computeRoleName.value}" (${s.computeRoleName.source}) from the metadata service`;
+  else return "none: no access key and no compute role";
+  return set(s.assumeRoleRoleArn.value) ? `${base}, then role ${s.assumeRoleRoleArn.value} (${s.assumeRoleRoleArn.source}) through STS` : base;
 }

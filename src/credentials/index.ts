@@ -5,15 +5,23 @@
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { resolveSettings, type Env, type ResolvedBackendSettings } from "../resolve/settings.js";
+import { describeIdentityPlan } from "./chain.js";
+import { sharedFileProfileLoader } from "./shared-file.js";
 
-export { resolveIdentity, type Identity } from "./chain.js";
+export { resolveIdentity, describeIdentityPlan, type Identity, type ChainOptions } from "./chain.js";
+export type { Clock } from "./refresh.js";
 
 /**
- * Effective settings including the selected profile of the shared credentials file (DESIGN §4).
- * This is what the backend and the CLI use.
+ * Effective settings including the selected profile of the shared credentials file
+ * (DESIGN §4): explicit > env > profile > default, with provenance. This is what the
+ * backend and the CLI use.
  */
-export function resolveEffectiveSettings(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, env: Env = process.env): ResolvedBackendSettings {
-  return resolveSettings(config as ObjectStoreBackendConfig, env);
+export function resolveEffectiveSettings(
+  config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig,
+  env: Env = process.env,
+  options: { onWarning?: ((message: string, code: string) => void) | undefined } = {},
+): ResolvedBackendSettings {
+  return resolveSettings(config as ObjectStoreBackendConfig, env, { profileLoader: sharedFileProfileLoader({ env, onWarning: options.onWarning }) });
 }
 
 /**
@@ -21,7 +29,5 @@ export function resolveEffectiveSettings(config: ObjectStoreBackendConfig | Data
  * without values, e.g. `static keys (env:PROVIDER_ACCESS_KEY)`.
  */
 export function describeCredentialSource(settings: ResolvedBackendSettings): string {
-  const ak = settings.accessKey;
-  if (ak.value !== undefined && ak.value !== "") return `static keys (${ak.source})`;
-  return "none found";
+  return describeIdentityPlan(settings);
 }

@@ -14,6 +14,7 @@ import {
   type ConditionalCheckFailedException,
   type TableDescription,
 } from "@aws-sdk/client-dynamodb";
+import { sdkCredentials } from "../credentials/sdk.js";
 import { ObjstateError } from "../errors.js";
 import { parseEndpoint } from "../store/endpoint.js";
 import type { CredentialsProvider } from "../store/types.js";
@@ -80,7 +81,7 @@ export class DynamoDbLockTable implements LockTableDriver {
       endpoint: parsed.url,
       region: options.region ?? DEFAULT_REGION,
       // A provider, not resolved values: the SDK calls it again when temporary credentials near expiry.
-      credentials: options.credentials === undefined ? noCredentials(this.location) : reportingFailures(options.credentials, this.location),
+      credentials: sdkCredentials(options.credentials === undefined ? noCredentials(this.location) : reportingFailures(options.credentials, this.location)),
       requestHandler: { connectionTimeout: 5_000, requestTimeout: 30_000 },
     });
   }

@@ -21,6 +21,7 @@ import {
 } from "@aws-sdk/client-s3";
 import type { PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
+import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.js";
 import { ObjstateError } from "../errors.js";
 import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 import { parseEndpoint } from "./endpoint.js";
@@ -83,7 +84,7 @@ export class S3Driver implements ObjectStoreDriver {
       endpoint: ep.url,
       region: options.region ?? "us-east-1",
       forcePathStyle: true,
-      credentials: sdkCredentials(options.credentials),
+      credentials: sdkCredentialsFor(options.credentials),
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",
       requestHandler: { connectionTimeout: options.connectTimeoutMs ?? 5000 },
@@ -272,15 +273,12 @@ export class S3Driver implements ObjectStoreDriver {
 }
 
 /** Adapts objstate's provider to the SDK's; the SDK memoizes it and calls it again before `expiration`. */
-function sdkCredentials(provider: CredentialsProvider | undefined) {
-  return async () => {
-    // Without this the SDK would fall back to its own chain (env, ~/.aws, instance metadata).
-    if (provider === undefined) {
-      throw new ObjstateError("CREDENTIALS_MISSING", "no credentials for the object store: give an access key and secret key (or a role) in the config or environment");
-    }
-    const c = await provider();
-    return { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, sessionToken: c.sessionToken, expiration: c.expiration };
-  };
+function sdkCredentialsFor(provider: CredentialsProvider | undefined): SdkCredentialsProvider {
+  // Without a provider of ours the SDK would fall back to its own chain (env, ~/.aws, instance metadata).
+  return sdkCredentials(
+    provider ??
+      (() => Promise.reject(new ObjstateError("CREDENTIALS_MISSING", "no credentials for the object store: give an access key and secret key (or a role) in the config or environment"))),
+  );
 }
 
 /**

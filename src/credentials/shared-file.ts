@@ -1,0 +1,132 @@
+/**
+ * The shared credentials file (DESIGN §4):
+ * `{"current": NAME, "profiles": [{"name", "mode", "access_key_id", "access_key_secret",
+ * "sts_token", "ram_role_name", "ram_role_arn", "ram_session_name", "expired_seconds",
+ * "region_id"}]}`. The profile is chosen by the `profile` setting only; `current` is
+ * the file's own default for other tools and does not select anything here.
+ */
+import { readFileSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import * as path from "node:path";
+import { COMMON_FIELDS } from "../config/fields.js";
+import { checkValue } from "../config/validate.js";
+import { ObjstateError } from "../errors.js";
+import type { Env, ProfileLayer, ProfileLoader } from "../resolve/settings.js";
+
+/** Which file keys each mode lets count, and the field each one supplies. */
+const FILE_KEYS = {
+  access_key_id: { field: "accessKey", kind: "string" },
+  access_key_secret: { field: "secretKey", kind: "string" },
+  sts_token: { field: "securityToken", kind: "string" },
+  ram_role_arn: { field: "assumeRoleRoleArn", kind: "string" },
+  ram_session_name: { field: "assumeRoleSessionName", kind: "string" },
+  expired_seconds: { field: "assumeRoleSessionExpiration", kind: "number" },
+  ram_role_name: { field: "computeRoleName", kind: "string" },
+  region_id: { field: "region", kind: "string" },
+  name: { field: undefined, kind: "string" },
+  mode: { field: undefined, kind: "string" },
+} as const;
+type FileKey = keyof typeof FILE_KEYS;
+
+const MODES: Record<string, readonly FileKey[]> = {
+  AK: ["access_key_id", "access_key_secret"],
+  StsToken: ["access_key_id", "access_key_secret", "sts_token"],
+  RamRoleArn: ["access_key_id", "access_key_secret", "ram_role_arn", "ram_session_name", "expired_seconds"],
+  EcsRamRole: ["ram_role_name"],
+};
+
+/** `~` and `~/…` expanded against HOME (from the env map, else the OS). */
+export function expandHome(p: string, env: Env): string {
+  if (p !== "~" && !p.startsWith("~/")) return p;
+  const home = env["HOME"] !== undefined && env["HOME"] !== "" ? env["HOME"] : homedir();
+  return path.join(home, p.slice(1));
+}
+
+function fail(file: string, problem: string, cause?: unknown): never {
+  throw new ObjstateError("CREDENTIALS_FILE_INVALID", `shared credentials file ${file}: ${problem}`, { cause, details: { file } });
+}
+
+function lineOf(text: string, message: string): string {
+  const m = /position (\d+)/.exec(message);
+  if (m === null) return "";
+  const before = text.slice(0, Number(m[1]));
+  return ` at line ${before.split("\n").length}`;
+}
+
+/** Parse the file and return the named profile's raw object. */
+function readProfile(file: string, name: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    fail(file, code === "ENOENT" ? `does not exist (profile "${name}" was asked for)` : `cannot be read (${code ?? "error"})`, e);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    fail(file, `is not valid JSON${lineOf(text, (e as Error).message)}`, e);
+  }
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) fail(file, "must hold a JSON object with a \"profiles\" array");
+  const profiles = (doc as { profiles?: unknown }).profiles;
+  if (!Array.isArray(profiles)) fail(file, "\"profiles\" must be an array of profile objects");
+  const names: string[] = [];
+  let found: Record<string, unknown> | undefined;
+  profiles.forEach((p: unknown, i) => {
+    if (typeof p !== "object" || p === null || Array.isArray(p)) fail(file, `profiles[${i}] must be an object`);
+    const n = (p as { name?: unknown }).name;
+    if (typeof n !== "string") fail(file, `profiles[${i}].name must be a string`);
+    names.push(n);
+    if (n === name) found = p as Record<string, unknown>;
+  });
+  if (found === undefined) fail(file, `has no profile "${name}" (profiles there: ${names.length === 0 ? "none" : names.join(", ")})`);
+  return found;
+}
+
+/** The settings a profile supplies, mode rules applied and values validated. */
+export function profileValues(file: string, name: string, profile: Record<string, unknown>): Record<string, unknown> {
+  const where = `profile "${name}"`;
+  const mode = profile["mode"];
+  if (mode === undefined || mode === null || mode === "") fail(file, `${where} has no "mode" (one of ${Object.keys(MODES).join(", ")})`);
+  if (typeof mode !== "string" || MODES[mode] === undefined) fail(file, `${where} has mode ${JSON.stringify(mode)}; expected one of ${Object.keys(MODES).join(", ")}`);
+  const values: Record<string, unknown> = {};
+  for (const [key, raw] of Object.entries(profile)) {
+    const spec = FILE_KEYS[key as FileKey];
+    if (spec === undefined || raw === undefined || raw === null || raw === "") continue;
+    if (typeof raw !== spec.kind) fail(file, `${where}: "${key}" must be a ${spec.kind}, got ${Array.isArray(raw) ? "an array" : typeof raw}`);
+    // region_id counts in any mode; the rest only in the modes that use them.
+    if (spec.field === undefined || (key !== "region_id" && !(MODES[mode] as readonly FileKey[]).includes(key as FileKey))) continue;
+    const field = COMMON_FIELDS.find((f) => f.name === spec.field);
+    if (field === undefined) continue;
+    try {
+      checkValue(field, raw, field.name);
+    } catch (e) {
+      fail(file, `${where}: "${key}" ${(e as Error).message.replace(/^\S+ /, "")}`, e);
+    }
+    values[spec.field] = raw;
+  }
+  return values;
+}
+
+export interface SharedFileOptions {
+  readonly env: Env;
+  /** Told about a file other users can read. */
+  readonly onWarning?: ((message: string, code: string) => void) | undefined;
+}
+
+/** A {@link ProfileLoader} over the shared credentials file. */
+export function sharedFileProfileLoader(options: SharedFileOptions): ProfileLoader {
+  return (name: string, fileSetting: string): ProfileLayer => {
+    const file = expandHome(fileSetting, options.env);
+    const profile = readProfile(file, name);
+    try {
+      if ((statSync(file).mode & 0o044) !== 0) {
+        options.onWarning?.(`shared credentials file ${file} can be read by other users; restrict it with chmod 600 ${file}`, "OBJSTATE_CREDENTIALS_FILE_READABLE");
+      }
+    } catch {
+      // stat failing right after a successful read changes nothing for the values
+    }
+    return { name, values: profileValues(file, name, profile) };
+  };
+}

@@ -1,0 +1,57 @@
+/** Role assumption through the STS query API (AWS SDK's STS client). */
+import { ObjstateError } from "../errors.js";
+import type { Credentials, CredentialsProvider } from "../store/types.js";
+import { sdkCredentials } from "./sdk.js";
+
+export interface AssumeRoleParams {
+  readonly endpoint: string;
+  readonly region: string;
+  readonly base: CredentialsProvider;
+  readonly roleArn: string;
+  readonly sessionName: string;
+  readonly durationSeconds: number;
+  readonly policy?: string | undefined;
+}
+
+/** Temporary credentials plus what the server said about the session. */
+export interface AssumedRole extends Credentials {
+  /** e.g. `arn:aws:sts:::assumed-role/ROLE/SESSION`. */
+  readonly assumedRoleArn: string | undefined;
+}
+
+function errorName(e: unknown): string {
+  return e instanceof Error ? e.name : "Error";
+}
+
+function httpStatus(e: unknown): number | undefined {
+  const m = (e as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata;
+  return m?.httpStatusCode;
+}
+
+/** Call AssumeRole signed with the base identity (including its session token). */
+export async function assumeRole(p: AssumeRoleParams): Promise<AssumedRole> {
+  const { STSClient, AssumeRoleCommand } = await import("@aws-sdk/client-sts");
+  const client = new STSClient({ endpoint: p.endpoint, region: p.region, credentials: sdkCredentials(p.base), maxAttempts: 2 });
+  try {
+    const res = await client.send(
+      new AssumeRoleCommand({ RoleArn: p.roleArn, RoleSessionName: p.sessionName, DurationSeconds: p.durationSeconds, Policy: p.policy === "" ? undefined : p.policy }),
+    );
+    const c = res.Credentials;
+    if (c?.AccessKeyId === undefined || c.SecretAccessKey === undefined) {
+      throw new ObjstateError("ASSUME_ROLE_FAILED", `STS at ${p.endpoint} returned no credentials for role ${p.roleArn}`);
+    }
+    return { accessKeyId: c.AccessKeyId, secretAccessKey: c.SecretAccessKey, sessionToken: c.SessionToken, expiration: c.Expiration, assumedRoleArn: res.AssumedRoleUser?.Arn };
+  } catch (e) {
+    if (e instanceof ObjstateError) throw e;
+    const status = httpStatus(e);
+    const name = errorName(e);
+    const code = status === 403 || /AccessDenied/i.test(name) ? "ACCESS_DENIED" : "ASSUME_ROLE_FAILED";
+    throw new ObjstateError(
+      code,
+      `could not assume role ${p.roleArn} (session "${p.sessionName}", ${p.durationSeconds} s) at ${p.endpoint}: ${name}${status === undefined ? "" : ` (HTTP ${status})`}. Check the role ARN, its trust policy for the base identity, and the role's maximum session duration`,
+      { cause: e },
+    );
+  } finally {
+    client.destroy();
+  }
+}

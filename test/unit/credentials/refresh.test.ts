@@ -1,0 +1,28 @@
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import { refreshing, REFRESH_MARGIN_MS } from "../../../src/credentials/refresh.js";
+
+it("refreshes temporary credentials before expiry by the given clock, sharing one fetch", async () => {
+  let now = 1_000_000;
+  let fetches = 0;
+  const provider = refreshing(async () => {
+    fetches += 1;
+    return { accessKeyId: `AK${fetches}`, secretAccessKey: "s", expiration: new Date(now + 900_000) };
+  }, () => now);
+  assert.equal((await provider()).accessKeyId, "AK1");
+  now += 900_000 - REFRESH_MARGIN_MS - 1000; // 1 s before the refresh point: cached
+  assert.equal((await provider()).accessKeyId, "AK1");
+  now += 2000; // inside the margin, still before expiry: renewed
+  const [a, b] = await Promise.all([provider(), provider()]);
+  assert.equal(a.accessKeyId, "AK2");
+  assert.equal(b.accessKeyId, "AK2");
+  assert.equal(fetches, 2);
+});
+
+it("credentials without expiry are fetched once", async () => {
+  let fetches = 0;
+  const provider = refreshing(async () => ((fetches += 1), { accessKeyId: "AK", secretAccessKey: "s" }));
+  await provider();
+  await provider();
+  assert.equal(fetches, 1);
+});
