@@ -8,17 +8,25 @@ export const REFRESH_MARGIN_MS = 5 * 60 * 1000;
 
 /**
  * Cache temporary credentials and fetch new ones *before* they expire (when less than
- * {@link REFRESH_MARGIN_MS} remain, by `clock`), never after a failure. Concurrent
- * callers share one fetch.
+ * {@link REFRESH_MARGIN_MS} of their lifetime remains), never after a failure. The
+ * lifetime is read off the expiry at fetch time and then counted on `clock`, so a clock
+ * that tests move (or that runs apart from the server's) decides consistently.
+ * Concurrent callers share one fetch.
  */
 export function refreshing(fetch: () => Promise<Credentials>, clock: Clock = Date.now): CredentialsProvider {
   let current: Credentials | undefined;
+  let refreshAt = Infinity;
   let pending: Promise<Credentials> | undefined;
-  const fresh = (c: Credentials): boolean => c.expiration === undefined || c.expiration.getTime() - clock() > REFRESH_MARGIN_MS;
+  const renew = async (): Promise<Credentials> => {
+    const c = await fetch();
+    const lifetime = c.expiration === undefined ? Infinity : c.expiration.getTime() - Date.now();
+    refreshAt = clock() + lifetime - REFRESH_MARGIN_MS;
+    current = c;
+    return c;
+  };
   return async () => {
-    if (current !== undefined && fresh(current)) return current;
-    pending ??= fetch().finally(() => (pending = undefined));
-    current = await pending;
-    return current;
+    if (current !== undefined && clock() < refreshAt) return current;
+    pending ??= renew().finally(() => (pending = undefined));
+    return pending;
   };
 }

@@ -7,7 +7,8 @@ it("refreshes temporary credentials before expiry by the given clock, sharing on
   let fetches = 0;
   const provider = refreshing(async () => {
     fetches += 1;
-    return { accessKeyId: `AK${fetches}`, secretAccessKey: "s", expiration: new Date(now + 900_000) };
+    // A 900-second session as the server states it (absolute, real time).
+    return { accessKeyId: `AK${fetches}`, secretAccessKey: "s", expiration: new Date(Date.now() + 900_000) };
   }, () => now);
   assert.equal((await provider()).accessKeyId, "AK1");
   now += 900_000 - REFRESH_MARGIN_MS - 1000; // 1 s before the refresh point: cached
@@ -17,6 +18,11 @@ it("refreshes temporary credentials before expiry by the given clock, sharing on
   assert.equal(a.accessKeyId, "AK2");
   assert.equal(b.accessKeyId, "AK2");
   assert.equal(fetches, 2);
+  // The renewed session counts its own lifetime from the renewal.
+  now += 900_000 - REFRESH_MARGIN_MS - 1000;
+  assert.equal((await provider()).accessKeyId, "AK2");
+  now += 2000;
+  assert.equal((await provider()).accessKeyId, "AK3");
 });
 
 it("credentials without expiry are fetched once", async () => {
