@@ -1,6 +1,9 @@
 /** Credentials against the real Ceph RGW (S3 + STS) and dynalite. */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
@@ -140,6 +143,18 @@ describe("credentials against Ceph RGW STS", () => {
     assert.equal(distinct.length, 2, `parts were signed with renewed credentials: ${distinct.join(", ")}`);
     assert.ok(!distinct.includes(s.accessKey));
     assert.ok((await b.readState("default"))?.equals(state));
+  });
+
+  it("a RamRoleArn profile of the shared credentials file supplies keys, role, session name and duration", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "objstate-profile-"));
+    const file = join(dir, "config.json");
+    const profiles = [{ name: "deploy", mode: "RamRoleArn", access_key_id: s.accessKey, access_key_secret: s.secretKey, ram_role_arn: s.roleArn, ram_session_name: "from-profile", expired_seconds: 900, region_id: "us-east-1" }];
+    writeFileSync(file, JSON.stringify({ current: "other", profiles }), { mode: 0o600 });
+    const b = await connect(await fresh({ profile: "deploy", sharedCredentialsFile: file }));
+    assert.equal(b.identity?.assumedRoleArn, "arn:aws:sts:::assumed-role/s3-test-role/from-profile");
+    assert.match(b.identitySource ?? "", /\(profile:deploy\) assumed as session "from-profile" for 900 s, on top of static keys \(profile:deploy\)$/);
+    assert.equal(b.settings.region.source, "profile:deploy");
+    await b.writeState("default", "{}");
   });
 
   describe("compute-instance role from a loopback metadata service", () => {

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackendConfig, isObjstateError } from "../../../src/index.js";
-import { resolveEffectiveSettings, resolveIdentity } from "../../../src/credentials/index.js";
+import { describeCredentialSource, resolveEffectiveSettings, resolveIdentity } from "../../../src/credentials/index.js";
 import { startMetadataServer, success, type MetadataServer } from "../../support/metadata-server.js";
 
 const B = (p: Record<string, unknown> = {}): ObjectStoreBackendConfig => ObjectStoreBackendConfig.from({ bucket: "state-bucket", endpoint: "http://127.0.0.1:1", ...p } as never);
@@ -58,6 +58,15 @@ describe("credentials chain", () => {
       assert.ok(Date.now() - started < 3000, "gave up within the timeout");
     });
   }
+
+  it("the plan says where the identity will come from without contacting anything", () => {
+    const plan = (p: Record<string, unknown>, env: Record<string, string> = {}): string => describeCredentialSource(resolveEffectiveSettings(B(p), env));
+    assert.equal(plan({}, { PROVIDER_ACCESS_KEY: "AK-SECRETLESS" }), "static keys (env:PROVIDER_ACCESS_KEY)");
+    assert.equal(plan({ computeRoleName: "r" }), 'compute role "r" (explicit) from the metadata service');
+    assert.equal(plan({ accessKey: "AK", assumeRoleRoleArn: "arn:aws:iam:::role/x" }), "static keys (explicit), then role arn:aws:iam:::role/x (explicit) through STS");
+    assert.equal(plan({}), "none: no access key and no compute role");
+    assert.ok(!plan({}, { PROVIDER_ACCESS_KEY: "AK-SECRETLESS" }).includes("AK-SECRETLESS"));
+  });
 
   it("no credentials at all: one error listing what was tried, in order, no values", async () => {
     await assert.rejects(identityOf({ assumeRoleRoleArn: "arn:aws:iam:::role/x", secretKey: "SECRET-ONLY" }), (e) => {
