@@ -4,7 +4,6 @@
  * table (or no locking at all) never load the AWS SDK.
  */
 import { parseEndpoint } from "../store/endpoint.js";
-import { FileLockTable } from "./file.js";
 import type { LockDriverOptions, LockTableDriver } from "./types.js";
 
 export type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
@@ -18,7 +17,8 @@ export type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.j
  */
 export async function openLockTable(options: LockDriverOptions): Promise<LockTableDriver> {
   const endpoint = parseEndpoint(options.endpoint, options.cwd);
-  if (endpoint.kind === "file") return new FileLockTable(options);
+  // Drivers load on demand: importing the package for configs and synthesis stays cheap.
+  if (endpoint.kind === "file") return new (await import("./file.js")).FileLockTable(options);
   const { DynamoDbLockTable } = await import("./dynamodb.js");
   return new DynamoDbLockTable(options);
 }

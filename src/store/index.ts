@@ -3,19 +3,19 @@
  * on demand: the AWS SDK takes a noticeable time to import, and `file:` users never need it.
  */
 import { parseEndpoint } from "./endpoint.js";
-import { FileDriver } from "./file.js";
 import type { ObjectStoreDriver, StoreDriverOptions } from "./types.js";
 
 export type { S3DriverOptions, WireRequest } from "./s3.js";
 
 /**
- * The driver for `options.endpoint`: {@link FileDriver} for `file:` endpoints, the S3 driver
+ * The driver for `options.endpoint`: the FileDriver for `file:` endpoints, the S3 driver
  * for `http(s)://` endpoints and bare hosts. Pass `S3DriverOptions` to set its extra hooks.
  * @throws ObjstateError `INVALID_ENDPOINT` when the endpoint cannot be understood.
  */
 export async function openStore(options: StoreDriverOptions): Promise<ObjectStoreDriver> {
   const ep = parseEndpoint(options.endpoint, options.cwd);
-  if (ep.kind === "file") return new FileDriver(options);
+  // Drivers load on demand: importing the package for configs and synthesis stays cheap.
+  if (ep.kind === "file") return new (await import("./file.js")).FileDriver(options);
   const { S3Driver } = await import("./s3.js");
   return new S3Driver(options);
 }
