@@ -1,7 +1,11 @@
 import { readFileSync } from "node:fs";
+import { ConfigError } from "../config/errors.js";
 import { ObjstateError } from "../errors.js";
 
-/** Documented exit codes of `objstate`. */
+/**
+ * Documented exit codes of `objstate`: 0 ok, 1 error, 2 usage or bad input (nothing was
+ * written), 3 state locked (by another holder), 4 digest mismatch.
+ */
 export const EXIT = { ok: 0, error: 1, usage: 2, locked: 3, digest: 4 } as const;
 
 /** An error that ends the CLI with a given exit code and a one-line message. */
@@ -14,27 +18,72 @@ export class CliError extends ObjstateError {
   }
 }
 
+/** A usage / bad-input error (exit 2). */
+export function usageError(message: string, code = "USAGE", cause?: unknown): CliError {
+  return new CliError(code, message, EXIT.usage, cause);
+}
+
+/** Library error codes that mean the input or configuration was wrong (exit 2). */
+const USAGE_CODES = new Set([
+  "INVALID_WORKSPACE",
+  "CANNOT_DELETE_DEFAULT",
+  "NO_ENDPOINT",
+  "NO_LOCK_ENDPOINT",
+  "NO_STS_ENDPOINT",
+  "INVALID_ENDPOINT",
+  "INVALID_BUCKET",
+  "CREDENTIALS_INCOMPLETE",
+]);
+
+/** The exit code for an error (DESIGN: 0 ok, 1 error, 2 usage, 3 locked, 4 digest mismatch). */
+export function exitCodeOf(e: unknown): number {
+  if (e instanceof CliError) return e.exitCode;
+  if (e instanceof ConfigError) return EXIT.usage;
+  if (e instanceof ObjstateError) {
+    if (e.code === "STATE_LOCKED" || e.code === "LOCK_ID_MISMATCH") return EXIT.locked;
+    if (e.code === "DIGEST_MISMATCH") return EXIT.digest;
+    if (USAGE_CODES.has(e.code)) return EXIT.usage;
+  }
+  return EXIT.error;
+}
+
 function lineCol(text: string, pos: number): { line: number; col: number } {
   const before = text.slice(0, pos);
   const line = before.split("\n").length;
   return { line, col: pos - before.lastIndexOf("\n") };
 }
 
-/** Read and parse a JSON file; errors name the file and, for broken JSON, the line. */
-export function readJsonFile(file: string): unknown {
-  let text: string;
-  try {
-    text = file === "-" ? readFileSync(0, "utf8") : readFileSync(file, "utf8");
-  } catch (e) {
-    const reason = (e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message;
-    throw new CliError("FILE_UNREADABLE", `cannot read ${file}: ${reason}`, EXIT.usage, e);
-  }
+/** Parse JSON text; a syntax error names `name` and the line and column. */
+export function parseJsonText(text: string, name: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
     const msg = (e as Error).message;
     const m = /position (\d+)/.exec(msg);
-    const at = m === null ? "" : (({ line, col }) => ` at line ${line}, column ${col}`)(lineCol(text, Number(m[1])));
-    throw new CliError("INVALID_JSON", `${file} is not valid JSON${at}: ${msg.replace(/ in JSON at position \d+.*$/, "")}`, EXIT.usage, e);
+    let at = "";
+    if (m !== null) {
+      const { line, col } = lineCol(text, Number(m[1]));
+      at = ` at line ${line}, column ${col}`;
+    } else if (/end of JSON input/i.test(msg)) {
+      const { line, col } = lineCol(text, text.length);
+      at = ` at line ${line}, column ${col}`;
+    }
+    throw new CliError("INVALID_JSON", `${name} is not valid JSON${at}: ${msg.replace(/ in JSON at position \d+.*$/, "")}`, EXIT.usage, e);
   }
+}
+
+/** The bytes of a file, or of standard input for `-`; errors name the file. */
+export function readInput(file: string): Buffer {
+  try {
+    return file === "-" ? readFileSync(0) : readFileSync(file);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const reason = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a directory" : (e as Error).message;
+    throw new CliError("FILE_UNREADABLE", `cannot read ${file === "-" ? "standard input" : file}: ${reason}`, EXIT.usage, e);
+  }
+}
+
+/** Read and parse a JSON file; errors name the file and, for broken JSON, the line. */
+export function readJsonFile(file: string): unknown {
+  return parseJsonText(readInput(file).toString("utf8"), file === "-" ? "standard input" : file);
 }

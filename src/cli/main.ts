@@ -1,55 +1,19 @@
 #!/usr/bin/env node
 /**
  * `objstate`: a thin shell over the library. Exit codes: 0 ok, 1 error, 2 usage or bad
- * input, 3 state locked, 4 digest mismatch.
+ * input, 3 state locked, 4 digest mismatch (see io.ts).
+ *
+ * This entry point only prepares the process: the AWS SDK's Node-version warning is noise
+ * to users (the pinned SDK runs on Node 20), so it is switched off before anything can
+ * load the SDK; and Node warnings are printed as one `objstate: warning:` line.
  */
-import { Command, CommanderError } from "commander";
-import { ConfigError } from "../config/errors.js";
-import { ObjstateError } from "../errors.js";
-import { formatToolJson } from "../synth/tool-json.js";
-import { synthesizeProps } from "../synth/document.js";
-import { CliError, EXIT, readJsonFile } from "./io.js";
-import { objstateVersion } from "../version.js";
+export {};
 
+process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true";
 
-function program(): Command {
-  const cmd = new Command("objstate")
-    .description("Keep an infrastructure tool's state in an object-storage bucket, with locking in a key-value table.")
-    .version(objstateVersion(), "-V, --version", "print the version")
-    .showSuggestionAfterError(true)
-    .exitOverride();
+const { warn } = await import("./runtime.js");
+process.removeAllListeners("warning");
+process.on("warning", (w: Error & { code?: string }) => warn(w.message, w.code ?? `${w.name}:${w.message}`));
 
-  cmd
-    .command("synth")
-    .description("print the tool JSON for a props file: {\"backend\": {...}, \"remoteStates\": {\"NAME\": {...}}}")
-    .argument("<file>", "props file (JSON), or - for standard input")
-    .action((file: string) => {
-      const { doc, warnings } = synthesizeProps(readJsonFile(file));
-      for (const w of warnings) process.stderr.write(`objstate: warning: ${w}\n`);
-      process.stdout.write(formatToolJson(doc));
-    });
-  return cmd;
-}
-
-function exitCodeOf(e: unknown): number {
-  if (e instanceof CliError) return e.exitCode;
-  if (e instanceof ConfigError) return EXIT.usage;
-  return EXIT.error;
-}
-
-async function main(argv: string[]): Promise<number> {
-  try {
-    await program().parseAsync(argv);
-    return EXIT.ok;
-  } catch (e) {
-    if (e instanceof CommanderError) {
-      // commander already printed the message (and help / version on request)
-      return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
-    }
-    const message = e instanceof ObjstateError ? e.message : e instanceof Error ? e.message : String(e);
-    process.stderr.write(`objstate: error: ${message}\n`);
-    return exitCodeOf(e);
-  }
-}
-
-process.exitCode = await main(process.argv);
+const { run } = await import("./program.js");
+process.exitCode = await run(process.argv);

@@ -1,0 +1,303 @@
+/**
+ * `objstate doctor`: checks each link from settings to a digest-checked read, in order,
+ * one line per check with a fix for each failure. A failure skips the checks that
+ * depend on it. Exit 1 when any check fails.
+ */
+import { randomUUID } from "node:crypto";
+import { constants as fsConstants } from "node:fs";
+import { access, stat } from "node:fs/promises";
+import * as path from "node:path";
+import { DEFAULT_WORKSPACE } from "../backend/layout.js";
+import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
+import { describeCredentialSource, resolveEffectiveSettings, type Identity } from "../credentials/index.js";
+import { isObjstateError } from "../errors.js";
+import type { KeyAttribute } from "../lock/types.js";
+import type { ResolvedBackendSettings } from "../resolve/settings.js";
+import { parseEndpoint } from "../store/endpoint.js";
+import type { Acl } from "../store/types.js";
+import { CliError, EXIT } from "./io.js";
+import { connect, identityFor, isHttp, lockTableFor, storeFor, warn } from "./runtime.js";
+import { backendConfigOf, gatherSettings, type SettingsInput } from "./settings.js";
+import { paint, printJson } from "./term.js";
+
+export type CheckStatus = "ok" | "warn" | "fail" | "skip";
+
+export interface CheckResult {
+  readonly name: string;
+  readonly status: CheckStatus;
+  readonly detail: string;
+  readonly fix?: string | undefined;
+}
+
+const REACH_TIMEOUT_MS = 5000;
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Does an HTTP endpoint answer at all (any status)? */
+async function reachHttp(url: string): Promise<{ ok: true; status: number } | { ok: false; reason: string }> {
+  try {
+    const res = await fetch(url, { method: "HEAD", signal: AbortSignal.timeout(REACH_TIMEOUT_MS), redirect: "manual" });
+    return { ok: true, status: res.status };
+  } catch (e) {
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    const reason = (e as Error).name === "TimeoutError" ? `no answer within ${REACH_TIMEOUT_MS / 1000} s` : (cause?.code ?? cause?.message ?? message(e));
+    return { ok: false, reason };
+  }
+}
+
+/** Is a `file:` directory usable: present and writable, or creatable below a writable ancestor? */
+async function reachDir(dir: string): Promise<{ ok: true; detail: string } | { ok: false; reason: string }> {
+  let at = dir;
+  for (;;) {
+    try {
+      const st = await stat(at);
+      if (!st.isDirectory()) return { ok: false, reason: `${at} is not a directory` };
+      await access(at, fsConstants.W_OK | fsConstants.X_OK);
+      return { ok: true, detail: at === dir ? `directory ${dir}` : `${dir} does not exist yet; it will be created under ${at}` };
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "EACCES" || code === "EPERM") return { ok: false, reason: `${at} is not writable` };
+      if (code !== "ENOENT") return { ok: false, reason: message(e) };
+      const up = path.dirname(at);
+      if (up === at) return { ok: false, reason: `no part of ${dir} exists` };
+      at = up;
+    }
+  }
+}
+
+function describeSchema(keys: readonly KeyAttribute[]): string {
+  return keys.length === 0 ? "no key" : keys.map((k) => `${k.name} (${k.type}, ${k.keyType})`).join(", ");
+}
+
+/** Run every check; returns the results in order. Never throws for a failed check. */
+export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  const add = (r: CheckResult): CheckResult => (results.push(r), r);
+  const skipAll = (names: readonly string[], why: string): CheckResult[] => {
+    for (const name of names) add({ name, status: "skip", detail: why });
+    return results;
+  };
+  const LATER = ["credentials", "object-store endpoint", "bucket", "lock-table endpoint", "lock table", "digest"] as const;
+
+  // 1. Settings.
+  let config: ObjectStoreBackendConfig;
+  let s: ResolvedBackendSettings;
+  try {
+    config = backendConfigOf(input);
+    s = resolveEffectiveSettings(config, process.env, { onWarning: warn });
+  } catch (e) {
+    add({ name: "settings", status: "fail", detail: message(e), fix: "correct the flag, --config file or environment variable named above (objstate config shows every setting and its source)" });
+    return skipAll(LATER, "settings are not valid");
+  }
+  const endpoint = s.endpoint.value;
+  const table = s.kvstoreTable.value !== undefined && s.kvstoreTable.value !== "" ? s.kvstoreTable.value : undefined;
+  const kvEndpoint = s.kvstoreEndpoint.value !== undefined && s.kvstoreEndpoint.value !== "" ? s.kvstoreEndpoint.value : undefined;
+  if (endpoint === undefined) {
+    add({ name: "settings", status: "fail", detail: "no object-store endpoint", fix: "pass --endpoint (http(s)://host for an S3 API, file:./dir for the embedded store) or set PROVIDER_OBJECT_STORE_ENDPOINT" });
+    return skipAll(LATER, "settings are not valid");
+  }
+  if (table !== undefined && kvEndpoint === undefined) {
+    add({ name: "settings", status: "fail", detail: `kvstoreTable "${table}" is set but kvstoreEndpoint is not`, fix: "pass --kvstore-endpoint (http(s)://host for the DynamoDB API, file:./dir for the embedded table)" });
+    return skipAll(LATER, "settings are not valid");
+  }
+  let storeHttp: boolean;
+  let kvHttp: boolean;
+  try {
+    storeHttp = isHttp(endpoint);
+    kvHttp = kvEndpoint !== undefined && table !== undefined && isHttp(kvEndpoint);
+  } catch (e) {
+    add({ name: "settings", status: "fail", detail: message(e), fix: "give endpoints as http(s)://host, a bare host, or file:dir" });
+    return skipAll(LATER, "settings are not valid");
+  }
+  const workspace = input.workspace ?? DEFAULT_WORKSPACE;
+  add({
+    name: "settings",
+    status: "ok",
+    detail: `bucket ${s.bucket.value}, endpoint ${endpoint} (${s.endpoint.source})${table === undefined ? ", no lock table" : `, lock table ${table} at ${kvEndpoint}`}, workspace ${workspace}`,
+  });
+
+  // 2. Credentials.
+  let identity: Identity | undefined;
+  if (!storeHttp && !kvHttp) {
+    add({ name: "credentials", status: "ok", detail: "not needed: embedded store and table (file: endpoints)" });
+  } else {
+    try {
+      identity = await identityFor(s);
+      add({ name: "credentials", status: "ok", detail: identity.source });
+    } catch (e) {
+      add({
+        name: "credentials",
+        status: "fail",
+        detail: `${describeCredentialSource(s)}: ${message(e).split("\n")[0] as string}`,
+        fix: "set PROVIDER_ACCESS_KEY and PROVIDER_SECRET_KEY (or --access-key / --secret-key), a profile (--profile), a compute role (--compute-role-name) or a role to assume (--assume-role-role-arn)",
+      });
+      return skipAll(LATER.slice(1), "no credentials");
+    }
+  }
+
+  // 3. Object-store endpoint.
+  let storeOk = false;
+  if (storeHttp) {
+    const url = (parseEndpoint(endpoint) as { url: string }).url;
+    const r = await reachHttp(url);
+    if (r.ok) {
+      storeOk = true;
+      add({ name: "object-store endpoint", status: "ok", detail: `${url} answers (HTTP ${r.status})` });
+    } else {
+      add({ name: "object-store endpoint", status: "fail", detail: `cannot reach ${url} (${r.reason})`, fix: "check --endpoint / PROVIDER_OBJECT_STORE_ENDPOINT and that the server is running and reachable from here" });
+    }
+  } else {
+    const dir = (parseEndpoint(endpoint) as { dir: string }).dir;
+    const r = await reachDir(dir);
+    storeOk = r.ok;
+    if (r.ok) add({ name: "object-store endpoint", status: "ok", detail: `embedded store, ${r.detail}` });
+    else add({ name: "object-store endpoint", status: "fail", detail: `embedded store: ${r.reason}`, fix: `point --endpoint at a directory you can write (file:./.objstate, file:///abs/dir)` });
+  }
+
+  // 4. Bucket exists and is writable.
+  let bucketOk = false;
+  if (!storeOk) {
+    add({ name: "bucket", status: "skip", detail: "the object-store endpoint is not reachable" });
+  } else {
+    const bucket = s.bucket.value as string;
+    const store = await storeFor(s, identity);
+    try {
+      if (!(await store.bucketExists())) {
+        if (storeHttp) {
+          add({ name: "bucket", status: "fail", detail: `bucket ${bucket} does not exist at ${store.location}`, fix: "create it with objstate init --create-bucket, or check --bucket and --endpoint" });
+        } else {
+          bucketOk = true;
+          add({ name: "bucket", status: "ok", detail: `bucket ${bucket} does not exist yet; the embedded store creates it on first write (or: objstate init --create-bucket)` });
+        }
+      } else {
+        const prefix = (s.prefix.value ?? "").replace(/^\/+|\/+$/g, "");
+        const probe = `${prefix === "" ? "" : `${prefix}/`}.objstate-doctor-${randomUUID()}`;
+        try {
+          await store.put(probe, Buffer.from("objstate doctor probe\n"), { contentType: "text/plain", acl: s.acl.value as Acl | undefined, encrypt: s.encrypt.value === true });
+          await store.delete(probe);
+          bucketOk = true;
+          add({ name: "bucket", status: "ok", detail: `bucket ${bucket} exists and is writable (wrote and deleted ${probe})` });
+        } catch (e) {
+          add({ name: "bucket", status: "fail", detail: `bucket ${bucket} exists but writing ${probe} failed: ${message(e)}`, fix: `let these credentials put and delete objects in ${bucket}${prefix === "" ? "" : ` under ${prefix}/`}` });
+        }
+      }
+    } catch (e) {
+      add({ name: "bucket", status: "fail", detail: message(e), fix: isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the bucket" : "check --bucket and --endpoint" });
+    } finally {
+      store.close();
+    }
+  }
+
+  // 5. Lock-table endpoint and 6. lock table.
+  let tableOk = false;
+  let tableExists = false;
+  if (table === undefined || kvEndpoint === undefined) {
+    add({ name: "lock-table endpoint", status: "skip", detail: "no lock table configured" });
+    add({
+      name: "lock table",
+      status: "warn",
+      detail: "no lock table is configured (kvstoreTable): state is NOT locked, and concurrent writers can overwrite each other",
+      fix: "set --kvstore-table and --kvstore-endpoint, then run objstate init --create-table",
+    });
+  } else {
+    let reachable: boolean;
+    if (kvHttp) {
+      const url = (parseEndpoint(kvEndpoint) as { url: string }).url;
+      const r = await reachHttp(url);
+      reachable = r.ok;
+      if (r.ok) add({ name: "lock-table endpoint", status: "ok", detail: `${url} answers (HTTP ${r.status})` });
+      else add({ name: "lock-table endpoint", status: "fail", detail: `cannot reach ${url} (${r.reason})`, fix: "check --kvstore-endpoint and that the server is running and reachable from here" });
+    } else {
+      const dir = (parseEndpoint(kvEndpoint) as { dir: string }).dir;
+      const r = await reachDir(dir);
+      reachable = r.ok;
+      if (r.ok) add({ name: "lock-table endpoint", status: "ok", detail: `embedded table, ${r.detail}` });
+      else add({ name: "lock-table endpoint", status: "fail", detail: `embedded table: ${r.reason}`, fix: "point --kvstore-endpoint at a directory you can write" });
+    }
+    if (!reachable) {
+      add({ name: "lock table", status: "skip", detail: "the lock-table endpoint is not reachable" });
+    } else {
+      const locks = await lockTableFor(s, identity);
+      try {
+        const schema = await locks.describeKeySchema();
+        const only = schema?.length === 1 ? schema[0] : undefined;
+        if (schema === null) {
+          if (kvHttp) {
+            add({ name: "lock table", status: "fail", detail: `lock table ${table} does not exist (${locks.location})`, fix: "create it with objstate init --create-table (one key, LockID of type String)" });
+          } else {
+            tableOk = true;
+            add({ name: "lock table", status: "ok", detail: `lock table ${table} does not exist yet; the embedded table is created on first use (or: objstate init --create-table)` });
+          }
+        } else if (only === undefined || only.name !== "LockID" || only.type !== "S" || only.keyType !== "HASH") {
+          add({
+            name: "lock table",
+            status: "fail",
+            detail: `lock table ${table} has ${describeSchema(schema)}; it must have exactly one key, LockID of type String (S)`,
+            fix: `use a table keyed by LockID (String): point --kvstore-table at a new table name and run objstate init --create-table`,
+          });
+        } else {
+          tableOk = true;
+          tableExists = true;
+          add({ name: "lock table", status: "ok", detail: `lock table ${table} has key LockID (String)` });
+        }
+      } catch (e) {
+        add({ name: "lock table", status: "fail", detail: message(e), fix: isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the table" : "check --kvstore-table and --kvstore-endpoint" });
+      } finally {
+        locks.close();
+      }
+    }
+  }
+
+  // 7. Digest of the selected workspace.
+  if (table === undefined) {
+    add({ name: "digest", status: "skip", detail: "no lock table, so no digests" });
+  } else if (!bucketOk || !tableOk) {
+    add({ name: "digest", status: "skip", detail: "needs a working bucket and lock table" });
+  } else if (!tableExists) {
+    add({ name: "digest", status: "ok", detail: `no digests yet (the lock table does not exist yet)` });
+  } else {
+    try {
+      const backend = await connect(config, { digestRetry: { timeoutMs: 0, intervalMs: 0 } });
+      try {
+        const bytes = await backend.readState(workspace);
+        add({
+          name: "digest",
+          status: "ok",
+          detail: bytes === null ? `workspace ${workspace} has no state yet (${backend.describe(workspace)})` : `the state of workspace ${workspace} (${bytes.length} bytes) matches its digest`,
+        });
+      } finally {
+        backend.close();
+      }
+    } catch (e) {
+      if (isObjstateError(e, "DIGEST_MISMATCH")) {
+        const d = e.details ?? {};
+        add({
+          name: "digest",
+          status: "fail",
+          detail: `the state of workspace ${workspace} does not match its digest (lock table ${String(d["expected"])}, object ${d["actual"] === "" ? "missing" : String(d["actual"])})`,
+          fix: `if the stored state is right, set the Digest of item "${String(d["digestId"])}" to ${d["actual"] === "" ? "an empty string" : String(d["actual"])} or delete that item; else push the right state again (objstate state push)`,
+        });
+      } else {
+        add({ name: "digest", status: "fail", detail: message(e), fix: "see the message; objstate state pull shows the same error" });
+      }
+    }
+  }
+  return results;
+}
+
+/** `objstate doctor`. */
+export async function doctorAction(opts: Record<string, unknown>): Promise<void> {
+  const input = gatherSettings(opts);
+  const results = await runChecks(input);
+  const failed = results.filter((r) => r.status === "fail").length;
+  if (opts["json"] === true) {
+    printJson({ ok: failed === 0, checks: results });
+  } else {
+    const p = paint(process.stdout);
+    const mark: Record<CheckStatus, string> = { ok: p.green("ok  "), warn: p.yellow("warn"), fail: p.red("FAIL"), skip: p.dim("skip") };
+    for (const r of results) process.stdout.write(`${mark[r.status]}  ${r.name}: ${r.detail}${r.fix === undefined ? "" : ` — fix: ${r.fix}`}\n`);
+  }
+  if (failed > 0) throw new CliError("DOCTOR_FAILED", `${failed} check${failed === 1 ? "" : "s"} failed`, EXIT.error);
+}

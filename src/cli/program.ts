@@ -1,0 +1,155 @@
+/**
+ * The `objstate` command tree (commander). Every command has `--help`; settings flags are
+ * generated from the field table (settings.ts); errors end in main with one line on
+ * stderr and a documented exit code (io.ts).
+ */
+import { Command, CommanderError, Option } from "commander";
+import { ObjstateError } from "../errors.js";
+import { objstateVersion } from "../version.js";
+import {
+  configAction,
+  forceUnlockAction,
+  lockAction,
+  statePullAction,
+  statePushAction,
+  synthAction,
+  unlockAction,
+  workspaceDeleteAction,
+  workspaceListAction,
+  workspaceNewAction,
+  type Opts,
+} from "./commands.js";
+import { doctorAction } from "./doctor.js";
+import { initAction } from "./init.js";
+import { EXIT, exitCodeOf } from "./io.js";
+import { outputAction } from "./output.js";
+import { addSettingsOptions } from "./settings.js";
+import { paint } from "./term.js";
+
+const EXIT_CODES_HELP = `
+Exit codes: 0 ok, 1 error, 2 usage or bad input (nothing was written), 3 state locked
+by another holder, 4 state does not match its digest.`;
+
+/** Commander's error text (`error: unknown option '--x'\\n(Did you mean --y?)`) as one line. */
+function oneLine(text: string): string {
+  return text
+    .replace(/^error:\s*/i, "")
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "")
+    .join(" ");
+}
+
+/** The options object of an action's command (the last argument commander passes). */
+function optsOf(args: unknown[]): Opts {
+  return (args[args.length - 1] as Command).opts();
+}
+
+function jsonOption(cmd: Command, what = "print the result as JSON"): Command {
+  return cmd.option("--json", what);
+}
+
+function lockTimeoutOption(cmd: Command): Command {
+  return cmd.addOption(new Option("--lock-timeout <duration>", "while another holder has the lock, retry (with backoff) for up to this long: 0s, 30s, 5m, 1h30m [default: 0s, fail at once]"));
+}
+
+export function program(): Command {
+  const root = new Command("objstate")
+    .description("Keep an infrastructure tool's state in an object-storage bucket, with locking in a key-value table.")
+    .version(objstateVersion(), "-V, --version", "print the version")
+    .helpOption("-h, --help", "show help for a command")
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    .configureOutput({
+      outputError: (str, write) => write(`${paint(process.stderr).red("objstate: error:")} ${oneLine(str)}\n`),
+    })
+    .addHelpText("after", EXIT_CODES_HELP);
+  // Settings made above (exitOverride, output, suggestions) are copied to subcommands when they are created.
+
+  const synth = root
+    .command("synth")
+    .description('print the tool JSON: of a props file ({"backend": {...}, "remoteStates": {"NAME": {...}}}), or, without one, of the backend given by --config and flags')
+    .argument("[file]", "props file (JSON), or - for standard input");
+  addSettingsOptions(synth).action((file: string | undefined, ...rest: unknown[]) => synthAction(file, optsOf(rest)));
+
+  const config = jsonOption(root.command("config").description("show the effective settings, where each came from, and the credentials source (secrets redacted)"));
+  addSettingsOptions(config, { workspace: true }).action((...args: unknown[]) => configAction(optsOf(args)));
+
+  const workspace = root.command("workspace").description("list, create and delete workspaces");
+  const wsList = jsonOption(workspace.command("list").description("list the workspaces that have a state (default first); * marks the selected one"));
+  addSettingsOptions(wsList, { workspace: true }).action((...args: unknown[]) => workspaceListAction(optsOf(args)));
+  const wsNew = lockTimeoutOption(jsonOption(workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name")));
+  addSettingsOptions(wsNew).action((name: string, ...rest: unknown[]) => workspaceNewAction(name, optsOf(rest)));
+  const wsDelete = lockTimeoutOption(jsonOption(workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name")));
+  addSettingsOptions(wsDelete).action((name: string, ...rest: unknown[]) => workspaceDeleteAction(name, optsOf(rest)));
+
+  const state = root.command("state").description("read and write a workspace's state");
+  const pull = state.command("pull").description("print the stored state, byte for byte, on standard output");
+  addSettingsOptions(pull, { workspace: true }).action((...args: unknown[]) => statePullAction(optsOf(args)));
+  const push = lockTimeoutOption(
+    jsonOption(state.command("push").description("store a state under the workspace's lock; the input must be a JSON object").argument("<file>", "state file, or - for standard input")),
+  );
+  addSettingsOptions(push, { workspace: true }).action((file: string, ...rest: unknown[]) => statePushAction(file, optsOf(rest)));
+
+  const lock = lockTimeoutOption(
+    jsonOption(
+      root
+        .command("lock")
+        .description("take the workspace's lock and print its ID (release it with objstate unlock ID)")
+        .option("--operation <op>", "what the holder is doing, shown to others", "objstate lock")
+        .option("--info <text>", "free text stored with the lock"),
+      "print the whole lock info as JSON",
+    ),
+  );
+  addSettingsOptions(lock, { workspace: true }).action((...args: unknown[]) => lockAction(optsOf(args)));
+
+  const unlock = jsonOption(root.command("unlock").description("release the lock with this ID").argument("<id>", "the lock ID printed by objstate lock"));
+  addSettingsOptions(unlock, { workspace: true }).action((id: string, ...rest: unknown[]) => unlockAction(id, optsOf(rest)));
+
+  const forceUnlock = jsonOption(
+    root
+      .command("force-unlock")
+      .description("release someone else's lock, given the ID shown in the lock error; asks first unless --force")
+      .argument("<id>", "the ID of the lock to release")
+      .option("-f, --force", "do not ask for confirmation (required when standard input is not a terminal)"),
+  );
+  addSettingsOptions(forceUnlock, { workspace: true }).action((id: string, ...rest: unknown[]) => forceUnlockAction(id, optsOf(rest)));
+
+  const output = root
+    .command("output")
+    .description("print the outputs of a workspace's state, over --defaults (all of them, or one by name)")
+    .argument("[name]", "one output")
+    .option("--json", "print JSON")
+    .option("--raw", "print a string output as is, without quotes (needs NAME; refuses non-strings)");
+  addSettingsOptions(output, { workspace: true, defaults: true }).action((name: string | undefined, ...rest: unknown[]) => outputAction(name, optsOf(rest)));
+
+  const doctor = jsonOption(root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest"));
+  addSettingsOptions(doctor, { workspace: true }).action((...args: unknown[]) => doctorAction(optsOf(args)));
+
+  const init = jsonOption(
+    root
+      .command("init")
+      .description("report whether the bucket and lock table exist, and create what is missing when asked")
+      .option("--create-bucket", "create the bucket if it does not exist")
+      .option("--create-table", "create the lock table (key LockID, String) if it does not exist"),
+  );
+  addSettingsOptions(init).action((...args: unknown[]) => initAction(optsOf(args)));
+
+  return root;
+}
+
+/** Run the CLI on `argv`; returns the exit code. */
+export async function run(argv: string[]): Promise<number> {
+  try {
+    await program().parseAsync(argv);
+    return EXIT.ok;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // commander already printed the message (and help / version on request)
+      return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    const message = e instanceof ObjstateError || e instanceof Error ? e.message : String(e);
+    process.stderr.write(`${paint(process.stderr).red("objstate: error:")} ${message}\n`);
+    return exitCodeOf(e);
+  }
+}

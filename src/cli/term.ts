@@ -1,0 +1,141 @@
+/**
+ * Terminal output: colours only on a TTY and never when NO_COLOR is set (no-color.org),
+ * JSON for machines, and a progress line on stderr for long transfers.
+ */
+
+/** The part of a stream the CLI needs (process.stdout / process.stderr, or a test double). */
+export interface OutStream {
+  write(text: string | Uint8Array): boolean;
+  readonly isTTY?: boolean | undefined;
+  readonly columns?: number | undefined;
+}
+
+/** Are ANSI colours allowed on this stream? */
+export function colorsAllowed(stream: OutStream, env: NodeJS.ProcessEnv = process.env): boolean {
+  const noColor = env["NO_COLOR"];
+  if (noColor !== undefined && noColor !== "") return false;
+  if (env["TERM"] === "dumb") return false;
+  return stream.isTTY === true;
+}
+
+export interface Paint {
+  green(s: string): string;
+  red(s: string): string;
+  yellow(s: string): string;
+  dim(s: string): string;
+  bold(s: string): string;
+}
+
+const ansi = (open: number, close: number) => (s: string) => `\u001b[${open}m${s}\u001b[${close}m`;
+const plain = (s: string): string => s;
+
+/** Colour functions for a stream: identity functions when colours are not allowed. */
+export function paint(stream: OutStream, env: NodeJS.ProcessEnv = process.env): Paint {
+  if (!colorsAllowed(stream, env)) return { green: plain, red: plain, yellow: plain, dim: plain, bold: plain };
+  return { green: ansi(32, 39), red: ansi(31, 39), yellow: ansi(33, 39), dim: ansi(2, 22), bold: ansi(1, 22) };
+}
+
+/** Two-space indented JSON with a trailing newline. */
+export function printJson(value: unknown, out: OutStream = process.stdout): void {
+  out.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** `1.5 MiB`, `512 B`. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(1)} ${units[i] as string}`;
+}
+
+/** Transfers at or above this size get a progress line (when stderr is a TTY). */
+export const PROGRESS_MIN_BYTES = 4 * 1024 * 1024;
+const FRAMES = ["|", "/", "-", "\\"];
+const BAR_WIDTH = 24;
+
+/**
+ * A one-line progress display on a TTY: a bar when bytes are reported, else a spinner
+ * with elapsed time. On anything but a TTY it prints nothing. It redraws with a carriage
+ * return and erases with spaces, so it writes no ANSI codes. Always call `done()`.
+ */
+export class Progress {
+  private readonly started = Date.now();
+  private timer: NodeJS.Timeout | undefined;
+  private frame = 0;
+  private sent: number | undefined;
+  private shown = false;
+  /** Width of the last line drawn (erased with spaces: no ANSI codes under NO_COLOR). */
+  private lastWidth = 0;
+
+  private constructor(
+    private readonly stream: OutStream,
+    private readonly label: string,
+    private readonly total: number | undefined,
+  ) {}
+
+  /**
+   * Start a progress line for `label` on `stream` when it is a TTY and the transfer is
+   * big (`total` ≥ {@link PROGRESS_MIN_BYTES}) or of unknown size (then it appears only
+   * after `delayMs`, so quick transfers stay silent).
+   */
+  static start(stream: OutStream, label: string, total: number | undefined, options: { delayMs?: number; intervalMs?: number } = {}): Progress {
+    const p = new Progress(stream, label, total);
+    if (stream.isTTY !== true) return p;
+    if (total !== undefined && total < PROGRESS_MIN_BYTES) return p;
+    const delay = options.delayMs ?? (total === undefined ? 500 : 0);
+    const interval = options.intervalMs ?? 100;
+    const tick = (): void => p.render();
+    p.timer = setTimeout(() => {
+      tick();
+      p.timer = setInterval(tick, interval);
+      p.timer.unref();
+    }, delay);
+    p.timer.unref();
+    return p;
+  }
+
+  /** Report bytes sent so far (from a driver's onProgress hook). */
+  update(sent: number): void {
+    this.sent = sent;
+  }
+
+  /** The line as it would be drawn now (without the leading carriage return). */
+  line(): string {
+    const elapsed = ((Date.now() - this.started) / 1000).toFixed(1);
+    const spin = FRAMES[this.frame % FRAMES.length] as string;
+    if (this.total !== undefined && this.sent !== undefined && this.total > 0) {
+      const frac = Math.min(1, this.sent / this.total);
+      const full = Math.round(frac * BAR_WIDTH);
+      const bar = `[${"#".repeat(full)}${" ".repeat(BAR_WIDTH - full)}]`;
+      return `${this.label} ${bar} ${formatBytes(this.sent)} / ${formatBytes(this.total)} ${elapsed}s`;
+    }
+    const size = this.total === undefined ? "" : ` ${formatBytes(this.total)}`;
+    return `${this.label}${size} ${spin} ${elapsed}s`;
+  }
+
+  private render(): void {
+    this.frame++;
+    const width = Math.max(20, (this.stream.columns ?? 80) - 1);
+    let text = this.line();
+    if (text.length > width) text = text.slice(0, width);
+    this.stream.write(`\r${text.padEnd(this.lastWidth)}`);
+    this.lastWidth = text.length;
+    this.shown = true;
+  }
+
+  /** Stop and erase the line. */
+  done(): void {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+    if (this.shown) this.stream.write(`\r${" ".repeat(this.lastWidth)}\r`);
+    this.shown = false;
+  }
+}
