@@ -247,9 +247,10 @@ export async function lockAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
   const timeout = lockTimeoutOf(opts);
-  const backend = await connect(backendConfigOf(input));
+  const config = backendConfigOf(input);
+  requireLocking(config, "take");
+  const backend = await connect(config);
   try {
-    requireLocking(backend, "take");
     const operation = typeof opts["operation"] === "string" ? opts["operation"] : "objstate lock";
     const info = typeof opts["info"] === "string" ? opts["info"] : "";
     const lock = await lockWaiting(backend, workspace, { operation, info }, timeout);
@@ -264,9 +265,10 @@ export async function lockAction(opts: Opts): Promise<void> {
 export async function unlockAction(id: string, opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
-  const backend = await connect(backendConfigOf(input));
+  const config = backendConfigOf(input);
+  requireLocking(config, "release");
+  const backend = await connect(config);
   try {
-    requireLocking(backend, "release");
     await backend.unlock(workspace, id);
     if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), unlocked: id });
     say(`released lock ${id} on ${backend.describe(workspace)}`);
@@ -296,9 +298,10 @@ export async function forceUnlockAction(id: string, opts: Opts): Promise<void> {
   }
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
-  const backend = await connect(backendConfigOf(input));
+  const config = backendConfigOf(input);
+  requireLocking(config, "release");
+  const backend = await connect(config);
   try {
-    requireLocking(backend, "release");
     if (!force) {
       const holder = await backend.lockInfo(workspace);
       if (holder === null) throw new CliError("LOCK_NOT_FOUND", `the state at ${backend.describe(workspace)} is not locked (no lock with ID ${id})`, EXIT.error);

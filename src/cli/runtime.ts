@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ObjectStoreBackend, type ConnectOptions, type LockInfo, type LockOptions } from "../backend/backend.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
-import { resolveIdentity, type Identity } from "../credentials/index.js";
+import { resolveEffectiveSettings, resolveIdentity, type Identity } from "../credentials/index.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { openLockTable, type LockTableDriver } from "../lock/index.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
@@ -58,9 +58,13 @@ export async function lockTableFor(settings: ResolvedBackendSettings, identity: 
   });
 }
 
-/** Refuse a command that needs locks when no lock table is configured. */
-export function requireLocking(backend: ObjectStoreBackend, what: string): void {
-  if (!backend.lockingEnabled) {
+/**
+ * Refuse a command that needs locks when no lock table is configured. Checked on the
+ * settings before connecting, so the "not locked" warning of connect does not appear.
+ */
+export function requireLocking(config: ObjectStoreBackendConfig, what: string): void {
+  const table = resolveEffectiveSettings(config, process.env, { onWarning: warn }).kvstoreTable.value;
+  if (table === undefined || table === "") {
     throw new CliError("NO_LOCK_TABLE", `no lock table is configured, so there is no lock to ${what}: set kvstoreTable and kvstoreEndpoint (--kvstore-table, --kvstore-endpoint)`, EXIT.usage);
   }
 }

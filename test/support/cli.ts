@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 /** Path of the built CLI. */
@@ -10,14 +10,89 @@ export interface CliResult {
   readonly stderr: string;
 }
 
+export interface CliOptions {
+  readonly input?: string | Buffer | undefined;
+  /** Added to the minimal environment (PATH, HOME, NO_COLOR=1); undefined values remove a variable. */
+  readonly env?: Record<string, string | undefined> | undefined;
+  readonly cwd?: string | undefined;
+}
+
+/** The minimal environment the CLI runs with in tests, plus `extra`. */
+export function cliEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
+  const env: Record<string, string | undefined> = { PATH: process.env["PATH"], HOME: process.env["HOME"], NO_COLOR: "1", ...extra };
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
+  return out;
+}
+
 /** Run the built `objstate` CLI as a subprocess. */
-export function runCli(args: string[], options: { input?: string | Buffer; env?: Record<string, string | undefined>; cwd?: string } = {}): CliResult {
+export function runCli(args: string[], options: CliOptions = {}): CliResult {
   const r = spawnSync(process.execPath, [CLI, ...args], {
     input: options.input,
-    env: { PATH: process.env["PATH"], HOME: process.env["HOME"], NO_COLOR: "1", ...options.env },
+    env: cliEnv(options.env),
     cwd: options.cwd,
     encoding: "utf8",
     maxBuffer: 512 * 1024 * 1024,
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Like {@link runCli}, but stdout as raw bytes (for byte-exact comparisons). */
+export function runCliBytes(args: string[], options: CliOptions = {}): { code: number | null; stdout: Buffer; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { input: options.input, env: cliEnv(options.env), cwd: options.cwd, maxBuffer: 512 * 1024 * 1024 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr.toString("utf8") };
+}
+
+/** A CLI process running in the background. */
+export interface RunningCli {
+  /** Resolves when the process has ended. */
+  readonly done: Promise<CliResult>;
+  /** Resolves once stderr matches `pattern` (rejects if the process ends first or after `timeoutMs`). */
+  stderrMatches(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** Ends the process (SIGTERM). */
+  kill(): void;
+}
+
+/** Start the built CLI in the background (for tests that act while it waits). */
+export function startCli(args: string[], options: CliOptions = {}): RunningCli {
+  const child = spawn(process.execPath, [CLI, ...args], { env: cliEnv(options.env), cwd: options.cwd, stdio: ["pipe", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  const listeners = new Set<() => void>();
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+  child.stderr.setEncoding("utf8").on("data", (d: string) => {
+    stderr += d;
+    for (const l of listeners) l();
+  });
+  if (options.input !== undefined) child.stdin.end(options.input);
+  else child.stdin.end();
+  const done = new Promise<CliResult>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => {
+      for (const l of listeners) l();
+      resolve({ code, stdout, stderr });
+    });
+  });
+  let ended = false;
+  void done.then(() => (ended = true));
+  return {
+    done,
+    kill: () => child.kill("SIGTERM"),
+    stderrMatches: (pattern, timeoutMs = 15_000) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => finish(new Error(`stderr did not match ${pattern} within ${timeoutMs} ms; stderr so far: ${stderr}`)), timeoutMs);
+        const finish = (err?: Error): void => {
+          clearTimeout(timer);
+          listeners.delete(check);
+          if (err === undefined) resolve();
+          else reject(err);
+        };
+        const check = (): void => {
+          if (pattern.test(stderr)) finish();
+          else if (ended || child.exitCode !== null) finish(new Error(`the CLI ended (exit ${child.exitCode}) before stderr matched ${pattern}; stderr: ${stderr}`));
+        };
+        listeners.add(check);
+        check();
+      }),
+  };
 }

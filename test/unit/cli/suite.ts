@@ -1,0 +1,401 @@
+/**
+ * The CLI behaviour suite: every command run as a subprocess of the built `objstate`,
+ * unchanged against the embedded store and against Ceph RGW + dynalite. Settings go in
+ * as flags; credentials (Ceph) as PROVIDER_ACCESS_KEY / PROVIDER_SECRET_KEY.
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { before, describe, it } from "node:test";
+import type { ObjectStoreBackendConfigProps } from "../../../src/index.js";
+import { flagOf } from "../../../src/cli/settings.js";
+import { openLockTable } from "../../../src/lock/index.js";
+import { runCli, runCliBytes, startCli, type CliOptions, type CliResult } from "../../support/cli.js";
+import { uniqueName, type Target } from "../../support/targets.js";
+
+const md5 = (b: Uint8Array): string => createHash("md5").update(b).digest("hex");
+
+/** Flags and environment for a target's props: secrets go in the environment. */
+export function cliArgs(props: ObjectStoreBackendConfigProps): { args: string[]; env: Record<string, string> } {
+  const args: string[] = [];
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(props)) {
+    if (v === undefined) continue;
+    if (k === "accessKey") env["PROVIDER_ACCESS_KEY"] = String(v);
+    else if (k === "secretKey") env["PROVIDER_SECRET_KEY"] = String(v);
+    else if (typeof v === "boolean") args.push(v ? flagOf(k) : `--no-${flagOf(k).slice(2)}`);
+    else args.push(flagOf(k), String(v));
+  }
+  return { args, env };
+}
+
+/** Exactly one line on stderr, starting `objstate: error:`. */
+export function assertOneLineError(r: CliResult, pattern: RegExp): void {
+  assert.match(r.stderr, /^objstate: error: /);
+  assert.equal(r.stderr.split("\n").filter((l) => l !== "").length, 1, `expected one line on stderr, got:\n${r.stderr}`);
+  assert.match(r.stderr, pattern);
+}
+
+export function cliSuite(makeTarget: () => Target): void {
+  let target: Target;
+  const work = mkdtempSync(join(tmpdir(), "objstate-cli-"));
+  let n = 0;
+  const file = (text: string | Buffer, name = `f${++n}.json`): string => {
+    const p = join(work, name);
+    writeFileSync(p, text);
+    return p;
+  };
+
+  before(() => {
+    target = makeTarget();
+  });
+
+  /** A fresh bucket (+ lock table): a function running the CLI with its settings. */
+  async function fresh(options: { locks?: boolean; extra?: Partial<ObjectStoreBackendConfigProps> } = {}) {
+    const props = await target.setup({ locks: options.locks ?? true, extra: options.extra });
+    const { args, env } = cliArgs(props);
+    const cli = (cmd: string[], o: CliOptions = {}): CliResult => runCli([...cmd, ...args], { ...o, env: { ...env, ...o.env } });
+    const cliBytes = (cmd: string[], o: CliOptions = {}) => runCliBytes([...cmd, ...args], { ...o, env: { ...env, ...o.env } });
+    const start = (cmd: string[], o: CliOptions = {}) => startCli([...cmd, ...args], { ...o, env: { ...env, ...o.env } });
+    /** Every object in the bucket with its MD5 (to show nothing was written). */
+    const snapshot = async (): Promise<string> => {
+      const raw = await target.raw(props.bucket);
+      const out: string[] = [];
+      try {
+        for await (const key of raw.list("")) out.push(`${key} ${md5((await raw.get(key))?.body ?? Buffer.alloc(0))}`);
+      } finally {
+        raw.close();
+      }
+      if (target.bucketDir !== undefined) out.push(...treeOf(join(target.bucketDir(props.bucket), "..")));
+      return out.join("\n");
+    };
+    return { props, args, env, cli, cliBytes, start, snapshot };
+  }
+
+  describe("state push / pull", () => {
+    it("round-trips the exact bytes, from a file and from standard input", async () => {
+      const t = await fresh();
+      const bytes = Buffer.from('{\r\n  "version": 4,\r\n  "serial": 7,\r\n  "note": "h\u00e9llo \u2603 \ud83d\ude80",\r\n  "outputs": {}\r\n}', "utf8");
+      const push = t.cli(["state", "push", file(bytes)]);
+      assert.equal(push.code, 0, push.stderr);
+      assert.match(push.stdout, /pushed .* to .*env:\/tool\.tfstate/);
+      const pull = t.cliBytes(["state", "pull"]);
+      assert.equal(pull.code, 0, pull.stderr);
+      assert.ok(pull.stdout.equals(bytes), "pulled bytes differ from pushed bytes");
+      const raw = await target.raw(t.props.bucket);
+      assert.ok((await raw.get("env:/tool.tfstate"))?.body.equals(bytes));
+      raw.close();
+
+      const big = Buffer.from(JSON.stringify({ version: 4, serial: 8, resources: Array.from({ length: 20_000 }, (_, i) => ({ i, name: `r${i}` })) }));
+      const viaStdin = t.cli(["state", "push", "-", "-w", "staging", "--json"], { input: big });
+      assert.equal(viaStdin.code, 0, viaStdin.stderr);
+      assert.deepEqual(JSON.parse(viaStdin.stdout), { workspace: "staging", path: `${t.props.bucket}/env:/staging/tool.tfstate`, bytes: big.length, locked: true });
+      const back = t.cliBytes(["state", "pull", "--workspace", "staging"]);
+      assert.equal(back.code, 0, back.stderr);
+      assert.equal(md5(back.stdout), md5(big));
+    });
+
+    it("pull of a workspace without state: one-line error, exit 1", async () => {
+      const t = await fresh();
+      const r = t.cli(["state", "pull", "-w", "nothing"]);
+      assert.equal(r.code, 1);
+      assert.equal(r.stdout, "");
+      assertOneLineError(r, /no stored state for workspace nothing at .*env:\/nothing\/tool\.tfstate/);
+    });
+
+    it("push refuses input that is not JSON before touching anything (exit 2, names file and line)", async () => {
+      const t = await fresh();
+      assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
+      const before = await t.snapshot();
+      const bad = file('{\n  "serial": 2,\n  oops\n}');
+      const r = t.cli(["state", "push", bad]);
+      assert.equal(r.code, 2);
+      assertOneLineError(r, new RegExp(`${bad.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid JSON at line 3, column 3`));
+      const notObject = t.cli(["state", "push", "-"], { input: "[1,2]" });
+      assert.equal(notObject.code, 2);
+      assertOneLineError(notObject, /standard input is not a state: expected a JSON object/);
+      assert.equal(await t.snapshot(), before);
+    });
+
+    it("works without a lock table (says so, once)", async () => {
+      const t = await fresh({ locks: false });
+      const r = t.cli(["state", "push", file('{"serial":1}')]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /not locked: no lock table/);
+      assert.match(r.stderr, /^objstate: warning: no lock table is configured/);
+      assert.equal(r.stderr.split("\n").filter((l) => l !== "").length, 1);
+      const lock = t.cli(["lock"]);
+      assert.equal(lock.code, 2);
+      assertOneLineError(lock, /no lock table is configured, so there is no lock to take/);
+    });
+  });
+
+  describe("workspaces", () => {
+    it("new writes an empty state, refuses an existing one; list; delete refuses default", async () => {
+      const t = await fresh();
+      const created = t.cli(["workspace", "new", "staging"]);
+      assert.equal(created.code, 0, created.stderr);
+      assert.match(created.stdout, /created workspace staging/);
+      const state = JSON.parse(t.cli(["state", "pull", "-w", "staging"]).stdout) as Record<string, unknown>;
+      assert.deepEqual(Object.keys(state), ["version", "serial", "lineage", "outputs", "resources"]);
+      assert.equal(state["version"], 4);
+      assert.equal(state["serial"], 0);
+      assert.match(String(state["lineage"]), /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      assert.deepEqual([state["outputs"], state["resources"]], [{}, []]);
+
+      const again = t.cli(["workspace", "new", "staging"]);
+      assert.equal(again.code, 1);
+      assertOneLineError(again, /workspace staging already exists/);
+      assert.equal(t.cli(["workspace", "new", "default"]).code, 1);
+      assert.equal(t.cli(["workspace", "new", "prod"]).code, 0);
+
+      const list = t.cli(["workspace", "list"]);
+      assert.equal(list.code, 0, list.stderr);
+      assert.equal(list.stdout, "* default\n  prod\n  staging\n");
+      assert.deepEqual(JSON.parse(t.cli(["workspace", "list", "--json"]).stdout), ["default", "prod", "staging"]);
+      assert.equal(t.cli(["workspace", "list", "-w", "prod"]).stdout, "  default\n* prod\n  staging\n");
+
+      const def = t.cli(["workspace", "delete", "default"]);
+      assert.equal(def.code, 2);
+      assertOneLineError(def, /the default workspace cannot be deleted/);
+      const del = t.cli(["workspace", "delete", "staging"]);
+      assert.equal(del.code, 0, del.stderr);
+      assert.deepEqual(JSON.parse(t.cli(["workspace", "list", "--json"]).stdout), ["default", "prod"]);
+      const missing = t.cli(["workspace", "delete", "staging"]);
+      assert.equal(missing.code, 1);
+      assertOneLineError(missing, /workspace staging does not exist/);
+      const badName = t.cli(["workspace", "new", "a/b"]);
+      assert.equal(badName.code, 2);
+      assertOneLineError(badName, /workspace name must be/);
+    });
+  });
+
+  describe("locks", () => {
+    it("lock prints the ID; a second lock and a push exit 3 naming the holder; unlock releases", async () => {
+      const t = await fresh();
+      assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
+      const lock = t.cli(["lock", "--operation", "apply", "--info", "CI run 42"]);
+      assert.equal(lock.code, 0, lock.stderr);
+      const id = lock.stdout.trim();
+      assert.match(id, /^[0-9a-f-]{36}$/);
+      const before = await t.snapshot();
+
+      const second = t.cli(["lock", "--json"]);
+      assert.equal(second.code, 3);
+      assertOneLineError(second, new RegExp(`is locked: ID ${id}, held by \\S+@\\S+ since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z for apply \\(CI run 42\\)\\. If that holder is gone, force-unlock with ID ${id}`));
+      const push = t.cli(["state", "push", file('{"serial":2}')]);
+      assert.equal(push.code, 3);
+      assertOneLineError(push, new RegExp(`locked: ID ${id}, held by .* since `));
+      assert.equal(await t.snapshot(), before, "a refused push wrote something");
+
+      const wrong = t.cli(["unlock", "00000000-0000-0000-0000-000000000000"]);
+      assert.equal(wrong.code, 3);
+      assertOneLineError(wrong, /does not match the lock/);
+      const unlock = t.cli(["unlock", id]);
+      assert.equal(unlock.code, 0, unlock.stderr);
+      assert.match(unlock.stdout, new RegExp(`released lock ${id}`));
+      const twice = t.cli(["unlock", id]);
+      assert.equal(twice.code, 1);
+      assertOneLineError(twice, /is not locked/);
+      assert.equal(t.cli(["state", "push", file('{"serial":2}')]).code, 0);
+    });
+
+    it("--lock-timeout: push waits and succeeds when the holder releases in time", async () => {
+      const t = await fresh();
+      const id = t.cli(["lock", "--operation", "apply"]).stdout.trim();
+      const state = Buffer.from('{"serial": 3, "waited": true}');
+      const waiting = t.start(["state", "push", file(state), "--lock-timeout", "30s"]);
+      await waiting.stderrMatches(/is locked by .* \(since .*\); waiting up to 30s/);
+      const unlock = t.cli(["unlock", id]);
+      assert.equal(unlock.code, 0, unlock.stderr);
+      const r = await waiting.done;
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok(t.cliBytes(["state", "pull"]).stdout.equals(state));
+    });
+
+    it("--lock-timeout: fails with exit 3 after the timeout, showing the holder and since when", async () => {
+      const t = await fresh();
+      const lock = JSON.parse(t.cli(["lock", "--operation", "apply", "--json"]).stdout) as { ID: string; Who: string; Created: string };
+      const startedAt = Date.now();
+      const r = t.cli(["state", "push", file('{"serial":4}'), "--lock-timeout", "1500ms"]);
+      const took = Date.now() - startedAt;
+      assert.equal(r.code, 3);
+      assert.ok(took >= 1400, `gave up after ${took} ms`);
+      assert.match(r.stderr, /waiting up to 1\.5s/);
+      const last = r.stderr.trim().split("\n").at(-1) as string;
+      assert.match(last, /^objstate: error: /);
+      assert.ok(last.includes(`ID ${lock.ID}, held by ${lock.Who} since ${lock.Created} for apply`), last);
+      assert.match(last, /Gave up after waiting 1\.\ds \(--lock-timeout 1\.5s\)/);
+      assert.equal(t.cli(["state", "pull"]).code, 1, "nothing was written");
+    });
+
+    it("force-unlock: refuses a wrong ID (3) and, without a TTY, asks for --force (2); --force releases", async () => {
+      const t = await fresh();
+      const id = t.cli(["lock"]).stdout.trim();
+      const noTty = t.cli(["force-unlock", id]);
+      assert.equal(noTty.code, 2);
+      assertOneLineError(noTty, /pass --force/);
+      const wrong = t.cli(["force-unlock", "--force", "11111111-1111-1111-1111-111111111111"]);
+      assert.equal(wrong.code, 3);
+      assertOneLineError(wrong, new RegExp(`lock ID 11111111-1111-1111-1111-111111111111 does not match the lock on .*: ID ${id}`));
+      assert.equal(t.cli(["lock"]).code, 3, "the lock is still held");
+      const ok = t.cli(["force-unlock", "-f", id]);
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.match(ok.stdout, new RegExp(`force-released lock ${id}`));
+      const relock = t.cli(["lock"]);
+      assert.equal(relock.code, 0, relock.stderr);
+    });
+  });
+
+  describe("doctor and init", () => {
+    it("doctor: every check passes on a working setup, one line each, and leaves no probe behind", async () => {
+      const t = await fresh();
+      assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
+      const before = await t.snapshot();
+      const r = t.cli(["doctor"]);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      const lines = r.stdout.trim().split("\n");
+      assert.deepEqual(
+        lines.map((l) => l.replace(/:.*$/, "")),
+        ["ok    settings", "ok    credentials", "ok    object-store endpoint", "ok    bucket", "ok    lock-table endpoint", "ok    lock table", "ok    digest"],
+      );
+      assert.match(r.stdout, /bucket: bucket \S+ exists and is writable \(wrote and deleted env:\/\.objstate-doctor-[0-9a-f-]{36}\)/);
+      assert.equal(await t.snapshot(), before);
+      const json = JSON.parse(t.cli(["doctor", "--json"]).stdout) as { ok: boolean; checks: { name: string; status: string }[] };
+      assert.equal(json.ok, true);
+      assert.equal(json.checks.length, 7);
+    });
+
+    it("doctor reports a lock table whose key is not LockID, with a fix; exit 1", async () => {
+      const t = await fresh({ locks: false });
+      const bad = await target.badTable("other-key");
+      const kv = target.name.startsWith("embedded") ? (t.props.endpoint as string) : (process.env["OBJSTATE_TEST_DYNAMODB_ENDPOINT"] as string);
+      const r = t.cli(["doctor", "--kvstore-table", bad, "--kvstore-endpoint", kv]);
+      assert.equal(r.code, 1);
+      assert.match(r.stdout, new RegExp(`^FAIL  lock table: lock table ${bad} has Key \\(S, HASH\\); it must have exactly one key, LockID of type String \\(S\\) — fix: .*init --create-table`, "m"));
+      assert.match(r.stdout, /^skip {2}digest: /m);
+      assert.match(r.stdout, /^ok {4}bucket: /m);
+      assertOneLineError(r, /1 check failed/);
+      const numeric = await target.badTable("number-key");
+      const r2 = t.cli(["doctor", "--kvstore-table", numeric, "--kvstore-endpoint", kv]);
+      assert.equal(r2.code, 1);
+      assert.match(r2.stdout, /FAIL {2}lock table: .* has LockID \(N, HASH\)/);
+    });
+
+    it("doctor: a missing endpoint fails the settings check and skips the rest", async () => {
+      const r = runCli(["doctor", "--bucket", "some-bucket"]);
+      assert.equal(r.code, 1);
+      const lines = r.stdout.trim().split("\n");
+      assert.match(lines[0] as string, /^FAIL {2}settings: no object-store endpoint — fix: pass --endpoint/);
+      assert.ok(lines.slice(1).every((l) => l.startsWith("skip  ")), r.stdout);
+    });
+
+    it("init creates the bucket and the table when asked, and reports what existed", async () => {
+      const base = await fresh();
+      const bucket = uniqueName("init");
+      const table = uniqueName("init-locks");
+      const over = ["--bucket", bucket, "--kvstore-table", table];
+      const run = (cmd: string[]): CliResult => runCli([...cmd, ...base.args, ...over], { env: base.env });
+
+      const report = run(["init"]);
+      assert.equal(report.code, 1);
+      assert.match(report.stdout, new RegExp(`^missing  bucket ${bucket} does not exist .*pass --create-bucket`, "m"));
+      assert.match(report.stdout, new RegExp(`^missing  lock table ${table} does not exist .*pass --create-table`, "m"));
+      assertOneLineError(report, /bucket .* is missing; lock table .* is missing/);
+      const raw = await target.raw(bucket);
+      assert.equal(await raw.bucketExists(), false, "init without --create-bucket created the bucket");
+
+      const created = run(["init", "--create-bucket", "--create-table"]);
+      assert.equal(created.code, 0, created.stdout + created.stderr);
+      assert.match(created.stdout, new RegExp(`^created  bucket ${bucket} created`, "m"));
+      assert.match(created.stdout, new RegExp(`^created  lock table ${table} created with key LockID \\(String\\)`, "m"));
+      assert.equal(await raw.bucketExists(), true);
+      raw.close();
+      const kv = await openLockTable({ table, endpoint: base.props.kvstoreEndpoint as string, credentials: base.props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: base.props.accessKey as string, secretAccessKey: base.props.secretKey as string }) });
+      assert.deepEqual(await kv.describeKeySchema(), [{ name: "LockID", type: "S", keyType: "HASH" }]);
+      kv.close();
+
+      const again = run(["init", "--create-bucket", "--create-table", "--json"]);
+      assert.equal(again.code, 0, again.stderr);
+      const j = JSON.parse(again.stdout) as { ok: boolean; bucket: { status: string }; lockTable: { status: string } };
+      assert.deepEqual([j.ok, j.bucket.status, j.lockTable.status], [true, "exists", "exists"]);
+      const used = run(["state", "push", file('{"serial":1}')]);
+      assert.equal(used.code, 0, used.stderr);
+    });
+  });
+
+  describe("config", () => {
+    it("shows effective settings with provenance, secrets redacted, and the credentials source", async () => {
+      const t = await fresh();
+      const env = { PROVIDER_ACCESS_KEY: "AKIDEXAMPLE", PROVIDER_SECRET_KEY: "VERY-SECRET-VALUE", PROVIDER_REGION: "eu-west-1" };
+      const r = t.cli(["config", "--json", "--key", "app.tfstate"], { env });
+      assert.equal(r.code, 0, r.stderr);
+      const j = JSON.parse(r.stdout) as { settings: Record<string, { value: unknown; source: string; from?: string }>; credentials: string };
+      assert.deepEqual(j.settings["key"], { value: "app.tfstate", source: "explicit", from: "--key" });
+      assert.deepEqual(j.settings["secretKey"], { value: "<redacted>", source: "env:PROVIDER_SECRET_KEY" });
+      assert.deepEqual(j.settings["accessKey"], { value: "<redacted>", source: "env:PROVIDER_ACCESS_KEY" });
+      assert.deepEqual(j.settings["region"], { value: "eu-west-1", source: "env:PROVIDER_REGION" });
+      assert.deepEqual(j.settings["prefix"], { value: "env:", source: "default" });
+      assert.match(j.credentials, /static keys \(env:PROVIDER_ACCESS_KEY\)/);
+      const human = t.cli(["config"], { env });
+      assert.equal(human.code, 0);
+      assert.ok(!human.stdout.includes("VERY-SECRET-VALUE") && !human.stdout.includes("AKIDEXAMPLE"));
+      assert.match(human.stdout, /^secretKey +<redacted> +env:PROVIDER_SECRET_KEY$/m);
+      assert.match(human.stdout, /^credentials: static keys \(env:PROVIDER_ACCESS_KEY\)/m);
+    });
+  });
+
+  describe("bad input at the terminal: one line on stderr, exit 2, nothing written", () => {
+    const cases: [string, (t: Awaited<ReturnType<typeof fresh>>) => CliResult, RegExp][] = [
+      ["unknown flag (suggests the nearest)", (t) => t.cli(["state", "push", file('{"serial":9}'), "--lock-timout", "5s"]), /unknown option '--lock-timout' \(Did you mean --lock-timeout\?\)/],
+      ["unknown settings flag", (t) => t.cli(["state", "push", file('{"serial":9}'), "--kvstore-tabel", "x"]), /unknown option '--kvstore-tabel' \(Did you mean --kvstore-table\?\)/],
+      ["bad duration", (t) => t.cli(["state", "push", file('{"serial":9}'), "--lock-timeout", "5 minutes"]), /--lock-timeout must be a duration such as 0s, 30s, 5m or 1h30m, got "5 minutes"/],
+      [
+        "bad config file (names file and line)",
+        (t) => t.cli(["state", "push", file('{"serial":9}'), "--config", file('{\n  "bucket": "x-bucket",\n  "key": "a.tfstate",,\n}', "broken-config.json")]),
+        /broken-config\.json is not valid JSON at line 3, column 22/,
+      ],
+      [
+        "missing bucket",
+        (t) => runCli(["state", "push", file('{"serial":9}'), ...t.args.filter((a, i, all) => a !== "--bucket" && all[i - 1] !== "--bucket")], { env: t.env }),
+        /bucket is required: pass --bucket NAME/,
+      ],
+      ["bad number", (t) => t.cli(["state", "push", file('{"serial":9}'), "--assume-role-session-expiration", "60"]), /--assume-role-session-expiration must be an integer from 900 to 3600 \(seconds\), got 60/],
+    ];
+    for (const [name, run, pattern] of cases) {
+      it(name, async () => {
+        const t = await fresh();
+        assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
+        const before = await t.snapshot();
+        const r = run(t);
+        assert.equal(r.code, 2, r.stderr);
+        assert.equal(r.stdout, "");
+        assertOneLineError(r, pattern);
+        assert.equal(await t.snapshot(), before, "the store changed");
+      });
+    }
+  });
+}
+
+/** Every file below `dir` with size and MD5, for "nothing was written" checks on the embedded store. */
+export function treeOf(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    let names: string[];
+    try {
+      names = readdirSync(d).sort();
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const p = join(d, name);
+      const st = statSync(p);
+      if (st.isDirectory()) walk(p);
+      else out.push(`${p} ${st.size} ${md5(readFileSync(p))}`);
+    }
+  };
+  walk(dir);
+  return out;
+}
