@@ -282,7 +282,9 @@ function interactive(): boolean {
 }
 
 async function confirm(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  // terminal: false — the terminal echoes the answer itself; readline's line editing would
+  // write ANSI cursor codes (and NO_COLOR asks for none).
+  const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: false });
   try {
     return (await rl.question(question)).trim() === "yes";
   } finally {

@@ -120,7 +120,7 @@ export function program(): Command {
     .description("print the outputs of a workspace's state, over --defaults (all of them, or one by name)")
     .argument("[name]", "one output")
     .option("--json", "print JSON")
-    .option("--raw", "print a string output as is, without quotes (needs NAME; refuses non-strings)");
+    .addOption(new Option("--raw", "print a string output as is: no quotes, no trailing newline (needs NAME; refuses non-strings)").conflicts("json"));
   addSettingsOptions(output, { workspace: true, defaults: true }).action((name: string | undefined, ...rest: unknown[]) => outputAction(name, optsOf(rest)));
 
   const doctor = jsonOption(root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest"));

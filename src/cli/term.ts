@@ -120,7 +120,8 @@ export class Progress {
 
   private render(): void {
     this.frame++;
-    const width = Math.max(20, (this.stream.columns ?? 80) - 1);
+    const columns = this.stream.columns ?? 0;
+    const width = Math.max(20, (columns > 0 ? columns : 80) - 1);
     let text = this.line();
     if (text.length > width) text = text.slice(0, width);
     this.stream.write(`\r${text.padEnd(this.lastWidth)}`);

@@ -1,0 +1,153 @@
+/**
+ * Terminal behaviour: durations, colours (TTY only, never with NO_COLOR), the progress
+ * line, and — under a pseudo-terminal from util-linux `script` — colours, the progress
+ * line and the force-unlock confirmation of the built CLI.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { formatDuration, parseDuration } from "../../../src/cli/duration.js";
+import { colorsAllowed, paint, Progress, type OutStream } from "../../../src/cli/term.js";
+import { CLI, cliEnv, runCli } from "../../support/cli.js";
+
+describe("durations", () => {
+  it("parses Go-style durations", () => {
+    const cases: [string, number][] = [
+      ["0", 0],
+      ["0s", 0],
+      ["500ms", 500],
+      ["30s", 30_000],
+      ["1.5s", 1500],
+      ["5m", 300_000],
+      ["1h30m", 5_400_000],
+      ["2h", 7_200_000],
+      ["1m30s", 90_000],
+    ];
+    for (const [text, ms] of cases) assert.equal(parseDuration(text), ms, text);
+  });
+  it("refuses anything else", () => {
+    for (const text of ["", "5", "5x", "-5s", "5 s", "s", "1h 30m", "5minutes", "1e3s", "30S"]) assert.equal(parseDuration(text), undefined, text);
+  });
+  it("formats for messages", () => {
+    assert.equal(formatDuration(0), "0s");
+    assert.equal(formatDuration(250), "250ms");
+    assert.equal(formatDuration(1500), "1.5s");
+    assert.equal(formatDuration(5_400_000), "1h30m");
+  });
+});
+
+class FakeStream implements OutStream {
+  text = "";
+  constructor(readonly isTTY: boolean) {}
+  readonly columns = 100;
+  write(t: string | Uint8Array): boolean {
+    this.text += t.toString();
+    return true;
+  }
+}
+
+describe("colours", () => {
+  it("only on a TTY, and never when NO_COLOR is set (non-empty) or TERM=dumb", () => {
+    assert.equal(colorsAllowed(new FakeStream(true), {}), true);
+    assert.equal(colorsAllowed(new FakeStream(false), {}), false);
+    assert.equal(colorsAllowed(new FakeStream(true), { NO_COLOR: "1" }), false);
+    assert.equal(colorsAllowed(new FakeStream(true), { NO_COLOR: "" }), true);
+    assert.equal(colorsAllowed(new FakeStream(true), { TERM: "dumb" }), false);
+    assert.equal(paint(new FakeStream(true), { NO_COLOR: "1" }).red("x"), "x");
+    assert.equal(paint(new FakeStream(true), {}).red("x"), "\u001b[31mx\u001b[39m");
+  });
+});
+
+describe("progress line", () => {
+  const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it("draws a bar for a big transfer on a TTY, redrawn with \\r and erased with spaces (no ANSI codes)", async () => {
+    const s = new FakeStream(true);
+    const p = Progress.start(s, "pushing b/env:/tool.tfstate", 64 * 1024 * 1024, { intervalMs: 10 });
+    p.update(16 * 1024 * 1024);
+    await wait(60);
+    p.done();
+    assert.match(s.text, /\rpushing b\/env:\/tool\.tfstate \[#{6} {18}\] 16\.0 MiB \/ 64\.0 MiB \d+\.\ds/);
+    assert.ok(!s.text.includes("\u001b"), "no escape codes");
+    assert.ok(s.text.endsWith("\r"), "the line is erased at the end");
+    const after = s.text.length;
+    await wait(40);
+    assert.equal(s.text.length, after, "nothing is drawn after done()");
+  });
+
+  it("shows a spinner for a transfer of unknown size, only once it takes a while", async () => {
+    const quick = new FakeStream(true);
+    Progress.start(quick, "pulling", undefined, { delayMs: 200 }).done();
+    await wait(250);
+    assert.equal(quick.text, "");
+    const slow = new FakeStream(true);
+    const p = Progress.start(slow, "pulling b/env:/tool.tfstate", undefined, { delayMs: 20, intervalMs: 10 });
+    await wait(80);
+    p.done();
+    assert.match(slow.text, /\rpulling b\/env:\/tool\.tfstate [|/\\-] \d+\.\ds/);
+  });
+
+  it("prints nothing when the stream is not a TTY, or the transfer is small", async () => {
+    const notTty = new FakeStream(false);
+    const small = new FakeStream(true);
+    const a = Progress.start(notTty, "pushing", 64 * 1024 * 1024, { intervalMs: 5 });
+    const b = Progress.start(small, "pushing", 1024, { intervalMs: 5 });
+    await wait(30);
+    a.done();
+    b.done();
+    assert.equal(notTty.text + small.text, "");
+  });
+});
+
+/** Run the built CLI under a pseudo-terminal (util-linux `script`), feeding `input`. */
+function underPty(args: string[], options: { env?: Record<string, string | undefined>; input?: string; cwd?: string } = {}): { code: number | null; out: string } {
+  const quoted = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
+  const r = spawnSync("script", ["-qec", quoted, "/dev/null"], { env: cliEnv({ NO_COLOR: undefined, TERM: "xterm", ...options.env }), input: options.input ?? "", encoding: "utf8", cwd: options.cwd });
+  return { code: r.status, out: r.stdout };
+}
+
+const hasScript = spawnSync("script", ["--version"]).status === 0;
+
+describe("on a terminal (pseudo-terminal)", { skip: hasScript ? false : "util-linux `script` is not installed" }, () => {
+  const dir = mkdtempSync(join(tmpdir(), "objstate-cli-tty-"));
+  const settings = ["--bucket", "tty-bucket", "--endpoint", `file://${dir}`, "--kvstore-endpoint", `file://${dir}`, "--kvstore-table", "tty-locks"];
+
+  it("colours doctor's marks on a TTY; none at all with NO_COLOR", () => {
+    const coloured = underPty(["doctor", ...settings]);
+    assert.equal(coloured.code, 0, coloured.out);
+    assert.ok(coloured.out.includes("\u001b[32mok  \u001b[39m  settings:"), JSON.stringify(coloured.out));
+    const plain = underPty(["doctor", ...settings], { env: { NO_COLOR: "1" } });
+    assert.equal(plain.code, 0, plain.out);
+    assert.ok(!plain.out.includes("\u001b"), JSON.stringify(plain.out));
+    assert.match(plain.out, /^ok {4}settings:/m);
+  });
+
+  it("force-unlock asks on a TTY: anything but yes keeps the lock (exit 1), yes releases it", () => {
+    const id = runCli(["lock", "--operation", "apply", ...settings]).stdout.trim();
+    const no = underPty(["force-unlock", id, ...settings], { input: "no\n", env: { NO_COLOR: "1" } });
+    assert.equal(no.code, 1, no.out);
+    assert.match(no.out, new RegExp(`The lock on tty-bucket/env:/tool\\.tfstate: ID ${id}, held by .* for apply`));
+    assert.match(no.out, /Force-unlock\? Only 'yes' will be accepted: /);
+    assert.match(no.out, /objstate: error: force-unlock cancelled; the lock is still held/);
+    assert.equal(runCli(["lock", ...settings]).code, 3);
+    const wrong = underPty(["force-unlock", "22222222-2222-2222-2222-222222222222", ...settings], { input: "yes\n", env: { NO_COLOR: "1" } });
+    assert.equal(wrong.code, 3, wrong.out);
+    assert.doesNotMatch(wrong.out, /Only 'yes'/, "a wrong ID is refused before asking");
+    const yes = underPty(["force-unlock", id, ...settings], { input: "yes\n", env: { NO_COLOR: "1" } });
+    assert.equal(yes.code, 0, yes.out);
+    assert.match(yes.out, new RegExp(`force-released lock ${id}`));
+    assert.ok(!yes.out.includes("\u001b"), JSON.stringify(yes.out));
+  });
+
+  it("shows a progress line on stderr while pushing a big state", () => {
+    const big = join(dir, "big.json");
+    writeFileSync(big, JSON.stringify({ version: 4, serial: 1, pad: "x".repeat(24 * 1024 * 1024) }));
+    const r = underPty(["state", "push", big, ...settings], { env: { NO_COLOR: "1" } });
+    assert.equal(r.code, 0, r.out.slice(0, 2000));
+    assert.match(r.out, /\rpushing tty-bucket\/env:\/tool\.tfstate 24\.0 MiB [|/\\-] \d+\.\ds/);
+    assert.match(r.out, /pushed 24\.0 MiB to tty-bucket\/env:\/tool\.tfstate/);
+  });
+});
