@@ -1,62 +1,55 @@
-// Quick start on the embedded store (no server): build the configs of examples/stack.json,
-// synthesize their tool JSON, push a state with outputs under a lock, list workspaces and
-// read the outputs back. Run it with `npm run quickstart`; data goes to ./.objstate.
-import { readFileSync } from "node:fs";
-import {
-  DataRemoteStateObjectStore,
-  DataRemoteStateObjectStoreConfig,
-  formatToolJson,
-  mergeToolJson,
-  ObjectStoreBackend,
-  ObjectStoreBackendConfig,
-} from "../dist/src/index.js";
+// Quick start on the embedded store (no server): drives the `objstate` command line against
+// file:./.objstate with the backend of examples/stack.json — synthesize the tool JSON,
+// provision, create a workspace, push a state with outputs, lock and unlock, list the
+// workspaces and read the outputs back. Run it with `npm run quickstart` (it builds first).
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 
-const stack = JSON.parse(readFileSync(new URL("./stack.json", import.meta.url), "utf8"));
-const step = (text) => console.log(`\n== ${text}`);
+const root = fileURLToPath(new URL("..", import.meta.url));
+const cli = fileURLToPath(new URL("../dist/src/cli/main.js", import.meta.url));
+const settings = ["--config", "examples/stack.json"];
 
-// 1. Configs: the backend with the builder, the remote state from plain props.
-const backendConfig = ObjectStoreBackendConfig.builder()
-  .bucket(stack.backend.bucket)
-  .key(stack.backend.key)
-  .prefix(stack.backend.prefix)
-  .endpoint(stack.backend.endpoint)
-  .kvstoreEndpoint(stack.backend.kvstoreEndpoint)
-  .kvstoreTable(stack.backend.kvstoreTable)
-  .encrypt(true)
-  .acl("private")
-  .build();
-const network = new DataRemoteStateObjectStore("network", DataRemoteStateObjectStoreConfig.from(stack.remoteStates.network));
-
-step("tool JSON for the backend and the remote state");
-process.stdout.write(formatToolJson(mergeToolJson(backendConfig.toToolJson(), network.toToolJson())));
-console.log(`reference to an output: ${network.getString("vpc_id")}`);
-
-// 2. Push the network stack's state (with outputs) under a lock.
-// (The network stack's own backend: the remote state's settings, minus defaults/workspace, plus the lock table.)
-const { defaults: _d, workspace: _w, ...networkProps } = stack.remoteStates.network;
-const networkBackend = await ObjectStoreBackend.connect(
-  ObjectStoreBackendConfig.from({ ...networkProps, kvstoreEndpoint: stack.backend.kvstoreEndpoint, kvstoreTable: stack.backend.kvstoreTable }),
-);
-const state = { version: 4, serial: Date.now(), outputs: { vpc_id: { value: "vpc-0a1b2c", type: "string" }, subnet_count: { value: 3, type: "number" } }, resources: [] };
-step(`push ${networkBackend.describe("default")} under a lock`);
-const lock = await networkBackend.lock("default", { operation: "apply", info: "quick start" });
-console.log(`locked: ID ${lock.ID} by ${lock.Who} at ${lock.Created}`);
-try {
-  await networkBackend.lock("default");
-} catch (e) {
-  console.log(`a second lock is refused: ${e.code}`);
+/** Run `objstate ARGS`, show the command and what it printed; check the exit code. */
+function objstate(args, { expect = 0, input, quiet = false } = {}) {
+  if (!quiet) console.log(`\n$ objstate ${args.map((a) => (/[\s{}"']/.test(a) ? `'${a}'` : a)).join(" ")}`);
+  const r = spawnSync(process.execPath, [cli, ...args], { cwd: root, input, encoding: "utf8" });
+  if (!quiet) {
+    process.stdout.write(r.stdout);
+    if (r.stdout !== "" && !r.stdout.endsWith("\n")) process.stdout.write("\n");
+    process.stdout.write(r.stderr);
+    if (r.status !== 0) console.log(`(exit ${r.status})`);
+  }
+  if (r.status !== expect) {
+    console.error(`quick start: expected exit ${expect} from objstate ${args.join(" ")}, got ${r.status}`);
+    process.exit(1);
+  }
+  return r.stdout;
 }
-await networkBackend.writeState("default", JSON.stringify(state, null, 2), { lockId: lock.ID });
-await networkBackend.writeState("staging", JSON.stringify({ ...state, outputs: {} }));
-await networkBackend.unlock("default", lock.ID);
-console.log("unlocked");
 
-step("workspaces");
-console.log((await networkBackend.listWorkspaces()).join("\n"));
+// 1. The tool JSON for the backend and the remote state of examples/stack.json.
+objstate(["synth", "examples/stack.json"]);
 
-step("outputs read back (digest checked), over the remote state's defaults");
-const bytes = await networkBackend.readState(network.config.workspace ?? "default");
-const outputs = { ...network.config.defaults };
-for (const [name, o] of Object.entries(JSON.parse(bytes.toString()).outputs ?? {})) outputs[name] = o.value;
-console.log(JSON.stringify(outputs, null, 2));
-networkBackend.close();
+// 2. Provision the bucket and the lock table (the embedded store would also create them on first use).
+objstate(["init", "--create-bucket", "--create-table", ...settings]);
+
+// A second run starts over: remove the workspace an earlier run created.
+if (JSON.parse(objstate(["workspace", "list", "--json", ...settings], { quiet: true })).includes("staging")) {
+  objstate(["workspace", "delete", "staging", ...settings]);
+}
+
+// 3. A workspace, and a state with outputs pushed into it (under the workspace's lock).
+objstate(["workspace", "new", "staging", ...settings]);
+objstate(["state", "push", "examples/state.json", "-w", "staging", ...settings]);
+
+// 4. Lock by hand: while it is held, a push is refused with exit 3 and names the holder.
+const id = objstate(["lock", "-w", "staging", "--operation", "apply", "--info", "quick start", ...settings]).trim();
+objstate(["state", "push", "examples/state.json", "-w", "staging", ...settings], { expect: 3 });
+objstate(["unlock", id, "-w", "staging", ...settings]);
+
+// 5. Workspaces, and the outputs read back (digest-checked) over defaults.
+objstate(["workspace", "list", ...settings]);
+objstate(["output", "-w", "staging", "--defaults", '{"region": "none"}', ...settings]);
+objstate(["output", "vpc_id", "--raw", "-w", "staging", ...settings]);
+
+// 6. Every link checked.
+objstate(["doctor", "-w", "staging", ...settings]);
