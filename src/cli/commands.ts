@@ -7,7 +7,6 @@ import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline/promises";
 import { DEFAULT_WORKSPACE } from "../backend/layout.js";
 import { describeHolder } from "../backend/lock-info.js";
-import type { ObjectStoreBackend } from "../backend/backend.js";
 import { COMMON_FIELDS } from "../config/fields.js";
 import { RULES } from "../config/rules.js";
 import { describeCredentialSource, resolveEffectiveSettings } from "../credentials/index.js";
@@ -16,7 +15,7 @@ import { synthesizeProps } from "../synth/document.js";
 import { formatToolJson, secretWarnings } from "../synth/tool-json.js";
 import { durationFlag } from "./duration.js";
 import { CliError, EXIT, parseJsonText, readInput, readJsonFile, usageError } from "./io.js";
-import { connect, lockWaiting, requireLocking, warn, whileLocked } from "./runtime.js";
+import { acquireLock, connect, lockWaiting, requireLocking, warn, whileLocked } from "./runtime.js";
 import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 
@@ -37,19 +36,6 @@ function lockTimeoutOf(opts: Opts): number {
 function workspaceArg(name: string): string {
   if (!RULES.workspace.valid(name)) throw usageError(`workspace name must be ${RULES.workspace.expected}, got ${JSON.stringify(name)}`, "INVALID_WORKSPACE");
   return name;
-}
-
-/**
- * Release a lock after an operation. When the operation itself failed, a failure to
- * release is only a warning (the operation's error is the one to report).
- */
-async function release(backend: ObjectStoreBackend, workspace: string, id: string, operationFailed: boolean): Promise<void> {
-  try {
-    await backend.unlock(workspace, id);
-  } catch (e) {
-    if (!operationFailed) throw e;
-    warn(`could not release lock ${id} on ${backend.describe(workspace)}: ${(e as Error).message}`);
-  }
 }
 
 function say(text: string): void {
@@ -150,16 +136,16 @@ export async function workspaceNewAction(name: string, opts: Opts): Promise<void
   if (name === DEFAULT_WORKSPACE) throw new CliError("WORKSPACE_EXISTS", `workspace ${DEFAULT_WORKSPACE} already exists (it always does)`, EXIT.error);
   const backend = await connect(config);
   try {
-    const lock = backend.lockingEnabled ? await lockWaiting(backend, name, { operation: "workspace new" }, timeout) : undefined;
+    const lock = backend.lockingEnabled ? await acquireLock(backend, name, { operation: "workspace new" }, timeout) : undefined;
     let failed = true;
     try {
       if ((await backend.listWorkspaces()).includes(name)) {
         throw new CliError("WORKSPACE_EXISTS", `workspace ${name} already exists (${backend.describe(name)})`, EXIT.error);
       }
-      await backend.writeState(name, emptyState(), { lockId: lock?.ID });
+      await backend.writeState(name, emptyState(), { lockId: lock?.info.ID });
       failed = false;
     } finally {
-      if (lock !== undefined) await release(backend, name, lock.ID, failed);
+      await lock?.release(failed);
     }
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), created: true });
     say(`created workspace ${name} (${backend.describe(name)})`);
@@ -223,15 +209,15 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
 
   const backend = await connect(config);
   try {
-    const lock = backend.lockingEnabled ? await lockWaiting(backend, workspace, { operation: "state push", info: `objstate state push ${name}` }, timeout) : undefined;
+    const lock = backend.lockingEnabled ? await acquireLock(backend, workspace, { operation: "state push", info: `objstate state push ${name}` }, timeout) : undefined;
     const progress = Progress.start(process.stderr, `pushing ${backend.describe(workspace)}`, bytes.length);
     let failed = true;
     try {
-      await backend.writeState(workspace, bytes, { lockId: lock?.ID });
+      await backend.writeState(workspace, bytes, { lockId: lock?.info.ID });
       failed = false;
     } finally {
       progress.done();
-      if (lock !== undefined) await release(backend, workspace, lock.ID, failed);
+      await lock?.release(failed);
     }
     if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), bytes: bytes.length, locked: lock !== undefined });
     say(`pushed ${formatBytes(bytes.length)} to ${backend.describe(workspace)}${lock === undefined ? " (not locked: no lock table)" : ""}`);

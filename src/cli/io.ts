@@ -4,9 +4,10 @@ import { ObjstateError } from "../errors.js";
 
 /**
  * Documented exit codes of `objstate`: 0 ok, 1 error, 2 usage or bad input (nothing was
- * written), 3 state locked (by another holder), 4 digest mismatch.
+ * written), 3 state locked (by another holder), 4 digest mismatch; 130 / 143 interrupted
+ * (SIGINT / SIGTERM) before anything was written.
  */
-export const EXIT = { ok: 0, error: 1, usage: 2, locked: 3, digest: 4 } as const;
+export const EXIT = { ok: 0, error: 1, usage: 2, locked: 3, digest: 4, interrupted: 130 } as const;
 
 /** An error that ends the CLI with a given exit code and a one-line message. */
 export class CliError extends ObjstateError {

@@ -77,9 +77,10 @@ const BACKOFF_CAP_MS = 4000;
  * Run `attempt` until it does not fail with `STATE_LOCKED`, for at most `timeoutMs`:
  * exponential backoff with jitter between attempts. Past the deadline, the last
  * `STATE_LOCKED` error is rethrown with how long was waited (it names the holder and
- * since when). `onWait` is called once, with the holder, when waiting starts.
+ * since when). `onWait` is called once, with the holder, when waiting starts. An abort
+ * of `signal` ends a wait between attempts (the promise rejects with the abort reason).
  */
-export async function whileLocked<T>(attempt: () => Promise<T>, timeoutMs: number, onWait?: (holder: LockInfo | undefined) => void): Promise<T> {
+export async function whileLocked<T>(attempt: () => Promise<T>, timeoutMs: number, onWait?: (holder: LockInfo | undefined) => void, signal?: AbortSignal): Promise<T> {
   const started = Date.now();
   const deadline = started + timeoutMs;
   let ceiling = BACKOFF_FIRST_MS;
@@ -89,8 +90,8 @@ export async function whileLocked<T>(attempt: () => Promise<T>, timeoutMs: numbe
     } catch (e) {
       if (!isObjstateError(e, "STATE_LOCKED")) throw e;
       const remaining = deadline - Date.now();
-      if (remaining <= 0) {
-        if (timeoutMs === 0) throw e;
+      if (remaining <= 0 || signal?.aborted === true) {
+        if (timeoutMs === 0 || signal?.aborted === true) throw e;
         throw new ObjstateError("STATE_LOCKED", `${e.message} Gave up after waiting ${formatDuration(Date.now() - started)} (--lock-timeout ${formatDuration(timeoutMs)}).`, {
           details: e.details,
           cause: e,
@@ -99,20 +100,109 @@ export async function whileLocked<T>(attempt: () => Promise<T>, timeoutMs: numbe
       if (n === 0) onWait?.(e.details?.["lockInfo"] as LockInfo | undefined);
       // "Equal jitter": half the ceiling for sure, the other half at random.
       const wait = Math.min(remaining, ceiling / 2 + Math.random() * (ceiling / 2));
-      await sleep(wait);
+      await sleep(wait, undefined, { signal });
       ceiling = Math.min(ceiling * 2, BACKOFF_CAP_MS);
     }
   }
 }
 
-/** Take a workspace's lock, waiting up to `timeoutMs` while another holder has it. */
-export function lockWaiting(backend: ObjectStoreBackend, workspace: string, options: LockOptions, timeoutMs: number): Promise<LockInfo> {
-  return whileLocked(
-    () => backend.lock(workspace, options),
-    timeoutMs,
-    (holder) => {
-      const who = holder === undefined ? "another holder" : `${holder.Who || "another holder"} (since ${holder.Created || "unknown"})`;
-      process.stderr.write(`objstate: ${backend.describe(workspace)} is locked by ${who}; waiting up to ${formatDuration(timeoutMs)}\n`);
-    },
+// ---------------------------------------------------------------- interrupts
+
+/**
+ * What the process is doing with a lock, for Ctrl-C (SIGINT) and SIGTERM: when idle, quit
+ * at once; while acquiring, stop once the request in flight has settled (releasing a lock
+ * it took); while holding, let the operation finish and release the lock. A second signal
+ * quits at once.
+ */
+type Phase = { readonly phase: "idle" } | { readonly phase: "acquiring"; readonly where: string } | { readonly phase: "holding"; readonly where: string; readonly id: string };
+let phase: Phase = { phase: "idle" };
+let interrupted = false;
+const interruption = new AbortController();
+let handlerInstalled = false;
+
+function onSignal(signal: NodeJS.Signals): void {
+  const code = signal === "SIGINT" ? EXIT.interrupted : 143;
+  if (phase.phase === "idle") process.exit(code);
+  if (interrupted) {
+    const left = phase.phase === "holding" ? `the lock on ${phase.where} is still held (release it with objstate force-unlock ${phase.id})` : `a lock on ${phase.where} may have been taken; check with objstate lock`;
+    process.stderr.write(`objstate: interrupted again: quitting now; ${left}\n`);
+    process.exit(code);
+  }
+  interrupted = true;
+  interruption.abort(new CliError("INTERRUPTED", "interrupted before anything was written", code));
+  process.stderr.write(
+    phase.phase === "holding"
+      ? `objstate: interrupted: finishing the current step, then releasing the lock on ${phase.where} (interrupt again to quit at once and leave the lock held)\n`
+      : `objstate: interrupted: stopping once the lock request in flight has settled\n`,
   );
+}
+
+function installHandler(): void {
+  if (handlerInstalled) return;
+  handlerInstalled = true;
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+}
+
+function interruptedError(): CliError {
+  const reason: unknown = interruption.signal.reason;
+  return reason instanceof CliError ? reason : new CliError("INTERRUPTED", "interrupted before anything was written", EXIT.interrupted);
+}
+
+/** A lock this command holds for one operation. */
+export interface HeldLock {
+  readonly info: LockInfo;
+  /** Release the lock. When the operation failed, a failure to release is only a warning. */
+  release(operationFailed: boolean): Promise<void>;
+}
+
+/**
+ * Take a workspace's lock for one operation, waiting up to `timeoutMs` while another
+ * holder has it, guarded against interrupts (see {@link Phase}).
+ */
+export async function acquireLock(backend: ObjectStoreBackend, workspace: string, options: LockOptions, timeoutMs: number): Promise<HeldLock> {
+  installHandler();
+  const where = backend.describe(workspace);
+  phase = { phase: "acquiring", where };
+  let info: LockInfo;
+  try {
+    info = await whileLocked(() => backend.lock(workspace, options), timeoutMs, waitNotice(where, timeoutMs), interruption.signal);
+  } catch (e) {
+    phase = { phase: "idle" };
+    throw interrupted ? interruptedError() : e;
+  }
+  if (interrupted) {
+    try {
+      await backend.unlock(workspace, info.ID);
+    } finally {
+      phase = { phase: "idle" };
+    }
+    throw interruptedError();
+  }
+  phase = { phase: "holding", where, id: info.ID };
+  return {
+    info,
+    release: async (operationFailed) => {
+      try {
+        await backend.unlock(workspace, info.ID);
+      } catch (e) {
+        if (!operationFailed) throw e;
+        warn(`could not release lock ${info.ID} on ${where}: ${(e as Error).message}`);
+      } finally {
+        phase = { phase: "idle" };
+      }
+    },
+  };
+}
+
+function waitNotice(where: string, timeoutMs: number): (holder: LockInfo | undefined) => void {
+  return (holder) => {
+    const who = holder === undefined ? "another holder" : `${holder.Who || "another holder"} (since ${holder.Created || "unknown"})`;
+    process.stderr.write(`objstate: ${where} is locked by ${who}; waiting up to ${formatDuration(timeoutMs)}\n`);
+  };
+}
+
+/** Take a workspace's lock and keep it (the `lock` command), waiting up to `timeoutMs`. */
+export function lockWaiting(backend: ObjectStoreBackend, workspace: string, options: LockOptions, timeoutMs: number): Promise<LockInfo> {
+  return whileLocked(() => backend.lock(workspace, options), timeoutMs, waitNotice(backend.describe(workspace), timeoutMs));
 }

@@ -51,6 +51,8 @@ export interface RunningCli {
   stderrMatches(pattern: RegExp, timeoutMs?: number): Promise<void>;
   /** Ends the process (SIGTERM). */
   kill(): void;
+  /** Sends SIGINT (Ctrl-C). */
+  interrupt(): void;
 }
 
 /** Start the built CLI in the background (for tests that act while it waits). */
@@ -78,6 +80,7 @@ export function startCli(args: string[], options: CliOptions = {}): RunningCli {
   return {
     done,
     kill: () => child.kill("SIGTERM"),
+    interrupt: () => child.kill("SIGINT"),
     stderrMatches: (pattern, timeoutMs = 15_000) =>
       new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => finish(new Error(`stderr did not match ${pattern} within ${timeoutMs} ms; stderr so far: ${stderr}`)), timeoutMs);

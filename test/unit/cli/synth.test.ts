@@ -75,7 +75,7 @@ describe("objstate --version / --help", () => {
   it("--help lists synth; unknown commands suggest the nearest and exit 2", () => {
     const h = runCli(["--help"]);
     assert.equal(h.code, 0);
-    assert.match(h.stdout, /synth <file>/);
+    assert.match(h.stdout, /synth \[options\] \[file\]/);
     const u = runCli(["synht"]);
     assert.equal(u.code, 2);
     assert.match(u.stderr, /Did you mean synth\?/);
