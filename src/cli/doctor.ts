@@ -6,6 +6,8 @@
 import { randomUUID } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
 import { access, stat } from "node:fs/promises";
+import { request as httpRequest, type ClientRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
 import * as path from "node:path";
 import { DEFAULT_WORKSPACE } from "../backend/layout.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
@@ -35,16 +37,26 @@ function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** Does an HTTP endpoint answer at all (any status)? */
-async function reachHttp(url: string): Promise<{ ok: true; status: number } | { ok: false; reason: string }> {
-  try {
-    const res = await fetch(url, { method: "HEAD", signal: AbortSignal.timeout(REACH_TIMEOUT_MS), redirect: "manual" });
-    return { ok: true, status: res.status };
-  } catch (e) {
-    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-    const reason = (e as Error).name === "TimeoutError" ? `no answer within ${REACH_TIMEOUT_MS / 1000} s` : (cause?.code ?? cause?.message ?? message(e));
-    return { ok: false, reason };
-  }
+/**
+ * Does an HTTP endpoint answer at all (any status)? Plain node:http(s), not fetch: fetch
+ * refuses some ports outright ("bad port"), which says nothing about the server.
+ */
+function reachHttp(url: string): Promise<{ ok: true; status: number } | { ok: false; reason: string }> {
+  return new Promise((resolve) => {
+    let req: ClientRequest;
+    try {
+      req = (url.startsWith("https:") ? httpsRequest : httpRequest)(url, { method: "HEAD", timeout: REACH_TIMEOUT_MS }, (res) => {
+        res.resume();
+        resolve({ ok: true, status: res.statusCode ?? 0 });
+      });
+    } catch (e) {
+      resolve({ ok: false, reason: message(e) });
+      return;
+    }
+    req.on("timeout", () => req.destroy(Object.assign(new Error(`no answer within ${REACH_TIMEOUT_MS / 1000} s`), { code: "ETIMEDOUT" })));
+    req.on("error", (e: NodeJS.ErrnoException) => resolve({ ok: false, reason: e.code === "ETIMEDOUT" ? e.message : (e.code ?? e.message) }));
+    req.end();
+  });
 }
 
 /** Is a `file:` directory usable: present and writable, or creatable below a writable ancestor? */
