@@ -39,6 +39,7 @@ export {
   type JsonObject,
 } from "./synth/tool-json.js";
 export { DataRemoteStateObjectStore } from "./remote-state/data-remote-state.js";
+export { RemoteOutputs, type FetchOutputsOptions, type JsonValue, type JsonType, type OutputsSource } from "./remote-state/remote-outputs.js";
 export { synthesizeProps, type SynthInput } from "./synth/document.js";
 export { ObjectStoreBackend, type ConnectOptions, type LockOptions, type LockInfo } from "./backend/backend.js";
 export type { Credentials, CredentialsProvider, Acl } from "./store/types.js";

@@ -1,13 +1,15 @@
 import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
 import { checkName, remoteStateToolJson, type RemoteStateToolJson } from "../synth/tool-json.js";
+import type { FetchOutputsOptions, RemoteOutputs } from "./remote-outputs.js";
 
 /**
  * A named remote state: synthesizes its `data.tool_remote_state.NAME` block and
- * references to its outputs.
+ * references to its outputs, and reads the outputs themselves at run time.
  *
  * @example
  * const net = new DataRemoteStateObjectStore("net", DataRemoteStateObjectStoreConfig.from({ bucket: "states", key: "net.tfstate" }));
  * net.getString("vpc_id"); // "${data.tool_remote_state.net.outputs.vpc_id}"
+ * (await net.fetchOutputs()).string("vpc_id"); // "vpc-0a1b2c"
  */
 export class DataRemoteStateObjectStore {
   /** Block name in `data.tool_remote_state`. */
@@ -49,5 +51,21 @@ export class DataRemoteStateObjectStore {
   /** Reference to a boolean output. */
   getBoolean(output: string): string {
     return this.get(output);
+  }
+
+  /**
+   * Read the outputs of the stored state of `config.workspace` (default `default`): its root
+   * outputs merged over `config.defaults` (a state output wins over a default of the same
+   * name). Digest-checked when a lock table is configured; takes no lock and creates
+   * nothing. Large states have only their outputs picked out, not the whole state parsed.
+   *
+   * @throws ObjstateError `STATE_NOT_FOUND` (no state for the workspace), `STATE_INVALID`
+   *   (not JSON, not a state, malformed outputs), `DIGEST_MISMATCH`, and the backend's
+   *   connection errors.
+   */
+  async fetchOutputs(options: FetchOutputsOptions = {}): Promise<RemoteOutputs> {
+    // Loaded on demand: importing the package for synthesis must not load the backend.
+    const { fetchRemoteOutputs } = await import("./fetch-outputs.js");
+    return fetchRemoteOutputs(this.name, this.config, options);
   }
 }

@@ -1,0 +1,127 @@
+/**
+ * Reading a remote state's outputs at run time (DESIGN §6). Loaded on demand by
+ * `DataRemoteStateObjectStore.fetchOutputs`, so that importing the package for synthesis
+ * never loads the backend, the drivers or the extractor.
+ *
+ * A read is only a read: no lock is taken, and nothing is created — no bucket, no lock
+ * table, no lock item. (Connecting to an embedded lock table that does not exist yet would
+ * create it, so when the configured embedded table is absent the state is read without it:
+ * with no table there is no digest to check either.)
+ */
+import { ObjectStoreBackend } from "../backend/backend.js";
+import { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
+import { ObjstateError, isObjstateError } from "../errors.js";
+import { openLockTable } from "../lock/index.js";
+import { resolveSettings } from "../resolve/settings.js";
+import { parseEndpoint } from "../store/endpoint.js";
+import { extractTopLevel, type Extracted } from "./extract-outputs.js";
+import { RemoteOutputs, type FetchOutputsOptions, type JsonValue } from "./remote-outputs.js";
+
+/** The state format whose root outputs are read (`outputs: {NAME: {value, type}}`). */
+const STATE_VERSION = 4;
+
+const warned = new Set<string>();
+function emitOnce(message: string, code: string): void {
+  if (warned.has(code)) return;
+  warned.add(code);
+  process.emitWarning(message, { type: "ObjstateWarning", code });
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** The part of a JSON.parse message that says what is wrong, without V8's excerpt of the text (a state may hold secrets). */
+function syntaxProblem(e: unknown, text: () => Buffer): string {
+  const message = e instanceof Error ? e.message : String(e);
+  const what = message.replace(/, (?:\.\.\.)?".*$/s, "").replace(/ (?:in JSON )?at position \d+$/, "");
+  const at = /at position (\d+)/.exec(message);
+  if (at === null) return what;
+  const before = text().subarray(0, Number(at[1])).toString("utf8");
+  const line = before.split("\n").length;
+  const column = before.length - before.lastIndexOf("\n");
+  return `${what} at line ${line}, column ${column}`;
+}
+
+/**
+ * When the configured lock table is an embedded one that does not exist, the config to read
+ * with instead (no lock table), so that connecting does not create it; otherwise `config`.
+ */
+async function withoutAbsentEmbeddedTable(config: DataRemoteStateObjectStoreConfig, table: string | undefined, endpoint: string | undefined, cwd: string | undefined): Promise<DataRemoteStateObjectStoreConfig> {
+  if (table === undefined || table === "" || endpoint === undefined || endpoint === "" || parseEndpoint(endpoint, cwd).kind !== "file") return config;
+  const locks = await openLockTable({ table, endpoint, cwd });
+  try {
+    if ((await locks.describeKeySchema()) !== null) return config;
+  } finally {
+    locks.close();
+  }
+  return DataRemoteStateObjectStoreConfig.from({ ...config.toProps(), kvstoreTable: undefined, kvstoreEndpoint: undefined });
+}
+
+/**
+ * The outputs of the state of `config.workspace` (default `default`), merged over
+ * `config.defaults`. See `DataRemoteStateObjectStore.fetchOutputs`.
+ */
+export async function fetchRemoteOutputs(name: string | undefined, config: DataRemoteStateObjectStoreConfig, options: FetchOutputsOptions = {}): Promise<RemoteOutputs> {
+  const env = options.env ?? process.env;
+  const settings = resolveSettings(config, env);
+  const workspace = settings.workspace.value ?? "default";
+  const readConfig = await withoutAbsentEmbeddedTable(config, settings.kvstoreTable.value, settings.kvstoreEndpoint.value, options.cwd);
+  const tableDropped = readConfig !== config;
+  const onWarning = (message: string, code: string): void => {
+    if (tableDropped && code === "OBJSTATE_NO_LOCKING") return; // a table is configured; it just has no items yet
+    (options.onWarning ?? emitOnce)(message, code);
+  };
+
+  const backend = await ObjectStoreBackend.connect(readConfig, {
+    env,
+    cwd: options.cwd,
+    digestRetry: options.digestRetry,
+    s3: options.s3,
+    clock: options.clock,
+    onWarning: tableDropped || options.onWarning !== undefined ? onWarning : undefined,
+  });
+  const location = backend.describe(workspace);
+  let bytes: Buffer | null;
+  try {
+    bytes = await backend.readState(workspace);
+  } catch (e) {
+    if (isObjstateError(e, "BUCKET_NOT_FOUND")) {
+      throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, { cause: e, details: { workspace, location } });
+    }
+    throw e;
+  } finally {
+    backend.close();
+  }
+  if (bytes === null) {
+    throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}`, { details: { workspace, location } });
+  }
+  const state = bytes;
+
+  const invalid = (problem: string): ObjstateError =>
+    new ObjstateError("STATE_INVALID", `the state of workspace ${workspace} at ${location} ${problem}`, { details: { workspace, location } });
+  let extracted: Extracted;
+  try {
+    extracted = extractTopLevel(state, ["version", "outputs"], { scanThreshold: options.scanThreshold });
+  } catch (e) {
+    // The cause is left off on purpose: V8's message quotes the text around the error.
+    throw invalid(`is not valid JSON: ${syntaxProblem(e, () => state)}`);
+  }
+  if (extracted.kind !== "object") throw invalid(`is not a state: its top level is ${extracted.kind === "array" ? "an array" : `a ${extracted.kind}`}, not an object`);
+  const version = extracted.members.get("version");
+  if (version !== undefined && version !== STATE_VERSION) {
+    throw invalid(`has format version ${JSON.stringify(version)}; objstate reads root outputs of version ${STATE_VERSION} states`);
+  }
+
+  const merged = Object.create(null) as Record<string, JsonValue>;
+  for (const [k, v] of Object.entries(settings.defaults.value ?? {})) merged[k] = v as JsonValue;
+  const outputs = extracted.members.get("outputs");
+  if (outputs !== undefined) {
+    if (!isPlainObject(outputs)) throw invalid(`has malformed outputs: expected an object of {"value": …, "type": …} entries, got ${outputs === null ? "null" : Array.isArray(outputs) ? "an array" : `a ${typeof outputs}`}`);
+    for (const [k, o] of Object.entries(outputs)) {
+      if (!isPlainObject(o) || !Object.hasOwn(o, "value")) throw invalid(`has a malformed output "${k}": expected an object with a "value" member`);
+      merged[k] = o["value"] as JsonValue;
+    }
+  }
+  return new RemoteOutputs(merged, { name, workspace, location, method: extracted.method });
+}

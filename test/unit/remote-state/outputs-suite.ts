@@ -1,0 +1,259 @@
+/**
+ * Behaviour of DataRemoteStateObjectStore.fetchOutputs (DESIGN §6), run unchanged against
+ * the embedded store + table and against Ceph RGW + dynalite, with and without a lock table.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import {
+  DataRemoteStateObjectStore,
+  DataRemoteStateObjectStoreConfig,
+  ObjectStoreBackend,
+  ObjectStoreBackendConfig,
+  isObjstateError,
+  type DataRemoteStateObjectStoreConfigProps,
+  type FetchOutputsOptions,
+  type ObjectStoreBackendConfigProps,
+} from "../../../src/index.js";
+import { DEFAULT_SCAN_THRESHOLD } from "../../../src/remote-state/extract-outputs.js";
+import { uniqueName, type Target } from "../../support/targets.js";
+
+export const FAST_DIGEST = { timeoutMs: 300, intervalMs: 100 };
+
+/** A version-4 state with these root outputs (name → value; the type is made up). */
+export function stateWith(outputs: Record<string, unknown>, extra: Record<string, unknown> = {}): string {
+  const entries = Object.entries(outputs).map(([k, value]) => [k, { value, type: typeof value }]);
+  return JSON.stringify({ version: 4, terraform_version: "1.5.7", serial: 3, lineage: "l-1", outputs: Object.fromEntries(entries), resources: [], ...extra }, null, 2);
+}
+
+/** Everything a read could leave behind, as sorted lines: objects, lock-table items, the bucket itself. */
+export type Snapshot = (props: ObjectStoreBackendConfigProps) => Promise<string[]>;
+
+export interface OutputsSuiteOptions {
+  readonly snapshot: Snapshot;
+}
+
+/** Rejects with an ObjstateError of `code`; returns it. */
+export async function rejectsWith(p: Promise<unknown>, code: string): Promise<Error & { code: string; details?: Readonly<Record<string, unknown>> }> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(isObjstateError(e, code), `expected ${code}, got ${(e as { code?: string }).code}: ${(e as Error).message}`);
+    return e;
+  }
+  assert.fail(`expected ${code}, but it resolved`);
+}
+
+export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOptions): void {
+  let target: Target;
+  const warnings: { message: string; code: string }[] = [];
+  const open: ObjectStoreBackend[] = [];
+  const fetchOptions: FetchOutputsOptions = { env: {}, digestRetry: FAST_DIGEST, onWarning: (message, code) => warnings.push({ message, code }) };
+
+  before(() => {
+    target = makeTarget();
+  });
+  after(() => {
+    for (const b of open) b.close();
+  });
+
+  async function writer(props: ObjectStoreBackendConfigProps): Promise<ObjectStoreBackend> {
+    const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined, digestRetry: FAST_DIGEST });
+    open.push(b);
+    return b;
+  }
+
+  function remote(props: ObjectStoreBackendConfigProps, extra: Partial<DataRemoteStateObjectStoreConfigProps> = {}): DataRemoteStateObjectStore {
+    return new DataRemoteStateObjectStore("net", DataRemoteStateObjectStoreConfig.from({ ...props, ...extra }));
+  }
+
+  for (const locks of [true, false]) {
+    describe(`${locks ? "with" : "without"} a lock table`, () => {
+      it("merges the state's root outputs over the defaults: defaults fill missing names, state outputs win", async () => {
+        const props = await target.setup({ locks });
+        await (await writer(props)).writeState("default", stateWith({ vpc_id: "vpc-1", subnets: ["a", "b"], count: 3, shared: null }));
+        const out = await remote(props, { defaults: { vpc_id: "none", region: "eu", shared: "default-value", nested: { a: [1] } } }).fetchOutputs(fetchOptions);
+        assert.deepEqual(out.toJSON(), { vpc_id: "vpc-1", region: "eu", shared: null, nested: { a: [1] }, subnets: ["a", "b"], count: 3 });
+        assert.deepEqual(out.names(), ["count", "nested", "region", "shared", "subnets", "vpc_id"]);
+        assert.equal(out.string("vpc_id"), "vpc-1");
+        assert.equal(out.string("region"), "eu");
+        assert.equal(out.get("shared"), null, "a state output wins even when its value is null");
+        assert.equal(out.source.workspace, "default");
+        assert.equal(out.source.name, "net");
+      });
+
+      it("reads the configured workspace's state", async () => {
+        const props = await target.setup({ locks, extra: { prefix: "team", key: "net.tfstate" } });
+        const w = await writer(props);
+        await w.writeState("default", stateWith({ env: "default" }));
+        await w.writeState("staging", stateWith({ env: "staging", only_staging: true }));
+        const staging = await remote(props, { workspace: "staging" }).fetchOutputs(fetchOptions);
+        assert.deepEqual(staging.toJSON(), { env: "staging", only_staging: true });
+        assert.equal(staging.source.location, `${props.bucket}/team/staging/net.tfstate`);
+        assert.deepEqual((await remote(props).fetchOutputs(fetchOptions)).toJSON(), { env: "default" });
+        const e = await rejectsWith(remote(props, { workspace: "prod" }).fetchOutputs(fetchOptions), "STATE_NOT_FOUND");
+        assert.equal(e.message, `no stored state for workspace prod at ${props.bucket}/team/prod/net.tfstate`);
+      });
+
+      it("typed accessors return values and name the output, expected and actual type on a mismatch", async () => {
+        const props = await target.setup({ locks });
+        await (await writer(props)).writeState("default", stateWith({ name: "web", count: "3", n: 2.5, on: false, list: [1, "x"], map: { k: "v" }, nothing: null }));
+        const out = await remote(props).fetchOutputs(fetchOptions);
+        assert.equal(out.string("name"), "web");
+        assert.equal(out.number("n"), 2.5);
+        assert.equal(out.boolean("on"), false);
+        assert.deepEqual(out.list("list"), [1, "x"]);
+        assert.deepEqual(out.get("map"), { k: "v" });
+        const mismatch = (f: () => unknown, text: string, expected: string, actual: string): void => {
+          assert.throws(f, (e: unknown) => {
+            assert.ok(isObjstateError(e, "OUTPUT_TYPE_MISMATCH"));
+            assert.ok(e.message.startsWith(text), e.message);
+            assert.deepEqual(e.details, { output: text.split('"')[1], expected, actual });
+            return true;
+          });
+        };
+        mismatch(() => out.number("count"), 'output "count" is a string, not a number', "number", "string");
+        mismatch(() => out.string("nothing"), 'output "nothing" is null, not a string', "string", "null");
+        mismatch(() => out.list("map"), 'output "map" is an object, not a list', "list", "object");
+        mismatch(() => out.boolean("list"), 'output "list" is a list, not a boolean', "boolean", "list");
+        mismatch(() => out.string("on"), 'output "on" is a boolean, not a string', "string", "boolean");
+        assert.throws(
+          () => out.string("missing"),
+          (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND") && /no output "missing"/.test(e.message) && e.message.endsWith("available: count, list, map, n, name, nothing, on"),
+        );
+      });
+
+      it("a missing state is STATE_NOT_FOUND naming workspace, bucket and path, not an empty result", async () => {
+        const props = await target.setup({ locks });
+        const e = await rejectsWith(remote(props, { defaults: { a: 1 } }).fetchOutputs(fetchOptions), "STATE_NOT_FOUND");
+        assert.equal(e.message, `no stored state for workspace default at ${props.bucket}/env:/tool.tfstate`);
+      });
+
+      it("a missing bucket is STATE_NOT_FOUND too, and the read does not create it", async () => {
+        const props = { ...(await target.setup({ locks })), bucket: uniqueName("nob") };
+        const before = await options.snapshot(props);
+        const e = await rejectsWith(remote(props).fetchOutputs(fetchOptions), "STATE_NOT_FOUND");
+        assert.ok(e.message.startsWith(`no stored state for workspace default at ${props.bucket}/env:/tool.tfstate`), e.message);
+        assert.deepEqual(await options.snapshot(props), before);
+        const raw = await target.raw(props.bucket);
+        assert.equal(await raw.bucketExists(), false);
+        raw.close();
+      });
+
+      it("a read creates nothing and takes no lock", async () => {
+        const props = await target.setup({ locks });
+        const w = await writer(props);
+        await w.writeState("default", stateWith({ a: 1 }));
+        const before = await options.snapshot(props);
+        assert.deepEqual((await remote(props).fetchOutputs(fetchOptions)).toJSON(), { a: 1 });
+        await rejectsWith(remote(props, { workspace: "other" }).fetchOutputs(fetchOptions), "STATE_NOT_FOUND");
+        assert.deepEqual(await options.snapshot(props), before);
+        assert.equal(await w.lockInfo("default"), null);
+      });
+
+      it("a read is not blocked by someone holding the lock", async () => {
+        const props = await target.setup({ locks });
+        const w = await writer(props);
+        await w.writeState("default", stateWith({ a: 2 }));
+        const lock = await w.lock("default", { operation: "apply" });
+        assert.deepEqual((await remote(props).fetchOutputs(fetchOptions)).toJSON(), { a: 2 });
+        assert.equal((await w.lockInfo("default"))?.ID, locks ? lock.ID : undefined);
+        await w.unlock("default", lock.ID);
+      });
+
+      it("a state that is not valid JSON, not a state, or has malformed outputs is STATE_INVALID naming workspace and path", async () => {
+        const props = await target.setup({ locks });
+        const w = await writer(props);
+        const where = `workspace default at ${props.bucket}/env:/tool.tfstate`;
+        const cases: [string, RegExp][] = [
+          ['{"version": 4, "outputs": {"password": {"value": "hunter2"}}} x', /is not valid JSON: Unexpected non-whitespace character after JSON at line 1, column \d+$/],
+          ['{"version": 4,\n "outputs": {"a": {"value": hunter2}}}', /is not valid JSON: Unexpected token 'h'$/],
+          ["", /is not valid JSON: Unexpected end of JSON input$/],
+          ['[{"outputs": {}}]', /is not a state: its top level is an array, not an object$/],
+          ['"hunter2"', /is not a state: its top level is a string, not an object$/],
+          ['{"version": 4, "outputs": [1]}', /has malformed outputs: expected an object of \{"value": …, "type": …\} entries, got an array$/],
+          ['{"version": 4, "outputs": null}', /has malformed outputs: .* got null$/],
+          ['{"version": 4, "outputs": {"ok": {"value": 1}, "bad": {"type": "string"}}}', /has a malformed output "bad": expected an object with a "value" member$/],
+          ['{"version": 4, "outputs": {"bad": "hunter2"}}', /has a malformed output "bad"/],
+          ['{"version": 3, "modules": [{"path": ["root"], "outputs": {"a": {"value": 1}}}]}', /has format version 3; objstate reads root outputs of version 4 states$/],
+        ];
+        for (const [state, pattern] of cases) {
+          await w.writeState("default", state);
+          const e = await rejectsWith(remote(props).fetchOutputs(fetchOptions), "STATE_INVALID");
+          assert.ok(e.message.startsWith(`the state of ${where} `), e.message);
+          assert.match(e.message, pattern);
+          assert.ok(!e.message.includes("hunter2"), `no state text in the message: ${e.message}`);
+          assert.equal(e.cause, undefined, "V8's message (which quotes the text) is not kept as the cause");
+        }
+      });
+
+      it("a state without outputs gives the defaults", async () => {
+        const props = await target.setup({ locks });
+        await (await writer(props)).writeState("default", '{"version": 4, "resources": []}');
+        assert.deepEqual((await remote(props, { defaults: { d: true } }).fetchOutputs(fetchOptions)).toJSON(), { d: true });
+        await (await writer(props)).writeState("default", "{}");
+        const out = await remote(props).fetchOutputs(fetchOptions);
+        assert.deepEqual(out.names(), []);
+        assert.throws(() => out.get("x"), (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND") && e.message.endsWith("there are no outputs"));
+      });
+
+      it("large states: only the outputs are picked out (scan), with the same answer as a full parse", async () => {
+        const props = await target.setup({ locks });
+        const resources = Array.from({ length: 8000 }, (_, i) => ({
+          mode: "managed",
+          type: "t_res",
+          name: `r${i}`,
+          instances: [{ attributes: { id: `id-${i}`, outputs: { value: "decoy" }, text: 'quote " brace } bracket ] "outputs": x' }, private: "x".repeat(100) }],
+        }));
+        const state = [
+          '{"version": 4, "out\\u0070uts": {"early": {"value": "overwritten"}},',
+          `"resources": ${JSON.stringify(resources, null, 2)},`,
+          `"outputs": ${JSON.stringify({ vpc_id: { value: "vpc-big", type: "string" }, ids: { value: [1, 2, 3], type: ["list", "number"] } })}}`,
+        ].join("\n");
+        assert.ok(state.length > DEFAULT_SCAN_THRESHOLD, `state is ${state.length} bytes`);
+        await (await writer(props)).writeState("default", state);
+        const scanned = await remote(props, { defaults: { early: "default" } }).fetchOutputs(fetchOptions);
+        assert.equal(scanned.source.method, "scan");
+        assert.deepEqual(scanned.toJSON(), { early: "default", vpc_id: "vpc-big", ids: [1, 2, 3] }, "the last of two outputs members wins; nested ones are ignored");
+        const parsed = await remote(props, { defaults: { early: "default" } }).fetchOutputs({ ...fetchOptions, scanThreshold: Infinity });
+        assert.equal(parsed.source.method, "parse");
+        assert.deepEqual(parsed.toJSON(), scanned.toJSON());
+        await (await writer(props)).writeState("default", stateWith({ small: 1 }));
+        assert.equal((await remote(props).fetchOutputs(fetchOptions)).source.method, "parse", "small states are parsed whole");
+      });
+
+      it("passes env through: endpoint (and credentials) from the environment", async () => {
+        const props = await target.setup({ locks });
+        await (await writer(props)).writeState("default", stateWith({ from: "env" }));
+        const { endpoint, accessKey, secretKey, ...rest } = props;
+        const env: Record<string, string> = { PROVIDER_OBJECT_STORE_ENDPOINT: endpoint as string };
+        if (typeof accessKey === "string") env["PROVIDER_ACCESS_KEY"] = accessKey;
+        if (typeof secretKey === "string") env["PROVIDER_SECRET_KEY"] = secretKey;
+        assert.deepEqual((await remote(rest).fetchOutputs({ ...fetchOptions, env })).toJSON(), { from: "env" });
+        await rejectsWith(remote(rest).fetchOutputs({ ...fetchOptions, env: {} }), "NO_ENDPOINT");
+      });
+
+      it(locks ? "a state changed behind the lock table's back is DIGEST_MISMATCH" : "without a lock table no locking warning is hidden", async () => {
+        const props = await target.setup({ locks });
+        const w = await writer(props);
+        await w.writeState("default", stateWith({ a: "written" }));
+        if (!locks) {
+          warnings.length = 0;
+          await remote(props).fetchOutputs(fetchOptions);
+          assert.ok(warnings.some((x) => x.code === "OBJSTATE_NO_LOCKING"), "the backend's no-locking warning reaches onWarning");
+          return;
+        }
+        const raw = await target.raw(props.bucket);
+        await raw.put(w.statePath("default"), Buffer.from(stateWith({ a: "edited by hand" })));
+        raw.close();
+        const started = Date.now();
+        const e = await rejectsWith(remote(props).fetchOutputs(fetchOptions), "DIGEST_MISMATCH");
+        const took = Date.now() - started;
+        assert.ok(took >= FAST_DIGEST.timeoutMs - FAST_DIGEST.intervalMs && took < 5000, `retried for digestRetry's time before failing (took ${took} ms)`);
+        assert.match(e.message, /does not match its digest/);
+        // Writing through objstate again restores agreement.
+        await w.writeState("default", stateWith({ a: "rewritten" }));
+        assert.equal((await remote(props).fetchOutputs(fetchOptions)).string("a"), "rewritten");
+      });
+    });
+  }
+}
