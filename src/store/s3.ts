@@ -95,7 +95,7 @@ export class S3Driver implements ObjectStoreDriver {
   async get(key: string, options: GetOptions = {}): Promise<GetResult | null> {
     try {
       const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      const etagMd5 = options.md5 === true ? plainMd5Etag(res) : undefined;
+      const etagMd5 = options.md5 === true ? (plainMd5Etag(res) ?? metadataMd5(res)) : undefined;
       const hash = options.md5 === true && etagMd5 === undefined ? newHasher(res.ContentLength) : undefined;
       const body = await readBody(res.Body, res.ContentLength, hash);
       const meta = toMeta({ ...res, ContentLength: body.length });
@@ -215,14 +215,17 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   private async putMultipart(params: PutObjectCommandInput, total: number, options: PutOptions): Promise<void> {
-    const upload = new Upload({ client: this.client, params, partSize: PART_SIZE, queueSize: QUEUE_SIZE });
+    // A multipart ETag is no MD5, so the MD5 travels as metadata of the object version:
+    // readers take it from there instead of hashing the whole object again. It must be
+    // known when the upload is created, so here the hash comes first.
+    const md5 = await options.md5;
+    const withMd5 = md5 === undefined ? params : { ...params, Metadata: { ...params.Metadata, [MD5_METADATA]: md5 } };
+    const upload = new Upload({ client: this.client, params: withMd5, partSize: PART_SIZE, queueSize: QUEUE_SIZE });
     const onProgress = options.onProgress;
     if (onProgress !== undefined) upload.on("httpUploadProgress", (p) => onProgress(p.loaded ?? 0, p.total ?? total));
     // lib-storage sends a body that fits in one part as a plain PutObject. The result's ETag
     // is empty on RGW (ceph.md G4); nothing here needs it.
     await upload.done();
-    // A multipart ETag is not an MD5: nothing to compare, but let a pending hash settle.
-    if (typeof options.md5 === "object") await options.md5;
   }
 
   /** Records each request after the signer ran, i.e. exactly the headers that are sent. */
@@ -349,6 +352,15 @@ function plainMd5Etag(res: { readonly ETag?: string | undefined; readonly Server
   if (etag === undefined || !/^[0-9a-f]{32}$/.test(etag)) return undefined;
   if (res.SSECustomerAlgorithm !== undefined || (res.ServerSideEncryption !== undefined && res.ServerSideEncryption !== "AES256")) return undefined;
   return etag;
+}
+
+/** Object metadata key holding the MD5 of a multipart-uploaded object (`x-amz-meta-objstate-md5`). */
+const MD5_METADATA = "objstate-md5";
+
+/** The MD5 objstate recorded as metadata when it uploaded the object in parts. */
+function metadataMd5(res: { readonly Metadata?: Record<string, string> | undefined }): string | undefined {
+  const v = res.Metadata?.[MD5_METADATA]?.toLowerCase();
+  return v !== undefined && /^[0-9a-f]{32}$/.test(v) ? v : undefined;
 }
 
 function toMeta(res: MetaSource): ObjectMeta {

@@ -50,8 +50,9 @@ export interface PutOptions {
 export interface GetOptions {
   /**
    * Also return the hex MD5 of the bytes read. The S3 driver takes it from the ETag when
-   * that is a plain MD5 (single-part upload, no KMS or customer key), else hashes the bytes
-   * as they arrive, off the main thread for large objects.
+   * that is a plain MD5 (single-part upload, no KMS or customer key) or from the MD5 it
+   * recorded as metadata of a multipart upload, else hashes the bytes as they arrive, off
+   * the main thread for large objects.
    */
   readonly md5?: boolean | undefined;
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { DeleteBucketCommand, DeleteObjectCommand, GetObjectAclCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { DeleteBucketCommand, DeleteObjectCommand, GetObjectAclCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { isObjstateError } from "../../../src/errors.js";
 import { openStore } from "../../../src/store/index.js";
 import { S3Driver } from "../../../src/store/s3.js";
@@ -186,6 +186,20 @@ describe("S3Driver against Ceph RGW", () => {
     assert.match(got.meta.etag ?? "", /^[0-9a-f]{32}-8$/);
     // A multipart ETag is no MD5: asked for one, the driver hashes the bytes.
     assert.equal((await d.get("big", { md5: true }))?.md5, md5(body));
+  });
+
+  it("a multipart upload records the MD5 it was given as metadata, and get({md5}) takes it from there", async () => {
+    const multi = driver({ multipartThreshold: 8 * MiB });
+    const body = randomBytes(20 * MiB);
+    await multi.put("multi-md5", body, { md5: Promise.resolve(md5(body)) });
+    const head = await sdk.send(new HeadObjectCommand({ Bucket: BUCKET, Key: "multi-md5" }));
+    assert.equal(head.Metadata?.["objstate-md5"], md5(body));
+    assert.match(head.ETag ?? "", /-\d+"?$/, "a multipart ETag");
+    assert.equal((await multi.get("multi-md5", { md5: true }))?.md5, md5(body));
+    // The recorded value is what is returned (no second hashing): a wrong one shows through.
+    await multi.put("multi-md5", body, { md5: Promise.resolve("f".repeat(32)) });
+    assert.equal((await multi.get("multi-md5", { md5: true }))?.md5, "f".repeat(32));
+    multi.close();
   });
 
   it("below the 100 MiB default, a large state goes up in one PutObject, checked by its ETag when the MD5 comes late", async () => {
