@@ -249,6 +249,58 @@ export function cliSuite(makeTarget: () => Target): void {
     });
   });
 
+  describe("output", () => {
+    const state = JSON.stringify({
+      version: 4,
+      serial: 3,
+      lineage: "3f0c2a5e-0000-4000-8000-000000000000",
+      outputs: { vpc_id: { value: "vpc-0a1b2c", type: "string" }, subnet_count: { value: 3, type: "number" }, ids: { value: ["a", "b"], type: ["list", "string"] } },
+      resources: [],
+    });
+
+    it("prints the outputs over the defaults: all of them, one, --json and --raw", async () => {
+      const t = await fresh();
+      assert.equal(t.cli(["state", "push", file(state), "-w", "prod"]).code, 0);
+      const defaults = ["--defaults", '{"vpc_id": "vpc-none", "region": "nowhere"}'];
+      const all = t.cli(["output", "-w", "prod", ...defaults]);
+      assert.equal(all.code, 0, all.stderr);
+      assert.equal(all.stdout, 'ids = ["a","b"]\nregion = "nowhere"\nsubnet_count = 3\nvpc_id = "vpc-0a1b2c"\n');
+      const json = t.cli(["output", "-w", "prod", "--json", ...defaults]);
+      assert.deepEqual(JSON.parse(json.stdout), { vpc_id: "vpc-0a1b2c", region: "nowhere", subnet_count: 3, ids: ["a", "b"] });
+      assert.equal(t.cli(["output", "region", "-w", "prod", ...defaults]).stdout, '"nowhere"\n');
+      assert.equal(t.cli(["output", "vpc_id", "-w", "prod", "--raw"]).stdout, "vpc-0a1b2c");
+      assert.deepEqual(JSON.parse(t.cli(["output", "ids", "-w", "prod", "--json"]).stdout), ["a", "b"]);
+      assert.equal(t.cli(["output", "subnet_count", "-w", "prod"]).stdout, "3\n");
+
+      const notString = t.cli(["output", "ids", "-w", "prod", "--raw"]);
+      assert.equal(notString.code, 1);
+      assertOneLineError(notString, /output "ids" is a list, not a string: --raw prints only strings/);
+      const unknown = t.cli(["output", "vpc", "-w", "prod"]);
+      assert.equal(unknown.code, 1);
+      assertOneLineError(unknown, /no output "vpc" in workspace prod at .*; available: ids, subnet_count, vpc_id/);
+      const both = t.cli(["output", "vpc_id", "-w", "prod", "--raw", "--json"]);
+      assert.equal(both.code, 2);
+      assertOneLineError(both, /option '--raw' cannot be used with option '--json'/);
+    });
+
+    it("takes the workspace and defaults from a --config file too", async () => {
+      const t = await fresh();
+      assert.equal(t.cli(["state", "push", file(state), "-w", "staging"]).code, 0);
+      const cfg = file(JSON.stringify({ workspace: "staging", defaults: { owner: "team-a", vpc_id: "vpc-none" } }));
+      const r = t.cli(["output", "--json", "--config", cfg]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(JSON.parse(r.stdout), { owner: "team-a", vpc_id: "vpc-0a1b2c", subnet_count: 3, ids: ["a", "b"] });
+    });
+
+    it("a workspace without state is an error, not empty outputs", async () => {
+      const t = await fresh();
+      const r = t.cli(["output", "-w", "nothing", "--defaults", '{"a": 1}']);
+      assert.equal(r.code, 1);
+      assert.equal(r.stdout, "");
+      assertOneLineError(r, /no stored state for workspace nothing at .*env:\/nothing\/tool\.tfstate/);
+    });
+  });
+
   describe("doctor and init", () => {
     it("doctor: every check passes on a working setup, one line each, and leaves no probe behind", async () => {
       const t = await fresh();
@@ -282,6 +334,22 @@ export function cliSuite(makeTarget: () => Target): void {
       const r2 = t.cli(["doctor", "--kvstore-table", numeric, "--kvstore-endpoint", kv]);
       assert.equal(r2.code, 1);
       assert.match(r2.stdout, /FAIL {2}lock table: .* has LockID \(N, HASH\)/);
+    });
+
+    it("a state that does not match its digest: pull exits 4, doctor fails the digest check with the fix", async () => {
+      const t = await fresh();
+      assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
+      const creds = t.props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: t.props.accessKey as string, secretAccessKey: t.props.secretKey as string });
+      const kv = await openLockTable({ table: t.props.kvstoreTable as string, endpoint: t.props.kvstoreEndpoint as string, credentials: creds });
+      await kv.put(`${t.props.bucket}/env:/tool.tfstate-md5`, "Digest", "0123456789abcdef0123456789abcdef");
+      kv.close();
+      const doctor = t.cli(["doctor"]);
+      assert.equal(doctor.code, 1);
+      assert.match(doctor.stdout, /^FAIL {2}digest: the state of workspace default does not match its digest \(lock table 0123456789abcdef0123456789abcdef, object [0-9a-f]{32}\) — fix: .*set the Digest of item "[^"]+-md5"/m);
+      const pull = t.cli(["state", "pull"]);
+      assert.equal(pull.code, 4);
+      assert.equal(pull.stdout, "");
+      assertOneLineError(pull, /does not match its digest: the lock table says 0123456789abcdef0123456789abcdef/);
     });
 
     it("doctor: a missing endpoint fails the settings check and skips the rest", async () => {
