@@ -41,5 +41,5 @@ export {
 export { DataRemoteStateObjectStore } from "./remote-state/data-remote-state.js";
 export { RemoteOutputs, type FetchOutputsOptions, type JsonValue, type JsonType, type OutputsSource } from "./remote-state/remote-outputs.js";
 export { synthesizeProps, type SynthInput } from "./synth/document.js";
-export { ObjectStoreBackend, type ConnectOptions, type LockOptions, type LockInfo } from "./backend/backend.js";
+export { ObjectStoreBackend, type ConnectOptions, type LockOptions, type LockInfo, type WriteOptions } from "./backend/backend.js";
 export type { Credentials, CredentialsProvider, Acl } from "./store/types.js";

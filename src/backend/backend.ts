@@ -48,6 +48,14 @@ export interface ConnectOptions {
   readonly clock?: Clock | undefined;
 }
 
+/** Options of {@link ObjectStoreBackend.writeState}. */
+export interface WriteOptions {
+  /** The ID of the lock the caller holds; without one the write takes the lock itself. */
+  readonly lockId?: string | undefined;
+  /** Reports bytes sent so far (for progress bars; per part for multipart uploads). */
+  readonly onProgress?: ((sent: number, total: number) => void) | undefined;
+}
+
 /** Options of {@link ObjectStoreBackend.lock}. */
 export interface LockOptions {
   /** What the holder is doing (default `objstate`). */
@@ -253,29 +261,29 @@ export class ObjectStoreBackend {
    * while someone else holds the lock is refused (`STATE_LOCKED`). The digest is written
    * after the state; failing to write it is an error.
    */
-  async writeState(workspace: string, data: Uint8Array | string, options: { lockId?: string | undefined } = {}): Promise<void> {
+  async writeState(workspace: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<void> {
     const bytes = toBuffer(data);
     const locks = this.locks;
     if (locks !== undefined && options.lockId === undefined) {
       const lock = await this.lock(workspace, { operation: "writeState" });
       try {
-        await this.putState(workspace, bytes, locks);
+        await this.putState(workspace, bytes, locks, options.onProgress);
       } finally {
         await this.unlock(workspace, lock.ID);
       }
       return;
     }
     if (locks !== undefined && options.lockId !== undefined) await this.assertHolder(workspace, options.lockId, locks);
-    await this.putState(workspace, bytes, locks);
+    await this.putState(workspace, bytes, locks, options.onProgress);
   }
 
-  private async putState(workspace: string, bytes: Buffer, locks: LockTableDriver | undefined): Promise<void> {
+  private async putState(workspace: string, bytes: Buffer, locks: LockTableDriver | undefined, onProgress: WriteOptions["onProgress"]): Promise<void> {
     const s = this.settings;
     // Large states are hashed in a worker thread while they go up; the driver reuses the
     // hash to check the upload, and the lock table gets it as the digest.
     const hashing = md5Of(bytes);
     hashing.catch(() => undefined); // a failed put must not leave it unhandled; awaited below
-    await this.store.put(this.statePath(workspace), bytes, { contentType: "application/json", acl: s.acl.value as Acl | undefined, encrypt: s.encrypt.value === true, md5: hashing });
+    await this.store.put(this.statePath(workspace), bytes, { contentType: "application/json", acl: s.acl.value as Acl | undefined, encrypt: s.encrypt.value === true, md5: hashing, onProgress });
     const digest = await hashing;
     if (locks !== undefined) {
       const digestId = `${this.lockId(workspace)}${DIGEST_SUFFIX}`;

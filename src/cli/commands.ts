@@ -213,7 +213,7 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
     const progress = Progress.start(process.stderr, `pushing ${backend.describe(workspace)}`, bytes.length);
     let failed = true;
     try {
-      await backend.writeState(workspace, bytes, { lockId: lock?.info.ID });
+      await backend.writeState(workspace, bytes, { lockId: lock?.info.ID, onProgress: (sent) => progress.update(sent) });
       failed = false;
     } finally {
       progress.done();

@@ -95,7 +95,9 @@ export function backendSuite(makeTarget: () => Target): void {
         const props = await target.setup({ locks });
         const b = await connect(props);
         const state = randomBytes(64 * 1024 * 1024);
-        await b.writeState("big", state);
+        const progress: number[] = [];
+        await b.writeState("big", state, { onProgress: (sent, total) => (assert.equal(total, state.length), progress.push(sent)) });
+        assert.equal(progress.at(-1), state.length, "progress reported up to the whole state");
         const back = await b.readState("big");
         assert.ok(back !== null);
         assert.equal(back.length, state.length);
