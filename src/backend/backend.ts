@@ -2,8 +2,6 @@
  * The runtime backend (DESIGN §5): state objects in a bucket, locks and digests in a
  * key-value table. The state manager; drivers below it move bytes and items.
  */
-import { createHash } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { ObjstateError } from "../errors.js";
@@ -17,7 +15,7 @@ import type { Acl, ObjectStoreDriver } from "../store/types.js";
 import { resolveIdentity, type Identity } from "../credentials/chain.js";
 import { resolveEffectiveSettings } from "../credentials/index.js";
 import type { Clock } from "../credentials/refresh.js";
-import { md5Of } from "../util/md5.js";
+import { md5Hex, md5Of } from "../util/md5.js";
 import { objstateVersion } from "../version.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, layout, statePath, workspaceOfKey, workspacesPrefix, type Layout } from "./layout.js";
 import { defaultWho, describeHolder, newLockInfo, parseLockInfo, type LockInfo } from "./lock-info.js";
@@ -73,9 +71,8 @@ function defaultWarn(message: string, code: string): void {
   process.emitWarning(message, { type: "ObjstateWarning", code });
 }
 
-function md5(bytes: Uint8Array): string {
-  return createHash("md5").update(bytes).digest("hex");
-}
+const md5 = md5Hex;
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 
 function toBuffer(data: Uint8Array | string): Buffer {

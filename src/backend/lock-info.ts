@@ -1,5 +1,4 @@
-import { randomUUID } from "node:crypto";
-import { hostname, userInfo } from "node:os";
+import { nodeCrypto, nodeOs } from "../util/builtins.js";
 
 /** The lock information stored in the lock table's `Info` attribute (DESIGN §5). */
 export interface LockInfo {
@@ -23,15 +22,15 @@ export interface LockInfo {
 export function defaultWho(): string {
   let user = process.env["USER"] ?? "unknown";
   try {
-    user = userInfo().username;
+    user = nodeOs().userInfo().username;
   } catch {
     // no passwd entry (containers): keep $USER
   }
-  return `${user}@${hostname()}`;
+  return `${user}@${nodeOs().hostname()}`;
 }
 
 export function newLockInfo(fields: { operation: string; info: string; who: string; version: string; path: string }): LockInfo {
-  return { ID: randomUUID(), Operation: fields.operation, Info: fields.info, Who: fields.who, Version: fields.version, Created: new Date().toISOString(), Path: fields.path };
+  return { ID: nodeCrypto().randomUUID(), Operation: fields.operation, Info: fields.info, Who: fields.who, Version: fields.version, Created: new Date().toISOString(), Path: fields.path };
 }
 
 /** Parse stored lock info; tolerant of items written by other tools (missing fields become ""). */

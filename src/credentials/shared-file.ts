@@ -5,12 +5,11 @@
  * "region_id"}]}`. The profile is chosen by the `profile` setting only; `current` is
  * the file's own default for other tools and does not select anything here.
  */
-import { readFileSync, statSync } from "node:fs";
-import { homedir } from "node:os";
 import * as path from "node:path";
 import { COMMON_FIELDS } from "../config/fields.js";
 import { checkValue } from "../config/validate.js";
 import { ObjstateError } from "../errors.js";
+import { nodeFs, nodeOs } from "../util/builtins.js";
 import type { Env, ProfileLayer, ProfileLoader } from "../resolve/settings.js";
 
 /** Which file keys each mode lets count, and the field each one supplies. */
@@ -38,7 +37,7 @@ const MODES: Record<string, readonly FileKey[]> = {
 /** `~` and `~/…` expanded against HOME (from the env map, else the OS). */
 export function expandHome(p: string, env: Env): string {
   if (p !== "~" && !p.startsWith("~/")) return p;
-  const home = env["HOME"] !== undefined && env["HOME"] !== "" ? env["HOME"] : homedir();
+  const home = env["HOME"] !== undefined && env["HOME"] !== "" ? env["HOME"] : nodeOs().homedir();
   return path.join(home, p.slice(1));
 }
 
@@ -57,7 +56,7 @@ function lineOf(text: string, message: string): string {
 function readProfile(file: string, name: string): Record<string, unknown> {
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = nodeFs().readFileSync(file, "utf8");
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     fail(file, code === "ENOENT" ? `does not exist (profile "${name}" was asked for)` : `cannot be read (${code ?? "error"})`, e);
@@ -121,7 +120,7 @@ export function sharedFileProfileLoader(options: SharedFileOptions): ProfileLoad
     const file = expandHome(fileSetting, options.env);
     const profile = readProfile(file, name);
     try {
-      if ((statSync(file).mode & 0o044) !== 0) {
+      if ((nodeFs().statSync(file).mode & 0o044) !== 0) {
         options.onWarning?.(`shared credentials file ${file} can be read by other users; restrict it with chmod 600 ${file}`, "OBJSTATE_CREDENTIALS_FILE_READABLE");
       }
     } catch {

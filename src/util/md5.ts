@@ -4,8 +4,8 @@
  * transfer time of a 64 MiB state. A single shared worker hashes copied 1 MiB slices; at
  * most a few slices are in flight, so memory stays bounded whatever the state size.
  */
-import { createHash } from "node:crypto";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
+import { nodeCrypto, nodeWorkers } from "./builtins.js";
 
 const SLICE = 1024 * 1024;
 const WINDOW = 4;
@@ -39,7 +39,7 @@ const jobs = new Map<number, Job>();
 
 function theWorker(): Worker {
   if (worker === undefined) {
-    const w = new Worker(new URL("./md5-worker.js", import.meta.url));
+    const w = new (nodeWorkers().Worker)(new URL("./md5-worker.js", import.meta.url));
     w.on("message", (r: Reply) => {
       const job = jobs.get(r.id);
       if (job === undefined) return;
@@ -115,9 +115,14 @@ export class ParallelMd5 {
   }
 }
 
+/** Hex MD5 of bytes, on this thread. */
+export function md5Hex(bytes: Uint8Array): string {
+  return nodeCrypto().createHash("md5").update(bytes).digest("hex");
+}
+
 /** Hex MD5 of a buffer: inline when small, in the worker (overlapping other work) when large. */
 export async function md5Of(bytes: Uint8Array): Promise<string> {
-  if (bytes.length < PARALLEL_MD5_MIN) return createHash("md5").update(bytes).digest("hex");
+  if (bytes.length < PARALLEL_MD5_MIN) return md5Hex(bytes);
   const h = new ParallelMd5();
   await h.write(bytes);
   return h.digest();

@@ -1,0 +1,44 @@
+/**
+ * `objstate/config`: the configuration objects, resolution and synthesis without the
+ * runtime (drivers, credentials, backend), for programs that only build configs and
+ * synthesize the tool JSON: it loads in a fraction of the time of the whole package.
+ *
+ * @packageDocumentation
+ */
+export { ObjstateError, isObjstateError } from "./errors.js";
+export { ConfigError, type ConfigErrorCode } from "./config/errors.js";
+export { COMMON_FIELDS, REMOTE_STATE_EXTRA_FIELDS, REMOTE_STATE_FIELDS, ASSUME_ROLE_FIELDS, type FieldSpec, type FieldKind } from "./config/fields.js";
+export { ObjectStoreAssumeRole, type ObjectStoreAssumeRoleProps, type ObjectStoreAssumeRoleBuilder } from "./config/assume-role.js";
+export { ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps, type ObjectStoreBackendConfigBuilder } from "./config/backend-config.js";
+export {
+  DataRemoteStateObjectStoreConfig,
+  type DataRemoteStateObjectStoreConfigProps,
+  type DataRemoteStateObjectStoreConfigBuilder,
+} from "./config/remote-state-config.js";
+export { checkToolVersion } from "./config/version.js";
+export {
+  resolveSettings,
+  type ResolvedSetting,
+  type ResolvedBackendSettings,
+  type ResolvedRemoteStateSettings,
+  type SettingSource,
+  type ResolveOptions,
+  type ProfileLayer,
+  type ProfileLoader,
+  type Env,
+} from "./resolve/settings.js";
+export {
+  backendToolJson,
+  remoteStateToolJson,
+  mergeToolJson,
+  formatToolJson,
+  secretWarnings,
+  type ToolJson,
+  type BackendToolJson,
+  type RemoteStateToolJson,
+  type RemoteStateBlock,
+  type JsonObject,
+} from "./synth/tool-json.js";
+export { DataRemoteStateObjectStore } from "./remote-state/data-remote-state.js";
+export { RemoteOutputs, type FetchOutputsOptions, type JsonValue, type JsonType, type OutputsSource } from "./remote-state/remote-outputs.js";
+export { synthesizeProps, type SynthInput } from "./synth/document.js";
