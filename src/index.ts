@@ -5,5 +5,5 @@
  * @packageDocumentation
  */
 export * from "./config-entry.js";
-export { ObjectStoreBackend, type ConnectOptions, type LockOptions, type LockInfo, type WriteOptions } from "./backend/backend.js";
+export { ObjectStoreBackend, type ConnectOptions, type LockOptions, type LockInfo, type ReadOptions, type WriteOptions } from "./backend/backend.js";
 export type { Credentials, CredentialsProvider, Acl } from "./store/types.js";

@@ -46,6 +46,16 @@ export interface ConnectOptions {
   readonly clock?: Clock | undefined;
 }
 
+/** Options of {@link ObjectStoreBackend.readState}. */
+export interface ReadOptions {
+  /**
+   * Sees the state as it arrives (`body` the buffer being filled, `filled` bytes in it),
+   * to work during the transfer. A digest retry starts over with a new buffer. Not every
+   * driver calls it.
+   */
+  readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
+}
+
 /** Options of {@link ObjectStoreBackend.writeState}. */
 export interface WriteOptions {
   /** The ID of the lock the caller holds; without one the write takes the lock itself. */
@@ -224,14 +234,15 @@ export class ObjectStoreBackend {
    * must match the stored digest; a mismatch is retried (eventual consistency) and then
    * fails with `DIGEST_MISMATCH`.
    */
-  async readState(workspace: string = DEFAULT_WORKSPACE): Promise<Buffer | null> {
+  async readState(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<Buffer | null> {
     const path = this.statePath(workspace);
     const locks = this.locks;
-    if (locks === undefined) return (await this.store.get(path))?.body ?? null;
+    const onData = options.onData;
+    if (locks === undefined) return (await this.store.get(path, { onData }))?.body ?? null;
     const digestId = `${this.lockId(workspace)}${DIGEST_SUFFIX}`;
     const deadline = Date.now() + this.digestRetry.timeoutMs;
     for (;;) {
-      const [obj, expected] = await Promise.all([this.store.get(path, { md5: true }), locks.get(digestId, "Digest")]);
+      const [obj, expected] = await Promise.all([this.store.get(path, { md5: true, onData }), locks.get(digestId, "Digest")]);
       const body = obj?.body ?? null;
       if (expected === null || expected === "") return body;
       let actual = obj === null ? "" : (obj.md5 ?? md5(obj.body));

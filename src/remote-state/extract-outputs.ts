@@ -99,7 +99,7 @@ function parseWhole(bytes: Uint8Array, names: readonly string[]): Extracted {
 }
 
 /** Parse the wanted values; null when one does not parse (the caller falls back). */
-function parseSpans(bytes: Uint8Array, spans: ReadonlyMap<string, readonly [number, number]>): Map<string, unknown> | null {
+export function parseSpans(bytes: Uint8Array, spans: ReadonlyMap<string, readonly [number, number]>): Map<string, unknown> | null {
   const members = new Map<string, unknown>();
   try {
     for (const [name, [start, end]] of spans) members.set(name, JSON.parse(decode(bytes, start, end)));
@@ -118,11 +118,11 @@ const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 
-function isWs(c: number | undefined): boolean {
+export function isWs(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
-function skipWs(b: Uint8Array, i: number): number {
+export function skipWs(b: Uint8Array, i: number): number {
   while (isWs(b[i])) i++;
   return i;
 }
@@ -138,7 +138,7 @@ function isHex(c: number | undefined): boolean {
  * A string at the top level, checked strictly (control characters, escapes). `i` is just
  * past the opening quote; returns the index of the closing quote, or -1.
  */
-function strictString(b: Uint8Array, i: number): number {
+export function strictString(b: Uint8Array, i: number): number {
   const n = b.length;
   while (i < n) {
     const c = b[i] as number;
@@ -162,7 +162,7 @@ function strictString(b: Uint8Array, i: number): number {
 }
 
 /** A number or literal at the top level (checked by {@link SCALAR}). */
-const SCALAR = /^(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)$/;
+export const SCALAR = /^(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)$/;
 
 /**
  * Skip the object or array starting at `b[i]` (`{` or `[`): returns the index just past its
@@ -204,11 +204,11 @@ function skipContainer(b: Uint8Array, i: number): number {
 }
 
 /** Each wanted name as UTF-8 bytes, for comparing keys without decoding them. */
-function encodeNames(names: readonly string[]): { name: string; bytes: Buffer }[] {
+export function encodeNames(names: readonly string[]): { name: string; bytes: Buffer }[] {
   return names.map((name) => ({ name, bytes: Buffer.from(name, "utf8") }));
 }
 
-function keyName(b: Uint8Array, start: number, end: number, wanted: readonly { name: string; bytes: Buffer }[]): string | undefined {
+export function keyName(b: Uint8Array, start: number, end: number, wanted: readonly { name: string; bytes: Buffer }[]): string | undefined {
   if (b.subarray(start, end).includes(BACKSLASH)) {
     const key = JSON.parse(decode(b, start - 1, end + 1)) as string;
     return wanted.find((w) => w.name === key)?.name;

@@ -14,7 +14,10 @@ import { ObjstateError, isObjstateError } from "../errors.js";
 import { openLockTable } from "../lock/index.js";
 import { resolveSettings } from "../resolve/settings.js";
 import { parseEndpoint } from "../store/endpoint.js";
-import { extractTopLevel, type Extracted } from "./extract-outputs.js";
+import { DEFAULT_SCAN_THRESHOLD, extractTopLevel, parseSpans, type Extracted } from "./extract-outputs.js";
+import { StreamingTopLevelScan } from "./stream-scan.js";
+
+const MEMBERS = ["version", "outputs"];
 import { RemoteOutputs, type FetchOutputsOptions, type JsonValue } from "./remote-outputs.js";
 
 /** The state format whose root outputs are read (`outputs: {NAME: {value, type}}`). */
@@ -82,9 +85,21 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
     onWarning: tableDropped || options.onWarning !== undefined ? onWarning : undefined,
   });
   const location = backend.describe(workspace);
+  // Large states are scanned for their top-level members while they download.
+  const threshold = options.scanThreshold ?? DEFAULT_SCAN_THRESHOLD;
+  let scan: StreamingTopLevelScan | undefined;
+  let scanning: Buffer | undefined;
+  const onData = (body: Buffer, filled: number): void => {
+    if (body.length < threshold) return;
+    if (scanning !== body) {
+      scan = new StreamingTopLevelScan(MEMBERS);
+      scanning = body;
+    }
+    scan?.feed(body, filled);
+  };
   let bytes: Buffer | null;
   try {
-    bytes = await backend.readState(workspace);
+    bytes = await backend.readState(workspace, { onData });
   } catch (e) {
     if (isObjstateError(e, "BUCKET_NOT_FOUND")) {
       throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, { cause: e, details: { workspace, location } });
@@ -100,9 +115,12 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
 
   const invalid = (problem: string): ObjstateError =>
     new ObjstateError("STATE_INVALID", `the state of workspace ${workspace} at ${location} ${problem}`, { details: { workspace, location } });
-  let extracted: Extracted;
+  let extracted: Extracted | undefined;
+  const spans = scan !== undefined && scanning === state ? scan.finish(state) : null;
+  const members = spans === null ? null : parseSpans(state, spans);
+  if (members !== null) extracted = { kind: "object", members, method: "scan" };
   try {
-    extracted = extractTopLevel(state, ["version", "outputs"], { scanThreshold: options.scanThreshold });
+    extracted ??= extractTopLevel(state, MEMBERS, { scanThreshold: options.scanThreshold });
   } catch (e) {
     // The cause is left off on purpose: V8's message quotes the text around the error.
     throw invalid(`is not valid JSON: ${syntaxProblem(e, () => state)}`);
@@ -123,5 +141,5 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
       merged[k] = o["value"] as JsonValue;
     }
   }
-  return new RemoteOutputs(merged, { name, workspace, location, method: extracted.method });
+  return new RemoteOutputs(merged, { name, workspace, location, method: extracted.method, streamed: members !== null });
 }

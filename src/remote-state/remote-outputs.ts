@@ -27,6 +27,8 @@ export interface OutputsSource {
   readonly location?: string | undefined;
   /** How the outputs were taken out of the state: `scan` (large states) or a full `parse`. */
   readonly method?: "scan" | "parse" | undefined;
+  /** True when the scan ran while the state downloaded (S3 stores). */
+  readonly streamed?: boolean | undefined;
 }
 
 /** The JSON type of a value, as the messages name it. */

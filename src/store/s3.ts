@@ -97,7 +97,7 @@ export class S3Driver implements ObjectStoreDriver {
       const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
       const etagMd5 = options.md5 === true ? (plainMd5Etag(res) ?? metadataMd5(res)) : undefined;
       const hash = options.md5 === true && etagMd5 === undefined ? newHasher(res.ContentLength) : undefined;
-      const body = await readBody(res.Body, res.ContentLength, hash);
+      const body = await readBody(res.Body, res.ContentLength, hash, options.onData);
       const meta = toMeta({ ...res, ContentLength: body.length });
       return { body, meta, md5: etagMd5 ?? (await hash?.digest()) };
     } catch (e) {
@@ -300,7 +300,7 @@ function newHasher(length: number | undefined): Hasher {
   return { write: (b) => void h.update(b), digest: () => h.digest("hex") };
 }
 
-async function readBody(body: unknown, length: number | undefined, hash: Hasher | undefined): Promise<Buffer> {
+async function readBody(body: unknown, length: number | undefined, hash: Hasher | undefined, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
   if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
   if (length === undefined) {
     const whole = Buffer.concat(await collect(body));
@@ -316,6 +316,7 @@ async function readBody(body: unknown, length: number | undefined, hash: Hasher 
     // Hashing each chunk as it arrives overlaps the digest with the transfer.
     await hash?.write(chunk);
     offset += chunk.length;
+    onData?.(buf, offset);
   }
   if (offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
   return buf;

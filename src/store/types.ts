@@ -55,6 +55,12 @@ export interface GetOptions {
    * the main thread for large objects.
    */
   readonly md5?: boolean | undefined;
+  /**
+   * Called as the body arrives: `body` is the buffer being filled (the one `get` returns),
+   * `filled` how many bytes of it are in. Lets a caller work while the transfer runs. The
+   * S3 driver calls it per chunk; a driver may also not call it at all.
+   */
+  readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
 }
 
 /** What `get` returns: the bytes, metadata, and the MD5 when asked for. */

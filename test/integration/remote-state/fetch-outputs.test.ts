@@ -85,6 +85,7 @@ describe("fetchOutputs on Ceph RGW + dynalite, specifics", () => {
     w.close();
     const out = await new DataRemoteStateObjectStore("net", props).fetchOutputs(quiet);
     assert.equal(out.source.method, "scan");
+    assert.equal(out.source.streamed, true, "scanned while it downloaded");
     assert.deepEqual(out.toJSON(), { vpc: "vpc-mp" });
   });
 });

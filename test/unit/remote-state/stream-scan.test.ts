@@ -1,0 +1,64 @@
+/**
+ * The streaming scan fed in arbitrary chunks gives exactly the answer of the whole-buffer
+ * scan (scanTopLevel): the same spans, or null for both.
+ */
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import fc from "fast-check";
+import { scanTopLevel } from "../../../src/remote-state/extract-outputs.js";
+import { StreamingTopLevelScan } from "../../../src/remote-state/stream-scan.js";
+
+const NAMES = ["version", "outputs"];
+
+function streamed(bytes: Buffer, cuts: number[]): Map<string, readonly [number, number]> | null {
+  const s = new StreamingTopLevelScan(NAMES);
+  const points = [...new Set(cuts.map((c) => Math.floor(c * bytes.length)))].sort((a, b) => a - b);
+  for (const p of points) if (p < bytes.length) s.feed(bytes, p);
+  return s.finish(bytes);
+}
+
+const key = fc.oneof(fc.constantFrom("outputs", "version", "resources", "out\\u0070uts", "a\\\"b", "x"), fc.string({ maxLength: 5 }));
+const doc = fc
+  .tuple(fc.array(fc.tuple(key, fc.jsonValue({ maxDepth: 4 })), { maxLength: 6 }), fc.constantFrom("", " ", "\n  ", "\t"))
+  .map(([members, ws]) => `${ws}{${ws}${members.map(([k, v]) => `${JSON.stringify(k).replace(/\\\\u0070/g, "\\u0070")}${ws}:${ws}${JSON.stringify(v, null, ws.length > 1 ? 2 : undefined)}`).join(`${ws},${ws}`)}${ws}}${ws}`);
+const cuts = fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 12 });
+
+it("property: streamed in random chunks equals the whole-buffer scan, for valid documents", () => {
+  fc.assert(
+    fc.property(doc, cuts, (text, cs) => {
+      const bytes = Buffer.from(text, "utf8");
+      assert.deepEqual(streamed(bytes, cs), scanTopLevel(bytes, NAMES));
+    }),
+    { numRuns: 2000 },
+  );
+});
+
+it("property: also for damaged documents (truncated, bytes changed)", () => {
+  fc.assert(
+    fc.property(doc, cuts, fc.nat(), fc.integer({ min: 0, max: 255 }), fc.boolean(), (text, cs, at, byte, truncate) => {
+      let bytes = Buffer.from(text, "utf8");
+      if (bytes.length === 0) return;
+      if (truncate) bytes = bytes.subarray(0, at % bytes.length);
+      else bytes[at % bytes.length] = byte;
+      assert.deepEqual(streamed(Buffer.from(bytes), cs), scanTopLevel(bytes, NAMES));
+    }),
+    { numRuns: 2000 },
+  );
+});
+
+it("hand cases: escapes split across chunks, nested outputs keys, duplicate keys, outputs last", () => {
+  const cases = [
+    '{"resources":[{"outputs":{"x":1},"s":"a\\"]}"}],"outputs":{"o":{"value":"v"}}}',
+    '{"outputs":{"a":1},"outputs":{"b":2}}',
+    '{"version":4,"outputs":{},"resources":"\\\\"}',
+    '  {"out\\u0070uts": {"k": [1, {"x": "]"}]}}  ',
+  ];
+  for (const c of cases) {
+    const bytes = Buffer.from(c);
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      const s = new StreamingTopLevelScan(NAMES);
+      s.feed(bytes, cut);
+      assert.deepEqual(s.finish(bytes), scanTopLevel(bytes, NAMES), `${c} cut at ${cut}`);
+    }
+  }
+});
