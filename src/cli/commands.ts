@@ -15,7 +15,7 @@ import { synthesizeProps } from "../synth/document.js";
 import { formatToolJson, secretWarnings } from "../synth/tool-json.js";
 import { durationFlag } from "./duration.js";
 import { CliError, EXIT, parseJsonText, readInput, readJsonFile, usageError } from "./io.js";
-import { acquireLock, connect, lockWaiting, requireLocking, warn, whileLocked } from "./runtime.js";
+import { acquireLock, lockWaiting, requireLocking, warn, whileLocked, withBackend } from "./runtime.js";
 import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 
@@ -111,15 +111,12 @@ export function configAction(opts: Opts): void {
 /** `objstate workspace list`. */
 export async function workspaceListAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
-  const backend = await connect(backendConfigOf(input));
-  try {
+  await withBackend(backendConfigOf(input), async (backend) => {
     const list = await backend.listWorkspaces();
     if (opts["json"] === true) return printJson(list);
     const current = workspaceOf(input);
     for (const w of list) say(`${w === current ? "*" : " "} ${w}`);
-  } finally {
-    backend.close();
-  }
+  });
 }
 
 /** The empty state a new workspace starts with. */
@@ -134,8 +131,7 @@ export async function workspaceNewAction(name: string, opts: Opts): Promise<void
   const timeout = lockTimeoutOf(opts);
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw new CliError("WORKSPACE_EXISTS", `workspace ${DEFAULT_WORKSPACE} already exists (it always does)`, EXIT.error);
-  const backend = await connect(config);
-  try {
+  await withBackend(config, async (backend) => {
     const lock = backend.lockingEnabled ? await acquireLock(backend, name, { operation: "workspace new" }, timeout) : undefined;
     let failed = true;
     try {
@@ -149,9 +145,7 @@ export async function workspaceNewAction(name: string, opts: Opts): Promise<void
     }
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), created: true });
     say(`created workspace ${name} (${backend.describe(name)})`);
-  } finally {
-    backend.close();
-  }
+  });
 }
 
 /** `objstate workspace delete NAME`: refuses `default`, a missing workspace and a locked one. */
@@ -161,17 +155,14 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
   const timeout = lockTimeoutOf(opts);
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw usageError(`the ${DEFAULT_WORKSPACE} workspace cannot be deleted`, "CANNOT_DELETE_DEFAULT");
-  const backend = await connect(config);
-  try {
+  await withBackend(config, async (backend) => {
     if (!(await backend.listWorkspaces()).includes(name)) {
       throw new CliError("WORKSPACE_NOT_FOUND", `workspace ${name} does not exist (no state at ${backend.describe(name)})`, EXIT.error);
     }
     await whileLocked(() => backend.deleteWorkspace(name), timeout);
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), deleted: true });
     say(`deleted workspace ${name} (${backend.describe(name)})`);
-  } finally {
-    backend.close();
-  }
+  });
 }
 
 // ---------------------------------------------------------------- state
@@ -180,8 +171,7 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
 export async function statePullAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
-  const backend = await connect(backendConfigOf(input));
-  try {
+  await withBackend(backendConfigOf(input), async (backend) => {
     const progress = Progress.start(process.stderr, `pulling ${backend.describe(workspace)}`, undefined);
     let bytes: Buffer | null;
     try {
@@ -191,9 +181,7 @@ export async function statePullAction(opts: Opts): Promise<void> {
     }
     if (bytes === null) throw new CliError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${backend.describe(workspace)}`, EXIT.error);
     await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (e) => (e ? reject(e) : resolve())));
-  } finally {
-    backend.close();
-  }
+  });
 }
 
 /** `objstate state push FILE|-`: checks the input is a JSON object, then writes it under the lock. */
@@ -207,8 +195,7 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   const doc = parseJsonText(bytes.toString("utf8"), name);
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw usageError(`${name} is not a state: expected a JSON object`, "INVALID_STATE");
 
-  const backend = await connect(config);
-  try {
+  await withBackend(config, async (backend) => {
     const lock = backend.lockingEnabled ? await acquireLock(backend, workspace, { operation: "state push", info: `objstate state push ${name}` }, timeout) : undefined;
     const progress = Progress.start(process.stderr, `pushing ${backend.describe(workspace)}`, bytes.length);
     let failed = true;
@@ -221,9 +208,7 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
     }
     if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), bytes: bytes.length, locked: lock !== undefined });
     say(`pushed ${formatBytes(bytes.length)} to ${backend.describe(workspace)}${lock === undefined ? " (not locked: no lock table)" : ""}`);
-  } finally {
-    backend.close();
-  }
+  });
 }
 
 // ---------------------------------------------------------------- locks
@@ -235,16 +220,13 @@ export async function lockAction(opts: Opts): Promise<void> {
   const timeout = lockTimeoutOf(opts);
   const config = backendConfigOf(input);
   requireLocking(config, "take");
-  const backend = await connect(config);
-  try {
+  await withBackend(config, async (backend) => {
     const operation = typeof opts["operation"] === "string" ? opts["operation"] : "objstate lock";
     const info = typeof opts["info"] === "string" ? opts["info"] : "";
     const lock = await lockWaiting(backend, workspace, { operation, info }, timeout);
     if (opts["json"] === true) return printJson(lock);
     say(lock.ID);
-  } finally {
-    backend.close();
-  }
+  });
 }
 
 /** `objstate unlock ID`. */
@@ -253,14 +235,11 @@ export async function unlockAction(id: string, opts: Opts): Promise<void> {
   const workspace = workspaceOf(input);
   const config = backendConfigOf(input);
   requireLocking(config, "release");
-  const backend = await connect(config);
-  try {
+  await withBackend(config, async (backend) => {
     await backend.unlock(workspace, id);
     if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), unlocked: id });
     say(`released lock ${id} on ${backend.describe(workspace)}`);
-  } finally {
-    backend.close();
-  }
+  });
 }
 
 function interactive(): boolean {
@@ -288,8 +267,7 @@ export async function forceUnlockAction(id: string, opts: Opts): Promise<void> {
   const workspace = workspaceOf(input);
   const config = backendConfigOf(input);
   requireLocking(config, "release");
-  const backend = await connect(config);
-  try {
+  await withBackend(config, async (backend) => {
     if (!force) {
       const holder = await backend.lockInfo(workspace);
       if (holder === null) throw new CliError("LOCK_NOT_FOUND", `the state at ${backend.describe(workspace)} is not locked (no lock with ID ${id})`, EXIT.error);
@@ -300,7 +278,5 @@ export async function forceUnlockAction(id: string, opts: Opts): Promise<void> {
     await backend.forceUnlock(workspace, id);
     if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), unlocked: id, forced: true });
     say(`force-released lock ${id} on ${backend.describe(workspace)}`);
-  } finally {
-    backend.close();
-  }
+  });
 }

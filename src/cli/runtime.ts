@@ -31,6 +31,16 @@ export function connect(config: ObjectStoreBackendConfig | DataRemoteStateObject
   return ObjectStoreBackend.connect(config, { ...options, env: process.env, onWarning: warn });
 }
 
+/** Connect, run `work` with the backend, and close it whatever happens. */
+export async function withBackend<T>(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, work: (backend: ObjectStoreBackend) => Promise<T>): Promise<T> {
+  const backend = await connect(config);
+  try {
+    return await work(backend);
+  } finally {
+    backend.close();
+  }
+}
+
 /** The identity for HTTP endpoints (the credentials chain). */
 export async function identityFor(settings: ResolvedBackendSettings): Promise<Identity> {
   return await resolveIdentity(settings, { env: process.env });
