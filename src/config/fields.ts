@@ -97,8 +97,3 @@ export const ASSUME_ROLE_FIELDS = [
 ] as const satisfies readonly FieldSpec[];
 
 export const REMOTE_STATE_FIELDS = [...COMMON_FIELDS, ...REMOTE_STATE_EXTRA_FIELDS] as const;
-
-/** Look a field up by name in a table. */
-export function fieldByName(table: readonly FieldSpec[], name: string): FieldSpec | undefined {
-  return table.find((f) => f.name === name);
-}
