@@ -42,6 +42,11 @@ export interface ConnectOptions {
   readonly s3?: Pick<S3DriverOptions, "onRequest" | "connectTimeoutMs"> | undefined;
   /** Receives warnings (default: `process.emitWarning`, each kind once per process). */
   readonly onWarning?: ((message: string, code: string) => void) | undefined;
+  /**
+   * Connect only to read: nothing is created (an absent embedded lock table is read around,
+   * as it can hold no digests). Writes still work but take no such shortcut.
+   */
+  readonly readOnly?: boolean | undefined;
   /** Time source for refreshing temporary credentials before they expire (default `Date.now`). */
   readonly clock?: Clock | undefined;
 }
@@ -190,7 +195,11 @@ export class ObjectStoreBackend {
         }
         const http = parseEndpoint(kvEndpoint, options.cwd).kind === "http";
         locks = await openLockTable({ table, endpoint: kvEndpoint, region, credentials: http ? (await needIdentity()).provider : undefined, cwd: options.cwd });
-        await checkLockTable(locks, table);
+        if (!(await checkLockTable(locks, table, options.readOnly === true))) {
+          // Read-only, and the embedded table was never created: it holds no digests to check.
+          locks.close();
+          locks = undefined;
+        }
       }
     } catch (e) {
       store.close();
@@ -411,11 +420,15 @@ export class ObjectStoreBackend {
   }
 }
 
-/** The table must have exactly one key, `LockID` of type String (DESIGN §5). */
-async function checkLockTable(locks: LockTableDriver, table: string): Promise<void> {
+/**
+ * The table must have exactly one key, `LockID` of type String (DESIGN §5). An absent
+ * embedded table is created (zero setup, like the embedded bucket), except read-only:
+ * then false says "absent, go without it".
+ */
+async function checkLockTable(locks: LockTableDriver, table: string, readOnly: boolean): Promise<boolean> {
   let schema = await locks.describeKeySchema();
   if (schema === null) {
-    // The embedded table is zero-setup, like the embedded bucket.
+    if (locks.kind === "file" && readOnly) return false;
     if (locks.kind === "file") {
       await locks.createTable();
       schema = await locks.describeKeySchema();
@@ -432,4 +445,5 @@ async function checkLockTable(locks: LockTableDriver, table: string): Promise<vo
       { details: { schema } },
     );
   }
+  return true;
 }

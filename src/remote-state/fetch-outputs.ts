@@ -4,31 +4,21 @@
  * never loads the backend, the drivers or the extractor.
  *
  * A read is only a read: no lock is taken, and nothing is created — no bucket, no lock
- * table, no lock item. (Connecting to an embedded lock table that does not exist yet would
- * create it, so when the configured embedded table is absent the state is read without it:
- * with no table there is no digest to check either.)
+ * table, no lock item (the backend is connected `readOnly`).
  */
 import { ObjectStoreBackend } from "../backend/backend.js";
-import { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
+import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { ObjstateError, isObjstateError } from "../errors.js";
-import { openLockTable } from "../lock/index.js";
 import { resolveSettings } from "../resolve/settings.js";
-import { parseEndpoint } from "../store/endpoint.js";
 import { DEFAULT_SCAN_THRESHOLD, extractTopLevel, parseSpans, type Extracted } from "./extract-outputs.js";
+import { RemoteOutputs, type FetchOutputsOptions, type JsonValue } from "./remote-outputs.js";
 import { StreamingTopLevelScan } from "./stream-scan.js";
 
+/** The top-level members a read needs. */
 const MEMBERS = ["version", "outputs"];
-import { RemoteOutputs, type FetchOutputsOptions, type JsonValue } from "./remote-outputs.js";
 
 /** The state format whose root outputs are read (`outputs: {NAME: {value, type}}`). */
 const STATE_VERSION = 4;
-
-const warned = new Set<string>();
-function emitOnce(message: string, code: string): void {
-  if (warned.has(code)) return;
-  warned.add(code);
-  process.emitWarning(message, { type: "ObjstateWarning", code });
-}
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -47,21 +37,6 @@ function syntaxProblem(e: unknown, text: () => Buffer): string {
 }
 
 /**
- * When the configured lock table is an embedded one that does not exist, the config to read
- * with instead (no lock table), so that connecting does not create it; otherwise `config`.
- */
-async function withoutAbsentEmbeddedTable(config: DataRemoteStateObjectStoreConfig, table: string | undefined, endpoint: string | undefined, cwd: string | undefined): Promise<DataRemoteStateObjectStoreConfig> {
-  if (table === undefined || table === "" || endpoint === undefined || endpoint === "" || parseEndpoint(endpoint, cwd).kind !== "file") return config;
-  const locks = await openLockTable({ table, endpoint, cwd });
-  try {
-    if ((await locks.describeKeySchema()) !== null) return config;
-  } finally {
-    locks.close();
-  }
-  return DataRemoteStateObjectStoreConfig.from({ ...config.toProps(), kvstoreTable: undefined, kvstoreEndpoint: undefined });
-}
-
-/**
  * The outputs of the state of `config.workspace` (default `default`), merged over
  * `config.defaults`. See `DataRemoteStateObjectStore.fetchOutputs`.
  */
@@ -69,20 +44,14 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
   const env = options.env ?? process.env;
   const settings = resolveSettings(config, env);
   const workspace = settings.workspace.value ?? "default";
-  const readConfig = await withoutAbsentEmbeddedTable(config, settings.kvstoreTable.value, settings.kvstoreEndpoint.value, options.cwd);
-  const tableDropped = readConfig !== config;
-  const onWarning = (message: string, code: string): void => {
-    if (tableDropped && code === "OBJSTATE_NO_LOCKING") return; // a table is configured; it just has no items yet
-    (options.onWarning ?? emitOnce)(message, code);
-  };
-
-  const backend = await ObjectStoreBackend.connect(readConfig, {
+  const backend = await ObjectStoreBackend.connect(config, {
     env,
     cwd: options.cwd,
+    readOnly: true,
     digestRetry: options.digestRetry,
     s3: options.s3,
     clock: options.clock,
-    onWarning: tableDropped || options.onWarning !== undefined ? onWarning : undefined,
+    onWarning: options.onWarning,
   });
   const location = backend.describe(workspace);
   // Large states are scanned for their top-level members while they download.
