@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { ConfigError } from "../config/errors.js";
+import { jsonSyntaxProblem } from "../util/json-error.js";
 import { ObjstateError } from "../errors.js";
 
 /**
@@ -48,28 +49,13 @@ export function exitCodeOf(e: unknown): number {
   return EXIT.error;
 }
 
-function lineCol(text: string, pos: number): { line: number; col: number } {
-  const before = text.slice(0, pos);
-  const line = before.split("\n").length;
-  return { line, col: pos - before.lastIndexOf("\n") };
-}
-
 /** Parse JSON text; a syntax error names `name` and the line and column. */
 export function parseJsonText(text: string, name: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
-    const msg = (e as Error).message;
-    const m = /position (\d+)/.exec(msg);
-    let at = "";
-    if (m !== null) {
-      const { line, col } = lineCol(text, Number(m[1]));
-      at = ` at line ${line}, column ${col}`;
-    } else if (/end of JSON input/i.test(msg)) {
-      const { line, col } = lineCol(text, text.length);
-      at = ` at line ${line}, column ${col}`;
-    }
-    throw new CliError("INVALID_JSON", `${name} is not valid JSON${at}: ${msg.replace(/ in JSON at position \d+.*$/, "")}`, EXIT.usage, e);
+    const { problem, at } = jsonSyntaxProblem(e, (p) => text.slice(0, p), text.length);
+    throw new CliError("INVALID_JSON", `${name} is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`, EXIT.usage, e);
   }
 }
 

@@ -10,6 +10,7 @@ import { COMMON_FIELDS } from "../config/fields.js";
 import { checkValue } from "../config/validate.js";
 import { ObjstateError } from "../errors.js";
 import { nodeFs, nodeOs } from "../util/builtins.js";
+import { jsonSyntaxProblem } from "../util/json-error.js";
 import type { Env, ProfileLayer, ProfileLoader } from "../resolve/settings.js";
 
 /** Which file keys each mode lets count, and the field each one supplies. */
@@ -45,13 +46,6 @@ function fail(file: string, problem: string, cause?: unknown): never {
   throw new ObjstateError("CREDENTIALS_FILE_INVALID", `shared credentials file ${file}: ${problem}`, { cause, details: { file } });
 }
 
-function lineOf(text: string, message: string): string {
-  const m = /position (\d+)/.exec(message);
-  if (m === null) return "";
-  const before = text.slice(0, Number(m[1]));
-  return ` at line ${before.split("\n").length}`;
-}
-
 /** Parse the file and return the named profile's raw object. */
 function readProfile(file: string, name: string): Record<string, unknown> {
   let text: string;
@@ -65,7 +59,9 @@ function readProfile(file: string, name: string): Record<string, unknown> {
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    fail(file, `is not valid JSON${lineOf(text, (e as Error).message)}`, e);
+    const { problem, at } = jsonSyntaxProblem(e, (p) => text.slice(0, p));
+    // The cause stays off: V8's message may quote the file, and the file holds secrets.
+    fail(file, `is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`);
   }
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) fail(file, "must hold a JSON object with a \"profiles\" array");
   const profiles = (doc as { profiles?: unknown }).profiles;

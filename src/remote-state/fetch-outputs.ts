@@ -9,6 +9,7 @@
 import { ObjectStoreBackend } from "../backend/backend.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { ObjstateError, isObjstateError } from "../errors.js";
+import { jsonSyntaxProblem } from "../util/json-error.js";
 import { resolveSettings } from "../resolve/settings.js";
 import { DEFAULT_SCAN_THRESHOLD, extractTopLevel, parseSpans, type Extracted } from "./extract-outputs.js";
 import { RemoteOutputs, type FetchOutputsOptions, type JsonValue } from "./remote-outputs.js";
@@ -24,17 +25,6 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** The part of a JSON.parse message that says what is wrong, without V8's excerpt of the text (a state may hold secrets). */
-function syntaxProblem(e: unknown, text: () => Buffer): string {
-  const message = e instanceof Error ? e.message : String(e);
-  const what = message.replace(/, (?:\.\.\.)?".*$/s, "").replace(/ (?:in JSON )?at position \d+$/, "");
-  const at = /at position (\d+)/.exec(message);
-  if (at === null) return what;
-  const before = text().subarray(0, Number(at[1])).toString("utf8");
-  const line = before.split("\n").length;
-  const column = before.length - before.lastIndexOf("\n");
-  return `${what} at line ${line}, column ${column}`;
-}
 
 /**
  * The outputs of the state of `config.workspace` (default `default`), merged over
@@ -92,7 +82,8 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
     extracted ??= extractTopLevel(state, MEMBERS, { scanThreshold: options.scanThreshold });
   } catch (e) {
     // The cause is left off on purpose: V8's message quotes the text around the error.
-    throw invalid(`is not valid JSON: ${syntaxProblem(e, () => state)}`);
+    const { problem, at } = jsonSyntaxProblem(e, (p) => state.subarray(0, p).toString("utf8"));
+    throw invalid(`is not valid JSON: ${problem}${at === "" ? "" : ` ${at}`}`);
   }
   if (extracted.kind !== "object") throw invalid(`is not a state: its top level is ${extracted.kind === "array" ? "an array" : `a ${extracted.kind}`}, not an object`);
   const version = extracted.members.get("version");
