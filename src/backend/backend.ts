@@ -67,6 +67,23 @@ export interface WriteOptions {
   readonly lockId?: string | undefined;
   /** Reports bytes sent so far (for progress bars; per part for multipart uploads). */
   readonly onProgress?: ((sent: number, total: number) => void) | undefined;
+  /**
+   * Write even when the lineage guard refuses (another lineage, a lower serial, the same
+   * serial with other content). Fencing still applies: the lock and the stored version
+   * must still be what the writer saw.
+   */
+  readonly force?: boolean | undefined;
+  /**
+   * The ETag of the stored state the caller last read (from {@link ObjectStoreBackend.readStateVersion}),
+   * or null when it read "no state": the write is then conditional on that, instead of on
+   * what the write itself sees just before writing.
+   */
+  readonly ifMatch?: string | null | undefined;
+  /**
+   * Called the moment the state object is stored (before its digest is recorded), so a
+   * caller that is interrupted can tell the truth about what was written.
+   */
+  readonly onStored?: (() => void) | undefined;
 }
 
 /** Options of {@link ObjectStoreBackend.lock}. */

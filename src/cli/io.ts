@@ -5,10 +5,12 @@ import { ObjstateError } from "../errors.js";
 
 /**
  * Documented exit codes of `objstate`: 0 ok, 1 error, 2 usage or bad input (nothing was
- * written), 3 state locked (by another holder), 4 digest mismatch; 130 / 143 interrupted
- * (SIGINT / SIGTERM) before anything was written.
+ * written), 3 state locked (by another holder), 4 digest mismatch, 5 state conflict (the
+ * lineage guard or a conditional write refused: nothing was written), 6 the lock is no
+ * longer held by this writer (nothing was written); 130 / 143 interrupted (SIGINT /
+ * SIGTERM) before anything was written.
  */
-export const EXIT = { ok: 0, error: 1, usage: 2, locked: 3, digest: 4, interrupted: 130 } as const;
+export const EXIT = { ok: 0, error: 1, usage: 2, locked: 3, digest: 4, conflict: 5, lockLost: 6, interrupted: 130 } as const;
 
 /** An error that ends the CLI with a given exit code and a one-line message. */
 export class CliError extends ObjstateError {
@@ -43,7 +45,9 @@ export function exitCodeOf(e: unknown): number {
   if (e instanceof ConfigError) return EXIT.usage;
   if (e instanceof ObjstateError) {
     if (e.code === "STATE_LOCKED" || e.code === "LOCK_ID_MISMATCH") return EXIT.locked;
-    if (e.code === "DIGEST_MISMATCH") return EXIT.digest;
+    if (e.code === "DIGEST_MISMATCH" || e.code === "TORN_WRITE") return EXIT.digest;
+    if (e.code === "STATE_CONFLICT") return EXIT.conflict;
+    if (e.code === "LOCK_NOT_HELD" || e.code === "LOCK_LOST") return EXIT.lockLost;
     if (USAGE_CODES.has(e.code)) return EXIT.usage;
   }
   return EXIT.error;

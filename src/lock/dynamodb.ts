@@ -10,6 +10,7 @@ import {
   DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  UpdateItemCommand,
   type AttributeValue,
   type ConditionalCheckFailedException,
   type TableDescription,
@@ -129,6 +130,34 @@ export class DynamoDbLockTable implements LockTableDriver {
       await this.client.send(new PutItemCommand({ TableName: this.table, Item: itemOf(id, attr, value) }));
     } catch (e) {
       throw this.mapError(e, `write item "${id}" in`);
+    }
+  }
+
+  async updateIf(id: string, attr: string, expected: string, set: Readonly<Record<string, string>>): Promise<boolean> {
+    const names: Record<string, string> = { "#c": attr };
+    const values: Record<string, AttributeValue> = { ":c": { S: expected } };
+    const assignments = Object.entries(set).map(([k, v], i) => {
+      names[`#s${i}`] = k;
+      values[`:s${i}`] = { S: v };
+      return `#s${i} = :s${i}`;
+    });
+    if (assignments.length === 0) return (await this.get(id, attr)) === expected;
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: { [KEY]: { S: id } },
+          // attribute_exists: an update would otherwise create the item.
+          ConditionExpression: `attribute_exists(${KEY}) AND #c = :c`,
+          UpdateExpression: `SET ${assignments.join(", ")}`,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return true;
+    } catch (e) {
+      if (isConditionalFailure(e)) return false;
+      throw this.mapError(e, `update item "${id}" in`);
     }
   }
 

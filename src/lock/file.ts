@@ -143,6 +143,11 @@ export class FileLockTable implements LockTableDriver {
     }
   }
 
+  updateIf(_id: string, _attr: string, _expected: string, _set: Readonly<Record<string, string>>): Promise<boolean> {
+    // TODO(embedded-store helper): multi-attribute items.
+    return Promise.reject(new ObjstateError("NOT_IMPLEMENTED", "updateIf is not implemented by the embedded lock table yet"));
+  }
+
   async deleteIf(id: string, attr: string, expected: string): Promise<boolean> {
     if (!(await this.tableReadyIfPresent())) return false;
     const target = this.itemPath(id);

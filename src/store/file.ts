@@ -36,7 +36,7 @@ import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
 import { parseEndpoint } from "./endpoint.js";
-import type { Acl, GetOptions, GetResult, ListOptions, ObjectMeta, ObjectStoreDriver, PutOptions, StoreDriverOptions } from "./types.js";
+import type { Acl, GetOptions, Leftover, GetResult, ListOptions, ObjectMeta, ObjectStoreDriver, PutOptions, StoreDriverOptions } from "./types.js";
 
 const META_DIR = ".meta";
 const TEMP_PREFIX = ".tmp-";
@@ -178,6 +178,15 @@ export class FileDriver implements ObjectStoreDriver {
     } catch (e) {
       throw storeError(e, `cannot create ${this.location}`);
     }
+  }
+
+  listLeftovers(_prefix: string): Promise<Leftover[]> {
+    // TODO(embedded-store helper): temp files of dead writers.
+    return Promise.resolve([]);
+  }
+
+  removeLeftover(_item: Leftover): Promise<void> {
+    return Promise.resolve();
   }
 
   close(): void {

@@ -28,6 +28,12 @@ export interface ObjectMeta {
   readonly serverSideEncryption?: string | undefined;
   readonly etag?: string | undefined;
   readonly lastModified?: Date | undefined;
+  /**
+   * User metadata stored with this version of the object (S3 `x-amz-meta-*`), keys in lower
+   * case without the prefix. objstate records `objstate-md5`, `objstate-serial`,
+   * `objstate-lineage`, `objstate-lock-id`, `objstate-who` and `objstate-operation`.
+   */
+  readonly metadata?: Readonly<Record<string, string>> | undefined;
 }
 
 export interface PutOptions {
@@ -37,6 +43,13 @@ export interface PutOptions {
   readonly encrypt?: boolean | undefined;
   /** Create only if absent (`If-None-Match: *`); a conflict throws code `PRECONDITION_FAILED`. */
   readonly ifNoneMatch?: boolean | undefined;
+  /**
+   * Replace only if the stored object's ETag is this one (`If-Match`, ETag without quotes);
+   * an absent object or another ETag throws code `PRECONDITION_FAILED` and changes nothing.
+   */
+  readonly ifMatch?: string | undefined;
+  /** User metadata to store with the object (see {@link ObjectMeta.metadata}). */
+  readonly metadata?: Readonly<Record<string, string>> | undefined;
   /**
    * Hex MD5 of `body`, when the caller has it or is computing it (saves hashing twice).
    * A string is sent as Content-MD5; a promise lets the upload start at once, and the
@@ -61,6 +74,11 @@ export interface GetOptions {
    * S3 driver calls it per chunk; a driver may also not call it at all.
    */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
+  /**
+   * Read at most the first `maxBytes` bytes (an HTTP Range request on S3). `meta.size` is
+   * still the whole object's size; `md5` is not computed for a partial read.
+   */
+  readonly maxBytes?: number | undefined;
 }
 
 /** What `get` returns: the bytes, metadata, and the MD5 when asked for. */
@@ -73,6 +91,22 @@ export interface GetResult {
 export interface ListOptions {
   /** Page size asked of the server (S3 MaxKeys); listing always follows every page. */
   readonly pageSize?: number | undefined;
+}
+
+/**
+ * Something a writer that died left behind: an incomplete multipart upload (S3) or a temp
+ * file of the embedded store. Reported by `doctor`, removed by `state repair`.
+ */
+export interface Leftover {
+  readonly kind: "multipart-upload" | "temp-file";
+  /** The object key it was meant for, when known. */
+  readonly key: string | undefined;
+  /** Upload ID, or the temp file's name: what {@link ObjectStoreDriver.removeLeftover} needs. */
+  readonly id: string;
+  /** When it was started (upload initiated, temp file last modified). */
+  readonly since: Date | undefined;
+  /** Size in bytes when known. */
+  readonly size?: number | undefined;
 }
 
 /** A bucket-scoped object store. Keys are S3-style (`/`-separated, no leading `/`). */
@@ -95,6 +129,13 @@ export interface ObjectStoreDriver {
   bucketExists(): Promise<boolean>;
   /** Create the bucket (no-op when it already exists and is ours). */
   createBucket(): Promise<void>;
+  /**
+   * Leftovers of writers under `prefix` (S3: incomplete multipart uploads; embedded: temp
+   * files), oldest first. Includes live ones: callers decide by age.
+   */
+  listLeftovers(prefix: string): Promise<Leftover[]>;
+  /** Remove one leftover (abort the upload, delete the temp file); gone already is fine. */
+  removeLeftover(item: Leftover): Promise<void>;
   /** Release sockets and handles. */
   close(): void;
 }
