@@ -351,7 +351,8 @@ export class ObjectStoreBackend {
     hashing.catch(() => undefined); // awaited below; a failure before then must not go unhandled
     const checkHolder = (): Promise<LockInfo | undefined> =>
       locks !== undefined && lockId !== undefined ? this.assertHolder(workspace, lockId, locks) : Promise.resolve(ownLock);
-    let [current, holder] = await Promise.all([this.inspect(path, where), checkHolder()]);
+    const [current, firstHolder] = await Promise.all([this.inspect(path, where), checkHolder()]);
+    let holder = firstHolder;
 
     if (options.ifMatch !== undefined && (current?.etag ?? null) !== options.ifMatch) {
       throw conflict(`the state at ${where} changed since it was read (${options.ifMatch === null ? "there was none" : `version ${options.ifMatch}`}, now ${current?.etag ?? "none"}); nothing was written. Read it again, reapply the change and write again.`, {});
@@ -362,7 +363,8 @@ export class ObjectStoreBackend {
       const sum = await hashing;
       const stored = current.md5 ?? (extraRead = true, await this.md5OfStored(path));
       if (stored === sum) {
-        if (extraRead) holder = await checkHolder();
+        // Re-checked after the extra read: only the holder may record the digest.
+        if (extraRead) await checkHolder();
         if (locks !== undefined && normalizeDigest(await locks.get(this.digestId(workspace), "Digest")) !== sum) await this.recordDigest(workspace, sum, locks);
         return { written: false, md5: sum };
       }
