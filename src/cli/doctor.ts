@@ -273,27 +273,37 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     try {
       const backend = await connect(config, { digestRetry: { timeoutMs: 0, intervalMs: 0 } });
       try {
-        const bytes = await backend.readState(workspace);
-        add({
-          name: "digest",
-          status: "ok",
-          detail: bytes === null ? `workspace ${workspace} has no state yet (${backend.describe(workspace)})` : `the state of workspace ${workspace} (${bytes.length} bytes) matches its digest`,
-        });
+        const d = await backend.digestStatus(workspace);
+        const where = backend.describe(workspace);
+        const repair = `objstate state repair${workspace === "default" ? "" : ` -w ${workspace}`}`;
+        if (d.status === "no-state") add({ name: "digest", status: "ok", detail: `workspace ${workspace} has no state yet (${where})` });
+        else if (d.status === "no-digest") add({ name: "digest", status: "ok", detail: `the state of workspace ${workspace} (${d.size} bytes) has no digest recorded, so there is nothing to check it against (the next write records one)` });
+        else if (d.status === "match") add({ name: "digest", status: "ok", detail: `the state of workspace ${workspace} (${d.size} bytes) matches its digest` });
+        else if (d.status === "torn") {
+          add({ name: "digest", status: "fail", detail: `the last write to workspace ${workspace} did not finish recording its digest: the stored state is a complete write by objstate (MD5 ${d.actual ?? "?"}), the lock table still has ${d.recorded}`, fix: `run ${repair} to record it` });
+        } else {
+          add({
+            name: "digest",
+            status: "fail",
+            detail: `the state of workspace ${workspace} does not match its digest (lock table ${d.recorded}, object ${d.actual ?? "missing"})`,
+            fix: d.actual === undefined ? `run ${repair} to remove the digest of the missing state` : `if the stored state is right, run ${repair} --force to record its digest; else push the right state again (objstate state push)`,
+          });
+        }
+        const left = await backend.leftovers();
+        if (left.length > 0) {
+          const oldest = left[0]?.since;
+          add({
+            name: "leftovers",
+            status: "warn",
+            detail: `${left.length} leftover${left.length === 1 ? "" : "s"} of unfinished writes under the prefix (${left.map((l) => `${l.kind} ${l.key ?? l.id}`).slice(0, 3).join(", ")}${left.length > 3 ? ", …" : ""}; oldest from ${oldest?.toISOString() ?? "unknown"})`,
+            fix: `run ${repair} to remove those older than an hour (younger ones may belong to a writer still at work)`,
+          });
+        } else add({ name: "leftovers", status: "ok", detail: "no leftovers of unfinished writes" });
       } finally {
         backend.close();
       }
     } catch (e) {
-      if (isObjstateError(e, "DIGEST_MISMATCH")) {
-        const d = e.details ?? {};
-        add({
-          name: "digest",
-          status: "fail",
-          detail: `the state of workspace ${workspace} does not match its digest (lock table ${String(d["expected"])}, object ${d["actual"] === "" ? "missing" : String(d["actual"])})`,
-          fix: `if the stored state is right, set the Digest of item "${String(d["digestId"])}" to ${d["actual"] === "" ? "an empty string" : String(d["actual"])} or delete that item; else push the right state again (objstate state push)`,
-        });
-      } else {
-        add({ name: "digest", status: "fail", detail: message(e), fix: "see the message; objstate state pull shows the same error" });
-      }
+      add({ name: "digest", status: "fail", detail: message(e), fix: "see the message; objstate state pull shows the same error" });
     }
   }
   return results;
