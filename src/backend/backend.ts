@@ -657,6 +657,23 @@ export class ObjectStoreBackend {
     this.store.close();
     this.locks?.close();
   }
+
+  // Printing: the drivers and `settings` hold credentials, so a backend prints only this
+  // view (settings print themselves redacted).
+  /** What `JSON.stringify(backend)` shows: where the state lives, locking, identity source and settings, secrets redacted. */
+  toJSON(): Record<string, unknown> {
+    return { state: this.describe(), locking: this.lockingEnabled, identitySource: this.identitySource, settings: this.settings };
+  }
+
+  /** `ObjectStoreBackend {…}` as {@link toJSON}, secrets redacted. */
+  toString(): string {
+    return `ObjectStoreBackend ${JSON.stringify(this.toJSON())}`;
+  }
+
+  /** `util.inspect` shows {@link toJSON}, never the drivers. */
+  [Symbol.for("nodejs.util.inspect.custom")](_depth: number, options: object, show: (v: unknown, o: object) => string): string {
+    return `ObjectStoreBackend ${show(this.toJSON(), options)}`;
+  }
 }
 
 

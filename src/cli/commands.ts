@@ -19,6 +19,7 @@ import { CliError, EXIT, parseJsonText, readInput, readJsonFile, usageError } fr
 import { acquireLock, lockWaiting, requireLocking, warn, whileLocked, withBackend } from "./runtime.js";
 import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
+import { redactUrl } from "../util/redact.js";
 
 export type Opts = Record<string, unknown>;
 
@@ -65,7 +66,7 @@ function shownValue(name: string, secret: boolean, s: ResolvedSetting<unknown>):
   if (s.value === undefined) return null;
   if (secret) return REDACTED;
   if (name === "assumeRole") return JSON.parse(JSON.stringify(s.value)) as unknown;
-  return s.value;
+  return typeof s.value === "string" ? redactUrl(s.value) : s.value;
 }
 
 /** `objstate config`: every effective setting with where it came from, secrets redacted. */

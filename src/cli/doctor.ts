@@ -21,6 +21,7 @@ import { CliError, EXIT } from "./io.js";
 import { connect, identityFor, isHttp, lockTableFor, storeFor, warn } from "./runtime.js";
 import { backendConfigOf, gatherSettings, type SettingsInput } from "./settings.js";
 import { paint, printJson } from "./term.js";
+import { redactUrl } from "../util/redact.js";
 
 export type CheckStatus = "ok" | "warn" | "fail" | "skip";
 
@@ -127,7 +128,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
   add({
     name: "settings",
     status: "ok",
-    detail: `bucket ${s.bucket.value}, endpoint ${endpoint} (${s.endpoint.source})${table === undefined ? ", no lock table" : `, lock table ${table} at ${kvEndpoint}`}, workspace ${workspace}`,
+    detail: `bucket ${s.bucket.value}, endpoint ${redactUrl(endpoint)} (${s.endpoint.source})${table === undefined ? ", no lock table" : `, lock table ${table} at ${redactUrl(kvEndpoint ?? "")}`}, workspace ${workspace}`,
   });
 
   // 2. Credentials.
@@ -156,9 +157,9 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     const r = await reachHttp(url);
     if (r.ok) {
       storeOk = true;
-      add({ name: "object-store endpoint", status: "ok", detail: `${url} answers (HTTP ${r.status})` });
+      add({ name: "object-store endpoint", status: "ok", detail: `${redactUrl(url)} answers (HTTP ${r.status})` });
     } else {
-      add({ name: "object-store endpoint", status: "fail", detail: `cannot reach ${url} (${r.reason})`, fix: "check --endpoint / PROVIDER_OBJECT_STORE_ENDPOINT and that the server is running and reachable from here" });
+      add({ name: "object-store endpoint", status: "fail", detail: `cannot reach ${redactUrl(url)} (${r.reason})`, fix: "check --endpoint / PROVIDER_OBJECT_STORE_ENDPOINT and that the server is running and reachable from here" });
     }
   } else {
     const dir = (parseEndpoint(endpoint) as { dir: string }).dir;
@@ -219,8 +220,8 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
       const url = (parseEndpoint(kvEndpoint) as { url: string }).url;
       const r = await reachHttp(url);
       reachable = r.ok;
-      if (r.ok) add({ name: "lock-table endpoint", status: "ok", detail: `${url} answers (HTTP ${r.status})` });
-      else add({ name: "lock-table endpoint", status: "fail", detail: `cannot reach ${url} (${r.reason})`, fix: "check --kvstore-endpoint and that the server is running and reachable from here" });
+      if (r.ok) add({ name: "lock-table endpoint", status: "ok", detail: `${redactUrl(url)} answers (HTTP ${r.status})` });
+      else add({ name: "lock-table endpoint", status: "fail", detail: `cannot reach ${redactUrl(url)} (${r.reason})`, fix: "check --kvstore-endpoint and that the server is running and reachable from here" });
     } else {
       const dir = (parseEndpoint(kvEndpoint) as { dir: string }).dir;
       const r = await reachDir(dir);
