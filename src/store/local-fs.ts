@@ -11,6 +11,7 @@
 import { constants as C } from "node:fs";
 import type { BigIntStats } from "node:fs";
 import * as fs from "node:fs/promises";
+import * as path from "node:path";
 import { ObjstateError } from "../errors.js";
 
 /** Owner-only, like state files: locks, digests and states may hold secrets. */
@@ -92,9 +93,15 @@ export async function makeDir(dir: string): Promise<void> {
   await fs.chmod(dir, DIR_MODE);
 }
 
-/** Create the operator's endpoint directory (and parents) when absent; links there are allowed. */
+/** Create the operator's endpoint directory (and parents) owner-only when absent; links there are allowed. */
 export async function makeRootDir(dir: string): Promise<void> {
-  await fs.mkdir(dir, { recursive: true, mode: DIR_MODE });
+  const first = await fs.mkdir(dir, { recursive: true, mode: DIR_MODE });
+  if (first === undefined) return;
+  // Undo the umask on each directory made here (the first one made and those below it).
+  for (let at = dir; ; at = path.dirname(at)) {
+    await fs.chmod(at, DIR_MODE);
+    if (at === first || path.dirname(at) === at) return;
+  }
 }
 
 /** lstat that refuses links: null when absent, `UNSAFE_PATH` when a link or not a regular file. */
