@@ -60,7 +60,8 @@ export async function acquireClaim(dir: string, options: ClaimOptions): Promise<
     try {
       await (await fs.open(file, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE)).close();
     } catch (e) {
-      if (errno(e) === "ENOENT") continue; // the directory went away under us: prepare again
+      // The directory went away under us: prepare it again (a prepare that cannot is a bug).
+      if (errno(e) === "ENOENT" && Date.now() <= deadline) continue;
       throw e;
     }
     const holder = await liveOther(dir, mine, staleMs);
