@@ -72,11 +72,33 @@ async function reachDir(dir: string): Promise<{ ok: true; detail: string } | { o
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === "EACCES" || code === "EPERM") return { ok: false, reason: `${at} is not writable` };
+      if (code === "EROFS") return { ok: false, reason: `${at} is on a read-only file system` };
       if (code !== "ENOENT") return { ok: false, reason: message(e) };
       const up = path.dirname(at);
       if (up === at) return { ok: false, reason: `no part of ${dir} exists` };
       at = up;
     }
+  }
+}
+
+/**
+ * The fix for a local-disk failure of the embedded store or table: a full disk, a
+ * read-only mount, file permissions or a planted link are not credential problems.
+ */
+function diskFix(e: unknown): string | undefined {
+  if (!isObjstateError(e)) return undefined;
+  const at = typeof e.details?.["path"] === "string" ? e.details["path"] : "the store directory";
+  switch (e.code) {
+    case "STORE_NO_SPACE":
+      return `free space on the device holding ${at}, or move the store to another disk`;
+    case "STORE_READ_ONLY":
+      return `remount ${at} read-write, or point the endpoint at a writable directory`;
+    case "STORE_PERMISSION":
+      return `run objstate as the owner of ${at}, or give this user write access to it`;
+    case "UNSAFE_PATH":
+      return `remove ${at} (objstate never follows links inside the store) and run again`;
+    default:
+      return undefined;
   }
 }
 
@@ -193,11 +215,11 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
           bucketOk = true;
           add({ name: "bucket", status: "ok", detail: `bucket ${bucket} exists and is writable (wrote and deleted ${probe})` });
         } catch (e) {
-          add({ name: "bucket", status: "fail", detail: `bucket ${bucket} exists but writing ${probe} failed: ${message(e)}`, fix: `let these credentials put and delete objects in ${bucket}${prefix === "" ? "" : ` under ${prefix}/`}` });
+          add({ name: "bucket", status: "fail", detail: `bucket ${bucket} exists but writing ${probe} failed: ${message(e)}`, fix: diskFix(e) ?? `let these credentials put and delete objects in ${bucket}${prefix === "" ? "" : ` under ${prefix}/`}` });
         }
       }
     } catch (e) {
-      add({ name: "bucket", status: "fail", detail: message(e), fix: isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the bucket" : "check --bucket and --endpoint" });
+      add({ name: "bucket", status: "fail", detail: message(e), fix: diskFix(e) ?? (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the bucket" : "check --bucket and --endpoint") });
     } finally {
       store.close();
     }
@@ -256,7 +278,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
           add({ name: "lock table", status: "ok", detail: `lock table ${table} has key LockID (String)` });
         }
       } catch (e) {
-        add({ name: "lock table", status: "fail", detail: message(e), fix: isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the table" : "check --kvstore-table and --kvstore-endpoint" });
+        add({ name: "lock table", status: "fail", detail: message(e), fix: diskFix(e) ?? (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the table" : "check --kvstore-table and --kvstore-endpoint") });
       } finally {
         locks.close();
       }
