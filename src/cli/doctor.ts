@@ -211,7 +211,8 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
         const probe = `${prefix === "" ? "" : `${prefix}/`}.objstate-doctor-${randomUUID()}`;
         try {
           await store.put(probe, Buffer.from("objstate doctor probe\n"), { contentType: "text/plain", acl: s.acl.value as Acl | undefined, encrypt: s.encrypt.value === true });
-          await store.delete(probe);
+          // purge, not delete: on a versioned bucket a delete would leave a version and a marker.
+          await store.purge(probe);
           bucketOk = true;
           add({ name: "bucket", status: "ok", detail: `bucket ${bucket} exists and is writable (wrote and deleted ${probe})` });
         } catch (e) {

@@ -13,6 +13,7 @@ import {
   AbortMultipartUploadCommand,
   CreateBucketCommand,
   ListMultipartUploadsCommand,
+  ListObjectVersionsCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -172,6 +173,33 @@ export class S3Driver implements ObjectStoreDriver {
       if (isNotFound(e) && errorName(e) !== "NoSuchBucket") return;
       throw this.mapError(e, { op: "delete", key });
     }
+  }
+
+  async purge(key: string): Promise<void> {
+    await this.delete(key);
+    let keyMarker: string | undefined;
+    let versionMarker: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.send(new ListObjectVersionsCommand({ Bucket: this.bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }));
+      } catch (e) {
+        // Stores without versioning support answer "not implemented": the delete above was all.
+        if (httpStatus(e) === 501 || errorName(e) === "NotImplemented") return;
+        throw this.mapError(e, { op: "list versions of", key });
+      }
+      for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])]) {
+        if (v.Key !== key || v.VersionId === undefined || v.VersionId === "null") continue;
+        try {
+          await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key, VersionId: v.VersionId }));
+        } catch (e) {
+          if (!isNotFound(e)) throw this.mapError(e, { op: "delete a version of", key });
+        }
+      }
+      const more = page.IsTruncated === true;
+      keyMarker = more ? page.NextKeyMarker : undefined;
+      versionMarker = more ? page.NextVersionIdMarker : undefined;
+    } while (keyMarker !== undefined);
   }
 
   async bucketExists(): Promise<boolean> {
