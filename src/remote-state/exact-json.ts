@@ -49,9 +49,9 @@ export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson 
   const stack: ParseFrame[] = [];
   let i = start;
   let result: ExactJson | undefined;
-  let have = false;
+  let have: boolean;
   for (;;) {
-    while (isWs(b[i])) i++;
+    while (i < end && isWs(b[i])) i++;
     if (i >= end) fail(i);
     const top = stack[stack.length - 1];
     // An object wants a key (or its end) before each value.
@@ -67,7 +67,7 @@ export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson 
         if (close < 0) fail(i);
         top.key = JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, close + 1 - i).toString("utf8")) as string;
         i = close + 1;
-        while (isWs(b[i])) i++;
+        while (i < end && isWs(b[i])) i++;
         if (b[i] !== 0x3a) fail(i);
         i++;
         continue;
@@ -113,7 +113,7 @@ export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson 
     while (have) {
       const frame = stack[stack.length - 1];
       if (frame === undefined) {
-        while (isWs(b[i])) i++;
+        while (i < end && isWs(b[i])) i++;
         if (i !== end) fail(i);
         return result as ExactJson;
       }
@@ -124,7 +124,7 @@ export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson 
       } else {
         frame.list.push(result as ExactJson);
       }
-      while (isWs(b[i])) i++;
+      while (i < end && isWs(b[i])) i++;
       if (b[i] === 0x2c) {
         i++;
         have = false;

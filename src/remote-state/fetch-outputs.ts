@@ -13,6 +13,7 @@ import { jsonSyntaxProblem } from "../util/json-error.js";
 import { resolveSettings } from "../resolve/settings.js";
 import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJson, type JsonValue } from "./exact-json.js";
 import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "./extract-outputs.js";
+import { syntaxErrorOffset } from "./json-validate.js";
 import { RemoteOutputs, type FetchOutputsOptions } from "./remote-outputs.js";
 import { StreamingTopLevelScan } from "./stream-scan.js";
 
@@ -76,8 +77,8 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
   } catch (e) {
     if (e instanceof NestingError) throw invalid(`cannot be read: ${e.message}`);
     // The cause is left off on purpose: V8's message quotes the text around the error.
-    const { problem, at } = jsonSyntaxProblem(e, (p) => state.subarray(0, p).toString("utf8"));
-    throw invalid(`is not valid JSON: ${problem}${at === "" ? "" : ` ${at}`}`);
+    const { problem, at } = jsonSyntaxProblem(e, (p) => state.subarray(0, p).toString("utf8"), state.length);
+    throw invalid(`is not valid JSON: ${problem} ${at === "" ? placeError(state) : at}`.trimEnd());
   }
   if (located.kind !== "object") throw invalid(`is not a state: its top level is ${located.kind === "array" ? "an array" : `a ${located.kind}`}, not an object`);
   const found = located.spans;
@@ -96,6 +97,14 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
     else sensitive.delete(k);
   }
   return RemoteOutputs.fromExact(values, { name, workspace, location, method: located.method, streamed: spans !== null }, sensitive);
+}
+
+/** `at line L, column C` of the byte the grammar check stops at ("" when it finds none): V8 does not place "Unexpected token" errors. */
+function placeError(state: Buffer): string {
+  const offset = syntaxErrorOffset(state);
+  if (offset === undefined) return "";
+  const before = state.subarray(0, offset).toString("utf8");
+  return `at line ${before.split("\n").length}, column ${before.length - before.lastIndexOf("\n")}`;
 }
 
 interface RootOutput {

@@ -88,6 +88,8 @@ function isDigit(c: number): boolean {
 export class ContainerCheck {
   /** Next byte to look at. */
   i: number;
+  /** After {@link INVALID} or {@link TOO_DEEP}: index of the byte that made it so. */
+  failedAt = -1;
   private depth = 0;
   private st = new Uint8Array(64);
   private mode = Mode.Value;
@@ -126,6 +128,7 @@ export class ContainerCheck {
             if (c === QUOTE) mode = this.keyString ? Mode.Colon : Mode.After;
             else if (c === BACKSLASH) sub = 1;
             else {
+              this.failedAt = i - 1;
               result = INVALID;
               break loop;
             }
@@ -134,12 +137,14 @@ export class ContainerCheck {
             if (c === 0x75) sub = 5;
             else if (SIMPLE_ESCAPE[c] === 1) sub = 0;
             else {
+              this.failedAt = i - 1;
               result = INVALID;
               break loop;
             }
           } else {
             i++;
             if (HEX[c] !== 1) {
+              this.failedAt = i - 1;
               result = INVALID;
               break loop;
             }
@@ -152,6 +157,7 @@ export class ContainerCheck {
           switch (sub as Num) {
             case Num.Minus:
               if (!digit) {
+                this.failedAt = i;
                 result = INVALID;
                 break loop;
               }
@@ -160,14 +166,22 @@ export class ContainerCheck {
               continue;
             case Num.Zero:
             case Num.Int:
-              if (digit && sub === Num.Int) i++;
-              else if (c === 0x2e) (sub = Num.Dot), i++;
-              else if (c === 0x65 || c === 0x45) (sub = Num.E), i++;
-              else mode = Mode.After;
+              if (digit && sub === Num.Int) {
+                i++;
+              } else if (c === 0x2e) {
+                sub = Num.Dot;
+                i++;
+              } else if (c === 0x65 || c === 0x45) {
+                sub = Num.E;
+                i++;
+              } else {
+                mode = Mode.After;
+              }
               continue;
             case Num.Dot:
             case Num.ESign:
               if (!digit) {
+                this.failedAt = i;
                 result = INVALID;
                 break loop;
               }
@@ -175,14 +189,20 @@ export class ContainerCheck {
               i++;
               continue;
             case Num.Frac:
-              if (digit) i++;
-              else if (c === 0x65 || c === 0x45) (sub = Num.E), i++;
-              else mode = Mode.After;
+              if (digit) {
+                i++;
+              } else if (c === 0x65 || c === 0x45) {
+                sub = Num.E;
+                i++;
+              } else {
+                mode = Mode.After;
+              }
               continue;
             case Num.E:
               if (c === 0x2b || c === MINUS) sub = Num.ESign;
               else if (digit) sub = Num.Exp;
               else {
+                this.failedAt = i;
                 result = INVALID;
                 break loop;
               }
@@ -197,6 +217,7 @@ export class ContainerCheck {
         }
         case Mode.Literal: {
           if (c !== this.lit[sub]) {
+            this.failedAt = i;
             result = INVALID;
             break loop;
           }
@@ -217,6 +238,7 @@ export class ContainerCheck {
       switch (mode) {
         case Mode.Colon:
           if (c !== COLON) {
+            this.failedAt = i - 1;
             result = INVALID;
             break loop;
           }
@@ -238,6 +260,7 @@ export class ContainerCheck {
             mode = Mode.After;
             continue;
           }
+          this.failedAt = i - 1;
           result = INVALID;
           break loop;
         case Mode.After: {
@@ -254,6 +277,7 @@ export class ContainerCheck {
             }
             continue;
           }
+          this.failedAt = i - 1;
           result = INVALID;
           break loop;
         }
@@ -269,6 +293,7 @@ export class ContainerCheck {
           }
           if (c === OPEN_BRACE || c === OPEN_BRACKET) {
             if (depth >= this.maxDepth) {
+              this.failedAt = i - 1;
               result = TOO_DEEP;
               break loop;
             }
@@ -291,6 +316,7 @@ export class ContainerCheck {
             this.lit = c === 0x74 ? TRUE : c === 0x66 ? FALSE : NULL;
             sub = 1;
           } else {
+            this.failedAt = i - 1;
             result = INVALID;
             break loop;
           }
@@ -314,4 +340,22 @@ export class ContainerCheck {
 export function checkContainer(b: Uint8Array, start: number, maxDepth: number): number {
   const r = new ContainerCheck(start, maxDepth).run(b, b.length);
   return r === NEED_MORE ? INVALID : r;
+}
+
+/**
+ * Index of the first byte of `b` that makes it invalid JSON, as `JSON.parse` places
+ * "Unexpected token" errors (V8 gives no position for those); `b.length` when it ends too
+ * early; undefined when it finds nothing wrong or the top level is not a container.
+ */
+export function syntaxErrorOffset(b: Uint8Array): number | undefined {
+  let i = 0;
+  while (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09) i++;
+  if (b[i] !== OPEN_BRACE && b[i] !== OPEN_BRACKET) return undefined;
+  const check = new ContainerCheck(i, Number.MAX_SAFE_INTEGER);
+  const r = check.run(b, b.length);
+  if (r === NEED_MORE) return b.length;
+  if (r < 0) return check.failedAt;
+  i = r;
+  while (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09) i++;
+  return i < b.length ? i : undefined;
 }

@@ -69,7 +69,13 @@ export class RemoteOutputs {
    */
   constructor(values: Readonly<Record<string, JsonValue>>, source: OutputsSource = {}, sensitive: Iterable<string> = []) {
     const map = new Map<string, ExactJson>();
-    for (const [k, v] of Object.entries(values)) map.set(k, fromJs(v));
+    for (const [k, v] of Object.entries(values)) {
+      try {
+        map.set(k, fromJs(v));
+      } catch (e) {
+        throw new ObjstateError("OUTPUT_INVALID", `output "${k}" is not a JSON value: ${(e as Error).message}`, { details: { output: k } });
+      }
+    }
     this.values = map;
     this.sensitive = new Set(sensitive);
     this.source = Object.freeze({ ...source });
