@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import fc from "fast-check";
 import {
   DataRemoteStateObjectStore,
   DataRemoteStateObjectStoreConfig,
@@ -209,6 +210,38 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         const out = await remote(props).fetchOutputs(fetchOptions);
         assert.deepEqual(out.names(), []);
         assert.throws(() => out.get("x"), (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND") && e.message.endsWith("there are no outputs"));
+      });
+
+      it("property: scanned (scanThreshold 0) and parsed whole (Infinity), a state gives the same outputs or the same error", async () => {
+        const props = await target.setup({ locks });
+        const w = await writer(props);
+        const outcome = async (scanThreshold: number): Promise<string> => {
+          try {
+            return `ok ${(await remote(props).fetchOutputs({ ...fetchOptions, scanThreshold })).toJSONText()}`;
+          } catch (e) {
+            return `${(e as { code?: string }).code} ${(e as Error).message}`;
+          }
+        };
+        const damage = fc.constantFrom(",", "]", "}", "[", "{", ":", "0", "NaN", "tru", '"', "\\", "\t", " ", "-", ".", "1e", "");
+        await fc.assert(
+          fc.asyncProperty(fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }), fc.nat(), damage, fc.boolean(), async (outs, at, ch, insert) => {
+            const text = stateWith(outs, { resources: [{ type: "t", attributes: { n: 12345678901234567890n.toString(), list: [1, 2, { a: null }] } }] });
+            const i = at % (text.length + 1);
+            const state = `${text.slice(0, i)}${ch}${text.slice(insert ? i : i + 1)}`;
+            await w.writeState("default", state);
+            const scanned = await outcome(0);
+            assert.equal(scanned, await outcome(Infinity), state);
+            assert.equal(scanned.startsWith("STATE_INVALID") && / is not valid JSON: /.test(scanned), ((): boolean => {
+              try {
+                JSON.parse(state);
+                return false;
+              } catch {
+                return true;
+              }
+            })(), `refused exactly when JSON.parse refuses: ${scanned}`);
+          }),
+          { numRuns: 25 },
+        );
       });
 
       it("a 0-byte state object reads as no state (STATE_NOT_FOUND), like a missing one", async () => {
