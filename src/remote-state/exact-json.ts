@@ -34,6 +34,11 @@ function isWs(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
+/** `-+.eE` and digits: the bytes a number literal is made of. */
+function isNumberByte(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x65 || c === 0x45;
+}
+
 /** An open container while parsing. */
 type ParseFrame = { list: ExactJson[]; map?: undefined; key?: undefined } | { list?: undefined; map: Map<string, ExactJson>; key: string | undefined };
 
@@ -101,7 +106,7 @@ export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson 
         i += word.length;
       } else {
         let j = i;
-        while (j < end && ((b[j] as number) === 0x2d || (b[j] as number) === 0x2b || (b[j] as number) === 0x2e || (b[j] as number) === 0x65 || (b[j] as number) === 0x45 || ((b[j] as number) >= 0x30 && (b[j] as number) <= 0x39))) j++;
+        while (j < end && isNumberByte(b[j] as number)) j++;
         const text = Buffer.from(b.buffer, b.byteOffset + i, j - i).toString("latin1");
         if (!NUMBER_LITERAL.test(text)) fail(i);
         result = new JsonNumber(text);
@@ -178,7 +183,7 @@ export function fromJs(value: JsonValue): ExactJson {
       continue;
     }
     const item = f.src[f.i] as unknown;
-    const v = Array.isArray(f.src) && "obj" in f ? (item as [string, unknown])[1] : item;
+    const v = "obj" in f ? (item as [string, unknown])[1] : item;
     const converted = convertLeaf(v);
     if (isFrame(converted)) {
       stack.push(converted);

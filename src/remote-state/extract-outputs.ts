@@ -21,7 +21,8 @@
  *
  * Below {@link DEFAULT_SCAN_THRESHOLD} the document is parsed whole with `JSON.parse`
  * (for small documents it is as fast, and the scanner's first run is cold code) and then
- * scanned for the spans, which for a document `JSON.parse` accepts always succeeds.
+ * scanned for the spans, which for a document `JSON.parse` accepts always succeeds unless
+ * it is nested too deep.
  */
 import { Buffer } from "node:buffer";
 import { checkContainer, INVALID, MAX_NESTING, TOO_DEEP } from "./json-validate.js";
