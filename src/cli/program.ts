@@ -146,8 +146,11 @@ export function program(): Command {
     .command("output")
     .description("print the outputs of a workspace's state, over --defaults (all of them, or one by name)")
     .argument("[name]", "one output")
-    .option("--json", "print JSON")
-    .addOption(new Option("--raw", "print a string output as is: no quotes, no trailing newline (needs NAME; refuses non-strings)").conflicts("json"));
+    .option("--json", "print JSON (numbers exactly as in the state)")
+    .addOption(
+      new Option("--raw", "print one string, number or boolean output as is: no quotes, no trailing newline, numbers in plain decimal (needs NAME)").conflicts("json"),
+    )
+    .option("--show-sensitive", "show the values of sensitive outputs in the listing of all outputs (one asked for by NAME is always shown)");
   addSettingsOptions(output, { workspace: true, defaults: true }).action((name: string | undefined, ...rest: unknown[]) => outputAction(name, optsOf(rest)));
 
   const doctor = jsonOption(root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest"));
