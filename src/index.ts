@@ -7,3 +7,4 @@
 export * from "./config-entry.js";
 export { ObjectStoreBackend, type ConnectOptions, type LockOptions, type LockInfo, type ReadOptions, type WriteOptions } from "./backend/backend.js";
 export type { Credentials, CredentialsProvider, Acl } from "./store/types.js";
+export { DEFAULT_TIMEOUTS, type Timeouts } from "./util/sdk-client.js";

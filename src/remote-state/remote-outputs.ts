@@ -10,7 +10,7 @@ import { ObjstateError } from "../errors.js";
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 /** Options of `DataRemoteStateObjectStore.fetchOutputs`: the connect options that matter for a read. */
-export interface FetchOutputsOptions extends Pick<ConnectOptions, "env" | "cwd" | "digestRetry" | "s3" | "onWarning" | "clock"> {
+export interface FetchOutputsOptions extends Pick<ConnectOptions, "env" | "cwd" | "digestRetry" | "s3" | "onWarning" | "clock" | "timeouts"> {
   /**
    * States of at least this many bytes have their outputs picked out by a scan of the bytes
    * instead of a full parse (default 1 MiB). 0 always scans; `Infinity` always parses.
