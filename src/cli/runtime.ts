@@ -36,6 +36,11 @@ export function setRequestTimeout(ms: number | undefined): void {
   requestTimeouts = ms === undefined ? undefined : { requestMs: ms };
 }
 
+/** The timeouts `--timeout` asked for (undefined: the defaults), for connections made elsewhere. */
+export function cliTimeouts(): Partial<Timeouts> | undefined {
+  return requestTimeouts;
+}
+
 /** Connect the backend with the CLI's warning channel. Close it when done. */
 export function connect(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, options: Omit<ConnectOptions, "env" | "onWarning"> = {}): Promise<ObjectStoreBackend> {
   return ObjectStoreBackend.connect(config, { timeouts: requestTimeouts, ...options, env: process.env, onWarning: warn });

@@ -99,6 +99,15 @@ describe("a server that accepts and never answers", () => {
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, new RegExp(`objstate: error: no answer from the object store at ${srv.url.replace(/\./g, "\\.")}`));
     assert.ok(ms < 2000 + SLACK_MS + 1500, `took ${ms} ms`);
+    assert.doesNotMatch(r.stderr, /@smithy|@aws-sdk|WARN/, "no raw SDK warnings");
+  });
+
+  it("objstate output --timeout 2s (remote-state read) gives up in time too", () => {
+    const started = Date.now();
+    const r = runCli(["output", "--timeout", "2s", "--bucket", "stalled", "--endpoint", srv.url], { env: { PROVIDER_ACCESS_KEY: "AKIDEXAMPLE", PROVIDER_SECRET_KEY: "not-a-secret" } });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /no answer from the object store at/);
+    assert.ok(Date.now() - started < 2000 + SLACK_MS + 1500, `took ${Date.now() - started} ms`);
   });
 
   it("--timeout must be a duration above zero", () => {
