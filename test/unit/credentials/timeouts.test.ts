@@ -1,6 +1,7 @@
 /** Timeouts of the SDK clients and the shared server clock (src/util/sdk-client.ts, server-clock.ts). */
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import type { Command } from "commander";
 import { isObjstateError } from "../../../src/errors.js";
 import { serverClockFor, serverNow } from "../../../src/util/server-clock.js";
 import { DEADLINE_BYTES_PER_SECOND, DEFAULT_TIMEOUTS, deadlineMs, displayUrl, resolveTimeouts, sdkClientConfig } from "../../../src/util/sdk-client.js";
@@ -44,4 +45,13 @@ it("one clock offset per server origin, shared by every endpoint URL of that ser
   assert.equal(serverClockFor("http://127.0.0.1:7480/").offsetMs, -600_000);
   assert.equal(serverClockFor("http://127.0.0.1:7481").offsetMs, 0);
   assert.ok(Math.abs(serverNow("http://127.0.0.1:7480") - (Date.now() - 600_000)) < 1_000);
+});
+
+it("--timeout is offered by every command that contacts a server, and not by synth or config", async () => {
+  const { program } = await import("../../../src/cli/program.js");
+  const leaves = (c: Command): Command[] => (c.commands.length === 0 ? [c] : c.commands.flatMap(leaves));
+  for (const cmd of leaves(program())) {
+    const has = cmd.options.some((o) => o.long === "--timeout");
+    assert.equal(has, !["synth", "config"].includes(cmd.name()), cmd.name());
+  }
 });
