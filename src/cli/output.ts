@@ -11,7 +11,7 @@ import { DataRemoteStateObjectStore } from "../remote-state/data-remote-state.js
 import { decimalForm, MAX_DECIMAL_DIGITS } from "../remote-state/exact-json.js";
 import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
 import { CliError, EXIT, usageError } from "./io.js";
-import { warn } from "./runtime.js";
+import { cliTimeouts, warn } from "./runtime.js";
 import { gatherSettings, remoteStateConfigOf } from "./settings.js";
 
 /** Name under which the CLI reads the remote state (appears in library messages). */
@@ -28,7 +28,7 @@ export async function outputAction(name: string | undefined, opts: Record<string
   if (raw && name === undefined) throw usageError("--raw prints one output: give its NAME (objstate output NAME --raw)");
   const input = gatherSettings(opts);
   const config = remoteStateConfigOf(input);
-  const outputs = await new DataRemoteStateObjectStore(REMOTE_NAME, config).fetchOutputs({ env: process.env, onWarning: warn });
+  const outputs = await new DataRemoteStateObjectStore(REMOTE_NAME, config).fetchOutputs({ env: process.env, onWarning: warn, timeouts: cliTimeouts() });
   const workspace = input.workspace ?? "default";
   const where = outputs.source.location === undefined ? `workspace ${workspace}` : `workspace ${workspace} at ${outputs.source.location}`;
 

@@ -21,9 +21,11 @@ import {
   type Opts,
 } from "./commands.js";
 import { doctorAction } from "./doctor.js";
+import { durationFlag } from "./duration.js";
 import { initAction } from "./init.js";
 import { EXIT, exitCodeOf } from "./io.js";
 import { outputAction } from "./output.js";
+import { setRequestTimeout } from "./runtime.js";
 import { addSettingsOptions } from "./settings.js";
 import { paint } from "./term.js";
 
@@ -60,6 +62,22 @@ function lockIdOption(cmd: Command): Command {
   return cmd.addOption(new Option("--lock-id <id>", "write under this lock, which you hold (the ID printed by objstate lock); it stays held: release it with objstate unlock"));
 }
 
+/**
+ * `--timeout`: not a setting of the seed's config (nothing to synthesize), so it sits
+ * here beside `--lock-timeout`, on every command that talks to a server.
+ */
+function timeoutOption(cmd: Command): Command {
+  return cmd.addOption(
+    new Option(
+      "--timeout <duration>",
+      "give up on a request to the object store, lock table or STS after this long, retries included (one more second per MiB of a large body): 30s, 2m [default: 60s; connect 5s and idle 20s per attempt]",
+    ),
+  );
+}
+
+/** Commands that never contact a server. */
+const OFFLINE = new Set(["synth", "config"]);
+
 export function program(): Command {
   const root = new Command("objstate")
     .description("Keep an infrastructure tool's state in an object-storage bucket, with locking in a key-value table.")
@@ -72,6 +90,10 @@ export function program(): Command {
     })
     .addHelpText("after", EXIT_CODES_HELP);
   // Settings made above (exitOverride, output, suggestions) are copied to subcommands when they are created.
+  root.hook("preAction", (_root, action) => {
+    const t = action.opts()["timeout"];
+    setRequestTimeout(typeof t === "string" ? durationFlag("--timeout", t) : undefined);
+  });
 
   const synth = root
     .command("synth")
@@ -165,6 +187,13 @@ export function program(): Command {
   );
   addSettingsOptions(init).action((...args: unknown[]) => initAction(optsOf(args)));
 
+  const visit = (cmd: Command): void => {
+    for (const sub of cmd.commands) {
+      if (sub.commands.length > 0) visit(sub);
+      else if (!OFFLINE.has(sub.name())) timeoutOption(sub);
+    }
+  };
+  visit(root);
   return root;
 }
 

@@ -13,8 +13,9 @@ import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import { parseEndpoint } from "../store/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { ObjectStoreDriver } from "../store/types.js";
+import type { Timeouts } from "../util/sdk-client.js";
 import { formatDuration } from "./duration.js";
-import { CliError, EXIT } from "./io.js";
+import { CliError, EXIT, usageError } from "./io.js";
 import { paint } from "./term.js";
 
 const warned = new Set<string>();
@@ -26,9 +27,23 @@ export function warn(message: string, code = message): void {
   process.stderr.write(`${paint(process.stderr).yellow("objstate: warning:")} ${message}\n`);
 }
 
+/** `--timeout` of the running command (the per-request deadline), when given. */
+let requestTimeouts: Partial<Timeouts> | undefined;
+
+/** Set from `--timeout` before each command runs; undefined means the defaults. */
+export function setRequestTimeout(ms: number | undefined): void {
+  if (ms !== undefined && ms <= 0) throw usageError("--timeout must be more than 0s", "INVALID_DURATION");
+  requestTimeouts = ms === undefined ? undefined : { requestMs: ms };
+}
+
+/** The timeouts `--timeout` asked for (undefined: the defaults), for connections made elsewhere. */
+export function cliTimeouts(): Partial<Timeouts> | undefined {
+  return requestTimeouts;
+}
+
 /** Connect the backend with the CLI's warning channel. Close it when done. */
 export function connect(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, options: Omit<ConnectOptions, "env" | "onWarning"> = {}): Promise<ObjectStoreBackend> {
-  return ObjectStoreBackend.connect(config, { ...options, env: process.env, onWarning: warn });
+  return ObjectStoreBackend.connect(config, { timeouts: requestTimeouts, ...options, env: process.env, onWarning: warn });
 }
 
 /** Connect, run `work` with the backend, and close it whatever happens. */
@@ -43,7 +58,7 @@ export async function withBackend<T>(config: ObjectStoreBackendConfig | DataRemo
 
 /** The identity for HTTP endpoints (the credentials chain). */
 export async function identityFor(settings: ResolvedBackendSettings): Promise<Identity> {
-  return await resolveIdentity(settings, { env: process.env });
+  return await resolveIdentity(settings, { env: process.env, timeouts: requestTimeouts });
 }
 
 /** Is this endpoint an HTTP API (needs credentials) rather than a `file:` directory? */
@@ -54,7 +69,7 @@ export function isHttp(endpoint: string): boolean {
 /** The object-store driver for resolved settings (credentials only for HTTP endpoints). */
 export async function storeFor(settings: ResolvedBackendSettings, identity: Identity | undefined): Promise<ObjectStoreDriver> {
   const endpoint = settings.endpoint.value as string;
-  return openStore({ bucket: settings.bucket.value as string, endpoint, region: settings.region.value ?? "us-east-1", credentials: isHttp(endpoint) ? identity?.provider : undefined });
+  return openStore({ bucket: settings.bucket.value as string, endpoint, region: settings.region.value ?? "us-east-1", credentials: isHttp(endpoint) ? identity?.provider : undefined, timeouts: requestTimeouts });
 }
 
 /** The lock-table driver for resolved settings (table and endpoint must be set). */
@@ -65,6 +80,7 @@ export async function lockTableFor(settings: ResolvedBackendSettings, identity: 
     endpoint,
     region: settings.region.value ?? "us-east-1",
     credentials: isHttp(endpoint) ? identity?.provider : undefined,
+    timeouts: requestTimeouts,
   });
 }
 

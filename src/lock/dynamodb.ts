@@ -18,6 +18,7 @@ import {
 import { sdkCredentials } from "../credentials/sdk.js";
 import { ObjstateError } from "../errors.js";
 import { parseEndpoint } from "../store/endpoint.js";
+import { armClient, resolveTimeouts, sdkClientConfig } from "../util/sdk-client.js";
 import type { CredentialsProvider } from "../store/types.js";
 import type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
 
@@ -78,13 +79,16 @@ export class DynamoDbLockTable implements LockTableDriver {
     this.table = options.table;
     const url = withoutUserInfo(parsed.url);
     this.location = `DynamoDB table "${options.table}" at ${url}`;
+    const timeouts = resolveTimeouts(options.timeouts);
+    // A provider, not resolved values: the SDK calls it again when temporary credentials near expiry.
+    const credentials = sdkCredentials(options.credentials === undefined ? noCredentials(this.location) : reportingFailures(options.credentials, this.location));
     this.client = new DynamoDBClient({
-      endpoint: parsed.url,
-      region: options.region ?? DEFAULT_REGION,
-      // A provider, not resolved values: the SDK calls it again when temporary credentials near expiry.
-      credentials: sdkCredentials(options.credentials === undefined ? noCredentials(this.location) : reportingFailures(options.credentials, this.location)),
-      requestHandler: { connectionTimeout: 5_000, requestTimeout: 30_000 },
+      ...sdkClientConfig({ service: "lock table", endpoint: parsed.url, region: options.region ?? DEFAULT_REGION, credentials, timeouts }),
+      // Discovery would send requests to whatever addresses the server lists.
+      endpointDiscoveryEnabled: false,
+      accountIdEndpointMode: "disabled",
     });
+    armClient(this.client, { service: "lock table", endpoint: parsed.url, timeouts });
   }
 
   async describeKeySchema(): Promise<KeyAttribute[] | null> {

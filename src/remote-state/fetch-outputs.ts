@@ -35,6 +35,7 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
     digestRetry: options.digestRetry,
     s3: options.s3,
     clock: options.clock,
+    timeouts: options.timeouts,
     onWarning: options.onWarning,
   });
   const location = backend.describe(workspace);

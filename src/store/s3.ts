@@ -26,6 +26,7 @@ import type { PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.js";
 import { ObjstateError } from "../errors.js";
+import { armClient, resolveTimeouts, sdkClientConfig } from "../util/sdk-client.js";
 import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 import { parseEndpoint } from "./endpoint.js";
 import type { CredentialsProvider, GetOptions, GetResult, Leftover, ListOptions, ObjectMeta, ObjectStoreDriver, PutOptions, StoreDriverOptions } from "./types.js";
@@ -43,8 +44,6 @@ export interface WireRequest {
 export interface S3DriverOptions extends StoreDriverOptions {
   /** Called for every HTTP request (each retry too), after signing, just before it is sent. */
   readonly onRequest?: ((req: WireRequest) => void) | undefined;
-  /** Milliseconds to wait for a TCP connection before giving up (default 5000). */
-  readonly connectTimeoutMs?: number | undefined;
 }
 
 const MiB = 1024 * 1024;
@@ -83,15 +82,16 @@ export class S3Driver implements ObjectStoreDriver {
     this.endpoint = withoutUserInfo(ep.url);
     this.location = `${this.endpoint}/${this.bucket}`;
     this.multipartThreshold = options.multipartThreshold ?? DEFAULT_MULTIPART_THRESHOLD;
+    const timeouts = resolveTimeouts(options.timeouts);
     this.client = new S3Client({
-      endpoint: ep.url,
-      region: options.region ?? "us-east-1",
+      ...sdkClientConfig({ service: "object store", endpoint: ep.url, region: options.region ?? "us-east-1", credentials: sdkCredentialsFor(options.credentials), timeouts }),
       forcePathStyle: true,
-      credentials: sdkCredentialsFor(options.credentials),
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",
-      requestHandler: { connectionTimeout: options.connectTimeoutMs ?? 5000 },
+      useArnRegion: false,
+      disableS3ExpressSessionAuth: true,
     });
+    armClient(this.client, { service: "object store", endpoint: ep.url, timeouts });
     if (options.onRequest !== undefined) this.addRequestHook(options.onRequest);
   }
 

@@ -157,4 +157,6 @@ export interface StoreDriverOptions {
   readonly multipartThreshold?: number | undefined;
   /** Base directory for relative `file:` endpoints (default `process.cwd()`). */
   readonly cwd?: string | undefined;
+  /** Connect, idle and per-request timeouts of network drivers (defaults: `DEFAULT_TIMEOUTS`). */
+  readonly timeouts?: Partial<import("../util/sdk-client.js").Timeouts> | undefined;
 }
