@@ -398,12 +398,21 @@ export class ObjectStoreBackend {
       });
     } catch (e) {
       if (!isObjstateError(e, "PRECONDITION_FAILED")) throw e;
-      throw await this.lostRace(workspace, locks, e);
+      // A PUT retried after its reply was lost finds its own first attempt stored: that is success.
+      if (!(await this.storedIsOurs(path, await hashing, lockId))) throw await this.lostRace(workspace, locks, e);
     }
     options.onStored?.();
     const digest = await hashing;
     if (locks !== undefined) await this.recordDigest(workspace, digest, locks);
     return { written: true, md5: digest };
+  }
+
+  /** Is the stored object exactly these bytes, written under this lock (or by this call without one)? */
+  private async storedIsOurs(path: string, sum: string, lockId: string | undefined): Promise<boolean> {
+    const obj = await this.store.get(path, { md5: true });
+    if (obj === null || md5(obj.body) !== sum) return false;
+    const by = obj.meta.metadata?.[META.lockId];
+    return lockId === undefined ? by === undefined : by === encodeMeta(lockId);
   }
 
   /**
