@@ -190,7 +190,7 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   const workspace = workspaceOf(input);
   const timeout = lockTimeoutOf(opts);
   const config = backendConfigOf(input);
-  const bytes = readInput(file);
+  const bytes = readInput(file, "state");
   const name = file === "-" ? "standard input" : file;
   const doc = parseJsonText(bytes.toString("utf8"), name);
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw usageError(`${name} is not a state: expected a JSON object`, "INVALID_STATE");

@@ -4,7 +4,6 @@
  * stderr and a documented exit code (io.ts).
  */
 import { Command, CommanderError, Option } from "commander";
-import { ObjstateError } from "../errors.js";
 import { objstateVersion } from "../version.js";
 import {
   configAction,
@@ -21,14 +20,15 @@ import {
 } from "./commands.js";
 import { doctorAction } from "./doctor.js";
 import { initAction } from "./init.js";
-import { EXIT, exitCodeOf } from "./io.js";
+import { debugEnabled, errorLine, EXIT, exitCodeOf, isClosedOutput } from "./io.js";
 import { outputAction } from "./output.js";
 import { addSettingsOptions } from "./settings.js";
 import { paint } from "./term.js";
 
 const EXIT_CODES_HELP = `
 Exit codes: 0 ok, 1 error, 2 usage or bad input (nothing was written), 3 state locked
-by another holder, 4 state does not match its digest.`;
+by another holder, 4 state does not match its digest, 5 state conflict, 6 lock no longer
+held; 129 / 130 / 143 interrupted by SIGHUP / SIGINT / SIGTERM, 141 output closed.`;
 
 /** Commander's error text (`error: unknown option '--x'\\n(Did you mean --y?)`) as one line. */
 function oneLine(text: string): string {
@@ -138,6 +138,15 @@ export function program(): Command {
   return root;
 }
 
+/**
+ * Print an error as one line on stderr (`objstate: error: …`); with OBJSTATE_DEBUG, the
+ * stack of anything unexpected follows.
+ */
+export function reportError(e: unknown): void {
+  process.stderr.write(`${paint(process.stderr).red("objstate: error:")} ${errorLine(e)}\n`);
+  if (debugEnabled() && e instanceof Error && e.stack !== undefined) process.stderr.write(`${e.stack}\n`);
+}
+
 /** Run the CLI on `argv`; returns the exit code. */
 export async function run(argv: string[]): Promise<number> {
   try {
@@ -148,8 +157,9 @@ export async function run(argv: string[]): Promise<number> {
       // commander already printed the message (and help / version on request)
       return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    const message = e instanceof ObjstateError || e instanceof Error ? e.message : String(e);
-    process.stderr.write(`${paint(process.stderr).red("objstate: error:")} ${message}\n`);
+    // The reader of our output is gone (`| head`): nothing to say, and no one to say it to.
+    if (isClosedOutput(e)) return EXIT.outputClosed;
+    reportError(e);
     return exitCodeOf(e);
   }
 }

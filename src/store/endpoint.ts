@@ -23,7 +23,12 @@ export function parseEndpoint(endpoint: string, cwd: string = process.cwd()): Pa
       }
       return { kind: "file", dir };
     }
-    const rest = decodeURIComponent(e.slice("file:".length));
+    let rest: string;
+    try {
+      rest = decodeURIComponent(e.slice("file:".length));
+    } catch (cause) {
+      throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" is not a valid file URL: a % must start an escape such as %20 (write %25 for a literal %)`, { cause });
+    }
     if (rest === "") {
       throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" names no directory (expected file:///absolute/path or file:relative/path)`);
     }
