@@ -17,7 +17,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { sdkCredentials } from "../credentials/sdk.js";
 import { ObjstateError } from "../errors.js";
-import { parseEndpoint } from "../store/endpoint.js";
+import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../store/endpoint.js";
 import type { CredentialsProvider } from "../store/types.js";
 import type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
 
@@ -266,10 +266,36 @@ export function toObjstateError(e: unknown, action: string, location: string): O
     // Server messages for signature errors quote the Authorization header: never copy them.
     return new ObjstateError("ACCESS_DENIED", `${verb}: access denied (${name}); check the credentials and their permissions on the table`, { cause: e });
   }
+  if (isTlsToPlainHttp(e)) {
+    return new ObjstateError("ENDPOINT_PLAIN_HTTP", `${verb}: ${plainHttpAdvice(endpointOf(location))}`, { cause: e });
+  }
+  if (isNotDynamoDbAnswer(e)) {
+    const status = httpStatus(e);
+    return new ObjstateError(
+      "ENDPOINT_NOT_DYNAMODB",
+      `${verb}: the endpoint does not speak the DynamoDB API (its answer${status === undefined ? "" : `, HTTP ${status},`} is not a DynamoDB response); check kvstoreEndpoint: is it the object store's (S3) endpoint?`,
+      { cause: e },
+    );
+  }
   if (isUnreachable(e)) {
     return new ObjstateError("ENDPOINT_UNREACHABLE", `${verb}: the endpoint did not answer (${socketCode(e) ?? name}); check kvstoreEndpoint and that the server is running`, { cause: e });
   }
-  return new ObjstateError("LOCK_TABLE_ERROR", `${verb}: ${name}: ${redact(errorMessage(e))}`, { cause: e });
+  return new ObjstateError("LOCK_TABLE_ERROR", `${verb}: ${name}: ${redact(firstLine(errorMessage(e)))}`, { cause: e });
+}
+
+/** The SDK could not read the answer as DynamoDB JSON: something else (an S3 gateway's XML, an HTML page) answered. */
+function isNotDynamoDbAnswer(e: unknown): boolean {
+  return /Deserialization error/i.test(errorMessage(e)) || (errorName(e) === "SyntaxError" && httpStatus(e) !== undefined);
+}
+
+/** The URL in a location such as `DynamoDB table "t" at https://host:port`. */
+function endpointOf(location: string): string {
+  return / at (\S+)$/.exec(location)?.[1] ?? location;
+}
+
+/** One line of a server's or the SDK's message, without V8's quote of a body it could not parse. */
+function firstLine(message: string): string {
+  return (message.split("\n")[0] ?? "").replace(/, (?:\.\.\.)?".*" is not valid JSON$/, "").trim();
 }
 
 function keySchemaOf(table: TableDescription): KeyAttribute[] {
