@@ -15,7 +15,7 @@ import { synthesizeProps } from "../synth/document.js";
 import { formatToolJson, secretWarnings } from "../synth/tool-json.js";
 import { durationFlag } from "./duration.js";
 import { CliError, EXIT, parseJsonText, readInput, readJsonFile, usageError } from "./io.js";
-import { acquireLock, lockWaiting, requireLocking, warn, whileLocked, withBackend } from "./runtime.js";
+import { acquireLock, guardedWhileLocked, lockWaiting, requireLocking, stateStored, warn, withBackend } from "./runtime.js";
 import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 
@@ -138,7 +138,7 @@ export async function workspaceNewAction(name: string, opts: Opts): Promise<void
       if ((await backend.listWorkspaces()).includes(name)) {
         throw new CliError("WORKSPACE_EXISTS", `workspace ${name} already exists (${backend.describe(name)})`, EXIT.error);
       }
-      await backend.writeState(name, emptyState(), { lockId: lock?.info.ID });
+      await backend.writeState(name, emptyState(), { lockId: lock?.info.ID, onStored: stateStored });
       failed = false;
     } finally {
       await lock?.release(failed);
@@ -159,7 +159,9 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
     if (!(await backend.listWorkspaces()).includes(name)) {
       throw new CliError("WORKSPACE_NOT_FOUND", `workspace ${name} does not exist (no state at ${backend.describe(name)})`, EXIT.error);
     }
-    await whileLocked(() => backend.deleteWorkspace(name), timeout);
+    // The delete takes and releases its own lock: an interrupt lets it settle, then says what it did.
+    const { interrupted } = await guardedWhileLocked(backend.describe(name), () => backend.deleteWorkspace(name), timeout);
+    if (interrupted) process.stderr.write(`objstate: interrupted, but the delete had already been sent: workspace ${name} is deleted and its lock released\n`);
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), deleted: true });
     say(`deleted workspace ${name} (${backend.describe(name)})`);
   });
@@ -200,7 +202,7 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
     const progress = Progress.start(process.stderr, `pushing ${backend.describe(workspace)}`, bytes.length);
     let failed = true;
     try {
-      await backend.writeState(workspace, bytes, { lockId: lock?.info.ID, onProgress: (sent) => progress.update(sent) });
+      await backend.writeState(workspace, bytes, { lockId: lock?.info.ID, onProgress: (sent) => progress.update(sent), onStored: stateStored });
       failed = false;
     } finally {
       progress.done();
@@ -223,9 +225,13 @@ export async function lockAction(opts: Opts): Promise<void> {
   await withBackend(config, async (backend) => {
     const operation = typeof opts["operation"] === "string" ? opts["operation"] : "objstate lock";
     const info = typeof opts["info"] === "string" ? opts["info"] : "";
-    const lock = await lockWaiting(backend, workspace, { operation, info }, timeout);
-    if (opts["json"] === true) return printJson(lock);
-    say(lock.ID);
+    const { info: lock, interrupted } = await lockWaiting(backend, workspace, { operation, info }, timeout);
+    if (opts["json"] === true) printJson(lock);
+    else say(lock.ID);
+    if (interrupted !== undefined) {
+      // The lock landed after the interrupt: it is held, and only its ID can release it.
+      throw new CliError("INTERRUPTED", `interrupted after the lock was taken: lock ${lock.ID} on ${backend.describe(workspace)} is held; release it with objstate unlock ${lock.ID} -w ${workspace}`, interrupted.exitCode);
+    }
   });
 }
 
