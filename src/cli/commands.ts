@@ -34,7 +34,7 @@ function lockTimeoutOf(opts: Opts): number {
 
 /** A workspace named as a command argument (`workspace new NAME`). */
 function workspaceArg(name: string): string {
-  if (!RULES.workspace.valid(name)) throw usageError(`workspace name must be ${RULES.workspace.expected}, got ${JSON.stringify(name)}`, "INVALID_WORKSPACE");
+  if (!RULES.workspace.valid(name)) throw usageError(`workspace must be ${RULES.workspace.expected}, got ${JSON.stringify(name)}`, "INVALID_WORKSPACE");
   return name;
 }
 

@@ -25,6 +25,8 @@ const KEY = "LockID";
 const DEFAULT_REGION = "us-east-1";
 /** How long createTable waits for the table to become ACTIVE. */
 const ACTIVE_TIMEOUT_MS = 5 * 60_000;
+/** How long a connect waits for a table that someone else is still creating. */
+const CREATING_WAIT_MS = 30_000;
 /**
  * putIfAbsent re-tries when the blocking item vanishes before it can be read; more than
  * a handful of rounds means something is deleting and re-creating the item in a loop.
@@ -223,7 +225,24 @@ export class DynamoDbLockTable implements LockTableDriver {
     }
   }
 
+  /**
+   * DescribeTable, waiting (up to {@link CREATING_WAIT_MS}) while the table is still being
+   * created: such a table already has its key schema but refuses items as if it did not
+   * exist, so using it at once would report a table that is there as missing.
+   */
   private async describeTable(): Promise<TableDescription | null> {
+    const deadline = Date.now() + CREATING_WAIT_MS;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 1_000)) {
+      const table = await this.describeTableOnce();
+      if (table?.TableStatus !== "CREATING") return table;
+      if (Date.now() + delay > deadline) {
+        throw new ObjstateError("TABLE_NOT_READY", `${this.location} is still being created (status CREATING after ${CREATING_WAIT_MS / 1000} s): try again once it is ACTIVE`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+
+  private async describeTableOnce(): Promise<TableDescription | null> {
     try {
       const out = await this.client.send(new DescribeTableCommand({ TableName: this.table }));
       return out.Table ?? null;
@@ -236,7 +255,7 @@ export class DynamoDbLockTable implements LockTableDriver {
   private async waitUntilActive(): Promise<void> {
     const deadline = Date.now() + ACTIVE_TIMEOUT_MS;
     for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
-      const table = await this.describeTable();
+      const table = await this.describeTableOnce();
       if (table?.TableStatus === "ACTIVE") return;
       if (Date.now() + delay > deadline) {
         throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location} did not become ACTIVE within ${ACTIVE_TIMEOUT_MS / 1000} s (status ${table?.TableStatus ?? "absent"})`);

@@ -166,7 +166,7 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         const where = `workspace default at ${props.bucket}/env:/tool.tfstate`;
         const cases: [string, RegExp][] = [
           ['{"version": 4, "outputs": {"password": {"value": "hunter2"}}} x', /is not valid JSON: Unexpected non-whitespace character after JSON at line 1, column \d+$/],
-          ['{"version": 4,\n "outputs": {"a": {"value": hunter2}}}', /is not valid JSON: Unexpected token 'h'$/],
+          ['{"version": 4,\n "outputs": {"a": {"value": hunter2}}}', /is not valid JSON: unexpected character$/],
           ["", /is not valid JSON: Unexpected end of JSON input$/],
           ['[{"outputs": {}}]', /is not a state: its top level is an array, not an object$/],
           ['"hunter2"', /is not a state: its top level is a string, not an object$/],
