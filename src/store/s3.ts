@@ -298,7 +298,8 @@ export class S3Driver implements ObjectStoreDriver {
     if (e instanceof ObjstateError) return e;
     const name = errorName(e);
     const status = httpStatus(e);
-    const what = `${ctx.op} ${ctx.key === undefined ? `bucket "${this.bucket}"` : `"${ctx.key}" in bucket "${this.bucket}"`} at ${this.endpoint}`;
+    // "check bucket" + `bucket "b"` would say "bucket" twice.
+    const what = `${ctx.op.replace(/ bucket$/, "")} ${ctx.key === undefined || ctx.key === "" ? `bucket "${this.bucket}"` : `"${ctx.key}" in bucket "${this.bucket}"`} at ${this.endpoint}`;
     const details = { operation: ctx.op, key: ctx.key, bucket: this.bucket, errorName: name, httpStatus: status };
     if (name === "NoSuchBucket") {
       return new ObjstateError("BUCKET_NOT_FOUND", `bucket "${this.bucket}" does not exist at ${this.endpoint}: check the bucket name and endpoint, or create the bucket`, { cause: e, details });

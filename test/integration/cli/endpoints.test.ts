@@ -101,6 +101,13 @@ describe("objstate CLI: endpoints that answer wrongly", () => {
     assert.doesNotMatch(list.stderr, /\$response|Deserialization/);
   });
 
+  it("says each word once: a bucket check refused is not 'check bucket bucket'", () => {
+    const r = runCli(["init", "--bucket", bucket, "--endpoint", s.s3Endpoint], { env: { ...env, PROVIDER_SECRET_KEY: "wrong-secret" } });
+    assert.equal(r.code, 1);
+    assertErrorLine(r, new RegExp(`access denied: cannot check bucket "${bucket}" at `));
+    assert.doesNotMatch(r.stderr, /\b([a-z]{2,})\s+\1\b/i);
+  });
+
   it("a bare host (https) on a plain-HTTP server says so and suggests http://, for both drivers and doctor", () => {
     const s3 = runCli(["state", "pull", "--bucket", bucket, "--endpoint", hostPort(s.s3Endpoint)], { env });
     assert.equal(s3.code, 1);
