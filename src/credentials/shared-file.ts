@@ -125,11 +125,11 @@ export function sharedFileProfileLoader(options: SharedFileOptions): ProfileLoad
     const { text, mode } = readText(file, name);
     const profile = readProfile(file, text, name);
     // Group or others: readable leaks the keys; writable lets another user swap in their own.
-    if (mode !== undefined && (mode & 0o044) !== 0) {
-      options.onWarning?.(`shared credentials file ${file} can be read by other users; restrict it with chmod 600 ${file}`, "OBJSTATE_CREDENTIALS_FILE_READABLE");
-    }
-    if (mode !== undefined && (mode & 0o022) !== 0) {
-      options.onWarning?.(`shared credentials file ${file} can be changed by other users; restrict it with chmod 600 ${file}`, "OBJSTATE_CREDENTIALS_FILE_WRITABLE");
+    const readable = mode !== undefined && (mode & 0o044) !== 0;
+    const writable = mode !== undefined && (mode & 0o022) !== 0;
+    if (readable || writable) {
+      const how = readable && writable ? "read and changed" : readable ? "read" : "changed";
+      options.onWarning?.(`shared credentials file ${file} can be ${how} by other users; restrict it with chmod 600 ${file}`, readable ? "OBJSTATE_CREDENTIALS_FILE_READABLE" : "OBJSTATE_CREDENTIALS_FILE_WRITABLE");
     }
     return { name, values: profileValues(file, name, profile) };
   };

@@ -120,6 +120,10 @@ describe("the shared credentials file", () => {
     const warnings: [string, string][] = [];
     resolveEffectiveSettings(B({ sharedCredentialsFile: f }), {}, { onWarning: (m, c) => warnings.push([m, c]) });
     assert.deepEqual(warnings, [[`shared credentials file ${f} can be changed by other users; restrict it with chmod 600 ${f}`, "OBJSTATE_CREDENTIALS_FILE_WRITABLE"]]);
+    chmodSync(f, 0o666);
+    warnings.length = 0;
+    resolveEffectiveSettings(B({ sharedCredentialsFile: f }), {}, { onWarning: (m, c) => warnings.push([m, c]) });
+    assert.deepEqual(warnings, [[`shared credentials file ${f} can be read and changed by other users; restrict it with chmod 600 ${f}`, "OBJSTATE_CREDENTIALS_FILE_READABLE"]]);
     chmodSync(f, 0o600);
     warnings.length = 0;
     resolveEffectiveSettings(B({ sharedCredentialsFile: f }), {}, { onWarning: (m, c) => warnings.push([m, c]) });
