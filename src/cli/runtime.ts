@@ -260,8 +260,9 @@ function waitNotice(where: string, timeoutMs: number): (holder: LockInfo | undef
 /**
  * Take a workspace's lock and keep it (the `lock` command), waiting up to `timeoutMs`.
  * An interrupt while the request is in flight waits for its answer: a lock that was
- * taken is kept and returned with `interrupted: true` (the caller prints it, so it can be
- * released), instead of the process leaving silently while the lock lands.
+ * taken is kept and returned with `interrupted` set to the error to end with (the caller
+ * prints the lock first, so it can be released), instead of the process leaving silently
+ * while the lock lands.
  */
 export async function lockWaiting(backend: ObjectStoreBackend, workspace: string, options: LockOptions, timeoutMs: number): Promise<{ info: LockInfo; interrupted: CliError | undefined }> {
   installHandler();
