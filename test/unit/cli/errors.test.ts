@@ -73,6 +73,10 @@ describe("JSON syntax errors", () => {
     const bom = runCli(["synth", file('\ufeff{"backend": {"bucket": "err-bucket"}}')]);
     assert.equal(bom.code, 2);
     assertOneLineError(bom, /is not valid JSON at line 1, column 1: unexpected byte-order mark \(U\+FEFF\)/);
+    const defaults = runCli(["output", ...store, "--defaults", '{"pw": hunter2}']);
+    assert.equal(defaults.code, 2);
+    assertOneLineError(defaults, /--defaults must be a JSON object, got invalid JSON at line 1, column 8: unexpected character\n$/);
+    assert.ok(!defaults.stderr.includes("hunter2") && !defaults.stderr.includes("'h'"), defaults.stderr);
     const push = runCli(["state", "push", "-", ...store], { input: '{"version": 4, "serial": 1,\u200b"lineage": "x"}' });
     assert.equal(push.code, 2);
     assertOneLineError(push, /standard input is not valid JSON at line 1, column 28: .*zero-width space \(U\+200B\)/);
