@@ -4,7 +4,6 @@
  * stderr and a documented exit code (io.ts).
  */
 import { Command, CommanderError, Option } from "commander";
-import { ObjstateError } from "../errors.js";
 import { objstateVersion } from "../version.js";
 import {
   configAction,
@@ -23,7 +22,7 @@ import {
 import { doctorAction } from "./doctor.js";
 import { durationFlag } from "./duration.js";
 import { initAction } from "./init.js";
-import { EXIT, exitCodeOf } from "./io.js";
+import { debugEnabled, errorLine, EXIT, exitCodeOf, isClosedOutput } from "./io.js";
 import { outputAction } from "./output.js";
 import { setRequestTimeout } from "./runtime.js";
 import { addSettingsOptions } from "./settings.js";
@@ -33,7 +32,8 @@ const EXIT_CODES_HELP = `
 Exit codes: 0 ok, 1 error, 2 usage or bad input (nothing was written), 3 state locked
 by another holder, 4 state does not match its digest (or its last write is torn: run
 objstate state repair), 5 state conflict (lineage guard or a concurrent write: nothing
-was written), 6 the lock is no longer held by this writer (nothing was written).`;
+was written), 6 the lock is no longer held by this writer (nothing was written);
+129 / 130 / 143 interrupted by SIGHUP / SIGINT / SIGTERM, 141 output closed.`;
 
 /** Commander's error text (`error: unknown option '--x'\\n(Did you mean --y?)`) as one line. */
 function oneLine(text: string): string {
@@ -197,6 +197,15 @@ export function program(): Command {
   return root;
 }
 
+/**
+ * Print an error as one line on stderr (`objstate: error: …`); with OBJSTATE_DEBUG, the
+ * stack of anything unexpected follows.
+ */
+export function reportError(e: unknown): void {
+  process.stderr.write(`${paint(process.stderr).red("objstate: error:")} ${errorLine(e)}\n`);
+  if (debugEnabled() && e instanceof Error && e.stack !== undefined) process.stderr.write(`${e.stack}\n`);
+}
+
 /** Run the CLI on `argv`; returns the exit code. */
 export async function run(argv: string[]): Promise<number> {
   try {
@@ -207,8 +216,9 @@ export async function run(argv: string[]): Promise<number> {
       // commander already printed the message (and help / version on request)
       return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    const message = e instanceof ObjstateError || e instanceof Error ? e.message : String(e);
-    process.stderr.write(`${paint(process.stderr).red("objstate: error:")} ${message}\n`);
+    // The reader of our output is gone (`| head`): nothing to say, and no one to say it to.
+    if (isClosedOutput(e)) return EXIT.outputClosed;
+    reportError(e);
     return exitCodeOf(e);
   }
 }

@@ -28,7 +28,7 @@ import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.
 import { ObjstateError } from "../errors.js";
 import { armClient, resolveTimeouts, sdkClientConfig } from "../util/sdk-client.js";
 import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
-import { parseEndpoint } from "./endpoint.js";
+import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "./endpoint.js";
 import type { CredentialsProvider, GetOptions, GetResult, Leftover, ListOptions, ObjectMeta, ObjectStoreDriver, PutOptions, StoreDriverOptions } from "./types.js";
 
 /** A request as it leaves the client: signed, with every header that goes on the wire. */
@@ -331,13 +331,24 @@ export class S3Driver implements ObjectStoreDriver {
     if (e instanceof ObjstateError) return e;
     const name = errorName(e);
     const status = httpStatus(e);
-    const what = `${ctx.op} ${ctx.key === undefined ? `bucket "${this.bucket}"` : `"${ctx.key}" in bucket "${this.bucket}"`} at ${this.endpoint}`;
+    // "check bucket" + `bucket "b"` would say "bucket" twice.
+    const what = `${ctx.op.replace(/ bucket$/, "")} ${ctx.key === undefined || ctx.key === "" ? `bucket "${this.bucket}"` : `"${ctx.key}" in bucket "${this.bucket}"`} at ${this.endpoint}`;
     const details = { operation: ctx.op, key: ctx.key, bucket: this.bucket, errorName: name, httpStatus: status };
     if (name === "NoSuchBucket") {
       return new ObjstateError("BUCKET_NOT_FOUND", `bucket "${this.bucket}" does not exist at ${this.endpoint}: check the bucket name and endpoint, or create the bucket`, { cause: e, details });
     }
     if (status === 403 || name === "AccessDenied" || name === "InvalidAccessKeyId" || name === "SignatureDoesNotMatch") {
       return new ObjstateError("ACCESS_DENIED", `access denied: cannot ${what}: ${accessHint(name)}`, { cause: e, details });
+    }
+    if (isTlsToPlainHttp(e)) {
+      return new ObjstateError("ENDPOINT_PLAIN_HTTP", `cannot ${what}: ${plainHttpAdvice(this.endpoint)}`, { cause: e, details });
+    }
+    if (notS3Answer(e, ctx.op)) {
+      return new ObjstateError(
+        "ENDPOINT_NOT_S3",
+        `cannot ${what}: the endpoint does not speak the S3 API (its answer${status === undefined ? "" : `, HTTP ${status},`} is not an S3 response); check --endpoint: is it the lock table's (DynamoDB) endpoint?`,
+        { cause: e, details },
+      );
     }
     const net = networkCode(e);
     if (net !== undefined) {
@@ -522,6 +533,17 @@ function httpStatus(e: unknown): number | undefined {
 function isNotFound(e: unknown): boolean {
   const name = errorName(e);
   return httpStatus(e) === 404 || name === "NotFound" || name === "NoSuchKey" || name === "NoSuchBucket";
+}
+
+/**
+ * Did something other than an S3 API answer? The SDK could not parse the body as S3 XML
+ * ("Deserialization error"), or a write / list got a 404 with no S3 error code at all
+ * (every S3 "not found" names what is missing: NoSuchBucket, NoSuchKey, NoSuchUpload).
+ */
+function notS3Answer(e: unknown, op: string): boolean {
+  const message = field(e, "message");
+  if (typeof message === "string" && /Deserialization error|XML parse error/i.test(message)) return true;
+  return httpStatus(e) === 404 && errorName(e) === "NotFound" && op !== "head" && op !== "get";
 }
 
 /** The network-level cause of an error (also inside `cause` or an AggregateError), if any. */

@@ -57,9 +57,15 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
     for (const b of open) b.close();
   });
 
+  /**
+   * A backend whose writes replace whatever is stored: these tests store one state after
+   * another in the same workspace, not a history, so the lineage guard is not their subject.
+   */
   async function writer(props: ObjectStoreBackendConfigProps): Promise<ObjectStoreBackend> {
     const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined, digestRetry: FAST_DIGEST });
     open.push(b);
+    const write = b.writeState.bind(b);
+    b.writeState = (workspace, data, options = {}) => write(workspace, data, { force: true, ...options });
     return b;
   }
 
@@ -167,8 +173,8 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         const where = `workspace default at ${props.bucket}/env:/tool.tfstate`;
         const cases: [string, RegExp][] = [
           ['{"version": 4, "outputs": {"password": {"value": "hunter2"}}} x', /is not valid JSON: Unexpected non-whitespace character after JSON at line 1, column \d+$/],
-          ['{"version": 4,\n "outputs": {"a": {"value": hunter2}}}', /is not valid JSON: Unexpected token 'h' at line 2, column 29$/],
-          ['{"version": 4,\n  "resources": [1,],\n  "outputs": {}}', /is not valid JSON: Unexpected token '\]' at line 2, column 19$/],
+          ['{"version": 4,\n "outputs": {"a": {"value": hunter2}}}', /is not valid JSON: unexpected character at line 2, column 29$/],
+          ['{"version": 4,\n  "resources": [1,],\n  "outputs": {}}', /is not valid JSON: unexpected character at line 2, column 19$/],
           ['[{"outputs": {}}]', /is not a state: its top level is an array, not an object$/],
           ['"hunter2"', /is not a state: its top level is a string, not an object$/],
           ['{"version": 4, "outputs": [1]}', /has malformed outputs: expected an object of \{"value": …, "type": …\} entries, got a list$/],
@@ -391,7 +397,7 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         assert.ok(took >= FAST_DIGEST.timeoutMs - FAST_DIGEST.intervalMs && took < 5000, `retried for digestRetry's time before failing (took ${took} ms)`);
         assert.match(e.message, /does not match its digest/);
         // Writing through objstate again restores agreement.
-        await w.writeState("default", stateWith({ a: "rewritten" }), { force: true }); // same serial: the guard would refuse
+        await w.writeState("default", stateWith({ a: "rewritten" }));
         assert.equal((await remote(props).fetchOutputs(fetchOptions)).string("a"), "rewritten");
       });
     });
