@@ -26,7 +26,7 @@ const data = op === "push" ? randomBytes(size) : undefined;
 const t = performance.now();
 let got;
 if (op === "push" && impl === "sdk") await sdk.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentType: "application/json" }));
-else if (op === "push") await backend.writeState("default", data);
+else if (op === "push") await backend.writeState("default", data, { force: true }); // random bytes over the parent's state: not a history
 else if (impl === "sdk") got = await (await sdk.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body.transformToByteArray();
 else got = await backend.readState("default");
 const ms = performance.now() - t;
