@@ -16,8 +16,8 @@ export interface RequestMatch {
   readonly method?: string;
   /** The request target (path and query) exactly, or a pattern tested against it. */
   readonly path?: string | RegExp;
-  /** DynamoDB operation, the `x-amz-target` header, e.g. `DynamoDB_20120810.PutItem`. */
-  readonly target?: string;
+  /** DynamoDB operation, the `x-amz-target` header (e.g. `DynamoDB_20120810.PutItem`), or a pattern tested against it. */
+  readonly target?: string | RegExp;
   /** A substring of the request body, or a pattern tested against it (the body is read first). */
   readonly body?: string | RegExp;
 }
@@ -102,7 +102,7 @@ interface Waiter {
 function headMatches(m: RequestMatch, method: string, path: string, target: string | undefined): boolean {
   if (m.method !== undefined && m.method.toUpperCase() !== method) return false;
   if (m.path !== undefined && (typeof m.path === "string" ? m.path !== path : !m.path.test(path))) return false;
-  if (m.target !== undefined && m.target !== target) return false;
+  if (m.target !== undefined && (typeof m.target === "string" ? m.target !== target : target === undefined || !m.target.test(target))) return false;
   return true;
 }
 
