@@ -4,7 +4,7 @@
  */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
-import { ObjstateError } from "../errors.js";
+import { isObjstateError, ObjstateError } from "../errors.js";
 import { openLockTable } from "../lock/index.js";
 import type { KeyAttribute, LockTableDriver } from "../lock/types.js";
 import type { Env, ResolvedBackendSettings } from "../resolve/settings.js";
@@ -15,10 +15,12 @@ import type { Acl, ObjectStoreDriver } from "../store/types.js";
 import { resolveIdentity, type Identity } from "../credentials/chain.js";
 import { resolveEffectiveSettings } from "../credentials/index.js";
 import type { Clock } from "../credentials/refresh.js";
-import { md5Hex, md5Of } from "../util/md5.js";
+import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { objstateVersion } from "../version.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, layout, statePath, workspaceOfKey, workspacesPrefix, type Layout } from "./layout.js";
 import { defaultWho, describeHolder, newLockInfo, parseLockInfo, type LockInfo } from "./lock-info.js";
+import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
+import type { GetResult, ObjectMeta, Leftover } from "../store/types.js";
 
 export type { LockInfo } from "./lock-info.js";
 
@@ -258,30 +260,44 @@ export class ObjectStoreBackend {
   /**
    * The workspace's state bytes, or null when it has none. With a lock table, the bytes
    * must match the stored digest; a mismatch is retried (eventual consistency) and then
-   * fails with `DIGEST_MISMATCH`.
+   * fails with `DIGEST_MISMATCH`, or at once with `TORN_WRITE` when the object proves it is
+   * a complete write by objstate whose digest was never recorded and nobody holds the lock
+   * (`repairState` fixes that).
    */
   async readState(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<Buffer | null> {
+    return (await this.readStateVersion(workspace, options))?.body ?? null;
+  }
+
+  /**
+   * Like {@link readState}, with the stored object's ETag: pass it as `ifMatch` to
+   * {@link writeState} to make the write conditional on exactly what was read.
+   */
+  async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<{ readonly body: Buffer; readonly etag: string | undefined } | null> {
     const path = this.statePath(workspace);
     const locks = this.locks;
     const onData = options.onData;
-    if (locks === undefined) return (await this.store.get(path, { onData }))?.body ?? null;
-    const digestId = `${this.lockId(workspace)}${DIGEST_SUFFIX}`;
+    const found = (obj: GetResult | null): { body: Buffer; etag: string | undefined } | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag });
+    if (locks === undefined) return found(await this.store.get(path, { onData }));
+    const digestId = this.digestId(workspace);
     const deadline = Date.now() + this.digestRetry.timeoutMs;
     for (;;) {
-      const [obj, expected] = await Promise.all([this.store.get(path, { md5: true, onData }), locks.get(digestId, "Digest")]);
-      const body = obj?.body ?? null;
-      if (expected === null || expected === "") return body;
-      let actual = obj === null ? "" : (obj.md5 ?? md5(obj.body));
-      if (actual === expected) return body;
-      // The driver may have taken the MD5 from the ETag; before calling it a mismatch, hash the bytes.
-      if (obj !== null && obj.md5 !== undefined) actual = md5(obj.body);
-      if (actual === expected) return body;
+      const [obj, stored] = await Promise.all([this.store.get(path, { md5: true, onData }), locks.get(digestId, "Digest")]);
+      const expected = normalizeDigest(stored);
+      if (expected === undefined) return found(obj);
+      // The driver's MD5 may come from the ETag or objstate's metadata: a shortcut only when it
+      // agrees with the digest; otherwise the bytes are hashed before anything is declared.
+      if (obj !== null && obj.md5 === expected) return found(obj);
+      const actual = obj === null ? "" : md5(obj.body);
+      if (actual === expected) return found(obj);
+      if (obj !== null && provenComplete(obj.meta, actual) && (await locks.get(this.lockId(workspace), "Info")) === null) {
+        throw tornWrite(this.describe(workspace), workspace, obj.meta, expected, actual, digestId);
+      }
       if (Date.now() + this.digestRetry.intervalMs > deadline) {
         throw new ObjstateError(
           "DIGEST_MISMATCH",
-          `the state at ${this.describe(workspace)} does not match its digest: the lock table says ${expected}, the ${body === null ? "object is missing" : `object's MD5 is ${actual}`}. ` +
+          `the state at ${this.describe(workspace)} does not match its digest: the lock table says ${expected}, the ${obj === null ? "object is missing" : `object's MD5 is ${actual}`}. ` +
             `Either the object store has not caught up with a recent write (try again), or the state was changed outside objstate. ` +
-            `If the stored state is the one you want, set the Digest of item "${digestId}" in the lock table to ${actual === "" ? "an empty string" : actual}, or delete that item.`,
+            `If the stored state is the one you want, run \`objstate state repair${workspaceFlag(workspace)} --force\` to record its digest.`,
           { details: { expected, actual, digestId, path } },
         );
       }
@@ -290,50 +306,163 @@ export class ObjectStoreBackend {
   }
 
   /**
-   * Store the workspace's state. With a lock table: when `lockId` is given it must be the
-   * current lock's ID; without one, the write takes and releases a lock itself. A write
-   * while someone else holds the lock is refused (`STATE_LOCKED`). The digest is written
-   * after the state; failing to write it is an error.
+   * Store the workspace's state, guarded and fenced:
+   * - the lineage guard (the tool's own `state push` rule): over a stored state that is not
+   *   empty and has a lineage, a different lineage, a lower serial, or the same serial with
+   *   other content is refused with `STATE_CONFLICT` unless `force`; the same content again
+   *   is a no-op (no new write);
+   * - the write is conditional on the stored object being the one the guard saw (or
+   *   `ifMatch`), and on the lock still carrying `lockId`, checked right before the write;
+   *   a failed condition changes nothing (`STATE_CONFLICT`, `LOCK_NOT_HELD`, `STATE_LOCKED`).
+   * Without a `lockId` (and with a lock table) the write takes and releases a lock itself.
+   * The digest is recorded after the state; failing to record it is `DIGEST_WRITE_FAILED`.
    */
-  async writeState(workspace: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<void> {
+  async writeState(workspace: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<WriteResult> {
     const bytes = toBuffer(data);
+    const incoming = scanHeader(bytes.subarray(0, HEADER_BYTES));
+    if (incoming === undefined) {
+      throw new ObjstateError("STATE_INVALID", `the state to write to ${this.describe(workspace)} is not a JSON object`, { details: { workspace } });
+    }
     const locks = this.locks;
     if (locks !== undefined && options.lockId === undefined) {
       const lock = await this.lock(workspace, { operation: "writeState" });
       try {
-        await this.putState(workspace, bytes, locks, options.onProgress);
+        return await this.writeFenced(workspace, bytes, incoming, locks, lock, options);
       } finally {
         await this.unlock(workspace, lock.ID);
       }
-      return;
     }
-    if (locks !== undefined && options.lockId !== undefined) await this.assertHolder(workspace, options.lockId, locks);
-    await this.putState(workspace, bytes, locks, options.onProgress);
+    return this.writeFenced(workspace, bytes, incoming, locks, undefined, options);
   }
 
-  private async putState(workspace: string, bytes: Buffer, locks: LockTableDriver | undefined, onProgress: WriteOptions["onProgress"]): Promise<void> {
-    const s = this.settings;
-    // Large states are hashed in a worker thread while they go up; the driver reuses the
-    // hash to check the upload, and the lock table gets it as the digest.
+  private async writeFenced(
+    workspace: string,
+    bytes: Buffer,
+    incoming: { lineage?: string; serial?: number },
+    locks: LockTableDriver | undefined,
+    ownLock: LockInfo | undefined,
+    options: WriteOptions,
+  ): Promise<WriteResult> {
+    const path = this.statePath(workspace);
+    const where = this.describe(workspace);
+    const lockId = ownLock?.ID ?? options.lockId;
+    // Large states are hashed in a worker thread while other work goes on.
     const hashing = md5Of(bytes);
-    hashing.catch(() => undefined); // a failed put must not leave it unhandled; awaited below
-    await this.store.put(this.statePath(workspace), bytes, { contentType: "application/json", acl: s.acl.value as Acl | undefined, encrypt: s.encrypt.value === true, md5: hashing, onProgress });
-    const digest = await hashing;
-    if (locks !== undefined) {
-      const digestId = `${this.lockId(workspace)}${DIGEST_SUFFIX}`;
-      try {
-        await locks.put(digestId, "Digest", digest);
-      } catch (e) {
-        throw new ObjstateError(
-          "DIGEST_WRITE_FAILED",
-          `the state at ${this.describe(workspace)} was written, but its digest could not be stored in the lock table (${(e as Error).message}); reads will report a digest mismatch until the next successful write`,
-          { cause: e },
-        );
+    hashing.catch(() => undefined); // awaited below; a failure before then must not go unhandled
+    const checkHolder = (): Promise<LockInfo | undefined> =>
+      locks !== undefined && lockId !== undefined ? this.assertHolder(workspace, lockId, locks) : Promise.resolve(ownLock);
+    const [current, firstHolder] = await Promise.all([this.inspect(path, where), checkHolder()]);
+    let holder = firstHolder;
+
+    if (options.ifMatch !== undefined && (current?.etag ?? null) !== options.ifMatch) {
+      throw conflict(`the state at ${where} changed since it was read (${options.ifMatch === null ? "there was none" : `version ${options.ifMatch}`}, now ${current?.etag ?? "none"}); nothing was written. Read it again, reapply the change and write again.`, {});
+    }
+    let extraRead = false;
+    if (current !== null && current.size === bytes.length) {
+      // Possibly the same content again: a no-op, but one that makes sure the digest is recorded.
+      const sum = await hashing;
+      const stored = current.md5 ?? (extraRead = true, await this.md5OfStored(path));
+      if (stored === sum) {
+        // Re-checked after the extra read: only the holder may record the digest.
+        if (extraRead) await checkHolder();
+        if (locks !== undefined && normalizeDigest(await locks.get(this.digestId(workspace), "Digest")) !== sum) await this.recordDigest(workspace, sum, locks);
+        return { written: false, md5: sum };
       }
     }
+    if (current !== null && options.force !== true) {
+      const refusal = guardRefusal(current.header, incoming, where);
+      if (refusal !== undefined) throw refusal;
+    }
+    if (extraRead) holder = await checkHolder();
+
+    const known = bytes.length < PARALLEL_MD5_MIN ? await hashing : undefined;
+    const metadata = writeMetadata({ incoming, lockId, holder, who: this.who, md5: known });
+    const s = this.settings;
+    try {
+      await this.store.put(path, bytes, {
+        contentType: "application/json",
+        acl: s.acl.value as Acl | undefined,
+        encrypt: s.encrypt.value === true,
+        md5: known ?? hashing,
+        onProgress: options.onProgress,
+        metadata,
+        ...(current === null ? { ifNoneMatch: true } : current.etag === undefined ? {} : { ifMatch: current.etag }),
+      });
+    } catch (e) {
+      if (!isObjstateError(e, "PRECONDITION_FAILED")) throw e;
+      throw await this.lostRace(workspace, locks, e);
+    }
+    options.onStored?.();
+    const digest = await hashing;
+    if (locks !== undefined) await this.recordDigest(workspace, digest, locks);
+    return { written: true, md5: digest };
   }
 
-  private async assertHolder(workspace: string, lockId: string, locks: LockTableDriver): Promise<void> {
+  /**
+   * The write's condition failed: another write landed between the guard's read and ours
+   * (a lock-free writer, or an abandoned write of an earlier holder arriving late). When
+   * that write is a complete objstate write whose digest was never recorded, and we hold
+   * the lock, record it, so readers are not left facing a digest mismatch.
+   */
+  private async lostRace(workspace: string, locks: LockTableDriver | undefined, cause: unknown): Promise<ObjstateError> {
+    const where = this.describe(workspace);
+    let note = "";
+    if (locks !== undefined) {
+      try {
+        const obj = await this.store.get(this.statePath(workspace), { md5: true });
+        if (obj !== null) {
+          const actual = md5(obj.body);
+          const recorded = normalizeDigest(await locks.get(this.digestId(workspace), "Digest"));
+          if (recorded !== actual && provenComplete(obj.meta, actual)) {
+            await this.recordDigest(workspace, actual, locks);
+            note = ` That write (serial ${obj.meta.metadata?.[META.serial] ?? "?"}, by ${decodeMeta(obj.meta.metadata?.[META.who]) ?? "unknown"}) had not recorded its digest; it is recorded now, so the stored state reads again.`;
+          }
+        }
+      } catch {
+        // Best effort: the conflict is the answer either way.
+      }
+    }
+    return conflict(`another write reached ${where} while this one was in flight, so this one was refused and nothing was overwritten.${note} Pull the state, reapply the change and push again.`, { cause });
+  }
+
+  /** The stored object as the guard sees it: size, ETag, header, and its MD5 when cheaply known. */
+  private async inspect(path: string, where: string): Promise<Current | null> {
+    const obj = await this.store.get(path, { maxBytes: GUARD_READ_BYTES });
+    if (obj === null) return null;
+    const whole = obj.body.length >= obj.meta.size;
+    let header: StateHeader;
+    try {
+      header = stateHeader(obj.body, whole, `the stored state at ${where}`);
+    } catch {
+      // Whatever is stored is not a state (hand-written, or junk): nothing to guard.
+      header = { lineage: undefined, serial: undefined, version: undefined, empty: true };
+    }
+    const md5Known = whole ? md5(obj.body) : plainMd5(obj.meta);
+    return { etag: obj.meta.etag, size: obj.meta.size, header, md5: md5Known, meta: obj.meta };
+  }
+
+  private async md5OfStored(path: string): Promise<string | undefined> {
+    const obj = await this.store.get(path, { md5: true });
+    return obj === null ? undefined : md5(obj.body);
+  }
+
+  private async recordDigest(workspace: string, digest: string, locks: LockTableDriver): Promise<void> {
+    try {
+      await locks.put(this.digestId(workspace), "Digest", digest);
+    } catch (e) {
+      throw new ObjstateError(
+        "DIGEST_WRITE_FAILED",
+        `the state at ${this.describe(workspace)} was written, but its digest could not be recorded in the lock table (${(e as Error).message}); reads report a torn write until \`objstate state repair${workspaceFlag(workspace)}\` records it (or the next write)`,
+        { cause: e, details: { written: true } },
+      );
+    }
+  }
+
+  private digestId(workspace: string): string {
+    return `${this.lockId(workspace)}${DIGEST_SUFFIX}`;
+  }
+
+  private async assertHolder(workspace: string, lockId: string, locks: LockTableDriver): Promise<LockInfo> {
     const raw = await locks.get(this.lockId(workspace), "Info");
     if (raw === null) {
       throw new ObjstateError("LOCK_NOT_HELD", `the state at ${this.describe(workspace)} is not locked: lock ${lockId} was released or force-unlocked; take the lock again before writing`, { details: { lockId } });
@@ -342,12 +471,14 @@ export class ObjectStoreBackend {
     if (holder.ID !== lockId) {
       throw new ObjstateError("STATE_LOCKED", `the state at ${this.describe(workspace)} is locked by someone else: ${describeHolder(holder)}`, { details: { lockInfo: holder } });
     }
+    return holder;
   }
 
   /**
    * Take the workspace's lock. Returns the stored lock info (keep its `ID`). When someone
    * else holds it, throws `STATE_LOCKED` with the holder's info in `details.lockInfo`.
-   * Without a lock table, returns info that was not stored (locking is off).
+   * Without a lock table, returns info that was not stored (locking is off). A lock write
+   * retried after its reply was lost finds this very lock and counts as taken.
    */
   async lock(workspace: string = DEFAULT_WORKSPACE, options: LockOptions = {}): Promise<LockInfo> {
     const path = this.lockId(workspace);
@@ -355,11 +486,9 @@ export class ObjectStoreBackend {
     if (this.locks === undefined) return info;
     const raw = JSON.stringify(info);
     const existing = await this.locks.putIfAbsent(path, "Info", raw);
-    if (existing !== null) {
+    if (existing !== null && existing !== raw) {
       const holder = parseLockInfo(existing, path);
-      throw new ObjstateError("STATE_LOCKED", `the state at ${this.describe(workspace)} is locked: ${describeHolder(holder)}. If that holder is gone, force-unlock with ID ${holder.ID}.`, {
-        details: { lockInfo: holder },
-      });
+      throw lockedError(this.describe(workspace), workspace, existing, holder);
     }
     this.ownLocks.set(info.ID, raw);
     return info;
@@ -373,32 +502,41 @@ export class ObjectStoreBackend {
     return raw === null ? null : parseLockInfo(raw, path);
   }
 
-  /** Release the lock with this ID; `LOCK_ID_MISMATCH` when the lock has another ID. */
+  /**
+   * Release the lock with this ID; `LOCK_ID_MISMATCH` when the lock has another ID,
+   * `LOCK_NOT_FOUND` when there is none. The release is two conditional steps, each safe to
+   * repeat: mark the item as released by this ID (only while it still carries the holder's
+   * exact info), then delete it only while it carries that mark. A delete whose reply was
+   * lost and whose retry finds the item gone is thus proven to be this release.
+   * `NO_ID` (see {@link NO_LOCK_ID}) clears an item that has no readable lock info.
+   */
   async unlock(workspace: string, id: string): Promise<void> {
     const locks = this.locks;
     if (locks === undefined) return;
     const path = this.lockId(workspace);
-    const own = this.ownLocks.get(id);
-    // Our own lock: we know the exact stored value, so one conditional delete suffices.
-    if (own !== undefined && (await locks.deleteIf(path, "Info", own))) {
-      this.ownLocks.delete(id);
-      return;
-    }
     for (let attempt = 0; attempt < 5; attempt++) {
-      const raw = await locks.get(path, "Info");
-      if (raw === null) {
+      // The info we wrote ourselves is known exactly; anyone else's is read first.
+      const raw = (attempt === 0 ? this.ownLocks.get(id) : undefined) ?? (await locks.get(path, "Info"));
+      if (raw === null && id !== NO_LOCK_ID) {
         this.ownLocks.delete(id);
         throw new ObjstateError("LOCK_NOT_FOUND", `the state at ${this.describe(workspace)} is not locked (no lock with ID ${id})`, { details: { lockId: id } });
       }
-      const holder = parseLockInfo(raw, path);
-      if (holder.ID !== id) {
-        throw new ObjstateError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${this.describe(workspace)}: ${describeHolder(holder)}`, { details: { lockId: id, lockInfo: holder } });
+      if (raw !== null) {
+        const holder = parseLockInfo(raw, path);
+        if (lockIdOf(holder) !== id) {
+          this.ownLocks.delete(id);
+          throw new ObjstateError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${this.describe(workspace)}: ${describeHolder(holder)}`, { details: { lockId: id, lockInfo: holder } });
+        }
       }
-      if (await locks.deleteIf(path, "Info", raw)) {
+      // raw === null here means NO_LOCK_ID on an item without any Info attribute (or no item).
+      if (await locks.updateIf(path, "Info", raw, { [RELEASED]: id })) {
+        // The release is decided; the delete only removes the item, and repeating it is harmless.
+        await locks.deleteIf(path, RELEASED, id);
         this.ownLocks.delete(id);
         return;
       }
-      // The item changed between read and delete: look again.
+      if (raw === null) throw new ObjstateError("LOCK_NOT_FOUND", `the state at ${this.describe(workspace)} is not locked (no lock item without an ID)`, { details: { lockId: id } });
+      // The item is no longer what we read: look again and decide again.
     }
     throw new ObjstateError("LOCK_TABLE_ERROR", `could not release lock ${id} on ${this.describe(workspace)}: the lock item kept changing`);
   }
@@ -413,7 +551,8 @@ export class ObjectStoreBackend {
 
   /**
    * Delete a workspace's state and digest. `default` cannot be deleted; a locked
-   * workspace is refused (`STATE_LOCKED`).
+   * workspace is refused (`STATE_LOCKED`). The digest goes first: a crash in between
+   * leaves a state without a digest, which reads fine, never a digest without a state.
    */
   async deleteWorkspace(workspace: string): Promise<void> {
     checkWorkspace(workspace);
@@ -423,11 +562,77 @@ export class ObjectStoreBackend {
     const locks = this.locks;
     const lock = await this.lock(workspace, { operation: "deleteWorkspace" });
     try {
+      if (locks !== undefined) await locks.delete(this.digestId(workspace));
       await this.store.delete(this.statePath(workspace));
-      if (locks !== undefined) await locks.delete(`${this.lockId(workspace)}${DIGEST_SUFFIX}`);
     } finally {
       await this.unlock(workspace, lock.ID);
     }
+  }
+
+  /**
+   * Leftovers of writers under this backend's prefix (incomplete multipart uploads, the
+   * embedded store's temp files), oldest first, with their age as the store reports it.
+   */
+  async leftovers(): Promise<Leftover[]> {
+    return this.store.listLeftovers(workspacesPrefix(this.layout));
+  }
+
+  /**
+   * Repair a workspace after a write that did not finish, under its lock:
+   * - a state whose digest was never recorded (a torn write) gets its digest recorded,
+   *   only when the object proves it is a complete write by objstate (its own record of the
+   *   write and of its MD5 match the bytes) — unless `force`, which accepts whatever is
+   *   stored; the repair is recorded on the digest item (`Repaired`: when, who, previous);
+   * - a digest left without a state (a delete that did not finish) is removed;
+   * - leftovers older than `leftoverMinAgeMs` (default one hour) are removed; younger ones
+   *   may belong to a live writer and are kept.
+   * Refuses (`REPAIR_REFUSED`) a mismatch it cannot prove to be a torn write.
+   */
+  async repairState(workspace: string = DEFAULT_WORKSPACE, options: RepairOptions = {}): Promise<RepairReport> {
+    const locks = this.locks;
+    const own = locks !== undefined && options.lockId === undefined ? await this.lock(workspace, { operation: "state repair" }) : undefined;
+    try {
+      if (locks !== undefined && options.lockId !== undefined) await this.assertHolder(workspace, options.lockId, locks);
+      const digest = locks === undefined ? { action: "no-lock-table" as const } : await this.repairDigest(workspace, locks, options.force === true);
+      const minAge = options.leftoverMinAgeMs ?? LEFTOVER_MIN_AGE_MS;
+      const now = (options.now ?? Date.now)();
+      const removed: Leftover[] = [];
+      const kept: Leftover[] = [];
+      for (const item of await this.leftovers()) {
+        if (item.since !== undefined && now - item.since.getTime() >= minAge) {
+          await this.store.removeLeftover(item);
+          removed.push(item);
+        } else kept.push(item);
+      }
+      return { ...digest, leftoversRemoved: removed, leftoversKept: kept };
+    } finally {
+      if (own !== undefined) await this.unlock(workspace, own.ID);
+    }
+  }
+
+  private async repairDigest(workspace: string, locks: LockTableDriver, force: boolean): Promise<Omit<RepairReport, "leftoversRemoved" | "leftoversKept">> {
+    const digestId = this.digestId(workspace);
+    const [obj, stored] = await Promise.all([this.store.get(this.statePath(workspace), { md5: true }), locks.get(digestId, "Digest")]);
+    const recorded = normalizeDigest(stored);
+    if (obj === null) {
+      if (recorded === undefined) return { action: "no-state" };
+      await locks.delete(digestId);
+      return { action: "removed-orphan-digest", previous: recorded };
+    }
+    const actual = md5(obj.body);
+    if (recorded === actual) return { action: "ok", md5: actual };
+    if (!force && !provenComplete(obj.meta, actual)) {
+      throw new ObjstateError(
+        "REPAIR_REFUSED",
+        `the state at ${this.describe(workspace)} does not match its digest (recorded ${recorded ?? "none"}, object ${actual}) and does not prove it is a complete write by objstate (no objstate record of the write, or that record's MD5 does not match the bytes). ` +
+          `Inspect it first; if it is the state you want, run \`objstate state repair${workspaceFlag(workspace)} --force\` to record its digest.`,
+        { details: { recorded, actual } },
+      );
+    }
+    await this.recordDigest(workspace, actual, locks);
+    const note = JSON.stringify({ at: new Date().toISOString(), who: this.who, previous: recorded ?? null, forced: force });
+    await locks.updateIf(digestId, "Digest", actual, { Repaired: note });
+    return { action: "recorded-digest", md5: actual, ...(recorded === undefined ? {} : { previous: recorded }) };
   }
 
   /** Release sockets and handles. */
@@ -435,6 +640,185 @@ export class ObjectStoreBackend {
     this.store.close();
     this.locks?.close();
   }
+}
+
+
+/** How much of a stored state the guard reads: whole small states, the header of large ones. */
+const GUARD_READ_BYTES = 64 * 1024;
+/** How much of a state to write is scanned for its lineage and serial. */
+const HEADER_BYTES = 64 * 1024;
+/** The lock item attribute that marks a release in progress (see `unlock`). */
+const RELEASED = "Released";
+
+/**
+ * The lock ID that names a lock item with no readable lock info (written by hand or by
+ * another tool): `objstate force-unlock no-id` clears such an item.
+ */
+export const NO_LOCK_ID = "no-id";
+
+/** Object metadata objstate records with every state it writes (DESIGN §9). */
+export const META = {
+  md5: "objstate-md5",
+  serial: "objstate-serial",
+  lineage: "objstate-lineage",
+  lockId: "objstate-lock-id",
+  who: "objstate-who",
+  operation: "objstate-operation",
+} as const;
+
+/** Leftovers younger than this may belong to a writer that is still at work. */
+const LEFTOVER_MIN_AGE_MS = 60 * 60 * 1000;
+
+/** Options of {@link ObjectStoreBackend.repairState}. */
+export interface RepairOptions {
+  /** The ID of a lock the caller holds; without one, the repair takes the lock itself. */
+  readonly lockId?: string | undefined;
+  /** Record the digest of whatever is stored, even when it does not prove a complete objstate write. */
+  readonly force?: boolean | undefined;
+  /** Remove leftovers at least this old (default one hour). */
+  readonly leftoverMinAgeMs?: number | undefined;
+  /** Time source for leftover ages (default `Date.now`). */
+  readonly now?: (() => number) | undefined;
+}
+
+/** What {@link ObjectStoreBackend.repairState} found and did. */
+export interface RepairReport {
+  /**
+   * `ok` the digest matched; `recorded-digest` a torn write's digest was recorded;
+   * `removed-orphan-digest` a digest without a state was removed; `no-state` nothing stored;
+   * `no-lock-table` no digests to repair.
+   */
+  readonly action: "ok" | "recorded-digest" | "removed-orphan-digest" | "no-state" | "no-lock-table";
+  readonly md5?: string | undefined;
+  /** The digest recorded before, when it changed. */
+  readonly previous?: string | undefined;
+  readonly leftoversRemoved: readonly Leftover[];
+  readonly leftoversKept: readonly Leftover[];
+}
+
+/** What {@link ObjectStoreBackend.writeState} did. */
+export interface WriteResult {
+  /** False when the same content was already stored (nothing was written). */
+  readonly written: boolean;
+  /** Hex MD5 of the state, as recorded in the digest. */
+  readonly md5: string;
+}
+
+/** The stored state as the guard sees it. */
+interface Current {
+  readonly etag: string | undefined;
+  readonly size: number;
+  readonly header: StateHeader;
+  readonly md5: string | undefined;
+  readonly meta: ObjectMeta;
+}
+
+/** A digest as stored by any tool: hex, any case, maybe padded; undefined when none. */
+export function normalizeDigest(v: string | null | undefined): string | undefined {
+  if (v === null || v === undefined) return undefined;
+  const t = v.trim().toLowerCase();
+  return t === "" ? undefined : t;
+}
+
+/** The MD5 of an object's bytes when its ETag is one (single PUT, no KMS or customer key). */
+function plainMd5(meta: ObjectMeta): string | undefined {
+  const etag = meta.etag?.replace(/"/g, "").toLowerCase();
+  if (etag === undefined || !/^[0-9a-f]{32}$/.test(etag)) return undefined;
+  if (meta.serverSideEncryption !== undefined && meta.serverSideEncryption !== "AES256") return undefined;
+  return etag;
+}
+
+/**
+ * Does the object prove it is a complete write by objstate? It must carry objstate's own
+ * record of the write, and a record of its MD5 (objstate's metadata, or the store's plain
+ * MD5 ETag) that matches the bytes actually read.
+ */
+function provenComplete(meta: ObjectMeta, actual: string): boolean {
+  const m = meta.metadata;
+  if (m === undefined || (m[META.serial] === undefined && m[META.lockId] === undefined)) return false;
+  const recorded = m[META.md5]?.toLowerCase();
+  return recorded === actual || (recorded === undefined && plainMd5(meta) === actual);
+}
+
+function workspaceFlag(workspace: string): string {
+  return workspace === DEFAULT_WORKSPACE ? "" : ` -w ${workspace}`;
+}
+
+function decodeMeta(v: string | undefined): string | undefined {
+  if (v === undefined) return undefined;
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return v;
+  }
+}
+
+/** Header-safe (ASCII) metadata value. */
+function encodeMeta(v: string): string {
+  return /^[\x20-\x7e]*$/.test(v) ? v : encodeURIComponent(v);
+}
+
+function writeMetadata(w: { incoming: { lineage?: string; serial?: number }; lockId: string | undefined; holder: LockInfo | undefined; who: string; md5: string | undefined }): Record<string, string> {
+  const m: Record<string, string> = {};
+  if (w.incoming.serial !== undefined) m[META.serial] = String(w.incoming.serial);
+  if (w.incoming.lineage !== undefined) m[META.lineage] = encodeMeta(w.incoming.lineage);
+  if (w.lockId !== undefined) m[META.lockId] = encodeMeta(w.lockId);
+  m[META.who] = encodeMeta(w.holder?.Who || w.who);
+  if (w.holder?.Operation) m[META.operation] = encodeMeta(w.holder.Operation);
+  if (w.md5 !== undefined) m[META.md5] = w.md5;
+  return m;
+}
+
+function conflict(message: string, options: { cause?: unknown; details?: Record<string, unknown> }): ObjstateError {
+  return new ObjstateError("STATE_CONFLICT", message, options);
+}
+
+/** The tool's own rule (`CheckValidImport`), with objstate's reading of "no lineage". */
+function guardRefusal(stored: StateHeader, incoming: { lineage?: string; serial?: number }, where: string): ObjstateError | undefined {
+  if (stored.empty === true || stored.lineage === undefined || stored.lineage === "") return undefined;
+  const details = { storedLineage: stored.lineage, storedSerial: stored.serial, lineage: incoming.lineage, serial: incoming.serial };
+  const fix = "Pull the stored state and apply the change to it, or write with --force (force: true) if you mean to replace it.";
+  const show = (l: string | undefined, n: number | undefined): string => `lineage ${l === undefined ? "(none)" : l}, serial ${n === undefined ? "(none)" : n}`;
+  const pair = `stored: ${show(stored.lineage, stored.serial)}; new: ${show(incoming.lineage, incoming.serial)}`;
+  if (incoming.lineage !== stored.lineage) {
+    return conflict(`refusing to write a state of another lineage over ${where} (${pair}): it belongs to a different history. ${fix}`, { details });
+  }
+  if (stored.serial !== undefined && (incoming.serial === undefined || incoming.serial < stored.serial)) {
+    return conflict(`refusing to write an older state over ${where} (${pair}): the stored state is newer. ${fix}`, { details });
+  }
+  if (stored.serial !== undefined && incoming.serial === stored.serial) {
+    return conflict(`refusing to write a different state with the same serial over ${where} (${pair}): bump the serial when you change a state. ${fix}`, { details });
+  }
+  return undefined;
+}
+
+/** The ID a holder is released with: its own, or {@link NO_LOCK_ID} when it has none. */
+function lockIdOf(holder: LockInfo): string {
+  return holder.ID === "" ? NO_LOCK_ID : holder.ID;
+}
+
+function lockedError(where: string, workspace: string, raw: string, holder: LockInfo): ObjstateError {
+  if (holder.ID === "") {
+    return new ObjstateError(
+      "STATE_LOCKED",
+      `the state at ${where} is locked by an item with no readable lock info (${raw === "" ? "no Info attribute" : "Info has no ID"}; written by hand or by another tool). If nothing holds it, clear it with \`objstate force-unlock ${NO_LOCK_ID}${workspaceFlag(workspace)}\`.`,
+      { details: { lockInfo: holder } },
+    );
+  }
+  return new ObjstateError("STATE_LOCKED", `the state at ${where} is locked: ${describeHolder(holder)}. If that holder is gone, force-unlock with ID ${holder.ID}.`, {
+    details: { lockInfo: holder },
+  });
+}
+
+function tornWrite(where: string, workspace: string, meta: ObjectMeta, expected: string, actual: string, digestId: string): ObjstateError {
+  const m = meta.metadata ?? {};
+  const by = decodeMeta(m[META.who]);
+  return new ObjstateError(
+    "TORN_WRITE",
+    `the last write did not finish recording its digest: the state at ${where} is a complete write by objstate (serial ${m[META.serial] ?? "?"}${by === undefined ? "" : `, by ${by}`}), but the lock table still has the digest of an earlier state (${expected}; the object's is ${actual}). ` +
+      `Run \`objstate state repair${workspaceFlag(workspace)}\` to record it.`,
+    { details: { expected, actual, digestId, serial: m[META.serial], lockId: m[META.lockId] } },
+  );
 }
 
 /**

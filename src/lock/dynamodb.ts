@@ -133,9 +133,9 @@ export class DynamoDbLockTable implements LockTableDriver {
     }
   }
 
-  async updateIf(id: string, attr: string, expected: string, set: Readonly<Record<string, string>>): Promise<boolean> {
+  async updateIf(id: string, attr: string, expected: string | null, set: Readonly<Record<string, string>>): Promise<boolean> {
     const names: Record<string, string> = { "#c": attr };
-    const values: Record<string, AttributeValue> = { ":c": { S: expected } };
+    const values: Record<string, AttributeValue> = expected === null ? {} : { ":c": { S: expected } };
     const assignments = Object.entries(set).map(([k, v], i) => {
       names[`#s${i}`] = k;
       values[`:s${i}`] = { S: v };
@@ -148,7 +148,7 @@ export class DynamoDbLockTable implements LockTableDriver {
           TableName: this.table,
           Key: { [KEY]: { S: id } },
           // attribute_exists: an update would otherwise create the item.
-          ConditionExpression: `attribute_exists(${KEY}) AND #c = :c`,
+          ConditionExpression: expected === null ? `attribute_exists(${KEY}) AND attribute_not_exists(#c)` : `attribute_exists(${KEY}) AND #c = :c`,
           UpdateExpression: `SET ${assignments.join(", ")}`,
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,

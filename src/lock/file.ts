@@ -143,9 +143,28 @@ export class FileLockTable implements LockTableDriver {
     }
   }
 
-  updateIf(_id: string, _attr: string, _expected: string, _set: Readonly<Record<string, string>>): Promise<boolean> {
-    // TODO(embedded-store helper): multi-attribute items.
-    return Promise.reject(new ObjstateError("NOT_IMPLEMENTED", "updateIf is not implemented by the embedded lock table yet"));
+  async updateIf(id: string, attr: string, expected: string | null, set: Readonly<Record<string, string>>): Promise<boolean> {
+    if (!(await this.tableReadyIfPresent())) return false;
+    const target = this.itemPath(id);
+    const matches = (item: Item | null): boolean => item !== null && (expected === null ? item[attr] === undefined : item[attr] === expected);
+    if (!matches(await this.readItem(target, id))) return false;
+    // Same claim technique as deleteIf: move the item aside, check, write the new one back.
+    const claim = path.join(this.dir, `.claim-${randomUUID()}`);
+    if (!(await this.renameIfPresent(target, claim, id))) return false;
+    const taken = await this.readItem(claim, id);
+    if (taken === null) return false;
+    if (!matches(taken)) {
+      await this.putBack(claim, target, id);
+      return false;
+    }
+    const tmp = await this.stage(`${JSON.stringify({ ...taken, ...set, [KEY]: id })}\n`);
+    try {
+      await this.linkIfAbsent(tmp, target, id);
+    } finally {
+      await unlinkQuietly(tmp);
+      await this.unlinkIfPresent(claim, id);
+    }
+    return true;
   }
 
   async deleteIf(id: string, attr: string, expected: string): Promise<boolean> {

@@ -32,11 +32,12 @@ export interface LockTableDriver {
   /** Unconditional write of `{LockID: id, [attr]: value}` (replaces the item). */
   put(id: string, attr: string, value: string): Promise<void>;
   /**
-   * Set attributes on an existing item only if its `attr` equals `expected` (a DynamoDB
-   * conditional UpdateItem); other attributes are kept. True when updated; false when the
-   * item is absent or the condition failed. Repeating a successful call succeeds again.
+   * Set attributes on an existing item only if its `attr` equals `expected` — or, with
+   * `expected` null, only if the item exists without `attr` (a DynamoDB conditional
+   * UpdateItem); other attributes are kept. True when updated; false when the item is
+   * absent or the condition failed. Repeating a successful call succeeds again.
    */
-  updateIf(id: string, attr: string, expected: string, set: Readonly<Record<string, string>>): Promise<boolean>;
+  updateIf(id: string, attr: string, expected: string | null, set: Readonly<Record<string, string>>): Promise<boolean>;
   /** Delete the item only if its `attr` equals `expected`; true when deleted. */
   deleteIf(id: string, attr: string, expected: string): Promise<boolean>;
   /** Delete unconditionally; absent is fine. */

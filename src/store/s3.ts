@@ -109,6 +109,11 @@ export class S3Driver implements ObjectStoreDriver {
       return { body, meta, md5: etagMd5 ?? (await hash?.digest()) };
     } catch (e) {
       if (isNotFound(e) && errorName(e) !== "NoSuchBucket") return null;
+      // A range of an empty object is unsatisfiable: it is an empty object.
+      if (options.maxBytes !== undefined && (httpStatus(e) === 416 || errorName(e) === "InvalidRange")) {
+        const meta = await this.head(key);
+        return meta === null ? null : { body: Buffer.alloc(0), meta };
+      }
       throw this.mapError(e, { op: "get", key });
     }
   }

@@ -52,7 +52,7 @@ export function processSuite(makeTarget: () => Target): void {
       const previous = JSON.stringify({ serial: 1, resources: ["a", "b"] });
       await b.writeState("default", previous);
       const bucketDir = target.bucketDir?.(props.bucket);
-      // S3: above the 100 MiB multipart threshold, so parts are on the wire when it dies.
+      // Large enough to be still on the wire when it dies.
       const size = bucketDir === undefined ? 128 * 1024 * 1024 : 512 * 1024 * 1024;
       const p = worker(props, ["crash", String(size)]);
       const done = exited(p);

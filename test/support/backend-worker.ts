@@ -16,8 +16,8 @@ const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(p
   onWarning: () => undefined,
   s3: {
     onRequest: (r) => {
-      // Multipart parts on the wire: the upload is under way.
-      if (mode === "crash" && !announced && r.method === "PUT" && r.path.includes("partNumber=")) {
+      // The big state on the wire (one conditional PUT, or parts): the upload is under way.
+      if (mode === "crash" && !announced && r.method === "PUT" && (r.path.includes("partNumber=") || Number(r.headers["content-length"] ?? 0) > 1024 * 1024)) {
         announced = true;
         process.stdout.write("UPLOADING\n");
       }
@@ -49,6 +49,8 @@ if (mode === "counter") {
   const lock = await backend.lock("default", { operation: "crash-test" });
   process.stdout.write(`LOCKED ${lock.ID}\n`);
   const big = Buffer.alloc(Number(arg), "x");
+  big.write('{"serial":2,"pad":"');
+  big.write('"}', big.length - 2);
   process.stdout.write("WRITING\n");
   await backend.writeState("default", big, { lockId: lock.ID });
   process.stdout.write("FINISHED\n");
