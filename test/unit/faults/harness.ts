@@ -179,7 +179,7 @@ export async function naiveCycles(cli: Cli): Promise<{ acknowledged: number; con
       if (push.code === 0) acknowledged.push(token);
       else {
         assert.equal(push.code, 5, explain(`${token} push: neither acknowledged (0) nor a conflict (5)`, push));
-        assert.match(push.stderr, /^objstate: error: /);
+        assert.match(push.stderr, /^objstate: error: .*(serial|lineage|conflict)/m);
         conflicts += 1;
       }
     }
