@@ -11,10 +11,10 @@ describe("concurrent writers on Ceph RGW + dynalite", { timeout: TIMEOUT_MS }, (
   const target = cephTarget();
 
   it(`${COUNTS.processes} processes × ${COUNTS.cycles} lock → pull → +1 → push --lock-id → unlock cycles end at exactly ${COUNTS.processes * COUNTS.cycles}`, async () => {
-    await lockedCycles(cliFor(await target.setup({ locks: true })).cli);
+    await lockedCycles(cliFor(await target.setup({ locks: true })));
   });
 
   it(`${COUNTS.processes} processes × ${COUNTS.cycles} naive pull → +1 → push cycles lose no acknowledged push; the others exit 5`, async () => {
-    await naiveCycles(cliFor(await target.setup({ locks: true })).cli);
+    await naiveCycles(cliFor(await target.setup({ locks: true })));
   });
 });

@@ -55,8 +55,40 @@ export function spawnCli(args: string[], env: Record<string, string | undefined>
 /** Runs one objstate command against one configured state; resolves with its result. */
 export type Cli = (cmd: string[], input?: string) => Promise<CliResult & { readonly ms: number }>;
 
+/** Starts one objstate command against one configured state, in the background. */
+export type Start = (cmd: string[]) => Proc;
+
+/**
+ * Run `workers` concurrently with a runner that, once any of them fails, kills every
+ * command still running (one left waiting for a lock would otherwise wait out its
+ * --lock-timeout) and makes the others stop at their next command.
+ */
+async function concurrently<T>(start: Start, count: number, worker: (cli: Cli, index: number) => Promise<T>): Promise<T[]> {
+  const running = new Set<Proc>();
+  let failed = false;
+  const cli: Cli = async (cmd) => {
+    if (failed) throw new Error("stopped: another worker failed");
+    const proc = start(cmd);
+    running.add(proc);
+    try {
+      return await proc.done;
+    } finally {
+      running.delete(proc);
+    }
+  };
+  return Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      worker(cli, i).catch((e: unknown) => {
+        failed = true;
+        for (const p of running) p.kill9();
+        throw e;
+      }),
+    ),
+  );
+}
+
 /** A runner for `props` (settings as flags, secrets in the environment), and a starter for background runs. */
-export function cliFor(props: ObjectStoreBackendConfigProps): { cli: Cli; start: (cmd: string[]) => Proc } {
+export function cliFor(props: ObjectStoreBackendConfigProps): { cli: Cli; start: Start } {
   const { args, env } = cliArgs(props);
   return {
     cli: (cmd, input) => spawnCli([...cmd, ...args], env, input).done,
@@ -127,10 +159,10 @@ export async function seed(cli: Cli, files: ReturnType<typeof scratch>, workspac
  * P processes × C cycles of `lock` → `state pull` → +1 → `state push --lock-id ID` →
  * `unlock ID`. Every cycle must succeed and the final state must hold every token once.
  */
-export async function lockedCycles(cli: Cli): Promise<void> {
+export async function lockedCycles({ cli, start }: { cli: Cli; start: Start }): Promise<void> {
   const files = scratch();
   const lineage = await seed(cli, files);
-  const worker = async (p: number): Promise<string[]> => {
+  const worker = async (cli: Cli, p: number): Promise<string[]> => {
     const mine: string[] = [];
     for (let c = 0; c < COUNTS.cycles; c++) {
       const token = `p${p}c${c}`;
@@ -149,7 +181,7 @@ export async function lockedCycles(cli: Cli): Promise<void> {
     }
     return mine;
   };
-  const all = (await Promise.all(Array.from({ length: COUNTS.processes }, (_, p) => worker(p)))).flat();
+  const all = (await concurrently(start, COUNTS.processes, worker)).flat();
   const pull = await cli(["state", "pull"]);
   assert.equal(pull.code, 0, explain("final pull", pull));
   const final = parseState(pull.stdout);
@@ -164,12 +196,12 @@ export async function lockedCycles(cli: Cli): Promise<void> {
  * --lock-timeout 60s`. Each push exits 0 (acknowledged) or 5 (conflict, nothing written);
  * every acknowledged push's token is in the final state, and no other.
  */
-export async function naiveCycles(cli: Cli): Promise<{ acknowledged: number; conflicts: number }> {
+export async function naiveCycles({ cli, start }: { cli: Cli; start: Start }): Promise<{ acknowledged: number; conflicts: number }> {
   const files = scratch();
   const lineage = await seed(cli, files);
   const acknowledged: string[] = [];
   let conflicts = 0;
-  const worker = async (p: number): Promise<void> => {
+  const worker = async (cli: Cli, p: number): Promise<void> => {
     for (let c = 0; c < COUNTS.cycles; c++) {
       const token = `p${p}c${c}`;
       const pull = await cli(["state", "pull"]);
@@ -184,7 +216,7 @@ export async function naiveCycles(cli: Cli): Promise<{ acknowledged: number; con
       }
     }
   };
-  await Promise.all(Array.from({ length: COUNTS.processes }, (_, p) => worker(p)));
+  await concurrently(start, COUNTS.processes, worker);
   const pull = await cli(["state", "pull"]);
   assert.equal(pull.code, 0, explain("final pull", pull));
   const final = parseState(pull.stdout);
