@@ -3,18 +3,36 @@
  * `code` that programs can branch on, and a message written for the person at the
  * terminal. Messages never contain secret values.
  */
+import { redactUrl, sanitizeCause } from "./util/redact.js";
+
+export { SanitizedCause } from "./util/redact.js";
+
 export class ObjstateError extends Error {
   /** Stable machine-readable code, e.g. `STATE_LOCKED`, `BUCKET_NOT_FOUND`. */
   readonly code: string;
   /** Optional structured details (never secrets). */
   readonly details: Readonly<Record<string, unknown>> | undefined;
 
+  /**
+   * `message` and string `details` lose any credentials inside URLs. A `cause` that is
+   * not an ObjstateError is kept only as a {@link SanitizedCause} (name, message without
+   * signing material, network code, HTTP status): SDK errors carry the signed request on
+   * hidden fields, and `util.inspect(err, { showHidden: true })` would print it. Map a
+   * foreign error to a code before wrapping it, not after.
+   */
   constructor(code: string, message: string, options?: { details?: Record<string, unknown>; cause?: unknown }) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    const cause = options?.cause instanceof ObjstateError ? options.cause : sanitizeCause(options?.cause);
+    super(redactUrl(message), cause === undefined ? undefined : { cause });
     this.name = "ObjstateError";
     this.code = code;
-    this.details = options?.details;
+    this.details = options?.details === undefined ? undefined : redactDetails(options.details);
   }
+}
+
+function redactDetails(details: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(details)) out[k] = typeof v === "string" ? redactUrl(v) : v;
+  return out;
 }
 
 /** Is `e` an {@link ObjstateError} with the given code? */

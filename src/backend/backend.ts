@@ -319,10 +319,9 @@ export class ObjectStoreBackend {
    */
   async writeState(workspace: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<WriteResult> {
     const bytes = toBuffer(data);
-    const incoming = scanHeader(bytes.subarray(0, HEADER_BYTES));
-    if (incoming === undefined) {
-      throw new ObjstateError("STATE_INVALID", `the state to write to ${this.describe(workspace)} is not a JSON object`, { details: { workspace } });
-    }
+    // Bytes that are not a JSON object carry no lineage or serial: the guard then lets them
+    // replace only what it would let anything replace. (The CLI refuses such input earlier.)
+    const incoming = scanHeader(bytes.subarray(0, HEADER_BYTES)) ?? { complete: false };
     const locks = this.locks;
     if (locks !== undefined && options.lockId === undefined) {
       const lock = await this.lock(workspace, { operation: "writeState" });
@@ -554,19 +553,36 @@ export class ObjectStoreBackend {
    * workspace is refused (`STATE_LOCKED`). The digest goes first: a crash in between
    * leaves a state without a digest, which reads fine, never a digest without a state.
    */
-  async deleteWorkspace(workspace: string): Promise<void> {
+  async deleteWorkspace(workspace: string, options: { readonly lockId?: string | undefined } = {}): Promise<void> {
     checkWorkspace(workspace);
     if (workspace === DEFAULT_WORKSPACE) {
       throw new ObjstateError("CANNOT_DELETE_DEFAULT", "the default workspace cannot be deleted");
     }
     const locks = this.locks;
-    const lock = await this.lock(workspace, { operation: "deleteWorkspace" });
+    const own = options.lockId === undefined ? await this.lock(workspace, { operation: "deleteWorkspace" }) : undefined;
     try {
+      if (locks !== undefined && options.lockId !== undefined) await this.assertHolder(workspace, options.lockId, locks);
       if (locks !== undefined) await locks.delete(this.digestId(workspace));
       await this.store.delete(this.statePath(workspace));
     } finally {
-      await this.unlock(workspace, lock.ID);
+      if (own !== undefined) await this.unlock(workspace, own.ID);
     }
+  }
+
+  /**
+   * How a workspace's state stands against its digest, without retrying: `no-state`,
+   * `no-digest` (nothing recorded: nothing to check), `match`, `torn` (a complete objstate
+   * write whose digest was never recorded; `state repair` fixes it) or `mismatch`.
+   */
+  async digestStatus(workspace: string = DEFAULT_WORKSPACE): Promise<DigestStatus> {
+    const locks = this.locks;
+    const obj = await this.store.get(this.statePath(workspace), { md5: true });
+    const recorded = locks === undefined ? undefined : normalizeDigest(await locks.get(this.digestId(workspace), "Digest"));
+    if (recorded === undefined) return obj === null ? { status: "no-state" } : { status: "no-digest", size: obj.body.length };
+    if (obj === null) return { status: "mismatch", recorded, actual: undefined };
+    const actual = obj.md5 === recorded ? recorded : md5(obj.body);
+    if (actual === recorded) return { status: "match", recorded, size: obj.body.length };
+    return { status: provenComplete(obj.meta, actual) ? "torn" : "mismatch", recorded, actual, size: obj.body.length };
   }
 
   /**
@@ -640,6 +656,23 @@ export class ObjectStoreBackend {
     this.store.close();
     this.locks?.close();
   }
+
+  // Printing: the drivers and `settings` hold credentials, so a backend prints only this
+  // view (settings print themselves redacted).
+  /** What `JSON.stringify(backend)` shows: where the state lives, locking, identity source and settings, secrets redacted. */
+  toJSON(): Record<string, unknown> {
+    return { state: this.describe(), locking: this.lockingEnabled, identitySource: this.identitySource, settings: this.settings };
+  }
+
+  /** `ObjectStoreBackend {…}` as {@link toJSON}, secrets redacted. */
+  toString(): string {
+    return `ObjectStoreBackend ${JSON.stringify(this.toJSON())}`;
+  }
+
+  /** `util.inspect` shows {@link toJSON}, never the drivers. */
+  [Symbol.for("nodejs.util.inspect.custom")](_depth: number, options: object, show: (v: unknown, o: object) => string): string {
+    return `ObjectStoreBackend ${show(this.toJSON(), options)}`;
+  }
 }
 
 
@@ -695,6 +728,13 @@ export interface RepairReport {
   readonly leftoversRemoved: readonly Leftover[];
   readonly leftoversKept: readonly Leftover[];
 }
+
+/** What {@link ObjectStoreBackend.digestStatus} found. */
+export type DigestStatus =
+  | { readonly status: "no-state" }
+  | { readonly status: "no-digest"; readonly size: number }
+  | { readonly status: "match"; readonly recorded: string; readonly size: number }
+  | { readonly status: "torn" | "mismatch"; readonly recorded: string; readonly actual: string | undefined; readonly size?: number };
 
 /** What {@link ObjectStoreBackend.writeState} did. */
 export interface WriteResult {

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline/promises";
+import type { ObjectStoreBackend } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../backend/layout.js";
 import { describeHolder } from "../backend/lock-info.js";
 import { COMMON_FIELDS } from "../config/fields.js";
@@ -18,6 +19,7 @@ import { CliError, EXIT, parseJsonText, readInput, readJsonFile, usageError } fr
 import { acquireLock, lockWaiting, requireLocking, warn, whileLocked, withBackend } from "./runtime.js";
 import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
+import { redactUrl } from "../util/redact.js";
 
 export type Opts = Record<string, unknown>;
 
@@ -64,7 +66,7 @@ function shownValue(name: string, secret: boolean, s: ResolvedSetting<unknown>):
   if (s.value === undefined) return null;
   if (secret) return REDACTED;
   if (name === "assumeRole") return JSON.parse(JSON.stringify(s.value)) as unknown;
-  return s.value;
+  return typeof s.value === "string" ? redactUrl(s.value) : s.value;
 }
 
 /** `objstate config`: every effective setting with where it came from, secrets redacted. */
@@ -128,21 +130,16 @@ export function emptyState(): string {
 export async function workspaceNewAction(name: string, opts: Opts): Promise<void> {
   workspaceArg(name);
   const input = gatherSettings(opts);
-  const timeout = lockTimeoutOf(opts);
+  lockTimeoutOf(opts); // a bad --lock-timeout is refused before anything connects
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw new CliError("WORKSPACE_EXISTS", `workspace ${DEFAULT_WORKSPACE} already exists (it always does)`, EXIT.error);
   await withBackend(config, async (backend) => {
-    const lock = backend.lockingEnabled ? await acquireLock(backend, name, { operation: "workspace new" }, timeout) : undefined;
-    let failed = true;
-    try {
+    await underLock(backend, name, opts, { operation: "workspace new" }, async (lockId) => {
       if ((await backend.listWorkspaces()).includes(name)) {
         throw new CliError("WORKSPACE_EXISTS", `workspace ${name} already exists (${backend.describe(name)})`, EXIT.error);
       }
-      await backend.writeState(name, emptyState(), { lockId: lock?.info.ID });
-      failed = false;
-    } finally {
-      await lock?.release(failed);
-    }
+      await backend.writeState(name, emptyState(), { lockId });
+    });
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), created: true });
     say(`created workspace ${name} (${backend.describe(name)})`);
   });
@@ -159,7 +156,8 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
     if (!(await backend.listWorkspaces()).includes(name)) {
       throw new CliError("WORKSPACE_NOT_FOUND", `workspace ${name} does not exist (no state at ${backend.describe(name)})`, EXIT.error);
     }
-    await whileLocked(() => backend.deleteWorkspace(name), timeout);
+    const lockId = lockIdOf(opts);
+    await whileLocked(() => backend.deleteWorkspace(name, { lockId }), lockId === undefined ? timeout : 0);
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), deleted: true });
     say(`deleted workspace ${name} (${backend.describe(name)})`);
   });
@@ -184,30 +182,99 @@ export async function statePullAction(opts: Opts): Promise<void> {
   });
 }
 
-/** `objstate state push FILE|-`: checks the input is a JSON object, then writes it under the lock. */
+/** `--lock-id ID`: write under a lock the caller holds (taken with `objstate lock`). */
+function lockIdOf(opts: Opts): string | undefined {
+  const id = opts["lockId"];
+  if (id === undefined) return undefined;
+  if (typeof id !== "string" || id.trim() === "") throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
+  return id.trim();
+}
+
+/**
+ * Run `work` under the workspace's lock: the caller's (`--lock-id`, checked by the backend
+ * right before each write, and left held), or one taken here for the command and released
+ * after it (waiting up to `--lock-timeout` while another holder has it).
+ */
+async function underLock<T>(backend: ObjectStoreBackend, workspace: string, opts: Opts, operation: { operation: string; info?: string }, work: (lockId: string | undefined) => Promise<T>): Promise<{ result: T; locked: boolean }> {
+  const given = lockIdOf(opts);
+  if (given !== undefined) {
+    if (!backend.lockingEnabled) throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
+    return { result: await work(given), locked: true };
+  }
+  const lock = backend.lockingEnabled ? await acquireLock(backend, workspace, operation, lockTimeoutOf(opts)) : undefined;
+  let failed = true;
+  try {
+    const result = await work(lock?.info.ID);
+    failed = false;
+    return { result, locked: lock !== undefined };
+  } finally {
+    await lock?.release(failed);
+  }
+}
+
+/**
+ * `objstate state push FILE|-`: checks the input is a JSON object, then writes it under the
+ * lock (its own, or the caller's with --lock-id), through the lineage guard (--force to
+ * override) and conditional on the stored version it checked.
+ */
 export async function statePushAction(file: string, opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
-  const timeout = lockTimeoutOf(opts);
+  lockTimeoutOf(opts);
+  lockIdOf(opts);
   const config = backendConfigOf(input);
   const bytes = readInput(file);
   const name = file === "-" ? "standard input" : file;
   const doc = parseJsonText(bytes.toString("utf8"), name);
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw usageError(`${name} is not a state: expected a JSON object`, "INVALID_STATE");
+  const force = opts["force"] === true;
 
   await withBackend(config, async (backend) => {
-    const lock = backend.lockingEnabled ? await acquireLock(backend, workspace, { operation: "state push", info: `objstate state push ${name}` }, timeout) : undefined;
-    const progress = Progress.start(process.stderr, `pushing ${backend.describe(workspace)}`, bytes.length);
-    let failed = true;
-    try {
-      await backend.writeState(workspace, bytes, { lockId: lock?.info.ID, onProgress: (sent) => progress.update(sent) });
-      failed = false;
-    } finally {
-      progress.done();
-      await lock?.release(failed);
-    }
-    if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), bytes: bytes.length, locked: lock !== undefined });
-    say(`pushed ${formatBytes(bytes.length)} to ${backend.describe(workspace)}${lock === undefined ? " (not locked: no lock table)" : ""}`);
+    const where = backend.describe(workspace);
+    const { result, locked } = await underLock(backend, workspace, opts, { operation: "state push", info: `objstate state push ${name}` }, async (lockId) => {
+      const progress = Progress.start(process.stderr, `pushing ${where}`, bytes.length);
+      try {
+        return await backend.writeState(workspace, bytes, { lockId, force, onProgress: (sent) => progress.update(sent) });
+      } finally {
+        progress.done();
+      }
+    });
+    if (opts["json"] === true) return printJson({ workspace, path: where, bytes: bytes.length, locked, written: result.written, md5: result.md5 });
+    if (!result.written) return say(`${where} already holds this state (MD5 ${result.md5}); nothing written`);
+    say(`pushed ${formatBytes(bytes.length)} to ${where}${locked ? "" : " (not locked: no lock table)"}`);
+  });
+}
+
+/**
+ * `objstate state repair`: under the lock, record the digest of a write that did not finish
+ * recording it (only when the object proves it is a complete objstate write, unless
+ * --force), remove a digest left without a state, and remove leftovers of dead writers
+ * older than --older-than (default 1h).
+ */
+export async function stateRepairAction(opts: Opts): Promise<void> {
+  const input = gatherSettings(opts);
+  const workspace = workspaceOf(input);
+  lockTimeoutOf(opts);
+  lockIdOf(opts);
+  const olderThan = typeof opts["olderThan"] === "string" ? durationFlag("--older-than", opts["olderThan"]) : undefined;
+  const config = backendConfigOf(input);
+  await withBackend(config, async (backend) => {
+    const where = backend.describe(workspace);
+    const { result: report } = await underLock(backend, workspace, opts, { operation: "state repair" }, (lockId) =>
+      // The lock is ours already: the repair must not take it a second time.
+      backend.repairState(workspace, { lockId: lockId ?? undefined, force: opts["force"] === true, leftoverMinAgeMs: olderThan }),
+    );
+    if (opts["json"] === true) return printJson({ workspace, path: where, ...report });
+    const lines: Record<typeof report.action, string> = {
+      ok: `the state at ${where} matches its digest; nothing to repair`,
+      "recorded-digest": `recorded the digest of the state at ${where} (${report.md5 ?? "?"}; was ${report.previous ?? "none"}); it reads again`,
+      "removed-orphan-digest": `removed the digest of a state that is gone (${where})`,
+      "no-state": `no state at ${where}; nothing to repair`,
+      "no-lock-table": `no lock table, so no digests to repair`,
+    };
+    say(lines[report.action]);
+    for (const l of report.leftoversRemoved) say(`removed ${l.kind} ${l.key ?? l.id} (from ${l.since?.toISOString() ?? "unknown"})`);
+    for (const l of report.leftoversKept) say(`kept ${l.kind} ${l.key ?? l.id} (from ${l.since?.toISOString() ?? "unknown"}: too recent, a writer may still be at work)`);
   });
 }
 

@@ -21,6 +21,7 @@ import { CliError, EXIT } from "./io.js";
 import { connect, identityFor, isHttp, lockTableFor, storeFor, warn } from "./runtime.js";
 import { backendConfigOf, gatherSettings, type SettingsInput } from "./settings.js";
 import { paint, printJson } from "./term.js";
+import { redactUrl } from "../util/redact.js";
 
 export type CheckStatus = "ok" | "warn" | "fail" | "skip";
 
@@ -71,11 +72,33 @@ async function reachDir(dir: string): Promise<{ ok: true; detail: string } | { o
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === "EACCES" || code === "EPERM") return { ok: false, reason: `${at} is not writable` };
+      if (code === "EROFS") return { ok: false, reason: `${at} is on a read-only file system` };
       if (code !== "ENOENT") return { ok: false, reason: message(e) };
       const up = path.dirname(at);
       if (up === at) return { ok: false, reason: `no part of ${dir} exists` };
       at = up;
     }
+  }
+}
+
+/**
+ * The fix for a local-disk failure of the embedded store or table: a full disk, a
+ * read-only mount, file permissions or a planted link are not credential problems.
+ */
+function diskFix(e: unknown): string | undefined {
+  if (!isObjstateError(e)) return undefined;
+  const at = typeof e.details?.["path"] === "string" ? e.details["path"] : "the store directory";
+  switch (e.code) {
+    case "STORE_NO_SPACE":
+      return `free space on the device holding ${at}, or move the store to another disk`;
+    case "STORE_READ_ONLY":
+      return `remount ${at} read-write, or point the endpoint at a writable directory`;
+    case "STORE_PERMISSION":
+      return `run objstate as the owner of ${at}, or give this user write access to it`;
+    case "UNSAFE_PATH":
+      return `remove ${at} (objstate never follows links inside the store) and run again`;
+    default:
+      return undefined;
   }
 }
 
@@ -127,7 +150,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
   add({
     name: "settings",
     status: "ok",
-    detail: `bucket ${s.bucket.value}, endpoint ${endpoint} (${s.endpoint.source})${table === undefined ? ", no lock table" : `, lock table ${table} at ${kvEndpoint}`}, workspace ${workspace}`,
+    detail: `bucket ${s.bucket.value}, endpoint ${redactUrl(endpoint)} (${s.endpoint.source})${table === undefined ? ", no lock table" : `, lock table ${table} at ${redactUrl(kvEndpoint ?? "")}`}, workspace ${workspace}`,
   });
 
   // 2. Credentials.
@@ -156,9 +179,9 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     const r = await reachHttp(url);
     if (r.ok) {
       storeOk = true;
-      add({ name: "object-store endpoint", status: "ok", detail: `${url} answers (HTTP ${r.status})` });
+      add({ name: "object-store endpoint", status: "ok", detail: `${redactUrl(url)} answers (HTTP ${r.status})` });
     } else {
-      add({ name: "object-store endpoint", status: "fail", detail: `cannot reach ${url} (${r.reason})`, fix: "check --endpoint / PROVIDER_OBJECT_STORE_ENDPOINT and that the server is running and reachable from here" });
+      add({ name: "object-store endpoint", status: "fail", detail: `cannot reach ${redactUrl(url)} (${r.reason})`, fix: "check --endpoint / PROVIDER_OBJECT_STORE_ENDPOINT and that the server is running and reachable from here" });
     }
   } else {
     const dir = (parseEndpoint(endpoint) as { dir: string }).dir;
@@ -192,11 +215,11 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
           bucketOk = true;
           add({ name: "bucket", status: "ok", detail: `bucket ${bucket} exists and is writable (wrote and deleted ${probe})` });
         } catch (e) {
-          add({ name: "bucket", status: "fail", detail: `bucket ${bucket} exists but writing ${probe} failed: ${message(e)}`, fix: `let these credentials put and delete objects in ${bucket}${prefix === "" ? "" : ` under ${prefix}/`}` });
+          add({ name: "bucket", status: "fail", detail: `bucket ${bucket} exists but writing ${probe} failed: ${message(e)}`, fix: diskFix(e) ?? `let these credentials put and delete objects in ${bucket}${prefix === "" ? "" : ` under ${prefix}/`}` });
         }
       }
     } catch (e) {
-      add({ name: "bucket", status: "fail", detail: message(e), fix: isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the bucket" : "check --bucket and --endpoint" });
+      add({ name: "bucket", status: "fail", detail: message(e), fix: diskFix(e) ?? (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the bucket" : "check --bucket and --endpoint") });
     } finally {
       store.close();
     }
@@ -219,8 +242,8 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
       const url = (parseEndpoint(kvEndpoint) as { url: string }).url;
       const r = await reachHttp(url);
       reachable = r.ok;
-      if (r.ok) add({ name: "lock-table endpoint", status: "ok", detail: `${url} answers (HTTP ${r.status})` });
-      else add({ name: "lock-table endpoint", status: "fail", detail: `cannot reach ${url} (${r.reason})`, fix: "check --kvstore-endpoint and that the server is running and reachable from here" });
+      if (r.ok) add({ name: "lock-table endpoint", status: "ok", detail: `${redactUrl(url)} answers (HTTP ${r.status})` });
+      else add({ name: "lock-table endpoint", status: "fail", detail: `cannot reach ${redactUrl(url)} (${r.reason})`, fix: "check --kvstore-endpoint and that the server is running and reachable from here" });
     } else {
       const dir = (parseEndpoint(kvEndpoint) as { dir: string }).dir;
       const r = await reachDir(dir);
@@ -255,7 +278,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
           add({ name: "lock table", status: "ok", detail: `lock table ${table} has key LockID (String)` });
         }
       } catch (e) {
-        add({ name: "lock table", status: "fail", detail: message(e), fix: isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the table" : "check --kvstore-table and --kvstore-endpoint" });
+        add({ name: "lock table", status: "fail", detail: message(e), fix: diskFix(e) ?? (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the table" : "check --kvstore-table and --kvstore-endpoint") });
       } finally {
         locks.close();
       }
@@ -273,27 +296,37 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     try {
       const backend = await connect(config, { digestRetry: { timeoutMs: 0, intervalMs: 0 } });
       try {
-        const bytes = await backend.readState(workspace);
-        add({
-          name: "digest",
-          status: "ok",
-          detail: bytes === null ? `workspace ${workspace} has no state yet (${backend.describe(workspace)})` : `the state of workspace ${workspace} (${bytes.length} bytes) matches its digest`,
-        });
+        const d = await backend.digestStatus(workspace);
+        const where = backend.describe(workspace);
+        const repair = `objstate state repair${workspace === "default" ? "" : ` -w ${workspace}`}`;
+        if (d.status === "no-state") add({ name: "digest", status: "ok", detail: `workspace ${workspace} has no state yet (${where})` });
+        else if (d.status === "no-digest") add({ name: "digest", status: "ok", detail: `the state of workspace ${workspace} (${d.size} bytes) has no digest recorded, so there is nothing to check it against (the next write records one)` });
+        else if (d.status === "match") add({ name: "digest", status: "ok", detail: `the state of workspace ${workspace} (${d.size} bytes) matches its digest` });
+        else if (d.status === "torn") {
+          add({ name: "digest", status: "fail", detail: `the last write to workspace ${workspace} did not finish recording its digest: the stored state is a complete write by objstate (MD5 ${d.actual ?? "?"}), the lock table still has ${d.recorded}`, fix: `run ${repair} to record it` });
+        } else {
+          add({
+            name: "digest",
+            status: "fail",
+            detail: `the state of workspace ${workspace} does not match its digest (lock table ${d.recorded}, object ${d.actual ?? "missing"})`,
+            fix: d.actual === undefined ? `run ${repair} to remove the digest of the missing state` : `if the stored state is right, run ${repair} --force to record its digest; else push the right state again (objstate state push)`,
+          });
+        }
+        const left = await backend.leftovers();
+        if (left.length > 0) {
+          const oldest = left[0]?.since;
+          add({
+            name: "leftovers",
+            status: "warn",
+            detail: `${left.length} leftover${left.length === 1 ? "" : "s"} of unfinished writes under the prefix (${left.map((l) => `${l.kind} ${l.key ?? l.id}`).slice(0, 3).join(", ")}${left.length > 3 ? ", …" : ""}; oldest from ${oldest?.toISOString() ?? "unknown"})`,
+            fix: `run ${repair} to remove those older than an hour (younger ones may belong to a writer still at work)`,
+          });
+        } else add({ name: "leftovers", status: "ok", detail: "no leftovers of unfinished writes" });
       } finally {
         backend.close();
       }
     } catch (e) {
-      if (isObjstateError(e, "DIGEST_MISMATCH")) {
-        const d = e.details ?? {};
-        add({
-          name: "digest",
-          status: "fail",
-          detail: `the state of workspace ${workspace} does not match its digest (lock table ${String(d["expected"])}, object ${d["actual"] === "" ? "missing" : String(d["actual"])})`,
-          fix: `if the stored state is right, set the Digest of item "${String(d["digestId"])}" to ${d["actual"] === "" ? "an empty string" : String(d["actual"])} or delete that item; else push the right state again (objstate state push)`,
-        });
-      } else {
-        add({ name: "digest", status: "fail", detail: message(e), fix: "see the message; objstate state pull shows the same error" });
-      }
+      add({ name: "digest", status: "fail", detail: message(e), fix: "see the message; objstate state pull shows the same error" });
     }
   }
   return results;

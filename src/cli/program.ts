@@ -12,6 +12,7 @@ import {
   lockAction,
   statePullAction,
   statePushAction,
+  stateRepairAction,
   synthAction,
   unlockAction,
   workspaceDeleteAction,
@@ -28,7 +29,9 @@ import { paint } from "./term.js";
 
 const EXIT_CODES_HELP = `
 Exit codes: 0 ok, 1 error, 2 usage or bad input (nothing was written), 3 state locked
-by another holder, 4 state does not match its digest.`;
+by another holder, 4 state does not match its digest (or its last write is torn: run
+objstate state repair), 5 state conflict (lineage guard or a concurrent write: nothing
+was written), 6 the lock is no longer held by this writer (nothing was written).`;
 
 /** Commander's error text (`error: unknown option '--x'\\n(Did you mean --y?)`) as one line. */
 function oneLine(text: string): string {
@@ -51,6 +54,10 @@ function jsonOption(cmd: Command, what = "print the result as JSON"): Command {
 
 function lockTimeoutOption(cmd: Command): Command {
   return cmd.addOption(new Option("--lock-timeout <duration>", "while another holder has the lock, retry (with backoff) for up to this long: 0s, 30s, 5m, 1h30m [default: 0s, fail at once]"));
+}
+
+function lockIdOption(cmd: Command): Command {
+  return cmd.addOption(new Option("--lock-id <id>", "write under this lock, which you hold (the ID printed by objstate lock); it stays held: release it with objstate unlock"));
 }
 
 export function program(): Command {
@@ -78,18 +85,38 @@ export function program(): Command {
   const workspace = root.command("workspace").description("list, create and delete workspaces");
   const wsList = jsonOption(workspace.command("list").description("list the workspaces that have a state (default first); * marks the selected one"));
   addSettingsOptions(wsList, { workspace: true }).action((...args: unknown[]) => workspaceListAction(optsOf(args)));
-  const wsNew = lockTimeoutOption(jsonOption(workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name")));
+  const wsNew = lockIdOption(lockTimeoutOption(jsonOption(workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name"))));
   addSettingsOptions(wsNew).action((name: string, ...rest: unknown[]) => workspaceNewAction(name, optsOf(rest)));
-  const wsDelete = lockTimeoutOption(jsonOption(workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name")));
+  const wsDelete = lockIdOption(lockTimeoutOption(jsonOption(workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name"))));
   addSettingsOptions(wsDelete).action((name: string, ...rest: unknown[]) => workspaceDeleteAction(name, optsOf(rest)));
 
   const state = root.command("state").description("read and write a workspace's state");
   const pull = state.command("pull").description("print the stored state, byte for byte, on standard output");
   addSettingsOptions(pull, { workspace: true }).action((...args: unknown[]) => statePullAction(optsOf(args)));
-  const push = lockTimeoutOption(
-    jsonOption(state.command("push").description("store a state under the workspace's lock; the input must be a JSON object").argument("<file>", "state file, or - for standard input")),
+  const push = lockIdOption(
+    lockTimeoutOption(
+      jsonOption(
+        state
+          .command("push")
+          .description("store a state under the workspace's lock, guarded like the tool's own state push: another lineage, a lower serial or the same serial with other content is refused (exit 5); the same content again writes nothing")
+          .argument("<file>", "state file, or - for standard input")
+          .option("--force", "write even when the lineage guard refuses (the lock and the version read are still checked)"),
+      ),
+    ),
   );
   addSettingsOptions(push, { workspace: true }).action((file: string, ...rest: unknown[]) => statePushAction(file, optsOf(rest)));
+  const repair = lockIdOption(
+    lockTimeoutOption(
+      jsonOption(
+        state
+          .command("repair")
+          .description("under the lock: record the digest of a write that did not finish recording it (torn write), remove a digest left without a state, and remove leftovers of dead writers")
+          .option("--force", "record the digest of whatever is stored, even when it does not prove a complete objstate write")
+          .addOption(new Option("--older-than <duration>", "remove leftovers at least this old; younger ones may belong to a writer still at work [default: 1h]")),
+      ),
+    ),
+  );
+  addSettingsOptions(repair, { workspace: true }).action((...args: unknown[]) => stateRepairAction(optsOf(args)));
 
   const lock = lockTimeoutOption(
     jsonOption(

@@ -2,14 +2,14 @@
  * The machinery shared by the three value objects: validation of props against a field
  * table, getters and builders generated from the table, redacted printing.
  */
+import { inspect } from "node:util";
+import { printSafely, REDACTED, shownValue } from "../util/redact.js";
 import { ConfigError } from "./errors.js";
 import type { FieldSpec } from "./fields.js";
 import { isPlainObject } from "./rules.js";
 import { checkValue, describeValue, nearest } from "./validate.js";
 
-const INSPECT = Symbol.for("nodejs.util.inspect.custom");
-/** What secrets print as. */
-export const REDACTED = "<redacted>";
+export { REDACTED };
 
 /** Turns the props of a nested object field (the deprecated block) into its object. */
 export type NestedNormalizer = (value: unknown, path: string) => unknown;
@@ -151,9 +151,12 @@ export abstract class ConfigObject {
     return this.mapSet((_f, v) => (v instanceof ConfigObject ? v.plainProps() : typeof v === "object" ? copyJson(v) : v));
   }
 
-  /** The set fields with secrets replaced by `<redacted>`: `JSON.stringify(config)` is safe to log. */
+  /**
+   * The set fields with secrets replaced by `<redacted>` and credentials inside endpoint
+   * URLs removed: `JSON.stringify(config)` is safe to log.
+   */
   toJSON(): Record<string, unknown> {
-    return this.mapSet((f, v) => (f.secret ? REDACTED : v instanceof ConfigObject ? v.toJSON() : v));
+    return this.mapSet((f, v) => (v instanceof ConfigObject ? v.toJSON() : shownValue(v, f.secret)));
   }
 
   /** `ClassName {"bucket":"…",…}` with secrets redacted. */
@@ -161,8 +164,9 @@ export abstract class ConfigObject {
     return `${this.constructor.name} ${JSON.stringify(this.toJSON())}`;
   }
 
-  [INSPECT](_depth: number, options: object, inspect: (v: unknown, o: object) => string): string {
-    return `${this.constructor.name} ${inspect(this.toJSON(), options)}`;
+  /** `util.inspect` shows what `toJSON` shows. */
+  [inspect.custom](_depth: number, options: object, show: (v: unknown, o: object) => string = inspect): string {
+    return `${this.constructor.name} ${show(this.toJSON(), options)}`;
   }
 }
 
@@ -185,26 +189,44 @@ export function installGetters(proto: object, fields: readonly FieldSpec[]): voi
   }
 }
 
+// A builder's collected values live here, not on the builder: no property of it, hidden
+// or not, can show a secret to `util.inspect` or `JSON.stringify`.
+const builderValues = new WeakMap<object, Record<string, unknown>>();
+
+function valuesOf(builder: object): Record<string, unknown> {
+  const v = builderValues.get(builder);
+  if (v === undefined) throw new TypeError("not a builder");
+  return v;
+}
+
 /**
  * A builder factory for a field table: one setter per field, named as the field, each
- * returning the builder; `build()` hands the collected props to `make`.
+ * returning the builder; `build()` hands the collected props to `make`. A builder prints
+ * (`util.inspect`, `JSON.stringify`, `String()`) as `<className>Builder {…}` with secrets
+ * redacted.
  */
-export function builderFactory<B>(fields: readonly FieldSpec[], make: (props: Record<string, unknown>) => unknown): (initial?: Record<string, unknown>) => B {
+export function builderFactory<B>(className: string, fields: readonly FieldSpec[], make: (props: Record<string, unknown>) => unknown): (initial?: Record<string, unknown>) => B {
   const proto: Record<string, unknown> = {
-    build(this: { values: Record<string, unknown> }): unknown {
-      return make({ ...this.values });
+    build(this: object): unknown {
+      return make({ ...valuesOf(this) });
     },
   };
   for (const f of fields) {
     const name = f.name;
-    proto[name] = function (this: { values: Record<string, unknown> }, value: unknown): unknown {
-      this.values[name] = value;
+    proto[name] = function (this: object, value: unknown): unknown {
+      valuesOf(this)[name] = value;
       return this;
     };
   }
+  const secret = new Set(fields.filter((f) => f.secret).map((f) => f.name));
+  printSafely(proto, `${className}Builder`, (self) => {
+    const shown: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(valuesOf(self))) if (v !== undefined) shown[k] = v instanceof ConfigObject ? v.toJSON() : shownValue(v, secret.has(k));
+    return shown;
+  });
   return (initial = {}) => {
-    const b = Object.create(proto) as { values: Record<string, unknown> };
-    b.values = { ...initial };
+    const b = Object.create(proto) as object;
+    builderValues.set(b, { ...initial });
     return b as B;
   };
 }

@@ -19,12 +19,20 @@ const BARE_HOST = /^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?$/;
 
 // Parsing a URL is the costliest check of all; configs repeat the same few endpoints.
 const urlMemo = new Map<string, boolean>();
+/**
+ * An http(s) URL of a host and nothing after it but `/`. A path would be taken by the
+ * S3 SDK's path-style addressing as the bucket (every request would go to the bucket the
+ * path names, while objstate reports the configured one); a query or fragment has no
+ * meaning for an API endpoint.
+ */
 function isHttpUrl(v: string): boolean {
   if (!/^https?:\/\//i.test(v)) return false;
   let ok = urlMemo.get(v);
   if (ok === undefined) {
     try {
-      ok = new URL(v).hostname !== "";
+      const u = new URL(v);
+      // `search`/`hash` are empty for a bare `?` or `#` too, so the text is checked as well.
+      ok = u.hostname !== "" && (u.pathname === "/" || u.pathname === "") && !/[?#]/.test(v);
     } catch {
       ok = false;
     }
@@ -101,17 +109,17 @@ export const RULES = {
   },
   storeEndpoint: {
     type: "string",
-    expected: "a URL (http://, https:// or file:) or a bare host such as s3.example.com",
+    expected: "a URL (http://, https:// or file:) or a bare host such as s3.example.com, with no path, query or fragment after the host (the bucket is never part of the endpoint)",
     valid: (v: string) => isEndpoint(v, true),
   },
   lockEndpoint: {
     type: "string",
-    expected: "a URL (http://, https:// or file:) or a bare host such as dynamodb.example.com",
+    expected: "a URL (http://, https:// or file:) or a bare host such as dynamodb.example.com, with no path, query or fragment after the host",
     valid: (v: string) => isEndpoint(v, true),
   },
   httpEndpoint: {
     type: "string",
-    expected: "a URL (http:// or https://) or a bare host such as sts.example.com",
+    expected: "a URL (http:// or https://) or a bare host such as sts.example.com, with no path, query or fragment after the host",
     valid: (v: string) => isEndpoint(v, false),
   },
   key: {
@@ -121,8 +129,8 @@ export const RULES = {
   },
   prefix: {
     type: "string",
-    expected: "a path that does not start with '/' or './'",
-    valid: (v: string) => !v.startsWith("/") && !v.startsWith("./"),
+    expected: "a path that does not start with '/' or './' and has no '.' or '..' segment",
+    valid: (v: string) => !v.startsWith("/") && !v.split("/").some((seg) => seg === "." || seg === ".."),
   },
   region: {
     type: "string",
@@ -136,8 +144,11 @@ export const RULES = {
   },
   workspace: {
     type: "string",
-    expected: "a non-empty workspace name of letters, digits and '-', '_', '.', '~' (no '/')",
-    valid: (v: string) => /^[A-Za-z0-9._~-]+$/.test(v),
+    expected: "a non-empty workspace name of letters, digits and '-', '_', '.', '~' (no '/'; not '.' or '..')",
+    // `.` and `..` would be path segments of the state's key: stores normalise them away
+    // (the embedded one, and S3 clients that clean paths) or keep them literally (S3), so
+    // one name would mean different objects on different stores.
+    valid: (v: string) => /^[A-Za-z0-9._~-]+$/.test(v) && v !== "." && v !== "..",
   },
   jsonObject: {
     type: "object",

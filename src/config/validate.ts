@@ -1,3 +1,4 @@
+import { redactUrl } from "../util/redact.js";
 import { ConfigError } from "./errors.js";
 import type { FieldSpec } from "./fields.js";
 
@@ -5,7 +6,11 @@ import type { FieldSpec } from "./fields.js";
 export function describeValue(value: unknown, secret: boolean): string {
   const kind = value === null ? "null" : Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : `a ${typeof value}`;
   if (secret) return kind;
-  if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+  if (typeof value === "string") {
+    // Credentials in a URL go before truncation, which could cut the text mid-password.
+    const shown = redactUrl(value);
+    return JSON.stringify(shown.length > 60 ? `${shown.slice(0, 57)}...` : shown);
+  }
   if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return String(value);
   return kind;
 }

@@ -1,6 +1,10 @@
 /**
  * The compute-instance role from the metadata service (DESIGN §4):
  * `GET {base}/latest/meta-data/ram/security-credentials/{role}`.
+ *
+ * The answer is trusted only as far as its shape: no redirects are followed (a redirect
+ * would send the request, and trust, to another host), the body is read up to
+ * {@link METADATA_MAX_BYTES}, and every field is checked before use.
  */
 import { ObjstateError } from "../errors.js";
 import type { Env } from "../resolve/settings.js";
@@ -9,6 +13,8 @@ import type { Credentials } from "../store/types.js";
 export const DEFAULT_METADATA_ENDPOINT = "http://169.254.169.254";
 /** The metadata service answers within milliseconds or not at all. */
 export const METADATA_TIMEOUT_MS = 1500;
+/** A credentials answer is a few hundred bytes; anything past this is not one. */
+export const METADATA_MAX_BYTES = 64 * 1024;
 
 /** The metadata service's base URL: `PROVIDER_METADATA_ENDPOINT` or the link-local default. */
 export function metadataBase(env: Env): string {
@@ -16,47 +22,105 @@ export function metadataBase(env: Env): string {
   return (v !== undefined && v !== "" ? v : DEFAULT_METADATA_ENDPOINT).replace(/\/+$/, "");
 }
 
-interface MetadataAnswer {
-  Code?: unknown;
-  AccessKeyId?: unknown;
-  AccessKeySecret?: unknown;
-  SecurityToken?: unknown;
-  Expiration?: unknown;
-  Message?: unknown;
-}
-
 /** Fetch the role's temporary credentials; every failure is an ObjstateError naming the role. */
 export async function fetchComputeRoleCredentials(role: string, env: Env, timeoutMs: number = METADATA_TIMEOUT_MS): Promise<Credentials> {
   const base = metadataBase(env);
+  // Messages may name `base` as it is: ObjstateError removes credentials inside URLs.
   const url = `${base}/latest/meta-data/ram/security-credentials/${encodeURIComponent(role)}`;
-  let res: Response;
-  try {
-    res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-  } catch (e) {
+  const failed = (problem: string, cause?: unknown): ObjstateError =>
+    new ObjstateError("COMPUTE_ROLE_FAILED", `the metadata service at ${base} ${problem} for compute role "${role}"`, { cause, details: { role } });
+  const unreachable = (e: unknown): ObjstateError => {
     const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
-    throw new ObjstateError(
+    return new ObjstateError(
       "METADATA_UNREACHABLE",
       `the metadata service at ${base} ${timedOut ? `did not answer within ${timeoutMs} ms` : "could not be reached"} for compute role "${role}"; not on a compute instance? Set PROVIDER_METADATA_ENDPOINT, or use keys or a profile instead`,
       { cause: e },
     );
+  };
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: "manual" });
+  } catch (e) {
+    throw unreachable(e);
+  }
+  if (res.status >= 300 && res.status < 400) {
+    await res.body?.cancel();
+    throw failed(`answered a redirect (${res.status}), which objstate does not follow; point PROVIDER_METADATA_ENDPOINT at the service itself`);
   }
   if (res.status === 404) {
+    await res.body?.cancel();
     throw new ObjstateError("COMPUTE_ROLE_UNKNOWN", `the metadata service at ${base} knows no role "${role}" (404): check computeRoleName against the role attached to this instance`);
   }
-  if (!res.ok) throw new ObjstateError("COMPUTE_ROLE_FAILED", `the metadata service at ${base} answered ${res.status} for compute role "${role}"`);
-  let body: MetadataAnswer;
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw failed(`answered ${res.status}`);
+  }
+  let text: string;
   try {
-    body = (await res.json()) as MetadataAnswer;
+    text = await readCapped(res, METADATA_MAX_BYTES);
   } catch (e) {
-    throw new ObjstateError("COMPUTE_ROLE_FAILED", `the metadata service at ${base} sent no JSON for compute role "${role}"`, { cause: e });
+    if (e instanceof TooLarge) throw failed(`sent more than ${METADATA_MAX_BYTES} bytes (not a credentials answer)`);
+    throw unreachable(e);
   }
-  if (body.Code !== "Success") {
-    throw new ObjstateError("COMPUTE_ROLE_FAILED", `the metadata service at ${base} answered Code ${JSON.stringify(body.Code)} (not "Success") for compute role "${role}"`);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // No cause: V8's message quotes the text, which may hold keys.
+    throw failed("sent no JSON");
   }
-  const { AccessKeyId: ak, AccessKeySecret: sk, SecurityToken: token, Expiration: exp } = body;
+  return credentialsOf(body, failed);
+}
+
+/** The answer's fields, each checked for its type, as credentials. */
+function credentialsOf(body: unknown, failed: (problem: string) => ObjstateError): Credentials {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw failed(`answered ${body === null ? "null" : Array.isArray(body) ? "an array" : `a ${typeof body}`} instead of a JSON object`);
+  }
+  const a = body as Record<string, unknown>;
+  if (a["Code"] !== "Success") {
+    const code = a["Code"];
+    throw failed(`answered Code ${typeof code === "string" ? JSON.stringify(code) : code === undefined ? "(none)" : `of type ${typeof code}`} (not "Success")`);
+  }
+  const ak = a["AccessKeyId"];
+  const sk = a["AccessKeySecret"];
   if (typeof ak !== "string" || typeof sk !== "string" || ak === "" || sk === "") {
-    throw new ObjstateError("COMPUTE_ROLE_FAILED", `the metadata service at ${base} answered without AccessKeyId/AccessKeySecret for compute role "${role}"`);
+    throw failed("answered without AccessKeyId/AccessKeySecret (both must be non-empty strings)");
   }
-  const expiration = typeof exp === "string" && !Number.isNaN(Date.parse(exp)) ? new Date(exp) : undefined;
+  const token = a["SecurityToken"];
+  if (token !== undefined && token !== null && typeof token !== "string") throw failed(`answered a SecurityToken of type ${typeof token} (expected a string)`);
+  const exp = a["Expiration"];
+  let expiration: Date | undefined;
+  if (exp !== undefined && exp !== null) {
+    // A wrong expiry would keep expired credentials in use, so it is an error, not "no expiry".
+    if (typeof exp !== "string" || Number.isNaN(Date.parse(exp))) throw failed(`answered an Expiration that is not a date (${typeof exp === "string" ? JSON.stringify(exp.slice(0, 40)) : `of type ${typeof exp}`})`);
+    expiration = new Date(exp);
+  }
   return { accessKeyId: ak, secretAccessKey: sk, sessionToken: typeof token === "string" && token !== "" ? token : undefined, expiration };
+}
+
+class TooLarge extends Error {}
+
+/** The body as UTF-8, refusing (and cancelling) it once it passes `max` bytes. */
+async function readCapped(res: Response, max: number): Promise<string> {
+  const declared = Number(res.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > max) {
+    await res.body?.cancel();
+    throw new TooLarge();
+  }
+  if (res.body === null) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel();
+      throw new TooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }

@@ -7,43 +7,39 @@
  * - `.schema.json` — the key schema, `[{"name":"LockID","type":"S","keyType":"HASH"}]`.
  *   A table directory without it has that default schema; tests write other schemas to
  *   get a table the backend must refuse, as a DynamoDB table with the wrong key would be.
- * - `i-<encoded LockID>` — one item, JSON `{"LockID": id, "<attr>": "<value>"}`. Items
- *   are never written in place: each version is a complete, fsynced file that is put in
- *   place by `link` (create-if-absent) or `rename` (replace), so a reader sees a whole
- *   item or none, never part of one.
- * - `.tmp-<uuid>`, `.claim-<uuid>` — private to one call. Left behind only by a crash;
- *   safe to delete when no process uses the table.
+ * - `i-<encoded LockID>` — one item, JSON `{"LockID": id, "<attr>": "<value>", …}` (any
+ *   number of string attributes). Items are never written in place: each version is a
+ *   complete, fsynced file that is put in place by `link` (create-if-absent) or `rename`
+ *   (replace), so a reader sees a whole item or none, never part of one.
+ * - `.claim-i-<encoded LockID>/` — while a call replaces or deletes that item, it holds the
+ *   item's claim there (see `../store/claim.ts`); removed when the last holder leaves.
+ * - `.tmp-<uuid>` — private to one call. Left behind only by a crash; safe to delete when
+ *   no process uses the table.
+ * Directories are 0700 and files 0600 whatever the umask; no path below the endpoint
+ * directory is followed if it is a symbolic link (`UNSAFE_PATH`).
  *
  * Concurrency (across processes, POSIX semantics of link/rename/unlink):
  * - putIfAbsent: `link(tmp, item)` is atomic create-if-absent; EEXIST means present.
  *   If the blocking item is gone before we can read it, the slot is free: link again.
- * - put: `rename(tmp, item)` atomically replaces.
- * - deleteIf: there is no atomic "unlink if content is X", so:
- *     1. read the item; absent or not X → false. Items are immutable, so a mismatch
- *        here is a true answer for that moment and nothing was disturbed.
- *     2. `rename(item, claim)` to a name only this call knows. ENOENT → another
- *        deleter won → false. Exactly one concurrent deleter can take a given file.
- *     3. read the claim. It is X → unlink it → true: the delete took effect at the
- *        rename, and any item created since then is a different, newer item.
- *     4. It is not X: between 1 and 2 the item was replaced (deleted and re-created,
- *        or put) by someone else, and we took the newer item. Put it back with
- *        `link(claim, item)` and return false.
- *   Residual race, only in step 4 (the item was replaced within the microseconds
- *   between steps 1 and 2 with a different value): while the newer item sits under
- *   the claim name it is invisible, so a putIfAbsent or delete in that window
- *   succeeds as if it were absent; if a putIfAbsent does, our link back fails with
- *   EEXIST and the newer item is lost to that writer. For locks this needs an unlock
- *   and a force-unlock of the same ID racing with two acquirers at once. A deleteIf
- *   with a stale value never gets past step 1, so it can never disturb a held lock.
+ *   It takes no claim: it can only succeed while the item is absent, and an item only
+ *   becomes absent through a delete, which holds the claim.
+ * - put, delete, deleteIf, updateIf hold the item's claim from their read to their
+ *   rename or unlink, so "compare, then replace or delete" is one step for every other
+ *   writer. deleteIf and updateIf first read without the claim: items are immutable, so a
+ *   mismatch there is a true answer for that moment and needs no claim.
  * - get: a plain read of an immutable file.
  * - Crash safety: temp files are fsynced before they are linked or renamed into place,
- *   and the directory is fsynced after, so a crash leaves the old item or the new one.
+ *   and the directory is fsynced after, so a crash leaves the old item or the new one. A
+ *   crash while holding a claim leaves a claim that the next caller breaks (its process
+ *   is gone, or it is older than 30 s).
  */
 import { createHash, randomUUID } from "node:crypto";
-import { promises as fs } from "node:fs";
+import { promises as fs, type BigIntStats } from "node:fs";
 import * as path from "node:path";
 import { ObjstateError } from "../errors.js";
+import { acquireClaim, type Claim } from "../store/claim.js";
 import { parseEndpoint } from "../store/endpoint.js";
+import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, removeFile } from "../store/local-fs.js";
 import type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
 
 const KEY = "LockID";
@@ -71,6 +67,8 @@ export class FileLockTable implements LockTableDriver {
   readonly location: string;
   /** The table's directory, `<endpoint dir>/.kvstore/<table>`. */
   readonly dir: string;
+  private readonly rootDir: string;
+  private readonly tablesDir: string;
   /** Set once the schema is known good, so item calls stop re-reading it. */
   private schemaOk = false;
 
@@ -83,16 +81,16 @@ export class FileLockTable implements LockTableDriver {
     if (!TABLE_NAME.test(options.table)) {
       throw new ObjstateError("LOCK_TABLE_ERROR", `lock table name "${options.table}" is not valid: use 3-255 characters of A-Z a-z 0-9 _ . -`);
     }
-    this.dir = path.join(parsed.dir, TABLES_DIR, options.table);
+    this.rootDir = parsed.dir;
+    this.tablesDir = path.join(parsed.dir, TABLES_DIR);
+    this.dir = path.join(this.tablesDir, options.table);
     this.location = `embedded lock table "${options.table}" in ${parsed.dir}`;
   }
 
   async describeKeySchema(): Promise<KeyAttribute[] | null> {
     try {
-      const st = await fs.stat(this.dir);
-      if (!st.isDirectory()) throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location}: ${this.dir} is not a directory`);
+      if (!(await checkDir(this.tablesDir)) || !(await checkDir(this.dir))) return null;
     } catch (e) {
-      if (errno(e) === "ENOENT") return null;
       throw this.fsError(e, "describe");
     }
     return this.readSchema();
@@ -101,7 +99,9 @@ export class FileLockTable implements LockTableDriver {
   /** Create the table directory and its schema file; an existing table is left as it is. */
   async createTable(): Promise<void> {
     try {
-      await fs.mkdir(this.dir, { recursive: true });
+      await makeRootDir(this.rootDir);
+      await makeDir(this.tablesDir);
+      await makeDir(this.dir);
       await this.writeSchemaIfAbsent();
     } catch (e) {
       throw this.fsError(e, "create");
@@ -111,7 +111,7 @@ export class FileLockTable implements LockTableDriver {
   async putIfAbsent(id: string, attr: string, value: string): Promise<string | null> {
     await this.ensureTable();
     const target = this.itemPath(id);
-    const tmp = await this.stage(serialize(id, attr, value));
+    const tmp = await this.stage(serialize({ [KEY]: id, [attr]: value }));
     try {
       for (let round = 0; round < PUT_IF_ABSENT_ROUNDS; round++) {
         if (await this.linkIfAbsent(tmp, target, id)) return null;
@@ -121,7 +121,7 @@ export class FileLockTable implements LockTableDriver {
       }
       throw new ObjstateError("LOCK_TABLE_ERROR", `item "${id}" in ${this.location} kept appearing and vanishing; gave up writing it`);
     } finally {
-      await unlinkQuietly(tmp);
+      await removeFile(tmp).catch(() => undefined);
     }
   }
 
@@ -133,38 +133,26 @@ export class FileLockTable implements LockTableDriver {
 
   async put(id: string, attr: string, value: string): Promise<void> {
     await this.ensureTable();
-    const tmp = await this.stage(serialize(id, attr, value));
-    try {
-      await fs.rename(tmp, this.itemPath(id));
-      await fsyncDir(this.dir);
-    } catch (e) {
-      await unlinkQuietly(tmp);
-      throw this.fsError(e, `write item "${id}" in`);
-    }
+    const target = this.itemPath(id);
+    await this.withClaim(id, async () => {
+      await this.replace(target, id, { [KEY]: id, [attr]: value });
+    });
   }
 
   async updateIf(id: string, attr: string, expected: string | null, set: Readonly<Record<string, string>>): Promise<boolean> {
+    if (KEY in set) throw new ObjstateError("LOCK_TABLE_ERROR", `cannot update ${KEY} of item "${id}" in ${this.location}: it is the key`);
     if (!(await this.tableReadyIfPresent())) return false;
     const target = this.itemPath(id);
-    const matches = (item: Item | null): boolean => item !== null && (expected === null ? item[attr] === undefined : item[attr] === expected);
+    // null: the item exists without `attr` (an item written by hand or by another tool).
+    const matches = (item: Readonly<Record<string, string>> | null): boolean => item !== null && (expected === null ? item[attr] === undefined : item[attr] === expected);
     if (!matches(await this.readItem(target, id))) return false;
-    // Same claim technique as deleteIf: move the item aside, check, write the new one back.
-    const claim = path.join(this.dir, `.claim-${randomUUID()}`);
-    if (!(await this.renameIfPresent(target, claim, id))) return false;
-    const taken = await this.readItem(claim, id);
-    if (taken === null) return false;
-    if (!matches(taken)) {
-      await this.putBack(claim, target, id);
-      return false;
-    }
-    const tmp = await this.stage(`${JSON.stringify({ ...taken, ...set, [KEY]: id })}\n`);
-    try {
-      await this.linkIfAbsent(tmp, target, id);
-    } finally {
-      await unlinkQuietly(tmp);
-      await this.unlinkIfPresent(claim, id);
-    }
-    return true;
+    if (Object.keys(set).length === 0) return true;
+    return this.withClaim(id, async () => {
+      const item = await this.readItem(target, id);
+      if (item === null || !matches(item)) return false;
+      await this.replace(target, id, { ...item, ...set, [KEY]: id });
+      return true;
+    });
   }
 
   async deleteIf(id: string, attr: string, expected: string): Promise<boolean> {
@@ -172,21 +160,21 @@ export class FileLockTable implements LockTableDriver {
     const target = this.itemPath(id);
     const seen = await this.readItem(target, id);
     if (seen === null || seen[attr] !== expected) return false;
-    const claim = path.join(this.dir, `.claim-${randomUUID()}`);
-    if (!(await this.renameIfPresent(target, claim, id))) return false;
-    const taken = await this.readItem(claim, id);
-    if (taken === null) return false; // only a hand-made mess removes a claim
-    if (taken[attr] === expected) {
-      await this.unlinkIfPresent(claim, id);
+    return this.withClaim(id, async () => {
+      const item = await this.readItem(target, id);
+      if (item === null || item[attr] !== expected) return false;
+      await this.unlinkIfPresent(target, id);
       return true;
-    }
-    await this.putBack(claim, target, id);
-    return false;
+    });
   }
 
   async delete(id: string): Promise<void> {
     if (!(await this.tableReadyIfPresent())) return;
-    await this.unlinkIfPresent(this.itemPath(id), id);
+    const target = this.itemPath(id);
+    if ((await this.statItem(target)) === null) return;
+    await this.withClaim(id, async () => {
+      if ((await this.statItem(target)) !== null) await this.unlinkIfPresent(target, id);
+    });
   }
 
   close(): void {
@@ -196,6 +184,48 @@ export class FileLockTable implements LockTableDriver {
   /** The file name of an item: injective, portable, and safe on case-insensitive disks. */
   private itemPath(id: string): string {
     return path.join(this.dir, `i-${encodeId(id)}`);
+  }
+
+  /** Run `body` holding the item's claim; the claim directory goes when the last holder leaves. */
+  private async withClaim<T>(id: string, body: () => Promise<T>): Promise<T> {
+    const claimDir = path.join(this.dir, `.claim-i-${encodeId(id)}`);
+    let claim: Claim;
+    try {
+      claim = await acquireClaim(claimDir, { prepare: () => this.prepareClaimDir(claimDir), what: `item "${id}" of ${this.location}` });
+    } catch (e) {
+      throw this.fsError(e, `claim item "${id}" in`, claimDir);
+    }
+    try {
+      return await body();
+    } finally {
+      await claim.release().catch(() => undefined);
+      await fs.rmdir(claimDir).catch(() => undefined); // not empty: someone else is waiting
+    }
+  }
+
+  private async prepareClaimDir(claimDir: string): Promise<void> {
+    try {
+      await makeDir(claimDir);
+    } catch (e) {
+      if (errno(e) !== "ENOENT") throw e;
+      // The table directory itself was removed under us.
+      this.schemaOk = false;
+      await this.ensureTable();
+      await makeDir(claimDir);
+    }
+  }
+
+  /** Replace the item with a new complete version (the caller holds the claim). */
+  private async replace(target: string, id: string, item: Item): Promise<void> {
+    await this.statItem(target); // refuses a planted link or special file
+    const tmp = await this.stage(serialize(item));
+    try {
+      await fs.rename(tmp, target);
+      await fsyncDir(this.dir);
+    } catch (e) {
+      await removeFile(tmp).catch(() => undefined);
+      throw this.fsError(e, `write item "${id}" in`, this.dir);
+    }
   }
 
   /** Make sure the table exists with the right schema before a write (first write creates it). */
@@ -226,14 +256,14 @@ export class FileLockTable implements LockTableDriver {
 
   private async readSchema(): Promise<KeyAttribute[]> {
     const file = path.join(this.dir, SCHEMA_FILE);
-    let text: string;
+    let text: string | null;
     try {
-      text = await fs.readFile(file, "utf8");
+      text = await readSmall(file);
     } catch (e) {
-      // A directory without a schema file is a table with the default key (older layouts, hand-made).
-      if (errno(e) === "ENOENT") return DEFAULT_SCHEMA.map((k) => ({ ...k }));
       throw this.fsError(e, "describe");
     }
+    // A directory without a schema file is a table with the default key (older layouts, hand-made).
+    if (text === null) return DEFAULT_SCHEMA.map((k) => ({ ...k }));
     const schema = parseSchema(text);
     if (schema === null) {
       throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location}: ${file} is not a key schema (expected JSON like [{"name":"LockID","type":"S","keyType":"HASH"}])`);
@@ -244,12 +274,7 @@ export class FileLockTable implements LockTableDriver {
   /** Concurrent creators race through link: whoever is first writes it, the rest see EEXIST. */
   private async writeSchemaIfAbsent(): Promise<void> {
     const file = path.join(this.dir, SCHEMA_FILE);
-    try {
-      await fs.access(file);
-      return;
-    } catch (e) {
-      if (errno(e) !== "ENOENT") throw e;
-    }
+    if ((await lstatFile(file)) !== null) return;
     const tmp = await this.writeTemp(`${JSON.stringify(DEFAULT_SCHEMA)}\n`);
     try {
       await fs.link(tmp, file);
@@ -257,7 +282,7 @@ export class FileLockTable implements LockTableDriver {
     } catch (e) {
       if (errno(e) !== "EEXIST") throw e;
     } finally {
-      await unlinkQuietly(tmp);
+      await removeFile(tmp).catch(() => undefined);
     }
   }
 
@@ -266,25 +291,25 @@ export class FileLockTable implements LockTableDriver {
     try {
       return await this.writeTemp(content);
     } catch (e) {
-      if (errno(e) !== "ENOENT") throw this.fsError(e, "write to");
+      if (errno(e) !== "ENOENT") throw this.fsError(e, "write to", this.dir);
     }
     this.schemaOk = false;
     await this.ensureTable();
     try {
       return await this.writeTemp(content);
     } catch (e) {
-      throw this.fsError(e, "write to");
+      throw this.fsError(e, "write to", this.dir);
     }
   }
 
-  /** A complete, fsynced file under a name nobody else uses, ready to be linked or renamed into place. */
+  /** A complete, fsynced, owner-only file under a name nobody else uses, ready to be linked or renamed into place. */
   private async writeTemp(content: string): Promise<string> {
     const tmp = path.join(this.dir, `.tmp-${randomUUID()}`);
     try {
-      await writeSynced(tmp, content);
+      await createFile(tmp, content);
       return tmp;
     } catch (e) {
-      await unlinkQuietly(tmp);
+      await removeFile(tmp).catch(() => undefined);
       throw e;
     }
   }
@@ -292,54 +317,42 @@ export class FileLockTable implements LockTableDriver {
   private async linkIfAbsent(from: string, to: string, id: string): Promise<boolean> {
     try {
       await fs.link(from, to);
+      await fsyncDir(this.dir);
     } catch (e) {
       if (errno(e) === "EEXIST") return false;
-      throw this.fsError(e, `write item "${id}" in`);
+      throw this.fsError(e, `write item "${id}" in`, this.dir);
     }
-    await fsyncDir(this.dir);
     return true;
-  }
-
-  private async renameIfPresent(from: string, to: string, id: string): Promise<boolean> {
-    try {
-      await fs.rename(from, to);
-      return true;
-    } catch (e) {
-      if (errno(e) === "ENOENT") return false;
-      throw this.fsError(e, `delete item "${id}" from`);
-    }
   }
 
   private async unlinkIfPresent(file: string, id: string): Promise<void> {
     try {
       await fs.unlink(file);
+      await fsyncDir(this.dir);
     } catch (e) {
       if (errno(e) === "ENOENT") return;
-      throw this.fsError(e, `delete item "${id}" from`);
+      throw this.fsError(e, `delete item "${id}" from`, this.dir);
     }
-    await fsyncDir(this.dir);
   }
 
-  /**
-   * deleteIf took an item it must not delete (step 4 of the module comment). If a newer
-   * item appeared meanwhile, that one stands and ours is dropped: the writer who made it
-   * saw the slot empty, and two items cannot share one name.
-   */
-  private async putBack(claim: string, target: string, id: string): Promise<void> {
-    // If the link fails for any other reason the claim stays on disk, so the item is not lost.
-    await this.linkIfAbsent(claim, target, id);
-    await this.unlinkIfPresent(claim, id);
+  /** lstat of an item file, refusing links and special files; null when absent. */
+  private async statItem(file: string): Promise<BigIntStats | null> {
+    try {
+      return await lstatFile(file);
+    } catch (e) {
+      throw this.fsError(e, "read");
+    }
   }
 
   /** The item at `file`, or null when absent. A file that is not a well-formed item is an error. */
   private async readItem(file: string, id: string): Promise<Item | null> {
-    let text: string;
+    let text: string | null;
     try {
-      text = await fs.readFile(file, "utf8");
+      text = await readSmall(file);
     } catch (e) {
-      if (errno(e) === "ENOENT") return null;
       throw this.fsError(e, `read item "${id}" from`);
     }
+    if (text === null) return null;
     const item = parseItem(text);
     if (item === null || item[KEY] !== id) {
       throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location}: ${file} does not hold item "${id}" (corrupt or edited by hand)`);
@@ -347,12 +360,8 @@ export class FileLockTable implements LockTableDriver {
     return item;
   }
 
-  private fsError(e: unknown, action: string): ObjstateError {
-    if (e instanceof ObjstateError) return e;
-    const code = errno(e) ?? "error";
-    const detail = e instanceof Error ? e.message : String(e);
-    const kind = code === "EACCES" || code === "EPERM" ? "ACCESS_DENIED" : "LOCK_TABLE_ERROR";
-    return new ObjstateError(kind, `could not ${action} ${this.location}: ${detail}`, { cause: e });
+  private fsError(e: unknown, action: string, at?: string): ObjstateError {
+    return fsFailure(e, `could not ${action} ${this.location}`, "LOCK_TABLE_ERROR", at);
   }
 }
 
@@ -371,8 +380,8 @@ export function encodeId(id: string): string {
   return `${out.slice(0, KEEP_WHEN_SHORTENED)}~${createHash("sha256").update(id, "utf8").digest("hex")}`;
 }
 
-function serialize(id: string, attr: string, value: string): string {
-  return `${JSON.stringify({ [KEY]: id, [attr]: value })}\n`;
+function serialize(item: Item): string {
+  return `${JSON.stringify(item)}\n`;
 }
 
 function parseItem(text: string): Item | null {
@@ -401,40 +410,4 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-/** Exclusive create, so a name collision can never let two calls share a temp file. */
-async function writeSynced(file: string, content: string): Promise<void> {
-  const handle = await fs.open(file, "wx");
-  try {
-    await handle.writeFile(content, "utf8");
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Make a link, rename or unlink durable. Some platforms cannot fsync a directory; that only costs durability. */
-async function fsyncDir(dir: string): Promise<void> {
-  let handle: fs.FileHandle | undefined;
-  try {
-    handle = await fs.open(dir, "r");
-    await handle.sync();
-  } catch {
-    // EISDIR/EPERM/EINVAL on platforms without directory fsync.
-  } finally {
-    await handle?.close();
-  }
-}
-
-async function unlinkQuietly(file: string): Promise<void> {
-  try {
-    await fs.unlink(file);
-  } catch {
-    // Already gone, or never made: either way nothing is left to clean.
-  }
-}
-
-function errno(e: unknown): string | undefined {
-  return typeof e === "object" && e !== null && "code" in e && typeof e.code === "string" ? e.code : undefined;
 }

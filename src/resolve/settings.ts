@@ -10,6 +10,7 @@ import type { FieldSpec } from "../config/fields.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import type { KindValue } from "../config/types.js";
 import { parseEnvValue } from "../config/validate.js";
+import { printSafely, shownValue } from "../util/redact.js";
 
 /** Where an effective value came from. */
 export type SettingSource = "explicit" | `env:${string}` | `profile:${string}` | "default" | "unset";
@@ -86,7 +87,9 @@ function applyBlock(out: Mutable, block: ObjectStoreAssumeRole | undefined): voi
 /**
  * The effective settings of `config` under `env`: every field of its table with its
  * value and provenance. Environment values are validated like explicit ones; a bad one
- * throws a {@link ConfigError} naming the variable.
+ * throws a {@link ConfigError} naming the variable. The result and each of its entries
+ * print (`util.inspect`, `JSON.stringify`, `String()`) with secrets redacted; read a
+ * secret through `.value`.
  */
 export function resolveSettings(config: ObjectStoreBackendConfig, env?: Env, options?: ResolveOptions): ResolvedBackendSettings;
 export function resolveSettings(config: DataRemoteStateObjectStoreConfig, env?: Env, options?: ResolveOptions): ResolvedRemoteStateSettings;
@@ -117,11 +120,25 @@ export function resolveSettings(
   }
 
   for (const f of fields) {
-    if (out[f.name] !== undefined) continue;
-    // sharedCredentialsFile's default applies only when a profile is given (handled above).
-    out[f.name] = f.default !== undefined && f.name !== "sharedCredentialsFile" ? { value: f.default, source: "default" } : { value: undefined, source: "unset" };
+    if (out[f.name] === undefined) {
+      // sharedCredentialsFile's default applies only when a profile is given (handled above).
+      out[f.name] = f.default !== undefined && f.name !== "sharedCredentialsFile" ? { value: f.default, source: "default" } : { value: undefined, source: "unset" };
+    }
+    printSafely(out[f.name] as ResolvedSetting<unknown>, "ResolvedSetting", (r) => shownSetting(r, f.secret));
   }
+  const secret = new Set(fields.filter((f) => f.secret).map((f) => f.name));
+  printSafely(out, "ResolvedSettings", (all) => {
+    const shown: Record<string, unknown> = {};
+    for (const [name, r] of Object.entries(all)) shown[name] = shownSetting(r, secret.has(name));
+    return shown;
+  });
   return out as unknown as ResolvedBackendSettings;
+}
+
+/** A setting as it may be printed: secret values redacted, URL credentials removed. */
+function shownSetting(r: ResolvedSetting<unknown>, secret: boolean): Record<string, unknown> {
+  const value = r.value !== null && typeof r.value === "object" ? (r.value as { toJSON?: () => unknown }).toJSON?.() ?? r.value : shownValue(r.value, secret);
+  return { value, source: r.source, ...(r.via === undefined ? {} : { via: r.via }) };
 }
 
 function defaultOf(fields: Fields, name: string): unknown {

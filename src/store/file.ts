@@ -9,12 +9,14 @@
  * ROOT/B/.meta/<sha256(key)>/<ino>-<mtimeNs>.json
  *                                       metadata of that one version of the object file:
  *                                       {key, size, etag (md5 hex), contentType, acl,
- *                                        serverSideEncryption, lastModified}
- * ROOT/B/.tmp-<uuid>                    an object being written (never listed; one left
- *                                       by a crashed writer is safe to delete)
+ *                                        serverSideEncryption, lastModified, metadata}
+ * ROOT/B/.meta/<sha256(key)>/.claim-*   a writer's claim on the key (see claim.ts)
+ * ROOT/B/.tmp-<uuid>[.<enc(key)>]       an object being written (never listed; one left
+ *                                       by a crashed writer is a leftover, see listLeftovers)
  * ```
  *
- * Files are created 0600 and directories 0700: state files often hold secrets.
+ * Files are created 0600 and directories 0700 whatever the umask: state files often hold
+ * secrets. Nothing below ROOT is ever followed if it is a symbolic link (`UNSAFE_PATH`).
  *
  * `enc` is `encodeURIComponent` with `*` and a leading `.` also percent-encoded, so keys
  * may hold `/` and `:` and `a` may coexist with `a/b`; object files never start with `.`
@@ -26,20 +28,25 @@
  * Writes: temp file in the bucket directory, fsync, metadata (fsynced), then `rename` over
  * the final name (or `link`, which fails with EEXIST, for create-if-absent), then fsync of
  * the directory. Readers therefore see the old object or the new one, never a partial one.
+ * Replacing writes and deletes hold the key's claim around the rename, which makes an
+ * If-Match check and the replace one atomic step against other processes.
  * Needs a local file system with hard links and POSIX rename (not FAT, not SMB).
  */
 import { createHash, randomUUID } from "node:crypto";
-import { constants as fsConstants } from "node:fs";
 import type { BigIntStats } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
+import { acquireClaim, CLAIM_PREFIX } from "./claim.js";
 import { parseEndpoint } from "./endpoint.js";
+import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile } from "./local-fs.js";
 import type { Acl, GetOptions, Leftover, GetResult, ListOptions, ObjectMeta, ObjectStoreDriver, PutOptions, StoreDriverOptions } from "./types.js";
 
 const META_DIR = ".meta";
 const TEMP_PREFIX = ".tmp-";
+/** `.tmp-` + a UUID: what comes after names the key (see {@link tempName}). */
+const TEMP_HEAD = TEMP_PREFIX.length + 36;
 /** Most file systems limit one name to 255 bytes. */
 const NAME_MAX = 255;
 /** Same limit as S3 keys. */
@@ -48,6 +55,9 @@ const KEY_MAX_BYTES = 1024;
 const META_GC_GRACE_MS = 60_000;
 /** A reader retries this often when the object is replaced under it. */
 const READ_ATTEMPTS = 50;
+const META_NAME = /^\d+-\d+\.json$/;
+/** What {@link FileDriver.removeLeftover} accepts as an id: only files this driver makes. */
+const LEFTOVER_ID = /^(?:\.tmp-[^/]+|\.meta\/[0-9a-f]{64}\/(?:\.tmp-[^/]+|\.claim-[^/]+|\d+-\d+\.json))$/;
 
 /** The JSON stored beside an object version. */
 interface StoredMeta {
@@ -58,6 +68,7 @@ interface StoredMeta {
   readonly acl?: Acl | undefined;
   readonly serverSideEncryption?: string | undefined;
   readonly lastModified: string;
+  readonly metadata?: Readonly<Record<string, string>> | undefined;
 }
 
 /** One opened version of an object file. */
@@ -76,6 +87,7 @@ export class FileDriver implements ObjectStoreDriver {
   readonly location: string;
   /** Absolute directory of the bucket. */
   readonly bucketDir: string;
+  private readonly rootDir: string;
   private readonly metaRoot: string;
 
   constructor(options: StoreDriverOptions) {
@@ -84,6 +96,7 @@ export class FileDriver implements ObjectStoreDriver {
       throw new ObjstateError("INVALID_ENDPOINT", `the embedded store needs a file: endpoint, got "${options.endpoint}"`);
     }
     checkBucketName(options.bucket);
+    this.rootDir = ep.dir;
     this.bucketDir = path.join(ep.dir, options.bucket);
     this.metaRoot = path.join(this.bucketDir, META_DIR);
     this.location = `file:${this.bucketDir}`;
@@ -92,9 +105,12 @@ export class FileDriver implements ObjectStoreDriver {
   async get(key: string, options: GetOptions = {}): Promise<GetResult | null> {
     const file = this.objectPath(key);
     return this.withVersion(key, file, async (v, meta) => {
-      const body = await readWhole(v.handle, v.stat.size);
+      const whole = Number(v.stat.size);
+      const partial = options.maxBytes !== undefined && options.maxBytes < whole;
+      const body = await readWhole(v.handle, partial ? Math.max(0, options.maxBytes ?? 0) : whole);
       // Hash what was actually read: a file edited in place must not pass for the stored etag.
-      return { body, meta, md5: options.md5 === true ? createHash("md5").update(body).digest("hex") : undefined };
+      const md5 = options.md5 === true && !partial ? createHash("md5").update(body).digest("hex") : undefined;
+      return { body, meta, md5 };
     });
   }
 
@@ -106,9 +122,14 @@ export class FileDriver implements ObjectStoreDriver {
   async put(key: string, body: Buffer, options: PutOptions = {}): Promise<void> {
     const file = this.objectPath(key);
     await this.createBucket();
-    const temp = path.join(this.bucketDir, `${TEMP_PREFIX}${randomUUID()}`);
+    const temp = path.join(this.bucketDir, tempName(key));
     try {
-      const stat = await writeDurably(temp, body);
+      let stat: BigIntStats;
+      try {
+        stat = await createFile(temp, body);
+      } catch (e) {
+        throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
+      }
       const id = versionId(stat);
       await this.writeMeta(key, id, {
         key,
@@ -118,11 +139,17 @@ export class FileDriver implements ObjectStoreDriver {
         acl: options.acl,
         serverSideEncryption: options.encrypt === true ? "AES256" : undefined,
         lastModified: new Date(Number(stat.mtimeMs)).toISOString(),
+        metadata: normalizeMetadata(options.metadata),
       });
+      if (options.ifNoneMatch === true && options.ifMatch !== undefined) {
+        // If-None-Match: * and If-Match together can never both hold.
+        await removeFile(path.join(this.metaDir(key), `${id}.json`));
+        throw new ObjstateError("PRECONDITION_FAILED", `${key} in ${this.location}: a write cannot require the object to be both absent and present`, { details: { key } });
+      }
       if (options.ifNoneMatch === true) await this.commitIfAbsent(key, temp, file, id);
-      else await this.commitReplace(key, temp, file, id);
+      else await this.commitReplace(key, temp, file, id, options.ifMatch?.replace(/"/g, ""));
     } finally {
-      await fs.rm(temp, { force: true });
+      await removeFile(temp).catch(() => undefined);
     }
     options.onProgress?.(body.length, body.length);
   }
@@ -131,10 +158,10 @@ export class FileDriver implements ObjectStoreDriver {
     // One directory read is already a consistent snapshot; paging it would add nothing.
     let names: string[];
     try {
+      if (!(await checkDir(this.bucketDir))) return;
       names = await fs.readdir(this.bucketDir);
     } catch (e) {
-      if (errno(e) === "ENOENT") return;
-      throw storeError(e, `cannot list ${this.location}`);
+      throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
     }
     const keys = names
       .filter((n) => !n.startsWith("."))
@@ -147,46 +174,115 @@ export class FileDriver implements ObjectStoreDriver {
 
   async delete(key: string): Promise<void> {
     const file = this.objectPath(key);
-    // Renaming away first tells us exactly which version we removed, so its metadata goes too.
-    const doomed = path.join(this.bucketDir, `${TEMP_PREFIX}${randomUUID()}`);
+    const what = `cannot delete ${key} in ${this.location}`;
     try {
-      await fs.rename(file, doomed);
+      if (!(await checkDir(this.bucketDir)) || (await lstatFile(file)) === null) return;
     } catch (e) {
-      if (errno(e) === "ENOENT") return;
-      throw storeError(e, `cannot delete ${key} in ${this.location}`);
+      throw fsFailure(e, what, "STORE_ERROR");
     }
-    const stat = await fs.stat(doomed, { bigint: true });
-    await fs.rm(doomed, { force: true });
-    await fsyncDir(this.bucketDir);
     const dir = this.metaDir(key);
-    await fs.rm(path.join(dir, `${versionId(stat)}.json`), { force: true });
+    const claim = await this.claim(key);
+    try {
+      // Renaming away first tells us exactly which version we removed, so its metadata goes too.
+      const doomed = path.join(this.bucketDir, tempName(key));
+      try {
+        if ((await lstatFile(file)) === null) return;
+        await fs.rename(file, doomed);
+      } catch (e) {
+        if (errno(e) === "ENOENT") return;
+        throw fsFailure(e, what, "STORE_ERROR");
+      }
+      try {
+        const stat = await fs.lstat(doomed, { bigint: true });
+        await removeFile(doomed);
+        await fsyncDir(this.bucketDir);
+        await removeFile(path.join(dir, `${versionId(stat)}.json`));
+      } catch (e) {
+        throw fsFailure(e, what, "STORE_ERROR");
+      }
+    } finally {
+      await claim.release().catch(() => undefined);
+    }
     await fs.rmdir(dir).catch(() => undefined); // not empty: another writer is using it
   }
 
   async bucketExists(): Promise<boolean> {
     try {
-      return (await fs.stat(this.bucketDir)).isDirectory();
+      return await checkDir(this.bucketDir);
     } catch (e) {
-      if (errno(e) === "ENOENT") return false;
-      throw storeError(e, `cannot check ${this.location}`);
+      throw fsFailure(e, `cannot check ${this.location}`, "STORE_ERROR");
     }
   }
 
   async createBucket(): Promise<void> {
     try {
-      await fs.mkdir(this.metaRoot, { recursive: true, mode: 0o700 });
+      await makeRootDir(this.rootDir);
+      await makeDir(this.bucketDir);
+      await makeDir(this.metaRoot);
     } catch (e) {
-      throw storeError(e, `cannot create ${this.location}`);
+      throw fsFailure(e, `cannot create ${this.location}`, "STORE_ERROR");
     }
   }
 
-  listLeftovers(_prefix: string): Promise<Leftover[]> {
-    // TODO(embedded-store helper): temp files of dead writers.
-    return Promise.resolve([]);
+  /**
+   * Files crashed writers may leave: temp files in the bucket and metadata directories,
+   * claim files, and metadata of versions that never became (or no longer are) current.
+   * Live writers' files are listed too (they are young). A leftover whose key cannot be
+   * told (temp files of older objstate versions) is listed under every prefix.
+   */
+  async listLeftovers(prefix: string): Promise<Leftover[]> {
+    const out: Leftover[] = [];
+    try {
+      if (!(await checkDir(this.bucketDir))) return [];
+      const keysByHash = new Map<string, string>();
+      for (const name of await fs.readdir(this.bucketDir)) {
+        const key = name.startsWith(".") ? null : decodeName(name);
+        if (key !== null) keysByHash.set(hashKey(key), key);
+        if (name.startsWith(TEMP_PREFIX)) await this.addLeftover(out, prefix, name, keyOfTemp(name));
+      }
+      if (!(await checkDir(this.metaRoot))) return sortLeftovers(out);
+      for (const hash of await fs.readdir(this.metaRoot)) {
+        const dir = path.join(this.metaRoot, hash);
+        if (!/^[0-9a-f]{64}$/.test(hash) || !(await checkDir(dir).catch(() => false))) continue;
+        const names = await fs.readdir(dir).catch(() => [] as string[]);
+        let key = keysByHash.get(hash);
+        const current = key === undefined ? undefined : await this.currentId(key);
+        for (const name of names) {
+          const id = `${META_DIR}/${hash}/${name}`;
+          if (name.startsWith(TEMP_PREFIX)) await this.addLeftover(out, prefix, id, keyOfTemp(name) ?? key);
+          else if (name.startsWith(CLAIM_PREFIX)) await this.addLeftover(out, prefix, id, key);
+          else if (META_NAME.test(name) && name !== `${current}.json`) {
+            key ??= parseStoredMeta((await readSmall(path.join(dir, name)).catch(() => null)) ?? "")?.key;
+            await this.addLeftover(out, prefix, id, key);
+          }
+        }
+      }
+    } catch (e) {
+      throw fsFailure(e, `cannot list leftovers in ${this.location}`, "STORE_ERROR");
+    }
+    return sortLeftovers(out);
   }
 
-  removeLeftover(_item: Leftover): Promise<void> {
-    return Promise.resolve();
+  async removeLeftover(item: Leftover): Promise<void> {
+    if (item.kind !== "temp-file") return;
+    if (!LEFTOVER_ID.test(item.id)) {
+      throw new ObjstateError("INVALID_LEFTOVER", `${JSON.stringify(item.id)} is not a leftover of ${this.location} (objstate removes only its own temp, claim and metadata files)`);
+    }
+    const file = path.join(this.bucketDir, item.id);
+    try {
+      if (!(await checkDir(this.bucketDir))) return;
+      const dir = path.dirname(file);
+      if (dir !== this.bucketDir && !((await checkDir(this.metaRoot)) && (await checkDir(dir)))) return;
+      if (META_NAME.test(path.basename(file))) {
+        // Metadata may have become current since it was listed (a slow writer committed).
+        const meta = parseStoredMeta((await readSmall(file)) ?? "");
+        if (meta !== null && (await this.currentId(meta.key)) === path.basename(file, ".json")) return;
+      }
+      await removeFile(file);
+      if (dir !== this.bucketDir) await fs.rmdir(dir).catch(() => undefined);
+    } catch (e) {
+      throw fsFailure(e, `cannot remove ${item.id} in ${this.location}`, "STORE_ERROR");
+    }
   }
 
   close(): void {
@@ -199,7 +295,34 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   private metaDir(key: string): string {
-    return path.join(this.metaRoot, createHash("sha256").update(key, "utf8").digest("hex"));
+    return path.join(this.metaRoot, hashKey(key));
+  }
+
+  private async ensureMetaDir(key: string): Promise<void> {
+    await makeDir(this.metaRoot);
+    await makeDir(this.metaDir(key));
+  }
+
+  /** Exclusive right to replace or delete `key` (see claim.ts); held only around the commit. */
+  private async claim(key: string): Promise<{ release(): Promise<void> }> {
+    try {
+      return await acquireClaim(this.metaDir(key), { prepare: () => this.ensureMetaDir(key), what: `object ${key} in ${this.location}` });
+    } catch (e) {
+      throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.metaDir(key));
+    }
+  }
+
+  /** The version id of the current object file of `key`, or undefined when absent. */
+  private async currentId(key: string): Promise<string | undefined> {
+    const st = await lstatFile(path.join(this.bucketDir, encodeKey(key))).catch(() => null);
+    return st === null ? undefined : versionId(st);
+  }
+
+  private async addLeftover(out: Leftover[], prefix: string, id: string, key: string | undefined): Promise<void> {
+    if (key !== undefined && !key.startsWith(prefix)) return;
+    const st = await fs.lstat(path.join(this.bucketDir, id)).catch(() => null);
+    if (st === null || !st.isFile()) return;
+    out.push({ kind: "temp-file", key, id, since: st.mtime, size: st.size });
   }
 
   /**
@@ -209,7 +332,7 @@ export class FileDriver implements ObjectStoreDriver {
   private async withVersion<T>(key: string, file: string, use: (v: Version, meta: ObjectMeta) => Promise<T>): Promise<T | null> {
     let previousId: string | undefined;
     for (let attempt = 1; ; attempt++) {
-      const v = await openVersion(file);
+      const v = await this.openVersion(key, file);
       if (v === null) return null;
       try {
         const stored = await this.readMeta(key, v.id);
@@ -224,31 +347,50 @@ export class FileDriver implements ObjectStoreDriver {
     }
   }
 
-  private async readMeta(key: string, id: string): Promise<StoredMeta | null> {
-    let text: string;
+  private async openVersion(key: string, file: string): Promise<Version | null> {
+    let handle: fs.FileHandle | null;
     try {
-      text = await fs.readFile(path.join(this.metaDir(key), `${id}.json`), "utf8");
+      if (!(await checkDir(this.bucketDir))) return null;
+      handle = await openRead(file);
     } catch (e) {
-      if (errno(e) === "ENOENT") return null;
-      throw storeError(e, `cannot read metadata of ${key} in ${this.location}`);
+      throw fsFailure(e, `cannot read ${key} in ${this.location}`, "STORE_ERROR");
     }
-    return parseStoredMeta(text);
+    if (handle === null) return null;
+    try {
+      const stat = await handle.stat({ bigint: true });
+      return { handle, stat, id: versionId(stat) };
+    } catch (e) {
+      await handle.close();
+      throw fsFailure(e, `cannot read ${key} in ${this.location}`, "STORE_ERROR", file);
+    }
+  }
+
+  private async readMeta(key: string, id: string): Promise<StoredMeta | null> {
+    const dir = this.metaDir(key);
+    let text: string | null;
+    try {
+      if (!(await checkDir(this.metaRoot)) || !(await checkDir(dir))) return null;
+      text = await readSmall(path.join(dir, `${id}.json`));
+    } catch (e) {
+      throw fsFailure(e, `cannot read metadata of ${key} in ${this.location}`, "STORE_ERROR");
+    }
+    return text === null ? null : parseStoredMeta(text);
   }
 
   private async writeMeta(key: string, id: string, meta: StoredMeta): Promise<void> {
     const dir = this.metaDir(key);
     // A concurrent delete() may remove the (empty) directory between mkdir and write.
     for (let attempt = 1; ; attempt++) {
-      await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-      const temp = path.join(dir, `${TEMP_PREFIX}${randomUUID()}`);
+      const temp = path.join(dir, tempName(key));
       try {
-        await writeDurably(temp, Buffer.from(JSON.stringify(meta)));
+        await this.ensureMetaDir(key);
+        await createFile(temp, JSON.stringify(meta));
         await fs.rename(temp, path.join(dir, `${id}.json`));
         await fsyncDir(dir);
         return;
       } catch (e) {
-        await fs.rm(temp, { force: true });
-        if (errno(e) !== "ENOENT" || attempt >= 5) throw storeError(e, `cannot write metadata of ${key} in ${this.location}`);
+        await removeFile(temp).catch(() => undefined);
+        if (errno(e) !== "ENOENT" || attempt >= 5) throw fsFailure(e, `cannot write metadata of ${key} in ${this.location}`, "STORE_ERROR", dir);
       }
     }
   }
@@ -257,26 +399,51 @@ export class FileDriver implements ObjectStoreDriver {
     try {
       await fs.link(temp, file);
     } catch (e) {
-      await fs.rm(path.join(this.metaDir(key), `${id}.json`), { force: true });
+      await removeFile(path.join(this.metaDir(key), `${id}.json`)).catch(() => undefined);
       if (errno(e) === "EEXIST") {
         throw new ObjstateError("PRECONDITION_FAILED", `${key} already exists in ${this.location} (create-if-absent refused)`, {
           details: { key },
         });
       }
-      throw storeError(e, `cannot write ${key} in ${this.location}`);
+      throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
     }
-    await fsyncDir(this.bucketDir);
+    await fsyncDir(this.bucketDir).catch((e: unknown) => {
+      throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
+    });
   }
 
-  private async commitReplace(key: string, temp: string, file: string, id: string): Promise<void> {
-    const previous = await fs.stat(file, { bigint: true }).catch(() => null);
+  /**
+   * Replace the object under its claim, so an If-Match check and the rename are one step
+   * for every other writer (all replacing writes and deletes take the claim; a
+   * create-if-absent cannot succeed while the object the check saw is there).
+   */
+  private async commitReplace(key: string, temp: string, file: string, id: string, ifMatch: string | undefined): Promise<void> {
+    const claim = await this.claim(key);
+    let previous: BigIntStats | null;
     try {
-      await fs.rename(temp, file);
-    } catch (e) {
-      await fs.rm(path.join(this.metaDir(key), `${id}.json`), { force: true });
-      throw storeError(e, `cannot write ${key} in ${this.location}`);
+      try {
+        previous = await lstatFile(file);
+        if (ifMatch !== undefined) {
+          const current = previous === null ? null : await this.withVersion(key, file, async (_v, meta) => meta.etag);
+          if (current !== ifMatch) {
+            throw new ObjstateError(
+              "PRECONDITION_FAILED",
+              current === null
+                ? `${key} does not exist in ${this.location} (the write required version ${ifMatch})`
+                : `${key} in ${this.location} changed (the write required version ${ifMatch}, found ${current})`,
+              { details: { key, expected: ifMatch, actual: current } },
+            );
+          }
+        }
+        await fs.rename(temp, file);
+        await fsyncDir(this.bucketDir);
+      } catch (e) {
+        await removeFile(path.join(this.metaDir(key), `${id}.json`)).catch(() => undefined);
+        throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
+      }
+    } finally {
+      await claim.release().catch(() => undefined);
     }
-    await fsyncDir(this.bucketDir);
     await this.collectMeta(key, id, previous === null ? undefined : versionId(previous));
   }
 
@@ -289,12 +456,37 @@ export class FileDriver implements ObjectStoreDriver {
     const names = await fs.readdir(dir).catch(() => [] as string[]);
     const now = Date.now();
     for (const name of names) {
-      if (name === `${current}.json` || name.startsWith(TEMP_PREFIX)) continue;
+      if (name === `${current}.json` || !META_NAME.test(name)) continue;
       const full = path.join(dir, name);
-      const stale = name === `${replaced}.json` || now - ((await fs.stat(full).catch(() => null))?.mtimeMs ?? now) > META_GC_GRACE_MS;
-      if (stale) await fs.rm(full, { force: true });
+      const stale = name === `${replaced}.json` || now - ((await fs.lstat(full).catch(() => null))?.mtimeMs ?? now) > META_GC_GRACE_MS;
+      if (stale) await removeFile(full).catch(() => undefined);
     }
   }
+}
+
+/** Temp file name: a UUID, then the encoded key when it fits, so leftovers can name their key. */
+function tempName(key: string): string {
+  const base = `${TEMP_PREFIX}${randomUUID()}`;
+  const enc = encodeKey(key);
+  return base.length + 1 + enc.length <= NAME_MAX ? `${base}.${enc}` : base;
+}
+
+function keyOfTemp(name: string): string | undefined {
+  return name.length > TEMP_HEAD + 1 && name[TEMP_HEAD] === "." ? (decodeName(name.slice(TEMP_HEAD + 1)) ?? undefined) : undefined;
+}
+
+function hashKey(key: string): string {
+  return createHash("sha256").update(key, "utf8").digest("hex");
+}
+
+function sortLeftovers(items: Leftover[]): Leftover[] {
+  return items.sort((a, b) => (a.since?.getTime() ?? 0) - (b.since?.getTime() ?? 0));
+}
+
+/** S3 returns user-metadata keys in lower case; so does the embedded store. */
+function normalizeMetadata(m: Readonly<Record<string, string>> | undefined): Record<string, string> | undefined {
+  if (m === undefined) return undefined;
+  return Object.fromEntries(Object.entries(m).map(([k, v]) => [k.toLowerCase(), String(v)]));
 }
 
 /** Bucket names become a directory name: allow only what DESIGN §3 allows. */
@@ -340,26 +532,9 @@ function versionId(stat: BigIntStats): string {
   return `${stat.ino}-${stat.mtimeNs}`;
 }
 
-async function openVersion(file: string): Promise<Version | null> {
-  let handle: fs.FileHandle;
-  try {
-    handle = await fs.open(file, fsConstants.O_RDONLY);
-  } catch (e) {
-    if (errno(e) === "ENOENT") return null;
-    throw storeError(e, `cannot open ${file}`);
-  }
-  try {
-    const stat = await handle.stat({ bigint: true });
-    return { handle, stat, id: versionId(stat) };
-  } catch (e) {
-    await handle.close();
-    throw storeError(e, `cannot stat ${file}`);
-  }
-}
-
-/** Read the whole file into one buffer of its exact size (no chunk list, no concat copy). */
-async function readWhole(handle: fs.FileHandle, size: bigint): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(Number(size));
+/** Read the first `size` bytes into one buffer of that exact size (no chunk list, no concat copy). */
+async function readWhole(handle: fs.FileHandle, size: number): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(size);
   let offset = 0;
   while (offset < buf.length) {
     const { bytesRead } = await handle.read(buf, offset, buf.length - offset, offset);
@@ -369,30 +544,8 @@ async function readWhole(handle: fs.FileHandle, size: bigint): Promise<Buffer> {
   return buf;
 }
 
-/** Create `file` exclusively, write `body`, fsync; returns the stat of the durable result. */
-async function writeDurably(file: string, body: Buffer): Promise<BigIntStats> {
-  const handle = await fs.open(file, "wx", 0o600);
-  try {
-    await handle.writeFile(body);
-    await handle.sync();
-    return await handle.stat({ bigint: true });
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Make a rename or link in `dir` durable. */
-async function fsyncDir(dir: string): Promise<void> {
-  const handle = await fs.open(dir, fsConstants.O_RDONLY);
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
 async function derivedMeta(v: Version): Promise<ObjectMeta> {
-  const body = await readWhole(v.handle, v.stat.size);
+  const body = await readWhole(v.handle, Number(v.stat.size));
   return { size: body.length, etag: createHash("md5").update(body).digest("hex"), lastModified: new Date(Number(v.stat.mtimeMs)) };
 }
 
@@ -404,6 +557,7 @@ function toObjectMeta(m: StoredMeta): ObjectMeta {
     acl: m.acl,
     serverSideEncryption: m.serverSideEncryption,
     lastModified: new Date(m.lastModified),
+    metadata: m.metadata === undefined ? undefined : { ...m.metadata },
   };
 }
 
@@ -421,6 +575,7 @@ function parseStoredMeta(text: string): StoredMeta | null {
       contentType: typeof o.contentType === "string" ? o.contentType : undefined,
       acl: isAcl(o.acl) ? o.acl : undefined,
       serverSideEncryption: typeof o.serverSideEncryption === "string" ? o.serverSideEncryption : undefined,
+      metadata: isStringRecord(o.metadata) ? o.metadata : undefined,
     };
   } catch {
     return null;
@@ -431,12 +586,6 @@ function isAcl(v: unknown): v is Acl {
   return v === "private" || v === "public-read" || v === "public-read-write";
 }
 
-function errno(e: unknown): string | undefined {
-  return typeof e === "object" && e !== null && "code" in e && typeof e.code === "string" ? e.code : undefined;
-}
-
-function storeError(e: unknown, what: string): ObjstateError {
-  if (e instanceof ObjstateError) return e;
-  const code = errno(e);
-  return new ObjstateError("STORE_ERROR", `${what}${code === undefined ? "" : ` (${code})`}`, { cause: e });
+function isStringRecord(v: unknown): v is Record<string, string> {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string");
 }

@@ -9,6 +9,10 @@ export interface RoleAnswer {
   readonly body?: unknown;
   /** Delay before answering, ms. */
   readonly delayMs?: number;
+  /** Exact body bytes instead of `JSON.stringify(body)` (for non-JSON and oversized answers). */
+  readonly raw?: string | Buffer;
+  /** Extra response headers (e.g. `location` for a redirect). */
+  readonly headers?: Record<string, string>;
 }
 
 export interface MetadataServer {
@@ -30,7 +34,7 @@ export async function startMetadataServer(roles: Record<string, RoleAnswer>): Pr
         res.writeHead(404).end("not found");
         return;
       }
-      res.writeHead(answer.status ?? 200, { "content-type": "application/json" }).end(JSON.stringify(answer.body));
+      res.writeHead(answer.status ?? 200, { "content-type": "application/json", ...answer.headers }).end(answer.raw ?? JSON.stringify(answer.body));
     };
     if (answer?.delayMs !== undefined) setTimeout(send, answer.delayMs);
     else send();

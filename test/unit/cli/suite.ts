@@ -91,7 +91,7 @@ export function cliSuite(makeTarget: () => Target): void {
       const big = Buffer.from(JSON.stringify({ version: 4, serial: 8, resources: Array.from({ length: 20_000 }, (_, i) => ({ i, name: `r${i}` })) }));
       const viaStdin = t.cli(["state", "push", "-", "-w", "staging", "--json"], { input: big });
       assert.equal(viaStdin.code, 0, viaStdin.stderr);
-      assert.deepEqual(JSON.parse(viaStdin.stdout), { workspace: "staging", path: `${t.props.bucket}/env:/staging/tool.tfstate`, bytes: big.length, locked: true });
+      assert.deepEqual(JSON.parse(viaStdin.stdout), { workspace: "staging", path: `${t.props.bucket}/env:/staging/tool.tfstate`, bytes: big.length, locked: true, written: true, md5: md5(big) });
       const back = t.cliBytes(["state", "pull", "--workspace", "staging"]);
       assert.equal(back.code, 0, back.stderr);
       assert.equal(md5(back.stdout), md5(big));
@@ -129,6 +129,74 @@ export function cliSuite(makeTarget: () => Target): void {
       const lock = t.cli(["lock"]);
       assert.equal(lock.code, 2);
       assertOneLineError(lock, /no lock table is configured, so there is no lock to take/);
+    });
+  });
+
+  describe("guarded writes and locked read-modify-write", () => {
+    const st = (serial: number, lineage = "l-1", extra: Record<string, unknown> = {}): string =>
+      JSON.stringify({ version: 4, serial, lineage, outputs: { n: { value: serial, type: "number" } }, resources: [{ mode: "managed", type: "t", name: "a", instances: [] }], ...extra });
+
+    it("lock → pull → push --lock-id → unlock: the push writes under the caller's lock and leaves it held", async () => {
+      const t = await fresh();
+      assert.equal(t.cli(["state", "push", file(st(1))]).code, 0);
+      const lock = t.cli(["lock", "--operation", "edit"]);
+      assert.equal(lock.code, 0, lock.stderr);
+      const id = lock.stdout.trim();
+      assert.equal(t.cli(["state", "pull"]).stdout, st(1), "pull works while the lock is held");
+      // Without the ID the push is refused: the lock is someone's (this caller's, but it did not say so).
+      assert.equal(t.cli(["state", "push", file(st(2))]).code, 3);
+      const push = t.cli(["state", "push", file(st(2)), "--lock-id", id]);
+      assert.equal(push.code, 0, push.stderr);
+      assert.equal(t.cli(["state", "pull"]).stdout, st(2));
+      assert.equal(t.cli(["state", "push", file(st(3)), "--lock-id", "00000000-0000-4000-8000-000000000000"]).code, 3, "a wrong ID is another holder's lock");
+      assert.equal(t.cli(["unlock", id]).code, 0);
+      const late = t.cli(["state", "push", file(st(3)), "--lock-id", id]);
+      assert.equal(late.code, 6, late.stderr);
+      assertOneLineError(late, /not locked: lock .* was released or force-unlocked/);
+      assert.equal(t.cli(["state", "pull"]).stdout, st(2), "nothing written after the lock was gone");
+    });
+
+    it("the lineage guard: another lineage, an older or same serial with other content exit 5; the same content exits 0; --force overrides", async () => {
+      const t = await fresh();
+      assert.equal(t.cli(["state", "push", file(st(5))]).code, 0);
+      const before = await t.snapshot();
+      for (const [bytes, pattern] of [
+        [st(6, "l-other"), /another lineage.*lineage l-1, serial 5.*lineage l-other, serial 6/],
+        [st(4), /older state/],
+        [st(5, "l-1", { x: 1 }), /same serial/],
+      ] as const) {
+        const r = t.cli(["state", "push", file(bytes)]);
+        assert.equal(r.code, 5, r.stderr);
+        assertOneLineError(r, pattern);
+      }
+      assert.equal(await t.snapshot(), before, "nothing written");
+      const same = t.cli(["state", "push", file(st(5))]);
+      assert.equal(same.code, 0);
+      assert.match(same.stdout, /already holds this state.*nothing written/);
+      assert.equal(t.cli(["state", "push", file(st(4)), "--force"]).code, 0);
+      assert.equal(t.cli(["state", "pull"]).stdout, st(4));
+    });
+
+    it("pull → +1 → push loops from several processes lose no acknowledged push", async () => {
+      const t = await fresh();
+      assert.equal(t.cli(["state", "push", file(JSON.stringify({ version: 4, serial: 1, lineage: "l", outputs: { tokens: { value: [], type: ["list", "string"] } }, resources: [{ a: 1 }] }))]).code, 0);
+      const acknowledged: string[] = [];
+      const workers = Array.from({ length: 3 }, async (_, w) => {
+        for (let i = 0; i < 3; i++) {
+          const pulled = await t.start(["state", "pull"]).done;
+          const doc = JSON.parse(pulled.stdout) as { serial: number; outputs: { tokens: { value: string[] } } };
+          const token = `w${w}-${i}`;
+          doc.serial += 1;
+          doc.outputs.tokens.value.push(token);
+          const r = await t.start(["state", "push", file(JSON.stringify(doc)), "--lock-timeout", "30s"]).done;
+          if (r.code === 0) acknowledged.push(token);
+          else assert.equal(r.code, 5, r.stderr);
+        }
+      });
+      await Promise.all(workers);
+      const final = JSON.parse(t.cli(["state", "pull"]).stdout) as { outputs: { tokens: { value: string[] } } };
+      assert.ok(acknowledged.length >= 1);
+      assert.deepEqual([...final.outputs.tokens.value].sort(), [...acknowledged].sort(), "exactly the acknowledged pushes are in the final state");
     });
   });
 
@@ -311,13 +379,13 @@ export function cliSuite(makeTarget: () => Target): void {
       const lines = r.stdout.trim().split("\n");
       assert.deepEqual(
         lines.map((l) => l.replace(/:.*$/, "")),
-        ["ok    settings", "ok    credentials", "ok    object-store endpoint", "ok    bucket", "ok    lock-table endpoint", "ok    lock table", "ok    digest"],
+        ["ok    settings", "ok    credentials", "ok    object-store endpoint", "ok    bucket", "ok    lock-table endpoint", "ok    lock table", "ok    digest", "ok    leftovers"],
       );
       assert.match(r.stdout, /bucket: bucket \S+ exists and is writable \(wrote and deleted env:\/\.objstate-doctor-[0-9a-f-]{36}\)/);
       assert.equal(await t.snapshot(), before);
       const json = JSON.parse(t.cli(["doctor", "--json"]).stdout) as { ok: boolean; checks: { name: string; status: string }[] };
       assert.equal(json.ok, true);
-      assert.equal(json.checks.length, 7);
+      assert.equal(json.checks.length, 8);
     });
 
     it("doctor reports a lock table whose key is not LockID, with a fix; exit 1", async () => {
@@ -339,17 +407,40 @@ export function cliSuite(makeTarget: () => Target): void {
     it("a state that does not match its digest: pull exits 4, doctor fails the digest check with the fix", async () => {
       const t = await fresh();
       assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
-      const creds = t.props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: t.props.accessKey as string, secretAccessKey: t.props.secretKey as string });
-      const kv = await openLockTable({ table: t.props.kvstoreTable as string, endpoint: t.props.kvstoreEndpoint as string, credentials: creds });
-      await kv.put(`${t.props.bucket}/env:/tool.tfstate-md5`, "Digest", "0123456789abcdef0123456789abcdef");
-      kv.close();
+      const pushed = createHash("md5").update('{"serial":1}').digest("hex");
+      // Changed behind objstate's back: not a write objstate can vouch for.
+      const raw = await target.raw(t.props.bucket);
+      await raw.put("env:/tool.tfstate", Buffer.from('{"serial":1,"edited":"by hand"}'));
+      raw.close();
       const doctor = t.cli(["doctor"]);
       assert.equal(doctor.code, 1);
-      assert.match(doctor.stdout, /^FAIL {2}digest: the state of workspace default does not match its digest \(lock table 0123456789abcdef0123456789abcdef, object [0-9a-f]{32}\) — fix: .*set the Digest of item "[^"]+-md5"/m);
+      assert.match(doctor.stdout, new RegExp(`^FAIL {2}digest: the state of workspace default does not match its digest \\(lock table ${pushed}, object [0-9a-f]{32}\\) — fix: .*objstate state repair --force`, "m"));
       const pull = t.cli(["state", "pull"]);
       assert.equal(pull.code, 4);
       assert.equal(pull.stdout, "");
-      assertOneLineError(pull, /does not match its digest: the lock table says 0123456789abcdef0123456789abcdef/);
+      assertOneLineError(pull, new RegExp(`does not match its digest: the lock table says ${pushed}`));
+    });
+
+    it("a write whose digest was never recorded: pull exits 4 saying so, doctor names it, state repair fixes it", async () => {
+      const t = await fresh();
+      assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
+      const creds = t.props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: t.props.accessKey as string, secretAccessKey: t.props.secretKey as string });
+      const kv = await openLockTable({ table: t.props.kvstoreTable as string, endpoint: t.props.kvstoreEndpoint as string, credentials: creds });
+      // The digest of an earlier state, as a crash between the state and the digest write leaves it.
+      await kv.put(`${t.props.bucket}/env:/tool.tfstate-md5`, "Digest", "0123456789abcdef0123456789abcdef");
+      const pull = t.cli(["state", "pull"]);
+      assert.equal(pull.code, 4);
+      assertOneLineError(pull, /the last write did not finish recording its digest.*objstate state repair/);
+      const doctor = t.cli(["doctor"]);
+      assert.equal(doctor.code, 1);
+      assert.match(doctor.stdout, /^FAIL {2}digest: the last write to workspace default did not finish recording its digest.* — fix: run objstate state repair/m);
+      const repair = t.cli(["state", "repair"]);
+      assert.equal(repair.code, 0, repair.stderr);
+      assert.match(repair.stdout, /recorded the digest/);
+      assert.equal(t.cli(["state", "pull"]).stdout, '{"serial":1}');
+      assert.match((await kv.get(`${t.props.bucket}/env:/tool.tfstate-md5`, "Repaired")) ?? "", /"previous":"0123456789abcdef0123456789abcdef"/);
+      kv.close();
+      assert.equal(t.cli(["doctor"]).code, 0);
     });
 
     it("doctor: a missing endpoint fails the settings check and skips the rest", async () => {

@@ -13,6 +13,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { isObjstateError } from "../../../src/errors.js";
 import { encodeId, FileLockTable } from "../../../src/lock/file.js";
+import { acquireClaim } from "../../../src/store/claim.js";
 import { openLockTable } from "../../../src/lock/index.js";
 import type { LockTableDriver } from "../../../src/lock/types.js";
 
@@ -286,6 +287,80 @@ function defineTests(): void {
     });
   });
 
+  describe("updateIf (multi-attribute items)", () => {
+    test("sets attributes only when the condition holds, keeping the others", async () => {
+      const t = open(table());
+      assert.equal(await t.updateIf(LOCK_ID, "Info", "a", { Expires: "1" }), false, "absent table");
+      await t.put(LOCK_ID, "Info", "a");
+      assert.equal(await t.updateIf("other/id", "Info", "a", { Expires: "1" }), false, "absent item: not created");
+      assert.equal(await t.get("other/id", "Info"), null);
+      assert.equal(await t.updateIf(LOCK_ID, "Info", "b", { Expires: "1" }), false, "other value");
+      assert.equal(await t.get(LOCK_ID, "Expires"), null);
+      assert.equal(await t.updateIf(LOCK_ID, "Info", "a", { Expires: "100", Released: "no" }), true);
+      assert.equal(await t.updateIf(LOCK_ID, "Info", "a", { Expires: "100", Released: "no" }), true, "repeating succeeds");
+      assert.equal(await t.updateIf(LOCK_ID, "Info", "a", {}), true, "empty set: just the condition");
+      const item = JSON.parse(await fs.readFile(path.join(t.dir, `i-${encodeId(LOCK_ID)}`), "utf8")) as unknown;
+      assert.deepEqual(item, { LockID: LOCK_ID, Info: "a", Expires: "100", Released: "no" });
+      assert.equal(await t.updateIf(LOCK_ID, "Expires", "100", { Info: "b", Expires: "200" }), true, "the condition attribute may change");
+      assert.equal(await t.get(LOCK_ID, "Info"), "b");
+      assert.equal(await t.get(LOCK_ID, "Expires"), "200");
+      assert.equal(await t.putIfAbsent(LOCK_ID, "Info", "c"), "b");
+      assert.equal(await t.deleteIf(LOCK_ID, "Released", "no"), true, "deleteIf on any attribute");
+      await assert.rejects(() => t.updateIf(LOCK_ID, "Info", "b", { LockID: "x" }), (e) => isObjstateError(e, "LOCK_TABLE_ERROR"));
+      assert.deepEqual((await fs.readdir(t.dir)).sort(), [".schema.json"], "no claim or temp left");
+    });
+
+    test("reads item files written by older versions (one attribute)", async () => {
+      const t = open(table());
+      await t.createTable();
+      await fs.writeFile(path.join(t.dir, `i-${encodeId(LOCK_ID)}`), `${JSON.stringify({ LockID: LOCK_ID, Info: "old" })}\n`);
+      assert.equal(await t.updateIf(LOCK_ID, "Info", "old", { Expires: "5" }), true);
+      assert.equal(await t.get(LOCK_ID, "Expires"), "5");
+      assert.equal(await t.get(LOCK_ID, "Info"), "old");
+    });
+
+    test("deleteIf and updateIf wait for the item's claim (the compare and the change are one step)", async () => {
+      const t = open(table());
+      await t.put(LOCK_ID, "Info", "a");
+      const claimDir = path.join(t.dir, `.claim-i-${encodeId(LOCK_ID)}`);
+      const held = await acquireClaim(claimDir, { prepare: () => fs.mkdir(claimDir, { recursive: true }).then(() => undefined), what: "test" });
+      let done = false;
+      const del = t.deleteIf(LOCK_ID, "Info", "a").then((r) => ((done = true), r));
+      await sleep(150);
+      assert.equal(done, false, "deleteIf went ahead while another process held the claim");
+      assert.equal(await t.get(LOCK_ID, "Info"), "a");
+      await held.release();
+      assert.equal(await del, true);
+      assert.equal(await t.get(LOCK_ID, "Info"), null);
+    });
+
+    test("8 processes updating with the same expected value: exactly one wins", async () => {
+      const name = table();
+      const t = open(name);
+      const rounds = 40;
+      for (let r = 0; r < rounds; r++) await t.put(`upd/${r}`, "Info", "start");
+      const startAt = Date.now() + 1500;
+      const outputs = await Promise.all(Array.from({ length: 8 }, (_, i) => runChild(["update-race", endpoint, name, String(rounds), `p${i}`, String(startAt)])));
+      const results = outputs.map((o) => JSON.parse(o) as boolean[]);
+      for (let r = 0; r < rounds; r++) {
+        const winners = results.flatMap((res, i) => (res[r] === true ? [`p${i}`] : []));
+        assert.equal(winners.length, 1, `round ${r}: winners ${winners.join(",")}`);
+        assert.equal(await t.get(`upd/${r}`, "Info"), winners[0]);
+        assert.equal(await t.get(`upd/${r}`, "By"), winners[0], "both attributes of the winner");
+      }
+    });
+
+    test("4 processes × 25 compare-and-set increments with updateIf lose no update", async () => {
+      const name = table();
+      const t = open(name);
+      await t.put(LOCK_ID, "Info", "0");
+      const startAt = Date.now() + 1500;
+      await Promise.all(Array.from({ length: 4 }, (_, i) => runChild(["cas", endpoint, name, "25", `p${i}`, String(startAt)])));
+      assert.equal(await t.get(LOCK_ID, "Info"), "100");
+      assert.deepEqual((await fs.readdir(t.dir)).filter((f) => f.startsWith(".") && f !== ".schema.json"), [], "no temp or claim files left");
+    });
+  });
+
   describe("across processes", () => {
     test("8 processes racing putIfAbsent: exactly one winner per round, losers see the winner", async () => {
       const name = table();
@@ -340,6 +415,8 @@ async function runWorker(args: string[]): Promise<void> {
   await sleep(Math.max(0, Number(startAt) - Date.now()));
   if (mode === "race") await raceWorker(t, Number(count), tag);
   else if (mode === "mutex" && counter !== undefined) await mutexWorker(t, Number(count), tag, counter);
+  else if (mode === "update-race") await updateRaceWorker(t, Number(count), tag);
+  else if (mode === "cas") await casWorker(t, Number(count), tag);
   else throw new Error(`unknown worker mode ${mode}`);
   t.close();
 }
@@ -368,5 +445,21 @@ async function mutexWorker(t: LockTableDriver, cycles: number, tag: string, coun
     await sleep(1);
     await fs.writeFile(counter, String(value + 1));
     if (!(await t.deleteIf(LOCK_ID, "Info", me))) throw new Error(`${me} could not release its own lock`);
+  }
+}
+
+async function updateRaceWorker(t: LockTableDriver, rounds: number, tag: string): Promise<void> {
+  const results: boolean[] = [];
+  for (let r = 0; r < rounds; r++) results.push(await t.updateIf(`upd/${r}`, "Info", "start", { Info: tag, By: tag }));
+  process.stdout.write(JSON.stringify(results));
+}
+
+/** Increment the Info counter with updateIf, retrying on a lost race; stale deletes must never hit. */
+async function casWorker(t: LockTableDriver, increments: number, tag: string): Promise<void> {
+  for (let i = 0; i < increments; ) {
+    const cur = await t.get(LOCK_ID, "Info");
+    if (cur === null) throw new Error("the counter item vanished");
+    if (await t.deleteIf(LOCK_ID, "Info", `${tag}-stale`)) throw new Error("a stale delete removed the item");
+    if (await t.updateIf(LOCK_ID, "Info", cur, { Info: String(Number(cur) + 1), By: tag })) i++;
   }
 }
