@@ -40,8 +40,16 @@ export interface ConnectOptions {
   readonly listPageSize?: number | undefined;
   /** States at or above this size go up in multipart uploads (default 100 MiB). */
   readonly multipartThreshold?: number | undefined;
-  /** Extra options for the S3 driver (request hook, timeouts). */
-  readonly s3?: Pick<S3DriverOptions, "onRequest" | "connectTimeoutMs"> | undefined;
+  /** Extra options for the S3 driver (a hook that sees every signed request). */
+  readonly s3?: Pick<S3DriverOptions, "onRequest"> | undefined;
+  /**
+   * How long requests to the object store, the lock table and STS may take: connect and
+   * idle timeouts per attempt, and an overall deadline per request (retries included,
+   * longer for large bodies). Defaults: connect 5 s, idle 20 s, request 60 s
+   * (`DEFAULT_TIMEOUTS`); a given `requestMs` also caps the other two. A request past its
+   * deadline fails with `ENDPOINT_TIMEOUT` naming the endpoint.
+   */
+  readonly timeouts?: Partial<import("../util/sdk-client.js").Timeouts> | undefined;
   /** Receives warnings (default: `process.emitWarning`, each kind once per process). */
   readonly onWarning?: ((message: string, code: string) => void) | undefined;
   /**
@@ -184,7 +192,7 @@ export class ObjectStoreBackend {
     const region = settings.region.value ?? "us-east-1";
     let identity: Identity | undefined;
     // The chain runs only when an HTTP endpoint needs it (embedded stores need no identity).
-    const needIdentity = async (): Promise<Identity> => (identity ??= await resolveIdentity(settings, { env, clock: options.clock, cwd: options.cwd }));
+    const needIdentity = async (): Promise<Identity> => (identity ??= await resolveIdentity(settings, { env, clock: options.clock, cwd: options.cwd, timeouts: options.timeouts }));
     if (parseEndpoint(endpoint, options.cwd).kind === "http") await needIdentity();
 
     const store = await openStore({
@@ -194,6 +202,7 @@ export class ObjectStoreBackend {
       credentials: identity?.provider,
       multipartThreshold: options.multipartThreshold,
       cwd: options.cwd,
+      timeouts: options.timeouts,
       ...options.s3,
     });
     let locks: LockTableDriver | undefined;
@@ -213,7 +222,7 @@ export class ObjectStoreBackend {
           );
         }
         const http = parseEndpoint(kvEndpoint, options.cwd).kind === "http";
-        locks = await openLockTable({ table, endpoint: kvEndpoint, region, credentials: http ? (await needIdentity()).provider : undefined, cwd: options.cwd });
+        locks = await openLockTable({ table, endpoint: kvEndpoint, region, credentials: http ? (await needIdentity()).provider : undefined, cwd: options.cwd, timeouts: options.timeouts });
         if (!(await checkLockTable(locks, table, options.readOnly === true))) {
           // Read-only, and the embedded table was never created: it holds no digests to check.
           locks.close();
@@ -389,12 +398,21 @@ export class ObjectStoreBackend {
       });
     } catch (e) {
       if (!isObjstateError(e, "PRECONDITION_FAILED")) throw e;
-      throw await this.lostRace(workspace, locks, e);
+      // A PUT retried after its reply was lost finds its own first attempt stored: that is success.
+      if (!(await this.storedIsOurs(path, await hashing, lockId))) throw await this.lostRace(workspace, locks, e);
     }
     options.onStored?.();
     const digest = await hashing;
     if (locks !== undefined) await this.recordDigest(workspace, digest, locks);
     return { written: true, md5: digest };
+  }
+
+  /** Is the stored object exactly these bytes, written under this lock (or by this call without one)? */
+  private async storedIsOurs(path: string, sum: string, lockId: string | undefined): Promise<boolean> {
+    const obj = await this.store.get(path, { md5: true });
+    if (obj === null || md5(obj.body) !== sum) return false;
+    const by = obj.meta.metadata?.[META.lockId];
+    return lockId === undefined ? by === undefined : by === encodeMeta(lockId);
   }
 
   /**

@@ -16,7 +16,7 @@ import { synthesizeProps } from "../synth/document.js";
 import { formatToolJson, secretWarnings } from "../synth/tool-json.js";
 import { durationFlag } from "./duration.js";
 import { CliError, EXIT, parseJsonText, readInput, readJsonFile, usageError } from "./io.js";
-import { acquireLock, lockWaiting, requireLocking, warn, whileLocked, withBackend } from "./runtime.js";
+import { acquireLock, guardedWhileLocked, lockWaiting, requireLocking, stateStored, warn, withBackend } from "./runtime.js";
 import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 import { redactUrl } from "../util/redact.js";
@@ -36,7 +36,7 @@ function lockTimeoutOf(opts: Opts): number {
 
 /** A workspace named as a command argument (`workspace new NAME`). */
 function workspaceArg(name: string): string {
-  if (!RULES.workspace.valid(name)) throw usageError(`workspace name must be ${RULES.workspace.expected}, got ${JSON.stringify(name)}`, "INVALID_WORKSPACE");
+  if (!RULES.workspace.valid(name)) throw usageError(`workspace must be ${RULES.workspace.expected}, got ${JSON.stringify(name)}`, "INVALID_WORKSPACE");
   return name;
 }
 
@@ -138,7 +138,7 @@ export async function workspaceNewAction(name: string, opts: Opts): Promise<void
       if ((await backend.listWorkspaces()).includes(name)) {
         throw new CliError("WORKSPACE_EXISTS", `workspace ${name} already exists (${backend.describe(name)})`, EXIT.error);
       }
-      await backend.writeState(name, emptyState(), { lockId });
+      await backend.writeState(name, emptyState(), { lockId, onStored: stateStored });
     });
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), created: true });
     say(`created workspace ${name} (${backend.describe(name)})`);
@@ -157,7 +157,9 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
       throw new CliError("WORKSPACE_NOT_FOUND", `workspace ${name} does not exist (no state at ${backend.describe(name)})`, EXIT.error);
     }
     const lockId = lockIdOf(opts);
-    await whileLocked(() => backend.deleteWorkspace(name, { lockId }), lockId === undefined ? timeout : 0);
+    // The delete takes and releases its own lock (unless --lock-id): an interrupt lets it settle, then says what it did.
+    const { interrupted } = await guardedWhileLocked(backend.describe(name), () => backend.deleteWorkspace(name, { lockId }), lockId === undefined ? timeout : 0);
+    if (interrupted) process.stderr.write(`objstate: interrupted, but the delete had already been sent: workspace ${name} is deleted${lockId === undefined ? " and its lock released" : ""}\n`);
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), deleted: true });
     say(`deleted workspace ${name} (${backend.describe(name)})`);
   });
@@ -223,7 +225,7 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   lockTimeoutOf(opts);
   lockIdOf(opts);
   const config = backendConfigOf(input);
-  const bytes = readInput(file);
+  const bytes = readInput(file, "state");
   const name = file === "-" ? "standard input" : file;
   const doc = parseJsonText(bytes.toString("utf8"), name);
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw usageError(`${name} is not a state: expected a JSON object`, "INVALID_STATE");
@@ -234,7 +236,7 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
     const { result, locked } = await underLock(backend, workspace, opts, { operation: "state push", info: `objstate state push ${name}` }, async (lockId) => {
       const progress = Progress.start(process.stderr, `pushing ${where}`, bytes.length);
       try {
-        return await backend.writeState(workspace, bytes, { lockId, force, onProgress: (sent) => progress.update(sent) });
+        return await backend.writeState(workspace, bytes, { lockId, force, onProgress: (sent) => progress.update(sent), onStored: stateStored });
       } finally {
         progress.done();
       }
@@ -290,9 +292,13 @@ export async function lockAction(opts: Opts): Promise<void> {
   await withBackend(config, async (backend) => {
     const operation = typeof opts["operation"] === "string" ? opts["operation"] : "objstate lock";
     const info = typeof opts["info"] === "string" ? opts["info"] : "";
-    const lock = await lockWaiting(backend, workspace, { operation, info }, timeout);
-    if (opts["json"] === true) return printJson(lock);
-    say(lock.ID);
+    const { info: lock, interrupted } = await lockWaiting(backend, workspace, { operation, info }, timeout);
+    if (opts["json"] === true) printJson(lock);
+    else say(lock.ID);
+    if (interrupted !== undefined) {
+      // The lock landed after the interrupt: it is held, and only its ID can release it.
+      throw new CliError("INTERRUPTED", `interrupted after the lock was taken: lock ${lock.ID} on ${backend.describe(workspace)} is held; release it with objstate unlock ${lock.ID} -w ${workspace}`, interrupted.exitCode);
+    }
   });
 }
 

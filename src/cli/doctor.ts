@@ -15,7 +15,7 @@ import { describeCredentialSource, resolveEffectiveSettings, type Identity } fro
 import { isObjstateError } from "../errors.js";
 import type { KeyAttribute } from "../lock/types.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
-import { parseEndpoint } from "../store/endpoint.js";
+import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../store/endpoint.js";
 import type { Acl } from "../store/types.js";
 import { CliError, EXIT } from "./io.js";
 import { connect, identityFor, isHttp, lockTableFor, storeFor, warn } from "./runtime.js";
@@ -42,7 +42,7 @@ function message(e: unknown): string {
  * Does an HTTP endpoint answer at all (any status)? Plain node:http(s), not fetch: fetch
  * refuses some ports outright ("bad port"), which says nothing about the server.
  */
-function reachHttp(url: string): Promise<{ ok: true; status: number } | { ok: false; reason: string }> {
+function reachHttp(url: string): Promise<{ ok: true; status: number } | { ok: false; reason: string; fix?: string }> {
   return new Promise((resolve) => {
     let req: ClientRequest;
     try {
@@ -55,7 +55,10 @@ function reachHttp(url: string): Promise<{ ok: true; status: number } | { ok: fa
       return;
     }
     req.on("timeout", () => req.destroy(Object.assign(new Error(`no answer within ${REACH_TIMEOUT_MS / 1000} s`), { code: "ETIMEDOUT" })));
-    req.on("error", (e: NodeJS.ErrnoException) => resolve({ ok: false, reason: e.code === "ETIMEDOUT" ? e.message : (e.code ?? e.message) }));
+    req.on("error", (e: NodeJS.ErrnoException) => {
+      if (isTlsToPlainHttp(e)) resolve({ ok: false, reason: "TLS handshake answered in plain HTTP", fix: plainHttpAdvice(url) });
+      else resolve({ ok: false, reason: e.code === "ETIMEDOUT" ? e.message : (e.code ?? e.message) });
+    });
     req.end();
   });
 }
@@ -181,7 +184,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
       storeOk = true;
       add({ name: "object-store endpoint", status: "ok", detail: `${redactUrl(url)} answers (HTTP ${r.status})` });
     } else {
-      add({ name: "object-store endpoint", status: "fail", detail: `cannot reach ${redactUrl(url)} (${r.reason})`, fix: "check --endpoint / PROVIDER_OBJECT_STORE_ENDPOINT and that the server is running and reachable from here" });
+      add({ name: "object-store endpoint", status: "fail", detail: `cannot reach ${redactUrl(url)} (${r.reason})`, fix: r.fix ?? "check --endpoint / PROVIDER_OBJECT_STORE_ENDPOINT and that the server is running and reachable from here" });
     }
   } else {
     const dir = (parseEndpoint(endpoint) as { dir: string }).dir;
@@ -211,7 +214,8 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
         const probe = `${prefix === "" ? "" : `${prefix}/`}.objstate-doctor-${randomUUID()}`;
         try {
           await store.put(probe, Buffer.from("objstate doctor probe\n"), { contentType: "text/plain", acl: s.acl.value as Acl | undefined, encrypt: s.encrypt.value === true });
-          await store.delete(probe);
+          // purge, not delete: on a versioned bucket a delete would leave a version and a marker.
+          await store.purge(probe);
           bucketOk = true;
           add({ name: "bucket", status: "ok", detail: `bucket ${bucket} exists and is writable (wrote and deleted ${probe})` });
         } catch (e) {
@@ -243,7 +247,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
       const r = await reachHttp(url);
       reachable = r.ok;
       if (r.ok) add({ name: "lock-table endpoint", status: "ok", detail: `${redactUrl(url)} answers (HTTP ${r.status})` });
-      else add({ name: "lock-table endpoint", status: "fail", detail: `cannot reach ${redactUrl(url)} (${r.reason})`, fix: "check --kvstore-endpoint and that the server is running and reachable from here" });
+      else add({ name: "lock-table endpoint", status: "fail", detail: `cannot reach ${redactUrl(url)} (${r.reason})`, fix: r.fix ?? "check --kvstore-endpoint and that the server is running and reachable from here" });
     } else {
       const dir = (parseEndpoint(kvEndpoint) as { dir: string }).dir;
       const r = await reachDir(dir);

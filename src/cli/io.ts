@@ -1,16 +1,28 @@
-import { readFileSync } from "node:fs";
 import { ConfigError } from "../config/errors.js";
 import { jsonSyntaxProblem } from "../util/json-error.js";
 import { ObjstateError } from "../errors.js";
+import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../util/read-file.js";
 
 /**
  * Documented exit codes of `objstate`: 0 ok, 1 error, 2 usage or bad input (nothing was
  * written), 3 state locked (by another holder), 4 digest mismatch, 5 state conflict (the
  * lineage guard or a conditional write refused: nothing was written), 6 the lock is no
- * longer held by this writer (nothing was written); 130 / 143 interrupted (SIGINT /
- * SIGTERM) before anything was written.
+ * longer held by this writer (nothing was written); 129 / 130 / 143 interrupted (SIGHUP /
+ * SIGINT / SIGTERM); 141 standard output was closed by its reader (`| head`).
  */
-export const EXIT = { ok: 0, error: 1, usage: 2, locked: 3, digest: 4, conflict: 5, lockLost: 6, interrupted: 130 } as const;
+export const EXIT = {
+  ok: 0,
+  error: 1,
+  usage: 2,
+  locked: 3,
+  digest: 4,
+  conflict: 5,
+  lockLost: 6,
+  hangup: 129,
+  interrupted: 130,
+  outputClosed: 141,
+  terminated: 143,
+} as const;
 
 /** An error that ends the CLI with a given exit code and a one-line message. */
 export class CliError extends ObjstateError {
@@ -37,9 +49,11 @@ const USAGE_CODES = new Set([
   "INVALID_ENDPOINT",
   "INVALID_BUCKET",
   "CREDENTIALS_INCOMPLETE",
+  "CREDENTIALS_FILE_INVALID",
+  "INVALID_KEY",
 ]);
 
-/** The exit code for an error (DESIGN: 0 ok, 1 error, 2 usage, 3 locked, 4 digest mismatch). */
+/** The exit code for an error (see {@link EXIT}). */
 export function exitCodeOf(e: unknown): number {
   if (e instanceof CliError) return e.exitCode;
   if (e instanceof ConfigError) return EXIT.usage;
@@ -48,7 +62,8 @@ export function exitCodeOf(e: unknown): number {
     if (e.code === "DIGEST_MISMATCH" || e.code === "TORN_WRITE") return EXIT.digest;
     if (e.code === "STATE_CONFLICT") return EXIT.conflict;
     if (e.code === "LOCK_NOT_HELD" || e.code === "LOCK_LOST") return EXIT.lockLost;
-    if (USAGE_CODES.has(e.code)) return EXIT.usage;
+    // Every INVALID_* code names a value the person gave (a name, a key, a file's content).
+    if (USAGE_CODES.has(e.code) || e.code.startsWith("INVALID_")) return EXIT.usage;
   }
   return EXIT.error;
 }
@@ -58,23 +73,57 @@ export function parseJsonText(text: string, name: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
-    const { problem, at } = jsonSyntaxProblem(e, (p) => text.slice(0, p), text.length);
-    throw new CliError("INVALID_JSON", `${name} is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`, EXIT.usage, e);
+    const { problem, at } = jsonSyntaxProblem(e, text);
+    // The cause stays off: V8's message quotes the text, and these files hold secrets.
+    throw new CliError("INVALID_JSON", `${name} is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`, EXIT.usage);
   }
 }
 
-/** The bytes of a file, or of standard input for `-`; errors name the file. */
-export function readInput(file: string): Buffer {
+/** Which limit a file read by the CLI gets (see {@link FILE_LIMITS}). */
+export type InputKind = "state" | "config";
+
+/**
+ * The bytes of a file, or of standard input for `-`, bounded by the limit for its kind:
+ * a FIFO, a device, a directory or an oversized file is refused at once (`FILE_UNREADABLE`,
+ * `FILE_TOO_LARGE`), naming the file.
+ */
+export function readInput(file: string, kind: InputKind = "config"): Buffer {
   try {
-    return file === "-" ? readFileSync(0) : readFileSync(file);
+    return readBoundedFile(file, FILE_LIMITS[kind]).bytes;
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    const reason = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a directory" : (e as Error).message;
-    throw new CliError("FILE_UNREADABLE", `cannot read ${file === "-" ? "standard input" : file}: ${reason}`, EXIT.usage, e);
+    if (!(e instanceof ReadFileError)) throw e;
+    const code = e.problem.kind === "too-large" ? "FILE_TOO_LARGE" : "FILE_UNREADABLE";
+    throw new CliError(code, e.message, EXIT.usage, e);
   }
 }
 
-/** Read and parse a JSON file; errors name the file and, for broken JSON, the line. */
+/** Read and parse a JSON file (config or props); errors name the file and, for broken JSON, the line. */
 export function readJsonFile(file: string): unknown {
-  return parseJsonText(readInput(file).toString("utf8"), file === "-" ? "standard input" : file);
+  return parseJsonText(readInput(file, "config").toString("utf8"), file === "-" ? "standard input" : file);
+}
+
+/** Is `e` a write to a stream whose reader has gone (`objstate state pull | head -c1`)? */
+export function isClosedOutput(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  return code === "EPIPE" || code === "ERR_STREAM_DESTROYED";
+}
+
+/** Is OBJSTATE_DEBUG set (to anything but "", "0" or "false")? Then unexpected errors show their stack. */
+export function debugEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  const v = env["OBJSTATE_DEBUG"];
+  return v !== undefined && v !== "" && v !== "0" && v.toLowerCase() !== "false";
+}
+
+/**
+ * The one line the CLI prints for an error (without the `objstate: error:` prefix). An
+ * {@link ObjstateError} says its message, on one line; anything else is a bug or a
+ * failure nothing mapped: its name and code, never its message (a foreign message may
+ * quote what it was given, such as a file's text) nor its stack unless OBJSTATE_DEBUG asks.
+ */
+export function errorLine(e: unknown): string {
+  if (e instanceof ObjstateError) return e.message.replace(/\s*\n\s*/g, " ").trim();
+  const name = e instanceof Error ? e.name : typeof e;
+  const code = (e as { code?: unknown } | undefined)?.code;
+  const what = typeof code === "string" && code !== "" ? `${name} ${code}` : name;
+  return `unexpected internal error (INTERNAL_ERROR: ${what}); run again with OBJSTATE_DEBUG=1 to see the details, and please report it`;
 }

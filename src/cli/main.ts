@@ -1,19 +1,39 @@
 #!/usr/bin/env node
 /**
- * `objstate`: a thin shell over the library. Exit codes: 0 ok, 1 error, 2 usage or bad
- * input, 3 state locked, 4 digest mismatch (see io.ts).
+ * `objstate`: a thin shell over the library. Exit codes: see `EXIT` in io.ts.
  *
  * This entry point only prepares the process: the AWS SDK's Node-version warning is noise
  * to users (the pinned SDK runs on Node 20), so it is switched off before anything can
- * load the SDK; and Node warnings are printed as one `objstate: warning:` line.
+ * load the SDK; Node warnings are printed as one `objstate: warning:` line; a reader that
+ * closes standard output (`| head`) ends the process quietly; and anything no one caught
+ * is one `objstate: error:` line with a code, never a stack (unless OBJSTATE_DEBUG=1).
  */
 export {};
 
 process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true";
 
 const { warn } = await import("./runtime.js");
+const { EXIT, isClosedOutput } = await import("./io.js");
 process.removeAllListeners("warning");
 process.on("warning", (w: Error & { code?: string }) => warn(w.message, w.code ?? `${w.name}:${w.message}`));
 
-const { run } = await import("./program.js");
-process.exitCode = await run(process.argv);
+let outputFailed: number | undefined;
+// EPIPE arrives as an 'error' event on the stream, after the write that caused it.
+process.stdout.on("error", (e) => {
+  outputFailed = isClosedOutput(e) ? EXIT.outputClosed : EXIT.error;
+  process.exitCode = outputFailed;
+});
+// Nothing can be said once stderr is gone; the exit code still tells.
+process.stderr.on("error", () => undefined);
+
+const { reportError, run } = await import("./program.js");
+const lastResort = (e: unknown): void => {
+  if (isClosedOutput(e)) process.exit(EXIT.outputClosed);
+  reportError(e);
+  process.exit(EXIT.error);
+};
+process.on("uncaughtException", lastResort);
+process.on("unhandledRejection", lastResort);
+
+const code = await run(process.argv);
+process.exitCode = outputFailed ?? code;

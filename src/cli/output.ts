@@ -1,44 +1,49 @@
 /**
- * `objstate output [NAME] [--json|--raw]`: the outputs of a workspace's state, merged over
- * `--defaults`, read through `DataRemoteStateObjectStore.fetchOutputs()` (digest-checked,
- * no lock taken, nothing created).
+ * `objstate output [NAME] [--json|--raw] [--show-sensitive]`: the outputs of a workspace's
+ * state, merged over `--defaults`, read through `DataRemoteStateObjectStore.fetchOutputs()`
+ * (digest-checked, no lock taken, nothing created).
+ *
+ * As the tool's `output` command: a listing of all outputs hides sensitive values
+ * (`<sensitive>`) unless `--show-sensitive`; one output asked for by name is always shown.
+ * Numbers are printed exactly as the state has them (never through a JS number).
  */
 import { DataRemoteStateObjectStore } from "../remote-state/data-remote-state.js";
-import type { JsonValue } from "../remote-state/remote-outputs.js";
+import { decimalForm, MAX_DECIMAL_DIGITS } from "../remote-state/exact-json.js";
+import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
 import { CliError, EXIT, usageError } from "./io.js";
-import { warn } from "./runtime.js";
+import { cliTimeouts, warn } from "./runtime.js";
 import { gatherSettings, remoteStateConfigOf } from "./settings.js";
-import { printJson } from "./term.js";
 
 /** Name under which the CLI reads the remote state (appears in library messages). */
 const REMOTE_NAME = "objstate_output";
 
-function typeName(v: JsonValue): string {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "a list";
-  return typeof v === "object" ? "an object" : `a ${typeof v}`;
-}
+/** What a hidden sensitive value prints as, in text and (as a JSON string) in `--json`. */
+const SENSITIVE = "<sensitive>";
 
 /** `objstate output`. */
 export async function outputAction(name: string | undefined, opts: Record<string, unknown>): Promise<void> {
   const raw = opts["raw"] === true;
   const json = opts["json"] === true;
-  if (raw && name === undefined) throw usageError("--raw prints one string output: give its NAME (objstate output NAME --raw)");
+  const showSensitive = opts["showSensitive"] === true;
+  if (raw && name === undefined) throw usageError("--raw prints one output: give its NAME (objstate output NAME --raw)");
   const input = gatherSettings(opts);
   const config = remoteStateConfigOf(input);
-  const outputs = await new DataRemoteStateObjectStore(REMOTE_NAME, config).fetchOutputs({ env: process.env, onWarning: warn });
+  const outputs = await new DataRemoteStateObjectStore(REMOTE_NAME, config).fetchOutputs({ env: process.env, onWarning: warn, timeouts: cliTimeouts() });
   const workspace = input.workspace ?? "default";
   const where = outputs.source.location === undefined ? `workspace ${workspace}` : `workspace ${workspace} at ${outputs.source.location}`;
 
   if (name === undefined) {
-    const all = outputs.toJSON();
-    if (json) return printJson(all);
     const names = outputs.names();
+    const hidden = (n: string): boolean => !showSensitive && outputs.isSensitive(n);
+    if (json) {
+      process.stdout.write(`${listingJson(outputs, names, hidden)}\n`);
+      return;
+    }
     if (names.length === 0) {
       process.stderr.write(`objstate: the state of ${where} has no outputs\n`);
       return;
     }
-    for (const n of names) process.stdout.write(`${n} = ${JSON.stringify(all[n])}\n`);
+    for (const n of names) process.stdout.write(`${n} = ${hidden(n) ? SENSITIVE : outputs.toJSONText(n)}\n`);
     return;
   }
 
@@ -46,15 +51,48 @@ export async function outputAction(name: string | undefined, opts: Record<string
     const names = outputs.names();
     throw new CliError("OUTPUT_NOT_FOUND", `no output "${name}" in ${where}; ${names.length === 0 ? "there are no outputs" : `available: ${names.join(", ")}`}`, EXIT.error);
   }
-  const value = outputs.get(name);
   if (raw) {
-    if (typeof value !== "string") {
-      throw new CliError("OUTPUT_NOT_STRING", `output "${name}" is ${typeName(value)}, not a string: --raw prints only strings (use --json)`, EXIT.error);
-    }
-    // As `terraform output -raw`: the bare string, no quotes and no trailing newline.
-    process.stdout.write(value);
+    // As the tool's `output -raw`: the bare text, no quotes and no trailing newline.
+    process.stdout.write(rawText(outputs, name));
     return;
   }
-  if (json) return printJson(value);
-  process.stdout.write(`${JSON.stringify(value)}\n`);
+  process.stdout.write(`${outputs.toJSONText(name, json ? 2 : 0)}\n`);
+}
+
+/** `{"name": value, …}` indented by two, sorted, hidden values as `"<sensitive>"`. */
+function listingJson(outputs: RemoteOutputs, names: readonly string[], hidden: (n: string) => boolean): string {
+  if (names.length === 0) return "{}";
+  // Strings in JSON text hold no raw newline, so indenting every line of a value is safe.
+  const entries = names.map((n) => `  ${JSON.stringify(n)}: ${hidden(n) ? JSON.stringify(SENSITIVE) : outputs.toJSONText(n, 2).replace(/\n/g, "\n  ")}`);
+  return `{\n${entries.join(",\n")}\n}`;
+}
+
+/**
+ * The text `--raw` prints: a string as is, a number in plain decimal notation exactly (as
+ * the tool's `output -raw` converts numbers to strings: `1e3` prints `1000`), a boolean as
+ * `true`/`false`. Null, lists and objects are refused, as by the tool.
+ */
+function rawText(outputs: RemoteOutputs, name: string): string {
+  const type = outputs.typeOf(name);
+  switch (type) {
+    case "string":
+      return outputs.string(name);
+    case "boolean":
+      return String(outputs.boolean(name));
+    case "number": {
+      const text = decimalForm(outputs.numberText(name));
+      if (text === undefined) {
+        throw new CliError("OUTPUT_TOO_LONG", `output "${name}" has more than ${MAX_DECIMAL_DIGITS} digits in plain decimal notation: --raw will not print it (use --json)`, EXIT.error);
+      }
+      return text;
+    }
+    case "null":
+      throw new CliError("OUTPUT_NOT_SCALAR", `output "${name}" is null, so --raw cannot print it (use --json)`, EXIT.error);
+    default:
+      throw new CliError(
+        "OUTPUT_NOT_SCALAR",
+        `output "${name}" is ${type === "list" ? "a list" : "an object"}, not a string: --raw prints only strings, numbers and booleans (use --json)`,
+        EXIT.error,
+      );
+  }
 }

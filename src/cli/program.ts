@@ -4,7 +4,6 @@
  * stderr and a documented exit code (io.ts).
  */
 import { Command, CommanderError, Option } from "commander";
-import { ObjstateError } from "../errors.js";
 import { objstateVersion } from "../version.js";
 import {
   configAction,
@@ -21,9 +20,11 @@ import {
   type Opts,
 } from "./commands.js";
 import { doctorAction } from "./doctor.js";
+import { durationFlag } from "./duration.js";
 import { initAction } from "./init.js";
-import { EXIT, exitCodeOf } from "./io.js";
+import { debugEnabled, errorLine, EXIT, exitCodeOf, isClosedOutput } from "./io.js";
 import { outputAction } from "./output.js";
+import { setRequestTimeout } from "./runtime.js";
 import { addSettingsOptions } from "./settings.js";
 import { paint } from "./term.js";
 
@@ -31,7 +32,8 @@ const EXIT_CODES_HELP = `
 Exit codes: 0 ok, 1 error, 2 usage or bad input (nothing was written), 3 state locked
 by another holder, 4 state does not match its digest (or its last write is torn: run
 objstate state repair), 5 state conflict (lineage guard or a concurrent write: nothing
-was written), 6 the lock is no longer held by this writer (nothing was written).`;
+was written), 6 the lock is no longer held by this writer (nothing was written);
+129 / 130 / 143 interrupted by SIGHUP / SIGINT / SIGTERM, 141 output closed.`;
 
 /** Commander's error text (`error: unknown option '--x'\\n(Did you mean --y?)`) as one line. */
 function oneLine(text: string): string {
@@ -60,6 +62,22 @@ function lockIdOption(cmd: Command): Command {
   return cmd.addOption(new Option("--lock-id <id>", "write under this lock, which you hold (the ID printed by objstate lock); it stays held: release it with objstate unlock"));
 }
 
+/**
+ * `--timeout`: not a setting of the seed's config (nothing to synthesize), so it sits
+ * here beside `--lock-timeout`, on every command that talks to a server.
+ */
+function timeoutOption(cmd: Command): Command {
+  return cmd.addOption(
+    new Option(
+      "--timeout <duration>",
+      "give up on a request to the object store, lock table or STS after this long, retries included (one more second per MiB of a large body): 30s, 2m [default: 60s; connect 5s and idle 20s per attempt]",
+    ),
+  );
+}
+
+/** Commands that never contact a server. */
+const OFFLINE = new Set(["synth", "config"]);
+
 export function program(): Command {
   const root = new Command("objstate")
     .description("Keep an infrastructure tool's state in an object-storage bucket, with locking in a key-value table.")
@@ -72,6 +90,10 @@ export function program(): Command {
     })
     .addHelpText("after", EXIT_CODES_HELP);
   // Settings made above (exitOverride, output, suggestions) are copied to subcommands when they are created.
+  root.hook("preAction", (_root, action) => {
+    const t = action.opts()["timeout"];
+    setRequestTimeout(typeof t === "string" ? durationFlag("--timeout", t) : undefined);
+  });
 
   const synth = root
     .command("synth")
@@ -146,8 +168,11 @@ export function program(): Command {
     .command("output")
     .description("print the outputs of a workspace's state, over --defaults (all of them, or one by name)")
     .argument("[name]", "one output")
-    .option("--json", "print JSON")
-    .addOption(new Option("--raw", "print a string output as is: no quotes, no trailing newline (needs NAME; refuses non-strings)").conflicts("json"));
+    .option("--json", "print JSON (numbers exactly as in the state)")
+    .addOption(
+      new Option("--raw", "print one string, number or boolean output as is: no quotes, no trailing newline, numbers in plain decimal (needs NAME)").conflicts("json"),
+    )
+    .option("--show-sensitive", "show the values of sensitive outputs in the listing of all outputs (one asked for by NAME is always shown)");
   addSettingsOptions(output, { workspace: true, defaults: true }).action((name: string | undefined, ...rest: unknown[]) => outputAction(name, optsOf(rest)));
 
   const doctor = jsonOption(root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest"));
@@ -162,7 +187,23 @@ export function program(): Command {
   );
   addSettingsOptions(init).action((...args: unknown[]) => initAction(optsOf(args)));
 
+  const visit = (cmd: Command): void => {
+    for (const sub of cmd.commands) {
+      if (sub.commands.length > 0) visit(sub);
+      else if (!OFFLINE.has(sub.name())) timeoutOption(sub);
+    }
+  };
+  visit(root);
   return root;
+}
+
+/**
+ * Print an error as one line on stderr (`objstate: error: …`); with OBJSTATE_DEBUG, the
+ * stack of anything unexpected follows.
+ */
+export function reportError(e: unknown): void {
+  process.stderr.write(`${paint(process.stderr).red("objstate: error:")} ${errorLine(e)}\n`);
+  if (debugEnabled() && e instanceof Error && e.stack !== undefined) process.stderr.write(`${e.stack}\n`);
 }
 
 /** Run the CLI on `argv`; returns the exit code. */
@@ -175,8 +216,9 @@ export async function run(argv: string[]): Promise<number> {
       // commander already printed the message (and help / version on request)
       return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    const message = e instanceof ObjstateError || e instanceof Error ? e.message : String(e);
-    process.stderr.write(`${paint(process.stderr).red("objstate: error:")} ${message}\n`);
+    // The reader of our output is gone (`| head`): nothing to say, and no one to say it to.
+    if (isClosedOutput(e)) return EXIT.outputClosed;
+    reportError(e);
     return exitCodeOf(e);
   }
 }

@@ -13,8 +13,9 @@ import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import { parseEndpoint } from "../store/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { ObjectStoreDriver } from "../store/types.js";
+import type { Timeouts } from "../util/sdk-client.js";
 import { formatDuration } from "./duration.js";
-import { CliError, EXIT } from "./io.js";
+import { CliError, EXIT, usageError } from "./io.js";
 import { paint } from "./term.js";
 
 const warned = new Set<string>();
@@ -26,9 +27,23 @@ export function warn(message: string, code = message): void {
   process.stderr.write(`${paint(process.stderr).yellow("objstate: warning:")} ${message}\n`);
 }
 
+/** `--timeout` of the running command (the per-request deadline), when given. */
+let requestTimeouts: Partial<Timeouts> | undefined;
+
+/** Set from `--timeout` before each command runs; undefined means the defaults. */
+export function setRequestTimeout(ms: number | undefined): void {
+  if (ms !== undefined && ms <= 0) throw usageError("--timeout must be more than 0s", "INVALID_DURATION");
+  requestTimeouts = ms === undefined ? undefined : { requestMs: ms };
+}
+
+/** The timeouts `--timeout` asked for (undefined: the defaults), for connections made elsewhere. */
+export function cliTimeouts(): Partial<Timeouts> | undefined {
+  return requestTimeouts;
+}
+
 /** Connect the backend with the CLI's warning channel. Close it when done. */
 export function connect(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, options: Omit<ConnectOptions, "env" | "onWarning"> = {}): Promise<ObjectStoreBackend> {
-  return ObjectStoreBackend.connect(config, { ...options, env: process.env, onWarning: warn });
+  return ObjectStoreBackend.connect(config, { timeouts: requestTimeouts, ...options, env: process.env, onWarning: warn });
 }
 
 /** Connect, run `work` with the backend, and close it whatever happens. */
@@ -43,7 +58,7 @@ export async function withBackend<T>(config: ObjectStoreBackendConfig | DataRemo
 
 /** The identity for HTTP endpoints (the credentials chain). */
 export async function identityFor(settings: ResolvedBackendSettings): Promise<Identity> {
-  return await resolveIdentity(settings, { env: process.env });
+  return await resolveIdentity(settings, { env: process.env, timeouts: requestTimeouts });
 }
 
 /** Is this endpoint an HTTP API (needs credentials) rather than a `file:` directory? */
@@ -54,7 +69,7 @@ export function isHttp(endpoint: string): boolean {
 /** The object-store driver for resolved settings (credentials only for HTTP endpoints). */
 export async function storeFor(settings: ResolvedBackendSettings, identity: Identity | undefined): Promise<ObjectStoreDriver> {
   const endpoint = settings.endpoint.value as string;
-  return openStore({ bucket: settings.bucket.value as string, endpoint, region: settings.region.value ?? "us-east-1", credentials: isHttp(endpoint) ? identity?.provider : undefined });
+  return openStore({ bucket: settings.bucket.value as string, endpoint, region: settings.region.value ?? "us-east-1", credentials: isHttp(endpoint) ? identity?.provider : undefined, timeouts: requestTimeouts });
 }
 
 /** The lock-table driver for resolved settings (table and endpoint must be set). */
@@ -65,6 +80,7 @@ export async function lockTableFor(settings: ResolvedBackendSettings, identity: 
     endpoint,
     region: settings.region.value ?? "us-east-1",
     credentials: isHttp(endpoint) ? identity?.provider : undefined,
+    timeouts: requestTimeouts,
   });
 }
 
@@ -119,23 +135,53 @@ export async function whileLocked<T>(attempt: () => Promise<T>, timeoutMs: numbe
 // ---------------------------------------------------------------- interrupts
 
 /**
- * What the process is doing with a lock, for Ctrl-C (SIGINT) and SIGTERM: when idle, quit
- * at once; while acquiring, stop once the request in flight has settled (releasing a lock
- * it took); while holding, let the operation finish and release the lock. A second signal
- * quits at once.
+ * What the process is doing with a lock, for Ctrl-C (SIGINT), SIGTERM and SIGHUP alike:
+ * when idle, quit at once; while a lock request is in flight (acquiring, or a whole
+ * request that takes and releases its own lock, such as a workspace delete), stop once it
+ * has settled and say what it left; while holding, let the operation finish and release
+ * the lock. A second signal quits at once and says which lock is left and whether the
+ * state was written.
  */
-type Phase = { readonly phase: "idle" } | { readonly phase: "acquiring"; readonly where: string } | { readonly phase: "holding"; readonly where: string; readonly id: string };
+type Phase =
+  | { readonly phase: "idle" }
+  | { readonly phase: "acquiring"; readonly where: string }
+  | { readonly phase: "holding"; readonly where: string; readonly id: string; readonly workspace: string };
 let phase: Phase = { phase: "idle" };
 let interrupted = false;
+/** Set by {@link stateStored}: the state object of this command is stored. */
+let stored = false;
 const interruption = new AbortController();
 let handlerInstalled = false;
 
+/** Exit codes for the signals handled: 128 + the signal number. */
+const SIGNAL_EXIT: Readonly<Record<string, number>> = { SIGHUP: EXIT.hangup, SIGINT: EXIT.interrupted, SIGTERM: EXIT.terminated };
+
+/**
+ * Pass as `WriteOptions.onStored`: called by the backend the moment the state object is
+ * stored, so an interrupt after that point does not claim nothing was written.
+ */
+export function stateStored(): void {
+  stored = true;
+}
+
+/** The exact command that releases a lock this process leaves behind. */
+export function forceUnlockCommand(id: string, workspace: string): string {
+  return `objstate force-unlock ${id} -w ${workspace}`;
+}
+
+function whatWasWritten(): string {
+  return stored ? "the state was written (its digest may not be recorded: run objstate state repair)" : "nothing was written";
+}
+
 function onSignal(signal: NodeJS.Signals): void {
-  const code = signal === "SIGINT" ? EXIT.interrupted : 143;
+  const code = SIGNAL_EXIT[signal] ?? EXIT.interrupted;
   if (phase.phase === "idle") process.exit(code);
   if (interrupted) {
-    const left = phase.phase === "holding" ? `the lock on ${phase.where} is still held (release it with objstate force-unlock ${phase.id})` : `a lock on ${phase.where} may have been taken; check with objstate lock`;
-    process.stderr.write(`objstate: interrupted again: quitting now; ${left}\n`);
+    const left =
+      phase.phase === "holding"
+        ? `the lock on ${phase.where} is still held (release it with ${forceUnlockCommand(phase.id, phase.workspace)} and the same settings)`
+        : `a lock on ${phase.where} may have been taken; check with objstate lock`;
+    process.stderr.write(`objstate: interrupted again: quitting now; ${whatWasWritten()}; ${left}\n`);
     process.exit(code);
   }
   interrupted = true;
@@ -150,8 +196,7 @@ function onSignal(signal: NodeJS.Signals): void {
 function installHandler(): void {
   if (handlerInstalled) return;
   handlerInstalled = true;
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(s, onSignal);
 }
 
 function interruptedError(): CliError {
@@ -162,7 +207,11 @@ function interruptedError(): CliError {
 /** A lock this command holds for one operation. */
 export interface HeldLock {
   readonly info: LockInfo;
-  /** Release the lock. When the operation failed, a failure to release is only a warning. */
+  /**
+   * Release the lock. When it cannot be released, the message names the lock ID and the
+   * force-unlock command; when the operation failed, that is a warning (the operation's
+   * error is the one to report), else an error.
+   */
   release(operationFailed: boolean): Promise<void>;
 }
 
@@ -183,26 +232,38 @@ export async function acquireLock(backend: ObjectStoreBackend, workspace: string
   }
   if (interrupted) {
     try {
-      await backend.unlock(workspace, info.ID);
+      await releaseOrExplain(backend, workspace, info.ID, where, true);
     } finally {
       phase = { phase: "idle" };
     }
     throw interruptedError();
   }
-  phase = { phase: "holding", where, id: info.ID };
+  phase = { phase: "holding", where, id: info.ID, workspace };
   return {
     info,
     release: async (operationFailed) => {
       try {
-        await backend.unlock(workspace, info.ID);
-      } catch (e) {
-        if (!operationFailed) throw e;
-        warn(`could not release lock ${info.ID} on ${where}: ${(e as Error).message}`);
+        await releaseOrExplain(backend, workspace, info.ID, where, operationFailed);
       } finally {
         phase = { phase: "idle" };
       }
     },
   };
+}
+
+/**
+ * Release a lock; when the lock table does not answer, say which lock is left and the
+ * exact command that releases it (a warning when `quietly`, else an error).
+ */
+async function releaseOrExplain(backend: ObjectStoreBackend, workspace: string, id: string, where: string, quietly: boolean): Promise<void> {
+  try {
+    await backend.unlock(workspace, id);
+  } catch (e) {
+    const reason = e instanceof Error ? e.message : String(e);
+    const message = `could not release lock ${id} on ${where} (${reason}); it is still held: release it with ${forceUnlockCommand(id, workspace)} and the same settings`;
+    if (quietly) warn(message);
+    else throw new ObjstateError("LOCK_RELEASE_FAILED", message, { cause: e, details: { lockId: id, workspace } });
+  }
 }
 
 function waitNotice(where: string, timeoutMs: number): (holder: LockInfo | undefined) => void {
@@ -212,7 +273,42 @@ function waitNotice(where: string, timeoutMs: number): (holder: LockInfo | undef
   };
 }
 
-/** Take a workspace's lock and keep it (the `lock` command), waiting up to `timeoutMs`. */
-export function lockWaiting(backend: ObjectStoreBackend, workspace: string, options: LockOptions, timeoutMs: number): Promise<LockInfo> {
-  return whileLocked(() => backend.lock(workspace, options), timeoutMs, waitNotice(backend.describe(workspace), timeoutMs));
+/**
+ * Take a workspace's lock and keep it (the `lock` command), waiting up to `timeoutMs`.
+ * An interrupt while the request is in flight waits for its answer: a lock that was
+ * taken is kept and returned with `interrupted` set to the error to end with (the caller
+ * prints the lock first, so it can be released), instead of the process leaving silently
+ * while the lock lands.
+ */
+export async function lockWaiting(backend: ObjectStoreBackend, workspace: string, options: LockOptions, timeoutMs: number): Promise<{ info: LockInfo; interrupted: CliError | undefined }> {
+  installHandler();
+  const where = backend.describe(workspace);
+  phase = { phase: "acquiring", where };
+  try {
+    const info = await whileLocked(() => backend.lock(workspace, options), timeoutMs, waitNotice(where, timeoutMs), interruption.signal);
+    return { info, interrupted: interrupted ? interruptedError() : undefined };
+  } catch (e) {
+    throw interrupted ? interruptedError() : e;
+  } finally {
+    phase = { phase: "idle" };
+  }
+}
+
+/**
+ * Run a request that takes and releases its own lock (a workspace delete), retrying while
+ * another holder has the lock: an interrupt lets the request in flight settle (so its
+ * lock is released) and stops between attempts. Returns whether an interrupt came; the
+ * work's own result stands either way.
+ */
+export async function guardedWhileLocked<T>(where: string, work: () => Promise<T>, timeoutMs: number): Promise<{ result: T; interrupted: boolean }> {
+  installHandler();
+  phase = { phase: "acquiring", where };
+  try {
+    const result = await whileLocked(work, timeoutMs, waitNotice(where, timeoutMs), interruption.signal);
+    return { result, interrupted };
+  } catch (e) {
+    throw interrupted ? interruptedError() : e;
+  } finally {
+    phase = { phase: "idle" };
+  }
 }

@@ -11,6 +11,7 @@ import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fie
 import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
 import { isPlainObject, RULES } from "../config/rules.js";
 import { nearest } from "../config/validate.js";
+import { jsonSyntaxProblem } from "../util/json-error.js";
 import { readJsonFile, usageError } from "./io.js";
 
 /** Heading of the settings options in `--help`. */
@@ -166,7 +167,9 @@ function parseDefaults(text: string, label: string): Record<string, unknown> {
   try {
     v = JSON.parse(text);
   } catch (e) {
-    throw usageError(`${label} must be a JSON object, got invalid JSON (${(e as Error).message})`, "INVALID_VALUE", e);
+    // Not V8's message, nor the cause: it quotes the text, and defaults may hold secrets.
+    const { problem, at } = jsonSyntaxProblem(e, text);
+    throw usageError(`${label} must be a JSON object, got invalid JSON${at === "" ? "" : ` ${at}`}: ${problem}`, "INVALID_VALUE");
   }
   if (!isPlainObject(v)) throw usageError(`${label} must be a JSON object`, "INVALID_VALUE");
   return v;

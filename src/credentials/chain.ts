@@ -13,6 +13,8 @@ import { parseEndpoint } from "../store/endpoint.js";
 import type { Credentials, CredentialsProvider } from "../store/types.js";
 import { fetchComputeRoleCredentials, metadataBase } from "./metadata.js";
 import { refreshing, type Clock } from "./refresh.js";
+import { serverNow } from "../util/server-clock.js";
+import type { Timeouts } from "../util/sdk-client.js";
 import { assumeRole, type AssumedRole } from "./sts.js";
 
 /** An identity and where it came from (for the resolution report). */
@@ -48,6 +50,8 @@ export interface ChainOptions {
   readonly clock?: Clock | undefined;
   /** Base directory for relative file: endpoints (to tell them apart from HTTP ones). */
   readonly cwd?: string | undefined;
+  /** Timeouts of the STS requests (defaults: `DEFAULT_TIMEOUTS`). */
+  readonly timeouts?: Partial<Timeouts> | undefined;
 }
 
 type Base = { readonly identity: Identity } | { readonly skipped: string };
@@ -101,10 +105,12 @@ export async function assumedRole(s: CredentialSettings, base: Identity, options
     sessionName: s.assumeRoleSessionName.value ?? "tool",
     durationSeconds: s.assumeRoleSessionExpiration.value ?? 3600,
     policy: s.assumeRolePolicy.value,
+    timeouts: options.timeouts,
   };
   const first: AssumedRole = await assumeRole(params);
   let used = false;
-  const provider = refreshing(() => (used ? assumeRole(params) : ((used = true), Promise.resolve(first))), options.clock);
+  // Expiry is in STS's clock, measured from its answers (server-clock.ts).
+  const provider = refreshing(() => (used ? assumeRole(params) : ((used = true), Promise.resolve(first))), options.clock, () => serverNow(params.endpoint));
   return {
     provider,
     source: `role ${roleArn} (${s.assumeRoleRoleArn.source}) assumed as session "${params.sessionName}" for ${params.durationSeconds} s${set(params.policy) ? " with a session policy" : ""}, on top of ${base.source}`,

@@ -9,8 +9,9 @@ import * as path from "node:path";
 import { COMMON_FIELDS } from "../config/fields.js";
 import { checkValue } from "../config/validate.js";
 import { ObjstateError } from "../errors.js";
-import { nodeFs, nodeOs } from "../util/builtins.js";
+import { nodeOs } from "../util/builtins.js";
 import { jsonSyntaxProblem } from "../util/json-error.js";
+import { describeReadProblem, FILE_LIMITS, ReadFileError, readBoundedFile } from "../util/read-file.js";
 import type { Env, ProfileLayer, ProfileLoader } from "../resolve/settings.js";
 
 /** Which file keys each mode lets count, and the field each one supplies. */
@@ -46,20 +47,27 @@ function fail(file: string, problem: string, cause?: unknown): never {
   throw new ObjstateError("CREDENTIALS_FILE_INVALID", `shared credentials file ${file}: ${problem}`, { cause, details: { file } });
 }
 
-/** Parse the file and return the named profile's raw object. */
-function readProfile(file: string, name: string): Record<string, unknown> {
-  let text: string;
+/**
+ * Read the file (bounded: a FIFO, a device or a file over {@link FILE_LIMITS}.credentials
+ * is refused at once) and return its text and mode.
+ */
+function readText(file: string, name: string): { text: string; mode: number | undefined } {
   try {
-    text = nodeFs().readFileSync(file, "utf8");
+    const { bytes, mode } = readBoundedFile(file === "-" ? "./-" : file, FILE_LIMITS.credentials);
+    return { text: bytes.toString("utf8"), mode };
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    fail(file, code === "ENOENT" ? `does not exist (profile "${name}" was asked for)` : `cannot be read (${code ?? "error"})`, e);
+    if (!(e instanceof ReadFileError)) throw e;
+    fail(file, e.problem.kind === "missing" ? `does not exist (profile "${name}" was asked for)` : describeReadProblem(e.problem), e);
   }
+}
+
+/** Parse the file's text and return the named profile's raw object. */
+function readProfile(file: string, text: string, name: string): Record<string, unknown> {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    const { problem, at } = jsonSyntaxProblem(e, (p) => text.slice(0, p));
+    const { problem, at } = jsonSyntaxProblem(e, text);
     // The cause stays off: V8's message may quote the file, and the file holds secrets.
     fail(file, `is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`);
   }
@@ -106,7 +114,7 @@ export function profileValues(file: string, name: string, profile: Record<string
 
 export interface SharedFileOptions {
   readonly env: Env;
-  /** Told about a file other users can read. */
+  /** Told about a file other users can read or change. */
   readonly onWarning?: ((message: string, code: string) => void) | undefined;
 }
 
@@ -114,13 +122,14 @@ export interface SharedFileOptions {
 export function sharedFileProfileLoader(options: SharedFileOptions): ProfileLoader {
   return (name: string, fileSetting: string): ProfileLayer => {
     const file = expandHome(fileSetting, options.env);
-    const profile = readProfile(file, name);
-    try {
-      if ((nodeFs().statSync(file).mode & 0o044) !== 0) {
-        options.onWarning?.(`shared credentials file ${file} can be read by other users; restrict it with chmod 600 ${file}`, "OBJSTATE_CREDENTIALS_FILE_READABLE");
-      }
-    } catch {
-      // stat failing right after a successful read changes nothing for the values
+    const { text, mode } = readText(file, name);
+    const profile = readProfile(file, text, name);
+    // Group or others: readable leaks the keys; writable lets another user swap in their own.
+    const readable = mode !== undefined && (mode & 0o044) !== 0;
+    const writable = mode !== undefined && (mode & 0o022) !== 0;
+    if (readable || writable) {
+      const how = readable && writable ? "read and changed" : readable ? "read" : "changed";
+      options.onWarning?.(`shared credentials file ${file} can be ${how} by other users; restrict it with chmod 600 ${file}`, readable ? "OBJSTATE_CREDENTIALS_FILE_READABLE" : "OBJSTATE_CREDENTIALS_FILE_WRITABLE");
     }
     return { name, values: profileValues(file, name, profile) };
   };

@@ -1,6 +1,7 @@
 /** Role assumption through the STS query API (AWS SDK's STS client). */
 import { ObjstateError } from "../errors.js";
 import type { Credentials, CredentialsProvider } from "../store/types.js";
+import { armClient, resolveTimeouts, sdkClientConfig, type Timeouts } from "../util/sdk-client.js";
 import { sdkCredentials } from "./sdk.js";
 
 export interface AssumeRoleParams {
@@ -11,6 +12,8 @@ export interface AssumeRoleParams {
   readonly sessionName: string;
   readonly durationSeconds: number;
   readonly policy?: string | undefined;
+  /** Connect, idle and per-request timeouts (defaults: `DEFAULT_TIMEOUTS`). */
+  readonly timeouts?: Partial<Timeouts> | undefined;
 }
 
 /** Temporary credentials plus what the server said about the session. */
@@ -31,7 +34,10 @@ function httpStatus(e: unknown): number | undefined {
 /** Call AssumeRole signed with the base identity (including its session token). */
 export async function assumeRole(p: AssumeRoleParams): Promise<AssumedRole> {
   const { STSClient, AssumeRoleCommand } = await import("@aws-sdk/client-sts");
-  const client = new STSClient({ endpoint: p.endpoint, region: p.region, credentials: sdkCredentials(p.base), maxAttempts: 2 });
+  const timeouts = resolveTimeouts(p.timeouts);
+  const client = new STSClient(sdkClientConfig({ service: "STS", endpoint: p.endpoint, region: p.region, credentials: sdkCredentials(p.base), timeouts }));
+  // Also measures the server's clock (Date header) for the expiry of what it hands out.
+  armClient(client, { service: "STS", endpoint: p.endpoint, timeouts });
   try {
     const res = await client.send(
       new AssumeRoleCommand({ RoleArn: p.roleArn, RoleSessionName: p.sessionName, DurationSeconds: p.durationSeconds, Policy: p.policy === "" ? undefined : p.policy }),

@@ -17,7 +17,8 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { sdkCredentials } from "../credentials/sdk.js";
 import { ObjstateError } from "../errors.js";
-import { parseEndpoint } from "../store/endpoint.js";
+import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../store/endpoint.js";
+import { armClient, resolveTimeouts, sdkClientConfig } from "../util/sdk-client.js";
 import type { CredentialsProvider } from "../store/types.js";
 import type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
 
@@ -25,6 +26,8 @@ const KEY = "LockID";
 const DEFAULT_REGION = "us-east-1";
 /** How long createTable waits for the table to become ACTIVE. */
 const ACTIVE_TIMEOUT_MS = 5 * 60_000;
+/** How long a connect waits for a table that someone else is still creating. */
+const CREATING_WAIT_MS = 30_000;
 /**
  * putIfAbsent re-tries when the blocking item vanishes before it can be read; more than
  * a handful of rounds means something is deleting and re-creating the item in a loop.
@@ -78,13 +81,16 @@ export class DynamoDbLockTable implements LockTableDriver {
     this.table = options.table;
     const url = withoutUserInfo(parsed.url);
     this.location = `DynamoDB table "${options.table}" at ${url}`;
+    const timeouts = resolveTimeouts(options.timeouts);
+    // A provider, not resolved values: the SDK calls it again when temporary credentials near expiry.
+    const credentials = sdkCredentials(options.credentials === undefined ? noCredentials(this.location) : reportingFailures(options.credentials, this.location));
     this.client = new DynamoDBClient({
-      endpoint: parsed.url,
-      region: options.region ?? DEFAULT_REGION,
-      // A provider, not resolved values: the SDK calls it again when temporary credentials near expiry.
-      credentials: sdkCredentials(options.credentials === undefined ? noCredentials(this.location) : reportingFailures(options.credentials, this.location)),
-      requestHandler: { connectionTimeout: 5_000, requestTimeout: 30_000 },
+      ...sdkClientConfig({ service: "lock table", endpoint: parsed.url, region: options.region ?? DEFAULT_REGION, credentials, timeouts }),
+      // Discovery would send requests to whatever addresses the server lists.
+      endpointDiscoveryEnabled: false,
+      accountIdEndpointMode: "disabled",
     });
+    armClient(this.client, { service: "lock table", endpoint: parsed.url, timeouts });
   }
 
   async describeKeySchema(): Promise<KeyAttribute[] | null> {
@@ -223,7 +229,24 @@ export class DynamoDbLockTable implements LockTableDriver {
     }
   }
 
+  /**
+   * DescribeTable, waiting (up to {@link CREATING_WAIT_MS}) while the table is still being
+   * created: such a table already has its key schema but refuses items as if it did not
+   * exist, so using it at once would report a table that is there as missing.
+   */
   private async describeTable(): Promise<TableDescription | null> {
+    const deadline = Date.now() + CREATING_WAIT_MS;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 1_000)) {
+      const table = await this.describeTableOnce();
+      if (table?.TableStatus !== "CREATING") return table;
+      if (Date.now() + delay > deadline) {
+        throw new ObjstateError("TABLE_NOT_READY", `${this.location} is still being created (status CREATING after ${CREATING_WAIT_MS / 1000} s): try again once it is ACTIVE`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+
+  private async describeTableOnce(): Promise<TableDescription | null> {
     try {
       const out = await this.client.send(new DescribeTableCommand({ TableName: this.table }));
       return out.Table ?? null;
@@ -236,7 +259,7 @@ export class DynamoDbLockTable implements LockTableDriver {
   private async waitUntilActive(): Promise<void> {
     const deadline = Date.now() + ACTIVE_TIMEOUT_MS;
     for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
-      const table = await this.describeTable();
+      const table = await this.describeTableOnce();
       if (table?.TableStatus === "ACTIVE") return;
       if (Date.now() + delay > deadline) {
         throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location} did not become ACTIVE within ${ACTIVE_TIMEOUT_MS / 1000} s (status ${table?.TableStatus ?? "absent"})`);
@@ -266,10 +289,36 @@ export function toObjstateError(e: unknown, action: string, location: string): O
     // Server messages for signature errors quote the Authorization header: never copy them.
     return new ObjstateError("ACCESS_DENIED", `${verb}: access denied (${name}); check the credentials and their permissions on the table`, { cause: e });
   }
+  if (isTlsToPlainHttp(e)) {
+    return new ObjstateError("ENDPOINT_PLAIN_HTTP", `${verb}: ${plainHttpAdvice(endpointOf(location))}`, { cause: e });
+  }
+  if (isNotDynamoDbAnswer(e)) {
+    const status = httpStatus(e);
+    return new ObjstateError(
+      "ENDPOINT_NOT_DYNAMODB",
+      `${verb}: the endpoint does not speak the DynamoDB API (its answer${status === undefined ? "" : `, HTTP ${status},`} is not a DynamoDB response); check kvstoreEndpoint: is it the object store's (S3) endpoint?`,
+      { cause: e },
+    );
+  }
   if (isUnreachable(e)) {
     return new ObjstateError("ENDPOINT_UNREACHABLE", `${verb}: the endpoint did not answer (${socketCode(e) ?? name}); check kvstoreEndpoint and that the server is running`, { cause: e });
   }
-  return new ObjstateError("LOCK_TABLE_ERROR", `${verb}: ${name}: ${redact(errorMessage(e))}`, { cause: e });
+  return new ObjstateError("LOCK_TABLE_ERROR", `${verb}: ${name}: ${redact(firstLine(errorMessage(e)))}`, { cause: e });
+}
+
+/** The SDK could not read the answer as DynamoDB JSON: something else (an S3 gateway's XML, an HTML page) answered. */
+function isNotDynamoDbAnswer(e: unknown): boolean {
+  return /Deserialization error/i.test(errorMessage(e)) || (errorName(e) === "SyntaxError" && httpStatus(e) !== undefined);
+}
+
+/** The URL in a location such as `DynamoDB table "t" at https://host:port`. */
+function endpointOf(location: string): string {
+  return / at (\S+)$/.exec(location)?.[1] ?? location;
+}
+
+/** One line of a server's or the SDK's message, without V8's quote of a body it could not parse. */
+function firstLine(message: string): string {
+  return (message.split("\n")[0] ?? "").replace(/, (?:\.\.\.)?".*" is not valid JSON$/, "").trim();
 }
 
 function keySchemaOf(table: TableDescription): KeyAttribute[] {

@@ -52,4 +52,6 @@ export interface LockDriverOptions {
   readonly region?: string | undefined;
   readonly credentials?: import("../store/types.js").CredentialsProvider | undefined;
   readonly cwd?: string | undefined;
+  /** Connect, idle and per-request timeouts of network drivers (defaults: `DEFAULT_TIMEOUTS`). */
+  readonly timeouts?: Partial<import("../util/sdk-client.js").Timeouts> | undefined;
 }

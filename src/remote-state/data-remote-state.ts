@@ -56,12 +56,15 @@ export class DataRemoteStateObjectStore {
   /**
    * Read the outputs of the stored state of `config.workspace` (default `default`): its root
    * outputs merged over `config.defaults` (a state output wins over a default of the same
-   * name). Digest-checked when a lock table is configured; takes no lock and creates
-   * nothing. Large states have only their outputs picked out, not the whole state parsed.
+   * name), from states of format version 4 (`outputs`) and 1 to 3 (the root module in
+   * `modules`), numbers exact and sensitive outputs flagged. Digest-checked when a lock
+   * table is configured; takes no lock and creates nothing. Large states have only their
+   * outputs picked out, not the whole state built (but all of it is checked to be JSON).
    *
-   * @throws ObjstateError `STATE_NOT_FOUND` (no state for the workspace), `STATE_INVALID`
-   *   (not JSON, not a state, malformed outputs), `DIGEST_MISMATCH`, and the backend's
-   *   connection errors.
+   * @throws ObjstateError `STATE_NOT_FOUND` (no state for the workspace, or a 0-byte one),
+   *   `STATE_INVALID` (not JSON — with line and column —, not a state, no or an unknown
+   *   `version`, malformed outputs, nested deeper than the tool's 10,000 levels),
+   *   `DIGEST_MISMATCH`, and the backend's connection errors.
    */
   async fetchOutputs(options: FetchOutputsOptions = {}): Promise<RemoteOutputs> {
     // Loaded on demand: importing the package for synthesis must not load the backend.

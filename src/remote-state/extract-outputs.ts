@@ -1,6 +1,6 @@
 /**
- * Top-level members of a JSON document (the state's `outputs`, `version`) without parsing
- * the rest of it.
+ * Top-level members of a JSON document (the state's `outputs`, `version`, `modules`)
+ * without parsing the rest of it.
  *
  * A large state is mostly `resources`; parsing all of it to read a few outputs costs a
  * UTF-8 decode of the whole text and a full `JSON.parse` that builds every object. The
@@ -10,25 +10,24 @@
  *   members separated by `,`, then `}` and only whitespace to the end. Keys are compared
  *   as decoded strings (`"out\u0070uts"` is `outputs`); a key seen twice keeps its last
  *   value, as `JSON.parse` does.
- * - A nested value (object or array) is skipped by a byte loop that tracks only string
- *   state (a `"` starts or ends a string unless escaped; a `\` escapes the next byte) and
- *   the nesting of `{}` / `[]` (brackets must pair up by kind). A raw `"`, `\`, `{`, `}`,
- *   `[` or `]` byte is never part of a multi-byte UTF-8 sequence, so working on bytes is
- *   the same as working on the decoded text.
- * - Only the values of the wanted members are decoded and handed to `JSON.parse`.
+ * - A nested value (object or array) is checked against the JSON grammar by a byte loop
+ *   (json-validate.ts) that builds nothing, so a document is refused by the scan exactly
+ *   when `JSON.parse` refuses it: a state is accepted or refused the same way whatever its
+ *   size. The loop also enforces the tool's nesting limit ({@link MAX_NESTING}).
+ * - Only the byte spans of the wanted members are returned; the caller parses those.
  *
- * Anything unusual (the top level is not an object, a top-level syntax error, an
- * unterminated string or bracket, a wanted value that does not parse) falls back to a full
- * `JSON.parse` of the whole document, which then either throws its own `SyntaxError` or
- * gives the answer. So for every valid JSON document the result is exactly that of
- * `JSON.parse`; what the scan does not do is check the *inside* of the members it skips
- * (a stray `tru` deep inside `resources` goes unnoticed, a truncated or unbalanced document
- * never does). The backend's digest check is what guards a state's bytes.
+ * Anything the scan refuses is handed to `JSON.parse` of the whole document, whose
+ * `SyntaxError` (with its position) is what the caller reports.
  *
- * Below {@link DEFAULT_SCAN_THRESHOLD} the full parse is used: for small documents it is as
- * fast, and the scanner's first run is cold code.
+ * Below {@link DEFAULT_SCAN_THRESHOLD} the document is parsed whole with `JSON.parse`
+ * (for small documents it is as fast, and the scanner's first run is cold code) and then
+ * scanned for the spans, which for a document `JSON.parse` accepts always succeeds unless
+ * it is nested too deep.
  */
 import { Buffer } from "node:buffer";
+import { checkContainer, INVALID, MAX_NESTING, TOO_DEEP } from "./json-validate.js";
+
+export { MAX_NESTING } from "./json-validate.js";
 
 /**
  * Documents smaller than this are parsed whole. Measured in fresh processes (the scanner then
@@ -39,6 +38,16 @@ export const DEFAULT_SCAN_THRESHOLD = 1536 * 1024;
 
 /** The JSON type of a document's top-level value. */
 export type TopLevelKind = "object" | "array" | "string" | "number" | "boolean" | "null";
+
+/** Where the wanted top-level members' values are. */
+export interface Located {
+  /** Type of the top-level value. Members are only ever found in an `object`. */
+  readonly kind: TopLevelKind;
+  /** Byte spans `[start, end)` of the wanted members the top-level object has (last occurrence of each). */
+  readonly spans: ReadonlyMap<string, readonly [number, number]>;
+  /** `scan` when the scanner found them without a full parse, `parse` when the whole document was parsed. */
+  readonly method: "scan" | "parse";
+}
 
 /** What {@link extractTopLevel} found. */
 export interface Extracted {
@@ -55,22 +64,52 @@ export interface ExtractOptions {
   readonly scanThreshold?: number | undefined;
 }
 
+/** A document nested deeper than the tool accepts ({@link MAX_NESTING} levels). */
+export class NestingError extends Error {
+  constructor() {
+    super(`it is nested more than ${MAX_NESTING} levels deep (the tool's limit)`);
+    this.name = "NestingError";
+  }
+}
+
 /**
- * The members `names` of the top-level object of the JSON document `bytes` (UTF-8).
- * Same answer as `JSON.parse(text)` would give for every valid document.
+ * The spans of the members `names` of the top-level object of the JSON document `bytes`
+ * (UTF-8). Accepts and refuses exactly the documents `JSON.parse` does (plus the nesting
+ * limit), whichever path runs.
  *
- * @throws SyntaxError (from `JSON.parse`) when the document is not valid JSON.
+ * @throws SyntaxError (from `JSON.parse`) when the document is not valid JSON;
+ *   {@link NestingError} when it is nested too deep.
  */
-export function extractTopLevel(bytes: Uint8Array, names: readonly string[], options: ExtractOptions = {}): Extracted {
+export function locateTopLevel(bytes: Uint8Array, names: readonly string[], options: ExtractOptions = {}): Located {
   const threshold = options.scanThreshold ?? DEFAULT_SCAN_THRESHOLD;
   if (bytes.length >= threshold) {
-    const spans = scanTopLevel(bytes, names);
-    if (spans !== null) {
-      const members = parseSpans(bytes, spans);
-      if (members !== null) return { kind: "object", members, method: "scan" };
-    }
+    const r = scan(bytes, names);
+    if (r instanceof Map) return { kind: "object", spans: r, method: "scan" };
+    if (r === TOO_DEEP) throw new NestingError();
   }
-  return parseWhole(bytes, names);
+  const doc: unknown = JSON.parse(decode(bytes, 0, bytes.length));
+  const kind: TopLevelKind = doc === null ? "null" : Array.isArray(doc) ? "array" : (typeof doc as "object" | "string" | "number" | "boolean");
+  if (kind !== "object") return { kind, spans: new Map(), method: "parse" };
+  const r = scan(bytes, names);
+  if (r === TOO_DEEP) throw new NestingError();
+  // Not expected: the scan follows the same grammar as JSON.parse.
+  if (r === INVALID) throw new SyntaxError("the document could not be scanned");
+  return { kind, spans: r, method: "parse" };
+}
+
+/**
+ * The members `names` of the top-level object of the JSON document `bytes` (UTF-8), parsed
+ * with `JSON.parse` (numbers become JS numbers). Same answer as `JSON.parse(text)` would
+ * give for every valid document nested no deeper than {@link MAX_NESTING}.
+ *
+ * @throws SyntaxError (from `JSON.parse`) when the document is not valid JSON;
+ *   {@link NestingError} when it is nested too deep.
+ */
+export function extractTopLevel(bytes: Uint8Array, names: readonly string[], options: ExtractOptions = {}): Extracted {
+  const { kind, spans, method } = locateTopLevel(bytes, names, options);
+  const members = new Map<string, unknown>();
+  for (const [name, [start, end]] of spans) members.set(name, JSON.parse(decode(bytes, start, end)));
+  return { kind, members, method };
 }
 
 /**
@@ -83,30 +122,9 @@ export function extractOutputs(bytes: Uint8Array, options: ExtractOptions = {}):
   return extractTopLevel(bytes, ["outputs"], options).members.get("outputs");
 }
 
-function decode(bytes: Uint8Array, start: number, end: number): string {
+/** The text of `bytes[start, end)`. */
+export function decode(bytes: Uint8Array, start: number, end: number): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString("utf8");
-}
-
-function parseWhole(bytes: Uint8Array, names: readonly string[]): Extracted {
-  const doc: unknown = JSON.parse(decode(bytes, 0, bytes.length));
-  const kind: TopLevelKind = doc === null ? "null" : Array.isArray(doc) ? "array" : (typeof doc as "object" | "string" | "number" | "boolean");
-  const members = new Map<string, unknown>();
-  if (kind === "object") {
-    const obj = doc as Record<string, unknown>;
-    for (const name of names) if (Object.hasOwn(obj, name)) members.set(name, obj[name]);
-  }
-  return { kind, members, method: "parse" };
-}
-
-/** Parse the wanted values; null when one does not parse (the caller falls back). */
-export function parseSpans(bytes: Uint8Array, spans: ReadonlyMap<string, readonly [number, number]>): Map<string, unknown> | null {
-  const members = new Map<string, unknown>();
-  try {
-    for (const [name, [start, end]] of spans) members.set(name, JSON.parse(decode(bytes, start, end)));
-  } catch {
-    return null;
-  }
-  return members;
 }
 
 const QUOTE = 0x22;
@@ -114,7 +132,6 @@ const BACKSLASH = 0x5c;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 
@@ -164,45 +181,6 @@ export function strictString(b: Uint8Array, i: number): number {
 /** A number or literal at the top level (checked by {@link SCALAR}). */
 export const SCALAR = /^(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)$/;
 
-/**
- * Skip the object or array starting at `b[i]` (`{` or `[`): returns the index just past its
- * closing bracket, or -1 when the brackets do not pair up or the input ends first. Tracks
- * strings and nesting only; this loop is where a large state's time goes.
- */
-function skipContainer(b: Uint8Array, i: number): number {
-  const n = b.length;
-  /** Kinds of the open brackets (grows as needed). */
-  let st = new Uint8Array(64);
-  let depth = 0;
-  while (i < n) {
-    const c = b[i++];
-    if (c === 0x20) {
-      // Indentation: runs of spaces are most of a pretty-printed state's structure.
-      while (b[i] === 0x20) i++;
-    } else if (c === QUOTE) {
-      for (;;) {
-        let d = b[i++];
-        while (d !== QUOTE && d !== BACKSLASH && d !== undefined) d = b[i++];
-        if (d === QUOTE) break;
-        if (d === undefined) return -1;
-        i++; // the escaped byte, whatever it is
-      }
-    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      if (depth === st.length) {
-        const bigger = new Uint8Array(st.length * 2);
-        bigger.set(st);
-        st = bigger;
-      }
-      st[depth++] = c;
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      // `{` + 2 is `}`, `[` + 2 is `]`.
-      if (depth === 0 || st[--depth] !== c - 2) return -1;
-      if (depth === 0) return i;
-    }
-  }
-  return -1;
-}
-
 /** Each wanted name as UTF-8 bytes, for comparing keys without decoding them. */
 export function encodeNames(names: readonly string[]): { name: string; bytes: Buffer }[] {
   return names.map((name) => ({ name, bytes: Buffer.from(name, "utf8") }));
@@ -224,30 +202,38 @@ export function keyName(b: Uint8Array, start: number, end: number, wanted: reado
 
 /**
  * Byte spans `[start, end)` of the wanted top-level members' values (the last occurrence of
- * each), or null when the document is not a top-level object that scans cleanly.
+ * each), or null when the document is not a top-level object that scans cleanly (not
+ * JSON, or nested too deep).
  */
 export function scanTopLevel(b: Uint8Array, names: readonly string[]): Map<string, readonly [number, number]> | null {
+  const r = scan(b, names);
+  return r instanceof Map ? r : null;
+}
+
+/** {@link scanTopLevel}, saying why it failed. */
+function scan(b: Uint8Array, names: readonly string[]): Map<string, readonly [number, number]> | typeof INVALID | typeof TOO_DEEP {
   const wanted = encodeNames(names);
   const spans = new Map<string, readonly [number, number]>();
   const n = b.length;
   let i = skipWs(b, 0);
-  if (b[i] !== OPEN_BRACE) return null;
+  if (b[i] !== OPEN_BRACE) return INVALID;
   i = skipWs(b, i + 1);
   if (b[i] === CLOSE_BRACE) {
     i++;
   } else {
     for (;;) {
-      if (b[i] !== QUOTE) return null;
+      if (b[i] !== QUOTE) return INVALID;
       const keyEnd = strictString(b, i + 1);
-      if (keyEnd < 0) return null;
+      if (keyEnd < 0) return INVALID;
       const name = keyName(b, i + 1, keyEnd, wanted);
       i = skipWs(b, keyEnd + 1);
-      if (b[i] !== COLON) return null;
+      if (b[i] !== COLON) return INVALID;
       const start = skipWs(b, i + 1);
       const c = b[start];
       let end: number;
       if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-        end = skipContainer(b, start);
+        end = checkContainer(b, start, MAX_NESTING - 1);
+        if (end === TOO_DEEP) return TOO_DEEP;
       } else if (c === QUOTE) {
         const close = strictString(b, start + 1);
         end = close < 0 ? -1 : close + 1;
@@ -256,17 +242,17 @@ export function scanTopLevel(b: Uint8Array, names: readonly string[]): Map<strin
         while (end < n && !isWs(b[end]) && b[end] !== COMMA && b[end] !== CLOSE_BRACE) end++;
         if (end === start || !SCALAR.test(Buffer.from(b.buffer, b.byteOffset + start, end - start).toString("latin1"))) end = -1;
       }
-      if (end < 0) return null;
+      if (end < 0) return INVALID;
       if (name !== undefined) spans.set(name, [start, end]);
       i = skipWs(b, end);
       if (b[i] === COMMA) {
         i = skipWs(b, i + 1);
         continue;
       }
-      if (b[i] !== CLOSE_BRACE) return null;
+      if (b[i] !== CLOSE_BRACE) return INVALID;
       i++;
       break;
     }
   }
-  return skipWs(b, i) === n ? spans : null;
+  return skipWs(b, i) === n ? spans : INVALID;
 }

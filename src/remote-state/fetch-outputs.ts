@@ -11,20 +11,14 @@ import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-co
 import { ObjstateError, isObjstateError } from "../errors.js";
 import { jsonSyntaxProblem } from "../util/json-error.js";
 import { resolveSettings } from "../resolve/settings.js";
-import { DEFAULT_SCAN_THRESHOLD, extractTopLevel, parseSpans, type Extracted } from "./extract-outputs.js";
-import { RemoteOutputs, type FetchOutputsOptions, type JsonValue } from "./remote-outputs.js";
+import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJson, type JsonValue } from "./exact-json.js";
+import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "./extract-outputs.js";
+import { syntaxErrorOffset } from "./json-validate.js";
+import { RemoteOutputs, type FetchOutputsOptions } from "./remote-outputs.js";
 import { StreamingTopLevelScan } from "./stream-scan.js";
 
 /** The top-level members a read needs. */
-const MEMBERS = ["version", "outputs"];
-
-/** The state format whose root outputs are read (`outputs: {NAME: {value, type}}`). */
-const STATE_VERSION = 4;
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
+const MEMBERS = ["version", "outputs", "modules"];
 
 /**
  * The outputs of the state of `config.workspace` (default `default`), merged over
@@ -41,6 +35,7 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
     digestRetry: options.digestRetry,
     s3: options.s3,
     clock: options.clock,
+    timeouts: options.timeouts,
     onWarning: options.onWarning,
   });
   const location = backend.describe(workspace);
@@ -67,39 +62,119 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
   } finally {
     backend.close();
   }
-  if (bytes === null) {
-    throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}`, { details: { workspace, location } });
+  if (bytes === null || bytes.length === 0) {
+    // An empty object is what some tools leave for a workspace with no state: no state.
+    const empty = bytes === null ? "" : " (the object is empty)";
+    throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}${empty}`, { details: { workspace, location } });
   }
   const state = bytes;
 
   const invalid = (problem: string): ObjstateError =>
     new ObjstateError("STATE_INVALID", `the state of workspace ${workspace} at ${location} ${problem}`, { details: { workspace, location } });
-  let extracted: Extracted | undefined;
   const spans = scan !== undefined && scanning === state ? scan.finish(state) : null;
-  const members = spans === null ? null : parseSpans(state, spans);
-  if (members !== null) extracted = { kind: "object", members, method: "scan" };
+  let located: Located | undefined = spans === null ? undefined : { kind: "object", spans, method: "scan" };
   try {
-    extracted ??= extractTopLevel(state, MEMBERS, { scanThreshold: options.scanThreshold });
+    located ??= locateTopLevel(state, MEMBERS, { scanThreshold: options.scanThreshold });
   } catch (e) {
+    if (e instanceof NestingError) throw invalid(`cannot be read: ${e.message}`);
     // The cause is left off on purpose: V8's message quotes the text around the error.
-    const { problem, at } = jsonSyntaxProblem(e, (p) => state.subarray(0, p).toString("utf8"));
-    throw invalid(`is not valid JSON: ${problem}${at === "" ? "" : ` ${at}`}`);
+    const { problem, at } = jsonSyntaxProblem(e, (p) => state.subarray(0, p).toString("utf8"), state.length);
+    throw invalid(`is not valid JSON: ${problem} ${at === "" ? placeError(state) : at}`.trimEnd());
   }
-  if (extracted.kind !== "object") throw invalid(`is not a state: its top level is ${extracted.kind === "array" ? "an array" : `a ${extracted.kind}`}, not an object`);
-  const version = extracted.members.get("version");
-  if (version !== undefined && version !== STATE_VERSION) {
-    throw invalid(`has format version ${JSON.stringify(version)}; objstate reads root outputs of version ${STATE_VERSION} states`);
-  }
+  if (located.kind !== "object") throw invalid(`is not a state: its top level is ${located.kind === "array" ? "an array" : `a ${located.kind}`}, not an object`);
+  const found = located.spans;
+  const member = (n: string): ExactJson | undefined => {
+    const span = found.get(n);
+    return span === undefined ? undefined : parseExact(state, span[0], span[1]);
+  };
 
-  const merged = Object.create(null) as Record<string, JsonValue>;
-  for (const [k, v] of Object.entries(settings.defaults.value ?? {})) merged[k] = v as JsonValue;
-  const outputs = extracted.members.get("outputs");
-  if (outputs !== undefined) {
-    if (!isPlainObject(outputs)) throw invalid(`has malformed outputs: expected an object of {"value": …, "type": …} entries, got ${outputs === null ? "null" : Array.isArray(outputs) ? "an array" : `a ${typeof outputs}`}`);
-    for (const [k, o] of Object.entries(outputs)) {
-      if (!isPlainObject(o) || !Object.hasOwn(o, "value")) throw invalid(`has a malformed output "${k}": expected an object with a "value" member`);
-      merged[k] = o["value"] as JsonValue;
-    }
+  const values = new Map<string, ExactJson>();
+  for (const [k, v] of Object.entries(settings.defaults.value ?? {})) values.set(k, fromJs(v as JsonValue));
+  const sensitive = new Set<string>();
+  const root = rootOutputs(member, invalid);
+  for (const [k, o] of root) {
+    values.set(k, o.value);
+    if (o.sensitive) sensitive.add(k);
+    else sensitive.delete(k);
   }
-  return new RemoteOutputs(merged, { name, workspace, location, method: extracted.method, streamed: members !== null });
+  return RemoteOutputs.fromExact(values, { name, workspace, location, method: located.method, streamed: spans !== null }, sensitive);
+}
+
+/** `at line L, column C` of the byte the grammar check stops at ("" when it finds none): V8 does not place "Unexpected token" errors. */
+function placeError(state: Buffer): string {
+  const offset = syntaxErrorOffset(state);
+  if (offset === undefined) return "";
+  const before = state.subarray(0, offset).toString("utf8");
+  return `at line ${before.split("\n").length}, column ${before.length - before.lastIndexOf("\n")}`;
+}
+
+interface RootOutput {
+  readonly value: ExactJson;
+  readonly sensitive: boolean;
+}
+
+function typeName(v: ExactJson | undefined): string {
+  if (v === undefined) return "nothing";
+  const t = exactType(v);
+  return t === "null" ? "null" : t === "object" ? "an object" : t === "list" ? "a list" : `a ${t}`;
+}
+
+/**
+ * The root outputs of a state, by its format `version`, as the tool reads them:
+ * - 4: `outputs: {NAME: {"value": …, "type": …, "sensitive": …}}`;
+ * - 1 to 3: the module of path `["root"]` in `modules` (format 1 also takes a module
+ *   without a path, as the tool's upgrade does), whose `outputs` entries are either a bare
+ *   value (format 1 wrote plain strings) or `{"sensitive": …, "type": …, "value": …}`.
+ * `outputs` (or `modules`) absent or null means no outputs.
+ */
+function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (problem: string) => ObjstateError): Map<string, RootOutput> {
+  const version = member("version");
+  const versionText = version instanceof JsonNumber ? version.text : undefined;
+  if (version === undefined) throw invalid(`is not a state: it has no "version" member (objstate reads state format versions 1 to 4)`);
+  if (versionText === undefined || !/^[1-4]$/.test(versionText)) {
+    const shown = versionText ?? (typeof version === "string" && version.length <= 20 ? JSON.stringify(version) : typeName(version));
+    throw invalid(`has format version ${shown}; objstate reads state format versions 1 to 4`);
+  }
+  const out = new Map<string, RootOutput>();
+  if (versionText === "4") {
+    const outputs = member("outputs");
+    if (outputs === undefined || outputs === null) return out;
+    if (!(outputs instanceof Map)) throw invalid(`has malformed outputs: expected an object of {"value": …, "type": …} entries, got ${typeName(outputs)}`);
+    for (const [k, o] of outputs) {
+      if (!(o instanceof Map) || !o.has("value")) throw invalid(`has a malformed output "${k}": expected an object with a "value" member`);
+      out.set(k, { value: o.get("value") as ExactJson, sensitive: o.get("sensitive") === true });
+    }
+    return out;
+  }
+  const modules = member("modules");
+  if (modules === undefined || modules === null) return out;
+  if (!Array.isArray(modules)) throw invalid(`has malformed modules: expected a list of modules, got ${typeName(modules as ExactJson)}`);
+  (modules as readonly ExactJson[]).forEach((m, index) => {
+    if (!(m instanceof Map)) throw invalid(`has a malformed module (modules[${index}]): expected an object, got ${typeName(m)}`);
+    const path = m.get("path");
+    let isRoot: boolean;
+    if ((path === undefined || path === null || (Array.isArray(path) && path.length === 0)) && versionText === "1") {
+      // The tool's upgrade from format 1 takes a module without a path as the root module.
+      isRoot = true;
+    } else {
+      if (!Array.isArray(path) || path.length === 0 || !(path as readonly ExactJson[]).every((p) => typeof p === "string")) {
+        throw invalid(`has a malformed module (modules[${index}]): its "path" is not a list of names`);
+      }
+      if (path[0] !== "root") throw invalid(`has an invalid module path ${stringifyExact(path)} (modules[${index}]): paths start with "root"`);
+      isRoot = path.length === 1;
+    }
+    if (!isRoot) return;
+    const outputs = m.get("outputs");
+    if (outputs === undefined || outputs === null) return;
+    if (!(outputs instanceof Map)) throw invalid(`has malformed root module outputs: expected an object, got ${typeName(outputs)}`);
+    for (const [k, o] of outputs) {
+      if (o instanceof Map) {
+        if (!o.has("value")) throw invalid(`has a malformed output "${k}": expected a value or an object with a "value" member`);
+        out.set(k, { value: o.get("value") as ExactJson, sensitive: o.get("sensitive") === true });
+      } else {
+        out.set(k, { value: o, sensitive: false });
+      }
+    }
+  });
+  return out;
 }

@@ -1,19 +1,21 @@
 /**
  * The outputs of a remote state as read at run time (DESIGN §6): the state's root outputs
- * merged over the config's `defaults`, with typed accessors whose errors say what is wrong.
+ * merged over the config's `defaults`, with typed accessors whose errors say what is wrong,
+ * exact numbers and sensitivity flags.
  * Loaded with the package, so it stays small; reading lives in `fetch-outputs.ts`.
  */
 import type { ConnectOptions } from "../backend/backend.js";
 import { ObjstateError } from "../errors.js";
+import { exactType, fromJs, MAX_DECIMAL_DIGITS, stringifyExact, toBigInt, toJs, type ExactJson, type JsonNumber, type JsonType, type JsonValue } from "./exact-json.js";
 
-/** Any JSON value. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+/** Any JSON value as JavaScript holds it. */
+export type { JsonValue, JsonType } from "./exact-json.js";
 
 /** Options of `DataRemoteStateObjectStore.fetchOutputs`: the connect options that matter for a read. */
-export interface FetchOutputsOptions extends Pick<ConnectOptions, "env" | "cwd" | "digestRetry" | "s3" | "onWarning" | "clock"> {
+export interface FetchOutputsOptions extends Pick<ConnectOptions, "env" | "cwd" | "digestRetry" | "s3" | "onWarning" | "clock" | "timeouts"> {
   /**
    * States of at least this many bytes have their outputs picked out by a scan of the bytes
-   * instead of a full parse (default 1 MiB). 0 always scans; `Infinity` always parses.
+   * instead of a full parse (default 1.5 MiB). 0 always scans; `Infinity` always parses.
    */
   readonly scanThreshold?: number | undefined;
 }
@@ -31,48 +33,64 @@ export interface OutputsSource {
   readonly streamed?: boolean | undefined;
 }
 
-/** The JSON type of a value, as the messages name it. */
-export type JsonType = "string" | "number" | "boolean" | "list" | "object" | "null";
-
-function jsonType(v: unknown): JsonType {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "list";
-  if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") return typeof v as JsonType;
-  return "object";
-}
-
 function withArticle(t: JsonType): string {
   return t === "null" ? "null" : t === "object" ? "an object" : `a ${t}`;
 }
 
-function deepFreeze<T>(v: T): T {
-  if (typeof v === "object" && v !== null && !Object.isFrozen(v)) {
-    for (const x of Object.values(v)) deepFreeze(x);
-    Object.freeze(v);
-  }
-  return v;
-}
-
 /**
- * Output values by name. Values are frozen; {@link toJSON} gives a fresh plain copy.
+ * Output values by name, with their numbers exact and their `sensitive` flags.
+ *
+ * Numbers are kept as written in the state (the tool's numbers have arbitrary precision):
+ * {@link numberText} and {@link bigint} give them exactly; {@link number}, {@link get} and
+ * {@link list} give JS numbers, which round as `JSON.parse` rounds (`12345678901234567890`
+ * → 12345678901234567000, `1e400` → Infinity). {@link toJSON} never rounds: a number a
+ * JS number cannot hold exactly is given as its text (a string), and {@link toJSONText}
+ * writes every number as written. Values from `get` are frozen; `toJSON` gives a fresh
+ * plain copy. Nothing here recurses, so values nested as deep as the tool allows work.
  *
  * @example
  * const net = await remote.fetchOutputs();
- * net.string("vpc_id");       // "vpc-0a1b2c"
- * net.number("subnet_count"); // 3; an error (OUTPUT_TYPE_MISMATCH) if it is not a number
+ * net.string("vpc_id");        // "vpc-0a1b2c"
+ * net.number("subnet_count");  // 3; an error (OUTPUT_TYPE_MISMATCH) if it is not a number
+ * net.bigint("account");       // 12345678901234567890n, exactly
+ * net.numberText("ratio");     // "1e-400", as written
+ * net.isSensitive("password"); // true when the state marks it sensitive
  */
 export class RemoteOutputs {
   readonly source: OutputsSource;
-  private readonly values: ReadonlyMap<string, JsonValue>;
+  private readonly values: ReadonlyMap<string, ExactJson>;
+  private readonly sensitive: ReadonlySet<string>;
+  /** `get` results, converted once (frozen). */
+  private readonly plain = new Map<string, JsonValue>();
 
-  /** Outputs from a name → value record (own enumerable properties), e.g. a state's outputs merged over defaults. */
-  constructor(values: Readonly<Record<string, JsonValue>>, source: OutputsSource = {}) {
-    const map = new Map<string, JsonValue>();
-    // A private copy: freezing must not reach into the caller's objects.
-    for (const [k, v] of Object.entries(values)) map.set(k, deepFreeze(structuredClone(v)));
+  /**
+   * Outputs from a name → value record (own enumerable properties), e.g. a state's outputs
+   * merged over defaults. The values are copied; `sensitive` names the sensitive ones.
+   */
+  constructor(values: Readonly<Record<string, JsonValue>>, source: OutputsSource = {}, sensitive: Iterable<string> = []) {
+    const map = new Map<string, ExactJson>();
+    for (const [k, v] of Object.entries(values)) {
+      try {
+        map.set(k, fromJs(v));
+      } catch (e) {
+        throw new ObjstateError("OUTPUT_INVALID", `output "${k}" is not a JSON value: ${(e as Error).message}`, { details: { output: k } });
+      }
+    }
     this.values = map;
+    this.sensitive = new Set(sensitive);
     this.source = Object.freeze({ ...source });
     Object.freeze(this);
+  }
+
+  /**
+   * Outputs from exact values (numbers as written), as read from a state.
+   * @internal
+   */
+  static fromExact(values: ReadonlyMap<string, ExactJson>, source: OutputsSource, sensitive: Iterable<string>): RemoteOutputs {
+    const out = new RemoteOutputs({}, source, sensitive);
+    const map = out.values as Map<string, ExactJson>;
+    for (const [k, v] of values) map.set(k, v);
+    return out;
   }
 
   /** Output names, sorted. */
@@ -85,17 +103,22 @@ export class RemoteOutputs {
     return this.values.has(name);
   }
 
-  /** Any output's value. @throws ObjstateError `OUTPUT_NOT_FOUND` */
+  /**
+   * Is the output marked `"sensitive": true` in the state? Defaults never are.
+   * @throws ObjstateError `OUTPUT_NOT_FOUND`
+   */
+  isSensitive(name: string): boolean {
+    this.exact(name);
+    return this.sensitive.has(name);
+  }
+
+  /** Any output's value (frozen; numbers as JS numbers). @throws ObjstateError `OUTPUT_NOT_FOUND` */
   get(name: string): JsonValue {
-    if (!this.values.has(name)) {
-      const names = this.names();
-      throw new ObjstateError(
-        "OUTPUT_NOT_FOUND",
-        `no output "${name}"${this.where()}; ${names.length === 0 ? "there are no outputs" : `available: ${names.join(", ")}`}`,
-        { details: { output: name, available: names } },
-      );
-    }
-    return this.values.get(name) as JsonValue;
+    const cached = this.plain.get(name);
+    if (cached !== undefined || this.plain.has(name)) return cached as JsonValue;
+    const v = toJs(this.exact(name), "js", true);
+    this.plain.set(name, v);
+    return v;
   }
 
   /** A string output. @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH` */
@@ -103,9 +126,38 @@ export class RemoteOutputs {
     return this.typed(name, "string") as string;
   }
 
-  /** A number output. @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH` */
+  /**
+   * A number output as a JS number (rounded to the nearest double; out of range is ±Infinity
+   * or 0). {@link numberText} and {@link bigint} are exact.
+   * @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH`
+   */
   number(name: string): number {
     return this.typed(name, "number") as number;
+  }
+
+  /**
+   * A number output exactly as written in the state (`"12345678901234567890"`, `"1e400"`);
+   * for a default given as a JS number, as `JSON.stringify` writes it.
+   * @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH`
+   */
+  numberText(name: string): string {
+    this.typed(name, "number");
+    return (this.exact(name) as JsonNumber).text;
+  }
+
+  /**
+   * A whole-number output as a bigint, exactly (`1e3` is 1000n).
+   * @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH`; `OUTPUT_NOT_INTEGER`
+   *   when the number has a fractional part or more than 100,000 digits.
+   */
+  bigint(name: string): bigint {
+    const text = this.numberText(name);
+    const v = toBigInt(text);
+    if (typeof v === "bigint") return v;
+    const why = v === "not-whole" ? "is not a whole number" : `has more than ${MAX_DECIMAL_DIGITS} digits`;
+    throw new ObjstateError("OUTPUT_NOT_INTEGER", `output "${name}" (${text.length > 40 ? `${text.slice(0, 40)}…` : text}) ${why}, so it has no bigint value${this.where()}`, {
+      details: { output: name },
+    });
   }
 
   /** A boolean output. @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH` */
@@ -118,25 +170,57 @@ export class RemoteOutputs {
     return this.typed(name, "list") as JsonValue[];
   }
 
-  /** Every output as a plain object (a fresh, unfrozen copy). */
+  /** The JSON type of an output. @throws ObjstateError `OUTPUT_NOT_FOUND` */
+  typeOf(name: string): JsonType {
+    return exactType(this.exact(name));
+  }
+
+  /**
+   * Every output as a plain object (a fresh, unfrozen copy), sensitive ones included. A
+   * number a JS number holds exactly is a number; any other (`12345678901234567890`,
+   * `1e400`) is its text, a string, so that `JSON.stringify(outputs)` never rounds.
+   */
   toJSON(): Record<string, JsonValue> {
     const out: Record<string, JsonValue> = {};
     for (const [k, v] of this.values) {
       // defineProperty: a name such as "__proto__" stays an ordinary own property.
-      Object.defineProperty(out, k, { value: structuredClone(v), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, k, { value: toJs(v, "lossless", false), enumerable: true, writable: true, configurable: true });
     }
     return out;
   }
 
+  /**
+   * JSON text of every output (`name` given: of that one), numbers exactly as written,
+   * sensitive ones included; `space` indents as in `JSON.stringify`.
+   * @throws ObjstateError `OUTPUT_NOT_FOUND` (for `name`)
+   */
+  toJSONText(name?: string, space = 0): string {
+    if (name !== undefined) return stringifyExact(this.exact(name), space);
+    const all = new Map<string, ExactJson>();
+    for (const k of this.names()) all.set(k, this.values.get(k) as ExactJson);
+    return stringifyExact(all, space);
+  }
+
+  private exact(name: string): ExactJson {
+    if (!this.values.has(name)) {
+      const names = this.names();
+      throw new ObjstateError(
+        "OUTPUT_NOT_FOUND",
+        `no output "${name}"${this.where()}; ${names.length === 0 ? "there are no outputs" : `available: ${names.join(", ")}`}`,
+        { details: { output: name, available: names } },
+      );
+    }
+    return this.values.get(name) as ExactJson;
+  }
+
   private typed(name: string, expected: JsonType): JsonValue {
-    const v = this.get(name);
-    const actual = jsonType(v);
+    const actual = exactType(this.exact(name));
     if (actual !== expected) {
       throw new ObjstateError("OUTPUT_TYPE_MISMATCH", `output "${name}" is ${withArticle(actual)}, not ${withArticle(expected)}${this.where()}`, {
         details: { output: name, expected, actual },
       });
     }
-    return v;
+    return this.get(name);
   }
 
   private where(): string {

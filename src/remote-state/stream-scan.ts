@@ -2,19 +2,19 @@
  * The top-level scan of extract-outputs.ts, fed while the state downloads: each call to
  * `feed` advances over the bytes that have arrived, so by the time the last chunk lands
  * almost all of the scanning is done. Nested values (a state's huge `resources`) are
- * skipped by a resumable version of the bracket/string loop; the small pieces at the top
- * level (keys, scalars) are simply re-read from the start of their member when a chunk
- * ends inside one. Anything unusual gives up (`finish` returns null) and the caller falls
- * back to the whole-buffer extractor, which has the full-parse fallback.
+ * checked against the JSON grammar by the resumable check of json-validate.ts (so the scan
+ * refuses what `JSON.parse` refuses); the small pieces at the top level (keys, scalars) are
+ * simply re-read from the start of their member when a chunk ends inside one. Anything
+ * unusual gives up (`finish` returns null) and the caller falls back to the whole-buffer
+ * extractor, which has the full-parse fallback.
  */
 import { encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "./extract-outputs.js";
+import { ContainerCheck, MAX_NESTING, NEED_MORE } from "./json-validate.js";
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 /** A top-level string or scalar longer than this is not re-read chunk after chunk: give up. */
@@ -30,87 +30,13 @@ const enum Stage {
   Failed,
 }
 
-/** Where a resumable container skip stands. */
-interface Skip {
-  i: number;
-  depth: number;
-  st: Uint8Array;
-  inString: boolean;
-  escaped: boolean;
-}
-
-const NEED_MORE = -1;
-const INVALID = -2;
-
-/**
- * Resume skipping a container; its end index, NEED_MORE at `limit`, or INVALID. This is a
- * resumable twin of extract-outputs' `skipContainer`, kept apart on purpose: making that
- * hot loop resumable (state in an object, bounds per byte) made the whole-buffer scan
- * 1.5 to 3 times slower when measured, so the whole-buffer path keeps its plain loop.
- */
-function resumeSkip(b: Uint8Array, limit: number, s: Skip): number {
-  let { i, depth, st, inString, escaped } = s;
-  let result = NEED_MORE;
-  outer: while (i < limit) {
-    if (inString) {
-      if (escaped) {
-        i++;
-        escaped = false;
-      }
-      while (i < limit) {
-        const d = b[i++];
-        if (d === QUOTE) {
-          inString = false;
-          continue outer;
-        }
-        if (d === BACKSLASH) {
-          if (i >= limit) {
-            escaped = true;
-            break outer;
-          }
-          i++;
-        }
-      }
-      break;
-    }
-    const c = b[i++];
-    if (c === 0x20) {
-      while (i < limit && b[i] === 0x20) i++;
-    } else if (c === QUOTE) {
-      inString = true;
-    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      if (depth === st.length) {
-        const bigger = new Uint8Array(st.length * 2);
-        bigger.set(st);
-        st = bigger;
-      }
-      st[depth++] = c;
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      if (depth === 0 || st[--depth] !== c - 2) {
-        result = INVALID;
-        break;
-      }
-      if (depth === 0) {
-        result = i;
-        break;
-      }
-    }
-  }
-  s.i = i;
-  s.depth = depth;
-  s.st = st;
-  s.inString = inString;
-  s.escaped = escaped;
-  return result;
-}
-
 /** Incremental scan for the wanted top-level members of a JSON object arriving in order. */
 export class StreamingTopLevelScan {
   private readonly wanted: ReturnType<typeof encodeNames>;
   private readonly spans = new Map<string, readonly [number, number]>();
   private stage = Stage.Start;
   private pos = 0;
-  private skip: Skip | undefined;
+  private skip: ContainerCheck | undefined;
   private pending: string | undefined;
   private valueStart = 0;
 
@@ -148,10 +74,10 @@ export class StreamingTopLevelScan {
           break;
         }
         case Stage.Container: {
-          const skip = this.skip as Skip;
-          const end = resumeSkip(v, limit, skip);
+          const skip = this.skip as ContainerCheck;
+          const end = skip.run(v, limit);
           if (end === NEED_MORE) return;
-          if (end === INVALID) return this.fail();
+          if (end < 0) return this.fail();
           this.record(end);
           break;
         }
@@ -203,7 +129,7 @@ export class StreamingTopLevelScan {
     this.pending = name;
     this.valueStart = valueStart;
     if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      this.skip = { i: valueStart, depth: 0, st: new Uint8Array(64), inString: false, escaped: false };
+      this.skip = new ContainerCheck(valueStart, MAX_NESTING - 1);
       this.stage = Stage.Container;
       return true;
     }

@@ -23,7 +23,12 @@ export function parseEndpoint(endpoint: string, cwd: string = process.cwd()): Pa
       }
       return { kind: "file", dir };
     }
-    const rest = decodeURIComponent(e.slice("file:".length));
+    let rest: string;
+    try {
+      rest = decodeURIComponent(e.slice("file:".length));
+    } catch (cause) {
+      throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" is not a valid file URL: a % must start an escape such as %20 (write %25 for a literal %)`, { cause });
+    }
     if (rest === "") {
       throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" names no directory (expected file:///absolute/path or file:relative/path)`);
     }
@@ -34,4 +39,24 @@ export function parseEndpoint(endpoint: string, cwd: string = process.cwd()): Pa
     throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" has an unsupported scheme (expected http://, https://, file: or a bare host)`);
   }
   return { kind: "http", url: `https://${e.replace(/\/+$/, "")}` };
+}
+
+/**
+ * Did a TLS handshake meet a server that speaks plain HTTP? OpenSSL reads the HTTP answer
+ * as a TLS record ("wrong version number"). Looks inside `cause` and AggregateError.
+ */
+export function isTlsToPlainHttp(e: unknown, depth = 0): boolean {
+  if (depth > 4 || typeof e !== "object" || e === null) return false;
+  const r = e as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+  const code = typeof r.code === "string" ? r.code : "";
+  const message = typeof r.message === "string" ? r.message : "";
+  if ((code === "EPROTO" || code.startsWith("ERR_SSL_")) && /wrong version number|packet length too long|unknown protocol/i.test(`${code} ${message}`)) return true;
+  if (Array.isArray(r.errors) && r.errors.some((sub) => isTlsToPlainHttp(sub, depth + 1))) return true;
+  return isTlsToPlainHttp(r.cause, depth + 1);
+}
+
+/** What to say when `url` (https) turned out to be plain HTTP: the http:// URL to use instead. */
+export function plainHttpAdvice(url: string): string {
+  const plain = url.replace(/^https:/i, "http:");
+  return `the server speaks plain HTTP, not TLS (an endpoint without a scheme means https://): use ${plain}`;
 }

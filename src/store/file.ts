@@ -206,6 +206,11 @@ export class FileDriver implements ObjectStoreDriver {
     await fs.rmdir(dir).catch(() => undefined); // not empty: another writer is using it
   }
 
+  /** The embedded store keeps no versions (yet): purging is deleting. */
+  purge(key: string): Promise<void> {
+    return this.delete(key);
+  }
+
   async bucketExists(): Promise<boolean> {
     try {
       return await checkDir(this.bucketDir);

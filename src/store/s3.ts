@@ -13,6 +13,7 @@ import {
   AbortMultipartUploadCommand,
   CreateBucketCommand,
   ListMultipartUploadsCommand,
+  ListObjectVersionsCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -25,8 +26,9 @@ import type { PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.js";
 import { ObjstateError } from "../errors.js";
+import { armClient, resolveTimeouts, sdkClientConfig } from "../util/sdk-client.js";
 import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
-import { parseEndpoint } from "./endpoint.js";
+import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "./endpoint.js";
 import type { CredentialsProvider, GetOptions, GetResult, Leftover, ListOptions, ObjectMeta, ObjectStoreDriver, PutOptions, StoreDriverOptions } from "./types.js";
 
 /** A request as it leaves the client: signed, with every header that goes on the wire. */
@@ -42,8 +44,6 @@ export interface WireRequest {
 export interface S3DriverOptions extends StoreDriverOptions {
   /** Called for every HTTP request (each retry too), after signing, just before it is sent. */
   readonly onRequest?: ((req: WireRequest) => void) | undefined;
-  /** Milliseconds to wait for a TCP connection before giving up (default 5000). */
-  readonly connectTimeoutMs?: number | undefined;
 }
 
 const MiB = 1024 * 1024;
@@ -82,15 +82,16 @@ export class S3Driver implements ObjectStoreDriver {
     this.endpoint = withoutUserInfo(ep.url);
     this.location = `${this.endpoint}/${this.bucket}`;
     this.multipartThreshold = options.multipartThreshold ?? DEFAULT_MULTIPART_THRESHOLD;
+    const timeouts = resolveTimeouts(options.timeouts);
     this.client = new S3Client({
-      endpoint: ep.url,
-      region: options.region ?? "us-east-1",
+      ...sdkClientConfig({ service: "object store", endpoint: ep.url, region: options.region ?? "us-east-1", credentials: sdkCredentialsFor(options.credentials), timeouts }),
       forcePathStyle: true,
-      credentials: sdkCredentialsFor(options.credentials),
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",
-      requestHandler: { connectionTimeout: options.connectTimeoutMs ?? 5000 },
+      useArnRegion: false,
+      disableS3ExpressSessionAuth: true,
     });
+    armClient(this.client, { service: "object store", endpoint: ep.url, timeouts });
     if (options.onRequest !== undefined) this.addRequestHook(options.onRequest);
   }
 
@@ -172,6 +173,33 @@ export class S3Driver implements ObjectStoreDriver {
       if (isNotFound(e) && errorName(e) !== "NoSuchBucket") return;
       throw this.mapError(e, { op: "delete", key });
     }
+  }
+
+  async purge(key: string): Promise<void> {
+    await this.delete(key);
+    let keyMarker: string | undefined;
+    let versionMarker: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.send(new ListObjectVersionsCommand({ Bucket: this.bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }));
+      } catch (e) {
+        // Stores without versioning support answer "not implemented": the delete above was all.
+        if (httpStatus(e) === 501 || errorName(e) === "NotImplemented") return;
+        throw this.mapError(e, { op: "list versions of", key });
+      }
+      for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])]) {
+        if (v.Key !== key || v.VersionId === undefined || v.VersionId === "null") continue;
+        try {
+          await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key, VersionId: v.VersionId }));
+        } catch (e) {
+          if (!isNotFound(e)) throw this.mapError(e, { op: "delete a version of", key });
+        }
+      }
+      const more = page.IsTruncated === true;
+      keyMarker = more ? page.NextKeyMarker : undefined;
+      versionMarker = more ? page.NextVersionIdMarker : undefined;
+    } while (keyMarker !== undefined);
   }
 
   async bucketExists(): Promise<boolean> {
@@ -303,13 +331,24 @@ export class S3Driver implements ObjectStoreDriver {
     if (e instanceof ObjstateError) return e;
     const name = errorName(e);
     const status = httpStatus(e);
-    const what = `${ctx.op} ${ctx.key === undefined ? `bucket "${this.bucket}"` : `"${ctx.key}" in bucket "${this.bucket}"`} at ${this.endpoint}`;
+    // "check bucket" + `bucket "b"` would say "bucket" twice.
+    const what = `${ctx.op.replace(/ bucket$/, "")} ${ctx.key === undefined || ctx.key === "" ? `bucket "${this.bucket}"` : `"${ctx.key}" in bucket "${this.bucket}"`} at ${this.endpoint}`;
     const details = { operation: ctx.op, key: ctx.key, bucket: this.bucket, errorName: name, httpStatus: status };
     if (name === "NoSuchBucket") {
       return new ObjstateError("BUCKET_NOT_FOUND", `bucket "${this.bucket}" does not exist at ${this.endpoint}: check the bucket name and endpoint, or create the bucket`, { cause: e, details });
     }
     if (status === 403 || name === "AccessDenied" || name === "InvalidAccessKeyId" || name === "SignatureDoesNotMatch") {
       return new ObjstateError("ACCESS_DENIED", `access denied: cannot ${what}: ${accessHint(name)}`, { cause: e, details });
+    }
+    if (isTlsToPlainHttp(e)) {
+      return new ObjstateError("ENDPOINT_PLAIN_HTTP", `cannot ${what}: ${plainHttpAdvice(this.endpoint)}`, { cause: e, details });
+    }
+    if (notS3Answer(e, ctx.op)) {
+      return new ObjstateError(
+        "ENDPOINT_NOT_S3",
+        `cannot ${what}: the endpoint does not speak the S3 API (its answer${status === undefined ? "" : `, HTTP ${status},`} is not an S3 response); check --endpoint: is it the lock table's (DynamoDB) endpoint?`,
+        { cause: e, details },
+      );
     }
     const net = networkCode(e);
     if (net !== undefined) {
@@ -494,6 +533,17 @@ function httpStatus(e: unknown): number | undefined {
 function isNotFound(e: unknown): boolean {
   const name = errorName(e);
   return httpStatus(e) === 404 || name === "NotFound" || name === "NoSuchKey" || name === "NoSuchBucket";
+}
+
+/**
+ * Did something other than an S3 API answer? The SDK could not parse the body as S3 XML
+ * ("Deserialization error"), or a write / list got a 404 with no S3 error code at all
+ * (every S3 "not found" names what is missing: NoSuchBucket, NoSuchKey, NoSuchUpload).
+ */
+function notS3Answer(e: unknown, op: string): boolean {
+  const message = field(e, "message");
+  if (typeof message === "string" && /Deserialization error|XML parse error/i.test(message)) return true;
+  return httpStatus(e) === 404 && errorName(e) === "NotFound" && op !== "head" && op !== "get";
 }
 
 /** The network-level cause of an error (also inside `cause` or an AggregateError), if any. */

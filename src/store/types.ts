@@ -125,6 +125,12 @@ export interface ObjectStoreDriver {
   list(prefix: string, options?: ListOptions): AsyncIterable<string>;
   /** Delete; absent keys are not an error. */
   delete(key: string): Promise<void>;
+  /**
+   * Delete the key and, on a versioned bucket, every version and delete marker of exactly
+   * that key, so nothing of it is left behind (for objstate's own probe objects, never for
+   * states: their versions are history).
+   */
+  purge(key: string): Promise<void>;
   /** Does the bucket exist (and is it reachable with these credentials)? */
   bucketExists(): Promise<boolean>;
   /** Create the bucket (no-op when it already exists and is ours). */
@@ -151,4 +157,6 @@ export interface StoreDriverOptions {
   readonly multipartThreshold?: number | undefined;
   /** Base directory for relative `file:` endpoints (default `process.cwd()`). */
   readonly cwd?: string | undefined;
+  /** Connect, idle and per-request timeouts of network drivers (defaults: `DEFAULT_TIMEOUTS`). */
+  readonly timeouts?: Partial<import("../util/sdk-client.js").Timeouts> | undefined;
 }

@@ -1,29 +1,122 @@
 /**
  * What a `JSON.parse` SyntaxError says, made safe to show: the problem and where (line and
- * column), without the excerpt of the text V8 puts in some messages (config, credentials
- * and state files hold secrets).
+ * column), never any of the text (config, credentials and state files hold secrets): not
+ * V8's excerpt, and not even the one unexpected character V8 quotes. Characters a person
+ * cannot see in an editor (a byte-order mark, a zero-width or no-break space) are named,
+ * since "unexpected character" at a place that looks right is otherwise a riddle.
  */
 
 export interface JsonSyntaxProblem {
-  /** e.g. `Expected ',' or '}' after property value`. */
+  /** e.g. `Expected ',' or '}' after property value`, `unexpected character`. */
   readonly problem: string;
-  /** `at line L, column C`, or "" when the message gives no position. */
+  /** `at line L, column C`, or "" when the position is not known. */
   readonly at: string;
 }
 
+/** Characters that look like nothing (or like a plain space) in most editors. */
+const INVISIBLE: Readonly<Record<string, string>> = {
+  "\u00a0": "no-break space",
+  "\u00ad": "soft hyphen",
+  "\u180e": "Mongolian vowel separator",
+  "\u2000": "en quad",
+  "\u2001": "em quad",
+  "\u2002": "en space",
+  "\u2003": "em space",
+  "\u2007": "figure space",
+  "\u2009": "thin space",
+  "\u200a": "hair space",
+  "\u200b": "zero-width space",
+  "\u200c": "zero-width non-joiner",
+  "\u200d": "zero-width joiner",
+  "\u200e": "left-to-right mark",
+  "\u200f": "right-to-left mark",
+  "\u2028": "line separator",
+  "\u2029": "paragraph separator",
+  "\u202f": "narrow no-break space",
+  "\u2060": "word joiner",
+  "\u3000": "ideographic space",
+  "\ufeff": "byte-order mark",
+};
+
+/** `a zero-width space (U+200B)` for an invisible character, else undefined (the character is not shown). */
+export function invisibleCharacterName(ch: string | undefined): string | undefined {
+  if (ch === undefined || ch === "") return undefined;
+  const cp = ch.codePointAt(0) as number;
+  const u = `U+${cp.toString(16).toUpperCase().padStart(4, "0")}`;
+  const name = INVISIBLE[ch];
+  if (name !== undefined) return `a ${name} (${u})`;
+  if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) return `a control character (${u})`;
+  return undefined;
+}
+
+/** Above this length the unexpected-token search (a few dozen parses of prefixes) is skipped. */
+const LOCATE_LIMIT = 64 * 1024 * 1024;
+
 /**
- * @param textBefore the document's text before a byte or character position (a function,
- *   so a large document is not decoded whole just to count lines).
+ * Where V8's "Unexpected token" error is (its message gives no position): the shortest
+ * prefix of `text` that fails before its own end ends just after the bad character. A
+ * prefix that is only cut short fails with "end of input" or at its very end, so the
+ * predicate is monotone and a binary search finds it.
+ */
+function locateUnexpectedToken(text: string): number | undefined {
+  const failsInside = (k: number): boolean => {
+    try {
+      JSON.parse(text.slice(0, k));
+      return false;
+    } catch (e) {
+      const message = e instanceof Error ? e.message : "";
+      if (/^Unexpected token/.test(message)) return true;
+      const m = /at position (\d+)/.exec(message);
+      return m !== null && Number(m[1]) < k;
+    }
+  };
+  if (!failsInside(text.length)) return undefined;
+  let lo = 1;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (failsInside(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo - 1;
+}
+
+/**
+ * @param source the whole document, or a function giving its text before a byte or
+ *   character position (so a large document is not decoded whole just to count lines).
+ *   With the whole text, "unexpected token" errors (which V8 does not place) are placed too.
  * @param length the document's length: when given, "end of input" errors are placed there.
  */
-export function jsonSyntaxProblem(e: unknown, textBefore: (position: number) => string, length?: number): JsonSyntaxProblem {
+export function jsonSyntaxProblem(e: unknown, source: string | ((position: number) => string), length?: number): JsonSyntaxProblem {
+  const text = typeof source === "string" ? source : undefined;
+  const textBefore = typeof source === "string" ? (p: number): string => source.slice(0, p) : source;
+  const total = length ?? text?.length;
   const message = e instanceof Error ? e.message : String(e);
-  const problem = message
-    .replace(/, (?:\.\.\.)?".*$/s, "")
-    .replace(/ (?:in JSON )?at position \d+.*$/s, "")
-    .replace(/ \(line \d+ column \d+\)$/, "");
+  const unexpectedToken = /^Unexpected token/.test(message);
   const m = /at position (\d+)/.exec(message);
-  const position = m !== null ? Number(m[1]) : length !== undefined && /end of JSON input/i.test(message) ? length : undefined;
+  let position: number | undefined;
+  if (m !== null) position = Number(m[1]);
+  else if (unexpectedToken && text !== undefined && text.length <= LOCATE_LIMIT) position = locateUnexpectedToken(text);
+  else if (total !== undefined && /end of JSON input/i.test(message)) position = total;
+
+  // The character at the error, only to name it when it is invisible; never shown itself.
+  let ch: string | undefined;
+  if (position !== undefined && position !== total) {
+    ch = textBefore(position + 1).slice(-1);
+  } else if (unexpectedToken) {
+    ch = /^Unexpected token '(.+?)'/su.exec(message)?.[1];
+  }
+  const invisible = invisibleCharacterName(ch);
+  let problem: string;
+  if (unexpectedToken) {
+    problem = invisible === undefined ? "unexpected character" : `unexpected ${invisible.replace(/^an? /, "")}, which most editors do not show: delete it`;
+  } else {
+    problem = message
+      .replace(/, (?:\.\.\.)?".*$/s, "")
+      .replace(/ (?:in JSON )?at position \d+.*$/s, "")
+      .replace(/ \(line \d+ column \d+\)$/, "");
+    if (invisible !== undefined) problem += `; the character there is ${invisible}, which most editors do not show`;
+  }
   if (position === undefined) return { problem, at: "" };
   const before = textBefore(position);
   return { problem, at: `at line ${before.split("\n").length}, column ${before.length - before.lastIndexOf("\n")}` };

@@ -40,7 +40,13 @@ const snapshot: Snapshot = async (props) => {
       token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
     } while (token !== undefined);
   }
-  for (const t of (await ddb.send(new ListTablesCommand({}))).TableNames ?? []) lines.push(`table ${t}`);
+  // ListTables pages at 100 names, and the shared test server holds many more.
+  let start: string | undefined;
+  do {
+    const page = await ddb.send(new ListTablesCommand({ ExclusiveStartTableName: start }));
+    for (const t of page.TableNames ?? []) lines.push(`table ${t}`);
+    start = page.LastEvaluatedTableName;
+  } while (start !== undefined);
   if (typeof props.kvstoreTable === "string" && lines.includes(`table ${props.kvstoreTable}`)) {
     for (const item of (await ddb.send(new ScanCommand({ TableName: props.kvstoreTable, ConsistentRead: true }))).Items ?? []) lines.push(`item ${JSON.stringify(item)}`);
   }

@@ -236,7 +236,7 @@ export function cliSuite(makeTarget: () => Target): void {
       assertOneLineError(missing, /workspace staging does not exist/);
       const badName = t.cli(["workspace", "new", "a/b"]);
       assert.equal(badName.code, 2);
-      assertOneLineError(badName, /workspace name must be/);
+      assertOneLineError(badName, /workspace must be a non-empty workspace name/);
     });
   });
 

@@ -32,3 +32,23 @@ it("credentials without expiry are fetched once", async () => {
   await provider();
   assert.equal(fetches, 1);
 });
+
+it("judges the expiry by the issuer's clock: a local clock 10 minutes ahead fetches once per session, not on every call", async () => {
+  const SKEW = 600_000;
+  let now = 5_000_000;
+  let fetches = 0;
+  // The server's clock is 10 minutes behind ours; its 900-second session expires in its time.
+  const serverNow = (): number => Date.now() - SKEW;
+  const provider = refreshing(
+    async () => ((fetches += 1), { accessKeyId: `AK${fetches}`, secretAccessKey: "s", expiration: new Date(serverNow() + 900_000) }),
+    () => now,
+    serverNow,
+  );
+  for (let i = 0; i < 10; i++) {
+    await provider();
+    now += 60_000; // ten minutes of calls, one a minute: all inside the first session's window
+  }
+  assert.equal(fetches, 1);
+  now += 60_000; // 11 min: less than the margin left of the 15-minute session
+  assert.equal((await provider()).accessKeyId, "AK2");
+});

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { DEFAULT_SCAN_THRESHOLD, extractOutputs, extractTopLevel, scanTopLevel, type Extracted } from "../../../src/remote-state/extract-outputs.js";
+import { DEFAULT_SCAN_THRESHOLD, extractOutputs, extractTopLevel, MAX_NESTING, NestingError, scanTopLevel, type Extracted } from "../../../src/remote-state/extract-outputs.js";
 
 const NAMES = ["outputs", "version", "resources", "", "__proto__"];
 const SCAN = { scanThreshold: 0 };
@@ -167,7 +167,7 @@ describe("extractTopLevel, property-based against JSON.parse", () => {
     );
   });
 
-  it("on mutated documents: whenever JSON.parse accepts them, gives its answer; otherwise throws SyntaxError or answers", () => {
+  it("on mutated documents: both paths give JSON.parse's answer when it accepts them and throw SyntaxError when it refuses them", () => {
     const mutation = fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom("replace", "insert", "delete"), fc.constantFrom(...'"\\{}[]:, \n0a\u00e9'.split(""), "\u00ff"));
     fc.assert(
       fc.property(topObjectArb, fc.integer(), fc.array(mutation, { minLength: 1, maxLength: 3 }), (doc, seed, mutations) => {
@@ -185,14 +185,9 @@ describe("extractTopLevel, property-based against JSON.parse", () => {
         } catch {
           want = undefined;
         }
-        if (want !== undefined) {
-          assertSame(extractTopLevel(bytes, NAMES, SCAN), want);
-          return;
-        }
-        try {
-          extractTopLevel(bytes, NAMES, SCAN);
-        } catch (e) {
-          assert.ok(e instanceof SyntaxError, `expected a SyntaxError, got ${String(e)}`);
+        for (const options of [SCAN, { scanThreshold: Infinity }]) {
+          if (want !== undefined) assertSame(extractTopLevel(bytes, NAMES, options), want);
+          else assert.throws(() => extractTopLevel(bytes, NAMES, options), SyntaxError);
         }
       }),
       { numRuns: 1500 },
@@ -292,14 +287,22 @@ describe("extractTopLevel, hand cases", () => {
     }
   });
 
-  it("does not check the inside of members it skips (documented): the answer is still the document's", () => {
-    // JSON.parse would reject this; the scan skips "resources" by structure only.
-    assert.deepEqual(outputs('{"resources": [tru, 1 2], "outputs": {"a": 1}}'), { a: 1 });
+  it("checks the inside of members it skips: what JSON.parse refuses deep in resources is refused", () => {
+    for (const bad of ["[tru]", "[1 2]", "[1,]", '{"a":1,}', "[NaN]", "[01]", "[1.]", "[.5]", "[1e]", "[-]", '["\\x"]', '["\\u12G4"]', '["a\tb"]', "[+1]", '{"a" 1}', '{1: 2}', "[Infinity]", "[nul]", "[truex]", '{"a":}', "[,]", "[]]"]) {
+      const doc = `{"resources": ${bad}, "outputs": {"a": 1}}`;
+      assert.throws(() => JSON.parse(doc), SyntaxError, `JSON.parse refuses ${doc}`);
+      assert.throws(() => outputs(doc), SyntaxError, doc);
+      assert.throws(() => extractOutputs(Buffer.from(doc), { scanThreshold: Infinity }), SyntaxError, doc);
+    }
   });
 
-  it("handles deep nesting in skipped members", () => {
-    const deep = `{"resources": ${"[".repeat(100_000)}${"]".repeat(100_000)}, "outputs": {"d": {"value": true}}}`;
-    assert.deepEqual(outputs(deep), { d: { value: true } });
+  it("accepts nesting up to the tool's limit (10,000 levels, the top-level object included) and refuses deeper, on both paths", () => {
+    const doc = (levels: number): string => `{"resources": ${"[".repeat(levels - 1)}${"]".repeat(levels - 1)}, "outputs": {"d": {"value": true}}}`;
+    for (const threshold of [0, Infinity]) {
+      assert.deepEqual(extractOutputs(Buffer.from(doc(MAX_NESTING)), { scanThreshold: threshold }), { d: { value: true } });
+      assert.throws(() => extractOutputs(Buffer.from(doc(MAX_NESTING + 1)), { scanThreshold: threshold }), NestingError);
+      assert.throws(() => extractOutputs(Buffer.from(doc(100_000)), { scanThreshold: threshold }), NestingError);
+    }
     assert.throws(() => outputs(`{"resources": ${"[".repeat(1000)}${"]".repeat(999)}}, "outputs": 1}`), SyntaxError);
   });
 

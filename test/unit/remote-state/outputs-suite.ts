@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import fc from "fast-check";
 import {
   DataRemoteStateObjectStore,
   DataRemoteStateObjectStoreConfig,
@@ -56,9 +57,15 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
     for (const b of open) b.close();
   });
 
+  /**
+   * A backend whose writes replace whatever is stored: these tests store one state after
+   * another in the same workspace, not a history, so the lineage guard is not their subject.
+   */
   async function writer(props: ObjectStoreBackendConfigProps): Promise<ObjectStoreBackend> {
     const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined, digestRetry: FAST_DIGEST });
     open.push(b);
+    const write = b.writeState.bind(b);
+    b.writeState = (workspace, data, options = {}) => write(workspace, data, { force: true, ...options });
     return b;
   }
 
@@ -166,34 +173,173 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         const where = `workspace default at ${props.bucket}/env:/tool.tfstate`;
         const cases: [string, RegExp][] = [
           ['{"version": 4, "outputs": {"password": {"value": "hunter2"}}} x', /is not valid JSON: Unexpected non-whitespace character after JSON at line 1, column \d+$/],
-          ['{"version": 4,\n "outputs": {"a": {"value": hunter2}}}', /is not valid JSON: Unexpected token 'h'$/],
-          ["", /is not valid JSON: Unexpected end of JSON input$/],
+          ['{"version": 4,\n "outputs": {"a": {"value": hunter2}}}', /is not valid JSON: unexpected character at line 2, column 29$/],
+          ['{"version": 4,\n  "resources": [1,],\n  "outputs": {}}', /is not valid JSON: unexpected character at line 2, column 19$/],
           ['[{"outputs": {}}]', /is not a state: its top level is an array, not an object$/],
           ['"hunter2"', /is not a state: its top level is a string, not an object$/],
-          ['{"version": 4, "outputs": [1]}', /has malformed outputs: expected an object of \{"value": …, "type": …\} entries, got an array$/],
-          ['{"version": 4, "outputs": null}', /has malformed outputs: .* got null$/],
+          ['{"version": 4, "outputs": [1]}', /has malformed outputs: expected an object of \{"value": …, "type": …\} entries, got a list$/],
+          ['{"version": 4, "outputs": "hunter2"}', /has malformed outputs: .* got a string$/],
           ['{"version": 4, "outputs": {"ok": {"value": 1}, "bad": {"type": "string"}}}', /has a malformed output "bad": expected an object with a "value" member$/],
           ['{"version": 4, "outputs": {"bad": "hunter2"}}', /has a malformed output "bad"/],
-          ['{"version": 3, "modules": [{"path": ["root"], "outputs": {"a": {"value": 1}}}]}', /has format version 3; objstate reads root outputs of version 4 states$/],
+          ['{"version": 5, "outputs": {}}', /has format version 5; objstate reads state format versions 1 to 4$/],
+          ['{"version": "4", "outputs": {}}', /has format version "4"; objstate reads state format versions 1 to 4$/],
+          ['{"version": 4.0, "outputs": {}}', /has format version 4\.0; objstate reads state format versions 1 to 4$/],
+          ['{"outputs": {"a": {"value": 1}}}', /is not a state: it has no "version" member/],
+          ['{"version": 3, "modules": {"path": ["root"]}}', /has malformed modules: expected a list of modules, got an object$/],
+          ['{"version": 3, "modules": [{"path": ["mod"], "outputs": {}}]}', /has an invalid module path \["mod"\] \(modules\[0\]\): paths start with "root"$/],
+          ['{"version": 2, "modules": [{"outputs": {}}]}', /has a malformed module \(modules\[0\]\): its "path" is not a list of names$/],
+          ['{"version": 3, "modules": [{"path": ["root"], "outputs": {"bad": {"type": "string"}}}]}', /has a malformed output "bad": expected a value or an object with a "value" member$/],
+          [`{"version": 4, "resources": ${"[".repeat(10_000)}${"]".repeat(10_000)}, "outputs": {}}`, /cannot be read: it is nested more than 10000 levels deep \(the tool's limit\)$/],
         ];
         for (const [state, pattern] of cases) {
           await w.writeState("default", state);
-          const e = await rejectsWith(remote(props).fetchOutputs(fetchOptions), "STATE_INVALID");
-          assert.ok(e.message.startsWith(`the state of ${where} `), e.message);
-          assert.match(e.message, pattern);
-          assert.ok(!e.message.includes("hunter2"), `no state text in the message: ${e.message}`);
-          assert.equal(e.cause, undefined, "V8's message (which quotes the text) is not kept as the cause");
+          // The same answer whether the state is scanned (large) or parsed whole (small).
+          for (const scanThreshold of [0, Infinity]) {
+            const e = await rejectsWith(remote(props).fetchOutputs({ ...fetchOptions, scanThreshold }), "STATE_INVALID");
+            assert.ok(e.message.startsWith(`the state of ${where} `), e.message);
+            assert.match(e.message, pattern);
+            assert.ok(!e.message.includes("hunter2"), `no state text in the message: ${e.message}`);
+            assert.equal(e.cause, undefined, "V8's message (which quotes the text) is not kept as the cause");
+          }
         }
       });
 
-      it("a state without outputs gives the defaults", async () => {
+      it("a state without outputs, or with \"outputs\": null, gives the defaults", async () => {
         const props = await target.setup({ locks });
         await (await writer(props)).writeState("default", '{"version": 4, "resources": []}');
         assert.deepEqual((await remote(props, { defaults: { d: true } }).fetchOutputs(fetchOptions)).toJSON(), { d: true });
-        await (await writer(props)).writeState("default", "{}");
+        await (await writer(props)).writeState("default", '{"version": 4, "outputs": null, "resources": []}');
+        for (const scanThreshold of [0, Infinity]) {
+          assert.deepEqual((await remote(props, { defaults: { d: true } }).fetchOutputs({ ...fetchOptions, scanThreshold })).toJSON(), { d: true });
+        }
+        await (await writer(props)).writeState("default", '{"version": 4}');
         const out = await remote(props).fetchOutputs(fetchOptions);
         assert.deepEqual(out.names(), []);
         assert.throws(() => out.get("x"), (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND") && e.message.endsWith("there are no outputs"));
+      });
+
+      it("property: scanned (scanThreshold 0) and parsed whole (Infinity), a state gives the same outputs or the same error", async () => {
+        const props = await target.setup({ locks });
+        const w = await writer(props);
+        const outcome = async (scanThreshold: number): Promise<string> => {
+          try {
+            return `ok ${(await remote(props).fetchOutputs({ ...fetchOptions, scanThreshold })).toJSONText()}`;
+          } catch (e) {
+            return `${(e as { code?: string }).code} ${(e as Error).message}`;
+          }
+        };
+        const damage = fc.constantFrom(",", "]", "}", "[", "{", ":", "0", "NaN", "tru", '"', "\\", "\t", " ", "-", ".", "1e", "");
+        await fc.assert(
+          fc.asyncProperty(fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }), fc.nat(), damage, fc.boolean(), async (outs, at, ch, insert) => {
+            const text = stateWith(outs, { resources: [{ type: "t", attributes: { n: 12345678901234567890n.toString(), list: [1, 2, { a: null }] } }] });
+            const i = at % (text.length + 1);
+            const state = `${text.slice(0, i)}${ch}${text.slice(insert ? i : i + 1)}`;
+            await w.writeState("default", state);
+            const scanned = await outcome(0);
+            assert.equal(scanned, await outcome(Infinity), state);
+            assert.equal(scanned.startsWith("STATE_INVALID") && / is not valid JSON: /.test(scanned), ((): boolean => {
+              try {
+                JSON.parse(state);
+                return false;
+              } catch {
+                return true;
+              }
+            })(), `refused exactly when JSON.parse refuses: ${scanned}`);
+          }),
+          { numRuns: 25 },
+        );
+      });
+
+      it("a 0-byte state object reads as no state (STATE_NOT_FOUND), like a missing one", async () => {
+        const props = await target.setup({ locks });
+        await (await writer(props)).writeState("default", "");
+        const e = await rejectsWith(remote(props, { defaults: { a: 1 } }).fetchOutputs(fetchOptions), "STATE_NOT_FOUND");
+        assert.equal(e.message, `no stored state for workspace default at ${props.bucket}/env:/tool.tfstate (the object is empty)`);
+      });
+
+      it("states of format versions 1 to 3 give the root module's outputs, as the tool reads them", async () => {
+        const props = await target.setup({ locks });
+        const w = await writer(props);
+        const read = async (state: unknown, scanThreshold: number): Promise<{ json: unknown; sensitive: string[] }> => {
+          await w.writeState("default", JSON.stringify(state, null, 2));
+          const out = await remote(props, { defaults: { d: "default" } }).fetchOutputs({ ...fetchOptions, scanThreshold });
+          return { json: out.toJSON(), sensitive: out.names().filter((n) => out.isSensitive(n)) };
+        };
+        const v1 = { version: 1, serial: 1, modules: [{ path: ["root"], outputs: { ip: "10.0.0.1", d: "state" }, resources: {} }, { path: ["root", "child"], outputs: { inner: "x" } }] };
+        const v1NoPath = { version: 1, serial: 1, modules: [{ outputs: { ip: "10.0.0.2" } }] };
+        const v2 = { version: 2, lineage: "l", serial: 1, modules: [{ path: ["root"], outputs: { ip: { sensitive: false, type: "string", value: "10.0.0.3" }, pw: { sensitive: true, type: "string", value: "s3cret" } } }] };
+        const v3 = {
+          version: 3,
+          terraform_version: "0.11.14",
+          serial: 7,
+          lineage: "l",
+          modules: [
+            { path: ["root", "net"], outputs: { vpc: { sensitive: false, type: "string", value: "inner" } } },
+            { path: ["root"], outputs: { ids: { sensitive: false, type: "list", value: ["a", "b"] }, tags: { sensitive: false, type: "map", value: { k: "v" } }, bare: "plain" }, resources: {} },
+          ],
+        };
+        for (const scanThreshold of [0, Infinity]) {
+          assert.deepEqual(await read(v1, scanThreshold), { json: { d: "state", ip: "10.0.0.1" }, sensitive: [] });
+          assert.deepEqual(await read(v1NoPath, scanThreshold), { json: { d: "default", ip: "10.0.0.2" }, sensitive: [] });
+          assert.deepEqual(await read(v2, scanThreshold), { json: { d: "default", ip: "10.0.0.3", pw: "s3cret" }, sensitive: ["pw"] });
+          assert.deepEqual(await read(v3, scanThreshold), { json: { d: "default", ids: ["a", "b"], tags: { k: "v" }, bare: "plain" }, sensitive: [] });
+          assert.deepEqual(await read({ version: 3, modules: null }, scanThreshold), { json: { d: "default" }, sensitive: [] });
+          assert.deepEqual(await read({ version: 3, modules: [{ path: ["root"], outputs: null }] }, scanThreshold), { json: { d: "default" }, sensitive: [] });
+        }
+      });
+
+      it("numbers are exact: 12345678901234567890, 1e400 and 1e-400 as written, on both paths", async () => {
+        const props = await target.setup({ locks });
+        const state = '{"version": 4, "outputs": {"big": {"value": 12345678901234567890, "type": "number"}, "huge": {"value": 1e400, "type": "number"}, "tiny": {"value": 1e-400, "type": "number"}, "list": {"value": [1.5, 12345678901234567890], "type": ["list", "number"]}}}';
+        await (await writer(props)).writeState("default", state);
+        for (const scanThreshold of [0, Infinity]) {
+          const out = await remote(props).fetchOutputs({ ...fetchOptions, scanThreshold });
+          assert.equal(out.numberText("big"), "12345678901234567890");
+          assert.equal(out.bigint("big"), 12345678901234567890n);
+          assert.equal(out.numberText("huge"), "1e400");
+          assert.equal(out.bigint("huge"), 10n ** 400n);
+          assert.equal(out.numberText("tiny"), "1e-400");
+          assert.throws(() => out.bigint("tiny"), (e: unknown) => isObjstateError(e, "OUTPUT_NOT_INTEGER") && /output "tiny" \(1e-400\) is not a whole number/.test(e.message));
+          assert.equal(out.number("big"), Number("12345678901234567890"), "number() is the nearest JS number");
+          assert.equal(out.toJSONText(), '{"big":12345678901234567890,"huge":1e400,"list":[1.5,12345678901234567890],"tiny":1e-400}');
+          assert.deepEqual(out.toJSON(), { big: "12345678901234567890", huge: "1e400", tiny: "1e-400", list: [1.5, "12345678901234567890"] }, "toJSON never rounds: inexact numbers as their text");
+        }
+      });
+
+      it("sensitive outputs are flagged (isSensitive); defaults and other outputs are not", async () => {
+        const props = await target.setup({ locks });
+        const state = '{"version": 4, "outputs": {"pw": {"value": "s3cret", "type": "string", "sensitive": true}, "ip": {"value": "10.0.0.1", "type": "string", "sensitive": false}, "n": {"value": 1, "type": "number"}}}';
+        await (await writer(props)).writeState("default", state);
+        const out = await remote(props, { defaults: { d: 1, pw: "default" } }).fetchOutputs(fetchOptions);
+        assert.deepEqual(out.names().filter((n) => out.isSensitive(n)), ["pw"]);
+        assert.equal(out.string("pw"), "s3cret");
+        assert.throws(() => out.isSensitive("zz"), (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND"));
+      });
+
+      it("values nested 10,000 levels deep (the tool's limit) are read on both paths, without overflowing the stack", async () => {
+        const props = await target.setup({ locks });
+        // The top-level object, "outputs" and the output's object take 3 of the 10,000 levels.
+        const levels = 10_000 - 3;
+        const state = `{"version": 4, "outputs": {"deep": {"type": "dynamic", "value": ${"[".repeat(levels)}7${"]".repeat(levels)}}}}`;
+        await (await writer(props)).writeState("default", state);
+        for (const scanThreshold of [0, Infinity]) {
+          const out = await remote(props).fetchOutputs({ ...fetchOptions, scanThreshold });
+          let v: unknown = out.get("deep");
+          let depth = 0;
+          while (Array.isArray(v)) {
+            v = v[0];
+            depth++;
+          }
+          assert.equal(depth, levels);
+          assert.equal(v, 7);
+          assert.equal(out.toJSONText("deep"), `${"[".repeat(levels)}7${"]".repeat(levels)}`);
+          assert.ok(Object.isFrozen(out.get("deep")));
+        }
+        await (await writer(props)).writeState("default", state.replace('"value": [', '"value": [[').replace("7]", "7]]"));
+        for (const scanThreshold of [0, Infinity]) {
+          const e = await rejectsWith(remote(props).fetchOutputs({ ...fetchOptions, scanThreshold }), "STATE_INVALID");
+          assert.match(e.message, /^the state of workspace default at .* cannot be read: it is nested more than 10000 levels deep/);
+        }
       });
 
       it("large states: only the outputs are picked out (scan), with the same answer as a full parse", async () => {
@@ -251,7 +397,7 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         assert.ok(took >= FAST_DIGEST.timeoutMs - FAST_DIGEST.intervalMs && took < 5000, `retried for digestRetry's time before failing (took ${took} ms)`);
         assert.match(e.message, /does not match its digest/);
         // Writing through objstate again restores agreement.
-        await w.writeState("default", stateWith({ a: "rewritten" }), { force: true }); // same serial: the guard would refuse
+        await w.writeState("default", stateWith({ a: "rewritten" }));
         assert.equal((await remote(props).fetchOutputs(fetchOptions)).string("a"), "rewritten");
       });
     });

@@ -62,3 +62,25 @@ it("hand cases: escapes split across chunks, nested outputs keys, duplicate keys
     }
   }
 });
+
+it("property: a damaged document scans (streamed or whole) exactly when JSON.parse accepts it as an object", () => {
+  const jsonObject = (bytes: Buffer): boolean => {
+    try {
+      const v: unknown = JSON.parse(bytes.toString("utf8"));
+      return typeof v === "object" && v !== null && !Array.isArray(v);
+    } catch {
+      return false;
+    }
+  };
+  fc.assert(
+    fc.property(doc, cuts, fc.nat(), fc.constantFrom(",", "]", "}", "[", "{", ":", "0", "N", "t", '"', "\\", "\t", " ", "-", "."), fc.boolean(), (text, cs, at, ch, insert) => {
+      const bytes = Buffer.from(text, "utf8");
+      const i = at % (bytes.length + 1);
+      const damaged = Buffer.concat([bytes.subarray(0, i), Buffer.from(ch), bytes.subarray(insert ? i : i + 1)]);
+      const ok = jsonObject(damaged);
+      assert.equal(scanTopLevel(damaged, NAMES) !== null, ok, damaged.toString("utf8"));
+      assert.equal(streamed(damaged, cs) !== null, ok, damaged.toString("utf8"));
+    }),
+    { numRuns: 3000 },
+  );
+});

@@ -1,0 +1,363 @@
+/**
+ * JSON values that keep their numbers exactly as written, for output values.
+ *
+ * `JSON.parse` turns `12345678901234567890` into 12345678901234567000, `1e400` into
+ * Infinity and `1e-400` into 0; the tool keeps such numbers exactly (arbitrary precision).
+ * Here a number stays its literal text ({@link JsonNumber}); conversion to a JS number
+ * happens only when a caller asks for one.
+ *
+ * Nothing here recurses: values nested 10,000 levels deep (the tool's limit) are walked
+ * with explicit stacks, never the call stack (`JSON.stringify` and `structuredClone`
+ * overflow it at that depth).
+ */
+import { Buffer } from "node:buffer";
+
+/** A JSON number literal, kept as written (e.g. `1e400`). */
+export class JsonNumber {
+  /** The literal's text, exactly as in the document. */
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+    Object.freeze(this);
+  }
+}
+
+/** A JSON value with exact numbers; objects are Maps (insertion order, any key). */
+export type ExactJson = null | boolean | string | JsonNumber | readonly ExactJson[] | ReadonlyMap<string, ExactJson>;
+
+/** Any JSON value as JavaScript holds it. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+const NUMBER_LITERAL = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
+
+function isWs(c: number | undefined): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+/** `-+.eE` and digits: the bytes a number literal is made of. */
+function isNumberByte(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x65 || c === 0x45;
+}
+
+/** An open container while parsing. */
+type ParseFrame = { list: ExactJson[]; map?: undefined; key?: undefined } | { list?: undefined; map: Map<string, ExactJson>; key: string | undefined };
+
+/**
+ * Parse the JSON text in `b[start, end)` (UTF-8) keeping number literals as text. The span
+ * has already been accepted by `JSON.parse` or the grammar check; anything unexpected still
+ * throws a SyntaxError rather than giving a wrong value.
+ */
+export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson {
+  const fail = (i: number): never => {
+    throw new SyntaxError(`Unexpected input in JSON at position ${i}`);
+  };
+  const stack: ParseFrame[] = [];
+  let i = start;
+  let result: ExactJson | undefined;
+  let have: boolean;
+  for (;;) {
+    while (i < end && isWs(b[i])) i++;
+    if (i >= end) fail(i);
+    const top = stack[stack.length - 1];
+    // An object wants a key (or its end) before each value.
+    if (top?.map !== undefined && top.key === undefined) {
+      if (b[i] === 0x7d && top.map.size === 0) {
+        i++;
+        stack.pop();
+        result = top.map;
+        have = true;
+      } else {
+        if (b[i] !== 0x22) fail(i);
+        const close = stringEnd(b, i + 1, end);
+        if (close < 0) fail(i);
+        top.key = JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, close + 1 - i).toString("utf8")) as string;
+        i = close + 1;
+        while (i < end && isWs(b[i])) i++;
+        if (b[i] !== 0x3a) fail(i);
+        i++;
+        continue;
+      }
+    } else if (top?.list !== undefined && top.list.length === 0 && b[i] === 0x5d) {
+      i++;
+      stack.pop();
+      result = top.list;
+      have = true;
+    } else {
+      const c = b[i] as number;
+      if (c === 0x7b) {
+        stack.push({ map: new Map(), key: undefined });
+        i++;
+        continue;
+      }
+      if (c === 0x5b) {
+        stack.push({ list: [] });
+        i++;
+        continue;
+      }
+      if (c === 0x22) {
+        const close = stringEnd(b, i + 1, end);
+        if (close < 0) fail(i);
+        result = JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, close + 1 - i).toString("utf8")) as string;
+        i = close + 1;
+      } else if (c === 0x74 || c === 0x66 || c === 0x6e) {
+        const word = c === 0x74 ? "true" : c === 0x66 ? "false" : "null";
+        if (Buffer.from(b.buffer, b.byteOffset + i, Math.min(word.length, end - i)).toString("latin1") !== word) fail(i);
+        result = c === 0x74 ? true : c === 0x66 ? false : null;
+        i += word.length;
+      } else {
+        let j = i;
+        while (j < end && isNumberByte(b[j] as number)) j++;
+        const text = Buffer.from(b.buffer, b.byteOffset + i, j - i).toString("latin1");
+        if (!NUMBER_LITERAL.test(text)) fail(i);
+        result = new JsonNumber(text);
+        i = j;
+      }
+      have = true;
+    }
+    // A value is complete: place it, closing every container it completes.
+    while (have) {
+      const frame = stack[stack.length - 1];
+      if (frame === undefined) {
+        while (i < end && isWs(b[i])) i++;
+        if (i !== end) fail(i);
+        return result as ExactJson;
+      }
+      if (frame.map !== undefined) {
+        // Map.set keeps a repeated key's first position and its last value, as JSON.parse does.
+        frame.map.set(frame.key as string, result as ExactJson);
+        frame.key = undefined;
+      } else {
+        frame.list.push(result as ExactJson);
+      }
+      while (i < end && isWs(b[i])) i++;
+      if (b[i] === 0x2c) {
+        i++;
+        have = false;
+      } else if (b[i] === (frame.map !== undefined ? 0x7d : 0x5d)) {
+        i++;
+        stack.pop();
+        result = frame.map ?? frame.list;
+      } else {
+        fail(i);
+      }
+    }
+  }
+}
+
+/** Index of the closing quote of the string whose contents start at `i`, or -1. */
+function stringEnd(b: Uint8Array, i: number, end: number): number {
+  while (i < end) {
+    const c = b[i];
+    if (c === 0x22) return i;
+    i += c === 0x5c ? 2 : 1;
+  }
+  return -1;
+}
+
+/** Exact JSON of a JS value (numbers as `JSON.stringify` writes them); undefined members are left out. */
+export function fromJs(value: JsonValue): ExactJson {
+  type Frame = { src: unknown[]; out: ExactJson[]; i: number } | { src: [string, unknown][]; out: Map<string, ExactJson>; i: number; obj: object };
+  const onPath = new Set<object>();
+  const convertLeaf = (v: unknown): ExactJson | Frame | undefined => {
+    if (v === null || typeof v === "string" || typeof v === "boolean") return v;
+    if (typeof v === "number") return Number.isFinite(v) ? new JsonNumber(JSON.stringify(v)) : null;
+    if (typeof v !== "object") return undefined;
+    if (onPath.has(v)) throw new TypeError("a value refers to itself; JSON values cannot");
+    onPath.add(v);
+    if (Array.isArray(v)) return { src: v as unknown[], out: [], i: 0 };
+    return { src: Object.entries(v), out: new Map(), i: 0, obj: v };
+  };
+  const isFrame = (x: ExactJson | Frame | undefined): x is Frame => typeof x === "object" && x !== null && "src" in x;
+  const first = convertLeaf(value);
+  if (!isFrame(first)) return first === undefined ? null : first;
+  const stack: Frame[] = [first];
+  for (;;) {
+    const f = stack[stack.length - 1] as Frame;
+    if (f.i === f.src.length) {
+      stack.pop();
+      onPath.delete("obj" in f ? f.obj : f.src);
+      const done = f.out;
+      const parent = stack[stack.length - 1];
+      if (parent === undefined) return done;
+      place(parent, done);
+      continue;
+    }
+    const item = f.src[f.i] as unknown;
+    const v = "obj" in f ? (item as [string, unknown])[1] : item;
+    const converted = convertLeaf(v);
+    if (isFrame(converted)) {
+      stack.push(converted);
+    } else {
+      if (converted === undefined && "obj" in f) f.i++;
+      else place(f, converted ?? null);
+    }
+  }
+  function place(f: Frame, v: ExactJson): void {
+    if ("obj" in f) f.out.set((f.src[f.i] as [string, unknown])[0], v);
+    else f.out.push(v);
+    f.i++;
+  }
+}
+
+/** The JSON type of an exact value, as messages name it. */
+export type JsonType = "string" | "number" | "boolean" | "list" | "object" | "null";
+
+export function exactType(v: ExactJson): JsonType {
+  if (v === null) return "null";
+  if (v instanceof JsonNumber) return "number";
+  if (v instanceof Map) return "object";
+  if (Array.isArray(v)) return "list";
+  return typeof v as "string" | "boolean";
+}
+
+/**
+ * The value as plain JavaScript. `numbers`: `js` gives JS numbers (rounded as `JSON.parse`
+ * rounds); `lossless` gives a JS number only where it holds the literal's exact value and
+ * the literal's text (a string) otherwise. `freeze` freezes every object and array.
+ */
+export function toJs(value: ExactJson, numbers: "js" | "lossless", freeze: boolean): JsonValue {
+  const leaf = (v: ExactJson): JsonValue | undefined => {
+    if (v instanceof JsonNumber) return numbers === "js" || isExactInJs(v.text) ? Number(v.text) : v.text;
+    if (v === null || typeof v !== "object") return v;
+    return undefined;
+  };
+  type Frame = { entries: [string | undefined, ExactJson][]; out: JsonValue[] | Record<string, JsonValue>; i: number };
+  const open = (v: ReadonlyMap<string, ExactJson> | readonly ExactJson[]): Frame =>
+    v instanceof Map ? { entries: [...v.entries()], out: {}, i: 0 } : { entries: (v as readonly ExactJson[]).map((x) => [undefined, x]), out: [], i: 0 };
+  const l = leaf(value);
+  if (l !== undefined) return l;
+  const stack: Frame[] = [open(value as ReadonlyMap<string, ExactJson> | readonly ExactJson[])];
+  let done: JsonValue = null;
+  while (stack.length > 0) {
+    const f = stack[stack.length - 1] as Frame;
+    if (f.i === f.entries.length) {
+      stack.pop();
+      done = freeze ? (Object.freeze(f.out) as JsonValue) : f.out;
+      const parent = stack[stack.length - 1];
+      if (parent !== undefined) put(parent, done);
+      continue;
+    }
+    const [, v] = f.entries[f.i] as [string | undefined, ExactJson];
+    const x = leaf(v);
+    if (x === undefined) stack.push(open(v as ReadonlyMap<string, ExactJson> | readonly ExactJson[]));
+    else put(f, x);
+  }
+  return done;
+  function put(f: Frame, v: JsonValue): void {
+    const [k] = f.entries[f.i] as [string | undefined, ExactJson];
+    if (Array.isArray(f.out)) f.out.push(v);
+    // defineProperty: a name such as "__proto__" stays an ordinary own property.
+    else Object.defineProperty(f.out, k as string, { value: v, enumerable: true, writable: true, configurable: true });
+    f.i++;
+  }
+}
+
+/**
+ * JSON text of an exact value, numbers as written. `space` indents as `JSON.stringify(v,
+ * null, space)` does.
+ */
+export function stringifyExact(value: ExactJson, space = 0): string {
+  const pad = " ".repeat(space);
+  const parts: string[] = [];
+  const leaf = (v: ExactJson): boolean => {
+    if (v instanceof JsonNumber) parts.push(v.text);
+    else if (v === null || typeof v !== "object") parts.push(JSON.stringify(v));
+    else return false;
+    return true;
+  };
+  type Frame = { entries: [string | undefined, ExactJson][]; close: string; i: number };
+  const open = (v: ReadonlyMap<string, ExactJson> | readonly ExactJson[]): Frame | undefined => {
+    const isMap = v instanceof Map;
+    const entries: [string | undefined, ExactJson][] = isMap ? [...(v as ReadonlyMap<string, ExactJson>).entries()] : (v as readonly ExactJson[]).map((x) => [undefined, x]);
+    if (entries.length === 0) {
+      parts.push(isMap ? "{}" : "[]");
+      return undefined;
+    }
+    parts.push(isMap ? "{" : "[");
+    return { entries, close: isMap ? "}" : "]", i: 0 };
+  };
+  if (leaf(value)) return parts.join("");
+  const first = open(value as ReadonlyMap<string, ExactJson> | readonly ExactJson[]);
+  const stack: Frame[] = first === undefined ? [] : [first];
+  while (stack.length > 0) {
+    const f = stack[stack.length - 1] as Frame;
+    const indent = space > 0 ? `\n${pad.repeat(stack.length)}` : "";
+    if (f.i === f.entries.length) {
+      stack.pop();
+      parts.push(space > 0 ? `\n${pad.repeat(stack.length)}${f.close}` : f.close);
+      continue;
+    }
+    const [k, v] = f.entries[f.i++] as [string | undefined, ExactJson];
+    parts.push(f.i > 1 ? `,${indent}` : indent);
+    if (k !== undefined) parts.push(`${JSON.stringify(k)}:${space > 0 ? " " : ""}`);
+    if (!leaf(v)) {
+      const g = open(v as ReadonlyMap<string, ExactJson> | readonly ExactJson[]);
+      if (g !== undefined) stack.push(g);
+    }
+  }
+  return parts.join("");
+}
+
+/** A decimal literal as sign, significant digits and a power of ten: value = ±digits × 10^exp. */
+interface Decimal {
+  readonly negative: boolean;
+  /** No leading or trailing zeros; "" for zero. */
+  readonly digits: string;
+  readonly exp: bigint;
+}
+
+function decimalOf(text: string): Decimal {
+  const m = /^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/.exec(text);
+  if (m === null) throw new TypeError(`not a JSON number: ${text}`);
+  const frac = m[3] ?? "";
+  let digits = `${m[2] as string}${frac}`.replace(/^0+/, "");
+  let exp = BigInt(m[4] ?? "0") - BigInt(frac.length);
+  const trimmed = digits.replace(/0+$/, "");
+  exp += BigInt(digits.length - trimmed.length);
+  digits = trimmed;
+  return { negative: m[1] === "-" && digits !== "", digits, exp: digits === "" ? 0n : exp };
+}
+
+/** Does `Number(text)` hold exactly the value the literal `text` denotes, as JSON writes it back? */
+export function isExactInJs(text: string): boolean {
+  const n = Number(text);
+  if (!Number.isFinite(n)) return false;
+  const a = decimalOf(text);
+  const b = decimalOf(JSON.stringify(n));
+  return a.digits === b.digits && a.exp === b.exp && a.negative === b.negative;
+}
+
+/** Longest decimal expansion {@link decimalForm} and {@link toBigInt} produce. */
+export const MAX_DECIMAL_DIGITS = 100_000;
+
+/**
+ * The literal in plain positional notation, exactly (`1e3` → `1000`, `1e-3` → `0.001`,
+ * `-0` → `0`), as the tool's `output -raw` prints numbers; undefined when that would be
+ * longer than {@link MAX_DECIMAL_DIGITS} digits.
+ */
+export function decimalForm(text: string): string | undefined {
+  const { negative, digits, exp } = decimalOf(text);
+  if (digits === "") return "0";
+  const len = BigInt(digits.length);
+  const size = exp >= 0n ? len + exp : exp + len > 0n ? len : -exp + 1n;
+  if (size > BigInt(MAX_DECIMAL_DIGITS)) return undefined;
+  const e = Number(exp);
+  let s: string;
+  if (e >= 0) s = digits + "0".repeat(e);
+  else if (-e < digits.length) s = `${digits.slice(0, digits.length + e)}.${digits.slice(digits.length + e)}`;
+  else s = `0.${"0".repeat(-e - digits.length)}${digits}`;
+  return negative ? `-${s}` : s;
+}
+
+/**
+ * The literal as a bigint: `"whole"` when it is not a whole number, `"too-large"` when it
+ * has more than {@link MAX_DECIMAL_DIGITS} digits.
+ */
+export function toBigInt(text: string): bigint | "not-whole" | "too-large" {
+  const { negative, digits, exp } = decimalOf(text);
+  if (digits === "") return 0n;
+  if (exp < 0n) return "not-whole";
+  if (BigInt(digits.length) + exp > BigInt(MAX_DECIMAL_DIGITS)) return "too-large";
+  const v = BigInt(digits) * 10n ** exp;
+  return negative ? -v : v;
+}

@@ -1,0 +1,150 @@
+/**
+ * The one way objstate reads a file a person named (config, props, state, shared
+ * credentials): a FIFO, a device or an oversized file is refused at once, before a byte
+ * is read, instead of hanging on a pipe no one writes or filling memory from /dev/zero.
+ */
+import { nodeFs } from "./builtins.js";
+
+/** Why a file could not be read; the caller turns it into its own typed error. */
+export type ReadFileProblem =
+  | { readonly kind: "missing" }
+  | { readonly kind: "directory" }
+  | { readonly kind: "not-regular"; readonly what: string }
+  | { readonly kind: "too-large"; readonly size: number; readonly limit: number }
+  | { readonly kind: "unreadable"; readonly code: string };
+
+/** Thrown by {@link readBoundedFile}; `problem` says why, {@link describeReadProblem} says it in words. */
+export class ReadFileError extends Error {
+  constructor(
+    readonly file: string,
+    readonly problem: ReadFileProblem,
+    options?: { cause?: unknown },
+  ) {
+    super(`cannot read ${file}: ${describeReadProblem(problem)}`, options);
+    this.name = "ReadFileError";
+  }
+}
+
+/** A file's bytes and the mode it had when read (for permission warnings). */
+export interface BoundedRead {
+  readonly bytes: Buffer;
+  /** `st_mode` of the file read, or undefined for standard input. */
+  readonly mode: number | undefined;
+}
+
+/** `1 MiB`, `500 MiB`: limits are whole MiB. */
+function mib(n: number): string {
+  return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
+}
+
+/** The problem in words, e.g. `is a FIFO (named pipe), not a regular file`. */
+export function describeReadProblem(p: ReadFileProblem): string {
+  switch (p.kind) {
+    case "missing":
+      return "no such file";
+    case "directory":
+      return "is a directory";
+    case "not-regular":
+      return `is ${p.what}, not a regular file`;
+    case "too-large":
+      return `is larger than the limit of ${mib(p.limit)}${p.size > p.limit ? ` (${p.size} bytes)` : ""}`;
+    case "unreadable":
+      return p.code === "EACCES" || p.code === "EPERM" ? "permission denied" : `cannot be read (${p.code})`;
+  }
+}
+
+function kindOf(st: import("node:fs").Stats): string {
+  if (st.isFIFO()) return "a FIFO (named pipe)";
+  if (st.isCharacterDevice()) return "a character device";
+  if (st.isBlockDevice()) return "a block device";
+  if (st.isSocket()) return "a socket";
+  return "not a regular file";
+}
+
+function checkStats(file: string, st: import("node:fs").Stats, limit: number): void {
+  if (st.isDirectory()) throw new ReadFileError(file, { kind: "directory" });
+  if (!st.isFile()) throw new ReadFileError(file, { kind: "not-regular", what: kindOf(st) });
+  if (st.size > limit) throw new ReadFileError(file, { kind: "too-large", size: st.size, limit });
+}
+
+function problemOf(e: unknown): ReadFileProblem {
+  const code = (e as NodeJS.ErrnoException).code ?? "error";
+  if (code === "ENOENT" || code === "ENOTDIR") return { kind: "missing" };
+  if (code === "EISDIR") return { kind: "directory" };
+  return { kind: "unreadable", code };
+}
+
+/** Read from `fd` until end of file, refusing more than `limit` bytes. */
+function readAll(file: string, fd: number, limit: number, sizeHint: number): Buffer {
+  const fs = nodeFs();
+  const chunks: Buffer[] = [];
+  let total = 0;
+  // One read of the expected size, plus one byte to see whether the file grew past the limit.
+  let chunk = Buffer.allocUnsafe(Math.min(limit, Math.max(sizeHint, 64 * 1024)) + 1);
+  for (;;) {
+    let n: number;
+    try {
+      n = fs.readSync(fd, chunk, 0, chunk.length, null);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      // Standard input in non-blocking mode (a terminal or a pipe set so by a parent): wait briefly.
+      if (code === "EAGAIN") {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+        continue;
+      }
+      if (code === "EOF") break;
+      throw new ReadFileError(file, problemOf(e), { cause: e });
+    }
+    if (n === 0) break;
+    total += n;
+    if (total > limit) throw new ReadFileError(file, { kind: "too-large", size: total, limit });
+    chunks.push(chunk.subarray(0, n));
+    chunk = Buffer.allocUnsafe(Math.min(limit - total, 1024 * 1024) + 1);
+  }
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total);
+}
+
+/**
+ * Read a whole file of at most `limit` bytes. `-` is standard input (any kind of stream,
+ * still bounded by `limit`). A path must be a regular file (symbolic links to one are
+ * fine): it is checked with stat before it is opened, opened non-blocking (so a FIFO
+ * swapped in meanwhile cannot block the open), and checked again on the open descriptor.
+ * @throws ReadFileError
+ */
+export function readBoundedFile(file: string, limit: number): BoundedRead {
+  const fs = nodeFs();
+  if (file === "-") return { bytes: readAll("standard input", 0, limit, 0), mode: undefined };
+  let st: import("node:fs").Stats;
+  try {
+    st = fs.statSync(file);
+  } catch (e) {
+    throw new ReadFileError(file, problemOf(e), { cause: e });
+  }
+  checkStats(file, st, limit);
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  } catch (e) {
+    throw new ReadFileError(file, problemOf(e), { cause: e });
+  }
+  try {
+    const fst = fs.fstatSync(fd);
+    checkStats(file, fst, limit);
+    return { bytes: readAll(file, fd, limit, fst.size), mode: fst.mode };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Limits of {@link readBoundedFile} for each kind of file objstate reads. */
+export const FILE_LIMITS = {
+  /**
+   * A state to push: below V8's longest string (about 512 MiB), since the state is checked
+   * as JSON text before it is written.
+   */
+  state: 500 * 1024 * 1024,
+  /** `--config` and `synth FILE`: settings, or a props document with many remote states. */
+  config: 16 * 1024 * 1024,
+  /** The shared credentials file: a few profiles. */
+  credentials: 1024 * 1024,
+} as const;
