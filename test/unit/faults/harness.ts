@@ -127,7 +127,7 @@ export function scratch(): { file: (name: string, text: string) => string } {
   };
 }
 
-/** `cond` with the command's output, for assertion messages. */
+/** An assertion message: what was checked, with the command's exit code and output. */
 export function explain(what: string, r: CliResult): string {
   return `${what}: exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
 }
