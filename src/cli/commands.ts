@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline/promises";
-import type { ObjectStoreBackend } from "../backend/backend.js";
+import { NO_LOCK_ID, type ObjectStoreBackend } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../backend/layout.js";
 import { describeHolder } from "../backend/lock-info.js";
 import { COMMON_FIELDS } from "../config/fields.js";
@@ -343,9 +343,12 @@ export async function forceUnlockAction(id: string, opts: Opts): Promise<void> {
   await withBackend(config, async (backend) => {
     if (!force) {
       const holder = await backend.lockInfo(workspace);
-      if (holder === null) throw new CliError("LOCK_NOT_FOUND", `the state at ${backend.describe(workspace)} is not locked (no lock with ID ${id})`, EXIT.error);
-      if (holder.ID !== id) throw new CliError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${backend.describe(workspace)}: ${describeHolder(holder)}`, EXIT.locked);
-      process.stderr.write(`The lock on ${backend.describe(workspace)}: ${describeHolder(holder)}.\nReleasing it while its holder is still at work can corrupt the state.\n`);
+      // no-id names an item without readable lock info, which may have no Info at all.
+      if (holder === null && id !== NO_LOCK_ID) throw new CliError("LOCK_NOT_FOUND", `the state at ${backend.describe(workspace)} is not locked (no lock with ID ${id})`, EXIT.error);
+      if (holder === null) process.stderr.write(`The lock item of ${backend.describe(workspace)} has no lock info.\n`);
+      else if (holder.ID !== (id === NO_LOCK_ID ? "" : id)) throw new CliError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${backend.describe(workspace)}: ${describeHolder(holder)}`, EXIT.locked);
+      else process.stderr.write(`The lock on ${backend.describe(workspace)}: ${describeHolder(holder)}.\n`);
+      process.stderr.write("Releasing it while its holder is still at work can corrupt the state.\n");
       if (!(await confirm("Force-unlock? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "force-unlock cancelled; the lock is still held", EXIT.error);
     }
     await backend.forceUnlock(workspace, id);

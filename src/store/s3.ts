@@ -99,6 +99,13 @@ export class S3Driver implements ObjectStoreDriver {
     try {
       const partial = options.maxBytes !== undefined;
       const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: partial ? `bytes=0-${Math.max(0, options.maxBytes - 1)}` : undefined }));
+      // Every S3 object answer carries an ETag; a 200 without one (a DynamoDB server's health
+      // page, a web server) is not an object, and must not pass for a state.
+      if (res.ETag === undefined) {
+        throw new ObjstateError("ENDPOINT_NOT_S3", `cannot get "${key}" in bucket "${this.bucket}" at ${this.endpoint}: the endpoint does not speak the S3 API (its answer is not an S3 object); check --endpoint: is it the lock table's (DynamoDB) endpoint?`, {
+          details: { key, bucket: this.bucket },
+        });
+      }
       if (partial) {
         const body = await readBody(res.Body, res.ContentLength, undefined);
         return { body, meta: toMeta({ ...res, ContentLength: totalSize(res.ContentRange) ?? body.length }) };

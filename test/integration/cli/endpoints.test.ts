@@ -99,6 +99,11 @@ describe("objstate CLI: endpoints that answer wrongly", () => {
     assert.equal(list.code, 1);
     assertErrorLine(list, /the endpoint does not speak the S3 API/);
     assert.doesNotMatch(list.stderr, /\$response|Deserialization/);
+    // A GET that the DynamoDB server answers 200 (its health page) is no state either.
+    const pull = runCli(["state", "pull", "--bucket", "some-bucket", "--endpoint", s.dynamoEndpoint], { env });
+    assert.equal(pull.code, 1, pull.stdout);
+    assert.equal(pull.stdout, "");
+    assertErrorLine(pull, /the endpoint does not speak the S3 API/);
   });
 
   it("says each word once: a bucket check refused is not 'check bucket bucket'", () => {

@@ -33,8 +33,8 @@ const closedPort = (): Promise<number> =>
 describe("CLI: workspaces . and .. are refused with exit 2, before anything is written", () => {
   for (const name of [".", ".."]) {
     it(`workspace new/delete ${name}, -w ${name}, a config file's workspace ${name}`, () => {
-      usage(runCli(["workspace", "new", name, ...base]), /workspace name must be .*not '\.' or '\.\.'/);
-      usage(runCli(["workspace", "delete", name, ...base]), /workspace name must be/);
+      usage(runCli(["workspace", "new", name, ...base]), /workspace must be .*not '\.' or '\.\.'/);
+      usage(runCli(["workspace", "delete", name, ...base]), /workspace must be/);
       usage(runCli(["state", "pull", "-w", name, ...base]), /--workspace must be/);
       usage(runCli(["state", "push", "-", "--workspace", name, ...base], { input: "{}" }), /--workspace must be/);
       const file = join(work, `ws${name.length}.json`);

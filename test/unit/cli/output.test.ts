@@ -125,6 +125,6 @@ describe("objstate output", () => {
     await backend.writeState("broken", '{"version": 4,\n"outputs": {"a": {"value": [1,]}}}');
     const broken = cli("broken");
     assert.equal(broken.code, 1);
-    assert.match(broken.stderr, /is not valid JSON: Unexpected token '\]' at line 2, column 31\n$/);
+    assert.match(broken.stderr, /is not valid JSON: unexpected character at line 2, column 31\n$/);
   });
 });

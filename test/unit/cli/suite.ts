@@ -241,6 +241,22 @@ export function cliSuite(makeTarget: () => Target): void {
   });
 
   describe("locks", () => {
+    it("a lock item without readable lock info: the lock error says how to clear it, force-unlock no-id clears it", async () => {
+      const t = await fresh();
+      const creds = t.props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: t.props.accessKey as string, secretAccessKey: t.props.secretKey as string });
+      const kv = await openLockTable({ table: t.props.kvstoreTable as string, endpoint: t.props.kvstoreEndpoint as string, credentials: creds });
+      await kv.put(`${t.props.bucket}/env:/tool.tfstate`, "Holder", "by hand");
+      kv.close();
+      const locked = t.cli(["lock"]);
+      assert.equal(locked.code, 3);
+      assertOneLineError(locked, /no readable lock info.*objstate force-unlock no-id/);
+      const cleared = t.cli(["force-unlock", "no-id", "--force"]);
+      assert.equal(cleared.code, 0, cleared.stderr);
+      const lock = t.cli(["lock"]);
+      assert.equal(lock.code, 0, lock.stderr);
+      assert.equal(t.cli(["unlock", lock.stdout.trim()]).code, 0);
+    });
+
     it("lock prints the ID; a second lock and a push exit 3 naming the holder; unlock releases", async () => {
       const t = await fresh();
       assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
