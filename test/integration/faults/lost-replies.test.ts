@@ -13,6 +13,8 @@ import { faulty, type Faulty } from "./setup.js";
 
 const LOCK_WRITE: RequestMatch = { target: "DynamoDB_20120810.PutItem", body: '"Info"' };
 const UNLOCK: RequestMatch = { target: "DynamoDB_20120810.DeleteItem" };
+/** The first step of a release: the item marked `Released` by its ID. */
+const RELEASE_MARK: RequestMatch = { target: "DynamoDB_20120810.UpdateItem", body: '"Released"' };
 const DIGEST_WRITE: RequestMatch = { target: /\.(PutItem|UpdateItem)$/, body: '"Digest"' };
 
 describe("a lost reply from the lock table", { timeout: TIMEOUT_MS }, () => {
@@ -33,6 +35,7 @@ describe("a lost reply from the lock table", { timeout: TIMEOUT_MS }, () => {
   for (const [name, match] of [
     ["the lock write", LOCK_WRITE],
     ["the unlock", UNLOCK],
+    ["the release mark", RELEASE_MARK],
     ["the digest write", DIGEST_WRITE],
   ] as const) {
     it(`state push succeeds and leaves no lock when the reply to ${name} is lost`, async () => {
@@ -70,6 +73,19 @@ describe("a lost reply from the lock table", { timeout: TIMEOUT_MS }, () => {
     const unlock = await f.proxied(["unlock", id, "-w", ws]);
     assert.equal((await fired(unlockDrop))?.outcome, "dropped", "no reply to the unlock was dropped");
     assert.equal(unlock.code, 0, explain("unlock with its reply lost", unlock));
+    await assertNoLock(f.direct, ws);
+  });
+
+  it("state push succeeds when the gateway's reply to the state PUT is lost: the retry finds its own write", async () => {
+    const ws = "state-put";
+    const lineage = randomUUID();
+    const text = stateText(lineage, 1, [ws]);
+    // Only the state object's PUT (not the guard's ranged GET), answered by the gateway, then cut.
+    const drop = f.s3.dropReplyOnce({ method: "PUT", path: new RegExp(`/${ws}/`) });
+    const push = await f.proxied(["state", "push", files.file(`${ws}.json`, text), "-w", ws]);
+    assert.equal((await fired(drop))?.outcome, "dropped", "no reply to the state PUT was dropped");
+    assert.equal(push.code, 0, explain("push with the reply to its PUT lost", push));
+    assert.equal((await f.direct(["state", "pull", "-w", ws])).stdout, text);
     await assertNoLock(f.direct, ws);
   });
 });
