@@ -366,7 +366,9 @@ export class ObjectStoreBackend {
       throw conflict(`the state at ${where} changed since it was read (${options.ifMatch === null ? "there was none" : `version ${options.ifMatch}`}, now ${current?.etag ?? "none"}); nothing was written. Read it again, reapply the change and write again.`, {});
     }
     let extraRead = false;
-    if (current !== null && current.size === bytes.length) {
+    // Identical bytes have identical headers: only then is the hash worth waiting for before
+    // the upload (for a large state it would otherwise run alongside it).
+    if (current !== null && current.size === bytes.length && current.header.serial === incoming.serial && current.header.lineage === incoming.lineage) {
       // Possibly the same content again: a no-op, but one that makes sure the digest is recorded.
       const sum = await hashing;
       const stored = current.md5 ?? (extraRead = true, await this.md5OfStored(path));
