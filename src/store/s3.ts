@@ -28,7 +28,7 @@ import type { PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.js";
 import { ObjstateError } from "../errors.js";
-import { armClient, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig } from "../util/sdk-client.js";
+import { armClient, deadlineMs, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, type Timeouts } from "../util/sdk-client.js";
 import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "./endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
@@ -79,6 +79,9 @@ export class S3Driver implements ObjectStoreDriver {
   private readonly bucket: string;
   private readonly endpoint: string;
   private readonly multipartThreshold: number;
+  private readonly timeouts: Timeouts;
+  /** A client like {@link client} with other timeouts (a streamed upload's deadline, see putStreamed). */
+  private readonly newClient: (timeouts: Timeouts) => S3Client;
 
   constructor(options: S3DriverOptions) {
     const ep = parseEndpoint(options.endpoint, options.cwd);
@@ -90,16 +93,22 @@ export class S3Driver implements ObjectStoreDriver {
     this.location = `${this.endpoint}/${this.bucket}`;
     this.multipartThreshold = options.multipartThreshold ?? DEFAULT_MULTIPART_THRESHOLD;
     const timeouts = resolveTimeouts(options.timeouts);
-    this.client = new S3Client({
-      ...sdkClientConfig({ service: "object store", endpoint: ep.url, region: options.region ?? "us-east-1", credentials: sdkCredentialsFor(options.credentials), timeouts }),
-      forcePathStyle: true,
-      requestChecksumCalculation: "WHEN_REQUIRED",
-      responseChecksumValidation: "WHEN_REQUIRED",
-      useArnRegion: false,
-      disableS3ExpressSessionAuth: true,
-    });
-    armClient(this.client, { service: "object store", endpoint: ep.url, timeouts });
-    if (options.onRequest !== undefined) this.addRequestHook(options.onRequest);
+    this.timeouts = timeouts;
+    const credentials = sdkCredentialsFor(options.credentials);
+    this.newClient = (t) => {
+      const client = new S3Client({
+        ...sdkClientConfig({ service: "object store", endpoint: ep.url, region: options.region ?? "us-east-1", credentials, timeouts: t }),
+        forcePathStyle: true,
+        requestChecksumCalculation: "WHEN_REQUIRED",
+        responseChecksumValidation: "WHEN_REQUIRED",
+        useArnRegion: false,
+        disableS3ExpressSessionAuth: true,
+      });
+      armClient(client, { service: "object store", endpoint: ep.url, timeouts: t });
+      if (options.onRequest !== undefined) addRequestHook(client, options.onRequest);
+      return client;
+    };
+    this.client = this.newClient(timeouts);
   }
 
   async get(key: string, options: GetOptions = {}): Promise<GetResult | null> {
@@ -329,7 +338,12 @@ export class S3Driver implements ObjectStoreDriver {
     }
     const what = `the bytes for ${params.Key ?? "?"}`;
     const md5 = (await options.md5) ?? (await md5OfSource(source, what));
+    // The shared client's deadline grows with a body it can measure (bytes in memory), not
+    // with a stream: each attempt gets a client of its own, whose deadline is what is left
+    // of the one this body deserves (one deadline for all attempts, as for any request).
+    const deadline = Date.now() + deadlineMs(this.timeouts, source.size);
     for (let attempt = 1; ; attempt++) {
+      const client = this.newClient({ ...this.timeouts, requestMs: Math.max(1, deadline - Date.now()) });
       const controller = new AbortController();
       let failed: unknown;
       let sent = 0;
@@ -344,13 +358,14 @@ export class S3Driver implements ObjectStoreDriver {
         controller.abort(e);
       });
       try {
-        await this.client.send(
+        await client.send(
           new PutObjectCommand({
             ...params,
             Body: body,
             ContentLength: source.size,
             ContentMD5: Buffer.from(md5, "hex").toString("base64"),
             IfNoneMatch: options.ifNoneMatch === true ? "*" : undefined,
+            // RGW compares If-Match against the bare ETag and refuses a quoted one (ceph.md).
             IfMatch: options.ifMatch?.replace(/"/g, ""),
           }),
           { abortSignal: controller.signal },
@@ -359,24 +374,14 @@ export class S3Driver implements ObjectStoreDriver {
         return;
       } catch (e) {
         if (failed !== undefined) throw failed;
-        if (attempt >= MAX_ATTEMPTS || !transient(e, conditional)) throw e;
+        const pause = RETRY_BASE_MS * 2 ** (attempt - 1) * (0.5 + Math.random());
+        if (attempt >= MAX_ATTEMPTS || !transient(e, conditional) || Date.now() + pause >= deadline) throw e;
+        await sleep(pause);
       } finally {
         body.destroy();
+        client.destroy();
       }
-      await sleep(RETRY_BASE_MS * 2 ** (attempt - 1) * (0.5 + Math.random()));
     }
-  }
-
-  /** Records each request after the signer ran, i.e. exactly the headers that are sent. */
-  private addRequestHook(onRequest: (req: WireRequest) => void): void {
-    const hook =
-      <A extends { request: unknown }, R>(next: (args: A) => Promise<R>) =>
-      async (args: A): Promise<R> => {
-        const wire = toWireRequest(args.request);
-        if (wire !== null) onRequest(wire);
-        return next(args);
-      };
-    this.client.middlewareStack.addRelativeTo(hook, { relation: "after", toMiddleware: "httpSigningMiddleware", name: "objstateRequestHook" });
   }
 
   private mapPutError(e: unknown, key: string, conditional: boolean): ObjstateError {
@@ -658,4 +663,16 @@ function transient(e: unknown, conditional: boolean): boolean {
   if (status === undefined) return networkCode(e) !== undefined;
   if (status === 500) return !conditional;
   return status === 502 || status === 503 || status === 504 || status === 429 || errorName(e) === "RequestTimeout" || errorName(e) === "SlowDown";
+}
+
+/** Records each request after the signer ran, i.e. exactly the headers that are sent. */
+function addRequestHook(client: S3Client, onRequest: (req: WireRequest) => void): void {
+  const hook =
+    <A extends { request: unknown }, R>(next: (args: A) => Promise<R>) =>
+    async (args: A): Promise<R> => {
+      const wire = toWireRequest(args.request);
+      if (wire !== null) onRequest(wire);
+      return next(args);
+    };
+  client.middlewareStack.addRelativeTo(hook, { relation: "after", toMiddleware: "httpSigningMiddleware", name: "objstateRequestHook" });
 }
