@@ -11,7 +11,8 @@ import type { Env, ResolvedBackendSettings } from "../resolve/settings.js";
 import { parseEndpoint } from "../store/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { S3DriverOptions } from "../store/s3.js";
-import type { Acl, ObjectStoreDriver } from "../store/types.js";
+import { isByteSource, md5OfSource, prefixOf, sizeOf } from "../store/byte-source.js";
+import type { Acl, ByteSource, ObjectStoreDriver } from "../store/types.js";
 import { resolveIdentity, type Identity } from "../credentials/chain.js";
 import { resolveEffectiveSettings } from "../credentials/index.js";
 import type { Clock } from "../credentials/refresh.js";
@@ -94,6 +95,12 @@ export interface WriteOptions {
    * caller that is interrupted can tell the truth about what was written.
    */
   readonly onStored?: (() => void) | undefined;
+  /**
+   * Hex MD5 of the state, when the caller already hashed it (while checking a large file):
+   * saves a pass over a {@link ByteSource}. The store refuses the write when the bytes do
+   * not hash to it.
+   */
+  readonly md5?: string | undefined;
 }
 
 /** Options of {@link ObjectStoreBackend.lock}. */
@@ -326,37 +333,35 @@ export class ObjectStoreBackend {
    * Without a `lockId` (and with a lock table) the write takes and releases a lock itself.
    * The digest is recorded after the state; failing to record it is `DIGEST_WRITE_FAILED`.
    */
-  async writeState(workspace: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<WriteResult> {
-    const bytes = toBuffer(data);
+  async writeState(workspace: string, data: Uint8Array | string | ByteSource, options: WriteOptions = {}): Promise<WriteResult> {
+    const body = isByteSource(data) ? data : toBuffer(data);
+    const size = sizeOf(body);
     // Bytes that are not a JSON object carry no lineage or serial: the guard then lets them
     // replace only what it would let anything replace. (The CLI refuses such input earlier.)
-    const incoming = scanHeader(bytes.subarray(0, HEADER_BYTES)) ?? { complete: false };
+    const head = isByteSource(body) ? await prefixOf(body, HEADER_BYTES) : body.subarray(0, HEADER_BYTES);
+    const incoming = scanHeader(head) ?? { complete: false };
+    // Large states are hashed in a worker thread (bytes in memory) or in one streamed pass
+    // (a source) while other work goes on.
+    const hashing = options.md5 !== undefined ? Promise.resolve(options.md5.toLowerCase()) : isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body);
+    hashing.catch(() => undefined); // awaited later; a failure before then must not go unhandled
+    const input: Incoming = { body, size, header: incoming, hashing, streamed: isByteSource(body) };
     const locks = this.locks;
     if (locks !== undefined && options.lockId === undefined) {
       const lock = await this.lock(workspace, { operation: "writeState" });
       try {
-        return await this.writeFenced(workspace, bytes, incoming, locks, lock, options);
+        return await this.writeFenced(workspace, input, locks, lock, options);
       } finally {
         await this.unlock(workspace, lock.ID);
       }
     }
-    return this.writeFenced(workspace, bytes, incoming, locks, undefined, options);
+    return this.writeFenced(workspace, input, locks, undefined, options);
   }
 
-  private async writeFenced(
-    workspace: string,
-    bytes: Buffer,
-    incoming: { lineage?: string; serial?: number },
-    locks: LockTableDriver | undefined,
-    ownLock: LockInfo | undefined,
-    options: WriteOptions,
-  ): Promise<WriteResult> {
+  private async writeFenced(workspace: string, input: Incoming, locks: LockTableDriver | undefined, ownLock: LockInfo | undefined, options: WriteOptions): Promise<WriteResult> {
     const path = this.statePath(workspace);
     const where = this.describe(workspace);
     const lockId = ownLock?.ID ?? options.lockId;
-    // Large states are hashed in a worker thread while other work goes on.
-    const hashing = md5Of(bytes);
-    hashing.catch(() => undefined); // awaited below; a failure before then must not go unhandled
+    const { hashing, header: incoming } = input;
     const checkHolder = (): Promise<LockInfo | undefined> =>
       locks !== undefined && lockId !== undefined ? this.assertHolder(workspace, lockId, locks) : Promise.resolve(ownLock);
     const [current, firstHolder] = await Promise.all([this.inspect(path, where), checkHolder()]);
@@ -368,7 +373,7 @@ export class ObjectStoreBackend {
     let extraRead = false;
     // Identical bytes have identical headers: only then is the hash worth waiting for before
     // the upload (for a large state it would otherwise run alongside it).
-    if (current !== null && current.size === bytes.length && current.header.serial === incoming.serial && current.header.lineage === incoming.lineage) {
+    if (current !== null && current.size === input.size && current.header.serial === incoming.serial && current.header.lineage === incoming.lineage) {
       // Possibly the same content again: a no-op, but one that makes sure the digest is recorded.
       const sum = await hashing;
       const stored = current.md5 ?? (extraRead = true, await this.md5OfStored(path));
@@ -385,11 +390,12 @@ export class ObjectStoreBackend {
     }
     if (extraRead) holder = await checkHolder();
 
-    const known = bytes.length < PARALLEL_MD5_MIN ? await hashing : undefined;
+    // A streamed state's MD5 is known before it is sent (it was read once to hash it).
+    const known = input.streamed || input.size < PARALLEL_MD5_MIN ? await hashing : undefined;
     const metadata = writeMetadata({ incoming, lockId, holder, who: this.who, md5: known });
     const s = this.settings;
     try {
-      await this.store.put(path, bytes, {
+      await this.store.put(path, input.body, {
         contentType: "application/json",
         acl: s.acl.value as Acl | undefined,
         encrypt: s.encrypt.value === true,
@@ -411,10 +417,25 @@ export class ObjectStoreBackend {
 
   /** Is the stored object exactly these bytes, written under this lock (or by this call without one)? */
   private async storedIsOurs(path: string, sum: string, lockId: string | undefined): Promise<boolean> {
-    const obj = await this.store.get(path, { md5: true });
-    if (obj === null || md5(obj.body) !== sum) return false;
-    const by = obj.meta.metadata?.[META.lockId];
+    const stored = await this.storedDigest(path);
+    if (stored === null || stored.md5 !== sum) return false;
+    const by = stored.meta.metadata?.[META.lockId];
     return lockId === undefined ? by === undefined : by === encodeMeta(lockId);
+  }
+
+  /**
+   * The stored object's metadata and MD5 without holding a large object in memory: up to
+   * {@link HASH_READ_MAX} bytes are read and hashed (the bytes themselves are the truth);
+   * a larger object's MD5 is its record (the store's plain MD5 ETag, else objstate's
+   * metadata), undefined when it has none. `proven` says the MD5 comes from the bytes (or
+   * from the store's own ETag, which it computed from them).
+   */
+  private async storedDigest(path: string): Promise<{ meta: ObjectMeta; md5: string | undefined; proven: boolean } | null> {
+    const obj = await this.store.get(path, { maxBytes: HASH_READ_MAX });
+    if (obj === null) return null;
+    if (obj.body.length >= obj.meta.size) return { meta: obj.meta, md5: md5(obj.body), proven: true };
+    const etag = plainMd5(obj.meta);
+    return { meta: obj.meta, md5: etag ?? recordedMd5(obj.meta), proven: etag !== undefined };
   }
 
   /**
@@ -428,9 +449,9 @@ export class ObjectStoreBackend {
     let note = "";
     if (locks !== undefined) {
       try {
-        const obj = await this.store.get(this.statePath(workspace), { md5: true });
-        if (obj !== null) {
-          const actual = md5(obj.body);
+        const obj = await this.storedDigest(this.statePath(workspace));
+        const actual = obj?.md5;
+        if (obj !== null && actual !== undefined && obj.proven) {
           const recorded = normalizeDigest(await locks.get(this.digestId(workspace), "Digest"));
           if (recorded !== actual && provenComplete(obj.meta, actual)) {
             await this.recordDigest(workspace, actual, locks);
@@ -456,13 +477,13 @@ export class ObjectStoreBackend {
       // Whatever is stored is not a state (hand-written, or junk): nothing to guard.
       header = { lineage: undefined, serial: undefined, version: undefined, empty: true };
     }
-    const md5Known = whole ? md5(obj.body) : plainMd5(obj.meta);
+    const md5Known = whole ? md5(obj.body) : (plainMd5(obj.meta) ?? recordedMd5(obj.meta));
     return { etag: obj.meta.etag, size: obj.meta.size, header, md5: md5Known, meta: obj.meta };
   }
 
+  /** The stored object's MD5 when its record has none: hashed from its bytes, if it is not too large to read. */
   private async md5OfStored(path: string): Promise<string | undefined> {
-    const obj = await this.store.get(path, { md5: true });
-    return obj === null ? undefined : md5(obj.body);
+    return (await this.storedDigest(path))?.md5;
   }
 
   private async recordDigest(workspace: string, digest: string, locks: LockTableDriver): Promise<void> {
@@ -700,6 +721,11 @@ export class ObjectStoreBackend {
 const GUARD_READ_BYTES = 64 * 1024;
 /** How much of a state to write is scanned for its lineage and serial. */
 const HEADER_BYTES = 64 * 1024;
+/**
+ * Largest stored state read whole to learn its MD5 (same-content check, a lost race): a
+ * larger one is judged by its MD5 record, so a write never pulls a huge object into memory.
+ */
+const HASH_READ_MAX = 256 * 1024 * 1024;
 /** The lock item attribute that marks a release in progress (see `unlock`). */
 const RELEASED = "Released";
 
@@ -764,6 +790,17 @@ export interface WriteResult {
   readonly md5: string;
 }
 
+/** The state being written, as {@link ObjectStoreBackend.writeState} prepared it. */
+interface Incoming {
+  readonly body: Buffer | ByteSource;
+  readonly size: number;
+  readonly header: { lineage?: string; serial?: number };
+  /** Hex MD5 of the body (computed, or given by the caller). */
+  readonly hashing: Promise<string>;
+  /** Streamed from a source (its MD5 is then known before the write starts). */
+  readonly streamed: boolean;
+}
+
 /** The stored state as the guard sees it. */
 interface Current {
   readonly etag: string | undefined;
@@ -786,6 +823,12 @@ function plainMd5(meta: ObjectMeta): string | undefined {
   if (etag === undefined || !/^[0-9a-f]{32}$/.test(etag)) return undefined;
   if (meta.serverSideEncryption !== undefined && meta.serverSideEncryption !== "AES256") return undefined;
   return etag;
+}
+
+/** The MD5 objstate recorded in an object's metadata, if any. */
+function recordedMd5(meta: ObjectMeta): string | undefined {
+  const v = meta.metadata?.[META.md5]?.toLowerCase();
+  return v !== undefined && /^[0-9a-f]{32}$/.test(v) ? v : undefined;
 }
 
 /**

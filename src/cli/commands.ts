@@ -15,8 +15,9 @@ import type { ResolvedSetting } from "../resolve/settings.js";
 import { synthesizeProps } from "../synth/document.js";
 import { formatToolJson, secretWarnings } from "../synth/tool-json.js";
 import { durationFlag } from "./duration.js";
-import { CliError, EXIT, parseJsonText, readInput, readJsonFile, usageError } from "./io.js";
+import { CliError, EXIT, readJsonFile, usageError } from "./io.js";
 import { acquireLock, guardedWhileLocked, lockWaiting, requireLocking, stateStored, warn, withBackend } from "./runtime.js";
+import { openStateInput } from "./state-input.js";
 import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 import { redactUrl } from "../util/redact.js";
@@ -215,9 +216,10 @@ async function underLock<T>(backend: ObjectStoreBackend, workspace: string, opts
 }
 
 /**
- * `objstate state push FILE|-`: checks the input is a JSON object, then writes it under the
- * lock (its own, or the caller's with --lock-id), through the lineage guard (--force to
- * override) and conditional on the stored version it checked.
+ * `objstate state push FILE|-`: checks the input is a JSON object (one streamed pass that
+ * also hashes it, so a state of any size up to 5 GiB), then writes it under the lock (its
+ * own, or the caller's with --lock-id), through the lineage guard (--force to override)
+ * and conditional on the stored version it checked, streaming the file again.
  */
 export async function statePushAction(file: string, opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
@@ -225,26 +227,26 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   lockTimeoutOf(opts);
   lockIdOf(opts);
   const config = backendConfigOf(input);
-  const bytes = readInput(file, "state");
-  const name = file === "-" ? "standard input" : file;
-  const doc = parseJsonText(bytes.toString("utf8"), name);
-  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw usageError(`${name} is not a state: expected a JSON object`, "INVALID_STATE");
+  const state = await openStateInput(file);
   const force = opts["force"] === true;
-
-  await withBackend(config, async (backend) => {
-    const where = backend.describe(workspace);
-    const { result, locked } = await underLock(backend, workspace, opts, { operation: "state push", info: `objstate state push ${name}` }, async (lockId) => {
-      const progress = Progress.start(process.stderr, `pushing ${where}`, bytes.length);
-      try {
-        return await backend.writeState(workspace, bytes, { lockId, force, onProgress: (sent) => progress.update(sent), onStored: stateStored });
-      } finally {
-        progress.done();
-      }
+  try {
+    await withBackend(config, async (backend) => {
+      const where = backend.describe(workspace);
+      const { result, locked } = await underLock(backend, workspace, opts, { operation: "state push", info: `objstate state push ${state.name}` }, async (lockId) => {
+        const progress = Progress.start(process.stderr, `pushing ${where}`, state.size);
+        try {
+          return await backend.writeState(workspace, state.body, { lockId, force, md5: state.md5, onProgress: (sent) => progress.update(sent), onStored: stateStored });
+        } finally {
+          progress.done();
+        }
+      });
+      if (opts["json"] === true) return printJson({ workspace, path: where, bytes: state.size, locked, written: result.written, md5: result.md5 });
+      if (!result.written) return say(`${where} already holds this state (MD5 ${result.md5}); nothing written`);
+      say(`pushed ${formatBytes(state.size)} to ${where}${locked ? "" : " (not locked: no lock table)"}`);
     });
-    if (opts["json"] === true) return printJson({ workspace, path: where, bytes: bytes.length, locked, written: result.written, md5: result.md5 });
-    if (!result.written) return say(`${where} already holds this state (MD5 ${result.md5}); nothing written`);
-    say(`pushed ${formatBytes(bytes.length)} to ${where}${locked ? "" : " (not locked: no lock table)"}`);
-  });
+  } finally {
+    state.close();
+  }
 }
 
 /**

@@ -40,8 +40,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
 import { acquireClaim, CLAIM_PREFIX } from "./claim.js";
 import { parseEndpoint } from "./endpoint.js";
-import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile } from "./local-fs.js";
-import type { Acl, GetOptions, Leftover, GetResult, ListOptions, ObjectMeta, ObjectStoreDriver, PutOptions, StoreDriverOptions } from "./types.js";
+import { checkDir, createFile, errno, FILE_MODE, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile } from "./local-fs.js";
+import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
+import type { Acl, GetOptions, Leftover, GetResult, ListOptions, ObjectMeta, ObjectStoreDriver, PutBody, PutOptions, StoreDriverOptions } from "./types.js";
 
 const META_DIR = ".meta";
 const TEMP_PREFIX = ".tmp-";
@@ -119,22 +120,35 @@ export class FileDriver implements ObjectStoreDriver {
     return this.withVersion(key, file, async (_v, meta) => meta);
   }
 
-  async put(key: string, body: Buffer, options: PutOptions = {}): Promise<void> {
+  async put(key: string, body: PutBody, options: PutOptions = {}): Promise<void> {
     const file = this.objectPath(key);
     await this.createBucket();
     const temp = path.join(this.bucketDir, tempName(key));
+    const size = sizeOf(body);
     try {
-      let stat: BigIntStats;
+      let written: { stat: BigIntStats; md5: string };
       try {
-        stat = await createFile(temp, body);
+        written = await writeTemp(temp, body, options, `the bytes for ${key}`);
       } catch (e) {
+        if (e instanceof ObjstateError) throw e;
         throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
+      }
+      const stat = written.stat;
+      // The MD5 of what actually landed in the temp file: a caller's MD5 that disagrees means
+      // the source changed since it was hashed, and those bytes must not become the object.
+      const expected = isByteSource(body) ? await options.md5 : undefined;
+      if (expected !== undefined && expected !== written.md5) {
+        throw new ObjstateError(
+          "STORE_INTEGRITY",
+          `the bytes written for ${key} in ${this.location} hash to ${written.md5}, not to the MD5 given (${expected}): the source changed while it was being written; nothing was stored`,
+          { details: { key, expected, actual: written.md5 } },
+        );
       }
       const id = versionId(stat);
       await this.writeMeta(key, id, {
         key,
-        size: body.length,
-        etag: (await options.md5) ?? createHash("md5").update(body).digest("hex"),
+        size,
+        etag: written.md5,
         contentType: options.contentType,
         acl: options.acl,
         serverSideEncryption: options.encrypt === true ? "AES256" : undefined,
@@ -151,7 +165,7 @@ export class FileDriver implements ObjectStoreDriver {
     } finally {
       await removeFile(temp).catch(() => undefined);
     }
-    options.onProgress?.(body.length, body.length);
+    options.onProgress?.(size, size);
   }
 
   async *list(prefix: string, _options?: ListOptions): AsyncIterable<string> {
@@ -466,6 +480,37 @@ export class FileDriver implements ObjectStoreDriver {
       const stale = name === `${replaced}.json` || now - ((await fs.lstat(full).catch(() => null))?.mtimeMs ?? now) > META_GC_GRACE_MS;
       if (stale) await removeFile(full).catch(() => undefined);
     }
+  }
+}
+
+/**
+ * Create the temp file of a write (0600, never through a symbolic link, fsynced) from bytes
+ * in memory or streamed from a source, hashing what is written.
+ */
+async function writeTemp(temp: string, body: PutBody, options: PutOptions, what: string): Promise<{ stat: BigIntStats; md5: string }> {
+  // Bytes in memory were hashed by the caller from these very bytes (or are hashed here).
+  if (!isByteSource(body)) return { stat: await createFile(temp, body), md5: (await options.md5) ?? createHash("md5").update(body).digest("hex") };
+  const onProgress = options.onProgress;
+  const C = fs.constants;
+  const handle = await fs.open(temp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
+  try {
+    await handle.chmod(FILE_MODE);
+    const hash = createHash("md5");
+    let written = 0;
+    await readThrough(
+      body,
+      async (chunk) => {
+        hash.update(chunk);
+        for (let off = 0; off < chunk.length; ) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
+        written += chunk.length;
+        onProgress?.(written, body.size);
+      },
+      what,
+    );
+    await handle.sync();
+    return { stat: await handle.stat({ bigint: true }), md5: hash.digest("hex") };
+  } finally {
+    await handle.close();
   }
 }
 

@@ -9,6 +9,8 @@
  * not load the AWS SDK.
  */
 import { createHash } from "node:crypto";
+import { Readable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   AbortMultipartUploadCommand,
   CreateBucketCommand,
@@ -26,10 +28,11 @@ import type { PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.js";
 import { ObjstateError } from "../errors.js";
-import { armClient, resolveTimeouts, sdkClientConfig } from "../util/sdk-client.js";
+import { armClient, deadlineMs, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, type Timeouts } from "../util/sdk-client.js";
 import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "./endpoint.js";
-import type { CredentialsProvider, GetOptions, GetResult, Leftover, ListOptions, ObjectMeta, ObjectStoreDriver, PutOptions, StoreDriverOptions } from "./types.js";
+import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
+import type { ByteSource, CredentialsProvider, GetOptions, GetResult, Leftover, ListOptions, ObjectMeta, ObjectStoreDriver, PutBody, PutOptions, StoreDriverOptions } from "./types.js";
 
 /** A request as it leaves the client: signed, with every header that goes on the wire. */
 export interface WireRequest {
@@ -54,6 +57,10 @@ const QUEUE_SIZE = 4;
 /** Largest body S3 accepts in one PutObject. */
 const SINGLE_PUT_MAX = 5 * 1024 * MiB;
 const DEFAULT_PAGE_SIZE = 1000;
+/** First pause before retrying a streamed PutObject (doubled per attempt, with jitter). */
+const RETRY_BASE_MS = 200;
+/** Bytes a streamed body reads ahead of the socket. */
+const STREAM_HIGH_WATER = 1024 * 1024;
 
 const NETWORK_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "EPIPE"]);
 const NETWORK_NAMES = new Set(["TimeoutError", "RequestTimeout", "RequestTimeoutException"]);
@@ -72,6 +79,9 @@ export class S3Driver implements ObjectStoreDriver {
   private readonly bucket: string;
   private readonly endpoint: string;
   private readonly multipartThreshold: number;
+  private readonly timeouts: Timeouts;
+  /** A client like {@link client} with other timeouts (a streamed upload's deadline, see putStreamed). */
+  private readonly newClient: (timeouts: Timeouts) => S3Client;
 
   constructor(options: S3DriverOptions) {
     const ep = parseEndpoint(options.endpoint, options.cwd);
@@ -83,16 +93,22 @@ export class S3Driver implements ObjectStoreDriver {
     this.location = `${this.endpoint}/${this.bucket}`;
     this.multipartThreshold = options.multipartThreshold ?? DEFAULT_MULTIPART_THRESHOLD;
     const timeouts = resolveTimeouts(options.timeouts);
-    this.client = new S3Client({
-      ...sdkClientConfig({ service: "object store", endpoint: ep.url, region: options.region ?? "us-east-1", credentials: sdkCredentialsFor(options.credentials), timeouts }),
-      forcePathStyle: true,
-      requestChecksumCalculation: "WHEN_REQUIRED",
-      responseChecksumValidation: "WHEN_REQUIRED",
-      useArnRegion: false,
-      disableS3ExpressSessionAuth: true,
-    });
-    armClient(this.client, { service: "object store", endpoint: ep.url, timeouts });
-    if (options.onRequest !== undefined) this.addRequestHook(options.onRequest);
+    this.timeouts = timeouts;
+    const credentials = sdkCredentialsFor(options.credentials);
+    this.newClient = (t) => {
+      const client = new S3Client({
+        ...sdkClientConfig({ service: "object store", endpoint: ep.url, region: options.region ?? "us-east-1", credentials, timeouts: t }),
+        forcePathStyle: true,
+        requestChecksumCalculation: "WHEN_REQUIRED",
+        responseChecksumValidation: "WHEN_REQUIRED",
+        useArnRegion: false,
+        disableS3ExpressSessionAuth: true,
+      });
+      armClient(client, { service: "object store", endpoint: ep.url, timeouts: t });
+      if (options.onRequest !== undefined) addRequestHook(client, options.onRequest);
+      return client;
+    };
+    this.client = this.newClient(timeouts);
   }
 
   async get(key: string, options: GetOptions = {}): Promise<GetResult | null> {
@@ -136,24 +152,25 @@ export class S3Driver implements ObjectStoreDriver {
     }
   }
 
-  async put(key: string, body: Buffer, options: PutOptions = {}): Promise<void> {
+  async put(key: string, body: PutBody, options: PutOptions = {}): Promise<void> {
+    const size = sizeOf(body);
     const params: PutObjectCommandInput = {
       Bucket: this.bucket,
       Key: key,
-      Body: body,
       ContentType: options.contentType,
       ACL: options.acl,
       ServerSideEncryption: options.encrypt === true ? "AES256" : undefined,
       Metadata: options.metadata === undefined ? undefined : { ...options.metadata },
     };
+    const conditional = options.ifNoneMatch === true || options.ifMatch !== undefined;
     try {
       // Conditional create is always one PutObject: RGW Pacific ignores If-None-Match on
       // CompleteMultipartUpload and silently overwrites, and older S3 clones do the same.
-      const conditional = options.ifNoneMatch === true || options.ifMatch !== undefined;
-      if (body.length >= this.multipartThreshold && !conditional) await this.putMultipart(params, body.length, options);
-      else await this.putSingle(params, body, options);
+      if (size >= this.multipartThreshold && !conditional) await this.putMultipart(params, body, options);
+      else if (isByteSource(body)) await this.putStreamed(params, body, options, conditional);
+      else await this.putSingle({ ...params, Body: body }, body, options);
     } catch (e) {
-      throw this.mapPutError(e, key, options.ifNoneMatch === true || options.ifMatch !== undefined);
+      throw this.mapPutError(e, key, conditional);
     }
   }
 
@@ -296,37 +313,96 @@ export class S3Driver implements ObjectStoreDriver {
     options.onProgress?.(body.length, body.length);
   }
 
-  private async putMultipart(params: PutObjectCommandInput, total: number, options: PutOptions): Promise<void> {
+  private async putMultipart(params: PutObjectCommandInput, body: PutBody, options: PutOptions): Promise<void> {
     // A multipart ETag is no MD5, so the MD5 travels as metadata of the object version:
     // readers take it from there instead of hashing the whole object again. It must be
     // known when the upload is created, so here the hash comes first.
-    const md5 = await options.md5;
-    const withMd5 = md5 === undefined ? params : { ...params, Metadata: { ...params.Metadata, [MD5_METADATA]: md5 } };
+    const total = sizeOf(body);
+    const md5 = (await options.md5) ?? (isByteSource(body) ? await md5OfSource(body, `the bytes for ${params.Key ?? "?"}`) : undefined);
+    const stream = isByteSource(body) ? sourceStream(body, `the bytes for ${params.Key ?? "?"}`) : undefined;
+    const withMd5 = { ...params, Body: isByteSource(body) ? stream : body, ...(md5 === undefined ? {} : { Metadata: { ...params.Metadata, [MD5_METADATA]: md5 } }) };
     const upload = new Upload({ client: this.client, params: withMd5, partSize: PART_SIZE, queueSize: QUEUE_SIZE });
     const onProgress = options.onProgress;
     if (onProgress !== undefined) upload.on("httpUploadProgress", (p) => onProgress(p.loaded ?? 0, p.total ?? total));
     // lib-storage sends a body that fits in one part as a plain PutObject. The result's ETag
     // is empty on RGW (ceph.md G4); nothing here needs it.
-    await upload.done();
+    try {
+      await upload.done();
+    } finally {
+      stream?.destroy();
+    }
   }
 
-  /** Records each request after the signer ran, i.e. exactly the headers that are sent. */
-  private addRequestHook(onRequest: (req: WireRequest) => void): void {
-    const hook =
-      <A extends { request: unknown }, R>(next: (args: A) => Promise<R>) =>
-      async (args: A): Promise<R> => {
-        const wire = toWireRequest(args.request);
-        if (wire !== null) onRequest(wire);
-        return next(args);
-      };
-    this.client.middlewareStack.addRelativeTo(hook, { relation: "after", toMiddleware: "httpSigningMiddleware", name: "objstateRequestHook" });
+  /**
+   * One PutObject whose body is streamed from the source: `Content-Length` and `Content-MD5`
+   * go in the headers (the MD5 is known before a byte is sent, so the store itself refuses
+   * bytes that changed since they were hashed). The SDK does not retry a streamed body, so
+   * transient failures are retried here, each attempt reading the source again.
+   */
+  private async putStreamed(params: PutObjectCommandInput, source: ByteSource, options: PutOptions, conditional: boolean): Promise<void> {
+    if (source.size > SINGLE_PUT_MAX) {
+      throw new ObjstateError("STORE_ERROR", `a write of ${source.size} bytes is larger than one S3 PutObject allows (5 GiB)`);
+    }
+    const what = `the bytes for ${params.Key ?? "?"}`;
+    const md5 = (await options.md5) ?? (await md5OfSource(source, what));
+    // The shared client's deadline grows with a body it can measure (bytes in memory), not
+    // with a stream: each attempt gets a client of its own, whose deadline is what is left
+    // of the one this body deserves (one deadline for all attempts, as for any request).
+    const deadline = Date.now() + deadlineMs(this.timeouts, source.size);
+    for (let attempt = 1; ; attempt++) {
+      const client = this.newClient({ ...this.timeouts, requestMs: Math.max(1, deadline - Date.now()) });
+      const controller = new AbortController();
+      let failed: unknown;
+      let sent = 0;
+      const body = sourceStream(source, what, (n) => {
+        sent += n;
+        options.onProgress?.(sent, source.size);
+      });
+      // A source that fails mid-way (its file changed) ends the request at once instead of
+      // leaving it to stall until the idle timeout.
+      body.once("error", (e) => {
+        failed = e;
+        controller.abort(e);
+      });
+      try {
+        await client.send(
+          new PutObjectCommand({
+            ...params,
+            Body: body,
+            ContentLength: source.size,
+            ContentMD5: Buffer.from(md5, "hex").toString("base64"),
+            IfNoneMatch: options.ifNoneMatch === true ? "*" : undefined,
+            // RGW compares If-Match against the bare ETag and refuses a quoted one (ceph.md).
+            IfMatch: options.ifMatch?.replace(/"/g, ""),
+          }),
+          { abortSignal: controller.signal },
+        );
+        options.onProgress?.(source.size, source.size);
+        return;
+      } catch (e) {
+        if (failed !== undefined) throw failed;
+        const pause = RETRY_BASE_MS * 2 ** (attempt - 1) * (0.5 + Math.random());
+        if (attempt >= MAX_ATTEMPTS || !transient(e, conditional) || Date.now() + pause >= deadline) throw e;
+        await sleep(pause);
+      } finally {
+        body.destroy();
+        client.destroy();
+      }
+    }
   }
 
   private mapPutError(e: unknown, key: string, conditional: boolean): ObjstateError {
     const status = httpStatus(e);
+    if (errorName(e) === "BadDigest" || errorName(e) === "InvalidDigest") {
+      return new ObjstateError(
+        "STORE_INTEGRITY",
+        `the object store refused ${key}: the bytes it received do not match their MD5 (the source changed while it was being sent, or the upload was damaged in transit); nothing was stored: write it again`,
+        { cause: e, details: { key, httpStatus: status } },
+      );
+    }
     // RGW answers some losers of a conditional race with 500 ECANCELED instead of 412 (ceph.md G3).
     if (status === 412 || errorName(e) === "PreconditionFailed" || (conditional && status === 500)) {
-      return new ObjstateError("PRECONDITION_FAILED", `${key} already exists in ${this.location} (create-if-absent refused)`, {
+      return new ObjstateError("PRECONDITION_FAILED", `${key} in ${this.location} is not what the conditional write expected (it exists already, or changed since it was read)`, {
         cause: e,
         details: { key, httpStatus: status },
       });
@@ -566,4 +642,44 @@ function networkCode(e: unknown, depth = 0): string | undefined {
     if (c !== undefined) return c;
   }
   return networkCode(field(e, "cause"), depth + 1);
+}
+
+/**
+ * A streamed request body over one read of the source, exactly `source.size` bytes (fewer
+ * or more is an error of the stream, which ends the request), reporting bytes as the
+ * socket takes them.
+ */
+function sourceStream(source: ByteSource, what: string, onChunk?: (n: number) => void): Readable {
+  async function* exact(): AsyncGenerator<Uint8Array> {
+    let total = 0;
+    for await (const chunk of source.open()) {
+      total += chunk.length;
+      if (total > source.size) break;
+      yield chunk;
+      onChunk?.(chunk.length);
+    }
+    if (total !== source.size) throw sourceChanged(what, source.size, total);
+  }
+  return Readable.from(exact(), { objectMode: false, highWaterMark: STREAM_HIGH_WATER });
+}
+
+/** Worth another attempt: the network failed, or the server was busy (a conditional write's 500 is RGW's "precondition failed"). */
+function transient(e: unknown, conditional: boolean): boolean {
+  if (e instanceof ObjstateError) return false;
+  const status = httpStatus(e);
+  if (status === undefined) return networkCode(e) !== undefined;
+  if (status === 500) return !conditional;
+  return status === 502 || status === 503 || status === 504 || status === 429 || errorName(e) === "RequestTimeout" || errorName(e) === "SlowDown";
+}
+
+/** Records each request after the signer ran, i.e. exactly the headers that are sent. */
+function addRequestHook(client: S3Client, onRequest: (req: WireRequest) => void): void {
+  const hook =
+    <A extends { request: unknown }, R>(next: (args: A) => Promise<R>) =>
+    async (args: A): Promise<R> => {
+      const wire = toWireRequest(args.request);
+      if (wire !== null) onRequest(wire);
+      return next(args);
+    };
+  client.middlewareStack.addRelativeTo(hook, { relation: "after", toMiddleware: "httpSigningMiddleware", name: "objstateRequestHook" });
 }

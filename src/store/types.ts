@@ -36,6 +36,21 @@ export interface ObjectMeta {
   readonly metadata?: Readonly<Record<string, string>> | undefined;
 }
 
+/**
+ * Bytes that can be read more than once, in order, without ever being held in memory
+ * whole (a large state pushed from a file). Each {@link open} starts again from the first
+ * byte, so a caller can read it once to check and hash it, and a driver again to send it.
+ */
+export interface ByteSource {
+  /** How many bytes every read yields; a read that finds more or fewer throws. */
+  readonly size: number;
+  /** A fresh read from the first byte, in chunks of bounded size. */
+  open(): AsyncIterable<Uint8Array>;
+}
+
+/** What a driver stores: bytes in memory, or a {@link ByteSource} streamed to the store. */
+export type PutBody = Buffer | ByteSource;
+
 export interface PutOptions {
   readonly contentType?: string | undefined;
   readonly acl?: Acl | undefined;
@@ -119,8 +134,13 @@ export interface ObjectStoreDriver {
   get(key: string, options?: GetOptions): Promise<GetResult | null>;
   /** Metadata only, or null when absent. */
   head(key: string): Promise<ObjectMeta | null>;
-  /** Store bytes atomically: readers see the old object or the new one, never a mix. */
-  put(key: string, body: Buffer, options?: PutOptions): Promise<void>;
+  /**
+   * Store bytes atomically: readers see the old object or the new one, never a mix. A
+   * {@link ByteSource} is streamed (memory stays bounded whatever its size), and with an
+   * `md5` its bytes must hash to it or nothing is stored (`STORE_INTEGRITY`): it may have
+   * changed since it was hashed.
+   */
+  put(key: string, body: PutBody, options?: PutOptions): Promise<void>;
   /** Every key starting with `prefix`, in lexicographic order, all pages followed. */
   list(prefix: string, options?: ListOptions): AsyncIterable<string>;
   /** Delete; absent keys are not an error. */

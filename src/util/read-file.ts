@@ -32,8 +32,9 @@ export interface BoundedRead {
   readonly mode: number | undefined;
 }
 
-/** `1 MiB`, `500 MiB`: limits are whole MiB. */
+/** `1 MiB`, `500 MiB`, `5 GiB`: limits are whole MiB. */
 function mib(n: number): string {
+  if (n % (1024 * 1024 * 1024) === 0) return `${n / (1024 * 1024 * 1024)} GiB`;
   return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
 }
 
@@ -136,13 +137,58 @@ export function readBoundedFile(file: string, limit: number): BoundedRead {
   }
 }
 
-/** Limits of {@link readBoundedFile} for each kind of file objstate reads. */
+/** A regular file opened for streamed reads: its descriptor, size and mode. Close it with `closeSync(fd)`. */
+export interface OpenedFile {
+  readonly fd: number;
+  readonly size: number;
+  readonly mode: number;
+}
+
+/**
+ * Open a regular file of at most `limit` bytes to read it in pieces (as often as needed,
+ * with positional reads): the same checks as {@link readBoundedFile} (a FIFO, a device, a
+ * directory or an oversized file is refused before a byte is read), without reading it.
+ * Standard input cannot be read twice: `-` is refused (read it with readBoundedFile).
+ * @throws ReadFileError
+ */
+export function openBoundedFile(file: string, limit: number): OpenedFile {
+  const fs = nodeFs();
+  if (file === "-") throw new ReadFileError("standard input", { kind: "not-regular", what: "standard input" });
+  let st: import("node:fs").Stats;
+  try {
+    st = fs.statSync(file);
+  } catch (e) {
+    throw new ReadFileError(file, problemOf(e), { cause: e });
+  }
+  checkStats(file, st, limit);
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  } catch (e) {
+    throw new ReadFileError(file, problemOf(e), { cause: e });
+  }
+  try {
+    const fst = fs.fstatSync(fd);
+    checkStats(file, fst, limit);
+    return { fd, size: fst.size, mode: fst.mode };
+  } catch (e) {
+    fs.closeSync(fd);
+    throw e;
+  }
+}
+
+/** Limits of {@link readBoundedFile} and {@link openBoundedFile} for each kind of file objstate reads. */
 export const FILE_LIMITS = {
   /**
-   * A state to push: below V8's longest string (about 512 MiB), since the state is checked
-   * as JSON text before it is written.
+   * A state to push from standard input: it cannot be read twice (once to check, once to
+   * send), so it is held in memory, and bounded.
    */
   state: 500 * 1024 * 1024,
+  /**
+   * A state to push from a file: streamed, never held in memory; the most one S3 PutObject
+   * stores (objstate writes a state in one conditional request).
+   */
+  stateFile: 5 * 1024 * 1024 * 1024,
   /** `--config` and `synth FILE`: settings, or a props document with many remote states. */
   config: 16 * 1024 * 1024,
   /** The shared credentials file: a few profiles. */
