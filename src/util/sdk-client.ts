@@ -259,8 +259,15 @@ function bodyLength(command: unknown): number {
  * the status of the headers that came before it.
  */
 function isTimeout(e: unknown): boolean {
-  return field(e, "name") === "TimeoutError";
+  // The handler also names a connection the server cut ("socket hang up", ECONNRESET) a
+  // TimeoutError, so that the SDK retries it: that is a lost reply, not a timeout, and is
+  // left to the drivers' network mapping (and the streamed upload's own retries).
+  const code = field(e, "code");
+  return field(e, "name") === "TimeoutError" && !(typeof code === "string" && CUT_CODES.has(code));
 }
+
+/** Socket errors of a connection that was cut rather than left idle. */
+const CUT_CODES = new Set(["ECONNRESET", "EPIPE", "ECONNREFUSED", "ECONNABORTED"]);
 
 function attemptsOf(e: unknown): number | undefined {
   const n = field(field(e, "$metadata"), "attempts");
