@@ -21,6 +21,9 @@ import { objstateVersion } from "../version.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, layout, statePath, workspaceOfKey, workspacesPrefix, type Layout } from "./layout.js";
 import { defaultWho, describeHolder, newLockInfo, parseLockInfo, type LockInfo } from "./lock-info.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
+import { conflict, decodeMeta, encodeMeta, guardRefusal, lockedError, lockIdOf, META, NO_LOCK_ID, normalizeDigest, plainMd5, provenComplete, recordedMd5, tornWrite, workspaceFlag, writeMetadata } from "./fencing.js";
+
+export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
 import type { GetResult, ObjectMeta, Leftover } from "../store/types.js";
 
 export type { LockInfo } from "./lock-info.js";
@@ -729,22 +732,6 @@ const HASH_READ_MAX = 256 * 1024 * 1024;
 /** The lock item attribute that marks a release in progress (see `unlock`). */
 const RELEASED = "Released";
 
-/**
- * The lock ID that names a lock item with no readable lock info (written by hand or by
- * another tool): `objstate force-unlock no-id` clears such an item.
- */
-export const NO_LOCK_ID = "no-id";
-
-/** Object metadata objstate records with every state it writes (DESIGN §9). */
-export const META = {
-  md5: "objstate-md5",
-  serial: "objstate-serial",
-  lineage: "objstate-lineage",
-  lockId: "objstate-lock-id",
-  who: "objstate-who",
-  operation: "objstate-operation",
-} as const;
-
 /** Leftovers younger than this may belong to a writer that is still at work. */
 const LEFTOVER_MIN_AGE_MS = 60 * 60 * 1000;
 
@@ -808,120 +795,6 @@ interface Current {
   readonly header: StateHeader;
   readonly md5: string | undefined;
   readonly meta: ObjectMeta;
-}
-
-/** A digest as stored by any tool: hex, any case, maybe padded; undefined when none. */
-export function normalizeDigest(v: string | null | undefined): string | undefined {
-  if (v === null || v === undefined) return undefined;
-  const t = v.trim().toLowerCase();
-  return t === "" ? undefined : t;
-}
-
-/** The MD5 of an object's bytes when its ETag is one (single PUT, no KMS or customer key). */
-function plainMd5(meta: ObjectMeta): string | undefined {
-  const etag = meta.etag?.replace(/"/g, "").toLowerCase();
-  if (etag === undefined || !/^[0-9a-f]{32}$/.test(etag)) return undefined;
-  if (meta.serverSideEncryption !== undefined && meta.serverSideEncryption !== "AES256") return undefined;
-  return etag;
-}
-
-/** The MD5 objstate recorded in an object's metadata, if any. */
-function recordedMd5(meta: ObjectMeta): string | undefined {
-  const v = meta.metadata?.[META.md5]?.toLowerCase();
-  return v !== undefined && /^[0-9a-f]{32}$/.test(v) ? v : undefined;
-}
-
-/**
- * Does the object prove it is a complete write by objstate? It must carry objstate's own
- * record of the write, and a record of its MD5 (objstate's metadata, or the store's plain
- * MD5 ETag) that matches the bytes actually read.
- */
-function provenComplete(meta: ObjectMeta, actual: string): boolean {
-  const m = meta.metadata;
-  if (m === undefined || (m[META.serial] === undefined && m[META.lockId] === undefined)) return false;
-  const recorded = m[META.md5]?.toLowerCase();
-  return recorded === actual || (recorded === undefined && plainMd5(meta) === actual);
-}
-
-function workspaceFlag(workspace: string): string {
-  return workspace === DEFAULT_WORKSPACE ? "" : ` -w ${workspace}`;
-}
-
-function decodeMeta(v: string | undefined): string | undefined {
-  if (v === undefined) return undefined;
-  try {
-    return decodeURIComponent(v);
-  } catch {
-    return v;
-  }
-}
-
-/** Header-safe (ASCII) metadata value. */
-function encodeMeta(v: string): string {
-  return /^[\x20-\x7e]*$/.test(v) ? v : encodeURIComponent(v);
-}
-
-function writeMetadata(w: { incoming: { lineage?: string; serial?: number }; lockId: string | undefined; holder: LockInfo | undefined; who: string; md5: string | undefined }): Record<string, string> {
-  const m: Record<string, string> = {};
-  if (w.incoming.serial !== undefined) m[META.serial] = String(w.incoming.serial);
-  if (w.incoming.lineage !== undefined) m[META.lineage] = encodeMeta(w.incoming.lineage);
-  if (w.lockId !== undefined) m[META.lockId] = encodeMeta(w.lockId);
-  m[META.who] = encodeMeta(w.holder?.Who || w.who);
-  if (w.holder?.Operation) m[META.operation] = encodeMeta(w.holder.Operation);
-  if (w.md5 !== undefined) m[META.md5] = w.md5;
-  return m;
-}
-
-function conflict(message: string, options: { cause?: unknown; details?: Record<string, unknown> }): ObjstateError {
-  return new ObjstateError("STATE_CONFLICT", message, options);
-}
-
-/** The tool's own rule (`CheckValidImport`), with objstate's reading of "no lineage". */
-function guardRefusal(stored: StateHeader, incoming: { lineage?: string; serial?: number }, where: string): ObjstateError | undefined {
-  if (stored.empty === true || stored.lineage === undefined || stored.lineage === "") return undefined;
-  const details = { storedLineage: stored.lineage, storedSerial: stored.serial, lineage: incoming.lineage, serial: incoming.serial };
-  const fix = "Pull the stored state and apply the change to it, or write with --force (force: true) if you mean to replace it.";
-  const show = (l: string | undefined, n: number | undefined): string => `lineage ${l === undefined ? "(none)" : l}, serial ${n === undefined ? "(none)" : n}`;
-  const pair = `stored: ${show(stored.lineage, stored.serial)}; new: ${show(incoming.lineage, incoming.serial)}`;
-  if (incoming.lineage !== stored.lineage) {
-    return conflict(`refusing to write a state of another lineage over ${where} (${pair}): it belongs to a different history. ${fix}`, { details });
-  }
-  if (stored.serial !== undefined && (incoming.serial === undefined || incoming.serial < stored.serial)) {
-    return conflict(`refusing to write an older state over ${where} (${pair}): the stored state is newer. ${fix}`, { details });
-  }
-  if (stored.serial !== undefined && incoming.serial === stored.serial) {
-    return conflict(`refusing to write a different state with the same serial over ${where} (${pair}): bump the serial when you change a state. ${fix}`, { details });
-  }
-  return undefined;
-}
-
-/** The ID a holder is released with: its own, or {@link NO_LOCK_ID} when it has none. */
-function lockIdOf(holder: LockInfo): string {
-  return holder.ID === "" ? NO_LOCK_ID : holder.ID;
-}
-
-function lockedError(where: string, workspace: string, raw: string, holder: LockInfo): ObjstateError {
-  if (holder.ID === "") {
-    return new ObjstateError(
-      "STATE_LOCKED",
-      `the state at ${where} is locked by an item with no readable lock info (${raw === "" ? "no Info attribute" : "Info has no ID"}; written by hand or by another tool). If nothing holds it, clear it with \`objstate force-unlock ${NO_LOCK_ID}${workspaceFlag(workspace)}\`.`,
-      { details: { lockInfo: holder } },
-    );
-  }
-  return new ObjstateError("STATE_LOCKED", `the state at ${where} is locked: ${describeHolder(holder)}. If that holder is gone, force-unlock with ID ${holder.ID}.`, {
-    details: { lockInfo: holder },
-  });
-}
-
-function tornWrite(where: string, workspace: string, meta: ObjectMeta, expected: string, actual: string, digestId: string): ObjstateError {
-  const m = meta.metadata ?? {};
-  const by = decodeMeta(m[META.who]);
-  return new ObjstateError(
-    "TORN_WRITE",
-    `the last write did not finish recording its digest: the state at ${where} is a complete write by objstate (serial ${m[META.serial] ?? "?"}${by === undefined ? "" : `, by ${by}`}), but the lock table still has the digest of an earlier state (${expected}; the object's is ${actual}). ` +
-      `Run \`objstate state repair${workspaceFlag(workspace)}\` to record it.`,
-    { details: { expected, actual, digestId, serial: m[META.serial], lockId: m[META.lockId] } },
-  );
 }
 
 /**
