@@ -2,7 +2,39 @@
  * Which top-level attributes of two resource instance objects differ. Values are compared
  * as JSON, never printed: a diff names attributes, so a sensitive one is never shown.
  */
+import { decimalForm, JsonNumber, type ExactJson } from "../remote-state/exact-json.js";
 import type { Attributes } from "./document.js";
+
+/** Two number literals denote the same value (`1.0` and `1`, `1e2` and `100`). */
+function sameNumber(a: JsonNumber, b: JsonNumber): boolean {
+  if (a.text === b.text) return true;
+  const x = decimalForm(a.text);
+  return x !== undefined && x === decimalForm(b.text);
+}
+
+/** Deep equality of exact JSON values: numbers by value as written, member order ignored. */
+export function exactEqual(a: ExactJson, b: ExactJson): boolean {
+  const stack: [ExactJson, ExactJson][] = [[a, b]];
+  while (stack.length > 0) {
+    const [x, y] = stack.pop() as [ExactJson, ExactJson];
+    if (x === y) continue;
+    if (x instanceof JsonNumber || y instanceof JsonNumber) {
+      if (!(x instanceof JsonNumber && y instanceof JsonNumber && sameNumber(x, y))) return false;
+    } else if (x instanceof Map || y instanceof Map) {
+      if (!(x instanceof Map && y instanceof Map) || x.size !== y.size) return false;
+      for (const [k, v] of x) {
+        if (!y.has(k)) return false;
+        stack.push([v, y.get(k) as ExactJson]);
+      }
+    } else if (Array.isArray(x) && Array.isArray(y)) {
+      const xs = x as readonly ExactJson[];
+      const ys = y as readonly ExactJson[];
+      if (xs.length !== ys.length) return false;
+      for (let i = 0; i < xs.length; i++) stack.push([xs[i] as ExactJson, ys[i] as ExactJson]);
+    } else return false;
+  }
+  return true;
+}
 
 /**
  * Deep equality of two JSON values (object member order ignored). Walks with an explicit

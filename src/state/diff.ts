@@ -3,9 +3,9 @@
  * and changed (by address), root outputs added, removed and changed — and its rendering
  * for a terminal. Pure: nothing here touches a store.
  */
-import { fromJs, stringifyExact, type JsonValue } from "../remote-state/exact-json.js";
+import { fromJs, stringifyExact, toJs, type JsonValue } from "../remote-state/exact-json.js";
 import { compareAddresses } from "./address.js";
-import { changedAttributes, jsonEqual } from "./compare.js";
+import { changedAttributes, exactEqual } from "./compare.js";
 import { readStateDocument, type StateDocument, type StateInput, type StateOutput } from "./document.js";
 
 export type { StateInput } from "./document.js";
@@ -51,7 +51,9 @@ export interface StateDiff {
 /**
  * Compare two states. Each side is the state's bytes, its JSON text, the parsed document,
  * or null for no state (as is an empty text). Formats 1–4 are read, so a state compares
- * with its upgraded self. Numbers compare as `JSON.parse` reads them.
+ * with its upgraded self. Output values given as bytes or text compare with their numbers
+ * exactly as written (one too precise for a JS number is shown as its literal text, a
+ * string); resource attributes compare as `JSON.parse` reads them.
  *
  * @throws ObjstateError `STATE_INVALID` naming the side (`the 'from' state …`): not JSON
  *   (with line and column, never the text), not a state, or an unknown format version.
@@ -107,17 +109,19 @@ function byName(x: { name: string }, y: { name: string }): number {
 }
 
 function diffOutputs(a: ReadonlyMap<string, StateOutput>, b: ReadonlyMap<string, StateOutput>): StateDiff["outputs"] {
-  const shown = (o: StateOutput): JsonValue => (o.sensitive ? SENSITIVE : o.value);
+  // "lossless": a number a JS number cannot hold exactly stays its literal text.
+  const plain = (o: StateOutput): JsonValue => toJs(o.exact, "lossless", false);
+  const shown = (o: StateOutput): JsonValue => (o.sensitive ? SENSITIVE : plain(o));
   const added: OutputEntry[] = [];
   const removed: OutputEntry[] = [];
   const changed: OutputChange[] = [];
   for (const [name, x] of a) {
     const y = b.get(name);
     if (y === undefined) removed.push({ name, value: shown(x), sensitive: x.sensitive });
-    else if (x.sensitive !== y.sensitive || !jsonEqual(x.value, y.value)) {
+    else if (x.sensitive !== y.sensitive || !exactEqual(x.exact, y.exact)) {
       // Sensitive on either side hides both: the plain side would tell what the other holds.
       const sensitive = x.sensitive || y.sensitive;
-      changed.push({ name, before: sensitive ? SENSITIVE : x.value, after: sensitive ? SENSITIVE : y.value, sensitive });
+      changed.push({ name, before: sensitive ? SENSITIVE : plain(x), after: sensitive ? SENSITIVE : plain(y), sensitive });
     }
   }
   for (const [name, y] of b) if (!a.has(name)) added.push({ name, value: shown(y), sensitive: y.sensitive });

@@ -5,7 +5,8 @@
  */
 import { Buffer } from "node:buffer";
 import { ObjstateError } from "../errors.js";
-import { fromJs, toJs, type JsonValue } from "../remote-state/exact-json.js";
+import { fromJs, parseExact, type ExactJson, type JsonValue } from "../remote-state/exact-json.js";
+import { scanTopLevel } from "../remote-state/extract-outputs.js";
 import { jsonSyntaxProblem } from "../util/json-error.js";
 import { formatAddress, type InstanceAddress, type InstanceKey } from "./address.js";
 
@@ -29,8 +30,8 @@ export interface StateInstance {
 }
 
 export interface StateOutput {
-  /** Plain JSON (copied out of the document). */
-  readonly value: JsonValue;
+  /** The value with numbers exactly as written (as `fromJs` gives them for a parsed document). */
+  readonly exact: ExactJson;
   readonly sensitive: boolean;
 }
 
@@ -57,7 +58,7 @@ class Reader {
 /** Parse one side; null when there is no state. Throws `STATE_INVALID` naming the side. */
 export function readStateDocument(input: StateInput, side: StateSide): StateDocument | null {
   const r: Reader = new Reader(side);
-  const doc = parseInput(input, r);
+  const { doc, bytes } = parseInput(input, r);
   if (doc === null) return null;
   if (!isObj(doc)) r.fail("is not a state: expected a JSON object");
   const version = doc["version"];
@@ -67,28 +68,34 @@ export function readStateDocument(input: StateInput, side: StateSide): StateDocu
   const lineage = typeof doc["lineage"] === "string" ? doc["lineage"] : null;
   const instances = new Map<string, StateInstance>();
   const outputs = new Map<string, StateOutput>();
-  if (version === 4) readV4(doc, r, instances, outputs);
+  if (version === 4) readV4(doc, r, instances, outputs, bytes);
   else readLegacy(doc, r, instances, outputs);
   return { serial, lineage, instances, outputs };
 }
 
-function parseInput(input: StateInput, r: Reader): unknown {
-  if (input === null) return null;
+/** The parsed document, and its text as UTF-8 bytes when it came as text (for exact numbers). */
+function parseInput(input: StateInput, r: Reader): { doc: unknown; bytes: (() => Uint8Array) | undefined } {
+  if (input === null) return { doc: null, bytes: undefined };
   let text: string;
-  if (typeof input === "string") text = input;
-  else if (input instanceof Uint8Array) text = Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString("utf8");
-  else return input;
+  let bytes: () => Uint8Array;
+  if (typeof input === "string") {
+    text = input;
+    bytes = () => Buffer.from(input, "utf8");
+  } else if (input instanceof Uint8Array) {
+    text = Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString("utf8");
+    bytes = () => input;
+  } else return { doc: input, bytes: undefined };
   // A zero-byte object is how an absent state is sometimes stored; the tool reads it as none.
-  if (text.length === 0) return null;
+  if (text.length === 0) return { doc: null, bytes: undefined };
   try {
-    return JSON.parse(text) as unknown;
+    return { doc: JSON.parse(text) as unknown, bytes };
   } catch (e) {
     const { problem, at } = jsonSyntaxProblem(e, text);
     return r.fail(`is not valid JSON: ${problem}${at === "" ? "" : ` ${at}`}`);
   }
 }
 
-function readV4(doc: Obj, r: Reader, instances: Map<string, StateInstance>, outputs: Map<string, StateOutput>): void {
+function readV4(doc: Obj, r: Reader, instances: Map<string, StateInstance>, outputs: Map<string, StateOutput>, bytes: (() => Uint8Array) | undefined): void {
   const resources = doc["resources"] ?? [];
   if (!Array.isArray(resources)) r.fail('has "resources" that is not a list');
   resources.forEach((res: unknown, i) => {
@@ -121,6 +128,38 @@ function readV4(doc: Obj, r: Reader, instances: Map<string, StateInstance>, outp
   const outs = doc["outputs"] ?? {};
   if (!isObj(outs)) r.fail('has "outputs" that is not an object');
   readOutputs(outs, outputs);
+  if (bytes !== undefined && hasNumber(outs)) exactOutputs(bytes(), outputs);
+}
+
+/**
+ * Output values again from the document's bytes with numbers as written, so a change past
+ * a double's precision (`12345678901234567890` → `…891`) is seen and shown. Only the
+ * `outputs` member is parsed this way (it is small; the resources are not).
+ */
+function exactOutputs(bytes: Uint8Array, outputs: Map<string, StateOutput>): void {
+  const span = scanTopLevel(bytes, ["outputs"])?.get("outputs");
+  if (span === undefined) return;
+  const outs = parseExact(bytes, span[0], span[1]);
+  if (!(outs instanceof Map)) return;
+  for (const [name, o] of outs) {
+    const known = outputs.get(name);
+    if (known === undefined) continue;
+    const wrapped = o instanceof Map && o.has("value");
+    outputs.set(name, { exact: wrapped ? (o.get("value") as ExactJson) : o, sensitive: known.sensitive });
+  }
+}
+
+/** Does the parsed value hold a number anywhere (`1e400` is parsed as Infinity, still a number)? */
+function hasNumber(v: unknown): boolean {
+  const stack: unknown[] = [v];
+  while (stack.length > 0) {
+    const x = stack.pop();
+    if (typeof x === "number") return true;
+    // Loops, not push(...): a spread of a long list overflows the argument limit.
+    if (Array.isArray(x)) for (const y of x as unknown[]) stack.push(y);
+    else if (isObj(x)) for (const y of Object.values(x)) stack.push(y);
+  }
+  return false;
 }
 
 /**
@@ -144,13 +183,9 @@ function readOutputs(outs: Obj, outputs: Map<string, StateOutput>): void {
     // Format 1 keeps a bare string; later formats {value, type, sensitive}.
     const wrapped = isObj(o) && "value" in o;
     const value = wrapped ? o["value"] : o;
-    outputs.set(name, { value: plainJson(value), sensitive: wrapped && o["sensitive"] === true });
+    // fromJs copies a caller's object into plain JSON (no undefined, no class instances).
+    outputs.set(name, { exact: fromJs(value as JsonValue), sensitive: wrapped && o["sensitive"] === true });
   }
-}
-
-/** A copy that is plain JSON whatever the caller handed in (no undefined, no class instances). */
-function plainJson(v: unknown): JsonValue {
-  return toJs(fromJs(v as JsonValue), "js", false);
 }
 
 const LEGACY_KEY = /^(?:(data)\.)?([^.]+)\.([^.]+)(?:\.(\d+))?$/;

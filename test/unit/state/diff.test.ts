@@ -154,6 +154,19 @@ describe("diffStates: outputs", () => {
     assert.ok(!/secret/.test(text.replace(/<sensitive>/g, "")), text);
   });
 
+  it("compares output numbers exactly as written, by value", () => {
+    const doc = (v: string): string => `{"version":4,"serial":1,"lineage":"L","outputs":{"n":{"value":${v},"type":"number"}},"resources":[]}`;
+    const d = diffStates(doc("12345678901234567890"), new TextEncoder().encode(doc("12345678901234567891")));
+    // A JS number cannot hold either: each is its literal text.
+    assert.deepEqual(d.outputs.changed, [{ name: "n", before: "12345678901234567890", after: "12345678901234567891", sensitive: false }]);
+    assert.match(formatStateDiff(d), /~ n: "12345678901234567890" → "12345678901234567891"/);
+    assert.deepEqual(diffStates(doc("[1e400]"), doc("[1e401]")).outputs.changed.map((c) => [c.before, c.after]), [[["1e400"], ["1e401"]]]);
+    // The same value written two ways is no change; a JS-exact number stays a number.
+    assert.ok(empty(diffStates(doc("{\"a\":1.0}"), doc("{\"a\":1e0}"))));
+    assert.ok(empty(diffStates(doc("100"), { version: 4, outputs: { n: { value: 100 } } })));
+    assert.deepEqual(diffStates(doc("1"), doc("2.5")).outputs.changed, [{ name: "n", before: 1, after: 2.5, sensitive: false }]);
+  });
+
   it("result values are plain JSON even from a caller's object (no undefined members)", () => {
     const b = { version: 4, serial: 2, lineage: "L", outputs: { o: { value: { a: undefined, b: 1, c: [undefined] } } }, resources: [] };
     const d = diffStates(null, b);
