@@ -64,7 +64,7 @@ export function readStateDocument(input: StateInput, side: StateSide): StateDocu
   const version = doc["version"];
   if (typeof version !== "number" || !Number.isInteger(version)) r.fail('has no format "version": expected a number from 1 to 4');
   if (version < 1 || version > 4) r.fail(`has format version ${version}, which objstate cannot read (it reads 1 to 4): compare it with a newer objstate`);
-  const serial = typeof doc["serial"] === "number" ? doc["serial"] : null;
+  const serial = typeof doc["serial"] === "number" && Number.isFinite(doc["serial"]) ? doc["serial"] : null;
   const lineage = typeof doc["lineage"] === "string" ? doc["lineage"] : null;
   const instances = new Map<string, StateInstance>();
   const outputs = new Map<string, StateOutput>();
