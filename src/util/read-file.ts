@@ -113,27 +113,12 @@ function readAll(file: string, fd: number, limit: number, sizeHint: number): Buf
  * @throws ReadFileError
  */
 export function readBoundedFile(file: string, limit: number): BoundedRead {
-  const fs = nodeFs();
   if (file === "-") return { bytes: readAll("standard input", 0, limit, 0), mode: undefined };
-  let st: import("node:fs").Stats;
+  const opened = openBoundedFile(file, limit);
   try {
-    st = fs.statSync(file);
-  } catch (e) {
-    throw new ReadFileError(file, problemOf(e), { cause: e });
-  }
-  checkStats(file, st, limit);
-  let fd: number;
-  try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-  } catch (e) {
-    throw new ReadFileError(file, problemOf(e), { cause: e });
-  }
-  try {
-    const fst = fs.fstatSync(fd);
-    checkStats(file, fst, limit);
-    return { bytes: readAll(file, fd, limit, fst.size), mode: fst.mode };
+    return { bytes: readAll(file, opened.fd, limit, opened.size), mode: opened.mode };
   } finally {
-    fs.closeSync(fd);
+    nodeFs().closeSync(opened.fd);
   }
 }
 
