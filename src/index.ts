@@ -9,4 +9,3 @@ export { NO_LOCK_ID, ObjectStoreBackend, type ConnectOptions, type LockOptions, 
 export type { ByteSource, Leftover } from "./store/types.js";
 export type { Credentials, CredentialsProvider, Acl } from "./store/types.js";
 export { DEFAULT_TIMEOUTS, type Timeouts } from "./util/sdk-client.js";
-export { diffStates, formatStateDiff, isEmptyStateDiff, SENSITIVE, type Address, type FormatStateDiffOptions, type OutputChange, type OutputEntry, type ResourceChange, type StateDiff, type StateInput } from "./state/diff.js";
