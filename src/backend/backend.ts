@@ -379,7 +379,7 @@ export class ObjectStoreBackend {
     if (current !== null && current.size === input.size && current.header.serial === incoming.serial && current.header.lineage === incoming.lineage) {
       // Possibly the same content again: a no-op, but one that makes sure the digest is recorded.
       const sum = await hashing;
-      const stored = current.md5 ?? (extraRead = true, await this.md5OfStored(path));
+      const stored = current.md5 ?? (extraRead = true, (await this.storedDigest(path))?.md5);
       if (stored === sum) {
         // Re-checked after the extra read: only the holder may record the digest.
         if (extraRead) await checkHolder();
@@ -482,11 +482,6 @@ export class ObjectStoreBackend {
     }
     const md5Known = whole ? md5(obj.body) : (plainMd5(obj.meta) ?? recordedMd5(obj.meta));
     return { etag: obj.meta.etag, size: obj.meta.size, header, md5: md5Known, meta: obj.meta };
-  }
-
-  /** The stored object's MD5 when its record has none: hashed from its bytes, if it is not too large to read. */
-  private async md5OfStored(path: string): Promise<string | undefined> {
-    return (await this.storedDigest(path))?.md5;
   }
 
   private async recordDigest(workspace: string, digest: string, locks: LockTableDriver): Promise<void> {

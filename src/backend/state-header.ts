@@ -5,6 +5,15 @@
  * never needs a second full download or parse of a big state.
  */
 import { ObjstateError } from "../errors.js";
+import { decode, encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "../util/json-bytes.js";
+import { checkContainer, MAX_NESTING } from "../util/json-validate.js";
+
+const QUOTE = 0x22;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const COMMA = 0x2c;
+const COLON = 0x3a;
 
 /** The guard's view of one state. */
 export interface StateHeader {
@@ -18,52 +27,63 @@ export interface StateHeader {
   readonly empty: boolean | undefined;
 }
 
-const WANTED = new Set(["lineage", "serial", "version"]);
+const WANTED = encodeNames(["lineage", "serial", "version"]);
 
 /**
  * Scan the top level of a JSON object in `bytes` (possibly only its first part) for the
  * scalar members `lineage`, `serial` and `version`, skipping every nested value without
- * parsing it. Returns what was found before the bytes ran out; never throws on truncation.
- * Returns undefined when the text does not start like a JSON object.
+ * parsing it. Returns what was found before the bytes ran out (or stopped making sense);
+ * never throws on truncation. Returns undefined when the text does not start like a JSON
+ * object.
  */
 export function scanHeader(bytes: Uint8Array): { lineage?: string; serial?: number; version?: number; complete: boolean } | undefined {
   const n = bytes.length;
   let i = skipWs(bytes, 0);
-  if (bytes[i] !== 0x7b) return undefined; // {
+  if (bytes[i] !== OPEN_BRACE) return undefined;
   i++;
   const found: { lineage?: string; serial?: number; version?: number; complete: boolean } = { complete: false };
   for (;;) {
     i = skipWs(bytes, i);
     if (i >= n) return found;
-    if (bytes[i] === 0x7d) return { ...found, complete: true }; // }
-    if (bytes[i] === 0x2c) { // ,
+    if (bytes[i] === CLOSE_BRACE) return { ...found, complete: true };
+    if (bytes[i] === COMMA) {
       i++;
       continue;
     }
-    if (bytes[i] !== 0x22) return found; // a key must be a string; anything else: give up quietly
-    const keyEnd = stringEnd(bytes, i);
+    if (bytes[i] !== QUOTE) return found;
+    const keyEnd = strictString(bytes, i + 1);
     if (keyEnd < 0) return found;
-    const key = decodeString(bytes, i, keyEnd);
-    i = skipWs(bytes, keyEnd);
-    if (bytes[i] !== 0x3a) return found; // :
-    i = skipWs(bytes, i + 1);
-    if (i >= n) return found;
-    const valueEnd = skipValue(bytes, i);
-    if (valueEnd < 0) return found;
-    if (key !== undefined && WANTED.has(key)) {
-      const text = Buffer.from(bytes.buffer, bytes.byteOffset + i, valueEnd - i).toString("utf8");
-      let v: unknown;
-      try {
-        v = JSON.parse(text);
-      } catch {
-        v = undefined;
-      }
+    const key = keyName(bytes, i + 1, keyEnd, WANTED);
+    i = skipWs(bytes, keyEnd + 1);
+    if (bytes[i] !== COLON) return found;
+    const start = skipWs(bytes, i + 1);
+    const end = valueEnd(bytes, start);
+    // A value cut off by the end of the prefix (or not JSON): what was found is the answer.
+    if (end < 0) return found;
+    if (key !== undefined) {
+      const v: unknown = JSON.parse(decode(bytes, start, end));
       if (key === "lineage" && typeof v === "string") found.lineage = v;
-      if (key === "serial" && typeof v === "number") found.serial = v;
-      if (key === "version" && typeof v === "number") found.version = v;
+      if ((key === "serial" || key === "version") && typeof v === "number") found[key] = v;
     }
-    i = valueEnd;
+    i = end;
   }
+}
+
+/** Index just past the value starting at `i`, or -1 when it is cut off or not JSON. */
+function valueEnd(b: Uint8Array, i: number): number {
+  const c = b[i];
+  if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+    const end = checkContainer(b, i, MAX_NESTING - 1);
+    return end < 0 ? -1 : end;
+  }
+  if (c === QUOTE) {
+    const close = strictString(b, i + 1);
+    return close < 0 ? -1 : close + 1;
+  }
+  let j = i;
+  while (j < b.length && b[j] !== COMMA && b[j] !== CLOSE_BRACE && !isWs(b[j])) j++;
+  // A scalar that runs to the end of the bytes may be cut off (`12` of `123`).
+  return j < b.length && SCALAR.test(decode(b, i, j)) ? j : -1;
 }
 
 /**
@@ -109,60 +129,4 @@ export function isEmptyState(o: Record<string, unknown>): boolean {
     }
   }
   return none(o["resources"]) && none(o["outputs"]);
-}
-
-function skipWs(b: Uint8Array, i: number): number {
-  while (i < b.length) {
-    const c = b[i];
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break;
-    i++;
-  }
-  return i;
-}
-
-/** Index just past the closing quote of the string starting at `i`, or -1 when truncated. */
-function stringEnd(b: Uint8Array, i: number): number {
-  for (let j = i + 1; j < b.length; j++) {
-    const c = b[j];
-    if (c === 0x5c) j++;
-    else if (c === 0x22) return j + 1;
-  }
-  return -1;
-}
-
-function decodeString(b: Uint8Array, start: number, end: number): string | undefined {
-  try {
-    const v: unknown = JSON.parse(Buffer.from(b.buffer, b.byteOffset + start, end - start).toString("utf8"));
-    return typeof v === "string" ? v : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Index just past the value starting at `i`, or -1 when the bytes end first. */
-function skipValue(b: Uint8Array, i: number): number {
-  const c = b[i];
-  if (c === 0x22) return stringEnd(b, i);
-  if (c === 0x7b || c === 0x5b) {
-    let depth = 0;
-    for (let j = i; j < b.length; j++) {
-      const d = b[j];
-      if (d === 0x22) {
-        j = stringEnd(b, j);
-        if (j < 0) return -1;
-        j--;
-      } else if (d === 0x7b || d === 0x5b) depth++;
-      else if (d === 0x7d || d === 0x5d) {
-        depth--;
-        if (depth === 0) return j + 1;
-      }
-    }
-    return -1;
-  }
-  // A scalar: up to the next delimiter.
-  for (let j = i; j < b.length; j++) {
-    const d = b[j];
-    if (d === 0x2c || d === 0x7d || d === 0x5d || d === 0x20 || d === 0x0a || d === 0x0d || d === 0x09) return j;
-  }
-  return -1;
 }

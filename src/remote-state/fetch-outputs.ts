@@ -13,7 +13,7 @@ import { jsonSyntaxProblem } from "../util/json-error.js";
 import { resolveSettings } from "../resolve/settings.js";
 import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJson, type JsonValue } from "./exact-json.js";
 import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "./extract-outputs.js";
-import { syntaxErrorOffset } from "./json-validate.js";
+import { syntaxErrorOffset } from "../util/json-validate.js";
 import { RemoteOutputs, type FetchOutputsOptions } from "./remote-outputs.js";
 import { StreamingTopLevelScan } from "./stream-scan.js";
 

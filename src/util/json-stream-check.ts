@@ -8,7 +8,7 @@
  * from {@link positionAt}, a second pass that runs only when something is wrong.
  */
 import { isAscii } from "node:buffer";
-import { ContainerCheck, INVALID, MAX_NESTING, NEED_MORE, TOO_DEEP } from "../remote-state/json-validate.js";
+import { ContainerCheck, INVALID, MAX_NESTING, NEED_MORE, TOO_DEEP } from "./json-validate.js";
 import { invisibleCharacterName } from "./json-error.js";
 
 /** Why a document is not one JSON object. */
