@@ -309,6 +309,13 @@ export class ObjectStoreBackend {
       const actual = obj === null ? "" : md5(obj.body);
       if (actual === expected) return found(obj);
       if (obj !== null && provenComplete(obj.meta, actual) && (await locks.get(this.lockId(workspace), "Info")) === null) {
+        // A writer records its digest before it releases its lock, so the digest read now,
+        // after the lock was seen free, is final for every write that finished: only when it
+        // is still the one read with the object was this write torn. (Read together with the
+        // object, it may have been a finishing writer's previous digest.)
+        const now = normalizeDigest(await locks.get(digestId, "Digest"));
+        if (now === actual) return found(obj);
+        if (now !== expected) continue;
         throw tornWrite(this.describe(workspace), workspace, obj.meta, expected, actual, digestId);
       }
       if (Date.now() + this.digestRetry.intervalMs > deadline) {
@@ -621,7 +628,10 @@ export class ObjectStoreBackend {
     if (obj === null) return { status: "mismatch", recorded, actual: undefined };
     const actual = obj.md5 === recorded ? recorded : md5(obj.body);
     if (actual === recorded) return { status: "match", recorded, size: obj.body.length };
-    return { status: provenComplete(obj.meta, actual) ? "torn" : "mismatch", recorded, actual, size: obj.body.length };
+    // Torn only once no writer holds the lock and the digest, read after that, is still the old
+    // one (see readStateVersion); a writer still at work is a mismatch of the moment.
+    const torn = provenComplete(obj.meta, actual) && locks !== undefined && (await locks.get(this.lockId(workspace), "Info")) === null && normalizeDigest(await locks.get(this.digestId(workspace), "Digest")) === recorded;
+    return { status: torn ? "torn" : "mismatch", recorded, actual, size: obj.body.length };
   }
 
   /**
