@@ -112,6 +112,18 @@ export interface LockOptions {
   readonly operation?: string | undefined;
   /** Free text stored with the lock. */
   readonly info?: string | undefined;
+  /**
+   * Take the lock under this ID instead of a new UUID (a server storing its client's lock
+   * info). Taking it again while it is held under the same ID succeeds and returns the stored
+   * info, so a client's retried LOCK is not refused by its own first attempt.
+   */
+  readonly id?: string | undefined;
+  /** `Who` for this lock (default: the connection's). */
+  readonly who?: string | undefined;
+  /** `Version` for this lock (default: the connection's). */
+  readonly version?: string | undefined;
+  /** `Created` for this lock (UTC ISO time; default now). */
+  readonly created?: string | undefined;
 }
 
 const DIGEST_SUFFIX = "-md5";
@@ -527,12 +539,18 @@ export class ObjectStoreBackend {
    */
   async lock(workspace: string = DEFAULT_WORKSPACE, options: LockOptions = {}): Promise<LockInfo> {
     const path = this.lockId(workspace);
-    const info = newLockInfo({ operation: options.operation ?? "objstate", info: options.info ?? "", who: this.who, version: this.version, path });
+    const fresh = newLockInfo({ operation: options.operation ?? "objstate", info: options.info ?? "", who: options.who ?? this.who, version: options.version ?? this.version, path });
+    const info: LockInfo = { ...fresh, ID: options.id ?? fresh.ID, Created: options.created ?? fresh.Created };
     if (this.locks === undefined) return info;
     const raw = JSON.stringify(info);
     const existing = await this.locks.putIfAbsent(path, "Info", raw);
     if (existing !== null && existing !== raw) {
       const holder = parseLockInfo(existing, path);
+      // The caller chose this ID and it is the holder's: a retry of its own lock.
+      if (options.id !== undefined && options.id !== "" && holder.ID === options.id) {
+        this.ownLocks.set(holder.ID, existing);
+        return holder;
+      }
       throw lockedError(this.describe(workspace), workspace, existing, holder);
     }
     this.ownLocks.set(info.ID, raw);

@@ -176,6 +176,22 @@ export function backendSuite(makeTarget: () => Target): void {
           assert.equal((await b.readState("default"))?.toString(), '{"by":"alice"}');
         });
 
+        it("takes a lock under a caller-chosen ID, and a retry with that ID succeeds while another ID is refused", async () => {
+          const props = await target.setup({ locks });
+          const a = await connect(props, { who: "server@host" });
+          const b = await connect(props);
+          const id = "6f1c1a2e-0000-4000-8000-000000000001";
+          const lock = await a.lock("default", { id, operation: "OperationTypeApply", who: "client@laptop", version: "1.9.0", created: "2026-11-24T00:00:00Z" });
+          assert.deepEqual({ ID: lock.ID, Who: lock.Who, Version: lock.Version, Created: lock.Created }, { ID: id, Who: "client@laptop", Version: "1.9.0", Created: "2026-11-24T00:00:00Z" });
+          // Another connection retrying the same client's LOCK (a second replica) gets the stored info back.
+          const again = await b.lock("default", { id, operation: "OperationTypeApply", who: "client@laptop", version: "1.9.0" });
+          assert.deepEqual(again, lock);
+          await assert.rejects(b.lock("default", { id: "6f1c1a2e-0000-4000-8000-000000000002" }), (e) => isObjstateError(e, "STATE_LOCKED"));
+          await assert.rejects(b.lock("default"), (e) => isObjstateError(e, "STATE_LOCKED"));
+          await b.unlock("default", id);
+          assert.equal(await a.lockInfo("default"), null);
+        });
+
         it("writes the digest and detects a state changed behind the backend's back", async () => {
           const props = await target.setup({ locks });
           const b = await connect(props);
