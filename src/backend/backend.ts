@@ -718,6 +718,41 @@ export class ObjectStoreBackend {
     return { action: "recorded-digest", md5: actual, ...(recorded === undefined ? {} : { previous: recorded }) };
   }
 
+  /**
+   * The last write of a workspace's state as its object records it (a HEAD, never the
+   * body): size, ETag, time, and what objstate noted (serial, lineage, who, lock ID,
+   * operation; undefined for writes by other clients). Null when it has no state.
+   */
+  async lastWrite(workspace: string = DEFAULT_WORKSPACE): Promise<LastWrite | null> {
+    const meta = await this.store.head(this.statePath(workspace));
+    if (meta === null) return null;
+    const m = meta.metadata ?? {};
+    const serial = m[META.serial] === undefined ? undefined : Number(m[META.serial]);
+    return {
+      size: meta.size,
+      etag: meta.etag,
+      lastModified: meta.lastModified?.toISOString(),
+      serial: serial !== undefined && Number.isSafeInteger(serial) ? serial : undefined,
+      lineage: decodeMeta(m[META.lineage]),
+      who: decodeMeta(m[META.who]),
+      lockId: decodeMeta(m[META.lockId]),
+      operation: decodeMeta(m[META.operation]),
+    };
+  }
+
+  /**
+   * Are the object store and the lock table reachable? One listing request (at most one
+   * key) and one table read; throws what they throw.
+   */
+  async probe(): Promise<void> {
+    // A listing proves the bucket answers without reading any state.
+    for await (const key of this.store.list(workspacesPrefix(this.layout), { pageSize: 1 })) {
+      void key;
+      break;
+    }
+    if (this.locks !== undefined) await this.locks.get(this.lockId(DEFAULT_WORKSPACE), "Info");
+  }
+
   /** Release sockets and handles. */
   close(): void {
     this.store.close();
@@ -846,4 +881,17 @@ async function checkLockTable(locks: LockTableDriver, table: string, readOnly: b
     );
   }
   return true;
+}
+
+/** What {@link ObjectStoreBackend.lastWrite} reports. */
+export interface LastWrite {
+  readonly size: number;
+  readonly etag: string | undefined;
+  /** UTC ISO time the store reports, when it does. */
+  readonly lastModified: string | undefined;
+  readonly serial: number | undefined;
+  readonly lineage: string | undefined;
+  readonly who: string | undefined;
+  readonly lockId: string | undefined;
+  readonly operation: string | undefined;
 }
