@@ -5,7 +5,7 @@
  * bucket and table (each request to the next replica).
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, before, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../src/index.js";
 import { Logger } from "../../src/server/log.js";
 import { ObjstateServer } from "../../src/server/server.js";
