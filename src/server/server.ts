@@ -109,7 +109,9 @@ export class ObjstateServer {
     const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res);
     const t = options.tls;
     // The tool's client sends custom methods (LOCK, UNLOCK): Node's parser accepts them.
-    this.server = t === undefined ? createHttpServer(handler) : createHttpsServer({ cert: t.cert, key: t.key, ...(t.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true }) }, handler);
+    // Stalled headers are found by a periodic sweep: often enough for the timeout to mean what it says.
+    const base = { connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(this.clientTimeoutMs / 2))) };
+    this.server = t === undefined ? createHttpServer(base, handler) : createHttpsServer({ ...base, cert: t.cert, key: t.key, ...(t.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true }) }, handler);
     // Slow clients: headers must arrive within the client timeout; bodies are timed per chunk (body.ts).
     this.server.headersTimeout = this.clientTimeoutMs;
     this.server.requestTimeout = 0;
