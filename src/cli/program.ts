@@ -198,7 +198,8 @@ export function program(): Command {
     .requiredOption("--user <name>", "user name (the http backend's username)")
     .option("--role <glob=roles>", "roles on workspaces matching GLOB: read, write, lock, force, admin (repeatable) [default: *=read]", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
     .option("--users <file>", "users file to add the user to (created when absent); without it the entry is printed")
-    .action((...args: unknown[]) => hashPasswordAction(optsOf(args)));
+    // --users is also an option of serve itself: commander may hand it to the parent.
+    .action((...args: unknown[]) => hashPasswordAction((args[args.length - 1] as Command).optsWithGlobals()));
 
   const visit = (cmd: Command): void => {
     for (const sub of cmd.commands) {
