@@ -1,11 +1,13 @@
 /**
  * Request bodies: refused above the size limit before a byte is read (Content-Length) or as
  * soon as the count passes it (chunked), timed out when the client stalls, hashed while
- * they arrive, and held in one buffer (never copied twice).
+ * they arrive (large ones in the MD5 worker, on another core than the one receiving), and
+ * held in one buffer (never copied twice).
  */
 import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { ObjstateError } from "../errors.js";
+import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 
 /** Limits on a request body. */
 export interface BodyLimits {
@@ -39,13 +41,14 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body
   checkDeclaredLength(req, limits);
   const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
   return new Promise<Body>((resolve, reject) => {
-    const hash = createHash("md5");
+    const hash = hasher(declared);
     const fixed = declared !== undefined && Number.isSafeInteger(declared) ? Buffer.allocUnsafe(declared) : undefined;
     const chunks: Buffer[] = [];
     let filled = 0;
     let timer: NodeJS.Timeout | undefined;
     const fail = (e: ObjstateError): void => {
       clearTimeout(timer);
+      hash.digest().catch(() => undefined); // releases the worker's job
       req.removeAllListeners("data");
       req.pause();
       reject(e);
@@ -68,10 +71,32 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body
     req.on("end", () => {
       clearTimeout(timer);
       const bytes = fixed !== undefined ? fixed.subarray(0, filled) : chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, filled);
-      resolve({ bytes, md5: hash.digest("hex") });
+      hash.digest().then((md5) => resolve({ bytes, md5 }), reject);
     });
     req.on("error", () => fail(new ObjstateError("BAD_REQUEST", "the request body ended early (the client went away)")));
   });
+}
+
+interface Hasher {
+  update(chunk: Buffer): void;
+  digest(): Promise<string>;
+}
+
+/** MD5 inline for small bodies; in the worker, fed as chunks arrive, for large ones. */
+function hasher(declared: number | undefined): Hasher {
+  if (declared === undefined || declared < PARALLEL_MD5_MIN) {
+    const h = createHash("md5");
+    let result: string | undefined;
+    return { update: (c) => void h.update(c), digest: () => Promise.resolve((result ??= h.digest("hex"))) };
+  }
+  const h = new ParallelMd5();
+  // Chunks are fresh buffers from the socket: holding them until the worker has room costs no copy.
+  let chain: Promise<void> = Promise.resolve();
+  let result: Promise<string> | undefined;
+  return {
+    update: (c) => void (chain = chain.then(() => h.write(c))),
+    digest: () => (result ??= chain.then(() => h.digest())),
+  };
 }
 
 /**

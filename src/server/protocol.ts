@@ -19,7 +19,8 @@ export async function getState(ctx: Ctx): Promise<void> {
   requireRole(ctx, "read", ws);
   const found = await ctx.backend.readStateVersion(ws);
   if (found === null || found.body.length === 0) return sendEmpty(ctx, 204);
-  const md5 = Buffer.from(await md5Of(found.body), "hex").toString("base64");
+  // The digest check of the read already proved the MD5 when there is a lock table.
+  const md5 = Buffer.from(found.md5 ?? (await md5Of(found.body)), "hex").toString("base64");
   send(ctx, 200, found.body, { "Content-Type": "application/json", "Content-MD5": md5, ...(found.etag === undefined ? {} : { ETag: found.etag }) });
 }
 
