@@ -3,6 +3,7 @@
  * `objstate serve` over the embedded store.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { request } from "node:http";
 import { connect as netConnect } from "node:net";
 import { after, before, describe, it } from "node:test";
@@ -122,6 +123,20 @@ describe("objstate serve: limits, slow clients, logs, shutdown", () => {
     const post = JSON.parse(lines[1] as string) as Record<string, unknown>;
     assert.deepEqual([post["method"], post["route"], post["workspace"], post["status"], post["user"], post["bytesIn"]], ["POST", "/state/:workspace", ws, 200, "ci", body.length]);
     assert.equal((JSON.parse(lines[4] as string) as Record<string, unknown>)["status"], 401);
+  });
+
+  it("a large body (hashed in the worker as it arrives) is checked against its Content-MD5 too; a GET's Content-MD5 is the digest the read proved", async () => {
+    const s = await start();
+    const ws = uniqueName("ws");
+    const big = toolState(1, "big", { pad: { value: "z".repeat(6 * 1024 * 1024), type: "string" } });
+    const bad = await rawRequest(s.url, "POST", `/state/${ws}`, big, {}, { "Content-MD5": Buffer.alloc(16).toString("base64") });
+    assert.equal(bad.status, 400);
+    assert.equal(await backend.readState(ws), null);
+    assert.equal((await rawRequest(s.url, "POST", `/state/${ws}`, big)).status, 200);
+    const read = await backend.readStateVersion(ws);
+    assert.equal(read?.md5, createHash("md5").update(big).digest("hex"));
+    const got = await rawRequest(s.url, "GET", `/state/${ws}`, undefined);
+    assert.equal(got.headers["content-md5"], createHash("md5").update(big).digest("base64"));
   });
 
   it("close(): new connections are refused, a write in flight completes and is stored", async () => {
