@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { parseUsers, verifyPassword } from "../../../src/server/users.js";
-import { runCli } from "../../support/cli.js";
+import { runCli, startCli } from "../../support/cli.js";
 
 const STORE = ["--bucket", "serve-cli", "--endpoint", "file:./s", "--kvstore-endpoint", "file:./s", "--kvstore-table", "locks"];
 
@@ -15,6 +15,16 @@ describe("objstate serve (CLI)", () => {
     const r = runCli(["serve", ...STORE, "--listen", "0.0.0.0:0"], { cwd });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /not a loopback address and there is no --users file: give --users FILE .* or --insecure-no-auth/);
+  });
+
+  it("without --users it serves loopback only and says so; SIGTERM stops it with exit 0", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off"], { cwd });
+    await s.stderrMatches(/serving serve-cli\/env:\/tool\.tfstate at http:\/\/127\.0\.0\.1:\d+\/state\/\{workspace\}/);
+    s.kill();
+    const r = await s.done;
+    assert.equal(r.code, 0);
+    assert.match(r.stderr, /warning: no --users file: serving on loopback only/);
   });
 
   it("refuses --tls-cert without --tls-key, and a bad --max-state-size", () => {
