@@ -303,11 +303,11 @@ export class ObjectStoreBackend {
    * Like {@link readState}, with the stored object's ETag: pass it as `ifMatch` to
    * {@link writeState} to make the write conditional on exactly what was read.
    */
-  async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<{ readonly body: Buffer; readonly etag: string | undefined } | null> {
+  async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateVersion | null> {
     const path = this.statePath(workspace);
     const locks = this.locks;
     const onData = options.onData;
-    const found = (obj: GetResult | null): { body: Buffer; etag: string | undefined } | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag });
+    const found = (obj: GetResult | null, md5?: string): StateVersion | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
     if (locks === undefined) return found(await this.store.get(path, { onData }));
     const digestId = this.digestId(workspace);
     const deadline = Date.now() + this.digestRetry.timeoutMs;
@@ -317,16 +317,16 @@ export class ObjectStoreBackend {
       if (expected === undefined) return found(obj);
       // The driver's MD5 may come from the ETag or objstate's metadata: a shortcut only when it
       // agrees with the digest; otherwise the bytes are hashed before anything is declared.
-      if (obj !== null && obj.md5 === expected) return found(obj);
+      if (obj !== null && obj.md5 === expected) return found(obj, expected);
       const actual = obj === null ? "" : md5(obj.body);
-      if (actual === expected) return found(obj);
+      if (actual === expected) return found(obj, expected);
       if (obj !== null && provenComplete(obj.meta, actual) && (await locks.get(this.lockId(workspace), "Info")) === null) {
         // A writer records its digest before it releases its lock, so the digest read now,
         // after the lock was seen free, is final for every write that finished: only when it
         // is still the one read with the object was this write torn. (Read together with the
         // object, it may have been a finishing writer's previous digest.)
         const now = normalizeDigest(await locks.get(digestId, "Digest"));
-        if (now === actual) return found(obj);
+        if (now === actual) return found(obj, actual);
         if (now !== expected) continue;
         throw tornWrite(this.describe(workspace), workspace, obj.meta, expected, actual, digestId);
       }
@@ -718,6 +718,41 @@ export class ObjectStoreBackend {
     return { action: "recorded-digest", md5: actual, ...(recorded === undefined ? {} : { previous: recorded }) };
   }
 
+  /**
+   * The last write of a workspace's state as its object records it (a HEAD, never the
+   * body): size, ETag, time, and what objstate noted (serial, lineage, who, lock ID,
+   * operation; undefined for writes by other clients). Null when it has no state.
+   */
+  async lastWrite(workspace: string = DEFAULT_WORKSPACE): Promise<LastWrite | null> {
+    const meta = await this.store.head(this.statePath(workspace));
+    if (meta === null) return null;
+    const m = meta.metadata ?? {};
+    const serial = m[META.serial] === undefined ? undefined : Number(m[META.serial]);
+    return {
+      size: meta.size,
+      etag: meta.etag,
+      lastModified: meta.lastModified?.toISOString(),
+      serial: serial !== undefined && Number.isSafeInteger(serial) ? serial : undefined,
+      lineage: decodeMeta(m[META.lineage]),
+      who: decodeMeta(m[META.who]),
+      lockId: decodeMeta(m[META.lockId]),
+      operation: decodeMeta(m[META.operation]),
+    };
+  }
+
+  /**
+   * Are the object store and the lock table reachable? One listing request (at most one
+   * key) and one table read; throws what they throw.
+   */
+  async probe(): Promise<void> {
+    // A listing proves the bucket answers without reading any state.
+    for await (const key of this.store.list(workspacesPrefix(this.layout), { pageSize: 1 })) {
+      void key;
+      break;
+    }
+    if (this.locks !== undefined) await this.locks.get(this.lockId(DEFAULT_WORKSPACE), "Info");
+  }
+
   /** Release sockets and handles. */
   close(): void {
     this.store.close();
@@ -846,4 +881,26 @@ async function checkLockTable(locks: LockTableDriver, table: string, readOnly: b
     );
   }
   return true;
+}
+
+/** A stored state as {@link ObjectStoreBackend.readStateVersion} read it. */
+export interface StateVersion {
+  readonly body: Buffer;
+  /** The stored object's ETag: pass it as `ifMatch` to make a write conditional on this read. */
+  readonly etag: string | undefined;
+  /** Hex MD5 of `body` when the read proved it (it matched the recorded digest); undefined otherwise. */
+  readonly md5: string | undefined;
+}
+
+/** What {@link ObjectStoreBackend.lastWrite} reports. */
+export interface LastWrite {
+  readonly size: number;
+  readonly etag: string | undefined;
+  /** UTC ISO time the store reports, when it does. */
+  readonly lastModified: string | undefined;
+  readonly serial: number | undefined;
+  readonly lineage: string | undefined;
+  readonly who: string | undefined;
+  readonly lockId: string | undefined;
+  readonly operation: string | undefined;
 }

@@ -25,7 +25,8 @@ import { initAction } from "./init.js";
 import { debugEnabled, errorLine, EXIT, exitCodeOf, isClosedOutput } from "./io.js";
 import { outputAction } from "./output.js";
 import { setRequestTimeout } from "./runtime.js";
-import { addSettingsOptions } from "./settings.js";
+import { hashPasswordAction, serveAction } from "./serve.js";
+import { addServeOptions, addSettingsOptions } from "./settings.js";
 import { paint } from "./term.js";
 
 const EXIT_CODES_HELP = `
@@ -76,7 +77,7 @@ function timeoutOption(cmd: Command): Command {
 }
 
 /** Commands that never contact a server. */
-const OFFLINE = new Set(["synth", "config"]);
+const OFFLINE = new Set(["synth", "config", "hash-password"]);
 
 export function program(): Command {
   const root = new Command("objstate")
@@ -187,10 +188,24 @@ export function program(): Command {
   );
   addSettingsOptions(init).action((...args: unknown[]) => initAction(optsOf(args)));
 
+  const serve = root
+    .command("serve")
+    .description("serve the state over the tool's http backend protocol (/state/{workspace}, LOCK/UNLOCK), a JSON API (/api/v1), /healthz, /readyz and /metrics; runs until SIGTERM or SIGINT, then finishes requests in flight");
+  addSettingsOptions(addServeOptions(serve)).action((...args: unknown[]) => serveAction(optsOf(args)));
+  serve
+    .command("hash-password")
+    .description("add a user (scrypt-hashed password read from standard input) with roles to a users file, or print the entry")
+    .requiredOption("--user <name>", "user name (the http backend's username)")
+    .option("--role <glob=roles>", "roles on workspaces matching GLOB: read, write, lock, force, admin (repeatable) [default: *=read]", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
+    .option("--users <file>", "users file to add the user to (created when absent); without it the entry is printed")
+    // --users is also an option of serve itself: commander may hand it to the parent.
+    .action((...args: unknown[]) => hashPasswordAction((args[args.length - 1] as Command).optsWithGlobals()));
+
   const visit = (cmd: Command): void => {
     for (const sub of cmd.commands) {
       if (sub.commands.length > 0) visit(sub);
-      else if (!OFFLINE.has(sub.name())) timeoutOption(sub);
+      // serve talks to the store itself, besides having a subcommand.
+      if (sub.name() === "serve" || (sub.commands.length === 0 && !OFFLINE.has(sub.name()))) timeoutOption(sub);
     }
   };
   visit(root);

@@ -274,3 +274,29 @@ export function remoteStateConfigOf(input: SettingsInput): DataRemoteStateObject
   const props = { ...input.props, workspace: input.workspace, defaults: input.defaults } as DataRemoteStateObjectStoreConfigProps;
   return withLocation(input, () => DataRemoteStateObjectStoreConfig.from(props));
 }
+
+// ---------------------------------------------------------------- objstate serve
+
+/** Heading of the server options in `objstate serve --help`. */
+export const SERVE_HELP_GROUP = "Server:";
+
+/**
+ * The options of `objstate serve`: not fields of the seed's config (nothing to synthesize),
+ * so they live here beside the settings flags, like `--timeout`.
+ */
+export function addServeOptions(cmd: Command): Command {
+  const add = (o: Option): void => {
+    cmd.addOption(o.helpGroup(SERVE_HELP_GROUP));
+  };
+  add(new Option("--listen <host:port>", "address to listen on; without --users only a loopback address is allowed (unless --insecure-no-auth)").default("127.0.0.1:8080"));
+  add(new Option("--users <file>", "users file: scrypt password hashes and roles (read, write, lock, force, admin) on workspace globs; add users with objstate serve hash-password"));
+  add(new Option("--insecure-no-auth", "serve a non-loopback address without a users file: anyone who reaches it may read, write and unlock every state"));
+  add(new Option("--tls-cert <file>", "PEM certificate (chain): serve HTTPS (needs --tls-key)"));
+  add(new Option("--tls-key <file>", "PEM private key of --tls-cert"));
+  add(new Option("--tls-client-ca <file>", "PEM CA: require client certificates signed by it; a certificate whose subject CN names a user of --users logs in as that user"));
+  add(new Option("--max-state-size <size>", "largest request body: 1024, 64KiB, 512MiB, 1GiB; larger ones get 413 before they are read").default("512MiB"));
+  add(new Option("--client-timeout <duration>", "drop a client that sends nothing for this long in the middle of its headers or body").default("30s"));
+  add(new Option("--shutdown-grace <duration>", "on SIGTERM or SIGINT, how long requests in flight may take to finish before their connections are cut").default("30s"));
+  add(new Option("--log-level <level>", "request log on stderr, one JSON line per request: debug, info, warn, error, off").choices(["debug", "info", "warn", "error", "off"]).default("info"));
+  return cmd;
+}

@@ -1,0 +1,203 @@
+// Benchmarks of `objstate serve` (the tool's http backend) against the library it wraps.
+// Run with: npm run bench:server                       (embedded store, no servers needed)
+//           BENCH_TARGET=ceph npm run bench:server     (Ceph RGW + dynalite; run through scripts/with-servers.sh)
+//  1. GET and POST of a 1 MiB and a 64 MiB state through the server vs readState / writeState
+//     in this process, paired rounds; the figure is the median of the per-round ratios.
+//     Peak memory of the server process above its baseline, in state sizes (a fresh server
+//     per measurement, VmHWM from /proc).
+//  2. LOCK -> POST 1 KiB -> UNLOCK through the server vs lock / writeState / unlock.
+//  3. Throughput: 32 concurrent keep-alive clients GET a 10 KiB state for BENCH_SECONDS
+//     (default 5) through one server and through two replicas (alternating): requests/s, p99.
+//     The load generator is Node (autocannon is not a dependency; wrk works too:
+//     `apt-get install -y wrk; wrk -t2 -c32 -d10s http://127.0.0.1:PORT/state/tput`).
+import { spawn } from "node:child_process";
+import { randomBytes, randomUUID, createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { Agent, request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../dist/src/index.js";
+
+const env = process.env;
+const MiB = 1024 * 1024;
+const ROUNDS = Number(env.BENCH_ROUNDS ?? 7);
+const CYCLES = Number(env.BENCH_CYCLES ?? 100);
+const SECONDS = Number(env.BENCH_SECONDS ?? 5);
+const CLI = fileURLToPath(new URL("../dist/src/cli/main.js", import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "objstate-bench-serve-"));
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+let props;
+if (env.BENCH_TARGET === "ceph") {
+  for (const v of ["OBJSTATE_TEST_S3_ENDPOINT", "OBJSTATE_TEST_DYNAMODB_ENDPOINT"]) if (!env[v]) throw new Error(`${v} is not set: run through scripts/with-servers.sh`);
+  const { S3Client, CreateBucketCommand } = await import("@aws-sdk/client-s3");
+  const { DynamoDBClient, CreateTableCommand } = await import("@aws-sdk/client-dynamodb");
+  const credentials = { accessKeyId: env.OBJSTATE_TEST_ACCESS_KEY, secretAccessKey: env.OBJSTATE_TEST_SECRET_KEY };
+  props = { bucket: `bench-serve-${process.pid}`, endpoint: env.OBJSTATE_TEST_S3_ENDPOINT, accessKey: credentials.accessKeyId, secretKey: credentials.secretAccessKey, kvstoreTable: `bench-serve-${process.pid}`, kvstoreEndpoint: env.OBJSTATE_TEST_DYNAMODB_ENDPOINT };
+  const s3 = new S3Client({ endpoint: props.endpoint, region: "us-east-1", forcePathStyle: true, credentials });
+  await s3.send(new CreateBucketCommand({ Bucket: props.bucket }));
+  const ddb = new DynamoDBClient({ endpoint: props.kvstoreEndpoint, region: "us-east-1", credentials });
+  await ddb.send(new CreateTableCommand({ TableName: props.kvstoreTable, AttributeDefinitions: [{ AttributeName: "LockID", AttributeType: "S" }], KeySchema: [{ AttributeName: "LockID", KeyType: "HASH" }], BillingMode: "PAY_PER_REQUEST" }));
+  await new Promise((r) => setTimeout(r, 600));
+} else {
+  props = { bucket: "bench-serve", endpoint: `file://${dir}/store`, kvstoreTable: "locks", kvstoreEndpoint: `file://${dir}/store` };
+}
+const configFile = join(dir, "backend.json");
+writeFileSync(configFile, JSON.stringify(props));
+const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
+
+/** A server process; resolves once it listens. */
+async function startServer() {
+  const child = spawn(process.execPath, [CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off"], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" }, stdio: ["ignore", "ignore", "pipe"] });
+  let err = "";
+  const url = await new Promise((resolve, reject) => {
+    child.stderr.setEncoding("utf8").on("data", (d) => {
+      err += d;
+      const m = /at (http:\/\/127\.0\.0\.1:\d+)\/state/.exec(err);
+      if (m) resolve(m[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+  });
+  const status = (k) => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))[1]) * 1024;
+  return { url, rss: () => status("VmRSS"), hwm: () => status("VmHWM"), stop: () => new Promise((r) => { child.on("exit", r); child.kill("SIGTERM"); }) };
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+// The client's own MD5 of what it sends is taken before the clock starts (md5s), as the
+// library's caller does not pay for it either.
+const md5s = new WeakMap();
+const contentMd5 = (body) => md5s.get(body) ?? createHash("md5").update(body).digest("base64");
+function http(url, method, path, body) {
+  return new Promise((resolve, reject) => {
+    const headers = body === undefined ? {} : { "Content-Type": "application/json", "Content-Length": String(body.length), "Content-MD5": contentMd5(body) };
+    const req = request(`${url}${path}`, { method, headers, agent }, (res) => {
+      const chunks = [];
+      res.on("data", (c) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode, body: Buffer.concat(chunks) }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+const padding = randomBytes(64 * MiB).toString("base64");
+let serial = 0;
+const stateOf = (size) => {
+  const head = `{"version":4,"serial":${++serial},"lineage":"bench","pad":"`;
+  return Buffer.from(head + padding.slice(0, size - head.length - 2) + '"}');
+};
+const timed = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t; };
+const mib = (b) => (b / MiB).toFixed(1);
+
+const results = [];
+const server = await startServer();
+for (const size of [1 * MiB, 64 * MiB]) {
+  const ws = `s${size / MiB}`;
+  const ratios = { GET: [], POST: [] };
+  const ms = { GET: [[], []], POST: [[], []] };
+  await backend.writeState(ws, stateOf(size));
+  for (let r = 0; r < ROUNDS; r++) {
+    const first = r % 2 === 0;
+    // POST: the same size, a new serial each time (the same content would be a no-op).
+    // Whichever runs first writes the lower serial.
+    const [lower, higher] = [stateOf(size), stateOf(size)];
+    const a = first ? lower : higher;
+    const b = first ? higher : lower;
+    md5s.set(b, createHash("md5").update(b).digest("base64"));
+    const lib = async () => backend.writeState(ws, a);
+    const srv = async () => { const x = await http(server.url, "POST", `/state/${ws}`, b); if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`); };
+    const [tl, ts] = first ? [await timed(lib), await timed(srv)] : [await timed(srv), await timed(lib)].reverse();
+    ms.POST[0].push(tl); ms.POST[1].push(ts); ratios.POST.push(ts / tl);
+    const libR = async () => { if ((await backend.readState(ws)).length !== size) throw new Error("short read"); };
+    const srvR = async () => { const x = await http(server.url, "GET", `/state/${ws}`); if (x.body.length !== size) throw new Error(`GET ${x.status}`); };
+    const [gl, gs] = first ? [await timed(libR), await timed(srvR)] : [await timed(srvR), await timed(libR)].reverse();
+    ms.GET[0].push(gl); ms.GET[1].push(gs); ratios.GET.push(gs / gl);
+  }
+  for (const op of ["GET", "POST"]) {
+    results.push({ what: `${op} ${size / MiB} MiB`, library_ms: median(ms[op][0]).toFixed(1), server_ms: median(ms[op][1]).toFixed(1), ratio: median(ratios[op]).toFixed(2) });
+  }
+}
+await server.stop();
+console.table(results);
+
+// Peak memory: a fresh server per measurement, so its high-water mark belongs to one request.
+const memory = [];
+for (const size of [1 * MiB, 64 * MiB]) {
+  for (const op of ["GET", "POST"]) {
+    const s = await startServer();
+    const ws = `m${size / MiB}`;
+    await backend.writeState(ws, stateOf(size));
+    await http(s.url, "GET", "/state/warm");
+    await http(s.url, "POST", "/state/warm", stateOf(1024));
+    await new Promise((r) => setTimeout(r, 200));
+    const base = s.rss();
+    const body = op === "POST" ? stateOf(size) : undefined;
+    const x = await http(s.url, op, `/state/${ws}`, body);
+    if (x.status !== 200) throw new Error(`${op} ${x.status}`);
+    const peak = s.hwm();
+    memory.push({ what: `${op} ${size / MiB} MiB`, baseline_MiB: mib(base), peak_MiB: mib(peak), above_baseline_in_states: ((peak - base) / size).toFixed(2) });
+    await s.stop();
+  }
+}
+console.table(memory);
+
+// Lock cycles.
+{
+  const s = await startServer();
+  const small = () => stateOf(1024);
+  const lib = [];
+  const srv = [];
+  for (let i = 0; i < CYCLES; i++) {
+    lib.push(await timed(async () => {
+      const l = await backend.lock("cycle", { operation: "bench" });
+      await backend.writeState("cycle", small(), { lockId: l.ID });
+      await backend.unlock("cycle", l.ID);
+    }));
+    srv.push(await timed(async () => {
+      const info = Buffer.from(JSON.stringify({ ID: randomUUID(), Operation: "OperationTypeApply", Info: "", Who: "bench@host", Version: "1.9.0", Created: new Date().toISOString(), Path: "" }));
+      const id = JSON.parse(info).ID;
+      if ((await http(s.url, "LOCK", "/state/cycle", info)).status !== 200) throw new Error("LOCK");
+      if ((await http(s.url, "POST", `/state/cycle?ID=${id}`, small())).status !== 200) throw new Error("POST");
+      if ((await http(s.url, "UNLOCK", "/state/cycle", info)).status !== 200) throw new Error("UNLOCK");
+    }));
+  }
+  console.table([{ what: "LOCK -> POST 1 KiB -> UNLOCK", library_ms: median(lib).toFixed(2), server_ms: median(srv).toFixed(2), ratio: (median(srv) / median(lib)).toFixed(2) }]);
+  await s.stop();
+}
+
+// Throughput.
+async function load(urls, seconds) {
+  const lat = [];
+  let n = 0;
+  let errors = 0;
+  const end = performance.now() + seconds * 1000;
+  const worker = async (k) => {
+    let i = k;
+    while (performance.now() < end) {
+      const t = performance.now();
+      const x = await http(urls[i++ % urls.length], "GET", "/state/tput");
+      if (x.status !== 200) errors++;
+      lat.push(performance.now() - t);
+      n++;
+    }
+  };
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: 32 }, (_, k) => worker(k)));
+  const elapsed = (performance.now() - t0) / 1000;
+  lat.sort((a, b) => a - b);
+  return { rps: (n / elapsed).toFixed(0), p50_ms: lat[Math.floor(lat.length * 0.5)].toFixed(2), p99_ms: lat[Math.floor(lat.length * 0.99)].toFixed(2), errors };
+}
+{
+  await backend.writeState("tput", stateOf(10 * 1024));
+  const a = await startServer();
+  const b = await startServer();
+  await load([a.url], 1); // warm-up
+  const one = await load([a.url], SECONDS);
+  const two = await load([a.url, b.url], SECONDS);
+  console.table([{ what: "32 clients, GET 10 KiB, one server", ...one }, { what: "32 clients, GET 10 KiB, two replicas", ...two }]);
+  await a.stop();
+  await b.stop();
+}
+agent.destroy();
+backend.close();

@@ -1,0 +1,142 @@
+/**
+ * `objstate serve`: the tool's http backend over the configured store (src/server), and
+ * `objstate serve hash-password`, which adds a user to a users file.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { isIP } from "node:net";
+import { durationFlag } from "./duration.js";
+import { usageError } from "./io.js";
+import { connect, warn } from "./runtime.js";
+import { backendConfigOf, gatherSettings } from "./settings.js";
+import { Logger, type LogLevel } from "../server/log.js";
+import { ObjstateServer } from "../server/server.js";
+import { hashPassword, loadUsers, ROLES, withUser, type Role } from "../server/users.js";
+
+const SIZE_UNITS: Readonly<Record<string, number>> = { "": 1, b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, kb: 1000, mb: 1000 ** 2, gb: 1000 ** 3 };
+
+/** `512MiB` → bytes; a bad value is a usage error naming the flag. */
+export function parseSize(flag: string, text: string): number {
+  const m = /^(\d+)\s*([a-z]*)$/i.exec(text.trim());
+  const unit = m === null ? undefined : SIZE_UNITS[(m[2] as string).toLowerCase()];
+  if (m === null || unit === undefined || Number(m[1]) <= 0) throw usageError(`${flag} must be a size such as 1048576, 64KiB, 512MiB or 1GiB, got ${JSON.stringify(text)}`, "INVALID_SIZE");
+  return Number(m[1]) * unit;
+}
+
+/** `host:port`, `[::1]:port` or `:port` (loopback). */
+export function parseListen(text: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text.trim());
+  const port = m === null ? NaN : Number(m[3]);
+  if (m === null || port > 65535) throw usageError(`--listen must be HOST:PORT (127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080), got ${JSON.stringify(text)}`, "INVALID_LISTEN");
+  const host = m[1] ?? m[2] ?? "";
+  return { host: host === "" ? "127.0.0.1" : host, port };
+}
+
+/** Is this a loopback address (the only kind served without users)? */
+export function isLoopback(host: string): boolean {
+  if (host === "localhost") return true;
+  if (isIP(host) === 4) return host.startsWith("127.");
+  return host === "::1";
+}
+
+function readPem(flag: string, file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (e) {
+    throw usageError(`cannot read ${flag} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, "FILE_UNREADABLE");
+  }
+}
+
+/** `objstate serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
+export async function serveAction(opts: Record<string, unknown>): Promise<void> {
+  const { host, port } = parseListen(String(opts["listen"]));
+  const usersFile = typeof opts["users"] === "string" ? opts["users"] : undefined;
+  const insecure = opts["insecureNoAuth"] === true;
+  if (usersFile === undefined && !isLoopback(host) && !insecure) {
+    throw usageError(`--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`, "AUTH_REQUIRED");
+  }
+  const certFile = opts["tlsCert"] as string | undefined;
+  const keyFile = opts["tlsKey"] as string | undefined;
+  const caFile = opts["tlsClientCa"] as string | undefined;
+  if ((certFile === undefined) !== (keyFile === undefined)) throw usageError("--tls-cert and --tls-key go together: give both, or neither for plain HTTP", "TLS_INCOMPLETE");
+  if (caFile !== undefined && certFile === undefined) throw usageError("--tls-client-ca needs --tls-cert and --tls-key (client certificates are part of TLS)", "TLS_INCOMPLETE");
+  const maxStateSize = parseSize("--max-state-size", String(opts["maxStateSize"]));
+  const clientTimeoutMs = durationFlag("--client-timeout", String(opts["clientTimeout"]));
+  const graceMs = durationFlag("--shutdown-grace", String(opts["shutdownGrace"]));
+  const logger = new Logger(opts["logLevel"] as LogLevel);
+  const users = usersFile === undefined ? undefined : loadUsers(usersFile);
+  const tls = certFile === undefined || keyFile === undefined ? undefined : { cert: readPem("--tls-cert", certFile), key: readPem("--tls-key", keyFile), ca: caFile === undefined ? undefined : readPem("--tls-client-ca", caFile) };
+
+  const config = backendConfigOf(gatherSettings(opts));
+  const backend = await connect(config);
+  const server = new ObjstateServer({ backend, config, users, maxStateSize, clientTimeoutMs, tls, logger });
+  try {
+    await server.listen(host, port);
+  } catch (e) {
+    backend.close();
+    throw usageError(`cannot listen on ${host}:${port}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, "LISTEN_FAILED");
+  }
+  if (users === undefined && insecure && !isLoopback(host)) {
+    warn(`SERVING ${server.url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`, "SERVE_INSECURE");
+  } else if (users === undefined) {
+    warn(`no --users file: serving on loopback only (${server.url}), and every local client may do everything`, "SERVE_NO_USERS");
+  }
+  if (!backend.lockingEnabled) warn("no lock table is configured: LOCK always succeeds and concurrent clients can overwrite each other's changes", "SERVE_NO_LOCKING");
+  logger.event("info", "listening", { url: server.url, state: backend.describe(), auth: users !== undefined, tls: tls !== undefined, clientCertificates: tls?.ca !== undefined });
+  process.stderr.write(`objstate: serving ${backend.describe()} at ${server.url}/state/{workspace}\n`);
+
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals): void => {
+      if (stopping) {
+        logger.event("warn", "second signal: quitting now", { signal });
+        process.exit(1);
+      }
+      stopping = true;
+      logger.event("info", "shutting down: finishing requests in flight", { signal });
+      void server.close(graceMs).then(() => {
+        backend.close();
+        logger.event("info", "stopped");
+        resolve();
+      });
+    };
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
+  });
+}
+
+/**
+ * `objstate serve hash-password --user NAME [--role GLOB=ROLE,…]… [--users FILE]`: reads the
+ * password from standard input (never a flag: flags are visible in the process list) and
+ * adds or replaces the user in FILE, or prints the entry.
+ */
+export async function hashPasswordAction(opts: Record<string, unknown>): Promise<void> {
+  const name = String(opts["user"]);
+  if (name === "" || name.includes(":")) throw usageError('--user must be a non-empty name without ":"', "INVALID_USER");
+  const roles: Record<string, Role[]> = {};
+  for (const spec of (opts["role"] as string[] | undefined) ?? ["*=read"]) {
+    const eq = spec.lastIndexOf("=");
+    const glob = eq < 0 ? "" : spec.slice(0, eq);
+    const list = eq < 0 ? [] : spec.slice(eq + 1).split(",").map((r) => r.trim());
+    if (glob === "" || list.length === 0 || list.some((r) => !ROLES.includes(r as Role))) {
+      throw usageError(`--role must be GLOB=ROLE[,ROLE…] with roles among ${ROLES.join(", ")} (e.g. 'staging-*=read,write,lock'), got ${JSON.stringify(spec)}`, "INVALID_ROLE");
+    }
+    roles[glob] = [...new Set([...(roles[glob] ?? []), ...(list as Role[])])];
+  }
+  const password = (await readAllStdin()).replace(/\r?\n$/, "");
+  if (password === "") throw usageError("no password on standard input: pipe it in (printf '%s' \"$PASSWORD\" | objstate serve hash-password --user NAME)", "NO_PASSWORD");
+  const hash = await hashPassword(password);
+  const file = typeof opts["users"] === "string" ? opts["users"] : undefined;
+  if (file === undefined) {
+    process.stdout.write(`${JSON.stringify({ [name]: { password: hash, roles } }, null, 2)}\n`);
+    return;
+  }
+  const before = existsSync(file) ? readFileSync(file, "utf8") : undefined;
+  writeFileSync(file, withUser(before, name, hash, roles, file), { mode: 0o600 });
+  process.stderr.write(`objstate: user ${name} ${before?.includes(`"${name}"`) === true ? "updated" : "added"} in ${file}\n`);
+}
+
+async function readAllStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}

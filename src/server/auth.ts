@@ -1,0 +1,98 @@
+/**
+ * Who is asking: HTTP Basic (as the tool's client sends it) checked against the users file,
+ * or a verified client certificate whose subject CN names a user (mutual TLS). Failed
+ * logins are counted per address and, past a limit, refused before any password check.
+ */
+import { createHmac, randomBytes } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import type { TLSSocket } from "node:tls";
+import { ObjstateError } from "../errors.js";
+import { ROLES, verifyPassword, type Role, type User } from "./users.js";
+
+/** The user every request is, when the server runs without a users file (loopback or --insecure-no-auth). */
+export const ANONYMOUS: User = { name: "-", password: undefined, grants: [{ glob: "*", roles: new Set<Role>(ROLES) }] };
+
+/** Failed logins allowed per address and window before answering 429. */
+export interface LoginLimit {
+  readonly failures: number;
+  readonly windowMs: number;
+}
+export const DEFAULT_LOGIN_LIMIT: LoginLimit = { failures: 10, windowMs: 60_000 };
+
+/** How long a verified password is remembered (scrypt on every request would cost ~50 ms each). */
+const CACHE_MS = 5 * 60_000;
+const CACHE_MAX = 1024;
+
+export class Authenticator {
+  private readonly failures = new Map<string, number[]>();
+  /** HMAC(user:password) under a key made at start: the cache holds nothing a password can be recovered from offline. */
+  private readonly cacheKey = randomBytes(32);
+  private readonly verified = new Map<string, number>();
+
+  constructor(
+    private readonly users: ReadonlyMap<string, User> | undefined,
+    private readonly limit: LoginLimit = DEFAULT_LOGIN_LIMIT,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Is anyone checked at all? */
+  get enabled(): boolean {
+    return this.users !== undefined;
+  }
+
+  /** The user of a request, or UNAUTHORIZED / TOO_MANY_FAILED_LOGINS. */
+  async authenticate(req: IncomingMessage): Promise<User> {
+    const users = this.users;
+    if (users === undefined) return ANONYMOUS;
+    const address = req.socket.remoteAddress ?? "unknown";
+    const cert = certUser(req, users);
+    if (cert !== undefined) return cert;
+    const recent = this.recentFailures(address);
+    if (recent.length >= this.limit.failures) {
+      const retry = Math.max(1, Math.ceil(((recent[0] as number) + this.limit.windowMs - this.now()) / 1000));
+      throw new ObjstateError("TOO_MANY_FAILED_LOGINS", `too many failed logins from ${address}: try again in ${retry}s`, { details: { retryAfter: retry } });
+    }
+    const basic = parseBasic(req.headers.authorization);
+    if (basic === undefined) throw new ObjstateError("UNAUTHORIZED", "this server needs a user name and password (HTTP Basic): set username and password in the http backend");
+    const user = users.get(basic.user);
+    const mac = createHmac("sha256", this.cacheKey).update(`${basic.user}:${basic.password}`).digest("base64");
+    const until = this.verified.get(mac);
+    if (user !== undefined && until !== undefined && until > this.now()) return user;
+    if (user !== undefined && user.password !== undefined && (await verifyPassword(basic.password, user.password))) {
+      if (this.verified.size >= CACHE_MAX) this.verified.clear();
+      this.verified.set(mac, this.now() + CACHE_MS);
+      return user;
+    }
+    if (user === undefined || user.password === undefined) await verifyPassword(basic.password, undefined);
+    recent.push(this.now());
+    this.failures.set(address, recent);
+    throw new ObjstateError("UNAUTHORIZED", "wrong user name or password");
+  }
+
+  private recentFailures(address: string): number[] {
+    const since = this.now() - this.limit.windowMs;
+    const kept = (this.failures.get(address) ?? []).filter((t) => t > since);
+    if (kept.length === 0) this.failures.delete(address);
+    else this.failures.set(address, kept);
+    // Forget idle addresses so a scan of many addresses cannot grow the map for ever.
+    if (this.failures.size > 10_000) this.failures.clear();
+    return kept;
+  }
+}
+
+/** `Authorization: Basic base64(user:password)`, or undefined. */
+export function parseBasic(header: string | undefined): { user: string; password: string } | undefined {
+  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? "");
+  if (m === null) return undefined;
+  const text = Buffer.from(m[1] as string, "base64").toString("utf8");
+  const colon = text.indexOf(":");
+  return colon < 0 ? undefined : { user: text.slice(0, colon), password: text.slice(colon + 1) };
+}
+
+function certUser(req: IncomingMessage, users: ReadonlyMap<string, User>): User | undefined {
+  const socket = req.socket as Partial<TLSSocket>;
+  if (socket.authorized !== true || typeof socket.getPeerCertificate !== "function") return undefined;
+  const cn = socket.getPeerCertificate().subject?.CN;
+  const name = Array.isArray(cn) ? cn[0] : cn;
+  return typeof name === "string" ? users.get(name) : undefined;
+}

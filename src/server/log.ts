@@ -1,0 +1,45 @@
+/**
+ * One JSON line per request on stderr (or any sink). Only fields chosen here are written:
+ * never a header, a query string, a body or a password.
+ */
+
+export type LogLevel = "debug" | "info" | "warn" | "error" | "off";
+export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error", "off"];
+const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3, off: 4 };
+
+/** What is logged about one request. */
+export interface RequestLine {
+  readonly method: string;
+  readonly route: string;
+  readonly workspace: string | undefined;
+  readonly status: number;
+  readonly ms: number;
+  readonly user: string | undefined;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  /** The error code of a failed request. */
+  readonly code?: string | undefined;
+}
+
+export class Logger {
+  constructor(
+    private readonly level: LogLevel = "info",
+    private readonly sink: (line: string) => void = (line) => process.stderr.write(line),
+  ) {}
+
+  /** A request: `info`, `warn` for 4xx, `error` for 5xx. */
+  request(r: RequestLine): void {
+    const level: LogLevel = r.status >= 500 ? "error" : r.status >= 400 ? "warn" : "info";
+    this.write(level, { msg: "request", ...r });
+  }
+
+  /** A line about the server itself (listening, shutting down). */
+  event(level: LogLevel, msg: string, fields: Record<string, string | number | boolean | undefined> = {}): void {
+    this.write(level, { msg, ...fields });
+  }
+
+  private write(level: LogLevel, fields: object): void {
+    if (RANK[level] < RANK[this.level] || this.level === "off") return;
+    this.sink(`${JSON.stringify({ time: new Date().toISOString(), level, ...fields })}\n`);
+  }
+}

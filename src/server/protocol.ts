@@ -1,0 +1,148 @@
+/**
+ * `/state/{workspace}`: the tool's http backend protocol (DESIGN §11), as its client
+ * (hashicorp/terraform and opentofu/opentofu, internal/backend/remote-state/http) sends it.
+ * Every answer is safe to repeat: a write retried is the same content (a no-op), a LOCK
+ * retried under its own ID is taken, an UNLOCK of a lock already gone is done.
+ */
+import { NO_LOCK_ID, type LockInfo } from "../backend/backend.js";
+import { isObjstateError, ObjstateError } from "../errors.js";
+import { md5Of } from "../util/md5.js";
+import { checkContentMd5, readBody } from "./body.js";
+import { requireRole, send, sendEmpty, type Ctx } from "./context.js";
+
+/** Lock info bodies are small; a larger one is not a lock request. */
+const LOCK_BODY_MAX = 64 * 1024;
+
+/** `GET /state/{w}`: 200 with the state and its Content-MD5; 204 when there is none. */
+export async function getState(ctx: Ctx): Promise<void> {
+  const ws = ctx.params["workspace"] as string;
+  requireRole(ctx, "read", ws);
+  const found = await ctx.backend.readStateVersion(ws);
+  if (found === null || found.body.length === 0) return sendEmpty(ctx, 204);
+  // The digest check of the read already proved the MD5 when there is a lock table.
+  const md5 = Buffer.from(found.md5 ?? (await md5Of(found.body)), "hex").toString("base64");
+  send(ctx, 200, found.body, { "Content-Type": "application/json", "Content-MD5": md5, ...(found.etag === undefined ? {} : { ETag: found.etag }) });
+}
+
+/**
+ * `POST /state/{w}[?ID=lock]` (or PUT, the client's `update_method`): store the body under
+ * the client's lock, through the library's guard and fencing. The same content again
+ * writes nothing and answers 200, which is what makes the client's retries safe.
+ */
+export async function postState(ctx: Ctx): Promise<void> {
+  const ws = ctx.params["workspace"] as string;
+  requireRole(ctx, "write", ws);
+  const body = await readBody(ctx.req, ctx.limits);
+  ctx.bytesIn += body.bytes.length;
+  checkContentMd5(header(ctx, "content-md5"), body.md5);
+  if (!startsLikeObject(body.bytes)) throw new ObjstateError("STATE_INVALID", `the body of a write to workspace ${ws} is not a state (a JSON object)`);
+  const id = ctx.url.searchParams.get("ID") ?? "";
+  await ctx.backend.writeState(ws, body.bytes, { lockId: id === "" ? undefined : id, md5: body.md5 });
+  sendEmpty(ctx, 200);
+}
+
+/** `DELETE /state/{w}`: objstate's own (the tool never sends it); `default` is refused. */
+export async function deleteState(ctx: Ctx): Promise<void> {
+  const ws = ctx.params["workspace"] as string;
+  requireRole(ctx, "admin", ws);
+  const id = ctx.url.searchParams.get("ID") ?? "";
+  await ctx.backend.deleteWorkspace(ws, { lockId: id === "" ? undefined : id });
+  sendEmpty(ctx, 200);
+}
+
+/**
+ * `LOCK /state/{w}` (or `POST /state/{w}/lock`), body = the client's lock info: 200 with
+ * the stored info; 423 with the holder's info when someone else holds it (the body the
+ * client's `-lock-timeout` needs to wait).
+ */
+export async function lockState(ctx: Ctx): Promise<void> {
+  const ws = ctx.params["workspace"] as string;
+  requireRole(ctx, "lock", ws);
+  const info = await readLockInfo(ctx);
+  if (info === undefined || info.ID === "") throw new ObjstateError("LOCK_INFO_INVALID", `a LOCK of workspace ${ws} needs the lock info as its JSON body, with an ID`);
+  try {
+    const stored = await ctx.backend.lock(ws, {
+      id: info.ID,
+      operation: info.Operation,
+      info: info.Info,
+      who: info.Who === "" ? ctx.user.name : info.Who,
+      version: info.Version,
+      created: info.Created === "" ? undefined : info.Created,
+    });
+    ctx.metrics.lockHeld(1);
+    send(ctx, 200, JSON.stringify(stored), { "Content-Type": "application/json" });
+  } catch (e) {
+    if (isObjstateError(e, "STATE_LOCKED")) ctx.metrics.lockWait();
+    throw e;
+  }
+}
+
+/**
+ * `UNLOCK /state/{w}` (or `DELETE /state/{w}/lock`):
+ * - the holder's lock info (the tool sends the bytes it locked with) → released, 200;
+ * - an empty body (the tool's force-unlock), or OpenTofu's `{"ID": …}` with the other fields
+ *   empty (its force-unlock), needs the `force` role;
+ * - another ID → 409 with the holder; no lock at all → 200 (a retried UNLOCK is done).
+ */
+export async function unlockState(ctx: Ctx): Promise<void> {
+  const ws = ctx.params["workspace"] as string;
+  requireRole(ctx, "lock", ws);
+  const given = await readLockInfo(ctx);
+  const holder = await ctx.backend.lockInfo(ws);
+  if (given === undefined || given.ID === "") {
+    requireRole(ctx, "force", ws);
+    if (holder !== null) await release(ctx, ws, holder.ID === "" ? NO_LOCK_ID : holder.ID);
+    return sendEmpty(ctx, 200);
+  }
+  if (holder === null) return sendEmpty(ctx, 200);
+  if (holder.ID !== given.ID) {
+    throw new ObjstateError("LOCK_ID_MISMATCH", `lock ID ${given.ID} does not hold workspace ${ws}; the lock is held under ID ${holder.ID} by ${holder.Who}`, { details: { lockInfo: holder } });
+  }
+  // The holder's own unlock repeats its lock info; anything else that names the ID is a force-unlock.
+  if (given.Who !== holder.Who || given.Operation !== holder.Operation) requireRole(ctx, "force", ws);
+  await release(ctx, ws, given.ID);
+  sendEmpty(ctx, 200);
+}
+
+async function release(ctx: Ctx, ws: string, id: string): Promise<void> {
+  try {
+    await ctx.backend.unlock(ws, id);
+    ctx.metrics.lockHeld(-1);
+  } catch (e) {
+    // Released between our look and the release (a retry of this very UNLOCK): done.
+    if (!isObjstateError(e, "LOCK_NOT_FOUND")) throw e;
+  }
+}
+
+async function readLockInfo(ctx: Ctx): Promise<LockInfo | undefined> {
+  const body = await readBody(ctx.req, { maxBytes: Math.min(LOCK_BODY_MAX, ctx.limits.maxBytes), idleMs: ctx.limits.idleMs });
+  ctx.bytesIn += body.bytes.length;
+  checkContentMd5(header(ctx, "content-md5"), body.md5);
+  if (body.bytes.length === 0) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(body.bytes.toString("utf8"));
+  } catch {
+    throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body is not valid JSON");
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body must be a JSON object");
+  const o = v as Record<string, unknown>;
+  const s = (k: string): string => (typeof o[k] === "string" ? (o[k] as string) : "");
+  // Go's zero time is what OpenTofu's force-unlock sends as Created: no time at all.
+  const created = s("Created").startsWith("0001-01-01") ? "" : s("Created");
+  return { ID: s("ID"), Operation: s("Operation"), Info: s("Info"), Who: s("Who"), Version: s("Version"), Created: created, Path: s("Path") };
+}
+
+function header(ctx: Ctx, name: string): string | undefined {
+  const v = ctx.req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** A state is a JSON object: the first byte after white space is `{`. */
+function startsLikeObject(b: Buffer): boolean {
+  for (const c of b) {
+    if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
+    return c === 0x7b;
+  }
+  return false;
+}

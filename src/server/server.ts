@@ -1,0 +1,250 @@
+/**
+ * `objstate serve`: an HTTP(S) server over one connected backend. It keeps no state of
+ * its own (every lock and version lives in the store and the table), so any number of
+ * replicas over one bucket and table behave as one.
+ */
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import type { AddressInfo } from "node:net";
+import type { ObjectStoreBackend } from "../backend/backend.js";
+import { checkWorkspace } from "../backend/layout.js";
+import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
+import { isObjstateError, ObjstateError } from "../errors.js";
+import { API_ROUTES, type Route } from "./api.js";
+import { Authenticator, type LoginLimit } from "./auth.js";
+import { checkDeclaredLength } from "./body.js";
+import { requireRole, send, sendEmpty, sendJson, type Ctx } from "./context.js";
+import { Logger } from "./log.js";
+import { Metrics } from "./metrics.js";
+import { deleteState, getState, lockState, postState, unlockState } from "./protocol.js";
+import { codeOf, statusOf } from "./status.js";
+import type { User } from "./users.js";
+
+/** Options of {@link ObjstateServer}. */
+export interface ServerOptions {
+  readonly backend: ObjectStoreBackend;
+  /** The backend's config (the outputs route reads through a remote-state config made from it). */
+  readonly config: ObjectStoreBackendConfig;
+  /** Users and roles; undefined: every request is allowed everything (loopback or --insecure-no-auth). */
+  readonly users?: ReadonlyMap<string, User> | undefined;
+  readonly loginLimit?: LoginLimit | undefined;
+  /** Largest request body (default 512 MiB). */
+  readonly maxStateSize?: number | undefined;
+  /** Longest silence of a client in the middle of its headers or body (default 30 s). */
+  readonly clientTimeoutMs?: number | undefined;
+  /** PEM certificate and key: serve HTTPS. `ca`: require client certificates signed by it. */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer; readonly ca?: string | Buffer | undefined } | undefined;
+  readonly logger?: Logger | undefined;
+}
+
+export const DEFAULT_MAX_STATE_SIZE = 512 * 1024 * 1024;
+export const DEFAULT_CLIENT_TIMEOUT_MS = 30_000;
+
+/** The http backend protocol, plus the `lock_method = POST` / `unlock_method = DELETE` style on `/lock`. */
+const STATE_ROUTES: readonly Route[] = [
+  { method: "GET", path: "/state/:workspace", handler: getState },
+  { method: "POST", path: "/state/:workspace", handler: postState },
+  { method: "PUT", path: "/state/:workspace", handler: postState },
+  { method: "DELETE", path: "/state/:workspace", handler: deleteState },
+  { method: "LOCK", path: "/state/:workspace", handler: lockState },
+  { method: "UNLOCK", path: "/state/:workspace", handler: unlockState },
+  { method: "POST", path: "/state/:workspace/lock", handler: lockState },
+  { method: "LOCK", path: "/state/:workspace/lock", handler: lockState },
+  { method: "DELETE", path: "/state/:workspace/lock", handler: unlockState },
+  { method: "UNLOCK", path: "/state/:workspace/lock", handler: unlockState },
+];
+
+/** Routes anyone may call (a load balancer's probes, a scraper). */
+const OPEN_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
+
+interface Match {
+  readonly route: Route;
+  readonly params: Record<string, string>;
+}
+
+function matchPath(pattern: string, path: string): Record<string, string> | undefined {
+  const p = pattern.split("/");
+  const s = path.split("/");
+  if (p.length !== s.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < p.length; i++) {
+    const want = p[i] as string;
+    const got = s[i] as string;
+    if (want.startsWith(":")) {
+      if (got === "") return undefined;
+      try {
+        params[want.slice(1)] = decodeURIComponent(got);
+      } catch {
+        return undefined;
+      }
+    } else if (want !== got) return undefined;
+  }
+  return params;
+}
+
+export class ObjstateServer {
+  readonly metrics = new Metrics();
+  private readonly server: Server;
+  private readonly auth: Authenticator;
+  private readonly logger: Logger;
+  private readonly routes: readonly Route[];
+  private readonly maxStateSize: number;
+  private readonly clientTimeoutMs: number;
+  private inFlight = 0;
+  private drained: (() => void) | undefined;
+  private closing = false;
+
+  constructor(private readonly options: ServerOptions) {
+    this.auth = new Authenticator(options.users, options.loginLimit);
+    this.logger = options.logger ?? new Logger("info");
+    this.maxStateSize = options.maxStateSize ?? DEFAULT_MAX_STATE_SIZE;
+    this.clientTimeoutMs = options.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
+    this.routes = [
+      { method: "GET", path: "/healthz", handler: (ctx) => Promise.resolve(sendJson(ctx, 200, { status: "ok" })) },
+      { method: "GET", path: "/readyz", handler: (ctx) => this.ready(ctx) },
+      { method: "GET", path: "/metrics", handler: (ctx) => Promise.resolve(send(ctx, 200, this.metrics.text(), { "Content-Type": "text/plain; version=0.0.4" })) },
+      ...STATE_ROUTES,
+      ...API_ROUTES,
+    ];
+    const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res);
+    const t = options.tls;
+    // The tool's client sends custom methods (LOCK, UNLOCK): Node's parser accepts them.
+    // Stalled headers are found by a periodic sweep: often enough for the timeout to mean what it says.
+    const base = { connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(this.clientTimeoutMs / 2))) };
+    this.server = t === undefined ? createHttpServer(base, handler) : createHttpsServer({ ...base, cert: t.cert, key: t.key, ...(t.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true }) }, handler);
+    // Slow clients: headers must arrive within the client timeout; bodies are timed per chunk (body.ts).
+    this.server.headersTimeout = this.clientTimeoutMs;
+    this.server.requestTimeout = 0;
+    this.server.keepAliveTimeout = 5_000;
+  }
+
+  /** Start listening; resolves with the bound address. */
+  listen(host: string, port: number): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(port, host, () => {
+        this.server.off("error", reject);
+        resolve(this.server.address() as AddressInfo);
+      });
+    });
+  }
+
+  /** `http(s)://host:port` of the listening server. */
+  get url(): string {
+    const a = this.server.address() as AddressInfo;
+    const host = a.family === "IPv6" ? `[${a.address}]` : a.address;
+    return `${this.options.tls === undefined ? "http" : "https"}://${host}:${a.port}`;
+  }
+
+  /**
+   * Graceful stop: accept nothing new, let requests in flight finish (a write completes),
+   * then close every connection. After `graceMs` the rest are cut. Locks held by clients
+   * stay held: they belong to the clients.
+   */
+  async close(graceMs = 30_000): Promise<void> {
+    this.closing = true;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    if (this.inFlight > 0) {
+      await Promise.race([new Promise<void>((resolve) => (this.drained = resolve)), new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref())]);
+    }
+    this.server.closeAllConnections();
+    await closed;
+  }
+
+  private async ready(ctx: Ctx): Promise<void> {
+    if (this.closing) throw new ObjstateError("SHUTTING_DOWN", "this server is shutting down");
+    await this.options.backend.probe();
+    sendJson(ctx, 200, { status: "ready", locking: this.options.backend.lockingEnabled });
+  }
+
+  private find(method: string, path: string): Match | "method" | undefined {
+    let pathMatched = false;
+    for (const route of this.routes) {
+      const params = matchPath(route.path, path);
+      if (params === undefined) continue;
+      if (route.method === method) return { route, params };
+      pathMatched = true;
+    }
+    return pathMatched ? "method" : undefined;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = process.hrtime.bigint();
+    this.inFlight += 1;
+    const method = req.method ?? "GET";
+    const url = new URL(req.url ?? "/", "http://objstate.invalid");
+    const found = this.find(method, url.pathname);
+    const routeName = typeof found === "object" ? found.route.path : "unmatched";
+    const workspace = typeof found === "object" ? found.params["workspace"] : undefined;
+    const ctx: Ctx = {
+      req,
+      res,
+      url,
+      params: typeof found === "object" ? found.params : {},
+      user: { name: "-", password: undefined, grants: [] },
+      backend: this.options.backend,
+      config: this.options.config,
+      limits: { maxBytes: this.maxStateSize, idleMs: this.clientTimeoutMs },
+      metrics: this.metrics,
+      bytesIn: 0,
+      bytesOut: 0,
+    };
+    let user: string | undefined;
+    let code: string | undefined;
+    try {
+      if (this.closing) res.setHeader("Connection", "close");
+      if (found === undefined) throw new ObjstateError("NOT_FOUND", `no route ${url.pathname}: the state lives at /state/{workspace}, the JSON API under /api/v1`);
+      if (found === "method") throw new ObjstateError("METHOD_NOT_ALLOWED", `${method} is not allowed on ${url.pathname}`);
+      if (!OPEN_PATHS.has(url.pathname)) {
+        const who = await this.auth.authenticate(req);
+        user = who.name;
+        (ctx as { user: User }).user = who;
+      }
+      if (workspace !== undefined) checkWorkspace(workspace);
+      if (found.route.role !== undefined && workspace !== undefined) requireRole(ctx, found.route.role, workspace);
+      checkDeclaredLength(req, ctx.limits);
+      await found.route.handler(ctx);
+    } catch (e) {
+      code = codeOf(e);
+      this.fail(ctx, e);
+    } finally {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      this.logger.request({ method, route: routeName, workspace, status: res.statusCode, ms: Math.round(ms * 10) / 10, user, bytesIn: ctx.bytesIn, bytesOut: ctx.bytesOut, code });
+      this.metrics.request(routeName, method, res.statusCode, ms / 1000, ctx.bytesIn, ctx.bytesOut);
+      this.inFlight -= 1;
+      if (this.inFlight === 0) this.drained?.();
+    }
+  }
+
+  /**
+   * Answer a failure: the holder's lock info when the error carries one (the body the
+   * tool's client parses on 409/423), else `{"code", "message"}`.
+   */
+  private fail(ctx: Ctx, e: unknown): void {
+    const status = statusOf(e);
+    const res = ctx.res;
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    // A body left unread is not read at all: the connection closes after this answer.
+    if (!ctx.req.complete) res.setHeader("Connection", "close");
+    if (status === 401) res.setHeader("WWW-Authenticate", 'Basic realm="objstate", charset="UTF-8"');
+    const retry = isObjstateError(e) ? e.details?.["retryAfter"] : undefined;
+    if (typeof retry === "number") res.setHeader("Retry-After", String(retry));
+    const holder = isObjstateError(e) ? e.details?.["lockInfo"] : undefined;
+    if (holder !== undefined && (status === 409 || status === 423)) {
+      send(ctx, status, JSON.stringify(holder), { "Content-Type": "application/json" });
+      return;
+    }
+    if (status === 500 && !isObjstateError(e)) {
+      // Unexpected: no detail leaves the process (it may quote a request).
+      sendJson(ctx, 500, { code: "INTERNAL", message: "internal error; see the server's log" });
+      this.logger.event("error", "unexpected failure", { name: e instanceof Error ? e.name : typeof e });
+      return;
+    }
+    if (status === 204) return sendEmpty(ctx, 204);
+    sendJson(ctx, status, { code: codeOf(e), message: e instanceof Error ? e.message : String(e) });
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The one table from error codes to HTTP statuses. Every route answers a failure through
+ * {@link statusOf}, so a code means the same status on `/state` and on `/api/v1`.
+ */
+import { isObjstateError } from "../errors.js";
+
+const STATUS: Readonly<Record<string, number>> = {
+  // The request itself
+  BAD_REQUEST: 400,
+  MD5_MISMATCH: 400,
+  INVALID_WORKSPACE: 400,
+  INVALID_JSON: 400,
+  STATE_INVALID: 400,
+  CANNOT_DELETE_DEFAULT: 400,
+  LOCK_INFO_INVALID: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  STATE_NOT_FOUND: 404,
+  WORKSPACE_NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CLIENT_TIMEOUT: 408,
+  BODY_TOO_LARGE: 413,
+  TOO_MANY_FAILED_LOGINS: 429,
+  // State and locks (the tool's client reads 409/423 bodies as the holder's lock info)
+  STATE_CONFLICT: 409,
+  LOCK_ID_MISMATCH: 409,
+  LOCK_NOT_HELD: 409,
+  LOCK_NOT_FOUND: 409,
+  STATE_LOCKED: 423,
+  // The store behind the server: 5xx, which the tool's client retries
+  NOT_IMPLEMENTED: 501,
+  DIGEST_MISMATCH: 503,
+  BUCKET_NOT_FOUND: 503,
+  TABLE_NOT_FOUND: 503,
+  TABLE_NOT_READY: 503,
+  ENDPOINT_UNREACHABLE: 503,
+  SHUTTING_DOWN: 503,
+  ENDPOINT_TIMEOUT: 504,
+};
+
+/** The HTTP status for a failure: its code's row, else 500. */
+export function statusOf(e: unknown): number {
+  return isObjstateError(e) ? (STATUS[e.code] ?? 500) : 500;
+}
+
+/** The error code of a failure, for logs and JSON bodies (`INTERNAL` when it has none). */
+export function codeOf(e: unknown): string {
+  return isObjstateError(e) ? e.code : "INTERNAL";
+}

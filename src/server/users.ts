@@ -1,0 +1,132 @@
+/**
+ * The users file of `objstate serve --users FILE`: users with scrypt-hashed passwords and
+ * roles on workspace globs. Pure logic and node:crypto; no request handling here.
+ *
+ * ```json
+ * {"users": {"ci": {"password": "scrypt$16384$8$1$<salt b64>$<hash b64>",
+ *                   "roles": {"*": ["read"], "staging-*": ["read", "write", "lock"]}}}}
+ * ```
+ */
+import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { ObjstateError } from "../errors.js";
+
+/** What a user may do on a workspace. `admin` grants every role. */
+export type Role = "read" | "write" | "lock" | "force" | "admin";
+export const ROLES: readonly Role[] = ["read", "write", "lock", "force", "admin"];
+
+/** One user of the users file. */
+export interface User {
+  readonly name: string;
+  /** `scrypt$N$r$p$salt$hash` (base64 salt and hash); undefined: certificate login only. */
+  readonly password: string | undefined;
+  /** Roles by workspace glob (`*` any run of characters, `?` one). */
+  readonly grants: readonly { readonly glob: string; readonly roles: ReadonlySet<Role> }[];
+}
+
+const KEY_LENGTH = 32;
+/** scrypt cost of new hashes: about 50 ms on a small machine, 16 MiB of memory. */
+export const SCRYPT_DEFAULT = { N: 16384, r: 8, p: 1 } as const;
+
+function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) => scryptCb(password, salt, keylen, { ...options, maxmem: 256 * options.N! * options.r! }, (err, key) => (err === null ? resolve(key) : reject(err))));
+}
+
+/** A new `scrypt$N$r$p$salt$hash` entry for `password`. */
+export async function hashPassword(password: string, cost: { N: number; r: number; p: number } = SCRYPT_DEFAULT): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scrypt(password, salt, KEY_LENGTH, cost);
+  return `scrypt$${cost.N}$${cost.r}$${cost.p}$${salt.toString("base64")}$${key.toString("base64")}`;
+}
+
+interface Parsed { N: number; r: number; p: number; salt: Buffer; key: Buffer }
+
+function parseHash(encoded: string): Parsed | undefined {
+  const m = /^scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$/.exec(encoded);
+  if (m === null) return undefined;
+  const [N, r, p] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  // N a power of two; bounds keep a hostile users file from exhausting memory.
+  if (N < 2 || N > 1 << 20 || (N & (N - 1)) !== 0 || r < 1 || r > 32 || p < 1 || p > 16) return undefined;
+  return { N, r, p, salt: Buffer.from(m[4] as string, "base64"), key: Buffer.from(m[5] as string, "base64") };
+}
+
+/** A hash no password matches: unknown users cost the same scrypt as known ones. */
+const DUMMY: Parsed = { ...SCRYPT_DEFAULT, salt: Buffer.alloc(16), key: Buffer.alloc(KEY_LENGTH) };
+
+/**
+ * Does `password` match `encoded`? Always runs scrypt (with a dummy hash when there is
+ * none), and compares in constant time.
+ */
+export async function verifyPassword(password: string, encoded: string | undefined): Promise<boolean> {
+  const parsed = encoded === undefined ? undefined : parseHash(encoded);
+  const h = parsed ?? DUMMY;
+  const key = await scrypt(password, h.salt, h.key.length === 0 ? KEY_LENGTH : h.key.length, { N: h.N, r: h.r, p: h.p });
+  return parsed !== undefined && key.length === h.key.length && timingSafeEqual(key, h.key);
+}
+
+/** Does the workspace glob match? `*` any run of characters, `?` one; nothing else is special. */
+export function globMatches(glob: string, workspace: string): boolean {
+  const re = new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, "s");
+  return re.test(workspace);
+}
+
+/** May `user` act in `role` on `workspace`? `admin` on a matching glob grants every role. */
+export function allowed(user: User, role: Role, workspace: string): boolean {
+  return user.grants.some((g) => globMatches(g.glob, workspace) && (g.roles.has(role) || g.roles.has("admin")));
+}
+
+function fileError(file: string, problem: string): ObjstateError {
+  return new ObjstateError("USERS_FILE_INVALID", `users file ${file}: ${problem}; see \`objstate serve hash-password --help\` for the format`);
+}
+
+/** Parse the users file's JSON text; errors name the file and the entry. */
+export function parseUsers(text: string, file: string): Map<string, User> {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw fileError(file, `not valid JSON (${(e as Error).message})`);
+  }
+  const users = (doc as { users?: unknown } | null)?.users;
+  if (typeof users !== "object" || users === null || Array.isArray(users)) throw fileError(file, 'expected {"users": {"NAME": {"password": …, "roles": {…}}}}');
+  const out = new Map<string, User>();
+  for (const [name, entry] of Object.entries(users as Record<string, unknown>)) {
+    if (name === "" || name.includes(":")) throw fileError(file, `user name ${JSON.stringify(name)} must be non-empty and without ":"`);
+    const e = entry as { password?: unknown; roles?: unknown } | null;
+    if (typeof e !== "object" || e === null) throw fileError(file, `users.${name} must be an object`);
+    if (e.password !== undefined && (typeof e.password !== "string" || parseHash(e.password) === undefined)) {
+      throw fileError(file, `users.${name}.password is not an scrypt$N$r$p$salt$hash entry (make one with objstate serve hash-password)`);
+    }
+    if (typeof e.roles !== "object" || e.roles === null || Array.isArray(e.roles)) throw fileError(file, `users.${name}.roles must be {"GLOB": ["read", …]}`);
+    const grants = Object.entries(e.roles as Record<string, unknown>).map(([glob, roles]) => {
+      if (!Array.isArray(roles) || roles.some((r) => !ROLES.includes(r as Role))) throw fileError(file, `users.${name}.roles.${glob} must be a list of ${ROLES.join(", ")}`);
+      return { glob, roles: new Set(roles as Role[]) };
+    });
+    out.set(name, { name, password: e.password as string | undefined, grants });
+  }
+  return out;
+}
+
+/** Read and parse a users file. */
+export function loadUsers(file: string): Map<string, User> {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new ObjstateError("USERS_FILE_UNREADABLE", `cannot read users file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; check --users`);
+  }
+  return parseUsers(text, file);
+}
+
+/**
+ * The users file's text with `name` added or replaced (its password hash and roles); other
+ * entries are kept as they were.
+ */
+export function withUser(text: string | undefined, name: string, hash: string, roles: Record<string, Role[]>, file: string): string {
+  const doc = text === undefined || text.trim() === "" ? { users: {} } : (JSON.parse(text) as { users?: Record<string, unknown> });
+  if (text !== undefined && text.trim() !== "") parseUsers(text, file);
+  const users = { ...(doc.users ?? {}), [name]: { password: hash, roles } };
+  const next = `${JSON.stringify({ ...doc, users }, null, 2)}\n`;
+  parseUsers(next, file);
+  return next;
+}

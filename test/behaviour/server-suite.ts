@@ -1,0 +1,222 @@
+/**
+ * The http backend conformance suite: what the tool's client (and OpenTofu's) sends for
+ * init, plan, apply, -lock-timeout and force-unlock, replayed request by request against
+ * `objstate serve` over a target's store, through one server or two replicas over the same
+ * bucket and table (each request to the next replica).
+ */
+import assert from "node:assert/strict";
+import { after, before, it } from "node:test";
+import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../src/index.js";
+import { Logger } from "../../src/server/log.js";
+import { ObjstateServer } from "../../src/server/server.js";
+import { HttpBackendClient, rawRequest, toolState, type ClientOptions } from "../support/http-backend-client.js";
+import { uniqueName, type Target } from "../support/targets.js";
+
+export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
+  const servers: ObjstateServer[] = [];
+  const backends: ObjectStoreBackend[] = [];
+  let bases: string[] = [];
+
+  before(async () => {
+    const target = makeTarget();
+    const props = await target.setup({ locks: true });
+    const config = ObjectStoreBackendConfig.from(props);
+    for (let i = 0; i < replicas; i++) {
+      const backend = await ObjectStoreBackend.connect(config, { env: {}, who: `replica${i}@suite`, digestRetry: { timeoutMs: 2000, intervalMs: 200 }, onWarning: () => undefined });
+      backends.push(backend);
+      const server = new ObjstateServer({ backend, config, logger: new Logger("off") });
+      await server.listen("127.0.0.1", 0);
+      servers.push(server);
+    }
+    bases = servers.map((s) => s.url);
+  });
+  after(async () => {
+    for (const s of servers) await s.close(1000);
+    for (const b of backends) b.close();
+  });
+
+  const client = (options: Partial<ClientOptions> = {}): HttpBackendClient => new HttpBackendClient({ bases, workspace: uniqueName("ws"), ...options });
+  const api = async (path: string): Promise<Record<string, unknown>> => JSON.parse((await rawRequest(bases[0] as string, "GET", path, undefined)).body.toString()) as Record<string, unknown>;
+
+  it("init: GET (no state: 204), LOCK, GET, POST of the first state under ?ID, UNLOCK", async () => {
+    const trace: string[] = [];
+    const c = client({ trace });
+    assert.equal(await c.get(), null);
+    const l = await c.lock("OperationTypeInit");
+    assert.ok(l.ok);
+    assert.equal(await c.get(), null);
+    const first = toolState(1, "lineage-init");
+    assert.equal((await c.put(first)).status, 200);
+    assert.equal((await c.unlock()).status, 200);
+    const ws = encodeURIComponent(c.options.workspace as string);
+    assert.deepEqual(trace, [`GET /state/${ws}`, `LOCK /state/${ws} (${c.jsonLockInfo?.length} bytes)`, `GET /state/${ws}`, `POST /state/${ws}?ID=${l.id} (${first.length} bytes)`, `UNLOCK /state/${ws} (${c.jsonLockInfo?.length} bytes)`]);
+    assert.deepEqual(await c.get(), first);
+  });
+
+  it("plan: LOCK, GET (200, body and Content-MD5), UNLOCK; the lock is gone from every replica", async () => {
+    const c = client();
+    const state = toolState(3, "lineage-plan");
+    assert.equal((await c.put(state)).status, 200);
+    assert.ok((await c.lock("OperationTypePlan")).ok);
+    const r = await c.send("GET", `/state/${c.options.workspace}`, undefined);
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body, state);
+    assert.equal(r.headers["content-md5"], (await import("node:crypto")).createHash("md5").update(state).digest("base64"));
+    assert.equal((await c.unlock()).status, 200);
+    for (const base of bases) assert.deepEqual(JSON.parse((await rawRequest(base, "GET", `/api/v1/workspaces/${c.options.workspace}/lock`, undefined)).body.toString()), { lock: null });
+  });
+
+  it("apply: LOCK, GET, intermediate POSTs under ?ID, the final POST, UNLOCK; a retried POST is a no-op 200", async () => {
+    const c = client();
+    assert.ok((await c.lock("OperationTypeApply")).ok);
+    assert.equal(await c.get(), null);
+    for (let serial = 1; serial <= 4; serial++) {
+      const body = toolState(serial, "lineage-apply", { n: { value: serial, type: "number" } });
+      assert.equal((await c.put(body)).status, 200, `write of serial ${serial}`);
+      // The client retries a write whose reply was lost: the same bytes again.
+      if (serial === 2) assert.equal((await c.put(body)).status, 200, "retried write");
+    }
+    const final = toolState(5, "lineage-apply", { n: { value: 5, type: "number" }, secret: { value: "hunter2", type: "string", sensitive: true } });
+    assert.equal((await c.put(final)).status, 200);
+    assert.equal((await c.unlock()).status, 200);
+    assert.deepEqual(await c.get(), final);
+    const view = await api(`/api/v1/workspaces/${c.options.workspace}`);
+    assert.equal((view["lastWrite"] as { serial: number }).serial, 5);
+    assert.equal(view["lock"], null);
+    const outs = await api(`/api/v1/workspaces/${c.options.workspace}/outputs`);
+    assert.deepEqual(outs, { outputs: { n: { sensitive: false, value: 5 }, secret: { sensitive: true, value: "<sensitive>" } } });
+  });
+
+  it("-lock-timeout: a LOCK on a held state gets 423 with the holder's info, and succeeds once it is released", async () => {
+    const ws = uniqueName("ws");
+    const a = client({ workspace: ws });
+    const b = client({ workspace: ws });
+    const la = await a.lock("OperationTypeApply", "alice@host");
+    assert.ok(la.ok);
+    const refused = await b.lock("OperationTypePlan", "bob@host");
+    assert.ok(!refused.ok);
+    assert.equal(refused.status, 423);
+    assert.equal(refused.holder?.ID, la.id);
+    assert.equal(refused.holder?.Who, "alice@host");
+    setTimeout(() => void a.unlock(), 300);
+    const waited = await b.lockWithTimeout("OperationTypePlan", 5000);
+    assert.ok(waited.ok, JSON.stringify(waited));
+    assert.ok(waited.waited >= 250);
+    assert.equal((await b.unlock()).status, 200);
+  });
+
+  it("force-unlock, the tool's way: an UNLOCK with an empty body releases whatever holds the lock", async () => {
+    const ws = uniqueName("ws");
+    const a = client({ workspace: ws });
+    assert.ok((await a.lock("OperationTypeApply")).ok);
+    const admin = client({ workspace: ws });
+    assert.equal((await admin.unlock()).status, 200);
+    assert.deepEqual(await api(`/api/v1/workspaces/${ws}/lock`), { lock: null });
+    // The holder's write now finds its lock gone: refused, nothing written.
+    const r = await a.put(toolState(1, "l"));
+    assert.equal(r.status, 409);
+    assert.equal(JSON.parse(r.body.toString()).code, "LOCK_NOT_HELD");
+  });
+
+  it("OpenTofu: LOCK without a GET first, its UNLOCK body, and its force-unlock ({\"ID\": …} with the rest empty)", async () => {
+    const ws = uniqueName("ws");
+    const trace: string[] = [];
+    const t = client({ workspace: ws, flavour: "opentofu", trace });
+    const l = await t.lock("OperationTypeApply");
+    assert.ok(l.ok);
+    assert.equal((await t.put(toolState(1, "tofu"))).status, 200);
+    assert.equal((await t.unlock()).status, 200);
+    assert.deepEqual(trace.map((x) => x.split(" ")[0]), ["LOCK", "POST", "UNLOCK"]);
+    const holder = client({ workspace: ws });
+    const h = await holder.lock("OperationTypeApply");
+    assert.ok(h.ok);
+    const forcer = client({ workspace: ws, flavour: "opentofu" });
+    assert.equal((await forcer.unlock(h.id)).status, 200);
+    assert.deepEqual(await api(`/api/v1/workspaces/${ws}/lock`), { lock: null });
+  });
+
+  it("retries are safe: LOCK twice under one ID is 200 twice; UNLOCK twice is 200 twice; a wrong ID is 409 with the holder", async () => {
+    const ws = uniqueName("ws");
+    const c = client({ workspace: ws });
+    assert.ok((await c.lock("OperationTypeApply")).ok);
+    const again = await c.send("LOCK", `/state/${ws}`, c.jsonLockInfo);
+    assert.equal(again.status, 200);
+    const other = { ...(JSON.parse((c.jsonLockInfo as Buffer).toString()) as object), ID: "not-the-holder" };
+    const wrong = await c.send("UNLOCK", `/state/${ws}`, Buffer.from(JSON.stringify(other)));
+    assert.equal(wrong.status, 409);
+    assert.equal(JSON.parse(wrong.body.toString()).ID, c.lockID);
+    assert.equal((await c.unlock()).status, 200);
+    assert.equal((await c.unlock()).status, 200);
+  });
+
+  it("a write without ?ID while another client holds the lock is 423 with the holder; the lineage guard is 409 with the reason; a bad Content-MD5 is 400", async () => {
+    const ws = uniqueName("ws");
+    const holder = client({ workspace: ws });
+    const stranger = client({ workspace: ws });
+    const stored = toolState(2, "guarded", { o: { value: 1, type: "number" } });
+    assert.equal((await stranger.put(stored)).status, 200);
+    const l = await holder.lock("OperationTypeApply");
+    assert.ok(l.ok);
+    const locked = await stranger.put(toolState(3, "guarded"));
+    assert.equal(locked.status, 423);
+    assert.equal(JSON.parse(locked.body.toString()).ID, l.id);
+    const conflict = await holder.put(toolState(1, "guarded"));
+    assert.equal(conflict.status, 409);
+    const reason = JSON.parse(conflict.body.toString()) as { code: string; message: string };
+    assert.equal(reason.code, "STATE_CONFLICT");
+    assert.match(reason.message, /serial/);
+    const body = toolState(3, "guarded");
+    const damaged = await rawRequest(bases[0] as string, "POST", `/state/${ws}?ID=${l.id}`, body, {}, { "Content-MD5": Buffer.alloc(16).toString("base64") });
+    assert.equal(damaged.status, 400);
+    assert.equal(JSON.parse(damaged.body.toString()).code, "MD5_MISMATCH");
+    assert.deepEqual(await holder.get(), stored);
+    assert.equal((await holder.unlock()).status, 200);
+  });
+
+  it("lock_method = POST and unlock_method = DELETE on {address}/lock", async () => {
+    const ws = uniqueName("ws");
+    const c = client({ workspace: ws, lockStyle: "post-delete" });
+    const l = await c.lock("OperationTypeApply");
+    assert.ok(l.ok);
+    const other = await client({ workspace: ws, lockStyle: "post-delete" }).lock("OperationTypePlan");
+    assert.ok(!other.ok && other.status === 423 && other.holder?.ID === l.id);
+    assert.equal((await c.put(toolState(1, "style"))).status, 200);
+    assert.equal((await c.unlock()).status, 200);
+    assert.deepEqual(await api(`/api/v1/workspaces/${ws}/lock`), { lock: null });
+  });
+
+  it("DELETE removes a workspace and refuses default", async () => {
+    const c = client();
+    assert.equal((await c.put(toolState(1, "del"))).status, 200);
+    assert.equal((await c.delete()).status, 200);
+    assert.equal(await c.get(), null);
+    const d = await rawRequest(bases[0] as string, "DELETE", "/state/default", undefined);
+    assert.equal(d.status, 400);
+    assert.equal(JSON.parse(d.body.toString()).code, "CANNOT_DELETE_DEFAULT");
+  });
+
+  it("/api/v1: workspaces with lock state and last write, a diff against a given state, 501 for routes waiting on the library", async () => {
+    const c = client();
+    const ws = c.options.workspace as string;
+    assert.equal((await c.put(toolState(7, "apiview"))).status, 200);
+    assert.ok((await c.lock("OperationTypeApply")).ok);
+    const list = (await api("/api/v1/workspaces"))["workspaces"] as { name: string; lock: { ID: string } | null; lastWrite: { serial: number } | null }[];
+    const mine = list.find((w) => w.name === ws);
+    assert.equal(mine?.lock?.ID, c.lockID);
+    assert.equal(mine?.lastWrite?.serial, 7);
+    assert.equal(list[0]?.name, "default");
+    const d = await rawRequest(bases[0] as string, "POST", `/api/v1/workspaces/${ws}/diff`, toolState(8, "apiview", { x: { value: 1, type: "number" } }));
+    assert.equal(d.status, 200);
+    const diff = JSON.parse(d.body.toString()) as { serial: { before: number; after: number }; outputs: { added: { name: string }[] } };
+    assert.deepEqual(diff.serial, { before: 7, after: 8 });
+    assert.equal(diff.outputs.added[0]?.name, "x");
+    const f = await rawRequest(bases[0] as string, "DELETE", `/api/v1/workspaces/${ws}/lock?id=${c.lockID}`, undefined);
+    assert.equal(f.status, 200);
+    assert.equal((await rawRequest(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/history`, undefined)).status, 501);
+    const ready = await rawRequest(bases[0] as string, "GET", "/readyz", undefined);
+    assert.equal(ready.status, 200);
+    const metrics = (await rawRequest(bases[0] as string, "GET", "/metrics", undefined)).body.toString();
+    assert.match(metrics, /objstate_http_requests_total\{route="\/state\/:workspace",method="LOCK",status="200"\} \d+/);
+    assert.match(metrics, /objstate_http_request_duration_seconds_bucket\{route="\/state\/:workspace",le="\+Inf"\} \d+/);
+  });
+}

@@ -1,0 +1,54 @@
+/** `objstate serve` and `objstate serve hash-password` as a user runs them. */
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { parseUsers, verifyPassword } from "../../../src/server/users.js";
+import { runCli, startCli } from "../../support/cli.js";
+
+const STORE = ["--bucket", "serve-cli", "--endpoint", "file:./s", "--kvstore-endpoint", "file:./s", "--kvstore-table", "locks"];
+
+describe("objstate serve (CLI)", () => {
+  it("refuses a non-loopback address without --users, naming both ways out", () => {
+    const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    const r = runCli(["serve", ...STORE, "--listen", "0.0.0.0:0"], { cwd });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /not a loopback address and there is no --users file: give --users FILE .* or --insecure-no-auth/);
+  });
+
+  it("without --users it serves loopback only and says so; SIGTERM stops it with exit 0", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off"], { cwd });
+    await s.stderrMatches(/serving serve-cli\/env:\/tool\.tfstate at http:\/\/127\.0\.0\.1:\d+\/state\/\{workspace\}/);
+    s.kill();
+    const r = await s.done;
+    assert.equal(r.code, 0);
+    assert.match(r.stderr, /warning: no --users file: serving on loopback only/);
+  });
+
+  it("refuses --tls-cert without --tls-key, and a bad --max-state-size", () => {
+    const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    assert.match(runCli(["serve", ...STORE, "--tls-cert", "c.pem"], { cwd }).stderr, /--tls-cert and --tls-key go together/);
+    assert.match(runCli(["serve", ...STORE, "--max-state-size", "huge"], { cwd }).stderr, /--max-state-size must be a size/);
+  });
+
+  it("hash-password reads the password from stdin and adds the user with its roles to the users file (mode 600)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    const file = join(dir, "users.json");
+    const r = runCli(["serve", "hash-password", "--user", "ci", "--role", "staging-*=read,write,lock", "--role", "*=read", "--users", file], { input: "s3cret pass\n" });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /user ci added in/);
+    assert.ok(!r.stderr.includes("s3cret") && !r.stdout.includes("s3cret"));
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    const r2 = runCli(["serve", "hash-password", "--user", "ops", "--role", "*=admin", "--users", file], { input: "other" });
+    assert.equal(r2.code, 0, r2.stderr);
+    const users = parseUsers(readFileSync(file, "utf8"), file);
+    assert.deepEqual([...users.keys()], ["ci", "ops"]);
+    assert.equal(await verifyPassword("s3cret pass", users.get("ci")?.password), true);
+    assert.deepEqual([...(users.get("ci")?.grants.map((g) => g.glob) ?? [])], ["staging-*", "*"]);
+    const bad = runCli(["serve", "hash-password", "--user", "x", "--role", "*=root"], { input: "p" });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--role must be GLOB=ROLE/);
+  });
+});

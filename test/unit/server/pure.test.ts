@@ -1,0 +1,116 @@
+/** The server's pure pieces: users file, password hashes, globs, statuses, flags, metrics. */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { ObjstateError } from "../../../src/errors.js";
+import { parseListen, parseSize, isLoopback } from "../../../src/cli/serve.js";
+import { parseBasic } from "../../../src/server/auth.js";
+import { checkContentMd5 } from "../../../src/server/body.js";
+import { Metrics } from "../../../src/server/metrics.js";
+import { statusOf } from "../../../src/server/status.js";
+import { allowed, globMatches, hashPassword, parseUsers, verifyPassword, withUser } from "../../../src/server/users.js";
+
+const CHEAP = { N: 1024, r: 8, p: 1 };
+
+describe("users file", () => {
+  it("scrypt hashes verify the right password only, and differ each time (salted)", async () => {
+    const a = await hashPassword("correct horse", CHEAP);
+    const b = await hashPassword("correct horse", CHEAP);
+    assert.match(a, /^scrypt\$1024\$8\$1\$/);
+    assert.notEqual(a, b);
+    assert.equal(await verifyPassword("correct horse", a), true);
+    assert.equal(await verifyPassword("correct horsE", a), false);
+    assert.equal(await verifyPassword("anything", undefined), false);
+  });
+
+  it("globs: * any run, ? one character, nothing else special", () => {
+    assert.ok(globMatches("*", "default"));
+    assert.ok(globMatches("staging-*", "staging-eu"));
+    assert.ok(!globMatches("staging-*", "prod"));
+    assert.ok(globMatches("ws?", "ws1"));
+    assert.ok(!globMatches("a.b", "axb"));
+  });
+
+  it("roles: a grant on a matching glob; admin grants all", () => {
+    const users = parseUsers(JSON.stringify({ users: { u: { roles: { "dev-*": ["read", "write"], prod: ["read"] } }, boss: { roles: { "*": ["admin"] } } } }), "f");
+    const u = users.get("u")!;
+    assert.ok(allowed(u, "write", "dev-1"));
+    assert.ok(!allowed(u, "write", "prod"));
+    assert.ok(!allowed(u, "force", "dev-1"));
+    assert.ok(allowed(users.get("boss")!, "force", "anything"));
+  });
+
+  it("a bad users file is an error naming the file and the entry", () => {
+    assert.throws(() => parseUsers("{", "users.json"), (e: ObjstateError) => e.code === "USERS_FILE_INVALID" && e.message.includes("users.json"));
+    assert.throws(() => parseUsers(JSON.stringify({ users: { u: { password: "plain", roles: {} } } }), "f"), /users\.u\.password/);
+    assert.throws(() => parseUsers(JSON.stringify({ users: { u: { roles: { "*": ["root"] } } } }), "f"), /users\.u\.roles\.\*/);
+    assert.throws(() => parseUsers(JSON.stringify({ users: { u: { password: "scrypt$3$8$1$AA==$AA==", roles: {} } } }), "f"), /password/);
+  });
+
+  it("withUser adds or replaces one user and keeps the others", async () => {
+    const h = await hashPassword("x", CHEAP);
+    const one = withUser(undefined, "a", h, { "*": ["read"] }, "f");
+    const two = withUser(one, "b", h, { "*": ["write"] }, "f");
+    const three = withUser(two, "a", h, { "*": ["admin"] }, "f");
+    const users = parseUsers(three, "f");
+    assert.deepEqual([...users.keys()], ["a", "b"]);
+    assert.ok(allowed(users.get("a")!, "force", "w"));
+  });
+});
+
+describe("requests", () => {
+  it("Basic credentials: user and password split at the first colon", () => {
+    assert.deepEqual(parseBasic(`Basic ${Buffer.from("ci:pa:ss").toString("base64")}`), { user: "ci", password: "pa:ss" });
+    assert.equal(parseBasic("Bearer abc"), undefined);
+    assert.equal(parseBasic(undefined), undefined);
+  });
+
+  it("Content-MD5: absent is fine, a mismatch is MD5_MISMATCH (400)", () => {
+    const hex = "900150983cd24fb0d6963f7d28e17f72";
+    checkContentMd5(undefined, hex);
+    checkContentMd5(Buffer.from(hex, "hex").toString("base64"), hex);
+    assert.throws(() => checkContentMd5("AAAAAAAAAAAAAAAAAAAAAA==", hex), (e: ObjstateError) => e.code === "MD5_MISMATCH" && statusOf(e) === 400);
+  });
+
+  it("one table of statuses: locked 423, conflicts 409, store trouble 5xx, anything else 500", () => {
+    const s = (code: string): number => statusOf(new ObjstateError(code, "m"));
+    assert.deepEqual([s("STATE_LOCKED"), s("STATE_CONFLICT"), s("LOCK_ID_MISMATCH"), s("BODY_TOO_LARGE"), s("UNAUTHORIZED"), s("FORBIDDEN"), s("DIGEST_MISMATCH"), s("WHATEVER")], [423, 409, 409, 413, 401, 403, 503, 500]);
+    assert.equal(statusOf(new Error("x")), 500);
+  });
+});
+
+describe("serve flags", () => {
+  it("--max-state-size takes bytes and binary or decimal units", () => {
+    assert.equal(parseSize("--max-state-size", "512MiB"), 512 * 1024 * 1024);
+    assert.equal(parseSize("--max-state-size", "1024"), 1024);
+    assert.equal(parseSize("--max-state-size", "2kb"), 2000);
+    assert.throws(() => parseSize("--max-state-size", "lots"), /--max-state-size must be a size/);
+    assert.throws(() => parseSize("--max-state-size", "0"), /--max-state-size/);
+  });
+
+  it("--listen HOST:PORT, [v6]:PORT or :PORT; loopback is 127/8, ::1 and localhost", () => {
+    assert.deepEqual(parseListen("0.0.0.0:8080"), { host: "0.0.0.0", port: 8080 });
+    assert.deepEqual(parseListen("[::1]:9"), { host: "::1", port: 9 });
+    assert.deepEqual(parseListen(":7"), { host: "127.0.0.1", port: 7 });
+    assert.throws(() => parseListen("8080"), /--listen must be HOST:PORT/);
+    assert.ok(isLoopback("127.0.0.2") && isLoopback("::1") && isLoopback("localhost"));
+    assert.ok(!isLoopback("0.0.0.0") && !isLoopback("10.0.0.1") && !isLoopback("::"));
+  });
+});
+
+describe("metrics", () => {
+  it("Prometheus text: counters by route and status, a histogram per route, lock waits, bytes, active locks", () => {
+    const m = new Metrics();
+    m.request("/state/:workspace", "GET", 200, 0.02, 0, 100);
+    m.request("/state/:workspace", "LOCK", 423, 0.003, 50, 150);
+    m.lockWait();
+    m.lockHeld(1);
+    const t = m.text();
+    assert.match(t, /^objstate_http_requests_total\{route="\/state\/:workspace",method="GET",status="200"\} 1$/m);
+    assert.match(t, /^objstate_http_request_duration_seconds_bucket\{route="\/state\/:workspace",le="0.005"\} 1$/m);
+    assert.match(t, /^objstate_http_request_duration_seconds_bucket\{route="\/state\/:workspace",le="\+Inf"\} 2$/m);
+    assert.match(t, /^objstate_lock_waits_total 1$/m);
+    assert.match(t, /^objstate_http_bytes_in_total 50$/m);
+    assert.match(t, /^objstate_http_bytes_out_total 250$/m);
+    assert.match(t, /^objstate_locks_active 1$/m);
+  });
+});

@@ -1,0 +1,129 @@
+/**
+ * Auth, roles, failed-login limits, TLS and client certificates of `objstate serve`, in
+ * process over the embedded store, on loopback.
+ */
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
+import { Logger } from "../../../src/server/log.js";
+import { ObjstateServer, type ServerOptions } from "../../../src/server/server.js";
+import { hashPassword, parseUsers } from "../../../src/server/users.js";
+import { HttpBackendClient, rawRequest, toolState } from "../../support/http-backend-client.js";
+import { embeddedTarget, uniqueName } from "../../support/targets.js";
+
+const CHEAP = { N: 1024, r: 8, p: 1 };
+const USERS: Record<string, Record<string, string[]>> = {
+  reader: { "*": ["read"] },
+  writer: { "*": ["read", "write", "lock"] },
+  forcer: { "*": ["read", "lock", "force"] },
+  admin: { "*": ["admin"] },
+  scoped: { "staging-*": ["read", "write", "lock"] },
+};
+const pw = (name: string): string => `pw-of-${name}`;
+
+describe("objstate serve: users, roles, TLS", () => {
+  let backend: ObjectStoreBackend;
+  let config: ObjectStoreBackendConfig;
+  let users: ServerOptions["users"];
+  const servers: ObjstateServer[] = [];
+
+  async function start(extra: Partial<ServerOptions> = {}): Promise<ObjstateServer> {
+    const s = new ObjstateServer({ backend, config, users, logger: new Logger("off"), ...extra });
+    await s.listen("127.0.0.1", 0);
+    servers.push(s);
+    return s;
+  }
+  const as = (base: string, user: string, workspace = uniqueName("ws")): HttpBackendClient => new HttpBackendClient({ bases: [base], workspace, username: user, password: pw(user), retries: 0 });
+
+  before(async () => {
+    const props = await embeddedTarget().setup({ locks: true });
+    config = ObjectStoreBackendConfig.from(props);
+    backend = await ObjectStoreBackend.connect(config, { env: {}, onWarning: () => undefined });
+    const entries: Record<string, unknown> = {};
+    for (const [name, roles] of Object.entries(USERS)) entries[name] = { password: await hashPassword(pw(name), CHEAP), roles };
+    users = parseUsers(JSON.stringify({ users: entries }), "users.json");
+  });
+  after(async () => {
+    for (const s of servers) await s.close(500);
+    backend.close();
+  });
+
+  it("no credentials, a wrong password or an unknown user → 401 with a Basic challenge", async () => {
+    const s = await start();
+    const none = await rawRequest(s.url, "GET", "/state/default", undefined);
+    assert.equal(none.status, 401);
+    assert.match(String(none.headers["www-authenticate"]), /^Basic /);
+    assert.equal((await rawRequest(s.url, "GET", "/state/default", undefined, { username: "writer", password: "nope" })).status, 401);
+    assert.equal((await rawRequest(s.url, "GET", "/state/default", undefined, { username: "nobody", password: "x" })).status, 401);
+    // Probes stay open for load balancers.
+    assert.equal((await rawRequest(s.url, "GET", "/healthz", undefined)).status, 200);
+  });
+
+  it("a read-only user reads but cannot write or lock (403)", async () => {
+    const s = await start();
+    const r = as(s.url, "reader");
+    assert.equal(await r.get(), null);
+    assert.equal((await r.put(toolState(1, "ro"))).status, 403);
+    const l = await r.lock("OperationTypeApply");
+    assert.ok(!l.ok && l.status === 403);
+  });
+
+  it("write + lock run the tool's apply; force-unlock needs force, and DELETE needs admin", async () => {
+    const s = await start();
+    const ws = uniqueName("ws");
+    const w = as(s.url, "writer", ws);
+    assert.ok((await w.lock("OperationTypeApply")).ok);
+    assert.equal((await w.put(toolState(1, "rw"))).status, 200);
+    // The tool's force-unlock (empty body) and OpenTofu's ({"ID"} only): force role.
+    assert.equal((await as(s.url, "writer", ws).unlock()).status, 403);
+    const tofu = new HttpBackendClient({ bases: [s.url], workspace: ws, username: "writer", password: pw("writer"), flavour: "opentofu", retries: 0 });
+    assert.equal((await tofu.unlock(w.lockID)).status, 403);
+    assert.equal((await as(s.url, "forcer", ws).unlock()).status, 200);
+    assert.equal((await w.delete()).status, 403);
+    assert.equal((await as(s.url, "admin", ws).delete()).status, 200);
+  });
+
+  it("roles apply on workspace globs; listings show only what the user may read", async () => {
+    const s = await start();
+    const staging = as(s.url, "scoped", uniqueName("staging"));
+    assert.equal((await staging.put(toolState(1, "st"))).status, 200);
+    assert.equal((await as(s.url, "scoped", uniqueName("prod")).put(toolState(1, "p"))).status, 403);
+    const list = await rawRequest(s.url, "GET", "/api/v1/workspaces", undefined, { username: "scoped", password: pw("scoped") });
+    const names = (JSON.parse(list.body.toString()) as { workspaces: { name: string }[] }).workspaces.map((w) => w.name);
+    assert.ok(names.length > 0 && names.every((n) => n.startsWith("staging-")), names.join(","));
+  });
+
+  it("failed logins are limited per address: 429 with Retry-After, even for the right password, until the window passes", async () => {
+    const s = await start({ loginLimit: { failures: 3, windowMs: 60_000 } });
+    for (let i = 0; i < 3; i++) assert.equal((await rawRequest(s.url, "GET", "/state/default", undefined, { username: "writer", password: `guess${i}` })).status, 401);
+    const limited = await rawRequest(s.url, "GET", "/state/default", undefined, { username: "writer", password: pw("writer") });
+    assert.equal(limited.status, 429);
+    assert.ok(Number(limited.headers["retry-after"]) >= 1);
+  });
+
+  it("TLS with a self-signed certificate made here; client certificates log in as the user their CN names", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "objstate-tls-"));
+    const f = (n: string): string => join(dir, n);
+    const ssl = (...args: string[]): void => void execFileSync("openssl", args, { stdio: "ignore" });
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", f("server.key"), "-out", f("server.crt"));
+    const s = await start({ tls: { cert: readFileSync(f("server.crt")), key: readFileSync(f("server.key")) } });
+    assert.match(s.url, /^https:/);
+    const ca = readFileSync(f("server.crt"));
+    const c = new HttpBackendClient({ bases: [s.url], workspace: uniqueName("ws"), username: "writer", password: pw("writer"), tls: { ca }, retries: 0 });
+    assert.equal((await c.put(toolState(1, "tls"))).status, 200);
+    assert.deepEqual(await c.get(), toolState(1, "tls"));
+    await assert.rejects(rawRequest(s.url, "GET", "/healthz", undefined, {}), /self-signed|certificate/i);
+
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test-ca", "-keyout", f("ca.key"), "-out", f("ca.crt"));
+    ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=writer", "-keyout", f("client.key"), "-out", f("client.csr"));
+    ssl("x509", "-req", "-in", f("client.csr"), "-CA", f("ca.crt"), "-CAkey", f("ca.key"), "-CAcreateserial", "-days", "1", "-out", f("client.crt"));
+    const m = await start({ tls: { cert: readFileSync(f("server.crt")), key: readFileSync(f("server.key")), ca: readFileSync(f("ca.crt")) } });
+    const withCert = new HttpBackendClient({ bases: [m.url], workspace: uniqueName("ws"), tls: { ca, cert: readFileSync(f("client.crt")), key: readFileSync(f("client.key")) }, retries: 0 });
+    assert.equal((await withCert.put(toolState(1, "mtls"))).status, 200);
+    await assert.rejects(rawRequest(m.url, "GET", "/state/default", undefined, { username: "writer", password: pw("writer"), tls: { ca } }));
+  });
+});
