@@ -121,7 +121,7 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
   }
   const method = req.method ?? "GET";
   const get = method === "GET" || method === "HEAD";
-  const frame: Frame = { base, user: ctx.user, now: Date.now(), csrf: ctx.csrf.issue(ctx.user) };
+  const frame: Frame = { base, user: ctx.user, now: Date.now(), csrf: ctx.csrf.issue(ctx.user), pollMs: ctx.pollMs };
 
   if (path === CSS_PATH || path === JS_PATH) {
     if (!get) return methodNotAllowed(res, "GET, HEAD");

@@ -126,4 +126,6 @@ export interface ConsoleContext {
   readonly origin?: string | undefined;
   /** Path the console is mounted under (default "", i.e. `/`). */
   readonly base?: string | undefined;
+  /** How often the pages' script polls lock state, in ms (default 3,000). */
+  readonly pollMs?: number | undefined;
 }
