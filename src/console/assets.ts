@@ -30,7 +30,7 @@ h2{font-size:1.1rem;margin:1.5rem 0 .5rem}
 table{border-collapse:collapse;width:100%;font-size:.95rem}
 th,td{text-align:left;padding:.4rem .6rem;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-weight:600;color:var(--muted);white-space:nowrap}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em;overflow-wrap:anywhere}
 .muted{color:var(--muted)}
 .locked{color:var(--bad);font-weight:600}
@@ -44,7 +44,7 @@ form.inline{display:inline}
 button,.button{font:inherit;padding:.35rem .8rem;border:1px solid var(--line);border-radius:6px;background:var(--chip);color:var(--fg);cursor:pointer;text-decoration:none;display:inline-block}
 button.danger{border-color:var(--bad);color:var(--bad)}
 input[type=search],select{font:inherit;padding:.35rem .5rem;border:1px solid var(--line);border-radius:6px;background:var(--bg);color:var(--fg);max-width:100%}
-.filter{display:flex;gap:.5rem;flex-wrap:wrap;margin-bottom:1rem}
+.filter{display:flex;gap:.5rem;flex-wrap:wrap;align-items:center;margin-bottom:1rem}
 .added{color:var(--good)}.removed{color:var(--bad)}.changed{color:var(--warn)}
 ul.diff{list-style:none;padding-left:0}ul.diff li{padding:.15rem 0;overflow-wrap:anywhere}
 .chart{width:100%;max-width:48rem;height:auto;border:1px solid var(--line);border-radius:6px}
