@@ -45,6 +45,14 @@ export interface BackendConsoleOptions {
   readonly concurrency?: number | undefined;
   /** Newest versions whose content is read to count resources for the chart (default 100). */
   readonly chartVersions?: number | undefined;
+  /**
+   * How long a workspace's size, resource count and last write are reused by the
+   * Workspaces page before its state is read again (default 10 s; 0 reads every time).
+   * Locks are always read fresh. A rollback through this API forgets its workspace's entry.
+   */
+  readonly summaryTtlMs?: number | undefined;
+  /** Time source (default `Date.now`). */
+  readonly now?: (() => number) | undefined;
 }
 
 /** Map `items` through `fn`, at most `limit` at a time, keeping order. */
@@ -91,6 +99,10 @@ function versionView(r: VersionRecord, resources?: number): VersionView {
 /** The console's API over a backend. */
 export function backendConsoleApi(backend: ConsoleBackend, options: BackendConsoleOptions = {}): ConsoleApi {
   const concurrency = options.concurrency ?? 8;
+  const ttl = options.summaryTtlMs ?? 10_000;
+  const now = options.now ?? Date.now;
+  // Reading 2,000 states per page view costs seconds; their summaries change only on writes.
+  const cache = new Map<string, { readonly at: number; readonly content: Omit<WorkspaceSummary, "name" | "lock"> }>();
   const chartVersions = options.chartVersions ?? 100;
   const { history, readVersion, rollback } = backend;
   const hasHistory = typeof history === "function" && typeof readVersion === "function" && typeof rollback === "function";
@@ -125,23 +137,36 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     }
   };
 
-  const summary = async (workspace: string): Promise<WorkspaceSummary> => {
-    const [lock, state, latest] = await Promise.all([backend.lockInfo(workspace), tolerant(workspace), hasHistory ? versions(workspace, 1) : Promise.resolve([])]);
+  const content = async (workspace: string): Promise<Omit<WorkspaceSummary, "name" | "lock">> => {
+    const [state, latest] = await Promise.all([tolerant(workspace), hasHistory ? versions(workspace, 1) : Promise.resolve([])]);
     const head = latest[0];
     const write = head !== undefined && head.isLatest && !head.deleteMarker ? head : undefined;
     return {
-      name: workspace,
-      lock: lockView(lock),
       lastWrite: state.bytes === null ? null : { time: write === undefined ? undefined : iso(write.lastModified), who: write?.who, serial: state.doc?.serial ?? null },
       size: state.bytes?.length ?? 0,
       resources: state.doc?.instances.size ?? 0,
     };
   };
 
+  /** `cached`: the Workspaces page may reuse a recent read; one workspace's own page never does. */
+  const summary = async (workspace: string, cached = false): Promise<WorkspaceSummary> => {
+    const hit = cached ? cache.get(workspace) : undefined;
+    const fresh = hit !== undefined && now() - hit.at < ttl ? hit.content : undefined;
+    const [lock, c] = await Promise.all([backend.lockInfo(workspace), fresh === undefined ? content(workspace) : Promise.resolve(fresh)]);
+    if (fresh === undefined && ttl > 0) cache.set(workspace, { at: now(), content: c });
+    return { name: workspace, lock: lockView(lock), ...c };
+  };
+
   return {
     hasHistory,
-    listWorkspaces: async () => mapLimit(await backend.listWorkspaces(), concurrency, summary),
-    workspace: summary,
+    listWorkspaces: async () => {
+      const names = await backend.listWorkspaces();
+      const listed = new Set(names);
+      // Deleted workspaces leave the cache with the listing.
+      for (const w of cache.keys()) if (!listed.has(w)) cache.delete(w);
+      return mapLimit(names, concurrency, (w) => summary(w, true));
+    },
+    workspace: (workspace) => summary(workspace),
     lock: async (workspace) => lockView(await backend.lockInfo(workspace)),
     locks: async () => {
       const names = await backend.listWorkspaces();
@@ -177,6 +202,7 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     rollback: async (workspace, to): Promise<RollbackResult> => {
       if (!hasHistory) throw new ObjstateError("NO_HISTORY", "this server keeps no version history yet: there is nothing to roll back to");
       const r = await rollback.call(backend, workspace, { to });
+      cache.delete(workspace);
       return { serial: r.serial ?? null, versionId: r.versionId };
     },
     forceUnlock: (workspace, id) => backend.forceUnlock(workspace, id),

@@ -57,6 +57,27 @@ describe("backendConsoleApi over the embedded store", () => {
     assert.equal(none.size, 0);
   });
 
+  it("the Workspaces list reuses a summary for summaryTtlMs; locks and the workspace's own page are always fresh", async () => {
+    let t = 1_000_000;
+    const api = backendConsoleApi(backend, { summaryTtlMs: 5_000, now: () => t });
+    await backend.writeState("cached", makeState(1, 1), { force: true });
+    assert.equal((await api.listWorkspaces()).find((w) => w.name === "cached")?.lastWrite?.serial, 1);
+    await backend.writeState("cached", makeState(2, 2), { force: true });
+    const lock = await backend.lock("cached");
+    try {
+      const within = (await api.listWorkspaces()).find((w) => w.name === "cached");
+      assert.equal(within?.lastWrite?.serial, 1, "reused within the TTL");
+      assert.equal(within?.lock?.id, lock.ID, "the lock is read fresh");
+      assert.equal((await api.workspace("cached")).lastWrite?.serial, 2, "one workspace's page reads the state");
+      t += 5_000;
+      assert.equal((await api.listWorkspaces()).find((w) => w.name === "cached")?.resources, 2, "read again after the TTL");
+      const uncached = backendConsoleApi(backend, { summaryTtlMs: 0 });
+      await uncached.listWorkspaces();
+    } finally {
+      await backend.unlock("cached", lock.ID);
+    }
+  });
+
   it("a lease's Expires (epoch seconds) becomes an ISO time", () => {
     const info = { ID: "i", Operation: "o", Info: "", Who: "w", Version: "v", Created: "c", Path: "p", Expires: 1_800_000_000 };
     assert.equal(lockView(info)?.expires, "2027-01-15T08:00:00.000Z");
