@@ -1,3 +1,4 @@
+/* global fetch */
 // Benchmark of the web console (issue 13): server-side time to answer each page for a
 // store of 2,000 workspaces and a workspace with 500 versions, goal < 300 ms per page.
 // The data come from an in-memory ConsoleApi holding ready-made view data, so the figures
