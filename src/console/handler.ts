@@ -174,6 +174,7 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     return true;
   } catch (e) {
     const status = statusOf(e);
+    if (status === 500 && !isObjstateError(e)) ctx.onError?.(e);
     const message = e instanceof HttpError || isObjstateError(e) ? e.message : "The console could not answer: an internal error (see the server's log).";
     if (!res.headersSent) sendPage(res, status, renderMessage({ frame, title: status === 403 ? "Not allowed" : status === 404 ? "Not found" : "Could not do that", message, tone: "bad", back: { href: `${base}/`, label: "Back to workspaces" } }));
     else res.destroy();

@@ -116,6 +116,8 @@ export interface ConsoleContext {
   can(role: ConsoleRole, workspace: string): boolean;
   /** Records the console's actions (the server's request log). */
   log(entry: ConsoleLogEntry): void;
+  /** Receives errors that are not an `ObjstateError` (the page then says only "internal error"). */
+  onError?: ((error: unknown) => void) | undefined;
   readonly api: ConsoleApi;
   /** CSRF tokens (one instance per process, see `CsrfTokens`). */
   readonly csrf: import("./csrf.js").CsrfTokens;

@@ -154,6 +154,25 @@ describe("handleConsole", () => {
     assert.ok(srv.log.some((e) => e.action === "rollback" && e.outcome === "refused" && e.detail === "state changed since confirmation"));
   });
 
+  it("an unexpected error is a 500 page that says nothing of it, and goes to onError", async () => {
+    const { handleConsole } = await import("../../../src/console/handler.js");
+    const { createServer } = await import("node:http");
+    const seen: unknown[] = [];
+    const broken = Object.assign(Object.create(api) as MemoryConsoleApi, { listWorkspaces: () => Promise.reject(new Error("secret-detail at /var/x")) });
+    const server = createServer((req, res) => void handleConsole(req, res, { user: "admin", can: () => true, log: () => {}, api: broken, csrf, onError: (e) => seen.push(e) }));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const r = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
+      assert.equal(r.status, 500);
+      const page = await r.text();
+      assert.ok(!page.includes("secret-detail") && page.includes("internal error"));
+      assert.equal(seen.length, 1);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   it("a server without history says so on the History page", async () => {
     const bare = new MemoryConsoleApi({ hasHistory: false });
     bare.write("default", makeState(1, 1));
