@@ -1,0 +1,297 @@
+/**
+ * `handleConsole(req, res, ctx)`: the console's routes, for a node:http server to mount.
+ * Reads go through `ctx.api`, actions too; this module only checks who may do what, builds
+ * the pages' view models and answers. Returns false for paths that are not the console's,
+ * so the server can route them elsewhere.
+ *
+ * Routes (under `ctx.base`): `GET /` (Workspaces), `GET /workspaces/{w}` (`?reveal=1` for
+ * admins), `GET …/history`, `GET …/diff?from=&to=`, `GET …/rollback?to=` (confirmation),
+ * `POST …/rollback`, `POST …/force-unlock`, and the static `GET /console/console.css`,
+ * `/console/live.js` and the live script's `GET /console/locks[?ws=]`.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { isObjstateError } from "../errors.js";
+import { SENSITIVE } from "../state/diff.js";
+import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
+import type { SafeHtml } from "./html.js";
+import { workspaceUrl, type Frame } from "./layout.js";
+import { lockText } from "./lock-text.js";
+import { crossSiteReason, requestOrigin } from "./origin.js";
+import { renderDiff } from "./pages/diff.js";
+import { renderHistory } from "./pages/history.js";
+import { renderMessage } from "./pages/message.js";
+import { renderRollback } from "./pages/rollback.js";
+import { renderWorkspace } from "./pages/workspace.js";
+import { filterWorkspaces, renderWorkspaces, sortByLastWrite } from "./pages/workspaces.js";
+import type { ConsoleContext, ConsoleLogEntry, LockView } from "./types.js";
+
+/** Versions the History page lists (and the rollback confirmation searches). */
+export const HISTORY_LIMIT = 1000;
+/** Versions the Workspace page's timeline shows. */
+export const TIMELINE_LIMIT = 10;
+/** Largest form body accepted (a form has three short fields). */
+const MAX_FORM_BYTES = 16 * 1024;
+
+/** Messages after an action's redirect: fixed texts, so nothing from the URL is echoed. */
+const DONE: Readonly<Record<string, string>> = {
+  "force-unlock": "The lock was released.",
+  rollback: "Rolled back: the new version is at the top of the history.",
+};
+
+/** The fixed message for `?done=`, or undefined (never a lookup through the prototype). */
+function doneMessage(done: string | null): string | undefined {
+  return done !== null && Object.hasOwn(DONE, done) ? DONE[done] : undefined;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function securityHeaders(res: ServerResponse): void {
+  res.setHeader("Content-Security-Policy", CONTENT_SECURITY_POLICY);
+  res.setHeader("X-Content-Type-Options", "nosniff");
+  res.setHeader("Referrer-Policy", "same-origin");
+  res.setHeader("X-Frame-Options", "DENY");
+  res.setHeader("Cache-Control", "no-store");
+}
+
+function sendPage(res: ServerResponse, status: number, page: SafeHtml): void {
+  securityHeaders(res);
+  res.writeHead(status, { "Content-Type": "text/html; charset=utf-8" });
+  res.end(page.value);
+}
+
+function sendStatic(req: IncomingMessage, res: ServerResponse, body: string, type: string, etag: string): void {
+  res.setHeader("X-Content-Type-Options", "nosniff");
+  res.setHeader("ETag", etag);
+  res.setHeader("Cache-Control", "no-cache");
+  if (req.headers["if-none-match"] === etag) {
+    res.writeHead(304).end();
+    return;
+  }
+  res.writeHead(200, { "Content-Type": type });
+  res.end(req.method === "HEAD" ? undefined : body);
+}
+
+/** A status for an error from the API: conflicts 409, missing things 404, bad input 400. */
+function statusOf(e: unknown): number {
+  if (e instanceof HttpError) return e.status;
+  if (!isObjstateError(e)) return 500;
+  if (/LOCKED|MISMATCH|CONFLICT|LOCK_NOT_FOUND/.test(e.code)) return 409;
+  if (/NOT_FOUND/.test(e.code)) return 404;
+  if (/INVALID|BAD_|WORKSPACE/.test(e.code)) return 400;
+  return 500;
+}
+
+/** Read a urlencoded form body, at most {@link MAX_FORM_BYTES}. */
+async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+  if (type !== "application/x-www-form-urlencoded") throw new HttpError(415, "The console's actions take a form (application/x-www-form-urlencoded).");
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    n += chunk.length;
+    if (n > MAX_FORM_BYTES) throw new HttpError(413, "The form is too large.");
+    chunks.push(chunk);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
+}
+
+function lockJson(lock: LockView | null, now: number): { id: string; text: string } | null {
+  return lock === null ? null : { id: lock.id, text: lockText(lock, now) };
+}
+
+/**
+ * Answer a console request. Returns false when the path is not the console's (nothing
+ * was written to `res`); true once it answered, errors included.
+ */
+export async function handleConsole(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext): Promise<boolean> {
+  const base = ctx.base ?? "";
+  const url = new URL(req.url ?? "/", "http://console.invalid");
+  let path = url.pathname;
+  if (base !== "") {
+    if (path === base) path = "/";
+    else if (path.startsWith(`${base}/`)) path = path.slice(base.length);
+    else return false;
+  }
+  const method = req.method ?? "GET";
+  const get = method === "GET" || method === "HEAD";
+  const frame: Frame = { base, user: ctx.user, now: Date.now(), csrf: ctx.csrf.issue(ctx.user), pollMs: ctx.pollMs };
+
+  if (path === CSS_PATH || path === JS_PATH) {
+    if (!get) return methodNotAllowed(res, "GET, HEAD");
+    if (path === CSS_PATH) sendStatic(req, res, CSS, "text/css; charset=utf-8", CSS_ETAG);
+    else sendStatic(req, res, JS, "text/javascript; charset=utf-8", JS_ETAG);
+    return true;
+  }
+  const ws = /^\/workspaces\/([^/]+)(\/(?:history|diff|rollback|force-unlock))?$/.exec(path);
+  if (path !== "/" && path !== LOCKS_PATH && ws === null) return false;
+
+  try {
+    if (path === LOCKS_PATH) {
+      if (!get) return methodNotAllowed(res, "GET, HEAD");
+      await sendLocks(res, ctx, url.searchParams.get("ws"), frame.now);
+      return true;
+    }
+    if (path === "/") {
+      if (!get) return methodNotAllowed(res, "GET, HEAD");
+      const all = (await ctx.api.listWorkspaces()).filter((w) => ctx.can("read", w.name));
+      const q = url.searchParams.get("q") ?? "";
+      sendPage(res, 200, renderWorkspaces({ frame, rows: sortByLastWrite(filterWorkspaces(all, q)), query: q, total: all.length }));
+      return true;
+    }
+    let workspace: string;
+    try {
+      workspace = decodeURIComponent((ws as RegExpExecArray)[1] as string);
+    } catch {
+      throw new HttpError(400, "The workspace name in the URL is not valid percent-encoding.");
+    }
+    const sub = (ws as RegExpExecArray)[2] ?? "";
+    const action = sub === "/force-unlock" || (sub === "/rollback" && method === "POST");
+    if (action) {
+      if (method !== "POST") return methodNotAllowed(res, "POST");
+      await handleAction(req, res, ctx, frame, workspace, sub === "/rollback" ? "rollback" : "force-unlock");
+      return true;
+    }
+    if (!get) return methodNotAllowed(res, sub === "/rollback" ? "GET, HEAD, POST" : "GET, HEAD");
+    if (!ctx.can("read", workspace)) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
+    if (sub === "") await workspacePage(res, ctx, frame, workspace, url.searchParams);
+    else if (sub === "/history") {
+      const versions = ctx.api.hasHistory ? await ctx.api.history(workspace, { limit: HISTORY_LIMIT }) : null;
+      const done = url.searchParams.get("done");
+      sendPage(res, 200, renderHistory({ frame, workspace, versions, canRollback: canRollback(ctx, workspace), notice: doneMessage(done) }));
+    } else if (sub === "/diff") {
+      const from = url.searchParams.get("from");
+      const to = url.searchParams.get("to");
+      if (!from || !to) throw new HttpError(400, "Pick two versions to compare: the diff needs both `from` and `to`.");
+      sendPage(res, 200, renderDiff({ frame, workspace, from, to, diff: await ctx.api.diff(workspace, from, to) }));
+    } else await rollbackConfirmation(res, ctx, frame, workspace, url.searchParams.get("to"));
+    return true;
+  } catch (e) {
+    const status = statusOf(e);
+    if (status === 500 && !isObjstateError(e)) ctx.onError?.(e);
+    const message = e instanceof HttpError || isObjstateError(e) ? e.message : "The console could not answer: an internal error (see the server's log).";
+    if (!res.headersSent) sendPage(res, status, renderMessage({ frame, title: status === 403 ? "Not allowed" : status === 404 ? "Not found" : "Could not do that", message, tone: "bad", back: { href: `${base}/`, label: "Back to workspaces" } }));
+    else res.destroy();
+    return true;
+  }
+}
+
+function methodNotAllowed(res: ServerResponse, allow: string): true {
+  securityHeaders(res);
+  res.writeHead(405, { Allow: allow, "Content-Type": "text/plain; charset=utf-8" }).end(`Method not allowed: use ${allow}.\n`);
+  return true;
+}
+
+function canRollback(ctx: ConsoleContext, workspace: string): boolean {
+  return ctx.can("write", workspace) && ctx.can("lock", workspace);
+}
+
+async function sendLocks(res: ServerResponse, ctx: ConsoleContext, one: string | null, now: number): Promise<void> {
+  let entries: [string, LockView | null][];
+  if (one !== null) {
+    if (!ctx.can("read", one)) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${one}.`);
+    entries = [[one, await ctx.api.lock(one)]];
+  } else {
+    entries = [...(await ctx.api.locks())].filter(([w]) => ctx.can("read", w));
+  }
+  // fromEntries defines own properties: a workspace named __proto__ stays a plain key.
+  const body = JSON.stringify({ locks: Object.fromEntries(entries.map(([w, l]) => [w, lockJson(l, now)])) });
+  securityHeaders(res);
+  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8" }).end(body);
+}
+
+async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, params: URLSearchParams): Promise<void> {
+  const revealed = params.get("reveal") === "1";
+  const canReveal = ctx.can("admin", workspace);
+  if (revealed && !canReveal) {
+    ctx.log({ user: ctx.user, action: "reveal", workspace, outcome: "refused", detail: "needs admin" });
+    throw new HttpError(403, `Revealing sensitive outputs needs the admin role on ${workspace}.`);
+  }
+  const [summary, outputs, versions] = await Promise.all([
+    ctx.api.workspace(workspace),
+    ctx.api.outputs(workspace),
+    ctx.api.hasHistory ? ctx.api.history(workspace, { limit: TIMELINE_LIMIT }) : Promise.resolve(null),
+  ]);
+  if (revealed) ctx.log({ user: ctx.user, action: "reveal", workspace, outcome: "ok", detail: "sensitive outputs shown" });
+  const done = params.get("done");
+  const page = renderWorkspace({
+    frame,
+    summary,
+    outputs: outputs.map((o) => (o.sensitive && !revealed ? { ...o, value: SENSITIVE } : o)),
+    revealed,
+    canReveal,
+    canForceUnlock: ctx.can("force", workspace),
+    canRollback: canRollback(ctx, workspace),
+    versions,
+    notice: doneMessage(done),
+  });
+  sendPage(res, 200, page);
+}
+
+async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, to: string | null): Promise<void> {
+  if (!canRollback(ctx, workspace)) throw new HttpError(403, `Rolling back needs the write and lock roles on ${workspace}.`);
+  if (!to) throw new HttpError(400, "Pick the version to roll back to (`to`).");
+  if (!ctx.api.hasHistory) throw new HttpError(404, "This server keeps no version history yet: there is nothing to roll back to.");
+  const versions = await ctx.api.history(workspace, { limit: HISTORY_LIMIT });
+  const current = versions.find((v) => v.isLatest && !v.deleteMarker);
+  const target = versions.find((v) => v.versionId === to);
+  if (target === undefined || target.deleteMarker) throw new HttpError(404, `Version ${to} of ${workspace} is not among its last ${HISTORY_LIMIT} versions (or is a deletion).`);
+  if (current === undefined) throw new HttpError(409, `${workspace} has no current state to roll back from.`);
+  if (current.versionId === target.versionId) throw new HttpError(409, `Version ${to} is already the current state of ${workspace}.`);
+  const diff = await ctx.api.diff(workspace, current.versionId, target.versionId);
+  sendPage(res, 200, renderRollback({ frame, workspace, target, current, diff, newSerial: current.serial === null ? null : current.serial + 1 }));
+}
+
+async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, action: "force-unlock" | "rollback"): Promise<void> {
+  const log = (outcome: ConsoleLogEntry["outcome"], detail: string): void => ctx.log({ user: ctx.user, action, workspace, outcome, detail });
+  const refuse = (status: number, why: string, message: string): never => {
+    log("refused", why);
+    throw new HttpError(status, message);
+  };
+  const cross = crossSiteReason(req.headers, ctx.origin ?? requestOrigin(req));
+  if (cross !== undefined) refuse(403, `cross-site: ${cross}`, "Refused: this action must be posted from the console's own page.");
+  const form = await readForm(req);
+  if (!ctx.csrf.verify(ctx.user, form.get("csrf"))) refuse(403, "missing or invalid CSRF token", "Refused: the form's token is missing or has expired. Reload the page and try again.");
+  if (action === "force-unlock") {
+    if (!ctx.can("force", workspace)) refuse(403, "needs force", `Force-unlock needs the force role on ${workspace}.`);
+    const id = form.get("id");
+    if (!id) refuse(400, "no lock ID", "The form has no lock ID to release.");
+    try {
+      await ctx.api.forceUnlock(workspace, id as string);
+    } catch (e) {
+      log("failed", `lock ${id}: ${isObjstateError(e) ? e.code : "error"}`);
+      throw e;
+    }
+    log("ok", `lock ${id}`);
+    redirect(res, `${workspaceUrl(frame.base, workspace)}?done=force-unlock`);
+    return;
+  }
+  if (!canRollback(ctx, workspace)) refuse(403, "needs write and lock", `Rolling back needs the write and lock roles on ${workspace}.`);
+  const to = form.get("to");
+  const seen = form.get("current");
+  if (!to || !seen) refuse(400, "no version", "The form names no version to roll back to.");
+  // The confirmation showed a diff from one current version; if another write came since,
+  // that diff is stale: ask again rather than apply something nobody saw.
+  const latest = (await ctx.api.history(workspace, { limit: 1 })).find((v) => v.isLatest);
+  if (latest?.versionId !== seen) refuse(409, "state changed since confirmation", `${workspace} was written since you confirmed: review the rollback again.`);
+  try {
+    const result = await ctx.api.rollback(workspace, to as string);
+    log("ok", `to version ${to}, wrote serial ${result.serial ?? "?"}`);
+  } catch (e) {
+    log("failed", `to version ${to}: ${isObjstateError(e) ? e.code : "error"}`);
+    throw e;
+  }
+  redirect(res, `${workspaceUrl(frame.base, workspace, "/history")}?done=rollback`);
+}
+
+function redirect(res: ServerResponse, location: string): void {
+  securityHeaders(res);
+  // 303: the browser follows with a GET, so a reload does not post the action again.
+  res.writeHead(303, { Location: location, "Content-Type": "text/plain; charset=utf-8" }).end(`See ${location}\n`);
+}

@@ -1,0 +1,11 @@
+/**
+ * The web console (issue 13): server-rendered pages over a {@link ConsoleApi}, mounted by
+ * `objstate serve` through {@link handleConsole}.
+ *
+ * @packageDocumentation
+ */
+export { handleConsole, HISTORY_LIMIT, TIMELINE_LIMIT } from "./handler.js";
+export { backendConsoleApi, lockView, type BackendConsoleOptions, type ConsoleBackend, type HistoryBackend, type VersionRecord } from "./adapter.js";
+export { CsrfTokens, type CsrfOptions } from "./csrf.js";
+export { CONTENT_SECURITY_POLICY } from "./assets.js";
+export type { ConsoleApi, ConsoleContext, ConsoleLogEntry, ConsoleRole, LastWrite, LockView, OutputView, RollbackResult, VersionView, WorkspaceSummary } from "./types.js";

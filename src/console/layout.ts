@@ -1,0 +1,64 @@
+/** The frame every console page shares: head, header, skip link, main. Pure. */
+import { CSS_PATH, JS_PATH, LOCKS_PATH } from "./assets.js";
+import { html, type HtmlValue, type SafeHtml } from "./html.js";
+
+/** What every page knows about the request it answers. */
+export interface Frame {
+  /** Path the console is mounted under ("" for `/`). */
+  readonly base: string;
+  readonly user: string;
+  /** Epoch ms the page is rendered at (relative times). */
+  readonly now: number;
+  /** The user's CSRF token, for the action forms. */
+  readonly csrf: string;
+  /** Lock-state polling period of the live script (default 3 s). */
+  readonly pollMs?: number | undefined;
+}
+
+/** URL of a workspace page (or one of its sub-pages). */
+export function workspaceUrl(base: string, workspace: string, sub = ""): string {
+  return `${base}/workspaces/${encodeURIComponent(workspace)}${sub}`;
+}
+
+/** A query string from pairs; undefined values are left out. */
+export function query(pairs: Readonly<Record<string, string | undefined>>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(pairs)) if (v !== undefined) p.set(k, v);
+  const s = p.toString();
+  return s === "" ? "" : `?${s}`;
+}
+
+/** A whole page. `live` names the workspace whose lock the script polls ("*" for all). */
+export function layout(frame: Frame, title: string, body: HtmlValue, options: { readonly live?: string | undefined; readonly crumbs?: SafeHtml | undefined } = {}): SafeHtml {
+  const locksUrl = options.live === undefined ? undefined : `${frame.base}${LOCKS_PATH}${options.live === "*" ? "" : query({ ws: options.live })}`;
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>${title} · objstate</title>
+<link rel="stylesheet" href="${frame.base}${CSS_PATH}">
+<script src="${frame.base}${JS_PATH}" defer></script>
+</head>
+<body${locksUrl === undefined ? "" : html` data-locks-url="${locksUrl}" data-poll-ms="${frame.pollMs ?? 3000}"`}>
+<a class="skip" href="#main">Skip to content</a>
+<header>
+<a class="brand" href="${frame.base}/">objstate console</a>
+<nav aria-label="Main"><a href="${frame.base}/">Workspaces</a></nav>
+<span class="user">Signed in as <strong>${frame.user}</strong></span>
+</header>
+<main id="main" tabindex="-1">
+${options.crumbs === undefined ? "" : html`<p class="crumbs">${options.crumbs}</p>`}
+<h1>${title}</h1>
+${body}
+</main>
+</body>
+</html>
+`;
+}
+
+/** A hidden CSRF field for an action form. */
+export function csrfField(frame: Frame): SafeHtml {
+  return html`<input type="hidden" name="csrf" value="${frame.csrf}">`;
+}

@@ -1,0 +1,64 @@
+/** The History page: versions newest first, a chart, a form to diff two versions. Pure. */
+import { renderChart } from "../chart.js";
+import { formatBytes, formatTime } from "../format.js";
+import { html, type SafeHtml } from "../html.js";
+import { layout, query, workspaceUrl, type Frame } from "../layout.js";
+import type { VersionView } from "../types.js";
+
+export interface HistoryView {
+  readonly frame: Frame;
+  readonly workspace: string;
+  /** Newest first; null when this server keeps no history. */
+  readonly versions: readonly VersionView[] | null;
+  /** May the user roll back (write + lock)? */
+  readonly canRollback: boolean;
+  /** A fixed message after an action. */
+  readonly notice?: string | undefined;
+}
+
+/** Versions that hold a state (delete markers have no content to diff or restore). */
+const stateVersions = (vs: readonly VersionView[]): VersionView[] => vs.filter((v) => !v.deleteMarker);
+
+function row(v: HistoryView, ver: VersionView, fromDefault: string | undefined, toDefault: string | undefined): SafeHtml {
+  const f = v.frame;
+  const radio = (name: "from" | "to", checked: boolean): SafeHtml =>
+    ver.deleteMarker ? html`` : html`<input type="radio" name="${name}" value="${ver.versionId}" aria-label="${name} version ${ver.serial ?? ver.versionId}"${checked ? html` checked` : ""}>`;
+  const rollback =
+    v.canRollback && !ver.isLatest && !ver.deleteMarker
+      ? html`<a href="${workspaceUrl(f.base, v.workspace, "/rollback")}${query({ to: ver.versionId })}">Roll back to this…</a>`
+      : "";
+  return html`<tr data-version="${ver.versionId}">
+<td>${radio("from", ver.versionId === fromDefault)}</td><td>${radio("to", ver.versionId === toDefault)}</td>
+<td class="num">${ver.deleteMarker ? html`<span class="muted">deleted</span>` : (ver.serial ?? "?")}${ver.isLatest ? html` <span class="muted">(current)</span>` : ""}</td>
+<td><time datetime="${ver.lastModified}">${formatTime(ver.lastModified)}</time></td>
+<td class="opt">${ver.who ?? html`<span class="muted">unknown</span>`}</td>
+<td class="opt">${ver.operation ?? ""}</td>
+<td class="num">${formatBytes(ver.size)}</td>
+<td>${rollback}</td>
+</tr>`;
+}
+
+export function renderHistory(v: HistoryView): SafeHtml {
+  const f = v.frame;
+  const crumbs = html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, v.workspace)}">${v.workspace}</a>`;
+  if (v.versions === null) {
+    return layout(f, `History of ${v.workspace}`, html`<p class="notice">This server keeps no version history yet.</p>`, { crumbs });
+  }
+  const states = stateVersions(v.versions);
+  const toDefault = states[0]?.versionId;
+  const fromDefault = states[1]?.versionId;
+  const points = [...states].reverse().map((x) => ({ resources: x.resources, size: x.size }));
+  const body = html`${v.notice === undefined ? "" : html`<p class="notice good" role="status">${v.notice}</p>`}
+${renderChart(points)}
+<form method="get" action="${workspaceUrl(f.base, v.workspace, "/diff")}">
+<p><button type="submit">Compare selected versions</button> <span class="muted">Pick a “from” and a “to” version below.</span></p>
+<div class="scroll"><table>
+<caption class="sr">Versions of ${v.workspace}, newest first</caption>
+<thead><tr><th scope="col">From</th><th scope="col">To</th><th scope="col" class="num">Serial</th><th scope="col">Written</th><th scope="col" class="opt">Who</th><th scope="col" class="opt">Operation</th><th scope="col" class="num">Size</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
+<tbody>
+${v.versions.map((ver) => row(v, ver, fromDefault, toDefault))}
+</tbody>
+</table></div>
+</form>`;
+  return layout(f, `History of ${v.workspace}`, body, { crumbs });
+}

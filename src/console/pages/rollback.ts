@@ -1,0 +1,35 @@
+/** The Rollback confirmation: the diff it will apply and the serial it will write. Pure. */
+import type { StateDiff } from "../../state/diff.js";
+import { formatTime } from "../format.js";
+import { html, type SafeHtml } from "../html.js";
+import { csrfField, layout, workspaceUrl, type Frame } from "../layout.js";
+import type { VersionView } from "../types.js";
+import { renderDiffLists } from "./diff-list.js";
+
+export interface RollbackView {
+  readonly frame: Frame;
+  readonly workspace: string;
+  /** The version whose content will be written again. */
+  readonly target: VersionView;
+  /** The current version (what the diff starts from). */
+  readonly current: VersionView;
+  /** From the current state to the target's. */
+  readonly diff: StateDiff;
+  /** Serial of the new version: current + 1. */
+  readonly newSerial: number | null;
+}
+
+export function renderRollback(v: RollbackView): SafeHtml {
+  const f = v.frame;
+  const crumbs = html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, v.workspace)}">${v.workspace}</a> / <a href="${workspaceUrl(f.base, v.workspace, "/history")}">History</a>`;
+  const body = html`<p class="notice">Rolling back writes the content of serial <strong>${v.target.serial ?? "?"}</strong> (written ${formatTime(v.target.lastModified)}) as a new version with serial <strong data-new-serial>${v.newSerial ?? "?"}</strong>, under the workspace's lock. Nothing is deleted: the current version (serial ${v.current.serial ?? "?"}) stays in the history.</p>
+<h2>Changes it will apply</h2>
+${renderDiffLists(v.diff)}
+<form method="post" action="${workspaceUrl(f.base, v.workspace, "/rollback")}">
+${csrfField(f)}
+<input type="hidden" name="to" value="${v.target.versionId}">
+<input type="hidden" name="current" value="${v.current.versionId}">
+<p><button type="submit" class="danger">Roll back to serial ${v.target.serial ?? "?"}</button> <a href="${workspaceUrl(f.base, v.workspace, "/history")}">Cancel</a></p>
+</form>`;
+  return layout(f, `Roll back ${v.workspace}`, body, { crumbs });
+}

@@ -1,0 +1,95 @@
+/** The Workspace page: lock (with force-unlock), outputs, the latest versions. Pure. */
+import { formatAgo, formatBytes, formatTime } from "../format.js";
+import { html, type SafeHtml } from "../html.js";
+import { csrfField, layout, query, workspaceUrl, type Frame } from "../layout.js";
+import { lockText } from "../lock-text.js";
+import type { OutputView, VersionView, WorkspaceSummary } from "../types.js";
+
+export interface WorkspaceView {
+  readonly frame: Frame;
+  readonly summary: WorkspaceSummary;
+  /** Sensitive values already replaced by `<sensitive>` unless `revealed`. */
+  readonly outputs: readonly OutputView[];
+  readonly revealed: boolean;
+  /** Show the reveal button (admin)? */
+  readonly canReveal: boolean;
+  /** Show the force-unlock button (force)? */
+  readonly canForceUnlock: boolean;
+  /** Show rollback links (write + lock)? */
+  readonly canRollback: boolean;
+  /** The newest versions; null when this server keeps no history. */
+  readonly versions: readonly VersionView[] | null;
+  /** A fixed message after an action ("The lock was released."). */
+  readonly notice?: string | undefined;
+}
+
+function lockSection(v: WorkspaceView): SafeHtml {
+  const f = v.frame;
+  const lock = v.summary.lock;
+  const cell = html`<p data-lock-ws="${v.summary.name}" data-lock-id="${lock?.id ?? ""}" data-locked="${lock === null ? "false" : "true"}" class="${lock === null ? "free" : "locked"}">${lock === null ? "unlocked" : lockText(lock, f.now)}</p>
+<p id="lock-changed" class="notice" role="status" hidden>The lock changed since this page was loaded. <a href="${workspaceUrl(f.base, v.summary.name)}">Reload</a> to act on it.</p>`;
+  if (lock === null) return cell;
+  return html`${cell}
+<dl class="facts"><dt>Lock ID</dt><dd><code>${lock.id || "(none)"}</code></dd>${lock.info === "" ? "" : html`<dt>Info</dt><dd>${lock.info}</dd>`}</dl>
+${
+  v.canForceUnlock
+    ? html`<form method="post" action="${workspaceUrl(f.base, v.summary.name, "/force-unlock")}">
+${csrfField(f)}<input type="hidden" name="id" value="${lock.id}">
+<p><button type="submit" class="danger">Force-unlock</button> <span class="muted">Releases the lock with this ID only; the holder's running operation may fail to write.</span></p>
+</form>`
+    : ""
+}`;
+}
+
+function outputsSection(v: WorkspaceView): SafeHtml {
+  const f = v.frame;
+  if (v.outputs.length === 0) return html`<p class="muted">No outputs.</p>`;
+  const anySensitive = v.outputs.some((o) => o.sensitive);
+  const reveal =
+    anySensitive && v.canReveal
+      ? v.revealed
+        ? html`<p><a href="${workspaceUrl(f.base, v.summary.name)}">Hide sensitive values</a></p>`
+        : html`<form method="get" action="${workspaceUrl(f.base, v.summary.name)}"><input type="hidden" name="reveal" value="1"><p><button type="submit">Reveal sensitive values</button></p></form>`
+      : "";
+  return html`<div class="scroll"><table>
+<thead><tr><th scope="col">Output</th><th scope="col">Value</th></tr></thead>
+<tbody>
+${v.outputs.map((o) => html`<tr data-output="${o.name}"><td><code>${o.name}</code>${o.sensitive ? html` <span class="muted">(sensitive)</span>` : ""}</td><td><code>${o.value}</code></td></tr>`)}
+</tbody>
+</table></div>
+${reveal}`;
+}
+
+function timeline(v: WorkspaceView): SafeHtml {
+  const f = v.frame;
+  if (v.versions === null) return html`<p class="muted">This server keeps no version history yet.</p>`;
+  if (v.versions.length === 0) return html`<p class="muted">No versions.</p>`;
+  return html`<ol class="diff" aria-label="Latest versions">
+${v.versions.map(
+  (ver) => html`<li>${ver.deleteMarker ? "deleted" : html`serial ${ver.serial ?? "?"}`} · <time datetime="${ver.lastModified}" title="${formatTime(ver.lastModified)}">${formatAgo(ver.lastModified, f.now)}</time>${ver.who === undefined ? "" : html` · ${ver.who}`}${ver.operation === undefined ? "" : html` · ${ver.operation}`} · ${formatBytes(ver.size)}${
+    v.canRollback && !ver.isLatest && !ver.deleteMarker ? html` · <a href="${workspaceUrl(f.base, v.summary.name, "/rollback")}${query({ to: ver.versionId })}">Roll back to this…</a>` : ""
+  }</li>`,
+)}
+</ol>
+<p><a href="${workspaceUrl(f.base, v.summary.name, "/history")}">Full history and diffs</a></p>`;
+}
+
+export function renderWorkspace(v: WorkspaceView): SafeHtml {
+  const f = v.frame;
+  const s = v.summary;
+  const crumbs = html`<a href="${f.base}/">Workspaces</a> / ${s.name}`;
+  const body = html`${v.notice === undefined ? "" : html`<p class="notice good" role="status">${v.notice}</p>`}
+<dl class="facts">
+<dt>Serial</dt><dd>${s.lastWrite?.serial ?? "no state"}</dd>
+<dt>Last write</dt><dd>${s.lastWrite?.time === undefined ? "unknown" : formatTime(s.lastWrite.time)}${s.lastWrite?.who === undefined ? "" : ` by ${s.lastWrite.who}`}</dd>
+<dt>Size</dt><dd>${formatBytes(s.size)}</dd>
+<dt>Resources</dt><dd>${s.resources}</dd>
+</dl>
+<h2>Lock</h2>
+${lockSection(v)}
+<h2>Outputs</h2>
+${outputsSection(v)}
+<h2>Versions</h2>
+${timeline(v)}`;
+  return layout(f, s.name, body, { live: s.name, crumbs });
+}

@@ -1,0 +1,59 @@
+/** The Workspaces page: every workspace, its lock, last write, size and resources. Pure. */
+import { formatAgo, formatBytes, formatTime } from "../format.js";
+import { html, type SafeHtml } from "../html.js";
+import { layout, workspaceUrl, type Frame } from "../layout.js";
+import { lockText } from "../lock-text.js";
+import type { WorkspaceSummary } from "../types.js";
+
+export interface WorkspacesView {
+  readonly frame: Frame;
+  /** The workspaces to show, already filtered and sorted. */
+  readonly rows: readonly WorkspaceSummary[];
+  /** The filter as typed ("" for none). */
+  readonly query: string;
+  /** How many workspaces there are before filtering. */
+  readonly total: number;
+}
+
+/** Newest last write first; workspaces without a known write time after, by name. */
+export function sortByLastWrite(rows: readonly WorkspaceSummary[]): WorkspaceSummary[] {
+  const time = (w: WorkspaceSummary): number => {
+    const t = w.lastWrite?.time === undefined ? Number.NaN : Date.parse(w.lastWrite.time);
+    return Number.isNaN(t) ? -Infinity : t;
+  };
+  return [...rows].sort((a, b) => time(b) - time(a) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** Case-insensitive substring filter on the name. */
+export function filterWorkspaces(rows: readonly WorkspaceSummary[], q: string): WorkspaceSummary[] {
+  const needle = q.trim().toLowerCase();
+  return needle === "" ? [...rows] : rows.filter((w) => w.name.toLowerCase().includes(needle));
+}
+
+function row(frame: Frame, w: WorkspaceSummary): SafeHtml {
+  const lw = w.lastWrite;
+  const last = lw === null ? html`<span class="muted">no state</span>` : html`${lw.time === undefined ? "" : html`<time datetime="${lw.time}" title="${formatTime(lw.time)}">${formatAgo(lw.time, frame.now)}</time> `}${lw.who === undefined ? "" : html`by ${lw.who} `}<span class="muted">serial ${lw.serial ?? "?"}</span>`;
+  return html`<tr data-ws="${w.name}">
+<td><a href="${workspaceUrl(frame.base, w.name)}">${w.name}</a></td>
+<td data-lock-ws="${w.name}" data-locked="${w.lock === null ? "false" : "true"}" class="${w.lock === null ? "free" : "locked"}">${w.lock === null ? "unlocked" : lockText(w.lock, frame.now)}</td>
+<td>${last}</td>
+<td class="num opt">${formatBytes(w.size)}</td>
+<td class="num opt">${w.resources}</td>
+</tr>`;
+}
+
+export function renderWorkspaces(v: WorkspacesView): SafeHtml {
+  const body = html`<form class="filter" method="get" action="${v.frame.base}/" role="search">
+<label for="filter">Filter workspaces</label>
+<input type="search" id="filter" name="q" value="${v.query}" autocomplete="off">
+<button type="submit">Filter</button>
+</form>
+<p class="muted">${v.rows.length === v.total ? `${v.total} workspaces` : `${v.rows.length} of ${v.total} workspaces`}, most recently written first.</p>
+<div class="scroll"><table>
+<thead><tr><th scope="col">Workspace</th><th scope="col">Lock</th><th scope="col">Last write</th><th scope="col" class="num opt">Size</th><th scope="col" class="num opt">Resources</th></tr></thead>
+<tbody>
+${v.rows.map((w) => row(v.frame, w))}
+</tbody>
+</table></div>`;
+  return layout(v.frame, "Workspaces", body, { live: "*" });
+}

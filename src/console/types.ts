@@ -1,0 +1,133 @@
+/**
+ * What the console needs from the server it is mounted in: the data and actions
+ * ({@link ConsoleApi}), who is asking and what they may do ({@link ConsoleContext}).
+ * The console implements no operation itself: every read and action goes through the
+ * `ConsoleApi`, which the server backs with the same library calls as its JSON API.
+ */
+import type { StateDiff } from "../state/diff.js";
+
+/** Roles the console checks (the server's user table grants them per workspace). */
+export type ConsoleRole = "read" | "write" | "lock" | "force" | "admin";
+
+/** A lock as the console shows it. */
+export interface LockView {
+  readonly id: string;
+  readonly who: string;
+  readonly operation: string;
+  readonly info: string;
+  /** UTC ISO time the lock was taken ("" when the holder did not say). */
+  readonly created: string;
+  /** UTC ISO time a lease runs out; undefined for a lock without a lease (it never expires). */
+  readonly expires?: string | undefined;
+}
+
+/** The last write to a workspace, as far as the store knows it. */
+export interface LastWrite {
+  /** UTC ISO time; undefined when unknown (no history on this server yet). */
+  readonly time?: string | undefined;
+  readonly who?: string | undefined;
+  readonly serial: number | null;
+}
+
+/** One row of the Workspaces page. */
+export interface WorkspaceSummary {
+  readonly name: string;
+  readonly lock: LockView | null;
+  /** Null when the workspace has no state. */
+  readonly lastWrite: LastWrite | null;
+  /** State size in bytes; 0 without a state. */
+  readonly size: number;
+  /** Resource instances in the state. */
+  readonly resources: number;
+}
+
+/** One root output of a state. `value` is JSON text. */
+export interface OutputView {
+  readonly name: string;
+  readonly value: string;
+  readonly sensitive: boolean;
+}
+
+/** One stored version of a workspace's state (newest first in lists). */
+export interface VersionView {
+  readonly versionId: string;
+  /** UTC ISO time. */
+  readonly lastModified: string;
+  readonly size: number;
+  readonly serial: number | null;
+  readonly lineage: string | null;
+  /** Who wrote it (from objstate's metadata; undefined for writes by other clients). */
+  readonly who?: string | undefined;
+  readonly operation?: string | undefined;
+  readonly isLatest: boolean;
+  readonly deleteMarker: boolean;
+  /** Resource instances, when known (drives the chart; undefined is left out of it). */
+  readonly resources?: number | undefined;
+}
+
+/** What a rollback wrote. */
+export interface RollbackResult {
+  readonly serial: number | null;
+  readonly versionId?: string | undefined;
+}
+
+/**
+ * The console's data and actions. The server implements it over its backend
+ * (`backendConsoleApi`); tests may implement it in memory.
+ */
+export interface ConsoleApi {
+  /** Every workspace with its lock, last write, size and resource count. */
+  listWorkspaces(): Promise<WorkspaceSummary[]>;
+  /** One workspace's summary (as in the list). */
+  workspace(workspace: string): Promise<WorkspaceSummary>;
+  /** Only the lock (polled by the page's live script, so it must be cheap). */
+  lock(workspace: string): Promise<LockView | null>;
+  /** Every workspace's lock (polled by the Workspaces page: no state is read). */
+  locks(): Promise<ReadonlyMap<string, LockView | null>>;
+  /** Root outputs of the current state, sensitive values included (the console masks them). */
+  outputs(workspace: string): Promise<OutputView[]>;
+  /** Whether this server keeps history (before it does, history pages say so). */
+  readonly hasHistory: boolean;
+  /** Versions, newest first, at most `limit`. */
+  history(workspace: string, options: { readonly limit: number }): Promise<VersionView[]>;
+  /** Diff between two versions (`from` older, `to` newer, by version ID). */
+  diff(workspace: string, from: string, to: string): Promise<StateDiff>;
+  /** Write version `to`'s content as a new version (serial = current + 1), under the lock. */
+  rollback(workspace: string, to: string): Promise<RollbackResult>;
+  /** Release the lock with this ID (refused when the lock has another ID). */
+  forceUnlock(workspace: string, id: string): Promise<void>;
+}
+
+/** One line of the action log. */
+export interface ConsoleLogEntry {
+  readonly user: string;
+  readonly action: "force-unlock" | "rollback" | "reveal";
+  readonly workspace: string;
+  readonly outcome: "ok" | "refused" | "failed";
+  /** Lock ID, version ID, or why it was refused; never a secret. */
+  readonly detail: string;
+}
+
+/** Per-request context the server hands to `handleConsole`. */
+export interface ConsoleContext {
+  /** The authenticated user's name. */
+  readonly user: string;
+  /** May `user` do `role` on `workspace`? */
+  can(role: ConsoleRole, workspace: string): boolean;
+  /** Records the console's actions (the server's request log). */
+  log(entry: ConsoleLogEntry): void;
+  /** Receives errors that are not an `ObjstateError` (the page then says only "internal error"). */
+  onError?: ((error: unknown) => void) | undefined;
+  readonly api: ConsoleApi;
+  /** CSRF tokens (one instance per process, see `CsrfTokens`). */
+  readonly csrf: import("./csrf.js").CsrfTokens;
+  /**
+   * The console's own origin (`https://host:port`), which POSTs must come from. Default:
+   * the request's `Host` header with `https` when the socket is TLS, else `http`.
+   */
+  readonly origin?: string | undefined;
+  /** Path the console is mounted under (default "", i.e. `/`). */
+  readonly base?: string | undefined;
+  /** How often the pages' script polls lock state, in ms (default 3,000). */
+  readonly pollMs?: number | undefined;
+}

@@ -1,0 +1,206 @@
+/**
+ * The console end to end in headless Chromium (Debian's package, via playwright-core):
+ * over the real embedded store through backendConsoleApi — list, a lock taken through the
+ * library appearing live, force-unlock from the page, a read-only user, cross-site POSTs —
+ * and over the in-memory ConsoleApi for what needs history (diff, rollback) until the
+ * backend keeps versions. Each page is screenshotted to test-output/console/.
+ */
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, it } from "node:test";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { backendConsoleApi } from "../../../src/console/adapter.js";
+import { CsrfTokens } from "../../../src/console/csrf.js";
+import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
+import { launchChromium, screenshotPath } from "../../support/browser.js";
+import { makeState, MemoryConsoleApi } from "../../support/console-memory.js";
+import { startConsoleServer, type ConsoleTestServer } from "../../support/console-server.js";
+import { embeddedTarget } from "../../support/targets.js";
+
+const TIMEOUT = 10_000;
+
+describe("web console in headless Chromium", { timeout: 180_000 }, () => {
+  let browser: Browser;
+  let server: ConsoleTestServer;
+  let backend: ObjectStoreBackend;
+  let library: ObjectStoreBackend;
+  const csrf = new CsrfTokens();
+  const contexts: BrowserContext[] = [];
+
+  async function pageAs(user: string): Promise<Page> {
+    const ctx = await browser.newContext({ httpCredentials: { username: user, password: user }, viewport: { width: 1100, height: 760 } });
+    contexts.push(ctx);
+    const page = await ctx.newPage();
+    page.setDefaultTimeout(TIMEOUT);
+    return page;
+  }
+
+  before(async () => {
+    const props = await embeddedTarget().setup({ locks: true });
+    const config = ObjectStoreBackendConfig.from(props);
+    backend = await ObjectStoreBackend.connect(config, { env: {}, who: "console@server", onWarning: () => {} });
+    library = await ObjectStoreBackend.connect(config, { env: {}, who: "alice@laptop", onWarning: () => {} });
+    await library.writeState("default", makeState(1, 2, { region: { value: "eu-1" } }));
+    await library.writeState("prod", makeState(12, 5, { url: { value: "https://prod.example" }, db_password: { value: "hunter2", sensitive: true } }));
+    await library.writeState("staging", makeState(3, 4));
+    server = await startConsoleServer(backendConsoleApi(backend), { pollMs: 250, csrf });
+    browser = await launchChromium();
+  });
+
+  after(async () => {
+    for (const c of contexts) await c.close().catch(() => {});
+    await browser?.close();
+    await server?.close();
+    backend?.close();
+    library?.close();
+  });
+
+  it("lists the workspaces", async () => {
+    const page = await pageAs("admin");
+    await page.goto(`${server.url}/`);
+    assert.equal(await page.title(), "Workspaces · objstate");
+    assert.deepEqual((await page.locator("tr[data-ws]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-ws")))).sort(), ["default", "prod", "staging"]);
+    assert.equal(await page.locator('tr[data-ws="prod"] td').nth(4).innerText(), "5");
+    // Keyboard: the first Tab reaches the skip link.
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Skip to content");
+    await page.screenshot({ path: screenshotPath("workspaces.png"), fullPage: true });
+  });
+
+  it("a lock taken through the library appears without a reload; force-unlock from the page releases it", async () => {
+    const page = await pageAs("operator");
+    await page.goto(`${server.url}/`);
+    const cell = page.locator('[data-lock-ws="staging"]');
+    assert.equal(await cell.innerText(), "unlocked");
+    const lock = await library.lock("staging", { operation: "apply" });
+    try {
+      await page.waitForFunction(() => document.querySelector('[data-lock-ws="staging"]')?.textContent?.startsWith("locked by alice@laptop (apply)") === true, undefined, { timeout: TIMEOUT });
+      await page.screenshot({ path: screenshotPath("workspaces-locked.png"), fullPage: true });
+      await page.getByRole("link", { name: "staging", exact: true }).click();
+      await page.waitForURL(/\/workspaces\/staging$/);
+      assert.ok((await page.locator("main").innerText()).includes(lock.ID));
+      await page.screenshot({ path: screenshotPath("workspace.png"), fullPage: true });
+      await page.getByRole("button", { name: "Force-unlock" }).click();
+      await page.waitForURL(/done=force-unlock/);
+      assert.ok((await page.locator("main").innerText()).includes("The lock was released."));
+      assert.equal(await page.locator('[data-lock-ws="staging"]').innerText(), "unlocked");
+      assert.equal(await library.lockInfo("staging"), null);
+      assert.ok(server.log.some((e) => e.user === "operator" && e.action === "force-unlock" && e.outcome === "ok" && e.detail === `lock ${lock.ID}`));
+    } finally {
+      await library.unlock("staging", lock.ID).catch(() => {});
+    }
+  });
+
+  it("a read-only user sees no action buttons and gets 403 when posting anyway", async () => {
+    const lock = await library.lock("prod", { operation: "apply" });
+    try {
+      const page = await pageAs("reader");
+      await page.goto(`${server.url}/workspaces/prod`);
+      assert.ok((await page.locator('[data-lock-ws="prod"]').innerText()).startsWith("locked by alice@laptop"));
+      assert.equal(await page.locator("button").count(), 0, "no buttons at all");
+      assert.equal(await page.locator('form[method="post"]').count(), 0);
+      assert.ok((await page.locator("main").innerText()).includes("<sensitive>"));
+      assert.ok(!(await page.content()).includes("hunter2"));
+      await page.screenshot({ path: screenshotPath("workspace-read-only.png"), fullPage: true });
+      // Posting anyway from the console's own page, with a valid token for this user.
+      const status = await page.evaluate(
+        async ([id, token]) => (await fetch("/workspaces/prod/force-unlock", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ csrf: token as string, id: id as string }).toString() })).status,
+        [lock.ID, csrf.issue("reader")],
+      );
+      assert.equal(status, 403);
+      assert.equal((await library.lockInfo("prod"))?.ID, lock.ID);
+    } finally {
+      await library.unlock("prod", lock.ID);
+    }
+  });
+
+  it("a cross-site POST is refused (other site with a valid token; same site without one)", async () => {
+    const lock = await library.lock("prod", { operation: "apply" });
+    // The attacking site: another origin whose page posts the console's force-unlock form.
+    const evil: Server = createServer((_req, res) => {
+      res.writeHead(200, { "Content-Type": "text/html" });
+      res.end(`<form id="f" method="post" action="${server.url}/workspaces/prod/force-unlock"><input name="csrf" value="${csrf.issue("admin")}"><input name="id" value="${lock.ID}"></form><script>document.getElementById("f").submit()</script>`);
+    });
+    await new Promise<void>((r) => evil.listen(0, "127.0.0.1", r));
+    try {
+      const page = await pageAs("admin");
+      // Log in to the console first: the browser then holds the Basic credentials.
+      await page.goto(`${server.url}/`);
+      const port = (evil.address() as AddressInfo).port;
+      // Another site (localhost): Sec-Fetch-Site says cross-site. Another origin on the same
+      // site (127.0.0.1, another port): the Origin check refuses it.
+      for (const host of ["localhost", "127.0.0.1"]) {
+        await page.goto(`http://${host}:${port}/`);
+        await page.waitForURL(`${server.url}/workspaces/prod/force-unlock`);
+        assert.ok((await page.locator("main").innerText()).includes("Refused: this action must be posted from the console's own page."));
+        if (host === "localhost") await page.screenshot({ path: screenshotPath("refused.png"), fullPage: true });
+      }
+      // Same origin, but no token: also refused.
+      await page.goto(`${server.url}/`);
+      const status = await page.evaluate(async (id) => (await fetch("/workspaces/prod/force-unlock", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `id=${id}` })).status, lock.ID);
+      assert.equal(status, 403);
+      assert.equal((await library.lockInfo("prod"))?.ID, lock.ID, "the lock is still held");
+      const refused = server.log.filter((e) => e.outcome === "refused").map((e) => e.detail);
+      assert.ok(refused.includes("cross-site: the browser says the request is cross-site (Sec-Fetch-Site)"), JSON.stringify(refused));
+      assert.ok(refused.includes(`cross-site: Origin http://127.0.0.1:${port} is not ${server.url}`), JSON.stringify(refused));
+      assert.ok(refused.includes("missing or invalid CSRF token"));
+    } finally {
+      evil.closeAllConnections();
+      evil.close();
+      await library.unlock("prod", lock.ID);
+    }
+  });
+
+  it("history, a diff of two versions, and a rollback that shows the new version (in-memory history)", async () => {
+    const api = new MemoryConsoleApi();
+    const start = Date.parse("2026-11-01T00:00:00Z");
+    const ids: string[] = [];
+    for (let i = 1; i <= 8; i++) {
+      ids.push(api.write("prod", makeState(i, i + (i % 3), { url: { value: `https://v${i}.example` }, token: { value: `secret-${i}`, sensitive: true } }, `t${i}`), { who: i % 2 === 0 ? "ci@runner" : "alice@laptop", operation: "apply", lastModified: new Date(start + i * 86_400_000).toISOString() }));
+    }
+    const mem = await startConsoleServer(api, { pollMs: 250 });
+    try {
+      const page = await pageAs("operator");
+      await page.goto(`${mem.url}/workspaces/prod/history`);
+      assert.equal(await page.locator("svg.chart polyline").count(), 2);
+      assert.equal(await page.locator("tr[data-version]").count(), 8);
+      await page.screenshot({ path: screenshotPath("history.png"), fullPage: true });
+      // Pick two versions with the keyboard-usable radios and compare.
+      await page.getByRole("radio", { name: "from version 2" }).check();
+      await page.getByRole("radio", { name: "to version 6" }).check();
+      await page.getByRole("button", { name: "Compare selected versions" }).click();
+      await page.waitForURL(/\/diff\?/);
+      const diff = await page.locator("main").innerText();
+      assert.match(diff, /null_resource\.r\[3\]/);
+      assert.ok(diff.includes('"https://v2.example" → "https://v6.example"'));
+      assert.ok(!(await page.content()).includes("secret-"));
+      await page.screenshot({ path: screenshotPath("diff.png"), fullPage: true });
+      // Roll back to serial 3: the confirmation shows the serial it will write.
+      await page.goto(`${mem.url}/workspaces/prod/history`);
+      await page.locator(`tr[data-version="${ids[2]}"]`).getByRole("link", { name: "Roll back to this…" }).click();
+      await page.waitForURL(/\/rollback\?to=/);
+      assert.equal(await page.locator("[data-new-serial]").innerText(), "9");
+      await page.screenshot({ path: screenshotPath("rollback.png"), fullPage: true });
+      await page.getByRole("button", { name: "Roll back to serial 3" }).click();
+      await page.waitForURL(/\/history\?done=rollback/);
+      const top = page.locator("tr[data-version]").first();
+      assert.match(await top.innerText(), /^\s*9 \(current\)/);
+      assert.equal(await page.locator("tr[data-version]").count(), 9);
+      assert.ok(mem.log.some((e) => e.action === "rollback" && e.user === "operator" && e.outcome === "ok"));
+    } finally {
+      await mem.close();
+    }
+  });
+
+  it("readable on a phone: no horizontal scroll of the page itself", async () => {
+    const ctx = await browser.newContext({ httpCredentials: { username: "admin", password: "admin" }, viewport: { width: 375, height: 740 }, isMobile: true });
+    contexts.push(ctx);
+    const page = await ctx.newPage();
+    page.setDefaultTimeout(TIMEOUT);
+    await page.goto(`${server.url}/workspaces/prod`);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 0, `page scrolls sideways by ${overflow}px`);
+    await page.screenshot({ path: screenshotPath("workspace-phone.png"), fullPage: true });
+  });
+});

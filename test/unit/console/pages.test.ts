@@ -1,0 +1,137 @@
+/** The console's page renderers: pure functions of view models. */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { renderChart } from "../../../src/console/chart.js";
+import type { Frame } from "../../../src/console/layout.js";
+import { renderDiff } from "../../../src/console/pages/diff.js";
+import { renderHistory } from "../../../src/console/pages/history.js";
+import { renderMessage } from "../../../src/console/pages/message.js";
+import { renderRollback } from "../../../src/console/pages/rollback.js";
+import { renderWorkspace, type WorkspaceView } from "../../../src/console/pages/workspace.js";
+import { filterWorkspaces, renderWorkspaces, sortByLastWrite } from "../../../src/console/pages/workspaces.js";
+import type { VersionView, WorkspaceSummary } from "../../../src/console/types.js";
+import { diffStates } from "../../../src/state/diff.js";
+import { makeState } from "../../support/console-memory.js";
+
+const frame: Frame = { base: "/ui", user: "alice<b>", now: Date.parse("2026-11-24T01:00:00Z"), csrf: "123.tok" };
+const EVIL = `<img src=x onerror=alert(1)>`;
+const lock = { id: "L-1", who: "bob@host", operation: "apply", info: "", created: "2026-11-24T00:55:00Z" };
+const ws = (name: string, time: string | undefined, extra: Partial<WorkspaceSummary> = {}): WorkspaceSummary => ({ name, lock: null, lastWrite: { time, serial: 3 }, size: 2048, resources: 4, ...extra });
+const version = (id: string, serial: number, extra: Partial<VersionView> = {}): VersionView => ({ versionId: id, lastModified: "2026-11-23T10:00:00Z", size: 100 * serial, serial, lineage: "L", isLatest: false, deleteMarker: false, resources: serial, ...extra });
+
+/** What the Content-Security-Policy would block: inline script, inline style, event handlers. */
+function assertCspClean(page: string): void {
+  assert.ok(!/<script(?![^>]*\bsrc=)/.test(page), "inline <script>");
+  assert.ok(!/<style/.test(page), "inline <style>");
+  // Attribute names only: quoted values (escaped state data) are blanked first.
+  for (const tag of page.match(/<[a-zA-Z][^>]*>/g) ?? []) {
+    const names = tag.replace(/"[^"]*"/g, '""');
+    assert.ok(!/\sstyle=/.test(names), `style attribute in ${tag}`);
+    assert.ok(!/\son[a-z]+=/i.test(names), `event handler attribute in ${tag}`);
+  }
+}
+
+const baseView = (over: Partial<WorkspaceView> = {}): WorkspaceView => ({
+  frame,
+  summary: ws("prod", "2026-11-24T00:00:00Z", { lock }),
+  outputs: [
+    { name: "url", value: '"https://x"', sensitive: false },
+    { name: "password", value: '"<sensitive>"', sensitive: true },
+  ],
+  revealed: false,
+  canReveal: false,
+  canForceUnlock: false,
+  canRollback: false,
+  versions: [version("v2", 2, { isLatest: true }), version("v1", 1)],
+  ...over,
+});
+
+describe("console pages", () => {
+  it("Workspaces: sorted by last write (unknown last), filtered, escaped, live, CSP-clean", () => {
+    const rows = [ws("old", "2026-01-01T00:00:00Z"), ws("none", undefined, { lastWrite: null }), ws(EVIL, "2026-11-01T00:00:00Z", { lock }), ws("new", "2026-11-20T00:00:00Z")];
+    assert.deepEqual(sortByLastWrite(rows).map((w) => w.name), ["new", EVIL, "old", "none"]);
+    assert.deepEqual(filterWorkspaces(rows, " OL ").map((w) => w.name), ["old"]);
+    const page = renderWorkspaces({ frame, rows: sortByLastWrite(rows), query: `"q`, total: 4 }).value;
+    assertCspClean(page);
+    assert.ok(!page.includes(EVIL) && page.includes("&lt;img src=x onerror=alert(1)&gt;"));
+    assert.ok(page.includes('href="/ui/workspaces/%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"'));
+    assert.ok(page.includes("alice&lt;b&gt;"));
+    assert.ok(page.includes('value="&quot;q"'));
+    assert.ok(page.includes('data-locks-url="/ui/console/locks"'));
+    assert.match(page, /locked by bob@host \(apply\) since 2026-11-24 00:55 UTC \(5 min ago\)/);
+    assert.ok(page.indexOf('data-ws="new"') < page.indexOf('data-ws="old"'));
+    assert.ok(page.includes('<link rel="stylesheet" href="/ui/console/console.css">') && page.includes('<script src="/ui/console/live.js" defer></script>'));
+    assert.ok(page.includes('name="viewport"') && page.includes('class="skip"'));
+  });
+
+  it("Workspace: no action buttons without the roles; sensitive masked; force-unlock form with CSRF and ID with them", () => {
+    const ro = renderWorkspace(baseView()).value;
+    assertCspClean(ro);
+    assert.ok(!ro.includes('method="post"'), "read-only sees no action form");
+    assert.ok(!ro.includes("Reveal") && !ro.includes("Roll back"));
+    assert.ok(ro.includes("&quot;&lt;sensitive&gt;&quot;") && ro.includes("(sensitive)"));
+    const all = renderWorkspace(baseView({ canForceUnlock: true, canReveal: true, canRollback: true })).value;
+    assert.match(all, /<form method="post" action="\/ui\/workspaces\/prod\/force-unlock">\s*<input type="hidden" name="csrf" value="123.tok"><input type="hidden" name="id" value="L-1">/);
+    assert.ok(all.includes("Reveal sensitive values"));
+    assert.ok(all.includes('href="/ui/workspaces/prod/rollback?to=v1"') && !all.includes("rollback?to=v2"), "no rollback to the current version");
+    assert.ok(all.includes('data-lock-id="L-1"'));
+  });
+
+  it("Workspace without history and without lock says so; a notice is shown", () => {
+    const page = renderWorkspace(baseView({ versions: null, summary: ws("dev", undefined), canForceUnlock: true, notice: "The lock was released." })).value;
+    assert.ok(page.includes("keeps no version history"));
+    assert.ok(!page.includes("force-unlock"));
+    assert.ok(page.includes("The lock was released."));
+  });
+
+  it("History: chart, newest first, from/to radios defaulting to the last two, rollback links only with the roles", () => {
+    const versions = [version("v3", 3, { isLatest: true, who: EVIL }), version("v2", 2), version("d", 0, { deleteMarker: true }), version("v1", 1)];
+    const page = renderHistory({ frame, workspace: "prod", versions, canRollback: true }).value;
+    assertCspClean(page);
+    assert.ok(page.includes("<svg class=\"chart\""));
+    assert.match(page, /name="to" value="v3"[^>]*checked/);
+    assert.match(page, /name="from" value="v2"[^>]*checked/);
+    assert.ok(!/name="from" value="d"/.test(page), "a delete marker cannot be diffed");
+    assert.ok(page.includes("rollback?to=v2") && page.includes("rollback?to=v1") && !page.includes("rollback?to=v3"));
+    assert.ok(!page.includes(EVIL));
+    assert.ok(!renderHistory({ frame, workspace: "prod", versions, canRollback: false }).value.includes("rollback?to="));
+    assert.ok(renderHistory({ frame, workspace: "prod", versions: null, canRollback: true }).value.includes("keeps no version history"));
+  });
+
+  it("Chart: one point per version on each line, scaled; nothing for no versions", () => {
+    const svg = renderChart([{ resources: 0, size: 10 }, { resources: 5, size: 20 }, { resources: undefined, size: 40 }]).value;
+    const lines = [...svg.matchAll(/points="([^"]*)"/g)].map((m) => (m[1] as string).split(" ").filter(Boolean));
+    assert.equal(lines[0]?.length, 2, "an unknown count is left out");
+    assert.equal(lines[1]?.length, 3);
+    assert.match(svg, /max 5 resources · 40 B/);
+    assert.equal(renderChart([]).value, "");
+  });
+
+  it("Diff: added/removed/changed resources and outputs, sensitive masked, lineage warning", () => {
+    const a = makeState(1, 2, { url: { value: "a" }, pw: { value: "secret-1", sensitive: true } }, "a", "L1");
+    const b = makeState(2, 3, { url: { value: "b" }, pw: { value: "secret-2", sensitive: true } }, "b", "L2");
+    const page = renderDiff({ frame, workspace: "prod", from: "v1", to: "v2", diff: diffStates(a, b) }).value;
+    assertCspClean(page);
+    assert.match(page, /class="added">.*null_resource\.r\[2\]/);
+    assert.match(page, /class="changed">.*null_resource\.r\[0\]/);
+    assert.ok(page.includes("&quot;a&quot;</code> → <code>&quot;b&quot;"));
+    assert.ok(!page.includes("secret-1") && !page.includes("secret-2") && page.includes("&lt;sensitive&gt;"));
+    assert.ok(page.includes("different lineages"));
+    assert.ok(renderDiff({ frame, workspace: "p", from: "x", to: "y", diff: diffStates(a, a) }).value.includes("No changes"));
+  });
+
+  it("Rollback confirmation: the diff it will apply, the serial it will write, a POST form with CSRF", () => {
+    const a = makeState(7, 3);
+    const b = makeState(5, 1);
+    const page = renderRollback({ frame, workspace: "prod", target: version("v5", 5), current: version("v7", 7, { isLatest: true }), diff: diffStates(a, b), newSerial: 8 }).value;
+    assertCspClean(page);
+    assert.match(page, /data-new-serial>8</);
+    assert.match(page, /class="removed">.*null_resource\.r\[2\]/);
+    assert.match(page, /<form method="post" action="\/ui\/workspaces\/prod\/rollback">\s*<input type="hidden" name="csrf" value="123.tok">\s*<input type="hidden" name="to" value="v5">\s*<input type="hidden" name="current" value="v7">/);
+  });
+
+  it("Message page escapes the message", () => {
+    const page = renderMessage({ frame, title: "t", message: EVIL, tone: "bad" }).value;
+    assert.ok(!page.includes(EVIL) && page.includes('role="alert"'));
+  });
+});
