@@ -18,7 +18,11 @@ import { Logger } from "./log.js";
 import { Metrics } from "./metrics.js";
 import { deleteState, getState, lockState, postState, unlockState } from "./protocol.js";
 import { codeOf, statusOf } from "./status.js";
-import type { User } from "./users.js";
+import { allowed, type User } from "./users.js";
+import { backendConsoleApi } from "../console/adapter.js";
+import { CsrfTokens } from "../console/csrf.js";
+import { handleConsole } from "../console/handler.js";
+import type { ConsoleApi, ConsoleLogEntry } from "../console/types.js";
 
 /** Options of {@link ObjstateServer}. */
 export interface ServerOptions {
@@ -35,6 +39,13 @@ export interface ServerOptions {
   /** PEM certificate and key: serve HTTPS. `ca`: require client certificates signed by it. */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer; readonly ca?: string | Buffer | undefined } | undefined;
   readonly logger?: Logger | undefined;
+  /** Serve the web console at `/` (default true). */
+  readonly console?: boolean | undefined;
+  /**
+   * Key of the console's CSRF tokens. Replicas behind a load balancer without sticky
+   * sessions need the same key (default: random per process).
+   */
+  readonly csrfKey?: Buffer | undefined;
 }
 
 export const DEFAULT_MAX_STATE_SIZE = 512 * 1024 * 1024;
@@ -93,12 +104,16 @@ export class ObjstateServer {
   private inFlight = 0;
   private drained: (() => void) | undefined;
   private closing = false;
+  private readonly consoleApi: ConsoleApi | undefined;
+  private readonly csrf: CsrfTokens;
 
   constructor(private readonly options: ServerOptions) {
     this.auth = new Authenticator(options.users, options.loginLimit);
     this.logger = options.logger ?? new Logger("info");
     this.maxStateSize = options.maxStateSize ?? DEFAULT_MAX_STATE_SIZE;
     this.clientTimeoutMs = options.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
+    this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend);
+    this.csrf = new CsrfTokens(options.csrfKey === undefined ? {} : { key: options.csrfKey });
     this.routes = [
       { method: "GET", path: "/healthz", handler: (ctx) => Promise.resolve(sendJson(ctx, 200, { status: "ok" })) },
       { method: "GET", path: "/readyz", handler: (ctx) => this.ready(ctx) },
@@ -158,6 +173,26 @@ export class ObjstateServer {
     sendJson(ctx, 200, { status: "ready", locking: this.options.backend.lockingEnabled });
   }
 
+  /**
+   * The web console: same users and roles as the API, its own routes (`/`, `/workspaces/…`,
+   * `/console/…`). True when it answered.
+   */
+  private async console(ctx: Ctx, onUser: (name: string) => void): Promise<boolean> {
+    const api = this.consoleApi;
+    if (api === undefined) return false;
+    const who = await this.auth.authenticate(ctx.req);
+    onUser(who.name);
+    (ctx as { user: User }).user = who;
+    return handleConsole(ctx.req, ctx.res, {
+      user: who.name,
+      can: (role, workspace) => allowed(who, role, workspace),
+      log: (entry: ConsoleLogEntry) => this.logger.event(entry.outcome === "ok" ? "info" : "warn", "console action", { user: entry.user, action: entry.action, workspace: entry.workspace, outcome: entry.outcome, detail: entry.detail }),
+      onError: (e) => this.logger.event("error", "console failure", { name: e instanceof Error ? e.name : typeof e }),
+      api,
+      csrf: this.csrf,
+    });
+  }
+
   private find(method: string, path: string): Match | "method" | undefined {
     let pathMatched = false;
     for (const route of this.routes) {
@@ -194,6 +229,7 @@ export class ObjstateServer {
     let code: string | undefined;
     try {
       if (this.closing) res.setHeader("Connection", "close");
+      if (found === undefined && (await this.console(ctx, (name) => (user = name)))) return;
       if (found === undefined) throw new ObjstateError("NOT_FOUND", `no route ${url.pathname}: the state lives at /state/{workspace}, the JSON API under /api/v1`);
       if (found === "method") throw new ObjstateError("METHOD_NOT_ALLOWED", `${method} is not allowed on ${url.pathname}`);
       if (!OPEN_PATHS.has(url.pathname)) {

@@ -63,6 +63,36 @@ describe("objstate serve: users, roles, TLS", () => {
     assert.equal((await rawRequest(s.url, "GET", "/healthz", undefined)).status, 200);
   });
 
+  it("serves the web console at / behind the same users and roles; its actions need a CSRF token and the role", async () => {
+    const s = await start();
+    assert.equal((await rawRequest(s.url, "GET", "/", undefined)).status, 401);
+    const ws = uniqueName("ws");
+    const held = await backend.lock(ws, { operation: "apply" });
+    try {
+      const page = await rawRequest(s.url, "GET", `/workspaces/${ws}`, undefined, { username: "forcer", password: pw("forcer") });
+      assert.equal(page.status, 200);
+      assert.match(String(page.headers["content-security-policy"]), /default-src 'none'|script-src 'self'/);
+      const html = page.body.toString();
+      assert.match(html, new RegExp(held.ID));
+      const token = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
+      assert.ok(token !== undefined, "the force-unlock form carries a CSRF token");
+      const readerPage = (await rawRequest(s.url, "GET", `/workspaces/${ws}`, undefined, { username: "reader", password: pw("reader") })).body.toString();
+      assert.doesNotMatch(readerPage, /force-unlock"/, "a read-only user sees no action");
+      const form = (fields: Record<string, string>): Buffer => Buffer.from(new URLSearchParams(fields).toString());
+      const post = (user: string, fields: Record<string, string>, origin = s.url): ReturnType<typeof rawRequest> =>
+        rawRequest(s.url, "POST", `/workspaces/${ws}/force-unlock`, form(fields), { username: user, password: pw(user) }, { "Content-Type": "application/x-www-form-urlencoded", Origin: origin });
+      assert.equal((await post("forcer", { id: held.ID, csrf: token }, "https://evil.example")).status, 403, "cross-site");
+      assert.equal((await post("forcer", { id: held.ID, csrf: "forged" })).status, 403, "no valid token");
+      assert.equal((await post("reader", { id: held.ID, csrf: token })).status, 403, "read-only user");
+      assert.notEqual(await backend.lockInfo(ws), null);
+      const done = await post("forcer", { id: held.ID, csrf: token });
+      assert.equal(done.status, 303);
+      assert.equal(await backend.lockInfo(ws), null, "released from the page");
+    } finally {
+      await backend.unlock(ws, held.ID).catch(() => undefined);
+    }
+  });
+
   it("a read-only user reads but cannot write or lock (403)", async () => {
     const s = await start();
     const r = as(s.url, "reader");
