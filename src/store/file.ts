@@ -627,7 +627,7 @@ export class FileDriver implements ObjectStoreDriver {
   /** The version file for `key` at `versionId` (archived or current), read through {@link withVersion}. */
   private async withVersionOf<T>(key: string, id: string | undefined, use: (v: Version, meta: ObjectMeta) => Promise<T>): Promise<T | null> {
     const file = this.objectPath(key);
-    if (id === undefined) return this.withVersion(key, file, use);
+    if (id === undefined) return this.withVersion(key, file, (v, meta) => use(v, { ...meta, versionId: publicId(v.stat) }));
     if (!VERSION_ID.test(id) || id.includes("-m")) return null;
     const archived = path.join(this.archiveDir(key), id);
     // A version is archived before it stops being current: the archive is looked at first, and

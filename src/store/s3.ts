@@ -32,7 +32,7 @@ import {
 import type { LifecycleRule, PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.js";
-import { ObjstateError } from "../errors.js";
+import { isObjstateError, ObjstateError } from "../errors.js";
 import { armClient, deadlineMs, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, type Timeouts } from "../util/sdk-client.js";
 import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "./endpoint.js";
@@ -101,6 +101,12 @@ export class S3Driver implements ObjectStoreDriver {
   private readonly bucket: string;
   private readonly endpoint: string;
   private readonly multipartThreshold: number;
+  /**
+   * The store refused an If-Match that held (Ceph RGW on a versioned bucket): conditions are
+   * checked with a HEAD right before an unconditional write instead.
+   */
+  private conditionsIgnored = false;
+  private versionedBucket: Promise<boolean> | undefined;
   private readonly timeouts: Timeouts;
   /** A client like {@link client} with other timeouts (a streamed upload's deadline, see putStreamed). */
   private readonly newClient: (timeouts: Timeouts) => S3Client;
@@ -179,6 +185,51 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   async put(key: string, body: PutBody, options: PutOptions = {}): Promise<void> {
+    const ifMatch = options.ifMatch?.replace(/"/g, "");
+    if (options.ifNoneMatch === true && ifMatch === undefined && (this.conditionsIgnored || (await this.isVersioned()))) {
+      // Ceph RGW ignores If-None-Match on a versioned bucket (it writes a new version over the
+      // current one): the absence is checked first. Between the check and the write only a
+      // writer that does not hold the lock can come (DESIGN §10).
+      if ((await this.head(key)) !== null) throw this.preconditionFailed(key, undefined);
+    }
+    if (ifMatch !== undefined && this.conditionsIgnored) {
+      await this.checkIfMatch(key, ifMatch);
+      return this.putOnce(key, body, { ...options, ifMatch: undefined, ifNoneMatch: undefined });
+    }
+    try {
+      await this.putOnce(key, body, options);
+    } catch (e) {
+      if (ifMatch === undefined || !isObjstateError(e, "PRECONDITION_FAILED")) throw e;
+      // Refused although the condition holds? Ceph RGW refuses every If-Match on a versioned
+      // bucket. Then the check is made here, and every later one too.
+      if ((await this.head(key))?.etag !== ifMatch) throw e;
+      this.conditionsIgnored = true;
+      await this.putOnce(key, body, { ...options, ifMatch: undefined, ifNoneMatch: undefined });
+    }
+  }
+
+  /** The conditional write's check, made by hand where the store cannot make it. */
+  private async checkIfMatch(key: string, ifMatch: string): Promise<void> {
+    const meta = await this.head(key);
+    if (meta?.etag !== ifMatch) throw this.preconditionFailed(key, undefined);
+  }
+
+  private async isVersioned(): Promise<boolean> {
+    this.versionedBucket ??= this.versioning().then(
+      (st) => st !== "off",
+      () => false,
+    );
+    return this.versionedBucket;
+  }
+
+  private preconditionFailed(key: string, cause: unknown): ObjstateError {
+    return new ObjstateError("PRECONDITION_FAILED", `${key} in ${this.location} is not what the conditional write expected (it exists already, or changed since it was read)`, {
+      cause,
+      details: { key },
+    });
+  }
+
+  private async putOnce(key: string, body: PutBody, options: PutOptions): Promise<void> {
     const size = sizeOf(body);
     const params: PutObjectCommandInput = {
       Bucket: this.bucket,
@@ -293,6 +344,7 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   async enableVersioning(): Promise<void> {
+    this.versionedBucket = Promise.resolve(true);
     try {
       await this.client.send(new PutBucketVersioningCommand({ Bucket: this.bucket, VersioningConfiguration: { Status: "Enabled" } }));
     } catch (e) {
