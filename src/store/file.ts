@@ -308,7 +308,6 @@ export class FileDriver implements ObjectStoreDriver {
       throw fsFailure(e, what, "STORE_ERROR");
     }
     const claim = await this.claim(key);
-    let deleted = false;
     try {
       const st = await lstatFile(file);
       if (st === null) return;
@@ -321,14 +320,13 @@ export class FileDriver implements ObjectStoreDriver {
       const marker = path.join(this.archiveDir(key), `${idOfTime(ns)}-m${randomUUID().slice(0, 8)}${MARKER_SUFFIX}`);
       await createFile(marker, "");
       await fsyncDir(this.archiveDir(key));
-      deleted = true;
     } catch (e) {
       if (e instanceof ObjstateError) throw e;
       throw fsFailure(e, what, "STORE_ERROR");
     } finally {
       await claim.release().catch(() => undefined);
     }
-    if (deleted) await this.prune(key);
+    await this.prune(key);
   }
 
   /** Delete the key, every older version and delete marker of it, and their metadata. */
