@@ -182,8 +182,15 @@ export function historySuite(makeTarget: () => Target): void {
           assert.equal(gets.length, 4);
           for (const g of gets) assert.equal(g.headers["range"], "bytes=0-4095", `every read of a version is ranged: ${g.path}`);
         }
+        const wireTwo = target.wire?.length ?? 0;
         const two = await collect(b.history("default", { limit: 2 }));
         assert.deepEqual(two.map((v) => v.serial), [4, 3]);
+        if (target.wire !== undefined) {
+          // --limit asks the store for that many and pages no further.
+          const lists = target.wire.slice(wireTwo).filter((r) => r.method === "GET" && /[?&]versions(=|&|$)/.test(r.path));
+          assert.equal(lists.length, 1, lists.map((r) => r.path).join(" "));
+          assert.match(lists[0]?.path ?? "", /max-keys=2/);
+        }
         assert.deepEqual(await collect(b.history("never-written")), []);
         // Old versions read with no lock table at all.
         const plain = await connect({ bucket: props.bucket, endpoint: props.endpoint, accessKey: props.accessKey, secretKey: props.secretKey });

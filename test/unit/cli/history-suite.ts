@@ -197,6 +197,21 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
       });
     }
 
+    it("waits for the lock (--lock-timeout), or writes under the caller's (--lock-id)", async () => {
+      const t = await versioned();
+      t.push(state(1, ["t.a"], {}));
+      t.push(state(2, ["t.a", "t.b"], {}));
+      const v1 = t.history().versions[1]?.versionId as string;
+      const id = t.cli(["lock"]).stdout.trim();
+      const locked = t.cli(["state", "rollback", "--to", v1, "--lock-timeout", "1s"]);
+      assert.equal(locked.code, 3);
+      assert.match(locked.stderr, /waiting up to 1s\nobjstate: error: .*is locked.*Gave up after waiting 1s/);
+      const r = t.cli(["state", "rollback", "--to", v1, "--lock-id", id]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(t.history().versions[0]?.serial, 3);
+      assert.equal(t.cli(["unlock", id]).code, 0);
+    });
+
     it("refuses another lineage without --force (exit 5); restores a deleted workspace", async () => {
       const t = await versioned();
       t.push(state(1, ["t.x"], {}, "other-lineage"), ["-w", "gone"]);
