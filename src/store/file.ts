@@ -326,7 +326,7 @@ export class FileDriver implements ObjectStoreDriver {
     } finally {
       await claim.release().catch(() => undefined);
     }
-    await this.prune(key);
+    await this.pruneAfterWrite(key);
   }
 
   /** Delete the key, every older version and delete marker of it, and their metadata. */
@@ -601,7 +601,7 @@ export class FileDriver implements ObjectStoreDriver {
       await claim.release().catch(() => undefined);
     }
     await this.collectMeta(key, id);
-    await this.prune(key);
+    await this.pruneAfterWrite(key);
   }
 
   /**
@@ -671,6 +671,14 @@ export class FileDriver implements ObjectStoreDriver {
     const dir = path.join(this.versionsRoot, hash);
     if (!(await checkDir(this.versionsRoot).catch(() => false)) || !(await checkDir(dir).catch(() => false))) return new Set();
     return new Set((await fs.readdir(dir).catch(() => [] as string[])).filter((n) => VERSION_ID.test(n)));
+  }
+
+  /**
+   * Retention after a write or delete that has succeeded: a failure here must not turn that
+   * success into an error (the next write of the key applies the rule again).
+   */
+  private async pruneAfterWrite(key: string): Promise<void> {
+    await this.prune(key).catch(() => undefined);
   }
 
   /**
