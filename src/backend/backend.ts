@@ -21,9 +21,11 @@ import { objstateVersion } from "../version.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, layout, statePath, workspaceOfKey, workspacesPrefix, type Layout } from "./layout.js";
 import { defaultWho, describeHolder, newLockInfo, parseLockInfo, type LockInfo } from "./lock-info.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
+import { readStateVersionById, rollbackState, stateHistory, type HistoryOptions, type RollbackOptions, type RollbackResult, type StateVersion, type VersionedState } from "./history.js";
 import { conflict, decodeMeta, encodeMeta, guardRefusal, lockedError, lockIdOf, META, NO_LOCK_ID, normalizeDigest, plainMd5, provenComplete, recordedMd5, tornWrite, workspaceFlag, writeMetadata } from "./fencing.js";
 
 export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
+export type { HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
 import type { GetResult, ObjectMeta, Leftover } from "../store/types.js";
 
 export type { LockInfo } from "./lock-info.js";
@@ -104,6 +106,16 @@ export interface WriteOptions {
    * not hash to it.
    */
   readonly md5?: string | undefined;
+  /** Recorded as the write's `Operation` instead of the lock's (a rollback records `rollback`). */
+  readonly operation?: string | undefined;
+  /** The version whose content this write restores (recorded as `objstate-source-version`). */
+  readonly sourceVersion?: string | undefined;
+}
+
+/** Options of {@link ObjectStoreBackend.rollback}. */
+export interface BackendRollbackOptions extends RollbackOptions {
+  /** The ID of the lock the caller holds; without one the rollback takes the lock itself. */
+  readonly lockId?: string | undefined;
 }
 
 /** Options of {@link ObjectStoreBackend.lock}. */
@@ -303,11 +315,11 @@ export class ObjectStoreBackend {
    * Like {@link readState}, with the stored object's ETag: pass it as `ifMatch` to
    * {@link writeState} to make the write conditional on exactly what was read.
    */
-  async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateVersion | null> {
+  async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
     const path = this.statePath(workspace);
     const locks = this.locks;
     const onData = options.onData;
-    const found = (obj: GetResult | null, md5?: string): StateVersion | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
+    const found = (obj: GetResult | null, md5?: string): StateRead | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
     if (locks === undefined) return found(await this.store.get(path, { onData }));
     const digestId = this.digestId(workspace);
     const deadline = Date.now() + this.digestRetry.timeoutMs;
@@ -415,6 +427,8 @@ export class ObjectStoreBackend {
     // A streamed state's MD5 is known before it is sent (it was read once to hash it).
     const known = input.streamed || input.size < PARALLEL_MD5_MIN ? await hashing : undefined;
     const metadata = writeMetadata({ incoming, lockId, holder, who: this.who, md5: known });
+    if (options.operation !== undefined) metadata[META.operation] = encodeMeta(options.operation);
+    if (options.sourceVersion !== undefined) metadata[META.sourceVersion] = encodeMeta(options.sourceVersion);
     const s = this.settings;
     try {
       await this.store.put(path, input.body, {
@@ -610,6 +624,55 @@ export class ObjectStoreBackend {
    */
   async forceUnlock(workspace: string, id: string): Promise<void> {
     await this.unlock(workspace, id);
+  }
+
+  /**
+   * The versions of the workspace's state, newest first (delete markers included), each with
+   * its serial, lineage and who wrote it (see {@link StateVersion}). Needs bucket versioning
+   * (`VERSIONING_OFF` otherwise), no lock table; reads a few KiB per version, never a whole one.
+   */
+  history(workspace: string = DEFAULT_WORKSPACE, options: HistoryOptions = {}): AsyncGenerator<StateVersion> {
+    return stateHistory(this.versioned(workspace), options);
+  }
+
+  /**
+   * The bytes of one version of the workspace's state, exactly as stored. Needs no lock
+   * table; the digest is checked only when the version is the current one.
+   * @throws ObjstateError `VERSION_NOT_FOUND`, `DIGEST_MISMATCH`
+   */
+  async readVersion(workspace: string, versionId: string): Promise<Buffer> {
+    const got = await readStateVersionById(this.versioned(workspace), versionId);
+    const locks = this.locks;
+    if (!got.isLatest || locks === undefined) return got.body;
+    const expected = normalizeDigest(await locks.get(this.digestId(workspace), "Digest"));
+    if (expected === undefined || expected === md5(got.body)) return got.body;
+    // The current version against its digest: the whole read with its retries and repairs.
+    const now = await this.readStateVersion(workspace);
+    if (now !== null && md5(now.body) === md5(got.body)) return got.body;
+    throw new ObjstateError("DIGEST_MISMATCH", `version ${versionId} of ${this.describe(workspace)} is the current version but does not match its digest (${expected}); run \`objstate doctor\``, {
+      details: { versionId, expected },
+    });
+  }
+
+  /**
+   * Roll the workspace back to version `versionId`: its content is written as a new version
+   * with serial = current + 1 (same lineage), under the lock, recording `Operation: rollback`
+   * and the source version. Another lineage is refused unless `force`. Deletes nothing, so a
+   * rollback can itself be rolled back; restores a deleted workspace.
+   */
+  async rollback(workspace: string, versionId: string, options: BackendRollbackOptions = {}): Promise<RollbackResult> {
+    checkWorkspace(workspace);
+    const own = options.lockId === undefined ? await this.lock(workspace, { operation: "rollback" }) : undefined;
+    try {
+      const lockId = own?.ID ?? options.lockId;
+      return await rollbackState(this.versioned(workspace), versionId, (body, w) => this.writeState(workspace, body, { lockId, ...w }), options);
+    } finally {
+      if (own !== undefined) await this.unlock(workspace, own.ID);
+    }
+  }
+
+  private versioned(workspace: string): VersionedState {
+    return { store: this.store, key: this.statePath(workspace), workspace, where: this.describe(workspace) };
   }
 
   /**
@@ -884,7 +947,7 @@ async function checkLockTable(locks: LockTableDriver, table: string, readOnly: b
 }
 
 /** A stored state as {@link ObjectStoreBackend.readStateVersion} read it. */
-export interface StateVersion {
+export interface StateRead {
   readonly body: Buffer;
   /** The stored object's ETag: pass it as `ifMatch` to make a write conditional on this read. */
   readonly etag: string | undefined;

@@ -23,6 +23,8 @@ export const META = {
   lockId: "objstate-lock-id",
   who: "objstate-who",
   operation: "objstate-operation",
+  /** The version a rollback restored. */
+  sourceVersion: "objstate-source-version",
 } as const;
 
 /** A digest as stored by any tool: hex, any case, maybe padded; undefined when none. */

@@ -29,6 +29,17 @@ export interface StateHeader {
 
 const WANTED = encodeNames(["lineage", "serial", "version"]);
 
+/** What {@link scanHeader} found in the first bytes of a state. */
+export interface ScannedHeader {
+  lineage?: string;
+  serial?: number;
+  version?: number;
+  /** Where the top-level `serial` number is in the bytes: [start, end). */
+  serialAt?: [number, number];
+  /** The whole top-level object was scanned. */
+  complete: boolean;
+}
+
 /**
  * Scan the top level of a JSON object in `bytes` (possibly only its first part) for the
  * scalar members `lineage`, `serial` and `version`, skipping every nested value without
@@ -36,12 +47,12 @@ const WANTED = encodeNames(["lineage", "serial", "version"]);
  * never throws on truncation. Returns undefined when the text does not start like a JSON
  * object.
  */
-export function scanHeader(bytes: Uint8Array): { lineage?: string; serial?: number; version?: number; complete: boolean } | undefined {
+export function scanHeader(bytes: Uint8Array): ScannedHeader | undefined {
   const n = bytes.length;
   let i = skipWs(bytes, 0);
   if (bytes[i] !== OPEN_BRACE) return undefined;
   i++;
-  const found: { lineage?: string; serial?: number; version?: number; complete: boolean } = { complete: false };
+  const found: ScannedHeader = { complete: false };
   for (;;) {
     i = skipWs(bytes, i);
     if (i >= n) return found;
@@ -64,6 +75,7 @@ export function scanHeader(bytes: Uint8Array): { lineage?: string; serial?: numb
       const v: unknown = JSON.parse(decode(bytes, start, end));
       if (key === "lineage" && typeof v === "string") found.lineage = v;
       if ((key === "serial" || key === "version") && typeof v === "number") found[key] = v;
+      if (key === "serial" && typeof v === "number") found.serialAt = [start, end];
     }
     i = end;
   }

@@ -16,7 +16,7 @@ import { isObjstateError } from "../errors.js";
 import type { KeyAttribute } from "../lock/types.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../store/endpoint.js";
-import type { Acl } from "../store/types.js";
+import type { Acl, ObjectStoreDriver } from "../store/types.js";
 import { CliError, EXIT } from "./io.js";
 import { connect, identityFor, isHttp, lockTableFor, storeFor, warn } from "./runtime.js";
 import { backendConfigOf, gatherSettings, type SettingsInput } from "./settings.js";
@@ -107,6 +107,29 @@ function diskFix(e: unknown): string | undefined {
 
 function describeSchema(keys: readonly KeyAttribute[]): string {
   return keys.length === 0 ? "no key" : keys.map((k) => `${k.name} (${k.type}, ${k.keyType})`).join(", ");
+}
+
+/** 4b. Does the bucket keep versions (what history and rollback need), and for how long? */
+async function versionsCheck(store: ObjectStoreDriver, bucket: string): Promise<CheckResult> {
+  try {
+    const status = await store.versioning();
+    if (status !== "enabled") {
+      return {
+        name: "versions",
+        status: "warn",
+        detail: `bucket ${bucket} does not keep versions (versioning ${status}): a bad write cannot be undone, and objstate state history, state diff of old versions and state rollback need versioning`,
+        fix: "turn it on with objstate init --versioning",
+      };
+    }
+    const r = await store.getRetention().catch(() => null);
+    const kept =
+      r === null
+        ? "every noncurrent version is kept (no retention rule)"
+        : `noncurrent versions under "${r.prefix}" expire ${[r.noncurrentDays === undefined ? undefined : `after ${r.noncurrentDays} days`, r.newerNoncurrentVersions === undefined ? undefined : `beyond the ${r.newerNoncurrentVersions} newest`].filter((x) => x !== undefined).join(" and ")}`;
+    return { name: "versions", status: "ok", detail: `bucket ${bucket} keeps every version${store.kind === "file" ? " (the embedded store always does)" : " (bucket versioning on)"}; ${kept}` };
+  } catch (e) {
+    return { name: "versions", status: "warn", detail: `cannot tell whether bucket ${bucket} keeps versions: ${message(e)}`, fix: "history and rollback need bucket versioning: objstate init --versioning" };
+  }
 }
 
 /** Run every check; returns the results in order. Never throws for a failed check. */
@@ -221,6 +244,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
         } catch (e) {
           add({ name: "bucket", status: "fail", detail: `bucket ${bucket} exists but writing ${probe} failed: ${message(e)}`, fix: diskFix(e) ?? `let these credentials put and delete objects in ${bucket}${prefix === "" ? "" : ` under ${prefix}/`}` });
         }
+        add(await versionsCheck(store, bucket));
       }
     } catch (e) {
       add({ name: "bucket", status: "fail", detail: message(e), fix: diskFix(e) ?? (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the bucket" : "check --bucket and --endpoint") });

@@ -1,12 +1,16 @@
 /**
- * `objstate init [--create-bucket] [--create-table]`: report whether the bucket and the
- * lock table exist, and create what is missing when asked. Exit 1 when something is
- * still missing or unusable afterwards.
+ * `objstate init [--create-bucket] [--create-table] [--versioning [--keep-days N]
+ * [--keep-versions N]]`: report whether the bucket and the lock table exist, and create
+ * what is missing when asked; turn on bucket versioning and set objstate's retention rule
+ * for noncurrent versions when asked. Exit 1 when something is still missing or unusable
+ * afterwards.
  */
 import { resolveEffectiveSettings, type Identity } from "../credentials/index.js";
 import { ObjstateError } from "../errors.js";
 import type { KeyAttribute } from "../lock/types.js";
-import { CliError, EXIT } from "./io.js";
+import { layout, workspacesPrefix } from "../backend/layout.js";
+import type { ObjectStoreDriver, Retention } from "../store/types.js";
+import { CliError, EXIT, usageError } from "./io.js";
 import { identityFor, isHttp, lockTableFor, storeFor, warn } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { paint, printJson } from "./term.js";
@@ -14,7 +18,7 @@ import { paint, printJson } from "./term.js";
 export type ProvisionStatus = "exists" | "created" | "missing" | "unusable" | "not configured";
 
 export interface ProvisionResult {
-  readonly what: "bucket" | "lock table";
+  readonly what: "bucket" | "lock table" | "versions";
   readonly name: string | null;
   readonly location: string | null;
   readonly status: ProvisionStatus;
@@ -26,8 +30,43 @@ function schemaOk(schema: readonly KeyAttribute[]): boolean {
   return only !== undefined && only.name === "LockID" && only.type === "S" && only.keyType === "HASH";
 }
 
+/** A `--keep-*` count: a whole number from 1. */
+function countFlag(opts: Record<string, unknown>, name: string, flag: string): number | undefined {
+  const v = opts[name];
+  if (v === undefined) return undefined;
+  const n = typeof v === "string" && /^\d+$/.test(v.trim()) ? Number(v.trim()) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1) throw usageError(`${flag} needs a whole number from 1, got ${JSON.stringify(v)}`, "INVALID_RETENTION");
+  return n;
+}
+
+/** What `--versioning` and the retention flags ask for, checked before anything connects. */
+function versioningRequest(opts: Record<string, unknown>): { retention: Omit<Retention, "prefix"> | undefined } | undefined {
+  const days = countFlag(opts, "keepDays", "--keep-days");
+  const versions = countFlag(opts, "keepVersions", "--keep-versions");
+  const asked = opts["versioning"] === true;
+  if (!asked && (days !== undefined || versions !== undefined)) throw usageError("--keep-days and --keep-versions set how long versions are kept: give them with --versioning", "INVALID_RETENTION");
+  if (!asked) return undefined;
+  return { retention: days === undefined && versions === undefined ? undefined : { noncurrentDays: days, newerNoncurrentVersions: versions } };
+}
+
+async function provisionVersions(store: ObjectStoreDriver, bucket: string, request: { retention: Omit<Retention, "prefix"> | undefined }, prefix: string): Promise<ProvisionResult> {
+  const base = { what: "versions" as const, name: bucket, location: store.location };
+  const before = await store.versioning();
+  await store.enableVersioning();
+  const on = before === "enabled" ? `versioning of bucket ${bucket} is on` : `versioning of bucket ${bucket} turned on (it was ${before})`;
+  if (request.retention === undefined) {
+    const r = await store.getRetention();
+    return { ...base, status: before === "enabled" ? "exists" : "created", detail: `${on}; ${r === null ? "every noncurrent version is kept (no retention rule)" : "objstate's retention rule is unchanged"}` };
+  }
+  const rule: Retention = { prefix, ...request.retention };
+  await store.setRetention(rule);
+  const parts = [rule.noncurrentDays === undefined ? undefined : `after ${rule.noncurrentDays} days`, rule.newerNoncurrentVersions === undefined ? undefined : `beyond the ${rule.newerNoncurrentVersions} newest`].filter((x) => x !== undefined);
+  return { ...base, status: "created", detail: `${on}; noncurrent versions under "${prefix}" expire ${parts.join(" and ")}${store.kind === "file" ? " (applied on each write)" : " (lifecycle rule objstate-noncurrent-versions)"}` };
+}
+
 /** `objstate init`. */
 export async function initAction(opts: Record<string, unknown>): Promise<void> {
+  const versioning = versioningRequest(opts);
   const input = gatherSettings(opts);
   const config = backendConfigOf(input);
   const s = resolveEffectiveSettings(config, process.env, { onWarning: warn });
@@ -54,6 +93,10 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
       results.push({ what: "bucket", name: bucket, location: store.location, status: "created", detail: `bucket ${bucket} created (${store.location})` });
     } else {
       results.push({ what: "bucket", name: bucket, location: store.location, status: "missing", detail: `bucket ${bucket} does not exist (${store.location}); pass --create-bucket to create it` });
+    }
+    if (versioning !== undefined) {
+      if (results[0]?.status === "missing") results.push({ what: "versions", name: bucket, location: store.location, status: "missing", detail: `versioning cannot be turned on: bucket ${bucket} does not exist` });
+      else results.push(await provisionVersions(store, bucket, versioning, workspacesPrefix(layout(s.prefix.value ?? "", s.key.value ?? ""))));
     }
   } finally {
     store.close();
@@ -91,7 +134,7 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
 
   const bad = results.filter((r) => r.status === "missing" || r.status === "unusable");
   if (opts["json"] === true) {
-    printJson({ ok: bad.length === 0, bucket: results[0], lockTable: results[1] });
+    printJson({ ok: bad.length === 0, bucket: results[0], lockTable: results.find((r) => r.what === "lock table"), ...(versioning === undefined ? {} : { versions: results.find((r) => r.what === "versions") }) });
   } else {
     const p = paint(process.stdout);
     const mark: Record<ProvisionStatus, string> = { exists: p.green("exists "), created: p.green("created"), missing: p.red("missing"), unusable: p.red("FAIL   "), "not configured": p.yellow("warn   ") };

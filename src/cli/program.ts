@@ -21,6 +21,7 @@ import {
 } from "./commands.js";
 import { doctorAction } from "./doctor.js";
 import { durationFlag } from "./duration.js";
+import { stateDiffAction, stateHistoryAction, statePullVersionAction, stateRollbackAction } from "./history.js";
 import { initAction } from "./init.js";
 import { debugEnabled, errorLine, EXIT, exitCodeOf, isClosedOutput } from "./io.js";
 import { outputAction } from "./output.js";
@@ -83,6 +84,8 @@ export function program(): Command {
   const root = new Command("objstate")
     .description("Keep an infrastructure tool's state in an object-storage bucket, with locking in a key-value table.")
     .version(objstateVersion(), "-V, --version", "print the version")
+    // The program's own options only before a subcommand: `state pull --version ID` is the subcommand's.
+    .enablePositionalOptions()
     .helpOption("-h, --help", "show help for a command")
     .showSuggestionAfterError(true)
     .exitOverride()
@@ -114,8 +117,43 @@ export function program(): Command {
   addSettingsOptions(wsDelete).action((name: string, ...rest: unknown[]) => workspaceDeleteAction(name, optsOf(rest)));
 
   const state = root.command("state").description("read and write a workspace's state");
-  const pull = state.command("pull").description("print the stored state, byte for byte, on standard output");
-  addSettingsOptions(pull, { workspace: true }).action((...args: unknown[]) => statePullAction(optsOf(args)));
+  const pull = state
+    .command("pull")
+    .description("print the stored state, byte for byte, on standard output")
+    // The subcommand's own --version (an ID from state history) wins over the program's.
+    .addOption(new Option("--version <id>", "print this version (an ID from objstate state history) instead of the current one; needs no lock table"))
+    .addOption(new Option("--version-id <id>", "the same as --version").hideHelp());
+  addSettingsOptions(pull, { workspace: true }).action((...args: unknown[]) => {
+    const opts = optsOf(args);
+    return opts["version"] !== undefined || opts["versionId"] !== undefined ? statePullVersionAction(opts) : statePullAction(opts);
+  });
+  const history = jsonOption(
+    state
+      .command("history")
+      .description("list the versions of a workspace's state, newest first: ID, time, size, serial, lineage, and who wrote it with which operation (needs bucket versioning)")
+      .addOption(new Option("--limit <n>", "list at most this many versions (the newest)")),
+  );
+  addSettingsOptions(history, { workspace: true }).action((...args: unknown[]) => stateHistoryAction(optsOf(args)));
+  const diff = jsonOption(
+    state
+      .command("diff")
+      .description("show resources and outputs added, removed and changed between two versions (default: the previous version against the current one); sensitive values show as <sensitive>; exit 0 either way")
+      .addOption(new Option("--from <id>", "the older side: a version ID from objstate state history [default: the version before --to]"))
+      .addOption(new Option("--to <id>", "the newer side: a version ID [default: the current version]")),
+  );
+  addSettingsOptions(diff, { workspace: true }).action((...args: unknown[]) => stateDiffAction(optsOf(args)));
+  const rollback = lockIdOption(
+    lockTimeoutOption(
+      jsonOption(
+        state
+          .command("rollback")
+          .description("under the lock, write an old version's content as a new version with serial = current + 1 (same lineage), so the tool takes it as newer; deletes nothing, restores a deleted workspace")
+          .requiredOption("--to <id>", "the version to roll back to (an ID from objstate state history)")
+          .option("--force", "roll back to a version of another lineage than the current state's"),
+      ),
+    ),
+  );
+  addSettingsOptions(rollback, { workspace: true }).action((...args: unknown[]) => stateRollbackAction(optsOf(args)));
   const push = lockIdOption(
     lockTimeoutOption(
       jsonOption(
@@ -184,7 +222,10 @@ export function program(): Command {
       .command("init")
       .description("report whether the bucket and lock table exist, and create what is missing when asked")
       .option("--create-bucket", "create the bucket if it does not exist")
-      .option("--create-table", "create the lock table (key LockID, String) if it does not exist"),
+      .option("--create-table", "create the lock table (key LockID, String) if it does not exist")
+      .option("--versioning", "turn on bucket versioning: every write keeps the version it replaces (what state history and rollback need); the embedded store always keeps versions")
+      .addOption(new Option("--keep-days <n>", "with --versioning: let noncurrent versions expire this many days after they were replaced (a lifecycle rule; nothing expires without one)"))
+      .addOption(new Option("--keep-versions <n>", "with --versioning: keep at least this many newest noncurrent versions of each state (S3 NewerNoncurrentVersions; Ceph RGW does not support it, and objstate then sets nothing)")),
   );
   addSettingsOptions(init).action((...args: unknown[]) => initAction(optsOf(args)));
 

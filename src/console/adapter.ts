@@ -15,7 +15,7 @@ import type { ConsoleApi, LockView, OutputView, RollbackResult, VersionView, Wor
 /** One stored version as the backend's history lists it (DESIGN §9). */
 export interface VersionRecord {
   readonly versionId: string;
-  readonly lastModified: Date | string;
+  readonly lastModified: Date | string | undefined;
   readonly size: number;
   readonly serial: number | null | undefined;
   readonly lineage: string | null | undefined;
@@ -33,7 +33,7 @@ export interface HistoryBackend {
   /** One version's bytes (null for a delete marker or a version that is gone). */
   readVersion(workspace: string, versionId: string): Promise<Uint8Array | null>;
   /** Write version `to`'s content as a new version, serial = current + 1, under the lock. */
-  rollback(workspace: string, options: { readonly to: string }): Promise<{ readonly serial?: number | null | undefined; readonly versionId?: string | undefined }>;
+  rollback(workspace: string, versionId: string): Promise<{ readonly serial?: number | null | undefined; readonly versionId?: string | undefined }>;
 }
 
 /** What the adapter uses of a backend: today's methods, and the version methods when it has them. */
@@ -77,8 +77,8 @@ export function lockView(info: LockInfo | null): LockView | null {
   return { id: info.ID, who: info.Who, operation: info.Operation, info: info.Info, created: info.Created, expires: secs === undefined ? undefined : new Date(secs * 1000).toISOString() };
 }
 
-function iso(t: Date | string): string {
-  return typeof t === "string" ? t : t.toISOString();
+function iso(t: Date | string | undefined): string {
+  return t === undefined ? "" : typeof t === "string" ? t : t.toISOString();
 }
 
 function versionView(r: VersionRecord, resources?: number): VersionView {
@@ -201,7 +201,7 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     },
     rollback: async (workspace, to): Promise<RollbackResult> => {
       if (!hasHistory) throw new ObjstateError("NO_HISTORY", "this server keeps no version history yet: there is nothing to roll back to");
-      const r = await rollback.call(backend, workspace, { to });
+      const r = await rollback.call(backend, workspace, to);
       cache.delete(workspace);
       return { serial: r.serial ?? null, versionId: r.versionId };
     },

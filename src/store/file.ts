@@ -13,7 +13,21 @@
  * ROOT/B/.meta/<sha256(key)>/.claim-*   a writer's claim on the key (see claim.ts)
  * ROOT/B/.tmp-<uuid>[.<enc(key)>]       an object being written (never listed; one left
  *                                       by a crashed writer is a leftover, see listLeftovers)
+ * ROOT/B/.versions/<sha256(key)>/<vid>  an older version of the object: a hard link to the
+ *                                       object file it was (same inode, so same metadata)
+ * ROOT/B/.versions/<sha256(key)>/<vid>.marker
+ *                                       a delete marker (an empty file; its time is in <vid>)
+ * ROOT/B/.retention.json                the retention rule for noncurrent versions, if set
  * ```
+ *
+ * Versions (always kept, like an S3 bucket with versioning on): a replacing write or a
+ * delete first hard-links the current object file into `.versions/` under the key's claim,
+ * then replaces or removes it. A version ID is the inverted nanosecond mtime of its bytes
+ * (16 hex digits) and its inode, so IDs sort newest first and name the same version whether
+ * it is current or archived. A writer killed after the link and before the rename leaves the
+ * current version also archived: listing skips the duplicate, and the next write links it
+ * again without harm. Nothing in the driver deletes an archived version except `purge` and
+ * the operator's retention rule.
  *
  * Files are created 0600 and directories 0700 whatever the umask: state files often hold
  * secrets. Nothing below ROOT is ever followed if it is a symbolic link (`UNSAFE_PATH`).
@@ -42,9 +56,32 @@ import { acquireClaim, CLAIM_PREFIX } from "./claim.js";
 import { parseEndpoint } from "./endpoint.js";
 import { checkDir, createFile, errno, FILE_MODE, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile } from "./local-fs.js";
 import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
-import type { Acl, GetOptions, Leftover, GetResult, ListOptions, ObjectMeta, ObjectStoreDriver, PutBody, PutOptions, StoreDriverOptions } from "./types.js";
+import type {
+  Acl,
+  GetOptions,
+  HeadOptions,
+  Leftover,
+  GetResult,
+  ListOptions,
+  ListVersionsOptions,
+  ObjectMeta,
+  ObjectStoreDriver,
+  ObjectVersion,
+  PutBody,
+  PutOptions,
+  Retention,
+  StoreDriverOptions,
+  VersioningStatus,
+} from "./types.js";
 
 const META_DIR = ".meta";
+const VERSIONS_DIR = ".versions";
+const RETENTION_FILE = ".retention.json";
+const MARKER_SUFFIX = ".marker";
+/** A public version ID: inverted mtime in ns (16 hex digits), then `o` + inode or `m` + random. */
+const VERSION_ID = /^[0-9a-f]{16}-(?:o[0-9a-z]+|m[0-9a-f]{8})$/;
+const MAX_NS = 0xffffffffffffffffn;
+const DAY_MS = 86_400_000;
 const TEMP_PREFIX = ".tmp-";
 /** `.tmp-` + a UUID: what comes after names the key (see {@link tempName}). */
 const TEMP_HEAD = TEMP_PREFIX.length + 36;
@@ -90,6 +127,7 @@ export class FileDriver implements ObjectStoreDriver {
   readonly bucketDir: string;
   private readonly rootDir: string;
   private readonly metaRoot: string;
+  private readonly versionsRoot: string;
 
   constructor(options: StoreDriverOptions) {
     const ep = parseEndpoint(options.endpoint, options.cwd);
@@ -100,12 +138,12 @@ export class FileDriver implements ObjectStoreDriver {
     this.rootDir = ep.dir;
     this.bucketDir = path.join(ep.dir, options.bucket);
     this.metaRoot = path.join(this.bucketDir, META_DIR);
+    this.versionsRoot = path.join(this.bucketDir, VERSIONS_DIR);
     this.location = `file:${this.bucketDir}`;
   }
 
   async get(key: string, options: GetOptions = {}): Promise<GetResult | null> {
-    const file = this.objectPath(key);
-    return this.withVersion(key, file, async (v, meta) => {
+    return this.withVersionOf(key, options.versionId, async (v, meta) => {
       const whole = Number(v.stat.size);
       const partial = options.maxBytes !== undefined && options.maxBytes < whole;
       const body = await readWhole(v.handle, partial ? Math.max(0, options.maxBytes ?? 0) : whole);
@@ -115,9 +153,80 @@ export class FileDriver implements ObjectStoreDriver {
     });
   }
 
-  async head(key: string): Promise<ObjectMeta | null> {
-    const file = this.objectPath(key);
-    return this.withVersion(key, file, async (_v, meta) => meta);
+  async head(key: string, options: HeadOptions = {}): Promise<ObjectMeta | null> {
+    return this.withVersionOf(key, options.versionId, async (_v, meta) => meta);
+  }
+
+  async *listVersions(key: string, _options?: ListVersionsOptions): AsyncIterable<ObjectVersion> {
+    // One directory read is a consistent snapshot of the archive; entries are yielded lazily.
+    let current: BigIntStats | null;
+    let names: string[];
+    try {
+      if (!(await checkDir(this.bucketDir))) return;
+      current = await lstatFile(this.objectPath(key));
+      names = (await checkDir(this.versionsRoot)) && (await checkDir(this.archiveDir(key))) ? await fs.readdir(this.archiveDir(key)) : [];
+    } catch (e) {
+      throw fsFailure(e, `cannot list versions of ${key} in ${this.location}`, "STORE_ERROR");
+    }
+    const currentId = current === null ? undefined : publicId(current);
+    if (current !== null && currentId !== undefined) {
+      const meta = await this.readMeta(key, versionId(current)).catch(() => null);
+      yield { key, versionId: currentId, isLatest: true, deleteMarker: false, lastModified: new Date(Number(current.mtimeMs)), size: Number(current.size), etag: meta?.etag };
+    }
+    const entries = names
+      .map((n) => ({ id: n.endsWith(MARKER_SUFFIX) ? n.slice(0, -MARKER_SUFFIX.length) : n, marker: n.endsWith(MARKER_SUFFIX) }))
+      .filter((e) => VERSION_ID.test(e.id) && e.id !== currentId)
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    let first = current === null;
+    for (const e of entries) {
+      const isLatest = first;
+      first = false;
+      if (e.marker) {
+        yield { key, versionId: e.id, isLatest, deleteMarker: true, lastModified: timeOfId(e.id), size: 0 };
+        continue;
+      }
+      const st = await lstatFile(path.join(this.archiveDir(key), e.id)).catch(() => null);
+      if (st === null) continue; // expired meanwhile
+      const meta = await this.readMeta(key, versionId(st)).catch(() => null);
+      yield { key, versionId: e.id, isLatest, deleteMarker: false, lastModified: new Date(Number(st.mtimeMs)), size: Number(st.size), etag: meta?.etag };
+    }
+  }
+
+  versioning(): Promise<VersioningStatus> {
+    return Promise.resolve("enabled");
+  }
+
+  enableVersioning(): Promise<void> {
+    // Always on: every replacing write and delete keeps what it replaces.
+    return Promise.resolve();
+  }
+
+  async setRetention(rule: Retention): Promise<void> {
+    const file = path.join(this.bucketDir, RETENTION_FILE);
+    try {
+      await this.createBucket();
+      if (rule.noncurrentDays === undefined && rule.newerNoncurrentVersions === undefined) {
+        await removeFile(file);
+        return;
+      }
+      const temp = path.join(this.bucketDir, `${TEMP_PREFIX}${randomUUID()}`);
+      await createFile(temp, JSON.stringify({ prefix: rule.prefix, noncurrentDays: rule.noncurrentDays, newerNoncurrentVersions: rule.newerNoncurrentVersions }));
+      await fs.rename(temp, file);
+      await fsyncDir(this.bucketDir);
+    } catch (e) {
+      throw fsFailure(e, `cannot set the retention rule of ${this.location}`, "STORE_ERROR");
+    }
+  }
+
+  async getRetention(): Promise<Retention | null> {
+    let text: string | null;
+    try {
+      if (!(await checkDir(this.bucketDir))) return null;
+      text = await readSmall(path.join(this.bucketDir, RETENTION_FILE));
+    } catch (e) {
+      throw fsFailure(e, `cannot read the retention rule of ${this.location}`, "STORE_ERROR");
+    }
+    return text === null ? null : parseRetention(text);
   }
 
   async put(key: string, body: PutBody, options: PutOptions = {}): Promise<void> {
@@ -186,6 +295,10 @@ export class FileDriver implements ObjectStoreDriver {
     yield* keys;
   }
 
+  /**
+   * Delete the object, keeping what it was as an older version and leaving a delete marker
+   * (like S3 with versioning on). Absent keys are not an error and get no marker.
+   */
   async delete(key: string): Promise<void> {
     const file = this.objectPath(key);
     const what = `cannot delete ${key} in ${this.location}`;
@@ -194,35 +307,55 @@ export class FileDriver implements ObjectStoreDriver {
     } catch (e) {
       throw fsFailure(e, what, "STORE_ERROR");
     }
-    const dir = this.metaDir(key);
     const claim = await this.claim(key);
     try {
-      // Renaming away first tells us exactly which version we removed, so its metadata goes too.
-      const doomed = path.join(this.bucketDir, tempName(key));
-      try {
-        if ((await lstatFile(file)) === null) return;
-        await fs.rename(file, doomed);
-      } catch (e) {
-        if (errno(e) === "ENOENT") return;
-        throw fsFailure(e, what, "STORE_ERROR");
-      }
-      try {
-        const stat = await fs.lstat(doomed, { bigint: true });
-        await removeFile(doomed);
-        await fsyncDir(this.bucketDir);
-        await removeFile(path.join(dir, `${versionId(stat)}.json`));
-      } catch (e) {
-        throw fsFailure(e, what, "STORE_ERROR");
-      }
+      const st = await lstatFile(file);
+      if (st === null) return;
+      await this.archive(key, file, st);
+      await removeFile(file);
+      await fsyncDir(this.bucketDir);
+      // The marker comes last: a crash before it leaves a deleted key without one, never a
+      // marker in front of a version that is still current.
+      const ns = maxBig(BigInt(Date.now()) * 1_000_000n, st.mtimeNs + 1n);
+      const marker = path.join(this.archiveDir(key), `${idOfTime(ns)}-m${randomUUID().slice(0, 8)}${MARKER_SUFFIX}`);
+      await createFile(marker, "");
+      await fsyncDir(this.archiveDir(key));
+    } catch (e) {
+      if (e instanceof ObjstateError) throw e;
+      throw fsFailure(e, what, "STORE_ERROR");
     } finally {
       await claim.release().catch(() => undefined);
     }
-    await fs.rmdir(dir).catch(() => undefined); // not empty: another writer is using it
+    await this.pruneAfterWrite(key);
   }
 
-  /** The embedded store keeps no versions (yet): purging is deleting. */
-  purge(key: string): Promise<void> {
-    return this.delete(key);
+  /** Delete the key, every older version and delete marker of it, and their metadata. */
+  async purge(key: string): Promise<void> {
+    const file = this.objectPath(key);
+    const what = `cannot purge ${key} in ${this.location}`;
+    try {
+      if (!(await checkDir(this.bucketDir))) return;
+    } catch (e) {
+      throw fsFailure(e, what, "STORE_ERROR");
+    }
+    const claim = await this.claim(key);
+    try {
+      await removeFile(file);
+      const archive = this.archiveDir(key);
+      if ((await checkDir(this.versionsRoot)) && (await checkDir(archive))) {
+        for (const name of await fs.readdir(archive)) await removeFile(path.join(archive, name));
+        await fs.rmdir(archive).catch(() => undefined);
+      }
+      const dir = this.metaDir(key);
+      for (const name of await fs.readdir(dir).catch(() => [] as string[])) if (META_NAME.test(name)) await removeFile(path.join(dir, name));
+      await fsyncDir(this.bucketDir);
+    } catch (e) {
+      if (e instanceof ObjstateError) throw e;
+      throw fsFailure(e, what, "STORE_ERROR");
+    } finally {
+      await claim.release().catch(() => undefined);
+    }
+    await fs.rmdir(this.metaDir(key)).catch(() => undefined); // not empty: another writer is using it
   }
 
   async bucketExists(): Promise<boolean> {
@@ -266,11 +399,12 @@ export class FileDriver implements ObjectStoreDriver {
         const names = await fs.readdir(dir).catch(() => [] as string[]);
         let key = keysByHash.get(hash);
         const current = key === undefined ? undefined : await this.currentId(key);
+        const archived = await this.archivedIds(hash);
         for (const name of names) {
           const id = `${META_DIR}/${hash}/${name}`;
           if (name.startsWith(TEMP_PREFIX)) await this.addLeftover(out, prefix, id, keyOfTemp(name) ?? key);
           else if (name.startsWith(CLAIM_PREFIX)) await this.addLeftover(out, prefix, id, key);
-          else if (META_NAME.test(name) && name !== `${current}.json`) {
+          else if (META_NAME.test(name) && name !== `${current}.json` && !archived.has(publicIdOfMetaName(name))) {
             key ??= parseStoredMeta((await readSmall(path.join(dir, name)).catch(() => null)) ?? "")?.key;
             await this.addLeftover(out, prefix, id, key);
           }
@@ -296,6 +430,8 @@ export class FileDriver implements ObjectStoreDriver {
         // Metadata may have become current since it was listed (a slow writer committed).
         const meta = parseStoredMeta((await readSmall(file)) ?? "");
         if (meta !== null && (await this.currentId(meta.key)) === path.basename(file, ".json")) return;
+        // Metadata of an older version belongs to history, not to a crashed writer.
+        if ((await this.archivedIds(path.basename(dir))).has(publicIdOfMetaName(path.basename(file)))) return;
       }
       await removeFile(file);
       if (dir !== this.bucketDir) await fs.rmdir(dir).catch(() => undefined);
@@ -454,6 +590,7 @@ export class FileDriver implements ObjectStoreDriver {
             );
           }
         }
+        if (previous !== null) await this.archive(key, file, previous);
         await fs.rename(temp, file);
         await fsyncDir(this.bucketDir);
       } catch (e) {
@@ -463,22 +600,108 @@ export class FileDriver implements ObjectStoreDriver {
     } finally {
       await claim.release().catch(() => undefined);
     }
-    await this.collectMeta(key, id, previous === null ? undefined : versionId(previous));
+    await this.collectMeta(key, id);
+    await this.pruneAfterWrite(key);
   }
 
   /**
-   * Drop metadata of versions that are gone: the one just replaced, and any left behind by
-   * racing writers once they are old enough not to belong to a write still in flight.
+   * Drop metadata left behind by racing writers whose version never became current (once
+   * old enough not to belong to a write still in flight). Metadata of archived versions stays.
    */
-  private async collectMeta(key: string, current: string, replaced: string | undefined): Promise<void> {
+  private async collectMeta(key: string, current: string): Promise<void> {
     const dir = this.metaDir(key);
     const names = await fs.readdir(dir).catch(() => [] as string[]);
     const now = Date.now();
+    let archived: Set<string> | undefined;
     for (const name of names) {
       if (name === `${current}.json` || !META_NAME.test(name)) continue;
       const full = path.join(dir, name);
-      const stale = name === `${replaced}.json` || now - ((await fs.lstat(full).catch(() => null))?.mtimeMs ?? now) > META_GC_GRACE_MS;
-      if (stale) await removeFile(full).catch(() => undefined);
+      if (now - ((await fs.lstat(full).catch(() => null))?.mtimeMs ?? now) <= META_GC_GRACE_MS) continue;
+      archived ??= await this.archivedIds(hashKey(key));
+      if (!archived.has(publicIdOfMetaName(name))) await removeFile(full).catch(() => undefined);
+    }
+  }
+
+  /** The version file for `key` at `versionId` (archived or current), read through {@link withVersion}. */
+  private async withVersionOf<T>(key: string, id: string | undefined, use: (v: Version, meta: ObjectMeta) => Promise<T>): Promise<T | null> {
+    const file = this.objectPath(key);
+    if (id === undefined) return this.withVersion(key, file, (v, meta) => use(v, { ...meta, versionId: publicId(v.stat) }));
+    if (!VERSION_ID.test(id) || id.includes("-m")) return null;
+    const archived = path.join(this.archiveDir(key), id);
+    // A version is archived before it stops being current: the archive is looked at first, and
+    // again when the current object turns out to have been replaced meanwhile.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const inArchive = (await this.pathExists(archived)) ? archived : null;
+      const found = await this.withVersion(key, inArchive ?? file, async (v, meta) => (publicId(v.stat) === id ? { value: await use(v, { ...meta, versionId: id }) } : null));
+      if (found !== null) return found.value;
+      if (inArchive !== null) return null; // edited by hand: not that version any more
+    }
+    return null;
+  }
+
+  private async pathExists(file: string): Promise<boolean> {
+    try {
+      if (!(await checkDir(this.versionsRoot)) || !(await checkDir(path.dirname(file)))) return false;
+      return (await lstatFile(file)) !== null;
+    } catch (e) {
+      throw fsFailure(e, `cannot read versions in ${this.location}`, "STORE_ERROR");
+    }
+  }
+
+  private archiveDir(key: string): string {
+    return path.join(this.versionsRoot, hashKey(key));
+  }
+
+  /** Keep `stat`, the current object file of `key`, as an older version (under the key's claim). */
+  private async archive(key: string, file: string, stat: BigIntStats): Promise<void> {
+    const dir = this.archiveDir(key);
+    await makeDir(this.versionsRoot);
+    await makeDir(dir);
+    try {
+      await fs.link(file, path.join(dir, publicId(stat)));
+    } catch (e) {
+      // Archived already by a writer that died before replacing it.
+      if (errno(e) !== "EEXIST") throw e;
+    }
+    await fsyncDir(dir);
+  }
+
+  /** Public IDs of the archived versions of the key whose hash is `hash`. */
+  private async archivedIds(hash: string): Promise<Set<string>> {
+    const dir = path.join(this.versionsRoot, hash);
+    if (!(await checkDir(this.versionsRoot).catch(() => false)) || !(await checkDir(dir).catch(() => false))) return new Set();
+    return new Set((await fs.readdir(dir).catch(() => [] as string[])).filter((n) => VERSION_ID.test(n)));
+  }
+
+  /**
+   * Retention after a write or delete that has succeeded: a failure here must not turn that
+   * success into an error (the next write of the key applies the rule again).
+   */
+  private async pruneAfterWrite(key: string): Promise<void> {
+    await this.prune(key).catch(() => undefined);
+  }
+
+  /**
+   * Apply the operator's retention rule to the versions of `key`: a noncurrent version goes
+   * when it has been noncurrent longer than `noncurrentDays` and more than
+   * `newerNoncurrentVersions` newer noncurrent versions exist (each part only when set).
+   */
+  private async prune(key: string): Promise<void> {
+    const rule = await this.getRetention();
+    if (rule === null || !key.startsWith(rule.prefix)) return;
+    const all: ObjectVersion[] = [];
+    for await (const v of this.listVersions(key)) all.push(v);
+    const now = Date.now();
+    for (let j = 1; j < all.length; j++) {
+      const v = all[j] as ObjectVersion;
+      const since = all[j - 1]?.lastModified?.getTime() ?? now;
+      const oldEnough = rule.noncurrentDays === undefined || now - since >= rule.noncurrentDays * DAY_MS;
+      const beyond = rule.newerNoncurrentVersions === undefined || j - 1 >= rule.newerNoncurrentVersions;
+      if (!oldEnough || !beyond) continue;
+      const file = path.join(this.archiveDir(key), v.deleteMarker ? `${v.versionId}${MARKER_SUFFIX}` : v.versionId);
+      const st = v.deleteMarker ? null : await lstatFile(file).catch(() => null);
+      await removeFile(file).catch(() => undefined);
+      if (st !== null && st.nlink <= 1n) await removeFile(path.join(this.metaDir(key), `${versionId(st)}.json`)).catch(() => undefined);
     }
   }
 }
@@ -638,4 +861,39 @@ function isAcl(v: unknown): v is Acl {
 
 function isStringRecord(v: unknown): v is Record<string, string> {
   return typeof v === "object" && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string");
+}
+
+/** The public ID of an object file version: sorts newest first, stable once archived. */
+function publicId(stat: BigIntStats): string {
+  return `${idOfTime(stat.mtimeNs)}-o${stat.ino.toString(36)}`;
+}
+
+/** The public ID of the version whose metadata file is `<ino>-<mtimeNs>.json`. */
+function publicIdOfMetaName(name: string): string {
+  const [ino, ns] = name.slice(0, -".json".length).split("-");
+  return `${idOfTime(BigInt(ns ?? "0"))}-o${BigInt(ino ?? "0").toString(36)}`;
+}
+
+function idOfTime(ns: bigint): string {
+  return (MAX_NS - ns).toString(16).padStart(16, "0");
+}
+
+function timeOfId(id: string): Date {
+  return new Date(Number((MAX_NS - BigInt(`0x${id.slice(0, 16)}`)) / 1_000_000n));
+}
+
+function maxBig(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
+}
+
+function parseRetention(text: string): Retention | null {
+  try {
+    const v: unknown = JSON.parse(text);
+    if (typeof v !== "object" || v === null) return null;
+    const o = v as Record<string, unknown>;
+    const count = (x: unknown): number | undefined => (typeof x === "number" && Number.isInteger(x) && x >= 0 ? x : undefined);
+    return { prefix: typeof o.prefix === "string" ? o.prefix : "", noncurrentDays: count(o.noncurrentDays), newerNoncurrentVersions: count(o.newerNoncurrentVersions) };
+  } catch {
+    return null;
+  }
 }

@@ -17,22 +17,44 @@ import {
   ListMultipartUploadsCommand,
   ListObjectVersionsCommand,
   DeleteObjectCommand,
+  DeleteBucketLifecycleCommand,
+  GetBucketLifecycleConfigurationCommand,
+  GetBucketVersioningCommand,
   GetObjectCommand,
+  PutBucketLifecycleConfigurationCommand,
+  PutBucketVersioningCommand,
   HeadBucketCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
-import type { PutObjectCommandInput } from "@aws-sdk/client-s3";
+import type { LifecycleRule, PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.js";
-import { ObjstateError } from "../errors.js";
+import { isObjstateError, ObjstateError } from "../errors.js";
 import { armClient, deadlineMs, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, type Timeouts } from "../util/sdk-client.js";
 import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "./endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
-import type { ByteSource, CredentialsProvider, GetOptions, GetResult, Leftover, ListOptions, ObjectMeta, ObjectStoreDriver, PutBody, PutOptions, StoreDriverOptions } from "./types.js";
+import type {
+  ByteSource,
+  CredentialsProvider,
+  GetOptions,
+  GetResult,
+  HeadOptions,
+  Leftover,
+  ListOptions,
+  ListVersionsOptions,
+  ObjectMeta,
+  ObjectStoreDriver,
+  ObjectVersion,
+  PutBody,
+  PutOptions,
+  Retention,
+  StoreDriverOptions,
+  VersioningStatus,
+} from "./types.js";
 
 /** A request as it leaves the client: signed, with every header that goes on the wire. */
 export interface WireRequest {
@@ -79,6 +101,12 @@ export class S3Driver implements ObjectStoreDriver {
   private readonly bucket: string;
   private readonly endpoint: string;
   private readonly multipartThreshold: number;
+  /**
+   * The store refused an If-Match that held (Ceph RGW on a versioned bucket): conditions are
+   * checked with a HEAD right before an unconditional write instead.
+   */
+  private conditionsIgnored = false;
+  private versionedBucket: Promise<boolean> | undefined;
   private readonly timeouts: Timeouts;
   /** A client like {@link client} with other timeouts (a streamed upload's deadline, see putStreamed). */
   private readonly newClient: (timeouts: Timeouts) => S3Client;
@@ -114,7 +142,9 @@ export class S3Driver implements ObjectStoreDriver {
   async get(key: string, options: GetOptions = {}): Promise<GetResult | null> {
     try {
       const partial = options.maxBytes !== undefined;
-      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: partial ? `bytes=0-${Math.max(0, options.maxBytes - 1)}` : undefined }));
+      const res = await this.client.send(
+        new GetObjectCommand({ Bucket: this.bucket, Key: key, VersionId: options.versionId, Range: partial ? `bytes=0-${Math.max(0, options.maxBytes - 1)}` : undefined }),
+      );
       // Every S3 object answer carries an ETag; a 200 without one (a DynamoDB server's health
       // page, a web server) is not an object, and must not pass for a state.
       if (res.ETag === undefined) {
@@ -133,26 +163,73 @@ export class S3Driver implements ObjectStoreDriver {
       return { body, meta, md5: etagMd5 ?? (await hash?.digest()) };
     } catch (e) {
       if (isNotFound(e) && errorName(e) !== "NoSuchBucket") return null;
+      if (options.versionId !== undefined && noSuchVersion(e)) return null;
       // A range of an empty object is unsatisfiable: it is an empty object.
       if (options.maxBytes !== undefined && (httpStatus(e) === 416 || errorName(e) === "InvalidRange")) {
-        const meta = await this.head(key);
+        const meta = await this.head(key, { versionId: options.versionId });
         return meta === null ? null : { body: Buffer.alloc(0), meta };
       }
       throw this.mapError(e, { op: "get", key });
     }
   }
 
-  async head(key: string): Promise<ObjectMeta | null> {
+  async head(key: string, options: HeadOptions = {}): Promise<ObjectMeta | null> {
     try {
-      return toMeta(await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key })));
+      return toMeta(await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key, VersionId: options.versionId })));
     } catch (e) {
       // A HEAD response has no body, so a missing bucket looks like a missing key here.
       if (isNotFound(e) && errorName(e) !== "NoSuchBucket") return null;
+      if (options.versionId !== undefined && noSuchVersion(e)) return null;
       throw this.mapError(e, { op: "head", key });
     }
   }
 
   async put(key: string, body: PutBody, options: PutOptions = {}): Promise<void> {
+    const ifMatch = options.ifMatch?.replace(/"/g, "");
+    if (options.ifNoneMatch === true && ifMatch === undefined && (this.conditionsIgnored || (await this.isVersioned()))) {
+      // Ceph RGW ignores If-None-Match on a versioned bucket (it writes a new version over the
+      // current one): the absence is checked first. Between the check and the write only a
+      // writer that does not hold the lock can come (DESIGN §10).
+      if ((await this.head(key)) !== null) throw this.preconditionFailed(key, undefined);
+    }
+    if (ifMatch !== undefined && this.conditionsIgnored) {
+      await this.checkIfMatch(key, ifMatch);
+      return this.putOnce(key, body, { ...options, ifMatch: undefined, ifNoneMatch: undefined });
+    }
+    try {
+      await this.putOnce(key, body, options);
+    } catch (e) {
+      if (ifMatch === undefined || !isObjstateError(e, "PRECONDITION_FAILED")) throw e;
+      // Refused although the condition holds? Ceph RGW refuses every If-Match on a versioned
+      // bucket. Then the check is made here, and every later one too.
+      if ((await this.head(key))?.etag !== ifMatch) throw e;
+      this.conditionsIgnored = true;
+      await this.putOnce(key, body, { ...options, ifMatch: undefined, ifNoneMatch: undefined });
+    }
+  }
+
+  /** The conditional write's check, made by hand where the store cannot make it. */
+  private async checkIfMatch(key: string, ifMatch: string): Promise<void> {
+    const meta = await this.head(key);
+    if (meta?.etag !== ifMatch) throw this.preconditionFailed(key, undefined);
+  }
+
+  private async isVersioned(): Promise<boolean> {
+    this.versionedBucket ??= this.versioning().then(
+      (st) => st !== "off",
+      () => false,
+    );
+    return this.versionedBucket;
+  }
+
+  private preconditionFailed(key: string, cause: unknown): ObjstateError {
+    return new ObjstateError("PRECONDITION_FAILED", `${key} in ${this.location} is not what the conditional write expected (it exists already, or changed since it was read)`, {
+      cause,
+      details: { key },
+    });
+  }
+
+  private async putOnce(key: string, body: PutBody, options: PutOptions): Promise<void> {
     const size = sizeOf(body);
     const params: PutObjectCommandInput = {
       Bucket: this.bucket,
@@ -224,6 +301,111 @@ export class S3Driver implements ObjectStoreDriver {
       keyMarker = more ? page.NextKeyMarker : undefined;
       versionMarker = more ? page.NextVersionIdMarker : undefined;
     } while (keyMarker !== undefined);
+  }
+
+  async *listVersions(key: string, options: ListVersionsOptions = {}): AsyncIterable<ObjectVersion> {
+    let keyMarker: string | undefined;
+    let versionMarker: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.send(
+          new ListObjectVersionsCommand({ Bucket: this.bucket, Prefix: key, MaxKeys: options.pageSize ?? DEFAULT_PAGE_SIZE, KeyMarker: keyMarker, VersionIdMarker: versionMarker }),
+        );
+      } catch (e) {
+        throw this.mapError(e, { op: "list versions of", key });
+      }
+      const found: ObjectVersion[] = [];
+      for (const v of page.Versions ?? []) {
+        if (v.Key === key && v.VersionId !== undefined) {
+          found.push({ key, versionId: v.VersionId, isLatest: v.IsLatest === true, deleteMarker: false, lastModified: v.LastModified, size: v.Size ?? 0, etag: v.ETag?.replace(/"/g, "") });
+        }
+      }
+      for (const m of page.DeleteMarkers ?? []) {
+        if (m.Key === key && m.VersionId !== undefined) found.push({ key, versionId: m.VersionId, isLatest: m.IsLatest === true, deleteMarker: true, lastModified: m.LastModified, size: 0 });
+      }
+      // The SDK splits the server's one newest-first list into versions and delete markers;
+      // time puts them back together (the current one first on a tie).
+      yield* found.sort((a, b) => (b.lastModified?.getTime() ?? 0) - (a.lastModified?.getTime() ?? 0) || Number(b.isLatest) - Number(a.isLatest));
+      // Past this key the listing holds only other keys it prefixes (`….tflock`, longer names).
+      const more = page.IsTruncated === true && (page.NextKeyMarker === undefined || page.NextKeyMarker <= key);
+      keyMarker = more ? page.NextKeyMarker : undefined;
+      versionMarker = more ? page.NextVersionIdMarker : undefined;
+    } while (keyMarker !== undefined);
+  }
+
+  async versioning(): Promise<VersioningStatus> {
+    try {
+      const res = await this.client.send(new GetBucketVersioningCommand({ Bucket: this.bucket }));
+      return res.Status === "Enabled" ? "enabled" : res.Status === "Suspended" ? "suspended" : "off";
+    } catch (e) {
+      throw this.mapError(e, { op: "read the versioning of bucket" });
+    }
+  }
+
+  async enableVersioning(): Promise<void> {
+    this.versionedBucket = Promise.resolve(true);
+    try {
+      await this.client.send(new PutBucketVersioningCommand({ Bucket: this.bucket, VersioningConfiguration: { Status: "Enabled" } }));
+    } catch (e) {
+      throw this.mapError(e, { op: "turn on versioning of bucket" });
+    }
+  }
+
+  async setRetention(rule: Retention): Promise<void> {
+    const before = await this.lifecycleRules();
+    const others = before.filter((r) => r.ID !== RETENTION_RULE_ID);
+    const wanted = retentionRule(rule);
+    const rules = wanted === undefined ? others : [...others, wanted];
+    try {
+      if (rules.length === 0) await this.client.send(new DeleteBucketLifecycleCommand({ Bucket: this.bucket }));
+      else await this.client.send(new PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: rules } }));
+    } catch (e) {
+      const status = httpStatus(e);
+      if (wanted !== undefined && (status === 400 || status === 501)) {
+        throw new ObjstateError(
+          "RETENTION_UNSUPPORTED",
+          `the object store at ${this.endpoint} refused the retention rule (${describeRetention(rule)}; ${errorName(e) ?? `HTTP ${status}`})${rule.noncurrentDays === undefined ? ": it may need a number of days (--keep-days)" : ""}; nothing was changed`,
+          { cause: e, details: { bucket: this.bucket, errorName: errorName(e), httpStatus: status } },
+        );
+      }
+      throw this.mapError(e, { op: "set the lifecycle of bucket" });
+    }
+    if (wanted === undefined) return;
+    // Some stores accept a rule and silently keep only the parts they know (Ceph RGW drops
+    // NewerNoncurrentVersions): a rule that expires more than the operator asked is worse than none.
+    const got = (await this.lifecycleRules()).find((r) => r.ID === RETENTION_RULE_ID);
+    const kept = got === undefined ? undefined : fromRule(got, rule.prefix);
+    const dropped: string[] = [];
+    if (kept?.noncurrentDays !== rule.noncurrentDays) dropped.push(`NoncurrentDays ${rule.noncurrentDays ?? "(none)"}`);
+    if (kept?.newerNoncurrentVersions !== rule.newerNoncurrentVersions) dropped.push(`NewerNoncurrentVersions ${rule.newerNoncurrentVersions ?? "(none)"}`);
+    if (dropped.length === 0) return;
+    try {
+      if (before.length === 0) await this.client.send(new DeleteBucketLifecycleCommand({ Bucket: this.bucket }));
+      else await this.client.send(new PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: before } }));
+    } catch (e) {
+      throw this.mapError(e, { op: "restore the lifecycle of bucket" });
+    }
+    throw new ObjstateError(
+      "RETENTION_UNSUPPORTED",
+      `the object store at ${this.endpoint} accepted the retention rule but did not keep ${dropped.join(" and ")}, so it would expire other versions than asked; the earlier lifecycle rules were put back. ` +
+        `Use only what the store supports (Ceph RGW: --keep-days alone).`,
+      { details: { bucket: this.bucket, dropped } },
+    );
+  }
+
+  async getRetention(): Promise<Retention | null> {
+    const rule = (await this.lifecycleRules()).find((r) => r.ID === RETENTION_RULE_ID);
+    return rule === undefined ? null : fromRule(rule, rule.Filter?.Prefix ?? rule.Prefix ?? "");
+  }
+
+  private async lifecycleRules(): Promise<LifecycleRule[]> {
+    try {
+      return (await this.client.send(new GetBucketLifecycleConfigurationCommand({ Bucket: this.bucket }))).Rules ?? [];
+    } catch (e) {
+      if (errorName(e) === "NoSuchLifecycleConfiguration" || (httpStatus(e) === 404 && errorName(e) !== "NoSuchBucket")) return [];
+      throw this.mapError(e, { op: "read the lifecycle of bucket" });
+    }
   }
 
   async bucketExists(): Promise<boolean> {
@@ -511,6 +693,7 @@ interface MetaSource {
   readonly LastModified?: Date | undefined;
   readonly ServerSideEncryption?: string | undefined;
   readonly Metadata?: Record<string, string> | undefined;
+  readonly VersionId?: string | undefined;
 }
 
 /** Etags are returned without the quotes S3 puts around them (the file driver's are bare md5 hex). */
@@ -534,8 +717,43 @@ function metadataMd5(res: { readonly Metadata?: Record<string, string> | undefin
   return v !== undefined && /^[0-9a-f]{32}$/.test(v) ? v : undefined;
 }
 
+/** The ID of objstate's own lifecycle rule (other rules of the bucket are left alone). */
+const RETENTION_RULE_ID = "objstate-noncurrent-versions";
+
+function retentionRule(r: Retention): LifecycleRule | undefined {
+  if (r.noncurrentDays === undefined && r.newerNoncurrentVersions === undefined) return undefined;
+  return {
+    ID: RETENTION_RULE_ID,
+    Status: "Enabled",
+    Filter: { Prefix: r.prefix },
+    NoncurrentVersionExpiration: { NoncurrentDays: r.noncurrentDays, NewerNoncurrentVersions: r.newerNoncurrentVersions },
+  };
+}
+
+function fromRule(rule: LifecycleRule, prefix: string): Retention {
+  const n = rule.NoncurrentVersionExpiration;
+  return { prefix, noncurrentDays: n?.NoncurrentDays, newerNoncurrentVersions: n?.NewerNoncurrentVersions };
+}
+
+function describeRetention(r: Retention): string {
+  return [r.noncurrentDays === undefined ? undefined : `NoncurrentDays ${r.noncurrentDays}`, r.newerNoncurrentVersions === undefined ? undefined : `NewerNoncurrentVersions ${r.newerNoncurrentVersions}`]
+    .filter((x) => x !== undefined)
+    .join(", ");
+}
+
+/**
+ * A version ID the store does not know, or one naming a delete marker (S3 answers a GET of
+ * one with 405): there are no bytes to read.
+ */
+function noSuchVersion(e: unknown): boolean {
+  const name = errorName(e);
+  const status = httpStatus(e);
+  return name === "NoSuchVersion" || status === 405 || name === "MethodNotAllowed" || (status === 400 && (name === "InvalidArgument" || name === "InvalidVersionId" || name === "InvalidRequest"));
+}
+
 function toMeta(res: MetaSource): ObjectMeta {
   return {
+    versionId: res.VersionId === undefined || res.VersionId === "null" ? undefined : res.VersionId,
     size: res.ContentLength ?? 0,
     contentType: res.ContentType,
     etag: res.ETag?.replace(/"/g, ""),

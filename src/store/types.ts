@@ -28,6 +28,8 @@ export interface ObjectMeta {
   readonly serverSideEncryption?: string | undefined;
   readonly etag?: string | undefined;
   readonly lastModified?: Date | undefined;
+  /** The store's ID of this version of the object, when the store keeps versions. */
+  readonly versionId?: string | undefined;
   /**
    * User metadata stored with this version of the object (S3 `x-amz-meta-*`), keys in lower
    * case without the prefix. objstate records `objstate-md5`, `objstate-serial`,
@@ -94,6 +96,60 @@ export interface GetOptions {
    * still the whole object's size; `md5` is not computed for a partial read.
    */
   readonly maxBytes?: number | undefined;
+  /**
+   * Read this version of the object (an ID from {@link ObjectStoreDriver.listVersions})
+   * instead of the current one. A version that does not exist, or a delete marker, reads as
+   * null.
+   */
+  readonly versionId?: string | undefined;
+}
+
+/** Options of {@link ObjectStoreDriver.head}. */
+export interface HeadOptions {
+  /** Describe this version instead of the current one (see {@link GetOptions.versionId}). */
+  readonly versionId?: string | undefined;
+}
+
+/** One version of one key, as the store lists it. */
+export interface ObjectVersion {
+  readonly key: string;
+  /** Opaque; pass it to `get`/`head` as `versionId`. */
+  readonly versionId: string;
+  /** The current version (a delete marker when the key is deleted). */
+  readonly isLatest: boolean;
+  /** A delete marker: the key was deleted at this point; it has no bytes. */
+  readonly deleteMarker: boolean;
+  readonly lastModified: Date | undefined;
+  /** Bytes of the version (0 for a delete marker). */
+  readonly size: number;
+  readonly etag?: string | undefined;
+}
+
+/** Options of {@link ObjectStoreDriver.listVersions}. */
+export interface ListVersionsOptions {
+  /** Versions asked of the server per page (S3 MaxKeys); a caller that stops early reads no further page. */
+  readonly pageSize?: number | undefined;
+}
+
+/**
+ * Whether the bucket keeps versions: `enabled`; `suspended` (it did once: old versions are
+ * kept, new writes replace the current one); `off` (never turned on).
+ */
+export type VersioningStatus = "enabled" | "suspended" | "off";
+
+/**
+ * How long noncurrent versions are kept (an S3 lifecycle rule `NoncurrentVersionExpiration`,
+ * or the embedded store's own rule). A version is expired only when every rule given allows
+ * it: noncurrent for more than `noncurrentDays`, and more than `newerNoncurrentVersions`
+ * newer noncurrent versions exist.
+ */
+export interface Retention {
+  /** Keep noncurrent versions at least this many days after they stopped being current. */
+  readonly noncurrentDays?: number | undefined;
+  /** Keep at least this many newest noncurrent versions of each key. */
+  readonly newerNoncurrentVersions?: number | undefined;
+  /** Apply to keys under this prefix only ("" for the whole bucket). */
+  readonly prefix: string;
 }
 
 /** What `get` returns: the bytes, metadata, and the MD5 when asked for. */
@@ -133,7 +189,26 @@ export interface ObjectStoreDriver {
   /** The object's bytes and metadata, or null when absent. */
   get(key: string, options?: GetOptions): Promise<GetResult | null>;
   /** Metadata only, or null when absent. */
-  head(key: string): Promise<ObjectMeta | null>;
+  head(key: string, options?: HeadOptions): Promise<ObjectMeta | null>;
+  /**
+   * Every version of exactly `key` (not of other keys it prefixes), newest first, delete
+   * markers included. Pages through the store's listing lazily: stop iterating to stop
+   * reading. On a bucket that never had versioning, the one current object (ID `null`).
+   */
+  listVersions(key: string, options?: ListVersionsOptions): AsyncIterable<ObjectVersion>;
+  /** Does the bucket keep versions? (The embedded store always does.) */
+  versioning(): Promise<VersioningStatus>;
+  /** Turn versioning on (no-op when on). */
+  enableVersioning(): Promise<void>;
+  /**
+   * Set objstate's retention rule for noncurrent versions (replacing an earlier one of
+   * objstate's; other lifecycle rules are kept), or remove it with `undefined` fields.
+   * A store that refuses or silently drops a part of the rule gets its earlier rules back
+   * and this throws `RETENTION_UNSUPPORTED` naming the part.
+   */
+  setRetention(rule: Retention): Promise<void>;
+  /** Objstate's retention rule, or null when none is set. */
+  getRetention(): Promise<Retention | null>;
   /**
    * Store bytes atomically: readers see the old object or the new one, never a mix. A
    * {@link ByteSource} is streamed (memory stays bounded whatever its size), and with an

@@ -41,7 +41,9 @@ describe("state headers", () => {
   it("finds the top-level lineage and serial, not nested ones, in whole states and in any prefix", () => {
     const doc = JSON.stringify({ version: 4, meta: { serial: 99, lineage: "nested" }, "ser\\u0069al": 0, serial: 7, lineage: "top", resources: [{ serial: 1 }] });
     const bytes = Buffer.from(doc);
-    assert.deepEqual(scanHeader(bytes), { version: 4, serial: 7, lineage: "top", complete: true });
+    const at = doc.indexOf('"serial":7') + '"serial":'.length;
+    // serialAt: where a rollback writes the new serial, leaving every other byte as it was.
+    assert.deepEqual(scanHeader(bytes), { version: 4, serial: 7, serialAt: [at, at + 1], lineage: "top", complete: true });
     const end = doc.indexOf('"resources"');
     for (let n = 0; n <= bytes.length; n++) {
       const h = scanHeader(bytes.subarray(0, n));

@@ -21,11 +21,11 @@ describe("backendConsoleApi over the embedded store", () => {
   });
   after(() => backend.close());
 
-  it("lists every workspace with size, resources, serial and lock; no history yet", async () => {
+  it("lists every workspace with size, resources, serial and lock; the backend keeps history", async () => {
     const lock = await backend.lock("prod", { operation: "apply", info: "CI run 7" });
     try {
       const api = backendConsoleApi(backend);
-      assert.equal(api.hasHistory, false);
+      assert.equal(api.hasHistory, true);
       const list = await api.listWorkspaces();
       assert.deepEqual(list.map((w) => w.name), ["default", "prod"]);
       const p = list[1];
@@ -100,7 +100,7 @@ describe("backendConsoleApi over the embedded store", () => {
         for (const [i, v] of versions.slice(0, limit).entries()) yield { versionId: v.id, lastModified: v.at, size: v.bytes.length, serial: JSON.parse(v.bytes.toString()).serial as number, lineage: "lineage-1", who: "tester@console", operation: "writeState", isLatest: i === 0, deleteMarker: false };
       },
       readVersion: (_ws: string, id: string) => Promise.resolve(versions.find((v) => v.id === id)?.bytes ?? null),
-      rollback: async (ws: string, { to }: { to: string }) => {
+      rollback: async (ws: string, to: string) => {
         rolled.push(to);
         const doc = JSON.parse((versions.find((v) => v.id === to) as { bytes: Buffer }).bytes.toString()) as { serial: number };
         doc.serial = 4;

@@ -69,7 +69,7 @@ describe("FileDriver If-Match", () => {
     await d.put("k", Buffer.from("three"), { ifMatch: `"${md5("two")}"` });
     assert.equal((await d.get("k"))?.body.toString(), "three");
     const metas = await fs.readdir(path.join(d.bucketDir, ".meta", createHash("sha256").update("k").digest("hex")));
-    assert.deepEqual(metas.length, 1, `one metadata file and no claim left: ${metas.join(",")}`);
+    assert.deepEqual(metas.length, 3, `metadata of the current and the two older versions, no claim left: ${metas.join(",")}`);
     assert.deepEqual((await fs.readdir(d.bucketDir)).filter((n) => n.startsWith(".tmp-")), []);
   });
 

@@ -25,8 +25,8 @@ function md5(b: Buffer): string {
   return createHash("md5").update(b).digest("hex");
 }
 
-async function collect(it: AsyncIterable<string>): Promise<string[]> {
-  const out: string[] = [];
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
   for await (const k of it) out.push(k);
   return out;
 }
@@ -214,7 +214,7 @@ describe("FileDriver", () => {
     assert.equal((await d.get("a/b"))?.body.toString(), "a/b");
   });
 
-  it("deletes objects and their metadata; deleting an absent key is fine", async () => {
+  it("deletes objects keeping their versions (delete marker); purge removes every trace; deleting an absent key is fine", async () => {
     const d = freshDriver();
     await d.put("a", Buffer.from("1"), { contentType: "text/plain" });
     await d.put("a/b", Buffer.from("2"));
@@ -228,9 +228,16 @@ describe("FileDriver", () => {
     await d.delete("never-was");
     await d.delete("a/b");
     assert.deepEqual(await collect(d.list("")), []);
-    const leftovers = await fs.readdir(path.join(d.bucketDir, ".meta"));
-    assert.deepEqual(leftovers, [], "no metadata left for deleted keys");
-    assert.deepEqual((await fs.readdir(d.bucketDir)).sort(), [".meta"]);
+    const versions = await collect(d.listVersions("a"));
+    assert.deepEqual(versions.map((v) => [v.deleteMarker, v.isLatest, v.size]), [[true, true, 0], [false, false, 1], [false, false, 1]]);
+    assert.equal((await d.get("a", { versionId: versions[2]?.versionId }))?.body.toString(), "1");
+    assert.equal((await d.get("a", { versionId: versions[2]?.versionId }))?.meta.contentType, "text/plain", "an old version keeps its metadata");
+    assert.deepEqual(await d.listLeftovers(""), [], "history is not a leftover");
+    await d.purge("a");
+    await d.purge("a/b");
+    assert.deepEqual(await collect(d.listVersions("a")), []);
+    assert.deepEqual(await fs.readdir(path.join(d.bucketDir, ".meta")), [], "no metadata left for purged keys");
+    assert.deepEqual(await fs.readdir(path.join(d.bucketDir, ".versions")), [], "no versions left for purged keys");
   });
 
   it("rejects keys that would escape the directory, and bad bucket names", async () => {

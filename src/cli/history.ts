@@ -1,0 +1,178 @@
+/**
+ * The actions of `state history`, `state diff`, `state rollback` and `state pull --version`
+ * (DESIGN §9): every version kept by the store, read and compared without a lock table,
+ * and rolled back under the workspace's lock.
+ */
+import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
+import { DEFAULT_WORKSPACE } from "../backend/layout.js";
+import { diffStates, formatStateDiff } from "../state/diff.js";
+import { CliError, EXIT, usageError } from "./io.js";
+import { acquireLock, withBackend } from "./runtime.js";
+import { backendConfigOf, gatherSettings } from "./settings.js";
+import { durationFlag } from "./duration.js";
+import { colorsAllowed, formatBytes, printJson } from "./term.js";
+
+type Opts = Record<string, unknown>;
+
+/** Control characters in what other clients wrote, escaped so they cannot drive the terminal. */
+function safe(s: string): string {
+  // eslint-disable-next-line no-control-regex
+  return s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${(c.codePointAt(0) as number).toString(16).padStart(4, "0")}`);
+}
+
+function idFlag(opts: Opts, name: string, flag: string): string | undefined {
+  const v = opts[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== "string" || v.trim() === "") throw usageError(`${flag} needs a version ID (objstate state history lists them)`, "INVALID_VERSION_ID");
+  return v.trim();
+}
+
+function limitFlag(opts: Opts): number | undefined {
+  const v = opts["limit"];
+  if (v === undefined) return undefined;
+  const n = typeof v === "string" && /^\d+$/.test(v.trim()) ? Number(v.trim()) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1) throw usageError(`--limit needs a whole number from 1, got ${JSON.stringify(v)}`, "INVALID_LIMIT");
+  return n;
+}
+
+function write(bytes: Buffer | string): Promise<void> {
+  return new Promise<void>((resolve, reject) => process.stdout.write(bytes, (e) => (e ? reject(e) : resolve())));
+}
+
+/** `objstate state pull --version ID`: that version's bytes, exactly as stored. */
+export async function statePullVersionAction(opts: Opts): Promise<void> {
+  const version = idFlag(opts, "version", "--version") ?? idFlag(opts, "versionId", "--version-id");
+  if (version === undefined) throw usageError("--version needs a version ID (objstate state history lists them)", "INVALID_VERSION_ID");
+  const input = gatherSettings(opts);
+  const workspace = input.workspace ?? DEFAULT_WORKSPACE;
+  await withBackend(backendConfigOf(input), async (backend) => {
+    const bytes = await backend.readVersion(workspace, version);
+    await write(bytes);
+  });
+}
+
+function versionJson(v: StateVersion): Record<string, unknown> {
+  return {
+    versionId: v.versionId,
+    current: v.isLatest,
+    deleteMarker: v.deleteMarker,
+    lastModified: v.lastModified?.toISOString() ?? null,
+    size: v.size,
+    serial: v.serial ?? null,
+    lineage: v.lineage ?? null,
+    writer: v.writer ?? null,
+    who: v.who ?? null,
+    operation: v.operation ?? null,
+    lockId: v.lockId ?? null,
+    sourceVersion: v.sourceVersion ?? null,
+  };
+}
+
+/** One line of `state history`: the columns, then who wrote it and how. */
+function versionRow(v: StateVersion): string[] {
+  const time = v.lastModified === undefined ? "?" : v.lastModified.toISOString().replace(/\.\d{3}Z$/, "Z");
+  if (v.deleteMarker) return [v.isLatest ? "*" : " ", v.versionId, time, "-", "-", "-", "deleted (delete marker)"];
+  let by: string;
+  if (v.writer === "other") by = "another client (no objstate record)";
+  else {
+    const how = [v.operation === undefined ? undefined : safe(v.operation), v.lockId === undefined ? undefined : `lock ${safe(v.lockId)}`].filter((x) => x !== undefined).join(", ");
+    by = `${safe(v.who ?? "objstate")}${how === "" ? "" : ` (${how})`}`;
+    if (v.sourceVersion !== undefined) by += ` restoring ${safe(v.sourceVersion)}`;
+  }
+  return [v.isLatest ? "*" : " ", v.versionId, time, formatBytes(v.size), v.serial === undefined ? "?" : String(v.serial), v.lineage === undefined ? "?" : safe(v.lineage), by];
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
+  // The last column is free text: not padded.
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ").trimEnd()).join("\n");
+}
+
+/** `objstate state history [-w W] [--limit N] [--json]`. */
+export async function stateHistoryAction(opts: Opts): Promise<void> {
+  const limit = limitFlag(opts);
+  const input = gatherSettings(opts);
+  const workspace = input.workspace ?? DEFAULT_WORKSPACE;
+  await withBackend(backendConfigOf(input), async (backend) => {
+    const versions: StateVersion[] = [];
+    for await (const v of backend.history(workspace, { limit })) versions.push(v);
+    if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), versions: versions.map(versionJson) });
+    if (versions.length === 0) return write(`no versions of workspace ${workspace} at ${backend.describe(workspace)}\n`);
+    const rows = [[" ", "VERSION", "TIME", "SIZE", "SERIAL", "LINEAGE", "WRITTEN BY"], ...versions.map(versionRow)];
+    await write(`${table(rows)}\n`);
+  });
+}
+
+/** A side of a diff: a version's bytes, or null for "no state" (none before it, or deleted). */
+interface Side {
+  readonly versionId: string | null;
+  readonly bytes: Buffer | null;
+}
+
+/**
+ * The sides not given: `to` the current version (none when the workspace is deleted), `from`
+ * the version with content just before `to`. Reads only as much history as that needs.
+ */
+async function resolveSides(backend: ObjectStoreBackend, workspace: string, from: string | undefined, to: string | undefined): Promise<{ from: string | null; to: string | null }> {
+  let toId: string | null = to ?? null;
+  let reachedTo = false;
+  let any = false;
+  for await (const v of backend.history(workspace)) {
+    any = true;
+    if (!reachedTo) {
+      if (to === undefined) toId = v.deleteMarker ? null : v.versionId;
+      reachedTo = to === undefined || v.versionId === to;
+      if (reachedTo && from !== undefined) break;
+      continue;
+    }
+    if (!v.deleteMarker) return { from: from ?? v.versionId, to: toId };
+  }
+  if (!any) throw new CliError("STATE_NOT_FOUND", `workspace ${workspace} has no versions at ${backend.describe(workspace)}: nothing to compare`, EXIT.error);
+  if (!reachedTo) throw new CliError("VERSION_NOT_FOUND", `${backend.describe(workspace)} has no version ${JSON.stringify(to)}: list them with objstate state history`, EXIT.error);
+  return { from: from ?? null, to: toId };
+}
+
+/** `objstate state diff [--from V] [--to V] [--json]`: exit 0 whether or not anything changed. */
+export async function stateDiffAction(opts: Opts): Promise<void> {
+  const fromFlag = idFlag(opts, "from", "--from");
+  const toFlag = idFlag(opts, "to", "--to");
+  const input = gatherSettings(opts);
+  const workspace = input.workspace ?? DEFAULT_WORKSPACE;
+  await withBackend(backendConfigOf(input), async (backend) => {
+    const ids = fromFlag !== undefined && toFlag !== undefined ? { from: fromFlag, to: toFlag } : await resolveSides(backend, workspace, fromFlag, toFlag);
+    const read = async (id: string | null): Promise<Side> => ({ versionId: id, bytes: id === null ? null : await backend.readVersion(workspace, id) });
+    const [from, to] = await Promise.all([read(ids.from), read(ids.to)]);
+    const diff = diffStates(from.bytes, to.bytes);
+    if (opts["json"] === true) return printJson({ workspace, from: from.versionId, to: to.versionId, ...diff });
+    const head = `${from.versionId ?? "(no state)"} → ${to.versionId ?? "(no state: deleted)"}\n`;
+    await write(head + formatStateDiff(diff, { color: colorsAllowed(process.stdout) }));
+  });
+}
+
+/** `objstate state rollback --to V [--force] [--lock-id ID | --lock-timeout D] [--json]`. */
+export async function stateRollbackAction(opts: Opts): Promise<void> {
+  const to = idFlag(opts, "to", "--to");
+  if (to === undefined) throw usageError("--to needs the version to roll back to (objstate state history lists them)", "INVALID_VERSION_ID");
+  const timeout = typeof opts["lockTimeout"] === "string" ? durationFlag("--lock-timeout", opts["lockTimeout"]) : 0;
+  const given = typeof opts["lockId"] === "string" && opts["lockId"].trim() !== "" ? opts["lockId"].trim() : undefined;
+  if (opts["lockId"] !== undefined && given === undefined) throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
+  const input = gatherSettings(opts);
+  const workspace = input.workspace ?? DEFAULT_WORKSPACE;
+  const force = opts["force"] === true;
+  await withBackend(backendConfigOf(input), async (backend) => {
+    const where = backend.describe(workspace);
+    if (given !== undefined && !backend.lockingEnabled) throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
+    const lock = given === undefined && backend.lockingEnabled ? await acquireLock(backend, workspace, { operation: "rollback", info: `objstate state rollback --to ${to}` }, timeout) : undefined;
+    let failed = true;
+    let result;
+    try {
+      result = await backend.rollback(workspace, to, { lockId: given ?? lock?.info.ID, force });
+      failed = false;
+    } finally {
+      await lock?.release(failed);
+    }
+    if (opts["json"] === true) return printJson({ workspace, path: where, locked: backend.lockingEnabled, ...result });
+    const was = result.restored ? "restoring the deleted workspace" : `replacing serial ${result.previousSerial ?? "?"}`;
+    await write(`rolled back ${where} to version ${to}: written as serial ${result.serial}${result.lineage === undefined ? "" : ` of lineage ${safe(result.lineage)}`}, ${was}; nothing was deleted${backend.lockingEnabled ? "" : " (not locked: no lock table)"}\n`);
+  });
+}
