@@ -5,28 +5,16 @@
  */
 import { Command, CommanderError, Option } from "commander";
 import { objstateVersion } from "../version.js";
-import {
-  configAction,
-  forceUnlockAction,
-  lockAction,
-  statePullAction,
-  statePushAction,
-  stateRepairAction,
-  synthAction,
-  unlockAction,
-  workspaceDeleteAction,
-  workspaceListAction,
-  workspaceNewAction,
-  type Opts,
-} from "./commands.js";
-import { doctorAction } from "./doctor.js";
+import type { Opts } from "./commands.js";
 import { durationFlag } from "./duration.js";
-import { initAction } from "./init.js";
 import { debugEnabled, errorLine, EXIT, exitCodeOf, isClosedOutput } from "./io.js";
-import { outputAction } from "./output.js";
 import { setRequestTimeout } from "./runtime.js";
 import { addSettingsOptions } from "./settings.js";
 import { paint } from "./term.js";
+
+// A command's module loads when that command runs: `--help`, `--version` and the offline
+// commands do not pay for the drivers and the other commands (start-up, issue 14).
+const commands = () => import("./commands.js");
 
 const EXIT_CODES_HELP = `
 Exit codes: 0 ok, 1 error, 2 usage or bad input (nothing was written), 3 state locked
@@ -99,22 +87,22 @@ export function program(): Command {
     .command("synth")
     .description('print the tool JSON: of a props file ({"backend": {...}, "remoteStates": {"NAME": {...}}}), or, without one, of the backend given by --config and flags')
     .argument("[file]", "props file (JSON), or - for standard input");
-  addSettingsOptions(synth).action((file: string | undefined, ...rest: unknown[]) => synthAction(file, optsOf(rest)));
+  addSettingsOptions(synth).action(async (file: string | undefined, ...rest: unknown[]) => (await commands()).synthAction(file, optsOf(rest)));
 
   const config = jsonOption(root.command("config").description("show the effective settings, where each came from, and the credentials source (secrets redacted)"));
-  addSettingsOptions(config, { workspace: true }).action((...args: unknown[]) => configAction(optsOf(args)));
+  addSettingsOptions(config, { workspace: true }).action(async (...args: unknown[]) => (await commands()).configAction(optsOf(args)));
 
   const workspace = root.command("workspace").description("list, create and delete workspaces");
   const wsList = jsonOption(workspace.command("list").description("list the workspaces that have a state (default first); * marks the selected one"));
-  addSettingsOptions(wsList, { workspace: true }).action((...args: unknown[]) => workspaceListAction(optsOf(args)));
+  addSettingsOptions(wsList, { workspace: true }).action(async (...args: unknown[]) => (await commands()).workspaceListAction(optsOf(args)));
   const wsNew = lockIdOption(lockTimeoutOption(jsonOption(workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name"))));
-  addSettingsOptions(wsNew).action((name: string, ...rest: unknown[]) => workspaceNewAction(name, optsOf(rest)));
+  addSettingsOptions(wsNew).action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceNewAction(name, optsOf(rest)));
   const wsDelete = lockIdOption(lockTimeoutOption(jsonOption(workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name"))));
-  addSettingsOptions(wsDelete).action((name: string, ...rest: unknown[]) => workspaceDeleteAction(name, optsOf(rest)));
+  addSettingsOptions(wsDelete).action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceDeleteAction(name, optsOf(rest)));
 
   const state = root.command("state").description("read and write a workspace's state");
   const pull = state.command("pull").description("print the stored state, byte for byte, on standard output");
-  addSettingsOptions(pull, { workspace: true }).action((...args: unknown[]) => statePullAction(optsOf(args)));
+  addSettingsOptions(pull, { workspace: true }).action(async (...args: unknown[]) => (await commands()).statePullAction(optsOf(args)));
   const push = lockIdOption(
     lockTimeoutOption(
       jsonOption(
@@ -126,7 +114,7 @@ export function program(): Command {
       ),
     ),
   );
-  addSettingsOptions(push, { workspace: true }).action((file: string, ...rest: unknown[]) => statePushAction(file, optsOf(rest)));
+  addSettingsOptions(push, { workspace: true }).action(async (file: string, ...rest: unknown[]) => (await commands()).statePushAction(file, optsOf(rest)));
   const repair = lockIdOption(
     lockTimeoutOption(
       jsonOption(
@@ -138,7 +126,7 @@ export function program(): Command {
       ),
     ),
   );
-  addSettingsOptions(repair, { workspace: true }).action((...args: unknown[]) => stateRepairAction(optsOf(args)));
+  addSettingsOptions(repair, { workspace: true }).action(async (...args: unknown[]) => (await commands()).stateRepairAction(optsOf(args)));
 
   const lock = lockTimeoutOption(
     jsonOption(
@@ -150,10 +138,10 @@ export function program(): Command {
       "print the whole lock info as JSON",
     ),
   );
-  addSettingsOptions(lock, { workspace: true }).action((...args: unknown[]) => lockAction(optsOf(args)));
+  addSettingsOptions(lock, { workspace: true }).action(async (...args: unknown[]) => (await commands()).lockAction(optsOf(args)));
 
   const unlock = jsonOption(root.command("unlock").description("release the lock with this ID").argument("<id>", "the lock ID printed by objstate lock"));
-  addSettingsOptions(unlock, { workspace: true }).action((id: string, ...rest: unknown[]) => unlockAction(id, optsOf(rest)));
+  addSettingsOptions(unlock, { workspace: true }).action(async (id: string, ...rest: unknown[]) => (await commands()).unlockAction(id, optsOf(rest)));
 
   const forceUnlock = jsonOption(
     root
@@ -162,7 +150,7 @@ export function program(): Command {
       .argument("<id>", "the ID of the lock to release")
       .option("-f, --force", "do not ask for confirmation (required when standard input is not a terminal)"),
   );
-  addSettingsOptions(forceUnlock, { workspace: true }).action((id: string, ...rest: unknown[]) => forceUnlockAction(id, optsOf(rest)));
+  addSettingsOptions(forceUnlock, { workspace: true }).action(async (id: string, ...rest: unknown[]) => (await commands()).forceUnlockAction(id, optsOf(rest)));
 
   const output = root
     .command("output")
@@ -173,10 +161,10 @@ export function program(): Command {
       new Option("--raw", "print one string, number or boolean output as is: no quotes, no trailing newline, numbers in plain decimal (needs NAME)").conflicts("json"),
     )
     .option("--show-sensitive", "show the values of sensitive outputs in the listing of all outputs (one asked for by NAME is always shown)");
-  addSettingsOptions(output, { workspace: true, defaults: true }).action((name: string | undefined, ...rest: unknown[]) => outputAction(name, optsOf(rest)));
+  addSettingsOptions(output, { workspace: true, defaults: true }).action(async (name: string | undefined, ...rest: unknown[]) => (await import("./output.js")).outputAction(name, optsOf(rest)));
 
   const doctor = jsonOption(root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest"));
-  addSettingsOptions(doctor, { workspace: true }).action((...args: unknown[]) => doctorAction(optsOf(args)));
+  addSettingsOptions(doctor, { workspace: true }).action(async (...args: unknown[]) => (await import("./doctor.js")).doctorAction(optsOf(args)));
 
   const init = jsonOption(
     root
@@ -185,7 +173,7 @@ export function program(): Command {
       .option("--create-bucket", "create the bucket if it does not exist")
       .option("--create-table", "create the lock table (key LockID, String) if it does not exist"),
   );
-  addSettingsOptions(init).action((...args: unknown[]) => initAction(optsOf(args)));
+  addSettingsOptions(init).action(async (...args: unknown[]) => (await import("./init.js")).initAction(optsOf(args)));
 
   const visit = (cmd: Command): void => {
     for (const sub of cmd.commands) {
