@@ -9,7 +9,7 @@ import type { Opts } from "./commands.js";
 import { durationFlag } from "./duration.js";
 import { debugEnabled, errorLine, EXIT, exitCodeOf, isClosedOutput } from "./io.js";
 import { setRequestTimeout } from "./runtime.js";
-import { addSettingsOptions } from "./settings.js";
+import { addSettingsOptions as settingsOptions } from "./settings.js";
 import { paint } from "./term.js";
 
 // A command's module loads when that command runs: `--help`, `--version` and the offline
@@ -66,7 +66,20 @@ function timeoutOption(cmd: Command): Command {
 /** Commands that never contact a server. */
 const OFFLINE = new Set(["synth", "config"]);
 
-export function program(): Command {
+/**
+ * The command tree. Given the arguments it will parse, only the command they name gets
+ * its ~30 settings flags now (commander registers each flag in time linear in the flags
+ * before it), so `--help` and one command start without building every command's; any
+ * other command gets them when commander dispatches to it. Without arguments, every
+ * command is complete.
+ */
+export function program(argv?: readonly string[]): Command {
+  // Each leaf's settings flags (and --timeout), added by complete(leaf).
+  const pending = new Map<Command, () => void>();
+  const addSettingsOptions = (cmd: Command, options?: Parameters<typeof settingsOptions>[1]): Command => {
+    pending.set(cmd, () => settingsOptions(cmd, options));
+    return cmd;
+  };
   const root = new Command("objstate")
     .description("Keep an infrastructure tool's state in an object-storage bucket, with locking in a key-value table.")
     .version(objstateVersion(), "-V, --version", "print the version")
@@ -175,14 +188,45 @@ export function program(): Command {
   );
   addSettingsOptions(init).action(async (...args: unknown[]) => (await import("./init.js")).initAction(optsOf(args)));
 
+  const complete = (leaf: Command): void => {
+    const add = pending.get(leaf);
+    if (add === undefined) return;
+    pending.delete(leaf);
+    add();
+    if (!OFFLINE.has(leaf.name())) timeoutOption(leaf);
+  };
+  const leaves: Command[] = [];
   const visit = (cmd: Command): void => {
     for (const sub of cmd.commands) {
-      if (sub.commands.length > 0) visit(sub);
-      else if (!OFFLINE.has(sub.name())) timeoutOption(sub);
+      if (sub.commands.length > 0) {
+        visit(sub);
+        sub.hook("preSubcommand", (_cmd, leaf) => complete(leaf));
+      } else {
+        leaves.push(sub);
+      }
     }
   };
   visit(root);
+  root.hook("preSubcommand", (_cmd, leaf) => complete(leaf));
+  if (argv === undefined) leaves.forEach(complete);
+  else namedLeaves(root, argv.slice(2)).forEach(complete);
   return root;
+}
+
+/**
+ * The leaf commands `args` may run or show help for: the command path its words spell
+ * (`state push`, `help state push`), options skipped.
+ */
+function namedLeaves(root: Command, args: readonly string[]): Command[] {
+  let cur = root;
+  for (const word of args) {
+    if (word.startsWith("-") || word === "help") continue;
+    const sub = cur.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (sub === undefined) return [];
+    if (sub.commands.length === 0) return [sub];
+    cur = sub;
+  }
+  return [];
 }
 
 /**
@@ -197,7 +241,7 @@ export function reportError(e: unknown): void {
 /** Run the CLI on `argv`; returns the exit code. */
 export async function run(argv: string[]): Promise<number> {
   try {
-    await program().parseAsync(argv);
+    await program(argv).parseAsync(argv);
     return EXIT.ok;
   } catch (e) {
     if (e instanceof CommanderError) {
