@@ -13,9 +13,9 @@
 //   cli.js                the `objstate` command.
 // The types stay those tsc emits (dist/src/**/*.d.ts). Each module sees `import.meta.url`
 // as the URL of its file in dist/src (version.ts finds package.json from there; the MD5
-// worker, dist/src/util/md5-worker.js, is a file of its own and ships as it is). The source
-// map is an index map: one section per module, TypeScript's map of that module, with the
-// sources' text included (the package ships no .ts files).
+// worker, dist/src/util/md5-worker.js, is a file of its own and ships as it is). Each
+// chunk's source map is TypeScript's maps of its modules joined into one, with the sources'
+// text included (the package ships no .ts files).
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, posix, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -181,7 +181,102 @@ export function load(id) {
 }
 `;
 
-/** The lines of a chunk's module definitions, and its source map sections. */
+const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+function decodeVlq(text) {
+  const out = [];
+  let value = 0;
+  let shift = 0;
+  for (const ch of text) {
+    const digit = B64.indexOf(ch);
+    value += (digit & 31) << shift;
+    if (digit & 32) {
+      shift += 5;
+    } else {
+      out.push(value & 1 ? -(value >>> 1) : value >>> 1);
+      value = 0;
+      shift = 0;
+    }
+  }
+  return out;
+}
+function encodeVlq(n) {
+  let v = n < 0 ? (-n << 1) | 1 : n << 1;
+  let out = "";
+  do {
+    let digit = v & 31;
+    v >>>= 5;
+    if (v > 0) digit |= 32;
+    out += B64[digit];
+  } while (v > 0);
+  return out;
+}
+
+/**
+ * One flat source map from the modules' maps placed at line offsets (Node's stack traces
+ * do not read index maps with sections): every segment decoded and encoded again against
+ * the chunk's list of sources and names.
+ */
+function flatten(file, sections, lineCount) {
+  const sources = [];
+  const sourcesContent = [];
+  const names = [];
+  const lines = Array.from({ length: lineCount }, () => "");
+  const prev = { source: 0, line: 0, column: 0, name: 0 };
+  const decoded = new Array(lineCount);
+  for (const { offset, map } of sections) {
+    const sourceBase = sources.length;
+    const nameBase = names.length;
+    sources.push(...map.sources);
+    sourcesContent.push(...map.sourcesContent);
+    names.push(...(map.names ?? []));
+    const state = { source: 0, line: 0, column: 0, name: 0 };
+    map.mappings.split(";").forEach((lineText, i) => {
+      const segments = [];
+      let column = 0;
+      for (const seg of lineText === "" ? [] : lineText.split(",")) {
+        const f = decodeVlq(seg);
+        column += f[0];
+        if (f.length === 1) {
+          segments.push([column]);
+          continue;
+        }
+        state.source += f[1];
+        state.line += f[2];
+        state.column += f[3];
+        const s = [column, sourceBase + state.source, state.line, state.column];
+        if (f.length === 5) {
+          state.name += f[4];
+          s.push(nameBase + state.name);
+        }
+        segments.push(s);
+      }
+      decoded[offset.line + i] = segments;
+    });
+  }
+  for (let l = 0; l < lineCount; l++) {
+    let column = 0;
+    lines[l] = (decoded[l] ?? [])
+      .map((s) => {
+        let text = encodeVlq(s[0] - column);
+        column = s[0];
+        if (s.length > 1) {
+          text += encodeVlq(s[1] - prev.source) + encodeVlq(s[2] - prev.line) + encodeVlq(s[3] - prev.column);
+          prev.source = s[1];
+          prev.line = s[2];
+          prev.column = s[3];
+          if (s.length === 5) {
+            text += encodeVlq(s[4] - prev.name);
+            prev.name = s[4];
+          }
+        }
+        return text;
+      })
+      .join(",");
+  }
+  return { version: 3, file, sources, sourcesContent, names, mappings: lines.join(";") };
+}
+
+/** Adds a chunk's module definitions to `lines`; returns each module's map and the line it starts at. */
 function emitModules(ids, lines) {
   const sections = [];
   for (const id of [...ids].sort()) {
@@ -223,7 +318,7 @@ for (const [i, c] of CHUNKS.entries()) {
   if (i > 0) lines.push("};");
   lines.push(`//# sourceMappingURL=${c.file}.map`, "");
   writeFileSync(join(outDir, c.file), lines.join("\n"));
-  writeFileSync(join(outDir, `${c.file}.map`), JSON.stringify({ version: 3, file: c.file, sections }));
+  writeFileSync(join(outDir, `${c.file}.map`), JSON.stringify(flatten(c.file, sections, lines.length)));
 }
 
 // The entries' export names, from the modules tsc emitted (the same source).
