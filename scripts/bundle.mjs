@@ -147,15 +147,6 @@ const __defs = new Map();
 /** Module → the chunk file that defines it, for those not in this file. */
 const __chunkOf = {};
 const __cache = new Map();
-function __resolve(from, spec) {
-  if (!spec.startsWith(".")) return undefined;
-  const parts = from.split("/").slice(0, -1);
-  for (const p of spec.replace(/\\.js$/, "").split("/")) {
-    if (p === "..") parts.pop();
-    else if (p !== ".") parts.push(p);
-  }
-  return parts.join("/");
-}
 /** The module \`id\` (its exports), run on first use; a module with top-level await gives a promise. */
 export function load(id) {
   const cached = __cache.get(id);
@@ -168,10 +159,8 @@ export function load(id) {
   if (def === undefined) throw new Error(\`objstate bundle: no module \${id}\`);
   const entry = { module: { exports: {} }, done: undefined };
   __cache.set(id, entry);
-  const require = (spec) => {
-    const target = __resolve(id, spec);
-    return target === undefined ? __external(spec) : load(target);
-  };
+  // "#id": a module of the bundle (resolved when it was built); anything else is a package or a built-in.
+  const require = (spec) => (spec.charCodeAt(0) === 35 ? load(spec.slice(1)) : __external(spec));
   const result = def.call(entry.module.exports, entry.module.exports, require, entry.module, new URL(\`\${id}.js\`, __src).href);
   if (result instanceof Promise) {
     entry.done = result.then(() => entry.module.exports);
@@ -284,7 +273,9 @@ function emitModules(ids, lines) {
     const code = m.out.outputText
       .replace(/^#!.*/, "//")
       .replace(/\n\/\/# sourceMappingURL=.*\s*$/, "\n")
-      .replace(/\bimport\.meta\.url\b/g, "__url");
+      .replace(/\bimport\.meta\.url\b/g, "__url")
+      // Relative specifiers resolved here, once: the loader then needs no path arithmetic.
+      .replace(/\brequire\("(\.[^"]+)"\)/g, (_, spec) => `require(${JSON.stringify(`#${target(id, spec)}`)})`);
     if (/\bimport\.meta\b/.test(code)) fail(`${id}: import.meta other than import.meta.url is not supported`);
     lines.push(`__defs.set(${JSON.stringify(id)}, ${m.async ? "async " : ""}function (exports, require, module, __url) {`);
     const map = JSON.parse(m.out.sourceMapText);
