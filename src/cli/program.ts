@@ -3,7 +3,7 @@
  * generated from the field table (settings.ts); errors end in main with one line on
  * stderr and a documented exit code (io.ts).
  */
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError, Help, Option } from "commander";
 import { objstateVersion } from "../version.js";
 import type { Opts } from "./commands.js";
 import { durationFlag } from "./duration.js";
@@ -85,6 +85,13 @@ export function program(argv?: readonly string[]): Command {
     .version(objstateVersion(), "-V, --version", "print the version")
     .helpOption("-h, --help", "show help for a command")
     .showSuggestionAfterError(true)
+    .configureHelp({
+      // A command whose settings flags are still to be added (see above) has options all the same.
+      subcommandTerm(cmd: Command): string {
+        const term = Help.prototype.subcommandTerm.call(this, cmd);
+        return pending.has(cmd) && cmd.options.length === 0 ? `${cmd.name()} [options]${term.slice(cmd.name().length)}` : term;
+      },
+    })
     .exitOverride()
     .configureOutput({
       outputError: (str, write) => write(`${paint(process.stderr).red("objstate: error:")} ${oneLine(str)}\n`),
