@@ -19,9 +19,13 @@ const version = (JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 const npx = process.platform === "win32" ? "npx.cmd" : "npx";
 
+const KEPT_NPM = new Set(["npm_config_registry", "npm_config_cache", "npm_config_userconfig", "npm_config_globalconfig", "npm_config_cafile", "npm_config_proxy", "npm_config_https_proxy", "npm_config_noproxy", "npm_config_strict_ssl"]);
+
 function run(cmd: string, args: string[], cwd: string, timeout = 120_000): SpawnSyncReturns<string> {
-  // No CI-only or user npm settings that would change what is installed.
-  const env = { ...process.env, NO_COLOR: "1", npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false" };
+  // Run under `npm test`, the environment carries the outer npm's settings (its local
+  // prefix is this repository): only those that say where packages come from are kept.
+  const env: Record<string, string | undefined> = { NO_COLOR: "1", npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false" };
+  for (const [k, v] of Object.entries(process.env)) if (!/^npm_/i.test(k) || KEPT_NPM.has(k.toLowerCase())) env[k] ??= v;
   const r = spawnSync(cmd, args, { cwd, env, encoding: "utf8", timeout });
   assert.equal(r.status, 0, `${cmd} ${args.join(" ")} failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
   return r;
