@@ -3,32 +3,18 @@
  * generated from the field table (settings.ts); errors end in main with one line on
  * stderr and a documented exit code (io.ts).
  */
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError, Help, Option } from "commander";
 import { objstateVersion } from "../version.js";
-import {
-  configAction,
-  forceUnlockAction,
-  lockAction,
-  statePullAction,
-  statePushAction,
-  stateRepairAction,
-  synthAction,
-  unlockAction,
-  workspaceDeleteAction,
-  workspaceListAction,
-  workspaceNewAction,
-  type Opts,
-} from "./commands.js";
-import { doctorAction } from "./doctor.js";
+import type { Opts } from "./commands.js";
 import { durationFlag } from "./duration.js";
-import { stateDiffAction, stateHistoryAction, statePullVersionAction, stateRollbackAction } from "./history.js";
-import { initAction } from "./init.js";
 import { debugEnabled, errorLine, EXIT, exitCodeOf, isClosedOutput } from "./io.js";
-import { outputAction } from "./output.js";
 import { setRequestTimeout } from "./runtime.js";
-import { hashPasswordAction, serveAction } from "./serve.js";
-import { addServeOptions, addSettingsOptions } from "./settings.js";
+import { addServeOptions, addSettingsOptions as settingsOptions } from "./settings.js";
 import { paint } from "./term.js";
+
+// A command's module loads when that command runs: `--help`, `--version` and the offline
+// commands do not pay for the drivers and the other commands (start-up, issue 14).
+const commands = () => import("./commands.js");
 
 const EXIT_CODES_HELP = `
 Exit codes: 0 ok, 1 error, 2 usage or bad input (nothing was written), 3 state locked
@@ -80,7 +66,20 @@ function timeoutOption(cmd: Command): Command {
 /** Commands that never contact a server. */
 const OFFLINE = new Set(["synth", "config", "hash-password"]);
 
-export function program(): Command {
+/**
+ * The command tree. Given the arguments it will parse, only the command they name gets
+ * its ~30 settings flags now (commander registers each flag in time linear in the flags
+ * before it), so `--help` and one command start without building every command's; any
+ * other command gets them when commander dispatches to it. Without arguments, every
+ * command is complete.
+ */
+export function program(argv?: readonly string[]): Command {
+  // Each leaf's settings flags (and --timeout), added by complete(leaf).
+  const pending = new Map<Command, () => void>();
+  const addSettingsOptions = (cmd: Command, options?: Parameters<typeof settingsOptions>[1]): Command => {
+    pending.set(cmd, () => settingsOptions(cmd, options));
+    return cmd;
+  };
   const root = new Command("objstate")
     .description("Keep an infrastructure tool's state in an object-storage bucket, with locking in a key-value table.")
     .version(objstateVersion(), "-V, --version", "print the version")
@@ -88,6 +87,13 @@ export function program(): Command {
     .enablePositionalOptions()
     .helpOption("-h, --help", "show help for a command")
     .showSuggestionAfterError(true)
+    .configureHelp({
+      // A command whose settings flags are still to be added (see above) has options all the same.
+      subcommandTerm(cmd: Command): string {
+        const term = Help.prototype.subcommandTerm.call(this, cmd);
+        return pending.has(cmd) && cmd.options.length === 0 ? `${cmd.name()} [options]${term.slice(cmd.name().length)}` : term;
+      },
+    })
     .exitOverride()
     .configureOutput({
       outputError: (str, write) => write(`${paint(process.stderr).red("objstate: error:")} ${oneLine(str)}\n`),
@@ -103,18 +109,18 @@ export function program(): Command {
     .command("synth")
     .description('print the tool JSON: of a props file ({"backend": {...}, "remoteStates": {"NAME": {...}}}), or, without one, of the backend given by --config and flags')
     .argument("[file]", "props file (JSON), or - for standard input");
-  addSettingsOptions(synth).action((file: string | undefined, ...rest: unknown[]) => synthAction(file, optsOf(rest)));
+  addSettingsOptions(synth).action(async (file: string | undefined, ...rest: unknown[]) => (await commands()).synthAction(file, optsOf(rest)));
 
   const config = jsonOption(root.command("config").description("show the effective settings, where each came from, and the credentials source (secrets redacted)"));
-  addSettingsOptions(config, { workspace: true }).action((...args: unknown[]) => configAction(optsOf(args)));
+  addSettingsOptions(config, { workspace: true }).action(async (...args: unknown[]) => (await commands()).configAction(optsOf(args)));
 
   const workspace = root.command("workspace").description("list, create and delete workspaces");
   const wsList = jsonOption(workspace.command("list").description("list the workspaces that have a state (default first); * marks the selected one"));
-  addSettingsOptions(wsList, { workspace: true }).action((...args: unknown[]) => workspaceListAction(optsOf(args)));
+  addSettingsOptions(wsList, { workspace: true }).action(async (...args: unknown[]) => (await commands()).workspaceListAction(optsOf(args)));
   const wsNew = lockIdOption(lockTimeoutOption(jsonOption(workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name"))));
-  addSettingsOptions(wsNew).action((name: string, ...rest: unknown[]) => workspaceNewAction(name, optsOf(rest)));
+  addSettingsOptions(wsNew).action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceNewAction(name, optsOf(rest)));
   const wsDelete = lockIdOption(lockTimeoutOption(jsonOption(workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name"))));
-  addSettingsOptions(wsDelete).action((name: string, ...rest: unknown[]) => workspaceDeleteAction(name, optsOf(rest)));
+  addSettingsOptions(wsDelete).action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceDeleteAction(name, optsOf(rest)));
 
   const state = root.command("state").description("read and write a workspace's state");
   const pull = state
@@ -123,9 +129,9 @@ export function program(): Command {
     // The subcommand's own --version (an ID from state history) wins over the program's.
     .addOption(new Option("--version <id>", "print this version (an ID from objstate state history) instead of the current one; needs no lock table"))
     .addOption(new Option("--version-id <id>", "the same as --version").hideHelp());
-  addSettingsOptions(pull, { workspace: true }).action((...args: unknown[]) => {
+  addSettingsOptions(pull, { workspace: true }).action(async (...args: unknown[]) => {
     const opts = optsOf(args);
-    return opts["version"] !== undefined || opts["versionId"] !== undefined ? statePullVersionAction(opts) : statePullAction(opts);
+    return opts["version"] !== undefined || opts["versionId"] !== undefined ? (await import("./history.js")).statePullVersionAction(opts) : (await commands()).statePullAction(opts);
   });
   const history = jsonOption(
     state
@@ -133,7 +139,7 @@ export function program(): Command {
       .description("list the versions of a workspace's state, newest first: ID, time, size, serial, lineage, and who wrote it with which operation (needs bucket versioning)")
       .addOption(new Option("--limit <n>", "list at most this many versions (the newest)")),
   );
-  addSettingsOptions(history, { workspace: true }).action((...args: unknown[]) => stateHistoryAction(optsOf(args)));
+  addSettingsOptions(history, { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateHistoryAction(optsOf(args)));
   const diff = jsonOption(
     state
       .command("diff")
@@ -141,7 +147,7 @@ export function program(): Command {
       .addOption(new Option("--from <id>", "the older side: a version ID from objstate state history [default: the version before --to]"))
       .addOption(new Option("--to <id>", "the newer side: a version ID [default: the current version]")),
   );
-  addSettingsOptions(diff, { workspace: true }).action((...args: unknown[]) => stateDiffAction(optsOf(args)));
+  addSettingsOptions(diff, { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateDiffAction(optsOf(args)));
   const rollback = lockIdOption(
     lockTimeoutOption(
       jsonOption(
@@ -153,7 +159,7 @@ export function program(): Command {
       ),
     ),
   );
-  addSettingsOptions(rollback, { workspace: true }).action((...args: unknown[]) => stateRollbackAction(optsOf(args)));
+  addSettingsOptions(rollback, { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateRollbackAction(optsOf(args)));
   const push = lockIdOption(
     lockTimeoutOption(
       jsonOption(
@@ -165,7 +171,7 @@ export function program(): Command {
       ),
     ),
   );
-  addSettingsOptions(push, { workspace: true }).action((file: string, ...rest: unknown[]) => statePushAction(file, optsOf(rest)));
+  addSettingsOptions(push, { workspace: true }).action(async (file: string, ...rest: unknown[]) => (await commands()).statePushAction(file, optsOf(rest)));
   const repair = lockIdOption(
     lockTimeoutOption(
       jsonOption(
@@ -177,7 +183,7 @@ export function program(): Command {
       ),
     ),
   );
-  addSettingsOptions(repair, { workspace: true }).action((...args: unknown[]) => stateRepairAction(optsOf(args)));
+  addSettingsOptions(repair, { workspace: true }).action(async (...args: unknown[]) => (await commands()).stateRepairAction(optsOf(args)));
 
   const lock = lockTimeoutOption(
     jsonOption(
@@ -189,10 +195,10 @@ export function program(): Command {
       "print the whole lock info as JSON",
     ),
   );
-  addSettingsOptions(lock, { workspace: true }).action((...args: unknown[]) => lockAction(optsOf(args)));
+  addSettingsOptions(lock, { workspace: true }).action(async (...args: unknown[]) => (await commands()).lockAction(optsOf(args)));
 
   const unlock = jsonOption(root.command("unlock").description("release the lock with this ID").argument("<id>", "the lock ID printed by objstate lock"));
-  addSettingsOptions(unlock, { workspace: true }).action((id: string, ...rest: unknown[]) => unlockAction(id, optsOf(rest)));
+  addSettingsOptions(unlock, { workspace: true }).action(async (id: string, ...rest: unknown[]) => (await commands()).unlockAction(id, optsOf(rest)));
 
   const forceUnlock = jsonOption(
     root
@@ -201,7 +207,7 @@ export function program(): Command {
       .argument("<id>", "the ID of the lock to release")
       .option("-f, --force", "do not ask for confirmation (required when standard input is not a terminal)"),
   );
-  addSettingsOptions(forceUnlock, { workspace: true }).action((id: string, ...rest: unknown[]) => forceUnlockAction(id, optsOf(rest)));
+  addSettingsOptions(forceUnlock, { workspace: true }).action(async (id: string, ...rest: unknown[]) => (await commands()).forceUnlockAction(id, optsOf(rest)));
 
   const output = root
     .command("output")
@@ -212,10 +218,10 @@ export function program(): Command {
       new Option("--raw", "print one string, number or boolean output as is: no quotes, no trailing newline, numbers in plain decimal (needs NAME)").conflicts("json"),
     )
     .option("--show-sensitive", "show the values of sensitive outputs in the listing of all outputs (one asked for by NAME is always shown)");
-  addSettingsOptions(output, { workspace: true, defaults: true }).action((name: string | undefined, ...rest: unknown[]) => outputAction(name, optsOf(rest)));
+  addSettingsOptions(output, { workspace: true, defaults: true }).action(async (name: string | undefined, ...rest: unknown[]) => (await import("./output.js")).outputAction(name, optsOf(rest)));
 
   const doctor = jsonOption(root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest"));
-  addSettingsOptions(doctor, { workspace: true }).action((...args: unknown[]) => doctorAction(optsOf(args)));
+  addSettingsOptions(doctor, { workspace: true }).action(async (...args: unknown[]) => (await import("./doctor.js")).doctorAction(optsOf(args)));
 
   const init = jsonOption(
     root
@@ -227,12 +233,12 @@ export function program(): Command {
       .addOption(new Option("--keep-days <n>", "with --versioning: let noncurrent versions expire this many days after they were replaced (a lifecycle rule; nothing expires without one)"))
       .addOption(new Option("--keep-versions <n>", "with --versioning: keep at least this many newest noncurrent versions of each state (S3 NewerNoncurrentVersions; Ceph RGW does not support it, and objstate then sets nothing)")),
   );
-  addSettingsOptions(init).action((...args: unknown[]) => initAction(optsOf(args)));
+  addSettingsOptions(init).action(async (...args: unknown[]) => (await import("./init.js")).initAction(optsOf(args)));
 
   const serve = root
     .command("serve")
     .description("serve the state over the tool's http backend protocol (/state/{workspace}, LOCK/UNLOCK), a JSON API (/api/v1), /healthz, /readyz and /metrics; runs until SIGTERM or SIGINT, then finishes requests in flight");
-  addSettingsOptions(addServeOptions(serve)).action((...args: unknown[]) => serveAction(optsOf(args)));
+  addSettingsOptions(addServeOptions(serve)).action(async (...args: unknown[]) => (await import("./serve.js")).serveAction(optsOf(args)));
   serve
     .command("hash-password")
     .description("add a user (scrypt-hashed password read from standard input) with roles to a users file, or print the entry")
@@ -240,17 +246,48 @@ export function program(): Command {
     .option("--role <glob=roles>", "roles on workspaces matching GLOB: read, write, lock, force, admin (repeatable) [default: *=read]", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
     .option("--users <file>", "users file to add the user to (created when absent); without it the entry is printed")
     // --users is also an option of serve itself: commander may hand it to the parent.
-    .action((...args: unknown[]) => hashPasswordAction((args[args.length - 1] as Command).optsWithGlobals()));
+    .action(async (...args: unknown[]) => (await import("./serve.js")).hashPasswordAction((args[args.length - 1] as Command).optsWithGlobals()));
 
+  const complete = (leaf: Command): void => {
+    const add = pending.get(leaf);
+    if (add === undefined) return;
+    pending.delete(leaf);
+    add();
+    if (!OFFLINE.has(leaf.name())) timeoutOption(leaf);
+  };
+  const leaves: Command[] = [];
   const visit = (cmd: Command): void => {
     for (const sub of cmd.commands) {
-      if (sub.commands.length > 0) visit(sub);
-      // serve talks to the store itself, besides having a subcommand.
-      if (sub.name() === "serve" || (sub.commands.length === 0 && !OFFLINE.has(sub.name()))) timeoutOption(sub);
+      if (sub.commands.length > 0) {
+        visit(sub);
+        sub.hook("preSubcommand", (_cmd, leaf) => complete(leaf));
+      }
+      // A command with subcommands may run too (serve): it completes like a leaf.
+      if (sub.commands.length === 0 || pending.has(sub)) leaves.push(sub);
     }
   };
   visit(root);
+  root.hook("preSubcommand", (_cmd, leaf) => complete(leaf));
+  if (argv === undefined) leaves.forEach(complete);
+  else namedLeaves(root, argv.slice(2)).forEach(complete);
   return root;
+}
+
+/**
+ * The leaf commands `args` may run or show help for: the command path its words spell
+ * (`state push`, `help state push`), options skipped.
+ */
+function namedLeaves(root: Command, args: readonly string[]): Command[] {
+  let cur = root;
+  for (const word of args) {
+    if (word.startsWith("-") || word === "help") continue;
+    const sub = cur.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (sub === undefined) return [];
+    if (sub.commands.length === 0) return [sub];
+    cur = sub;
+  }
+  // Words ended on a command that has subcommands and runs itself (serve).
+  return cur === root ? [] : [cur];
 }
 
 /**
@@ -265,7 +302,7 @@ export function reportError(e: unknown): void {
 /** Run the CLI on `argv`; returns the exit code. */
 export async function run(argv: string[]): Promise<number> {
   try {
-    await program().parseAsync(argv);
+    await program(argv).parseAsync(argv);
     return EXIT.ok;
   } catch (e) {
     if (e instanceof CommanderError) {

@@ -1,7 +1,7 @@
 /** Role assumption through the STS query API (AWS SDK's STS client). */
 import { ObjstateError } from "../errors.js";
 import type { Credentials, CredentialsProvider } from "../store/types.js";
-import { armClient, resolveTimeouts, sdkClientConfig, type Timeouts } from "../util/sdk-client.js";
+import { armClient, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning, type Timeouts } from "../util/sdk-client.js";
 import { sdkCredentials } from "./sdk.js";
 
 export interface AssumeRoleParams {
@@ -35,7 +35,7 @@ function httpStatus(e: unknown): number | undefined {
 export async function assumeRole(p: AssumeRoleParams): Promise<AssumedRole> {
   const { STSClient, AssumeRoleCommand } = await import("@aws-sdk/client-sts");
   const timeouts = resolveTimeouts(p.timeouts);
-  const client = new STSClient(sdkClientConfig({ service: "STS", endpoint: p.endpoint, region: p.region, credentials: sdkCredentials(p.base), timeouts }));
+  const client = withoutNodeVersionWarning(() => new STSClient(sdkClientConfig({ service: "STS", endpoint: p.endpoint, region: p.region, credentials: sdkCredentials(p.base), timeouts })));
   // Also measures the server's clock (Date header) for the expiry of what it hands out.
   armClient(client, { service: "STS", endpoint: p.endpoint, timeouts });
   try {

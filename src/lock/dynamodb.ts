@@ -18,7 +18,7 @@ import {
 import { sdkCredentials } from "../credentials/sdk.js";
 import { ObjstateError } from "../errors.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../store/endpoint.js";
-import { armClient, resolveTimeouts, sdkClientConfig } from "../util/sdk-client.js";
+import { armClient, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning } from "../util/sdk-client.js";
 import type { CredentialsProvider } from "../store/types.js";
 import type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
 
@@ -84,12 +84,15 @@ export class DynamoDbLockTable implements LockTableDriver {
     const timeouts = resolveTimeouts(options.timeouts);
     // A provider, not resolved values: the SDK calls it again when temporary credentials near expiry.
     const credentials = sdkCredentials(options.credentials === undefined ? noCredentials(this.location) : reportingFailures(options.credentials, this.location));
-    this.client = new DynamoDBClient({
-      ...sdkClientConfig({ service: "lock table", endpoint: parsed.url, region: options.region ?? DEFAULT_REGION, credentials, timeouts }),
-      // Discovery would send requests to whatever addresses the server lists.
-      endpointDiscoveryEnabled: false,
-      accountIdEndpointMode: "disabled",
-    });
+    this.client = withoutNodeVersionWarning(
+      () =>
+        new DynamoDBClient({
+          ...sdkClientConfig({ service: "lock table", endpoint: parsed.url, region: options.region ?? DEFAULT_REGION, credentials, timeouts }),
+          // Discovery would send requests to whatever addresses the server lists.
+          endpointDiscoveryEnabled: false,
+          accountIdEndpointMode: "disabled",
+        }),
+    );
     armClient(this.client, { service: "lock table", endpoint: parsed.url, timeouts });
   }
 

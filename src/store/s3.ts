@@ -33,7 +33,7 @@ import type { LifecycleRule, PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
-import { armClient, deadlineMs, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, type Timeouts } from "../util/sdk-client.js";
+import { armClient, deadlineMs, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning, type Timeouts } from "../util/sdk-client.js";
 import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "./endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
@@ -124,14 +124,17 @@ export class S3Driver implements ObjectStoreDriver {
     this.timeouts = timeouts;
     const credentials = sdkCredentialsFor(options.credentials);
     this.newClient = (t) => {
-      const client = new S3Client({
-        ...sdkClientConfig({ service: "object store", endpoint: ep.url, region: options.region ?? "us-east-1", credentials, timeouts: t }),
-        forcePathStyle: true,
-        requestChecksumCalculation: "WHEN_REQUIRED",
-        responseChecksumValidation: "WHEN_REQUIRED",
-        useArnRegion: false,
-        disableS3ExpressSessionAuth: true,
-      });
+      const client = withoutNodeVersionWarning(
+        () =>
+          new S3Client({
+            ...sdkClientConfig({ service: "object store", endpoint: ep.url, region: options.region ?? "us-east-1", credentials, timeouts: t }),
+            forcePathStyle: true,
+            requestChecksumCalculation: "WHEN_REQUIRED",
+            responseChecksumValidation: "WHEN_REQUIRED",
+            useArnRegion: false,
+            disableS3ExpressSessionAuth: true,
+          }),
+      );
       armClient(client, { service: "object store", endpoint: ep.url, timeouts: t });
       if (options.onRequest !== undefined) addRequestHook(client, options.onRequest);
       return client;

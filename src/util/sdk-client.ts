@@ -82,6 +82,26 @@ export function formatSeconds(ms: number): string {
   return ms < 1000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`;
 }
 
+const NODE_WARNING_SWITCH = "AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED";
+
+/**
+ * Construct an SDK client without the SDK's Node-version warning (on Node 20 it warns,
+ * once per process, that its releases after early 2027 need Node 22). The pinned SDK runs
+ * on Node 20; a program that merely uses objstate did nothing to be warned about. The
+ * SDK reads its switch when the first client is built, so it is set just for this
+ * construction and put back: the caller's environment is left as it was.
+ */
+export function withoutNodeVersionWarning<T>(make: () => T): T {
+  const env = process.env;
+  if (env[NODE_WARNING_SWITCH] !== undefined) return make();
+  env[NODE_WARNING_SWITCH] = "true";
+  try {
+    return make();
+  } finally {
+    delete env[NODE_WARNING_SWITCH];
+  }
+}
+
 const SILENT = Object.freeze({ trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined });
 
 /** What a client needs to know about its server. */

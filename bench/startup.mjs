@@ -1,0 +1,68 @@
+// Start-up benchmark (issue 14): whole processes, start to exit, measured side by side in
+// one run, in alternating order each round:
+//   empty     `node` running an empty module (the floor)
+//   objstate  bench/startup-objstate.mjs: import "objstate" (the package's main entry, as
+//             published: package.json's exports), builder API for 1 backend + 1,000 remote
+//             states, one document written
+//   peer      bench/startup-peer.mjs: the same job in CDK for Terraform 0.21 (OssBackend +
+//             DataTerraformRemoteStateOss, app.synth()), a pinned devDependency
+//   --help, config   the objstate command (package.json's bin)
+// Prints medians and the median of the per-round ratios objstate / peer (goal <= 0.25) and
+// each command over the empty process. Run: npm run bench:startup
+// Env: BENCH_ROUNDS (default 15), BENCH_STATES (default 1000).
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = (p) => fileURLToPath(new URL(p, import.meta.url));
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
+const pkg = JSON.parse(readFileSync(here("../package.json"), "utf8"));
+const cli = here(`../${pkg.bin.objstate}`);
+const work = mkdtempSync(join(tmpdir(), "objstate-startup-"));
+const emptyModule = join(work, "empty.mjs");
+writeFileSync(emptyModule, "");
+
+function wall(args) {
+  const out = mkdtempSync(join(work, "run-"));
+  const s = process.hrtime.bigint();
+  const r = spawnSync(process.execPath, args.map((a) => (a === "OUT" ? out : a)), { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
+  const ms = Number(process.hrtime.bigint() - s) / 1e6;
+  rmSync(out, { recursive: true, force: true });
+  if (r.status !== 0) throw new Error(`node ${args.join(" ")} failed (${r.status}): ${r.stderr}`);
+  return ms;
+}
+
+const runs = {
+  empty: [emptyModule],
+  objstate: [here("./startup-objstate.mjs"), "OUT"],
+  peer: [here("./startup-peer.mjs"), "OUT"],
+  help: [cli, "--help"],
+  config: [cli, "config", "--bucket", "state-bucket", "--key", "root.tfstate", "--kvstore-table", "locks"],
+};
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+// One untimed round: disk caches, and a check that every command works.
+for (const args of Object.values(runs)) wall(args);
+const rounds = [];
+for (let r = 0; r < ROUNDS; r++) {
+  const order = Object.keys(runs);
+  if (r % 2 === 1) order.reverse();
+  const t = {};
+  for (const k of order) t[k] = wall(runs[k]);
+  rounds.push(t);
+}
+rmSync(work, { recursive: true, force: true });
+
+const m = Object.fromEntries(Object.keys(runs).map((k) => [k, median(rounds.map((t) => t[k]))]));
+const ratio = median(rounds.map((t) => t.objstate / t.peer));
+const over = (k) => median(rounds.map((t) => t[k] - t.empty));
+const n = Number(process.env.BENCH_STATES ?? 1000);
+console.log(`start-up bench (${ROUNDS} rounds, alternating; medians of whole processes on Node ${process.versions.node})`);
+console.log(`  empty node process                  ${m.empty.toFixed(1).padStart(7)} ms`);
+console.log(`  objstate: 1 backend + ${n} states   ${m.objstate.toFixed(1).padStart(7)} ms   ${over("objstate").toFixed(1)} ms over empty (goal < 25)`);
+console.log(`  peer (cdktf 0.21, same job)         ${m.peer.toFixed(1).padStart(7)} ms`);
+console.log(`  objstate / peer = ${ratio.toFixed(3)} (goal <= 0.25)   [median of per-round ratios]`);
+console.log(`  objstate --help                     ${m.help.toFixed(1).padStart(7)} ms   ${over("help").toFixed(1)} ms over empty`);
+console.log(`  objstate config                     ${m.config.toFixed(1).padStart(7)} ms   ${over("config").toFixed(1)} ms over empty`);
+console.log(JSON.stringify({ ...m, ratio, objstateOverEmpty: over("objstate"), helpOverEmpty: over("help"), configOverEmpty: over("config") }));

@@ -1,0 +1,338 @@
+// The published build: every module the package's entries can reach (statically or through
+// `import()`), in one file, so that loading objstate costs one module resolution instead of
+// forty-odd (each ESM module costs Node a resolve, a read and a compile; see notes/h14.md).
+//
+//   node scripts/bundle.mjs      (run by `npm run build`, after tsc)
+//
+// Writes dist/pkg/:
+//   objstate.js (+ .map)  every module, each as a function run on first use, CommonJS style
+//                         (TypeScript's own CommonJS transform of each src/*.ts file);
+//   index.js, config.js, state.js  the package's entries: ESM, each the named exports of
+//                         one src entry, taken from the one shared module table (so
+//                         `objstate` and `objstate/config` share their classes);
+//   cli.js                the `objstate` command.
+// The types stay those tsc emits (dist/src/**/*.d.ts). Each module sees `import.meta.url`
+// as the URL of its file in dist/src (version.ts finds package.json from there; the MD5
+// worker, dist/src/util/md5-worker.js, is a file of its own and ships as it is). Each
+// chunk's source map is TypeScript's maps of its modules joined into one, with the sources'
+// text included (the package ships no .ts files).
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, posix, relative, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import ts from "typescript";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const srcDir = join(root, "src");
+const outDir = join(root, "dist", "pkg");
+/** Entry module (under src, no extension) → file in dist/pkg. */
+const ENTRIES = { index: "index.js", "config-entry": "config.js", "state-entry": "state.js" };
+const CLI = "cli/main";
+/** What the command loads before it knows which command runs (see program.ts). */
+const CLI_ROOTS = [CLI, "cli/program", "cli/runtime", "cli/io"];
+
+const tsconfig = ts.getParsedCommandLineOfConfigFile(join(root, "tsconfig.json"), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => fail(ts.flattenDiagnosticMessageText(d.messageText, "\n")) });
+const compilerOptions = {
+  ...tsconfig.options,
+  module: ts.ModuleKind.CommonJS,
+  moduleResolution: ts.ModuleResolutionKind.Node10,
+  verbatimModuleSyntax: false,
+  declaration: false,
+  sourceMap: true,
+  inlineSourceMap: false,
+  inlineSources: false,
+  // One copy of TypeScript's module helpers, in the bundle's preamble.
+  noEmitHelpers: true,
+  removeComments: true,
+  esModuleInterop: true,
+};
+
+function fail(message) {
+  console.error(`bundle: ${message}`);
+  process.exit(1);
+}
+
+/** Relative specifiers of the module's `import("…")` calls. */
+function lazyImports(sf) {
+  const found = [];
+  const visit = (node) => {
+    if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+      found.push(node.arguments[0].text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return found.filter((x) => x.startsWith("."));
+}
+
+/** Whether a statement at the top level of the module awaits (then its function is async). */
+function hasTopLevelAwait(sf) {
+  let found = false;
+  const visit = (node) => {
+    if (found || ts.isFunctionLike(node) || ts.isClassLike(node)) return;
+    if (ts.isAwaitExpression(node) || (ts.isForOfStatement(node) && node.awaitModifier)) found = true;
+    else ts.forEachChild(node, visit);
+  };
+  sf.statements.forEach(visit);
+  return found;
+}
+
+const modules = new Map();
+/** Modules some module loads with import(). */
+const lazyTargets = new Set();
+const target = (id, spec) => posix.normalize(posix.join(posix.dirname(id), spec)).replace(/\.js$/, "");
+function collect(id) {
+  if (modules.has(id)) return;
+  const file = join(srcDir, `${id}.ts`);
+  const text = readFileSync(file, "utf8");
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
+  const out = ts.transpileModule(text, { compilerOptions, fileName: file, reportDiagnostics: true });
+  // 1378/1343: top-level await and import.meta, which CommonJS output lacks; both handled below.
+  const errors = (out.diagnostics ?? []).filter((d) => d.category === ts.DiagnosticCategory.Error && d.code !== 1378 && d.code !== 1343);
+  if (errors.length > 0) fail(`${id}: ${ts.flattenDiagnosticMessageText(errors[0].messageText, "\n")}`);
+  // What the module requires when it runs (top-level lines), as opposed to import() calls.
+  const statics = [...out.outputText.matchAll(/^(?!.*Promise\.resolve).*\brequire\("(\.[^"]+)"\)/gm)].map((m) => m[1]);
+  modules.set(id, { id, file, text, out, async: hasTopLevelAwait(sf), statics: statics.map((s) => target(id, s)) });
+  for (const t of modules.get(id).statics) collect(t);
+  for (const spec of lazyImports(sf)) {
+    const t = target(id, spec);
+    lazyTargets.add(t);
+    collect(t);
+  }
+}
+for (const id of [...Object.keys(ENTRIES), CLI]) collect(id);
+
+// Chunks: what importing a library entry loads (compiled at import), what the command
+// needs before it knows which command runs, and the rest (drivers, the outputs reader,
+// the commands), each compiled only when a module in it is first needed.
+function closure(roots, exclude) {
+  const out = new Set();
+  const visit = (id) => {
+    if (out.has(id) || exclude.has(id)) return;
+    out.add(id);
+    for (const t of modules.get(id).statics) visit(t);
+  };
+  roots.forEach(visit);
+  return out;
+}
+const core = closure(["index", "config-entry"], new Set());
+const state = closure(["state-entry"], core);
+const cli = closure(CLI_ROOTS, new Set([...core, ...state]));
+const CHUNKS = [
+  { file: "objstate.js", ids: core },
+  { file: "objstate-state.cjs", ids: state },
+  { file: "objstate-cli.cjs", ids: cli },
+];
+// Then one chunk for each module loaded through import() (a command, a driver, the
+// outputs reader) with what it alone needs: a command loads its own code, not every other.
+const assigned = new Set([...core, ...state, ...cli]);
+for (const id of [...modules.keys()].sort()) {
+  if (assigned.has(id) || !lazyTargets.has(id)) continue;
+  const ids = closure([id], assigned);
+  ids.forEach((x) => assigned.add(x));
+  CHUNKS.push({ file: `objstate-${id.replace(/\//g, "-")}.cjs`, ids });
+}
+const stray = [...modules.keys()].filter((id) => !assigned.has(id));
+if (stray.length > 0) fail(`modules in no chunk: ${stray.join(", ")}`);
+
+const PREAMBLE = `// Generated by scripts/bundle.mjs from src/*.ts: do not edit.
+import { createRequire } from "node:module";
+const __external = createRequire(import.meta.url);
+const __src = new URL("../src/", import.meta.url);
+var __createBinding = (Object.create ? (function(o, m, k, k2) { if (k2 === undefined) k2 = k; var desc = Object.getOwnPropertyDescriptor(m, k); if (!desc || ("get" in desc ? !m.__esModule : desc.writable || desc.configurable)) { desc = { enumerable: true, get: function() { return m[k]; } }; } Object.defineProperty(o, k2, desc); }) : (function(o, m, k, k2) { if (k2 === undefined) k2 = k; o[k2] = m[k]; }));
+var __setModuleDefault = (Object.create ? (function(o, v) { Object.defineProperty(o, "default", { enumerable: true, value: v }); }) : function(o, v) { o["default"] = v; });
+var __importStar = function (mod) { if (mod && mod.__esModule) return mod; var result = {}; if (mod != null) for (var k of Object.getOwnPropertyNames(mod)) if (k !== "default") __createBinding(result, mod, k); __setModuleDefault(result, mod); return result; };
+var __exportStar = function(m, exports) { for (var p in m) if (p !== "default" && !Object.prototype.hasOwnProperty.call(exports, p)) __createBinding(exports, m, p); };
+var __importDefault = function (mod) { return (mod && mod.__esModule) ? mod : { "default": mod }; };
+const __defs = new Map();
+/** Module → the chunk file that defines it, for those not in this file. */
+const __chunkOf = {};
+const __cache = new Map();
+/** The module \`id\` (its exports), run on first use; a module with top-level await gives a promise. */
+export function load(id) {
+  const cached = __cache.get(id);
+  if (cached !== undefined) return cached.done ?? cached.module.exports;
+  let def = __defs.get(id);
+  if (def === undefined && __chunkOf[id] !== undefined) {
+    __external(__chunkOf[id])(__defs, __createBinding, __setModuleDefault, __importStar, __exportStar, __importDefault);
+    def = __defs.get(id);
+  }
+  if (def === undefined) throw new Error(\`objstate bundle: no module \${id}\`);
+  const entry = { module: { exports: {} }, done: undefined };
+  __cache.set(id, entry);
+  // "#id": a module of the bundle (resolved when it was built); anything else is a package or a built-in.
+  const require = (spec) => (spec.charCodeAt(0) === 35 ? load(spec.slice(1)) : __external(spec));
+  const result = def.call(entry.module.exports, entry.module.exports, require, entry.module, new URL(\`\${id}.js\`, __src).href);
+  if (result instanceof Promise) {
+    entry.done = result.then(() => entry.module.exports);
+    return entry.done;
+  }
+  return entry.module.exports;
+}
+`;
+
+const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+function decodeVlq(text) {
+  const out = [];
+  let value = 0;
+  let shift = 0;
+  for (const ch of text) {
+    const digit = B64.indexOf(ch);
+    value += (digit & 31) << shift;
+    if (digit & 32) {
+      shift += 5;
+    } else {
+      out.push(value & 1 ? -(value >>> 1) : value >>> 1);
+      value = 0;
+      shift = 0;
+    }
+  }
+  return out;
+}
+function encodeVlq(n) {
+  let v = n < 0 ? (-n << 1) | 1 : n << 1;
+  let out = "";
+  do {
+    let digit = v & 31;
+    v >>>= 5;
+    if (v > 0) digit |= 32;
+    out += B64[digit];
+  } while (v > 0);
+  return out;
+}
+
+/**
+ * One flat source map from the modules' maps placed at line offsets (Node's stack traces
+ * do not read index maps with sections): every segment decoded and encoded again against
+ * the chunk's list of sources and names.
+ */
+function flatten(file, sections, lineCount) {
+  const sources = [];
+  const sourcesContent = [];
+  const names = [];
+  const lines = Array.from({ length: lineCount }, () => "");
+  const prev = { source: 0, line: 0, column: 0, name: 0 };
+  const decoded = new Array(lineCount);
+  for (const { offset, map } of sections) {
+    const sourceBase = sources.length;
+    const nameBase = names.length;
+    sources.push(...map.sources);
+    sourcesContent.push(...map.sourcesContent);
+    names.push(...(map.names ?? []));
+    const state = { source: 0, line: 0, column: 0, name: 0 };
+    map.mappings.split(";").forEach((lineText, i) => {
+      const segments = [];
+      let column = 0;
+      for (const seg of lineText === "" ? [] : lineText.split(",")) {
+        const f = decodeVlq(seg);
+        column += f[0];
+        if (f.length === 1) {
+          segments.push([column]);
+          continue;
+        }
+        state.source += f[1];
+        state.line += f[2];
+        state.column += f[3];
+        const s = [column, sourceBase + state.source, state.line, state.column];
+        if (f.length === 5) {
+          state.name += f[4];
+          s.push(nameBase + state.name);
+        }
+        segments.push(s);
+      }
+      decoded[offset.line + i] = segments;
+    });
+  }
+  for (let l = 0; l < lineCount; l++) {
+    let column = 0;
+    lines[l] = (decoded[l] ?? [])
+      .map((s) => {
+        let text = encodeVlq(s[0] - column);
+        column = s[0];
+        if (s.length > 1) {
+          text += encodeVlq(s[1] - prev.source) + encodeVlq(s[2] - prev.line) + encodeVlq(s[3] - prev.column);
+          prev.source = s[1];
+          prev.line = s[2];
+          prev.column = s[3];
+          if (s.length === 5) {
+            text += encodeVlq(s[4] - prev.name);
+            prev.name = s[4];
+          }
+        }
+        return text;
+      })
+      .join(",");
+  }
+  return { version: 3, file, sources, sourcesContent, names, mappings: lines.join(";") };
+}
+
+/** Adds a chunk's module definitions to `lines`; returns each module's map and the line it starts at. */
+function emitModules(ids, lines) {
+  const sections = [];
+  for (const id of [...ids].sort()) {
+    const m = modules.get(id);
+    const code = m.out.outputText
+      .replace(/^#!.*/, "//")
+      .replace(/\n\/\/# sourceMappingURL=.*\s*$/, "\n")
+      .replace(/\bimport\.meta\.url\b/g, "__url")
+      // Relative specifiers resolved here, once: the loader then needs no path arithmetic.
+      .replace(/\brequire\("(\.[^"]+)"\)/g, (_, spec) => `require(${JSON.stringify(`#${target(id, spec)}`)})`);
+    if (/\bimport\.meta\b/.test(code)) fail(`${id}: import.meta other than import.meta.url is not supported`);
+    lines.push(`__defs.set(${JSON.stringify(id)}, ${m.async ? "async " : ""}function (exports, require, module, __url) {`);
+    const map = JSON.parse(m.out.sourceMapText);
+    map.sources = [relative(outDir, m.file).replace(/\\/g, "/")];
+    map.sourcesContent = [m.text];
+    delete map.file;
+    delete map.sourceRoot;
+    sections.push({ offset: { line: lines.length, column: 0 }, map });
+    const body = code.split("\n");
+    if (body[body.length - 1] === "") body.pop();
+    lines.push(...body, "});");
+  }
+  return sections;
+}
+
+rmSync(outDir, { recursive: true, force: true });
+mkdirSync(outDir, { recursive: true });
+const chunkOf = {};
+for (const c of CHUNKS.slice(1)) for (const id of c.ids) chunkOf[id] = `./${c.file}`;
+for (const [i, c] of CHUNKS.entries()) {
+  let lines;
+  if (i === 0) {
+    lines = PREAMBLE.replace("const __chunkOf = {};", `const __chunkOf = ${JSON.stringify(chunkOf)};`).split("\n");
+    lines.pop();
+  } else {
+    // A later chunk: CommonJS (so that it loads synchronously, when a module in it is first
+    // required), adding its modules to the table of the first chunk.
+    lines = ["// Generated by scripts/bundle.mjs from src/*.ts: do not edit.", "\"use strict\";", "module.exports = function (__defs, __createBinding, __setModuleDefault, __importStar, __exportStar, __importDefault) {"];
+  }
+  const sections = emitModules(c.ids, lines);
+  if (i > 0) lines.push("};");
+  lines.push(`//# sourceMappingURL=${c.file}.map`, "");
+  writeFileSync(join(outDir, c.file), lines.join("\n"));
+  writeFileSync(join(outDir, `${c.file}.map`), JSON.stringify(flatten(c.file, sections, lines.length)));
+}
+
+// The entries' export names, from the modules tsc emitted (the same source).
+for (const [id, file] of Object.entries(ENTRIES)) {
+  const names = Object.keys(await import(pathToFileURL(join(root, "dist", "src", `${id}.js`)).href)).sort();
+  const text = [
+    `// Generated by scripts/bundle.mjs: the exports of src/${id}.ts. Types: dist/src/${id}.d.ts.`,
+    `import { load } from "./objstate.js";`,
+    `const m = load(${JSON.stringify(id)});`,
+    ...names.map((n) => `export const ${n} = m.${n};`),
+    "",
+  ];
+  writeFileSync(join(outDir, file), text.join("\n"));
+}
+writeFileSync(
+  join(outDir, "cli.js"),
+  [
+    "#!/usr/bin/env node",
+    `// Generated by scripts/bundle.mjs: the objstate command (src/${CLI}.ts).`,
+    `import { load } from "./objstate.js";`,
+    `await load(${JSON.stringify(CLI)});`,
+    "",
+  ].join("\n"),
+  { mode: 0o755 },
+);
+console.log(`bundle: ${modules.size} modules -> ${relative(root, outDir)}/: ${CHUNKS.map((c) => `${c.file} (${c.ids.size})`).join(", ")}; entries ${Object.values(ENTRIES).join(", ")}, cli.js`);
