@@ -187,23 +187,33 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async delete(key: string): Promise<void> {
+    await this.deleteChecked(key, undefined);
+  }
+
+  async deleteIfMatch(key: string, etag: string): Promise<boolean> {
+    return this.deleteChecked(key, etag.replace(/"/g, ""));
+  }
+
+  /** Delete under the key's claim; with `ifMatch`, only while that version is current. */
+  private async deleteChecked(key: string, ifMatch: string | undefined): Promise<boolean> {
     const file = this.objectPath(key);
     const what = `cannot delete ${key} in ${this.location}`;
     try {
-      if (!(await checkDir(this.bucketDir)) || (await lstatFile(file)) === null) return;
+      if (!(await checkDir(this.bucketDir)) || (await lstatFile(file)) === null) return false;
     } catch (e) {
       throw fsFailure(e, what, "STORE_ERROR");
     }
     const dir = this.metaDir(key);
     const claim = await this.claim(key);
     try {
+      if (ifMatch !== undefined && (await this.withVersion(key, file, async (_v, meta) => meta.etag)) !== ifMatch) return false;
       // Renaming away first tells us exactly which version we removed, so its metadata goes too.
       const doomed = path.join(this.bucketDir, tempName(key));
       try {
-        if ((await lstatFile(file)) === null) return;
+        if ((await lstatFile(file)) === null) return false;
         await fs.rename(file, doomed);
       } catch (e) {
-        if (errno(e) === "ENOENT") return;
+        if (errno(e) === "ENOENT") return false;
         throw fsFailure(e, what, "STORE_ERROR");
       }
       try {
@@ -216,8 +226,9 @@ export class FileDriver implements ObjectStoreDriver {
       }
     } finally {
       await claim.release().catch(() => undefined);
+      await fs.rmdir(dir).catch(() => undefined); // not empty: another writer is using it
     }
-    await fs.rmdir(dir).catch(() => undefined); // not empty: another writer is using it
+    return true;
   }
 
   /** The embedded store keeps no versions (yet): purging is deleting. */

@@ -199,6 +199,18 @@ export class S3Driver implements ObjectStoreDriver {
     }
   }
 
+  async deleteIfMatch(key: string, etag: string): Promise<boolean> {
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key, IfMatch: etag.replace(/"/g, "") }));
+      return true;
+    } catch (e) {
+      const status = httpStatus(e);
+      // RGW answers some losers of a conditional race with 500 instead of 412 (see put).
+      if (status === 412 || status === 500 || errorName(e) === "PreconditionFailed" || isNotFound(e)) return false;
+      throw this.mapError(e, { op: "delete", key });
+    }
+  }
+
   async purge(key: string): Promise<void> {
     await this.delete(key);
     let keyMarker: string | undefined;

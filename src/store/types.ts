@@ -146,6 +146,12 @@ export interface ObjectStoreDriver {
   /** Delete; absent keys are not an error. */
   delete(key: string): Promise<void>;
   /**
+   * Lockfiles: delete only while the object's ETag is `etag` (`If-Match` on DELETE). True
+   * when deleted, false when it was absent or another version. A store that ignores the
+   * condition deletes anyway (the lock probe reports that).
+   */
+  deleteIfMatch(key: string, etag: string): Promise<boolean>;
+  /**
    * Delete the key and, on a versioned bucket, every version and delete marker of exactly
    * that key, so nothing of it is left behind (for objstate's own probe objects, never for
    * states: their versions are history).
