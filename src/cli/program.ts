@@ -9,6 +9,7 @@ import {
   configAction,
   forceUnlockAction,
   lockAction,
+  locksAction,
   statePullAction,
   statePushAction,
   stateRepairAction,
@@ -73,6 +74,16 @@ function timeoutOption(cmd: Command): Command {
       "give up on a request to the object store, lock table or STS after this long, retries included (one more second per MiB of a large body): 30s, 2m [default: 60s; connect 5s and idle 20s per attempt]",
     ),
   );
+}
+
+/**
+ * `--lock-ttl` and `--lockfile`: objstate's own lock settings (not fields of the seed's
+ * config; also in the --config file's `objstate` section), on every command that talks to a server.
+ */
+function lockSettingsOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option("--lock-ttl <duration>", "locks this command takes expire unless renewed (objstate renews them every third of this while it works; an expired one is taken over): 30s, 1m [default: none, never expire]"))
+    .addOption(new Option("--lockfile", "lock with a lockfile {state path}.tflock in the bucket (as the tool's S3 backend does), with or without a lock table"));
 }
 
 /** Commands that never contact a server. */
@@ -144,13 +155,19 @@ export function program(): Command {
     jsonOption(
       root
         .command("lock")
-        .description("take the workspace's lock and print its ID (release it with objstate unlock ID)")
+        .description(
+          "take the workspace's lock and print its ID (release it with objstate unlock ID); with -- COMMAND, hold it while the command runs (renewing a --lock-ttl lease; the command gets OBJSTATE_LOCK_ID) and release it after",
+        )
+        .argument("[command...]", "command to run under the lock (after --); objstate exits with its exit code, or 6 when the lease was lost")
         .option("--operation <op>", "what the holder is doing, shown to others", "objstate lock")
         .option("--info <text>", "free text stored with the lock"),
       "print the whole lock info as JSON",
     ),
   );
-  addSettingsOptions(lock, { workspace: true }).action((...args: unknown[]) => lockAction(optsOf(args)));
+  addSettingsOptions(lock, { workspace: true }).action((command: string[], ...rest: unknown[]) => lockAction(optsOf(rest), command));
+
+  const locks = jsonOption(root.command("locks").description("list every lock held in the lock table and every lockfile under the prefix: workspace, ID, who, operation, since, lease expiry"));
+  addSettingsOptions(locks).action((...args: unknown[]) => locksAction(optsOf(args)));
 
   const unlock = jsonOption(root.command("unlock").description("release the lock with this ID").argument("<id>", "the lock ID printed by objstate lock"));
   addSettingsOptions(unlock, { workspace: true }).action((id: string, ...rest: unknown[]) => unlockAction(id, optsOf(rest)));
@@ -190,7 +207,7 @@ export function program(): Command {
   const visit = (cmd: Command): void => {
     for (const sub of cmd.commands) {
       if (sub.commands.length > 0) visit(sub);
-      else if (!OFFLINE.has(sub.name())) timeoutOption(sub);
+      else if (!OFFLINE.has(sub.name())) lockSettingsOptions(timeoutOption(sub));
     }
   };
   visit(root);
