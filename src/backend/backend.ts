@@ -224,7 +224,7 @@ export class ObjectStoreBackend {
     this.listPageSize = init.options.listPageSize;
     this.probeVerdict = init.probe;
     const places: LockPlace[] = [];
-    if (init.options.lockfile === true) places.push(new LockfileLock(this.store));
+    if (init.options.lockfile === true) places.push(new LockfileLock(this.store, init.probe?.deleteIfMatch ?? true, init.options.lockClock ?? Date.now));
     if (this.table !== undefined) places.push(new TableLock(this.table));
     const l = this.layout;
     this.locking = new Locking({

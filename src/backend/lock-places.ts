@@ -108,7 +108,16 @@ export class TableLock implements LockPlace {
  */
 export class LockfileLock implements LockPlace {
   readonly kind = "lockfile";
-  constructor(private readonly store: ObjectStoreDriver) {}
+  /**
+   * @param atomicDelete the store honours `If-Match` on DELETE (the probe's verdict).
+   * @param now the lease clock: without an atomic delete, an expired lease is left to be
+   *   taken over rather than deleted, as the delete could hit the lockfile of whoever took it over meanwhile.
+   */
+  constructor(
+    private readonly store: ObjectStoreDriver,
+    private readonly atomicDelete: boolean = true,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   async create(key: string, raw: string, expires: number | undefined, nowSec: number): Promise<{ taken: StoredLock } | { blocked: StoredLock }> {
     for (let round = 0; round < ROUNDS; round++) {
@@ -143,6 +152,7 @@ export class LockfileLock implements LockPlace {
       // Gone after our own conditional delete was sent: its reply was lost, the release is done.
       if (current === null) return tried ? { kind: "released" } : { kind: "absent" };
       if (lockIdOf(current.info) !== id) return { kind: "other", holder: current.info, raw: current.raw };
+      if (!this.atomicDelete && current.expires !== undefined && current.expires * 1000 <= this.now()) return { kind: "released" };
       if (await this.store.deleteIfMatch(key, current.token)) return { kind: "released" };
       tried = true;
     }
