@@ -67,6 +67,7 @@ export class LockHandle {
   private timer: NodeJS.Timeout | undefined;
   private inflight: Promise<unknown> | undefined;
   private released = false;
+  private stopped = false;
 
   /** @internal Built by the backend. */
   constructor(
@@ -126,6 +127,7 @@ export class LockHandle {
 
   /** Stop renewing without releasing (the lease then runs out): for tests and for a holder that must not go on. */
   stop(): void {
+    this.stopped = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
   }
@@ -136,11 +138,11 @@ export class LockHandle {
       this.timer = undefined;
       this.renew().then(
         () => {
-          if (!this.released && !this.lost) this.schedule();
+          if (!this.stopped && !this.lost) this.schedule();
         },
         () => {
           // A failed request is tried again at the next beat; a lost lease stops the beat.
-          if (!this.released && !this.lost) this.schedule();
+          if (!this.stopped && !this.lost) this.schedule();
         },
       );
     }, Math.max(1, Math.floor(ttl / 3)));
@@ -148,7 +150,8 @@ export class LockHandle {
     this.timer.unref();
   }
 
-  private lose(e: ObjstateError): void {
+  /** @internal The backend saw the lease lost (a write's fencing check): fire the signal. */
+  lose(e: ObjstateError): void {
     this.stop();
     if (!this.lost) this.controller.abort(e);
   }

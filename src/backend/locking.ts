@@ -72,6 +72,8 @@ interface Held {
 export class Locking {
   /** Locks this process took, by ID: renewals and releases act on exactly what it stored. */
   private readonly held = new Map<string, Held>();
+  /** Handles by lock ID: told when a fencing check finds their lease lost. */
+  private readonly handles = new Map<string, LockHandle>();
 
   constructor(private readonly init: LockingInit) {}
 
@@ -121,7 +123,19 @@ export class Locking {
   async acquire(workspace: string, options: TakeOptions, path: string): Promise<LockHandle> {
     const info = await this.lock(workspace, options, path);
     const ttl = this.enabled ? this.held.get(info.ID)?.ttlMs : undefined;
-    return new LockHandle(info, { renew: () => this.renew(workspace, info.ID), release: () => this.unlock(workspace, info.ID) }, ttl);
+    const handle = new LockHandle(
+      info,
+      {
+        renew: () => this.renew(workspace, info.ID),
+        release: async () => {
+          this.handles.delete(info.ID);
+          await this.unlock(workspace, info.ID);
+        },
+      },
+      ttl,
+    );
+    if (this.enabled) this.handles.set(info.ID, handle);
+    return handle;
   }
 
   /**
@@ -172,6 +186,15 @@ export class Locking {
    * `LOCK_NOT_HELD` / `STATE_LOCKED` for a lock without one, as before leases.
    */
   async assertHolder(workspace: string, id: string): Promise<LockInfo> {
+    try {
+      return await this.checkHolder(workspace, id);
+    } catch (e) {
+      if (e instanceof ObjstateError && e.code === "LOCK_LOST") this.handles.get(id)?.lose(e);
+      throw e;
+    }
+  }
+
+  private async checkHolder(workspace: string, id: string): Promise<LockInfo> {
     const init = this.init;
     const where = init.describe(workspace);
     const h = this.held.get(id);
@@ -214,6 +237,7 @@ export class Locking {
       }
     }
     this.held.delete(id);
+    this.handles.delete(id);
     if (!released) {
       const what = id === NO_LOCK_ID ? "no lock item without an ID" : `no lock with ID ${id}`;
       throw new ObjstateError("LOCK_NOT_FOUND", `the state at ${init.describe(workspace)} is not locked (${what})`, { details: { lockId: id } });
