@@ -72,6 +72,8 @@ interface Held {
 export class Locking {
   /** Locks this process took, by ID: renewals and releases act on exactly what it stored. */
   private readonly held = new Map<string, Held>();
+  /** Renewals in flight by lock ID: a second caller (heartbeat and fencing check at once) joins the first. */
+  private readonly renewing = new Map<string, Promise<LockInfo>>();
   /** Handles by lock ID: told when a fencing check finds their lease lost. */
   private readonly handles = new Map<string, LockHandle>();
 
@@ -144,7 +146,15 @@ export class Locking {
    * `LOCK_LOST` when it is gone or has another holder, or when the lease ran out before a
    * renewal got through.
    */
-  async renew(workspace: string, id: string): Promise<LockInfo> {
+  renew(workspace: string, id: string): Promise<LockInfo> {
+    const running = this.renewing.get(id);
+    if (running !== undefined) return running;
+    const p = this.renewOnce(workspace, id).finally(() => this.renewing.delete(id));
+    this.renewing.set(id, p);
+    return p;
+  }
+
+  private async renewOnce(workspace: string, id: string): Promise<LockInfo> {
     const init = this.init;
     const h = this.held.get(id);
     const ttl = h?.ttlMs ?? init.ttlMs;
