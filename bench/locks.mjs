@@ -6,7 +6,6 @@
 //     (counted from the wire on a first cycle).
 // Run with the servers up: npm run bench:locks (through scripts/with-servers.sh), or
 // directly with OBJSTATE_TEST_* set (source the servers' env).
-import { randomUUID } from "node:crypto";
 import { S3Client, PutObjectCommand, GetObjectCommand, DeleteObjectCommand, CreateBucketCommand } from "@aws-sdk/client-s3";
 import { DynamoDBClient, CreateTableCommand } from "@aws-sdk/client-dynamodb";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../dist/src/index.js";
