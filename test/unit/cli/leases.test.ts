@@ -71,6 +71,17 @@ describe("objstate leases, lockfiles and the lock list", () => {
     assertOneLineError(runCli(["locks", ...s]), /--lockfile/);
   });
 
+  it("doctor shows the conformance probe's verdict on every condition objstate relies on", () => {
+    const s = settings(false);
+    assert.equal(runCli(["init", "--create-bucket", ...s]).code, 0);
+    const r = runCli(["doctor", "--lockfile", ...s]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /^ok\s+If-None-Match: a second create-if-absent of the same key is refused$/m);
+    assert.match(r.stdout, /^ok\s+If-Match: a write conditional on another version is refused$/m);
+    assert.match(r.stdout, /^ok\s+conditional delete: a delete conditional on another version is refused$/m);
+    assert.match(r.stdout, /^ok\s+lock table: no lock table: state is locked with lockfiles/m);
+  });
+
   it("refuses a bad --lock-ttl and a bad objstate section, naming them", () => {
     const s = settings(true);
     const short = runCli(["lock", "--lock-ttl", "500ms", ...s]);
