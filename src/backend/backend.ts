@@ -280,18 +280,20 @@ export class ObjectStoreBackend {
     let probe: ProbeVerdict | undefined;
     try {
       checkTtl(options.ttl, "the lock ttl (ttl)");
-      if (options.lockfile === true) {
+      // A read-only connection takes no lock, and writes nothing, not even a probe key.
+      if (options.lockfile === true && options.readOnly !== true) {
         probe = await probeConditions(store, statePath(layout(settings.prefix.value ?? "", settings.key.value ?? ""), DEFAULT_WORKSPACE));
         requireLockfileSupport(probe, store.location);
       }
       const table = settings.kvstoreTable.value;
-      if ((table === undefined || table === "") && options.lockfile === true) {
-        // Lockfiles lock; there is just no table for digests.
-      } else if (table === undefined || table === "") {
-        warn(
-          `no lock table is configured (kvstoreTable): state in bucket ${settings.bucket.value} is NOT locked, and concurrent writers can overwrite each other's changes. Set kvstoreTable and kvstoreEndpoint to enable locking.`,
-          "OBJSTATE_NO_LOCKING",
-        );
+      if (table === undefined || table === "") {
+        // With lockfiles the state is locked; there is just no table for digests.
+        if (options.lockfile !== true) {
+          warn(
+            `no lock table is configured (kvstoreTable): state in bucket ${settings.bucket.value} is NOT locked, and concurrent writers can overwrite each other's changes. Set kvstoreTable and kvstoreEndpoint (or lockfile) to enable locking.`,
+            "OBJSTATE_NO_LOCKING",
+          );
+        }
       } else {
         const kvEndpoint = settings.kvstoreEndpoint.value;
         if (kvEndpoint === undefined || kvEndpoint === "") {
