@@ -125,7 +125,12 @@ async function conditionChecks(store: ObjectStoreDriver, near: string, add: (r: 
     };
     line("If-None-Match", v.ifNoneMatch, "a second create-if-absent of the same key is refused", `${store.location} ignores If-None-Match: *: a create-if-absent overwrote the object`, "use a store that honours conditional writes; lockfiles (--lockfile) are refused on this one", lockfile);
     line("If-Match", v.ifMatch, "a write conditional on another version is refused", `${store.location} ignores If-Match: a write conditional on another version replaced the object`, "use a store that honours conditional writes; lockfiles (--lockfile) are refused on this one", lockfile);
-    line("conditional delete", v.deleteIfMatch, "a delete conditional on another version is refused", `${store.location} ignores If-Match on DELETE: lockfiles are released after a read and an ID check (as the tool does), not atomically`, "nothing to do unless lockfiles must be released atomically", false);
+    if (v.deleteIfMatch || !lockfile) {
+      // Only lockfiles would use it: without them, a store that ignores it is fine.
+      add({ name: "conditional delete", status: "ok", detail: v.deleteIfMatch ? "a delete conditional on another version is refused" : `${store.location} ignores If-Match on DELETE (only lockfiles would use it)` });
+    } else {
+      add({ name: "conditional delete", status: "warn", detail: `${store.location} ignores If-Match on DELETE: lockfiles are released after a read and an ID check (as the tool does), not atomically`, fix: "nothing to do unless lockfiles must be released atomically" });
+    }
   } catch (e) {
     add({ name: "If-None-Match", status: "fail", detail: `the conditional-write probe failed: ${message(e)}`, fix: diskFix(e) ?? "check the credentials' permissions to put and delete objects" });
   }

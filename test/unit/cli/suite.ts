@@ -395,13 +395,13 @@ export function cliSuite(makeTarget: () => Target): void {
       const lines = r.stdout.trim().split("\n");
       assert.deepEqual(
         lines.map((l) => l.replace(/:.*$/, "")),
-        ["ok    settings", "ok    credentials", "ok    object-store endpoint", "ok    bucket", "ok    lock-table endpoint", "ok    lock table", "ok    digest", "ok    leftovers"],
+        ["ok    settings", "ok    credentials", "ok    object-store endpoint", "ok    bucket", "ok    If-None-Match", "ok    If-Match", "ok    conditional delete", "ok    lock-table endpoint", "ok    lock table", "ok    digest", "ok    leftovers"],
       );
       assert.match(r.stdout, /bucket: bucket \S+ exists and is writable \(wrote and deleted env:\/\.objstate-doctor-[0-9a-f-]{36}\)/);
       assert.equal(await t.snapshot(), before);
       const json = JSON.parse(t.cli(["doctor", "--json"]).stdout) as { ok: boolean; checks: { name: string; status: string }[] };
       assert.equal(json.ok, true);
-      assert.equal(json.checks.length, 8);
+      assert.equal(json.checks.length, 11);
     });
 
     it("doctor reports a lock table whose key is not LockID, with a fix; exit 1", async () => {
