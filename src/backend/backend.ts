@@ -19,16 +19,23 @@ import type { Clock } from "../credentials/refresh.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { objstateVersion } from "../version.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, layout, statePath, workspaceOfKey, workspacesPrefix, type Layout } from "./layout.js";
-import { defaultWho, describeHolder, newLockInfo, parseLockInfo, type LockInfo } from "./lock-info.js";
+import { defaultWho, type LockInfo } from "./lock-info.js";
+import { checkTtl, DEFAULT_CLOCK_MARGIN_MS, type LockHandle } from "./lease.js";
+import { LOCKFILE_SUFFIX, LockfileLock, TableLock, type LockPlace } from "./lock-places.js";
+import { Locking, type LockListing, type TakeOptions } from "./locking.js";
+import { probeConditions, requireLockfileSupport, type ProbeVerdict } from "./probe.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 import { readStateVersionById, rollbackState, stateHistory, type HistoryOptions, type RollbackOptions, type RollbackResult, type StateVersion, type VersionedState } from "./history.js";
-import { conflict, decodeMeta, encodeMeta, guardRefusal, lockedError, lockIdOf, META, NO_LOCK_ID, normalizeDigest, plainMd5, provenComplete, recordedMd5, tornWrite, workspaceFlag, writeMetadata } from "./fencing.js";
+import { conflict, decodeMeta, encodeMeta, guardRefusal, META, normalizeDigest, plainMd5, provenComplete, recordedMd5, tornWrite, workspaceFlag, writeMetadata } from "./fencing.js";
 
 export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
 export type { HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
 import type { GetResult, ObjectMeta, Leftover } from "../store/types.js";
 
 export type { LockInfo } from "./lock-info.js";
+export { LockHandle } from "./lease.js";
+export type { LockListing } from "./locking.js";
+export type { ProbeVerdict } from "./probe.js";
 
 /** Options of {@link ObjectStoreBackend.connect}. */
 export interface ConnectOptions {
@@ -65,6 +72,23 @@ export interface ConnectOptions {
   readonly readOnly?: boolean | undefined;
   /** Time source for refreshing temporary credentials before they expire (default `Date.now`). */
   readonly clock?: Clock | undefined;
+  /**
+   * Lease (ms, at least 1 s) of every lock this connection takes, unless a lock says
+   * otherwise: the lock expires unless renewed (a {@link LockHandle} renews it every third
+   * of this), and an expired one is taken over by the next acquirer. Default: none, locks
+   * never expire (like the tool's own).
+   */
+  readonly ttl?: number | undefined;
+  /**
+   * Lock with a lockfile `{statePath}.tflock` in the bucket (the tool's S3 backend layout),
+   * created with `If-None-Match: *`; with a lock table too, both are taken (lockfile first).
+   * The store's conditional writes are probed first (`LOCKFILE_UNSUPPORTED` when ignored).
+   */
+  readonly lockfile?: boolean | undefined;
+  /** How far apart the clocks of lock holders may be (default 1 s; see DESIGN §10). */
+  readonly lockClockMarginMs?: number | undefined;
+  /** Time source for leases (default `Date.now`). */
+  readonly lockClock?: (() => number) | undefined;
 }
 
 /** Options of {@link ObjectStoreBackend.readState}. */
@@ -136,6 +160,8 @@ export interface LockOptions {
   readonly version?: string | undefined;
   /** `Created` for this lock (UTC ISO time; default now). */
   readonly created?: string | undefined;
+  /** Lease of this lock in ms (at least 1 s); default: the connection's `ttl` (none: never expires). */
+  readonly ttl?: number | undefined;
 }
 
 const DIGEST_SUFFIX = "-md5";
@@ -177,15 +203,16 @@ export class ObjectStoreBackend {
   /** The identity's details (assumed-role session ARN, first expiry), undefined for embedded stores. */
   readonly identity: Omit<Identity, "provider"> | undefined;
   private readonly store: ObjectStoreDriver;
-  private readonly locks: LockTableDriver | undefined;
+  private readonly table: LockTableDriver | undefined;
   private readonly layout: Layout;
   private readonly bucket: string;
   private readonly who: string;
   private readonly version: string;
   private readonly digestRetry: { readonly timeoutMs: number; readonly intervalMs: number };
   private readonly listPageSize: number | undefined;
-  /** Lock info this instance created, by ID: lets unlock delete without reading first. */
-  private readonly ownLocks = new Map<string, string>();
+  private readonly locking: Locking;
+  /** The lockfile probe's verdict, when lockfiles are on. */
+  private readonly probeVerdict: ProbeVerdict | undefined;
 
   private constructor(init: {
     settings: ResolvedBackendSettings;
@@ -193,11 +220,12 @@ export class ObjectStoreBackend {
     locks: LockTableDriver | undefined;
     identity: Identity | undefined;
     options: ConnectOptions;
+    probe: ProbeVerdict | undefined;
   }) {
     const s = init.settings;
     this.settings = s;
     this.store = init.store;
-    this.locks = init.locks;
+    this.table = init.locks;
     this.identitySource = init.identity?.source;
     this.identity = init.identity === undefined ? undefined : { source: init.identity.source, assumedRoleArn: init.identity.assumedRoleArn, expiration: init.identity.expiration };
     this.layout = layout(s.prefix.value ?? "", s.key.value ?? "");
@@ -206,6 +234,27 @@ export class ObjectStoreBackend {
     this.version = init.options.toolVersion ?? objstateVersion();
     this.digestRetry = init.options.digestRetry ?? { timeoutMs: 10_000, intervalMs: 2_000 };
     this.listPageSize = init.options.listPageSize;
+    this.probeVerdict = init.probe;
+    const places: LockPlace[] = [];
+    if (init.options.lockfile === true) places.push(new LockfileLock(this.store, init.probe?.deleteIfMatch ?? true, init.options.lockClock ?? Date.now));
+    if (this.table !== undefined) places.push(new TableLock(this.table));
+    const l = this.layout;
+    this.locking = new Locking({
+      places,
+      keyOf: (place, w) => (place.kind === "table" ? this.lockId(w) : `${this.statePath(w)}${LOCKFILE_SUFFIX}`),
+      describe: (w) => this.describe(w),
+      workspaceOf: (place, key) => {
+        const p = place.kind === "table" ? (key.startsWith(`${this.bucket}/`) ? key.slice(this.bucket.length + 1) : undefined) : key.endsWith(LOCKFILE_SUFFIX) ? key.slice(0, -LOCKFILE_SUFFIX.length) : undefined;
+        if (p === undefined) return null;
+        return p === statePath(l, DEFAULT_WORKSPACE) ? DEFAULT_WORKSPACE : (workspaceOfKey(l, p) ?? null);
+      },
+      listPrefix: workspacesPrefix(l),
+      who: this.who,
+      version: this.version,
+      ttlMs: checkTtl(init.options.ttl, "the lock ttl"),
+      marginMs: init.options.lockClockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
+      now: init.options.lockClock ?? Date.now,
+    });
   }
 
   /**
@@ -240,13 +289,23 @@ export class ObjectStoreBackend {
       ...options.s3,
     });
     let locks: LockTableDriver | undefined;
+    let probe: ProbeVerdict | undefined;
     try {
+      checkTtl(options.ttl, "the lock ttl (ttl)");
+      // A read-only connection takes no lock, and writes nothing, not even a probe key.
+      if (options.lockfile === true && options.readOnly !== true) {
+        probe = await probeConditions(store, statePath(layout(settings.prefix.value ?? "", settings.key.value ?? ""), DEFAULT_WORKSPACE));
+        requireLockfileSupport(probe, store.location);
+      }
       const table = settings.kvstoreTable.value;
       if (table === undefined || table === "") {
-        warn(
-          `no lock table is configured (kvstoreTable): state in bucket ${settings.bucket.value} is NOT locked, and concurrent writers can overwrite each other's changes. Set kvstoreTable and kvstoreEndpoint to enable locking.`,
-          "OBJSTATE_NO_LOCKING",
-        );
+        // With lockfiles the state is locked; there is just no table for digests.
+        if (options.lockfile !== true) {
+          warn(
+            `no lock table is configured (kvstoreTable): state in bucket ${settings.bucket.value} is NOT locked, and concurrent writers can overwrite each other's changes. Set kvstoreTable and kvstoreEndpoint (or lockfile) to enable locking.`,
+            "OBJSTATE_NO_LOCKING",
+          );
+        }
       } else {
         const kvEndpoint = settings.kvstoreEndpoint.value;
         if (kvEndpoint === undefined || kvEndpoint === "") {
@@ -268,12 +327,17 @@ export class ObjectStoreBackend {
       locks?.close();
       throw e;
     }
-    return new ObjectStoreBackend({ settings, store, locks, identity, options });
+    return new ObjectStoreBackend({ settings, store, locks, identity, options, probe });
   }
 
-  /** Is a lock table configured? Without one, lock() and unlock() do nothing. */
+  /** Is a lock table or a lockfile configured? Without either, lock() and unlock() do nothing. */
   get lockingEnabled(): boolean {
-    return this.locks !== undefined;
+    return this.locking.enabled;
+  }
+
+  /** The conformance probe's verdict on the store, when lockfiles are on (else undefined). */
+  get conditions(): ProbeVerdict | undefined {
+    return this.probeVerdict;
   }
 
   /** Object key of a workspace's state (`{prefix}/{key}`, `{prefix}/{w}/{key}`). */
@@ -317,7 +381,7 @@ export class ObjectStoreBackend {
    */
   async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
     const path = this.statePath(workspace);
-    const locks = this.locks;
+    const locks = this.table;
     const onData = options.onData;
     const found = (obj: GetResult | null, md5?: string): StateRead | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
     if (locks === undefined) return found(await this.store.get(path, { onData }));
@@ -379,13 +443,13 @@ export class ObjectStoreBackend {
     const hashing = options.md5 !== undefined ? Promise.resolve(options.md5.toLowerCase()) : isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body);
     hashing.catch(() => undefined); // awaited later; a failure before then must not go unhandled
     const input: Incoming = { body, size, header: incoming, hashing, streamed: isByteSource(body) };
-    const locks = this.locks;
-    if (locks !== undefined && options.lockId === undefined) {
-      const lock = await this.lock(workspace, { operation: "writeState" });
+    const locks = this.table;
+    if (this.locking.enabled && options.lockId === undefined) {
+      const held = await this.acquire(workspace, { operation: "writeState" });
       try {
-        return await this.writeFenced(workspace, input, locks, lock, options);
+        return await this.writeFenced(workspace, input, locks, held.info, options);
       } finally {
-        await this.unlock(workspace, lock.ID);
+        await held.release();
       }
     }
     return this.writeFenced(workspace, input, locks, undefined, options);
@@ -396,8 +460,7 @@ export class ObjectStoreBackend {
     const where = this.describe(workspace);
     const lockId = ownLock?.ID ?? options.lockId;
     const { hashing, header: incoming } = input;
-    const checkHolder = (): Promise<LockInfo | undefined> =>
-      locks !== undefined && lockId !== undefined ? this.assertHolder(workspace, lockId, locks) : Promise.resolve(ownLock);
+    const checkHolder = (): Promise<LockInfo | undefined> => (this.locking.enabled && lockId !== undefined ? this.assertHolder(workspace, lockId) : Promise.resolve(ownLock));
     const [current, firstHolder] = await Promise.all([this.inspect(path, where), checkHolder()]);
     let holder = firstHolder;
 
@@ -533,16 +596,9 @@ export class ObjectStoreBackend {
     return `${this.lockId(workspace)}${DIGEST_SUFFIX}`;
   }
 
-  private async assertHolder(workspace: string, lockId: string, locks: LockTableDriver): Promise<LockInfo> {
-    const raw = await locks.get(this.lockId(workspace), "Info");
-    if (raw === null) {
-      throw new ObjstateError("LOCK_NOT_HELD", `the state at ${this.describe(workspace)} is not locked: lock ${lockId} was released or force-unlocked; take the lock again before writing`, { details: { lockId } });
-    }
-    const holder = parseLockInfo(raw, this.lockId(workspace));
-    if (holder.ID !== lockId) {
-      throw new ObjstateError("STATE_LOCKED", `the state at ${this.describe(workspace)} is locked by someone else: ${describeHolder(holder)}`, { details: { lockInfo: holder } });
-    }
-    return holder;
+  /** The fencing check right before a write (see {@link Locking.assertHolder}). */
+  private assertHolder(workspace: string, lockId: string): Promise<LockInfo> {
+    return this.locking.assertHolder(workspace, lockId);
   }
 
   /**
@@ -552,70 +608,57 @@ export class ObjectStoreBackend {
    * retried after its reply was lost finds this very lock and counts as taken.
    */
   async lock(workspace: string = DEFAULT_WORKSPACE, options: LockOptions = {}): Promise<LockInfo> {
-    const path = this.lockId(workspace);
-    const fresh = newLockInfo({ operation: options.operation ?? "objstate", info: options.info ?? "", who: options.who ?? this.who, version: options.version ?? this.version, path });
-    const info: LockInfo = { ...fresh, ID: options.id ?? fresh.ID, Created: options.created ?? fresh.Created };
-    if (this.locks === undefined) return info;
-    const raw = JSON.stringify(info);
-    const existing = await this.locks.putIfAbsent(path, "Info", raw);
-    if (existing !== null && existing !== raw) {
-      const holder = parseLockInfo(existing, path);
-      // The caller chose this ID and it is the holder's: a retry of its own lock.
-      if (options.id !== undefined && options.id !== "" && holder.ID === options.id) {
-        this.ownLocks.set(holder.ID, existing);
-        return holder;
-      }
-      throw lockedError(this.describe(workspace), workspace, existing, holder);
-    }
-    this.ownLocks.set(info.ID, raw);
-    return info;
+    return this.locking.lock(workspace, this.takeOptions(options), this.lockId(workspace));
+  }
+
+  /**
+   * Take the workspace's lock and hold it: the handle's heartbeat renews a lease (`ttl`)
+   * every third of its length for as long as the work runs, and its `signal` fires with a
+   * `LOCK_LOST` error the moment the lease is lost. Release it with `handle.release()`.
+   *
+   * @example
+   * const held = await backend.acquire("default", { operation: "apply", ttl: 60_000 });
+   * try { await backend.writeState("default", json, { lockId: held.id }); }
+   * finally { await held.release(); }
+   */
+  async acquire(workspace: string = DEFAULT_WORKSPACE, options: LockOptions = {}): Promise<LockHandle> {
+    return this.locking.acquire(workspace, this.takeOptions(options), this.lockId(workspace));
+  }
+
+  /**
+   * Extend the lease of lock `id` by its ttl (the connection's `ttl` for a lock another
+   * process took); `LOCK_LOST` when it expired and was taken over or released.
+   */
+  async renewLock(workspace: string, id: string): Promise<LockInfo> {
+    return this.locking.renew(workspace, id);
+  }
+
+  private takeOptions(options: LockOptions): TakeOptions {
+    return { ...options, ttlMs: checkTtl(options.ttl, "the lock ttl (ttl)") };
   }
 
   /** The current lock's info, or null when the workspace is not locked (or locking is off). */
   async lockInfo(workspace: string = DEFAULT_WORKSPACE): Promise<LockInfo | null> {
-    if (this.locks === undefined) return null;
-    const path = this.lockId(workspace);
-    const raw = await this.locks.get(path, "Info");
-    return raw === null ? null : parseLockInfo(raw, path);
+    return this.locking.info(workspace);
+  }
+
+  /**
+   * Every lock held in the lock table and every lockfile under the prefix: workspace, ID,
+   * who, operation, since and lease expiry (for dashboards and automation).
+   */
+  async locks(): Promise<LockListing[]> {
+    return this.locking.list();
   }
 
   /**
    * Release the lock with this ID; `LOCK_ID_MISMATCH` when the lock has another ID,
-   * `LOCK_NOT_FOUND` when there is none. The release is two conditional steps, each safe to
-   * repeat: mark the item as released by this ID (only while it still carries the holder's
-   * exact info), then delete it only while it carries that mark. A delete whose reply was
-   * lost and whose retry finds the item gone is thus proven to be this release.
-   * `NO_ID` (see {@link NO_LOCK_ID}) clears an item that has no readable lock info.
+   * `LOCK_NOT_FOUND` when there is none. A table lock is released in two conditional
+   * steps, each safe to repeat (marked released by this ID, then deleted only with that
+   * mark); a lockfile by a read, an ID check and a conditional delete. `NO_ID` (see
+   * {@link NO_LOCK_ID}) clears an item that has no readable lock info.
    */
   async unlock(workspace: string, id: string): Promise<void> {
-    const locks = this.locks;
-    if (locks === undefined) return;
-    const path = this.lockId(workspace);
-    for (let attempt = 0; attempt < 5; attempt++) {
-      // The info we wrote ourselves is known exactly; anyone else's is read first.
-      const raw = (attempt === 0 ? this.ownLocks.get(id) : undefined) ?? (await locks.get(path, "Info"));
-      if (raw === null && id !== NO_LOCK_ID) {
-        this.ownLocks.delete(id);
-        throw new ObjstateError("LOCK_NOT_FOUND", `the state at ${this.describe(workspace)} is not locked (no lock with ID ${id})`, { details: { lockId: id } });
-      }
-      if (raw !== null) {
-        const holder = parseLockInfo(raw, path);
-        if (lockIdOf(holder) !== id) {
-          this.ownLocks.delete(id);
-          throw new ObjstateError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${this.describe(workspace)}: ${describeHolder(holder)}`, { details: { lockId: id, lockInfo: holder } });
-        }
-      }
-      // raw === null here means NO_LOCK_ID on an item without any Info attribute (or no item).
-      if (await locks.updateIf(path, "Info", raw, { [RELEASED]: id })) {
-        // The release is decided; the delete only removes the item, and repeating it is harmless.
-        await locks.deleteIf(path, RELEASED, id);
-        this.ownLocks.delete(id);
-        return;
-      }
-      if (raw === null) throw new ObjstateError("LOCK_NOT_FOUND", `the state at ${this.describe(workspace)} is not locked (no lock item without an ID)`, { details: { lockId: id } });
-      // The item is no longer what we read: look again and decide again.
-    }
-    throw new ObjstateError("LOCK_TABLE_ERROR", `could not release lock ${id} on ${this.describe(workspace)}: the lock item kept changing`);
+    await this.locking.unlock(workspace, id);
   }
 
   /**
@@ -623,7 +666,7 @@ export class ObjectStoreBackend {
    * unlock: a wrong ID is refused, so a lock taken since cannot be broken by mistake.
    */
   async forceUnlock(workspace: string, id: string): Promise<void> {
-    await this.unlock(workspace, id);
+    await this.locking.unlock(workspace, id);
   }
 
   /**
@@ -642,7 +685,7 @@ export class ObjectStoreBackend {
    */
   async readVersion(workspace: string, versionId: string): Promise<Buffer> {
     const got = await readStateVersionById(this.versioned(workspace), versionId);
-    const locks = this.locks;
+    const locks = this.table;
     if (!got.isLatest || locks === undefined) return got.body;
     const expected = normalizeDigest(await locks.get(this.digestId(workspace), "Digest"));
     if (expected === undefined || expected === md5(got.body)) return got.body;
@@ -662,12 +705,12 @@ export class ObjectStoreBackend {
    */
   async rollback(workspace: string, versionId: string, options: BackendRollbackOptions = {}): Promise<RollbackResult> {
     checkWorkspace(workspace);
-    const own = options.lockId === undefined ? await this.lock(workspace, { operation: "rollback" }) : undefined;
+    const own = options.lockId === undefined ? await this.acquire(workspace, { operation: "rollback" }) : undefined;
     try {
-      const lockId = own?.ID ?? options.lockId;
+      const lockId = own?.id ?? options.lockId;
       return await rollbackState(this.versioned(workspace), versionId, (body, w) => this.writeState(workspace, body, { lockId, ...w }), options);
     } finally {
-      if (own !== undefined) await this.unlock(workspace, own.ID);
+      if (own !== undefined) await own.release();
     }
   }
 
@@ -685,14 +728,14 @@ export class ObjectStoreBackend {
     if (workspace === DEFAULT_WORKSPACE) {
       throw new ObjstateError("CANNOT_DELETE_DEFAULT", "the default workspace cannot be deleted");
     }
-    const locks = this.locks;
-    const own = options.lockId === undefined ? await this.lock(workspace, { operation: "deleteWorkspace" }) : undefined;
+    const locks = this.table;
+    const own = options.lockId === undefined ? await this.acquire(workspace, { operation: "deleteWorkspace" }) : undefined;
     try {
-      if (locks !== undefined && options.lockId !== undefined) await this.assertHolder(workspace, options.lockId, locks);
+      if (this.locking.enabled && options.lockId !== undefined) await this.assertHolder(workspace, options.lockId);
       if (locks !== undefined) await locks.delete(this.digestId(workspace));
       await this.store.delete(this.statePath(workspace));
     } finally {
-      if (own !== undefined) await this.unlock(workspace, own.ID);
+      if (own !== undefined) await own.release();
     }
   }
 
@@ -702,7 +745,7 @@ export class ObjectStoreBackend {
    * write whose digest was never recorded; `state repair` fixes it) or `mismatch`.
    */
   async digestStatus(workspace: string = DEFAULT_WORKSPACE): Promise<DigestStatus> {
-    const locks = this.locks;
+    const locks = this.table;
     const obj = await this.store.get(this.statePath(workspace), { md5: true });
     const recorded = locks === undefined ? undefined : normalizeDigest(await locks.get(this.digestId(workspace), "Digest"));
     if (recorded === undefined) return obj === null ? { status: "no-state" } : { status: "no-digest", size: obj.body.length };
@@ -735,10 +778,10 @@ export class ObjectStoreBackend {
    * Refuses (`REPAIR_REFUSED`) a mismatch it cannot prove to be a torn write.
    */
   async repairState(workspace: string = DEFAULT_WORKSPACE, options: RepairOptions = {}): Promise<RepairReport> {
-    const locks = this.locks;
-    const own = locks !== undefined && options.lockId === undefined ? await this.lock(workspace, { operation: "state repair" }) : undefined;
+    const locks = this.table;
+    const own = this.locking.enabled && options.lockId === undefined ? await this.acquire(workspace, { operation: "state repair" }) : undefined;
     try {
-      if (locks !== undefined && options.lockId !== undefined) await this.assertHolder(workspace, options.lockId, locks);
+      if (this.locking.enabled && options.lockId !== undefined) await this.assertHolder(workspace, options.lockId);
       const digest = locks === undefined ? { action: "no-lock-table" as const } : await this.repairDigest(workspace, locks, options.force === true);
       const minAge = options.leftoverMinAgeMs ?? LEFTOVER_MIN_AGE_MS;
       const now = (options.now ?? Date.now)();
@@ -752,7 +795,7 @@ export class ObjectStoreBackend {
       }
       return { ...digest, leftoversRemoved: removed, leftoversKept: kept };
     } finally {
-      if (own !== undefined) await this.unlock(workspace, own.ID);
+      if (own !== undefined) await own.release();
     }
   }
 
@@ -813,13 +856,13 @@ export class ObjectStoreBackend {
       void key;
       break;
     }
-    if (this.locks !== undefined) await this.locks.get(this.lockId(DEFAULT_WORKSPACE), "Info");
+    if (this.table !== undefined) await this.table.get(this.lockId(DEFAULT_WORKSPACE), "Info");
   }
 
   /** Release sockets and handles. */
   close(): void {
     this.store.close();
-    this.locks?.close();
+    this.table?.close();
   }
 
   // Printing: the drivers and `settings` hold credentials, so a backend prints only this
@@ -850,8 +893,6 @@ const HEADER_BYTES = 64 * 1024;
  * larger one is judged by its MD5 record, so a write never pulls a huge object into memory.
  */
 const HASH_READ_MAX = 256 * 1024 * 1024;
-/** The lock item attribute that marks a release in progress (see `unlock`). */
-const RELEASED = "Released";
 
 /** Leftovers younger than this may belong to a writer that is still at work. */
 const LEFTOVER_MIN_AGE_MS = 60 * 60 * 1000;

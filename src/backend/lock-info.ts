@@ -16,6 +16,11 @@ export interface LockInfo {
   readonly Created: string;
   /** The lock item's LockID: `{bucket}/{statePath}`. */
   readonly Path: string;
+  /**
+   * When the lease ends, epoch seconds (DESIGN §10); absent on a lock that never expires
+   * (the tool's own). The tool ignores the field.
+   */
+  readonly Expires?: number;
 }
 
 /** `user@host` of this process. */
@@ -43,10 +48,13 @@ export function parseLockInfo(raw: string, path: string): LockInfo {
     // not JSON: report what we can
   }
   const s = (k: string): string => (typeof o[k] === "string" ? (o[k] as string) : "");
-  return { ID: s("ID"), Operation: s("Operation"), Info: s("Info"), Who: s("Who"), Version: s("Version"), Created: s("Created"), Path: s("Path") || path };
+  const info: LockInfo = { ID: s("ID"), Operation: s("Operation"), Info: s("Info"), Who: s("Who"), Version: s("Version"), Created: s("Created"), Path: s("Path") || path };
+  const expires = o["Expires"];
+  return typeof expires === "number" && Number.isFinite(expires) ? { ...info, Expires: expires } : info;
 }
 
-/** One line describing a holder, for messages. */
-export function describeHolder(info: LockInfo): string {
-  return `ID ${info.ID || "(none)"}, held by ${info.Who || "unknown"} since ${info.Created || "unknown"} for ${info.Operation || "an unknown operation"}${info.Info ? ` (${info.Info})` : ""}`;
+/** One line describing a holder, for messages; a lease says when it expires. */
+export function describeHolder(info: LockInfo, nowMs: number = Date.now()): string {
+  const lease = info.Expires === undefined ? "" : `; its lease ${info.Expires * 1000 <= nowMs ? "expired" : "expires"} at ${new Date(info.Expires * 1000).toISOString()}`;
+  return `ID ${info.ID || "(none)"}, held by ${info.Who || "unknown"} since ${info.Created || "unknown"} for ${info.Operation || "an unknown operation"}${info.Info ? ` (${info.Info})` : ""}${lease}`;
 }

@@ -17,6 +17,7 @@ import { formatToolJson, secretWarnings } from "../synth/tool-json.js";
 import { durationFlag } from "./duration.js";
 import { CliError, EXIT, readJsonFile, usageError } from "./io.js";
 import { acquireLock, guardedWhileLocked, lockWaiting, requireLocking, stateStored, warn, withBackend } from "./runtime.js";
+import { printLocks, runUnderLock } from "./lock-commands.js";
 import { openStateInput } from "./state-input.js";
 import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
@@ -284,8 +285,8 @@ export async function stateRepairAction(opts: Opts): Promise<void> {
 
 // ---------------------------------------------------------------- locks
 
-/** `objstate lock`: take the lock and print its ID. */
-export async function lockAction(opts: Opts): Promise<void> {
+/** `objstate lock [-- command …]`: take the lock and print its ID, or hold it while a command runs. */
+export async function lockAction(opts: Opts, command: readonly string[] = []): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
   const timeout = lockTimeoutOf(opts);
@@ -294,6 +295,7 @@ export async function lockAction(opts: Opts): Promise<void> {
   await withBackend(config, async (backend) => {
     const operation = typeof opts["operation"] === "string" ? opts["operation"] : "objstate lock";
     const info = typeof opts["info"] === "string" ? opts["info"] : "";
+    if (command.length > 0) return runUnderLock(backend, workspace, { operation, info }, timeout, command);
     const { info: lock, interrupted } = await lockWaiting(backend, workspace, { operation, info }, timeout);
     if (opts["json"] === true) printJson(lock);
     else say(lock.ID);
@@ -302,6 +304,14 @@ export async function lockAction(opts: Opts): Promise<void> {
       throw new CliError("INTERRUPTED", `interrupted after the lock was taken: lock ${lock.ID} on ${backend.describe(workspace)} is held; release it with objstate unlock ${lock.ID} -w ${workspace}`, interrupted.exitCode);
     }
   });
+}
+
+/** `objstate locks`: every lock in the table and every lockfile under the prefix. */
+export async function locksAction(opts: Opts): Promise<void> {
+  const input = gatherSettings(opts);
+  const config = backendConfigOf(input);
+  requireLocking(config, "list");
+  await withBackend(config, async (backend) => printLocks(await backend.locks(), opts["json"] === true));
 }
 
 /** `objstate unlock ID`. */

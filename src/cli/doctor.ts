@@ -16,7 +16,9 @@ import { isObjstateError } from "../errors.js";
 import type { KeyAttribute } from "../lock/types.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../store/endpoint.js";
+import { probeConditions } from "../backend/probe.js";
 import type { Acl, ObjectStoreDriver } from "../store/types.js";
+import { lockSettings } from "./lock-settings.js";
 import { CliError, EXIT } from "./io.js";
 import { connect, identityFor, isHttp, lockTableFor, storeFor, warn } from "./runtime.js";
 import { backendConfigOf, gatherSettings, type SettingsInput } from "./settings.js";
@@ -132,6 +134,31 @@ async function versionsCheck(store: ObjectStoreDriver, bucket: string): Promise<
   }
 }
 
+/**
+ * The conformance probe's verdict on every condition objstate relies on (DESIGN §10): the
+ * state writes' fencing and lockfiles need the first two; a store without the third
+ * releases lockfiles after a read and an ID check, as the tool does.
+ */
+async function conditionChecks(store: ObjectStoreDriver, near: string, add: (r: CheckResult) => CheckResult): Promise<void> {
+  const lockfile = lockSettings().lockfile === true;
+  try {
+    const v = await probeConditions(store, near);
+    const line = (name: string, ok: boolean, yes: string, no: string, fix: string, required: boolean): void => {
+      add(ok ? { name, status: "ok", detail: yes } : { name, status: required ? "fail" : "warn", detail: no, fix });
+    };
+    line("If-None-Match", v.ifNoneMatch, "a second create-if-absent of the same key is refused", `${store.location} ignores If-None-Match: *: a create-if-absent overwrote the object`, "use a store that honours conditional writes; lockfiles (--lockfile) are refused on this one", lockfile);
+    line("If-Match", v.ifMatch, "a write conditional on another version is refused", `${store.location} ignores If-Match: a write conditional on another version replaced the object`, "use a store that honours conditional writes; lockfiles (--lockfile) are refused on this one", lockfile);
+    if (v.deleteIfMatch || !lockfile) {
+      // Only lockfiles would use it: without them, a store that ignores it is fine.
+      add({ name: "conditional delete", status: "ok", detail: v.deleteIfMatch ? "a delete conditional on another version is refused" : `${store.location} ignores If-Match on DELETE (only lockfiles would use it)` });
+    } else {
+      add({ name: "conditional delete", status: "warn", detail: `${store.location} ignores If-Match on DELETE: lockfiles are released after a read and an ID check (as the tool does), not atomically`, fix: "nothing to do unless lockfiles must be released atomically" });
+    }
+  } catch (e) {
+    add({ name: "If-None-Match", status: "fail", detail: `the conditional-write probe failed: ${message(e)}`, fix: diskFix(e) ?? "check the credentials' permissions to put and delete objects" });
+  }
+}
+
 /** Run every check; returns the results in order. Never throws for a failed check. */
 export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
@@ -241,6 +268,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
           await store.purge(probe);
           bucketOk = true;
           add({ name: "bucket", status: "ok", detail: `bucket ${bucket} exists and is writable (wrote and deleted ${probe})` });
+          await conditionChecks(store, `${prefix === "" ? "" : `${prefix}/`}.objstate-doctor`, add);
         } catch (e) {
           add({ name: "bucket", status: "fail", detail: `bucket ${bucket} exists but writing ${probe} failed: ${message(e)}`, fix: diskFix(e) ?? `let these credentials put and delete objects in ${bucket}${prefix === "" ? "" : ` under ${prefix}/`}` });
         }
@@ -258,7 +286,8 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
   let tableExists = false;
   if (table === undefined || kvEndpoint === undefined) {
     add({ name: "lock-table endpoint", status: "skip", detail: "no lock table configured" });
-    add({
+    if (lockSettings().lockfile === true) add({ name: "lock table", status: "ok", detail: "no lock table: state is locked with lockfiles ({state path}.tflock; see the If-None-Match and If-Match checks)" });
+    else add({
       name: "lock table",
       status: "warn",
       detail: "no lock table is configured (kvstoreTable): state is NOT locked, and concurrent writers can overwrite each other",

@@ -7,7 +7,8 @@ import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../util/read-file.j
  * Documented exit codes of `objstate`: 0 ok, 1 error, 2 usage or bad input (nothing was
  * written), 3 state locked (by another holder), 4 digest mismatch, 5 state conflict (the
  * lineage guard or a conditional write refused: nothing was written), 6 the lock is no
- * longer held by this writer (nothing was written); 129 / 130 / 143 interrupted (SIGHUP /
+ * longer held by this writer (`LOCK_NOT_HELD`, or `LOCK_LOST`: its lease ran out or was
+ * taken over; nothing more was written); 129 / 130 / 143 interrupted (SIGHUP /
  * SIGINT / SIGTERM); 141 standard output was closed by its reader (`| head`).
  */
 export const EXIT = {

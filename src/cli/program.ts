@@ -20,7 +20,8 @@ const EXIT_CODES_HELP = `
 Exit codes: 0 ok, 1 error, 2 usage or bad input (nothing was written), 3 state locked
 by another holder, 4 state does not match its digest (or its last write is torn: run
 objstate state repair), 5 state conflict (lineage guard or a concurrent write: nothing
-was written), 6 the lock is no longer held by this writer (nothing was written);
+was written), 6 the lock is no longer held by this writer: released, or its lease lost
+(LOCK_LOST; nothing more was written);
 129 / 130 / 143 interrupted by SIGHUP / SIGINT / SIGTERM, 141 output closed.`;
 
 /** Commander's error text (`error: unknown option '--x'\\n(Did you mean --y?)`) as one line. */
@@ -61,6 +62,16 @@ function timeoutOption(cmd: Command): Command {
       "give up on a request to the object store, lock table or STS after this long, retries included (one more second per MiB of a large body): 30s, 2m [default: 60s; connect 5s and idle 20s per attempt]",
     ),
   );
+}
+
+/**
+ * `--lock-ttl` and `--lockfile`: objstate's own lock settings (not fields of the seed's
+ * config; also in the --config file's `objstate` section), on every command that talks to a server.
+ */
+function lockSettingsOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option("--lock-ttl <duration>", "locks this command takes expire unless renewed (objstate renews them every third of this while it works; an expired one is taken over): 30s, 1m [default: none, never expire]"))
+    .addOption(new Option("--lockfile", "lock with a lockfile {state path}.tflock in the bucket (as the tool's S3 backend does), with or without a lock table"));
 }
 
 /** Commands that never contact a server. */
@@ -189,13 +200,19 @@ export function program(argv?: readonly string[]): Command {
     jsonOption(
       root
         .command("lock")
-        .description("take the workspace's lock and print its ID (release it with objstate unlock ID)")
+        .description(
+          "take the workspace's lock and print its ID (release it with objstate unlock ID); with -- COMMAND, hold it while the command runs (renewing a --lock-ttl lease; the command gets OBJSTATE_LOCK_ID) and release it after",
+        )
+        .argument("[command...]", "command to run under the lock (after --); objstate exits with its exit code, or 6 when the lease was lost")
         .option("--operation <op>", "what the holder is doing, shown to others", "objstate lock")
         .option("--info <text>", "free text stored with the lock"),
       "print the whole lock info as JSON",
     ),
   );
-  addSettingsOptions(lock, { workspace: true }).action(async (...args: unknown[]) => (await commands()).lockAction(optsOf(args)));
+  addSettingsOptions(lock, { workspace: true }).action(async (command: string[], ...rest: unknown[]) => (await commands()).lockAction(optsOf(rest), command));
+
+  const locks = jsonOption(root.command("locks").description("list every lock held in the lock table and every lockfile under the prefix: workspace, ID, who, operation, since, lease expiry"));
+  addSettingsOptions(locks).action(async (...args: unknown[]) => (await commands()).locksAction(optsOf(args)));
 
   const unlock = jsonOption(root.command("unlock").description("release the lock with this ID").argument("<id>", "the lock ID printed by objstate lock"));
   addSettingsOptions(unlock, { workspace: true }).action(async (id: string, ...rest: unknown[]) => (await commands()).unlockAction(id, optsOf(rest)));
@@ -253,7 +270,7 @@ export function program(argv?: readonly string[]): Command {
     if (add === undefined) return;
     pending.delete(leaf);
     add();
-    if (!OFFLINE.has(leaf.name())) timeoutOption(leaf);
+    if (!OFFLINE.has(leaf.name())) lockSettingsOptions(timeoutOption(leaf));
   };
   const leaves: Command[] = [];
   const visit = (cmd: Command): void => {

@@ -3,7 +3,7 @@
  * backend, drivers opened directly (for `doctor` and `init`), and waiting for a lock.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { ObjectStoreBackend, type ConnectOptions, type LockInfo, type LockOptions } from "../backend/backend.js";
+import { ObjectStoreBackend, type ConnectOptions, type LockHandle, type LockInfo, type LockOptions } from "../backend/backend.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { resolveEffectiveSettings, resolveIdentity, type Identity } from "../credentials/index.js";
@@ -15,6 +15,7 @@ import { openStore } from "../store/index.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import type { Timeouts } from "../util/sdk-client.js";
 import { formatDuration } from "./duration.js";
+import { lockSettings } from "./lock-settings.js";
 import { CliError, EXIT, usageError } from "./io.js";
 import { paint } from "./term.js";
 
@@ -43,7 +44,8 @@ export function cliTimeouts(): Partial<Timeouts> | undefined {
 
 /** Connect the backend with the CLI's warning channel. Close it when done. */
 export function connect(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, options: Omit<ConnectOptions, "env" | "onWarning"> = {}): Promise<ObjectStoreBackend> {
-  return ObjectStoreBackend.connect(config, { timeouts: requestTimeouts, ...options, env: process.env, onWarning: warn });
+  const lock = lockSettings();
+  return ObjectStoreBackend.connect(config, { timeouts: requestTimeouts, ttl: lock.ttlMs, lockfile: lock.lockfile, ...options, env: process.env, onWarning: warn });
 }
 
 /** Connect, run `work` with the backend, and close it whatever happens. */
@@ -90,8 +92,8 @@ export async function lockTableFor(settings: ResolvedBackendSettings, identity: 
  */
 export function requireLocking(config: ObjectStoreBackendConfig, what: string): void {
   const table = resolveEffectiveSettings(config, process.env, { onWarning: warn }).kvstoreTable.value;
-  if (table === undefined || table === "") {
-    throw new CliError("NO_LOCK_TABLE", `no lock table is configured, so there is no lock to ${what}: set kvstoreTable and kvstoreEndpoint (--kvstore-table, --kvstore-endpoint)`, EXIT.usage);
+  if ((table === undefined || table === "") && lockSettings().lockfile !== true) {
+    throw new CliError("NO_LOCK_TABLE", `no lock table is configured, so there is no lock to ${what}: set kvstoreTable and kvstoreEndpoint (--kvstore-table, --kvstore-endpoint), or lock with a lockfile (--lockfile)`, EXIT.usage);
   }
 }
 
@@ -223,16 +225,18 @@ export async function acquireLock(backend: ObjectStoreBackend, workspace: string
   installHandler();
   const where = backend.describe(workspace);
   phase = { phase: "acquiring", where };
-  let info: LockInfo;
+  let handle: LockHandle;
   try {
-    info = await whileLocked(() => backend.lock(workspace, options), timeoutMs, waitNotice(where, timeoutMs), interruption.signal);
+    // A handle: with --lock-ttl its heartbeat renews the lease while the operation runs.
+    handle = await whileLocked(() => backend.acquire(workspace, options), timeoutMs, waitNotice(where, timeoutMs), interruption.signal);
   } catch (e) {
     phase = { phase: "idle" };
     throw interrupted ? interruptedError() : e;
   }
+  const info = handle.info;
   if (interrupted) {
     try {
-      await releaseOrExplain(backend, workspace, info.ID, where, true);
+      await releaseOrExplain(() => handle.release(), workspace, info.ID, where, true);
     } finally {
       phase = { phase: "idle" };
     }
@@ -243,7 +247,7 @@ export async function acquireLock(backend: ObjectStoreBackend, workspace: string
     info,
     release: async (operationFailed) => {
       try {
-        await releaseOrExplain(backend, workspace, info.ID, where, operationFailed);
+        await releaseOrExplain(() => handle.release(), workspace, info.ID, where, operationFailed);
       } finally {
         phase = { phase: "idle" };
       }
@@ -255,9 +259,9 @@ export async function acquireLock(backend: ObjectStoreBackend, workspace: string
  * Release a lock; when the lock table does not answer, say which lock is left and the
  * exact command that releases it (a warning when `quietly`, else an error).
  */
-async function releaseOrExplain(backend: ObjectStoreBackend, workspace: string, id: string, where: string, quietly: boolean): Promise<void> {
+async function releaseOrExplain(release: () => Promise<void>, workspace: string, id: string, where: string, quietly: boolean): Promise<void> {
   try {
-    await backend.unlock(workspace, id);
+    await release();
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e);
     const message = `could not release lock ${id} on ${where} (${reason}); it is still held: release it with ${forceUnlockCommand(id, workspace)} and the same settings`;

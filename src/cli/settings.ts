@@ -12,7 +12,9 @@ import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfig
 import { isPlainObject, RULES } from "../config/rules.js";
 import { nearest } from "../config/validate.js";
 import { jsonSyntaxProblem } from "../util/json-error.js";
+import { durationFlag } from "./duration.js";
 import { readJsonFile, usageError } from "./io.js";
+import { setLockSettings, type LockSettings } from "./lock-settings.js";
 
 /** Heading of the settings options in `--help`. */
 export const SETTINGS_HELP_GROUP = "Settings (precedence: flag > --config file > environment > default):";
@@ -89,6 +91,8 @@ interface FileSettings {
   readonly keys: Record<string, string>;
   readonly workspace?: unknown;
   readonly defaults?: unknown;
+  /** The file's `objstate` section: objstate's own settings (`lockTtl`, `lockfile`). */
+  readonly objstate?: unknown;
 }
 
 const TOOL_BLOCK = "tool.backend.objectstore";
@@ -128,14 +132,14 @@ function fromToolJson(doc: Record<string, unknown>, file: string): FileSettings 
       props[f.name] = v;
     }
   }
-  return { props, keys };
+  return { props, keys, objstate: doc["objstate"] };
 }
 
 function fromProps(obj: Record<string, unknown>, path: string): FileSettings {
-  const { workspace, defaults, ...rest } = obj;
+  const { workspace, defaults, objstate, ...rest } = obj;
   const keys: Record<string, string> = {};
   for (const k of Object.keys(obj)) keys[k] = `${path}${k}`;
-  return { props: rest, keys, workspace, defaults };
+  return { props: rest, keys, workspace, defaults, objstate };
 }
 
 /**
@@ -183,8 +187,10 @@ export function gatherSettings(opts: Record<string, unknown>): SettingsInput {
   const origins: Record<string, Origin> = {};
   let workspace: string | undefined;
   let defaults: Record<string, unknown> | undefined;
+  let lock: LockSettings = {};
   if (file !== undefined) {
     const fs = loadConfigFile(file);
+    lock = lockSectionOf(fs.objstate, fileName as string);
     for (const [k, v] of Object.entries(fs.props)) {
       if (v === undefined || v === null) continue;
       props[k] = v;
@@ -221,7 +227,41 @@ export function gatherSettings(opts: Record<string, unknown>): SettingsInput {
     defaults = parseDefaults(d, "--defaults");
     origins["defaults"] = { kind: "flag", flag: "--defaults" };
   }
+  const ttl = opts["lockTtl"];
+  if (typeof ttl === "string") lock = { ...lock, ttlMs: lockTtlOf("--lock-ttl", ttl) };
+  if (opts["lockfile"] === true) lock = { ...lock, lockfile: true };
+  setLockSettings(lock);
   return { props, origins, workspace, defaults, file: fileName };
+}
+
+/** A lease length: a duration of at least 1 s (the lease's expiry is stored in whole seconds). */
+function lockTtlOf(label: string, text: string): number {
+  const ms = durationFlag(label, text);
+  if (ms < 1000) throw usageError(`${label} must be at least 1s (a lease's expiry is stored in whole seconds), got ${JSON.stringify(text)}`, "INVALID_LOCK_TTL");
+  return ms;
+}
+
+/**
+ * The `--config` file's `objstate` section: `{"lockTtl": "1m", "lockfile": true}`, beside
+ * the props (or the tool JSON's `tool` block). Anything else in it is refused by name.
+ */
+function lockSectionOf(section: unknown, file: string): LockSettings {
+  if (section === undefined || section === null) return {};
+  if (!isPlainObject(section)) fileError(file, `objstate must be an object: {"lockTtl": "1m", "lockfile": true}`);
+  let out: LockSettings = {};
+  for (const [k, v] of Object.entries(section)) {
+    if (k === "lockTtl") {
+      if (typeof v !== "string") fileError(file, `objstate.lockTtl must be a duration such as "30s" or "5m"`);
+      out = { ...out, ttlMs: lockTtlOf(`${file} (objstate.lockTtl)`, v) };
+    } else if (k === "lockfile") {
+      if (typeof v !== "boolean") fileError(file, `objstate.lockfile must be true or false`);
+      out = { ...out, lockfile: v };
+    } else {
+      const near = nearest(k, ["lockTtl", "lockfile"]);
+      fileError(file, `objstate.${k} is not an objstate setting${near === undefined ? "; the settings are: lockTtl, lockfile" : `; did you mean ${near}?`}`);
+    }
+  }
+  return out;
 }
 
 /** Describe an origin for messages: `--bucket` or `file stack.json`. */

@@ -10,6 +10,7 @@ import {
   DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  ScanCommand,
   UpdateItemCommand,
   type AttributeValue,
   type ConditionalCheckFailedException,
@@ -20,7 +21,7 @@ import { ObjstateError } from "../errors.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../store/endpoint.js";
 import { armClient, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning } from "../util/sdk-client.js";
 import type { CredentialsProvider } from "../store/types.js";
-import type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
+import type { KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
 
 const KEY = "LockID";
 const DEFAULT_REGION = "us-east-1";
@@ -196,6 +197,75 @@ export class DynamoDbLockTable implements LockTableDriver {
     }
   }
 
+  async putLease(id: string, info: string, expires: number | undefined, nowSec: number): Promise<LeaseItem | null> {
+    const item: Record<string, AttributeValue> = { [KEY]: { S: id }, Info: { S: info }, ...(expires === undefined ? {} : { Expires: { N: String(expires) } }) };
+    for (let round = 0; round < PUT_IF_ABSENT_ROUNDS; round++) {
+      try {
+        await this.client.send(
+          new PutItemCommand({
+            TableName: this.table,
+            Item: item,
+            // A missing Expires makes the comparison false: the tool's own locks never qualify.
+            ConditionExpression: `attribute_not_exists(${KEY}) OR #e < :now`,
+            ExpressionAttributeNames: { "#e": "Expires" },
+            ExpressionAttributeValues: { ":now": { N: String(nowSec) } },
+            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+          }),
+        );
+        return null;
+      } catch (e) {
+        if (!isConditionalFailure(e)) throw this.mapError(e, `write lock item "${id}" in`);
+        const blocking = e.Item ?? (await this.getItem(id));
+        if (blocking !== null) return leaseOf(blocking);
+      }
+    }
+    throw new ObjstateError("LOCK_TABLE_ERROR", `item "${id}" in ${this.location} kept appearing and vanishing; gave up writing it`);
+  }
+
+  async getLease(id: string): Promise<LeaseItem | null> {
+    const item = await this.getItem(id);
+    return item === null ? null : leaseOf(item);
+  }
+
+  async renewLease(id: string, expectedInfo: string, info: string, expires: number): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: { [KEY]: { S: id } },
+          ConditionExpression: `attribute_exists(${KEY}) AND Info = :old`,
+          UpdateExpression: "SET Info = :info, #e = :exp",
+          ExpressionAttributeNames: { "#e": "Expires" },
+          ExpressionAttributeValues: { ":old": { S: expectedInfo }, ":info": { S: info }, ":exp": { N: String(expires) } },
+        }),
+      );
+      return true;
+    } catch (e) {
+      if (isConditionalFailure(e)) return false;
+      throw this.mapError(e, `renew lock item "${id}" in`);
+    }
+  }
+
+  async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      let out;
+      try {
+        out = await this.client.send(
+          new ScanCommand({ TableName: this.table, ConsistentRead: true, FilterExpression: "attribute_exists(#a)", ExpressionAttributeNames: { "#a": attr }, ExclusiveStartKey: start }),
+        );
+      } catch (e) {
+        throw this.mapError(e, "scan");
+      }
+      for (const item of out.Items ?? []) {
+        const id = item[KEY]?.S;
+        const value = stringAttr(item, attr);
+        if (id !== undefined && value !== null) yield { id, value, expires: leaseOf(item).expires };
+      }
+      start = out.LastEvaluatedKey;
+    } while (start !== undefined);
+  }
+
   close(): void {
     this.client.destroy();
   }
@@ -338,6 +408,12 @@ function itemOf(id: string, attr: string, value: string): Record<string, Attribu
 }
 
 /** Only string attributes count: the lock table holds nothing else (types.ts). */
+function leaseOf(item: Record<string, AttributeValue>): LeaseItem {
+  const n = item["Expires"]?.N ?? item["Expires"]?.S;
+  const expires = n === undefined ? undefined : Number(n);
+  return { info: stringAttr(item, "Info") ?? "", expires: expires !== undefined && Number.isFinite(expires) ? expires : undefined };
+}
+
 function stringAttr(item: Record<string, AttributeValue>, attr: string): string | null {
   const v = item[attr];
   return v !== undefined && "S" in v && typeof v.S === "string" ? v.S : null;

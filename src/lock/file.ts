@@ -40,7 +40,7 @@ import { ObjstateError } from "../errors.js";
 import { acquireClaim, type Claim } from "../store/claim.js";
 import { parseEndpoint } from "../store/endpoint.js";
 import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, removeFile } from "../store/local-fs.js";
-import type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
+import type { KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
 
 const KEY = "LockID";
 /** Tables live below this directory of the endpoint, apart from the store's buckets. */
@@ -175,6 +175,71 @@ export class FileLockTable implements LockTableDriver {
     await this.withClaim(id, async () => {
       if ((await this.statItem(target)) !== null) await this.unlinkIfPresent(target, id);
     });
+  }
+
+  async putLease(id: string, info: string, expires: number | undefined, nowSec: number): Promise<LeaseItem | null> {
+    await this.ensureTable();
+    const target = this.itemPath(id);
+    const item: Item = { [KEY]: id, Info: info, ...(expires === undefined ? {} : { Expires: String(expires) }) };
+    const tmp = await this.stage(serialize(item));
+    const expired = (x: Item): boolean => {
+      const e = leaseOfItem(x).expires;
+      return e !== undefined && e < nowSec;
+    };
+    try {
+      for (let round = 0; round < PUT_IF_ABSENT_ROUNDS; round++) {
+        if (await this.linkIfAbsent(tmp, target, id)) return null;
+        const existing = await this.readItem(target, id);
+        if (existing === null) continue; // deleted between our link and our read: try again
+        if (!expired(existing)) return leaseOfItem(existing);
+        // An expired lease: replaced under the claim, after checking again that it is still the expired one.
+        const blocking = await this.withClaim(id, async () => {
+          const now = await this.readItem(target, id);
+          if (now !== null && !expired(now)) return now;
+          await this.replace(target, id, item);
+          return null;
+        });
+        return blocking === null ? null : leaseOfItem(blocking);
+      }
+      throw new ObjstateError("LOCK_TABLE_ERROR", `item "${id}" in ${this.location} kept appearing and vanishing; gave up writing it`);
+    } finally {
+      await removeFile(tmp).catch(() => undefined);
+    }
+  }
+
+  async getLease(id: string): Promise<LeaseItem | null> {
+    if (!(await this.tableReadyIfPresent())) return null;
+    const item = await this.readItem(this.itemPath(id), id);
+    return item === null ? null : leaseOfItem(item);
+  }
+
+  async renewLease(id: string, expectedInfo: string, info: string, expires: number): Promise<boolean> {
+    return this.updateIf(id, "Info", expectedInfo, { Info: info, Expires: String(expires) });
+  }
+
+  async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
+    if (!(await this.tableReadyIfPresent())) return;
+    let names: string[];
+    try {
+      names = await fs.readdir(this.dir);
+    } catch (e) {
+      if (errno(e) === "ENOENT") return;
+      throw this.fsError(e, "list", this.dir);
+    }
+    for (const name of names.sort()) {
+      if (!name.startsWith("i-")) continue;
+      // The item names its own LockID (file names of long ids are shortened).
+      let text: string | null;
+      try {
+        text = await readSmall(path.join(this.dir, name));
+      } catch (e) {
+        throw this.fsError(e, "list", this.dir);
+      }
+      const item = text === null ? null : parseItem(text);
+      const id = item?.[KEY];
+      const value = item?.[attr];
+      if (item !== null && id !== undefined && value !== undefined) yield { id, value, expires: leaseOfItem(item).expires };
+    }
   }
 
   close(): void {
@@ -378,6 +443,12 @@ export function encodeId(id: string): string {
   }
   if (out.length <= MAX_ENCODED) return out;
   return `${out.slice(0, KEEP_WHEN_SHORTENED)}~${createHash("sha256").update(id, "utf8").digest("hex")}`;
+}
+
+function leaseOfItem(item: Item): LeaseItem {
+  const raw = item["Expires"];
+  const n = raw === undefined ? undefined : Number(raw);
+  return { info: item["Info"] ?? "", expires: n !== undefined && Number.isFinite(n) ? n : undefined };
 }
 
 function serialize(item: Item): string {

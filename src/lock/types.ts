@@ -14,6 +14,14 @@ export interface KeyAttribute {
   readonly keyType: string;
 }
 
+/** A lock item as leases see it. */
+export interface LeaseItem {
+  /** The `Info` attribute, "" when the item has none. */
+  readonly info: string;
+  /** The `Expires` attribute (epoch seconds), undefined when absent (a lock that never expires). */
+  readonly expires: number | undefined;
+}
+
 export interface LockTableDriver {
   readonly kind: "dynamodb" | "file";
   /** Human description (endpoint and table, never credentials). */
@@ -42,6 +50,19 @@ export interface LockTableDriver {
   deleteIf(id: string, attr: string, expected: string): Promise<boolean>;
   /** Delete unconditionally; absent is fine. */
   delete(id: string): Promise<void>;
+  /**
+   * Write a lock item `{LockID: id, Info: info, Expires?: expires}` (whole item replaced)
+   * only if no item exists, or the existing one has an `Expires` (epoch seconds, a number
+   * on DynamoDB so a TTL can sweep it) below `nowSec`. An item without `Expires` never
+   * qualifies. Returns null when written, else the blocking item.
+   */
+  putLease(id: string, info: string, expires: number | undefined, nowSec: number): Promise<LeaseItem | null>;
+  /** The item's `Info` ("" when absent) and `Expires`, or null when there is no item. */
+  getLease(id: string): Promise<LeaseItem | null>;
+  /** Set `Info` and `Expires` only while `Info` equals `expectedInfo`; true when updated. */
+  renewLease(id: string, expectedInfo: string, info: string, expires: number): Promise<boolean>;
+  /** Every item that has attribute `attr`, with its value (a full scan: for listings). */
+  scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }>;
   close(): void;
 }
 

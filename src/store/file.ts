@@ -300,17 +300,27 @@ export class FileDriver implements ObjectStoreDriver {
    * (like S3 with versioning on). Absent keys are not an error and get no marker.
    */
   async delete(key: string): Promise<void> {
+    await this.deleteChecked(key, undefined);
+  }
+
+  async deleteIfMatch(key: string, etag: string): Promise<boolean> {
+    return this.deleteChecked(key, etag.replace(/"/g, ""));
+  }
+
+  /** Delete under the key's claim; with `ifMatch`, only while that version is current. */
+  private async deleteChecked(key: string, ifMatch: string | undefined): Promise<boolean> {
     const file = this.objectPath(key);
     const what = `cannot delete ${key} in ${this.location}`;
     try {
-      if (!(await checkDir(this.bucketDir)) || (await lstatFile(file)) === null) return;
+      if (!(await checkDir(this.bucketDir)) || (await lstatFile(file)) === null) return false;
     } catch (e) {
       throw fsFailure(e, what, "STORE_ERROR");
     }
     const claim = await this.claim(key);
     try {
+      if (ifMatch !== undefined && (await this.withVersion(key, file, async (_v, meta) => meta.etag)) !== ifMatch) return false;
       const st = await lstatFile(file);
-      if (st === null) return;
+      if (st === null) return false;
       await this.archive(key, file, st);
       await removeFile(file);
       await fsyncDir(this.bucketDir);
@@ -327,6 +337,7 @@ export class FileDriver implements ObjectStoreDriver {
       await claim.release().catch(() => undefined);
     }
     await this.pruneAfterWrite(key);
+    return true;
   }
 
   /** Delete the key, every older version and delete marker of it, and their metadata. */

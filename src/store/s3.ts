@@ -189,6 +189,7 @@ export class S3Driver implements ObjectStoreDriver {
 
   async put(key: string, body: PutBody, options: PutOptions = {}): Promise<void> {
     const ifMatch = options.ifMatch?.replace(/"/g, "");
+    if (options.strictConditions === true) return this.putOnce(key, body, options);
     if (options.ifNoneMatch === true && ifMatch === undefined && (this.conditionsIgnored || (await this.isVersioned()))) {
       // Ceph RGW ignores If-None-Match on a versioned bucket (it writes a new version over the
       // current one): the absence is checked first. Between the check and the write only a
@@ -275,6 +276,18 @@ export class S3Driver implements ObjectStoreDriver {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
     } catch (e) {
       if (isNotFound(e) && errorName(e) !== "NoSuchBucket") return;
+      throw this.mapError(e, { op: "delete", key });
+    }
+  }
+
+  async deleteIfMatch(key: string, etag: string): Promise<boolean> {
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key, IfMatch: etag.replace(/"/g, "") }));
+      return true;
+    } catch (e) {
+      const status = httpStatus(e);
+      // RGW answers some losers of a conditional race with 500 instead of 412 (see put).
+      if (status === 412 || status === 500 || errorName(e) === "PreconditionFailed" || isNotFound(e)) return false;
       throw this.mapError(e, { op: "delete", key });
     }
   }

@@ -68,6 +68,12 @@ export interface PutOptions {
   /** User metadata to store with the object (see {@link ObjectMeta.metadata}). */
   readonly metadata?: Readonly<Record<string, string>> | undefined;
   /**
+   * Send `ifNoneMatch`/`ifMatch` to the store as they are and trust only its answer: no check
+   * made by hand where the driver knows the store ignores a condition (Ceph RGW on a
+   * versioned bucket). For the conformance probe, which must see what the store itself does.
+   */
+  readonly strictConditions?: boolean | undefined;
+  /**
    * Hex MD5 of `body`, when the caller has it or is computing it (saves hashing twice).
    * A string is sent as Content-MD5; a promise lets the upload start at once, and the
    * driver checks the stored object's ETag against it afterwards.
@@ -220,6 +226,12 @@ export interface ObjectStoreDriver {
   list(prefix: string, options?: ListOptions): AsyncIterable<string>;
   /** Delete; absent keys are not an error. */
   delete(key: string): Promise<void>;
+  /**
+   * Lockfiles: delete only while the object's ETag is `etag` (`If-Match` on DELETE). True
+   * when deleted, false when it was absent or another version. A store that ignores the
+   * condition deletes anyway (the lock probe reports that).
+   */
+  deleteIfMatch(key: string, etag: string): Promise<boolean>;
   /**
    * Delete the key and, on a versioned bucket, every version and delete marker of exactly
    * that key, so nothing of it is left behind (for objstate's own probe objects, never for

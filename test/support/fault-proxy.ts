@@ -78,6 +78,12 @@ export interface FaultProxy {
   waitFor(match: RequestMatch, timeoutMs?: number): Promise<ProxyLogEntry>;
   /** How many requests are held right now. */
   heldCount(): number;
+  /**
+   * Rewrite the headers of every matching request before it is forwarded (a store that
+   * ignores a header: strip it, and re-sign what the client signed). `fn` gets the
+   * request's method, target and headers and returns the headers to send.
+   */
+  rewriteHeaders(match: RequestMatch, fn: (req: { method: string; path: string; headers: Record<string, string | string[] | undefined> }) => Record<string, string | string[] | undefined>): void;
   /** Log entries matching `match` (body rules test only bodies the proxy kept). */
   find(match: RequestMatch): ProxyLogEntry[];
   /** Stop listening, cut every connection, drop held requests. */
@@ -150,6 +156,7 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
   const stalls: RequestMatch[] = [];
   const drops: DropRule[] = [];
   const waiters: Waiter[] = [];
+  const rewrites: { match: RequestMatch; fn: Parameters<FaultProxy["rewriteHeaders"]>[1] }[] = [];
   let paused = false;
   let closed = false;
 
@@ -226,6 +233,8 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
     log.push(entry);
 
     const head = (m: RequestMatch): boolean => headMatches(m, method, path, target);
+    const rewrite = rewrites.find((r) => head(r.match));
+    if (rewrite !== undefined) req.headers = rewrite.fn({ method, path, headers: { ...req.headers } }) as typeof req.headers;
     const needsBody = paused || stalls.some(head) || drops.some((d) => d.match.body !== undefined && head(d.match));
     if (!needsBody) {
       notify(entry);
@@ -299,6 +308,9 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
       });
     },
     heldCount: () => held.length,
+    rewriteHeaders: (match, fn) => {
+      rewrites.push({ match, fn });
+    },
     find: (match) => log.filter((e) => matches(match, e)),
     close: async () => {
       if (closed) return;

@@ -31,6 +31,8 @@ function child(body: string, options: { lockMs?: number; failUnlock?: boolean } 
       describe: (w) => "bkt/" + w,
       lock: async (w) => { calls.push("lock " + w); await sleep(${options.lockMs ?? 0}); return { ID: "ID-1", Operation: "op", Info: "", Who: "me@here", Version: "1", Created: "now", Path: "bkt/" + w }; },
       unlock: async (w, id) => { calls.push("unlock " + w + " " + id); ${options.failUnlock === true ? 'throw new Error("the table did not answer");' : ""} },
+      // The CLI holds a handle (leases): the same lock, released through the handle.
+      acquire: async (w, o) => { const info = await backend.lock(w, o); return { info, id: info.ID, release: () => backend.unlock(w, info.ID) }; },
     };
     ${body}
   `;

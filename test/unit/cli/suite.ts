@@ -400,6 +400,9 @@ export function cliSuite(makeTarget: () => Target): void {
           "ok    credentials",
           "ok    object-store endpoint",
           "ok    bucket",
+          "ok    If-None-Match",
+          "ok    If-Match",
+          "ok    conditional delete",
           // The embedded store always keeps versions; a fresh S3 bucket does not until init --versioning.
           target.name.startsWith("embedded") ? "ok    versions" : "warn  versions",
           "ok    lock-table endpoint",
@@ -412,7 +415,7 @@ export function cliSuite(makeTarget: () => Target): void {
       assert.equal(await t.snapshot(), before);
       const json = JSON.parse(t.cli(["doctor", "--json"]).stdout) as { ok: boolean; checks: { name: string; status: string }[] };
       assert.equal(json.ok, true);
-      assert.equal(json.checks.length, 9);
+      assert.equal(json.checks.length, 12);
     });
 
     it("doctor reports a lock table whose key is not LockID, with a fix; exit 1", async () => {

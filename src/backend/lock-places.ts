@@ -1,0 +1,189 @@
+/**
+ * Where a lock lives (DESIGN §10): an item of the lock table, or a lockfile object
+ * `{statePath}.tflock` beside the state (the tool's S3 backend layout). Both behind one
+ * small interface; leases and fencing are the same on both (`locking.ts`).
+ */
+import { isObjstateError, ObjstateError } from "../errors.js";
+import type { LockTableDriver } from "../lock/types.js";
+import type { ObjectStoreDriver } from "../store/types.js";
+import { lockIdOf, NO_LOCK_ID } from "./fencing.js";
+import { parseLockInfo, type LockInfo } from "./lock-info.js";
+
+/** A lock as stored in one place. */
+export interface StoredLock {
+  /** The stored lock info, byte for byte ("" when a table item has no `Info`). */
+  readonly raw: string;
+  readonly info: LockInfo;
+  /** The lease's end, epoch seconds; undefined for a lock that never expires. */
+  readonly expires: number | undefined;
+  /** What a conditional renew or release of exactly this version needs (the raw info, or the lockfile's ETag). */
+  readonly token: string;
+}
+
+/** How a release went. */
+export type ReleaseOutcome = { readonly kind: "released" } | { readonly kind: "absent" } | { readonly kind: "other"; readonly holder: LockInfo; readonly raw: string };
+
+/** One place a lock lives; keys are the table's LockID or the lockfile's object key. */
+export interface LockPlace {
+  readonly kind: "table" | "lockfile";
+  /** Take the lock: written when absent or its lease ended before `nowSec` (the takeover bound). */
+  create(key: string, raw: string, expires: number | undefined, nowSec: number): Promise<{ readonly taken: StoredLock } | { readonly blocked: StoredLock }>;
+  read(key: string): Promise<StoredLock | null>;
+  /** Store `raw` (a renewed lease) only while the lock is still `held`; null when it is not. */
+  renew(key: string, held: StoredLock, raw: string, expires: number): Promise<StoredLock | null>;
+  /** Release the lock with this ID (`known`: the version this process stored last). */
+  release(key: string, id: string, known: StoredLock | undefined): Promise<ReleaseOutcome>;
+  /** Every lock in this place (the whole table; lockfiles under `prefix`). */
+  list(prefix: string): AsyncIterable<{ readonly key: string; readonly lock: StoredLock }>;
+}
+
+/** The lock table item attribute that marks a release in progress (see {@link TableLock.release}). */
+const RELEASED = "Released";
+/** Rounds of a conditional step that keeps finding the lock changed before giving up. */
+const ROUNDS = 20;
+/** The lockfile's suffix, as the tool's S3 backend names it. */
+export const LOCKFILE_SUFFIX = ".tflock";
+
+function stored(key: string, raw: string, expires: number | undefined, token: string): StoredLock {
+  const info = parseLockInfo(raw, key);
+  return { raw, info, expires: expires ?? info.Expires, token };
+}
+
+/** A lock item of the lock table: `{LockID, Info, Expires?}`, byte-compatible with the tool's. */
+export class TableLock implements LockPlace {
+  readonly kind = "table";
+  constructor(private readonly table: LockTableDriver) {}
+
+  async create(key: string, raw: string, expires: number | undefined, nowSec: number): Promise<{ taken: StoredLock } | { blocked: StoredLock }> {
+    const existing = await this.table.putLease(key, raw, expires, nowSec);
+    // Finding exactly our own info: a write retried after its reply was lost.
+    if (existing === null || existing.info === raw) return { taken: stored(key, raw, expires, raw) };
+    return { blocked: stored(key, existing.info, existing.expires, existing.info) };
+  }
+
+  async read(key: string): Promise<StoredLock | null> {
+    const item = await this.table.getLease(key);
+    return item === null ? null : stored(key, item.info, item.expires, item.info);
+  }
+
+  async renew(key: string, held: StoredLock, raw: string, expires: number): Promise<StoredLock | null> {
+    if (await this.table.renewLease(key, held.token, raw, expires)) return stored(key, raw, expires, raw);
+    const now = await this.read(key);
+    return now !== null && now.raw === raw ? now : null;
+  }
+
+  /**
+   * Two conditional steps, each safe to repeat: mark the item as released by this ID
+   * (only while it still carries the holder's exact info), then delete it only while it
+   * carries that mark. A delete whose reply was lost and whose retry finds the item gone is
+   * thus proven to be this release. `NO_ID` clears an item without readable lock info.
+   */
+  async release(key: string, id: string, known: StoredLock | undefined): Promise<ReleaseOutcome> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const raw = (attempt === 0 ? known?.raw : undefined) ?? (await this.table.get(key, "Info"));
+      if (raw === null && id !== NO_LOCK_ID) return { kind: "absent" };
+      if (raw !== null) {
+        const holder = parseLockInfo(raw, key);
+        if (lockIdOf(holder) !== id) return { kind: "other", holder, raw };
+      }
+      if (await this.table.updateIf(key, "Info", raw, { [RELEASED]: id })) {
+        // The release is decided; the delete only removes the item, and repeating it is harmless.
+        await this.table.deleteIf(key, RELEASED, id);
+        return { kind: "released" };
+      }
+      if (raw === null) return { kind: "absent" };
+    }
+    throw new ObjstateError("LOCK_TABLE_ERROR", `could not release lock ${id} (${key}) in ${this.table.location}: the lock item kept changing`);
+  }
+
+  async *list(): AsyncIterable<{ key: string; lock: StoredLock }> {
+    for await (const item of this.table.scanAttr("Info")) yield { key: item.id, lock: stored(item.id, item.value, item.expires, item.value) };
+  }
+}
+
+/**
+ * A lockfile: the object `{statePath}.tflock` whose body is the lock info JSON, created
+ * with `If-None-Match: *`, renewed and taken over with `If-Match`, released by a read, an
+ * ID check and a conditional delete (the tool's S3 backend layout, so the two interoperate).
+ */
+export class LockfileLock implements LockPlace {
+  readonly kind = "lockfile";
+  /**
+   * @param atomicDelete the store honours `If-Match` on DELETE (the probe's verdict).
+   * @param now the lease clock: without an atomic delete, an expired lease is left to be
+   *   taken over rather than deleted, as the delete could hit the lockfile of whoever took it over meanwhile.
+   */
+  constructor(
+    private readonly store: ObjectStoreDriver,
+    private readonly atomicDelete: boolean = true,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async create(key: string, raw: string, expires: number | undefined, nowSec: number): Promise<{ taken: StoredLock } | { blocked: StoredLock }> {
+    for (let round = 0; round < ROUNDS; round++) {
+      if (await this.putIf(key, raw, { ifNoneMatch: true })) return { taken: await this.confirm(key, raw) };
+      const current = await this.read(key);
+      if (current === null) continue; // released between our write and our read: try again
+      if (current.raw === raw) return { taken: current };
+      if (current.expires === undefined || current.expires >= nowSec) return { blocked: current };
+      // An expired lease: replaced only while it is still that very version.
+      if (await this.putIf(key, raw, { ifMatch: current.token })) return { taken: await this.confirm(key, raw) };
+    }
+    throw new ObjstateError("LOCK_ERROR", `the lockfile ${key} in ${this.store.location} kept changing; gave up taking the lock`);
+  }
+
+  async read(key: string): Promise<StoredLock | null> {
+    const obj = await this.store.get(key);
+    if (obj === null) return null;
+    const raw = obj.body.toString("utf8");
+    return stored(key, raw, undefined, obj.meta.etag ?? "");
+  }
+
+  async renew(key: string, held: StoredLock, raw: string, _expires: number): Promise<StoredLock | null> {
+    if (await this.putIf(key, raw, { ifMatch: held.token })) return this.confirm(key, raw);
+    const now = await this.read(key);
+    return now !== null && now.raw === raw ? now : null;
+  }
+
+  async release(key: string, id: string, _known: StoredLock | undefined): Promise<ReleaseOutcome> {
+    let tried = false;
+    for (let round = 0; round < ROUNDS; round++) {
+      const current = await this.read(key);
+      // Gone after our own conditional delete was sent: its reply was lost, the release is done.
+      if (current === null) return tried ? { kind: "released" } : { kind: "absent" };
+      if (lockIdOf(current.info) !== id) return { kind: "other", holder: current.info, raw: current.raw };
+      if (!this.atomicDelete && current.expires !== undefined && current.expires * 1000 <= this.now()) return { kind: "released" };
+      if (await this.store.deleteIfMatch(key, current.token)) return { kind: "released" };
+      tried = true;
+    }
+    throw new ObjstateError("LOCK_ERROR", `could not release lock ${id}: the lockfile ${key} in ${this.store.location} kept changing`);
+  }
+
+  async *list(prefix: string): AsyncIterable<{ key: string; lock: StoredLock }> {
+    for await (const key of this.store.list(prefix)) {
+      if (!key.endsWith(LOCKFILE_SUFFIX)) continue;
+      const lock = await this.read(key);
+      if (lock !== null) yield { key, lock };
+    }
+  }
+
+  /** A conditional PUT of the lock info; false when the condition failed. */
+  private async putIf(key: string, raw: string, condition: { ifNoneMatch: true } | { ifMatch: string }): Promise<boolean> {
+    try {
+      await this.store.put(key, Buffer.from(raw, "utf8"), { contentType: "application/json", ...condition });
+      return true;
+    } catch (e) {
+      if (isObjstateError(e, "PRECONDITION_FAILED")) return false;
+      throw e;
+    }
+  }
+
+  /** The version just written (its ETag is what renew and release are conditional on). */
+  private async confirm(key: string, raw: string): Promise<StoredLock> {
+    const now = await this.read(key);
+    if (now === null || now.raw !== raw) {
+      throw new ObjstateError("LOCK_LOST", `the lockfile ${key} in ${this.store.location} was replaced right after it was written (this process was paused past its lease?); take the lock again`);
+    }
+    return now;
+  }
+}

@@ -1,0 +1,299 @@
+/**
+ * The state lock (DESIGN §10): taken in every configured place (the lockfile first, then
+ * the table, the tool's order), with an optional lease, renewed by ID, checked right before
+ * each write (the fencing), released everywhere. The backend delegates to this.
+ */
+import { ObjstateError } from "../errors.js";
+import { lockedError, lockIdOf, NO_LOCK_ID } from "./fencing.js";
+import { isExpired, leaseExpiry, LockHandle, lockLost, takeoverBound } from "./lease.js";
+import { describeHolder, newLockInfo, type LockInfo } from "./lock-info.js";
+import type { LockPlace, StoredLock } from "./lock-places.js";
+
+/** What a lock is taken with (the backend's `LockOptions` plus the lease). */
+export interface TakeOptions {
+  readonly operation?: string | undefined;
+  readonly info?: string | undefined;
+  readonly id?: string | undefined;
+  readonly who?: string | undefined;
+  readonly version?: string | undefined;
+  readonly created?: string | undefined;
+  /** Lease length in ms; undefined: the connection's default (none: never expires). */
+  readonly ttlMs?: number | undefined;
+}
+
+/** One lock as `objstate locks` lists it. */
+export interface LockListing {
+  /** `table` (an item of the lock table) or `lockfile` (`{statePath}.tflock`). */
+  readonly source: "table" | "lockfile";
+  /** The table's LockID, or the lockfile's object key. */
+  readonly path: string;
+  /** The workspace of this backend the lock belongs to; null for a lock of another state. */
+  readonly workspace: string | null;
+  readonly id: string;
+  readonly who: string;
+  readonly operation: string;
+  /** When it was taken (UTC ISO), "" when unknown. */
+  readonly since: string;
+  /** When its lease ends (UTC ISO), null for a lock that never expires. */
+  readonly expires: string | null;
+  /** Has the lease ended (by this process's clock)? */
+  readonly expired: boolean;
+}
+
+/** How the manager finds its places and names things. */
+export interface LockingInit {
+  /** In acquisition order: lockfile first, then table. */
+  readonly places: readonly LockPlace[];
+  /** The key of a workspace's lock in a place. */
+  keyOf(place: LockPlace, workspace: string): string;
+  /** `bucket/path` of a workspace, for messages. */
+  describe(workspace: string): string;
+  /** The workspace a listed key belongs to, or null. */
+  workspaceOf(place: LockPlace, key: string): string | null;
+  /** Where lockfiles are listed from. */
+  readonly listPrefix: string;
+  readonly who: string;
+  readonly version: string;
+  /** Default lease (ms) of every lock this connection takes; undefined: none. */
+  readonly ttlMs: number | undefined;
+  /** How far apart clocks may be (see `lease.ts`). */
+  readonly marginMs: number;
+  readonly now: () => number;
+}
+
+interface Held {
+  readonly workspace: string;
+  readonly ttlMs: number | undefined;
+  /** By this process's clock: past this, no write goes out before a renew succeeds. */
+  validUntil: number;
+  readonly places: Map<LockPlace, StoredLock>;
+}
+
+export class Locking {
+  /** Locks this process took, by ID: renewals and releases act on exactly what it stored. */
+  private readonly held = new Map<string, Held>();
+  /** Renewals in flight by lock ID: a second caller (heartbeat and fencing check at once) joins the first. */
+  private readonly renewing = new Map<string, Promise<LockInfo>>();
+  /** Handles by lock ID: told when a fencing check finds their lease lost. */
+  private readonly handles = new Map<string, LockHandle>();
+
+  constructor(private readonly init: LockingInit) {}
+
+  /** Is there any place to lock? Without one, locks are not stored. */
+  get enabled(): boolean {
+    return this.init.places.length > 0;
+  }
+
+  /** Take the lock everywhere; `STATE_LOCKED` names the holder (and its lease). */
+  async lock(workspace: string, options: TakeOptions, path: string): Promise<LockInfo> {
+    const init = this.init;
+    const fresh = newLockInfo({ operation: options.operation ?? "objstate", info: options.info ?? "", who: options.who ?? init.who, version: options.version ?? init.version, path });
+    const ttl = options.ttlMs ?? init.ttlMs;
+    const sentAt = init.now();
+    const base: LockInfo = { ...fresh, ID: options.id ?? fresh.ID, Created: options.created ?? fresh.Created };
+    const info: LockInfo = ttl === undefined ? base : { ...base, Expires: leaseExpiry(sentAt, ttl) };
+    if (!this.enabled) return info;
+    const raw = JSON.stringify(info);
+    const bound = takeoverBound(sentAt, init.marginMs);
+    const got = new Map<LockPlace, StoredLock>();
+    let result = info;
+    try {
+      for (const place of init.places) {
+        const r = await place.create(init.keyOf(place, workspace), raw, info.Expires, bound);
+        if ("taken" in r) {
+          got.set(place, r.taken);
+          continue;
+        }
+        // The caller chose this ID and it is the holder's: a retry of its own lock.
+        if (options.id !== undefined && options.id !== "" && r.blocked.info.ID === options.id) {
+          got.set(place, r.blocked);
+          result = r.blocked.info;
+          continue;
+        }
+        throw lockedError(init.describe(workspace), workspace, r.blocked.raw, r.blocked.info);
+      }
+    } catch (e) {
+      // All or nothing: what was taken before the refusal is given back.
+      for (const [place, s] of got) await place.release(init.keyOf(place, workspace), info.ID, s).catch(() => undefined);
+      throw e;
+    }
+    this.held.set(result.ID, { workspace, ttlMs: ttl, validUntil: ttl === undefined ? Infinity : sentAt + ttl, places: got });
+    return result;
+  }
+
+  /** A held-lock handle whose heartbeat renews the lease every third of its ttl. */
+  async acquire(workspace: string, options: TakeOptions, path: string): Promise<LockHandle> {
+    const info = await this.lock(workspace, options, path);
+    const ttl = this.enabled ? this.held.get(info.ID)?.ttlMs : undefined;
+    const handle = new LockHandle(
+      info,
+      {
+        renew: () => this.renew(workspace, info.ID),
+        release: async () => {
+          this.handles.delete(info.ID);
+          await this.unlock(workspace, info.ID);
+        },
+      },
+      ttl,
+    );
+    if (this.enabled) this.handles.set(info.ID, handle);
+    return handle;
+  }
+
+  /**
+   * Extend the lease of lock `id` by its ttl (the connection's for a lock another process
+   * took), conditional on the lock still being exactly the version this process saw.
+   * `LOCK_LOST` when it is gone or has another holder, or when the lease ran out before a
+   * renewal got through.
+   */
+  renew(workspace: string, id: string): Promise<LockInfo> {
+    const running = this.renewing.get(id);
+    if (running !== undefined) return running;
+    const p = this.renewOnce(workspace, id).finally(() => this.renewing.delete(id));
+    this.renewing.set(id, p);
+    return p;
+  }
+
+  private async renewOnce(workspace: string, id: string): Promise<LockInfo> {
+    const init = this.init;
+    const h = this.held.get(id);
+    const ttl = h?.ttlMs ?? init.ttlMs;
+    if (ttl === undefined) {
+      throw new ObjstateError("NO_LEASE", `lock ${id} on ${init.describe(workspace)} has no lease to renew: take it with a ttl (--lock-ttl)`, { details: { lockId: id } });
+    }
+    const sentAt = init.now();
+    const expires = leaseExpiry(sentAt, ttl);
+    const where = init.describe(workspace);
+    let info: LockInfo | undefined;
+    try {
+      for (const place of init.places) {
+        const key = init.keyOf(place, workspace);
+        const current = h?.places.get(place) ?? (await place.read(key));
+        if (current === null) throw lockLost(where, id, "the lock was released (its lease ran out, or force-unlock)");
+        if (lockIdOf(current.info) !== id) throw lockLost(where, id, `another holder has it: ${describeHolder(current.info)}`);
+        const next = await place.renew(key, current, withExpires(current.raw, expires), expires);
+        if (next === null) {
+          const now = await place.read(key);
+          throw lockLost(where, id, now === null ? "the lock was released (its lease ran out, or force-unlock)" : `its lease ran out and another holder took it: ${describeHolder(now.info)}`);
+        }
+        h?.places.set(place, next);
+        info ??= next.info;
+      }
+    } catch (e) {
+      if (e instanceof ObjstateError && e.code === "LOCK_LOST") throw e;
+      // A failed request: the lease still stands until it runs out by our clock.
+      if (h !== undefined && init.now() >= h.validUntil) throw lockLost(where, id, `its lease ran out before it could be renewed (${(e as Error).message})`);
+      throw e;
+    }
+    if (h !== undefined) h.validUntil = sentAt + ttl;
+    return info as LockInfo;
+  }
+
+  /**
+   * The fencing check right before a write: the lock still carries `id` in every place and
+   * its lease has not run out (a lease past its end is renewed first, which only succeeds
+   * when nobody took it over). `LOCK_LOST` for a lease of this process that is gone;
+   * `LOCK_NOT_HELD` / `STATE_LOCKED` for a lock without one, as before leases.
+   */
+  async assertHolder(workspace: string, id: string): Promise<LockInfo> {
+    try {
+      return await this.checkHolder(workspace, id);
+    } catch (e) {
+      if (e instanceof ObjstateError && e.code === "LOCK_LOST") this.handles.get(id)?.lose(e);
+      throw e;
+    }
+  }
+
+  private async checkHolder(workspace: string, id: string): Promise<LockInfo> {
+    const init = this.init;
+    const where = init.describe(workspace);
+    const h = this.held.get(id);
+    const leased = h?.ttlMs !== undefined;
+    const found = await Promise.all(init.places.map((p) => p.read(init.keyOf(p, workspace))));
+    let info: LockInfo | undefined;
+    let expires: number | undefined;
+    for (const current of found) {
+      if (current === null || current.raw === "") {
+        if (leased) throw lockLost(where, id, "the lock was released (its lease ran out, or force-unlock)");
+        throw new ObjstateError("LOCK_NOT_HELD", `the state at ${where} is not locked: lock ${id} was released or force-unlocked; take the lock again before writing`, { details: { lockId: id } });
+      }
+      if (current.info.ID !== id) {
+        if (leased) throw lockLost(where, id, `its lease ran out and another holder took it: ${describeHolder(current.info)}`);
+        throw new ObjstateError("STATE_LOCKED", `the state at ${where} is locked by someone else: ${describeHolder(current.info)}`, { details: { lockInfo: current.info } });
+      }
+      info ??= current.info;
+      expires ??= current.expires;
+    }
+    const validUntil = h !== undefined ? h.validUntil : expires === undefined ? Infinity : expires * 1000;
+    if (init.now() >= validUntil) {
+      if (h?.ttlMs === undefined && init.ttlMs === undefined) throw lockLost(where, id, `its lease ended at ${new Date(validUntil).toISOString()}`);
+      return this.renew(workspace, id);
+    }
+    return info as LockInfo;
+  }
+
+  /** Release lock `id` everywhere (table first, then lockfile); the same checks as before leases. */
+  async unlock(workspace: string, id: string): Promise<void> {
+    const init = this.init;
+    if (!this.enabled) return;
+    const h = this.held.get(id);
+    let released = false;
+    for (const place of [...init.places].reverse()) {
+      const out = await place.release(init.keyOf(place, workspace), id, h?.places.get(place));
+      if (out.kind === "released") released = true;
+      else if (out.kind === "other") {
+        this.held.delete(id);
+        throw new ObjstateError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${init.describe(workspace)}: ${describeHolder(out.holder)}`, { details: { lockId: id, lockInfo: out.holder } });
+      }
+    }
+    this.held.delete(id);
+    this.handles.delete(id);
+    if (!released) {
+      const what = id === NO_LOCK_ID ? "no lock item without an ID" : `no lock with ID ${id}`;
+      throw new ObjstateError("LOCK_NOT_FOUND", `the state at ${init.describe(workspace)} is not locked (${what})`, { details: { lockId: id } });
+    }
+  }
+
+  /** The current lock's info (the first place's), or null when unlocked. */
+  async info(workspace: string): Promise<LockInfo | null> {
+    const first = this.init.places[0];
+    if (first === undefined) return null;
+    const current = await first.read(this.init.keyOf(first, workspace));
+    return current === null || current.raw === "" ? null : current.info;
+  }
+
+  /** Every lock in the table and every lockfile under the prefix, by path. */
+  async list(): Promise<LockListing[]> {
+    const init = this.init;
+    const now = init.now();
+    const out: LockListing[] = [];
+    for (const place of init.places) {
+      for await (const { key, lock } of place.list(init.listPrefix)) {
+        const i = lock.info;
+        out.push({
+          source: place.kind,
+          path: key,
+          workspace: init.workspaceOf(place, key),
+          id: i.ID,
+          who: i.Who,
+          operation: i.Operation,
+          since: i.Created,
+          expires: lock.expires === undefined ? null : new Date(lock.expires * 1000).toISOString(),
+          expired: isExpired(lock.expires, now, 0),
+        });
+      }
+    }
+    return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.source < b.source ? -1 : 1));
+  }
+}
+
+/** The stored info with a new `Expires`, every other field kept as it is. */
+function withExpires(raw: string, expires: number): string {
+  try {
+    const o: unknown = JSON.parse(raw);
+    if (typeof o === "object" && o !== null && !Array.isArray(o)) return JSON.stringify({ ...(o as Record<string, unknown>), Expires: expires });
+  } catch {
+    // not JSON: an item we did not write; renewing it is refused below by its ID anyway
+  }
+  return raw;
+}

@@ -1,0 +1,62 @@
+/**
+ * `objstate locks` (every lock, for dashboards and automation) and `objstate lock -- CMD`
+ * (hold a lock, renewing its lease, while a command runs): the lock commands that leases
+ * brought. A `lock` without a command exits at once and cannot renew anything, so its
+ * lease simply runs out after `--lock-ttl` (DECISIONS: leases from the shell).
+ */
+import { spawn } from "node:child_process";
+import type { LockHandle, ObjectStoreBackend } from "../backend/backend.js";
+import type { LockListing } from "../backend/locking.js";
+import type { LockOptions } from "../backend/backend.js";
+import { ObjstateError } from "../errors.js";
+import { CliError, EXIT } from "./io.js";
+import { whileLocked } from "./runtime.js";
+import { printJson } from "./term.js";
+
+/** Print the lock list: JSON, or one aligned line per lock. */
+export function printLocks(list: readonly LockListing[], json: boolean): void {
+  if (json) return printJson(list);
+  if (list.length === 0) {
+    process.stdout.write("no locks\n");
+    return;
+  }
+  const rows = [
+    ["WORKSPACE", "SOURCE", "ID", "WHO", "OPERATION", "SINCE", "LEASE"],
+    ...list.map((l) => [l.workspace ?? `(${l.path})`, l.source, l.id || "(none)", l.who || "-", l.operation || "-", l.since || "-", l.expires === null ? "never expires" : `${l.expired ? "expired" : "expires"} ${l.expires}`]),
+  ];
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
+  for (const r of rows) process.stdout.write(`${r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ")}\n`);
+}
+
+/**
+ * Take the lock (waiting up to `timeoutMs`), run `command` with `OBJSTATE_LOCK_ID` and
+ * `OBJSTATE_WORKSPACE` in its environment while the heartbeat renews the lease, then
+ * release. When the lease is lost the command gets SIGTERM and objstate ends with
+ * `LOCK_LOST` (exit 6); otherwise with the command's own exit code.
+ */
+export async function runUnderLock(backend: ObjectStoreBackend, workspace: string, options: LockOptions, timeoutMs: number, command: readonly string[]): Promise<void> {
+  const held: LockHandle = await whileLocked(() => backend.acquire(workspace, options), timeoutMs);
+  let ended: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  let failure: unknown;
+  try {
+    const [file, ...args] = command as [string, ...string[]];
+    const child = spawn(file, args, { stdio: "inherit", env: { ...process.env, OBJSTATE_LOCK_ID: held.id, OBJSTATE_WORKSPACE: workspace } });
+    const onLost = (): void => {
+      child.kill("SIGTERM");
+    };
+    held.signal.addEventListener("abort", onLost, { once: true });
+    ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+      child.on("error", (e) => reject(new CliError("COMMAND_FAILED", `could not run ${file}: ${e.message}`, EXIT.error, e)));
+      child.on("exit", (c, s) => resolve({ code: c, signal: s }));
+    });
+    held.signal.removeEventListener("abort", onLost);
+  } catch (e) {
+    failure = e;
+  }
+  const lost: unknown = held.lost ? held.signal.reason : undefined;
+  await held.release();
+  if (lost instanceof ObjstateError && lost.code === "LOCK_LOST") throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, EXIT.lockLost, lost);
+  if (failure !== undefined || ended === undefined) throw failure;
+  if (ended.signal !== null) throw new CliError("COMMAND_FAILED", `${command[0]} was ended by ${ended.signal}`, EXIT.error);
+  if (ended.code !== 0) throw new CliError("COMMAND_FAILED", `${command[0]} exited with code ${ended.code ?? "?"}`, ended.code ?? EXIT.error);
+}
