@@ -22,6 +22,13 @@ export interface BackendConsoleOptions {
   readonly chartVersions?: number | undefined;
   /** States read at once in the background to count resources for the Workspaces page (default 2). */
   readonly countConcurrency?: number | undefined;
+  /**
+   * How old a workspace's last write (one HEAD each) may be when the Workspaces page shows
+   * it (default 5 s). Older ones are shown once more and read again in the background, so a
+   * page of thousands of workspaces waits only for their locks; a workspace never seen is
+   * read at once. Locks are always read fresh; one workspace's own page always reads.
+   */
+  readonly summaryTtlMs?: number | undefined;
   /** How long the bucket's versioning status is reused (default 60 s). */
   readonly versioningTtlMs?: number | undefined;
   /** Time source (default `Date.now`). */
@@ -53,6 +60,34 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
     if (map.size <= max) break;
     map.delete(k);
   }
+}
+
+/**
+ * Jobs run in the background, at most `limit` at once and one per key (a key queued again
+ * before it ran keeps its place). Failures are dropped: the next page view queues again.
+ */
+function backgroundQueue(limit: number): (key: string, job: () => Promise<unknown>) => void {
+  const queued = new Map<string, () => Promise<unknown>>();
+  const running = new Set<string>();
+  const pump = (): void => {
+    for (const [key, job] of queued) {
+      if (running.size >= limit) return;
+      if (running.has(key)) continue;
+      queued.delete(key);
+      running.add(key);
+      void job()
+        .catch(() => undefined)
+        .finally(() => {
+          running.delete(key);
+          pump();
+        });
+    }
+  };
+  return (key, job) => {
+    if (running.has(key) || queued.has(key)) return;
+    queued.set(key, job);
+    pump();
+  };
 }
 
 /** Lock info as the console shows it; a lease's `Expires` (epoch seconds) when the holder set one. */
@@ -101,29 +136,17 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
   const countConcurrency = options.countConcurrency ?? 2;
   const versioningTtl = options.versioningTtlMs ?? 60_000;
   const now = options.now ?? Date.now;
+  const summaryTtl = options.summaryTtlMs ?? 5_000;
 
   // Counting resources means reading and parsing the whole state: the Workspaces page
   // never waits for it. Counts are keyed by the write they were made from (its ETag), so
   // they never go stale; the ones not known yet are made in the background, a few at a time.
   const counts = new Map<string, number | undefined>();
-  const queued = new Map<string, string>();
-  let counting = 0;
-  const pump = (): void => {
-    while (counting < countConcurrency && queued.size > 0) {
-      const [workspace, key] = queued.entries().next().value as [string, string];
-      queued.delete(workspace);
-      counting++;
-      void backend
-        .readState(workspace)
-        .then(
-          (bytes) => remember(counts, `${workspace}\0${key}`, countResources(bytes), COUNT_CACHE_MAX),
-          () => undefined, // the next page view asks again
-        )
-        .finally(() => {
-          counting--;
-          pump();
-        });
-    }
+  const countLater = backgroundQueue(countConcurrency);
+  const count = async (workspace: string, key: string): Promise<number | undefined> => {
+    const resources = countResources(await backend.readState(workspace));
+    remember(counts, key, resources, COUNT_CACHE_MAX);
+    return resources;
   };
 
   // Version contents never change: their counts are kept (bounded).
@@ -138,27 +161,43 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     return keeps;
   };
 
+  // Last writes seen, for the Workspaces page (stale-while-revalidate, see summaryTtlMs).
+  const writes = new Map<string, { readonly at: number; readonly write: BackendLastWrite | null }>();
+  const refreshLater = backgroundQueue(concurrency);
+  const readWrite = async (workspace: string): Promise<BackendLastWrite | null> => {
+    const write = await backend.lastWrite(workspace);
+    writes.set(workspace, { at: now(), write });
+    return write;
+  };
+  const lastWrite = (workspace: string, fresh: boolean): Promise<BackendLastWrite | null> => {
+    const seen = writes.get(workspace);
+    if (fresh || seen === undefined || summaryTtl <= 0) return readWrite(workspace);
+    if (now() - seen.at >= summaryTtl) refreshLater(workspace, () => readWrite(workspace));
+    return Promise.resolve(seen.write);
+  };
+
   const summary = async (workspace: string, wait: boolean): Promise<WorkspaceSummary> => {
-    const [lock, write] = await Promise.all([backend.lockInfo(workspace), backend.lastWrite(workspace)]);
+    const [lock, write] = await Promise.all([backend.lockInfo(workspace), lastWrite(workspace, wait)]);
     const base = { name: workspace, lock: lockView(lock) };
     if (write === null) return { ...base, lastWrite: null, size: 0, resources: 0 };
     const key = `${workspace}\0${writeKey(write)}`;
     let resources = counts.get(key);
     if (resources === undefined && !counts.has(key)) {
-      if (wait) {
-        resources = countResources(await backend.readState(workspace));
-        remember(counts, key, resources, COUNT_CACHE_MAX);
-      } else {
-        queued.set(workspace, writeKey(write));
-        pump();
-      }
+      if (wait) resources = await count(workspace, key);
+      else countLater(workspace, () => count(workspace, key));
     }
     return { ...base, lastWrite: { time: write.lastModified, who: write.who, serial: write.serial ?? null }, size: write.size, resources };
   };
 
   return {
     hasHistory,
-    listWorkspaces: async () => mapLimit(await backend.listWorkspaces(), concurrency, (w) => summary(w, false)),
+    listWorkspaces: async () => {
+      const names = await backend.listWorkspaces();
+      const listed = new Set(names);
+      // Deleted workspaces leave the cache with the listing.
+      for (const w of writes.keys()) if (!listed.has(w)) writes.delete(w);
+      return mapLimit(names, concurrency, (w) => summary(w, false));
+    },
     workspace: (workspace) => summary(workspace, true),
     lock: async (workspace) => lockView(await backend.lockInfo(workspace)),
     locks: async () => {
@@ -190,6 +229,7 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     },
     rollback: async (workspace, to): Promise<RollbackResult> => {
       const r = await backend.rollback(workspace, to);
+      writes.delete(workspace);
       return { serial: r.serial };
     },
     forceUnlock: (workspace, id) => backend.forceUnlock(workspace, id),

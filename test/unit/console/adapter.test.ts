@@ -79,6 +79,30 @@ describe("backendConsoleApi over the embedded store", () => {
     assert.equal(w.lastWrite?.serial, 2);
   });
 
+  it("the Workspaces list shows a last write up to summaryTtlMs old, then reads it again in the background; locks and a workspace's own page are always fresh", async () => {
+    let t = 1_000_000;
+    const api = backendConsoleApi(backend, { summaryTtlMs: 5_000, now: () => t });
+    await backend.writeState("cached", makeState(1, 1), { force: true });
+    const serialOf = async (): Promise<number | null | undefined> => (await api.listWorkspaces()).find((w) => w.name === "cached")?.lastWrite?.serial;
+    assert.equal(await serialOf(), 1, "a workspace never seen is read at once");
+    await backend.writeState("cached", makeState(2, 2), { force: true });
+    const lock = await backend.lock("cached");
+    try {
+      const within = (await api.listWorkspaces()).find((w) => w.name === "cached");
+      assert.equal(within?.lastWrite?.serial, 1, "reused within the TTL");
+      assert.equal(within?.lock?.id, lock.ID, "the lock is read fresh");
+      assert.equal((await api.workspace("cached")).lastWrite?.serial, 2, "one workspace's page reads the store");
+      t += 5_000;
+      await backend.writeState("cached", makeState(3, 3), { force: true, lockId: lock.ID });
+      assert.equal(await serialOf(), 2, "past the TTL: shown once more while read again in the background");
+      assert.equal(await eventually(serialOf, (s) => s === 3), 3);
+      const uncached = backendConsoleApi(backend, { summaryTtlMs: 0 });
+      assert.equal((await uncached.listWorkspaces()).find((w) => w.name === "cached")?.lastWrite?.serial, 3);
+    } finally {
+      await backend.unlock("cached", lock.ID);
+    }
+  });
+
   it("outputs with their sensitivity, sorted; a workspace without state has none", async () => {
     const api = backendConsoleApi(backend);
     assert.deepEqual(await api.outputs("prod"), [
