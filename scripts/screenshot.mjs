@@ -1,41 +1,54 @@
-// Regenerates docs/console.png: the console's Workspaces page over sample data, in
-// Debian's headless chromium (scripts/install-chromium.sh). Run `npm run screenshot`
-// (it builds first: this imports the compiled test support from dist/).
+// Regenerates docs/console.png: the Workspaces page of `objstate serve` (the real server,
+// in process, with a users file) over a sample embedded store, in Debian's headless
+// chromium (scripts/install-chromium.sh). Run `npm run screenshot` (it builds first: this
+// imports the compiled code from dist/).
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ObjectStoreBackend } from "../dist/src/index.js";
 import { launchChromium } from "../dist/test/support/browser.js";
-import { makeState, MemoryConsoleApi } from "../dist/test/support/console-memory.js";
-import { startConsoleServer } from "../dist/test/support/console-server.js";
+import { makeState } from "../dist/test/support/console-memory.js";
+import { startObjstateConsole } from "../dist/test/support/console-server.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out = join(root, "docs", "console.png");
-const now = Date.now();
-const ago = (min) => new Date(now - min * 60_000).toISOString();
 
-const api = new MemoryConsoleApi();
+const server = await startObjstateConsole();
+const writers = new Map();
+const as = async (who) => {
+  if (!writers.has(who)) writers.set(who, await ObjectStoreBackend.connect(server.config, { env: {}, who, onWarning: () => {} }));
+  return writers.get(who);
+};
+// Oldest write first: the page sorts by last write, newest first.
 const sample = [
-  ["default", 4, 3, 2880, "alice@laptop"],
-  ["prod", 58, 41, 45, "ci@runner"],
-  ["staging", 31, 37, 12, "ci@runner"],
-  ["dev-alice", 12, 9, 600, "alice@laptop"],
-  ["dev-bob", 7, 5, 1500, "bob@desk"],
-  ["network", 19, 22, 9000, "ci@runner"],
+  ["network", 19, 22, "ci@runner"],
+  ["default", 4, 3, "alice@laptop"],
+  ["dev-bob", 7, 5, "bob@desk"],
+  ["dev-alice", 12, 9, "alice@laptop"],
+  ["staging", 31, 37, "ci@runner"],
+  ["prod", 58, 41, "ci@runner"],
 ];
-for (const [name, serial, n, minutes, who] of sample) {
-  api.write(name, makeState(serial, n, { endpoint: { value: `https://${name}.example` } }), { who, operation: "apply", lastModified: ago(minutes) });
-}
-api.setLock("prod", { id: "9f1c2e4a-6b7d-4e3f-8a21-0c5d9e7b1a33", who: "ci@runner", operation: "apply", info: "pipeline 4187", created: ago(3) });
-api.setLock("dev-bob", { id: "2b8e5f10-3c4a-4d9e-b6f7-1a2c3d4e5f60", who: "bob@desk", operation: "plan", info: "", created: ago(95) });
-
-const server = await startConsoleServer(api);
-const browser = await launchChromium();
+let browser;
 try {
+  for (const [name, serial, n, who] of sample) {
+    const b = await as(who);
+    for (let s = serial - 2; s <= serial; s++) await b.writeState(name, makeState(s, n, { endpoint: { value: `https://${name}.example` } }));
+  }
+  await (await as("ci@runner")).lock("prod", { operation: "apply", info: "pipeline 4187" });
+  await (await as("bob@desk")).lock("dev-bob", { operation: "plan" });
+
+  browser = await launchChromium();
   const ctx = await browser.newContext({ httpCredentials: { username: "admin", password: "admin" }, viewport: { width: 1000, height: 600 }, colorScheme: "light" });
   const page = await ctx.newPage();
   await page.goto(`${server.url}/`);
+  // Resource counts are made in the background after the first view.
+  for (let i = 0; i < 50 && (await page.content()).includes("being counted"); i++) {
+    await page.waitForTimeout(100);
+    await page.reload();
+  }
   await page.screenshot({ path: out });
   console.log(`wrote ${out}`);
 } finally {
-  await browser.close();
+  await browser?.close();
+  for (const b of writers.values()) b.close();
   await server.close();
 }

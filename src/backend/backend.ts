@@ -12,7 +12,7 @@ import { parseEndpoint } from "../store/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { S3DriverOptions } from "../store/s3.js";
 import { isByteSource, md5OfSource, prefixOf, sizeOf } from "../store/byte-source.js";
-import type { Acl, ByteSource, ObjectStoreDriver } from "../store/types.js";
+import type { Acl, ByteSource, ObjectStoreDriver, VersioningStatus } from "../store/types.js";
 import { resolveIdentity, type Identity } from "../credentials/chain.js";
 import { resolveEffectiveSettings } from "../credentials/index.js";
 import type { Clock } from "../credentials/refresh.js";
@@ -36,6 +36,7 @@ export type { LockInfo } from "./lock-info.js";
 export { LockHandle } from "./lease.js";
 export type { LockListing } from "./locking.js";
 export type { ProbeVerdict } from "./probe.js";
+export type { VersioningStatus } from "../store/types.js";
 
 /** Options of {@link ObjectStoreBackend.connect}. */
 export interface ConnectOptions {
@@ -844,6 +845,15 @@ export class ObjectStoreBackend {
       lockId: decodeMeta(m[META.lockId]),
       operation: decodeMeta(m[META.operation]),
     };
+  }
+
+  /**
+   * Does the bucket keep versions (what history and rollback need)? `enabled` (the
+   * embedded store always), `suspended` (old versions kept, new writes replace the current
+   * one) or `off`. One request; needs no lock table.
+   */
+  versioning(): Promise<VersioningStatus> {
+    return this.store.versioning();
   }
 
   /**

@@ -32,6 +32,8 @@ export interface LockListing {
   readonly id: string;
   readonly who: string;
   readonly operation: string;
+  /** The holder's free text (`Info`). */
+  readonly info: string;
   /** When it was taken (UTC ISO), "" when unknown. */
   readonly since: string;
   /** When its lease ends (UTC ISO), null for a lock that never expires. */
@@ -277,6 +279,7 @@ export class Locking {
           id: i.ID,
           who: i.Who,
           operation: i.Operation,
+          info: i.Info,
           since: i.Created,
           expires: lock.expires === undefined ? null : new Date(lock.expires * 1000).toISOString(),
           expired: isExpired(lock.expires, now, 0),

@@ -68,7 +68,8 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
 
   const config = backendConfigOf(gatherSettings(opts));
   const backend = await connect(config);
-  const server = new ObjstateServer({ backend, config, users, maxStateSize, clientTimeoutMs, tls, logger });
+  const withConsole = opts["console"] !== false;
+  const server = new ObjstateServer({ backend, config, users, maxStateSize, clientTimeoutMs, tls, logger, console: withConsole });
   try {
     await server.listen(host, port);
   } catch (e) {
@@ -82,7 +83,7 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   }
   if (!backend.lockingEnabled) warn("no lock table is configured: LOCK always succeeds and concurrent clients can overwrite each other's changes", "SERVE_NO_LOCKING");
   logger.event("info", "listening", { url: server.url, state: backend.describe(), auth: users !== undefined, tls: tls !== undefined, clientCertificates: tls?.ca !== undefined });
-  process.stderr.write(`objstate: serving ${backend.describe()} at ${server.url}/state/{workspace}\n`);
+  process.stderr.write(`objstate: serving ${backend.describe()} at ${server.url}/state/{workspace}${withConsole ? `, web console at ${server.url}/` : " (no web console: --no-console)"}\n`);
 
   await new Promise<void>((resolve) => {
     let stopping = false;

@@ -337,6 +337,7 @@ export function addServeOptions(cmd: Command): Command {
   add(new Option("--max-state-size <size>", "largest request body: 1024, 64KiB, 512MiB, 1GiB; larger ones get 413 before they are read").default("512MiB"));
   add(new Option("--client-timeout <duration>", "drop a client that sends nothing for this long in the middle of its headers or body").default("30s"));
   add(new Option("--shutdown-grace <duration>", "on SIGTERM or SIGINT, how long requests in flight may take to finish before their connections are cut").default("30s"));
+  add(new Option("--no-console", "serve no web console at / (only /state, /api/v1 and the probes)"));
   add(new Option("--log-level <level>", "request log on stderr, one JSON line per request: debug, info, warn, error, off").choices(["debug", "info", "warn", "error", "off"]).default("info"));
   return cmd;
 }

@@ -1,59 +1,42 @@
 /**
  * `backendConsoleApi(backend)`: the console's {@link ConsoleApi} over an
- * `ObjectStoreBackend` — the same library calls the JSON API makes, no second
- * implementation. History and rollback come from the backend's version methods
- * ({@link HistoryBackend}) when it has them; until then the console says it keeps no history.
+ * `ObjectStoreBackend` — the same library calls the JSON API makes (`lastWrite`,
+ * `lockInfo`, `history`, `readVersion`, `rollback`, `forceUnlock`), no second
+ * implementation of any operation.
  */
-import type { ObjectStoreBackend } from "../backend/backend.js";
+import type { LastWrite as BackendLastWrite, ObjectStoreBackend, StateVersion } from "../backend/backend.js";
 import type { LockInfo } from "../backend/lock-info.js";
-import { ObjstateError } from "../errors.js";
 import { stringifyExact } from "../remote-state/exact-json.js";
 import { diffStates, type StateDiff } from "../state/diff.js";
-import { readStateDocument, type StateDocument } from "../state/document.js";
+import { readStateDocument } from "../state/document.js";
 import type { ConsoleApi, LockView, OutputView, RollbackResult, VersionView, WorkspaceSummary } from "./types.js";
 
-/** One stored version as the backend's history lists it (DESIGN §9). */
-export interface VersionRecord {
-  readonly versionId: string;
-  readonly lastModified: Date | string | undefined;
-  readonly size: number;
-  readonly serial: number | null | undefined;
-  readonly lineage: string | null | undefined;
-  readonly who?: string | undefined;
-  readonly operation?: string | undefined;
-  readonly lockId?: string | undefined;
-  readonly isLatest: boolean;
-  readonly deleteMarker: boolean;
-}
-
-/** The backend's version methods (issue 10), wired when present. */
-export interface HistoryBackend {
-  /** Versions newest first, at most `limit`. */
-  history(workspace: string, options: { readonly limit: number }): AsyncIterable<VersionRecord>;
-  /** One version's bytes (null for a delete marker or a version that is gone). */
-  readVersion(workspace: string, versionId: string): Promise<Uint8Array | null>;
-  /** Write version `to`'s content as a new version, serial = current + 1, under the lock. */
-  rollback(workspace: string, versionId: string): Promise<{ readonly serial?: number | null | undefined; readonly versionId?: string | undefined }>;
-}
-
-/** What the adapter uses of a backend: today's methods, and the version methods when it has them. */
-export type ConsoleBackend = Pick<ObjectStoreBackend, "listWorkspaces" | "lockInfo" | "readState" | "forceUnlock"> & Partial<HistoryBackend>;
+/** What the console uses of a backend: its real methods, nothing guessed. */
+export type ConsoleBackend = Pick<ObjectStoreBackend, "listWorkspaces" | "lockInfo" | "locks" | "lastWrite" | "readState" | "forceUnlock" | "history" | "readVersion" | "rollback" | "versioning">;
 
 /** Options of {@link backendConsoleApi}. */
 export interface BackendConsoleOptions {
-  /** Workspaces read at once when listing (default 8). */
+  /** Workspaces (or versions) read at once (default 8). */
   readonly concurrency?: number | undefined;
-  /** Newest versions whose content is read to count resources for the chart (default 100). */
+  /** Newest versions whose resources are counted for the History chart (default 100). */
   readonly chartVersions?: number | undefined;
+  /** States read at once in the background to count resources for the Workspaces page (default 2). */
+  readonly countConcurrency?: number | undefined;
   /**
-   * How long a workspace's size, resource count and last write are reused by the
-   * Workspaces page before its state is read again (default 10 s; 0 reads every time).
-   * Locks are always read fresh. A rollback through this API forgets its workspace's entry.
+   * How old a workspace's last write (one HEAD each) may be when the Workspaces page shows
+   * it (default 5 s). Older ones are shown once more and read again in the background, so a
+   * page of thousands of workspaces waits only for their locks; a workspace never seen is
+   * read at once. Locks are always read fresh; one workspace's own page always reads.
    */
   readonly summaryTtlMs?: number | undefined;
+  /** How long the bucket's versioning status is reused (default 60 s). */
+  readonly versioningTtlMs?: number | undefined;
   /** Time source (default `Date.now`). */
   readonly now?: (() => number) | undefined;
 }
+
+/** Resource counts remembered (per workspace write, per version): a few hundred KiB at most. */
+const COUNT_CACHE_MAX = 20_000;
 
 /** Map `items` through `fn`, at most `limit` at a time, keeping order. */
 async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -69,6 +52,44 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
   return out;
 }
 
+/** A map that forgets its oldest entries past `max`. */
+function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
+  map.delete(key);
+  map.set(key, value);
+  for (const k of map.keys()) {
+    if (map.size <= max) break;
+    map.delete(k);
+  }
+}
+
+/**
+ * Jobs run in the background, at most `limit` at once and one per key (a key queued again
+ * before it ran keeps its place). Failures are dropped: the next page view queues again.
+ */
+function backgroundQueue(limit: number): (key: string, job: () => Promise<unknown>) => void {
+  const queued = new Map<string, () => Promise<unknown>>();
+  const running = new Set<string>();
+  const pump = (): void => {
+    for (const [key, job] of queued) {
+      if (running.size >= limit) return;
+      if (running.has(key)) continue;
+      queued.delete(key);
+      running.add(key);
+      void job()
+        .catch(() => undefined)
+        .finally(() => {
+          running.delete(key);
+          pump();
+        });
+    }
+  };
+  return (key, job) => {
+    if (running.has(key) || queued.has(key)) return;
+    queued.set(key, job);
+    pump();
+  };
+}
+
 /** Lock info as the console shows it; a lease's `Expires` (epoch seconds) when the holder set one. */
 export function lockView(info: LockInfo | null): LockView | null {
   if (info === null) return null;
@@ -77,14 +98,10 @@ export function lockView(info: LockInfo | null): LockView | null {
   return { id: info.ID, who: info.Who, operation: info.Operation, info: info.Info, created: info.Created, expires: secs === undefined ? undefined : new Date(secs * 1000).toISOString() };
 }
 
-function iso(t: Date | string | undefined): string {
-  return t === undefined ? "" : typeof t === "string" ? t : t.toISOString();
-}
-
-function versionView(r: VersionRecord, resources?: number): VersionView {
+function versionView(r: StateVersion, resources?: number): VersionView {
   return {
     versionId: r.versionId,
-    lastModified: iso(r.lastModified),
+    lastModified: r.lastModified?.toISOString() ?? "",
     size: r.size,
     serial: r.serial ?? null,
     lineage: r.lineage ?? null,
@@ -96,65 +113,90 @@ function versionView(r: VersionRecord, resources?: number): VersionView {
   };
 }
 
+/** Resource instances in a state, or undefined when it is not a readable state. */
+function countResources(bytes: Uint8Array | null): number | undefined {
+  if (bytes === null) return undefined;
+  try {
+    return readStateDocument(bytes, "to")?.instances.size;
+  } catch {
+    // Written by another client in a shape we cannot read: no count, the row still shows.
+    return undefined;
+  }
+}
+
+/** What identifies one write of a workspace's state (a new write, a new key). */
+function writeKey(w: BackendLastWrite): string {
+  return w.etag ?? `${w.lastModified ?? ""}/${w.size}/${w.serial ?? ""}`;
+}
+
 /** The console's API over a backend. */
 export function backendConsoleApi(backend: ConsoleBackend, options: BackendConsoleOptions = {}): ConsoleApi {
   const concurrency = options.concurrency ?? 8;
-  const ttl = options.summaryTtlMs ?? 10_000;
-  const now = options.now ?? Date.now;
-  // Reading 2,000 states per page view costs seconds; their summaries change only on writes.
-  const cache = new Map<string, { readonly at: number; readonly content: Omit<WorkspaceSummary, "name" | "lock"> }>();
   const chartVersions = options.chartVersions ?? 100;
-  const { history, readVersion, rollback } = backend;
-  const hasHistory = typeof history === "function" && typeof readVersion === "function" && typeof rollback === "function";
+  const countConcurrency = options.countConcurrency ?? 2;
+  const versioningTtl = options.versioningTtlMs ?? 60_000;
+  const now = options.now ?? Date.now;
+  const summaryTtl = options.summaryTtlMs ?? 5_000;
 
-  const versions = async (workspace: string, limit: number): Promise<VersionRecord[]> => {
-    if (!hasHistory) throw new ObjstateError("NO_HISTORY", "this server keeps no version history yet: history and rollback need a backend with versions");
-    const out: VersionRecord[] = [];
-    for await (const r of history.call(backend, workspace, { limit })) {
-      out.push(r);
-      if (out.length >= limit) break;
+  // Counting resources means reading and parsing the whole state: the Workspaces page
+  // never waits for it. Counts are keyed by the write they were made from (its ETag), so
+  // they never go stale; the ones not known yet are made in the background, a few at a time.
+  const counts = new Map<string, number | undefined>();
+  const countLater = backgroundQueue(countConcurrency);
+  const count = async (workspace: string, key: string): Promise<number | undefined> => {
+    const resources = countResources(await backend.readState(workspace));
+    remember(counts, key, resources, COUNT_CACHE_MAX);
+    return resources;
+  };
+
+  // Version contents never change: their counts are kept (bounded).
+  const versionCounts = new Map<string, number | undefined>();
+
+  let versioning: { readonly at: number; readonly keeps: boolean } | undefined;
+  const hasHistory = async (): Promise<boolean> => {
+    if (versioning !== undefined && now() - versioning.at < versioningTtl) return versioning.keeps;
+    // `suspended` still has the versions made while it was on: show them.
+    const keeps = (await backend.versioning()) !== "off";
+    versioning = { at: now(), keeps };
+    return keeps;
+  };
+
+  // Last writes seen, for the Workspaces page (stale-while-revalidate, see summaryTtlMs).
+  const writes = new Map<string, { readonly at: number; readonly write: BackendLastWrite | null }>();
+  const refreshLater = backgroundQueue(concurrency);
+  const readWrite = async (workspace: string): Promise<BackendLastWrite | null> => {
+    const write = await backend.lastWrite(workspace);
+    writes.set(workspace, { at: now(), write });
+    return write;
+  };
+  const lastWrite = (workspace: string, fresh: boolean): Promise<BackendLastWrite | null> => {
+    const seen = writes.get(workspace);
+    if (fresh || seen === undefined || summaryTtl <= 0) return readWrite(workspace);
+    if (now() - seen.at >= summaryTtl) refreshLater(workspace, () => readWrite(workspace));
+    return Promise.resolve(seen.write);
+  };
+
+  // Every lock in one listing (a table scan and a prefix listing), not one read per workspace.
+  const allLocks = async (): Promise<Map<string, LockView>> => {
+    const out = new Map<string, LockView>();
+    for (const l of await backend.locks()) {
+      if (l.workspace === null || out.has(l.workspace)) continue;
+      out.set(l.workspace, { id: l.id, who: l.who, operation: l.operation, info: l.info, created: l.since, expires: l.expires ?? undefined });
     }
     return out;
   };
 
-  const versionBytes = async (workspace: string, versionId: string): Promise<Uint8Array | null> => {
-    if (!hasHistory) throw new ObjstateError("NO_HISTORY", "this server keeps no version history yet: there are no versions to compare");
-    return readVersion.call(backend, workspace, versionId);
-  };
-
-  const current = async (workspace: string): Promise<{ bytes: Buffer | null; doc: StateDocument | null }> => {
-    const bytes = await backend.readState(workspace);
-    return { bytes, doc: bytes === null ? null : readStateDocument(bytes, "to") };
-  };
-
-  // One unreadable state must not take the whole list down: its row shows size, no counts.
-  const tolerant = async (workspace: string): Promise<{ bytes: Buffer | null; doc: StateDocument | null }> => {
-    const bytes = await backend.readState(workspace);
-    try {
-      return { bytes, doc: bytes === null ? null : readStateDocument(bytes, "to") };
-    } catch {
-      return { bytes, doc: null };
+  const summary = async (workspace: string, wait: boolean, locks?: ReadonlyMap<string, LockView>): Promise<WorkspaceSummary> => {
+    const [lock, write] = await Promise.all([locks === undefined ? backend.lockInfo(workspace).then(lockView) : Promise.resolve(locks.get(workspace) ?? null), lastWrite(workspace, wait)]);
+    const base = { name: workspace, lock };
+    if (write === null) return { ...base, lastWrite: null, size: 0, resources: 0 };
+    const key = `${workspace}\0${writeKey(write)}`;
+    let resources = counts.get(key);
+    if (resources === undefined && !counts.has(key)) {
+      if (wait) resources = await count(workspace, key);
+      else countLater(workspace, () => count(workspace, key));
     }
-  };
-
-  const content = async (workspace: string): Promise<Omit<WorkspaceSummary, "name" | "lock">> => {
-    const [state, latest] = await Promise.all([tolerant(workspace), hasHistory ? versions(workspace, 1) : Promise.resolve([])]);
-    const head = latest[0];
-    const write = head !== undefined && head.isLatest && !head.deleteMarker ? head : undefined;
-    return {
-      lastWrite: state.bytes === null ? null : { time: write === undefined ? undefined : iso(write.lastModified), who: write?.who, serial: state.doc?.serial ?? null },
-      size: state.bytes?.length ?? 0,
-      resources: state.doc?.instances.size ?? 0,
-    };
-  };
-
-  /** `cached`: the Workspaces page may reuse a recent read; one workspace's own page never does. */
-  const summary = async (workspace: string, cached = false): Promise<WorkspaceSummary> => {
-    const hit = cached ? cache.get(workspace) : undefined;
-    const fresh = hit !== undefined && now() - hit.at < ttl ? hit.content : undefined;
-    const [lock, c] = await Promise.all([backend.lockInfo(workspace), fresh === undefined ? content(workspace) : Promise.resolve(fresh)]);
-    if (fresh === undefined && ttl > 0) cache.set(workspace, { at: now(), content: c });
-    return { name: workspace, lock: lockView(lock), ...c };
+    return { ...base, lastWrite: { time: write.lastModified, who: write.who, serial: write.serial ?? null }, size: write.size, resources };
   };
 
   return {
@@ -163,47 +205,42 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
       const names = await backend.listWorkspaces();
       const listed = new Set(names);
       // Deleted workspaces leave the cache with the listing.
-      for (const w of cache.keys()) if (!listed.has(w)) cache.delete(w);
-      return mapLimit(names, concurrency, (w) => summary(w, true));
+      for (const w of writes.keys()) if (!listed.has(w)) writes.delete(w);
+      const locks = await allLocks();
+      return mapLimit(names, concurrency, (w) => summary(w, false, locks));
     },
-    workspace: (workspace) => summary(workspace),
+    workspace: (workspace) => summary(workspace, true),
     lock: async (workspace) => lockView(await backend.lockInfo(workspace)),
     locks: async () => {
-      const names = await backend.listWorkspaces();
-      const locks = await mapLimit(names, concurrency, async (w) => lockView(await backend.lockInfo(w)));
-      return new Map(names.map((w, i) => [w, locks[i] ?? null]));
+      const [names, locks] = await Promise.all([backend.listWorkspaces(), allLocks()]);
+      return new Map(names.map((w) => [w, locks.get(w) ?? null]));
     },
     outputs: async (workspace): Promise<OutputView[]> => {
-      const { doc } = await current(workspace);
+      const bytes = await backend.readState(workspace);
+      const doc = bytes === null ? null : readStateDocument(bytes, "to");
       if (doc === null) return [];
       return [...doc.outputs].map(([name, o]) => ({ name, value: stringifyExact(o.exact), sensitive: o.sensitive })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     },
     history: async (workspace, { limit }) => {
-      const records = await versions(workspace, limit);
+      const records: StateVersion[] = [];
+      for await (const r of backend.history(workspace, { limit })) records.push(r);
       // Counting resources means reading the version: only the newest few, for the chart.
       const counted = new Set(records.filter((r) => !r.deleteMarker).slice(0, chartVersions).map((r) => r.versionId));
       return mapLimit(records, concurrency, async (r) => {
         if (!counted.has(r.versionId)) return versionView(r);
-        const bytes = await readVersion?.call(backend, workspace, r.versionId);
-        let resources: number | undefined;
-        try {
-          resources = bytes === null || bytes === undefined ? undefined : readStateDocument(bytes, "to")?.instances.size;
-        } catch {
-          // A version that is not a readable state (written by another client) has no count.
-          resources = undefined;
-        }
-        return versionView(r, resources);
+        const key = `${workspace}\0${r.versionId}`;
+        if (!versionCounts.has(key)) remember(versionCounts, key, countResources(await backend.readVersion(workspace, r.versionId)), COUNT_CACHE_MAX);
+        return versionView(r, versionCounts.get(key));
       });
     },
     diff: async (workspace, from, to): Promise<StateDiff> => {
-      const [a, b] = await Promise.all([versionBytes(workspace, from), versionBytes(workspace, to)]);
+      const [a, b] = await Promise.all([backend.readVersion(workspace, from), backend.readVersion(workspace, to)]);
       return diffStates(a, b);
     },
     rollback: async (workspace, to): Promise<RollbackResult> => {
-      if (!hasHistory) throw new ObjstateError("NO_HISTORY", "this server keeps no version history yet: there is nothing to roll back to");
-      const r = await rollback.call(backend, workspace, to);
-      cache.delete(workspace);
-      return { serial: r.serial ?? null, versionId: r.versionId };
+      const r = await backend.rollback(workspace, to);
+      writes.delete(workspace);
+      return { serial: r.serial };
     },
     forceUnlock: (workspace, id) => backend.forceUnlock(workspace, id),
   };

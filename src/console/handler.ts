@@ -162,7 +162,7 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     if (!ctx.can("read", workspace)) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
     if (sub === "") await workspacePage(res, ctx, frame, workspace, url.searchParams);
     else if (sub === "/history") {
-      const versions = ctx.api.hasHistory ? await ctx.api.history(workspace, { limit: HISTORY_LIMIT }) : null;
+      const versions = (await ctx.api.hasHistory()) ? await ctx.api.history(workspace, { limit: HISTORY_LIMIT }) : null;
       const done = url.searchParams.get("done");
       sendPage(res, 200, renderHistory({ frame, workspace, versions, canRollback: canRollback(ctx, workspace), notice: doneMessage(done) }));
     } else if (sub === "/diff") {
@@ -216,7 +216,7 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
   const [summary, outputs, versions] = await Promise.all([
     ctx.api.workspace(workspace),
     ctx.api.outputs(workspace),
-    ctx.api.hasHistory ? ctx.api.history(workspace, { limit: TIMELINE_LIMIT }) : Promise.resolve(null),
+    ctx.api.hasHistory().then((keeps) => (keeps ? ctx.api.history(workspace, { limit: TIMELINE_LIMIT }) : null)),
   ]);
   if (revealed) ctx.log({ user: ctx.user, action: "reveal", workspace, outcome: "ok", detail: "sensitive outputs shown" });
   const done = params.get("done");
@@ -237,7 +237,7 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
 async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, to: string | null): Promise<void> {
   if (!canRollback(ctx, workspace)) throw new HttpError(403, `Rolling back needs the write and lock roles on ${workspace}.`);
   if (!to) throw new HttpError(400, "Pick the version to roll back to (`to`).");
-  if (!ctx.api.hasHistory) throw new HttpError(404, "This server keeps no version history yet: there is nothing to roll back to.");
+  if (!(await ctx.api.hasHistory())) throw new HttpError(404, "This store keeps no versions (bucket versioning is off): there is nothing to roll back to. Turn it on with `objstate init --versioning`.");
   const versions = await ctx.api.history(workspace, { limit: HISTORY_LIMIT });
   const current = versions.find((v) => v.isLatest && !v.deleteMarker);
   const target = versions.find((v) => v.versionId === to);

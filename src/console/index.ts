@@ -5,7 +5,7 @@
  * @packageDocumentation
  */
 export { handleConsole, HISTORY_LIMIT, TIMELINE_LIMIT } from "./handler.js";
-export { backendConsoleApi, lockView, type BackendConsoleOptions, type ConsoleBackend, type HistoryBackend, type VersionRecord } from "./adapter.js";
+export { backendConsoleApi, lockView, type BackendConsoleOptions, type ConsoleBackend } from "./adapter.js";
 export { CsrfTokens, type CsrfOptions } from "./csrf.js";
 export { CONTENT_SECURITY_POLICY } from "./assets.js";
 export type { ConsoleApi, ConsoleContext, ConsoleLogEntry, ConsoleRole, LastWrite, LockView, OutputView, RollbackResult, VersionView, WorkspaceSummary } from "./types.js";

@@ -23,7 +23,7 @@ export interface LockView {
 
 /** The last write to a workspace, as far as the store knows it. */
 export interface LastWrite {
-  /** UTC ISO time; undefined when unknown (no history on this server yet). */
+  /** UTC ISO time; undefined when the store does not say. */
   readonly time?: string | undefined;
   readonly who?: string | undefined;
   readonly serial: number | null;
@@ -37,8 +37,11 @@ export interface WorkspaceSummary {
   readonly lastWrite: LastWrite | null;
   /** State size in bytes; 0 without a state. */
   readonly size: number;
-  /** Resource instances in the state. */
-  readonly resources: number;
+  /**
+   * Resource instances in the state; undefined while not counted yet (counting reads the
+   * whole state, so the Workspaces page shows it once a background count has run).
+   */
+  readonly resources?: number | undefined;
 }
 
 /** One root output of a state. `value` is JSON text. */
@@ -86,8 +89,8 @@ export interface ConsoleApi {
   locks(): Promise<ReadonlyMap<string, LockView | null>>;
   /** Root outputs of the current state, sensitive values included (the console masks them). */
   outputs(workspace: string): Promise<OutputView[]>;
-  /** Whether this server keeps history (before it does, history pages say so). */
-  readonly hasHistory: boolean;
+  /** Whether the store keeps versions (bucket versioning not off); without them history pages say so. */
+  hasHistory(): Promise<boolean>;
   /** Versions, newest first, at most `limit`. */
   history(workspace: string, options: { readonly limit: number }): Promise<VersionView[]>;
   /** Diff between two versions (`from` older, `to` newer, by version ID). */

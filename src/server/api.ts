@@ -3,13 +3,14 @@
  * library APIs still being built answer 501 and name what they wait for; each becomes one
  * handler when its API lands (see {@link API_ROUTES}).
  */
-import { NO_LOCK_ID } from "../backend/backend.js";
+import { createHash } from "node:crypto";
+import { NO_LOCK_ID, type StateVersion } from "../backend/backend.js";
 import { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { ObjstateError } from "../errors.js";
 import { DataRemoteStateObjectStore } from "../remote-state/data-remote-state.js";
 import { diffStates } from "../state/diff.js";
 import { readBody } from "./body.js";
-import { sendJson, type Ctx } from "./context.js";
+import { requireRole, send, sendJson, type Ctx } from "./context.js";
 import { allowed, type Role } from "./users.js";
 
 /** A route: method, path pattern (`:name` segments), the role it needs on `:workspace`, handler. */
@@ -73,9 +74,95 @@ async function diff(ctx: Ctx): Promise<void> {
   sendJson(ctx, 200, diffStates(current, body.bytes));
 }
 
-/** A route whose library API is still being built elsewhere: 501, naming it. */
-function pending(what: string): (ctx: Ctx) => Promise<void> {
-  return () => Promise.reject(new ObjstateError("NOT_IMPLEMENTED", `this server's library has no ${what} yet`));
+/** Versions `GET …/history` lists without `?limit=`, and the most it lists at once. */
+export const HISTORY_DEFAULT_LIMIT = 100;
+export const HISTORY_MAX_LIMIT = 1000;
+/** Largest rollback request body (`{"to": …, "force": …}` is a few dozen bytes). */
+const MAX_ACTION_BODY = 64 * 1024;
+
+function historyLimit(ctx: Ctx): number {
+  const raw = ctx.url.searchParams.get("limit");
+  if (raw === null) return HISTORY_DEFAULT_LIMIT;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1 || n > HISTORY_MAX_LIMIT) {
+    throw new ObjstateError("BAD_REQUEST", `?limit=${JSON.stringify(raw).slice(1, -1)} of the history route must be a whole number from 1 to ${HISTORY_MAX_LIMIT}`);
+  }
+  return n;
+}
+
+/** A version as JSON: times in ISO, unknowns left out. */
+function versionJson(v: StateVersion): Record<string, unknown> {
+  return { ...v, lastModified: v.lastModified?.toISOString() };
+}
+
+/** `GET …/history[?limit=N]`: versions newest first, as `objstate state history --json`. */
+async function history(ctx: Ctx): Promise<void> {
+  const ws = ctx.params["workspace"] as string;
+  const limit = historyLimit(ctx);
+  const versions: Record<string, unknown>[] = [];
+  for await (const v of ctx.backend.history(ws, { limit })) versions.push(versionJson(v));
+  sendJson(ctx, 200, { workspace: ws, versions });
+}
+
+/** `GET …/versions/{v}`: one version's bytes exactly as stored, as `state pull --version`. */
+async function version(ctx: Ctx): Promise<void> {
+  const ws = ctx.params["workspace"] as string;
+  const bytes = await ctx.backend.readVersion(ws, ctx.params["version"] as string);
+  send(ctx, 200, bytes, { "Content-Type": "application/json", "Content-MD5": createHash("md5").update(bytes).digest("base64") });
+}
+
+/** `GET …/diff?from=V&to=V`: what changed between two stored versions. */
+async function diffVersions(ctx: Ctx): Promise<void> {
+  const ws = ctx.params["workspace"] as string;
+  const from = ctx.url.searchParams.get("from") ?? "";
+  const to = ctx.url.searchParams.get("to") ?? "";
+  if (from === "" || to === "") throw new ObjstateError("BAD_REQUEST", `a diff of workspace ${ws} needs ?from=VERSION&to=VERSION (version IDs from its history); to compare with a state of your own, POST it to this route`);
+  const [a, b] = await Promise.all([ctx.backend.readVersion(ws, from), ctx.backend.readVersion(ws, to)]);
+  sendJson(ctx, 200, { from, to, ...diffStates(a, b) });
+}
+
+/** What `POST …/rollback` takes. */
+function rollbackRequest(bytes: Buffer, ws: string): { to: string; force: boolean; lockId: string | undefined } {
+  let body: unknown;
+  try {
+    body = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    body = undefined;
+  }
+  const o = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+  const to = o?.["to"];
+  const force = o?.["force"] ?? false;
+  const lockId = o?.["lockId"];
+  if (typeof to !== "string" || to === "" || typeof force !== "boolean" || (lockId !== undefined && (typeof lockId !== "string" || lockId === ""))) {
+    throw new ObjstateError("BAD_REQUEST", `a rollback of workspace ${ws} takes a JSON body {"to": "VERSION_ID", "force": false, "lockId": "ID of a lock you hold" (optional)}`);
+  }
+  return { to, force, lockId };
+}
+
+/**
+ * `POST …/rollback`, body `{"to", "force"?, "lockId"?}`: version `to` written as the newest,
+ * under the caller's lock (`lockId`) or one the backend takes for the rollback. Needs write
+ * and lock; another lineage (`force`) also needs force.
+ */
+async function rollback(ctx: Ctx): Promise<void> {
+  const ws = ctx.params["workspace"] as string;
+  requireRole(ctx, "lock", ws);
+  const body = await readBody(ctx.req, { ...ctx.limits, maxBytes: Math.min(ctx.limits.maxBytes, MAX_ACTION_BODY) });
+  ctx.bytesIn += body.bytes.length;
+  const r = rollbackRequest(body.bytes, ws);
+  if (r.force) requireRole(ctx, "force", ws);
+  const result = await ctx.backend.rollback(ws, r.to, { force: r.force, lockId: r.lockId });
+  sendJson(ctx, 200, { workspace: ws, ...result });
+}
+
+/**
+ * `GET /api/v1/locks`: every lock in the table and every lockfile under the prefix, as
+ * `objstate locks --json` prints them; only those of workspaces the user may read (a lock
+ * of another state under the prefix, `workspace: null`, only for admins).
+ */
+async function listLocks(ctx: Ctx): Promise<void> {
+  const locks = (await ctx.backend.locks()).filter((l) => (l.workspace === null ? allowed(ctx.user, "admin", "*") : allowed(ctx.user, "read", l.workspace)));
+  sendJson(ctx, 200, { locks });
 }
 
 /** The JSON API. */
@@ -86,10 +173,10 @@ export const API_ROUTES: readonly Route[] = [
   { method: "DELETE", path: "/api/v1/workspaces/:workspace/lock", role: "force", handler: forceUnlock },
   { method: "GET", path: "/api/v1/workspaces/:workspace/outputs", role: "read", handler: outputs },
   { method: "POST", path: "/api/v1/workspaces/:workspace/diff", role: "read", handler: diff },
-  // Issue 10 (history, versions, rollback) and issue 11 (leases, lockfiles): one handler each.
-  { method: "GET", path: "/api/v1/workspaces/:workspace/history", role: "read", handler: pending("state history (backend.history)") },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/versions/:version", role: "read", handler: pending("reading an old version (backend.readVersion)") },
-  { method: "POST", path: "/api/v1/workspaces/:workspace/rollback", role: "write", handler: pending("rollback (backend.rollback)") },
-  { method: "GET", path: "/api/v1/locks", handler: pending("a listing of locks (backend.locks)") },
+  { method: "GET", path: "/api/v1/workspaces/:workspace/diff", role: "read", handler: diffVersions },
+  { method: "GET", path: "/api/v1/workspaces/:workspace/history", role: "read", handler: history },
+  { method: "GET", path: "/api/v1/workspaces/:workspace/versions/:version", role: "read", handler: version },
+  { method: "POST", path: "/api/v1/workspaces/:workspace/rollback", role: "write", handler: rollback },
+  { method: "GET", path: "/api/v1/locks", handler: listLocks },
 ];
 

@@ -18,6 +18,7 @@ const STATUS: Readonly<Record<string, number>> = {
   NOT_FOUND: 404,
   STATE_NOT_FOUND: 404,
   WORKSPACE_NOT_FOUND: 404,
+  VERSION_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CLIENT_TIMEOUT: 408,
   BODY_TOO_LARGE: 413,
@@ -28,6 +29,8 @@ const STATUS: Readonly<Record<string, number>> = {
   LOCK_NOT_HELD: 409,
   LOCK_NOT_FOUND: 409,
   STATE_LOCKED: 423,
+  // The bucket keeps no versions: nothing a retry changes, the operator turns it on
+  VERSIONING_OFF: 409,
   // The store behind the server: 5xx, which the tool's client retries
   NOT_IMPLEMENTED: 501,
   DIGEST_MISMATCH: 503,

@@ -20,6 +20,10 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
   before(async () => {
     const target = makeTarget();
     const props = await target.setup({ locks: true });
+    // History and rollback need the bucket to keep versions (the embedded store always does).
+    const raw = await target.raw(props.bucket);
+    await raw.enableVersioning();
+    raw.close();
     const config = ObjectStoreBackendConfig.from(props);
     for (let i = 0; i < replicas; i++) {
       const backend = await ObjectStoreBackend.connect(config, { env: {}, who: `replica${i}@suite`, digestRetry: { timeoutMs: 2000, intervalMs: 200 }, onWarning: () => undefined });
@@ -195,7 +199,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.equal(JSON.parse(d.body.toString()).code, "CANNOT_DELETE_DEFAULT");
   });
 
-  it("/api/v1: workspaces with lock state and last write, a diff against a given state, 501 for routes waiting on the library", async () => {
+  it("/api/v1: workspaces with lock state and last write, a diff against a given state, and the lock listing", async () => {
     const c = client();
     const ws = c.options.workspace as string;
     assert.equal((await c.put(toolState(7, "apiview"))).status, 200);
@@ -210,13 +214,85 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     const diff = JSON.parse(d.body.toString()) as { serial: { before: number; after: number }; outputs: { added: { name: string }[] } };
     assert.deepEqual(diff.serial, { before: 7, after: 8 });
     assert.equal(diff.outputs.added[0]?.name, "x");
+    const held = (await api("/api/v1/locks"))["locks"] as { workspace: string | null; id: string; operation: string }[];
+    assert.deepEqual(held.filter((l) => l.workspace === ws).map((l) => [l.id, l.operation]), [[c.lockID, "OperationTypeApply"]]);
     const f = await rawRequest(bases[0] as string, "DELETE", `/api/v1/workspaces/${ws}/lock?id=${c.lockID}`, undefined);
     assert.equal(f.status, 200);
-    assert.equal((await rawRequest(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/history`, undefined)).status, 501);
+    const after = (await api("/api/v1/locks"))["locks"] as { workspace: string | null }[];
+    assert.equal(after.filter((l) => l.workspace === ws).length, 0, "released: no longer listed");
     const ready = await rawRequest(bases[0] as string, "GET", "/readyz", undefined);
     assert.equal(ready.status, 200);
     const metrics = (await rawRequest(bases[0] as string, "GET", "/metrics", undefined)).body.toString();
     assert.match(metrics, /objstate_http_requests_total\{route="\/state\/:workspace",method="LOCK",status="200"\} \d+/);
     assert.match(metrics, /objstate_http_request_duration_seconds_bucket\{route="\/state\/:workspace",le="\+Inf"\} \d+/);
+  });
+
+  it("/api/v1 history, versions, diff by version IDs and rollback: the library's calls, through any replica", async () => {
+    const c = client();
+    const ws = c.options.workspace as string;
+    const last = bases[bases.length - 1] as string;
+    const json = async (base: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> => {
+      const r = await rawRequest(base, method, path, body === undefined ? undefined : Buffer.from(typeof body === "string" ? body : JSON.stringify(body)));
+      return { status: r.status, body: JSON.parse(r.body.toString()) as Record<string, unknown> };
+    };
+    const states = [toolState(1, "hist"), toolState(2, "hist", { a: { value: 1, type: "number" } }), toolState(3, "hist", { a: { value: 2, type: "number" }, b: { value: "x", type: "string", sensitive: true } })];
+    assert.ok((await c.lock("OperationTypeApply", "alice@host")).ok);
+    for (const s of states) assert.equal((await c.put(s)).status, 200);
+    assert.equal((await c.unlock()).status, 200);
+
+    type V = { versionId: string; serial: number; isLatest: boolean; who?: string; operation?: string; lastModified: string; size: number };
+    const h = await json(last, "GET", `/api/v1/workspaces/${ws}/history`);
+    assert.equal(h.status, 200);
+    const versions = h.body["versions"] as V[];
+    assert.deepEqual(versions.map((v) => [v.serial, v.isLatest, v.who]), [[3, true, "alice@host"], [2, false, "alice@host"], [1, false, "alice@host"]]);
+    assert.ok(!Number.isNaN(Date.parse(versions[0]?.lastModified ?? "")));
+    assert.equal(versions[2]?.size, states[0]?.length);
+    const [v3, v2, v1] = versions.map((v) => v.versionId) as [string, string, string];
+    assert.deepEqual(((await json(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/history?limit=1`)).body["versions"] as V[]).map((v) => v.versionId), [v3]);
+    assert.equal((await json(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/history?limit=0`)).status, 400);
+
+    const old = await rawRequest(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/versions/${encodeURIComponent(v1)}`, undefined);
+    assert.equal(old.status, 200);
+    assert.deepEqual(old.body, states[0], "the bytes exactly as stored, like state pull --version");
+    assert.equal(old.headers["content-md5"], (await import("node:crypto")).createHash("md5").update(states[0] as Buffer).digest("base64"));
+    const missing = await json(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/versions/no-such-version`);
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body["code"], "VERSION_NOT_FOUND");
+
+    const d = await json(last, "GET", `/api/v1/workspaces/${ws}/diff?from=${encodeURIComponent(v2)}&to=${encodeURIComponent(v3)}`);
+    assert.equal(d.status, 200);
+    const diff = d.body as { from: string; to: string; serial: { before: number; after: number }; outputs: { added: { name: string; after?: unknown }[]; changed: { name: string }[] } };
+    assert.deepEqual([diff.from, diff.to, diff.serial], [v2, v3, { before: 2, after: 3 }]);
+    assert.deepEqual(diff.outputs.added.map((o) => o.name), ["b"]);
+    assert.doesNotMatch(JSON.stringify(diff), /"x"/, "a sensitive value never leaves in a diff");
+    assert.deepEqual(diff.outputs.changed.map((o) => o.name), ["a"]);
+    assert.equal((await json(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/diff?from=${encodeURIComponent(v2)}`)).status, 400);
+
+    // A rollback while a client holds the lock waits for no one: 423 with the holder; under the holder's ID it goes through.
+    const holder = client({ workspace: ws });
+    const l = await holder.lock("OperationTypeApply", "bob@host");
+    assert.ok(l.ok);
+    const refused = await json(bases[0] as string, "POST", `/api/v1/workspaces/${ws}/rollback`, { to: v2 });
+    assert.equal(refused.status, 423);
+    assert.equal(refused.body["ID"], l.id);
+    const underLock = await json(last, "POST", `/api/v1/workspaces/${ws}/rollback`, { to: v2, lockId: l.id });
+    assert.equal(underLock.status, 200, JSON.stringify(underLock.body));
+    assert.deepEqual([underLock.body["serial"], underLock.body["from"], underLock.body["previousSerial"]], [4, v2, 3]);
+    assert.equal((await holder.unlock()).status, 200);
+
+    const r = await json(bases[0] as string, "POST", `/api/v1/workspaces/${ws}/rollback`, { to: v1 });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body["serial"], 5);
+    const now = (await json(last, "GET", `/api/v1/workspaces/${ws}/history?limit=2`)).body["versions"] as V[];
+    assert.deepEqual(now.map((v) => [v.serial, v.operation, v.isLatest]), [[5, "rollback", true], [4, "rollback", false]]);
+    const current = JSON.parse((await c.get())?.toString() ?? "null") as { serial: number; outputs: object };
+    assert.deepEqual([current.serial, current.outputs], [5, {}], "version 1's content with the next serial");
+    assert.deepEqual(await api(`/api/v1/workspaces/${ws}/lock`), { lock: null }, "the rollback's own lock is released");
+
+    for (const bad of ["not json", { to: 7 }, { to: v1, force: "yes" }, []]) {
+      const b = await json(bases[0] as string, "POST", `/api/v1/workspaces/${ws}/rollback`, bad);
+      assert.equal(b.status, 400, JSON.stringify(bad));
+      assert.match(String(b.body["message"]), /"to": "VERSION_ID"/);
+    }
   });
 }

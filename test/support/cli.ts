@@ -65,6 +65,8 @@ export interface RunningCli {
   readonly done: Promise<CliResult>;
   /** Resolves once stderr matches `pattern` (rejects if the process ends first or after `timeoutMs`). */
   stderrMatches(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** Standard error so far. */
+  stderrSoFar(): string;
   /** Ends the process (SIGTERM). */
   kill(): void;
   /** Sends SIGINT (Ctrl-C). */
@@ -97,6 +99,7 @@ export function startCli(args: string[], options: CliOptions = {}): RunningCli {
     done,
     kill: () => child.kill("SIGTERM"),
     interrupt: () => child.kill("SIGINT"),
+    stderrSoFar: () => stderr,
     stderrMatches: (pattern, timeoutMs = 15_000) =>
       new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => finish(new Error(`stderr did not match ${pattern} within ${timeoutMs} ms; stderr so far: ${stderr}`)), timeoutMs);

@@ -38,13 +38,17 @@ export function makeState(serial: number, n: number, outputs: Record<string, { v
 }
 
 export class MemoryConsoleApi implements ConsoleApi {
-  readonly hasHistory: boolean;
+  private readonly keepsHistory: boolean;
   private readonly ws = new Map<string, Ws>();
   /** Calls of the actions, for assertions. */
   readonly calls: string[] = [];
 
   constructor(options: { hasHistory?: boolean } = {}) {
-    this.hasHistory = options.hasHistory ?? true;
+    this.keepsHistory = options.hasHistory ?? true;
+  }
+
+  hasHistory(): Promise<boolean> {
+    return Promise.resolve(this.keepsHistory);
   }
 
   private get(name: string): Ws {

@@ -1,13 +1,22 @@
 /**
- * A test server for the console: node:http on 127.0.0.1, HTTP Basic users with roles,
- * mounting `handleConsole` over a given {@link ConsoleApi}. Stands in for `objstate serve`
- * until that lands.
+ * Servers for the console's browser tests: `objstate serve` itself ({@link startObjstateConsole},
+ * in process, a users file, over an embedded store), and a bare node:http server mounting
+ * `handleConsole` over a given {@link ConsoleApi} ({@link startConsoleServer}) for tests of
+ * the console alone.
  */
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { CsrfTokens } from "../../src/console/csrf.js";
 import { handleConsole } from "../../src/console/handler.js";
 import type { ConsoleApi, ConsoleLogEntry, ConsoleRole } from "../../src/console/types.js";
+import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../src/index.js";
+import { Logger } from "../../src/server/log.js";
+import { ObjstateServer } from "../../src/server/server.js";
+import { hashPassword, loadUsers } from "../../src/server/users.js";
+import { embeddedTarget } from "./targets.js";
 
 /** Test users: password = name. */
 export const USERS: Readonly<Record<string, readonly ConsoleRole[]>> = {
@@ -19,7 +28,6 @@ export const USERS: Readonly<Record<string, readonly ConsoleRole[]>> = {
 export interface ConsoleTestServer {
   readonly url: string;
   readonly log: ConsoleLogEntry[];
-  readonly server: Server;
   close(): Promise<void>;
 }
 
@@ -27,7 +35,51 @@ export function basic(user: string): string {
   return `Basic ${Buffer.from(`${user}:${user}`).toString("base64")}`;
 }
 
-export async function startConsoleServer(api: ConsoleApi, options: { pollMs?: number; csrf?: CsrfTokens } = {}): Promise<ConsoleTestServer> {
+/** `objstate serve` as the browser tests run it. */
+export interface ObjstateConsole extends ConsoleTestServer {
+  readonly server: ObjstateServer;
+  readonly backend: ObjectStoreBackend;
+  readonly config: ObjectStoreBackendConfig;
+  /** Tokens made with the server's CSRF key (to post as a user would from its page). */
+  readonly csrf: CsrfTokens;
+}
+
+/**
+ * Start an `ObjstateServer` on 127.0.0.1 over a fresh embedded store with a lock table, with
+ * a users file written to a temp dir ({@link USERS}, cheap scrypt cost). Its console's
+ * action lines are parsed from the server's request log into `log`.
+ */
+export async function startObjstateConsole(): Promise<ObjstateConsole> {
+  const props = await embeddedTarget().setup({ locks: true });
+  const config = ObjectStoreBackendConfig.from(props);
+  const backend = await ObjectStoreBackend.connect(config, { env: {}, who: "console@server", onWarning: () => {} });
+  const entries: Record<string, unknown> = {};
+  for (const [name, roles] of Object.entries(USERS)) entries[name] = { password: await hashPassword(name, { N: 1024, r: 8, p: 1 }), roles: { "*": roles } };
+  const file = join(mkdtempSync(join(tmpdir(), "objstate-console-users-")), "users.json");
+  writeFileSync(file, JSON.stringify({ users: entries }), { mode: 0o600 });
+  const log: ConsoleLogEntry[] = [];
+  const logger = new Logger("info", (line) => {
+    const e = JSON.parse(line) as Record<string, string>;
+    if (e["msg"] === "console action") log.push({ user: e["user"] as string, action: e["action"] as ConsoleLogEntry["action"], workspace: e["workspace"] as string, outcome: e["outcome"] as ConsoleLogEntry["outcome"], detail: e["detail"] as string });
+  });
+  const csrfKey = Buffer.alloc(32, 7);
+  const server = new ObjstateServer({ backend, config, users: loadUsers(file), logger, csrfKey });
+  await server.listen("127.0.0.1", 0);
+  return {
+    url: server.url,
+    log,
+    server,
+    backend,
+    config,
+    csrf: new CsrfTokens({ key: csrfKey }),
+    close: async () => {
+      await server.close(1000);
+      backend.close();
+    },
+  };
+}
+
+export async function startConsoleServer(api: ConsoleApi, options: { pollMs?: number; csrf?: CsrfTokens } = {}): Promise<ConsoleTestServer & { readonly server: Server }> {
   const log: ConsoleLogEntry[] = [];
   const csrf = options.csrf ?? new CsrfTokens();
   const server = createServer((req, res) => {

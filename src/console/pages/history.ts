@@ -42,7 +42,7 @@ export function renderHistory(v: HistoryView): SafeHtml {
   const f = v.frame;
   const crumbs = html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, v.workspace)}">${v.workspace}</a>`;
   if (v.versions === null) {
-    return layout(f, `History of ${v.workspace}`, html`<p class="notice">This server keeps no version history yet.</p>`, { crumbs });
+    return layout(f, `History of ${v.workspace}`, html`<p class="notice">This store keeps no versions (bucket versioning is off): turn it on with <code>objstate init --versioning</code>.</p>`, { crumbs });
   }
   const states = stateVersions(v.versions);
   const toDefault = states[0]?.versionId;

@@ -62,7 +62,7 @@ ${reveal}`;
 
 function timeline(v: WorkspaceView): SafeHtml {
   const f = v.frame;
-  if (v.versions === null) return html`<p class="muted">This server keeps no version history yet.</p>`;
+  if (v.versions === null) return html`<p class="muted">This store keeps no versions (bucket versioning is off).</p>`;
   if (v.versions.length === 0) return html`<p class="muted">No versions.</p>`;
   return html`<ol class="diff" aria-label="Latest versions">
 ${v.versions.map(
@@ -83,7 +83,7 @@ export function renderWorkspace(v: WorkspaceView): SafeHtml {
 <dt>Serial</dt><dd>${s.lastWrite?.serial ?? "no state"}</dd>
 <dt>Last write</dt><dd>${s.lastWrite?.time === undefined ? "unknown" : formatTime(s.lastWrite.time)}${s.lastWrite?.who === undefined ? "" : ` by ${s.lastWrite.who}`}</dd>
 <dt>Size</dt><dd>${formatBytes(s.size)}</dd>
-<dt>Resources</dt><dd>${s.resources}</dd>
+<dt>Resources</dt><dd>${s.resources ?? "unknown (not a state objstate can read)"}</dd>
 </dl>
 <h2>Lock</h2>
 ${lockSection(v)}

@@ -38,7 +38,7 @@ function row(frame: Frame, w: WorkspaceSummary): SafeHtml {
 <td data-lock-ws="${w.name}" data-locked="${w.lock === null ? "false" : "true"}" class="${w.lock === null ? "free" : "locked"}">${w.lock === null ? "unlocked" : lockText(w.lock, frame.now)}</td>
 <td>${last}</td>
 <td class="num opt">${formatBytes(w.size)}</td>
-<td class="num opt">${w.resources}</td>
+<td class="num opt">${w.resources ?? html`<span class="muted" title="being counted: reload in a moment">…</span>`}</td>
 </tr>`;
 }
 

@@ -1,32 +1,31 @@
 /**
- * The console end to end in headless Chromium (Debian's package, via playwright-core):
- * over the real embedded store through backendConsoleApi — list, a lock taken through the
- * library appearing live, force-unlock from the page, a read-only user, cross-site POSTs —
- * and over the in-memory ConsoleApi for what needs history (diff, rollback) until the
- * backend keeps versions. Each page is screenshotted to test-output/console/.
+ * The console end to end in headless Chromium (Debian's package, via playwright-core),
+ * served by `objstate serve` itself (an in-process ObjstateServer with a users file over an
+ * embedded store and lock table): list, a lock taken through the http backend protocol
+ * appearing live, force-unlock from the page, a diff of two real versions, a rollback with
+ * its confirmation, a read-only user, cross-site POSTs. Each page is screenshotted to
+ * test-output/console/.
  */
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { backendConsoleApi } from "../../../src/console/adapter.js";
-import { CsrfTokens } from "../../../src/console/csrf.js";
-import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
+import { ObjectStoreBackend } from "../../../src/index.js";
 import { launchChromium, screenshotPath } from "../../support/browser.js";
-import { makeState, MemoryConsoleApi } from "../../support/console-memory.js";
-import { startConsoleServer, type ConsoleTestServer } from "../../support/console-server.js";
-import { embeddedTarget } from "../../support/targets.js";
+import { makeState } from "../../support/console-memory.js";
+import { startObjstateConsole, type ObjstateConsole } from "../../support/console-server.js";
+import { HttpBackendClient } from "../../support/http-backend-client.js";
 
 const TIMEOUT = 10_000;
 
-describe("web console in headless Chromium", { timeout: 180_000 }, () => {
+describe("web console of objstate serve in headless Chromium", { timeout: 180_000 }, () => {
   let browser: Browser;
-  let server: ConsoleTestServer;
-  let backend: ObjectStoreBackend;
+  let server: ObjstateConsole;
   let library: ObjectStoreBackend;
-  const csrf = new CsrfTokens();
   const contexts: BrowserContext[] = [];
+  /** Version IDs of prod, oldest first (serials 1..8). */
+  const prodVersions: string[] = [];
 
   async function pageAs(user: string): Promise<Page> {
     const ctx = await browser.newContext({ httpCredentials: { username: user, password: user }, viewport: { width: 1100, height: 760 } });
@@ -37,14 +36,14 @@ describe("web console in headless Chromium", { timeout: 180_000 }, () => {
   }
 
   before(async () => {
-    const props = await embeddedTarget().setup({ locks: true });
-    const config = ObjectStoreBackendConfig.from(props);
-    backend = await ObjectStoreBackend.connect(config, { env: {}, who: "console@server", onWarning: () => {} });
-    library = await ObjectStoreBackend.connect(config, { env: {}, who: "alice@laptop", onWarning: () => {} });
+    server = await startObjstateConsole();
+    library = await ObjectStoreBackend.connect(server.config, { env: {}, who: "alice@laptop", onWarning: () => {} });
     await library.writeState("default", makeState(1, 2, { region: { value: "eu-1" } }));
-    await library.writeState("prod", makeState(12, 5, { url: { value: "https://prod.example" }, db_password: { value: "hunter2", sensitive: true } }));
+    for (let i = 1; i <= 8; i++) {
+      await library.writeState("prod", makeState(i, i + (i % 3), { url: { value: `https://v${i}.example` }, db_password: { value: `secret-${i}`, sensitive: true } }, `t${i}`));
+    }
+    for await (const v of library.history("prod")) prodVersions.unshift(v.versionId);
     await library.writeState("staging", makeState(3, 4));
-    server = await startConsoleServer(backendConsoleApi(backend), { pollMs: 250, csrf });
     browser = await launchChromium();
   });
 
@@ -52,7 +51,6 @@ describe("web console in headless Chromium", { timeout: 180_000 }, () => {
     for (const c of contexts) await c.close().catch(() => {});
     await browser?.close();
     await server?.close();
-    backend?.close();
     library?.close();
   });
 
@@ -61,21 +59,32 @@ describe("web console in headless Chromium", { timeout: 180_000 }, () => {
     await page.goto(`${server.url}/`);
     assert.equal(await page.title(), "Workspaces · objstate");
     assert.deepEqual((await page.locator("tr[data-ws]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-ws")))).sort(), ["default", "prod", "staging"]);
-    assert.equal(await page.locator('tr[data-ws="prod"] td').nth(4).innerText(), "5");
+    // Resource counts are made in the background after the first view (a reload shows them).
+    const count = page.locator('tr[data-ws="prod"] td').nth(4);
+    for (let i = 0; i < 50 && (await count.innerText()) !== "10"; i++) {
+      await page.waitForTimeout(100);
+      await page.reload();
+    }
+    assert.equal(await count.innerText(), "10");
+    assert.match(await page.locator('tr[data-ws="prod"] td').nth(2).innerText(), /by alice@laptop serial 8/);
     // Keyboard: the first Tab reaches the skip link.
     await page.keyboard.press("Tab");
     assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Skip to content");
     await page.screenshot({ path: screenshotPath("workspaces.png"), fullPage: true });
   });
 
-  it("a lock taken through the library appears without a reload; force-unlock from the page releases it", async () => {
+  it("a lock taken through the http backend protocol (LOCK /state/staging) appears without a reload; force-unlock from the page releases it", async () => {
     const page = await pageAs("operator");
     await page.goto(`${server.url}/`);
     const cell = page.locator('[data-lock-ws="staging"]');
     assert.equal(await cell.innerText(), "unlocked");
-    const lock = await library.lock("staging", { operation: "apply" });
+    const tool = new HttpBackendClient({ bases: [server.url], workspace: "staging", username: "operator", password: "operator", retries: 0 });
+    const taken = await tool.lock("OperationTypeApply", "bob@ci");
+    assert.ok(taken.ok);
+    const lock = { ID: taken.id };
     try {
-      await page.waitForFunction(() => document.querySelector('[data-lock-ws="staging"]')?.textContent?.startsWith("locked by alice@laptop (apply)") === true, undefined, { timeout: TIMEOUT });
+      // The page polls lock state every 3 s (the server's default).
+      await page.waitForFunction(() => document.querySelector('[data-lock-ws="staging"]')?.textContent?.startsWith("locked by bob@ci (OperationTypeApply)") === true, undefined, { timeout: TIMEOUT });
       await page.screenshot({ path: screenshotPath("workspaces-locked.png"), fullPage: true });
       await page.getByRole("link", { name: "staging", exact: true }).click();
       await page.waitForURL(/\/workspaces\/staging$/);
@@ -90,6 +99,8 @@ describe("web console in headless Chromium", { timeout: 180_000 }, () => {
     } finally {
       await library.unlock("staging", lock.ID).catch(() => {});
     }
+    // The tool's own write under the lock it lost is refused.
+    assert.equal((await tool.put(Buffer.from(makeState(4, 4)))).status, 409);
   });
 
   it("a read-only user sees no action buttons and gets 403 when posting anyway", async () => {
@@ -106,7 +117,7 @@ describe("web console in headless Chromium", { timeout: 180_000 }, () => {
       // Posting anyway from the console's own page, with a valid token for this user.
       const status = await page.evaluate(
         async ([id, token]) => (await fetch("/workspaces/prod/force-unlock", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ csrf: token as string, id: id as string }).toString() })).status,
-        [lock.ID, csrf.issue("reader")],
+        [lock.ID, server.csrf.issue("reader")],
       );
       assert.equal(status, 403);
       assert.equal((await library.lockInfo("prod"))?.ID, lock.ID);
@@ -120,7 +131,7 @@ describe("web console in headless Chromium", { timeout: 180_000 }, () => {
     // The attacking site: another origin whose page posts the console's force-unlock form.
     const evil: Server = createServer((_req, res) => {
       res.writeHead(200, { "Content-Type": "text/html" });
-      res.end(`<form id="f" method="post" action="${server.url}/workspaces/prod/force-unlock"><input name="csrf" value="${csrf.issue("admin")}"><input name="id" value="${lock.ID}"></form><script>document.getElementById("f").submit()</script>`);
+      res.end(`<form id="f" method="post" action="${server.url}/workspaces/prod/force-unlock"><input name="csrf" value="${server.csrf.issue("admin")}"><input name="id" value="${lock.ID}"></form><script>document.getElementById("f").submit()</script>`);
     });
     await new Promise<void>((r) => evil.listen(0, "127.0.0.1", r));
     try {
@@ -152,45 +163,41 @@ describe("web console in headless Chromium", { timeout: 180_000 }, () => {
     }
   });
 
-  it("history, a diff of two versions, and a rollback that shows the new version (in-memory history)", async () => {
-    const api = new MemoryConsoleApi();
-    const start = Date.parse("2026-11-01T00:00:00Z");
-    const ids: string[] = [];
-    for (let i = 1; i <= 8; i++) {
-      ids.push(api.write("prod", makeState(i, i + (i % 3), { url: { value: `https://v${i}.example` }, token: { value: `secret-${i}`, sensitive: true } }, `t${i}`), { who: i % 2 === 0 ? "ci@runner" : "alice@laptop", operation: "apply", lastModified: new Date(start + i * 86_400_000).toISOString() }));
-    }
-    const mem = await startConsoleServer(api, { pollMs: 250 });
-    try {
-      const page = await pageAs("operator");
-      await page.goto(`${mem.url}/workspaces/prod/history`);
-      assert.equal(await page.locator("svg.chart polyline").count(), 2);
-      assert.equal(await page.locator("tr[data-version]").count(), 8);
-      await page.screenshot({ path: screenshotPath("history.png"), fullPage: true });
-      // Pick two versions with the keyboard-usable radios and compare.
-      await page.getByRole("radio", { name: "from version 2" }).check();
-      await page.getByRole("radio", { name: "to version 6" }).check();
-      await page.getByRole("button", { name: "Compare selected versions" }).click();
-      await page.waitForURL(/\/diff\?/);
-      const diff = await page.locator("main").innerText();
-      assert.match(diff, /null_resource\.r\[3\]/);
-      assert.ok(diff.includes('"https://v2.example" → "https://v6.example"'));
-      assert.ok(!(await page.content()).includes("secret-"));
-      await page.screenshot({ path: screenshotPath("diff.png"), fullPage: true });
-      // Roll back to serial 3: the confirmation shows the serial it will write.
-      await page.goto(`${mem.url}/workspaces/prod/history`);
-      await page.locator(`tr[data-version="${ids[2]}"]`).getByRole("link", { name: "Roll back to this…" }).click();
-      await page.waitForURL(/\/rollback\?to=/);
-      assert.equal(await page.locator("[data-new-serial]").innerText(), "9");
-      await page.screenshot({ path: screenshotPath("rollback.png"), fullPage: true });
-      await page.getByRole("button", { name: "Roll back to serial 3" }).click();
-      await page.waitForURL(/\/history\?done=rollback/);
-      const top = page.locator("tr[data-version]").first();
-      assert.match(await top.innerText(), /^\s*9 \(current\)/);
-      assert.equal(await page.locator("tr[data-version]").count(), 9);
-      assert.ok(mem.log.some((e) => e.action === "rollback" && e.user === "operator" && e.outcome === "ok"));
-    } finally {
-      await mem.close();
-    }
+  it("history of real versions, a diff of two of them, and a rollback with its confirmation that puts the new version at the top", async () => {
+    const page = await pageAs("operator");
+    await page.goto(`${server.url}/workspaces/prod/history`);
+    assert.equal(await page.locator("svg.chart polyline").count(), 2);
+    assert.equal(await page.locator("tr[data-version]").count(), 8);
+    await page.screenshot({ path: screenshotPath("history.png"), fullPage: true });
+    // Pick two versions with the keyboard-usable radios and compare.
+    await page.getByRole("radio", { name: "from version 2" }).check();
+    await page.getByRole("radio", { name: "to version 6" }).check();
+    await page.getByRole("button", { name: "Compare selected versions" }).click();
+    await page.waitForURL(/\/diff\?/);
+    assert.ok(page.url().includes(encodeURIComponent(prodVersions[1] as string)) || page.url().includes(prodVersions[1] as string));
+    const diff = await page.locator("main").innerText();
+    assert.match(diff, /null_resource\.r\[5\]/);
+    assert.ok(diff.includes('"https://v2.example" → "https://v6.example"'));
+    assert.ok(!(await page.content()).includes("secret-"));
+    await page.screenshot({ path: screenshotPath("diff.png"), fullPage: true });
+    // Roll back to serial 3: the confirmation shows the serial it will write.
+    await page.goto(`${server.url}/workspaces/prod/history`);
+    await page.locator(`tr[data-version="${prodVersions[2]}"]`).getByRole("link", { name: "Roll back to this…" }).click();
+    await page.waitForURL(/\/rollback\?to=/);
+    assert.equal(await page.locator("[data-new-serial]").innerText(), "9");
+    await page.screenshot({ path: screenshotPath("rollback.png"), fullPage: true });
+    await page.getByRole("button", { name: "Roll back to serial 3" }).click();
+    await page.waitForURL(/\/history\?done=rollback/);
+    const top = page.locator("tr[data-version]").first();
+    assert.match(await top.innerText(), /^\s*9 \(current\)/);
+    assert.equal(await page.locator("tr[data-version]").count(), 9);
+    await page.screenshot({ path: screenshotPath("history-after-rollback.png"), fullPage: true });
+    assert.ok(server.log.some((e) => e.action === "rollback" && e.user === "operator" && e.outcome === "ok"));
+    // The store has it: version 3's content with serial 9, written as a rollback.
+    const newest = (await library.history("prod", { limit: 1 }).next()).value;
+    assert.deepEqual([newest?.serial, newest?.operation, newest?.sourceVersion], [9, "rollback", prodVersions[2]]);
+    assert.equal((JSON.parse((await library.readState("prod"))?.toString() ?? "{}") as { outputs: { url: { value: string } } }).outputs.url.value, "https://v3.example");
+    assert.equal(await library.lockInfo("prod"), null);
   });
 
   it("readable on a phone: no horizontal scroll of the page itself", async () => {

@@ -25,6 +25,7 @@ interface Listed {
   id: string;
   who: string;
   operation: string;
+  info: string;
   since: string;
   expires: string | null;
   expired: boolean;
@@ -43,7 +44,7 @@ describe("objstate leases, lockfiles and the lock list", () => {
     const info = JSON.parse(lock.stdout) as { ID: string; Expires: number; Created: string };
     assert.ok(info.Expires * 1000 > Date.now() + 50_000);
     const listed = list(s);
-    assert.deepEqual(listed, [{ source: "table", path: listed[0]?.path, workspace: "default", id: info.ID, who: listed[0]?.who, operation: "apply", since: info.Created, expires: new Date(info.Expires * 1000).toISOString(), expired: false }]);
+    assert.deepEqual(listed, [{ source: "table", path: listed[0]?.path, workspace: "default", id: info.ID, who: listed[0]?.who, operation: "apply", info: "", since: info.Created, expires: new Date(info.Expires * 1000).toISOString(), expired: false }]);
     const text = runCli(["locks", ...s]);
     assert.match(text.stdout, /^WORKSPACE\s+SOURCE\s+ID\s+WHO\s+OPERATION\s+SINCE\s+LEASE\n/);
     assert.match(text.stdout, new RegExp(`default\\s+table\\s+${info.ID}.*expires \\d{4}-`));

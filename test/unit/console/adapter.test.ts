@@ -1,13 +1,24 @@
 /**
- * backendConsoleApi over a real embedded store and lock table: summaries, outputs, locks,
- * force-unlock; history and rollback through the version methods when a backend has them.
+ * backendConsoleApi over a real embedded store and lock table: summaries from each
+ * workspace's last write (a HEAD), resource counts made in the background, outputs, locks,
+ * force-unlock, and history, diff and rollback through the backend's version methods.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { backendConsoleApi, lockView, type ConsoleBackend, type VersionRecord } from "../../../src/console/adapter.js";
+import { backendConsoleApi, lockView, type ConsoleBackend } from "../../../src/console/adapter.js";
 import { isObjstateError, ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
 import { makeState } from "../../support/console-memory.js";
 import { embeddedTarget } from "../../support/targets.js";
+
+/** Poll `read` until `done` holds (background counting), at most 5 s. */
+async function eventually<T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
+  const until = Date.now() + 5000;
+  for (;;) {
+    const v = await read();
+    if (done(v) || Date.now() > until) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 describe("backendConsoleApi over the embedded store", () => {
   let backend: ObjectStoreBackend;
@@ -21,31 +32,74 @@ describe("backendConsoleApi over the embedded store", () => {
   });
   after(() => backend.close());
 
-  it("lists every workspace with size, resources, serial and lock; the backend keeps history", async () => {
+  it("lists every workspace with size, serial, who and time from its last write (no state read), resources counted in the background, and locks", async () => {
     const lock = await backend.lock("prod", { operation: "apply", info: "CI run 7" });
     try {
-      const api = backendConsoleApi(backend);
-      assert.equal(api.hasHistory, true);
+      const reads: string[] = [];
+      const counting: ConsoleBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
+        readState: (ws: string) => (reads.push(ws), backend.readState(ws)),
+      });
+      const api = backendConsoleApi(counting);
+      assert.equal(await api.hasHistory(), true, "the embedded store keeps every version");
       const list = await api.listWorkspaces();
       assert.deepEqual(list.map((w) => w.name), ["default", "prod"]);
       const p = list[1];
       assert.equal(p?.size, Buffer.byteLength(prod));
-      assert.equal(p?.resources, 3);
-      // The last write comes from the store's history: when and by whom.
       assert.equal(p?.lastWrite?.serial, 5);
       assert.equal(p?.lastWrite?.who, "tester@console");
       assert.ok(Math.abs(Date.parse(p?.lastWrite?.time ?? "") - Date.now()) < 60_000);
+      assert.equal(p?.resources, undefined, "not counted yet on the first view: the page does not wait for state reads");
       assert.deepEqual(p?.lock, { id: lock.ID, who: "tester@console", operation: "apply", info: "CI run 7", created: lock.Created, expires: undefined });
       assert.equal(list[0]?.lock, null);
+      const later = await eventually(() => api.listWorkspaces(), (l) => l[1]?.resources !== undefined);
+      assert.equal(later[1]?.resources, 3);
+      assert.equal(later[0]?.resources, 0);
+      const readsAfterCount = reads.length;
+      await api.listWorkspaces();
+      assert.equal(reads.length, readsAfterCount, "a count is kept for as long as the write it was made from is the current one");
       assert.equal((await api.locks()).get("prod")?.id, lock.ID);
-      assert.equal((await api.lock("default")), null);
+      assert.equal(await api.lock("default"), null);
       const h = await api.history("prod", { limit: 5 });
-      assert.deepEqual(h.map((v) => [v.serial, v.isLatest, v.resources]), [[5, true, 3]]);
+      assert.deepEqual(h.map((v) => [v.serial, v.isLatest, v.resources, v.who]), [[5, true, 3, "tester@console"]]);
       await assert.rejects(api.forceUnlock("prod", "not-the-id"), (e) => isObjstateError(e, "LOCK_ID_MISMATCH"));
       await api.forceUnlock("prod", lock.ID);
       assert.equal(await backend.lockInfo("prod"), null);
     } finally {
       await backend.unlock("prod", lock.ID).catch(() => {});
+    }
+  });
+
+  it("a new write is counted again; one workspace's own page counts at once", async () => {
+    const api = backendConsoleApi(backend);
+    await backend.writeState("counted", makeState(1, 1), { force: true });
+    assert.equal((await api.workspace("counted")).resources, 1);
+    await backend.writeState("counted", makeState(2, 2), { force: true });
+    const w = await api.workspace("counted");
+    assert.equal(w.resources, 2);
+    assert.equal(w.lastWrite?.serial, 2);
+  });
+
+  it("the Workspaces list shows a last write up to summaryTtlMs old, then reads it again in the background; locks and a workspace's own page are always fresh", async () => {
+    let t = 1_000_000;
+    const api = backendConsoleApi(backend, { summaryTtlMs: 5_000, now: () => t });
+    await backend.writeState("cached", makeState(1, 1), { force: true });
+    const serialOf = async (): Promise<number | null | undefined> => (await api.listWorkspaces()).find((w) => w.name === "cached")?.lastWrite?.serial;
+    assert.equal(await serialOf(), 1, "a workspace never seen is read at once");
+    await backend.writeState("cached", makeState(2, 2), { force: true });
+    const lock = await backend.lock("cached");
+    try {
+      const within = (await api.listWorkspaces()).find((w) => w.name === "cached");
+      assert.equal(within?.lastWrite?.serial, 1, "reused within the TTL");
+      assert.equal(within?.lock?.id, lock.ID, "the lock is read fresh");
+      assert.equal((await api.workspace("cached")).lastWrite?.serial, 2, "one workspace's page reads the store");
+      t += 5_000;
+      await backend.writeState("cached", makeState(3, 3), { force: true, lockId: lock.ID });
+      assert.equal(await serialOf(), 2, "past the TTL: shown once more while read again in the background");
+      assert.equal(await eventually(serialOf, (s) => s === 3), 3);
+      const uncached = backendConsoleApi(backend, { summaryTtlMs: 0 });
+      assert.equal((await uncached.listWorkspaces()).find((w) => w.name === "cached")?.lastWrite?.serial, 3);
+    } finally {
+      await backend.unlock("cached", lock.ID);
     }
   });
 
@@ -61,25 +115,20 @@ describe("backendConsoleApi over the embedded store", () => {
     assert.equal(none.size, 0);
   });
 
-  it("the Workspaces list reuses a summary for summaryTtlMs; locks and the workspace's own page are always fresh", async () => {
-    let t = 1_000_000;
-    const api = backendConsoleApi(backend, { summaryTtlMs: 5_000, now: () => t });
-    await backend.writeState("cached", makeState(1, 1), { force: true });
-    assert.equal((await api.listWorkspaces()).find((w) => w.name === "cached")?.lastWrite?.serial, 1);
-    await backend.writeState("cached", makeState(2, 2), { force: true });
-    const lock = await backend.lock("cached");
-    try {
-      const within = (await api.listWorkspaces()).find((w) => w.name === "cached");
-      assert.equal(within?.lastWrite?.serial, 1, "reused within the TTL");
-      assert.equal(within?.lock?.id, lock.ID, "the lock is read fresh");
-      assert.equal((await api.workspace("cached")).lastWrite?.serial, 2, "one workspace's page reads the state");
-      t += 5_000;
-      assert.equal((await api.listWorkspaces()).find((w) => w.name === "cached")?.resources, 2, "read again after the TTL");
-      const uncached = backendConsoleApi(backend, { summaryTtlMs: 0 });
-      await uncached.listWorkspaces();
-    } finally {
-      await backend.unlock("cached", lock.ID);
-    }
+  it("hasHistory is what the store says of versioning, asked once per TTL", async () => {
+    let asked = 0;
+    let status: "enabled" | "off" = "off";
+    let t = 0;
+    const b: ConsoleBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
+      versioning: () => (asked++, Promise.resolve(status)),
+    });
+    const api = backendConsoleApi(b, { versioningTtlMs: 1000, now: () => t });
+    assert.equal(await api.hasHistory(), false);
+    status = "enabled";
+    assert.equal(await api.hasHistory(), false, "reused within the TTL");
+    t += 1000;
+    assert.equal(await api.hasHistory(), true);
+    assert.equal(asked, 2);
   });
 
   it("a lease's Expires (epoch seconds) becomes an ISO time", () => {
@@ -88,41 +137,23 @@ describe("backendConsoleApi over the embedded store", () => {
     assert.equal(lockView(null), null);
   });
 
-  it("with the backend's version methods: history (ISO times, resource counts for the newest), diff by version, rollback", async () => {
-    // The version methods arrive with issue 10; this stands in for them over the same store.
-    const versions: { id: string; bytes: Buffer; at: Date }[] = [];
-    const record = async (ws: string, text: string): Promise<void> => {
-      await backend.writeState(ws, text, { force: true });
-      versions.unshift({ id: `v${versions.length + 1}`, bytes: Buffer.from(text), at: new Date(Date.UTC(2026, 10, 20 + versions.length)) });
-    };
-    await record("hist", makeState(1, 1));
-    await record("hist", makeState(2, 2));
-    await record("hist", makeState(3, 4));
-    const rolled: string[] = [];
-    const withHistory: ConsoleBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
-      history: async function* (_ws: string, { limit }: { limit: number }): AsyncIterable<VersionRecord> {
-        for (const [i, v] of versions.slice(0, limit).entries()) yield { versionId: v.id, lastModified: v.at, size: v.bytes.length, serial: JSON.parse(v.bytes.toString()).serial as number, lineage: "lineage-1", who: "tester@console", operation: "writeState", isLatest: i === 0, deleteMarker: false };
-      },
-      readVersion: (_ws: string, id: string) => Promise.resolve(versions.find((v) => v.id === id)?.bytes ?? null),
-      rollback: async (ws: string, to: string) => {
-        rolled.push(to);
-        const doc = JSON.parse((versions.find((v) => v.id === to) as { bytes: Buffer }).bytes.toString()) as { serial: number };
-        doc.serial = 4;
-        await record(ws, JSON.stringify(doc));
-        return { serial: 4, versionId: versions[0]?.id };
-      },
-    });
-    const api = backendConsoleApi(withHistory, { chartVersions: 2 });
-    assert.equal(api.hasHistory, true);
+  it("history (newest first, ISO times, resources for the newest chartVersions), diff by version, rollback to a new version", async () => {
+    await backend.writeState("hist", makeState(1, 1), { force: true });
+    await backend.writeState("hist", makeState(2, 2));
+    await backend.writeState("hist", makeState(3, 4));
+    const api = backendConsoleApi(backend, { chartVersions: 2 });
     const h = await api.history("hist", { limit: 10 });
-    assert.deepEqual(h.map((v) => [v.versionId, v.serial, v.resources, v.isLatest]), [["v3", 3, 4, true], ["v2", 2, 2, false], ["v1", 1, undefined, false]]);
-    assert.equal(h[0]?.lastModified, "2026-11-22T00:00:00.000Z");
-    const s = await api.workspace("hist");
-    assert.deepEqual(s.lastWrite, { time: "2026-11-22T00:00:00.000Z", who: "tester@console", serial: 3 });
-    const d = await api.diff("hist", "v1", "v3");
+    assert.deepEqual(h.map((v) => [v.serial, v.resources, v.isLatest]), [[3, 4, true], [2, 2, false], [1, undefined, false]]);
+    assert.ok(!Number.isNaN(Date.parse(h[0]?.lastModified ?? "")));
+    const [v3, , v1] = h.map((v) => v.versionId) as [string, string, string];
+    const d = await api.diff("hist", v1, v3);
     assert.equal(d.resources.added.length, 3);
-    assert.deepEqual(await api.rollback("hist", "v1"), { serial: 4, versionId: "v4" });
-    assert.deepEqual(rolled, ["v1"]);
+    await assert.rejects(api.diff("hist", v1, "no-such-version"), (e) => isObjstateError(e, "VERSION_NOT_FOUND"));
+    assert.deepEqual(await api.rollback("hist", v1), { serial: 4 });
+    const after = await api.history("hist", { limit: 10 });
+    assert.equal(after.length, 4);
+    assert.deepEqual([after[0]?.serial, after[0]?.operation, after[0]?.resources, after[0]?.isLatest], [4, "rollback", 1, true]);
     assert.equal((await api.workspace("hist")).resources, 1);
+    assert.equal(await backend.lockInfo("hist"), null, "the rollback's own lock is released");
   });
 });

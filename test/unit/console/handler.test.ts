@@ -180,7 +180,7 @@ describe("handleConsole", () => {
     try {
       const r = await fetch(`${s.url}/workspaces/default/history`, { headers: { authorization: basic("admin") } });
       assert.equal(r.status, 200);
-      assert.match(await r.text(), /keeps no version history/);
+      assert.match(await r.text(), /keeps no versions/);
     } finally {
       await s.close();
     }

@@ -27,6 +27,24 @@ describe("objstate serve (CLI)", () => {
     assert.match(r.stderr, /warning: no --users file: serving on loopback only/);
   });
 
+  it("serves the web console at / unless --no-console", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    for (const [flags, status] of [[[], 200], [["--no-console"], 404]] as const) {
+      const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", ...flags], { cwd });
+      try {
+        await s.stderrMatches(/at (http:\/\/127\.0\.0\.1:\d+)\/state\/\{workspace\}/);
+        const url = /at (http:\/\/127\.0\.0\.1:\d+)\/state/.exec(s.stderrSoFar())?.[1] as string;
+        assert.match(s.stderrSoFar(), status === 200 ? /web console at http:/ : /no web console: --no-console/);
+        const r = await fetch(`${url}/`);
+        assert.equal(r.status, status, flags.join(" "));
+        await r.arrayBuffer();
+      } finally {
+        s.kill();
+        await s.done;
+      }
+    }
+  });
+
   it("refuses --tls-cert without --tls-key, and a bad --max-state-size", () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
     assert.match(runCli(["serve", ...STORE, "--tls-cert", "c.pem"], { cwd }).stderr, /--tls-cert and --tls-key go together/);

@@ -19,6 +19,8 @@ const CHEAP = { N: 1024, r: 8, p: 1 };
 const USERS: Record<string, Record<string, string[]>> = {
   reader: { "*": ["read"] },
   writer: { "*": ["read", "write", "lock"] },
+  scribe: { "*": ["read", "write"] },
+  rewinder: { "*": ["read", "write", "lock", "force"] },
   forcer: { "*": ["read", "lock", "force"] },
   admin: { "*": ["admin"] },
   scoped: { "staging-*": ["read", "write", "lock"] },
@@ -115,6 +117,33 @@ describe("objstate serve: users, roles, TLS", () => {
     assert.equal((await as(s.url, "forcer", ws).unlock()).status, 200);
     assert.equal((await w.delete()).status, 403);
     assert.equal((await as(s.url, "admin", ws).delete()).status, 200);
+  });
+
+  it("rollback through /api/v1 needs write and lock, and force too when forced; history and versions need read", async () => {
+    const s = await start();
+    const ws = uniqueName("ws");
+    const w = as(s.url, "writer", ws);
+    assert.equal((await w.put(toolState(1, "rb"))).status, 200);
+    assert.equal((await w.put(toolState(2, "rb"))).status, 200);
+    const call = (user: string, method: string, path: string, body?: object) => rawRequest(s.url, method, path, body === undefined ? undefined : Buffer.from(JSON.stringify(body)), { username: user, password: pw(user) });
+    const h = await call("reader", "GET", `/api/v1/workspaces/${ws}/history`);
+    assert.equal(h.status, 200);
+    const first = (JSON.parse(h.body.toString()) as { versions: { versionId: string }[] }).versions[1]?.versionId as string;
+    assert.equal((await call("reader", "GET", `/api/v1/workspaces/${ws}/versions/${first}`)).status, 200);
+    assert.equal((await call("scoped", "GET", `/api/v1/workspaces/${ws}/history`)).status, 403);
+    const rollback = `/api/v1/workspaces/${ws}/rollback`;
+    assert.equal((await call("reader", "POST", rollback, { to: first })).status, 403);
+    const scribe = await call("scribe", "POST", rollback, { to: first });
+    assert.equal(scribe.status, 403);
+    assert.match(JSON.parse(scribe.body.toString()).message, /needs the lock role/);
+    assert.equal((await call("forcer", "POST", rollback, { to: first })).status, 403, "lock and force without write");
+    const forced = await call("writer", "POST", rollback, { to: first, force: true });
+    assert.equal(forced.status, 403);
+    assert.match(JSON.parse(forced.body.toString()).message, /needs the force role/);
+    assert.equal((await call("rewinder", "POST", rollback, { to: first, force: true })).status, 200);
+    const done = await call("writer", "POST", rollback, { to: first });
+    assert.equal(done.status, 200);
+    assert.equal(JSON.parse(done.body.toString()).serial, 4);
   });
 
   it("roles apply on workspace globs; listings show only what the user may read", async () => {
