@@ -9,6 +9,8 @@ cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
 # The AWS SDK warns on every client that releases after early 2027 need Node 22; the
 # pinned versions run on Node 20, so the warning is noise in test output.
 export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true
+# The console's browser tests drive Debian's chromium (installed here when missing).
+bash scripts/install-chromium.sh
 # Only *.test.js: node --test given a directory named test would also run the helpers in it.
 mapfile -t files < <(find dist/test -name '*.test.js' | sort)
 exec bash scripts/with-servers.sh node --test "${files[@]}"
