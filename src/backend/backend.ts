@@ -75,6 +75,19 @@ export interface ReadOptions {
    * driver calls it.
    */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
+  /**
+   * Called once per attempt with the digest recorded for the state, as soon as it is read
+   * (usually before most bytes arrive); undefined when none is recorded, so the bytes will
+   * not be checked. A reader that passes the bytes on while they arrive (the server's GET)
+   * announces it as their MD5. The read's result says whether the bytes matched it: its
+   * `md5` is then this digest.
+   */
+  readonly onDigest?: ((recorded: string | undefined) => void) | undefined;
+  /**
+   * Called when an attempt's bytes did not match the recorded digest, before the read looks
+   * again (or fails): whoever passed those bytes on must take them back at once.
+   */
+  readonly onMismatch?: (() => void) | undefined;
 }
 
 /** Options of {@link ObjectStoreBackend.writeState}. */
@@ -318,13 +331,20 @@ export class ObjectStoreBackend {
   async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
     const path = this.statePath(workspace);
     const locks = this.locks;
-    const onData = options.onData;
+    const { onData, onDigest, onMismatch } = options;
     const found = (obj: GetResult | null, md5?: string): StateRead | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
-    if (locks === undefined) return found(await this.store.get(path, { onData }));
+    if (locks === undefined) {
+      onDigest?.(undefined);
+      return found(await this.store.get(path, { onData }));
+    }
     const digestId = this.digestId(workspace);
     const deadline = Date.now() + this.digestRetry.timeoutMs;
     for (;;) {
-      const [obj, stored] = await Promise.all([this.store.get(path, { md5: true, onData }), locks.get(digestId, "Digest")]);
+      const recorded = locks.get(digestId, "Digest").then((d) => {
+        onDigest?.(normalizeDigest(d));
+        return d;
+      });
+      const [obj, stored] = await Promise.all([this.store.get(path, { md5: true, onData }), recorded]);
       const expected = normalizeDigest(stored);
       if (expected === undefined) return found(obj);
       // The driver's MD5 may come from the ETag or objstate's metadata: a shortcut only when it
@@ -332,6 +352,7 @@ export class ObjectStoreBackend {
       if (obj !== null && obj.md5 === expected) return found(obj, expected);
       const actual = obj === null ? "" : md5(obj.body);
       if (actual === expected) return found(obj, expected);
+      onMismatch?.();
       if (obj !== null && provenComplete(obj.meta, actual) && (await locks.get(this.lockId(workspace), "Info")) === null) {
         // A writer records its digest before it releases its lock, so the digest read now,
         // after the lock was seen free, is final for every write that finished: only when it

@@ -48,6 +48,12 @@ export interface ByteSource {
   readonly size: number;
   /** A fresh read from the first byte, in chunks of bounded size. */
   open(): AsyncIterable<Uint8Array>;
+  /**
+   * Hex MD5 the source itself guarantees: it checks its bytes against it and fails a read
+   * (before the last byte) when they differ. A driver given this same MD5 need not hash the
+   * bytes again to check them (the server's request bodies, hashed as they arrive).
+   */
+  readonly verifiedMd5?: string | undefined;
 }
 
 /** What a driver stores: bytes in memory, or a {@link ByteSource} streamed to the store. */
