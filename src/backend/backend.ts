@@ -76,13 +76,14 @@ export interface ReadOptions {
    */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
   /**
-   * Called once per attempt with the digest recorded for the state, as soon as it is read
-   * (usually before most bytes arrive); undefined when none is recorded, so the bytes will
-   * not be checked. A reader that passes the bytes on while they arrive (the server's GET)
-   * announces it as their MD5. The read's result says whether the bytes matched it: its
-   * `md5` is then this digest.
+   * Called at most once per attempt, before the bytes are checked (usually before most of
+   * them arrive), when the digest recorded for the state and the store's own MD5 record of
+   * the object agree on this MD5: the bytes will very likely match it. A reader that passes
+   * the bytes on while they arrive (the server's GET) announces it as their MD5. Not called
+   * when they disagree (a store behind a recent write, a state changed outside objstate):
+   * the read then retries as usual before anything is declared.
    */
-  readonly onDigest?: ((recorded: string | undefined) => void) | undefined;
+  readonly onVouched?: ((md5: string) => void) | undefined;
   /**
    * Called when an attempt's bytes did not match the recorded digest, before the read looks
    * again (or fails): whoever passed those bytes on must take them back at once.
@@ -331,20 +332,24 @@ export class ObjectStoreBackend {
   async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
     const path = this.statePath(workspace);
     const locks = this.locks;
-    const { onData, onDigest, onMismatch } = options;
+    const { onData, onVouched, onMismatch } = options;
     const found = (obj: GetResult | null, md5?: string): StateRead | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
-    if (locks === undefined) {
-      onDigest?.(undefined);
-      return found(await this.store.get(path, { onData }));
-    }
+    if (locks === undefined) return found(await this.store.get(path, { onData }));
     const digestId = this.digestId(workspace);
     const deadline = Date.now() + this.digestRetry.timeoutMs;
     for (;;) {
+      // The lock table's digest and the store's record, whichever comes second, vouch together.
+      const seen: { digest?: string | undefined; record?: string | undefined } = {};
+      const vouch = (k: "digest" | "record", md5: string | undefined): void => {
+        seen[k] = md5;
+        if ("digest" in seen && "record" in seen && seen.digest !== undefined && seen.digest === seen.record) onVouched?.(seen.digest);
+      };
       const recorded = locks.get(digestId, "Digest").then((d) => {
-        onDigest?.(normalizeDigest(d));
+        vouch("digest", normalizeDigest(d));
         return d;
       });
-      const [obj, stored] = await Promise.all([this.store.get(path, { md5: true, onData }), recorded]);
+      const onStart = onVouched === undefined ? undefined : (md5: string | undefined): void => vouch("record", md5);
+      const [obj, stored] = await Promise.all([this.store.get(path, { md5: true, onData, onStart }), recorded]);
       const expected = normalizeDigest(stored);
       if (expected === undefined) return found(obj);
       // The driver's MD5 may come from the ETag or objstate's metadata: a shortcut only when it

@@ -16,10 +16,13 @@ const LOCK_BODY_MAX = 64 * 1024;
 
 /**
  * `GET /state/{w}`: 200 with the state and its Content-MD5; 204 when there is none.
- * With a recorded digest, a large state is sent while it is read: Content-MD5 is the
- * digest, and the last {@link HOLD_BACK} bytes wait for the read to prove the bytes match it.
- * If they do not, the connection is cut before them, so the client sees a body shorter than
- * its Content-Length (an error), never a complete wrong state.
+ * A large state whose recorded digest the store's own MD5 record agrees with is sent while
+ * it is read: Content-MD5 is the digest, and the last {@link HOLD_BACK} bytes wait for the
+ * read to prove the bytes match it. If they do not (bytes damaged at rest or on the way),
+ * the connection is cut before them, so the client sees a body shorter than its
+ * Content-Length (an error), never a complete wrong state. When the two disagree (a store
+ * behind a recent write), nothing is sent until the read's digest retries settle it, as
+ * for a small state: 200 once the store caught up, else 503, which the client retries.
  */
 export async function getState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
@@ -27,7 +30,7 @@ export async function getState(ctx: Ctx): Promise<void> {
   const out = new StreamedState(ctx);
   let found;
   try {
-    found = await ctx.backend.readStateVersion(ws, { onDigest: (d) => out.digest(d), onData: (b, n) => out.data(b, n), onMismatch: () => out.abandon() });
+    found = await ctx.backend.readStateVersion(ws, { onVouched: (d) => out.vouched(d), onData: (b, n) => out.data(b, n), onMismatch: () => out.abandon() });
   } catch (e) {
     out.abandon();
     throw e; // after the headers went out, the server's failure path cuts the connection
@@ -49,7 +52,7 @@ export const HOLD_BACK = 64 * 1024;
 
 /**
  * The answer to a GET, sent from the read's own buffer as it fills (no copy). Starts once the
- * recorded digest is known (it is the Content-MD5) and the state is large enough; a new
+ * read vouched for an MD5 (it is the Content-MD5) and the state is large enough; a new
  * attempt of the read (a digest retry) or a mismatch abandons what was sent.
  */
 class StreamedState {
@@ -61,10 +64,10 @@ class StreamedState {
 
   constructor(private readonly ctx: Ctx) {}
 
-  /** The digest recorded for the attempt that is starting. */
-  digest(recorded: string | undefined): void {
+  /** The MD5 the lock table and the store agree on for the attempt under way. */
+  vouched(md5: string): void {
     if (this.started) return this.abandon();
-    this.recorded = recorded;
+    this.recorded = md5;
   }
 
   data(body: Buffer, filled: number): void {

@@ -149,6 +149,7 @@ export class FileDriver implements ObjectStoreDriver {
       const partial = options.maxBytes !== undefined && options.maxBytes < whole;
       // Hash what was actually read (a file edited in place must not pass for the stored
       // etag), chunk by chunk while the rest is read: off the main thread for large objects.
+      if (!partial) options.onStart?.(meta.etag);
       const hash = options.md5 === true && !partial ? newHasher(whole) : undefined;
       let body: Buffer;
       try {

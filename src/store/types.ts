@@ -98,6 +98,12 @@ export interface GetOptions {
    */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
   /**
+   * Called once the object is found, before its bytes, with the MD5 the store records for
+   * it (a plain-MD5 ETag or objstate's metadata on S3, the embedded store's record of the
+   * write), undefined when it has none. A record, not proof: only the bytes prove it.
+   */
+  readonly onStart?: ((recordedMd5: string | undefined) => void) | undefined;
+  /**
    * Read at most the first `maxBytes` bytes (an HTTP Range request on S3). `meta.size` is
    * still the whole object's size; `md5` is not computed for a partial read.
    */

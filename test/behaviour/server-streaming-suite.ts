@@ -7,7 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { request } from "node:http";
+import { join } from "node:path";
 import { after, before, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../src/index.js";
 import { HOLD_BACK as BODY_HOLD_BACK } from "../../src/server/body.js";
@@ -76,6 +78,20 @@ function postInTwo(url: string, body: Buffer, tail: number, beforeTail: () => Pr
   });
 }
 
+/** Rewrite the embedded store's MD5 record of a version (its metadata file), leaving the bytes: damage the store cannot see. */
+async function forgeRecord(dir: string, from: string, to: string): Promise<number> {
+  let n = 0;
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !entry.name.endsWith(".json")) continue;
+    const file = join(entry.parentPath, entry.name);
+    const text = await readFile(file, "utf8");
+    if (!text.includes(from)) continue;
+    await writeFile(file, text.split(from).join(to));
+    n++;
+  }
+  return n;
+}
+
 async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 5000): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
@@ -92,9 +108,11 @@ export function serverStreamingSuite(makeTarget: () => Target): void {
   let backend: ObjectStoreBackend;
   let raw: ObjectStoreDriver;
   let server: ObjstateServer;
+  let bucket: string;
 
   before(async () => {
     const props = await target.setup({ locks: true });
+    bucket = props.bucket as string;
     const config = ObjectStoreBackendConfig.from(props);
     // Retries far apart: a cut that waited for the next attempt would show.
     backend = await ObjectStoreBackend.connect(config, { env: {}, onWarning: () => undefined, digestRetry: { timeoutMs: 4000, intervalMs: 2000 } });
@@ -119,14 +137,15 @@ export function serverStreamingSuite(makeTarget: () => Target): void {
     assert.ok(got.body.equals(state));
   });
 
-  it("GET of a large state whose stored bytes do not match their digest: the answer starts, then is cut off before its last bytes — never complete", async () => {
+  it("GET of a large state whose bytes do not match what the store and the digest agree on: the answer starts, then is cut off before its last bytes — never complete", { skip: !embedded && "only the embedded store lets a test damage bytes behind the store's record" }, async () => {
     const ws = uniqueName("ws");
     const state = bigState(1, 6);
     await backend.writeState(ws, state);
-    // Changed outside objstate: same size, other bytes, the digest left as it was.
+    // Damaged at rest: other bytes of the same size, while the store's record still says the old MD5.
     const other = Buffer.from(state);
     other[other.length - 10] = 0x2a;
     await raw.put(backend.statePath(ws), other, { contentType: "application/json" });
+    assert.ok((await forgeRecord(target.bucketDir?.(bucket) ?? "", md5(other, "hex"), md5(state, "hex"))) > 0);
     const got = await getPartial(`${server.url}/state/${ws}`);
     assert.equal(got.status, 200);
     assert.equal(got.headers["content-md5"], md5(state, "base64"), "the recorded digest is announced");
@@ -136,18 +155,31 @@ export function serverStreamingSuite(makeTarget: () => Target): void {
     assert.ok(got.afterHeadersMs < 1500, `cut after ${got.afterHeadersMs} ms`);
   });
 
-  it("the library's read reports the recorded digest as it starts, and a mismatch before it looks again", async () => {
+  it("GET of a large state changed outside objstate (the store's MD5 is not the digest): nothing is sent before the digest retries settle it — 503, which the client retries", async () => {
+    const ws = uniqueName("ws");
+    const state = bigState(1, 6);
+    await backend.writeState(ws, state);
+    const other = Buffer.from(state);
+    other[other.length - 10] = 0x2a;
+    await raw.put(backend.statePath(ws), other, { contentType: "application/json" });
+    const got = await rawRequest(server.url, "GET", `/state/${ws}`, undefined);
+    assert.equal(got.status, 503);
+    assert.match(got.body.toString("utf8"), /DIGEST_MISMATCH/);
+  });
+
+  it("the library's read vouches for the digest when the store's record agrees, and reports a mismatch before it looks again", async () => {
     const ws = uniqueName("ws");
     const state = bigState(1, 1);
     await backend.writeState(ws, state);
     const events: string[] = [];
-    const read = await backend.readStateVersion(ws, { onDigest: (d) => events.push(`digest ${d ?? "none"}`), onMismatch: () => events.push("mismatch") });
+    const hooks = { onVouched: (d: string) => events.push(`vouched ${d}`), onMismatch: () => events.push("mismatch") };
+    const read = await backend.readStateVersion(ws, hooks);
     assert.equal(read?.md5, md5(state, "hex"));
-    assert.deepEqual(events, [`digest ${md5(state, "hex")}`]);
+    assert.deepEqual(events, [`vouched ${md5(state, "hex")}`]);
     await raw.put(backend.statePath(ws), Buffer.concat([state, Buffer.from(" ")]), { contentType: "application/json" });
     events.length = 0;
-    await assert.rejects(backend.readStateVersion(ws, { onDigest: (d) => events.push(`digest ${d ?? "none"}`), onMismatch: () => events.push("mismatch") }), { code: "DIGEST_MISMATCH" });
-    assert.deepEqual(events.slice(0, 3), [`digest ${md5(state, "hex")}`, "mismatch", `digest ${md5(state, "hex")}`]);
+    await assert.rejects(backend.readStateVersion(ws, hooks), { code: "DIGEST_MISMATCH" });
+    assert.ok(events.length >= 1 && events.every((e) => e === "mismatch"), events.join(", "));
   });
 
   it("the store hands a large object to onData as it reads it, and hashes what it read", async () => {
