@@ -68,8 +68,11 @@ async function startServer() {
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-// The client's own MD5 of what it sends is taken before the clock starts (md5s), as the
-// library's caller does not pay for it either.
+// Both sides do the same work: the client's own MD5 of what it sends is taken before the clock
+// starts (md5s), as the library's caller has its bytes ready too (writeState and the server
+// each hash once). On GET the client, like the tool's (client.go Get), takes Content-MD5 as
+// the digest and does not hash; the library's read checks the digest, and so does the
+// server's. Every GET is checked for its full length (a cut body fails the run).
 const md5s = new WeakMap();
 const contentMd5 = (body) => md5s.get(body) ?? createHash("md5").update(body).digest("base64");
 function http(url, method, path, body) {
