@@ -817,7 +817,6 @@ function versionId(stat: BigIntStats): string {
   return `${stat.ino}-${stat.mtimeNs}`;
 }
 
-/** Read the first `size` bytes into one buffer of that exact size (no chunk list, no concat copy). */
 /** Hashes bytes as they are read: in the worker thread for large objects, inline for small ones. */
 interface Hasher {
   write(bytes: Uint8Array): Promise<void> | void;
@@ -833,6 +832,10 @@ function newHasher(size: number): Hasher {
 /** Reads per call when the bytes are hashed or watched as they arrive (`GetOptions.onData`). */
 const READ_CHUNK = 1024 * 1024;
 
+/**
+ * Read the first `size` bytes into one buffer of that exact size (no chunk list, no concat
+ * copy); in {@link READ_CHUNK} pieces when each is hashed or shown to `onData` on arrival.
+ */
 async function readWhole(handle: fs.FileHandle, size: number, hash?: Hasher, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(size);
   const step = hash === undefined && onData === undefined ? size : READ_CHUNK;
