@@ -17,14 +17,18 @@ import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../dist/src/index.js";
 
 const env = process.env;
+// BENCH_DIST: another build to measure (e.g. a copy of the previous commit's dist, to alternate
+// the two); BENCH_PARTS: which sections to run (default all of transfer,memory,lock,throughput).
+const DIST = env.BENCH_DIST === undefined ? new URL("../dist/", import.meta.url) : new URL(`file://${env.BENCH_DIST.replace(/\/?$/, "/")}`);
+const PARTS = new Set((env.BENCH_PARTS ?? "transfer,memory,lock,throughput").split(","));
+const { ObjectStoreBackend, ObjectStoreBackendConfig } = await import(new URL("src/index.js", DIST).href);
 const MiB = 1024 * 1024;
 const ROUNDS = Number(env.BENCH_ROUNDS ?? 7);
 const CYCLES = Number(env.BENCH_CYCLES ?? 100);
 const SECONDS = Number(env.BENCH_SECONDS ?? 5);
-const CLI = fileURLToPath(new URL("../dist/src/cli/main.js", import.meta.url));
+const CLI = fileURLToPath(new URL("src/cli/main.js", DIST));
 const dir = mkdtempSync(join(tmpdir(), "objstate-bench-serve-"));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -64,8 +68,11 @@ async function startServer() {
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-// The client's own MD5 of what it sends is taken before the clock starts (md5s), as the
-// library's caller does not pay for it either.
+// Both sides do the same work: the client's own MD5 of what it sends is taken before the clock
+// starts (md5s), as the library's caller has its bytes ready too (writeState and the server
+// each hash once). On GET the client, like the tool's (client.go Get), takes Content-MD5 as
+// the digest and does not hash; the library's read checks the digest, and so does the
+// server's. Every GET is checked for its full length (a cut body fails the run).
 const md5s = new WeakMap();
 const contentMd5 = (body) => md5s.get(body) ?? createHash("md5").update(body).digest("base64");
 function http(url, method, path, body) {
@@ -90,9 +97,11 @@ const stateOf = (size) => {
 const timed = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t; };
 const mib = (b) => (b / MiB).toFixed(1);
 
+const SIZES = (env.BENCH_SIZES ?? "1,64").split(",").map((m) => Number(m) * MiB);
+if (PARTS.has("transfer")) {
 const results = [];
 const server = await startServer();
-for (const size of [1 * MiB, 64 * MiB]) {
+for (const size of SIZES) {
   const ws = `s${size / MiB}`;
   const ratios = { GET: [], POST: [] };
   const ms = { GET: [[], []], POST: [[], []] };
@@ -120,10 +129,12 @@ for (const size of [1 * MiB, 64 * MiB]) {
 }
 await server.stop();
 console.table(results);
+}
 
 // Peak memory: a fresh server per measurement, so its high-water mark belongs to one request.
+if (PARTS.has("memory")) {
 const memory = [];
-for (const size of [1 * MiB, 64 * MiB]) {
+for (const size of SIZES) {
   for (const op of ["GET", "POST"]) {
     const s = await startServer();
     const ws = `m${size / MiB}`;
@@ -141,9 +152,10 @@ for (const size of [1 * MiB, 64 * MiB]) {
   }
 }
 console.table(memory);
+}
 
 // Lock cycles.
-{
+if (PARTS.has("lock")) {
   const s = await startServer();
   const small = () => stateOf(1024);
   const lib = [];
@@ -188,7 +200,7 @@ async function load(urls, seconds) {
   lat.sort((a, b) => a - b);
   return { rps: (n / elapsed).toFixed(0), p50_ms: lat[Math.floor(lat.length * 0.5)].toFixed(2), p99_ms: lat[Math.floor(lat.length * 0.99)].toFixed(2), errors };
 }
-{
+if (PARTS.has("throughput")) {
   await backend.writeState("tput", stateOf(10 * 1024));
   const a = await startServer();
   const b = await startServer();

@@ -100,6 +100,20 @@ export interface ReadOptions {
    * driver calls it.
    */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
+  /**
+   * Called at most once per attempt, before the bytes are checked (usually before most of
+   * them arrive), when the digest recorded for the state and the store's own MD5 record of
+   * the object agree on this MD5: the bytes will very likely match it. A reader that passes
+   * the bytes on while they arrive (the server's GET) announces it as their MD5. Not called
+   * when they disagree (a store behind a recent write, a state changed outside objstate):
+   * the read then retries as usual before anything is declared.
+   */
+  readonly onVouched?: ((md5: string) => void) | undefined;
+  /**
+   * Called when an attempt's bytes did not match the recorded digest, before the read looks
+   * again (or fails): whoever passed those bytes on must take them back at once.
+   */
+  readonly onMismatch?: (() => void) | undefined;
 }
 
 /** Options of {@link ObjectStoreBackend.writeState}. */
@@ -383,13 +397,24 @@ export class ObjectStoreBackend {
   async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
     const path = this.statePath(workspace);
     const locks = this.table;
-    const onData = options.onData;
+    const { onData, onVouched, onMismatch } = options;
     const found = (obj: GetResult | null, md5?: string): StateRead | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
     if (locks === undefined) return found(await this.store.get(path, { onData }));
     const digestId = this.digestId(workspace);
     const deadline = Date.now() + this.digestRetry.timeoutMs;
     for (;;) {
-      const [obj, stored] = await Promise.all([this.store.get(path, { md5: true, onData }), locks.get(digestId, "Digest")]);
+      // The lock table's digest and the store's record, whichever comes second, vouch together.
+      const seen: { digest?: string | undefined; record?: string | undefined } = {};
+      const vouch = (k: "digest" | "record", md5: string | undefined): void => {
+        seen[k] = md5;
+        if ("digest" in seen && "record" in seen && seen.digest !== undefined && seen.digest === seen.record) onVouched?.(seen.digest);
+      };
+      const recorded = locks.get(digestId, "Digest").then((d) => {
+        vouch("digest", normalizeDigest(d));
+        return d;
+      });
+      const onStart = onVouched === undefined ? undefined : (md5: string | undefined): void => vouch("record", md5);
+      const [obj, stored] = await Promise.all([this.store.get(path, { md5: true, onData, onStart }), recorded]);
       const expected = normalizeDigest(stored);
       if (expected === undefined) return found(obj);
       // The driver's MD5 may come from the ETag or objstate's metadata: a shortcut only when it
@@ -397,6 +422,7 @@ export class ObjectStoreBackend {
       if (obj !== null && obj.md5 === expected) return found(obj, expected);
       const actual = obj === null ? "" : md5(obj.body);
       if (actual === expected) return found(obj, expected);
+      onMismatch?.();
       if (obj !== null && provenComplete(obj.meta, actual) && (await locks.get(this.lockId(workspace), "Info")) === null) {
         // A writer records its digest before it releases its lock, so the digest read now,
         // after the lock was seen free, is final for every write that finished: only when it

@@ -7,21 +7,106 @@
 import { NO_LOCK_ID, type LockInfo } from "../backend/backend.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { md5Of } from "../util/md5.js";
-import { checkContentMd5, readBody } from "./body.js";
+import { prefixOf } from "../store/byte-source.js";
+import { checkContentMd5, declaredMd5, readBody, streamBody } from "./body.js";
 import { requireRole, send, sendEmpty, type Ctx } from "./context.js";
 
 /** Lock info bodies are small; a larger one is not a lock request. */
 const LOCK_BODY_MAX = 64 * 1024;
 
-/** `GET /state/{w}`: 200 with the state and its Content-MD5; 204 when there is none. */
+/**
+ * `GET /state/{w}`: 200 with the state and its Content-MD5; 204 when there is none.
+ * A large state whose recorded digest the store's own MD5 record agrees with is sent while
+ * it is read: Content-MD5 is the digest, and the last {@link HOLD_BACK} bytes wait for the
+ * read to prove the bytes match it. If they do not (bytes damaged at rest or on the way),
+ * the connection is cut before them, so the client sees a body shorter than its
+ * Content-Length (an error), never a complete wrong state. When the two disagree (a store
+ * behind a recent write), nothing is sent until the read's digest retries settle it, as
+ * for a small state: 200 once the store caught up, else 503, which the client retries.
+ */
 export async function getState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "read", ws);
-  const found = await ctx.backend.readStateVersion(ws);
+  const out = new StreamedState(ctx);
+  let found;
+  try {
+    found = await ctx.backend.readStateVersion(ws, { onVouched: (d) => out.vouched(d), onData: (b, n) => out.data(b, n), onMismatch: () => out.abandon() });
+  } catch (e) {
+    out.abandon();
+    throw e; // after the headers went out, the server's failure path cuts the connection
+  }
+  if (out.started) return out.finish(found);
   if (found === null || found.body.length === 0) return sendEmpty(ctx, 204);
   // The digest check of the read already proved the MD5 when there is a lock table.
   const md5 = Buffer.from(found.md5 ?? (await md5Of(found.body)), "hex").toString("base64");
   send(ctx, 200, found.body, { "Content-Type": "application/json", "Content-MD5": md5, ...(found.etag === undefined ? {} : { ETag: found.etag }) });
+}
+
+/** States at least this large are sent while they are read; smaller ones go whole. */
+const STREAM_MIN = 256 * 1024;
+/**
+ * Bytes held back until the read has checked the state against its digest: the client cannot
+ * take a body for complete before it has them (it does not check Content-MD5 itself).
+ */
+export const HOLD_BACK = 64 * 1024;
+
+/**
+ * The answer to a GET, sent from the read's own buffer as it fills (no copy). Starts once the
+ * read vouched for an MD5 (it is the Content-MD5) and the state is large enough; a new
+ * attempt of the read (a digest retry) or a mismatch abandons what was sent.
+ */
+class StreamedState {
+  started = false;
+  private recorded: string | undefined;
+  private body: Buffer | undefined;
+  private sent = 0;
+  private dead = false;
+
+  constructor(private readonly ctx: Ctx) {}
+
+  /** The MD5 the lock table and the store agree on for the attempt under way. */
+  vouched(md5: string): void {
+    if (this.started) return this.abandon();
+    this.recorded = md5;
+  }
+
+  data(body: Buffer, filled: number): void {
+    if (this.dead) return;
+    if (!this.started) {
+      if (this.recorded === undefined || body.length < STREAM_MIN) return;
+      this.started = true;
+      this.body = body;
+      const md5 = Buffer.from(this.recorded, "hex").toString("base64");
+      this.ctx.res.writeHead(200, { "Content-Type": "application/json", "Content-Length": String(body.length), "Content-MD5": md5 });
+    } else if (body !== this.body) return this.abandon();
+    this.write(Math.min(filled, body.length - HOLD_BACK));
+  }
+
+  /** The read is done: send the rest when it proved these very bytes against the announced digest. */
+  finish(found: { readonly body: Buffer; readonly md5: string | undefined } | null): void {
+    if (this.dead || found === null || found.body !== this.body || found.md5 === undefined || found.md5 !== this.recorded) {
+      this.abandon();
+      throw new ObjstateError("DIGEST_MISMATCH", `the state of workspace ${this.ctx.params["workspace"] ?? "?"} changed or did not match its digest while it was being sent; the answer was cut off: read it again`);
+    }
+    this.write(found.body.length);
+    this.ctx.res.end();
+  }
+
+  /** Take back what was sent: cut the connection (nothing more is sent on it). */
+  abandon(): void {
+    if (this.dead) return;
+    this.dead = true;
+    if (this.started) this.ctx.res.destroy();
+  }
+
+  private write(upTo: number): void {
+    const body = this.body as Buffer;
+    if (upTo <= this.sent || this.ctx.res.destroyed) return;
+    // Slices of the read's buffer: the socket keeps references, nothing is copied.
+    this.ctx.res.write(body.subarray(this.sent, upTo));
+    this.ctx.bytesOut += upTo - this.sent;
+    this.sent = upTo;
+  }
 }
 
 /**
@@ -32,14 +117,51 @@ export async function getState(ctx: Ctx): Promise<void> {
 export async function postState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "write", ws);
+  const id = ctx.url.searchParams.get("ID") ?? "";
+  const lockId = id === "" ? undefined : id;
+  const md5 = declaredMd5(header(ctx, "content-md5"));
+  const length = Number(header(ctx, "content-length") ?? NaN);
+  if (md5 !== undefined && Number.isSafeInteger(length) && length >= STREAM_MIN) return postStreamed(ctx, ws, lockId, md5);
   const body = await readBody(ctx.req, ctx.limits);
   ctx.bytesIn += body.bytes.length;
   checkContentMd5(header(ctx, "content-md5"), body.md5);
-  if (!startsLikeObject(body.bytes)) throw new ObjstateError("STATE_INVALID", `the body of a write to workspace ${ws} is not a state (a JSON object)`);
-  const id = ctx.url.searchParams.get("ID") ?? "";
-  await ctx.backend.writeState(ws, body.bytes, { lockId: id === "" ? undefined : id, md5: body.md5 });
+  if (startsLikeObject(body.bytes) !== true) throw notAState(ws);
+  await ctx.backend.writeState(ws, body.bytes, { lockId, md5: body.md5 });
   sendEmpty(ctx, 200);
 }
+
+/**
+ * A large write with the client's Content-MD5: the store writes the body while it arrives,
+ * under that MD5 (nothing hashes it again but the receiver, in the MD5 worker, and a store
+ * that checks what it is sent); the receiver holds back the last bytes until the body
+ * matched it, so a damaged body is never stored (400 as on the other path).
+ */
+async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md5: string): Promise<void> {
+  const { source, done } = streamBody(ctx.req, ctx.limits, md5);
+  let refused: { readonly error: unknown } | undefined;
+  try {
+    let looks = startsLikeObject(await prefixOf(source, HEAD_BYTES));
+    if (looks === undefined) looks = startsLikeObject((await done).bytes);
+    if (looks !== true) throw notAState(ws);
+    await ctx.backend.writeState(ws, source, { lockId, md5 });
+  } catch (e) {
+    refused = { error: e };
+  }
+  // A write that was a no-op read only the start: the whole must still match before the 200.
+  // And when the body failed, that is the answer (the store saw it only as its source failing).
+  const failed = await done.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  ctx.bytesIn += source.size;
+  if (failed !== undefined && (refused === undefined || isObjstateError(failed, "MD5_MISMATCH") || isObjstateError(failed, "CLIENT_TIMEOUT") || isObjstateError(failed, "BAD_REQUEST"))) throw failed;
+  if (refused !== undefined) throw refused.error;
+  sendEmpty(ctx, 200);
+}
+
+const notAState = (ws: string): ObjstateError => new ObjstateError("STATE_INVALID", `the body of a write to workspace ${ws} is not a state (a JSON object)`);
+/** What a streamed write looks at before it starts: the body must open like a JSON object. */
+const HEAD_BYTES = 64 * 1024;
 
 /** `DELETE /state/{w}`: objstate's own (the tool never sends it); `default` is refused. */
 export async function deleteState(ctx: Ctx): Promise<void> {
@@ -138,11 +260,11 @@ function header(ctx: Ctx, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-/** A state is a JSON object: the first byte after white space is `{`. */
-function startsLikeObject(b: Buffer): boolean {
+/** A state is a JSON object: the first byte after white space is `{` (undefined: only white space). */
+function startsLikeObject(b: Buffer): boolean | undefined {
   for (const c of b) {
     if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
     return c === 0x7b;
   }
-  return false;
+  return undefined;
 }

@@ -56,6 +56,7 @@ import { acquireClaim, CLAIM_PREFIX } from "./claim.js";
 import { parseEndpoint } from "./endpoint.js";
 import { checkDir, createFile, errno, FILE_MODE, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile } from "./local-fs.js";
 import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
+import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 import type {
   Acl,
   GetOptions,
@@ -146,10 +147,18 @@ export class FileDriver implements ObjectStoreDriver {
     return this.withVersionOf(key, options.versionId, async (v, meta) => {
       const whole = Number(v.stat.size);
       const partial = options.maxBytes !== undefined && options.maxBytes < whole;
-      const body = await readWhole(v.handle, partial ? Math.max(0, options.maxBytes ?? 0) : whole);
-      // Hash what was actually read: a file edited in place must not pass for the stored etag.
-      const md5 = options.md5 === true && !partial ? createHash("md5").update(body).digest("hex") : undefined;
-      return { body, meta, md5 };
+      // Hash what was actually read (a file edited in place must not pass for the stored
+      // etag), chunk by chunk while the rest is read: off the main thread for large objects.
+      if (!partial) options.onStart?.(meta.etag);
+      const hash = options.md5 === true && !partial ? newHasher(whole) : undefined;
+      let body: Buffer;
+      try {
+        body = await readWhole(v.handle, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash, options.onData);
+      } catch (e) {
+        await Promise.resolve(hash?.digest()).catch(() => undefined); // ends the worker's job
+        throw e;
+      }
+      return { body, meta, md5: await hash?.digest() };
     });
   }
 
@@ -727,14 +736,17 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
   const onProgress = options.onProgress;
   const C = fs.constants;
   const handle = await fs.open(temp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
+  // A source that checks itself against the MD5 given (it fails before its last byte) is not hashed twice.
+  const given = typeof options.md5 === "string" ? options.md5 : undefined;
+  const trusted = given !== undefined && body.verifiedMd5 === given ? given : undefined;
   try {
     await handle.chmod(FILE_MODE);
-    const hash = createHash("md5");
+    const hash = trusted === undefined ? createHash("md5") : undefined;
     let written = 0;
     await readThrough(
       body,
       async (chunk) => {
-        hash.update(chunk);
+        hash?.update(chunk);
         for (let off = 0; off < chunk.length; ) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
         written += chunk.length;
         onProgress?.(written, body.size);
@@ -742,7 +754,7 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
       what,
     );
     await handle.sync();
-    return { stat: await handle.stat({ bigint: true }), md5: hash.digest("hex") };
+    return { stat: await handle.stat({ bigint: true }), md5: hash?.digest("hex") ?? (trusted as string) };
   } finally {
     await handle.close();
   }
@@ -816,14 +828,35 @@ function versionId(stat: BigIntStats): string {
   return `${stat.ino}-${stat.mtimeNs}`;
 }
 
-/** Read the first `size` bytes into one buffer of that exact size (no chunk list, no concat copy). */
-async function readWhole(handle: fs.FileHandle, size: number): Promise<Buffer> {
+/** Hashes bytes as they are read: in the worker thread for large objects, inline for small ones. */
+interface Hasher {
+  write(bytes: Uint8Array): Promise<void> | void;
+  digest(): Promise<string> | string;
+}
+
+function newHasher(size: number): Hasher {
+  if (size >= PARALLEL_MD5_MIN) return new ParallelMd5();
+  const h = createHash("md5");
+  return { write: (b) => void h.update(b), digest: () => h.digest("hex") };
+}
+
+/** Reads per call when the bytes are hashed or watched as they arrive (`GetOptions.onData`). */
+const READ_CHUNK = 1024 * 1024;
+
+/**
+ * Read the first `size` bytes into one buffer of that exact size (no chunk list, no concat
+ * copy); in {@link READ_CHUNK} pieces when each is hashed or shown to `onData` on arrival.
+ */
+async function readWhole(handle: fs.FileHandle, size: number, hash?: Hasher, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(size);
+  const step = hash === undefined && onData === undefined ? size : READ_CHUNK;
   let offset = 0;
   while (offset < buf.length) {
-    const { bytesRead } = await handle.read(buf, offset, buf.length - offset, offset);
+    const { bytesRead } = await handle.read(buf, offset, Math.min(step, buf.length - offset), offset);
     if (bytesRead === 0) throw new ObjstateError("STORE_ERROR", "object file shrank while being read (was it edited by hand?)");
+    await hash?.write(buf.subarray(offset, offset + bytesRead));
     offset += bytesRead;
+    onData?.(buf, offset);
   }
   return buf;
 }

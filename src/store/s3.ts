@@ -159,6 +159,7 @@ export class S3Driver implements ObjectStoreDriver {
         const body = await readBody(res.Body, res.ContentLength, undefined);
         return { body, meta: toMeta({ ...res, ContentLength: totalSize(res.ContentRange) ?? body.length }) };
       }
+      options.onStart?.(plainMd5Etag(res) ?? metadataMd5(res));
       const etagMd5 = options.md5 === true ? (plainMd5Etag(res) ?? metadataMd5(res)) : undefined;
       const hash = options.md5 === true && etagMd5 === undefined ? newHasher(res.ContentLength) : undefined;
       const body = await readBody(res.Body, res.ContentLength, hash, options.onData);

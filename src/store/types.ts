@@ -48,6 +48,12 @@ export interface ByteSource {
   readonly size: number;
   /** A fresh read from the first byte, in chunks of bounded size. */
   open(): AsyncIterable<Uint8Array>;
+  /**
+   * Hex MD5 the source itself guarantees: it checks its bytes against it and fails a read
+   * (before the last byte) when they differ. A driver given this same MD5 need not hash the
+   * bytes again to check them (the server's request bodies, hashed as they arrive).
+   */
+  readonly verifiedMd5?: string | undefined;
 }
 
 /** What a driver stores: bytes in memory, or a {@link ByteSource} streamed to the store. */
@@ -97,6 +103,12 @@ export interface GetOptions {
    * S3 driver calls it per chunk; a driver may also not call it at all.
    */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
+  /**
+   * Called once the object is found, before its bytes, with the MD5 the store records for
+   * it (a plain-MD5 ETag or objstate's metadata on S3, the embedded store's record of the
+   * write), undefined when it has none. A record, not proof: only the bytes prove it.
+   */
+  readonly onStart?: ((recordedMd5: string | undefined) => void) | undefined;
   /**
    * Read at most the first `maxBytes` bytes (an HTTP Range request on S3). `meta.size` is
    * still the whole object's size; `md5` is not computed for a partial read.
