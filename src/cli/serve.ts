@@ -83,9 +83,9 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   }
   if (!backend.lockingEnabled) warn("no lock table is configured: LOCK always succeeds and concurrent clients can overwrite each other's changes", "SERVE_NO_LOCKING");
   logger.event("info", "listening", { url: server.url, state: backend.describe(), auth: users !== undefined, tls: tls !== undefined, clientCertificates: tls?.ca !== undefined });
-  process.stderr.write(`objstate: serving ${backend.describe()} at ${server.url}/state/{workspace}${withConsole ? `, web console at ${server.url}/` : " (no web console: --no-console)"}\n`);
-
-  await new Promise<void>((resolve) => {
+  // The signal handlers go in before the line that says the server is up: whoever waits for
+  // that line may send SIGTERM at once, and a signal before its handler kills the process.
+  const stopped = new Promise<void>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals): void => {
       if (stopping) {
@@ -103,6 +103,8 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);
   });
+  process.stderr.write(`objstate: serving ${backend.describe()} at ${server.url}/state/{workspace}${withConsole ? `, web console at ${server.url}/` : " (no web console: --no-console)"}\n`);
+  await stopped;
 }
 
 /**
