@@ -7,8 +7,9 @@ import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../util/read-file.j
  * Documented exit codes of `objstate`: 0 ok, 1 error, 2 usage or bad input (nothing was
  * written), 3 state locked (by another holder), 4 digest mismatch, 5 state conflict (the
  * lineage guard or a conditional write refused: nothing was written), 6 the lock is no
- * longer held by this writer (`LOCK_NOT_HELD`, or `LOCK_LOST`: its lease ran out or was
- * taken over; nothing more was written); 129 / 130 / 143 interrupted (SIGHUP /
+ * longer held by this writer (`LOCK_NOT_HELD`: released or force-unlocked), 7 the lock's
+ * lease was lost (`LOCK_LOST`: it ran out and was taken over, or its renewal was refused;
+ * nothing more was written); 129 / 130 / 143 interrupted (SIGHUP /
  * SIGINT / SIGTERM); 141 standard output was closed by its reader (`| head`).
  */
 export const EXIT = {
@@ -18,7 +19,8 @@ export const EXIT = {
   locked: 3,
   digest: 4,
   conflict: 5,
-  lockLost: 6,
+  lockNotHeld: 6,
+  lockLost: 7,
   hangup: 129,
   interrupted: 130,
   outputClosed: 141,
@@ -62,7 +64,8 @@ export function exitCodeOf(e: unknown): number {
     if (e.code === "STATE_LOCKED" || e.code === "LOCK_ID_MISMATCH") return EXIT.locked;
     if (e.code === "DIGEST_MISMATCH" || e.code === "TORN_WRITE") return EXIT.digest;
     if (e.code === "STATE_CONFLICT") return EXIT.conflict;
-    if (e.code === "LOCK_NOT_HELD" || e.code === "LOCK_LOST") return EXIT.lockLost;
+    if (e.code === "LOCK_NOT_HELD") return EXIT.lockNotHeld;
+    if (e.code === "LOCK_LOST") return EXIT.lockLost;
     // Every INVALID_* code names a value the person gave (a name, a key, a file's content).
     if (USAGE_CODES.has(e.code) || e.code.startsWith("INVALID_")) return EXIT.usage;
   }

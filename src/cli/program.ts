@@ -20,8 +20,8 @@ const EXIT_CODES_HELP = `
 Exit codes: 0 ok, 1 error, 2 usage or bad input (nothing was written), 3 state locked
 by another holder, 4 state does not match its digest (or its last write is torn: run
 objstate state repair), 5 state conflict (lineage guard or a concurrent write: nothing
-was written), 6 the lock is no longer held by this writer: released, or its lease lost
-(LOCK_LOST; nothing more was written);
+was written), 6 the lock is no longer held by this writer (released or force-unlocked),
+7 its lease was lost (LOCK_LOST; nothing more was written);
 129 / 130 / 143 interrupted by SIGHUP / SIGINT / SIGTERM, 141 output closed.`;
 
 /** Commander's error text (`error: unknown option '--x'\\n(Did you mean --y?)`) as one line. */

@@ -97,20 +97,21 @@ describe("objstate leases, lockfiles and the lock list", () => {
 
   it("lock -- COMMAND holds and renews a 1 s lease while the command runs, passes its exit code, and releases", () => {
     const s = settings(true);
-    const script = "console.log(process.env.OBJSTATE_LOCK_ID); setTimeout(() => process.exit(7), 3500)";
+    const script = "console.log(process.env.OBJSTATE_LOCK_ID); setTimeout(() => process.exit(9), 3500)";
     const r = runCli(["lock", "--lock-ttl", "1s", ...s, "--", process.execPath, "-e", script]);
-    assert.equal(r.code, 7, r.stderr);
+    assert.equal(r.code, 9, r.stderr);
     assert.match(r.stdout, /^[0-9a-f-]{36}\n$/);
-    assertOneLineError(r, /exited with code 7/);
+    assertOneLineError(r, /exited with code 9/);
     assert.deepEqual(list(s), []);
   });
 
-  it("lock -- COMMAND: a lease lost while the command runs stops it and exits 6 (LOCK_LOST)", () => {
+  it("lock -- COMMAND: a lease lost while the command runs stops it and exits 7 (LOCK_LOST, its own code)", () => {
     const s = settings(true);
     // The command force-unlocks its own lock: the next renewal finds it gone.
     const script = `require("node:child_process").execFileSync(process.execPath, [process.env.OBJSTATE_CLI, "force-unlock", "--force", process.env.OBJSTATE_LOCK_ID, ...JSON.parse(process.env.S)], { stdio: "ignore" }); setTimeout(() => {}, 20000)`;
     const r = runCli(["lock", "--lock-ttl", "1s", ...s, "--", process.execPath, "-e", script], { env: { S: JSON.stringify(s), OBJSTATE_CLI: join(import.meta.dirname, "../../../src/cli/main.js") } });
-    assert.equal(r.code, EXIT.lockLost, r.stderr);
+    assert.equal(r.code, 7, r.stderr);
+    assert.equal(EXIT.lockLost, 7);
     assertOneLineError(r, /lost the lock .*the command was stopped/);
   });
 });

@@ -158,6 +158,6 @@ describe("--help on every command", () => {
   }
   it("the top-level help lists the exit codes", () => {
     const r = runCli(["--help"]);
-    assert.match(r.stdout, /Exit codes: 0 ok, 1 error, 2 usage or bad input \(nothing was written\), 3 state locked\s+by another holder, 4 state does not match its digest \(or its last write is torn: run\s+objstate state repair\), 5 state conflict \(lineage guard or a concurrent write: nothing\s+was written\), 6 the lock is no longer held by this writer: released, or its lease lost\s+\(LOCK_LOST; nothing more was written\);\s+129 \/ 130 \/ 143 interrupted by SIGHUP \/ SIGINT \/ SIGTERM, 141 output closed\./);
+    assert.match(r.stdout, /Exit codes: 0 ok, 1 error, 2 usage or bad input \(nothing was written\), 3 state locked\s+by another holder, 4 state does not match its digest \(or its last write is torn: run\s+objstate state repair\), 5 state conflict \(lineage guard or a concurrent write: nothing\s+was written\), 6 the lock is no longer held by this writer \(released or force-unlocked\),\s+7 its lease was lost \(LOCK_LOST; nothing more was written\);\s+129 \/ 130 \/ 143 interrupted by SIGHUP \/ SIGINT \/ SIGTERM, 141 output closed\./);
   });
 });
