@@ -97,7 +97,7 @@ const META_GC_GRACE_MS = 60_000;
 const READ_ATTEMPTS = 50;
 const META_NAME = /^\d+-\d+\.json$/;
 /** Keys described at once by {@link FileDriver.listDetailed}. */
-const LIST_DETAIL_BATCH = 32;
+const LIST_DETAIL_BATCH = 64;
 /** What {@link FileDriver.removeLeftover} accepts as an id: only files this driver makes. */
 const LEFTOVER_ID = /^(?:\.tmp-[^/]+|\.meta\/[0-9a-f]{64}\/(?:\.tmp-[^/]+|\.claim-[^/]+|\d+-\d+\.json))$/;
 
@@ -310,23 +310,35 @@ export class FileDriver implements ObjectStoreDriver {
   async *listDetailed(prefix: string, options?: ListOptions): AsyncIterable<ListedObject> {
     const keys: string[] = [];
     for await (const key of this.list(prefix, options)) keys.push(key);
+    let hasMeta: boolean;
+    try {
+      hasMeta = await checkDir(this.metaRoot);
+    } catch (e) {
+      throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
+    }
     // A stat and a small metadata read per key, a few at a time: the listing S3 gives in one
     // request is spread over files here. A key replaced meanwhile is described as it is now.
     for (let i = 0; i < keys.length; i += LIST_DETAIL_BATCH) {
-      const batch = await Promise.all(keys.slice(i, i + LIST_DETAIL_BATCH).map((key) => this.describeListed(key)));
+      const batch = await Promise.all(keys.slice(i, i + LIST_DETAIL_BATCH).map((key) => this.describeListed(key, hasMeta)));
       for (const o of batch) if (o !== null) yield o;
     }
   }
 
-  private async describeListed(key: string): Promise<ListedObject | null> {
+  private async describeListed(key: string, hasMeta: boolean): Promise<ListedObject | null> {
     let st: BigIntStats | null;
+    let meta: StoredMeta | null = null;
     try {
       st = await lstatFile(this.objectPath(key));
+      if (st === null) return null; // deleted since the directory was read
+      const dir = this.metaDir(key);
+      // The metadata root was checked once for the whole listing; each key's own directory still is.
+      if (hasMeta && (await checkDir(dir))) {
+        const text = await readSmall(path.join(dir, `${versionId(st)}.json`));
+        meta = text === null ? null : parseStoredMeta(text);
+      }
     } catch (e) {
       throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
     }
-    if (st === null) return null; // deleted since the directory was read
-    const meta = await this.readMeta(key, versionId(st));
     return { key, size: Number(st.size), lastModified: new Date(Number(st.mtimeMs)), etag: meta?.etag };
   }
 
