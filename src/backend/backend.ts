@@ -380,6 +380,26 @@ export class ObjectStoreBackend {
   }
 
   /**
+   * The state object of every workspace that has one, from the listing alone (a request
+   * per 1,000 workspaces on S3, none per workspace): size, time and ETag, not what objstate
+   * records with a write (serial, who: {@link lastWrite}). Sorted as {@link listWorkspaces},
+   * `default` first when it has a state.
+   */
+  async listWorkspaceObjects(): Promise<WorkspaceObject[]> {
+    const found: WorkspaceObject[] = [];
+    let fallback: WorkspaceObject | undefined;
+    const defaultKey = statePath(this.layout, DEFAULT_WORKSPACE);
+    for await (const o of this.store.listDetailed(workspacesPrefix(this.layout), { pageSize: this.listPageSize })) {
+      const described = { size: o.size, lastModified: o.lastModified?.toISOString(), etag: o.etag };
+      if (o.key === defaultKey) fallback = { workspace: DEFAULT_WORKSPACE, ...described };
+      const w = workspaceOfKey(this.layout, o.key);
+      if (w !== undefined) found.push({ workspace: w, ...described });
+    }
+    found.sort((a, b) => (a.workspace < b.workspace ? -1 : a.workspace > b.workspace ? 1 : 0));
+    return fallback === undefined ? found : [fallback, ...found];
+  }
+
+  /**
    * The workspace's state bytes, or null when it has none. With a lock table, the bytes
    * must match the stored digest; a mismatch is retried (eventual consistency) and then
    * fails with `DIGEST_MISMATCH`, or at once with `TORN_WRITE` when the object proves it is
@@ -1030,6 +1050,16 @@ export interface StateRead {
   readonly etag: string | undefined;
   /** Hex MD5 of `body` when the read proved it (it matched the recorded digest); undefined otherwise. */
   readonly md5: string | undefined;
+}
+
+/** One workspace's state object as a listing describes it ({@link ObjectStoreBackend.listWorkspaceObjects}). */
+export interface WorkspaceObject {
+  readonly workspace: string;
+  readonly size: number;
+  /** UTC ISO time the store reports, when it does. */
+  readonly lastModified: string | undefined;
+  /** The same ETag {@link LastWrite.etag} reports for this write. */
+  readonly etag: string | undefined;
 }
 
 /** What {@link ObjectStoreBackend.lastWrite} reports. */

@@ -4,7 +4,8 @@
  * `lockInfo`, `history`, `readVersion`, `rollback`, `forceUnlock`), no second
  * implementation of any operation.
  */
-import type { LastWrite as BackendLastWrite, ObjectStoreBackend, StateVersion } from "../backend/backend.js";
+import type { LastWrite as BackendLastWrite, ObjectStoreBackend, StateVersion, WorkspaceObject } from "../backend/backend.js";
+import { DEFAULT_WORKSPACE } from "../backend/layout.js";
 import type { LockInfo } from "../backend/lock-info.js";
 import { stringifyExact } from "../remote-state/exact-json.js";
 import { diffStates, type StateDiff } from "../state/diff.js";
@@ -12,7 +13,7 @@ import { readStateDocument } from "../state/document.js";
 import type { ConsoleApi, LockView, OutputView, RollbackResult, VersionView, WorkspaceSummary } from "./types.js";
 
 /** What the console uses of a backend: its real methods, nothing guessed. */
-export type ConsoleBackend = Pick<ObjectStoreBackend, "listWorkspaces" | "lockInfo" | "locks" | "lastWrite" | "readState" | "forceUnlock" | "history" | "readVersion" | "rollback" | "versioning">;
+export type ConsoleBackend = Pick<ObjectStoreBackend, "listWorkspaces" | "listWorkspaceObjects" | "lockInfo" | "locks" | "lastWrite" | "readState" | "forceUnlock" | "history" | "readVersion" | "rollback" | "versioning">;
 
 /** Options of {@link backendConsoleApi}. */
 export interface BackendConsoleOptions {
@@ -22,13 +23,8 @@ export interface BackendConsoleOptions {
   readonly chartVersions?: number | undefined;
   /** States read at once in the background to count resources for the Workspaces page (default 2). */
   readonly countConcurrency?: number | undefined;
-  /**
-   * How old a workspace's last write (one HEAD each) may be when the Workspaces page shows
-   * it (default 5 s). Older ones are shown once more and read again in the background, so a
-   * page of thousands of workspaces waits only for their locks; a workspace never seen is
-   * read at once. Locks are always read fresh; one workspace's own page always reads.
-   */
-  readonly summaryTtlMs?: number | undefined;
+  /** Version descriptions remembered for the History and Rollback pages (default 5,000). */
+  readonly versionCacheSize?: number | undefined;
   /** How long the bucket's versioning status is reused (default 60 s). */
   readonly versioningTtlMs?: number | undefined;
   /** Time source (default `Date.now`). */
@@ -124,9 +120,9 @@ function countResources(bytes: Uint8Array | null): number | undefined {
   }
 }
 
-/** What identifies one write of a workspace's state (a new write, a new key). */
-function writeKey(w: BackendLastWrite): string {
-  return w.etag ?? `${w.lastModified ?? ""}/${w.size}/${w.serial ?? ""}`;
+/** What identifies one write of a workspace's state (a new write, a new key), from a HEAD or a listing. */
+function writeKey(w: { readonly etag: string | undefined; readonly lastModified: string | undefined; readonly size: number }): string {
+  return w.etag ?? `${w.lastModified ?? ""}/${w.size}`;
 }
 
 /** The console's API over a backend. */
@@ -136,7 +132,7 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
   const countConcurrency = options.countConcurrency ?? 2;
   const versioningTtl = options.versioningTtlMs ?? 60_000;
   const now = options.now ?? Date.now;
-  const summaryTtl = options.summaryTtlMs ?? 5_000;
+  const versionCacheSize = options.versionCacheSize ?? 5_000;
 
   // Counting resources means reading and parsing the whole state: the Workspaces page
   // never waits for it. Counts are keyed by the write they were made from (its ETag), so
@@ -161,19 +157,15 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     return keeps;
   };
 
-  // Last writes seen, for the Workspaces page (stale-while-revalidate, see summaryTtlMs).
-  const writes = new Map<string, { readonly at: number; readonly write: BackendLastWrite | null }>();
+  // Last writes seen (one HEAD each: serial and who are object metadata, not in a listing).
+  // The Workspaces page takes size, time and ETag from one listing; a HEAD made for the
+  // same ETag is still true, any other is read in the background and shown as "…" meanwhile.
+  const writes = new Map<string, BackendLastWrite | null>();
   const refreshLater = backgroundQueue(concurrency);
   const readWrite = async (workspace: string): Promise<BackendLastWrite | null> => {
     const write = await backend.lastWrite(workspace);
-    writes.set(workspace, { at: now(), write });
+    writes.set(workspace, write);
     return write;
-  };
-  const lastWrite = (workspace: string, fresh: boolean): Promise<BackendLastWrite | null> => {
-    const seen = writes.get(workspace);
-    if (fresh || seen === undefined || summaryTtl <= 0) return readWrite(workspace);
-    if (now() - seen.at >= summaryTtl) refreshLater(workspace, () => readWrite(workspace));
-    return Promise.resolve(seen.write);
   };
 
   // Every lock in one listing (a table scan and a prefix listing), not one read per workspace.
@@ -186,30 +178,67 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     return out;
   };
 
-  const summary = async (workspace: string, wait: boolean, locks?: ReadonlyMap<string, LockView>): Promise<WorkspaceSummary> => {
-    const [lock, write] = await Promise.all([locks === undefined ? backend.lockInfo(workspace).then(lockView) : Promise.resolve(locks.get(workspace) ?? null), lastWrite(workspace, wait)]);
+  const resourcesOf = (workspace: string, write: { readonly etag: string | undefined; readonly lastModified: string | undefined; readonly size: number }, wait: boolean): Promise<number | undefined> | number | undefined => {
+    const key = `${workspace}\0${writeKey(write)}`;
+    if (counts.has(key)) return counts.get(key);
+    if (wait) return count(workspace, key);
+    countLater(workspace, () => count(workspace, key));
+    return undefined;
+  };
+
+  // One workspace's own page: its lock and last write read now.
+  const summary = async (workspace: string): Promise<WorkspaceSummary> => {
+    const [lock, write] = await Promise.all([backend.lockInfo(workspace).then(lockView), readWrite(workspace)]);
     const base = { name: workspace, lock };
     if (write === null) return { ...base, lastWrite: null, size: 0, resources: 0 };
-    const key = `${workspace}\0${writeKey(write)}`;
-    let resources = counts.get(key);
-    if (resources === undefined && !counts.has(key)) {
-      if (wait) resources = await count(workspace, key);
-      else countLater(workspace, () => count(workspace, key));
-    }
+    const resources = await resourcesOf(workspace, write, true);
     return { ...base, lastWrite: { time: write.lastModified, who: write.who, serial: write.serial ?? null }, size: write.size, resources };
+  };
+
+  // A row of the Workspaces page from the listing: never waits for a HEAD or a state read.
+  const listed = (workspace: string, object: WorkspaceObject | undefined, lock: LockView | null): WorkspaceSummary => {
+    const base = { name: workspace, lock };
+    if (object === undefined) {
+      writes.delete(workspace);
+      return { ...base, lastWrite: null, size: 0, resources: 0 };
+    }
+    const seen = writes.get(workspace);
+    const known = seen !== undefined && seen !== null && writeKey(seen) === writeKey(object) ? seen : undefined;
+    if (known === undefined) refreshLater(workspace, () => readWrite(workspace));
+    const lastWrite = known === undefined ? { time: object.lastModified, serial: null, pending: true } : { time: object.lastModified, who: known.who, serial: known.serial ?? null };
+    return { ...base, lastWrite, size: object.size, resources: resourcesOf(workspace, object, false) as number | undefined };
+  };
+
+  // Version descriptions (a ranged read each) never change but for which one is current:
+  // kept by version ID (bounded) for the Rollback confirmation, which needs two of them.
+  const versionViews = new Map<string, VersionView>();
+  const history = async (workspace: string, limit: number): Promise<VersionView[]> => {
+    const records: StateVersion[] = [];
+    for await (const r of backend.history(workspace, { limit })) records.push(r);
+    // Counting resources means reading the version: only the newest few, for the chart.
+    const counted = new Set(records.filter((r) => !r.deleteMarker).slice(0, chartVersions).map((r) => r.versionId));
+    const views = await mapLimit(records, concurrency, async (r) => {
+      if (!counted.has(r.versionId)) return versionView(r);
+      const key = `${workspace}\0${r.versionId}`;
+      if (!versionCounts.has(key)) remember(versionCounts, key, countResources(await backend.readVersion(workspace, r.versionId)), COUNT_CACHE_MAX);
+      return versionView(r, versionCounts.get(key));
+    });
+    for (const v of views) remember(versionViews, `${workspace}\0${v.versionId}`, v, versionCacheSize);
+    return views;
   };
 
   return {
     hasHistory,
     listWorkspaces: async () => {
-      const names = await backend.listWorkspaces();
-      const listed = new Set(names);
+      const [objects, locks] = await Promise.all([backend.listWorkspaceObjects(), allLocks()]);
+      const byName = new Map(objects.map((o) => [o.workspace, o]));
       // Deleted workspaces leave the cache with the listing.
-      for (const w of writes.keys()) if (!listed.has(w)) writes.delete(w);
-      const locks = await allLocks();
-      return mapLimit(names, concurrency, (w) => summary(w, false, locks));
+      for (const w of writes.keys()) if (!byName.has(w)) writes.delete(w);
+      // `default` always exists, with a state or not (as `listWorkspaces` lists it).
+      const names = byName.has(DEFAULT_WORKSPACE) ? objects.map((o) => o.workspace) : [DEFAULT_WORKSPACE, ...objects.map((o) => o.workspace)];
+      return names.map((w) => listed(w, byName.get(w), locks.get(w) ?? null));
     },
-    workspace: (workspace) => summary(workspace, true),
+    workspace: (workspace) => summary(workspace),
     lock: async (workspace) => lockView(await backend.lockInfo(workspace)),
     locks: async () => {
       const [names, locks] = await Promise.all([backend.listWorkspaces(), allLocks()]);
@@ -221,17 +250,11 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
       if (doc === null) return [];
       return [...doc.outputs].map(([name, o]) => ({ name, value: stringifyExact(o.exact), sensitive: o.sensitive })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     },
-    history: async (workspace, { limit }) => {
-      const records: StateVersion[] = [];
-      for await (const r of backend.history(workspace, { limit })) records.push(r);
-      // Counting resources means reading the version: only the newest few, for the chart.
-      const counted = new Set(records.filter((r) => !r.deleteMarker).slice(0, chartVersions).map((r) => r.versionId));
-      return mapLimit(records, concurrency, async (r) => {
-        if (!counted.has(r.versionId)) return versionView(r);
-        const key = `${workspace}\0${r.versionId}`;
-        if (!versionCounts.has(key)) remember(versionCounts, key, countResources(await backend.readVersion(workspace, r.versionId)), COUNT_CACHE_MAX);
-        return versionView(r, versionCounts.get(key));
-      });
+    history: (workspace, { limit }) => history(workspace, limit),
+    version: async (workspace, versionId, { limit }) => {
+      const kept = versionViews.get(`${workspace}\0${versionId}`);
+      if (kept !== undefined) return kept;
+      return (await history(workspace, limit)).find((v) => v.versionId === versionId) ?? null;
     },
     diff: async (workspace, from, to): Promise<StateDiff> => {
       const [a, b] = await Promise.all([backend.readVersion(workspace, from), backend.readVersion(workspace, to)]);

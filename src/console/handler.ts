@@ -14,7 +14,7 @@ import { isObjstateError } from "../errors.js";
 import { SENSITIVE } from "../state/diff.js";
 import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
 import type { SafeHtml } from "./html.js";
-import { workspaceUrl, type Frame } from "./layout.js";
+import { query, workspaceUrl, type Frame } from "./layout.js";
 import { lockText } from "./lock-text.js";
 import { crossSiteReason, requestOrigin } from "./origin.js";
 import { renderDiff } from "./pages/diff.js";
@@ -25,8 +25,10 @@ import { renderWorkspace } from "./pages/workspace.js";
 import { filterWorkspaces, renderWorkspaces, sortByLastWrite } from "./pages/workspaces.js";
 import type { ConsoleContext, ConsoleLogEntry, LockView } from "./types.js";
 
-/** Versions the History page lists (and the rollback confirmation searches). */
+/** Versions the History page lists with `?all=1` (and the rollback confirmation searches). */
 export const HISTORY_LIMIT = 1000;
+/** Versions the History page lists at first (each is a ranged read of the store). */
+export const HISTORY_PAGE = 100;
 /** Versions the Workspace page's timeline shows. */
 export const TIMELINE_LIMIT = 10;
 /** Largest form body accepted (a form has three short fields). */
@@ -162,9 +164,14 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     if (!ctx.can("read", workspace)) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
     if (sub === "") await workspacePage(res, ctx, frame, workspace, url.searchParams);
     else if (sub === "/history") {
-      const versions = (await ctx.api.hasHistory()) ? await ctx.api.history(workspace, { limit: HISTORY_LIMIT }) : null;
+      // The newest HISTORY_PAGE at first, one more read to know whether to offer the rest.
+      const all = url.searchParams.get("all") === "1";
+      const shown = all ? HISTORY_LIMIT : HISTORY_PAGE;
+      const found = (await ctx.api.hasHistory()) ? await ctx.api.history(workspace, { limit: all ? HISTORY_LIMIT : HISTORY_PAGE + 1 }) : null;
+      const versions = found?.slice(0, shown) ?? null;
+      const more = !all && found !== null && found.length > shown ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
       const done = url.searchParams.get("done");
-      sendPage(res, 200, renderHistory({ frame, workspace, versions, canRollback: canRollback(ctx, workspace), notice: doneMessage(done) }));
+      sendPage(res, 200, renderHistory({ frame, workspace, versions, canRollback: canRollback(ctx, workspace), notice: doneMessage(done), more, moreLimit: HISTORY_LIMIT }));
     } else if (sub === "/diff") {
       const from = url.searchParams.get("from");
       const to = url.searchParams.get("to");
@@ -238,9 +245,11 @@ async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, fr
   if (!canRollback(ctx, workspace)) throw new HttpError(403, `Rolling back needs the write and lock roles on ${workspace}.`);
   if (!to) throw new HttpError(400, "Pick the version to roll back to (`to`).");
   if (!(await ctx.api.hasHistory())) throw new HttpError(404, "This store keeps no versions (bucket versioning is off): there is nothing to roll back to. Turn it on with `objstate init --versioning`.");
-  const versions = await ctx.api.history(workspace, { limit: HISTORY_LIMIT });
-  const current = versions.find((v) => v.isLatest && !v.deleteMarker);
-  const target = versions.find((v) => v.versionId === to);
+  // The two versions looked up, not found in a list of a thousand: the current one, and the
+  // target (known from the History page the user came from, else searched for).
+  const [latest, found] = await Promise.all([ctx.api.history(workspace, { limit: 1 }), ctx.api.version(workspace, to, { limit: HISTORY_LIMIT })]);
+  const current = latest.find((v) => v.isLatest && !v.deleteMarker);
+  const target = found === null ? undefined : { ...found, isLatest: found.versionId === current?.versionId };
   if (target === undefined || target.deleteMarker) throw new HttpError(404, `Version ${to} of ${workspace} is not among its last ${HISTORY_LIMIT} versions (or is a deletion).`);
   if (current === undefined) throw new HttpError(409, `${workspace} has no current state to roll back from.`);
   if (current.versionId === target.versionId) throw new HttpError(409, `Version ${to} is already the current state of ${workspace}.`);

@@ -27,6 +27,11 @@ export interface LastWrite {
   readonly time?: string | undefined;
   readonly who?: string | undefined;
   readonly serial: number | null;
+  /**
+   * Who and serial are still being read (they are object metadata, one request per
+   * workspace, while time and size come from the listing): shown as "…" until then.
+   */
+  readonly pending?: boolean | undefined;
 }
 
 /** One row of the Workspaces page. */
@@ -93,6 +98,12 @@ export interface ConsoleApi {
   hasHistory(): Promise<boolean>;
   /** Versions, newest first, at most `limit`. */
   history(workspace: string, options: { readonly limit: number }): Promise<VersionView[]>;
+  /**
+   * One version by ID, or null when it is not among the newest `limit` versions. May answer
+   * from versions described earlier (their content never changes); `isLatest` is as it was
+   * then: compare with the current version.
+   */
+  version(workspace: string, versionId: string, options: { readonly limit: number }): Promise<VersionView | null>;
   /** Diff between two versions (`from` older, `to` newer, by version ID). */
   diff(workspace: string, from: string, to: string): Promise<StateDiff>;
   /** Write version `to`'s content as a new version (serial = current + 1), under the lock. */

@@ -63,6 +63,7 @@ import type {
   HeadOptions,
   Leftover,
   GetResult,
+  ListedObject,
   ListOptions,
   ListVersionsOptions,
   ObjectMeta,
@@ -95,6 +96,8 @@ const META_GC_GRACE_MS = 60_000;
 /** A reader retries this often when the object is replaced under it. */
 const READ_ATTEMPTS = 50;
 const META_NAME = /^\d+-\d+\.json$/;
+/** Keys described at once by {@link FileDriver.listDetailed}. */
+const LIST_DETAIL_BATCH = 64;
 /** What {@link FileDriver.removeLeftover} accepts as an id: only files this driver makes. */
 const LEFTOVER_ID = /^(?:\.tmp-[^/]+|\.meta\/[0-9a-f]{64}\/(?:\.tmp-[^/]+|\.claim-[^/]+|\d+-\d+\.json))$/;
 
@@ -302,6 +305,41 @@ export class FileDriver implements ObjectStoreDriver {
     // S3 orders keys by their UTF-8 bytes, which differs from UTF-16 order above U+FFFF.
     keys.sort((a, b) => Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8")));
     yield* keys;
+  }
+
+  async *listDetailed(prefix: string, options?: ListOptions): AsyncIterable<ListedObject> {
+    const keys: string[] = [];
+    for await (const key of this.list(prefix, options)) keys.push(key);
+    let hasMeta: boolean;
+    try {
+      hasMeta = await checkDir(this.metaRoot);
+    } catch (e) {
+      throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
+    }
+    // A stat and a small metadata read per key, a few at a time: the listing S3 gives in one
+    // request is spread over files here. A key replaced meanwhile is described as it is now.
+    for (let i = 0; i < keys.length; i += LIST_DETAIL_BATCH) {
+      const batch = await Promise.all(keys.slice(i, i + LIST_DETAIL_BATCH).map((key) => this.describeListed(key, hasMeta)));
+      for (const o of batch) if (o !== null) yield o;
+    }
+  }
+
+  private async describeListed(key: string, hasMeta: boolean): Promise<ListedObject | null> {
+    let st: BigIntStats | null;
+    let meta: StoredMeta | null = null;
+    try {
+      st = await lstatFile(this.objectPath(key));
+      if (st === null) return null; // deleted since the directory was read
+      const dir = this.metaDir(key);
+      // The metadata root was checked once for the whole listing; each key's own directory still is.
+      if (hasMeta && (await checkDir(dir))) {
+        const text = await readSmall(path.join(dir, `${versionId(st)}.json`));
+        meta = text === null ? null : parseStoredMeta(text);
+      }
+    } catch (e) {
+      throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
+    }
+    return { key, size: Number(st.size), lastModified: new Date(Number(st.mtimeMs)), etag: meta?.etag };
   }
 
   /**

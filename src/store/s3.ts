@@ -44,6 +44,7 @@ import type {
   GetResult,
   HeadOptions,
   Leftover,
+  ListedObject,
   ListOptions,
   ListVersionsOptions,
   ObjectMeta,
@@ -257,6 +258,10 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<string> {
+    for await (const o of this.listDetailed(prefix, options)) yield o.key;
+  }
+
+  async *listDetailed(prefix: string, options: ListOptions = {}): AsyncIterable<ListedObject> {
     let token: string | undefined;
     do {
       let page;
@@ -267,7 +272,9 @@ export class S3Driver implements ObjectStoreDriver {
       } catch (e) {
         throw this.mapError(e, { op: "list", key: prefix });
       }
-      for (const obj of page.Contents ?? []) if (obj.Key !== undefined) yield obj.Key;
+      for (const obj of page.Contents ?? []) {
+        if (obj.Key !== undefined) yield { key: obj.Key, size: obj.Size ?? 0, lastModified: obj.LastModified, etag: obj.ETag?.replace(/"/g, "") };
+      }
       token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
     } while (token !== undefined);
   }

@@ -198,6 +198,15 @@ export interface Leftover {
   readonly size?: number | undefined;
 }
 
+/** One object as a listing describes it (S3 ListObjectsV2 `Contents`): no metadata, no bytes. */
+export interface ListedObject {
+  readonly key: string;
+  readonly size: number;
+  readonly lastModified: Date | undefined;
+  /** Without quotes, as {@link ObjectMeta.etag}; undefined when the store does not say. */
+  readonly etag: string | undefined;
+}
+
 /** A bucket-scoped object store. Keys are S3-style (`/`-separated, no leading `/`). */
 export interface ObjectStoreDriver {
   /** Short name for messages: `s3` or `file`. */
@@ -236,6 +245,12 @@ export interface ObjectStoreDriver {
   put(key: string, body: PutBody, options?: PutOptions): Promise<void>;
   /** Every key starting with `prefix`, in lexicographic order, all pages followed. */
   list(prefix: string, options?: ListOptions): AsyncIterable<string>;
+  /**
+   * {@link list} with what the listing itself says of each key (size, time, ETag), so a
+   * caller needing those for thousands of keys makes no request per key. User metadata is
+   * not in a listing: `head` a key for it.
+   */
+  listDetailed(prefix: string, options?: ListOptions): AsyncIterable<ListedObject>;
   /** Delete; absent keys are not an error. */
   delete(key: string): Promise<void>;
   /**

@@ -80,6 +80,24 @@ export function backendSuite(makeTarget: () => Target): void {
         raw.close();
       });
 
+      it("listWorkspaceObjects: every workspace's state object from the listing (across pages), with the size, time and ETag lastWrite reports, default first", async () => {
+        const props = await target.setup({ locks, extra: { prefix: "p", key: "s.tfstate" } });
+        const b = await connect(props, { listPageSize: 2 });
+        assert.deepEqual(await b.listWorkspaceObjects(), [], "default without a state is not an object");
+        for (const [w, body] of [["zeta", "{}"], ["alpha", '{"a":1}'], ["default", '{"serial":1}'], ["m-1", "{ }"]] as const) await b.writeState(w, body);
+        const raw = await target.raw(props.bucket);
+        await raw.put("p/a/b/s.tfstate", Buffer.from("{}")); // stray: not a workspace
+        raw.close();
+        const objects = await b.listWorkspaceObjects();
+        assert.deepEqual(objects.map((o) => o.workspace), ["default", "alpha", "m-1", "zeta"]);
+        for (const o of objects) {
+          const w = await b.lastWrite(o.workspace);
+          // S3 lists times in milliseconds, a HEAD's Last-Modified header has whole seconds.
+          const seconds = (t: string | undefined): number => Math.floor(Date.parse(t ?? "") / 1000);
+          assert.deepEqual([o.size, o.etag, seconds(o.lastModified)], [w?.size, w?.etag, seconds(w?.lastModified)], o.workspace);
+        }
+      });
+
       it("deleteWorkspace removes the state and refuses default", async () => {
         const props = await target.setup({ locks });
         const b = await connect(props);

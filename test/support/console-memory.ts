@@ -109,14 +109,17 @@ export class MemoryConsoleApi implements ConsoleApi {
       }),
     );
   }
-  private version(name: string, id: string): MemoryVersion {
+  async version(name: string, versionId: string, options: { readonly limit: number }): Promise<VersionView | null> {
+    return (await this.history(name, options)).find((v) => v.versionId === versionId) ?? null;
+  }
+  private stored(name: string, id: string): MemoryVersion {
     const v = this.get(name).versions.find((x) => x.versionId === id);
     if (v === undefined) throw new ObjstateError("VERSION_NOT_FOUND", `no version ${id} of workspace ${name}`);
     return v;
   }
   diff(name: string, from: string, to: string): ReturnType<ConsoleApi["diff"]> {
     try {
-      return Promise.resolve(diffStates(this.version(name, from).bytes, this.version(name, to).bytes));
+      return Promise.resolve(diffStates(this.stored(name, from).bytes, this.stored(name, to).bytes));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -125,7 +128,7 @@ export class MemoryConsoleApi implements ConsoleApi {
     this.calls.push(`rollback ${name} ${to}`);
     const w = this.get(name);
     if (w.lock !== null) return Promise.reject(new ObjstateError("STATE_LOCKED", `workspace ${name} is locked`));
-    const target = this.version(name, to);
+    const target = this.stored(name, to);
     const head = w.versions[0] as MemoryVersion;
     const serial = (readStateDocument(head.bytes, "to")?.serial ?? 0) + 1;
     const doc = JSON.parse(target.bytes.toString("utf8")) as Record<string, unknown>;

@@ -14,6 +14,10 @@ export interface HistoryView {
   readonly canRollback: boolean;
   /** A fixed message after an action. */
   readonly notice?: string | undefined;
+  /** Where the older versions are listed, when only the newest are shown here. */
+  readonly more?: string | undefined;
+  /** How many versions that page lists at most. */
+  readonly moreLimit?: number | undefined;
 }
 
 /** Versions that hold a state (delete markers have no content to diff or restore). */
@@ -59,6 +63,7 @@ ${renderChart(points)}
 ${v.versions.map((ver) => row(v, ver, fromDefault, toDefault))}
 </tbody>
 </table></div>
-</form>`;
+</form>
+${v.more === undefined ? "" : html`<p><a href="${v.more}" data-more>Show older versions</a> <span class="muted">(the newest ${v.moreLimit ?? ""} of them)</span></p>`}`;
   return layout(f, `History of ${v.workspace}`, body, { crumbs });
 }

@@ -59,9 +59,10 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     await page.goto(`${server.url}/`);
     assert.equal(await page.title(), "Workspaces · objstate");
     assert.deepEqual((await page.locator("tr[data-ws]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-ws")))).sort(), ["default", "prod", "staging"]);
-    // Resource counts are made in the background after the first view (a reload shows them).
+    // Resource counts, serial and who are read in the background after the first view (a reload shows them).
     const count = page.locator('tr[data-ws="prod"] td').nth(4);
-    for (let i = 0; i < 50 && (await count.innerText()) !== "10"; i++) {
+    const last = page.locator('tr[data-ws="prod"] td').nth(2);
+    for (let i = 0; i < 50 && ((await count.innerText()) !== "10" || (await last.innerText()).includes("…")); i++) {
       await page.waitForTimeout(100);
       await page.reload();
     }

@@ -39,8 +39,10 @@ function md5(b: Buffer): string {
   return createHash("md5").update(b).digest("hex");
 }
 
-async function collect(it: AsyncIterable<string>): Promise<string[]> {
-  const out: string[] = [];
+const seconds = (t: Date | undefined): number => Math.floor((t?.getTime() ?? Number.NaN) / 1000);
+
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
   for await (const k of it) out.push(k);
   return out;
 }
@@ -253,6 +255,20 @@ describe("S3Driver against Ceph RGW", () => {
     assert.deepEqual(await collect(d.list("l/a/")), ["l/a/b", "l/a/c"]);
     assert.deepEqual(await collect(d.list("nothing-here/")), []);
     assert.equal((await d.get("l/a"))?.body.toString(), "l/a");
+  });
+
+  it("listDetailed: each key under a prefix over several pages, with the size, time and ETag head reports", async () => {
+    for (const [k, body] of [["ld/b", "bb"], ["ld/a", "a"], ["ld/c/d", "ccc"], ["ldx", "x"]] as const) await d.put(k, Buffer.from(body));
+    const mark = wire.length;
+    const listed = await collect(d.listDetailed("ld/", { pageSize: 2 }));
+    assert.equal(wire.slice(mark).filter((r) => r.method === "GET" && /^\/[^/?]+\/?\?list-type=2/.test(r.path)).length, 2, "3 keys in pages of 2, no request per key");
+    assert.deepEqual(listed.map((o) => [o.key, o.size]), [["ld/a", 1], ["ld/b", 2], ["ld/c/d", 3]]);
+    for (const o of listed) {
+      const h = await d.head(o.key);
+      // A listing gives milliseconds, a HEAD's Last-Modified header whole seconds.
+      assert.deepEqual([o.etag, seconds(o.lastModified)], [h?.etag, seconds(h?.lastModified)]);
+    }
+    assert.equal(listed[1]?.etag, createHash("md5").update("bb").digest("hex"));
   });
 
   it("deletes objects; deleting an absent key is fine", async () => {

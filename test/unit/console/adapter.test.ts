@@ -1,6 +1,6 @@
 /**
- * backendConsoleApi over a real embedded store and lock table: summaries from each
- * workspace's last write (a HEAD), resource counts made in the background, outputs, locks,
+ * backendConsoleApi over a real embedded store and lock table: summaries from one listing
+ * (size, time), serial and who from a HEAD and resource counts made in the background, outputs, locks,
  * force-unlock, and history, diff and rollback through the backend's version methods.
  */
 import assert from "node:assert/strict";
@@ -32,7 +32,7 @@ describe("backendConsoleApi over the embedded store", () => {
   });
   after(() => backend.close());
 
-  it("lists every workspace with size, serial, who and time from its last write (no state read), resources counted in the background, and locks", async () => {
+  it("lists every workspace with size and time from the listing (no state read), serial and who read and resources counted in the background, and locks", async () => {
     const lock = await backend.lock("prod", { operation: "apply", info: "CI run 7" });
     try {
       const reads: string[] = [];
@@ -45,9 +45,13 @@ describe("backendConsoleApi over the embedded store", () => {
       assert.deepEqual(list.map((w) => w.name), ["default", "prod"]);
       const p = list[1];
       assert.equal(p?.size, Buffer.byteLength(prod));
-      assert.equal(p?.lastWrite?.serial, 5);
-      assert.equal(p?.lastWrite?.who, "tester@console");
       assert.ok(Math.abs(Date.parse(p?.lastWrite?.time ?? "") - Date.now()) < 60_000);
+      assert.equal(p?.lastWrite?.pending, true, "serial and who are object metadata: read in the background");
+      assert.equal(p?.lastWrite?.who, undefined);
+      const known = await eventually(() => api.listWorkspaces(), (l) => l[1]?.lastWrite?.pending !== true);
+      assert.equal(known[1]?.lastWrite?.serial, 5);
+      assert.equal(known[1]?.lastWrite?.who, "tester@console");
+      assert.equal(known[1]?.lastWrite?.time, p?.lastWrite?.time, "the listing's time is the HEAD's");
       assert.equal(p?.resources, undefined, "not counted yet on the first view: the page does not wait for state reads");
       assert.deepEqual(p?.lock, { id: lock.ID, who: "tester@console", operation: "apply", info: "CI run 7", created: lock.Created, expires: undefined });
       assert.equal(list[0]?.lock, null);
@@ -79,27 +83,34 @@ describe("backendConsoleApi over the embedded store", () => {
     assert.equal(w.lastWrite?.serial, 2);
   });
 
-  it("the Workspaces list shows a last write up to summaryTtlMs old, then reads it again in the background; locks and a workspace's own page are always fresh", async () => {
-    let t = 1_000_000;
-    const api = backendConsoleApi(backend, { summaryTtlMs: 5_000, now: () => t });
+  it("the Workspaces list makes no HEAD per workspace: a write seen before is reused while the listing shows its ETag, a new write shows its size and time at once and its serial once read; locks and a workspace's own page are fresh", async () => {
+    const heads: string[] = [];
+    const counting: ConsoleBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
+      lastWrite: (ws: string) => (heads.push(ws), backend.lastWrite(ws)),
+    });
+    const api = backendConsoleApi(counting);
     await backend.writeState("cached", makeState(1, 1), { force: true });
-    const serialOf = async (): Promise<number | null | undefined> => (await api.listWorkspaces()).find((w) => w.name === "cached")?.lastWrite?.serial;
-    assert.equal(await serialOf(), 1, "a workspace never seen is read at once");
-    await backend.writeState("cached", makeState(2, 2), { force: true });
+    const row = async (): Promise<ReturnType<typeof api.listWorkspaces> extends Promise<(infer R)[]> ? R | undefined : never> => (await api.listWorkspaces()).find((w) => w.name === "cached");
+    assert.equal((await eventually(row, (r) => r?.lastWrite?.pending !== true))?.lastWrite?.serial, 1);
+    const headsBefore = heads.length;
+    assert.equal((await row())?.lastWrite?.serial, 1);
+    assert.equal(heads.length, headsBefore, "an unchanged write is not read again");
+    const bigger = makeState(2, 9);
+    await backend.writeState("cached", bigger, { force: true });
     const lock = await backend.lock("cached");
     try {
-      const within = (await api.listWorkspaces()).find((w) => w.name === "cached");
-      assert.equal(within?.lastWrite?.serial, 1, "reused within the TTL");
-      assert.equal(within?.lock?.id, lock.ID, "the lock is read fresh");
-      assert.equal((await api.workspace("cached")).lastWrite?.serial, 2, "one workspace's page reads the store");
-      t += 5_000;
+      const changed = await row();
+      assert.equal(changed?.size, Buffer.byteLength(bigger), "the new size at once, from the listing");
+      assert.equal(changed?.lastWrite?.pending, true, "never the old serial beside the new size");
+      assert.equal(changed?.lastWrite?.serial, null);
+      assert.equal(changed?.lock?.id, lock.ID, "the lock is read fresh");
+      assert.equal((await eventually(row, (r) => r?.lastWrite?.pending !== true))?.lastWrite?.serial, 2);
       await backend.writeState("cached", makeState(3, 3), { force: true, lockId: lock.ID });
-      assert.equal(await serialOf(), 2, "past the TTL: shown once more while read again in the background");
-      assert.equal(await eventually(serialOf, (s) => s === 3), 3);
-      const uncached = backendConsoleApi(backend, { summaryTtlMs: 0 });
-      assert.equal((await uncached.listWorkspaces()).find((w) => w.name === "cached")?.lastWrite?.serial, 3);
+      assert.equal((await api.workspace("cached")).lastWrite?.serial, 3, "one workspace's page reads the store");
+      await backend.deleteWorkspace("cached", { lockId: lock.ID });
+      assert.equal((await api.listWorkspaces()).find((w) => w.name === "cached"), undefined, "a deleted workspace leaves the list");
     } finally {
-      await backend.unlock("cached", lock.ID);
+      await backend.unlock("cached", lock.ID).catch(() => {});
     }
   });
 
@@ -155,5 +166,24 @@ describe("backendConsoleApi over the embedded store", () => {
     assert.deepEqual([after[0]?.serial, after[0]?.operation, after[0]?.resources, after[0]?.isLatest], [4, "rollback", 1, true]);
     assert.equal((await api.workspace("hist")).resources, 1);
     assert.equal(await backend.lockInfo("hist"), null, "the rollback's own lock is released");
+  });
+
+  it("version: one version by ID, from the versions described before (no listing), else searched among the newest `limit`", async () => {
+    await backend.writeState("one", makeState(1, 1), { force: true });
+    await backend.writeState("one", makeState(2, 2));
+    let listings = 0;
+    const counting: ConsoleBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
+      history: (ws: string, o: { limit?: number }) => (listings++, backend.history(ws, o)),
+    });
+    const fresh = backendConsoleApi(counting);
+    const [v2, v1] = (await backendConsoleApi(backend).history("one", { limit: 10 })).map((v) => v.versionId) as [string, string];
+    assert.equal((await fresh.version("one", v1, { limit: 10 }))?.serial, 1, "searched when never described");
+    assert.equal(listings, 1);
+    assert.equal(await fresh.version("one", "no-such-version", { limit: 10 }), null);
+    const warm = backendConsoleApi(counting);
+    await warm.history("one", { limit: 10 });
+    listings = 0;
+    assert.deepEqual([(await warm.version("one", v2, { limit: 10 }))?.serial, (await warm.version("one", v1, { limit: 10 }))?.serial], [2, 1]);
+    assert.equal(listings, 0, "version contents never change: no listing, no read");
   });
 });

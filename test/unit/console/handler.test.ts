@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CONTENT_SECURITY_POLICY } from "../../../src/console/assets.js";
 import { CsrfTokens } from "../../../src/console/csrf.js";
+import { HISTORY_PAGE } from "../../../src/console/handler.js";
 import { makeState, MemoryConsoleApi } from "../../support/console-memory.js";
 import { basic, startConsoleServer, type ConsoleTestServer } from "../../support/console-server.js";
 
@@ -83,6 +84,29 @@ describe("handleConsole", () => {
     assert.ok(shown.includes("hunter3"));
     assert.equal((await get("/workspaces/prod?reveal=1", "operator")).status, 403);
     assert.deepEqual(srv.log.filter((e) => e.action === "reveal").map((e) => `${e.user} ${e.outcome}`), ["admin ok", "operator refused"]);
+  });
+
+  it("History lists the newest HISTORY_PAGE versions with a link to the rest (?all=1); the rollback confirmation finds a version beyond them", async () => {
+    const many = new MemoryConsoleApi();
+    const ids = Array.from({ length: HISTORY_PAGE + 5 }, (_, i) => many.write("big", makeState(i + 1, 1), { lastModified: new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString() }));
+    const s2 = await startConsoleServer(many, { csrf });
+    try {
+      const at = (path: string): Promise<Response> => fetch(`${s2.url}${path}`, { headers: { authorization: basic("admin") } });
+      const first = await (await at("/workspaces/big/history")).text();
+      assert.equal(first.match(/<tr data-version=/g)?.length, HISTORY_PAGE);
+      assert.ok(first.includes('href="/workspaces/big/history?all=1"') && first.includes(`data-version="${ids.at(-1)}"`) && !first.includes(`data-version="${ids[0]}"`));
+      const all = await (await at("/workspaces/big/history?all=1")).text();
+      assert.equal(all.match(/<tr data-version=/g)?.length, HISTORY_PAGE + 5);
+      assert.ok(!all.includes("?all=1"), "nothing more to show");
+      const small = await (await at("/workspaces/prod/history")).text();
+      assert.ok(!small.includes("?all=1"), "no link when every version is shown");
+      const confirm = await at(`/workspaces/big/rollback?to=${ids[0]}`);
+      assert.equal(confirm.status, 200);
+      assert.match(await confirm.text(), new RegExp(`data-new-serial>${HISTORY_PAGE + 6}<`));
+      assert.equal((await at("/workspaces/big/rollback?to=no-such")).status, 404);
+    } finally {
+      await s2.close();
+    }
   });
 
   it("a read-only user sees no action buttons and gets 403 when posting anyway, logged with the user", async () => {

@@ -58,6 +58,8 @@ describe("console pages", () => {
     assert.ok(page.includes("alice&lt;b&gt;"));
     assert.ok(page.includes('value="&quot;q"'));
     assert.ok(page.includes('data-locks-url="/ui/console/locks"'));
+    const pending = renderWorkspaces({ frame, rows: [ws("listed", "2026-11-20T00:00:00Z", { lastWrite: { time: "2026-11-20T00:00:00Z", serial: null, who: "stale@x", pending: true } })], query: "", total: 1 }).value;
+    assert.ok(pending.includes("by … serial …") && !pending.includes("stale@x") && !pending.includes("serial ?"), "who and serial being read show as …");
     assert.match(page, /locked by bob@host \(apply\) since 2026-11-24 00:55 UTC \(5 min ago\)/);
     assert.ok(page.indexOf('data-ws="new"') < page.indexOf('data-ws="old"'));
     assert.ok(page.includes('<link rel="stylesheet" href="/ui/console/console.css">') && page.includes('<script src="/ui/console/live.js" defer></script>'));

@@ -198,6 +198,20 @@ describe("FileDriver", () => {
     }
   });
 
+  it("listDetailed: each key under a prefix, in order, with the size, time and ETag head reports", async () => {
+    const d = freshDriver();
+    for (const [k, body] of [["x/b", "bb"], ["x/a", "a"], ["y", "yyy"]] as const) await d.put(k, Buffer.from(body));
+    await d.put("x/b", Buffer.from("bbbb"));
+    const listed = await collect(d.listDetailed("x/"));
+    assert.deepEqual(listed.map((o) => [o.key, o.size]), [["x/a", 1], ["x/b", 4]]);
+    for (const o of listed) {
+      const h = await d.head(o.key);
+      assert.deepEqual([o.etag, o.lastModified?.toISOString()], [h?.etag, h?.lastModified?.toISOString()]);
+    }
+    assert.equal(listed[1]?.etag, md5(Buffer.from("bbbb")));
+    assert.deepEqual(await collect(d.listDetailed("none/")), []);
+  });
+
   it("lists keys with a prefix in S3 (UTF-8 byte) order, a key beside keys below it", async () => {
     const d = freshDriver();
     const keys = ["b", "a/c", "a", "ab", "a/b", "env:/w/tool.tfstate", "env:/tool.tfstate", "\u{1F600}", "\uFF61", "a b"];
