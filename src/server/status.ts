@@ -27,6 +27,8 @@ const STATUS: Readonly<Record<string, number>> = {
   STATE_CONFLICT: 409,
   LOCK_ID_MISMATCH: 409,
   LOCK_NOT_HELD: 409,
+  // The writer's lease ran out and was taken over: retrying cannot help, so not a 5xx
+  LOCK_LOST: 409,
   LOCK_NOT_FOUND: 409,
   STATE_LOCKED: 423,
   // The bucket keeps no versions: nothing a retry changes, the operator turns it on

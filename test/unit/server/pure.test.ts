@@ -75,6 +75,8 @@ describe("requests", () => {
     const s = (code: string): number => statusOf(new ObjstateError(code, "m"));
     assert.deepEqual([s("STATE_LOCKED"), s("STATE_CONFLICT"), s("LOCK_ID_MISMATCH"), s("BODY_TOO_LARGE"), s("UNAUTHORIZED"), s("FORBIDDEN"), s("DIGEST_MISMATCH"), s("WHATEVER")], [423, 409, 409, 413, 401, 403, 503, 500]);
     assert.equal(statusOf(new Error("x")), 500);
+    // A lost lease is the writer's conflict, not the server's failure: no 5xx the client would retry.
+    assert.equal(s("LOCK_LOST"), 409);
   });
 });
 
