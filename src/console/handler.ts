@@ -11,6 +11,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isObjstateError } from "../errors.js";
+import { statusOf as apiStatusOf } from "../server/status.js";
 import { SENSITIVE } from "../state/diff.js";
 import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
 import type { SafeHtml } from "./html.js";
@@ -80,14 +81,9 @@ function sendStatic(req: IncomingMessage, res: ServerResponse, body: string, typ
   res.end(req.method === "HEAD" ? undefined : body);
 }
 
-/** A status for an error from the API: conflicts 409, missing things 404, bad input 400. */
+/** The console's own refusals carry their status; the API's errors go through the server's one table. */
 function statusOf(e: unknown): number {
-  if (e instanceof HttpError) return e.status;
-  if (!isObjstateError(e)) return 500;
-  if (/LOCKED|MISMATCH|CONFLICT|LOCK_NOT_FOUND/.test(e.code)) return 409;
-  if (/NOT_FOUND/.test(e.code)) return 404;
-  if (/INVALID|BAD_|WORKSPACE/.test(e.code)) return 400;
-  return 500;
+  return e instanceof HttpError ? e.status : apiStatusOf(e);
 }
 
 /** Read a urlencoded form body, at most {@link MAX_FORM_BYTES}. */
