@@ -89,9 +89,8 @@ function backgroundQueue(limit: number): (key: string, job: () => Promise<unknow
 /** Lock info as the console shows it; a lease's `Expires` (epoch seconds) when the holder set one. */
 export function lockView(info: LockInfo | null): LockView | null {
   if (info === null) return null;
-  const raw = (info as LockInfo & { readonly Expires?: unknown }).Expires;
-  const secs = typeof raw === "number" ? raw : typeof raw === "string" && /^\d+$/.test(raw) ? Number(raw) : undefined;
-  return { id: info.ID, who: info.Who, operation: info.Operation, info: info.Info, created: info.Created, expires: secs === undefined ? undefined : new Date(secs * 1000).toISOString() };
+  // parseLockInfo already turned a stored `Expires` into epoch seconds (or left it out).
+  return { id: info.ID, who: info.Who, operation: info.Operation, info: info.Info, created: info.Created, expires: info.Expires === undefined ? undefined : new Date(info.Expires * 1000).toISOString() };
 }
 
 function versionView(r: StateVersion, resources?: number): VersionView {
