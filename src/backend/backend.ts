@@ -735,10 +735,12 @@ export class ObjectStoreBackend {
     const locks = this.table;
     if (!got.isLatest || locks === undefined) return got.body;
     const expected = normalizeDigest(await locks.get(this.digestId(workspace), "Digest"));
-    if (expected === undefined || expected === md5(got.body)) return got.body;
+    if (expected === undefined) return got.body;
+    const sum = md5(got.body);
+    if (expected === sum) return got.body;
     // The current version against its digest: the whole read with its retries and repairs.
     const now = await this.readStateVersion(workspace);
-    if (now !== null && md5(now.body) === md5(got.body)) return got.body;
+    if (now !== null && (now.md5 ?? md5(now.body)) === sum) return got.body;
     throw new ObjstateError("DIGEST_MISMATCH", `version ${versionId} of ${this.describe(workspace)} is the current version but does not match its digest (${expected}); run \`objstate doctor\``, {
       details: { versionId, expected },
     });
