@@ -44,7 +44,7 @@ try {
   console.log(`setup: ${WORKSPACES} workspaces + ${VERSIONS} versions written in ${((performance.now() - setup) / 1000).toFixed(1)} s`);
 
   const users = parseUsers(JSON.stringify({ users: { admin: { password: await hashPassword("bench", { N: 1024, r: 8, p: 1 }), roles: { "*": ["admin"] } } } }), "users.json");
-  server = new ObjstateServer({ backend, config, users, logger: new Logger("off") });
+  server = new ObjstateServer({ backend, users, logger: new Logger("off") });
   await server.listen("127.0.0.1", 0);
   const auth = { Authorization: `Basic ${Buffer.from("admin:bench").toString("base64")}` };
   const get = async (path) => {

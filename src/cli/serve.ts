@@ -69,7 +69,7 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   const config = backendConfigOf(gatherSettings(opts));
   const backend = await connect(config);
   const withConsole = opts["console"] !== false;
-  const server = new ObjstateServer({ backend, config, users, maxStateSize, clientTimeoutMs, tls, logger, console: withConsole });
+  const server = new ObjstateServer({ backend, users, maxStateSize, clientTimeoutMs, tls, logger, console: withConsole });
   try {
     await server.listen(host, port);
   } catch (e) {

@@ -38,6 +38,24 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
     timeouts: options.timeouts,
     onWarning: options.onWarning,
   });
+  try {
+    return await readRemoteOutputs(backend, workspace, { name, defaults: settings.defaults.value, scanThreshold: options.scanThreshold });
+  } finally {
+    backend.close();
+  }
+}
+
+/**
+ * The outputs of a workspace's state read through a backend already connected (a server's),
+ * merged over `defaults`: the read and the checks of {@link fetchRemoteOutputs}, without its
+ * connect.
+ */
+export async function readRemoteOutputs(
+  backend: ObjectStoreBackend,
+  workspace: string,
+  options: { readonly name?: string | undefined; readonly defaults?: Readonly<Record<string, unknown>> | undefined; readonly scanThreshold?: number | undefined } = {},
+): Promise<RemoteOutputs> {
+  const name = options.name;
   const location = backend.describe(workspace);
   // Large states are scanned for their top-level members while they download.
   const threshold = options.scanThreshold ?? DEFAULT_SCAN_THRESHOLD;
@@ -59,8 +77,6 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
       throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, { cause: e, details: { workspace, location } });
     }
     throw e;
-  } finally {
-    backend.close();
   }
   if (bytes === null || bytes.length === 0) {
     // An empty object is what some tools leave for a workspace with no state: no state.
@@ -89,7 +105,7 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
   };
 
   const values = new Map<string, ExactJson>();
-  for (const [k, v] of Object.entries(settings.defaults.value ?? {})) values.set(k, fromJs(v as JsonValue));
+  for (const [k, v] of Object.entries(options.defaults ?? {})) values.set(k, fromJs(v as JsonValue));
   const sensitive = new Set<string>();
   const root = rootOutputs(member, invalid);
   for (const [k, o] of root) {

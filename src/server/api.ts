@@ -5,9 +5,8 @@
  */
 import { createHash } from "node:crypto";
 import { NO_LOCK_ID, type StateVersion } from "../backend/backend.js";
-import { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { ObjstateError } from "../errors.js";
-import { DataRemoteStateObjectStore } from "../remote-state/data-remote-state.js";
+import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { diffStates } from "../state/diff.js";
 import { readBody } from "./body.js";
 import { requireRole, send, sendJson, type Ctx } from "./context.js";
@@ -58,8 +57,8 @@ async function forceUnlock(ctx: Ctx): Promise<void> {
 /** Outputs of the workspace's state; sensitive values are always masked here. */
 async function outputs(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
-  const config = DataRemoteStateObjectStoreConfig.from({ ...ctx.config.toProps(), workspace: ws });
-  const read = await new DataRemoteStateObjectStore("objstate_serve", config).fetchOutputs({ onWarning: () => undefined });
+  // Through the server's own connection: no credentials, drivers or table check per request.
+  const read = await readRemoteOutputs(ctx.backend, ws);
   const out: Record<string, unknown> = {};
   for (const n of read.names()) out[n] = read.isSensitive(n) ? { sensitive: true, value: SENSITIVE } : { sensitive: false, value: read.get(n) };
   sendJson(ctx, 200, { outputs: out });

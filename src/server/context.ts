@@ -4,7 +4,6 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ObjectStoreBackend } from "../backend/backend.js";
-import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { ObjstateError } from "../errors.js";
 import type { BodyLimits } from "./body.js";
 import type { Metrics } from "./metrics.js";
@@ -19,7 +18,6 @@ export interface Ctx {
   readonly params: Readonly<Record<string, string>>;
   readonly user: User;
   readonly backend: ObjectStoreBackend;
-  readonly config: ObjectStoreBackendConfig;
   readonly limits: BodyLimits;
   readonly metrics: Metrics;
   /** Bytes of the request body read so far. */

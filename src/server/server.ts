@@ -8,7 +8,6 @@ import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { ObjectStoreBackend } from "../backend/backend.js";
 import { checkWorkspace } from "../backend/layout.js";
-import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { API_ROUTES, type Route } from "./api.js";
 import { Authenticator, type LoginLimit } from "./auth.js";
@@ -27,8 +26,6 @@ import type { ConsoleApi, ConsoleLogEntry } from "../console/types.js";
 /** Options of {@link ObjstateServer}. */
 export interface ServerOptions {
   readonly backend: ObjectStoreBackend;
-  /** The backend's config (the outputs route reads through a remote-state config made from it). */
-  readonly config: ObjectStoreBackendConfig;
   /** Users and roles; undefined: every request is allowed everything (loopback or --insecure-no-auth). */
   readonly users?: ReadonlyMap<string, User> | undefined;
   readonly loginLimit?: LoginLimit | undefined;
@@ -219,7 +216,6 @@ export class ObjstateServer {
       params: typeof found === "object" ? found.params : {},
       user: { name: "-", password: undefined, grants: [] },
       backend: this.options.backend,
-      config: this.options.config,
       limits: { maxBytes: this.maxStateSize, idleMs: this.clientTimeoutMs },
       metrics: this.metrics,
       bytesIn: 0,

@@ -28,7 +28,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     for (let i = 0; i < replicas; i++) {
       const backend = await ObjectStoreBackend.connect(config, { env: {}, who: `replica${i}@suite`, digestRetry: { timeoutMs: 2000, intervalMs: 200 }, onWarning: () => undefined });
       backends.push(backend);
-      const server = new ObjstateServer({ backend, config, logger: new Logger("off") });
+      const server = new ObjstateServer({ backend, logger: new Logger("off") });
       await server.listen("127.0.0.1", 0);
       servers.push(server);
     }

@@ -63,7 +63,7 @@ export async function startObjstateConsole(): Promise<ObjstateConsole> {
     if (e["msg"] === "console action") log.push({ user: e["user"] as string, action: e["action"] as ConsoleLogEntry["action"], workspace: e["workspace"] as string, outcome: e["outcome"] as ConsoleLogEntry["outcome"], detail: e["detail"] as string });
   });
   const csrfKey = Buffer.alloc(32, 7);
-  const server = new ObjstateServer({ backend, config, users: loadUsers(file), logger, csrfKey });
+  const server = new ObjstateServer({ backend, users: loadUsers(file), logger, csrfKey });
   await server.listen("127.0.0.1", 0);
   return {
     url: server.url,

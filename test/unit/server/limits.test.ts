@@ -42,7 +42,7 @@ describe("objstate serve: limits, slow clients, logs, shutdown", () => {
   let config: ObjectStoreBackendConfig;
   const servers: ObjstateServer[] = [];
   async function start(extra: Partial<ServerOptions> = {}): Promise<ObjstateServer> {
-    const s = new ObjstateServer({ backend, config, logger: new Logger("off"), ...extra });
+    const s = new ObjstateServer({ backend, logger: new Logger("off"), ...extra });
     await s.listen("127.0.0.1", 0);
     servers.push(s);
     return s;

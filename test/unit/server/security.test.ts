@@ -34,7 +34,7 @@ describe("objstate serve: users, roles, TLS", () => {
   const servers: ObjstateServer[] = [];
 
   async function start(extra: Partial<ServerOptions> = {}): Promise<ObjstateServer> {
-    const s = new ObjstateServer({ backend, config, users, logger: new Logger("off"), ...extra });
+    const s = new ObjstateServer({ backend, users, logger: new Logger("off"), ...extra });
     await s.listen("127.0.0.1", 0);
     servers.push(s);
     return s;
