@@ -60,12 +60,22 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
 
 /**
  * Jobs run in the background, at most `limit` at once and one per key (a key queued again
- * before it ran keeps its place). Failures are dropped: the next page view queues again.
+ * before it ran keeps its place), each started from the event loop so requests are served
+ * between them. Failures are dropped: the next page view queues again.
  */
 function backgroundQueue(limit: number): (key: string, job: () => Promise<unknown>) => void {
   const queued = new Map<string, () => Promise<unknown>>();
   const running = new Set<string>();
+  let scheduled = false;
+  // Through the event loop, once per turn: the embedded store answers without waiting on
+  // I/O, and a queue that started each next job at once would hold the loop until the last.
+  const schedule = (): void => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(pump);
+  };
   const pump = (): void => {
+    scheduled = false;
     for (const [key, job] of queued) {
       if (running.size >= limit) return;
       if (running.has(key)) continue;
@@ -75,14 +85,14 @@ function backgroundQueue(limit: number): (key: string, job: () => Promise<unknow
         .catch(() => undefined)
         .finally(() => {
           running.delete(key);
-          pump();
+          schedule();
         });
     }
   };
   return (key, job) => {
     if (running.has(key) || queued.has(key)) return;
     queued.set(key, job);
-    pump();
+    schedule(); // after the page that queued it has been answered
   };
 }
 

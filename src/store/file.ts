@@ -47,6 +47,7 @@
  * Needs a local file system with hard links and POSIX rename (not FAT, not SMB).
  */
 import { createHash, randomUUID } from "node:crypto";
+import { closeSync, read, readSync } from "node:fs";
 import type { BigIntStats } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
@@ -98,6 +99,13 @@ const READ_ATTEMPTS = 50;
 const META_NAME = /^\d+-\d+\.json$/;
 /** Keys described at once by {@link FileDriver.listDetailed}. */
 const LIST_DETAIL_BATCH = 64;
+/** Reads up to this size are made synchronously (see {@link readWhole}). */
+const SYNC_READ_MAX = 64 * 1024;
+
+/** `read(2)` at `position` through libuv's pool: the bytes read. */
+function readAt(fd: number, buf: Buffer, offset: number, length: number, position: number): Promise<number> {
+  return new Promise((resolve, reject) => read(fd, buf, offset, length, position, (e, n) => (e === null ? resolve(n) : reject(e))));
+}
 /** What {@link FileDriver.removeLeftover} accepts as an id: only files this driver makes. */
 const LEFTOVER_ID = /^(?:\.tmp-[^/]+|\.meta\/[0-9a-f]{64}\/(?:\.tmp-[^/]+|\.claim-[^/]+|\d+-\d+\.json))$/;
 
@@ -115,7 +123,8 @@ interface StoredMeta {
 
 /** One opened version of an object file. */
 interface Version {
-  readonly handle: fs.FileHandle;
+  /** Closed by whoever opened it ({@link FileDriver.withVersion}). */
+  readonly fd: number;
   readonly stat: BigIntStats;
   readonly id: string;
 }
@@ -156,7 +165,7 @@ export class FileDriver implements ObjectStoreDriver {
       const hash = options.md5 === true && !partial ? newHasher(whole) : undefined;
       let body: Buffer;
       try {
-        body = await readWhole(v.handle, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash, options.onData);
+        body = await readWhole(v.fd, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash, options.onData);
       } catch (e) {
         await Promise.resolve(hash?.digest()).catch(() => undefined); // ends the worker's job
         throw e;
@@ -554,26 +563,18 @@ export class FileDriver implements ObjectStoreDriver {
         if (v.id === previousId || attempt >= READ_ATTEMPTS) return await use(v, await derivedMeta(v));
         previousId = v.id;
       } finally {
-        await v.handle.close();
+        closeSync(v.fd);
       }
       await sleep(attempt);
     }
   }
 
   private async openVersion(key: string, file: string): Promise<Version | null> {
-    let handle: fs.FileHandle | null;
     try {
       if (!(await checkDir(this.bucketDir))) return null;
-      handle = await openRead(file);
+      const opened = openRead(file);
+      return opened === null ? null : { fd: opened.fd, stat: opened.stat, id: versionId(opened.stat) };
     } catch (e) {
-      throw fsFailure(e, `cannot read ${key} in ${this.location}`, "STORE_ERROR");
-    }
-    if (handle === null) return null;
-    try {
-      const stat = await handle.stat({ bigint: true });
-      return { handle, stat, id: versionId(stat) };
-    } catch (e) {
-      await handle.close();
       throw fsFailure(e, `cannot read ${key} in ${this.location}`, "STORE_ERROR", file);
     }
   }
@@ -885,12 +886,16 @@ const READ_CHUNK = 1024 * 1024;
  * Read the first `size` bytes into one buffer of that exact size (no chunk list, no concat
  * copy); in {@link READ_CHUNK} pieces when each is hashed or shown to `onData` on arrival.
  */
-async function readWhole(handle: fs.FileHandle, size: number, hash?: Hasher, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
+async function readWhole(fd: number, size: number, hash?: Hasher, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(size);
   const step = hash === undefined && onData === undefined ? size : READ_CHUNK;
+  // A small span (a history peek, a small state) is read at once: cheaper than a trip
+  // through libuv's thread pool. Larger ones are read asynchronously, chunk by chunk.
+  const small = size <= SYNC_READ_MAX;
   let offset = 0;
   while (offset < buf.length) {
-    const { bytesRead } = await handle.read(buf, offset, Math.min(step, buf.length - offset), offset);
+    const length = Math.min(step, buf.length - offset);
+    const bytesRead = small ? readSync(fd, buf, offset, length, offset) : await readAt(fd, buf, offset, length, offset);
     if (bytesRead === 0) throw new ObjstateError("STORE_ERROR", "object file shrank while being read (was it edited by hand?)");
     await hash?.write(buf.subarray(offset, offset + bytesRead));
     offset += bytesRead;
@@ -900,7 +905,7 @@ async function readWhole(handle: fs.FileHandle, size: number, hash?: Hasher, onD
 }
 
 async function derivedMeta(v: Version): Promise<ObjectMeta> {
-  const body = await readWhole(v.handle, Number(v.stat.size));
+  const body = await readWhole(v.fd, Number(v.stat.size));
   return { size: body.length, etag: createHash("md5").update(body).digest("hex"), lastModified: new Date(Number(v.stat.mtimeMs)) };
 }
 

@@ -7,8 +7,14 @@
  * operator's choice. Everything objstate creates below it is checked with `lstat` or
  * opened with `O_NOFOLLOW`. A link swapped in between a check and the next call is not
  * caught (Node has no `openat`); a link planted beforehand always is.
+ *
+ * The metadata primitives ({@link checkDir}, {@link lstatFile}, {@link readSmall}) make
+ * their system calls synchronously: on a local disk one `lstat` or a read of a small file
+ * takes a few microseconds, while dispatching it to libuv's thread pool and back costs
+ * tens, and listings make thousands of them (a 2,000-workspace listing fell from ~350 ms
+ * to ~30 ms). Whole objects are still read and written asynchronously.
  */
-import { constants as C } from "node:fs";
+import { constants as C, closeSync, fstatSync, lstatSync, openSync, readFileSync } from "node:fs";
 import type { BigIntStats } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
@@ -70,7 +76,7 @@ export function fsFailure(e: unknown, what: string, fallback: string, at?: strin
 export async function checkDir(dir: string): Promise<boolean> {
   let st;
   try {
-    st = await fs.lstat(dir);
+    st = lstatSync(dir);
   } catch (e) {
     if (errno(e) === "ENOENT") return false;
     throw e;
@@ -108,7 +114,7 @@ export async function makeRootDir(dir: string): Promise<void> {
 export async function lstatFile(file: string): Promise<BigIntStats | null> {
   let st: BigIntStats;
   try {
-    st = await fs.lstat(file, { bigint: true });
+    st = lstatSync(file, { bigint: true });
   } catch (e) {
     if (errno(e) === "ENOENT") return null;
     throw e;
@@ -119,36 +125,37 @@ export async function lstatFile(file: string): Promise<BigIntStats | null> {
 }
 
 /**
- * Open a regular file for reading without following a link; null when absent.
- * `O_NONBLOCK` keeps a planted FIFO from hanging the open; it is refused right after.
+ * Open a regular file for reading without following a link; null when absent. Returns the
+ * file descriptor (the caller closes it) and its stat. `O_NONBLOCK` keeps a planted FIFO
+ * from hanging the open; it is refused right after.
  */
-export async function openRead(file: string): Promise<fs.FileHandle | null> {
-  let handle: fs.FileHandle;
+export function openRead(file: string): { readonly fd: number; readonly stat: BigIntStats } | null {
+  let fd: number;
   try {
-    handle = await fs.open(file, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
+    fd = openSync(file, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
   } catch (e) {
     if (errno(e) === "ENOENT") return null;
     if (errno(e) === "ELOOP") throw unsafePath(file, "a symbolic link");
     throw e;
   }
   try {
-    const st = await handle.stat();
-    if (!st.isFile()) throw unsafePath(file, "not a regular file");
-    return handle;
+    const stat = fstatSync(fd, { bigint: true });
+    if (!stat.isFile()) throw unsafePath(file, "not a regular file");
+    return { fd, stat };
   } catch (e) {
-    await handle.close();
+    closeSync(fd);
     throw e;
   }
 }
 
-/** Read a whole small file without following a link; null when absent. */
+/** Read a whole small file (metadata, a lock item) without following a link; null when absent. */
 export async function readSmall(file: string): Promise<string | null> {
-  const handle = await openRead(file);
-  if (handle === null) return null;
+  const opened = openRead(file);
+  if (opened === null) return null;
   try {
-    return await handle.readFile("utf8");
+    return readFileSync(opened.fd, "utf8");
   } finally {
-    await handle.close();
+    closeSync(opened.fd);
   }
 }
 
