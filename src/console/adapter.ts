@@ -59,11 +59,11 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
 }
 
 /**
- * Jobs run in the background, at most `limit` at once and one per key (a key queued again
+ * Jobs run in the background (exported for its tests), at most `limit` at once and one per key (a key queued again
  * before it ran keeps its place), each started from the event loop so requests are served
  * between them. Failures are dropped: the next page view queues again.
  */
-function backgroundQueue(limit: number): (key: string, job: () => Promise<unknown>) => void {
+export function backgroundQueue(limit: number): (key: string, job: () => Promise<unknown>) => void {
   const queued = new Map<string, () => Promise<unknown>>();
   const running = new Set<string>();
   let scheduled = false;

@@ -187,3 +187,44 @@ describe("backendConsoleApi over the embedded store", () => {
     assert.equal(listings, 0, "version contents never change: no listing, no read");
   });
 });
+
+describe("the console's background queue", () => {
+  it("lets the event loop turn between jobs that never wait on I/O (the embedded store's)", async () => {
+    const { backgroundQueue } = await import("../../../src/console/adapter.js");
+    const later = backgroundQueue(2);
+    let done = 0;
+    let seenByTimer = -1;
+    // A timer due now must run long before 500 instant jobs have all run.
+    const timer = new Promise<void>((r) =>
+      setTimeout(() => {
+        seenByTimer = done;
+        r();
+      }, 0),
+    );
+    for (let i = 0; i < 500; i++) later(`k${i}`, () => Promise.resolve(done++));
+    assert.equal(done, 0, "no job runs before the caller (the page) has been answered");
+    await timer;
+    assert.ok(seenByTimer < 50, `the timer ran after ${seenByTimer} of 500 jobs`);
+    while (done < 500) await new Promise((r) => setImmediate(r));
+    assert.equal(done, 500);
+  });
+
+  it("runs one job per key at a time, at most `limit` at once", async () => {
+    const { backgroundQueue } = await import("../../../src/console/adapter.js");
+    const later = backgroundQueue(3);
+    let running = 0;
+    let peak = 0;
+    let runs = 0;
+    const job = async (): Promise<void> => {
+      running++;
+      runs++;
+      peak = Math.max(peak, running);
+      await new Promise((r) => setTimeout(r, 5));
+      running--;
+    };
+    for (let i = 0; i < 10; i++) later(`k${i % 5}`, job);
+    while (runs < 5 || running > 0) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(runs, 5, "a key queued again before it ran keeps its one place");
+    assert.equal(peak, 3);
+  });
+});
