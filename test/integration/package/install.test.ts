@@ -80,10 +80,11 @@ describe("the packed package, installed into an empty directory", () => {
     const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
     assert.ok(info !== undefined);
     const paths = info.files.map((f) => f.path);
-    // Only what a user needs: the bundle and its maps, the types, the MD5 worker, the docs the README links.
-    const stray = paths.filter((p) => !/^(dist\/pkg\/[^/]+|dist\/src\/.+\.d\.ts|dist\/src\/util\/md5-worker\.js|README\.md|LICENSE|package\.json|docs\/(fields|DECISIONS)\.md)$/.test(p));
+    // Only what a user needs: the bundle and its maps, the types, the MD5 worker, the outputs
+    // scan worker and the three modules it imports, the docs the README links.
+    const stray = paths.filter((p) => !/^(dist\/pkg\/[^/]+|dist\/src\/.+\.d\.ts|dist\/src\/util\/(md5-worker|json-bytes|json-validate)\.js|dist\/src\/remote-state\/(scan-worker|stream-scan)\.js|README\.md|LICENSE|package\.json|docs\/(fields|DECISIONS)\.md)$/.test(p));
     assert.deepEqual(stray, []);
-    for (const p of ["LICENSE", "README.md", "dist/pkg/index.js", "dist/pkg/objstate.js.map", "dist/src/index.d.ts", "docs/fields.md"]) assert.ok(paths.includes(p), `${p} missing from the package`);
+    for (const p of ["LICENSE", "README.md", "dist/pkg/index.js", "dist/pkg/objstate.js.map", "dist/src/index.d.ts", "dist/src/remote-state/scan-worker.js", "dist/src/util/json-validate.js", "docs/fields.md"]) assert.ok(paths.includes(p), `${p} missing from the package`);
     app = join(work, "app");
     mkdirSync(app);
     writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
