@@ -104,6 +104,25 @@ describe("the packed package, installed into an empty directory", () => {
     assert.match(out, /^credentials: /m);
   });
 
+  it("the outputs scan worker loads from the installed package and answers a job", () => {
+    // A worker that failed to load would only send reads to the main thread's scan (same
+    // answer, slower): prove the shipped file and the three modules it imports are there.
+    const script = `
+      import { Worker } from "node:worker_threads";
+      const w = new Worker(new URL("./node_modules/objstate/dist/src/remote-state/scan-worker.js", import.meta.url));
+      const text = Buffer.from('{"version": 4, "resources": [{"a": "}"}], "outputs": {"x": {"value": 1}}}');
+      const body = new SharedArrayBuffer(text.length);
+      Buffer.from(body).set(text);
+      const control = new SharedArrayBuffer(4);
+      new Int32Array(control)[0] = text.length;
+      w.on("message", (r) => { process.stdout.write(JSON.stringify(r)); w.terminate(); });
+      w.postMessage({ id: 7, body, control, names: ["version", "outputs"] });
+    `;
+    writeFileSync(join(app, "scan-worker-check.mjs"), script);
+    const reply = JSON.parse(run(process.execPath, [join(app, "scan-worker-check.mjs")], app).stdout) as unknown;
+    assert.deepEqual(reply, { id: 7, spans: [["version", [12, 13]], ["outputs", [53, 72]]], cancelled: false });
+  });
+
   for (const [moduleKind, resolution] of [
     ["node16", "node16"],
     ["esnext", "bundler"],
