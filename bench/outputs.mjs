@@ -19,8 +19,8 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { S3Client, GetObjectCommand, CreateBucketCommand } from "@aws-sdk/client-s3";
-import { DynamoDBClient, CreateTableCommand } from "@aws-sdk/client-dynamodb";
+import { S3Client, GetObjectCommand, CreateBucketCommand, DeleteObjectCommand, DeleteBucketCommand, ListObjectsV2Command } from "@aws-sdk/client-s3";
+import { DynamoDBClient, CreateTableCommand, DeleteTableCommand } from "@aws-sdk/client-dynamodb";
 import { DataRemoteStateObjectStore, ObjectStoreBackend, ObjectStoreBackendConfig } from "../dist/src/index.js";
 import { extractTopLevel } from "../dist/src/remote-state/extract-outputs.js";
 import { benchOutputs, realisticState } from "./outputs-state.mjs";
@@ -165,5 +165,9 @@ if (env.BENCH_CROSSOVER === "1") {
   console.log(`  cold crossover (fresh processes, medians): ${line.join("; ")}`);
 }
 console.log(JSON.stringify(summary));
+// Run against servers that outlive the bench (source /tmp/srv/env.sh), 200 MiB a run would pile up.
+for (const o of (await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents ?? []) await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: o.Key }));
+await s3.send(new DeleteBucketCommand({ Bucket: bucket }));
+await ddb.send(new DeleteTableCommand({ TableName: table }));
 s3.destroy();
 ddb.destroy();

@@ -15,7 +15,7 @@ import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJs
 import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "./extract-outputs.js";
 import { syntaxErrorOffset } from "../util/json-validate.js";
 import { RemoteOutputs, type FetchOutputsOptions } from "./remote-outputs.js";
-import { StreamingTopLevelScan } from "./stream-scan.js";
+import { startTopLevelScan, type TopLevelScanner } from "./parallel-scan.js";
 
 /** The top-level members a read needs. */
 const MEMBERS = ["version", "outputs", "modules"];
@@ -57,26 +57,35 @@ export async function readRemoteOutputs(
 ): Promise<RemoteOutputs> {
   const name = options.name;
   const location = backend.describe(workspace);
-  // Large states are scanned for their top-level members while they download.
+  // Large states are scanned for their top-level members while they download, beside the
+  // download (parallel-scan.ts): the main thread is busy enough receiving them.
   const threshold = options.scanThreshold ?? DEFAULT_SCAN_THRESHOLD;
-  let scan: StreamingTopLevelScan | undefined;
+  let scan: TopLevelScanner | undefined;
   let scanning: Buffer | undefined;
   const onData = (body: Buffer, filled: number): void => {
     if (body.length < threshold) return;
     if (scanning !== body) {
-      scan = new StreamingTopLevelScan(MEMBERS);
+      // A digest retry starts over with a new buffer.
+      scan?.cancel();
+      scan = startTopLevelScan(MEMBERS, body);
       scanning = body;
     }
     scan?.feed(body, filled);
   };
   let bytes: Buffer | null;
+  let spans: Map<string, readonly [number, number]> | null = null;
   try {
-    bytes = await backend.readState(workspace, { onData });
-  } catch (e) {
-    if (isObjstateError(e, "BUCKET_NOT_FOUND")) {
-      throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, { cause: e, details: { workspace, location } });
+    try {
+      bytes = await backend.readState(workspace, { onData });
+    } catch (e) {
+      if (isObjstateError(e, "BUCKET_NOT_FOUND")) {
+        throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, { cause: e, details: { workspace, location } });
+      }
+      throw e;
     }
-    throw e;
+    if (bytes !== null && scan !== undefined && scanning === bytes) spans = await scan.finish(bytes);
+  } finally {
+    scan?.cancel();
   }
   if (bytes === null || bytes.length === 0) {
     // An empty object is what some tools leave for a workspace with no state: no state.
@@ -87,7 +96,6 @@ export async function readRemoteOutputs(
 
   const invalid = (problem: string): ObjstateError =>
     new ObjstateError("STATE_INVALID", `the state of workspace ${workspace} at ${location} ${problem}`, { details: { workspace, location } });
-  const spans = scan !== undefined && scanning === state ? scan.finish(state) : null;
   let located: Located | undefined = spans === null ? undefined : { kind: "object", spans, method: "scan" };
   try {
     located ??= locateTopLevel(state, MEMBERS, { scanThreshold: options.scanThreshold });

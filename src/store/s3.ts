@@ -675,6 +675,14 @@ function newHasher(length: number | undefined): Hasher {
   return { write: (b) => void h.update(b), digest: () => h.digest("hex") };
 }
 
+/**
+ * A body watched while it arrives (`onData`) from this size up is allocated in shared memory,
+ * so that the watcher can have a worker thread read it as it fills without copying it
+ * (the outputs reader's scan, remote-state/parallel-scan.ts). It is an ordinary Buffer to
+ * everyone else.
+ */
+const SHARED_BODY_MIN = 1024 * 1024;
+
 async function readBody(body: unknown, length: number | undefined, hash: Hasher | undefined, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
   if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
   if (length === undefined) {
@@ -682,7 +690,7 @@ async function readBody(body: unknown, length: number | undefined, hash: Hasher 
     await hash?.write(whole);
     return whole;
   }
-  const buf = Buffer.allocUnsafe(length);
+  const buf = onData !== undefined && length >= SHARED_BODY_MIN ? Buffer.from(new SharedArrayBuffer(length)) : Buffer.allocUnsafe(length);
   let offset = 0;
   for await (const chunk of body) {
     if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");

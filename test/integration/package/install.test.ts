@@ -80,10 +80,11 @@ describe("the packed package, installed into an empty directory", () => {
     const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
     assert.ok(info !== undefined);
     const paths = info.files.map((f) => f.path);
-    // Only what a user needs: the bundle and its maps, the types, the MD5 worker, the docs the README links.
-    const stray = paths.filter((p) => !/^(dist\/pkg\/[^/]+|dist\/src\/.+\.d\.ts|dist\/src\/util\/md5-worker\.js|README\.md|LICENSE|package\.json|docs\/(fields|DECISIONS)\.md)$/.test(p));
+    // Only what a user needs: the bundle and its maps, the types, the MD5 worker, the outputs
+    // scan worker and the three modules it imports, the docs the README links.
+    const stray = paths.filter((p) => !/^(dist\/pkg\/[^/]+|dist\/src\/.+\.d\.ts|dist\/src\/util\/(md5-worker|json-bytes|json-validate)\.js|dist\/src\/remote-state\/(scan-worker|stream-scan)\.js|README\.md|LICENSE|package\.json|docs\/(fields|DECISIONS)\.md)$/.test(p));
     assert.deepEqual(stray, []);
-    for (const p of ["LICENSE", "README.md", "dist/pkg/index.js", "dist/pkg/objstate.js.map", "dist/src/index.d.ts", "docs/fields.md"]) assert.ok(paths.includes(p), `${p} missing from the package`);
+    for (const p of ["LICENSE", "README.md", "dist/pkg/index.js", "dist/pkg/objstate.js.map", "dist/src/index.d.ts", "dist/src/remote-state/scan-worker.js", "dist/src/util/json-validate.js", "docs/fields.md"]) assert.ok(paths.includes(p), `${p} missing from the package`);
     app = join(work, "app");
     mkdirSync(app);
     writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
@@ -101,6 +102,25 @@ describe("the packed package, installed into an empty directory", () => {
     const out = run(npx, ["--no", "--", "objstate", "config", "--bucket", "state-bucket", "--key", "app.tfstate"], app).stdout;
     assert.match(out, /^bucket +state-bucket +explicit, from --bucket$/m);
     assert.match(out, /^credentials: /m);
+  });
+
+  it("the outputs scan worker loads from the installed package and answers a job", () => {
+    // A worker that failed to load would only send reads to the main thread's scan (same
+    // answer, slower): prove the shipped file and the three modules it imports are there.
+    const script = `
+      import { Worker } from "node:worker_threads";
+      const w = new Worker(new URL("./node_modules/objstate/dist/src/remote-state/scan-worker.js", import.meta.url));
+      const text = Buffer.from('{"version": 4, "resources": [{"a": "}"}], "outputs": {"x": {"value": 1}}}');
+      const body = new SharedArrayBuffer(text.length);
+      Buffer.from(body).set(text);
+      const control = new SharedArrayBuffer(4);
+      new Int32Array(control)[0] = text.length;
+      w.on("message", (r) => { process.stdout.write(JSON.stringify(r)); w.terminate(); });
+      w.postMessage({ id: 7, body, control, names: ["version", "outputs"] });
+    `;
+    writeFileSync(join(app, "scan-worker-check.mjs"), script);
+    const reply = JSON.parse(run(process.execPath, [join(app, "scan-worker-check.mjs")], app).stdout) as unknown;
+    assert.deepEqual(reply, { id: 7, spans: [["version", [12, 13]], ["outputs", [53, 72]]], cancelled: false });
   });
 
   for (const [moduleKind, resolution] of [
