@@ -28,6 +28,8 @@ const MiB = 1024 * 1024;
 const ROUNDS = Number(env.BENCH_ROUNDS ?? 7);
 const CYCLES = Number(env.BENCH_CYCLES ?? 100);
 const SECONDS = Number(env.BENCH_SECONDS ?? 5);
+// BENCH_SERVER_NODE_ARGS: options for the server processes' node (e.g. "--cpu-prof --cpu-prof-dir=/tmp/p").
+const NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
 const CLI = fileURLToPath(new URL("src/cli/main.js", DIST));
 const dir = mkdtempSync(join(tmpdir(), "objstate-bench-serve-"));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -53,7 +55,7 @@ const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(p
 
 /** A server process; resolves once it listens. */
 async function startServer() {
-  const child = spawn(process.execPath, [CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off"], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" }, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...NODE_ARGS, CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off"], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" }, stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   const url = await new Promise((resolve, reject) => {
     child.stderr.setEncoding("utf8").on("data", (d) => {
@@ -75,13 +77,26 @@ const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 // server's. Every GET is checked for its full length (a cut body fails the run).
 const md5s = new WeakMap();
 const contentMd5 = (body) => md5s.get(body) ?? createHash("md5").update(body).digest("base64");
+/** Gathers a response body: into one buffer of the announced length, else joined at the end. */
+function receiver(length) {
+  if (!Number.isSafeInteger(length)) {
+    const chunks = [];
+    return { add: (c) => chunks.push(c), bytes: () => Buffer.concat(chunks) };
+  }
+  const buf = Buffer.allocUnsafe(length);
+  let at = 0;
+  return { add: (c) => (at += c.copy(buf, at)), bytes: () => buf.subarray(0, at) };
+}
 function http(url, method, path, body) {
   return new Promise((resolve, reject) => {
     const headers = body === undefined ? {} : { "Content-Type": "application/json", "Content-Length": String(body.length), "Content-MD5": contentMd5(body) };
     const req = request(`${url}${path}`, { method, headers, agent }, (res) => {
-      const chunks = [];
-      res.on("data", (c) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode, body: Buffer.concat(chunks) }));
+      // As the tool's client (io.Copy into a bytes.Buffer), the body is gathered while it
+      // arrives, not joined after its last byte.
+      const body = receiver(Number(res.headers["content-length"]));
+      res.on("data", body.add);
+      res.on("error", reject);
+      res.on("end", () => resolve({ status: res.statusCode, body: body.bytes() }));
     });
     req.on("error", reject);
     req.end(body);

@@ -137,11 +137,11 @@ export async function postState(ctx: Ctx): Promise<void> {
  * matched it, so a damaged body is never stored (400 as on the other path).
  */
 async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md5: string): Promise<void> {
-  const { source, done } = streamBody(ctx.req, ctx.limits, md5);
+  const { source, done, whole } = streamBody(ctx.req, ctx.limits, md5);
   let refused: { readonly error: unknown } | undefined;
   try {
     let looks = startsLikeObject(await prefixOf(source, HEAD_BYTES));
-    if (looks === undefined) looks = startsLikeObject((await done).bytes);
+    if (looks === undefined) looks = startsLikeObject(await whole());
     if (looks !== true) throw notAState(ws);
     await ctx.backend.writeState(ws, source, { lockId, md5 });
   } catch (e) {

@@ -1,0 +1,70 @@
+/** Request bodies as the server receives them: kept as the socket's chunks, never copied on the way to the store. */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import { Readable } from "node:stream";
+import { describe, it } from "node:test";
+import { HOLD_BACK, readBody, streamBody } from "../../../src/server/body.js";
+
+const LIMITS = { maxBytes: 64 * 1024 * 1024, idleMs: 5_000 };
+
+/** A request whose body arrives as these chunks, each a buffer of its own as a socket's reads are. */
+function request(chunks: readonly Buffer[]): IncomingMessage {
+  const size = chunks.reduce((n, c) => n + c.length, 0);
+  const req = new Readable({ read() {} }) as Readable & { headers: Record<string, string> };
+  req.headers = { "content-length": String(size) };
+  for (const c of chunks) req.push(c);
+  req.push(null);
+  return req as unknown as IncomingMessage;
+}
+
+const chunksOf = (sizes: readonly number[]): Buffer[] => sizes.map((n, i) => Buffer.alloc(n, 0x61 + i));
+const md5 = (chunks: readonly Buffer[]): string => {
+  const h = createHash("md5");
+  for (const c of chunks) h.update(c);
+  return h.digest("hex");
+};
+
+describe("request bodies", () => {
+  it("a streamed body hands the store the socket's own chunks (no copy into a buffer of the body's size)", async () => {
+    const sent = chunksOf([64 * 1024, 300 * 1024, 70 * 1024, 16 * 1024]);
+    const body = streamBody(request(sent), LIMITS, md5(sent));
+    const got: Uint8Array[] = [];
+    for await (const c of body.source.open()) got.push(c);
+    assert.equal(await body.done, md5(sent));
+    assert.deepEqual(Buffer.concat(got), Buffer.concat(sent));
+    // Every piece lies in the memory of the chunk it came from.
+    let at = 0;
+    for (const piece of got) {
+      const from = sent.find((c) => c.buffer === piece.buffer);
+      assert.ok(from !== undefined, `a piece of ${piece.length} bytes at ${at} is a copy, not a chunk the socket delivered`);
+      at += piece.length;
+    }
+  });
+
+  it("a streamed body that does not match its Content-MD5 fails every read before its tail, and can be read again when it matched", async () => {
+    const sent = chunksOf([200 * 1024, 200 * 1024]);
+    const bad = streamBody(request(sent), LIMITS, "0".repeat(32));
+    let read = 0;
+    await assert.rejects(async () => {
+      for await (const c of bad.source.open()) read += c.length;
+    }, /MD5|Content-MD5/);
+    assert.ok(read <= 400 * 1024 - HOLD_BACK);
+    await assert.rejects(bad.done, (e: Error & { code?: string }) => e.code === "MD5_MISMATCH");
+
+    const good = streamBody(request(sent), LIMITS, md5(sent));
+    for (let round = 0; round < 2; round++) {
+      let n = 0;
+      for await (const c of good.source.open()) n += c.length;
+      assert.equal(n, 400 * 1024);
+    }
+    assert.deepEqual(await good.whole(), Buffer.concat(sent));
+  });
+
+  it("readBody joins the chunks once, with their MD5", async () => {
+    const sent = chunksOf([10, 20, 30]);
+    const body = await readBody(request(sent), LIMITS);
+    assert.deepEqual(body.bytes, Buffer.concat(sent));
+    assert.equal(body.md5, md5(sent));
+  });
+});
