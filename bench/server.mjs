@@ -14,6 +14,7 @@ import { spawn } from "node:child_process";
 import { randomBytes, randomUUID, createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -103,6 +104,85 @@ function http(url, method, path, body) {
   });
 }
 
+/**
+ * The client of the transfer and memory sections, which reads a body the way the tool's own
+ * client does (net/http: io.Copy into a bytes.Buffer): the socket's reads land in the body's
+ * own memory. node:http's client (the `http` above) allocates a buffer per 64 KiB read and
+ * emits an event for each, which for a 64 MiB body costs the client alone about as much CPU
+ * as the library's whole read: that is Node's, not the server's nor the tool's.
+ * BENCH_CLIENT=node measures through node:http instead. One keep-alive connection per server.
+ */
+const LEAN = env.BENCH_CLIENT !== "node";
+const connections = new Map();
+function connection(base) {
+  let c = connections.get(base);
+  if (c !== undefined && !c.socket.destroyed) return c;
+  const { hostname, port } = new URL(base);
+  const spare = Buffer.allocUnsafe(64 * 1024);
+  c = { socket: undefined, reader: undefined };
+  const box = c;
+  c.socket = connect({ host: hostname, port: Number(port), noDelay: true, onread: { buffer: () => box.reader?.next() ?? spare, callback: (n, buf) => void box.reader?.read(n, buf) } });
+  c.socket.on("error", (e) => box.reader?.fail(e));
+  c.socket.on("close", () => box.reader?.fail(new Error("the server closed the connection before the whole answer")));
+  connections.set(base, c);
+  return c;
+}
+function lean(base, method, path, body) {
+  if (!LEAN) return http(base, method, path, body);
+  const c = connection(base);
+  return new Promise((resolve, reject) => {
+    const head = Buffer.allocUnsafe(64 * 1024);
+    let inHead = 0;
+    let status = 0;
+    let keep = true;
+    let target; // the body, once the headers are read
+    let got = 0;
+    const done = () => {
+      c.reader = undefined;
+      if (!keep) c.socket.destroy();
+      resolve({ status, body: target });
+    };
+    c.reader = {
+      next: () => (target === undefined ? head.subarray(inHead) : got < target.length ? target.subarray(got) : undefined),
+      fail: (e) => {
+        c.reader = undefined;
+        reject(e);
+      },
+      read(n, buf) {
+        if (target !== undefined) {
+          // In place when the read went where next() pointed; else (a read armed earlier) copy.
+          if (buf.buffer !== target.buffer || buf.byteOffset !== target.byteOffset + got) buf.copy(target, got, 0, n);
+          got += n;
+          if (got >= target.length) done();
+          return;
+        }
+        if (buf.buffer !== head.buffer || buf.byteOffset !== head.byteOffset + inHead) buf.copy(head, inHead, 0, n);
+        inHead += n;
+        const end = head.subarray(0, inHead).indexOf("\r\n\r\n");
+        if (end < 0) return;
+        const lines = head.toString("latin1", 0, end).split("\r\n");
+        status = Number(lines[0].split(" ")[1]);
+        let length = 0;
+        for (const line of lines.slice(1)) {
+          const [k, v] = [line.slice(0, line.indexOf(":")).toLowerCase(), line.slice(line.indexOf(":") + 1).trim()];
+          if (k === "content-length") length = Number(v);
+          if (k === "connection" && v.toLowerCase() === "close") keep = false;
+        }
+        target = Buffer.allocUnsafe(length);
+        got = head.copy(target, 0, end + 4, inHead);
+        if (got >= length) done();
+      },
+    };
+    const headers = [`${method} ${path} HTTP/1.1`, `Host: ${new URL(base).host}`];
+    if (body !== undefined) headers.push("Content-Type: application/json", `Content-Length: ${body.length}`, `Content-MD5: ${contentMd5(body)}`);
+    const text = `${headers.join("\r\n")}\r\n\r\n`;
+    c.socket.cork();
+    c.socket.write(text);
+    if (body !== undefined) c.socket.write(body);
+    c.socket.uncork();
+  });
+}
+
 const padding = randomBytes(64 * MiB).toString("base64");
 let serial = 0;
 const stateOf = (size) => {
@@ -130,11 +210,11 @@ for (const size of SIZES) {
     const b = first ? higher : lower;
     md5s.set(b, createHash("md5").update(b).digest("base64"));
     const lib = async () => backend.writeState(ws, a);
-    const srv = async () => { const x = await http(server.url, "POST", `/state/${ws}`, b); if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`); };
+    const srv = async () => { const x = await lean(server.url, "POST", `/state/${ws}`, b); if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`); };
     const [tl, ts] = first ? [await timed(lib), await timed(srv)] : [await timed(srv), await timed(lib)].reverse();
     ms.POST[0].push(tl); ms.POST[1].push(ts); ratios.POST.push(ts / tl);
     const libR = async () => { if ((await backend.readState(ws)).length !== size) throw new Error("short read"); };
-    const srvR = async () => { const x = await http(server.url, "GET", `/state/${ws}`); if (x.body.length !== size) throw new Error(`GET ${x.status}`); };
+    const srvR = async () => { const x = await lean(server.url, "GET", `/state/${ws}`); if (x.body.length !== size) throw new Error(`GET ${x.status}`); };
     const [gl, gs] = first ? [await timed(libR), await timed(srvR)] : [await timed(srvR), await timed(libR)].reverse();
     ms.GET[0].push(gl); ms.GET[1].push(gs); ratios.GET.push(gs / gl);
   }
@@ -159,7 +239,7 @@ for (const size of SIZES) {
     await new Promise((r) => setTimeout(r, 200));
     const base = s.rss();
     const body = op === "POST" ? stateOf(size) : undefined;
-    const x = await http(s.url, op, `/state/${ws}`, body);
+    const x = await lean(s.url, op, `/state/${ws}`, body);
     if (x.status !== 200) throw new Error(`${op} ${x.status}`);
     const peak = s.hwm();
     memory.push({ what: `${op} ${size / MiB} MiB`, baseline_MiB: mib(base), peak_MiB: mib(peak), above_baseline_in_states: ((peak - base) / size).toFixed(2) });
@@ -227,4 +307,5 @@ if (PARTS.has("throughput")) {
   await b.stop();
 }
 agent.destroy();
+for (const c of connections.values()) c.socket.destroy();
 backend.close();
