@@ -1,10 +1,15 @@
-/** Request bodies as the server receives them: kept as the socket's chunks, never copied on the way to the store. */
+/**
+ * Bodies as the server moves them: a request's kept as the socket's chunks (never copied on
+ * the way to the store), a GET's answer written to the socket in pieces of at least SEND_MIN.
+ */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { Readable } from "node:stream";
 import { describe, it } from "node:test";
 import { HOLD_BACK, readBody, streamBody } from "../../../src/server/body.js";
+import type { Ctx } from "../../../src/server/context.js";
+import { HOLD_BACK as GET_HOLD_BACK, SEND_MIN, StreamedState } from "../../../src/server/protocol.js";
 
 const LIMITS = { maxBytes: 64 * 1024 * 1024, idleMs: 5_000 };
 
@@ -66,5 +71,30 @@ describe("request bodies", () => {
     const body = await readBody(request(sent), LIMITS);
     assert.deepEqual(body.bytes, Buffer.concat(sent));
     assert.equal(body.md5, md5(sent));
+  });
+});
+
+describe("a GET's answer, sent as the store reads", () => {
+  it("a store that reads in 64 KiB chunks (S3) reaches the socket in pieces of at least SEND_MIN, all of it once the read proved it", () => {
+    const writes: number[] = [];
+    let ended = false;
+    const res = { destroyed: false, writeHead: () => undefined, write: (b: Buffer) => void writes.push(b.length), end: () => void (ended = true), destroy: () => undefined };
+    const ctx = { res, params: { workspace: "w" }, bytesOut: 0 } as unknown as Ctx;
+    const body = Buffer.alloc(5 * 1024 * 1024 + 12_345, 0x7b);
+    const digest = createHash("md5").update(body).digest("hex");
+    const out = new StreamedState(ctx);
+    out.vouched(digest);
+    for (let n = 64 * 1024; ; n += 64 * 1024) {
+      out.data(body, Math.min(n, body.length));
+      if (n >= body.length) break;
+    }
+    out.finish({ body, md5: digest });
+    assert.ok(ended);
+    assert.equal(writes.reduce((a, b) => a + b, 0), body.length);
+    assert.equal(ctx.bytesOut, body.length);
+    // Every write but the two at the end (up to the held-back tail, then the tail) is a large one.
+    for (const w of writes.slice(0, -2)) assert.ok(w >= SEND_MIN, `a write of ${w} bytes`);
+    assert.equal(writes.at(-1), GET_HOLD_BACK);
+    assert.ok(writes.length <= Math.ceil(body.length / SEND_MIN) + 2, `${writes.length} writes`);
   });
 });
