@@ -40,16 +40,20 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body
   return r.done.then((md5) => ({ bytes: r.chunks.length === 1 ? (r.chunks[0] as Buffer) : Buffer.concat(r.chunks, r.filled()), md5 }));
 }
 
+/** Socket reads shorter than this are copied into a shared {@link GATHER} buffer instead of kept as they are. */
+const SMALL_READ = 16 * 1024;
+const GATHER = 64 * 1024;
+
 /** A body being received. */
 interface Receiving {
   /**
-   * What arrived so far, in order: the socket's own buffers, kept as they are. Each read of
-   * the socket is a buffer of its own, so holding them costs nothing, where gathering them
-   * into one buffer of the announced size cost a copy of every byte and the page faults of
-   * a fresh allocation of that size, on the thread that also receives.
+   * What arrived so far, in order: the socket's own buffers, kept as they are (small ones
+   * gathered). Each read of the socket is a buffer of its own, so holding them costs nothing,
+   * where gathering them into one buffer of the announced size cost a copy of every byte and
+   * the page faults of a fresh allocation of that size, on the thread that also receives.
    */
   readonly chunks: Buffer[];
-  /** Bytes in {@link chunks}. */
+  /** Bytes received (all of them in {@link chunks} once the body ended). */
   filled(): number;
   /** The MD5 (hex) of the whole body, once it has all arrived. */
   readonly done: Promise<string>;
@@ -60,6 +64,33 @@ function receive(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void)
   const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
   const chunks: Buffer[] = [];
   let filled = 0;
+  // Small reads (a client that writes in small pieces) are gathered into shared buffers and
+  // listed once a buffer is full (or a large read or the end comes), so the list holds few
+  // objects per byte whatever the client does. Listed entries never change.
+  let gather: Buffer | undefined;
+  let gathered = 0;
+  let runStart = 0;
+  const seal = (): void => {
+    if (gather === undefined || gathered === runStart) return;
+    chunks.push(gather.subarray(runStart, gathered));
+    runStart = gathered;
+  };
+  const keep = (chunk: Buffer): void => {
+    if (chunk.length >= SMALL_READ) {
+      seal();
+      chunks.push(chunk);
+      return;
+    }
+    if (gather === undefined || gathered + chunk.length > gather.length) {
+      seal();
+      gather = Buffer.allocUnsafe(GATHER);
+      gathered = 0;
+      runStart = 0;
+    }
+    chunk.copy(gather, gathered);
+    gathered += chunk.length;
+    if (gathered === gather.length) seal();
+  };
   const done = new Promise<string>((resolve, reject) => {
     const hash = hasher(declared);
     let timer: NodeJS.Timeout | undefined;
@@ -78,7 +109,7 @@ function receive(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void)
     req.on("data", (chunk: Buffer) => {
       if (filled + chunk.length > limits.maxBytes) return fail(tooLarge(undefined, limits.maxBytes));
       if (declared !== undefined && filled + chunk.length > declared) return fail(new ObjstateError("BAD_REQUEST", "the request body is longer than its Content-Length"));
-      chunks.push(chunk);
+      keep(chunk);
       filled += chunk.length;
       hash.update(chunk);
       arm();
@@ -86,6 +117,7 @@ function receive(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void)
     });
     req.on("end", () => {
       clearTimeout(timer);
+      seal();
       hash.digest().then(resolve, reject);
     });
     req.on("error", () => fail(new ObjstateError("BAD_REQUEST", "the request body ended early (the client went away)")));

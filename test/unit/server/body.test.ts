@@ -66,6 +66,18 @@ describe("request bodies", () => {
     assert.deepEqual(await good.whole(), Buffer.concat(sent));
   });
 
+  it("a body sent in many small pieces is kept in few buffers (a client writing 100 bytes at a time costs no object per write), large reads beside them as they are", async () => {
+    const sent = [...chunksOf(Array.from({ length: 2000 }, () => 100)), ...chunksOf([300 * 1024]), ...chunksOf(Array.from({ length: 50 }, () => 10))];
+    const body = streamBody(request(sent), LIMITS, md5(sent));
+    const got: Uint8Array[] = [];
+    for await (const c of body.source.open()) got.push(c);
+    assert.deepEqual(Buffer.concat(got), Buffer.concat(sent));
+    assert.ok(got.length <= 8, `${got.length} pieces`);
+    assert.ok(got.some((c) => c.buffer === sent[2000]?.buffer), "the large read is passed on as it is");
+    const whole = await readBody(request(sent), LIMITS);
+    assert.deepEqual(whole.bytes, Buffer.concat(sent));
+  });
+
   it("readBody joins the chunks once, with their MD5", async () => {
     const sent = chunksOf([10, 20, 30]);
     const body = await readBody(request(sent), LIMITS);
