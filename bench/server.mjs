@@ -12,7 +12,7 @@
 //     `apt-get install -y wrk; wrk -t2 -c32 -d10s http://127.0.0.1:PORT/state/tput`).
 import { spawn } from "node:child_process";
 import { randomBytes, randomUUID, createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -36,6 +36,8 @@ const dir = mkdtempSync(join(tmpdir(), "objstate-bench-serve-"));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 let props;
+/** Removes what the bench stored (a run leaves ~1 GiB of 64 MiB versions otherwise). */
+let cleanUp = async () => rmSync(dir, { recursive: true, force: true });
 if (env.BENCH_TARGET === "ceph") {
   for (const v of ["OBJSTATE_TEST_S3_ENDPOINT", "OBJSTATE_TEST_DYNAMODB_ENDPOINT"]) if (!env[v]) throw new Error(`${v} is not set: run through scripts/with-servers.sh`);
   const { S3Client, CreateBucketCommand } = await import("@aws-sdk/client-s3");
@@ -44,6 +46,23 @@ if (env.BENCH_TARGET === "ceph") {
   props = { bucket: `bench-serve-${process.pid}`, endpoint: env.OBJSTATE_TEST_S3_ENDPOINT, accessKey: credentials.accessKeyId, secretKey: credentials.secretAccessKey, kvstoreTable: `bench-serve-${process.pid}`, kvstoreEndpoint: env.OBJSTATE_TEST_DYNAMODB_ENDPOINT };
   const s3 = new S3Client({ endpoint: props.endpoint, region: "us-east-1", forcePathStyle: true, credentials });
   await s3.send(new CreateBucketCommand({ Bucket: props.bucket }));
+  cleanUp = async () => {
+    const { ListObjectVersionsCommand, DeleteObjectCommand, DeleteBucketCommand } = await import("@aws-sdk/client-s3");
+    const { DeleteTableCommand } = await import("@aws-sdk/client-dynamodb");
+    let keyMarker;
+    let versionMarker;
+    do {
+      const page = await s3.send(new ListObjectVersionsCommand({ Bucket: props.bucket, KeyMarker: keyMarker, VersionIdMarker: versionMarker }));
+      for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])]) await s3.send(new DeleteObjectCommand({ Bucket: props.bucket, Key: v.Key, VersionId: v.VersionId }));
+      keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
+      versionMarker = page.IsTruncated ? page.NextVersionIdMarker : undefined;
+    } while (keyMarker !== undefined);
+    await s3.send(new DeleteBucketCommand({ Bucket: props.bucket }));
+    await ddb.send(new DeleteTableCommand({ TableName: props.kvstoreTable }));
+    s3.destroy();
+    ddb.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  };
   const ddb = new DynamoDBClient({ endpoint: props.kvstoreEndpoint, region: "us-east-1", credentials });
   await ddb.send(new CreateTableCommand({ TableName: props.kvstoreTable, AttributeDefinitions: [{ AttributeName: "LockID", AttributeType: "S" }], KeySchema: [{ AttributeName: "LockID", KeyType: "HASH" }], BillingMode: "PAY_PER_REQUEST" }));
   await new Promise((r) => setTimeout(r, 600));
@@ -309,3 +328,4 @@ if (PARTS.has("throughput")) {
 agent.destroy();
 for (const c of connections.values()) c.socket.destroy();
 backend.close();
+await cleanUp();
