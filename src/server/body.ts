@@ -36,7 +36,7 @@ export function checkDeclaredLength(req: IncomingMessage, limits: BodyLimits): v
 
 /** Read the body whole: the chunks that arrived, joined once at the end. */
 export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
-  const r = receive(req, limits);
+  const r = receiveBody(req, limits);
   return r.done.then((md5) => ({ bytes: r.chunks.length === 1 ? (r.chunks[0] as Buffer) : Buffer.concat(r.chunks, r.filled()), md5 }));
 }
 
@@ -44,8 +44,8 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body
 const SMALL_READ = 16 * 1024;
 const GATHER = 64 * 1024;
 
-/** A body being received. */
-interface Receiving {
+/** A body being received (see {@link receiveBody}). */
+export interface Receiving {
   /**
    * What arrived so far, in order: the socket's own buffers, kept as they are (small ones
    * gathered). Each read of the socket is a buffer of its own, so holding them costs nothing,
@@ -55,15 +55,26 @@ interface Receiving {
   readonly chunks: Buffer[];
   /** Bytes received (all of them in {@link chunks} once the body ended). */
   filled(): number;
+  /** Bytes in {@link chunks}. */
+  listed(): number;
   /** The MD5 (hex) of the whole body, once it has all arrived. */
   readonly done: Promise<string>;
 }
 
-function receive(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void): Receiving {
+/**
+ * Receive a body: checked against the limits, hashed as it arrives, kept as the socket's
+ * reads (small ones gathered). `onChunk` is called after each read.
+ */
+export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void): Receiving {
   checkDeclaredLength(req, limits);
   const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
   const chunks: Buffer[] = [];
   let filled = 0;
+  let listed = 0;
+  const list = (b: Buffer): void => {
+    chunks.push(b);
+    listed += b.length;
+  };
   // Small reads (a client that writes in small pieces) are gathered into shared buffers and
   // listed once a buffer is full (or a large read or the end comes), so the list holds few
   // objects per byte whatever the client does. Listed entries never change.
@@ -72,18 +83,19 @@ function receive(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void)
   let runStart = 0;
   const seal = (): void => {
     if (gather === undefined || gathered === runStart) return;
-    chunks.push(gather.subarray(runStart, gathered));
+    list(gather.subarray(runStart, gathered));
     runStart = gathered;
   };
   const keep = (chunk: Buffer): void => {
     if (chunk.length >= SMALL_READ) {
       seal();
-      chunks.push(chunk);
+      list(chunk);
       return;
     }
     if (gather === undefined || gathered + chunk.length > gather.length) {
       seal();
-      gather = Buffer.allocUnsafe(GATHER);
+      // No larger than what is still to come: a small body (lock info) costs no 64 KiB.
+      gather = Buffer.allocUnsafe(declared === undefined ? GATHER : Math.max(chunk.length, Math.min(GATHER, declared - filled)));
       gathered = 0;
       runStart = 0;
     }
@@ -122,7 +134,7 @@ function receive(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void)
     });
     req.on("error", () => fail(new ObjstateError("BAD_REQUEST", "the request body ended early (the client went away)")));
   });
-  return { chunks, filled: () => filled, done };
+  return { chunks, filled: () => filled, listed: () => listed, done };
 }
 
 /**
@@ -130,6 +142,8 @@ function receive(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void)
  * matched its Content-MD5: a store cannot complete a write without them.
  */
 export const HOLD_BACK = 64 * 1024;
+/** Bytes a {@link streamBody} source yields at once (joined from the socket's reads). */
+const PIECE = 1024 * 1024;
 
 /** A body passed on while it arrives (see {@link streamBody}). */
 export interface StreamedBody {
@@ -159,7 +173,7 @@ export function streamBody(req: IncomingMessage, limits: BodyLimits, md5Hex: str
     waiters = [];
     for (const f of w) f();
   };
-  const received = receive(req, limits, wake);
+  const received = receiveBody(req, limits, wake);
   const done = received.done.then((md5) => {
     checkContentMd5(Buffer.from(md5Hex, "hex").toString("base64"), md5);
     // A body that ended short of its Content-Length is no body (the client went away).
@@ -180,21 +194,31 @@ export function streamBody(req: IncomingMessage, limits: BodyLimits, md5Hex: str
       verifiedMd5: md5Hex,
       async *open(): AsyncIterable<Uint8Array> {
         let i = 0; // next chunk
-        let at = 0; // bytes yielded
         let into = 0; // bytes of chunk i already yielded
+        let at = 0; // bytes yielded
         for (;;) {
           if (verdict instanceof Error) throw verdict;
           const limit = verdict === "ok" ? size : size - HOLD_BACK;
-          const chunk = chunks[i];
-          if (at < limit && chunk !== undefined) {
-            const take = Math.min(chunk.length - into, limit - at);
-            yield into === 0 && take === chunk.length ? chunk : chunk.subarray(into, into + take);
-            at += take;
-            into += take;
-            if (into === chunk.length) {
-              i += 1;
-              into = 0;
+          const ready = Math.min(limit, received.listed()) - at;
+          // Pieces of about PIECE bytes (unless that is all there will be for now): a store
+          // writes each one by itself, and a write per socket read costs more than joining them.
+          if (ready > 0 && (ready >= PIECE || at + ready === limit)) {
+            const want = Math.min(ready, PIECE);
+            const parts: Buffer[] = [];
+            let n = 0;
+            while (n < want) {
+              const chunk = chunks[i] as Buffer;
+              const take = Math.min(chunk.length - into, want - n);
+              parts.push(into === 0 && take === chunk.length ? chunk : chunk.subarray(into, into + take));
+              n += take;
+              into += take;
+              if (into === chunk.length) {
+                i += 1;
+                into = 0;
+              }
             }
+            at += n;
+            yield parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, n);
           } else if (at >= size) return;
           else await new Promise<void>((resolve) => waiters.push(resolve));
         }
