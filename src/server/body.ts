@@ -55,8 +55,6 @@ export interface Receiving {
   readonly chunks: Buffer[];
   /** Bytes received (all of them in {@link chunks} once the body ended). */
   filled(): number;
-  /** Bytes in {@link chunks}. */
-  listed(): number;
   /** The MD5 (hex) of the whole body, once it has all arrived. */
   readonly done: Promise<string>;
 }
@@ -70,11 +68,6 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
   const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
   const chunks: Buffer[] = [];
   let filled = 0;
-  let listed = 0;
-  const list = (b: Buffer): void => {
-    chunks.push(b);
-    listed += b.length;
-  };
   // Small reads (a client that writes in small pieces) are gathered into shared buffers and
   // listed once a buffer is full (or a large read or the end comes), so the list holds few
   // objects per byte whatever the client does. Listed entries never change.
@@ -83,13 +76,13 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
   let runStart = 0;
   const seal = (): void => {
     if (gather === undefined || gathered === runStart) return;
-    list(gather.subarray(runStart, gathered));
+    chunks.push(gather.subarray(runStart, gathered));
     runStart = gathered;
   };
   const keep = (chunk: Buffer): void => {
     if (chunk.length >= SMALL_READ) {
       seal();
-      list(chunk);
+      chunks.push(chunk);
       return;
     }
     if (gather === undefined || gathered + chunk.length > gather.length) {
@@ -134,7 +127,7 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
     });
     req.on("error", () => fail(new ObjstateError("BAD_REQUEST", "the request body ended early (the client went away)")));
   });
-  return { chunks, filled: () => filled, listed: () => listed, done };
+  return { chunks, filled: () => filled, done };
 }
 
 /**
@@ -142,8 +135,6 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
  * matched its Content-MD5: a store cannot complete a write without them.
  */
 export const HOLD_BACK = 64 * 1024;
-/** Bytes a {@link streamBody} source yields at once (joined from the socket's reads). */
-const PIECE = 1024 * 1024;
 
 /** A body passed on while it arrives (see {@link streamBody}). */
 export interface StreamedBody {
@@ -194,31 +185,21 @@ export function streamBody(req: IncomingMessage, limits: BodyLimits, md5Hex: str
       verifiedMd5: md5Hex,
       async *open(): AsyncIterable<Uint8Array> {
         let i = 0; // next chunk
-        let into = 0; // bytes of chunk i already yielded
         let at = 0; // bytes yielded
+        let into = 0; // bytes of chunk i already yielded
         for (;;) {
           if (verdict instanceof Error) throw verdict;
           const limit = verdict === "ok" ? size : size - HOLD_BACK;
-          const ready = Math.min(limit, received.listed()) - at;
-          // Pieces of about PIECE bytes (unless that is all there will be for now): a store
-          // writes each one by itself, and a write per socket read costs more than joining them.
-          if (ready > 0 && (ready >= PIECE || at + ready === limit)) {
-            const want = Math.min(ready, PIECE);
-            const parts: Buffer[] = [];
-            let n = 0;
-            while (n < want) {
-              const chunk = chunks[i] as Buffer;
-              const take = Math.min(chunk.length - into, want - n);
-              parts.push(into === 0 && take === chunk.length ? chunk : chunk.subarray(into, into + take));
-              n += take;
-              into += take;
-              if (into === chunk.length) {
-                i += 1;
-                into = 0;
-              }
+          const chunk = chunks[i];
+          if (at < limit && chunk !== undefined) {
+            const take = Math.min(chunk.length - into, limit - at);
+            yield into === 0 && take === chunk.length ? chunk : chunk.subarray(into, into + take);
+            at += take;
+            into += take;
+            if (into === chunk.length) {
+              i += 1;
+              into = 0;
             }
-            at += n;
-            yield parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, n);
           } else if (at >= size) return;
           else await new Promise<void>((resolve) => waiters.push(resolve));
         }
