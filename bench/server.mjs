@@ -12,8 +12,9 @@
 //     `apt-get install -y wrk; wrk -t2 -c32 -d10s http://127.0.0.1:PORT/state/tput`).
 import { spawn } from "node:child_process";
 import { randomBytes, randomUUID, createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -28,11 +29,15 @@ const MiB = 1024 * 1024;
 const ROUNDS = Number(env.BENCH_ROUNDS ?? 7);
 const CYCLES = Number(env.BENCH_CYCLES ?? 100);
 const SECONDS = Number(env.BENCH_SECONDS ?? 5);
+// BENCH_SERVER_NODE_ARGS: options for the server processes' node (e.g. "--cpu-prof --cpu-prof-dir=/tmp/p").
+const NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
 const CLI = fileURLToPath(new URL("src/cli/main.js", DIST));
 const dir = mkdtempSync(join(tmpdir(), "objstate-bench-serve-"));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 let props;
+/** Removes what the bench stored (a run leaves ~1 GiB of 64 MiB versions otherwise). */
+let cleanUp = async () => rmSync(dir, { recursive: true, force: true });
 if (env.BENCH_TARGET === "ceph") {
   for (const v of ["OBJSTATE_TEST_S3_ENDPOINT", "OBJSTATE_TEST_DYNAMODB_ENDPOINT"]) if (!env[v]) throw new Error(`${v} is not set: run through scripts/with-servers.sh`);
   const { S3Client, CreateBucketCommand } = await import("@aws-sdk/client-s3");
@@ -41,6 +46,23 @@ if (env.BENCH_TARGET === "ceph") {
   props = { bucket: `bench-serve-${process.pid}`, endpoint: env.OBJSTATE_TEST_S3_ENDPOINT, accessKey: credentials.accessKeyId, secretKey: credentials.secretAccessKey, kvstoreTable: `bench-serve-${process.pid}`, kvstoreEndpoint: env.OBJSTATE_TEST_DYNAMODB_ENDPOINT };
   const s3 = new S3Client({ endpoint: props.endpoint, region: "us-east-1", forcePathStyle: true, credentials });
   await s3.send(new CreateBucketCommand({ Bucket: props.bucket }));
+  cleanUp = async () => {
+    const { ListObjectVersionsCommand, DeleteObjectCommand, DeleteBucketCommand } = await import("@aws-sdk/client-s3");
+    const { DeleteTableCommand } = await import("@aws-sdk/client-dynamodb");
+    let keyMarker;
+    let versionMarker;
+    do {
+      const page = await s3.send(new ListObjectVersionsCommand({ Bucket: props.bucket, KeyMarker: keyMarker, VersionIdMarker: versionMarker }));
+      for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])]) await s3.send(new DeleteObjectCommand({ Bucket: props.bucket, Key: v.Key, VersionId: v.VersionId }));
+      keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
+      versionMarker = page.IsTruncated ? page.NextVersionIdMarker : undefined;
+    } while (keyMarker !== undefined);
+    await s3.send(new DeleteBucketCommand({ Bucket: props.bucket }));
+    await ddb.send(new DeleteTableCommand({ TableName: props.kvstoreTable }));
+    s3.destroy();
+    ddb.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  };
   const ddb = new DynamoDBClient({ endpoint: props.kvstoreEndpoint, region: "us-east-1", credentials });
   await ddb.send(new CreateTableCommand({ TableName: props.kvstoreTable, AttributeDefinitions: [{ AttributeName: "LockID", AttributeType: "S" }], KeySchema: [{ AttributeName: "LockID", KeyType: "HASH" }], BillingMode: "PAY_PER_REQUEST" }));
   await new Promise((r) => setTimeout(r, 600));
@@ -53,7 +75,7 @@ const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(p
 
 /** A server process; resolves once it listens. */
 async function startServer() {
-  const child = spawn(process.execPath, [CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off"], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" }, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...NODE_ARGS, CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off"], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" }, stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   const url = await new Promise((resolve, reject) => {
     child.stderr.setEncoding("utf8").on("data", (d) => {
@@ -75,16 +97,108 @@ const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 // server's. Every GET is checked for its full length (a cut body fails the run).
 const md5s = new WeakMap();
 const contentMd5 = (body) => md5s.get(body) ?? createHash("md5").update(body).digest("base64");
+/** Gathers a response body: into one buffer of the announced length, else joined at the end. */
+function receiver(length) {
+  if (!Number.isSafeInteger(length)) {
+    const chunks = [];
+    return { add: (c) => chunks.push(c), bytes: () => Buffer.concat(chunks) };
+  }
+  const buf = Buffer.allocUnsafe(length);
+  let at = 0;
+  return { add: (c) => (at += c.copy(buf, at)), bytes: () => buf.subarray(0, at) };
+}
 function http(url, method, path, body) {
   return new Promise((resolve, reject) => {
     const headers = body === undefined ? {} : { "Content-Type": "application/json", "Content-Length": String(body.length), "Content-MD5": contentMd5(body) };
     const req = request(`${url}${path}`, { method, headers, agent }, (res) => {
-      const chunks = [];
-      res.on("data", (c) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode, body: Buffer.concat(chunks) }));
+      // As the tool's client (io.Copy into a bytes.Buffer), the body is gathered while it
+      // arrives, not joined after its last byte.
+      const body = receiver(Number(res.headers["content-length"]));
+      res.on("data", body.add);
+      res.on("error", reject);
+      res.on("end", () => resolve({ status: res.statusCode, body: body.bytes() }));
     });
     req.on("error", reject);
     req.end(body);
+  });
+}
+
+/**
+ * The client of the transfer and memory sections, which reads a body the way the tool's own
+ * client does (net/http: io.Copy into a bytes.Buffer): the socket's reads land in the body's
+ * own memory. node:http's client (the `http` above) allocates a buffer per 64 KiB read and
+ * emits an event for each, which for a 64 MiB body costs the client alone about as much CPU
+ * as the library's whole read: that is Node's, not the server's nor the tool's.
+ * BENCH_CLIENT=node measures through node:http instead. One keep-alive connection per server.
+ */
+const LEAN = env.BENCH_CLIENT !== "node";
+const connections = new Map();
+function connection(base) {
+  let c = connections.get(base);
+  if (c !== undefined && !c.socket.destroyed) return c;
+  const { hostname, port } = new URL(base);
+  const spare = Buffer.allocUnsafe(64 * 1024);
+  c = { socket: undefined, reader: undefined };
+  const box = c;
+  c.socket = connect({ host: hostname, port: Number(port), noDelay: true, onread: { buffer: () => box.reader?.next() ?? spare, callback: (n, buf) => void box.reader?.read(n, buf) } });
+  c.socket.on("error", (e) => box.reader?.fail(e));
+  c.socket.on("close", () => box.reader?.fail(new Error("the server closed the connection before the whole answer")));
+  connections.set(base, c);
+  return c;
+}
+function lean(base, method, path, body) {
+  if (!LEAN) return http(base, method, path, body);
+  const c = connection(base);
+  return new Promise((resolve, reject) => {
+    const head = Buffer.allocUnsafe(64 * 1024);
+    let inHead = 0;
+    let status = 0;
+    let keep = true;
+    let target; // the body, once the headers are read
+    let got = 0;
+    const done = () => {
+      c.reader = undefined;
+      if (!keep) c.socket.destroy();
+      resolve({ status, body: target });
+    };
+    c.reader = {
+      next: () => (target === undefined ? head.subarray(inHead) : got < target.length ? target.subarray(got) : undefined),
+      fail: (e) => {
+        c.reader = undefined;
+        reject(e);
+      },
+      read(n, buf) {
+        if (target !== undefined) {
+          // In place when the read went where next() pointed; else (a read armed earlier) copy.
+          if (buf.buffer !== target.buffer || buf.byteOffset !== target.byteOffset + got) buf.copy(target, got, 0, n);
+          got += n;
+          if (got >= target.length) done();
+          return;
+        }
+        if (buf.buffer !== head.buffer || buf.byteOffset !== head.byteOffset + inHead) buf.copy(head, inHead, 0, n);
+        inHead += n;
+        const end = head.subarray(0, inHead).indexOf("\r\n\r\n");
+        if (end < 0) return;
+        const lines = head.toString("latin1", 0, end).split("\r\n");
+        status = Number(lines[0].split(" ")[1]);
+        let length = 0;
+        for (const line of lines.slice(1)) {
+          const [k, v] = [line.slice(0, line.indexOf(":")).toLowerCase(), line.slice(line.indexOf(":") + 1).trim()];
+          if (k === "content-length") length = Number(v);
+          if (k === "connection" && v.toLowerCase() === "close") keep = false;
+        }
+        target = Buffer.allocUnsafe(length);
+        got = head.copy(target, 0, end + 4, inHead);
+        if (got >= length) done();
+      },
+    };
+    const headers = [`${method} ${path} HTTP/1.1`, `Host: ${new URL(base).host}`];
+    if (body !== undefined) headers.push("Content-Type: application/json", `Content-Length: ${body.length}`, `Content-MD5: ${contentMd5(body)}`);
+    const text = `${headers.join("\r\n")}\r\n\r\n`;
+    c.socket.cork();
+    c.socket.write(text);
+    if (body !== undefined) c.socket.write(body);
+    c.socket.uncork();
   });
 }
 
@@ -115,11 +229,11 @@ for (const size of SIZES) {
     const b = first ? higher : lower;
     md5s.set(b, createHash("md5").update(b).digest("base64"));
     const lib = async () => backend.writeState(ws, a);
-    const srv = async () => { const x = await http(server.url, "POST", `/state/${ws}`, b); if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`); };
+    const srv = async () => { const x = await lean(server.url, "POST", `/state/${ws}`, b); if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`); };
     const [tl, ts] = first ? [await timed(lib), await timed(srv)] : [await timed(srv), await timed(lib)].reverse();
     ms.POST[0].push(tl); ms.POST[1].push(ts); ratios.POST.push(ts / tl);
     const libR = async () => { if ((await backend.readState(ws)).length !== size) throw new Error("short read"); };
-    const srvR = async () => { const x = await http(server.url, "GET", `/state/${ws}`); if (x.body.length !== size) throw new Error(`GET ${x.status}`); };
+    const srvR = async () => { const x = await lean(server.url, "GET", `/state/${ws}`); if (x.body.length !== size) throw new Error(`GET ${x.status}`); };
     const [gl, gs] = first ? [await timed(libR), await timed(srvR)] : [await timed(srvR), await timed(libR)].reverse();
     ms.GET[0].push(gl); ms.GET[1].push(gs); ratios.GET.push(gs / gl);
   }
@@ -144,7 +258,7 @@ for (const size of SIZES) {
     await new Promise((r) => setTimeout(r, 200));
     const base = s.rss();
     const body = op === "POST" ? stateOf(size) : undefined;
-    const x = await http(s.url, op, `/state/${ws}`, body);
+    const x = await lean(s.url, op, `/state/${ws}`, body);
     if (x.status !== 200) throw new Error(`${op} ${x.status}`);
     const peak = s.hwm();
     memory.push({ what: `${op} ${size / MiB} MiB`, baseline_MiB: mib(base), peak_MiB: mib(peak), above_baseline_in_states: ((peak - base) / size).toFixed(2) });
@@ -212,4 +326,6 @@ if (PARTS.has("throughput")) {
   await b.stop();
 }
 agent.destroy();
+for (const c of connections.values()) c.socket.destroy();
 backend.close();
+await cleanUp();

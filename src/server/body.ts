@@ -2,7 +2,7 @@
  * Request bodies: refused above the size limit before a byte is read (Content-Length) or as
  * soon as the count passes it (chunked), timed out when the client stalls, hashed while
  * they arrive (large ones in the MD5 worker, on another core than the one receiving), and
- * held in one buffer (never copied twice).
+ * held as the socket's own chunks (never copied until a caller needs them joined).
  */
 import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
@@ -34,29 +34,70 @@ export function checkDeclaredLength(req: IncomingMessage, limits: BodyLimits): v
   if (declared !== undefined && Number(declared) > limits.maxBytes) throw tooLarge(Number(declared), limits.maxBytes);
 }
 
-/**
- * Read the body. With Content-Length, into one buffer of that size; chunked, into a list
- * joined once at the end.
- */
+/** Read the body whole: the chunks that arrived, joined once at the end. */
 export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
-  return receive(req, limits).done;
+  const r = receiveBody(req, limits);
+  return r.done.then((md5) => ({ bytes: r.chunks.length === 1 ? (r.chunks[0] as Buffer) : Buffer.concat(r.chunks, r.filled()), md5 }));
 }
 
-/** A body being received: the buffer it fills (with Content-Length), and the whole of it. */
-interface Receiving {
-  /** The one buffer the body lands in, when its length was announced. */
-  readonly buffer: Buffer | undefined;
-  readonly done: Promise<Body>;
+/** Socket reads shorter than this are copied into a shared {@link GATHER} buffer instead of kept as they are. */
+const SMALL_READ = 16 * 1024;
+const GATHER = 64 * 1024;
+
+/** A body being received (see {@link receiveBody}). */
+export interface Receiving {
+  /**
+   * What arrived so far, in order: the socket's own buffers, kept as they are (small ones
+   * gathered). Each read of the socket is a buffer of its own, so holding them costs nothing,
+   * where gathering them into one buffer of the announced size cost a copy of every byte and
+   * the page faults of a fresh allocation of that size, on the thread that also receives.
+   */
+  readonly chunks: Buffer[];
+  /** Bytes received (all of them in {@link chunks} once the body ended). */
+  filled(): number;
+  /** The MD5 (hex) of the whole body, once it has all arrived. */
+  readonly done: Promise<string>;
 }
 
-function receive(req: IncomingMessage, limits: BodyLimits, onChunk?: (filled: number) => void): Receiving {
+/**
+ * Receive a body: checked against the limits, hashed as it arrives, kept as the socket's
+ * reads (small ones gathered). `onChunk` is called after each read.
+ */
+export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void): Receiving {
   checkDeclaredLength(req, limits);
   const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
-  const fixed = declared !== undefined && Number.isSafeInteger(declared) ? Buffer.allocUnsafe(declared) : undefined;
-  const done = new Promise<Body>((resolve, reject) => {
+  const chunks: Buffer[] = [];
+  let filled = 0;
+  // Small reads (a client that writes in small pieces) are gathered into shared buffers and
+  // listed once a buffer is full (or a large read or the end comes), so the list holds few
+  // objects per byte whatever the client does. Listed entries never change.
+  let gather: Buffer | undefined;
+  let gathered = 0;
+  let runStart = 0;
+  const seal = (): void => {
+    if (gather === undefined || gathered === runStart) return;
+    chunks.push(gather.subarray(runStart, gathered));
+    runStart = gathered;
+  };
+  const keep = (chunk: Buffer): void => {
+    if (chunk.length >= SMALL_READ) {
+      seal();
+      chunks.push(chunk);
+      return;
+    }
+    if (gather === undefined || gathered + chunk.length > gather.length) {
+      seal();
+      // No larger than what is still to come: a small body (lock info) costs no 64 KiB.
+      gather = Buffer.allocUnsafe(declared === undefined ? GATHER : Math.max(chunk.length, Math.min(GATHER, declared - filled)));
+      gathered = 0;
+      runStart = 0;
+    }
+    chunk.copy(gather, gathered);
+    gathered += chunk.length;
+    if (gathered === gather.length) seal();
+  };
+  const done = new Promise<string>((resolve, reject) => {
     const hash = hasher(declared);
-    const chunks: Buffer[] = [];
-    let filled = 0;
     let timer: NodeJS.Timeout | undefined;
     const fail = (e: ObjstateError): void => {
       clearTimeout(timer);
@@ -72,23 +113,21 @@ function receive(req: IncomingMessage, limits: BodyLimits, onChunk?: (filled: nu
     arm();
     req.on("data", (chunk: Buffer) => {
       if (filled + chunk.length > limits.maxBytes) return fail(tooLarge(undefined, limits.maxBytes));
-      if (fixed !== undefined) {
-        if (filled + chunk.length > fixed.length) return fail(new ObjstateError("BAD_REQUEST", "the request body is longer than its Content-Length"));
-        chunk.copy(fixed, filled);
-      } else chunks.push(chunk);
+      if (declared !== undefined && filled + chunk.length > declared) return fail(new ObjstateError("BAD_REQUEST", "the request body is longer than its Content-Length"));
+      keep(chunk);
       filled += chunk.length;
       hash.update(chunk);
       arm();
-      onChunk?.(filled);
+      onChunk?.();
     });
     req.on("end", () => {
       clearTimeout(timer);
-      const bytes = fixed !== undefined ? fixed.subarray(0, filled) : chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, filled);
-      hash.digest().then((md5) => resolve({ bytes, md5 }), reject);
+      seal();
+      hash.digest().then(resolve, reject);
     });
     req.on("error", () => fail(new ObjstateError("BAD_REQUEST", "the request body ended early (the client went away)")));
   });
-  return { buffer: fixed, done };
+  return { chunks, filled: () => filled, done };
 }
 
 /**
@@ -96,15 +135,15 @@ function receive(req: IncomingMessage, limits: BodyLimits, onChunk?: (filled: nu
  * matched its Content-MD5: a store cannot complete a write without them.
  */
 export const HOLD_BACK = 64 * 1024;
-/** Largest piece a {@link streamBody} source yields at once (a {@link ByteSource} reads in bounded chunks). */
-const PIECE = 1024 * 1024;
 
 /** A body passed on while it arrives (see {@link streamBody}). */
 export interface StreamedBody {
   /** Re-readable from the first byte; each read follows the arrival of the rest. */
   readonly source: ByteSource;
-  /** The whole body and its MD5; rejects as `source` does when the body fails. */
-  readonly done: Promise<Body>;
+  /** The whole body's MD5 (hex) once it arrived and matched; rejects as `source` does when the body fails. */
+  readonly done: Promise<string>;
+  /** The whole body in one buffer (a copy: only for a body that must be looked at whole). */
+  whole(): Promise<Buffer>;
 }
 
 /**
@@ -112,11 +151,12 @@ export interface StreamedBody {
  * it while it arrives: `source` yields what has arrived and waits for the rest, all but the
  * last {@link HOLD_BACK} bytes, which come only once the whole body hashed to `md5Hex`.
  * When it does not (`MD5_MISMATCH`), or the client stalls or goes away, every read of
- * `source` fails, so the write never completes and nothing is stored. One buffer holds the
- * body; reads yield slices of it (no copy), so the store may read it again (a retry).
+ * `source` fails, so the write never completes and nothing is stored. The body is held as
+ * the socket's chunks; reads yield them (no copy), so the store may read it again (a retry).
  */
 export function streamBody(req: IncomingMessage, limits: BodyLimits, md5Hex: string): StreamedBody {
-  let filled = 0;
+  const declared = Number(req.headers["content-length"] ?? NaN);
+  if (!Number.isSafeInteger(declared)) throw new ObjstateError("BAD_REQUEST", "a streamed request body needs a Content-Length");
   let verdict: "pending" | "ok" | Error = "pending";
   let waiters: (() => void)[] = [];
   const wake = (): void => {
@@ -124,36 +164,42 @@ export function streamBody(req: IncomingMessage, limits: BodyLimits, md5Hex: str
     waiters = [];
     for (const f of w) f();
   };
-  const { buffer, done: received } = receive(req, limits, (n) => {
-    filled = n;
-    wake();
-  });
-  if (buffer === undefined) throw new ObjstateError("BAD_REQUEST", "a streamed request body needs a Content-Length");
-  const done = received.then((body) => {
-    checkContentMd5(Buffer.from(md5Hex, "hex").toString("base64"), body.md5);
-    return body;
+  const received = receiveBody(req, limits, wake);
+  const done = received.done.then((md5) => {
+    checkContentMd5(Buffer.from(md5Hex, "hex").toString("base64"), md5);
+    // A body that ended short of its Content-Length is no body (the client went away).
+    if (received.filled() !== declared) throw new ObjstateError("BAD_REQUEST", "the request body is shorter than its Content-Length");
+    return md5;
   });
   done.then(
     () => (verdict = "ok"),
     (e: unknown) => (verdict = e instanceof Error ? e : new Error(String(e))),
   ).finally(wake);
-  const size = buffer.length;
+  const { chunks } = received;
+  const size = declared;
   return {
     done,
+    whole: () => done.then(() => Buffer.concat(chunks, size)),
     source: {
       size,
       verifiedMd5: md5Hex,
       async *open(): AsyncIterable<Uint8Array> {
-        let at = 0;
+        let i = 0; // next chunk
+        let at = 0; // bytes yielded
+        let into = 0; // bytes of chunk i already yielded
         for (;;) {
           if (verdict instanceof Error) throw verdict;
-          const limit = verdict === "ok" ? size : Math.min(filled, size - HOLD_BACK);
-          // Pieces of at least PIECE bytes (unless that is all there will be for now): a
-          // store writes each one by itself, and many small writes cost more than the bytes.
-          if (at < limit && (limit - at >= PIECE || verdict === "ok" || limit === size - HOLD_BACK)) {
-            const end = Math.min(limit, at + PIECE);
-            yield buffer.subarray(at, end);
-            at = end;
+          const limit = verdict === "ok" ? size : size - HOLD_BACK;
+          const chunk = chunks[i];
+          if (at < limit && chunk !== undefined) {
+            const take = Math.min(chunk.length - into, limit - at);
+            yield into === 0 && take === chunk.length ? chunk : chunk.subarray(into, into + take);
+            at += take;
+            into += take;
+            if (into === chunk.length) {
+              i += 1;
+              into = 0;
+            }
           } else if (at >= size) return;
           else await new Promise<void>((resolve) => waiters.push(resolve));
         }

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -117,6 +118,35 @@ describe("objstate serve: users, roles, TLS", () => {
     assert.equal((await as(s.url, "forcer", ws).unlock()).status, 200);
     assert.equal((await w.delete()).status, 403);
     assert.equal((await as(s.url, "admin", ws).delete()).status, 200);
+  });
+
+  it("the holder's UNLOCK by a user who may force releases by its ID without reading the lock first; a wrong ID is still 409 with the holder; without force the holder is read and checked", async () => {
+    const s = await start();
+    const ws = uniqueName("ws");
+    let looks = 0;
+    const look = backend.lockInfo.bind(backend);
+    backend.lockInfo = (w?: string) => {
+      looks += 1;
+      return look(w);
+    };
+    try {
+      const r = as(s.url, "rewinder", ws);
+      assert.ok((await r.lock("OperationTypeApply")).ok);
+      const tofu = new HttpBackendClient({ bases: [s.url], workspace: ws, username: "rewinder", password: pw("rewinder"), flavour: "opentofu", retries: 0 });
+      const wrong = await tofu.unlock(randomUUID());
+      assert.equal(wrong.status, 409);
+      assert.equal((JSON.parse(wrong.body.toString()) as { ID: string }).ID, r.lockID, "the 409 carries the holder");
+      assert.equal((await r.unlock()).status, 200);
+      assert.equal(await look(ws), null);
+      assert.equal((await r.unlock()).status, 200, "a retried UNLOCK is done");
+      assert.equal(looks, 0, "nothing read the lock before releasing it");
+      const w = as(s.url, "writer", ws);
+      assert.ok((await w.lock("OperationTypeApply")).ok);
+      assert.equal((await w.unlock()).status, 200);
+      assert.ok(looks > 0, "without force, the holder is read to check it is the caller's own lock");
+    } finally {
+      Reflect.deleteProperty(backend, "lockInfo");
+    }
   });
 
   it("rollback through /api/v1 needs write and lock, and force too when forced; history and versions need read", async () => {

@@ -1,0 +1,106 @@
+/**
+ * Bodies as the server moves them: a request's kept as the socket's reads and handed to the
+ * store as they are, a GET's answer written to the socket in pieces of at least SEND_MIN.
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import { Readable } from "node:stream";
+import { describe, it } from "node:test";
+import { HOLD_BACK, readBody, receiveBody, streamBody } from "../../../src/server/body.js";
+import type { Ctx } from "../../../src/server/context.js";
+import { HOLD_BACK as GET_HOLD_BACK, SEND_MIN, StreamedState } from "../../../src/server/protocol.js";
+
+const LIMITS = { maxBytes: 64 * 1024 * 1024, idleMs: 5_000 };
+
+/** A request whose body arrives as these chunks, each a buffer of its own as a socket's reads are. */
+function request(chunks: readonly Buffer[]): IncomingMessage {
+  const size = chunks.reduce((n, c) => n + c.length, 0);
+  const req = new Readable({ read() {} }) as Readable & { headers: Record<string, string> };
+  req.headers = { "content-length": String(size) };
+  for (const c of chunks) req.push(c);
+  req.push(null);
+  return req as unknown as IncomingMessage;
+}
+
+const chunksOf = (sizes: readonly number[]): Buffer[] => sizes.map((n, i) => Buffer.alloc(n, 0x61 + i));
+const md5 = (chunks: readonly Buffer[]): string => {
+  const h = createHash("md5");
+  for (const c of chunks) h.update(c);
+  return h.digest("hex");
+};
+
+describe("request bodies", () => {
+  it("a streamed body hands the store the socket's reads as they are, never through one buffer of the body's size", async () => {
+    const sent = chunksOf([64 * 1024, 300 * 1024, 70 * 1024, 16 * 1024]);
+    const body = streamBody(request(sent), LIMITS, md5(sent));
+    const got: Uint8Array[] = [];
+    for await (const c of body.source.open()) got.push(c);
+    assert.equal(await body.done, md5(sent));
+    assert.deepEqual(Buffer.concat(got), Buffer.concat(sent));
+    // Every piece lies in the memory of the read it came from.
+    for (const piece of got) assert.ok(sent.some((c) => c.buffer === piece.buffer), `a piece of ${piece.length} bytes is a copy, not a read the socket delivered`);
+  });
+
+  it("a streamed body that does not match its Content-MD5 fails every read before its tail, and can be read again when it matched", async () => {
+    const sent = chunksOf([200 * 1024, 200 * 1024]);
+    const bad = streamBody(request(sent), LIMITS, "0".repeat(32));
+    let read = 0;
+    await assert.rejects(async () => {
+      for await (const c of bad.source.open()) read += c.length;
+    }, /MD5|Content-MD5/);
+    assert.ok(read <= 400 * 1024 - HOLD_BACK);
+    await assert.rejects(bad.done, (e: Error & { code?: string }) => e.code === "MD5_MISMATCH");
+
+    const good = streamBody(request(sent), LIMITS, md5(sent));
+    for (let round = 0; round < 2; round++) {
+      let n = 0;
+      for await (const c of good.source.open()) n += c.length;
+      assert.equal(n, 400 * 1024);
+    }
+    assert.deepEqual(await good.whole(), Buffer.concat(sent));
+  });
+
+  it("a body sent in many small pieces is kept in few buffers (a client writing 100 bytes at a time costs no object per write), large reads beside them as they are", async () => {
+    const sent = [...chunksOf(Array.from({ length: 2000 }, () => 100)), ...chunksOf([300 * 1024]), ...chunksOf(Array.from({ length: 50 }, () => 10))];
+    const received = receiveBody(request(sent), LIMITS);
+    assert.equal(await received.done, md5(sent));
+    assert.deepEqual(Buffer.concat(received.chunks), Buffer.concat(sent));
+    assert.ok(received.chunks.length <= 6, `${received.chunks.length} buffers held`);
+    assert.ok(received.chunks.some((c) => c === sent[2000]), "the large read is kept as it is");
+    const whole = await readBody(request(sent), LIMITS);
+    assert.deepEqual(whole.bytes, Buffer.concat(sent));
+  });
+
+  it("readBody joins the chunks once, with their MD5", async () => {
+    const sent = chunksOf([10, 20, 30]);
+    const body = await readBody(request(sent), LIMITS);
+    assert.deepEqual(body.bytes, Buffer.concat(sent));
+    assert.equal(body.md5, md5(sent));
+  });
+});
+
+describe("a GET's answer, sent as the store reads", () => {
+  it("a store that reads in 64 KiB chunks (S3) reaches the socket in pieces of at least SEND_MIN, all of it once the read proved it", () => {
+    const writes: number[] = [];
+    let ended = false;
+    const res = { destroyed: false, writeHead: () => undefined, write: (b: Buffer) => void writes.push(b.length), end: () => void (ended = true), destroy: () => undefined };
+    const ctx = { res, params: { workspace: "w" }, bytesOut: 0 } as unknown as Ctx;
+    const body = Buffer.alloc(5 * 1024 * 1024 + 12_345, 0x7b);
+    const digest = createHash("md5").update(body).digest("hex");
+    const out = new StreamedState(ctx);
+    out.vouched(digest);
+    for (let n = 64 * 1024; ; n += 64 * 1024) {
+      out.data(body, Math.min(n, body.length));
+      if (n >= body.length) break;
+    }
+    out.finish({ body, md5: digest });
+    assert.ok(ended);
+    assert.equal(writes.reduce((a, b) => a + b, 0), body.length);
+    assert.equal(ctx.bytesOut, body.length);
+    // Every write but the two at the end (up to the held-back tail, then the tail) is a large one.
+    for (const w of writes.slice(0, -2)) assert.ok(w >= SEND_MIN, `a write of ${w} bytes`);
+    assert.equal(writes.at(-1), GET_HOLD_BACK);
+    assert.ok(writes.length <= Math.ceil(body.length / SEND_MIN) + 2, `${writes.length} writes`);
+  });
+});
