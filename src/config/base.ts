@@ -66,11 +66,12 @@ function planOf(fields: readonly FieldSpec[]): Plan {
 const INVALID = Symbol("invalid");
 
 /** A frozen deep copy of JSON data, or INVALID when `v` is not JSON (function, NaN, cycle, class instance …). */
-function frozenJsonCopy(v: unknown, seen: Set<object>): unknown {
+function frozenJsonCopy(v: unknown, seen: object[]): unknown {
   if (v === null || typeof v === "string" || typeof v === "boolean") return v;
   if (typeof v === "number") return Number.isFinite(v) ? v : INVALID;
-  if (typeof v !== "object" || seen.has(v)) return INVALID;
-  seen.add(v);
+  // The containers on the path to `v` (a cycle returns to one): a few, so an array.
+  if (typeof v !== "object" || seen.includes(v)) return INVALID;
+  seen.push(v);
   let out: unknown[] | Record<string, unknown> | typeof INVALID;
   if (Array.isArray(v)) {
     const arr: unknown[] = new Array<unknown>(v.length);
@@ -97,7 +98,7 @@ function frozenJsonCopy(v: unknown, seen: Set<object>): unknown {
   } else {
     out = INVALID;
   }
-  seen.delete(v);
+  seen.pop();
   return out === INVALID ? INVALID : Object.freeze(out);
 }
 
@@ -140,7 +141,7 @@ export function normalizeProps(spec: KindSpec, input: unknown, path: string, out
       out[f.name] = spec.nested(v, `${fieldPath}.`);
     } else if (f.kind === "map") {
       // Validate, copy and freeze in one pass; the caller's object is never kept.
-      const copy = isPlainObject(v) ? frozenJsonCopy(v, new Set()) : INVALID;
+      const copy = isPlainObject(v) ? frozenJsonCopy(v, []) : INVALID;
       if (copy === INVALID) {
         checkValue(f, v, fieldPath); // throws: wrong type, or not JSON
         throw new ConfigError("INVALID_VALUE", `${fieldPath} must be ${f.rule.expected}`, { field: fieldPath });
@@ -167,7 +168,7 @@ function validValues(spec: KindSpec, plan: Plan, input: Record<string, unknown>,
     if (v === undefined || v === null) continue;
     const kind = slot.field.kind;
     if (kind === "map") {
-      const copy = isPlainObject(v) ? frozenJsonCopy(v, new Set()) : INVALID;
+      const copy = isPlainObject(v) ? frozenJsonCopy(v, []) : INVALID;
       if (copy === INVALID) return undefined;
       out[k] = copy;
     } else if (kind === "assumeRole") {
@@ -285,7 +286,8 @@ function valuesOf(builder: object): Record<string, unknown> {
 export function builderFactory<B>(className: string, fields: readonly FieldSpec[], make: (props: Record<string, unknown>) => unknown): (initial?: Record<string, unknown>) => B {
   const proto: Record<string, unknown> = {
     build(this: object): unknown {
-      return make({ ...valuesOf(this) });
+      // Not copied: building keeps nothing of the props it is given.
+      return make(valuesOf(this));
     },
   };
   for (const f of fields) {

@@ -36,19 +36,33 @@ export interface ToolJson {
   data?: RemoteStateToolJson["data"];
 }
 
-function block(fields: readonly FieldSpec[], values: Record<string, unknown>): JsonObject {
+/** A field table read once into plain arrays: the loop in `block` runs for every field of every config. */
+interface Keys {
+  readonly names: readonly string[];
+  readonly jsonKeys: readonly string[];
+  /** Index of the nested block's field, or -1. */
+  readonly nested: number;
+}
+function keysOf(fields: readonly FieldSpec[]): Keys {
+  return { names: fields.map((f) => f.name), jsonKeys: fields.map((f) => f.jsonKey), nested: fields.findIndex((f) => f.kind === "assumeRole") };
+}
+const COMMON_KEYS = keysOf(COMMON_FIELDS);
+const ASSUME_ROLE_KEYS = keysOf(ASSUME_ROLE_FIELDS);
+
+function block(keys: Keys, values: Record<string, unknown>): JsonObject {
   const out: JsonObject = {};
-  for (const f of fields) {
-    const v = values[f.name];
+  const { names, jsonKeys, nested } = keys;
+  for (let i = 0; i < names.length; i++) {
+    const v = values[names[i] as string];
     if (v === undefined) continue;
-    out[f.jsonKey] = f.kind === "assumeRole" ? block(ASSUME_ROLE_FIELDS, v as ObjectStoreAssumeRole as unknown as Record<string, unknown>) : v;
+    out[jsonKeys[i] as string] = i === nested ? block(ASSUME_ROLE_KEYS, v as ObjectStoreAssumeRole as unknown as Record<string, unknown>) : v;
   }
   return out;
 }
 
 /** The `objectstore` block of a backend (or the `config` of a remote state). */
 export function backendBlock(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig): JsonObject {
-  return block(COMMON_FIELDS, config as unknown as Record<string, unknown>);
+  return block(COMMON_KEYS, config as unknown as Record<string, unknown>);
 }
 
 /** The backend document of a config. */
