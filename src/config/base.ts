@@ -22,25 +22,35 @@ export interface KindSpec {
   readonly nested?: NestedNormalizer | undefined;
 }
 
-/** A set value's whole check as one call: true when `v` is valid for the field. */
-type Accept = (v: unknown) => boolean;
+/** A set value's check and copy as one call: the value to store, or INVALID when it is not valid for the field. */
+type Take = (v: unknown, spec: KindSpec, fieldPath: string) => unknown;
 
 /** What building an object of a kind needs, worked out once per kind instead of per object. */
 interface Plan {
   readonly set: Set<string>;
   readonly list: string[];
-  /** Field name → its row and its check. */
-  readonly byName: Map<string, { readonly field: FieldSpec; readonly accept: Accept }>;
+  /** Field name → what to store for a value given for it. */
+  readonly byName: Map<string, Take>;
   /** Every field unset (`undefined`), in table order: each object starts as a copy of it. */
   readonly blank: Record<string, unknown>;
   readonly required: readonly string[];
 }
 
-function acceptor(f: FieldSpec): Accept {
+function taker(f: FieldSpec): Take {
   const type = f.rule.type;
-  const valid = f.rule.valid as Accept | undefined;
-  if (type === "object") return (v) => typeof v === "object" && v !== null && !Array.isArray(v) && (valid === undefined || valid(v));
-  return valid === undefined ? (v) => typeof v === type : (v) => typeof v === type && valid(v);
+  const valid = f.rule.valid as ((v: unknown) => boolean) | undefined;
+  if (f.kind === "map") return (v) => (isPlainObject(v) ? frozenJsonCopy(v, []) : INVALID);
+  if (f.kind === "assumeRole") {
+    return (v, spec, fieldPath) => {
+      if (spec.nested === undefined || typeof v !== "object" || Array.isArray(v)) return INVALID;
+      try {
+        return spec.nested(v, `${fieldPath}.`);
+      } catch {
+        return INVALID;
+      }
+    };
+  }
+  return valid === undefined ? (v) => (typeof v === type ? v : INVALID) : (v) => (typeof v === type && valid(v) ? v : INVALID);
 }
 
 const plans = new WeakMap<readonly FieldSpec[], Plan>();
@@ -51,7 +61,7 @@ function planOf(fields: readonly FieldSpec[]): Plan {
     plan = {
       set: new Set(list),
       list,
-      byName: new Map(fields.map((f) => [f.name, { field: f, accept: acceptor(f) }])),
+      byName: new Map(fields.map((f) => [f.name, taker(f)])),
       // Not filled by `blank[name] = …` in a loop: V8 turns an object that gets more than
       // a dozen properties through computed keys into a hash table, and copies of it are
       // then built key by key (slower than the field-by-field writes this replaces).
@@ -162,26 +172,13 @@ export function normalizeProps(spec: KindSpec, input: unknown, path: string, out
 function validValues(spec: KindSpec, plan: Plan, input: Record<string, unknown>, path: string, proto: object): Record<string, unknown> | undefined {
   const out: Record<string, unknown> = { __proto__: proto, ...plan.blank };
   for (const k in input) {
-    const slot = plan.byName.get(k);
-    if (slot === undefined) return undefined;
+    const take = plan.byName.get(k);
+    if (take === undefined) return undefined;
     const v = input[k];
     if (v === undefined || v === null) continue;
-    const kind = slot.field.kind;
-    if (kind === "map") {
-      const copy = isPlainObject(v) ? frozenJsonCopy(v, []) : INVALID;
-      if (copy === INVALID) return undefined;
-      out[k] = copy;
-    } else if (kind === "assumeRole") {
-      if (spec.nested === undefined || !slot.accept(v)) return undefined;
-      try {
-        out[k] = spec.nested(v, `${path}${k}.`);
-      } catch {
-        return undefined;
-      }
-    } else {
-      if (!slot.accept(v)) return undefined;
-      out[k] = v;
-    }
+    const stored = take(v, spec, `${path}${k}`);
+    if (stored === INVALID) return undefined;
+    out[k] = stored;
   }
   for (const name of plan.required) if (out[name] === undefined) return undefined;
   return out;
