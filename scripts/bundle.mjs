@@ -377,9 +377,9 @@ function emitModules(ids, lines) {
     // source map are moved to match (see `shifts`).
     const shifts = new Map();
     const lineTexts = code.split("\n").map((line, i) => {
-      if (!/[^\x00-\x7f]/.test(line)) return line;
+      if (!/[^\t\n\r\x20-\x7e]/.test(line)) return line;
       const at = [];
-      const text = line.replace(/[^\x00-\x7f]/g, (ch, col) => {
+      const text = line.replace(/[^\t\n\r\x20-\x7e]/g, (ch, col) => {
         at.push(col);
         return `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`;
       });
