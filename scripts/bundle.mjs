@@ -76,6 +76,60 @@ function hasTopLevelAwait(sf) {
   return found;
 }
 
+/** `Object.defineProperty(exports, "x", { get: … })`: a re-export, read as soon as an entry's exports are. */
+function isReexport(statement) {
+  if (!ts.isExpressionStatement(statement) || !ts.isCallExpression(statement.expression)) return false;
+  const { expression: callee, arguments: args } = statement.expression;
+  return ts.isPropertyAccessExpression(callee) && callee.getText() === "Object.defineProperty" && args[0] !== undefined && ts.isIdentifier(args[0]) && args[0].text === "exports";
+}
+
+/** Whether `node` runs when the module body runs, rather than later inside a function. */
+function runsAtLoad(node) {
+  let top = node;
+  while (!ts.isSourceFile(top.parent)) top = top.parent;
+  if (isReexport(top)) return true;
+  for (let n = node; n.parent !== undefined; n = n.parent) {
+    const p = n.parent;
+    // A method's computed name runs when its class is defined; its body does not.
+    if (ts.isFunctionLike(p) && p.name !== n) return false;
+    if (ts.isPropertyDeclaration(p) && p.initializer === n && !p.modifiers?.some((m) => m.kind === ts.SyntaxKind.StaticKeyword)) return false;
+  }
+  return true;
+}
+
+/**
+ * The module's top-level `const x_1 = require("./…")` bindings (TypeScript's CommonJS form
+ * of an import, possibly wrapped in `__importStar`/`__importDefault`), each with its
+ * references and whether any of them runs while the module loads.
+ */
+function requireBindings(text, file) {
+  const sf = ts.createSourceFile(`${file}.js`, text, ts.ScriptTarget.ES2022, true, ts.ScriptKind.JS);
+  const found = new Map();
+  for (const st of sf.statements) {
+    if (!ts.isVariableStatement(st) || st.declarationList.declarations.length !== 1) continue;
+    const d = st.declarationList.declarations[0];
+    if (!ts.isIdentifier(d.name) || d.initializer === undefined) continue;
+    let call = d.initializer;
+    if (ts.isCallExpression(call) && ts.isIdentifier(call.expression) && /^__import(Star|Default)$/.test(call.expression.text) && call.arguments.length === 1) call = call.arguments[0];
+    if (!ts.isCallExpression(call) || !ts.isIdentifier(call.expression) || call.expression.text !== "require") continue;
+    const arg = call.arguments[0];
+    if (arg === undefined || !ts.isStringLiteral(arg) || !arg.text.startsWith(".")) continue;
+    found.set(d.name.text, { name: d.name.text, spec: arg.text, statement: st, init: d.initializer.getText(sf), refs: [], atLoad: false });
+  }
+  const visit = (node) => {
+    if (ts.isIdentifier(node)) {
+      const b = found.get(node.text);
+      if (b !== undefined && !ts.isVariableDeclaration(node.parent)) {
+        b.refs.push(node);
+        if (runsAtLoad(node)) b.atLoad = true;
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return [...found.values()];
+}
+
 const modules = new Map();
 /** Modules some module loads with import(). */
 const lazyTargets = new Set();
@@ -90,9 +144,9 @@ function collect(id) {
   const errors = (out.diagnostics ?? []).filter((d) => d.category === ts.DiagnosticCategory.Error && d.code !== 1378 && d.code !== 1343);
   if (errors.length > 0) fail(`${id}: ${ts.flattenDiagnosticMessageText(errors[0].messageText, "\n")}`);
   // What the module requires when it runs (top-level lines), as opposed to import() calls.
-  const statics = [...out.outputText.matchAll(/^(?!.*Promise\.resolve).*\brequire\("(\.[^"]+)"\)/gm)].map((m) => m[1]);
-  modules.set(id, { id, file, text, out, async: hasTopLevelAwait(sf), statics: statics.map((s) => target(id, s)) });
-  for (const t of modules.get(id).statics) collect(t);
+  const requires = [...out.outputText.matchAll(/^(?!.*Promise\.resolve).*\brequire\("(\.[^"]+)"\)/gm)].map((m) => target(id, m[1]));
+  modules.set(id, { id, file, text, out, code: out.outputText, async: hasTopLevelAwait(sf), requires, bindings: requireBindings(out.outputText, file), statics: requires, deferred: [] });
+  for (const t of requires) collect(t);
   for (const spec of lazyImports(sf)) {
     const t = target(id, spec);
     lazyTargets.add(t);
@@ -101,35 +155,71 @@ function collect(id) {
 }
 for (const id of [...Object.keys(ENTRIES), CLI]) collect(id);
 
-// Chunks: what importing a library entry loads (compiled at import), what the command
-// needs before it knows which command runs, and the rest (drivers, the outputs reader,
-// the commands), each compiled only when a module in it is first needed.
-function closure(roots, exclude) {
+// Deferred requires: a module whose imports from another are used only inside functions
+// requires it on first use (`(x_1 ??= require("./x.js")).f(…)`) instead of when it
+// loads, so importing objstate for synthesis evaluates (and, with the chunks below, even
+// parses) none of the backend's drivers, credentials, locking or state readers. Not for a
+// module with top-level await (its require gives a promise).
+for (const m of modules.values()) {
+  const lazy = m.bindings.filter((b) => !b.atLoad && b.refs.length > 0 && !modules.get(target(m.id, b.spec)).async);
+  if (lazy.length === 0) continue;
+  const edits = [];
+  for (const b of lazy) {
+    edits.push([b.statement.getStart(), b.statement.getEnd(), `let ${b.name};`]);
+    for (const r of b.refs) edits.push([r.getStart(), r.getEnd(), `(${b.name} ??= ${b.init})`]);
+  }
+  edits.sort((a, b) => b[0] - a[0]);
+  let code = m.code;
+  for (const [start, end, text] of edits) code = code.slice(0, start) + text + code.slice(end);
+  m.code = code;
+  const lazyIds = new Set(lazy.map((b) => target(m.id, b.spec)));
+  // A module both required at load (a re-export, say) and deferred stays a static.
+  const eager = [...code.matchAll(/^(?!.*Promise\.resolve)(?!.*\?\?= (?:__import\w+\()?require\().*\brequire\("(\.[^"]+)"\)/gm)].map((x) => target(m.id, x[1]));
+  m.statics = eager;
+  m.deferred = [...lazyIds].filter((t) => !eager.includes(t));
+}
+
+// Chunks: what importing a library entry loads (compiled at import), what the library
+// needs only once it does I/O (the backend's drivers, credentials, locking, state readers:
+// loaded on first use), what the command needs before it knows which command runs, and
+// the rest (drivers, the outputs reader, the commands), each compiled only when a module in
+// it is first needed.
+function closure(roots, exclude, withDeferred = false) {
   const out = new Set();
   const visit = (id) => {
     if (out.has(id) || exclude.has(id)) return;
     out.add(id);
     for (const t of modules.get(id).statics) visit(t);
+    if (withDeferred) for (const t of modules.get(id).deferred) visit(t);
   };
   roots.forEach(visit);
   return out;
 }
 const core = closure(["index", "config-entry"], new Set());
-const state = closure(["state-entry"], core);
-const cli = closure(CLI_ROOTS, new Set([...core, ...state]));
+const runtime = closure(["index", "config-entry"], core, true);
+for (const id of core) for (const t of modules.get(id).deferred) if (!core.has(t)) closure([t], core, true).forEach((x) => runtime.add(x));
+const state = closure(["state-entry"], new Set([...core, ...runtime]), true);
+const cli = closure(CLI_ROOTS, new Set([...core, ...runtime, ...state]));
 const CHUNKS = [
   { file: "objstate.js", ids: core },
+  { file: "objstate-runtime.cjs", ids: runtime },
   { file: "objstate-state.cjs", ids: state },
   { file: "objstate-cli.cjs", ids: cli },
 ];
 // Then one chunk for each module loaded through import() (a command, a driver, the
 // outputs reader) with what it alone needs: a command loads its own code, not every other.
-const assigned = new Set([...core, ...state, ...cli]);
+const assigned = new Set([...core, ...runtime, ...state, ...cli]);
 for (const id of [...modules.keys()].sort()) {
   if (assigned.has(id) || !lazyTargets.has(id)) continue;
-  const ids = closure([id], assigned);
+  const ids = closure([id], assigned, true);
   ids.forEach((x) => assigned.add(x));
   CHUNKS.push({ file: `objstate-${id.replace(/\//g, "-")}.cjs`, ids });
+}
+// What only deferred requires of the command's modules reach.
+const rest = new Set([...modules.keys()].filter((id) => !assigned.has(id)));
+if (rest.size > 0) {
+  CHUNKS.push({ file: "objstate-more.cjs", ids: rest });
+  rest.forEach((x) => assigned.add(x));
 }
 const stray = [...modules.keys()].filter((id) => !assigned.has(id));
 if (stray.length > 0) fail(`modules in no chunk: ${stray.join(", ")}`);
@@ -144,7 +234,7 @@ var __importStar = function (mod) { if (mod && mod.__esModule) return mod; var r
 var __exportStar = function(m, exports) { for (var p in m) if (p !== "default" && !Object.prototype.hasOwnProperty.call(exports, p)) __createBinding(exports, m, p); };
 var __importDefault = function (mod) { return (mod && mod.__esModule) ? mod : { "default": mod }; };
 const __defs = new Map();
-/** Module → the chunk file that defines it, for those not in this file. */
+/** Module -> the chunk file that defines it, for those not in this file. */
 const __chunkOf = {};
 const __cache = new Map();
 /** The module \`id\` (its exports), run on first use; a module with top-level await gives a promise. */
@@ -212,7 +302,7 @@ function flatten(file, sections, lineCount) {
   const lines = Array.from({ length: lineCount }, () => "");
   const prev = { source: 0, line: 0, column: 0, name: 0 };
   const decoded = new Array(lineCount);
-  for (const { offset, map } of sections) {
+  for (const { offset, map, shifts } of sections) {
     const sourceBase = sources.length;
     const nameBase = names.length;
     sources.push(...map.sources);
@@ -222,17 +312,20 @@ function flatten(file, sections, lineCount) {
     map.mappings.split(";").forEach((lineText, i) => {
       const segments = [];
       let column = 0;
+      // Each escaped character (one UTF-16 unit) became six: `\uXXXX`.
+      const at = shifts?.get(i);
+      const moved = (c) => (at === undefined ? c : c + 5 * at.filter((x) => x < c).length);
       for (const seg of lineText === "" ? [] : lineText.split(",")) {
         const f = decodeVlq(seg);
         column += f[0];
         if (f.length === 1) {
-          segments.push([column]);
+          segments.push([moved(column)]);
           continue;
         }
         state.source += f[1];
         state.line += f[2];
         state.column += f[3];
-        const s = [column, sourceBase + state.source, state.line, state.column];
+        const s = [moved(column), sourceBase + state.source, state.line, state.column];
         if (f.length === 5) {
           state.name += f[4];
           s.push(nameBase + state.name);
@@ -270,21 +363,37 @@ function emitModules(ids, lines) {
   const sections = [];
   for (const id of [...ids].sort()) {
     const m = modules.get(id);
-    const code = m.out.outputText
+    const code = m.code
       .replace(/^#!.*/, "//")
       .replace(/\n\/\/# sourceMappingURL=.*\s*$/, "\n")
       .replace(/\bimport\.meta\.url\b/g, "__url")
       // Relative specifiers resolved here, once: the loader then needs no path arithmetic.
       .replace(/\brequire\("(\.[^"]+)"\)/g, (_, spec) => `require(${JSON.stringify(`#${target(id, spec)}`)})`);
     if (/\bimport\.meta\b/.test(code)) fail(`${id}: import.meta other than import.meta.url is not supported`);
+    // Non-ASCII characters written as \u escapes (they are only in strings, templates and
+    // regular expressions, where an escape means the same character): one such character
+    // makes the whole chunk a two-byte string, which costs Node a UTF-8 decode and V8 a
+    // slower scan of every byte at start-up (~2 ms of importing objstate). Columns in the
+    // source map are moved to match (see `shifts`).
+    const shifts = new Map();
+    const lineTexts = code.split("\n").map((line, i) => {
+      if (!/[^\t\n\r\x20-\x7e]/.test(line)) return line;
+      const at = [];
+      const text = line.replace(/[^\t\n\r\x20-\x7e]/g, (ch, col) => {
+        at.push(col);
+        return `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`;
+      });
+      shifts.set(i, at);
+      return text;
+    });
     lines.push(`__defs.set(${JSON.stringify(id)}, ${m.async ? "async " : ""}function (exports, require, module, __url) {`);
     const map = JSON.parse(m.out.sourceMapText);
     map.sources = [relative(outDir, m.file).replace(/\\/g, "/")];
     map.sourcesContent = [m.text];
     delete map.file;
     delete map.sourceRoot;
-    sections.push({ offset: { line: lines.length, column: 0 }, map });
-    const body = code.split("\n");
+    sections.push({ offset: { line: lines.length, column: 0 }, map, shifts });
+    const body = lineTexts;
     if (body[body.length - 1] === "") body.pop();
     lines.push(...body, "});");
   }

@@ -42,3 +42,4 @@ export {
 export { DataRemoteStateObjectStore } from "./remote-state/data-remote-state.js";
 export { RemoteOutputs, type FetchOutputsOptions, type JsonValue, type JsonType, type OutputsSource } from "./remote-state/remote-outputs.js";
 export { synthesizeProps, type SynthInput } from "./synth/document.js";
+export { writeToolJson } from "./synth/write.js";

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -74,6 +74,24 @@ describe("the published build", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("every chunk is ASCII (V8 keeps it a one-byte string), escapes standing for the characters", async () => {
+    const dir = join(repo, "dist", "pkg");
+    for (const f of readdirSync(dir).filter((x) => /\.(c?js)$/.test(x))) assert.doesNotMatch(readFileSync(join(dir, f), "utf8"), /[^\t\n\r\x20-\x7e]/, f);
+    const config = (await load(published("./config"))) as { synthesizeProps(input: unknown): unknown };
+    assert.throws(() => config.synthesizeProps({ remoteStates: [] }), { message: "remoteStates must be an object of name \u2192 props" });
+  });
+
+  it("importing objstate and synthesizing loads neither the backend's runtime modules nor their chunk", () => {
+    const program = `import { createRequire } from "node:module";
+import { DataRemoteStateObjectStore, ObjectStoreBackend, mergeToolJson } from ${JSON.stringify(pathToFileURL(published(".")).href)};
+mergeToolJson(new DataRemoteStateObjectStore("net", { bucket: "states" }).toToolJson());
+console.log(typeof ObjectStoreBackend.connect, Object.keys(createRequire(import.meta.url).cache).filter((f) => f.includes("objstate-")).join(",") || "none");`;
+    const r = spawnSync(process.execPath, ["--input-type=module", "-e", program], { encoding: "utf8", timeout: 30_000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), "function none");
+    assert.ok(existsSync(join(repo, "dist", "pkg", "objstate-runtime.cjs")));
   });
 
   it("maps stack frames to src/*.ts with --enable-source-maps", () => {
