@@ -674,10 +674,13 @@ export class FileDriver implements ObjectStoreDriver {
     let archived: Set<string> | undefined;
     for (const name of names) {
       if (name === `${current}.json` || !META_NAME.test(name)) continue;
+      // The archived versions' metadata (all of a key's history but the current one) is kept:
+      // ruled out by name first, so a write costs no stat per version ever kept.
+      archived ??= await this.archivedIds(hashKey(key));
+      if (archived.has(publicIdOfMetaName(name))) continue;
       const full = path.join(dir, name);
       if (now - ((await fs.lstat(full).catch(() => null))?.mtimeMs ?? now) <= META_GC_GRACE_MS) continue;
-      archived ??= await this.archivedIds(hashKey(key));
-      if (!archived.has(publicIdOfMetaName(name))) await removeFile(full).catch(() => undefined);
+      await removeFile(full).catch(() => undefined);
     }
   }
 

@@ -121,6 +121,28 @@ describe("FileDriver If-Match", () => {
     assert.equal((await d.get("n"))?.body.toString(), "60");
   });
 
+  it("a write drops old metadata of versions that never became current, and keeps every kept version's", async () => {
+    const d = freshDriver();
+    for (const v of ["1", "2", "3"]) await d.put("k", Buffer.from(v), { contentType: `text/v${v}` });
+    const dir = path.join(d.bucketDir, ".meta", createHash("sha256").update("k").digest("hex"));
+    // Left by racing writers whose versions never became current: one old, one recent.
+    const stale = path.join(dir, "999999991-1000.json");
+    const recent = path.join(dir, "999999992-2000.json");
+    for (const f of [stale, recent]) await fs.writeFile(f, "{}");
+    const past = new Date(Date.now() - 120_000);
+    await fs.utimes(stale, past, past);
+    // Archived versions' metadata is as old as the stale file: it must stay all the same.
+    for (const name of await fs.readdir(dir)) if (/^\d+-\d+\.json$/.test(name) && !name.startsWith("99999999")) await fs.utimes(path.join(dir, name), past, past);
+    await d.put("k", Buffer.from("4"), { contentType: "text/v4" });
+    await assert.rejects(fs.access(stale), "the stale metadata is gone");
+    await fs.access(recent); // may belong to a write still in flight
+    const versions: string[] = [];
+    for await (const v of d.listVersions("k")) versions.push(v.versionId);
+    assert.equal(versions.length, 4);
+    const types = await Promise.all(versions.map(async (id) => (await d.head("k", { versionId: id }))?.contentType));
+    assert.deepEqual(types, ["text/v4", "text/v3", "text/v2", "text/v1"], "every kept version keeps its metadata");
+  });
+
   it("a claim left by a process that died does not block writers", async () => {
     const d = freshDriver();
     await d.put("k", Buffer.from("a"));
