@@ -7,8 +7,8 @@
  * live claim is there, it holds the key; otherwise it removes its file, backs off for a
  * random moment and tries again. Two callers can never both hold: each creates before it
  * lists, so of two overlapping callers the later lister always sees the earlier one's
- * file. Only names are ever removed that were judged dead, and every name is used once,
- * so breaking a dead claim can never remove a live one (unlike breaking a shared lock
+ * file. Only names are ever removed that were judged dead, and every name is used once
+ * (a fresh one per attempt), so breaking a dead claim can never remove a live one (unlike breaking a shared lock
  * name, which races with its next owner).
  *
  * A claim is dead when its process is gone (same host, pid not running) or it is older
@@ -53,9 +53,12 @@ export interface ClaimOptions {
 export async function acquireClaim(dir: string, options: ClaimOptions): Promise<Claim> {
   const staleMs = options.staleMs ?? CLAIM_STALE_MS;
   const deadline = Date.now() + (options.waitMs ?? WAIT_MS);
-  const mine = `${CLAIM_PREFIX}${HOST_TAG}-${process.pid}-${randomUUID()}`;
-  const file = path.join(dir, mine);
   for (let attempt = 0; ; attempt++) {
+    // A new name for every attempt: another process may have judged this attempt's name
+    // dead from a listing made while it was briefly absent (between our removal and our
+    // next create) and remove it late; a name used twice would lose a live claim that way.
+    const mine = `${CLAIM_PREFIX}${HOST_TAG}-${process.pid}-${randomUUID()}`;
+    const file = path.join(dir, mine);
     await options.prepare();
     try {
       await (await fs.open(file, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE)).close();
