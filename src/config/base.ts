@@ -124,19 +124,19 @@ export function copyJson<T>(v: T): T {
 }
 
 /**
- * Validate `input` against the kind's field table and write the stored values into
- * `out`: every field present, `undefined` for unset ones. `path` prefixes field names in
- * messages (for the nested block).
+ * Throw the error a field-by-field check of `input` in table order meets first. Called once
+ * {@link validValues} found the props invalid: the takers judge each value, this only
+ * finds which problem to report and words it. `path` prefixes field names in messages (for
+ * the nested block).
  */
-export function normalizeProps(spec: KindSpec, input: unknown, path: string, out: Record<string, unknown>): void {
+function throwFirstProblem(spec: KindSpec, plan: Plan, input: unknown, path: string): never {
   if (!isPlainObject(input)) {
     throw new ConfigError("INVALID_PROPS", `${spec.className} props must be a plain object, got ${describeValue(input, false)}`, { field: path === "" ? undefined : path.slice(0, -1) });
   }
-  const names = planOf(spec.fields);
   for (const k in input) {
-    if (!names.set.has(k)) {
-      const near = nearest(k, names.list);
-      throw new ConfigError("UNKNOWN_FIELD", `${path}${k} is not a field of ${spec.className}${near === undefined ? `; the fields are: ${names.list.join(", ")}` : `; did you mean ${path}${near}?`}`, { field: `${path}${k}` });
+    if (!plan.set.has(k)) {
+      const near = nearest(k, plan.list);
+      throw new ConfigError("UNKNOWN_FIELD", `${path}${k} is not a field of ${spec.className}${near === undefined ? `; the fields are: ${plan.list.join(", ")}` : `; did you mean ${path}${near}?`}`, { field: `${path}${k}` });
     }
   }
   for (const f of spec.fields) {
@@ -144,29 +144,23 @@ export function normalizeProps(spec: KindSpec, input: unknown, path: string, out
     const fieldPath = path === "" ? f.name : `${path}${f.name}`;
     if (v === undefined || v === null) {
       if (f.required) throw new ConfigError("REQUIRED", `${fieldPath} is required`, { field: fieldPath });
-      out[f.name] = undefined;
-    } else if (f.kind === "assumeRole") {
-      if (spec.nested === undefined) throw new Error(`no normalizer for ${f.name}`);
-      checkValue(f, v, fieldPath);
-      out[f.name] = spec.nested(v, `${fieldPath}.`);
-    } else if (f.kind === "map") {
-      // Validate, copy and freeze in one pass; the caller's object is never kept.
-      const copy = isPlainObject(v) ? frozenJsonCopy(v, []) : INVALID;
-      if (copy === INVALID) {
-        checkValue(f, v, fieldPath); // throws: wrong type, or not JSON
-        throw new ConfigError("INVALID_VALUE", `${fieldPath} must be ${f.rule.expected}`, { field: fieldPath });
-      }
-      out[f.name] = copy;
-    } else {
-      checkValue(f, v, fieldPath);
-      out[f.name] = v;
+      continue;
     }
+    if (plan.byName.get(f.name)?.(v, spec, fieldPath) !== INVALID) continue;
+    checkValue(f, v, fieldPath); // throws: wrong type or a value its rule refuses
+    if (f.kind === "assumeRole") {
+      if (spec.nested === undefined) throw new Error(`no normalizer for ${f.name}`);
+      spec.nested(v, `${fieldPath}.`); // throws the nested block's own first problem
+    }
+    // A map of the right type that is not JSON (a function, NaN, a cycle, a class instance …).
+    throw new ConfigError("INVALID_VALUE", `${fieldPath} must be ${f.rule.expected}`, { field: fieldPath });
   }
+  throw new Error(`${spec.className}: props judged invalid, but no field is`);
 }
 
 /**
  * The stored values of valid props, or undefined when anything is wrong (then
- * {@link normalizeProps} finds the error it reports, in table order). Visits only the
+ * {@link throwFirstProblem} finds the error it reports, in table order). Visits only the
  * props given: the unset fields come with the copy of the kind's blank.
  */
 function validValues(spec: KindSpec, plan: Plan, input: Record<string, unknown>, path: string, proto: object): Record<string, unknown> | undefined {
@@ -197,12 +191,8 @@ export abstract class ConfigObject {
   protected constructor(spec: KindSpec, props: unknown, path = "") {
     const plan = planOf(spec.fields);
     const proto = new.target.prototype as object;
-    let values = isPlainObject(props) ? validValues(spec, plan, props, path, proto) : undefined;
-    if (values === undefined) {
-      // Throws the error a field-by-field check in table order meets first.
-      values = { __proto__: proto, ...plan.blank };
-      normalizeProps(spec, props, path, values);
-    }
+    const values = isPlainObject(props) ? validValues(spec, plan, props, path, proto) : undefined;
+    if (values === undefined) throwFirstProblem(spec, plan, props, path);
     return Object.freeze(values) as unknown as ConfigObject;
   }
 
