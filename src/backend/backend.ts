@@ -97,7 +97,8 @@ export interface ReadOptions {
   /**
    * Sees the state as it arrives (`body` the buffer being filled, `filled` bytes in it),
    * to work during the transfer. A digest retry starts over with a new buffer. Not every
-   * driver calls it.
+   * driver calls it. The bytes are unchecked until the read returns (they may still fail
+   * the digest): act on them only in ways that can be taken back.
    */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
   /**

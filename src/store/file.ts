@@ -871,7 +871,7 @@ function versionId(stat: BigIntStats): string {
 }
 
 /** Hashes bytes as they are read: in the worker thread for large objects, inline for small ones. */
-interface Hasher {
+export interface Hasher {
   write(bytes: Uint8Array): Promise<void> | void;
   digest(): Promise<string> | string;
 }
@@ -888,8 +888,9 @@ const READ_CHUNK = 1024 * 1024;
 /**
  * Read the first `size` bytes into one buffer of that exact size (no chunk list, no concat
  * copy); in {@link READ_CHUNK} pieces when each is hashed or shown to `onData` on arrival.
+ * Exported for its test.
  */
-async function readWhole(fd: number, size: number, hash?: Hasher, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
+export async function readWhole(fd: number, size: number, hash?: Hasher, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(size);
   const step = hash === undefined && onData === undefined ? size : READ_CHUNK;
   // A small span (a history peek, a small state) is read at once: cheaper than a trip
@@ -900,9 +901,11 @@ async function readWhole(fd: number, size: number, hash?: Hasher, onData?: (body
     const length = Math.min(step, buf.length - offset);
     const bytesRead = small ? readSync(fd, buf, offset, length, offset) : await readAt(fd, buf, offset, length, offset);
     if (bytesRead === 0) throw new ObjstateError("STORE_ERROR", "object file shrank while being read (was it edited by hand?)");
+    // The watcher first: what it does with the bytes (the server sends them) runs beside the
+    // hash of them instead of after it. They are not proven yet; the watcher knows that.
+    onData?.(buf, offset + bytesRead);
     await hash?.write(buf.subarray(offset, offset + bytesRead));
     offset += bytesRead;
-    onData?.(buf, offset);
   }
   return buf;
 }

@@ -659,12 +659,8 @@ function sdkCredentialsFor(provider: CredentialsProvider | undefined): SdkCreden
   );
 }
 
-/**
- * Read a response body into one buffer allocated up front at `length` bytes, so peak
- * memory is about the object's size rather than chunks plus a concatenated copy.
- */
 /** Hashes bytes as they arrive: in the worker thread for large bodies, inline for small ones. */
-interface Hasher {
+export interface Hasher {
   write(bytes: Uint8Array): Promise<void> | void;
   digest(): Promise<string> | string;
 }
@@ -683,7 +679,12 @@ function newHasher(length: number | undefined): Hasher {
  */
 const SHARED_BODY_MIN = 1024 * 1024;
 
-async function readBody(body: unknown, length: number | undefined, hash: Hasher | undefined, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
+/**
+ * Read a response body into one buffer allocated up front at `length` bytes, so peak
+ * memory is about the object's size rather than chunks plus a concatenated copy.
+ * Exported for its test.
+ */
+export async function readBody(body: unknown, length: number | undefined, hash: Hasher | undefined, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
   if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
   if (length === undefined) {
     const whole = Buffer.concat(await collect(body));
@@ -696,10 +697,11 @@ async function readBody(body: unknown, length: number | undefined, hash: Hasher 
     if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
     if (offset + chunk.length > length) throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
     buf.set(chunk, offset);
-    // Hashing each chunk as it arrives overlaps the digest with the transfer.
+    // The watcher first (its work runs beside the hash, not after it); hashing each chunk as
+    // it arrives overlaps the digest with the transfer.
+    onData?.(buf, offset + chunk.length);
     await hash?.write(chunk);
     offset += chunk.length;
-    onData?.(buf, offset);
   }
   if (offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
   return buf;

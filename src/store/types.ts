@@ -100,7 +100,8 @@ export interface GetOptions {
   /**
    * Called as the body arrives: `body` is the buffer being filled (the one `get` returns),
    * `filled` how many bytes of it are in. Lets a caller work while the transfer runs. The
-   * S3 driver calls it per chunk; a driver may also not call it at all.
+   * S3 driver calls it per chunk; a driver may also not call it at all. Called before the
+   * new bytes are hashed: nothing seen here is proven until `get` returns.
    */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
   /**
