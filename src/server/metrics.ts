@@ -21,18 +21,16 @@ export class Metrics {
 
   /** Count one answered request. */
   request(route: string, method: string, status: number, seconds: number, bytesIn: number, bytesOut: number): void {
-    const l = { route, method, status: String(status) };
-    const key = JSON.stringify(l);
-    const r = this.requests.get(key) ?? { l, n: 0 };
+    // Counted on every request: a plain key, and the objects made only for a new one.
+    const key = `${route} ${method} ${status}`;
+    let r = this.requests.get(key);
+    if (r === undefined) this.requests.set(key, (r = { l: { route, method, status: String(status) }, n: 0 }));
     r.n += 1;
-    this.requests.set(key, r);
-    const h = this.latency.get(route) ?? { counts: BUCKETS.map(() => 0), sum: 0, n: 0 };
-    BUCKETS.forEach((b, i) => {
-      if (seconds <= b) h.counts[i] = (h.counts[i] as number) + 1;
-    });
+    let h = this.latency.get(route);
+    if (h === undefined) this.latency.set(route, (h = { counts: BUCKETS.map(() => 0), sum: 0, n: 0 }));
+    for (let i = 0; i < BUCKETS.length; i++) if (seconds <= (BUCKETS[i] as number)) h.counts[i] = (h.counts[i] as number) + 1;
     h.sum += seconds;
     h.n += 1;
-    this.latency.set(route, h);
     this.bytesIn += bytesIn;
     this.bytesOut += bytesOut;
   }

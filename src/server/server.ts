@@ -70,13 +70,18 @@ interface Match {
   readonly params: Record<string, string>;
 }
 
-function matchPath(pattern: string, path: string): Record<string, string> | undefined {
-  const p = pattern.split("/");
-  const s = path.split("/");
-  if (p.length !== s.length) return undefined;
+/** A route's path split once into segments (`:name` segments are parameters). */
+interface Compiled {
+  readonly route: Route;
+  readonly parts: readonly string[];
+}
+
+/** The parameters of `path` (already split) under a route's segments, or undefined when it does not match. */
+function matchPath(parts: readonly string[], s: readonly string[]): Record<string, string> | undefined {
+  if (parts.length !== s.length) return undefined;
   const params: Record<string, string> = {};
-  for (let i = 0; i < p.length; i++) {
-    const want = p[i] as string;
+  for (let i = 0; i < parts.length; i++) {
+    const want = parts[i] as string;
     const got = s[i] as string;
     if (want.startsWith(":")) {
       if (got === "") return undefined;
@@ -95,7 +100,8 @@ export class ObjstateServer {
   private readonly server: Server;
   private readonly auth: Authenticator;
   private readonly logger: Logger;
-  private readonly routes: readonly Route[];
+  /** Every route, its path split once (not on every request). */
+  private readonly routes: readonly Compiled[];
   private readonly maxStateSize: number;
   private readonly clientTimeoutMs: number;
   private inFlight = 0;
@@ -111,13 +117,14 @@ export class ObjstateServer {
     this.clientTimeoutMs = options.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
     this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend);
     this.csrf = new CsrfTokens(options.csrfKey === undefined ? {} : { key: options.csrfKey });
-    this.routes = [
+    const routes: readonly Route[] = [
       { method: "GET", path: "/healthz", handler: (ctx) => Promise.resolve(sendJson(ctx, 200, { status: "ok" })) },
       { method: "GET", path: "/readyz", handler: (ctx) => this.ready(ctx) },
       { method: "GET", path: "/metrics", handler: (ctx) => Promise.resolve(send(ctx, 200, this.metrics.text(), { "Content-Type": "text/plain; version=0.0.4" })) },
       ...STATE_ROUTES,
       ...API_ROUTES,
     ];
+    this.routes = routes.map((route) => ({ route, parts: route.path.split("/") }));
     const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res);
     const t = options.tls;
     // The tool's client sends custom methods (LOCK, UNLOCK): Node's parser accepts them.
@@ -192,8 +199,9 @@ export class ObjstateServer {
 
   private find(method: string, path: string): Match | "method" | undefined {
     let pathMatched = false;
-    for (const route of this.routes) {
-      const params = matchPath(route.path, path);
+    const segments = path.split("/");
+    for (const { route, parts } of this.routes) {
+      const params = matchPath(parts, segments);
       if (params === undefined) continue;
       if (route.method === method) return { route, params };
       pathMatched = true;
