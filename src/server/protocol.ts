@@ -110,6 +110,11 @@ export class StreamedState {
     if (upTo <= this.sent || this.ctx.res.destroyed) return;
     // Slices of the read's buffer: the socket keeps references, nothing is copied.
     this.ctx.res.write(body.subarray(this.sent, upTo));
+    // node:http corks the socket on a write until the next tick; the read goes on hashing
+    // these very bytes without yielding (the embedded store's last piece, or a small state
+    // in one piece), so they would sit corked until the whole read is done. Sent now, they
+    // travel while they are hashed.
+    this.ctx.res.socket?.uncork();
     this.ctx.bytesOut += upTo - this.sent;
     this.sent = upTo;
   }

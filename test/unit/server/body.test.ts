@@ -104,3 +104,43 @@ describe("a GET's answer, sent as the store reads", () => {
     assert.ok(writes.length <= Math.ceil(body.length / SEND_MIN) + 2, `${writes.length} writes`);
   });
 });
+
+describe("a GET's answer leaves at once", () => {
+  it("what data() writes is handed to the socket before data() returns (not corked until the read is done)", async () => {
+    const { createServer, request } = await import("node:http");
+    const body = Buffer.alloc(1024 * 1024, 0x20);
+    body[0] = 0x7b;
+    const digest = createHash("md5").update(body).digest("hex");
+    let corkedAfterData = -1;
+    let sentAfterData = -1;
+    const server = createServer((_req, res) => {
+      const ctx = { res, params: { workspace: "w" }, bytesOut: 0 } as unknown as Ctx;
+      const out = new StreamedState(ctx);
+      out.vouched(digest);
+      out.data(body, body.length);
+      // Looked at before anything else runs: the read would now hash these bytes.
+      corkedAfterData = res.socket?.writableCorked ?? -1;
+      sentAfterData = res.socket?.bytesWritten ?? -1;
+      out.finish({ body, md5: digest });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const address = server.address() as { port: number };
+      const got = await new Promise<Buffer>((resolve, reject) => {
+        request({ host: "127.0.0.1", port: address.port, path: "/" }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => resolve(Buffer.concat(chunks)));
+          res.on("error", reject);
+        })
+          .on("error", reject)
+          .end();
+      });
+      assert.deepEqual(got, body);
+      assert.equal(corkedAfterData, 0, "the socket is not left corked");
+      assert.ok(sentAfterData >= body.length - GET_HOLD_BACK, `only ${sentAfterData} bytes were handed to the socket`);
+    } finally {
+      server.close();
+    }
+  });
+});
