@@ -102,6 +102,13 @@ export interface ReadOptions {
    */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
   /**
+   * `onData` hands the bytes to a worker thread that reads them while they arrive: a large
+   * state is then read into shared memory where the store's driver can (S3), so the worker
+   * needs no copy. Not for long-running readers of many large states: V8 does not count
+   * shared memory towards the pressure that triggers a collection.
+   */
+  readonly sharedBody?: boolean | undefined;
+  /**
    * Called at most once per attempt, before the bytes are checked (usually before most of
    * them arrive), when the digest recorded for the state and the store's own MD5 record of
    * the object agree on this MD5: the bytes will very likely match it. A reader that passes
@@ -418,9 +425,9 @@ export class ObjectStoreBackend {
   async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
     const path = this.statePath(workspace);
     const locks = this.table;
-    const { onData, onVouched, onMismatch } = options;
+    const { onData, onVouched, onMismatch, sharedBody } = options;
     const found = (obj: GetResult | null, md5?: string): StateRead | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
-    if (locks === undefined) return found(await this.store.get(path, { onData }));
+    if (locks === undefined) return found(await this.store.get(path, { onData, sharedBody }));
     const digestId = this.digestId(workspace);
     const deadline = Date.now() + this.digestRetry.timeoutMs;
     for (;;) {
@@ -435,7 +442,7 @@ export class ObjectStoreBackend {
         return d;
       });
       const onStart = onVouched === undefined ? undefined : (md5: string | undefined): void => vouch("record", md5);
-      const [obj, stored] = await Promise.all([this.store.get(path, { md5: true, onData, onStart }), recorded]);
+      const [obj, stored] = await Promise.all([this.store.get(path, { md5: true, onData, onStart, sharedBody }), recorded]);
       const expected = normalizeDigest(stored);
       if (expected === undefined) return found(obj);
       // The driver's MD5 may come from the ETag or objstate's metadata: a shortcut only when it

@@ -76,7 +76,7 @@ export async function readRemoteOutputs(
   let spans: Map<string, readonly [number, number]> | null = null;
   try {
     try {
-      bytes = await backend.readState(workspace, { onData });
+      bytes = await backend.readState(workspace, { onData, sharedBody: true });
     } catch (e) {
       if (isObjstateError(e, "BUCKET_NOT_FOUND")) {
         throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, { cause: e, details: { workspace, location } });

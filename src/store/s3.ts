@@ -163,7 +163,7 @@ export class S3Driver implements ObjectStoreDriver {
       options.onStart?.(plainMd5Etag(res) ?? metadataMd5(res));
       const etagMd5 = options.md5 === true ? (plainMd5Etag(res) ?? metadataMd5(res)) : undefined;
       const hash = options.md5 === true && etagMd5 === undefined ? newHasher(res.ContentLength) : undefined;
-      const body = await readBody(res.Body, res.ContentLength, hash, options.onData);
+      const body = await readBody(res.Body, res.ContentLength, hash, options.onData, options.sharedBody === true);
       const meta = toMeta({ ...res, ContentLength: body.length });
       return { body, meta, md5: etagMd5 ?? (await hash?.digest()) };
     } catch (e) {
@@ -672,7 +672,8 @@ function newHasher(length: number | undefined): Hasher {
 }
 
 /**
- * A body watched while it arrives (`onData`) from this size up is allocated in shared memory,
+ * A body watched while it arrives (`onData`) by a caller that asks for shared memory
+ * (`GetOptions.sharedBody`) is allocated there from this size up,
  * so that the watcher can have a worker thread read it as it fills without copying it
  * (the outputs reader's scan, remote-state/parallel-scan.ts). It is an ordinary Buffer to
  * everyone else.
@@ -684,14 +685,14 @@ const SHARED_BODY_MIN = 1024 * 1024;
  * memory is about the object's size rather than chunks plus a concatenated copy.
  * Exported for its test.
  */
-export async function readBody(body: unknown, length: number | undefined, hash: Hasher | undefined, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
+export async function readBody(body: unknown, length: number | undefined, hash: Hasher | undefined, onData?: (body: Buffer, filled: number) => void, shared = false): Promise<Buffer> {
   if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
   if (length === undefined) {
     const whole = Buffer.concat(await collect(body));
     await hash?.write(whole);
     return whole;
   }
-  const buf = onData !== undefined && length >= SHARED_BODY_MIN ? Buffer.from(new SharedArrayBuffer(length)) : Buffer.allocUnsafe(length);
+  const buf = shared && onData !== undefined && length >= SHARED_BODY_MIN ? Buffer.from(new SharedArrayBuffer(length)) : Buffer.allocUnsafe(length);
   let offset = 0;
   for await (const chunk of body) {
     if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");

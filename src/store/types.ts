@@ -105,6 +105,14 @@ export interface GetOptions {
    */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
   /**
+   * The watcher (`onData`) hands the body to a worker thread that reads it while it fills:
+   * a driver that can, allocates it in shared memory so the worker reads it in place. Only
+   * then: V8 does not count shared memory towards the pressure that triggers a collection,
+   * so a long-running process (the server) that read every large body into it would grow by
+   * a body per read until something else collected them.
+   */
+  readonly sharedBody?: boolean | undefined;
+  /**
    * Called once the object is found, before its bytes, with the MD5 the store records for
    * it (a plain-MD5 ETag or objstate's metadata on S3, the embedded store's record of the
    * write), undefined when it has none. A record, not proof: only the bytes prove it.

@@ -114,13 +114,13 @@ describe("S3Driver against Ceph RGW", () => {
     assert.equal(await d.head("missing"), null);
   });
 
-  it("a body watched while it arrives (onData) from 1 MiB up is read into shared memory, byte-exact; others into ordinary buffers", async () => {
+  it("a body watched while it arrives (onData) by a caller that asks (sharedBody) is read into shared memory from 1 MiB up, byte-exact; others into ordinary buffers", async () => {
     const big = randomBytes(2 * MiB + 3);
     const small = randomBytes(64 * 1024);
     await d.put("shared/big", big);
     await d.put("shared/small", small);
     const seen: number[] = [];
-    const watched = await d.get("shared/big", { md5: true, onData: (body, filled) => seen.push(filled, body.buffer instanceof SharedArrayBuffer ? 1 : 0) });
+    const watched = await d.get("shared/big", { md5: true, sharedBody: true, onData: (body, filled) => seen.push(filled, body.buffer instanceof SharedArrayBuffer ? 1 : 0) });
     assert.ok(watched !== null && watched.body.equals(big));
     assert.ok(watched.body.buffer instanceof SharedArrayBuffer, "the outputs scan's worker reads it where it is");
     assert.equal(watched.md5, md5(big));
@@ -129,7 +129,10 @@ describe("S3Driver against Ceph RGW", () => {
     const plain = await d.get("shared/big");
     assert.ok(plain !== null && plain.body.equals(big));
     assert.ok(!(plain.body.buffer instanceof SharedArrayBuffer), "nobody watches: an ordinary buffer");
-    const watchedSmall = await d.get("shared/small", { onData: () => undefined });
+    const unshared = await d.get("shared/big", { md5: true, onData: () => undefined });
+    assert.ok(unshared !== null && unshared.body.equals(big));
+    assert.ok(!(unshared.body.buffer instanceof SharedArrayBuffer), "watched by a caller that did not ask for shared memory (the server's GET): an ordinary buffer");
+    const watchedSmall = await d.get("shared/small", { sharedBody: true, onData: () => undefined });
     assert.ok(watchedSmall !== null && watchedSmall.body.equals(small));
     assert.ok(!(watchedSmall.body.buffer instanceof SharedArrayBuffer), "below 1 MiB: an ordinary buffer");
   });

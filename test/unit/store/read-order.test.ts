@@ -71,3 +71,19 @@ describe("reads show bytes to the watcher before hashing them", () => {
     assert.equal(hash.hex(), createHash("md5").update(whole).digest("hex"));
   });
 });
+
+describe("S3 bodies in shared memory only for a caller that asks", () => {
+  const MiB = 1024 * 1024;
+  async function* response(n: number): AsyncIterable<Uint8Array> {
+    for (let i = 0; i < n; i += 65_536) yield Buffer.alloc(Math.min(65_536, n - i), 0x20);
+  }
+  it("a watched 2 MiB body is an ordinary buffer (the server's GET: V8 would not collect shared ones in time)", async () => {
+    const body = await readBody(response(2 * MiB), 2 * MiB, undefined, () => undefined);
+    assert.equal(body.length, 2 * MiB);
+    assert.ok(!(body.buffer instanceof SharedArrayBuffer));
+  });
+  it("with sharedBody (the outputs scan's worker reads it in place) it is in shared memory", async () => {
+    const body = await readBody(response(2 * MiB), 2 * MiB, undefined, () => undefined, true);
+    assert.ok(body.buffer instanceof SharedArrayBuffer);
+  });
+});
