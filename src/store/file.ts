@@ -55,9 +55,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
 import { acquireClaim, CLAIM_PREFIX } from "./claim.js";
 import { parseEndpoint } from "./endpoint.js";
-import { checkDir, createFile, errno, FILE_MODE, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile } from "./local-fs.js";
-import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
-import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
+import { checkDir, createFile, errno, FILE_MODE, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile, writeSource } from "./local-fs.js";
+import { isByteSource, sizeOf, sourceChanged } from "./byte-source.js";
+import { PARALLEL_MD5_MIN, ParallelMd5, sharedBuffer } from "../util/md5.js";
 import type {
   Acl,
   GetOptions,
@@ -70,6 +70,7 @@ import type {
   ObjectMeta,
   ObjectStoreDriver,
   ObjectVersion,
+  ByteSource,
   PutBody,
   PutOptions,
   Retention,
@@ -784,22 +785,27 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
   try {
     await handle.chmod(FILE_MODE);
     const hash = trusted === undefined ? createHash("md5") : undefined;
-    let written = 0;
-    await readThrough(
-      body,
-      async (chunk) => {
-        hash?.update(chunk);
-        for (let off = 0; off < chunk.length; ) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
-        written += chunk.length;
-        onProgress?.(written, body.size);
-      },
-      what,
-    );
-    await handle.sync();
+    let taken = 0;
+    await writeSource(handle, checkedRead(body, what), (chunk) => {
+      hash?.update(chunk);
+      taken += chunk.length;
+      onProgress?.(taken, body.size);
+    });
     return { stat: await handle.stat({ bigint: true }), md5: hash?.digest("hex") ?? (trusted as string) };
   } finally {
     await handle.close();
   }
+}
+
+/** A read of `source` that fails when it yields more or fewer bytes than its size (it changed). */
+async function* checkedRead(source: ByteSource, what: string): AsyncIterable<Uint8Array> {
+  let total = 0;
+  for await (const chunk of source.open()) {
+    total += chunk.length;
+    if (total > source.size) break;
+    yield chunk;
+  }
+  if (total !== source.size) throw sourceChanged(what, source.size, total);
 }
 
 /** Temp file name: a UUID, then the encoded key when it fits, so leftovers can name their key. */
@@ -890,7 +896,8 @@ const READ_CHUNK = 1024 * 1024;
  * copy); in {@link READ_CHUNK} pieces when each is hashed or shown to `onData` on arrival.
  */
 async function readWhole(fd: number, size: number, hash?: Hasher, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(size);
+  // Hashed in the worker: read into memory it shares, which it hashes where the bytes land.
+  const buf = hash instanceof ParallelMd5 ? sharedBuffer(size) : Buffer.allocUnsafe(size);
   const step = hash === undefined && onData === undefined ? size : READ_CHUNK;
   // A small span (a history peek, a small state) is read at once: cheaper than a trip
   // through libuv's thread pool. Larger ones are read asynchronously, chunk by chunk.
