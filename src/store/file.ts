@@ -786,7 +786,7 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
     await handle.chmod(FILE_MODE);
     const hash = trusted === undefined ? createHash("md5") : undefined;
     let taken = 0;
-    await writeSource(handle, checkedRead(body, what), (chunk) => {
+    await writeSource(handle, checkedRead(body, what), body.size, (chunk) => {
       hash?.update(chunk);
       taken += chunk.length;
       onProgress?.(taken, body.size);

@@ -203,28 +203,33 @@ export async function removeFile(file: string): Promise<void> {
   }
 }
 
-/** Background `fdatasync` once this much more was written (see {@link writeSource}). */
-const EARLY_SYNC_BYTES = 8 * 1024 * 1024;
+/** Files at least this large get a background `fdatasync` before their end (see {@link writeSource}). */
+const EARLY_SYNC_MIN = 4 * 1024 * 1024;
+/** How far before the end of such a file the background `fdatasync` starts. */
+const EARLY_SYNC_BEFORE_END = 1024 * 1024;
 /** Most bytes queued behind a write in progress before the source is no longer read. */
 const QUEUE_MAX = 8 * 1024 * 1024;
 
 /**
- * Write what `chunks` yields to `handle` (from its current position), then fsync it.
- * Chunks that arrive while a write is in progress go out together in the next one (one
- * `writev`, no copy): a source yielding 64 KiB pieces (a request body) costs a system call
- * and a trip through libuv's pool per batch, not per piece. The bytes already written are
- * flushed to disk in the background (`fdatasync`) while the rest is still coming, so the
- * final fsync is left with the last ones: a source that holds back its end (a request body
- * whose MD5 is still being checked) no longer waits for the whole file to reach the disk
- * after its last byte. `each` sees every chunk, in order, as it is taken.
+ * Write what `chunks` yields (`size` bytes expected) to `handle` from its current position,
+ * then fsync it. Chunks that arrive while a write is in progress go out together in the next
+ * one (one `writev`, no copy): a source yielding 64 KiB pieces (a request body) costs a
+ * system call and a trip through libuv's pool per batch, not per piece. Once all but the last
+ * {@link EARLY_SYNC_BEFORE_END} bytes of a large file are written, they are flushed to disk in
+ * the background (`fdatasync`), so the final fsync is left with the end: a source that holds
+ * back its end until it has checked itself (a request body against its Content-MD5) no longer
+ * waits for the whole file to reach the disk after its last byte. (Flushing earlier and more
+ * often was tried: each flush commits the journal, which stalls the writes still coming.)
+ * `each` sees every chunk, in order, as it is taken.
  */
-export async function writeSource(handle: fs.FileHandle, chunks: AsyncIterable<Uint8Array>, each?: (chunk: Uint8Array) => void): Promise<void> {
+export async function writeSource(handle: fs.FileHandle, chunks: AsyncIterable<Uint8Array>, size: number, each?: (chunk: Uint8Array) => void): Promise<void> {
   let queue: Uint8Array[] = [];
   let queued = 0;
   let writing: Promise<void> | undefined;
   let failed: { readonly error: unknown } | undefined;
   let syncing: Promise<void> | undefined;
-  let unsynced = 0;
+  let written = 0;
+  let earlySync = size >= EARLY_SYNC_MIN ? size - EARLY_SYNC_BEFORE_END : Infinity;
   // Cleared in the same step that finds the queue empty: a chunk queued after that starts a new drain.
   const drain = async (): Promise<void> => {
     try {
@@ -234,9 +239,9 @@ export async function writeSource(handle: fs.FileHandle, chunks: AsyncIterable<U
         queue = [];
         queued = 0;
         await writeAll(handle, batch, bytes);
-        unsynced += bytes;
-        if (syncing === undefined && unsynced >= EARLY_SYNC_BYTES) {
-          unsynced = 0;
+        written += bytes;
+        if (written >= earlySync) {
+          earlySync = Infinity;
           syncing = handle
             .datasync()
             .catch((e: unknown) => void (failed ??= { error: e }))
