@@ -203,6 +203,14 @@ export async function removeFile(file: string): Promise<void> {
   }
 }
 
+/** What {@link writeSource} needs of an open file (a `FileHandle`). */
+export interface SyncedFile {
+  write(bytes: Uint8Array): Promise<{ readonly bytesWritten: number }>;
+  writev(bytes: Uint8Array[]): Promise<{ readonly bytesWritten: number }>;
+  datasync(): Promise<void>;
+  sync(): Promise<void>;
+}
+
 /** Files at least this large get a background `fdatasync` before their end (see {@link writeSource}). */
 const EARLY_SYNC_MIN = 4 * 1024 * 1024;
 /** How far before the end of such a file the background `fdatasync` starts. */
@@ -222,7 +230,7 @@ const QUEUE_MAX = 8 * 1024 * 1024;
  * often was tried: each flush commits the journal, which stalls the writes still coming.)
  * `each` sees every chunk, in order, as it is taken.
  */
-export async function writeSource(handle: fs.FileHandle, chunks: AsyncIterable<Uint8Array>, size: number, each?: (chunk: Uint8Array) => void): Promise<void> {
+export async function writeSource(handle: SyncedFile, chunks: AsyncIterable<Uint8Array>, size: number, each?: (chunk: Uint8Array) => void): Promise<void> {
   let queue: Uint8Array[] = [];
   let queued = 0;
   let writing: Promise<void> | undefined;
@@ -274,7 +282,7 @@ export async function writeSource(handle: fs.FileHandle, chunks: AsyncIterable<U
 }
 
 /** One `writev` of the batch, continued until every byte is written (a short write is legal). */
-async function writeAll(handle: fs.FileHandle, batch: Uint8Array[], bytes: number): Promise<void> {
+async function writeAll(handle: SyncedFile, batch: Uint8Array[], bytes: number): Promise<void> {
   let rest = batch;
   let left = bytes;
   for (;;) {
