@@ -57,7 +57,7 @@ import { acquireClaim, CLAIM_PREFIX } from "./claim.js";
 import { parseEndpoint } from "./endpoint.js";
 import { checkDir, createFile, errno, FILE_MODE, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile, writeSource } from "./local-fs.js";
 import { isByteSource, sizeOf, sourceChanged } from "./byte-source.js";
-import { PARALLEL_MD5_MIN, ParallelMd5, sharedBuffer } from "../util/md5.js";
+import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 import type {
   Acl,
   GetOptions,
@@ -896,8 +896,10 @@ const READ_CHUNK = 1024 * 1024;
  * copy); in {@link READ_CHUNK} pieces when each is hashed or shown to `onData` on arrival.
  */
 async function readWhole(fd: number, size: number, hash?: Hasher, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
-  // Hashed in the worker: read into memory it shares, which it hashes where the bytes land.
-  const buf = hash instanceof ParallelMd5 ? sharedBuffer(size) : Buffer.allocUnsafe(size);
+  // Not in shared memory, though the MD5 worker could hash that where it lies (no staging copy):
+  // V8 does not count a SharedArrayBuffer towards the memory that triggers a collection, so
+  // a server answering 64 MiB GETs in a row kept a dead one per request (RSS 1.7 GiB after 25).
+  const buf = Buffer.allocUnsafe(size);
   const step = hash === undefined && onData === undefined ? size : READ_CHUNK;
   // A small span (a history peek, a small state) is read at once: cheaper than a trip
   // through libuv's thread pool. Larger ones are read asynchronously, chunk by chunk.

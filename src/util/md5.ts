@@ -83,8 +83,9 @@ export class ParallelMd5 {
 
   /**
    * Add bytes; resolves when the worker has room for more (backpressure). Bytes in shared
-   * memory (a `SharedArrayBuffer`, see {@link sharedBuffer}) are hashed where they are, with
-   * no copy and no wait: the caller must leave them unchanged until {@link digest} resolves.
+   * memory (a `SharedArrayBuffer`, as the S3 driver's watched bodies) are hashed where they
+   * are, with no copy and no wait: the caller must leave them unchanged until {@link digest}
+   * resolves.
    */
   async write(bytes: Uint8Array): Promise<void> {
     await this.offer(bytes);
@@ -147,15 +148,6 @@ export class ParallelMd5 {
     if (digest.startsWith("error:")) throw new Error(`md5 worker failed: ${digest.slice(6)}`);
     return digest;
   }
-}
-
-/**
- * A buffer of `size` bytes that {@link ParallelMd5} hashes in place when it is large enough to
- * be hashed in the worker (its memory is shared with the worker: no copy on the thread that
- * fills it); an ordinary buffer otherwise. Its bytes are uninitialised.
- */
-export function sharedBuffer(size: number): Buffer {
-  return size >= PARALLEL_MD5_MIN ? Buffer.from(new SharedArrayBuffer(size)) : Buffer.allocUnsafe(size);
 }
 
 /** Hex MD5 of bytes, on this thread. */

@@ -336,21 +336,17 @@ describe("FileDriver", () => {
     assert.equal(got.body.length, 1024);
   });
 
-  it("a large object read with its MD5 lands in memory the MD5 worker shares (hashed in place) and still proves its bytes", async () => {
+  it("a large object read with its MD5 is an ordinary buffer (a SharedArrayBuffer per read outlives its use: V8 does not collect them in time)", async () => {
     const d = freshDriver();
     const body = randomBytes(6 * 1024 * 1024);
     await d.put("big", body);
     const seen: number[] = [];
     const got = await d.get("big", { md5: true, onData: (_b, filled) => seen.push(filled) });
     assert.ok(got !== null);
-    assert.ok(got.body.buffer instanceof SharedArrayBuffer);
+    assert.ok(!(got.body.buffer instanceof SharedArrayBuffer));
     assert.deepEqual(got.body, body);
     assert.equal(got.md5, md5(body));
     assert.equal(seen.at(-1), body.length);
-    // A small one, and one read without its MD5, are ordinary buffers.
-    await d.put("small", body.subarray(0, 1000));
-    assert.ok(!((await d.get("small", { md5: true }))?.body.buffer instanceof SharedArrayBuffer));
-    assert.ok(!((await d.get("big"))?.body.buffer instanceof SharedArrayBuffer));
   });
 
   it("a streamed write in many small pieces is stored byte for byte (written in batches, flushed before its end)", async () => {
