@@ -436,6 +436,9 @@ export class FileDriver implements ObjectStoreDriver {
 
   async createBucket(): Promise<void> {
     try {
+      // Every write calls this: when the directories are there (two lstat calls, made
+      // synchronously), no trips through libuv's pool to mkdir what exists.
+      if ((await checkDir(this.bucketDir)) && (await checkDir(this.metaRoot))) return;
       await makeRootDir(this.rootDir);
       await makeDir(this.bucketDir);
       await makeDir(this.metaRoot);
