@@ -3,6 +3,8 @@
 //           BENCH_TARGET=ceph npm run bench:server     (Ceph RGW + dynalite; run through scripts/with-servers.sh)
 //  1. GET and POST of a 1 MiB and a 64 MiB state through the server vs readState / writeState
 //     in this process, paired rounds; the figure is the median of the per-round ratios.
+//     Beside them, the CPU time each side spent per operation (means): the library's process,
+//     the server process (all threads) and the client (this process during the server's turn).
 //     Peak memory of the server process above its baseline, in state sizes (a fresh server
 //     per measurement, VmHWM from /proc).
 //  2. LOCK -> POST 1 KiB -> UNLOCK through the server vs lock / writeState / unlock.
@@ -86,7 +88,9 @@ async function startServer() {
     child.on("exit", (code) => reject(new Error(`serve exited ${code}: ${err}`)));
   });
   const status = (k) => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))[1]) * 1024;
-  return { url, rss: () => status("VmRSS"), hwm: () => status("VmHWM"), stop: () => new Promise((r) => { child.on("exit", r); child.kill("SIGTERM"); }) };
+  // CPU time of all its threads (utime + stime, in clock ticks of 10 ms), in ms.
+  const cpu = () => { const f = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1].split(" "); return (Number(f[11]) + Number(f[12])) * 10; };
+  return { url, cpu, rss: () => status("VmRSS"), hwm: () => status("VmHWM"), stop: () => new Promise((r) => { child.on("exit", r); child.kill("SIGTERM"); }) };
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -209,6 +213,20 @@ const stateOf = (size) => {
   return Buffer.from(head + padding.slice(0, size - head.length - 2) + '"}');
 };
 const timed = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t; };
+/**
+ * CPU time per operation, next to the wall time: on 2 shared cores the wall-time ratio follows
+ * other processes' load, the CPU each side spends much less. `here` is this process (the
+ * library's whole work, or the client's), `server` the server process (all its threads).
+ */
+const cpuTimed = async (fn, server, into) => {
+  const s0 = server.cpu();
+  const p0 = process.cpuUsage();
+  const ms = await timed(fn);
+  const p = process.cpuUsage(p0);
+  into.push({ here: (p.user + p.system) / 1000, server: server.cpu() - s0 });
+  return ms;
+};
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const mib = (b) => (b / MiB).toFixed(1);
 
 const SIZES = (env.BENCH_SIZES ?? "1,64").split(",").map((m) => Number(m) * MiB);
@@ -219,6 +237,7 @@ for (const size of SIZES) {
   const ws = `s${size / MiB}`;
   const ratios = { GET: [], POST: [] };
   const ms = { GET: [[], []], POST: [[], []] };
+  const cpu = { GET: [[], []], POST: [[], []] };
   await backend.writeState(ws, stateOf(size));
   for (let r = 0; r < ROUNDS; r++) {
     const first = r % 2 === 0;
@@ -230,15 +249,26 @@ for (const size of SIZES) {
     md5s.set(b, createHash("md5").update(b).digest("base64"));
     const lib = async () => backend.writeState(ws, a);
     const srv = async () => { const x = await lean(server.url, "POST", `/state/${ws}`, b); if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`); };
-    const [tl, ts] = first ? [await timed(lib), await timed(srv)] : [await timed(srv), await timed(lib)].reverse();
+    const [l, sv] = [() => cpuTimed(lib, server, cpu.POST[0]), () => cpuTimed(srv, server, cpu.POST[1])];
+    const [tl, ts] = first ? [await l(), await sv()] : [await sv(), await l()].reverse();
     ms.POST[0].push(tl); ms.POST[1].push(ts); ratios.POST.push(ts / tl);
     const libR = async () => { if ((await backend.readState(ws)).length !== size) throw new Error("short read"); };
     const srvR = async () => { const x = await lean(server.url, "GET", `/state/${ws}`); if (x.body.length !== size) throw new Error(`GET ${x.status}`); };
-    const [gl, gs] = first ? [await timed(libR), await timed(srvR)] : [await timed(srvR), await timed(libR)].reverse();
+    const [lr, sr] = [() => cpuTimed(libR, server, cpu.GET[0]), () => cpuTimed(srvR, server, cpu.GET[1])];
+    const [gl, gs] = first ? [await lr(), await sr()] : [await sr(), await lr()].reverse();
     ms.GET[0].push(gl); ms.GET[1].push(gs); ratios.GET.push(gs / gl);
   }
   for (const op of ["GET", "POST"]) {
-    results.push({ what: `${op} ${size / MiB} MiB`, library_ms: median(ms[op][0]).toFixed(1), server_ms: median(ms[op][1]).toFixed(1), ratio: median(ratios[op]).toFixed(2) });
+    const [cl, cs] = cpu[op];
+    results.push({
+      what: `${op} ${size / MiB} MiB`,
+      library_ms: median(ms[op][0]).toFixed(1),
+      server_ms: median(ms[op][1]).toFixed(1),
+      ratio: median(ratios[op]).toFixed(2),
+      library_cpu_ms: mean(cl.map((c) => c.here)).toFixed(0),
+      server_cpu_ms: mean(cs.map((c) => c.server)).toFixed(0),
+      client_cpu_ms: mean(cs.map((c) => c.here)).toFixed(0),
+    });
   }
 }
 await server.stop();

@@ -202,3 +202,98 @@ export async function removeFile(file: string): Promise<void> {
     if (errno(e) !== "ENOENT") throw e;
   }
 }
+
+/** What {@link writeSource} needs of an open file (a `FileHandle`). */
+export interface SyncedFile {
+  write(bytes: Uint8Array): Promise<{ readonly bytesWritten: number }>;
+  writev(bytes: Uint8Array[]): Promise<{ readonly bytesWritten: number }>;
+  datasync(): Promise<void>;
+  sync(): Promise<void>;
+}
+
+/** Files at least this large get a background `fdatasync` before their end (see {@link writeSource}). */
+const EARLY_SYNC_MIN = 4 * 1024 * 1024;
+/** How far before the end of such a file the background `fdatasync` starts. */
+const EARLY_SYNC_BEFORE_END = 1024 * 1024;
+/** Most bytes queued behind a write in progress before the source is no longer read. */
+const QUEUE_MAX = 8 * 1024 * 1024;
+
+/**
+ * Write what `chunks` yields (`size` bytes expected) to `handle` from its current position,
+ * then fsync it. Chunks that arrive while a write is in progress go out together in the next
+ * one (one `writev`, no copy): a source yielding 64 KiB pieces (a request body) costs a
+ * system call and a trip through libuv's pool per batch, not per piece. Once all but the last
+ * {@link EARLY_SYNC_BEFORE_END} bytes of a large file are written, they are flushed to disk in
+ * the background (`fdatasync`), so the final fsync is left with the end: a source that holds
+ * back its end until it has checked itself (a request body against its Content-MD5) no longer
+ * waits for the whole file to reach the disk after its last byte. (Flushing earlier and more
+ * often was tried: each flush commits the journal, which stalls the writes still coming.)
+ * `each` sees every chunk, in order, as it is taken.
+ */
+export async function writeSource(handle: SyncedFile, chunks: AsyncIterable<Uint8Array>, size: number, each?: (chunk: Uint8Array) => void): Promise<void> {
+  let queue: Uint8Array[] = [];
+  let queued = 0;
+  let writing: Promise<void> | undefined;
+  let failed: { readonly error: unknown } | undefined;
+  let syncing: Promise<void> | undefined;
+  let written = 0;
+  let earlySync = size >= EARLY_SYNC_MIN ? size - EARLY_SYNC_BEFORE_END : Infinity;
+  // Cleared in the same step that finds the queue empty: a chunk queued after that starts a new drain.
+  const drain = async (): Promise<void> => {
+    try {
+      while (queue.length > 0 && failed === undefined) {
+        const batch = queue;
+        const bytes = queued;
+        queue = [];
+        queued = 0;
+        await writeAll(handle, batch, bytes);
+        written += bytes;
+        if (written >= earlySync) {
+          earlySync = Infinity;
+          syncing = handle
+            .datasync()
+            .catch((e: unknown) => void (failed ??= { error: e }))
+            .finally(() => (syncing = undefined));
+        }
+      }
+    } catch (e) {
+      failed ??= { error: e };
+    } finally {
+      writing = undefined;
+    }
+  };
+  try {
+    for await (const chunk of chunks) {
+      if (failed !== undefined) break;
+      each?.(chunk);
+      queue.push(chunk);
+      queued += chunk.length;
+      writing ??= drain();
+      // Backpressure: a fast source with a slow disk must not pile its whole body up here.
+      if (queued >= QUEUE_MAX && writing !== undefined) await writing;
+    }
+  } finally {
+    // Also when the source failed: nothing may still be writing once the caller closes the file.
+    while (writing !== undefined) await writing;
+    while (syncing !== undefined) await syncing;
+  }
+  if (failed !== undefined) throw failed.error;
+  await handle.sync();
+}
+
+/** One `writev` of the batch, continued until every byte is written (a short write is legal). */
+async function writeAll(handle: SyncedFile, batch: Uint8Array[], bytes: number): Promise<void> {
+  let rest = batch;
+  let left = bytes;
+  for (;;) {
+    const { bytesWritten } = rest.length === 1 ? await handle.write(rest[0] as Uint8Array) : await handle.writev(rest);
+    left -= bytesWritten;
+    if (left <= 0) return;
+    if (bytesWritten === 0) throw new Error("the file system accepted no bytes of a write");
+    // Drop what was written, then go on from the middle of the first piece not fully written.
+    let skip = bytesWritten;
+    let i = 0;
+    while (skip >= (rest[i] as Uint8Array).length) skip -= (rest[i++] as Uint8Array).length;
+    rest = [(rest[i] as Uint8Array).subarray(skip), ...rest.slice(i + 1)];
+  }
+}
