@@ -331,12 +331,14 @@ export function builderFactory<B>(spec: KindSpec, make: (props: Record<string, u
   class Builder {
     readonly #values: unknown[];
     #given = 0;
-    constructor(initial: Record<string, unknown>) {
+    constructor(initial: Record<string, unknown> | undefined) {
       const values = new Array<unknown>(list.length).fill(undefined);
-      for (const k in initial) {
-        const i = list.indexOf(k);
-        values[i] = initial[k];
-        this.#given |= bit(i);
+      if (initial !== undefined) {
+        for (const k in initial) {
+          const i = list.indexOf(k);
+          values[i] = initial[k];
+          this.#given |= bit(i);
+        }
       }
       this.#values = values;
     }
@@ -393,7 +395,7 @@ export function builderFactory<B>(spec: KindSpec, make: (props: Record<string, u
     });
     return shown;
   });
-  return (initial = {}) => new Builder(initial) as B;
+  return (initial) => new Builder(initial) as B;
 }
 
 let assumeRoleWarned = false;
