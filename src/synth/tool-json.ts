@@ -52,19 +52,12 @@ function keysOf(fields: readonly FieldSpec[]): Keys {
 const COMMON_KEYS = keysOf(COMMON_FIELDS);
 const ASSUME_ROLE_KEYS = keysOf(ASSUME_ROLE_FIELDS);
 
-/**
- * The set fields of `config` under their JSON keys, in table order: only the fields its set
- * mask names are read. The object starts as a copy of a template holding exactly those
- * keys (one per mask seen, V8 clones it in one step), so filling it adds no property: a
- * fresh `{}` given its keys one by one takes a hidden-class transition per key.
- */
+/** The set fields of `config` under their JSON keys, in table order: only the fields its set mask names are read. */
 function block(keys: Keys, config: object): JsonObject {
+  const out: JsonObject = {};
   const values = config as Record<string, unknown>;
   const { names, jsonKeys, nested } = keys;
-  const mask = setMaskOf(config);
-  const template = mask === -1 ? undefined : templateOf(keys, mask & keys.bits);
-  const out: JsonObject = template === undefined ? {} : { ...template };
-  for (let m = mask & keys.bits; m !== 0; ) {
+  for (let m = setMaskOf(config) & keys.bits; m !== 0; ) {
     const low = m & -m;
     m ^= low;
     const i = 31 - Math.clz32(low);
@@ -73,20 +66,6 @@ function block(keys: Keys, config: object): JsonObject {
     out[jsonKeys[i] as string] = i === nested ? block(ASSUME_ROLE_KEYS, v as ObjectStoreAssumeRole) : v;
   }
   return out;
-}
-
-/** Templates by set mask, per field table; bounded, as a program could combine fields in many ways. */
-const templates = new Map<Keys, Map<number, JsonObject>>();
-function templateOf(keys: Keys, mask: number): JsonObject | undefined {
-  let byMask = templates.get(keys);
-  if (byMask === undefined) templates.set(keys, (byMask = new Map()));
-  let template = byMask.get(mask);
-  if (template === undefined && byMask.size < 64) {
-    template = {};
-    for (let i = 0; i < keys.jsonKeys.length; i++) if ((mask & (1 << i)) !== 0) template[keys.jsonKeys[i] as string] = undefined;
-    byMask.set(mask, template);
-  }
-  return template;
 }
 
 /** The `objectstore` block of a backend (or the `config` of a remote state). */

@@ -61,8 +61,8 @@ describe("builders", () => {
 });
 
 describe("synthesis from the set mask", () => {
-  // Every combination of a few optional fields (more masks than the template cache keeps),
-  // built both ways, against the JSON written out by hand from the props.
+  // Every combination of a few optional fields, built both ways, against the JSON written
+  // out by hand from the props.
   const OPTIONAL = { acl: "private", encrypt: false, key: "k.tfstate", region: "eu-west-1", kvstoreTable: "locks", workspace: "prod", defaults: { a: 1 } } as const;
   const JSON_KEY = Object.fromEntries(REMOTE_STATE_FIELDS.map((f) => [f.name, f.jsonKey]));
   const names = Object.keys(OPTIONAL) as (keyof typeof OPTIONAL)[];
