@@ -323,6 +323,7 @@ export function builderFactory<B>(spec: KindSpec, make: (props: Record<string, u
   const plan = planOf(spec.fields);
   const { list, takers, blank } = plan;
   const secret = spec.fields.map((f) => f.secret);
+  const unset: unknown[] = list.map(() => undefined);
   let valuesOf: (builder: object) => unknown[] = () => [];
   // The values are private fields: one slot per field in table order and a mask of the
   // slots written. No property of a builder, hidden or not, can show a secret to
@@ -332,7 +333,7 @@ export function builderFactory<B>(spec: KindSpec, make: (props: Record<string, u
     readonly #values: unknown[];
     #given = 0;
     constructor(initial: Record<string, unknown> | undefined) {
-      const values = new Array<unknown>(list.length).fill(undefined);
+      const values = unset.slice(); // a copy of a packed array is one step; fill() is a runtime call
       if (initial !== undefined) {
         for (const k in initial) {
           const i = list.indexOf(k);
