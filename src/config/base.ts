@@ -238,8 +238,10 @@ export abstract class ConfigObject {
   /**
    * Validates `props` against `spec`, then copies the values onto the new object in one
    * `Object.assign` from a plain object of the kind's shape (every field, in table order)
-   * and freezes it. V8 copies such a source onto a fresh instance without a hidden-class
-   * transition per field, and the frozen instances of a class share one hidden class.
+   * and freezes it; the frozen instances of a class share one hidden class. Measured on
+   * 1,000 cold objects: fewer instructions and about half the bytes of the object literal
+   * `{ __proto__, ...blank }` this replaces (its spread regrew the property store field by
+   * field), and no more than a constructor generated with literal stores.
    */
   protected constructor(spec: KindSpec, props: unknown, path = "") {
     let done: Checked | undefined;
