@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { inspect } from "node:util";
 import { backendToolJson, DataRemoteStateObjectStore, DataRemoteStateObjectStoreConfig, ObjectStoreBackendConfig, remoteStateToolJson, REMOTE_STATE_FIELDS } from "../../../src/index.js";
+import { builderFactory } from "../../../src/config/base.js";
 
 process.removeAllListeners("warning");
 
@@ -51,6 +52,12 @@ describe("builders", () => {
     assert.ok(!raw.includes("TOP-SECRET"), raw);
     assert.deepEqual(Object.getOwnPropertyNames(b), []);
     assert.deepEqual(Object.getOwnPropertySymbols(b), []);
+  });
+
+  it("refuse a field table longer than a set mask (30 fields) when the kind is defined", () => {
+    const fields = Array.from({ length: 31 }, (_, i) => ({ ...REMOTE_STATE_FIELDS[1], name: `f${i}`, jsonKey: `f${i}` }));
+    assert.throws(() => builderFactory({ className: "Wide", fields }, (p) => p), /a field table of 31 fields: set masks hold 30/);
+    assert.doesNotThrow(() => builderFactory({ className: "Wide", fields: fields.slice(0, 30) }, (p) => p));
   });
 
   it("toBuilder() starts from every set field", () => {
