@@ -195,7 +195,11 @@ function closure(roots, exclude, withDeferred = false) {
   roots.forEach(visit);
   return out;
 }
-const core = closure(["index", "config-entry"], new Set());
+// Two tiny modules the library loads only on first use but the command needs before it
+// knows which command runs (`--version`'s text): in the main chunk, `objstate --help`
+// compiles no runtime chunk (107 KB) for them.
+const CORE_EXTRA = ["version", "util/builtins"];
+const core = closure(["index", "config-entry", ...CORE_EXTRA], new Set());
 const runtime = closure(["index", "config-entry"], core, true);
 for (const id of core) for (const t of modules.get(id).deferred) if (!core.has(t)) closure([t], core, true).forEach((x) => runtime.add(x));
 const state = closure(["state-entry"], new Set([...core, ...runtime]), true);

@@ -255,7 +255,9 @@ export function program(argv?: readonly string[]): Command {
   const serve = root
     .command("serve")
     .description("serve the state over the tool's http backend protocol (/state/{workspace}, LOCK/UNLOCK), a JSON API (/api/v1), /healthz, /readyz and /metrics; runs until SIGTERM or SIGINT, then finishes requests in flight");
-  addSettingsOptions(addServeOptions(serve)).action(async (...args: unknown[]) => (await import("./serve.js")).serveAction(optsOf(args)));
+  // Its own flags too wait for complete(serve): settings.js is in the commands' chunk, which `--help` need not load.
+  pending.set(serve, () => settingsOptions(addServeOptions(serve)));
+  serve.action(async (...args: unknown[]) => (await import("./serve.js")).serveAction(optsOf(args)));
   serve
     .command("hash-password")
     .description("add a user (scrypt-hashed password read from standard input) with roles to a users file, or print the entry")

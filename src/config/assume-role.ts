@@ -55,4 +55,4 @@ export class ObjectStoreAssumeRole extends ConfigObject {
 export interface ObjectStoreAssumeRole extends ValuesOf<Fields>, GettersOf<Fields> {}
 installGetters(ObjectStoreAssumeRole.prototype, ASSUME_ROLE_FIELDS);
 
-const newBuilder = builderFactory<ObjectStoreAssumeRoleBuilder>("ObjectStoreAssumeRole", ASSUME_ROLE_FIELDS, (p) => ObjectStoreAssumeRole.from(p as ObjectStoreAssumeRoleProps));
+const newBuilder = builderFactory<ObjectStoreAssumeRoleBuilder>(SPEC, (p) => ObjectStoreAssumeRole.from(p as ObjectStoreAssumeRoleProps));

@@ -60,4 +60,4 @@ export class ObjectStoreBackendConfig extends ConfigObject {
 export interface ObjectStoreBackendConfig extends ValuesOf<Fields>, GettersOf<Fields> {}
 installGetters(ObjectStoreBackendConfig.prototype, COMMON_FIELDS);
 
-const newBuilder = builderFactory<ObjectStoreBackendConfigBuilder>("ObjectStoreBackendConfig", COMMON_FIELDS, (p) => ObjectStoreBackendConfig.from(p as ObjectStoreBackendConfigProps));
+const newBuilder = builderFactory<ObjectStoreBackendConfigBuilder>(SPEC, (p) => ObjectStoreBackendConfig.from(p as ObjectStoreBackendConfigProps));

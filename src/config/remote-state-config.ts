@@ -54,4 +54,4 @@ export class DataRemoteStateObjectStoreConfig extends ConfigObject {
 export interface DataRemoteStateObjectStoreConfig extends ValuesOf<Fields>, GettersOf<Fields> {}
 installGetters(DataRemoteStateObjectStoreConfig.prototype, REMOTE_STATE_FIELDS);
 
-const newBuilder = builderFactory<DataRemoteStateObjectStoreConfigBuilder>("DataRemoteStateObjectStoreConfig", REMOTE_STATE_FIELDS, (p) => DataRemoteStateObjectStoreConfig.from(p as DataRemoteStateObjectStoreConfigProps));
+const newBuilder = builderFactory<DataRemoteStateObjectStoreConfigBuilder>(SPEC, (p) => DataRemoteStateObjectStoreConfig.from(p as DataRemoteStateObjectStoreConfigProps));

@@ -5,6 +5,7 @@
  */
 import type { ObjectStoreAssumeRole } from "../config/assume-role.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
+import { setMaskOf } from "../config/base.js";
 import { ConfigError } from "../config/errors.js";
 import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fields.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
@@ -36,33 +37,40 @@ export interface ToolJson {
   data?: RemoteStateToolJson["data"];
 }
 
-/** A field table read once into plain arrays: the loop in `block` runs for every field of every config. */
+/** A field table read once into plain arrays: the loop in `block` runs for every set field of every config. */
 interface Keys {
   readonly names: readonly string[];
   readonly jsonKeys: readonly string[];
   /** Index of the nested block's field, or -1. */
   readonly nested: number;
+  /** The set-mask bits of these fields (the common fields come first in both config tables). */
+  readonly bits: number;
 }
 function keysOf(fields: readonly FieldSpec[]): Keys {
-  return { names: fields.map((f) => f.name), jsonKeys: fields.map((f) => f.jsonKey), nested: fields.findIndex((f) => f.kind === "assumeRole") };
+  return { names: fields.map((f) => f.name), jsonKeys: fields.map((f) => f.jsonKey), nested: fields.findIndex((f) => f.kind === "assumeRole"), bits: 2 ** fields.length - 1 };
 }
 const COMMON_KEYS = keysOf(COMMON_FIELDS);
 const ASSUME_ROLE_KEYS = keysOf(ASSUME_ROLE_FIELDS);
 
-function block(keys: Keys, values: Record<string, unknown>): JsonObject {
+/** The set fields of `config` under their JSON keys, in table order: only the fields its set mask names are read. */
+function block(keys: Keys, config: object): JsonObject {
   const out: JsonObject = {};
+  const values = config as Record<string, unknown>;
   const { names, jsonKeys, nested } = keys;
-  for (let i = 0; i < names.length; i++) {
+  for (let m = setMaskOf(config) & keys.bits; m !== 0; ) {
+    const low = m & -m;
+    m ^= low;
+    const i = 31 - Math.clz32(low);
     const v = values[names[i] as string];
-    if (v === undefined) continue;
-    out[jsonKeys[i] as string] = i === nested ? block(ASSUME_ROLE_KEYS, v as ObjectStoreAssumeRole as unknown as Record<string, unknown>) : v;
+    if (v === undefined) continue; // only without a mask: a set field is never undefined
+    out[jsonKeys[i] as string] = i === nested ? block(ASSUME_ROLE_KEYS, v as ObjectStoreAssumeRole) : v;
   }
   return out;
 }
 
 /** The `objectstore` block of a backend (or the `config` of a remote state). */
 export function backendBlock(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig): JsonObject {
-  return block(COMMON_KEYS, config as unknown as Record<string, unknown>);
+  return block(COMMON_KEYS, config);
 }
 
 /** The backend document of a config. */

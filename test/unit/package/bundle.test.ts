@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -92,6 +92,22 @@ console.log(typeof ObjectStoreBackend.connect, Object.keys(createRequire(import.
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout.trim(), "function none");
     assert.ok(existsSync(join(repo, "dist", "pkg", "objstate-runtime.cjs")));
+  });
+
+  it("objstate --help compiles only the command's first chunk (no runtime, no commands' chunk)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "objstate-help-chunks-"));
+    try {
+      // Loaded before the command: on exit, the bundle's CommonJS chunks that were required.
+      const preload = join(dir, "chunks.cjs");
+      writeFileSync(preload, `process.on("exit", () => process.stderr.write("chunks: " + Object.keys(require.cache).filter((f) => f.includes("/dist/pkg/objstate-")).map((f) => f.split("/").pop()).join(",") + "\\n"));`);
+      const r = spawnSync(process.execPath, ["--require", preload, join(repo, pkg.bin.objstate), "--help"], { encoding: "utf8", timeout: 30_000 });
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /^Usage: objstate/);
+      assert.match(r.stdout, /serve \[options\]/);
+      assert.equal(/chunks: (.*)/.exec(r.stderr)?.[1], "objstate-cli.cjs");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("maps stack frames to src/*.ts with --enable-source-maps", () => {
