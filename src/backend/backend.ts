@@ -499,22 +499,15 @@ export class ObjectStoreBackend {
     hashing.catch(() => undefined); // awaited later; a failure before then must not go unhandled
     const input: Incoming = { body, size, header: incoming, hashing, streamed: isByteSource(body) };
     const locks = this.table;
-    // A body that checks itself as it arrives (the server's) can reach the store's disk
-    // while the lock and the guard are being seen to; the put below takes it or it is dropped.
-    const staged = isByteSource(body) && options.md5 !== undefined ? this.store.stage?.(this.statePath(workspace), body, options.md5.toLowerCase()) : undefined;
-    try {
-      if (this.locking.enabled && options.lockId === undefined) {
-        const held = await this.acquire(workspace, { operation: "writeState" });
-        try {
-          return await this.writeFenced(workspace, input, locks, held.info, options);
-        } finally {
-          await held.release();
-        }
+    if (this.locking.enabled && options.lockId === undefined) {
+      const held = await this.acquire(workspace, { operation: "writeState" });
+      try {
+        return await this.writeFenced(workspace, input, locks, held.info, options);
+      } finally {
+        await held.release();
       }
-      return await this.writeFenced(workspace, input, locks, undefined, options);
-    } finally {
-      staged?.release();
     }
+    return this.writeFenced(workspace, input, locks, undefined, options);
   }
 
   private async writeFenced(workspace: string, input: Incoming, locks: LockTableDriver | undefined, ownLock: LockInfo | undefined, options: WriteOptions): Promise<WriteResult> {

@@ -72,7 +72,6 @@ import type {
   ObjectVersion,
   ByteSource,
   PutBody,
-  StagedWrite,
   PutOptions,
   Retention,
   StoreDriverOptions,
@@ -143,8 +142,6 @@ export class FileDriver implements ObjectStoreDriver {
   private readonly rootDir: string;
   private readonly metaRoot: string;
   private readonly versionsRoot: string;
-  /** Writes started by {@link stage}, by their source, until a put takes them. */
-  private readonly staged = new WeakMap<ByteSource, Staging>();
 
   constructor(options: StoreDriverOptions) {
     const ep = parseEndpoint(options.endpoint, options.cwd);
@@ -256,14 +253,13 @@ export class FileDriver implements ObjectStoreDriver {
 
   async put(key: string, body: PutBody, options: PutOptions = {}): Promise<void> {
     const file = this.objectPath(key);
-    const staging = this.takeStaged(key, body, options);
     await this.createBucket();
-    const temp = staging?.temp ?? path.join(this.bucketDir, tempName(key));
+    const temp = path.join(this.bucketDir, tempName(key));
     const size = sizeOf(body);
     try {
       let written: { stat: BigIntStats; md5: string };
       try {
-        written = staging !== undefined ? await staging.finish() : await writeTemp(temp, body, options, `the bytes for ${key}`);
+        written = await writeTemp(temp, body, options, `the bytes for ${key}`);
       } catch (e) {
         if (e instanceof ObjstateError) throw e;
         throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
@@ -301,62 +297,6 @@ export class FileDriver implements ObjectStoreDriver {
       await removeFile(temp).catch(() => undefined);
     }
     options.onProgress?.(size, size);
-  }
-
-  /**
-   * Write a request body to a temp file while it arrives, before the caller's lock and guard
-   * (see {@link ObjectStoreDriver.stage}). All but its last chunk are written (and flushed)
-   * ahead; the last waits for the put, so the file's time, which is its version's, is the
-   * put's and versions keep the order of their puts.
-   */
-  stage(key: string, source: ByteSource, md5: string): StagedWrite | undefined {
-    // (An empty source has no last chunk to hold: its file's time would not be the put's.)
-    if (source.verifiedMd5 !== md5 || source.size === 0 || this.staged.has(source)) return undefined;
-    const temp = path.join(this.bucketDir, tempName(key));
-    let open = (): void => undefined;
-    let abandon = (): void => undefined;
-    const gate = new Promise<void>((resolve, reject) => {
-      open = resolve;
-      abandon = () => reject(new ObjstateError("STORE_ERROR", `the write of ${key} started ahead was abandoned`));
-    });
-    gate.catch(() => undefined);
-    const what = `the bytes for ${key}`;
-    const writing = this.createBucket().then(() => writeTemp(temp, lastWaitsFor(source, gate), { md5 }, what));
-    writing.catch(() => undefined); // awaited by the put, or only settled when abandoned
-    const staging: Staging = {
-      key,
-      md5,
-      temp,
-      taken: false,
-      finish: () => {
-        open();
-        return writing;
-      },
-    };
-    this.staged.set(source, staging);
-    return {
-      release: () => {
-        if (staging.taken) return;
-        staging.taken = true;
-        this.staged.delete(source);
-        abandon();
-        // The writer ends once its source does (the body completes, fails or times out).
-        void writing.then(
-          () => removeFile(temp),
-          () => removeFile(temp),
-        ).catch(() => undefined);
-      },
-    };
-  }
-
-  /** The write staged for this very put (same key, source and MD5), taken once. */
-  private takeStaged(key: string, body: PutBody, options: PutOptions): Staging | undefined {
-    if (!isByteSource(body)) return undefined;
-    const staging = this.staged.get(body);
-    if (staging === undefined || staging.taken || staging.key !== key || options.md5 !== staging.md5) return undefined;
-    staging.taken = true;
-    this.staged.delete(body);
-    return staging;
   }
 
   async *list(prefix: string, _options?: ListOptions): AsyncIterable<string> {
@@ -858,33 +798,6 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
   } finally {
     await handle.close();
   }
-}
-
-/** A write started by {@link FileDriver.stage}. */
-interface Staging {
-  readonly key: string;
-  readonly md5: string;
-  readonly temp: string;
-  /** Taken by a put, or released: either way no one else takes it. */
-  taken: boolean;
-  /** Let the last chunk through; the temp file's stat and MD5 once it is written and fsynced. */
-  finish(): Promise<{ stat: BigIntStats; md5: string }>;
-}
-
-/** `source` with the chunk that completes it held until `gate` opens (it fails if the gate does). */
-function lastWaitsFor(source: ByteSource, gate: Promise<void>): ByteSource {
-  return {
-    size: source.size,
-    verifiedMd5: source.verifiedMd5,
-    async *open() {
-      let at = 0;
-      for await (const chunk of source.open()) {
-        at += chunk.length;
-        if (at >= source.size) await gate;
-        yield chunk;
-      }
-    },
-  };
 }
 
 /** A read of `source` that fails when it yields more or fewer bytes than its size (it changed). */

@@ -56,12 +56,6 @@ export interface ByteSource {
   readonly verifiedMd5?: string | undefined;
 }
 
-/** A write started ahead of its put (see {@link ObjectStoreDriver.stage}). */
-export interface StagedWrite {
-  /** The caller is done: when no put took the write, it is abandoned and its temp file removed. */
-  release(): void;
-}
-
 /** What a driver stores: bytes in memory, or a {@link ByteSource} streamed to the store. */
 export type PutBody = Buffer | ByteSource;
 
@@ -258,17 +252,6 @@ export interface ObjectStoreDriver {
    * changed since it was hashed.
    */
   put(key: string, body: PutBody, options?: PutOptions): Promise<void>;
-  /**
-   * Start writing a streamed body that a later {@link put} of `key` with this same source
-   * and `md5` will store, while the caller does other work first (takes a lock, reads the
-   * stored state for its guard): the bytes reach the disk as they arrive instead of after
-   * that work. Nothing becomes visible before the put; the put still makes every check it
-   * makes. Only for a source that checks itself against `md5` ({@link ByteSource.verifiedMd5});
-   * undefined when the driver does not do this (S3 sends conditions with the upload).
-   * The caller must `release()` the result once it is done, put or not: a staged write no
-   * put took is abandoned and its temp file removed.
-   */
-  stage?(key: string, source: ByteSource, md5: string): StagedWrite | undefined;
   /** Every key starting with `prefix`, in lexicographic order, all pages followed. */
   list(prefix: string, options?: ListOptions): AsyncIterable<string>;
   /**
