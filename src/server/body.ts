@@ -98,8 +98,7 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
   };
   const done = new Promise<string>((resolve, reject) => {
     const hash = hasher(declared);
-    // One timer, pushed back on every chunk (refresh: no new timer per 64 KiB read).
-    const timer = setTimeout(() => fail(new ObjstateError("CLIENT_TIMEOUT", `the client sent no data for ${limits.idleMs} ms in the middle of its request body (--client-timeout)`)), limits.idleMs);
+    let timer: NodeJS.Timeout | undefined;
     const fail = (e: ObjstateError): void => {
       clearTimeout(timer);
       hash.digest().catch(() => undefined); // releases the worker's job
@@ -107,7 +106,11 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
       req.pause();
       reject(e);
     };
-    const arm = (): void => void timer.refresh();
+    const arm = (): void => {
+      clearTimeout(timer);
+      timer = setTimeout(() => fail(new ObjstateError("CLIENT_TIMEOUT", `the client sent no data for ${limits.idleMs} ms in the middle of its request body (--client-timeout)`)), limits.idleMs);
+    };
+    arm();
     req.on("data", (chunk: Buffer) => {
       if (filled + chunk.length > limits.maxBytes) return fail(tooLarge(undefined, limits.maxBytes));
       if (declared !== undefined && filled + chunk.length > declared) return fail(new ObjstateError("BAD_REQUEST", "the request body is longer than its Content-Length"));
@@ -224,23 +227,12 @@ function hasher(declared: number | undefined): Hasher {
     return { update: (c) => void h.update(c), digest: () => Promise.resolve((result ??= h.digest("hex"))) };
   }
   const h = new ParallelMd5();
-  // Chunks are fresh buffers from the socket: holding them until the worker has room costs no
-  // copy. They go to the worker at once while it has room (no promise per chunk), else wait in order.
-  let waiting: Buffer[] = [];
-  let busy: Promise<void> | undefined;
-  const pump = async (): Promise<void> => {
-    for (let i = 0; i < waiting.length; i++) await h.write(waiting[i] as Buffer);
-    waiting = [];
-    busy = undefined;
-  };
+  // Chunks are fresh buffers from the socket: holding them until the worker has room costs no copy.
+  let chain: Promise<void> = Promise.resolve();
   let result: Promise<string> | undefined;
   return {
-    update: (c) => {
-      if (busy !== undefined) return void waiting.push(c);
-      const wait = h.offer(c);
-      if (wait !== undefined) busy = wait.then(pump);
-    },
-    digest: () => (result ??= (busy ?? Promise.resolve()).then(() => h.digest())),
+    update: (c) => void (chain = chain.then(() => h.write(c))),
+    digest: () => (result ??= chain.then(() => h.digest())),
   };
 }
 

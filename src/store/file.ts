@@ -55,8 +55,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
 import { acquireClaim, CLAIM_PREFIX } from "./claim.js";
 import { parseEndpoint } from "./endpoint.js";
-import { checkDir, createFile, errno, FILE_MODE, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile, writeSource } from "./local-fs.js";
-import { isByteSource, sizeOf, sourceChanged } from "./byte-source.js";
+import { checkDir, createFile, errno, FILE_MODE, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile } from "./local-fs.js";
+import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
 import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 import type {
   Acl,
@@ -70,7 +70,6 @@ import type {
   ObjectMeta,
   ObjectStoreDriver,
   ObjectVersion,
-  ByteSource,
   PutBody,
   PutOptions,
   Retention,
@@ -436,9 +435,6 @@ export class FileDriver implements ObjectStoreDriver {
 
   async createBucket(): Promise<void> {
     try {
-      // Every write calls this: when the directories are there (two lstat calls, made
-      // synchronously), no trips through libuv's pool to mkdir what exists.
-      if ((await checkDir(this.bucketDir)) && (await checkDir(this.metaRoot))) return;
       await makeRootDir(this.rootDir);
       await makeDir(this.bucketDir);
       await makeDir(this.metaRoot);
@@ -788,27 +784,22 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
   try {
     await handle.chmod(FILE_MODE);
     const hash = trusted === undefined ? createHash("md5") : undefined;
-    let taken = 0;
-    await writeSource(handle, checkedRead(body, what), body.size, (chunk) => {
-      hash?.update(chunk);
-      taken += chunk.length;
-      onProgress?.(taken, body.size);
-    });
+    let written = 0;
+    await readThrough(
+      body,
+      async (chunk) => {
+        hash?.update(chunk);
+        for (let off = 0; off < chunk.length; ) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
+        written += chunk.length;
+        onProgress?.(written, body.size);
+      },
+      what,
+    );
+    await handle.sync();
     return { stat: await handle.stat({ bigint: true }), md5: hash?.digest("hex") ?? (trusted as string) };
   } finally {
     await handle.close();
   }
-}
-
-/** A read of `source` that fails when it yields more or fewer bytes than its size (it changed). */
-async function* checkedRead(source: ByteSource, what: string): AsyncIterable<Uint8Array> {
-  let total = 0;
-  for await (const chunk of source.open()) {
-    total += chunk.length;
-    if (total > source.size) break;
-    yield chunk;
-  }
-  if (total !== source.size) throw sourceChanged(what, source.size, total);
 }
 
 /** Temp file name: a UUID, then the encoded key when it fits, so leftovers can name their key. */
@@ -900,9 +891,6 @@ const READ_CHUNK = 1024 * 1024;
  * Exported for its test.
  */
 export async function readWhole(fd: number, size: number, hash?: Hasher, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
-  // Not in shared memory, though the MD5 worker could hash that where it lies (no staging copy):
-  // V8 does not count a SharedArrayBuffer towards the memory that triggers a collection, so
-  // a server answering 64 MiB GETs in a row kept a dead one per request (RSS 1.7 GiB after 25).
   const buf = Buffer.allocUnsafe(size);
   const step = hash === undefined && onData === undefined ? size : READ_CHUNK;
   // A small span (a history peek, a small state) is read at once: cheaper than a trip

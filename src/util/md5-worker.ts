@@ -5,10 +5,6 @@ import { parentPort } from "node:worker_threads";
 interface Message {
   readonly id: number;
   readonly data?: ArrayBuffer;
-  /** Bytes in memory shared with the sender, hashed in place (nothing to hand back). */
-  readonly shared?: SharedArrayBuffer;
-  readonly offset?: number;
-  readonly length?: number;
   readonly end?: boolean;
 }
 
@@ -26,7 +22,6 @@ port.on("message", (m: Message) => {
     // Hand the slice back for reuse: no garbage piles up on either side.
     port.postMessage({ id: m.id, ack: true, data: m.data }, [m.data]);
   }
-  if (m.shared !== undefined) h.update(new Uint8Array(m.shared, m.offset, m.length));
   if (m.end === true) {
     jobs.delete(m.id);
     port.postMessage({ id: m.id, digest: h.digest("hex") });

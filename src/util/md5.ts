@@ -81,56 +81,21 @@ export class ParallelMd5 {
     this.worker.ref();
   }
 
-  /**
-   * Add bytes; resolves when the worker has room for more (backpressure). Bytes in shared
-   * memory (a `SharedArrayBuffer`, as the S3 driver's watched bodies) are hashed where they
-   * are, with no copy and no wait: the caller must leave them unchanged until {@link digest}
-   * resolves.
-   */
+  /** Add bytes; resolves when the worker has room for more (backpressure). */
   async write(bytes: Uint8Array): Promise<void> {
-    await this.offer(bytes);
-  }
-
-  /**
-   * {@link write} without a promise when none is needed: undefined when all of `bytes` was
-   * taken at once, else a promise that resolves once the rest was (the worker had no room).
-   * The next bytes may be offered only after that.
-   */
-  offer(bytes: Uint8Array): Promise<void> | undefined {
-    if (bytes.buffer instanceof SharedArrayBuffer && bytes.length > 0) {
-      // Whatever was staged before them goes first: the worker hashes in the order it is sent.
-      if (this.filled > 0) {
-        if (this.job.inFlight >= WINDOW) return this.flush().then(() => this.offer(bytes));
-        this.post();
-      }
-      this.worker.postMessage({ id: this.id, shared: bytes.buffer, offset: bytes.byteOffset, length: bytes.length });
-      return undefined;
-    }
     let off = 0;
     while (off < bytes.length) {
       const n = Math.min(SLICE - this.filled, bytes.length - off);
       this.staging.set(bytes.subarray(off, off + n), this.filled);
       this.filled += n;
       off += n;
-      if (this.filled === SLICE) {
-        if (this.job.inFlight >= WINDOW) {
-          const rest = bytes.subarray(off);
-          return this.flush().then(() => this.offer(rest));
-        }
-        this.post();
-      }
+      if (this.filled === SLICE) await this.flush();
     }
-    return undefined;
   }
 
   private async flush(): Promise<void> {
     if (this.filled === 0) return;
     while (this.job.inFlight >= WINDOW) await new Promise<void>((resolve) => (this.job.wake = resolve));
-    this.post();
-  }
-
-  /** Send the staged bytes (the caller made sure the worker has room). */
-  private post(): void {
     const data = this.filled === SLICE ? (this.staging.buffer as ArrayBuffer) : this.staging.slice(0, this.filled).buffer;
     this.job.inFlight += 1;
     this.worker.postMessage({ id: this.id, data }, [data]);
