@@ -8,8 +8,8 @@
  * random moment and tries again. Two callers can never both hold: each creates before it
  * lists, so of two overlapping callers the later lister always sees the earlier one's
  * file. Only names are ever removed that were judged dead, and every name is used once
- * (a fresh one per attempt), so breaking a dead claim can never remove a live one (unlike breaking a shared lock
- * name, which races with its next owner).
+ * (a fresh one per attempt), so breaking a dead claim can never remove a live one
+ * (unlike breaking a shared lock name, which races with its next owner).
  *
  * A claim is dead when its process is gone (same host, pid not running) or it is older
  * than {@link CLAIM_STALE_MS}; a holder only keeps it for a rename and an fsync, so a

@@ -57,7 +57,7 @@ import { acquireClaim, CLAIM_PREFIX } from "./claim.js";
 import { parseEndpoint } from "./endpoint.js";
 import { checkDir, createFile, errno, FILE_MODE, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile } from "./local-fs.js";
 import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
-import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
+import { hasherFor, type Hasher } from "../util/md5.js";
 import type {
   Acl,
   GetOptions,
@@ -162,7 +162,7 @@ export class FileDriver implements ObjectStoreDriver {
       // Hash what was actually read (a file edited in place must not pass for the stored
       // etag), chunk by chunk while the rest is read: off the main thread for large objects.
       if (!partial) options.onStart?.(meta.etag);
-      const hash = options.md5 === true && !partial ? newHasher(whole) : undefined;
+      const hash = options.md5 === true && !partial ? hasherFor(whole) : undefined;
       let body: Buffer;
       try {
         body = await readWhole(v.fd, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash, options.onData);
@@ -870,17 +870,6 @@ function versionId(stat: BigIntStats): string {
   return `${stat.ino}-${stat.mtimeNs}`;
 }
 
-/** Hashes bytes as they are read: in the worker thread for large objects, inline for small ones. */
-export interface Hasher {
-  write(bytes: Uint8Array): Promise<void> | void;
-  digest(): Promise<string> | string;
-}
-
-function newHasher(size: number): Hasher {
-  if (size >= PARALLEL_MD5_MIN) return new ParallelMd5();
-  const h = createHash("md5");
-  return { write: (b) => void h.update(b), digest: () => h.digest("hex") };
-}
 
 /** Reads per call when the bytes are hashed or watched as they arrive (`GetOptions.onData`). */
 const READ_CHUNK = 1024 * 1024;

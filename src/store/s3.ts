@@ -34,7 +34,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { armClient, deadlineMs, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning, type Timeouts } from "../util/sdk-client.js";
-import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
+import { hasherFor, type Hasher } from "../util/md5.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "./endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
 import type {
@@ -162,7 +162,7 @@ export class S3Driver implements ObjectStoreDriver {
       }
       options.onStart?.(plainMd5Etag(res) ?? metadataMd5(res));
       const etagMd5 = options.md5 === true ? (plainMd5Etag(res) ?? metadataMd5(res)) : undefined;
-      const hash = options.md5 === true && etagMd5 === undefined ? newHasher(res.ContentLength) : undefined;
+      const hash = options.md5 === true && etagMd5 === undefined ? hasherFor(res.ContentLength) : undefined;
       const body = await readBody(res.Body, res.ContentLength, hash, options.onData, options.sharedBody === true);
       const meta = toMeta({ ...res, ContentLength: body.length });
       return { body, meta, md5: etagMd5 ?? (await hash?.digest()) };
@@ -659,17 +659,6 @@ function sdkCredentialsFor(provider: CredentialsProvider | undefined): SdkCreden
   );
 }
 
-/** Hashes bytes as they arrive: in the worker thread for large bodies, inline for small ones. */
-export interface Hasher {
-  write(bytes: Uint8Array): Promise<void> | void;
-  digest(): Promise<string> | string;
-}
-
-function newHasher(length: number | undefined): Hasher {
-  if (length !== undefined && length >= PARALLEL_MD5_MIN) return new ParallelMd5();
-  const h = createHash("md5");
-  return { write: (b) => void h.update(b), digest: () => h.digest("hex") };
-}
 
 /**
  * A body watched while it arrives (`onData`) by a caller that asks for shared memory

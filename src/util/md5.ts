@@ -115,6 +115,19 @@ export class ParallelMd5 {
   }
 }
 
+/** An MD5 taken as bytes are read, in order (see {@link hasherFor}). */
+export interface Hasher {
+  write(bytes: Uint8Array): Promise<void> | void;
+  digest(): Promise<string> | string;
+}
+
+/** A hasher for an object of `size` bytes: in the worker thread when large, inline when small or of unknown size. */
+export function hasherFor(size: number | undefined): Hasher {
+  if (size !== undefined && size >= PARALLEL_MD5_MIN) return new ParallelMd5();
+  const h = nodeCrypto().createHash("md5");
+  return { write: (b) => void h.update(b), digest: () => h.digest("hex") };
+}
+
 /** Hex MD5 of bytes, on this thread. */
 export function md5Hex(bytes: Uint8Array): string {
   return nodeCrypto().createHash("md5").update(bytes).digest("hex");

@@ -9,8 +9,9 @@ import { openSync, closeSync, mkdtempSync, rmSync, writeFileSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { readWhole, type Hasher } from "../../../src/store/file.js";
+import { readWhole } from "../../../src/store/file.js";
 import { readBody } from "../../../src/store/s3.js";
+import type { Hasher } from "../../../src/util/md5.js";
 
 /** A hasher that notes, at each piece, how far the watcher had been shown. */
 function watchedHasher(shown: () => number): Hasher & { readonly seenAt: number[]; readonly ends: number[]; hex(): string } {
