@@ -16,8 +16,10 @@
 // worker, dist/src/util/md5-worker.js, is a file of its own and ships as it is). Each
 // chunk's source map is TypeScript's maps of its modules joined into one, with the sources'
 // text included (the package ships no .ts files).
+import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, posix, relative, resolve } from "node:path";
+import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import ts from "typescript";
 
@@ -155,6 +157,49 @@ function collect(id) {
 }
 for (const id of [...Object.keys(ENTRIES), CLI]) collect(id);
 
+// Packages bundled into the chunk of the module that imports them: their code then comes
+// from the code cache too. commander is most of what `objstate --help` and `config` compile
+// (~4 ms of 127 KB, comments mostly), and its `node:child_process` (with net, dgram and
+// streams: ~3 ms) is needed only by executable subcommands, which objstate has none of: it
+// is required on first use. Its licence goes with it, in the chunk's header.
+const VENDOR = {
+  commander: {
+    importer: "cli/program",
+    edits: [["const childProcess = require('node:child_process');", "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };"]],
+  },
+};
+const requireFromRoot = createRequire(join(root, "package.json"));
+function collectVendor(name, { edits }) {
+  const main = requireFromRoot.resolve(name);
+  const dir = dirname(main);
+  const licence = readFileSync(join(dir, "LICENSE"), "utf8").trim();
+  const applied = new Set();
+  const idOf = (file) => (file === main ? name : `${name}/${relative(dir, file).replace(/\\/g, "/").replace(/\.js$/, "")}`);
+  const visit = (file) => {
+    const id = idOf(file);
+    if (modules.has(id)) return;
+    let text = readFileSync(file, "utf8");
+    for (const [from, to] of edits) {
+      if (!text.includes(from)) continue;
+      text = text.replace(from, to);
+      applied.add(from);
+    }
+    const requires = [];
+    const code = text.replace(/\brequire\((['"])(\.[^'"]+)\1\)/g, (_, q, spec) => {
+      const f = requireFromRoot.resolve(join(dirname(file), spec));
+      requires.push(f);
+      return `require(${JSON.stringify(`#${idOf(f)}`)})`;
+    });
+    // Line for line: each line maps to its own start.
+    const map = { version: 3, sources: [file], sourcesContent: [text], names: [], mappings: text.split("\n").map((_, i) => (i === 0 ? "AAAA" : "AACA")).join(";") };
+    modules.set(id, { id, file, text, out: { sourceMapText: JSON.stringify(map) }, code, async: false, requires: [], bindings: [], statics: [], deferred: [], vendor: name, licence });
+    requires.forEach(visit);
+  };
+  visit(main);
+  for (const [from] of edits) if (!applied.has(from)) fail(`${name} (another version?): expected to find ${from}`);
+}
+for (const [name, v] of Object.entries(VENDOR)) collectVendor(name, v);
+
 // Deferred requires: a module whose imports from another are used only inside functions
 // requires it on first use (`(x_1 ??= require("./x.js")).f(…)`) instead of when it
 // loads, so importing objstate for synthesis evaluates (and, with the chunks below, even
@@ -204,8 +249,15 @@ const runtime = closure(["index", "config-entry"], core, true);
 for (const id of core) for (const t of modules.get(id).deferred) if (!core.has(t)) closure([t], core, true).forEach((x) => runtime.add(x));
 const state = closure(["state-entry"], new Set([...core, ...runtime]), true);
 const cli = closure(CLI_ROOTS, new Set([...core, ...runtime, ...state]));
+// Each bundled package goes where the module importing it is.
+for (const m of modules.values()) {
+  if (m.vendor === undefined) continue;
+  const home = [core, runtime, state, cli].find((set) => set.has(VENDOR[m.vendor].importer));
+  if (home === undefined) fail(`${m.vendor}: ${VENDOR[m.vendor].importer} is in none of the first chunks`);
+  home.add(m.id);
+}
 const CHUNKS = [
-  { file: "objstate.js", ids: core },
+  { file: "objstate-core.cjs", ids: core },
   { file: "objstate-runtime.cjs", ids: runtime },
   { file: "objstate-state.cjs", ids: state },
   { file: "objstate-cli.cjs", ids: cli },
@@ -228,6 +280,14 @@ if (rest.size > 0) {
 const stray = [...modules.keys()].filter((id) => !assigned.has(id));
 if (stray.length > 0) fail(`modules in no chunk: ${stray.join(", ")}`);
 
+// The loader (dist/pkg/objstate.js, ESM: what the entries import). Each chunk is a script
+// whose value is a function adding its modules to the table, and a CommonJS module
+// exporting that function. Where the build made a V8 code cache for the V8 that runs
+// (`<chunk>.<V8 version>.cache`, scripts/code-cache.mjs), the chunk is compiled from it with
+// node:vm: a cold start then skips parsing and compiling what the cache holds (~5 ms of
+// importing objstate). V8 rejects a cache that does not fit (another source, other flags)
+// and compiles the chunk as it would without one. Without a cache, or with source maps on
+// (Node maps stack frames only of code its module loaders compiled), require loads it.
 const PREAMBLE = `// Generated by scripts/bundle.mjs from src/*.ts: do not edit.
 import { createRequire } from "node:module";
 const __external = createRequire(import.meta.url);
@@ -238,16 +298,39 @@ var __importStar = function (mod) { if (mod && mod.__esModule) return mod; var r
 var __exportStar = function(m, exports) { for (var p in m) if (p !== "default" && !Object.prototype.hasOwnProperty.call(exports, p)) __createBinding(exports, m, p); };
 var __importDefault = function (mod) { return (mod && mod.__esModule) ? mod : { "default": mod }; };
 const __defs = new Map();
-/** Module -> the chunk file that defines it, for those not in this file. */
+/** Module -> the chunk file that defines it, for those not in the core chunk. */
 const __chunkOf = {};
 const __cache = new Map();
+/** The compiled chunks, by file: scripts/code-cache.mjs makes the code caches from them. */
+export const __scripts = new Map();
+/** Runs a chunk (a file next to this one): its modules join the table. */
+function __chunk(file) {
+  const path = __external("node:url").fileURLToPath(new URL(file, import.meta.url));
+  let define;
+  let cachedData;
+  if (!(process.sourceMapsEnabled ?? process.execArgv.includes("--enable-source-maps"))) {
+    try {
+      cachedData = __external("node:fs").readFileSync(\`\${path}.\${process.versions.v8}.cache\`);
+    } catch {
+      // None for this V8 (Node 22+ may cache what require compiles: main.ts turns that on).
+    }
+  }
+  if (cachedData === undefined) {
+    define = __external(path);
+  } else {
+    const script = new (__external("node:vm").Script)(__external("node:fs").readFileSync(path, "utf8"), { filename: path, cachedData });
+    __scripts.set(file, script);
+    define = script.runInThisContext();
+  }
+  define(__defs, __createBinding, __setModuleDefault, __importStar, __exportStar, __importDefault);
+}
 /** The module \`id\` (its exports), run on first use; a module with top-level await gives a promise. */
 export function load(id) {
   const cached = __cache.get(id);
   if (cached !== undefined) return cached.done ?? cached.module.exports;
   let def = __defs.get(id);
   if (def === undefined && __chunkOf[id] !== undefined) {
-    __external(__chunkOf[id])(__defs, __createBinding, __setModuleDefault, __importStar, __exportStar, __importDefault);
+    __chunk(__chunkOf[id]);
     def = __defs.get(id);
   }
   if (def === undefined) throw new Error(\`objstate bundle: no module \${id}\`);
@@ -262,6 +345,7 @@ export function load(id) {
   }
   return entry.module.exports;
 }
+__chunk("./CORE");
 `;
 
 const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -372,7 +456,8 @@ function emitModules(ids, lines) {
       .replace(/\n\/\/# sourceMappingURL=.*\s*$/, "\n")
       .replace(/\bimport\.meta\.url\b/g, "__url")
       // Relative specifiers resolved here, once: the loader then needs no path arithmetic.
-      .replace(/\brequire\("(\.[^"]+)"\)/g, (_, spec) => `require(${JSON.stringify(`#${target(id, spec)}`)})`);
+      .replace(/\brequire\("(\.[^"]+)"\)/g, (_, spec) => `require(${JSON.stringify(`#${target(id, spec)}`)})`)
+      .replace(/\brequire\("([^".][^"]*)"\)/g, (call, spec) => (spec in VENDOR ? `require("#${spec}")` : call));
     if (/\bimport\.meta\b/.test(code)) fail(`${id}: import.meta other than import.meta.url is not supported`);
     // Non-ASCII characters written as \u escapes (they are only in strings, templates and
     // regular expressions, where an escape means the same character): one such character
@@ -408,19 +493,18 @@ rmSync(outDir, { recursive: true, force: true });
 mkdirSync(outDir, { recursive: true });
 const chunkOf = {};
 for (const c of CHUNKS.slice(1)) for (const id of c.ids) chunkOf[id] = `./${c.file}`;
-for (const [i, c] of CHUNKS.entries()) {
-  let lines;
-  if (i === 0) {
-    lines = PREAMBLE.replace("const __chunkOf = {};", `const __chunkOf = ${JSON.stringify(chunkOf)};`).split("\n");
-    lines.pop();
-  } else {
-    // A later chunk: CommonJS (so that it loads synchronously, when a module in it is first
-    // required), adding its modules to the table of the first chunk.
-    lines = ["// Generated by scripts/bundle.mjs from src/*.ts: do not edit.", "\"use strict\";", "module.exports = function (__defs, __createBinding, __setModuleDefault, __importStar, __exportStar, __importDefault) {"];
-  }
+writeFileSync(join(outDir, "objstate.js"), PREAMBLE.replace("const __chunkOf = {};", `const __chunkOf = ${JSON.stringify(chunkOf)};`).replace("./CORE", `./${CHUNKS[0].file}`));
+for (const c of CHUNKS) {
+  // A script whose value is the function that adds the chunk's modules to the table, and a
+  // CommonJS module exporting that function (for the loader's require when source maps are on).
+  const licences = [...new Set([...c.ids].map((id) => modules.get(id)).filter((m) => m.vendor !== undefined).map((m) => `${m.vendor}:\n${m.licence}`))];
+  const lines = [
+    `// Generated by scripts/bundle.mjs from src/*.ts${licences.length > 0 ? " and the packages below" : ""}: do not edit.`,
+    ...licences.flatMap((l) => ["//", ...l.split("\n").map((x) => `// ${x}`.trimEnd())]),
+    '(function (f) { if (typeof module === "object" && module !== null && typeof exports === "object" && module.exports === exports) module.exports = f; return f; })(function (__defs, __createBinding, __setModuleDefault, __importStar, __exportStar, __importDefault) {',
+  ];
   const sections = emitModules(c.ids, lines);
-  if (i > 0) lines.push("};");
-  lines.push(`//# sourceMappingURL=${c.file}.map`, "");
+  lines.push("})", `//# sourceMappingURL=${c.file}.map`, "");
   writeFileSync(join(outDir, c.file), lines.join("\n"));
   writeFileSync(join(outDir, `${c.file}.map`), JSON.stringify(flatten(c.file, sections, lines.length)));
 }
@@ -448,4 +532,9 @@ writeFileSync(
   ].join("\n"),
   { mode: 0o755 },
 );
-console.log(`bundle: ${modules.size} modules -> ${relative(root, outDir)}/: ${CHUNKS.map((c) => `${c.file} (${c.ids.size})`).join(", ")}; entries ${Object.values(ENTRIES).join(", ")}, cli.js`);
+// Code caches: every module of every chunk loaded once, but the command's entry (it runs
+// the command) and modules with top-level await.
+const warm = Object.fromEntries(CHUNKS.map((c) => [c.file, [...c.ids].filter((id) => id !== CLI && !modules.get(id).async).sort()]));
+const cached = spawnSync(process.execPath, [join(root, "scripts", "code-cache.mjs"), JSON.stringify(warm)], { stdio: ["ignore", "inherit", "inherit"] });
+if (cached.status !== 0) fail(`scripts/code-cache.mjs failed (${cached.status ?? cached.signal})`);
+console.log(`bundle: ${modules.size} modules -> ${relative(root, outDir)}/: ${CHUNKS.map((c) => `${c.file} (${c.ids.size})`).join(", ")}; entries ${Object.values(ENTRIES).join(", ")}, cli.js; code caches for V8 ${process.versions.v8}`);

@@ -3,8 +3,6 @@
  * `force-unlock`. Each takes the parsed options of its command; errors propagate to
  * main, which prints them and picks the exit code.
  */
-import { randomUUID } from "node:crypto";
-import { createInterface } from "node:readline/promises";
 import { NO_LOCK_ID, type ObjectStoreBackend } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../backend/layout.js";
 import { describeHolder } from "../backend/lock-info.js";
@@ -21,6 +19,7 @@ import { printLocks, runUnderLock } from "./lock-commands.js";
 import { openStateInput } from "./state-input.js";
 import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
+import { nodeCrypto } from "../util/builtins.js";
 import { redactUrl } from "../util/redact.js";
 
 export type Opts = Record<string, unknown>;
@@ -125,7 +124,7 @@ export async function workspaceListAction(opts: Opts): Promise<void> {
 
 /** The empty state a new workspace starts with. */
 export function emptyState(): string {
-  return JSON.stringify({ version: 4, serial: 0, lineage: randomUUID(), outputs: {}, resources: [] });
+  return JSON.stringify({ version: 4, serial: 0, lineage: nodeCrypto().randomUUID(), outputs: {}, resources: [] });
 }
 
 /** `objstate workspace new NAME`: write an empty state, refusing a workspace that exists. */
@@ -334,6 +333,8 @@ function interactive(): boolean {
 async function confirm(question: string): Promise<boolean> {
   // terminal: false — the terminal echoes the answer itself; readline's line editing would
   // write ANSI cursor codes (and NO_COLOR asks for none).
+  // Loaded here: every command loads this module, few ask a question (start-up, issue 14).
+  const { createInterface } = await import("node:readline/promises");
   const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: false });
   try {
     return (await rl.question(question)).trim() === "yes";

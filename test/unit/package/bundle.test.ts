@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -24,6 +24,47 @@ const published = (subpath: string): string => {
   return join(repo, e.import);
 };
 const load = async (file: string): Promise<Record<string, unknown>> => (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+
+/** What a process loaded of the bundle: the chunks (compiled by node:vm or required), V8's verdict on each chunk's code cache, packages from node_modules and built-ins. */
+interface Loaded {
+  readonly stdout: string;
+  readonly chunks: string[];
+  readonly required: string[];
+  readonly rejected: Record<string, boolean>;
+  readonly fromNodeModules: string[];
+  readonly builtins: string[];
+  readonly childProcess: boolean;
+}
+function chunksOf(args: string[]): Loaded {
+  const dir = mkdtempSync(join(tmpdir(), "objstate-chunks-"));
+  try {
+    // Loaded before the program: records each script node:vm compiles, and on exit what was loaded.
+    const preload = join(dir, "chunks.cjs");
+    writeFileSync(
+      preload,
+      `const vm = require("node:vm");
+const scripts = [];
+const Script = vm.Script;
+vm.Script = class extends Script { constructor(source, options) { super(source, options); scripts.push([options.filename, this]); } };
+const before = new Set(process.moduleLoadList);
+process.on("exit", () => {
+  const name = (f) => f.split("/").pop();
+  const required = Object.keys(require.cache).filter((f) => /\\/pkg\\/objstate-[^/]*\\.cjs$/.test(f)).map(name);
+  const rejected = Object.fromEntries(scripts.filter(([f]) => /objstate-[^/]*\\.cjs$/.test(f)).map(([f, s]) => [name(f), s.cachedDataRejected === true]));
+  const builtins = process.moduleLoadList.filter((m) => !before.has(m) && m.startsWith("NativeModule ")).map((m) => m.slice(13));
+  process.stderr.write("LOADED " + JSON.stringify({ required, rejected, fromNodeModules: Object.keys(require.cache).filter((f) => f.includes("/node_modules/")), builtins }) + "\\n");
+});`,
+    );
+    const r = spawnSync(process.execPath, ["--require", preload, ...args], { encoding: "utf8", timeout: 30_000, env: { ...process.env, NO_COLOR: "1" } });
+    assert.equal(r.status, 0, r.stderr);
+    const line = /^LOADED (.*)$/m.exec(r.stderr)?.[1];
+    assert.ok(line !== undefined, r.stderr);
+    const seen = JSON.parse(line) as { required: string[]; rejected: Record<string, boolean>; fromNodeModules: string[]; builtins: string[] };
+    return { stdout: r.stdout, ...seen, chunks: [...new Set([...seen.required, ...Object.keys(seen.rejected)])].sort(), childProcess: seen.builtins.includes("child_process") };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 describe("the published build", () => {
   it("is built", () => {
@@ -84,27 +125,60 @@ describe("the published build", () => {
   });
 
   it("importing objstate and synthesizing loads neither the backend's runtime modules nor their chunk", () => {
-    const program = `import { createRequire } from "node:module";
-import { DataRemoteStateObjectStore, ObjectStoreBackend, mergeToolJson } from ${JSON.stringify(pathToFileURL(published(".")).href)};
+    const program = `import { DataRemoteStateObjectStore, ObjectStoreBackend, mergeToolJson } from ${JSON.stringify(pathToFileURL(published(".")).href)};
 mergeToolJson(new DataRemoteStateObjectStore("net", { bucket: "states" }).toToolJson());
-console.log(typeof ObjectStoreBackend.connect, Object.keys(createRequire(import.meta.url).cache).filter((f) => f.includes("objstate-")).join(",") || "none");`;
-    const r = spawnSync(process.execPath, ["--input-type=module", "-e", program], { encoding: "utf8", timeout: 30_000 });
-    assert.equal(r.status, 0, r.stderr);
-    assert.equal(r.stdout.trim(), "function none");
+console.log(typeof ObjectStoreBackend.connect);`;
+    const r = chunksOf(["--input-type=module", "-e", program]);
+    assert.equal(r.stdout.trim(), "function");
+    assert.deepEqual(r.chunks, ["objstate-core.cjs"]);
     assert.ok(existsSync(join(repo, "dist", "pkg", "objstate-runtime.cjs")));
   });
 
-  it("objstate --help compiles only the command's first chunk (no runtime, no commands' chunk)", () => {
-    const dir = mkdtempSync(join(tmpdir(), "objstate-help-chunks-"));
+  it("objstate --help compiles only the core chunk and the command's first chunk, commander included, not node:child_process", () => {
+    const r = chunksOf([join(repo, pkg.bin.objstate), "--help"]);
+    assert.match(r.stdout, /^Usage: objstate/);
+    assert.match(r.stdout, /serve \[options\]/);
+    assert.deepEqual(r.chunks, ["objstate-cli.cjs", "objstate-core.cjs"]);
+    assert.deepEqual(r.fromNodeModules, []);
+    assert.equal(r.childProcess, false);
+  });
+
+  it("objstate config loads no package from node_modules and neither node:crypto nor node:readline", () => {
+    const r = chunksOf([join(repo, pkg.bin.objstate), "config", "--bucket", "state-bucket"]);
+    assert.match(r.stdout, /^bucket\s+state-bucket\s+explicit, from --bucket$/m);
+    assert.deepEqual(r.fromNodeModules, []);
+    assert.deepEqual(r.builtins.filter((m) => /^(crypto|readline|child_process)/.test(m)), []);
+  });
+
+  it("compiles each chunk from the code cache the build made for this V8, or without one", () => {
+    const caches = readdirSync(join(repo, "dist", "pkg")).filter((f) => f.endsWith(".cache"));
+    assert.ok(caches.includes(`objstate-core.cjs.${process.versions.v8}.cache`) || caches.some((f) => f.startsWith("objstate-core.cjs.")), "the build made no code cache");
+    const r = chunksOf([join(repo, pkg.bin.objstate), "config", "--bucket", "state-bucket"]);
+    assert.deepEqual(r.chunks, ["objstate-cli-commands.cjs", "objstate-cli.cjs", "objstate-core.cjs", "objstate-runtime.cjs"]);
+    if (caches.includes(`objstate-core.cjs.${process.versions.v8}.cache`)) {
+      // The Node that built dist: every chunk from its cache, none through require.
+      assert.deepEqual(r.rejected, { "objstate-cli-commands.cjs": false, "objstate-cli.cjs": false, "objstate-core.cjs": false, "objstate-runtime.cjs": false });
+      assert.deepEqual(r.required, []);
+    } else {
+      // Another Node (CI's Node 24 runs the dist Node 20 built): no cache for its V8, so require.
+      assert.deepEqual(r.rejected, {});
+      assert.deepEqual(r.required, r.chunks);
+    }
+  });
+
+  it("a code cache that does not fit its chunk is rejected, and the chunk compiles from its source", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "objstate-bad-cache-"));
     try {
-      // Loaded before the command: on exit, the bundle's CommonJS chunks that were required.
-      const preload = join(dir, "chunks.cjs");
-      writeFileSync(preload, `process.on("exit", () => process.stderr.write("chunks: " + Object.keys(require.cache).filter((f) => f.includes("/dist/pkg/objstate-")).map((f) => f.split("/").pop()).join(",") + "\\n"));`);
-      const r = spawnSync(process.execPath, ["--require", preload, join(repo, pkg.bin.objstate), "--help"], { encoding: "utf8", timeout: 30_000 });
-      assert.equal(r.status, 0, r.stderr);
-      assert.match(r.stdout, /^Usage: objstate/);
-      assert.match(r.stdout, /serve \[options\]/);
-      assert.equal(/chunks: (.*)/.exec(r.stderr)?.[1], "objstate-cli.cjs");
+      cpSync(join(repo, "dist", "pkg"), join(dir, "pkg"), { recursive: true });
+      const cache = (chunk: string): string => join(dir, "pkg", `${chunk}.${process.versions.v8}.cache`);
+      // The cache of another chunk: V8's own check (its source hash) must refuse it.
+      copyFileSync(join(repo, "dist", "pkg", readdirSync(join(repo, "dist", "pkg")).find((f) => f.startsWith("objstate-cli.cjs.") && f.endsWith(".cache")) ?? "missing"), cache("objstate-core.cjs"));
+      const program = `import { mergeToolJson, DataRemoteStateObjectStore } from ${JSON.stringify(pathToFileURL(join(dir, "pkg", "index.js")).href)};
+console.log(JSON.stringify(mergeToolJson(new DataRemoteStateObjectStore("net", { bucket: "states" }).toToolJson())));`;
+      const r = chunksOf(["--input-type=module", "-e", program]);
+      const lib = (await load(published("."))) as { mergeToolJson(...d: unknown[]): unknown; DataRemoteStateObjectStore: new (n: string, p: object) => { toToolJson(): unknown } };
+      assert.deepEqual(JSON.parse(r.stdout), lib.mergeToolJson(new lib.DataRemoteStateObjectStore("net", { bucket: "states" }).toToolJson()));
+      assert.deepEqual(r.rejected, { "objstate-core.cjs": true });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
