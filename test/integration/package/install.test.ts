@@ -84,7 +84,7 @@ describe("the packed package, installed into an empty directory", () => {
     // scan worker and the three modules it imports, the docs the README links.
     const stray = paths.filter((p) => !/^(dist\/pkg\/[^/]+|dist\/src\/.+\.d\.ts|dist\/src\/util\/(md5-worker|json-bytes|json-validate)\.js|dist\/src\/remote-state\/(scan-worker|stream-scan)\.js|README\.md|LICENSE|package\.json|docs\/(fields|DECISIONS)\.md)$/.test(p));
     assert.deepEqual(stray, []);
-    for (const p of ["LICENSE", "README.md", "dist/pkg/index.js", "dist/pkg/objstate.js.map", "dist/src/index.d.ts", "dist/src/remote-state/scan-worker.js", "dist/src/util/json-validate.js", "docs/fields.md"]) assert.ok(paths.includes(p), `${p} missing from the package`);
+    for (const p of ["LICENSE", "README.md", "dist/pkg/index.js", "dist/pkg/objstate-core.cjs.map", "dist/src/index.d.ts", "dist/src/remote-state/scan-worker.js", "dist/src/util/json-validate.js", "docs/fields.md"]) assert.ok(paths.includes(p), `${p} missing from the package`);
     app = join(work, "app");
     mkdirSync(app);
     writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
@@ -102,6 +102,9 @@ describe("the packed package, installed into an empty directory", () => {
     const out = run(npx, ["--no", "--", "objstate", "config", "--bucket", "state-bucket", "--key", "app.tfstate"], app).stdout;
     assert.match(out, /^bucket +state-bucket +explicit, from --bucket$/m);
     assert.match(out, /^credentials: /m);
+    // commander is bundled into the command's chunk (with its licence), not installed.
+    assert.equal(existsSync(join(app, "node_modules", "commander")), false);
+    assert.match(readFileSync(join(app, "node_modules", "objstate", "dist", "pkg", "objstate-cli.cjs"), "utf8"), /^\/\/ commander:\n\/\/ \(The MIT License\)$/m);
   });
 
   it("the outputs scan worker loads from the installed package and answers a job", () => {
