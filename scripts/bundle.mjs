@@ -5,8 +5,14 @@
 //   node scripts/bundle.mjs      (run by `npm run build`, after tsc)
 //
 // Writes dist/pkg/:
-//   objstate.js (+ .map)  every module, each as a function run on first use, CommonJS style
-//                         (TypeScript's own CommonJS transform of each src/*.ts file);
+//   objstate.js           the loader (ESM): the module table, and a function that runs a chunk;
+//   objstate-core.cjs (+ .map)  every module importing a library entry evaluates, each as a
+//                         function run on first use, CommonJS style (TypeScript's own
+//                         CommonJS transform of each src/*.ts file);
+//   objstate-*.cjs (+ .map)  the chunks loaded on first use (runtime, state, the command's
+//                         parts, drivers), bundled packages (commander) in the chunk of the
+//                         module importing them;
+//   *.cjs.<V8 version>.cache  V8's code cache of each chunk (scripts/code-cache.mjs);
 //   index.js, config.js, state.js  the package's entries: ESM, each the named exports of
 //                         one src entry, taken from the one shared module table (so
 //                         `objstate` and `objstate/config` share their classes);
