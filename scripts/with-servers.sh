@@ -14,11 +14,17 @@
 #
 # If all five variables are already set (servers a developer started by hand
 # with scripts/servers/*-start.sh), CMD just runs against them.
+# CMD's TMPDIR is a fresh directory removed on exit too, so that what tests and
+# benches leave in the OS temp directory does not pile up run after run.
 # Ports: CEPH_MON_PORT, CEPH_RGW_PORT, CEPH_OSD_PORT_MIN/MAX, DYNALITE_PORT.
 set -euo pipefail
 
 log() { printf '[with-servers] %s\n' "$*" >&2; }
 [[ $# -ge 1 ]] || { echo "usage: $0 CMD [ARGS...]" >&2; exit 2; }
+
+# Sticky and world-writable, as /tmp is: some tests run a child as an unprivileged user.
+CMD_TMP=$(mktemp -d "${TMPDIR:-/tmp}/objstate-run.XXXXXX")
+chmod 1777 "$CMD_TMP"
 
 VARS=(OBJSTATE_TEST_S3_ENDPOINT OBJSTATE_TEST_ACCESS_KEY OBJSTATE_TEST_SECRET_KEY
   OBJSTATE_TEST_ROLE_ARN OBJSTATE_TEST_DYNAMODB_ENDPOINT)
@@ -26,7 +32,10 @@ all_set=1
 for v in "${VARS[@]}"; do [[ -n ${!v:-} ]] || all_set=0; done
 if [[ $all_set == 1 ]]; then
   log "using the servers already set in the environment ($OBJSTATE_TEST_S3_ENDPOINT, $OBJSTATE_TEST_DYNAMODB_ENDPOINT)"
-  exec "$@"
+  rc=0
+  TMPDIR=$CMD_TMP "$@" || rc=$?
+  rm -rf -- "$CMD_TMP"
+  exit "$rc"
 fi
 
 S=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)/servers
@@ -53,7 +62,7 @@ cleanup() {
   bash "$S/ceph-stop.sh" "$TMP/ceph" &
   bash "$S/dynalite-stop.sh" "$TMP/dynalite" &
   wait || true
-  rm -rf -- "$TMP"
+  rm -rf -- "$TMP" "$CMD_TMP"
   log "servers stopped in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')s"
   exit "$rc"
 }
@@ -90,9 +99,9 @@ log "servers ready in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.
 # passed on to CMD. `<&0`: keep our stdin (a background job gets /dev/null),
 # unless there is none (fd 0 closed).
 if { true <&0; } 2>/dev/null; then
-  "$@" <&0 &
+  TMPDIR=$CMD_TMP "$@" <&0 &
 else
-  "$@" </dev/null &
+  TMPDIR=$CMD_TMP "$@" </dev/null &
 fi
 cmd_pid=$!
 rc=0
