@@ -14,6 +14,7 @@ import { resolveSettings } from "../resolve/settings.js";
 import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJson, type JsonValue } from "./exact-json.js";
 import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "./extract-outputs.js";
 import { syntaxErrorOffset } from "../util/json-validate.js";
+import { giveShared } from "../util/shared-memory.js";
 import { RemoteOutputs, type FetchOutputsOptions } from "./remote-outputs.js";
 import { startTopLevelScan, type TopLevelScanner } from "./parallel-scan.js";
 
@@ -93,7 +94,24 @@ export async function readRemoteOutputs(
     throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}${empty}`, { details: { workspace, location } });
   }
   const state = bytes;
+  try {
+    return outputsOf(state, spans, workspace, location, name, options);
+  } finally {
+    // Shared memory (the S3 driver's body) goes back for the next read: nothing here keeps
+    // a view of it (parseExact makes strings).
+    giveShared(state);
+  }
+}
 
+/** The outputs of a state read whole, from the scan's spans when there are some. */
+function outputsOf(
+  state: Buffer,
+  spans: Map<string, readonly [number, number]> | null,
+  workspace: string,
+  location: string,
+  name: string | undefined,
+  options: { readonly defaults?: Readonly<Record<string, unknown>> | undefined; readonly scanThreshold?: number | undefined },
+): RemoteOutputs {
   const invalid = (problem: string): ObjstateError =>
     new ObjstateError("STATE_INVALID", `the state of workspace ${workspace} at ${location} ${problem}`, { details: { workspace, location } });
   let located: Located | undefined = spans === null ? undefined : { kind: "object", spans, method: "scan" };

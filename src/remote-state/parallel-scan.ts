@@ -10,6 +10,7 @@
  */
 import type { Worker } from "node:worker_threads";
 import { nodeOs, nodeWorkers } from "../util/builtins.js";
+import { giveShared, takeShared } from "../util/shared-memory.js";
 import type { ScanJob, ScanReply } from "./scan-worker.js";
 import { StreamingTopLevelScan } from "./stream-scan.js";
 
@@ -86,16 +87,19 @@ class WorkerScan implements TopLevelScanner {
   private readonly result: Promise<ScanSpans>;
 
   constructor(w: Worker, names: readonly string[], body: Buffer) {
-    const shared = body.buffer instanceof SharedArrayBuffer && body.byteOffset === 0 && body.buffer.byteLength === body.length ? body.buffer : undefined;
-    const target = shared ?? new SharedArrayBuffer(body.length);
-    this.copy = shared === undefined ? new Uint8Array(target) : undefined;
+    const shared = body.buffer instanceof SharedArrayBuffer && body.byteOffset === 0 ? body.buffer : undefined;
+    const copy = shared === undefined ? takeShared(body.length) : undefined;
+    const target = shared ?? ((copy as Buffer).buffer as SharedArrayBuffer);
+    this.copy = copy;
     this.length = body.length;
     const control = new SharedArrayBuffer(4);
     this.control = new Int32Array(control);
     const id = nextId++;
     this.result = new Promise<ScanSpans>((resolve) => (current = { id, settle: resolve }));
+    // Once the worker has answered (or is gone) it no longer reads the copy.
+    if (copy !== undefined) void this.result.then(() => giveShared(copy));
     w.ref();
-    const job: ScanJob = { id, body: target, control, names };
+    const job: ScanJob = { id, body: target, length: body.length, control, names };
     w.postMessage(job);
   }
 

@@ -12,6 +12,8 @@ import { StreamingTopLevelScan } from "./stream-scan.js";
 export interface ScanJob {
   readonly id: number;
   readonly body: SharedArrayBuffer;
+  /** How many of `body`'s bytes are the state (a reused buffer can be longer); all when absent. */
+  readonly length?: number | undefined;
   readonly control: SharedArrayBuffer;
   readonly names: readonly string[];
 }
@@ -26,7 +28,7 @@ export interface ScanReply {
 const port = parentPort;
 if (port === null) throw new Error("scan-worker must run in a worker thread");
 port.on("message", (job: ScanJob) => {
-  const bytes = Buffer.from(job.body);
+  const bytes = Buffer.from(job.body, 0, job.length ?? job.body.byteLength);
   const control = new Int32Array(job.control);
   const scan = new StreamingTopLevelScan(job.names);
   let seen = 0;

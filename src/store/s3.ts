@@ -35,6 +35,7 @@ import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { armClient, deadlineMs, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning, type Timeouts } from "../util/sdk-client.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
+import { takeShared } from "../util/shared-memory.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "./endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
 import type {
@@ -681,7 +682,7 @@ export async function readBody(body: unknown, length: number | undefined, hash: 
     await hash?.write(whole);
     return whole;
   }
-  const buf = shared && onData !== undefined && length >= SHARED_BODY_MIN ? Buffer.from(new SharedArrayBuffer(length)) : Buffer.allocUnsafe(length);
+  const buf = shared && onData !== undefined && length >= SHARED_BODY_MIN ? takeShared(length) : Buffer.allocUnsafe(length);
   let offset = 0;
   for await (const chunk of body) {
     if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");

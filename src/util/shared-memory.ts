@@ -1,0 +1,29 @@
+/**
+ * Shared memory for the bodies of large reads whose outputs a worker scans, reused from one
+ * read to the next. V8 does not count a SharedArrayBuffer towards the memory that starts a
+ * garbage collection, so one allocated per read is freed only when something else starts a
+ * full collection: `objstate serve` answering the outputs of a 64 MiB state grew by 64 MiB
+ * per request (1 GiB after 12). A buffer is taken for one read and given back once nothing
+ * refers to it any more; one idle buffer is kept, the largest given back.
+ */
+let idle: SharedArrayBuffer | undefined;
+
+/** `length` bytes of shared memory, the caller's until it gives them back (their content is whatever was there). */
+export function takeShared(length: number): Buffer {
+  const spare = idle;
+  if (spare !== undefined && spare.byteLength >= length) {
+    idle = undefined;
+    return Buffer.from(spare, 0, length);
+  }
+  return Buffer.from(new SharedArrayBuffer(length));
+}
+
+/**
+ * Give back bytes {@link takeShared} gave: nothing may read or write them afterwards.
+ * Anything else (an ordinary buffer) is left alone.
+ */
+export function giveShared(bytes: Uint8Array): void {
+  const memory = bytes.buffer;
+  if (!(memory instanceof SharedArrayBuffer)) return;
+  if (idle === undefined || memory.byteLength > idle.byteLength) idle = memory;
+}
