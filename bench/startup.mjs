@@ -65,4 +65,10 @@ console.log(`  peer (cdktf 0.21, same job)         ${m.peer.toFixed(1).padStart(
 console.log(`  objstate / peer = ${ratio.toFixed(3)} (goal <= 0.25)   [median of per-round ratios]`);
 console.log(`  objstate --help                     ${m.help.toFixed(1).padStart(7)} ms   ${over("help").toFixed(1)} ms over empty`);
 console.log(`  objstate config                     ${m.config.toFixed(1).padStart(7)} ms   ${over("config").toFixed(1)} ms over empty`);
+// Whether the chunks compiled from the build's code caches (scripts/code-cache.mjs): they
+// exist only for the V8 that built dist, and any V8 flag makes V8 refuse them.
+const probe = `const { __scripts } = await import(${JSON.stringify(new URL("../dist/pkg/objstate.js", import.meta.url).href)}); await import("objstate");
+console.log([...__scripts].map(([f, s]) => s.cachedDataRejected ? f + " refused" : f).join(", ") || "none (no cache for this V8: compiled from source)");`;
+const cached = spawnSync(process.execPath, ["--input-type=module", "-e", probe], { encoding: "utf8", cwd: here("..") });
+console.log(`  code caches used: ${cached.status === 0 ? cached.stdout.trim() : `? (${cached.stderr.trim()})`}`);
 console.log(JSON.stringify({ ...m, ratio, objstateOverEmpty: over("objstate"), helpOverEmpty: over("help"), configOverEmpty: over("config") }));
