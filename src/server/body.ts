@@ -63,7 +63,7 @@ export interface Receiving {
  * Receive a body: checked against the limits, hashed as it arrives, kept as the socket's
  * reads (small ones gathered). `onChunk` is called after each read.
  */
-export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void, hashAsideFrom = PARALLEL_MD5_MIN): Receiving {
+export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void): Receiving {
   checkDeclaredLength(req, limits);
   const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
   const chunks: Buffer[] = [];
@@ -97,7 +97,7 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
     if (gathered === gather.length) seal();
   };
   const done = new Promise<string>((resolve, reject) => {
-    const hash = hasher(declared, hashAsideFrom);
+    const hash = hasher(declared);
     let timer: NodeJS.Timeout | undefined;
     const fail = (e: ObjstateError): void => {
       clearTimeout(timer);
@@ -136,13 +136,6 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
  */
 export const HOLD_BACK = 64 * 1024;
 
-/**
- * From this size a {@link streamBody} body is hashed in the MD5 worker: the main thread
- * meanwhile takes the lock and writes the body to the store, which it cannot do while it
- * hashes (a whole body read by {@link readBody} is hashed there only from PARALLEL_MD5_MIN).
- */
-export const STREAMED_MD5_ASIDE_MIN = 256 * 1024;
-
 /** A body passed on while it arrives (see {@link streamBody}). */
 export interface StreamedBody {
   /** Re-readable from the first byte; each read follows the arrival of the rest. */
@@ -171,9 +164,7 @@ export function streamBody(req: IncomingMessage, limits: BodyLimits, md5Hex: str
     waiters = [];
     for (const f of w) f();
   };
-  // The store writes this body while it arrives (and the backend takes the lock meanwhile):
-  // its hash runs in the worker from a smaller size, beside that work instead of before it.
-  const received = receiveBody(req, limits, wake, STREAMED_MD5_ASIDE_MIN);
+  const received = receiveBody(req, limits, wake);
   const done = received.done.then((md5) => {
     checkContentMd5(Buffer.from(md5Hex, "hex").toString("base64"), md5);
     // A body that ended short of its Content-Length is no body (the client went away).
@@ -229,8 +220,8 @@ interface Hasher {
 }
 
 /** MD5 inline for small bodies; in the worker, fed as chunks arrive, for large ones. */
-function hasher(declared: number | undefined, asideFrom: number): Hasher {
-  if (declared === undefined || declared < asideFrom) {
+function hasher(declared: number | undefined): Hasher {
+  if (declared === undefined || declared < PARALLEL_MD5_MIN) {
     const h = createHash("md5");
     let result: string | undefined;
     return { update: (c) => void h.update(c), digest: () => Promise.resolve((result ??= h.digest("hex"))) };

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { Readable } from "node:stream";
 import { describe, it } from "node:test";
-import { HOLD_BACK, readBody, receiveBody, STREAMED_MD5_ASIDE_MIN, streamBody } from "../../../src/server/body.js";
+import { HOLD_BACK, readBody, receiveBody, streamBody } from "../../../src/server/body.js";
 import type { Ctx } from "../../../src/server/context.js";
 import { HOLD_BACK as GET_HOLD_BACK, SEND_MIN, StreamedState } from "../../../src/server/protocol.js";
 
@@ -70,23 +70,6 @@ describe("request bodies", () => {
     assert.ok(received.chunks.some((c) => c === sent[2000]), "the large read is kept as it is");
     const whole = await readBody(request(sent), LIMITS);
     assert.deepEqual(whole.bytes, Buffer.concat(sent));
-  });
-
-  it("a streamed body from STREAMED_MD5_ASIDE_MIN on is hashed in the MD5 worker (the main thread stays free to take the lock and write meanwhile)", async () => {
-    const worker = (): boolean => process.getActiveResourcesInfo().includes("MessagePort");
-    assert.equal(worker(), false);
-    const sent = chunksOf([STREAMED_MD5_ASIDE_MIN / 2, STREAMED_MD5_ASIDE_MIN / 2, 64 * 1024]);
-    const whole = await readBody(request(sent), LIMITS);
-    assert.equal(whole.md5, md5(sent));
-    const req = new Readable({ read() {} }) as Readable & { headers: Record<string, string> };
-    req.headers = { "content-length": String(whole.bytes.length) };
-    const body = streamBody(req as unknown as IncomingMessage, LIMITS, md5(sent));
-    assert.equal(worker(), true, "the worker holds a job for the body");
-    for (const c of sent) req.push(c);
-    req.push(null);
-    assert.equal(await body.done, md5(sent));
-    assert.equal(worker(), false, "the job ended with the body");
-    assert.deepEqual(await body.whole(), whole.bytes);
   });
 
   it("readBody joins the chunks once, with their MD5", async () => {
