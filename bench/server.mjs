@@ -33,6 +33,10 @@ const CYCLES = Number(env.BENCH_CYCLES ?? 100);
 const SECONDS = Number(env.BENCH_SECONDS ?? 5);
 // BENCH_SERVER_NODE_ARGS: options for the server processes' node (e.g. "--cpu-prof --cpu-prof-dir=/tmp/p").
 const NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
+// BENCH_PHASES=1: where each request's time went in the server (bench/server-phases.mjs),
+// next to what the client saw: medians per operation after the transfer and lock tables.
+const PHASES = env.BENCH_PHASES === "1";
+if (PHASES) NODE_ARGS.push("--import", fileURLToPath(new URL("server-phases.mjs", import.meta.url)));
 const CLI = fileURLToPath(new URL("src/cli/main.js", DIST));
 const dir = mkdtempSync(join(tmpdir(), "objstate-bench-serve-"));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -77,7 +81,7 @@ const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(p
 
 /** A server process; resolves once it listens. */
 async function startServer() {
-  const child = spawn(process.execPath, [...NODE_ARGS, CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off"], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" }, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...NODE_ARGS, CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off"], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BENCH_PHASES_DIST: DIST.href }, stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   const url = await new Promise((resolve, reject) => {
     child.stderr.setEncoding("utf8").on("data", (d) => {
@@ -90,7 +94,10 @@ async function startServer() {
   const status = (k) => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))[1]) * 1024;
   // CPU time of all its threads (utime + stime, in clock ticks of 10 ms), in ms.
   const cpu = () => { const f = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1].split(" "); return (Number(f[11]) + Number(f[12])) * 10; };
-  return { url, cpu, rss: () => status("VmRSS"), hwm: () => status("VmHWM"), stop: () => new Promise((r) => { child.on("exit", r); child.kill("SIGTERM"); }) };
+  /** The server's PHASES lines (BENCH_PHASES=1), one per request in order; complete once stopped. */
+  const phases = () => err.split("\n").filter((l) => l.startsWith("PHASES ")).map((l) => JSON.parse(l.slice(7)));
+  // Stopped once its stderr is read to the end (the last PHASES lines with it).
+  return { url, cpu, phases, rss: () => status("VmRSS"), hwm: () => status("VmHWM"), stop: () => new Promise((r) => { child.on("close", r); child.kill("SIGTERM"); }) };
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -230,6 +237,27 @@ const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const mib = (b) => (b / MiB).toFixed(1);
 
 const SIZES = (env.BENCH_SIZES ?? "1,64").split(",").map((m) => Number(m) * MiB);
+/** Every request sent to the server of the section under way, in order: what it was and how long the client waited (ms). */
+const sent = [];
+/**
+ * BENCH_PHASES: each request's phases in the server next to the client's time, medians per
+ * operation; `trip` is the client's time less the handler's (the network and both ends' HTTP).
+ * Requests whose `what` is undefined are left out.
+ */
+function phaseTable(server) {
+  const lines = server.phases();
+  const rows = sent.splice(0);
+  if (lines.length !== rows.length) return console.log(`phases: ${lines.length} server lines for ${rows.length} requests; not matched`);
+  const by = new Map();
+  rows.forEach((r, i) => {
+    if (r.what === undefined) return;
+    const k = r.what;
+    if (!by.has(k)) by.set(k, []);
+    const ms = lines[i].ms;
+    by.get(k).push({ ...ms, trip: r.client - ms.handler });
+  });
+  console.table([...by].map(([what, xs]) => Object.fromEntries([["what", what], ["n", xs.length], ...["trip", "toBackend", "backend", "toAnswer", "handler"].map((k) => [k, xs.some((x) => x[k] === undefined) ? "-" : median(xs.map((x) => x[k])).toFixed(2)])])));
+}
 if (PARTS.has("transfer")) {
 const results = [];
 const server = await startServer();
@@ -252,11 +280,13 @@ for (const size of SIZES) {
     const [l, sv] = [() => cpuTimed(lib, server, cpu.POST[0]), () => cpuTimed(srv, server, cpu.POST[1])];
     const [tl, ts] = first ? [await l(), await sv()] : [await sv(), await l()].reverse();
     ms.POST[0].push(tl); ms.POST[1].push(ts); ratios.POST.push(ts / tl);
+    sent.push({ what: `POST ${size / MiB} MiB`, client: ts });
     const libR = async () => { if ((await backend.readState(ws)).length !== size) throw new Error("short read"); };
     const srvR = async () => { const x = await lean(server.url, "GET", `/state/${ws}`); if (x.body.length !== size) throw new Error(`GET ${x.status}`); };
     const [lr, sr] = [() => cpuTimed(libR, server, cpu.GET[0]), () => cpuTimed(srvR, server, cpu.GET[1])];
     const [gl, gs] = first ? [await lr(), await sr()] : [await sr(), await lr()].reverse();
     ms.GET[0].push(gl); ms.GET[1].push(gs); ratios.GET.push(gs / gl);
+    sent.push({ what: `GET ${size / MiB} MiB`, client: gs });
   }
   for (const op of ["GET", "POST"]) {
     const [cl, cs] = cpu[op];
@@ -273,6 +303,7 @@ for (const size of SIZES) {
 }
 await server.stop();
 console.table(results);
+if (PHASES) phaseTable(server);
 }
 
 // Peak memory: a fresh server per measurement, so its high-water mark belongs to one request.
@@ -305,12 +336,14 @@ if (PARTS.has("lock")) {
   const s = await startServer();
   const small = () => stateOf(1024);
   const ms = { library: [], lean: [], node: [] };
-  const through = (send) => async () => {
+  const through = (send, label) => async () => {
     const info = Buffer.from(JSON.stringify({ ID: randomUUID(), Operation: "OperationTypeApply", Info: "", Who: "bench@host", Version: "1.9.0", Created: new Date().toISOString(), Path: "" }));
     const id = JSON.parse(info).ID;
-    if ((await send(s.url, "LOCK", "/state/cycle", info)).status !== 200) throw new Error("LOCK");
-    if ((await send(s.url, "POST", `/state/cycle?ID=${id}`, small())).status !== 200) throw new Error("POST");
-    if ((await send(s.url, "UNLOCK", "/state/cycle", info)).status !== 200) throw new Error("UNLOCK");
+    // Each request's client time, for BENCH_PHASES (matched with the server's lines at the end).
+    const one = async (...a) => { const t = performance.now(); const x = await send(...a); sent.push({ what: label === undefined ? undefined : `${a[1]} (${label})`, client: performance.now() - t }); return x; };
+    if ((await one(s.url, "LOCK", "/state/cycle", info)).status !== 200) throw new Error("LOCK");
+    if ((await one(s.url, "POST", `/state/cycle?ID=${id}`, small())).status !== 200) throw new Error("POST");
+    if ((await one(s.url, "UNLOCK", "/state/cycle", info)).status !== 200) throw new Error("UNLOCK");
   };
   const cycles = {
     library: async () => {
@@ -318,7 +351,7 @@ if (PARTS.has("lock")) {
       await backend.writeState("cycle", small(), { lockId: l.ID });
       await backend.unlock("cycle", l.ID);
     },
-    lean: through(LEAN ? lean : http),
+    lean: through(LEAN ? lean : http, "lock cycle"),
     node: through(http),
   };
   for (let i = 0; i < CYCLES; i++) {
@@ -328,6 +361,7 @@ if (PARTS.has("lock")) {
   const row = (k, what) => ({ what, library_ms: median(ms.library).toFixed(2), server_ms: median(ms[k]).toFixed(2), ratio: (median(ms[k]) / median(ms.library)).toFixed(2) });
   console.table([row("lean", `LOCK -> POST 1 KiB -> UNLOCK (${LEAN ? "lean client" : "node:http"})`), row("node", "the same through node:http")]);
   await s.stop();
+  if (PHASES) phaseTable(s);
 }
 
 // Throughput.

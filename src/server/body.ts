@@ -36,8 +36,32 @@ export function checkDeclaredLength(req: IncomingMessage, limits: BodyLimits): v
 
 /** Read the body whole: the chunks that arrived, joined once at the end. */
 export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
+  try {
+    const arrived = arrivedBody(req, limits);
+    if (arrived !== undefined) return Promise.resolve(arrived);
+  } catch (e) {
+    return Promise.reject(e as Error);
+  }
   const r = receiveBody(req, limits);
   return r.done.then((md5) => ({ bytes: r.chunks.length === 1 ? (r.chunks[0] as Buffer) : Buffer.concat(r.chunks, r.filled()), md5 }));
+}
+
+/**
+ * The body when all of it has arrived and nothing read it yet (a small request comes in the
+ * same socket read as its headers: the tool's LOCK, UNLOCK and small POSTs), taken from the
+ * request's buffer at once: no idle timer, listeners or ticks of waiting for it. All of it:
+ * the request is complete, or its buffer holds the whole Content-Length (the parser passes
+ * on no more). Undefined when some of it is still to come.
+ */
+export function arrivedBody(req: IncomingMessage, limits: BodyLimits): Body | undefined {
+  if (req.readableFlowing !== null || req.readableDidRead) return undefined;
+  const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
+  if (req.complete !== true && (declared === undefined || req.readableLength !== declared)) return undefined;
+  checkDeclaredLength(req, limits);
+  if (req.readableLength > limits.maxBytes) throw tooLarge(undefined, limits.maxBytes);
+  const read: unknown = req.readableLength === 0 ? null : req.read();
+  const bytes = Buffer.isBuffer(read) ? read : Buffer.alloc(0);
+  return { bytes, md5: createHash("md5").update(bytes).digest("hex") };
 }
 
 /** Socket reads shorter than this are copied into a shared {@link GATHER} buffer instead of kept as they are. */

@@ -72,6 +72,30 @@ describe("request bodies", () => {
     assert.deepEqual(whole.bytes, Buffer.concat(sent));
   });
 
+  it("a body that arrived whole with its headers is taken at once: no idle timer armed, no wait for events", async () => {
+    const sent = chunksOf([300, 40]);
+    const req = request(sent) as IncomingMessage & { complete: boolean };
+    req.complete = true; // as node:http marks a request whose body the parser has seen to the end
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    const before = timers();
+    const pending = readBody(req, LIMITS);
+    assert.equal(timers(), before, "no idle timer for a body that is all there");
+    const body = await pending;
+    assert.deepEqual(body.bytes, Buffer.concat(sent));
+    assert.equal(body.md5, md5(sent));
+    // Not yet marked complete, but the whole Content-Length is in its buffer: all there too.
+    const early = request(sent);
+    assert.equal(early.complete, undefined);
+    const t0 = timers();
+    const quick = readBody(early, LIMITS);
+    assert.equal(timers(), t0);
+    assert.deepEqual((await quick).bytes, Buffer.concat(sent));
+    // Over the limit: refused as before, without reading it.
+    const big = request(chunksOf([2048])) as IncomingMessage & { complete: boolean };
+    big.complete = true;
+    await assert.rejects(readBody(big, { maxBytes: 1024, idleMs: 5_000 }), (e: Error & { code?: string }) => e.code === "BODY_TOO_LARGE");
+  });
+
   it("readBody joins the chunks once, with their MD5", async () => {
     const sent = chunksOf([10, 20, 30]);
     const body = await readBody(request(sent), LIMITS);
