@@ -816,8 +816,6 @@ async function writeAll(handle: fs.FileHandle, chunks: readonly Uint8Array[]): P
   const rest = chunks.slice();
   while (rest.length > 0) {
     let { bytesWritten: n } = rest.length === 1 ? await handle.write(rest[0] as Uint8Array) : await handle.writev(rest);
-    // A file system that takes nothing without saying why would loop here for ever.
-    if (n === 0) throw Object.assign(new Error("a write made no progress"), { code: "EIO" });
     // Drop what went out; keep the unwritten end of a chunk cut short.
     while (rest.length > 0 && n >= (rest[0] as Uint8Array).length) n -= (rest.shift() as Uint8Array).length;
     if (n > 0) rest[0] = (rest[0] as Uint8Array).subarray(n);
