@@ -30,65 +30,6 @@ export async function readThrough(source: ByteSource, each: (chunk: Uint8Array) 
   if (total !== source.size) throw sourceChanged(what, source.size, total);
 }
 
-/**
- * Writes chunks in order with at most one write in flight: chunks added while a write runs
- * go out together in the next one (a single `writev`). A source whose bytes are all there
- * already (a request body that arrived faster than the disk takes it) then costs a few
- * writes, not one trip through the thread pool per chunk. Chunks are held, not copied (a
- * source's chunks stay as they were once yielded). `add` waits while more than `maxQueued`
- * bytes wait for their write.
- */
-export class GatheringWriter {
-  private queued: Uint8Array[] = [];
-  private queuedBytes = 0;
-  private running: Promise<void> | undefined;
-  private failure: { readonly error: unknown } | undefined;
-
-  constructor(
-    private readonly writev: (chunks: readonly Uint8Array[]) => Promise<void>,
-    private readonly maxQueued: number,
-  ) {}
-
-  /** Queue a chunk (written soon, with whatever else is queued by then). */
-  async add(chunk: Uint8Array): Promise<void> {
-    this.check();
-    if (chunk.length === 0) return;
-    this.queued.push(chunk);
-    this.queuedBytes += chunk.length;
-    this.running ??= this.drain();
-    while (this.queuedBytes > this.maxQueued && this.running !== undefined) await this.running;
-    this.check();
-  }
-
-  /** Resolves once every chunk added is written; rejects with the first write's failure. */
-  async end(): Promise<void> {
-    while (this.running !== undefined) await this.running;
-    this.check();
-  }
-
-  private check(): void {
-    if (this.failure !== undefined) throw this.failure.error;
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      // The first chunk goes out at once; the rest gather while it is written.
-      while (this.queued.length > 0 && this.failure === undefined) {
-        const batch = this.queued;
-        this.queued = [];
-        this.queuedBytes = 0;
-        await this.writev(batch);
-      }
-    } catch (e) {
-      this.failure = { error: e };
-      this.queued = [];
-      this.queuedBytes = 0;
-    } finally {
-      this.running = undefined;
-    }
-  }
-}
-
 /** Hex MD5 of a source, streamed. */
 export async function md5OfSource(source: ByteSource, what: string): Promise<string> {
   const h = nodeCrypto().createHash("md5");

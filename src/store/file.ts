@@ -56,7 +56,7 @@ import { ObjstateError } from "../errors.js";
 import { acquireClaim, CLAIM_PREFIX } from "./claim.js";
 import { parseEndpoint } from "./endpoint.js";
 import { checkDir, createFile, errno, FILE_MODE, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile } from "./local-fs.js";
-import { GatheringWriter, isByteSource, readThrough, sizeOf } from "./byte-source.js";
+import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
 import type {
   Acl,
@@ -785,40 +785,20 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
     await handle.chmod(FILE_MODE);
     const hash = trusted === undefined ? createHash("md5") : undefined;
     let written = 0;
-    // Chunks that are already there (a request body that arrived whole) go out in one
-    // writev instead of one write, and one trip through the thread pool, each.
-    const out = new GatheringWriter(async (chunks) => {
-      await writeAll(handle, chunks);
-      for (const c of chunks) written += c.length;
-      onProgress?.(written, body.size);
-    }, GATHER_MAX);
     await readThrough(
       body,
-      (chunk) => {
+      async (chunk) => {
         hash?.update(chunk);
-        return out.add(chunk);
+        for (let off = 0; off < chunk.length; ) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
+        written += chunk.length;
+        onProgress?.(written, body.size);
       },
       what,
-    ).finally(() => out.end().catch(() => undefined));
-    await out.end();
+    );
     await handle.sync();
     return { stat: await handle.stat({ bigint: true }), md5: hash?.digest("hex") ?? (trusted as string) };
   } finally {
     await handle.close();
-  }
-}
-
-/** Most bytes of a streamed write held for the write under way to finish (one writev's worth). */
-const GATHER_MAX = 4 * 1024 * 1024;
-
-/** Write `chunks` at the file's current position, all of them (a short writev is continued). */
-async function writeAll(handle: fs.FileHandle, chunks: readonly Uint8Array[]): Promise<void> {
-  const rest = chunks.slice();
-  while (rest.length > 0) {
-    let { bytesWritten: n } = rest.length === 1 ? await handle.write(rest[0] as Uint8Array) : await handle.writev(rest);
-    // Drop what went out; keep the unwritten end of a chunk cut short.
-    while (rest.length > 0 && n >= (rest[0] as Uint8Array).length) n -= (rest.shift() as Uint8Array).length;
-    if (n > 0) rest[0] = (rest[0] as Uint8Array).subarray(n);
   }
 }
 

@@ -46,11 +46,7 @@ export interface ObjectMeta {
 export interface ByteSource {
   /** How many bytes every read yields; a read that finds more or fewer throws. */
   readonly size: number;
-  /**
-   * A fresh read from the first byte, in chunks of bounded size. A chunk stays as it is
-   * once yielded: a consumer may hold it while it reads the next ones (a driver gathers
-   * them into one write).
-   */
+  /** A fresh read from the first byte, in chunks of bounded size. */
   open(): AsyncIterable<Uint8Array>;
   /**
    * Hex MD5 the source itself guarantees: it checks its bytes against it and fails a read
