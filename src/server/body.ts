@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { ObjstateError } from "../errors.js";
 import type { ByteSource } from "../store/types.js";
-import { PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
+import { md5Hex, PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 
 /** Limits on a request body. */
 export interface BodyLimits {
@@ -61,7 +61,7 @@ export function arrivedBody(req: IncomingMessage, limits: BodyLimits): Body | un
   if (req.readableLength > limits.maxBytes) throw tooLarge(undefined, limits.maxBytes);
   const read: unknown = req.readableLength === 0 ? null : req.read();
   const bytes = Buffer.isBuffer(read) ? read : Buffer.alloc(0);
-  return { bytes, md5: createHash("md5").update(bytes).digest("hex") };
+  return { bytes, md5: md5Hex(bytes) };
 }
 
 /** Socket reads shorter than this are copied into a shared {@link GATHER} buffer instead of kept as they are. */
