@@ -8,6 +8,8 @@ import { durationFlag } from "./duration.js";
 import { usageError } from "./io.js";
 import { connect, warn } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
+import { isObjstateError } from "../errors.js";
+import { parsePublicUrl, type PublicOrigin } from "../server/gate.js";
 import { Logger, type LogLevel } from "../server/log.js";
 import { ObjstateServer } from "../server/server.js";
 import { hashPassword, loadUsers, ROLES, withUser, type Role } from "../server/users.js";
@@ -38,6 +40,18 @@ export function isLoopback(host: string): boolean {
   return host === "::1";
 }
 
+/** The `--public-url` flags, each parsed once; a bad one is a usage error naming the flag. */
+function publicUrlsOf(value: unknown): PublicOrigin[] {
+  const list = Array.isArray(value) ? (value as string[]) : typeof value === "string" ? [value] : [];
+  return list.map((text) => {
+    try {
+      return parsePublicUrl(text);
+    } catch (e) {
+      throw isObjstateError(e) ? usageError(e.message, e.code) : e;
+    }
+  });
+}
+
 function readPem(flag: string, file: string): Buffer {
   try {
     return readFileSync(file);
@@ -54,6 +68,11 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   if (usersFile === undefined && !isLoopback(host) && !insecure) {
     throw usageError(`--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`, "AUTH_REQUIRED");
   }
+  const publicUrls = publicUrlsOf(opts["publicUrl"]);
+  if (publicUrls.length === 0 && !isLoopback(host)) {
+    // Without the list, a Host check could only trust what the request says (DNS rebinding).
+    throw usageError(`--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`, "PUBLIC_URL_REQUIRED");
+  }
   const certFile = opts["tlsCert"] as string | undefined;
   const keyFile = opts["tlsKey"] as string | undefined;
   const caFile = opts["tlsClientCa"] as string | undefined;
@@ -69,7 +88,7 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   const config = backendConfigOf(gatherSettings(opts));
   const backend = await connect(config);
   const withConsole = opts["console"] !== false;
-  const server = new ObjstateServer({ backend, users, maxStateSize, clientTimeoutMs, tls, logger, console: withConsole });
+  const server = new ObjstateServer({ backend, users, maxStateSize, clientTimeoutMs, tls, logger, console: withConsole, publicUrls });
   try {
     await server.listen(host, port);
   } catch (e) {
@@ -80,6 +99,9 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
     warn(`SERVING ${server.url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`, "SERVE_INSECURE");
   } else if (users === undefined) {
     warn(`no --users file: serving on loopback only (${server.url}), and every local client may do everything`, "SERVE_NO_USERS");
+  }
+  if (users !== undefined && tls === undefined && !isLoopback(host)) {
+    warn(`SERVING PASSWORDS OVER PLAIN HTTP on ${server.url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`, "SERVE_PLAINTEXT_PASSWORDS");
   }
   if (!backend.lockingEnabled) warn("no lock table is configured: LOCK always succeeds and concurrent clients can overwrite each other's changes", "SERVE_NO_LOCKING");
   logger.event("info", "listening", { url: server.url, state: backend.describe(), auth: users !== undefined, tls: tls !== undefined, clientCertificates: tls?.ca !== undefined });

@@ -31,7 +31,8 @@ export function crossSiteReason(headers: IncomingMessage["headers"], expected: s
   if (headers["sec-fetch-site"] === "cross-site") return "the browser says the request is cross-site (Sec-Fetch-Site)";
   const origin = headers.origin;
   if (typeof origin === "string" && origin !== "") {
-    return origin.toLowerCase() === want ? undefined : `Origin ${origin} is not ${expected}`;
+    // The header's value is not quoted: this reason is logged, and no request header is.
+    return origin.toLowerCase() === want ? undefined : "its Origin is not this console's";
   }
   const referer = headers.referer;
   if (typeof referer === "string" && referer !== "") {

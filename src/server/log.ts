@@ -15,6 +15,8 @@ export interface RequestLine {
   readonly status: number;
   readonly ms: number;
   readonly user: string | undefined;
+  /** The client's address (the socket's peer: a proxy in front shows as itself). */
+  readonly remote: string | undefined;
   readonly bytesIn: number;
   readonly bytesOut: number;
   /** The error code of a failed request. */

@@ -11,6 +11,7 @@ import { checkWorkspace } from "../backend/layout.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { API_ROUTES, type Route } from "./api.js";
 import { Authenticator, type LoginLimit } from "./auth.js";
+import { RequestGate, type PublicOrigin, type RouteKind } from "./gate.js";
 import { checkDeclaredLength } from "./body.js";
 import { requireRole, send, sendEmpty, sendJson, type Ctx } from "./context.js";
 import { Logger } from "./log.js";
@@ -43,7 +44,21 @@ export interface ServerOptions {
    * sessions need the same key (default: random per process).
    */
   readonly csrfKey?: Buffer | undefined;
+  /**
+   * The origins clients use to reach this server (`--public-url`): requests naming another
+   * `Host` (other than the listen address and loopback names) get 421, and the console's
+   * forms must come from one of them (or from the loopback origin they were served on).
+   */
+  readonly publicUrls?: readonly PublicOrigin[] | undefined;
 }
+
+/**
+ * TLS 1.2 only with forward-secret AEAD suites (ECDHE with GCM or ChaCha20-Poly1305); TLS 1.3,
+ * whose suites all are, as Node offers it.
+ */
+export const TLS12_CIPHERS = ["ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305"].join(":");
+/** Browsers that reached the console over TLS keep to it for a year. */
+const HSTS = "max-age=31536000";
 
 export const DEFAULT_MAX_STATE_SIZE = 512 * 1024 * 1024;
 export const DEFAULT_CLIENT_TIMEOUT_MS = 30_000;
@@ -109,6 +124,7 @@ export class ObjstateServer {
   private closing = false;
   private readonly consoleApi: ConsoleApi | undefined;
   private readonly csrf: CsrfTokens;
+  private readonly gate: RequestGate;
 
   constructor(private readonly options: ServerOptions) {
     this.auth = new Authenticator(options.users, options.loginLimit);
@@ -117,6 +133,7 @@ export class ObjstateServer {
     this.clientTimeoutMs = options.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
     this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend);
     this.csrf = new CsrfTokens(options.csrfKey === undefined ? {} : { key: options.csrfKey });
+    this.gate = new RequestGate({ publicUrls: options.publicUrls, tls: options.tls !== undefined });
     const routes: readonly Route[] = [
       { method: "GET", path: "/healthz", handler: (ctx) => Promise.resolve(sendJson(ctx, 200, { status: "ok" })) },
       { method: "GET", path: "/readyz", handler: (ctx) => this.ready(ctx) },
@@ -130,7 +147,7 @@ export class ObjstateServer {
     // The tool's client sends custom methods (LOCK, UNLOCK): Node's parser accepts them.
     // Stalled headers are found by a periodic sweep: often enough for the timeout to mean what it says.
     const base = { connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(this.clientTimeoutMs / 2))) };
-    this.server = t === undefined ? createHttpServer(base, handler) : createHttpsServer({ ...base, cert: t.cert, key: t.key, ...(t.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true }) }, handler);
+    this.server = t === undefined ? createHttpServer(base, handler) : createHttpsServer({ ...base, cert: t.cert, key: t.key, minVersion: "TLSv1.2", ciphers: TLS12_CIPHERS, honorCipherOrder: true, ...(t.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true }) }, handler);
     // Slow clients: headers must arrive within the client timeout; bodies are timed per chunk (body.ts).
     this.server.headersTimeout = this.clientTimeoutMs;
     this.server.requestTimeout = 0;
@@ -143,7 +160,9 @@ export class ObjstateServer {
       this.server.once("error", reject);
       this.server.listen(port, host, () => {
         this.server.off("error", reject);
-        resolve(this.server.address() as AddressInfo);
+        const a = this.server.address() as AddressInfo;
+        this.gate.bound(a.address, a.port);
+        resolve(a);
       });
     });
   }
@@ -181,7 +200,7 @@ export class ObjstateServer {
    * The web console: same users and roles as the API, its own routes (`/`, `/workspaces/…`,
    * `/console/…`). True when it answered.
    */
-  private async console(ctx: Ctx, onUser: (name: string) => void): Promise<boolean> {
+  private async console(ctx: Ctx, origin: string | undefined, onUser: (name: string) => void): Promise<boolean> {
     const api = this.consoleApi;
     if (api === undefined) return false;
     const who = await this.auth.authenticate(ctx.req);
@@ -194,6 +213,7 @@ export class ObjstateServer {
       onError: (e) => this.logger.event("error", "console failure", { name: e instanceof Error ? e.name : typeof e }),
       api,
       csrf: this.csrf,
+      origin,
     });
   }
 
@@ -233,7 +253,10 @@ export class ObjstateServer {
     let code: string | undefined;
     try {
       if (this.closing) res.setHeader("Connection", "close");
-      if (found === undefined && (await this.console(ctx, (name) => (user = name)))) return;
+      if (this.options.tls !== undefined) res.setHeader("Strict-Transport-Security", HSTS);
+      const kind: RouteKind = found === undefined ? "console" : OPEN_PATHS.has(url.pathname) ? "probe" : "api";
+      const origin = this.gate.check(req, kind);
+      if (found === undefined && (await this.console(ctx, origin, (name) => (user = name)))) return;
       if (found === undefined) throw new ObjstateError("NOT_FOUND", `no route ${url.pathname}: the state lives at /state/{workspace}, the JSON API under /api/v1`);
       if (found === "method") throw new ObjstateError("METHOD_NOT_ALLOWED", `${method} is not allowed on ${url.pathname}`);
       if (!OPEN_PATHS.has(url.pathname)) {
@@ -250,7 +273,7 @@ export class ObjstateServer {
       this.fail(ctx, e);
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      this.logger.request({ method, route: routeName, workspace, status: res.statusCode, ms: Math.round(ms * 10) / 10, user, bytesIn: ctx.bytesIn, bytesOut: ctx.bytesOut, code });
+      this.logger.request({ method, route: routeName, workspace, status: res.statusCode, ms: Math.round(ms * 10) / 10, user, remote: req.socket.remoteAddress, bytesIn: ctx.bytesIn, bytesOut: ctx.bytesOut, code });
       this.metrics.request(routeName, method, res.statusCode, ms / 1000, ctx.bytesIn, ctx.bytesOut);
       this.inFlight -= 1;
       if (this.inFlight === 0) this.drained?.();

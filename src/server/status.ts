@@ -15,6 +15,8 @@ const STATUS: Readonly<Record<string, number>> = {
   LOCK_INFO_INVALID: 400,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
+  // A browser's request from another site (Origin, Sec-Fetch-Site)
+  CROSS_SITE_REQUEST: 403,
   NOT_FOUND: 404,
   STATE_NOT_FOUND: 404,
   WORKSPACE_NOT_FOUND: 404,
@@ -22,6 +24,9 @@ const STATUS: Readonly<Record<string, number>> = {
   METHOD_NOT_ALLOWED: 405,
   CLIENT_TIMEOUT: 408,
   BODY_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  // A Host this server does not answer for (DNS rebinding, a wrong name)
+  MISDIRECTED_REQUEST: 421,
   TOO_MANY_FAILED_LOGINS: 429,
   // State and locks (the tool's client reads 409/423 bodies as the holder's lock info)
   STATE_CONFLICT: 409,

@@ -60,7 +60,7 @@ describe("objstate serve: limits, slow clients, logs, shutdown", () => {
   it("a body announced above --max-state-size gets 413 before any of it is sent", async () => {
     const s = await start({ maxStateSize: 1024 * 1024 });
     // Headers only: the answer must come without the body ever being sent.
-    const answer = await rawExchange(s.url, `POST /state/default HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024 * 1024}\r\n\r\n`, undefined, 3000);
+    const answer = await rawExchange(s.url, `POST /state/default HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024 * 1024}\r\n\r\n`, undefined, 3000);
     assert.match(answer, /^HTTP\/1\.1 413 /);
     assert.match(answer, /connection: close/i);
   });
@@ -87,7 +87,7 @@ describe("objstate serve: limits, slow clients, logs, shutdown", () => {
     const s = await start({ clientTimeoutMs: 300 });
     const ws = uniqueName("ws");
     const started = Date.now();
-    const answer = await rawExchange(s.url, `POST /state/${ws} HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n`, Buffer.from('{"version": 4,'), 5000);
+    const answer = await rawExchange(s.url, `POST /state/${ws} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`, Buffer.from('{"version": 4,'), 5000);
     assert.ok(Date.now() - started < 3000, "dropped in time");
     assert.match(answer, /^HTTP\/1\.1 408 /);
     assert.equal(await new HttpBackendClient({ bases: [s.url], workspace: ws }).get(), null);
@@ -96,7 +96,7 @@ describe("objstate serve: limits, slow clients, logs, shutdown", () => {
   it("a client that stalls in the middle of its headers is dropped after --client-timeout", async () => {
     const s = await start({ clientTimeoutMs: 300 });
     const started = Date.now();
-    const answer = await rawExchange(s.url, "GET /state/default HTTP/1.1\r\nHost: x\r\n", undefined, 5000);
+    const answer = await rawExchange(s.url, "GET /state/default HTTP/1.1\r\nHost: localhost\r\n", undefined, 5000);
     assert.ok(Date.now() - started < 3000, `dropped after ${Date.now() - started} ms`);
     assert.match(answer, /^HTTP\/1\.1 408 |^$/);
   });

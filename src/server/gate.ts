@@ -1,0 +1,176 @@
+/**
+ * The request gate of `objstate serve`: one check in front of every route, before
+ * authentication, so that no route can forget it.
+ *
+ * - **Host** (DNS rebinding): a page on `evil.example` whose name resolves to the server's
+ *   address sends `Host: evil.example`. Only the hosts of `--public-url`, the listen address
+ *   and loopback names are answered; anything else gets 421. The probes are exempt (load
+ *   balancers and scrapers call them by whatever address they know).
+ * - **Cross-site** (CSRF): browsers attach saved Basic credentials to a form posted from any
+ *   site, and a no-users loopback server needs none. A request a browser marks as cross-site
+ *   or same-site (`Sec-Fetch-Site`), or whose `Origin` is not the server's own, is refused on
+ *   every route that changes anything, and on every `/state` and `/api` route at all. The
+ *   tool's clients (Terraform, OpenTofu) send neither header.
+ * - **Content type**: a body must carry the type its real client sends (`application/json`
+ *   on `/state` and `/api`, the form type on the console's actions). A cross-site form can only
+ *   send `text/plain`, urlencoded or multipart without a CORS preflight, which this server never
+ *   grants. An empty body needs no type: the tool's force-unlock sends none (OpenTofu) or an
+ *   empty chunked one (Terraform, typed `application/json`).
+ */
+import type { IncomingMessage } from "node:http";
+import { isIP } from "node:net";
+import { ObjstateError } from "../errors.js";
+
+/** A `--public-url`: an origin the server answers for. */
+export interface PublicOrigin {
+  /** `https://state.example.com` (default port left out, as browsers send `Origin`). */
+  readonly origin: string;
+  /** `state.example.com` or `state.example.com:8443`: the `Host` a client sends for it. */
+  readonly host: string;
+}
+
+/** What a route accepts as a body, and how strictly it treats cross-site requests. */
+export type RouteKind = "api" | "console" | "probe";
+
+const LOOPBACK_NAMES = new Set(["localhost", "localhost."]);
+
+/** Is `host` (a name or address, no port, IPv6 without brackets) a loopback one? */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase();
+  if (LOOPBACK_NAMES.has(h)) return true;
+  if (isIP(h) === 4) return h.startsWith("127.");
+  if (isIP(h) === 6) return h === "::1" || h === "0:0:0:0:0:0:0:1" || /^::ffff:127\./.test(h);
+  return false;
+}
+
+/**
+ * Parse a `--public-url` once, at the edge: an `http(s)` origin without credentials, path,
+ * query or fragment.
+ */
+export function parsePublicUrl(text: string, flag = "--public-url"): PublicOrigin {
+  let u: URL;
+  try {
+    u = new URL(text.trim());
+  } catch {
+    throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} must be the URL clients use to reach this server, such as https://state.example.com or http://10.0.0.5:8080, got ${JSON.stringify(text)}`);
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} must start with http:// or https://, got ${JSON.stringify(u.protocol.replace(/:$/, ""))}`);
+  if (u.username !== "" || u.password !== "") throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} must not carry a user name or password`);
+  if ((u.pathname !== "/" && u.pathname !== "") || u.search !== "" || u.hash !== "") {
+    throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} is an origin (scheme, host and port), without a path, query or fragment: the state lives at /state/{workspace} under it; got ${JSON.stringify(text)}`);
+  }
+  return { origin: u.origin.toLowerCase(), host: u.host.toLowerCase() };
+}
+
+/** Split a `Host` header into its name (IPv6 without brackets) and port, lower-cased. */
+function splitHost(host: string): { name: string; port: string } {
+  const h = host.trim().toLowerCase();
+  if (h.startsWith("[")) {
+    const end = h.indexOf("]");
+    return { name: h.slice(1, end < 0 ? undefined : end), port: end < 0 ? "" : h.slice(end + 2) };
+  }
+  const colon = h.lastIndexOf(":");
+  return colon < 0 ? { name: h, port: "" } : { name: h.slice(0, colon), port: h.slice(colon + 1) };
+}
+
+/** Options of {@link RequestGate}. */
+export interface GateOptions {
+  /** The origins of `--public-url` (parsed with {@link parsePublicUrl}). */
+  readonly publicUrls?: readonly PublicOrigin[] | undefined;
+  /** Does the server speak TLS itself (the scheme of a loopback or listen-address origin)? */
+  readonly tls: boolean;
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** The one gate every request passes (see the module's comment). */
+export class RequestGate {
+  private readonly publicByHost: ReadonlyMap<string, string>;
+  private readonly publicOrigins: ReadonlySet<string>;
+  /** `host:port` of the listen address when it is a specific one (not 0.0.0.0 or ::). */
+  private listenHost: string | undefined;
+  private readonly scheme: string;
+
+  constructor(options: GateOptions) {
+    const list = options.publicUrls ?? [];
+    this.publicByHost = new Map(list.map((p) => [p.host, p.origin]));
+    this.publicOrigins = new Set(list.map((p) => p.origin));
+    this.scheme = options.tls ? "https" : "http";
+  }
+
+  /** Tell the gate the address the server is bound to (its own host:port is then answered). */
+  bound(address: string, port: number): void {
+    if (address === "0.0.0.0" || address === "::" || isLoopbackHost(address)) return;
+    this.listenHost = `${isIP(address) === 6 ? `[${address.toLowerCase()}]` : address.toLowerCase()}:${port}`;
+  }
+
+  /**
+   * Let the request through, or throw: `MISDIRECTED_REQUEST` (421) for a foreign `Host`,
+   * `CROSS_SITE_REQUEST` (403) for a browser's cross-site request, `UNSUPPORTED_MEDIA_TYPE`
+   * (415) for a body of the wrong type. Returns the server's own origin for this request.
+   */
+  check(req: IncomingMessage, kind: RouteKind): string | undefined {
+    if (kind === "probe") return undefined;
+    const own = this.ownOrigin(header(req, "host"));
+    const method = req.method ?? "GET";
+    const changes = !SAFE_METHODS.has(method);
+    // Reads of the console are navigations a link from anywhere may start; everything else
+    // (the tool's protocol, the JSON API, every action) is never a browser's cross-site business.
+    if (changes || kind === "api") this.checkSite(req, own);
+    if (hasBody(req)) checkType(req, kind);
+    return own;
+  }
+
+  /** The origin this request reached, when its Host is one the server answers for; else 421. */
+  private ownOrigin(host: string | undefined): string {
+    if (host === undefined || host === "") throw misdirected("the request has no Host header");
+    const lower = host.trim().toLowerCase();
+    const listed = this.publicByHost.get(lower);
+    if (listed !== undefined) return listed;
+    if (lower === this.listenHost || isLoopbackHost(splitHost(lower).name)) return `${this.scheme}://${lower}`;
+    throw misdirected(`Host ${JSON.stringify(host.slice(0, 200))} is not an address of this server`);
+  }
+
+  private checkSite(req: IncomingMessage, own: string): void {
+    const site = header(req, "sec-fetch-site");
+    if (site === "cross-site" || site === "same-site") throw crossSite(`the browser marked it ${site} (Sec-Fetch-Site)`);
+    const origin = header(req, "origin");
+    if (origin === undefined) return;
+    const o = origin.trim().toLowerCase();
+    if (o === own || this.publicOrigins.has(o)) return;
+    throw crossSite("its Origin is not this server's");
+  }
+}
+
+/** Does the request carry a body (a length above zero, or chunks)? */
+function hasBody(req: IncomingMessage): boolean {
+  if (req.headers["transfer-encoding"] !== undefined) return true;
+  const length = header(req, "content-length");
+  return length !== undefined && length.trim() !== "0";
+}
+
+const JSON_TYPE = "application/json";
+const FORM_TYPE = "application/x-www-form-urlencoded";
+
+function checkType(req: IncomingMessage, kind: RouteKind): void {
+  const want = kind === "console" ? FORM_TYPE : JSON_TYPE;
+  const type = (header(req, "content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  if (type === want) return;
+  throw new ObjstateError(
+    "UNSUPPORTED_MEDIA_TYPE",
+    `a request body here must be ${want}${type === "" ? ", and this one has no Content-Type" : `, not ${type.slice(0, 100)}`}${kind === "console" ? " (the console's own forms send it)" : " (Terraform and OpenTofu send it; a script must set Content-Type: application/json)"}`,
+  );
+}
+
+function misdirected(why: string): ObjstateError {
+  return new ObjstateError("MISDIRECTED_REQUEST", `${why}: this server answers only for the hosts of its --public-url list, its listen address and loopback names. If clients reach it by this name, add it: objstate serve --public-url https://NAME`);
+}
+
+function crossSite(why: string): ObjstateError {
+  return new ObjstateError("CROSS_SITE_REQUEST", `refused a cross-site request: ${why}. Another web page may not use this server; a script that is not a browser sends neither Origin nor Sec-Fetch-Site`);
+}
