@@ -38,6 +38,10 @@ const NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((a) => a 
 const PHASES = env.BENCH_PHASES === "1";
 if (PHASES) NODE_ARGS.push("--import", fileURLToPath(new URL("server-phases.mjs", import.meta.url)));
 const CLI = fileURLToPath(new URL("src/cli/main.js", DIST));
+// BENCH_USERS=1: the server runs with a users file and every request logs in (HTTP Basic, as
+// the tool sends it), so the login limiter and the password check are in the figures.
+const USERS = env.BENCH_USERS === "1";
+const AUTH = USERS ? `Basic ${Buffer.from("bench:bench-password").toString("base64")}` : undefined;
 const dir = mkdtempSync(join(tmpdir(), "objstate-bench-serve-"));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -77,11 +81,16 @@ if (env.BENCH_TARGET === "ceph") {
 }
 const configFile = join(dir, "backend.json");
 writeFileSync(configFile, JSON.stringify(props));
+const usersFile = join(dir, "users.json");
+if (USERS) {
+  const { hashPassword } = await import(new URL("src/server/users.js", DIST).href);
+  writeFileSync(usersFile, JSON.stringify({ users: { bench: { password: await hashPassword("bench-password"), roles: { "*": ["admin"] } } } }), { mode: 0o600 });
+}
 const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
 
 /** A server process; resolves once it listens. */
 async function startServer() {
-  const child = spawn(process.execPath, [...NODE_ARGS, CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off"], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BENCH_PHASES_DIST: DIST.href }, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...NODE_ARGS, CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off", ...(USERS ? ["--users", usersFile] : [])], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BENCH_PHASES_DIST: DIST.href }, stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   const url = await new Promise((resolve, reject) => {
     child.stderr.setEncoding("utf8").on("data", (d) => {
@@ -121,6 +130,7 @@ function receiver(length) {
 function http(url, method, path, body) {
   return new Promise((resolve, reject) => {
     const headers = body === undefined ? {} : { "Content-Type": "application/json", "Content-Length": String(body.length), "Content-MD5": contentMd5(body) };
+    if (AUTH !== undefined) headers.Authorization = AUTH;
     const req = request(`${url}${path}`, { method, headers, agent }, (res) => {
       // As the tool's client (io.Copy into a bytes.Buffer), the body is gathered while it
       // arrives, not joined after its last byte.
@@ -204,6 +214,7 @@ function lean(base, method, path, body) {
       },
     };
     const headers = [`${method} ${path} HTTP/1.1`, `Host: ${new URL(base).host}`];
+    if (AUTH !== undefined) headers.push(`Authorization: ${AUTH}`);
     if (body !== undefined) headers.push("Content-Type: application/json", `Content-Length: ${body.length}`, `Content-MD5: ${contentMd5(body)}`);
     const text = `${headers.join("\r\n")}\r\n\r\n`;
     c.socket.cork();
@@ -256,7 +267,7 @@ function phaseTable(server) {
     const ms = lines[i].ms;
     by.get(k).push({ ...ms, trip: r.client - ms.handler });
   });
-  console.table([...by].map(([what, xs]) => Object.fromEntries([["what", what], ["n", xs.length], ...["trip", "toBackend", "backend", "toAnswer", "handler"].map((k) => [k, xs.some((x) => x[k] === undefined) ? "-" : median(xs.map((x) => x[k])).toFixed(2)])])));
+  console.table([...by].map(([what, xs]) => Object.fromEntries([["what", what], ["n", xs.length], ...["trip", "toBackend", "backend", "toAnswer", "handler", "gate", "auth"].map((k) => [k, xs.some((x) => x[k] === undefined) ? "-" : median(xs.map((x) => x[k])).toFixed(2)])])));
 }
 if (PARTS.has("transfer")) {
 const results = [];
