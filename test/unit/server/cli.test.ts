@@ -92,7 +92,13 @@ describe("objstate serve (CLI)", () => {
     assert.equal(runCli(["serve", "hash-password", "--user", "ci", "--users", file], { input: "p" }).code, 0);
     for (const mode of [0o644, 0o620, 0o604]) {
       chmodSync(file, mode);
-      const r = runCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", "--users", file], { cwd });
+      const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", "--users", file], { cwd });
+      if (await s.stderrMatches(/serving serve-cli/).then(() => true, () => false)) {
+        s.kill();
+        await s.done;
+        assert.fail(`serve started with a users file of mode 0${mode.toString(8)}`);
+      }
+      const r = await s.done;
       assert.equal(r.code, 2, r.stderr);
       assert.ok(r.stderr.includes(`users file ${file} has mode 0${mode.toString(8)}`), r.stderr);
       assert.ok(r.stderr.includes(`chmod 600 ${file}`), r.stderr);
