@@ -55,6 +55,9 @@ interface NameRecord {
  * an IPv6 address by its /64 (one host usually holds a whole /64).
  */
 export function addressGroup(address: string): string {
+  // The forms Node reports, without parsing: IPv4, and IPv4 on a dual-stack socket.
+  if (!address.includes(":")) return address;
+  if (address.startsWith("::ffff:") && isIP(address.slice(7)) === 4) return address.slice(7);
   const bare = address.split("%")[0] as string;
   const kind = isIP(bare);
   if (kind === 4) return bare;
@@ -86,12 +89,20 @@ function ipv6Groups(address: string): number[] {
 
 /**
  * Counts failed logins and refuses attempts past the limits. Memory is bounded: at most
- * {@link MAX_ADDRESSES} address groups (least recently seen forgotten first), each with at
- * most `stuffingUsers` names.
+ * {@link MAX_ADDRESSES} address groups, each with at most `stuffingUsers` names (and the
+ * name being checked).
+ *
+ * The addresses live in two generations of at most half the bound each: one seen lately,
+ * and the one before it. An address seen again moves to the recent one; when that is full,
+ * the older is dropped and the recent one becomes the older. So what is forgotten is what
+ * was not seen for the longest (roughly), in O(1) per request: a map whose hot key is
+ * deleted and set again on every request (an exact LRU) costs V8 time in proportion to the
+ * map's size.
  */
 export class LoginLimiter {
-  /** By address group, least recently seen first; within it, by user name key. */
-  private readonly addresses = new Map<string, Map<string, NameRecord>>();
+  /** By address group, then by user name key. */
+  private recent = new Map<string, Map<string, NameRecord>>();
+  private older = new Map<string, Map<string, NameRecord>>();
   private readonly stuffingUsers: number;
 
   constructor(
@@ -104,7 +115,7 @@ export class LoginLimiter {
 
   /** Address groups remembered (for tests of the bound). */
   get size(): number {
-    return this.addresses.size;
+    return this.recent.size + this.older.size;
   }
 
   /**
@@ -117,10 +128,13 @@ export class LoginLimiter {
     const key = user.slice(0, NAME_KEY_CHARS);
     const now = this.now();
     const since = now - this.limit.windowMs;
-    let names = this.addresses.get(group);
-    if (names !== undefined) {
-      this.addresses.delete(group);
-      this.addresses.set(group, names);
+    let names = this.recent.get(group);
+    if (names === undefined) {
+      names = this.older.get(group);
+      if (names !== undefined) {
+        this.older.delete(group);
+        this.remember(group, names);
+      }
     }
     // One pass prunes what the window forgot and finds what the address and this name hold.
     let record: NameRecord | undefined;
@@ -128,7 +142,9 @@ export class LoginLimiter {
     for (const [name, r] of names ?? []) {
       if (r.failures.some((t) => t <= since)) r.failures = r.failures.filter((t) => t > since);
       if (r.failures.length === 0 && r.pending === 0) {
-        names?.delete(name);
+        // The name being checked keeps its record: deleting and setting one key again on
+        // every request is what makes a V8 map slow.
+        if (name !== key) names?.delete(name);
         continue;
       }
       if (name === key) record = r;
@@ -146,37 +162,33 @@ export class LoginLimiter {
     }
     if (names === undefined) {
       names = new Map();
-      this.addresses.set(group, names);
-      for (const oldest of this.addresses.keys()) {
-        if (this.addresses.size <= this.maxAddresses) break;
-        this.addresses.delete(oldest);
-      }
+      this.remember(group, names);
     }
     if (record === undefined) {
-      record = { failures: [], pending: 0 };
+      record = names.get(key) ?? { failures: [], pending: 0 };
       names.set(key, record);
     }
     record.pending += 1;
-    return this.attempt(group, key, record);
+    return this.attempt(record);
   }
 
-  private attempt(group: string, key: string, record: NameRecord): LoginAttempt {
+  private remember(group: string, names: Map<string, NameRecord>): void {
+    this.recent.set(group, names);
+    if (this.recent.size >= Math.ceil(this.maxAddresses / 2)) {
+      this.older = this.recent;
+      this.recent = new Map();
+    }
+  }
+
+  private attempt(record: NameRecord): LoginAttempt {
     let settled = false;
     const settle = (failed: boolean): void => {
       if (settled) return;
       settled = true;
       record.pending -= 1;
       if (failed) record.failures.push(this.now());
-      else if (record.failures.length === 0 && record.pending === 0) this.forget(group, key, record);
     };
     return { fail: () => settle(true), release: () => settle(false) };
-  }
-
-  private forget(group: string, key: string, record: NameRecord): void {
-    const names = this.addresses.get(group);
-    if (names?.get(key) !== record) return;
-    names.delete(key);
-    if (names.size === 0) this.addresses.delete(group);
   }
 }
 

@@ -98,7 +98,7 @@ describe("login limiter", () => {
       // The limited address keeps trying, so it stays among the recently seen.
       if (i % 1000 === 0) assert.equal(refusal(l, "192.0.2.1", "ci")?.code, "TOO_MANY_FAILED_LOGINS", `after ${i} other addresses`);
     }
-    assert.equal(l.size, MAX_ADDRESSES);
+    assert.ok(l.size <= MAX_ADDRESSES && l.size > MAX_ADDRESSES / 2, `${l.size} addresses remembered`);
     assert.equal(refusal(l, "192.0.2.1", "ci")?.code, "TOO_MANY_FAILED_LOGINS");
     // The first of the others was seen least recently: forgotten.
     failTimes(l, 9, "10.0.0.0", "ci");
