@@ -138,7 +138,7 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     }
     if (path === "/") {
       if (!get) return methodNotAllowed(res, "GET, HEAD");
-      const all = (await ctx.api.listWorkspaces()).filter((w) => ctx.can("outputs", w.name));
+      const all = (await ctx.api.listWorkspaces()).filter((w) => canSee(ctx, w.name));
       const q = url.searchParams.get("q") ?? "";
       sendPage(res, 200, renderWorkspaces({ frame, rows: sortByLastWrite(filterWorkspaces(all, q)), query: q, total: all.length }));
       return true;
@@ -158,7 +158,7 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     }
     if (!get) return methodNotAllowed(res, sub === "/rollback" ? "GET, HEAD, POST" : "GET, HEAD");
     // The Workspace page shows an outputs-only user its outputs; the rest reads the state.
-    if (!ctx.can(sub === "" ? "outputs" : "read", workspace)) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
+    if (!(sub === "" ? canSee(ctx, workspace) : ctx.can("read", workspace))) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
     if (sub === "") await workspacePage(res, ctx, frame, workspace, url.searchParams);
     else if (sub === "/history") {
       // The newest HISTORY_PAGE at first, one more read to know whether to offer the rest.
@@ -192,6 +192,14 @@ function methodNotAllowed(res: ServerResponse, allow: string): true {
   return true;
 }
 
+/**
+ * May the user see the workspace in lists, its lock and its Workspace page (outputs
+ * masked)? `read` is asked too, for a host whose `can` does not know that it implies `outputs`.
+ */
+function canSee(ctx: ConsoleContext, workspace: string): boolean {
+  return ctx.can("outputs", workspace) || ctx.can("read", workspace);
+}
+
 function canRollback(ctx: ConsoleContext, workspace: string): boolean {
   return ctx.can("write", workspace) && ctx.can("lock", workspace);
 }
@@ -199,10 +207,10 @@ function canRollback(ctx: ConsoleContext, workspace: string): boolean {
 async function sendLocks(res: ServerResponse, ctx: ConsoleContext, one: string | null, now: number): Promise<void> {
   let entries: [string, LockView | null][];
   if (one !== null) {
-    if (!ctx.can("outputs", one)) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${one}.`);
+    if (!canSee(ctx, one)) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${one}.`);
     entries = [[one, await ctx.api.lock(one)]];
   } else {
-    entries = [...(await ctx.api.locks())].filter(([w]) => ctx.can("outputs", w));
+    entries = [...(await ctx.api.locks())].filter(([w]) => canSee(ctx, w));
   }
   // fromEntries defines own properties: a workspace named __proto__ stays a plain key.
   const body = JSON.stringify({ locks: Object.fromEntries(entries.map(([w, l]) => [w, lockJson(l, now)])) });
