@@ -30,7 +30,7 @@ const VERBS: Readonly<Record<Role, string>> = { outputs: "read the outputs of", 
 /** Refuse with 403 unless the user has `role` on `workspace`. */
 export function requireRole(ctx: Ctx, role: Role, workspace: string): void {
   if (!allowed(ctx.user, role, workspace)) {
-    // The outputs role is meant to be enough for remote state: say why it is not here.
+    // Someone given only outputs asked for the state: name the one route that role reads.
     const only = role === "read" && allowed(ctx.user, "outputs", workspace) ? `; the outputs role reads only GET /api/v1/workspaces/${workspace}/outputs` : "";
     throw new ObjstateError("FORBIDDEN", `user ${ctx.user.name} may not ${VERBS[role]} workspace ${workspace} (needs the ${role} role${only})`);
   }

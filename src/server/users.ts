@@ -87,7 +87,7 @@ export function allowed(user: User, role: Role, workspace: string): boolean {
 /**
  * Has `user` `role` on every workspace, including ones no name matches (another state's
  * lock under the prefix)? Only a grant on the glob `*` itself says so: asking
- * {@link allowed} about the name `*` would also accept `?` or `*x*`, which match that string.
+ * {@link allowed} about the name `*` would also accept `?` or `**`, which match that string.
  */
 export function allowedEverywhere(user: User, role: Role): boolean {
   return user.grants.some((g) => g.glob === "*" && grants(g.roles, role));
