@@ -262,8 +262,8 @@ export function program(argv?: readonly string[]): Command {
     .command("hash-password")
     .description("add a user (scrypt-hashed password read from standard input) with roles to a users file, or print the entry")
     .requiredOption("--user <name>", "user name (the http backend's username)")
-    .option("--role <glob=roles>", "roles on workspaces matching GLOB: read, write, lock, force, admin (repeatable) [default: *=read]", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
-    .option("--users <file>", "users file to add the user to (created when absent); without it the entry is printed")
+    .option("--role <glob=roles>", "roles on workspaces matching GLOB: outputs, read, write, lock, force, admin (repeatable) [default: *=read]", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
+    .option("--users <file>", "users file to add the user to (created with mode 600 when absent, made 600 when its group or others may read it); without it the entry is printed")
     // --users is also an option of serve itself: commander may hand it to the parent.
     .action(async (...args: unknown[]) => (await import("./serve.js")).hashPasswordAction((args[args.length - 1] as Command).optsWithGlobals()));
 

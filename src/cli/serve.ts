@@ -2,7 +2,7 @@
  * `objstate serve`: the tool's http backend over the configured store (src/server), and
  * `objstate serve hash-password`, which adds a user to a users file.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { durationFlag } from "./duration.js";
 import { usageError } from "./io.js";
@@ -60,6 +60,30 @@ function readPem(flag: string, file: string): Buffer {
   }
 }
 
+/** The file's mode when its group or others may read or change it; undefined when not (or it cannot be read). */
+function openToOthers(file: string): number | undefined {
+  let mode: number;
+  try {
+    mode = statSync(file).mode;
+  } catch {
+    // Missing or unreadable: loading it says which, naming the file.
+    return undefined;
+  }
+  return (mode & 0o077) === 0 ? undefined : mode;
+}
+
+const octal = (mode: number): string => `0${(mode & 0o777).toString(8).padStart(3, "0")}`;
+
+/**
+ * Refuse a users file its group or others may read or change, as ssh refuses such a key:
+ * the hashes in it can be guessed offline, and whoever can write it can add an admin.
+ */
+function checkUsersFileMode(file: string): void {
+  const mode = openToOthers(file);
+  if (mode === undefined) return;
+  throw usageError(`users file ${file} has mode ${octal(mode)}: its group or others may read or change it, and it holds password hashes and roles. Run \`chmod 600 ${file}\` (owned by the user that runs objstate serve) and start again`, "USERS_FILE_PERMISSIONS");
+}
+
 /** `objstate serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
 export async function serveAction(opts: Record<string, unknown>): Promise<void> {
   const { host, port } = parseListen(String(opts["listen"]));
@@ -82,6 +106,7 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   const clientTimeoutMs = durationFlag("--client-timeout", String(opts["clientTimeout"]));
   const graceMs = durationFlag("--shutdown-grace", String(opts["shutdownGrace"]));
   const logger = new Logger(opts["logLevel"] as LogLevel);
+  if (usersFile !== undefined) checkUsersFileMode(usersFile);
   const users = usersFile === undefined ? undefined : loadUsers(usersFile);
   const tls = certFile === undefined || keyFile === undefined ? undefined : { cert: readPem("--tls-cert", certFile), key: readPem("--tls-key", keyFile), ca: caFile === undefined ? undefined : readPem("--tls-client-ca", caFile) };
 
@@ -156,7 +181,15 @@ export async function hashPasswordAction(opts: Record<string, unknown>): Promise
     return;
   }
   const before = existsSync(file) ? readFileSync(file, "utf8") : undefined;
-  writeFileSync(file, withUser(before, name, hash, roles, file), { mode: 0o600 });
+  const next = withUser(before, name, hash, roles, file);
+  // The mode option applies only to a file being created: an existing one is fixed here,
+  // before the new hash goes in.
+  const mode = before === undefined ? undefined : openToOthers(file);
+  if (mode !== undefined) {
+    chmodSync(file, 0o600);
+    process.stderr.write(`objstate: ${file} had mode ${octal(mode)} (its group or others could read or change it): changed it to 0600\n`);
+  }
+  writeFileSync(file, next, { mode: 0o600 });
   process.stderr.write(`objstate: user ${name} ${before?.includes(`"${name}"`) === true ? "updated" : "added"} in ${file}\n`);
 }
 

@@ -330,7 +330,7 @@ export function addServeOptions(cmd: Command): Command {
   };
   add(new Option("--listen <host:port>", "address to listen on; without --users only a loopback address is allowed (unless --insecure-no-auth)").default("127.0.0.1:8080"));
   add(new Option("--public-url <url>", "an origin clients reach this server by, such as https://state.example.com (repeatable); other Host names get 421. Needed on a non-loopback --listen").argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), v]));
-  add(new Option("--users <file>", "users file: scrypt password hashes and roles (read, write, lock, force, admin) on workspace globs; add users with objstate serve hash-password"));
+  add(new Option("--users <file>", "users file (mode 600): scrypt password hashes and roles (outputs, read, write, lock, force, admin) on workspace globs; add users with objstate serve hash-password"));
   add(new Option("--insecure-no-auth", "serve a non-loopback address without a users file: anyone who reaches it may read, write and unlock every state"));
   add(new Option("--tls-cert <file>", "PEM certificate (chain): serve HTTPS (needs --tls-key)"));
   add(new Option("--tls-key <file>", "PEM private key of --tls-cert"));

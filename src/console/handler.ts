@@ -138,7 +138,7 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     }
     if (path === "/") {
       if (!get) return methodNotAllowed(res, "GET, HEAD");
-      const all = (await ctx.api.listWorkspaces()).filter((w) => ctx.can("read", w.name));
+      const all = (await ctx.api.listWorkspaces()).filter((w) => canSee(ctx, w.name));
       const q = url.searchParams.get("q") ?? "";
       sendPage(res, 200, renderWorkspaces({ frame, rows: sortByLastWrite(filterWorkspaces(all, q)), query: q, total: all.length }));
       return true;
@@ -157,7 +157,8 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
       return true;
     }
     if (!get) return methodNotAllowed(res, sub === "/rollback" ? "GET, HEAD, POST" : "GET, HEAD");
-    if (!ctx.can("read", workspace)) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
+    // The Workspace page shows an outputs-only user its outputs; the rest reads the state.
+    if (!(sub === "" ? canSee(ctx, workspace) : ctx.can("read", workspace))) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
     if (sub === "") await workspacePage(res, ctx, frame, workspace, url.searchParams);
     else if (sub === "/history") {
       // The newest HISTORY_PAGE at first, one more read to know whether to offer the rest.
@@ -191,6 +192,14 @@ function methodNotAllowed(res: ServerResponse, allow: string): true {
   return true;
 }
 
+/**
+ * May the user see the workspace in lists, its lock and its Workspace page (outputs
+ * masked)? `read` is asked too, for a host whose `can` does not know that it implies `outputs`.
+ */
+function canSee(ctx: ConsoleContext, workspace: string): boolean {
+  return ctx.can("outputs", workspace) || ctx.can("read", workspace);
+}
+
 function canRollback(ctx: ConsoleContext, workspace: string): boolean {
   return ctx.can("write", workspace) && ctx.can("lock", workspace);
 }
@@ -198,10 +207,10 @@ function canRollback(ctx: ConsoleContext, workspace: string): boolean {
 async function sendLocks(res: ServerResponse, ctx: ConsoleContext, one: string | null, now: number): Promise<void> {
   let entries: [string, LockView | null][];
   if (one !== null) {
-    if (!ctx.can("read", one)) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${one}.`);
+    if (!canSee(ctx, one)) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${one}.`);
     entries = [[one, await ctx.api.lock(one)]];
   } else {
-    entries = [...(await ctx.api.locks())].filter(([w]) => ctx.can("read", w));
+    entries = [...(await ctx.api.locks())].filter(([w]) => canSee(ctx, w));
   }
   // fromEntries defines own properties: a workspace named __proto__ stays a plain key.
   const body = JSON.stringify({ locks: Object.fromEntries(entries.map(([w, l]) => [w, lockJson(l, now)])) });
@@ -212,6 +221,7 @@ async function sendLocks(res: ServerResponse, ctx: ConsoleContext, one: string |
 async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, params: URLSearchParams): Promise<void> {
   const revealed = params.get("reveal") === "1";
   const canReveal = ctx.can("admin", workspace);
+  const canReadVersions = ctx.can("read", workspace);
   if (revealed && !canReveal) {
     ctx.log({ user: ctx.user, action: "reveal", workspace, outcome: "refused", detail: "needs admin" });
     throw new HttpError(403, `Revealing sensitive outputs needs the admin role on ${workspace}.`);
@@ -219,7 +229,7 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
   const [summary, outputs, versions] = await Promise.all([
     ctx.api.workspace(workspace),
     ctx.api.outputs(workspace),
-    ctx.api.hasHistory().then((keeps) => (keeps ? ctx.api.history(workspace, { limit: TIMELINE_LIMIT }) : null)),
+    canReadVersions ? ctx.api.hasHistory().then((keeps) => (keeps ? ctx.api.history(workspace, { limit: TIMELINE_LIMIT }) : null)) : null,
   ]);
   if (revealed) ctx.log({ user: ctx.user, action: "reveal", workspace, outcome: "ok", detail: "sensitive outputs shown" });
   const done = params.get("done");
@@ -231,7 +241,7 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
     canReveal,
     canForceUnlock: ctx.can("force", workspace),
     canRollback: canRollback(ctx, workspace),
-    versions,
+    versions: canReadVersions ? versions : "hidden",
     notice: doneMessage(done),
   });
   sendPage(res, 200, page);

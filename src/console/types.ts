@@ -6,8 +6,12 @@
  */
 import type { StateDiff } from "../state/diff.js";
 
-/** Roles the console checks (the server's user table grants them per workspace). */
-export type ConsoleRole = "read" | "write" | "lock" | "force" | "admin";
+/**
+ * Roles the console checks (the server's user table grants them per workspace). `outputs`:
+ * the Workspace page's outputs (masked), lock and last write, not its versions; `read`
+ * implies it.
+ */
+export type ConsoleRole = "outputs" | "read" | "write" | "lock" | "force" | "admin";
 
 /** A lock as the console shows it. */
 export interface LockView {

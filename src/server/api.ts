@@ -10,7 +10,7 @@ import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { diffStates } from "../state/diff.js";
 import { readBody } from "./body.js";
 import { requireRole, send, sendJson, type Ctx } from "./context.js";
-import { allowed, type Role } from "./users.js";
+import { allowed, allowedEverywhere, type Role } from "./users.js";
 
 /** A route: method, path pattern (`:name` segments), the role it needs on `:workspace`, handler. */
 export interface Route {
@@ -29,7 +29,8 @@ async function workspaceView(ctx: Ctx, ws: string): Promise<Record<string, unkno
 }
 
 async function listWorkspaces(ctx: Ctx): Promise<void> {
-  const names = (await ctx.backend.listWorkspaces()).filter((w) => allowed(ctx.user, "read", w));
+  // `outputs` is enough to be listed: the listing shows no more than that role's routes.
+  const names = (await ctx.backend.listWorkspaces()).filter((w) => allowed(ctx.user, "outputs", w));
   const out: Record<string, unknown>[] = [];
   // A few at a time: one HEAD and one table read per workspace.
   for (let i = 0; i < names.length; i += 8) out.push(...(await Promise.all(names.slice(i, i + 8).map((w) => workspaceView(ctx, w)))));
@@ -156,21 +157,22 @@ async function rollback(ctx: Ctx): Promise<void> {
 
 /**
  * `GET /api/v1/locks`: every lock in the table and every lockfile under the prefix, as
- * `objstate locks --json` prints them; only those of workspaces the user may read (a lock
- * of another state under the prefix, `workspace: null`, only for admins).
+ * `objstate locks --json` prints them; only those of workspaces the user may see (the
+ * `outputs` role, as the workspace listing; a lock of another state under the prefix,
+ * `workspace: null`, only for admins of every workspace).
  */
 async function listLocks(ctx: Ctx): Promise<void> {
-  const locks = (await ctx.backend.locks()).filter((l) => (l.workspace === null ? allowed(ctx.user, "admin", "*") : allowed(ctx.user, "read", l.workspace)));
+  const locks = (await ctx.backend.locks()).filter((l) => (l.workspace === null ? allowedEverywhere(ctx.user, "admin") : allowed(ctx.user, "outputs", l.workspace)));
   sendJson(ctx, 200, { locks });
 }
 
 /** The JSON API. */
 export const API_ROUTES: readonly Route[] = [
   { method: "GET", path: "/api/v1/workspaces", handler: listWorkspaces },
-  { method: "GET", path: "/api/v1/workspaces/:workspace", role: "read", handler: showWorkspace },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/lock", role: "read", handler: showLock },
+  { method: "GET", path: "/api/v1/workspaces/:workspace", role: "outputs", handler: showWorkspace },
+  { method: "GET", path: "/api/v1/workspaces/:workspace/lock", role: "outputs", handler: showLock },
   { method: "DELETE", path: "/api/v1/workspaces/:workspace/lock", role: "force", handler: forceUnlock },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/outputs", role: "read", handler: outputs },
+  { method: "GET", path: "/api/v1/workspaces/:workspace/outputs", role: "outputs", handler: outputs },
   { method: "POST", path: "/api/v1/workspaces/:workspace/diff", role: "read", handler: diff },
   { method: "GET", path: "/api/v1/workspaces/:workspace/diff", role: "read", handler: diffVersions },
   { method: "GET", path: "/api/v1/workspaces/:workspace/history", role: "read", handler: history },

@@ -1,39 +1,37 @@
 /**
  * Who is asking: HTTP Basic (as the tool's client sends it) checked against the users file,
  * or a verified client certificate whose subject CN names a user (mutual TLS). Failed
- * logins are counted per address and, past a limit, refused before any password check.
+ * logins are limited by {@link LoginLimiter}: past a limit, refused before any password check.
  */
 import { createHmac, randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
 import { ObjstateError } from "../errors.js";
+import { DEFAULT_LOGIN_LIMIT, LoginLimiter, type LoginLimit } from "./login-limiter.js";
 import { ROLES, verifyPassword, type Role, type User } from "./users.js";
+
+export { DEFAULT_LOGIN_LIMIT, type LoginLimit } from "./login-limiter.js";
 
 /** The user every request is, when the server runs without a users file (loopback or --insecure-no-auth). */
 export const ANONYMOUS: User = { name: "-", password: undefined, grants: [{ glob: "*", roles: new Set<Role>(ROLES) }] };
-
-/** Failed logins allowed per address and window before answering 429. */
-export interface LoginLimit {
-  readonly failures: number;
-  readonly windowMs: number;
-}
-export const DEFAULT_LOGIN_LIMIT: LoginLimit = { failures: 10, windowMs: 60_000 };
 
 /** How long a verified password is remembered (scrypt on every request would cost ~50 ms each). */
 const CACHE_MS = 5 * 60_000;
 const CACHE_MAX = 1024;
 
 export class Authenticator {
-  private readonly failures = new Map<string, number[]>();
+  private readonly limiter: LoginLimiter;
   /** HMAC(user:password) under a key made at start: the cache holds nothing a password can be recovered from offline. */
   private readonly cacheKey = randomBytes(32);
   private readonly verified = new Map<string, number>();
 
   constructor(
     private readonly users: ReadonlyMap<string, User> | undefined,
-    private readonly limit: LoginLimit = DEFAULT_LOGIN_LIMIT,
+    limit: LoginLimit = DEFAULT_LOGIN_LIMIT,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.limiter = new LoginLimiter(limit, now);
+  }
 
   /** Is anyone checked at all? */
   get enabled(): boolean {
@@ -47,36 +45,34 @@ export class Authenticator {
     const address = req.socket.remoteAddress ?? "unknown";
     const cert = certUser(req, users);
     if (cert !== undefined) return cert;
-    const recent = this.recentFailures(address);
-    if (recent.length >= this.limit.failures) {
-      const retry = Math.max(1, Math.ceil(((recent[0] as number) + this.limit.windowMs - this.now()) / 1000));
-      throw new ObjstateError("TOO_MANY_FAILED_LOGINS", `too many failed logins from ${address}: try again in ${retry}s`, { details: { retryAfter: retry } });
-    }
     const basic = parseBasic(req.headers.authorization);
     if (basic === undefined) throw new ObjstateError("UNAUTHORIZED", "this server needs a user name and password (HTTP Basic): set username and password in the http backend");
+    // Before the cache too: were a remembered password let through while limited, a 429
+    // against a 200 would tell a guesser which guess was right.
+    const attempt = this.limiter.begin(address, basic.user);
     const user = users.get(basic.user);
     const mac = createHmac("sha256", this.cacheKey).update(`${basic.user}:${basic.password}`).digest("base64");
     const until = this.verified.get(mac);
-    if (user !== undefined && until !== undefined && until > this.now()) return user;
-    if (user !== undefined && user.password !== undefined && (await verifyPassword(basic.password, user.password))) {
+    if (user !== undefined && until !== undefined && until > this.now()) {
+      attempt.release();
+      return user;
+    }
+    let ok: boolean;
+    try {
+      // Unknown users cost the same scrypt (a dummy hash) as known ones.
+      ok = await verifyPassword(basic.password, user?.password);
+    } catch (e) {
+      attempt.release();
+      throw e;
+    }
+    if (user !== undefined && ok) {
+      attempt.release();
       if (this.verified.size >= CACHE_MAX) this.verified.clear();
       this.verified.set(mac, this.now() + CACHE_MS);
       return user;
     }
-    if (user === undefined || user.password === undefined) await verifyPassword(basic.password, undefined);
-    recent.push(this.now());
-    this.failures.set(address, recent);
+    attempt.fail();
     throw new ObjstateError("UNAUTHORIZED", "wrong user name or password");
-  }
-
-  private recentFailures(address: string): number[] {
-    const since = this.now() - this.limit.windowMs;
-    const kept = (this.failures.get(address) ?? []).filter((t) => t > since);
-    if (kept.length === 0) this.failures.delete(address);
-    else this.failures.set(address, kept);
-    // Forget idle addresses so a scan of many addresses cannot grow the map for ever.
-    if (this.failures.size > 10_000) this.failures.clear();
-    return kept;
   }
 }
 

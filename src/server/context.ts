@@ -25,10 +25,14 @@ export interface Ctx {
   bytesOut: number;
 }
 
+const VERBS: Readonly<Record<Role, string>> = { outputs: "read the outputs of", read: "read", write: "write", lock: "lock", force: "force-unlock", admin: "administer" };
+
 /** Refuse with 403 unless the user has `role` on `workspace`. */
 export function requireRole(ctx: Ctx, role: Role, workspace: string): void {
   if (!allowed(ctx.user, role, workspace)) {
-    throw new ObjstateError("FORBIDDEN", `user ${ctx.user.name} may not ${role === "read" ? "read" : role === "write" ? "write" : role === "lock" ? "lock" : role === "force" ? "force-unlock" : "administer"} workspace ${workspace} (needs the ${role} role)`);
+    // Someone given only outputs asked for the state: name the one route that role reads.
+    const only = role === "read" && allowed(ctx.user, "outputs", workspace) ? `; the outputs role reads only GET /api/v1/workspaces/${workspace}/outputs` : "";
+    throw new ObjstateError("FORBIDDEN", `user ${ctx.user.name} may not ${VERBS[role]} workspace ${workspace} (needs the ${role} role${only})`);
   }
 }
 

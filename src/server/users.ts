@@ -11,9 +11,13 @@ import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } 
 import { readFileSync } from "node:fs";
 import { ObjstateError } from "../errors.js";
 
-/** What a user may do on a workspace. `admin` grants every role. */
-export type Role = "read" | "write" | "lock" | "force" | "admin";
-export const ROLES: readonly Role[] = ["read", "write", "lock", "force", "admin"];
+/**
+ * What a user may do on a workspace. `outputs`: its outputs (sensitive values masked) and
+ * its lock and last write, never the state; `read`: the whole state, every secret in it
+ * included, its versions and history (and `outputs`); `admin` grants every role.
+ */
+export type Role = "outputs" | "read" | "write" | "lock" | "force" | "admin";
+export const ROLES: readonly Role[] = ["outputs", "read", "write", "lock", "force", "admin"];
 
 /** One user of the users file. */
 export interface User {
@@ -70,9 +74,23 @@ export function globMatches(glob: string, workspace: string): boolean {
   return re.test(workspace);
 }
 
+/** Does a grant's set of roles give `role` (`admin` gives all, `read` gives `outputs`)? */
+function grants(roles: ReadonlySet<Role>, role: Role): boolean {
+  return roles.has(role) || roles.has("admin") || (role === "outputs" && roles.has("read"));
+}
+
 /** May `user` act in `role` on `workspace`? `admin` on a matching glob grants every role. */
 export function allowed(user: User, role: Role, workspace: string): boolean {
-  return user.grants.some((g) => globMatches(g.glob, workspace) && (g.roles.has(role) || g.roles.has("admin")));
+  return user.grants.some((g) => globMatches(g.glob, workspace) && grants(g.roles, role));
+}
+
+/**
+ * Has `user` `role` on every workspace, including ones no name matches (another state's
+ * lock under the prefix)? Only a grant on the glob `*` itself says so: asking
+ * {@link allowed} about the name `*` would also accept `?` or `**`, which match that string.
+ */
+export function allowedEverywhere(user: User, role: Role): boolean {
+  return user.grants.some((g) => g.glob === "*" && grants(g.roles, role));
 }
 
 function fileError(file: string, problem: string): ObjstateError {

@@ -17,8 +17,8 @@ export interface WorkspaceView {
   readonly canForceUnlock: boolean;
   /** Show rollback links (write + lock)? */
   readonly canRollback: boolean;
-  /** The newest versions; null when this server keeps no history. */
-  readonly versions: readonly VersionView[] | null;
+  /** The newest versions; null when this server keeps no history; "hidden" when the user may not read them (the outputs role). */
+  readonly versions: readonly VersionView[] | null | "hidden";
   /** A fixed message after an action ("The lock was released."). */
   readonly notice?: string | undefined;
 }
@@ -63,6 +63,7 @@ ${reveal}`;
 function timeline(v: WorkspaceView): SafeHtml {
   const f = v.frame;
   if (v.versions === null) return html`<p class="muted">This store keeps no versions (bucket versioning is off).</p>`;
+  if (v.versions === "hidden") return html`<p class="muted">Versions and history need the read role on this workspace.</p>`;
   if (v.versions.length === 0) return html`<p class="muted">No versions.</p>`;
   return html`<ol class="diff" aria-label="Latest versions">
 ${v.versions.map(

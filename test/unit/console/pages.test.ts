@@ -86,6 +86,13 @@ describe("console pages", () => {
     assert.ok(page.includes("The lock was released."));
   });
 
+  it("Workspace for a user with only the outputs role: outputs, no versions and no link to the history", () => {
+    const page = renderWorkspace(baseView({ versions: "hidden" })).value;
+    assert.ok(page.includes('data-output="url"'));
+    assert.ok(page.includes("Versions and history need the read role"));
+    assert.ok(!page.includes("/history"));
+  });
+
   it("History: chart, newest first, from/to radios defaulting to the last two, rollback links only with the roles", () => {
     const versions = [version("v3", 3, { isLatest: true, who: EVIL }), version("v2", 2), version("d", 0, { deleteMarker: true }), version("v1", 1)];
     const page = renderHistory({ frame, workspace: "prod", versions, canRollback: true }).value;

@@ -1,6 +1,6 @@
 /** `objstate serve` and `objstate serve hash-password` as a user runs them. */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -65,8 +65,51 @@ describe("objstate serve (CLI)", () => {
     assert.deepEqual([...users.keys()], ["ci", "ops"]);
     assert.equal(await verifyPassword("s3cret pass", users.get("ci")?.password), true);
     assert.deepEqual([...(users.get("ci")?.grants.map((g) => g.glob) ?? [])], ["staging-*", "*"]);
+    const consumer = runCli(["serve", "hash-password", "--user", "tf", "--role", "*=outputs", "--users", file], { input: "p" });
+    assert.equal(consumer.code, 0, consumer.stderr);
+    assert.deepEqual([...(parseUsers(readFileSync(file, "utf8"), file).get("tf")?.grants[0]?.roles ?? [])], ["outputs"]);
     const bad = runCli(["serve", "hash-password", "--user", "x", "--role", "*=root"], { input: "p" });
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--role must be GLOB=ROLE/);
+  });
+
+  it("hash-password fixes an existing users file that others may read (chmod 600) and says so", () => {
+    const dir = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    const file = join(dir, "users.json");
+    assert.equal(runCli(["serve", "hash-password", "--user", "ci", "--users", file], { input: "p1" }).code, 0);
+    chmodSync(file, 0o644);
+    const r = runCli(["serve", "hash-password", "--user", "ops", "--users", file], { input: "p2" });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    assert.ok(r.stderr.includes(`${file} had mode 0644 (its group or others could read or change it): changed it to 0600`), r.stderr);
+    const quiet = runCli(["serve", "hash-password", "--user", "dev", "--users", file], { input: "p3" });
+    assert.doesNotMatch(quiet.stderr, /mode/, "nothing to fix, nothing said");
+  });
+
+  it("serve refuses a users file its group or others may read or write, naming the file, its mode and the chmod 600 fix; 600 starts", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    const file = join(cwd, "users.json");
+    assert.equal(runCli(["serve", "hash-password", "--user", "ci", "--users", file], { input: "p" }).code, 0);
+    for (const mode of [0o644, 0o620, 0o604]) {
+      chmodSync(file, mode);
+      const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", "--users", file], { cwd });
+      if (await s.stderrMatches(/serving serve-cli/).then(() => true, () => false)) {
+        s.kill();
+        await s.done;
+        assert.fail(`serve started with a users file of mode 0${mode.toString(8)}`);
+      }
+      const r = await s.done;
+      assert.equal(r.code, 2, r.stderr);
+      assert.ok(r.stderr.includes(`users file ${file} has mode 0${mode.toString(8)}`), r.stderr);
+      assert.ok(r.stderr.includes(`chmod 600 ${file}`), r.stderr);
+    }
+    chmodSync(file, 0o600);
+    const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", "--users", file], { cwd });
+    try {
+      await s.stderrMatches(/serving serve-cli/);
+    } finally {
+      s.kill();
+      await s.done;
+    }
   });
 });

@@ -7,7 +7,7 @@ import { parseBasic } from "../../../src/server/auth.js";
 import { checkContentMd5 } from "../../../src/server/body.js";
 import { Metrics } from "../../../src/server/metrics.js";
 import { statusOf } from "../../../src/server/status.js";
-import { allowed, globMatches, hashPassword, parseUsers, verifyPassword, withUser } from "../../../src/server/users.js";
+import { allowed, allowedEverywhere, globMatches, hashPassword, parseUsers, verifyPassword, withUser } from "../../../src/server/users.js";
 
 const CHEAP = { N: 1024, r: 8, p: 1 };
 
@@ -37,6 +37,25 @@ describe("users file", () => {
     assert.ok(!allowed(u, "write", "prod"));
     assert.ok(!allowed(u, "force", "dev-1"));
     assert.ok(allowed(users.get("boss")!, "force", "anything"));
+  });
+
+  it("outputs: granted by outputs, read and admin; grants nothing else", () => {
+    const users = parseUsers(JSON.stringify({ users: { tf: { roles: { "*": ["outputs"] } }, r: { roles: { "*": ["read"] } }, boss: { roles: { "*": ["admin"] } } } }), "f");
+    assert.ok(allowed(users.get("tf")!, "outputs", "prod"));
+    assert.ok(!allowed(users.get("tf")!, "read", "prod"));
+    assert.ok(allowed(users.get("r")!, "outputs", "prod"));
+    assert.ok(allowed(users.get("boss")!, "outputs", "prod"));
+  });
+
+  it("a role on every workspace is a grant on * itself, not a glob that matches the name *", () => {
+    const users = parseUsers(JSON.stringify({ users: { q: { roles: { "?": ["admin"], "**": ["admin"] } }, boss: { roles: { "*": ["admin"] } }, r: { roles: { "*": ["read"] } } } }), "f");
+    const q = users.get("q")!;
+    assert.ok(allowed(q, "admin", "*"), "the glob matches the string *, which is why allowed() is the wrong question");
+    assert.ok(!allowedEverywhere(q, "admin"));
+    assert.ok(allowedEverywhere(users.get("boss")!, "admin"));
+    assert.ok(allowedEverywhere(users.get("boss")!, "force"), "admin implies every role");
+    assert.ok(allowedEverywhere(users.get("r")!, "outputs"), "read implies outputs");
+    assert.ok(!allowedEverywhere(users.get("r")!, "admin"));
   });
 
   it("a bad users file is an error naming the file and the entry", () => {

@@ -5,11 +5,12 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { request as httpRequest } from "node:http";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
+import { ObjectStoreBackend, ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "../../../src/index.js";
 import { Logger } from "../../../src/server/log.js";
 import { ObjstateServer, type ServerOptions } from "../../../src/server/server.js";
 import { hashPassword, parseUsers } from "../../../src/server/users.js";
@@ -25,12 +26,32 @@ const USERS: Record<string, Record<string, string[]>> = {
   forcer: { "*": ["read", "lock", "force"] },
   admin: { "*": ["admin"] },
   scoped: { "staging-*": ["read", "write", "lock"] },
+  consumer: { "*": ["outputs"] },
+  // `?` matches the name `*`: admin on every one-letter workspace, not on every workspace.
+  oneletter: { "?": ["admin"] },
+  bystander: { "*": ["read"] },
 };
+/** Hashed at the default cost (about 50 ms a check), so a burst of guesses arrives while checks run. */
+const GUESSED = "guessed";
 const pw = (name: string): string => `pw-of-${name}`;
+
+/** `GET /state/default` as `user`, from the local address `local` (any 127/8 address is this host). */
+function from(local: string, port: number, user: string, password: string): Promise<{ status: number; retryAfter: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const auth = `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
+    const req = httpRequest({ host: "127.0.0.1", port, localAddress: local, path: "/state/default", headers: { Authorization: auth }, agent: false }, (res) => {
+      res.resume();
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"] }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
 
 describe("objstate serve: users, roles, TLS", () => {
   let backend: ObjectStoreBackend;
   let config: ObjectStoreBackendConfig;
+  let props: ObjectStoreBackendConfigProps;
   let users: ServerOptions["users"];
   const servers: ObjstateServer[] = [];
 
@@ -43,11 +64,12 @@ describe("objstate serve: users, roles, TLS", () => {
   const as = (base: string, user: string, workspace = uniqueName("ws")): HttpBackendClient => new HttpBackendClient({ bases: [base], workspace, username: user, password: pw(user), retries: 0 });
 
   before(async () => {
-    const props = await embeddedTarget().setup({ locks: true });
+    props = await embeddedTarget().setup({ locks: true });
     config = ObjectStoreBackendConfig.from(props);
     backend = await ObjectStoreBackend.connect(config, { env: {}, onWarning: () => undefined });
     const entries: Record<string, unknown> = {};
     for (const [name, roles] of Object.entries(USERS)) entries[name] = { password: await hashPassword(pw(name), CHEAP), roles };
+    entries[GUESSED] = { password: await hashPassword(pw(GUESSED)), roles: { "*": ["read"] } };
     users = parseUsers(JSON.stringify({ users: entries }), "users.json");
   });
   after(async () => {
@@ -186,12 +208,98 @@ describe("objstate serve: users, roles, TLS", () => {
     assert.ok(names.length > 0 && names.every((n) => n.startsWith("staging-")), names.join(","));
   });
 
-  it("failed logins are limited per address: 429 with Retry-After, even for the right password, until the window passes", async () => {
+  it("failed logins are limited per address and user: 429 with Retry-After, even for the right password", async () => {
     const s = await start({ loginLimit: { failures: 3, windowMs: 60_000 } });
     for (let i = 0; i < 3; i++) assert.equal((await rawRequest(s.url, "GET", "/state/default", undefined, { username: "writer", password: `guess${i}` })).status, 401);
     const limited = await rawRequest(s.url, "GET", "/state/default", undefined, { username: "writer", password: pw("writer") });
     assert.equal(limited.status, 429);
     assert.ok(Number(limited.headers["retry-after"]) >= 1);
+  });
+
+  it("a burst of 200 concurrent wrong guesses: only the limit reaches the password check, the rest get 429; other users there, and the user elsewhere, still log in", async () => {
+    const s = await start();
+    const port = Number(new URL(s.url).port);
+    const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => from("127.0.0.1", port, GUESSED, `guess-${i}`)));
+    const checked = replies.filter((r) => r.status === 401);
+    const refused = replies.filter((r) => r.status === 429);
+    // Each 401 is one password check that answered "wrong".
+    assert.equal(checked.length, 10, `statuses: ${replies.map((r) => r.status).join(",")}`);
+    assert.equal(refused.length, 190);
+    assert.ok(refused.every((r) => Number(r.retryAfter) >= 1), "every 429 carries Retry-After");
+    assert.equal((await from("127.0.0.1", port, GUESSED, pw(GUESSED))).status, 429, "the guessed name stays limited at that address, right password or not");
+    // 200 or 204: whether /state/default has a state is another test's business.
+    assert.ok([200, 204].includes((await from("127.0.0.1", port, "bystander", pw("bystander"))).status), "another user behind the same address");
+    assert.ok([200, 204].includes((await from("127.0.0.2", port, GUESSED, pw(GUESSED))).status), "the guessed user from another address");
+  });
+
+  it("the outputs role reads outputs (sensitive values masked) and the listing, never the state, history, versions or diffs; read implies it", async () => {
+    const s = await start();
+    const ws = uniqueName("ws");
+    const state = toolState(1, "out", { url: { value: "https://x", type: "string" }, token: { value: "hunter2", type: "string", sensitive: true } });
+    assert.equal((await as(s.url, "writer", ws).put(state)).status, 200);
+    assert.equal((await as(s.url, "writer", ws).put(toolState(2, "out", { url: { value: "https://y", type: "string" } }))).status, 200);
+    const call = (user: string, method: string, path: string, body?: Buffer) => rawRequest(s.url, method, path, body, { username: user, password: pw(user) });
+    const outputs = await call("consumer", "GET", `/api/v1/workspaces/${ws}/outputs`);
+    assert.equal(outputs.status, 200);
+    assert.deepEqual(JSON.parse(outputs.body.toString()), { outputs: { url: { sensitive: false, value: "https://y" } } });
+    const history = await call("reader", "GET", `/api/v1/workspaces/${ws}/history`);
+    const [v2, v1] = (JSON.parse(history.body.toString()) as { versions: { versionId: string }[] }).versions.map((v) => v.versionId);
+    const denied = await call("consumer", "GET", `/state/${ws}`);
+    assert.equal(denied.status, 403);
+    assert.match(JSON.parse(denied.body.toString()).message, /needs the read role; the outputs role reads only GET \/api\/v1\/workspaces\/.*\/outputs/);
+    for (const [method, path, body] of [
+      ["GET", `/api/v1/workspaces/${ws}/history`],
+      ["GET", `/api/v1/workspaces/${ws}/versions/${v1}`],
+      ["GET", `/api/v1/workspaces/${ws}/diff?from=${v1}&to=${v2}`],
+      ["POST", `/api/v1/workspaces/${ws}/diff`, state],
+    ] as const) {
+      const r = await call("consumer", method, path, body);
+      assert.equal(r.status, 403, `${method} ${path}`);
+      assert.ok(!r.body.toString().includes("hunter2"));
+    }
+    const list = await call("consumer", "GET", "/api/v1/workspaces");
+    assert.ok((JSON.parse(list.body.toString()) as { workspaces: { name: string }[] }).workspaces.some((w) => w.name === ws), "listed");
+    assert.equal((await call("reader", "GET", `/api/v1/workspaces/${ws}/outputs`)).status, 200, "read implies outputs");
+    assert.equal((await call("scoped", "GET", `/api/v1/workspaces/${ws}/outputs`)).status, 403);
+
+    // The console: the Workspace page with outputs masked and no versions; history and diffs refused.
+    const page = await call("consumer", "GET", `/workspaces/${ws}`);
+    assert.equal(page.status, 200);
+    const html = page.body.toString();
+    assert.match(html, /data-output="url"/);
+    assert.match(html, /Versions and history need the read role/);
+    assert.doesNotMatch(html, /\/history"/, "no link to the history");
+    assert.equal((await call("consumer", "GET", `/workspaces/${ws}/history`)).status, 403);
+    assert.equal((await call("consumer", "GET", `/workspaces/${ws}/diff?from=${v1}&to=${v2}`)).status, 403);
+    assert.equal((await call("consumer", "GET", `/workspaces/${ws}?reveal=1`)).status, 403);
+    assert.match((await call("consumer", "GET", "/")).body.toString(), new RegExp(ws), "the console's list");
+    const withSecret = uniqueName("ws");
+    assert.equal((await as(s.url, "writer", withSecret).put(state)).status, 200);
+    const masked = (await call("consumer", "GET", `/workspaces/${withSecret}`)).body.toString();
+    assert.match(masked, /data-output="token"/);
+    assert.ok(!masked.includes("hunter2"), "sensitive value masked on the page");
+    const api = JSON.parse((await call("consumer", "GET", `/api/v1/workspaces/${withSecret}/outputs`)).body.toString());
+    assert.deepEqual(api.outputs.token, { sensitive: true, value: "<sensitive>" });
+  });
+
+  it("a lock of another state under the prefix is listed only for admin on * itself, not for a glob that matches the name *", async () => {
+    const s = await start();
+    const other = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from({ ...props, key: "other.tfstate" }), { env: {}, onWarning: () => undefined });
+    const otherWs = uniqueName("ws");
+    const held = await other.lock(otherWs, { operation: "apply" });
+    try {
+      const foreign = async (user: string): Promise<number> => {
+        const r = await rawRequest(s.url, "GET", "/api/v1/locks", undefined, { username: user, password: pw(user) });
+        assert.equal(r.status, 200);
+        return (JSON.parse(r.body.toString()) as { locks: { workspace: string | null; id: string }[] }).locks.filter((l) => l.workspace === null && l.id === held.ID).length;
+      };
+      assert.equal(await foreign("admin"), 1);
+      assert.equal(await foreign("oneletter"), 0);
+      assert.equal(await foreign("reader"), 0);
+    } finally {
+      await other.unlock(otherWs, held.ID).catch(() => undefined);
+      other.close();
+    }
   });
 
   it("TLS with a self-signed certificate made here; client certificates log in as the user their CN names", async () => {

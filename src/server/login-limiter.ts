@@ -1,0 +1,198 @@
+/**
+ * Failed-login limits of `objstate serve`: pure logic over an injectable clock.
+ *
+ * Failures are counted per (address, user name): a guesser slows down the name it guesses,
+ * from its own address, and nobody else — not the other users behind the same load
+ * balancer, not the same user elsewhere. An address that fails for many different names
+ * (credential stuffing) is limited as a whole. A password check in flight holds a slot until
+ * it answers, so a burst of concurrent guesses cannot all reach the check before the first
+ * failure is counted. See docs/decisions/010-login-limits.md.
+ */
+import { isIP } from "node:net";
+import { ObjstateError } from "../errors.js";
+
+/** Failed logins allowed before answering 429 (see {@link LoginLimiter}). */
+export interface LoginLimit {
+  /** Failures per (address, user name) and window; further attempts get 429. */
+  readonly failures: number;
+  readonly windowMs: number;
+  /**
+   * Different user names that may fail from one address within the window; past it the
+   * whole address gets 429 (credential stuffing). Default {@link DEFAULT_STUFFING_USERS}.
+   */
+  readonly stuffingUsers?: number | undefined;
+}
+
+export const DEFAULT_STUFFING_USERS = 20;
+export const DEFAULT_LOGIN_LIMIT: LoginLimit = { failures: 10, windowMs: 60_000, stuffingUsers: DEFAULT_STUFFING_USERS };
+
+/** Addresses remembered; past it the least recently seen is forgotten (not every one). */
+export const MAX_ADDRESSES = 10_000;
+/**
+ * Characters of a user name kept as its key. Two names that share them share a count, but
+ * only at the address that sent them, so a collision gains a guesser nothing; it bounds
+ * what a name of kilobytes costs to remember.
+ */
+const NAME_KEY_CHARS = 64;
+
+/** One password check that holds a slot until it is settled, once. */
+export interface LoginAttempt {
+  /** The check failed: the slot becomes a failure at this time. */
+  fail(): void;
+  /** The password was right, or the check could not run: the slot is given back. */
+  release(): void;
+}
+
+interface NameRecord {
+  /** Times of failures, possibly older than the window until pruned. */
+  failures: number[];
+  /** Checks in flight. */
+  pending: number;
+}
+
+/**
+ * The group an address is counted under: an IPv4 address itself (`::ffff:a.b.c.d` too),
+ * an IPv6 address by its /64 (one host usually holds a whole /64).
+ */
+export function addressGroup(address: string): string {
+  // The forms Node reports, without parsing: IPv4, and IPv4 on a dual-stack socket.
+  if (!address.includes(":")) return address;
+  if (address.startsWith("::ffff:") && isIP(address.slice(7)) === 4) return address.slice(7);
+  const bare = address.split("%")[0] as string;
+  const kind = isIP(bare);
+  if (kind === 4) return bare;
+  if (kind !== 6) return address;
+  const groups = ipv6Groups(bare.toLowerCase());
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    const [hi, lo] = [groups[6] as number, groups[7] as number];
+    return `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
+  }
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(":")}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (`::` and a trailing dotted IPv4 expanded). */
+function ipv6Groups(address: string): number[] {
+  const parse = (part: string): number[] =>
+    part === ""
+      ? []
+      : part.split(":").flatMap((g) => {
+          if (!g.includes(".")) return [parseInt(g, 16)];
+          const [a, b, c, d] = g.split(".").map(Number) as [number, number, number, number];
+          return [(a << 8) | b, (c << 8) | d];
+        });
+  const gap = address.indexOf("::");
+  if (gap < 0) return parse(address);
+  const head = parse(address.slice(0, gap));
+  const tail = parse(address.slice(gap + 2));
+  return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
+}
+
+/**
+ * Counts failed logins and refuses attempts past the limits. Memory is bounded: at most
+ * {@link MAX_ADDRESSES} address groups, each with at most `stuffingUsers` names (and the
+ * name being checked).
+ *
+ * The addresses live in two generations of at most half the bound each: one seen lately,
+ * and the one before it. An address seen again moves to the recent one; when that is full,
+ * the older is dropped and the recent one becomes the older. So what is forgotten is what
+ * was not seen for the longest (roughly), in O(1) per request: a map whose hot key is
+ * deleted and set again on every request (an exact LRU) costs V8 time in proportion to the
+ * map's size.
+ */
+export class LoginLimiter {
+  /** By address group, then by user name key. */
+  private recent = new Map<string, Map<string, NameRecord>>();
+  private older = new Map<string, Map<string, NameRecord>>();
+  private readonly stuffingUsers: number;
+
+  constructor(
+    private readonly limit: LoginLimit = DEFAULT_LOGIN_LIMIT,
+    private readonly now: () => number = Date.now,
+    private readonly maxAddresses: number = MAX_ADDRESSES,
+  ) {
+    this.stuffingUsers = limit.stuffingUsers ?? DEFAULT_STUFFING_USERS;
+  }
+
+  /** Address groups remembered (for tests of the bound). */
+  get size(): number {
+    return this.recent.size + this.older.size;
+  }
+
+  /**
+   * Start a password check of `user` from `address`: a slot held until the attempt is
+   * settled, or TOO_MANY_FAILED_LOGINS (details.retryAfter in seconds) when the
+   * (address, user) pair or the address is limited.
+   */
+  begin(address: string, user: string): LoginAttempt {
+    const group = addressGroup(address);
+    const key = user.slice(0, NAME_KEY_CHARS);
+    const now = this.now();
+    const since = now - this.limit.windowMs;
+    let names = this.recent.get(group);
+    if (names === undefined) {
+      names = this.older.get(group);
+      if (names !== undefined) {
+        this.older.delete(group);
+        this.remember(group, names);
+      }
+    }
+    // One pass prunes what the window forgot and finds what the address and this name hold.
+    let record: NameRecord | undefined;
+    const untils: number[] = [];
+    for (const [name, r] of names ?? []) {
+      if (r.failures.some((t) => t <= since)) r.failures = r.failures.filter((t) => t > since);
+      if (r.failures.length === 0 && r.pending === 0) {
+        // The name being checked keeps its record: deleting and setting one key again on
+        // every request is what makes a V8 map slow.
+        if (name !== key) names?.delete(name);
+        continue;
+      }
+      if (name === key) record = r;
+      // A check in flight counts as a failure due to end soon (a second from now).
+      untils.push(r.pending > 0 ? now + 1000 : Math.max(...r.failures) + this.limit.windowMs);
+    }
+    if (record !== undefined && record.failures.length + record.pending >= this.limit.failures) {
+      const oldest = record.failures.length === 0 ? now + 1000 - this.limit.windowMs : Math.min(...record.failures);
+      throw limited(`too many failed logins for user ${key} from ${group}`, oldest + this.limit.windowMs - now);
+    }
+    if (untils.length >= this.stuffingUsers) {
+      // Limited until enough names age out to leave fewer than the threshold.
+      untils.sort((a, b) => a - b);
+      throw limited(`too many failed logins for different user names from ${group}`, (untils[untils.length - this.stuffingUsers] as number) - now);
+    }
+    if (names === undefined) {
+      names = new Map();
+      this.remember(group, names);
+    }
+    if (record === undefined) {
+      record = names.get(key) ?? { failures: [], pending: 0 };
+      names.set(key, record);
+    }
+    record.pending += 1;
+    return this.attempt(record);
+  }
+
+  private remember(group: string, names: Map<string, NameRecord>): void {
+    this.recent.set(group, names);
+    if (this.recent.size >= Math.ceil(this.maxAddresses / 2)) {
+      this.older = this.recent;
+      this.recent = new Map();
+    }
+  }
+
+  private attempt(record: NameRecord): LoginAttempt {
+    let settled = false;
+    const settle = (failed: boolean): void => {
+      if (settled) return;
+      settled = true;
+      record.pending -= 1;
+      if (failed) record.failures.push(this.now());
+    };
+    return { fail: () => settle(true), release: () => settle(false) };
+  }
+}
+
+function limited(what: string, ms: number): ObjstateError {
+  const retry = Math.max(1, Math.ceil(ms / 1000));
+  return new ObjstateError("TOO_MANY_FAILED_LOGINS", `${what}: try again in ${retry}s`, { details: { retryAfter: retry } });
+}
