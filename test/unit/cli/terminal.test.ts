@@ -142,6 +142,32 @@ describe("on a terminal (pseudo-terminal)", { skip: hasScript ? false : "util-li
     assert.ok(!yes.out.includes("\u001b"), JSON.stringify(yes.out));
   });
 
+  it("state rollback on a TTY shows the diff from the current state and asks: anything but yes writes nothing (exit 1), yes rolls back", () => {
+    const ws = ["-w", "rb"];
+    const push = (serial: number, names: string[]): void => {
+      const doc = { version: 4, serial, lineage: "tty-lineage", outputs: {}, resources: names.map((n) => ({ mode: "managed", type: "t", name: n, provider: 'provider["registry.example/x/y"]', instances: [{ attributes: { id: n } }] })) };
+      const r = runCli(["state", "push", "-", ...ws, ...settings], { input: JSON.stringify(doc) });
+      assert.equal(r.code, 0, r.stderr);
+    };
+    const versions = (): { versionId: string; serial: number }[] => (JSON.parse(runCli(["state", "history", "--json", ...ws, ...settings]).stdout) as { versions: { versionId: string; serial: number }[] }).versions;
+    push(1, ["a"]);
+    push(2, ["a", "b"]);
+    const [v2, v1] = versions().map((v) => v.versionId);
+    const no = underPty(["state", "rollback", "--to", v1 as string, ...ws, ...settings], { input: "no\n", env: { NO_COLOR: "1" } });
+    assert.equal(no.code, 1, no.out);
+    assert.match(no.out, new RegExp(`Rolling back tty-bucket/env:/rb/tool\\.tfstate to version ${v1} writes its content as a new version \\(serial 3\\)`));
+    assert.ok(no.out.includes(`${v2} → ${v1}`), no.out);
+    assert.match(no.out, /Serial: 2 → 1\r?\nResources:\r?\n {2}- t\.b\r?\n0 added, 0 changed, 1 removed/);
+    assert.match(no.out, /Roll back\? Only 'yes' will be accepted: /);
+    assert.match(no.out, /objstate: error: rollback cancelled; nothing was written/);
+    assert.deepEqual(versions().map((v) => v.serial), [2, 1], "nothing was written");
+    const yes = underPty(["state", "rollback", "--to", v1 as string, ...ws, ...settings], { input: "yes\n", env: { NO_COLOR: "1" } });
+    assert.equal(yes.code, 0, yes.out);
+    assert.match(yes.out, /- t\.b/);
+    assert.match(yes.out, /rolled back tty-bucket\/env:\/rb\/tool\.tfstate to version .* written as serial 3/);
+    assert.deepEqual(versions().map((v) => v.serial), [3, 2, 1]);
+  });
+
   it("shows a progress line on stderr while pushing a big state", () => {
     const big = join(dir, "big.json");
     writeFileSync(big, JSON.stringify({ version: 4, serial: 1, pad: "x".repeat(24 * 1024 * 1024) }));
