@@ -12,6 +12,7 @@ import { describeCredentialSource, resolveEffectiveSettings } from "../credentia
 import type { ResolvedSetting } from "../resolve/settings.js";
 import { synthesizeProps } from "../synth/document.js";
 import { formatToolJson, secretWarnings } from "../synth/tool-json.js";
+import { confirm, interactive } from "./confirm.js";
 import { durationFlag } from "./duration.js";
 import { CliError, EXIT, readJsonFile, usageError } from "./io.js";
 import { acquireLock, guardedWhileLocked, lockWaiting, requireLocking, stateStored, warn, withBackend } from "./runtime.js";
@@ -324,23 +325,6 @@ export async function unlockAction(id: string, opts: Opts): Promise<void> {
     if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), unlocked: id });
     say(`released lock ${id} on ${backend.describe(workspace)}`);
   });
-}
-
-function interactive(): boolean {
-  return process.stdin.isTTY === true && process.stderr.isTTY === true;
-}
-
-async function confirm(question: string): Promise<boolean> {
-  // terminal: false — the terminal echoes the answer itself; readline's line editing would
-  // write ANSI cursor codes (and NO_COLOR asks for none).
-  // Loaded here: every command loads this module, few ask a question (start-up, issue 14).
-  const { createInterface } = await import("node:readline/promises");
-  const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: false });
-  try {
-    return (await rl.question(question)).trim() === "yes";
-  } finally {
-    rl.close();
-  }
 }
 
 /** `objstate force-unlock ID`: someone else's lock; asks first on a TTY unless --force. */

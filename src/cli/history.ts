@@ -5,7 +5,8 @@
  */
 import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../backend/layout.js";
-import { diffStates, formatStateDiff } from "../state/diff.js";
+import { diffStates, formatStateDiff, type StateDiff } from "../state/diff.js";
+import { confirm, interactive } from "./confirm.js";
 import { CliError, EXIT, usageError } from "./io.js";
 import { acquireLock, withBackend } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
@@ -144,15 +145,47 @@ export async function stateDiffAction(opts: Opts): Promise<void> {
     const [from, to] = await Promise.all([read(ids.from), read(ids.to)]);
     const diff = diffStates(from.bytes, to.bytes);
     if (opts["json"] === true) return printJson({ workspace, from: from.versionId, to: to.versionId, ...diff });
-    const head = `${from.versionId ?? "(no state)"} → ${to.versionId ?? "(no state: deleted)"}\n`;
-    await write(head + formatStateDiff(diff, { color: colorsAllowed(process.stdout) }));
+    await write(diffText(from.versionId, to.versionId, diff, colorsAllowed(process.stdout)));
   });
 }
 
-/** `objstate state rollback --to V [--force] [--lock-id ID | --lock-timeout D] [--json]`. */
+/** A diff as `state diff` prints it: the two version IDs, then the changes. */
+function diffText(from: string | null, to: string | null, diff: StateDiff, color: boolean): string {
+  return `${from ?? "(no state)"} → ${to ?? "(no state: deleted)"}\n${formatStateDiff(diff, { color })}`;
+}
+
+/** The current version's ID, or null when the workspace has none (never written, or deleted). */
+async function currentVersion(backend: ObjectStoreBackend, workspace: string): Promise<string | null> {
+  for await (const v of backend.history(workspace, { limit: 1 })) return v.deleteMarker ? null : v.versionId;
+  return null;
+}
+
+/**
+ * Show what a rollback to `to` changes (the diff from the current state, as `state diff`
+ * prints it) on standard error and ask; returns the current version the diff was made from.
+ */
+async function confirmRollback(backend: ObjectStoreBackend, workspace: string, to: string): Promise<string | null> {
+  const current = await currentVersion(backend, workspace);
+  const [before, after] = await Promise.all([current === null ? null : backend.readVersion(workspace, current), backend.readVersion(workspace, to)]);
+  const diff = diffStates(before, after);
+  const serial = diff.serial.before === null ? "" : ` (serial ${diff.serial.before + 1})`;
+  process.stderr.write(`Rolling back ${backend.describe(workspace)} to version ${to} writes its content as a new version${serial}; what changes from the current state:\n`);
+  process.stderr.write(diffText(current, to, diff, colorsAllowed(process.stderr)));
+  if (!(await confirm("Roll back? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "rollback cancelled; nothing was written", EXIT.error);
+  return current;
+}
+
+/**
+ * `objstate state rollback --to V [--yes] [--force] [--lock-id ID | --lock-timeout D] [--json]`:
+ * shows the diff and asks first unless --yes (which it needs when no one is at a terminal).
+ */
 export async function stateRollbackAction(opts: Opts): Promise<void> {
   const to = idFlag(opts, "to", "--to");
   if (to === undefined) throw usageError("--to needs the version to roll back to (objstate state history lists them)", "INVALID_VERSION_ID");
+  const ask = opts["yes"] !== true;
+  if (ask && !interactive()) {
+    throw usageError("state rollback shows the diff and asks for confirmation, and standard input is not a terminal: pass --yes to roll back without asking (objstate state diff --from CURRENT --to VERSION shows what it would change)", "CONFIRMATION_REQUIRED");
+  }
   const timeout = typeof opts["lockTimeout"] === "string" ? durationFlag("--lock-timeout", opts["lockTimeout"]) : 0;
   const given = typeof opts["lockId"] === "string" && opts["lockId"].trim() !== "" ? opts["lockId"].trim() : undefined;
   if (opts["lockId"] !== undefined && given === undefined) throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
@@ -162,10 +195,16 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
   await withBackend(backendConfigOf(input), async (backend) => {
     const where = backend.describe(workspace);
     if (given !== undefined && !backend.lockingEnabled) throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
+    // Asked before the lock is taken: no one else waits on it while a person reads the diff.
+    const shown = ask ? await confirmRollback(backend, workspace, to) : undefined;
     const lock = given === undefined && backend.lockingEnabled ? await acquireLock(backend, workspace, { operation: "rollback", info: `objstate state rollback --to ${to}` }, timeout) : undefined;
     let failed = true;
     let result;
     try {
+      // Under the lock: the diff that was confirmed must still be the one the rollback applies.
+      if (shown !== undefined && (await currentVersion(backend, workspace)) !== shown) {
+        throw new CliError("STATE_CONFLICT", `${where} was written since the diff was shown: nothing was written; run the rollback again to review the new diff`, EXIT.conflict);
+      }
       result = await backend.rollback(workspace, to, { lockId: given ?? lock?.info.ID, force });
       failed = false;
     } finally {

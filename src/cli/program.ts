@@ -164,8 +164,9 @@ export function program(argv?: readonly string[]): Command {
       jsonOption(
         state
           .command("rollback")
-          .description("under the lock, write an old version's content as a new version with serial = current + 1 (same lineage), so the tool takes it as newer; deletes nothing, restores a deleted workspace")
+          .description("under the lock, write an old version's content as a new version with serial = current + 1 (same lineage), so the tool takes it as newer; deletes nothing, restores a deleted workspace; shows the diff and asks first unless --yes")
           .requiredOption("--to <id>", "the version to roll back to (an ID from objstate state history)")
+          .option("--yes", "do not show the diff and ask for confirmation (required when standard input is not a terminal)")
           .option("--force", "roll back to a version of another lineage than the current state's"),
       ),
     ),

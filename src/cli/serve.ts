@@ -7,6 +7,7 @@ import { isIP } from "node:net";
 import { durationFlag } from "./duration.js";
 import { usageError } from "./io.js";
 import { connect, warn } from "./runtime.js";
+import { formKeyOf, readSecretFile } from "./secret-file.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { isObjstateError } from "../errors.js";
 import { parsePublicUrl, type PublicOrigin } from "../server/gate.js";
@@ -109,11 +110,14 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   if (usersFile !== undefined) checkUsersFileMode(usersFile);
   const users = usersFile === undefined ? undefined : loadUsers(usersFile);
   const tls = certFile === undefined || keyFile === undefined ? undefined : { cert: readPem("--tls-cert", certFile), key: readPem("--tls-key", keyFile), ca: caFile === undefined ? undefined : readPem("--tls-client-ca", caFile) };
+  // Without it each process makes its own key: a form served by one replica fails on another.
+  const secretFile = typeof opts["secretFile"] === "string" ? opts["secretFile"] : undefined;
+  const csrfKey = secretFile === undefined ? undefined : formKeyOf(readSecretFile(secretFile));
 
   const config = backendConfigOf(gatherSettings(opts));
   const backend = await connect(config);
   const withConsole = opts["console"] !== false;
-  const server = new ObjstateServer({ backend, users, maxStateSize, clientTimeoutMs, tls, logger, console: withConsole, publicUrls });
+  const server = new ObjstateServer({ backend, users, maxStateSize, clientTimeoutMs, tls, logger, console: withConsole, csrfKey, publicUrls });
   try {
     await server.listen(host, port);
   } catch (e) {
@@ -129,7 +133,7 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
     warn(`SERVING PASSWORDS OVER PLAIN HTTP on ${server.url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`, "SERVE_PLAINTEXT_PASSWORDS");
   }
   if (!backend.lockingEnabled) warn("no lock table is configured: LOCK always succeeds and concurrent clients can overwrite each other's changes", "SERVE_NO_LOCKING");
-  logger.event("info", "listening", { url: server.url, state: backend.describe(), auth: users !== undefined, tls: tls !== undefined, clientCertificates: tls?.ca !== undefined });
+  logger.event("info", "listening", { url: server.url, state: backend.describe(), auth: users !== undefined, tls: tls !== undefined, clientCertificates: tls?.ca !== undefined, sharedFormSecret: csrfKey !== undefined });
   // The signal handlers go in before the line that says the server is up: whoever waits for
   // that line may send SIGTERM at once, and a signal before its handler kills the process.
   const stopped = new Promise<void>((resolve) => {

@@ -339,6 +339,7 @@ export function addServeOptions(cmd: Command): Command {
   add(new Option("--client-timeout <duration>", "drop a client that sends nothing for this long in the middle of its headers or body").default("30s"));
   add(new Option("--shutdown-grace <duration>", "on SIGTERM or SIGINT, how long requests in flight may take to finish before their connections are cut").default("30s"));
   add(new Option("--no-console", "serve no web console at / (only /state, /api/v1 and the probes)"));
+  add(new Option("--secret-file <file>", "the console's form secret, shared by every replica behind one address so a form served by one posts to another: at least 32 bytes, mode 600, e.g. (umask 077; openssl rand -base64 48 > FILE) [default: a new one each process]"));
   add(new Option("--log-level <level>", "request log on stderr, one JSON line per request: debug, info, warn, error, off").choices(["debug", "info", "warn", "error", "off"]).default("info"));
   return cmd;
 }

@@ -173,7 +173,9 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
   const refreshLater = backgroundQueue(concurrency);
   const readWrite = async (workspace: string): Promise<BackendLastWrite | null> => {
     const write = await backend.lastWrite(workspace);
-    writes.set(workspace, write);
+    // Only writes are kept: pages of names that have none must not fill the cache.
+    if (write === null) writes.delete(workspace);
+    else writes.set(workspace, write);
     return write;
   };
 
@@ -248,6 +250,14 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
       return names.map((w) => listed(w, byName.get(w), locks.get(w) ?? null));
     },
     workspace: (workspace) => summary(workspace),
+    exists: async (workspace) => {
+      if (workspace === DEFAULT_WORKSPACE) return true;
+      const [write, lock] = await Promise.all([backend.lastWrite(workspace), backend.lockInfo(workspace)]);
+      if (write !== null || lock !== null) return true;
+      if (!(await hasHistory())) return false;
+      for await (const _ of backend.history(workspace, { limit: 1 })) return true;
+      return false;
+    },
     lock: async (workspace) => lockView(await backend.lockInfo(workspace)),
     locks: async () => {
       const [names, locks] = await Promise.all([backend.listWorkspaces(), allLocks()]);

@@ -43,7 +43,7 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 form.inline{display:inline}
 button,.button{font:inherit;padding:.35rem .8rem;border:1px solid var(--line);border-radius:6px;background:var(--chip);color:var(--fg);cursor:pointer;text-decoration:none;display:inline-block}
 button.danger{border-color:var(--bad);color:var(--bad)}
-input[type=search],select{font:inherit;padding:.35rem .5rem;border:1px solid var(--line);border-radius:6px;background:var(--bg);color:var(--fg);max-width:100%}
+input[type=search],input[type=text],select{font:inherit;padding:.35rem .5rem;border:1px solid var(--line);border-radius:6px;background:var(--bg);color:var(--fg);max-width:100%}
 .filter{display:flex;gap:.5rem;flex-wrap:wrap;align-items:center;margin-bottom:1rem}
 .added{color:var(--good)}.removed{color:var(--bad)}.changed{color:var(--warn)}
 ul.diff{list-style:none;padding-left:0}ul.diff li{padding:.15rem 0;overflow-wrap:anywhere}

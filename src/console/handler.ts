@@ -5,11 +5,14 @@
  * so the server can route them elsewhere.
  *
  * Routes (under `ctx.base`): `GET /` (Workspaces), `GET /workspaces/{w}` (`?reveal=1` for
- * admins), `GET …/history`, `GET …/diff?from=&to=`, `GET …/rollback?to=` (confirmation),
- * `POST …/rollback`, `POST …/force-unlock`, and the static `GET /console/console.css`,
- * `/console/live.js` and the live script's `GET /console/locks[?ws=]`.
+ * admins), `GET …/history`, `GET …/diff?from=&to=` (without both, a form to pick them),
+ * `GET …/rollback?to=` and `GET …/force-unlock?id=` (confirmations), `POST …/rollback`,
+ * `POST …/force-unlock`, and the static `GET /console/console.css`, `/console/live.js` and
+ * the live script's `GET /console/locks[?ws=]`. A page of a workspace that does not exist
+ * (no state, lock or version, and not `default`) is a 404.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { DEFAULT_WORKSPACE } from "../backend/layout.js";
 import { isObjstateError } from "../errors.js";
 import { statusOf as apiStatusOf } from "../server/status.js";
 import { SENSITIVE } from "../state/diff.js";
@@ -18,13 +21,14 @@ import type { SafeHtml } from "./html.js";
 import { query, workspaceUrl, type Frame } from "./layout.js";
 import { lockText } from "./lock-text.js";
 import { crossSiteReason, requestOrigin } from "./origin.js";
-import { renderDiff } from "./pages/diff.js";
+import { renderDiff, renderDiffPicker } from "./pages/diff.js";
+import { renderForceUnlock } from "./pages/force-unlock.js";
 import { renderHistory } from "./pages/history.js";
 import { renderMessage } from "./pages/message.js";
 import { renderRollback } from "./pages/rollback.js";
 import { renderWorkspace } from "./pages/workspace.js";
 import { filterWorkspaces, renderWorkspaces, sortByLastWrite } from "./pages/workspaces.js";
-import type { ConsoleContext, ConsoleLogEntry, LockView } from "./types.js";
+import type { ConsoleContext, ConsoleLogEntry, LockView, VersionView } from "./types.js";
 
 /** Versions the History page lists with `?all=1` (and the rollback confirmation searches). */
 export const HISTORY_LIMIT = 1000;
@@ -46,13 +50,24 @@ function doneMessage(done: string | null): string | undefined {
   return done !== null && Object.hasOwn(DONE, done) ? DONE[done] : undefined;
 }
 
+/** Where a refusal's page sends the user next (default: the Workspaces page). */
+interface Back {
+  readonly href: string;
+  readonly label: string;
+}
+
 class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly back?: Back,
   ) {
     super(message);
   }
+}
+
+function notFound(frame: Frame, workspace: string): HttpError {
+  return new HttpError(404, `There is no workspace ${workspace}: it has no state, no lock and no stored version. The Workspaces page lists those that exist.`, { href: `${frame.base}/`, label: "Back to workspaces" });
 }
 
 function securityHeaders(res: ServerResponse): void {
@@ -150,13 +165,12 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
       throw new HttpError(400, "The workspace name in the URL is not valid percent-encoding.");
     }
     const sub = (ws as RegExpExecArray)[2] ?? "";
-    const action = sub === "/force-unlock" || (sub === "/rollback" && method === "POST");
-    if (action) {
-      if (method !== "POST") return methodNotAllowed(res, "POST");
+    const acts = sub === "/rollback" || sub === "/force-unlock";
+    if (acts && method === "POST") {
       await handleAction(req, res, ctx, frame, workspace, sub === "/rollback" ? "rollback" : "force-unlock");
       return true;
     }
-    if (!get) return methodNotAllowed(res, sub === "/rollback" ? "GET, HEAD, POST" : "GET, HEAD");
+    if (!get) return methodNotAllowed(res, acts ? "GET, HEAD, POST" : "GET, HEAD");
     // The Workspace page shows an outputs-only user its outputs; the rest reads the state.
     if (!(sub === "" ? canSee(ctx, workspace) : ctx.can("read", workspace))) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
     if (sub === "") await workspacePage(res, ctx, frame, workspace, url.searchParams);
@@ -164,23 +178,31 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
       // The newest HISTORY_PAGE at first, one more read to know whether to offer the rest.
       const all = url.searchParams.get("all") === "1";
       const shown = all ? HISTORY_LIMIT : HISTORY_PAGE;
-      const found = (await ctx.api.hasHistory()) ? await ctx.api.history(workspace, { limit: all ? HISTORY_LIMIT : HISTORY_PAGE + 1 }) : null;
+      const found = await versionsOf(ctx, frame, workspace, all ? HISTORY_LIMIT : HISTORY_PAGE + 1);
       const versions = found?.slice(0, shown) ?? null;
       const more = !all && found !== null && found.length > shown ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
       const done = url.searchParams.get("done");
       sendPage(res, 200, renderHistory({ frame, workspace, versions, canRollback: canRollback(ctx, workspace), notice: doneMessage(done), more, moreLimit: HISTORY_LIMIT }));
     } else if (sub === "/diff") {
-      const from = url.searchParams.get("from");
-      const to = url.searchParams.get("to");
-      if (!from || !to) throw new HttpError(400, "Pick two versions to compare: the diff needs both `from` and `to`.");
-      sendPage(res, 200, renderDiff({ frame, workspace, from, to, diff: await ctx.api.diff(workspace, from, to) }));
-    } else await rollbackConfirmation(res, ctx, frame, workspace, url.searchParams.get("to"));
+      const from = url.searchParams.get("from") || undefined;
+      const to = url.searchParams.get("to") || undefined;
+      if (from !== undefined && to !== undefined) {
+        sendPage(res, 200, renderDiff({ frame, workspace, from, to, diff: await ctx.api.diff(workspace, from, to) }));
+      } else {
+        // Not both sides: a form to pick them (a link to the Diff page is not a bad request).
+        const found = await versionsOf(ctx, frame, workspace, HISTORY_PAGE + 1);
+        const more = found !== null && found.length > HISTORY_PAGE ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
+        sendPage(res, 200, renderDiffPicker({ frame, workspace, versions: found?.slice(0, HISTORY_PAGE) ?? null, from, to, more }));
+      }
+    } else if (sub === "/force-unlock") await forceUnlockConfirmation(res, ctx, frame, workspace, url.searchParams.get("id"));
+    else await rollbackConfirmation(res, ctx, frame, workspace, url.searchParams.get("to"));
     return true;
   } catch (e) {
     const status = statusOf(e);
     if (status === 500 && !isObjstateError(e)) ctx.onError?.(e);
     const message = e instanceof HttpError || isObjstateError(e) ? e.message : "The console could not answer: an internal error (see the server's log).";
-    if (!res.headersSent) sendPage(res, status, renderMessage({ frame, title: status === 403 ? "Not allowed" : status === 404 ? "Not found" : "Could not do that", message, tone: "bad", back: { href: `${base}/`, label: "Back to workspaces" } }));
+    const back = (e instanceof HttpError ? e.back : undefined) ?? { href: `${base}/`, label: "Back to workspaces" };
+    if (!res.headersSent) sendPage(res, status, renderMessage({ frame, title: status === 403 ? "Not allowed" : status === 404 ? "Not found" : "Could not do that", message, tone: "bad", back }));
     else res.destroy();
     return true;
   }
@@ -218,6 +240,16 @@ async function sendLocks(res: ServerResponse, ctx: ConsoleContext, one: string |
   res.writeHead(200, { "Content-Type": "application/json; charset=utf-8" }).end(body);
 }
 
+/**
+ * Up to `limit` versions, newest first (null when the store keeps none); a 404 when there
+ * are none and the workspace does not exist.
+ */
+async function versionsOf(ctx: ConsoleContext, frame: Frame, workspace: string, limit: number): Promise<VersionView[] | null> {
+  const found = (await ctx.api.hasHistory()) ? await ctx.api.history(workspace, { limit }) : null;
+  if ((found === null || found.length === 0) && !(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
+  return found;
+}
+
 async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, params: URLSearchParams): Promise<void> {
   const revealed = params.get("reveal") === "1";
   const canReveal = ctx.can("admin", workspace);
@@ -231,6 +263,9 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
     ctx.api.outputs(workspace),
     canReadVersions ? ctx.api.hasHistory().then((keeps) => (keeps ? ctx.api.history(workspace, { limit: TIMELINE_LIMIT }) : null)) : null,
   ]);
+  // What was read already says whether it exists (as `exists` decides), except for a name with nothing at all.
+  const seen = workspace === DEFAULT_WORKSPACE || summary.lastWrite !== null || summary.lock !== null || (versions?.length ?? 0) > 0;
+  if (!seen && !(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
   if (revealed) ctx.log({ user: ctx.user, action: "reveal", workspace, outcome: "ok", detail: "sensitive outputs shown" });
   const done = params.get("done");
   const page = renderWorkspace({
@@ -263,6 +298,16 @@ async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, fr
   sendPage(res, 200, renderRollback({ frame, workspace, target, current, diff, newSerial: current.serial === null ? null : current.serial + 1 }));
 }
 
+async function forceUnlockConfirmation(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, shown: string | null): Promise<void> {
+  if (!ctx.can("force", workspace)) throw new HttpError(403, `Force-unlock needs the force role on ${workspace}.`);
+  const lock = await ctx.api.lock(workspace);
+  if (lock === null) {
+    if (!(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
+    throw new HttpError(409, `${workspace} is not locked${shown === null ? "" : " any more"}: there is nothing to force-unlock.`, { href: workspaceUrl(frame.base, workspace), label: `Back to ${workspace}` });
+  }
+  sendPage(res, 200, renderForceUnlock({ frame, workspace, lock, changedFrom: shown !== null && shown !== lock.id ? shown : undefined }));
+}
+
 async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, action: "force-unlock" | "rollback"): Promise<void> {
   const log = (outcome: ConsoleLogEntry["outcome"], detail: string): void => ctx.log({ user: ctx.user, action, workspace, outcome, detail });
   const refuse = (status: number, why: string, message: string): never => {
@@ -277,10 +322,20 @@ async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: Cons
     if (!ctx.can("force", workspace)) refuse(403, "needs force", `Force-unlock needs the force role on ${workspace}.`);
     const id = form.get("id");
     if (!id) refuse(400, "no lock ID", "The form has no lock ID to release.");
+    const review = { href: `${workspaceUrl(frame.base, workspace, "/force-unlock")}${query({ id: id as string })}`, label: "Review the lock and confirm again" };
+    // Typed out, as GitHub asks before a destructive action: a click alone releases nothing.
+    if (form.get("confirm") !== workspace) {
+      log("refused", "workspace name not confirmed");
+      throw new HttpError(400, `To force-unlock, type the workspace's name, ${workspace}, exactly: nothing was released.`, review);
+    }
     try {
       await ctx.api.forceUnlock(workspace, id as string);
     } catch (e) {
       log("failed", `lock ${id}: ${isObjstateError(e) ? e.code : "error"}`);
+      // The ID is checked by the library: a lock released or taken since is never broken by this form.
+      if (isObjstateError(e, "LOCK_ID_MISMATCH") || isObjstateError(e, "LOCK_NOT_FOUND")) {
+        throw new HttpError(409, `The lock you confirmed (ID ${id}) is no longer the one on ${workspace}: it was released or taken again since. Nothing was released.`, { href: workspaceUrl(frame.base, workspace), label: `See ${workspace}'s lock now` });
+      }
       throw e;
     }
     log("ok", `lock ${id}`);

@@ -8,3 +8,18 @@ export function lockText(lock: LockView, now: number): string {
   const lease = lock.expires === undefined ? "" : `, lease until ${formatTime(lock.expires)}`;
   return `locked by ${lock.who || "unknown"} (${lock.operation || "unknown operation"})${since}${lease}`;
 }
+
+/** How long ago the lock was taken: `3 min ago (2026-… UTC)`, or `unknown` when the holder did not say. */
+export function lockAge(lock: LockView, now: number): string {
+  const ago = formatAgo(lock.created, now);
+  return ago === "" ? "unknown (the holder did not say when)" : `${ago} (${formatTime(lock.created)})`;
+}
+
+/** The lock's lease: `expires in 4 min (…)`, `expired 2 min ago (…)`, or `never` for a lock without one. */
+export function leaseText(lock: LockView, now: number): string {
+  if (lock.expires === undefined) return "never: no lease, held until released";
+  const at = Date.parse(lock.expires);
+  if (Number.isNaN(at)) return `unknown (${lock.expires})`;
+  const when = `${formatAgo(lock.expires, now)} (${formatTime(lock.expires)})`;
+  return at > now ? `expires ${when}` : `expired ${when}: another client may take the lock over`;
+}

@@ -92,6 +92,11 @@ export interface ConsoleApi {
   listWorkspaces(): Promise<WorkspaceSummary[]>;
   /** One workspace's summary (as in the list). */
   workspace(workspace: string): Promise<WorkspaceSummary>;
+  /**
+   * Does the workspace exist: is it `default`, or has it a state, a lock, or kept versions
+   * (a deleted workspace can still be rolled back)? Pages of others answer 404.
+   */
+  exists(workspace: string): Promise<boolean>;
   /** Only the lock (polled by the page's live script, so it must be cheap). */
   lock(workspace: string): Promise<LockView | null>;
   /** Every workspace's lock (polled by the Workspaces page: no state is read). */

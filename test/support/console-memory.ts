@@ -89,6 +89,10 @@ export class MemoryConsoleApi implements ConsoleApi {
   workspace(name: string): Promise<WorkspaceSummary> {
     return Promise.resolve(this.summary(name, this.get(name)));
   }
+  exists(name: string): Promise<boolean> {
+    const w = this.ws.get(name);
+    return Promise.resolve(name === "default" || (w !== undefined && (w.versions.length > 0 || w.lock !== null)));
+  }
   lock(name: string): Promise<LockView | null> {
     return Promise.resolve(this.get(name).lock);
   }

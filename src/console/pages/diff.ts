@@ -1,7 +1,9 @@
-/** The Diff page: what changed between two versions. Pure. */
+/** The Diff page: what changed between two versions, or a form to pick them. Pure. */
 import type { StateDiff } from "../../state/diff.js";
+import { formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { layout, workspaceUrl, type Frame } from "../layout.js";
+import type { VersionView } from "../types.js";
 import { renderDiffLists } from "./diff-list.js";
 
 export interface DiffView {
@@ -23,4 +25,42 @@ export function renderDiff(v: DiffView): SafeHtml {
 ${d.lineage.before !== d.lineage.after ? html`<p class="notice bad">The two versions have different lineages (${d.lineage.before ?? "none"} → ${d.lineage.after ?? "none"}): they are not the same state's history.</p>` : ""}
 ${renderDiffLists(d)}`;
   return layout(f, `Diff of ${v.workspace}`, body, { crumbs });
+}
+
+export interface DiffPickerView {
+  readonly frame: Frame;
+  readonly workspace: string;
+  /** Newest first; null when this server keeps no history. */
+  readonly versions: readonly VersionView[] | null;
+  /** A side already chosen (from the URL), preselected when it is listed. */
+  readonly from?: string | undefined;
+  readonly to?: string | undefined;
+  /** Where the History page lists every version (when only the newest are offered here). */
+  readonly more?: string | undefined;
+}
+
+/** The Diff page before two versions are chosen: a form to pick them (the newest two by default). */
+export function renderDiffPicker(v: DiffPickerView): SafeHtml {
+  const f = v.frame;
+  const history = workspaceUrl(f.base, v.workspace, "/history");
+  const crumbs = html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, v.workspace)}">${v.workspace}</a> / <a href="${history}">History</a>`;
+  const title = `Compare versions of ${v.workspace}`;
+  if (v.versions === null) return layout(f, title, html`<p class="notice">This store keeps no versions (bucket versioning is off): turn it on with <code>objstate init --versioning</code>.</p>`, { crumbs });
+  const states = v.versions.filter((x) => !x.deleteMarker);
+  if (states.length < 2) return layout(f, title, html`<p class="notice">${v.workspace} has ${states.length === 0 ? "no version" : "one version"} with a state: there is nothing to compare yet.</p><p><a href="${history}">History of ${v.workspace}</a></p>`, { crumbs });
+  const listed = (id: string | undefined): string | undefined => (id !== undefined && states.some((x) => x.versionId === id) ? id : undefined);
+  const to = listed(v.to) ?? states[0]?.versionId;
+  const from = listed(v.from) ?? states.find((x) => x.versionId !== to)?.versionId;
+  const select = (name: "from" | "to", label: string, chosen: string | undefined): SafeHtml => html`<p><label for="${name}">${label}</label><br>
+<select id="${name}" name="${name}" required>
+${states.map((x) => html`<option value="${x.versionId}"${x.versionId === chosen ? html` selected` : ""}>serial ${x.serial ?? "?"} · ${formatTime(x.lastModified)}${x.who === undefined ? "" : ` · ${x.who}`}${x.isLatest ? " (current)" : ""}</option>`)}
+</select></p>`;
+  const body = html`<p>Pick the two versions to compare, or pick them on the <a href="${history}">History</a> page.</p>
+<form method="get" action="${workspaceUrl(f.base, v.workspace, "/diff")}">
+${select("from", "From (older)", from)}
+${select("to", "To (newer)", to)}
+<p><button type="submit">Compare</button></p>
+</form>
+${v.more === undefined ? "" : html`<p class="muted">Only the newest versions are offered here: <a href="${v.more}">every version</a> is on the History page.</p>`}`;
+  return layout(f, title, body, { crumbs });
 }

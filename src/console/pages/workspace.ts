@@ -1,7 +1,7 @@
 /** The Workspace page: lock (with force-unlock), outputs, the latest versions. Pure. */
 import { formatAgo, formatBytes, formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
-import { csrfField, layout, query, workspaceUrl, type Frame } from "../layout.js";
+import { layout, query, workspaceUrl, type Frame } from "../layout.js";
 import { lockText } from "../lock-text.js";
 import type { OutputView, VersionView, WorkspaceSummary } from "../types.js";
 
@@ -33,9 +33,9 @@ function lockSection(v: WorkspaceView): SafeHtml {
 <dl class="facts"><dt>Lock ID</dt><dd><code>${lock.id || "(none)"}</code></dd>${lock.info === "" ? "" : html`<dt>Info</dt><dd>${lock.info}</dd>`}</dl>
 ${
   v.canForceUnlock
-    ? html`<form method="post" action="${workspaceUrl(f.base, v.summary.name, "/force-unlock")}">
-${csrfField(f)}<input type="hidden" name="id" value="${lock.id}">
-<p><button type="submit" class="danger">Force-unlock</button> <span class="muted">Releases the lock with this ID only; the holder's running operation may fail to write.</span></p>
+    ? html`<form method="get" action="${workspaceUrl(f.base, v.summary.name, "/force-unlock")}">
+<input type="hidden" name="id" value="${lock.id}">
+<p><button type="submit" class="danger">Force-unlock…</button> <span class="muted">Shows who holds the lock and asks you to confirm; releases the lock with this ID only.</span></p>
 </form>`
     : ""
 }`;

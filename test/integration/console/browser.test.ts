@@ -74,7 +74,7 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     await page.screenshot({ path: screenshotPath("workspaces.png"), fullPage: true });
   });
 
-  it("a lock taken through the http backend protocol (LOCK /state/staging) appears without a reload; force-unlock from the page releases it", async () => {
+  it("a lock taken through the http backend protocol (LOCK /state/staging) appears without a reload; force-unlock from the page, confirmed by typing the name, releases it", async () => {
     const page = await pageAs("operator");
     await page.goto(`${server.url}/`);
     const cell = page.locator('[data-lock-ws="staging"]');
@@ -91,7 +91,26 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
       await page.waitForURL(/\/workspaces\/staging$/);
       assert.ok((await page.locator("main").innerText()).includes(lock.ID));
       await page.screenshot({ path: screenshotPath("workspace.png"), fullPage: true });
-      await page.getByRole("button", { name: "Force-unlock" }).click();
+      await page.getByRole("button", { name: "Force-unlock…" }).click();
+      // The confirmation: who holds it, since when, its lease, and the name to type.
+      await page.waitForURL(new RegExp(`/workspaces/staging/force-unlock\\?id=${lock.ID}$`));
+      assert.equal(await page.locator("[data-holder]").innerText(), "bob@ci");
+      assert.match(await page.locator("[data-age]").innerText(), /^\d+ s ago \(/);
+      assert.match(await page.locator("[data-lease]").innerText(), /^never/);
+      await page.screenshot({ path: screenshotPath("force-unlock.png"), fullPage: true });
+      // The button alone does nothing: the name is required (the browser keeps the form).
+      await page.getByRole("button", { name: "Force-unlock staging" }).click();
+      assert.equal(await page.locator("#confirm").evaluate((el) => (el as HTMLInputElement).validity.valueMissing), true);
+      assert.match(page.url(), /\/force-unlock\?id=/);
+      // Another name is refused by the server: nothing released.
+      await page.getByLabel("To confirm, type the workspace's name, staging:").fill("stagin");
+      await page.getByRole("button", { name: "Force-unlock staging" }).click();
+      await page.waitForURL(/\/workspaces\/staging\/force-unlock$/);
+      assert.ok((await page.locator("main").innerText()).includes("type the workspace's name, staging, exactly: nothing was released"));
+      assert.equal((await library.lockInfo("staging"))?.ID, lock.ID);
+      await page.getByRole("link", { name: "Review the lock and confirm again" }).click();
+      await page.getByLabel("To confirm, type the workspace's name, staging:").fill("staging");
+      await page.getByRole("button", { name: "Force-unlock staging" }).click();
       await page.waitForURL(/done=force-unlock/);
       assert.ok((await page.locator("main").innerText()).includes("The lock was released."));
       assert.equal(await page.locator('[data-lock-ws="staging"]').innerText(), "unlocked");
@@ -181,6 +200,16 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     assert.ok(diff.includes('"https://v2.example" → "https://v6.example"'));
     assert.ok(!(await page.content()).includes("secret-"));
     await page.screenshot({ path: screenshotPath("diff.png"), fullPage: true });
+    // The Diff page without versions chosen offers them to pick.
+    const picker = await page.goto(`${server.url}/workspaces/prod/diff`);
+    assert.equal(picker?.status(), 200);
+    await page.getByLabel("From (older)").selectOption(prodVersions[0] as string);
+    await page.getByLabel("To (newer)").selectOption(prodVersions[1] as string);
+    await page.getByRole("button", { name: "Compare" }).click();
+    await page.waitForURL(/\/diff\?from=/);
+    assert.ok((await page.locator("main").innerText()).includes('"https://v1.example" → "https://v2.example"'));
+    // A workspace that does not exist is not rendered as an empty one.
+    assert.equal((await page.goto(`${server.url}/workspaces/no-such-workspace`))?.status(), 404);
     // Roll back to serial 3: the confirmation shows the serial it will write.
     await page.goto(`${server.url}/workspaces/prod/history`);
     await page.locator(`tr[data-version="${prodVersions[2]}"]`).getByRole("link", { name: "Roll back to this…" }).click();

@@ -183,13 +183,13 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
         t.push(state(1, ["t.a"], {}));
         t.push(state(4, ["t.a", "t.b"], {}));
         const [v4, v1] = t.history().versions.map((v) => v.versionId);
-        const r = t.cli(["state", "rollback", "--to", v1 as string]);
+        const r = t.cli(["state", "rollback", "--yes", "--to", v1 as string]);
         assert.equal(r.code, 0, r.stderr);
         assert.match(r.stdout, /rolled back .* written as serial 5 .*replacing serial 4; nothing was deleted/);
         assert.equal(t.cli(["state", "pull"]).stdout, state(1, ["t.a"], {}).replace('"serial": 1', '"serial": 5'));
         const h = t.history();
         assert.deepEqual([h.versions[0]?.operation, h.versions[0]?.sourceVersion, h.versions.length], ["rollback", v1, 3]);
-        const back = t.cli(["state", "rollback", "--to", v4 as string, "--json"]);
+        const back = t.cli(["state", "rollback", "--yes", "--to", v4 as string, "--json"]);
         assert.equal(back.code, 0, back.stderr);
         assert.equal((JSON.parse(back.stdout) as { serial: number }).serial, 6);
         assert.equal(t.cli(["state", "pull"]).stdout, state(4, ["t.a", "t.b"], {}).replace('"serial": 4', '"serial": 6'));
@@ -197,16 +197,28 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
       });
     }
 
+    it("asks before rolling back: without a terminal it needs --yes (exit 2, nothing written)", async () => {
+      const t = await versioned();
+      t.push(state(1, ["t.a"], {}));
+      t.push(state(2, ["t.a", "t.b"], {}));
+      const v1 = t.history().versions[1]?.versionId as string;
+      const r = t.cli(["state", "rollback", "--to", v1], { input: "yes\n" });
+      assert.equal(r.code, 2);
+      assertOneLineError(r, /state rollback shows the diff and asks for confirmation, and standard input is not a terminal: pass --yes/);
+      assert.equal(r.stdout, "");
+      assert.deepEqual(t.history().versions.map((v) => v.serial), [2, 1], "nothing was written");
+    });
+
     it("waits for the lock (--lock-timeout), or writes under the caller's (--lock-id)", async () => {
       const t = await versioned();
       t.push(state(1, ["t.a"], {}));
       t.push(state(2, ["t.a", "t.b"], {}));
       const v1 = t.history().versions[1]?.versionId as string;
       const id = t.cli(["lock"]).stdout.trim();
-      const locked = t.cli(["state", "rollback", "--to", v1, "--lock-timeout", "1s"]);
+      const locked = t.cli(["state", "rollback", "--yes", "--to", v1, "--lock-timeout", "1s"]);
       assert.equal(locked.code, 3);
       assert.match(locked.stderr, /waiting up to 1s\nobjstate: error: .*is locked.*Gave up after waiting 1s/);
-      const r = t.cli(["state", "rollback", "--to", v1, "--lock-id", id]);
+      const r = t.cli(["state", "rollback", "--yes", "--to", v1, "--lock-id", id]);
       assert.equal(r.code, 0, r.stderr);
       assert.equal(t.history().versions[0]?.serial, 3);
       assert.equal(t.cli(["unlock", id]).code, 0);
@@ -217,14 +229,14 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
       t.push(state(1, ["t.x"], {}, "other-lineage"), ["-w", "gone"]);
       t.push(state(1, ["t.a"], {}), ["-w", "gone", "--force"]);
       const foreign = t.history(["-w", "gone"]).versions[1]?.versionId as string;
-      const refused = t.cli(["state", "rollback", "-w", "gone", "--to", foreign]);
+      const refused = t.cli(["state", "rollback", "--yes", "-w", "gone", "--to", foreign]);
       assert.equal(refused.code, 5);
       assertOneLineError(refused, /another lineage.*--force/);
-      assert.equal(t.cli(["state", "rollback", "-w", "gone", "--to", foreign, "--force"]).code, 0);
+      assert.equal(t.cli(["state", "rollback", "--yes", "-w", "gone", "--to", foreign, "--force"]).code, 0);
       assert.equal(t.cli(["workspace", "delete", "gone"]).code, 0);
       const h = t.history(["-w", "gone"]);
       assert.deepEqual(h.versions.map((v) => v.deleteMarker), [true, false, false, false]);
-      const r = t.cli(["state", "rollback", "-w", "gone", "--to", h.versions[1]?.versionId as string]);
+      const r = t.cli(["state", "rollback", "--yes", "-w", "gone", "--to", h.versions[1]?.versionId as string]);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /restoring the deleted workspace/);
       assert.match(t.cli(["workspace", "list"]).stdout, /gone/);
@@ -238,7 +250,7 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
       const t = await fresh();
       assert.equal(t.cli(["init", "--create-bucket", "--create-table"]).code, 0);
       t.push(state(1, ["t.a"], {}));
-      for (const cmd of [["state", "history"], ["state", "rollback", "--to", "null"]]) {
+      for (const cmd of [["state", "history"], ["state", "rollback", "--yes", "--to", "null"]]) {
         const r = t.cli(cmd);
         assert.equal(r.code, 1);
         assertOneLineError(r, /does not keep versions .*objstate init --versioning/);

@@ -186,6 +186,24 @@ describe("backendConsoleApi over the embedded store", () => {
     assert.deepEqual([(await warm.version("one", v2, { limit: 10 }))?.serial, (await warm.version("one", v1, { limit: 10 }))?.serial], [2, 1]);
     assert.equal(listings, 0, "version contents never change: no listing, no read");
   });
+
+  it("exists: default, a workspace with a state, one only locked, and a deleted one with versions; not a name with nothing", async () => {
+    const api = backendConsoleApi(backend);
+    assert.equal(await api.exists("default"), true);
+    assert.equal(await api.exists("prod"), true);
+    assert.equal(await api.exists("nothing-here"), false);
+    const lock = await backend.lock("locked-only", { operation: "apply" });
+    try {
+      assert.equal(await api.exists("locked-only"), true, "a lock without a state: its page offers force-unlock");
+    } finally {
+      await backend.unlock("locked-only", lock.ID);
+    }
+    assert.equal(await api.exists("locked-only"), false);
+    await backend.writeState("gone", makeState(1, 1));
+    await backend.deleteWorkspace("gone");
+    assert.equal(await backend.readState("gone"), null);
+    assert.equal(await api.exists("gone"), true, "its versions can still be rolled back to");
+  });
 });
 
 describe("the console's background queue", () => {

@@ -123,28 +123,30 @@ describe("handleConsole", () => {
   });
 
   it("a cross-site POST (other Origin, no Origin/Referer, no or bad CSRF token, another user's token) is refused", async () => {
-    const fields = { csrf: csrf.issue("admin"), id: "LOCK-1" };
+    const fields = { csrf: csrf.issue("admin"), id: "LOCK-1", confirm: "dev" };
     assert.equal((await post("/workspaces/dev/force-unlock", fields, "admin", { origin: "http://evil.example" })).status, 403);
     assert.equal((await post("/workspaces/dev/force-unlock", fields, "admin", {})).status, 403);
-    assert.equal((await post("/workspaces/dev/force-unlock", { id: "LOCK-1" })).status, 403);
-    assert.equal((await post("/workspaces/dev/force-unlock", { csrf: csrf.issue("operator"), id: "LOCK-1" })).status, 403);
-    assert.equal((await post("/workspaces/dev/force-unlock", { csrf: new CsrfTokens().issue("admin"), id: "LOCK-1" })).status, 403);
+    assert.equal((await post("/workspaces/dev/force-unlock", { id: "LOCK-1", confirm: "dev" })).status, 403);
+    assert.equal((await post("/workspaces/dev/force-unlock", { csrf: csrf.issue("operator"), id: "LOCK-1", confirm: "dev" })).status, 403);
+    assert.equal((await post("/workspaces/dev/force-unlock", { csrf: new CsrfTokens().issue("admin"), id: "LOCK-1", confirm: "dev" })).status, 403);
     assert.ok(!api.calls.some((c) => c.startsWith("force-unlock dev")), "no refused POST reached the API");
     assert.ok(srv.log.some((e) => e.outcome === "refused" && e.detail.startsWith("cross-site") && !e.detail.includes("evil.example")));
   });
 
-  it("actions are POST only; a GET of force-unlock is 405; a JSON body is 415", async () => {
-    const r = await get("/workspaces/dev/force-unlock");
+  it("actions are POSTs (their GET is the confirmation; other methods 405); a JSON body is 415", async () => {
+    const r = await fetch(`${srv.url}/workspaces/dev/force-unlock`, { method: "DELETE", headers: { authorization: basic("admin") } });
     assert.equal(r.status, 405);
-    assert.equal(r.headers.get("allow"), "POST");
+    assert.equal(r.headers.get("allow"), "GET, HEAD, POST");
+    assert.equal((await get("/workspaces/dev/force-unlock")).status, 200);
     const j = await fetch(`${srv.url}/workspaces/dev/force-unlock`, { method: "POST", headers: { authorization: basic("admin"), origin: srv.url, "content-type": "application/json" }, body: "{}" });
     assert.equal(j.status, 415);
   });
 
   it("force-unlock: a wrong ID is a 409; the right one releases, logs and redirects (303) to a notice", async () => {
-    const bad = await post("/workspaces/dev/force-unlock", { csrf: csrf.issue("operator"), id: "OTHER" }, "operator");
+    const bad = await post("/workspaces/dev/force-unlock", { csrf: csrf.issue("operator"), id: "OTHER", confirm: "dev" }, "operator");
     assert.equal(bad.status, 409);
-    const r = await post("/workspaces/dev/force-unlock", { csrf: csrf.issue("operator"), id: "LOCK-1" }, "operator");
+    assert.match(await bad.text(), /The lock you confirmed \(ID OTHER\) is no longer the one on dev.*Nothing was released/);
+    const r = await post("/workspaces/dev/force-unlock", { csrf: csrf.issue("operator"), id: "LOCK-1", confirm: "dev" }, "operator");
     assert.equal(r.status, 303);
     assert.equal(r.headers.get("location"), "/workspaces/dev?done=force-unlock");
     assert.equal(await api.lock("dev"), null);
@@ -153,12 +155,79 @@ describe("handleConsole", () => {
     assert.ok(!(await (await get("/workspaces/dev?done=constructor")).text()).includes("function"));
   });
 
-  it("diff between two versions; a missing version is 404; without both versions 400", async () => {
+  it("diff between two versions; a missing version is 404; without both versions, a form to pick them", async () => {
     const page = await (await get(`/workspaces/prod/diff?from=${v1}&to=${v3}`)).text();
     assert.match(page, /class="added">.*null_resource\.r\[2\]/);
     assert.ok(!page.includes("hunter"));
     assert.equal((await get(`/workspaces/prod/diff?from=${v1}&to=nope`)).status, 404);
-    assert.equal((await get(`/workspaces/prod/diff?from=${v1}`)).status, 400);
+    for (const q of ["", `?from=${v1}`, "?from=&to="]) {
+      const r = await get(`/workspaces/prod/diff${q}`);
+      assert.equal(r.status, 200, q);
+      const picker = await r.text();
+      assert.match(picker, /<form method="get" action="\/workspaces\/prod\/diff">/);
+      assert.match(picker, new RegExp(`<select id="to" name="to" required>[\\s\\S]*<option value="${v3}" selected>serial 3 `));
+      assert.match(picker, new RegExp(`<select id="from" name="from" required>[\\s\\S]*<option value="${q === "" || q.startsWith("?from=&") ? v2 : v1}" selected>`));
+      assert.ok(picker.includes('href="/workspaces/prod/history"'));
+    }
+  });
+
+  it("a page of a workspace that does not exist is a 404; default, a locked one and one with versions exist", async () => {
+    for (const sub of ["", "/history", "/diff", "/diff?from=a&to=b", "/rollback?to=a", "/force-unlock"]) {
+      const r = await get(`/workspaces/nope${sub}`);
+      assert.equal(r.status, 404, sub);
+      const page = await r.text();
+      assert.ok(sub.includes("=") || page.includes("There is no workspace nope"), sub);
+    }
+    assert.equal((await get("/workspaces/nope?reveal=1")).status, 404);
+    assert.ok(!srv.log.some((e) => e.workspace === "nope"), "nothing revealed or logged of a workspace that does not exist");
+    assert.equal((await get("/workspaces/default")).status, 200, "default always exists");
+    assert.equal((await get("/workspaces/default/history")).status, 200);
+    api.setLock("held-only", { id: "L-H", who: "tool@ci", operation: "apply", info: "", created: new Date().toISOString() });
+    assert.equal((await get("/workspaces/held-only")).status, 200, "a lock without a state: its page offers force-unlock");
+    assert.equal((await get("/workspaces/prod/history")).status, 200);
+  });
+
+  it("force-unlock confirmation: holder, age, lease; the POST needs the workspace's name typed and the lock ID shown", async () => {
+    const now = Date.now();
+    api.setLock("conf", { id: "L-C", who: "carol@ci", operation: "apply", info: "run 42", created: new Date(now - 3 * 60_000).toISOString(), expires: new Date(now + 4 * 60_000).toISOString() });
+    api.write("conf", makeState(1, 1));
+    const ws = await (await get("/workspaces/conf", "operator")).text();
+    assert.match(ws, /<form method="get" action="\/workspaces\/conf\/force-unlock">\s*<input type="hidden" name="id" value="L-C">/);
+    assert.ok(!/method="post"[^>]*force-unlock/.test(ws), "the Workspace page itself releases nothing");
+    const r = await get("/workspaces/conf/force-unlock?id=L-C", "operator");
+    assert.equal(r.status, 200);
+    const page = await r.text();
+    assert.match(page, /<dd data-holder>carol@ci<\/dd>/);
+    assert.match(page, /<dd data-age>3 min ago \(/);
+    assert.match(page, /<dd data-lease>expires in 4 min \(/);
+    assert.ok(page.includes("run 42") && !page.includes("The lock changed since the page you came from"));
+    assert.match(page, /<form method="post" action="\/workspaces\/conf\/force-unlock">\s*<input type="hidden" name="csrf" value="[^"]+">\s*<input type="hidden" name="id" value="L-C">/);
+    assert.match(page, /<input type="text" id="confirm" name="confirm" required/);
+    // Came from a page that showed another lock: this page shows the one held now, and says so.
+    assert.match(await (await get("/workspaces/conf/force-unlock?id=L-OLD", "operator")).text(), /The lock changed since the page you came from \(it showed lock <code>L-OLD<\/code>\)/);
+    assert.equal((await get("/workspaces/conf/force-unlock", "reader")).status, 403);
+    // Without the name, or with another one: refused, logged, nothing released.
+    const token = csrf.issue("operator");
+    for (const fields of [{ csrf: token, id: "L-C" } as Record<string, string>, { csrf: token, id: "L-C", confirm: "prod" }, { csrf: token, id: "L-C", confirm: "conf " }, { csrf: token, id: "L-C", confirm: "CONF" }]) {
+      const refused = await post("/workspaces/conf/force-unlock", fields, "operator");
+      assert.equal(refused.status, 400, JSON.stringify(fields));
+      assert.match(await refused.text(), /type the workspace&#39;s name, conf, exactly: nothing was released/);
+    }
+    assert.equal((await api.lock("conf"))?.id, "L-C");
+    assert.ok(!api.calls.includes("force-unlock conf L-C"), "no refused confirmation reached the API");
+    assert.equal(srv.log.filter((e) => e.workspace === "conf" && e.outcome === "refused" && e.detail === "workspace name not confirmed").length, 4);
+    // A lock taken again since the confirmation was shown: the ID it carried no longer matches.
+    api.setLock("conf", { id: "L-NEW", who: "dave@ci", operation: "apply", info: "", created: new Date(now).toISOString() });
+    const stale = await post("/workspaces/conf/force-unlock", { csrf: token, id: "L-C", confirm: "conf" }, "operator");
+    assert.equal(stale.status, 409);
+    assert.equal((await api.lock("conf"))?.id, "L-NEW", "the new holder's lock is not broken");
+    const ok = await post("/workspaces/conf/force-unlock", { csrf: token, id: "L-NEW", confirm: "conf" }, "operator");
+    assert.equal(ok.status, 303);
+    assert.equal(await api.lock("conf"), null);
+    // Released: the confirmation now says there is nothing to release.
+    const gone = await get("/workspaces/conf/force-unlock?id=L-NEW", "operator");
+    assert.equal(gone.status, 409);
+    assert.match(await gone.text(), /conf is not locked any more: there is nothing to force-unlock/);
   });
 
   it("rollback: confirmation shows the new serial; a stale confirmation is 409; confirmed, it writes serial + 1", async () => {

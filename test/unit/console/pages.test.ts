@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { renderChart } from "../../../src/console/chart.js";
 import type { Frame } from "../../../src/console/layout.js";
-import { renderDiff } from "../../../src/console/pages/diff.js";
+import { renderDiff, renderDiffPicker } from "../../../src/console/pages/diff.js";
+import { renderForceUnlock } from "../../../src/console/pages/force-unlock.js";
 import { renderHistory } from "../../../src/console/pages/history.js";
 import { renderMessage } from "../../../src/console/pages/message.js";
 import { renderRollback } from "../../../src/console/pages/rollback.js";
@@ -66,14 +67,15 @@ describe("console pages", () => {
     assert.ok(page.includes('name="viewport"') && page.includes('class="skip"'));
   });
 
-  it("Workspace: no action buttons without the roles; sensitive masked; force-unlock form with CSRF and ID with them", () => {
+  it("Workspace: no action buttons without the roles; sensitive masked; a force-unlock button to its confirmation, with the ID shown", () => {
     const ro = renderWorkspace(baseView()).value;
     assertCspClean(ro);
     assert.ok(!ro.includes('method="post"'), "read-only sees no action form");
     assert.ok(!ro.includes("Reveal") && !ro.includes("Roll back"));
     assert.ok(ro.includes("&quot;&lt;sensitive&gt;&quot;") && ro.includes("(sensitive)"));
     const all = renderWorkspace(baseView({ canForceUnlock: true, canReveal: true, canRollback: true })).value;
-    assert.match(all, /<form method="post" action="\/ui\/workspaces\/prod\/force-unlock">\s*<input type="hidden" name="csrf" value="123.tok"><input type="hidden" name="id" value="L-1">/);
+    assert.match(all, /<form method="get" action="\/ui\/workspaces\/prod\/force-unlock">\s*<input type="hidden" name="id" value="L-1">\s*<p><button type="submit" class="danger">Force-unlock…<\/button>/);
+    assert.ok(!all.includes('method="post"') && !all.includes("123.tok"), "the Workspace page posts nothing: the confirmation does");
     assert.ok(all.includes("Reveal sensitive values"));
     assert.ok(all.includes('href="/ui/workspaces/prod/rollback?to=v1"') && !all.includes("rollback?to=v2"), "no rollback to the current version");
     assert.ok(all.includes('data-lock-id="L-1"'));
@@ -137,6 +139,39 @@ describe("console pages", () => {
     assert.match(page, /data-new-serial>8</);
     assert.match(page, /class="removed">.*null_resource\.r\[2\]/);
     assert.match(page, /<form method="post" action="\/ui\/workspaces\/prod\/rollback">\s*<input type="hidden" name="csrf" value="123.tok">\s*<input type="hidden" name="to" value="v5">\s*<input type="hidden" name="current" value="v7">/);
+  });
+
+  it("Force-unlock confirmation: holder, age, lease (expires in / expired / never), the typed name and the lock ID in a POST form; escaped, CSP-clean", () => {
+    const page = renderForceUnlock({ frame, workspace: "prod", lock: { ...lock, who: EVIL, info: EVIL, expires: "2026-11-24T01:04:00Z" } }).value;
+    assertCspClean(page);
+    assert.ok(!page.includes(EVIL) && page.includes("&lt;img src=x onerror=alert(1)&gt;"));
+    assert.match(page, /<dd data-age>5 min ago \(2026-11-24 00:55 UTC\)<\/dd>/);
+    assert.match(page, /<dd data-lease>expires in 4 min \(2026-11-24 01:04 UTC\)<\/dd>/);
+    assert.match(page, /<form method="post" action="\/ui\/workspaces\/prod\/force-unlock">\s*<input type="hidden" name="csrf" value="123.tok">\s*<input type="hidden" name="id" value="L-1">/);
+    assert.match(page, /<label for="confirm">To confirm, type the workspace's name, <strong class="mono">prod<\/strong>:<\/label>/);
+    assert.match(page, /<button type="submit" class="danger">Force-unlock prod<\/button>/);
+    assert.ok(page.includes('data-lock-ws="prod" data-lock-id="L-1"') && page.includes('id="lock-changed"'), "live: says when the lock changes while it is open");
+    assert.ok(!page.includes("changed since the page you came from"));
+    assert.match(renderForceUnlock({ frame, workspace: "prod", lock: { ...lock, expires: "2026-11-24T00:58:00Z" } }).value, /<dd data-lease>expired 2 min ago \(2026-11-24 00:58 UTC\): another client may take the lock over<\/dd>/);
+    assert.match(renderForceUnlock({ frame, workspace: "prod", lock }).value, /<dd data-lease>never: no lease, held until released<\/dd>/);
+    assert.match(renderForceUnlock({ frame, workspace: "prod", lock: { ...lock, created: "" } }).value, /<dd data-age>unknown/);
+    assert.match(renderForceUnlock({ frame, workspace: "prod", lock, changedFrom: "L-0" }).value, /The lock changed since the page you came from \(it showed lock <code>L-0<\/code>\)/);
+  });
+
+  it("Diff picker: two selects of the versions with a state (newest two by default, or the side given), a link to History", () => {
+    const versions = [version("v3", 3, { isLatest: true, who: EVIL }), version("d", 0, { deleteMarker: true }), version("v2", 2), version("v1", 1)];
+    const page = renderDiffPicker({ frame, workspace: "prod", versions }).value;
+    assertCspClean(page);
+    assert.ok(!page.includes(EVIL));
+    assert.match(page, /<select id="to" name="to" required>\s*<option value="v3" selected>serial 3 · 2026-11-23 10:00 UTC · &lt;img/);
+    assert.match(page, /<select id="from" name="from" required>\s*<option value="v3">[^<]*<\/option><option value="v2" selected>/);
+    assert.ok(!page.includes('value="d"'), "a delete marker cannot be compared");
+    assert.ok(page.includes('href="/ui/workspaces/prod/history"'));
+    const given = renderDiffPicker({ frame, workspace: "prod", versions, from: "v1", to: "nope" }).value;
+    assert.match(given, /<option value="v1" selected>/);
+    assert.match(given, /<select id="to" name="to" required>\s*<option value="v3" selected>/, "an unknown side falls back to the default");
+    assert.match(renderDiffPicker({ frame, workspace: "prod", versions: [version("v1", 1, { isLatest: true })] }).value, /one version with a state: there is nothing to compare yet/);
+    assert.match(renderDiffPicker({ frame, workspace: "prod", versions: null }).value, /keeps no versions/);
   });
 
   it("Message page escapes the message", () => {

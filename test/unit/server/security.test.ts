@@ -99,18 +99,20 @@ describe("objstate serve: users, roles, TLS", () => {
       assert.match(String(page.headers["content-security-policy"]), /default-src 'none'|script-src 'self'/);
       const html = page.body.toString();
       assert.match(html, new RegExp(held.ID));
-      const token = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
-      assert.ok(token !== undefined, "the force-unlock form carries a CSRF token");
+      const confirmation = (await rawRequest(s.url, "GET", `/workspaces/${ws}/force-unlock?id=${held.ID}`, undefined, { username: "forcer", password: pw("forcer") })).body.toString();
+      const token = /name="csrf" value="([^"]+)"/.exec(confirmation)?.[1];
+      assert.ok(token !== undefined, "the force-unlock confirmation carries a CSRF token");
       const readerPage = (await rawRequest(s.url, "GET", `/workspaces/${ws}`, undefined, { username: "reader", password: pw("reader") })).body.toString();
       assert.doesNotMatch(readerPage, /force-unlock"/, "a read-only user sees no action");
       const form = (fields: Record<string, string>): Buffer => Buffer.from(new URLSearchParams(fields).toString());
       const post = (user: string, fields: Record<string, string>, origin = s.url): ReturnType<typeof rawRequest> =>
         rawRequest(s.url, "POST", `/workspaces/${ws}/force-unlock`, form(fields), { username: user, password: pw(user) }, { "Content-Type": "application/x-www-form-urlencoded", Origin: origin });
-      assert.equal((await post("forcer", { id: held.ID, csrf: token }, "https://evil.example")).status, 403, "cross-site");
-      assert.equal((await post("forcer", { id: held.ID, csrf: "forged" })).status, 403, "no valid token");
-      assert.equal((await post("reader", { id: held.ID, csrf: token })).status, 403, "read-only user");
+      assert.equal((await post("forcer", { id: held.ID, csrf: token, confirm: ws }, "https://evil.example")).status, 403, "cross-site");
+      assert.equal((await post("forcer", { id: held.ID, csrf: "forged", confirm: ws })).status, 403, "no valid token");
+      assert.equal((await post("reader", { id: held.ID, csrf: token, confirm: ws })).status, 403, "read-only user");
+      assert.equal((await post("forcer", { id: held.ID, csrf: token })).status, 400, "the workspace's name not typed");
       assert.notEqual(await backend.lockInfo(ws), null);
-      const done = await post("forcer", { id: held.ID, csrf: token });
+      const done = await post("forcer", { id: held.ID, csrf: token, confirm: ws });
       assert.equal(done.status, 303);
       assert.equal(await backend.lockInfo(ws), null, "released from the page");
     } finally {

@@ -1,0 +1,69 @@
+/**
+ * `objstate serve --secret-file FILE`: a secret the replicas of a fleet share, from which the
+ * console's form-token (CSRF) key is derived, so a form served by one replica may be posted
+ * to any other. The file must be private to its owner and hold enough secret to guess at.
+ */
+import { createHmac } from "node:crypto";
+import { describeReadProblem, ReadFileError, readBoundedFile } from "../util/read-file.js";
+import { usageError } from "./io.js";
+
+/** Fewest bytes of secret accepted, surrounding whitespace left out: 256 bits as raw bytes, 192 as base64 text. */
+export const MIN_SECRET_BYTES = 32;
+
+/** A secret is a line of text or a few random bytes; anything larger is not one. */
+const MAX_SECRET_FILE_BYTES = 64 * 1024;
+
+/** Label of the form-token key, so the same secret can key other things later without reuse. */
+const FORM_KEY_LABEL = "objstate console form tokens v1";
+
+/** How to make a good secret file, for the messages. */
+function howToMake(file: string): string {
+  return `make one with (umask 077; openssl rand -base64 48 > ${file})`;
+}
+
+/** Whitespace bytes (space, tab, CR, LF) trimmed from both ends: `echo` and editors add a newline, which must not make two replicas' keys differ. */
+function trimWhitespace(bytes: Buffer): Buffer {
+  const ws = (b: number | undefined): boolean => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
+  let start = 0;
+  let end = bytes.length;
+  while (start < end && ws(bytes[start])) start++;
+  while (end > start && ws(bytes[end - 1])) end--;
+  return bytes.subarray(start, end);
+}
+
+/**
+ * Read and check a secret file: a regular file, not readable or writable by group or others
+ * (unless `platform` is Windows, which has no such mode bits), holding at least
+ * {@link MIN_SECRET_BYTES} bytes besides surrounding whitespace. Errors name the file and
+ * the fix, never the content.
+ * @throws CliError (usage, exit 2) `SECRET_FILE_UNREADABLE`, `SECRET_FILE_OPEN`, `SECRET_TOO_SHORT`
+ */
+export function readSecretFile(file: string, platform: NodeJS.Platform = process.platform): Buffer {
+  if (file === "-" || file === "") throw usageError(`--secret-file needs the path of a file (standard input is not read): ${howToMake("FILE")}`, "SECRET_FILE_UNREADABLE");
+  let read;
+  try {
+    read = readBoundedFile(file, MAX_SECRET_FILE_BYTES);
+  } catch (e) {
+    if (e instanceof ReadFileError) throw usageError(`cannot read --secret-file ${file}: it ${describeReadProblem(e.problem).replace(/^no such file$/, "does not exist")}`, "SECRET_FILE_UNREADABLE", e);
+    throw e;
+  }
+  // The mode of the descriptor that was read: a file swapped in after a check cannot pass it.
+  const mode = read.mode ?? 0;
+  if (platform !== "win32" && (mode & 0o077) !== 0) {
+    const octal = (mode & 0o777).toString(8).padStart(4, "0");
+    throw usageError(`--secret-file ${file} can be read or changed by other users (mode ${octal}): a secret must be its owner's alone; run chmod 600 ${file}`, "SECRET_FILE_OPEN");
+  }
+  const secret = trimWhitespace(read.bytes);
+  if (secret.length < MIN_SECRET_BYTES) {
+    throw usageError(`--secret-file ${file} holds ${secret.length} bytes of secret; at least ${MIN_SECRET_BYTES} are needed: ${howToMake(file)}`, "SECRET_TOO_SHORT");
+  }
+  return secret;
+}
+
+/**
+ * The console's form-token key from a shared secret: HMAC-SHA256 under a fixed label, so
+ * every replica given the same secret derives the same key and the secret itself keys nothing.
+ */
+export function formKeyOf(secret: Buffer): Buffer {
+  return createHmac("sha256", secret).update(FORM_KEY_LABEL).digest();
+}
