@@ -146,6 +146,13 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
   if (path !== "/" && path !== LOCKS_PATH && ws === null) return false;
 
   try {
+    const refusal = ctx.refusal;
+    if (refusal !== undefined) {
+      const sub = ws?.[2];
+      const action = sub === "/rollback" ? "rollback" : sub === "/force-unlock" ? "force-unlock" : undefined;
+      if (action !== undefined) ctx.log({ user: ctx.user, action, workspace: safeDecode(ws?.[1] ?? ""), outcome: "refused", detail: refusal.reason });
+      throw new HttpError(refusal.status, refusal.status === 415 ? "The console's actions take a form (application/x-www-form-urlencoded)." : "Refused: this action must be posted from the console's own page.");
+    }
     if (path === LOCKS_PATH) {
       if (!get) return methodNotAllowed(res, "GET, HEAD");
       await sendLocks(res, ctx, url.searchParams.get("ws"), frame.now);
@@ -205,6 +212,14 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     if (!res.headersSent) sendPage(res, status, renderMessage({ frame, title: status === 403 ? "Not allowed" : status === 404 ? "Not found" : "Could not do that", message, tone: "bad", back }));
     else res.destroy();
     return true;
+  }
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
   }
 }
 

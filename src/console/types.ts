@@ -149,6 +149,12 @@ export interface ConsoleContext {
    * the request's `Host` header with `https` when the socket is TLS, else `http`.
    */
   readonly origin?: string | undefined;
+  /**
+   * The server's request gate refused this request (a browser's cross-site request, a body
+   * that is not a form): the console answers with a page saying so, and logs an action's
+   * refusal. `reason` is short and quotes no header value.
+   */
+  readonly refusal?: { readonly status: number; readonly reason: string } | undefined;
   /** Path the console is mounted under (default "", i.e. `/`). */
   readonly base?: string | undefined;
   /** How often the pages' script polls lock state, in ms (default 3,000). */

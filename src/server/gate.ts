@@ -164,6 +164,7 @@ function checkType(req: IncomingMessage, kind: RouteKind): void {
   throw new ObjstateError(
     "UNSUPPORTED_MEDIA_TYPE",
     `a request body here must be ${want}${type === "" ? ", and this one has no Content-Type" : `, not ${type.slice(0, 100)}`}${kind === "console" ? " (the console's own forms send it)" : " (Terraform and OpenTofu send it; a script must set Content-Type: application/json)"}`,
+    { details: { reason: `content type: not ${want}` } },
   );
 }
 
@@ -172,5 +173,5 @@ function misdirected(why: string): ObjstateError {
 }
 
 function crossSite(why: string): ObjstateError {
-  return new ObjstateError("CROSS_SITE_REQUEST", `refused a cross-site request: ${why}. Another web page may not use this server; a script that is not a browser sends neither Origin nor Sec-Fetch-Site`);
+  return new ObjstateError("CROSS_SITE_REQUEST", `refused a cross-site request: ${why}. Another web page may not use this server; a script that is not a browser sends neither Origin nor Sec-Fetch-Site`, { details: { reason: `cross-site: ${why}` } });
 }

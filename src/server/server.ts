@@ -22,7 +22,7 @@ import { allowed, type User } from "./users.js";
 import { backendConsoleApi } from "../console/adapter.js";
 import { CsrfTokens } from "../console/csrf.js";
 import { handleConsole } from "../console/handler.js";
-import type { ConsoleApi, ConsoleLogEntry } from "../console/types.js";
+import type { ConsoleApi, ConsoleContext, ConsoleLogEntry } from "../console/types.js";
 
 /** Options of {@link ObjstateServer}. */
 export interface ServerOptions {
@@ -200,10 +200,11 @@ export class ObjstateServer {
    * The web console: same users and roles as the API, its own routes (`/`, `/workspaces/…`,
    * `/console/…`). True when it answered.
    */
-  private async console(ctx: Ctx, origin: string | undefined, onUser: (name: string) => void): Promise<boolean> {
+  private async console(ctx: Ctx, origin: string | undefined, refusal: ConsoleContext["refusal"], onUser: (name: string) => void): Promise<boolean> {
     const api = this.consoleApi;
     if (api === undefined) return false;
-    const who = await this.auth.authenticate(ctx.req);
+    // A request the gate refused is answered without asking who it is (no login prompt).
+    const who = refusal === undefined ? await this.auth.authenticate(ctx.req) : ctx.user;
     onUser(who.name);
     (ctx as { user: User }).user = who;
     return handleConsole(ctx.req, ctx.res, {
@@ -214,6 +215,7 @@ export class ObjstateServer {
       api,
       csrf: this.csrf,
       origin,
+      refusal,
     });
   }
 
@@ -255,8 +257,18 @@ export class ObjstateServer {
       if (this.closing) res.setHeader("Connection", "close");
       if (this.options.tls !== undefined) res.setHeader("Strict-Transport-Security", HSTS);
       const kind: RouteKind = found === undefined ? "console" : OPEN_PATHS.has(url.pathname) ? "probe" : "api";
-      const origin = this.gate.check(req, kind);
-      if (found === undefined && (await this.console(ctx, origin, (name) => (user = name)))) return;
+      let origin: string | undefined;
+      let refusal: ConsoleContext["refusal"];
+      try {
+        origin = this.gate.check(req, kind);
+      } catch (e) {
+        // The console shows its refusals as a page; every other route answers JSON.
+        if (kind !== "console" || !isObjstateError(e)) throw e;
+        code = e.code;
+        refusal = { status: statusOf(e), reason: typeof e.details?.["reason"] === "string" ? e.details["reason"] : e.code };
+      }
+      if (found === undefined && (await this.console(ctx, origin, refusal, (name) => (user = name)))) return;
+      if (refusal !== undefined) throw new ObjstateError("NOT_FOUND", `no route ${url.pathname}`);
       if (found === undefined) throw new ObjstateError("NOT_FOUND", `no route ${url.pathname}: the state lives at /state/{workspace}, the JSON API under /api/v1`);
       if (found === "method") throw new ObjstateError("METHOD_NOT_ALLOWED", `${method} is not allowed on ${url.pathname}`);
       if (!OPEN_PATHS.has(url.pathname)) {
