@@ -6,6 +6,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
+import { ANONYMOUS_PRINCIPAL, type PrincipalVia } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
 import { ROLES, verifyPassword, type Role, type User } from "./users.js";
 
@@ -22,6 +23,12 @@ export const DEFAULT_LOGIN_LIMIT: LoginLimit = { failures: 10, windowMs: 60_000 
 /** How long a verified password is remembered (scrypt on every request would cost ~50 ms each). */
 const CACHE_MS = 5 * 60_000;
 const CACHE_MAX = 1024;
+
+/** What {@link Authenticator.authenticate} found: the user, and how it authenticated. */
+export interface Authenticated {
+  readonly user: User;
+  readonly via: PrincipalVia;
+}
 
 export class Authenticator {
   private readonly failures = new Map<string, number[]>();
@@ -40,13 +47,18 @@ export class Authenticator {
     return this.users !== undefined;
   }
 
-  /** The user of a request, or UNAUTHORIZED / TOO_MANY_FAILED_LOGINS. */
-  async authenticate(req: IncomingMessage): Promise<User> {
+  /** The user of a request and how it proved who it is, or UNAUTHORIZED / TOO_MANY_FAILED_LOGINS. */
+  async authenticate(req: IncomingMessage): Promise<Authenticated> {
     const users = this.users;
-    if (users === undefined) return ANONYMOUS;
-    const address = req.socket.remoteAddress ?? "unknown";
+    if (users === undefined) return { user: ANONYMOUS, via: ANONYMOUS_PRINCIPAL.via };
     const cert = certUser(req, users);
-    if (cert !== undefined) return cert;
+    if (cert !== undefined) return { user: cert, via: "certificate" };
+    return { user: await this.password(req, users), via: "password" };
+  }
+
+  /** HTTP Basic, with the failed-login limit per address. */
+  private async password(req: IncomingMessage, users: ReadonlyMap<string, User>): Promise<User> {
+    const address = req.socket.remoteAddress ?? "unknown";
     const recent = this.recentFailures(address);
     if (recent.length >= this.limit.failures) {
       const retry = Math.max(1, Math.ceil(((recent[0] as number) + this.limit.windowMs - this.now()) / 1000));

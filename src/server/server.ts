@@ -8,6 +8,7 @@ import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { ObjectStoreBackend } from "../backend/backend.js";
 import { checkWorkspace } from "../backend/layout.js";
+import { ANONYMOUS_PRINCIPAL, type Principal, type PrincipalVia } from "../backend/principal.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { API_ROUTES, type Route } from "./api.js";
 import { Authenticator, type LoginLimit } from "./auth.js";
@@ -93,6 +94,14 @@ function matchPath(parts: readonly string[], s: readonly string[]): Record<strin
     } else if (want !== got) return undefined;
   }
   return params;
+}
+
+/** The request is `user`'s, who authenticated `via`. */
+function authenticated(ctx: Ctx, user: User, via: PrincipalVia): void {
+  const c = ctx as { user: User; principal: Principal };
+  c.user = user;
+  // A server without users names no one: its records say `anonymous`, never the placeholder user.
+  c.principal = via === ANONYMOUS_PRINCIPAL.via ? ANONYMOUS_PRINCIPAL : { name: user.name, via };
 }
 
 export class ObjstateServer {
@@ -184,11 +193,12 @@ export class ObjstateServer {
   private async console(ctx: Ctx, onUser: (name: string) => void): Promise<boolean> {
     const api = this.consoleApi;
     if (api === undefined) return false;
-    const who = await this.auth.authenticate(ctx.req);
+    const { user: who, via } = await this.auth.authenticate(ctx.req);
     onUser(who.name);
-    (ctx as { user: User }).user = who;
+    authenticated(ctx, who, via);
     return handleConsole(ctx.req, ctx.res, {
       user: who.name,
+      principal: ctx.principal,
       can: (role, workspace) => allowed(who, role, workspace),
       log: (entry: ConsoleLogEntry) => this.logger.event(entry.outcome === "ok" ? "info" : "warn", "console action", { user: entry.user, action: entry.action, workspace: entry.workspace, outcome: entry.outcome, detail: entry.detail }),
       onError: (e) => this.logger.event("error", "console failure", { name: e instanceof Error ? e.name : typeof e }),
@@ -223,6 +233,7 @@ export class ObjstateServer {
       url,
       params: typeof found === "object" ? found.params : {},
       user: { name: "-", password: undefined, grants: [] },
+      principal: ANONYMOUS_PRINCIPAL,
       backend: this.options.backend,
       limits: { maxBytes: this.maxStateSize, idleMs: this.clientTimeoutMs },
       metrics: this.metrics,
@@ -238,8 +249,8 @@ export class ObjstateServer {
       if (found === "method") throw new ObjstateError("METHOD_NOT_ALLOWED", `${method} is not allowed on ${url.pathname}`);
       if (!OPEN_PATHS.has(url.pathname)) {
         const who = await this.auth.authenticate(req);
-        user = who.name;
-        (ctx as { user: User }).user = who;
+        user = who.user.name;
+        authenticated(ctx, who.user, who.via);
       }
       if (workspace !== undefined) checkWorkspace(workspace);
       if (found.route.role !== undefined && workspace !== undefined) requireRole(ctx, found.route.role, workspace);

@@ -15,6 +15,8 @@ const STATUS: Readonly<Record<string, number>> = {
   LOCK_INFO_INVALID: 400,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
+  // The lock belongs to another principal: the caller's credentials are the problem, not the lock's state
+  LOCK_NOT_OWNED: 403,
   NOT_FOUND: 404,
   STATE_NOT_FOUND: 404,
   WORKSPACE_NOT_FOUND: 404,
