@@ -31,11 +31,10 @@ import { conflict, decodeMeta, encodeMeta, guardRefusal, META, normalizeDigest, 
 
 export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
 export type { HistoryEntryJson, HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
-export { historyEntryJson } from "./history.js";
 import type { GetResult, ObjectMeta, Leftover } from "../store/types.js";
 
 export type { LockInfo } from "./lock-info.js";
-export { ANONYMOUS_PRINCIPAL, type Principal, type PrincipalVia } from "./principal.js";
+export type { Principal, PrincipalVia } from "./principal.js";
 export { LockHandle } from "./lease.js";
 export type { LockListing } from "./locking.js";
 export type { ProbeVerdict } from "./probe.js";
