@@ -29,8 +29,14 @@ export function ownerSuite(makeTarget: () => Target): void {
     open.push(b);
     return b;
   }
-  async function two(mode: Mode): Promise<[ObjectStoreBackend, ObjectStoreBackend]> {
+  async function two(mode: Mode, versioned = false): Promise<[ObjectStoreBackend, ObjectStoreBackend]> {
     const props = await target.setup({ locks: mode !== "lockfile" });
+    if (versioned) {
+      // History and rollback need the bucket to keep versions (the embedded store always does).
+      const raw = await target.raw(props.bucket);
+      await raw.enableVersioning();
+      raw.close();
+    }
     return [await connect(props, mode), await connect(props, mode)];
   }
   const history = async (b: ObjectStoreBackend, ws: string): Promise<StateVersion[]> => {
@@ -89,7 +95,7 @@ export function ownerSuite(makeTarget: () => Target): void {
 
   describe("principals recorded with a write", () => {
     it("a write with a principal records it beside Who; history and lastWrite report it; one without records none; a rollback records its own", async () => {
-      const [a] = await two("table");
+      const [a] = await two("table", true);
       await a.writeState("w", state(1));
       const lock = await a.lock("w", { owner: "alice" });
       await a.writeState("w", state(2), { lockId: lock.ID, principal: { name: "alice", via: "password" } });
