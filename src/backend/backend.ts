@@ -20,19 +20,21 @@ import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { objstateVersion } from "../version.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, layout, statePath, workspaceOfKey, workspacesPrefix, type Layout } from "./layout.js";
 import { defaultWho, type LockInfo } from "./lock-info.js";
+import type { Principal } from "./principal.js";
 import { checkTtl, DEFAULT_CLOCK_MARGIN_MS, type LockHandle } from "./lease.js";
 import { LOCKFILE_SUFFIX, LockfileLock, TableLock, type LockPlace } from "./lock-places.js";
 import { Locking, type LockListing, type TakeOptions } from "./locking.js";
 import { probeConditions, requireLockfileSupport, type ProbeVerdict } from "./probe.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
-import { readStateVersionById, rollbackState, stateHistory, type HistoryOptions, type RollbackOptions, type RollbackResult, type StateVersion, type VersionedState } from "./history.js";
+import { principalOf, readStateVersionById, rollbackState, stateHistory, type HistoryOptions, type RollbackOptions, type RollbackResult, type StateVersion, type VersionedState } from "./history.js";
 import { conflict, decodeMeta, encodeMeta, guardRefusal, META, normalizeDigest, plainMd5, provenComplete, recordedMd5, tornWrite, workspaceFlag, writeMetadata } from "./fencing.js";
 
 export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
-export type { HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
+export type { HistoryEntryJson, HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
 import type { GetResult, ObjectMeta, Leftover } from "../store/types.js";
 
 export type { LockInfo } from "./lock-info.js";
+export type { Principal, PrincipalVia } from "./principal.js";
 export { LockHandle } from "./lease.js";
 export type { LockListing } from "./locking.js";
 export type { ProbeVerdict } from "./probe.js";
@@ -157,12 +159,28 @@ export interface WriteOptions {
   readonly operation?: string | undefined;
   /** The version whose content this write restores (recorded as `objstate-source-version`). */
   readonly sourceVersion?: string | undefined;
+  /**
+   * Who the write is made for (a server's authenticated user): recorded with the version
+   * (`objstate-principal`, `objstate-principal-via`), beside the `Who` its client claimed,
+   * and as the `Owner` of a lock the write takes itself.
+   */
+  readonly principal?: Principal | undefined;
+  /**
+   * Write under `lockId` only when that lock belongs to this owner (its `Owner`, see
+   * {@link LockOptions.owner}): `LOCK_NOT_OWNED` otherwise, nothing written. Checked on the
+   * fencing read every write under a lock makes anyway. Undefined: no check.
+   */
+  readonly owner?: string | undefined;
 }
 
 /** Options of {@link ObjectStoreBackend.rollback}. */
 export interface BackendRollbackOptions extends RollbackOptions {
   /** The ID of the lock the caller holds; without one the rollback takes the lock itself. */
   readonly lockId?: string | undefined;
+  /** Recorded with the version the rollback writes (see {@link WriteOptions.principal}). */
+  readonly principal?: Principal | undefined;
+  /** Roll back under `lockId` only when that lock belongs to this owner (see {@link WriteOptions.owner}). */
+  readonly owner?: string | undefined;
 }
 
 /** Options of {@link ObjectStoreBackend.lock}. */
@@ -185,6 +203,22 @@ export interface LockOptions {
   readonly created?: string | undefined;
   /** Lease of this lock in ms (at least 1 s); default: the connection's `ttl` (none: never expires). */
   readonly ttl?: number | undefined;
+  /**
+   * The principal (a server's user) taking the lock, stored in the lock as `Owner`: a
+   * release or write that names an owner ({@link UnlockOptions.owner}, {@link WriteOptions.owner})
+   * must then name this one. Taking the lock again under its ID is a retry only for the same owner.
+   */
+  readonly owner?: string | undefined;
+}
+
+/** Options of {@link ObjectStoreBackend.unlock}. */
+export interface UnlockOptions {
+  /**
+   * Release the lock only when it belongs to this owner (its `Owner`): `LOCK_NOT_OWNED`
+   * otherwise, and a lock without an owner (taken by the CLI or the library) belongs to no
+   * one. Checked on the read the release makes anyway. Undefined: no check.
+   */
+  readonly owner?: string | undefined;
 }
 
 const DIGEST_SUFFIX = "-md5";
@@ -500,7 +534,7 @@ export class ObjectStoreBackend {
     const input: Incoming = { body, size, header: incoming, hashing, streamed: isByteSource(body) };
     const locks = this.table;
     if (this.locking.enabled && options.lockId === undefined) {
-      const held = await this.acquire(workspace, { operation: "writeState" });
+      const held = await this.acquire(workspace, { operation: "writeState", owner: options.principal?.name });
       try {
         return await this.writeFenced(workspace, input, locks, held.info, options);
       } finally {
@@ -515,7 +549,9 @@ export class ObjectStoreBackend {
     const where = this.describe(workspace);
     const lockId = ownLock?.ID ?? options.lockId;
     const { hashing, header: incoming } = input;
-    const checkHolder = (): Promise<LockInfo | undefined> => (this.locking.enabled && lockId !== undefined ? this.assertHolder(workspace, lockId) : Promise.resolve(ownLock));
+    // The lock this call took is its own: only a lock the caller names is checked for its owner.
+    const owner = ownLock === undefined ? options.owner : undefined;
+    const checkHolder = (): Promise<LockInfo | undefined> => (this.locking.enabled && lockId !== undefined ? this.assertHolder(workspace, lockId, owner) : Promise.resolve(ownLock));
     const [current, firstHolder] = await Promise.all([this.inspect(path, where), checkHolder()]);
     let holder = firstHolder;
 
@@ -544,7 +580,7 @@ export class ObjectStoreBackend {
 
     // A streamed state's MD5 is known before it is sent (it was read once to hash it).
     const known = input.streamed || input.size < PARALLEL_MD5_MIN ? await hashing : undefined;
-    const metadata = writeMetadata({ incoming, lockId, holder, who: this.who, md5: known });
+    const metadata = writeMetadata({ incoming, lockId, holder, who: this.who, md5: known, principal: options.principal });
     if (options.operation !== undefined) metadata[META.operation] = encodeMeta(options.operation);
     if (options.sourceVersion !== undefined) metadata[META.sourceVersion] = encodeMeta(options.sourceVersion);
     const s = this.settings;
@@ -652,8 +688,8 @@ export class ObjectStoreBackend {
   }
 
   /** The fencing check right before a write (see {@link Locking.assertHolder}). */
-  private assertHolder(workspace: string, lockId: string): Promise<LockInfo> {
-    return this.locking.assertHolder(workspace, lockId);
+  private assertHolder(workspace: string, lockId: string, owner?: string | undefined): Promise<LockInfo> {
+    return this.locking.assertHolder(workspace, lockId, owner);
   }
 
   /**
@@ -710,10 +746,11 @@ export class ObjectStoreBackend {
    * `LOCK_NOT_FOUND` when there is none. A table lock is released in two conditional
    * steps, each safe to repeat (marked released by this ID, then deleted only with that
    * mark); a lockfile by a read, an ID check and a conditional delete. `NO_ID` (see
-   * {@link NO_LOCK_ID}) clears an item that has no readable lock info.
+   * {@link NO_LOCK_ID}) clears an item that has no readable lock info. With `owner`, only a
+   * lock that belongs to it is released (`LOCK_NOT_OWNED`, the lock left as it is).
    */
-  async unlock(workspace: string, id: string): Promise<void> {
-    await this.locking.unlock(workspace, id);
+  async unlock(workspace: string, id: string, options: UnlockOptions = {}): Promise<void> {
+    await this.locking.unlock(workspace, id, options.owner);
   }
 
   /**
@@ -762,10 +799,11 @@ export class ObjectStoreBackend {
    */
   async rollback(workspace: string, versionId: string, options: BackendRollbackOptions = {}): Promise<RollbackResult> {
     checkWorkspace(workspace);
-    const own = options.lockId === undefined ? await this.acquire(workspace, { operation: "rollback" }) : undefined;
+    const own = options.lockId === undefined ? await this.acquire(workspace, { operation: "rollback", owner: options.principal?.name }) : undefined;
     try {
       const lockId = own?.id ?? options.lockId;
-      return await rollbackState(this.versioned(workspace), versionId, (body, w) => this.writeState(workspace, body, { lockId, ...w }), options);
+      const owner = own === undefined ? options.owner : undefined;
+      return await rollbackState(this.versioned(workspace), versionId, (body, w) => this.writeState(workspace, body, { lockId, owner, principal: options.principal, ...w }), options);
     } finally {
       if (own !== undefined) await own.release();
     }
@@ -900,6 +938,7 @@ export class ObjectStoreBackend {
       who: decodeMeta(m[META.who]),
       lockId: decodeMeta(m[META.lockId]),
       operation: decodeMeta(m[META.operation]),
+      principal: principalOf(m),
     };
   }
 
@@ -1083,4 +1122,6 @@ export interface LastWrite {
   readonly who: string | undefined;
   readonly lockId: string | undefined;
   readonly operation: string | undefined;
+  /** The server user the write was made for, when it went through `objstate serve`. */
+  readonly principal: Principal | undefined;
 }

@@ -7,6 +7,7 @@ import { ObjstateError } from "../errors.js";
 import type { ObjectMeta } from "../store/types.js";
 import { DEFAULT_WORKSPACE } from "./layout.js";
 import { describeHolder, type LockInfo } from "./lock-info.js";
+import type { Principal } from "./principal.js";
 import type { StateHeader } from "./state-header.js";
 
 /**
@@ -25,6 +26,10 @@ export const META = {
   operation: "objstate-operation",
   /** The version a rollback restored. */
   sourceVersion: "objstate-source-version",
+  /** The server user the write was made for (`objstate serve`); `who` is what its client claimed. */
+  principal: "objstate-principal",
+  /** How that user authenticated (`password`, `certificate`, `none` …). */
+  principalVia: "objstate-principal-via",
 } as const;
 
 /** A digest as stored by any tool: hex, any case, maybe padded; undefined when none. */
@@ -78,7 +83,7 @@ export function encodeMeta(v: string): string {
   return /^[\x20-\x7e]*$/.test(v) ? v : encodeURIComponent(v);
 }
 
-export function writeMetadata(w: { incoming: { lineage?: string; serial?: number }; lockId: string | undefined; holder: LockInfo | undefined; who: string; md5: string | undefined }): Record<string, string> {
+export function writeMetadata(w: { incoming: { lineage?: string; serial?: number }; lockId: string | undefined; holder: LockInfo | undefined; who: string; md5: string | undefined; principal?: Principal | undefined }): Record<string, string> {
   const m: Record<string, string> = {};
   if (w.incoming.serial !== undefined) m[META.serial] = String(w.incoming.serial);
   if (w.incoming.lineage !== undefined) m[META.lineage] = encodeMeta(w.incoming.lineage);
@@ -86,6 +91,10 @@ export function writeMetadata(w: { incoming: { lineage?: string; serial?: number
   m[META.who] = encodeMeta(w.holder?.Who || w.who);
   if (w.holder?.Operation) m[META.operation] = encodeMeta(w.holder.Operation);
   if (w.md5 !== undefined) m[META.md5] = w.md5;
+  if (w.principal !== undefined) {
+    m[META.principal] = encodeMeta(w.principal.name);
+    m[META.principalVia] = encodeMeta(w.principal.via);
+  }
   return m;
 }
 
@@ -128,6 +137,19 @@ export function lockedError(where: string, workspace: string, raw: string, holde
   return new ObjstateError("STATE_LOCKED", `the state at ${where} is locked: ${describeHolder(holder)}. If that holder is gone, force-unlock with ID ${holder.ID}.`, {
     details: { lockInfo: holder },
   });
+}
+
+/**
+ * `LOCK_NOT_OWNED`: `asking` (a server user) wanted to release lock `holder` or write under
+ * it, and the lock belongs to another principal, or to none (taken by the CLI or library).
+ */
+export function notOwned(where: string, asking: string, holder: LockInfo, action: "release" | "write"): ObjstateError {
+  const owner = holder.Owner === undefined ? `no server user: it was taken outside objstate serve (by the CLI or the library, as ${holder.Who || "unknown"})` : `user ${holder.Owner}`;
+  return new ObjstateError(
+    "LOCK_NOT_OWNED",
+    `user ${asking} may not ${action === "release" ? "release" : "write under"} lock ${lockIdOf(holder)} on ${where}: the lock belongs to ${owner}. Only the user who took the lock, or a user with the force role, may release it or write under it.`,
+    { details: { lockId: lockIdOf(holder), owner: holder.Owner ?? null, user: asking, lockInfo: holder } },
+  );
 }
 
 export function tornWrite(where: string, workspace: string, meta: ObjectMeta, expected: string, actual: string, digestId: string): ObjstateError {

@@ -7,6 +7,7 @@
 import { ObjstateError } from "../errors.js";
 import type { ObjectStoreDriver, ObjectVersion, VersioningStatus } from "../store/types.js";
 import { decodeMeta, META } from "./fencing.js";
+import type { Principal } from "./principal.js";
 import { scanHeader } from "./state-header.js";
 
 /**
@@ -32,8 +33,16 @@ export interface StateVersion {
   readonly lineage: string | undefined;
   /** `objstate` when objstate wrote this version (it recorded its metadata), else `other`. */
   readonly writer: "objstate" | "other" | undefined;
-  /** `Who` of the lock the write was made under (or the writer's user@host). */
+  /**
+   * `Who` of the lock the write was made under (or the writer's user@host): what the
+   * writing client said, not checked by anyone.
+   */
   readonly who: string | undefined;
+  /**
+   * The server user the write was made for, as `objstate serve` authenticated it; undefined
+   * for a write that did not go through a server (the CLI, the library, other clients).
+   */
+  readonly principal: Principal | undefined;
   /** The lock's `Operation` (`rollback` for a rollback). */
   readonly operation: string | undefined;
   /** The lock's `ID`. */
@@ -112,12 +121,12 @@ export async function* stateHistory(s: VersionedState, options: HistoryOptions =
 
 async function describeVersion(s: VersionedState, v: ObjectVersion): Promise<StateVersion> {
   const base = { versionId: v.versionId, isLatest: v.isLatest, deleteMarker: v.deleteMarker, lastModified: v.lastModified, size: v.size };
-  const none = { serial: undefined, lineage: undefined, writer: undefined, who: undefined, operation: undefined, lockId: undefined, sourceVersion: undefined };
+  const none = { serial: undefined, lineage: undefined, writer: undefined, who: undefined, principal: undefined, operation: undefined, lockId: undefined, sourceVersion: undefined };
   if (v.deleteMarker) return { ...base, ...none };
   const got = await s.store.get(s.key, { versionId: v.versionId, maxBytes: PEEK_BYTES });
   if (got === null) return { ...base, ...none }; // expired by a retention rule meanwhile
   const m = got.meta.metadata ?? {};
-  const ours = m[META.serial] !== undefined || m[META.lockId] !== undefined || m[META.who] !== undefined;
+  const ours = m[META.serial] !== undefined || m[META.lockId] !== undefined || m[META.who] !== undefined || m[META.principal] !== undefined;
   const header = scanHeader(got.body);
   const recordedSerial = m[META.serial] === undefined ? undefined : Number(m[META.serial]);
   return {
@@ -126,9 +135,61 @@ async function describeVersion(s: VersionedState, v: ObjectVersion): Promise<Sta
     lineage: decodeMeta(m[META.lineage]) ?? header?.lineage,
     writer: ours ? "objstate" : "other",
     who: decodeMeta(m[META.who]),
+    principal: principalOf(m),
     operation: decodeMeta(m[META.operation]),
     lockId: decodeMeta(m[META.lockId]),
     sourceVersion: decodeMeta(m[META.sourceVersion]),
+  };
+}
+
+/** The principal a write recorded in its object metadata, if any. */
+export function principalOf(m: Readonly<Record<string, string>>): Principal | undefined {
+  const name = decodeMeta(m[META.principal]);
+  if (name === undefined) return undefined;
+  // A via left out (a store that dropped it) is unknown, not `none`.
+  return { name, via: decodeMeta(m[META.principalVia]) ?? "unknown" };
+}
+
+/**
+ * A history entry as JSON: the one shape `objstate state history --json`, the server's
+ * `GET /api/v1/workspaces/{w}/history` and anything else that prints history emit. Every
+ * key is always present (null when unknown); `isLatest` is the library's name.
+ */
+export interface HistoryEntryJson {
+  readonly versionId: string;
+  readonly isLatest: boolean;
+  readonly deleteMarker: boolean;
+  /** UTC ISO time, null when the store does not say. */
+  readonly lastModified: string | null;
+  readonly size: number;
+  readonly serial: number | null;
+  readonly lineage: string | null;
+  readonly writer: "objstate" | "other" | null;
+  /** What the writing client said it was (`Who`): unchecked. */
+  readonly who: string | null;
+  /** The server user the write was made for, and how it authenticated: checked by the server. */
+  readonly principal: { readonly name: string; readonly via: string } | null;
+  readonly operation: string | null;
+  readonly lockId: string | null;
+  readonly sourceVersion: string | null;
+}
+
+/** {@link StateVersion} as {@link HistoryEntryJson}. */
+export function historyEntryJson(v: StateVersion): HistoryEntryJson {
+  return {
+    versionId: v.versionId,
+    isLatest: v.isLatest,
+    deleteMarker: v.deleteMarker,
+    lastModified: v.lastModified?.toISOString() ?? null,
+    size: v.size,
+    serial: v.serial ?? null,
+    lineage: v.lineage ?? null,
+    writer: v.writer ?? null,
+    who: v.who ?? null,
+    principal: v.principal === undefined ? null : { name: v.principal.name, via: v.principal.via },
+    operation: v.operation ?? null,
+    lockId: v.lockId ?? null,
+    sourceVersion: v.sourceVersion ?? null,
   };
 }
 

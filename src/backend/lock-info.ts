@@ -21,6 +21,13 @@ export interface LockInfo {
    * (the tool's own). The tool ignores the field.
    */
   readonly Expires?: number;
+  /**
+   * The principal (server user) that took the lock through `objstate serve`: only it, or a
+   * user with the `force` role, may release the lock or write under it there. Stored in the
+   * lock itself, so any replica can check it; absent on a lock taken by the CLI or the
+   * library. The tool ignores the field.
+   */
+  readonly Owner?: string;
 }
 
 /** `user@host` of this process. */
@@ -50,11 +57,24 @@ export function parseLockInfo(raw: string, path: string): LockInfo {
   const s = (k: string): string => (typeof o[k] === "string" ? (o[k] as string) : "");
   const info: LockInfo = { ID: s("ID"), Operation: s("Operation"), Info: s("Info"), Who: s("Who"), Version: s("Version"), Created: s("Created"), Path: s("Path") || path };
   const expires = o["Expires"];
-  return typeof expires === "number" && Number.isFinite(expires) ? { ...info, Expires: expires } : info;
+  const owner = o["Owner"];
+  const leased = typeof expires === "number" && Number.isFinite(expires) ? { ...info, Expires: expires } : info;
+  return typeof owner === "string" && owner !== "" ? { ...leased, Owner: owner } : leased;
 }
 
 /** One line describing a holder, for messages; a lease says when it expires. */
 export function describeHolder(info: LockInfo, nowMs: number = Date.now()): string {
   const lease = info.Expires === undefined ? "" : `; its lease ${info.Expires * 1000 <= nowMs ? "expired" : "expires"} at ${new Date(info.Expires * 1000).toISOString()}`;
-  return `ID ${info.ID || "(none)"}, held by ${info.Who || "unknown"} since ${info.Created || "unknown"} for ${info.Operation || "an unknown operation"}${info.Info ? ` (${info.Info})` : ""}${lease}`;
+  const owner = info.Owner === undefined ? "" : ` (server user ${info.Owner})`;
+  return `ID ${info.ID || "(none)"}, held by ${info.Who || "unknown"}${owner} since ${info.Created || "unknown"} for ${info.Operation || "an unknown operation"}${info.Info ? ` (${info.Info})` : ""}${lease}`;
+}
+
+/**
+ * May `owner` act on the lock `info` (release it, write under it)? Undefined asks for no
+ * check (the library's own callers, a server user with the `force` role); otherwise the
+ * lock must carry exactly that owner, so a lock without one (taken by the CLI or the
+ * library) belongs to no server user.
+ */
+export function ownedBy(info: LockInfo, owner: string | undefined): boolean {
+  return owner === undefined || info.Owner === owner;
 }

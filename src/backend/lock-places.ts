@@ -7,7 +7,7 @@ import { isObjstateError, ObjstateError } from "../errors.js";
 import type { LockTableDriver } from "../lock/types.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import { lockIdOf, NO_LOCK_ID } from "./fencing.js";
-import { parseLockInfo, type LockInfo } from "./lock-info.js";
+import { ownedBy, parseLockInfo, type LockInfo } from "./lock-info.js";
 
 /** A lock as stored in one place. */
 export interface StoredLock {
@@ -21,7 +21,12 @@ export interface StoredLock {
 }
 
 /** How a release went. */
-export type ReleaseOutcome = { readonly kind: "released" } | { readonly kind: "absent" } | { readonly kind: "other"; readonly holder: LockInfo; readonly raw: string };
+export type ReleaseOutcome =
+  | { readonly kind: "released" }
+  | { readonly kind: "absent" }
+  | { readonly kind: "other"; readonly holder: LockInfo; readonly raw: string }
+  /** The ID matches, but the lock belongs to another owner than the one asking (nothing was released). */
+  | { readonly kind: "not-owned"; readonly holder: LockInfo };
 
 /** One place a lock lives; keys are the table's LockID or the lockfile's object key. */
 export interface LockPlace {
@@ -31,8 +36,12 @@ export interface LockPlace {
   read(key: string): Promise<StoredLock | null>;
   /** Store `raw` (a renewed lease) only while the lock is still `held`; null when it is not. */
   renew(key: string, held: StoredLock, raw: string, expires: number): Promise<StoredLock | null>;
-  /** Release the lock with this ID (`known`: the version this process stored last). */
-  release(key: string, id: string, known: StoredLock | undefined): Promise<ReleaseOutcome>;
+  /**
+   * Release the lock with this ID (`known`: the version this process stored last), only when
+   * it belongs to `owner` (undefined: whoever holds it; see `ownedBy`). The owner is checked
+   * on the read the ID check makes anyway.
+   */
+  release(key: string, id: string, known: StoredLock | undefined, owner?: string | undefined): Promise<ReleaseOutcome>;
   /** Every lock in this place (the whole table; lockfiles under `prefix`). */
   list(prefix: string): AsyncIterable<{ readonly key: string; readonly lock: StoredLock }>;
 }
@@ -78,13 +87,20 @@ export class TableLock implements LockPlace {
    * carries that mark. A delete whose reply was lost and whose retry finds the item gone is
    * thus proven to be this release. `NO_ID` clears an item without readable lock info.
    */
-  async release(key: string, id: string, known: StoredLock | undefined): Promise<ReleaseOutcome> {
+  async release(key: string, id: string, known: StoredLock | undefined, owner?: string | undefined): Promise<ReleaseOutcome> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const raw = (attempt === 0 ? known?.raw : undefined) ?? (await this.table.get(key, "Info"));
+      // What this process stored stands in for a read only when it would pass: a refusal is
+      // made on what the table holds now.
+      const mine = attempt === 0 && known !== undefined && ownedBy(known.info, owner) ? known.raw : undefined;
+      const raw = mine ?? (await this.table.get(key, "Info"));
       if (raw === null && id !== NO_LOCK_ID) return { kind: "absent" };
       if (raw !== null) {
         const holder = parseLockInfo(raw, key);
         if (lockIdOf(holder) !== id) return { kind: "other", holder, raw };
+        if (!ownedBy(holder, owner)) return { kind: "not-owned", holder };
+      } else if (owner !== undefined) {
+        // An item without lock info belongs to no one: only a release without an owner clears it.
+        return { kind: "not-owned", holder: parseLockInfo("", key) };
       }
       if (await this.table.updateIf(key, "Info", raw, { [RELEASED]: id })) {
         // The release is decided; the delete only removes the item, and repeating it is harmless.
@@ -145,13 +161,14 @@ export class LockfileLock implements LockPlace {
     return now !== null && now.raw === raw ? now : null;
   }
 
-  async release(key: string, id: string, _known: StoredLock | undefined): Promise<ReleaseOutcome> {
+  async release(key: string, id: string, _known: StoredLock | undefined, owner?: string | undefined): Promise<ReleaseOutcome> {
     let tried = false;
     for (let round = 0; round < ROUNDS; round++) {
       const current = await this.read(key);
       // Gone after our own conditional delete was sent: its reply was lost, the release is done.
       if (current === null) return tried ? { kind: "released" } : { kind: "absent" };
       if (lockIdOf(current.info) !== id) return { kind: "other", holder: current.info, raw: current.raw };
+      if (!ownedBy(current.info, owner)) return { kind: "not-owned", holder: current.info };
       if (!this.atomicDelete && current.expires !== undefined && current.expires * 1000 <= this.now()) return { kind: "released" };
       if (await this.store.deleteIfMatch(key, current.token)) return { kind: "released" };
       tried = true;

@@ -4,9 +4,9 @@
  * each write (the fencing), released everywhere. The backend delegates to this.
  */
 import { ObjstateError } from "../errors.js";
-import { lockedError, lockIdOf, NO_LOCK_ID } from "./fencing.js";
+import { lockedError, lockIdOf, NO_LOCK_ID, notOwned } from "./fencing.js";
 import { isExpired, leaseExpiry, LockHandle, lockLost, takeoverBound } from "./lease.js";
-import { describeHolder, newLockInfo, type LockInfo } from "./lock-info.js";
+import { describeHolder, newLockInfo, ownedBy, type LockInfo } from "./lock-info.js";
 import type { LockPlace, StoredLock } from "./lock-places.js";
 
 /** What a lock is taken with (the backend's `LockOptions` plus the lease). */
@@ -17,6 +17,8 @@ export interface TakeOptions {
   readonly who?: string | undefined;
   readonly version?: string | undefined;
   readonly created?: string | undefined;
+  /** Recorded as the lock's `Owner` (the server user taking it). */
+  readonly owner?: string | undefined;
   /** Lease length in ms; undefined: the connection's default (none: never expires). */
   readonly ttlMs?: number | undefined;
 }
@@ -93,7 +95,8 @@ export class Locking {
     const ttl = options.ttlMs ?? init.ttlMs;
     const sentAt = init.now();
     const base: LockInfo = { ...fresh, ID: options.id ?? fresh.ID, Created: options.created ?? fresh.Created };
-    const info: LockInfo = ttl === undefined ? base : { ...base, Expires: leaseExpiry(sentAt, ttl) };
+    const leased: LockInfo = ttl === undefined ? base : { ...base, Expires: leaseExpiry(sentAt, ttl) };
+    const info: LockInfo = options.owner === undefined ? leased : { ...leased, Owner: options.owner };
     if (!this.enabled) return info;
     const raw = JSON.stringify(info);
     const bound = takeoverBound(sentAt, init.marginMs);
@@ -106,8 +109,9 @@ export class Locking {
           got.set(place, r.taken);
           continue;
         }
-        // The caller chose this ID and it is the holder's: a retry of its own lock.
-        if (options.id !== undefined && options.id !== "" && r.blocked.info.ID === options.id) {
+        // The caller chose this ID and it is the holder's: a retry of its own lock, when it is
+        // the same owner's (knowing a lock's ID does not make it yours).
+        if (options.id !== undefined && options.id !== "" && r.blocked.info.ID === options.id && ownedBy(r.blocked.info, options.owner)) {
           got.set(place, r.blocked);
           result = r.blocked.info;
           continue;
@@ -195,18 +199,19 @@ export class Locking {
    * The fencing check right before a write: the lock still carries `id` in every place and
    * its lease has not run out (a lease past its end is renewed first, which only succeeds
    * when nobody took it over). `LOCK_LOST` for a lease of this process that is gone;
-   * `LOCK_NOT_HELD` / `STATE_LOCKED` for a lock without one, as before leases.
+   * `LOCK_NOT_HELD` / `STATE_LOCKED` for a lock without one, as before leases. With an
+   * `owner`, the lock must also belong to it (`LOCK_NOT_OWNED`), checked on the same read.
    */
-  async assertHolder(workspace: string, id: string): Promise<LockInfo> {
+  async assertHolder(workspace: string, id: string, owner?: string | undefined): Promise<LockInfo> {
     try {
-      return await this.checkHolder(workspace, id);
+      return await this.checkHolder(workspace, id, owner);
     } catch (e) {
       if (e instanceof ObjstateError && e.code === "LOCK_LOST") this.handles.get(id)?.lose(e);
       throw e;
     }
   }
 
-  private async checkHolder(workspace: string, id: string): Promise<LockInfo> {
+  private async checkHolder(workspace: string, id: string, owner: string | undefined): Promise<LockInfo> {
     const init = this.init;
     const where = init.describe(workspace);
     const h = this.held.get(id);
@@ -223,6 +228,7 @@ export class Locking {
         if (leased) throw lockLost(where, id, `its lease ran out and another holder took it: ${describeHolder(current.info)}`);
         throw new ObjstateError("STATE_LOCKED", `the state at ${where} is locked by someone else: ${describeHolder(current.info)}`, { details: { lockInfo: current.info } });
       }
+      if (!ownedBy(current.info, owner)) throw notOwned(where, owner as string, current.info, "write");
       info ??= current.info;
       expires ??= current.expires;
     }
@@ -234,15 +240,20 @@ export class Locking {
     return info as LockInfo;
   }
 
-  /** Release lock `id` everywhere (table first, then lockfile); the same checks as before leases. */
-  async unlock(workspace: string, id: string): Promise<void> {
+  /**
+   * Release lock `id` everywhere (table first, then lockfile); the same checks as before
+   * leases. With an `owner`, only a lock that belongs to it is released (`LOCK_NOT_OWNED`).
+   */
+  async unlock(workspace: string, id: string, owner?: string | undefined): Promise<void> {
     const init = this.init;
     if (!this.enabled) return;
     const h = this.held.get(id);
     let released = false;
     for (const place of [...init.places].reverse()) {
-      const out = await place.release(init.keyOf(place, workspace), id, h?.places.get(place));
+      const out = await place.release(init.keyOf(place, workspace), id, h?.places.get(place), owner);
       if (out.kind === "released") released = true;
+      // Every place holds the same info: the first one refuses before anything is released.
+      else if (out.kind === "not-owned") throw notOwned(init.describe(workspace), owner as string, out.holder, "release");
       else if (out.kind === "other") {
         this.held.delete(id);
         throw new ObjstateError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${init.describe(workspace)}: ${describeHolder(out.holder)}`, { details: { lockId: id, lockInfo: out.holder } });

@@ -4,6 +4,7 @@
  * and rolled back under the workspace's lock.
  */
 import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
+import { historyEntryJson } from "../backend/history.js";
 import { DEFAULT_WORKSPACE } from "../backend/layout.js";
 import { diffStates, formatStateDiff, type StateDiff } from "../state/diff.js";
 import { confirm, interactive } from "./confirm.js";
@@ -52,23 +53,6 @@ export async function statePullVersionAction(opts: Opts): Promise<void> {
   });
 }
 
-function versionJson(v: StateVersion): Record<string, unknown> {
-  return {
-    versionId: v.versionId,
-    current: v.isLatest,
-    deleteMarker: v.deleteMarker,
-    lastModified: v.lastModified?.toISOString() ?? null,
-    size: v.size,
-    serial: v.serial ?? null,
-    lineage: v.lineage ?? null,
-    writer: v.writer ?? null,
-    who: v.who ?? null,
-    operation: v.operation ?? null,
-    lockId: v.lockId ?? null,
-    sourceVersion: v.sourceVersion ?? null,
-  };
-}
-
 /** One line of `state history`: the columns, then who wrote it and how. */
 function versionRow(v: StateVersion): string[] {
   const time = v.lastModified === undefined ? "?" : v.lastModified.toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -78,6 +62,8 @@ function versionRow(v: StateVersion): string[] {
   else {
     const how = [v.operation === undefined ? undefined : safe(v.operation), v.lockId === undefined ? undefined : `lock ${safe(v.lockId)}`].filter((x) => x !== undefined).join(", ");
     by = `${safe(v.who ?? "objstate")}${how === "" ? "" : ` (${how})`}`;
+    // The server's authenticated user, beside what the client claimed in `Who`.
+    if (v.principal !== undefined) by += ` as server user ${safe(v.principal.name)} (${safe(v.principal.via)})`;
     if (v.sourceVersion !== undefined) by += ` restoring ${safe(v.sourceVersion)}`;
   }
   return [v.isLatest ? "*" : " ", v.versionId, time, formatBytes(v.size), v.serial === undefined ? "?" : String(v.serial), v.lineage === undefined ? "?" : safe(v.lineage), by];
@@ -97,7 +83,7 @@ export async function stateHistoryAction(opts: Opts): Promise<void> {
   await withBackend(backendConfigOf(input), async (backend) => {
     const versions: StateVersion[] = [];
     for await (const v of backend.history(workspace, { limit })) versions.push(v);
-    if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), versions: versions.map(versionJson) });
+    if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), versions: versions.map(historyEntryJson) });
     if (versions.length === 0) return write(`no versions of workspace ${workspace} at ${backend.describe(workspace)}\n`);
     const rows = [[" ", "VERSION", "TIME", "SIZE", "SERIAL", "LINEAGE", "WRITTEN BY"], ...versions.map(versionRow)];
     await write(`${table(rows)}\n`);

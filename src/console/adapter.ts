@@ -111,6 +111,7 @@ function versionView(r: StateVersion, resources?: number): VersionView {
     serial: r.serial ?? null,
     lineage: r.lineage ?? null,
     who: r.who,
+    principal: r.principal,
     operation: r.operation,
     isLatest: r.isLatest,
     deleteMarker: r.deleteMarker,
@@ -279,8 +280,8 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
       const [a, b] = await Promise.all([backend.readVersion(workspace, from), backend.readVersion(workspace, to)]);
       return diffStates(a, b);
     },
-    rollback: async (workspace, to): Promise<RollbackResult> => {
-      const r = await backend.rollback(workspace, to);
+    rollback: async (workspace, to, opts): Promise<RollbackResult> => {
+      const r = await backend.rollback(workspace, to, { principal: opts?.principal });
       writes.delete(workspace);
       return { serial: r.serial };
     },

@@ -68,8 +68,10 @@ export interface VersionView {
   readonly size: number;
   readonly serial: number | null;
   readonly lineage: string | null;
-  /** Who wrote it (from objstate's metadata; undefined for writes by other clients). */
+  /** Who wrote it, as its client said (`Who`, from objstate's metadata; undefined for writes by other clients). */
   readonly who?: string | undefined;
+  /** The server user the write was made for, when it went through `objstate serve` (checked, unlike `who`). */
+  readonly principal?: { readonly name: string; readonly via: string } | undefined;
   readonly operation?: string | undefined;
   readonly isLatest: boolean;
   readonly deleteMarker: boolean;
@@ -115,8 +117,11 @@ export interface ConsoleApi {
   version(workspace: string, versionId: string, options: { readonly limit: number }): Promise<VersionView | null>;
   /** Diff between two versions (`from` older, `to` newer, by version ID). */
   diff(workspace: string, from: string, to: string): Promise<StateDiff>;
-  /** Write version `to`'s content as a new version (serial = current + 1), under the lock. */
-  rollback(workspace: string, to: string): Promise<RollbackResult>;
+  /**
+   * Write version `to`'s content as a new version (serial = current + 1), under the lock,
+   * recording `principal` (the console's user) as who it was made for.
+   */
+  rollback(workspace: string, to: string, options?: { readonly principal?: ConsolePrincipal | undefined }): Promise<RollbackResult>;
   /** Release the lock with this ID (refused when the lock has another ID). */
   forceUnlock(workspace: string, id: string): Promise<void>;
 }
@@ -131,10 +136,18 @@ export interface ConsoleLogEntry {
   readonly detail: string;
 }
 
+/** The authenticated user and how they authenticated (`password`, `certificate`, `none` …). */
+export interface ConsolePrincipal {
+  readonly name: string;
+  readonly via: string;
+}
+
 /** Per-request context the server hands to `handleConsole`. */
 export interface ConsoleContext {
   /** The authenticated user's name. */
   readonly user: string;
+  /** `user` with how they authenticated: recorded with what the console's actions write. */
+  readonly principal?: ConsolePrincipal | undefined;
   /** May `user` do `role` on `workspace`? */
   can(role: ConsoleRole, workspace: string): boolean;
   /** Records the console's actions (the server's request log). */

@@ -4,12 +4,13 @@
  * handler when its API lands (see {@link API_ROUTES}).
  */
 import { createHash } from "node:crypto";
-import { NO_LOCK_ID, type StateVersion } from "../backend/backend.js";
+import { NO_LOCK_ID } from "../backend/backend.js";
+import { historyEntryJson, type HistoryEntryJson } from "../backend/history.js";
 import { ObjstateError } from "../errors.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { diffStates } from "../state/diff.js";
 import { readBody } from "./body.js";
-import { requireRole, send, sendJson, type Ctx } from "./context.js";
+import { requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
 import { allowed, allowedEverywhere, type Role } from "./users.js";
 
 /** A route: method, path pattern (`:name` segments), the role it needs on `:workspace`, handler. */
@@ -90,17 +91,12 @@ function historyLimit(ctx: Ctx): number {
   return n;
 }
 
-/** A version as JSON: times in ISO, unknowns left out. */
-function versionJson(v: StateVersion): Record<string, unknown> {
-  return { ...v, lastModified: v.lastModified?.toISOString() };
-}
-
 /** `GET …/history[?limit=N]`: versions newest first, as `objstate state history --json`. */
 async function history(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   const limit = historyLimit(ctx);
-  const versions: Record<string, unknown>[] = [];
-  for await (const v of ctx.backend.history(ws, { limit })) versions.push(versionJson(v));
+  const versions: HistoryEntryJson[] = [];
+  for await (const v of ctx.backend.history(ws, { limit })) versions.push(historyEntryJson(v));
   sendJson(ctx, 200, { workspace: ws, versions });
 }
 
@@ -141,8 +137,9 @@ function rollbackRequest(bytes: Buffer, ws: string): { to: string; force: boolea
 
 /**
  * `POST …/rollback`, body `{"to", "force"?, "lockId"?}`: version `to` written as the newest,
- * under the caller's lock (`lockId`) or one the backend takes for the rollback. Needs write
- * and lock; another lineage (`force`) also needs force.
+ * under the caller's lock (`lockId`: it must be the caller's, or the caller may force) or
+ * one the backend takes for the rollback. Needs write and lock; another lineage (`force`)
+ * also needs force. The new version records the principal.
  */
 async function rollback(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
@@ -151,7 +148,7 @@ async function rollback(ctx: Ctx): Promise<void> {
   ctx.bytesIn += body.bytes.length;
   const r = rollbackRequest(body.bytes, ws);
   if (r.force) requireRole(ctx, "force", ws);
-  const result = await ctx.backend.rollback(ws, r.to, { force: r.force, lockId: r.lockId });
+  const result = await ctx.backend.rollback(ws, r.to, { force: r.force, lockId: r.lockId, ...writeAs(ctx, ws) });
   sendJson(ctx, 200, { workspace: ws, ...result });
 }
 

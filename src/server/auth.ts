@@ -6,6 +6,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
+import { ANONYMOUS_PRINCIPAL, type PrincipalVia } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
 import { DEFAULT_LOGIN_LIMIT, LoginLimiter, type LoginLimit } from "./login-limiter.js";
 import { ROLES, verifyPassword, type Role, type User } from "./users.js";
@@ -18,6 +19,12 @@ export const ANONYMOUS: User = { name: "-", password: undefined, grants: [{ glob
 /** How long a verified password is remembered (scrypt on every request would cost ~50 ms each). */
 const CACHE_MS = 5 * 60_000;
 const CACHE_MAX = 1024;
+
+/** What {@link Authenticator.authenticate} found: the user, and how it authenticated. */
+export interface Authenticated {
+  readonly user: User;
+  readonly via: PrincipalVia;
+}
 
 export class Authenticator {
   private readonly limiter: LoginLimiter;
@@ -38,13 +45,18 @@ export class Authenticator {
     return this.users !== undefined;
   }
 
-  /** The user of a request, or UNAUTHORIZED / TOO_MANY_FAILED_LOGINS. */
-  async authenticate(req: IncomingMessage): Promise<User> {
+  /** The user of a request and how it proved who it is, or UNAUTHORIZED / TOO_MANY_FAILED_LOGINS. */
+  async authenticate(req: IncomingMessage): Promise<Authenticated> {
     const users = this.users;
-    if (users === undefined) return ANONYMOUS;
-    const address = req.socket.remoteAddress ?? "unknown";
+    if (users === undefined) return { user: ANONYMOUS, via: ANONYMOUS_PRINCIPAL.via };
     const cert = certUser(req, users);
-    if (cert !== undefined) return cert;
+    if (cert !== undefined) return { user: cert, via: "certificate" };
+    return { user: await this.password(req, users), via: "password" };
+  }
+
+  /** HTTP Basic, under the failed-login limits (login-limiter.ts). */
+  private async password(req: IncomingMessage, users: ReadonlyMap<string, User>): Promise<User> {
+    const address = req.socket.remoteAddress ?? "unknown";
     const basic = parseBasic(req.headers.authorization);
     if (basic === undefined) throw new ObjstateError("UNAUTHORIZED", "this server needs a user name and password (HTTP Basic): set username and password in the http backend");
     // Before the cache too: were a remembered password let through while limited, a 429

@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ObjectStoreBackend } from "../backend/backend.js";
+import type { Principal } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
 import type { BodyLimits } from "./body.js";
 import type { Metrics } from "./metrics.js";
@@ -17,6 +18,12 @@ export interface Ctx {
   /** Path parameters of the matched route (`workspace`, …). */
   readonly params: Readonly<Record<string, string>>;
   readonly user: User;
+  /**
+   * Who the request is, as the library records it (lock owner, who wrote a version):
+   * `ctx.user`'s name and how it authenticated, `anonymous`/`none` on a server without
+   * users. Set with `user`.
+   */
+  readonly principal: Principal;
   readonly backend: ObjectStoreBackend;
   readonly limits: BodyLimits;
   readonly metrics: Metrics;
@@ -34,6 +41,26 @@ export function requireRole(ctx: Ctx, role: Role, workspace: string): void {
     const only = role === "read" && allowed(ctx.user, "outputs", workspace) ? `; the outputs role reads only GET /api/v1/workspaces/${workspace}/outputs` : "";
     throw new ObjstateError("FORBIDDEN", `user ${ctx.user.name} may not ${VERBS[role]} workspace ${workspace} (needs the ${role} role${only})`);
   }
+}
+
+/** The library's write options that say who a write through the server is made as. */
+export interface WriteAs {
+  readonly principal: Principal;
+  readonly owner: string | undefined;
+}
+
+/**
+ * What a write through the server is made as: recorded under the request's principal, and,
+ * under a lock, checked to be that principal's lock unless the user may force (the library
+ * checks it on the fencing read it makes anyway).
+ */
+export function writeAs(ctx: Ctx, ws: string): WriteAs {
+  return { principal: ctx.principal, owner: ownerToCheck(ctx, ws) };
+}
+
+/** The owner a lock must have for this request to release it or write under it; undefined with `force`. */
+export function ownerToCheck(ctx: Ctx, ws: string): string | undefined {
+  return allowed(ctx.user, "force", ws) ? undefined : ctx.principal.name;
 }
 
 /** Answer with bytes (the body of a GET, a lock info). */

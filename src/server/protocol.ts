@@ -9,8 +9,7 @@ import { isObjstateError, ObjstateError } from "../errors.js";
 import { md5Of } from "../util/md5.js";
 import { prefixOf } from "../store/byte-source.js";
 import { checkContentMd5, declaredMd5, readBody, streamBody } from "./body.js";
-import { requireRole, send, sendEmpty, type Ctx } from "./context.js";
-import { allowed } from "./users.js";
+import { ownerToCheck, requireRole, send, sendEmpty, writeAs, type Ctx, type WriteAs } from "./context.js";
 
 /** Lock info bodies are small; a larger one is not a lock request. */
 const LOCK_BODY_MAX = 64 * 1024;
@@ -123,21 +122,23 @@ export class StreamedState {
 /**
  * `POST /state/{w}[?ID=lock]` (or PUT, the client's `update_method`): store the body under
  * the client's lock, through the library's guard and fencing. The same content again
- * writes nothing and answers 200, which is what makes the client's retries safe.
+ * writes nothing and answers 200, which is what makes the client's retries safe. Writing
+ * under a lock takes the lock's owner or the `force` role; every write records the principal.
  */
 export async function postState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "write", ws);
   const id = ctx.url.searchParams.get("ID") ?? "";
   const lockId = id === "" ? undefined : id;
+  const as = writeAs(ctx, ws);
   const md5 = declaredMd5(header(ctx, "content-md5"));
   const length = Number(header(ctx, "content-length") ?? NaN);
-  if (md5 !== undefined && Number.isSafeInteger(length) && length >= STREAM_MIN) return postStreamed(ctx, ws, lockId, md5);
+  if (md5 !== undefined && Number.isSafeInteger(length) && length >= STREAM_MIN) return postStreamed(ctx, ws, lockId, md5, as);
   const body = await readBody(ctx.req, ctx.limits);
   ctx.bytesIn += body.bytes.length;
   checkContentMd5(header(ctx, "content-md5"), body.md5);
   if (startsLikeObject(body.bytes) !== true) throw notAState(ws);
-  await ctx.backend.writeState(ws, body.bytes, { lockId, md5: body.md5 });
+  await ctx.backend.writeState(ws, body.bytes, { lockId, md5: body.md5, ...as });
   sendEmpty(ctx, 200);
 }
 
@@ -147,14 +148,14 @@ export async function postState(ctx: Ctx): Promise<void> {
  * that checks what it is sent); the receiver holds back the last bytes until the body
  * matched it, so a damaged body is never stored (400 as on the other path).
  */
-async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md5: string): Promise<void> {
+async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md5: string, as: WriteAs): Promise<void> {
   const { source, done, whole } = streamBody(ctx.req, ctx.limits, md5);
   let refused: { readonly error: unknown } | undefined;
   try {
     let looks = startsLikeObject(await prefixOf(source, HEAD_BYTES));
     if (looks === undefined) looks = startsLikeObject(await whole());
     if (looks !== true) throw notAState(ws);
-    await ctx.backend.writeState(ws, source, { lockId, md5 });
+    await ctx.backend.writeState(ws, source, { lockId, md5, ...as });
   } catch (e) {
     refused = { error: e };
   }
@@ -186,7 +187,8 @@ export async function deleteState(ctx: Ctx): Promise<void> {
 /**
  * `LOCK /state/{w}` (or `POST /state/{w}/lock`), body = the client's lock info: 200 with
  * the stored info; 423 with the holder's info when someone else holds it (the body the
- * client's `-lock-timeout` needs to wait).
+ * client's `-lock-timeout` needs to wait). The lock records the principal as its `Owner`
+ * (the client's own fields are kept as it sent them).
  */
 export async function lockState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
@@ -201,6 +203,7 @@ export async function lockState(ctx: Ctx): Promise<void> {
       who: info.Who === "" ? ctx.user.name : info.Who,
       version: info.Version,
       created: info.Created === "" ? undefined : info.Created,
+      owner: ctx.principal.name,
     });
     ctx.metrics.lockHeld(1);
     send(ctx, 200, JSON.stringify(stored), { "Content-Type": "application/json" });
@@ -211,10 +214,13 @@ export async function lockState(ctx: Ctx): Promise<void> {
 }
 
 /**
- * `UNLOCK /state/{w}` (or `DELETE /state/{w}/lock`):
- * - the holder's lock info (the tool sends the bytes it locked with) → released, 200;
- * - an empty body (the tool's force-unlock), or OpenTofu's `{"ID": …}` with the other fields
- *   empty (its force-unlock), needs the `force` role;
+ * `UNLOCK /state/{w}` (or `DELETE /state/{w}/lock`), body = lock info naming the lock's ID:
+ * - by the lock's owner (the principal that took it) or a user with the `force` role →
+ *   released, 200. The owner decides, not the replayed fields: the tool's UNLOCK (the bytes
+ *   it locked with) and OpenTofu's (`{"ID": …}`, the rest empty) are the same request;
+ * - by anyone else → 403 `LOCK_NOT_OWNED`, the lock stays (a lock taken outside the server
+ *   has no owner: only `force` releases it here);
+ * - an empty body (the tool's force-unlock) releases whatever holds the lock: `force`;
  * - another ID → 409 with the holder; no lock at all → 200 (a retried UNLOCK is done).
  */
 export async function unlockState(ctx: Ctx): Promise<void> {
@@ -227,27 +233,15 @@ export async function unlockState(ctx: Ctx): Promise<void> {
     if (holder !== null) await release(ctx, ws, holder.ID === "" ? NO_LOCK_ID : holder.ID);
     return sendEmpty(ctx, 200);
   }
-  // Who may force-unlock may release by the ID alone: the release checks the ID itself (another
-  // → 409 with the holder, none → done), so the holder need not be read first (a table read
-  // less on every UNLOCK of the tool's cycle).
-  if (allowed(ctx.user, "force", ws)) {
-    await release(ctx, ws, given.ID);
-    return sendEmpty(ctx, 200);
-  }
-  const holder = await ctx.backend.lockInfo(ws);
-  if (holder === null) return sendEmpty(ctx, 200);
-  if (holder.ID !== given.ID) {
-    throw new ObjstateError("LOCK_ID_MISMATCH", `lock ID ${given.ID} does not hold workspace ${ws}; the lock is held under ID ${holder.ID} by ${holder.Who}`, { details: { lockInfo: holder } });
-  }
-  // The holder's own unlock repeats its lock info; anything else that names the ID is a force-unlock.
-  if (given.Who !== holder.Who || given.Operation !== holder.Operation) requireRole(ctx, "force", ws);
-  await release(ctx, ws, given.ID);
+  // The release checks the ID and the owner on the read it makes anyway (another ID → 409
+  // with the holder, another owner → 403, none → done): nothing is read first.
+  await release(ctx, ws, given.ID, ownerToCheck(ctx, ws));
   sendEmpty(ctx, 200);
 }
 
-async function release(ctx: Ctx, ws: string, id: string): Promise<void> {
+async function release(ctx: Ctx, ws: string, id: string, owner?: string): Promise<void> {
   try {
-    await ctx.backend.unlock(ws, id);
+    await ctx.backend.unlock(ws, id, { owner });
     ctx.metrics.lockHeld(-1);
   } catch (e) {
     // Released between our look and the release (a retry of this very UNLOCK): done.

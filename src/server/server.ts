@@ -8,6 +8,7 @@ import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { ObjectStoreBackend } from "../backend/backend.js";
 import { checkWorkspace } from "../backend/layout.js";
+import { ANONYMOUS_PRINCIPAL, type Principal, type PrincipalVia } from "../backend/principal.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { API_ROUTES, type Route } from "./api.js";
 import { Authenticator, type LoginLimit } from "./auth.js";
@@ -110,6 +111,14 @@ function matchPath(parts: readonly string[], s: readonly string[]): Record<strin
   return params;
 }
 
+/** The request is `user`'s, who authenticated `via`. */
+function authenticated(ctx: Ctx, user: User, via: PrincipalVia): void {
+  const c = ctx as { user: User; principal: Principal };
+  c.user = user;
+  // A server without users names no one: its records say `anonymous`, never the placeholder user.
+  c.principal = via === ANONYMOUS_PRINCIPAL.via ? ANONYMOUS_PRINCIPAL : { name: user.name, via };
+}
+
 export class ObjstateServer {
   readonly metrics = new Metrics();
   private readonly server: Server;
@@ -204,11 +213,12 @@ export class ObjstateServer {
     const api = this.consoleApi;
     if (api === undefined) return false;
     // A request the gate refused is answered without asking who it is (no login prompt).
-    const who = refusal === undefined ? await this.auth.authenticate(ctx.req) : ctx.user;
+    const { user: who, via } = refusal === undefined ? await this.auth.authenticate(ctx.req) : { user: ctx.user, via: ctx.principal.via };
     onUser(who.name);
-    (ctx as { user: User }).user = who;
+    authenticated(ctx, who, via);
     return handleConsole(ctx.req, ctx.res, {
       user: who.name,
+      principal: ctx.principal,
       can: (role, workspace) => allowed(who, role, workspace),
       log: (entry: ConsoleLogEntry) => this.logger.event(entry.outcome === "ok" ? "info" : "warn", "console action", { user: entry.user, action: entry.action, workspace: entry.workspace, outcome: entry.outcome, detail: entry.detail }),
       onError: (e) => this.logger.event("error", "console failure", { name: e instanceof Error ? e.name : typeof e }),
@@ -245,6 +255,7 @@ export class ObjstateServer {
       url,
       params: typeof found === "object" ? found.params : {},
       user: { name: "-", password: undefined, grants: [] },
+      principal: ANONYMOUS_PRINCIPAL,
       backend: this.options.backend,
       limits: { maxBytes: this.maxStateSize, idleMs: this.clientTimeoutMs },
       metrics: this.metrics,
@@ -273,8 +284,8 @@ export class ObjstateServer {
       if (found === "method") throw new ObjstateError("METHOD_NOT_ALLOWED", `${method} is not allowed on ${url.pathname}`);
       if (!OPEN_PATHS.has(url.pathname)) {
         const who = await this.auth.authenticate(req);
-        user = who.name;
-        (ctx as { user: User }).user = who;
+        user = who.user.name;
+        authenticated(ctx, who.user, who.via);
       }
       if (workspace !== undefined) checkWorkspace(workspace);
       if (found.route.role !== undefined && workspace !== undefined) requireRole(ctx, found.route.role, workspace);

@@ -17,6 +17,8 @@ const STATUS: Readonly<Record<string, number>> = {
   FORBIDDEN: 403,
   // A browser's request from another site (Origin, Sec-Fetch-Site)
   CROSS_SITE_REQUEST: 403,
+  // The lock belongs to another principal: the caller's credentials are the problem, not the lock's state
+  LOCK_NOT_OWNED: 403,
   NOT_FOUND: 404,
   STATE_NOT_FOUND: 404,
   WORKSPACE_NOT_FOUND: 404,

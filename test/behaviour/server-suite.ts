@@ -11,6 +11,7 @@ import { Logger } from "../../src/server/log.js";
 import { ObjstateServer } from "../../src/server/server.js";
 import { HttpBackendClient, rawRequest, toolState, type ClientOptions } from "../support/http-backend-client.js";
 import { uniqueName, type Target } from "../support/targets.js";
+import { HISTORY_ENTRY_KEYS } from "../support/history-shape.js";
 
 export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
   const servers: ObjstateServer[] = [];
@@ -240,11 +241,15 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     for (const s of states) assert.equal((await c.put(s)).status, 200);
     assert.equal((await c.unlock()).status, 200);
 
-    type V = { versionId: string; serial: number; isLatest: boolean; who?: string; operation?: string; lastModified: string; size: number };
+    type V = { versionId: string; serial: number; isLatest: boolean; who: string | null; principal: { name: string; via: string } | null; operation: string | null; lastModified: string; size: number };
+    const ANONYMOUS = { name: "anonymous", via: "none" };
     const h = await json(last, "GET", `/api/v1/workspaces/${ws}/history`);
     assert.equal(h.status, 200);
     const versions = h.body["versions"] as V[];
     assert.deepEqual(versions.map((v) => [v.serial, v.isLatest, v.who]), [[3, true, "alice@host"], [2, false, "alice@host"], [1, false, "alice@host"]]);
+    // A server without users: every write is the anonymous principal's.
+    assert.deepEqual(versions.map((v) => v.principal), [ANONYMOUS, ANONYMOUS, ANONYMOUS]);
+    for (const v of versions) assert.deepEqual(Object.keys(v), HISTORY_ENTRY_KEYS, "one shape with `state history --json`");
     assert.ok(!Number.isNaN(Date.parse(versions[0]?.lastModified ?? "")));
     assert.equal(versions[2]?.size, states[0]?.length);
     const [v3, v2, v1] = versions.map((v) => v.versionId) as [string, string, string];

@@ -35,7 +35,7 @@ function row(v: HistoryView, ver: VersionView, fromDefault: string | undefined, 
 <td>${radio("from", ver.versionId === fromDefault)}</td><td>${radio("to", ver.versionId === toDefault)}</td>
 <td class="num">${ver.deleteMarker ? html`<span class="muted">deleted</span>` : (ver.serial ?? "?")}${ver.isLatest ? html` <span class="muted">(current)</span>` : ""}</td>
 <td><time datetime="${ver.lastModified}">${formatTime(ver.lastModified)}</time></td>
-<td class="opt">${ver.who ?? html`<span class="muted">unknown</span>`}</td>
+<td class="opt">${ver.who ?? html`<span class="muted">unknown</span>`}${ver.principal === undefined ? "" : html`<br><span class="muted" data-principal>as server user ${ver.principal.name} (${ver.principal.via})</span>`}</td>
 <td class="opt">${ver.operation ?? ""}</td>
 <td class="num">${formatBytes(ver.size)}</td>
 <td>${rollback}</td>

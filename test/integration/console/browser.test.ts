@@ -227,6 +227,7 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     // The store has it: version 3's content with serial 9, written as a rollback.
     const newest = (await library.history("prod", { limit: 1 }).next()).value;
     assert.deepEqual([newest?.serial, newest?.operation, newest?.sourceVersion], [9, "rollback", prodVersions[2]]);
+    assert.deepEqual(newest?.principal, { name: "operator", via: "password" }, "the console's user is recorded with the version");
     assert.equal((JSON.parse((await library.readState("prod"))?.toString() ?? "{}") as { outputs: { url: { value: string } } }).outputs.url.value, "https://v3.example");
     assert.equal(await library.lockInfo("prod"), null);
   });

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { before, describe, it } from "node:test";
 import type { ObjectStoreBackendConfigProps } from "../../../src/index.js";
 import { runCli, runCliBytes, type CliOptions, type CliResult } from "../../support/cli.js";
+import { HISTORY_ENTRY_KEYS } from "../../support/history-shape.js";
 import type { Target } from "../../support/targets.js";
 import { assertOneLineError, cliArgs } from "./suite.js";
 
@@ -31,7 +32,7 @@ function state(serial: number, resources: string[], outputs: Record<string, { va
 }
 
 interface HistoryJson {
-  readonly versions: { versionId: string; current: boolean; deleteMarker: boolean; serial: number | null; writer: string | null; operation: string | null; sourceVersion: string | null }[];
+  readonly versions: { versionId: string; isLatest: boolean; deleteMarker: boolean; serial: number | null; writer: string | null; who: string | null; principal: { name: string; via: string } | null; operation: string | null; sourceVersion: string | null }[];
 }
 
 export function cliHistorySuite(makeTarget: () => Target, options: { readonly versionable: boolean }): void {
@@ -127,6 +128,12 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
       assert.deepEqual(h.versions.map((v) => v.serial), [3, 2, 1]);
       assert.deepEqual(h.versions.map((v) => v.writer), ["other", "objstate", "objstate"]);
       assert.deepEqual(h.versions.map((v) => v.operation), [null, "state push", "state push"]);
+      // The library's name for the current version, and every key in every entry (null when unknown).
+      assert.deepEqual(h.versions.map((v) => v.isLatest), [true, false, false]);
+      for (const v of h.versions) assert.deepEqual(Object.keys(v), HISTORY_ENTRY_KEYS);
+      // Written by the CLI, not through a server: no principal recorded, only the client's own Who.
+      assert.deepEqual(h.versions.map((v) => v.principal), [null, null, null]);
+      assert.match(h.versions[1]?.who ?? "", /@/);
       assert.equal(t.history(["--limit", "2"]).versions.length, 2);
       const text = t.cli(["state", "history"]);
       assert.equal(text.code, 0, text.stderr);

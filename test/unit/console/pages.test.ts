@@ -109,6 +109,14 @@ describe("console pages", () => {
     assert.ok(renderHistory({ frame, workspace: "prod", versions: null, canRollback: true }).value.includes("keeps no versions"));
   });
 
+  it("History: who the client said it was, and the server user the write was made for (escaped), only when one was recorded", () => {
+    const versions = [version("v2", 2, { who: "ci@runner", principal: { name: EVIL, via: "certificate" } }), version("v1", 1, { who: "me@laptop" })];
+    const page = renderHistory({ frame, workspace: "prod", versions, canRollback: false }).value;
+    assert.match(page, /ci@runner<br><span class="muted" data-principal>as server user &lt;img src=x onerror=alert\(1\)&gt; \(certificate\)<\/span>/);
+    assert.ok(!page.includes(EVIL));
+    assert.equal(page.match(/data-principal/g)?.length, 1, "the CLI's write names no server user");
+  });
+
   it("Chart: one point per version on each line, scaled; nothing for no versions", () => {
     const svg = renderChart([{ resources: 0, size: 10 }, { resources: 5, size: 20 }, { resources: undefined, size: 40 }]).value;
     const lines = [...svg.matchAll(/points="([^"]*)"/g)].map((m) => (m[1] as string).split(" ").filter(Boolean));

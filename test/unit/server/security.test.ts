@@ -135,16 +135,15 @@ describe("objstate serve: users, roles, TLS", () => {
     const w = as(s.url, "writer", ws);
     assert.ok((await w.lock("OperationTypeApply")).ok);
     assert.equal((await w.put(toolState(1, "rw"))).status, 200);
-    // The tool's force-unlock (empty body) and OpenTofu's ({"ID"} only): force role.
+    // The tool's force-unlock (empty body) needs the force role, even for the lock's owner;
+    // OpenTofu's ({"ID"} only) is the owner's own UNLOCK (ownership.test.ts has the rest).
     assert.equal((await as(s.url, "writer", ws).unlock()).status, 403);
-    const tofu = new HttpBackendClient({ bases: [s.url], workspace: ws, username: "writer", password: pw("writer"), flavour: "opentofu", retries: 0 });
-    assert.equal((await tofu.unlock(w.lockID)).status, 403);
     assert.equal((await as(s.url, "forcer", ws).unlock()).status, 200);
     assert.equal((await w.delete()).status, 403);
     assert.equal((await as(s.url, "admin", ws).delete()).status, 200);
   });
 
-  it("the holder's UNLOCK by a user who may force releases by its ID without reading the lock first; a wrong ID is still 409 with the holder; without force the holder is read and checked", async () => {
+  it("the holder's UNLOCK releases by its ID without reading the lock first, with force or without (the release checks ID and owner itself); a wrong ID is still 409 with the holder", async () => {
     const s = await start();
     const ws = uniqueName("ws");
     let looks = 0;
@@ -166,8 +165,12 @@ describe("objstate serve: users, roles, TLS", () => {
       assert.equal(looks, 0, "nothing read the lock before releasing it");
       const w = as(s.url, "writer", ws);
       assert.ok((await w.lock("OperationTypeApply")).ok);
+      const wrongByWriter = await new HttpBackendClient({ bases: [s.url], workspace: ws, username: "writer", password: pw("writer"), flavour: "opentofu", retries: 0 }).unlock(randomUUID());
+      assert.equal(wrongByWriter.status, 409);
+      assert.equal((JSON.parse(wrongByWriter.body.toString()) as { ID: string }).ID, w.lockID, "the 409 carries the holder");
       assert.equal((await w.unlock()).status, 200);
-      assert.ok(looks > 0, "without force, the holder is read to check it is the caller's own lock");
+      assert.equal(await look(ws), null);
+      assert.equal(looks, 0, "without force too: the owner is checked on the release's own read");
     } finally {
       Reflect.deleteProperty(backend, "lockInfo");
     }
@@ -323,6 +326,9 @@ describe("objstate serve: users, roles, TLS", () => {
     const m = await start({ tls: { cert: readFileSync(f("server.crt")), key: readFileSync(f("server.key")), ca: readFileSync(f("ca.crt")) } });
     const withCert = new HttpBackendClient({ bases: [m.url], workspace: uniqueName("ws"), tls: { ca, cert: readFileSync(f("client.crt")), key: readFileSync(f("client.key")) }, retries: 0 });
     assert.equal((await withCert.put(toolState(1, "mtls"))).status, 200);
+    const history = await rawRequest(m.url, "GET", `/api/v1/workspaces/${withCert.options.workspace as string}/history`, undefined, { tls: { ca, cert: readFileSync(f("client.crt")), key: readFileSync(f("client.key")) } });
+    const recorded = (JSON.parse(history.body.toString()) as { versions: { principal: unknown }[] }).versions[0]?.principal;
+    assert.deepEqual(recorded, { name: "writer", via: "certificate" }, "the write records the certificate's user");
     await assert.rejects(rawRequest(m.url, "GET", "/state/default", undefined, { username: "writer", password: pw("writer"), tls: { ca } }));
   });
 });
