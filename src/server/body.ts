@@ -27,6 +27,8 @@ export interface BodyLimits {
   readonly maxBytes: number;
   /** The window of the minimum-rate rule: a body that brings fewer than {@link MIN_BODY_BYTES_PER_WINDOW} in this long is dropped. */
   readonly idleMs: number;
+  /** What sets `maxBytes`, for the message of a body over it (default `--max-state-size`). */
+  readonly maxBytesName?: string | undefined;
 }
 
 /** Requests whose body {@link receiveBody} is reading (and timing) now. */
@@ -43,14 +45,14 @@ export interface Body {
   readonly md5: string;
 }
 
-export function tooLarge(size: number | undefined, max: number): ObjstateError {
-  return new ObjstateError("BODY_TOO_LARGE", `the request body${size === undefined ? "" : ` (${size} bytes)`} is larger than this server accepts (${max} bytes, --max-state-size)`, { details: { max } });
+export function tooLarge(size: number | undefined, max: number, name = "--max-state-size"): ObjstateError {
+  return new ObjstateError("BODY_TOO_LARGE", `the request body${size === undefined ? "" : ` (${size} bytes)`} is larger than this server accepts (${max} bytes, ${name})`, { details: { max } });
 }
 
 /** Refuse at once a body whose announced length is over the limit. */
 export function checkDeclaredLength(req: IncomingMessage, limits: BodyLimits): void {
   const declared = req.headers["content-length"];
-  if (declared !== undefined && Number(declared) > limits.maxBytes) throw tooLarge(Number(declared), limits.maxBytes);
+  if (declared !== undefined && Number(declared) > limits.maxBytes) throw tooLarge(Number(declared), limits.maxBytes, limits.maxBytesName);
 }
 
 /** Read the body whole: the chunks that arrived, joined once at the end. */
@@ -77,7 +79,7 @@ export function arrivedBody(req: IncomingMessage, limits: BodyLimits): Body | un
   const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
   if (req.complete !== true && (declared === undefined || req.readableLength !== declared)) return undefined;
   checkDeclaredLength(req, limits);
-  if (req.readableLength > limits.maxBytes) throw tooLarge(undefined, limits.maxBytes);
+  if (req.readableLength > limits.maxBytes) throw tooLarge(undefined, limits.maxBytes, limits.maxBytesName);
   const read: unknown = req.readableLength === 0 ? null : req.read();
   const bytes = Buffer.isBuffer(read) ? read : Buffer.alloc(0);
   return { bytes, md5: md5Hex(bytes) };
@@ -163,7 +165,7 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
     timer = setTimeout(judge, limits.idleMs);
     receiving.add(req);
     req.on("data", (chunk: Buffer) => {
-      if (filled + chunk.length > limits.maxBytes) return fail(tooLarge(undefined, limits.maxBytes));
+      if (filled + chunk.length > limits.maxBytes) return fail(tooLarge(undefined, limits.maxBytes, limits.maxBytesName));
       if (declared !== undefined && filled + chunk.length > declared) return fail(new ObjstateError("BAD_REQUEST", "the request body is longer than its Content-Length"));
       keep(chunk);
       filled += chunk.length;
