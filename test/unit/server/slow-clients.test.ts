@@ -196,8 +196,9 @@ describe("objstate serve: slow clients and connection caps", () => {
     }
   });
 
-  it("a connection over the total cap is closed at once, whatever its address", async () => {
-    const s = await start({ maxConnections: 3 });
+  it("a connection over the total cap is closed at once, whatever its address; refusals are counted in a warn line", async () => {
+    const lines: string[] = [];
+    const s = await start({ maxConnections: 3, clientTimeoutMs: 400, logger: new Logger("warn", (l) => lines.push(l)) });
     const held: Socket[] = [];
     try {
       for (let i = 0; i < 3; i++) {
@@ -207,6 +208,11 @@ describe("objstate serve: slow clients and connection caps", () => {
       }
       const over = await open(s.url, "127.0.0.20");
       assert.equal(await ask(over, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"), "closed");
+      // The sweep reports what it counted (every 100 ms with this timeout).
+      for (let i = 0; i < 100 && !lines.some((l) => l.includes("refused")); i++) await new Promise((r) => setTimeout(r, 20));
+      const report = JSON.parse(lines.find((l) => l.includes("refused")) ?? "{}") as Record<string, unknown>;
+      assert.deepEqual([report["level"], report["refusedOverCaps"], report["maxConnections"]], ["warn", 1, 3]);
+      assert.ok(!lines.some((l) => l.includes("127.0.0.")), "no address in the log");
     } finally {
       for (const c of held) c.destroy();
     }
