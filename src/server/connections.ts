@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, Server } from "node:http";
 import type { Socket } from "node:net";
+import { ObjstateError } from "../errors.js";
 import { isReceiving, MIN_BODY_BYTES_PER_WINDOW } from "./body.js";
 import type { Logger } from "./log.js";
 
@@ -52,6 +53,12 @@ export function clientOf(address: string | undefined): string {
   return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }
 
+/** A cap as given, when it is a whole number of at least 1 (node reads 0 as "no cap"). */
+function count(name: string, n: number): number {
+  if (!Number.isSafeInteger(n) || n < 1) throw new ObjstateError("INVALID_LIMIT", `${name} must be a whole number of at least 1, got ${n}`);
+  return n;
+}
+
 /**
  * Watches a server's connections: closes at once a connection over a cap (before a byte
  * of it is parsed: a flood costs an accept and a close, and with TLS no handshake), and
@@ -73,8 +80,8 @@ export class ConnectionGuard {
     private readonly limits: ConnectionLimits,
     private readonly logger: Logger,
   ) {
-    this.maxConnections = limits.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
-    this.maxPerClient = limits.maxPerClient ?? DEFAULT_MAX_CONNECTIONS_PER_CLIENT;
+    this.maxConnections = count("maxConnections", limits.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
+    this.maxPerClient = count("maxConnectionsPerClient", limits.maxPerClient ?? DEFAULT_MAX_CONNECTIONS_PER_CLIENT);
     // node:net closes a connection over this before it becomes a socket.
     server.maxConnections = this.maxConnections;
     server.on("drop", () => void (this.refused += 1));

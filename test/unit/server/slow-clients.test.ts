@@ -226,6 +226,12 @@ describe("objstate serve: slow clients and connection caps", () => {
     assert.equal((await c.unlock()).status, 200);
   });
 
+  it("a cap below 1 is refused when the server is made (node would read 0 as no cap)", () => {
+    for (const extra of [{ maxConnections: 0 }, { maxConnectionsPerClient: 0.5 }]) {
+      assert.throws(() => new ObjstateServer({ backend, logger: new Logger("off"), ...extra }), (e: Error & { code?: string }) => e.code === "INVALID_LIMIT" && /at least 1/.test(e.message));
+    }
+  });
+
   it("clients are counted by IPv4 address and by IPv6 /64", () => {
     assert.equal(clientOf("127.0.0.2"), "127.0.0.2");
     assert.equal(clientOf("::ffff:10.1.2.3"), "10.1.2.3");
