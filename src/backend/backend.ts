@@ -285,7 +285,7 @@ export class ObjectStoreBackend {
     this.table = init.locks;
     this.identitySource = init.identity?.source;
     this.identity = init.identity === undefined ? undefined : { source: init.identity.source, assumedRoleArn: init.identity.assumedRoleArn, expiration: init.identity.expiration };
-    this.layout = layout(s.prefix.value ?? "", s.key.value ?? "");
+    this.layout = layout(s.prefix.value ?? "", s.key.value ?? "", init.store.kind);
     this.bucket = s.bucket.value as string;
     this.who = init.options.who ?? defaultWho();
     this.version = init.options.toolVersion ?? objstateVersion();

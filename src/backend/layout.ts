@@ -8,9 +8,31 @@ import { RULES } from "../config/rules.js";
 /** The workspace every backend has, which cannot be deleted. */
 export const DEFAULT_WORKSPACE = "default";
 
+/**
+ * Longest workspace name, in characters (names are ASCII: one byte each). One limit for
+ * every store, so a name valid on one is valid on all (docs/decisions/022). The tightest
+ * store is the embedded one, whose whole key is one file name of at most 255 bytes: there a
+ * name of 128 leaves about 110 bytes for the encoded prefix, key and `.tflock`. S3 keys
+ * (1024 bytes) and DynamoDB LockIDs (`{bucket}/{key}-md5`, 2048 bytes) have room to spare.
+ */
+export const WORKSPACE_MAX_LENGTH = 128;
+
+/** Longest object key of each store, and how a key is measured against it. */
+const KEY_LIMITS = {
+  s3: { max: 1024, size: (k: string): number => Buffer.byteLength(k, "utf8"), leadingDot: 0 },
+  // The embedded store keeps an object in a file named by its percent-encoded key, whose
+  // leading `.` it writes `%2E`.
+  file: { max: 255, size: (k: string): number => encodeURIComponent(k).replace(/\*/g, "%2A").length, leadingDot: 2 },
+} as const;
+
+/** Longest suffix objstate adds to a state's key (a lockfile's `.tflock`). */
+const KEY_SUFFIX = ".tflock";
+
 export interface Layout {
   readonly prefix: string;
   readonly key: string;
+  /** Longest workspace name whose keys fit the store under this prefix and key. */
+  readonly maxWorkspace: number;
 }
 
 function join(...parts: string[]): string {
@@ -21,22 +43,45 @@ function trimSlashes(s: string): string {
   return s.replace(/^\/+|\/+$/g, "");
 }
 
-/** Layout from the resolved prefix and key. */
-export function layout(prefix: string, key: string): Layout {
-  return { prefix: trimSlashes(prefix), key };
+/**
+ * Layout from the resolved prefix and key. `store` (the driver's kind) lowers the workspace
+ * limit below {@link WORKSPACE_MAX_LENGTH} when a long prefix and key leave less room.
+ */
+export function layout(prefix: string, key: string, store?: keyof typeof KEY_LIMITS): Layout {
+  const p = trimSlashes(prefix);
+  let maxWorkspace = WORKSPACE_MAX_LENGTH;
+  if (store !== undefined) {
+    const limit = KEY_LIMITS[store];
+    // What the key takes besides the name, measured with a one-character name.
+    const rest = limit.size(`${join(p, "w", key)}${KEY_SUFFIX}`) - 1 + (p === "" ? limit.leadingDot : 0);
+    maxWorkspace = Math.min(maxWorkspace, limit.max - rest);
+  }
+  return { prefix: p, key, maxWorkspace };
 }
 
-/** Throw unless `name` is a usable workspace name. */
-export function checkWorkspace(name: unknown): asserts name is string {
+/** `"abc…"` (at most 40 characters of it): a name quoted in a message without its whole length. */
+function quote(name: string): string {
+  return name.length <= 40 ? JSON.stringify(name) : `${JSON.stringify(name.slice(0, 40)).slice(0, -1)}…" (${name.length} characters)`;
+}
+
+/**
+ * Throw unless `name` is a usable workspace name of at most `max` characters
+ * ({@link WORKSPACE_MAX_LENGTH}, or a layout's `maxWorkspace`).
+ */
+export function checkWorkspace(name: unknown, max: number = WORKSPACE_MAX_LENGTH): asserts name is string {
   if (typeof name !== "string" || !RULES.workspace.valid(name)) {
-    const got = typeof name === "string" ? JSON.stringify(name) : typeof name;
+    const got = typeof name === "string" ? quote(name) : typeof name;
     throw new ObjstateError("INVALID_WORKSPACE", `workspace must be ${RULES.workspace.expected}, got ${got}`, { details: { workspace: name } });
+  }
+  if (name.length > max) {
+    const why = max < WORKSPACE_MAX_LENGTH ? " on this backend (its prefix and key take the rest of the store's longest key)" : "";
+    throw new ObjstateError("INVALID_WORKSPACE", `workspace names may have at most ${max} characters${why}; ${quote(name)} is longer: choose a shorter name`, { details: { workspace: name.slice(0, max), maxLength: max } });
   }
 }
 
 /** Object key of a workspace's state. */
 export function statePath(l: Layout, workspace: string): string {
-  checkWorkspace(workspace);
+  checkWorkspace(workspace, l.maxWorkspace);
   return workspace === DEFAULT_WORKSPACE ? join(l.prefix, l.key) : join(l.prefix, workspace, l.key);
 }
 
@@ -47,13 +92,14 @@ export function workspacesPrefix(l: Layout): string {
 
 /**
  * The workspace a listed key belongs to, or undefined when the key is not exactly
- * `{prefix}/{w}/{key}` (stray objects do not count).
+ * `{prefix}/{w}/{key}` with a usable name (stray objects do not count, nor a name over the
+ * limit that another tool wrote: it could not be read here).
  */
 export function workspaceOfKey(l: Layout, objectKey: string): string | undefined {
   const head = workspacesPrefix(l);
   const tail = `/${l.key}`;
   if (!objectKey.startsWith(head) || !objectKey.endsWith(tail)) return undefined;
   const w = objectKey.slice(head.length, objectKey.length - tail.length);
-  if (w === "" || w.includes("/") || w === DEFAULT_WORKSPACE || !RULES.workspace.valid(w)) return undefined;
+  if (w === "" || w.includes("/") || w === DEFAULT_WORKSPACE || !RULES.workspace.valid(w) || w.length > l.maxWorkspace) return undefined;
   return w;
 }

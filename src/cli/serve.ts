@@ -25,6 +25,13 @@ export function parseSize(flag: string, text: string): number {
   return Number(m[1]) * unit;
 }
 
+/** A whole number of at least 1; a bad value is a usage error naming the flag. */
+export function parseCount(flag: string, text: string): number {
+  const n = Number(text.trim());
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < 1) throw usageError(`${flag} must be a whole number of at least 1, got ${JSON.stringify(text)}`, "INVALID_COUNT");
+  return n;
+}
+
 /** `host:port`, `[::1]:port` or `:port` (loopback). */
 export function parseListen(text: string): { host: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text.trim());
@@ -106,6 +113,8 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   const maxStateSize = parseSize("--max-state-size", String(opts["maxStateSize"]));
   const clientTimeoutMs = durationFlag("--client-timeout", String(opts["clientTimeout"]));
   const graceMs = durationFlag("--shutdown-grace", String(opts["shutdownGrace"]));
+  const maxConnections = parseCount("--max-connections", String(opts["maxConnections"]));
+  const maxConnectionsPerClient = parseCount("--max-connections-per-client", String(opts["maxConnectionsPerClient"]));
   const logger = new Logger(opts["logLevel"] as LogLevel);
   if (usersFile !== undefined) checkUsersFileMode(usersFile);
   const users = usersFile === undefined ? undefined : loadUsers(usersFile);
@@ -117,7 +126,7 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   const config = backendConfigOf(gatherSettings(opts));
   const backend = await connect(config);
   const withConsole = opts["console"] !== false;
-  const server = new ObjstateServer({ backend, users, maxStateSize, clientTimeoutMs, tls, logger, console: withConsole, csrfKey, publicUrls });
+  const server = new ObjstateServer({ backend, users, maxStateSize, clientTimeoutMs, maxConnections, maxConnectionsPerClient, tls, logger, console: withConsole, csrfKey, publicUrls });
   try {
     await server.listen(host, port);
   } catch (e) {

@@ -336,7 +336,9 @@ export function addServeOptions(cmd: Command): Command {
   add(new Option("--tls-key <file>", "PEM private key of --tls-cert"));
   add(new Option("--tls-client-ca <file>", "PEM CA: require client certificates signed by it; a certificate whose subject CN names a user of --users logs in as that user"));
   add(new Option("--max-state-size <size>", "largest request body: 1024, 64KiB, 512MiB, 1GiB; larger ones get 413 before they are read").default("512MiB"));
-  add(new Option("--client-timeout <duration>", "drop a client that sends nothing for this long in the middle of its headers or body").default("30s"));
+  add(new Option("--client-timeout <duration>", "headers must arrive within this long, and a request body must bring at least 4 KiB in every such window, or the client is dropped").default("30s"));
+  add(new Option("--max-connections <n>", "open connections in all; more are closed at once").default("1024"));
+  add(new Option("--max-connections-per-client <n>", "open connections from one client address (an IPv6 /64 counts as one); more are closed at once. Behind a proxy every client has the proxy's address: raise it to --max-connections").default("64"));
   add(new Option("--shutdown-grace <duration>", "on SIGTERM or SIGINT, how long requests in flight may take to finish before their connections are cut").default("30s"));
   add(new Option("--no-console", "serve no web console at / (only /state, /api/v1 and the probes)"));
   add(new Option("--secret-file <file>", "the console's form secret, shared by every replica behind one address so a form served by one posts to another: at least 32 bytes, mode 600, e.g. (umask 077; openssl rand -base64 48 > FILE) [default: a new one each process]"));

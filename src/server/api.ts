@@ -10,6 +10,7 @@ import { ObjstateError } from "../errors.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { diffStates } from "../state/diff.js";
 import { readBody } from "./body.js";
+import { checkDiffRoom, DIFF_MAX_BODY, diffJson } from "./diff-runner.js";
 import { requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
 import { allowed, allowedEverywhere, type Role } from "./users.js";
 
@@ -66,13 +67,19 @@ async function outputs(ctx: Ctx): Promise<void> {
   sendJson(ctx, 200, { outputs: out });
 }
 
-/** `POST …/diff`, body = a state: what would change from the stored state to it. */
+/**
+ * `POST …/diff`, body = a state: what would change from the stored state to it. Bounded in
+ * size, concurrency and time on the main thread (diff-runner.ts).
+ */
 async function diff(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
-  const body = await readBody(ctx.req, ctx.limits);
+  // Refused before the body is read when every place is taken: no upload for nothing.
+  checkDiffRoom();
+  const maxBytes = Math.min(ctx.limits.maxBytes, DIFF_MAX_BODY);
+  const body = await readBody(ctx.req, { ...ctx.limits, maxBytes, maxBytesName: maxBytes < ctx.limits.maxBytes ? "the most a diff takes: compare larger states with objstate state diff" : undefined });
   ctx.bytesIn += body.bytes.length;
   const current = await ctx.backend.readState(ws);
-  sendJson(ctx, 200, diffStates(current, body.bytes));
+  send(ctx, 200, await diffJson(current, body.bytes), { "Content-Type": "application/json" });
 }
 
 /** Versions `GET …/history` lists without `?limit=`, and the most it lists at once. */

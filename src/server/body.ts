@@ -1,6 +1,7 @@
 /**
  * Request bodies: refused above the size limit before a byte is read (Content-Length) or as
- * soon as the count passes it (chunked), timed out when the client stalls, hashed while
+ * soon as the count passes it (chunked), dropped when the client falls below the minimum
+ * rate ({@link MIN_BODY_BYTES_PER_WINDOW} per window), hashed while
  * they arrive (large ones in the MD5 worker, on another core than the one receiving), and
  * held as the socket's own chunks (never copied until a caller needs them joined).
  */
@@ -10,12 +11,32 @@ import { ObjstateError } from "../errors.js";
 import type { ByteSource } from "../store/types.js";
 import { md5Hex, PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 
+/**
+ * The minimum rate of a request body: at least this many bytes in every window of the
+ * client timeout, or the request is dropped (docs/decisions/020). A rate, not a deadline:
+ * an upload of any size on a slow link that keeps moving is never cut, while a client that
+ * drips a byte now and then to hold the connection is. 4 KiB is about three TCP segments:
+ * in the default 30 s window a link with any data to send moves that much even through
+ * retransmission back-offs (~137 bytes/s).
+ */
+export const MIN_BODY_BYTES_PER_WINDOW = 4 * 1024;
+
 /** Limits on a request body. */
 export interface BodyLimits {
   /** Largest body accepted, in bytes. */
   readonly maxBytes: number;
-  /** Longest pause between two chunks of a body before the request is dropped. */
+  /** The window of the minimum-rate rule: a body that brings fewer than {@link MIN_BODY_BYTES_PER_WINDOW} in this long is dropped. */
   readonly idleMs: number;
+  /** What sets `maxBytes`, for the message of a body over it (default `--max-state-size`). */
+  readonly maxBytesName?: string | undefined;
+}
+
+/** Requests whose body {@link receiveBody} is reading (and timing) now. */
+const receiving = new WeakSet<IncomingMessage>();
+
+/** Is a body reader of this module timing the request's body (so that nothing else need)? */
+export function isReceiving(req: IncomingMessage): boolean {
+  return receiving.has(req);
 }
 
 /** A body read whole, with its MD5 (hex). */
@@ -24,14 +45,14 @@ export interface Body {
   readonly md5: string;
 }
 
-export function tooLarge(size: number | undefined, max: number): ObjstateError {
-  return new ObjstateError("BODY_TOO_LARGE", `the request body${size === undefined ? "" : ` (${size} bytes)`} is larger than this server accepts (${max} bytes, --max-state-size)`, { details: { max } });
+export function tooLarge(size: number | undefined, max: number, name = "--max-state-size"): ObjstateError {
+  return new ObjstateError("BODY_TOO_LARGE", `the request body${size === undefined ? "" : ` (${size} bytes)`} is larger than this server accepts (${max} bytes, ${name})`, { details: { max } });
 }
 
 /** Refuse at once a body whose announced length is over the limit. */
 export function checkDeclaredLength(req: IncomingMessage, limits: BodyLimits): void {
   const declared = req.headers["content-length"];
-  if (declared !== undefined && Number(declared) > limits.maxBytes) throw tooLarge(Number(declared), limits.maxBytes);
+  if (declared !== undefined && Number(declared) > limits.maxBytes) throw tooLarge(Number(declared), limits.maxBytes, limits.maxBytesName);
 }
 
 /** Read the body whole: the chunks that arrived, joined once at the end. */
@@ -49,7 +70,7 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body
 /**
  * The body when all of it has arrived and nothing read it yet (a small request comes in the
  * same socket read as its headers: the tool's LOCK, UNLOCK and small POSTs), taken from the
- * request's buffer at once: no idle timer, listeners or ticks of waiting for it. All of it:
+ * request's buffer at once: no rate timer, listeners or ticks of waiting for it. All of it:
  * the request is complete, or its buffer holds the whole Content-Length (the parser passes
  * on no more). Undefined when some of it is still to come.
  */
@@ -58,7 +79,7 @@ export function arrivedBody(req: IncomingMessage, limits: BodyLimits): Body | un
   const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
   if (req.complete !== true && (declared === undefined || req.readableLength !== declared)) return undefined;
   checkDeclaredLength(req, limits);
-  if (req.readableLength > limits.maxBytes) throw tooLarge(undefined, limits.maxBytes);
+  if (req.readableLength > limits.maxBytes) throw tooLarge(undefined, limits.maxBytes, limits.maxBytesName);
   const read: unknown = req.readableLength === 0 ? null : req.read();
   const bytes = Buffer.isBuffer(read) ? read : Buffer.alloc(0);
   return { bytes, md5: md5Hex(bytes) };
@@ -125,27 +146,36 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
     let timer: NodeJS.Timeout | undefined;
     const fail = (e: ObjstateError): void => {
       clearTimeout(timer);
+      receiving.delete(req);
       hash.digest().catch(() => undefined); // releases the worker's job
       req.removeAllListeners("data");
       req.pause();
       reject(e);
     };
-    const arm = (): void => {
-      clearTimeout(timer);
-      timer = setTimeout(() => fail(new ObjstateError("CLIENT_TIMEOUT", `the client sent no data for ${limits.idleMs} ms in the middle of its request body (--client-timeout)`)), limits.idleMs);
+    // One timer per window, not one per chunk: the rate rule looks at what a whole window brought.
+    let windowBytes = 0;
+    const judge = (): void => {
+      if (windowBytes < MIN_BODY_BYTES_PER_WINDOW) {
+        const what = windowBytes === 0 ? "nothing" : `only ${windowBytes} bytes`;
+        return fail(new ObjstateError("CLIENT_TIMEOUT", `the client sent ${what} of its request body in ${limits.idleMs} ms; a body must keep up at least ${MIN_BODY_BYTES_PER_WINDOW} bytes per --client-timeout`));
+      }
+      windowBytes = 0;
+      timer = setTimeout(judge, limits.idleMs);
     };
-    arm();
+    timer = setTimeout(judge, limits.idleMs);
+    receiving.add(req);
     req.on("data", (chunk: Buffer) => {
-      if (filled + chunk.length > limits.maxBytes) return fail(tooLarge(undefined, limits.maxBytes));
+      if (filled + chunk.length > limits.maxBytes) return fail(tooLarge(undefined, limits.maxBytes, limits.maxBytesName));
       if (declared !== undefined && filled + chunk.length > declared) return fail(new ObjstateError("BAD_REQUEST", "the request body is longer than its Content-Length"));
       keep(chunk);
       filled += chunk.length;
+      windowBytes += chunk.length;
       hash.update(chunk);
-      arm();
       onChunk?.();
     });
     req.on("end", () => {
       clearTimeout(timer);
+      receiving.delete(req);
       seal();
       hash.digest().then(resolve, reject);
     });

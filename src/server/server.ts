@@ -14,6 +14,7 @@ import { API_ROUTES, type Route } from "./api.js";
 import { Authenticator, type LoginLimit } from "./auth.js";
 import { RequestGate, type PublicOrigin, type RouteKind } from "./gate.js";
 import { checkDeclaredLength } from "./body.js";
+import { ConnectionGuard } from "./connections.js";
 import { requireRole, send, sendEmpty, sendJson, type Ctx } from "./context.js";
 import { Logger } from "./log.js";
 import { Metrics } from "./metrics.js";
@@ -33,8 +34,15 @@ export interface ServerOptions {
   readonly loginLimit?: LoginLimit | undefined;
   /** Largest request body (default 512 MiB). */
   readonly maxStateSize?: number | undefined;
-  /** Longest silence of a client in the middle of its headers or body (default 30 s). */
+  /**
+   * Time a client has for its headers, and the window in which a request body must bring
+   * at least 4 KiB (body.ts; default 30 s).
+   */
   readonly clientTimeoutMs?: number | undefined;
+  /** Open connections in all (default 1024); more are closed at once. */
+  readonly maxConnections?: number | undefined;
+  /** Open connections from one client address (default 64); more are closed at once. */
+  readonly maxConnectionsPerClient?: number | undefined;
   /** PEM certificate and key: serve HTTPS. `ca`: require client certificates signed by it. */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer; readonly ca?: string | Buffer | undefined } | undefined;
   readonly logger?: Logger | undefined;
@@ -121,6 +129,8 @@ function authenticated(ctx: Ctx, user: User, via: PrincipalVia): void {
 
 export class ObjstateServer {
   readonly metrics = new Metrics();
+  /** The caps on connections and the body rate rule on every route. */
+  readonly connections: ConnectionGuard;
   private readonly server: Server;
   private readonly auth: Authenticator;
   private readonly logger: Logger;
@@ -157,10 +167,12 @@ export class ObjstateServer {
     // Stalled headers are found by a periodic sweep: often enough for the timeout to mean what it says.
     const base = { connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(this.clientTimeoutMs / 2))) };
     this.server = t === undefined ? createHttpServer(base, handler) : createHttpsServer({ ...base, cert: t.cert, key: t.key, minVersion: "TLSv1.2", ciphers: TLS12_CIPHERS, honorCipherOrder: true, ...(t.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true }) }, handler);
-    // Slow clients: headers must arrive within the client timeout; bodies are timed per chunk (body.ts).
+    // Slow clients: headers must arrive within the client timeout; bodies keep a minimum
+    // rate (body.ts, connections.ts), never a deadline, so a large upload on a slow link lives.
     this.server.headersTimeout = this.clientTimeoutMs;
     this.server.requestTimeout = 0;
     this.server.keepAliveTimeout = 5_000;
+    this.connections = new ConnectionGuard(this.server, { maxConnections: options.maxConnections, maxPerClient: options.maxConnectionsPerClient, windowMs: this.clientTimeoutMs }, this.logger);
   }
 
   /** Start listening; resolves with the bound address. */

@@ -26,10 +26,14 @@ const STATUS: Readonly<Record<string, number>> = {
   METHOD_NOT_ALLOWED: 405,
   CLIENT_TIMEOUT: 408,
   BODY_TOO_LARGE: 413,
+  // A diff's two states together do not fit the memory a diff may take
+  DIFF_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   // A Host this server does not answer for (DNS rebinding, a wrong name)
   MISDIRECTED_REQUEST: 421,
   TOO_MANY_FAILED_LOGINS: 429,
+  // Every place for a diff is taken (429, not 503: the server is well, a retry soon succeeds)
+  TOO_MANY_DIFFS: 429,
   // State and locks (the tool's client reads 409/423 bodies as the holder's lock info)
   STATE_CONFLICT: 409,
   LOCK_ID_MISMATCH: 409,

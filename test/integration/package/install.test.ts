@@ -81,8 +81,9 @@ describe("the packed package, installed into an empty directory", () => {
     assert.ok(info !== undefined);
     const paths = info.files.map((f) => f.path);
     // Only what a user needs: the bundle and its maps, the types, the MD5 worker, the outputs
-    // scan worker and the three modules it imports, the docs the README links.
-    const stray = paths.filter((p) => !/^(dist\/pkg\/[^/]+|dist\/src\/.+\.d\.ts|dist\/src\/util\/(md5-worker|json-bytes|json-validate)\.js|dist\/src\/remote-state\/(scan-worker|stream-scan)\.js|README\.md|LICENSE|package\.json|docs\/(fields|DECISIONS)\.md)$/.test(p));
+    // scan worker and the three modules it imports, the server's diff worker and the modules
+    // it imports, the docs the README links.
+    const stray = paths.filter((p) => !/^(dist\/pkg\/[^/]+|dist\/src\/.+\.d\.ts|dist\/src\/util\/(md5-worker|json-bytes|json-validate|json-error|redact)\.js|dist\/src\/remote-state\/(scan-worker|stream-scan|extract-outputs|exact-json)\.js|dist\/src\/server\/diff-worker\.js|dist\/src\/state\/(diff|document|address|compare)\.js|dist\/src\/errors\.js|README\.md|LICENSE|package\.json|docs\/(fields|DECISIONS)\.md)$/.test(p));
     assert.deepEqual(stray, []);
     for (const p of ["LICENSE", "README.md", "dist/pkg/index.js", "dist/pkg/objstate-core.cjs.map", "dist/src/index.d.ts", "dist/src/remote-state/scan-worker.js", "dist/src/util/json-validate.js", "docs/fields.md"]) assert.ok(paths.includes(p), `${p} missing from the package`);
     app = join(work, "app");
@@ -124,6 +125,20 @@ describe("the packed package, installed into an empty directory", () => {
     writeFileSync(join(app, "scan-worker-check.mjs"), script);
     const reply = JSON.parse(run(process.execPath, [join(app, "scan-worker-check.mjs")], app).stdout) as unknown;
     assert.deepEqual(reply, { id: 7, spans: [["version", [12, 13]], ["outputs", [53, 72]]], cancelled: false });
+  });
+
+  it("the server's diff worker loads from the installed package and answers a job", () => {
+    // A module missing from the package would fail every large POST …/diff of objstate serve.
+    const script = `
+      import { Worker } from "node:worker_threads";
+      const state = (serial) => new TextEncoder().encode(JSON.stringify({ version: 4, serial, lineage: "l", outputs: { a: { value: serial, type: "number" } }, resources: [] }));
+      const w = new Worker(new URL("./node_modules/objstate/dist/src/server/diff-worker.js", import.meta.url), { workerData: { from: state(1), to: state(2) } });
+      w.on("message", (r) => { process.stdout.write(new TextDecoder().decode(r.json)); w.terminate(); });
+    `;
+    writeFileSync(join(app, "diff-worker-check.mjs"), script);
+    const reply = JSON.parse(run(process.execPath, [join(app, "diff-worker-check.mjs")], app).stdout) as { outputs: { changed: unknown[] }; serial: unknown };
+    assert.deepEqual(reply.outputs.changed, [{ name: "a", before: 1, after: 2, sensitive: false }]);
+    assert.deepEqual(reply.serial, { before: 1, after: 2 });
   });
 
   for (const [moduleKind, resolution] of [

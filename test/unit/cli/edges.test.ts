@@ -58,6 +58,20 @@ describe("CLI: workspaces . and .. are refused with exit 2, before anything is w
   });
 });
 
+describe("CLI: a workspace name over the limit is refused with exit 2, naming the limit", () => {
+  it("-w, --workspace and workspace new with 129 and 300 characters, never quoting the store's key", () => {
+    const own = ["--bucket", "long-names", "--endpoint", `file://${join(work, "long-names")}`, "--kvstore-endpoint", `file://${join(work, "long-names")}`, "--kvstore-table", "locks"];
+    assert.equal(runCli(["workspace", "new", "short", ...own]).code, 0);
+    for (const name of ["w".repeat(129), "w".repeat(300)]) {
+      for (const r of [runCli(["state", "pull", "-w", name, ...own]), runCli(["state", "push", "-", "--workspace", name, ...own], { input: '{"version": 4, "serial": 1, "lineage": "l", "outputs": {}, "resources": []}' }), runCli(["workspace", "new", name, ...own])]) {
+        usage(r, /workspace names may have at most 128 characters/);
+        assert.doesNotMatch(r.stderr, /tool\.tfstate|object key/);
+      }
+    }
+    assert.deepEqual(runCli(["workspace", "list", ...own]).stdout.split("\n").map((l) => l.replace(/^\*?\s*/, "")).filter((l) => l !== ""), ["default", "short"]);
+  });
+});
+
 describe("CLI: endpoints with a path are refused with exit 2", () => {
   it("from a flag, naming the flag", () => {
     usage(runCli(["state", "pull", "--bucket", "state-bucket", "--endpoint", "http://127.0.0.1:1/other-bucket"]), /--endpoint must be .*no path, query or fragment/);

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { chmodSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { connect as netConnect, type Socket } from "node:net";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { parseUsers, verifyPassword } from "../../../src/server/users.js";
@@ -49,6 +50,36 @@ describe("objstate serve (CLI)", () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
     assert.match(runCli(["serve", ...STORE, "--tls-cert", "c.pem"], { cwd }).stderr, /--tls-cert and --tls-key go together/);
     assert.match(runCli(["serve", ...STORE, "--max-state-size", "huge"], { cwd }).stderr, /--max-state-size must be a size/);
+  });
+
+  it("--max-connections-per-client caps a running server's connections from one address; bad counts are usage errors", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    for (const [flag, value] of [["--max-connections", "0"], ["--max-connections-per-client", "many"]]) {
+      const bad = runCli(["serve", ...STORE, flag as string, value as string], { cwd });
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, new RegExp(`${flag} must be a whole number of at least 1`));
+    }
+    const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", "--max-connections-per-client", "1"], { cwd });
+    const held: Socket[] = [];
+    try {
+      await s.stderrMatches(/at (http:\/\/127\.0\.0\.1:\d+)\/state\/\{workspace\}/);
+      const port = Number(/at http:\/\/127\.0\.0\.1:(\d+)\/state/.exec(s.stderrSoFar())?.[1]);
+      const status = (localAddress: string): Promise<string> =>
+        new Promise((resolve) => {
+          const sock = netConnect({ port, host: "127.0.0.1", localAddress }, () => sock.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+          held.push(sock);
+          sock.on("error", () => undefined);
+          sock.once("data", (d) => resolve(d.toString("latin1").slice(0, 12)));
+          sock.once("close", () => resolve("closed"));
+        });
+      assert.equal(await status("127.0.0.2"), "HTTP/1.1 200");
+      assert.equal(await status("127.0.0.2"), "closed");
+      assert.equal(await status("127.0.0.3"), "HTTP/1.1 200");
+    } finally {
+      for (const c of held) c.destroy();
+      s.kill();
+      await s.done;
+    }
   });
 
   it("hash-password reads the password from stdin and adds the user with its roles to the users file (mode 600)", async () => {

@@ -1,0 +1,155 @@
+/**
+ * Connection accounting of `objstate serve` (docs/decisions/020, 021): caps on open
+ * connections, per client address and in all, and the minimum rate of request bodies on
+ * every route — also on routes that answer without reading the body, and after the answer,
+ * while node:http discards the rest of a body to keep the connection alive (a body dripped
+ * byte by byte would otherwise hold that connection forever).
+ */
+import type { IncomingMessage, Server } from "node:http";
+import type { Socket } from "node:net";
+import { ObjstateError } from "../errors.js";
+import { isReceiving, MIN_BODY_BYTES_PER_WINDOW } from "./body.js";
+import type { Logger } from "./log.js";
+
+/** Open connections in all, by default. */
+export const DEFAULT_MAX_CONNECTIONS = 1024;
+/** Open connections from one client address, by default. */
+export const DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 64;
+/** Refusals and drops are logged at most this often (a flood must not flood the log). */
+const REPORT_EVERY_MS = 60_000;
+
+/** Settings of a {@link ConnectionGuard}. */
+export interface ConnectionLimits {
+  /** Open connections in all (default {@link DEFAULT_MAX_CONNECTIONS}). */
+  readonly maxConnections?: number | undefined;
+  /** Open connections from one address; an IPv6 /64 counts as one (default {@link DEFAULT_MAX_CONNECTIONS_PER_CLIENT}). */
+  readonly maxPerClient?: number | undefined;
+  /** The window of the minimum-rate rule: the client timeout. */
+  readonly windowMs: number;
+}
+
+/** A request whose body has not all arrived. */
+interface Watched {
+  readonly req: IncomingMessage;
+  readonly socket: Socket;
+  /** `socket.bytesRead` when the window began. */
+  mark: number;
+  since: number;
+}
+
+/**
+ * The client a connection counts against: an IPv4 address (also one written IPv4-mapped),
+ * or the /64 of an IPv6 address (one host is usually given a whole /64 to pick from).
+ */
+export function clientOf(address: string | undefined): string {
+  if (address === undefined) return "unknown";
+  const a = address.replace(/%.*$/, "").toLowerCase();
+  if (!a.includes(":")) return a;
+  if (/^::ffff:\d+\.\d+\.\d+\.\d+$/.test(a)) return a.slice(7);
+  const [head = "", tail] = a.split("::");
+  const left = head === "" ? [] : head.split(":");
+  const right = tail === undefined || tail === "" ? [] : tail.split(":");
+  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
+}
+
+/** A cap as given, when it is a whole number of at least 1 (node reads 0 as "no cap"). */
+function count(name: string, n: number): number {
+  if (!Number.isSafeInteger(n) || n < 1) throw new ObjstateError("INVALID_LIMIT", `${name} must be a whole number of at least 1, got ${n}`);
+  return n;
+}
+
+/**
+ * Watches a server's connections: closes at once a connection over a cap (before a byte
+ * of it is parsed: a flood costs an accept and a close, and with TLS no handshake), and
+ * drops one whose request body brings fewer than {@link MIN_BODY_BYTES_PER_WINDOW} in a
+ * window. One sweep timer for all connections, none per request.
+ */
+export class ConnectionGuard {
+  readonly maxConnections: number;
+  readonly maxPerClient: number;
+  private readonly open = new Map<string, number>();
+  private readonly watched = new Set<Watched>();
+  private readonly sweep: NodeJS.Timeout;
+  private refused = 0;
+  private dropped = 0;
+  private reported = -Infinity;
+
+  constructor(
+    server: Server,
+    private readonly limits: ConnectionLimits,
+    private readonly logger: Logger,
+  ) {
+    this.maxConnections = count("maxConnections", limits.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
+    this.maxPerClient = count("maxConnectionsPerClient", limits.maxPerClient ?? DEFAULT_MAX_CONNECTIONS_PER_CLIENT);
+    // node:net closes a connection over this before it becomes a socket.
+    server.maxConnections = this.maxConnections;
+    server.on("drop", () => void (this.refused += 1));
+    // The raw TCP socket, also under TLS (before the handshake).
+    server.on("connection", (socket: Socket) => this.accept(socket));
+    server.on("request", (req: IncomingMessage) => this.watch(req));
+    this.sweep = setInterval(() => this.check(), Math.max(50, Math.min(1000, Math.floor(limits.windowMs / 4))));
+    this.sweep.unref();
+    server.on("close", () => clearInterval(this.sweep));
+  }
+
+  private accept(socket: Socket): void {
+    const client = clientOf(socket.remoteAddress);
+    const n = (this.open.get(client) ?? 0) + 1;
+    if (n > this.maxPerClient) {
+      this.refused += 1;
+      socket.destroy();
+      return;
+    }
+    this.open.set(client, n);
+    socket.once("close", () => {
+      const left = (this.open.get(client) ?? 1) - 1;
+      if (left === 0) this.open.delete(client);
+      else this.open.set(client, left);
+    });
+  }
+
+  private watch(req: IncomingMessage): void {
+    const length = req.headers["content-length"];
+    if (req.complete || (req.headers["transfer-encoding"] === undefined && (length === undefined || length === "0"))) return;
+    this.watched.add({ req, socket: req.socket, mark: req.socket.bytesRead, since: performance.now() });
+  }
+
+  private check(): void {
+    const now = performance.now();
+    for (const w of this.watched) {
+      const { req, socket } = w;
+      if (req.complete || socket.destroyed) {
+        this.watched.delete(w);
+        continue;
+      }
+      // A body being read through body.ts is timed there (and answered 408); one the server
+      // holds back (nothing reads it and its buffer is full) is no fault of the client's.
+      if (isReceiving(req) || req.readableLength >= req.readableHighWaterMark) {
+        w.mark = socket.bytesRead;
+        w.since = now;
+        continue;
+      }
+      if (now - w.since < this.limits.windowMs) continue;
+      if (socket.bytesRead - w.mark < MIN_BODY_BYTES_PER_WINDOW) {
+        this.dropped += 1;
+        this.watched.delete(w);
+        socket.destroy();
+        continue;
+      }
+      w.mark = socket.bytesRead;
+      w.since = now;
+    }
+    if ((this.refused > 0 || this.dropped > 0) && now - this.reported >= REPORT_EVERY_MS) {
+      this.logger.event("warn", "connections refused or dropped", {
+        refusedOverCaps: this.refused,
+        droppedTooSlow: this.dropped,
+        maxConnections: this.maxConnections,
+        maxConnectionsPerClient: this.maxPerClient,
+      });
+      this.refused = 0;
+      this.dropped = 0;
+      this.reported = now;
+    }
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * `POST …/diff` bounded (docs/decisions/021): a body of at most {@link DIFF_MAX_BODY}, at
+ * most {@link MAX_CONCURRENT_DIFFS} diffs computed at once in this process (more: 429 with
+ * Retry-After), each in a worker thread of its own with a bounded heap. On the main thread
+ * a diff of two 50 MiB states blocked the event loop for over a second: no other request,
+ * /healthz included, was answered meanwhile, and a diff too large for memory would have
+ * taken the process down; in a worker it takes down only the worker.
+ */
+import { ObjstateError } from "../errors.js";
+import { diffStates } from "../state/diff.js";
+import { nodeWorkers } from "../util/builtins.js";
+import type { DiffJob, DiffReply } from "./diff-worker.js";
+
+/** Largest state a client may send to diff (or --max-state-size, when smaller). */
+export const DIFF_MAX_BODY = 64 * 1024 * 1024;
+/** Diffs computed at once in this process. */
+export const MAX_CONCURRENT_DIFFS = 2;
+/** Heap of one diff's worker: two 64 MiB states parse and compare in well under 512 MiB. */
+const WORKER_HEAP_MB = 1024;
+/** Below this (both sides together) a diff runs inline: it takes less than a worker's start (~5 ms). */
+const INLINE_MAX = 256 * 1024;
+/** What a refused client is told to wait, in seconds (a large diff takes a few). */
+const RETRY_AFTER_S = 2;
+
+let running = 0;
+
+/** Diffs being computed in workers now. */
+export function diffsRunning(): number {
+  return running;
+}
+
+/** Throw `TOO_MANY_DIFFS` (429 with Retry-After) when every place for a diff is taken. */
+export function checkDiffRoom(): void {
+  if (running >= MAX_CONCURRENT_DIFFS) {
+    throw new ObjstateError("TOO_MANY_DIFFS", `this server is computing ${running} diffs, the most it runs at once: try again in ${RETRY_AFTER_S} s`, { details: { retryAfter: RETRY_AFTER_S } });
+  }
+}
+
+/**
+ * The diff from `from` to `to` as the bytes of the JSON answer. Throws `TOO_MANY_DIFFS`
+ * when every place is taken, `DIFF_TOO_LARGE` when the states do not fit the worker's heap,
+ * and `STATE_INVALID` as {@link diffStates} does.
+ */
+export async function diffJson(from: Buffer | null, to: Buffer): Promise<Buffer> {
+  if ((from?.length ?? 0) + to.length < INLINE_MAX) return Buffer.from(`${JSON.stringify(diffStates(from, to))}\n`);
+  checkDiffRoom();
+  running += 1;
+  try {
+    return await inWorker(from, to);
+  } finally {
+    running -= 1;
+  }
+}
+
+function inWorker(from: Buffer | null, to: Buffer): Promise<Buffer> {
+  // Copies in buffers of their own: a Buffer may be a slice of memory others use (the
+  // socket's reads, the pool), which transferring would take from them.
+  const sides = { from: from === null ? null : new Uint8Array(from), to: new Uint8Array(to) };
+  const transferList = sides.from === null ? [sides.to.buffer] : [sides.to.buffer, sides.from.buffer];
+  const job: DiffJob = sides;
+  return new Promise((resolve, reject) => {
+    const worker = new (nodeWorkers().Worker)(new URL("./diff-worker.js", import.meta.url), { workerData: job, transferList, resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
+    let settled = false;
+    const settle = (f: () => void): void => {
+      if (settled) return;
+      settled = true;
+      void worker.terminate();
+      f();
+    };
+    worker.once("message", (r: DiffReply) =>
+      settle(() => {
+        if ("json" in r) resolve(Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength));
+        else reject(r.error.code === undefined ? new Error(`diff failed: ${r.error.message}`) : new ObjstateError(r.error.code, r.error.message, r.error.details === undefined ? undefined : { details: { ...r.error.details } }));
+      }),
+    );
+    worker.once("error", (e: Error & { code?: string }) =>
+      settle(() =>
+        reject(
+          e.code === "ERR_WORKER_OUT_OF_MEMORY"
+            ? new ObjstateError("DIFF_TOO_LARGE", `the two states are too large to compare on this server (the comparison needs more than ${WORKER_HEAP_MB} MiB): compare them with objstate state diff on a machine of your own`)
+            : e,
+        ),
+      ),
+    );
+    worker.once("exit", (code) => settle(() => reject(new Error(`the diff worker stopped (exit code ${code})`))));
+  });
+}
