@@ -7,7 +7,7 @@ import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, isObjstateError, type ConnectOptions, type ObjectStoreBackendConfigProps, type StateVersion } from "../../src/index.js";
 import { diffStates } from "../../src/state-entry.js";
 import type { ObjectStoreDriver, ObjectVersion } from "../../src/store/types.js";
-import type { Target } from "../support/targets.js";
+import { suiteTarget, type Target } from "../support/targets.js";
 
 const FAST_DIGEST = { timeoutMs: 400, intervalMs: 100 };
 const LINEAGE = "3f6a1c2e-0000-4000-8000-000000000001";
@@ -282,16 +282,10 @@ export function historySuite(makeTarget: () => Target): void {
 
 /** Only where a bucket can be without versioning (S3): the clear message. */
 export function unversionedSuite(makeTarget: () => Target): void {
-  let target: Target;
-  const open: ObjectStoreBackend[] = [];
-  before(() => {
-    target = makeTarget();
-  });
-  after(() => {
-    for (const b of open) b.close();
-  });
+  const suite = suiteTarget(makeTarget);
+  const open = suite.open;
   it("history and rollback on a bucket without versioning say what to do", async () => {
-    const props = await target.setup({ locks: false });
+    const props = await suite.target.setup({ locks: false });
     const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
     open.push(b);
     await b.writeState("default", state(1, ["t.a"]));

@@ -5,10 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, isObjstateError, type ConnectOptions, type ObjectStoreBackendConfigProps } from "../../src/index.js";
 import { openLockTable } from "../../src/lock/index.js";
-import type { Target } from "../support/targets.js";
+import { suiteTarget, type Target } from "../support/targets.js";
 
 type Mode = "table" | "lockfile" | "both";
 const MODES: readonly Mode[] = ["table", "lockfile", "both"];
@@ -16,17 +16,11 @@ const TOOL_LOCK = (id: string, path: string): string =>
   JSON.stringify({ ID: id, Operation: "OperationTypeApply", Info: "", Who: "tool@ci", Version: "1.9.0", Created: "2020-01-01T00:00:00Z", Path: path });
 
 export function leaseSuite(makeTarget: () => Target): void {
-  let target: Target;
-  const open: ObjectStoreBackend[] = [];
-  before(() => {
-    target = makeTarget();
-  });
-  after(() => {
-    for (const b of open) b.close();
-  });
+  const suite = suiteTarget(makeTarget);
+  const open = suite.open;
 
   async function setup(mode: Mode): Promise<ObjectStoreBackendConfigProps> {
-    return target.setup({ locks: mode !== "lockfile", extra: { prefix: "p", key: "app.tfstate" } });
+    return suite.target.setup({ locks: mode !== "lockfile", extra: { prefix: "p", key: "app.tfstate" } });
   }
   async function connect(props: ObjectStoreBackendConfigProps, mode: Mode, options: ConnectOptions = {}): Promise<ObjectStoreBackend> {
     const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, who: "tester@lease", onWarning: () => undefined, lockfile: mode !== "table", ...options });
@@ -37,7 +31,7 @@ export function leaseSuite(makeTarget: () => Target): void {
   async function plantToolLock(props: ObjectStoreBackendConfigProps, mode: Mode, id: string): Promise<void> {
     const path = `${props.bucket}/p/app.tfstate`;
     if (mode !== "table") {
-      const raw = await target.raw(props.bucket);
+      const raw = await suite.target.raw(props.bucket);
       await raw.put("p/app.tfstate.tflock", Buffer.from(TOOL_LOCK(id, path)), { ifNoneMatch: true });
       raw.close();
     }
@@ -141,7 +135,7 @@ export function leaseSuite(makeTarget: () => Target): void {
     const props = await setup("lockfile");
     const a = await connect(props, "lockfile", { ttl: 5_000 });
     const lock = await a.lock("default");
-    const raw = await target.raw(props.bucket);
+    const raw = await suite.target.raw(props.bucket);
     const obj = await raw.get("p/app.tfstate.tflock");
     assert.ok(obj !== null);
     assert.deepEqual(JSON.parse(obj.body.toString()), lock);

@@ -5,9 +5,9 @@
  * connection (a server's replicas share nothing but the store and the table).
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, isObjstateError, type ObjectStoreBackendConfigProps, type StateVersion } from "../../src/index.js";
-import type { Target } from "../support/targets.js";
+import { suiteTarget, type Target } from "../support/targets.js";
 
 type Mode = "table" | "lockfile" | "both";
 const MODES: readonly Mode[] = ["table", "lockfile", "both"];
@@ -15,14 +15,8 @@ const state = (serial: number): string => JSON.stringify({ version: 4, serial, l
 const notOwned = (who: RegExp) => (e: unknown): boolean => isObjstateError(e, "LOCK_NOT_OWNED") && who.test(e.message) && /force role/.test(e.message);
 
 export function ownerSuite(makeTarget: () => Target): void {
-  let target: Target;
-  const open: ObjectStoreBackend[] = [];
-  before(() => {
-    target = makeTarget();
-  });
-  after(() => {
-    for (const b of open) b.close();
-  });
+  const suite = suiteTarget(makeTarget);
+  const open = suite.open;
 
   async function connect(props: ObjectStoreBackendConfigProps, mode: Mode): Promise<ObjectStoreBackend> {
     const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, who: "lib@owners", onWarning: () => undefined, lockfile: mode !== "table" });
@@ -30,10 +24,10 @@ export function ownerSuite(makeTarget: () => Target): void {
     return b;
   }
   async function two(mode: Mode, versioned = false): Promise<[ObjectStoreBackend, ObjectStoreBackend]> {
-    const props = await target.setup({ locks: mode !== "lockfile" });
+    const props = await suite.target.setup({ locks: mode !== "lockfile" });
     if (versioned) {
       // History and rollback need the bucket to keep versions (the embedded store always does).
-      const raw = await target.raw(props.bucket);
+      const raw = await suite.target.raw(props.bucket);
       await raw.enableVersioning();
       raw.close();
     }

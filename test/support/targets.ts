@@ -7,7 +7,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ObjectStoreBackendConfigProps } from "../../src/index.js";
+import { after, before } from "node:test";
+import type { ObjectStoreBackend, ObjectStoreBackendConfigProps } from "../../src/index.js";
 import { openLockTable } from "../../src/lock/index.js";
 import { openStore } from "../../src/store/index.js";
 import type { WireRequest } from "../../src/store/s3.js";
@@ -104,5 +105,27 @@ export function cephTarget(): Target {
       c.destroy();
       return (acl.Grants ?? []).map((g) => `${g.Grantee?.URI ?? g.Grantee?.ID ?? "?"}:${g.Permission ?? "?"}`);
     },
+  };
+}
+
+/**
+ * A behaviour suite's target, made in `before` (so the servers it needs are read only when the
+ * suite runs), and the backends it opened, closed in `after`.
+ */
+export function suiteTarget(makeTarget: () => Target): { readonly target: Target; readonly open: ObjectStoreBackend[] } {
+  const open: ObjectStoreBackend[] = [];
+  let made: Target | undefined;
+  before(() => {
+    made = makeTarget();
+  });
+  after(() => {
+    for (const b of open) b.close();
+  });
+  return {
+    get target(): Target {
+      if (made === undefined) throw new Error("the suite's target is made in before(): use it inside a test");
+      return made;
+    },
+    open,
   };
 }

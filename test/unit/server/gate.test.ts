@@ -16,11 +16,11 @@ import { connect as tlsConnect } from "node:tls";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
 import { parsePublicUrl, RequestGate, isLoopbackHost } from "../../../src/server/gate.js";
-import { Logger } from "../../../src/server/log.js";
 import { ObjstateServer, type ServerOptions } from "../../../src/server/server.js";
 import { hashPassword, parseUsers } from "../../../src/server/users.js";
 import { HttpBackendClient, rawRequest, toolState } from "../../support/http-backend-client.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
+import { startServer } from "../../support/server-fixture.js";
 
 function req(method: string, headers: Record<string, string>): IncomingMessage {
   return { method, headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])) } as unknown as IncomingMessage;
@@ -117,12 +117,7 @@ describe("request gate (objstate serve on loopback)", () => {
   const servers: ObjstateServer[] = [];
   let users: ServerOptions["users"];
 
-  async function start(extra: Partial<ServerOptions> = {}): Promise<ObjstateServer> {
-    const s = new ObjstateServer({ backend, logger: new Logger("off"), ...extra });
-    await s.listen("127.0.0.1", 0);
-    servers.push(s);
-    return s;
-  }
+  const start = (extra: Partial<ServerOptions> = {}): Promise<ObjstateServer> => startServer(backend, { ...extra }, servers);
 
   before(async () => {
     const props = await embeddedTarget().setup({ locks: true });

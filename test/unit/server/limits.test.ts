@@ -13,6 +13,7 @@ import { ObjstateServer, type ServerOptions } from "../../../src/server/server.j
 import { hashPassword, parseUsers } from "../../../src/server/users.js";
 import { HttpBackendClient, rawRequest, toolState } from "../../support/http-backend-client.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
+import { startServer } from "../../support/server-fixture.js";
 
 /** Send raw bytes, resolve with whatever the server answers before it closes (or `ms` pass). */
 function rawExchange(url: string, head: string, body: Buffer | undefined, ms: number): Promise<string> {
@@ -41,12 +42,7 @@ describe("objstate serve: limits, slow clients, logs, shutdown", () => {
   let backend: ObjectStoreBackend;
   let config: ObjectStoreBackendConfig;
   const servers: ObjstateServer[] = [];
-  async function start(extra: Partial<ServerOptions> = {}): Promise<ObjstateServer> {
-    const s = new ObjstateServer({ backend, logger: new Logger("off"), ...extra });
-    await s.listen("127.0.0.1", 0);
-    servers.push(s);
-    return s;
-  }
+  const start = (extra: Partial<ServerOptions> = {}): Promise<ObjstateServer> => startServer(backend, { ...extra }, servers);
 
   before(async () => {
     config = ObjectStoreBackendConfig.from(await embeddedTarget().setup({ locks: true }));

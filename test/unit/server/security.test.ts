@@ -11,11 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "../../../src/index.js";
-import { Logger } from "../../../src/server/log.js";
 import { ObjstateServer, type ServerOptions } from "../../../src/server/server.js";
 import { hashPassword, parseUsers } from "../../../src/server/users.js";
 import { HttpBackendClient, rawRequest, toolState } from "../../support/http-backend-client.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
+import { startServer } from "../../support/server-fixture.js";
 
 const CHEAP = { N: 1024, r: 8, p: 1 };
 const USERS: Record<string, Record<string, string[]>> = {
@@ -55,12 +55,7 @@ describe("objstate serve: users, roles, TLS", () => {
   let users: ServerOptions["users"];
   const servers: ObjstateServer[] = [];
 
-  async function start(extra: Partial<ServerOptions> = {}): Promise<ObjstateServer> {
-    const s = new ObjstateServer({ backend, users, logger: new Logger("off"), ...extra });
-    await s.listen("127.0.0.1", 0);
-    servers.push(s);
-    return s;
-  }
+  const start = (extra: Partial<ServerOptions> = {}): Promise<ObjstateServer> => startServer(backend, { users, ...extra }, servers);
   const as = (base: string, user: string, workspace = uniqueName("ws")): HttpBackendClient => new HttpBackendClient({ bases: [base], workspace, username: user, password: pw(user), retries: 0 });
 
   before(async () => {

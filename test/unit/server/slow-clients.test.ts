@@ -14,6 +14,7 @@ import { ObjstateServer, type ServerOptions } from "../../../src/server/server.j
 import { clientOf } from "../../../src/server/connections.js";
 import { HttpBackendClient, toolState } from "../../support/http-backend-client.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
+import { startServer } from "../../support/server-fixture.js";
 
 /** A raw connection from `localAddress`, resolved once connected. */
 function open(url: string, localAddress = "127.0.0.1"): Promise<Socket> {
@@ -86,12 +87,7 @@ function drip(url: string, head: string, length: number, everyMs: number): Promi
 describe("objstate serve: slow clients and connection caps", () => {
   let backend: ObjectStoreBackend;
   const servers: ObjstateServer[] = [];
-  async function start(extra: Partial<ServerOptions> = {}): Promise<ObjstateServer> {
-    const s = new ObjstateServer({ backend, logger: new Logger("off"), ...extra });
-    await s.listen("127.0.0.1", 0);
-    servers.push(s);
-    return s;
-  }
+  const start = (extra: Partial<ServerOptions> = {}): Promise<ObjstateServer> => startServer(backend, { ...extra }, servers);
 
   before(async () => {
     const config = ObjectStoreBackendConfig.from(await embeddedTarget().setup({ locks: true }));
