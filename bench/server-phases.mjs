@@ -5,12 +5,14 @@
 // answer's last byte handed to the socket ('finish'). The bench subtracts `handler` from what
 // its client measured: the rest is the trip (request to handler, answer to client). `gate` and
 // `auth` are the request gate's checks (Host, cross-site, content type) and authentication (the
-// login limiter and the password check, cached after the first), in ms, inside `toBackend`.
+// login limiter and the password check, cached after the first), in ms, inside `toBackend`;
+// `limiter` is the login limiter's share of `auth`.
 const dist = process.env.BENCH_PHASES_DIST;
 const { ObjectStoreBackend } = await import(new URL("src/backend/backend.js", dist).href);
 const { ObjstateServer } = await import(new URL("src/server/server.js", dist).href);
 const { RequestGate } = await import(new URL("src/server/gate.js", dist).href);
 const { Authenticator } = await import(new URL("src/server/auth.js", dist).href);
+const { LoginLimiter } = await import(new URL("src/server/login-limiter.js", dist).href);
 
 let current;
 for (const m of ["lock", "unlock", "writeState", "readStateVersion", "lockInfo"]) {
@@ -48,6 +50,7 @@ function timed(proto, m, key) {
 }
 timed(RequestGate.prototype, "check", "gate");
 timed(Authenticator.prototype, "authenticate", "auth");
+timed(LoginLimiter.prototype, "begin", "limiter");
 const handle = ObjstateServer.prototype.handle;
 ObjstateServer.prototype.handle = function (req, res) {
   const r = { start: performance.now(), first: undefined, last: undefined };
@@ -55,7 +58,7 @@ ObjstateServer.prototype.handle = function (req, res) {
   res.on("finish", () => {
     const end = performance.now();
     const base = r.first === undefined ? { handler: end - r.start } : { toBackend: r.first - r.start, backend: r.last - r.first, toAnswer: end - r.last, handler: end - r.start };
-    const ms = { ...base, gate: r.gate ?? 0, auth: r.auth ?? 0 };
+    const ms = { ...base, gate: r.gate ?? 0, limiter: r.limiter ?? 0, auth: r.auth ?? 0 };
     process.stderr.write(`PHASES ${JSON.stringify({ method: req.method, ms })}\n`);
   });
   return handle.call(this, req, res);

@@ -267,7 +267,7 @@ function phaseTable(server) {
     const ms = lines[i].ms;
     by.get(k).push({ ...ms, trip: r.client - ms.handler });
   });
-  console.table([...by].map(([what, xs]) => Object.fromEntries([["what", what], ["n", xs.length], ...["trip", "toBackend", "backend", "toAnswer", "handler", "gate", "auth"].map((k) => [k, xs.some((x) => x[k] === undefined) ? "-" : median(xs.map((x) => x[k])).toFixed(2)])])));
+  console.table([...by].map(([what, xs]) => Object.fromEntries([["what", what], ["n", xs.length], ...["trip", "toBackend", "backend", "toAnswer", "handler", "gate", "limiter", "auth"].map((k) => [k, xs.some((x) => x[k] === undefined) ? "-" : median(xs.map((x) => x[k])).toFixed(3)])])));
 }
 if (PARTS.has("transfer")) {
 const results = [];
