@@ -8,6 +8,7 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Socket } from "node:net";
 import { ObjstateError } from "../errors.js";
+import { addressGroup } from "./address.js";
 import { isReceiving, MIN_BODY_BYTES_PER_WINDOW } from "./body.js";
 import type { Logger } from "./log.js";
 
@@ -35,22 +36,6 @@ interface Watched {
   /** `socket.bytesRead` when the window began. */
   mark: number;
   since: number;
-}
-
-/**
- * The client a connection counts against: an IPv4 address (also one written IPv4-mapped),
- * or the /64 of an IPv6 address (one host is usually given a whole /64 to pick from).
- */
-export function clientOf(address: string | undefined): string {
-  if (address === undefined) return "unknown";
-  const a = address.replace(/%.*$/, "").toLowerCase();
-  if (!a.includes(":")) return a;
-  if (/^::ffff:\d+\.\d+\.\d+\.\d+$/.test(a)) return a.slice(7);
-  const [head = "", tail] = a.split("::");
-  const left = head === "" ? [] : head.split(":");
-  const right = tail === undefined || tail === "" ? [] : tail.split(":");
-  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }
 
 /** A cap as given, when it is a whole number of at least 1 (node reads 0 as "no cap"). */
@@ -94,7 +79,7 @@ export class ConnectionGuard {
   }
 
   private accept(socket: Socket): void {
-    const client = clientOf(socket.remoteAddress);
+    const client = addressGroup(socket.remoteAddress ?? "unknown");
     const n = (this.open.get(client) ?? 0) + 1;
     if (n > this.maxPerClient) {
       this.refused += 1;

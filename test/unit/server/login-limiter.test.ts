@@ -2,7 +2,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ObjstateError } from "../../../src/errors.js";
-import { addressGroup, LoginLimiter, MAX_ADDRESSES, type LoginAttempt } from "../../../src/server/login-limiter.js";
+import { addressGroup } from "../../../src/server/address.js";
+import { LoginLimiter, MAX_ADDRESSES, type LoginAttempt } from "../../../src/server/login-limiter.js";
 
 const LIMIT = { failures: 10, windowMs: 60_000, stuffingUsers: 20 };
 

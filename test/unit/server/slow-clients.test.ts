@@ -11,7 +11,7 @@ import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
 import { Logger } from "../../../src/server/log.js";
 import { ObjstateServer, type ServerOptions } from "../../../src/server/server.js";
-import { clientOf } from "../../../src/server/connections.js";
+import { addressGroup } from "../../../src/server/address.js";
 import { HttpBackendClient, toolState } from "../../support/http-backend-client.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
 import { startServer } from "../../support/server-fixture.js";
@@ -229,12 +229,12 @@ describe("objstate serve: slow clients and connection caps", () => {
   });
 
   it("clients are counted by IPv4 address and by IPv6 /64", () => {
-    assert.equal(clientOf("127.0.0.2"), "127.0.0.2");
-    assert.equal(clientOf("::ffff:10.1.2.3"), "10.1.2.3");
-    assert.equal(clientOf("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
-    assert.equal(clientOf("2001:db8:1:2:bbbb:cccc:dddd:eeee"), "2001:db8:1:2::/64");
-    assert.equal(clientOf("2001:db8::1"), "2001:db8:0:0::/64");
-    assert.equal(clientOf("::1"), "0:0:0:0::/64");
-    assert.equal(clientOf("fe80::1%eth0"), "fe80:0:0:0::/64");
+    assert.equal(addressGroup("127.0.0.2"), "127.0.0.2");
+    assert.equal(addressGroup("::ffff:10.1.2.3"), "10.1.2.3");
+    assert.equal(addressGroup("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+    assert.equal(addressGroup("2001:db8:1:2:bbbb:cccc:dddd:eeee"), "2001:db8:1:2::/64");
+    assert.equal(addressGroup("2001:db8::1"), "2001:db8:0:0::/64");
+    assert.equal(addressGroup("::1"), "0:0:0:0::/64");
+    assert.equal(addressGroup("fe80::1%eth0"), "fe80:0:0:0::/64");
   });
 });
