@@ -3,14 +3,13 @@
  * `objstate serve hash-password`, which adds a user to a users file.
  */
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { isIP } from "node:net";
 import { durationFlag } from "./duration.js";
 import { usageError } from "./io.js";
 import { connect, warn } from "./runtime.js";
 import { formKeyOf, readSecretFile } from "./secret-file.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { isObjstateError } from "../errors.js";
-import { parsePublicUrl, type PublicOrigin } from "../server/gate.js";
+import { isLoopbackHost, parsePublicUrl, type PublicOrigin } from "../server/gate.js";
 import { Logger, type LogLevel } from "../server/log.js";
 import { ObjstateServer } from "../server/server.js";
 import { hashPassword, loadUsers, ROLES, withUser, type Role } from "../server/users.js";
@@ -39,13 +38,6 @@ export function parseListen(text: string): { host: string; port: number } {
   if (m === null || port > 65535) throw usageError(`--listen must be HOST:PORT (127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080), got ${JSON.stringify(text)}`, "INVALID_LISTEN");
   const host = m[1] ?? m[2] ?? "";
   return { host: host === "" ? "127.0.0.1" : host, port };
-}
-
-/** Is this a loopback address (the only kind served without users)? */
-export function isLoopback(host: string): boolean {
-  if (host === "localhost") return true;
-  if (isIP(host) === 4) return host.startsWith("127.");
-  return host === "::1";
 }
 
 /** The `--public-url` flags, each parsed once; a bad one is a usage error naming the flag. */
@@ -97,11 +89,11 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   const { host, port } = parseListen(String(opts["listen"]));
   const usersFile = typeof opts["users"] === "string" ? opts["users"] : undefined;
   const insecure = opts["insecureNoAuth"] === true;
-  if (usersFile === undefined && !isLoopback(host) && !insecure) {
+  if (usersFile === undefined && !isLoopbackHost(host) && !insecure) {
     throw usageError(`--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`, "AUTH_REQUIRED");
   }
   const publicUrls = publicUrlsOf(opts["publicUrl"]);
-  if (publicUrls.length === 0 && !isLoopback(host)) {
+  if (publicUrls.length === 0 && !isLoopbackHost(host)) {
     // Without the list, a Host check could only trust what the request says (DNS rebinding).
     throw usageError(`--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`, "PUBLIC_URL_REQUIRED");
   }
@@ -133,12 +125,12 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
     backend.close();
     throw usageError(`cannot listen on ${host}:${port}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, "LISTEN_FAILED");
   }
-  if (users === undefined && insecure && !isLoopback(host)) {
+  if (users === undefined && insecure && !isLoopbackHost(host)) {
     warn(`SERVING ${server.url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`, "SERVE_INSECURE");
   } else if (users === undefined) {
     warn(`no --users file: serving on loopback only (${server.url}), and every local client may do everything`, "SERVE_NO_USERS");
   }
-  if (users !== undefined && tls === undefined && !isLoopback(host)) {
+  if (users !== undefined && tls === undefined && !isLoopbackHost(host)) {
     warn(`SERVING PASSWORDS OVER PLAIN HTTP on ${server.url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`, "SERVE_PLAINTEXT_PASSWORDS");
   }
   if (!backend.lockingEnabled) warn("no lock table is configured: LOCK always succeeds and concurrent clients can overwrite each other's changes", "SERVE_NO_LOCKING");

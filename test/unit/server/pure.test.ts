@@ -2,7 +2,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ObjstateError } from "../../../src/errors.js";
-import { parseListen, parseSize, isLoopback } from "../../../src/cli/serve.js";
+import { parseListen, parseSize } from "../../../src/cli/serve.js";
+import { isLoopbackHost as isLoopback } from "../../../src/server/gate.js";
 import { parseBasic } from "../../../src/server/auth.js";
 import { checkContentMd5 } from "../../../src/server/body.js";
 import { Metrics } from "../../../src/server/metrics.js";
