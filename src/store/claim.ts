@@ -106,7 +106,12 @@ export async function acquireClaim(dir: string, options: ClaimOptions): Promise<
 
 /** Put an empty spare into claim directory `dir` (see the module comment). */
 export async function addSpare(dir: string): Promise<void> {
-  await (await fs.open(path.join(dir, `${SPARE_PREFIX}${randomUUID()}`), C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE)).close();
+  const handle = await fs.open(path.join(dir, `${SPARE_PREFIX}${randomUUID()}`), C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
+  try {
+    await handle.chmod(FILE_MODE); // owner-only whatever the umask, like every file of a store
+  } finally {
+    await handle.close();
+  }
 }
 
 type Placed = { readonly kind: "created" | "spare" } | { readonly kind: "none"; readonly error: unknown };
@@ -171,10 +176,10 @@ export function claimIsDead(name: string): boolean {
 
 /** Who holds claim `name`, for the `STORE_BUSY` message. */
 function holderOf(name: string): { pid: number | undefined; here: boolean } {
-  const m = NAME.exec(name) ?? OLD_NAME.exec(name);
-  if (m === null) return { pid: undefined, here: false };
-  const here = m.length === 6 ? m[1] === HOST_TAG : m[1] === OLD_HOST_TAG;
-  return { pid: Number(m.length === 6 ? m[3] : m[2]), here };
+  const m = NAME.exec(name);
+  if (m !== null) return { pid: Number(m[3]), here: m[1] === HOST_TAG };
+  const old = OLD_NAME.exec(name);
+  return old === null ? { pid: undefined, here: false } : { pid: Number(old[2]), here: old[1] === OLD_HOST_TAG };
 }
 
 function busy(what: string, dir: string, holder: string): ObjstateError {
