@@ -24,11 +24,11 @@
  * Versions (always kept, like an S3 bucket with versioning on): a replacing write first
  * hard-links the current object file into `.versions/` under the key's claim, then renames
  * the new version over it; a delete renames the object file into `.versions/` (no new block
- * or inode, so a delete, e.g. of a lockfile, works on a full disk). A version ID is the inverted nanosecond mtime of its bytes
- * (16 hex digits) and its inode, so IDs sort newest first and name the same version whether
- * it is current or archived. A writer killed after the link and before the rename leaves the
- * current version also archived: listing skips the duplicate, and the next write links it
- * again without harm. Nothing in the driver deletes an archived version except `purge` and
+ * or inode, so a delete, e.g. of a lockfile, works on a full disk). A version ID is the
+ * inverted nanosecond mtime of its bytes (16 hex digits) and its inode, so IDs sort newest
+ * first and name the same version whether it is current or archived. A writer killed after
+ * the link and before the rename leaves the current version also archived: listing skips
+ * the duplicate, and the next write links it again without harm. Nothing in the driver deletes an archived version except `purge` and
  * the operator's retention rule.
  *
  * Files are created 0600 and directories 0700 whatever the umask: state files often hold
@@ -646,7 +646,8 @@ export class FileDriver implements ObjectStoreDriver {
       throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
     }
     // Where a delete of this object will move it: made now, while there is room.
-    await this.makeArchiveDir(key).catch(() => undefined);
+    const ready = (await checkDir(this.versionsRoot).catch(() => false)) && (await checkDir(this.archiveDir(key)).catch(() => false));
+    if (!ready) await this.makeArchiveDir(key).catch(() => undefined);
   }
 
   /**
