@@ -12,7 +12,9 @@
  *   complete, fsynced file that is put in place by `link` (create-if-absent) or `rename`
  *   (replace), so a reader sees a whole item or none, never part of one.
  * - `.claim-i-<encoded LockID>/` — while a call replaces or deletes that item, it holds the
- *   item's claim there (see `../store/claim.ts`); removed when the last holder leaves.
+ *   item's claim there (see `../store/claim.ts`). Kept, with one empty `.spare-*` file in it,
+ *   and made when a lock item is first written: releasing a lock then needs no new block or
+ *   inode, so it works on a full disk.
  * - `.tmp-<uuid>` — private to one call. Left behind only by a crash; safe to delete when
  *   no process uses the table.
  * Directories are 0700 and files 0600 whatever the umask; no path below the endpoint
@@ -30,16 +32,19 @@
  * - get: a plain read of an immutable file.
  * - Crash safety: temp files are fsynced before they are linked or renamed into place,
  *   and the directory is fsynced after, so a crash leaves the old item or the new one. A
- *   crash while holding a claim leaves a claim that the next caller breaks (its process
- *   is gone, or it is older than 30 s).
+ *   crash while holding a claim leaves a claim that the next caller breaks (its process is
+ *   gone); a claim of a live process is never broken, however long it is held.
+ * - Full disk: putLease reads the holder before it writes anything, so a blocked lock is
+ *   answered with its holder even when nothing could be written.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { promises as fs, type BigIntStats } from "node:fs";
 import * as path from "node:path";
 import { ObjstateError } from "../errors.js";
-import { acquireClaim, type Claim } from "../store/claim.js";
+import { acquireClaim, addSpare, type Claim } from "../store/claim.js";
 import { parseEndpoint } from "../store/endpoint.js";
 import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, removeFile } from "../store/local-fs.js";
+import { pauseAt } from "../util/test-pause.js";
 import type { KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
 
 const KEY = "LockID";
@@ -181,14 +186,20 @@ export class FileLockTable implements LockTableDriver {
     await this.ensureTable();
     const target = this.itemPath(id);
     const item: Item = { [KEY]: id, Info: info, ...(expires === undefined ? {} : { Expires: String(expires) }) };
-    const tmp = await this.stage(serialize(item));
     const expired = (x: Item): boolean => {
       const e = leaseOfItem(x).expires;
       return e !== undefined && e < nowSec;
     };
+    // The holder first, before anything is written: a full disk still answers "locked by".
+    const first = await this.readItem(target, id);
+    if (first !== null && !expired(first)) return leaseOfItem(first);
+    const tmp = await this.stage(serialize(item));
     try {
       for (let round = 0; round < PUT_IF_ABSENT_ROUNDS; round++) {
-        if (await this.linkIfAbsent(tmp, target, id)) return null;
+        if (await this.linkIfAbsent(tmp, target, id)) {
+          await this.readyClaimDir(id);
+          return null;
+        }
         const existing = await this.readItem(target, id);
         if (existing === null) continue; // deleted between our link and our read: try again
         if (!expired(existing)) return leaseOfItem(existing);
@@ -251,9 +262,26 @@ export class FileLockTable implements LockTableDriver {
     return path.join(this.dir, `i-${encodeId(id)}`);
   }
 
-  /** Run `body` holding the item's claim; the claim directory goes when the last holder leaves. */
+  private claimDir(id: string): string {
+    return path.join(this.dir, `.claim-i-${encodeId(id)}`);
+  }
+
+  /**
+   * Make the item's claim directory and its spare now, while there is room, so that the
+   * release of the lock just written needs none (best effort: the release makes them too).
+   */
+  private async readyClaimDir(id: string): Promise<void> {
+    const claimDir = this.claimDir(id);
+    try {
+      if (!(await checkDir(claimDir)) && (await makeDir(claimDir))) await addSpare(claimDir);
+    } catch {
+      // Room ran out right now: a release that finds room makes them.
+    }
+  }
+
+  /** Run `body` holding the item's claim (the claim directory stays, see the module comment). */
   private async withClaim<T>(id: string, body: () => Promise<T>): Promise<T> {
-    const claimDir = path.join(this.dir, `.claim-i-${encodeId(id)}`);
+    const claimDir = this.claimDir(id);
     let claim: Claim;
     try {
       claim = await acquireClaim(claimDir, { prepare: () => this.prepareClaimDir(claimDir), what: `item "${id}" of ${this.location}` });
@@ -264,7 +292,6 @@ export class FileLockTable implements LockTableDriver {
       return await body();
     } finally {
       await claim.release().catch(() => undefined);
-      await fs.rmdir(claimDir).catch(() => undefined); // not empty: someone else is waiting
     }
   }
 
@@ -282,6 +309,7 @@ export class FileLockTable implements LockTableDriver {
 
   /** Replace the item with a new complete version (the caller holds the claim). */
   private async replace(target: string, id: string, item: Item): Promise<void> {
+    pauseAt("table-checked");
     await this.statItem(target); // refuses a planted link or special file
     const tmp = await this.stage(serialize(item));
     try {
@@ -390,7 +418,9 @@ export class FileLockTable implements LockTableDriver {
     return true;
   }
 
+  /** Delete the item (the caller holds the claim). */
   private async unlinkIfPresent(file: string, id: string): Promise<void> {
+    pauseAt("table-checked");
     try {
       await fs.unlink(file);
       await fsyncDir(this.dir);

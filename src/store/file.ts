@@ -11,6 +11,7 @@
  *                                       {key, size, etag (md5 hex), contentType, acl,
  *                                        serverSideEncryption, lastModified, metadata}
  * ROOT/B/.meta/<sha256(key)>/.claim-*   a writer's claim on the key (see claim.ts)
+ * ROOT/B/.meta/<sha256(key)>/.spare-*   an empty file a claim is made from on a full disk
  * ROOT/B/.tmp-<uuid>[.<enc(key)>]       an object being written (never listed; one left
  *                                       by a crashed writer is a leftover, see listLeftovers)
  * ROOT/B/.versions/<sha256(key)>/<vid>  an older version of the object: a hard link to the
@@ -20,13 +21,14 @@
  * ROOT/B/.retention.json                the retention rule for noncurrent versions, if set
  * ```
  *
- * Versions (always kept, like an S3 bucket with versioning on): a replacing write or a
- * delete first hard-links the current object file into `.versions/` under the key's claim,
- * then replaces or removes it. A version ID is the inverted nanosecond mtime of its bytes
- * (16 hex digits) and its inode, so IDs sort newest first and name the same version whether
- * it is current or archived. A writer killed after the link and before the rename leaves the
- * current version also archived: listing skips the duplicate, and the next write links it
- * again without harm. Nothing in the driver deletes an archived version except `purge` and
+ * Versions (always kept, like an S3 bucket with versioning on): a replacing write first
+ * hard-links the current object file into `.versions/` under the key's claim, then renames
+ * the new version over it; a delete renames the object file into `.versions/` (no new block
+ * or inode, so a delete, e.g. of a lockfile, works on a full disk). A version ID is the
+ * inverted nanosecond mtime of its bytes (16 hex digits) and its inode, so IDs sort newest
+ * first and name the same version whether it is current or archived. A writer killed after
+ * the link and before the rename leaves the current version also archived: listing skips
+ * the duplicate, and the next write links it again without harm. Nothing in the driver deletes an archived version except `purge` and
  * the operator's retention rule.
  *
  * Files are created 0600 and directories 0700 whatever the umask: state files often hold
@@ -42,8 +44,12 @@
  * Writes: temp file in the bucket directory, fsync, metadata (fsynced), then `rename` over
  * the final name (or `link`, which fails with EEXIST, for create-if-absent), then fsync of
  * the directory. Readers therefore see the old object or the new one, never a partial one.
- * Replacing writes and deletes hold the key's claim around the rename, which makes an
- * If-Match check and the replace one atomic step against other processes.
+ * Replacing writes and deletes hold the key's claim from their check to their rename, which
+ * makes an If-Match check and the replace one atomic step against other processes, however
+ * long a holder is stopped in between: a live holder's claim is never broken (claim.ts).
+ * Metadata of versions that never became current is collected under the claim too, so a
+ * writer stopped before its commit finds its metadata gone only before it holds the claim,
+ * and writes it again.
  * Needs a local file system with hard links and POSIX rename (not FAT, not SMB).
  */
 import { createHash, randomUUID } from "node:crypto";
@@ -53,11 +59,12 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
-import { acquireClaim, CLAIM_PREFIX } from "./claim.js";
+import { acquireClaim, addSpare, CLAIM_PREFIX, claimIsDead, SPARE_PREFIX } from "./claim.js";
 import { parseEndpoint } from "./endpoint.js";
 import { checkDir, createFile, errno, FILE_MODE, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile } from "./local-fs.js";
 import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
+import { pauseAt } from "../util/test-pause.js";
 import type {
   Acl,
   GetOptions,
@@ -251,8 +258,11 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async put(key: string, body: PutBody, options: PutOptions = {}): Promise<void> {
+    pauseAt("store-put");
     const file = this.objectPath(key);
     await this.createBucket();
+    // Refused before anything is written: a lockfile's holder is found even on a full disk.
+    if (options.ifNoneMatch === true && options.ifMatch === undefined && (await this.currentId(key)) !== undefined) throw alreadyExists(key, this.location);
     const temp = path.join(this.bucketDir, tempName(key));
     const size = sizeOf(body);
     try {
@@ -275,7 +285,7 @@ export class FileDriver implements ObjectStoreDriver {
         );
       }
       const id = versionId(stat);
-      await this.writeMeta(key, id, {
+      const meta: StoredMeta = {
         key,
         size,
         etag: written.md5,
@@ -284,14 +294,15 @@ export class FileDriver implements ObjectStoreDriver {
         serverSideEncryption: options.encrypt === true ? "AES256" : undefined,
         lastModified: new Date(Number(stat.mtimeMs)).toISOString(),
         metadata: normalizeMetadata(options.metadata),
-      });
+      };
+      await this.writeMeta(key, id, meta);
       if (options.ifNoneMatch === true && options.ifMatch !== undefined) {
         // If-None-Match: * and If-Match together can never both hold.
         await removeFile(path.join(this.metaDir(key), `${id}.json`));
         throw new ObjstateError("PRECONDITION_FAILED", `${key} in ${this.location}: a write cannot require the object to be both absent and present`, { details: { key } });
       }
-      if (options.ifNoneMatch === true) await this.commitIfAbsent(key, temp, file, id);
-      else await this.commitReplace(key, temp, file, id, options.ifMatch?.replace(/"/g, ""));
+      if (options.ifNoneMatch === true) await this.commitIfAbsent(key, temp, file, id, meta);
+      else await this.commitReplace(key, temp, file, id, meta, options.ifMatch?.replace(/"/g, ""));
     } finally {
       await removeFile(temp).catch(() => undefined);
     }
@@ -375,17 +386,23 @@ export class FileDriver implements ObjectStoreDriver {
     const claim = await this.claim(key);
     try {
       if (ifMatch !== undefined && (await this.withVersion(key, file, async (_v, meta) => meta.etag)) !== ifMatch) return false;
+      pauseAt("store-delete-checked");
       const st = await lstatFile(file);
       if (st === null) return false;
-      await this.archive(key, file, st);
-      await removeFile(file);
+      await this.retire(key, file, st);
       await fsyncDir(this.bucketDir);
       // The marker comes last: a crash before it leaves a deleted key without one, never a
       // marker in front of a version that is still current.
       const ns = maxBig(BigInt(Date.now()) * 1_000_000n, st.mtimeNs + 1n);
       const marker = path.join(this.archiveDir(key), `${idOfTime(ns)}-m${randomUUID().slice(0, 8)}${MARKER_SUFFIX}`);
-      await createFile(marker, "");
-      await fsyncDir(this.archiveDir(key));
+      try {
+        await createFile(marker, "");
+        await fsyncDir(this.archiveDir(key));
+      } catch (e) {
+        // No inode left for it: the delete stands without its marker, as after a crash right here.
+        if (!noRoom(e)) throw e;
+        await removeFile(marker).catch(() => undefined);
+      }
     } catch (e) {
       if (e instanceof ObjstateError) throw e;
       throw fsFailure(e, what, "STORE_ERROR");
@@ -414,7 +431,7 @@ export class FileDriver implements ObjectStoreDriver {
         await fs.rmdir(archive).catch(() => undefined);
       }
       const dir = this.metaDir(key);
-      for (const name of await fs.readdir(dir).catch(() => [] as string[])) if (META_NAME.test(name)) await removeFile(path.join(dir, name));
+      for (const name of await fs.readdir(dir).catch(() => [] as string[])) if (META_NAME.test(name) || name.startsWith(SPARE_PREFIX)) await removeFile(path.join(dir, name));
       await fsyncDir(this.bucketDir);
     } catch (e) {
       if (e instanceof ObjstateError) throw e;
@@ -470,7 +487,10 @@ export class FileDriver implements ObjectStoreDriver {
         for (const name of names) {
           const id = `${META_DIR}/${hash}/${name}`;
           if (name.startsWith(TEMP_PREFIX)) await this.addLeftover(out, prefix, id, keyOfTemp(name) ?? key);
-          else if (name.startsWith(CLAIM_PREFIX)) await this.addLeftover(out, prefix, id, key);
+          // Only a claim whose process is provably gone: a live writer may hold one for any time.
+          else if (name.startsWith(CLAIM_PREFIX)) {
+            if (claimIsDead(name)) await this.addLeftover(out, prefix, id, key);
+          }
           else if (META_NAME.test(name) && name !== `${current}.json` && !archived.has(publicIdOfMetaName(name))) {
             key ??= parseStoredMeta((await readSmall(path.join(dir, name)).catch(() => null)) ?? "")?.key;
             await this.addLeftover(out, prefix, id, key);
@@ -493,6 +513,7 @@ export class FileDriver implements ObjectStoreDriver {
       if (!(await checkDir(this.bucketDir))) return;
       const dir = path.dirname(file);
       if (dir !== this.bucketDir && !((await checkDir(this.metaRoot)) && (await checkDir(dir)))) return;
+      if (path.basename(file).startsWith(CLAIM_PREFIX) && !claimIsDead(path.basename(file))) return;
       if (META_NAME.test(path.basename(file))) {
         // Metadata may have become current since it was listed (a slow writer committed).
         const meta = parseStoredMeta((await readSmall(file)) ?? "");
@@ -522,7 +543,8 @@ export class FileDriver implements ObjectStoreDriver {
 
   private async ensureMetaDir(key: string): Promise<void> {
     await makeDir(this.metaRoot);
-    await makeDir(this.metaDir(key));
+    // A new key's claim directory gets its spare now, while there is room (see claim.ts).
+    if (await makeDir(this.metaDir(key))) await addSpare(this.metaDir(key)).catch(() => undefined);
   }
 
   /** Exclusive right to replace or delete `key` (see claim.ts); held only around the commit. */
@@ -609,21 +631,31 @@ export class FileDriver implements ObjectStoreDriver {
     }
   }
 
-  private async commitIfAbsent(key: string, temp: string, file: string, id: string): Promise<void> {
+  private async commitIfAbsent(key: string, temp: string, file: string, id: string, meta: StoredMeta): Promise<void> {
     try {
       await fs.link(temp, file);
     } catch (e) {
       await removeFile(path.join(this.metaDir(key), `${id}.json`)).catch(() => undefined);
-      if (errno(e) === "EEXIST") {
-        throw new ObjstateError("PRECONDITION_FAILED", `${key} already exists in ${this.location} (create-if-absent refused)`, {
-          details: { key },
-        });
-      }
+      if (errno(e) === "EEXIST") throw alreadyExists(key, this.location);
       throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
     }
-    await fsyncDir(this.bucketDir).catch((e: unknown) => {
+    try {
+      await fsyncDir(this.bucketDir);
+      await this.keepMeta(key, id, meta);
+    } catch (e) {
       throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
-    });
+    }
+    // Where a delete of this object will move it: made now, while there is room.
+    const ready = (await checkDir(this.versionsRoot).catch(() => false)) && (await checkDir(this.archiveDir(key)).catch(() => false));
+    if (!ready) await this.makeArchiveDir(key).catch(() => undefined);
+  }
+
+  /**
+   * Write the metadata of version `id` again if it is gone: it was collected as a leftover
+   * while its writer was stopped for longer than the grace period, before the commit.
+   */
+  private async keepMeta(key: string, id: string, meta: StoredMeta): Promise<void> {
+    if ((await lstatFile(path.join(this.metaDir(key), `${id}.json`))) === null) await this.writeMeta(key, id, meta);
   }
 
   /**
@@ -631,8 +663,9 @@ export class FileDriver implements ObjectStoreDriver {
    * for every other writer (all replacing writes and deletes take the claim; a
    * create-if-absent cannot succeed while the object the check saw is there).
    */
-  private async commitReplace(key: string, temp: string, file: string, id: string, ifMatch: string | undefined): Promise<void> {
+  private async commitReplace(key: string, temp: string, file: string, id: string, meta: StoredMeta, ifMatch: string | undefined): Promise<void> {
     const claim = await this.claim(key);
+    pauseAt("store-claimed");
     let previous: BigIntStats | null;
     try {
       try {
@@ -649,6 +682,8 @@ export class FileDriver implements ObjectStoreDriver {
             );
           }
         }
+        pauseAt("store-checked");
+        await this.keepMeta(key, id, meta);
         if (previous !== null) await this.archive(key, file, previous);
         await fs.rename(temp, file);
         await fsyncDir(this.bucketDir);
@@ -656,10 +691,13 @@ export class FileDriver implements ObjectStoreDriver {
         await removeFile(path.join(this.metaDir(key), `${id}.json`)).catch(() => undefined);
         throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
       }
+      pauseAt("store-renamed");
+      // Under the claim: what is current then cannot change, so only true leftovers go.
+      await this.collectMeta(key, id).catch(() => undefined);
     } finally {
       await claim.release().catch(() => undefined);
     }
-    await this.collectMeta(key, id);
+    pauseAt("store-released");
     await this.pruneAfterWrite(key);
   }
 
@@ -714,17 +752,36 @@ export class FileDriver implements ObjectStoreDriver {
     return path.join(this.versionsRoot, hashKey(key));
   }
 
+  private async makeArchiveDir(key: string): Promise<void> {
+    await makeDir(this.versionsRoot);
+    await makeDir(this.archiveDir(key));
+  }
+
   /** Keep `stat`, the current object file of `key`, as an older version (under the key's claim). */
   private async archive(key: string, file: string, stat: BigIntStats): Promise<void> {
     const dir = this.archiveDir(key);
-    await makeDir(this.versionsRoot);
-    await makeDir(dir);
+    await this.makeArchiveDir(key);
     try {
       await fs.link(file, path.join(dir, publicId(stat)));
     } catch (e) {
       // Archived already by a writer that died before replacing it.
       if (errno(e) !== "EEXIST") throw e;
     }
+    await fsyncDir(dir);
+  }
+
+  /**
+   * Delete `stat`, the current object file of `key`, by moving it into the archive (under the
+   * key's claim): one rename, which needs no new block or inode.
+   */
+  private async retire(key: string, file: string, stat: BigIntStats): Promise<void> {
+    const dir = this.archiveDir(key);
+    await this.makeArchiveDir(key);
+    await fs.rename(file, path.join(dir, publicId(stat)));
+    // Archived already by a writer that died before replacing it: a rename between two links
+    // of one file does nothing. Only that very file is removed, never one created since.
+    const left = await lstatFile(file);
+    if (left !== null && left.ino === stat.ino && left.dev === stat.dev) await removeFile(file);
     await fsyncDir(dir);
   }
 
@@ -800,6 +857,15 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
   } finally {
     await handle.close();
   }
+}
+
+function alreadyExists(key: string, location: string): ObjstateError {
+  return new ObjstateError("PRECONDITION_FAILED", `${key} already exists in ${location} (create-if-absent refused)`, { details: { key } });
+}
+
+/** A full disk or quota: no new block or inode. */
+function noRoom(e: unknown): boolean {
+  return errno(e) === "ENOSPC" || errno(e) === "EDQUOT";
 }
 
 /** Temp file name: a UUID, then the encoded key when it fits, so leftovers can name their key. */

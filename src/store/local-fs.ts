@@ -86,17 +86,21 @@ export async function checkDir(dir: string): Promise<boolean> {
   return true;
 }
 
-/** Create `dir` (its parent must exist) owner-only, or accept it when it already is a real directory. */
-export async function makeDir(dir: string): Promise<void> {
+/**
+ * Create `dir` (its parent must exist) owner-only, or accept it when it already is a real
+ * directory. True when this call created it.
+ */
+export async function makeDir(dir: string): Promise<boolean> {
   try {
     await fs.mkdir(dir, { mode: DIR_MODE });
   } catch (e) {
     if (errno(e) !== "EEXIST") throw e;
     await checkDir(dir);
-    return;
+    return false;
   }
   // mkdir's mode passes through the umask, which may take the owner's own bits away.
   await fs.chmod(dir, DIR_MODE);
+  return true;
 }
 
 /** Create the operator's endpoint directory (and parents) owner-only when absent; links there are allowed. */

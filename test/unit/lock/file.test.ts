@@ -20,6 +20,27 @@ import type { LockTableDriver } from "../../../src/lock/types.js";
 const SELF = fileURLToPath(import.meta.url);
 const LOCK_ID = "my-bucket/env:/dev/tool.tfstate";
 
+/**
+ * What a table directory holds besides its schema and items: temp files, and claim
+ * directories' contents other than their one kept spare (so: claims left behind). Empty
+ * when nothing is left over.
+ */
+async function leftIn(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of await fs.readdir(dir)) {
+    if (!name.startsWith(".") || name === ".schema.json") continue;
+    if (!name.startsWith(".claim-i-")) {
+      out.push(name);
+      continue;
+    }
+    const inside = await fs.readdir(path.join(dir, name));
+    const spares = inside.filter((f) => f.startsWith(".spare-"));
+    if (spares.length !== 1) out.push(`${name}: ${spares.length} spares`);
+    out.push(...inside.filter((f) => !f.startsWith(".spare-")).map((f) => `${name}/${f}`));
+  }
+  return out;
+}
+
 if (process.argv[2] === "--worker") {
   await runWorker(process.argv.slice(3));
 } else {
@@ -213,8 +234,9 @@ function defineTests(): void {
       await t.putIfAbsent(`${LOCK_ID}-md5`, "Info", "i1");
       await t.putIfAbsent(`${LOCK_ID}-md5`, "Info", "i2");
       await t.deleteIf(`${LOCK_ID}-md5`, "Info", "nope");
-      const names = (await fs.readdir(t.dir)).sort();
+      const names = (await fs.readdir(t.dir)).filter((f) => !f.startsWith(".claim-i-")).sort();
       assert.deepEqual(names, [".schema.json", `i-${encodeId(LOCK_ID)}`, `i-${encodeId(`${LOCK_ID}-md5`)}`].sort());
+      assert.deepEqual(await leftIn(t.dir), []);
       const content = JSON.parse(await fs.readFile(path.join(t.dir, `i-${encodeId(LOCK_ID)}`), "utf8")) as unknown;
       assert.deepEqual(content, { LockID: LOCK_ID, Digest: "d1" });
     });
@@ -248,7 +270,8 @@ function defineTests(): void {
       assert.equal(await t.deleteIf(LOCK_ID, "Info", "mine"), true);
       assert.equal(await t.get(LOCK_ID, "Info"), null);
       assert.equal(await t.deleteIf(LOCK_ID, "Info", "mine"), false, "already gone");
-      assert.deepEqual(await fs.readdir(t.dir), [".schema.json"]);
+      assert.deepEqual((await fs.readdir(t.dir)).filter((f) => !f.startsWith(".")), [], "the item is gone");
+      assert.deepEqual(await leftIn(t.dir), []);
     });
 
     test("delete is unconditional and absent is fine", async () => {
@@ -307,7 +330,8 @@ function defineTests(): void {
       assert.equal(await t.putIfAbsent(LOCK_ID, "Info", "c"), "b");
       assert.equal(await t.deleteIf(LOCK_ID, "Released", "no"), true, "deleteIf on any attribute");
       await assert.rejects(() => t.updateIf(LOCK_ID, "Info", "b", { LockID: "x" }), (e) => isObjstateError(e, "LOCK_TABLE_ERROR"));
-      assert.deepEqual((await fs.readdir(t.dir)).sort(), [".schema.json"], "no claim or temp left");
+      assert.deepEqual((await fs.readdir(t.dir)).filter((f) => !f.startsWith(".")), [], "the item is gone");
+      assert.deepEqual(await leftIn(t.dir), [], "no claim or temp left");
     });
 
     test("reads item files written by older versions (one attribute)", async () => {
@@ -357,7 +381,7 @@ function defineTests(): void {
       const startAt = Date.now() + 1500;
       await Promise.all(Array.from({ length: 4 }, (_, i) => runChild(["cas", endpoint, name, "25", `p${i}`, String(startAt)])));
       assert.equal(await t.get(LOCK_ID, "Info"), "100");
-      assert.deepEqual((await fs.readdir(t.dir)).filter((f) => f.startsWith(".") && f !== ".schema.json"), [], "no temp or claim files left");
+      assert.deepEqual(await leftIn(t.dir), [], "no temp or claim files left");
     });
   });
 
@@ -377,7 +401,7 @@ function defineTests(): void {
         for (const res of results) if (res[r] !== null) assert.equal(res[r], winner, `round ${r}`);
         assert.equal(await t.get(`race/${r}`, "Info"), winner);
       }
-      assert.deepEqual((await fs.readdir(t.dir)).filter((f) => f.startsWith(".") && f !== ".schema.json"), [], "no temp or claim files left");
+      assert.deepEqual(await leftIn(t.dir), [], "no temp or claim files left");
     });
 
     test("6 processes × 20 lock/unlock cycles guarding a read-modify-write counter", async () => {

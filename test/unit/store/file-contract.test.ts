@@ -14,6 +14,7 @@ import { acquireClaim } from "../../../src/store/claim.js";
 import { FileDriver } from "../../../src/store/file.js";
 
 const FILE_DRIVER_URL = new URL("../../../src/store/file.js", import.meta.url).href;
+const CLAIM_URL = new URL("../../../src/store/claim.js", import.meta.url).href;
 
 let root: string;
 let counter = 0;
@@ -69,7 +70,8 @@ describe("FileDriver If-Match", () => {
     await d.put("k", Buffer.from("three"), { ifMatch: `"${md5("two")}"` });
     assert.equal((await d.get("k"))?.body.toString(), "three");
     const metas = await fs.readdir(path.join(d.bucketDir, ".meta", createHash("sha256").update("k").digest("hex")));
-    assert.deepEqual(metas.length, 3, `metadata of the current and the two older versions, no claim left: ${metas.join(",")}`);
+    assert.deepEqual(metas.filter((f) => !f.startsWith(".spare-")).length, 3, `metadata of the current and the two older versions, no claim left: ${metas.join(",")}`);
+    assert.equal(metas.filter((f) => f.startsWith(".spare-")).length, 1, "one spare kept for full disks");
     assert.deepEqual((await fs.readdir(d.bucketDir)).filter((n) => n.startsWith(".tmp-")), []);
   });
 
@@ -143,25 +145,68 @@ describe("FileDriver If-Match", () => {
     assert.deepEqual(types, ["text/v4", "text/v3", "text/v2", "text/v1"], "every kept version keeps its metadata");
   });
 
-  it("a claim left by a process that died does not block writers", async () => {
+  it("a claim left by a process that died does not block writers; nor does one whose pid now runs another program, or one from before a restart", async () => {
     const d = freshDriver();
     await d.put("k", Buffer.from("a"));
-    const deadPid = Number(await child(`process.stdout.write(String(process.pid));`));
-    const hostTag = createHash("sha256").update(os.hostname()).digest("hex").slice(0, 12);
     const dir = path.join(d.bucketDir, ".meta", createHash("sha256").update("k").digest("hex"));
-    const dead = path.join(dir, `.claim-${hostTag}-${deadPid}-${randomUUID()}`);
+    const dead = path.join(dir, await deadClaimName());
     await fs.writeFile(dead, "");
-    // And one of a live process on another host that is older than the stale limit.
-    const old = path.join(dir, `.claim-000000000000-${process.pid}-${randomUUID()}`);
-    await fs.writeFile(old, "");
-    const past = new Date(Date.now() - 120_000);
-    await fs.utimes(old, past, past);
-    const t0 = Date.now();
+    // The pid reused: a claim naming a running process (this one) with another start time.
+    const [, host, boot, , start, uuid] = claimParts(await deadClaimName());
+    const reused = path.join(dir, `.claim-${host}-${boot}-${process.pid}-${String(Number(start) + 1)}-${uuid}`);
+    await fs.writeFile(reused, "");
+    // From before this machine restarted: another boot ID, this very process's pid and start.
+    const [, h2, , , , u2] = claimParts(await deadClaimName());
+    const mine = claimParts(await liveClaimName(dir));
+    const rebooted = path.join(dir, `.claim-${h2}-${boot === "ffffffff" ? "fffffffe" : "ffffffff"}-${process.pid}-${mine[4]}-${u2}`);
+    await fs.writeFile(rebooted, "");
     await d.put("k", Buffer.from("b"), { ifMatch: md5("a") });
-    assert.ok(Date.now() - t0 < 5000, "no wait for dead claims");
     assert.equal((await d.get("k"))?.body.toString(), "b");
-    await assert.rejects(fs.access(dead));
-    await assert.rejects(fs.access(old));
+    for (const f of [dead, reused, rebooted]) await assert.rejects(fs.access(f), /ENOENT/, `${path.basename(f)} was broken`);
+  });
+
+  it("a claim of a live process is never broken, however old: writers give up with STORE_BUSY naming it and its process", async () => {
+    const d = freshDriver();
+    await d.put("k", Buffer.from("a"));
+    const dir = path.join(d.bucketDir, ".meta", createHash("sha256").update("k").digest("hex"));
+    const held = await acquireClaim(dir, { prepare: async () => undefined, what: "test" });
+    const [name] = (await fs.readdir(dir)).filter((f) => f.startsWith(".claim-"));
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    await fs.utimes(path.join(dir, name as string), hourAgo, hourAgo);
+    const file = path.join(dir, name as string);
+    await assert.rejects(acquireClaim(dir, { prepare: async () => undefined, what: "object k", waitMs: 300 }), (e) => {
+      assert.ok(isObjstateError(e, "STORE_BUSY"), String(e));
+      assert.equal(
+        e.message,
+        `object k is held by another writer (claim ${file}, of process ${process.pid} on this host); objstate never breaks the claim of a process that may still run: if no objstate process is running there, delete that file`,
+      );
+      assert.equal(e.details?.["path"], file);
+      return true;
+    });
+    await held.release();
+    await d.put("k", Buffer.from("b"), { ifMatch: md5("a") });
+    assert.equal((await d.get("k"))?.body.toString(), "b");
+  });
+
+  it("a claim from another host (a shared file system) is never broken, even of a pid that does not run here", async () => {
+    const d = freshDriver();
+    await d.put("k", Buffer.from("a"));
+    const dir = path.join(d.bucketDir, ".meta", createHash("sha256").update("k").digest("hex"));
+    const [, , boot, pid, start, uuid] = claimParts(await deadClaimName());
+    const foreign = path.join(dir, `.claim-000000000000-${boot}-${pid}-${start}-${uuid}`);
+    await fs.writeFile(foreign, "");
+    const past = new Date(Date.now() - 86_400_000);
+    await fs.utimes(foreign, past, past);
+    // An older objstate's name from another host, too.
+    const older = path.join(dir, `.claim-000000000000-${pid}-${randomUUID()}`);
+    await fs.writeFile(older, "");
+    const claim = (): Promise<unknown> => acquireClaim(dir, { prepare: async () => undefined, what: "object k", waitMs: 300 });
+    await assert.rejects(claim(), (e) => isObjstateError(e, "STORE_BUSY") && e.message.includes(`of process ${pid} on another host`) && e.message.includes("delete that file"));
+    await fs.rm(foreign);
+    await assert.rejects(claim(), (e) => isObjstateError(e, "STORE_BUSY") && e.message.includes(older));
+    await fs.rm(older);
+    await (await acquireClaim(dir, { prepare: async () => undefined, what: "object k" })).release();
+    assert.deepEqual(await d.listLeftovers(""), [], "live and foreign claims are no leftovers");
   });
 
   it("a live claim makes a writer wait, and it gives up with STORE_BUSY naming the claim", async () => {
@@ -172,9 +217,35 @@ describe("FileDriver If-Match", () => {
     await new Promise((r) => setTimeout(r, 100));
     await held.release();
     await (await waiting).release();
-    assert.deepEqual(await fs.readdir(dir), []);
+    assert.deepEqual((await fs.readdir(dir)).map((f) => f.replace(/-.*/, "-*")), [".spare-*"], "no claim left, one spare kept");
   });
 });
+
+/** The parts of a claim name: [name, host, boot, pid, start, uuid]. */
+function claimParts(name: string): [string, string, string, string, string, string] {
+  const m = /^\.claim-([0-9a-f]{12})-([0-9a-f]{8})-(\d+)-(\d+)-([0-9a-f-]{36})$/.exec(name);
+  assert.ok(m !== null, name);
+  return m as unknown as [string, string, string, string, string, string];
+}
+
+/** The name of a claim taken by a child process that then exited without releasing it. */
+async function deadClaimName(): Promise<string> {
+  const dir = await fs.mkdtemp(path.join(root, "dead-claim-"));
+  await child(`import { acquireClaim } from ${JSON.stringify(CLAIM_URL)};
+    await acquireClaim(${JSON.stringify(dir)}, { prepare: async () => undefined, what: "x" });`);
+  const [name] = (await fs.readdir(dir)).filter((f) => f.startsWith(".claim-"));
+  assert.ok(name !== undefined);
+  return name;
+}
+
+/** The name of a claim this process takes (and releases) in `dir`. */
+async function liveClaimName(dir: string): Promise<string> {
+  const held = await acquireClaim(dir, { prepare: async () => undefined, what: "x" });
+  const [name] = (await fs.readdir(dir)).filter((f) => f.startsWith(".claim-"));
+  await held.release();
+  assert.ok(name !== undefined);
+  return name;
+}
 
 describe("FileDriver metadata and ranged reads", () => {
   it("stores user metadata with the version and returns it from get and head (keys in lower case)", async () => {
@@ -213,7 +284,7 @@ describe("FileDriver leftovers", () => {
     await fs.writeFile(path.join(d.bucketDir, tempA), "partial");
     const tempOld = `.tmp-${randomUUID()}`; // an older objstate's temp: key unknown
     await fs.writeFile(path.join(d.bucketDir, tempOld), "x");
-    const claimA = `.meta/${hashA}/.claim-000000000000-1-${randomUUID()}`;
+    const claimA = `.meta/${hashA}/${await deadClaimName()}`;
     await fs.writeFile(path.join(d.bucketDir, claimA), "");
     const orphanA = `.meta/${hashA}/1-2.json`;
     await fs.writeFile(path.join(d.bucketDir, orphanA), JSON.stringify({ key: "team-a/tool.tfstate", size: 1, etag: "e", lastModified: new Date().toISOString() }));
@@ -250,10 +321,10 @@ describe("FileDriver leftovers", () => {
       await assert.rejects(d.removeLeftover({ kind: "temp-file", key: undefined, id, since: undefined }), (e) => isObjstateError(e, "INVALID_LEFTOVER"), id);
     }
     const hash = createHash("sha256").update("k").digest("hex");
-    const [current] = await fs.readdir(path.join(d.bucketDir, ".meta", hash));
+    const [current] = (await fs.readdir(path.join(d.bucketDir, ".meta", hash))).filter((f) => f.endsWith(".json"));
     await d.removeLeftover({ kind: "temp-file", key: "k", id: `.meta/${hash}/${current}`, since: undefined });
     assert.equal((await d.head("k"))?.etag, md5("v"));
-    assert.deepEqual(await fs.readdir(path.join(d.bucketDir, ".meta", hash)), [current]);
+    assert.deepEqual((await fs.readdir(path.join(d.bucketDir, ".meta", hash))).filter((f) => f.endsWith(".json")), [current]);
     assert.deepEqual(await freshDriver().listLeftovers(""), [], "no bucket, no leftovers");
   });
 });

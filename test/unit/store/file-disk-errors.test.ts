@@ -15,6 +15,10 @@ import { after, before, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
 import { runChecks, type CheckResult } from "../../../src/cli/doctor.js";
 import { isObjstateError, type ObjstateError } from "../../../src/errors.js";
+import { ObjectStoreBackend, ObjectStoreBackendConfig, type LockInfo } from "../../../src/index.js";
+import { Logger } from "../../../src/server/log.js";
+import { ObjstateServer } from "../../../src/server/server.js";
+import { HttpBackendClient } from "../../support/http-backend-client.js";
 import { FileLockTable } from "../../../src/lock/file.js";
 import { FileDriver } from "../../../src/store/file.js";
 import { fsFailure } from "../../../src/store/local-fs.js";
@@ -26,10 +30,10 @@ const DIST_SRC = new URL("../../../src/", import.meta.url).href;
 let base: string;
 const mounts: string[] = [];
 
-async function mountTmpfs(name: string): Promise<string> {
+async function mountTmpfs(name: string, options = "size=256k"): Promise<string> {
   const dir = path.join(base, name);
   await fs.mkdir(dir);
-  execFileSync("mount", ["-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", dir]);
+  execFileSync("mount", ["-t", "tmpfs", "-o", `${options},mode=0700`, "tmpfs", dir]);
   mounts.push(dir);
   return dir;
 }
@@ -92,6 +96,92 @@ describe("embedded store on a full disk", { skip: NEEDS_ROOT }, () => {
     await fs.rm(filler);
     await d.put("small", Buffer.from("x"));
     assert.equal((await d.get("small"))?.body.toString(), "x");
+  });
+});
+
+/**
+ * Fill the file system at `ep` to its last block (a file written until ENOSPC) and, with
+ * `inodes`, to its last inode (empty files until ENOSPC); returns how to make room again.
+ */
+async function fill(ep: string, inodes: boolean): Promise<() => Promise<void>> {
+  const dir = path.join(ep, "filler");
+  await fs.mkdir(dir);
+  await fs.writeFile(path.join(dir, "blocks"), randomBytes(4 * 1024 * 1024)).catch((e: unknown) => assert.equal((e as NodeJS.ErrnoException).code, "ENOSPC"));
+  for (let i = 0; inodes; i++) {
+    try {
+      await fs.writeFile(path.join(dir, `inode-${i}`), "");
+    } catch (e) {
+      assert.equal((e as NodeJS.ErrnoException).code, "ENOSPC");
+      break;
+    }
+  }
+  // Full indeed: not even an empty file (with inodes) or one byte fits.
+  await assert.rejects(fs.writeFile(path.join(ep, "probe"), inodes ? "" : "x"), /ENOSPC/);
+  return () => fs.rm(dir, { recursive: true, force: true });
+}
+
+const FULL_DISKS = [
+  { what: "out of blocks", options: "size=256k", inodes: false },
+  { what: "out of blocks and inodes", options: "size=256k,nr_inodes=200", inodes: true },
+];
+
+describe("a full disk leaves no lock behind (embedded store)", { skip: NEEDS_ROOT }, () => {
+  for (const disk of FULL_DISKS) {
+    for (const lockfile of [false, true]) {
+      it(`${disk.what}, ${lockfile ? "lockfile" : "lock table"}: a second lock is answered with the holder (STATE_LOCKED), and the holder's unlock succeeds`, async () => {
+        const ep = await mountTmpfs(`locks-${disk.inodes ? "inodes" : "blocks"}-${lockfile ? "file" : "table"}`, disk.options);
+        const props = { bucket: "bkt", endpoint: pathToFileURL(ep).href, ...(lockfile ? {} : { kvstoreEndpoint: pathToFileURL(ep).href, kvstoreTable: "locks" }) };
+        const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined, lockfile });
+        try {
+          await b.writeState("default", JSON.stringify({ version: 4, serial: 1, lineage: "L" }));
+          // The workspace's first lock ever: nothing of its release was made before.
+          const held = await b.lock("w", { operation: "apply" });
+          const makeRoom = await fill(ep, disk.inodes);
+          await assert.rejects(b.lock("w", { operation: "plan" }), (e) => {
+            assert.ok(isObjstateError(e, "STATE_LOCKED"), `expected STATE_LOCKED, got ${String(e)}`);
+            assert.equal((e.details?.["lockInfo"] as LockInfo | undefined)?.ID, held.ID, "the holder is named");
+            return true;
+          });
+          await b.unlock("w", held.ID);
+          assert.equal(await b.lockInfo("w"), null, "no lock left");
+          await makeRoom();
+          const again = await b.lock("w");
+          await b.unlock("w", again.ID);
+          await b.unlock("default", (await b.lock("default")).ID);
+        } finally {
+          b.close();
+        }
+      });
+    }
+  }
+
+  it("through objstate serve: LOCK while another client holds the lock answers 423 with the holder, and UNLOCK answers 200, on a disk out of blocks and inodes", async () => {
+    const ep = await mountTmpfs("locks-serve", "size=256k,nr_inodes=200");
+    const props = { bucket: "bkt", endpoint: pathToFileURL(ep).href, kvstoreEndpoint: pathToFileURL(ep).href, kvstoreTable: "locks" };
+    const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
+    const server = new ObjstateServer({ backend, logger: new Logger("off") });
+    await server.listen("127.0.0.1", 0);
+    try {
+      const client = (): HttpBackendClient => new HttpBackendClient({ bases: [server.url], workspace: "w", retries: 0 });
+      const holder = client();
+      const waiter = client();
+      const taken = await holder.lock("OperationTypeApply");
+      assert.ok(taken.ok);
+      const makeRoom = await fill(ep, true);
+      const blocked = await waiter.lock("OperationTypePlan");
+      assert.equal(blocked.ok, false);
+      assert.equal(blocked.ok ? 0 : blocked.status, 423, "-lock-timeout keeps waiting on 423; a 500 would end it");
+      assert.equal(blocked.ok ? "" : blocked.holder?.ID, taken.id);
+      assert.equal((await holder.unlock()).status, 200);
+      assert.equal(await backend.lockInfo("w"), null);
+      await makeRoom();
+      const next = await waiter.lock("OperationTypePlan");
+      assert.ok(next.ok, "the lock is free again once there is room");
+      assert.equal((await waiter.unlock()).status, 200);
+    } finally {
+      await server.close(500);
+      backend.close();
+    }
   });
 });
 

@@ -191,11 +191,14 @@ describe("owner-only files whatever the umask", () => {
         const files = [path.join(d.bucketDir, encodeURIComponent("env:/w/tool.tfstate")), path.join(t.dir, ".schema.json")];
         for (const f of await fs.readdir(path.join(d.bucketDir, ".meta", hash ?? ""))) files.push(path.join(d.bucketDir, ".meta", hash ?? "", f));
         for (const f of await fs.readdir(t.dir)) if (f.startsWith("i-")) files.push(path.join(t.dir, f));
+        const claimDir = path.join(t.dir, `.claim-i-${encodeId("bkt/env:/w/tool.tfstate")}`);
+        dirs.push(claimDir);
+        for (const f of await fs.readdir(claimDir)) files.push(path.join(claimDir, f));
         const [archive] = await fs.readdir(path.join(d.bucketDir, ".versions"));
         dirs.push(path.join(d.bucketDir, ".versions"), path.join(d.bucketDir, ".versions", archive ?? ""));
         for (const dir of dirs) assert.equal(await mode(dir), 0o700, dir);
         for (const f of await fs.readdir(path.join(d.bucketDir, ".versions", archive ?? ""))) files.push(path.join(d.bucketDir, ".versions", archive ?? "", f));
-        assert.equal(files.length, 7, "object, schema, two metadata files, two lock items, one older version");
+        assert.equal(files.length, 9, "object, schema, two metadata files and a spare, two lock items and a spare, one older version");
         for (const f of files) assert.equal(await mode(f), 0o600, f);
       } finally {
         process.umask(old);
