@@ -701,7 +701,7 @@ export class ObjectStoreBackend {
     if (verdict === "torn") {
       const adopted = await this.adoptTorn(workspace, stored.meta, stored.md5, item, lockId);
       if (typeof adopted === "string") {
-        throw conflict(`another write was committed to ${this.describe(workspace)} while this one started; nothing was written. Pull the state, reapply the change and push again.`, {});
+        throw conflict(`another write was committed to ${this.describe(workspace)} just as this one started; nothing was written. Pull the state, reapply the change and push again.`, {});
       }
       return { base: { ...current, md5: stored.md5 }, seen: adopted, extraRead: true };
     }
@@ -803,13 +803,12 @@ export class ObjectStoreBackend {
       for await (const v of this.store.listVersions(path, { pageSize: LOOKBACK_VERSIONS + 1 })) {
         if (++looked > LOOKBACK_VERSIONS + 1) break;
         if (v.deleteMarker) continue;
-        // A plain-MD5 ETag says it from the listing; otherwise objstate's record of the write.
-        let record = plainMd5({ size: v.size, etag: v.etag });
-        if (record === undefined) {
+        // A plain-MD5 ETag in the listing says it at once; otherwise (another version, or an
+        // ETag that is not an MD5: KMS) objstate's record of the write, from a HEAD.
+        if (plainMd5({ size: v.size, etag: v.etag }) !== digest) {
           const meta = await this.store.head(path, { versionId: v.versionId });
-          record = meta === null ? undefined : (recordedMd5(meta) ?? plainMd5(meta));
+          if (meta === null || (recordedMd5(meta) ?? plainMd5(meta)) !== digest) continue;
         }
-        if (record !== digest) continue;
         const got = await this.store.get(path, { versionId: v.versionId });
         if (got !== null && md5(got.body) === digest) return got;
       }
