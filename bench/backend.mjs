@@ -3,8 +3,9 @@
 //  1. push / pull of a 64 MiB state: objstate vs a bare SDK PutObject / GetObject of the
 //     same bytes, same run; peak RSS above the process baseline, in state sizes.
 //  2. lock -> write 1 KiB -> unlock: objstate vs the 5 bare SDK round trips of an unfenced
-//     cycle, and vs the bare round trips of the fenced protocol objstate speaks (guard read
-//     and lock check in parallel, conditional PUT, digest, two-step release).
+//     cycle, and vs the bare round trips of the fenced protocol objstate speaks (guard read,
+//     lock check and digest item read in parallel, conditional PUT, the commit: a conditional
+//     update of the digest item, two-step release).
 import { spawnSync } from "node:child_process";
 import { randomBytes, randomUUID, createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
@@ -96,17 +97,28 @@ async function objstateCycle() {
   await backend.unlock("default", lock.ID);
 }
 let etag;
+let generation = 0;
 async function fencedBareCycle() {
   const id = `${bucket}/fenced.tfstate`;
   const info = JSON.stringify({ ID: randomUUID(), Operation: "bench", Info: "", Who: "bench@host", Version: "0", Created: new Date().toISOString(), Path: id });
   await ddb.send(new PutItemCommand({ TableName: table, Item: { LockID: { S: id }, Info: { S: info } }, ConditionExpression: "attribute_not_exists(LockID)" }));
-  const [head] = await Promise.all([
+  const [head, , digestItem] = await Promise.all([
     s3.send(new GetObjectCommand({ Bucket: bucket, Key: "fenced.tfstate", Range: "bytes=0-65535" })).then(async (r) => { await r.Body.transformToByteArray(); return r; }, () => undefined),
     ddb.send(new GetItemCommand({ TableName: table, Key: { LockID: { S: id } }, ConsistentRead: true })),
+    ddb.send(new GetItemCommand({ TableName: table, Key: { LockID: { S: `${id}-md5` } }, ConsistentRead: true })),
   ]);
   etag = head?.ETag?.replace(/"/g, "");
   await s3.send(new PutObjectCommand({ Bucket: bucket, Key: "fenced.tfstate", Body: kib, ContentType: "application/json", ContentMD5: createHash("md5").update(kib).digest("base64"), ...(etag === undefined ? { IfNoneMatch: "*" } : { IfMatch: etag }) }));
-  await ddb.send(new PutItemCommand({ TableName: table, Item: { LockID: { S: `${id}-md5` }, Digest: { S: createHash("md5").update(kib).digest("hex") } } }));
+  const seen = digestItem.Item;
+  await ddb.send(new UpdateItemCommand({
+    TableName: table,
+    Key: { LockID: { S: `${id}-md5` } },
+    ConditionExpression: seen === undefined ? "attribute_not_exists(LockID)" : "#d = :od AND #g = :og",
+    UpdateExpression: "SET #d = :nd, #g = :ng, #l = :nl",
+    ExpressionAttributeNames: { "#d": "Digest", "#g": "Generation", "#l": "CommitLockID" },
+    ExpressionAttributeValues: { ":nd": { S: createHash("md5").update(kib).digest("hex") }, ":ng": { N: String(generation + 1) }, ":nl": { S: JSON.parse(info).ID }, ...(seen === undefined ? {} : { ":od": seen.Digest, ":og": seen.Generation }) },
+  }));
+  generation += 1;
   const ID = JSON.parse(info).ID;
   await ddb.send(new UpdateItemCommand({ TableName: table, Key: { LockID: { S: id } }, ConditionExpression: "Info = :i", UpdateExpression: "SET Released = :r", ExpressionAttributeValues: { ":i": { S: info }, ":r": { S: ID } } }));
   await ddb.send(new DeleteItemCommand({ TableName: table, Key: { LockID: { S: id } }, ConditionExpression: "Released = :r", ExpressionAttributeValues: { ":r": { S: ID } } }));

@@ -6,7 +6,7 @@ import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { openLockTable } from "../lock/index.js";
-import type { KeyAttribute, LockTableDriver } from "../lock/types.js";
+import type { DigestItem, KeyAttribute, LockTableDriver } from "../lock/types.js";
 import type { Env, ResolvedBackendSettings } from "../resolve/settings.js";
 import { parseEndpoint } from "../store/endpoint.js";
 import { openStore } from "../store/index.js";
@@ -27,7 +27,8 @@ import { Locking, type LockListing, type TakeOptions } from "./locking.js";
 import { probeConditions, requireLockfileSupport, type ProbeVerdict } from "./probe.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 import { principalOf, readStateVersionById, rollbackState, stateHistory, type HistoryOptions, type RollbackOptions, type RollbackResult, type StateVersion, type VersionedState } from "./history.js";
-import { conflict, decodeMeta, encodeMeta, guardRefusal, META, normalizeDigest, plainMd5, provenComplete, recordedMd5, tornWrite, workspaceFlag, writeMetadata } from "./fencing.js";
+import { committedMissing, conflict, decodeMeta, encodeMeta, guardRefusal, META, normalizeDigest, plainMd5, provenComplete, recordedMd5, tornWrite, uncommittedUnderLock, workspaceFlag, writeMetadata } from "./fencing.js";
+import { generationOf, intentMetadata, judge } from "./commit.js";
 
 export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
 export type { HistoryEntryJson, HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
@@ -92,6 +93,34 @@ export interface ConnectOptions {
   readonly lockClockMarginMs?: number | undefined;
   /** Time source for leases (default `Date.now`). */
   readonly lockClock?: (() => number) | undefined;
+  /**
+   * Told of every repair a read or write makes on its own (DESIGN §5): a torn write
+   * committed, or the committed state written again over a write that never committed.
+   * Default: `onWarning` with code `OBJSTATE_STATE_REPAIRED`.
+   */
+  readonly onRepair?: ((event: RepairEvent) => void) | undefined;
+}
+
+/**
+ * A repair made by a read or a write without being asked ({@link ConnectOptions.onRepair}):
+ * - `adopted`: the stored state was a complete write whose commit never happened (its writer
+ *   stopped between storing and committing) and nothing was committed since: it was committed;
+ * - `restored`: the newest version was a write that never committed (another write was
+ *   committed after it started): the committed state was written again as the newest version.
+ */
+export interface RepairEvent {
+  readonly workspace: string;
+  readonly action: "adopted" | "restored";
+  /** Hex MD5 of the state that is committed now. */
+  readonly md5: string;
+  /** The digest item's generation now. */
+  readonly generation: number;
+  /** The serial of the write adopted, or of the committed state restored, when recorded. */
+  readonly serial: number | undefined;
+  /** The lock the adopted write was made under, or the lock of the write restored over. */
+  readonly lockId: string | undefined;
+  /** One line for the operator. */
+  readonly message: string;
 }
 
 /** Options of {@link ObjectStoreBackend.readState}. */
@@ -145,10 +174,11 @@ export interface WriteOptions {
    */
   readonly ifMatch?: string | null | undefined;
   /**
-   * Called the moment the state object is stored (before its digest is recorded), so a
-   * caller that is interrupted can tell the truth about what was written.
+   * Called the moment the state object is stored (before the write commits), so a caller
+   * that is interrupted can tell the truth about what was written. The commit waits for
+   * what it returns.
    */
-  readonly onStored?: (() => void) | undefined;
+  readonly onStored?: (() => void | Promise<void>) | undefined;
   /**
    * Hex MD5 of the state, when the caller already hashed it (while checking a large file):
    * saves a pass over a {@link ByteSource}. The store refuses the write when the bytes do
@@ -270,6 +300,9 @@ export class ObjectStoreBackend {
   private readonly locking: Locking;
   /** The lockfile probe's verdict, when lockfiles are on. */
   private readonly probeVerdict: ProbeVerdict | undefined;
+  /** Connected only to read: reads repair nothing. */
+  private readonly readOnly: boolean;
+  private readonly reportRepair: (event: RepairEvent) => void;
 
   private constructor(init: {
     settings: ResolvedBackendSettings;
@@ -292,6 +325,9 @@ export class ObjectStoreBackend {
     this.digestRetry = init.options.digestRetry ?? { timeoutMs: 10_000, intervalMs: 2_000 };
     this.listPageSize = init.options.listPageSize;
     this.probeVerdict = init.probe;
+    this.readOnly = init.options.readOnly === true;
+    const warn = init.options.onWarning ?? defaultWarn;
+    this.reportRepair = init.options.onRepair ?? ((e) => warn(e.message, "OBJSTATE_STATE_REPAIRED"));
     const places: LockPlace[] = [];
     if (init.options.lockfile === true) places.push(new LockfileLock(this.store, init.probe?.deleteIfMatch ?? true, init.options.lockClock ?? Date.now));
     if (this.table !== undefined) places.push(new TableLock(this.table));
@@ -442,11 +478,20 @@ export class ObjectStoreBackend {
   }
 
   /**
-   * The workspace's state bytes, or null when it has none. With a lock table, the bytes
-   * must match the stored digest; a mismatch is retried (eventual consistency) and then
-   * fails with `DIGEST_MISMATCH`, or at once with `TORN_WRITE` when the object proves it is
-   * a complete write by objstate whose digest was never recorded and nobody holds the lock
-   * (`repairState` fixes that).
+   * The workspace's state bytes, or null when it has none. With a lock table, the read
+   * follows the committed digest (DESIGN §5):
+   * - a stored write that was never committed, with nothing committed since (its writer
+   *   stopped between the two steps), is committed by the read (reported to `onRepair`), under
+   *   a short lock of its own when the lock is free, or while the lock is held under another
+   *   ID than that write's; while its own writer holds the lock, the committed version is
+   *   read instead (on a bucket that keeps versions), else the read waits, then fails with
+   *   `TORN_WRITE`;
+   * - a write that another commit overtook is passed over: the newest of the last versions
+   *   that is the committed state is read (and written again as the newest, when the lock
+   *   is free); `COMMITTED_VERSION_MISSING` when the bucket no longer has it;
+   * - anything else that does not match is retried (eventual consistency), then fails with
+   *   `DIGEST_MISMATCH` (or `TORN_WRITE` for an older objstate's unfinished write).
+   * A read-only connection repairs nothing.
    */
   async readState(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<Buffer | null> {
     return (await this.readStateVersion(workspace, options))?.body ?? null;
@@ -471,13 +516,13 @@ export class ObjectStoreBackend {
         seen[k] = md5;
         if ("digest" in seen && "record" in seen && seen.digest !== undefined && seen.digest === seen.record) onVouched?.(seen.digest);
       };
-      const recorded = locks.get(digestId, "Digest").then((d) => {
-        vouch("digest", normalizeDigest(d));
-        return d;
+      const recorded = locks.getDigest(digestId).then((item) => {
+        vouch("digest", normalizeDigest(item?.digest));
+        return item;
       });
       const onStart = onVouched === undefined ? undefined : (md5: string | undefined): void => vouch("record", md5);
-      const [obj, stored] = await Promise.all([this.store.get(path, { md5: true, onData, onStart, sharedBody }), recorded]);
-      const expected = normalizeDigest(stored);
+      const [obj, item] = await Promise.all([this.store.get(path, { md5: true, onData, onStart, sharedBody }), recorded]);
+      const expected = normalizeDigest(item?.digest);
       if (expected === undefined) return found(obj);
       // The driver's MD5 may come from the ETag or objstate's metadata: a shortcut only when it
       // agrees with the digest; otherwise the bytes are hashed before anything is declared.
@@ -485,17 +530,38 @@ export class ObjectStoreBackend {
       const actual = obj === null ? "" : md5(obj.body);
       if (actual === expected) return found(obj, expected);
       onMismatch?.();
-      if (obj !== null && provenComplete(obj.meta, actual) && (await locks.get(this.lockId(workspace), "Info")) === null) {
-        // A writer records its digest before it releases its lock, so the digest read now,
-        // after the lock was seen free, is final for every write that finished: only when it
-        // is still the one read with the object was this write torn. (Read together with the
-        // object, it may have been a finishing writer's previous digest.)
-        const now = normalizeDigest(await locks.get(digestId, "Digest"));
+      // The lock of a stored write that is not committed yet while its writer holds the lock.
+      let pending: string | undefined;
+      let held = false;
+      const verdict = obj === null ? "foreign" : judge(obj.meta, actual, item);
+      if (obj !== null && verdict === "torn") {
+        const adopted = await this.adoptTorn(workspace, obj.meta, actual, item, undefined);
+        if (adopted === "moved") continue;
+        if (adopted !== "held") return found(obj, actual);
+        // Its writer may commit it any moment; until then the committed state stands.
+        const committed = await this.committedVersion(path, expected);
+        if (committed !== null) return { body: committed.body, etag: obj.meta.etag, md5: expected };
+        pending = this.readOnly ? undefined : (decodeMeta(obj.meta.metadata?.[META.lockId]) ?? "");
+        held = true;
+      } else if (obj !== null && verdict === "superseded") {
+        // A write that never happened (a writer that lost its lock, arriving late): readers follow the table.
+        const committed = await this.committedVersion(path, expected);
+        if (committed === null) throw committedMissing(this.describe(workspace), workspace, obj.meta, expected);
+        const etag = await this.restoreCommitted(workspace, committed, obj.meta, expected, generationOf(item));
+        return { body: committed.body, etag: etag ?? obj.meta.etag, md5: expected };
+      } else if (obj !== null && provenComplete(obj.meta, actual) && (await locks.get(this.lockId(workspace), "Info")) === null) {
+        // An older objstate's write (no intent recorded). A writer commits before it releases
+        // its lock, so the digest read now, after the lock was seen free, is final for every
+        // write that finished: only when it is still the one read with the object was this
+        // write torn. (Read together with the object, it may have been a finishing writer's
+        // previous digest.)
+        const now = normalizeDigest((await locks.getDigest(digestId))?.digest);
         if (now === actual) return found(obj, actual);
         if (now !== expected) continue;
         throw tornWrite(this.describe(workspace), workspace, obj.meta, expected, actual, digestId);
       }
       if (Date.now() + this.digestRetry.intervalMs > deadline) {
+        if (obj !== null && held) throw uncommittedUnderLock(this.describe(workspace), workspace, obj.meta, pending);
         throw new ObjstateError(
           "DIGEST_MISMATCH",
           `the state at ${this.describe(workspace)} does not match its digest: the lock table says ${expected}, the ${obj === null ? "object is missing" : `object's MD5 is ${actual}`}. ` +
@@ -518,7 +584,12 @@ export class ObjectStoreBackend {
    *   `ifMatch`), and on the lock still carrying `lockId`, checked right before the write;
    *   a failed condition changes nothing (`STATE_CONFLICT`, `LOCK_NOT_HELD`, `STATE_LOCKED`).
    * Without a `lockId` (and with a lock table) the write takes and releases a lock itself.
-   * The digest is recorded after the state; failing to record it is `DIGEST_WRITE_FAILED`.
+   * With a lock table the write happens at its commit point, after the state is stored: one
+   * conditional update of the digest item (`Digest`, `Generation` + 1), made only while the
+   * item is still what the write saw at its start. A refused commit is `STATE_CONFLICT` (the
+   * stored bytes are a version nobody reads); a commit that could not be sent is
+   * `DIGEST_WRITE_FAILED` (writing the same state again completes it). The guard judges
+   * against the committed state, which a stored write that never committed does not replace.
    */
   async writeState(workspace: string, data: Uint8Array | string | ByteSource, options: WriteOptions = {}): Promise<WriteResult> {
     const body = isByteSource(data) ? data : toBuffer(data);
@@ -552,28 +623,34 @@ export class ObjectStoreBackend {
     // The lock this call took is its own: only a lock the caller names is checked for its owner.
     const owner = ownLock === undefined ? options.owner : undefined;
     const checkHolder = (): Promise<LockInfo | undefined> => (this.locking.enabled && lockId !== undefined ? this.assertHolder(workspace, lockId, owner) : Promise.resolve(ownLock));
-    const [current, firstHolder] = await Promise.all([this.inspect(path, where), checkHolder()]);
+    // The digest item is read beside what the write reads anyway: the commit is conditional on it.
+    const [current, firstHolder, item] = await Promise.all([this.inspect(path, where), checkHolder(), locks === undefined ? Promise.resolve(null) : locks.getDigest(this.digestId(workspace))]);
     let holder = firstHolder;
 
     if (options.ifMatch !== undefined && (current?.etag ?? null) !== options.ifMatch) {
       throw conflict(`the state at ${where} changed since it was read (${options.ifMatch === null ? "there was none" : `version ${options.ifMatch}`}, now ${current?.etag ?? "none"}); nothing was written. Read it again, reapply the change and write again.`, {});
     }
-    let extraRead = false;
+    // What the guard judges against: the committed state, which is not the stored object when
+    // that is a write that never committed (see settleForWrite).
+    const settled = locks === undefined || current === null ? { base: current, seen: item, extraRead: false } : await this.settleForWrite(workspace, current, item, lockId, options.force === true);
+    const { base } = settled;
+    const { seen } = settled;
+    let { extraRead } = settled;
     // Identical bytes have identical headers: only then is the hash worth waiting for before
     // the upload (for a large state it would otherwise run alongside it).
-    if (current !== null && current.size === input.size && current.header.serial === incoming.serial && current.header.lineage === incoming.lineage) {
+    if (base !== null && base.size === input.size && base.header.serial === incoming.serial && base.header.lineage === incoming.lineage) {
       // Possibly the same content again: a no-op, but one that makes sure the digest is recorded.
       const sum = await hashing;
-      const stored = current.md5 ?? (extraRead = true, (await this.storedDigest(path))?.md5);
+      const stored = base.md5 ?? (extraRead = true, (await this.storedDigest(path))?.md5);
       if (stored === sum) {
-        // Re-checked after the extra read: only the holder may record the digest.
+        // Re-checked after the extra read: only the holder may commit.
         if (extraRead) await checkHolder();
-        if (locks !== undefined && normalizeDigest(await locks.get(this.digestId(workspace), "Digest")) !== sum) await this.recordDigest(workspace, sum, locks);
+        if (locks !== undefined && normalizeDigest(seen?.digest) !== sum) await this.commit(workspace, locks, seen, sum, lockId);
         return { written: false, md5: sum };
       }
     }
-    if (current !== null && options.force !== true) {
-      const refusal = guardRefusal(current.header, incoming, where);
+    if (base !== null && options.force !== true) {
+      const refusal = guardRefusal(base.header, incoming, where);
       if (refusal !== undefined) throw refusal;
     }
     if (extraRead) holder = await checkHolder();
@@ -583,6 +660,7 @@ export class ObjectStoreBackend {
     const metadata = writeMetadata({ incoming, lockId, holder, who: this.who, md5: known, principal: options.principal });
     if (options.operation !== undefined) metadata[META.operation] = encodeMeta(options.operation);
     if (options.sourceVersion !== undefined) metadata[META.sourceVersion] = encodeMeta(options.sourceVersion);
+    if (locks !== undefined) Object.assign(metadata, intentMetadata(seen));
     const s = this.settings;
     try {
       await this.store.put(path, input.body, {
@@ -597,12 +675,203 @@ export class ObjectStoreBackend {
     } catch (e) {
       if (!isObjstateError(e, "PRECONDITION_FAILED")) throw e;
       // A PUT retried after its reply was lost finds its own first attempt stored: that is success.
-      if (!(await this.storedIsOurs(path, await hashing, lockId))) throw await this.lostRace(workspace, locks, e);
+      if (!(await this.storedIsOurs(path, await hashing, lockId))) throw await this.lostRace(workspace, locks, lockId, e);
     }
-    options.onStored?.();
+    await options.onStored?.();
     const digest = await hashing;
-    if (locks !== undefined) await this.recordDigest(workspace, digest, locks);
+    // The commit point: only now did the write happen.
+    if (locks !== undefined) await this.commit(workspace, locks, seen, digest, lockId);
     return { written: true, md5: digest };
+  }
+
+  /**
+   * The stored object against the committed digest, before a write under `lockId` judges it.
+   * Usually one and the same (no request). Otherwise, proven from the bytes: a torn write is
+   * committed first (the caller holds the lock, so no writer of it is still at work), and it
+   * is the base; behind a write that never committed, the committed version is the base
+   * (`COMMITTED_VERSION_MISSING` when the store no longer has it, unless `force`).
+   */
+  private async settleForWrite(workspace: string, current: Current, item: DigestItem | null, lockId: string | undefined, force: boolean): Promise<{ base: Current | null; seen: DigestItem | null; extraRead: boolean }> {
+    const expected = normalizeDigest(item?.digest);
+    if (expected === undefined || current.md5 === expected) return { base: current, seen: item, extraRead: false };
+    const path = this.statePath(workspace);
+    const stored = await this.storedDigest(path);
+    if (stored === null || stored.md5 === undefined || stored.md5 === expected || !stored.proven) return { base: current, seen: item, extraRead: true };
+    const verdict = judge(stored.meta, stored.md5, item);
+    if (verdict === "torn") {
+      const adopted = await this.adoptTorn(workspace, stored.meta, stored.md5, item, lockId);
+      if (typeof adopted === "string") {
+        throw conflict(`another write was committed to ${this.describe(workspace)} just as this one started; nothing was written. Pull the state, reapply the change and push again.`, {});
+      }
+      return { base: { ...current, md5: stored.md5 }, seen: adopted, extraRead: true };
+    }
+    if (verdict === "superseded") {
+      const committed = await this.committedVersion(path, expected);
+      if (committed !== null) return { base: currentOf(committed, this.describe(workspace)), seen: item, extraRead: true };
+      if (!force) throw committedMissing(this.describe(workspace), workspace, stored.meta, expected);
+    }
+    return { base: current, seen: item, extraRead: true };
+  }
+
+  /**
+   * The commit point of a write: one conditional update of the digest item, made only while
+   * it is still as `seen`. A refusal means another write was committed after this one started:
+   * this one did not happen (`STATE_CONFLICT`), whatever the store holds.
+   */
+  private async commit(workspace: string, locks: LockTableDriver, seen: DigestItem | null, digest: string, lockId: string | undefined, set?: Readonly<Record<string, string>>): Promise<DigestItem> {
+    const generation = generationOf(seen) + 1;
+    let ok: boolean;
+    try {
+      ok = await locks.commitDigest(this.digestId(workspace), seen, { digest, generation, lockId, set });
+    } catch (e) {
+      throw new ObjstateError(
+        "DIGEST_WRITE_FAILED",
+        `the state at ${this.describe(workspace)} was stored, but its commit (the digest in the lock table) could not be recorded (${(e as Error).message}): the write has not happened yet. ` +
+          `Send the same state again: that completes it (so does the next read, once the lock is released, or \`objstate state repair${workspaceFlag(workspace)}\`)`,
+        { cause: e, details: { written: true } },
+      );
+    }
+    if (!ok) {
+      throw conflict(
+        `another write was committed to ${this.describe(workspace)} after this one started (the lock table's digest is no longer generation ${generationOf(seen)}, ${normalizeDigest(seen?.digest) ?? "none"}), so this write did not happen: nothing of it counts, and what it stored is a version nobody reads. Pull the state, reapply the change and push again.`,
+        { details: { generation: generationOf(seen), digest: normalizeDigest(seen?.digest) ?? null } },
+      );
+    }
+    return { digest, generation, lockId };
+  }
+
+  /**
+   * Commit a torn write (stored, never committed) with the very update its writer would have
+   * made. Under the caller's lock (`callerLockId`); or when the lock is held under another ID
+   * than the torn write's (its writer lost the lock: none of its writes is at work, and the
+   * holder may well be the caller, which a GET does not say); or under a short lock of its
+   * own when the lock is free (or expired). Never while the torn write's own lock is held:
+   * its writer may be committing it right now (`held`). `moved`: another commit came first.
+   */
+  private async adoptTorn(workspace: string, meta: ObjectMeta, actual: string, seen: DigestItem | null, callerLockId: string | undefined): Promise<DigestItem | "held" | "moved"> {
+    const locks = this.table;
+    if (locks === undefined) return "held";
+    const writerLock = decodeMeta(meta.metadata?.[META.lockId]);
+    let own: LockHandle | undefined;
+    if (callerLockId === undefined) {
+      if (this.readOnly) return "held";
+      const holder = await this.locking.info(workspace);
+      if (holder === null || holder.ID === writerLock) {
+        try {
+          own = await this.acquire(workspace, { operation: "adopt an uncommitted write" });
+        } catch (e) {
+          if (isObjstateError(e, "STATE_LOCKED")) return "held";
+          throw e;
+        }
+      }
+    }
+    try {
+      const previous = normalizeDigest(seen?.digest) ?? null;
+      const note = JSON.stringify({ at: new Date().toISOString(), who: this.who, previous, forced: false, adopted: writerLock ?? null });
+      let next: DigestItem;
+      try {
+        next = await this.commit(workspace, locks, seen, actual, writerLock, { Repaired: note });
+      } catch (e) {
+        if (isObjstateError(e, "STATE_CONFLICT")) return "moved";
+        throw e;
+      }
+      const serial = serialOf(meta);
+      const by = decodeMeta(meta.metadata?.[META.who]);
+      this.reportRepair({
+        workspace,
+        action: "adopted",
+        md5: actual,
+        generation: next.generation,
+        serial,
+        lockId: writerLock,
+        message: `committed the last write to ${this.describe(workspace)} (serial ${serial ?? "?"}${by === undefined ? "" : ` by ${by}`}${writerLock === undefined ? "" : `, lock ${writerLock}`}): it was stored, but its writer stopped before committing it, and nothing was committed since`,
+      });
+      return next;
+    } finally {
+      if (own !== undefined) await own.release();
+    }
+  }
+
+  /**
+   * The newest of the last {@link LOOKBACK_VERSIONS} versions whose bytes are `digest` (the
+   * committed state, behind writes that never committed), bytes checked; null when there is
+   * none (a bucket without versions, or one that no longer keeps it).
+   */
+  private async committedVersion(path: string, digest: string): Promise<GetResult | null> {
+    let looked = 0;
+    try {
+      for await (const v of this.store.listVersions(path, { pageSize: LOOKBACK_VERSIONS + 1 })) {
+        if (++looked > LOOKBACK_VERSIONS + 1) break;
+        if (v.deleteMarker) continue;
+        // A plain-MD5 ETag in the listing says it at once; otherwise (another version, or an
+        // ETag that is not an MD5: KMS) objstate's record of the write, from a HEAD.
+        if (plainMd5({ size: v.size, etag: v.etag }) !== digest) {
+          const meta = await this.store.head(path, { versionId: v.versionId });
+          if (meta === null || (recordedMd5(meta) ?? plainMd5(meta)) !== digest) continue;
+        }
+        const got = await this.store.get(path, { versionId: v.versionId });
+        if (got !== null && md5(got.body) === digest) return got;
+      }
+    } catch (e) {
+      // A store or bucket without version listings has no older versions to offer.
+      if (isObjstateError(e) && (e.code.startsWith("ENDPOINT_") || e.code === "CREDENTIALS_MISSING")) throw e;
+      return null;
+    }
+    return null;
+  }
+
+  /**
+   * Write the committed state again as the newest version, over a write that never committed,
+   * so that every reader of the bucket (the tool's own S3 backend compares the current object
+   * with `Digest`) sees them agree. Only under a short lock of its own while the lock is free:
+   * a holder's next write does the same. Best effort; returns the new ETag when it wrote.
+   */
+  private async restoreCommitted(workspace: string, committed: GetResult, over: ObjectMeta, digest: string, generation: number): Promise<string | undefined> {
+    if (this.readOnly || !this.locking.enabled) return undefined;
+    let own: LockHandle;
+    try {
+      own = await this.acquire(workspace, { operation: "restore the committed state" });
+    } catch {
+      return undefined;
+    }
+    try {
+      await this.writeCommittedAgain(workspace, committed, over, digest, own.id);
+      const serial = serialOf(committed.meta);
+      const by = decodeMeta(over.metadata?.[META.who]);
+      this.reportRepair({
+        workspace,
+        action: "restored",
+        md5: digest,
+        generation,
+        serial,
+        lockId: decodeMeta(over.metadata?.[META.lockId]),
+        message: `the newest version of ${this.describe(workspace)} (serial ${serialOf(over) ?? "?"}${by === undefined ? "" : ` by ${by}`}) was a write that never committed (another write was committed after it started); wrote the committed state (serial ${serial ?? "?"}) again over it`,
+      });
+      return (await this.store.head(this.statePath(workspace)))?.etag;
+    } catch {
+      return undefined;
+    } finally {
+      await own.release().catch(() => undefined);
+    }
+  }
+
+  /**
+   * PUT the committed version's bytes again, with its record (so it judges as committed),
+   * conditional on the write it goes over. The digest is already theirs: nothing to commit.
+   */
+  private async writeCommittedAgain(workspace: string, committed: GetResult, over: ObjectMeta, digest: string, lockId: string | undefined): Promise<void> {
+    const metadata: Record<string, string> = { ...(committed.meta.metadata ?? {}), [META.md5]: digest, [META.operation]: "restore", [META.who]: encodeMeta(this.who) };
+    if (lockId !== undefined) metadata[META.lockId] = encodeMeta(lockId);
+    if (committed.meta.versionId !== undefined) metadata[META.sourceVersion] = encodeMeta(committed.meta.versionId);
+    const s = this.settings;
+    await this.store.put(this.statePath(workspace), committed.body, {
+      contentType: "application/json",
+      acl: s.acl.value as Acl | undefined,
+      encrypt: s.encrypt.value === true,
+      md5: digest,
+      metadata,
+      ...(over.etag === undefined ? {} : { ifMatch: over.etag }),
+    });
   }
 
   /** Is the stored object exactly these bytes, written under this lock (or by this call without one)? */
@@ -631,22 +900,17 @@ export class ObjectStoreBackend {
   /**
    * The write's condition failed: another write landed between the guard's read and ours
    * (a lock-free writer, or an abandoned write of an earlier holder arriving late). When
-   * that write is a complete objstate write whose digest was never recorded, and we hold
-   * the lock, record it, so readers are not left facing a digest mismatch.
+   * that write is torn (stored, never committed, and nothing committed since), and we hold
+   * the lock, commit it, so readers get the newest state anyone meant.
    */
-  private async lostRace(workspace: string, locks: LockTableDriver | undefined, cause: unknown): Promise<ObjstateError> {
+  private async lostRace(workspace: string, locks: LockTableDriver | undefined, lockId: string | undefined, cause: unknown): Promise<ObjstateError> {
     const where = this.describe(workspace);
     let note = "";
-    if (locks !== undefined) {
+    if (locks !== undefined && lockId !== undefined) {
       try {
-        const obj = await this.storedDigest(this.statePath(workspace));
-        const actual = obj?.md5;
-        if (obj !== null && actual !== undefined && obj.proven) {
-          const recorded = normalizeDigest(await locks.get(this.digestId(workspace), "Digest"));
-          if (recorded !== actual && provenComplete(obj.meta, actual)) {
-            await this.recordDigest(workspace, actual, locks);
-            note = ` That write (serial ${obj.meta.metadata?.[META.serial] ?? "?"}, by ${decodeMeta(obj.meta.metadata?.[META.who]) ?? "unknown"}) had not recorded its digest; it is recorded now, so the stored state reads again.`;
-          }
+        const [obj, item] = await Promise.all([this.storedDigest(this.statePath(workspace)), locks.getDigest(this.digestId(workspace))]);
+        if (obj !== null && obj.md5 !== undefined && obj.proven && judge(obj.meta, obj.md5, item) === "torn" && typeof (await this.adoptTorn(workspace, obj.meta, obj.md5, item, lockId)) !== "string") {
+          note = ` That write (serial ${obj.meta.metadata?.[META.serial] ?? "?"}, by ${decodeMeta(obj.meta.metadata?.[META.who]) ?? "unknown"}) had not been committed; it is committed now, so the stored state reads again.`;
         }
       } catch {
         // Best effort: the conflict is the answer either way.
@@ -669,18 +933,6 @@ export class ObjectStoreBackend {
     }
     const md5Known = whole ? md5(obj.body) : (plainMd5(obj.meta) ?? recordedMd5(obj.meta));
     return { etag: obj.meta.etag, size: obj.meta.size, header, md5: md5Known, meta: obj.meta };
-  }
-
-  private async recordDigest(workspace: string, digest: string, locks: LockTableDriver): Promise<void> {
-    try {
-      await locks.put(this.digestId(workspace), "Digest", digest);
-    } catch (e) {
-      throw new ObjstateError(
-        "DIGEST_WRITE_FAILED",
-        `the state at ${this.describe(workspace)} was written, but its digest could not be recorded in the lock table (${(e as Error).message}); reads report a torn write until \`objstate state repair${workspaceFlag(workspace)}\` records it (or the next write)`,
-        { cause: e, details: { written: true } },
-      );
-    }
   }
 
   private digestId(workspace: string): string {
@@ -779,16 +1031,13 @@ export class ObjectStoreBackend {
     const got = await readStateVersionById(this.versioned(workspace), versionId);
     const locks = this.table;
     if (!got.isLatest || locks === undefined) return got.body;
-    const expected = normalizeDigest(await locks.get(this.digestId(workspace), "Digest"));
-    if (expected === undefined) return got.body;
-    const sum = md5(got.body);
-    if (expected === sum) return got.body;
-    // The current version against its digest: the whole read with its retries and repairs.
-    const now = await this.readStateVersion(workspace);
-    if (now !== null && (now.md5 ?? md5(now.body)) === sum) return got.body;
-    throw new ObjstateError("DIGEST_MISMATCH", `version ${versionId} of ${this.describe(workspace)} is the current version but does not match its digest (${expected}); run \`objstate doctor\``, {
-      details: { versionId, expected },
-    });
+    const expected = normalizeDigest((await locks.getDigest(this.digestId(workspace)))?.digest);
+    if (expected === undefined || expected === md5(got.body)) return got.body;
+    // The current version against its digest: the whole read with its retries and repairs. It
+    // fails unless the current version is committed, or a complete objstate write that never
+    // committed (a version like any other: these are its bytes).
+    await this.readStateVersion(workspace);
+    return got.body;
   }
 
   /**
@@ -835,19 +1084,24 @@ export class ObjectStoreBackend {
   }
 
   /**
-   * How a workspace's state stands against its digest, without retrying: `no-state`,
-   * `no-digest` (nothing recorded: nothing to check), `match`, `torn` (a complete objstate
-   * write whose digest was never recorded; `state repair` fixes it) or `mismatch`.
+   * How a workspace's state stands against its digest, without retrying or repairing:
+   * `no-state`, `no-digest` (nothing recorded: nothing to check), `match`, `torn` (a complete
+   * objstate write that was never committed, and nothing was committed since: the next read
+   * commits it once no writer of it holds the lock, as does `state repair`), `superseded` (the
+   * newest version is a write that never committed; reads serve the committed one) or
+   * `mismatch`.
    */
   async digestStatus(workspace: string = DEFAULT_WORKSPACE): Promise<DigestStatus> {
     const locks = this.table;
-    const obj = await this.store.get(this.statePath(workspace), { md5: true });
-    const recorded = locks === undefined ? undefined : normalizeDigest(await locks.get(this.digestId(workspace), "Digest"));
+    const [obj, item] = await Promise.all([this.store.get(this.statePath(workspace), { md5: true }), locks === undefined ? Promise.resolve(null) : locks.getDigest(this.digestId(workspace))]);
+    const recorded = normalizeDigest(item?.digest);
     if (recorded === undefined) return obj === null ? { status: "no-state" } : { status: "no-digest", size: obj.body.length };
     if (obj === null) return { status: "mismatch", recorded, actual: undefined };
     const actual = obj.md5 === recorded ? recorded : md5(obj.body);
     if (actual === recorded) return { status: "match", recorded, size: obj.body.length };
-    // Torn only once no writer holds the lock and the digest, read after that, is still the old
+    const verdict = judge(obj.meta, actual, item);
+    if (verdict === "torn" || verdict === "superseded") return { status: verdict, recorded, actual, size: obj.body.length };
+    // An older objstate's write (no intent recorded): torn only once no writer holds the lock and the digest, read after that, is still the old
     // one (see readStateVersion); a writer still at work is a mismatch of the moment.
     const torn = provenComplete(obj.meta, actual) && locks !== undefined && (await locks.get(this.lockId(workspace), "Info")) === null && normalizeDigest(await locks.get(this.digestId(workspace), "Digest")) === recorded;
     return { status: torn ? "torn" : "mismatch", recorded, actual, size: obj.body.length };
@@ -877,7 +1131,7 @@ export class ObjectStoreBackend {
     const own = this.locking.enabled && options.lockId === undefined ? await this.acquire(workspace, { operation: "state repair" }) : undefined;
     try {
       if (this.locking.enabled && options.lockId !== undefined) await this.assertHolder(workspace, options.lockId);
-      const digest = locks === undefined ? { action: "no-lock-table" as const } : await this.repairDigest(workspace, locks, options.force === true);
+      const digest = locks === undefined ? { action: "no-lock-table" as const } : await this.repairDigest(workspace, locks, options.force === true, own?.id ?? options.lockId);
       const minAge = options.leftoverMinAgeMs ?? LEFTOVER_MIN_AGE_MS;
       const now = (options.now ?? Date.now)();
       const removed: Leftover[] = [];
@@ -894,10 +1148,11 @@ export class ObjectStoreBackend {
     }
   }
 
-  private async repairDigest(workspace: string, locks: LockTableDriver, force: boolean): Promise<Omit<RepairReport, "leftoversRemoved" | "leftoversKept">> {
+  private async repairDigest(workspace: string, locks: LockTableDriver, force: boolean, lockId: string | undefined): Promise<Omit<RepairReport, "leftoversRemoved" | "leftoversKept">> {
     const digestId = this.digestId(workspace);
-    const [obj, stored] = await Promise.all([this.store.get(this.statePath(workspace), { md5: true }), locks.get(digestId, "Digest")]);
-    const recorded = normalizeDigest(stored);
+    const path = this.statePath(workspace);
+    const [obj, item] = await Promise.all([this.store.get(path, { md5: true }), locks.getDigest(digestId)]);
+    const recorded = normalizeDigest(item?.digest);
     if (obj === null) {
       if (recorded === undefined) return { action: "no-state" };
       await locks.delete(digestId);
@@ -905,7 +1160,17 @@ export class ObjectStoreBackend {
     }
     const actual = md5(obj.body);
     if (recorded === actual) return { action: "ok", md5: actual };
-    if (!force && !provenComplete(obj.meta, actual)) {
+    const verdict = judge(obj.meta, actual, item);
+    if (verdict === "superseded" && recorded !== undefined) {
+      // The committed state is older than the newest version: it is written again, unless the
+      // store no longer has it; then only --force accepts what is stored.
+      const committed = await this.committedVersion(path, recorded);
+      if (committed !== null) {
+        await this.writeCommittedAgain(workspace, committed, obj.meta, recorded, lockId);
+        return { action: "restored-committed", md5: recorded };
+      }
+      if (!force) throw committedMissing(this.describe(workspace), workspace, obj.meta, recorded);
+    } else if (!force && !provenComplete(obj.meta, actual)) {
       throw new ObjstateError(
         "REPAIR_REFUSED",
         `the state at ${this.describe(workspace)} does not match its digest (recorded ${recorded ?? "none"}, object ${actual}) and does not prove it is a complete write by objstate (no objstate record of the write, or that record's MD5 does not match the bytes). ` +
@@ -913,9 +1178,8 @@ export class ObjectStoreBackend {
         { details: { recorded, actual } },
       );
     }
-    await this.recordDigest(workspace, actual, locks);
     const note = JSON.stringify({ at: new Date().toISOString(), who: this.who, previous: recorded ?? null, forced: force });
-    await locks.updateIf(digestId, "Digest", actual, { Repaired: note });
+    await this.commit(workspace, locks, item, actual, decodeMeta(obj.meta.metadata?.[META.lockId]), { Repaired: note });
     return { action: "recorded-digest", md5: actual, ...(recorded === undefined ? {} : { previous: recorded }) };
   }
 
@@ -999,6 +1263,31 @@ const HEADER_BYTES = 64 * 1024;
  */
 const HASH_READ_MAX = 256 * 1024 * 1024;
 
+/**
+ * How many of the newest versions a read looks through for the committed state, behind
+ * writes that never committed (each a late writer that lost its lock: there are rarely more
+ * than one or two).
+ */
+const LOOKBACK_VERSIONS = 10;
+
+/** The serial objstate recorded with a write, when it did. */
+function serialOf(meta: ObjectMeta): number | undefined {
+  const n = Number(meta.metadata?.[META.serial]);
+  return meta.metadata?.[META.serial] !== undefined && Number.isSafeInteger(n) ? n : undefined;
+}
+
+/** The committed version as the guard sees a stored state (its bytes are proven: they are the digest's). */
+function currentOf(committed: GetResult, where: string): Current {
+  const whole = committed.body.length <= GUARD_READ_BYTES;
+  let header: StateHeader;
+  try {
+    header = stateHeader(committed.body.subarray(0, GUARD_READ_BYTES), whole, `the committed state at ${where}`);
+  } catch {
+    header = { lineage: undefined, serial: undefined, version: undefined, empty: true };
+  }
+  return { etag: committed.meta.etag, size: committed.body.length, header, md5: md5(committed.body), meta: committed.meta };
+}
+
 /** Leftovers younger than this may belong to a writer that is still at work. */
 const LEFTOVER_MIN_AGE_MS = 60 * 60 * 1000;
 
@@ -1017,11 +1306,13 @@ export interface RepairOptions {
 /** What {@link ObjectStoreBackend.repairState} found and did. */
 export interface RepairReport {
   /**
-   * `ok` the digest matched; `recorded-digest` a torn write's digest was recorded;
+   * `ok` the digest matched; `recorded-digest` a torn write was committed (its digest recorded);
+   * `restored-committed` the newest version was a write that never committed, and the
+   * committed state was written again over it;
    * `removed-orphan-digest` a digest without a state was removed; `no-state` nothing stored;
    * `no-lock-table` no digests to repair.
    */
-  readonly action: "ok" | "recorded-digest" | "removed-orphan-digest" | "no-state" | "no-lock-table";
+  readonly action: "ok" | "recorded-digest" | "restored-committed" | "removed-orphan-digest" | "no-state" | "no-lock-table";
   readonly md5?: string | undefined;
   /** The digest recorded before, when it changed. */
   readonly previous?: string | undefined;
@@ -1034,7 +1325,7 @@ export type DigestStatus =
   | { readonly status: "no-state" }
   | { readonly status: "no-digest"; readonly size: number }
   | { readonly status: "match"; readonly recorded: string; readonly size: number }
-  | { readonly status: "torn" | "mismatch"; readonly recorded: string; readonly actual: string | undefined; readonly size?: number };
+  | { readonly status: "torn" | "superseded" | "mismatch"; readonly recorded: string; readonly actual: string | undefined; readonly size?: number };
 
 /** What {@link ObjectStoreBackend.writeState} did. */
 export interface WriteResult {

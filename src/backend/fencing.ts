@@ -30,6 +30,10 @@ export const META = {
   principal: "objstate-principal",
   /** How that user authenticated (`password`, `certificate`, `none` …). */
   principalVia: "objstate-principal-via",
+  /** The digest item's `Generation` this write commits (the one it saw, plus one; DESIGN §5). */
+  generation: "objstate-generation",
+  /** The `Digest` the write saw and replaces (`none` when there was none). */
+  parent: "objstate-parent-md5",
 } as const;
 
 /** A digest as stored by any tool: hex, any case, maybe padded; undefined when none. */
@@ -160,5 +164,45 @@ export function tornWrite(where: string, workspace: string, meta: ObjectMeta, ex
     `the last write did not finish recording its digest: the state at ${where} is a complete write by objstate (serial ${m[META.serial] ?? "?"}${by === undefined ? "" : `, by ${by}`}), but the lock table still has the digest of an earlier state (${expected}; the object's is ${actual}). ` +
       `Run \`objstate state repair${workspaceFlag(workspace)}\` to record it.`,
     { details: { expected, actual, digestId, serial: m[META.serial], lockId: m[META.lockId] } },
+  );
+}
+
+/**
+ * `COMMITTED_VERSION_MISSING`: the stored object is a write that never committed (another
+ * write was committed after it started), and the store no longer has the committed state's
+ * bytes among its newest versions (or keeps no versions).
+ */
+export function committedMissing(where: string, workspace: string, meta: ObjectMeta, committed: string): ObjstateError {
+  const m = meta.metadata ?? {};
+  const by = decodeMeta(m[META.who]);
+  return new ObjstateError(
+    "COMMITTED_VERSION_MISSING",
+    `the state at ${where} is a write that never committed (serial ${m[META.serial] ?? "?"}${by === undefined ? "" : `, by ${by}`}: another write was committed after it started), and the committed state (MD5 ${committed}) is not among the newest versions the bucket keeps. ` +
+      `Push the committed state again if you have it (objstate state push${workspaceFlag(workspace)} --force FILE), or accept the stored one with \`objstate state repair${workspaceFlag(workspace)} --force\`.`,
+    { details: { committed, serial: m[META.serial], lockId: m[META.lockId] } },
+  );
+}
+
+/**
+ * `TORN_WRITE` while the torn write's own lock (`lockId`) is still held: the write may be
+ * finishing, or its writer stopped (then releasing its lock lets the next read commit it).
+ * Undefined: the reader is read-only and commits nothing.
+ */
+export function uncommittedUnderLock(where: string, workspace: string, meta: ObjectMeta, lockId: string | undefined): ObjstateError {
+  const m = meta.metadata ?? {};
+  const by = decodeMeta(m[META.who]);
+  if (lockId === undefined) {
+    return new ObjstateError(
+      "TORN_WRITE",
+      `the state at ${where} has a write stored but not committed (serial ${m[META.serial] ?? "?"}${by === undefined ? "" : `, by ${by}`}), and a read-only reader does not commit it. ` +
+        `Any read that may write commits it (objstate state pull${workspaceFlag(workspace)}), as does \`objstate state repair${workspaceFlag(workspace)}\`.`,
+      { details: { serial: m[META.serial], lockId: m[META.lockId] } },
+    );
+  }
+  return new ObjstateError(
+    "TORN_WRITE",
+    `the state at ${where} has a write stored but not committed (serial ${m[META.serial] ?? "?"}${by === undefined ? "" : `, by ${by}`}), and its lock${lockId === "" ? "" : ` ${lockId}`} is still held: either that write is finishing (try again), or its writer stopped. ` +
+      `If the holder is gone, release its lock (\`objstate force-unlock ${lockId === "" ? "ID" : lockId}${workspaceFlag(workspace)}\`), or let its lease run out: the next read then commits the write. \`objstate state repair${workspaceFlag(workspace)}\` does it too, under the lock.`,
+    { details: { lockId, serial: m[META.serial] } },
   );
 }

@@ -273,6 +273,7 @@ export async function stateRepairAction(opts: Opts): Promise<void> {
     const lines: Record<typeof report.action, string> = {
       ok: `the state at ${where} matches its digest; nothing to repair`,
       "recorded-digest": `recorded the digest of the state at ${where} (${report.md5 ?? "?"}; was ${report.previous ?? "none"}); it reads again`,
+      "restored-committed": `the newest version of the state at ${where} was a write that never committed: wrote the committed state (${report.md5 ?? "?"}) again over it`,
       "removed-orphan-digest": `removed the digest of a state that is gone (${where})`,
       "no-state": `no state at ${where}; nothing to repair`,
       "no-lock-table": `no lock table, so no digests to repair`,

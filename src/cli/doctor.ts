@@ -360,7 +360,19 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
         else if (d.status === "no-digest") add({ name: "digest", status: "ok", detail: `the state of workspace ${workspace} (${d.size} bytes) has no digest recorded, so there is nothing to check it against (the next write records one)` });
         else if (d.status === "match") add({ name: "digest", status: "ok", detail: `the state of workspace ${workspace} (${d.size} bytes) matches its digest` });
         else if (d.status === "torn") {
-          add({ name: "digest", status: "fail", detail: `the last write to workspace ${workspace} did not finish recording its digest: the stored state is a complete write by objstate (MD5 ${d.actual ?? "?"}), the lock table still has ${d.recorded}`, fix: `run ${repair} to record it` });
+          add({
+            name: "digest",
+            status: "fail",
+            detail: `the last write to workspace ${workspace} was stored but never committed: the stored state is a complete write by objstate (MD5 ${d.actual ?? "?"}), the lock table still has ${d.recorded}`,
+            fix: `run ${repair} to commit it (the next read does it too, once no writer of it holds the lock)`,
+          });
+        } else if (d.status === "superseded") {
+          add({
+            name: "digest",
+            status: "warn",
+            detail: `the newest version of workspace ${workspace}'s state (MD5 ${d.actual ?? "?"}) is a write that never committed (another write was committed after it started); reads serve the committed state (${d.recorded})`,
+            fix: `run ${repair} to write the committed state again as the newest version (so other clients of the bucket see it too)`,
+          });
         } else {
           add({
             name: "digest",

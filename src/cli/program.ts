@@ -189,7 +189,7 @@ export function program(argv?: readonly string[]): Command {
       jsonOption(
         state
           .command("repair")
-          .description("under the lock: record the digest of a write that did not finish recording it (torn write), remove a digest left without a state, and remove leftovers of dead writers")
+          .description("under the lock: commit a write that was stored but never committed (torn write), write the committed state again over a late write that never committed, remove a digest left without a state, and remove leftovers of dead writers")
           .option("--force", "record the digest of whatever is stored, even when it does not prove a complete objstate write")
           .addOption(new Option("--older-than <duration>", "remove leftovers at least this old; younger ones may belong to a writer still at work [default: 1h]")),
       ),

@@ -172,7 +172,7 @@ export function forceUnlockCommand(id: string, workspace: string): string {
 }
 
 function whatWasWritten(): string {
-  return stored ? "the state was written (its digest may not be recorded: run objstate state repair)" : "nothing was written";
+  return stored ? "the state was stored, but maybe not committed (the next read commits it once its lock is released; so does objstate state repair)" : "nothing was written";
 }
 
 function onSignal(signal: NodeJS.Signals): void {

@@ -116,7 +116,10 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   const csrfKey = secretFile === undefined ? undefined : formKeyOf(readSecretFile(secretFile));
 
   const config = backendConfigOf(gatherSettings(opts));
-  const backend = await connect(config);
+  // Repairs a request made on its own (a torn write committed by a GET) are the operator's to know.
+  const backend = await connect(config, {
+    onRepair: (r) => logger.event("warn", "state repaired", { workspace: r.workspace, action: r.action, md5: r.md5, generation: r.generation, serial: r.serial, lockId: r.lockId, detail: r.message }),
+  });
   const withConsole = opts["console"] !== false;
   const server = new ObjstateServer({ backend, users, maxStateSize, clientTimeoutMs, maxConnections, maxConnectionsPerClient, tls, logger, console: withConsole, csrfKey, publicUrls });
   try {

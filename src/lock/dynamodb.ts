@@ -21,7 +21,7 @@ import { ObjstateError } from "../errors.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../store/endpoint.js";
 import { armClient, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning } from "../util/sdk-client.js";
 import type { CredentialsProvider } from "../store/types.js";
-import type { KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
+import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
 
 const KEY = "LockID";
 const DEFAULT_REGION = "us-east-1";
@@ -246,6 +246,55 @@ export class DynamoDbLockTable implements LockTableDriver {
     }
   }
 
+  async getDigest(id: string): Promise<DigestItem | null> {
+    const item = await this.getItem(id);
+    return item === null ? null : digestOf(item);
+  }
+
+  async commitDigest(id: string, seen: DigestItem | null, next: DigestCommit): Promise<boolean> {
+    const names: Record<string, string> = { "#d": "Digest", "#g": "Generation", "#l": "CommitLockID" };
+    const values: Record<string, AttributeValue> = { ":nd": { S: next.digest }, ":ng": { N: String(next.generation) } };
+    const sets = ["#d = :nd", "#g = :ng"];
+    if (next.lockId !== undefined) {
+      values[":nl"] = { S: next.lockId };
+      sets.push("#l = :nl");
+    }
+    Object.entries(next.set ?? {}).forEach(([k, v], i) => {
+      names[`#s${i}`] = k;
+      values[`:s${i}`] = { S: v };
+      sets.push(`#s${i} = :s${i}`);
+    });
+    let condition: string;
+    if (seen === null) condition = `attribute_not_exists(${KEY})`;
+    else {
+      const digest = seen.digest === null ? "attribute_not_exists(#d)" : "#d = :od";
+      if (seen.digest !== null) values[":od"] = { S: seen.digest };
+      // No Generation: an item of an older objstate, or one the tool's own backend replaced.
+      const generation = seen.generation === 0 ? "attribute_not_exists(#g)" : "#g = :og";
+      if (seen.generation !== 0) values[":og"] = { N: String(seen.generation) };
+      condition = `attribute_exists(${KEY}) AND ${digest} AND ${generation}`;
+    }
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: { [KEY]: { S: id } },
+          ConditionExpression: condition,
+          UpdateExpression: `SET ${sets.join(", ")}${next.lockId === undefined ? " REMOVE #l" : ""}`,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        }),
+      );
+      return true;
+    } catch (e) {
+      if (!isConditionalFailure(e)) throw this.mapError(e, `commit digest item "${id}" in`);
+      // Servers that do not return the item with the failure (dynalite) cost one read.
+      const now = e.Item ?? (await this.getItem(id));
+      return now !== null && isCommit(digestOf(now), next);
+    }
+  }
+
   async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
     let start: Record<string, AttributeValue> | undefined;
     do {
@@ -412,6 +461,18 @@ function leaseOf(item: Record<string, AttributeValue>): LeaseItem {
   const n = item["Expires"]?.N ?? item["Expires"]?.S;
   const expires = n === undefined ? undefined : Number(n);
   return { info: stringAttr(item, "Info") ?? "", expires: expires !== undefined && Number.isFinite(expires) ? expires : undefined };
+}
+
+/** `Generation` is a Number (a String written by hand counts too); absent or unreadable is 0. */
+function digestOf(item: Record<string, AttributeValue>): DigestItem {
+  const g = item["Generation"]?.N ?? item["Generation"]?.S;
+  const generation = g === undefined ? 0 : Number(g);
+  return { digest: stringAttr(item, "Digest"), generation: Number.isSafeInteger(generation) && generation > 0 ? generation : 0, lockId: stringAttr(item, "CommitLockID") ?? undefined };
+}
+
+/** Does the item already hold this commit (made by a retry's first attempt, or by an adopter)? */
+function isCommit(item: DigestItem, next: DigestCommit): boolean {
+  return item.digest?.trim().toLowerCase() === next.digest && item.generation === next.generation;
 }
 
 function stringAttr(item: Record<string, AttributeValue>, attr: string): string | null {

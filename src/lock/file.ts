@@ -45,7 +45,7 @@ import { acquireClaim, addSpare, type Claim } from "../store/claim.js";
 import { parseEndpoint } from "../store/endpoint.js";
 import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, removeFile } from "../store/local-fs.js";
 import { pauseAt } from "../util/test-pause.js";
-import type { KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
+import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
 
 const KEY = "LockID";
 /** Tables live below this directory of the endpoint, apart from the store's buckets. */
@@ -226,6 +226,30 @@ export class FileLockTable implements LockTableDriver {
 
   async renewLease(id: string, expectedInfo: string, info: string, expires: number): Promise<boolean> {
     return this.updateIf(id, "Info", expectedInfo, { Info: info, Expires: String(expires) });
+  }
+
+  async getDigest(id: string): Promise<DigestItem | null> {
+    if (!(await this.tableReadyIfPresent())) return null;
+    const item = await this.readItem(this.itemPath(id), id);
+    return item === null ? null : digestOfItem(item);
+  }
+
+  async commitDigest(id: string, seen: DigestItem | null, next: DigestCommit): Promise<boolean> {
+    if (next.set !== undefined && KEY in next.set) throw new ObjstateError("LOCK_TABLE_ERROR", `cannot update ${KEY} of item "${id}" in ${this.location}: it is the key`);
+    await this.ensureTable();
+    const target = this.itemPath(id);
+    // Under the item's claim, like updateIf: the compare and the replace are one step for every other writer.
+    return this.withClaim(id, async () => {
+      const item = await this.readItem(target, id);
+      const now = item === null ? null : digestOfItem(item);
+      const unchanged = seen === null ? now === null : now !== null && now.digest === seen.digest && now.generation === seen.generation;
+      if (!unchanged) return now !== null && now.digest?.trim().toLowerCase() === next.digest && now.generation === next.generation;
+      const updated: Record<string, string> = { ...item, ...next.set, Digest: next.digest, Generation: String(next.generation), [KEY]: id };
+      if (next.lockId === undefined) delete updated["CommitLockID"];
+      else updated["CommitLockID"] = next.lockId;
+      await this.replace(target, id, updated);
+      return true;
+    });
   }
 
   async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
@@ -479,6 +503,12 @@ function leaseOfItem(item: Item): LeaseItem {
   const raw = item["Expires"];
   const n = raw === undefined ? undefined : Number(raw);
   return { info: item["Info"] ?? "", expires: n !== undefined && Number.isFinite(n) ? n : undefined };
+}
+
+/** `Generation` is stored as decimal text here; absent or unreadable is 0. */
+function digestOfItem(item: Item): DigestItem {
+  const g = item["Generation"] === undefined ? 0 : Number(item["Generation"]);
+  return { digest: item["Digest"] ?? null, generation: Number.isSafeInteger(g) && g > 0 ? g : 0, lockId: item["CommitLockID"] };
 }
 
 function serialize(item: Item): string {

@@ -22,6 +22,34 @@ export interface LeaseItem {
   readonly expires: number | undefined;
 }
 
+/**
+ * A state's digest item as the commit point reads it (DESIGN §5): `Digest` (also read and
+ * written by the tool's own S3 backend), `Generation` and `CommitLockID` (objstate's).
+ */
+export interface DigestItem {
+  /** `Digest` exactly as stored (any tool's spelling), null when the item has none. */
+  readonly digest: string | null;
+  /**
+   * `Generation`: how many commits objstate made since the item was created; 0 when absent
+   * (an item of an older objstate, or one the tool's own S3 backend replaced).
+   */
+  readonly generation: number;
+  /** `CommitLockID`: the lock of the write the last commit made current, when recorded. */
+  readonly lockId: string | undefined;
+}
+
+/** What {@link LockTableDriver.commitDigest} sets. */
+export interface DigestCommit {
+  /** The new `Digest` (hex MD5). */
+  readonly digest: string;
+  /** The new `Generation` (the one seen, plus one). */
+  readonly generation: number;
+  /** The new `CommitLockID`; undefined removes it. */
+  readonly lockId?: string | undefined;
+  /** Other string attributes to set with the commit (a repair's note). */
+  readonly set?: Readonly<Record<string, string>> | undefined;
+}
+
 export interface LockTableDriver {
   readonly kind: "dynamodb" | "file";
   /** Human description (endpoint and table, never credentials). */
@@ -61,6 +89,17 @@ export interface LockTableDriver {
   getLease(id: string): Promise<LeaseItem | null>;
   /** Set `Info` and `Expires` only while `Info` equals `expectedInfo`; true when updated. */
   renewLease(id: string, expectedInfo: string, info: string, expires: number): Promise<boolean>;
+  /** The digest item `id`, or null when there is no item. */
+  getDigest(id: string): Promise<DigestItem | null>;
+  /**
+   * The commit point of a state write: one atomic conditional update of digest item `id`,
+   * made only while the item is still exactly as `seen` (null: absent; else its `Digest`,
+   * and its `Generation`, or no `Generation` when `seen.generation` is 0). Other attributes
+   * are kept. True when updated, or when the item already holds this very commit (`Digest`
+   * and `Generation` equal to `next`: a retry after a lost reply, or a reader that adopted the
+   * write first); false when another commit came in between.
+   */
+  commitDigest(id: string, seen: DigestItem | null, next: DigestCommit): Promise<boolean>;
   /** Every item that has attribute `attr`, with its value (a full scan: for listings). */
   scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }>;
   close(): void;

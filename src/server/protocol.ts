@@ -22,7 +22,10 @@ const LOCK_BODY_MAX = 64 * 1024;
  * the connection is cut before them, so the client sees a body shorter than its
  * Content-Length (an error), never a complete wrong state. When the two disagree (a store
  * behind a recent write), nothing is sent until the read's digest retries settle it, as
- * for a small state: 200 once the store caught up, else 503, which the client retries.
+ * for a small state: 200 once the store caught up, else 409 naming the fix (the read already
+ * waited; a 5xx would only make the client wait again). The read follows the commit point:
+ * it may commit a torn write or serve the committed version behind a late one (DESIGN §5),
+ * which the backend reports to the server's log.
  */
 export async function getState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;

@@ -44,9 +44,23 @@ const STATUS: Readonly<Record<string, number>> = {
   STATE_LOCKED: 423,
   // The bucket keeps no versions: nothing a retry changes, the operator turns it on
   VERSIONING_OFF: 409,
+  // The stored state cannot be vouched for and needs the operator (the message names the
+  // command): 409, which the tool's client reports at once, instead of a 5xx it retries
+  // for nothing (decision 035). The read already waited out a store catching up.
+  DIGEST_MISMATCH: 409,
+  TORN_WRITE: 409,
+  COMMITTED_VERSION_MISSING: 409,
+  REPAIR_REFUSED: 409,
+  // A lock taken without a lease has none to renew: the caller's request, not the server
+  NO_LEASE: 409,
   // The store behind the server: 5xx, which the tool's client retries
   NOT_IMPLEMENTED: 501,
-  DIGEST_MISMATCH: 503,
+  // The store ignores conditional writes, so lockfiles cannot work there: no retry helps
+  LOCKFILE_UNSUPPORTED: 501,
+  // The state was stored but not committed: the client's retry of the same body commits it
+  DIGEST_WRITE_FAILED: 503,
+  // The store or table refused the server's own identity (not the client's: not 401/403)
+  ACCESS_DENIED: 502,
   BUCKET_NOT_FOUND: 503,
   TABLE_NOT_FOUND: 503,
   TABLE_NOT_READY: 503,

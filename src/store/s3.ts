@@ -105,7 +105,9 @@ export class S3Driver implements ObjectStoreDriver {
   private readonly multipartThreshold: number;
   /**
    * The store refused an If-Match that held (Ceph RGW on a versioned bucket): conditions are
-   * checked with a HEAD right before an unconditional write instead.
+   * checked with a HEAD right before an unconditional write instead. A writer frozen between
+   * the two can land late over a newer version; the backend's commit point (DESIGN §5), not
+   * this check, keeps that write from counting.
    */
   private conditionsIgnored = false;
   private versionedBucket: Promise<boolean> | undefined;
@@ -196,7 +198,8 @@ export class S3Driver implements ObjectStoreDriver {
     if (options.ifNoneMatch === true && ifMatch === undefined && (this.conditionsIgnored || (await this.isVersioned()))) {
       // Ceph RGW ignores If-None-Match on a versioned bucket (it writes a new version over the
       // current one): the absence is checked first. Between the check and the write only a
-      // writer that does not hold the lock can come (DESIGN §10).
+      // writer that does not hold the lock can come; a state write's late version is then
+      // harmless, since it can no longer commit (the backend's commit point, DESIGN §5).
       if ((await this.head(key)) !== null) throw this.preconditionFailed(key, undefined);
     }
     if (ifMatch !== undefined && this.conditionsIgnored) {

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import { NO_LOCK_ID, ObjectStoreBackend, ObjectStoreBackendConfig, isObjstateError, type ObjectStoreBackendConfigProps } from "../../src/index.js";
+import { NO_LOCK_ID, ObjectStoreBackend, ObjectStoreBackendConfig, isObjstateError, type ObjectStoreBackendConfigProps, type RepairEvent } from "../../src/index.js";
 import { openLockTable } from "../../src/lock/index.js";
 import type { LockTableDriver } from "../../src/lock/types.js";
 import type { Target } from "../support/targets.js";
@@ -23,8 +23,15 @@ export function fencingSuite(makeTarget: () => Target): void {
   let target: Target;
   const open: { close(): void }[] = [];
 
-  async function connect(props: ObjectStoreBackendConfigProps): Promise<ObjectStoreBackend> {
-    const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, who: "tester@fencing", digestRetry: FAST_DIGEST, onWarning: () => undefined });
+  async function connect(props: ObjectStoreBackendConfigProps, repairs?: RepairEvent[], readOnly = false): Promise<ObjectStoreBackend> {
+    const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), {
+      env: {},
+      who: "tester@fencing",
+      digestRetry: FAST_DIGEST,
+      onWarning: () => undefined,
+      onRepair: (e) => repairs?.push(e),
+      readOnly,
+    });
     open.push(b);
     return b;
   }
@@ -186,19 +193,159 @@ export function fencingSuite(makeTarget: () => Target): void {
       assert.equal((await b.readState("default"))?.toString(), state(1));
     });
 
-    it("a write interrupted before its digest is recorded reads as a torn write; repair records it", async () => {
+    it("a write stopped between storing and committing is committed by the next read (the lock free), which reports it", async () => {
       const props = await target.setup({ locks: true });
-      const b = await connect(props);
+      const events: RepairEvent[] = [];
+      const b = await connect(props, events);
       await b.writeState("default", state(1));
       await assert.rejects(
         b.writeState("default", state(2), {
           onStored: () => {
-            throw new Error("crashed between the state and the digest write");
+            throw new Error("crashed between storing and committing");
           },
         }),
         /crashed/,
       );
-      // The lock the write took was released by its finally; the digest is the old one.
+      const t = await table(props);
+      const digestId = `${b.describe("default")}-md5`;
+      const before = await t.getDigest(digestId);
+      assert.deepEqual([before?.digest, before?.generation], [md5(state(1)), 1], "the stopped write did not commit");
+      // The lock the write took was released by its finally: the read commits the write.
+      assert.equal((await b.readState("default"))?.toString(), state(2));
+      assert.equal(events.length, 1, "the repair was not reported");
+      assert.equal(events[0]?.action, "adopted");
+      assert.equal(events[0]?.serial, 2);
+      assert.equal(events[0]?.md5, md5(state(2)));
+      assert.match(events[0]?.message ?? "", /stored, but its writer stopped before committing it/);
+      assert.equal((await t.getDigest(digestId))?.generation, 2);
+      assert.equal((await t.getDigest(digestId))?.digest, md5(state(2)));
+      const note = JSON.parse((await t.get(digestId, "Repaired")) ?? "null") as { who: string; previous: string };
+      assert.equal(note.who, "tester@fencing");
+      assert.equal(note.previous, md5(state(1)));
+      assert.equal((await b.repairState("default")).action, "ok");
+      assert.equal(await b.lockInfo("default"), null, "the read released its short lock");
+      assert.equal((await b.readState("default"))?.toString(), state(2));
+      assert.equal(events.length, 1, "a committed state is not repaired again");
+    });
+
+    it("while a stored write's own lock is held, readers do not commit it (the committed state stands); its writer's commit then succeeds", async () => {
+      const props = await target.setup({ locks: true });
+      const events: RepairEvent[] = [];
+      const b = await connect(props);
+      const reader = await connect(props, events);
+      await b.writeState("default", state(1));
+      const versioned = (await b.versioning()) === "enabled";
+      const lock = await b.lock("default");
+      const result = await b.writeState("default", state(2), {
+        lockId: lock.ID,
+        onStored: async () => {
+          if (versioned) assert.equal((await reader.readState("default"))?.toString(), state(1), "a reader got a write that is not committed");
+          else await assert.rejects(reader.readState("default"), (e) => isObjstateError(e, "TORN_WRITE") && e.message.includes(`its lock ${lock.ID} is still held`));
+        },
+      });
+      assert.equal(result.written, true);
+      assert.equal(events.length, 0, "a reader committed a write whose writer holds the lock");
+      await b.unlock("default", lock.ID);
+      assert.equal((await reader.readState("default"))?.toString(), state(2));
+    });
+
+    it("a write whose commit another commit overtook is refused (STATE_CONFLICT), never acknowledged; the later write stands", async () => {
+      const props = await target.setup({ locks: true });
+      const a = await connect(props);
+      const events: RepairEvent[] = [];
+      const b = await connect(props, events);
+      await a.writeState("default", state(1));
+      const lock = await a.lock("default");
+      await assert.rejects(
+        a.writeState("default", state(2, { by: "a" }), {
+          lockId: lock.ID,
+          // Between a's store and its commit, its lock is broken and b writes.
+          onStored: async () => {
+            await b.forceUnlock("default", lock.ID);
+            await b.writeState("default", state(3, { by: "b" }));
+          },
+        }),
+        (e) => {
+          assert.ok(isObjstateError(e, "STATE_CONFLICT"), String(e));
+          assert.match(e.message, /another write was committed .* after this one started.*did not happen/);
+          return true;
+        },
+      );
+      assert.equal((await a.readState("default"))?.toString(), state(3, { by: "b" }));
+      // b found a's stored write uncommitted under a lock a no longer held: it committed it first.
+      assert.deepEqual(
+        events.map((e) => [e.action, e.serial]),
+        [["adopted", 2]],
+      );
+      const t = await table(props);
+      assert.equal((await t.getDigest(`${a.describe("default")}-md5`))?.generation, 3);
+    });
+
+    for (const versioning of [false, true]) {
+      it(`a late write that another commit overtook is passed over by readers and by the next write's guard (${versioning ? "versioned bucket" : "bucket as created"})`, async () => {
+        const props = await target.setup({ locks: true });
+        const raw = await target.raw(props.bucket);
+        open.push(raw);
+        if (versioning) await raw.enableVersioning();
+        const events: RepairEvent[] = [];
+        const b = await connect(props, events);
+        await b.writeState("default", state(1));
+        await b.writeState("default", state(2));
+        // What a writer that started at generation 1 and lost its lock leaves when its PUT lands late.
+        const late = state(5, { late: true });
+        await raw.put(b.statePath("default"), Buffer.from(late), {
+          metadata: { "objstate-serial": "5", "objstate-lineage": LINEAGE, "objstate-md5": md5(late), "objstate-who": "late@writer", "objstate-lock-id": "lost-lock", "objstate-generation": "2", "objstate-parent-md5": md5(state(1)) },
+        });
+        assert.equal((await b.digestStatus("default")).status, "superseded");
+        if ((await b.versioning()) !== "enabled") {
+          // The committed bytes are gone with the overwrite: one clear error, naming the way out.
+          await assert.rejects(b.readState("default"), (e) => isObjstateError(e, "COMMITTED_VERSION_MISSING") && /state repair --force/.test(e.message));
+          await assert.rejects(b.writeState("default", state(3)), { code: "COMMITTED_VERSION_MISSING" });
+          assert.equal((await b.writeState("default", state(3), { force: true })).written, true);
+          assert.equal((await b.readState("default"))?.toString(), state(3));
+          return;
+        }
+        assert.equal((await b.readState("default"))?.toString(), state(2), "a read served a write that never committed");
+        // The read wrote the committed state again over the late write (the lock was free).
+        assert.deepEqual(
+          events.map((e) => [e.action, e.serial]),
+          [["restored", 2]],
+        );
+        const current = await raw.get(b.statePath("default"));
+        assert.equal(current?.body.toString(), state(2));
+        assert.equal((await b.digestStatus("default")).status, "match");
+        // The guard judges against the committed serial 2, not the late write's 5.
+        assert.equal((await b.writeState("default", state(3))).written, true);
+        assert.equal((await b.readState("default"))?.toString(), state(3));
+      });
+    }
+
+    it("the next write's guard judges against the committed state behind a late write, and commits over it", async () => {
+      const props = await target.setup({ locks: true });
+      const raw = await target.raw(props.bucket);
+      open.push(raw);
+      await raw.enableVersioning();
+      const b = await connect(props);
+      await b.writeState("default", state(1));
+      await b.writeState("default", state(2));
+      const late = state(5, { late: true });
+      await raw.put(b.statePath("default"), Buffer.from(late), {
+        metadata: { "objstate-serial": "5", "objstate-lineage": LINEAGE, "objstate-md5": md5(late), "objstate-generation": "2", "objstate-parent-md5": md5(state(1)) },
+      });
+      // No read in between: the write itself passes over the late write (serial 3 < 5 is fine).
+      await assert.rejects(b.writeState("default", state(2, { other: true })), (e) => isObjstateError(e, "STATE_CONFLICT") && /same serial/.test(e.message));
+      assert.equal((await b.writeState("default", state(3))).written, true);
+      assert.equal((await b.readState("default"))?.toString(), state(3));
+    });
+
+    it("an older objstate's write that did not record its digest reads as a torn write; repair records it", async () => {
+      const props = await target.setup({ locks: true });
+      const b = await connect(props);
+      await b.writeState("default", state(1));
+      const raw = await target.raw(props.bucket);
+      open.push(raw);
+      // No intent recorded (objstate before generations): nothing proves no commit came in between.
+      await raw.put(b.statePath("default"), Buffer.from(state(2)), { metadata: { "objstate-serial": "2", "objstate-md5": md5(state(2)), "objstate-who": "old@objstate" } });
       await assert.rejects(b.readState("default"), (e) => {
         assert.ok(isObjstateError(e, "TORN_WRITE"), String(e));
         assert.match(e.message, /the last write did not finish recording its digest/);
@@ -215,6 +362,20 @@ export function fencingSuite(makeTarget: () => Target): void {
       assert.equal(note.previous, md5(state(1)));
       assert.equal((await b.repairState("default")).action, "ok");
       assert.equal(await b.lockInfo("default"), null, "repair released its lock");
+    });
+
+    it("a read-only connection commits nothing", async () => {
+      const props = await target.setup({ locks: true });
+      const b = await connect(props);
+      await b.writeState("default", state(1));
+      await assert.rejects(b.writeState("default", state(2), { onStored: () => Promise.reject(new Error("crash")) }));
+      const events: RepairEvent[] = [];
+      const ro = await connect(props, events, true);
+      if ((await ro.versioning()) === "enabled") assert.equal((await ro.readState("default"))?.toString(), state(1));
+      else await assert.rejects(ro.readState("default"), (e) => isObjstateError(e, "TORN_WRITE") && /read-only reader does not commit it/.test(e.message));
+      assert.equal(events.length, 0);
+      const t = await table(props);
+      assert.equal((await t.getDigest(`${b.describe("default")}-md5`))?.digest, md5(state(1)));
     });
 
     it("pushing the same content again also records a missing digest", async () => {

@@ -13,6 +13,7 @@ import { openLockTable } from "../../../src/lock/index.js";
 import type { LockTableDriver } from "../../../src/lock/types.js";
 import type { Credentials, CredentialsProvider } from "../../../src/store/types.js";
 import { testServers } from "../../support/servers.js";
+import { commitDigestSuite } from "../../behaviour/commit-digest-suite.js";
 
 const LOCK_ID = "my-bucket/env:/dev/tool.tfstate";
 const SECRET = "secret-never-in-messages-9f3b";
@@ -337,4 +338,8 @@ describe("credentials and errors", () => {
     assert.match(other.message, /ValidationException: bad thing/);
     assert.ok(!other.message.includes(SECRET));
   });
+});
+
+describe("commitDigest (the commit point)", () => {
+  commitDigestSuite(freshTable);
 });

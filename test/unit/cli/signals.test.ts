@@ -54,7 +54,7 @@ describe("interrupts while a lock is held", () => {
     assert.equal(
       r.stderr,
       "objstate: interrupted: finishing the current step, then releasing the lock on bkt/ws (interrupt again to quit at once and leave the lock held)\n" +
-        "objstate: interrupted again: quitting now; the state was written (its digest may not be recorded: run objstate state repair); the lock on bkt/ws is still held (release it with objstate force-unlock ID-1 -w ws and the same settings)\n",
+        "objstate: interrupted again: quitting now; the state was stored, but maybe not committed (the next read commits it once its lock is released; so does objstate state repair); the lock on bkt/ws is still held (release it with objstate force-unlock ID-1 -w ws and the same settings)\n",
     );
   });
 

@@ -451,24 +451,37 @@ export function cliSuite(makeTarget: () => Target): void {
       assertOneLineError(pull, new RegExp(`does not match its digest: the lock table says ${pushed}`));
     });
 
-    it("a write whose digest was never recorded: pull exits 4 saying so, doctor names it, state repair fixes it", async () => {
+    it("a write stored but never committed: doctor names it, the next pull commits it and says so; an older objstate's such write needs state repair", async () => {
       const t = await fresh();
       assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
-      const creds = t.props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: t.props.accessKey as string, secretAccessKey: t.props.secretKey as string });
-      const kv = await openLockTable({ table: t.props.kvstoreTable as string, endpoint: t.props.kvstoreEndpoint as string, credentials: creds });
-      // The digest of an earlier state, as a crash between the state and the digest write leaves it.
-      await kv.put(`${t.props.bucket}/env:/tool.tfstate-md5`, "Digest", "0123456789abcdef0123456789abcdef");
-      const pull = t.cli(["state", "pull"]);
-      assert.equal(pull.code, 4);
-      assertOneLineError(pull, /the last write did not finish recording its digest.*objstate state repair/);
+      const first = createHash("md5").update('{"serial":1}').digest("hex");
+      const second = '{"serial":2}';
+      const sum = createHash("md5").update(second).digest("hex");
+      // What a push that died between storing and committing leaves: its object, recording the commit it meant.
+      const raw = await target.raw(t.props.bucket);
+      await raw.put("env:/tool.tfstate", Buffer.from(second), { metadata: { "objstate-serial": "2", "objstate-md5": sum, "objstate-who": "dead@host", "objstate-generation": "2", "objstate-parent-md5": first } });
       const doctor = t.cli(["doctor"]);
       assert.equal(doctor.code, 1);
-      assert.match(doctor.stdout, /^FAIL {2}digest: the last write to workspace default did not finish recording its digest.* — fix: run objstate state repair/m);
+      assert.match(doctor.stdout, /^FAIL {2}digest: the last write to workspace default was stored but never committed.* — fix: run objstate state repair/m);
+      const pull = t.cli(["state", "pull"]);
+      assert.equal(pull.code, 0, pull.stderr);
+      assert.equal(pull.stdout, second);
+      assert.match(pull.stderr, /^objstate: warning: committed the last write to .* \(serial 2 by dead@host\): it was stored, but its writer stopped before committing it/);
+      assert.equal(t.cli(["doctor"]).code, 0);
+      // An older objstate recorded no intent: nothing proves no commit came in between, so the operator decides.
+      const third = '{"serial":3}';
+      await raw.put("env:/tool.tfstate", Buffer.from(third), { metadata: { "objstate-serial": "3", "objstate-md5": createHash("md5").update(third).digest("hex") } });
+      raw.close();
+      const torn = t.cli(["state", "pull"]);
+      assert.equal(torn.code, 4);
+      assertOneLineError(torn, /the last write did not finish recording its digest.*objstate state repair/);
       const repair = t.cli(["state", "repair"]);
       assert.equal(repair.code, 0, repair.stderr);
       assert.match(repair.stdout, /recorded the digest/);
-      assert.equal(t.cli(["state", "pull"]).stdout, '{"serial":1}');
-      assert.match((await kv.get(`${t.props.bucket}/env:/tool.tfstate-md5`, "Repaired")) ?? "", /"previous":"0123456789abcdef0123456789abcdef"/);
+      assert.equal(t.cli(["state", "pull"]).stdout, third);
+      const creds = t.props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: t.props.accessKey as string, secretAccessKey: t.props.secretKey as string });
+      const kv = await openLockTable({ table: t.props.kvstoreTable as string, endpoint: t.props.kvstoreEndpoint as string, credentials: creds });
+      assert.match((await kv.get(`${t.props.bucket}/env:/tool.tfstate-md5`, "Repaired")) ?? "", new RegExp(`"previous":"${sum}"`));
       kv.close();
       assert.equal(t.cli(["doctor"]).code, 0);
     });

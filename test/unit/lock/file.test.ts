@@ -16,6 +16,7 @@ import { encodeId, FileLockTable } from "../../../src/lock/file.js";
 import { acquireClaim } from "../../../src/store/claim.js";
 import { openLockTable } from "../../../src/lock/index.js";
 import type { LockTableDriver } from "../../../src/lock/types.js";
+import { commitDigestSuite } from "../../behaviour/commit-digest-suite.js";
 
 const SELF = fileURLToPath(import.meta.url);
 const LOCK_ID = "my-bucket/env:/dev/tool.tfstate";
@@ -184,6 +185,10 @@ function defineTests(): void {
       await fs.writeFile(path.join(t.dir, ".schema.json"), "{not json");
       await assert.rejects(() => t.describeKeySchema(), (e) => isObjstateError(e, "LOCK_TABLE_ERROR") && e.message.includes(".schema.json"));
     });
+  });
+
+  describe("commitDigest (the commit point)", () => {
+    commitDigestSuite(() => Promise.resolve(open(table())));
   });
 
   describe("items", () => {

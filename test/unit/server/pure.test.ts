@@ -93,10 +93,22 @@ describe("requests", () => {
 
   it("one table of statuses: locked 423, conflicts 409, store trouble 5xx, anything else 500", () => {
     const s = (code: string): number => statusOf(new ObjstateError(code, "m"));
-    assert.deepEqual([s("STATE_LOCKED"), s("STATE_CONFLICT"), s("LOCK_ID_MISMATCH"), s("BODY_TOO_LARGE"), s("UNAUTHORIZED"), s("FORBIDDEN"), s("DIGEST_MISMATCH"), s("WHATEVER")], [423, 409, 409, 413, 401, 403, 503, 500]);
+    assert.deepEqual([s("STATE_LOCKED"), s("STATE_CONFLICT"), s("LOCK_ID_MISMATCH"), s("BODY_TOO_LARGE"), s("UNAUTHORIZED"), s("FORBIDDEN"), s("DIGEST_MISMATCH"), s("WHATEVER")], [423, 409, 409, 413, 401, 403, 409, 500]);
     assert.equal(statusOf(new Error("x")), 500);
     // A lost lease is the writer's conflict, not the server's failure: no 5xx the client would retry.
     assert.equal(s("LOCK_LOST"), 409);
+  });
+
+  it("a state that needs the operator is a 409 the tool's client reports at once, never a 500 it retries; a stored write not yet committed is a 503 whose retry commits it", () => {
+    const s = (code: string): number => statusOf(new ObjstateError(code, "m"));
+    assert.deepEqual(
+      ["TORN_WRITE", "DIGEST_MISMATCH", "COMMITTED_VERSION_MISSING", "REPAIR_REFUSED", "NO_LEASE"].map(s),
+      [409, 409, 409, 409, 409],
+    );
+    assert.equal(s("DIGEST_WRITE_FAILED"), 503);
+    // The store or table refused the server's own identity: not the client's credentials (401/403).
+    assert.equal(s("ACCESS_DENIED"), 502);
+    assert.equal(s("LOCKFILE_UNSUPPORTED"), 501);
   });
 });
 
