@@ -145,7 +145,7 @@ export interface BackendSpec {
 
 export const TERRAFORM_BACKEND_SPECS: { readonly [T in TerraformBackendType]: BackendSpec } = Object.freeze({
   s3: { requires: { assume_role: "role_arn" }, versions: "Terraform ≥ 1.7 and OpenTofu ≥ 1.6 (with `use_lockfile`, both ≥ 1.10)" },
-  oss: { requires: {}, versions: "Terraform and OpenTofu ≥ 1.1 (the flattened `assume_role_*` arguments)" },
+  oss: { requires: {}, versions: "Terraform ≥ 1.1 (the flattened `assume_role_*` arguments) and every OpenTofu version" },
   http: { requires: {}, versions: "every Terraform and OpenTofu version" },
 });
 
