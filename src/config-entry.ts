@@ -41,6 +41,7 @@ export {
 } from "./synth/tool-json.js";
 export {
   backendTerraformJson,
+  serveBackendTerraformJson,
   remoteStateTerraformBlock,
   remoteStateTerraformJson,
   terraformWarnings,

@@ -12,7 +12,7 @@ import { describeCredentialSource, resolveEffectiveSettings } from "../credentia
 import type { ResolvedSetting } from "../resolve/settings.js";
 import { synthesizeProps } from "../synth/document.js";
 import { formatToolJson, secretWarnings, type ToolJson } from "../synth/tool-json.js";
-import { terraformWarnings, type TerraformBackendOptions } from "../synth/terraform-json.js";
+import { serveBackendTerraformJson, terraformWarnings, type TerraformBackendOptions } from "../synth/terraform-json.js";
 import { ConfigError } from "../config/errors.js";
 import { lockSettings } from "./lock-settings.js";
 import { confirm, interactive } from "./confirm.js";
@@ -104,6 +104,17 @@ export function synthAction(file: string | undefined, opts: Opts): void {
   }
   const input = gatherSettings(opts);
   const target = synthTarget(opts, input);
+  // The server holds the store settings: for http none are needed.
+  if (target?.backend === "http" && !hasSettingsInput(opts)) {
+    let doc: ToolJson;
+    try {
+      doc = serveBackendTerraformJson(target);
+    } catch (e) {
+      throw flagError(e);
+    }
+    process.stdout.write(formatToolJson(doc));
+    return;
+  }
   const config = backendConfigOf(input);
   if (target === undefined) {
     for (const w of secretWarnings(config)) process.stderr.write(`objstate: warning: ${w}\n`);

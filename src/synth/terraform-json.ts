@@ -217,9 +217,9 @@ class ArgumentWriter {
 }
 
 /** The backend's arguments for the store fields of `config` (every row, in field-table order). */
-function storeArguments(config: AnyConfig, backend: TerraformBackendType, lockfile: boolean | undefined): JsonObject {
+function storeArguments(config: AnyConfig | undefined, backend: TerraformBackendType, lockfile: boolean | undefined): JsonObject {
   const w = new ArgumentWriter(backend);
-  const values = config as unknown as Record<string, unknown>;
+  const values = (config ?? {}) as unknown as Record<string, unknown>;
   const rows = TERRAFORM_MAPPING as unknown as Readonly<Record<string, MappingRow>>;
   for (const f of COMMON_FIELDS) {
     const row = rows[f.name] as MappingRow;
@@ -242,7 +242,7 @@ function stateAddress(serveUrl: string, workspace: string): string {
 }
 
 /** The arguments of `options.backend` for `config`'s store (or, for http, for the server). */
-function backendArguments(config: AnyConfig, options: TerraformBackendOptions, workspace: string, withLocks: boolean): JsonObject {
+function backendArguments(config: AnyConfig | undefined, options: TerraformBackendOptions, workspace: string, withLocks: boolean): JsonObject {
   const out = storeArguments(config, options.backend, options.lockfile);
   if (options.backend !== "http") return out;
   const address = stateAddress(options.serveUrl, workspace);
@@ -268,6 +268,16 @@ export function backendTerraformJson(config: ObjectStoreBackendConfig, options: 
   checkOptions(options, false);
   const workspace = options.backend === "http" ? (options.workspace ?? "default") : "default";
   return { terraform: { backend: { [options.backend]: backendArguments(config, options, workspace, true) } } };
+}
+
+/**
+ * The http backend of `objstate serve` without a config: the server holds every store
+ * setting, so none is needed (`objstate synth --for http` without settings).
+ */
+export function serveBackendTerraformJson(options: TerraformHttpBackendOptions): TerraformBackendJson {
+  checkOptions(options, false);
+  if (options.backend !== "http") throw new ConfigError("INVALID_VALUE", `backend must be http without a config: the s3 and oss backends need the config's bucket`, { field: "backend" });
+  return { terraform: { backend: { http: backendArguments(undefined, options, options.workspace ?? "default", true) } } };
 }
 
 /** The body of a `data.terraform_remote_state` block reading `config`'s state. */

@@ -106,6 +106,14 @@ describe("objstate synth --for", () => {
     assert.match(r.stdout, /"address": "http:\/\/127\.0\.0\.1:8080\/state\/staging"/);
   });
 
+  it("--for http needs no settings: the server holds them", () => {
+    const r = runCli(["synth", "--for", "http", "--serve-url", "http://127.0.0.1:8080", "-w", "prod"]);
+    assert.equal(r.code, 0, r.stderr);
+    const address = "http://127.0.0.1:8080/state/prod";
+    assert.deepEqual(JSON.parse(r.stdout), { terraform: { backend: { http: { address, lock_address: address, unlock_address: address } } } });
+    assert.equal(r.stderr, "");
+  });
+
   it("warns about secrets naming the tool's variable, and about s3's other default-workspace object", () => {
     const r = runCli(["synth", "--for", "s3", "--bucket", "state-bucket", "--secret-key", "VERY-SECRET"]);
     assert.equal(r.code, 0, r.stderr);
