@@ -248,10 +248,30 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
     const fakeKeys = { ALICLOUD_ACCESS_KEY: "fake-access-key", ALICLOUD_SECRET_KEY: "fake-secret-key" };
     const settings = () => ({ bucket: "state-bucket", endpoint: `http://127.0.0.1:${closed}`, kvstoreTable: "state-locks", kvstoreEndpoint: `http://127.0.0.1:${closed}`, region: "cn-hangzhou" });
 
-    it("init accepts the configuration and fails only when it reaches the OSS endpoint", async () => {
+    it("init accepts every argument objstate writes for it and fails only when it reaches the network", async () => {
+      // Every field the oss backend has an argument for (the deprecated block too); its endpoints at the closed port.
+      const every = {
+        ...settings(),
+        accessKey: "fake-access-key",
+        acl: "private",
+        assumeRole: { roleArn: "acs:ram::123456789012:role/old", policy: '{"Statement":[]}', sessionName: "old-session", sessionExpiration: 1800 },
+        assumeRolePolicy: '{"Version":"1","Statement":[]}',
+        assumeRoleRoleArn: "acs:ram::123456789012:role/deployer",
+        assumeRoleSessionExpiration: 900,
+        assumeRoleSessionName: "deploy",
+        computeRoleName: "ecs-state-role",
+        encrypt: true,
+        key: "network.tfstate",
+        prefix: "states",
+        profile: "prod",
+        secretKey: "fake-secret-key",
+        securityToken: "fake-token",
+        sharedCredentialsFile: join(work, "no-such-config.json"),
+        stsEndpoint: `127.0.0.1:${closed}`,
+      };
       const configFile = join(work, "oss-settings.json");
-      writeFileSync(configFile, JSON.stringify(settings()));
-      const dir = workdir("oss-backend", { "backend.tf.json": synth(["--for", "oss", "--config", configFile]), "main.tf.json": PRODUCER("unused") });
+      writeFileSync(configFile, JSON.stringify(every));
+      const dir = workdir("oss-backend", { "backend.tf.json": synth(["--for", "oss", "--config", configFile], [/accessKey is written/, /secretKey is written/, /securityToken is written/, /assumeRole block is deprecated/]), "main.tf.json": PRODUCER("unused") });
       const r = await terraform(dir, ["init", "-input=false", "-no-color"], fakeKeys);
       assert.equal(r.code, 1, r.stdout);
       assert.doesNotMatch(r.stderr, CONFIG_ERROR);
