@@ -135,12 +135,16 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
   });
   const CONSUMER = (name: string) => ({ output: { z: { value: `\${data.terraform_remote_state.${name}.outputs.y}` } } });
 
-  /** The value `terraform plan` plans for output `z` of the consumer in `dir`. */
-  async function plannedZ(dir: string, extraEnv: Record<string, string> = {}): Promise<unknown> {
+  /** The values `terraform plan` plans for the outputs of the consumer in `dir`. */
+  async function planned(dir: string, extraEnv: Record<string, string> = {}): Promise<Record<string, unknown>> {
     await ok(dir, ["init", "-input=false"], extraEnv);
     await ok(dir, ["plan", "-input=false", "-out=plan.bin"], extraEnv);
     const show = await ok(dir, ["show", "-json", "plan.bin"], extraEnv);
-    return (JSON.parse(show.stdout) as { planned_values: { outputs: { z: { value: unknown } } } }).planned_values.outputs.z.value;
+    const outputs = (JSON.parse(show.stdout) as { planned_values: { outputs: Record<string, { value: unknown }> } }).planned_values.outputs;
+    return Object.fromEntries(Object.entries(outputs).map(([k, o]) => [k, o.value]));
+  }
+  async function plannedZ(dir: string, extraEnv: Record<string, string> = {}): Promise<unknown> {
+    return (await planned(dir, extraEnv))["z"];
   }
 
   describe("s3 against Ceph RGW + dynalite", () => {
@@ -184,7 +188,24 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
       await ok(dir, ["plan", "-input=false", "-lock-timeout=0s"], creds);
     });
 
-    it("a remote state objstate wrote, read by terraform plan through data.terraform_remote_state", async () => {
+    it("with an empty prefix the default workspace is the same object too (no layout warning)", async () => {
+      const own = await cephTarget().setup({ locks: true, extra: { prefix: "" } });
+      const dir = workdir("s3-default", {
+        "backend.tf.json": synth(["--for", "s3", "--bucket", own.bucket, "--prefix", "", "--endpoint", own.endpoint as string, "--kvstore-table", own.kvstoreTable as string, "--kvstore-endpoint", own.kvstoreEndpoint as string]),
+        "main.tf.json": PRODUCER("default-workspace"),
+      });
+      await ok(dir, ["init", "-input=false"], creds);
+      await ok(dir, ["apply", "-input=false", "-auto-approve"], creds);
+      const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(own), { env: {} });
+      try {
+        const state = JSON.parse(((await backend.readState("default")) as Buffer).toString("utf8")) as { outputs: { y: { value: string } } };
+        assert.equal(state.outputs.y.value, "default-workspace");
+      } finally {
+        backend.close();
+      }
+    });
+
+    it("remote states terraform applied and objstate wrote, read by terraform plan through data.terraform_remote_state", async () => {
       const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {} });
       try {
         const state = { version: 4, terraform_version: VERSION, serial: 1, lineage: "0b5c4e0e-0000-4000-8000-000000000001", outputs: { y: { value: "from-objstate", type: "string" } }, resources: [] };
@@ -194,9 +215,10 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
       }
       const { accessKey: _a, secretKey: _s, ...noKeys } = props;
       const propsFile = join(work, "s3-remote.json");
-      writeFileSync(propsFile, JSON.stringify({ remoteStates: { upstream: { ...noKeys, workspace: "prod" } } }));
-      const dir = workdir("s3-consumer", { "remote.tf.json": synth(["--for", "s3", propsFile]), "main.tf.json": CONSUMER("upstream") });
-      assert.equal(await plannedZ(dir, creds), "from-objstate");
+      writeFileSync(propsFile, JSON.stringify({ remoteStates: { upstream: { ...noKeys, workspace: "prod" }, applied: { ...noKeys, workspace: "staging" } } }));
+      const consumer = { output: { ...CONSUMER("upstream").output, z2: { value: "${data.terraform_remote_state.applied.outputs.y}" } } };
+      const dir = workdir("s3-consumer", { "remote.tf.json": synth(["--for", "s3", propsFile]), "main.tf.json": consumer });
+      assert.deepEqual(await planned(dir, creds), { z: "from-objstate", z2: "from-terraform-s3" });
     });
   });
 
