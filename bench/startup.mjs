@@ -7,6 +7,9 @@
 //   peer      bench/startup-peer.mjs: the same job in CDK for Terraform 0.21 (OssBackend +
 //             DataTerraformRemoteStateOss, app.synth()), a pinned devDependency
 //   --help, config   the objstate command (package.json's bin)
+//   synth, synth --for s3   the command's offline synthesis of one backend: the seed's tool
+//             JSON, and the real tool's s3 backend through the mapping table (issue 24: the
+//             second costs no more than the first, within 5 %)
 // Prints medians and the median of the per-round ratios objstate / peer (goal <= 0.25) and
 // each command over the empty process. Run: npm run bench:startup
 // Env: BENCH_ROUNDS (default 15), BENCH_STATES (default 1000).
@@ -34,12 +37,15 @@ function wall(args) {
   return ms;
 }
 
+const SYNTH_FLAGS = ["--bucket", "state-bucket", "--key", "root.tfstate", "--prefix", "", "--endpoint", "https://s3.example.com", "--kvstore-table", "locks", "--kvstore-endpoint", "https://dynamodb.example.com"];
 const runs = {
   empty: [emptyModule],
   objstate: [here("./startup-objstate.mjs"), "OUT"],
   peer: [here("./startup-peer.mjs"), "OUT"],
   help: [cli, "--help"],
   config: [cli, "config", "--bucket", "state-bucket", "--key", "root.tfstate", "--kvstore-table", "locks"],
+  synth: [cli, "synth", ...SYNTH_FLAGS],
+  synthFor: [cli, "synth", "--for", "s3", ...SYNTH_FLAGS],
 };
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 // One untimed round: disk caches, and a check that every command works.
@@ -65,10 +71,14 @@ console.log(`  peer (cdktf 0.21, same job)         ${m.peer.toFixed(1).padStart(
 console.log(`  objstate / peer = ${ratio.toFixed(3)} (goal <= 0.25)   [median of per-round ratios]`);
 console.log(`  objstate --help                     ${m.help.toFixed(1).padStart(7)} ms   ${over("help").toFixed(1)} ms over empty`);
 console.log(`  objstate config                     ${m.config.toFixed(1).padStart(7)} ms   ${over("config").toFixed(1)} ms over empty`);
+const forRatio = median(rounds.map((t) => t.synthFor / t.synth));
+console.log(`  objstate synth                      ${m.synth.toFixed(1).padStart(7)} ms   ${over("synth").toFixed(1)} ms over empty`);
+console.log(`  objstate synth --for s3             ${m.synthFor.toFixed(1).padStart(7)} ms   ${over("synthFor").toFixed(1)} ms over empty`);
+console.log(`  synth --for s3 / synth = ${forRatio.toFixed(3)} (goal <= 1.05)   [median of per-round ratios]`);
 // Whether the chunks compiled from the build's code caches (scripts/code-cache.mjs): they
 // exist only for the V8 that built dist, and any V8 flag makes V8 refuse them.
 const probe = `const { __scripts } = await import(${JSON.stringify(new URL("../dist/pkg/objstate.js", import.meta.url).href)}); await import("objstate");
 console.log([...__scripts].map(([f, s]) => s.cachedDataRejected ? f + " refused" : f).join(", ") || "none (no cache for this V8: compiled from source)");`;
 const cached = spawnSync(process.execPath, ["--input-type=module", "-e", probe], { encoding: "utf8", cwd: here("..") });
 console.log(`  code caches used: ${cached.status === 0 ? cached.stdout.trim() : `? (${cached.stderr.trim()})`}`);
-console.log(JSON.stringify({ ...m, ratio, objstateOverEmpty: over("objstate"), helpOverEmpty: over("help"), configOverEmpty: over("config") }));
+console.log(JSON.stringify({ ...m, ratio, objstateOverEmpty: over("objstate"), helpOverEmpty: over("help"), configOverEmpty: over("config"), synthOverEmpty: over("synth"), synthForOverEmpty: over("synthFor"), synthForRatio: forRatio }));

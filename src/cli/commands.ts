@@ -11,14 +11,17 @@ import { RULES } from "../config/rules.js";
 import { describeCredentialSource, resolveEffectiveSettings } from "../credentials/index.js";
 import type { ResolvedSetting } from "../resolve/settings.js";
 import { synthesizeProps } from "../synth/document.js";
-import { formatToolJson, secretWarnings } from "../synth/tool-json.js";
+import { formatToolJson, secretWarnings, type ToolJson } from "../synth/tool-json.js";
+import { serveBackendTerraformJson, terraformWarnings, type TerraformBackendOptions } from "../synth/terraform-json.js";
+import { ConfigError } from "../config/errors.js";
+import { lockSettings } from "./lock-settings.js";
 import { confirm, interactive } from "./confirm.js";
 import { durationFlag } from "./duration.js";
 import { CliError, EXIT, readJsonFile, usageError } from "./io.js";
 import { acquireLock, guardedWhileLocked, lockWaiting, requireLocking, stateStored, warn, withBackend } from "./runtime.js";
 import { printLocks, runUnderLock } from "./lock-commands.js";
 import { openStateInput } from "./state-input.js";
-import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, type SettingsInput } from "./settings.js";
+import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, locateConfigError, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 import { nodeCrypto } from "../util/builtins.js";
 import { redactUrl } from "../util/redact.js";
@@ -48,18 +51,84 @@ function say(text: string): void {
 
 // ---------------------------------------------------------------- synth
 
-/** `objstate synth [file]`: a props document, or the backend of the settings. */
+/** The flag each option of the real tool's synthesis comes from, for messages. */
+const TARGET_FLAGS: Readonly<Record<string, string>> = { backend: "--for", serveUrl: "--serve-url", username: "--username", workspace: "--workspace", lockfile: "--lockfile" };
+
+/** `--for` and the flags that go with it, checked against each other; undefined without `--for`. */
+function synthTarget(opts: Opts, input: SettingsInput | undefined): TerraformBackendOptions | undefined {
+  const backend = opts["for"] as "s3" | "oss" | "http" | undefined;
+  const serveUrl = opts["serveUrl"] as string | undefined;
+  const username = opts["username"] as string | undefined;
+  const lockfile = opts["lockfile"] === true;
+  const workspaceFlag = typeof opts["workspace"] === "string";
+  if (backend !== "http") {
+    for (const [given, flag] of [[serveUrl !== undefined, "--serve-url"], [username !== undefined, "--username"], [workspaceFlag, "--workspace"]] as const) {
+      if (given) throw usageError(`${flag} goes with --for http (the address of objstate serve)${backend === undefined ? "" : `, not --for ${backend}`}`, "INVALID_FLAGS");
+    }
+  }
+  if (lockfile && backend !== "s3" && backend !== "oss") {
+    throw usageError(`--lockfile goes with --for s3 (use_lockfile)${backend === undefined ? ": the seed's tool JSON has no lockfile setting" : ": for http the server's own lock settings apply"}`, "INVALID_FLAGS");
+  }
+  if (backend === undefined) return undefined;
+  if (backend === "http") {
+    if (serveUrl === undefined) throw usageError("--for http needs --serve-url URL: where the tool reaches objstate serve, such as http://127.0.0.1:8080", "INVALID_FLAGS");
+    return { backend, serveUrl, username, workspace: input === undefined ? (opts["workspace"] as string | undefined) : input.workspace };
+  }
+  // The --config file's objstate.lockfile counts as --lockfile does.
+  return { backend, lockfile: lockfile || (input !== undefined && lockSettings().lockfile === true) || undefined };
+}
+
+/** A ConfigError about an option of the real tool's synthesis, reworded to name its flag. */
+function flagError(e: unknown): unknown {
+  if (!(e instanceof ConfigError) || e.field === undefined) return e;
+  const flag = TARGET_FLAGS[e.field];
+  if (flag === undefined || !e.message.startsWith(e.field)) return e;
+  return new ConfigError(e.code, `${flag}${e.message.slice(e.field.length)}`, { field: e.field, cause: e });
+}
+
+/** `objstate synth [file]`: a props document, or the backend of the settings; with `--for`, for one of the real tool's backends. */
 export function synthAction(file: string | undefined, opts: Opts): void {
   if (file !== undefined) {
     if (hasSettingsInput(opts)) throw usageError("synth takes either a props file or settings (--config and flags), not both");
-    const { doc, warnings } = synthesizeProps(readJsonFile(file));
-    for (const w of warnings) process.stderr.write(`objstate: warning: ${w}\n`);
+    const target = synthTarget(opts, undefined);
+    const props = readJsonFile(file);
+    let out: ReturnType<typeof synthesizeProps>;
+    try {
+      out = synthesizeProps(props, target);
+    } catch (e) {
+      throw flagError(e);
+    }
+    for (const w of out.warnings) process.stderr.write(`objstate: warning: ${w}\n`);
+    process.stdout.write(formatToolJson(out.doc));
+    return;
+  }
+  const input = gatherSettings(opts);
+  const target = synthTarget(opts, input);
+  // The server holds the store settings: for http none are needed.
+  if (target?.backend === "http" && !hasSettingsInput(opts)) {
+    let doc: ToolJson;
+    try {
+      doc = serveBackendTerraformJson(target);
+    } catch (e) {
+      throw flagError(e);
+    }
     process.stdout.write(formatToolJson(doc));
     return;
   }
-  const config = backendConfigOf(gatherSettings(opts));
-  for (const w of secretWarnings(config)) process.stderr.write(`objstate: warning: ${w}\n`);
-  process.stdout.write(formatToolJson(config.toToolJson()));
+  const config = backendConfigOf(input);
+  if (target === undefined) {
+    for (const w of secretWarnings(config)) process.stderr.write(`objstate: warning: ${w}\n`);
+    process.stdout.write(formatToolJson(config.toToolJson()));
+    return;
+  }
+  let doc: ToolJson;
+  try {
+    doc = config.toTerraformJson(target);
+  } catch (e) {
+    throw e instanceof ConfigError && e.field !== undefined && TARGET_FLAGS[e.field] === undefined ? locateConfigError(e, input) : flagError(e);
+  }
+  for (const w of terraformWarnings(config, target)) process.stderr.write(`objstate: warning: ${w}\n`);
+  process.stdout.write(formatToolJson(doc));
 }
 
 // ---------------------------------------------------------------- config

@@ -2,6 +2,7 @@ import { ObjectStoreAssumeRole } from "./assume-role.js";
 import { builderFactory, ConfigObject, installGetters, warnAssumeRoleDeprecated, type KindSpec } from "./base.js";
 import { COMMON_FIELDS } from "./fields.js";
 import { backendToolJson, type BackendToolJson } from "../synth/tool-json.js";
+import { backendTerraformJson, type TerraformBackendJson, type TerraformBackendOptions } from "../synth/terraform-json.js";
 import type { BuilderOf, GettersOf, PropsOf, ValuesOf } from "./types.js";
 
 type Fields = typeof COMMON_FIELDS;
@@ -54,6 +55,23 @@ export class ObjectStoreBackendConfig extends ConfigObject {
   /** The tool JSON `{"tool": {"backend": {"objectstore": {…}}}}` with every set field. */
   toToolJson(): BackendToolJson {
     return backendToolJson(this);
+  }
+
+  /**
+   * The real tool's backend configuration, `{"terraform": {"backend": {TYPE: {…}}}}`, which
+   * Terraform and OpenTofu read as it is: `s3` or `oss` for this bucket and table, or `http`
+   * for `objstate serve` (which holds the store settings itself). Every field goes through
+   * the mapping table (src/config/mapping.ts); `terraformWarnings` lists the secrets it writes.
+   *
+   * @throws ConfigError `UNSUPPORTED_FIELD` naming a set field the backend has no argument
+   *   for (`computeRoleName` with s3), `UNSUPPORTED_VALUE` (a `file:` endpoint with s3 or oss),
+   *   `CONFLICTING_FIELDS`, `REQUIRED` (`serveUrl` for http).
+   * @example
+   * config.toTerraformJson({ backend: "s3" });
+   * config.toTerraformJson({ backend: "http", serveUrl: "http://127.0.0.1:8080", username: "ci", workspace: "prod" });
+   */
+  toTerraformJson(options: TerraformBackendOptions): TerraformBackendJson {
+    return backendTerraformJson(this, options);
   }
 }
 

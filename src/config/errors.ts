@@ -9,7 +9,13 @@ export type ConfigErrorCode =
   | "UNKNOWN_FIELD"
   | "INVALID_VERSION"
   | "INVALID_NAME"
-  | "INVALID_PROPS";
+  | "INVALID_PROPS"
+  /** A set field the chosen backend of the tool has no argument for (`computeRoleName` with s3). */
+  | "UNSUPPORTED_FIELD"
+  /** A value the chosen backend of the tool cannot express (a `file:` endpoint with s3). */
+  | "UNSUPPORTED_VALUE"
+  /** Two set fields that would write the same argument of the tool's backend. */
+  | "CONFLICTING_FIELDS";
 
 /**
  * A configuration value was missing or wrong. Raised by `build()`, `from()`,

@@ -1,6 +1,7 @@
 import { ObjectStoreAssumeRole } from "./assume-role.js";
 import { builderFactory, ConfigObject, installGetters, warnAssumeRoleDeprecated, type KindSpec } from "./base.js";
 import { REMOTE_STATE_FIELDS } from "./fields.js";
+import { remoteStateTerraformBlock, type TerraformRemoteStateBlock, type TerraformRemoteStateOptions } from "../synth/terraform-json.js";
 import type { BuilderOf, GettersOf, PropsOf, ValuesOf } from "./types.js";
 
 type Fields = typeof REMOTE_STATE_FIELDS;
@@ -48,6 +49,17 @@ export class DataRemoteStateObjectStoreConfig extends ConfigObject {
   /** A builder holding this object's values, for a modified copy. */
   toBuilder(): DataRemoteStateObjectStoreConfigBuilder {
     return newBuilder(this.plainProps());
+  }
+
+  /**
+   * The body of a `data.terraform_remote_state` block reading this state through the real
+   * tool's `s3`, `oss` or `http` backend: `{backend, config, defaults?, workspace?}` (for
+   * http the workspace is part of the address). {@link DataRemoteStateObjectStore} names it.
+   *
+   * @throws ConfigError as {@link ObjectStoreBackendConfig.toTerraformJson}.
+   */
+  toTerraformJson(options: TerraformRemoteStateOptions): TerraformRemoteStateBlock {
+    return remoteStateTerraformBlock(this, options);
   }
 }
 

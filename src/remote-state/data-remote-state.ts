@@ -1,5 +1,6 @@
 import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
 import { checkName, remoteStateToolJson, type RemoteStateToolJson } from "../synth/tool-json.js";
+import { remoteStateTerraformJson, type TerraformRemoteStateJson, type TerraformRemoteStateOptions } from "../synth/terraform-json.js";
 import type { FetchOutputsOptions, RemoteOutputs } from "./remote-outputs.js";
 
 /**
@@ -25,6 +26,24 @@ export class DataRemoteStateObjectStore {
   /** The `{"data": {"tool_remote_state": {NAME: …}}}` document. */
   toToolJson(): RemoteStateToolJson {
     return remoteStateToolJson(this.name, this.config);
+  }
+
+  /**
+   * The real tool's `{"data": {"terraform_remote_state": {NAME: …}}}` document, reading this
+   * state through its `s3`, `oss` or `http` backend (see
+   * {@link DataRemoteStateObjectStoreConfig.toTerraformJson}); refer to its outputs with
+   * {@link terraformRef}.
+   *
+   * @example net.toTerraformJson({ backend: "s3" });
+   */
+  toTerraformJson(options: TerraformRemoteStateOptions): TerraformRemoteStateJson {
+    return remoteStateTerraformJson(this.name, this.config, options);
+  }
+
+  /** Reference to output `output` in the real tool's document: `${data.terraform_remote_state.NAME.outputs.OUTPUT}`. */
+  terraformRef(output: string): string {
+    checkName(output, "output name");
+    return `\${data.terraform_remote_state.${this.name}.outputs.${output}}`;
   }
 
   /** Reference to output `output`: `${data.tool_remote_state.NAME.outputs.OUTPUT}`. */

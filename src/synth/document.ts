@@ -5,6 +5,7 @@ import { nearest } from "../config/validate.js";
 import { DataRemoteStateObjectStore } from "../remote-state/data-remote-state.js";
 import type { DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
 import { mergeToolJson, secretWarnings, type ToolJson } from "./tool-json.js";
+import { checkTerraformOptions, terraformWarnings, type TerraformBackendOptions, type TerraformRemoteStateOptions } from "./terraform-json.js";
 
 /** The props document `objstate synth` reads: one backend, any number of named remote states. */
 export interface SynthInput {
@@ -25,12 +26,19 @@ function within<T>(where: string, fn: () => T): T {
   }
 }
 
+/** The options of a remote state read through the same backend as `target` (its workspace is the config's own). */
+function remoteTarget(target: TerraformBackendOptions): TerraformRemoteStateOptions {
+  return target.backend === "http" ? { backend: "http", serveUrl: target.serveUrl, username: target.username } : { backend: target.backend };
+}
+
 /**
  * Build every config in a {@link SynthInput} and return the merged tool document plus
  * warnings about secrets written in plain text. Errors name the block they are in
- * (`backend`, `remoteStates.net`).
+ * (`backend`, `remoteStates.net`). With `target`, the document is the real tool's
+ * (`terraform.backend.TYPE`, `data.terraform_remote_state`), else the seed's tool JSON.
  */
-export function synthesizeProps(input: unknown): { doc: ToolJson; warnings: string[] } {
+export function synthesizeProps(input: unknown, target?: TerraformBackendOptions): { doc: ToolJson; warnings: string[] } {
+  if (target !== undefined) checkTerraformOptions(target);
   if (!isPlainObject(input)) throw new ConfigError("INVALID_PROPS", `the document must be a JSON object with "backend" and/or "remoteStates"`);
   for (const k of Object.keys(input)) {
     if (!TOP_KEYS.includes(k)) {
@@ -42,16 +50,17 @@ export function synthesizeProps(input: unknown): { doc: ToolJson; warnings: stri
   const warnings: string[] = [];
   if (input["backend"] !== undefined) {
     const config = within("backend", () => ObjectStoreBackendConfig.from(input["backend"] as ObjectStoreBackendConfigProps));
-    docs.push(config.toToolJson());
-    warnings.push(...secretWarnings(config).map((w) => `backend: ${w}`));
+    docs.push(target === undefined ? config.toToolJson() : within("backend", () => config.toTerraformJson(target)));
+    warnings.push(...(target === undefined ? secretWarnings(config) : terraformWarnings(config, target)).map((w) => `backend: ${w}`));
   }
   const remotes = input["remoteStates"];
   if (remotes !== undefined) {
     if (!isPlainObject(remotes)) throw new ConfigError("INVALID_PROPS", `remoteStates must be an object of name → props`, { field: "remoteStates" });
     for (const [name, props] of Object.entries(remotes)) {
       const remote = within(`remoteStates.${name}`, () => new DataRemoteStateObjectStore(name, props as DataRemoteStateObjectStoreConfigProps));
-      docs.push(remote.toToolJson());
-      warnings.push(...secretWarnings(remote.config).map((w) => `remoteStates.${name}: ${w}`));
+      const t = target === undefined ? undefined : remoteTarget(target);
+      docs.push(t === undefined ? remote.toToolJson() : within(`remoteStates.${name}`, () => remote.toTerraformJson(t)));
+      warnings.push(...(t === undefined ? secretWarnings(remote.config) : terraformWarnings(remote.config, t)).map((w) => `remoteStates.${name}: ${w}`));
     }
   }
   return { doc: mergeToolJson(...docs), warnings };

@@ -9,6 +9,7 @@ import { setMaskOf } from "../config/base.js";
 import { ConfigError } from "../config/errors.js";
 import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fields.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
+import type { TerraformBackendJson, TerraformRemoteStateJson } from "./terraform-json.js";
 
 /** A JSON object as synthesized. */
 export type JsonObject = { [key: string]: unknown };
@@ -31,10 +32,17 @@ export interface RemoteStateToolJson {
   data: { tool_remote_state: { [name: string]: RemoteStateBlock } };
 }
 
-/** A whole tool document: at most one backend, any number of remote states. */
+/**
+ * A whole document: at most one backend (the seed's `tool` or the real tool's `terraform`),
+ * any number of remote states of either kind.
+ */
 export interface ToolJson {
   tool?: BackendToolJson["tool"];
-  data?: RemoteStateToolJson["data"];
+  terraform?: TerraformBackendJson["terraform"];
+  data?: {
+    tool_remote_state?: RemoteStateToolJson["data"]["tool_remote_state"];
+    terraform_remote_state?: TerraformRemoteStateJson["data"]["terraform_remote_state"];
+  };
 }
 
 /** A field table read once into plain arrays: the loop in `block` runs for every set field of every config. */
@@ -116,31 +124,43 @@ export function remoteStateToolJson(name: string, config: DataRemoteStateObjectS
   return { data: { tool_remote_state: closeTable(states) } };
 }
 
+/** The data sources a document can hold, in the order a merged document lists them. */
+const DATA_KINDS = ["tool_remote_state", "terraform_remote_state"] as const;
+
 /**
- * Merge documents into one: at most one backend, remote-state names unique. Throws a
- * {@link ConfigError} on a clash rather than silently dropping a block.
+ * Merge documents into one: at most one backend (`tool` or `terraform`), remote-state
+ * names unique within their kind. Throws a {@link ConfigError} on a clash rather than
+ * silently dropping a block.
  */
 export function mergeToolJson(...docs: ToolJson[]): ToolJson {
   const out: ToolJson = {};
-  let states: NameTable<RemoteStateBlock> | undefined;
+  const tables: { [K in (typeof DATA_KINDS)[number]]?: NameTable<unknown> } = {};
   for (const d of docs) {
-    if (d.tool !== undefined) {
-      if (out.tool !== undefined) throw new ConfigError("INVALID_PROPS", "a tool document can hold only one backend; two were given");
-      out.tool = d.tool;
+    for (const kind of ["tool", "terraform"] as const) {
+      if (d[kind] === undefined) continue;
+      if (out.tool !== undefined || out.terraform !== undefined) throw new ConfigError("INVALID_PROPS", "a tool document can hold only one backend; two were given");
+      // The one backend is the document's first key, whichever kind it is.
+      (out as Record<string, unknown>)[kind] = d[kind];
     }
-    const blocks = d.data?.tool_remote_state;
-    if (blocks === undefined) continue;
-    for (const name of Object.keys(blocks)) {
-      if (states === undefined) {
-        states = openTable();
-        // Placed now: `data` keeps its place among the document's keys.
-        out.data = { tool_remote_state: states };
+    for (const kind of DATA_KINDS) {
+      const blocks = d.data?.[kind] as NameTable<unknown> | undefined;
+      if (blocks === undefined) continue;
+      for (const name of Object.keys(blocks)) {
+        let states = tables[kind];
+        if (states === undefined) {
+          states = tables[kind] = openTable();
+          // Placed now: `data` keeps its place among the document's keys, each kind its place in `data`.
+          ((out.data ??= {}) as Record<string, unknown>)[kind] = states;
+        }
+        if (name in states) throw new ConfigError("INVALID_NAME", `remote state "${name}" is defined twice`, { field: "remote state name" });
+        states[name] = blocks[name];
       }
-      if (name in states) throw new ConfigError("INVALID_NAME", `remote state "${name}" is defined twice`, { field: "remote state name" });
-      states[name] = blocks[name] as RemoteStateBlock;
     }
   }
-  if (states !== undefined) closeTable(states);
+  for (const kind of DATA_KINDS) {
+    const t = tables[kind];
+    if (t !== undefined) closeTable(t);
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { runCli } from "../../support/cli.js";
+import { DataRemoteStateObjectStore, ObjectStoreBackendConfig, formatToolJson, mergeToolJson } from "../../../src/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "objstate-synth-"));
 function file(name: string, text: string): string {
@@ -63,6 +64,85 @@ describe("objstate synth", () => {
     assert.equal(r.code, 2);
     assert.match(r.stderr, /cannot read .*nope\.json: no such file/);
   });
+});
+
+describe("objstate synth --for", () => {
+  const FLAGS = ["--bucket", "state-bucket", "--endpoint", "http://127.0.0.1:9000", "--kvstore-table", "state-locks", "--kvstore-endpoint", "http://127.0.0.1:9001", "--prefix", ""];
+
+  it("--for s3 and --for oss print the library's toTerraformJson of the settings, nothing else", () => {
+    const config = ObjectStoreBackendConfig.from({ bucket: "state-bucket", endpoint: "http://127.0.0.1:9000", kvstoreTable: "state-locks", kvstoreEndpoint: "http://127.0.0.1:9001", prefix: "" });
+    for (const backend of ["s3", "oss"] as const) {
+      const r = runCli(["synth", "--for", backend, ...FLAGS]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, formatToolJson(config.toTerraformJson({ backend })));
+      assert.equal(r.stderr, "");
+    }
+  });
+
+  it("--lockfile, or objstate.lockfile in the --config file, is the s3 backend's use_lockfile", () => {
+    const flag = runCli(["synth", "--for", "s3", "--lockfile", ...FLAGS]);
+    assert.equal(flag.code, 0, flag.stderr);
+    assert.equal((JSON.parse(flag.stdout) as { terraform: { backend: { s3: Record<string, unknown> } } }).terraform.backend.s3["use_lockfile"], true);
+    const cfg = file("lockfile.json", JSON.stringify({ bucket: "state-bucket", prefix: "", objstate: { lockfile: true } }));
+    const fromFile = runCli(["synth", "--for", "s3", "--config", cfg]);
+    assert.equal(fromFile.code, 0, fromFile.stderr);
+    assert.equal((JSON.parse(fromFile.stdout) as { terraform: { backend: { s3: Record<string, unknown> } } }).terraform.backend.s3["use_lockfile"], true);
+    const without = runCli(["synth", "--for", "s3", ...FLAGS]);
+    assert.equal((JSON.parse(without.stdout) as { terraform: { backend: { s3: Record<string, unknown> } } }).terraform.backend.s3["use_lockfile"], undefined);
+  });
+
+  it("--for http with a props file: the address of -w's workspace, each remote state's own, the user, no store field", () => {
+    const props = { backend: { bucket: "state-bucket", secretKey: "VERY-SECRET" }, remoteStates: { net: { bucket: "state-bucket", workspace: "staging", defaults: { vpc_id: "none" } } } };
+    const r = runCli(["synth", "--for", "http", "--serve-url", "http://127.0.0.1:8080", "--username", "ci", "-w", "prod", file("http-props.json", JSON.stringify(props))]);
+    assert.equal(r.code, 0, r.stderr);
+    const serve = { serveUrl: "http://127.0.0.1:8080", username: "ci" };
+    const expected = mergeToolJson(
+      ObjectStoreBackendConfig.from(props.backend).toTerraformJson({ backend: "http", ...serve, workspace: "prod" }),
+      new DataRemoteStateObjectStore("net", props.remoteStates.net).toTerraformJson({ backend: "http", ...serve }),
+    );
+    assert.equal(r.stdout, formatToolJson(expected));
+    assert.ok(!r.stdout.includes("VERY-SECRET") && !r.stderr.includes("VERY-SECRET"));
+    assert.match(r.stdout, /"address": "http:\/\/127\.0\.0\.1:8080\/state\/prod"/);
+    assert.match(r.stdout, /"address": "http:\/\/127\.0\.0\.1:8080\/state\/staging"/);
+  });
+
+  it("--for http needs no settings: the server holds them", () => {
+    const r = runCli(["synth", "--for", "http", "--serve-url", "http://127.0.0.1:8080", "-w", "prod"]);
+    assert.equal(r.code, 0, r.stderr);
+    const address = "http://127.0.0.1:8080/state/prod";
+    assert.deepEqual(JSON.parse(r.stdout), { terraform: { backend: { http: { address, lock_address: address, unlock_address: address } } } });
+    assert.equal(r.stderr, "");
+  });
+
+  it("warns about secrets naming the tool's variable, and about s3's other default-workspace object", () => {
+    const r = runCli(["synth", "--for", "s3", "--bucket", "state-bucket", "--secret-key", "VERY-SECRET"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /^objstate: warning: secretKey is written in plain text .* set AWS_SECRET_ACCESS_KEY instead$/m);
+    assert.match(r.stderr, /^objstate: warning: the tool's s3 backend keeps the default workspace's state at tool\.tfstate, objstate at env:\/tool\.tfstate/m);
+    assert.ok(!r.stderr.includes("VERY-SECRET"));
+  });
+
+  for (const [what, args, pattern] of [
+    ["a field the backend has no argument for", ["--for", "s3", "--bucket", "state-bucket", "--compute-role-name", "r"], /^objstate: error: --compute-role-name is set, but the tool's s3 backend has no argument for it/],
+    ["the same in a props file", ["--for", "s3", "PROPS"], /^objstate: error: backend: computeRoleName is set, but the tool's s3 backend/],
+    ["a file: endpoint", ["--for", "s3", "--bucket", "state-bucket", "--endpoint", "file:./states"], /^objstate: error: --endpoint "file:\.\/states" is objstate's embedded store/],
+    ["--for http without --serve-url", ["--for", "http", "--bucket", "state-bucket"], /^objstate: error: --for http needs --serve-url URL/],
+    ["--serve-url without --for http", ["--for", "s3", "--bucket", "state-bucket", "--serve-url", "http://127.0.0.1:8080"], /^objstate: error: --serve-url goes with --for http/],
+    ["-w without --for http", ["--bucket", "state-bucket", "-w", "prod"], /^objstate: error: --workspace goes with --for http/],
+    ["--lockfile without --for", ["--bucket", "state-bucket", "--lockfile"], /^objstate: error: --lockfile goes with --for s3/],
+    ["--lockfile with oss", ["--for", "oss", "--bucket", "state-bucket", "--lockfile"], /^objstate: error: --lockfile is set, but the tool's oss backend has no argument for it/],
+    ["credentials in --serve-url", ["--for", "http", "--bucket", "state-bucket", "--serve-url", "http://ci:pw@127.0.0.1:8080"], /^objstate: error: --serve-url must not carry credentials/],
+    ["an unknown backend", ["--for", "gcs", "--bucket", "state-bucket"], /argument 'gcs' is invalid. Allowed choices are s3, oss, http/],
+  ] as const) {
+    it(`refuses ${what}: one line on stderr, exit 2, nothing on stdout`, () => {
+      const props = file("unsupported.json", JSON.stringify({ backend: { bucket: "state-bucket", computeRoleName: "r" } }));
+      const r = runCli(["synth", ...args.map((a) => (a === "PROPS" ? props : a))]);
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.stdout, "");
+      assert.match(r.stderr, pattern);
+      assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+    });
+  }
 });
 
 describe("objstate --version / --help", () => {

@@ -1,0 +1,166 @@
+/**
+ * The mapping table (DESIGN §12): beside the field table, one row per seed field, with one
+ * cell per backend of the tool that objstate synthesizes for (`s3`, `oss`, `http`). A cell
+ * names the backend's argument (nested as `endpoints.s3`), how the value is written, or
+ * why there is none. Synthesis for the real tool (src/synth/terraform-json.ts), its errors,
+ * its secret warnings and the generated reference (docs/fields.md) are all driven from
+ * these rows: a new field needs a row here, or the build fails.
+ *
+ * Argument names are those of Terraform ≥ 1.10 (`use_lockfile` appeared there), checked
+ * against `internal/backend/remote-state/{s3,oss,http}/backend.go` of hashicorp/terraform
+ * and opentofu/opentofu.
+ */
+import type { ASSUME_ROLE_FIELDS, COMMON_FIELDS } from "./fields.js";
+
+/** A backend of the tool objstate can synthesize a configuration for. */
+export type TerraformBackendType = "s3" | "oss" | "http";
+
+/** The backends, in the order the docs list them. */
+export const TERRAFORM_BACKENDS: readonly TerraformBackendType[] = Object.freeze(["s3", "oss", "http"] as const);
+
+/**
+ * How a value is written, when not as it is:
+ * - `url`: an endpoint as a URL (a bare host becomes `https://host`, as objstate reads it);
+ *   a `file:` endpoint (the embedded store) is refused: the tool cannot reach it.
+ * - `httpsHost`: the host (and port) of an endpoint the tool reaches over https only;
+ *   `http://` and `file:` are refused.
+ * - `path`: a key prefix trimmed of `/` (as objstate trims it; the S3 backend refuses them).
+ * - `list`: the value as a one-element list.
+ * - `seconds`: a number of seconds as a duration string (`3600s`).
+ * - `nonEmpty`: as it is, but an empty string is not written (it means "none" in the seed).
+ */
+export type ValueTransform = "url" | "httpsHost" | "path" | "list" | "seconds" | "nonEmpty";
+
+/** A JSON scalar a cell may write. */
+export type JsonScalar = string | number | boolean;
+
+/** The field is written to `argument` of the backend. */
+export interface ArgumentCell {
+  readonly kind: "argument";
+  /** Argument of the backend; a dot nests it (`endpoints.s3`, `assume_role.role_arn`). */
+  readonly argument: string;
+  readonly transform?: ValueTransform | undefined;
+  /** The tool's environment variable for this argument, named in secret warnings. */
+  readonly env?: string | undefined;
+  /**
+   * Written when the field is unset: objstate's own default, where the backend's differs
+   * or the backend requires the argument (`key`; `region` for s3). `"default"` is the
+   * field table's default.
+   */
+  readonly whenUnset?: JsonScalar | "default" | undefined;
+  /** Arguments written beside this one when the field is set (a custom endpoint's switches). */
+  readonly alongside?: Readonly<Record<string, JsonScalar>> | undefined;
+}
+
+/** The backend has no argument for the field: setting it is an error (`UNSUPPORTED_FIELD`), never a silent drop. */
+export interface NoneCell {
+  readonly kind: "none";
+  /** What to do instead, for the error message. */
+  readonly hint: string;
+}
+
+/** The field belongs to the server the backend talks to (`objstate serve` holds the store settings): not written, not an error. */
+export interface ServerCell {
+  readonly kind: "server";
+}
+
+/** The deprecated block: written through the rows of its own fields (`assumeRole.roleArn`, …). */
+export interface BlockCell {
+  readonly kind: "block";
+}
+
+export type MappingCell = ArgumentCell | NoneCell | ServerCell | BlockCell;
+
+/** One row: a cell per backend. */
+export type MappingRow = { readonly [T in TerraformBackendType]: MappingCell };
+
+type CommonName = (typeof COMMON_FIELDS)[number]["name"];
+type BlockName = `assumeRole.${(typeof ASSUME_ROLE_FIELDS)[number]["name"]}`;
+/**
+ * objstate's own lock setting (not a seed field: `--lockfile`, the config file's
+ * `objstate.lockfile`): the S3 backend has the same lockfile.
+ */
+type OwnName = "lockfile";
+
+function arg(argument: string, more: Omit<ArgumentCell, "kind" | "argument"> = {}): ArgumentCell {
+  return Object.freeze({ kind: "argument", argument, ...more });
+}
+function none(hint: string): NoneCell {
+  return Object.freeze({ kind: "none", hint });
+}
+const SERVER: ServerCell = Object.freeze({ kind: "server" });
+const BLOCK: BlockCell = Object.freeze({ kind: "block" });
+
+/**
+ * Without these the S3 backend calls STS and IAM (which S3-compatible stores do not
+ * answer, and which would leave the machine for AWS), checks the region against AWS's
+ * list, and addresses buckets as virtual hosts (objstate always uses path-style).
+ */
+const CUSTOM_S3_ENDPOINT = Object.freeze({ use_path_style: true, skip_credentials_validation: true, skip_requesting_account_id: true, skip_region_validation: true });
+
+/** The rows, keyed by field name; the order is the field table's. */
+export const TERRAFORM_MAPPING: { readonly [N in CommonName | BlockName | OwnName]: MappingRow } = Object.freeze({
+  bucket: { s3: arg("bucket"), oss: arg("bucket"), http: SERVER },
+  accessKey: { s3: arg("access_key", { env: "AWS_ACCESS_KEY_ID" }), oss: arg("access_key", { env: "ALICLOUD_ACCESS_KEY" }), http: SERVER },
+  acl: { s3: arg("acl"), oss: arg("acl"), http: SERVER },
+  assumeRole: { s3: BLOCK, oss: BLOCK, http: SERVER },
+  assumeRolePolicy: { s3: arg("assume_role.policy"), oss: arg("assume_role_policy"), http: SERVER },
+  assumeRoleRoleArn: { s3: arg("assume_role.role_arn", { transform: "nonEmpty" }), oss: arg("assume_role_role_arn"), http: SERVER },
+  assumeRoleSessionExpiration: { s3: arg("assume_role.duration", { transform: "seconds" }), oss: arg("assume_role_session_expiration"), http: SERVER },
+  assumeRoleSessionName: { s3: arg("assume_role.session_name"), oss: arg("assume_role_session_name"), http: SERVER },
+  computeRoleName: {
+    s3: none("the S3 backend finds an instance's role through the AWS credential chain by itself"),
+    oss: arg("ecs_role_name"),
+    http: SERVER,
+  },
+  encrypt: { s3: arg("encrypt"), oss: arg("encrypt"), http: SERVER },
+  endpoint: { s3: arg("endpoints.s3", { transform: "url", alongside: CUSTOM_S3_ENDPOINT }), oss: arg("endpoint", { transform: "url" }), http: SERVER },
+  // Written when unset: the backends' own default is terraform.tfstate, objstate's tool.tfstate (and s3 requires it).
+  key: { s3: arg("key", { whenUnset: "default" }), oss: arg("key", { whenUnset: "default" }), http: SERVER },
+  prefix: { s3: arg("workspace_key_prefix", { transform: "path" }), oss: arg("prefix", { transform: "path" }), http: SERVER },
+  profile: { s3: arg("profile"), oss: arg("profile"), http: SERVER },
+  // The S3 backend requires a region; objstate signs with us-east-1 when none is set (docs/decisions/045).
+  region: { s3: arg("region", { whenUnset: "us-east-1" }), oss: arg("region"), http: SERVER },
+  secretKey: { s3: arg("secret_key", { env: "AWS_SECRET_ACCESS_KEY" }), oss: arg("secret_key", { env: "ALICLOUD_SECRET_KEY" }), http: SERVER },
+  securityToken: { s3: arg("token", { env: "AWS_SESSION_TOKEN" }), oss: arg("security_token", { env: "ALICLOUD_SECURITY_TOKEN" }), http: SERVER },
+  sharedCredentialsFile: { s3: arg("shared_credentials_files", { transform: "list" }), oss: arg("shared_credentials_file"), http: SERVER },
+  // The OSS backend's STS endpoint is a host: it adds https:// itself.
+  stsEndpoint: { s3: arg("endpoints.sts", { transform: "url" }), oss: arg("sts_endpoint", { transform: "httpsHost" }), http: SERVER },
+  kvstoreEndpoint: { s3: arg("endpoints.dynamodb", { transform: "url" }), oss: arg("tablestore_endpoint", { transform: "url" }), http: SERVER },
+  kvstoreTable: { s3: arg("dynamodb_table"), oss: arg("tablestore_table"), http: SERVER },
+  "assumeRole.roleArn": { s3: arg("assume_role.role_arn", { transform: "nonEmpty" }), oss: arg("assume_role.role_arn"), http: SERVER },
+  "assumeRole.policy": { s3: arg("assume_role.policy"), oss: arg("assume_role.policy"), http: SERVER },
+  "assumeRole.sessionName": { s3: arg("assume_role.session_name"), oss: arg("assume_role.session_name"), http: SERVER },
+  "assumeRole.sessionExpiration": { s3: arg("assume_role.duration", { transform: "seconds" }), oss: arg("assume_role.session_expiration"), http: SERVER },
+  lockfile: { s3: arg("use_lockfile"), oss: none("the OSS backend locks only through its TableStore table: drop --lockfile and set kvstoreTable"), http: SERVER },
+});
+
+/** What else a backend's output needs, beside the rows. */
+export interface BackendSpec {
+  /** Nested arguments that need a member once written: the S3 backend's `assume_role` needs `role_arn`. */
+  readonly requires: Readonly<Record<string, string>>;
+  /** The tool versions that read the output, for docs. */
+  readonly versions: string;
+}
+
+export const TERRAFORM_BACKEND_SPECS: { readonly [T in TerraformBackendType]: BackendSpec } = Object.freeze({
+  s3: { requires: { assume_role: "role_arn" }, versions: "Terraform ≥ 1.7 and OpenTofu ≥ 1.6 (with `use_lockfile`, both ≥ 1.10)" },
+  oss: { requires: {}, versions: "Terraform ≥ 1.1 (the flattened `assume_role_*` arguments) and every OpenTofu version" },
+  http: { requires: {}, versions: "every Terraform and OpenTofu version" },
+});
+
+/** One cell as a flat row (field, backend, cell): the table's form for docs and tests. */
+export interface FlatMappingRow {
+  readonly field: string;
+  readonly backend: TerraformBackendType;
+  readonly cell: MappingCell;
+}
+
+/** Every cell of the table, field by field in table order, backends in {@link TERRAFORM_BACKENDS} order. */
+export function mappingRows(): FlatMappingRow[] {
+  const out: FlatMappingRow[] = [];
+  for (const [field, row] of Object.entries(TERRAFORM_MAPPING) as [string, MappingRow][]) {
+    for (const backend of TERRAFORM_BACKENDS) out.push({ field, backend, cell: row[backend] });
+  }
+  return out;
+}

@@ -1,0 +1,329 @@
+/**
+ * Synthesis for the real tool (issue 24): the seed's config objects as the configuration of
+ * one of the tool's own backends (`s3`, `oss`, `http`), which Terraform and OpenTofu read
+ * unchanged. Every field goes through its row of the mapping table (src/config/mapping.ts);
+ * nothing here knows a field by name.
+ */
+import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
+import { ConfigError } from "../config/errors.js";
+import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fields.js";
+import { TERRAFORM_BACKEND_SPECS, TERRAFORM_BACKENDS, TERRAFORM_MAPPING, type ArgumentCell, type MappingCell, type MappingRow, type TerraformBackendType } from "../config/mapping.js";
+import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
+import { RULES } from "../config/rules.js";
+import type { JsonObject } from "./tool-json.js";
+
+export type { TerraformBackendType } from "../config/mapping.js";
+
+/** Options every backend takes. */
+interface CommonOptions {
+  /**
+   * objstate's lockfile mode (`--lockfile`): the s3 backend's `use_lockfile`. The oss
+   * backend has no lockfile (an error); for http the server holds the lock settings.
+   */
+  readonly lockfile?: boolean | undefined;
+}
+
+/** The s3 or oss backend for the config's bucket and table. */
+export interface TerraformStoreBackendOptions extends CommonOptions {
+  readonly backend: "s3" | "oss";
+}
+
+/** The http backend of `objstate serve`, which holds the store settings itself. */
+export interface TerraformHttpBackendOptions extends CommonOptions {
+  readonly backend: "http";
+  /** Where clients reach `objstate serve`: `http(s)://host[:port]`, no credentials. */
+  readonly serveUrl: string;
+  /** The user to log in as (HTTP Basic). The password is never written: the tool reads `TF_HTTP_PASSWORD`. */
+  readonly username?: string | undefined;
+  /** The workspace whose address is written (`/state/{workspace}`; default `default`). */
+  readonly workspace?: string | undefined;
+}
+
+/** Which of the tool's backends to write, and what that backend needs besides the config. */
+export type TerraformBackendOptions = TerraformStoreBackendOptions | TerraformHttpBackendOptions;
+
+/** Which backend a `terraform_remote_state` reads through: the workspace is the config's own. */
+export type TerraformRemoteStateOptions = { readonly backend: "s3" | "oss" } | Omit<TerraformHttpBackendOptions, "workspace" | "lockfile">;
+
+/** `{"terraform": {"backend": {TYPE: {…}}}}`. */
+export interface TerraformBackendJson {
+  terraform: { backend: { [type: string]: JsonObject } };
+}
+
+/** The body of one `data.terraform_remote_state` block. */
+export interface TerraformRemoteStateBlock {
+  backend: TerraformBackendType;
+  config: JsonObject;
+  defaults?: JsonObject;
+  workspace?: string;
+}
+
+/** `{"data": {"terraform_remote_state": {NAME: {…}}}}`. */
+export interface TerraformRemoteStateJson {
+  data: { terraform_remote_state: { [name: string]: TerraformRemoteStateBlock } };
+}
+
+type AnyConfig = ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig;
+
+/** The options each backend takes. */
+const KEYS: Readonly<Record<string, readonly string[]>> = {
+  s3: ["backend", "lockfile"],
+  oss: ["backend", "lockfile"],
+  http: ["backend", "lockfile", "serveUrl", "username", "workspace"],
+};
+
+/** Throw unless `options` names a backend and gives it what it needs (and nothing it does not take). */
+export function checkTerraformOptions(options: unknown): asserts options is TerraformBackendOptions {
+  checkOptions(options, false);
+}
+
+function checkOptions(options: unknown, remote: boolean): asserts options is TerraformBackendOptions {
+  if (typeof options !== "object" || options === null) throw new ConfigError("INVALID_PROPS", `options must be an object such as { backend: "s3" }`, { field: "backend" });
+  const o = options as Record<string, unknown>;
+  const backend = o["backend"];
+  if (typeof backend !== "string" || !(TERRAFORM_BACKENDS as readonly string[]).includes(backend)) {
+    throw new ConfigError("INVALID_VALUE", `backend must be one of ${TERRAFORM_BACKENDS.join(", ")}, got ${JSON.stringify(backend) ?? String(backend)}`, { field: "backend" });
+  }
+  const allowed = (KEYS[backend] as readonly string[]).filter((k) => !(remote && (k === "workspace" || k === "lockfile")));
+  for (const k of Object.keys(o)) {
+    if (o[k] === undefined || allowed.includes(k)) continue;
+    const why = remote && (k === "workspace" || k === "lockfile") ? "a remote state reads the workspace of its config and takes no lock" : `the ${backend} backend does not take it`;
+    throw new ConfigError("INVALID_PROPS", `${k} is not an option for backend ${backend}: ${why}`, { field: k });
+  }
+  if (o["lockfile"] !== undefined && typeof o["lockfile"] !== "boolean") throw new ConfigError("INVALID_TYPE", `lockfile must be a boolean (true or false)`, { field: "lockfile" });
+  if (backend !== "http") return;
+  const url = o["serveUrl"];
+  if (typeof url !== "string" || url === "") {
+    throw new ConfigError("REQUIRED", `serveUrl is required for the http backend: the URL clients reach objstate serve by, such as http://127.0.0.1:8080`, { field: "serveUrl" });
+  }
+  serveBase(url);
+  const user = o["username"];
+  if (user !== undefined && (typeof user !== "string" || !/^[^:\p{Cc}]+$/u.test(user))) {
+    throw new ConfigError("INVALID_VALUE", `username must be a non-empty user name without ':' or control characters (HTTP Basic cannot carry them)`, { field: "username" });
+  }
+  const w = o["workspace"];
+  if (w !== undefined && (typeof w !== "string" || !RULES.workspace.valid(w))) {
+    throw new ConfigError("INVALID_VALUE", `workspace must be ${RULES.workspace.expected}, got ${JSON.stringify(w)}`, { field: "workspace" });
+  }
+}
+
+/** `serveUrl` without a trailing `/`; refuses anything but an http(s) URL without credentials, query or fragment. */
+function serveBase(serveUrl: string): string {
+  let u: URL;
+  try {
+    u = new URL(serveUrl);
+  } catch {
+    throw new ConfigError("INVALID_VALUE", `serveUrl must be an http:// or https:// URL of objstate serve, such as http://127.0.0.1:8080, got ${JSON.stringify(serveUrl)}`, { field: "serveUrl" });
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") {
+    throw new ConfigError("INVALID_VALUE", `serveUrl must be an http:// or https:// URL of objstate serve, such as http://127.0.0.1:8080, got a ${u.protocol} URL`, { field: "serveUrl" });
+  }
+  // Credentials in the URL would be written into the file in plain text.
+  if (u.username !== "" || u.password !== "") {
+    throw new ConfigError("INVALID_VALUE", `serveUrl must not carry credentials: give the user as username (--username) and the password in TF_HTTP_PASSWORD`, { field: "serveUrl" });
+  }
+  if (u.search !== "" || u.hash !== "") throw new ConfigError("INVALID_VALUE", `serveUrl must have no query or fragment: the tool adds ?ID= to the address when it writes under a lock`, { field: "serveUrl" });
+  return `${u.origin}${u.pathname.replace(/\/+$/, "")}`;
+}
+
+function unsupportedValue(field: string, backend: TerraformBackendType, message: string): never {
+  throw new ConfigError("UNSUPPORTED_VALUE", `${field} ${message} (synthesizing for the tool's ${backend} backend)`, { field });
+}
+
+/** A value as the cell writes it; undefined when it writes nothing. */
+function transformed(cell: ArgumentCell, field: string, backend: TerraformBackendType, v: unknown): unknown {
+  switch (cell.transform) {
+    case undefined:
+      return v;
+    case "nonEmpty":
+      return v === "" ? undefined : v;
+    case "list":
+      return [v];
+    case "seconds":
+      return `${String(v)}s`;
+    case "path":
+      return (v as string).replace(/^\/+|\/+$/g, "");
+    case "url":
+    case "httpsHost": {
+      const e = (v as string).trim().replace(/\/+$/, "");
+      if (/^file:/i.test(e)) {
+        unsupportedValue(field, backend, `${JSON.stringify(e)} is objstate's embedded store, which the tool cannot reach: serve it with objstate serve and synthesize for the http backend`);
+      }
+      const scheme = /^(https?):\/\//i.exec(e);
+      if (cell.transform === "url") return scheme === null ? `https://${e}` : e;
+      if (scheme !== null && scheme[1]?.toLowerCase() === "http") {
+        unsupportedValue(field, backend, `${JSON.stringify(e)} is plain http, but the tool reaches it over https only: give an https:// endpoint or a bare host`);
+      }
+      return scheme === null ? e : e.slice(scheme[0].length);
+    }
+  }
+}
+
+/** Builds one backend's arguments, refusing a set field the backend has no argument for and two fields writing one argument. */
+class ArgumentWriter {
+  readonly out: JsonObject = {};
+  /** Argument path → the field that wrote it. */
+  private readonly writers = new Map<string, string>();
+  constructor(private readonly backend: TerraformBackendType) {}
+
+  private put(path: string, value: unknown): void {
+    const parts = path.split(".");
+    let at = this.out;
+    for (const p of parts.slice(0, -1)) {
+      const next = at[p];
+      if (typeof next === "object" && next !== null) at = next as JsonObject;
+      else at = at[p] = {};
+    }
+    at[parts[parts.length - 1] as string] = value;
+  }
+
+  /** Write field `field` (its row's cell for this backend) with value `v` (undefined: unset). */
+  field(field: string, spec: FieldSpec | undefined, cell: MappingCell, v: unknown): void {
+    if (v === undefined) {
+      if (cell.kind === "argument" && cell.whenUnset !== undefined) this.write(field, cell, cell.whenUnset === "default" ? spec?.default : cell.whenUnset);
+      return;
+    }
+    if (cell.kind === "server" || cell.kind === "block") return;
+    if (cell.kind === "none") {
+      throw new ConfigError("UNSUPPORTED_FIELD", `${field} is set, but the tool's ${this.backend} backend has no argument for it: leave ${field} unset to synthesize for ${this.backend} (${cell.hint})`, { field });
+    }
+    const w = transformed(cell, field, this.backend, v);
+    if (w !== undefined) this.write(field, cell, w);
+  }
+
+  private write(field: string, cell: ArgumentCell, value: unknown): void {
+    const other = this.writers.get(cell.argument);
+    if (other !== undefined) {
+      throw new ConfigError("CONFLICTING_FIELDS", `${other} and ${field} both set ${cell.argument} of the tool's ${this.backend} backend: set only one of them (the flattened assumeRole* fields replace the deprecated assumeRole block)`, { field });
+    }
+    this.writers.set(cell.argument, field);
+    this.put(cell.argument, value);
+    for (const [k, x] of Object.entries(cell.alongside ?? {})) this.put(k, x);
+  }
+
+  /** Throw when a nested argument was written without the member the backend requires in it. */
+  checkRequired(): void {
+    for (const [parent, member] of Object.entries(TERRAFORM_BACKEND_SPECS[this.backend].requires)) {
+      const nested = this.out[parent] as JsonObject | undefined;
+      if (nested === undefined || nested[member] !== undefined) continue;
+      const fields = [...this.writers].filter(([path]) => path.startsWith(`${parent}.`)).map(([, f]) => f);
+      throw new ConfigError(
+        "UNSUPPORTED_VALUE",
+        `${fields.join(", ")} ${fields.length === 1 ? "is" : "are"} set, but no role ARN: the tool's ${this.backend} backend needs ${parent}.${member} with them. Set assumeRoleRoleArn, or leave the assume-role fields unset`,
+        { field: fields[0] },
+      );
+    }
+  }
+}
+
+/** The backend's arguments for the store fields of `config` (every row, in field-table order). */
+function storeArguments(config: AnyConfig | undefined, backend: TerraformBackendType, lockfile: boolean | undefined): JsonObject {
+  const w = new ArgumentWriter(backend);
+  const values = (config ?? {}) as unknown as Record<string, unknown>;
+  const rows = TERRAFORM_MAPPING as unknown as Readonly<Record<string, MappingRow>>;
+  for (const f of COMMON_FIELDS) {
+    const row = rows[f.name] as MappingRow;
+    const v = values[f.name];
+    if (row[backend].kind === "block" && v !== undefined) {
+      const block = v as unknown as Record<string, unknown>;
+      for (const g of ASSUME_ROLE_FIELDS) w.field(`${f.name}.${g.name}`, g, (rows[`${f.name}.${g.name}`] as MappingRow)[backend], block[g.name]);
+    } else {
+      w.field(f.name, f, row[backend], v);
+    }
+  }
+  w.field("lockfile", undefined, TERRAFORM_MAPPING.lockfile[backend], lockfile === true ? true : undefined);
+  w.checkRequired();
+  return w.out;
+}
+
+/** The address of a workspace's state on `objstate serve`. */
+function stateAddress(serveUrl: string, workspace: string): string {
+  return `${serveBase(serveUrl)}/state/${encodeURIComponent(workspace)}`;
+}
+
+/** The arguments of `options.backend` for `config`'s store (or, for http, for the server). */
+function backendArguments(config: AnyConfig | undefined, options: TerraformBackendOptions, workspace: string, withLocks: boolean): JsonObject {
+  const out = storeArguments(config, options.backend, options.lockfile);
+  if (options.backend !== "http") return out;
+  const address = stateAddress(options.serveUrl, workspace);
+  out["address"] = address;
+  // The http backend has no default for these: unset means no locking at all.
+  if (withLocks) {
+    out["lock_address"] = address;
+    out["unlock_address"] = address;
+  }
+  if (options.username !== undefined) out["username"] = options.username;
+  return out;
+}
+
+/**
+ * The tool's backend configuration for `config`: `{"terraform": {"backend": {TYPE: {…}}}}`,
+ * which Terraform and OpenTofu read as it is.
+ *
+ * @throws ConfigError `UNSUPPORTED_FIELD` (a set field the backend has no argument for),
+ *   `UNSUPPORTED_VALUE` (a `file:` endpoint for s3 or oss, …), `CONFLICTING_FIELDS`, and
+ *   `REQUIRED` / `INVALID_VALUE` / `INVALID_PROPS` for bad options.
+ */
+export function backendTerraformJson(config: ObjectStoreBackendConfig, options: TerraformBackendOptions): TerraformBackendJson {
+  checkOptions(options, false);
+  const workspace = options.backend === "http" ? (options.workspace ?? "default") : "default";
+  return { terraform: { backend: { [options.backend]: backendArguments(config, options, workspace, true) } } };
+}
+
+/**
+ * The http backend of `objstate serve` without a config: the server holds every store
+ * setting, so none is needed (`objstate synth --for http` without settings).
+ */
+export function serveBackendTerraformJson(options: TerraformHttpBackendOptions): TerraformBackendJson {
+  checkOptions(options, false);
+  if (options.backend !== "http") throw new ConfigError("INVALID_VALUE", `backend must be http without a config: the s3 and oss backends need the config's bucket`, { field: "backend" });
+  return { terraform: { backend: { http: backendArguments(undefined, options, options.workspace ?? "default", true) } } };
+}
+
+/** The body of a `data.terraform_remote_state` block reading `config`'s state. */
+export function remoteStateTerraformBlock(config: DataRemoteStateObjectStoreConfig, options: TerraformRemoteStateOptions): TerraformRemoteStateBlock {
+  checkOptions(options, true);
+  const workspace = config.workspace ?? "default";
+  // The http backend has no workspaces: the workspace is in the address (the read needs no lock addresses).
+  const block: TerraformRemoteStateBlock = { backend: options.backend, config: backendArguments(config, options as TerraformBackendOptions, workspace, false) };
+  if (config.defaults !== undefined) block.defaults = config.defaults as JsonObject;
+  if (config.workspace !== undefined && options.backend !== "http") block.workspace = config.workspace;
+  return block;
+}
+
+/** `{"data": {"terraform_remote_state": {NAME: …}}}` for one named remote state (`name` already checked). */
+export function remoteStateTerraformJson(name: string, config: DataRemoteStateObjectStoreConfig, options: TerraformRemoteStateOptions): TerraformRemoteStateJson {
+  const states = Object.create(null) as { [name: string]: TerraformRemoteStateBlock };
+  states[name] = remoteStateTerraformBlock(config, options);
+  return { data: { terraform_remote_state: Object.setPrototypeOf(states, Object.prototype) as typeof states } };
+}
+
+/**
+ * Warnings about what synthesizing `config` for `options.backend` writes: each secret
+ * written in plain text, naming the tool's environment variable to use instead (never the
+ * value); and, for s3, a default workspace that is not the object objstate uses (objstate
+ * keeps it at `{prefix}/{key}`, the S3 backend at `{key}`; named workspaces are the same
+ * objects).
+ */
+export function terraformWarnings(config: AnyConfig, options: TerraformBackendOptions | TerraformRemoteStateOptions, where = "the tool's configuration"): string[] {
+  const out: string[] = [];
+  const values = config as unknown as Record<string, unknown>;
+  const rows = TERRAFORM_MAPPING as unknown as Readonly<Record<string, MappingRow>>;
+  for (const f of COMMON_FIELDS) {
+    const cell = (rows[f.name] as MappingRow)[options.backend];
+    if (f.secret && values[f.name] !== undefined && cell.kind === "argument") {
+      out.push(`${f.name} is written in plain text into ${where}; leave it out and set ${cell.env ?? "it in the environment"} instead`);
+    }
+  }
+  if (options.backend === "s3") {
+    const prefix = ((values["prefix"] as string | undefined) ?? (COMMON_FIELDS.find((f) => f.name === "prefix")?.default as string)).replace(/^\/+|\/+$/g, "");
+    const workspace = "workspace" in config ? config.workspace : undefined;
+    if (prefix !== "" && (workspace === undefined || workspace === "default")) {
+      const key = (values["key"] as string | undefined) ?? (COMMON_FIELDS.find((f) => f.name === "key")?.default as string);
+      out.push(
+        `the tool's s3 backend keeps the default workspace's state at ${key}, objstate at ${prefix}/${key}: they are different objects (other workspaces are the same, ${prefix}/NAME/${key}). Set prefix to "" for one layout, or move the state`,
+      );
+    }
+  }
+  return out;
+}
