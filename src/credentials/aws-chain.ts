@@ -135,6 +135,8 @@ interface PlannedStep {
   readonly source: string;
   /** Ends the chain whatever the step gives (the container step: the SDK never asks IMDS after it). */
   readonly last?: boolean;
+  /** The profile step's view of the files. */
+  readonly profile?: ProfileView;
 }
 
 /** The steps as the environment and files describe them, without contacting anything. */
@@ -154,11 +156,11 @@ export function planAwsSteps(env: Env): PlannedStep[] {
   const view = readAwsProfile(env);
   const problems = view.problems.length === 0 ? "" : ` (${view.problems.join("; ")})`;
   if (!view.found) {
-    steps.push({ label: `aws:profile:${view.name}`, source: `aws:profile:${view.name}`, skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}` });
+    steps.push({ label: `aws:profile:${view.name}`, source: `aws:profile:${view.name}`, profile: view, skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}` });
   } else if (view.kind === undefined) {
-    steps.push({ label: `aws:profile:${view.name}`, source: `aws:profile:${view.name}`, skip: `profile ${view.name} (${view.file}) has no credentials: no aws_access_key_id, role_arn, credential_process, sso_* or web_identity_token_file` });
+    steps.push({ label: `aws:profile:${view.name}`, source: `aws:profile:${view.name}`, profile: view, skip: `profile ${view.name} (${view.file}) has no credentials: no aws_access_key_id, role_arn, credential_process, sso_* or web_identity_token_file` });
   } else {
-    steps.push({ label: profileLabel(view.name, view.kind), source: profileSource(view, view.kind, undefined) });
+    steps.push({ label: profileLabel(view.name, view.kind), source: profileSource(view, view.kind, undefined), profile: view });
   }
   const tokenFile = set(env["AWS_WEB_IDENTITY_TOKEN_FILE"]) && set(env["AWS_ROLE_ARN"]);
   steps.push({
@@ -212,15 +214,14 @@ function stsClientConfig(ctx: AwsChainContext): Record<string, unknown> {
 }
 
 /** The SDK provider of a step that is to be run. */
-function providerOf(label: string, sdk: SdkProviders, ctx: AwsChainContext): () => Promise<Credentials & object> {
-  const env = ctx.env;
-  if (label === "aws:env") return sdk.fromEnv({ logger: SILENT });
-  if (label === "aws:web-identity") return () => sdk.fromTokenFile({ logger: SILENT, clientConfig: stsClientConfig(ctx) })();
-  if (label === "aws:container-metadata") return sdk.fromHttp({ logger: SILENT, timeout: METADATA_TIMEOUT_MS, maxRetries: 0 });
-  if (label === "aws:instance-metadata") return sdk.fromInstanceMetadata({ logger: SILENT, timeout: METADATA_TIMEOUT_MS, maxRetries: 0 });
+function providerOf(step: PlannedStep, sdk: SdkProviders, ctx: AwsChainContext): () => Promise<Credentials> {
+  if (step.label === "aws:env") return sdk.fromEnv({ logger: SILENT });
+  if (step.label === "aws:web-identity") return () => sdk.fromTokenFile({ logger: SILENT, clientConfig: stsClientConfig(ctx) })();
+  if (step.label === "aws:container-metadata") return sdk.fromHttp({ logger: SILENT, timeout: METADATA_TIMEOUT_MS, maxRetries: 0 });
+  if (step.label === "aws:instance-metadata") return sdk.fromInstanceMetadata({ logger: SILENT, timeout: METADATA_TIMEOUT_MS, maxRetries: 0 });
   // A profile: fromIni resolves every kind (it runs credential_process through fromProcess
   // and SSO through fromSSO), in the files the source line names.
-  const view = readAwsProfile(env);
+  const view = step.profile ?? readAwsProfile(ctx.env);
   return () => sdk.fromIni({ profile: view.name, filepath: view.files.credentials, configFilepath: view.files.config, logger: SILENT, clientConfig: stsClientConfig(ctx) })();
 }
 
@@ -256,17 +257,18 @@ export async function runAwsChain(ctx: AwsChainContext): Promise<AwsChainResult>
       continue;
     }
     sdk ??= await loadProviders();
-    const provider = providerOf(step.label, sdk, ctx);
-    const fetch = async (): Promise<Credentials & object> => {
+    const provider = providerOf(step, sdk, ctx);
+    // Later calls (refreshes) have no next step to move on to: every failure is an error.
+    const fetch = async (): Promise<Credentials> => {
       try {
-        return await provider();
+        return shape(await provider());
       } catch (e) {
         throw failure(step.label, e);
       }
     };
     try {
       const first = await provider();
-      return { winner: { first: shape(first), fetch: async () => shape(await fetch()), source: sourceOf(step, first, ctx) }, tried };
+      return { winner: { first: shape(first), fetch, source: sourceOf(step, first, ctx) }, tried };
     } catch (e) {
       if (!movesOn(e)) throw failure(step.label, e, tried);
       tried.push(`${step.label}: ${describeProviderFailure(e)}`);
@@ -281,13 +283,10 @@ function shape(c: Credentials): Credentials {
   return { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, sessionToken: c.sessionToken === "" ? undefined : c.sessionToken, expiration: c.expiration };
 }
 
+/** The winner's source line: for a profile, the kind the SDK says it used; STS's endpoint when known. */
 function sourceOf(step: PlannedStep, creds: object, ctx: AwsChainContext): string {
-  if (!step.label.startsWith("aws:profile:") && !step.label.startsWith("aws:process:") && !step.label.startsWith("aws:sso:")) {
-    return step.label === "aws:web-identity" && ctx.stsEndpoint !== undefined ? step.source.replace(/ through STS\)$/, ` through STS at ${redactUrl(ctx.stsEndpoint)})`) : step.source;
-  }
-  const view = readAwsProfile(ctx.env);
-  if (!view.found) return step.source;
-  return profileSource(view, kindFromSdk(creds) ?? view.kind, ctx.stsEndpoint);
+  if (step.profile?.found === true) return profileSource(step.profile, kindFromSdk(creds) ?? step.profile.kind, ctx.stsEndpoint);
+  return step.label === "aws:web-identity" && ctx.stsEndpoint !== undefined ? step.source.replace(/ through STS\)$/, ` through STS at ${redactUrl(ctx.stsEndpoint)})`) : step.source;
 }
 
 function failure(label: string, e: unknown, tried: readonly string[] = []): ObjstateError {

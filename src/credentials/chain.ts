@@ -66,11 +66,10 @@ export interface ChainOptions {
  * stand in for it; or `env` is not the process environment, which the SDK's providers read.
  */
 function awsChainBarred(s: CredentialSettings, env: Env): string | undefined {
-  const what = "AWS chain (AWS_* variables, ~/.aws, metadata services): not consulted";
-  if (set(s.profile.value)) return `${what}: a profile of the seed's credentials file is selected (profile, ${s.profile.source}) and gave no identity`;
-  if (set(s.secretKey.value)) return `${what}: a secret key is set (${s.secretKey.source}) without an access key`;
-  if (set(s.securityToken.value)) return `${what}: a security token is set (${s.securityToken.source}) without an access key`;
-  if (env !== process.env) return `${what}: objstate was given an environment of its own (env), and the AWS SDK's providers read only the process environment`;
+  if (set(s.profile.value)) return `a profile of the seed's credentials file is selected (profile, ${s.profile.source}) and gave no identity`;
+  if (set(s.secretKey.value)) return `a secret key is set (${s.secretKey.source}) without an access key`;
+  if (set(s.securityToken.value)) return `a security token is set (${s.securityToken.source}) without an access key`;
+  if (env !== process.env) return "objstate was given an environment of its own (env), and the AWS SDK's providers read only the process environment";
   return undefined;
 }
 
@@ -152,7 +151,7 @@ export async function assumedRole(s: CredentialSettings, base: Identity, options
 /** Source 3: the standard AWS chain, when the seed's sources gave nothing and named nothing. */
 export async function awsChain(s: CredentialSettings, options: ChainOptions): Promise<{ readonly identity: Identity } | { readonly tried: readonly string[] }> {
   const barred = awsChainBarred(s, options.env);
-  if (barred !== undefined) return { tried: [barred] };
+  if (barred !== undefined) return { tried: [`AWS chain (AWS_* variables, ~/.aws, metadata services): not consulted: ${barred}`] };
   const r = await runAwsChain({ env: options.env, stsEndpoint: stsEndpointFor(s, options.cwd), region: s.region.value, timeouts: options.timeouts });
   if (r.winner === undefined) return { tried: r.tried };
   const { first, fetch } = r.winner;
@@ -202,10 +201,7 @@ export function describeIdentityPlan(s: CredentialSettings, env: Env = process.e
   else {
     const barred = awsChainBarred(s, env);
     const plan = barred === undefined ? planAwsChain(env) : undefined;
-    if (plan?.source === undefined) {
-      const why = barred !== undefined ? barred.replace(/^AWS chain \([^)]*\): /, "the AWS chain is ") : "nothing for the AWS chain either";
-      return `none: no access key and no compute role; ${why}`;
-    }
+    if (plan?.source === undefined) return `none: no access key and no compute role; ${barred === undefined ? "nothing for the AWS chain either" : `the AWS chain is not consulted: ${barred}`}`;
     base = plan.source;
   }
   return set(s.assumeRoleRoleArn.value) ? `${base}, then role ${s.assumeRoleRoleArn.value} (${s.assumeRoleRoleArn.source}) through STS` : base;
