@@ -32,7 +32,7 @@ export interface AwsChainContext {
   readonly env: Env;
   /** Where STS calls of a profile's role or of web identity go; undefined: where the SDK sends them. */
   readonly stsEndpoint: string | undefined;
-  /** Region of those STS calls; undefined: the SDK's own. */
+  /** Region of those STS calls (objstate's region; us-east-1 when unset, as for every client). */
   readonly region: string | undefined;
   readonly timeouts?: Partial<Timeouts> | undefined;
 }
@@ -204,7 +204,8 @@ const SILENT = Object.freeze({ trace: () => undefined, debug: () => undefined, i
 function stsClientConfig(ctx: AwsChainContext): Record<string, unknown> {
   const t = resolveTimeouts(ctx.timeouts);
   return {
-    ...(ctx.region === undefined ? {} : { region: ctx.region }),
+    // Always given: left to the SDK, a missing region is a console warning on stderr.
+    region: ctx.region ?? "us-east-1",
     ...(ctx.stsEndpoint === undefined ? {} : { endpoint: ctx.stsEndpoint }),
     maxAttempts: MAX_ATTEMPTS,
     defaultsMode: "standard",

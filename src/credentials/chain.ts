@@ -102,13 +102,18 @@ export async function computeRole(s: CredentialSettings, options: ChainOptions):
   return { identity: { provider, source: `compute role "${role}" (${s.computeRoleName.source}) from the metadata service at ${metadataBase(options.env)}`, expiration: first.expiration } };
 }
 
+/** The `stsEndpoint` setting as a URL, when set. */
+function stsEndpointSetting(s: CredentialSettings, cwd: string | undefined): string | undefined {
+  const explicit = s.stsEndpoint.value;
+  if (!set(explicit)) return undefined;
+  const p = parseEndpoint(explicit, cwd);
+  return p.kind === "http" ? p.url : explicit;
+}
+
 /** `stsEndpoint`, else the object-store endpoint when that is http(s); undefined when neither. */
 function stsEndpointFor(s: CredentialSettings, cwd: string | undefined): string | undefined {
-  const explicit = s.stsEndpoint.value;
-  if (set(explicit)) {
-    const p = parseEndpoint(explicit, cwd);
-    return p.kind === "http" ? p.url : explicit;
-  }
+  const explicit = stsEndpointSetting(s, cwd);
+  if (explicit !== undefined) return explicit;
   const store = s.endpoint.value;
   if (set(store)) {
     const p = parseEndpoint(store, cwd);
@@ -152,7 +157,10 @@ export async function assumedRole(s: CredentialSettings, base: Identity, options
 export async function awsChain(s: CredentialSettings, options: ChainOptions): Promise<{ readonly identity: Identity } | { readonly tried: readonly string[] }> {
   const barred = awsChainBarred(s, options.env);
   if (barred !== undefined) return { tried: [`AWS chain (AWS_* variables, ~/.aws, metadata services): not consulted: ${barred}`] };
-  const r = await runAwsChain({ env: options.env, stsEndpoint: stsEndpointFor(s, options.cwd), region: s.region.value, timeouts: options.timeouts });
+  // The AWS chain's own roles (a profile's role_arn, web identity) are AWS's: their STS is
+  // `stsEndpoint` when set, else the SDK's (AWS_ENDPOINT_URL_STS, ~/.aws, sts.amazonaws.com),
+  // never the object-store endpoint (with AWS, that is S3).
+  const r = await runAwsChain({ env: options.env, stsEndpoint: stsEndpointSetting(s, options.cwd), region: s.region.value, timeouts: options.timeouts });
   if (r.winner === undefined) return { tried: r.tried };
   const { first, fetch } = r.winner;
   let used = false;
