@@ -198,6 +198,23 @@ describe("the AWS chain after the seed's sources", () => {
     assert.deepEqual(imds.requests.map((r) => `${r.method} ${r.path}`), ["PUT /latest/api/token", "GET /latest/meta-data/iam/security-credentials/", "GET /latest/meta-data/iam/security-credentials/instance-role"]);
   });
 
+  it("temporary AWS credentials are fetched again from the same source before they expire", async () => {
+    const soon = { ...TEMP, expiration: new Date(Date.now() + 60_000) };
+    const imds = track(await startImds({ role: "instance-role", credentials: soon }));
+    setAwsEnv({ AWS_EC2_METADATA_DISABLED: undefined, AWS_EC2_METADATA_SERVICE_ENDPOINT: imds.url });
+    const id = await identityOf();
+    const fetches = (): number => imds.requests.filter((r) => r.path.endsWith("/instance-role")).length;
+    await id.provider();
+    assert.equal(fetches(), 1, "the first answer is used once");
+    await id.provider();
+    assert.equal(fetches(), 2, "within five minutes of expiry: asked again");
+    const long = track(await startImds({ role: "instance-role", credentials: TEMP }));
+    setAwsEnv({ AWS_EC2_METADATA_DISABLED: undefined, AWS_EC2_METADATA_SERVICE_ENDPOINT: long.url });
+    const kept = await identityOf();
+    for (let i = 0; i < 3; i++) await kept.provider();
+    assert.equal(long.requests.filter((r) => r.path.endsWith("/instance-role")).length, 1, "an hour left: not asked again");
+  });
+
   it("a metadata service that never answers is given up on (a timeout on every call), and listed", { timeout: 20_000 }, async () => {
     const silent = track(await startImds({ role: "r", silent: true }));
     setAwsEnv({ AWS_EC2_METADATA_DISABLED: undefined, AWS_EC2_METADATA_SERVICE_ENDPOINT: silent.url });
