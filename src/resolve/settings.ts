@@ -70,7 +70,7 @@ type Mutable = Record<string, ResolvedSetting<unknown>>;
  * service's own endpoint variable before the general one. They are validated like the
  * seed's (an endpoint with a path is refused, naming the variable), and only when used.
  */
-const AWS_ENV: Readonly<Record<string, readonly string[]>> = {
+export const AWS_ENV: Readonly<Record<string, readonly string[]>> = {
   region: ["AWS_REGION", "AWS_DEFAULT_REGION"],
   endpoint: ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"],
   kvstoreEndpoint: ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"],

@@ -36,6 +36,12 @@ describe("AWS_REGION and AWS_ENDPOINT_URL* after the seed's settings", () => {
     assert.deepEqual(configJson(["--region", "ap-south-1"], { AWS_REGION: "eu-west-1" }).settings["region"], { value: "ap-south-1", source: "explicit", from: "--region" } as Shown);
   });
 
+  it("--help names the AWS variables after the seed's", () => {
+    const help = runCli(["state", "pull", "--help"]).stdout;
+    assert.match(help, /--region <region> .*\[env: PROVIDER_REGION, PROVIDER_DEFAULT_REGION; then AWS_REGION, AWS_DEFAULT_REGION\]/);
+    assert.match(help, /--kvstore-endpoint <endpoint> .*\[env: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL\]/);
+  });
+
   it("endpoints: the service's variable before AWS_ENDPOINT_URL, both after the seed's", () => {
     const aws = { AWS_ENDPOINT_URL: "http://127.0.0.1:7000", AWS_ENDPOINT_URL_S3: "http://127.0.0.1:7001", AWS_ENDPOINT_URL_DYNAMODB: "http://127.0.0.1:7002", AWS_ENDPOINT_URL_STS: "http://127.0.0.1:7003" };
     const all = configJson([], aws).settings;
