@@ -137,10 +137,15 @@ interface PlannedStep {
   readonly last?: boolean;
   /** The profile step's view of the files. */
   readonly profile?: ProfileView;
+  /**
+   * Run the SDK's provider even though the files seem to give nothing (`skip` then says
+   * why, if it fails): the files are the SDK's to read, this view only names the source.
+   */
+  readonly runAnyway?: boolean;
 }
 
 /** The steps as the environment and files describe them, without contacting anything. */
-export function planAwsSteps(env: Env): PlannedStep[] {
+function planAwsSteps(env: Env): PlannedStep[] {
   const steps: PlannedStep[] = [];
   const keys = set(env["AWS_ACCESS_KEY_ID"]) && set(env["AWS_SECRET_ACCESS_KEY"]);
   const envUsed = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", ...(set(env["AWS_SESSION_TOKEN"]) ? ["AWS_SESSION_TOKEN"] : [])].join(", ");
@@ -156,9 +161,9 @@ export function planAwsSteps(env: Env): PlannedStep[] {
   const view = readAwsProfile(env);
   const problems = view.problems.length === 0 ? "" : ` (${view.problems.join("; ")})`;
   if (!view.found) {
-    steps.push({ label: `aws:profile:${view.name}`, source: `aws:profile:${view.name}`, profile: view, skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}` });
+    steps.push({ label: `aws:profile:${view.name}`, source: `aws:profile:${view.name}`, profile: view, runAnyway: true, skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}` });
   } else if (view.kind === undefined) {
-    steps.push({ label: `aws:profile:${view.name}`, source: `aws:profile:${view.name}`, profile: view, skip: `profile ${view.name} (${view.file}) has no credentials: no aws_access_key_id, role_arn, credential_process, sso_* or web_identity_token_file` });
+    steps.push({ label: `aws:profile:${view.name}`, source: `aws:profile:${view.name}`, profile: view, runAnyway: true, skip: `profile ${view.name} (${view.file}) has no credentials: no aws_access_key_id, role_arn, credential_process, sso_* or web_identity_token_file` });
   } else {
     steps.push({ label: profileLabel(view.name, view.kind), source: profileSource(view, view.kind, undefined), profile: view });
   }
@@ -253,7 +258,7 @@ export async function runAwsChain(ctx: AwsChainContext): Promise<AwsChainResult>
   const tried: string[] = [];
   let sdk: SdkProviders | undefined;
   for (const step of planAwsSteps(ctx.env)) {
-    if (step.skip !== undefined) {
+    if (step.skip !== undefined && step.runAnyway !== true) {
       tried.push(`${step.label}: ${step.skip}`);
       continue;
     }
@@ -272,7 +277,7 @@ export async function runAwsChain(ctx: AwsChainContext): Promise<AwsChainResult>
       return { winner: { first: shape(first), fetch, source: sourceOf(step, first, ctx) }, tried };
     } catch (e) {
       if (!movesOn(e)) throw failure(step.label, e, tried);
-      tried.push(`${step.label}: ${describeProviderFailure(e)}`);
+      tried.push(`${step.label}: ${step.skip ?? describeProviderFailure(e)}`);
       if (step.last === true) break;
     }
   }
@@ -286,7 +291,11 @@ function shape(c: Credentials): Credentials {
 
 /** The winner's source line: for a profile, the kind the SDK says it used; STS's endpoint when known. */
 function sourceOf(step: PlannedStep, creds: object, ctx: AwsChainContext): string {
-  if (step.profile?.found === true) return profileSource(step.profile, kindFromSdk(creds) ?? step.profile.kind, ctx.stsEndpoint);
+  const view = step.profile;
+  if (view !== undefined) {
+    const kind = kindFromSdk(creds) ?? (view.found ? view.kind : undefined);
+    return view.found ? profileSource(view, kind, ctx.stsEndpoint) : profileLabel(view.name, kind);
+  }
   return step.label === "aws:web-identity" && ctx.stsEndpoint !== undefined ? step.source.replace(/ through STS\)$/, ` through STS at ${redactUrl(ctx.stsEndpoint)})`) : step.source;
 }
 
