@@ -9,6 +9,9 @@ cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
 # The AWS SDK warns on every client that releases after early 2027 need Node 22; the
 # pinned versions run on Node 20, so the warning is noise in test output.
 export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true
+# No test may ask the machine's instance metadata service (169.254.169.254): the AWS
+# credential chain skips it with this set; tests of that step use a loopback server.
+export AWS_EC2_METADATA_DISABLED=true
 # The console's browser tests drive Debian's chromium (installed here when missing).
 bash scripts/install-chromium.sh
 # Only *.test.js: node --test given a directory named test would also run the helpers in it.

@@ -159,6 +159,16 @@ async function conditionChecks(store: ObjectStoreDriver, near: string, add: (r: 
   }
 }
 
+/**
+ * The credentials check's failure on one line: the plan, then the error, with the list of
+ * what was tried (`NO_CREDENTIALS` carries it, one source per line) joined with "; ".
+ */
+function credentialsFailure(s: ResolvedBackendSettings, e: unknown): string {
+  const tried = isObjstateError(e, "NO_CREDENTIALS") && Array.isArray(e.details?.["tried"]) ? (e.details["tried"] as unknown[]).map(String) : [];
+  const text = tried.length > 0 ? `no credentials found; tried, in order: ${tried.map((t, i) => `(${i + 1}) ${t}`).join("; ")}${message(e).includes("A role (") ? `; ${message(e).split("\n").at(-1) as string}` : ""}` : message(e).split("\n").join(" ");
+  return `${describeCredentialSource(s)}: ${text}`;
+}
+
 /** Run every check; returns the results in order. Never throws for a failed check. */
 export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
@@ -183,7 +193,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
   const table = s.kvstoreTable.value !== undefined && s.kvstoreTable.value !== "" ? s.kvstoreTable.value : undefined;
   const kvEndpoint = s.kvstoreEndpoint.value !== undefined && s.kvstoreEndpoint.value !== "" ? s.kvstoreEndpoint.value : undefined;
   if (endpoint === undefined) {
-    add({ name: "settings", status: "fail", detail: "no object-store endpoint", fix: "pass --endpoint (http(s)://host for an S3 API, file:./dir for the embedded store) or set PROVIDER_OBJECT_STORE_ENDPOINT" });
+    add({ name: "settings", status: "fail", detail: "no object-store endpoint", fix: "pass --endpoint (http(s)://host for an S3 API, file:./dir for the embedded store) or set PROVIDER_OBJECT_STORE_ENDPOINT (or AWS_ENDPOINT_URL_S3)" });
     return skipAll(LATER, "settings are not valid");
   }
   if (table !== undefined && kvEndpoint === undefined) {
@@ -213,13 +223,14 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
   } else {
     try {
       identity = await identityFor(s);
-      add({ name: "credentials", status: "ok", detail: identity.source });
+      const before = identity.tried ?? [];
+      add({ name: "credentials", status: "ok", detail: before.length === 0 ? identity.source : `${identity.source}; tried first: ${before.join("; ")}` });
     } catch (e) {
       add({
         name: "credentials",
         status: "fail",
-        detail: `${describeCredentialSource(s)}: ${message(e).split("\n")[0] as string}`,
-        fix: "set PROVIDER_ACCESS_KEY and PROVIDER_SECRET_KEY (or --access-key / --secret-key), a profile (--profile), a compute role (--compute-role-name) or a role to assume (--assume-role-role-arn)",
+        detail: credentialsFailure(s, e),
+        fix: "set PROVIDER_ACCESS_KEY and PROVIDER_SECRET_KEY (or --access-key / --secret-key), a profile (--profile), a compute role (--compute-role-name) or a role to assume (--assume-role-role-arn); or AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE (~/.aws), web identity (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN), or the container or instance metadata service",
       });
       return skipAll(LATER.slice(1), "no credentials");
     }

@@ -11,6 +11,7 @@ import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fie
 import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
 import { isPlainObject, RULES } from "../config/rules.js";
 import { nearest } from "../config/validate.js";
+import { AWS_ENV } from "../resolve/settings.js";
 import { jsonSyntaxProblem } from "../util/json-error.js";
 import { durationFlag } from "./duration.js";
 import { readJsonFile, usageError } from "./io.js";
@@ -34,7 +35,9 @@ function placeholder(f: FieldSpec): string {
 }
 
 function helpOf(f: FieldSpec): string {
-  const env = f.env.length > 0 ? ` [env: ${f.env.join(", ")}]` : "";
+  // The AWS variables come after the seed's (and its profile): "; then" says so.
+  const lists = [f.env, AWS_ENV[f.name] ?? []].filter((l) => l.length > 0).map((l) => l.join(", "));
+  const env = lists.length > 0 ? ` [env: ${lists.join("; then ")}]` : "";
   const def = f.default !== undefined ? ` [default: ${f.default}${f.name === "sharedCredentialsFile" ? " when a profile is given" : ""}]` : "";
   const secret = f.secret ? " Prefer the environment variable: flags are visible to other users in the process list." : "";
   return `${f.doc}${secret}${env}${def}`;

@@ -3,7 +3,9 @@
  *   1. static keys (explicit > env > profile, as resolved);
  *   2. the compute-instance role from the metadata service, only when no access key was
  *      found and a compute role is set (computeRoleName, or an EcsRamRole profile);
- *   3. STS AssumeRole on top of that base identity when a role ARN is set (flattened
+ *   3. the standard AWS chain (aws-chain.ts), only when the seed names no identity at all:
+ *      no access key, no compute role, no profile, no lone secret key or token;
+ *   4. STS AssumeRole on top of that base identity when a role ARN is set (flattened
  *      field, PROVIDER_ASSUME_ROLE_ARN, the deprecated block, or a RamRoleArn profile).
  * Each source yields an identity or says, without values, why it did not.
  */
@@ -16,6 +18,7 @@ import { refreshing, type Clock } from "./refresh.js";
 import { serverNow } from "../util/server-clock.js";
 import type { Timeouts } from "../util/sdk-client.js";
 import { assumeRole, type AssumedRole } from "./sts.js";
+import { planAwsChain, runAwsChain } from "./aws-chain.js";
 
 /** An identity and where it came from (for the resolution report). */
 export interface Identity {
@@ -26,6 +29,8 @@ export interface Identity {
   readonly assumedRoleArn?: string | undefined;
   /** When the first temporary credentials expire (assumed and compute roles). */
   readonly expiration?: Date | undefined;
+  /** The sources tried before the one that gave this identity, each with why it gave nothing. */
+  readonly tried?: readonly string[] | undefined;
 }
 
 /** Settings the chain reads (backend and remote-state settings both have them). */
@@ -35,6 +40,7 @@ export type CredentialSettings = Pick<
   | "secretKey"
   | "securityToken"
   | "computeRoleName"
+  | "profile"
   | "assumeRoleRoleArn"
   | "assumeRoleSessionName"
   | "assumeRoleSessionExpiration"
@@ -52,6 +58,19 @@ export interface ChainOptions {
   readonly cwd?: string | undefined;
   /** Timeouts of the STS requests (defaults: `DEFAULT_TIMEOUTS`). */
   readonly timeouts?: Partial<Timeouts> | undefined;
+}
+
+/**
+ * Why the AWS chain is not consulted, or undefined when it is: the seed named an identity
+ * (a profile, a lone secret key or token) that gave nothing, so another identity must not
+ * stand in for it; or `env` is not the process environment, which the SDK's providers read.
+ */
+function awsChainBarred(s: CredentialSettings, env: Env): string | undefined {
+  if (set(s.profile.value)) return `a profile of the seed's credentials file is selected (profile, ${s.profile.source}) and gave no identity`;
+  if (set(s.secretKey.value)) return `a secret key is set (${s.secretKey.source}) without an access key`;
+  if (set(s.securityToken.value)) return `a security token is set (${s.securityToken.source}) without an access key`;
+  if (env !== process.env) return "objstate was given an environment of its own (env), and the AWS SDK's providers read only the process environment";
+  return undefined;
 }
 
 type Base = { readonly identity: Identity } | { readonly skipped: string };
@@ -83,14 +102,29 @@ export async function computeRole(s: CredentialSettings, options: ChainOptions):
   return { identity: { provider, source: `compute role "${role}" (${s.computeRoleName.source}) from the metadata service at ${metadataBase(options.env)}`, expiration: first.expiration } };
 }
 
-function stsEndpointOf(s: CredentialSettings, cwd: string | undefined): string {
+/** The `stsEndpoint` setting as a URL, when set. */
+function stsEndpointSetting(s: CredentialSettings, cwd: string | undefined): string | undefined {
   const explicit = s.stsEndpoint.value;
-  if (set(explicit)) return parseEndpoint(explicit, cwd).kind === "http" ? (parseEndpoint(explicit, cwd) as { url: string }).url : explicit;
+  if (!set(explicit)) return undefined;
+  const p = parseEndpoint(explicit, cwd);
+  return p.kind === "http" ? p.url : explicit;
+}
+
+/** `stsEndpoint`, else the object-store endpoint when that is http(s); undefined when neither. */
+function stsEndpointFor(s: CredentialSettings, cwd: string | undefined): string | undefined {
+  const explicit = stsEndpointSetting(s, cwd);
+  if (explicit !== undefined) return explicit;
   const store = s.endpoint.value;
   if (set(store)) {
     const p = parseEndpoint(store, cwd);
     if (p.kind === "http") return p.url;
   }
+  return undefined;
+}
+
+function stsEndpointOf(s: CredentialSettings, cwd: string | undefined): string {
+  const endpoint = stsEndpointFor(s, cwd);
+  if (endpoint !== undefined) return endpoint;
   throw new ObjstateError("NO_STS_ENDPOINT", "a role is to be assumed but there is no STS endpoint: set stsEndpoint (or PROVIDER_STS_ENDPOINT); the object-store endpoint is used only when it is an http(s) one");
 }
 
@@ -119,6 +153,21 @@ export async function assumedRole(s: CredentialSettings, base: Identity, options
   };
 }
 
+/** Source 3: the standard AWS chain, when the seed's sources gave nothing and named nothing. */
+export async function awsChain(s: CredentialSettings, options: ChainOptions): Promise<{ readonly identity: Identity } | { readonly tried: readonly string[] }> {
+  const barred = awsChainBarred(s, options.env);
+  if (barred !== undefined) return { tried: [`AWS chain (AWS_* variables, ~/.aws, metadata services): not consulted: ${barred}`] };
+  // The AWS chain's own roles (a profile's role_arn, web identity) are AWS's: their STS is
+  // `stsEndpoint` when set, else the SDK's (AWS_ENDPOINT_URL_STS, ~/.aws, sts.amazonaws.com),
+  // never the object-store endpoint (with AWS, that is S3).
+  const r = await runAwsChain({ env: options.env, stsEndpoint: stsEndpointSetting(s, options.cwd), region: s.region.value, timeouts: options.timeouts });
+  if (r.winner === undefined) return { tried: r.tried };
+  const { first, fetch } = r.winner;
+  let used = false;
+  const provider = refreshing(() => (used ? fetch() : ((used = true), Promise.resolve(first))), options.clock);
+  return { identity: { provider, source: r.winner.source, expiration: first.expiration, tried: r.tried } };
+}
+
 /**
  * Run the chain. Throws `NO_CREDENTIALS` listing, in order, what was tried and why each
  * gave nothing (never a value).
@@ -135,20 +184,33 @@ export async function resolveIdentity(s: CredentialSettings, options: ChainOptio
     tried.push(r.skipped);
   }
   if (base === undefined) {
+    const r = await awsChain(s, options);
+    if ("identity" in r) base = { ...r.identity, tried: [...tried, ...(r.identity.tried ?? [])] };
+    else tried.push(...r.tried);
+  }
+  if (base === undefined) {
     const role = set(s.assumeRoleRoleArn.value) ? ` A role (${s.assumeRoleRoleArn.source}) can only be assumed from a base identity.` : "";
     throw new ObjstateError("NO_CREDENTIALS", `no credentials found. Tried, in order:\n${tried.map((t) => `  - ${t}`).join("\n")}\n${role.trim()}`.trimEnd(), { details: { tried } });
   }
-  return set(s.assumeRoleRoleArn.value) ? assumedRole(s, base, options) : base;
+  if (!set(s.assumeRoleRoleArn.value)) return base;
+  return { ...(await assumedRole(s, base, options)), tried: base.tried };
 }
 
 /**
  * Where the identity will come from, without contacting anything and without values,
- * e.g. `static keys (env:PROVIDER_ACCESS_KEY), then role arn:… (explicit)`.
+ * e.g. `static keys (env:PROVIDER_ACCESS_KEY), then role arn:… (explicit)`. The AWS
+ * chain's step is read off the environment and the AWS files (a profile's kind from its
+ * keys); the metadata services are named, not asked.
  */
-export function describeIdentityPlan(s: CredentialSettings): string {
+export function describeIdentityPlan(s: CredentialSettings, env: Env = process.env): string {
   let base: string;
   if (set(s.accessKey.value)) base = `static keys (${s.accessKey.source})`;
   else if (set(s.computeRoleName.value)) base = `compute role "${s.computeRoleName.value}" (${s.computeRoleName.source}) from the metadata service`;
-  else return "none: no access key and no compute role";
+  else {
+    const barred = awsChainBarred(s, env);
+    const plan = barred === undefined ? planAwsChain(env) : undefined;
+    if (plan?.source === undefined) return `none: no access key and no compute role; ${barred === undefined ? "nothing for the AWS chain either" : `the AWS chain is not consulted: ${barred}`}`;
+    base = plan.source;
+  }
   return set(s.assumeRoleRoleArn.value) ? `${base}, then role ${s.assumeRoleRoleArn.value} (${s.assumeRoleRoleArn.source}) through STS` : base;
 }

@@ -26,8 +26,9 @@ export function resolveEffectiveSettings(
 
 /**
  * One line saying where the identity will come from, without contacting anything and
- * without values, e.g. `static keys (env:PROVIDER_ACCESS_KEY)`.
+ * without values, e.g. `static keys (env:PROVIDER_ACCESS_KEY)` or `aws:profile:dev (…)`.
+ * `env` must be the one the settings were resolved with.
  */
-export function describeCredentialSource(settings: ResolvedBackendSettings): string {
-  return describeIdentityPlan(settings);
+export function describeCredentialSource(settings: ResolvedBackendSettings, env: Env = process.env): string {
+  return describeIdentityPlan(settings, env);
 }

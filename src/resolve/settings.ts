@@ -2,7 +2,8 @@
  * Resolution (DESIGN §2 layer 3, §4): the effective value of every field and where it
  * came from. Precedence: explicit > environment (the seed's order, first non-empty wins)
  * > the deprecated `assumeRole` block (for the role fields, when no role ARN was given
- * flattened) > the selected profile of the shared credentials file > default.
+ * flattened) > the selected profile of the shared credentials file > the standard AWS
+ * variables (region and endpoints only) > default.
  */
 import type { ObjectStoreAssumeRole } from "../config/assume-role.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
@@ -13,7 +14,7 @@ import { parseEnvValue } from "../config/validate.js";
 import { printSafely, shownValue } from "../util/redact.js";
 
 /** Where an effective value came from. */
-export type SettingSource = "explicit" | `env:${string}` | `profile:${string}` | "default" | "unset";
+export type SettingSource = "explicit" | `env:${string}` | `profile:${string}` | `aws:env:${string}` | "default" | "unset";
 
 /** One effective value with its provenance; `value` is undefined exactly when `source` is `unset`. */
 export interface ResolvedSetting<T> {
@@ -63,6 +64,41 @@ const BLOCK_FIELDS = {
 } as const;
 
 type Mutable = Record<string, ResolvedSetting<unknown>>;
+
+/**
+ * The standard AWS variables, for fields the seed's sources leave unset, in order: the
+ * service's own endpoint variable before the general one. They are validated like the
+ * seed's (an endpoint with a path is refused, naming the variable), and only when used.
+ */
+export const AWS_ENV: Readonly<Record<string, readonly string[]>> = {
+  region: ["AWS_REGION", "AWS_DEFAULT_REGION"],
+  endpoint: ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"],
+  kvstoreEndpoint: ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"],
+  stsEndpoint: ["AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL"],
+};
+
+/** Does the seed itself point STS somewhere: an http(s) object-store endpoint from its own sources? */
+function seedStsFallback(out: Mutable): boolean {
+  const store = out["endpoint"];
+  // STS goes to the object-store endpoint when stsEndpoint is unset (credentials/chain.ts);
+  // an AWS variable must not take that over from the seed's own endpoint.
+  return store !== undefined && !store.source.startsWith("aws:") && typeof store.value === "string" && !/^file:/i.test(store.value.trim());
+}
+
+function applyAwsEnv(out: Mutable, fields: Fields, env: Env): void {
+  for (const f of fields) {
+    const names = AWS_ENV[f.name];
+    if (names === undefined || out[f.name] !== undefined) continue;
+    if (f.name === "stsEndpoint" && seedStsFallback(out)) continue;
+    for (const name of names) {
+      const text = env[name];
+      if (text !== undefined && text !== "") {
+        out[f.name] = { value: parseEnvValue(f, name, text), source: `aws:env:${name}` };
+        break;
+      }
+    }
+  }
+}
 
 function fromExplicitOrEnv(f: FieldSpec, explicit: unknown, env: Env): ResolvedSetting<unknown> | undefined {
   if (explicit !== undefined) return { value: explicit, source: "explicit" };
@@ -118,6 +154,7 @@ export function resolveSettings(
       }
     }
   }
+  applyAwsEnv(out, fields, env);
 
   for (const f of fields) {
     if (out[f.name] === undefined) {

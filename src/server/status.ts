@@ -65,6 +65,8 @@ const STATUS: Readonly<Record<string, number>> = {
   TABLE_NOT_FOUND: 503,
   TABLE_NOT_READY: 503,
   ENDPOINT_UNREACHABLE: 503,
+  // The AWS credential source behind the server failed on refresh (an expired SSO session, a metadata service down)
+  AWS_CREDENTIALS_FAILED: 503,
   SHUTTING_DOWN: 503,
   ENDPOINT_TIMEOUT: 504,
 };

@@ -1,5 +1,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /**
@@ -33,9 +35,28 @@ export interface CliOptions {
   readonly cwd?: string | undefined;
 }
 
-/** The minimal environment the CLI runs with in tests, plus `extra`. */
+/**
+ * Where the CLI's AWS config and credentials files are in tests unless a test names its
+ * own: a path that never exists, so that an operator's ~/.aws cannot change a test.
+ */
+export const NO_AWS_FILE = join(tmpdir(), "objstate-tests-no-aws-files", "none");
+
+/**
+ * The minimal environment the CLI runs with in tests, plus `extra`. The standard AWS chain
+ * is kept off the machine's own sources: no AWS files (see {@link NO_AWS_FILE}), and no
+ * instance metadata service (`AWS_EC2_METADATA_DISABLED`), so nothing goes to
+ * 169.254.169.254; a test of those sources sets (or removes, with undefined) them.
+ */
 export function cliEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
-  const env: Record<string, string | undefined> = { PATH: process.env["PATH"], HOME: process.env["HOME"], NO_COLOR: "1", ...extra };
+  const env: Record<string, string | undefined> = {
+    PATH: process.env["PATH"],
+    HOME: process.env["HOME"],
+    NO_COLOR: "1",
+    AWS_EC2_METADATA_DISABLED: "true",
+    AWS_CONFIG_FILE: NO_AWS_FILE,
+    AWS_SHARED_CREDENTIALS_FILE: NO_AWS_FILE,
+    ...extra,
+  };
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
   return out;

@@ -3,7 +3,10 @@
  * config file (`defaults_mode = auto`, endpoint URLs, FIPS, dual-stack, …) and `AWS_*`
  * variables all point at a loopback recorder, and real operations against Ceph RGW (S3
  * and STS) and dynalite must succeed without the recorder seeing a single request —
- * neither an endpoint override nor the instance metadata service.
+ * neither an endpoint override nor the instance metadata service. The seed's settings
+ * give the endpoints and the keys here, so the AWS variables objstate does read
+ * (credentials, `AWS_ENDPOINT_URL*`: docs/decisions/050, 051) come after them and change
+ * nothing; `AWS_REGION` fills the unset region, which only signs.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";

@@ -60,11 +60,11 @@ describe("credentials chain", () => {
   }
 
   it("the plan says where the identity will come from without contacting anything", () => {
-    const plan = (p: Record<string, unknown>, env: Record<string, string> = {}): string => describeCredentialSource(resolveEffectiveSettings(B(p), env));
+    const plan = (p: Record<string, unknown>, env: Record<string, string> = {}): string => describeCredentialSource(resolveEffectiveSettings(B(p), env), env);
     assert.equal(plan({}, { PROVIDER_ACCESS_KEY: "AK-SECRETLESS" }), "static keys (env:PROVIDER_ACCESS_KEY)");
     assert.equal(plan({ computeRoleName: "r" }), 'compute role "r" (explicit) from the metadata service');
     assert.equal(plan({ accessKey: "AK", assumeRoleRoleArn: "arn:aws:iam:::role/x" }), "static keys (explicit), then role arn:aws:iam:::role/x (explicit) through STS");
-    assert.equal(plan({}), "none: no access key and no compute role");
+    assert.equal(plan({}), "none: no access key and no compute role; the AWS chain is not consulted: objstate was given an environment of its own (env), and the AWS SDK's providers read only the process environment");
     assert.ok(!plan({}, { PROVIDER_ACCESS_KEY: "AK-SECRETLESS" }).includes("AK-SECRETLESS"));
   });
 
