@@ -14,6 +14,7 @@ import { RULES } from "../config/rules.js";
 import type { JsonObject } from "./tool-json.js";
 
 export type { TerraformBackendType } from "../config/mapping.js";
+export type { LayoutName } from "../backend/layout.js";
 
 /** Options every backend takes. */
 interface CommonOptions {
