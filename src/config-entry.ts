@@ -53,6 +53,7 @@ export {
   type TerraformBackendJson,
   type TerraformRemoteStateBlock,
   type TerraformRemoteStateJson,
+  type LayoutName,
 } from "./synth/terraform-json.js";
 export {
   TERRAFORM_MAPPING,

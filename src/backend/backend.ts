@@ -18,7 +18,7 @@ import { resolveEffectiveSettings } from "../credentials/index.js";
 import type { Clock } from "../credentials/refresh.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { objstateVersion } from "../version.js";
-import { checkWorkspace, DEFAULT_WORKSPACE, layout, statePath, workspaceOfKey, workspacesPrefix, type Layout } from "./layout.js";
+import { checkWorkspace, DEFAULT_WORKSPACE, layout, layoutNameOf, listPrefixes, statePath, workspaceOfKey, workspacesPrefix, type Layout, type LayoutName } from "./layout.js";
 import { defaultWho, type LockInfo } from "./lock-info.js";
 import type { Principal } from "./principal.js";
 import { checkTtl, DEFAULT_CLOCK_MARGIN_MS, type LockHandle } from "./lease.js";
@@ -40,6 +40,7 @@ export { LockHandle } from "./lease.js";
 export type { LockListing } from "./locking.js";
 export type { ProbeVerdict } from "./probe.js";
 export type { VersioningStatus } from "../store/types.js";
+export type { LayoutName } from "./layout.js";
 
 /** Options of {@link ObjectStoreBackend.connect}. */
 export interface ConnectOptions {
@@ -89,6 +90,14 @@ export interface ConnectOptions {
    * The store's conditional writes are probed first (`LOCKFILE_UNSUPPORTED` when ignored).
    */
   readonly lockfile?: boolean | undefined;
+  /**
+   * Where the default workspace's state lives (DESIGN §5): `seed` (default) at
+   * `{prefix}/{key}`, as the tool's OSS backend keeps it; `s3` at `{key}`, as the tool's S3
+   * backend keeps it (with `workspace_key_prefix` = prefix), so the two share one bucket and
+   * one table. Named workspaces are at `{prefix}/{name}/{key}` in both. Anything else is
+   * `INVALID_LAYOUT`.
+   */
+  readonly layout?: LayoutName | undefined;
   /** How far apart the clocks of lock holders may be (default 1 s; see DESIGN §10). */
   readonly lockClockMarginMs?: number | undefined;
   /** Time source for leases (default `Date.now`). */
@@ -318,7 +327,7 @@ export class ObjectStoreBackend {
     this.table = init.locks;
     this.identitySource = init.identity?.source;
     this.identity = init.identity === undefined ? undefined : { source: init.identity.source, assumedRoleArn: init.identity.assumedRoleArn, expiration: init.identity.expiration };
-    this.layout = layout(s.prefix.value ?? "", s.key.value ?? "", init.store.kind);
+    this.layout = layout(s.prefix.value ?? "", s.key.value ?? "", init.store.kind, layoutNameOf(init.options.layout, "layout"));
     this.bucket = s.bucket.value as string;
     this.who = init.options.who ?? defaultWho();
     this.version = init.options.toolVersion ?? objstateVersion();
@@ -341,7 +350,7 @@ export class ObjectStoreBackend {
         if (p === undefined) return null;
         return p === statePath(l, DEFAULT_WORKSPACE) ? DEFAULT_WORKSPACE : (workspaceOfKey(l, p) ?? null);
       },
-      listPrefix: workspacesPrefix(l),
+      listPrefixes: listPrefixes(l),
       who: this.who,
       version: this.version,
       ttlMs: checkTtl(init.options.ttl, "the lock ttl"),
@@ -357,6 +366,8 @@ export class ObjectStoreBackend {
   static async connect(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, options: ConnectOptions = {}): Promise<ObjectStoreBackend> {
     const env = options.env ?? process.env;
     const warn = options.onWarning ?? defaultWarn;
+    // Refused before anything is resolved or opened.
+    const layoutName = layoutNameOf(options.layout, "the layout option (ConnectOptions.layout)");
     const settings = resolveEffectiveSettings(config, env, { onWarning: warn });
     const endpoint = settings.endpoint.value;
     if (endpoint === undefined) {
@@ -387,7 +398,7 @@ export class ObjectStoreBackend {
       checkTtl(options.ttl, "the lock ttl (ttl)");
       // A read-only connection takes no lock, and writes nothing, not even a probe key.
       if (options.lockfile === true && options.readOnly !== true) {
-        probe = await probeConditions(store, statePath(layout(settings.prefix.value ?? "", settings.key.value ?? ""), DEFAULT_WORKSPACE));
+        probe = await probeConditions(store, statePath(layout(settings.prefix.value ?? "", settings.key.value ?? "", undefined, layoutName), DEFAULT_WORKSPACE));
         requireLockfileSupport(probe, store.location);
       }
       const table = settings.kvstoreTable.value;
@@ -433,7 +444,10 @@ export class ObjectStoreBackend {
     return this.probeVerdict;
   }
 
-  /** Object key of a workspace's state (`{prefix}/{key}`, `{prefix}/{w}/{key}`). */
+  /**
+   * Object key of a workspace's state: `{prefix}/{w}/{key}`, and for the default workspace
+   * `{prefix}/{key}` (layout `seed`) or `{key}` (layout `s3`).
+   */
   statePath(workspace: string = DEFAULT_WORKSPACE): string {
     return statePath(this.layout, workspace);
   }
@@ -467,11 +481,14 @@ export class ObjectStoreBackend {
     const found: WorkspaceObject[] = [];
     let fallback: WorkspaceObject | undefined;
     const defaultKey = statePath(this.layout, DEFAULT_WORKSPACE);
-    for await (const o of this.store.listDetailed(workspacesPrefix(this.layout), { pageSize: this.listPageSize })) {
-      const described = { size: o.size, lastModified: o.lastModified?.toISOString(), etag: o.etag };
-      if (o.key === defaultKey) fallback = { workspace: DEFAULT_WORKSPACE, ...described };
-      const w = workspaceOfKey(this.layout, o.key);
-      if (w !== undefined) found.push({ workspace: w, ...described });
+    // In the s3 layout the default workspace's key is outside the workspaces' prefix: a listing of its own.
+    for (const prefix of listPrefixes(this.layout)) {
+      for await (const o of this.store.listDetailed(prefix, { pageSize: this.listPageSize })) {
+        const described = { size: o.size, lastModified: o.lastModified?.toISOString(), etag: o.etag };
+        if (o.key === defaultKey) fallback = { workspace: DEFAULT_WORKSPACE, ...described };
+        const w = workspaceOfKey(this.layout, o.key);
+        if (w !== undefined) found.push({ workspace: w, ...described });
+      }
     }
     found.sort((a, b) => (a.workspace < b.workspace ? -1 : a.workspace > b.workspace ? 1 : 0));
     return fallback === undefined ? found : [fallback, ...found];
@@ -1108,11 +1125,17 @@ export class ObjectStoreBackend {
   }
 
   /**
-   * Leftovers of writers under this backend's prefix (incomplete multipart uploads, the
-   * embedded store's temp files), oldest first, with their age as the store reports it.
+   * Leftovers of writers of this backend's states (incomplete multipart uploads, the
+   * embedded store's temp files) under its prefix, and in the `s3` layout under the default
+   * workspace's key too, oldest first, with their age as the store reports it.
    */
   async leftovers(): Promise<Leftover[]> {
-    return this.store.listLeftovers(workspacesPrefix(this.layout));
+    const prefixes = listPrefixes(this.layout);
+    if (prefixes.length === 1) return this.store.listLeftovers(prefixes[0] as string);
+    // A leftover whose key cannot be told is listed under every prefix: once is enough.
+    const seen = new Map<string, Leftover>();
+    for (const prefix of prefixes) for (const l of await this.store.listLeftovers(prefix)) seen.set(`${l.kind} ${l.key ?? ""} ${l.id}`, l);
+    return [...seen.values()].sort((a, b) => (a.since?.getTime() ?? 0) - (b.since?.getTime() ?? 0));
   }
 
   /**

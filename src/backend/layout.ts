@@ -1,6 +1,10 @@
 /**
- * Where state lives in the bucket (DESIGN §5): default workspace at `{prefix}/{key}`,
- * workspace `w` at `{prefix}/{w}/{key}`; `prefix` trimmed of `/`, empty segments dropped.
+ * Where state lives in the bucket (DESIGN §5). Two layouts, which differ only in the default
+ * workspace:
+ * - `seed` (the default; the tool's OSS backend's): default workspace at `{prefix}/{key}`;
+ * - `s3` (the tool's S3 backend's, `workspace_key_prefix` = prefix): default workspace at `{key}`;
+ * in both, workspace `w` at `{prefix}/{w}/{key}`. `prefix` trimmed of `/`, empty segments
+ * dropped. With an empty prefix the two are the same.
  */
 import { ObjstateError } from "../errors.js";
 import { RULES } from "../config/rules.js";
@@ -28,7 +32,37 @@ const KEY_LIMITS = {
 /** Longest suffix objstate adds to a state's key (a lockfile's `.tflock`). */
 const KEY_SUFFIX = ".tflock";
 
+/** The layouts, by the name `--layout` and the `layout` option take. */
+export const LAYOUT_NAMES = ["seed", "s3"] as const;
+
+/** A layout's name: `seed` (default workspace at `{prefix}/{key}`) or `s3` (at `{key}`). */
+export type LayoutName = (typeof LAYOUT_NAMES)[number];
+
+/** The layout objstate uses unless told otherwise. */
+export const DEFAULT_LAYOUT: LayoutName = "seed";
+
+/** Is `value` a layout's name? */
+export function isLayoutName(value: unknown): value is LayoutName {
+  return typeof value === "string" && (LAYOUT_NAMES as readonly string[]).includes(value);
+}
+
+/**
+ * `value` as a layout's name; `INVALID_LAYOUT` naming `label` (where the value came from)
+ * otherwise. Undefined is the default layout.
+ */
+export function layoutNameOf(value: unknown, label: string): LayoutName {
+  if (value === undefined) return DEFAULT_LAYOUT;
+  if (isLayoutName(value)) return value;
+  throw new ObjstateError(
+    "INVALID_LAYOUT",
+    `${label} must be "seed" (the default workspace at {prefix}/{key}) or "s3" (at {key}, as the tool's S3 backend keeps it), got ${typeof value === "string" ? JSON.stringify(value) : typeof value}`,
+    { details: { layout: value } },
+  );
+}
+
 export interface Layout {
+  /** Where the default workspace lives: `seed` at `{prefix}/{key}`, `s3` at `{key}`. */
+  readonly name: LayoutName;
   readonly prefix: string;
   readonly key: string;
   /** Longest workspace name whose keys fit the store under this prefix and key. */
@@ -46,8 +80,9 @@ function trimSlashes(s: string): string {
 /**
  * Layout from the resolved prefix and key. `store` (the driver's kind) lowers the workspace
  * limit below {@link WORKSPACE_MAX_LENGTH} when a long prefix and key leave less room.
+ * `name` places the default workspace (default `seed`).
  */
-export function layout(prefix: string, key: string, store?: keyof typeof KEY_LIMITS): Layout {
+export function layout(prefix: string, key: string, store?: keyof typeof KEY_LIMITS, name: LayoutName = DEFAULT_LAYOUT): Layout {
   const p = trimSlashes(prefix);
   let maxWorkspace = WORKSPACE_MAX_LENGTH;
   if (store !== undefined) {
@@ -56,7 +91,7 @@ export function layout(prefix: string, key: string, store?: keyof typeof KEY_LIM
     const rest = limit.size(`${join(p, "w", key)}${KEY_SUFFIX}`) - 1 + (p === "" ? limit.leadingDot : 0);
     maxWorkspace = Math.min(maxWorkspace, limit.max - rest);
   }
-  return { prefix: p, key, maxWorkspace };
+  return { name, prefix: p, key, maxWorkspace };
 }
 
 /** `"abc…"` (at most 40 characters of it): a name quoted in a message without its whole length. */
@@ -79,15 +114,45 @@ export function checkWorkspace(name: unknown, max: number = WORKSPACE_MAX_LENGTH
   }
 }
 
-/** Object key of a workspace's state. */
+/** Object key of a workspace's state (the tool's S3 backend's `path()` in the `s3` layout). */
 export function statePath(l: Layout, workspace: string): string {
   checkWorkspace(workspace, l.maxWorkspace);
-  return workspace === DEFAULT_WORKSPACE ? join(l.prefix, l.key) : join(l.prefix, workspace, l.key);
+  if (workspace !== DEFAULT_WORKSPACE) return join(l.prefix, workspace, l.key);
+  return l.name === "s3" ? l.key : join(l.prefix, l.key);
 }
 
 /** The prefix under which named workspaces are listed. */
 export function workspacesPrefix(l: Layout): string {
   return l.prefix === "" ? "" : `${l.prefix}/`;
+}
+
+/**
+ * The prefixes whose listings together hold every state of the layout (and its lockfile):
+ * the workspaces' prefix, and in the `s3` layout also the default workspace's key, which lies
+ * outside it unless the prefix is empty. No prefix in the list is under another, so the
+ * listings never overlap.
+ */
+export function listPrefixes(l: Layout): string[] {
+  const named = workspacesPrefix(l);
+  const own = statePath(l, DEFAULT_WORKSPACE);
+  if (own.startsWith(named)) return [named];
+  return named.startsWith(own) ? [own] : [named, own];
+}
+
+/**
+ * The longest prefix every state of the layout shares (a lifecycle rule's scope): the
+ * workspaces' prefix in the `seed` layout; in the `s3` layout usually "" (the whole bucket),
+ * as the default workspace's key and the workspaces' prefix rarely share a beginning.
+ */
+export function commonPrefix(l: Layout): string {
+  const [first = "", ...rest] = listPrefixes(l);
+  let out = first;
+  for (const p of rest) {
+    let n = 0;
+    while (n < out.length && n < p.length && out[n] === p[n]) n++;
+    out = out.slice(0, n);
+  }
+  return out;
 }
 
 /**

@@ -54,8 +54,8 @@ export interface LockingInit {
   describe(workspace: string): string;
   /** The workspace a listed key belongs to, or null. */
   workspaceOf(place: LockPlace, key: string): string | null;
-  /** Where lockfiles are listed from. */
-  readonly listPrefix: string;
+  /** Where lockfiles are listed from (prefixes that do not overlap). */
+  readonly listPrefixes: readonly string[];
   readonly who: string;
   readonly version: string;
   /** Default lease (ms) of every lock this connection takes; undefined: none. */
@@ -281,7 +281,7 @@ export class Locking {
     const now = init.now();
     const out: LockListing[] = [];
     for (const place of init.places) {
-      for await (const { key, lock } of place.list(init.listPrefix)) {
+      for await (const { key, lock } of listAll(place, init.listPrefixes)) {
         const i = lock.info;
         out.push({
           source: place.kind,
@@ -299,6 +299,11 @@ export class Locking {
     }
     return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.source < b.source ? -1 : 1));
   }
+}
+
+/** Every lock of `place` under `prefixes` (the table ignores them: it is listed once). */
+async function* listAll(place: LockPlace, prefixes: readonly string[]): AsyncIterable<{ key: string; lock: StoredLock }> {
+  for (const prefix of place.kind === "table" ? [""] : prefixes) yield* place.list(prefix);
 }
 
 /** The stored info with a new `Expires`, every other field kept as it is. */

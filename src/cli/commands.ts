@@ -15,13 +15,14 @@ import { formatToolJson, secretWarnings, type ToolJson } from "../synth/tool-jso
 import { serveBackendTerraformJson, terraformWarnings, type TerraformBackendOptions } from "../synth/terraform-json.js";
 import { ConfigError } from "../config/errors.js";
 import { lockSettings } from "./lock-settings.js";
+import { layoutSetting } from "./layout-setting.js";
 import { confirm, interactive } from "./confirm.js";
 import { durationFlag } from "./duration.js";
 import { CliError, EXIT, readJsonFile, usageError } from "./io.js";
 import { acquireLock, guardedWhileLocked, lockWaiting, requireLocking, stateStored, warn, withBackend } from "./runtime.js";
 import { printLocks, runUnderLock } from "./lock-commands.js";
 import { openStateInput } from "./state-input.js";
-import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, locateConfigError, type SettingsInput } from "./settings.js";
+import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, layoutFlagOf, locateConfigError, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 import { nodeCrypto } from "../util/builtins.js";
 import { redactUrl } from "../util/redact.js";
@@ -52,7 +53,7 @@ function say(text: string): void {
 // ---------------------------------------------------------------- synth
 
 /** The flag each option of the real tool's synthesis comes from, for messages. */
-const TARGET_FLAGS: Readonly<Record<string, string>> = { backend: "--for", serveUrl: "--serve-url", username: "--username", workspace: "--workspace", lockfile: "--lockfile" };
+const TARGET_FLAGS: Readonly<Record<string, string>> = { backend: "--for", serveUrl: "--serve-url", username: "--username", workspace: "--workspace", lockfile: "--lockfile", layout: "--layout" };
 
 /** `--for` and the flags that go with it, checked against each other; undefined without `--for`. */
 function synthTarget(opts: Opts, input: SettingsInput | undefined): TerraformBackendOptions | undefined {
@@ -69,13 +70,17 @@ function synthTarget(opts: Opts, input: SettingsInput | undefined): TerraformBac
   if (lockfile && backend !== "s3" && backend !== "oss") {
     throw usageError(`--lockfile goes with --for s3 (use_lockfile)${backend === undefined ? ": the seed's tool JSON has no lockfile setting" : ": for http the server's own lock settings apply"}`, "INVALID_FLAGS");
   }
+  if (opts["layout"] !== undefined && backend !== "s3" && backend !== "oss") {
+    throw usageError(`--layout goes with --for s3 or --for oss (synth then warns only when the tool's backend keeps the default workspace elsewhere)${backend === undefined ? ": the seed's tool JSON has no layout" : ": for http the server's own --layout applies"}`, "INVALID_FLAGS");
+  }
   if (backend === undefined) return undefined;
   if (backend === "http") {
     if (serveUrl === undefined) throw usageError("--for http needs --serve-url URL: where the tool reaches objstate serve, such as http://127.0.0.1:8080", "INVALID_FLAGS");
     return { backend, serveUrl, username, workspace: input === undefined ? (opts["workspace"] as string | undefined) : input.workspace };
   }
-  // The --config file's objstate.lockfile counts as --lockfile does.
-  return { backend, lockfile: lockfile || (input !== undefined && lockSettings().lockfile === true) || undefined };
+  // The --config file's objstate.lockfile counts as --lockfile does, and its objstate.layout as --layout.
+  const layout = input === undefined ? layoutFlagOf(opts) : layoutSetting().name;
+  return { backend, lockfile: lockfile || (input !== undefined && lockSettings().lockfile === true) || undefined, layout };
 }
 
 /** A ConfigError about an option of the real tool's synthesis, reworded to name its flag. */
@@ -159,10 +164,13 @@ export function configAction(opts: Opts): void {
       ...(origin === undefined ? {} : { from: describeOrigin(origin) }),
     };
   });
+  // objstate's own setting, beside the seed's fields: explicit or the default.
+  const layout = layoutSetting();
+  const layoutShown = { value: layout.name, source: layout.from === undefined ? "default" : "explicit", ...(layout.from === undefined ? {} : { from: layout.from }) };
   if (opts["json"] === true) {
     const out: Record<string, unknown> = {};
     for (const { name, ...rest } of rows) out[name] = rest;
-    printJson({ settings: out, workspace: workspaceOf(input), credentials });
+    printJson({ settings: out, layout: layoutShown, workspace: workspaceOf(input), credentials });
     return;
   }
   const p = paint(process.stdout);
@@ -175,6 +183,7 @@ export function configAction(opts: Opts): void {
     const line = `${r.name.padEnd(nameW)}  ${value.padEnd(valueW)}  ${src}`;
     say(r.value === null ? p.dim(line) : line);
   }
+  say(`${"layout".padEnd(nameW)}  ${layout.name.padEnd(valueW)}  ${layout.from === undefined ? "default" : `explicit, from ${layout.from}`}`);
   say(`${"workspace".padEnd(nameW)}  ${workspaceOf(input).padEnd(valueW)}  ${input.origins["workspace"] === undefined ? "default" : `from ${describeOrigin(input.origins["workspace"])}`}`);
   say(`credentials: ${credentials}`);
 }

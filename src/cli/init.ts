@@ -8,7 +8,8 @@
 import { resolveEffectiveSettings, type Identity } from "../credentials/index.js";
 import { ObjstateError } from "../errors.js";
 import type { KeyAttribute } from "../lock/types.js";
-import { layout, workspacesPrefix } from "../backend/layout.js";
+import { commonPrefix, layout } from "../backend/layout.js";
+import { layoutSetting } from "./layout-setting.js";
 import type { ObjectStoreDriver, Retention } from "../store/types.js";
 import { CliError, EXIT, usageError } from "./io.js";
 import { identityFor, isHttp, lockTableFor, storeFor, warn } from "./runtime.js";
@@ -61,7 +62,7 @@ async function provisionVersions(store: ObjectStoreDriver, bucket: string, reque
   const rule: Retention = { prefix, ...request.retention };
   await store.setRetention(rule);
   const parts = [rule.noncurrentDays === undefined ? undefined : `after ${rule.noncurrentDays} days`, rule.newerNoncurrentVersions === undefined ? undefined : `beyond the ${rule.newerNoncurrentVersions} newest`].filter((x) => x !== undefined);
-  return { ...base, status: "created", detail: `${on}; noncurrent versions under "${prefix}" expire ${parts.join(" and ")}${store.kind === "file" ? " (applied on each write)" : " (lifecycle rule objstate-noncurrent-versions)"}` };
+  return { ...base, status: "created", detail: `${on}; noncurrent versions under ${prefix === "" ? "the whole bucket" : `"${prefix}"`} expire ${parts.join(" and ")}${store.kind === "file" ? " (applied on each write)" : " (lifecycle rule objstate-noncurrent-versions)"}` };
 }
 
 /** `objstate init`. */
@@ -96,7 +97,7 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
     }
     if (versioning !== undefined) {
       if (results[0]?.status === "missing") results.push({ what: "versions", name: bucket, location: store.location, status: "missing", detail: `versioning cannot be turned on: bucket ${bucket} does not exist` });
-      else results.push(await provisionVersions(store, bucket, versioning, workspacesPrefix(layout(s.prefix.value ?? "", s.key.value ?? ""))));
+      else results.push(await provisionVersions(store, bucket, versioning, commonPrefix(layout(s.prefix.value ?? "", s.key.value ?? "", undefined, layoutSetting().name))));
     }
   } finally {
     store.close();

@@ -11,6 +11,7 @@ import { DataRemoteStateObjectStore } from "../remote-state/data-remote-state.js
 import { decimalForm, MAX_DECIMAL_DIGITS } from "../remote-state/exact-json.js";
 import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
 import { CliError, EXIT, usageError } from "./io.js";
+import { layoutSetting } from "./layout-setting.js";
 import { cliTimeouts, warn } from "./runtime.js";
 import { gatherSettings, remoteStateConfigOf } from "./settings.js";
 
@@ -28,7 +29,7 @@ export async function outputAction(name: string | undefined, opts: Record<string
   if (raw && name === undefined) throw usageError("--raw prints one output: give its NAME (objstate output NAME --raw)");
   const input = gatherSettings(opts);
   const config = remoteStateConfigOf(input);
-  const outputs = await new DataRemoteStateObjectStore(REMOTE_NAME, config).fetchOutputs({ env: process.env, onWarning: warn, timeouts: cliTimeouts() });
+  const outputs = await new DataRemoteStateObjectStore(REMOTE_NAME, config).fetchOutputs({ env: process.env, onWarning: warn, timeouts: cliTimeouts(), layout: layoutSetting().name });
   const workspace = input.workspace ?? "default";
   const where = outputs.source.location === undefined ? `workspace ${workspace}` : `workspace ${workspace} at ${outputs.source.location}`;
 

@@ -16,6 +16,7 @@ import type { ObjectStoreDriver } from "../store/types.js";
 import type { Timeouts } from "../util/sdk-client.js";
 import { formatDuration } from "./duration.js";
 import { lockSettings } from "./lock-settings.js";
+import { layoutSetting } from "./layout-setting.js";
 import { CliError, EXIT, usageError } from "./io.js";
 import { paint } from "./term.js";
 
@@ -42,10 +43,10 @@ export function cliTimeouts(): Partial<Timeouts> | undefined {
   return requestTimeouts;
 }
 
-/** Connect the backend with the CLI's warning channel. Close it when done. */
+/** Connect the backend with the CLI's warning channel (and its lock and layout settings). Close it when done. */
 export function connect(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, options: Omit<ConnectOptions, "env" | "onWarning"> = {}): Promise<ObjectStoreBackend> {
   const lock = lockSettings();
-  return ObjectStoreBackend.connect(config, { timeouts: requestTimeouts, ttl: lock.ttlMs, lockfile: lock.lockfile, ...options, env: process.env, onWarning: warn });
+  return ObjectStoreBackend.connect(config, { timeouts: requestTimeouts, ttl: lock.ttlMs, lockfile: lock.lockfile, layout: layoutSetting().name, ...options, env: process.env, onWarning: warn });
 }
 
 /** Connect, run `work` with the backend, and close it whatever happens. */

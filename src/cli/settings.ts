@@ -16,6 +16,8 @@ import { jsonSyntaxProblem } from "../util/json-error.js";
 import { durationFlag } from "./duration.js";
 import { readJsonFile, usageError } from "./io.js";
 import { setLockSettings, type LockSettings } from "./lock-settings.js";
+import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "../backend/layout.js";
+import { setLayoutSetting, type LayoutSetting } from "./layout-setting.js";
 
 /** Heading of the settings options in `--help`. */
 export const SETTINGS_HELP_GROUP = "Settings (precedence: flag > --config file > environment > default):";
@@ -54,6 +56,7 @@ export function addSettingsOptions(cmd: Command, options: { workspace?: boolean;
   add(new Option("-c, --config <file>", 'settings file: ObjectStoreBackendConfig props ({"bucket": …, "kvstoreTable": …}) or tool JSON ({"tool": {"backend": {"objectstore": {…}}}}); - for standard input'));
   if (options.workspace === true) add(new Option("-w, --workspace <name>", "workspace to act on [default: the config file's workspace, else default]"));
   if (options.defaults === true) add(new Option("--defaults <json>", 'output values used when the state does not define them, as a JSON object (e.g. \'{"vpc_id": "none"}\')'));
+  add(new Option("--layout <layout>", `where the default workspace's state lives: seed ({prefix}/{key}, as the tool's OSS backend keeps it) or s3 ({key}, as the tool's S3 backend keeps it, to share a bucket and table with it); other workspaces are at {prefix}/NAME/{key} in both [default: ${DEFAULT_LAYOUT}]`).choices(LAYOUT_NAMES));
   for (const f of FLAG_FIELDS) {
     const flag = flagOf(f.name);
     if (f.kind === "boolean") {
@@ -94,7 +97,7 @@ interface FileSettings {
   readonly keys: Record<string, string>;
   readonly workspace?: unknown;
   readonly defaults?: unknown;
-  /** The file's `objstate` section: objstate's own settings (`lockTtl`, `lockfile`). */
+  /** The file's `objstate` section: objstate's own settings (`lockTtl`, `lockfile`, `layout`). */
   readonly objstate?: unknown;
 }
 
@@ -191,9 +194,12 @@ export function gatherSettings(opts: Record<string, unknown>): SettingsInput {
   let workspace: string | undefined;
   let defaults: Record<string, unknown> | undefined;
   let lock: LockSettings = {};
+  let layout: LayoutSetting = { name: DEFAULT_LAYOUT, from: undefined };
   if (file !== undefined) {
     const fs = loadConfigFile(file);
-    lock = lockSectionOf(fs.objstate, fileName as string);
+    const own = objstateSectionOf(fs.objstate, fileName as string);
+    lock = own.lock;
+    if (own.layout !== undefined) layout = { name: own.layout, from: `${fileName as string} (objstate.layout)` };
     for (const [k, v] of Object.entries(fs.props)) {
       if (v === undefined || v === null) continue;
       props[k] = v;
@@ -233,7 +239,10 @@ export function gatherSettings(opts: Record<string, unknown>): SettingsInput {
   const ttl = opts["lockTtl"];
   if (typeof ttl === "string") lock = { ...lock, ttlMs: lockTtlOf("--lock-ttl", ttl) };
   if (opts["lockfile"] === true) lock = { ...lock, lockfile: true };
+  const flagged = layoutFlagOf(opts);
+  if (flagged !== undefined) layout = { name: flagged, from: "--layout" };
   setLockSettings(lock);
+  setLayoutSetting(layout);
   return { props, origins, workspace, defaults, file: fileName };
 }
 
@@ -244,27 +253,41 @@ function lockTtlOf(label: string, text: string): number {
   return ms;
 }
 
+/** `--layout` (commander has checked it against the choices), or undefined when not given. */
+export function layoutFlagOf(opts: Record<string, unknown>): LayoutName | undefined {
+  const v = opts["layout"];
+  if (v === undefined) return undefined;
+  if (!isLayoutName(v)) throw usageError(`--layout must be ${LAYOUT_NAMES.join(" or ")}, got ${JSON.stringify(v)}`, "INVALID_LAYOUT");
+  return v;
+}
+
+const OBJSTATE_SETTINGS = ["lockTtl", "lockfile", "layout"];
+
 /**
- * The `--config` file's `objstate` section: `{"lockTtl": "1m", "lockfile": true}`, beside
- * the props (or the tool JSON's `tool` block). Anything else in it is refused by name.
+ * The `--config` file's `objstate` section: `{"lockTtl": "1m", "lockfile": true, "layout": "s3"}`,
+ * beside the props (or the tool JSON's `tool` block). Anything else in it is refused by name.
  */
-function lockSectionOf(section: unknown, file: string): LockSettings {
-  if (section === undefined || section === null) return {};
-  if (!isPlainObject(section)) fileError(file, `objstate must be an object: {"lockTtl": "1m", "lockfile": true}`);
-  let out: LockSettings = {};
+function objstateSectionOf(section: unknown, file: string): { lock: LockSettings; layout: LayoutName | undefined } {
+  if (section === undefined || section === null) return { lock: {}, layout: undefined };
+  if (!isPlainObject(section)) fileError(file, `objstate must be an object: {"lockTtl": "1m", "lockfile": true, "layout": "s3"}`);
+  let lock: LockSettings = {};
+  let layout: LayoutName | undefined;
   for (const [k, v] of Object.entries(section)) {
     if (k === "lockTtl") {
       if (typeof v !== "string") fileError(file, `objstate.lockTtl must be a duration such as "30s" or "5m"`);
-      out = { ...out, ttlMs: lockTtlOf(`${file} (objstate.lockTtl)`, v) };
+      lock = { ...lock, ttlMs: lockTtlOf(`${file} (objstate.lockTtl)`, v) };
     } else if (k === "lockfile") {
       if (typeof v !== "boolean") fileError(file, `objstate.lockfile must be true or false`);
-      out = { ...out, lockfile: v };
+      lock = { ...lock, lockfile: v };
+    } else if (k === "layout") {
+      if (!isLayoutName(v)) fileError(file, `objstate.layout must be "seed" (the default workspace at {prefix}/{key}) or "s3" (at {key}, as the tool's S3 backend keeps it), got ${JSON.stringify(v)}`);
+      layout = v;
     } else {
-      const near = nearest(k, ["lockTtl", "lockfile"]);
-      fileError(file, `objstate.${k} is not an objstate setting${near === undefined ? "; the settings are: lockTtl, lockfile" : `; did you mean ${near}?`}`);
+      const near = nearest(k, OBJSTATE_SETTINGS);
+      fileError(file, `objstate.${k} is not an objstate setting${near === undefined ? `; the settings are: ${OBJSTATE_SETTINGS.join(", ")}` : `; did you mean ${near}?`}`);
     }
   }
-  return out;
+  return { lock, layout };
 }
 
 /** Describe an origin for messages: `--bucket` or `file stack.json`. */

@@ -38,6 +38,7 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
     clock: options.clock,
     timeouts: options.timeouts,
     onWarning: options.onWarning,
+    layout: options.layout,
   });
   try {
     return await readRemoteOutputs(backend, workspace, { name, defaults: settings.defaults.value, scanThreshold: options.scanThreshold });

@@ -12,7 +12,7 @@ import { exactType, fromJs, MAX_DECIMAL_DIGITS, stringifyExact, toBigInt, toJs, 
 export type { JsonValue, JsonType } from "./exact-json.js";
 
 /** Options of `DataRemoteStateObjectStore.fetchOutputs`: the connect options that matter for a read. */
-export interface FetchOutputsOptions extends Pick<ConnectOptions, "env" | "cwd" | "digestRetry" | "s3" | "onWarning" | "clock" | "timeouts"> {
+export interface FetchOutputsOptions extends Pick<ConnectOptions, "env" | "cwd" | "digestRetry" | "s3" | "onWarning" | "clock" | "timeouts" | "layout"> {
   /**
    * States of at least this many bytes have their outputs picked out by a scan of the bytes
    * instead of a full parse (default 1.5 MiB). 0 always scans; `Infinity` always parses.

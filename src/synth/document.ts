@@ -28,7 +28,7 @@ function within<T>(where: string, fn: () => T): T {
 
 /** The options of a remote state read through the same backend as `target` (its workspace is the config's own). */
 function remoteTarget(target: TerraformBackendOptions): TerraformRemoteStateOptions {
-  return target.backend === "http" ? { backend: "http", serveUrl: target.serveUrl, username: target.username } : { backend: target.backend };
+  return target.backend === "http" ? { backend: "http", serveUrl: target.serveUrl, username: target.username } : { backend: target.backend, layout: target.layout };
 }
 
 /**

@@ -4,6 +4,7 @@
  * unchanged. Every field goes through its row of the mapping table (src/config/mapping.ts);
  * nothing here knows a field by name.
  */
+import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "../backend/layout.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { ConfigError } from "../config/errors.js";
 import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fields.js";
@@ -13,6 +14,7 @@ import { RULES } from "../config/rules.js";
 import type { JsonObject } from "./tool-json.js";
 
 export type { TerraformBackendType } from "../config/mapping.js";
+export type { LayoutName } from "../backend/layout.js";
 
 /** Options every backend takes. */
 interface CommonOptions {
@@ -26,6 +28,12 @@ interface CommonOptions {
 /** The s3 or oss backend for the config's bucket and table. */
 export interface TerraformStoreBackendOptions extends CommonOptions {
   readonly backend: "s3" | "oss";
+  /**
+   * The layout objstate uses with this config (`--layout`; default `seed`). Nothing written
+   * depends on it: {@link terraformWarnings} warns when the tool's backend keeps the default
+   * workspace elsewhere (the s3 backend at `{key}`, the oss backend at `{prefix}/{key}`).
+   */
+  readonly layout?: LayoutName | undefined;
 }
 
 /** The http backend of `objstate serve`, which holds the store settings itself. */
@@ -43,7 +51,7 @@ export interface TerraformHttpBackendOptions extends CommonOptions {
 export type TerraformBackendOptions = TerraformStoreBackendOptions | TerraformHttpBackendOptions;
 
 /** Which backend a `terraform_remote_state` reads through: the workspace is the config's own. */
-export type TerraformRemoteStateOptions = { readonly backend: "s3" | "oss" } | Omit<TerraformHttpBackendOptions, "workspace" | "lockfile">;
+export type TerraformRemoteStateOptions = Omit<TerraformStoreBackendOptions, "lockfile"> | Omit<TerraformHttpBackendOptions, "workspace" | "lockfile">;
 
 /** `{"terraform": {"backend": {TYPE: {…}}}}`. */
 export interface TerraformBackendJson {
@@ -67,8 +75,8 @@ type AnyConfig = ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig;
 
 /** The options each backend takes. */
 const KEYS: Readonly<Record<string, readonly string[]>> = {
-  s3: ["backend", "lockfile"],
-  oss: ["backend", "lockfile"],
+  s3: ["backend", "lockfile", "layout"],
+  oss: ["backend", "lockfile", "layout"],
   http: ["backend", "lockfile", "serveUrl", "username", "workspace"],
 };
 
@@ -91,6 +99,9 @@ function checkOptions(options: unknown, remote: boolean): asserts options is Ter
     throw new ConfigError("INVALID_PROPS", `${k} is not an option for backend ${backend}: ${why}`, { field: k });
   }
   if (o["lockfile"] !== undefined && typeof o["lockfile"] !== "boolean") throw new ConfigError("INVALID_TYPE", `lockfile must be a boolean (true or false)`, { field: "lockfile" });
+  if (o["layout"] !== undefined && !isLayoutName(o["layout"])) {
+    throw new ConfigError("INVALID_VALUE", `layout must be ${LAYOUT_NAMES.map((n) => JSON.stringify(n)).join(" or ")}, got ${JSON.stringify(o["layout"]) ?? String(o["layout"])}`, { field: "layout" });
+  }
   if (backend !== "http") return;
   const url = o["serveUrl"];
   if (typeof url !== "string" || url === "") {
@@ -298,12 +309,16 @@ export function remoteStateTerraformJson(name: string, config: DataRemoteStateOb
   return { data: { terraform_remote_state: Object.setPrototypeOf(states, Object.prototype) as typeof states } };
 }
 
+/** Where each of the tool's store backends keeps the default workspace, as a layout. */
+const BACKEND_LAYOUT: Readonly<Record<"s3" | "oss", LayoutName>> = { s3: "s3", oss: "seed" };
+
 /**
  * Warnings about what synthesizing `config` for `options.backend` writes: each secret
  * written in plain text, naming the tool's environment variable to use instead (never the
- * value); and, for s3, a default workspace that is not the object objstate uses (objstate
- * keeps it at `{prefix}/{key}`, the S3 backend at `{key}`; named workspaces are the same
- * objects).
+ * value); and, for s3 and oss, a default workspace that is not the object objstate uses
+ * with `options.layout` (the S3 backend keeps it at `{key}`, the OSS backend at
+ * `{prefix}/{key}`; named workspaces are the same objects, and with an empty prefix so is
+ * the default workspace).
  */
 export function terraformWarnings(config: AnyConfig, options: TerraformBackendOptions | TerraformRemoteStateOptions, where = "the tool's configuration"): string[] {
   const out: string[] = [];
@@ -315,13 +330,17 @@ export function terraformWarnings(config: AnyConfig, options: TerraformBackendOp
       out.push(`${f.name} is written in plain text into ${where}; leave it out and set ${cell.env ?? "it in the environment"} instead`);
     }
   }
-  if (options.backend === "s3") {
+  if (options.backend === "s3" || options.backend === "oss") {
+    const ours = options.layout ?? DEFAULT_LAYOUT;
     const prefix = ((values["prefix"] as string | undefined) ?? (COMMON_FIELDS.find((f) => f.name === "prefix")?.default as string)).replace(/^\/+|\/+$/g, "");
     const workspace = "workspace" in config ? config.workspace : undefined;
-    if (prefix !== "" && (workspace === undefined || workspace === "default")) {
+    if (ours !== BACKEND_LAYOUT[options.backend] && prefix !== "" && (workspace === undefined || workspace === "default")) {
       const key = (values["key"] as string | undefined) ?? (COMMON_FIELDS.find((f) => f.name === "key")?.default as string);
+      const same = `(other workspaces are the same, ${prefix}/NAME/${key})`;
       out.push(
-        `the tool's s3 backend keeps the default workspace's state at ${key}, objstate at ${prefix}/${key}: they are different objects (other workspaces are the same, ${prefix}/NAME/${key}). Set prefix to "" for one layout, or move the state`,
+        options.backend === "s3"
+          ? `the tool's s3 backend keeps the default workspace's state at ${key}, objstate at ${prefix}/${key} (its seed layout): they are different objects ${same}. Use objstate with --layout s3 (or "layout": "s3" in the --config file's objstate section) to share them, set prefix to "", or move the state`
+          : `the tool's oss backend keeps the default workspace's state at ${prefix}/${key}, objstate at ${key} (its s3 layout): they are different objects ${same}. Use objstate with its seed layout (no --layout s3) to share them, set prefix to "", or move the state`,
       );
     }
   }

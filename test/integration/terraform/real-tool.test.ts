@@ -12,140 +12,36 @@
  * it, one line says which binary ran (CI's log shows either).
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "../../../src/index.js";
 import type { ObjstateServer } from "../../../src/server/server.js";
 import { hashPassword, parseUsers } from "../../../src/server/users.js";
-import { runCli } from "../../support/cli.js";
 import { startServer } from "../../support/server-fixture.js";
 import { testServers } from "../../support/servers.js";
 import { cephTarget, embeddedTarget } from "../../support/targets.js";
+import { announce, CONSUMER, PRODUCER, synth, TERRAFORM, TERRAFORM_VERSION as VERSION, TerraformSandbox, type Files } from "../../support/terraform.js";
 
-function onPath(name: string): string | undefined {
-  for (const dir of (process.env["PATH"] ?? "").split(delimiter)) {
-    if (dir === "") continue;
-    try {
-      accessSync(join(dir, name), constants.X_OK);
-      return join(dir, name);
-    } catch {
-      // not in this directory
-    }
-  }
-  return undefined;
-}
-
-const TERRAFORM = onPath("terraform");
-const VERSION = TERRAFORM === undefined ? "" : (/Terraform v(\S+)/.exec(spawnSync(TERRAFORM, ["version"], { encoding: "utf8", env: { PATH: process.env["PATH"] ?? "", CHECKPOINT_DISABLE: "1" } }).stdout)?.[1] ?? "unknown");
-process.stderr.write(
-  TERRAFORM === undefined
-    ? "objstate: the real-tool suite did NOT run: no terraform on PATH (put Terraform >= 1.10 on PATH to run it)\n"
-    : `objstate: the real-tool suite runs ${TERRAFORM} (Terraform ${VERSION})\n`,
-);
-
-/** A loopback port nothing listens on (bound, then closed): the proxies point there. */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+announce("real-tool");
 
 describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === undefined ? "no terraform on PATH" : false }, () => {
+  let sandbox: TerraformSandbox;
   let work = "";
-  let env: Record<string, string> = {};
   let closed = 0;
 
   before(async () => {
-    work = mkdtempSync(join(tmpdir(), "objstate-terraform-"));
-    const home = join(work, "home");
-    mkdirSync(home);
-    const cliConfig = join(work, "empty.tfrc");
-    writeFileSync(cliConfig, "");
-    closed = await closedPort();
-    // Built from nothing: no AWS_*, TF_* or proxy setting of the caller's reaches the tool.
-    env = {
-      PATH: process.env["PATH"] ?? "",
-      HOME: home,
-      TMPDIR: work,
-      TF_IN_AUTOMATION: "1",
-      CHECKPOINT_DISABLE: "1",
-      TF_CLI_CONFIG_FILE: cliConfig,
-      HTTP_PROXY: `http://127.0.0.1:${closed}`,
-      HTTPS_PROXY: `http://127.0.0.1:${closed}`,
-      NO_PROXY: "127.0.0.1",
-      AWS_EC2_METADATA_DISABLED: "true",
-    };
+    sandbox = await TerraformSandbox.create();
+    work = sandbox.work;
+    closed = sandbox.closedPort;
   });
-  after(() => {
-    if (work !== "") rmSync(work, { recursive: true, force: true });
-  });
+  after(() => sandbox?.close());
 
-  /** A fresh working directory holding `files` (name → document). */
-  function workdir(name: string, files: Record<string, unknown>): string {
-    const dir = join(work, name);
-    mkdirSync(dir);
-    for (const [file, doc] of Object.entries(files)) writeFileSync(join(dir, file), typeof doc === "string" ? doc : JSON.stringify(doc, null, 2));
-    return dir;
-  }
-
-  /** Run terraform in `dir` (asynchronously: an in-process server must keep answering). */
-  function terraform(dir: string, args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(TERRAFORM as string, args, { cwd: dir, env: { ...env, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-      child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
-  }
-
-  async function ok(dir: string, args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
-    const r = await terraform(dir, [...args, "-no-color"], extraEnv);
-    assert.equal(r.code, 0, `terraform ${args.join(" ")} in ${dir} failed:\n${r.stdout}\n${r.stderr}`);
-    return r;
-  }
-
-  /** `objstate synth ARGS` (the built CLI), its document parsed; no warning but the ones expected. */
-  function synth(args: string[], warnings: RegExp[] = []): unknown {
-    const r = runCli(["synth", ...args]);
-    assert.equal(r.code, 0, r.stderr);
-    const lines = r.stderr.split("\n").filter((l) => l !== "");
-    assert.equal(lines.length, warnings.length, r.stderr);
-    warnings.forEach((w, i) => assert.match(lines[i] as string, w));
-    return JSON.parse(r.stdout) as unknown;
-  }
-
-  const PRODUCER = (value: string) => ({
-    resource: { terraform_data: { producer: { input: value } } },
-    output: { y: { value: "${terraform_data.producer.output}" } },
-  });
-  const CONSUMER = (name: string) => ({ output: { z: { value: `\${data.terraform_remote_state.${name}.outputs.y}` } } });
-
-  /** The values `terraform plan` plans for the outputs of the consumer in `dir`. */
-  async function planned(dir: string, extraEnv: Record<string, string> = {}): Promise<Record<string, unknown>> {
-    await ok(dir, ["init", "-input=false"], extraEnv);
-    await ok(dir, ["plan", "-input=false", "-out=plan.bin"], extraEnv);
-    const show = await ok(dir, ["show", "-json", "plan.bin"], extraEnv);
-    const outputs = (JSON.parse(show.stdout) as { planned_values: { outputs: Record<string, { value: unknown }> } }).planned_values.outputs;
-    return Object.fromEntries(Object.entries(outputs).map(([k, o]) => [k, o.value]));
-  }
-  async function plannedZ(dir: string, extraEnv: Record<string, string> = {}): Promise<unknown> {
-    return (await planned(dir, extraEnv))["z"];
-  }
+  const workdir = (name: string, files: Files): string => sandbox.workdir(name, files);
+  const terraform = (dir: string, args: string[], extraEnv: Record<string, string> = {}) => sandbox.run(dir, args, extraEnv);
+  const ok = (dir: string, args: string[], extraEnv: Record<string, string> = {}) => sandbox.ok(dir, args, extraEnv);
+  const planned = (dir: string, extraEnv: Record<string, string> = {}) => sandbox.planned(dir, extraEnv);
+  const plannedZ = async (dir: string, extraEnv: Record<string, string> = {}): Promise<unknown> => (await planned(dir, extraEnv))["z"];
 
   describe("s3 against Ceph RGW + dynalite", () => {
     let props: ObjectStoreBackendConfigProps;

@@ -304,6 +304,21 @@ describe("warnings", () => {
     assert.equal(terraformWarnings(DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket" }), { backend: "s3" }).length, 1);
     assert.deepEqual(terraformWarnings(ObjectStoreBackendConfig.from({ bucket: "state-bucket" }), { backend: "oss" }), []);
   });
+
+  it("the layout warning follows objstate's layout: gone with layout s3 for s3, given for oss (whose default workspace is the seed layout's)", () => {
+    const config = ObjectStoreBackendConfig.from({ bucket: "state-bucket", key: "app.tfstate" });
+    const [seed] = terraformWarnings(config, { backend: "s3", layout: "seed" });
+    assert.match(seed ?? "", /objstate at env:\/app\.tfstate \(its seed layout\).*--layout s3/);
+    assert.deepEqual(terraformWarnings(config, { backend: "s3", layout: "s3" }), []);
+    assert.deepEqual(terraformWarnings(DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket" }), { backend: "s3", layout: "s3" }), []);
+    const [oss] = terraformWarnings(config, { backend: "oss", layout: "s3" });
+    assert.match(oss ?? "", /oss backend keeps the default workspace's state at env:\/app\.tfstate, objstate at app\.tfstate \(its s3 layout\)/);
+    assert.deepEqual(terraformWarnings(ObjectStoreBackendConfig.from({ bucket: "state-bucket", prefix: "" }), { backend: "oss", layout: "s3" }), []);
+    // The layout changes no argument; a wrong one is refused, and http takes none (the server has its own).
+    assert.deepEqual(config.toTerraformJson({ backend: "s3", layout: "s3" }), config.toTerraformJson({ backend: "s3" }));
+    assert.throws(() => config.toTerraformJson({ backend: "s3", layout: "tool" as "s3" }), { code: "INVALID_VALUE", message: /^layout must be "seed" or "s3", got "tool"/ });
+    assert.throws(() => config.toTerraformJson({ backend: "http", serveUrl: "http://127.0.0.1:8080", layout: "s3" } as TerraformBackendOptions), { code: "INVALID_PROPS", message: /layout is not an option for backend http/ });
+  });
 });
 
 describe("documents", () => {
