@@ -11,7 +11,7 @@ import { debugEnabled, errorLine, EXIT, exitCodeOf, isClosedOutput } from "./io.
 import { setRequestTimeout, warn } from "./runtime.js";
 import { addServeOptions, addSettingsOptions as settingsOptions } from "./settings.js";
 import { asksNoColor, withToolSpellings } from "./spellings.js";
-import { colorsAllowed, disableColors, paint, printJson } from "./term.js";
+import { disableColors, paint, printJson } from "./term.js";
 
 // A command's module loads when that command runs: `--help`, `--version` and the offline
 // commands do not pay for the drivers and the other commands (start-up, issue 14).
@@ -132,9 +132,6 @@ export function program(argv?: readonly string[]): Command {
     .exitOverride()
     .configureOutput({
       outputError: (str, write) => write(`${paint(process.stderr).red("objstate: error:")} ${oneLine(str)}\n`),
-      // commander's help has no colours of its own today; if it gets some, the same rules decide.
-      getOutHasColors: () => colorsAllowed(process.stdout),
-      getErrHasColors: () => colorsAllowed(process.stderr),
     })
     .addHelpText("after", EXIT_CODES_HELP);
   noColorOption(root);
