@@ -36,7 +36,7 @@ const outDir = join(root, "dist", "pkg");
 const ENTRIES = { index: "index.js", "config-entry": "config.js", "state-entry": "state.js" };
 const CLI = "cli/main";
 /** What the command loads before it knows which command runs (see program.ts). */
-const CLI_ROOTS = [CLI, "cli/program", "cli/runtime", "cli/io"];
+const CLI_ROOTS = [CLI, "cli/program", "cli/spellings", "cli/runtime", "cli/io"];
 
 const tsconfig = ts.getParsedCommandLineOfConfigFile(join(root, "tsconfig.json"), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => fail(ts.flattenDiagnosticMessageText(d.messageText, "\n")) });
 const compilerOptions = {

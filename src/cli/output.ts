@@ -5,6 +5,9 @@
  *
  * As the tool's `output` command: a listing of all outputs hides sensitive values
  * (`<sensitive>`) unless `--show-sensitive`; one output asked for by name is always shown.
+ * `--json` of all outputs has the tool's shape, `{"NAME": {"sensitive", "type", "value"}}`,
+ * except that a sensitive value is masked there too (the tool's `output -json` prints it):
+ * JSON output ends up in CI logs and files, where a secret should not go unasked.
  * Numbers are printed exactly as the state has them (never through a JS number).
  */
 import { DataRemoteStateObjectStore } from "../remote-state/data-remote-state.js";
@@ -57,14 +60,33 @@ export async function outputAction(name: string | undefined, opts: Record<string
     process.stdout.write(rawText(outputs, name));
     return;
   }
-  process.stdout.write(`${outputs.toJSONText(name, json ? 2 : 0)}\n`);
+  // With --json as the tool's `output -json NAME`: the value alone, on one line.
+  process.stdout.write(`${json ? asToolWritesJson(outputs.toJSONText(name)) : outputs.toJSONText(name)}\n`);
 }
 
-/** `{"name": value, …}` indented by two, sorted, hidden values as `"<sensitive>"`. */
+/**
+ * JSON text as the tool writes it (Go's encoding/json): `<`, `>` and `&` as `\u003c`,
+ * `\u003e` and `\u0026`, and U+2028 and U+2029 escaped, so that objstate's `--json` is
+ * byte for byte the tool's. Outside strings JSON text has none of these characters.
+ */
+function asToolWritesJson(text: string): string {
+  return text.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/**
+ * The tool's `output -json` of all outputs: `{"NAME": {"sensitive": …, "type": …, "value": …}}`
+ * indented by two, names sorted, types in the tool's notation, numbers as written; a hidden
+ * value is `"<sensitive>"` (its type and flag are still given).
+ */
 function listingJson(outputs: RemoteOutputs, names: readonly string[], hidden: (n: string) => boolean): string {
   if (names.length === 0) return "{}";
   // Strings in JSON text hold no raw newline, so indenting every line of a value is safe.
-  const entries = names.map((n) => `  ${JSON.stringify(n)}: ${hidden(n) ? JSON.stringify(SENSITIVE) : outputs.toJSONText(n, 2).replace(/\n/g, "\n  ")}`);
+  const member = (key: string, text: string): string => `    ${JSON.stringify(key)}: ${text.replace(/\n/g, "\n    ")}`;
+  const entries = names.map((n) => {
+    const value = hidden(n) ? JSON.stringify(SENSITIVE) : asToolWritesJson(outputs.toJSONText(n, 2));
+    const members = [member("sensitive", String(outputs.isSensitive(n))), member("type", asToolWritesJson(outputs.toolTypeText(n, 2))), member("value", value)];
+    return `  ${asToolWritesJson(JSON.stringify(n))}: {\n${members.join(",\n")}\n  }`;
+  });
   return `{\n${entries.join(",\n")}\n}`;
 }
 

@@ -8,9 +8,10 @@ import { objstateVersion } from "../version.js";
 import type { Opts } from "./commands.js";
 import { durationFlag } from "./duration.js";
 import { debugEnabled, errorLine, EXIT, exitCodeOf, isClosedOutput } from "./io.js";
-import { setRequestTimeout } from "./runtime.js";
+import { setRequestTimeout, warn } from "./runtime.js";
 import { addServeOptions, addSettingsOptions as settingsOptions } from "./settings.js";
-import { paint } from "./term.js";
+import { asksNoColor, withToolSpellings } from "./spellings.js";
+import { disableColors, paint, printJson } from "./term.js";
 
 // A command's module loads when that command runs: `--help`, `--version` and the offline
 // commands do not pay for the drivers and the other commands (start-up, issue 14).
@@ -47,6 +48,24 @@ function lockTimeoutOption(cmd: Command): Command {
   return cmd.addOption(new Option("--lock-timeout <duration>", "while another holder has the lock, retry (with backoff) for up to this long: 0s, 30s, 5m, 1h30m [default: 0s, fail at once]"));
 }
 
+/**
+ * `--lock <bool>`: the tool's `-lock=false` on the commands that write under the lock. objstate
+ * takes the lock all the same (docs/decisions/060): the flag is accepted so that the tool's
+ * command lines run unchanged, and `false` says so in a warning.
+ */
+function lockOption(cmd: Command): Command {
+  return cmd.addOption(new Option("--lock <bool>", "the tool's -lock=false is accepted, but objstate writes under the workspace's lock all the same (with a lock table or --lockfile)").choices(["true", "false"]));
+}
+
+/** The warning for `--lock=false` (the tool's `-lock=false`). */
+const LOCK_FALSE_WARNING =
+  "-lock=false: objstate takes the workspace's lock for this write all the same (whenever there is a lock table or --lockfile), so that no other writer's write interleaves; to write under a lock you already hold, pass --lock-id ID";
+
+/** What `objstate version`, `-v` and `--version` print: objstate's version, then the Node.js and platform it runs on. */
+export function versionText(): string {
+  return `objstate v${objstateVersion()}\non Node.js ${process.version} (${process.platform} ${process.arch})`;
+}
+
 function lockIdOption(cmd: Command): Command {
   return cmd.addOption(new Option("--lock-id <id>", "write under this lock, which you hold (the ID printed by objstate lock); it stays held: release it with objstate unlock"));
 }
@@ -75,7 +94,12 @@ function lockSettingsOptions(cmd: Command): Command {
 }
 
 /** Commands that never contact a server. */
-const OFFLINE = new Set(["synth", "config", "hash-password"]);
+const OFFLINE = new Set(["synth", "config", "hash-password", "version"]);
+
+/** `--no-color` on every command (the program's own is only for words before the command). */
+function noColorOption(cmd: Command): Command {
+  return cmd.addOption(new Option("--no-color", "no colours in the output, whatever FORCE_COLOR says (without it: colours on a terminal unless NO_COLOR is set, and anywhere FORCE_COLOR=1)"));
+}
 
 /**
  * The command tree. Given the arguments it will parse, only the command they name gets
@@ -93,7 +117,7 @@ export function program(argv?: readonly string[]): Command {
   };
   const root = new Command("objstate")
     .description("Keep an infrastructure tool's state in an object-storage bucket, with locking in a key-value table.")
-    .version(objstateVersion(), "-V, --version", "print the version")
+    .version(versionText(), "-v, --version", "print objstate's version and the Node.js and platform it runs on (as objstate version)")
     // The program's own options only before a subcommand: `state pull --version ID` is the subcommand's.
     .enablePositionalOptions()
     .helpOption("-h, --help", "show help for a command")
@@ -110,11 +134,22 @@ export function program(argv?: readonly string[]): Command {
       outputError: (str, write) => write(`${paint(process.stderr).red("objstate: error:")} ${oneLine(str)}\n`),
     })
     .addHelpText("after", EXIT_CODES_HELP);
+  noColorOption(root);
   // Settings made above (exitOverride, output, suggestions) are copied to subcommands when they are created.
   root.hook("preAction", (_root, action) => {
     const t = action.opts()["timeout"];
     setRequestTimeout(typeof t === "string" ? durationFlag("--timeout", t) : undefined);
+    if (action.opts()["lock"] === "false") warn(LOCK_FALSE_WARNING);
   });
+
+  root
+    .command("version")
+    .description("print objstate's version and the Node.js and platform it runs on (the same as objstate --version)")
+    .option("--json", 'print {"version", "node", "platform", "arch"}')
+    .action((...args: unknown[]) => {
+      if (optsOf(args)["json"] === true) printJson({ version: objstateVersion(), node: process.versions.node, platform: process.platform, arch: process.arch });
+      else process.stdout.write(`${versionText()}\n`);
+    });
 
   const synth = root
     .command("synth")
@@ -132,9 +167,9 @@ export function program(argv?: readonly string[]): Command {
   const workspace = root.command("workspace").description("list, create and delete workspaces");
   const wsList = jsonOption(workspace.command("list").description("list the workspaces that have a state (default first); * marks the selected one"));
   addSettingsOptions(wsList, { workspace: true }).action(async (...args: unknown[]) => (await commands()).workspaceListAction(optsOf(args)));
-  const wsNew = lockIdOption(lockTimeoutOption(jsonOption(workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name"))));
+  const wsNew = lockOption(lockIdOption(lockTimeoutOption(jsonOption(workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name")))));
   addSettingsOptions(wsNew).action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceNewAction(name, optsOf(rest)));
-  const wsDelete = lockIdOption(lockTimeoutOption(jsonOption(workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name"))));
+  const wsDelete = lockOption(lockIdOption(lockTimeoutOption(jsonOption(workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name")))));
   addSettingsOptions(wsDelete).action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceDeleteAction(name, optsOf(rest)));
 
   const state = root.command("state").description("read and write a workspace's state");
@@ -163,39 +198,45 @@ export function program(argv?: readonly string[]): Command {
       .addOption(new Option("--to <id>", "the newer side: a version ID [default: the current version]")),
   );
   addSettingsOptions(diff, { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateDiffAction(optsOf(args)));
-  const rollback = lockIdOption(
-    lockTimeoutOption(
-      jsonOption(
-        state
-          .command("rollback")
-          .description("under the lock, write an old version's content as a new version with serial = current + 1 (same lineage), so the tool takes it as newer; deletes nothing, restores a deleted workspace; shows the diff and asks first unless --yes")
-          .requiredOption("--to <id>", "the version to roll back to (an ID from objstate state history)")
-          .option("--yes", "do not show the diff and ask for confirmation (required when standard input is not a terminal)")
-          .option("--force", "roll back to a version of another lineage than the current state's"),
+  const rollback = lockOption(
+    lockIdOption(
+      lockTimeoutOption(
+        jsonOption(
+          state
+            .command("rollback")
+            .description("under the lock, write an old version's content as a new version with serial = current + 1 (same lineage), so the tool takes it as newer; deletes nothing, restores a deleted workspace; shows the diff and asks first unless --yes")
+            .requiredOption("--to <id>", "the version to roll back to (an ID from objstate state history)")
+            .option("--yes", "do not show the diff and ask for confirmation (required when standard input is not a terminal)")
+            .option("--force", "roll back to a version of another lineage than the current state's"),
+        ),
       ),
     ),
   );
   addSettingsOptions(rollback, { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateRollbackAction(optsOf(args)));
-  const push = lockIdOption(
-    lockTimeoutOption(
-      jsonOption(
-        state
-          .command("push")
-          .description("store a state under the workspace's lock, guarded like the tool's own state push: another lineage, a lower serial or the same serial with other content is refused (exit 5); the same content again writes nothing")
-          .argument("<file>", "state file, or - for standard input")
-          .option("--force", "write even when the lineage guard refuses (the lock and the version read are still checked)"),
+  const push = lockOption(
+    lockIdOption(
+      lockTimeoutOption(
+        jsonOption(
+          state
+            .command("push")
+            .description("store a state under the workspace's lock, guarded like the tool's own state push: another lineage, a lower serial or the same serial with other content is refused (exit 5); the same content again writes nothing")
+            .argument("<file>", "state file, or - for standard input")
+            .option("--force", "write even when the lineage guard refuses (the lock and the version read are still checked)"),
+        ),
       ),
     ),
   );
   addSettingsOptions(push, { workspace: true }).action(async (file: string, ...rest: unknown[]) => (await commands()).statePushAction(file, optsOf(rest)));
-  const repair = lockIdOption(
-    lockTimeoutOption(
-      jsonOption(
-        state
-          .command("repair")
-          .description("under the lock: commit a write that was stored but never committed (torn write), write the committed state again over a late write that never committed, remove a digest left without a state, and remove leftovers of dead writers")
-          .option("--force", "record the digest of whatever is stored, even when it does not prove a complete objstate write")
-          .addOption(new Option("--older-than <duration>", "remove leftovers at least this old; younger ones may belong to a writer still at work [default: 1h]")),
+  const repair = lockOption(
+    lockIdOption(
+      lockTimeoutOption(
+        jsonOption(
+          state
+            .command("repair")
+            .description("under the lock: commit a write that was stored but never committed (torn write), write the committed state again over a late write that never committed, remove a digest left without a state, and remove leftovers of dead writers")
+            .option("--force", "record the digest of whatever is stored, even when it does not prove a complete objstate write")
+            .addOption(new Option("--older-than <duration>", "remove leftovers at least this old; younger ones may belong to a writer still at work [default: 1h]")),
+        ),
       ),
     ),
   );
@@ -272,12 +313,17 @@ export function program(argv?: readonly string[]): Command {
     // --users is also an option of serve itself: commander may hand it to the parent.
     .action(async (...args: unknown[]) => (await import("./serve.js")).hashPasswordAction((args[args.length - 1] as Command).optsWithGlobals()));
 
+  const completed = new Set<Command>();
   const complete = (leaf: Command): void => {
+    if (completed.has(leaf)) return;
+    completed.add(leaf);
     const add = pending.get(leaf);
-    if (add === undefined) return;
     pending.delete(leaf);
-    add();
-    if (!OFFLINE.has(leaf.name())) lockSettingsOptions(timeoutOption(leaf));
+    if (add !== undefined) {
+      add();
+      if (!OFFLINE.has(leaf.name())) lockSettingsOptions(timeoutOption(leaf));
+    }
+    noColorOption(leaf);
   };
   const leaves: Command[] = [];
   const visit = (cmd: Command): void => {
@@ -298,20 +344,45 @@ export function program(argv?: readonly string[]): Command {
 }
 
 /**
- * The leaf commands `args` may run or show help for: the command path its words spell
- * (`state push`, `help state push`), options skipped.
+ * The command the words of `args` name (`state push`, `help state push`; the program's own
+ * options skipped) and the index of the first word after its path: a leaf, or the last
+ * command named (serve, which runs itself; the program when none is).
  */
-function namedLeaves(root: Command, args: readonly string[]): Command[] {
+function commandPath(root: Command, args: readonly string[]): { cmd: Command; next: number } {
   let cur = root;
-  for (const word of args) {
+  let next = 0;
+  for (let i = 0; i < args.length; i++) {
+    const word = args[i] as string;
     if (word.startsWith("-") || word === "help") continue;
     const sub = cur.commands.find((c) => c.name() === word || c.aliases().includes(word));
-    if (sub === undefined) return [];
-    if (sub.commands.length === 0) return [sub];
+    if (sub === undefined) break;
     cur = sub;
+    next = i + 1;
+    if (sub.commands.length === 0) break;
   }
-  // Words ended on a command that has subcommands and runs itself (serve).
-  return cur === root ? [] : [cur];
+  return { cmd: cur, next };
+}
+
+/** The leaf commands `args` may run or show help for (see {@link commandPath}). */
+function namedLeaves(root: Command, args: readonly string[]): Command[] {
+  const { cmd } = commandPath(root, args);
+  return cmd === root ? [] : [cmd];
+}
+
+/**
+ * `argv` as commander is to read it: the tool's single-dash spellings of the named command's
+ * options in their `--` form (spellings.ts), and the hidden `-V` of earlier versions as
+ * `--version`. Colours are switched off here when `--no-color` is among the words, so that
+ * even commander's own errors about the other words have none.
+ */
+function prepareArgv(root: Command, argv: readonly string[]): string[] {
+  const args = argv.slice(2);
+  const { cmd, next } = commandPath(root, args);
+  // Before the command (or without one), only the program's options: none takes a value.
+  const own = args.slice(0, cmd === root ? args.length : next).map((w) => (w === "-V" ? "--version" : w));
+  const after = cmd === root ? [] : withToolSpellings(cmd, args.slice(next));
+  if (own.includes("--no-color") || (cmd !== root && asksNoColor(cmd, after))) disableColors();
+  return [...argv.slice(0, 2), ...own, ...after];
 }
 
 /**
@@ -326,7 +397,8 @@ export function reportError(e: unknown): void {
 /** Run the CLI on `argv`; returns the exit code. */
 export async function run(argv: string[]): Promise<number> {
   try {
-    await program(argv).parseAsync(argv);
+    const root = program(argv);
+    await root.parseAsync(prepareArgv(root, argv));
     return EXIT.ok;
   } catch (e) {
     if (e instanceof CommanderError) {

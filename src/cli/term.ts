@@ -1,6 +1,7 @@
 /**
- * Terminal output: colours only on a TTY and never when NO_COLOR is set (no-color.org),
- * JSON for machines, and a progress line on stderr for long transfers.
+ * Terminal output: colours on a TTY unless `--no-color` or NO_COLOR (no-color.org) says
+ * otherwise, and anywhere FORCE_COLOR asks for them; JSON for machines, and a progress line
+ * on stderr for long transfers.
  */
 
 /** The part of a stream the CLI needs (process.stdout / process.stderr, or a test double). */
@@ -10,8 +11,24 @@ export interface OutStream {
   readonly columns?: number | undefined;
 }
 
-/** Are ANSI colours allowed on this stream? */
+/** Set by `--no-color` before the command runs: no colours, whatever the environment says. */
+let noColorFlag = false;
+
+/** `--no-color` was given: no colours on any stream from now on. */
+export function disableColors(): void {
+  noColorFlag = true;
+}
+
+/**
+ * Are ANSI colours allowed on this stream? In order: `--no-color` says no; FORCE_COLOR
+ * says yes (any value but `0` and `false`, which say no), even off a terminal and over
+ * NO_COLOR, as Node and the npm colour libraries read it; a non-empty NO_COLOR or TERM=dumb
+ * says no; otherwise only on a terminal.
+ */
 export function colorsAllowed(stream: OutStream, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (noColorFlag) return false;
+  const force = env["FORCE_COLOR"];
+  if (force !== undefined) return force !== "0" && force.toLowerCase() !== "false";
   const noColor = env["NO_COLOR"];
   if (noColor !== undefined && noColor !== "") return false;
   if (env["TERM"] === "dumb") return false;

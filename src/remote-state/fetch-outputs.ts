@@ -15,7 +15,7 @@ import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJs
 import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "./extract-outputs.js";
 import { syntaxErrorOffset } from "../util/json-validate.js";
 import { giveShared } from "../util/shared-memory.js";
-import { RemoteOutputs, type FetchOutputsOptions } from "./remote-outputs.js";
+import { RemoteOutputs, UPGRADED, type FetchOutputsOptions } from "./remote-outputs.js";
 import { startTopLevelScan, type TopLevelScanner } from "./parallel-scan.js";
 
 /** The top-level members a read needs. */
@@ -134,13 +134,15 @@ function outputsOf(
   const values = new Map<string, ExactJson>();
   for (const [k, v] of Object.entries(options.defaults ?? {})) values.set(k, fromJs(v as JsonValue));
   const sensitive = new Set<string>();
+  const types = new Map<string, ExactJson | typeof UPGRADED>();
   const root = rootOutputs(member, invalid);
   for (const [k, o] of root) {
     values.set(k, o.value);
     if (o.sensitive) sensitive.add(k);
     else sensitive.delete(k);
+    if (o.type !== undefined) types.set(k, o.type);
   }
-  return RemoteOutputs.fromExact(values, { name, workspace, location, method: located.method, streamed: spans !== null }, sensitive);
+  return RemoteOutputs.fromExact(values, { name, workspace, location, method: located.method, streamed: spans !== null }, sensitive, types);
 }
 
 /** `at line L, column C` of the byte the grammar check stops at ("" when it finds none): V8 does not place "Unexpected token" errors. */
@@ -154,6 +156,8 @@ function placeError(state: Buffer): string {
 interface RootOutput {
   readonly value: ExactJson;
   readonly sensitive: boolean;
+  /** The type in the tool's notation the state records (format 4), or {@link UPGRADED} (formats 1–3). */
+  readonly type: ExactJson | typeof UPGRADED | undefined;
 }
 
 function typeName(v: ExactJson | undefined): string {
@@ -185,7 +189,7 @@ function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (pro
     if (!(outputs instanceof Map)) throw invalid(`has malformed outputs: expected an object of {"value": …, "type": …} entries, got ${typeName(outputs)}`);
     for (const [k, o] of outputs) {
       if (!(o instanceof Map) || !o.has("value")) throw invalid(`has a malformed output "${k}": expected an object with a "value" member`);
-      out.set(k, { value: o.get("value") as ExactJson, sensitive: o.get("sensitive") === true });
+      out.set(k, { value: o.get("value") as ExactJson, sensitive: o.get("sensitive") === true, type: o.get("type") ?? undefined });
     }
     return out;
   }
@@ -213,9 +217,10 @@ function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (pro
     for (const [k, o] of outputs) {
       if (o instanceof Map) {
         if (!o.has("value")) throw invalid(`has a malformed output "${k}": expected a value or an object with a "value" member`);
-        out.set(k, { value: o.get("value") as ExactJson, sensitive: o.get("sensitive") === true });
+        // The "type" of these formats says only string, list or map: the tool's upgrade drops it.
+        out.set(k, { value: o.get("value") as ExactJson, sensitive: o.get("sensitive") === true, type: UPGRADED });
       } else {
-        out.set(k, { value: o, sensitive: false });
+        out.set(k, { value: o, sensitive: false, type: UPGRADED });
       }
     }
   });

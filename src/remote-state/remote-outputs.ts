@@ -7,6 +7,7 @@
 import type { ConnectOptions } from "../backend/backend.js";
 import { ObjstateError } from "../errors.js";
 import { exactType, fromJs, MAX_DECIMAL_DIGITS, stringifyExact, toBigInt, toJs, type ExactJson, type JsonNumber, type JsonType, type JsonValue } from "./exact-json.js";
+import { impliedToolType } from "./tool-type.js";
 
 /** Any JSON value as JavaScript holds it. */
 export type { JsonValue, JsonType } from "./exact-json.js";
@@ -32,6 +33,12 @@ export interface OutputsSource {
   /** True when the scan ran while the state downloaded (S3 stores). */
   readonly streamed?: boolean | undefined;
 }
+
+/**
+ * Marks an output read from a state of format 1 to 3, whose type is the one the tool's
+ * upgrade gives it. @internal
+ */
+export const UPGRADED: unique symbol = Symbol("upgraded from a format 1-3 state");
 
 function withArticle(t: JsonType): string {
   return t === "null" ? "null" : t === "object" ? "an object" : `a ${t}`;
@@ -60,6 +67,11 @@ export class RemoteOutputs {
   readonly source: OutputsSource;
   private readonly values: ReadonlyMap<string, ExactJson>;
   private readonly sensitive: ReadonlySet<string>;
+  /**
+   * Where each output's type in the tool's notation comes from: the type its state recorded,
+   * or {@link UPGRADED} for an output of a format 1–3 state; none (a default): implied.
+   */
+  private readonly types = new Map<string, ExactJson | typeof UPGRADED>();
   /** `get` results, converted once (frozen). */
   private readonly plain = new Map<string, JsonValue>();
 
@@ -86,10 +98,11 @@ export class RemoteOutputs {
    * Outputs from exact values (numbers as written), as read from a state.
    * @internal
    */
-  static fromExact(values: ReadonlyMap<string, ExactJson>, source: OutputsSource, sensitive: Iterable<string>): RemoteOutputs {
+  static fromExact(values: ReadonlyMap<string, ExactJson>, source: OutputsSource, sensitive: Iterable<string>, types: ReadonlyMap<string, ExactJson | typeof UPGRADED> = new Map()): RemoteOutputs {
     const out = new RemoteOutputs({}, source, sensitive);
     const map = out.values as Map<string, ExactJson>;
     for (const [k, v] of values) map.set(k, v);
+    for (const [k, t] of types) out.types.set(k, t);
     return out;
   }
 
@@ -176,6 +189,28 @@ export class RemoteOutputs {
   }
 
   /**
+   * The output's type in the tool's type notation, as the tool's `output -json` prints it:
+   * `"string"`, `"number"`, `"bool"`, `["list","string"]`, `["object",{"port":"number"}]`, ….
+   * A format-4 state records it beside the value; an output of a format 1–3 state gets
+   * the type the tool's upgrade of that state gives it; a default (or an output whose state
+   * records none) the type the tool implies from the value (a list is a `["tuple",[…]]`,
+   * an object an `["object",{…}]`, null `"dynamic"`). A fresh, unfrozen copy.
+   * @throws ObjstateError `OUTPUT_NOT_FOUND`
+   */
+  toolType(name: string): JsonValue {
+    return toJs(this.exactToolType(name), "lossless", false);
+  }
+
+  /**
+   * {@link toolType} as JSON text (`space` indents as in `JSON.stringify`); no recursion, so
+   * the type of a value nested 10,000 levels deep prints too.
+   * @throws ObjstateError `OUTPUT_NOT_FOUND`
+   */
+  toolTypeText(name: string, space = 0): string {
+    return stringifyExact(this.exactToolType(name), space);
+  }
+
+  /**
    * Every output as a plain object (a fresh, unfrozen copy), sensitive ones included. A
    * number a JS number holds exactly is a number; any other (`12345678901234567890`,
    * `1e400`) is its text, a string, so that `JSON.stringify(outputs)` never rounds.
@@ -199,6 +234,13 @@ export class RemoteOutputs {
     const all = new Map<string, ExactJson>();
     for (const k of this.names()) all.set(k, this.values.get(k) as ExactJson);
     return stringifyExact(all, space);
+  }
+
+  private exactToolType(name: string): ExactJson {
+    const value = this.exact(name);
+    const recorded = this.types.get(name);
+    if (recorded === undefined || recorded === UPGRADED) return impliedToolType(value, recorded === UPGRADED);
+    return recorded;
   }
 
   private exact(name: string): ExactJson {

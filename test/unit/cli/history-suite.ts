@@ -154,7 +154,7 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
       assert.equal(r.code, 0, r.stderr);
       assert.equal(r.stdout.toString("utf8"), one);
       assert.equal(t.cliBytes(["state", "pull", "--version-id", old]).stdout.toString("utf8"), one);
-      assert.match(runCli(["--version"]).stdout, /^\d+\.\d+\.\d+/);
+      assert.match(runCli(["--version"]).stdout, /^objstate v\d+\.\d+\.\d+\n/);
       const missing = t.cli(["state", "pull", "--version", "no-such-version"]);
       assert.equal(missing.code, 1);
       assertOneLineError(missing, /has no version "no-such-version".*objstate state history/);

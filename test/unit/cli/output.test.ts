@@ -46,13 +46,36 @@ describe("objstate output", () => {
     assert.equal(list.stdout, 'ids = ["a","b"]\nip = "10.0.0.1"\nnothing = null\non = true\npw = <sensitive>\ntags = {"k":"v"}\n');
     assert.ok(!list.stdout.includes("s3cret"));
     const json = cli("plain", "--json");
-    assert.deepEqual(JSON.parse(json.stdout), { ids: ["a", "b"], ip: "10.0.0.1", nothing: null, on: true, pw: "<sensitive>", tags: { k: "v" } });
-    assert.equal(json.stdout, `${JSON.stringify(JSON.parse(json.stdout), null, 2)}\n`, "indented as before");
+    // The tool's `output -json` shape: each output's sensitivity, type and value.
+    assert.deepEqual(JSON.parse(json.stdout), {
+      ids: { sensitive: false, type: ["list", "string"], value: ["a", "b"] },
+      ip: { sensitive: false, type: "string", value: "10.0.0.1" },
+      nothing: { sensitive: false, type: "string", value: null },
+      on: { sensitive: false, type: "bool", value: true },
+      pw: { sensitive: true, type: "string", value: "<sensitive>" },
+      tags: { sensitive: false, type: ["map", "string"], value: { k: "v" } },
+    });
+    assert.equal(json.stdout, `${JSON.stringify(JSON.parse(json.stdout), null, 2)}\n`, "indented by two, as the tool's");
+    assert.ok(!json.stdout.includes("s3cret"));
     assert.ok(cli("plain", "--show-sensitive").stdout.includes('pw = "s3cret"\n'));
-    assert.equal(JSON.parse(cli("plain", "--json", "--show-sensitive").stdout).pw, "s3cret");
+    assert.deepEqual(JSON.parse(cli("plain", "--json", "--show-sensitive").stdout).pw, { sensitive: true, type: "string", value: "s3cret" });
     assert.equal(cli("plain", "pw").stdout, '"s3cret"\n');
     assert.equal(cli("plain", "pw", "--json").stdout, '"s3cret"\n');
     assert.equal(cli("plain", "pw", "--raw").stdout, "s3cret");
+  });
+
+  it("takes the tool's spellings -json and -raw; NAME --json is the value on one line, with Go's escapes of <, > and &, as the tool's", async () => {
+    assert.deepEqual(JSON.parse(cli("plain", "-json").stdout), JSON.parse(cli("plain", "--json").stdout));
+    assert.equal(cli("plain", "-raw", "ip").stdout, "10.0.0.1");
+    assert.equal(cli("plain", "ip", "-raw").stdout, "10.0.0.1");
+    assert.equal(cli("plain", "tags", "-json").stdout, '{"k":"v"}\n');
+    await backend.writeState("markup", JSON.stringify({ version: 4, outputs: { html: { value: { "<b>": "a & b" }, type: ["map", "string"] } } }));
+    assert.equal(cli("markup", "html", "--json").stdout, '{"\\u003cb\\u003e":"a \\u0026 b"}\n');
+    assert.equal(cli("markup", "--json").stdout, '{\n  "html": {\n    "sensitive": false,\n    "type": [\n      "map",\n      "string"\n    ],\n    "value": {\n      "\\u003cb\\u003e": "a \\u0026 b"\n    }\n  }\n}\n');
+    assert.equal(cli("markup", "html").stdout, '{"<b>":"a & b"}\n', "not in the human form");
+    const unknown = cli("plain", "-lock=false");
+    assert.equal(unknown.code, 2, "output has no -lock, so it is not mapped");
+    assert.match(unknown.stderr, /unknown option '-lock=false'/);
   });
 
   it("prints numbers exactly as the state has them: listing, --json and NAME", () => {
@@ -63,9 +86,9 @@ describe("objstate output", () => {
     assert.match(list.stdout, /^tiny = 1e-400$/m);
     assert.match(list.stdout, /^neg = -1\.50E\+2$/m);
     const json = cli("numbers", "--json").stdout;
-    assert.match(json, /\n {2}"big": 12345678901234567890,\n/);
-    assert.match(json, /\n {2}"huge": 1e400,\n/);
-    assert.match(json, /\n {2}"tiny": 1e-400\n\}\n$/);
+    assert.match(json, /\n {2}"big": \{\n {4}"sensitive": false,\n {4}"type": "number",\n {4}"value": 12345678901234567890\n {2}\},\n/);
+    assert.match(json, /\n {4}"value": 1e400\n/);
+    assert.match(json, /\n {2}"tiny": \{\n {4}"sensitive": false,\n {4}"type": "number",\n {4}"value": 1e-400\n {2}\}\n\}\n$/);
     assert.equal(cli("numbers", "big", "--json").stdout, "12345678901234567890\n");
     assert.equal(cli("numbers", "huge").stdout, "1e400\n");
   });
@@ -114,7 +137,7 @@ describe("objstate output", () => {
     assert.equal(r.stdout, `${"[".repeat(levels)}1${"]".repeat(levels)}\n`);
     const j = cli("deep", "--json");
     assert.equal(j.code, 0, j.stderr);
-    assert.ok(j.stdout.startsWith('{\n  "deep": [\n    [\n'));
+    assert.ok(j.stdout.startsWith('{\n  "deep": {\n    "sensitive": false,\n    "type": "dynamic",\n    "value": [\n      [\n'));
   });
 
   it("an empty state object is no state; invalid JSON is placed at line and column", async () => {

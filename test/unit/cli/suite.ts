@@ -350,7 +350,12 @@ export function cliSuite(makeTarget: () => Target): void {
       assert.equal(all.code, 0, all.stderr);
       assert.equal(all.stdout, 'ids = ["a","b"]\nregion = "nowhere"\nsubnet_count = 3\nvpc_id = "vpc-0a1b2c"\n');
       const json = t.cli(["output", "-w", "prod", "--json", ...defaults]);
-      assert.deepEqual(JSON.parse(json.stdout), { vpc_id: "vpc-0a1b2c", region: "nowhere", subnet_count: 3, ids: ["a", "b"] });
+      assert.deepEqual(JSON.parse(json.stdout), {
+        vpc_id: { sensitive: false, type: "string", value: "vpc-0a1b2c" },
+        region: { sensitive: false, type: "string", value: "nowhere" },
+        subnet_count: { sensitive: false, type: "number", value: 3 },
+        ids: { sensitive: false, type: ["list", "string"], value: ["a", "b"] },
+      });
       assert.equal(t.cli(["output", "region", "-w", "prod", ...defaults]).stdout, '"nowhere"\n');
       assert.equal(t.cli(["output", "vpc_id", "-w", "prod", "--raw"]).stdout, "vpc-0a1b2c");
       assert.deepEqual(JSON.parse(t.cli(["output", "ids", "-w", "prod", "--json"]).stdout), ["a", "b"]);
@@ -373,7 +378,8 @@ export function cliSuite(makeTarget: () => Target): void {
       const cfg = file(JSON.stringify({ workspace: "staging", defaults: { owner: "team-a", vpc_id: "vpc-none" } }));
       const r = t.cli(["output", "--json", "--config", cfg]);
       assert.equal(r.code, 0, r.stderr);
-      assert.deepEqual(JSON.parse(r.stdout), { owner: "team-a", vpc_id: "vpc-0a1b2c", subnet_count: 3, ids: ["a", "b"] });
+      const values = Object.fromEntries(Object.entries(JSON.parse(r.stdout) as Record<string, { value: unknown }>).map(([k, o]) => [k, o.value]));
+      assert.deepEqual(values, { owner: "team-a", vpc_id: "vpc-0a1b2c", subnet_count: 3, ids: ["a", "b"] });
     });
 
     it("a workspace without state is an error, not empty outputs", async () => {

@@ -150,7 +150,7 @@ describe("objstate --version / --help", () => {
     const pkg = JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version: string };
     const r = runCli(["--version"]);
     assert.equal(r.code, 0);
-    assert.equal(r.stdout.trim(), pkg.version);
+    assert.equal(r.stdout.split("\n")[0], `objstate v${pkg.version}`);
   });
   it("--help lists synth; unknown commands suggest the nearest and exit 2", () => {
     const h = runCli(["--help"]);

@@ -1,7 +1,7 @@
 /**
- * Terminal behaviour: durations, colours (TTY only, never with NO_COLOR), the progress
- * line, and — under a pseudo-terminal from util-linux `script` — colours, the progress
- * line and the force-unlock confirmation of the built CLI.
+ * Terminal behaviour: durations, colours (on a TTY unless NO_COLOR or --no-color; anywhere
+ * with FORCE_COLOR), the progress line, and — under a pseudo-terminal from util-linux
+ * `script` — colours, the progress line and the force-unlock confirmation of the built CLI.
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -59,6 +59,55 @@ describe("colours", () => {
     assert.equal(paint(new FakeStream(true), { NO_COLOR: "1" }).red("x"), "x");
     assert.equal(paint(new FakeStream(true), {}).red("x"), "\u001b[31mx\u001b[39m");
   });
+
+  it("FORCE_COLOR asks for them anywhere, over NO_COLOR and TERM=dumb; 0 or false refuses them even on a TTY", () => {
+    for (const value of ["1", "2", "3", "true", ""]) {
+      assert.equal(colorsAllowed(new FakeStream(false), { FORCE_COLOR: value }), true, `FORCE_COLOR=${value}`);
+      assert.equal(colorsAllowed(new FakeStream(false), { FORCE_COLOR: value, NO_COLOR: "1", TERM: "dumb" }), true, `FORCE_COLOR=${value} over NO_COLOR`);
+    }
+    for (const value of ["0", "false", "FALSE"]) assert.equal(colorsAllowed(new FakeStream(true), { FORCE_COLOR: value }), false, `FORCE_COLOR=${value}`);
+  });
+});
+
+describe("colours of the built CLI (standard error not a terminal)", () => {
+  const RED = "\u001b[31mobjstate: error:\u001b[39m";
+  // A bad flag value: the error line, from the command's own check.
+  const failing = ["lock", "--lock-timeout", "soon", "--bucket", "colour-bucket", "--endpoint", "file:///nonexistent"];
+  const stderr = (args: string[], env: Record<string, string | undefined>): string => {
+    const r = runCli(args, { env: { NO_COLOR: undefined, ...env } });
+    assert.equal(r.code, 2, r.stderr);
+    return r.stderr;
+  };
+
+  it("FORCE_COLOR=1 colours the error line off a terminal, even with NO_COLOR set; FORCE_COLOR=0 does not", () => {
+    assert.ok(stderr(failing, { FORCE_COLOR: "1" }).startsWith(RED));
+    assert.ok(stderr(failing, { FORCE_COLOR: "1", NO_COLOR: "1" }).startsWith(RED));
+    assert.ok(!stderr(failing, { FORCE_COLOR: "0" }).includes("\u001b"));
+    assert.ok(!stderr(failing, {}).includes("\u001b"), "not a terminal: no colours");
+  });
+
+  it("--no-color (and the tool's -no-color) wins over FORCE_COLOR, after the command or before it, on commander's own errors too", () => {
+    for (const args of [
+      [...failing, "--no-color"],
+      [...failing, "-no-color"],
+      ["--no-color", ...failing],
+      ["lock", "--no-such-flag", "--no-color"],
+      ["version", "--no-color", "--no-such-flag"],
+    ]) {
+      const text = stderr(args, { FORCE_COLOR: "1" });
+      assert.match(text, /^objstate: error: /, args.join(" "));
+      assert.ok(!text.includes("\u001b"), args.join(" "));
+    }
+    assert.ok(stderr(["lock", "--no-such-flag"], { FORCE_COLOR: "1" }).startsWith(RED), "commander's errors are coloured like the others");
+  });
+
+  it("--no-color is an option of every command", () => {
+    for (const args of [["version"], ["config"], ["serve", "hash-password"], ["state", "push"], ["output"], ["synth"], ["serve"]]) {
+      const help = runCli([...args, "--help"]);
+      assert.equal(help.code, 0, help.stderr);
+      assert.match(help.stdout, /--no-color +no colours in the output, whatever FORCE_COLOR says/, args.join(" "));
+    }
+  });
 });
 
 describe("progress line", () => {
@@ -115,14 +164,19 @@ describe("on a terminal (pseudo-terminal)", { skip: hasScript ? false : "util-li
   const dir = mkdtempSync(join(tmpdir(), "objstate-cli-tty-"));
   const settings = ["--bucket", "tty-bucket", "--endpoint", `file://${dir}`, "--kvstore-endpoint", `file://${dir}`, "--kvstore-table", "tty-locks"];
 
-  it("colours doctor's marks on a TTY; none at all with NO_COLOR", () => {
+  it("colours doctor's marks on a TTY; none at all with NO_COLOR, or with --no-color", () => {
     const coloured = underPty(["doctor", ...settings]);
     assert.equal(coloured.code, 0, coloured.out);
     assert.ok(coloured.out.includes("\u001b[32mok  \u001b[39m  settings:"), JSON.stringify(coloured.out));
-    const plain = underPty(["doctor", ...settings], { env: { NO_COLOR: "1" } });
-    assert.equal(plain.code, 0, plain.out);
-    assert.ok(!plain.out.includes("\u001b"), JSON.stringify(plain.out));
-    assert.match(plain.out, /^ok {4}settings:/m);
+    for (const [args, env] of [
+      [["doctor", ...settings], { NO_COLOR: "1" }],
+      [["doctor", "--no-color", ...settings], {}],
+    ] as const) {
+      const plain = underPty([...args], { env });
+      assert.equal(plain.code, 0, plain.out);
+      assert.ok(!plain.out.includes("\u001b"), JSON.stringify(plain.out));
+      assert.match(plain.out, /^ok {4}settings:/m);
+    }
   });
 
   it("force-unlock asks on a TTY: anything but yes keeps the lock (exit 1), yes releases it", () => {

@@ -197,6 +197,6 @@ try { DataRemoteStateObjectStoreConfig.from({ bucket: "x" }); } catch (e) { cons
     const bin = join(repo, pkg.bin.objstate);
     assert.match(readFileSync(bin, "utf8"), /^#!\/usr\/bin\/env node\n/);
     const r = spawnSync(bin, ["--version"], { encoding: "utf8", timeout: 30_000 });
-    assert.equal(r.stdout.trim(), (JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as { version: string }).version);
+    assert.equal(r.stdout.split("\n")[0], `objstate v${(JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as { version: string }).version}`);
   });
 });

@@ -288,6 +288,36 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         }
       });
 
+      it("toolType: the type a format-4 state records; implied from the value for defaults and untyped outputs; as the tool's upgrade for formats 1 to 3", async () => {
+        const props = await target.setup({ locks });
+        const w = await writer(props);
+        const types = async (state: string, scanThreshold: number, defaults?: Record<string, unknown>): Promise<Record<string, unknown>> => {
+          await w.writeState("default", state);
+          const out = await remote(props, defaults === undefined ? {} : { defaults }).fetchOutputs({ ...fetchOptions, scanThreshold });
+          return Object.fromEntries(out.names().map((n) => [n, out.toolType(n)]));
+        };
+        const v4 = '{"version": 4, "outputs": {"set": {"value": ["a"], "type": ["set", "string"]}, "untyped": {"value": {"b": [1, "x"], "a": null}}, "n": {"value": 1e400, "type": "number"}}}';
+        const v3 = JSON.stringify({
+          version: 3,
+          modules: [{ path: ["root"], outputs: { l: { type: "list", value: ["a", "b"] }, m: { type: "map", value: { k: ["x"], j: ["y"] } }, mixed: { type: "list", value: ["a", 1] }, empty: { type: "list", value: [] }, bare: "b" } }],
+        });
+        for (const scanThreshold of [0, Infinity]) {
+          assert.deepEqual(await types(v4, scanThreshold, { d: [true, 1.5], set: "default" }), {
+            d: ["tuple", ["bool", "number"]],
+            n: "number",
+            set: ["set", "string"],
+            untyped: ["object", { a: "dynamic", b: ["tuple", ["number", "string"]] }],
+          });
+          assert.deepEqual(await types(v3, scanThreshold), { bare: "string", empty: ["tuple", []], l: ["list", "string"], m: ["map", ["list", "string"]], mixed: ["tuple", ["string", "number"]] });
+        }
+        // A value nested as deep as the tool allows has a type as deep: no recursion.
+        const levels = 10_000 - 5;
+        await w.writeState("default", `{"version": 3, "modules": [{"path": ["root"], "outputs": {"deep": ${"[".repeat(levels)}"x"${"]".repeat(levels)}}}]}`);
+        const out = await remote(props).fetchOutputs(fetchOptions);
+        assert.equal(out.toolTypeText("deep"), `${'["list",'.repeat(levels)}"string"${"]".repeat(levels)}`);
+        assert.throws(() => out.toolType("zz"), (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND"));
+      });
+
       it("numbers are exact: 12345678901234567890, 1e400 and 1e-400 as written, on both paths", async () => {
         const props = await target.setup({ locks });
         const state = '{"version": 4, "outputs": {"big": {"value": 12345678901234567890, "type": "number"}, "huge": {"value": 1e400, "type": "number"}, "tiny": {"value": 1e-400, "type": "number"}, "list": {"value": [1.5, 12345678901234567890], "type": ["list", "number"]}}}';

@@ -1,0 +1,71 @@
+/**
+ * The tool's own spellings of the options objstate shares with it. Terraform and OpenTofu
+ * write long options with one dash (`output -raw NAME`, `state push -force FILE`,
+ * `-lock=false`, `-lock-timeout=5m`, `-no-color`); commander reads `-raw` as the short options
+ * `-r -a -w`. So before parsing, each of these few names becomes its `--` form — only where
+ * the command has that option, never after `--` (the command `lock` runs) and never as the
+ * value of an option (`--info -json`). Any other single-dash word, short options (`-w prod`)
+ * included, is left to commander as it is.
+ */
+import type { Command, Option } from "commander";
+
+/** The tool's boolean options: `-NAME` is `--NAME`. */
+const FLAGS = new Set(["-raw", "-json", "-force", "-no-color"]);
+
+/** `-lock`, `-lock=BOOL`, `-lock-timeout=D` and `-lock-timeout D`. */
+const VALUED = /^-(lock|lock-timeout)(=.*)?$/;
+
+/** The option of `cmd` spelled `flag` (`--json`, `-w`), if any. */
+function optionOf(cmd: Command, flag: string): Option | undefined {
+  return cmd.options.find((o) => o.long === flag || o.short === flag);
+}
+
+/**
+ * Each word of `args` (the words after the path of the command `cmd`) up to `--`, and
+ * whether it is an option of `cmd` rather than an option's value or an argument: `visit`
+ * gives the word to keep in its place.
+ */
+function eachWord(cmd: Command, args: readonly string[], visit: (arg: string) => string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === "--") {
+      out.push(...args.slice(i));
+      break;
+    }
+    const word = visit(arg);
+    out.push(word);
+    // The next word is this option's value, whatever it looks like.
+    const option = word.startsWith("-") && !word.includes("=") ? optionOf(cmd, word) : undefined;
+    if (option?.required === true && i + 1 < args.length) out.push(args[++i] as string);
+  }
+  return out;
+}
+
+/**
+ * `args` (the words after the command's path, the command being `cmd`) with the tool's
+ * single-dash spellings of `cmd`'s options in their `--` form.
+ */
+export function withToolSpellings(cmd: Command, args: readonly string[]): string[] {
+  return eachWord(cmd, args, (arg) => toolSpelling(cmd, arg));
+}
+
+/** Do `args` (in their `--` form) give `--no-color` as an option of `cmd`? */
+export function asksNoColor(cmd: Command, args: readonly string[]): boolean {
+  let found = false;
+  eachWord(cmd, args, (arg) => {
+    if (arg === "--no-color") found = true;
+    return arg;
+  });
+  return found;
+}
+
+function toolSpelling(cmd: Command, arg: string): string {
+  if (FLAGS.has(arg)) {
+    return optionOf(cmd, `-${arg}`) === undefined ? arg : `-${arg}`;
+  }
+  const m = VALUED.exec(arg);
+  if (m === null || optionOf(cmd, `--${m[1] as string}`) === undefined) return arg;
+  // Bare `-lock` is the tool's `-lock=true`: `--lock` takes a value here.
+  return m[1] === "lock" && m[2] === undefined ? "--lock=true" : `-${arg}`;
+}
