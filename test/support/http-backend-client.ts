@@ -146,6 +146,11 @@ export class HttpBackendClient {
     this.agent = this.newAgent();
   }
 
+  /** The base the next attempt goes to (a test arms a fault there). */
+  get nextBase(): string {
+    return this.options.bases[this.next % this.options.bases.length] as string;
+  }
+
   private base(): string {
     const b = this.options.bases[this.next % this.options.bases.length] as string;
     this.next += 1;
