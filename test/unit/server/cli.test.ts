@@ -11,6 +11,17 @@ import { rawRequest } from "../../support/http-backend-client.js";
 
 const STORE = ["--bucket", "serve-cli", "--endpoint", "file:./s", "--kvstore-endpoint", "file:./s", "--kvstore-table", "locks"];
 
+/** `objstate serve ARGS` that must refuse to start: fails (rather than waits) if it serves. */
+async function refusedAtStart(args: string[], cwd: string): Promise<{ code: number | null; stderr: string }> {
+  const s = startCli(["serve", ...args, "--listen", "127.0.0.1:0", "--log-level", "off"], { cwd });
+  if (await s.stderrMatches(/serving /).then(() => true, () => false)) {
+    s.kill();
+    await s.done;
+    assert.fail(`serve ${args.join(" ")} started`);
+  }
+  return s.done;
+}
+
 describe("objstate serve (CLI)", () => {
   it("refuses a non-loopback address without --users, naming both ways out", () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
@@ -145,14 +156,14 @@ describe("objstate serve (CLI)", () => {
     }
   });
 
-  it("serve takes no lease: --lock-ttl (or lockTtl in --config) is refused by name, and not offered in its help", () => {
+  it("serve takes no lease: --lock-ttl (or lockTtl in --config) is refused by name, and not offered in its help", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
-    const flag = runCli(["serve", ...STORE, "--lock-ttl", "10m"], { cwd });
+    const flag = await refusedAtStart([...STORE, "--lock-ttl", "10m"], cwd);
     assert.equal(flag.code, 2, flag.stderr);
     assert.match(flag.stderr, /objstate serve takes no lease \(--lock-ttl, or lockTtl in the --config file's objstate section\): the tool's http client cannot renew one/);
     assert.match(flag.stderr, /Remove it/);
     writeFileSync(join(cwd, "c.json"), JSON.stringify({ bucket: "serve-cli", endpoint: "file:./s", kvstoreEndpoint: "file:./s", kvstoreTable: "locks", objstate: { lockTtl: "1h" } }));
-    const file = runCli(["serve", "--config", "c.json"], { cwd });
+    const file = await refusedAtStart(["--config", "c.json"], cwd);
     assert.equal(file.code, 2, file.stderr);
     assert.match(file.stderr, /objstate serve takes no lease/);
     const help = runCli(["serve", "--help"], { cwd });
@@ -165,7 +176,7 @@ describe("objstate serve (CLI)", () => {
   it("without a lock table serve starts only with --allow-unlocked-writes; a write without ?ID is refused unless that flag is given; a force-unlock is a warn line with the user and the lock ID", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
     const bare = ["--bucket", "serve-cli", "--endpoint", "file:./s"];
-    const refused = runCli(["serve", ...bare], { cwd });
+    const refused = await refusedAtStart(bare, cwd);
     assert.equal(refused.code, 2, refused.stderr);
     assert.match(refused.stderr, /no lock table is configured \(kvstoreTable, or --lockfile\): every write through this server would be unlocked.*--allow-unlocked-writes/);
     const state = Buffer.from('{"version":4,"serial":1,"lineage":"cli","outputs":{},"resources":[]}');
