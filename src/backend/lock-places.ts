@@ -118,12 +118,12 @@ export class TableLock implements LockPlace {
         // An item without lock info belongs to no one: only a release without an owner clears it.
         return { kind: "not-owned", holder: parseLockInfo("", key) };
       }
-      // The record is written beside the mark and before the delete: once the lock is gone,
-      // the record says it was released. Should the mark then fail (the lock changed), this
-      // ID is not the holder's any more either, and the record says no more than that.
-      const [marked] = await Promise.all([this.table.updateIf(key, "Info", raw, { [RELEASED]: id }), note === undefined ? undefined : this.remember(key, id, note, await record)]);
-      if (marked) {
-        // The release is decided; the delete only removes the item, and repeating it is harmless.
+      if (await this.table.updateIf(key, "Info", raw, { [RELEASED]: id })) {
+        // The release is decided: recorded now, before the item goes, so a lock that is gone
+        // is always in the record (and a lock lost to a takeover never is). Should this fail,
+        // the UNLOCK fails and its retry marks, records and deletes again.
+        if (note !== undefined) await this.remember(key, id, note, await record);
+        // The delete only removes the item, and repeating it is harmless.
         await this.table.deleteIf(key, RELEASED, id);
         return { kind: "released" };
       }
@@ -215,7 +215,9 @@ export class LockfileLock implements LockPlace {
       if (current === null) return tried ? { kind: "released" } : { kind: "absent" };
       if (lockIdOf(current.info) !== id) return { kind: "other", holder: current.info, raw: current.raw };
       if (!ownedBy(current.info, owner)) return { kind: "not-owned", holder: current.info };
-      // Recorded before the lockfile goes (see TableLock.release), once.
+      // Recorded before the lockfile goes (see TableLock.release), once: the conditional
+      // delete is both the decision and the removal, so the record comes right before it,
+      // after a fresh read found this lock.
       if (record !== undefined && note !== undefined) {
         await this.remember(key, id, note, await record);
         record = undefined;
