@@ -757,12 +757,13 @@ export class ObjectStoreBackend {
    * lock that belongs to it is released (`LOCK_NOT_OWNED`, the lock left as it is).
    */
   async unlock(workspace: string, id: string, options: UnlockOptions = {}): Promise<void> {
-    await this.locking.unlock(workspace, id, options.owner, options.forcedBy);
+    await this.locking.unlock(workspace, id, { owner: options.owner, forcedBy: options.forcedBy });
   }
 
   /**
-   * The workspace's recent releases, oldest first: every release records its lock ID and
-   * time beside the lock (the last 64, for an hour). A release of an ID that is not the
+   * The workspace's recent releases, oldest first: every {@link unlock} and
+   * {@link forceUnlock} records its lock ID and time beside the lock (the last 64, for an
+   * hour; not the release of an {@link acquire} handle, whose ID no client knows). A release of an ID that is not the
    * holder's but is in here is `LOCK_NOT_FOUND` (already released), and taking a lock under
    * such an ID is refused (`LOCK_ID_RELEASED`): both are late copies of earlier requests.
    */

@@ -24,6 +24,16 @@ export interface TakeOptions {
   readonly ttlMs?: number | undefined;
 }
 
+/** Who releases a lock, and whether the release is recorded (see {@link Locking.unlock}). */
+export interface UnlockBy {
+  /** Release only a lock that belongs to this owner. */
+  readonly owner?: string | undefined;
+  /** The principal of a force-unlock that named no lock ID. */
+  readonly forcedBy?: string | undefined;
+  /** Record the release (default true). */
+  readonly record?: boolean | undefined;
+}
+
 /** One lock as `objstate locks` lists it. */
 export interface LockListing {
   /** `table` (an item of the lock table) or `lockfile` (`{statePath}.tflock`). */
@@ -147,7 +157,9 @@ export class Locking {
         renew: () => this.renew(workspace, info.ID),
         release: async () => {
           this.handles.delete(info.ID);
-          await this.unlock(workspace, info.ID);
+          // A handle's lock is this process's own, under an ID no client sends a LOCK or an
+          // UNLOCK for: its release needs no record (state push and the like pay nothing).
+          await this.unlock(workspace, info.ID, { record: false });
         },
       },
       ttl,
@@ -254,17 +266,18 @@ export class Locking {
    * Release lock `id` everywhere (table first, then lockfile); the same checks as before
    * leases. With an `owner`, only a lock that belongs to it is released (`LOCK_NOT_OWNED`).
    * The release is recorded ({@link recent}; `forcedBy`: the principal of a force-unlock that
-   * named no ID). An ID that is not the holder's but was released recently is
-   * `LOCK_NOT_FOUND` (already released), not `LOCK_ID_MISMATCH`.
+   * named no ID) unless `record` is false. An ID that is not the holder's but was released
+   * recently is `LOCK_NOT_FOUND` (already released), not `LOCK_ID_MISMATCH`.
    */
-  async unlock(workspace: string, id: string, owner?: string | undefined, forcedBy?: string | undefined): Promise<void> {
+  async unlock(workspace: string, id: string, options: UnlockBy = {}): Promise<void> {
+    const { owner, forcedBy } = options;
     const init = this.init;
     if (!this.enabled) return;
     const h = this.held.get(id);
     const recorder = this.recorder;
     let released = false;
     for (const place of [...init.places].reverse()) {
-      const note = place === recorder && id !== NO_LOCK_ID ? { atMs: init.now(), forcedBy } : undefined;
+      const note = place === recorder && id !== NO_LOCK_ID && options.record !== false ? { atMs: init.now(), forcedBy } : undefined;
       const out = await place.release(init.keyOf(place, workspace), id, h?.places.get(place), owner, note);
       if (out.kind === "released") released = true;
       // Every place holds the same info: the first one refuses before anything is released.
