@@ -124,7 +124,7 @@ describe("objstate serve: every retried request is safe, with the real client's 
     assert.equal((await drop).outcome, "dropped");
     const lb = await b.lock("OperationTypeApply");
     assert.ok(lb.ok);
-    await proxy(B).waitFor({ method: "UNLOCK" });
+    await proxy(B).waitFor({ method: "UNLOCK", path: `/state/${ws}` });
     await proxy(B).resume();
     assert.equal((await unlocked).status, 200);
     assert.equal(await holderOf(ws), lb.id, "b's lock is left alone");
@@ -145,7 +145,7 @@ describe("objstate serve: every retried request is safe, with the real client's 
     assert.equal(await holderOf(ws), undefined, "the first attempt released a's lock");
     const lb = await b.lock("OperationTypeApply");
     assert.ok(lb.ok);
-    await proxy(B).waitFor({ method: "UNLOCK" });
+    await proxy(B).waitFor({ method: "UNLOCK", path: `/state/${ws}` });
     await proxy(B).resume();
     assert.equal((await forced).status, 200);
     assert.equal(await holderOf(ws), lb.id, "the retry released nothing more");
