@@ -88,9 +88,14 @@ if (USERS) {
 }
 const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
 
+/** `--allow-unlocked-writes`, for a build that has it (older builds accept writes without ?ID anyway). */
+const UNLOCKED = readFileSync(fileURLToPath(new URL("src/cli/settings.js", DIST)), "utf8").includes("--allow-unlocked-writes") ? ["--allow-unlocked-writes"] : [];
+
 /** A server process; resolves once it listens. */
 async function startServer() {
-  const child = spawn(process.execPath, [...NODE_ARGS, CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off", ...(USERS ? ["--users", usersFile] : [])], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BENCH_PHASES_DIST: DIST.href }, stdio: ["ignore", "ignore", "pipe"] });
+  // The transfer and memory POSTs carry no ?ID: like the library's writeState they are measured
+  // against, the write takes the lock for itself (--allow-unlocked-writes).
+  const child = spawn(process.execPath, [...NODE_ARGS, CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off", ...UNLOCKED, ...(USERS ? ["--users", usersFile] : [])], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BENCH_PHASES_DIST: DIST.href }, stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   const url = await new Promise((resolve, reject) => {
     child.stderr.setEncoding("utf8").on("data", (d) => {

@@ -24,6 +24,7 @@ import type { Principal } from "./principal.js";
 import { checkTtl, DEFAULT_CLOCK_MARGIN_MS, type LockHandle } from "./lease.js";
 import { LOCKFILE_SUFFIX, LockfileLock, TableLock, type LockPlace } from "./lock-places.js";
 import { Locking, type LockListing, type TakeOptions } from "./locking.js";
+import type { ReleasedLock } from "./released.js";
 import { probeConditions, requireLockfileSupport, type ProbeVerdict } from "./probe.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 import { principalOf, readStateVersionById, rollbackState, stateHistory, type HistoryOptions, type RollbackOptions, type RollbackResult, type StateVersion, type VersionedState } from "./history.js";
@@ -38,6 +39,7 @@ export type { LockInfo } from "./lock-info.js";
 export type { Principal, PrincipalVia } from "./principal.js";
 export { LockHandle } from "./lease.js";
 export type { LockListing } from "./locking.js";
+export type { ReleasedLock } from "./released.js";
 export type { ProbeVerdict } from "./probe.js";
 export type { VersioningStatus } from "../store/types.js";
 export type { LayoutName } from "./layout.js";
@@ -258,6 +260,11 @@ export interface UnlockOptions {
    * one. Checked on the read the release makes anyway. Undefined: no check.
    */
   readonly owner?: string | undefined;
+  /**
+   * The principal of a force-unlock that named no lock ID (the tool's, through a server):
+   * recorded with the release (see {@link ObjectStoreBackend.recentReleases}).
+   */
+  readonly forcedBy?: string | undefined;
 }
 
 const DIGEST_SUFFIX = "-md5";
@@ -1019,7 +1026,18 @@ export class ObjectStoreBackend {
    * lock that belongs to it is released (`LOCK_NOT_OWNED`, the lock left as it is).
    */
   async unlock(workspace: string, id: string, options: UnlockOptions = {}): Promise<void> {
-    await this.locking.unlock(workspace, id, options.owner);
+    await this.locking.unlock(workspace, id, { owner: options.owner, forcedBy: options.forcedBy });
+  }
+
+  /**
+   * The workspace's recent releases, oldest first: every {@link unlock} and
+   * {@link forceUnlock} records its lock ID and time beside the lock (the last 64, for an
+   * hour; not the release of an {@link acquire} handle, whose ID no client knows). A release of an ID that is not the
+   * holder's but is in here is `LOCK_NOT_FOUND` (already released), and taking a lock under
+   * such an ID is refused (`LOCK_ID_RELEASED`): both are late copies of earlier requests.
+   */
+  async recentReleases(workspace: string = DEFAULT_WORKSPACE): Promise<ReleasedLock[]> {
+    return this.locking.recent(workspace);
   }
 
   /**

@@ -8,6 +8,7 @@ import type { LockTableDriver } from "../lock/types.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import { lockIdOf, NO_LOCK_ID } from "./fencing.js";
 import { ownedBy, parseLockInfo, type LockInfo } from "./lock-info.js";
+import { parseReleased, withRelease, type ReleasedLock, type ReleaseNote } from "./released.js";
 
 /** A lock as stored in one place. */
 export interface StoredLock {
@@ -39,9 +40,13 @@ export interface LockPlace {
   /**
    * Release the lock with this ID (`known`: the version this process stored last), only when
    * it belongs to `owner` (undefined: whoever holds it; see `ownedBy`). The owner is checked
-   * on the read the ID check makes anyway.
+   * on the read the ID check makes anyway. With a `note`, the release is added to the
+   * workspace's record of recent releases ({@link recent}) before the lock is removed, so
+   * whoever finds the lock gone can also find why.
    */
-  release(key: string, id: string, known: StoredLock | undefined, owner?: string | undefined): Promise<ReleaseOutcome>;
+  release(key: string, id: string, known: StoredLock | undefined, owner?: string | undefined, note?: ReleaseNote | undefined): Promise<ReleaseOutcome>;
+  /** The recent releases of the lock at `key`, oldest first (see `released.ts`). */
+  recent(key: string): Promise<ReleasedLock[]>;
   /** Every lock in this place (the whole table; lockfiles under `prefix`). */
   list(prefix: string): AsyncIterable<{ readonly key: string; readonly lock: StoredLock }>;
 }
@@ -50,6 +55,14 @@ export interface LockPlace {
 const RELEASED = "Released";
 /** Rounds of a conditional step that keeps finding the lock changed before giving up. */
 const ROUNDS = 20;
+/** The table item beside a lock (`{LockID}-released`) that records its recent releases, and its attribute. */
+const RECORD_SUFFIX = "-released";
+const RECORD_ATTR = "ReleasedIDs";
+/**
+ * The object beside a lockfile that records its recent releases: `{statePath}.tfrel`, no
+ * longer than `.tflock`, so every workspace name that fits a lockfile fits it too.
+ */
+const RECORD_OBJECT_SUFFIX = ".tfrel";
 /** The lockfile's suffix, as the tool's S3 backend names it. */
 export const LOCKFILE_SUFFIX = ".tflock";
 
@@ -88,7 +101,10 @@ export class TableLock implements LockPlace {
    * thus proven to be this release. `NO_ID` clears an item without readable lock info.
    * On the embedded table, one conditional delete of the holder's exact item does it.
    */
-  async release(key: string, id: string, known: StoredLock | undefined, owner?: string | undefined): Promise<ReleaseOutcome> {
+  async release(key: string, id: string, known: StoredLock | undefined, owner?: string | undefined, note?: ReleaseNote | undefined): Promise<ReleaseOutcome> {
+    // The record is read while the lock is looked at (a failed read counts as no record:
+    // the conditional write below then finds what is there).
+    const record = note === undefined ? undefined : this.table.get(key + RECORD_SUFFIX, RECORD_ATTR).catch(() => null);
     for (let attempt = 0; attempt < 5; attempt++) {
       // What this process stored stands in for a read only when it would pass: a refusal is
       // made on what the table holds now.
@@ -106,17 +122,54 @@ export class TableLock implements LockPlace {
       // The embedded table's answers are never lost, so the mark has nothing to prove there:
       // one conditional delete, which writes nothing and so works on a full disk.
       if (this.table.kind === "file" && raw !== null) {
-        if (await this.table.deleteIf(key, "Info", raw)) return { kind: "released" };
+        if (await this.table.deleteIf(key, "Info", raw)) {
+          // Recorded after the delete, and best effort: a full disk must not keep the lock
+          // (the release is what matters), and on one machine the moment between the two,
+          // in which a retried UNLOCK could miss the record, is a few microseconds.
+          if (note !== undefined) {
+            await this.remember(key, id, note, await record).catch((e: unknown) => {
+              if (!isObjstateError(e, "STORE_NO_SPACE")) throw e;
+            });
+          }
+          return { kind: "released" };
+        }
         continue;
       }
       if (await this.table.updateIf(key, "Info", raw, { [RELEASED]: id })) {
-        // The release is decided; the delete only removes the item, and repeating it is harmless.
+        // The release is decided: recorded now, before the item goes, so a lock that is gone
+        // is always in the record (and a lock lost to a takeover never is). Should this fail,
+        // the UNLOCK fails and its retry marks, records and deletes again.
+        if (note !== undefined) await this.remember(key, id, note, await record);
+        // The delete only removes the item, and repeating it is harmless.
         await this.table.deleteIf(key, RELEASED, id);
         return { kind: "released" };
       }
       if (raw === null) return { kind: "absent" };
     }
     throw new ObjstateError("LOCK_TABLE_ERROR", `could not release lock ${id} (${key}) in ${this.table.location}: the lock item kept changing`);
+  }
+
+  async recent(key: string): Promise<ReleasedLock[]> {
+    return parseReleased(await this.table.get(key + RECORD_SUFFIX, RECORD_ATTR));
+  }
+
+  /** Add a release to the record item, conditional on what was read (`null`: no item, or not read). */
+  private async remember(key: string, id: string, note: ReleaseNote, read: string | null | undefined): Promise<void> {
+    const item = key + RECORD_SUFFIX;
+    let current = read ?? null;
+    for (let round = 0; round < ROUNDS; round++) {
+      const next = withRelease(parseReleased(current), id, note);
+      if (current === null) {
+        const existing = await this.table.putIfAbsent(item, RECORD_ATTR, next);
+        if (existing === null) return;
+        current = existing;
+      } else {
+        // "" is an item without the attribute (written by hand): updateIf's `null` condition.
+        if (await this.table.updateIf(item, RECORD_ATTR, current === "" ? null : current, { [RECORD_ATTR]: next })) return;
+        current = await this.table.get(item, RECORD_ATTR);
+      }
+    }
+    throw new ObjstateError("LOCK_TABLE_ERROR", `could not record the release of lock ${id} in ${item} of ${this.table.location}: the item kept changing`);
   }
 
   async *list(): AsyncIterable<{ key: string; lock: StoredLock }> {
@@ -168,19 +221,54 @@ export class LockfileLock implements LockPlace {
     return now !== null && now.raw === raw ? now : null;
   }
 
-  async release(key: string, id: string, _known: StoredLock | undefined, owner?: string | undefined): Promise<ReleaseOutcome> {
+  async release(key: string, id: string, _known: StoredLock | undefined, owner?: string | undefined, note?: ReleaseNote | undefined): Promise<ReleaseOutcome> {
     let tried = false;
+    let record = note === undefined ? undefined : this.readRecord(key);
+    // Awaited below unless the release ends first: a failure then is nobody's business.
+    record?.catch(() => undefined);
     for (let round = 0; round < ROUNDS; round++) {
       const current = await this.read(key);
       // Gone after our own conditional delete was sent: its reply was lost, the release is done.
       if (current === null) return tried ? { kind: "released" } : { kind: "absent" };
       if (lockIdOf(current.info) !== id) return { kind: "other", holder: current.info, raw: current.raw };
       if (!ownedBy(current.info, owner)) return { kind: "not-owned", holder: current.info };
+      // Recorded before the lockfile goes (see TableLock.release), once: the conditional
+      // delete is both the decision and the removal, so the record comes right before it,
+      // after a fresh read found this lock.
+      if (record !== undefined && note !== undefined) {
+        // A full disk must not keep the lock: the release goes on without its record
+        // (a retry of this UNLOCK would then get 409 instead of 200, never a lock kept).
+        await this.remember(key, id, note, await record).catch((e: unknown) => {
+          if (!isObjstateError(e, "STORE_NO_SPACE")) throw e;
+        });
+        record = undefined;
+      }
       if (!this.atomicDelete && current.expires !== undefined && current.expires * 1000 <= this.now()) return { kind: "released" };
       if (await this.store.deleteIfMatch(key, current.token)) return { kind: "released" };
       tried = true;
     }
     throw new ObjstateError("LOCK_ERROR", `could not release lock ${id}: the lockfile ${key} in ${this.store.location} kept changing`);
+  }
+
+  async recent(key: string): Promise<ReleasedLock[]> {
+    return parseReleased((await this.readRecord(key)).text);
+  }
+
+  private async readRecord(key: string): Promise<{ text: string | null; etag: string | undefined }> {
+    const obj = await this.store.get(recordKeyOf(key));
+    return obj === null ? { text: null, etag: undefined } : { text: obj.body.toString("utf8"), etag: obj.meta.etag ?? "" };
+  }
+
+  /** Add a release to the record object: created with `If-None-Match: *`, replaced with `If-Match`. */
+  private async remember(key: string, id: string, note: ReleaseNote, read: { text: string | null; etag: string | undefined }): Promise<void> {
+    const object = recordKeyOf(key);
+    let current = read;
+    for (let round = 0; round < ROUNDS; round++) {
+      const next = withRelease(parseReleased(current.text), id, note);
+      if (await this.putIf(object, next, current.etag === undefined ? { ifNoneMatch: true } : { ifMatch: current.etag })) return;
+      current = await this.readRecord(key);
+    }
+    throw new ObjstateError("LOCK_ERROR", `could not record the release of lock ${id} in ${object} of ${this.store.location}: the object kept changing`);
   }
 
   async *list(prefix: string): AsyncIterable<{ key: string; lock: StoredLock }> {
@@ -210,4 +298,9 @@ export class LockfileLock implements LockPlace {
     }
     return now;
   }
+}
+
+/** The record object of the lockfile at `key` (`{statePath}.tflock` → `{statePath}.tfrel`). */
+function recordKeyOf(lockfileKey: string): string {
+  return (lockfileKey.endsWith(LOCKFILE_SUFFIX) ? lockfileKey.slice(0, -LOCKFILE_SUFFIX.length) : lockfileKey) + RECORD_OBJECT_SUFFIX;
 }

@@ -8,6 +8,7 @@ import { lockedError, lockIdOf, NO_LOCK_ID, notOwned } from "./fencing.js";
 import { isExpired, leaseExpiry, LockHandle, lockLost, takeoverBound } from "./lease.js";
 import { describeHolder, newLockInfo, ownedBy, type LockInfo } from "./lock-info.js";
 import type { LockPlace, StoredLock } from "./lock-places.js";
+import { findRelease, type ReleasedLock } from "./released.js";
 
 /** What a lock is taken with (the backend's `LockOptions` plus the lease). */
 export interface TakeOptions {
@@ -21,6 +22,16 @@ export interface TakeOptions {
   readonly owner?: string | undefined;
   /** Lease length in ms; undefined: the connection's default (none: never expires). */
   readonly ttlMs?: number | undefined;
+}
+
+/** Who releases a lock, and whether the release is recorded (see {@link Locking.unlock}). */
+export interface UnlockBy {
+  /** Release only a lock that belongs to this owner. */
+  readonly owner?: string | undefined;
+  /** The principal of a force-unlock that named no lock ID. */
+  readonly forcedBy?: string | undefined;
+  /** Record the release (default true). */
+  readonly record?: boolean | undefined;
 }
 
 /** One lock as `objstate locks` lists it. */
@@ -118,8 +129,17 @@ export class Locking {
         }
         throw lockedError(init.describe(workspace), workspace, r.blocked.raw, r.blocked.info);
       }
+      // A caller's ID that was already released is a late copy of an earlier LOCK (its holder
+      // finished): taken, it would block the state with a lock nobody releases. Looked up
+      // after the lock was written: a release records itself before it removes the lock, so
+      // one that let this write in is always seen.
+      if (options.id !== undefined && options.id !== "") {
+        const gone = await this.released(workspace, options.id);
+        if (gone !== undefined) throw lateLock(init.describe(workspace), options.id, gone);
+      }
     } catch (e) {
-      // All or nothing: what was taken before the refusal is given back.
+      // All or nothing: what was taken before the refusal is given back (unrecorded: that
+      // ID was never handed out, and the tool retries a refused LOCK under the same ID).
       for (const [place, s] of got) await place.release(init.keyOf(place, workspace), info.ID, s).catch(() => undefined);
       throw e;
     }
@@ -137,7 +157,9 @@ export class Locking {
         renew: () => this.renew(workspace, info.ID),
         release: async () => {
           this.handles.delete(info.ID);
-          await this.unlock(workspace, info.ID);
+          // A handle's lock is this process's own, under an ID no client sends a LOCK or an
+          // UNLOCK for: its release needs no record (state push and the like pay nothing).
+          await this.unlock(workspace, info.ID, { record: false });
         },
       },
       ttl,
@@ -243,19 +265,33 @@ export class Locking {
   /**
    * Release lock `id` everywhere (table first, then lockfile); the same checks as before
    * leases. With an `owner`, only a lock that belongs to it is released (`LOCK_NOT_OWNED`).
+   * The release is recorded ({@link recent}; `forcedBy`: the principal of a force-unlock that
+   * named no ID) unless `record` is false. An ID that is not the holder's but was released
+   * recently is `LOCK_NOT_FOUND` (already released), not `LOCK_ID_MISMATCH`.
    */
-  async unlock(workspace: string, id: string, owner?: string | undefined): Promise<void> {
+  async unlock(workspace: string, id: string, options: UnlockBy = {}): Promise<void> {
+    const { owner, forcedBy } = options;
     const init = this.init;
     if (!this.enabled) return;
     const h = this.held.get(id);
+    const recorder = this.recorder;
     let released = false;
     for (const place of [...init.places].reverse()) {
-      const out = await place.release(init.keyOf(place, workspace), id, h?.places.get(place), owner);
+      const note = place === recorder && id !== NO_LOCK_ID && options.record !== false ? { atMs: init.now(), forcedBy } : undefined;
+      const out = await place.release(init.keyOf(place, workspace), id, h?.places.get(place), owner, note);
       if (out.kind === "released") released = true;
       // Every place holds the same info: the first one refuses before anything is released.
       else if (out.kind === "not-owned") throw notOwned(init.describe(workspace), owner as string, out.holder, "release");
       else if (out.kind === "other") {
         this.held.delete(id);
+        // Only here is the record read: an UNLOCK repeated after its reply was lost, once
+        // another client took the lock, is done, and that client's lock is left alone.
+        const gone = id === NO_LOCK_ID ? undefined : await this.released(workspace, id);
+        if (gone !== undefined) {
+          throw new ObjstateError("LOCK_NOT_FOUND", `lock ${id} on ${init.describe(workspace)} was already released (at ${new Date(gone.at).toISOString()}); the state is locked again since, by ${describeHolder(out.holder)}, and that lock was left alone`, {
+            details: { lockId: id, releasedAt: new Date(gone.at).toISOString() },
+          });
+        }
         throw new ObjstateError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${init.describe(workspace)}: ${describeHolder(out.holder)}`, { details: { lockId: id, lockInfo: out.holder } });
       }
     }
@@ -265,6 +301,22 @@ export class Locking {
       const what = id === NO_LOCK_ID ? "no lock item without an ID" : `no lock with ID ${id}`;
       throw new ObjstateError("LOCK_NOT_FOUND", `the state at ${init.describe(workspace)} is not locked (${what})`, { details: { lockId: id } });
     }
+  }
+
+  /** The workspace's recent releases, oldest first (empty without locking). */
+  async recent(workspace: string): Promise<ReleasedLock[]> {
+    const place = this.recorder;
+    return place === undefined ? [] : place.recent(this.init.keyOf(place, workspace));
+  }
+
+  /** The recent release of lock `id`, if it is remembered. */
+  private async released(workspace: string, id: string): Promise<ReleasedLock | undefined> {
+    return findRelease(await this.recent(workspace), id, this.init.now());
+  }
+
+  /** The place that records releases: the table when there is one (the last place), else the lockfile. */
+  private get recorder(): LockPlace | undefined {
+    return this.init.places[this.init.places.length - 1];
   }
 
   /** The current lock's info (the first place's), or null when unlocked. */
@@ -304,6 +356,12 @@ export class Locking {
 /** Every lock of `place` under `prefixes` (the table ignores them: it is listed once). */
 async function* listAll(place: LockPlace, prefixes: readonly string[]): AsyncIterable<{ key: string; lock: StoredLock }> {
   for (const prefix of place.kind === "table" ? [""] : prefixes) yield* place.list(prefix);
+}
+
+/** `LOCK_ID_RELEASED`: a LOCK under the ID of a lock released since (no lock info: nothing to wait for). */
+function lateLock(where: string, id: string, gone: ReleasedLock): ObjstateError {
+  const at = new Date(gone.at).toISOString();
+  return new ObjstateError("LOCK_ID_RELEASED", `lock ${id} on ${where} was released at ${at}: this request to take it again is a late copy of an earlier one (a retry that arrived after its holder had finished), so the lock was not taken. To lock the state, use a new lock ID`, { details: { lockId: id, releasedAt: at } });
 }
 
 /** The stored info with a new `Expires`, every other field kept as it is. */

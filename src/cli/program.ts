@@ -88,8 +88,10 @@ function timeoutOption(cmd: Command): Command {
  * config; also in the --config file's `objstate` section), on every command that talks to a server.
  */
 function lockSettingsOptions(cmd: Command): Command {
+  const ttl = new Option("--lock-ttl <duration>", "locks this command takes expire unless renewed (objstate renews them every third of this while it works; an expired one is taken over): 30s, 1m [default: none, never expire]");
+  // serve takes no lease (the tool's client cannot renew one): it refuses the flag by name, unlisted.
   return cmd
-    .addOption(new Option("--lock-ttl <duration>", "locks this command takes expire unless renewed (objstate renews them every third of this while it works; an expired one is taken over): 30s, 1m [default: none, never expire]"))
+    .addOption(cmd.name() === "serve" ? ttl.hideHelp() : ttl)
     .addOption(new Option("--lockfile", "lock with a lockfile {state path}.tflock in the bucket (as the tool's S3 backend does), with or without a lock table"));
 }
 

@@ -5,6 +5,7 @@
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { durationFlag } from "./duration.js";
 import { usageError } from "./io.js";
+import { lockSettings } from "./lock-settings.js";
 import { connect, warn } from "./runtime.js";
 import { formKeyOf, readSecretFile } from "./secret-file.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
@@ -116,12 +117,26 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   const csrfKey = secretFile === undefined ? undefined : formKeyOf(readSecretFile(secretFile));
 
   const config = backendConfigOf(gatherSettings(opts));
+  if (lockSettings().ttlMs !== undefined) {
+    throw usageError(
+      "objstate serve takes no lease (--lock-ttl, or lockTtl in the --config file's objstate section): the tool's http client cannot renew one, so an apply that sends nothing for longer than the lease (while it waits for its confirmation, or for a slow resource) would lose its lock and its final write. Remove it; release a lock a crashed client left with terraform force-unlock (the force role)",
+      "SERVE_LEASE_UNSUPPORTED",
+    );
+  }
+  const allowUnlockedWrites = opts["allowUnlockedWrites"] === true;
   // Repairs a request made on its own (a torn write committed by a GET) are the operator's to know.
   const backend = await connect(config, {
     onRepair: (r) => logger.event("warn", "state repaired", { workspace: r.workspace, action: r.action, md5: r.md5, generation: r.generation, serial: r.serial, lockId: r.lockId, detail: r.message }),
   });
+  if (!backend.lockingEnabled && !allowUnlockedWrites) {
+    backend.close();
+    throw usageError(
+      "no lock table is configured (kvstoreTable, or --lockfile): every write through this server would be unlocked, and concurrent clients could overwrite each other's changes. Configure one, or start with --allow-unlocked-writes to serve without locking",
+      "SERVE_NO_LOCKING",
+    );
+  }
   const withConsole = opts["console"] !== false;
-  const server = new ObjstateServer({ backend, users, maxStateSize, clientTimeoutMs, maxConnections, maxConnectionsPerClient, tls, logger, console: withConsole, csrfKey, publicUrls });
+  const server = new ObjstateServer({ backend, users, maxStateSize, clientTimeoutMs, maxConnections, maxConnectionsPerClient, tls, logger, console: withConsole, csrfKey, publicUrls, allowUnlockedWrites });
   try {
     await server.listen(host, port);
   } catch (e) {
@@ -136,8 +151,9 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
   if (users !== undefined && tls === undefined && !isLoopbackHost(host)) {
     warn(`SERVING PASSWORDS OVER PLAIN HTTP on ${server.url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`, "SERVE_PLAINTEXT_PASSWORDS");
   }
-  if (!backend.lockingEnabled) warn("no lock table is configured: LOCK always succeeds and concurrent clients can overwrite each other's changes", "SERVE_NO_LOCKING");
-  logger.event("info", "listening", { url: server.url, state: backend.describe(), auth: users !== undefined, tls: tls !== undefined, clientCertificates: tls?.ca !== undefined, sharedFormSecret: csrfKey !== undefined });
+  if (!backend.lockingEnabled) warn("no lock table is configured (--allow-unlocked-writes): LOCK always succeeds and concurrent clients can overwrite each other's changes", "SERVE_NO_LOCKING");
+  else if (allowUnlockedWrites) warn("--allow-unlocked-writes: a client without lock_address, or run with -lock=false, can overwrite changes it never read", "SERVE_UNLOCKED_WRITES");
+  logger.event("info", "listening", { url: server.url, state: backend.describe(), auth: users !== undefined, tls: tls !== undefined, clientCertificates: tls?.ca !== undefined, sharedFormSecret: csrfKey !== undefined, unlockedWrites: allowUnlockedWrites });
   // The signal handlers go in before the line that says the server is up: whoever waits for
   // that line may send SIGTERM at once, and a signal before its handler kills the process.
   const stopped = new Promise<void>((resolve) => {

@@ -366,6 +366,7 @@ export function addServeOptions(cmd: Command): Command {
   add(new Option("--max-connections <n>", "open connections in all; more are closed at once").default("1024"));
   add(new Option("--max-connections-per-client <n>", "open connections from one client address (an IPv6 /64 counts as one); more are closed at once. Behind a proxy every client has the proxy's address: raise it to --max-connections").default("64"));
   add(new Option("--shutdown-grace <duration>", "on SIGTERM or SIGINT, how long requests in flight may take to finish before their connections are cut").default("30s"));
+  add(new Option("--allow-unlocked-writes", "accept a state write without ?ID, from a client that holds no lock (no lock_address in its backend block, or -lock=false): it may overwrite changes it never read. Needed to serve without a lock table or lockfile [default: such writes get 409 UNLOCKED_WRITE]"));
   add(new Option("--no-console", "serve no web console at / (only /state, /api/v1 and the probes)"));
   add(new Option("--secret-file <file>", "the console's form secret, shared by every replica behind one address so a form served by one posts to another: at least 32 bytes, mode 600, e.g. (umask 077; openssl rand -base64 48 > FILE) [default: a new one each process]"));
   add(new Option("--log-level <level>", "request log on stderr, one JSON line per request: debug, info, warn, error, off").choices(["debug", "info", "warn", "error", "off"]).default("info"));

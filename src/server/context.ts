@@ -7,6 +7,7 @@ import type { ObjectStoreBackend } from "../backend/backend.js";
 import type { Principal } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
 import type { BodyLimits } from "./body.js";
+import type { Logger } from "./log.js";
 import type { Metrics } from "./metrics.js";
 import { allowed, type Role, type User } from "./users.js";
 
@@ -27,6 +28,12 @@ export interface Ctx {
   readonly backend: ObjectStoreBackend;
   readonly limits: BodyLimits;
   readonly metrics: Metrics;
+  /** The server's log, for events a request causes beside its own line (a force-unlock). */
+  readonly logger: Logger;
+  /** The origin this request reached the server by (`https://state.example.com`), when the gate knows it. */
+  readonly origin: string | undefined;
+  /** Accept a state write without `?ID` (`--allow-unlocked-writes`). */
+  readonly allowUnlockedWrites: boolean;
   /** Bytes of the request body read so far. */
   bytesIn: number;
   bytesOut: number;

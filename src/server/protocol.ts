@@ -1,8 +1,11 @@
 /**
  * `/state/{workspace}`: the tool's http backend protocol (DESIGN §11), as its client
  * (hashicorp/terraform and opentofu/opentofu, internal/backend/remote-state/http) sends it.
- * Every answer is safe to repeat: a write retried is the same content (a no-op), a LOCK
- * retried under its own ID is taken, an UNLOCK of a lock already gone is done.
+ * Every request its client retries is safe to repeat: a write retried is the same content
+ * (a no-op); a LOCK retried under its own ID is taken, and one that arrives after its lock
+ * was released is refused; an UNLOCK of a lock already gone, or released recently and
+ * taken since by someone else, is done; a force-unlock repeated soon after by the same
+ * user releases nothing more (docs/decisions/040, 043).
  */
 import { NO_LOCK_ID, type LockInfo } from "../backend/backend.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
@@ -132,6 +135,7 @@ export async function postState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "write", ws);
   const id = ctx.url.searchParams.get("ID") ?? "";
+  if (id === "" && !ctx.allowUnlockedWrites) throw unlockedWrite(ctx, ws);
   const lockId = id === "" ? undefined : id;
   const as = writeAs(ctx, ws);
   const md5 = declaredMd5(header(ctx, "content-md5"));
@@ -172,6 +176,19 @@ async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md
   if (failed !== undefined && (refused === undefined || isObjstateError(failed, "MD5_MISMATCH") || isObjstateError(failed, "CLIENT_TIMEOUT") || isObjstateError(failed, "BAD_REQUEST"))) throw failed;
   if (refused !== undefined) throw refused.error;
   sendEmpty(ctx, 200);
+}
+
+/**
+ * `UNLOCKED_WRITE`: a write from a client that holds no lock (no `lock_address`, or
+ * `-lock=false`) could overwrite changes it never read, whenever its serial is higher.
+ */
+function unlockedWrite(ctx: Ctx, ws: string): ObjstateError {
+  const address = `${ctx.origin ?? ""}/state/${encodeURIComponent(ws)}`;
+  return new ObjstateError(
+    "UNLOCKED_WRITE",
+    `a write to workspace ${ws} without ?ID: the client holds no lock, so it could overwrite changes it never read. Set lock_address and unlock_address to ${address} in the backend "http" block (and do not run with -lock=false), or start objstate serve with --allow-unlocked-writes to accept such writes`,
+    { details: { lock_address: address } },
+  );
 }
 
 const notAState = (ws: string): ObjstateError => new ObjstateError("STATE_INVALID", `the body of a write to workspace ${ws} is not a state (a JSON object)`);
@@ -224,7 +241,9 @@ export async function lockState(ctx: Ctx): Promise<void> {
  * - by anyone else → 403 `LOCK_NOT_OWNED`, the lock stays (a lock taken outside the server
  *   has no owner: only `force` releases it here);
  * - an empty body (the tool's force-unlock) releases whatever holds the lock: `force`;
- * - another ID → 409 with the holder; no lock at all → 200 (a retried UNLOCK is done).
+ * - another ID → 409 with the holder, unless that ID was released recently (a retry whose
+ *   first reply was lost, after another client took the lock): 200, the new lock untouched;
+ *   no lock at all → 200 (a retried UNLOCK is done).
  */
 export async function unlockState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
@@ -232,23 +251,61 @@ export async function unlockState(ctx: Ctx): Promise<void> {
   const given = await readLockInfo(ctx);
   if (given === undefined || given.ID === "") {
     requireRole(ctx, "force", ws);
-    const holder = await ctx.backend.lockInfo(ws);
-    if (holder !== null) await release(ctx, ws, holder.ID === "" ? NO_LOCK_ID : holder.ID);
+    await forceUnlock(ctx, ws);
     return sendEmpty(ctx, 200);
   }
   // The release checks the ID and the owner on the read it makes anyway (another ID → 409
   // with the holder, another owner → 403, none → done): nothing is read first.
-  await release(ctx, ws, given.ID, ownerToCheck(ctx, ws));
+  if ((await release(ctx, ws, given.ID, ownerToCheck(ctx, ws))) && namesOnlyId(given)) {
+    // OpenTofu's force-unlock: lock info with the ID and nothing else.
+    forceLine(ctx, ws, given.ID, "force-unlock");
+  }
   sendEmpty(ctx, 200);
 }
 
-async function release(ctx: Ctx, ws: string, id: string, owner?: string): Promise<void> {
+/**
+ * How long after a force-unlock without an ID the same user's next one is taken for its
+ * retry (its reply lost) rather than a new force-unlock: the tool's client retries after
+ * 1 s and 2 s more, once it noticed the loss (docs/decisions/043).
+ */
+export const FORCE_RETRY_MS = 60_000;
+
+/**
+ * The tool's force-unlock: an empty body, so it names no lock and releases whoever holds
+ * it. Repeated by the same user within {@link FORCE_RETRY_MS} of a force-unlock of theirs,
+ * it is that one's retry: a lock taken since (by a client that was waiting) is left alone.
+ */
+async function forceUnlock(ctx: Ctx, ws: string): Promise<void> {
+  const [holder, recent] = await Promise.all([ctx.backend.lockInfo(ws), ctx.backend.recentReleases(ws)]);
+  if (holder === null) return;
+  const last = recent[recent.length - 1];
+  if (last?.forcedBy === ctx.principal.name && Math.abs(Date.now() - last.at) <= FORCE_RETRY_MS) {
+    forceLine(ctx, ws, last.id, "force-unlock repeated: taken for a retry of the last one, nothing more released", holder.ID);
+    return;
+  }
+  if (await release(ctx, ws, holder.ID === "" ? NO_LOCK_ID : holder.ID, undefined, ctx.principal.name)) forceLine(ctx, ws, holder.ID, "force-unlock");
+}
+
+/** The `warn` line of a force-unlock: who did it and which lock it released (never a header or body). */
+function forceLine(ctx: Ctx, ws: string, lockId: string, msg: string, kept?: string): void {
+  ctx.logger.event("warn", msg, { workspace: ws, principal: ctx.principal.name, via: ctx.principal.via, lockId: lockId === "" ? NO_LOCK_ID : lockId, ...(kept === undefined ? {} : { heldBy: kept }) });
+}
+
+/** Lock info naming an ID and nothing else: OpenTofu's force-unlock (it has no lock info of its own). */
+function namesOnlyId(i: LockInfo): boolean {
+  return i.Operation === "" && i.Who === "" && i.Version === "" && i.Created === "" && i.Info === "" && i.Path === "";
+}
+
+/** Release lock `id`; true when this request released it, false when it was gone already. */
+async function release(ctx: Ctx, ws: string, id: string, owner?: string, forcedBy?: string): Promise<boolean> {
   try {
-    await ctx.backend.unlock(ws, id, { owner });
+    await ctx.backend.unlock(ws, id, { owner, forcedBy });
     ctx.metrics.lockHeld(-1);
+    return true;
   } catch (e) {
-    // Released between our look and the release (a retry of this very UNLOCK): done.
+    // Gone already (a retry of this very UNLOCK, maybe after another client locked): done.
     if (!isObjstateError(e, "LOCK_NOT_FOUND")) throw e;
+    return false;
   }
 }
 

@@ -59,6 +59,12 @@ export interface ServerOptions {
    * forms must come from one of them (or from the loopback origin they were served on).
    */
   readonly publicUrls?: readonly PublicOrigin[] | undefined;
+  /**
+   * Accept a state write without `?ID` (a client without `lock_address`, or run with
+   * `-lock=false`), which may overwrite changes its client never read (default false: 409
+   * `UNLOCKED_WRITE`, naming the `lock_address` to set).
+   */
+  readonly allowUnlockedWrites?: boolean | undefined;
 }
 
 /**
@@ -271,6 +277,9 @@ export class ObjstateServer {
       backend: this.options.backend,
       limits: { maxBytes: this.maxStateSize, idleMs: this.clientTimeoutMs },
       metrics: this.metrics,
+      logger: this.logger,
+      origin: undefined,
+      allowUnlockedWrites: this.options.allowUnlockedWrites === true,
       bytesIn: 0,
       bytesOut: 0,
     };
@@ -284,6 +293,7 @@ export class ObjstateServer {
       let refusal: ConsoleContext["refusal"];
       try {
         origin = this.gate.check(req, kind);
+        (ctx as { origin: string | undefined }).origin = origin;
       } catch (e) {
         // The console shows its refusals as a page; every other route answers JSON.
         if (kind !== "console" || !isObjstateError(e)) throw e;
@@ -343,6 +353,8 @@ export class ObjstateServer {
       return;
     }
     if (status === 204) return sendEmpty(ctx, 204);
-    sendJson(ctx, status, { code: codeOf(e), message: e instanceof Error ? e.message : String(e) });
+    // The one field a client is told to set: UNLOCKED_WRITE names the state's lock_address.
+    const lockAddress = isObjstateError(e) ? e.details?.["lock_address"] : undefined;
+    sendJson(ctx, status, { code: codeOf(e), message: e instanceof Error ? e.message : String(e), ...(typeof lockAddress === "string" ? { lock_address: lockAddress } : {}) });
   }
 }

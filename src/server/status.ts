@@ -41,6 +41,11 @@ const STATUS: Readonly<Record<string, number>> = {
   // The writer's lease ran out and was taken over: retrying cannot help, so not a 5xx
   LOCK_LOST: 409,
   LOCK_NOT_FOUND: 409,
+  // A LOCK under the ID of a lock released since (a late copy): its body is no lock info,
+  // so the tool's client stops instead of waiting on it
+  LOCK_ID_RELEASED: 409,
+  // A write without ?ID (the client holds no lock) on a server without --allow-unlocked-writes
+  UNLOCKED_WRITE: 409,
   STATE_LOCKED: 423,
   // The bucket keeps no versions: nothing a retry changes, the operator turns it on
   VERSIONING_OFF: 409,

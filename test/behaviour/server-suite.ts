@@ -5,6 +5,7 @@
  * bucket and table (each request to the next replica).
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { after, before, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../src/index.js";
 import { Logger } from "../../src/server/log.js";
@@ -41,6 +42,12 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
   });
 
   const client = (options: Partial<ClientOptions> = {}): HttpBackendClient => new HttpBackendClient({ bases, workspace: uniqueName("ws"), ...options });
+  /** A state written as the tool writes one (`state push`): under its own lock. */
+  const seed = async (c: HttpBackendClient, state: Buffer): Promise<void> => {
+    assert.ok((await c.lock("OperationTypeInvalid")).ok);
+    assert.equal((await c.put(state)).status, 200);
+    assert.equal((await c.unlock()).status, 200);
+  };
   const api = async (path: string): Promise<Record<string, unknown>> => JSON.parse((await rawRequest(bases[0] as string, "GET", path, undefined)).body.toString()) as Record<string, unknown>;
 
   it("init: GET (no state: 204), LOCK, GET, POST of the first state under ?ID, UNLOCK", async () => {
@@ -61,7 +68,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
   it("plan: LOCK, GET (200, body and Content-MD5), UNLOCK; the lock is gone from every replica", async () => {
     const c = client();
     const state = toolState(3, "lineage-plan");
-    assert.equal((await c.put(state)).status, 200);
+    await seed(c, state);
     assert.ok((await c.lock("OperationTypePlan")).ok);
     const r = await c.send("GET", `/state/${c.options.workspace}`, undefined);
     assert.equal(r.status, 200);
@@ -104,9 +111,10 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.equal(refused.holder?.ID, la.id);
     assert.equal(refused.holder?.Who, "alice@host");
     setTimeout(() => void a.unlock(), 300);
+    // The tool's wait: its first LOCK refused, the same lock info again 1 s later.
     const waited = await b.lockWithTimeout("OperationTypePlan", 5000);
     assert.ok(waited.ok, JSON.stringify(waited));
-    assert.ok(waited.waited >= 250);
+    assert.equal(waited.attempts, 2);
     assert.equal((await b.unlock()).status, 200);
   });
 
@@ -154,28 +162,114 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.equal((await c.unlock()).status, 200);
   });
 
-  it("a write without ?ID while another client holds the lock is 423 with the holder; the lineage guard is 409 with the reason; a bad Content-MD5 is 400", async () => {
+  it("a write without ?ID (a client without lock_address, or -lock=false) is 409 UNLOCKED_WRITE naming the lock_address, and writes nothing", async () => {
     const ws = uniqueName("ws");
-    const holder = client({ workspace: ws });
-    const stranger = client({ workspace: ws });
-    const stored = toolState(2, "guarded", { o: { value: 1, type: "number" } });
-    assert.equal((await stranger.put(stored)).status, 200);
-    const l = await holder.lock("OperationTypeApply");
-    assert.ok(l.ok);
-    const locked = await stranger.put(toolState(3, "guarded"));
-    assert.equal(locked.status, 423);
-    assert.equal(JSON.parse(locked.body.toString()).ID, l.id);
-    const conflict = await holder.put(toolState(1, "guarded"));
-    assert.equal(conflict.status, 409);
-    const reason = JSON.parse(conflict.body.toString()) as { code: string; message: string };
-    assert.equal(reason.code, "STATE_CONFLICT");
-    assert.match(reason.message, /serial/);
-    const body = toolState(3, "guarded");
-    const damaged = await rawRequest(bases[0] as string, "POST", `/state/${ws}?ID=${l.id}`, body, {}, { "Content-MD5": Buffer.alloc(16).toString("base64") });
-    assert.equal(damaged.status, 400);
-    assert.equal(JSON.parse(damaged.body.toString()).code, "MD5_MISMATCH");
-    assert.deepEqual(await holder.get(), stored);
-    assert.equal((await holder.unlock()).status, 200);
+    const c = client({ workspace: ws });
+    const stored = toolState(2, "unlocked", { o: { value: 1, type: "number" } });
+    await seed(c, stored);
+    for (const base of bases) {
+      const r = await rawRequest(base, "POST", `/state/${ws}`, toolState(3, "unlocked"));
+      assert.equal(r.status, 409);
+      const body = JSON.parse(r.body.toString()) as { code: string; message: string; lock_address: string; ID?: string };
+      assert.equal(body.code, "UNLOCKED_WRITE");
+      assert.equal(body.lock_address, `${base}/state/${ws}`);
+      assert.ok(body.message.includes(`lock_address and unlock_address to ${base}/state/${ws}`), body.message);
+      assert.match(body.message, /--allow-unlocked-writes/);
+      assert.equal(body.ID, undefined, "not lock info: the client is not to wait on it");
+    }
+    assert.deepEqual(await c.get(), stored);
+  });
+
+  it("--allow-unlocked-writes: a write without ?ID is taken; while another client holds the lock it is 423 with the holder; the lineage guard is 409 with the reason; a bad Content-MD5 is 400", async () => {
+    const open = new ObjstateServer({ backend: backends[0] as ObjectStoreBackend, logger: new Logger("off"), allowUnlockedWrites: true });
+    await open.listen("127.0.0.1", 0);
+    try {
+      const ws = uniqueName("ws");
+      const holder = client({ workspace: ws });
+      const stranger = new HttpBackendClient({ bases: [open.url], workspace: ws });
+      const stored = toolState(2, "guarded", { o: { value: 1, type: "number" } });
+      assert.equal((await stranger.put(stored)).status, 200);
+      const l = await holder.lock("OperationTypeApply");
+      assert.ok(l.ok);
+      const locked = await stranger.put(toolState(3, "guarded"));
+      assert.equal(locked.status, 423);
+      assert.equal(JSON.parse(locked.body.toString()).ID, l.id);
+      const conflict = await holder.put(toolState(1, "guarded"));
+      assert.equal(conflict.status, 409);
+      const reason = JSON.parse(conflict.body.toString()) as { code: string; message: string };
+      assert.equal(reason.code, "STATE_CONFLICT");
+      assert.match(reason.message, /serial/);
+      const body = toolState(3, "guarded");
+      const damaged = await rawRequest(bases[0] as string, "POST", `/state/${ws}?ID=${l.id}`, body, {}, { "Content-MD5": Buffer.alloc(16).toString("base64") });
+      assert.equal(damaged.status, 400);
+      assert.equal(JSON.parse(damaged.body.toString()).code, "MD5_MISMATCH");
+      assert.deepEqual(await holder.get(), stored);
+      assert.equal((await holder.unlock()).status, 200);
+      stranger.close();
+    } finally {
+      await open.close(1000);
+    }
+  });
+
+  it("an UNLOCK repeated after its reply was lost is 200, also once another client holds the lock, whose lock stays", async () => {
+    for (const flavour of ["terraform", "opentofu"] as const) {
+      const ws = uniqueName("ws");
+      const a = client({ workspace: ws, flavour });
+      const b = client({ workspace: ws, flavour });
+      assert.ok((await a.lock("OperationTypeApply")).ok);
+      assert.equal((await a.unlock()).status, 200);
+      // The retry, after the first UNLOCK was done and before its answer arrived: no lock.
+      assert.equal((await a.unlock()).status, 200);
+      const lb = await b.lock("OperationTypeApply");
+      assert.ok(lb.ok);
+      // Later still, once b holds it: done, and b's lock is left alone (through every replica).
+      for (let i = 0; i < bases.length; i++) assert.equal((await a.unlock()).status, 200, `${flavour}: repeated UNLOCK ${i + 1}`);
+      assert.equal(((await api(`/api/v1/workspaces/${ws}/lock`))["lock"] as { ID: string } | null)?.ID, lb.id);
+      assert.equal((await b.put(toolState(1, "after-retry"))).status, 200, "b still holds the lock and writes under it");
+      // An ID that was never released is still refused with the holder.
+      const other = await rawRequest(bases[0] as string, "UNLOCK", `/state/${ws}`, Buffer.from(JSON.stringify({ ...(JSON.parse((a.jsonLockInfo as Buffer).toString()) as object), ID: randomUUID() })));
+      assert.equal(other.status, 409);
+      assert.equal(JSON.parse(other.body.toString()).ID, lb.id);
+      assert.equal((await b.unlock()).status, 200);
+    }
+  });
+
+  it("a LOCK that arrives after its lock was released (a late copy) is 409 without lock info, so the client does not wait on it; nothing is taken", async () => {
+    const ws = uniqueName("ws");
+    const a = client({ workspace: ws });
+    const info = a.newLockInfo("OperationTypeApply");
+    assert.ok((await a.lockWith(info)).ok);
+    assert.equal((await a.put(toolState(1, "late"))).status, 200);
+    assert.equal((await a.unlock()).status, 200);
+    for (const base of bases) {
+      const late = await rawRequest(base, "LOCK", `/state/${ws}`, Buffer.from(JSON.stringify(info)));
+      assert.equal(late.status, 409);
+      const body = JSON.parse(late.body.toString()) as { code: string; message: string; ID?: string };
+      assert.equal(body.code, "LOCK_ID_RELEASED");
+      assert.equal(body.ID, undefined);
+      assert.match(body.message, new RegExp(`lock ${info.ID} .* was released at .*a late copy`));
+    }
+    assert.deepEqual(await api(`/api/v1/workspaces/${ws}/lock`), { lock: null }, "the late copies took nothing");
+    // What LockWithContext makes of it: a lock error without a holder's ID, so no wait.
+    const again = await a.lockWith(info);
+    assert.ok(!again.ok && again.status === 409 && again.holder?.ID === undefined, JSON.stringify(again));
+    assert.ok((await client({ workspace: ws }).lock("OperationTypePlan")).ok, "anyone else locks it at once");
+  });
+
+  it("a force-unlock repeated by the same user soon after (its reply lost) releases nothing more: a lock taken since stays", async () => {
+    const ws = uniqueName("ws");
+    const a = client({ workspace: ws });
+    assert.ok((await a.lock("OperationTypeApply")).ok);
+    const admin = client({ workspace: ws });
+    assert.equal((await admin.unlock()).status, 200);
+    const b = client({ workspace: ws });
+    const lb = await b.lock("OperationTypeApply");
+    assert.ok(lb.ok);
+    assert.equal((await admin.unlock()).status, 200);
+    assert.equal(((await api(`/api/v1/workspaces/${ws}/lock`))["lock"] as { ID: string } | null)?.ID, lb.id);
+    // A force-unlock by ID (OpenTofu's, the API's) names what it releases: it goes through.
+    assert.equal((await client({ workspace: ws, flavour: "opentofu" }).unlock(lb.id)).status, 200);
+    assert.deepEqual(await api(`/api/v1/workspaces/${ws}/lock`), { lock: null });
   });
 
   it("lock_method = POST and unlock_method = DELETE on {address}/lock", async () => {
@@ -192,7 +286,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
 
   it("DELETE removes a workspace and refuses default", async () => {
     const c = client();
-    assert.equal((await c.put(toolState(1, "del"))).status, 200);
+    await seed(c, toolState(1, "del"));
     assert.equal((await c.delete()).status, 200);
     assert.equal(await c.get(), null);
     const d = await rawRequest(bases[0] as string, "DELETE", "/state/default", undefined);
@@ -203,7 +297,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
   it("/api/v1: workspaces with lock state and last write, a diff against a given state, and the lock listing", async () => {
     const c = client();
     const ws = c.options.workspace as string;
-    assert.equal((await c.put(toolState(7, "apiview"))).status, 200);
+    await seed(c, toolState(7, "apiview"));
     assert.ok((await c.lock("OperationTypeApply")).ok);
     const list = (await api("/api/v1/workspaces"))["workspaces"] as { name: string; lock: { ID: string } | null; lastWrite: { serial: number } | null }[];
     const mine = list.find((w) => w.name === ws);

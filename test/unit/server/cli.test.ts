@@ -1,14 +1,26 @@
 /** `objstate serve` and `objstate serve hash-password` as a user runs them. */
 import assert from "node:assert/strict";
-import { chmodSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { connect as netConnect, type Socket } from "node:net";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { parseUsers, verifyPassword } from "../../../src/server/users.js";
 import { runCli, startCli } from "../../support/cli.js";
+import { rawRequest } from "../../support/http-backend-client.js";
 
 const STORE = ["--bucket", "serve-cli", "--endpoint", "file:./s", "--kvstore-endpoint", "file:./s", "--kvstore-table", "locks"];
+
+/** `objstate serve ARGS` that must refuse to start: fails (rather than waits) if it serves. */
+async function refusedAtStart(args: string[], cwd: string): Promise<{ code: number | null; stderr: string }> {
+  const s = startCli(["serve", ...args, "--listen", "127.0.0.1:0", "--log-level", "off"], { cwd });
+  if (await s.stderrMatches(/serving /).then(() => true, () => false)) {
+    s.kill();
+    await s.done;
+    assert.fail(`serve ${args.join(" ")} started`);
+  }
+  return s.done;
+}
 
 describe("objstate serve (CLI)", () => {
   it("refuses a non-loopback address without --users, naming both ways out", () => {
@@ -141,6 +153,54 @@ describe("objstate serve (CLI)", () => {
     } finally {
       s.kill();
       await s.done;
+    }
+  });
+
+  it("serve takes no lease: --lock-ttl (or lockTtl in --config) is refused by name, and not offered in its help", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    const flag = await refusedAtStart([...STORE, "--lock-ttl", "10m"], cwd);
+    assert.equal(flag.code, 2, flag.stderr);
+    assert.match(flag.stderr, /objstate serve takes no lease \(--lock-ttl, or lockTtl in the --config file's objstate section\): the tool's http client cannot renew one/);
+    assert.match(flag.stderr, /Remove it/);
+    writeFileSync(join(cwd, "c.json"), JSON.stringify({ bucket: "serve-cli", endpoint: "file:./s", kvstoreEndpoint: "file:./s", kvstoreTable: "locks", objstate: { lockTtl: "1h" } }));
+    const file = await refusedAtStart(["--config", "c.json"], cwd);
+    assert.equal(file.code, 2, file.stderr);
+    assert.match(file.stderr, /objstate serve takes no lease/);
+    const help = runCli(["serve", "--help"], { cwd });
+    assert.doesNotMatch(help.stdout, /--lock-ttl/);
+    assert.match(help.stdout, /--allow-unlocked-writes/);
+    // Other commands still offer it, and say objstate renews it.
+    assert.match(runCli(["lock", "--help"], { cwd }).stdout, /--lock-ttl <duration> +locks this command takes expire unless renewed \(objstate renews them/);
+  });
+
+  it("without a lock table serve starts only with --allow-unlocked-writes; a write without ?ID is refused unless that flag is given; a force-unlock is a warn line with the user and the lock ID", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    const bare = ["--bucket", "serve-cli", "--endpoint", "file:./s"];
+    const refused = await refusedAtStart(bare, cwd);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, /no lock table is configured \(kvstoreTable, or --lockfile\): every write through this server would be unlocked.*--allow-unlocked-writes/);
+    const state = Buffer.from('{"version":4,"serial":1,"lineage":"cli","outputs":{},"resources":[]}');
+    for (const [flags, status] of [[[...bare, "--allow-unlocked-writes"], 200], [STORE, 409], [[...STORE, "--allow-unlocked-writes"], 200]] as const) {
+      const s = startCli(["serve", ...flags, "--listen", "127.0.0.1:0", "--log-level", "warn"], { cwd });
+      try {
+        await s.stderrMatches(/at (http:\/\/127\.0\.0\.1:\d+)\/state\/\{workspace\}/);
+        const url = /at (http:\/\/127\.0\.0\.1:\d+)\/state/.exec(s.stderrSoFar())?.[1] as string;
+        const r = await rawRequest(url, "POST", `/state/cli-${status}`, state);
+        assert.equal(r.status, status, `${flags.join(" ")}: ${r.body.toString()}`);
+        if (status === 409) assert.equal((JSON.parse(r.body.toString()) as { lock_address: string }).lock_address, `${url}/state/cli-409`);
+        if (flags.includes("--allow-unlocked-writes")) assert.match(s.stderrSoFar(), /warning: (no lock table is configured \(--allow-unlocked-writes\)|--allow-unlocked-writes: a client without lock_address)/);
+        if (flags === STORE) {
+          const lock = { ID: "11111111-2222-3333-4444-555555555555", Operation: "OperationTypeApply", Info: "", Who: "a@h", Version: "1.9.0", Created: new Date().toISOString(), Path: "" };
+          assert.equal((await rawRequest(url, "LOCK", "/state/held", Buffer.from(JSON.stringify(lock)))).status, 200);
+          assert.equal((await rawRequest(url, "UNLOCK", "/state/held", Buffer.alloc(0))).status, 200);
+          await s.stderrMatches(/"level":"warn","msg":"force-unlock"/);
+          const line = JSON.parse(s.stderrSoFar().split("\n").find((l) => l.includes('"msg":"force-unlock"')) as string) as Record<string, unknown>;
+          assert.deepEqual([line["workspace"], line["principal"], line["via"], line["lockId"]], ["held", "anonymous", "none", lock.ID]);
+        }
+      } finally {
+        s.kill();
+        await s.done;
+      }
     }
   });
 });
