@@ -4,14 +4,14 @@
  * one (never a mix), and the client's retry through the other replica succeeds.
  */
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "../../src/index.js";
-import { CLI, cliEnv } from "../support/cli.js";
+import { startServeProcess } from "../support/cli.js";
 import { HttpBackendClient, toolState } from "../support/http-backend-client.js";
 import { uniqueName, type Target } from "../support/targets.js";
 
@@ -29,22 +29,8 @@ export function serverProcessSuite(makeTarget: () => Target): void {
   const children: ChildProcess[] = [];
 
   async function replica(): Promise<Replica> {
-    const child = spawn(process.execPath, [CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off"], { env: cliEnv({ AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" }), stdio: ["ignore", "ignore", "pipe"] });
+    const { child, url, exited } = await startServeProcess(["--config", configFile, "--log-level", "off"], {}, 20_000);
     children.push(child);
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-    let stderr = "";
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 20_000);
-      child.stderr?.setEncoding("utf8").on("data", (d: string) => {
-        stderr += d;
-        const m = /at (http:\/\/127\.0\.0\.1:\d+)\/state/.exec(stderr);
-        if (m !== null) {
-          clearTimeout(timer);
-          resolve(m[1] as string);
-        }
-      });
-      void exited.then((code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
-    });
     return { child, url, exited };
   }
 

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -138,4 +138,35 @@ export function startCli(args: string[], options: CliOptions = {}): RunningCli {
         check();
       }),
   };
+}
+
+/** `objstate serve` running as a child process (see {@link startServeProcess}). */
+export interface ServeProcess {
+  readonly child: ChildProcess;
+  /** `http://127.0.0.1:PORT`, as the server announced it. */
+  readonly url: string;
+  /** Its exit code once it ended. */
+  readonly exited: Promise<number | null>;
+  /** Everything it wrote on stderr so far (its log lines). */
+  stderr(): string;
+}
+
+/** `objstate serve ARGS --listen 127.0.0.1:0` as a child process; resolves once it says where it listens. */
+export async function startServeProcess(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [CLI, "serve", ...args, "--listen", "127.0.0.1:0"], { env: cliEnv({ ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" }), stdio: ["ignore", "ignore", "pipe"] });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  let stderr = "";
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), timeoutMs);
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+      const m = /at (http:\/\/127\.0\.0\.1:\d+)\/state/.exec(stderr);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolve(m[1] as string);
+      }
+    });
+    void exited.then((code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+  });
+  return { child, url, exited, stderr: () => stderr };
 }
