@@ -1,5 +1,5 @@
 /**
- * The runtime backend (DESIGN §5): state objects in a bucket, locks and digests in a
+ * The runtime backend (docs/design.md §5): state objects in a bucket, locks and digests in a
  * key-value table. The state manager; drivers below it move bytes and items.
  */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
@@ -93,19 +93,19 @@ export interface ConnectOptions {
    */
   readonly lockfile?: boolean | undefined;
   /**
-   * Where the default workspace's state lives (DESIGN §5): `seed` (default) at
+   * Where the default workspace's state lives (docs/design.md §5): `seed` (default) at
    * `{prefix}/{key}`, as the tool's OSS backend keeps it; `s3` at `{key}`, as the tool's S3
    * backend keeps it (with `workspace_key_prefix` = prefix), so the two share one bucket and
    * one table. Named workspaces are at `{prefix}/{name}/{key}` in both. Anything else is
    * `INVALID_LAYOUT`.
    */
   readonly layout?: LayoutName | undefined;
-  /** How far apart the clocks of lock holders may be (default 1 s; see DESIGN §10). */
+  /** How far apart the clocks of lock holders may be (default 1 s; see docs/design.md §10). */
   readonly lockClockMarginMs?: number | undefined;
   /** Time source for leases (default `Date.now`). */
   readonly lockClock?: (() => number) | undefined;
   /**
-   * Told of every repair a read or write makes on its own (DESIGN §5): a torn write
+   * Told of every repair a read or write makes on its own (docs/design.md §5): a torn write
    * committed, or the committed state written again over a write that never committed.
    * Default: `onWarning` with code `OBJSTATE_STATE_REPAIRED`.
    */
@@ -503,7 +503,7 @@ export class ObjectStoreBackend {
 
   /**
    * The workspace's state bytes, or null when it has none. With a lock table, the read
-   * follows the committed digest (DESIGN §5):
+   * follows the committed digest (docs/design.md §5):
    * - a stored write that was never committed, with nothing committed since (its writer
    *   stopped between the two steps), is committed by the read (reported to `onRepair`), under
    *   a short lock of its own when the lock is free, or while the lock is held under another
@@ -1397,7 +1397,7 @@ interface Current {
 }
 
 /**
- * The table must have exactly one key, `LockID` of type String (DESIGN §5). An absent
+ * The table must have exactly one key, `LockID` of type String (docs/design.md §5). An absent
  * embedded table is created (zero setup, like the embedded bucket), except read-only:
  * then false says "absent, go without it".
  */

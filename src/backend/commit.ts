@@ -1,5 +1,5 @@
 /**
- * The commit point of a state write (DESIGN §5, decision 035): what a stored object is
+ * The commit point of a state write (docs/design.md §5, decision 012): what a stored object is
  * worth against the lock table's digest item. Pure functions; the backend makes the
  * requests.
  *

@@ -1,7 +1,7 @@
 /**
  * What the lineage guard and the fencing decide, and what a write records: pure functions
  * over state headers, object metadata and lock info, so the backend keeps only the order
- * of the requests (DESIGN §9–§10).
+ * of the requests (docs/design.md §9–§10).
  */
 import { ObjstateError } from "../errors.js";
 import type { ObjectMeta } from "../store/types.js";
@@ -16,7 +16,7 @@ import type { StateHeader } from "./state-header.js";
  */
 export const NO_LOCK_ID = "no-id";
 
-/** Object metadata objstate records with every state it writes (DESIGN §9). */
+/** Object metadata objstate records with every state it writes (docs/design.md §9). */
 export const META = {
   md5: "objstate-md5",
   serial: "objstate-serial",
@@ -30,7 +30,7 @@ export const META = {
   principal: "objstate-principal",
   /** How that user authenticated (`password`, `certificate`, `none` …). */
   principalVia: "objstate-principal-via",
-  /** The digest item's `Generation` this write commits (the one it saw, plus one; DESIGN §5). */
+  /** The digest item's `Generation` this write commits (the one it saw, plus one; docs/design.md §5). */
   generation: "objstate-generation",
   /** The `Digest` the write saw and replaces (`none` when there was none). */
   parent: "objstate-parent-md5",

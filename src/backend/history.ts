@@ -1,5 +1,5 @@
 /**
- * A workspace's versions (DESIGN §9): listing them with who wrote each, reading one, and
+ * A workspace's versions (docs/design.md §9): listing them with who wrote each, reading one, and
  * rolling back to one. The store keeps the versions (S3 bucket versioning, the embedded
  * store natively); this module reads them and never deletes one. The backend calls these
  * functions with its driver and the workspace's object key, and keeps the lock.

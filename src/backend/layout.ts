@@ -1,5 +1,5 @@
 /**
- * Where state lives in the bucket (DESIGN §5). Two layouts, which differ only in the default
+ * Where state lives in the bucket (docs/design.md §5). Two layouts, which differ only in the default
  * workspace:
  * - `seed` (the default; the tool's OSS backend's): default workspace at `{prefix}/{key}`;
  * - `s3` (the tool's S3 backend's, `workspace_key_prefix` = prefix): default workspace at `{key}`;
@@ -14,7 +14,7 @@ export const DEFAULT_WORKSPACE = "default";
 
 /**
  * Longest workspace name, in characters (names are ASCII: one byte each). One limit for
- * every store, so a name valid on one is valid on all (docs/decisions/022). The tightest
+ * every store, so a name valid on one is valid on all (docs/decisions/008). The tightest
  * store is the embedded one, whose whole key is one file name of at most 255 bytes: there a
  * name of 128 leaves about 110 bytes for the encoded prefix, key and `.tflock`. S3 keys
  * (1024 bytes) and DynamoDB LockIDs (`{bucket}/{key}-md5`, 2048 bytes) have room to spare.

@@ -1,5 +1,5 @@
 /**
- * Lease arithmetic and the held-lock handle (DESIGN §10). The clock rule:
+ * Lease arithmetic and the held-lock handle (docs/design.md §10). The clock rule:
  * - a lease ends at `Expires` = ceil((now + ttl) / 1 s), epoch seconds, by the holder's clock
  *   when it sent the acquire or renew;
  * - the holder stops writing at send time + ttl by its own clock (never later than `Expires`);

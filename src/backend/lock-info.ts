@@ -1,6 +1,6 @@
 import { nodeCrypto, nodeOs } from "../util/builtins.js";
 
-/** The lock information stored in the lock table's `Info` attribute (DESIGN §5). */
+/** The lock information stored in the lock table's `Info` attribute (docs/design.md §5). */
 export interface LockInfo {
   /** A UUID; unlock and force-unlock need it. */
   readonly ID: string;
@@ -17,7 +17,7 @@ export interface LockInfo {
   /** The lock item's LockID: `{bucket}/{statePath}`. */
   readonly Path: string;
   /**
-   * When the lease ends, epoch seconds (DESIGN §10); absent on a lock that never expires
+   * When the lease ends, epoch seconds (docs/design.md §10); absent on a lock that never expires
    * (the tool's own). The tool ignores the field.
    */
   readonly Expires?: number;

@@ -1,5 +1,5 @@
 /**
- * Where a lock lives (DESIGN §10): an item of the lock table, or a lockfile object
+ * Where a lock lives (docs/design.md §10): an item of the lock table, or a lockfile object
  * `{statePath}.tflock` beside the state (the tool's S3 backend layout). Both behind one
  * small interface; leases and fencing are the same on both (`locking.ts`).
  */

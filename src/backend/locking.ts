@@ -1,5 +1,5 @@
 /**
- * The state lock (DESIGN §10): taken in every configured place (the lockfile first, then
+ * The state lock (docs/design.md §10): taken in every configured place (the lockfile first, then
  * the table, the tool's order), with an optional lease, renewed by ID, checked right before
  * each write (the fencing), released everywhere. The backend delegates to this.
  */

@@ -1,5 +1,5 @@
 /**
- * The store conformance probe (DESIGN §10): before lockfiles trust a store's conditional
+ * The store conformance probe (docs/design.md §10): before lockfiles trust a store's conditional
  * writes, try them once on a probe key. Verdicts are cached per store location (endpoint
  * and bucket) for the life of the process; the probe key is purged (every version).
  */

@@ -1,5 +1,5 @@
 /**
- * The record of a workspace's recent releases (docs/decisions/040): the IDs of the last
+ * The record of a workspace's recent releases (docs/decisions/013): the IDs of the last
  * locks released, with when, kept beside the lock (an item of the lock table, or an object
  * beside the lockfile). It lets the server tell a request that arrives after its lock was
  * released (a retried UNLOCK whose first reply was lost, a LOCK that arrived late) from

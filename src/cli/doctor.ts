@@ -135,7 +135,7 @@ async function versionsCheck(store: ObjectStoreDriver, bucket: string): Promise<
 }
 
 /**
- * The conformance probe's verdict on every condition objstate relies on (DESIGN §10): the
+ * The conformance probe's verdict on every condition objstate relies on (docs/design.md §10): the
  * state writes' fencing and lockfiles need the first two; a store without the third
  * releases lockfiles after a read and an ID check, as the tool does.
  */

@@ -1,6 +1,6 @@
 /**
  * The actions of `state history`, `state diff`, `state rollback` and `state pull --version`
- * (DESIGN §9): every version kept by the store, read and compared without a lock table,
+ * (docs/design.md §9): every version kept by the store, read and compared without a lock table,
  * and rolled back under the workspace's lock.
  */
 import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";

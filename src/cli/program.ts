@@ -50,7 +50,7 @@ function lockTimeoutOption(cmd: Command): Command {
 
 /**
  * `--lock <bool>`: the tool's `-lock=false` on the commands that write under the lock. objstate
- * takes the lock all the same (docs/decisions/060): the flag is accepted so that the tool's
+ * takes the lock all the same (docs/decisions/022): the flag is accepted so that the tool's
  * command lines run unchanged, and `false` says so in a warning.
  */
 function lockOption(cmd: Command): Command {

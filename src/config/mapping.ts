@@ -1,5 +1,5 @@
 /**
- * The mapping table (DESIGN §12): beside the field table, one row per seed field, with one
+ * The mapping table (docs/design.md §12): beside the field table, one row per seed field, with one
  * cell per backend of the tool that objstate synthesizes for (`s3`, `oss`, `http`). A cell
  * names the backend's argument (nested as `endpoints.s3`), how the value is written, or
  * why there is none. Synthesis for the real tool (src/synth/terraform-json.ts), its errors,
@@ -119,7 +119,7 @@ export const TERRAFORM_MAPPING: { readonly [N in CommonName | BlockName | OwnNam
   key: { s3: arg("key", { whenUnset: "default" }), oss: arg("key", { whenUnset: "default" }), http: SERVER },
   prefix: { s3: arg("workspace_key_prefix", { transform: "path" }), oss: arg("prefix", { transform: "path" }), http: SERVER },
   profile: { s3: arg("profile"), oss: arg("profile"), http: SERVER },
-  // The S3 backend requires a region; objstate signs with us-east-1 when none is set (docs/decisions/045).
+  // The S3 backend requires a region; objstate signs with us-east-1 when none is set (docs/decisions/018).
   region: { s3: arg("region", { whenUnset: "us-east-1" }), oss: arg("region"), http: SERVER },
   secretKey: { s3: arg("secret_key", { env: "AWS_SECRET_ACCESS_KEY" }), oss: arg("secret_key", { env: "ALICLOUD_SECRET_KEY" }), http: SERVER },
   securityToken: { s3: arg("token", { env: "AWS_SESSION_TOKEN" }), oss: arg("security_token", { env: "ALICLOUD_SECURITY_TOKEN" }), http: SERVER },

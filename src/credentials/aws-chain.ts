@@ -1,6 +1,6 @@
 /**
  * The standard AWS credential chain, consulted after the seed's own sources gave nothing
- * (docs/decisions/050-aws-credential-chain.md). Every step is one of the AWS SDK's own
+ * (docs/decisions/019-aws-credential-chain.md). Every step is one of the AWS SDK's own
  * providers (`@aws-sdk/credential-providers`), run in the order of the SDK's Node default
  * chain, so that objstate can say which one won and why each before it gave nothing:
  *

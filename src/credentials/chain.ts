@@ -1,5 +1,5 @@
 /**
- * The credentials chain (DESIGN §4), assembled here from small sources:
+ * The credentials chain (docs/design.md §4), assembled here from small sources:
  *   1. static keys (explicit > env > profile, as resolved);
  *   2. the compute-instance role from the metadata service, only when no access key was
  *      found and a compute role is set (computeRoleName, or an EcsRamRole profile);

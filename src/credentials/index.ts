@@ -13,7 +13,7 @@ export type { Clock } from "./refresh.js";
 
 /**
  * Effective settings including the selected profile of the shared credentials file
- * (DESIGN §4): explicit > env > profile > default, with provenance. This is what the
+ * (docs/design.md §4): explicit > env > profile > default, with provenance. This is what the
  * backend and the CLI use.
  */
 export function resolveEffectiveSettings(

@@ -1,5 +1,5 @@
 /**
- * The compute-instance role from the metadata service (DESIGN §4):
+ * The compute-instance role from the metadata service (docs/design.md §4):
  * `GET {base}/latest/meta-data/ram/security-credentials/{role}`.
  *
  * The answer is trusted only as far as its shape: no redirects are followed (a redirect

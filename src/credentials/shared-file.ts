@@ -1,5 +1,5 @@
 /**
- * The shared credentials file (DESIGN §4):
+ * The shared credentials file (docs/design.md §4):
  * `{"current": NAME, "profiles": [{"name", "mode", "access_key_id", "access_key_secret",
  * "sts_token", "ram_role_name", "ram_role_arn", "ram_session_name", "expired_seconds",
  * "region_id"}]}`. The profile is chosen by the `profile` setting only; `current` is

@@ -1,5 +1,5 @@
 /**
- * The lock table over the DynamoDB API (DESIGN §5), for `http(s)://` and bare-host
+ * The lock table over the DynamoDB API (docs/design.md §5), for `http(s)://` and bare-host
  * `kvstoreEndpoint`s. Loaded lazily by `index.ts` so that importing objstate does not
  * load the AWS SDK.
  */

@@ -1,5 +1,5 @@
 /**
- * The embedded lock table (DESIGN §2, §5) for `file:` kvstore endpoints: a directory per
+ * The embedded lock table (docs/design.md §2, §5) for `file:` kvstore endpoints: a directory per
  * table on local disk, safe to share between processes on one machine.
  *
  * Layout of `<dir>/.kvstore/<table>/` (bucket names cannot start with `.`, so a table never

@@ -1,5 +1,5 @@
 /**
- * Opening a lock table: the driver is chosen by the endpoint's scheme (DESIGN §2).
+ * Opening a lock table: the driver is chosen by the endpoint's scheme (docs/design.md §2).
  * The DynamoDB driver is imported on demand, so programs that only use the embedded
  * table (or no locking at all) never load the AWS SDK.
  */

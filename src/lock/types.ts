@@ -23,7 +23,7 @@ export interface LeaseItem {
 }
 
 /**
- * A state's digest item as the commit point reads it (DESIGN §5): `Digest` (also read and
+ * A state's digest item as the commit point reads it (docs/design.md §5): `Digest` (also read and
  * written by the tool's own S3 backend), `Generation` and `CommitLockID` (objstate's).
  */
 export interface DigestItem {

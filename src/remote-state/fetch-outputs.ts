@@ -1,5 +1,5 @@
 /**
- * Reading a remote state's outputs at run time (DESIGN §6). Loaded on demand by
+ * Reading a remote state's outputs at run time (docs/design.md §6). Loaded on demand by
  * `DataRemoteStateObjectStore.fetchOutputs`, so that importing the package for synthesis
  * never loads the backend, the drivers or the extractor.
  *

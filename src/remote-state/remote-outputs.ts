@@ -1,5 +1,5 @@
 /**
- * The outputs of a remote state as read at run time (DESIGN §6): the state's root outputs
+ * The outputs of a remote state as read at run time (docs/design.md §6): the state's root outputs
  * merged over the config's `defaults`, with typed accessors whose errors say what is wrong,
  * exact numbers and sensitivity flags.
  * Loaded with the package, so it stays small; reading lives in `fetch-outputs.ts`.

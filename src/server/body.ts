@@ -13,7 +13,7 @@ import { md5Hex, PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 
 /**
  * The minimum rate of a request body: at least this many bytes in every window of the
- * client timeout, or the request is dropped (docs/decisions/020). A rate, not a deadline:
+ * client timeout, or the request is dropped (docs/decisions/006). A rate, not a deadline:
  * an upload of any size on a slow link that keeps moving is never cut, while a client that
  * drips a byte now and then to hold the connection is. 4 KiB is about three TCP segments:
  * in the default 30 s window a link with any data to send moves that much even through

@@ -1,5 +1,5 @@
 /**
- * Connection accounting of `objstate serve` (docs/decisions/020, 021): caps on open
+ * Connection accounting of `objstate serve` (docs/decisions/006, 007): caps on open
  * connections, per client address and in all, and the minimum rate of request bodies on
  * every route — also on routes that answer without reading the body, and after the answer,
  * while node:http discards the rest of a body to keep the connection alive (a body dripped

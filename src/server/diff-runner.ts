@@ -1,5 +1,5 @@
 /**
- * `POST …/diff` bounded (docs/decisions/021): a body of at most {@link DIFF_MAX_BODY}, at
+ * `POST …/diff` bounded (docs/decisions/007): a body of at most {@link DIFF_MAX_BODY}, at
  * most {@link MAX_CONCURRENT_DIFFS} diffs computed at once in this process (more: 429 with
  * Retry-After), each in a worker thread of its own with a bounded heap. On the main thread
  * a diff of two 50 MiB states blocked the event loop for over a second: no other request,

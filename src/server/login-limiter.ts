@@ -6,7 +6,7 @@
  * balancer, not the same user elsewhere. An address that fails for many different names
  * (credential stuffing) is limited as a whole. A password check in flight holds a slot until
  * it answers, so a burst of concurrent guesses cannot all reach the check before the first
- * failure is counted. See docs/decisions/010-login-limits.md.
+ * failure is counted. See docs/decisions/002-login-limits.md.
  */
 import { addressGroup } from "./address.js";
 import { ObjstateError } from "../errors.js";

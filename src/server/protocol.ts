@@ -1,11 +1,11 @@
 /**
- * `/state/{workspace}`: the tool's http backend protocol (DESIGN §11), as its client
+ * `/state/{workspace}`: the tool's http backend protocol (docs/design.md §11), as its client
  * (hashicorp/terraform and opentofu/opentofu, internal/backend/remote-state/http) sends it.
  * Every request its client retries is safe to repeat: a write retried is the same content
  * (a no-op); a LOCK retried under its own ID is taken, and one that arrives after its lock
  * was released is refused; an UNLOCK of a lock already gone, or released recently and
  * taken since by someone else, is done; a force-unlock repeated soon after by the same
- * user releases nothing more (docs/decisions/040, 043).
+ * user releases nothing more (docs/decisions/013, 016).
  */
 import { NO_LOCK_ID, type LockInfo } from "../backend/backend.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
@@ -27,7 +27,7 @@ const LOCK_BODY_MAX = 64 * 1024;
  * behind a recent write), nothing is sent until the read's digest retries settle it, as
  * for a small state: 200 once the store caught up, else 409 naming the fix (the read already
  * waited; a 5xx would only make the client wait again). The read follows the commit point:
- * it may commit a torn write or serve the committed version behind a late one (DESIGN §5),
+ * it may commit a torn write or serve the committed version behind a late one (docs/design.md §5),
  * which the backend reports to the server's log.
  */
 export async function getState(ctx: Ctx): Promise<void> {
@@ -266,7 +266,7 @@ export async function unlockState(ctx: Ctx): Promise<void> {
 /**
  * How long after a force-unlock without an ID the same user's next one is taken for its
  * retry (its reply lost) rather than a new force-unlock: the tool's client retries after
- * 1 s and 2 s more, once it noticed the loss (docs/decisions/043).
+ * 1 s and 2 s more, once it noticed the loss (docs/decisions/016).
  */
 export const FORCE_RETRY_MS = 60_000;
 

@@ -51,7 +51,7 @@ const STATUS: Readonly<Record<string, number>> = {
   VERSIONING_OFF: 409,
   // The stored state cannot be vouched for and needs the operator (the message names the
   // command): 409, which the tool's client reports at once, instead of a 5xx it retries
-  // for nothing (decision 035). The read already waited out a store catching up.
+  // for nothing (decision 012). The read already waited out a store catching up.
   DIGEST_MISMATCH: 409,
   TORN_WRITE: 409,
   COMMITTED_VERSION_MISSING: 409,

@@ -8,7 +8,7 @@ export type ParsedEndpoint =
   | { readonly kind: "file"; readonly dir: string };
 
 /**
- * Interpret an endpoint the way DESIGN §2 says: `http(s)://` as given, a bare host as
+ * Interpret an endpoint the way docs/design.md §2 says: `http(s)://` as given, a bare host as
  * `https://host`, `file:///abs` and `file:rel` (relative to `cwd`) as a local directory.
  */
 export function parseEndpoint(endpoint: string, cwd: string = process.cwd()): ParsedEndpoint {

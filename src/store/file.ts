@@ -1,5 +1,5 @@
 /**
- * The embedded object store: a bucket is a directory on local disk (DESIGN §2).
+ * The embedded object store: a bucket is a directory on local disk (docs/design.md §2).
  *
  * On-disk layout for endpoint `file:ROOT` and bucket `B`:
  *
@@ -893,7 +893,7 @@ function normalizeMetadata(m: Readonly<Record<string, string>> | undefined): Rec
   return Object.fromEntries(Object.entries(m).map(([k, v]) => [k.toLowerCase(), String(v)]));
 }
 
-/** Bucket names become a directory name: allow only what DESIGN §3 allows. */
+/** Bucket names become a directory name: allow only what docs/design.md §3 allows. */
 function checkBucketName(bucket: string): void {
   if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket) || bucket.includes("..")) {
     throw new ObjstateError("INVALID_BUCKET", `bucket "${bucket}" is not a valid bucket name (3-63 characters of a-z, 0-9, "." and "-")`);

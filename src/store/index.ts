@@ -1,5 +1,5 @@
 /**
- * Opens the object-store driver an endpoint calls for (DESIGN §2). The S3 driver is loaded
+ * Opens the object-store driver an endpoint calls for (docs/design.md §2). The S3 driver is loaded
  * on demand: the AWS SDK takes a noticeable time to import, and `file:` users never need it.
  */
 import { parseEndpoint } from "./endpoint.js";

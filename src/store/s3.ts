@@ -1,5 +1,5 @@
 /**
- * The S3-API object-store driver (DESIGN §2: `http(s)://` endpoints and bare hosts).
+ * The S3-API object-store driver (docs/design.md §2: `http(s)://` endpoints and bare hosts).
  * Written for any S3-compatible store and checked against Ceph RGW: path-style requests,
  * checksums only when an operation requires them (RGW Pacific rejects the SDK's default
  * aws-chunked trailers), and errors mapped by name and HTTP status because RGW sends no
@@ -106,7 +106,7 @@ export class S3Driver implements ObjectStoreDriver {
   /**
    * The store refused an If-Match that held (Ceph RGW on a versioned bucket): conditions are
    * checked with a HEAD right before an unconditional write instead. A writer frozen between
-   * the two can land late over a newer version; the backend's commit point (DESIGN §5), not
+   * the two can land late over a newer version; the backend's commit point (docs/design.md §5), not
    * this check, keeps that write from counting.
    */
   private conditionsIgnored = false;
@@ -199,7 +199,7 @@ export class S3Driver implements ObjectStoreDriver {
       // Ceph RGW ignores If-None-Match on a versioned bucket (it writes a new version over the
       // current one): the absence is checked first. Between the check and the write only a
       // writer that does not hold the lock can come; a state write's late version is then
-      // harmless, since it can no longer commit (the backend's commit point, DESIGN §5).
+      // harmless, since it can no longer commit (the backend's commit point, docs/design.md §5).
       if ((await this.head(key)) !== null) throw this.preconditionFailed(key, undefined);
     }
     if (ifMatch !== undefined && this.conditionsIgnored) {

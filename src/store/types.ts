@@ -4,7 +4,7 @@
  * they move bytes and a little metadata.
  */
 
-/** Canned ACLs the backend may apply (DESIGN §3). */
+/** Canned ACLs the backend may apply (docs/design.md §3). */
 export type Acl = "private" | "public-read" | "public-read-write";
 
 /** Static or temporary credentials for signing requests. */

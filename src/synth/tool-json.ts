@@ -1,5 +1,5 @@
 /**
- * Synthesis (DESIGN §7): pure functions from config objects to the tool's JSON. Keys are
+ * Synthesis (docs/design.md §7): pure functions from config objects to the tool's JSON. Keys are
  * the field table's JSON keys, in table order; unset fields are absent; `defaults` keys
  * are kept verbatim.
  */

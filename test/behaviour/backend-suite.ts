@@ -1,5 +1,5 @@
 /**
- * The backend behaviour suite (DESIGN §5), run unchanged against every driver pair, with
+ * The backend behaviour suite (docs/design.md §5), run unchanged against every driver pair, with
  * and without a lock table.
  */
 import assert from "node:assert/strict";

@@ -1,5 +1,5 @@
 /**
- * The commit point's driver method (`LockTableDriver.commitDigest`, DESIGN §5), run
+ * The commit point's driver method (`LockTableDriver.commitDigest`, docs/design.md §5), run
  * unchanged against the embedded lock table and DynamoDB (dynalite): one atomic
  * conditional update of a digest item, fenced by its generation and digest.
  */

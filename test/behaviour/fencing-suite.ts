@@ -1,5 +1,5 @@
 /**
- * Guard, fencing, release and repair (DESIGN §9–§10, issue "No acknowledged write is ever
+ * Guard, fencing, release and repair (docs/design.md §9–§10, issue "No acknowledged write is ever
  * lost"), run unchanged against every driver pair with a lock table.
  */
 import assert from "node:assert/strict";

@@ -1,5 +1,5 @@
 /**
- * Versions, history, diff and rollback (DESIGN §9), run unchanged against the embedded
+ * Versions, history, diff and rollback (docs/design.md §9), run unchanged against the embedded
  * store and Ceph RGW (a bucket with versioning turned on), with and without a lock table.
  */
 import assert from "node:assert/strict";

@@ -1,5 +1,5 @@
 /**
- * Locks that heal (DESIGN §10), run unchanged on every driver pair and every lock mode:
+ * Locks that heal (docs/design.md §10), run unchanged on every driver pair and every lock mode:
  * the lock table, a lockfile without a table, and both. Time is moved by giving a
  * connection a clock ahead of the real one, so expiry needs no waiting.
  */

@@ -1,5 +1,5 @@
 /**
- * The record of recent releases (docs/decisions/040), on every driver pair and lock mode:
+ * The record of recent releases (docs/decisions/013), on every driver pair and lock mode:
  * a release records its lock ID beside the lock, so a repeated release after another
  * holder took the lock is "already released" (its lock left alone), and a LOCK under a
  * released ID (a late copy of an earlier request) is refused. Bounded in count and age.

@@ -58,7 +58,7 @@ export async function faulty(): Promise<Faulty> {
   };
 }
 
-/** The lock table key of a workspace's state (`{bucket}/{statePath}`), as DESIGN §5 lays it out. */
+/** The lock table key of a workspace's state (`{bucket}/{statePath}`), as docs/design.md §5 lays it out. */
 export function stateLockId(props: ObjectStoreBackendConfigProps, workspace = "default"): string {
   return workspace === "default" ? `${props.bucket}/env:/tool.tfstate` : `${props.bucket}/env:/${workspace}/tool.tfstate`;
 }

@@ -1,5 +1,5 @@
 /**
- * The DynamoDB lock-table driver against a real dynalite server (DESIGN §8). The
+ * The DynamoDB lock-table driver against a real dynalite server (docs/design.md §8). The
  * endpoint comes from `scripts/with-servers.sh`; without it these tests fail, never skip.
  */
 import { after, before, describe, test } from "node:test";

@@ -1,5 +1,5 @@
 /**
- * The conformance probe (DESIGN §10) on Ceph RGW: a store that ignores `If-None-Match`
+ * The conformance probe (docs/design.md §10) on Ceph RGW: a store that ignores `If-None-Match`
  * (a loopback proxy strips the header and signs the request again) gets no lockfiles
  * (`LOCKFILE_UNSUPPORTED`, naming the store); the verdict is cached per endpoint; the probe
  * key is purged; the real gateway passes.

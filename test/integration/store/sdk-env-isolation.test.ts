@@ -5,7 +5,7 @@
  * and STS) and dynalite must succeed without the recorder seeing a single request —
  * neither an endpoint override nor the instance metadata service. The seed's settings
  * give the endpoints and the keys here, so the AWS variables objstate does read
- * (credentials, `AWS_ENDPOINT_URL*`: docs/decisions/050, 051) come after them and change
+ * (credentials, `AWS_ENDPOINT_URL*`: docs/decisions/019, 020) come after them and change
  * nothing; `AWS_REGION` fills the unset region, which only signs.
  */
 import assert from "node:assert/strict";

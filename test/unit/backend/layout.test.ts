@@ -1,5 +1,5 @@
 /**
- * The two state layouts (DESIGN §5): paths, workspace listing and the keys of locks, digests
+ * The two state layouts (docs/design.md §5): paths, workspace listing and the keys of locks, digests
  * and lockfiles, checked against a transcription of the tool's S3 backend (`path()`,
  * `keyEnv()`, `lockPath()`: internal/backend/remote-state/s3) and, end to end, on the
  * embedded store: objstate in the `s3` layout and a writer that does what the tool's S3

@@ -1,5 +1,5 @@
 /**
- * The CLI suite of versions (DESIGN §9): `init --versioning`, doctor's versions line,
+ * The CLI suite of versions (docs/design.md §9): `init --versioning`, doctor's versions line,
  * `state history`, `state pull --version`, `state diff` and `state rollback`, run as
  * subprocesses of the built CLI against the embedded store and Ceph RGW + dynalite.
  */

@@ -132,7 +132,7 @@ describe("a writer frozen at any step of its write loses nothing and overwrites 
 
   it(
     "…and the newer write reads through objstate after a writer frozen before recording its digest resumes",
-    // The frozen writer's late commit is refused by the lock table's commit point (docs/decisions/035).
+    // The frozen writer's late commit is refused by the lock table's commit point (docs/decisions/012).
     async () => {
       assert.ok(releasedRun !== undefined);
       const reader = await connect(releasedRun);

@@ -1,5 +1,5 @@
 /**
- * Behaviour of DataRemoteStateObjectStore.fetchOutputs (DESIGN §6), run unchanged against
+ * Behaviour of DataRemoteStateObjectStore.fetchOutputs (docs/design.md §6), run unchanged against
  * the embedded store + table and against Ceph RGW + dynalite, with and without a lock table.
  */
 import assert from "node:assert/strict";
