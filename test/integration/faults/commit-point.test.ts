@@ -93,7 +93,7 @@ for (const versioned of [false, true]) {
       await s.close();
     });
 
-    it("frozen right after its store check: its late PUT is refused or ignored, its client gets 409, the acknowledged write stands", async () => {
+    it("frozen right after its store check: its late PUT is refused or ignored, its client gets 409, the acknowledged write stands", async (t) => {
       const { f, a, b } = s;
       const lineage = randomUUID();
       const x = new HttpBackendClient({ bases: [a.url], workspace: "frozen-check" });
@@ -132,9 +132,10 @@ for (const versioned of [false, true]) {
       const next = await applyThrough(y, lineage, "y2");
       assert.equal(next.serial, 4);
       assert.equal(tokenOf(await x.get()), "y2");
+      t.diagnostic(`${versioned ? "versioned" : "plain"} bucket, frozen ≥ ${PAUSE_MS / 1000} s after its store check: 2 acknowledged (y, y2), 0 lost, 1 refused (X: 409), ${restored.length} healed (restored)`);
     });
 
-    it("frozen between storing and committing: the next reader commits the stored write, X's late commit is refused (409), nothing acknowledged is lost", async () => {
+    it("frozen between storing and committing: the next reader commits the stored write, X's late commit is refused (409), nothing acknowledged is lost", async (t) => {
       const { f, a, b } = s;
       const lineage = randomUUID();
       const x = new HttpBackendClient({ bases: [a.url], workspace: "frozen-commit" });
@@ -167,6 +168,7 @@ for (const versioned of [false, true]) {
         assert.equal(serialOf(now), 4);
         assert.equal(tokenOf(now), "y");
       }
+      t.diagnostic(`${versioned ? "versioned" : "plain"} bucket, frozen ≥ ${PAUSE_MS / 1000} s between storing and committing: 1 acknowledged (y), 0 lost, 1 refused (X's late commit: 409), 1 healed (X's stored write adopted)`);
     });
   });
 }

@@ -79,7 +79,7 @@ describe("a torn write and the tool's next apply through objstate serve", { time
     await f.close();
   });
 
-  it("kill -9 between storing and committing under a 2 s lease: GET (unlocked), LOCK, POST, UNLOCK all succeed with no operator action, and the server logs the repair", async () => {
+  it("kill -9 between storing and committing under a 2 s lease: GET (unlocked), LOCK, POST, UNLOCK all succeed with no operator action, and the server logs the repair", async (t) => {
     const files = scratch();
     const lineage = await seed(f.direct, files, "apply");
     const text = stateText(lineage, 2, ["torn"]);
@@ -111,6 +111,7 @@ describe("a torn write and the tool's next apply through objstate serve", { time
       assert.equal(repaired[0]?.["workspace"], "apply");
       assert.equal(repaired[0]?.["serial"], 2);
       assert.equal(repaired[0]?.["level"], "warn");
+      t.diagnostic("kill -9 between storing and committing: the next apply through serve succeeded with no operator action; 1 healed (adopted), 0 lost");
     } finally {
       await server.stop();
     }

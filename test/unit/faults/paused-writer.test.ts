@@ -71,7 +71,7 @@ let releasedRun: ObjectStoreBackendConfigProps | undefined;
 
 describe("a writer frozen at any step of its write loses nothing and overwrites nothing (embedded store)", { timeout: FULL ? 20 * 60_000 : 180_000 }, () => {
   for (const c of CASES) {
-    it(`frozen ${c.what} (${c.step}) for ≥ ${PAUSE_MS / 1000} s while another writer takes the lock (${c.takeover === "lease" ? "lease ran out" : "force-unlock"}) and writes`, async () => {
+    it(`frozen ${c.what} (${c.step}) for ≥ ${PAUSE_MS / 1000} s while another writer takes the lock (${c.takeover === "lease" ? "lease ran out" : "force-unlock"}) and writes`, async (t) => {
       const target = embeddedTarget();
       const props = await target.setup({ locks: true });
       const lineage = randomUUID();
@@ -84,12 +84,14 @@ describe("a writer frozen at any step of its write loses nothing and overwrites 
       const a = startWorker(WORKER, ["hold-and-write", String(TTL_MS), stateText(lineage, 3, ["seed", "A"])], env, c.step);
       let first: Outcome;
       let second: Outcome;
+      let pausedMs: number;
       try {
         await stopped(a);
         const since = Date.now();
         second = await startWorker(WORKER, ["take-and-write", c.takeover, stateText(lineage, 10, ["seed", "B"])], env).outcome;
         await sleep(Math.max(0, PAUSE_MS - (Date.now() - since)));
         assert.equal(a.ended(), false, "the first writer stayed frozen until the second one was done");
+        pausedMs = Date.now() - since;
         a.resume();
         first = await a.outcome;
       } finally {
@@ -116,6 +118,8 @@ describe("a writer frozen at any step of its write loses nothing and overwrites 
       assert.equal(current.serial, second.ok ? 10 : 3, `current state: ${JSON.stringify(versions)}`);
       const serials = versions.map((v) => v.serial);
       assert.deepEqual(serials, [...serials].sort((x, y) => y - x), `the serial went back: newest first ${serials.join(", ")}`);
+      const refused = [first, second].flatMap((o) => (o.ok ? [] : [o.code]));
+      t.diagnostic(`frozen ${(pausedMs / 1000).toFixed(1)} s: ${acked.length} acknowledged (${acked.join(", ")}), 0 lost, ${refused.length} refused${refused.length === 0 ? "" : ` (${refused.join(", ")})`}`);
 
       if (c.step === "store-released") {
         releasedRun = props;
