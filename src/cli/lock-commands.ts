@@ -2,7 +2,7 @@
  * `objstate locks` (every lock, for dashboards and automation) and `objstate lock -- CMD`
  * (hold a lock, renewing its lease, while a command runs): the lock commands that leases
  * brought. A `lock` without a command exits at once and cannot renew anything, so its
- * lease simply runs out after `--lock-ttl` (DECISIONS: leases from the shell).
+ * lease simply runs out after `--lock-ttl` (docs/decisions/041).
  */
 import { spawn } from "node:child_process";
 import type { LockHandle, ObjectStoreBackend } from "../backend/backend.js";
