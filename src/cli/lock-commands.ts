@@ -32,7 +32,7 @@ export function printLocks(list: readonly LockListing[], json: boolean): void {
  * Take the lock (waiting up to `timeoutMs`), run `command` with `OBJSTATE_LOCK_ID` and
  * `OBJSTATE_WORKSPACE` in its environment while the heartbeat renews the lease, then
  * release. When the lease is lost the command gets SIGTERM and objstate ends with
- * `LOCK_LOST` (exit 6); otherwise with the command's own exit code.
+ * `LOCK_LOST` (exit 7); otherwise with the command's own exit code.
  */
 export async function runUnderLock(backend: ObjectStoreBackend, workspace: string, options: LockOptions, timeoutMs: number, command: readonly string[]): Promise<void> {
   const held: LockHandle = await whileLocked(() => backend.acquire(workspace, options), timeoutMs);
