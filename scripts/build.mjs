@@ -33,6 +33,8 @@ const common = {
   target: "node20",
   external: ["@aws-sdk/*"],
   logLevel: "warning",
+  // Paths as the project sees them (node_modules may be a link): source maps stay relative.
+  preserveSymlinks: true,
   // import() of a chunk or a package becomes require(): one module system, one copy of the SDK.
   supported: { "dynamic-import": false },
 };
@@ -56,11 +58,21 @@ const commanderPatch = {
   },
 };
 
+/**
+ * Writes a file of the build. esbuild writes every non-ASCII character of the code as an
+ * escape (`charset: "ascii"`) but keeps the comments it keeps as they are: one such
+ * character makes V8 hold the whole file as a two-byte string (a slower scan at every
+ * start-up), so those, in comments only, become `\uXXXX` text.
+ */
+function save({ path, text }) {
+  writeFileSync(path, path.endsWith(".map") ? text : text.replace(/[^\t\n\r\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`));
+}
+
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 
 // The library.
-await esbuild.build({
+const lib = await esbuild.build({
   ...common,
   format: "cjs",
   stdin: {
@@ -73,7 +85,9 @@ await esbuild.build({
   define: cjsUrl.define,
   banner: { js: cjsUrl.banner },
   sourcemap: "linked",
+  write: false,
 });
+lib.outputFiles.forEach(save);
 
 // The command: split as ES modules, then each chunk made CommonJS, its map chained.
 const cli = await esbuild.build({
@@ -95,19 +109,21 @@ for (const file of cli.outputFiles) {
   const inputs = Object.keys(cli.metafile.outputs[`dist/pkg/${name}`]?.inputs ?? {});
   const banner = inputs.some((i) => i.includes("node_modules/commander/")) ? `// commander:\n${licence}\n${cjsUrl.banner}` : cjsUrl.banner;
   const r = await esbuild.transform(file.text, { platform: common.platform, target: common.target, supported: common.supported, logLevel: common.logLevel, format: "cjs", define: cjsUrl.define, banner, sourcemap: "external", sourcefile: name });
-  writeFileSync(file.path, `${r.code}//# sourceMappingURL=${name}.map\n`, { mode: name === "cli.cjs" ? 0o755 : 0o644 });
-  writeFileSync(`${file.path}.map`, r.map);
+  save({ path: file.path, text: `${r.code}//# sourceMappingURL=${name}.map\n` });
+  save({ path: `${file.path}.map`, text: r.map });
 }
 chmodSync(join(out, "cli.cjs"), 0o755);
 
 // The worker threads (each a file of its own: `new Worker(new URL("./…-worker.js", import.meta.url))`).
-await esbuild.build({
+const workers = await esbuild.build({
   ...common,
   format: "esm",
   entryPoints: { "md5-worker": "src/util/md5-worker.ts", "scan-worker": "src/remote-state/scan-worker.ts", "diff-worker": "src/server/diff-worker.ts" },
   outdir: out,
   sourcemap: "linked",
+  write: false,
 });
+workers.outputFiles.forEach(save);
 
 // The package's entries: the export names of each source entry, read from what tsc emitted.
 for (const [file, source] of Object.entries(ENTRIES)) {
