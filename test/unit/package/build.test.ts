@@ -138,11 +138,16 @@ describe("the published build", () => {
     }
   });
 
-  it("every file a bundle loads by path (workers, package.json) is where the bundle looks for it", () => {
+  it("the CommonJS files load with require only, and every file they load by path (workers, package.json) is where they look for it", () => {
     let found = 0;
     for (const f of readdirSync(out).filter((x) => /\.c?js$/.test(x))) {
       const text = readFileSync(join(out, f), "utf8");
-      if (f.endsWith(".cjs")) assert.doesNotMatch(text, /\bimport\.meta\b/, `${f}: import.meta in CommonJS`);
+      if (f.endsWith(".cjs")) {
+        assert.doesNotMatch(text, /\bimport\.meta\b/, `${f}: import.meta in CommonJS`);
+        // import() of a package would load its ES-module build beside the CommonJS one that
+        // require loads (two copies of the AWS SDK): every load is a require.
+        assert.doesNotMatch(text, /\bimport\(/, `${f}: import() in CommonJS`);
+      }
       for (const m of text.matchAll(/new URL\("(\.{1,2}\/[^"]+)", __objstateUrl\)/g)) {
         found++;
         assert.ok(existsSync(fileURLToPath(new URL(m[1] as string, pathToFileURL(join(out, f))))), `${f}: ${m[1]} does not exist`);
