@@ -210,17 +210,22 @@ describe("the packed package, installed into an empty directory", () => {
   });
 
   for (const compiler of Object.keys(TSC) as (keyof typeof TSC)[]) {
-    for (const [moduleKind, resolution] of [
-      ["node16", "node16"],
-      ["esnext", "bundler"],
+    for (const [moduleKind, resolution, format] of [
+      ["node16", "node16", "module"],
+      ["esnext", "bundler", "module"],
+      // TypeScript 5.8+ types a require of an ES module under nodenext.
+      ["nodenext", "nodenext", "commonjs"],
     ] as const) {
-      it(`a strict consumer without "node" in its types compiles under ${compiler} (moduleResolution ${resolution}) and runs`, () => {
-        const dir = join(app, `ts-${compiler.replace(/\W/g, "")}-${resolution}`);
+      it(`a strict ${format === "module" ? "ES-module" : "CommonJS"} consumer without "node" in its types compiles under ${compiler} (moduleResolution ${resolution}) and runs`, () => {
+        const dir = join(app, `ts-${compiler.replace(/\W/g, "")}-${resolution}-${format}`);
         mkdirSync(dir);
         writeFileSync(join(dir, "consumer.ts"), CONSUMER);
         writeFileSync(join(dir, "tsconfig.json"), tsconfig(moduleKind, resolution, compiler));
-        // The consumer's package.json (type: module) is one level up: the output is ESM.
+        // The output is what this package.json says: import()s objstate, or require()s it.
+        writeFileSync(join(dir, "package.json"), JSON.stringify({ type: format }));
         run(process.execPath, [TSC[compiler], "-p", join(dir, "tsconfig.json")], dir);
+        const emitted = readFileSync(join(dir, "out", "consumer.js"), "utf8");
+        assert.match(emitted, format === "module" ? /^import .* from "objstate";$/m : /require\("objstate"\)/);
         const out = JSON.parse(run(process.execPath, [join(dir, "out", "consumer.js")], dir).stdout) as Record<string, unknown>;
         assert.deepEqual(out, {
           vpc: "${data.tool_remote_state.net.outputs.vpc_id}",
