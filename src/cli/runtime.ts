@@ -1,6 +1,7 @@
 /**
- * What every command that talks to the store needs: warnings on stderr, a connected
- * backend, drivers opened directly (for `doctor` and `init`), and waiting for a lock.
+ * What every command that talks to the store needs: a connected backend, drivers opened
+ * directly (for `doctor` and `init`), and waiting for a lock. (Warnings are warn.ts's and
+ * `--timeout` timeout-setting.ts's: the command needs them before it loads this module.)
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjectStoreBackend, type ConnectOptions, type LockHandle, type LockInfo, type LockOptions } from "../backend/backend.js";
