@@ -1,10 +1,11 @@
 /**
  * `objstate/config`: the configuration objects, resolution and synthesis without the
- * runtime (drivers, credentials, backend), for programs that only build configs and
- * synthesize the tool JSON: it loads in a fraction of the time of the whole package.
+ * runtime's API (drivers, credentials, backend), for programs that only build configs and
+ * synthesize the tool JSON.
  *
  * @packageDocumentation
  */
+/// <reference types="node" preserve="true" />
 export { ObjstateError, isObjstateError } from "./errors.js";
 export { ConfigError, type ConfigErrorCode } from "./config/errors.js";
 export { COMMON_FIELDS, REMOTE_STATE_EXTRA_FIELDS, REMOTE_STATE_FIELDS, ASSUME_ROLE_FIELDS, type FieldSpec, type FieldKind } from "./config/fields.js";

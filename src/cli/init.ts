@@ -12,7 +12,8 @@ import { commonPrefix, layout } from "../backend/layout.js";
 import { layoutSetting } from "./layout-setting.js";
 import type { ObjectStoreDriver, Retention } from "../store/types.js";
 import { CliError, EXIT, usageError } from "./io.js";
-import { identityFor, isHttp, lockTableFor, storeFor, warn } from "./runtime.js";
+import { identityFor, isHttp, lockTableFor, storeFor } from "./runtime.js";
+import { warn } from "./warn.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { paint, printJson } from "./term.js";
 

@@ -4,11 +4,11 @@
  * brought. A `lock` without a command exits at once and cannot renew anything, so its
  * lease simply runs out after `--lock-ttl` (docs/decisions/041).
  */
-import { spawn } from "node:child_process";
 import type { LockHandle, ObjectStoreBackend } from "../backend/backend.js";
 import type { LockListing } from "../backend/locking.js";
 import type { LockOptions } from "../backend/backend.js";
 import { ObjstateError } from "../errors.js";
+import { nodeChildProcess } from "../util/builtins.js";
 import { CliError, EXIT } from "./io.js";
 import { whileLocked } from "./runtime.js";
 import { printJson } from "./term.js";
@@ -40,7 +40,7 @@ export async function runUnderLock(backend: ObjectStoreBackend, workspace: strin
   let failure: unknown;
   try {
     const [file, ...args] = command as [string, ...string[]];
-    const child = spawn(file, args, { stdio: "inherit", env: { ...process.env, OBJSTATE_LOCK_ID: held.id, OBJSTATE_WORKSPACE: workspace } });
+    const child = nodeChildProcess().spawn(file, args, { stdio: "inherit", env: { ...process.env, OBJSTATE_LOCK_ID: held.id, OBJSTATE_WORKSPACE: workspace } });
     const onLost = (): void => {
       child.kill("SIGTERM");
     };

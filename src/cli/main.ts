@@ -17,28 +17,33 @@ process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true";
 // reused by the next run; NODE_DISABLE_COMPILE_CACHE=1 turns it off. Not on Node 20.
 (nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
-const { warn } = await import("./runtime.js");
-const { EXIT, isClosedOutput } = await import("./io.js");
-process.removeAllListeners("warning");
-process.on("warning", (w: Error & { code?: string }) => warn(w.message, w.code ?? `${w.name}:${w.message}`));
+// No top-level await: the published build is CommonJS (scripts/build.mjs), where it cannot be.
+async function main(): Promise<void> {
+  const { warn } = await import("./warn.js");
+  const { EXIT, isClosedOutput } = await import("./io.js");
+  process.removeAllListeners("warning");
+  process.on("warning", (w: Error & { code?: string }) => warn(w.message, w.code ?? `${w.name}:${w.message}`));
 
-let outputFailed: number | undefined;
-// EPIPE arrives as an 'error' event on the stream, after the write that caused it.
-process.stdout.on("error", (e) => {
-  outputFailed = isClosedOutput(e) ? EXIT.outputClosed : EXIT.error;
-  process.exitCode = outputFailed;
-});
-// Nothing can be said once stderr is gone; the exit code still tells.
-process.stderr.on("error", () => undefined);
+  let outputFailed: number | undefined;
+  // EPIPE arrives as an 'error' event on the stream, after the write that caused it.
+  process.stdout.on("error", (e) => {
+    outputFailed = isClosedOutput(e) ? EXIT.outputClosed : EXIT.error;
+    process.exitCode = outputFailed;
+  });
+  // Nothing can be said once stderr is gone; the exit code still tells.
+  process.stderr.on("error", () => undefined);
 
-const { reportError, run } = await import("./program.js");
-const lastResort = (e: unknown): void => {
-  if (isClosedOutput(e)) process.exit(EXIT.outputClosed);
-  reportError(e);
-  process.exit(EXIT.error);
-};
-process.on("uncaughtException", lastResort);
-process.on("unhandledRejection", lastResort);
+  const { reportError, run } = await import("./program.js");
+  const lastResort = (e: unknown): void => {
+    if (isClosedOutput(e)) process.exit(EXIT.outputClosed);
+    reportError(e);
+    process.exit(EXIT.error);
+  };
+  process.on("uncaughtException", lastResort);
+  process.on("unhandledRejection", lastResort);
 
-const code = await run(process.argv);
-process.exitCode = outputFailed ?? code;
+  const code = await run(process.argv);
+  process.exitCode = outputFailed ?? code;
+}
+
+void main();

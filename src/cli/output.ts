@@ -15,7 +15,8 @@ import { decimalForm, MAX_DECIMAL_DIGITS } from "../remote-state/exact-json.js";
 import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
 import { CliError, EXIT, usageError } from "./io.js";
 import { layoutSetting } from "./layout-setting.js";
-import { cliTimeouts, warn } from "./runtime.js";
+import { cliTimeouts } from "./timeout-setting.js";
+import { warn } from "./warn.js";
 import { gatherSettings, remoteStateConfigOf } from "./settings.js";
 
 /** Name under which the CLI reads the remote state (appears in library messages). */

@@ -1,6 +1,7 @@
 /**
- * What every command that talks to the store needs: warnings on stderr, a connected
- * backend, drivers opened directly (for `doctor` and `init`), and waiting for a lock.
+ * What every command that talks to the store needs: a connected backend, drivers opened
+ * directly (for `doctor` and `init`), and waiting for a lock. (Warnings are warn.ts's and
+ * `--timeout` timeout-setting.ts's: the command needs them before it loads this module.)
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjectStoreBackend, type ConnectOptions, type LockHandle, type LockInfo, type LockOptions } from "../backend/backend.js";
@@ -13,40 +14,17 @@ import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import { parseEndpoint } from "../store/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { ObjectStoreDriver } from "../store/types.js";
-import type { Timeouts } from "../util/sdk-client.js";
 import { formatDuration } from "./duration.js";
 import { lockSettings } from "./lock-settings.js";
 import { layoutSetting } from "./layout-setting.js";
-import { CliError, EXIT, usageError } from "./io.js";
-import { paint } from "./term.js";
-
-const warned = new Set<string>();
-
-/** Print a warning on stderr (`objstate: warning: …`), once per code. */
-export function warn(message: string, code = message): void {
-  if (warned.has(code)) return;
-  warned.add(code);
-  process.stderr.write(`${paint(process.stderr).yellow("objstate: warning:")} ${message}\n`);
-}
-
-/** `--timeout` of the running command (the per-request deadline), when given. */
-let requestTimeouts: Partial<Timeouts> | undefined;
-
-/** Set from `--timeout` before each command runs; undefined means the defaults. */
-export function setRequestTimeout(ms: number | undefined): void {
-  if (ms !== undefined && ms <= 0) throw usageError("--timeout must be more than 0s", "INVALID_DURATION");
-  requestTimeouts = ms === undefined ? undefined : { requestMs: ms };
-}
-
-/** The timeouts `--timeout` asked for (undefined: the defaults), for connections made elsewhere. */
-export function cliTimeouts(): Partial<Timeouts> | undefined {
-  return requestTimeouts;
-}
+import { CliError, EXIT } from "./io.js";
+import { cliTimeouts } from "./timeout-setting.js";
+import { warn } from "./warn.js";
 
 /** Connect the backend with the CLI's warning channel (and its lock and layout settings). Close it when done. */
 export function connect(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, options: Omit<ConnectOptions, "env" | "onWarning"> = {}): Promise<ObjectStoreBackend> {
   const lock = lockSettings();
-  return ObjectStoreBackend.connect(config, { timeouts: requestTimeouts, ttl: lock.ttlMs, lockfile: lock.lockfile, layout: layoutSetting().name, ...options, env: process.env, onWarning: warn });
+  return ObjectStoreBackend.connect(config, { timeouts: cliTimeouts(), ttl: lock.ttlMs, lockfile: lock.lockfile, layout: layoutSetting().name, ...options, env: process.env, onWarning: warn });
 }
 
 /** Connect, run `work` with the backend, and close it whatever happens. */
@@ -61,7 +39,7 @@ export async function withBackend<T>(config: ObjectStoreBackendConfig | DataRemo
 
 /** The identity for HTTP endpoints (the credentials chain). */
 export async function identityFor(settings: ResolvedBackendSettings): Promise<Identity> {
-  return await resolveIdentity(settings, { env: process.env, timeouts: requestTimeouts });
+  return await resolveIdentity(settings, { env: process.env, timeouts: cliTimeouts() });
 }
 
 /** Is this endpoint an HTTP API (needs credentials) rather than a `file:` directory? */
@@ -72,7 +50,7 @@ export function isHttp(endpoint: string): boolean {
 /** The object-store driver for resolved settings (credentials only for HTTP endpoints). */
 export async function storeFor(settings: ResolvedBackendSettings, identity: Identity | undefined): Promise<ObjectStoreDriver> {
   const endpoint = settings.endpoint.value as string;
-  return openStore({ bucket: settings.bucket.value as string, endpoint, region: settings.region.value ?? "us-east-1", credentials: isHttp(endpoint) ? identity?.provider : undefined, timeouts: requestTimeouts });
+  return openStore({ bucket: settings.bucket.value as string, endpoint, region: settings.region.value ?? "us-east-1", credentials: isHttp(endpoint) ? identity?.provider : undefined, timeouts: cliTimeouts() });
 }
 
 /** The lock-table driver for resolved settings (table and endpoint must be set). */
@@ -83,7 +61,7 @@ export async function lockTableFor(settings: ResolvedBackendSettings, identity: 
     endpoint,
     region: settings.region.value ?? "us-east-1",
     credentials: isHttp(endpoint) ? identity?.provider : undefined,
-    timeouts: requestTimeouts,
+    timeouts: cliTimeouts(),
   });
 }
 

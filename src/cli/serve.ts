@@ -6,7 +6,8 @@ import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "no
 import { durationFlag } from "./duration.js";
 import { usageError } from "./io.js";
 import { lockSettings } from "./lock-settings.js";
-import { connect, warn } from "./runtime.js";
+import { connect } from "./runtime.js";
+import { warn } from "./warn.js";
 import { formKeyOf, readSecretFile } from "./secret-file.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { isObjstateError } from "../errors.js";

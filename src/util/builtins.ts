@@ -22,6 +22,12 @@ export function nodeOs(): typeof import("node:os") {
   return (os ??= load("node:os") as typeof import("node:os"));
 }
 
+let childProcess: typeof import("node:child_process") | undefined;
+/** `node:child_process` (it loads net, dgram and streams): only `objstate lock -- command` runs one. */
+export function nodeChildProcess(): typeof import("node:child_process") {
+  return (childProcess ??= load("node:child_process") as typeof import("node:child_process"));
+}
+
 let fs: typeof import("node:fs") | undefined;
 /** `node:fs` through require: an ESM import of it reads every export, `fs.promises` (and streams) included. */
 export function nodeFs(): typeof import("node:fs") {

@@ -5,18 +5,18 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /**
- * Path of the built CLI: the published one (dist/pkg/cli.js, the bundle of
- * scripts/bundle.mjs) when the last build made it — `npm run build` does —, so that the
+ * Path of the built CLI: the published one (dist/pkg/cli.cjs, made by scripts/build.mjs)
+ * when the last build made it — `npm run build` does —, so that the
  * CLI suites test the shipped code; the modules tsc emitted when only tsc ran since
  * (then the bundle would be stale).
  */
 export const CLI = shippedCli() ?? fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 
 function shippedCli(): string | undefined {
-  const bundled = fileURLToPath(new URL("../../pkg/objstate.js", import.meta.url));
+  const bundled = fileURLToPath(new URL("../../pkg/cli.cjs", import.meta.url));
   const emitted = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
   try {
-    return statSync(bundled).mtimeMs >= statSync(emitted).mtimeMs ? fileURLToPath(new URL("../../pkg/cli.js", import.meta.url)) : undefined;
+    return statSync(bundled).mtimeMs >= statSync(emitted).mtimeMs ? bundled : undefined;
   } catch {
     return undefined;
   }
