@@ -1,5 +1,5 @@
 // The published build (run by `npm run build`, after tsc): esbuild bundles src/ into
-// dist/pkg/. Why this shape: docs/decisions/060-esbuild-commonjs-bundles.md.
+// dist/pkg/. Why this shape: docs/decisions/050-esbuild-commonjs-bundles.md.
 //
 //   objstate.cjs            the library: src/index.ts and src/state-entry.ts in one CommonJS
 //                           bundle. The drivers, the outputs reader and objstate/state are in

@@ -6,7 +6,7 @@
  */
 // The public types use Node's (Buffer, AbortSignal, util.inspect): this brings them to a
 // consumer whose tsconfig does not list "node" in `types` (TypeScript 6+ lists nothing by
-// default). docs/decisions/061-public-types-reference-node.md.
+// default). docs/decisions/051-public-types-reference-node.md.
 /// <reference types="node" preserve="true" />
 export * from "./config-entry.js";
 export { LockHandle, NO_LOCK_ID, ObjectStoreBackend, type ConnectOptions, type LockListing, type LockOptions, type LockInfo, type ReleasedLock, type ProbeVerdict, type ReadOptions, type RepairOptions, type RepairReport, type RepairEvent, type WriteOptions, type WriteResult, type BackendRollbackOptions, type HistoryOptions, type RollbackResult, type StateVersion, type VersioningStatus, type UnlockOptions, type Principal, type PrincipalVia, type HistoryEntryJson } from "./backend/backend.js";
