@@ -3,7 +3,7 @@
  * `force-unlock`. Each takes the parsed options of its command; errors propagate to
  * main, which prints them and picks the exit code.
  */
-import { NO_LOCK_ID, type ObjectStoreBackend } from "../backend/backend.js";
+import { emptyState, NO_LOCK_ID, type ObjectStoreBackend } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../backend/layout.js";
 import { describeHolder } from "../backend/lock-info.js";
 import { COMMON_FIELDS } from "../config/fields.js";
@@ -19,13 +19,12 @@ import { layoutSetting } from "./layout-setting.js";
 import { confirm, interactive } from "./confirm.js";
 import { durationFlag } from "./duration.js";
 import { CliError, EXIT, readJsonFile, usageError } from "./io.js";
-import { acquireLock, guardedWhileLocked, lockWaiting, requireLocking, stateStored, withBackend } from "./runtime.js";
+import { guardedCall, lockWaiting, requireLocking, stateStored, underLock as underLockOf, withBackend } from "./runtime.js";
 import { warn } from "./warn.js";
 import { printLocks, runUnderLock } from "./lock-commands.js";
 import { openStateInput } from "./state-input.js";
 import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, layoutFlagOf, locateConfigError, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
-import { nodeCrypto } from "../util/builtins.js";
 import { redactUrl } from "../util/redact.js";
 
 export type Opts = Record<string, unknown>;
@@ -202,10 +201,8 @@ export async function workspaceListAction(opts: Opts): Promise<void> {
   });
 }
 
-/** The empty state a new workspace starts with. */
-export function emptyState(): string {
-  return JSON.stringify({ version: 4, serial: 0, lineage: nodeCrypto().randomUUID(), outputs: {}, resources: [] });
-}
+/** The empty state a new workspace starts with (the library's). */
+export { emptyState };
 
 /** `objstate workspace new NAME`: write an empty state, refusing a workspace that exists. */
 export async function workspaceNewAction(name: string, opts: Opts): Promise<void> {
@@ -215,12 +212,7 @@ export async function workspaceNewAction(name: string, opts: Opts): Promise<void
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw new CliError("WORKSPACE_EXISTS", `workspace ${DEFAULT_WORKSPACE} already exists (it always does)`, EXIT.error);
   await withBackend(config, async (backend) => {
-    await underLock(backend, name, opts, { operation: "workspace new" }, async (lockId) => {
-      if ((await backend.listWorkspaces()).includes(name)) {
-        throw new CliError("WORKSPACE_EXISTS", `workspace ${name} already exists (${backend.describe(name)})`, EXIT.error);
-      }
-      await backend.writeState(name, emptyState(), { lockId, onStored: stateStored });
-    });
+    await underLock(backend, name, opts, { operation: "workspace new" }, (lockId) => backend.createWorkspace(name, { lockId, onStored: stateStored }));
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), created: true });
     say(`created workspace ${name} (${backend.describe(name)})`);
   });
@@ -239,7 +231,7 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
     }
     const lockId = lockIdOf(opts);
     // The delete takes and releases its own lock (unless --lock-id): an interrupt lets it settle, then says what it did.
-    const { interrupted } = await guardedWhileLocked(backend.describe(name), () => backend.deleteWorkspace(name, { lockId }), lockId === undefined ? timeout : 0);
+    const { interrupted } = await guardedCall(backend.describe(name), lockId === undefined ? timeout : 0, (wait) => backend.deleteWorkspace(name, { lockId, wait }));
     if (interrupted) process.stderr.write(`objstate: interrupted, but the delete had already been sent: workspace ${name} is deleted${lockId === undefined ? " and its lock released" : ""}\n`);
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), deleted: true });
     say(`deleted workspace ${name} (${backend.describe(name)})`);
@@ -274,25 +266,15 @@ function lockIdOf(opts: Opts): string | undefined {
 }
 
 /**
- * Run `work` under the workspace's lock: the caller's (`--lock-id`, checked by the backend
- * right before each write, and left held), or one taken here for the command and released
- * after it (waiting up to `--lock-timeout` while another holder has it).
+ * Run `work` under the workspace's lock (the library's `withLock`): the caller's
+ * (`--lock-id`, checked by the backend right before each write, and left held), or one
+ * taken for the command and released after it (waiting up to `--lock-timeout`).
  */
 async function underLock<T>(backend: ObjectStoreBackend, workspace: string, opts: Opts, operation: { operation: string; info?: string }, work: (lockId: string | undefined) => Promise<T>): Promise<{ result: T; locked: boolean }> {
   const given = lockIdOf(opts);
-  if (given !== undefined) {
-    if (!backend.lockingEnabled) throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
-    return { result: await work(given), locked: true };
-  }
-  const lock = backend.lockingEnabled ? await acquireLock(backend, workspace, operation, lockTimeoutOf(opts)) : undefined;
-  let failed = true;
-  try {
-    const result = await work(lock?.info.ID);
-    failed = false;
-    return { result, locked: lock !== undefined };
-  } finally {
-    await lock?.release(failed);
-  }
+  if (given !== undefined && !backend.lockingEnabled) throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
+  const result = await underLockOf(backend, workspace, { ...operation, lockId: given }, lockTimeoutOf(opts), (lock) => work(lock.id));
+  return { result, locked: backend.lockingEnabled };
 }
 
 /**
@@ -346,7 +328,7 @@ export async function stateRepairAction(opts: Opts): Promise<void> {
     const where = backend.describe(workspace);
     const { result: report } = await underLock(backend, workspace, opts, { operation: "state repair" }, (lockId) =>
       // The lock is ours already: the repair must not take it a second time.
-      backend.repairState(workspace, { lockId: lockId ?? undefined, force: opts["force"] === true, leftoverMinAgeMs: olderThan }),
+      backend.repairState(workspace, { lockId, force: opts["force"] === true, leftoverMinAgeMs: olderThan }),
     );
     if (opts["json"] === true) return printJson({ workspace, path: where, ...report });
     const lines: Record<typeof report.action, string> = {
@@ -428,7 +410,8 @@ export async function forceUnlockAction(id: string, opts: Opts): Promise<void> {
       process.stderr.write("Releasing it while its holder is still at work can corrupt the state.\n");
       if (!(await confirm("Force-unlock? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "force-unlock cancelled; the lock is still held", EXIT.error);
     }
-    await backend.forceUnlock(workspace, id);
+    // The same release as unlock: a wrong ID is refused, so a lock taken since is never broken by mistake.
+    await backend.unlock(workspace, id);
     if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), unlocked: id, forced: true });
     say(`force-released lock ${id} on ${backend.describe(workspace)}`);
   });

@@ -13,7 +13,7 @@ import { DEFAULT_WORKSPACE } from "../backend/layout.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { describeCredentialSource, resolveEffectiveSettings, type Identity } from "../credentials/index.js";
 import { isObjstateError } from "../errors.js";
-import type { KeyAttribute } from "../lock/types.js";
+import { inspectLockTable } from "../backend/table-check.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../store/endpoint.js";
 import { probeConditions } from "../backend/probe.js";
@@ -106,10 +106,6 @@ function diskFix(e: unknown): string | undefined {
     default:
       return undefined;
   }
-}
-
-function describeSchema(keys: readonly KeyAttribute[]): string {
-  return keys.length === 0 ? "no key" : keys.map((k) => `${k.name} (${k.type}, ${k.keyType})`).join(", ");
 }
 
 /** 4b. Does the bucket keep versions (what history and rollback need), and for how long? */
@@ -325,20 +321,19 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     } else {
       const locks = await lockTableFor(s, identity);
       try {
-        const schema = await locks.describeKeySchema();
-        const only = schema?.length === 1 ? schema[0] : undefined;
-        if (schema === null) {
+        const found = await inspectLockTable(locks);
+        if (found.status === "missing") {
           if (kvHttp) {
             add({ name: "lock table", status: "fail", detail: `lock table ${table} does not exist (${locks.location})`, fix: "create it with objstate init --create-table (one key, LockID of type String)" });
           } else {
             tableOk = true;
             add({ name: "lock table", status: "ok", detail: `lock table ${table} does not exist yet; the embedded table is created on first use (or: objstate init --create-table)` });
           }
-        } else if (only === undefined || only.name !== "LockID" || only.type !== "S" || only.keyType !== "HASH") {
+        } else if (found.status === "invalid") {
           add({
             name: "lock table",
             status: "fail",
-            detail: `lock table ${table} has ${describeSchema(schema)}; it must have exactly one key, LockID of type String (S)`,
+            detail: `lock table ${table} has ${found.keys}; it must have exactly one key, LockID of type String (S)`,
             fix: `use a table keyed by LockID (String): point --kvstore-table at a new table name and run objstate init --create-table`,
           });
         } else {

@@ -22,13 +22,5 @@ export function durationFlag(flag: string, text: string): number {
   return ms;
 }
 
-/** `1h30m`, `45s`, `1.5s`, `0s`. */
-export function formatDuration(ms: number): string {
-  if (ms < 1000) return ms === 0 ? "0s" : `${ms}ms`;
-  if (ms < 60_000) return `${Math.round(ms / 100) / 10}s`;
-  const s = Math.round(ms / 1000);
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const r = s % 60;
-  return `${h > 0 ? `${h}h` : ""}${m > 0 ? `${m}m` : ""}${r > 0 ? `${r}s` : ""}`;
-}
+/** `1h30m`, `45s`, `1.5s`, `0s` (the library words its lock waits the same way). */
+export { formatWait as formatDuration } from "../backend/waiting.js";

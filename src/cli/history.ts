@@ -6,10 +6,10 @@
 import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
 import { historyEntryJson } from "../backend/history.js";
 import { DEFAULT_WORKSPACE } from "../backend/layout.js";
-import { diffStates, formatStateDiff, type StateDiff } from "../state/diff.js";
+import { formatStateDiff, type StateDiff } from "../state/diff.js";
 import { confirm, interactive } from "./confirm.js";
 import { CliError, EXIT, usageError } from "./io.js";
-import { acquireLock, withBackend } from "./runtime.js";
+import { underLock, withBackend } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { durationFlag } from "./duration.js";
 import { colorsAllowed, formatBytes, printJson } from "./term.js";
@@ -90,35 +90,6 @@ export async function stateHistoryAction(opts: Opts): Promise<void> {
   });
 }
 
-/** A side of a diff: a version's bytes, or null for "no state" (none before it, or deleted). */
-interface Side {
-  readonly versionId: string | null;
-  readonly bytes: Buffer | null;
-}
-
-/**
- * The sides not given: `to` the current version (none when the workspace is deleted), `from`
- * the version with content just before `to`. Reads only as much history as that needs.
- */
-async function resolveSides(backend: ObjectStoreBackend, workspace: string, from: string | undefined, to: string | undefined): Promise<{ from: string | null; to: string | null }> {
-  let toId: string | null = to ?? null;
-  let reachedTo = false;
-  let any = false;
-  for await (const v of backend.history(workspace)) {
-    any = true;
-    if (!reachedTo) {
-      if (to === undefined) toId = v.deleteMarker ? null : v.versionId;
-      reachedTo = to === undefined || v.versionId === to;
-      if (reachedTo && from !== undefined) break;
-      continue;
-    }
-    if (!v.deleteMarker) return { from: from ?? v.versionId, to: toId };
-  }
-  if (!any) throw new CliError("STATE_NOT_FOUND", `workspace ${workspace} has no versions at ${backend.describe(workspace)}: nothing to compare`, EXIT.error);
-  if (!reachedTo) throw new CliError("VERSION_NOT_FOUND", `${backend.describe(workspace)} has no version ${JSON.stringify(to)}: list them with objstate state history`, EXIT.error);
-  return { from: from ?? null, to: toId };
-}
-
 /** `objstate state diff [--from V] [--to V] [--json]`: exit 0 whether or not anything changed. */
 export async function stateDiffAction(opts: Opts): Promise<void> {
   const fromFlag = idFlag(opts, "from", "--from");
@@ -126,12 +97,10 @@ export async function stateDiffAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = input.workspace ?? DEFAULT_WORKSPACE;
   await withBackend(backendConfigOf(input), async (backend) => {
-    const ids = fromFlag !== undefined && toFlag !== undefined ? { from: fromFlag, to: toFlag } : await resolveSides(backend, workspace, fromFlag, toFlag);
-    const read = async (id: string | null): Promise<Side> => ({ versionId: id, bytes: id === null ? null : await backend.readVersion(workspace, id) });
-    const [from, to] = await Promise.all([read(ids.from), read(ids.to)]);
-    const diff = diffStates(from.bytes, to.bytes);
-    if (opts["json"] === true) return printJson({ workspace, from: from.versionId, to: to.versionId, ...diff });
-    await write(diffText(from.versionId, to.versionId, diff, colorsAllowed(process.stdout)));
+    // The sides not given are the library's: the version before the current one, and the current one.
+    const { from, to, diff } = await backend.diff(workspace, { from: fromFlag, to: toFlag });
+    if (opts["json"] === true) return printJson({ workspace, from, to, ...diff });
+    await write(diffText(from, to, diff, colorsAllowed(process.stdout)));
   });
 }
 
@@ -140,20 +109,13 @@ function diffText(from: string | null, to: string | null, diff: StateDiff, color
   return `${from ?? "(no state)"} → ${to ?? "(no state: deleted)"}\n${formatStateDiff(diff, { color })}`;
 }
 
-/** The current version's ID, or null when the workspace has none (never written, or deleted). */
-async function currentVersion(backend: ObjectStoreBackend, workspace: string): Promise<string | null> {
-  for await (const v of backend.history(workspace, { limit: 1 })) return v.deleteMarker ? null : v.versionId;
-  return null;
-}
-
 /**
  * Show what a rollback to `to` changes (the diff from the current state, as `state diff`
  * prints it) on standard error and ask; returns the current version the diff was made from.
  */
 async function confirmRollback(backend: ObjectStoreBackend, workspace: string, to: string): Promise<string | null> {
-  const current = await currentVersion(backend, workspace);
-  const [before, after] = await Promise.all([current === null ? null : backend.readVersion(workspace, current), backend.readVersion(workspace, to)]);
-  const diff = diffStates(before, after);
+  const current = await backend.currentVersion(workspace);
+  const { diff } = await backend.diff(workspace, { from: current, to });
   const serial = diff.serial.before === null ? "" : ` (serial ${diff.serial.before + 1})`;
   process.stderr.write(`Rolling back ${backend.describe(workspace)} to version ${to} writes its content as a new version${serial}; what changes from the current state:\n`);
   process.stderr.write(diffText(current, to, diff, colorsAllowed(process.stderr)));
@@ -183,19 +145,10 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
     if (given !== undefined && !backend.lockingEnabled) throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
     // Asked before the lock is taken: no one else waits on it while a person reads the diff.
     const shown = ask ? await confirmRollback(backend, workspace, to) : undefined;
-    const lock = given === undefined && backend.lockingEnabled ? await acquireLock(backend, workspace, { operation: "rollback", info: `objstate state rollback --to ${to}` }, timeout) : undefined;
-    let failed = true;
-    let result;
-    try {
-      // Under the lock: the diff that was confirmed must still be the one the rollback applies.
-      if (shown !== undefined && (await currentVersion(backend, workspace)) !== shown) {
-        throw new CliError("STATE_CONFLICT", `${where} was written since the diff was shown: nothing was written; run the rollback again to review the new diff`, EXIT.conflict);
-      }
-      result = await backend.rollback(workspace, to, { lockId: given ?? lock?.info.ID, force });
-      failed = false;
-    } finally {
-      await lock?.release(failed);
-    }
+    // Under the lock, the library checks that the diff confirmed is still the one the rollback applies.
+    const result = await underLock(backend, workspace, { operation: "rollback", info: `objstate state rollback --to ${to}`, lockId: given }, timeout, (lock) =>
+      backend.rollback(workspace, to, { lockId: lock.id, force, expectCurrent: shown }),
+    );
     if (opts["json"] === true) return printJson({ workspace, path: where, locked: backend.lockingEnabled, ...result });
     const was = result.restored ? "restoring the deleted workspace" : `replacing serial ${result.previousSerial ?? "?"}`;
     await write(`rolled back ${where} to version ${to}: written as serial ${result.serial}${result.lineage === undefined ? "" : ` of lineage ${safe(result.lineage)}`}, ${was}; nothing was deleted${backend.lockingEnabled ? "" : " (not locked: no lock table)"}\n`);

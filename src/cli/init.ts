@@ -7,7 +7,7 @@
  */
 import { resolveEffectiveSettings, type Identity } from "../credentials/index.js";
 import { ObjstateError } from "../errors.js";
-import type { KeyAttribute } from "../lock/types.js";
+import { inspectLockTable } from "../backend/table-check.js";
 import { commonPrefix, layout } from "../backend/layout.js";
 import { layoutSetting } from "./layout-setting.js";
 import type { ObjectStoreDriver, Retention } from "../store/types.js";
@@ -25,11 +25,6 @@ export interface ProvisionResult {
   readonly location: string | null;
   readonly status: ProvisionStatus;
   readonly detail: string;
-}
-
-function schemaOk(schema: readonly KeyAttribute[]): boolean {
-  const only = schema.length === 1 ? schema[0] : undefined;
-  return only !== undefined && only.name === "LockID" && only.type === "S" && only.keyType === "HASH";
 }
 
 /** A `--keep-*` count: a whole number from 1. */
@@ -109,20 +104,17 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
   } else {
     const locks = await lockTableFor(s, identity);
     try {
-      const schema = await locks.describeKeySchema();
-      if (schema !== null) {
-        if (schemaOk(schema)) {
-          results.push({ what: "lock table", name: table, location: locks.location, status: "exists", detail: `lock table ${table} exists with key LockID (String) (${locks.location})` });
-        } else {
-          const keys = schema.map((k) => `${k.name} (${k.type}, ${k.keyType})`).join(", ") || "no key";
-          results.push({
-            what: "lock table",
-            name: table,
-            location: locks.location,
-            status: "unusable",
-            detail: `lock table ${table} exists but has ${keys}; it must have exactly one key, LockID of type String: use another table name`,
-          });
-        }
+      const found = await inspectLockTable(locks);
+      if (found.status === "ok") {
+        results.push({ what: "lock table", name: table, location: locks.location, status: "exists", detail: `lock table ${table} exists with key LockID (String) (${locks.location})` });
+      } else if (found.status === "invalid") {
+        results.push({
+          what: "lock table",
+          name: table,
+          location: locks.location,
+          status: "unusable",
+          detail: `lock table ${table} exists but has ${found.keys}; it must have exactly one key, LockID of type String: use another table name`,
+        });
       } else if (opts["createTable"] === true) {
         await locks.createTable();
         results.push({ what: "lock table", name: table, location: locks.location, status: "created", detail: `lock table ${table} created with key LockID (String) (${locks.location})` });

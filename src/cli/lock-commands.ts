@@ -4,13 +4,12 @@
  * brought. A `lock` without a command exits at once and cannot renew anything, so its
  * lease simply runs out after `--lock-ttl` (docs/decisions/041).
  */
-import type { LockHandle, ObjectStoreBackend } from "../backend/backend.js";
+import type { ObjectStoreBackend } from "../backend/backend.js";
 import type { LockListing } from "../backend/locking.js";
 import type { LockOptions } from "../backend/backend.js";
 import { ObjstateError } from "../errors.js";
 import { nodeChildProcess } from "../util/builtins.js";
 import { CliError, EXIT } from "./io.js";
-import { whileLocked } from "./runtime.js";
 import { printJson } from "./term.js";
 
 /** Print the lock list: JSON, or one aligned line per lock. */
@@ -35,28 +34,30 @@ export function printLocks(list: readonly LockListing[], json: boolean): void {
  * `LOCK_LOST` (exit 7); otherwise with the command's own exit code.
  */
 export async function runUnderLock(backend: ObjectStoreBackend, workspace: string, options: LockOptions, timeoutMs: number, command: readonly string[]): Promise<void> {
-  const held: LockHandle = await whileLocked(() => backend.acquire(workspace, options), timeoutMs);
-  let ended: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  let failure: unknown;
-  try {
+  const ended = await backend.withLock(workspace, { ...options, wait: { timeoutMs, setting: "--lock-timeout" } }, async (lock) => {
     const [file, ...args] = command as [string, ...string[]];
-    const child = nodeChildProcess().spawn(file, args, { stdio: "inherit", env: { ...process.env, OBJSTATE_LOCK_ID: held.id, OBJSTATE_WORKSPACE: workspace } });
+    const child = nodeChildProcess().spawn(file, args, { stdio: "inherit", env: { ...process.env, OBJSTATE_LOCK_ID: lock.id ?? "", OBJSTATE_WORKSPACE: workspace } });
     const onLost = (): void => {
       child.kill("SIGTERM");
     };
-    held.signal.addEventListener("abort", onLost, { once: true });
-    ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-      child.on("error", (e) => reject(new CliError("COMMAND_FAILED", `could not run ${file}: ${e.message}`, EXIT.error, e)));
-      child.on("exit", (c, s) => resolve({ code: c, signal: s }));
-    });
-    held.signal.removeEventListener("abort", onLost);
-  } catch (e) {
-    failure = e;
-  }
-  const lost: unknown = held.lost ? held.signal.reason : undefined;
-  await held.release();
-  if (lost instanceof ObjstateError && lost.code === "LOCK_LOST") throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, EXIT.lockLost, lost);
-  if (failure !== undefined || ended === undefined) throw failure;
+    lock.signal?.addEventListener("abort", onLost, { once: true });
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let failure: unknown;
+    try {
+      exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+        child.on("error", (e) => reject(new CliError("COMMAND_FAILED", `could not run ${file}: ${e.message}`, EXIT.error, e)));
+        child.on("exit", (c, s) => resolve({ code: c, signal: s }));
+      });
+    } catch (e) {
+      failure = e;
+    }
+    lock.signal?.removeEventListener("abort", onLost);
+    // A lease lost while the command ran is what to report, whatever the command did.
+    const lost: unknown = lock.signal?.aborted === true ? lock.signal.reason : undefined;
+    if (lost instanceof ObjstateError && lost.code === "LOCK_LOST") throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, EXIT.lockLost, lost);
+    if (failure !== undefined || exit === undefined) throw failure;
+    return exit;
+  });
   if (ended.signal !== null) throw new CliError("COMMAND_FAILED", `${command[0]} was ended by ${ended.signal}`, EXIT.error);
   if (ended.code !== 0) throw new CliError("COMMAND_FAILED", `${command[0]} exited with code ${ended.code ?? "?"}`, ended.code ?? EXIT.error);
 }

@@ -1,14 +1,14 @@
 /**
  * What every command that talks to the store needs: a connected backend, drivers opened
- * directly (for `doctor` and `init`), and waiting for a lock. (Warnings are warn.ts's and
+ * directly (for `doctor` and `init`), and interrupts while a lock is wanted or held. (The
+ * waiting itself is the library's: `wait` of its lock calls. Warnings are warn.ts's and
  * `--timeout` timeout-setting.ts's: the command needs them before it loads this module.)
  */
-import { setTimeout as sleep } from "node:timers/promises";
-import { ObjectStoreBackend, type ConnectOptions, type LockHandle, type LockInfo, type LockOptions } from "../backend/backend.js";
+import { ObjectStoreBackend, type ConnectOptions, type LockInfo, type LockOptions, type LockScope, type LockWait, type UnderLockOptions } from "../backend/backend.js";
+import { forceUnlockCommand } from "../backend/lock-scope.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { resolveEffectiveSettings, resolveIdentity, type Identity } from "../credentials/index.js";
-import { isObjstateError, ObjstateError } from "../errors.js";
 import { openLockTable, type LockTableDriver } from "../lock/index.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import { parseEndpoint } from "../store/endpoint.js";
@@ -76,43 +76,6 @@ export function requireLocking(config: ObjectStoreBackendConfig, what: string): 
   }
 }
 
-/** Backoff between attempts while someone else holds a lock: first, cap (ms). */
-const BACKOFF_FIRST_MS = 250;
-const BACKOFF_CAP_MS = 4000;
-
-/**
- * Run `attempt` until it does not fail with `STATE_LOCKED`, for at most `timeoutMs`:
- * exponential backoff with jitter between attempts. Past the deadline, the last
- * `STATE_LOCKED` error is rethrown with how long was waited (it names the holder and
- * since when). `onWait` is called once, with the holder, when waiting starts. An abort
- * of `signal` ends a wait between attempts (the promise rejects with the abort reason).
- */
-export async function whileLocked<T>(attempt: () => Promise<T>, timeoutMs: number, onWait?: (holder: LockInfo | undefined) => void, signal?: AbortSignal): Promise<T> {
-  const started = Date.now();
-  const deadline = started + timeoutMs;
-  let ceiling = BACKOFF_FIRST_MS;
-  for (let n = 0; ; n++) {
-    try {
-      return await attempt();
-    } catch (e) {
-      if (!isObjstateError(e, "STATE_LOCKED")) throw e;
-      const remaining = deadline - Date.now();
-      if (remaining <= 0 || signal?.aborted === true) {
-        if (timeoutMs === 0 || signal?.aborted === true) throw e;
-        throw new ObjstateError("STATE_LOCKED", `${e.message} Gave up after waiting ${formatDuration(Date.now() - started)} (--lock-timeout ${formatDuration(timeoutMs)}).`, {
-          details: e.details,
-          cause: e,
-        });
-      }
-      if (n === 0) onWait?.(e.details?.["lockInfo"] as LockInfo | undefined);
-      // "Equal jitter": half the ceiling for sure, the other half at random.
-      const wait = Math.min(remaining, ceiling / 2 + Math.random() * (ceiling / 2));
-      await sleep(wait, undefined, { signal });
-      ceiling = Math.min(ceiling * 2, BACKOFF_CAP_MS);
-    }
-  }
-}
-
 // ---------------------------------------------------------------- interrupts
 
 /**
@@ -145,10 +108,8 @@ export function stateStored(): void {
   stored = true;
 }
 
-/** The exact command that releases a lock this process leaves behind. */
-export function forceUnlockCommand(id: string, workspace: string): string {
-  return `objstate force-unlock ${id} -w ${workspace}`;
-}
+/** The exact command that releases a lock this process leaves behind (the library's wording). */
+export { forceUnlockCommand };
 
 function whatWasWritten(): string {
   return stored ? "the state was stored, but maybe not committed (the next read commits it once its lock is released; so does objstate state repair)" : "nothing was written";
@@ -185,68 +146,9 @@ function interruptedError(): CliError {
   return reason instanceof CliError ? reason : new CliError("INTERRUPTED", "interrupted before anything was written", EXIT.interrupted);
 }
 
-/** A lock this command holds for one operation. */
-export interface HeldLock {
-  readonly info: LockInfo;
-  /**
-   * Release the lock. When it cannot be released, the message names the lock ID and the
-   * force-unlock command; when the operation failed, that is a warning (the operation's
-   * error is the one to report), else an error.
-   */
-  release(operationFailed: boolean): Promise<void>;
-}
-
-/**
- * Take a workspace's lock for one operation, waiting up to `timeoutMs` while another
- * holder has it, guarded against interrupts (see {@link Phase}).
- */
-export async function acquireLock(backend: ObjectStoreBackend, workspace: string, options: LockOptions, timeoutMs: number): Promise<HeldLock> {
-  installHandler();
-  const where = backend.describe(workspace);
-  phase = { phase: "acquiring", where };
-  let handle: LockHandle;
-  try {
-    // A handle: with --lock-ttl its heartbeat renews the lease while the operation runs.
-    handle = await whileLocked(() => backend.acquire(workspace, options), timeoutMs, waitNotice(where, timeoutMs), interruption.signal);
-  } catch (e) {
-    phase = { phase: "idle" };
-    throw interrupted ? interruptedError() : e;
-  }
-  const info = handle.info;
-  if (interrupted) {
-    try {
-      await releaseOrExplain(() => handle.release(), workspace, info.ID, where, true);
-    } finally {
-      phase = { phase: "idle" };
-    }
-    throw interruptedError();
-  }
-  phase = { phase: "holding", where, id: info.ID, workspace };
-  return {
-    info,
-    release: async (operationFailed) => {
-      try {
-        await releaseOrExplain(() => handle.release(), workspace, info.ID, where, operationFailed);
-      } finally {
-        phase = { phase: "idle" };
-      }
-    },
-  };
-}
-
-/**
- * Release a lock; when the lock table does not answer, say which lock is left and the
- * exact command that releases it (a warning when `quietly`, else an error).
- */
-async function releaseOrExplain(release: () => Promise<void>, workspace: string, id: string, where: string, quietly: boolean): Promise<void> {
-  try {
-    await release();
-  } catch (e) {
-    const reason = e instanceof Error ? e.message : String(e);
-    const message = `could not release lock ${id} on ${where} (${reason}); it is still held: release it with ${forceUnlockCommand(id, workspace)} and the same settings`;
-    if (quietly) warn(message);
-    else throw new ObjstateError("LOCK_RELEASE_FAILED", message, { cause: e, details: { lockId: id, workspace } });
-  }
+/** The library's `wait` for a lock request of this command: `--lock-timeout`, its notice, and interrupts. */
+function lockWait(where: string, timeoutMs: number): LockWait {
+  return { timeoutMs, signal: interruption.signal, onWait: waitNotice(where, timeoutMs), setting: "--lock-timeout" };
 }
 
 function waitNotice(where: string, timeoutMs: number): (holder: LockInfo | undefined) => void {
@@ -254,6 +156,31 @@ function waitNotice(where: string, timeoutMs: number): (holder: LockInfo | undef
     const who = holder === undefined ? "another holder" : `${holder.Who || "another holder"} (since ${holder.Created || "unknown"})`;
     process.stderr.write(`objstate: ${where} is locked by ${who}; waiting up to ${formatDuration(timeoutMs)}\n`);
   };
+}
+
+/**
+ * Run `work` under the workspace's lock through the library's `withLock`: the caller's
+ * (`lockId`, left held) or one taken for the command (waiting up to `timeoutMs` while
+ * another holder has it) and released after it, guarded against interrupts (see
+ * {@link Phase}): while the lock is wanted, an interrupt stops the wait (a lock that lands
+ * anyway is given back); once it is held, the work finishes and the lock is released.
+ */
+export async function underLock<T>(backend: ObjectStoreBackend, workspace: string, options: LockOptions & UnderLockOptions, timeoutMs: number, work: (lock: LockScope) => Promise<T>): Promise<T> {
+  // Nothing to wait for or to leave held: an interrupt ends the command at once, as when idle.
+  if (options.lockId !== undefined || !backend.lockingEnabled) return backend.withLock(workspace, options, work);
+  installHandler();
+  const where = backend.describe(workspace);
+  phase = { phase: "acquiring", where };
+  try {
+    return await backend.withLock(workspace, { ...options, wait: lockWait(where, timeoutMs) }, async (lock) => {
+      if (lock.id !== undefined) phase = { phase: "holding", where, id: lock.id, workspace };
+      return work(lock);
+    });
+  } catch (e) {
+    throw interrupted ? interruptedError() : e;
+  } finally {
+    phase = { phase: "idle" };
+  }
 }
 
 /**
@@ -268,7 +195,7 @@ export async function lockWaiting(backend: ObjectStoreBackend, workspace: string
   const where = backend.describe(workspace);
   phase = { phase: "acquiring", where };
   try {
-    const info = await whileLocked(() => backend.lock(workspace, options), timeoutMs, waitNotice(where, timeoutMs), interruption.signal);
+    const info = await backend.lock(workspace, { ...options, wait: lockWait(where, timeoutMs) });
     return { info, interrupted: interrupted ? interruptedError() : undefined };
   } catch (e) {
     throw interrupted ? interruptedError() : e;
@@ -278,16 +205,16 @@ export async function lockWaiting(backend: ObjectStoreBackend, workspace: string
 }
 
 /**
- * Run a request that takes and releases its own lock (a workspace delete), retrying while
- * another holder has the lock: an interrupt lets the request in flight settle (so its
- * lock is released) and stops between attempts. Returns whether an interrupt came; the
- * work's own result stands either way.
+ * Run a library call that takes and releases its own lock (a workspace delete), given the
+ * `wait` to pass it: an interrupt stops the wait and lets a request in flight settle (so
+ * its lock is released). Returns whether an interrupt came; the call's own result stands
+ * either way.
  */
-export async function guardedWhileLocked<T>(where: string, work: () => Promise<T>, timeoutMs: number): Promise<{ result: T; interrupted: boolean }> {
+export async function guardedCall<T>(where: string, timeoutMs: number, call: (wait: LockWait) => Promise<T>): Promise<{ result: T; interrupted: boolean }> {
   installHandler();
   phase = { phase: "acquiring", where };
   try {
-    const result = await whileLocked(work, timeoutMs, waitNotice(where, timeoutMs), interruption.signal);
+    const result = await call(lockWait(where, timeoutMs));
     return { result, interrupted };
   } catch (e) {
     throw interrupted ? interruptedError() : e;

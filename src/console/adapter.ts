@@ -1,19 +1,19 @@
 /**
  * `backendConsoleApi(backend)`: the console's {@link ConsoleApi} over an
  * `ObjectStoreBackend` — the same library calls the JSON API makes (`lastWrite`,
- * `lockInfo`, `history`, `readVersion`, `rollback`, `forceUnlock`), no second
+ * `lockInfo`, `history`, `readVersion`, `diff`, `rollback`, `unlock`), no second
  * implementation of any operation.
  */
 import type { LastWrite as BackendLastWrite, ObjectStoreBackend, StateVersion, WorkspaceObject } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../backend/layout.js";
 import type { LockInfo } from "../backend/lock-info.js";
 import { stringifyExact } from "../remote-state/exact-json.js";
-import { diffStates, type StateDiff } from "../state/diff.js";
+import type { StateDiff } from "../state/diff.js";
 import { readStateDocument } from "../state/document.js";
 import type { ConsoleApi, LockView, OutputView, RollbackResult, VersionView, WorkspaceSummary } from "./types.js";
 
 /** What the console uses of a backend: its real methods, nothing guessed. */
-export type ConsoleBackend = Pick<ObjectStoreBackend, "listWorkspaces" | "listWorkspaceObjects" | "lockInfo" | "locks" | "lastWrite" | "readState" | "forceUnlock" | "history" | "readVersion" | "rollback" | "versioning">;
+export type ConsoleBackend = Pick<ObjectStoreBackend, "listWorkspaces" | "listWorkspaceObjects" | "lockInfo" | "locks" | "lastWrite" | "readState" | "unlock" | "history" | "readVersion" | "diff" | "rollback" | "versioning">;
 
 /** Options of {@link backendConsoleApi}. */
 export interface BackendConsoleOptions {
@@ -276,15 +276,12 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
       if (kept !== undefined) return kept;
       return (await history(workspace, limit)).find((v) => v.versionId === versionId) ?? null;
     },
-    diff: async (workspace, from, to): Promise<StateDiff> => {
-      const [a, b] = await Promise.all([backend.readVersion(workspace, from), backend.readVersion(workspace, to)]);
-      return diffStates(a, b);
-    },
+    diff: async (workspace, from, to): Promise<StateDiff> => (await backend.diff(workspace, { from, to })).diff,
     rollback: async (workspace, to, opts): Promise<RollbackResult> => {
       const r = await backend.rollback(workspace, to, { principal: opts?.principal });
       writes.delete(workspace);
       return { serial: r.serial };
     },
-    forceUnlock: (workspace, id) => backend.forceUnlock(workspace, id),
+    forceUnlock: (workspace, id) => backend.unlock(workspace, id),
   };
 }

@@ -8,7 +8,6 @@ import { NO_LOCK_ID } from "../backend/backend.js";
 import { historyEntryJson, type HistoryEntryJson } from "../backend/history.js";
 import { ObjstateError } from "../errors.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
-import { diffStates } from "../state/diff.js";
 import { readBody } from "./body.js";
 import { checkDiffRoom, DIFF_MAX_BODY, diffJson } from "./diff-runner.js";
 import { requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
@@ -52,7 +51,7 @@ async function forceUnlock(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   const id = ctx.url.searchParams.get("id") ?? "";
   if (id === "") throw new ObjstateError("BAD_REQUEST", `force-unlock of workspace ${ws} needs ?id=LOCK_ID (the ID shown in the lock error; ${NO_LOCK_ID} for an item without lock info)`);
-  await ctx.backend.forceUnlock(ws, id);
+  await ctx.backend.unlock(ws, id);
   ctx.metrics.lockHeld(-1);
   sendJson(ctx, 200, { released: id });
 }
@@ -120,8 +119,8 @@ async function diffVersions(ctx: Ctx): Promise<void> {
   const from = ctx.url.searchParams.get("from") ?? "";
   const to = ctx.url.searchParams.get("to") ?? "";
   if (from === "" || to === "") throw new ObjstateError("BAD_REQUEST", `a diff of workspace ${ws} needs ?from=VERSION&to=VERSION (version IDs from its history); to compare with a state of your own, POST it to this route`);
-  const [a, b] = await Promise.all([ctx.backend.readVersion(ws, from), ctx.backend.readVersion(ws, to)]);
-  sendJson(ctx, 200, { from, to, ...diffStates(a, b) });
+  const compared = await ctx.backend.diff(ws, { from, to });
+  sendJson(ctx, 200, { from, to, ...compared.diff });
 }
 
 /** What `POST …/rollback` takes. */

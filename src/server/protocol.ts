@@ -7,7 +7,7 @@
  * taken since by someone else, is done; a force-unlock repeated soon after by the same
  * user releases nothing more (docs/decisions/013, 016).
  */
-import { NO_LOCK_ID, type LockInfo } from "../backend/backend.js";
+import { NO_LOCK_ID, type LockInfo, type StateSink, type StreamOptions } from "../backend/backend.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { md5Of } from "../util/md5.js";
 import { prefixOf } from "../store/byte-source.js";
@@ -33,15 +33,14 @@ const LOCK_BODY_MAX = 64 * 1024;
 export async function getState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "read", ws);
-  const out = new StreamedState(ctx);
-  let found;
-  try {
-    found = await ctx.backend.readStateVersion(ws, { onVouched: (d) => out.vouched(d), onData: (b, n) => out.data(b, n), onMismatch: () => out.abandon() });
-  } catch (e) {
-    out.abandon();
-    throw e; // after the headers went out, the server's failure path cuts the connection
+  // After the headers went out, a failure cuts the connection (the library aborted the sink;
+  // the server's failure path sees the headers sent).
+  const read = await ctx.backend.streamState(ws, new ResponseSink(ctx), GET_STREAM);
+  if (read.streamed) {
+    ctx.res.end();
+    return;
   }
-  if (out.started) return out.finish(found);
+  const found = read.state;
   if (found === null || found.body.length === 0) return sendEmpty(ctx, 204);
   // The digest check of the read already proved the MD5 when there is a lock table.
   const md5 = Buffer.from(found.md5 ?? (await md5Of(found.body)), "hex").toString("base64");
@@ -57,71 +56,34 @@ const STREAM_MIN = 256 * 1024;
 export const HOLD_BACK = 64 * 1024;
 /** Smallest piece of a GET's body written to the socket at once (except its end). */
 export const SEND_MIN = 1024 * 1024;
+/** How a GET streams a state (the library's `streamState` options). */
+export const GET_STREAM: StreamOptions = { minBytes: STREAM_MIN, holdBackBytes: HOLD_BACK, chunkBytes: SEND_MIN };
 
 /**
- * The answer to a GET, sent from the read's own buffer as it fills (no copy). Starts once the
- * read vouched for an MD5 (it is the Content-MD5) and the state is large enough; a new
- * attempt of the read (a digest retry) or a mismatch abandons what was sent.
+ * A GET's answer as the library's streamed read fills it (backend/stream.ts): the headers
+ * with the vouched MD5 as Content-MD5, then pieces of the read's own buffer (no copy), or a
+ * cut connection when what was sent cannot be completed.
  */
-export class StreamedState {
-  started = false;
-  private recorded: string | undefined;
-  private body: Buffer | undefined;
-  private sent = 0;
-  private dead = false;
-
+export class ResponseSink implements StateSink {
   constructor(private readonly ctx: Ctx) {}
 
-  /** The MD5 the lock table and the store agree on for the attempt under way. */
-  vouched(md5: string): void {
-    if (this.started) return this.abandon();
-    this.recorded = md5;
+  start(size: number, md5: string): void {
+    this.ctx.res.writeHead(200, { "Content-Type": "application/json", "Content-Length": String(size), "Content-MD5": Buffer.from(md5, "hex").toString("base64") });
   }
 
-  data(body: Buffer, filled: number): void {
-    if (this.dead) return;
-    if (!this.started) {
-      if (this.recorded === undefined || body.length < STREAM_MIN) return;
-      this.started = true;
-      this.body = body;
-      const md5 = Buffer.from(this.recorded, "hex").toString("base64");
-      this.ctx.res.writeHead(200, { "Content-Type": "application/json", "Content-Length": String(body.length), "Content-MD5": md5 });
-    } else if (body !== this.body) return this.abandon();
-    const upTo = Math.min(filled, body.length - HOLD_BACK);
-    // A store that reads in small chunks (S3: the SDK's 64 KiB) calls this per chunk: the
-    // socket gets pieces of at least SEND_MIN, a write (a syscall) per 64 KiB costs more than the bytes.
-    if (upTo - this.sent >= SEND_MIN || upTo === body.length - HOLD_BACK) this.write(upTo);
-  }
-
-  /** The read is done: send the rest when it proved these very bytes against the announced digest. */
-  finish(found: { readonly body: Buffer; readonly md5: string | undefined } | null): void {
-    if (this.dead || found === null || found.body !== this.body || found.md5 === undefined || found.md5 !== this.recorded) {
-      this.abandon();
-      throw new ObjstateError("DIGEST_MISMATCH", `the state of workspace ${this.ctx.params["workspace"] ?? "?"} changed or did not match its digest while it was being sent; the answer was cut off: read it again`);
-    }
-    this.write(found.body.length);
-    this.ctx.res.end();
-  }
-
-  /** Take back what was sent: cut the connection (nothing more is sent on it). */
-  abandon(): void {
-    if (this.dead) return;
-    this.dead = true;
-    if (this.started) this.ctx.res.destroy();
-  }
-
-  private write(upTo: number): void {
-    const body = this.body as Buffer;
-    if (upTo <= this.sent || this.ctx.res.destroyed) return;
-    // Slices of the read's buffer: the socket keeps references, nothing is copied.
-    this.ctx.res.write(body.subarray(this.sent, upTo));
+  write(chunk: Buffer): void {
+    if (this.ctx.res.destroyed) return;
+    this.ctx.res.write(chunk);
     // node:http corks the socket on a write until the next tick; the read goes on hashing
     // these very bytes without yielding (the embedded store's last piece, or a small state
     // in one piece), so they would sit corked until the whole read is done. Sent now, they
     // travel while they are hashed.
     this.ctx.res.socket?.uncork();
-    this.ctx.bytesOut += upTo - this.sent;
-    this.sent = upTo;
+    this.ctx.bytesOut += chunk.length;
+  }
+
+  abort(): void {
+    this.ctx.res.destroy();
   }
 }
 

@@ -181,7 +181,7 @@ export function backendSuite(makeTarget: () => Target): void {
           assert.deepEqual(await b.lockInfo("default"), lock);
           await assert.rejects(b.unlock("default", "wrong-id"), (e) => isObjstateError(e, "LOCK_ID_MISMATCH"));
           assert.deepEqual(await a.lockInfo("default"), lock, "a wrong ID leaves the lock in place");
-          await b.forceUnlock("default", lock.ID);
+          await b.unlock("default", lock.ID);
           assert.equal(await a.lockInfo("default"), null);
           // The old holder's lock is gone: its writes are refused now.
           await assert.rejects(a.writeState("default", "{}", { lockId: lock.ID }), (e) => isObjstateError(e, "LOCK_NOT_HELD"));

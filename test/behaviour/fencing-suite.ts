@@ -144,7 +144,7 @@ export function fencingSuite(makeTarget: () => Target): void {
       const a = await connect(props);
       const b = await connect(props);
       const lock = await a.lock("default");
-      await b.forceUnlock("default", lock.ID);
+      await b.unlock("default", lock.ID);
       await assert.rejects(a.writeState("default", state(1), { lockId: lock.ID }), { code: "LOCK_NOT_HELD" });
       const other = await b.lock("default");
       await assert.rejects(a.writeState("default", state(1), { lockId: lock.ID }), { code: "STATE_LOCKED" });
@@ -172,13 +172,13 @@ export function fencingSuite(makeTarget: () => Target): void {
       const t = await table(props);
       await t.put(b.describe("default"), "Holder", "written by hand");
       await assert.rejects(b.lock("default"), (e) => isObjstateError(e, "STATE_LOCKED") && e.message.includes(`objstate force-unlock ${NO_LOCK_ID}`));
-      await b.forceUnlock("default", NO_LOCK_ID);
+      await b.unlock("default", NO_LOCK_ID);
       const lock = await b.lock("default");
       await b.unlock("default", lock.ID);
       // Info that is not lock info JSON: the same spelling.
       await t.put(b.describe("w"), "Info", "not json");
       await assert.rejects(b.lock("w"), (e) => isObjstateError(e, "STATE_LOCKED") && e.message.includes(`force-unlock ${NO_LOCK_ID} -w w`));
-      await b.forceUnlock("w", NO_LOCK_ID);
+      await b.unlock("w", NO_LOCK_ID);
       await b.unlock("w", (await b.lock("w")).ID);
     });
   });
@@ -261,7 +261,7 @@ export function fencingSuite(makeTarget: () => Target): void {
           lockId: lock.ID,
           // Between a's store and its commit, its lock is broken and b writes.
           onStored: async () => {
-            await b.forceUnlock("default", lock.ID);
+            await b.unlock("default", lock.ID);
             await b.writeState("default", state(3, { by: "b" }));
           },
         }),

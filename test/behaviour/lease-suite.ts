@@ -76,7 +76,7 @@ export function leaseSuite(makeTarget: () => Target): void {
         await assert.rejects(far.lock("default"), (e) => isObjstateError(e, "STATE_LOCKED") && !/lease/.test(e.message));
         const listed = await far.locks();
         assert.ok(listed.length >= 1 && listed.every((l) => l.id === "11111111-2222-3333-4444-555555555555" && l.expires === null && l.workspace === "default"));
-        await far.forceUnlock("default", "11111111-2222-3333-4444-555555555555");
+        await far.unlock("default", "11111111-2222-3333-4444-555555555555");
         assert.deepEqual(await far.locks(), []);
       });
 

@@ -77,7 +77,7 @@ export function processSuite(makeTarget: () => Target): void {
       // The dead writer's lock is still there, and removable with its ID.
       assert.equal((await b.lockInfo("default"))?.ID, lockId);
       await assert.rejects(b.lock("default"), { code: "STATE_LOCKED" });
-      await b.forceUnlock("default", lockId);
+      await b.unlock("default", lockId);
       await b.writeState("default", '{"serial":2}');
       assert.equal((await b.readState("default"))?.toString(), '{"serial":2}');
       b.close();

@@ -11,7 +11,7 @@ import { readdir, readFile, writeFile } from "node:fs/promises";
 import { request } from "node:http";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
-import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../src/index.js";
+import { ObjectStoreBackend, ObjectStoreBackendConfig, type StateSink } from "../../src/index.js";
 import { HOLD_BACK as BODY_HOLD_BACK } from "../../src/server/body.js";
 import { Logger } from "../../src/server/log.js";
 import { HOLD_BACK as GET_HOLD_BACK } from "../../src/server/protocol.js";
@@ -168,19 +168,48 @@ export function serverStreamingSuite(makeTarget: () => Target): void {
     assert.match(got.body.toString("utf8"), /DIGEST_MISMATCH/);
   });
 
-  it("the library's read vouches for the digest when the store's record agrees, and reports a mismatch before it looks again", async () => {
+  /** A sink that writes down what the library's streamed read did to it. */
+  const recordingSink = (): { events: string[]; sent: () => number; sink: StateSink } => {
+    const events: string[] = [];
+    let sent = 0;
+    const sink: StateSink = {
+      start: (size, digest) => void events.push(`start ${size} ${digest}`),
+      write: (chunk) => void (sent += chunk.length),
+      abort: () => void events.push("abort"),
+    };
+    return { events, sent: () => sent, sink };
+  };
+
+  it("the library's streamed read starts the sink with the digest when the store's record agrees, and sends nothing when they disagree", async () => {
     const ws = uniqueName("ws");
     const state = bigState(1, 1);
     await backend.writeState(ws, state);
-    const events: string[] = [];
-    const hooks = { onVouched: (d: string) => events.push(`vouched ${d}`), onMismatch: () => events.push("mismatch") };
-    const read = await backend.readStateVersion(ws, hooks);
-    assert.equal(read?.md5, md5(state, "hex"));
-    assert.deepEqual(events, [`vouched ${md5(state, "hex")}`]);
+    const good = recordingSink();
+    const read = await backend.streamState(ws, good.sink);
+    assert.deepEqual(read, { streamed: true, size: state.length, md5: md5(state, "hex") });
+    assert.deepEqual(good.events, [`start ${state.length} ${md5(state, "hex")}`]);
+    assert.equal(good.sent(), state.length);
     await raw.put(backend.statePath(ws), Buffer.concat([state, Buffer.from(" ")]), { contentType: "application/json" });
-    events.length = 0;
-    await assert.rejects(backend.readStateVersion(ws, hooks), { code: "DIGEST_MISMATCH" });
-    assert.ok(events.length >= 1 && events.every((e) => e === "mismatch"), events.join(", "));
+    const changed = recordingSink();
+    await assert.rejects(backend.streamState(ws, changed.sink), { code: "DIGEST_MISMATCH" });
+    assert.deepEqual(changed.events, [], "nothing was announced for bytes nobody vouched for");
+    assert.equal(changed.sent(), 0);
+  });
+
+  it("the library's streamed read cuts the sink off when the bytes do not match what the store and the digest agree on, before their last bytes", { skip: !embedded && "only the embedded store lets a test damage bytes behind the store's record" }, async () => {
+    const ws = uniqueName("ws");
+    const state = bigState(1, 3);
+    await backend.writeState(ws, state);
+    const other = Buffer.from(state);
+    other[other.length - 10] = 0x2a;
+    await raw.put(backend.statePath(ws), other, { contentType: "application/json" });
+    assert.ok((await forgeRecord(target.bucketDir?.(bucket) ?? "", md5(other, "hex"), md5(state, "hex"))) > 0);
+    const out = recordingSink();
+    await assert.rejects(backend.streamState(ws, out.sink, { holdBackBytes: GET_HOLD_BACK }), { code: "DIGEST_MISMATCH" });
+    assert.equal(out.events[0], `start ${state.length} ${md5(state, "hex")}`);
+    assert.equal(out.events[1], "abort");
+    assert.equal(out.events.length, 2, out.events.join(", "));
+    assert.ok(out.sent() <= state.length - GET_HOLD_BACK, `${out.sent()} bytes of ${state.length} went out: the held-back tail must not`);
   });
 
   it("the store hands a large object to onData as it reads it, and hashes what it read", async () => {

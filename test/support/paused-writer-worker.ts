@@ -21,7 +21,7 @@ const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(p
 async function take(): Promise<LockInfo> {
   if (how === "force") {
     const holder = await backend.lockInfo("default");
-    if (holder !== null) await backend.forceUnlock("default", holder.ID);
+    if (holder !== null) await backend.unlock("default", holder.ID);
   }
   const deadline = Date.now() + 120_000;
   for (;;) {

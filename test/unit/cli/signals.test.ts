@@ -15,15 +15,21 @@ import { openLockTable } from "../../../src/lock/index.js";
 import { CLI, cliEnv, runCli, type CliResult } from "../../support/cli.js";
 
 const RUNTIME = fileURLToPath(new URL("../../../src/cli/runtime.js", import.meta.url));
+// The library's withLock (what the CLI's runtime runs every locked command through) over the fake's acquire.
+const LOCK_SCOPE = fileURLToPath(new URL("../../../src/backend/lock-scope.js", import.meta.url));
+const WARN = fileURLToPath(new URL("../../../src/cli/warn.js", import.meta.url));
 
 /**
  * Run `body` (an async function body) in a child process with `runtime` (the module),
- * `backend` (a fake: lock takes `lockMs`, unlock fails when `failUnlock`), `sleep`, and
+ * `backend` (a fake: lock takes `lockMs`, unlock fails when `failUnlock`; `withLock` is the
+ * library's, warning through the CLI's channel), `sleep`, and
  * `signal(name)` (sends the signal to itself and lets the handler run).
  */
 function child(body: string, options: { lockMs?: number; failUnlock?: boolean } = {}): CliResult {
   const script = `
     const runtime = await import(${JSON.stringify(RUNTIME)});
+    const { withLock } = await import(${JSON.stringify(LOCK_SCOPE)});
+    const { warn } = await import(${JSON.stringify(WARN)});
     const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
     const signal = async (name) => { process.kill(process.pid, name); await sleep(50); };
     const calls = [];
@@ -33,6 +39,8 @@ function child(body: string, options: { lockMs?: number; failUnlock?: boolean } 
       unlock: async (w, id) => { calls.push("unlock " + w + " " + id); ${options.failUnlock === true ? 'throw new Error("the table did not answer");' : ""} },
       // The CLI holds a handle (leases): the same lock, released through the handle.
       acquire: async (w, o) => { const info = await backend.lock(w, o); return { info, id: info.ID, release: () => backend.unlock(w, info.ID) }; },
+      lockingEnabled: true,
+      withLock: (w, o, work) => withLock({ lockingEnabled: true, acquire: backend.acquire, describe: backend.describe, warn }, w, o, work),
     };
     ${body}
   `;
@@ -43,11 +51,12 @@ function child(body: string, options: { lockMs?: number; failUnlock?: boolean } 
 describe("interrupts while a lock is held", () => {
   it("a second SIGTERM after the state was stored says it was written, names the lock and the force-unlock command, exits 143", () => {
     const r = child(`
-      await runtime.acquireLock(backend, "ws", {}, 0);
-      runtime.stateStored();
-      await signal("SIGTERM");
-      await signal("SIGTERM");
-      console.log("still running");
+      await runtime.underLock(backend, "ws", {}, 0, async () => {
+        runtime.stateStored();
+        await signal("SIGTERM");
+        await signal("SIGTERM");
+        console.log("still running");
+      });
     `);
     assert.equal(r.code, 143, r.stderr);
     assert.equal(r.stdout, "");
@@ -60,9 +69,10 @@ describe("interrupts while a lock is held", () => {
 
   it("a second SIGHUP before anything was stored says nothing was written, exits 129", () => {
     const r = child(`
-      await runtime.acquireLock(backend, "ws", {}, 0);
-      await signal("SIGHUP");
-      await signal("SIGHUP");
+      await runtime.underLock(backend, "ws", {}, 0, async () => {
+        await signal("SIGHUP");
+        await signal("SIGHUP");
+      });
     `);
     assert.equal(r.code, 129, r.stderr);
     assert.match(r.stderr, /interrupted again: quitting now; nothing was written; the lock on bkt\/ws is still held/);
@@ -70,9 +80,9 @@ describe("interrupts while a lock is held", () => {
 
   it("one SIGTERM lets the operation finish and release; idle, a signal exits at once with its code", () => {
     const r = child(`
-      const held = await runtime.acquireLock(backend, "ws", {}, 0);
-      await signal("SIGTERM");
-      await held.release(false);
+      await runtime.underLock(backend, "ws", {}, 0, async () => {
+        await signal("SIGTERM");
+      });
       console.log(calls.join(","));
       await signal("SIGHUP");
       console.log("not reached");
@@ -83,10 +93,10 @@ describe("interrupts while a lock is held", () => {
 });
 
 describe("interrupts while a lock request is in flight", () => {
-  it("acquireLock: waits for the answer, releases the lock it got, then exits 130", () => {
+  it("underLock: waits for the answer, releases the lock it got without running the work, then exits 130", () => {
     const r = child(
       `
-      const p = runtime.acquireLock(backend, "ws", {}, 0);
+      const p = runtime.underLock(backend, "ws", {}, 0, async () => { calls.push("work"); });
       await sleep(100);
       await signal("SIGINT");
       try { await p; } catch (e) { console.log(e.code, e.exitCode, calls.join(",")); }
@@ -111,9 +121,9 @@ describe("interrupts while a lock request is in flight", () => {
     assert.equal(r.stdout, "ID-1 INTERRUPTED 143 lock ws\n", r.stderr);
   });
 
-  it("guardedWhileLocked (workspace delete): lets the request settle and reports the interrupt", () => {
+  it("guardedCall (workspace delete): lets the request settle and reports the interrupt", () => {
     const r = child(`
-      const p = runtime.guardedWhileLocked("bkt/ws", async () => { await sleep(400); return "deleted"; }, 0);
+      const p = runtime.guardedCall("bkt/ws", 0, async () => { await sleep(400); return "deleted"; });
       await sleep(100);
       await signal("SIGINT");
       console.log(JSON.stringify(await p));
@@ -126,13 +136,12 @@ describe("a lock that cannot be released", () => {
   it("after a failed operation: a warning naming the lock ID and the exact force-unlock command", () => {
     const r = child(
       `
-      const held = await runtime.acquireLock(backend, "ws", {}, 0);
-      await held.release(true);
-      console.log("released");
+      try { await runtime.underLock(backend, "ws", {}, 0, async () => { throw new Error("the operation failed"); }); }
+      catch (e) { console.log(e.message); }
     `,
       { failUnlock: true },
     );
-    assert.equal(r.stdout, "released\n");
+    assert.equal(r.stdout, "the operation failed\n", "the operation's error is the one reported");
     assert.equal(
       r.stderr,
       "objstate: warning: could not release lock ID-1 on bkt/ws (the table did not answer); it is still held: release it with objstate force-unlock ID-1 -w ws and the same settings\n",
@@ -142,8 +151,7 @@ describe("a lock that cannot be released", () => {
   it("after a successful operation: LOCK_RELEASE_FAILED with the same advice", () => {
     const r = child(
       `
-      const held = await runtime.acquireLock(backend, "ws", {}, 0);
-      try { await held.release(false); } catch (e) { console.log(e.code + ": " + e.message); }
+      try { await runtime.underLock(backend, "ws", {}, 0, async () => undefined); } catch (e) { console.log(e.code + ": " + e.message); }
     `,
       { failUnlock: true },
     );

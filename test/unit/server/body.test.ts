@@ -9,7 +9,8 @@ import { Readable } from "node:stream";
 import { describe, it } from "node:test";
 import { HOLD_BACK, readBody, receiveBody, streamBody } from "../../../src/server/body.js";
 import type { Ctx } from "../../../src/server/context.js";
-import { HOLD_BACK as GET_HOLD_BACK, SEND_MIN, StreamedState } from "../../../src/server/protocol.js";
+import { StreamedRead } from "../../../src/backend/stream.js";
+import { GET_STREAM, HOLD_BACK as GET_HOLD_BACK, ResponseSink, SEND_MIN } from "../../../src/server/protocol.js";
 
 const LIMITS = { maxBytes: 64 * 1024 * 1024, idleMs: 5_000 };
 
@@ -112,13 +113,15 @@ describe("a GET's answer, sent as the store reads", () => {
     const ctx = { res, params: { workspace: "w" }, bytesOut: 0 } as unknown as Ctx;
     const body = Buffer.alloc(5 * 1024 * 1024 + 12_345, 0x7b);
     const digest = createHash("md5").update(body).digest("hex");
-    const out = new StreamedState(ctx);
+    const out = new StreamedRead(new ResponseSink(ctx), GET_STREAM);
     out.vouched(digest);
     for (let n = 64 * 1024; ; n += 64 * 1024) {
       out.data(body, Math.min(n, body.length));
       if (n >= body.length) break;
     }
-    out.finish({ body, md5: digest });
+    // The read proved these bytes: the rest goes out, and the server ends the answer.
+    assert.equal(out.finish({ body, md5: digest, etag: undefined }), digest);
+    res.end();
     assert.ok(ended);
     assert.equal(writes.reduce((a, b) => a + b, 0), body.length);
     assert.equal(ctx.bytesOut, body.length);
@@ -139,13 +142,14 @@ describe("a GET's answer leaves at once", () => {
     let sentAfterData = -1;
     const server = createServer((_req, res) => {
       const ctx = { res, params: { workspace: "w" }, bytesOut: 0 } as unknown as Ctx;
-      const out = new StreamedState(ctx);
+      const out = new StreamedRead(new ResponseSink(ctx), GET_STREAM);
       out.vouched(digest);
       out.data(body, body.length);
       // Looked at before anything else runs: the read would now hash these bytes.
       corkedAfterData = res.socket?.writableCorked ?? -1;
       sentAfterData = res.socket?.bytesWritten ?? -1;
-      out.finish({ body, md5: digest });
+      out.finish({ body, md5: digest, etag: undefined });
+      res.end();
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     try {

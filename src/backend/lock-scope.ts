@@ -1,0 +1,67 @@
+/**
+ * "Use the caller's lock, else take one" (docs/decisions/056): every call that writes under
+ * the workspace's lock — writes, rollback, workspace create and delete, repair, and the
+ * CLI's and the server's own — runs its work through {@link withLock}, which takes the lock
+ * (waiting if asked), releases it after the work, and says plainly when a release fails.
+ */
+import { ObjstateError } from "../errors.js";
+import type { LockHandle } from "./lease.js";
+import type { LockOptions, LockScope, WithLockOptions } from "./options.js";
+
+/** What {@link withLock} needs of a connection. */
+export interface LockScopeDeps {
+  /** Is there any place to lock? Without one the work runs unlocked. */
+  readonly lockingEnabled: boolean;
+  acquire(workspace: string, options: LockOptions): Promise<LockHandle>;
+  describe(workspace: string): string;
+  warn(message: string, code: string): void;
+}
+
+/** The warning of a lock left held after a work that failed (its error is the one thrown). */
+export const LOCK_NOT_RELEASED = "OBJSTATE_LOCK_NOT_RELEASED";
+
+/**
+ * Run `work` under the workspace's lock: the caller's (`options.lockId`, left held; each
+ * write checks it right before writing), or one taken here (waiting as `options.wait`
+ * says) and released after the work, whatever it did. Without any place to lock, `work`
+ * runs with no lock. A lock taken after `wait.signal` aborted (the request was in flight)
+ * is given back and the call rejects with the signal's reason. A release that fails after
+ * the work succeeded is `LOCK_RELEASE_FAILED`; after it failed, a warning (the work's error
+ * is the one to report). Both name the lock and the command that releases it.
+ */
+export async function withLock<T>(deps: LockScopeDeps, workspace: string, options: WithLockOptions, work: (scope: LockScope) => Promise<T>): Promise<T> {
+  const { lockId, ...take } = options;
+  if (lockId !== undefined || !deps.lockingEnabled) return work({ id: lockId, taken: undefined, signal: undefined });
+  const handle = await deps.acquire(workspace, take);
+  const signal = options.wait?.signal;
+  if (signal?.aborted === true) {
+    await release(deps, workspace, handle, true);
+    throw signal.reason;
+  }
+  let failed = true;
+  try {
+    const result = await work({ id: handle.id, taken: handle.info, signal: handle.signal });
+    failed = false;
+    return result;
+  } finally {
+    await release(deps, workspace, handle, failed);
+  }
+}
+
+/** The exact command that releases a lock left behind. */
+export function forceUnlockCommand(id: string, workspace: string): string {
+  return `objstate force-unlock ${id} -w ${workspace}`;
+}
+
+/** Release a lock taken for a work; when that fails, say which lock is left and how to release it. */
+async function release(deps: LockScopeDeps, workspace: string, handle: LockHandle, quietly: boolean): Promise<void> {
+  try {
+    await handle.release();
+  } catch (e) {
+    const id = handle.id;
+    const reason = e instanceof Error ? e.message : String(e);
+    const message = `could not release lock ${id} on ${deps.describe(workspace)} (${reason}); it is still held: release it with ${forceUnlockCommand(id, workspace)} and the same settings`;
+    if (quietly) deps.warn(message, LOCK_NOT_RELEASED);
+    else throw new ObjstateError("LOCK_RELEASE_FAILED", message, { cause: e, details: { lockId: id, workspace } });
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * What {@link ObjectStoreBackend}'s calls return and report: one place for the shapes the
+ * CLI, the server and the console render.
+ */
+import type { Leftover } from "../store/types.js";
+import type { StateDiff } from "../state/diff.js";
+import type { Principal } from "./principal.js";
+
+/**
+ * A repair made by a read or a write without being asked (`ConnectOptions.onRepair`):
+ * - `adopted`: the stored state was a complete write whose commit never happened (its writer
+ *   stopped between storing and committing) and nothing was committed since: it was committed;
+ * - `restored`: the newest version was a write that never committed (another write was
+ *   committed after it started): the committed state was written again as the newest version.
+ */
+export interface RepairEvent {
+  readonly workspace: string;
+  readonly action: "adopted" | "restored";
+  /** Hex MD5 of the state that is committed now. */
+  readonly md5: string;
+  /** The digest item's generation now. */
+  readonly generation: number;
+  /** The serial of the write adopted, or of the committed state restored, when recorded. */
+  readonly serial: number | undefined;
+  /** The lock the adopted write was made under, or the lock of the write restored over. */
+  readonly lockId: string | undefined;
+  /** One line for the operator. */
+  readonly message: string;
+}
+
+/** What {@link ObjectStoreBackend.repairState} found and did. */
+export interface RepairReport {
+  /**
+   * `ok` the digest matched; `recorded-digest` a torn write was committed (its digest recorded);
+   * `restored-committed` the newest version was a write that never committed, and the
+   * committed state was written again over it;
+   * `removed-orphan-digest` a digest without a state was removed; `no-state` nothing stored;
+   * `no-lock-table` no digests to repair.
+   */
+  readonly action: "ok" | "recorded-digest" | "restored-committed" | "removed-orphan-digest" | "no-state" | "no-lock-table";
+  readonly md5?: string | undefined;
+  /** The digest recorded before, when it changed. */
+  readonly previous?: string | undefined;
+  readonly leftoversRemoved: readonly Leftover[];
+  readonly leftoversKept: readonly Leftover[];
+}
+
+/** What {@link ObjectStoreBackend.digestStatus} found. */
+export type DigestStatus =
+  | { readonly status: "no-state" }
+  | { readonly status: "no-digest"; readonly size: number }
+  | { readonly status: "match"; readonly recorded: string; readonly size: number }
+  | { readonly status: "torn" | "superseded" | "mismatch"; readonly recorded: string; readonly actual: string | undefined; readonly size?: number };
+
+/** What {@link ObjectStoreBackend.writeState} did. */
+export interface WriteResult {
+  /** False when the same content was already stored (nothing was written). */
+  readonly written: boolean;
+  /** Hex MD5 of the state, as recorded in the digest. */
+  readonly md5: string;
+}
+
+/** A stored state as {@link ObjectStoreBackend.readStateVersion} read it. */
+export interface StateRead {
+  readonly body: Buffer;
+  /** The stored object's ETag: pass it as `ifMatch` to make a write conditional on this read. */
+  readonly etag: string | undefined;
+  /** Hex MD5 of `body` when the read proved it (it matched the recorded digest); undefined otherwise. */
+  readonly md5: string | undefined;
+}
+
+/** One workspace's state object as a listing describes it ({@link ObjectStoreBackend.listWorkspaceObjects}). */
+export interface WorkspaceObject {
+  readonly workspace: string;
+  readonly size: number;
+  /** UTC ISO time the store reports, when it does. */
+  readonly lastModified: string | undefined;
+  /** The same ETag {@link LastWrite.etag} reports for this write. */
+  readonly etag: string | undefined;
+}
+
+/** What {@link ObjectStoreBackend.lastWrite} reports. */
+export interface LastWrite {
+  readonly size: number;
+  readonly etag: string | undefined;
+  /** UTC ISO time the store reports, when it does. */
+  readonly lastModified: string | undefined;
+  readonly serial: number | undefined;
+  readonly lineage: string | undefined;
+  readonly who: string | undefined;
+  readonly lockId: string | undefined;
+  readonly operation: string | undefined;
+  /** The server user the write was made for, when it went through `objstate serve`. */
+  readonly principal: Principal | undefined;
+}
+
+/** What {@link ObjectStoreBackend.diff} compared, and what changed. */
+export interface VersionDiff {
+  /** The older side's version ID; null for "no state" (none before `to`). */
+  readonly from: string | null;
+  /** The newer side's version ID; null for "no state" (the workspace is deleted). */
+  readonly to: string | null;
+  readonly diff: StateDiff;
+}

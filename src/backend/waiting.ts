@@ -1,0 +1,95 @@
+/**
+ * Waiting for a lock someone else holds (docs/decisions/055): the attempts of a lock request
+ * spaced out with exponential backoff and jitter, ended by a deadline or an abort signal.
+ * The tool keeps this in its library (its `-lock-timeout`); so does objstate.
+ */
+import { isObjstateError, ObjstateError } from "../errors.js";
+import type { LockInfo } from "./lock-info.js";
+import type { LockWait } from "./options.js";
+
+/** Backoff between attempts: the first ceiling and the cap (ms). */
+export const BACKOFF_FIRST_MS = 250;
+export const BACKOFF_CAP_MS = 4000;
+
+/** Time and chance, replaceable in tests so the backoff is checked without waiting on it. */
+export interface WaitClock {
+  now(): number;
+  /** Resolve after `ms`, or reject with the signal's reason when it aborts first. */
+  sleep(ms: number, signal: AbortSignal | undefined): Promise<void>;
+  /** A number in [0, 1). */
+  random(): number;
+}
+
+const realClock: WaitClock = {
+  now: () => Date.now(),
+  random: () => Math.random(),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted === true) return reject(abortReason(signal));
+      const onAbort = (): void => {
+        clearTimeout(timer);
+        reject(abortReason(signal as AbortSignal));
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      }, ms);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    }),
+};
+
+/**
+ * Run `attempt` until it does not fail with `STATE_LOCKED`, for at most `wait.timeoutMs`
+ * ("equal jitter": each pause is half the current ceiling for sure and the other half at
+ * random; the ceiling doubles up to {@link BACKOFF_CAP_MS}). Without `wait`, or with a
+ * timeout of 0, one attempt and its error as it is. Past the deadline the last
+ * `STATE_LOCKED` is thrown again, with the holder, saying how long it waited. An abort of
+ * `wait.signal` ends the wait with the signal's reason (an attempt in flight settles first:
+ * its result stands when it succeeded).
+ */
+export async function waitWhileLocked<T>(attempt: () => Promise<T>, wait: LockWait | undefined, clock: WaitClock = realClock): Promise<T> {
+  const timeoutMs = wait?.timeoutMs ?? 0;
+  if (!Number.isFinite(timeoutMs) || timeoutMs < 0) {
+    throw new ObjstateError("INVALID_LOCK_WAIT", `${wait?.setting ?? "the lock wait (wait.timeoutMs)"} must be 0 or more milliseconds, got ${String(timeoutMs)}`);
+  }
+  const signal = wait?.signal;
+  // A function, not a narrowed property: the signal may abort while an attempt is awaited.
+  const aborted = (): boolean => signal?.aborted === true;
+  const started = clock.now();
+  const deadline = started + timeoutMs;
+  let ceiling = BACKOFF_FIRST_MS;
+  for (let n = 0; ; n++) {
+    if (aborted()) throw abortReason(signal as AbortSignal);
+    try {
+      return await attempt();
+    } catch (e) {
+      if (!isObjstateError(e, "STATE_LOCKED")) throw e;
+      if (aborted()) throw abortReason(signal as AbortSignal);
+      const remaining = deadline - clock.now();
+      if (remaining <= 0) {
+        if (timeoutMs === 0) throw e;
+        const setting = wait?.setting ?? "wait.timeoutMs";
+        throw new ObjstateError("STATE_LOCKED", `${e.message} Gave up after waiting ${formatWait(clock.now() - started)} (${setting} ${formatWait(timeoutMs)}).`, { details: e.details, cause: e });
+      }
+      if (n === 0) wait?.onWait?.(e.details?.["lockInfo"] as LockInfo | undefined);
+      await clock.sleep(Math.min(remaining, ceiling / 2 + clock.random() * (ceiling / 2)), signal);
+      ceiling = Math.min(ceiling * 2, BACKOFF_CAP_MS);
+    }
+  }
+}
+
+/** What an aborted wait rejects with: the signal's reason (an `AbortError` when it gave none). */
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("the lock wait was aborted", "AbortError");
+}
+
+/** `1h30m`, `45s`, `1.5s`, `0s`, as durations are written on the command line. */
+export function formatWait(ms: number): string {
+  if (ms < 1000) return ms === 0 ? "0s" : `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${Math.round(ms / 100) / 10}s`;
+  const s = Math.round(ms / 1000);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const r = s % 60;
+  return `${h > 0 ? `${h}h` : ""}${m > 0 ? `${m}m` : ""}${r > 0 ? `${r}s` : ""}`;
+}
