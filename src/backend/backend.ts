@@ -121,7 +121,7 @@ export class ObjectStoreBackend {
   }
 
   /** Delete a workspace's digest, then its state, under its lock; `default` cannot be deleted. Its versions stay. */
-  deleteWorkspace(workspace: string, options: UnderLockOptions = {}): Promise<void> {
+  async deleteWorkspace(workspace: string, options: UnderLockOptions = {}): Promise<void> {
     checkDeletable(workspace);
     return this.withLock(workspace, { ...lockOf(options), operation: "deleteWorkspace" }, async (lock) => {
       await this.checkCallersLock(workspace, lock);
@@ -254,7 +254,7 @@ export class ObjectStoreBackend {
    * Write version `versionId`'s content as a new version (serial above the current one's),
    * under the lock, recording `Operation: rollback`; another lineage needs `force`. Deletes nothing.
    */
-  rollback(workspace: string, versionId: string, options: BackendRollbackOptions = {}): Promise<RollbackResult> {
+  async rollback(workspace: string, versionId: string, options: BackendRollbackOptions = {}): Promise<RollbackResult> {
     checkWorkspace(workspace);
     const { principal, expectCurrent } = options;
     return this.withLock(workspace, { ...lockOf(options), operation: "rollback", info: options.info, owner: principal?.name }, async (lock) => {
