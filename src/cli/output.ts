@@ -11,7 +11,7 @@
  * Numbers are printed exactly as the state has them (never through a JS number).
  */
 import { DataRemoteStateObjectStore } from "../remote-state/data-remote-state.js";
-import { decimalForm, MAX_DECIMAL_DIGITS } from "../remote-state/exact-json.js";
+import { decimalForm, MAX_DECIMAL_DIGITS } from "../json/exact-json.js";
 import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
 import { CliError, EXIT, usageError } from "./io.js";
 import { layoutSetting } from "./layout-setting.js";

@@ -25,10 +25,10 @@
  * it is nested too deep.
  */
 import { Buffer } from "node:buffer";
-import { decode, encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "../util/json-bytes.js";
-import { checkContainer, INVALID, MAX_NESTING, TOO_DEEP } from "../util/json-validate.js";
+import { decode, encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "../json/json-bytes.js";
+import { checkContainer, INVALID, MAX_NESTING, TOO_DEEP } from "../json/json-validate.js";
 
-export { MAX_NESTING } from "../util/json-validate.js";
+export { MAX_NESTING } from "../json/json-validate.js";
 
 const QUOTE = 0x22;
 const OPEN_BRACE = 0x7b;

@@ -8,8 +8,8 @@
  * unusual gives up (`finish` returns null) and the caller falls back to the whole-buffer
  * extractor, which has the full-parse fallback.
  */
-import { encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "../util/json-bytes.js";
-import { ContainerCheck, MAX_NESTING, NEED_MORE } from "../util/json-validate.js";
+import { encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "../json/json-bytes.js";
+import { ContainerCheck, MAX_NESTING, NEED_MORE } from "../json/json-validate.js";
 
 const QUOTE = 0x22;
 const OPEN_BRACE = 0x7b;
