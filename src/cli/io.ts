@@ -1,5 +1,5 @@
 import { ConfigError } from "../config/errors.js";
-import { jsonSyntaxProblem } from "../json/json-error.js";
+import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { ObjstateError } from "../errors.js";
 import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../util/read-file.js";
 

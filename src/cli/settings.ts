@@ -12,7 +12,7 @@ import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfig
 import { isPlainObject, RULES } from "../config/rules.js";
 import { nearest } from "../config/validate.js";
 import { AWS_ENV } from "../resolve/settings.js";
-import { jsonSyntaxProblem } from "../json/json-error.js";
+import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { durationFlag } from "./duration.js";
 import { readJsonFile, usageError } from "./io.js";
 import { setLockSettings, type LockSettings } from "./lock-settings.js";

@@ -9,7 +9,7 @@ import { isObjstateError } from "../errors.js";
 import { sourceChanged } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 import { nodeCrypto, nodeFs } from "../util/builtins.js";
-import { describeFailure, JsonObjectStreamCheck, positionAt } from "../json/json-stream-check.js";
+import { describeFailure, JsonObjectStreamCheck, positionAt } from "../json/stream-check.js";
 import { FILE_LIMITS, openBoundedFile, readBoundedFile, ReadFileError } from "../util/read-file.js";
 import { CliError, EXIT, usageError } from "./io.js";
 

@@ -10,7 +10,7 @@ import { COMMON_FIELDS } from "../config/fields.js";
 import { checkValue } from "../config/validate.js";
 import { ObjstateError } from "../errors.js";
 import { nodeOs } from "../util/builtins.js";
-import { jsonSyntaxProblem } from "../json/json-error.js";
+import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { describeReadProblem, FILE_LIMITS, ReadFileError, readBoundedFile } from "../util/read-file.js";
 import type { Env, ProfileLayer, ProfileLoader } from "../resolve/settings.js";
 

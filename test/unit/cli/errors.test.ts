@@ -13,7 +13,7 @@ import { ConfigError } from "../../../src/config/errors.js";
 import { ObjstateError } from "../../../src/errors.js";
 import { debugEnabled, errorLine, EXIT, exitCodeOf } from "../../../src/cli/io.js";
 import { parseEndpoint } from "../../../src/store/endpoint.js";
-import { invisibleCharacterName, jsonSyntaxProblem } from "../../../src/json/json-error.js";
+import { invisibleCharacterName, jsonSyntaxProblem } from "../../../src/json/syntax-error.js";
 import { CLI, cliEnv, runCli } from "../../support/cli.js";
 import { assertOneLineError } from "./suite.js";
 
