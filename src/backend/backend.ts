@@ -8,7 +8,7 @@ import { isObjstateError, ObjstateError } from "../errors.js";
 import { openLockTable } from "../lock/index.js";
 import type { DigestItem, KeyAttribute, LockTableDriver } from "../lock/types.js";
 import type { Env, ResolvedBackendSettings } from "../resolve/settings.js";
-import { parseEndpoint } from "../store/endpoint.js";
+import { parseEndpoint } from "../io/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { S3DriverOptions } from "../store/s3.js";
 import { isByteSource, md5OfSource, prefixOf, sizeOf } from "../store/byte-source.js";
@@ -69,7 +69,7 @@ export interface ConnectOptions {
    * (`DEFAULT_TIMEOUTS`); a given `requestMs` also caps the other two. A request past its
    * deadline fails with `ENDPOINT_TIMEOUT` naming the endpoint.
    */
-  readonly timeouts?: Partial<import("../util/sdk-client.js").Timeouts> | undefined;
+  readonly timeouts?: Partial<import("../io/sdk-client.js").Timeouts> | undefined;
   /** Receives warnings (default: `process.emitWarning`, each kind once per process). */
   readonly onWarning?: ((message: string, code: string) => void) | undefined;
   /**

@@ -1,7 +1,7 @@
 import { ConfigError } from "../config/errors.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { ObjstateError } from "../errors.js";
-import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../util/read-file.js";
+import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
 
 /**
  * Documented exit codes of `objstate`: 0 ok, 1 error, 2 usage or bad input (nothing was

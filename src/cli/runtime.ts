@@ -11,7 +11,7 @@ import { resolveEffectiveSettings, resolveIdentity, type Identity } from "../cre
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { openLockTable, type LockTableDriver } from "../lock/index.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
-import { parseEndpoint } from "../store/endpoint.js";
+import { parseEndpoint } from "../io/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import { formatDuration } from "./duration.js";

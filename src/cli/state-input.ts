@@ -10,7 +10,7 @@ import { sourceChanged } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 import { nodeCrypto, nodeFs } from "../util/builtins.js";
 import { describeFailure, JsonObjectStreamCheck, positionAt } from "../json/stream-check.js";
-import { FILE_LIMITS, openBoundedFile, readBoundedFile, ReadFileError } from "../util/read-file.js";
+import { FILE_LIMITS, openBoundedFile, readBoundedFile, ReadFileError } from "../io/read-file.js";
 import { CliError, EXIT, usageError } from "./io.js";
 
 /** Bytes per read of the file: the most of it in memory at once, per pass. */

@@ -16,11 +16,11 @@ import {
   type ConditionalCheckFailedException,
   type TableDescription,
 } from "@aws-sdk/client-dynamodb";
-import { sdkCredentials } from "../credentials/sdk.js";
+import { sdkCredentials } from "../io/sdk-credentials.js";
 import { ObjstateError } from "../errors.js";
-import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../store/endpoint.js";
-import { armClient, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning } from "../util/sdk-client.js";
-import type { CredentialsProvider } from "../store/types.js";
+import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../io/endpoint.js";
+import { armClient, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning } from "../io/sdk-client.js";
+import type { CredentialsProvider } from "../credentials/types.js";
 import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
 
 const KEY = "LockID";

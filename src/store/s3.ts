@@ -31,16 +31,16 @@ import {
 } from "@aws-sdk/client-s3";
 import type { LifecycleRule, PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
-import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.js";
+import { sdkCredentials, type SdkCredentialsProvider } from "../io/sdk-credentials.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
-import { armClient, deadlineMs, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning, type Timeouts } from "../util/sdk-client.js";
+import { armClient, deadlineMs, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning, type Timeouts } from "../io/sdk-client.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
 import { takeShared } from "../util/shared-memory.js";
-import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "./endpoint.js";
+import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../io/endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
+import type { CredentialsProvider } from "../credentials/types.js";
 import type {
   ByteSource,
-  CredentialsProvider,
   GetOptions,
   GetResult,
   HeadOptions,

@@ -11,7 +11,7 @@ import { isObjstateError, ObjstateError } from "../../../src/errors.js";
 import { DynamoDbLockTable, toObjstateError } from "../../../src/lock/dynamodb.js";
 import { openLockTable } from "../../../src/lock/index.js";
 import type { LockTableDriver } from "../../../src/lock/types.js";
-import type { Credentials, CredentialsProvider } from "../../../src/store/types.js";
+import type { Credentials, CredentialsProvider } from "../../../src/credentials/types.js";
 import { testServers } from "../../support/servers.js";
 import { commitDigestSuite } from "../../behaviour/commit-digest-suite.js";
 

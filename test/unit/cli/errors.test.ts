@@ -12,7 +12,7 @@ import { describe, it } from "node:test";
 import { ConfigError } from "../../../src/config/errors.js";
 import { ObjstateError } from "../../../src/errors.js";
 import { debugEnabled, errorLine, EXIT, exitCodeOf } from "../../../src/cli/io.js";
-import { parseEndpoint } from "../../../src/store/endpoint.js";
+import { parseEndpoint } from "../../../src/io/endpoint.js";
 import { invisibleCharacterName, jsonSyntaxProblem } from "../../../src/json/syntax-error.js";
 import { CLI, cliEnv, runCli } from "../../support/cli.js";
 import { assertOneLineError } from "./suite.js";

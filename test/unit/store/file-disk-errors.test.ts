@@ -21,7 +21,7 @@ import { ObjstateServer } from "../../../src/server/server.js";
 import { HttpBackendClient } from "../../support/http-backend-client.js";
 import { FileLockTable } from "../../../src/lock/file.js";
 import { FileDriver } from "../../../src/store/file.js";
-import { fsFailure } from "../../../src/store/local-fs.js";
+import { fsFailure } from "../../../src/io/local-fs.js";
 
 const AS_ROOT = process.getuid?.() === 0;
 const NEEDS_ROOT = AS_ROOT ? false : "mounting a tmpfs and running as another user need root";
