@@ -18,7 +18,7 @@ import { resolveEffectiveSettings } from "../credentials/index.js";
 import type { Clock } from "../credentials/refresh.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { objstateVersion } from "../version.js";
-import { checkWorkspace, DEFAULT_WORKSPACE, layout, layoutNameOf, listPrefixes, statePath, workspaceOfKey, workspacesPrefix, type Layout, type LayoutName } from "./layout.js";
+import { checkWorkspace, DEFAULT_WORKSPACE, layout, layoutNameOf, listPrefixes, statePath, workspaceOfKey, workspacesPrefix, type Layout, type LayoutName } from "../config/layout.js";
 import { defaultWho, type LockInfo } from "./lock-info.js";
 import type { Principal } from "./principal.js";
 import { checkTtl, DEFAULT_CLOCK_MARGIN_MS, type LockHandle } from "./lease.js";
@@ -42,7 +42,7 @@ export type { LockListing } from "./locking.js";
 export type { ReleasedLock } from "./released.js";
 export type { ProbeVerdict } from "./probe.js";
 export type { VersioningStatus } from "../store/types.js";
-export type { LayoutName } from "./layout.js";
+export type { LayoutName } from "../config/layout.js";
 
 /** Options of {@link ObjectStoreBackend.connect}. */
 export interface ConnectOptions {

@@ -4,7 +4,7 @@
  * main, which prints them and picks the exit code.
  */
 import { NO_LOCK_ID, type ObjectStoreBackend } from "../backend/backend.js";
-import { DEFAULT_WORKSPACE } from "../backend/layout.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { describeHolder } from "../backend/lock-info.js";
 import { COMMON_FIELDS } from "../config/fields.js";
 import { RULES } from "../config/rules.js";

@@ -9,7 +9,7 @@ import { access, stat } from "node:fs/promises";
 import { request as httpRequest, type ClientRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import * as path from "node:path";
-import { DEFAULT_WORKSPACE } from "../backend/layout.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { describeCredentialSource, resolveEffectiveSettings, type Identity } from "../credentials/index.js";
 import { isObjstateError } from "../errors.js";

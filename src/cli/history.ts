@@ -5,7 +5,7 @@
  */
 import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
 import { historyEntryJson } from "../backend/history.js";
-import { DEFAULT_WORKSPACE } from "../backend/layout.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { diffStates, formatStateDiff, type StateDiff } from "../state/diff.js";
 import { confirm, interactive } from "./confirm.js";
 import { CliError, EXIT, usageError } from "./io.js";

@@ -8,7 +8,7 @@
 import { resolveEffectiveSettings, type Identity } from "../credentials/index.js";
 import { ObjstateError } from "../errors.js";
 import type { KeyAttribute } from "../lock/types.js";
-import { commonPrefix, layout } from "../backend/layout.js";
+import { commonPrefix, layout } from "../config/layout.js";
 import { layoutSetting } from "./layout-setting.js";
 import type { ObjectStoreDriver, Retention } from "../store/types.js";
 import { CliError, EXIT, usageError } from "./io.js";

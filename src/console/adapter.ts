@@ -5,7 +5,7 @@
  * implementation of any operation.
  */
 import type { LastWrite as BackendLastWrite, ObjectStoreBackend, StateVersion, WorkspaceObject } from "../backend/backend.js";
-import { DEFAULT_WORKSPACE } from "../backend/layout.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import type { LockInfo } from "../backend/lock-info.js";
 import { stringifyExact } from "../json/exact-json.js";
 import { diffStates, type StateDiff } from "../state/diff.js";

@@ -12,7 +12,7 @@
  * (no state, lock or version, and not `default`) is a 404.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { DEFAULT_WORKSPACE } from "../backend/layout.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { isObjstateError } from "../errors.js";
 import { statusOf as apiStatusOf } from "../server/status.js";
 import { SENSITIVE } from "../state/diff.js";

@@ -7,7 +7,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { ObjectStoreBackend } from "../backend/backend.js";
-import { checkWorkspace } from "../backend/layout.js";
+import { checkWorkspace } from "../config/layout.js";
 import { ANONYMOUS_PRINCIPAL, type Principal, type PrincipalVia } from "../backend/principal.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { API_ROUTES, type Route } from "./api.js";

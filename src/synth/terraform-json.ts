@@ -4,7 +4,7 @@
  * unchanged. Every field goes through its row of the mapping table (src/config/mapping.ts);
  * nothing here knows a field by name.
  */
-import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "../backend/layout.js";
+import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "../config/layout.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { ConfigError } from "../config/errors.js";
 import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fields.js";
@@ -14,7 +14,7 @@ import { RULES } from "../config/rules.js";
 import type { JsonObject } from "./tool-json.js";
 
 export type { TerraformBackendType } from "../config/mapping.js";
-export type { LayoutName } from "../backend/layout.js";
+export type { LayoutName } from "../config/layout.js";
 
 /** Options every backend takes. */
 interface CommonOptions {
