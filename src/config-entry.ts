@@ -38,8 +38,8 @@ export {
   type BackendToolJson,
   type RemoteStateToolJson,
   type RemoteStateBlock,
-  type JsonObject,
-} from "./synth/tool-json.js";
+} from "./config/tool-json.js";
+export type { JsonObject } from "./config/types.js";
 export {
   backendTerraformJson,
   serveBackendTerraformJson,
@@ -55,7 +55,7 @@ export {
   type TerraformRemoteStateBlock,
   type TerraformRemoteStateJson,
   type LayoutName,
-} from "./synth/terraform-json.js";
+} from "./config/terraform-json.js";
 export {
   TERRAFORM_MAPPING,
   TERRAFORM_BACKENDS,

@@ -5,7 +5,7 @@
  * flattened) > the selected profile of the shared credentials file > the standard AWS
  * variables (region and endpoints only) > default.
  */
-import type { ObjectStoreAssumeRole } from "../config/assume-role.js";
+import type { AssumeRoleTypes, ObjectStoreAssumeRole } from "../config/assume-role.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { FieldSpec } from "../config/fields.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
@@ -27,7 +27,7 @@ export interface ResolvedSetting<T> {
 type Fields = readonly FieldSpec[];
 /** Resolved settings of a field table, keyed by field name. */
 export type ResolvedOf<T extends Fields> = {
-  readonly [F in T[number] as F["name"]]: ResolvedSetting<KindValue[F["kind"]]>;
+  readonly [F in T[number] as F["name"]]: ResolvedSetting<KindValue<AssumeRoleTypes>[F["kind"]]>;
 };
 
 /** Effective settings of a backend config. */
