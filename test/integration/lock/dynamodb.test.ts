@@ -302,7 +302,7 @@ describe("credentials and errors", () => {
   });
 
   test("an ObjstateError from the credentials chain passes through unchanged", async () => {
-    const own = new ObjstateError("STS_ERROR", "assume role failed");
+    const own = new ObjstateError("ASSUME_ROLE_FAILED", "assume role failed");
     const t = open(newTableName(), { credentials: () => Promise.reject(own) });
     await assert.rejects(() => t.get(LOCK_ID, "Info"), (e) => e === own);
   });
