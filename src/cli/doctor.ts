@@ -15,7 +15,8 @@ import { describeCredentialSource, resolveEffectiveSettings, type Identity } fro
 import { isObjstateError } from "../errors.js";
 import type { KeyAttribute } from "../lock/types.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
-import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../io/endpoint.js";
+import { parseEndpoint, plainHttpAdvice } from "../io/endpoint.js";
+import { isTlsToPlainHttp } from "../io/sdk-errors.js";
 import { probeConditions } from "../backend/probe.js";
 import type { Acl, ObjectStoreDriver } from "../store/types.js";
 import { lockSettings } from "./lock-settings.js";
