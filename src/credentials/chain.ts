@@ -143,7 +143,7 @@ export async function assumedRole(s: CredentialSettings, base: Identity, options
   };
   const first: AssumedRole = await assumeRole(params);
   let used = false;
-  // Expiry is in STS's clock, measured from its answers (server-clock.ts).
+  // Expiry is in STS's clock, measured from its answers (io/server-clock.ts).
   const provider = refreshing(() => (used ? assumeRole(params) : ((used = true), Promise.resolve(first))), options.clock, () => serverNow(params.endpoint));
   return {
     provider,

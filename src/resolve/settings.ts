@@ -1,5 +1,5 @@
 /**
- * Resolution (docs/design.md §2 layer 3, §4): the effective value of every field and where it
+ * Resolution (docs/design.md §2 and §4): the effective value of every field and where it
  * came from. Precedence: explicit > environment (the seed's order, first non-empty wins)
  * > the deprecated `assumeRole` block (for the role fields, when no role ARN was given
  * flattened) > the selected profile of the shared credentials file > the standard AWS

@@ -1,4 +1,4 @@
-/** Timeouts of the SDK clients and the shared server clock (src/util/sdk-client.ts, server-clock.ts). */
+/** Timeouts of the SDK clients and the shared server clock (src/io/sdk-client.ts, server-clock.ts). */
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import type { Command } from "commander";
