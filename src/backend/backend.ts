@@ -8,7 +8,7 @@ import { isObjstateError, ObjstateError } from "../errors.js";
 import { openLockTable } from "../lock/index.js";
 import type { DigestItem, KeyAttribute, LockTableDriver } from "../lock/types.js";
 import type { Env, ResolvedBackendSettings } from "../resolve/settings.js";
-import { parseEndpoint } from "../store/endpoint.js";
+import { parseEndpoint } from "../io/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { S3DriverOptions } from "../store/s3.js";
 import { isByteSource, md5OfSource, prefixOf, sizeOf } from "../store/byte-source.js";
@@ -18,7 +18,7 @@ import { resolveEffectiveSettings } from "../credentials/index.js";
 import type { Clock } from "../credentials/refresh.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { objstateVersion } from "../version.js";
-import { checkWorkspace, DEFAULT_WORKSPACE, layout, layoutNameOf, listPrefixes, statePath, workspaceOfKey, workspacesPrefix, type Layout, type LayoutName } from "./layout.js";
+import { checkWorkspace, DEFAULT_WORKSPACE, layout, layoutNameOf, listPrefixes, statePath, workspaceOfKey, workspacesPrefix, type Layout, type LayoutName } from "../config/layout.js";
 import { defaultWho, type LockInfo } from "./lock-info.js";
 import type { Principal } from "./principal.js";
 import { checkTtl, DEFAULT_CLOCK_MARGIN_MS, type LockHandle } from "./lease.js";
@@ -42,7 +42,7 @@ export type { LockListing } from "./locking.js";
 export type { ReleasedLock } from "./released.js";
 export type { ProbeVerdict } from "./probe.js";
 export type { VersioningStatus } from "../store/types.js";
-export type { LayoutName } from "./layout.js";
+export type { LayoutName } from "../config/layout.js";
 
 /** Options of {@link ObjectStoreBackend.connect}. */
 export interface ConnectOptions {
@@ -69,7 +69,7 @@ export interface ConnectOptions {
    * (`DEFAULT_TIMEOUTS`); a given `requestMs` also caps the other two. A request past its
    * deadline fails with `ENDPOINT_TIMEOUT` naming the endpoint.
    */
-  readonly timeouts?: Partial<import("../util/sdk-client.js").Timeouts> | undefined;
+  readonly timeouts?: Partial<import("../io/sdk-client.js").Timeouts> | undefined;
   /** Receives warnings (default: `process.emitWarning`, each kind once per process). */
   readonly onWarning?: ((message: string, code: string) => void) | undefined;
   /**

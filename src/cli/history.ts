@@ -5,10 +5,10 @@
  */
 import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
 import { historyEntryJson } from "../backend/history.js";
-import { DEFAULT_WORKSPACE } from "../backend/layout.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { diffStates, formatStateDiff, type StateDiff } from "../state/diff.js";
 import { confirm, interactive } from "./confirm.js";
-import { CliError, EXIT, usageError } from "./io.js";
+import { CliError, usageError } from "./io.js";
 import { acquireLock, withBackend } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { durationFlag } from "./duration.js";
@@ -114,8 +114,8 @@ async function resolveSides(backend: ObjectStoreBackend, workspace: string, from
     }
     if (!v.deleteMarker) return { from: from ?? v.versionId, to: toId };
   }
-  if (!any) throw new CliError("STATE_NOT_FOUND", `workspace ${workspace} has no versions at ${backend.describe(workspace)}: nothing to compare`, EXIT.error);
-  if (!reachedTo) throw new CliError("VERSION_NOT_FOUND", `${backend.describe(workspace)} has no version ${JSON.stringify(to)}: list them with objstate state history`, EXIT.error);
+  if (!any) throw new CliError("STATE_NOT_FOUND", `workspace ${workspace} has no versions at ${backend.describe(workspace)}: nothing to compare`);
+  if (!reachedTo) throw new CliError("VERSION_NOT_FOUND", `${backend.describe(workspace)} has no version ${JSON.stringify(to)}: list them with objstate state history`);
   return { from: from ?? null, to: toId };
 }
 
@@ -157,7 +157,7 @@ async function confirmRollback(backend: ObjectStoreBackend, workspace: string, t
   const serial = diff.serial.before === null ? "" : ` (serial ${diff.serial.before + 1})`;
   process.stderr.write(`Rolling back ${backend.describe(workspace)} to version ${to} writes its content as a new version${serial}; what changes from the current state:\n`);
   process.stderr.write(diffText(current, to, diff, colorsAllowed(process.stderr)));
-  if (!(await confirm("Roll back? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "rollback cancelled; nothing was written", EXIT.error);
+  if (!(await confirm("Roll back? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "rollback cancelled; nothing was written");
   return current;
 }
 
@@ -189,7 +189,7 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
     try {
       // Under the lock: the diff that was confirmed must still be the one the rollback applies.
       if (shown !== undefined && (await currentVersion(backend, workspace)) !== shown) {
-        throw new CliError("STATE_CONFLICT", `${where} was written since the diff was shown: nothing was written; run the rollback again to review the new diff`, EXIT.conflict);
+        throw new CliError("STATE_CONFLICT", `${where} was written since the diff was shown: nothing was written; run the rollback again to review the new diff`);
       }
       result = await backend.rollback(workspace, to, { lockId: given ?? lock?.info.ID, force });
       failed = false;

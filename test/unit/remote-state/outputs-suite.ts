@@ -12,6 +12,7 @@ import {
   ObjectStoreBackendConfig,
   isObjstateError,
   type DataRemoteStateObjectStoreConfigProps,
+  type ErrorCode,
   type FetchOutputsOptions,
   type ObjectStoreBackendConfigProps,
 } from "../../../src/index.js";
@@ -34,7 +35,7 @@ export interface OutputsSuiteOptions {
 }
 
 /** Rejects with an ObjstateError of `code`; returns it. */
-export async function rejectsWith(p: Promise<unknown>, code: string): Promise<Error & { code: string; details?: Readonly<Record<string, unknown>> }> {
+export async function rejectsWith(p: Promise<unknown>, code: ErrorCode): Promise<Error & { code: string; details?: Readonly<Record<string, unknown>> }> {
   try {
     await p;
   } catch (e) {
