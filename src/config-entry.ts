@@ -6,7 +6,7 @@
  * @packageDocumentation
  */
 /// <reference types="node" preserve="true" />
-export { ObjstateError, isObjstateError } from "./errors.js";
+export { ObjstateError, isObjstateError, type ErrorCode } from "./errors.js";
 export { ConfigError, type ConfigErrorCode } from "./config/errors.js";
 export { COMMON_FIELDS, REMOTE_STATE_EXTRA_FIELDS, REMOTE_STATE_FIELDS, ASSUME_ROLE_FIELDS, type FieldSpec, type FieldKind } from "./config/fields.js";
 export { ObjectStoreAssumeRole, type ObjectStoreAssumeRoleProps, type ObjectStoreAssumeRoleBuilder } from "./config/assume-role.js";
@@ -38,8 +38,8 @@ export {
   type BackendToolJson,
   type RemoteStateToolJson,
   type RemoteStateBlock,
-  type JsonObject,
-} from "./synth/tool-json.js";
+} from "./config/tool-json.js";
+export type { JsonObject } from "./config/types.js";
 export {
   backendTerraformJson,
   serveBackendTerraformJson,
@@ -55,7 +55,7 @@ export {
   type TerraformRemoteStateBlock,
   type TerraformRemoteStateJson,
   type LayoutName,
-} from "./synth/terraform-json.js";
+} from "./config/terraform-json.js";
 export {
   TERRAFORM_MAPPING,
   TERRAFORM_BACKENDS,

@@ -10,6 +10,6 @@
 /// <reference types="node" preserve="true" />
 export * from "./config-entry.js";
 export { LockHandle, NO_LOCK_ID, ObjectStoreBackend, type ConnectOptions, type LockListing, type LockOptions, type LockInfo, type ReleasedLock, type ProbeVerdict, type ReadOptions, type RepairOptions, type RepairReport, type RepairEvent, type WriteOptions, type WriteResult, type BackendRollbackOptions, type HistoryOptions, type RollbackResult, type StateVersion, type VersioningStatus, type UnlockOptions, type Principal, type PrincipalVia, type HistoryEntryJson, type LockWait, type WithLockOptions, type LockScope, type UnderLockOptions, type CreateWorkspaceOptions, type DiffOptions, type VersionDiff, type StateSink, type StreamOptions, type StreamResult, type StateRead, type LastWrite, type WorkspaceObject, type DigestStatus } from "./backend/backend.js";
-export type { ByteSource, Leftover } from "./store/types.js";
-export type { Credentials, CredentialsProvider, Acl } from "./store/types.js";
-export { DEFAULT_TIMEOUTS, type Timeouts } from "./util/sdk-client.js";
+export type { ByteSource, Leftover, Acl } from "./store/types.js";
+export type { Credentials, CredentialsProvider } from "./credentials/types.js";
+export { DEFAULT_TIMEOUTS, type Timeouts } from "./io/sdk-client.js";

@@ -11,7 +11,7 @@ import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import type { ByteSource, Leftover, VersioningStatus } from "../store/types.js";
 import { openConnection, type Connection } from "./connect.js";
 import { BackendContext, defaultWarn } from "./context.js";
-import { checkWorkspace, DEFAULT_WORKSPACE, workspacesPrefix } from "./layout.js";
+import { checkWorkspace, DEFAULT_WORKSPACE, workspacesPrefix } from "../config/layout.js";
 import { rollbackState, stateHistory, type HistoryOptions, type RollbackResult, type StateVersion } from "./history.js";
 import type { LockHandle } from "./lease.js";
 import type { LockInfo } from "./lock-info.js";
@@ -40,7 +40,7 @@ export type { LockListing } from "./locking.js";
 export type { ReleasedLock } from "./released.js";
 export type { ProbeVerdict } from "./probe.js";
 export type { VersioningStatus } from "../store/types.js";
-export type { LayoutName } from "./layout.js";
+export type { LayoutName } from "../config/layout.js";
 export { emptyState } from "./workspaces.js";
 
 /**

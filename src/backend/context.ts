@@ -10,7 +10,7 @@ import type { Acl, ObjectStoreDriver } from "../store/types.js";
 import { objstateVersion } from "../version.js";
 import type { Connection } from "./connect.js";
 import type { VersionedState } from "./history.js";
-import { DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, type Layout } from "./layout.js";
+import { DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, type Layout } from "../config/layout.js";
 import { checkTtl, DEFAULT_CLOCK_MARGIN_MS, type LockHandle } from "./lease.js";
 import { defaultWho, type LockInfo } from "./lock-info.js";
 import { LOCKFILE_SUFFIX, LockfileLock, TableLock, type LockPlace } from "./lock-places.js";

@@ -6,8 +6,8 @@
 import type { Env } from "../resolve/settings.js";
 import type { S3DriverOptions } from "../store/s3.js";
 import type { Clock } from "../credentials/refresh.js";
-import type { Timeouts } from "../util/sdk-client.js";
-import type { LayoutName } from "./layout.js";
+import type { Timeouts } from "../io/sdk-client.js";
+import type { LayoutName } from "../config/layout.js";
 import type { LockInfo } from "./lock-info.js";
 import type { Principal } from "./principal.js";
 import type { RepairEvent } from "./results.js";

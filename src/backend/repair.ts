@@ -10,7 +10,7 @@ import { md5Hex } from "../util/md5.js";
 import { judge } from "./commit.js";
 import type { BackendContext } from "./context.js";
 import { committedMissing, decodeMeta, META, normalizeDigest, provenComplete, workspaceFlag } from "./fencing.js";
-import { listPrefixes } from "./layout.js";
+import { listPrefixes } from "../config/layout.js";
 import type { RepairOptions } from "./options.js";
 import { commit, committedVersion, writeCommittedAgain } from "./reconcile.js";
 import type { RepairReport } from "./results.js";

@@ -5,8 +5,8 @@
  * never needs a second full download or parse of a big state.
  */
 import { ObjstateError } from "../errors.js";
-import { decode, encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "../util/json-bytes.js";
-import { checkContainer, MAX_NESTING } from "../util/json-validate.js";
+import { decode, encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "../json/bytes.js";
+import { checkContainer, MAX_NESTING } from "../json/validate.js";
 
 const QUOTE = 0x22;
 const OPEN_BRACE = 0x7b;

@@ -8,7 +8,7 @@ import { nodeCrypto } from "../util/builtins.js";
 import type { BackendContext } from "./context.js";
 import { decodeMeta, META } from "./fencing.js";
 import { principalOf } from "./history.js";
-import { checkWorkspace, DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, workspacesPrefix } from "./layout.js";
+import { checkWorkspace, DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, workspacesPrefix } from "../config/layout.js";
 import type { LastWrite, WorkspaceObject } from "./results.js";
 
 /** The empty state a new workspace starts with (serial 0, a new lineage), as the tool writes one. */

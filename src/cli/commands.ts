@@ -4,21 +4,21 @@
  * main, which prints them and picks the exit code.
  */
 import { emptyState, NO_LOCK_ID, type ObjectStoreBackend } from "../backend/backend.js";
-import { DEFAULT_WORKSPACE } from "../backend/layout.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { describeHolder } from "../backend/lock-info.js";
 import { COMMON_FIELDS } from "../config/fields.js";
 import { RULES } from "../config/rules.js";
 import { describeCredentialSource, resolveEffectiveSettings } from "../credentials/index.js";
 import type { ResolvedSetting } from "../resolve/settings.js";
 import { synthesizeProps } from "../synth/document.js";
-import { formatToolJson, secretWarnings, type ToolJson } from "../synth/tool-json.js";
-import { serveBackendTerraformJson, terraformWarnings, type TerraformBackendOptions } from "../synth/terraform-json.js";
+import { formatToolJson, secretWarnings, type ToolJson } from "../config/tool-json.js";
+import { serveBackendTerraformJson, terraformWarnings, type TerraformBackendOptions } from "../config/terraform-json.js";
 import { ConfigError } from "../config/errors.js";
 import { lockSettings } from "./lock-settings.js";
 import { layoutSetting } from "./layout-setting.js";
 import { confirm, interactive } from "./confirm.js";
 import { durationFlag } from "./duration.js";
-import { CliError, EXIT, readJsonFile, usageError } from "./io.js";
+import { CliError, readJsonFile, usageError } from "./io.js";
 import { guardedCall, lockWaiting, requireLocking, stateStored, underLock as underLockOf, withBackend } from "./runtime.js";
 import { warn } from "./warn.js";
 import { printLocks, runUnderLock } from "./lock-commands.js";
@@ -210,7 +210,7 @@ export async function workspaceNewAction(name: string, opts: Opts): Promise<void
   const input = gatherSettings(opts);
   lockTimeoutOf(opts); // a bad --lock-timeout is refused before anything connects
   const config = backendConfigOf(input);
-  if (name === DEFAULT_WORKSPACE) throw new CliError("WORKSPACE_EXISTS", `workspace ${DEFAULT_WORKSPACE} already exists (it always does)`, EXIT.error);
+  if (name === DEFAULT_WORKSPACE) throw new CliError("WORKSPACE_EXISTS", `workspace ${DEFAULT_WORKSPACE} already exists (it always does)`);
   await withBackend(config, async (backend) => {
     await underLock(backend, name, opts, { operation: "workspace new" }, (lockId) => backend.createWorkspace(name, { lockId, onStored: stateStored }));
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), created: true });
@@ -227,7 +227,7 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
   if (name === DEFAULT_WORKSPACE) throw usageError(`the ${DEFAULT_WORKSPACE} workspace cannot be deleted`, "CANNOT_DELETE_DEFAULT");
   await withBackend(config, async (backend) => {
     if (!(await backend.listWorkspaces()).includes(name)) {
-      throw new CliError("WORKSPACE_NOT_FOUND", `workspace ${name} does not exist (no state at ${backend.describe(name)})`, EXIT.error);
+      throw new CliError("WORKSPACE_NOT_FOUND", `workspace ${name} does not exist (no state at ${backend.describe(name)})`);
     }
     const lockId = lockIdOf(opts);
     // The delete takes and releases its own lock (unless --lock-id): an interrupt lets it settle, then says what it did.
@@ -252,7 +252,7 @@ export async function statePullAction(opts: Opts): Promise<void> {
     } finally {
       progress.done();
     }
-    if (bytes === null) throw new CliError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${backend.describe(workspace)}`, EXIT.error);
+    if (bytes === null) throw new CliError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${backend.describe(workspace)}`);
     await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (e) => (e ? reject(e) : resolve())));
   });
 }
@@ -363,7 +363,7 @@ export async function lockAction(opts: Opts, command: readonly string[] = []): P
     else say(lock.ID);
     if (interrupted !== undefined) {
       // The lock landed after the interrupt: it is held, and only its ID can release it.
-      throw new CliError("INTERRUPTED", `interrupted after the lock was taken: lock ${lock.ID} on ${backend.describe(workspace)} is held; release it with objstate unlock ${lock.ID} -w ${workspace}`, interrupted.exitCode);
+      throw new CliError("INTERRUPTED", `interrupted after the lock was taken: lock ${lock.ID} on ${backend.describe(workspace)} is held; release it with objstate unlock ${lock.ID} -w ${workspace}`, { exitCode: interrupted.exitCode });
     }
   });
 }
@@ -403,12 +403,12 @@ export async function forceUnlockAction(id: string, opts: Opts): Promise<void> {
     if (!force) {
       const holder = await backend.lockInfo(workspace);
       // no-id names an item without readable lock info, which may have no Info at all.
-      if (holder === null && id !== NO_LOCK_ID) throw new CliError("LOCK_NOT_FOUND", `the state at ${backend.describe(workspace)} is not locked (no lock with ID ${id})`, EXIT.error);
+      if (holder === null && id !== NO_LOCK_ID) throw new CliError("LOCK_NOT_FOUND", `the state at ${backend.describe(workspace)} is not locked (no lock with ID ${id})`);
       if (holder === null) process.stderr.write(`The lock item of ${backend.describe(workspace)} has no lock info.\n`);
-      else if (holder.ID !== (id === NO_LOCK_ID ? "" : id)) throw new CliError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${backend.describe(workspace)}: ${describeHolder(holder)}`, EXIT.locked);
+      else if (holder.ID !== (id === NO_LOCK_ID ? "" : id)) throw new CliError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${backend.describe(workspace)}: ${describeHolder(holder)}`);
       else process.stderr.write(`The lock on ${backend.describe(workspace)}: ${describeHolder(holder)}.\n`);
       process.stderr.write("Releasing it while its holder is still at work can corrupt the state.\n");
-      if (!(await confirm("Force-unlock? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "force-unlock cancelled; the lock is still held", EXIT.error);
+      if (!(await confirm("Force-unlock? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "force-unlock cancelled; the lock is still held");
     }
     // The same release as unlock: a wrong ID is refused, so a lock taken since is never broken by mistake.
     await backend.unlock(workspace, id);

@@ -9,17 +9,18 @@ import { access, stat } from "node:fs/promises";
 import { request as httpRequest, type ClientRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import * as path from "node:path";
-import { DEFAULT_WORKSPACE } from "../backend/layout.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { describeCredentialSource, resolveEffectiveSettings, type Identity } from "../credentials/index.js";
 import { isObjstateError } from "../errors.js";
 import { inspectLockTable } from "../backend/table-check.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
-import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../store/endpoint.js";
+import { parseEndpoint, plainHttpAdvice } from "../io/endpoint.js";
+import { isTlsToPlainHttp } from "../io/sdk-errors.js";
 import { probeConditions } from "../backend/probe.js";
 import type { Acl, ObjectStoreDriver } from "../store/types.js";
 import { lockSettings } from "./lock-settings.js";
-import { CliError, EXIT } from "./io.js";
+import { CliError } from "./io.js";
 import { connect, identityFor, isHttp, lockTableFor, storeFor } from "./runtime.js";
 import { warn } from "./warn.js";
 import { backendConfigOf, gatherSettings, type SettingsInput } from "./settings.js";
@@ -420,5 +421,5 @@ export async function doctorAction(opts: Record<string, unknown>): Promise<void>
     const mark: Record<CheckStatus, string> = { ok: p.green("ok  "), warn: p.yellow("warn"), fail: p.red("FAIL"), skip: p.dim("skip") };
     for (const r of results) process.stdout.write(`${mark[r.status]}  ${r.name}: ${r.detail}${r.fix === undefined ? "" : ` — fix: ${r.fix}`}\n`);
   }
-  if (failed > 0) throw new CliError("DOCTOR_FAILED", `${failed} check${failed === 1 ? "" : "s"} failed`, EXIT.error);
+  if (failed > 0) throw new CliError("DOCTOR_FAILED", `${failed} check${failed === 1 ? "" : "s"} failed`);
 }

@@ -5,10 +5,10 @@
  */
 import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
 import { historyEntryJson } from "../backend/history.js";
-import { DEFAULT_WORKSPACE } from "../backend/layout.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { formatStateDiff, type StateDiff } from "../state/diff.js";
 import { confirm, interactive } from "./confirm.js";
-import { CliError, EXIT, usageError } from "./io.js";
+import { CliError, usageError } from "./io.js";
 import { underLock, withBackend } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { durationFlag } from "./duration.js";
@@ -119,7 +119,7 @@ async function confirmRollback(backend: ObjectStoreBackend, workspace: string, t
   const serial = diff.serial.before === null ? "" : ` (serial ${diff.serial.before + 1})`;
   process.stderr.write(`Rolling back ${backend.describe(workspace)} to version ${to} writes its content as a new version${serial}; what changes from the current state:\n`);
   process.stderr.write(diffText(current, to, diff, colorsAllowed(process.stderr)));
-  if (!(await confirm("Roll back? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "rollback cancelled; nothing was written", EXIT.error);
+  if (!(await confirm("Roll back? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "rollback cancelled; nothing was written");
   return current;
 }
 

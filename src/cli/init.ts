@@ -8,10 +8,10 @@
 import { resolveEffectiveSettings, type Identity } from "../credentials/index.js";
 import { ObjstateError } from "../errors.js";
 import { inspectLockTable } from "../backend/table-check.js";
-import { commonPrefix, layout } from "../backend/layout.js";
+import { commonPrefix, layout } from "../config/layout.js";
 import { layoutSetting } from "./layout-setting.js";
 import type { ObjectStoreDriver, Retention } from "../store/types.js";
-import { CliError, EXIT, usageError } from "./io.js";
+import { CliError, usageError } from "./io.js";
 import { identityFor, isHttp, lockTableFor, storeFor } from "./runtime.js";
 import { warn } from "./warn.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
@@ -134,5 +134,5 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
     const mark: Record<ProvisionStatus, string> = { exists: p.green("exists "), created: p.green("created"), missing: p.red("missing"), unusable: p.red("FAIL   "), "not configured": p.yellow("warn   ") };
     for (const r of results) process.stdout.write(`${mark[r.status]}  ${r.detail}\n`);
   }
-  if (bad.length > 0) throw new CliError("INIT_INCOMPLETE", bad.map((r) => (r.status === "missing" ? `${r.what} ${r.name} is missing` : `${r.what} ${r.name} is unusable`)).join("; "), EXIT.error);
+  if (bad.length > 0) throw new CliError("INIT_INCOMPLETE", bad.map((r) => (r.status === "missing" ? `${r.what} ${r.name} is missing` : `${r.what} ${r.name} is unusable`)).join("; "));
 }

@@ -1,75 +1,31 @@
-import { ConfigError } from "../config/errors.js";
-import { jsonSyntaxProblem } from "../util/json-error.js";
+import { ERROR_CODES, EXIT, type ErrorCode, type UsageCode } from "../error-codes.js";
 import { ObjstateError } from "../errors.js";
-import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../util/read-file.js";
+import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
+import { jsonSyntaxProblem } from "../json/syntax-error.js";
 
 /**
- * Documented exit codes of `objstate`: 0 ok, 1 error, 2 usage or bad input (nothing was
- * written), 3 state locked (by another holder), 4 digest mismatch, 5 state conflict (the
- * lineage guard or a conditional write refused: nothing was written), 6 the lock is no
- * longer held by this writer (`LOCK_NOT_HELD`: released or force-unlocked), 7 the lock's
- * lease was lost (`LOCK_LOST`: it ran out and was taken over, or its renewal was refused;
- * nothing more was written); 129 / 130 / 143 interrupted (SIGHUP /
- * SIGINT / SIGTERM); 141 standard output was closed by its reader (`| head`).
+ * An error of the command itself. It ends `objstate` with its code's exit code
+ * (error-codes.ts), or with `exitCode` where the exit is not the code's own: a command's
+ * (`lock -- COMMAND` passes its exit code on) or a signal's (SIGHUP, SIGTERM).
  */
-export const EXIT = {
-  ok: 0,
-  error: 1,
-  usage: 2,
-  locked: 3,
-  digest: 4,
-  conflict: 5,
-  lockNotHeld: 6,
-  lockLost: 7,
-  hangup: 129,
-  interrupted: 130,
-  outputClosed: 141,
-  terminated: 143,
-} as const;
-
-/** An error that ends the CLI with a given exit code and a one-line message. */
 export class CliError extends ObjstateError {
   readonly exitCode: number;
-  constructor(code: string, message: string, exitCode: number, cause?: unknown) {
-    super(code, message, { cause });
+  constructor(code: ErrorCode, message: string, options: { cause?: unknown; exitCode?: number | undefined } = {}) {
+    super(code, message, { cause: options.cause });
     this.name = "CliError";
-    this.exitCode = exitCode;
+    this.exitCode = options.exitCode ?? ERROR_CODES[code].exit;
   }
 }
 
-/** A usage / bad-input error (exit 2). */
-export function usageError(message: string, code = "USAGE", cause?: unknown): CliError {
-  return new CliError(code, message, EXIT.usage, cause);
+/** A usage / bad-input error (exit 2): its code is one whose row says so. */
+export function usageError(message: string, code: UsageCode = "USAGE", cause?: unknown): CliError {
+  return new CliError(code, message, { cause });
 }
 
-/** Library error codes that mean the input or configuration was wrong (exit 2). */
-const USAGE_CODES = new Set([
-  "INVALID_WORKSPACE",
-  "CANNOT_DELETE_DEFAULT",
-  "NO_ENDPOINT",
-  "NO_LOCK_ENDPOINT",
-  "NO_STS_ENDPOINT",
-  "INVALID_ENDPOINT",
-  "INVALID_BUCKET",
-  "CREDENTIALS_INCOMPLETE",
-  "CREDENTIALS_FILE_INVALID",
-  "INVALID_KEY",
-]);
-
-/** The exit code for an error (see {@link EXIT}). */
+/** The exit code for an error: its code's row in error-codes.ts (see `EXIT` there); 1 for anything else. */
 export function exitCodeOf(e: unknown): number {
   if (e instanceof CliError) return e.exitCode;
-  if (e instanceof ConfigError) return EXIT.usage;
-  if (e instanceof ObjstateError) {
-    if (e.code === "STATE_LOCKED" || e.code === "LOCK_ID_MISMATCH") return EXIT.locked;
-    if (e.code === "DIGEST_MISMATCH" || e.code === "TORN_WRITE") return EXIT.digest;
-    if (e.code === "STATE_CONFLICT") return EXIT.conflict;
-    if (e.code === "LOCK_NOT_HELD") return EXIT.lockNotHeld;
-    if (e.code === "LOCK_LOST") return EXIT.lockLost;
-    // Every INVALID_* code names a value the person gave (a name, a key, a file's content).
-    if (USAGE_CODES.has(e.code) || e.code.startsWith("INVALID_")) return EXIT.usage;
-  }
-  return EXIT.error;
+  return e instanceof ObjstateError ? ERROR_CODES[e.code].exit : EXIT.error;
 }
 
 /** Parse JSON text; a syntax error names `name` and the line and column. */
@@ -79,7 +35,7 @@ export function parseJsonText(text: string, name: string): unknown {
   } catch (e) {
     const { problem, at } = jsonSyntaxProblem(e, text);
     // The cause stays off: V8's message quotes the text, and these files hold secrets.
-    throw new CliError("INVALID_JSON", `${name} is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`, EXIT.usage);
+    throw new CliError("INVALID_JSON", `${name} is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`);
   }
 }
 
@@ -97,7 +53,7 @@ export function readInput(file: string, kind: InputKind = "config"): Buffer {
   } catch (e) {
     if (!(e instanceof ReadFileError)) throw e;
     const code = e.problem.kind === "too-large" ? "FILE_TOO_LARGE" : "FILE_UNREADABLE";
-    throw new CliError(code, e.message, EXIT.usage, e);
+    throw new CliError(code, e.message, { cause: e });
   }
 }
 

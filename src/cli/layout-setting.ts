@@ -4,7 +4,7 @@
  * the lock settings do. Set once per command by `gatherSettings`, read by `connect`,
  * `output`, `init`, `synth` and `config`.
  */
-import { DEFAULT_LAYOUT, type LayoutName } from "../backend/layout.js";
+import { DEFAULT_LAYOUT, type LayoutName } from "../config/layout.js";
 
 /** The layout and where it came from (undefined: the default). */
 export interface LayoutSetting {

@@ -9,7 +9,7 @@ import type { LockListing } from "../backend/locking.js";
 import type { LockOptions } from "../backend/backend.js";
 import { ObjstateError } from "../errors.js";
 import { nodeChildProcess } from "../util/builtins.js";
-import { CliError, EXIT } from "./io.js";
+import { CliError } from "./io.js";
 import { printJson } from "./term.js";
 
 /** Print the lock list: JSON, or one aligned line per lock. */
@@ -45,7 +45,7 @@ export async function runUnderLock(backend: ObjectStoreBackend, workspace: strin
     let failure: unknown;
     try {
       exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        child.on("error", (e) => reject(new CliError("COMMAND_FAILED", `could not run ${file}: ${e.message}`, EXIT.error, e)));
+        child.on("error", (e) => reject(new CliError("COMMAND_FAILED", `could not run ${file}: ${e.message}`, { cause: e })));
         child.on("exit", (c, s) => resolve({ code: c, signal: s }));
       });
     } catch (e) {
@@ -54,10 +54,10 @@ export async function runUnderLock(backend: ObjectStoreBackend, workspace: strin
     lock.signal?.removeEventListener("abort", onLost);
     // A lease lost while the command ran is what to report, whatever the command did.
     const lost: unknown = lock.signal?.aborted === true ? lock.signal.reason : undefined;
-    if (lost instanceof ObjstateError && lost.code === "LOCK_LOST") throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, EXIT.lockLost, lost);
+    if (lost instanceof ObjstateError && lost.code === "LOCK_LOST") throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, { cause: lost });
     if (failure !== undefined || exit === undefined) throw failure;
     return exit;
   });
-  if (ended.signal !== null) throw new CliError("COMMAND_FAILED", `${command[0]} was ended by ${ended.signal}`, EXIT.error);
-  if (ended.code !== 0) throw new CliError("COMMAND_FAILED", `${command[0]} exited with code ${ended.code ?? "?"}`, ended.code ?? EXIT.error);
+  if (ended.signal !== null) throw new CliError("COMMAND_FAILED", `${command[0]} was ended by ${ended.signal}`);
+  if (ended.code !== 0) throw new CliError("COMMAND_FAILED", `${command[0]} exited with code ${ended.code ?? "?"}`, { exitCode: ended.code ?? undefined });
 }

@@ -20,7 +20,8 @@ process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true";
 // No top-level await: the published build is CommonJS (scripts/build.mjs), where it cannot be.
 async function main(): Promise<void> {
   const { warn } = await import("./warn.js");
-  const { EXIT, isClosedOutput } = await import("./io.js");
+  const { isClosedOutput } = await import("./io.js");
+  const { EXIT } = await import("../error-codes.js");
   process.removeAllListeners("warning");
   process.on("warning", (w: Error & { code?: string }) => warn(w.message, w.code ?? `${w.name}:${w.message}`));
 

@@ -11,9 +11,9 @@
  * Numbers are printed exactly as the state has them (never through a JS number).
  */
 import { DataRemoteStateObjectStore } from "../remote-state/data-remote-state.js";
-import { decimalForm, MAX_DECIMAL_DIGITS } from "../remote-state/exact-json.js";
+import { decimalForm, MAX_DECIMAL_DIGITS } from "../json/exact-json.js";
 import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
-import { CliError, EXIT, usageError } from "./io.js";
+import { CliError, usageError } from "./io.js";
 import { layoutSetting } from "./layout-setting.js";
 import { cliTimeouts } from "./timeout-setting.js";
 import { warn } from "./warn.js";
@@ -54,7 +54,7 @@ export async function outputAction(name: string | undefined, opts: Record<string
 
   if (!outputs.has(name)) {
     const names = outputs.names();
-    throw new CliError("OUTPUT_NOT_FOUND", `no output "${name}" in ${where}; ${names.length === 0 ? "there are no outputs" : `available: ${names.join(", ")}`}`, EXIT.error);
+    throw new CliError("OUTPUT_NOT_FOUND", `no output "${name}" in ${where}; ${names.length === 0 ? "there are no outputs" : `available: ${names.join(", ")}`}`);
   }
   if (raw) {
     // As the tool's `output -raw`: the bare text, no quotes and no trailing newline.
@@ -106,17 +106,16 @@ function rawText(outputs: RemoteOutputs, name: string): string {
     case "number": {
       const text = decimalForm(outputs.numberText(name));
       if (text === undefined) {
-        throw new CliError("OUTPUT_TOO_LONG", `output "${name}" has more than ${MAX_DECIMAL_DIGITS} digits in plain decimal notation: --raw will not print it (use --json)`, EXIT.error);
+        throw new CliError("OUTPUT_TOO_LONG", `output "${name}" has more than ${MAX_DECIMAL_DIGITS} digits in plain decimal notation: --raw will not print it (use --json)`);
       }
       return text;
     }
     case "null":
-      throw new CliError("OUTPUT_NOT_SCALAR", `output "${name}" is null, so --raw cannot print it (use --json)`, EXIT.error);
+      throw new CliError("OUTPUT_NOT_SCALAR", `output "${name}" is null, so --raw cannot print it (use --json)`);
     default:
       throw new CliError(
         "OUTPUT_NOT_SCALAR",
         `output "${name}" is ${type === "list" ? "a list" : "an object"}, not a string: --raw prints only strings, numbers and booleans (use --json)`,
-        EXIT.error,
       );
   }
 }

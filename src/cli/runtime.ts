@@ -11,13 +11,14 @@ import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-co
 import { resolveEffectiveSettings, resolveIdentity, type Identity } from "../credentials/index.js";
 import { openLockTable, type LockTableDriver } from "../lock/index.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
-import { parseEndpoint } from "../store/endpoint.js";
+import { parseEndpoint } from "../io/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import { formatDuration } from "./duration.js";
 import { lockSettings } from "./lock-settings.js";
 import { layoutSetting } from "./layout-setting.js";
-import { CliError, EXIT } from "./io.js";
+import { EXIT } from "../error-codes.js";
+import { CliError } from "./io.js";
 import { cliTimeouts } from "./timeout-setting.js";
 import { warn } from "./warn.js";
 
@@ -72,7 +73,7 @@ export async function lockTableFor(settings: ResolvedBackendSettings, identity: 
 export function requireLocking(config: ObjectStoreBackendConfig, what: string): void {
   const table = resolveEffectiveSettings(config, process.env, { onWarning: warn }).kvstoreTable.value;
   if ((table === undefined || table === "") && lockSettings().lockfile !== true) {
-    throw new CliError("NO_LOCK_TABLE", `no lock table is configured, so there is no lock to ${what}: set kvstoreTable and kvstoreEndpoint (--kvstore-table, --kvstore-endpoint), or lock with a lockfile (--lockfile)`, EXIT.usage);
+    throw new CliError("NO_LOCK_TABLE", `no lock table is configured, so there is no lock to ${what}: set kvstoreTable and kvstoreEndpoint (--kvstore-table, --kvstore-endpoint), or lock with a lockfile (--lockfile)`);
   }
 }
 
@@ -127,7 +128,7 @@ function onSignal(signal: NodeJS.Signals): void {
     process.exit(code);
   }
   interrupted = true;
-  interruption.abort(new CliError("INTERRUPTED", "interrupted before anything was written", code));
+  interruption.abort(new CliError("INTERRUPTED", "interrupted before anything was written", { exitCode: code }));
   process.stderr.write(
     phase.phase === "holding"
       ? `objstate: interrupted: finishing the current step, then releasing the lock on ${phase.where} (interrupt again to quit at once and leave the lock held)\n`
@@ -143,7 +144,7 @@ function installHandler(): void {
 
 function interruptedError(): CliError {
   const reason: unknown = interruption.signal.reason;
-  return reason instanceof CliError ? reason : new CliError("INTERRUPTED", "interrupted before anything was written", EXIT.interrupted);
+  return reason instanceof CliError ? reason : new CliError("INTERRUPTED", "interrupted before anything was written");
 }
 
 /** The library's `wait` for a lock request of this command: `--lock-timeout`, its notice, and interrupts. */

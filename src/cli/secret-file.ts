@@ -4,7 +4,7 @@
  * to any other. The file must be private to its owner and hold enough secret to guess at.
  */
 import { createHmac } from "node:crypto";
-import { describeReadProblem, ReadFileError, readBoundedFile } from "../util/read-file.js";
+import { describeReadProblem, ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { usageError } from "./io.js";
 
 /** Fewest bytes of secret accepted, surrounding whitespace left out: 256 bits as raw bytes, 192 as base64 text. */

@@ -10,7 +10,6 @@ import { connect } from "./runtime.js";
 import { warn } from "./warn.js";
 import { formKeyOf, readSecretFile } from "./secret-file.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
-import { isObjstateError } from "../errors.js";
 import { isLoopbackHost, parsePublicUrl, type PublicOrigin } from "../server/gate.js";
 import { Logger, type LogLevel } from "../server/log.js";
 import { ObjstateServer } from "../server/server.js";
@@ -45,13 +44,8 @@ export function parseListen(text: string): { host: string; port: number } {
 /** The `--public-url` flags, each parsed once; a bad one is a usage error naming the flag. */
 function publicUrlsOf(value: unknown): PublicOrigin[] {
   const list = Array.isArray(value) ? (value as string[]) : typeof value === "string" ? [value] : [];
-  return list.map((text) => {
-    try {
-      return parsePublicUrl(text);
-    } catch (e) {
-      throw isObjstateError(e) ? usageError(e.message, e.code) : e;
-    }
-  });
+  // A bad one is INVALID_PUBLIC_URL, a usage error (exit 2) by its row in error-codes.ts.
+  return list.map((text) => parsePublicUrl(text));
 }
 
 function readPem(flag: string, file: string): Buffer {

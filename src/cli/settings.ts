@@ -12,11 +12,11 @@ import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfig
 import { isPlainObject, RULES } from "../config/rules.js";
 import { nearest } from "../config/validate.js";
 import { AWS_ENV } from "../resolve/settings.js";
-import { jsonSyntaxProblem } from "../util/json-error.js";
+import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { durationFlag } from "./duration.js";
 import { readJsonFile, usageError } from "./io.js";
 import { setLockSettings, type LockSettings } from "./lock-settings.js";
-import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "../backend/layout.js";
+import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "../config/layout.js";
 import { setLayoutSetting, type LayoutSetting } from "./layout-setting.js";
 
 /** Heading of the settings options in `--help`. */

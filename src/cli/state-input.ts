@@ -9,9 +9,9 @@ import { isObjstateError } from "../errors.js";
 import { sourceChanged } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 import { nodeCrypto, nodeFs } from "../util/builtins.js";
-import { describeFailure, JsonObjectStreamCheck, positionAt } from "../util/json-stream-check.js";
-import { FILE_LIMITS, openBoundedFile, readBoundedFile, ReadFileError } from "../util/read-file.js";
-import { CliError, EXIT, usageError } from "./io.js";
+import { describeFailure, JsonObjectStreamCheck, positionAt } from "../json/stream-check.js";
+import { FILE_LIMITS, openBoundedFile, readBoundedFile, ReadFileError } from "../io/read-file.js";
+import { CliError, usageError } from "./io.js";
 
 /** Bytes per read of the file: the most of it in memory at once, per pass. */
 const CHUNK = 1024 * 1024;
@@ -69,8 +69,8 @@ function readStdin(): Buffer {
 
 function inputError(e: unknown, file: string, tooLargeAdvice: string): unknown {
   if (!(e instanceof ReadFileError)) return e;
-  if (e.problem.kind === "too-large") return new CliError("FILE_TOO_LARGE", `${e.message}${tooLargeAdvice}`, EXIT.usage, e);
-  return new CliError("FILE_UNREADABLE", e.message, EXIT.usage, e);
+  if (e.problem.kind === "too-large") return new CliError("FILE_TOO_LARGE", `${e.message}${tooLargeAdvice}`, { cause: e });
+  return new CliError("FILE_UNREADABLE", e.message, { cause: e });
 }
 
 /**
@@ -86,13 +86,13 @@ async function checkState(source: ByteSource, name: string): Promise<string> {
       hash.update(chunk);
     }
   } catch (e) {
-    throw isObjstateError(e, "INPUT_CHANGED") ? new CliError("INPUT_CHANGED", e.message, EXIT.usage, e) : e;
+    throw isObjstateError(e, "INPUT_CHANGED") ? new CliError("INPUT_CHANGED", e.message, { cause: e }) : e;
   }
   const failure = check.end();
   if (failure === undefined) return hash.digest("hex");
   if (failure.kind === "not-object") throw usageError(`${name} is not a state: expected a JSON object, not ${failure.what}`, "INVALID_STATE");
   const at = await positionAt(source.open(), failure.offset);
-  throw new CliError("INVALID_JSON", `${name} is not valid JSON at line ${at.line}, column ${at.column}: ${describeFailure(failure, at.char)}`, EXIT.usage);
+  throw new CliError("INVALID_JSON", `${name} is not valid JSON at line ${at.line}, column ${at.column}: ${describeFailure(failure, at.char)}`);
 }
 
 /** A buffer as a source (standard input: checked in the same chunks as a file). */

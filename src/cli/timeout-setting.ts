@@ -2,7 +2,7 @@
  * `--timeout`, the per-request deadline of the running command: set by the command tree
  * before a command runs, read where connections are made (runtime.ts, output.ts).
  */
-import type { Timeouts } from "../util/sdk-client.js";
+import type { Timeouts } from "../io/sdk-client.js";
 import { usageError } from "./io.js";
 
 let requestTimeouts: Partial<Timeouts> | undefined;

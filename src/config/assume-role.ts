@@ -1,6 +1,6 @@
 import { builderFactory, ConfigObject, installGetters, type KindSpec } from "./base.js";
 import { ASSUME_ROLE_FIELDS } from "./fields.js";
-import type { BuilderOf, GettersOf, PropsOf, ValuesOf } from "./types.js";
+import type { BuilderOf, GettersOf, NestedTypes, PropsOf, ValuesOf } from "./types.js";
 
 type Fields = typeof ASSUME_ROLE_FIELDS;
 
@@ -8,6 +8,12 @@ type Fields = typeof ASSUME_ROLE_FIELDS;
 export type ObjectStoreAssumeRoleProps = PropsOf<Fields>;
 /** Builder of {@link ObjectStoreAssumeRole}. */
 export type ObjectStoreAssumeRoleBuilder = BuilderOf<Fields, ObjectStoreAssumeRole>;
+
+/** The block's types, for the configs that hold it (see {@link NestedTypes}). */
+export interface AssumeRoleTypes extends NestedTypes {
+  readonly value: ObjectStoreAssumeRole;
+  readonly props: ObjectStoreAssumeRoleProps;
+}
 
 const SPEC: KindSpec = { className: "ObjectStoreAssumeRole", fields: ASSUME_ROLE_FIELDS };
 

@@ -1,16 +1,16 @@
-import { ObjectStoreAssumeRole } from "./assume-role.js";
+import { ObjectStoreAssumeRole, type AssumeRoleTypes } from "./assume-role.js";
 import { builderFactory, ConfigObject, installGetters, warnAssumeRoleDeprecated, type KindSpec } from "./base.js";
 import { COMMON_FIELDS } from "./fields.js";
-import { backendToolJson, type BackendToolJson } from "../synth/tool-json.js";
-import { backendTerraformJson, type TerraformBackendJson, type TerraformBackendOptions } from "../synth/terraform-json.js";
+import { backendToolJson, type BackendToolJson } from "./tool-json.js";
+import { backendTerraformJson, type TerraformBackendJson, type TerraformBackendOptions } from "./terraform-json.js";
 import type { BuilderOf, GettersOf, PropsOf, ValuesOf } from "./types.js";
 
 type Fields = typeof COMMON_FIELDS;
 
 /** Props of {@link ObjectStoreBackendConfig}: `bucket` is required, everything else optional. */
-export type ObjectStoreBackendConfigProps = PropsOf<Fields>;
+export type ObjectStoreBackendConfigProps = PropsOf<Fields, AssumeRoleTypes>;
 /** Builder of {@link ObjectStoreBackendConfig}. */
-export type ObjectStoreBackendConfigBuilder = BuilderOf<Fields, ObjectStoreBackendConfig>;
+export type ObjectStoreBackendConfigBuilder = BuilderOf<Fields, ObjectStoreBackendConfig, AssumeRoleTypes>;
 
 const SPEC: KindSpec = { className: "ObjectStoreBackendConfig", fields: COMMON_FIELDS, nested: ObjectStoreAssumeRole.normalize };
 
@@ -75,7 +75,7 @@ export class ObjectStoreBackendConfig extends ConfigObject {
   }
 }
 
-export interface ObjectStoreBackendConfig extends ValuesOf<Fields>, GettersOf<Fields> {}
+export interface ObjectStoreBackendConfig extends ValuesOf<Fields, AssumeRoleTypes>, GettersOf<Fields, AssumeRoleTypes> {}
 installGetters(ObjectStoreBackendConfig.prototype, COMMON_FIELDS);
 
 const newBuilder = builderFactory<ObjectStoreBackendConfigBuilder>(SPEC, (p) => ObjectStoreBackendConfig.from(p as ObjectStoreBackendConfigProps));

@@ -1,5 +1,5 @@
 /**
- * The field table (docs/design.md §2, layer 1): one row per field of the seed document.
+ * The field table (the config layer of docs/design.md §2): one row per field of the seed document.
  *
  * Everything else is derived from these rows: the props and getter types, builders,
  * getters, validation, environment resolution, defaults, synthesis keys, CLI flags and

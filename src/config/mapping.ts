@@ -2,7 +2,7 @@
  * The mapping table (docs/design.md §12): beside the field table, one row per seed field, with one
  * cell per backend of the tool that objstate synthesizes for (`s3`, `oss`, `http`). A cell
  * names the backend's argument (nested as `endpoints.s3`), how the value is written, or
- * why there is none. Synthesis for the real tool (src/synth/terraform-json.ts), its errors,
+ * why there is none. Synthesis for the real tool (src/config/terraform-json.ts), its errors,
  * its secret warnings and the generated reference (docs/fields.md) are all driven from
  * these rows: a new field needs a row here, or the build fails.
  *

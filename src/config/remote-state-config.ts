@@ -1,15 +1,15 @@
-import { ObjectStoreAssumeRole } from "./assume-role.js";
+import { ObjectStoreAssumeRole, type AssumeRoleTypes } from "./assume-role.js";
 import { builderFactory, ConfigObject, installGetters, warnAssumeRoleDeprecated, type KindSpec } from "./base.js";
 import { REMOTE_STATE_FIELDS } from "./fields.js";
-import { remoteStateTerraformBlock, type TerraformRemoteStateBlock, type TerraformRemoteStateOptions } from "../synth/terraform-json.js";
+import { remoteStateTerraformBlock, type TerraformRemoteStateBlock, type TerraformRemoteStateOptions } from "./terraform-json.js";
 import type { BuilderOf, GettersOf, PropsOf, ValuesOf } from "./types.js";
 
 type Fields = typeof REMOTE_STATE_FIELDS;
 
 /** Props of {@link DataRemoteStateObjectStoreConfig}: `bucket` is required, everything else optional. */
-export type DataRemoteStateObjectStoreConfigProps = PropsOf<Fields>;
+export type DataRemoteStateObjectStoreConfigProps = PropsOf<Fields, AssumeRoleTypes>;
 /** Builder of {@link DataRemoteStateObjectStoreConfig}. */
-export type DataRemoteStateObjectStoreConfigBuilder = BuilderOf<Fields, DataRemoteStateObjectStoreConfig>;
+export type DataRemoteStateObjectStoreConfigBuilder = BuilderOf<Fields, DataRemoteStateObjectStoreConfig, AssumeRoleTypes>;
 
 const SPEC: KindSpec = { className: "DataRemoteStateObjectStoreConfig", fields: REMOTE_STATE_FIELDS, nested: ObjectStoreAssumeRole.normalize };
 
@@ -63,7 +63,7 @@ export class DataRemoteStateObjectStoreConfig extends ConfigObject {
   }
 }
 
-export interface DataRemoteStateObjectStoreConfig extends ValuesOf<Fields>, GettersOf<Fields> {}
+export interface DataRemoteStateObjectStoreConfig extends ValuesOf<Fields, AssumeRoleTypes>, GettersOf<Fields, AssumeRoleTypes> {}
 installGetters(DataRemoteStateObjectStoreConfig.prototype, REMOTE_STATE_FIELDS);
 
 const newBuilder = builderFactory<DataRemoteStateObjectStoreConfigBuilder>(SPEC, (p) => DataRemoteStateObjectStoreConfig.from(p as DataRemoteStateObjectStoreConfigProps));

@@ -5,9 +5,9 @@
  * implementation of any operation.
  */
 import type { LastWrite as BackendLastWrite, ObjectStoreBackend, StateVersion, WorkspaceObject } from "../backend/backend.js";
-import { DEFAULT_WORKSPACE } from "../backend/layout.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import type { LockInfo } from "../backend/lock-info.js";
-import { stringifyExact } from "../remote-state/exact-json.js";
+import { stringifyExact } from "../json/exact-json.js";
 import type { StateDiff } from "../state/diff.js";
 import { readStateDocument } from "../state/document.js";
 import type { ConsoleApi, LockView, OutputView, RollbackResult, VersionView, WorkspaceSummary } from "./types.js";

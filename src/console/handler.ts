@@ -12,9 +12,8 @@
  * (no state, lock or version, and not `default`) is a 404.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { DEFAULT_WORKSPACE } from "../backend/layout.js";
-import { isObjstateError } from "../errors.js";
-import { statusOf as apiStatusOf } from "../server/status.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
+import { isObjstateError, statusOf as apiStatusOf } from "../errors.js";
 import { SENSITIVE } from "../state/diff.js";
 import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
 import type { SafeHtml } from "./html.js";

@@ -21,9 +21,9 @@
  */
 import { isObjstateError, ObjstateError } from "../errors.js";
 import type { Env } from "../resolve/settings.js";
-import type { Credentials } from "../store/types.js";
+import type { Credentials } from "./types.js";
 import { redactText, redactUrl } from "../util/redact.js";
-import { MAX_ATTEMPTS, resolveTimeouts, withoutNodeVersionWarning, type Timeouts } from "../util/sdk-client.js";
+import { MAX_ATTEMPTS, resolveTimeouts, withoutNodeVersionWarning, type Timeouts } from "../io/sdk-client.js";
 import { readAwsProfile, type ProfileKind, type ProfileView } from "./aws-files.js";
 import { METADATA_TIMEOUT_MS } from "./metadata.js";
 

@@ -8,7 +8,7 @@
  */
 import * as path from "node:path";
 import type { Env } from "../resolve/settings.js";
-import { describeReadProblem, FILE_LIMITS, ReadFileError, readBoundedFile } from "../util/read-file.js";
+import { describeReadProblem, FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { expandHome } from "./shared-file.js";
 
 /** The two files, as the SDK finds them: `AWS_CONFIG_FILE` / `AWS_SHARED_CREDENTIALS_FILE`, else under `~/.aws`. */

@@ -11,12 +11,12 @@
  */
 import { ObjstateError } from "../errors.js";
 import type { Env, ResolvedBackendSettings } from "../resolve/settings.js";
-import { parseEndpoint } from "../store/endpoint.js";
-import type { Credentials, CredentialsProvider } from "../store/types.js";
+import { parseEndpoint } from "../io/endpoint.js";
+import type { Credentials, CredentialsProvider } from "./types.js";
 import { fetchComputeRoleCredentials, metadataBase } from "./metadata.js";
 import { refreshing, type Clock } from "./refresh.js";
-import { serverNow } from "../util/server-clock.js";
-import type { Timeouts } from "../util/sdk-client.js";
+import { serverNow } from "../io/server-clock.js";
+import type { Timeouts } from "../io/sdk-client.js";
 import { assumeRole, type AssumedRole } from "./sts.js";
 import { planAwsChain, runAwsChain } from "./aws-chain.js";
 
@@ -143,7 +143,7 @@ export async function assumedRole(s: CredentialSettings, base: Identity, options
   };
   const first: AssumedRole = await assumeRole(params);
   let used = false;
-  // Expiry is in STS's clock, measured from its answers (server-clock.ts).
+  // Expiry is in STS's clock, measured from its answers (io/server-clock.ts).
   const provider = refreshing(() => (used ? assumeRole(params) : ((used = true), Promise.resolve(first))), options.clock, () => serverNow(params.endpoint));
   return {
     provider,

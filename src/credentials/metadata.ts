@@ -8,7 +8,7 @@
  */
 import { ObjstateError } from "../errors.js";
 import type { Env } from "../resolve/settings.js";
-import type { Credentials } from "../store/types.js";
+import type { Credentials } from "./types.js";
 
 export const DEFAULT_METADATA_ENDPOINT = "http://169.254.169.254";
 /** The metadata service answers within milliseconds or not at all. */

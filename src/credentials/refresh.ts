@@ -1,4 +1,4 @@
-import type { Credentials, CredentialsProvider } from "../store/types.js";
+import type { Credentials, CredentialsProvider } from "./types.js";
 
 /** Milliseconds since the epoch; injectable so tests can move time. */
 export type Clock = () => number;

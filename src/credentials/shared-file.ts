@@ -10,8 +10,8 @@ import { COMMON_FIELDS } from "../config/fields.js";
 import { checkValue } from "../config/validate.js";
 import { ObjstateError } from "../errors.js";
 import { nodeOs } from "../util/builtins.js";
-import { jsonSyntaxProblem } from "../util/json-error.js";
-import { describeReadProblem, FILE_LIMITS, ReadFileError, readBoundedFile } from "../util/read-file.js";
+import { jsonSyntaxProblem } from "../json/syntax-error.js";
+import { describeReadProblem, FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
 import type { Env, ProfileLayer, ProfileLoader } from "../resolve/settings.js";
 
 /** Which file keys each mode lets count, and the field each one supplies. */

@@ -1,8 +1,8 @@
 /** Role assumption through the STS query API (AWS SDK's STS client). */
 import { ObjstateError } from "../errors.js";
-import type { Credentials, CredentialsProvider } from "../store/types.js";
-import { armClient, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning, type Timeouts } from "../util/sdk-client.js";
-import { sdkCredentials } from "./sdk.js";
+import type { Credentials, CredentialsProvider } from "./types.js";
+import { armClient, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning, type Timeouts } from "../io/sdk-client.js";
+import { sdkCredentials } from "../io/sdk-credentials.js";
 
 export interface AssumeRoleParams {
   readonly endpoint: string;

@@ -16,11 +16,12 @@ import {
   type ConditionalCheckFailedException,
   type TableDescription,
 } from "@aws-sdk/client-dynamodb";
-import { sdkCredentials } from "../credentials/sdk.js";
+import { sdkCredentials } from "../io/sdk-credentials.js";
 import { ObjstateError } from "../errors.js";
-import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "../store/endpoint.js";
-import { armClient, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning } from "../util/sdk-client.js";
-import type { CredentialsProvider } from "../store/types.js";
+import { parseEndpoint, plainHttpAdvice } from "../io/endpoint.js";
+import { armClient, displayUrl, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning } from "../io/sdk-client.js";
+import { isAccessDenied, isForeignAnswer, isTlsToPlainHttp, networkFailure, sdkErrorMessage, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
+import type { CredentialsProvider } from "../credentials/types.js";
 import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
 
 const KEY = "LockID";
@@ -34,33 +35,6 @@ const CREATING_WAIT_MS = 30_000;
  * a handful of rounds means something is deleting and re-creating the item in a loop.
  */
 const PUT_IF_ABSENT_ROUNDS = 20;
-
-/** Error names that mean "the server refused who we are", whatever the store calls it. */
-const ACCESS_DENIED_NAMES = new Set([
-  "AccessDeniedException",
-  "UnrecognizedClientException",
-  "InvalidSignatureException",
-  "IncompleteSignatureException",
-  "MissingAuthenticationTokenException",
-  "MissingAuthenticationToken",
-  "ExpiredTokenException",
-  "InvalidClientTokenId",
-  "SignatureDoesNotMatch",
-  "CredentialsProviderError",
-]);
-
-/** Socket-level failures: the request never got an answer from a DynamoDB server. */
-const UNREACHABLE_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "ETIMEDOUT",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EPIPE",
-  "ECONNABORTED",
-]);
 
 /**
  * A {@link LockTableDriver} over the DynamoDB API (AWS, dynalite, or any compatible
@@ -80,7 +54,7 @@ export class DynamoDbLockTable implements LockTableDriver {
       throw new ObjstateError("INVALID_ENDPOINT", `the DynamoDB lock table needs an http(s) endpoint, got "${options.endpoint}"`);
     }
     this.table = options.table;
-    const url = withoutUserInfo(parsed.url);
+    const url = displayUrl(parsed.url);
     this.location = `DynamoDB table "${options.table}" at ${url}`;
     const timeouts = resolveTimeouts(options.timeouts);
     // A provider, not resolved values: the SDK calls it again when temporary credentials near expiry.
@@ -115,7 +89,7 @@ export class DynamoDbLockTable implements LockTableDriver {
       );
     } catch (e) {
       // Someone else created it (or is creating it): still wait for ACTIVE below.
-      if (errorName(e) !== "ResourceInUseException") throw this.mapError(e, "create");
+      if (sdkErrorName(e) !== "ResourceInUseException") throw this.mapError(e, "create");
     }
     await this.waitUntilActive();
   }
@@ -373,7 +347,7 @@ export class DynamoDbLockTable implements LockTableDriver {
       const out = await this.client.send(new DescribeTableCommand({ TableName: this.table }));
       return out.Table ?? null;
     } catch (e) {
-      if (errorName(e) === "ResourceNotFoundException") return null;
+      if (sdkErrorName(e) === "ResourceNotFoundException") return null;
       throw this.mapError(e, "describe");
     }
   }
@@ -402,35 +376,31 @@ export class DynamoDbLockTable implements LockTableDriver {
  */
 export function toObjstateError(e: unknown, action: string, location: string): ObjstateError {
   if (e instanceof ObjstateError) return e;
-  const name = errorName(e);
+  const name = sdkErrorName(e) ?? "Error";
   const verb = `could not ${action} ${location}`;
   if (name === "ResourceNotFoundException") {
     return new ObjstateError("TABLE_NOT_FOUND", `${verb}: the table does not exist (create it, or check kvstoreTable and the region)`, { cause: e });
   }
-  if (ACCESS_DENIED_NAMES.has(name) || httpStatus(e) === 403) {
+  if (isAccessDenied(e)) {
     // Server messages for signature errors quote the Authorization header: never copy them.
     return new ObjstateError("ACCESS_DENIED", `${verb}: access denied (${name}); check the credentials and their permissions on the table`, { cause: e });
   }
   if (isTlsToPlainHttp(e)) {
     return new ObjstateError("ENDPOINT_PLAIN_HTTP", `${verb}: ${plainHttpAdvice(endpointOf(location))}`, { cause: e });
   }
-  if (isNotDynamoDbAnswer(e)) {
-    const status = httpStatus(e);
+  if (isForeignAnswer(e)) {
+    const status = sdkHttpStatus(e);
     return new ObjstateError(
       "ENDPOINT_NOT_DYNAMODB",
       `${verb}: the endpoint does not speak the DynamoDB API (its answer${status === undefined ? "" : `, HTTP ${status},`} is not a DynamoDB response); check kvstoreEndpoint: is it the object store's (S3) endpoint?`,
       { cause: e },
     );
   }
-  if (isUnreachable(e)) {
-    return new ObjstateError("ENDPOINT_UNREACHABLE", `${verb}: the endpoint did not answer (${socketCode(e) ?? name}); check kvstoreEndpoint and that the server is running`, { cause: e });
+  const net = networkFailure(e);
+  if (net !== undefined) {
+    return new ObjstateError("ENDPOINT_UNREACHABLE", `${verb}: the endpoint did not answer (${net}); check kvstoreEndpoint and that the server is running`, { cause: e });
   }
-  return new ObjstateError("LOCK_TABLE_ERROR", `${verb}: ${name}: ${redact(firstLine(errorMessage(e)))}`, { cause: e });
-}
-
-/** The SDK could not read the answer as DynamoDB JSON: something else (an S3 gateway's XML, an HTML page) answered. */
-function isNotDynamoDbAnswer(e: unknown): boolean {
-  return /Deserialization error/i.test(errorMessage(e)) || (errorName(e) === "SyntaxError" && httpStatus(e) !== undefined);
+  return new ObjstateError("LOCK_TABLE_ERROR", `${verb}: ${name}: ${redact(firstLine(sdkErrorMessage(e)))}`, { cause: e });
 }
 
 /** The URL in a location such as `DynamoDB table "t" at https://host:port`. */
@@ -496,60 +466,14 @@ function reportingFailures(provider: CredentialsProvider, location: string): Cre
       return await provider();
     } catch (e) {
       if (e instanceof ObjstateError) throw e;
-      throw new ObjstateError("ACCESS_DENIED", `could not get credentials for ${location} (${errorName(e)})`, { cause: e });
+      throw new ObjstateError("ACCESS_DENIED", `could not get credentials for ${location} (${sdkErrorName(e) ?? "Error"})`, { cause: e });
     }
   };
 }
 
-function withoutUserInfo(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.username === "" && u.password === "") return url;
-    u.username = "";
-    u.password = "";
-    return u.toString().replace(/\/+$/, "");
-  } catch {
-    return url;
-  }
-}
-
-function isUnreachable(e: unknown): boolean {
-  const name = errorName(e);
-  if (name === "TimeoutError" || name === "RequestTimeout") return true;
-  const code = socketCode(e);
-  return code !== undefined && UNREACHABLE_CODES.has(code);
-}
-
-/** The errno-style code of a socket error, looking inside AggregateError (dual-stack connects). */
-function socketCode(e: unknown): string | undefined {
-  if (!isRecord(e)) return undefined;
-  if (typeof e.code === "string") return e.code;
-  if (Array.isArray(e.errors)) {
-    for (const inner of e.errors) {
-      const c = socketCode(inner);
-      if (c !== undefined) return c;
-    }
-  }
-  return undefined;
-}
-
 /** By name, not instanceof: the SDK may be loaded twice (CJS and ESM copies). */
 function isConditionalFailure(e: unknown): e is ConditionalCheckFailedException {
-  return errorName(e) === "ConditionalCheckFailedException";
-}
-
-function errorName(e: unknown): string {
-  return isRecord(e) && typeof e.name === "string" ? e.name : "Error";
-}
-
-function errorMessage(e: unknown): string {
-  return isRecord(e) && typeof e.message === "string" ? e.message : String(e);
-}
-
-function httpStatus(e: unknown): number | undefined {
-  if (!isRecord(e) || !isRecord(e.$metadata)) return undefined;
-  const s = e.$metadata.httpStatusCode;
-  return typeof s === "number" ? s : undefined;
+  return sdkErrorName(e) === "ConditionalCheckFailedException";
 }
 
 /** Belt and braces: strip anything that looks like signing material from server text. */
@@ -557,8 +481,4 @@ function redact(message: string): string {
   return message
     .replace(/Authorization=.*/gs, "Authorization=[redacted]")
     .replace(/(Credential|Signature|X-Amz-Security-Token|X-Amz-Credential|X-Amz-Signature)=[^\s,]+/g, "$1=[redacted]");
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null;
 }

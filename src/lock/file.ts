@@ -42,8 +42,8 @@ import { promises as fs, type BigIntStats } from "node:fs";
 import * as path from "node:path";
 import { ObjstateError } from "../errors.js";
 import { acquireClaim, addSpare, type Claim } from "../store/claim.js";
-import { parseEndpoint } from "../store/endpoint.js";
-import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, removeFile } from "../store/local-fs.js";
+import { parseEndpoint } from "../io/endpoint.js";
+import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, removeFile } from "../io/local-fs.js";
 import { pauseAt } from "../util/test-pause.js";
 import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
 

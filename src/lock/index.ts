@@ -3,7 +3,7 @@
  * The DynamoDB driver is imported on demand, so programs that only use the embedded
  * table (or no locking at all) never load the AWS SDK.
  */
-import { parseEndpoint } from "../store/endpoint.js";
+import { parseEndpoint } from "../io/endpoint.js";
 import type { LockDriverOptions, LockTableDriver } from "./types.js";
 
 export type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";

@@ -110,8 +110,8 @@ export interface LockDriverOptions {
   /** `http(s)://…`, a bare host, or `file:` URL / path. */
   readonly endpoint: string;
   readonly region?: string | undefined;
-  readonly credentials?: import("../store/types.js").CredentialsProvider | undefined;
+  readonly credentials?: import("../credentials/types.js").CredentialsProvider | undefined;
   readonly cwd?: string | undefined;
   /** Connect, idle and per-request timeouts of network drivers (defaults: `DEFAULT_TIMEOUTS`). */
-  readonly timeouts?: Partial<import("../util/sdk-client.js").Timeouts> | undefined;
+  readonly timeouts?: Partial<import("../io/sdk-client.js").Timeouts> | undefined;
 }

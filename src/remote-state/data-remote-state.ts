@@ -1,6 +1,6 @@
 import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
-import { checkName, remoteStateToolJson, type RemoteStateToolJson } from "../synth/tool-json.js";
-import { remoteStateTerraformJson, type TerraformRemoteStateJson, type TerraformRemoteStateOptions } from "../synth/terraform-json.js";
+import { checkName, remoteStateToolJson, type RemoteStateToolJson } from "../config/tool-json.js";
+import { remoteStateTerraformJson, type TerraformRemoteStateJson, type TerraformRemoteStateOptions } from "../config/terraform-json.js";
 import type { FetchOutputsOptions, RemoteOutputs } from "./remote-outputs.js";
 
 /**

@@ -9,11 +9,11 @@
 import { ObjectStoreBackend } from "../backend/backend.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { ObjstateError, isObjstateError } from "../errors.js";
-import { jsonSyntaxProblem } from "../util/json-error.js";
+import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { resolveSettings } from "../resolve/settings.js";
-import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJson, type JsonValue } from "./exact-json.js";
-import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "./extract-outputs.js";
-import { syntaxErrorOffset } from "../util/json-validate.js";
+import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJson, type JsonValue } from "../json/exact-json.js";
+import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "../state/extract-outputs.js";
+import { syntaxErrorOffset } from "../json/validate.js";
 import { giveShared } from "../util/shared-memory.js";
 import { RemoteOutputs, UPGRADED, type FetchOutputsOptions } from "./remote-outputs.js";
 import { startTopLevelScan, type TopLevelScanner } from "./parallel-scan.js";

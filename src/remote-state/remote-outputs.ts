@@ -6,11 +6,11 @@
  */
 import type { ConnectOptions } from "../backend/backend.js";
 import { ObjstateError } from "../errors.js";
-import { exactType, fromJs, MAX_DECIMAL_DIGITS, stringifyExact, toBigInt, toJs, type ExactJson, type JsonNumber, type JsonType, type JsonValue } from "./exact-json.js";
+import { exactType, fromJs, MAX_DECIMAL_DIGITS, stringifyExact, toBigInt, toJs, type ExactJson, type JsonNumber, type JsonType, type JsonValue } from "../json/exact-json.js";
 import { impliedToolType } from "./tool-type.js";
 
 /** Any JSON value as JavaScript holds it. */
-export type { JsonValue, JsonType } from "./exact-json.js";
+export type { JsonValue, JsonType } from "../json/exact-json.js";
 
 /** Options of `DataRemoteStateObjectStore.fetchOutputs`: the connect options that matter for a read. */
 export interface FetchOutputsOptions extends Pick<ConnectOptions, "env" | "cwd" | "digestRetry" | "s3" | "onWarning" | "clock" | "timeouts" | "layout"> {

@@ -2,14 +2,14 @@
  * The top-level scan of extract-outputs.ts, fed while the state downloads: each call to
  * `feed` advances over the bytes that have arrived, so by the time the last chunk lands
  * almost all of the scanning is done. Nested values (a state's huge `resources`) are
- * checked against the JSON grammar by the resumable check of json-validate.ts (so the scan
+ * checked against the JSON grammar by the resumable check of json/validate.ts (so the scan
  * refuses what `JSON.parse` refuses); the small pieces at the top level (keys, scalars) are
  * simply re-read from the start of their member when a chunk ends inside one. Anything
  * unusual gives up (`finish` returns null) and the caller falls back to the whole-buffer
  * extractor, which has the full-parse fallback.
  */
-import { encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "../util/json-bytes.js";
-import { ContainerCheck, MAX_NESTING, NEED_MORE } from "../util/json-validate.js";
+import { encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "../json/bytes.js";
+import { ContainerCheck, MAX_NESTING, NEED_MORE } from "../json/validate.js";
 
 const QUOTE = 0x22;
 const OPEN_BRACE = 0x7b;

@@ -9,7 +9,7 @@
  * Nothing here recurses (values may nest 10,000 levels deep), and equal types are compared by
  * an interned id, so a deep value costs time linear in its size.
  */
-import { JsonNumber, type ExactJson } from "./exact-json.js";
+import { JsonNumber, type ExactJson } from "../json/exact-json.js";
 
 /** A type, interned: equal types have the same id. */
 interface TypeNode {

@@ -1,11 +1,11 @@
 /**
- * Resolution (docs/design.md §2 layer 3, §4): the effective value of every field and where it
+ * Resolution (docs/design.md §2 and §4): the effective value of every field and where it
  * came from. Precedence: explicit > environment (the seed's order, first non-empty wins)
  * > the deprecated `assumeRole` block (for the role fields, when no role ARN was given
  * flattened) > the selected profile of the shared credentials file > the standard AWS
  * variables (region and endpoints only) > default.
  */
-import type { ObjectStoreAssumeRole } from "../config/assume-role.js";
+import type { AssumeRoleTypes, ObjectStoreAssumeRole } from "../config/assume-role.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { FieldSpec } from "../config/fields.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
@@ -27,7 +27,7 @@ export interface ResolvedSetting<T> {
 type Fields = readonly FieldSpec[];
 /** Resolved settings of a field table, keyed by field name. */
 export type ResolvedOf<T extends Fields> = {
-  readonly [F in T[number] as F["name"]]: ResolvedSetting<KindValue[F["kind"]]>;
+  readonly [F in T[number] as F["name"]]: ResolvedSetting<KindValue<AssumeRoleTypes>[F["kind"]]>;
 };
 
 /** Effective settings of a backend config. */

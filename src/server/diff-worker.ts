@@ -4,7 +4,7 @@
  * every other request (/healthz included) meanwhile.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { isObjstateError } from "../errors.js";
+import { isObjstateError, type ErrorCode } from "../errors.js";
 import { diffStates } from "../state/diff.js";
 
 /** The two sides, each in an ArrayBuffer of its own (transferred, not copied). */
@@ -14,7 +14,7 @@ export interface DiffJob {
 }
 
 /** The answer's bytes, or the failure (an ObjstateError's code, message and details). */
-export type DiffReply = { readonly json: Uint8Array } | { readonly error: { readonly code: string | undefined; readonly message: string; readonly details: Readonly<Record<string, unknown>> | undefined } };
+export type DiffReply = { readonly json: Uint8Array } | { readonly error: { readonly code: ErrorCode | undefined; readonly message: string; readonly details: Readonly<Record<string, unknown>> | undefined } };
 
 const port = parentPort;
 if (port === null) throw new Error("diff-worker must run in a worker thread");

@@ -2,7 +2,7 @@
  * Which top-level attributes of two resource instance objects differ. Values are compared
  * as JSON, never printed: a diff names attributes, so a sensitive one is never shown.
  */
-import { decimalForm, JsonNumber, type ExactJson } from "../remote-state/exact-json.js";
+import { decimalForm, JsonNumber, type ExactJson } from "../json/exact-json.js";
 import type { Attributes } from "./document.js";
 
 /** Two number literals denote the same value (`1.0` and `1`, `1e2` and `100`). */

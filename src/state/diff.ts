@@ -3,7 +3,7 @@
  * and changed (by address), root outputs added, removed and changed — and its rendering
  * for a terminal. Pure: nothing here touches a store.
  */
-import { fromJs, stringifyExact, toJs, type JsonValue } from "../remote-state/exact-json.js";
+import { fromJs, stringifyExact, toJs, type JsonValue } from "../json/exact-json.js";
 import { compareAddresses } from "./address.js";
 import { changedAttributes, exactEqual } from "./compare.js";
 import { readStateDocument, type StateDocument, type StateInput, type StateOutput } from "./document.js";

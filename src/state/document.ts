@@ -5,9 +5,9 @@
  */
 import { Buffer } from "node:buffer";
 import { ObjstateError } from "../errors.js";
-import { fromJs, parseExact, type ExactJson, type JsonValue } from "../remote-state/exact-json.js";
-import { scanTopLevel } from "../remote-state/extract-outputs.js";
-import { jsonSyntaxProblem } from "../util/json-error.js";
+import { fromJs, parseExact, type ExactJson, type JsonValue } from "../json/exact-json.js";
+import { scanTopLevel } from "./extract-outputs.js";
+import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { formatAddress, type InstanceAddress, type InstanceKey } from "./address.js";
 
 /** Which argument of a diff a state is, as messages name it. */

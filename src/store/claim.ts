@@ -34,7 +34,7 @@ import { hostname } from "node:os";
 import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
-import { errno, FILE_MODE, removeFile } from "./local-fs.js";
+import { errno, FILE_MODE, removeFile } from "../io/local-fs.js";
 
 export const CLAIM_PREFIX = ".claim-";
 /** An empty file kept in a claim directory, to be renamed into a claim on a full disk. */

@@ -2,7 +2,7 @@
  * Opens the object-store driver an endpoint calls for (docs/design.md §2). The S3 driver is loaded
  * on demand: the AWS SDK takes a noticeable time to import, and `file:` users never need it.
  */
-import { parseEndpoint } from "./endpoint.js";
+import { parseEndpoint } from "../io/endpoint.js";
 import type { ObjectStoreDriver, StoreDriverOptions } from "./types.js";
 
 export type { S3DriverOptions, WireRequest } from "./s3.js";

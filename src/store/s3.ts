@@ -31,16 +31,17 @@ import {
 } from "@aws-sdk/client-s3";
 import type { LifecycleRule, PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
-import { sdkCredentials, type SdkCredentialsProvider } from "../credentials/sdk.js";
+import { sdkCredentials, type SdkCredentialsProvider } from "../io/sdk-credentials.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
-import { armClient, deadlineMs, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning, type Timeouts } from "../util/sdk-client.js";
+import { armClient, deadlineMs, displayUrl, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning, type Timeouts } from "../io/sdk-client.js";
+import { isAccessDenied, isForeignAnswer, isTlsToPlainHttp, networkFailure, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
 import { takeShared } from "../util/shared-memory.js";
-import { isTlsToPlainHttp, parseEndpoint, plainHttpAdvice } from "./endpoint.js";
+import { parseEndpoint, plainHttpAdvice } from "../io/endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
+import type { CredentialsProvider } from "../credentials/types.js";
 import type {
   ByteSource,
-  CredentialsProvider,
   GetOptions,
   GetResult,
   HeadOptions,
@@ -86,9 +87,6 @@ const RETRY_BASE_MS = 200;
 /** Bytes a streamed body reads ahead of the socket. */
 const STREAM_HIGH_WATER = 1024 * 1024;
 
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "EPIPE"]);
-const NETWORK_NAMES = new Set(["TimeoutError", "RequestTimeout", "RequestTimeoutException"]);
-
 /** What an operation was doing, for error messages. */
 interface OpContext {
   readonly op: string;
@@ -121,7 +119,7 @@ export class S3Driver implements ObjectStoreDriver {
       throw new ObjstateError("INVALID_ENDPOINT", `the S3 driver needs an http(s) endpoint, got "${options.endpoint}"`);
     }
     this.bucket = options.bucket;
-    this.endpoint = withoutUserInfo(ep.url);
+    this.endpoint = displayUrl(ep.url);
     this.location = `${this.endpoint}/${this.bucket}`;
     this.multipartThreshold = options.multipartThreshold ?? DEFAULT_MULTIPART_THRESHOLD;
     const timeouts = resolveTimeouts(options.timeouts);
@@ -170,10 +168,10 @@ export class S3Driver implements ObjectStoreDriver {
       const meta = toMeta({ ...res, ContentLength: body.length });
       return { body, meta, md5: etagMd5 ?? (await hash?.digest()) };
     } catch (e) {
-      if (isNotFound(e) && errorName(e) !== "NoSuchBucket") return null;
+      if (isNotFound(e) && sdkErrorName(e) !== "NoSuchBucket") return null;
       if (options.versionId !== undefined && noSuchVersion(e)) return null;
       // A range of an empty object is unsatisfiable: it is an empty object.
-      if (options.maxBytes !== undefined && (httpStatus(e) === 416 || errorName(e) === "InvalidRange")) {
+      if (options.maxBytes !== undefined && (sdkHttpStatus(e) === 416 || sdkErrorName(e) === "InvalidRange")) {
         const meta = await this.head(key, { versionId: options.versionId });
         return meta === null ? null : { body: Buffer.alloc(0), meta };
       }
@@ -186,7 +184,7 @@ export class S3Driver implements ObjectStoreDriver {
       return toMeta(await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key, VersionId: options.versionId })));
     } catch (e) {
       // A HEAD response has no body, so a missing bucket looks like a missing key here.
-      if (isNotFound(e) && errorName(e) !== "NoSuchBucket") return null;
+      if (isNotFound(e) && sdkErrorName(e) !== "NoSuchBucket") return null;
       if (options.versionId !== undefined && noSuchVersion(e)) return null;
       throw this.mapError(e, { op: "head", key });
     }
@@ -287,7 +285,7 @@ export class S3Driver implements ObjectStoreDriver {
     try {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
     } catch (e) {
-      if (isNotFound(e) && errorName(e) !== "NoSuchBucket") return;
+      if (isNotFound(e) && sdkErrorName(e) !== "NoSuchBucket") return;
       throw this.mapError(e, { op: "delete", key });
     }
   }
@@ -297,9 +295,9 @@ export class S3Driver implements ObjectStoreDriver {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key, IfMatch: etag.replace(/"/g, "") }));
       return true;
     } catch (e) {
-      const status = httpStatus(e);
+      const status = sdkHttpStatus(e);
       // RGW answers some losers of a conditional race with 500 instead of 412 (see put).
-      if (status === 412 || status === 500 || errorName(e) === "PreconditionFailed" || isNotFound(e)) return false;
+      if (status === 412 || status === 500 || sdkErrorName(e) === "PreconditionFailed" || isNotFound(e)) return false;
       throw this.mapError(e, { op: "delete", key });
     }
   }
@@ -314,7 +312,7 @@ export class S3Driver implements ObjectStoreDriver {
         page = await this.client.send(new ListObjectVersionsCommand({ Bucket: this.bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }));
       } catch (e) {
         // Stores without versioning support answer "not implemented": the delete above was all.
-        if (httpStatus(e) === 501 || errorName(e) === "NotImplemented") return;
+        if (sdkHttpStatus(e) === 501 || sdkErrorName(e) === "NotImplemented") return;
         throw this.mapError(e, { op: "list versions of", key });
       }
       for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])]) {
@@ -389,12 +387,12 @@ export class S3Driver implements ObjectStoreDriver {
       if (rules.length === 0) await this.client.send(new DeleteBucketLifecycleCommand({ Bucket: this.bucket }));
       else await this.client.send(new PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: rules } }));
     } catch (e) {
-      const status = httpStatus(e);
+      const status = sdkHttpStatus(e);
       if (wanted !== undefined && (status === 400 || status === 501)) {
         throw new ObjstateError(
           "RETENTION_UNSUPPORTED",
-          `the object store at ${this.endpoint} refused the retention rule (${describeRetention(rule)}; ${errorName(e) ?? `HTTP ${status}`})${rule.noncurrentDays === undefined ? ": it may need a number of days (--keep-days)" : ""}; nothing was changed`,
-          { cause: e, details: { bucket: this.bucket, errorName: errorName(e), httpStatus: status } },
+          `the object store at ${this.endpoint} refused the retention rule (${describeRetention(rule)}; ${sdkErrorName(e) ?? `HTTP ${status}`})${rule.noncurrentDays === undefined ? ": it may need a number of days (--keep-days)" : ""}; nothing was changed`,
+          { cause: e, details: { bucket: this.bucket, errorName: sdkErrorName(e), httpStatus: status } },
         );
       }
       throw this.mapError(e, { op: "set the lifecycle of bucket" });
@@ -431,7 +429,7 @@ export class S3Driver implements ObjectStoreDriver {
     try {
       return (await this.client.send(new GetBucketLifecycleConfigurationCommand({ Bucket: this.bucket }))).Rules ?? [];
     } catch (e) {
-      if (errorName(e) === "NoSuchLifecycleConfiguration" || (httpStatus(e) === 404 && errorName(e) !== "NoSuchBucket")) return [];
+      if (sdkErrorName(e) === "NoSuchLifecycleConfiguration" || (sdkHttpStatus(e) === 404 && sdkErrorName(e) !== "NoSuchBucket")) return [];
       throw this.mapError(e, { op: "read the lifecycle of bucket" });
     }
   }
@@ -450,8 +448,8 @@ export class S3Driver implements ObjectStoreDriver {
     try {
       await this.client.send(new CreateBucketCommand({ Bucket: this.bucket }));
     } catch (e) {
-      if (errorName(e) === "BucketAlreadyOwnedByYou") return;
-      if (errorName(e) === "BucketAlreadyExists") {
+      if (sdkErrorName(e) === "BucketAlreadyOwnedByYou") return;
+      if (sdkErrorName(e) === "BucketAlreadyExists") {
         throw new ObjstateError("STORE_ERROR", `bucket "${this.bucket}" already exists at ${this.endpoint} and belongs to another account: choose another bucket name`, {
           cause: e,
         });
@@ -486,7 +484,7 @@ export class S3Driver implements ObjectStoreDriver {
     try {
       await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: item.key, UploadId: item.id }));
     } catch (e) {
-      if (errorName(e) === "NoSuchUpload" || httpStatus(e) === 404) return;
+      if (sdkErrorName(e) === "NoSuchUpload" || sdkHttpStatus(e) === 404) return;
       throw this.mapError(e, { op: "abort multipart upload", key: item.key });
     }
   }
@@ -602,8 +600,8 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   private mapPutError(e: unknown, key: string, conditional: boolean): ObjstateError {
-    const status = httpStatus(e);
-    if (errorName(e) === "BadDigest" || errorName(e) === "InvalidDigest") {
+    const status = sdkHttpStatus(e);
+    if (sdkErrorName(e) === "BadDigest" || sdkErrorName(e) === "InvalidDigest") {
       return new ObjstateError(
         "STORE_INTEGRITY",
         `the object store refused ${key}: the bytes it received do not match their MD5 (the source changed while it was being sent, or the upload was damaged in transit); nothing was stored: write it again`,
@@ -611,7 +609,7 @@ export class S3Driver implements ObjectStoreDriver {
       );
     }
     // RGW answers some losers of a conditional race with 500 ECANCELED instead of 412 (ceph.md G3).
-    if (status === 412 || errorName(e) === "PreconditionFailed" || (conditional && status === 500)) {
+    if (status === 412 || sdkErrorName(e) === "PreconditionFailed" || (conditional && status === 500)) {
       return new ObjstateError("PRECONDITION_FAILED", `${key} in ${this.location} is not what the conditional write expected (it exists already, or changed since it was read)`, {
         cause: e,
         details: { key, httpStatus: status },
@@ -622,15 +620,15 @@ export class S3Driver implements ObjectStoreDriver {
 
   private mapError(e: unknown, ctx: OpContext): ObjstateError {
     if (e instanceof ObjstateError) return e;
-    const name = errorName(e);
-    const status = httpStatus(e);
+    const name = sdkErrorName(e);
+    const status = sdkHttpStatus(e);
     // "check bucket" + `bucket "b"` would say "bucket" twice.
     const what = `${ctx.op.replace(/ bucket$/, "")} ${ctx.key === undefined || ctx.key === "" ? `bucket "${this.bucket}"` : `"${ctx.key}" in bucket "${this.bucket}"`} at ${this.endpoint}`;
     const details = { operation: ctx.op, key: ctx.key, bucket: this.bucket, errorName: name, httpStatus: status };
     if (name === "NoSuchBucket") {
       return new ObjstateError("BUCKET_NOT_FOUND", `bucket "${this.bucket}" does not exist at ${this.endpoint}: check the bucket name and endpoint, or create the bucket`, { cause: e, details });
     }
-    if (status === 403 || name === "AccessDenied" || name === "InvalidAccessKeyId" || name === "SignatureDoesNotMatch") {
+    if (isAccessDenied(e)) {
       return new ObjstateError("ACCESS_DENIED", `access denied: cannot ${what}: ${accessHint(name)}`, { cause: e, details });
     }
     if (isTlsToPlainHttp(e)) {
@@ -643,7 +641,7 @@ export class S3Driver implements ObjectStoreDriver {
         { cause: e, details },
       );
     }
-    const net = networkCode(e);
+    const net = networkFailure(e);
     if (net !== undefined) {
       return new ObjstateError("ENDPOINT_UNREACHABLE", `cannot reach the object store at ${this.endpoint} (${net}): check the endpoint URL and that the server is running and reachable`, {
         cause: e,
@@ -774,8 +772,8 @@ function describeRetention(r: Retention): string {
  * one with 405): there are no bytes to read.
  */
 function noSuchVersion(e: unknown): boolean {
-  const name = errorName(e);
-  const status = httpStatus(e);
+  const name = sdkErrorName(e);
+  const status = sdkHttpStatus(e);
   return name === "NoSuchVersion" || status === 405 || name === "MethodNotAllowed" || (status === 400 && (name === "InvalidArgument" || name === "InvalidVersionId" || name === "InvalidRequest"));
 }
 
@@ -834,34 +832,9 @@ function accessHint(name: string | undefined): string {
   }
 }
 
-function withoutUserInfo(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = "";
-    u.password = "";
-    return u.toString().replace(/\/+$/, "");
-  } catch {
-    return url;
-  }
-}
-
-function field(e: unknown, name: string): unknown {
-  return typeof e === "object" && e !== null && name in e ? (e as Record<string, unknown>)[name] : undefined;
-}
-
-function errorName(e: unknown): string | undefined {
-  const n = field(e, "name");
-  return typeof n === "string" ? n : undefined;
-}
-
-function httpStatus(e: unknown): number | undefined {
-  const s = field(field(e, "$metadata"), "httpStatusCode");
-  return typeof s === "number" ? s : undefined;
-}
-
 function isNotFound(e: unknown): boolean {
-  const name = errorName(e);
-  return httpStatus(e) === 404 || name === "NotFound" || name === "NoSuchKey" || name === "NoSuchBucket";
+  const name = sdkErrorName(e);
+  return sdkHttpStatus(e) === 404 || name === "NotFound" || name === "NoSuchKey" || name === "NoSuchBucket";
 }
 
 /**
@@ -870,24 +843,7 @@ function isNotFound(e: unknown): boolean {
  * (every S3 "not found" names what is missing: NoSuchBucket, NoSuchKey, NoSuchUpload).
  */
 function notS3Answer(e: unknown, op: string): boolean {
-  const message = field(e, "message");
-  if (typeof message === "string" && /Deserialization error|XML parse error/i.test(message)) return true;
-  return httpStatus(e) === 404 && errorName(e) === "NotFound" && op !== "head" && op !== "get";
-}
-
-/** The network-level cause of an error (also inside `cause` or an AggregateError), if any. */
-function networkCode(e: unknown, depth = 0): string | undefined {
-  if (depth > 4 || typeof e !== "object" || e === null) return undefined;
-  const code = field(e, "code");
-  if (typeof code === "string" && NETWORK_CODES.has(code)) return code;
-  const name = errorName(e);
-  if (name !== undefined && NETWORK_NAMES.has(name) && httpStatus(e) === undefined) return name;
-  const inner = field(e, "errors");
-  for (const sub of Array.isArray(inner) ? inner : []) {
-    const c = networkCode(sub, depth + 1);
-    if (c !== undefined) return c;
-  }
-  return networkCode(field(e, "cause"), depth + 1);
+  return isForeignAnswer(e) || (sdkHttpStatus(e) === 404 && sdkErrorName(e) === "NotFound" && op !== "head" && op !== "get");
 }
 
 /**
@@ -912,10 +868,10 @@ function sourceStream(source: ByteSource, what: string, onChunk?: (n: number) =>
 /** Worth another attempt: the network failed, or the server was busy (a conditional write's 500 is RGW's "precondition failed"). */
 function transient(e: unknown, conditional: boolean): boolean {
   if (e instanceof ObjstateError) return false;
-  const status = httpStatus(e);
-  if (status === undefined) return networkCode(e) !== undefined;
+  const status = sdkHttpStatus(e);
+  if (status === undefined) return networkFailure(e) !== undefined;
   if (status === 500) return !conditional;
-  return status === 502 || status === 503 || status === 504 || status === 429 || errorName(e) === "RequestTimeout" || errorName(e) === "SlowDown";
+  return status === 502 || status === 503 || status === 504 || status === 429 || sdkErrorName(e) === "RequestTimeout" || sdkErrorName(e) === "SlowDown";
 }
 
 /** Records each request after the signer ran, i.e. exactly the headers that are sent. */

@@ -4,20 +4,10 @@
  * they move bytes and a little metadata.
  */
 
+import type { CredentialsProvider } from "../credentials/types.js";
+
 /** Canned ACLs the backend may apply (docs/design.md §3). */
 export type Acl = "private" | "public-read" | "public-read-write";
-
-/** Static or temporary credentials for signing requests. */
-export interface Credentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-  readonly sessionToken?: string | undefined;
-  /** When temporary credentials stop working. */
-  readonly expiration?: Date | undefined;
-}
-
-/** Supplies credentials; called by the SDK whenever it needs them (so it can refresh). */
-export type CredentialsProvider = () => Promise<Credentials>;
 
 /** What a driver knows of a stored object. */
 export interface ObjectMeta {
@@ -301,5 +291,5 @@ export interface StoreDriverOptions {
   /** Base directory for relative `file:` endpoints (default `process.cwd()`). */
   readonly cwd?: string | undefined;
   /** Connect, idle and per-request timeouts of network drivers (defaults: `DEFAULT_TIMEOUTS`). */
-  readonly timeouts?: Partial<import("../util/sdk-client.js").Timeouts> | undefined;
+  readonly timeouts?: Partial<import("../io/sdk-client.js").Timeouts> | undefined;
 }

@@ -2,10 +2,9 @@ import { ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "..
 import { ConfigError } from "../config/errors.js";
 import { isPlainObject } from "../config/rules.js";
 import { nearest } from "../config/validate.js";
-import { DataRemoteStateObjectStore } from "../remote-state/data-remote-state.js";
-import type { DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
-import { mergeToolJson, secretWarnings, type ToolJson } from "./tool-json.js";
-import { checkTerraformOptions, terraformWarnings, type TerraformBackendOptions, type TerraformRemoteStateOptions } from "./terraform-json.js";
+import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
+import { checkName, mergeToolJson, remoteStateToolJson, secretWarnings, type ToolJson } from "../config/tool-json.js";
+import { checkTerraformOptions, remoteStateTerraformJson, terraformWarnings, type TerraformBackendOptions, type TerraformRemoteStateOptions } from "../config/terraform-json.js";
 
 /** The props document `objstate synth` reads: one backend, any number of named remote states. */
 export interface SynthInput {
@@ -57,10 +56,15 @@ export function synthesizeProps(input: unknown, target?: TerraformBackendOptions
   if (remotes !== undefined) {
     if (!isPlainObject(remotes)) throw new ConfigError("INVALID_PROPS", `remoteStates must be an object of name → props`, { field: "remoteStates" });
     for (const [name, props] of Object.entries(remotes)) {
-      const remote = within(`remoteStates.${name}`, () => new DataRemoteStateObjectStore(name, props as DataRemoteStateObjectStoreConfigProps));
+      // What `new DataRemoteStateObjectStore(name, props).toToolJson()` does, without the
+      // construct, which lives above (it also reads outputs at run time).
+      const config = within(`remoteStates.${name}`, () => {
+        checkName(name, "remote state name");
+        return DataRemoteStateObjectStoreConfig.from(props as DataRemoteStateObjectStoreConfigProps);
+      });
       const t = target === undefined ? undefined : remoteTarget(target);
-      docs.push(t === undefined ? remote.toToolJson() : within(`remoteStates.${name}`, () => remote.toTerraformJson(t)));
-      warnings.push(...(t === undefined ? secretWarnings(remote.config) : terraformWarnings(remote.config, t)).map((w) => `remoteStates.${name}: ${w}`));
+      docs.push(t === undefined ? remoteStateToolJson(name, config) : within(`remoteStates.${name}`, () => remoteStateTerraformJson(name, config, t)));
+      warnings.push(...(t === undefined ? secretWarnings(config) : terraformWarnings(config, t)).map((w) => `remoteStates.${name}: ${w}`));
     }
   }
   return { doc: mergeToolJson(...docs), warnings };

@@ -1,7 +1,7 @@
 /** Writing a synthesized document to a file. */
 import { writeFileSync } from "node:fs";
 import { ObjstateError } from "../errors.js";
-import { formatToolJson, type ToolJson } from "./tool-json.js";
+import { formatToolJson, type ToolJson } from "../config/tool-json.js";
 
 /**
  * Write `doc` to `file` as {@link formatToolJson} prints it, replacing the file. In the

@@ -7,14 +7,14 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import { ObjectStoreBackend, ObjectStoreBackendConfig, isObjstateError, type ConnectOptions, type ObjectStoreBackendConfigProps } from "../../src/index.js";
+import { ObjectStoreBackend, ObjectStoreBackendConfig, isObjstateError, type ConnectOptions, type ErrorCode, type ObjectStoreBackendConfigProps } from "../../src/index.js";
 import { RELEASED_KEEP, RELEASED_MAX_AGE_MS } from "../../src/backend/released.js";
 import { openLockTable } from "../../src/lock/index.js";
 import type { Target } from "../support/targets.js";
 
 type Mode = "table" | "lockfile" | "both";
 const MODES: readonly Mode[] = ["table", "lockfile", "both"];
-const is = (code: string) => (e: unknown) => isObjstateError(e, code);
+const is = (code: ErrorCode) => (e: unknown) => isObjstateError(e, code);
 
 export function releasedSuite(makeTarget: () => Target): void {
   let target: Target;

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { ObjstateError } from "../../src/errors.js";
-import { stringifyExact } from "../../src/remote-state/exact-json.js";
+import { stringifyExact } from "../../src/json/exact-json.js";
 import { diffStates } from "../../src/state/diff.js";
 import { readStateDocument } from "../../src/state/document.js";
 import type { ConsoleApi, LockView, OutputView, VersionView, WorkspaceSummary } from "../../src/console/types.js";

@@ -11,7 +11,7 @@ import { isObjstateError, ObjstateError } from "../../../src/errors.js";
 import { DynamoDbLockTable, toObjstateError } from "../../../src/lock/dynamodb.js";
 import { openLockTable } from "../../../src/lock/index.js";
 import type { LockTableDriver } from "../../../src/lock/types.js";
-import type { Credentials, CredentialsProvider } from "../../../src/store/types.js";
+import type { Credentials, CredentialsProvider } from "../../../src/credentials/types.js";
 import { testServers } from "../../support/servers.js";
 import { commitDigestSuite } from "../../behaviour/commit-digest-suite.js";
 
@@ -302,7 +302,7 @@ describe("credentials and errors", () => {
   });
 
   test("an ObjstateError from the credentials chain passes through unchanged", async () => {
-    const own = new ObjstateError("STS_ERROR", "assume role failed");
+    const own = new ObjstateError("ASSUME_ROLE_FAILED", "assume role failed");
     const t = open(newTableName(), { credentials: () => Promise.reject(own) });
     await assert.rejects(() => t.get(LOCK_ID, "Info"), (e) => e === own);
   });

@@ -7,7 +7,8 @@ import { isObjstateError } from "../../../src/errors.js";
 import { openStore } from "../../../src/store/index.js";
 import { S3Driver } from "../../../src/store/s3.js";
 import type { S3DriverOptions, WireRequest } from "../../../src/store/s3.js";
-import type { Credentials, ObjectStoreDriver } from "../../../src/store/types.js";
+import type { Credentials } from "../../../src/credentials/types.js";
+import type { ObjectStoreDriver } from "../../../src/store/types.js";
 import { testServers } from "../../support/servers.js";
 
 const servers = testServers();

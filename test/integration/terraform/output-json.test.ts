@@ -16,7 +16,7 @@ import { after, before, describe, it } from "node:test";
 import { runCli, type CliResult } from "../../support/cli.js";
 import { announce, TERRAFORM, TerraformSandbox } from "../../support/terraform.js";
 
-announce("the output -json comparison with the real tool");
+announce("output-json");
 
 /** Outputs of every type the tool has, two of them sensitive; numbers a JS number cannot hold. */
 const CONFIG = `

@@ -20,7 +20,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { ObjectStoreBackendConfigProps } from "../../../src/index.js";
-import { EXIT } from "../../../src/cli/io.js";
+import { EXIT } from "../../../src/error-codes.js";
 import { openLockTable } from "../../../src/lock/index.js";
 import { runCli, startCli, type CliResult } from "../../support/cli.js";
 import { testServers } from "../../support/servers.js";

@@ -11,9 +11,10 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { ConfigError } from "../../../src/config/errors.js";
 import { ObjstateError } from "../../../src/errors.js";
-import { debugEnabled, errorLine, EXIT, exitCodeOf } from "../../../src/cli/io.js";
-import { parseEndpoint } from "../../../src/store/endpoint.js";
-import { invisibleCharacterName, jsonSyntaxProblem } from "../../../src/util/json-error.js";
+import { EXIT } from "../../../src/error-codes.js";
+import { debugEnabled, errorLine, exitCodeOf } from "../../../src/cli/io.js";
+import { parseEndpoint } from "../../../src/io/endpoint.js";
+import { invisibleCharacterName, jsonSyntaxProblem } from "../../../src/json/syntax-error.js";
 import { CLI, cliEnv, runCli } from "../../support/cli.js";
 import { assertOneLineError } from "./suite.js";
 
@@ -122,7 +123,7 @@ describe("the last resort and exit codes", () => {
     const line = errorLine(e);
     assert.equal(line, "unexpected internal error (INTERNAL_ERROR: TypeError); run again with OBJSTATE_DEBUG=1 to see the details, and please report it");
     assert.equal(errorLine(Object.assign(new Error("x"), { code: "ERR_SOMETHING" })), "unexpected internal error (INTERNAL_ERROR: Error ERR_SOMETHING); run again with OBJSTATE_DEBUG=1 to see the details, and please report it");
-    assert.equal(errorLine(new ObjstateError("X", "first line\n  second line")), "first line second line");
+    assert.equal(errorLine(new ObjstateError("STORE_ERROR", "first line\n  second line")), "first line second line");
     assert.equal(debugEnabled({ OBJSTATE_DEBUG: "1" }), true);
     assert.equal(debugEnabled({ OBJSTATE_DEBUG: "0" }), false);
     assert.equal(debugEnabled({}), false);

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { ObjectStoreBackendConfig, isObjstateError } from "../../../src/index.js";
 import { resolveEffectiveSettings } from "../../../src/credentials/index.js";
-import { FILE_LIMITS, readBoundedFile, ReadFileError } from "../../../src/util/read-file.js";
+import { FILE_LIMITS, readBoundedFile, ReadFileError } from "../../../src/io/read-file.js";
 import { CLI, cliEnv, runCli, type CliResult } from "../../support/cli.js";
 import { assertOneLineError } from "./suite.js";
 

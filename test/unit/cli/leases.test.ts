@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { EXIT } from "../../../src/cli/io.js";
+import { EXIT } from "../../../src/error-codes.js";
 import { runCli } from "../../support/cli.js";
 import { assertOneLineError } from "./suite.js";
 

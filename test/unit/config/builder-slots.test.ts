@@ -1,7 +1,7 @@
 /**
  * Builders keep their values in private slots and `build()` checks only the fields given
  * (src/config/base.ts, builderFactory); config objects carry a private mask of their set
- * fields that synthesis reads (src/synth/tool-json.ts, block). What a caller can see of
+ * fields that synthesis reads (src/config/tool-json.ts, block). What a caller can see of
  * all this must be what it was: the same errors, reusable builders, nothing printable.
  */
 import assert from "node:assert/strict";

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ConfigError, DataRemoteStateObjectStoreConfig, ObjectStoreBackendConfig, resolveSettings } from "../../../src/index.js";
-import { checkWorkspace, statePath, layout } from "../../../src/backend/layout.js";
+import { checkWorkspace, statePath, layout } from "../../../src/config/layout.js";
 import { isObjstateError } from "../../../src/errors.js";
 
 const build = (p: Record<string, unknown>): ObjectStoreBackendConfig => ObjectStoreBackendConfig.from({ bucket: "state-bucket", ...p } as never);

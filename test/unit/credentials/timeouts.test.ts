@@ -1,10 +1,10 @@
-/** Timeouts of the SDK clients and the shared server clock (src/util/sdk-client.ts, server-clock.ts). */
+/** Timeouts of the SDK clients and the shared server clock (src/io/sdk-client.ts, server-clock.ts). */
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import type { Command } from "commander";
 import { isObjstateError } from "../../../src/errors.js";
-import { serverClockFor, serverNow } from "../../../src/util/server-clock.js";
-import { DEADLINE_BYTES_PER_SECOND, DEFAULT_TIMEOUTS, deadlineMs, displayUrl, resolveTimeouts, sdkClientConfig } from "../../../src/util/sdk-client.js";
+import { serverClockFor, serverNow } from "../../../src/io/server-clock.js";
+import { DEADLINE_BYTES_PER_SECOND, DEFAULT_TIMEOUTS, deadlineMs, displayUrl, resolveTimeouts, sdkClientConfig } from "../../../src/io/sdk-client.js";
 
 it("defaults: connect 5 s, idle 20 s, request 60 s; a short request deadline caps the other two", () => {
   assert.deepEqual(resolveTimeouts(undefined), { connectMs: 5_000, idleMs: 20_000, requestMs: 60_000 });

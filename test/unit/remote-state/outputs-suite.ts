@@ -12,10 +12,11 @@ import {
   ObjectStoreBackendConfig,
   isObjstateError,
   type DataRemoteStateObjectStoreConfigProps,
+  type ErrorCode,
   type FetchOutputsOptions,
   type ObjectStoreBackendConfigProps,
 } from "../../../src/index.js";
-import { DEFAULT_SCAN_THRESHOLD } from "../../../src/remote-state/extract-outputs.js";
+import { DEFAULT_SCAN_THRESHOLD } from "../../../src/state/extract-outputs.js";
 import { uniqueName, type Target } from "../../support/targets.js";
 
 export const FAST_DIGEST = { timeoutMs: 300, intervalMs: 100 };
@@ -34,7 +35,7 @@ export interface OutputsSuiteOptions {
 }
 
 /** Rejects with an ObjstateError of `code`; returns it. */
-export async function rejectsWith(p: Promise<unknown>, code: string): Promise<Error & { code: string; details?: Readonly<Record<string, unknown>> }> {
+export async function rejectsWith(p: Promise<unknown>, code: ErrorCode): Promise<Error & { code: string; details?: Readonly<Record<string, unknown>> }> {
   try {
     await p;
   } catch (e) {

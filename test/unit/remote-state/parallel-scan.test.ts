@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import fc from "fast-check";
-import { scanTopLevel } from "../../../src/remote-state/extract-outputs.js";
+import { scanTopLevel } from "../../../src/state/extract-outputs.js";
 import { startTopLevelScan, type ScanSpans } from "../../../src/remote-state/parallel-scan.js";
 
 const NAMES = ["version", "outputs", "modules"];

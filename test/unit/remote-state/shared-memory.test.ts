@@ -12,7 +12,7 @@ import { ObjectStoreBackend } from "../../../src/backend/backend.js";
 import { ObjectStoreBackendConfig } from "../../../src/config/backend-config.js";
 import { readRemoteOutputs } from "../../../src/remote-state/fetch-outputs.js";
 import { startTopLevelScan } from "../../../src/remote-state/parallel-scan.js";
-import { scanTopLevel } from "../../../src/remote-state/extract-outputs.js";
+import { scanTopLevel } from "../../../src/state/extract-outputs.js";
 import { giveShared, takeShared } from "../../../src/util/shared-memory.js";
 
 /** Empties the pool (a test before may have left a buffer in it): the idle one is taken and dropped. */

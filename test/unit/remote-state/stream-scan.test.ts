@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import fc from "fast-check";
-import { scanTopLevel } from "../../../src/remote-state/extract-outputs.js";
+import { scanTopLevel } from "../../../src/state/extract-outputs.js";
 import { StreamingTopLevelScan } from "../../../src/remote-state/stream-scan.js";
 
 const NAMES = ["version", "outputs"];

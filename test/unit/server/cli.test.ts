@@ -156,6 +156,17 @@ describe("objstate serve (CLI)", () => {
     }
   });
 
+  it("serve refuses a users file that is missing or not a users file with exit 2 (bad input, like its mode), naming the file", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    const broken = join(cwd, "broken.json");
+    writeFileSync(broken, "{", { mode: 0o600 });
+    for (const [file, code] of [[broken, "USERS_FILE_INVALID"], [join(cwd, "absent.json"), "USERS_FILE_UNREADABLE"]] as const) {
+      const r = await refusedAtStart([...STORE, "--users", file], cwd);
+      assert.equal(r.code, 2, `${code}: ${r.stderr}`);
+      assert.ok(r.stderr.includes(file), r.stderr);
+    }
+  });
+
   it("serve takes no lease: --lock-ttl (or lockTtl in --config) is refused by name, and not offered in its help", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
     const flag = await refusedAtStart([...STORE, "--lock-ttl", "10m"], cwd);

@@ -1,13 +1,12 @@
 /** The server's pure pieces: users file, password hashes, globs, statuses, flags, metrics. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ObjstateError } from "../../../src/errors.js";
+import { ObjstateError, statusOf, type ErrorCode } from "../../../src/errors.js";
 import { parseListen, parseSize } from "../../../src/cli/serve.js";
 import { isLoopbackHost as isLoopback } from "../../../src/server/gate.js";
 import { parseBasic } from "../../../src/server/auth.js";
 import { checkContentMd5 } from "../../../src/server/body.js";
 import { Metrics } from "../../../src/server/metrics.js";
-import { statusOf } from "../../../src/server/status.js";
 import { allowed, allowedEverywhere, globMatches, hashPassword, parseUsers, verifyPassword, withUser } from "../../../src/server/users.js";
 
 const CHEAP = { N: 1024, r: 8, p: 1 };
@@ -92,17 +91,17 @@ describe("requests", () => {
   });
 
   it("one table of statuses: locked 423, conflicts 409, store trouble 5xx, anything else 500", () => {
-    const s = (code: string): number => statusOf(new ObjstateError(code, "m"));
-    assert.deepEqual([s("STATE_LOCKED"), s("STATE_CONFLICT"), s("LOCK_ID_MISMATCH"), s("BODY_TOO_LARGE"), s("UNAUTHORIZED"), s("FORBIDDEN"), s("DIGEST_MISMATCH"), s("WHATEVER")], [423, 409, 409, 413, 401, 403, 409, 500]);
+    const s = (code: ErrorCode): number => statusOf(new ObjstateError(code, "m"));
+    assert.deepEqual([s("STATE_LOCKED"), s("STATE_CONFLICT"), s("LOCK_ID_MISMATCH"), s("BODY_TOO_LARGE"), s("UNAUTHORIZED"), s("FORBIDDEN"), s("DIGEST_MISMATCH"), s("STORE_ERROR")], [423, 409, 409, 413, 401, 403, 409, 500]);
     assert.equal(statusOf(new Error("x")), 500);
     // A lost lease is the writer's conflict, not the server's failure: no 5xx the client would retry.
     assert.equal(s("LOCK_LOST"), 409);
   });
 
   it("a state that needs the operator is a 409 the tool's client reports at once, never a 500 it retries; a stored write not yet committed is a 503 whose retry commits it", () => {
-    const s = (code: string): number => statusOf(new ObjstateError(code, "m"));
+    const s = (code: ErrorCode): number => statusOf(new ObjstateError(code, "m"));
     assert.deepEqual(
-      ["TORN_WRITE", "DIGEST_MISMATCH", "COMMITTED_VERSION_MISSING", "REPAIR_REFUSED", "NO_LEASE"].map(s),
+      (["TORN_WRITE", "DIGEST_MISMATCH", "COMMITTED_VERSION_MISSING", "REPAIR_REFUSED", "NO_LEASE"] as const).map(s),
       [409, 409, 409, 409, 409],
     );
     assert.equal(s("DIGEST_WRITE_FAILED"), 503);

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
-import { layout, statePath, WORKSPACE_MAX_LENGTH } from "../../../src/backend/layout.js";
+import { layout, statePath, WORKSPACE_MAX_LENGTH } from "../../../src/config/layout.js";
 import { isObjstateError } from "../../../src/errors.js";
 import { Logger } from "../../../src/server/log.js";
 import { ObjstateServer } from "../../../src/server/server.js";

@@ -14,14 +14,14 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
 import { runChecks, type CheckResult } from "../../../src/cli/doctor.js";
-import { isObjstateError, type ObjstateError } from "../../../src/errors.js";
+import { isObjstateError, type ErrorCode, type ObjstateError } from "../../../src/errors.js";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, type LockInfo } from "../../../src/index.js";
 import { Logger } from "../../../src/server/log.js";
 import { ObjstateServer } from "../../../src/server/server.js";
 import { HttpBackendClient } from "../../support/http-backend-client.js";
 import { FileLockTable } from "../../../src/lock/file.js";
 import { FileDriver } from "../../../src/store/file.js";
-import { fsFailure } from "../../../src/store/local-fs.js";
+import { fsFailure } from "../../../src/io/local-fs.js";
 
 const AS_ROOT = process.getuid?.() === 0;
 const NEEDS_ROOT = AS_ROOT ? false : "mounting a tmpfs and running as another user need root";
@@ -38,7 +38,7 @@ async function mountTmpfs(name: string, options = "size=256k"): Promise<string> 
   return dir;
 }
 
-function errorWith(code: string, re: RegExp): (e: unknown) => boolean {
+function errorWith(code: ErrorCode, re: RegExp): (e: unknown) => boolean {
   return (e) => {
     assert.ok(isObjstateError(e, code), `expected ${code}, got ${String(e)}`);
     assert.match((e as ObjstateError).message, re);

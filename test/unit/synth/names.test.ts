@@ -1,6 +1,6 @@
 /**
  * Remote-state names that are also names of Object.prototype's members: the tables keyed
- * by remote-state names (src/synth/tool-json.ts) are filled without a prototype, so such
+ * by remote-state names (src/config/tool-json.ts) are filled without a prototype, so such
  * a name is an own key like any other, and the tables still are plain objects.
  */
 import assert from "node:assert/strict";

@@ -137,7 +137,7 @@ describe("errors keep no foreign error object", () => {
   });
 
   it("messages and string details lose URL credentials", () => {
-    const err = new ObjstateError("X", `cannot reach http://ak:${s}@127.0.0.1:9000/b`, { details: { endpoint: `https://ak:${s}@h`, n: 1 } });
+    const err = new ObjstateError("ENDPOINT_UNREACHABLE", `cannot reach http://ak:${s}@127.0.0.1:9000/b`, { details: { endpoint: `https://ak:${s}@h`, n: 1 } });
     assertHidden("message with a URL", err, [s]);
     assert.equal(err.message, "cannot reach http://<redacted>@127.0.0.1:9000/b");
     assert.deepEqual(err.details, { endpoint: "https://<redacted>@h", n: 1 });

@@ -4,17 +4,15 @@
  * unchanged. Every field goes through its row of the mapping table (src/config/mapping.ts);
  * nothing here knows a field by name.
  */
-import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "../backend/layout.js";
-import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
-import { ConfigError } from "../config/errors.js";
-import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fields.js";
-import { TERRAFORM_BACKEND_SPECS, TERRAFORM_BACKENDS, TERRAFORM_MAPPING, type ArgumentCell, type MappingCell, type MappingRow, type TerraformBackendType } from "../config/mapping.js";
-import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
-import { RULES } from "../config/rules.js";
-import type { JsonObject } from "./tool-json.js";
+import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "./layout.js";
+import { ConfigError } from "./errors.js";
+import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "./fields.js";
+import { TERRAFORM_BACKEND_SPECS, TERRAFORM_BACKENDS, TERRAFORM_MAPPING, type ArgumentCell, type MappingCell, type MappingRow, type TerraformBackendType } from "./mapping.js";
+import { RULES } from "./rules.js";
+import type { BackendConfigValues, JsonObject, RemoteStateConfigValues } from "./types.js";
 
-export type { TerraformBackendType } from "../config/mapping.js";
-export type { LayoutName } from "../backend/layout.js";
+export type { TerraformBackendType } from "./mapping.js";
+export type { LayoutName } from "./layout.js";
 
 /** Options every backend takes. */
 interface CommonOptions {
@@ -71,7 +69,7 @@ export interface TerraformRemoteStateJson {
   data: { terraform_remote_state: { [name: string]: TerraformRemoteStateBlock } };
 }
 
-type AnyConfig = ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig;
+type AnyConfig = BackendConfigValues | RemoteStateConfigValues;
 
 /** The options each backend takes. */
 const KEYS: Readonly<Record<string, readonly string[]>> = {
@@ -275,7 +273,7 @@ function backendArguments(config: AnyConfig | undefined, options: TerraformBacke
  *   `UNSUPPORTED_VALUE` (a `file:` endpoint for s3 or oss, …), `CONFLICTING_FIELDS`, and
  *   `REQUIRED` / `INVALID_VALUE` / `INVALID_PROPS` for bad options.
  */
-export function backendTerraformJson(config: ObjectStoreBackendConfig, options: TerraformBackendOptions): TerraformBackendJson {
+export function backendTerraformJson(config: BackendConfigValues, options: TerraformBackendOptions): TerraformBackendJson {
   checkOptions(options, false);
   const workspace = options.backend === "http" ? (options.workspace ?? "default") : "default";
   return { terraform: { backend: { [options.backend]: backendArguments(config, options, workspace, true) } } };
@@ -292,7 +290,7 @@ export function serveBackendTerraformJson(options: TerraformHttpBackendOptions):
 }
 
 /** The body of a `data.terraform_remote_state` block reading `config`'s state. */
-export function remoteStateTerraformBlock(config: DataRemoteStateObjectStoreConfig, options: TerraformRemoteStateOptions): TerraformRemoteStateBlock {
+export function remoteStateTerraformBlock(config: RemoteStateConfigValues, options: TerraformRemoteStateOptions): TerraformRemoteStateBlock {
   checkOptions(options, true);
   const workspace = config.workspace ?? "default";
   // The http backend has no workspaces: the workspace is in the address (the read needs no lock addresses).
@@ -303,7 +301,7 @@ export function remoteStateTerraformBlock(config: DataRemoteStateObjectStoreConf
 }
 
 /** `{"data": {"terraform_remote_state": {NAME: …}}}` for one named remote state (`name` already checked). */
-export function remoteStateTerraformJson(name: string, config: DataRemoteStateObjectStoreConfig, options: TerraformRemoteStateOptions): TerraformRemoteStateJson {
+export function remoteStateTerraformJson(name: string, config: RemoteStateConfigValues, options: TerraformRemoteStateOptions): TerraformRemoteStateJson {
   const states = Object.create(null) as { [name: string]: TerraformRemoteStateBlock };
   states[name] = remoteStateTerraformBlock(config, options);
   return { data: { terraform_remote_state: Object.setPrototypeOf(states, Object.prototype) as typeof states } };

@@ -18,7 +18,7 @@ import { constants as C, closeSync, fstatSync, lstatSync, openSync, readFileSync
 import type { BigIntStats } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
-import { ObjstateError } from "../errors.js";
+import { ObjstateError, type ErrorCode } from "../errors.js";
 
 /** Owner-only, like state files: locks, digests and states may hold secrets. */
 export const FILE_MODE = 0o600;
@@ -47,7 +47,7 @@ export function unsafePath(at: string, what: string): ObjstateError {
  * @param what what was being done, e.g. `cannot write tool.tfstate in file:/x/b`
  * @param at the path to name when the error carries none (or a better one)
  */
-export function fsFailure(e: unknown, what: string, fallback: string, at?: string): ObjstateError {
+export function fsFailure(e: unknown, what: string, fallback: ErrorCode, at?: string): ObjstateError {
   if (e instanceof ObjstateError) return e;
   const code = errno(e);
   const where = at ?? errPath(e) ?? "?";

@@ -19,7 +19,7 @@
  *   its own errors, never as raw SDK text on stderr.
  */
 import type { Readable } from "node:stream";
-import type { SdkCredentialsProvider } from "../credentials/sdk.js";
+import type { SdkCredentialsProvider } from "./sdk-credentials.js";
 import { ObjstateError } from "../errors.js";
 import { serverClockFor, type ServerClock } from "./server-clock.js";
 

@@ -3,16 +3,11 @@
  * the field table's JSON keys, in table order; unset fields are absent; `defaults` keys
  * are kept verbatim.
  */
-import type { ObjectStoreAssumeRole } from "../config/assume-role.js";
-import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
-import { setMaskOf } from "../config/base.js";
-import { ConfigError } from "../config/errors.js";
-import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fields.js";
-import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
+import { setMaskOf } from "./base.js";
+import { ConfigError } from "./errors.js";
+import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "./fields.js";
 import type { TerraformBackendJson, TerraformRemoteStateJson } from "./terraform-json.js";
-
-/** A JSON object as synthesized. */
-export type JsonObject = { [key: string]: unknown };
+import type { BackendConfigValues, JsonObject, RemoteStateConfigValues } from "./types.js";
 
 /** The backend document: `{"tool": {"backend": {"objectstore": {...}}}}`. */
 export interface BackendToolJson {
@@ -71,18 +66,18 @@ function block(keys: Keys, config: object): JsonObject {
     const i = 31 - Math.clz32(low);
     const v = values[names[i] as string];
     if (v === undefined) continue; // only without a mask: a set field is never undefined
-    out[jsonKeys[i] as string] = i === nested ? block(ASSUME_ROLE_KEYS, v as ObjectStoreAssumeRole) : v;
+    out[jsonKeys[i] as string] = i === nested ? block(ASSUME_ROLE_KEYS, v as object) : v;
   }
   return out;
 }
 
 /** The `objectstore` block of a backend (or the `config` of a remote state). */
-export function backendBlock(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig): JsonObject {
+export function backendBlock(config: BackendConfigValues): JsonObject {
   return block(COMMON_KEYS, config);
 }
 
 /** The backend document of a config. */
-export function backendToolJson(config: ObjectStoreBackendConfig): BackendToolJson {
+export function backendToolJson(config: BackendConfigValues): BackendToolJson {
   return { tool: { backend: { objectstore: backendBlock(config) } } };
 }
 
@@ -114,7 +109,7 @@ function closeTable<T>(table: NameTable<T>): NameTable<T> {
 }
 
 /** The remote-state document for one named remote state. */
-export function remoteStateToolJson(name: string, config: DataRemoteStateObjectStoreConfig): RemoteStateToolJson {
+export function remoteStateToolJson(name: string, config: RemoteStateConfigValues): RemoteStateToolJson {
   checkName(name, "remote state name");
   const entry: RemoteStateBlock = { backend: "objectstore", config: backendBlock(config) };
   if (config.defaults !== undefined) entry.defaults = config.defaults as JsonObject;
@@ -173,7 +168,7 @@ export function formatToolJson(doc: ToolJson): string {
  * Warnings for secrets a config would write into a file, each naming the environment
  * variable to use instead. Never includes the secret.
  */
-export function secretWarnings(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, where = "the tool JSON"): string[] {
+export function secretWarnings(config: BackendConfigValues, where = "the tool JSON"): string[] {
   const values = config as unknown as Record<string, unknown>;
   return COMMON_FIELDS.filter((f) => f.secret && values[f.name] !== undefined).map(
     (f) => `${f.name} is written in plain text into ${where}; leave it out and set ${f.env[0] ?? "it in the environment"} instead`,

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { describeFailure, JsonObjectStreamCheck, positionAt, type StreamCheckFailure } from "../../../src/util/json-stream-check.js";
+import { describeFailure, JsonObjectStreamCheck, positionAt, type StreamCheckFailure } from "../../../src/json/stream-check.js";
 
 function checkIn(bytes: Buffer, chunkSize: number): StreamCheckFailure | undefined {
   const check = new JsonObjectStreamCheck();

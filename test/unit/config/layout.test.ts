@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, isObjstateError, type ObjectStoreBackendConfigProps } from "../../../src/index.js";
-import { commonPrefix, layout, layoutNameOf, listPrefixes, statePath, workspaceOfKey, workspacesPrefix, type LayoutName } from "../../../src/backend/layout.js";
+import { commonPrefix, layout, layoutNameOf, listPrefixes, statePath, workspaceOfKey, workspacesPrefix, type LayoutName } from "../../../src/config/layout.js";
 import { openLockTable } from "../../../src/lock/index.js";
 import { embeddedTarget } from "../../support/targets.js";
 

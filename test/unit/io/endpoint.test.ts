@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { isObjstateError } from "../../../src/errors.js";
-import { parseEndpoint } from "../../../src/store/endpoint.js";
+import { parseEndpoint } from "../../../src/io/endpoint.js";
 
 const CWD = "/base/dir";
 

@@ -1,6 +1,6 @@
 /**
  * Is a document arriving in chunks one JSON object? The check `JSON.parse` would make, done
- * on the bytes as they stream past (json-validate.ts's resumable grammar check), so a
+ * on the bytes as they stream past (json/validate.ts's resumable grammar check), so a
  * state of any size is checked without ever being a string: V8 cannot hold a string over
  * about 512 MiB, and memory stays bounded.
  *
@@ -8,8 +8,8 @@
  * from {@link positionAt}, a second pass that runs only when something is wrong.
  */
 import { isAscii } from "node:buffer";
-import { ContainerCheck, INVALID, MAX_NESTING, NEED_MORE, TOO_DEEP } from "./json-validate.js";
-import { invisibleCharacterName } from "./json-error.js";
+import { ContainerCheck, INVALID, MAX_NESTING, NEED_MORE, TOO_DEEP } from "./validate.js";
+import { invisibleCharacterName } from "./syntax-error.js";
 
 /** Why a document is not one JSON object. */
 export type StreamCheckFailure =

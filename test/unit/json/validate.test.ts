@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { ContainerCheck, INVALID, NEED_MORE, syntaxErrorOffset } from "../../../src/util/json-validate.js";
+import { ContainerCheck, INVALID, NEED_MORE, syntaxErrorOffset } from "../../../src/json/validate.js";
 
 /** The verdict on `b` as one container from its first byte: end index, INVALID/TOO_DEEP, or NEED_MORE; and where it failed. */
 function check(b: Buffer, cuts: readonly number[]): { readonly result: number; readonly failedAt: number } {

@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { RemoteOutputs, isObjstateError } from "../../../src/index.js";
-import { decimalForm, isExactInJs, JsonNumber, parseExact, stringifyExact, toBigInt, toJs } from "../../../src/remote-state/exact-json.js";
-import { syntaxErrorOffset } from "../../../src/util/json-validate.js";
+import { decimalForm, isExactInJs, JsonNumber, parseExact, stringifyExact, toBigInt, toJs } from "../../../src/json/exact-json.js";
+import { syntaxErrorOffset } from "../../../src/json/validate.js";
 
 const parse = (text: string) => parseExact(Buffer.from(text, "utf8"));
 

@@ -11,7 +11,7 @@
  *   as decoded strings (`"out\u0070uts"` is `outputs`); a key seen twice keeps its last
  *   value, as `JSON.parse` does.
  * - A nested value (object or array) is checked against the JSON grammar by a byte loop
- *   (json-validate.ts) that builds nothing, so a document is refused by the scan exactly
+ *   (json/validate.ts) that builds nothing, so a document is refused by the scan exactly
  *   when `JSON.parse` refuses it: a state is accepted or refused the same way whatever its
  *   size. The loop also enforces the tool's nesting limit ({@link MAX_NESTING}).
  * - Only the byte spans of the wanted members are returned; the caller parses those.
@@ -25,10 +25,10 @@
  * it is nested too deep.
  */
 import { Buffer } from "node:buffer";
-import { decode, encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "../util/json-bytes.js";
-import { checkContainer, INVALID, MAX_NESTING, TOO_DEEP } from "../util/json-validate.js";
+import { decode, encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "../json/bytes.js";
+import { checkContainer, INVALID, MAX_NESTING, TOO_DEEP } from "../json/validate.js";
 
-export { MAX_NESTING } from "../util/json-validate.js";
+export { MAX_NESTING } from "../json/validate.js";
 
 const QUOTE = 0x22;
 const OPEN_BRACE = 0x7b;

@@ -7,7 +7,7 @@
  * dropped. With an empty prefix the two are the same.
  */
 import { ObjstateError } from "../errors.js";
-import { RULES } from "../config/rules.js";
+import { RULES } from "./rules.js";
 
 /** The workspace every backend has, which cannot be deleted. */
 export const DEFAULT_WORKSPACE = "default";

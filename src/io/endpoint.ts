@@ -41,20 +41,6 @@ export function parseEndpoint(endpoint: string, cwd: string = process.cwd()): Pa
   return { kind: "http", url: `https://${e.replace(/\/+$/, "")}` };
 }
 
-/**
- * Did a TLS handshake meet a server that speaks plain HTTP? OpenSSL reads the HTTP answer
- * as a TLS record ("wrong version number"). Looks inside `cause` and AggregateError.
- */
-export function isTlsToPlainHttp(e: unknown, depth = 0): boolean {
-  if (depth > 4 || typeof e !== "object" || e === null) return false;
-  const r = e as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
-  const code = typeof r.code === "string" ? r.code : "";
-  const message = typeof r.message === "string" ? r.message : "";
-  if ((code === "EPROTO" || code.startsWith("ERR_SSL_")) && /wrong version number|packet length too long|unknown protocol/i.test(`${code} ${message}`)) return true;
-  if (Array.isArray(r.errors) && r.errors.some((sub) => isTlsToPlainHttp(sub, depth + 1))) return true;
-  return isTlsToPlainHttp(r.cause, depth + 1);
-}
-
 /** What to say when `url` (https) turned out to be plain HTTP: the http:// URL to use instead. */
 export function plainHttpAdvice(url: string): string {
   const plain = url.replace(/^https:/i, "http:");

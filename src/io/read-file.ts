@@ -3,7 +3,7 @@
  * credentials): a FIFO, a device or an oversized file is refused at once, before a byte
  * is read, instead of hanging on a pipe no one writes or filling memory from /dev/zero.
  */
-import { nodeFs } from "./builtins.js";
+import { nodeFs } from "../util/builtins.js";
 
 /** Why a file could not be read; the caller turns it into its own typed error. */
 export type ReadFileProblem =

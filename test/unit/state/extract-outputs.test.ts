@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { DEFAULT_SCAN_THRESHOLD, extractOutputs, extractTopLevel, MAX_NESTING, NestingError, scanTopLevel, type Extracted } from "../../../src/remote-state/extract-outputs.js";
+import { DEFAULT_SCAN_THRESHOLD, extractOutputs, extractTopLevel, MAX_NESTING, NestingError, scanTopLevel, type Extracted } from "../../../src/state/extract-outputs.js";
 
 const NAMES = ["outputs", "version", "resources", "", "__proto__"];
 const SCAN = { scanThreshold: 0 };
