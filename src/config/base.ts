@@ -6,7 +6,7 @@ import { inspect } from "node:util";
 import { printSafely, REDACTED, shownValue } from "../util/redact.js";
 import { ConfigError } from "./errors.js";
 import type { FieldSpec } from "./fields.js";
-import { isPlainObject } from "./rules.js";
+import { frozenJsonCopy, isPlainObject, NOT_JSON } from "./rules.js";
 import { checkValue, describeValue, nearest } from "./validate.js";
 
 export { REDACTED };
@@ -43,7 +43,7 @@ interface Plan {
 function taker(f: FieldSpec): Take {
   const type = f.rule.type;
   const valid = f.rule.valid as ((v: unknown) => boolean) | undefined;
-  if (f.kind === "map") return (v) => (isPlainObject(v) ? frozenJsonCopy(v, []) : INVALID);
+  if (f.kind === "map") return (v) => (isPlainObject(v) ? copyOrInvalid(frozenJsonCopy(v)) : INVALID);
   if (f.kind === "assumeRole") {
     return (v, spec, fieldPath) => {
       if (spec.nested === undefined || typeof v !== "object" || Array.isArray(v)) return INVALID;
@@ -98,42 +98,10 @@ function planOf(fields: readonly FieldSpec[]): Plan {
 
 const INVALID = Symbol("invalid");
 
-/** A frozen deep copy of JSON data, or INVALID when `v` is not JSON (function, NaN, cycle, class instance …). */
-function frozenJsonCopy(v: unknown, seen: object[]): unknown {
-  if (v === null || typeof v === "string" || typeof v === "boolean") return v;
-  if (typeof v === "number") return Number.isFinite(v) ? v : INVALID;
-  // The containers on the path to `v` (a cycle returns to one): a few, so an array.
-  if (typeof v !== "object" || seen.includes(v)) return INVALID;
-  seen.push(v);
-  let out: unknown[] | Record<string, unknown> | typeof INVALID;
-  if (Array.isArray(v)) {
-    const arr: unknown[] = new Array<unknown>(v.length);
-    out = arr;
-    for (let i = 0; i < v.length; i++) {
-      const c = frozenJsonCopy(v[i], seen);
-      if (c === INVALID) {
-        out = INVALID;
-        break;
-      }
-      arr[i] = c;
-    }
-  } else if (isPlainObject(v)) {
-    const obj: Record<string, unknown> = {};
-    out = obj;
-    for (const k in v) {
-      const c = frozenJsonCopy(v[k], seen);
-      if (c === INVALID) {
-        out = INVALID;
-        break;
-      }
-      obj[k] = c;
-    }
-  } else {
-    out = INVALID;
-  }
-  seen.pop();
-  return out === INVALID ? INVALID : Object.freeze(out);
+function copyOrInvalid(copy: unknown): unknown {
+  return copy === NOT_JSON ? INVALID : copy;
 }
+
 
 /** A deep copy of JSON data (validated plain objects and arrays only). */
 export function copyJson<T>(v: T): T {

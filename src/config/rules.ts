@@ -2,6 +2,7 @@
  * Value rules referenced by the field table. A rule names the JavaScript type a field
  * takes and, in words for the error message, what a valid value looks like.
  */
+import { MAX_NESTING } from "../json/validate.js";
 
 export type RuleType = "string" | "number" | "boolean" | "object";
 
@@ -47,9 +48,9 @@ function isEndpoint(v: string, allowFile: boolean): boolean {
   return isHttpUrl(v) || BARE_HOST.test(v);
 }
 
-/** Plain object whose values are all JSON (no functions, undefined, NaN, cycles, class instances). */
+/** Plain object whose values are all JSON (no functions, undefined, NaN, cycles, class instances, nesting past `MAX_NESTING`). */
 export function isJsonObject(v: unknown): v is Record<string, unknown> {
-  return isPlainObject(v) && isJson(v, new Set());
+  return isPlainObject(v) && frozenJsonCopy(v) !== NOT_JSON;
 }
 
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -58,15 +59,73 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-function isJson(v: unknown, seen: Set<object>): boolean {
-  if (v === null || typeof v === "string" || typeof v === "boolean") return true;
-  if (typeof v === "number") return Number.isFinite(v);
-  if (typeof v !== "object") return false;
-  if (seen.has(v)) return false;
-  seen.add(v);
-  const ok = Array.isArray(v) ? v.every((x) => isJson(x, seen)) : isPlainObject(v) && Object.values(v).every((x) => isJson(x, seen));
-  seen.delete(v);
-  return ok;
+/** What {@link frozenJsonCopy} returns for a value that is not JSON data. */
+export const NOT_JSON: unique symbol = Symbol("not JSON");
+
+/** A container being copied: its source, its copy so far and the next key or index. */
+interface Frame {
+  readonly src: Record<string, unknown> | unknown[];
+  readonly out: Record<string, unknown> | unknown[];
+  readonly keys: readonly string[] | undefined;
+  i: number;
+}
+
+/**
+ * A frozen deep copy of JSON data, or {@link NOT_JSON} for anything else: a function,
+ * `undefined`, NaN, a cycle, a class instance, or nesting deeper than the tool's JSON decoder
+ * reads (`MAX_NESTING`, the top counting as one). Walked with a stack of its own, not by
+ * recursion, so a hostile value meets the nesting bound, never the call stack's.
+ */
+export function frozenJsonCopy(root: unknown): unknown {
+  if (!isContainer(root)) return jsonLeaf(root);
+  const path = new Set<object>();
+  const stack: Frame[] = [];
+  const open = (v: object): boolean => {
+    if (path.has(v) || stack.length >= MAX_NESTING) return false;
+    if (Array.isArray(v)) stack.push({ src: v, out: new Array<unknown>(v.length), keys: undefined, i: 0 });
+    else if (isPlainObject(v)) stack.push({ src: v, out: {}, keys: Object.keys(v), i: 0 });
+    else return false;
+    path.add(v);
+    return true;
+  };
+  if (!open(root)) return NOT_JSON;
+  for (;;) {
+    const f = stack[stack.length - 1] as Frame;
+    const end = f.keys === undefined ? f.src.length : f.keys.length;
+    if (f.i === end) {
+      stack.pop();
+      path.delete(f.src);
+      const done = Object.freeze(f.out);
+      const parent = stack[stack.length - 1];
+      if (parent === undefined) return done;
+      put(parent, done);
+      continue;
+    }
+    const v = f.keys === undefined ? (f.src as unknown[])[f.i] : (f.src as Record<string, unknown>)[f.keys[f.i] as string];
+    if (isContainer(v)) {
+      if (!open(v)) return NOT_JSON;
+      continue;
+    }
+    const leaf = jsonLeaf(v);
+    if (leaf === NOT_JSON) return NOT_JSON;
+    put(f, leaf);
+  }
+}
+
+function isContainer(v: unknown): v is object {
+  return typeof v === "object" && v !== null;
+}
+
+function jsonLeaf(v: unknown): unknown {
+  if (v === null || typeof v === "string" || typeof v === "boolean") return v;
+  return typeof v === "number" && Number.isFinite(v) ? v : NOT_JSON;
+}
+
+/** Store the frame's next value and move past it. */
+function put(f: Frame, value: unknown): void {
+  if (f.keys === undefined) (f.out as unknown[])[f.i] = value;
+  else (f.out as Record<string, unknown>)[f.keys[f.i] as string] = value;
+  f.i++;
 }
 
 function isJsonPolicy(v: string): boolean {
@@ -152,7 +211,7 @@ export const RULES = {
   },
   jsonObject: {
     type: "object",
-    expected: "a plain object of JSON values",
+    expected: `a plain object of JSON values (no functions, cycles or class instances; nested at most ${MAX_NESTING} levels)`,
     valid: (v: unknown) => isJsonObject(v),
   },
   assumeRole: {

@@ -224,7 +224,7 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
       const id = t.cli(["lock"]).stdout.trim();
       const locked = t.cli(["state", "rollback", "--yes", "--to", v1, "--lock-timeout", "1s"]);
       assert.equal(locked.code, 3);
-      assert.match(locked.stderr, /waiting up to 1s\nobjstate: error: .*is locked.*Gave up after waiting 1s/);
+      assert.match(locked.stderr, /waiting up to 1s\nobjstate: error: .*is locked.*Gave up after waiting (\d+(\.\d)?(ms|s)|[\dhms]+) \(--lock-timeout 1s\)/);
       const r = t.cli(["state", "rollback", "--yes", "--to", v1, "--lock-id", id]);
       assert.equal(r.code, 0, r.stderr);
       assert.equal(t.history().versions[0]?.serial, 3);

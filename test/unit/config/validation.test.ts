@@ -95,6 +95,24 @@ describe("validation", () => {
     for (const bad of [[1], "x", 1]) rejects(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", defaults: bad as never }), "INVALID_TYPE", "defaults", /plain object/);
   });
 
+  it("defaults nested deeper than the tool's JSON decoder reads give a typed error, not a RangeError", () => {
+    const nest = (levels: number): Record<string, unknown> => {
+      const top: Record<string, unknown> = {};
+      let at = top;
+      for (let i = 1; i < levels; i++) {
+        const next: Record<string, unknown> = {};
+        at["a"] = next;
+        at = next;
+      }
+      return top;
+    };
+    // 10,000 levels, the top counting as one: accepted, as Go's encoding/json reads it.
+    assert.doesNotThrow(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", defaults: nest(10_000) }));
+    for (const levels of [10_001, 50_000]) {
+      rejects(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", defaults: nest(levels) }), "INVALID_VALUE", "defaults", /nested at most 10000 levels/);
+    }
+  });
+
   it("defaults are copied and frozen: later changes to the input do not leak in", () => {
     const input = { tags: { a: "1" } };
     const c = DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", defaults: input });
