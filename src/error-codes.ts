@@ -13,7 +13,8 @@
  * lineage guard or a conditional write refused: nothing was written), 6 the lock is no
  * longer held by this writer (`LOCK_NOT_HELD`: released or force-unlocked), 7 the lock's
  * lease was lost (`LOCK_LOST`: it ran out and was taken over, or its renewal was refused;
- * nothing more was written); 129 / 130 / 143 interrupted (SIGHUP / SIGINT / SIGTERM); 141
+ * nothing more was written), 8 the command run under `lock -- COMMAND` failed (its own code is in
+ * the message); 129 / 130 / 143 interrupted (SIGHUP / SIGINT / SIGTERM); 141
  * standard output was closed by its reader (`| head`).
  */
 export const EXIT = {
@@ -25,6 +26,7 @@ export const EXIT = {
   conflict: 5,
   lockNotHeld: 6,
   lockLost: 7,
+  commandFailed: 8,
   hangup: 129,
   interrupted: 130,
   outputClosed: 141,
@@ -206,7 +208,7 @@ export const ERROR_CODES = {
   CONFIRMATION_REQUIRED: { status: 500, exit: EXIT.usage },
   CANCELLED: { status: 500, exit: EXIT.error },
   // `lock -- COMMAND`: ends with the command's own exit code when it has one
-  COMMAND_FAILED: { status: 500, exit: EXIT.error },
+  COMMAND_FAILED: { status: 500, exit: EXIT.commandFailed },
   DOCTOR_FAILED: { status: 500, exit: EXIT.error },
   INIT_INCOMPLETE: { status: 500, exit: EXIT.error },
   // SIGINT; SIGHUP and SIGTERM end with their own (EXIT.hangup, EXIT.terminated)

@@ -58,6 +58,7 @@ export async function runUnderLock(backend: ObjectStoreBackend, workspace: strin
     if (failure !== undefined || exit === undefined) throw failure;
     return exit;
   });
-  if (ended.signal !== null) throw new CliError("COMMAND_FAILED", `${command[0]} was ended by ${ended.signal}`);
-  if (ended.code !== 0) throw new CliError("COMMAND_FAILED", `${command[0]} exited with code ${ended.code ?? "?"}`, { exitCode: ended.code ?? undefined });
+  // The command's own code is named, not passed on: its 3-7 would read as objstate's (locked, conflict…).
+  if (ended.signal !== null) throw new CliError("COMMAND_FAILED", `${command[0]} was ended by ${ended.signal}; the lock was released`);
+  if (ended.code !== 0) throw new CliError("COMMAND_FAILED", `${command[0]} exited with code ${ended.code ?? "?"}; the lock was released`);
 }
