@@ -136,7 +136,7 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
     await server.listen(host, port);
   } catch (e) {
     backend.close();
-    throw usageError(`cannot listen on ${host}:${port}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, "LISTEN_FAILED");
+    throw usageError(`cannot listen on ${host}:${port}: ${whyNotListening(e, host, port)}`, "LISTEN_FAILED");
   }
   if (users === undefined && insecure && !isLoopbackHost(host)) {
     warn(`SERVING ${server.url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`, "SERVE_INSECURE");
@@ -217,3 +217,19 @@ async function readAllStdin(): Promise<string> {
   for await (const c of process.stdin) chunks.push(c as Buffer);
   return Buffer.concat(chunks).toString("utf8");
 }
+
+/** Why `listen` failed, and what to do, for the operator (the errno alone says little). */
+export function whyNotListening(e: unknown, host: string, port: number): string {
+  const code = (e as NodeJS.ErrnoException).code;
+  switch (code) {
+    case "EADDRINUSE":
+      return `port ${port} is in use (another objstate serve, or another program, listens there: \`ss -ltnp 'sport = :${port}'\` names it); stop it, or give another port with --listen ${host}:PORT (--listen ${host}:0 picks a free one)`;
+    case "EACCES":
+      return `permission denied: ports below 1024 need root or CAP_NET_BIND_SERVICE; give a port of 1024 or more with --listen ${host}:PORT`;
+    case "EADDRNOTAVAIL":
+      return `${host} is not an address of this machine; give one of its addresses, or 127.0.0.1, with --listen`;
+    default:
+      return code ?? (e instanceof Error ? e.message : String(e));
+  }
+}
+

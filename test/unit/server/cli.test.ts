@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { connect as netConnect, type Socket } from "node:net";
+import { connect as netConnect, createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { parseUsers, verifyPassword } from "../../../src/server/users.js";
@@ -38,6 +38,21 @@ describe("objstate serve (CLI)", () => {
     const r = await s.done;
     assert.equal(r.code, 0);
     assert.match(r.stderr, /warning: no --users file: serving on loopback only/);
+  });
+
+  it("a port in use is LISTEN_FAILED saying so and what to do, not a bare EADDRINUSE", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    const taken = createNetServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const r = runCli(["serve", ...STORE, "--listen", `127.0.0.1:${port}`, "--log-level", "off"], { cwd });
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: port ${port} is in use .*--listen 127\\.0\\.0\\.1:PORT`));
+      assert.doesNotMatch(r.stderr, /EADDRINUSE/);
+    } finally {
+      taken.close();
+    }
   });
 
   it("serves the web console at / unless --no-console", async () => {
