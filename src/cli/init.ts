@@ -3,7 +3,8 @@
  * [--keep-versions N]]`: report whether the bucket and the lock table exist, and create
  * what is missing when asked; turn on bucket versioning and set objstate's retention rule
  * for noncurrent versions when asked. Exit 1 when something is still missing or unusable
- * afterwards.
+ * afterwards. The embedded store and table are made on first use, so there a missing bucket
+ * or table is reported as such (exit 0), as `doctor` reports it.
  */
 import { resolveEffectiveSettings, type Identity } from "../credentials/index.js";
 import { ObjstateError } from "../errors.js";
@@ -17,7 +18,7 @@ import { warn } from "./warn.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { paint, printJson } from "./term.js";
 
-export type ProvisionStatus = "exists" | "created" | "missing" | "unusable" | "not configured";
+export type ProvisionStatus = "exists" | "created" | "on first use" | "missing" | "unusable" | "not configured";
 
 export interface ProvisionResult {
   readonly what: "bucket" | "lock table" | "versions";
@@ -88,11 +89,14 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
     } else if (opts["createBucket"] === true) {
       await store.createBucket();
       results.push({ what: "bucket", name: bucket, location: store.location, status: "created", detail: `bucket ${bucket} created (${store.location})` });
+    } else if (store.kind === "file") {
+      results.push({ what: "bucket", name: bucket, location: store.location, status: "on first use", detail: `bucket ${bucket} does not exist yet; the embedded store creates it on first write (${store.location}; or now: --create-bucket)` });
     } else {
       results.push({ what: "bucket", name: bucket, location: store.location, status: "missing", detail: `bucket ${bucket} does not exist (${store.location}); pass --create-bucket to create it` });
     }
     if (versioning !== undefined) {
-      if (results[0]?.status === "missing") results.push({ what: "versions", name: bucket, location: store.location, status: "missing", detail: `versioning cannot be turned on: bucket ${bucket} does not exist` });
+      if (results[0]?.status === "on first use" && versioning.retention === undefined) results.push({ what: "versions", name: bucket, location: store.location, status: "on first use", detail: `the embedded store keeps every version of bucket ${bucket} once it is created` });
+      else if (results[0]?.status === "missing" || results[0]?.status === "on first use") results.push({ what: "versions", name: bucket, location: store.location, status: "missing", detail: `versioning cannot be turned on: bucket ${bucket} does not exist (--create-bucket creates it)` });
       else results.push(await provisionVersions(store, bucket, versioning, commonPrefix(layout(s.prefix.value ?? "", s.key.value ?? "", undefined, layoutSetting().name))));
     }
   } finally {
@@ -118,6 +122,8 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
       } else if (opts["createTable"] === true) {
         await locks.createTable();
         results.push({ what: "lock table", name: table, location: locks.location, status: "created", detail: `lock table ${table} created with key LockID (String) (${locks.location})` });
+      } else if (locks.kind === "file") {
+        results.push({ what: "lock table", name: table, location: locks.location, status: "on first use", detail: `lock table ${table} does not exist yet; the embedded table is created on first use (${locks.location}; or now: --create-table)` });
       } else {
         results.push({ what: "lock table", name: table, location: locks.location, status: "missing", detail: `lock table ${table} does not exist (${locks.location}); pass --create-table to create it` });
       }
@@ -131,7 +137,7 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
     printJson({ ok: bad.length === 0, bucket: results[0], lockTable: results.find((r) => r.what === "lock table"), ...(versioning === undefined ? {} : { versions: results.find((r) => r.what === "versions") }) });
   } else {
     const p = paint(process.stdout);
-    const mark: Record<ProvisionStatus, string> = { exists: p.green("exists "), created: p.green("created"), missing: p.red("missing"), unusable: p.red("FAIL   "), "not configured": p.yellow("warn   ") };
+    const mark: Record<ProvisionStatus, string> = { exists: p.green("exists "), created: p.green("created"), "on first use": p.green("later  "), missing: p.red("missing"), unusable: p.red("FAIL   "), "not configured": p.yellow("warn   ") };
     for (const r of results) process.stdout.write(`${mark[r.status]}  ${r.detail}\n`);
   }
   if (bad.length > 0) throw new CliError("INIT_INCOMPLETE", bad.map((r) => (r.status === "missing" ? `${r.what} ${r.name} is missing` : `${r.what} ${r.name} is unusable`)).join("; "));
