@@ -194,6 +194,7 @@ export class ObjectStoreBackend {
 
   /** Run `work` under the caller's lock (`lockId`), else under one taken for it and released after (see lock-scope.ts). */
   withLock<T>(workspace: string, options: WithLockOptions, work: (lock: LockScope) => Promise<T>): Promise<T> {
+    this.ctx.noteUnlocked();
     const deps = { lockingEnabled: this.lockingEnabled, acquire: (w: string, o: LockOptions) => this.acquire(w, o), describe: (w: string) => this.describe(w), warn: this.ctx.warn };
     return withLock(deps, workspace, options, work);
   }

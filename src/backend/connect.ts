@@ -42,9 +42,6 @@ export interface Connection {
   readonly probe: ProbeVerdict | undefined;
 }
 
-/** The warning of a connection that locks nothing. */
-export const NO_LOCKING_CODE = "OBJSTATE_NO_LOCKING";
-
 /**
  * Resolve, parse, open and check (see the module's header). Closes whatever it opened when
  * a later step fails.
@@ -99,13 +96,8 @@ export async function openConnection(config: ObjectStoreBackendConfig | DataRemo
       requireLockfileSupport(probe, store.location);
     }
     if (tableName === undefined || tableName === "" || tableEndpoint === undefined) {
-      // With lockfiles the state is locked; there is just no table for digests.
-      if (options.lockfile !== true) {
-        warn(
-          `no lock table is configured (kvstoreTable): state in bucket ${bucket} is NOT locked, and concurrent writers can overwrite each other's changes. Set kvstoreTable and kvstoreEndpoint (or lockfile) to enable locking.`,
-          NO_LOCKING_CODE,
-        );
-      }
+      // Nothing to open: with lockfiles the state is locked, just without a table for
+      // digests; without them the first write says it is not locked (BackendContext).
     } else {
       const http = tableEndpoint.parsed.kind === "http";
       driver = await openLockTable({ table: tableName, endpoint: tableEndpoint.text, region, credentials: http ? (await needIdentity()).provider : undefined, cwd: options.cwd, timeouts: options.timeouts });

@@ -20,6 +20,9 @@ import type { RepairEvent } from "./results.js";
 import { waitWhileLocked } from "./waiting.js";
 
 const DIGEST_SUFFIX = "-md5";
+
+/** The warning of a connection that locks nothing, given on its first write or lock. */
+export const NO_LOCKING_CODE = "OBJSTATE_NO_LOCKING";
 const warned = new Set<string>();
 
 /** The default of `ConnectOptions.onWarning`: `process.emitWarning`, each kind once per process. */
@@ -104,12 +107,30 @@ export class BackendContext {
 
   /** Take the lock (waiting as `options.wait` says). */
   lock(workspace: string, options: LockOptions): Promise<LockInfo> {
+    this.noteUnlocked();
     return waitWhileLocked(() => this.locking.lock(workspace, takeOptions(options), this.lockId(workspace)), options.wait);
   }
 
   /** Take the lock and hold it with a handle (waiting as `options.wait` says). */
   acquire(workspace: string, options: LockOptions): Promise<LockHandle> {
+    this.noteUnlocked();
     return waitWhileLocked(() => this.locking.acquire(workspace, takeOptions(options), this.lockId(workspace)), options.wait);
+  }
+
+  private unlockedNoted = false;
+
+  /**
+   * Say, once per connection, that a lock or write locks nothing: only where something is
+   * written, so a reader (`output`, `state pull`, remote-state outputs) is not warned about
+   * writers it is not.
+   */
+  noteUnlocked(): void {
+    if (this.locking.enabled || this.unlockedNoted) return;
+    this.unlockedNoted = true;
+    this.warn(
+      `no lock table is configured (kvstoreTable): state in bucket ${this.bucket} is NOT locked, and concurrent writers can overwrite each other's changes. Set kvstoreTable and kvstoreEndpoint (or lockfile) to enable locking.`,
+      NO_LOCKING_CODE,
+    );
   }
 
   /** What every state write carries besides its body and conditions. */

@@ -247,17 +247,25 @@ export function backendSuite(makeTarget: () => Target): void {
           raw.close();
         });
       } else {
-        it("without a lock table: locking is off and says so once", async () => {
+        it("without a lock table: locking is off and says so once, on the first lock or write, not to readers", async () => {
           const props = await target.setup({ locks: false });
           warnings.length = 0;
           const b = await connect(props);
+          assert.equal(b.lockingEnabled, false);
+          assert.equal(await b.readState("default"), null);
+          await b.listWorkspaces();
+          assert.equal(warnings.length, 0, `a reader is not warned about writers: ${warnings.join("; ")}`);
+          const l = await b.lock("default");
           assert.equal(warnings.length, 1);
           assert.match(warnings[0] as string, /NOT locked/);
-          assert.equal(b.lockingEnabled, false);
-          const l = await b.lock("default");
           assert.equal(await b.lockInfo("default"), null);
           await b.writeState("default", "{}", { lockId: l.ID });
+          await b.writeState("default", "{}");
           await b.unlock("default", l.ID);
+          assert.equal(warnings.length, 1, "once per connection");
+          const w = await connect(props);
+          await w.writeState("default", '{"serial":2}');
+          assert.equal(warnings.length, 2, "a write without a lock says so too");
         });
       }
     });
