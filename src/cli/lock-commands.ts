@@ -11,6 +11,7 @@ import { ObjstateError } from "../errors.js";
 import { nodeChildProcess } from "../util/builtins.js";
 import { CliError } from "./io.js";
 import { printJson } from "./term.js";
+import { formatAgo } from "../console/format.js";
 
 /** Print the lock list: JSON, or one aligned line per lock. */
 export function printLocks(list: readonly LockListing[], json: boolean): void {
@@ -19,9 +20,24 @@ export function printLocks(list: readonly LockListing[], json: boolean): void {
     process.stdout.write("no locks\n");
     return;
   }
+  const now = Date.now();
+  // Times as the console shows them: how long ago first (what an operator judges a stale lock by), then UTC.
+  const when = (iso: string, verb = ""): string => {
+    const ago = formatAgo(iso, now);
+    return ago === "" ? `${verb}${iso}` : `${verb}${iso} (${ago})`;
+  };
   const rows = [
-    ["WORKSPACE", "SOURCE", "ID", "WHO", "OPERATION", "SINCE", "LEASE"],
-    ...list.map((l) => [l.workspace ?? `(${l.path})`, l.source, l.id || "(none)", l.who || "-", l.operation || "-", l.since || "-", l.expires === null ? "never expires" : `${l.expired ? "expired" : "expires"} ${l.expires}`]),
+    ["WORKSPACE", "SOURCE", "ID", "WHO", "OPERATION", "INFO", "SINCE", "LEASE"],
+    ...list.map((l) => [
+      l.workspace ?? `(${l.path})`,
+      l.source,
+      l.id || "(none)",
+      l.who || "-",
+      l.operation || "-",
+      l.info || "-",
+      l.since ? when(l.since) : "-",
+      l.expires === null ? "never expires" : when(l.expires, l.expired ? "expired " : "expires "),
+    ]),
   ];
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
   for (const r of rows) process.stdout.write(`${r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ")}\n`);

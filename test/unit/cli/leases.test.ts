@@ -46,8 +46,12 @@ describe("objstate leases, lockfiles and the lock list", () => {
     const listed = list(s);
     assert.deepEqual(listed, [{ source: "table", path: listed[0]?.path, workspace: "default", id: info.ID, who: listed[0]?.who, operation: "apply", info: "", since: info.Created, expires: new Date(info.Expires * 1000).toISOString(), expired: false }]);
     const text = runCli(["locks", ...s]);
-    assert.match(text.stdout, /^WORKSPACE\s+SOURCE\s+ID\s+WHO\s+OPERATION\s+SINCE\s+LEASE\n/);
-    assert.match(text.stdout, new RegExp(`default\\s+table\\s+${info.ID}.*expires \\d{4}-`));
+    assert.match(text.stdout, /^WORKSPACE\s+SOURCE\s+ID\s+WHO\s+OPERATION\s+INFO\s+SINCE\s+LEASE\n/);
+    assert.match(text.stdout, new RegExp(`default\\s+table\\s+${info.ID}\\s+\\S+\\s+apply\\s+-\\s+${info.Created} \\(\\d+ (s|min) ago\\)\\s+expires \\d{4}-[^ ]+ \\(in \\d+ (s|min)\\)`));
+    const withInfo = runCli(["lock", "-w", "staging", "--info", "CI run 42", ...s]);
+    assert.equal(withInfo.code, 0, withInfo.stderr);
+    assert.match(runCli(["locks", ...s]).stdout, /^staging\s+table\s+\S+\s+\S+\s+objstate lock\s+CI run 42\s+/m);
+    assert.equal(runCli(["unlock", "-w", "staging", withInfo.stdout.trim(), ...s]).code, 0);
     const refused = runCli(["lock", ...s]);
     assert.equal(refused.code, EXIT.locked);
     assertOneLineError(refused, /its lease expires at \d{4}-/);
