@@ -193,6 +193,7 @@ export const ERROR_CODES = {
   INVALID_USER: { status: 500, exit: EXIT.usage },
   INVALID_ROLE: { status: 500, exit: EXIT.usage },
   NO_PASSWORD: { status: 500, exit: EXIT.usage },
+  PASSWORDS_DIFFER: { status: 500, exit: EXIT.usage },
   // The command line
   USAGE: { status: 500, exit: EXIT.usage },
   INVALID_FLAGS: { status: 500, exit: EXIT.usage },

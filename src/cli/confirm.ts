@@ -1,4 +1,6 @@
-/** Asking the person at the terminal before a destructive command (force-unlock, rollback). */
+/** Asking the person at the terminal: before a destructive command (force-unlock, rollback), and for a password. */
+import { EXIT } from "../error-codes.js";
+import { CliError } from "./io.js";
 
 /** Can we ask? Standard input must be a terminal to answer, standard error one to ask on. */
 export function interactive(): boolean {
@@ -18,3 +20,43 @@ export async function confirm(question: string): Promise<boolean> {
     rl.close();
   }
 }
+
+/**
+ * Read a secret typed at the terminal, with `prompt` on standard error and nothing echoed:
+ * the terminal is put in raw mode for the line, so the characters never reach the screen or
+ * a scroll-back. Backspace edits; Enter ends; Ctrl-C rejects with `CANCELLED`; Ctrl-D on an
+ * empty line ends with "". Only for a terminal ({@link interactive}).
+ */
+export async function readSecret(prompt: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stderr.write(prompt);
+  stdin.setRawMode(true);
+  stdin.resume();
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      let typed = "";
+      const onData = (chunk: Buffer): void => {
+        for (const ch of chunk.toString("utf8")) {
+          if (ch === "\r" || ch === "\n" || (ch === "\u0004" && typed === "")) {
+            stdin.off("data", onData);
+            resolve(typed);
+            return;
+          }
+          if (ch === "\u0003") {
+            stdin.off("data", onData);
+            reject(new CliError("CANCELLED", "cancelled at the password prompt: nothing was written", { exitCode: EXIT.interrupted }));
+            return;
+          }
+          if (ch === "\u007f" || ch === "\b") typed = [...typed].slice(0, -1).join("");
+          else if (ch >= " ") typed += ch;
+        }
+      };
+      stdin.on("data", onData);
+    });
+  } finally {
+    stdin.setRawMode(false);
+    stdin.pause();
+    process.stderr.write("\n");
+  }
+}
+

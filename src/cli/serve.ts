@@ -3,6 +3,7 @@
  * `objstate serve hash-password`, which adds a user to a users file.
  */
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { interactive, readSecret } from "./confirm.js";
 import { durationFlag } from "./duration.js";
 import { usageError } from "./io.js";
 import { lockSettings } from "./lock-settings.js";
@@ -191,7 +192,7 @@ export async function hashPasswordAction(opts: Record<string, unknown>): Promise
     }
     roles[glob] = [...new Set([...(roles[glob] ?? []), ...(list as Role[])])];
   }
-  const password = (await readAllStdin()).replace(/\r?\n$/, "");
+  const password = interactive() ? await promptTwice(name) : (await readAllStdin()).replace(/\r?\n$/, "");
   if (password === "") throw usageError("no password on standard input: pipe it in (printf '%s' \"$PASSWORD\" | objstate serve hash-password --user NAME)", "NO_PASSWORD");
   const hash = await hashPassword(password);
   const file = typeof opts["users"] === "string" ? opts["users"] : undefined;
@@ -210,6 +211,15 @@ export async function hashPasswordAction(opts: Record<string, unknown>): Promise
   }
   writeFileSync(file, next, { mode: 0o600 });
   process.stderr.write(`objstate: user ${name} ${before?.includes(`"${name}"`) === true ? "updated" : "added"} in ${file}\n`);
+}
+
+/** On a terminal: the password typed twice, never echoed; a typo in either is caught here, not at the first login. */
+async function promptTwice(name: string): Promise<string> {
+  const first = await readSecret(`Password for ${name}: `);
+  if (first === "") throw usageError("no password was typed: nothing was written", "NO_PASSWORD");
+  const again = await readSecret(`The same password again: `);
+  if (again !== first) throw usageError("the two passwords differ: nothing was written; run the command again", "PASSWORDS_DIFFER");
+  return first;
 }
 
 async function readAllStdin(): Promise<string> {

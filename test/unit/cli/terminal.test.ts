@@ -12,6 +12,7 @@ import { describe, it } from "node:test";
 import { formatDuration, parseDuration } from "../../../src/cli/duration.js";
 import { colorsAllowed, paint, Progress, type OutStream } from "../../../src/cli/term.js";
 import { CLI, cliEnv, runCli } from "../../support/cli.js";
+import { verifyPassword } from "../../../src/server/users.js";
 
 describe("durations", () => {
   it("parses Go-style durations", () => {
@@ -248,6 +249,34 @@ describe("on a terminal (pseudo-terminal)", { skip: hasScript ? false : "util-li
     assert.equal(await exited, 5, out);
     assert.match(out, /objstate: error: tty-bucket\/env:\/rb-race\/tool\.tfstate was written since the diff was shown: nothing was written; run the rollback again/);
     assert.deepEqual(versions(), [3, 2, 1], "the write made meanwhile is still the current state");
+  });
+
+  // The timeout ends a run that never prompts (the old behaviour waited for Ctrl-D): a failure, not a hang.
+  it("serve hash-password on a terminal: prompts twice on stderr, echoes nothing, and refuses two different passwords", { timeout: 60_000 }, async () => {
+    const password = "correct-horse-battery-staple";
+    /** Type each answer only once its prompt is on screen: typed earlier, the terminal would echo it before raw mode. */
+    const session = async (answers: string[]): Promise<{ code: number | null; out: string }> => {
+      const quoted = [process.execPath, CLI, "serve", "hash-password", "--user", "alice"].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
+      const child = spawn("script", ["-qec", quoted, "/dev/null"], { env: cliEnv({ NO_COLOR: "1", TERM: "xterm" }), stdio: ["pipe", "pipe", "inherit"] });
+      let out = "";
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+      const prompts = ["Password for alice: ", "The same password again: "];
+      let next = 0;
+      child.stdout.setEncoding("utf8").on("data", (d: string) => {
+        out += d;
+        while (next < answers.length && out.includes(prompts[next] as string)) child.stdin.write(`${answers[next++] as string}\r`);
+      });
+      return { code: await exited, out };
+    };
+    const ok = await session([password, password]);
+    assert.equal(ok.code, 0, ok.out);
+    assert.ok(!ok.out.includes(password), `the password was echoed: ${JSON.stringify(ok.out)}`);
+    const entry = JSON.parse(ok.out.slice(ok.out.indexOf("{"))) as Record<string, { password: string }>;
+    assert.equal(await verifyPassword(password, entry["alice"]?.password), true, "the entry is the typed password's hash");
+    const differ = await session([password, `${password}x`]);
+    assert.equal(differ.code, 2, differ.out);
+    assert.match(differ.out, /objstate: error: the two passwords differ: nothing was written/);
+    assert.ok(!differ.out.includes(password));
   });
 
   it("shows a progress line on stderr while pushing a big state", () => {
