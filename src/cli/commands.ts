@@ -248,7 +248,8 @@ export async function statePullAction(opts: Opts): Promise<void> {
     const progress = Progress.start(process.stderr, `pulling ${backend.describe(workspace)}`, undefined);
     let bytes: Buffer | null;
     try {
-      bytes = await backend.readState(workspace);
+      // The buffer being filled has the state's size: the line shows bytes against it.
+      bytes = await backend.readState(workspace, { onData: (body, filled) => progress.update(filled, body.length) });
     } finally {
       progress.done();
     }

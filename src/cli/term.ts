@@ -85,6 +85,8 @@ export class Progress {
   private timer: NodeJS.Timeout | undefined;
   private frame = 0;
   private sent: number | undefined;
+  /** The size learnt during the transfer, when it was not known at the start. */
+  private lateTotal: number | undefined;
   private shown = false;
   /** Width of the last line drawn (erased with spaces: no ANSI codes under NO_COLOR). */
   private lastWidth = 0;
@@ -116,21 +118,24 @@ export class Progress {
     return p;
   }
 
-  /** Report bytes sent so far (from a driver's onProgress hook). */
-  update(sent: number): void {
+  /** Report bytes moved so far (from a driver's onProgress hook), and the total once it is known (a download's). */
+  update(sent: number, total?: number): void {
     this.sent = sent;
+    if (this.total === undefined && total !== undefined) this.lateTotal = total;
   }
 
   /** The line as it would be drawn now (without the leading carriage return). */
   line(): string {
     const elapsed = ((Date.now() - this.started) / 1000).toFixed(1);
     const spin = FRAMES[this.frame % FRAMES.length] as string;
-    if (this.total !== undefined && this.sent !== undefined && this.total > 0) {
-      const frac = Math.min(1, this.sent / this.total);
+    const total = this.total ?? this.lateTotal;
+    if (total !== undefined && this.sent !== undefined && total > 0) {
+      const frac = Math.min(1, this.sent / total);
       const full = Math.round(frac * BAR_WIDTH);
       const bar = `[${"#".repeat(full)}${" ".repeat(BAR_WIDTH - full)}]`;
-      return `${this.label} ${bar} ${formatBytes(this.sent)} / ${formatBytes(this.total)} ${elapsed}s`;
+      return `${this.label} ${bar} ${formatBytes(this.sent)} / ${formatBytes(total)} ${elapsed}s`;
     }
+    if (this.sent !== undefined) return `${this.label} ${formatBytes(this.sent)} ${spin} ${elapsed}s`;
     const size = this.total === undefined ? "" : ` ${formatBytes(this.total)}`;
     return `${this.label}${size} ${spin} ${elapsed}s`;
   }

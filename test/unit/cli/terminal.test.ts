@@ -140,6 +140,16 @@ describe("progress line", () => {
     assert.match(slow.text, /\rpulling b\/env:\/tool\.tfstate [|/\\-] \d+\.\ds/);
   });
 
+  it("a download shows its bytes: against its size once the size is known, as a count before", () => {
+    const p = Progress.start(new FakeStream(false), "pulling b/env:/tool.tfstate", undefined);
+    assert.match(p.line(), /^pulling b\/env:\/tool\.tfstate [|/\\-] \d+\.\ds$/);
+    p.update(8 * 1024 * 1024);
+    assert.match(p.line(), /^pulling b\/env:\/tool\.tfstate 8\.0 MiB [|/\\-] \d+\.\ds$/);
+    p.update(16 * 1024 * 1024, 32 * 1024 * 1024);
+    assert.match(p.line(), /^pulling b\/env:\/tool\.tfstate \[#{12} {12}\] 16\.0 MiB \/ 32\.0 MiB \d+\.\ds$/);
+    p.done();
+  });
+
   it("prints nothing when the stream is not a TTY, or the transfer is small", async () => {
     const notTty = new FakeStream(false);
     const small = new FakeStream(true);
