@@ -214,12 +214,31 @@ export async function lockWaiting(backend: ObjectStoreBackend, workspace: string
 export async function guardedCall<T>(where: string, timeoutMs: number, call: (wait: LockWait) => Promise<T>): Promise<{ result: T; interrupted: boolean }> {
   installHandler();
   phase = { phase: "acquiring", where };
+  // The wait is stopped only while it waits (another holder was found): a first request in
+  // flight is the whole call's (lock, work, release), and is let settle rather than undone.
+  const stop = new AbortController();
+  let waiting = false;
+  const onInterrupt = (): void => {
+    if (waiting) stop.abort(interruption.signal.reason);
+  };
+  interruption.signal.addEventListener("abort", onInterrupt, { once: true });
+  const base = lockWait(where, timeoutMs);
+  const wait: LockWait = {
+    ...base,
+    signal: stop.signal,
+    onWait: (holder) => {
+      waiting = true;
+      base.onWait?.(holder);
+      if (interruption.signal.aborted) stop.abort(interruption.signal.reason);
+    },
+  };
   try {
-    const result = await call(lockWait(where, timeoutMs));
+    const result = await call(wait);
     return { result, interrupted };
   } catch (e) {
     throw interrupted ? interruptedError() : e;
   } finally {
+    interruption.signal.removeEventListener("abort", onInterrupt);
     phase = { phase: "idle" };
   }
 }
