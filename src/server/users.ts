@@ -75,8 +75,9 @@ export function globMatches(glob: string, workspace: string): boolean {
 }
 
 /** Does a grant's set of roles give `role` (`admin` gives all, `read` gives `outputs`)? */
+/** `admin` grants every role, `read` grants `outputs`, and `force` grants `lock` (a force-unlock is an UNLOCK: it needs both). */
 function grants(roles: ReadonlySet<Role>, role: Role): boolean {
-  return roles.has(role) || roles.has("admin") || (role === "outputs" && roles.has("read"));
+  return roles.has(role) || roles.has("admin") || (role === "outputs" && roles.has("read")) || (role === "lock" && roles.has("force"));
 }
 
 /** May `user` act in `role` on `workspace`? `admin` on a matching glob grants every role. */

@@ -12,9 +12,10 @@
  * it, one line says which binary ran (CI's log shows either).
  */
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "../../../src/index.js";
 import type { ObjstateServer } from "../../../src/server/server.js";
 import { hashPassword, parseUsers } from "../../../src/server/users.js";
@@ -155,6 +156,53 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
       writeFileSync(propsFile, JSON.stringify({ remoteStates: { upstream: { bucket: "held-by-the-server", workspace: "prod" } } }));
       const dir = workdir("http-consumer", { "remote.tf.json": synth(["--for", "http", "--serve-url", server.url, "--username", "ci", propsFile]), "main.tf.json": CONSUMER("upstream") });
       assert.equal(await plannedZ(dir, password), "from-terraform-http");
+    });
+  });
+
+  describe("the README's http backend block, as written, and its operator's force-unlock", () => {
+    let server: ObjstateServer;
+    let backend: ObjectStoreBackend;
+    const ci = { TF_HTTP_PASSWORD: "ci-password" };
+    const ops = { TF_HTTP_PASSWORD: "ops-password" };
+    before(async () => {
+      const cheap = { N: 1024, r: 8, p: 1 };
+      const users = parseUsers(
+        JSON.stringify({
+          users: {
+            ci: { password: await hashPassword("ci-password", cheap), roles: { "*": ["read", "write", "lock"] } },
+            ops: { password: await hashPassword("ops-password", cheap), roles: { "*": ["read", "force"] } },
+          },
+        }),
+        "users.json",
+      );
+      backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(await embeddedTarget().setup({ locks: true })));
+      server = await startServer(backend, { users });
+    });
+    after(async () => {
+      await server.close(500);
+      backend.close();
+    });
+
+    it("applies with TF_HTTP_PASSWORD; TF_HTTP_USERNAME does not override the block's username; -backend-config=username does, and force-unlocks", async () => {
+      const readme = readFileSync(join(fileURLToPath(new URL("../../../../", import.meta.url)), "README.md"), "utf8");
+      const block = /```hcl\n(terraform \{\n {2}backend "http" \{[\s\S]*?)```/.exec(readme)?.[1];
+      assert.ok(block !== undefined, "README.md has the http backend example in a terraform block");
+      assert.ok(!/password\s*=/.test(block), "no password in the file");
+      const dir = workdir("readme-http", { "backend.tf": block.replaceAll("http://127.0.0.1:8080", server.url), "main.tf.json": PRODUCER("from-the-readme") });
+      await ok(dir, ["init", "-input=false"], ci);
+      await ok(dir, ["apply", "-input=false", "-auto-approve"], ci);
+      assert.equal((JSON.parse(((await backend.readState("prod")) as Buffer).toString("utf8")) as { outputs: { y: { value: string } } }).outputs.y.value, "from-the-readme");
+
+      // CI's run crashed holding the lock.
+      const left = await backend.lock("prod", { owner: "ci", operation: "OperationTypeApply" });
+      // The block names ci: TF_HTTP_USERNAME is not read, so ops's password is ci's wrong one.
+      const ignored = await terraform(dir, ["force-unlock", "-force", left.ID], { TF_HTTP_USERNAME: "ops", ...ops });
+      assert.notEqual(ignored.code, 0, ignored.stdout);
+      assert.equal((await backend.lockInfo("prod"))?.ID, left.ID, "the lock is still held");
+      // As the README says: override the block's username for one init, then force-unlock as ops.
+      await ok(dir, ["init", "-input=false", "-reconfigure", "-backend-config=username=ops"], ops);
+      await ok(dir, ["force-unlock", "-force", left.ID], ops);
+      assert.equal(await backend.lockInfo("prod"), null);
     });
   });
 

@@ -39,6 +39,14 @@ describe("users file", () => {
     assert.ok(allowed(users.get("boss")!, "force", "anything"));
   });
 
+  it("force grants lock (the tool's force-unlock is an UNLOCK), and nothing else", () => {
+    const users = parseUsers(JSON.stringify({ users: { ops: { roles: { "*": ["force"] } } } }), "f");
+    const ops = users.get("ops")!;
+    assert.ok(allowed(ops, "force", "prod"));
+    assert.ok(allowed(ops, "lock", "prod"));
+    for (const role of ["outputs", "read", "write", "admin"] as const) assert.ok(!allowed(ops, role, "prod"), role);
+  });
+
   it("outputs: granted by outputs, read and admin; grants nothing else", () => {
     const users = parseUsers(JSON.stringify({ users: { tf: { roles: { "*": ["outputs"] } }, r: { roles: { "*": ["read"] } }, boss: { roles: { "*": ["admin"] } } } }), "f");
     assert.ok(allowed(users.get("tf")!, "outputs", "prod"));
