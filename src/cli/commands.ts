@@ -290,7 +290,15 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   lockTimeoutOf(opts);
   lockIdOf(opts);
   const config = backendConfigOf(input);
-  const state = await openStateInput(file);
+  // Each pass over a big state has its own line, named for what it does: checking (and
+  // hashing) the file here, then pushing it under the lock.
+  const checking = Progress.start(process.stderr, `checking ${file === "-" ? "standard input" : file}`, undefined);
+  let state: Awaited<ReturnType<typeof openStateInput>>;
+  try {
+    state = await openStateInput(file, (read, size) => checking.update(read, size));
+  } finally {
+    checking.done();
+  }
   const force = opts["force"] === true;
   try {
     await withBackend(config, async (backend) => {

@@ -34,11 +34,11 @@ export interface StateInput {
  * `FILE_TOO_LARGE` when it cannot be read, `INVALID_JSON` (naming line and column, never
  * the text) or `INVALID_STATE` when it is not one JSON object; all exit 2.
  */
-export async function openStateInput(file: string): Promise<StateInput> {
+export async function openStateInput(file: string, onRead?: (read: number, size: number) => void): Promise<StateInput> {
   if (file === "-") {
     const bytes = readStdin();
     const source = bufferSource(bytes);
-    const md5 = await checkState(source, "standard input");
+    const md5 = await checkState(source, "standard input", onRead);
     return { name: "standard input", size: bytes.length, md5, body: bytes, close: () => undefined };
   }
   let opened: { fd: number; size: number };
@@ -51,7 +51,7 @@ export async function openStateInput(file: string): Promise<StateInput> {
   const close = (): void => nodeFs().closeSync(fd);
   try {
     const source = fileSource(fd, opened.size, file);
-    const md5 = await checkState(source, file);
+    const md5 = await checkState(source, file, onRead);
     return { name: file, size: opened.size, md5, body: source, close };
   } catch (e) {
     close();
@@ -77,13 +77,16 @@ function inputError(e: unknown, file: string, tooLargeAdvice: string): unknown {
  * One pass: the grammar check and the MD5 together. Reading stops at the first error,
  * whose line and column come from a second pass up to it.
  */
-async function checkState(source: ByteSource, name: string): Promise<string> {
+async function checkState(source: ByteSource, name: string, onRead?: (read: number, size: number) => void): Promise<string> {
   const check = new JsonObjectStreamCheck();
   const hash = nodeCrypto().createHash("md5");
+  let read = 0;
   try {
     for await (const chunk of source.open()) {
       if (!check.feed(chunk)) break;
       hash.update(chunk);
+      read += chunk.length;
+      onRead?.(read, source.size);
     }
   } catch (e) {
     throw isObjstateError(e, "INPUT_CHANGED") ? new CliError("INPUT_CHANGED", e.message, { cause: e }) : e;
