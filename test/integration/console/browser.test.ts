@@ -85,7 +85,7 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     const lock = { ID: taken.id };
     try {
       // The page polls lock state every 3 s (the server's default).
-      await page.waitForFunction(() => document.querySelector('[data-lock-ws="staging"]')?.textContent?.startsWith("locked by bob@ci (OperationTypeApply)") === true, undefined, { timeout: TIMEOUT });
+      await page.waitForFunction(() => document.querySelector('[data-lock-ws="staging"]')?.textContent?.startsWith("locked by bob@ci (apply)") === true, undefined, { timeout: TIMEOUT });
       await page.screenshot({ path: screenshotPath("workspaces-locked.png"), fullPage: true });
       await page.getByRole("link", { name: "staging", exact: true }).click();
       await page.waitForURL(/\/workspaces\/staging$/);

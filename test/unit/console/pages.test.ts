@@ -3,6 +3,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { renderChart } from "../../../src/console/chart.js";
 import type { Frame } from "../../../src/console/layout.js";
+import { lockText } from "../../../src/console/lock-text.js";
+import { operationName } from "../../../src/console/operation.js";
 import { renderDiff, renderDiffPicker } from "../../../src/console/pages/diff.js";
 import { renderForceUnlock } from "../../../src/console/pages/force-unlock.js";
 import { renderHistory } from "../../../src/console/pages/history.js";
@@ -180,6 +182,26 @@ describe("console pages", () => {
     assert.match(given, /<select id="to" name="to" required>\s*<option value="v3" selected>/, "an unknown side falls back to the default");
     assert.match(renderDiffPicker({ frame, workspace: "prod", versions: [version("v1", 1, { isLatest: true })] }).value, /one version with a state: there is nothing to compare yet/);
     assert.match(renderDiffPicker({ frame, workspace: "prod", versions: null }).value, /keeps no versions/);
+  });
+
+  it("operations by the names people use: apply, not OperationTypeApply (lock text, force-unlock, History, timeline)", () => {
+    assert.deepEqual(
+      ["OperationTypeApply", "OperationTypePlan", "OperationTypeRefresh", "OperationTypeInvalid", "state-mv", "state-replace-provider", "workspace-new", "taint", "rollback"].map(operationName),
+      ["apply", "plan", "refresh", "import or console", "state mv", "state replace-provider", "workspace new", "taint", "rollback"],
+    );
+    const held = { ...lock, operation: "OperationTypeApply" };
+    assert.match(lockText(held, frame.now), /^locked by bob@host \(apply\) since /);
+    const pages = [
+      renderWorkspaces({ frame, rows: [ws("prod", "2026-11-24T00:00:00Z", { lock: held })], query: "", total: 1 }).value,
+      renderForceUnlock({ frame, workspace: "prod", lock: held }).value,
+      renderHistory({ frame, workspace: "prod", versions: [version("v2", 2, { isLatest: true, operation: "OperationTypePlan" }), version("v1", 1, { operation: "OperationTypeApply" })], canRollback: false }).value,
+      renderWorkspace(baseView({ versions: [version("v2", 2, { isLatest: true, operation: "OperationTypeApply" })] })).value,
+    ];
+    for (const page of pages) assert.ok(!page.includes("OperationType"), page);
+    assert.ok((pages[0] as string).includes("(apply)"));
+    assert.match(pages[1] as string, /<dt>Operation<\/dt><dd>apply<\/dd>/);
+    assert.match(pages[2] as string, /data-label="Operation">plan<\/td>[\s\S]*data-label="Operation">apply<\/td>/);
+    assert.ok((pages[3] as string).includes(" · apply · "));
   });
 
   it("Message page escapes the message", () => {
