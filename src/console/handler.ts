@@ -16,6 +16,7 @@ import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { isObjstateError, statusOf as apiStatusOf } from "../errors.js";
 import { SENSITIVE } from "../state/diff.js";
 import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
+import { backFrom, workspacesLink, type Back } from "./back.js";
 import type { SafeHtml } from "./html.js";
 import { query, workspaceUrl, type Frame } from "./layout.js";
 import { lockText } from "./lock-text.js";
@@ -49,16 +50,11 @@ function doneMessage(done: string | null): string | undefined {
   return done !== null && Object.hasOwn(DONE, done) ? DONE[done] : undefined;
 }
 
-/** Where a refusal's page sends the user next (default: the Workspaces page). */
-interface Back {
-  readonly href: string;
-  readonly label: string;
-}
-
 class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** Where the error page sends the user next (default: where they came from, see back.ts). */
     readonly back?: Back,
   ) {
     super(message);
@@ -66,7 +62,7 @@ class HttpError extends Error {
 }
 
 function notFound(frame: Frame, workspace: string): HttpError {
-  return new HttpError(404, `There is no workspace ${workspace}: it has no state, no lock and no stored version. The Workspaces page lists those that exist.`, { href: `${frame.base}/`, label: "Back to workspaces" });
+  return new HttpError(404, `There is no workspace ${workspace}: it has no state, no lock and no stored version. The Workspaces page lists those that exist.`, workspacesLink(frame.base));
 }
 
 function securityHeaders(res: ServerResponse): void {
@@ -207,7 +203,7 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     const status = statusOf(e);
     if (status === 500 && !isObjstateError(e)) ctx.onError?.(e);
     const message = e instanceof HttpError || isObjstateError(e) ? e.message : "The console could not answer: an internal error (see the server's log).";
-    const back = (e instanceof HttpError ? e.back : undefined) ?? { href: `${base}/`, label: "Back to workspaces" };
+    const back = (e instanceof HttpError ? e.back : undefined) ?? backFrom(base, url, req.headers.referer, ctx.origin ?? requestOrigin(req));
     if (!res.headersSent) sendPage(res, status, renderMessage({ frame, title: status === 403 ? "Not allowed" : status === 404 ? "Not found" : "Could not do that", message, tone: "bad", back }));
     else res.destroy();
     return true;
