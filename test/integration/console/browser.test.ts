@@ -237,8 +237,8 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     contexts.push(ctx);
     const page = await ctx.newPage();
     page.setDefaultTimeout(TIMEOUT);
-    // A held lock makes the longest Lock cell the Workspaces page shows.
-    const lock = await library.lock("staging", { operation: "OperationTypeApply", info: "a long-running apply from the pipeline" });
+    // A held lock makes the longest Lock cell the Workspaces page shows (a CI runner's long host name).
+    const lock = await library.lock("staging", { operation: "OperationTypeApply", info: "a long-running apply from the pipeline", who: "deploy-bot@ci-runner-7f9c2d41.build.example.internal" });
     try {
       for (const [path, rows, shot] of [
         ["/", "tr[data-ws]", "workspaces-phone.png"],
