@@ -55,6 +55,7 @@ ul.diff{list-style:none;padding-left:0}ul.diff li{padding:.15rem 0;overflow-wrap
 .legend .res{color:var(--accent)}.legend .size{color:var(--warn)}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;overflow-wrap:anywhere}
 @media (max-width:40rem){th.opt,td.opt{display:none}main{padding:.75rem}}
+@media (max-width:40rem){table.cards,table.cards tbody{display:block}table.cards thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}table.cards tr{display:flex;flex-wrap:wrap;gap:.1rem .9rem;padding:.5rem 0;border-bottom:1px solid var(--line)}table.cards td,table.cards td.opt{display:block;min-width:0;max-width:100%;padding:.1rem 0;border:0;text-align:left;white-space:normal;overflow-wrap:anywhere}table.cards td.wide{flex-basis:100%}table.cards td[data-label]::before{content:attr(data-label) " ";color:var(--muted);font-weight:400}}
 `;
 
 export const JS = `"use strict";

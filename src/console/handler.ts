@@ -16,6 +16,7 @@ import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { isObjstateError, statusOf as apiStatusOf } from "../errors.js";
 import { SENSITIVE } from "../state/diff.js";
 import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
+import { backFrom, workspacesLink, type Back } from "./back.js";
 import type { SafeHtml } from "./html.js";
 import { query, workspaceUrl, type Frame } from "./layout.js";
 import { lockText } from "./lock-text.js";
@@ -49,16 +50,11 @@ function doneMessage(done: string | null): string | undefined {
   return done !== null && Object.hasOwn(DONE, done) ? DONE[done] : undefined;
 }
 
-/** Where a refusal's page sends the user next (default: the Workspaces page). */
-interface Back {
-  readonly href: string;
-  readonly label: string;
-}
-
 class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** Where the error page sends the user next (default: where they came from, see back.ts). */
     readonly back?: Back,
   ) {
     super(message);
@@ -66,7 +62,7 @@ class HttpError extends Error {
 }
 
 function notFound(frame: Frame, workspace: string): HttpError {
-  return new HttpError(404, `There is no workspace ${workspace}: it has no state, no lock and no stored version. The Workspaces page lists those that exist.`, { href: `${frame.base}/`, label: "Back to workspaces" });
+  return new HttpError(404, `There is no workspace ${workspace}: it has no state, no lock and no stored version. The Workspaces page lists those that exist.`, workspacesLink(frame.base));
 }
 
 function securityHeaders(res: ServerResponse): void {
@@ -77,10 +73,19 @@ function securityHeaders(res: ServerResponse): void {
   res.setHeader("Cache-Control", "no-store");
 }
 
+/** Response body bytes each console response sent (read once it is answered). */
+const BODY_BYTES = new WeakMap<ServerResponse, number>();
+
+/** End a response, counting its body (none goes out for HEAD). */
+function end(res: ServerResponse, body?: string): void {
+  res.end(body);
+  BODY_BYTES.set(res, body === undefined || res.req.method === "HEAD" ? 0 : Buffer.byteLength(body));
+}
+
 function sendPage(res: ServerResponse, status: number, page: SafeHtml): void {
   securityHeaders(res);
   res.writeHead(status, { "Content-Type": "text/html; charset=utf-8" });
-  res.end(page.value);
+  end(res, page.value);
 }
 
 function sendStatic(req: IncomingMessage, res: ServerResponse, body: string, type: string, etag: string): void {
@@ -88,11 +93,11 @@ function sendStatic(req: IncomingMessage, res: ServerResponse, body: string, typ
   res.setHeader("ETag", etag);
   res.setHeader("Cache-Control", "no-cache");
   if (req.headers["if-none-match"] === etag) {
-    res.writeHead(304).end();
+    end(res.writeHead(304));
     return;
   }
   res.writeHead(200, { "Content-Type": type });
-  res.end(req.method === "HEAD" ? undefined : body);
+  end(res, req.method === "HEAD" ? undefined : body);
 }
 
 /** The console's own refusals carry their status; the API's errors go through the server's one table. */
@@ -118,9 +123,20 @@ function lockJson(lock: LockView | null, now: number): { id: string; text: strin
   return lock === null ? null : { id: lock.id, text: lockText(lock, now) };
 }
 
+/** A workspace's pages: its name, then the sub-page. */
+const WORKSPACE_PATH = /^\/workspaces\/([^/]+)(\/(?:history|diff|rollback|force-unlock))?$/;
+
+/** The route's name of a console path (under the base), or undefined when the path is not the console's. */
+function routeOf(path: string): string | undefined {
+  if (path === "/" || path === CSS_PATH || path === JS_PATH || path === LOCKS_PATH) return path;
+  const ws = WORKSPACE_PATH.exec(path);
+  return ws === null ? undefined : `/workspaces/:workspace${ws[2] ?? ""}`;
+}
+
 /**
  * Answer a console request. Returns false when the path is not the console's (nothing
- * was written to `res`); true once it answered, errors included.
+ * was written to `res`); true once it answered, errors included, after telling
+ * `ctx.onAnswer` the route and the bytes sent.
  */
 export async function handleConsole(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext): Promise<boolean> {
   const base = ctx.base ?? "";
@@ -131,6 +147,19 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     else if (path.startsWith(`${base}/`)) path = path.slice(base.length);
     else return false;
   }
+  const route = routeOf(path);
+  if (route === undefined) return false;
+  try {
+    await answer(req, res, ctx, url, path);
+  } finally {
+    ctx.onAnswer?.({ route, bytes: BODY_BYTES.get(res) ?? 0, routine: route === LOCKS_PATH });
+  }
+  return true;
+}
+
+/** Answer a request for the console path `path` (the base taken off `url`'s). */
+async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, url: URL, path: string): Promise<void> {
+  const base = ctx.base ?? "";
   const method = req.method ?? "GET";
   const get = method === "GET" || method === "HEAD";
   const frame: Frame = { base, user: ctx.user, now: Date.now(), csrf: ctx.csrf.issue(ctx.user), pollMs: ctx.pollMs };
@@ -139,10 +168,9 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     if (!get) return methodNotAllowed(res, "GET, HEAD");
     if (path === CSS_PATH) sendStatic(req, res, CSS, "text/css; charset=utf-8", CSS_ETAG);
     else sendStatic(req, res, JS, "text/javascript; charset=utf-8", JS_ETAG);
-    return true;
+    return;
   }
-  const ws = /^\/workspaces\/([^/]+)(\/(?:history|diff|rollback|force-unlock))?$/.exec(path);
-  if (path !== "/" && path !== LOCKS_PATH && ws === null) return false;
+  const ws = WORKSPACE_PATH.exec(path);
 
   try {
     const refusal = ctx.refusal;
@@ -155,14 +183,14 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     if (path === LOCKS_PATH) {
       if (!get) return methodNotAllowed(res, "GET, HEAD");
       await sendLocks(res, ctx, url.searchParams.get("ws"), frame.now);
-      return true;
+      return;
     }
     if (path === "/") {
       if (!get) return methodNotAllowed(res, "GET, HEAD");
       const all = (await ctx.api.listWorkspaces()).filter((w) => canSee(ctx, w.name));
       const q = url.searchParams.get("q") ?? "";
       sendPage(res, 200, renderWorkspaces({ frame, rows: sortByLastWrite(filterWorkspaces(all, q)), query: q, total: all.length }));
-      return true;
+      return;
     }
     let workspace: string;
     try {
@@ -174,7 +202,7 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     const acts = sub === "/rollback" || sub === "/force-unlock";
     if (acts && method === "POST") {
       await handleAction(req, res, ctx, frame, workspace, sub === "/rollback" ? "rollback" : "force-unlock");
-      return true;
+      return;
     }
     if (!get) return methodNotAllowed(res, acts ? "GET, HEAD, POST" : "GET, HEAD");
     // The Workspace page shows an outputs-only user its outputs; the rest reads the state.
@@ -202,15 +230,13 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
       }
     } else if (sub === "/force-unlock") await forceUnlockConfirmation(res, ctx, frame, workspace, url.searchParams.get("id"));
     else await rollbackConfirmation(res, ctx, frame, workspace, url.searchParams.get("to"));
-    return true;
   } catch (e) {
     const status = statusOf(e);
     if (status === 500 && !isObjstateError(e)) ctx.onError?.(e);
     const message = e instanceof HttpError || isObjstateError(e) ? e.message : "The console could not answer: an internal error (see the server's log).";
-    const back = (e instanceof HttpError ? e.back : undefined) ?? { href: `${base}/`, label: "Back to workspaces" };
+    const back = (e instanceof HttpError ? e.back : undefined) ?? backFrom(base, url, req.headers.referer, ctx.origin ?? requestOrigin(req));
     if (!res.headersSent) sendPage(res, status, renderMessage({ frame, title: status === 403 ? "Not allowed" : status === 404 ? "Not found" : "Could not do that", message, tone: "bad", back }));
     else res.destroy();
-    return true;
   }
 }
 
@@ -222,10 +248,9 @@ function safeDecode(text: string): string {
   }
 }
 
-function methodNotAllowed(res: ServerResponse, allow: string): true {
+function methodNotAllowed(res: ServerResponse, allow: string): void {
   securityHeaders(res);
-  res.writeHead(405, { Allow: allow, "Content-Type": "text/plain; charset=utf-8" }).end(`Method not allowed: use ${allow}.\n`);
-  return true;
+  end(res.writeHead(405, { Allow: allow, "Content-Type": "text/plain; charset=utf-8" }), `Method not allowed: use ${allow}.\n`);
 }
 
 /**
@@ -251,7 +276,7 @@ async function sendLocks(res: ServerResponse, ctx: ConsoleContext, one: string |
   // fromEntries defines own properties: a workspace named __proto__ stays a plain key.
   const body = JSON.stringify({ locks: Object.fromEntries(entries.map(([w, l]) => [w, lockJson(l, now)])) });
   securityHeaders(res);
-  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8" }).end(body);
+  end(res.writeHead(200, { "Content-Type": "application/json; charset=utf-8" }), body);
 }
 
 /**
@@ -377,5 +402,5 @@ async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: Cons
 function redirect(res: ServerResponse, location: string): void {
   securityHeaders(res);
   // 303: the browser follows with a GET, so a reload does not post the action again.
-  res.writeHead(303, { Location: location, "Content-Type": "text/plain; charset=utf-8" }).end(`See ${location}\n`);
+  end(res.writeHead(303, { Location: location, "Content-Type": "text/plain; charset=utf-8" }), `See ${location}\n`);
 }

@@ -142,6 +142,16 @@ export interface ConsolePrincipal {
   readonly via: string;
 }
 
+/** What the console answered, for the server's request log and metrics. */
+export interface ConsoleAnswer {
+  /** The route's name (`/workspaces/:workspace/history`, `/console/locks`): a fixed set, fit for a metric label. */
+  readonly route: string;
+  /** Response body bytes sent (0 for HEAD and 304). */
+  readonly bytes: number;
+  /** A request a page's script repeats on its own (the lock poll): worth a debug line, not an info one. */
+  readonly routine: boolean;
+}
+
 /** Per-request context the server hands to `handleConsole`. */
 export interface ConsoleContext {
   /** The authenticated user's name. */
@@ -172,4 +182,6 @@ export interface ConsoleContext {
   readonly base?: string | undefined;
   /** How often the pages' script polls lock state, in ms (default 3,000). */
   readonly pollMs?: number | undefined;
+  /** Told once per request the console answered (not for paths it leaves to the server). */
+  onAnswer?: ((answer: ConsoleAnswer) => void) | undefined;
 }

@@ -29,9 +29,12 @@ export class Logger {
     private readonly sink: (line: string) => void = (line) => process.stderr.write(line),
   ) {}
 
-  /** A request: `info`, `warn` for 4xx, `error` for 5xx. */
-  request(r: RequestLine): void {
-    const level: LogLevel = r.status >= 500 ? "error" : r.status >= 400 ? "warn" : "info";
+  /**
+   * A request: `info` (`debug` when `routine`: a request a page repeats on its own, such as
+   * the console's lock poll), `warn` for 4xx, `error` for 5xx.
+   */
+  request(r: RequestLine, routine = false): void {
+    const level: LogLevel = r.status >= 500 ? "error" : r.status >= 400 ? "warn" : routine ? "debug" : "info";
     this.write(level, { msg: "request", ...r });
   }
 

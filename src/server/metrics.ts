@@ -1,22 +1,28 @@
 /**
  * Counters of one server process in the Prometheus text format (`/metrics`): requests by
- * route and status, a latency histogram per route, lock waits, bytes in and out, and the
- * locks taken through this process that it has not seen released.
+ * route and status, a latency histogram per route, request and response body bytes per
+ * route, lock waits, the locks taken through this process that it has not seen released,
+ * and the build. Names follow Prometheus's rules: the unit last, `_total` on counters.
+ * The process's own metrics (CPU, memory, event loop) are process-metrics.ts.
  */
+import { objstateVersion } from "../version.js";
+import { Exposition } from "./prometheus.js";
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-function labels(l: Record<string, string>): string {
-  const parts = Object.entries(l).map(([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`);
-  return parts.length === 0 ? "" : `{${parts.join(",")}}`;
+/** What is counted per route. */
+interface RouteCounts {
+  readonly counts: number[];
+  sum: number;
+  n: number;
+  bytesIn: number;
+  bytesOut: number;
 }
 
 export class Metrics {
   private readonly requests = new Map<string, { l: Record<string, string>; n: number }>();
-  private readonly latency = new Map<string, { counts: number[]; sum: number; n: number }>();
+  private readonly routes = new Map<string, RouteCounts>();
   private lockWaits = 0;
-  private bytesIn = 0;
-  private bytesOut = 0;
   private locksHeld = 0;
 
   /** Count one answered request. */
@@ -26,13 +32,13 @@ export class Metrics {
     let r = this.requests.get(key);
     if (r === undefined) this.requests.set(key, (r = { l: { route, method, status: String(status) }, n: 0 }));
     r.n += 1;
-    let h = this.latency.get(route);
-    if (h === undefined) this.latency.set(route, (h = { counts: BUCKETS.map(() => 0), sum: 0, n: 0 }));
+    let h = this.routes.get(route);
+    if (h === undefined) this.routes.set(route, (h = { counts: BUCKETS.map(() => 0), sum: 0, n: 0, bytesIn: 0, bytesOut: 0 }));
     for (let i = 0; i < BUCKETS.length; i++) if (seconds <= (BUCKETS[i] as number)) h.counts[i] = (h.counts[i] as number) + 1;
     h.sum += seconds;
     h.n += 1;
-    this.bytesIn += bytesIn;
-    this.bytesOut += bytesOut;
+    h.bytesIn += bytesIn;
+    h.bytesOut += bytesOut;
   }
 
   /** A LOCK found the state held by someone else (the client will wait and retry). */
@@ -45,25 +51,20 @@ export class Metrics {
     this.locksHeld = Math.max(0, this.locksHeld + delta);
   }
 
-  /** The Prometheus text exposition. */
+  /** The Prometheus text exposition of objstate's own metrics. */
   text(): string {
-    const out: string[] = [];
-    out.push("# HELP objstate_http_requests_total Requests answered, by route, method and status.", "# TYPE objstate_http_requests_total counter");
-    for (const r of this.requests.values()) out.push(`objstate_http_requests_total${labels(r.l)} ${r.n}`);
-    out.push("# HELP objstate_http_request_duration_seconds Time to answer a request, by route.", "# TYPE objstate_http_request_duration_seconds histogram");
-    for (const [route, h] of this.latency) {
-      BUCKETS.forEach((b, i) => out.push(`objstate_http_request_duration_seconds_bucket${labels({ route, le: String(b) })} ${h.counts[i] as number}`));
-      out.push(`objstate_http_request_duration_seconds_bucket${labels({ route, le: "+Inf" })} ${h.n}`);
-      out.push(`objstate_http_request_duration_seconds_sum${labels({ route })} ${h.sum}`, `objstate_http_request_duration_seconds_count${labels({ route })} ${h.n}`);
-    }
-    out.push("# HELP objstate_lock_waits_total LOCK requests answered 423 (held by another client).", "# TYPE objstate_lock_waits_total counter", `objstate_lock_waits_total ${this.lockWaits}`);
-    out.push("# HELP objstate_http_bytes_in_total Request body bytes read.", "# TYPE objstate_http_bytes_in_total counter", `objstate_http_bytes_in_total ${this.bytesIn}`);
-    out.push("# HELP objstate_http_bytes_out_total Response body bytes sent.", "# TYPE objstate_http_bytes_out_total counter", `objstate_http_bytes_out_total ${this.bytesOut}`);
-    out.push(
-      "# HELP objstate_locks_active Locks taken through this process and not (yet) released through it.",
-      "# TYPE objstate_locks_active gauge",
-      `objstate_locks_active ${this.locksHeld}`,
-    );
-    return `${out.join("\n")}\n`;
+    const e = new Exposition();
+    e.family("objstate_build_info", "gauge", "The objstate version and the Node.js version it runs on (value 1).").sample("objstate_build_info", { version: objstateVersion(), node: process.version }, 1);
+    e.family("objstate_http_requests_total", "counter", "Requests answered, by route, method and status.");
+    for (const r of this.requests.values()) e.sample("objstate_http_requests_total", r.l, r.n);
+    e.family("objstate_http_request_duration_seconds", "histogram", "Time to answer a request, by route.");
+    for (const [route, h] of this.routes) e.histogram("objstate_http_request_duration_seconds", { route }, BUCKETS, h.counts, h.sum, h.n);
+    e.family("objstate_http_request_bytes_total", "counter", "Request body bytes read, by route.");
+    for (const [route, h] of this.routes) e.sample("objstate_http_request_bytes_total", { route }, h.bytesIn);
+    e.family("objstate_http_response_bytes_total", "counter", "Response body bytes sent, by route.");
+    for (const [route, h] of this.routes) e.sample("objstate_http_response_bytes_total", { route }, h.bytesOut);
+    e.family("objstate_lock_waits_total", "counter", "LOCK requests answered 423 (held by another client).").sample("objstate_lock_waits_total", {}, this.lockWaits);
+    e.family("objstate_locks_active", "gauge", "Locks taken through this process and not (yet) released through it.").sample("objstate_locks_active", {}, this.locksHeld);
+    return e.text();
   }
 }

@@ -18,12 +18,13 @@ import { ConnectionGuard } from "./connections.js";
 import { requireRole, send, sendEmpty, sendJson, type Ctx } from "./context.js";
 import { Logger } from "./log.js";
 import { Metrics } from "./metrics.js";
+import { processMetrics, type ProcessMetrics } from "./process-metrics.js";
 import { deleteState, getState, lockState, postState, unlockState } from "./protocol.js";
 import { allowed, type User } from "./users.js";
 import { backendConsoleApi } from "../console/adapter.js";
 import { CsrfTokens } from "../console/csrf.js";
 import { handleConsole } from "../console/handler.js";
-import type { ConsoleApi, ConsoleContext, ConsoleLogEntry } from "../console/types.js";
+import type { ConsoleAnswer, ConsoleApi, ConsoleContext, ConsoleLogEntry } from "../console/types.js";
 
 /** Options of {@link ObjstateServer}. */
 export interface ServerOptions {
@@ -134,6 +135,8 @@ function authenticated(ctx: Ctx, user: User, via: PrincipalVia): void {
 
 export class ObjstateServer {
   readonly metrics = new Metrics();
+  /** CPU, memory, event loop and GC of this process, observed from the first server on. */
+  private readonly process: ProcessMetrics = processMetrics();
   /** The caps on connections and the body rate rule on every route. */
   readonly connections: ConnectionGuard;
   private readonly server: Server;
@@ -161,7 +164,7 @@ export class ObjstateServer {
     const routes: readonly Route[] = [
       { method: "GET", path: "/healthz", handler: (ctx) => Promise.resolve(sendJson(ctx, 200, { status: "ok" })) },
       { method: "GET", path: "/readyz", handler: (ctx) => this.ready(ctx) },
-      { method: "GET", path: "/metrics", handler: (ctx) => Promise.resolve(send(ctx, 200, this.metrics.text(), { "Content-Type": "text/plain; version=0.0.4" })) },
+      { method: "GET", path: "/metrics", handler: async (ctx) => send(ctx, 200, this.metrics.text() + (await this.process.text()), { "Content-Type": "text/plain; version=0.0.4" }) },
       ...STATE_ROUTES,
       ...API_ROUTES,
     ];
@@ -226,7 +229,7 @@ export class ObjstateServer {
    * The web console: same users and roles as the API, its own routes (`/`, `/workspaces/…`,
    * `/console/…`). True when it answered.
    */
-  private async console(ctx: Ctx, origin: string | undefined, refusal: ConsoleContext["refusal"], onUser: (name: string) => void): Promise<boolean> {
+  private async console(ctx: Ctx, origin: string | undefined, refusal: ConsoleContext["refusal"], onUser: (name: string) => void, onAnswer: (answer: ConsoleAnswer) => void): Promise<boolean> {
     const api = this.consoleApi;
     if (api === undefined) return false;
     // A request the gate refused is answered without asking who it is (no login prompt).
@@ -243,6 +246,7 @@ export class ObjstateServer {
       csrf: this.csrf,
       origin,
       refusal,
+      onAnswer,
     });
   }
 
@@ -264,7 +268,9 @@ export class ObjstateServer {
     const method = req.method ?? "GET";
     const url = new URL(req.url ?? "/", "http://objstate.invalid");
     const found = this.find(method, url.pathname);
-    const routeName = typeof found === "object" ? found.route.path : "unmatched";
+    let routeName = typeof found === "object" ? found.route.path : "unmatched";
+    // The console's lock poll, repeated by every open page: a debug line when it succeeds.
+    let routine = false;
     const workspace = typeof found === "object" ? found.params["workspace"] : undefined;
     const ctx: Ctx = {
       req,
@@ -299,7 +305,12 @@ export class ObjstateServer {
         code = e.code;
         refusal = { status: statusOf(e), reason: typeof e.details?.["reason"] === "string" ? e.details["reason"] : e.code };
       }
-      if (found === undefined && (await this.console(ctx, origin, refusal, (name) => (user = name)))) return;
+      const answered = (a: ConsoleAnswer): void => {
+        routeName = a.route;
+        routine = a.routine;
+        ctx.bytesOut += a.bytes;
+      };
+      if (found === undefined && (await this.console(ctx, origin, refusal, (name) => (user = name), answered))) return;
       if (refusal !== undefined) throw new ObjstateError("NOT_FOUND", `no route ${url.pathname}`);
       if (found === undefined) throw new ObjstateError("NOT_FOUND", `no route ${url.pathname}: the state lives at /state/{workspace}, the JSON API under /api/v1`);
       if (found === "method") throw new ObjstateError("METHOD_NOT_ALLOWED", `${method} is not allowed on ${url.pathname}`);
@@ -317,7 +328,7 @@ export class ObjstateServer {
       this.fail(ctx, e);
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      this.logger.request({ method, route: routeName, workspace, status: res.statusCode, ms: Math.round(ms * 10) / 10, user, remote: req.socket.remoteAddress, bytesIn: ctx.bytesIn, bytesOut: ctx.bytesOut, code });
+      this.logger.request({ method, route: routeName, workspace, status: res.statusCode, ms: Math.round(ms * 10) / 10, user, remote: req.socket.remoteAddress, bytesIn: ctx.bytesIn, bytesOut: ctx.bytesOut, code }, routine);
       this.metrics.request(routeName, method, res.statusCode, ms / 1000, ctx.bytesIn, ctx.bytesOut);
       this.inFlight -= 1;
       if (this.inFlight === 0) this.drained?.();

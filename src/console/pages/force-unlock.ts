@@ -5,6 +5,7 @@
 import { html, type SafeHtml } from "../html.js";
 import { csrfField, layout, workspaceUrl, type Frame } from "../layout.js";
 import { leaseText, lockAge, lockText } from "../lock-text.js";
+import { operationName } from "../operation.js";
 import type { LockView } from "../types.js";
 
 export interface ForceUnlockView {
@@ -26,7 +27,7 @@ export function renderForceUnlock(v: ForceUnlockView): SafeHtml {
 <p id="lock-changed" class="notice" role="status" hidden>The lock changed since this page was loaded: confirming now releases nothing. <a href="${workspaceUrl(f.base, v.workspace, "/force-unlock")}">Reload</a> to review the lock held now.</p>
 <dl class="facts" data-lock-facts>
 <dt>Held by</dt><dd data-holder>${l.who || "unknown"}</dd>
-<dt>Operation</dt><dd>${l.operation || "unknown"}</dd>
+<dt>Operation</dt><dd>${l.operation === "" ? "unknown" : operationName(l.operation)}</dd>
 <dt>Taken</dt><dd data-age>${lockAge(l, f.now)}</dd>
 <dt>Lease</dt><dd data-lease>${leaseText(l, f.now)}</dd>
 <dt>Lock ID</dt><dd><code>${l.id || "(none)"}</code></dd>

@@ -3,6 +3,7 @@ import { renderChart } from "../chart.js";
 import { formatBytes, formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { layout, query, workspaceUrl, type Frame } from "../layout.js";
+import { operationName } from "../operation.js";
 import type { VersionView } from "../types.js";
 
 export interface HistoryView {
@@ -32,12 +33,12 @@ function row(v: HistoryView, ver: VersionView, fromDefault: string | undefined, 
       ? html`<a href="${workspaceUrl(f.base, v.workspace, "/rollback")}${query({ to: ver.versionId })}">Roll back to this…</a>`
       : "";
   return html`<tr data-version="${ver.versionId}">
-<td>${radio("from", ver.versionId === fromDefault)}</td><td>${radio("to", ver.versionId === toDefault)}</td>
-<td class="num">${ver.deleteMarker ? html`<span class="muted">deleted</span>` : (ver.serial ?? "?")}${ver.isLatest ? html` <span class="muted">(current)</span>` : ""}</td>
-<td><time datetime="${ver.lastModified}">${formatTime(ver.lastModified)}</time></td>
-<td class="opt">${ver.who ?? html`<span class="muted">unknown</span>`}${ver.principal === undefined ? "" : html`<br><span class="muted" data-principal>as server user ${ver.principal.name} (${ver.principal.via})</span>`}</td>
-<td class="opt">${ver.operation ?? ""}</td>
-<td class="num">${formatBytes(ver.size)}</td>
+<td${ver.deleteMarker ? "" : html` data-label="From"`}>${radio("from", ver.versionId === fromDefault)}</td><td${ver.deleteMarker ? "" : html` data-label="To"`}>${radio("to", ver.versionId === toDefault)}</td>
+<td class="num" data-label="Serial">${ver.deleteMarker ? html`<span class="muted">deleted</span>` : (ver.serial ?? "?")}${ver.isLatest ? html` <span class="muted">(current)</span>` : ""}</td>
+<td data-label="Written"><time datetime="${ver.lastModified}">${formatTime(ver.lastModified)}</time></td>
+<td class="opt" data-label="By">${ver.who ?? html`<span class="muted">unknown</span>`}${ver.principal === undefined ? "" : html`<br><span class="muted" data-principal>as server user ${ver.principal.name} (${ver.principal.via})</span>`}</td>
+<td class="opt"${ver.operation === undefined ? "" : html` data-label="Operation"`}>${ver.operation === undefined ? "" : operationName(ver.operation)}</td>
+<td class="num" data-label="Size">${formatBytes(ver.size)}</td>
 <td>${rollback}</td>
 </tr>`;
 }
@@ -56,7 +57,7 @@ export function renderHistory(v: HistoryView): SafeHtml {
 ${renderChart(points)}
 <form method="get" action="${workspaceUrl(f.base, v.workspace, "/diff")}">
 <p><button type="submit">Compare selected versions</button> <span class="muted">Pick a “from” and a “to” version below.</span></p>
-<div class="scroll"><table>
+<div class="scroll"><table class="cards">
 <caption class="sr">Versions of ${v.workspace}, newest first</caption>
 <thead><tr><th scope="col">From</th><th scope="col">To</th><th scope="col" class="num">Serial</th><th scope="col">Written</th><th scope="col" class="opt">Who</th><th scope="col" class="opt">Operation</th><th scope="col" class="num">Size</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
 <tbody>

@@ -36,11 +36,11 @@ function row(frame: Frame, w: WorkspaceSummary): SafeHtml {
   const lw = w.lastWrite;
   const last = lw === null ? html`<span class="muted">no state</span>` : html`${lw.time === undefined ? "" : html`<time datetime="${lw.time}" title="${formatTime(lw.time)}">${formatAgo(lw.time, frame.now)}</time> `}${lw.pending === true ? html`<span class="muted" title="being read: reload in a moment">by … serial …</span>` : html`${lw.who === undefined ? "" : html`by ${lw.who} `}<span class="muted">serial ${lw.serial ?? "?"}</span>`}`;
   return html`<tr data-ws="${w.name}">
-<td><a href="${workspaceUrl(frame.base, w.name)}">${w.name}</a></td>
+<td class="wide"><a href="${workspaceUrl(frame.base, w.name)}">${w.name}</a></td>
 <td data-lock-ws="${w.name}" data-locked="${w.lock === null ? "false" : "true"}" class="${w.lock === null ? "free" : "locked"}">${w.lock === null ? "unlocked" : lockText(w.lock, frame.now)}</td>
-<td>${last}</td>
-<td class="num opt">${formatBytes(w.size)}</td>
-<td class="num opt">${w.resources ?? html`<span class="muted" title="being counted: reload in a moment">…</span>`}</td>
+<td class="wide" data-label="Last write:">${last}</td>
+<td class="num opt" data-label="Size:">${formatBytes(w.size)}</td>
+<td class="num opt" data-label="Resources:">${w.resources ?? html`<span class="muted" title="being counted: reload in a moment">…</span>`}</td>
 </tr>`;
 }
 
@@ -51,7 +51,7 @@ export function renderWorkspaces(v: WorkspacesView): SafeHtml {
 <button type="submit">Filter</button>
 </form>
 <p class="muted">${v.rows.length === v.total ? `${v.total} workspaces` : `${v.rows.length} of ${v.total} workspaces`}, most recently written first.</p>
-<div class="scroll"><table>
+<div class="scroll"><table class="cards">
 <thead><tr><th scope="col">Workspace</th><th scope="col">Lock</th><th scope="col">Last write</th><th scope="col" class="num opt">Size</th><th scope="col" class="num opt">Resources</th></tr></thead>
 <tbody>
 ${v.rows.map((w) => row(v.frame, w))}

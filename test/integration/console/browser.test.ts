@@ -85,7 +85,7 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     const lock = { ID: taken.id };
     try {
       // The page polls lock state every 3 s (the server's default).
-      await page.waitForFunction(() => document.querySelector('[data-lock-ws="staging"]')?.textContent?.startsWith("locked by bob@ci (OperationTypeApply)") === true, undefined, { timeout: TIMEOUT });
+      await page.waitForFunction(() => document.querySelector('[data-lock-ws="staging"]')?.textContent?.startsWith("locked by bob@ci (apply)") === true, undefined, { timeout: TIMEOUT });
       await page.screenshot({ path: screenshotPath("workspaces-locked.png"), fullPage: true });
       await page.getByRole("link", { name: "staging", exact: true }).click();
       await page.waitForURL(/\/workspaces\/staging$/);
@@ -230,6 +230,45 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     assert.deepEqual(newest?.principal, { name: "operator", via: "password" }, "the console's user is recorded with the version");
     assert.equal((JSON.parse((await library.readState("prod"))?.toString() ?? "{}") as { outputs: { url: { value: string } } }).outputs.url.value, "https://v3.example");
     assert.equal(await library.lockInfo("prod"), null);
+  });
+
+  it("laid out for a phone (390 px): no cell of a table row on the Workspaces and History pages lies beyond the viewport", async () => {
+    const ctx = await browser.newContext({ httpCredentials: { username: "admin", password: "admin" }, viewport: { width: 390, height: 844 }, isMobile: true });
+    contexts.push(ctx);
+    const page = await ctx.newPage();
+    page.setDefaultTimeout(TIMEOUT);
+    // A held lock makes the longest Lock cell the Workspaces page shows (a CI runner's long host name).
+    const lock = await library.lock("staging", { operation: "OperationTypeApply", info: "a long-running apply from the pipeline", who: "deploy-bot@ci-runner-7f9c2d41.build.example.internal" });
+    try {
+      for (const [path, rows, shot] of [
+        ["/", "tr[data-ws]", "workspaces-phone.png"],
+        ["/workspaces/prod/history", "tr[data-version]", "history-phone.png"],
+      ] as const) {
+        await page.goto(`${server.url}${path}`);
+        assert.ok((await page.locator(rows).count()) > 0, `${path} lists rows`);
+        // Every element inside a row, and every row: its right edge within the viewport.
+        const beyond = await page.evaluate((sel) => {
+          const width = window.innerWidth;
+          const out: string[] = [];
+          for (const row of Array.from(document.querySelectorAll(sel))) {
+            for (const el of [row, ...Array.from(row.querySelectorAll("*"))]) {
+              const r = el.getBoundingClientRect();
+              if (r.width > 0 && r.right > width + 0.5) out.push(`${el.tagName.toLowerCase()} "${(el.textContent ?? "").trim().slice(0, 40)}" right=${Math.round(r.right)} > ${width}`);
+            }
+          }
+          return out;
+        }, rows);
+        await page.screenshot({ path: screenshotPath(shot), fullPage: true });
+        assert.deepEqual(beyond, [], `${path} at 390 px`);
+      }
+      // What the rows must still show there: the last write, and the rollback link on screen.
+      await page.goto(`${server.url}/`);
+      assert.ok(await page.locator('tr[data-ws="prod"]').getByText(/serial \d+/).isVisible());
+      await page.goto(`${server.url}/workspaces/prod/history`);
+      assert.ok(await page.locator("tr[data-version]").nth(1).getByRole("link", { name: "Roll back to this…" }).isVisible());
+    } finally {
+      await library.unlock("staging", lock.ID);
+    }
   });
 
   it("readable on a phone: no horizontal scroll of the page itself", async () => {

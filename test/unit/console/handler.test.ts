@@ -266,6 +266,17 @@ describe("handleConsole", () => {
     }
   });
 
+  it("an error page links back to the page the user came from, and shows the message's `code` as code", async () => {
+    const res = await get("/workspaces/prod/rollback", "admin", { referer: `${srv.url}/workspaces/prod/history` });
+    assert.equal(res.status, 400);
+    const page = await res.text();
+    assert.ok(page.includes("Pick the version to roll back to (<code>to</code>)."), page);
+    assert.match(page, /<a href="\/workspaces\/prod\/history" data-back>Back to the history of prod<\/a> · <a href="\/">All workspaces<\/a>/);
+    // From elsewhere (another origin): the workspace the failed page belongs to.
+    const other = await (await get("/workspaces/prod/rollback", "admin", { referer: "https://elsewhere.example/workspaces/prod/history" })).text();
+    assert.match(other, /<a href="\/workspaces\/prod" data-back>Back to prod<\/a>/);
+  });
+
   it("a server without history says so on the History page", async () => {
     const bare = new MemoryConsoleApi({ hasHistory: false });
     bare.write("default", makeState(1, 1));

@@ -1,8 +1,11 @@
 /** The console's page renderers: pure functions of view models. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { backFrom, pageLink } from "../../../src/console/back.js";
 import { renderChart } from "../../../src/console/chart.js";
 import type { Frame } from "../../../src/console/layout.js";
+import { lockText } from "../../../src/console/lock-text.js";
+import { operationName } from "../../../src/console/operation.js";
 import { renderDiff, renderDiffPicker } from "../../../src/console/pages/diff.js";
 import { renderForceUnlock } from "../../../src/console/pages/force-unlock.js";
 import { renderHistory } from "../../../src/console/pages/history.js";
@@ -182,8 +185,52 @@ describe("console pages", () => {
     assert.match(renderDiffPicker({ frame, workspace: "prod", versions: null }).value, /keeps no versions/);
   });
 
+  it("operations by the names people use: apply, not OperationTypeApply (lock text, force-unlock, History, timeline)", () => {
+    assert.deepEqual(
+      ["OperationTypeApply", "OperationTypePlan", "OperationTypeRefresh", "OperationTypeInvalid", "state-mv", "state-replace-provider", "workspace-new", "taint", "rollback"].map(operationName),
+      ["apply", "plan", "refresh", "import or console", "state mv", "state replace-provider", "workspace new", "taint", "rollback"],
+    );
+    const held = { ...lock, operation: "OperationTypeApply" };
+    assert.match(lockText(held, frame.now), /^locked by bob@host \(apply\) since /);
+    const pages = [
+      renderWorkspaces({ frame, rows: [ws("prod", "2026-11-24T00:00:00Z", { lock: held })], query: "", total: 1 }).value,
+      renderForceUnlock({ frame, workspace: "prod", lock: held }).value,
+      renderHistory({ frame, workspace: "prod", versions: [version("v2", 2, { isLatest: true, operation: "OperationTypePlan" }), version("v1", 1, { operation: "OperationTypeApply" })], canRollback: false }).value,
+      renderWorkspace(baseView({ versions: [version("v2", 2, { isLatest: true, operation: "OperationTypeApply" })] })).value,
+    ];
+    for (const page of pages) assert.ok(!page.includes("OperationType"), page);
+    assert.ok((pages[0] as string).includes("(apply)"));
+    assert.match(pages[1] as string, /<dt>Operation<\/dt><dd>apply<\/dd>/);
+    assert.match(pages[2] as string, /data-label="Operation">plan<\/td>[\s\S]*data-label="Operation">apply<\/td>/);
+    assert.ok((pages[3] as string).includes(" · apply · "));
+  });
+
   it("Message page escapes the message", () => {
     const page = renderMessage({ frame, title: "t", message: EVIL, tone: "bad" }).value;
     assert.ok(!page.includes(EVIL) && page.includes('role="alert"'));
+  });
+
+  it("Message page: `backtick` spans as code, escaped (never markup), a lone backtick kept; a link back and one to all workspaces", () => {
+    const page = renderMessage({ frame, title: "t", message: `Turn it on with \`objstate init --versioning\`; \`${EVIL}\` and 5\` <b>`, tone: "bad", back: { href: "/ui/workspaces/prod/history", label: "Back to the history of prod" } }).value;
+    assert.ok(page.includes("Turn it on with <code>objstate init --versioning</code>; <code>&lt;img src=x onerror=alert(1)&gt;</code> and 5&#96; &lt;b&gt;"), page);
+    assert.ok(!page.includes(EVIL) && !page.includes("`"));
+    assert.match(page, /<a href="\/ui\/workspaces\/prod\/history" data-back>Back to the history of prod<\/a> · <a href="\/ui\/">All workspaces<\/a>/);
+    assert.ok(!renderMessage({ frame, title: "t", message: "m", back: { href: "/ui/", label: "Back to workspaces" } }).value.includes("All workspaces"), "one link when it goes to the Workspaces page");
+  });
+
+  it("error pages link back to the console page the user came from (same origin only), else to the page above the one that failed", () => {
+    const o = "https://objstate.example";
+    const failed = new URL(`${o}/ui/workspaces/prod/rollback`);
+    const back = (referer: string | undefined, url = failed) => backFrom("/ui", url, referer, o);
+    assert.deepEqual(back(`${o}/ui/workspaces/prod/history?all=1&done=rollback`), { href: "/ui/workspaces/prod/history?all=1", label: "Back to the history of prod" });
+    assert.deepEqual(back(`${o}/ui/workspaces/a%2Fb/force-unlock?id=L-1`), { href: "/ui/workspaces/a%2Fb/force-unlock?id=L-1", label: "Back to the force-unlock of a/b" });
+    assert.deepEqual(back(`${o}/ui/?q=pr`), { href: "/ui/?q=pr", label: "Back to workspaces" });
+    // Not a console page of this origin, or the failed page itself: the page above instead.
+    for (const r of [undefined, "", "not a url", `https://evil.example/ui/workspaces/x`, `${o}//evil.example/`, `${o}/api/v1/workspaces`, `${o}/workspaces/x`, `${o}/ui/workspaces/prod/rollback`]) {
+      assert.deepEqual(back(r), { href: "/ui/workspaces/prod", label: "Back to prod" }, String(r));
+    }
+    assert.deepEqual(back(undefined, new URL(`${o}/ui/workspaces/prod?reveal=1`)), { href: "/ui/workspaces/prod", label: "Back to prod" });
+    assert.deepEqual(back(undefined, new URL(`${o}/ui/workspaces/prod`)), { href: "/ui/", label: "Back to workspaces" });
+    assert.equal(pageLink("/ui", new URL(`${o}/ui/console/locks`)), undefined);
   });
 });

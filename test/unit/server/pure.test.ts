@@ -7,6 +7,7 @@ import { isLoopbackHost as isLoopback } from "../../../src/server/gate.js";
 import { parseBasic } from "../../../src/server/auth.js";
 import { checkContentMd5 } from "../../../src/server/body.js";
 import { Metrics } from "../../../src/server/metrics.js";
+import { objstateVersion } from "../../../src/version.js";
 import { allowed, allowedEverywhere, globMatches, hashPassword, parseUsers, verifyPassword, withUser } from "../../../src/server/users.js";
 
 const CHEAP = { N: 1024, r: 8, p: 1 };
@@ -139,7 +140,7 @@ describe("serve flags", () => {
 });
 
 describe("metrics", () => {
-  it("Prometheus text: counters by route and status, a histogram per route, lock waits, bytes, active locks", () => {
+  it("Prometheus text: counters by route and status, a histogram per route, lock waits, body bytes per route, active locks, build info", () => {
     const m = new Metrics();
     m.request("/state/:workspace", "GET", 200, 0.02, 0, 100);
     m.request("/state/:workspace", "LOCK", 423, 0.003, 50, 150);
@@ -150,8 +151,13 @@ describe("metrics", () => {
     assert.match(t, /^objstate_http_request_duration_seconds_bucket\{route="\/state\/:workspace",le="0.005"\} 1$/m);
     assert.match(t, /^objstate_http_request_duration_seconds_bucket\{route="\/state\/:workspace",le="\+Inf"\} 2$/m);
     assert.match(t, /^objstate_lock_waits_total 1$/m);
-    assert.match(t, /^objstate_http_bytes_in_total 50$/m);
-    assert.match(t, /^objstate_http_bytes_out_total 250$/m);
+    // The unit last (Prometheus's naming rules), per route.
+    assert.match(t, /^# TYPE objstate_http_request_bytes_total counter$/m);
+    assert.match(t, /^objstate_http_request_bytes_total\{route="\/state\/:workspace"\} 50$/m);
+    assert.match(t, /^objstate_http_response_bytes_total\{route="\/state\/:workspace"\} 250$/m);
+    assert.doesNotMatch(t, /bytes_in|bytes_out/);
     assert.match(t, /^objstate_locks_active 1$/m);
+    assert.match(t, /^# TYPE objstate_build_info gauge$/m);
+    assert.match(t, new RegExp(`^objstate_build_info\\{version="${objstateVersion().replace(/\./g, "\\.")}",node="${process.version.replace(/\./g, "\\.")}"\\} 1$`, "m"));
   });
 });
