@@ -138,7 +138,7 @@ export function lockedError(where: string, workspace: string, raw: string, holde
       { details: { lockInfo: holder } },
     );
   }
-  return new ObjstateError("STATE_LOCKED", `the state at ${where} is locked: ${describeHolder(holder)}. If that holder is gone, release its lock with \`objstate force-unlock ${holder.ID}${workspaceFlag(workspace)}\` (through the tool: \`terraform force-unlock ${holder.ID}\`).`, {
+  return new ObjstateError("STATE_LOCKED", `the state at ${where} is locked: ${describeHolder(holder)}. If that holder is gone, unlock it with \`objstate force-unlock ${holder.ID}${workspaceFlag(workspace)}\` (through the tool: \`terraform force-unlock ${holder.ID}\`).`, {
     details: { lockInfo: holder },
   });
 }

@@ -74,6 +74,8 @@ export class StreamedRead implements ReadHooks {
   started = false;
   private recorded: string | undefined;
   private body: Buffer | undefined;
+  /** The newest attempt's buffer and how full it is, before the sink started. */
+  private arrived: { body: Buffer; filled: number } | undefined;
   private sent = 0;
   private dead = false;
   private readonly minBytes: number;
@@ -93,11 +95,14 @@ export class StreamedRead implements ReadHooks {
     // A second vouch is a second attempt: what went out belongs to the first.
     if (this.started) return this.abandon();
     this.recorded = md5;
+    // The vouch may come after the bytes (the lock table answered after the store): start from what arrived.
+    if (this.arrived !== undefined) this.data(this.arrived.body, this.arrived.filled);
   }
 
   data(body: Buffer, filled: number): void {
     if (this.dead) return;
     if (!this.started) {
+      this.arrived = { body, filled };
       if (this.recorded === undefined || body.length < this.minBytes) return;
       this.started = true;
       this.body = body;

@@ -268,7 +268,7 @@ export function cliSuite(makeTarget: () => Target): void {
 
       const second = t.cli(["lock", "--json"]);
       assert.equal(second.code, 3);
-      assertOneLineError(second, new RegExp(`is locked: ID ${id}, held by \\S+@\\S+ since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z for apply \\(CI run 42\\)\\. If that holder is gone, release its lock with \`objstate force-unlock ${id}\` \\(through the tool: \`terraform force-unlock ${id}\`\\)`));
+      assertOneLineError(second, new RegExp(`is locked: ID ${id}, held by \\S+@\\S+ since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z for apply \\(CI run 42\\)\\. If that holder is gone, unlock it with \`objstate force-unlock ${id}\` \\(through the tool: \`terraform force-unlock ${id}\`\\)`));
       const push = t.cli(["state", "push", file('{"serial":2}')]);
       assert.equal(push.code, 3);
       assertOneLineError(push, new RegExp(`locked: ID ${id}, held by .* since `));

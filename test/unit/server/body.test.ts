@@ -132,6 +132,25 @@ describe("a GET's answer, sent as the store reads", () => {
   });
 });
 
+describe("a GET's answer when the vouch comes after the bytes", () => {
+  it("the lock table answering after the store still streams: the sink starts from what arrived, and gets every byte", () => {
+    const events: string[] = [];
+    let sent = 0;
+    const sink = { start: (size: number, md5: string) => void events.push(`start ${size} ${md5}`), write: (c: Buffer) => void (sent += c.length), abort: () => void events.push("abort") };
+    const body = Buffer.alloc(1024 * 1024 + 7, 0x7b);
+    const digest = createHash("md5").update(body).digest("hex");
+    const out = new StreamedRead(sink, GET_STREAM);
+    out.data(body, 512 * 1024);
+    out.data(body, body.length);
+    assert.deepEqual(events, [], "nothing before the vouch");
+    out.vouched(digest);
+    assert.deepEqual(events, [`start ${body.length} ${digest}`]);
+    assert.equal(sent, body.length - GET_HOLD_BACK, "all but the held-back tail as soon as it is vouched for");
+    assert.equal(out.finish({ body, md5: digest, etag: undefined }), digest);
+    assert.equal(sent, body.length);
+  });
+});
+
 describe("a GET's answer leaves at once", () => {
   it("what data() writes is handed to the socket before data() returns (not corked until the read is done)", async () => {
     const { createServer, request } = await import("node:http");
