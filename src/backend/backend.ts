@@ -22,14 +22,14 @@ import type { ProbeVerdict } from "./probe.js";
 import { digestStatusOf, readCommitted, readVersionChecked } from "./read.js";
 import type { ReleasedLock } from "./released.js";
 import { leftoversOf, repairUnderLock } from "./repair.js";
-import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WriteResult } from "./results.js";
+import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WorkspaceStatus, WriteResult } from "./results.js";
 import { streamState, type StateSink, type StreamOptions, type StreamResult } from "./stream.js";
 import { checkCurrent, currentVersionOf, diffVersions } from "./versions.js";
-import { checkDeletable, deleteUnderLock, lastWriteOf, listWorkspaceNames, listWorkspaceObjects, refuseExisting, emptyState } from "./workspaces.js";
+import { checkDeletable, deleteUnderLock, lastWriteOf, listWorkspaceNames, listWorkspaceObjects, refuseExisting, emptyState, workspaceStatuses, workspaceStatusOf } from "./workspaces.js";
 import { prepareIncoming, writeFenced } from "./write.js";
 
 export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
-export type { HistoryEntryJson, HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
+export type { HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
 export type * from "./options.js";
 export type * from "./results.js";
 export type { StateSink, StreamOptions, StreamResult } from "./stream.js";
@@ -110,6 +110,16 @@ export class ObjectStoreBackend {
   /** Every workspace's state object from the listing alone (size, time, ETag; no request per workspace). */
   listWorkspaceObjects(): Promise<WorkspaceObject[]> {
     return listWorkspaceObjects(this.ctx);
+  }
+
+  /** A workspace's lock and last write (one lock read and one HEAD). */
+  workspaceStatus(workspace: string = DEFAULT_WORKSPACE): Promise<WorkspaceStatus> {
+    return workspaceStatusOf(this.ctx, workspace);
+  }
+
+  /** {@link workspaceStatus} of every workspace ({@link listWorkspaces}) that `include` keeps, in its order. */
+  workspaceStatuses(include?: (workspace: string) => boolean): Promise<WorkspaceStatus[]> {
+    return workspaceStatuses(this.ctx, include);
   }
 
   /** Create a workspace with an empty state ({@link emptyState}) under its lock; `WORKSPACE_EXISTS` when it has a state (or is `default`). */
@@ -211,6 +221,16 @@ export class ObjectStoreBackend {
   /** Every lock in the table and every lockfile under the prefix. */
   locks(): Promise<LockListing[]> {
     return this.ctx.locking.list();
+  }
+
+  /** The workspace's lock as {@link locks} lists it (one read), or null when it is not locked (or locking is off). */
+  currentLock(workspace: string = DEFAULT_WORKSPACE): Promise<LockListing | null> {
+    return this.ctx.locking.current(workspace);
+  }
+
+  /** A lock this process took (the info {@link lock} returned) as {@link locks} lists it, without a request. */
+  listedLock(workspace: string, info: LockInfo): LockListing {
+    return this.ctx.locking.listed(workspace, info);
   }
 
   /**
