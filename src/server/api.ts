@@ -53,7 +53,7 @@ async function outputs(ctx: Ctx): Promise<void> {
   // Through the server's own connection: no credentials, drivers or table check per request.
   const read = await readRemoteOutputs(ctx.backend, ws);
   // As text: numbers go out exactly as the state has them, never through a JS number.
-  send(ctx, 200, `{"outputs":${outputsJsonText(read, () => true)}}\n`, { "Content-Type": "application/json" });
+  send(ctx, 200, `{"outputs":${outputsJsonText(read, (n) => read.isSensitive(n))}}\n`, { "Content-Type": "application/json" });
 }
 
 /**
