@@ -2,7 +2,7 @@
  * The JSON objstate prints of its objects, in one place: the CLI's `--json`, the server's
  * `/api/v1` and the console's JSON all build a version, a lock, a workspace, outputs, a diff
  * of versions and a rollback with these functions, so the same object prints the same JSON
- * wherever it is asked for (docs/decisions/058). Every key is always present (null when
+ * wherever it is asked for (docs/decisions/060). Every key is always present (null when
  * unknown), so a client never tells "absent" from "unknown". The functions are pure: the
  * shells make the library call, then render its result here.
  */

@@ -1,5 +1,5 @@
 /**
- * One JSON per object (docs/decisions/058): for the same workspaces of one embedded store
+ * One JSON per object (docs/decisions/060): for the same workspaces of one embedded store
  * and lock table, the CLI's `--json` (the built `objstate`, as a subprocess) and the body of
  * the in-process server's `/api/v1` route print the same JSON — history, a lock, the lock
  * list, the workspace list, outputs (exact numbers, masked secrets) and a diff of versions —
