@@ -17,15 +17,15 @@ import type { LockHandle } from "./lease.js";
 import type { LockInfo } from "./lock-info.js";
 import { withLock } from "./lock-scope.js";
 import type { LockListing } from "./locking.js";
-import type { BackendRollbackOptions, ConnectOptions, CreateWorkspaceOptions, DiffOptions, LockOptions, LockScope, ReadOptions, RepairOptions, UnderLockOptions, UnlockOptions, WithLockOptions, WriteOptions } from "./options.js";
+import type { BackendRollbackOptions, ConnectOptions, CreateWorkspaceOptions, DeleteWorkspaceOptions, DiffOptions, LockOptions, LockScope, ReadOptions, RepairOptions, UnderLockOptions, UnlockOptions, WithLockOptions, WriteOptions } from "./options.js";
 import type { ProbeVerdict } from "./probe.js";
 import { digestStatusOf, readCommitted, readVersionChecked } from "./read.js";
 import type { ReleasedLock } from "./released.js";
 import { leftoversOf, repairUnderLock } from "./repair.js";
 import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WorkspaceStatus, WriteResult } from "./results.js";
 import { streamState, type StateSink, type StreamOptions, type StreamResult } from "./stream.js";
-import { checkCurrent, currentVersionOf, diffVersions } from "./versions.js";
-import { checkDeletable, deleteUnderLock, lastWriteOf, listWorkspaceNames, listWorkspaceObjects, refuseExisting, emptyState, workspaceStatuses, workspaceStatusOf } from "./workspaces.js";
+import { checkCurrent, currentVersionOf, diffVersions, rollbackPreview } from "./versions.js";
+import { checkDeletable, deleteUnderLock, lastWriteOf, listWorkspaceNames, listWorkspaceObjects, refuseExisting, refuseMissing, emptyState, workspaceStatuses, workspaceStatusOf } from "./workspaces.js";
 import { prepareIncoming, writeFenced } from "./write.js";
 
 export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
@@ -130,11 +130,12 @@ export class ObjectStoreBackend {
     });
   }
 
-  /** Delete a workspace's digest, then its state, under its lock; `default` cannot be deleted. Its versions stay. */
-  async deleteWorkspace(workspace: string, options: UnderLockOptions = {}): Promise<void> {
+  /** Delete a workspace's digest, then its state, under its lock; `default` cannot be deleted; `mustExist`: refuse one without a state. Its versions stay. */
+  async deleteWorkspace(workspace: string, options: DeleteWorkspaceOptions = {}): Promise<void> {
     checkDeletable(workspace);
     return this.withLock(workspace, { ...lockOf(options), operation: "deleteWorkspace" }, async (lock) => {
       await this.checkCallersLock(workspace, lock);
+      if (options.mustExist === true) await refuseMissing(this.ctx, workspace);
       await deleteUnderLock(this.ctx, workspace);
     });
   }
@@ -268,6 +269,15 @@ export class ObjectStoreBackend {
   /** What changed between two versions; by default the one before the current against the current. */
   diff(workspace: string = DEFAULT_WORKSPACE, sides: DiffOptions = {}): Promise<VersionDiff> {
     return diffVersions(this.ctx, workspace, sides);
+  }
+
+  /**
+   * What a rollback to `versionId` would change: the diff from the current version to it.
+   * Show it, then pass its `from` as the rollback's `expectCurrent`, so that a write made
+   * meanwhile refuses the rollback instead of being rolled over unseen.
+   */
+  previewRollback(workspace: string, versionId: string): Promise<VersionDiff> {
+    return rollbackPreview(this.ctx, workspace, versionId);
   }
 
   /**

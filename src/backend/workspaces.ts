@@ -60,6 +60,13 @@ export async function refuseExisting(ctx: BackendContext, workspace: string): Pr
   }
 }
 
+/** Refuse to delete a workspace without a state (`WORKSPACE_NOT_FOUND`); checked under the lock. */
+export async function refuseMissing(ctx: BackendContext, workspace: string): Promise<void> {
+  if ((await ctx.store.head(ctx.statePath(workspace))) === null) {
+    throw new ObjstateError("WORKSPACE_NOT_FOUND", `workspace ${workspace} does not exist (no state at ${ctx.describe(workspace)})`, { details: { workspace } });
+  }
+}
+
 /** `CANNOT_DELETE_DEFAULT` and `INVALID_WORKSPACE`, before anything is locked. */
 export function checkDeletable(workspace: string): void {
   checkWorkspace(workspace);

@@ -228,12 +228,9 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw usageError(`the ${DEFAULT_WORKSPACE} workspace cannot be deleted`, "CANNOT_DELETE_DEFAULT");
   await withBackend(config, async (backend) => {
-    if (!(await backend.listWorkspaces()).includes(name)) {
-      throw new CliError("WORKSPACE_NOT_FOUND", `workspace ${name} does not exist (no state at ${backend.describe(name)})`);
-    }
     const lockId = lockIdOf(opts);
     // The delete takes and releases its own lock (unless --lock-id): an interrupt lets it settle, then says what it did.
-    const { interrupted } = await guardedCall(backend.describe(name), lockId === undefined ? timeout : 0, (wait) => backend.deleteWorkspace(name, { lockId, wait }));
+    const { interrupted } = await guardedCall(backend.describe(name), lockId === undefined ? timeout : 0, (wait) => backend.deleteWorkspace(name, { lockId, wait, mustExist: true }));
     if (interrupted) process.stderr.write(`objstate: interrupted, but the delete had already been sent: workspace ${name} is deleted${lockId === undefined ? " and its lock released" : ""}\n`);
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), deleted: true });
     say(`deleted workspace ${name} (${backend.describe(name)})`);

@@ -114,8 +114,7 @@ function diffText(from: string | null, to: string | null, diff: StateDiff, color
  * prints it) on standard error and ask; returns the current version the diff was made from.
  */
 async function confirmRollback(backend: ObjectStoreBackend, workspace: string, to: string): Promise<string | null> {
-  const current = await backend.currentVersion(workspace);
-  const { diff } = await backend.diff(workspace, { from: current, to });
+  const { from: current, diff } = await backend.previewRollback(workspace, to);
   const serial = diff.serial.before === null ? "" : ` (serial ${diff.serial.before + 1})`;
   process.stderr.write(`Rolling back ${backend.describe(workspace)} to version ${to} writes its content as a new version${serial}; what changes from the current state:\n`);
   process.stderr.write(diffText(current, to, diff, colorsAllowed(process.stderr)));
