@@ -33,7 +33,7 @@ objstate(["synth", "examples/stack.json"]);
 objstate(["init", "--create-bucket", "--create-table", ...settings]);
 
 // A second run starts over: remove the workspace an earlier run created.
-if (JSON.parse(objstate(["workspace", "list", "--json", ...settings], { quiet: true })).includes("staging")) {
+if (JSON.parse(objstate(["workspace", "list", "--json", ...settings], { quiet: true })).some((w) => w.name === "staging")) {
   objstate(["workspace", "delete", "staging", ...settings]);
 }
 

@@ -26,7 +26,7 @@ export const LAYERS = [
   ["credentials/", "store/", "lock/"],
   ["state/"],
   ["backend/"],
-  ["remote-state/"],
+  ["remote-state/", "wire/"],
   ["console/"],
   ["server/"],
   ["cli/"],

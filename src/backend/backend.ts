@@ -17,19 +17,19 @@ import type { LockHandle } from "./lease.js";
 import type { LockInfo } from "./lock-info.js";
 import { withLock } from "./lock-scope.js";
 import type { LockListing } from "./locking.js";
-import type { BackendRollbackOptions, ConnectOptions, CreateWorkspaceOptions, DiffOptions, LockOptions, LockScope, ReadOptions, RepairOptions, UnderLockOptions, UnlockOptions, WithLockOptions, WriteOptions } from "./options.js";
+import type { BackendRollbackOptions, ConnectOptions, CreateWorkspaceOptions, DeleteWorkspaceOptions, DiffOptions, LockOptions, LockScope, ReadOptions, RepairOptions, UnderLockOptions, UnlockOptions, WithLockOptions, WriteOptions } from "./options.js";
 import type { ProbeVerdict } from "./probe.js";
 import { digestStatusOf, readCommitted, readVersionChecked } from "./read.js";
 import type { ReleasedLock } from "./released.js";
 import { leftoversOf, repairUnderLock } from "./repair.js";
-import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WriteResult } from "./results.js";
+import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WorkspaceStatus, WriteResult } from "./results.js";
 import { streamState, type StateSink, type StreamOptions, type StreamResult } from "./stream.js";
-import { checkCurrent, currentVersionOf, diffVersions } from "./versions.js";
-import { checkDeletable, deleteUnderLock, lastWriteOf, listWorkspaceNames, listWorkspaceObjects, refuseExisting, emptyState } from "./workspaces.js";
+import { checkCurrent, currentVersionOf, diffVersions, rollbackPreview } from "./versions.js";
+import { checkDeletable, deleteUnderLock, lastWriteOf, listWorkspaceNames, listWorkspaceObjects, refuseExisting, refuseMissing, emptyState, workspaceStatuses, workspaceStatusOf } from "./workspaces.js";
 import { prepareIncoming, writeFenced } from "./write.js";
 
 export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
-export type { HistoryEntryJson, HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
+export type { HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
 export type * from "./options.js";
 export type * from "./results.js";
 export type { StateSink, StreamOptions, StreamResult } from "./stream.js";
@@ -112,6 +112,16 @@ export class ObjectStoreBackend {
     return listWorkspaceObjects(this.ctx);
   }
 
+  /** A workspace's lock and last write (one lock read and one HEAD). */
+  workspaceStatus(workspace: string = DEFAULT_WORKSPACE): Promise<WorkspaceStatus> {
+    return workspaceStatusOf(this.ctx, workspace);
+  }
+
+  /** {@link workspaceStatus} of every workspace ({@link listWorkspaces}) that `include` keeps, in its order. */
+  workspaceStatuses(include?: (workspace: string) => boolean): Promise<WorkspaceStatus[]> {
+    return workspaceStatuses(this.ctx, include);
+  }
+
   /** Create a workspace with an empty state ({@link emptyState}) under its lock; `WORKSPACE_EXISTS` when it has a state (or is `default`). */
   createWorkspace(workspace: string, options: CreateWorkspaceOptions = {}): Promise<WriteResult> {
     return this.withLock(workspace, { ...lockOf(options), operation: "workspace new", owner: options.principal?.name }, async (lock) => {
@@ -120,11 +130,12 @@ export class ObjectStoreBackend {
     });
   }
 
-  /** Delete a workspace's digest, then its state, under its lock; `default` cannot be deleted. Its versions stay. */
-  async deleteWorkspace(workspace: string, options: UnderLockOptions = {}): Promise<void> {
+  /** Delete a workspace's digest, then its state, under its lock; `default` cannot be deleted; `mustExist`: refuse one without a state. Its versions stay. */
+  async deleteWorkspace(workspace: string, options: DeleteWorkspaceOptions = {}): Promise<void> {
     checkDeletable(workspace);
     return this.withLock(workspace, { ...lockOf(options), operation: "deleteWorkspace" }, async (lock) => {
       await this.checkCallersLock(workspace, lock);
+      if (options.mustExist === true) await refuseMissing(this.ctx, workspace);
       await deleteUnderLock(this.ctx, workspace);
     });
   }
@@ -214,6 +225,16 @@ export class ObjectStoreBackend {
     return this.ctx.locking.list();
   }
 
+  /** The workspace's lock as {@link locks} lists it (one read), or null when it is not locked (or locking is off). */
+  currentLock(workspace: string = DEFAULT_WORKSPACE): Promise<LockListing | null> {
+    return this.ctx.locking.current(workspace);
+  }
+
+  /** A lock this process took (the info {@link lock} returned) as {@link locks} lists it, without a request. */
+  listedLock(workspace: string, info: LockInfo): LockListing {
+    return this.ctx.locking.listed(workspace, info);
+  }
+
   /**
    * Release lock `id` — yours, or someone else's by the ID their lock error showed (there is
    * no other force-unlock; decision 059): `LOCK_ID_MISMATCH` for another ID, `LOCK_NOT_FOUND`
@@ -249,6 +270,15 @@ export class ObjectStoreBackend {
   /** What changed between two versions; by default the one before the current against the current. */
   diff(workspace: string = DEFAULT_WORKSPACE, sides: DiffOptions = {}): Promise<VersionDiff> {
     return diffVersions(this.ctx, workspace, sides);
+  }
+
+  /**
+   * What a rollback to `versionId` would change: the diff from the current version to it.
+   * Show it, then pass its `from` as the rollback's `expectCurrent`, so that a write made
+   * meanwhile refuses the rollback instead of being rolled over unseen.
+   */
+  previewRollback(workspace: string, versionId: string): Promise<VersionDiff> {
+    return rollbackPreview(this.ctx, workspace, versionId);
   }
 
   /**

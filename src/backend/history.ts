@@ -150,49 +150,6 @@ export function principalOf(m: Readonly<Record<string, string>>): Principal | un
   return { name, via: decodeMeta(m[META.principalVia]) ?? "unknown" };
 }
 
-/**
- * A history entry as JSON: the one shape `objstate state history --json`, the server's
- * `GET /api/v1/workspaces/{w}/history` and anything else that prints history emit. Every
- * key is always present (null when unknown); `isLatest` is the library's name.
- */
-export interface HistoryEntryJson {
-  readonly versionId: string;
-  readonly isLatest: boolean;
-  readonly deleteMarker: boolean;
-  /** UTC ISO time, null when the store does not say. */
-  readonly lastModified: string | null;
-  readonly size: number;
-  readonly serial: number | null;
-  readonly lineage: string | null;
-  readonly writer: "objstate" | "other" | null;
-  /** What the writing client said it was (`Who`): unchecked. */
-  readonly who: string | null;
-  /** The server user the write was made for, and how it authenticated: checked by the server. */
-  readonly principal: { readonly name: string; readonly via: string } | null;
-  readonly operation: string | null;
-  readonly lockId: string | null;
-  readonly sourceVersion: string | null;
-}
-
-/** {@link StateVersion} as {@link HistoryEntryJson}. */
-export function historyEntryJson(v: StateVersion): HistoryEntryJson {
-  return {
-    versionId: v.versionId,
-    isLatest: v.isLatest,
-    deleteMarker: v.deleteMarker,
-    lastModified: v.lastModified?.toISOString() ?? null,
-    size: v.size,
-    serial: v.serial ?? null,
-    lineage: v.lineage ?? null,
-    writer: v.writer ?? null,
-    who: v.who ?? null,
-    principal: v.principal === undefined ? null : { name: v.principal.name, via: v.principal.via },
-    operation: v.operation ?? null,
-    lockId: v.lockId ?? null,
-    sourceVersion: v.sourceVersion ?? null,
-  };
-}
-
 /** One version's bytes, exactly as stored, and whether it is the current version. */
 export interface VersionRead {
   readonly body: Buffer;

@@ -47,6 +47,10 @@ export interface LockListing {
   readonly operation: string;
   /** The holder's free text (`Info`). */
   readonly info: string;
+  /** The holder's tool version (`Version`), "" when unknown. */
+  readonly version: string;
+  /** The server user that took it through `objstate serve` (`Owner`); null for a lock taken elsewhere. */
+  readonly owner: string | null;
   /** When it was taken (UTC ISO), "" when unknown. */
   readonly since: string;
   /** When its lease ends (UTC ISO), null for a lock that never expires. */
@@ -333,24 +337,45 @@ export class Locking {
     const now = init.now();
     const out: LockListing[] = [];
     for (const place of init.places) {
-      for await (const { key, lock } of listAll(place, init.listPrefixes)) {
-        const i = lock.info;
-        out.push({
-          source: place.kind,
-          path: key,
-          workspace: init.workspaceOf(place, key),
-          id: i.ID,
-          who: i.Who,
-          operation: i.Operation,
-          info: i.Info,
-          since: i.Created,
-          expires: lock.expires === undefined ? null : new Date(lock.expires * 1000).toISOString(),
-          expired: isExpired(lock.expires, now, 0),
-        });
-      }
+      for await (const { key, lock } of listAll(place, init.listPrefixes)) out.push(listingOf(place, key, init.workspaceOf(place, key), lock.info, lock.expires, now));
     }
     return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.source < b.source ? -1 : 1));
   }
+
+  /** The workspace's lock as {@link list} lists it (from the first place, as {@link info}), or null when unlocked. */
+  async current(workspace: string): Promise<LockListing | null> {
+    const first = this.init.places[0];
+    if (first === undefined) return null;
+    const key = this.init.keyOf(first, workspace);
+    const current = await first.read(key);
+    return current === null || current.raw === "" ? null : listingOf(first, key, workspace, current.info, current.expires, this.init.now());
+  }
+
+  /** A lock just taken (its info as `lock` returned it) as {@link list} lists it; no request. */
+  listed(workspace: string, info: LockInfo): LockListing {
+    const first = this.init.places[0];
+    // Without a place (locking off) nothing was stored: the info's own path stands in.
+    if (first === undefined) return listingOf({ kind: "table" }, info.Path, workspace, info, info.Expires, this.init.now());
+    return listingOf(first, this.init.keyOf(first, workspace), workspace, info, info.Expires, this.init.now());
+  }
+}
+
+/** One lock as {@link Locking.list} lists it. */
+function listingOf(place: Pick<LockPlace, "kind">, key: string, workspace: string | null, i: LockInfo, expires: number | undefined, now: number): LockListing {
+  return {
+    source: place.kind,
+    path: key,
+    workspace,
+    id: i.ID,
+    who: i.Who,
+    operation: i.Operation,
+    info: i.Info,
+    version: i.Version,
+    owner: i.Owner ?? null,
+    since: i.Created,
+    expires: expires === undefined ? null : new Date(expires * 1000).toISOString(),
+    expired: isExpired(expires, now, 0),
+  };
 }
 
 /** Every lock of `place` under `prefixes` (the table ignores them: it is listed once). */

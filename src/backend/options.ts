@@ -278,6 +278,16 @@ export interface CreateWorkspaceOptions extends UnderLockOptions {
   readonly principal?: Principal | undefined;
 }
 
+/** Options of {@link ObjectStoreBackend.deleteWorkspace}. */
+export interface DeleteWorkspaceOptions extends UnderLockOptions {
+  /**
+   * Refuse a workspace without a state (`WORKSPACE_NOT_FOUND`), checked under the lock right
+   * before the delete. Default false: deleting what is gone succeeds, so a retried delete
+   * (its reply lost) does too.
+   */
+  readonly mustExist?: boolean | undefined;
+}
+
 /** Options of {@link ObjectStoreBackend.diff}: the two sides, by version ID. */
 export interface DiffOptions {
   /**

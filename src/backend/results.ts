@@ -3,6 +3,7 @@
  * CLI, the server and the console render.
  */
 import type { Leftover } from "../store/types.js";
+import type { LockListing } from "./locking.js";
 import type { StateDiff } from "../state/diff.js";
 import type { Principal } from "./principal.js";
 
@@ -101,4 +102,13 @@ export interface VersionDiff {
   /** The newer side's version ID; null for "no state" (the workspace is deleted). */
   readonly to: string | null;
   readonly diff: StateDiff;
+}
+
+/** A workspace as {@link ObjectStoreBackend.workspaceStatus} reports it: its lock and its last write. */
+export interface WorkspaceStatus {
+  readonly name: string;
+  /** Its lock as `locks()` lists it; null when unlocked (or locking is off). */
+  readonly lock: LockListing | null;
+  /** Null when it has no state (never written, or deleted). */
+  readonly lastWrite: LastWrite | null;
 }

@@ -55,6 +55,14 @@ export async function diffVersions(ctx: BackendContext, workspace: string, sides
 }
 
 /**
+ * What a rollback to `versionId` would change: the diff from the current version (`from`,
+ * null when the workspace is deleted) to it. Pass `from` as the rollback's `expectCurrent`.
+ */
+export async function rollbackPreview(ctx: BackendContext, workspace: string, versionId: string): Promise<VersionDiff> {
+  return diffVersions(ctx, workspace, { from: await currentVersionOf(ctx, workspace), to: versionId });
+}
+
+/**
  * A rollback confirmed against a diff from `expected` (the version current then): refused
  * with `STATE_CONFLICT` when the workspace was written since. The caller holds the lock.
  */

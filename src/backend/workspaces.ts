@@ -9,7 +9,7 @@ import type { BackendContext } from "./context.js";
 import { decodeMeta, META } from "./fencing.js";
 import { principalOf } from "./history.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, workspacesPrefix } from "../config/layout.js";
-import type { LastWrite, WorkspaceObject } from "./results.js";
+import type { LastWrite, WorkspaceObject, WorkspaceStatus } from "./results.js";
 
 /** The empty state a new workspace starts with (serial 0, a new lineage), as the tool writes one. */
 export function emptyState(): string {
@@ -60,6 +60,13 @@ export async function refuseExisting(ctx: BackendContext, workspace: string): Pr
   }
 }
 
+/** Refuse to delete a workspace without a state (`WORKSPACE_NOT_FOUND`); checked under the lock. */
+export async function refuseMissing(ctx: BackendContext, workspace: string): Promise<void> {
+  if ((await ctx.store.head(ctx.statePath(workspace))) === null) {
+    throw new ObjstateError("WORKSPACE_NOT_FOUND", `workspace ${workspace} does not exist (no state at ${ctx.describe(workspace)})`, { details: { workspace } });
+  }
+}
+
 /** `CANNOT_DELETE_DEFAULT` and `INVALID_WORKSPACE`, before anything is locked. */
 export function checkDeletable(workspace: string): void {
   checkWorkspace(workspace);
@@ -96,4 +103,22 @@ export async function lastWriteOf(ctx: BackendContext, workspace: string): Promi
     operation: decodeMeta(m[META.operation]),
     principal: principalOf(m),
   };
+}
+
+/** Workspaces described at once by {@link workspaceStatuses}: one HEAD and one lock read each. */
+const STATUS_CONCURRENCY = 8;
+
+/** A workspace's lock and last write, read together. */
+export async function workspaceStatusOf(ctx: BackendContext, workspace: string): Promise<WorkspaceStatus> {
+  checkWorkspace(workspace);
+  const [lock, lastWrite] = await Promise.all([ctx.locking.current(workspace), lastWriteOf(ctx, workspace)]);
+  return { name: workspace, lock, lastWrite };
+}
+
+/** {@link workspaceStatusOf} of every listed workspace that `include` keeps, in listing order, a few at a time. */
+export async function workspaceStatuses(ctx: BackendContext, include: (workspace: string) => boolean = () => true): Promise<WorkspaceStatus[]> {
+  const names = (await listWorkspaceNames(ctx)).filter(include);
+  const out: WorkspaceStatus[] = [];
+  for (let i = 0; i < names.length; i += STATUS_CONCURRENCY) out.push(...(await Promise.all(names.slice(i, i + STATUS_CONCURRENCY).map((w) => workspaceStatusOf(ctx, w)))));
+  return out;
 }

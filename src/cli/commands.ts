@@ -26,6 +26,7 @@ import { openStateInput } from "./state-input.js";
 import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, layoutFlagOf, locateConfigError, type SettingsInput } from "./settings.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 import { redactUrl } from "../util/redact.js";
+import { lockJson, workspaceJson } from "../wire/shapes.js";
 
 export type Opts = Record<string, unknown>;
 
@@ -194,8 +195,9 @@ export function configAction(opts: Opts): void {
 export async function workspaceListAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   await withBackend(backendConfigOf(input), async (backend) => {
+    // With --json each workspace's lock and last write, as GET /api/v1/workspaces lists them.
+    if (opts["json"] === true) return printJson((await backend.workspaceStatuses()).map(workspaceJson));
     const list = await backend.listWorkspaces();
-    if (opts["json"] === true) return printJson(list);
     const current = workspaceOf(input);
     for (const w of list) say(`${w === current ? "*" : " "} ${w}`);
   });
@@ -226,12 +228,9 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw usageError(`the ${DEFAULT_WORKSPACE} workspace cannot be deleted`, "CANNOT_DELETE_DEFAULT");
   await withBackend(config, async (backend) => {
-    if (!(await backend.listWorkspaces()).includes(name)) {
-      throw new CliError("WORKSPACE_NOT_FOUND", `workspace ${name} does not exist (no state at ${backend.describe(name)})`);
-    }
     const lockId = lockIdOf(opts);
     // The delete takes and releases its own lock (unless --lock-id): an interrupt lets it settle, then says what it did.
-    const { interrupted } = await guardedCall(backend.describe(name), lockId === undefined ? timeout : 0, (wait) => backend.deleteWorkspace(name, { lockId, wait }));
+    const { interrupted } = await guardedCall(backend.describe(name), lockId === undefined ? timeout : 0, (wait) => backend.deleteWorkspace(name, { lockId, wait, mustExist: true }));
     if (interrupted) process.stderr.write(`objstate: interrupted, but the delete had already been sent: workspace ${name} is deleted${lockId === undefined ? " and its lock released" : ""}\n`);
     if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), deleted: true });
     say(`deleted workspace ${name} (${backend.describe(name)})`);
@@ -368,7 +367,7 @@ export async function lockAction(opts: Opts, command: readonly string[] = []): P
     const info = typeof opts["info"] === "string" ? opts["info"] : "";
     if (command.length > 0) return runUnderLock(backend, workspace, { operation, info }, timeout, command);
     const { info: lock, interrupted } = await lockWaiting(backend, workspace, { operation, info }, timeout);
-    if (opts["json"] === true) printJson(lock);
+    if (opts["json"] === true) printJson(lockJson(backend.listedLock(workspace, lock)));
     else say(lock.ID);
     if (interrupted !== undefined) {
       // The lock landed after the interrupt: it is held, and only its ID can release it.

@@ -4,7 +4,6 @@
  * and rolled back under the workspace's lock.
  */
 import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
-import { historyEntryJson } from "../backend/history.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { formatStateDiff, type StateDiff } from "../state/diff.js";
 import { confirm, interactive } from "./confirm.js";
@@ -13,6 +12,7 @@ import { underLock, withBackend } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { durationFlag } from "./duration.js";
 import { colorsAllowed, formatBytes, printJson } from "./term.js";
+import { historyEntryJson, rollbackJson, versionDiffJson } from "../wire/shapes.js";
 
 type Opts = Record<string, unknown>;
 
@@ -98,9 +98,9 @@ export async function stateDiffAction(opts: Opts): Promise<void> {
   const workspace = input.workspace ?? DEFAULT_WORKSPACE;
   await withBackend(backendConfigOf(input), async (backend) => {
     // The sides not given are the library's: the version before the current one, and the current one.
-    const { from, to, diff } = await backend.diff(workspace, { from: fromFlag, to: toFlag });
-    if (opts["json"] === true) return printJson({ workspace, from, to, ...diff });
-    await write(diffText(from, to, diff, colorsAllowed(process.stdout)));
+    const compared = await backend.diff(workspace, { from: fromFlag, to: toFlag });
+    if (opts["json"] === true) return printJson(versionDiffJson(workspace, compared));
+    await write(diffText(compared.from, compared.to, compared.diff, colorsAllowed(process.stdout)));
   });
 }
 
@@ -114,8 +114,7 @@ function diffText(from: string | null, to: string | null, diff: StateDiff, color
  * prints it) on standard error and ask; returns the current version the diff was made from.
  */
 async function confirmRollback(backend: ObjectStoreBackend, workspace: string, to: string): Promise<string | null> {
-  const current = await backend.currentVersion(workspace);
-  const { diff } = await backend.diff(workspace, { from: current, to });
+  const { from: current, diff } = await backend.previewRollback(workspace, to);
   const serial = diff.serial.before === null ? "" : ` (serial ${diff.serial.before + 1})`;
   process.stderr.write(`Rolling back ${backend.describe(workspace)} to version ${to} writes its content as a new version${serial}; what changes from the current state:\n`);
   process.stderr.write(diffText(current, to, diff, colorsAllowed(process.stderr)));
@@ -149,7 +148,7 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
     const result = await underLock(backend, workspace, { operation: "rollback", info: `objstate state rollback --to ${to}`, lockId: given }, timeout, (lock) =>
       backend.rollback(workspace, to, { lockId: lock.id, force, expectCurrent: shown }),
     );
-    if (opts["json"] === true) return printJson({ workspace, path: where, locked: backend.lockingEnabled, ...result });
+    if (opts["json"] === true) return printJson({ ...rollbackJson(workspace, result), path: where, locked: backend.lockingEnabled });
     const was = result.restored ? "restoring the deleted workspace" : `replacing serial ${result.previousSerial ?? "?"}`;
     await write(`rolled back ${where} to version ${to}: written as serial ${result.serial}${result.lineage === undefined ? "" : ` of lineage ${safe(result.lineage)}`}, ${was}; nothing was deleted${backend.lockingEnabled ? "" : " (not locked: no lock table)"}\n`);
   });

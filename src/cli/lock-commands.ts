@@ -12,10 +12,11 @@ import { nodeChildProcess } from "../util/builtins.js";
 import { CliError } from "./io.js";
 import { printJson } from "./term.js";
 import { formatAgo } from "../console/format.js";
+import { lockJson } from "../wire/shapes.js";
 
 /** Print the lock list: JSON, or one aligned line per lock. */
 export function printLocks(list: readonly LockListing[], json: boolean): void {
-  if (json) return printJson(list);
+  if (json) return printJson(list.map(lockJson));
   if (list.length === 0) {
     process.stdout.write("no locks\n");
     return;

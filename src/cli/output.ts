@@ -13,6 +13,7 @@
 import { DataRemoteStateObjectStore } from "../remote-state/data-remote-state.js";
 import { decimalForm, MAX_DECIMAL_DIGITS } from "../json/exact-json.js";
 import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
+import { asToolWritesJson, outputsJsonText, SENSITIVE } from "../wire/shapes.js";
 import { CliError, usageError } from "./io.js";
 import { layoutSetting } from "./layout-setting.js";
 import { cliTimeouts } from "./timeout-setting.js";
@@ -21,9 +22,6 @@ import { gatherSettings, remoteStateConfigOf } from "./settings.js";
 
 /** Name under which the CLI reads the remote state (appears in library messages). */
 const REMOTE_NAME = "objstate_output";
-
-/** What a hidden sensitive value prints as, in text and (as a JSON string) in `--json`. */
-const SENSITIVE = "<sensitive>";
 
 /** `objstate output`. */
 export async function outputAction(name: string | undefined, opts: Record<string, unknown>): Promise<void> {
@@ -41,7 +39,7 @@ export async function outputAction(name: string | undefined, opts: Record<string
     const names = outputs.names();
     const hidden = (n: string): boolean => !showSensitive && outputs.isSensitive(n);
     if (json) {
-      process.stdout.write(`${listingJson(outputs, names, hidden)}\n`);
+      process.stdout.write(`${outputsJsonText(outputs, hidden)}\n`);
       return;
     }
     if (names.length === 0) {
@@ -63,32 +61,6 @@ export async function outputAction(name: string | undefined, opts: Record<string
   }
   // With --json as the tool's `output -json NAME`: the value alone, on one line.
   process.stdout.write(`${json ? asToolWritesJson(outputs.toJSONText(name)) : outputs.toJSONText(name)}\n`);
-}
-
-/**
- * JSON text as the tool writes it (Go's encoding/json): `<`, `>` and `&` as `\u003c`,
- * `\u003e` and `\u0026`, and U+2028 and U+2029 escaped, so that objstate's `--json` is
- * byte for byte the tool's. Outside strings JSON text has none of these characters.
- */
-function asToolWritesJson(text: string): string {
-  return text.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-}
-
-/**
- * The tool's `output -json` of all outputs: `{"NAME": {"sensitive": …, "type": …, "value": …}}`
- * indented by two, names sorted, types in the tool's notation, numbers as written; a hidden
- * value is `"<sensitive>"` (its type and flag are still given).
- */
-function listingJson(outputs: RemoteOutputs, names: readonly string[], hidden: (n: string) => boolean): string {
-  if (names.length === 0) return "{}";
-  // Strings in JSON text hold no raw newline, so indenting every line of a value is safe.
-  const member = (key: string, text: string): string => `    ${JSON.stringify(key)}: ${text.replace(/\n/g, "\n    ")}`;
-  const entries = names.map((n) => {
-    const value = hidden(n) ? JSON.stringify(SENSITIVE) : asToolWritesJson(outputs.toJSONText(n, 2));
-    const members = [member("sensitive", String(outputs.isSensitive(n))), member("type", asToolWritesJson(outputs.toolTypeText(n, 2))), member("value", value)];
-    return `  ${asToolWritesJson(JSON.stringify(n))}: {\n${members.join(",\n")}\n  }`;
-  });
-  return `{\n${entries.join(",\n")}\n}`;
 }
 
 /**

@@ -278,7 +278,7 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     },
     diff: async (workspace, from, to): Promise<StateDiff> => (await backend.diff(workspace, { from, to })).diff,
     rollback: async (workspace, to, opts): Promise<RollbackResult> => {
-      const r = await backend.rollback(workspace, to, { principal: opts?.principal });
+      const r = await backend.rollback(workspace, to, { principal: opts?.principal, expectCurrent: opts?.expectCurrent });
       writes.delete(workspace);
       return { serial: r.serial };
     },

@@ -390,7 +390,8 @@ async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: Cons
   const latest = (await ctx.api.history(workspace, { limit: 1 })).find((v) => v.isLatest);
   if (latest?.versionId !== seen) refuse(409, "state changed since confirmation", `${workspace} was written since you confirmed: review the rollback again.`);
   try {
-    const result = await ctx.api.rollback(workspace, to as string, { principal: ctx.principal });
+    // Checked again by the library under the lock: a write between this check and the lock is refused too.
+    const result = await ctx.api.rollback(workspace, to as string, { principal: ctx.principal, expectCurrent: seen as string });
     log("ok", `to version ${to}, wrote serial ${result.serial ?? "?"}`);
   } catch (e) {
     log("failed", `to version ${to}: ${isObjstateError(e) ? e.code : "error"}`);

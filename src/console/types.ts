@@ -119,9 +119,11 @@ export interface ConsoleApi {
   diff(workspace: string, from: string, to: string): Promise<StateDiff>;
   /**
    * Write version `to`'s content as a new version (serial = current + 1), under the lock,
-   * recording `principal` (the console's user) as who it was made for.
+   * recording `principal` (the console's user) as who it was made for. With `expectCurrent`
+   * (the current version the confirmed diff was made from), refused with `STATE_CONFLICT`
+   * when the workspace was written since, checked under the lock.
    */
-  rollback(workspace: string, to: string, options?: { readonly principal?: ConsolePrincipal | undefined }): Promise<RollbackResult>;
+  rollback(workspace: string, to: string, options?: { readonly principal?: ConsolePrincipal | undefined; readonly expectCurrent?: string | undefined }): Promise<RollbackResult>;
   /** Release the lock with this ID (refused when the lock has another ID). */
   forceUnlock(workspace: string, id: string): Promise<void>;
 }

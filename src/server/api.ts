@@ -5,13 +5,13 @@
  */
 import { createHash } from "node:crypto";
 import { NO_LOCK_ID } from "../backend/backend.js";
-import { historyEntryJson, type HistoryEntryJson } from "../backend/history.js";
 import { ObjstateError } from "../errors.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { readBody } from "./body.js";
 import { checkDiffRoom, DIFF_MAX_BODY, diffJson } from "./diff-runner.js";
 import { requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
 import { allowed, allowedEverywhere, type Role } from "./users.js";
+import { historyEntryJson, lockJson, outputsJsonText, rollbackJson, versionDiffJson, workspaceJson, type HistoryEntryJson } from "../wire/shapes.js";
 
 /** A route: method, path pattern (`:name` segments), the role it needs on `:workspace`, handler. */
 export interface Route {
@@ -22,28 +22,19 @@ export interface Route {
   readonly handler: (ctx: Ctx) => Promise<void>;
 }
 
-const SENSITIVE = "<sensitive>";
-
-async function workspaceView(ctx: Ctx, ws: string): Promise<Record<string, unknown>> {
-  const [lock, lastWrite] = await Promise.all([ctx.backend.lockInfo(ws), ctx.backend.lastWrite(ws)]);
-  return { name: ws, state: lastWrite !== null, lock, lastWrite };
-}
-
 async function listWorkspaces(ctx: Ctx): Promise<void> {
   // `outputs` is enough to be listed: the listing shows no more than that role's routes.
-  const names = (await ctx.backend.listWorkspaces()).filter((w) => allowed(ctx.user, "outputs", w));
-  const out: Record<string, unknown>[] = [];
-  // A few at a time: one HEAD and one table read per workspace.
-  for (let i = 0; i < names.length; i += 8) out.push(...(await Promise.all(names.slice(i, i + 8).map((w) => workspaceView(ctx, w)))));
-  sendJson(ctx, 200, { workspaces: out });
+  const statuses = await ctx.backend.workspaceStatuses((w) => allowed(ctx.user, "outputs", w));
+  sendJson(ctx, 200, { workspaces: statuses.map(workspaceJson) });
 }
 
 async function showWorkspace(ctx: Ctx): Promise<void> {
-  sendJson(ctx, 200, await workspaceView(ctx, ctx.params["workspace"] as string));
+  sendJson(ctx, 200, workspaceJson(await ctx.backend.workspaceStatus(ctx.params["workspace"] as string)));
 }
 
 async function showLock(ctx: Ctx): Promise<void> {
-  sendJson(ctx, 200, { lock: await ctx.backend.lockInfo(ctx.params["workspace"] as string) });
+  const lock = await ctx.backend.currentLock(ctx.params["workspace"] as string);
+  sendJson(ctx, 200, { lock: lock === null ? null : lockJson(lock) });
 }
 
 /** `DELETE …/lock?id=ID`: the CLI's force-unlock, which needs the ID shown in the lock error. */
@@ -56,14 +47,13 @@ async function forceUnlock(ctx: Ctx): Promise<void> {
   sendJson(ctx, 200, { released: id });
 }
 
-/** Outputs of the workspace's state; sensitive values are always masked here. */
+/** Outputs of the workspace's state, as `objstate output --json` prints them; sensitive values are always masked here. */
 async function outputs(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   // Through the server's own connection: no credentials, drivers or table check per request.
   const read = await readRemoteOutputs(ctx.backend, ws);
-  const out: Record<string, unknown> = {};
-  for (const n of read.names()) out[n] = read.isSensitive(n) ? { sensitive: true, value: SENSITIVE } : { sensitive: false, value: read.get(n) };
-  sendJson(ctx, 200, { outputs: out });
+  // As text: numbers go out exactly as the state has them, never through a JS number.
+  send(ctx, 200, `{"outputs":${outputsJsonText(read, (n) => read.isSensitive(n))}}\n`, { "Content-Type": "application/json" });
 }
 
 /**
@@ -120,7 +110,7 @@ async function diffVersions(ctx: Ctx): Promise<void> {
   const to = ctx.url.searchParams.get("to") ?? "";
   if (from === "" || to === "") throw new ObjstateError("BAD_REQUEST", `a diff of workspace ${ws} needs ?from=VERSION&to=VERSION (version IDs from its history); to compare with a state of your own, POST it to this route`);
   const compared = await ctx.backend.diff(ws, { from, to });
-  sendJson(ctx, 200, { from, to, ...compared.diff });
+  sendJson(ctx, 200, versionDiffJson(ws, compared));
 }
 
 /** What `POST …/rollback` takes. */
@@ -155,7 +145,7 @@ async function rollback(ctx: Ctx): Promise<void> {
   const r = rollbackRequest(body.bytes, ws);
   if (r.force) requireRole(ctx, "force", ws);
   const result = await ctx.backend.rollback(ws, r.to, { force: r.force, lockId: r.lockId, ...writeAs(ctx, ws) });
-  sendJson(ctx, 200, { workspace: ws, ...result });
+  sendJson(ctx, 200, rollbackJson(ws, result));
 }
 
 /**
@@ -166,7 +156,7 @@ async function rollback(ctx: Ctx): Promise<void> {
  */
 async function listLocks(ctx: Ctx): Promise<void> {
   const locks = (await ctx.backend.locks()).filter((l) => (l.workspace === null ? allowedEverywhere(ctx.user, "admin") : allowed(ctx.user, "outputs", l.workspace)));
-  sendJson(ctx, 200, { locks });
+  sendJson(ctx, 200, { locks: locks.map(lockJson) });
 }
 
 /** The JSON API. */

@@ -98,7 +98,7 @@ export function backendSuite(makeTarget: () => Target): void {
         }
       });
 
-      it("deleteWorkspace removes the state and refuses default", async () => {
+      it("deleteWorkspace removes the state and refuses default; a second delete succeeds, unless mustExist", async () => {
         const props = await target.setup({ locks });
         const b = await connect(props);
         await b.writeState("temp", "{}");
@@ -107,6 +107,11 @@ export function backendSuite(makeTarget: () => Target): void {
         assert.deepEqual(await b.listWorkspaces(), ["default"]);
         await assert.rejects(b.deleteWorkspace("default"), (e) => isObjstateError(e, "CANNOT_DELETE_DEFAULT"));
         await assert.rejects(b.deleteWorkspace("a/b"), (e) => isObjstateError(e, "INVALID_WORKSPACE"));
+        await b.deleteWorkspace("temp");
+        await assert.rejects(b.deleteWorkspace("temp", { mustExist: true }), (e) => isObjstateError(e, "WORKSPACE_NOT_FOUND") && /workspace temp does not exist/.test(e.message));
+        await b.writeState("temp", "{}");
+        await b.deleteWorkspace("temp", { mustExist: true });
+        assert.equal(await b.readState("temp"), null);
       });
 
       it("round-trips a 64 MiB state byte for byte", async () => {

@@ -233,7 +233,11 @@ export function historySuite(makeTarget: () => Target): void {
         await b.writeState("default", state(2, ["t.a", "t.b"]));
         await b.writeState("default", state(5, ["t.a", "t.b", "t.c"]));
         const [v5, , v1] = await collect(b.history("default"));
-        const r = await b.rollback("default", v1?.versionId as string);
+        // The preview: from the current version to the target, and its `from` is what the rollback expects.
+        const preview = await b.previewRollback("default", v1?.versionId as string);
+        assert.deepEqual([preview.from, preview.to, preview.diff.serial, preview.diff.resources.removed], [v5?.versionId, v1?.versionId, { before: 5, after: 1 }, ["t.b", "t.c"]]);
+        await assert.rejects(b.rollback("default", v1?.versionId as string, { expectCurrent: v1?.versionId }), (e) => isObjstateError(e, "STATE_CONFLICT"));
+        const r = await b.rollback("default", v1?.versionId as string, { expectCurrent: preview.from });
         assert.deepEqual([r.serial, r.previousSerial, r.restored, r.from], [6, 5, false, v1?.versionId]);
         assert.equal((await b.readState("default"))?.toString(), reserialed(state(1, ["t.a"]), 6), "the old content, byte for byte, with the new serial");
         const h = await collect(b.history("default"));

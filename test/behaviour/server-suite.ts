@@ -96,7 +96,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.equal((view["lastWrite"] as { serial: number }).serial, 5);
     assert.equal(view["lock"], null);
     const outs = await api(`/api/v1/workspaces/${c.options.workspace}/outputs`);
-    assert.deepEqual(outs, { outputs: { n: { sensitive: false, value: 5 }, secret: { sensitive: true, value: "<sensitive>" } } });
+    assert.deepEqual(outs, { outputs: { n: { sensitive: false, type: "number", value: 5 }, secret: { sensitive: true, type: "string", value: "<sensitive>" } } });
   });
 
   it("-lock-timeout: a LOCK on a held state gets 423 with the holder's info, and succeeds once it is released", async () => {
@@ -224,7 +224,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
       assert.ok(lb.ok);
       // Later still, once b holds it: done, and b's lock is left alone (through every replica).
       for (let i = 0; i < bases.length; i++) assert.equal((await a.unlock()).status, 200, `${flavour}: repeated UNLOCK ${i + 1}`);
-      assert.equal(((await api(`/api/v1/workspaces/${ws}/lock`))["lock"] as { ID: string } | null)?.ID, lb.id);
+      assert.equal(((await api(`/api/v1/workspaces/${ws}/lock`))["lock"] as { id: string } | null)?.id, lb.id);
       assert.equal((await b.put(toolState(1, "after-retry"))).status, 200, "b still holds the lock and writes under it");
       // An ID that was never released is still refused with the holder.
       const other = await rawRequest(bases[0] as string, "UNLOCK", `/state/${ws}`, Buffer.from(JSON.stringify({ ...(JSON.parse((a.jsonLockInfo as Buffer).toString()) as object), ID: randomUUID() })));
@@ -266,7 +266,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     const lb = await b.lock("OperationTypeApply");
     assert.ok(lb.ok);
     assert.equal((await admin.unlock()).status, 200);
-    assert.equal(((await api(`/api/v1/workspaces/${ws}/lock`))["lock"] as { ID: string } | null)?.ID, lb.id);
+    assert.equal(((await api(`/api/v1/workspaces/${ws}/lock`))["lock"] as { id: string } | null)?.id, lb.id);
     // A force-unlock by ID (OpenTofu's, the API's) names what it releases: it goes through.
     assert.equal((await client({ workspace: ws, flavour: "opentofu" }).unlock(lb.id)).status, 200);
     assert.deepEqual(await api(`/api/v1/workspaces/${ws}/lock`), { lock: null });
@@ -299,9 +299,9 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     const ws = c.options.workspace as string;
     await seed(c, toolState(7, "apiview"));
     assert.ok((await c.lock("OperationTypeApply")).ok);
-    const list = (await api("/api/v1/workspaces"))["workspaces"] as { name: string; lock: { ID: string } | null; lastWrite: { serial: number } | null }[];
+    const list = (await api("/api/v1/workspaces"))["workspaces"] as { name: string; lock: { id: string } | null; lastWrite: { serial: number } | null }[];
     const mine = list.find((w) => w.name === ws);
-    assert.equal(mine?.lock?.ID, c.lockID);
+    assert.equal(mine?.lock?.id, c.lockID);
     assert.equal(mine?.lastWrite?.serial, 7);
     assert.equal(list[0]?.name, "default");
     const d = await rawRequest(bases[0] as string, "POST", `/api/v1/workspaces/${ws}/diff`, toolState(8, "apiview", { x: { value: 1, type: "number" } }));

@@ -207,7 +207,7 @@ describe("objstate CLI: an interrupt while the lock request is in flight", () =>
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /interrupted, but the delete had already been sent: workspace gone is deleted and its lock released/);
     const list = runCli(["workspace", "list", "--json", ...direct], { env: creds() });
-    assert.deepEqual(JSON.parse(list.stdout), ["default"]);
+    assert.deepEqual((JSON.parse(list.stdout) as { name: string }[]).map((w) => w.name), ["default"]);
     const lock = runCli(["lock", "-w", "gone", ...direct], { env: creds() });
     assert.equal(lock.code, 0, `the delete's lock was left held: ${lock.stderr}`);
   });

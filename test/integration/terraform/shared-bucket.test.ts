@@ -241,7 +241,7 @@ describe("objstate (layout s3) and terraform's S3 backend share a bucket", { ski
         await sandbox.ok(dir, ["workspace", "new", "staging"], tfEnv);
         await sandbox.ok(dir, ["workspace", "select", "default"], tfEnv);
         objstateOk(["workspace", "new", "qa"]);
-        assert.deepEqual(JSON.parse(objstateOk(["workspace", "list", "--json"]).stdout), ["default", "qa", "staging"]);
+        assert.deepEqual((JSON.parse(objstateOk(["workspace", "list", "--json"]).stdout) as { name: string }[]).map((w) => w.name), ["default", "qa", "staging"]);
         const listed = (await sandbox.ok(dir, ["workspace", "list"], tfEnv)).stdout.split("\n").map((l) => l.replace(/^\*?\s*/, "")).filter((l) => l !== "");
         assert.deepEqual(listed, ["default", "qa", "staging"]);
       });

@@ -35,7 +35,7 @@ describe("--layout and objstate.layout", () => {
     assert.ok(existsSync(join(dir, s.bucket, "tool.tfstate")));
     assert.equal(runCli(["state", "push", state, "-w", "prod", "--layout", "s3", ...s.args]).code, 0);
     assert.ok(existsSync(join(dir, s.bucket, encodeURIComponent("env:/prod/tool.tfstate"))));
-    assert.deepEqual(JSON.parse(runCli(["workspace", "list", "--json", "--layout", "s3", ...s.args]).stdout), ["default", "prod"]);
+    assert.deepEqual((JSON.parse(runCli(["workspace", "list", "--json", "--layout", "s3", ...s.args]).stdout) as { name: string }[]).map((w) => w.name), ["default", "prod"]);
     assert.equal(runCli(["state", "pull", "--layout", "s3", ...s.args]).stdout, STATE);
     assert.equal(runCli(["output", "y", "--raw", "--layout", "s3", ...s.args]).stdout, "v");
     // The seed layout reads its default workspace at env:/tool.tfstate: there is none.

@@ -27,6 +27,8 @@ interface Listed {
   operation: string;
   info: string;
   since: string;
+  version: string;
+  owner: string | null;
   expires: string | null;
   expired: boolean;
 }
@@ -41,13 +43,14 @@ describe("objstate leases, lockfiles and the lock list", () => {
     const s = settings(true);
     const lock = runCli(["lock", "--json", "--lock-ttl", "1m", "--operation", "apply", ...s]);
     assert.equal(lock.code, 0, lock.stderr);
-    const info = JSON.parse(lock.stdout) as { ID: string; Expires: number; Created: string };
-    assert.ok(info.Expires * 1000 > Date.now() + 50_000);
+    const info = JSON.parse(lock.stdout) as { id: string; expires: string; since: string };
+    assert.ok(Date.parse(info.expires) > Date.now() + 50_000);
     const listed = list(s);
-    assert.deepEqual(listed, [{ source: "table", path: listed[0]?.path, workspace: "default", id: info.ID, who: listed[0]?.who, operation: "apply", info: "", since: info.Created, expires: new Date(info.Expires * 1000).toISOString(), expired: false }]);
+    assert.deepEqual(listed, [{ source: "table", path: listed[0]?.path, workspace: "default", id: info.id, who: listed[0]?.who, operation: "apply", info: "", version: listed[0]?.version, owner: null, since: info.since, expires: info.expires, expired: false }]);
+    assert.deepEqual(listed, [info], "lock --json prints the lock as locks --json lists it");
     const text = runCli(["locks", ...s]);
     assert.match(text.stdout, /^WORKSPACE\s+SOURCE\s+ID\s+WHO\s+OPERATION\s+INFO\s+SINCE\s+LEASE\n/);
-    assert.match(text.stdout, new RegExp(`default\\s+table\\s+${info.ID}\\s+\\S+\\s+apply\\s+-\\s+${info.Created} \\(\\d+ (s|min) ago\\)\\s+expires \\d{4}-[^ ]+ \\(in \\d+ (s|min)\\)`));
+    assert.match(text.stdout, new RegExp(`default\\s+table\\s+${info.id}\\s+\\S+\\s+apply\\s+-\\s+${info.since} \\(\\d+ (s|min) ago\\)\\s+expires \\d{4}-[^ ]+ \\(in \\d+ (s|min)\\)`));
     const withInfo = runCli(["lock", "-w", "staging", "--info", "CI run 42", ...s]);
     assert.equal(withInfo.code, 0, withInfo.stderr);
     assert.match(runCli(["locks", ...s]).stdout, /^staging\s+table\s+\S+\s+\S+\s+objstate lock\s+CI run 42\s+/m);
@@ -55,7 +58,7 @@ describe("objstate leases, lockfiles and the lock list", () => {
     const refused = runCli(["lock", ...s]);
     assert.equal(refused.code, EXIT.locked);
     assertOneLineError(refused, /its lease expires at \d{4}-/);
-    assert.equal(runCli(["unlock", info.ID, ...s]).code, 0);
+    assert.equal(runCli(["unlock", info.id, ...s]).code, 0);
     assert.equal(runCli(["locks", ...s]).stdout, "no locks\n");
   });
 

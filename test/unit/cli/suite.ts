@@ -222,7 +222,7 @@ export function cliSuite(makeTarget: () => Target): void {
       const list = t.cli(["workspace", "list"]);
       assert.equal(list.code, 0, list.stderr);
       assert.equal(list.stdout, "* default\n  prod\n  staging\n");
-      assert.deepEqual(JSON.parse(t.cli(["workspace", "list", "--json"]).stdout), ["default", "prod", "staging"]);
+      assert.deepEqual((JSON.parse(t.cli(["workspace", "list", "--json"]).stdout) as { name: string }[]).map((w) => w.name), ["default", "prod", "staging"]);
       assert.equal(t.cli(["workspace", "list", "-w", "prod"]).stdout, "  default\n* prod\n  staging\n");
 
       const def = t.cli(["workspace", "delete", "default"]);
@@ -230,7 +230,7 @@ export function cliSuite(makeTarget: () => Target): void {
       assertOneLineError(def, /the default workspace cannot be deleted/);
       const del = t.cli(["workspace", "delete", "staging"]);
       assert.equal(del.code, 0, del.stderr);
-      assert.deepEqual(JSON.parse(t.cli(["workspace", "list", "--json"]).stdout), ["default", "prod"]);
+      assert.deepEqual((JSON.parse(t.cli(["workspace", "list", "--json"]).stdout) as { name: string }[]).map((w) => w.name), ["default", "prod"]);
       const missing = t.cli(["workspace", "delete", "staging"]);
       assert.equal(missing.code, 1);
       assertOneLineError(missing, /workspace staging does not exist/);
@@ -301,7 +301,7 @@ export function cliSuite(makeTarget: () => Target): void {
 
     it("--lock-timeout: fails with exit 3 after the timeout, showing the holder and since when", async () => {
       const t = await fresh();
-      const lock = JSON.parse(t.cli(["lock", "--operation", "apply", "--json"]).stdout) as { ID: string; Who: string; Created: string };
+      const lock = JSON.parse(t.cli(["lock", "--operation", "apply", "--json"]).stdout) as { id: string; who: string; since: string };
       const startedAt = Date.now();
       const r = t.cli(["state", "push", file('{"serial":4}'), "--lock-timeout", "1500ms"]);
       const took = Date.now() - startedAt;
@@ -310,7 +310,7 @@ export function cliSuite(makeTarget: () => Target): void {
       assert.match(r.stderr, /waiting up to 1\.5s/);
       const last = r.stderr.trim().split("\n").at(-1) as string;
       assert.match(last, /^objstate: error: /);
-      assert.ok(last.includes(`ID ${lock.ID}, held by ${lock.Who} since ${lock.Created} for apply`), last);
+      assert.ok(last.includes(`ID ${lock.id}, held by ${lock.who} since ${lock.since} for apply`), last);
       // How long it waited depends on the machine: assert the message's shape, not the figure.
       assert.match(last, /Gave up after waiting (\d+(\.\d)?(ms|s)|[\dhms]+) \(--lock-timeout 1\.5s\)/);
       assert.equal(t.cli(["state", "pull"]).code, 1, "nothing was written");

@@ -84,16 +84,16 @@ describe("the tool's single-dash spellings", () => {
     assert.match(lock.stderr, /unknown option '-lock=false'/);
     const json = runCli(["workspace", "list", "-json", "-w", "force", ...settings]);
     assert.equal(json.code, 0, json.stderr);
-    assert.ok((JSON.parse(json.stdout) as string[]).includes("force"));
+    assert.ok((JSON.parse(json.stdout) as { name: string }[]).some((w) => w.name === "force"));
   });
 
   it("never as an option's value, nor after -- (the command lock runs)", () => {
     const ws = ["-w", "values"];
     const taken = runCli(["lock", "--info", "-json", "-json", ...ws, ...settings]);
     assert.equal(taken.code, 0, taken.stderr);
-    const info = JSON.parse(taken.stdout) as { ID: string; Info: string };
-    assert.equal(info.Info, "-json", "the value of --info is kept as given");
-    assert.equal(runCli(["force-unlock", "-force", info.ID, ...ws, ...settings]).code, 0, "force-unlock -force is --force");
+    const info = JSON.parse(taken.stdout) as { id: string; info: string };
+    assert.equal(info.info, "-json", "the value of --info is kept as given");
+    assert.equal(runCli(["force-unlock", "-force", info.id, ...ws, ...settings]).code, 0, "force-unlock -force is --force");
     const script = join(dir, "args.mjs");
     writeFileSync(script, "console.log(JSON.stringify(process.argv.slice(2)));");
     const run = runCli(["lock", ...ws, ...settings, "--", process.execPath, script, "-json", "-force", "-lock=false"]);

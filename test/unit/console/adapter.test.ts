@@ -204,6 +204,18 @@ describe("backendConsoleApi over the embedded store", () => {
     assert.equal(await backend.readState("gone"), null);
     assert.equal(await api.exists("gone"), true, "its versions can still be rolled back to");
   });
+
+  it("a rollback confirmed against a version that is no longer current is refused under the lock; nothing is written", async () => {
+    const api = backendConsoleApi(backend);
+    await backend.writeState("confirmed", makeState(1, 1), { force: true });
+    await backend.writeState("confirmed", makeState(2, 2), { force: true });
+    const [seen, first] = (await api.history("confirmed", { limit: 5 })).map((v) => v.versionId) as [string, string];
+    await backend.writeState("confirmed", makeState(3, 3), { force: true });
+    await assert.rejects(api.rollback("confirmed", first, { expectCurrent: seen }), (e) => isObjstateError(e, "STATE_CONFLICT"));
+    assert.equal((await api.history("confirmed", { limit: 5 })).length, 3, "nothing written");
+    const now = (await api.history("confirmed", { limit: 1 }))[0]?.versionId;
+    assert.equal((await api.rollback("confirmed", first, { expectCurrent: now })).serial, 4);
+  });
 });
 
 describe("the console's background queue", () => {

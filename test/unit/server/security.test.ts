@@ -242,7 +242,7 @@ describe("objstate serve: users, roles, TLS", () => {
     const call = (user: string, method: string, path: string, body?: Buffer) => rawRequest(s.url, method, path, body, { username: user, password: pw(user) });
     const outputs = await call("consumer", "GET", `/api/v1/workspaces/${ws}/outputs`);
     assert.equal(outputs.status, 200);
-    assert.deepEqual(JSON.parse(outputs.body.toString()), { outputs: { url: { sensitive: false, value: "https://y" } } });
+    assert.deepEqual(JSON.parse(outputs.body.toString()), { outputs: { url: { sensitive: false, type: "string", value: "https://y" } } });
     const history = await call("reader", "GET", `/api/v1/workspaces/${ws}/history`);
     const [v2, v1] = (JSON.parse(history.body.toString()) as { versions: { versionId: string }[] }).versions.map((v) => v.versionId);
     const denied = await call("consumer", "GET", `/state/${ws}`);
@@ -280,7 +280,7 @@ describe("objstate serve: users, roles, TLS", () => {
     assert.match(masked, /data-output="token"/);
     assert.ok(!masked.includes("hunter2"), "sensitive value masked on the page");
     const api = JSON.parse((await call("consumer", "GET", `/api/v1/workspaces/${withSecret}/outputs`)).body.toString());
-    assert.deepEqual(api.outputs.token, { sensitive: true, value: "<sensitive>" });
+    assert.deepEqual(api.outputs.token, { sensitive: true, type: "string", value: "<sensitive>" });
   });
 
   it("a lock of another state under the prefix is listed only for admin on * itself, not for a glob that matches the name *", async () => {

@@ -1,0 +1,229 @@
+/**
+ * The JSON objstate prints of its objects, in one place: the CLI's `--json`, the server's
+ * `/api/v1` and the console's JSON all build a version, a lock, a workspace, outputs, a diff
+ * of versions and a rollback with these functions, so the same object prints the same JSON
+ * wherever it is asked for (docs/decisions/060). Every key is always present (null when
+ * unknown), so a client never tells "absent" from "unknown". The functions are pure: the
+ * shells make the library call, then render its result here.
+ */
+import type { LastWrite, LockListing, RollbackResult, StateVersion, VersionDiff, WorkspaceStatus } from "../backend/backend.js";
+import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
+import type { JsonValue } from "../json/exact-json.js";
+import type { StateDiff } from "../state/diff.js";
+
+// ---------------------------------------------------------------- versions
+
+/**
+ * A history entry: `objstate state history --json` (its `versions`), the server's
+ * `GET /api/v1/workspaces/{w}/history` (its `versions`). `isLatest` is the library's name.
+ */
+export interface HistoryEntryJson {
+  readonly versionId: string;
+  readonly isLatest: boolean;
+  readonly deleteMarker: boolean;
+  /** UTC ISO time, null when the store does not say. */
+  readonly lastModified: string | null;
+  readonly size: number;
+  readonly serial: number | null;
+  readonly lineage: string | null;
+  readonly writer: "objstate" | "other" | null;
+  /** What the writing client said it was (`Who`): unchecked. */
+  readonly who: string | null;
+  /** The server user the write was made for, and how it authenticated: checked by the server. */
+  readonly principal: { readonly name: string; readonly via: string } | null;
+  readonly operation: string | null;
+  readonly lockId: string | null;
+  readonly sourceVersion: string | null;
+}
+
+/** {@link StateVersion} as {@link HistoryEntryJson}. */
+export function historyEntryJson(v: StateVersion): HistoryEntryJson {
+  return {
+    versionId: v.versionId,
+    isLatest: v.isLatest,
+    deleteMarker: v.deleteMarker,
+    lastModified: v.lastModified?.toISOString() ?? null,
+    size: v.size,
+    serial: v.serial ?? null,
+    lineage: v.lineage ?? null,
+    writer: v.writer ?? null,
+    who: v.who ?? null,
+    principal: v.principal === undefined ? null : { name: v.principal.name, via: v.principal.via },
+    operation: v.operation ?? null,
+    lockId: v.lockId ?? null,
+    sourceVersion: v.sourceVersion ?? null,
+  };
+}
+
+// ---------------------------------------------------------------- locks
+
+/**
+ * A lock: each entry of `objstate locks --json` and `GET /api/v1/locks` (its `locks`),
+ * `objstate lock --json`, `GET /api/v1/workspaces/{w}/lock` (its `lock`) and the `lock` of
+ * a workspace. The lock-table item's `Info` (the tool's `ID`, `Who` …) in objstate's names.
+ */
+export interface LockJson {
+  /** The workspace it locks; null for a lock of another state under the same prefix. */
+  readonly workspace: string | null;
+  /** `table` (an item of the lock table) or `lockfile` (`{statePath}.tflock`). */
+  readonly source: "table" | "lockfile";
+  /** The table's LockID, or the lockfile's object key. */
+  readonly path: string;
+  /** What unlock and force-unlock need ("" for an item without lock info). */
+  readonly id: string;
+  /** What the holder said it was (`Who`): unchecked. */
+  readonly who: string;
+  readonly operation: string;
+  /** The holder's free text (`Info`). */
+  readonly info: string;
+  /** The holder's tool version. */
+  readonly version: string;
+  /** The server user that took it through `objstate serve`; null for a lock taken elsewhere. */
+  readonly owner: string | null;
+  /** UTC ISO time it was taken, "" when unknown. */
+  readonly since: string;
+  /** UTC ISO time its lease ends; null for a lock that never expires. */
+  readonly expires: string | null;
+  /** Has its lease ended (by the printing process's clock)? */
+  readonly expired: boolean;
+}
+
+/** A lock as the library lists it ({@link ObjectStoreBackend.locks}, `currentLock`, `listedLock`) as {@link LockJson}. */
+export function lockJson(l: LockListing): LockJson {
+  return {
+    workspace: l.workspace,
+    source: l.source,
+    path: l.path,
+    id: l.id,
+    who: l.who,
+    operation: l.operation,
+    info: l.info,
+    version: l.version,
+    owner: l.owner,
+    since: l.since,
+    expires: l.expires,
+    expired: l.expired,
+  };
+}
+
+// ---------------------------------------------------------------- workspaces
+
+/** A workspace's last write as its state object records it. */
+export interface LastWriteJson {
+  readonly size: number;
+  readonly etag: string | null;
+  /** UTC ISO time, null when the store does not say. */
+  readonly lastModified: string | null;
+  readonly serial: number | null;
+  readonly lineage: string | null;
+  /** What the writing client said it was (`Who`): unchecked. */
+  readonly who: string | null;
+  readonly lockId: string | null;
+  readonly operation: string | null;
+  /** The server user the write was made for, and how it authenticated. */
+  readonly principal: { readonly name: string; readonly via: string } | null;
+}
+
+/** {@link LastWrite} as {@link LastWriteJson}. */
+export function lastWriteJson(w: LastWrite): LastWriteJson {
+  return {
+    size: w.size,
+    etag: w.etag ?? null,
+    lastModified: w.lastModified ?? null,
+    serial: w.serial ?? null,
+    lineage: w.lineage ?? null,
+    who: w.who ?? null,
+    lockId: w.lockId ?? null,
+    operation: w.operation ?? null,
+    principal: w.principal === undefined ? null : { name: w.principal.name, via: w.principal.via },
+  };
+}
+
+/**
+ * A workspace: each entry of `objstate workspace list --json` and `GET /api/v1/workspaces`
+ * (its `workspaces`), and `GET /api/v1/workspaces/{w}`.
+ */
+export interface WorkspaceJson {
+  readonly name: string;
+  /** Does it have a state (false for `default` before its first write)? */
+  readonly state: boolean;
+  readonly lock: LockJson | null;
+  readonly lastWrite: LastWriteJson | null;
+}
+
+/** {@link WorkspaceStatus} as {@link WorkspaceJson}. */
+export function workspaceJson(s: WorkspaceStatus): WorkspaceJson {
+  return { name: s.name, state: s.lastWrite !== null, lock: s.lock === null ? null : lockJson(s.lock), lastWrite: s.lastWrite === null ? null : lastWriteJson(s.lastWrite) };
+}
+
+// ---------------------------------------------------------------- outputs
+
+/** What a hidden sensitive value prints as, in text and (as a JSON string) in JSON. */
+export const SENSITIVE = "<sensitive>";
+
+/**
+ * Outputs in the tool's `output -json` shape: `objstate output --json` and the `outputs` of
+ * `GET /api/v1/workspaces/{w}/outputs`. A hidden value is `"<sensitive>"`.
+ */
+export type OutputsJson = Readonly<Record<string, { readonly sensitive: boolean; readonly type: JsonValue; readonly value: JsonValue }>>;
+
+/**
+ * {@link OutputsJson} as text, exactly as the tool's `output -json` writes it: indented by
+ * two, names sorted, types in the tool's notation, numbers exactly as the state has them
+ * (never through a JS number), `<`, `>`, `&` escaped as Go does. `hidden(name)`: print
+ * that output's value as `"<sensitive>"` (its type and flag are still given).
+ */
+export function outputsJsonText(outputs: RemoteOutputs, hidden: (name: string) => boolean): string {
+  const names = outputs.names();
+  if (names.length === 0) return "{}";
+  // Strings in JSON text hold no raw newline, so indenting every line of a value is safe.
+  const member = (key: string, text: string): string => `    ${JSON.stringify(key)}: ${text.replace(/\n/g, "\n    ")}`;
+  const entries = names.map((n) => {
+    const value = hidden(n) ? JSON.stringify(SENSITIVE) : asToolWritesJson(outputs.toJSONText(n, 2));
+    const members = [member("sensitive", String(outputs.isSensitive(n))), member("type", asToolWritesJson(outputs.toolTypeText(n, 2))), member("value", value)];
+    return `  ${asToolWritesJson(JSON.stringify(n))}: {\n${members.join(",\n")}\n  }`;
+  });
+  return `{\n${entries.join(",\n")}\n}`;
+}
+
+/**
+ * JSON text as the tool writes it (Go's encoding/json): `<`, `>` and `&` as `\u003c`,
+ * `\u003e` and `\u0026`, and U+2028 and U+2029 escaped, so that objstate's JSON is byte
+ * for byte the tool's. Outside strings JSON text has none of these characters.
+ */
+export function asToolWritesJson(text: string): string {
+  return text.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+// ---------------------------------------------------------------- diffs and rollbacks
+
+/**
+ * A diff of two stored versions: `objstate state diff --json` and
+ * `GET /api/v1/workspaces/{w}/diff?from=&to=`. `from`/`to` null stand for "no state".
+ */
+export type VersionDiffJson = { readonly workspace: string; readonly from: string | null; readonly to: string | null } & StateDiff;
+
+/** {@link VersionDiff} of `workspace` as {@link VersionDiffJson}. */
+export function versionDiffJson(workspace: string, d: VersionDiff): VersionDiffJson {
+  return { workspace, from: d.from, to: d.to, ...d.diff };
+}
+
+/** What a rollback did: `objstate state rollback --json` (beside `path`, `locked`) and `POST /api/v1/workspaces/{w}/rollback`. */
+export interface RollbackJson {
+  readonly workspace: string;
+  /** The version whose content was restored. */
+  readonly from: string;
+  /** The serial the restored content now carries. */
+  readonly serial: number;
+  readonly lineage: string | null;
+  /** The serial of the state it replaced; null when the workspace was deleted. */
+  readonly previousSerial: number | null;
+  /** The workspace had no current state (deleted): the rollback restored it. */
+  readonly restored: boolean;
+  readonly md5: string;
+}
+
+/** {@link RollbackResult} of `workspace` as {@link RollbackJson}. */
+export function rollbackJson(workspace: string, r: RollbackResult): RollbackJson {
+  return { workspace, from: r.from, serial: r.serial, lineage: r.lineage ?? null, previousSerial: r.previousSerial ?? null, restored: r.restored, md5: r.md5 };
+}
