@@ -1,5 +1,5 @@
 /**
- * Waiting for a lock someone else holds (docs/decisions/055): the attempts of a lock request
+ * Waiting for a lock someone else holds (docs/decisions/056): the attempts of a lock request
  * spaced out with exponential backoff and jitter, ended by a deadline or an abort signal.
  * The tool keeps this in its library (its `-lock-timeout`); so does objstate.
  */
