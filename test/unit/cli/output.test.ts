@@ -108,6 +108,7 @@ describe("objstate output", () => {
       const r = cli("plain", name, "--raw");
       assert.equal(r.code, 1);
       assert.equal(r.stdout, "");
+      // Only the error: a reader is not warned about unlocked writers (there is no lock table here).
       assert.match(r.stderr, pattern);
     }
     const noName = cli("plain", "--raw");
