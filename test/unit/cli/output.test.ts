@@ -101,9 +101,9 @@ describe("objstate output", () => {
     assert.equal(cli("numbers", "tiny", "--raw").stdout, `0.${"0".repeat(399)}1`);
     assert.equal(cli("numbers", "neg", "--raw").stdout, "-150");
     for (const [name, pattern] of [
-      ["ids", /\nobjstate: error: output "ids" is a list, not a string: --raw prints only strings, numbers and booleans \(use --json\)\n$/],
-      ["tags", /\nobjstate: error: output "tags" is an object, not a string: --raw prints only strings, numbers and booleans \(use --json\)\n$/],
-      ["nothing", /\nobjstate: error: output "nothing" is null, so --raw cannot print it \(use --json\)\n$/],
+      ["ids", /^objstate: error: output "ids" is a list, not a string: --raw prints only strings, numbers and booleans \(use --json\)\n$/],
+      ["tags", /^objstate: error: output "tags" is an object, not a string: --raw prints only strings, numbers and booleans \(use --json\)\n$/],
+      ["nothing", /^objstate: error: output "nothing" is null, so --raw cannot print it \(use --json\)\n$/],
     ] as const) {
       const r = cli("plain", name, "--raw");
       assert.equal(r.code, 1);
