@@ -10,8 +10,10 @@
 //   synth, synth --for s3   the command's offline synthesis of one backend: the seed's tool
 //             JSON, and the real tool's s3 backend through the mapping table (issue 24: the
 //             second costs no more than the first, within 5 %)
-// Prints medians and the median of the per-round ratios objstate / peer (goal <= 0.25) and
-// each command over the empty process. Run: npm run bench:startup
+// Prints medians, the synthesis over the empty process against issue 25's bound (<= 30 ms on
+// Node 22 and 24, <= 50 ms on Node 20), the median of the per-round ratios objstate / peer
+// (reported only: cdktf is archived) and each command over the empty process.
+// Run: npm run bench:startup; on another Node, after the build: `"$(bash scripts/node24.sh)" bench/startup.mjs`.
 // Env: BENCH_ROUNDS (default 15), BENCH_STATES (default 1000).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -66,13 +68,17 @@ const over = (k) => median(rounds.map((t) => t[k] - t.empty));
 const n = Number(process.env.BENCH_STATES ?? 1000);
 console.log(`start-up bench (${ROUNDS} rounds, alternating; medians of whole processes on Node ${process.versions.node})`);
 console.log(`  empty node process                  ${m.empty.toFixed(1).padStart(7)} ms`);
-console.log(`  objstate: 1 backend + ${n} states   ${m.objstate.toFixed(1).padStart(7)} ms   ${over("objstate").toFixed(1)} ms over empty (goal: <= 30 on Node 22+, <= 50 on Node 20)`);
+// Issue 25: <= 30 ms over an empty process on Node 22 and 24, <= 50 ms on Node 20.
+const bound = Number(process.versions.node.split(".")[0]) >= 22 ? 30 : 50;
+const synthesis = over("objstate");
+console.log(`  objstate: 1 backend + ${n} states   ${m.objstate.toFixed(1).padStart(7)} ms   ${synthesis.toFixed(1)} ms over empty (bound on Node ${process.versions.node.split(".")[0]}: <= ${bound}) ${synthesis <= bound ? "PASS" : "FAIL"}`);
 console.log(`  peer (cdktf 0.21, same job)         ${m.peer.toFixed(1).padStart(7)} ms`);
-console.log(`  objstate / peer = ${ratio.toFixed(3)} (goal <= 0.25)   [median of per-round ratios]`);
+// cdktf is archived: the ratio is reported, no longer a goal (issue 25).
+console.log(`  objstate / peer = ${ratio.toFixed(3)} (reported only)   [median of per-round ratios]`);
 console.log(`  objstate --help                     ${m.help.toFixed(1).padStart(7)} ms   ${over("help").toFixed(1)} ms over empty`);
 console.log(`  objstate config                     ${m.config.toFixed(1).padStart(7)} ms   ${over("config").toFixed(1)} ms over empty`);
 const forRatio = median(rounds.map((t) => t.synthFor / t.synth));
 console.log(`  objstate synth                      ${m.synth.toFixed(1).padStart(7)} ms   ${over("synth").toFixed(1)} ms over empty`);
 console.log(`  objstate synth --for s3             ${m.synthFor.toFixed(1).padStart(7)} ms   ${over("synthFor").toFixed(1)} ms over empty`);
 console.log(`  synth --for s3 / synth = ${forRatio.toFixed(3)} (goal <= 1.05)   [median of per-round ratios]`);
-console.log(JSON.stringify({ ...m, ratio, objstateOverEmpty: over("objstate"), helpOverEmpty: over("help"), configOverEmpty: over("config"), synthOverEmpty: over("synth"), synthForOverEmpty: over("synthFor"), synthForRatio: forRatio }));
+console.log(JSON.stringify({ node: process.versions.node, ...m, ratio, objstateOverEmpty: synthesis, bound, helpOverEmpty: over("help"), configOverEmpty: over("config"), synthOverEmpty: over("synth"), synthForOverEmpty: over("synthFor"), synthForRatio: forRatio }));
