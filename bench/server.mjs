@@ -307,6 +307,8 @@ async function inOrder(forward, fns) {
 const BOUND = 1.5; // issue 25: server <= library + 1.5 x transport
 const SMALL_BOUND_MS = 0.5; // issue 25: a small request's fixed cost over a bare round trip
 const SMALL = Number(env.BENCH_SMALL ?? 1000);
+// BENCH_OPS: which transfers to run (default GET,POST); one alone, for a profile of the server.
+const OPS = ["GET", "POST"].filter((op) => (env.BENCH_OPS ?? "GET,POST").split(",").includes(op));
 if (PARTS.has("transfer")) {
 const results = [];
 const bounds = [];
@@ -323,18 +325,21 @@ for (const size of SIZES) {
   if ((await lean(bare.url, "PUT", `/keep/${ws}`, kept)).status !== 200) throw new Error("PUT to the bare transport");
   for (let r = 0; r < ROUNDS; r++) {
     const first = r % 2 === 0;
-    // POST: the same size, a new serial each time (the same content would be a no-op).
-    // Whichever runs first writes the lower serial. The transport sends the server's bytes.
-    const [lower, higher] = [stateOf(size), stateOf(size)];
-    const a = first ? lower : higher;
-    const b = first ? higher : lower;
-    md5s.set(b, createHash("md5").update(b).digest("base64"));
-    const lib = async () => backend.writeState(ws, a);
-    const srv = async () => { const x = await lean(server.url, "POST", `/state/${ws}`, b); if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`); };
-    const tr = async () => { const x = await lean(bare.url, "POST", `/sink/${ws}`, b); if (x.status !== 200) throw new Error(`bare POST ${x.status}`); };
-    const [tl, ts, tt] = await inOrder(first, [() => cpuTimed(lib, server, cpu.POST[0]), () => cpuTimed(srv, server, cpu.POST[1]), () => cpuTimed(tr, bare, cpu.POST[2])]);
-    ms.POST[0].push(tl); ms.POST[1].push(ts); ms.POST[2].push(tt); ratios.POST.push(ts / tl); over.POST.push((ts - tl) / tt);
-    sent.push({ what: `POST ${size / MiB} MiB`, client: ts });
+    if (OPS.includes("POST")) {
+      // POST: the same size, a new serial each time (the same content would be a no-op).
+      // Whichever runs first writes the lower serial. The transport sends the server's bytes.
+      const [lower, higher] = [stateOf(size), stateOf(size)];
+      const a = first ? lower : higher;
+      const b = first ? higher : lower;
+      md5s.set(b, createHash("md5").update(b).digest("base64"));
+      const lib = async () => backend.writeState(ws, a);
+      const srv = async () => { const x = await lean(server.url, "POST", `/state/${ws}`, b); if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`); };
+      const tr = async () => { const x = await lean(bare.url, "POST", `/sink/${ws}`, b); if (x.status !== 200) throw new Error(`bare POST ${x.status}`); };
+      const [tl, ts, tt] = await inOrder(first, [() => cpuTimed(lib, server, cpu.POST[0]), () => cpuTimed(srv, server, cpu.POST[1]), () => cpuTimed(tr, bare, cpu.POST[2])]);
+      ms.POST[0].push(tl); ms.POST[1].push(ts); ms.POST[2].push(tt); ratios.POST.push(ts / tl); over.POST.push((ts - tl) / tt);
+      sent.push({ what: `POST ${size / MiB} MiB`, client: ts });
+    }
+    if (!OPS.includes("GET")) continue;
     const libR = async () => { if ((await backend.readState(ws)).length !== size) throw new Error("short read"); };
     const srvR = async () => { const x = await lean(server.url, "GET", `/state/${ws}`); if (x.body.length !== size) throw new Error(`GET ${x.status}`); };
     const trR = async () => { const x = await lean(bare.url, "GET", `/keep/${ws}`); if (x.body.length !== size) throw new Error(`bare GET ${x.status}`); };
@@ -342,7 +347,7 @@ for (const size of SIZES) {
     ms.GET[0].push(gl); ms.GET[1].push(gs); ms.GET[2].push(gt); ratios.GET.push(gs / gl); over.GET.push((gs - gl) / gt);
     sent.push({ what: `GET ${size / MiB} MiB`, client: gs });
   }
-  for (const op of ["GET", "POST"]) {
+  for (const op of OPS) {
     const [cl, cs, ct] = cpu[op];
     const o = median(over[op]);
     results.push({
