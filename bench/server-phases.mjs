@@ -15,7 +15,7 @@ const { Authenticator } = await import(new URL("src/server/auth.js", dist).href)
 const { LoginLimiter } = await import(new URL("src/server/login-limiter.js", dist).href);
 
 let current;
-for (const m of ["lock", "unlock", "writeState", "readStateVersion", "lockInfo"]) {
+for (const m of ["lock", "unlock", "writeState", "readStateVersion", "streamState", "lockInfo"]) {
   const original = ObjectStoreBackend.prototype[m];
   ObjectStoreBackend.prototype[m] = async function (...args) {
     const r = current;

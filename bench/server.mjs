@@ -5,6 +5,12 @@
 //     in this process, paired rounds; the figure is the median of the per-round ratios.
 //     Beside them, the CPU time each side spent per operation (means): the library's process,
 //     the server process (all threads) and the client (this process during the server's turn).
+//     Beside them, the bare transport (bench/transport-child.mjs: a node:http server in its own
+//     process moving the same bytes, through the same client), alternating in the same rounds,
+//     and issue 25's bound server <= library + 1.5 x transport, as the median of the per-round
+//     (server - library) / transport. Then a small request's fixed cost: GET of a 100-byte state
+//     through the server against the same bytes from the bare server (BENCH_SMALL requests each,
+//     default 1000, keep-alive, alternating; bound: <= 0.5 ms more).
 //     Peak memory of the server process above its baseline, in state sizes (a fresh server
 //     per measurement, VmHWM from /proc).
 //  2. LOCK -> POST 1 KiB -> UNLOCK through the server vs lock / writeState / unlock.
@@ -112,6 +118,22 @@ async function startServer() {
   const phases = () => err.split("\n").filter((l) => l.startsWith("PHASES ")).map((l) => JSON.parse(l.slice(7)));
   // Stopped once its stderr is read to the end (the last PHASES lines with it).
   return { url, cpu, phases, rss: () => status("VmRSS"), hwm: () => status("VmHWM"), stop: () => new Promise((r) => { child.on("close", r); child.kill("SIGTERM"); }) };
+}
+
+/** The bare transport (bench/transport-child.mjs) in its own process; resolves once it listens. */
+async function startBare() {
+  const child = spawn(process.execPath, [fileURLToPath(new URL("transport-child.mjs", import.meta.url))], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  const url = await new Promise((resolve, reject) => {
+    child.stdout.setEncoding("utf8").on("data", (d) => {
+      out += d;
+      const m = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`the bare transport exited ${code}`)));
+  });
+  const cpu = () => { const f = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1].split(" "); return (Number(f[11]) + Number(f[12])) * 10; };
+  return { url, cpu, stop: () => new Promise((r) => { child.on("close", r); child.kill("SIGTERM"); }) };
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -274,51 +296,104 @@ function phaseTable(server) {
   });
   console.table([...by].map(([what, xs]) => Object.fromEntries([["what", what], ["n", xs.length], ...["trip", "toBackend", "backend", "toAnswer", "handler", "gate", "limiter", "auth"].map((k) => [k, xs.some((x) => x[k] === undefined) ? "-" : median(xs.map((x) => x[k])).toFixed(3)])])));
 }
+/** Runs the functions one after the other, in this order or reversed; their results in this order. */
+async function inOrder(forward, fns) {
+  const out = new Array(fns.length);
+  const order = fns.map((_, i) => i);
+  if (!forward) order.reverse();
+  for (const i of order) out[i] = await fns[i]();
+  return out;
+}
+const BOUND = 1.5; // issue 25: server <= library + 1.5 x transport
+const SMALL_BOUND_MS = 0.5; // issue 25: a small request's fixed cost over a bare round trip
+const SMALL = Number(env.BENCH_SMALL ?? 1000);
+// BENCH_OPS: which transfers to run (default GET,POST); one alone, for a profile of the server.
+const OPS = ["GET", "POST"].filter((op) => (env.BENCH_OPS ?? "GET,POST").split(",").includes(op));
 if (PARTS.has("transfer")) {
 const results = [];
+const bounds = [];
 const server = await startServer();
+const bare = await startBare();
 for (const size of SIZES) {
   const ws = `s${size / MiB}`;
   const ratios = { GET: [], POST: [] };
-  const ms = { GET: [[], []], POST: [[], []] };
-  const cpu = { GET: [[], []], POST: [[], []] };
+  const over = { GET: [], POST: [] }; // (server - library) / transport, per round
+  const ms = { GET: [[], [], []], POST: [[], [], []] };
+  const cpu = { GET: [[], [], []], POST: [[], [], []] };
   await backend.writeState(ws, stateOf(size));
+  const kept = stateOf(size);
+  if ((await lean(bare.url, "PUT", `/keep/${ws}`, kept)).status !== 200) throw new Error("PUT to the bare transport");
   for (let r = 0; r < ROUNDS; r++) {
     const first = r % 2 === 0;
-    // POST: the same size, a new serial each time (the same content would be a no-op).
-    // Whichever runs first writes the lower serial.
-    const [lower, higher] = [stateOf(size), stateOf(size)];
-    const a = first ? lower : higher;
-    const b = first ? higher : lower;
-    md5s.set(b, createHash("md5").update(b).digest("base64"));
-    const lib = async () => backend.writeState(ws, a);
-    const srv = async () => { const x = await lean(server.url, "POST", `/state/${ws}`, b); if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`); };
-    const [l, sv] = [() => cpuTimed(lib, server, cpu.POST[0]), () => cpuTimed(srv, server, cpu.POST[1])];
-    const [tl, ts] = first ? [await l(), await sv()] : [await sv(), await l()].reverse();
-    ms.POST[0].push(tl); ms.POST[1].push(ts); ratios.POST.push(ts / tl);
-    sent.push({ what: `POST ${size / MiB} MiB`, client: ts });
+    if (OPS.includes("POST")) {
+      // POST: the same size, a new serial each time (the same content would be a no-op).
+      // Whichever runs first writes the lower serial. The transport sends the server's bytes.
+      const [lower, higher] = [stateOf(size), stateOf(size)];
+      const a = first ? lower : higher;
+      const b = first ? higher : lower;
+      md5s.set(b, createHash("md5").update(b).digest("base64"));
+      const lib = async () => backend.writeState(ws, a);
+      const srv = async () => { const x = await lean(server.url, "POST", `/state/${ws}`, b); if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`); };
+      const tr = async () => { const x = await lean(bare.url, "POST", `/sink/${ws}`, b); if (x.status !== 200) throw new Error(`bare POST ${x.status}`); };
+      const [tl, ts, tt] = await inOrder(first, [() => cpuTimed(lib, server, cpu.POST[0]), () => cpuTimed(srv, server, cpu.POST[1]), () => cpuTimed(tr, bare, cpu.POST[2])]);
+      ms.POST[0].push(tl); ms.POST[1].push(ts); ms.POST[2].push(tt); ratios.POST.push(ts / tl); over.POST.push((ts - tl) / tt);
+      sent.push({ what: `POST ${size / MiB} MiB`, client: ts });
+    }
+    if (!OPS.includes("GET")) continue;
     const libR = async () => { if ((await backend.readState(ws)).length !== size) throw new Error("short read"); };
     const srvR = async () => { const x = await lean(server.url, "GET", `/state/${ws}`); if (x.body.length !== size) throw new Error(`GET ${x.status}`); };
-    const [lr, sr] = [() => cpuTimed(libR, server, cpu.GET[0]), () => cpuTimed(srvR, server, cpu.GET[1])];
-    const [gl, gs] = first ? [await lr(), await sr()] : [await sr(), await lr()].reverse();
-    ms.GET[0].push(gl); ms.GET[1].push(gs); ratios.GET.push(gs / gl);
+    const trR = async () => { const x = await lean(bare.url, "GET", `/keep/${ws}`); if (x.body.length !== size) throw new Error(`bare GET ${x.status}`); };
+    const [gl, gs, gt] = await inOrder(first, [() => cpuTimed(libR, server, cpu.GET[0]), () => cpuTimed(srvR, server, cpu.GET[1]), () => cpuTimed(trR, bare, cpu.GET[2])]);
+    ms.GET[0].push(gl); ms.GET[1].push(gs); ms.GET[2].push(gt); ratios.GET.push(gs / gl); over.GET.push((gs - gl) / gt);
     sent.push({ what: `GET ${size / MiB} MiB`, client: gs });
   }
-  for (const op of ["GET", "POST"]) {
-    const [cl, cs] = cpu[op];
+  for (const op of OPS) {
+    const [cl, cs, ct] = cpu[op];
+    const o = median(over[op]);
     results.push({
       what: `${op} ${size / MiB} MiB`,
       library_ms: median(ms[op][0]).toFixed(1),
       server_ms: median(ms[op][1]).toFixed(1),
+      transport_ms: median(ms[op][2]).toFixed(1),
       ratio: median(ratios[op]).toFixed(2),
       library_cpu_ms: mean(cl.map((c) => c.here)).toFixed(0),
       server_cpu_ms: mean(cs.map((c) => c.server)).toFixed(0),
       client_cpu_ms: mean(cs.map((c) => c.here)).toFixed(0),
+      transport_cpu_ms: mean(ct.map((c) => c.server)).toFixed(0),
     });
+    bounds.push({ what: `${op} ${size / MiB} MiB`, "(server - library) / transport": o.toFixed(2), bound: BOUND, check: o <= BOUND ? "PASS" : "FAIL", rounds_within: `${over[op].filter((x) => x <= BOUND).length}/${over[op].length}` });
   }
 }
-await server.stop();
 console.table(results);
+console.log(`server <= library + ${BOUND} x transport (issue 25): medians of the per-round figures`);
+console.table(bounds);
+
+// A small request's fixed cost: a 100-byte state through the server against the same bytes
+// from the bare transport, keep-alive, the same client, alternating request by request.
+// The library's read of that state is beside them (the store's share of the difference).
+{
+  const size = 100;
+  const body = stateOf(size);
+  await backend.writeState("small", body);
+  if ((await lean(bare.url, "PUT", "/keep/small", body)).status !== 200) throw new Error("PUT to the bare transport");
+  const sides = [
+    async () => { if ((await backend.readState("small")).length !== size) throw new Error("short read"); },
+    async () => { const x = await lean(server.url, "GET", "/state/small"); if (x.body.length !== size) throw new Error(`GET ${x.status}`); },
+    async () => { const x = await lean(bare.url, "GET", "/keep/small"); if (x.body.length !== size) throw new Error(`bare GET ${x.status}`); },
+  ];
+  const t = [[], [], []];
+  const diff = [];
+  for (let i = 0; i < SMALL; i++) {
+    const [l, s, b] = await inOrder(i % 2 === 0, sides.map((f) => () => timed(f)));
+    t[0].push(l); t[1].push(s); t[2].push(b); diff.push(s - b);
+    sent.push({ what: "GET 100 B", client: s });
+  }
+  const d = median(diff);
+  console.log(`small request (GET of a ${size}-byte state, ${SMALL} alternating requests each${LEAN ? "" : ", node:http client"}): medians in ms`);
+  console.table([{ library_ms: median(t[0]).toFixed(3), server_ms: median(t[1]).toFixed(3), bare_ms: median(t[2]).toFixed(3), "server - bare": d.toFixed(3), "server - bare - library": median(t[1].map((s, i) => s - t[2][i] - t[0][i])).toFixed(3), bound_ms: SMALL_BOUND_MS, check: d <= SMALL_BOUND_MS ? "PASS" : "FAIL" }]);
+}
+await server.stop();
+await bare.stop();
 if (PHASES) phaseTable(server);
 }
 
