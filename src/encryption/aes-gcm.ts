@@ -1,0 +1,223 @@
+/**
+ * Method `aes_gcm` as OpenTofu applies it: AES-128/192/256-GCM, a random 12-byte nonce per
+ * encryption, the optional AAD, and `encrypted_data = nonce ‖ ciphertext ‖ tag(16)`, which
+ * the envelope holds as standard base64. Both directions work on pieces, so a large state
+ * is encrypted straight into base64 chunks and decrypted from base64 chunks without a
+ * second whole copy of it.
+ */
+import type { Cipher, DecipherGCM } from "node:crypto";
+import { nodeCrypto } from "../util/builtins.js";
+
+export const NONCE_BYTES = 12;
+export const TAG_BYTES = 16;
+/** AES key lengths OpenTofu accepts: 128, 192, 256 bits. */
+export const KEY_LENGTHS: readonly number[] = [16, 24, 32];
+
+/** Plaintext bytes per piece: a multiple of 3, so each piece's base64 needs no padding (1 MiB of base64). */
+export const PIECE_BYTES = 3 * 256 * 1024;
+
+function cipherName(key: Uint8Array): "aes-128-gcm" | "aes-192-gcm" | "aes-256-gcm" {
+  if (key.length === 16) return "aes-128-gcm";
+  if (key.length === 24) return "aes-192-gcm";
+  return "aes-256-gcm";
+}
+
+/** Base64 of a byte stream pushed in pieces: only whole 3-byte groups are encoded until the end. */
+class Base64Encoder {
+  private carry: Buffer = Buffer.alloc(0);
+
+  push(b: Buffer): Buffer {
+    if (b.length === 0) return b;
+    const pieces: Buffer[] = [];
+    let i = 0;
+    if (this.carry.length > 0) {
+      const need = 3 - this.carry.length;
+      if (b.length < need) {
+        this.carry = Buffer.concat([this.carry, b]);
+        return Buffer.alloc(0);
+      }
+      pieces.push(Buffer.from(Buffer.concat([this.carry, b.subarray(0, need)]).toString("base64"), "latin1"));
+      i = need;
+    }
+    const end = i + Math.floor((b.length - i) / 3) * 3;
+    if (end > i) pieces.push(Buffer.from(b.subarray(i, end).toString("base64"), "latin1"));
+    this.carry = Buffer.from(b.subarray(end));
+    return pieces.length === 1 ? (pieces[0] as Buffer) : Buffer.concat(pieces);
+  }
+
+  end(): Buffer {
+    const out = Buffer.from(this.carry.toString("base64"), "latin1");
+    this.carry = Buffer.alloc(0);
+    return out;
+  }
+}
+
+/** Base64 characters of `n` bytes. */
+export function base64Length(n: number): number {
+  return 4 * Math.ceil(n / 3);
+}
+
+/**
+ * The base64 of `nonce ‖ AES-GCM(plain) ‖ tag`, in pieces of about 1 MiB. The cipher runs as
+ * the pieces are taken, so the caller can stream them to a store without holding them.
+ */
+export function* sealToBase64(key: Uint8Array, aad: Uint8Array | undefined, plain: Uint8Array, nonce: Uint8Array = nodeCrypto().randomBytes(NONCE_BYTES)): Generator<Buffer, void, undefined> {
+  const c = nodeCrypto().createCipheriv(cipherName(key), key, nonce) as Cipher & { getAuthTag(): Buffer; setAAD(b: Uint8Array): unknown };
+  if (aad !== undefined && aad.length > 0) c.setAAD(aad);
+  const enc = new Base64Encoder();
+  yield enc.push(Buffer.from(nonce));
+  const view = Buffer.from(plain.buffer, plain.byteOffset, plain.byteLength);
+  for (let at = 0; at < view.length; at += PIECE_BYTES) {
+    yield enc.push(c.update(view.subarray(at, Math.min(view.length, at + PIECE_BYTES))));
+  }
+  const last = c.final();
+  const tail = enc.push(Buffer.concat([last, c.getAuthTag()]));
+  yield Buffer.concat([tail, enc.end()]);
+}
+
+/** Why an AES-GCM opening failed. */
+export type OpenFailure =
+  | { readonly kind: "not-base64" }
+  | { readonly kind: "too-short"; readonly bytes: number }
+  /** The tag did not match: the data was altered (or, with a wrong key, the prefix check already said so). */
+  | { readonly kind: "tag" };
+
+/**
+ * Does a decrypted prefix look like the start of a state (`{` after optional whitespace,
+ * printable text)? A wrong key yields random bytes: 16 of them pass with a chance near 10⁻⁹.
+ * This picks the method among fallbacks and tells a wrong key from altered data; nothing
+ * decrypted is released before the tag is checked.
+ */
+export function looksLikeStateStart(b: Uint8Array): boolean {
+  let i = 0;
+  while (i < b.length && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
+  if (i < b.length && b[i] !== 0x7b) return false;
+  for (const c of b) if (!(c === 0x09 || c === 0x0a || c === 0x0d || (c >= 0x20 && c < 0x7f))) return false;
+  return true;
+}
+
+/** The key (and AAD) one candidate method opens with. */
+export interface OpenKey {
+  readonly key: Buffer;
+  readonly aad: Buffer | undefined;
+}
+
+/** Bytes decrypted from the start to choose a key: one AES block. */
+export const PROBE_BYTES = 16;
+
+/**
+ * Opens `nonce ‖ ciphertext ‖ tag` pushed as base64 characters in pieces. The first
+ * {@link PROBE_BYTES} of ciphertext are decrypted with each candidate key in turn (`choose`)
+ * until one gives the start of a state; that key decrypts the rest. The last 16 bytes are
+ * held back as the tag. `output` receives plaintext pieces, to be used only once {@link end}
+ * succeeds.
+ */
+export class Base64GcmOpener {
+  private carry = "";
+  private decodedBytes = 0;
+  private prefix: Buffer[] = [];
+  private prefixBytes = 0;
+  private decipher: DecipherGCM | undefined;
+  private pending: Buffer = Buffer.alloc(0);
+  private failure: OpenFailure | undefined;
+  private started = false;
+
+  constructor(
+    private readonly choose: (nonce: Buffer, probe: Buffer) => Promise<OpenKey | undefined>,
+    private readonly output: (plain: Buffer) => void,
+  ) {}
+
+  /** The chosen key could not be found: every candidate's probe failed. */
+  noKey = false;
+
+  /** Base64 characters (as bytes) of the data, in order. */
+  async push(chars: Uint8Array): Promise<void> {
+    if (this.failure !== undefined || this.noKey || chars.length === 0) return;
+    const text = this.carry + Buffer.from(chars.buffer, chars.byteOffset, chars.byteLength).toString("latin1");
+    // The last group is kept back: only the end may carry padding, and only the end knows it is the end.
+    const whole = Math.max(0, text.length - (text.length % 4) - 4);
+    this.carry = text.slice(whole);
+    if (whole > 0) await this.bytes(this.decode(text.slice(0, whole), false));
+  }
+
+  private decode(s: string, last: boolean): Buffer {
+    const b = Buffer.from(s, "base64");
+    // Node skips characters that are not base64; Go refuses them. A length that does not
+    // add up means such characters (or padding inside the data).
+    const pad = last ? (s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0) : 0;
+    if (s.length % 4 !== 0 || b.length !== (s.length / 4) * 3 - pad || (!last && s.includes("="))) this.failure ??= { kind: "not-base64" };
+    this.decodedBytes += b.length;
+    return b;
+  }
+
+  private async bytes(b: Buffer): Promise<void> {
+    if (this.failure !== undefined || this.noKey) return;
+    if (this.decipher === undefined) {
+      this.prefix.push(b);
+      this.prefixBytes += b.length;
+      if (this.prefixBytes < NONCE_BYTES + PROBE_BYTES + TAG_BYTES) return;
+      await this.start(false);
+      return;
+    }
+    this.feed(b);
+  }
+
+  private async start(atEnd: boolean): Promise<void> {
+    const all = Buffer.concat(this.prefix);
+    this.prefix = [];
+    this.started = true;
+    if (all.length < NONCE_BYTES + TAG_BYTES) {
+      this.failure = { kind: "too-short", bytes: all.length };
+      return;
+    }
+    const nonce = all.subarray(0, NONCE_BYTES);
+    // The probe must not reach into the tag when the data is short.
+    const probeEnd = Math.min(NONCE_BYTES + PROBE_BYTES, atEnd ? all.length - TAG_BYTES : all.length);
+    const chosen = await this.choose(Buffer.from(nonce), Buffer.from(all.subarray(NONCE_BYTES, probeEnd)));
+    if (chosen === undefined) {
+      this.noKey = true;
+      return;
+    }
+    const d = nodeCrypto().createDecipheriv(cipherName(chosen.key), chosen.key, nonce) as DecipherGCM;
+    if (chosen.aad !== undefined && chosen.aad.length > 0) d.setAAD(chosen.aad);
+    this.decipher = d;
+    this.feed(all.subarray(NONCE_BYTES));
+  }
+
+  private feed(b: Buffer): void {
+    const d = this.decipher as DecipherGCM;
+    if (b.length >= TAG_BYTES) {
+      if (this.pending.length > 0) this.output(d.update(this.pending));
+      this.output(d.update(b.subarray(0, b.length - TAG_BYTES)));
+      this.pending = Buffer.from(b.subarray(b.length - TAG_BYTES));
+    } else {
+      const t = Buffer.concat([this.pending, b]);
+      if (t.length > TAG_BYTES) this.output(d.update(t.subarray(0, t.length - TAG_BYTES)));
+      this.pending = Buffer.from(t.subarray(Math.max(0, t.length - TAG_BYTES)));
+    }
+  }
+
+  /**
+   * The data ended: check the tag. Returns undefined on success, else why it failed
+   * (`noKey` set means no candidate key gave the start of a state).
+   */
+  async end(): Promise<OpenFailure | undefined> {
+    if (this.failure === undefined && !this.noKey && this.carry.length > 0) {
+      const s = this.carry;
+      this.carry = "";
+      await this.bytes(this.decode(s, true));
+    }
+    if (this.failure !== undefined) return this.failure;
+    if (!this.started) await this.start(true);
+    if (this.failure !== undefined || this.noKey) return this.failure;
+    const d = this.decipher as DecipherGCM;
+    if (this.pending.length < TAG_BYTES) return { kind: "too-short", bytes: this.decodedBytes };
+    d.setAuthTag(this.pending);
+    try {
+      this.output(d.final());
+    } catch {
+      return { kind: "tag" };
+    }
+    return undefined;
+  }
+}
