@@ -62,10 +62,7 @@ export class TopLevelScanner {
           continue;
         }
         if (this.depth === 1 && this.phase === "key") this.collectKey(b, i, stop);
-        if (q === -1) {
-          i = n;
-          break;
-        }
+        if (q === -1) break;
         this.inString = false;
         i = q + 1;
         if (this.depth === 1) {

@@ -238,6 +238,7 @@ export class StateDecryptor {
   private reasons: string[] = [];
   private chosen: string | undefined;
   private dataStart = -1;
+  private afterBytes = 0;
   /** The data's characters, kept when the envelope's meta comes after them (not OpenTofu's order): opened at the end. */
   private deferred: Buffer[] | undefined;
 
@@ -268,10 +269,10 @@ export class StateDecryptor {
       const startOffset = this.scanner.offset;
       const at = this.phase === "head" ? this.scanner.scan(b, "encrypted_data") : this.scanner.scan(b);
       if (at === undefined) {
-        this.hold(b, startOffset);
+        this.hold(b);
         return;
       }
-      this.hold(b.subarray(0, at), startOffset);
+      this.hold(b.subarray(0, at));
       this.dataStart = startOffset + at;
       this.startData();
       this.phase = "data";
@@ -279,10 +280,14 @@ export class StateDecryptor {
     }
   }
 
-  private hold(b: Buffer, _at: number): void {
+  private hold(b: Buffer): void {
     if (b.length === 0) return;
     // Outside the data only the head and tail are held for an envelope (they are small); a
     // plain state is held whole, as it is the result.
+    if (this.phase === "after") {
+      this.afterBytes += b.length;
+      if (this.afterBytes > ENVELOPE_PART_LIMIT) this.tampered(`more than ${ENVELOPE_PART_LIMIT} bytes follow its encrypted_data`);
+    }
     this.held.push(b);
   }
 
