@@ -14,7 +14,7 @@ const NONCE = Buffer.from("000102030405060708090a0b", "hex");
 
 function encryption(passphrases: string[], random?: (n: number) => Buffer, extra: { aad?: number[]; alias?: string } = {}): StateEncryption {
   const raw = chainConfig(passphrases, extra.alias === undefined ? {} : { alias: extra.alias });
-  if (extra.aad !== undefined) ((raw["method"] as Record<string, Record<string, Record<string, unknown>>>)["aes_gcm"] as Record<string, Record<string, unknown>>)["m0"] = { keys: "key_provider.pbkdf2.k0", aad: extra.aad };
+  if (extra.aad !== undefined) ((raw["method"] as Record<string, Record<string, Record<string, unknown>>>)["aes_gcm"] as Record<string, Record<string, unknown>>)["new"] = { keys: "key_provider.pbkdf2.new", aad: extra.aad };
   const cfg = parseEncryptionConfig(raw, { source: "test", literalSecrets: true });
   return StateEncryption.for(cfg, { kind: "state" }, random === undefined ? {} : { randomBytes: random }) as StateEncryption;
 }
@@ -28,7 +28,7 @@ describe("the pbkdf2 key provider", () => {
   it("derives once per (passphrase, salt, parameters) in a process: a second read of the same envelope does not run pbkdf2", async () => {
     // A salt no writer of this process used (a writer's own key is cached too).
     const salt = Buffer.from("5a17".repeat(16), "hex");
-    const envelope = Buffer.from(independentSeal(sampleState(), { passphrase: PASSPHRASE, salt, nonce: NONCE, iterations: ITERATIONS, metaKey: "key_provider.pbkdf2.k0", serial: 7, lineage: "0f5e8c1d-lineage" }));
+    const envelope = Buffer.from(independentSeal(sampleState(), { passphrase: PASSPHRASE, salt, nonce: NONCE, iterations: ITERATIONS, metaKey: "key_provider.pbkdf2.new", serial: 7, lineage: "0f5e8c1d-lineage" }));
     const reader = encryption([PASSPHRASE]);
     const before = pbkdf2Derivations();
     await reader.decrypt(envelope);
@@ -46,14 +46,14 @@ describe("the v0 envelope", () => {
     const envelope = await enc.encrypt(state, { serial: 7, lineage: "0f5e8c1d-lineage" });
     const bytes = envelope.toBuffer();
     assert.equal(bytes.length, envelope.byteLength);
-    const expected = independentSeal(state, { passphrase: PASSPHRASE, salt: SALT, nonce: NONCE, iterations: ITERATIONS, metaKey: "key_provider.pbkdf2.k0", serial: 7, lineage: "0f5e8c1d-lineage" });
+    const expected = independentSeal(state, { passphrase: PASSPHRASE, salt: SALT, nonce: NONCE, iterations: ITERATIONS, metaKey: "key_provider.pbkdf2.new", serial: 7, lineage: "0f5e8c1d-lineage" });
     assert.equal(bytes.toString(), expected);
     const opened = independentOpen(bytes, PASSPHRASE);
     assert.deepEqual(opened.state, state);
     assert.deepEqual(opened.salt, SALT);
     assert.deepEqual(opened.nonce, NONCE);
     // The metadata is base64 of OpenTofu's JSON of its Go struct.
-    assert.equal(Buffer.from((opened.env["meta"] as Record<string, string>)["key_provider.pbkdf2.k0"] as string, "base64").toString(), pbkdf2MetaJson(SALT, ITERATIONS));
+    assert.equal(Buffer.from((opened.env["meta"] as Record<string, string>)["key_provider.pbkdf2.new"] as string, "base64").toString(), pbkdf2MetaJson(SALT, ITERATIONS));
   });
 
   it("streams: the pieces of a multi-MiB envelope are exactly toBuffer()'s bytes and open independently", async () => {
@@ -83,7 +83,7 @@ describe("the v0 envelope", () => {
 
   it("an envelope made from the description is read, in OpenTofu's order, pretty-printed, and with meta after the data", async () => {
     const state = sampleState();
-    const compact = independentSeal(state, { passphrase: PASSPHRASE, salt: SALT, nonce: NONCE, iterations: ITERATIONS, metaKey: "key_provider.pbkdf2.k0", serial: 7, lineage: "0f5e8c1d-lineage" });
+    const compact = independentSeal(state, { passphrase: PASSPHRASE, salt: SALT, nonce: NONCE, iterations: ITERATIONS, metaKey: "key_provider.pbkdf2.new", serial: 7, lineage: "0f5e8c1d-lineage" });
     const parsed = JSON.parse(compact) as Record<string, unknown>;
     const reordered = JSON.stringify({ encryption_version: "v0", encrypted_data: parsed["encrypted_data"], lineage: parsed["lineage"], meta: parsed["meta"], serial: parsed["serial"] }, null, 2);
     const enc = encryption([PASSPHRASE]);
@@ -91,7 +91,7 @@ describe("the v0 envelope", () => {
       const d = await enc.decrypt(Buffer.from(text), { workspace: "dev" });
       assert.deepEqual(d.state, state);
       assert.equal(d.encrypted, true);
-      assert.equal(d.method, "method.aes_gcm.m0");
+      assert.equal(d.method, "method.aes_gcm.new");
       assert.equal(d.migration, false);
       assert.deepEqual(d.header, { serial: 7, lineage: "0f5e8c1d-lineage" });
     }

@@ -78,6 +78,11 @@ export function independentOpen(envelope: Buffer | string, passphrase: string, a
   return { state: Buffer.concat([d.update(data.subarray(12, data.length - 16)), d.final()]), metaKey, salt, nonce, env: env as unknown as Record<string, unknown> };
 }
 
+/** Names of the test passphrases' key providers (`key_provider.pbkdf2.NAME`) and methods (`method.aes_gcm.NAME`): stable across configurations, as a real rotation keeps the old provider's name. */
+export function nameOf(passphrase: string): string {
+  return passphrase === PASSPHRASE ? "new" : passphrase === OLD_PASSPHRASE ? "old" : `p${passphrase.length}`;
+}
+
 /** Configuration with one pbkdf2 key provider and aes_gcm method per passphrase, the first primary, the rest fallbacks in order. */
 export function chainConfig(passphrases: readonly (string | "unencrypted")[], opts: { enforced?: boolean; alias?: string } = {}): Record<string, unknown> {
   const keyProvider: Record<string, unknown> = {};
@@ -89,9 +94,9 @@ export function chainConfig(passphrases: readonly (string | "unencrypted")[], op
       refs.push(`method.unencrypted.u${i}`);
       return;
     }
-    keyProvider[`k${i}`] = { passphrase: p, iterations: ITERATIONS, ...(opts.alias !== undefined && i === 0 ? { encrypted_metadata_alias: opts.alias } : {}) };
-    (method["aes_gcm"] as Record<string, unknown>)[`m${i}`] = { keys: `key_provider.pbkdf2.k${i}` };
-    refs.push(`method.aes_gcm.m${i}`);
+    keyProvider[nameOf(p)] = { passphrase: p, iterations: ITERATIONS, ...(opts.alias !== undefined && i === 0 ? { encrypted_metadata_alias: opts.alias } : {}) };
+    (method["aes_gcm"] as Record<string, unknown>)[nameOf(p)] = { keys: `key_provider.pbkdf2.${nameOf(p)}` };
+    refs.push(`method.aes_gcm.${nameOf(p)}`);
   });
   let state: Record<string, unknown> | undefined;
   for (const r of [...refs].reverse()) state = state === undefined ? { method: r } : { method: r, fallback: state };
