@@ -129,19 +129,14 @@ class Parser {
     throw new ObjstateError(code, `${this.opts.source}: ${path}: ${what}`, { details: { path, source: this.opts.source } });
   }
 
-  /** HCL JSON lets a block be an object or an array of objects (several blocks); both are merged here, duplicates refused. */
+  /** HCL JSON lets a block be an object or an array of objects (several blocks); both are read here, in order (the caller refuses a block declared twice). */
   blockObjects(v: Json | undefined, path: string): [string, Json][] {
     if (v === undefined) return [];
     const parts = Array.isArray(v) ? v : [v];
     const out: [string, Json][] = [];
-    const seen = new Set<string>();
     for (const part of parts) {
       if (!isObject(part)) this.fail(path, "must be an object of labelled blocks");
-      for (const [k, val] of Object.entries(part)) {
-        if (seen.has(k)) this.fail(`${path}.${k}`, "is declared twice");
-        seen.add(k);
-        out.push([k, val]);
-      }
+      out.push(...Object.entries(part));
     }
     return out;
   }
@@ -291,6 +286,7 @@ export function parseEncryptionConfig(value: unknown, opts: ParseOptions): Encry
     if (!NAME.test(type)) p.fail(`key_provider.${type}`, "a key provider type is letters, digits, _ and -");
     for (const [name, body] of p.blockObjects(named, `key_provider.${type}`)) {
       if (!NAME.test(name)) p.fail(`key_provider.${type}.${name}`, "a key provider name is letters, digits, _ and -");
+      if (keyProviders.has(`key_provider.${type}.${name}`)) p.fail(`key_provider.${type}.${name}`, "is declared twice");
       const kp = p.keyProvider(type, name, body, `key_provider.${type}.${name}`);
       keyProviders.set(kp.address, kp);
     }
@@ -300,6 +296,7 @@ export function parseEncryptionConfig(value: unknown, opts: ParseOptions): Encry
     if (!NAME.test(type)) p.fail(`method.${type}`, "a method type is letters, digits, _ and -");
     for (const [name, body] of p.blockObjects(named, `method.${type}`)) {
       if (!NAME.test(name)) p.fail(`method.${type}.${name}`, "a method name is letters, digits, _ and -");
+      if (methods.has(`method.${type}.${name}`)) p.fail(`method.${type}.${name}`, "is declared twice");
       const m = p.method(type, name, body, `method.${type}.${name}`);
       if (m.type === "aes_gcm" && !keyProviders.has(m.keys)) p.fail(`method.${type}.${name}.keys`, `references ${m.keys}, which is not declared under key_provider`);
       methods.set(m.address, m);
@@ -333,6 +330,7 @@ export function parseEncryptionConfig(value: unknown, opts: ParseOptions): Encry
     if (body["default"] !== undefined) remoteDefault = checkTarget(p.target(body["default"], "remote_state_data_sources.default", false), "remote_state_data_sources.default");
     for (const [name, t] of p.blockObjects(body["remote_state_data_source"], "remote_state_data_sources.remote_state_data_source")) {
       const path = `remote_state_data_sources.remote_state_data_source.${name}`;
+      if (remoteTargets.has(name)) p.fail(path, "is declared twice");
       remoteTargets.set(name, checkTarget(p.target(t, path, false), path));
     }
   }
