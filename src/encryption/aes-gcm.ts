@@ -13,8 +13,15 @@ export const TAG_BYTES = 16;
 /** AES key lengths OpenTofu accepts: 128, 192, 256 bits. */
 export const KEY_LENGTHS: readonly number[] = [16, 24, 32];
 
-/** Plaintext bytes per piece: a multiple of 3, so each piece's base64 needs no padding (1 MiB of base64). */
-export const PIECE_BYTES = 3 * 256 * 1024;
+/**
+ * Plaintext bytes per piece: a multiple of 3, so each piece's base64 needs no padding. Its
+ * base64 (64 KiB) stays a young-generation string: strings of more than about 128 KiB go to
+ * V8's large-object space, freed only by full collections, and a 64 MiB state made of them
+ * held twice its size at peak.
+ */
+export const PIECE_BYTES = 3 * 16 * 1024;
+/** Base64 characters decoded at a time, for the same reason. */
+const DECODE_CHARS = 64 * 1024;
 
 function cipherName(key: Uint8Array): "aes-128-gcm" | "aes-192-gcm" | "aes-256-gcm" {
   if (key.length === 16) return "aes-128-gcm";
@@ -113,7 +120,7 @@ export const PROBE_BYTES = 16;
  * succeeds.
  */
 export class Base64GcmOpener {
-  private carry = "";
+  private carry: Buffer = Buffer.alloc(0);
   private decodedBytes = 0;
   private prefix: Buffer[] = [];
   private prefixBytes = 0;
@@ -132,20 +139,38 @@ export class Base64GcmOpener {
 
   /** Base64 characters (as bytes) of the data, in order. */
   async push(chars: Uint8Array): Promise<void> {
-    if (this.failure !== undefined || this.noKey || chars.length === 0) return;
-    const text = this.carry + Buffer.from(chars.buffer, chars.byteOffset, chars.byteLength).toString("latin1");
-    // The last group is kept back: only the end may carry padding, and only the end knows it is the end.
-    const whole = Math.max(0, text.length - (text.length % 4) - 4);
-    this.carry = text.slice(whole);
-    if (whole > 0) await this.bytes(this.decode(text.slice(0, whole), false));
+    const b = Buffer.from(chars.buffer, chars.byteOffset, chars.byteLength);
+    for (let at = 0; at < b.length; at += DECODE_CHARS) await this.pushSome(b.subarray(at, Math.min(b.length, at + DECODE_CHARS)));
   }
 
-  private decode(s: string, last: boolean): Buffer {
-    const b = Buffer.from(s, "base64");
+  private async pushSome(chars: Buffer): Promise<void> {
+    if (this.failure !== undefined || this.noKey || chars.length === 0) return;
+    // The last group is kept back (in `carry`, with any incomplete one): only the end may
+    // carry padding, and only the end knows it is the end.
+    let start = 0;
+    const c = this.carry;
+    if (c.length > 0) {
+      const need = (4 - (c.length % 4)) % 4;
+      if (chars.length < need + 4) {
+        this.carry = Buffer.concat([c, chars]);
+        return;
+      }
+      await this.bytes(this.decode(Buffer.concat([c, chars.subarray(0, need)]), false));
+      start = need;
+    }
+    const rest = chars.length - start;
+    const whole = Math.max(0, rest - (rest % 4) - 4);
+    this.carry = Buffer.from(chars.subarray(start + whole));
+    if (whole > 0) await this.bytes(this.decode(chars.subarray(start, start + whole), false));
+  }
+
+  private decode(chars: Buffer, last: boolean): Buffer {
+    const b = Buffer.from(chars.toString("latin1"), "base64");
     // Node skips characters that are not base64; Go refuses them. A length that does not
     // add up means such characters (or padding inside the data).
-    const pad = last ? (s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0) : 0;
-    if (s.length % 4 !== 0 || b.length !== (s.length / 4) * 3 - pad || (!last && s.includes("="))) this.failure ??= { kind: "not-base64" };
+    const n = chars.length;
+    const pad = last ? (chars[n - 1] === 0x3d ? (chars[n - 2] === 0x3d ? 2 : 1) : 0) : 0;
+    if (n % 4 !== 0 || b.length !== (n / 4) * 3 - pad || (!last && chars.indexOf(0x3d) !== -1)) this.failure ??= { kind: "not-base64" };
     this.decodedBytes += b.length;
     return b;
   }
@@ -204,7 +229,7 @@ export class Base64GcmOpener {
   async end(): Promise<OpenFailure | undefined> {
     if (this.failure === undefined && !this.noKey && this.carry.length > 0) {
       const s = this.carry;
-      this.carry = "";
+      this.carry = Buffer.alloc(0);
       await this.bytes(this.decode(s, true));
     }
     if (this.failure !== undefined) return this.failure;
