@@ -118,24 +118,30 @@ console.log(`state ${(state.length / 2 ** 20).toFixed(1)} MiB, envelope ${(envel
 
 const rounds = Number(values.rounds);
 const t = { plainPush: [], encPush: [], plainPull: [], encPull: [] };
+const cpu = { plainPush: [], encPush: [], plainPull: [], encPull: [] };
+/** Wall and CPU time of one call (CPU moves less with the load of a shared machine). */
+async function time(name, f) {
+  const c = process.cpuUsage();
+  const s = performance.now();
+  await f();
+  t[name].push(performance.now() - s);
+  const d = process.cpuUsage(c);
+  cpu[name].push((d.user + d.system) / 1000);
+}
 for (let r = 0; r < rounds; r++) {
-  let s = performance.now();
-  plainPush(state);
-  t.plainPush.push(performance.now() - s);
-  s = performance.now();
-  await encPush(e, state);
-  t.encPush.push(performance.now() - s);
-  s = performance.now();
-  plainPull(state);
-  t.plainPull.push(performance.now() - s);
-  s = performance.now();
-  await encPull(e, envelope);
-  t.encPull.push(performance.now() - s);
+  await time("plainPush", () => plainPush(state));
+  await time("encPush", () => encPush(e, state));
+  await time("plainPull", () => plainPull(state));
+  await time("encPull", () => encPull(e, envelope));
 }
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+const ratio = (enc, plain) => median(enc.map((x, i) => x / plain[i])).toFixed(2);
+for (const [label, src] of [["wall", t], ["cpu", cpu]]) {
+  const m = Object.fromEntries(Object.entries(src).map(([k, v]) => [k, median(v)]));
+  console.log(`${label} push: plain ${m.plainPush.toFixed(0)} ms, aes_gcm ${m.encPush.toFixed(0)} ms (+${(m.encPush - m.plainPush).toFixed(0)} ms, ${ratio(src.encPush, src.plainPush)}×)`);
+  console.log(`${label} pull: plain ${m.plainPull.toFixed(0)} ms, aes_gcm ${m.encPull.toFixed(0)} ms (+${(m.encPull - m.plainPull).toFixed(0)} ms, ${ratio(src.encPull, src.plainPull)}×)`);
+}
 const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, median(v)]));
-console.log(`push: plain ${m.plainPush.toFixed(0)} ms, aes_gcm ${m.encPush.toFixed(0)} ms (+${(m.encPush - m.plainPush).toFixed(0)} ms)`);
-console.log(`pull: plain ${m.plainPull.toFixed(0)} ms, aes_gcm ${m.encPull.toFixed(0)} ms (+${(m.encPull - m.plainPull).toFixed(0)} ms)`);
 console.log(`medians of ${rounds} alternating rounds; encryption throughput ${((state.length / 2 ** 20) / (m.encPush / 1000)).toFixed(0)} MiB/s, decryption ${((state.length / 2 ** 20) / (m.encPull / 1000)).toFixed(0)} MiB/s`);
 
 const dir = mkdtempSync(join(tmpdir(), "objstate-bench-enc-"));
