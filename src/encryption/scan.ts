@@ -44,7 +44,14 @@ export class TopLevelScanner {
     const base = this.offset;
     let i = 0;
     const n = b.length;
-    while (i < n && !this.closed && !this.broken) {
+    while (i < n && !this.broken) {
+      if (this.closed) {
+        // Only whitespace may follow the top level (JSON.parse and Go refuse anything else).
+        const c = b[i];
+        if (!(c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09)) this.broken = true;
+        i++;
+        continue;
+      }
       if (this.inString) {
         if (this.escaped) {
           this.escaped = false;

@@ -372,6 +372,7 @@ export class StateDecryptor {
     if (this.phase === "data") this.tampered("its encrypted_data string never ends");
     if (this.phase === "head") return this.plain();
     if (!this.scanner.closed) this.tampered("it ends before its closing brace");
+    if (this.scanner.broken) this.tampered("it is not valid JSON (something follows its closing brace)");
     const version = this.member("encryption_version");
     if (version === undefined || version === "") throw new ObjstateError("ENCRYPTION_UNKNOWN_VERSION", `cannot decrypt ${where(this.ctx)}: it has encrypted_data but no encryption_version, so it is neither an envelope objstate reads nor a state`, { details: { workspace: this.ctx?.workspace } });
     if (version !== ENCRYPTION_VERSION) this.unknownVersion(version);

@@ -158,9 +158,16 @@ describe("states that cannot be decrypted", () => {
     await rejectsWith(enc([PASSPHRASE]).decrypt(Buffer.from(good.replace('"lineage":"0f5e8c1d-lineage"', '"lineage":"other"'))), "ENCRYPTION_TAMPERED", [/lineage/]);
   });
 
+  it("anything but whitespace after the envelope's closing brace is TAMPERED", async () => {
+    const good = await make();
+    assert.deepEqual((await enc([PASSPHRASE]).decrypt(Buffer.concat([good, Buffer.from("\n  ")]))).state, state);
+    await rejectsWith(enc([PASSPHRASE]).decrypt(Buffer.concat([good, Buffer.from("{}")])), "ENCRYPTION_TAMPERED", [/follows its closing brace/]);
+  });
+
   it("bytes that are neither a state nor an envelope are STATE_INVALID", async () => {
     await rejectsWith(enc([PASSPHRASE, "unencrypted"]).decrypt(Buffer.from('{"hello": 1}')), "STATE_INVALID");
     await rejectsWith(enc([PASSPHRASE, "unencrypted"]).decrypt(Buffer.from("not json")), "STATE_INVALID");
+    await rejectsWith(enc([PASSPHRASE, "unencrypted"]).decrypt(Buffer.concat([state, Buffer.from("]")])), "STATE_INVALID");
   });
 
   it("an independently made envelope under the old passphrase opens through the fallback", async () => {
