@@ -270,13 +270,13 @@ class Parser {
 }
 
 /**
- * Parse the `encryption` configuration in OpenTofu's JSON shape. References are checked:
- * every target's methods exist, every method's key provider exists, `enforced` targets use
- * no `unencrypted` method, two key providers of one method cannot share a metadata key.
+ * Parse the `encryption` configuration in OpenTofu's JSON shape. References are checked
+ * (unless `partial`, for a part to merge first): every target's methods exist, every
+ * method's key provider exists, `enforced` targets use no `unencrypted` method.
  * @throws ObjstateError `ENCRYPTION_CONFIG_INVALID` (naming the JSON path),
  *   `ENCRYPTION_KDF_TOO_WEAK` (a short passphrase, too few iterations)
  */
-export function parseEncryptionConfig(value: unknown, opts: ParseOptions): EncryptionConfig {
+export function parseEncryptionConfig(value: unknown, opts: ParseOptions & { readonly partial?: boolean }): EncryptionConfig {
   const p: Parser = new Parser(opts);
   if (!isObject(value)) p.fail("(top level)", "must be a JSON object with key_provider, method and state");
   p.only(value, "(top level)", ["key_provider", "method", "state", "plan", "remote_state_data_sources"]);
@@ -298,52 +298,88 @@ export function parseEncryptionConfig(value: unknown, opts: ParseOptions): Encry
       if (!NAME.test(name)) p.fail(`method.${type}.${name}`, "a method name is letters, digits, _ and -");
       if (methods.has(`method.${type}.${name}`)) p.fail(`method.${type}.${name}`, "is declared twice");
       const m = p.method(type, name, body, `method.${type}.${name}`);
-      if (m.type === "aes_gcm" && !keyProviders.has(m.keys)) p.fail(`method.${type}.${name}.keys`, `references ${m.keys}, which is not declared under key_provider`);
       methods.set(m.address, m);
     }
   }
 
-  const checkTarget = (t: TargetConfig, path: string): TargetConfig => {
-    if (t.methods.length === 0) p.fail(`${path}.method`, "is required: the method to encrypt with, e.g. \"method.aes_gcm.NAME\"");
-    t.methods.forEach((m, i) => {
-      const at = `${path}${".fallback".repeat(i)}.method`;
-      const found = methods.get(m);
-      if (found === undefined) p.fail(at, `references ${m}, which is not declared under method`);
-      if (t.enforced && found.type === "unencrypted") p.fail(at, `${m} is unencrypted, which ${path}.enforced forbids: remove enforced to migrate, or the unencrypted method`);
-    });
-    return t;
-  };
-
-  let state: TargetConfig | undefined;
-  if (value["state"] !== undefined) {
-    const t = p.target(value["state"], "state", true);
-    // `enforced` alone (OpenTofu's guard in code while the methods come from TF_ENCRYPTION) has no method to check.
-    state = t.methods.length === 0 && t.enforced ? t : checkTarget(t, "state");
-  }
-
+  const state = value["state"] === undefined ? undefined : p.target(value["state"], "state", true);
   let remoteDefault: TargetConfig | undefined;
   const remoteTargets = new Map<string, TargetConfig>();
   const remote = value["remote_state_data_sources"];
   if (remote !== undefined) {
     const body = p.body(remote, "remote_state_data_sources");
     p.only(body, "remote_state_data_sources", ["default", "remote_state_data_source"]);
-    if (body["default"] !== undefined) remoteDefault = checkTarget(p.target(body["default"], "remote_state_data_sources.default", false), "remote_state_data_sources.default");
+    if (body["default"] !== undefined) remoteDefault = p.target(body["default"], "remote_state_data_sources.default", false);
     for (const [name, t] of p.blockObjects(body["remote_state_data_source"], "remote_state_data_sources.remote_state_data_source")) {
       const path = `remote_state_data_sources.remote_state_data_source.${name}`;
       if (remoteTargets.has(name)) p.fail(path, "is declared twice");
-      remoteTargets.set(name, checkTarget(p.target(t, path, false), path));
+      remoteTargets.set(name, p.target(t, path, false));
     }
   }
 
-  return Object.freeze({ keyProviders, methods, state, remoteDefault, remoteTargets });
+  const cfg: EncryptionConfig = Object.freeze({ keyProviders, methods, state, remoteDefault, remoteTargets });
+  return opts.partial === true ? cfg : checkEncryptionConfig(cfg, opts.source);
+}
+
+/**
+ * Check the references of a whole configuration (after {@link mergeEncryptionConfigs}, or
+ * of one parsed alone), as OpenTofu does when it sets the targets up.
+ * @throws ObjstateError `ENCRYPTION_CONFIG_INVALID` naming the JSON path
+ */
+export function checkEncryptionConfig(cfg: EncryptionConfig, source: string): EncryptionConfig {
+  const p: Parser = new Parser({ source, literalSecrets: false });
+  for (const m of cfg.methods.values()) {
+    if (m.type === "aes_gcm" && !cfg.keyProviders.has(m.keys)) p.fail(`${m.address}.keys`, `references ${m.keys}, which is not declared under key_provider`);
+  }
+  const checkTarget = (t: TargetConfig | undefined, path: string): void => {
+    if (t === undefined) return;
+    if (t.methods.length === 0) {
+      p.fail(`${path}.method`, `is required: the method to encrypt with, e.g. "method.aes_gcm.NAME"${t.enforced ? ` (${path}.enforced is set, so states must be encrypted)` : ""}`);
+    }
+    t.methods.forEach((m, i) => {
+      const at = `${path}${".fallback".repeat(i)}.method`;
+      const found = cfg.methods.get(m);
+      if (found === undefined) p.fail(at, `references ${m}, which is not declared under method`);
+      if (t.enforced && found.type === "unencrypted") p.fail(at, `${m} is unencrypted, which ${path}.enforced forbids: remove enforced to migrate, or the unencrypted method`);
+    });
+  };
+  checkTarget(cfg.state, "state");
+  checkTarget(cfg.remoteDefault, "remote_state_data_sources.default");
+  for (const [name, t] of cfg.remoteTargets) checkTarget(t, `remote_state_data_sources.remote_state_data_source.${name}`);
+  return cfg;
+}
+
+/**
+ * Two configurations as OpenTofu merges the code's with `TF_ENCRYPTION`'s: `override`'s key
+ * providers and methods replace `base`'s of the same address (whole blocks: OpenTofu merges
+ * their attributes, which parsed values no longer allow), a target's method chain comes from
+ * `override` when it names one, and `enforced` holds if either sets it. Parse both parts
+ * with `partial` and check the result with {@link checkEncryptionConfig}.
+ */
+export function mergeEncryptionConfigs(base: EncryptionConfig | undefined, override: EncryptionConfig | undefined): EncryptionConfig | undefined {
+  if (base === undefined || override === undefined) return override ?? base;
+  const target = (a: TargetConfig | undefined, b: TargetConfig | undefined): TargetConfig | undefined => {
+    if (a === undefined || b === undefined) return b ?? a;
+    return Object.freeze({ methods: b.methods.length > 0 ? b.methods : a.methods, enforced: a.enforced || b.enforced });
+  };
+  const remoteTargets = new Map(base.remoteTargets);
+  for (const [name, t] of override.remoteTargets) remoteTargets.set(name, target(remoteTargets.get(name), t) as TargetConfig);
+  return Object.freeze({
+    keyProviders: new Map([...base.keyProviders, ...override.keyProviders]),
+    methods: new Map([...base.methods, ...override.methods]),
+    state: target(base.state, override.state),
+    remoteDefault: target(base.remoteDefault, override.remoteDefault),
+    remoteTargets,
+  });
 }
 
 /**
  * The configuration in `TF_ENCRYPTION`, as OpenTofu reads it: empty or blank means none.
  * Only the JSON form is read; an HCL value is refused with the way to write it as JSON.
+ * `partial`: its references are checked after merging (see {@link mergeEncryptionConfigs}).
  * @throws ObjstateError `ENCRYPTION_CONFIG_INVALID`, `ENCRYPTION_KDF_TOO_WEAK`
  */
-export function encryptionConfigFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): EncryptionConfig | undefined {
+export function encryptionConfigFromEnv(env: Readonly<Record<string, string | undefined>> = process.env, partial = false): EncryptionConfig | undefined {
   const text = (env["TF_ENCRYPTION"] ?? "").trim();
   if (text === "") return undefined;
   if (!text.startsWith("{")) {
@@ -357,5 +393,5 @@ export function encryptionConfigFromEnv(env: Readonly<Record<string, string | un
     const at = e instanceof SyntaxError ? /position (\d+)/.exec(e.message)?.[1] : undefined;
     throw new ObjstateError("ENCRYPTION_CONFIG_INVALID", `TF_ENCRYPTION is not valid JSON${at === undefined ? "" : ` (at character ${at})`}: write OpenTofu's JSON form of the encryption block`);
   }
-  return parseEncryptionConfig(value, { source: "TF_ENCRYPTION", literalSecrets: true, env });
+  return parseEncryptionConfig(value, { source: "TF_ENCRYPTION", literalSecrets: true, env, partial });
 }

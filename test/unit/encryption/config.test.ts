@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { inspect } from "node:util";
-import { encryptionConfigFromEnv, parseEncryptionConfig, type Pbkdf2ProviderConfig, StateEncryption } from "../../../src/encryption/index.js";
+import { checkEncryptionConfig, type EncryptionConfig, encryptionConfigFromEnv, mergeEncryptionConfigs, parseEncryptionConfig, type Pbkdf2ProviderConfig, StateEncryption } from "../../../src/encryption/index.js";
 import { ObjstateError } from "../../../src/errors.js";
 import { PASSPHRASE } from "./support.js";
 
@@ -88,6 +88,30 @@ describe("the encryption configuration", () => {
     rejects(() => parseEncryptionConfig({ ...b, key_provider: { aws_kms: { k: {} } } }, lit), "ENCRYPTION_CONFIG_INVALID", /key_provider\.aws_kms\.k: .*through external/);
     rejects(() => parseEncryptionConfig({ ...b, state: { method: "method.aes_gcm.main", bogus: 1 } }, lit), "ENCRYPTION_CONFIG_INVALID", /state\.bogus: is not a known field/);
     rejects(() => parseEncryptionConfig({ ...b, state: {} }, lit), "ENCRYPTION_CONFIG_INVALID", /state\.method: is required/);
+  });
+
+  it("merges the setting with TF_ENCRYPTION as OpenTofu merges code and environment: env's blocks and chains win, enforced from either holds", () => {
+    // The setting: a guard only, and the old key provider; TF_ENCRYPTION: the method and a new provider using the old one as fallback.
+    const setting = parseEncryptionConfig({ key_provider: { pbkdf2: { old: { passphrase: { env: "OLD_PASS" }, iterations: 200_000 } } }, state: { enforced: true } }, { ...SETTINGS, env: { OLD_PASS: `${PASSPHRASE}-old` }, partial: true });
+    const env = encryptionConfigFromEnv(
+      {
+        TF_ENCRYPTION: JSON.stringify({
+          key_provider: { pbkdf2: { new: { passphrase: PASSPHRASE, iterations: 200_000 } } },
+          method: { aes_gcm: { new: { keys: "key_provider.pbkdf2.new" }, old: { keys: "key_provider.pbkdf2.old" } }, unencrypted: { u: {} } },
+          state: { method: "method.aes_gcm.new", fallback: { method: "method.aes_gcm.old" } },
+        }),
+      },
+      true,
+    );
+    const merged = checkEncryptionConfig(mergeEncryptionConfigs(setting, env) as EncryptionConfig, "the encryption setting and TF_ENCRYPTION");
+    assert.deepEqual(merged.state, { methods: ["method.aes_gcm.new", "method.aes_gcm.old"], enforced: true });
+    assert.deepEqual([...merged.keyProviders.keys()].sort(), ["key_provider.pbkdf2.new", "key_provider.pbkdf2.old"]);
+    // Alone, TF_ENCRYPTION references a key provider it does not declare; the guard alone has no method.
+    rejects(() => checkEncryptionConfig(env as EncryptionConfig, "TF_ENCRYPTION"), "ENCRYPTION_CONFIG_INVALID", /method\.aes_gcm\.old\.keys: references key_provider\.pbkdf2\.old/);
+    rejects(() => checkEncryptionConfig(setting, "the encryption setting"), "ENCRYPTION_CONFIG_INVALID", /state\.method: is required.*enforced is set/);
+    // enforced from the setting forbids an unencrypted fallback from the environment.
+    const unenc = encryptionConfigFromEnv({ TF_ENCRYPTION: JSON.stringify({ method: { unencrypted: { u: {} } }, state: { method: "method.unencrypted.u" } }) }, true);
+    rejects(() => checkEncryptionConfig(mergeEncryptionConfigs(setting, unenc) as EncryptionConfig, "merged"), "ENCRYPTION_CONFIG_INVALID", /enforced forbids/);
   });
 
   it("reads HCL JSON's array form of blocks, and refuses two methods storing their metadata under one alias", () => {
