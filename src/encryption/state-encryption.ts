@@ -393,7 +393,7 @@ export class StateDecryptor {
     const lineage = this.member("lineage");
     const header: EnvelopeHeader = { serial: typeof serial === "number" ? serial : null, lineage: typeof lineage === "string" ? lineage : "" };
     const state = this.sink.result();
-    this.checkClearFields(header, serial, lineage, state);
+    this.checkClearFields(serial, lineage, state);
     const primary = this.enc.methods[0] as MethodConfig;
     return { state, encrypted: true, method: this.chosen as string, migration: primary.address !== this.chosen, header };
   }
@@ -406,7 +406,7 @@ export class StateDecryptor {
   }
 
   /** OpenTofu's check: the clear serial and lineage must be the decrypted state's own. */
-  private checkClearFields(header: EnvelopeHeader, serial: unknown, lineage: unknown, state: Buffer): void {
+  private checkClearFields(serial: unknown, lineage: unknown, state: Buffer): void {
     // Writers put serial and lineage near the top: scan in pieces and stop once both are seen.
     const s = new TopLevelScanner();
     for (let at = 0; at < state.length && !s.closed; at += 64 * 1024) {
@@ -426,7 +426,6 @@ export class StateDecryptor {
     const innerLineage = field("lineage");
     if (typeof serial === "number" && typeof innerSerial === "number" && serial !== innerSerial) this.tampered(`its clear serial ${serial} is not the encrypted state's serial ${innerSerial}`);
     if (typeof lineage === "string" && lineage !== "" && innerLineage !== lineage) this.tampered(`its clear lineage ${JSON.stringify(lineage)} is not the encrypted state's lineage ${JSON.stringify(innerLineage)}`);
-    void header;
   }
 
   private plain(): Decrypted {
