@@ -19,7 +19,7 @@ import ts from "typescript";
  */
 export const LAYERS = [
   ["util/", "json/", "errors.ts", "error-codes.ts", "version.ts"],
-  ["io/"],
+  ["io/", "encryption/"],
   ["config/"],
   ["synth/"],
   ["resolve/"],

@@ -167,6 +167,16 @@ export const ERROR_CODES = {
   UNSUPPORTED_FIELD: { status: 500, exit: EXIT.usage },
   UNSUPPORTED_VALUE: { status: 500, exit: EXIT.usage },
   CONFLICTING_FIELDS: { status: 500, exit: EXIT.usage },
+  // State encryption (OpenTofu's format): a state that cannot be decrypted needs the operator,
+  // not a retry (409, like DIGEST_MISMATCH); a bad configuration exits 2
+  ENCRYPTION_WRONG_KEY: { status: 409, exit: EXIT.error },
+  ENCRYPTION_TAMPERED: { status: 409, exit: EXIT.error },
+  ENCRYPTION_UNKNOWN_VERSION: { status: 409, exit: EXIT.error },
+  ENCRYPTION_PLAIN_STATE: { status: 409, exit: EXIT.error },
+  ENCRYPTION_CONFIG_INVALID: { status: 500, exit: EXIT.usage },
+  ENCRYPTION_KDF_TOO_WEAK: { status: 500, exit: EXIT.usage },
+  // The external key provider program failed, timed out or broke the protocol
+  ENCRYPTION_KEY_PROVIDER_FAILED: { status: 502, exit: EXIT.error },
   // Outputs of remote state
   OUTPUT_NOT_FOUND: { status: 500, exit: EXIT.error },
   OUTPUT_INVALID: { status: 500, exit: EXIT.error },

@@ -1,0 +1,189 @@
+/**
+ * Key provider `external`: OpenTofu 1.10's program protocol, through which KMS, Vault or
+ * OpenBao plug in. The program prints a header line `{"magic":"OpenTofu-External-Key-Provider","version":1}`,
+ * reads `null` (encrypting) or the stored `{"external_data":...}` (decrypting) on standard
+ * input, and prints `{"keys":{"encryption_key":B64,"decryption_key":B64?},"meta":{"external_data":...}}`.
+ * It gets one minute. Errors name the program and what went wrong, never the keys or what
+ * it printed on standard output.
+ */
+import { ObjstateError } from "../errors.js";
+import { nodeChildProcess } from "../util/builtins.js";
+import type { ExternalProviderConfig } from "./config.js";
+
+export const HEADER_MAGIC = "OpenTofu-External-Key-Provider";
+/** OpenTofu's limit for one run of the program. */
+export const EXTERNAL_TIMEOUT_MS = 60_000;
+/** More output than any key answer needs means a program that is not a key provider. */
+const MAX_OUTPUT_BYTES = 1024 * 1024;
+/** Standard error quoted in a message: enough to say what failed. */
+const STDERR_QUOTED = 1000;
+
+export interface ExternalKeys {
+  readonly encryptionKey: Buffer;
+  readonly decryptionKey: Buffer | undefined;
+  /** The metadata to store, as OpenTofu's Go code encodes it: `{"external_data":...}`. */
+  readonly meta: Buffer;
+}
+
+/** Options of a run (tests shorten the timeout). */
+export interface ExternalOptions {
+  readonly timeoutMs?: number;
+}
+
+/** JSON with object keys sorted, as Go encodes the `map[string]any` of `external_data`. */
+function goJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(goJson).join(",")}]`;
+  if (typeof v === "object" && v !== null) {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${goJson(o[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/**
+ * Run the program once. `input` is the stored metadata (the JSON under this provider's meta
+ * key), or undefined to ask only for an encryption key.
+ * @throws ObjstateError `ENCRYPTION_KEY_PROVIDER_FAILED`
+ */
+export function runExternal(config: ExternalProviderConfig, input: Buffer | undefined, opts: ExternalOptions = {}): Promise<ExternalKeys> {
+  const program = config.command[0] as string;
+  const what = `key provider ${config.address} (program ${program})`;
+  const fail = (why: string, stderr?: string): ObjstateError => {
+    const err = stderr === undefined || stderr.trim() === "" ? "" : `; its standard error: ${stderr.trim().slice(0, STDERR_QUOTED)}`;
+    return new ObjstateError("ENCRYPTION_KEY_PROVIDER_FAILED", `${what} ${why}${err}`, { details: { keyProvider: config.address, program } });
+  };
+  let stdinText = "null";
+  if (input !== undefined) {
+    let stored: unknown;
+    try {
+      stored = JSON.parse(input.toString("utf8"));
+    } catch {
+      return Promise.reject(new ObjstateError("ENCRYPTION_TAMPERED", `the metadata stored for ${config.metaKey} is not JSON; it was altered or written by another program`));
+    }
+    const data = typeof stored === "object" && stored !== null ? (stored as Record<string, unknown>)["external_data"] : undefined;
+    stdinText = data === undefined || data === null ? "null" : goJson({ external_data: data });
+  }
+  const timeoutMs = opts.timeoutMs ?? EXTERNAL_TIMEOUT_MS;
+
+  return new Promise<ExternalKeys>((resolve, reject) => {
+    let child: import("node:child_process").ChildProcess;
+    try {
+      child = nodeChildProcess().spawn(program, config.command.slice(1), { stdio: ["pipe", "pipe", "pipe"], shell: false });
+    } catch (e) {
+      reject(fail(`could not be started (${(e as Error).message})`));
+      return;
+    }
+    const out: Buffer[] = [];
+    let outBytes = 0;
+    let stderr = "";
+    let done = false;
+    const finish = (e: ObjstateError | undefined, keys?: ExternalKeys): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      if (e !== undefined) reject(e);
+      else resolve(keys as ExternalKeys);
+    };
+    const timer = setTimeout(() => finish(fail(`did not answer within ${Math.round(timeoutMs / 1000) || timeoutMs / 1000} s and was stopped`, stderr)), timeoutMs);
+    child.on("error", (e: NodeJS.ErrnoException) => finish(fail(e.code === "ENOENT" ? "was not found: check command[0] (a path, or a name on PATH)" : `could not be run (${e.code ?? e.message})`)));
+    child.stdout?.on("data", (b: Buffer) => {
+      outBytes += b.length;
+      if (outBytes > MAX_OUTPUT_BYTES) finish(fail(`printed more than ${MAX_OUTPUT_BYTES} bytes; it does not speak the key provider protocol`, stderr));
+      else out.push(b);
+    });
+    child.stderr?.on("data", (b: Buffer) => {
+      if (stderr.length < 4 * STDERR_QUOTED) stderr += b.toString("utf8");
+    });
+    // A program that exits without reading its input must not fail the run by EPIPE.
+    child.stdin?.on("error", () => undefined);
+    child.stdin?.end(stdinText);
+    child.on("close", (code, signal) => {
+      if (done) return;
+      if (code !== 0) {
+        finish(fail(signal !== null ? `was killed by ${signal}` : `exited with code ${code}`, stderr));
+        return;
+      }
+      try {
+        finish(undefined, parseAnswer(Buffer.concat(out).toString("utf8"), (why) => fail(why, stderr)));
+      } catch (e) {
+        finish(e instanceof ObjstateError ? e : fail("gave an answer that could not be read", stderr));
+      }
+    });
+  });
+}
+
+/** Header line, then the output JSON (no unknown fields, as OpenTofu decodes it). */
+function parseAnswer(text: string, fail: (why: string) => ObjstateError): ExternalKeys {
+  const nl = text.indexOf("\n");
+  if (nl === -1) throw fail("did not print the header line first (" + JSON.stringify({ magic: HEADER_MAGIC, version: 1 }) + ")");
+  let header: unknown;
+  try {
+    header = JSON.parse(text.slice(0, nl));
+  } catch {
+    throw fail("printed a first line that is not the protocol's JSON header");
+  }
+  const h = (typeof header === "object" && header !== null ? header : {}) as Record<string, unknown>;
+  if (h["magic"] !== HEADER_MAGIC) throw fail(`printed a header without the magic "${HEADER_MAGIC}"`);
+  if (h["version"] !== 1) throw fail(`speaks protocol version ${JSON.stringify(h["version"])}; objstate speaks version 1`);
+  let answer: unknown;
+  try {
+    answer = JSON.parse(text.slice(nl + 1));
+  } catch {
+    // Never quote the text: it holds key material.
+    throw fail("printed an answer that is not JSON");
+  }
+  const a = (typeof answer === "object" && answer !== null && !Array.isArray(answer) ? answer : undefined) as Record<string, unknown> | undefined;
+  if (a === undefined) throw fail("printed an answer that is not a JSON object");
+  for (const k of Object.keys(a)) if (k !== "keys" && k !== "meta") throw fail(`printed an unknown field "${k.slice(0, 40)}" (known: keys, meta)`);
+  const keys = a["keys"] as Record<string, unknown> | undefined;
+  if (typeof keys !== "object" || keys === null) throw fail("printed no keys object");
+  for (const k of Object.keys(keys)) if (k !== "encryption_key" && k !== "decryption_key") throw fail(`printed an unknown field "keys.${k.slice(0, 40)}"`);
+  const key = (name: string): Buffer | undefined => {
+    const v = keys[name];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(v)) throw fail(`printed keys.${name} that is not base64`);
+    return Buffer.from(v, "base64");
+  };
+  const encryptionKey = key("encryption_key");
+  if (encryptionKey === undefined || encryptionKey.length === 0) throw fail("printed no keys.encryption_key");
+  const meta = a["meta"];
+  if (meta !== undefined && meta !== null && (typeof meta !== "object" || Array.isArray(meta))) throw fail("printed a meta that is not an object");
+  const m = (meta ?? {}) as Record<string, unknown>;
+  for (const k of Object.keys(m)) if (k !== "external_data") throw fail(`printed an unknown field "meta.${k.slice(0, 40)}"`);
+  return { encryptionKey, decryptionKey: key("decryption_key"), meta: Buffer.from(goJson({ external_data: m["external_data"] ?? null }), "utf8") };
+}
+
+/** The external key provider of one configuration: one run for the writer's key, one per distinct stored metadata to read. */
+export class ExternalProvider {
+  #writer: Promise<{ key: Buffer; meta: Buffer }> | undefined;
+  readonly #readers = new Map<string, Promise<Buffer | undefined>>();
+
+  constructor(
+    readonly config: ExternalProviderConfig,
+    private readonly opts: ExternalOptions = {},
+  ) {}
+
+  encryptionKey(): Promise<{ key: Buffer; meta: Buffer }> {
+    this.#writer ??= runExternal(this.config, undefined, this.opts).then((k) => ({ key: k.encryptionKey, meta: k.meta }));
+    this.#writer.catch(() => (this.#writer = undefined));
+    return this.#writer;
+  }
+
+  /** The decryption key for stored metadata: the program runs once per distinct metadata (a wrapped data key gives the same key each time). */
+  decryptionKey(meta: Buffer | undefined): Promise<Buffer | undefined> {
+    if (meta === undefined) return Promise.resolve(undefined);
+    const id = meta.toString("base64");
+    let p = this.#readers.get(id);
+    if (p === undefined) {
+      p = runExternal(this.config, meta, this.opts).then((k) => k.decryptionKey);
+      p.catch(() => this.#readers.delete(id));
+      this.#readers.set(id, p);
+      if (this.#readers.size > 256) this.#readers.delete(this.#readers.keys().next().value as string);
+    }
+    return p;
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * Key provider `pbkdf2` in OpenTofu's form: PBKDF2-HMAC (SHA-512 or SHA-256) of the
+ * passphrase with a random salt; the salt, iterations, hash and key length are stored in
+ * the envelope's `meta` as `{"salt","iterations","hash_function","key_length"}`, and a reader
+ * always derives with the stored ones. Derivation is asynchronous (the thread pool, so a
+ * server keeps answering) and cached per (passphrase, salt, parameters) for the process.
+ */
+import { ObjstateError } from "../errors.js";
+import { nodeCrypto } from "../util/builtins.js";
+import type { Pbkdf2ProviderConfig } from "./config.js";
+
+/** The metadata OpenTofu stores for pbkdf2 (Go field order). */
+export interface Pbkdf2Meta {
+  readonly salt: Buffer;
+  readonly iterations: number;
+  readonly hashFunction: "sha256" | "sha512";
+  readonly keyLength: number;
+}
+
+/**
+ * Stored parameters beyond these are refused rather than run: a reader derives with what the
+ * envelope says, and an altered envelope must not make it spin for hours.
+ */
+const MAX_STORED_ITERATIONS = 50_000_000;
+const MAX_KEY_LENGTH = 1024;
+
+/** The JSON OpenTofu's Go code writes for the metadata (before the envelope base64-encodes it). */
+export function encodePbkdf2Meta(m: Pbkdf2Meta): Buffer {
+  return Buffer.from(`{"salt":"${m.salt.toString("base64")}","iterations":${m.iterations},"hash_function":${JSON.stringify(m.hashFunction)},"key_length":${m.keyLength}}`, "utf8");
+}
+
+/**
+ * The stored metadata, or undefined when it is absent or incomplete (OpenTofu's `isPresent`:
+ * no decryption key then). `describe` names the envelope in messages.
+ * @throws ObjstateError `ENCRYPTION_TAMPERED` for metadata that is not the pbkdf2 shape
+ */
+export function decodePbkdf2Meta(json: Buffer | undefined, describe: string): Pbkdf2Meta | undefined {
+  if (json === undefined) return undefined;
+  const bad = (why: string): never => {
+    throw new ObjstateError("ENCRYPTION_TAMPERED", `${describe}: its pbkdf2 metadata ${why}; it was altered or written by another program`);
+  };
+  let v: unknown;
+  try {
+    v = JSON.parse(json.toString("utf8"));
+  } catch {
+    return bad("is not JSON");
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return bad("is not an object");
+  const o = v as Record<string, unknown>;
+  const salt = typeof o["salt"] === "string" ? Buffer.from(o["salt"], "base64") : o["salt"] === undefined || o["salt"] === null ? Buffer.alloc(0) : bad("has a salt that is not base64");
+  const iterations = o["iterations"] ?? 0;
+  const keyLength = o["key_length"] ?? 0;
+  const hash = o["hash_function"] ?? "";
+  if (typeof iterations !== "number" || !Number.isSafeInteger(iterations) || iterations < 0) return bad(`has an invalid number of iterations (${String(iterations)})`);
+  if (typeof keyLength !== "number" || !Number.isSafeInteger(keyLength) || keyLength < 0) return bad(`has an invalid key length (${String(keyLength)})`);
+  if (hash !== "" && hash !== "sha256" && hash !== "sha512") return bad(`names an unknown hash function (${JSON.stringify(hash)})`);
+  if (salt.length === 0 || iterations === 0 || hash === "" || keyLength === 0) return undefined;
+  if (iterations > MAX_STORED_ITERATIONS || keyLength > MAX_KEY_LENGTH) return bad(`asks for ${iterations} iterations and a ${keyLength}-byte key, more than any writer uses`);
+  return { salt, iterations, hashFunction: hash as "sha256" | "sha512", keyLength };
+}
+
+/** Derived keys by a digest of (passphrase, salt, parameters): the passphrase itself is never a key of the map. */
+const cache = new Map<string, Promise<Buffer>>();
+const CACHE_ENTRIES = 256;
+let derivations = 0;
+
+/** How many derivations ran in this process (not served from the cache): for tests and benches. */
+export function pbkdf2Derivations(): number {
+  return derivations;
+}
+
+/** PBKDF2 of `passphrase` with `m`'s salt and parameters, once per process for the same inputs. */
+export function derivePbkdf2(passphrase: Buffer, m: Pbkdf2Meta): Promise<Buffer> {
+  const crypto = nodeCrypto();
+  const id = crypto
+    .createHash("sha256")
+    .update(`${m.hashFunction}\0${m.iterations}\0${m.keyLength}\0${m.salt.length}\0`)
+    .update(m.salt)
+    .update(passphrase)
+    .digest("base64");
+  const hit = cache.get(id);
+  if (hit !== undefined) {
+    // Most recently used last, so the oldest is the first to go.
+    cache.delete(id);
+    cache.set(id, hit);
+    return hit;
+  }
+  derivations++;
+  const p = new Promise<Buffer>((resolve, reject) => {
+    crypto.pbkdf2(passphrase, m.salt, m.iterations, m.keyLength, m.hashFunction, (err, key) => (err === null ? resolve(key) : reject(err)));
+  });
+  p.catch(() => cache.delete(id));
+  cache.set(id, p);
+  if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
+  return p;
+}
+
+/** The pbkdf2 key provider of one configuration. */
+export class Pbkdf2Provider {
+  #writer: Promise<{ key: Buffer; meta: Buffer }> | undefined;
+
+  constructor(
+    readonly config: Pbkdf2ProviderConfig,
+    private readonly randomBytes: (n: number) => Buffer = (n) => nodeCrypto().randomBytes(n),
+  ) {}
+
+  /**
+   * The key this writer encrypts with and the metadata to store: a fresh salt per provider
+   * instance (one per process, as OpenTofu makes one per run), derived once.
+   */
+  encryptionKey(): Promise<{ key: Buffer; meta: Buffer }> {
+    this.#writer ??= (async () => {
+      const c = this.config;
+      const m: Pbkdf2Meta = { salt: this.randomBytes(c.saltLength), iterations: c.iterations, hashFunction: c.hashFunction, keyLength: c.keyLength };
+      return { key: await derivePbkdf2(c.passphrase.bytes(), m), meta: encodePbkdf2Meta(m) };
+    })();
+    this.#writer.catch(() => (this.#writer = undefined));
+    return this.#writer;
+  }
+
+  /** The key for stored metadata (undefined when the envelope has none for this provider). */
+  async decryptionKey(meta: Buffer | undefined, describe: string): Promise<Buffer | undefined> {
+    const m = decodePbkdf2Meta(meta, describe);
+    return m === undefined ? undefined : derivePbkdf2(this.config.passphrase.bytes(), m);
+  }
+}
