@@ -29,8 +29,9 @@ export async function confirm(question: string): Promise<boolean> {
  */
 export async function readSecret(prompt: string): Promise<string> {
   const stdin = process.stdin;
-  process.stderr.write(prompt);
+  // Echo off before the prompt shows: whoever types as soon as they see it is not echoed.
   stdin.setRawMode(true);
+  process.stderr.write(prompt);
   stdin.resume();
   try {
     return await new Promise<string>((resolve, reject) => {
@@ -54,9 +55,9 @@ export async function readSecret(prompt: string): Promise<string> {
       stdin.on("data", onData);
     });
   } finally {
+    process.stderr.write("\n");
     stdin.setRawMode(false);
     stdin.pause();
-    process.stderr.write("\n");
   }
 }
 
