@@ -22,6 +22,7 @@ storeDriverSuite(
     checksMd5OfBuffers: false,
     atomicConditionsWhenVersioned: true,
     retentionKeepsNewerNoncurrent: true,
+    deleteIfMatchHonoured: true,
     leaveLeftover: ({ driver }, key) => {
       // What a writer killed before its rename leaves: a temp file naming its key.
       writeFileSync(join((driver as FileDriver).bucketDir, `.tmp-${randomUUID()}.${encodeURIComponent(key)}`), "partial");
