@@ -164,6 +164,17 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
       it(`versioning: ${differences.alwaysVersioned ? "always enabled" : "off until enableVersioning"}, then enabled; enableVersioning is idempotent`, async () => {
         const d = await ready();
         assert.equal(await d.versioning(), differences.alwaysVersioned ? "enabled" : "off");
+        await d.put("k", Buffer.from("1"));
+        await d.put("k", Buffer.from("22"));
+        const before = await collect(d.listVersions("k"));
+        if (differences.alwaysVersioned) {
+          assert.deepEqual(before.map((v) => [v.isLatest, v.size]), [[true, 2], [false, 1]]);
+          assert.equal((await d.head("k"))?.versionId, before[0]?.versionId);
+        } else {
+          // A bucket that never kept versions lists its one current object, under ID "null".
+          assert.deepEqual(before.map((v) => [v.versionId, v.isLatest, v.deleteMarker, v.size]), [["null", true, false, 2]]);
+          assert.equal((await d.head("k"))?.versionId, undefined, "no version ID for an object of an unversioned bucket");
+        }
         await d.enableVersioning();
         await d.enableVersioning();
         assert.equal(await d.versioning(), "enabled");

@@ -1,14 +1,16 @@
 /** The object-store driver conformance suite on the embedded store (`file:` endpoints). */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { after } from "node:test";
 import { FileDriver } from "../../../src/store/file.js";
 import { openStore } from "../../../src/store/index.js";
 import { storeDriverSuite } from "../../behaviour/store-driver-suite.js";
 import { uniqueName } from "../../support/targets.js";
 
 const root = mkdtempSync(join(tmpdir(), "objstate-store-conformance-"));
+after(() => rmSync(root, { recursive: true, force: true }));
 
 storeDriverSuite(
   "embedded store",
