@@ -125,7 +125,13 @@ export class DynamoDbLockTable implements LockTableDriver {
       values[`:s${i}`] = { S: v };
       return `#s${i} = :s${i}`;
     });
-    if (assignments.length === 0) return (await this.get(id, attr)) === expected;
+    if (assignments.length === 0) {
+      // The condition alone, read as the UpdateItem below would judge it: an absent item
+      // fails it even when `expected` is null (it "lacks" the attribute, but does not exist).
+      const item = await this.getItem(id);
+      if (item === null) return false;
+      return expected === null ? item[attr] === undefined : stringAttr(item, attr) === expected;
+    }
     try {
       await this.client.send(
         new UpdateItemCommand({

@@ -1,6 +1,8 @@
 /**
- * The DynamoDB lock-table driver against a real dynalite server (docs/design.md §8). The
- * endpoint comes from `scripts/with-servers.sh`; without it these tests fail, never skip.
+ * The DynamoDB lock-table driver's own behaviour against a real dynalite server (docs/design.md
+ * §8): the table it creates, credentials, and error mapping. What every lock driver does is
+ * asserted by the conformance suite (test/behaviour/lock-driver-suite.ts). The endpoint
+ * comes from `scripts/with-servers.sh`; without it these tests fail, never skip.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,7 +15,6 @@ import { openLockTable } from "../../../src/lock/index.js";
 import type { LockTableDriver } from "../../../src/lock/types.js";
 import type { Credentials, CredentialsProvider } from "../../../src/credentials/types.js";
 import { testServers } from "../../support/servers.js";
-import { commitDigestSuite } from "../../behaviour/commit-digest-suite.js";
 
 const LOCK_ID = "my-bucket/env:/dev/tool.tfstate";
 const SECRET = "secret-never-in-messages-9f3b";
@@ -33,15 +34,6 @@ function open(table: string, extra: Partial<{ credentials: CredentialsProvider |
   const d = new DynamoDbLockTable({ table, endpoint: extra.endpoint ?? endpoint, credentials: "credentials" in extra ? extra.credentials : credentials });
   drivers.push(d);
   return d;
-}
-
-/** A driver on a fresh table that the driver created itself. */
-async function freshTable(): Promise<DynamoDbLockTable> {
-  const name = newTableName();
-  const t = open(name);
-  await t.createTable();
-  created.push(name);
-  return t;
 }
 
 /** Make a table the driver would never make, to see how it is described and refused. */
@@ -113,25 +105,6 @@ describe("key schema", () => {
     assert.equal(table?.BillingModeSummary?.BillingMode, "PAY_PER_REQUEST");
   });
 
-  test("createTable on an existing table, and two at once, both succeed", async () => {
-    const name = newTableName();
-    const [a, b] = [open(name), open(name)];
-    await Promise.all([a.createTable(), b.createTable()]);
-    created.push(name);
-    await a.createTable();
-    assert.deepEqual(await b.describeKeySchema(), [{ name: "LockID", type: "S", keyType: "HASH" }]);
-  });
-
-  test("a table keyed by another attribute is described as it is", async () => {
-    const name = await rawTable([{ AttributeName: "Key", KeyType: "HASH" }], [{ AttributeName: "Key", AttributeType: "S" }]);
-    assert.deepEqual(await open(name).describeKeySchema(), [{ name: "Key", type: "S", keyType: "HASH" }]);
-  });
-
-  test("a table whose LockID is a number is described as type N", async () => {
-    const name = await rawTable([{ AttributeName: "LockID", KeyType: "HASH" }], [{ AttributeName: "LockID", AttributeType: "N" }]);
-    assert.deepEqual(await open(name).describeKeySchema(), [{ name: "LockID", type: "N", keyType: "HASH" }]);
-  });
-
   test("a composite key is described element by element", async () => {
     const name = await rawTable(
       [
@@ -158,62 +131,6 @@ describe("key schema", () => {
 });
 
 describe("items", () => {
-  test("putIfAbsent writes once, then reports the holder's value", async () => {
-    const t = await freshTable();
-    assert.equal(await t.putIfAbsent(LOCK_ID, "Info", "first"), null);
-    assert.equal(await t.putIfAbsent(LOCK_ID, "Info", "second"), "first");
-    assert.equal(await t.get(LOCK_ID, "Info"), "first");
-  });
-
-  test("putIfAbsent on an item without the attribute reports an empty string", async () => {
-    const t = await freshTable();
-    await t.put(LOCK_ID, "Digest", "abc");
-    assert.equal(await t.putIfAbsent(LOCK_ID, "Info", "x"), "");
-    assert.equal(await t.get(LOCK_ID, "Digest"), "abc");
-  });
-
-  test("get: absent item or attribute → null", async () => {
-    const t = await freshTable();
-    assert.equal(await t.get(LOCK_ID, "Info"), null);
-    await t.put(LOCK_ID, "Info", "v");
-    assert.equal(await t.get(LOCK_ID, "Digest"), null);
-    assert.equal(await t.get(LOCK_ID, "Info"), "v");
-  });
-
-  test("put replaces the whole item", async () => {
-    const t = await freshTable();
-    await t.put(LOCK_ID, "Info", "one");
-    await t.put(LOCK_ID, "Digest", "two");
-    assert.equal(await t.get(LOCK_ID, "Info"), null);
-    assert.equal(await t.get(LOCK_ID, "Digest"), "two");
-  });
-
-  test("ids with /, :, case and unicode are distinct items", async () => {
-    const t = await freshTable();
-    const ids = ["B/k:1", "b/k:1", "bücket/ключ:☃"];
-    for (const id of ids) assert.equal(await t.putIfAbsent(id, "Info", id), null);
-    for (const id of ids) assert.equal(await t.get(id, "Info"), id);
-  });
-
-  test("deleteIf deletes only on a match", async () => {
-    const t = await freshTable();
-    assert.equal(await t.deleteIf(LOCK_ID, "Info", "mine"), false, "absent item");
-    await t.put(LOCK_ID, "Info", "mine");
-    assert.equal(await t.deleteIf(LOCK_ID, "Info", "theirs"), false, "other value");
-    assert.equal(await t.deleteIf(LOCK_ID, "Digest", "mine"), false, "other attribute");
-    assert.equal(await t.get(LOCK_ID, "Info"), "mine");
-    assert.equal(await t.deleteIf(LOCK_ID, "Info", "mine"), true);
-    assert.equal(await t.get(LOCK_ID, "Info"), null);
-    assert.equal(await t.deleteIf(LOCK_ID, "Info", "mine"), false, "already gone");
-  });
-
-  test("delete is unconditional and absent is fine", async () => {
-    const t = await freshTable();
-    await t.delete(LOCK_ID);
-    await t.put(LOCK_ID, "Digest", "d");
-    await t.delete(LOCK_ID);
-    assert.equal(await t.get(LOCK_ID, "Digest"), null);
-  });
 
   test("every item call on an absent table is TABLE_NOT_FOUND", async () => {
     const t = open(newTableName());
@@ -231,20 +148,6 @@ describe("items", () => {
 });
 
 describe("concurrency", () => {
-  test("8 clients racing putIfAbsent: exactly one winner per round, losers see the winner", async () => {
-    const name = newTableName();
-    const setup = open(name);
-    await setup.createTable();
-    created.push(name);
-    const clients = Array.from({ length: 8 }, () => open(name));
-    for (let r = 0; r < 40; r++) {
-      const results = await Promise.all(clients.map((c, i) => c.putIfAbsent(`race/${r}`, "Info", `c${i}`)));
-      const winners = results.flatMap((res, i) => (res === null ? [`c${i}`] : []));
-      assert.equal(winners.length, 1, `round ${r}: winners ${winners.join(",")}`);
-      for (const res of results) if (res !== null) assert.equal(res, winners[0]);
-      assert.equal(await setup.get(`race/${r}`, "Info"), winners[0]);
-    }
-  });
 
   test("6 clients × 20 lock/unlock cycles guarding a read-modify-write counter", async () => {
     const name = newTableName();
@@ -338,8 +241,4 @@ describe("credentials and errors", () => {
     assert.match(other.message, /ValidationException: bad thing/);
     assert.ok(!other.message.includes(SECRET));
   });
-});
-
-describe("commitDigest (the commit point)", () => {
-  commitDigestSuite(freshTable);
 });

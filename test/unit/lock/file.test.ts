@@ -1,6 +1,7 @@
 /**
- * The embedded lock table: every method, the schema file, and correctness across
- * processes. Run as `node file.test.js --worker …` this file is also the child process
+ * The embedded lock table's own behaviour: its files (schema, items, claims), and correctness
+ * across processes. What every lock driver does is asserted by the conformance suite
+ * (test/behaviour/lock-driver-suite.ts, driver-conformance.test.ts). Run as `node file.test.js --worker …` this file is also the child process
  * the concurrency tests start, so the test needs no helper script.
  */
 import { after, before, describe, test } from "node:test";
@@ -16,7 +17,6 @@ import { encodeId, FileLockTable } from "../../../src/lock/file.js";
 import { acquireClaim } from "../../../src/store/claim.js";
 import { openLockTable } from "../../../src/lock/index.js";
 import type { LockTableDriver } from "../../../src/lock/types.js";
-import { commitDigestSuite } from "../../behaviour/commit-digest-suite.js";
 
 const SELF = fileURLToPath(import.meta.url);
 const LOCK_ID = "my-bucket/env:/dev/tool.tfstate";
@@ -187,24 +187,7 @@ function defineTests(): void {
     });
   });
 
-  describe("commitDigest (the commit point)", () => {
-    commitDigestSuite(() => Promise.resolve(open(table())));
-  });
-
   describe("items", () => {
-    test("putIfAbsent writes once, then reports the holder's value", async () => {
-      const t = open(table());
-      assert.equal(await t.putIfAbsent(LOCK_ID, "Info", "first"), null);
-      assert.equal(await t.putIfAbsent(LOCK_ID, "Info", "second"), "first");
-      assert.equal(await t.get(LOCK_ID, "Info"), "first");
-    });
-
-    test("putIfAbsent on an item without the attribute reports an empty string", async () => {
-      const t = open(table());
-      await t.put(LOCK_ID, "Digest", "abc");
-      assert.equal(await t.putIfAbsent(LOCK_ID, "Info", "x"), "");
-      assert.equal(await t.get(LOCK_ID, "Digest"), "abc");
-    });
 
     test("the first write creates the table", async () => {
       const t = open(table());
@@ -213,24 +196,6 @@ function defineTests(): void {
       const u = open(table());
       await u.put(LOCK_ID, "Digest", "d");
       assert.notEqual(await u.describeKeySchema(), null);
-    });
-
-    test("get: absent table, absent item, absent attribute → null", async () => {
-      const t = open(table());
-      assert.equal(await t.get(LOCK_ID, "Info"), null);
-      assert.equal(await fs.stat(t.dir).catch(() => null), null, "a read does not create the table");
-      await t.put(LOCK_ID, "Info", "v");
-      assert.equal(await t.get("other/id", "Info"), null);
-      assert.equal(await t.get(LOCK_ID, "Digest"), null);
-      assert.equal(await t.get(LOCK_ID, "Info"), "v");
-    });
-
-    test("put replaces the whole item", async () => {
-      const t = open(table());
-      await t.put(LOCK_ID, "Info", "one");
-      await t.put(LOCK_ID, "Digest", "two");
-      assert.equal(await t.get(LOCK_ID, "Info"), null);
-      assert.equal(await t.get(LOCK_ID, "Digest"), "two");
     });
 
     test("one file per item holding {LockID, attr}, and no temporary files left", async () => {
@@ -246,24 +211,6 @@ function defineTests(): void {
       assert.deepEqual(content, { LockID: LOCK_ID, Digest: "d1" });
     });
 
-    test("ids that differ only by case are different items", async () => {
-      const t = open(table());
-      assert.equal(await t.putIfAbsent("B/k", "Info", "upper"), null);
-      assert.equal(await t.putIfAbsent("b/k", "Info", "lower"), null);
-      assert.equal(await t.get("B/k", "Info"), "upper");
-      assert.equal(await t.get("b/k", "Info"), "lower");
-    });
-
-    test("unicode and very long ids round-trip", async () => {
-      const t = open(table());
-      const ids = ["bücket/ключ:☃", `b/${"y".repeat(1000)}`];
-      for (const id of ids) {
-        assert.equal(await t.putIfAbsent(id, "Info", id), null);
-        assert.equal(await t.get(id, "Info"), id);
-        assert.equal(await t.deleteIf(id, "Info", id), true);
-      }
-    });
-
     test("deleteIf deletes only on a match", async () => {
       const t = open(table());
       assert.equal(await t.deleteIf(LOCK_ID, "Info", "x"), false, "absent table");
@@ -277,15 +224,6 @@ function defineTests(): void {
       assert.equal(await t.deleteIf(LOCK_ID, "Info", "mine"), false, "already gone");
       assert.deepEqual((await fs.readdir(t.dir)).filter((f) => !f.startsWith(".")), [], "the item is gone");
       assert.deepEqual(await leftIn(t.dir), []);
-    });
-
-    test("delete is unconditional and absent is fine", async () => {
-      const t = open(table());
-      await t.delete(LOCK_ID);
-      await t.put(LOCK_ID, "Digest", "d");
-      await t.delete(LOCK_ID);
-      await t.delete(LOCK_ID);
-      assert.equal(await t.get(LOCK_ID, "Digest"), null);
     });
 
     test("a corrupt item file is an error, not an absent item", async () => {
@@ -305,14 +243,6 @@ function defineTests(): void {
       assert.equal(await t.get(LOCK_ID, "Info"), "c");
     });
 
-    test("concurrent putIfAbsent within one process: exactly one winner", async () => {
-      const name = table();
-      const drivers = Array.from({ length: 10 }, () => open(name));
-      const results = await Promise.all(drivers.map((d, i) => d.putIfAbsent(LOCK_ID, "Info", `w${i}`)));
-      const winners = results.flatMap((r, i) => (r === null ? [i] : []));
-      assert.equal(winners.length, 1);
-      for (const r of results) if (r !== null) assert.equal(r, `w${winners[0]}`);
-    });
   });
 
   describe("updateIf (multi-attribute items)", () => {

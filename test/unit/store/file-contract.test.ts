@@ -1,6 +1,7 @@
 /**
- * The embedded store's side of the driver contract used for fencing and repair:
- * If-Match writes (atomic across processes), user metadata, ranged reads, leftovers.
+ * The embedded store's side of the driver contract used for fencing and repair, beyond the
+ * conformance suite (test/behaviour/store-driver-suite.ts): If-Match writes atomic across
+ * processes, claims, ranged reads, and its own kinds of leftovers.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -248,15 +249,6 @@ async function liveClaimName(dir: string): Promise<string> {
 }
 
 describe("FileDriver metadata and ranged reads", () => {
-  it("stores user metadata with the version and returns it from get and head (keys in lower case)", async () => {
-    const d = freshDriver();
-    await d.put("s", Buffer.from("{}"), { metadata: { "objstate-serial": "7", "Objstate-Lineage": "abc" } });
-    const want = { "objstate-serial": "7", "objstate-lineage": "abc" };
-    assert.deepEqual((await d.head("s"))?.metadata, want);
-    assert.deepEqual((await d.get("s"))?.meta.metadata, want);
-    await d.put("s", Buffer.from("[]"));
-    assert.equal((await d.head("s"))?.metadata, undefined, "metadata belongs to one version");
-  });
 
   it("maxBytes reads only the first bytes; size is the whole object's and no md5 is claimed", async () => {
     const d = freshDriver();

@@ -1,6 +1,11 @@
+/**
+ * The embedded store's own behaviour: its files on disk, key and bucket name checks, ACL and
+ * encryption records, and atomicity across processes. What every driver does is asserted
+ * by the conformance suite (test/behaviour/store-driver-suite.ts, driver-conformance.test.ts).
+ */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -69,48 +74,6 @@ describe("FileDriver", () => {
     assert.equal(d.kind, "file");
     assert.equal(d.location, `file:${path.join(root, "rel", "store", "via-open")}`);
     d.close();
-  });
-
-  it("creates the bucket directory on first write, not before", async () => {
-    const d = freshDriver();
-    assert.equal(await d.bucketExists(), false);
-    assert.equal(await d.get("k"), null);
-    assert.deepEqual(await collect(d.list("")), []);
-    await d.delete("k");
-    assert.equal(await d.bucketExists(), false, "reads and deletes must not create the bucket");
-    await d.put("k", Buffer.from("v"));
-    assert.equal(await d.bucketExists(), true);
-    assert.equal((await fs.stat(d.bucketDir)).isDirectory(), true);
-  });
-
-  it("createBucket makes an empty bucket and is idempotent", async () => {
-    const d = freshDriver();
-    await d.createBucket();
-    await d.createBucket();
-    assert.equal(await d.bucketExists(), true);
-    assert.deepEqual(await collect(d.list("")), []);
-  });
-
-  it("round-trips bytes exactly, including empty and multi-MiB random bodies", async () => {
-    const d = freshDriver();
-    const big = randomBytes(5 * 1024 * 1024 + 17);
-    const bodies: [string, Buffer][] = [
-      ["empty", Buffer.alloc(0)],
-      ["text", Buffer.from('{"version":4}\n')],
-      ["binary", Buffer.from([0, 255, 10, 13, 0])],
-      ["big", big],
-    ];
-    for (const [k, b] of bodies) await d.put(k, b);
-    for (const [k, b] of bodies) {
-      const got = await d.get(k);
-      assert.ok(got, k);
-      assert.equal(got.body.length, b.length, k);
-      assert.ok(got.body.equals(b), k);
-      assert.equal(got.meta.size, b.length);
-      assert.equal(got.meta.etag, md5(b));
-    }
-    assert.equal(await d.get("missing"), null);
-    assert.equal(await d.head("missing"), null);
   });
 
   it("stores each object as one flat file named by its encoded key", async () => {
@@ -196,36 +159,6 @@ describe("FileDriver", () => {
       const winner = outcomes.indexOf("won");
       assert.equal((await d.get(key))?.body.toString(), `writer-${winner}`);
     }
-  });
-
-  it("listDetailed: each key under a prefix, in order, with the size, time and ETag head reports", async () => {
-    const d = freshDriver();
-    for (const [k, body] of [["x/b", "bb"], ["x/a", "a"], ["y", "yyy"]] as const) await d.put(k, Buffer.from(body));
-    await d.put("x/b", Buffer.from("bbbb"));
-    const listed = await collect(d.listDetailed("x/"));
-    assert.deepEqual(listed.map((o) => [o.key, o.size]), [["x/a", 1], ["x/b", 4]]);
-    for (const o of listed) {
-      const h = await d.head(o.key);
-      assert.deepEqual([o.etag, o.lastModified?.toISOString()], [h?.etag, h?.lastModified?.toISOString()]);
-    }
-    assert.equal(listed[1]?.etag, md5(Buffer.from("bbbb")));
-    assert.deepEqual(await collect(d.listDetailed("none/")), []);
-  });
-
-  it("lists keys with a prefix in S3 (UTF-8 byte) order, a key beside keys below it", async () => {
-    const d = freshDriver();
-    const keys = ["b", "a/c", "a", "ab", "a/b", "env:/w/tool.tfstate", "env:/tool.tfstate", "\u{1F600}", "\uFF61", "a b"];
-    for (const k of keys) await d.put(k, Buffer.from(k));
-    const expected = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
-    assert.deepEqual(expected.slice(-2), ["\uFF61", "\u{1F600}"], "UTF-8 order differs from UTF-16 order here");
-    assert.deepEqual(await collect(d.list("")), expected);
-    assert.deepEqual(await collect(d.list("a")), ["a", "a b", "a/b", "a/c", "ab"]);
-    assert.deepEqual(await collect(d.list("a/")), ["a/b", "a/c"]);
-    assert.deepEqual(await collect(d.list("env:/")), ["env:/tool.tfstate", "env:/w/tool.tfstate"]);
-    assert.deepEqual(await collect(d.list("zzz")), []);
-    assert.deepEqual(await collect(d.list("", { pageSize: 2 })), expected);
-    assert.equal((await d.get("a"))?.body.toString(), "a");
-    assert.equal((await d.get("a/b"))?.body.toString(), "a/b");
   });
 
   it("deletes objects keeping their versions (delete marker); purge removes every trace; deleting an absent key is fine", async () => {
