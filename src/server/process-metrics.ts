@@ -83,7 +83,8 @@ function countOf(list: readonly string[]): Map<string, number> {
 }
 
 export class ProcessMetrics {
-  private readonly startSeconds = Math.round(Date.now() / 1000 - process.uptime());
+  // Down, not to the nearest (prom-client rounds): a process scraped in its first half second would start in the future.
+  private readonly startSeconds = Math.floor(Date.now() / 1000 - process.uptime());
   private readonly loop: IntervalHistogram;
   private readonly gc = new Map<string, { counts: number[]; sum: number; n: number }>();
 
