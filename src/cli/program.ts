@@ -130,8 +130,7 @@ export function program(argv?: readonly string[]): Command {
     .argument("[file]", "props file (JSON), or - for standard input")
     .addOption(new Option("--for <backend>", "write the configuration of the tool's own backend, which Terraform and OpenTofu read unchanged: s3 or oss (this bucket and table), http (objstate serve, which holds the store settings)").choices(["s3", "oss", "http"]))
     .addOption(new Option("--serve-url <url>", "with --for http: the URL the tool reaches objstate serve by, such as http://127.0.0.1:8080"))
-    .addOption(new Option("--username <name>", "with --for http: the user the tool logs in as (the password is never written: set TF_HTTP_PASSWORD)"))
-    .addOption(new Option("--lockfile", "with --for s3: lock with the lockfile {state path}.tflock (use_lockfile), as objstate --lockfile does"));
+    .addOption(new Option("--username <name>", "with --for http: the user the tool logs in as (the password is never written: set TF_HTTP_PASSWORD)"));
   addSettingsOptions(synth, "synth", { workspace: true }).action(async (file: string | undefined, ...rest: unknown[]) => (await commands()).synthAction(file, optsOf(rest)));
 
   const config = jsonOption(root.command("config").description("show the effective settings, where each came from, and the credentials source (secrets redacted)"));
