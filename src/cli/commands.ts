@@ -14,8 +14,7 @@ import { synthesizeProps } from "../synth/document.js";
 import { formatToolJson, secretWarnings, type ToolJson } from "../config/tool-json.js";
 import { serveBackendTerraformJson, terraformWarnings, type TerraformBackendOptions } from "../config/terraform-json.js";
 import { ConfigError } from "../config/errors.js";
-import { lockSettings } from "./lock-settings.js";
-import { layoutSetting } from "./layout-setting.js";
+import type { Opts } from "./options.js";
 import { confirm, interactive } from "./confirm.js";
 import { durationFlag } from "./duration.js";
 import { CliError, readJsonFile, usageError } from "./io.js";
@@ -23,12 +22,13 @@ import { guardedCall, lockWaiting, requireLocking, stateStored, underLock as und
 import { warn } from "./warn.js";
 import { printLocks, runUnderLock } from "./lock-commands.js";
 import { openStateInput } from "./state-input.js";
-import { backendConfigOf, describeOrigin, gatherSettings, hasSettingsInput, layoutFlagOf, locateConfigError, type SettingsInput } from "./settings.js";
+import { backendConfigOf, describeOrigin, describeSettingOrigin, gatherSettings, hasSettingsInput, locateConfigError, settingFlagsOf, type SettingsInput } from "./settings.js";
+import { parseSettings } from "../config/settings-table.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 import { redactUrl } from "../util/redact.js";
 import { lockJson, workspaceJson } from "../wire/shapes.js";
 
-export type Opts = Record<string, unknown>;
+export type { Opts } from "./options.js";
 
 const REDACTED = "<redacted>";
 
@@ -36,9 +36,9 @@ function workspaceOf(input: SettingsInput): string {
   return input.workspace ?? DEFAULT_WORKSPACE;
 }
 
-function lockTimeoutOf(opts: Opts): number {
-  const t = opts["lockTimeout"];
-  return typeof t === "string" ? durationFlag("--lock-timeout", t) : 0;
+/** `--lock-timeout` (or its file key or variable), parsed with the command's other settings. */
+function lockTimeoutOf(input: SettingsInput): number {
+  return input.settings.values.lockTimeout;
 }
 
 /** A workspace named as a command argument (`workspace new NAME`). */
@@ -58,11 +58,11 @@ const TARGET_FLAGS: Readonly<Record<string, string>> = { backend: "--for", serve
 
 /** `--for` and the flags that go with it, checked against each other; undefined without `--for`. */
 function synthTarget(opts: Opts, input: SettingsInput | undefined): TerraformBackendOptions | undefined {
-  const backend = opts["for"] as "s3" | "oss" | "http" | undefined;
-  const serveUrl = opts["serveUrl"] as string | undefined;
-  const username = opts["username"] as string | undefined;
-  const lockfile = opts["lockfile"] === true;
-  const workspaceFlag = typeof opts["workspace"] === "string";
+  const backend = opts.for;
+  const serveUrl = opts.serveUrl;
+  const username = opts.username;
+  const lockfile = opts.lockfile === true;
+  const workspaceFlag = opts.workspace !== undefined;
   if (backend !== "http") {
     for (const [given, flag] of [[serveUrl !== undefined, "--serve-url"], [username !== undefined, "--username"], [workspaceFlag, "--workspace"]] as const) {
       if (given) throw usageError(`${flag} goes with --for http (the address of objstate serve)${backend === undefined ? "" : `, not --for ${backend}`}`, "INVALID_FLAGS");
@@ -71,17 +71,18 @@ function synthTarget(opts: Opts, input: SettingsInput | undefined): TerraformBac
   if (lockfile && backend !== "s3" && backend !== "oss") {
     throw usageError(`--lockfile goes with --for s3 (use_lockfile)${backend === undefined ? ": the seed's tool JSON has no lockfile setting" : ": for http the server's own lock settings apply"}`, "INVALID_FLAGS");
   }
-  if (opts["layout"] !== undefined && backend !== "s3" && backend !== "oss") {
+  if (opts.layout !== undefined && backend !== "s3" && backend !== "oss") {
     throw usageError(`--layout goes with --for s3 or --for oss (synth then warns only when the tool's backend keeps the default workspace elsewhere)${backend === undefined ? ": the seed's tool JSON has no layout" : ": for http the server's own --layout applies"}`, "INVALID_FLAGS");
   }
   if (backend === undefined) return undefined;
   if (backend === "http") {
     if (serveUrl === undefined) throw usageError("--for http needs --serve-url URL: where the tool reaches objstate serve, such as http://127.0.0.1:8080", "INVALID_FLAGS");
-    return { backend, serveUrl, username, workspace: input === undefined ? (opts["workspace"] as string | undefined) : input.workspace };
+    return { backend, serveUrl, username, workspace: input === undefined ? opts.workspace : input.workspace };
   }
   // The --config file's objstate.lockfile counts as --lockfile does, and its objstate.layout as --layout.
-  const layout = input === undefined ? layoutFlagOf(opts) : layoutSetting().name;
-  return { backend, lockfile: lockfile || (input !== undefined && lockSettings().lockfile === true) || undefined, layout };
+  const own = input === undefined ? parseSettings(settingFlagsOf(opts), undefined, process.env) : input.settings;
+  const layout = opts.layout === undefined && input === undefined ? undefined : own.values.layout;
+  return { backend, lockfile: lockfile || own.values.lockfile || undefined, layout };
 }
 
 /** A ConfigError about an option of the real tool's synthesis, reworded to name its flag. */
@@ -166,9 +167,9 @@ export function configAction(opts: Opts): void {
     };
   });
   // objstate's own setting, beside the seed's fields: explicit or the default.
-  const layout = layoutSetting();
+  const layout = { name: input.settings.values.layout, from: describeSettingOrigin(input.settings.origins.layout) };
   const layoutShown = { value: layout.name, source: layout.from === undefined ? "default" : "explicit", ...(layout.from === undefined ? {} : { from: layout.from }) };
-  if (opts["json"] === true) {
+  if (opts.json === true) {
     const out: Record<string, unknown> = {};
     for (const { name, ...rest } of rows) out[name] = rest;
     printJson({ settings: out, layout: layoutShown, workspace: workspaceOf(input), credentials });
@@ -194,9 +195,9 @@ export function configAction(opts: Opts): void {
 /** `objstate workspace list`. */
 export async function workspaceListAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
-  await withBackend(backendConfigOf(input), async (backend) => {
+  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
     // With --json each workspace's lock and last write, as GET /api/v1/workspaces lists them.
-    if (opts["json"] === true) return printJson((await backend.workspaceStatuses()).map(workspaceJson));
+    if (opts.json === true) return printJson((await backend.workspaceStatuses()).map(workspaceJson));
     const list = await backend.listWorkspaces();
     const current = workspaceOf(input);
     for (const w of list) say(`${w === current ? "*" : " "} ${w}`);
@@ -210,12 +211,12 @@ export { emptyState };
 export async function workspaceNewAction(name: string, opts: Opts): Promise<void> {
   workspaceArg(name);
   const input = gatherSettings(opts);
-  lockTimeoutOf(opts); // a bad --lock-timeout is refused before anything connects
+  lockTimeoutOf(input); // a bad --lock-timeout is refused before anything connects
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw new CliError("WORKSPACE_EXISTS", `workspace ${DEFAULT_WORKSPACE} already exists (it always does)`);
-  await withBackend(config, async (backend) => {
-    await underLock(backend, name, opts, { operation: "workspace new" }, (lockId) => backend.createWorkspace(name, { lockId, onStored: stateStored }));
-    if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), created: true });
+  await withBackend(config, input.settings, async (backend) => {
+    await underLock(backend, name, input, opts, { operation: "workspace new" }, (lockId) => backend.createWorkspace(name, { lockId, onStored: stateStored }));
+    if (opts.json === true) return printJson({ workspace: name, path: backend.describe(name), created: true });
     say(`created workspace ${name} (${backend.describe(name)})`);
   });
 }
@@ -224,15 +225,15 @@ export async function workspaceNewAction(name: string, opts: Opts): Promise<void
 export async function workspaceDeleteAction(name: string, opts: Opts): Promise<void> {
   workspaceArg(name);
   const input = gatherSettings(opts);
-  const timeout = lockTimeoutOf(opts);
+  const timeout = lockTimeoutOf(input);
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw usageError(`the ${DEFAULT_WORKSPACE} workspace cannot be deleted`, "CANNOT_DELETE_DEFAULT");
-  await withBackend(config, async (backend) => {
+  await withBackend(config, input.settings, async (backend) => {
     const lockId = lockIdOf(opts);
     // The delete takes and releases its own lock (unless --lock-id): an interrupt lets it settle, then says what it did.
     const { interrupted } = await guardedCall(backend.describe(name), lockId === undefined ? timeout : 0, (wait) => backend.deleteWorkspace(name, { lockId, wait, mustExist: true }));
     if (interrupted) process.stderr.write(`objstate: interrupted, but the delete had already been sent: workspace ${name} is deleted${lockId === undefined ? " and its lock released" : ""}\n`);
-    if (opts["json"] === true) return printJson({ workspace: name, path: backend.describe(name), deleted: true });
+    if (opts.json === true) return printJson({ workspace: name, path: backend.describe(name), deleted: true });
     say(`deleted workspace ${name} (${backend.describe(name)})`);
   });
 }
@@ -243,7 +244,7 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
 export async function statePullAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
-  await withBackend(backendConfigOf(input), async (backend) => {
+  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
     const progress = Progress.start(process.stderr, `pulling ${backend.describe(workspace)}`, undefined);
     let bytes: Buffer | null;
     try {
@@ -259,7 +260,7 @@ export async function statePullAction(opts: Opts): Promise<void> {
 
 /** `--lock-id ID`: write under a lock the caller holds (taken with `objstate lock`). */
 function lockIdOf(opts: Opts): string | undefined {
-  const id = opts["lockId"];
+  const id = opts.lockId;
   if (id === undefined) return undefined;
   if (typeof id !== "string" || id.trim() === "") throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
   return id.trim();
@@ -270,10 +271,10 @@ function lockIdOf(opts: Opts): string | undefined {
  * (`--lock-id`, checked by the backend right before each write, and left held), or one
  * taken for the command and released after it (waiting up to `--lock-timeout`).
  */
-async function underLock<T>(backend: ObjectStoreBackend, workspace: string, opts: Opts, operation: { operation: string; info?: string }, work: (lockId: string | undefined) => Promise<T>): Promise<{ result: T; locked: boolean }> {
+async function underLock<T>(backend: ObjectStoreBackend, workspace: string, input: SettingsInput, opts: Opts, operation: { operation: string; info?: string }, work: (lockId: string | undefined) => Promise<T>): Promise<{ result: T; locked: boolean }> {
   const given = lockIdOf(opts);
   if (given !== undefined && !backend.lockingEnabled) throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
-  const result = await underLockOf(backend, workspace, { ...operation, lockId: given }, lockTimeoutOf(opts), (lock) => work(lock.id));
+  const result = await underLockOf(backend, workspace, { ...operation, lockId: given }, lockTimeoutOf(input), (lock) => work(lock.id));
   return { result, locked: backend.lockingEnabled };
 }
 
@@ -286,7 +287,7 @@ async function underLock<T>(backend: ObjectStoreBackend, workspace: string, opts
 export async function statePushAction(file: string, opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
-  lockTimeoutOf(opts);
+  lockTimeoutOf(input);
   lockIdOf(opts);
   const config = backendConfigOf(input);
   // Each pass over a big state has its own line, named for what it does: checking (and
@@ -298,11 +299,11 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   } finally {
     checking.done();
   }
-  const force = opts["force"] === true;
+  const force = opts.force === true;
   try {
-    await withBackend(config, async (backend) => {
+    await withBackend(config, input.settings, async (backend) => {
       const where = backend.describe(workspace);
-      const { result, locked } = await underLock(backend, workspace, opts, { operation: "state push", info: `objstate state push ${state.name}` }, async (lockId) => {
+      const { result, locked } = await underLock(backend, workspace, input, opts, { operation: "state push", info: `objstate state push ${state.name}` }, async (lockId) => {
         const progress = Progress.start(process.stderr, `pushing ${where}`, state.size);
         try {
           return await backend.writeState(workspace, state.body, { lockId, force, md5: state.md5, onProgress: (sent) => progress.update(sent), onStored: stateStored });
@@ -310,7 +311,7 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
           progress.done();
         }
       });
-      if (opts["json"] === true) return printJson({ workspace, path: where, bytes: state.size, locked, written: result.written, md5: result.md5 });
+      if (opts.json === true) return printJson({ workspace, path: where, bytes: state.size, locked, written: result.written, md5: result.md5 });
       if (!result.written) return say(`${where} already holds this state (MD5 ${result.md5}); nothing written`);
       say(`pushed ${formatBytes(state.size)} to ${where}${locked ? "" : " (not locked: no lock table)"}`);
     });
@@ -328,17 +329,17 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
 export async function stateRepairAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
-  lockTimeoutOf(opts);
+  lockTimeoutOf(input);
   lockIdOf(opts);
-  const olderThan = typeof opts["olderThan"] === "string" ? durationFlag("--older-than", opts["olderThan"]) : undefined;
+  const olderThan = typeof opts.olderThan === "string" ? durationFlag("--older-than", opts.olderThan) : undefined;
   const config = backendConfigOf(input);
-  await withBackend(config, async (backend) => {
+  await withBackend(config, input.settings, async (backend) => {
     const where = backend.describe(workspace);
-    const { result: report } = await underLock(backend, workspace, opts, { operation: "state repair" }, (lockId) =>
+    const { result: report } = await underLock(backend, workspace, input, opts, { operation: "state repair" }, (lockId) =>
       // The lock is ours already: the repair must not take it a second time.
-      backend.repairState(workspace, { lockId, force: opts["force"] === true, leftoverMinAgeMs: olderThan }),
+      backend.repairState(workspace, { lockId, force: opts.force === true, leftoverMinAgeMs: olderThan }),
     );
-    if (opts["json"] === true) return printJson({ workspace, path: where, ...report });
+    if (opts.json === true) return printJson({ workspace, path: where, ...report });
     const lines: Record<typeof report.action, string> = {
       ok: `the state at ${where} matches its digest; nothing to repair`,
       "recorded-digest": `recorded the digest of the state at ${where} (${report.md5 ?? "?"}; was ${report.previous ?? "none"}); it reads again`,
@@ -359,15 +360,15 @@ export async function stateRepairAction(opts: Opts): Promise<void> {
 export async function lockAction(opts: Opts, command: readonly string[] = []): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
-  const timeout = lockTimeoutOf(opts);
+  const timeout = lockTimeoutOf(input);
   const config = backendConfigOf(input);
-  requireLocking(config, "take");
-  await withBackend(config, async (backend) => {
-    const operation = typeof opts["operation"] === "string" ? opts["operation"] : "objstate lock";
-    const info = typeof opts["info"] === "string" ? opts["info"] : "";
+  requireLocking(config, input.settings, "take");
+  await withBackend(config, input.settings, async (backend) => {
+    const operation = opts.operation ?? "objstate lock";
+    const info = opts.info ?? "";
     if (command.length > 0) return runUnderLock(backend, workspace, { operation, info }, timeout, command);
     const { info: lock, interrupted } = await lockWaiting(backend, workspace, { operation, info }, timeout);
-    if (opts["json"] === true) printJson(lockJson(backend.listedLock(workspace, lock)));
+    if (opts.json === true) printJson(lockJson(backend.listedLock(workspace, lock)));
     else say(lock.ID);
     if (interrupted !== undefined) {
       // The lock landed after the interrupt: it is held, and only its ID can release it.
@@ -380,8 +381,8 @@ export async function lockAction(opts: Opts, command: readonly string[] = []): P
 export async function locksAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const config = backendConfigOf(input);
-  requireLocking(config, "list");
-  await withBackend(config, async (backend) => printLocks(await backend.locks(), opts["json"] === true));
+  requireLocking(config, input.settings, "list");
+  await withBackend(config, input.settings, async (backend) => printLocks(await backend.locks(), opts.json === true));
 }
 
 /** `objstate unlock ID`. */
@@ -389,25 +390,25 @@ export async function unlockAction(id: string, opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
   const config = backendConfigOf(input);
-  requireLocking(config, "release");
-  await withBackend(config, async (backend) => {
+  requireLocking(config, input.settings, "release");
+  await withBackend(config, input.settings, async (backend) => {
     await backend.unlock(workspace, id);
-    if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), unlocked: id });
+    if (opts.json === true) return printJson({ workspace, path: backend.describe(workspace), unlocked: id });
     say(`released lock ${id} on ${backend.describe(workspace)}`);
   });
 }
 
 /** `objstate force-unlock ID`: someone else's lock; asks first on a TTY unless --force. */
 export async function forceUnlockAction(id: string, opts: Opts): Promise<void> {
-  const force = opts["force"] === true;
+  const force = opts.force === true;
   if (!force && !interactive()) {
     throw usageError("force-unlock needs confirmation, and standard input is not a terminal: pass --force to release the lock without asking", "CONFIRMATION_REQUIRED");
   }
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
   const config = backendConfigOf(input);
-  requireLocking(config, "release");
-  await withBackend(config, async (backend) => {
+  requireLocking(config, input.settings, "release");
+  await withBackend(config, input.settings, async (backend) => {
     if (!force) {
       const holder = await backend.lockInfo(workspace);
       // no-id names an item without readable lock info, which may have no Info at all.
@@ -420,7 +421,7 @@ export async function forceUnlockAction(id: string, opts: Opts): Promise<void> {
     }
     // The same release as unlock: a wrong ID is refused, so a lock taken since is never broken by mistake.
     await backend.unlock(workspace, id);
-    if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), unlocked: id, forced: true });
+    if (opts.json === true) return printJson({ workspace, path: backend.describe(workspace), unlocked: id, forced: true });
     say(`force-released lock ${id} on ${backend.describe(workspace)}`);
   });
 }

@@ -19,7 +19,7 @@ import { parseEndpoint, plainHttpAdvice } from "../io/endpoint.js";
 import { isTlsToPlainHttp } from "../io/sdk-errors.js";
 import { probeConditions } from "../backend/probe.js";
 import type { Acl, ObjectStoreDriver } from "../store/types.js";
-import { lockSettings } from "./lock-settings.js";
+import type { Opts } from "./options.js";
 import { CliError } from "./io.js";
 import { connect, identityFor, isHttp, lockTableFor, storeFor } from "./runtime.js";
 import { warn } from "./warn.js";
@@ -137,8 +137,7 @@ async function versionsCheck(store: ObjectStoreDriver, bucket: string): Promise<
  * state writes' fencing and lockfiles need the first two; a store without the third
  * releases lockfiles after a read and an ID check, as the tool does.
  */
-async function conditionChecks(store: ObjectStoreDriver, near: string, add: (r: CheckResult) => CheckResult): Promise<void> {
-  const lockfile = lockSettings().lockfile === true;
+async function conditionChecks(store: ObjectStoreDriver, near: string, lockfile: boolean, add: (r: CheckResult) => CheckResult): Promise<void> {
   try {
     const v = await probeConditions(store, near);
     const line = (name: string, ok: boolean, yes: string, no: string, fix: string, required: boolean): void => {
@@ -220,7 +219,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     add({ name: "credentials", status: "ok", detail: "not needed: embedded store and table (file: endpoints)" });
   } else {
     try {
-      identity = await identityFor(s);
+      identity = await identityFor(s, input.settings);
       const before = identity.tried ?? [];
       add({ name: "credentials", status: "ok", detail: before.length === 0 ? identity.source : `${identity.source}; tried first: ${before.join("; ")}` });
     } catch (e) {
@@ -259,7 +258,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     add({ name: "bucket", status: "skip", detail: "the object-store endpoint is not reachable" });
   } else {
     const bucket = s.bucket.value as string;
-    const store = await storeFor(s, identity);
+    const store = await storeFor(s, identity, input.settings);
     try {
       if (!(await store.bucketExists())) {
         if (storeHttp) {
@@ -277,7 +276,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
           await store.purge(probe);
           bucketOk = true;
           add({ name: "bucket", status: "ok", detail: `bucket ${bucket} exists and is writable (wrote and deleted ${probe})` });
-          await conditionChecks(store, `${prefix === "" ? "" : `${prefix}/`}.objstate-doctor`, add);
+          await conditionChecks(store, `${prefix === "" ? "" : `${prefix}/`}.objstate-doctor`, input.settings.values.lockfile, add);
         } catch (e) {
           add({ name: "bucket", status: "fail", detail: `bucket ${bucket} exists but writing ${probe} failed: ${message(e)}`, fix: diskFix(e) ?? `let these credentials put and delete objects in ${bucket}${prefix === "" ? "" : ` under ${prefix}/`}` });
         }
@@ -295,7 +294,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
   let tableExists = false;
   if (table === undefined || kvEndpoint === undefined) {
     add({ name: "lock-table endpoint", status: "skip", detail: "no lock table configured" });
-    if (lockSettings().lockfile === true) add({ name: "lock table", status: "ok", detail: "no lock table: state is locked with lockfiles ({state path}.tflock; see the If-None-Match and If-Match checks)" });
+    if (input.settings.values.lockfile) add({ name: "lock table", status: "ok", detail: "no lock table: state is locked with lockfiles ({state path}.tflock; see the If-None-Match and If-Match checks)" });
     else add({
       name: "lock table",
       status: "warn",
@@ -320,7 +319,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     if (!reachable) {
       add({ name: "lock table", status: "skip", detail: "the lock-table endpoint is not reachable" });
     } else {
-      const locks = await lockTableFor(s, identity);
+      const locks = await lockTableFor(s, identity, input.settings);
       try {
         const found = await inspectLockTable(locks);
         if (found.status === "missing") {
@@ -359,7 +358,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     add({ name: "digest", status: "ok", detail: `no digests yet (the lock table does not exist yet)` });
   } else {
     try {
-      const backend = await connect(config, { digestRetry: { timeoutMs: 0, intervalMs: 0 } });
+      const backend = await connect(config, input.settings, { digestRetry: { timeoutMs: 0, intervalMs: 0 } });
       try {
         const d = await backend.digestStatus(workspace);
         const where = backend.describe(workspace);
@@ -410,11 +409,11 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
 }
 
 /** `objstate doctor`. */
-export async function doctorAction(opts: Record<string, unknown>): Promise<void> {
+export async function doctorAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const results = await runChecks(input);
   const failed = results.filter((r) => r.status === "fail").length;
-  if (opts["json"] === true) {
+  if (opts.json === true) {
     printJson({ ok: failed === 0, checks: results });
   } else {
     const p = paint(process.stdout);

@@ -10,11 +10,10 @@ import { confirm, interactive } from "./confirm.js";
 import { CliError, usageError } from "./io.js";
 import { underLock, withBackend } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
-import { durationFlag } from "./duration.js";
 import { colorsAllowed, formatBytes, printJson } from "./term.js";
 import { historyEntryJson, rollbackJson, versionDiffJson } from "../wire/shapes.js";
 
-type Opts = Record<string, unknown>;
+import type { Opts } from "./options.js";
 
 /** Control characters in what other clients wrote, escaped so they cannot drive the terminal. */
 function safe(s: string): string {
@@ -22,15 +21,14 @@ function safe(s: string): string {
   return s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${(c.codePointAt(0) as number).toString(16).padStart(4, "0")}`);
 }
 
-function idFlag(opts: Opts, name: string, flag: string): string | undefined {
-  const v = opts[name];
+function idFlag(v: string | undefined, flag: string): string | undefined {
   if (v === undefined) return undefined;
   if (typeof v !== "string" || v.trim() === "") throw usageError(`${flag} needs a version ID (objstate state history lists them)`, "INVALID_VERSION_ID");
   return v.trim();
 }
 
 function limitFlag(opts: Opts): number | undefined {
-  const v = opts["limit"];
+  const v = opts.limit;
   if (v === undefined) return undefined;
   const n = typeof v === "string" && /^\d+$/.test(v.trim()) ? Number(v.trim()) : NaN;
   if (!Number.isSafeInteger(n) || n < 1) throw usageError(`--limit needs a whole number from 1, got ${JSON.stringify(v)}`, "INVALID_LIMIT");
@@ -43,11 +41,11 @@ function write(bytes: Buffer | string): Promise<void> {
 
 /** `objstate state pull --version ID`: that version's bytes, exactly as stored. */
 export async function statePullVersionAction(opts: Opts): Promise<void> {
-  const version = idFlag(opts, "version", "--version") ?? idFlag(opts, "versionId", "--version-id");
+  const version = idFlag(opts.version, "--version") ?? idFlag(opts.versionId, "--version-id");
   if (version === undefined) throw usageError("--version needs a version ID (objstate state history lists them)", "INVALID_VERSION_ID");
   const input = gatherSettings(opts);
   const workspace = input.workspace ?? DEFAULT_WORKSPACE;
-  await withBackend(backendConfigOf(input), async (backend) => {
+  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
     const bytes = await backend.readVersion(workspace, version);
     await write(bytes);
   });
@@ -80,10 +78,10 @@ export async function stateHistoryAction(opts: Opts): Promise<void> {
   const limit = limitFlag(opts);
   const input = gatherSettings(opts);
   const workspace = input.workspace ?? DEFAULT_WORKSPACE;
-  await withBackend(backendConfigOf(input), async (backend) => {
+  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
     const versions: StateVersion[] = [];
     for await (const v of backend.history(workspace, { limit })) versions.push(v);
-    if (opts["json"] === true) return printJson({ workspace, path: backend.describe(workspace), versions: versions.map(historyEntryJson) });
+    if (opts.json === true) return printJson({ workspace, path: backend.describe(workspace), versions: versions.map(historyEntryJson) });
     if (versions.length === 0) return write(`no versions of workspace ${workspace} at ${backend.describe(workspace)}\n`);
     const rows = [[" ", "VERSION", "TIME", "SIZE", "SERIAL", "LINEAGE", "WRITTEN BY"], ...versions.map(versionRow)];
     await write(`${table(rows)}\n`);
@@ -92,14 +90,14 @@ export async function stateHistoryAction(opts: Opts): Promise<void> {
 
 /** `objstate state diff [--from V] [--to V] [--json]`: exit 0 whether or not anything changed. */
 export async function stateDiffAction(opts: Opts): Promise<void> {
-  const fromFlag = idFlag(opts, "from", "--from");
-  const toFlag = idFlag(opts, "to", "--to");
+  const fromFlag = idFlag(opts.from, "--from");
+  const toFlag = idFlag(opts.to, "--to");
   const input = gatherSettings(opts);
   const workspace = input.workspace ?? DEFAULT_WORKSPACE;
-  await withBackend(backendConfigOf(input), async (backend) => {
+  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
     // The sides not given are the library's: the version before the current one, and the current one.
     const compared = await backend.diff(workspace, { from: fromFlag, to: toFlag });
-    if (opts["json"] === true) return printJson(versionDiffJson(workspace, compared));
+    if (opts.json === true) return printJson(versionDiffJson(workspace, compared));
     await write(diffText(compared.from, compared.to, compared.diff, colorsAllowed(process.stdout)));
   });
 }
@@ -127,19 +125,19 @@ async function confirmRollback(backend: ObjectStoreBackend, workspace: string, t
  * shows the diff and asks first unless --yes (which it needs when no one is at a terminal).
  */
 export async function stateRollbackAction(opts: Opts): Promise<void> {
-  const to = idFlag(opts, "to", "--to");
+  const to = idFlag(opts.to, "--to");
   if (to === undefined) throw usageError("--to needs the version to roll back to (objstate state history lists them)", "INVALID_VERSION_ID");
-  const ask = opts["yes"] !== true;
+  const ask = opts.yes !== true;
   if (ask && !interactive()) {
     throw usageError("state rollback shows the diff and asks for confirmation, and standard input is not a terminal: pass --yes to roll back without asking (objstate state diff --from CURRENT --to VERSION shows what it would change)", "CONFIRMATION_REQUIRED");
   }
-  const timeout = typeof opts["lockTimeout"] === "string" ? durationFlag("--lock-timeout", opts["lockTimeout"]) : 0;
-  const given = typeof opts["lockId"] === "string" && opts["lockId"].trim() !== "" ? opts["lockId"].trim() : undefined;
-  if (opts["lockId"] !== undefined && given === undefined) throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
+  const given = opts.lockId !== undefined && opts.lockId.trim() !== "" ? opts.lockId.trim() : undefined;
+  if (opts.lockId !== undefined && given === undefined) throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
   const input = gatherSettings(opts);
+  const timeout = input.settings.values.lockTimeout;
   const workspace = input.workspace ?? DEFAULT_WORKSPACE;
-  const force = opts["force"] === true;
-  await withBackend(backendConfigOf(input), async (backend) => {
+  const force = opts.force === true;
+  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
     const where = backend.describe(workspace);
     if (given !== undefined && !backend.lockingEnabled) throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
     // Asked before the lock is taken: no one else waits on it while a person reads the diff.
@@ -148,7 +146,7 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
     const result = await underLock(backend, workspace, { operation: "rollback", info: `objstate state rollback --to ${to}`, lockId: given }, timeout, (lock) =>
       backend.rollback(workspace, to, { lockId: lock.id, force, expectCurrent: shown }),
     );
-    if (opts["json"] === true) return printJson({ ...rollbackJson(workspace, result), path: where, locked: backend.lockingEnabled });
+    if (opts.json === true) return printJson({ ...rollbackJson(workspace, result), path: where, locked: backend.lockingEnabled });
     const was = result.restored ? "restoring the deleted workspace" : `replacing serial ${result.previousSerial ?? "?"}`;
     await write(`rolled back ${where} to version ${to}: written as serial ${result.serial}${result.lineage === undefined ? "" : ` of lineage ${safe(result.lineage)}`}, ${was}; nothing was deleted${backend.lockingEnabled ? "" : " (not locked: no lock table)"}\n`);
   });

@@ -10,7 +10,7 @@ import { resolveEffectiveSettings, type Identity } from "../credentials/index.js
 import { ObjstateError } from "../errors.js";
 import { inspectLockTable } from "../backend/table-check.js";
 import { commonPrefix, layout } from "../config/layout.js";
-import { layoutSetting } from "./layout-setting.js";
+import type { Opts } from "./options.js";
 import type { ObjectStoreDriver, Retention } from "../store/types.js";
 import { CliError, usageError } from "./io.js";
 import { identityFor, isHttp, lockTableFor, storeFor } from "./runtime.js";
@@ -29,8 +29,7 @@ export interface ProvisionResult {
 }
 
 /** A `--keep-*` count: a whole number from 1. */
-function countFlag(opts: Record<string, unknown>, name: string, flag: string): number | undefined {
-  const v = opts[name];
+function countFlag(v: string | undefined, flag: string): number | undefined {
   if (v === undefined) return undefined;
   const n = typeof v === "string" && /^\d+$/.test(v.trim()) ? Number(v.trim()) : NaN;
   if (!Number.isSafeInteger(n) || n < 1) throw usageError(`${flag} needs a whole number from 1, got ${JSON.stringify(v)}`, "INVALID_RETENTION");
@@ -38,10 +37,10 @@ function countFlag(opts: Record<string, unknown>, name: string, flag: string): n
 }
 
 /** What `--versioning` and the retention flags ask for, checked before anything connects. */
-function versioningRequest(opts: Record<string, unknown>): { retention: Omit<Retention, "prefix"> | undefined } | undefined {
-  const days = countFlag(opts, "keepDays", "--keep-days");
-  const versions = countFlag(opts, "keepVersions", "--keep-versions");
-  const asked = opts["versioning"] === true;
+function versioningRequest(opts: Opts): { retention: Omit<Retention, "prefix"> | undefined } | undefined {
+  const days = countFlag(opts.keepDays, "--keep-days");
+  const versions = countFlag(opts.keepVersions, "--keep-versions");
+  const asked = opts.versioning === true;
   if (!asked && (days !== undefined || versions !== undefined)) throw usageError("--keep-days and --keep-versions set how long versions are kept: give them with --versioning", "INVALID_RETENTION");
   if (!asked) return undefined;
   return { retention: days === undefined && versions === undefined ? undefined : { noncurrentDays: days, newerNoncurrentVersions: versions } };
@@ -63,7 +62,7 @@ async function provisionVersions(store: ObjectStoreDriver, bucket: string, reque
 }
 
 /** `objstate init`. */
-export async function initAction(opts: Record<string, unknown>): Promise<void> {
+export async function initAction(opts: Opts): Promise<void> {
   const versioning = versioningRequest(opts);
   const input = gatherSettings(opts);
   const config = backendConfigOf(input);
@@ -78,15 +77,15 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
     throw new ObjstateError("NO_LOCK_ENDPOINT", `kvstoreTable "${table}" is set but kvstoreEndpoint is not: pass --kvstore-endpoint (http(s)://host for the DynamoDB API, file:./dir for the embedded table)`);
   }
   const needIdentity = isHttp(endpoint) || (table !== undefined && kvEndpoint !== undefined && isHttp(kvEndpoint));
-  const identity: Identity | undefined = needIdentity ? await identityFor(s) : undefined;
+  const identity: Identity | undefined = needIdentity ? await identityFor(s, input.settings) : undefined;
   const results: ProvisionResult[] = [];
 
   const bucket = s.bucket.value as string;
-  const store = await storeFor(s, identity);
+  const store = await storeFor(s, identity, input.settings);
   try {
     if (await store.bucketExists()) {
       results.push({ what: "bucket", name: bucket, location: store.location, status: "exists", detail: `bucket ${bucket} exists (${store.location})` });
-    } else if (opts["createBucket"] === true) {
+    } else if (opts.createBucket === true) {
       await store.createBucket();
       results.push({ what: "bucket", name: bucket, location: store.location, status: "created", detail: `bucket ${bucket} created (${store.location})` });
     } else if (store.kind === "file") {
@@ -97,7 +96,7 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
     if (versioning !== undefined) {
       if (results[0]?.status === "on first use" && versioning.retention === undefined) results.push({ what: "versions", name: bucket, location: store.location, status: "on first use", detail: `the embedded store keeps every version of bucket ${bucket} once it is created` });
       else if (results[0]?.status === "missing" || results[0]?.status === "on first use") results.push({ what: "versions", name: bucket, location: store.location, status: "missing", detail: `versioning cannot be turned on: bucket ${bucket} does not exist (--create-bucket creates it)` });
-      else results.push(await provisionVersions(store, bucket, versioning, commonPrefix(layout(s.prefix.value ?? "", s.key.value ?? "", undefined, layoutSetting().name))));
+      else results.push(await provisionVersions(store, bucket, versioning, commonPrefix(layout(s.prefix.value ?? "", s.key.value ?? "", undefined, input.settings.values.layout))));
     }
   } finally {
     store.close();
@@ -106,7 +105,7 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
   if (table === undefined) {
     results.push({ what: "lock table", name: null, location: null, status: "not configured", detail: "no lock table configured (kvstoreTable): state will not be locked; set --kvstore-table and --kvstore-endpoint to use one" });
   } else {
-    const locks = await lockTableFor(s, identity);
+    const locks = await lockTableFor(s, identity, input.settings);
     try {
       const found = await inspectLockTable(locks);
       if (found.status === "ok") {
@@ -119,7 +118,7 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
           status: "unusable",
           detail: `lock table ${table} exists but has ${found.keys}; it must have exactly one key, LockID of type String: use another table name`,
         });
-      } else if (opts["createTable"] === true) {
+      } else if (opts.createTable === true) {
         await locks.createTable();
         results.push({ what: "lock table", name: table, location: locks.location, status: "created", detail: `lock table ${table} created with key LockID (String) (${locks.location})` });
       } else if (locks.kind === "file") {
@@ -133,7 +132,7 @@ export async function initAction(opts: Record<string, unknown>): Promise<void> {
   }
 
   const bad = results.filter((r) => r.status === "missing" || r.status === "unusable");
-  if (opts["json"] === true) {
+  if (opts.json === true) {
     printJson({ ok: bad.length === 0, bucket: results[0], lockTable: results.find((r) => r.what === "lock table"), ...(versioning === undefined ? {} : { versions: results.find((r) => r.what === "versions") }) });
   } else {
     const p = paint(process.stdout);

@@ -15,23 +15,32 @@ import { decimalForm, MAX_DECIMAL_DIGITS } from "../json/exact-json.js";
 import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
 import { asToolWritesJson, outputsJsonText, SENSITIVE } from "../wire/shapes.js";
 import { CliError, usageError } from "./io.js";
-import { layoutSetting } from "./layout-setting.js";
-import { cliTimeouts } from "./timeout-setting.js";
+import type { Opts } from "./options.js";
+import type { Settings } from "../config/settings-table.js";
+import type { LayoutName } from "../config/layout.js";
+import type { Timeouts } from "../io/sdk-client.js";
+import { connectOptionsOf } from "./connect-options.js";
 import { warn } from "./warn.js";
 import { gatherSettings, remoteStateConfigOf } from "./settings.js";
 
 /** Name under which the CLI reads the remote state (appears in library messages). */
 const REMOTE_NAME = "objstate_output";
 
+/** The connection settings a read of outputs takes (it takes no lock: no lease, no lockfile). */
+function fetchOptionsOf(own: Settings): { timeouts: Partial<Timeouts> | undefined; layout: LayoutName; digestRetry: { timeoutMs: number; intervalMs: number } | undefined } {
+  const { timeouts, layout, digestRetry } = connectOptionsOf(own);
+  return { timeouts, layout: layout ?? own.values.layout, digestRetry };
+}
+
 /** `objstate output`. */
-export async function outputAction(name: string | undefined, opts: Record<string, unknown>): Promise<void> {
-  const raw = opts["raw"] === true;
-  const json = opts["json"] === true;
-  const showSensitive = opts["showSensitive"] === true;
+export async function outputAction(name: string | undefined, opts: Opts): Promise<void> {
+  const raw = opts.raw === true;
+  const json = opts.json === true;
+  const showSensitive = opts.showSensitive === true;
   if (raw && name === undefined) throw usageError("--raw prints one output: give its NAME (objstate output NAME --raw)");
   const input = gatherSettings(opts);
   const config = remoteStateConfigOf(input);
-  const outputs = await new DataRemoteStateObjectStore(REMOTE_NAME, config).fetchOutputs({ env: process.env, onWarning: warn, timeouts: cliTimeouts(), layout: layoutSetting().name });
+  const outputs = await new DataRemoteStateObjectStore(REMOTE_NAME, config).fetchOutputs({ env: process.env, onWarning: warn, ...fetchOptionsOf(input.settings) });
   const workspace = input.workspace ?? "default";
   const where = outputs.source.location === undefined ? `workspace ${workspace}` : `workspace ${workspace} at ${outputs.source.location}`;
 

@@ -5,13 +5,13 @@
  */
 import { Command, CommanderError, Help, Option } from "commander";
 import { objstateVersion } from "../version.js";
-import type { Opts } from "./commands.js";
-import { durationFlag } from "./duration.js";
+import type { Opts } from "./options.js";
+import type { SettingsCommand } from "../config/settings-table.js";
 import { EXIT } from "../error-codes.js";
 import { debugEnabled, errorLine, exitCodeOf, isClosedOutput } from "./io.js";
-import { setRequestTimeout } from "./timeout-setting.js";
 import { warn } from "./warn.js";
-import { addServeOptions, addSettingsOptions as settingsOptions } from "./settings.js";
+import { addSettingsOptions as settingsOptions } from "./settings.js";
+import { settingsTopicText } from "../config/settings-docs.js";
 import { asksNoColor, withToolSpellings } from "./spellings.js";
 import { disableColors, paint, printJson } from "./term.js";
 
@@ -25,7 +25,10 @@ by another holder, 4 state does not match its digest (or its last write is torn:
 objstate state repair), 5 state conflict (lineage guard or a concurrent write: nothing
 was written), 6 the lock is no longer held by this writer (released or force-unlocked),
 7 its lease was lost (LOCK_LOST; nothing more was written);
-129 / 130 / 143 interrupted by SIGHUP / SIGINT / SIGTERM, 141 output closed.`;
+129 / 130 / 143 interrupted by SIGHUP / SIGINT / SIGTERM, 141 output closed.
+
+Settings that are not fields (timeouts, locks, layout, the server's), with their
+--config file keys, variables and the commands that offer them: objstate help settings`;
 
 /** Commander's error text (`error: unknown option '--x'\\n(Did you mean --y?)`) as one line. */
 function oneLine(text: string): string {
@@ -37,17 +40,13 @@ function oneLine(text: string): string {
     .join(" ");
 }
 
-/** The options object of an action's command (the last argument commander passes). */
+/** The options object of an action's command (the last argument commander passes), typed once here: the flags are the ones this file and the settings table define. */
 function optsOf(args: unknown[]): Opts {
-  return (args[args.length - 1] as Command).opts();
+  return (args[args.length - 1] as Command).opts() as Opts;
 }
 
 function jsonOption(cmd: Command, what = "print the result as JSON"): Command {
   return cmd.option("--json", what);
-}
-
-function lockTimeoutOption(cmd: Command): Command {
-  return cmd.addOption(new Option("--lock-timeout <duration>", "while another holder has the lock, retry (with backoff) for up to this long: 0s, 30s, 5m, 1h30m [default: 0s, fail at once]"));
 }
 
 /**
@@ -72,34 +71,6 @@ function lockIdOption(cmd: Command): Command {
   return cmd.addOption(new Option("--lock-id <id>", "write under this lock, which you hold (the ID printed by objstate lock); it stays held: release it with objstate unlock"));
 }
 
-/**
- * `--timeout`: not a setting of the seed's config (nothing to synthesize), so it sits
- * here beside `--lock-timeout`, on every command that talks to a server.
- */
-function timeoutOption(cmd: Command): Command {
-  return cmd.addOption(
-    new Option(
-      "--timeout <duration>",
-      "give up on a request to the object store, lock table or STS after this long, retries included (one more second per MiB of a large body): 30s, 2m [default: 60s; connect 5s and idle 20s per attempt]",
-    ),
-  );
-}
-
-/**
- * `--lock-ttl` and `--lockfile`: objstate's own lock settings (not fields of the seed's
- * config; also in the --config file's `objstate` section), on every command that talks to a server.
- */
-function lockSettingsOptions(cmd: Command): Command {
-  const ttl = new Option("--lock-ttl <duration>", "locks this command takes expire unless renewed (objstate renews them every third of this while it works; an expired one is taken over): 30s, 1m [default: none, never expire]");
-  // serve takes no lease (the tool's client cannot renew one): it refuses the flag by name, unlisted.
-  return cmd
-    .addOption(cmd.name() === "serve" ? ttl.hideHelp() : ttl)
-    .addOption(new Option("--lockfile", "lock with a lockfile {state path}.tflock in the bucket (as the tool's S3 backend does), with or without a lock table"));
-}
-
-/** Commands that never contact a server. */
-const OFFLINE = new Set(["synth", "config", "hash-password", "version"]);
-
 /** `--no-color` on every command (the program's own is only for words before the command). */
 function noColorOption(cmd: Command): Command {
   return cmd.addOption(new Option("--no-color", "no colours in the output, whatever FORCE_COLOR says (without it: colours on a terminal unless NO_COLOR is set, and anywhere FORCE_COLOR=1)"));
@@ -115,8 +86,8 @@ function noColorOption(cmd: Command): Command {
 export function program(argv?: readonly string[]): Command {
   // Each leaf's settings flags (and --timeout), added by complete(leaf).
   const pending = new Map<Command, () => void>();
-  const addSettingsOptions = (cmd: Command, options?: Parameters<typeof settingsOptions>[1]): Command => {
-    pending.set(cmd, () => settingsOptions(cmd, options));
+  const addSettingsOptions = (cmd: Command, command: SettingsCommand, options?: Parameters<typeof settingsOptions>[2]): Command => {
+    pending.set(cmd, () => settingsOptions(cmd, command, options));
     return cmd;
   };
   const root = new Command("objstate")
@@ -141,9 +112,7 @@ export function program(argv?: readonly string[]): Command {
   noColorOption(root);
   // Settings made above (exitOverride, output, suggestions) are copied to subcommands when they are created.
   root.hook("preAction", (_root, action) => {
-    const t = action.opts()["timeout"];
-    setRequestTimeout(typeof t === "string" ? durationFlag("--timeout", t) : undefined);
-    if (action.opts()["lock"] === "false") warn(LOCK_FALSE_WARNING);
+    if ((action.opts() as Opts).lock === "false") warn(LOCK_FALSE_WARNING);
   });
 
   root
@@ -161,20 +130,19 @@ export function program(argv?: readonly string[]): Command {
     .argument("[file]", "props file (JSON), or - for standard input")
     .addOption(new Option("--for <backend>", "write the configuration of the tool's own backend, which Terraform and OpenTofu read unchanged: s3 or oss (this bucket and table), http (objstate serve, which holds the store settings)").choices(["s3", "oss", "http"]))
     .addOption(new Option("--serve-url <url>", "with --for http: the URL the tool reaches objstate serve by, such as http://127.0.0.1:8080"))
-    .addOption(new Option("--username <name>", "with --for http: the user the tool logs in as (the password is never written: set TF_HTTP_PASSWORD)"))
-    .addOption(new Option("--lockfile", "with --for s3: lock with the lockfile {state path}.tflock (use_lockfile), as objstate --lockfile does"));
-  addSettingsOptions(synth, { workspace: true }).action(async (file: string | undefined, ...rest: unknown[]) => (await commands()).synthAction(file, optsOf(rest)));
+    .addOption(new Option("--username <name>", "with --for http: the user the tool logs in as (the password is never written: set TF_HTTP_PASSWORD)"));
+  addSettingsOptions(synth, "synth", { workspace: true }).action(async (file: string | undefined, ...rest: unknown[]) => (await commands()).synthAction(file, optsOf(rest)));
 
   const config = jsonOption(root.command("config").description("show the effective settings, where each came from, and the credentials source (secrets redacted)"));
-  addSettingsOptions(config, { workspace: true }).action(async (...args: unknown[]) => (await commands()).configAction(optsOf(args)));
+  addSettingsOptions(config, "config", { workspace: true }).action(async (...args: unknown[]) => (await commands()).configAction(optsOf(args)));
 
   const workspace = root.command("workspace").description("list, create and delete workspaces");
   const wsList = jsonOption(workspace.command("list").description("list the workspaces that have a state (default first); * marks the selected one"));
-  addSettingsOptions(wsList, { workspace: true }).action(async (...args: unknown[]) => (await commands()).workspaceListAction(optsOf(args)));
-  const wsNew = lockOption(lockIdOption(lockTimeoutOption(jsonOption(workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name")))));
-  addSettingsOptions(wsNew).action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceNewAction(name, optsOf(rest)));
-  const wsDelete = lockOption(lockIdOption(lockTimeoutOption(jsonOption(workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name")))));
-  addSettingsOptions(wsDelete).action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceDeleteAction(name, optsOf(rest)));
+  addSettingsOptions(wsList, "workspace list", { workspace: true }).action(async (...args: unknown[]) => (await commands()).workspaceListAction(optsOf(args)));
+  const wsNew = lockOption(lockIdOption(jsonOption(workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name"))));
+  addSettingsOptions(wsNew, "workspace new").action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceNewAction(name, optsOf(rest)));
+  const wsDelete = lockOption(lockIdOption(jsonOption(workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name"))));
+  addSettingsOptions(wsDelete, "workspace delete").action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceDeleteAction(name, optsOf(rest)));
 
   const state = root.command("state").description("read and write a workspace's state");
   const pull = state
@@ -183,9 +151,9 @@ export function program(argv?: readonly string[]): Command {
     // The subcommand's own --version (an ID from state history) wins over the program's.
     .addOption(new Option("--version <id>", "print this version (an ID from objstate state history) instead of the current one; needs no lock table"))
     .addOption(new Option("--version-id <id>", "the same as --version").hideHelp());
-  addSettingsOptions(pull, { workspace: true }).action(async (...args: unknown[]) => {
+  addSettingsOptions(pull, "state pull", { workspace: true }).action(async (...args: unknown[]) => {
     const opts = optsOf(args);
-    return opts["version"] !== undefined || opts["versionId"] !== undefined ? (await import("./history.js")).statePullVersionAction(opts) : (await commands()).statePullAction(opts);
+    return opts.version !== undefined || opts.versionId !== undefined ? (await import("./history.js")).statePullVersionAction(opts) : (await commands()).statePullAction(opts);
   });
   const history = jsonOption(
     state
@@ -193,7 +161,7 @@ export function program(argv?: readonly string[]): Command {
       .description("list the versions of a workspace's state, newest first: ID, time, size, serial, lineage, and who wrote it with which operation (needs bucket versioning)")
       .addOption(new Option("--limit <n>", "list at most this many versions (the newest)")),
   );
-  addSettingsOptions(history, { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateHistoryAction(optsOf(args)));
+  addSettingsOptions(history, "state history", { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateHistoryAction(optsOf(args)));
   const diff = jsonOption(
     state
       .command("diff")
@@ -201,10 +169,9 @@ export function program(argv?: readonly string[]): Command {
       .addOption(new Option("--from <id>", "the older side: a version ID from objstate state history [default: the version before --to]"))
       .addOption(new Option("--to <id>", "the newer side: a version ID [default: the current version]")),
   );
-  addSettingsOptions(diff, { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateDiffAction(optsOf(args)));
+  addSettingsOptions(diff, "state diff", { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateDiffAction(optsOf(args)));
   const rollback = lockOption(
     lockIdOption(
-      lockTimeoutOption(
         jsonOption(
           state
             .command("rollback")
@@ -213,13 +180,11 @@ export function program(argv?: readonly string[]): Command {
             .option("--yes", "do not show the diff and ask for confirmation (required when standard input is not a terminal)")
             .option("--force", "roll back to a version of another lineage than the current state's"),
         ),
-      ),
     ),
   );
-  addSettingsOptions(rollback, { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateRollbackAction(optsOf(args)));
+  addSettingsOptions(rollback, "state rollback", { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateRollbackAction(optsOf(args)));
   const push = lockOption(
     lockIdOption(
-      lockTimeoutOption(
         jsonOption(
           state
             .command("push")
@@ -227,13 +192,11 @@ export function program(argv?: readonly string[]): Command {
             .argument("<file>", "state file, or - for standard input")
             .option("--force", "write even when the lineage guard refuses (the lock and the version read are still checked)"),
         ),
-      ),
     ),
   );
-  addSettingsOptions(push, { workspace: true }).action(async (file: string, ...rest: unknown[]) => (await commands()).statePushAction(file, optsOf(rest)));
+  addSettingsOptions(push, "state push", { workspace: true }).action(async (file: string, ...rest: unknown[]) => (await commands()).statePushAction(file, optsOf(rest)));
   const repair = lockOption(
     lockIdOption(
-      lockTimeoutOption(
         jsonOption(
           state
             .command("repair")
@@ -241,13 +204,11 @@ export function program(argv?: readonly string[]): Command {
             .option("--force", "record the digest of whatever is stored, even when it does not prove a complete objstate write")
             .addOption(new Option("--older-than <duration>", "remove leftovers at least this old; younger ones may belong to a writer still at work [default: 1h]")),
         ),
-      ),
     ),
   );
-  addSettingsOptions(repair, { workspace: true }).action(async (...args: unknown[]) => (await commands()).stateRepairAction(optsOf(args)));
+  addSettingsOptions(repair, "state repair", { workspace: true }).action(async (...args: unknown[]) => (await commands()).stateRepairAction(optsOf(args)));
 
-  const lock = lockTimeoutOption(
-    jsonOption(
+  const lock = jsonOption(
       root
         .command("lock")
         .description(
@@ -257,15 +218,14 @@ export function program(argv?: readonly string[]): Command {
         .option("--operation <op>", "what the holder is doing, shown to others", "objstate lock")
         .option("--info <text>", "free text stored with the lock"),
       "print the whole lock info as JSON",
-    ),
   );
-  addSettingsOptions(lock, { workspace: true }).action(async (command: string[], ...rest: unknown[]) => (await commands()).lockAction(optsOf(rest), command));
+  addSettingsOptions(lock, "lock", { workspace: true }).action(async (command: string[], ...rest: unknown[]) => (await commands()).lockAction(optsOf(rest), command));
 
   const locks = jsonOption(root.command("locks").description("list every lock held in the lock table and every lockfile under the prefix: workspace, ID, who, operation, since, lease expiry"));
-  addSettingsOptions(locks).action(async (...args: unknown[]) => (await commands()).locksAction(optsOf(args)));
+  addSettingsOptions(locks, "locks").action(async (...args: unknown[]) => (await commands()).locksAction(optsOf(args)));
 
   const unlock = jsonOption(root.command("unlock").description("release the lock with this ID").argument("<id>", "the lock ID printed by objstate lock"));
-  addSettingsOptions(unlock, { workspace: true }).action(async (id: string, ...rest: unknown[]) => (await commands()).unlockAction(id, optsOf(rest)));
+  addSettingsOptions(unlock, "unlock", { workspace: true }).action(async (id: string, ...rest: unknown[]) => (await commands()).unlockAction(id, optsOf(rest)));
 
   const forceUnlock = jsonOption(
     root
@@ -274,7 +234,7 @@ export function program(argv?: readonly string[]): Command {
       .argument("<id>", "the ID of the lock to release")
       .option("-f, --force", "do not ask for confirmation (required when standard input is not a terminal)"),
   );
-  addSettingsOptions(forceUnlock, { workspace: true }).action(async (id: string, ...rest: unknown[]) => (await commands()).forceUnlockAction(id, optsOf(rest)));
+  addSettingsOptions(forceUnlock, "force-unlock", { workspace: true }).action(async (id: string, ...rest: unknown[]) => (await commands()).forceUnlockAction(id, optsOf(rest)));
 
   const output = root
     .command("output")
@@ -285,10 +245,10 @@ export function program(argv?: readonly string[]): Command {
       new Option("--raw", "print one string, number or boolean output as is: no quotes, no trailing newline, numbers in plain decimal (needs NAME)").conflicts("json"),
     )
     .option("--show-sensitive", "show the values of sensitive outputs in the listing of all outputs (one asked for by NAME is always shown)");
-  addSettingsOptions(output, { workspace: true, defaults: true }).action(async (name: string | undefined, ...rest: unknown[]) => (await import("./output.js")).outputAction(name, optsOf(rest)));
+  addSettingsOptions(output, "output", { workspace: true, defaults: true }).action(async (name: string | undefined, ...rest: unknown[]) => (await import("./output.js")).outputAction(name, optsOf(rest)));
 
   const doctor = jsonOption(root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest"));
-  addSettingsOptions(doctor, { workspace: true }).action(async (...args: unknown[]) => (await import("./doctor.js")).doctorAction(optsOf(args)));
+  addSettingsOptions(doctor, "doctor", { workspace: true }).action(async (...args: unknown[]) => (await import("./doctor.js")).doctorAction(optsOf(args)));
 
   const init = jsonOption(
     root
@@ -300,13 +260,13 @@ export function program(argv?: readonly string[]): Command {
       .addOption(new Option("--keep-days <n>", "with --versioning: let noncurrent versions expire this many days after they were replaced (a lifecycle rule; nothing expires without one)"))
       .addOption(new Option("--keep-versions <n>", "with --versioning: keep at least this many newest noncurrent versions of each state (S3 NewerNoncurrentVersions; Ceph RGW does not support it, and objstate then sets nothing)")),
   );
-  addSettingsOptions(init).action(async (...args: unknown[]) => (await import("./init.js")).initAction(optsOf(args)));
+  addSettingsOptions(init, "init").action(async (...args: unknown[]) => (await import("./init.js")).initAction(optsOf(args)));
 
   const serve = root
     .command("serve")
     .description("serve the state over the tool's http backend protocol (/state/{workspace}, LOCK/UNLOCK), a JSON API (/api/v1), /healthz, /readyz and /metrics; runs until SIGTERM or SIGINT, then finishes requests in flight");
   // Its own flags too wait for complete(serve): settings.js is in the commands' chunk, which `--help` need not load.
-  pending.set(serve, () => settingsOptions(addServeOptions(serve)));
+  pending.set(serve, () => settingsOptions(serve, "serve"));
   serve.action(async (...args: unknown[]) => (await import("./serve.js")).serveAction(optsOf(args)));
   serve
     .command("hash-password")
@@ -323,10 +283,7 @@ export function program(argv?: readonly string[]): Command {
     completed.add(leaf);
     const add = pending.get(leaf);
     pending.delete(leaf);
-    if (add !== undefined) {
-      add();
-      if (!OFFLINE.has(leaf.name())) lockSettingsOptions(timeoutOption(leaf));
-    }
+    add?.();
     noColorOption(leaf);
   };
   const leaves: Command[] = [];
@@ -398,9 +355,19 @@ export function reportError(e: unknown): void {
   if (debugEnabled() && e instanceof Error && e.stack !== undefined) process.stderr.write(`${e.stack}\n`);
 }
 
+/** `objstate help settings` (or `objstate settings --help`): the help topic of the settings table. */
+function isSettingsTopic(args: readonly string[]): boolean {
+  const words = args.filter((w) => w !== "--no-color");
+  return words.length === 2 && ((words[0] === "help" && words[1] === "settings") || (words[0] === "settings" && (words[1] === "--help" || words[1] === "-h")));
+}
+
 /** Run the CLI on `argv`; returns the exit code. */
 export async function run(argv: string[]): Promise<number> {
   try {
+    if (isSettingsTopic(argv.slice(2))) {
+      process.stdout.write(settingsTopicText());
+      return EXIT.ok;
+    }
     const root = program(argv);
     await root.parseAsync(prepareArgv(root, argv));
     return EXIT.ok;

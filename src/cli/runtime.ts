@@ -1,8 +1,8 @@
 /**
  * What every command that talks to the store needs: a connected backend, drivers opened
  * directly (for `doctor` and `init`), and interrupts while a lock is wanted or held. (The
- * waiting itself is the library's: `wait` of its lock calls. Warnings are warn.ts's and
- * `--timeout` timeout-setting.ts's: the command needs them before it loads this module.)
+ * waiting itself is the library's: `wait` of its lock calls. Warnings are warn.ts's.) The
+ * command's settings (the settings table's frozen value) are passed in, never kept here.
  */
 import { ObjectStoreBackend, type ConnectOptions, type LockInfo, type LockOptions, type LockScope, type LockWait, type UnderLockOptions } from "../backend/backend.js";
 import { forceUnlockCommand } from "../backend/lock-scope.js";
@@ -15,22 +15,20 @@ import { parseEndpoint } from "../io/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import { formatDuration } from "./duration.js";
-import { lockSettings } from "./lock-settings.js";
-import { layoutSetting } from "./layout-setting.js";
+import type { Settings } from "../config/settings-table.js";
+import { connectOptionsOf, timeoutsOf } from "./connect-options.js";
 import { EXIT } from "../error-codes.js";
 import { CliError } from "./io.js";
-import { cliTimeouts } from "./timeout-setting.js";
 import { warn } from "./warn.js";
 
-/** Connect the backend with the CLI's warning channel (and its lock and layout settings). Close it when done. */
-export function connect(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, options: Omit<ConnectOptions, "env" | "onWarning"> = {}): Promise<ObjectStoreBackend> {
-  const lock = lockSettings();
-  return ObjectStoreBackend.connect(config, { timeouts: cliTimeouts(), ttl: lock.ttlMs, lockfile: lock.lockfile, layout: layoutSetting().name, ...options, env: process.env, onWarning: warn });
+/** Connect the backend with the CLI's warning channel and the command's settings. Close it when done. */
+export function connect(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, own: Settings, options: Omit<ConnectOptions, "env" | "onWarning"> = {}): Promise<ObjectStoreBackend> {
+  return ObjectStoreBackend.connect(config, { ...connectOptionsOf(own), ...options, env: process.env, onWarning: warn });
 }
 
 /** Connect, run `work` with the backend, and close it whatever happens. */
-export async function withBackend<T>(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, work: (backend: ObjectStoreBackend) => Promise<T>): Promise<T> {
-  const backend = await connect(config);
+export async function withBackend<T>(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, own: Settings, work: (backend: ObjectStoreBackend) => Promise<T>): Promise<T> {
+  const backend = await connect(config, own);
   try {
     return await work(backend);
   } finally {
@@ -39,8 +37,8 @@ export async function withBackend<T>(config: ObjectStoreBackendConfig | DataRemo
 }
 
 /** The identity for HTTP endpoints (the credentials chain). */
-export async function identityFor(settings: ResolvedBackendSettings): Promise<Identity> {
-  return await resolveIdentity(settings, { env: process.env, timeouts: cliTimeouts() });
+export async function identityFor(settings: ResolvedBackendSettings, own: Settings): Promise<Identity> {
+  return await resolveIdentity(settings, { env: process.env, timeouts: timeoutsOf(own) });
 }
 
 /** Is this endpoint an HTTP API (needs credentials) rather than a `file:` directory? */
@@ -49,20 +47,20 @@ export function isHttp(endpoint: string): boolean {
 }
 
 /** The object-store driver for resolved settings (credentials only for HTTP endpoints). */
-export async function storeFor(settings: ResolvedBackendSettings, identity: Identity | undefined): Promise<ObjectStoreDriver> {
+export async function storeFor(settings: ResolvedBackendSettings, identity: Identity | undefined, own: Settings): Promise<ObjectStoreDriver> {
   const endpoint = settings.endpoint.value as string;
-  return openStore({ bucket: settings.bucket.value as string, endpoint, region: settings.region.value ?? "us-east-1", credentials: isHttp(endpoint) ? identity?.provider : undefined, timeouts: cliTimeouts() });
+  return openStore({ bucket: settings.bucket.value as string, endpoint, region: settings.region.value ?? "us-east-1", credentials: isHttp(endpoint) ? identity?.provider : undefined, timeouts: timeoutsOf(own) });
 }
 
 /** The lock-table driver for resolved settings (table and endpoint must be set). */
-export async function lockTableFor(settings: ResolvedBackendSettings, identity: Identity | undefined): Promise<LockTableDriver> {
+export async function lockTableFor(settings: ResolvedBackendSettings, identity: Identity | undefined, own: Settings): Promise<LockTableDriver> {
   const endpoint = settings.kvstoreEndpoint.value as string;
   return openLockTable({
     table: settings.kvstoreTable.value as string,
     endpoint,
     region: settings.region.value ?? "us-east-1",
     credentials: isHttp(endpoint) ? identity?.provider : undefined,
-    timeouts: cliTimeouts(),
+    timeouts: timeoutsOf(own),
   });
 }
 
@@ -70,9 +68,9 @@ export async function lockTableFor(settings: ResolvedBackendSettings, identity: 
  * Refuse a command that needs locks when no lock table is configured. Checked on the
  * settings before connecting, so the "not locked" warning of connect does not appear.
  */
-export function requireLocking(config: ObjectStoreBackendConfig, what: string): void {
+export function requireLocking(config: ObjectStoreBackendConfig, own: Settings, what: string): void {
   const table = resolveEffectiveSettings(config, process.env, { onWarning: warn }).kvstoreTable.value;
-  if ((table === undefined || table === "") && lockSettings().lockfile !== true) {
+  if ((table === undefined || table === "") && !own.values.lockfile) {
     throw new CliError("NO_LOCK_TABLE", `no lock table is configured, so there is no lock to ${what}: set kvstoreTable and kvstoreEndpoint (--kvstore-table, --kvstore-endpoint), or lock with a lockfile (--lockfile)`);
   }
 }

@@ -4,47 +4,35 @@
  */
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { interactive, readSecret } from "./confirm.js";
-import { durationFlag } from "./duration.js";
 import { usageError } from "./io.js";
-import { lockSettings } from "./lock-settings.js";
+import type { Opts } from "./options.js";
+import { countOf, listenOf, sizeOf, type ListenAddress } from "../config/setting-parsers.js";
 import { connect } from "./runtime.js";
 import { warn } from "./warn.js";
 import { formKeyOf, readSecretFile } from "./secret-file.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { isLoopbackHost, parsePublicUrl, type PublicOrigin } from "../server/gate.js";
-import { Logger, type LogLevel } from "../server/log.js";
+import { Logger } from "../server/log.js";
 import { ObjstateServer } from "../server/server.js";
 import { hashPassword, loadUsers, ROLES, withUser, type Role } from "../server/users.js";
 
-const SIZE_UNITS: Readonly<Record<string, number>> = { "": 1, b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, kb: 1000, mb: 1000 ** 2, gb: 1000 ** 3 };
-
-/** `512MiB` → bytes; a bad value is a usage error naming the flag. */
+/** `512MiB` → bytes; a bad value is a usage error naming the flag (the settings table's parser). */
 export function parseSize(flag: string, text: string): number {
-  const m = /^(\d+)\s*([a-z]*)$/i.exec(text.trim());
-  const unit = m === null ? undefined : SIZE_UNITS[(m[2] as string).toLowerCase()];
-  if (m === null || unit === undefined || Number(m[1]) <= 0) throw usageError(`${flag} must be a size such as 1048576, 64KiB, 512MiB or 1GiB, got ${JSON.stringify(text)}`, "INVALID_SIZE");
-  return Number(m[1]) * unit;
+  return sizeOf(text, { kind: "flag", flag });
 }
 
 /** A whole number of at least 1; a bad value is a usage error naming the flag. */
 export function parseCount(flag: string, text: string): number {
-  const n = Number(text.trim());
-  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < 1) throw usageError(`${flag} must be a whole number of at least 1, got ${JSON.stringify(text)}`, "INVALID_COUNT");
-  return n;
+  return countOf(text, { kind: "flag", flag });
 }
 
 /** `host:port`, `[::1]:port` or `:port` (loopback). */
-export function parseListen(text: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text.trim());
-  const port = m === null ? NaN : Number(m[3]);
-  if (m === null || port > 65535) throw usageError(`--listen must be HOST:PORT (127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080), got ${JSON.stringify(text)}`, "INVALID_LISTEN");
-  const host = m[1] ?? m[2] ?? "";
-  return { host: host === "" ? "127.0.0.1" : host, port };
+export function parseListen(text: string): ListenAddress {
+  return listenOf(text, { kind: "flag", flag: "--listen" });
 }
 
 /** The `--public-url` flags, each parsed once; a bad one is a usage error naming the flag. */
-function publicUrlsOf(value: unknown): PublicOrigin[] {
-  const list = Array.isArray(value) ? (value as string[]) : typeof value === "string" ? [value] : [];
+function publicUrlsOf(list: readonly string[]): PublicOrigin[] {
   // A bad one is INVALID_PUBLIC_URL, a usage error (exit 2) by its row in error-codes.ts.
   return list.map((text) => parsePublicUrl(text));
 }
@@ -82,46 +70,45 @@ function checkUsersFileMode(file: string): void {
 }
 
 /** `objstate serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
-export async function serveAction(opts: Record<string, unknown>): Promise<void> {
-  const { host, port } = parseListen(String(opts["listen"]));
-  const usersFile = typeof opts["users"] === "string" ? opts["users"] : undefined;
-  const insecure = opts["insecureNoAuth"] === true;
+export async function serveAction(opts: Opts): Promise<void> {
+  // Every setting parsed once (flags, the --config file's objstate section, the environment), before anything is read or opened.
+  const input = gatherSettings(opts);
+  const v = input.settings.values;
+  const { host, port } = v.listen;
+  const usersFile = v.users;
+  const insecure = v.insecureNoAuth;
   if (usersFile === undefined && !isLoopbackHost(host) && !insecure) {
     throw usageError(`--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`, "AUTH_REQUIRED");
   }
-  const publicUrls = publicUrlsOf(opts["publicUrl"]);
+  const publicUrls = publicUrlsOf(v.publicUrl);
   if (publicUrls.length === 0 && !isLoopbackHost(host)) {
     // Without the list, a Host check could only trust what the request says (DNS rebinding).
     throw usageError(`--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`, "PUBLIC_URL_REQUIRED");
   }
-  const certFile = opts["tlsCert"] as string | undefined;
-  const keyFile = opts["tlsKey"] as string | undefined;
-  const caFile = opts["tlsClientCa"] as string | undefined;
+  const certFile = v.tlsCert;
+  const keyFile = v.tlsKey;
+  const caFile = v.tlsClientCa;
   if ((certFile === undefined) !== (keyFile === undefined)) throw usageError("--tls-cert and --tls-key go together: give both, or neither for plain HTTP", "TLS_INCOMPLETE");
   if (caFile !== undefined && certFile === undefined) throw usageError("--tls-client-ca needs --tls-cert and --tls-key (client certificates are part of TLS)", "TLS_INCOMPLETE");
-  const maxStateSize = parseSize("--max-state-size", String(opts["maxStateSize"]));
-  const clientTimeoutMs = durationFlag("--client-timeout", String(opts["clientTimeout"]));
-  const graceMs = durationFlag("--shutdown-grace", String(opts["shutdownGrace"]));
-  const maxConnections = parseCount("--max-connections", String(opts["maxConnections"]));
-  const maxConnectionsPerClient = parseCount("--max-connections-per-client", String(opts["maxConnectionsPerClient"]));
-  const logger = new Logger(opts["logLevel"] as LogLevel);
+  const { maxStateSize, clientTimeout: clientTimeoutMs, shutdownGrace: graceMs, maxConnections, maxConnectionsPerClient } = v;
+  const logger = new Logger(v.logLevel);
   if (usersFile !== undefined) checkUsersFileMode(usersFile);
   const users = usersFile === undefined ? undefined : loadUsers(usersFile);
   const tls = certFile === undefined || keyFile === undefined ? undefined : { cert: readPem("--tls-cert", certFile), key: readPem("--tls-key", keyFile), ca: caFile === undefined ? undefined : readPem("--tls-client-ca", caFile) };
   // Without it each process makes its own key: a form served by one replica fails on another.
-  const secretFile = typeof opts["secretFile"] === "string" ? opts["secretFile"] : undefined;
+  const secretFile = v.secretFile;
   const csrfKey = secretFile === undefined ? undefined : formKeyOf(readSecretFile(secretFile));
 
-  const config = backendConfigOf(gatherSettings(opts));
-  if (lockSettings().ttlMs !== undefined) {
+  const config = backendConfigOf(input);
+  if (v.lockTtl !== undefined) {
     throw usageError(
       "objstate serve takes no lease (--lock-ttl, or lockTtl in the --config file's objstate section): the tool's http client cannot renew one, so an apply that sends nothing for longer than the lease (while it waits for its confirmation, or for a slow resource) would lose its lock and its final write. Remove it; release a lock a crashed client left with terraform force-unlock (the force role)",
       "SERVE_LEASE_UNSUPPORTED",
     );
   }
-  const allowUnlockedWrites = opts["allowUnlockedWrites"] === true;
+  const allowUnlockedWrites = v.allowUnlockedWrites;
   // Repairs a request made on its own (a torn write committed by a GET) are the operator's to know.
-  const backend = await connect(config, {
+  const backend = await connect(config, input.settings, {
     onRepair: (r) => logger.event("warn", "state repaired", { workspace: r.workspace, action: r.action, md5: r.md5, generation: r.generation, serial: r.serial, lockId: r.lockId, detail: r.message }),
   });
   if (!backend.lockingEnabled && !allowUnlockedWrites) {
@@ -131,7 +118,7 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
       "SERVE_NO_LOCKING",
     );
   }
-  const withConsole = opts["console"] !== false;
+  const withConsole = v.console;
   const server = new ObjstateServer({ backend, users, maxStateSize, clientTimeoutMs, maxConnections, maxConnectionsPerClient, tls, logger, console: withConsole, csrfKey, publicUrls, allowUnlockedWrites });
   try {
     await server.listen(host, port);
@@ -179,11 +166,11 @@ export async function serveAction(opts: Record<string, unknown>): Promise<void> 
  * password from standard input (never a flag: flags are visible in the process list) and
  * adds or replaces the user in FILE, or prints the entry.
  */
-export async function hashPasswordAction(opts: Record<string, unknown>): Promise<void> {
-  const name = String(opts["user"]);
+export async function hashPasswordAction(opts: Opts): Promise<void> {
+  const name = opts.user ?? "";
   if (name === "" || name.includes(":")) throw usageError('--user must be a non-empty name without ":"', "INVALID_USER");
   const roles: Record<string, Role[]> = {};
-  for (const spec of (opts["role"] as string[] | undefined) ?? ["*=read"]) {
+  for (const spec of opts.role ?? ["*=read"]) {
     const eq = spec.lastIndexOf("=");
     const glob = eq < 0 ? "" : spec.slice(0, eq);
     const list = eq < 0 ? [] : spec.slice(eq + 1).split(",").map((r) => r.trim());
@@ -195,7 +182,7 @@ export async function hashPasswordAction(opts: Record<string, unknown>): Promise
   const password = interactive() ? await promptTwice(name) : (await readAllStdin()).replace(/\r?\n$/, "");
   if (password === "") throw usageError("no password on standard input: pipe it in (printf '%s' \"$PASSWORD\" | objstate serve hash-password --user NAME)", "NO_PASSWORD");
   const hash = await hashPassword(password);
-  const file = typeof opts["users"] === "string" ? opts["users"] : undefined;
+  const file = opts.users;
   if (file === undefined) {
     process.stdout.write(`${JSON.stringify({ [name]: { password: hash, roles } }, null, 2)}\n`);
     return;

@@ -13,11 +13,9 @@ import { isPlainObject, RULES } from "../config/rules.js";
 import { nearest } from "../config/validate.js";
 import { AWS_ENV } from "../resolve/settings.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
-import { durationFlag } from "./duration.js";
 import { readJsonFile, usageError } from "./io.js";
-import { setLockSettings, type LockSettings } from "./lock-settings.js";
-import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "../config/layout.js";
-import { setLayoutSetting, type LayoutSetting } from "./layout-setting.js";
+import { defaultNote, parseSettings, settingsOf, SETTINGS_TABLE, type SettingFlags, type SettingOrigin, type Settings, type SettingsCommand, type SettingSpec } from "../config/settings-table.js";
+import type { Opts } from "./options.js";
 
 /** Heading of the settings options in `--help`. */
 export const SETTINGS_HELP_GROUP = "Settings (precedence: flag > --config file > environment > default):";
@@ -45,18 +43,43 @@ function helpOf(f: FieldSpec): string {
   return `${f.doc}${secret}${env}${def}`;
 }
 
+/** Heading of the server's settings in `objstate serve --help`. */
+export const SERVE_HELP_GROUP = "Server:";
+
+/** `objstate help settings`: where every command's help sends the reader for the whole table. */
+export const SETTINGS_TOPIC_HINT = "All settings that are not fields (with their --config file keys and variables): objstate help settings";
+
+/** `-x, --flag <arg>` of a row. */
+export function flagsOf(r: SettingSpec): string {
+  return `${r.short === undefined ? "" : `${r.short}, `}${r.flag}${r.arg === undefined ? "" : ` ${r.arg}`}`;
+}
+
+/** A row's help: its doc, its variable and its default, each written one way. */
+export function settingHelp(r: SettingSpec): string {
+  return `${r.doc}${r.env === undefined ? "" : ` [env: ${r.env}]`}${defaultNote(r)}`;
+}
+
+/** The commander option of a settings-table row, as `command` offers it (hidden where it is only refused). */
+export function optionOf(r: SettingSpec, command: SettingsCommand): Option {
+  const o = new Option(flagsOf(r), settingHelp(r)).helpGroup(r.group === "server" ? SERVE_HELP_GROUP : SETTINGS_HELP_GROUP);
+  if (r.choices !== undefined) o.choices(r.choices);
+  if (r.repeatable === true) o.argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), v]);
+  return r.hiddenOn?.includes(command) === true ? o.hideHelp() : o;
+}
+
 /**
- * Add `--config`, `-w/--workspace` (when asked) and one flag per field to a command, in
- * the settings help group. Booleans get `--x` and `--no-x`; numbers take an integer.
+ * Add `--config`, `-w/--workspace` (when asked), one flag per field and the flags of the
+ * settings-table rows `command` offers, in the settings help group. Booleans get `--x` and
+ * `--no-x`; numbers take an integer.
  */
-export function addSettingsOptions(cmd: Command, options: { workspace?: boolean; defaults?: boolean } = {}): Command {
+export function addSettingsOptions(cmd: Command, command: SettingsCommand, options: { workspace?: boolean; defaults?: boolean } = {}): Command {
   const add = (o: Option): void => {
     cmd.addOption(o.helpGroup(SETTINGS_HELP_GROUP));
   };
-  add(new Option("-c, --config <file>", 'settings file: ObjectStoreBackendConfig props ({"bucket": …, "kvstoreTable": …}) or tool JSON ({"tool": {"backend": {"objectstore": {…}}}}); - for standard input'));
+  add(new Option("-c, --config <file>", 'settings file: ObjectStoreBackendConfig props ({"bucket": …, "kvstoreTable": …}) or tool JSON ({"tool": {"backend": {"objectstore": {…}}}}), with objstate\'s own settings in an "objstate" section; - for standard input'));
   if (options.workspace === true) add(new Option("-w, --workspace <name>", "workspace to act on [default: the config file's workspace, else default]"));
   if (options.defaults === true) add(new Option("--defaults <json>", 'output values used when the state does not define them, as a JSON object (e.g. \'{"vpc_id": "none"}\')'));
-  add(new Option("--layout <layout>", `where the default workspace's state lives: seed ({prefix}/{key}, as the tool's OSS backend keeps it) or s3 ({key}, as the tool's S3 backend keeps it, to share a bucket and table with it); other workspaces are at {prefix}/NAME/{key} in both [default: ${DEFAULT_LAYOUT}]`).choices(LAYOUT_NAMES));
+  for (const r of settingsOf(command)) cmd.addOption(optionOf(r, command));
   for (const f of FLAG_FIELDS) {
     const flag = flagOf(f.name);
     if (f.kind === "boolean") {
@@ -66,6 +89,7 @@ export function addSettingsOptions(cmd: Command, options: { workspace?: boolean;
       add(new Option(`${flag} ${placeholder(f)}`, helpOf(f)));
     }
   }
+  cmd.addHelpText("after", `\n${SETTINGS_TOPIC_HINT}`);
   return cmd;
 }
 
@@ -84,11 +108,18 @@ export interface SettingsInput {
   readonly defaults: Readonly<Record<string, unknown>> | undefined;
   /** The `--config` file, when one was given. */
   readonly file: string | undefined;
+  /** The settings that are not fields (the settings table), parsed once: flag > file > environment > default. */
+  readonly settings: Settings;
 }
 
 /** True when any settings flag or `--config` was given. */
-export function hasSettingsInput(opts: Record<string, unknown>): boolean {
-  return opts["config"] !== undefined || FLAG_FIELDS.some((f) => opts[f.name] !== undefined);
+export function hasSettingsInput(opts: Opts): boolean {
+  return opts.config !== undefined || FLAG_FIELDS.some((f) => fieldFlag(opts, f.name) !== undefined);
+}
+
+/** A field's flag, by the field's name. */
+function fieldFlag(opts: Opts, name: string): unknown {
+  return (opts as Readonly<Record<string, unknown>>)[name];
 }
 
 interface FileSettings {
@@ -185,21 +216,18 @@ function parseDefaults(text: string, label: string): Record<string, unknown> {
   return v;
 }
 
-/** The explicit settings of a command from its parsed options (flags and `--config`). */
-export function gatherSettings(opts: Record<string, unknown>): SettingsInput {
-  const file = typeof opts["config"] === "string" ? opts["config"] : undefined;
+/** The explicit settings of a command from its parsed options (flags and `--config`), and its settings-table values. */
+export function gatherSettings(opts: Opts, env: Readonly<Record<string, string | undefined>> = process.env): SettingsInput {
+  const file = opts.config;
   const fileName = file === "-" ? "standard input" : file;
   const props: Record<string, unknown> = {};
   const origins: Record<string, Origin> = {};
   let workspace: string | undefined;
   let defaults: Record<string, unknown> | undefined;
-  let lock: LockSettings = {};
-  let layout: LayoutSetting = { name: DEFAULT_LAYOUT, from: undefined };
+  let section: unknown;
   if (file !== undefined) {
     const fs = loadConfigFile(file);
-    const own = objstateSectionOf(fs.objstate, fileName as string);
-    lock = own.lock;
-    if (own.layout !== undefined) layout = { name: own.layout, from: `${fileName as string} (objstate.layout)` };
+    section = fs.objstate;
     for (const [k, v] of Object.entries(fs.props)) {
       if (v === undefined || v === null) continue;
       props[k] = v;
@@ -219,75 +247,49 @@ export function gatherSettings(opts: Record<string, unknown>): SettingsInput {
     }
   }
   for (const f of FLAG_FIELDS) {
-    const v = opts[f.name];
+    const v = fieldFlag(opts, f.name);
     if (v === undefined) continue;
     const flag = f.kind === "boolean" && v === false ? `--no-${flagOf(f.name).slice(2)}` : flagOf(f.name);
     props[f.name] = f.kind === "number" ? parseInteger(flag, f, String(v)) : v;
     origins[f.name] = { kind: "flag", flag };
   }
-  const w = opts["workspace"];
-  if (typeof w === "string") {
+  const w = opts.workspace;
+  if (w !== undefined) {
     if (!RULES.workspace.valid(w)) throw usageError(`--workspace must be ${RULES.workspace.expected}, got ${JSON.stringify(w)}`, "INVALID_WORKSPACE");
     workspace = w;
     origins["workspace"] = { kind: "flag", flag: "--workspace" };
   }
-  const d = opts["defaults"];
-  if (typeof d === "string") {
+  const d = opts.defaults;
+  if (d !== undefined) {
     defaults = parseDefaults(d, "--defaults");
     origins["defaults"] = { kind: "flag", flag: "--defaults" };
   }
-  const ttl = opts["lockTtl"];
-  if (typeof ttl === "string") lock = { ...lock, ttlMs: lockTtlOf("--lock-ttl", ttl) };
-  if (opts["lockfile"] === true) lock = { ...lock, lockfile: true };
-  const flagged = layoutFlagOf(opts);
-  if (flagged !== undefined) layout = { name: flagged, from: "--layout" };
-  setLockSettings(lock);
-  setLayoutSetting(layout);
-  return { props, origins, workspace, defaults, file: fileName };
+  const settings = parseSettings(settingFlagsOf(opts), fileName === undefined ? undefined : { file: fileName, section }, env);
+  return { props, origins, workspace, defaults, file: fileName, settings };
 }
 
-/** A lease length: a duration of at least 1 s (the lease's expiry is stored in whole seconds). */
-function lockTtlOf(label: string, text: string): number {
-  const ms = durationFlag(label, text);
-  if (ms < 1000) throw usageError(`${label} must be at least 1s (a lease's expiry is stored in whole seconds), got ${JSON.stringify(text)}`, "INVALID_LOCK_TTL");
-  return ms;
-}
-
-/** `--layout` (commander has checked it against the choices), or undefined when not given. */
-export function layoutFlagOf(opts: Record<string, unknown>): LayoutName | undefined {
-  const v = opts["layout"];
-  if (v === undefined) return undefined;
-  if (!isLayoutName(v)) throw usageError(`--layout must be ${LAYOUT_NAMES.join(" or ")}, got ${JSON.stringify(v)}`, "INVALID_LAYOUT");
-  return v;
-}
-
-const OBJSTATE_SETTINGS = ["lockTtl", "lockfile", "layout"];
-
-/**
- * The `--config` file's `objstate` section: `{"lockTtl": "1m", "lockfile": true, "layout": "s3"}`,
- * beside the props (or the tool JSON's `tool` block). Anything else in it is refused by name.
- */
-function objstateSectionOf(section: unknown, file: string): { lock: LockSettings; layout: LayoutName | undefined } {
-  if (section === undefined || section === null) return { lock: {}, layout: undefined };
-  if (!isPlainObject(section)) fileError(file, `objstate must be an object: {"lockTtl": "1m", "lockfile": true, "layout": "s3"}`);
-  let lock: LockSettings = {};
-  let layout: LayoutName | undefined;
-  for (const [k, v] of Object.entries(section)) {
-    if (k === "lockTtl") {
-      if (typeof v !== "string") fileError(file, `objstate.lockTtl must be a duration such as "30s" or "5m"`);
-      lock = { ...lock, ttlMs: lockTtlOf(`${file} (objstate.lockTtl)`, v) };
-    } else if (k === "lockfile") {
-      if (typeof v !== "boolean") fileError(file, `objstate.lockfile must be true or false`);
-      lock = { ...lock, lockfile: v };
-    } else if (k === "layout") {
-      if (!isLayoutName(v)) fileError(file, `objstate.layout must be "seed" (the default workspace at {prefix}/{key}) or "s3" (at {key}, as the tool's S3 backend keeps it), got ${JSON.stringify(v)}`);
-      layout = v;
-    } else {
-      const near = nearest(k, OBJSTATE_SETTINGS);
-      fileError(file, `objstate.${k} is not an objstate setting${near === undefined ? `; the settings are: ${OBJSTATE_SETTINGS.join(", ")}` : `; did you mean ${near}?`}`);
-    }
+/** The settings-table flags among a command's options (commander keeps them under the rows' names). */
+export function settingFlagsOf(opts: Opts): SettingFlags {
+  const flags: Record<string, unknown> = {};
+  for (const r of SETTINGS_TABLE) {
+    const v = (opts as Readonly<Record<string, unknown>>)[r.name];
+    if (v !== undefined) flags[r.name] = v;
   }
-  return { lock, layout };
+  return flags as SettingFlags;
+}
+
+/** Describe a setting's origin for `objstate config`: `--layout`, `FILE (objstate.layout)`, `env OBJSTATE_TIMEOUT`; undefined for the default. */
+export function describeSettingOrigin(o: SettingOrigin): string | undefined {
+  switch (o.kind) {
+    case "flag":
+      return o.flag;
+    case "file":
+      return `${o.file} (${o.key})`;
+    case "env":
+      return `env ${o.variable}`;
+    case "default":
+      return undefined;
+  }
 }
 
 /** Describe an origin for messages: `--bucket` or `file stack.json`. */
@@ -339,36 +341,4 @@ export function backendConfigOf(input: SettingsInput): ObjectStoreBackendConfig 
 export function remoteStateConfigOf(input: SettingsInput): DataRemoteStateObjectStoreConfig {
   const props = { ...input.props, workspace: input.workspace, defaults: input.defaults } as DataRemoteStateObjectStoreConfigProps;
   return withLocation(input, () => DataRemoteStateObjectStoreConfig.from(props));
-}
-
-// ---------------------------------------------------------------- objstate serve
-
-/** Heading of the server options in `objstate serve --help`. */
-export const SERVE_HELP_GROUP = "Server:";
-
-/**
- * The options of `objstate serve`: not fields of the seed's config (nothing to synthesize),
- * so they live here beside the settings flags, like `--timeout`.
- */
-export function addServeOptions(cmd: Command): Command {
-  const add = (o: Option): void => {
-    cmd.addOption(o.helpGroup(SERVE_HELP_GROUP));
-  };
-  add(new Option("--listen <host:port>", "address to listen on; without --users only a loopback address is allowed (unless --insecure-no-auth)").default("127.0.0.1:8080"));
-  add(new Option("--public-url <url>", "an origin clients reach this server by, such as https://state.example.com (repeatable); other Host names get 421. Needed on a non-loopback --listen").argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), v]));
-  add(new Option("--users <file>", "users file (mode 600): scrypt password hashes and roles (outputs, read, write, lock, force, admin) on workspace globs; add users with objstate serve hash-password"));
-  add(new Option("--insecure-no-auth", "serve a non-loopback address without a users file: anyone who reaches it may read, write and unlock every state"));
-  add(new Option("--tls-cert <file>", "PEM certificate (chain): serve HTTPS (needs --tls-key)"));
-  add(new Option("--tls-key <file>", "PEM private key of --tls-cert"));
-  add(new Option("--tls-client-ca <file>", "PEM CA: require client certificates signed by it; a certificate whose subject CN names a user of --users logs in as that user"));
-  add(new Option("--max-state-size <size>", "largest request body: 1024, 64KiB, 512MiB, 1GiB; larger ones get 413 before they are read").default("512MiB"));
-  add(new Option("--client-timeout <duration>", "headers must arrive within this long, and a request body must bring at least 4 KiB in every such window, or the client is dropped").default("30s"));
-  add(new Option("--max-connections <n>", "open connections in all; more are closed at once").default("1024"));
-  add(new Option("--max-connections-per-client <n>", "open connections from one client address (an IPv6 /64 counts as one); more are closed at once. Behind a proxy every client has the proxy's address: raise it to --max-connections").default("64"));
-  add(new Option("--shutdown-grace <duration>", "on SIGTERM or SIGINT, how long requests in flight may take to finish before their connections are cut").default("30s"));
-  add(new Option("--allow-unlocked-writes", "accept a state write without ?ID, from a client that holds no lock (no lock_address in its backend block, or -lock=false): it may overwrite changes it never read. Needed to serve without a lock table or lockfile [default: such writes get 409 UNLOCKED_WRITE]"));
-  add(new Option("--no-console", "serve no web console at / (only /state, /api/v1 and the probes)"));
-  add(new Option("--secret-file <file>", "the console's form secret, shared by every replica behind one address so a form served by one posts to another: at least 32 bytes, mode 600, e.g. (umask 077; openssl rand -base64 48 > FILE) [default: a new one each process]"));
-  add(new Option("--log-level <level>", "request log on stderr, one JSON line per request: debug, info, warn, error, off").choices(["debug", "info", "warn", "error", "off"]).default("info"));
-  return cmd;
 }

@@ -22,6 +22,7 @@ import { HttpBackendClient } from "../../support/http-backend-client.js";
 import { FileLockTable } from "../../../src/lock/file.js";
 import { FileDriver } from "../../../src/store/file.js";
 import { fsFailure } from "../../../src/io/local-fs.js";
+import { defaultSettings } from "../../../src/config/settings-table.js";
 
 const AS_ROOT = process.getuid?.() === 0;
 const NEEDS_ROOT = AS_ROOT ? false : "mounting a tmpfs and running as another user need root";
@@ -47,7 +48,7 @@ function errorWith(code: ErrorCode, re: RegExp): (e: unknown) => boolean {
 }
 
 function doctorInput(ep: string): Parameters<typeof runChecks>[0] {
-  return { props: { bucket: "bkt", endpoint: pathToFileURL(ep).href, kvstoreTable: "locks", kvstoreEndpoint: pathToFileURL(ep).href }, origins: {}, workspace: undefined, defaults: undefined, file: undefined };
+  return { props: { bucket: "bkt", endpoint: pathToFileURL(ep).href, kvstoreTable: "locks", kvstoreEndpoint: pathToFileURL(ep).href }, origins: {}, workspace: undefined, defaults: undefined, file: undefined, settings: defaultSettings() };
 }
 
 function check(results: CheckResult[], name: string): CheckResult {
