@@ -6,7 +6,7 @@
 //   POST /...         reads every byte of the body, counts them and drops them; 200, empty
 // A POST is not hashed nor kept: the library's side of the bound already pays for the digest
 // and the storage; this side is the cost of getting the bytes across loopback and through
-// node:http on both ends, nothing more (docs/decisions/064-transport-baseline.md).
+// node:http on both ends, nothing more (docs/decisions/062-transport-baseline.md).
 // Prints `listening at http://127.0.0.1:PORT` on stdout once it listens.
 import { createServer } from "node:http";
 
