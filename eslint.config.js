@@ -20,7 +20,17 @@ export default tseslint.config(
   {
     files: ["**/*.mjs", "**/*.js"],
     languageOptions: {
-      globals: { process: "readonly", console: "readonly", Buffer: "readonly", setTimeout: "readonly", clearTimeout: "readonly", URL: "readonly", performance: "readonly", setInterval: "readonly", clearInterval: "readonly" },
+      globals: {
+        process: "readonly",
+        console: "readonly",
+        Buffer: "readonly",
+        setTimeout: "readonly",
+        clearTimeout: "readonly",
+        URL: "readonly",
+        performance: "readonly",
+        setInterval: "readonly",
+        clearInterval: "readonly",
+      },
     },
   },
 );

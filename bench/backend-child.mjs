@@ -12,9 +12,25 @@ const size = Number(bytesArg);
 const env = process.env;
 const endpoint = env.OBJSTATE_TEST_S3_ENDPOINT;
 const credentials = { accessKeyId: env.OBJSTATE_TEST_ACCESS_KEY, secretAccessKey: env.OBJSTATE_TEST_SECRET_KEY };
-const sdk = new S3Client({ endpoint, region: "us-east-1", forcePathStyle: true, credentials, requestChecksumCalculation: "WHEN_REQUIRED", responseChecksumValidation: "WHEN_REQUIRED" });
+const sdk = new S3Client({
+  endpoint,
+  region: "us-east-1",
+  forcePathStyle: true,
+  credentials,
+  requestChecksumCalculation: "WHEN_REQUIRED",
+  responseChecksumValidation: "WHEN_REQUIRED",
+});
 const backend = await ObjectStoreBackend.connect(
-  ObjectStoreBackendConfig.from({ bucket, key, prefix: "", endpoint, accessKey: credentials.accessKeyId, secretKey: credentials.secretAccessKey, kvstoreTable: env.BENCH_TABLE, kvstoreEndpoint: env.OBJSTATE_TEST_DYNAMODB_ENDPOINT }),
+  ObjectStoreBackendConfig.from({
+    bucket,
+    key,
+    prefix: "",
+    endpoint,
+    accessKey: credentials.accessKeyId,
+    secretKey: credentials.secretAccessKey,
+    kvstoreTable: env.BENCH_TABLE,
+    kvstoreEndpoint: env.OBJSTATE_TEST_DYNAMODB_ENDPOINT,
+  }),
   { env: {}, onWarning: () => undefined },
 );
 await sdk.send(new PutObjectCommand({ Bucket: bucket, Key: `${key}.warm`, Body: "x" }));
@@ -26,7 +42,8 @@ const data = op === "push" ? randomBytes(size) : undefined;
 const t = performance.now();
 let got;
 if (op === "push" && impl === "sdk") await sdk.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentType: "application/json" }));
-else if (op === "push") await backend.writeState("default", data, { force: true }); // random bytes over the parent's state: not a history
+else if (op === "push")
+  await backend.writeState("default", data, { force: true }); // random bytes over the parent's state: not a history
 else if (impl === "sdk") got = await (await sdk.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body.transformToByteArray();
 else got = await backend.readState("default");
 const ms = performance.now() - t;

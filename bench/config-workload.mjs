@@ -7,7 +7,9 @@ const N = Number(process.argv[2] ?? 1000);
 const { ObjectStoreBackendConfig, DataRemoteStateObjectStoreConfig, DataRemoteStateObjectStore, mergeToolJson, formatToolJson } = lib;
 
 function workload(print = true) {
-  const docs = [ObjectStoreBackendConfig.builder().bucket("state-bucket").key("root.tfstate").kvstoreTable("locks").encrypt(true).region("eu-west-1").build().toToolJson()];
+  const docs = [
+    ObjectStoreBackendConfig.builder().bucket("state-bucket").key("root.tfstate").kvstoreTable("locks").encrypt(true).region("eu-west-1").build().toToolJson(),
+  ];
   for (let i = 0; i < N; i++) {
     const config = DataRemoteStateObjectStoreConfig.from({
       bucket: "state-bucket",
@@ -52,4 +54,13 @@ for (let r = 0; r < 15; r++) {
 }
 objRuns.sort((a, b) => a - b);
 const objMedian = objRuns[Math.floor(objRuns.length / 2)];
-process.stdout.write(JSON.stringify({ loadMs: t1 - t0, firstRunPerItemMs: firstMs / (N + 1), perItemMs: median / (N + 1), perItemNoPrintMs: objMedian / (N + 1), bytes: out.length, totalMs: performance.now() }) + "\n");
+process.stdout.write(
+  JSON.stringify({
+    loadMs: t1 - t0,
+    firstRunPerItemMs: firstMs / (N + 1),
+    perItemMs: median / (N + 1),
+    perItemNoPrintMs: objMedian / (N + 1),
+    bytes: out.length,
+    totalMs: performance.now(),
+  }) + "\n",
+);

@@ -17,7 +17,14 @@ function wall(args) {
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-const empty = [], load = [], loadConfig = [], whole = [], perItem = [], perItemNoPrint = [], firstPerItem = [], inProcLoad = [];
+const empty = [],
+  load = [],
+  loadConfig = [],
+  whole = [],
+  perItem = [],
+  perItemNoPrint = [],
+  firstPerItem = [],
+  inProcLoad = [];
 for (let i = 0; i < ROUNDS; i++) {
   empty.push(wall(["-e", ""]).ms);
   load.push(wall(["--input-type=module", "-e", `await import(${JSON.stringify(here("../dist/src/index.js"))})`]).ms);
@@ -30,7 +37,8 @@ for (let i = 0; i < ROUNDS; i++) {
   perItemNoPrint.push(j.perItemNoPrintMs);
   inProcLoad.push(j.loadMs);
 }
-const PEER_PER_ITEM = 0.14, PEER_LOAD = 180;
+const PEER_PER_ITEM = 0.14,
+  PEER_LOAD = 180;
 const m = {
   emptyNode: median(empty),
   importObjstate: median(load),
@@ -44,10 +52,22 @@ const m = {
 const loadOverEmpty = m.importObjstate - m.emptyNode;
 console.log(`config bench (${ROUNDS} rounds, medians; 1 backend + 1,000 remote states)`);
 console.log(`  empty node process           ${m.emptyNode.toFixed(1)} ms   (baseline)`);
-console.log(`  node + import objstate       ${m.importObjstate.toFixed(1)} ms   load = ${loadOverEmpty.toFixed(1)} ms over baseline; in-process import ${m.loadInProcess.toFixed(1)} ms (target < 60 ms; peer ~${PEER_LOAD} ms)`);
-console.log(`  node + import objstate/config ${m.importObjstateConfig.toFixed(1)} ms   load = ${(m.importObjstateConfig - m.emptyNode).toFixed(1)} ms over baseline (configs + synthesis only, no runtime)`);
-console.log(`  whole process, one workload  ${m.wholeProcess.toFixed(1)} ms   (load + build/validate/synthesize/print 1,001 configs; ${(m.wholeProcess - m.emptyNode).toFixed(1)} ms over baseline)`);
-console.log(`  per remote state, warm       ${(m.perItemWarm * 1000).toFixed(2)} us  (${(PEER_PER_ITEM / m.perItemWarm).toFixed(1)}x cheaper than the peer's ${PEER_PER_ITEM} ms; target >= 10x)`);
-console.log(`  same, without printing   ${(m.perItemWarmNoPrint * 1000).toFixed(2)} us  (${(PEER_PER_ITEM / m.perItemWarmNoPrint).toFixed(1)}x cheaper; build + validate + synthesize to objects, merge)`);
-console.log(`  per remote state, first run  ${(m.perItemFirstRun * 1000).toFixed(2)} us  (${(PEER_PER_ITEM / m.perItemFirstRun).toFixed(1)}x cheaper, cold JIT)`);
+console.log(
+  `  node + import objstate       ${m.importObjstate.toFixed(1)} ms   load = ${loadOverEmpty.toFixed(1)} ms over baseline; in-process import ${m.loadInProcess.toFixed(1)} ms (target < 60 ms; peer ~${PEER_LOAD} ms)`,
+);
+console.log(
+  `  node + import objstate/config ${m.importObjstateConfig.toFixed(1)} ms   load = ${(m.importObjstateConfig - m.emptyNode).toFixed(1)} ms over baseline (configs + synthesis only, no runtime)`,
+);
+console.log(
+  `  whole process, one workload  ${m.wholeProcess.toFixed(1)} ms   (load + build/validate/synthesize/print 1,001 configs; ${(m.wholeProcess - m.emptyNode).toFixed(1)} ms over baseline)`,
+);
+console.log(
+  `  per remote state, warm       ${(m.perItemWarm * 1000).toFixed(2)} us  (${(PEER_PER_ITEM / m.perItemWarm).toFixed(1)}x cheaper than the peer's ${PEER_PER_ITEM} ms; target >= 10x)`,
+);
+console.log(
+  `  same, without printing   ${(m.perItemWarmNoPrint * 1000).toFixed(2)} us  (${(PEER_PER_ITEM / m.perItemWarmNoPrint).toFixed(1)}x cheaper; build + validate + synthesize to objects, merge)`,
+);
+console.log(
+  `  per remote state, first run  ${(m.perItemFirstRun * 1000).toFixed(2)} us  (${(PEER_PER_ITEM / m.perItemFirstRun).toFixed(1)}x cheaper, cold JIT)`,
+);
 console.log(JSON.stringify(m));

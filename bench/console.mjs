@@ -38,14 +38,18 @@ try {
   const setup = performance.now();
   const names = Array.from({ length: WORKSPACES }, (_, i) => `team-${i % 40}-service-${i}`);
   const outs = (tag, n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`out_${i}`, { value: `${tag}-${i}`, sensitive: i % 10 === 0 }]));
-  for (let i = 0; i < names.length; i += 16) await Promise.all(names.slice(i, i + 16).map((n, j) => backend.writeState(n, makeState(1 + ((i + j) % 50), 20, outs("v", 5)))));
+  for (let i = 0; i < names.length; i += 16)
+    await Promise.all(names.slice(i, i + 16).map((n, j) => backend.writeState(n, makeState(1 + ((i + j) % 50), 20, outs("v", 5)))));
   for (let i = 0; i < names.length; i += 7) await backend.lock(names[i], { operation: "apply", info: `run ${i}` });
   // The history workspace: 500 versions of a state of 100-300 resources (20-60 KiB each).
   const hist = "history-500";
   for (let v = 1; v <= VERSIONS; v++) await backend.writeState(hist, makeState(v, 100 + ((v * 17) % 200), outs(`s${v}`, 100)));
   console.log(`setup: ${WORKSPACES} workspaces + ${VERSIONS} versions written in ${((performance.now() - setup) / 1000).toFixed(1)} s`);
 
-  const users = parseUsers(JSON.stringify({ users: { admin: { password: await hashPassword("bench", { N: 1024, r: 8, p: 1 }), roles: { "*": ["admin"] } } } }), "users.json");
+  const users = parseUsers(
+    JSON.stringify({ users: { admin: { password: await hashPassword("bench", { N: 1024, r: 8, p: 1 }), roles: { "*": ["admin"] } } } }),
+    "users.json",
+  );
   server = new ObjstateServer({ backend, users, logger: new Logger("off") });
   await server.listen("127.0.0.1", 0);
   const auth = { Authorization: `Basic ${Buffer.from("admin:bench").toString("base64")}` };
@@ -82,7 +86,13 @@ try {
   let worst = 0;
   const row = (name, first, warm, bytes) => {
     worst = Math.max(worst, q(warm, 0.95));
-    console.log(name.padEnd(50), first.toFixed(1).padStart(9), q(warm, 0.5).toFixed(1).padStart(10), q(warm, 0.95).toFixed(1).padStart(8), String(bytes).padStart(10));
+    console.log(
+      name.padEnd(50),
+      first.toFixed(1).padStart(9),
+      q(warm, 0.5).toFixed(1).padStart(10),
+      q(warm, 0.95).toFixed(1).padStart(8),
+      String(bytes).padStart(10),
+    );
   };
   const time = async (name, path) => {
     const first = await get(path);
@@ -96,13 +106,18 @@ try {
     row(name, first.ms, warm, bytes);
   };
 
-  const load = () => loadavg().map((x) => x.toFixed(2)).join(" ");
+  const load = () =>
+    loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ");
   console.log(`load average before: ${load()}`);
   // First view: one listing and one lock listing; serial, who and counts not known yet.
   const cold = await get("/");
   const counting = performance.now();
   while ((await get("/")).body.includes("reload in a moment")) await new Promise((r) => setTimeout(r, 200));
-  console.log(`(serial, who and resource counts of ${WORKSPACES} workspaces read in the background in ${((performance.now() - counting) / 1000).toFixed(1)} s after the first view)`);
+  console.log(
+    `(serial, who and resource counts of ${WORKSPACES} workspaces read in the background in ${((performance.now() - counting) / 1000).toFixed(1)} s after the first view)`,
+  );
   const warmList = [];
   for (let i = 0; i < ROUNDS; i++) warmList.push((await get("/")).ms);
   row(`Workspaces (${WORKSPACES})`, cold.ms, warmList, cold.body.length);
@@ -117,7 +132,9 @@ try {
   await time(`GET /api/v1/workspaces/{w}/history (${VERSIONS})`, `/api/v1/workspaces/${hist}/history?limit=${VERSIONS}`);
   await time(`GET /api/v1/workspaces (${WORKSPACES})`, "/api/v1/workspaces");
   console.log(`load average after: ${load()}`);
-  console.log(worst < 300 ? `OK: every page's p95 is under 300 ms (worst ${worst.toFixed(1)} ms)` : `SLOW: a page's p95 is ${worst.toFixed(1)} ms (goal 300 ms)`);
+  console.log(
+    worst < 300 ? `OK: every page's p95 is under 300 ms (worst ${worst.toFixed(1)} ms)` : `SLOW: a page's p95 is ${worst.toFixed(1)} ms (goal 300 ms)`,
+  );
 } finally {
   await stopClient();
   await server?.close(1000);

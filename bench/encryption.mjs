@@ -19,7 +19,9 @@ import { realisticState } from "./outputs-state.mjs";
 const here = fileURLToPath(new URL(".", import.meta.url));
 const { parseEncryptionConfig, StateEncryption } = await import(join(here, "../dist/src/encryption/index.js"));
 
-const { values } = parseArgs({ options: { mib: { type: "string", default: "64" }, rounds: { type: "string", default: "7" }, child: { type: "string" }, file: { type: "string" } } });
+const { values } = parseArgs({
+  options: { mib: { type: "string", default: "64" }, rounds: { type: "string", default: "7" }, child: { type: "string" }, file: { type: "string" } },
+});
 const MIB = Number(values.mib);
 const CONFIG = {
   key_provider: { pbkdf2: { main: { passphrase: "bench-passphrase-not-a-secret-0123" } } },
@@ -114,7 +116,9 @@ const e = enc();
 const envelope = (await e.encrypt(state, HEADER)).toBuffer();
 const check = await encPull(e, envelope);
 if (!check.equals(state)) throw new Error("round trip differs");
-console.log(`state ${(state.length / 2 ** 20).toFixed(1)} MiB, envelope ${(envelope.length / 2 ** 20).toFixed(1)} MiB (${(envelope.length / state.length).toFixed(3)}×); node ${process.version}`);
+console.log(
+  `state ${(state.length / 2 ** 20).toFixed(1)} MiB, envelope ${(envelope.length / 2 ** 20).toFixed(1)} MiB (${(envelope.length / state.length).toFixed(3)}×); node ${process.version}`,
+);
 
 const rounds = Number(values.rounds);
 const t = { plainPush: [], encPush: [], plainPull: [], encPull: [] };
@@ -136,20 +140,36 @@ for (let r = 0; r < rounds; r++) {
 }
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 const ratio = (enc, plain) => median(enc.map((x, i) => x / plain[i])).toFixed(2);
-for (const [label, src] of [["wall", t], ["cpu", cpu]]) {
+for (const [label, src] of [
+  ["wall", t],
+  ["cpu", cpu],
+]) {
   const m = Object.fromEntries(Object.entries(src).map(([k, v]) => [k, median(v)]));
-  console.log(`${label} push: plain ${m.plainPush.toFixed(0)} ms, aes_gcm ${m.encPush.toFixed(0)} ms (+${(m.encPush - m.plainPush).toFixed(0)} ms, ${ratio(src.encPush, src.plainPush)}×)`);
-  console.log(`${label} pull: plain ${m.plainPull.toFixed(0)} ms, aes_gcm ${m.encPull.toFixed(0)} ms (+${(m.encPull - m.plainPull).toFixed(0)} ms, ${ratio(src.encPull, src.plainPull)}×)`);
+  console.log(
+    `${label} push: plain ${m.plainPush.toFixed(0)} ms, aes_gcm ${m.encPush.toFixed(0)} ms (+${(m.encPush - m.plainPush).toFixed(0)} ms, ${ratio(src.encPush, src.plainPush)}×)`,
+  );
+  console.log(
+    `${label} pull: plain ${m.plainPull.toFixed(0)} ms, aes_gcm ${m.encPull.toFixed(0)} ms (+${(m.encPull - m.plainPull).toFixed(0)} ms, ${ratio(src.encPull, src.plainPull)}×)`,
+  );
 }
 const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, median(v)]));
-console.log(`medians of ${rounds} alternating rounds; encryption throughput ${((state.length / 2 ** 20) / (m.encPush / 1000)).toFixed(0)} MiB/s, decryption ${((state.length / 2 ** 20) / (m.encPull / 1000)).toFixed(0)} MiB/s`);
+console.log(
+  `medians of ${rounds} alternating rounds; encryption throughput ${(state.length / 2 ** 20 / (m.encPush / 1000)).toFixed(0)} MiB/s, decryption ${(state.length / 2 ** 20 / (m.encPull / 1000)).toFixed(0)} MiB/s`,
+);
 
 const dir = mkdtempSync(join(tmpdir(), "objstate-bench-enc-"));
 try {
   writeFileSync(join(dir, "state"), state);
   writeFileSync(join(dir, "envelope"), envelope);
-  for (const [way, file] of [["plain-push", "state"], ["enc-push", "state"], ["plain-pull", "state"], ["enc-pull", "envelope"]]) {
-    const r = spawnSync(process.execPath, ["--expose-gc", fileURLToPath(import.meta.url), "--child", way, "--file", join(dir, file), "--mib", String(MIB)], { encoding: "utf8" });
+  for (const [way, file] of [
+    ["plain-push", "state"],
+    ["enc-push", "state"],
+    ["plain-pull", "state"],
+    ["enc-pull", "envelope"],
+  ]) {
+    const r = spawnSync(process.execPath, ["--expose-gc", fileURLToPath(import.meta.url), "--child", way, "--file", join(dir, file), "--mib", String(MIB)], {
+      encoding: "utf8",
+    });
     if (r.status !== 0) throw new Error(`${way}: ${r.stderr}`);
     const { base, peak } = JSON.parse(r.stdout);
     console.log(`peak RSS ${way}: ${((peak - base) / 2 ** 20).toFixed(0)} MiB above baseline = ${((peak - base) / state.length).toFixed(2)}× the state`);

@@ -52,18 +52,48 @@ function bigState(serial, size, variant) {
   for (let i = 0; bytes < size - 1024; i++) {
     // The variant changes one resource in 1000, drops a few and adds a few.
     if (variant === 1 && i % 5000 === 7) continue;
-    const r = { mode: "managed", type: "example_thing", name: `r${i}`, provider: 'provider["registry.example/x/y"]', instances: [{ schema_version: 0, attributes: { id: `id-${i}`, tag: variant === 1 && i % 1000 === 3 ? "changed" : "same", pad } }] };
+    const r = {
+      mode: "managed",
+      type: "example_thing",
+      name: `r${i}`,
+      provider: 'provider["registry.example/x/y"]',
+      instances: [{ schema_version: 0, attributes: { id: `id-${i}`, tag: variant === 1 && i % 1000 === 3 ? "changed" : "same", pad } }],
+    };
     bytes += JSON.stringify(r).length + 1;
     resources.push(r);
   }
-  if (variant === 1) for (let j = 0; j < 10; j++) resources.push({ mode: "managed", type: "example_thing", name: `new${j}`, provider: 'provider["registry.example/x/y"]', instances: [{ schema_version: 0, attributes: { id: `n-${j}` } }] });
-  return Buffer.from(JSON.stringify({ version: 4, terraform_version: "1.9.0", serial, lineage: "bench-lineage", outputs: { pw: { value: "secret", type: "string", sensitive: true } }, resources }));
+  if (variant === 1)
+    for (let j = 0; j < 10; j++)
+      resources.push({
+        mode: "managed",
+        type: "example_thing",
+        name: `new${j}`,
+        provider: 'provider["registry.example/x/y"]',
+        instances: [{ schema_version: 0, attributes: { id: `n-${j}` } }],
+      });
+  return Buffer.from(
+    JSON.stringify({
+      version: 4,
+      terraform_version: "1.9.0",
+      serial,
+      lineage: "bench-lineage",
+      outputs: { pw: { value: "secret", type: "string", sensitive: true } },
+      resources,
+    }),
+  );
 }
 
 // ------------------------------------------------------------------ child: peak memory of one diff
 if (process.argv[2] === "child") {
   const [, , , impl, bucket, key, fromId, toId, proxyEndpoint] = process.argv;
-  const s3 = new S3Client({ endpoint: proxyEndpoint, region: "us-east-1", forcePathStyle: true, credentials, requestChecksumCalculation: "WHEN_REQUIRED", responseChecksumValidation: "WHEN_REQUIRED" });
+  const s3 = new S3Client({
+    endpoint: proxyEndpoint,
+    region: "us-east-1",
+    forcePathStyle: true,
+    credentials,
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+  });
   const base = process.memoryUsage().rss;
   if (impl === "sdk") {
     const get = async (v) => Buffer.from(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, VersionId: v }))).Body.transformToByteArray());
@@ -72,7 +102,17 @@ if (process.argv[2] === "child") {
     const pb = JSON.parse(b.toString("utf8"));
     if (pa.resources.length === pb.resources.length) throw new Error("no difference");
   } else {
-    const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from({ bucket, key: "tool.tfstate", prefix: "", endpoint: proxyEndpoint, accessKey: credentials.accessKeyId, secretKey: credentials.secretAccessKey }), { env: {}, onWarning: () => undefined });
+    const b = await ObjectStoreBackend.connect(
+      ObjectStoreBackendConfig.from({
+        bucket,
+        key: "tool.tfstate",
+        prefix: "",
+        endpoint: proxyEndpoint,
+        accessKey: credentials.accessKeyId,
+        secretKey: credentials.secretAccessKey,
+      }),
+      { env: {}, onWarning: () => undefined },
+    );
     const [x, y] = await Promise.all([b.readVersion("diff", fromId), b.readVersion("diff", toId)]);
     const d = diffStates(x, y);
     formatStateDiff(d);
@@ -104,20 +144,40 @@ const counted = async (fn) => {
   return { ms, bytes: counter.bytes - before.bytes, requests: counter.requests - before.requests };
 };
 
-const s3 = new S3Client({ endpoint: proxyEndpoint, region: "us-east-1", forcePathStyle: true, credentials, requestChecksumCalculation: "WHEN_REQUIRED", responseChecksumValidation: "WHEN_REQUIRED" });
+const s3 = new S3Client({
+  endpoint: proxyEndpoint,
+  region: "us-east-1",
+  forcePathStyle: true,
+  credentials,
+  requestChecksumCalculation: "WHEN_REQUIRED",
+  responseChecksumValidation: "WHEN_REQUIRED",
+});
 const bucket = `bench-history-${process.pid}`;
 await s3.send(new CreateBucketCommand({ Bucket: bucket }));
 await s3.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: "Enabled" } }));
 const backend = await ObjectStoreBackend.connect(
-  ObjectStoreBackendConfig.from({ bucket, key: "tool.tfstate", prefix: "", endpoint: proxyEndpoint, accessKey: credentials.accessKeyId, secretKey: credentials.secretAccessKey }),
+  ObjectStoreBackendConfig.from({
+    bucket,
+    key: "tool.tfstate",
+    prefix: "",
+    endpoint: proxyEndpoint,
+    accessKey: credentials.accessKeyId,
+    secretKey: credentials.secretAccessKey,
+  }),
   { env: {}, onWarning: () => undefined },
 );
 const key = backend.statePath("default");
 const diffKey = backend.statePath("diff");
 
 try {
-  console.log(`history bench: ${SIZE / MiB} MiB state, ${VERSIONS} versions, --limit ${LIMIT}, ${ROUNDS} alternating rounds; diff of two ${SIZE / MiB} MiB versions`);
-  const first = Buffer.concat([Buffer.from(`{"version":4,"terraform_version":"1.9.0","serial":1,"lineage":"bench-lineage","pad":"`), Buffer.alloc(SIZE - 120, 0x61), Buffer.from('"}')]);
+  console.log(
+    `history bench: ${SIZE / MiB} MiB state, ${VERSIONS} versions, --limit ${LIMIT}, ${ROUNDS} alternating rounds; diff of two ${SIZE / MiB} MiB versions`,
+  );
+  const first = Buffer.concat([
+    Buffer.from(`{"version":4,"terraform_version":"1.9.0","serial":1,"lineage":"bench-lineage","pad":"`),
+    Buffer.alloc(SIZE - 120, 0x61),
+    Buffer.from('"}'),
+  ]);
   await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: first, ContentType: "application/json" }));
   const made = performance.now();
   for (let v = 2; v <= VERSIONS; v++) {
@@ -129,7 +189,10 @@ try {
         MetadataDirective: "REPLACE",
         ContentType: "application/json",
         // Every other version looks written by objstate; the rest by another client (header scan).
-        Metadata: v % 2 === 0 ? { "objstate-serial": String(v), "objstate-lineage": "bench-lineage", "objstate-who": "bench@host", "objstate-operation": "apply" } : { n: String(v) },
+        Metadata:
+          v % 2 === 0
+            ? { "objstate-serial": String(v), "objstate-lineage": "bench-lineage", "objstate-who": "bench@host", "objstate-operation": "apply" }
+            : { n: String(v) },
       }),
     );
   }
@@ -142,7 +205,8 @@ try {
     if (n !== LIMIT) throw new Error(`history gave ${n} described versions`);
   };
   const barePage = () => s3.send(new ListObjectVersionsCommand({ Bucket: bucket, Prefix: key, MaxKeys: LIMIT }));
-  const ranged = (v) => s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, VersionId: v, Range: `bytes=0-${PEEK - 1}` })).then((r) => r.Body.transformToByteArray());
+  const ranged = (v) =>
+    s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, VersionId: v, Range: `bytes=0-${PEEK - 1}` })).then((r) => r.Body.transformToByteArray());
   const bareSequential = async () => {
     const page = await barePage();
     for (const v of page.Versions ?? []) await ranged(v.VersionId);
@@ -187,7 +251,8 @@ try {
     if (d.resources.added.length === 0) throw new Error("no difference found");
   };
   const diffBare = async () => {
-    const get = async (v) => Buffer.from(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: diffKey, VersionId: v }))).Body.transformToByteArray());
+    const get = async (v) =>
+      Buffer.from(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: diffKey, VersionId: v }))).Body.transformToByteArray());
     const [x, y] = await Promise.all([get(fromId), get(toId)]);
     JSON.parse(x.toString("utf8"));
     JSON.parse(y.toString("utf8"));
@@ -205,7 +270,10 @@ try {
   }
   const child = (impl) => {
     // Straight to RGW: this process (and its proxy) waits in spawnSync meanwhile.
-    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "child", impl, bucket, diffKey, fromId, toId, env.OBJSTATE_TEST_S3_ENDPOINT], { env, encoding: "utf8" });
+    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "child", impl, bucket, diffKey, fromId, toId, env.OBJSTATE_TEST_S3_ENDPOINT], {
+      env,
+      encoding: "utf8",
+    });
     if (r.status !== 0) throw new Error(`diff child ${impl} failed: ${r.stderr}`);
     return JSON.parse(r.stdout);
   };
@@ -223,7 +291,8 @@ try {
   let versionMarker;
   do {
     const page = await s3.send(new ListObjectVersionsCommand({ Bucket: bucket, KeyMarker: keyMarker, VersionIdMarker: versionMarker }));
-    for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])]) await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: v.Key, VersionId: v.VersionId }));
+    for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])])
+      await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: v.Key, VersionId: v.VersionId }));
     keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
     versionMarker = page.IsTruncated ? page.NextVersionIdMarker : undefined;
   } while (keyMarker !== undefined);

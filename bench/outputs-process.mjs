@@ -12,7 +12,14 @@ const credentials = { accessKeyId: env.OBJSTATE_TEST_ACCESS_KEY, secretAccessKey
 let outputs;
 if (how === "sdk") {
   const { S3Client, GetObjectCommand } = await import("@aws-sdk/client-s3");
-  const s3 = new S3Client({ endpoint: env.OBJSTATE_TEST_S3_ENDPOINT, region: "us-east-1", forcePathStyle: true, credentials, requestChecksumCalculation: "WHEN_REQUIRED", responseChecksumValidation: "WHEN_REQUIRED" });
+  const s3 = new S3Client({
+    endpoint: env.OBJSTATE_TEST_S3_ENDPOINT,
+    region: "us-east-1",
+    forcePathStyle: true,
+    credentials,
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+  });
   const res = await s3.send(new GetObjectCommand({ Bucket: env.BENCH_BUCKET, Key: key }));
   const array = await res.Body.transformToByteArray();
   const state = JSON.parse(Buffer.from(array.buffer, array.byteOffset, array.length).toString("utf8"));

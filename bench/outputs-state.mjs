@@ -19,9 +19,18 @@ function prng(seed) {
   };
 }
 
-const TYPES = ["aws_instance", "aws_security_group", "aws_iam_role", "aws_s3_bucket", "aws_subnet", "aws_route_table", "aws_lb_target_group", "aws_lambda_function"];
+const TYPES = [
+  "aws_instance",
+  "aws_security_group",
+  "aws_iam_role",
+  "aws_s3_bucket",
+  "aws_subnet",
+  "aws_route_table",
+  "aws_lb_target_group",
+  "aws_lambda_function",
+];
 const WORDS = ["web", "api", "db", "cache", "queue", "worker", "edge", "batch", "search", "auth", "billing", "metrics"];
-const TAG_VALUES = ["production", "staging", "team-α", "Zürich", "東京", "owner@example.com", "cost-center-42", "a \"quoted\" value", "path\\with\\backslashes"];
+const TAG_VALUES = ["production", "staging", "team-α", "Zürich", "東京", "owner@example.com", "cost-center-42", 'a "quoted" value', "path\\with\\backslashes"];
 
 /** The root outputs every generated state carries (names → {value, type}). */
 export function benchOutputs() {
@@ -30,7 +39,7 @@ export function benchOutputs() {
     subnet_ids: { value: ["subnet-01", "subnet-02", "subnet-03"], type: ["list", "string"] },
     instance_count: { value: 1234, type: "number" },
     public: { value: false, type: "bool" },
-    endpoints: { value: { api: "https://api.example.com", "db \"primary\"": "db.internal:5432" }, type: ["object", { api: "string", "db \"primary\"": "string" }] },
+    endpoints: { value: { api: "https://api.example.com", 'db "primary"': "db.internal:5432" }, type: ["object", { api: "string", 'db "primary"': "string" }] },
   };
 }
 
@@ -56,7 +65,12 @@ function policy(r) {
     Version: "2012-10-17",
     Statement: [
       { Effect: "Allow", Action: ["s3:GetObject", "s3:PutObject"], Resource: `arn:aws:s3:::bucket-${hex(r, 8)}/*` },
-      { Effect: "Allow", Principal: { Service: "ec2.amazonaws.com" }, Action: "sts:AssumeRole", Condition: { StringEquals: { "aws:SourceAccount": "123456789012" } } },
+      {
+        Effect: "Allow",
+        Principal: { Service: "ec2.amazonaws.com" },
+        Action: "sts:AssumeRole",
+        Condition: { StringEquals: { "aws:SourceAccount": "123456789012" } },
+      },
     ],
   });
 }
@@ -102,7 +116,18 @@ function resource(r, i) {
         private_dns: `ip-10-0-${Math.floor(r() * 255)}-${Math.floor(r() * 255)}.eu-west-1.compute.internal`,
         private_ip: `10.0.${Math.floor(r() * 255)}.${Math.floor(r() * 255)}`,
         root_block_device: [
-          { delete_on_termination: true, device_name: "/dev/xvda", encrypted: true, iops: 3000, kms_key_id: `arn:aws:kms:eu-west-1:123456789012:key/${hex(r, 32)}`, tags: {}, throughput: 125, volume_id: `vol-${hex(r, 17)}`, volume_size: 8 + Math.floor(r() * 500), volume_type: "gp3" },
+          {
+            delete_on_termination: true,
+            device_name: "/dev/xvda",
+            encrypted: true,
+            iops: 3000,
+            kms_key_id: `arn:aws:kms:eu-west-1:123456789012:key/${hex(r, 32)}`,
+            tags: {},
+            throughput: 125,
+            volume_id: `vol-${hex(r, 17)}`,
+            volume_size: 8 + Math.floor(r() * 500),
+            volume_type: "gp3",
+          },
         ],
         security_groups: [],
         source_dest_check: true,
@@ -113,7 +138,17 @@ function resource(r, i) {
         timeouts: null,
         user_data: base64(r, 40 + Math.floor(r() * 200)),
         vpc_security_group_ids: [`sg-${hex(r, 17)}`, `sg-${hex(r, 17)}`],
-        ingress: Array.from({ length: Math.floor(r() * 4) }, () => ({ cidr_blocks: ["10.0.0.0/8"], description: "from the \"internal\" net", from_port: 443, ipv6_cidr_blocks: [], prefix_list_ids: [], protocol: "tcp", security_groups: [], self: false, to_port: 443 })),
+        ingress: Array.from({ length: Math.floor(r() * 4) }, () => ({
+          cidr_blocks: ["10.0.0.0/8"],
+          description: 'from the "internal" net',
+          from_port: 443,
+          ipv6_cidr_blocks: [],
+          prefix_list_ids: [],
+          protocol: "tcp",
+          security_groups: [],
+          self: false,
+          to_port: 443,
+        })),
         ratio: Math.round(r() * 1e6) / 1e3,
         big: -1.5e-7,
       },

@@ -26,12 +26,20 @@ import { extractTopLevel } from "../dist/src/state/extract-outputs.js";
 import { benchOutputs, realisticState } from "./outputs-state.mjs";
 
 const env = process.env;
-for (const v of ["OBJSTATE_TEST_S3_ENDPOINT", "OBJSTATE_TEST_DYNAMODB_ENDPOINT"]) if (!env[v]) throw new Error(`${v} is not set: run through scripts/with-servers.sh (npm run bench:outputs)`);
+for (const v of ["OBJSTATE_TEST_S3_ENDPOINT", "OBJSTATE_TEST_DYNAMODB_ENDPOINT"])
+  if (!env[v]) throw new Error(`${v} is not set: run through scripts/with-servers.sh (npm run bench:outputs)`);
 const MiB = 1024 * 1024;
 const SIZE = Number(env.BENCH_STATE_MIB ?? 100) * MiB;
 const ROUNDS = Number(env.BENCH_ROUNDS ?? 7);
 const credentials = { accessKeyId: env.OBJSTATE_TEST_ACCESS_KEY, secretAccessKey: env.OBJSTATE_TEST_SECRET_KEY };
-const s3 = new S3Client({ endpoint: env.OBJSTATE_TEST_S3_ENDPOINT, region: "us-east-1", forcePathStyle: true, credentials, requestChecksumCalculation: "WHEN_REQUIRED", responseChecksumValidation: "WHEN_REQUIRED" });
+const s3 = new S3Client({
+  endpoint: env.OBJSTATE_TEST_S3_ENDPOINT,
+  region: "us-east-1",
+  forcePathStyle: true,
+  credentials,
+  requestChecksumCalculation: "WHEN_REQUIRED",
+  responseChecksumValidation: "WHEN_REQUIRED",
+});
 const ddb = new DynamoDBClient({ endpoint: env.OBJSTATE_TEST_DYNAMODB_ENDPOINT, region: "us-east-1", credentials });
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const timed = async (fn) => {
@@ -42,10 +50,25 @@ const timed = async (fn) => {
 const bucket = `bench-outputs-${process.pid}`;
 const table = `bench-outputs-locks-${process.pid}`;
 await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-await ddb.send(new CreateTableCommand({ TableName: table, AttributeDefinitions: [{ AttributeName: "LockID", AttributeType: "S" }], KeySchema: [{ AttributeName: "LockID", KeyType: "HASH" }], BillingMode: "PAY_PER_REQUEST" }));
+await ddb.send(
+  new CreateTableCommand({
+    TableName: table,
+    AttributeDefinitions: [{ AttributeName: "LockID", AttributeType: "S" }],
+    KeySchema: [{ AttributeName: "LockID", KeyType: "HASH" }],
+    BillingMode: "PAY_PER_REQUEST",
+  }),
+);
 await new Promise((r) => setTimeout(r, 600));
 
-const common = { bucket, prefix: "", endpoint: env.OBJSTATE_TEST_S3_ENDPOINT, accessKey: credentials.accessKeyId, secretKey: credentials.secretAccessKey, kvstoreTable: table, kvstoreEndpoint: env.OBJSTATE_TEST_DYNAMODB_ENDPOINT };
+const common = {
+  bucket,
+  prefix: "",
+  endpoint: env.OBJSTATE_TEST_S3_ENDPOINT,
+  accessKey: credentials.accessKeyId,
+  secretKey: credentials.secretAccessKey,
+  kvstoreTable: table,
+  kvstoreEndpoint: env.OBJSTATE_TEST_DYNAMODB_ENDPOINT,
+};
 const expected = Object.fromEntries(Object.entries(benchOutputs()).map(([k, o]) => [k, o.value]));
 const connectOptions = { env: {}, onWarning: () => undefined };
 
@@ -84,7 +107,13 @@ for (const placement of ["first", "last"]) {
     rounds.push(t);
   }
   const m = (k) => median(rounds.map((t) => t[k]));
-  if (env.BENCH_VERBOSE === "1") for (const t of rounds) console.log(`    round: ${Object.entries(t).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(", ")}`);
+  if (env.BENCH_VERBOSE === "1")
+    for (const t of rounds)
+      console.log(
+        `    round: ${Object.entries(t)
+          .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+          .join(", ")}`,
+      );
   const ratio = median(rounds.map((t) => t.b / t.a));
   const ratioFull = median(rounds.map((t) => t.b / t.aFull));
   summary[placement] = { bytes: state.length, a: m("a"), aFull: m("aFull"), b: m("b"), ratio, ratioFull };
@@ -103,7 +132,9 @@ for (const placement of ["first", "last"]) {
   const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from({ ...common, key: "outputs-last.tfstate" }), connectOptions);
   for (let r = 0; r < ROUNDS; r++) {
     globalThis.gc?.();
-    parts.download.push((await timed(async () => (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "outputs-last.tfstate" }))).Body.transformToByteArray())).ms);
+    parts.download.push(
+      (await timed(async () => (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "outputs-last.tfstate" }))).Body.transformToByteArray())).ms,
+    );
     globalThis.gc?.();
     parts.readState.push((await timed(() => backend.readState("default"))).ms);
     globalThis.gc?.();
@@ -115,7 +146,9 @@ for (const placement of ["first", "last"]) {
   }
   backend.close();
   const f = (k) => `${median(parts[k]).toFixed(0)} ms`;
-  console.log(`  breakdown (medians): bare SDK download ${f("download")}, objstate readState (digest-checked) ${f("readState")}; UTF-8 decode ${f("decode")} + JSON.parse ${f("parse")} vs scan ${f("scan")}`);
+  console.log(
+    `  breakdown (medians): bare SDK download ${f("download")}, objstate readState (digest-checked) ${f("readState")}; UTF-8 decode ${f("decode")} + JSON.parse ${f("parse")} vs scan ${f("scan")}`,
+  );
   summary.breakdown = Object.fromEntries(Object.entries(parts).map(([k, xs]) => [k, median(xs)]));
 }
 
@@ -145,7 +178,9 @@ for (const placement of ["first", "last"]) {
     }
     const ratio = median(rounds.map((t) => t.objstate / t.sdk));
     summary[`process-${placement}`] = { sdk: median(rounds.map((t) => t.sdk)), objstate: median(rounds.map((t) => t.objstate)), ratio };
-    console.log(`  whole processes, outputs ${placement.padEnd(5)}: bare SDK download + parse ${median(rounds.map((t) => t.sdk)).toFixed(0)} ms, objstate fetchOutputs ${median(rounds.map((t) => t.objstate)).toFixed(0)} ms; ratio ${ratio.toFixed(3)} (goal <= 0.5)`);
+    console.log(
+      `  whole processes, outputs ${placement.padEnd(5)}: bare SDK download + parse ${median(rounds.map((t) => t.sdk)).toFixed(0)} ms, objstate fetchOutputs ${median(rounds.map((t) => t.objstate)).toFixed(0)} ms; ratio ${ratio.toFixed(3)} (goal <= 0.5)`,
+    );
   }
 }
 
@@ -155,7 +190,8 @@ if (env.BENCH_CROSSOVER === "1") {
   const cold = (bytes, how) => Number(spawnSync(process.execPath, [child, String(bytes), how], { encoding: "utf8" }).stdout);
   const line = [];
   for (const kib of [64, 256, 1024, 2048, 4096]) {
-    const scan = [], parse = [];
+    const scan = [],
+      parse = [];
     for (let r = 0; r < 5; r++) {
       scan.push(cold(kib * 1024, "scan"));
       parse.push(cold(kib * 1024, "parse"));
@@ -166,7 +202,8 @@ if (env.BENCH_CROSSOVER === "1") {
 }
 console.log(JSON.stringify(summary));
 // Run against servers that outlive the bench (source /tmp/srv/env.sh), 200 MiB a run would pile up.
-for (const o of (await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents ?? []) await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: o.Key }));
+for (const o of (await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents ?? [])
+  await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: o.Key }));
 await s3.send(new DeleteBucketCommand({ Bucket: bucket }));
 await ddb.send(new DeleteTableCommand({ TableName: table }));
 s3.destroy();

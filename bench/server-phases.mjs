@@ -57,7 +57,10 @@ ObjstateServer.prototype.handle = function (req, res) {
   current = r; // one request at a time in the bench: a backend call belongs to the latest
   res.on("finish", () => {
     const end = performance.now();
-    const base = r.first === undefined ? { handler: end - r.start } : { toBackend: r.first - r.start, backend: r.last - r.first, toAnswer: end - r.last, handler: end - r.start };
+    const base =
+      r.first === undefined
+        ? { handler: end - r.start }
+        : { toBackend: r.first - r.start, backend: r.last - r.first, toAnswer: end - r.last, handler: end - r.start };
     const ms = { ...base, gate: r.gate ?? 0, limiter: r.limiter ?? 0, auth: r.auth ?? 0 };
     process.stderr.write(`PHASES ${JSON.stringify({ method: req.method, ms })}\n`);
   });

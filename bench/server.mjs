@@ -55,11 +55,19 @@ let props;
 /** Removes what the bench stored (a run leaves ~1 GiB of 64 MiB versions otherwise). */
 let cleanUp = async () => rmSync(dir, { recursive: true, force: true });
 if (env.BENCH_TARGET === "ceph") {
-  for (const v of ["OBJSTATE_TEST_S3_ENDPOINT", "OBJSTATE_TEST_DYNAMODB_ENDPOINT"]) if (!env[v]) throw new Error(`${v} is not set: run through scripts/with-servers.sh`);
+  for (const v of ["OBJSTATE_TEST_S3_ENDPOINT", "OBJSTATE_TEST_DYNAMODB_ENDPOINT"])
+    if (!env[v]) throw new Error(`${v} is not set: run through scripts/with-servers.sh`);
   const { S3Client, CreateBucketCommand } = await import("@aws-sdk/client-s3");
   const { DynamoDBClient, CreateTableCommand } = await import("@aws-sdk/client-dynamodb");
   const credentials = { accessKeyId: env.OBJSTATE_TEST_ACCESS_KEY, secretAccessKey: env.OBJSTATE_TEST_SECRET_KEY };
-  props = { bucket: `bench-serve-${process.pid}`, endpoint: env.OBJSTATE_TEST_S3_ENDPOINT, accessKey: credentials.accessKeyId, secretKey: credentials.secretAccessKey, kvstoreTable: `bench-serve-${process.pid}`, kvstoreEndpoint: env.OBJSTATE_TEST_DYNAMODB_ENDPOINT };
+  props = {
+    bucket: `bench-serve-${process.pid}`,
+    endpoint: env.OBJSTATE_TEST_S3_ENDPOINT,
+    accessKey: credentials.accessKeyId,
+    secretKey: credentials.secretAccessKey,
+    kvstoreTable: `bench-serve-${process.pid}`,
+    kvstoreEndpoint: env.OBJSTATE_TEST_DYNAMODB_ENDPOINT,
+  };
   const s3 = new S3Client({ endpoint: props.endpoint, region: "us-east-1", forcePathStyle: true, credentials });
   await s3.send(new CreateBucketCommand({ Bucket: props.bucket }));
   cleanUp = async () => {
@@ -69,7 +77,8 @@ if (env.BENCH_TARGET === "ceph") {
     let versionMarker;
     do {
       const page = await s3.send(new ListObjectVersionsCommand({ Bucket: props.bucket, KeyMarker: keyMarker, VersionIdMarker: versionMarker }));
-      for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])]) await s3.send(new DeleteObjectCommand({ Bucket: props.bucket, Key: v.Key, VersionId: v.VersionId }));
+      for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])])
+        await s3.send(new DeleteObjectCommand({ Bucket: props.bucket, Key: v.Key, VersionId: v.VersionId }));
       keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
       versionMarker = page.IsTruncated ? page.NextVersionIdMarker : undefined;
     } while (keyMarker !== undefined);
@@ -80,7 +89,14 @@ if (env.BENCH_TARGET === "ceph") {
     rmSync(dir, { recursive: true, force: true });
   };
   const ddb = new DynamoDBClient({ endpoint: props.kvstoreEndpoint, region: "us-east-1", credentials });
-  await ddb.send(new CreateTableCommand({ TableName: props.kvstoreTable, AttributeDefinitions: [{ AttributeName: "LockID", AttributeType: "S" }], KeySchema: [{ AttributeName: "LockID", KeyType: "HASH" }], BillingMode: "PAY_PER_REQUEST" }));
+  await ddb.send(
+    new CreateTableCommand({
+      TableName: props.kvstoreTable,
+      AttributeDefinitions: [{ AttributeName: "LockID", AttributeType: "S" }],
+      KeySchema: [{ AttributeName: "LockID", KeyType: "HASH" }],
+      BillingMode: "PAY_PER_REQUEST",
+    }),
+  );
   await new Promise((r) => setTimeout(r, 600));
 } else {
   props = { bucket: "bench-serve", endpoint: `file://${dir}/store`, kvstoreTable: "locks", kvstoreEndpoint: `file://${dir}/store` };
@@ -90,18 +106,38 @@ writeFileSync(configFile, JSON.stringify(props));
 const usersFile = join(dir, "users.json");
 if (USERS) {
   const { hashPassword } = await import(new URL("src/server/users.js", DIST).href);
-  writeFileSync(usersFile, JSON.stringify({ users: { bench: { password: await hashPassword("bench-password"), roles: { "*": ["admin"] } } } }), { mode: 0o600 });
+  writeFileSync(usersFile, JSON.stringify({ users: { bench: { password: await hashPassword("bench-password"), roles: { "*": ["admin"] } } } }), {
+    mode: 0o600,
+  });
 }
 const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
 
 /** `--allow-unlocked-writes`, for a build that has it (older builds accept writes without ?ID anyway). */
-const UNLOCKED = readFileSync(fileURLToPath(new URL("src/cli/settings.js", DIST)), "utf8").includes("--allow-unlocked-writes") ? ["--allow-unlocked-writes"] : [];
+const UNLOCKED = readFileSync(fileURLToPath(new URL("src/cli/settings.js", DIST)), "utf8").includes("--allow-unlocked-writes")
+  ? ["--allow-unlocked-writes"]
+  : [];
 
 /** A server process; resolves once it listens. */
 async function startServer() {
   // The transfer and memory POSTs carry no ?ID: like the library's writeState they are measured
   // against, the write takes the lock for itself (--allow-unlocked-writes).
-  const child = spawn(process.execPath, [...NODE_ARGS, CLI, "serve", "--config", configFile, "--listen", "127.0.0.1:0", "--log-level", "off", ...UNLOCKED, ...(USERS ? ["--users", usersFile] : [])], { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BENCH_PHASES_DIST: DIST.href }, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [
+      ...NODE_ARGS,
+      CLI,
+      "serve",
+      "--config",
+      configFile,
+      "--listen",
+      "127.0.0.1:0",
+      "--log-level",
+      "off",
+      ...UNLOCKED,
+      ...(USERS ? ["--users", usersFile] : []),
+    ],
+    { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BENCH_PHASES_DIST: DIST.href }, stdio: ["ignore", "ignore", "pipe"] },
+  );
   let err = "";
   const url = await new Promise((resolve, reject) => {
     child.stderr.setEncoding("utf8").on("data", (d) => {
@@ -113,11 +149,29 @@ async function startServer() {
   });
   const status = (k) => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))[1]) * 1024;
   // CPU time of all its threads (utime + stime, in clock ticks of 10 ms), in ms.
-  const cpu = () => { const f = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1].split(" "); return (Number(f[11]) + Number(f[12])) * 10; };
+  const cpu = () => {
+    const f = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(f[11]) + Number(f[12])) * 10;
+  };
   /** The server's PHASES lines (BENCH_PHASES=1), one per request in order; complete once stopped. */
-  const phases = () => err.split("\n").filter((l) => l.startsWith("PHASES ")).map((l) => JSON.parse(l.slice(7)));
+  const phases = () =>
+    err
+      .split("\n")
+      .filter((l) => l.startsWith("PHASES "))
+      .map((l) => JSON.parse(l.slice(7)));
   // Stopped once its stderr is read to the end (the last PHASES lines with it).
-  return { url, cpu, phases, rss: () => status("VmRSS"), hwm: () => status("VmHWM"), stop: () => new Promise((r) => { child.on("close", r); child.kill("SIGTERM"); }) };
+  return {
+    url,
+    cpu,
+    phases,
+    rss: () => status("VmRSS"),
+    hwm: () => status("VmHWM"),
+    stop: () =>
+      new Promise((r) => {
+        child.on("close", r);
+        child.kill("SIGTERM");
+      }),
+  };
 }
 
 /** The bare transport (bench/transport-child.mjs) in its own process; resolves once it listens. */
@@ -132,8 +186,19 @@ async function startBare() {
     });
     child.on("exit", (code) => reject(new Error(`the bare transport exited ${code}`)));
   });
-  const cpu = () => { const f = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1].split(" "); return (Number(f[11]) + Number(f[12])) * 10; };
-  return { url, cpu, stop: () => new Promise((r) => { child.on("close", r); child.kill("SIGTERM"); }) };
+  const cpu = () => {
+    const f = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(f[11]) + Number(f[12])) * 10;
+  };
+  return {
+    url,
+    cpu,
+    stop: () =>
+      new Promise((r) => {
+        child.on("close", r);
+        child.kill("SIGTERM");
+      }),
+  };
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -188,7 +253,12 @@ function connection(base) {
   const spare = Buffer.allocUnsafe(64 * 1024);
   c = { socket: undefined, reader: undefined };
   const box = c;
-  c.socket = connect({ host: hostname, port: Number(port), noDelay: true, onread: { buffer: () => box.reader?.next() ?? spare, callback: (n, buf) => void box.reader?.read(n, buf) } });
+  c.socket = connect({
+    host: hostname,
+    port: Number(port),
+    noDelay: true,
+    onread: { buffer: () => box.reader?.next() ?? spare, callback: (n, buf) => void box.reader?.read(n, buf) },
+  });
   c.socket.on("error", (e) => box.reader?.fail(e));
   c.socket.on("close", () => box.reader?.fail(new Error("the server closed the connection before the whole answer")));
   connections.set(base, c);
@@ -257,7 +327,11 @@ const stateOf = (size) => {
   const head = `{"version":4,"serial":${++serial},"lineage":"bench","pad":"`;
   return Buffer.from(head + padding.slice(0, size - head.length - 2) + '"}');
 };
-const timed = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t; };
+const timed = async (fn) => {
+  const t = performance.now();
+  await fn();
+  return performance.now() - t;
+};
 /**
  * CPU time per operation, next to the wall time: on 2 shared cores the wall-time ratio follows
  * other processes' load, the CPU each side spends much less. `here` is this process (the
@@ -294,7 +368,18 @@ function phaseTable(server) {
     const ms = lines[i].ms;
     by.get(k).push({ ...ms, trip: r.client - ms.handler });
   });
-  console.table([...by].map(([what, xs]) => Object.fromEntries([["what", what], ["n", xs.length], ...["trip", "toBackend", "backend", "toAnswer", "handler", "gate", "limiter", "auth"].map((k) => [k, xs.some((x) => x[k] === undefined) ? "-" : median(xs.map((x) => x[k])).toFixed(3)])])));
+  console.table(
+    [...by].map(([what, xs]) =>
+      Object.fromEntries([
+        ["what", what],
+        ["n", xs.length],
+        ...["trip", "toBackend", "backend", "toAnswer", "handler", "gate", "limiter", "auth"].map((k) => [
+          k,
+          xs.some((x) => x[k] === undefined) ? "-" : median(xs.map((x) => x[k])).toFixed(3),
+        ]),
+      ]),
+    ),
+  );
 }
 /** Runs the functions one after the other, in this order or reversed; their results in this order. */
 async function inOrder(forward, fns) {
@@ -310,114 +395,179 @@ const SMALL = Number(env.BENCH_SMALL ?? 1000);
 // BENCH_OPS: which transfers to run (default GET,POST); one alone, for a profile of the server.
 const OPS = ["GET", "POST"].filter((op) => (env.BENCH_OPS ?? "GET,POST").split(",").includes(op));
 if (PARTS.has("transfer")) {
-const results = [];
-const bounds = [];
-const server = await startServer();
-const bare = await startBare();
-for (const size of SIZES) {
-  const ws = `s${size / MiB}`;
-  const ratios = { GET: [], POST: [] };
-  const over = { GET: [], POST: [] }; // (server - library) / transport, per round
-  const ms = { GET: [[], [], []], POST: [[], [], []] };
-  const cpu = { GET: [[], [], []], POST: [[], [], []] };
-  await backend.writeState(ws, stateOf(size));
-  const kept = stateOf(size);
-  if ((await lean(bare.url, "PUT", `/keep/${ws}`, kept)).status !== 200) throw new Error("PUT to the bare transport");
-  for (let r = 0; r < ROUNDS; r++) {
-    const first = r % 2 === 0;
-    if (OPS.includes("POST")) {
-      // POST: the same size, a new serial each time (the same content would be a no-op).
-      // Whichever runs first writes the lower serial. The transport sends the server's bytes.
-      const [lower, higher] = [stateOf(size), stateOf(size)];
-      const a = first ? lower : higher;
-      const b = first ? higher : lower;
-      md5s.set(b, createHash("md5").update(b).digest("base64"));
-      const lib = async () => backend.writeState(ws, a);
-      const srv = async () => { const x = await lean(server.url, "POST", `/state/${ws}`, b); if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`); };
-      const tr = async () => { const x = await lean(bare.url, "POST", `/sink/${ws}`, b); if (x.status !== 200) throw new Error(`bare POST ${x.status}`); };
-      const [tl, ts, tt] = await inOrder(first, [() => cpuTimed(lib, server, cpu.POST[0]), () => cpuTimed(srv, server, cpu.POST[1]), () => cpuTimed(tr, bare, cpu.POST[2])]);
-      ms.POST[0].push(tl); ms.POST[1].push(ts); ms.POST[2].push(tt); ratios.POST.push(ts / tl); over.POST.push((ts - tl) / tt);
-      sent.push({ what: `POST ${size / MiB} MiB`, client: ts });
+  const results = [];
+  const bounds = [];
+  const server = await startServer();
+  const bare = await startBare();
+  for (const size of SIZES) {
+    const ws = `s${size / MiB}`;
+    const ratios = { GET: [], POST: [] };
+    const over = { GET: [], POST: [] }; // (server - library) / transport, per round
+    const ms = { GET: [[], [], []], POST: [[], [], []] };
+    const cpu = { GET: [[], [], []], POST: [[], [], []] };
+    await backend.writeState(ws, stateOf(size));
+    const kept = stateOf(size);
+    if ((await lean(bare.url, "PUT", `/keep/${ws}`, kept)).status !== 200) throw new Error("PUT to the bare transport");
+    for (let r = 0; r < ROUNDS; r++) {
+      const first = r % 2 === 0;
+      if (OPS.includes("POST")) {
+        // POST: the same size, a new serial each time (the same content would be a no-op).
+        // Whichever runs first writes the lower serial. The transport sends the server's bytes.
+        const [lower, higher] = [stateOf(size), stateOf(size)];
+        const a = first ? lower : higher;
+        const b = first ? higher : lower;
+        md5s.set(b, createHash("md5").update(b).digest("base64"));
+        const lib = async () => backend.writeState(ws, a);
+        const srv = async () => {
+          const x = await lean(server.url, "POST", `/state/${ws}`, b);
+          if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`);
+        };
+        const tr = async () => {
+          const x = await lean(bare.url, "POST", `/sink/${ws}`, b);
+          if (x.status !== 200) throw new Error(`bare POST ${x.status}`);
+        };
+        const [tl, ts, tt] = await inOrder(first, [
+          () => cpuTimed(lib, server, cpu.POST[0]),
+          () => cpuTimed(srv, server, cpu.POST[1]),
+          () => cpuTimed(tr, bare, cpu.POST[2]),
+        ]);
+        ms.POST[0].push(tl);
+        ms.POST[1].push(ts);
+        ms.POST[2].push(tt);
+        ratios.POST.push(ts / tl);
+        over.POST.push((ts - tl) / tt);
+        sent.push({ what: `POST ${size / MiB} MiB`, client: ts });
+      }
+      if (!OPS.includes("GET")) continue;
+      const libR = async () => {
+        if ((await backend.readState(ws)).length !== size) throw new Error("short read");
+      };
+      const srvR = async () => {
+        const x = await lean(server.url, "GET", `/state/${ws}`);
+        if (x.body.length !== size) throw new Error(`GET ${x.status}`);
+      };
+      const trR = async () => {
+        const x = await lean(bare.url, "GET", `/keep/${ws}`);
+        if (x.body.length !== size) throw new Error(`bare GET ${x.status}`);
+      };
+      const [gl, gs, gt] = await inOrder(first, [
+        () => cpuTimed(libR, server, cpu.GET[0]),
+        () => cpuTimed(srvR, server, cpu.GET[1]),
+        () => cpuTimed(trR, bare, cpu.GET[2]),
+      ]);
+      ms.GET[0].push(gl);
+      ms.GET[1].push(gs);
+      ms.GET[2].push(gt);
+      ratios.GET.push(gs / gl);
+      over.GET.push((gs - gl) / gt);
+      sent.push({ what: `GET ${size / MiB} MiB`, client: gs });
     }
-    if (!OPS.includes("GET")) continue;
-    const libR = async () => { if ((await backend.readState(ws)).length !== size) throw new Error("short read"); };
-    const srvR = async () => { const x = await lean(server.url, "GET", `/state/${ws}`); if (x.body.length !== size) throw new Error(`GET ${x.status}`); };
-    const trR = async () => { const x = await lean(bare.url, "GET", `/keep/${ws}`); if (x.body.length !== size) throw new Error(`bare GET ${x.status}`); };
-    const [gl, gs, gt] = await inOrder(first, [() => cpuTimed(libR, server, cpu.GET[0]), () => cpuTimed(srvR, server, cpu.GET[1]), () => cpuTimed(trR, bare, cpu.GET[2])]);
-    ms.GET[0].push(gl); ms.GET[1].push(gs); ms.GET[2].push(gt); ratios.GET.push(gs / gl); over.GET.push((gs - gl) / gt);
-    sent.push({ what: `GET ${size / MiB} MiB`, client: gs });
+    for (const op of OPS) {
+      const [cl, cs, ct] = cpu[op];
+      const o = median(over[op]);
+      results.push({
+        what: `${op} ${size / MiB} MiB`,
+        library_ms: median(ms[op][0]).toFixed(1),
+        server_ms: median(ms[op][1]).toFixed(1),
+        transport_ms: median(ms[op][2]).toFixed(1),
+        ratio: median(ratios[op]).toFixed(2),
+        library_cpu_ms: mean(cl.map((c) => c.here)).toFixed(0),
+        server_cpu_ms: mean(cs.map((c) => c.server)).toFixed(0),
+        client_cpu_ms: mean(cs.map((c) => c.here)).toFixed(0),
+        transport_cpu_ms: mean(ct.map((c) => c.server)).toFixed(0),
+      });
+      bounds.push({
+        what: `${op} ${size / MiB} MiB`,
+        "(server - library) / transport": o.toFixed(2),
+        bound: BOUND,
+        check: o <= BOUND ? "PASS" : "FAIL",
+        rounds_within: `${over[op].filter((x) => x <= BOUND).length}/${over[op].length}`,
+      });
+    }
   }
-  for (const op of OPS) {
-    const [cl, cs, ct] = cpu[op];
-    const o = median(over[op]);
-    results.push({
-      what: `${op} ${size / MiB} MiB`,
-      library_ms: median(ms[op][0]).toFixed(1),
-      server_ms: median(ms[op][1]).toFixed(1),
-      transport_ms: median(ms[op][2]).toFixed(1),
-      ratio: median(ratios[op]).toFixed(2),
-      library_cpu_ms: mean(cl.map((c) => c.here)).toFixed(0),
-      server_cpu_ms: mean(cs.map((c) => c.server)).toFixed(0),
-      client_cpu_ms: mean(cs.map((c) => c.here)).toFixed(0),
-      transport_cpu_ms: mean(ct.map((c) => c.server)).toFixed(0),
-    });
-    bounds.push({ what: `${op} ${size / MiB} MiB`, "(server - library) / transport": o.toFixed(2), bound: BOUND, check: o <= BOUND ? "PASS" : "FAIL", rounds_within: `${over[op].filter((x) => x <= BOUND).length}/${over[op].length}` });
-  }
-}
-console.table(results);
-console.log(`server <= library + ${BOUND} x transport (issue 25): medians of the per-round figures`);
-console.table(bounds);
+  console.table(results);
+  console.log(`server <= library + ${BOUND} x transport (issue 25): medians of the per-round figures`);
+  console.table(bounds);
 
-// A small request's fixed cost: a 100-byte state through the server against the same bytes
-// from the bare transport, keep-alive, the same client, alternating request by request.
-// The library's read of that state is beside them (the store's share of the difference).
-{
-  const size = 100;
-  const body = stateOf(size);
-  await backend.writeState("small", body);
-  if ((await lean(bare.url, "PUT", "/keep/small", body)).status !== 200) throw new Error("PUT to the bare transport");
-  const sides = [
-    async () => { if ((await backend.readState("small")).length !== size) throw new Error("short read"); },
-    async () => { const x = await lean(server.url, "GET", "/state/small"); if (x.body.length !== size) throw new Error(`GET ${x.status}`); },
-    async () => { const x = await lean(bare.url, "GET", "/keep/small"); if (x.body.length !== size) throw new Error(`bare GET ${x.status}`); },
-  ];
-  const t = [[], [], []];
-  const diff = [];
-  for (let i = 0; i < SMALL; i++) {
-    const [l, s, b] = await inOrder(i % 2 === 0, sides.map((f) => () => timed(f)));
-    t[0].push(l); t[1].push(s); t[2].push(b); diff.push(s - b);
-    sent.push({ what: "GET 100 B", client: s });
+  // A small request's fixed cost: a 100-byte state through the server against the same bytes
+  // from the bare transport, keep-alive, the same client, alternating request by request.
+  // The library's read of that state is beside them (the store's share of the difference).
+  {
+    const size = 100;
+    const body = stateOf(size);
+    await backend.writeState("small", body);
+    if ((await lean(bare.url, "PUT", "/keep/small", body)).status !== 200) throw new Error("PUT to the bare transport");
+    const sides = [
+      async () => {
+        if ((await backend.readState("small")).length !== size) throw new Error("short read");
+      },
+      async () => {
+        const x = await lean(server.url, "GET", "/state/small");
+        if (x.body.length !== size) throw new Error(`GET ${x.status}`);
+      },
+      async () => {
+        const x = await lean(bare.url, "GET", "/keep/small");
+        if (x.body.length !== size) throw new Error(`bare GET ${x.status}`);
+      },
+    ];
+    const t = [[], [], []];
+    const diff = [];
+    for (let i = 0; i < SMALL; i++) {
+      const [l, s, b] = await inOrder(
+        i % 2 === 0,
+        sides.map((f) => () => timed(f)),
+      );
+      t[0].push(l);
+      t[1].push(s);
+      t[2].push(b);
+      diff.push(s - b);
+      sent.push({ what: "GET 100 B", client: s });
+    }
+    const d = median(diff);
+    console.log(`small request (GET of a ${size}-byte state, ${SMALL} alternating requests each${LEAN ? "" : ", node:http client"}): medians in ms`);
+    console.table([
+      {
+        library_ms: median(t[0]).toFixed(3),
+        server_ms: median(t[1]).toFixed(3),
+        bare_ms: median(t[2]).toFixed(3),
+        "server - bare": d.toFixed(3),
+        "server - bare - library": median(t[1].map((s, i) => s - t[2][i] - t[0][i])).toFixed(3),
+        bound_ms: SMALL_BOUND_MS,
+        check: d <= SMALL_BOUND_MS ? "PASS" : "FAIL",
+      },
+    ]);
   }
-  const d = median(diff);
-  console.log(`small request (GET of a ${size}-byte state, ${SMALL} alternating requests each${LEAN ? "" : ", node:http client"}): medians in ms`);
-  console.table([{ library_ms: median(t[0]).toFixed(3), server_ms: median(t[1]).toFixed(3), bare_ms: median(t[2]).toFixed(3), "server - bare": d.toFixed(3), "server - bare - library": median(t[1].map((s, i) => s - t[2][i] - t[0][i])).toFixed(3), bound_ms: SMALL_BOUND_MS, check: d <= SMALL_BOUND_MS ? "PASS" : "FAIL" }]);
-}
-await server.stop();
-await bare.stop();
-if (PHASES) phaseTable(server);
+  await server.stop();
+  await bare.stop();
+  if (PHASES) phaseTable(server);
 }
 
 // Peak memory: a fresh server per measurement, so its high-water mark belongs to one request.
 if (PARTS.has("memory")) {
-const memory = [];
-for (const size of SIZES) {
-  for (const op of ["GET", "POST"]) {
-    const s = await startServer();
-    const ws = `m${size / MiB}`;
-    await backend.writeState(ws, stateOf(size));
-    await http(s.url, "GET", "/state/warm");
-    await http(s.url, "POST", "/state/warm", stateOf(1024));
-    await new Promise((r) => setTimeout(r, 200));
-    const base = s.rss();
-    const body = op === "POST" ? stateOf(size) : undefined;
-    const x = await lean(s.url, op, `/state/${ws}`, body);
-    if (x.status !== 200) throw new Error(`${op} ${x.status}`);
-    const peak = s.hwm();
-    memory.push({ what: `${op} ${size / MiB} MiB`, baseline_MiB: mib(base), peak_MiB: mib(peak), above_baseline_in_states: ((peak - base) / size).toFixed(2) });
-    await s.stop();
+  const memory = [];
+  for (const size of SIZES) {
+    for (const op of ["GET", "POST"]) {
+      const s = await startServer();
+      const ws = `m${size / MiB}`;
+      await backend.writeState(ws, stateOf(size));
+      await http(s.url, "GET", "/state/warm");
+      await http(s.url, "POST", "/state/warm", stateOf(1024));
+      await new Promise((r) => setTimeout(r, 200));
+      const base = s.rss();
+      const body = op === "POST" ? stateOf(size) : undefined;
+      const x = await lean(s.url, op, `/state/${ws}`, body);
+      if (x.status !== 200) throw new Error(`${op} ${x.status}`);
+      const peak = s.hwm();
+      memory.push({
+        what: `${op} ${size / MiB} MiB`,
+        baseline_MiB: mib(base),
+        peak_MiB: mib(peak),
+        above_baseline_in_states: ((peak - base) / size).toFixed(2),
+      });
+      await s.stop();
+    }
   }
-}
-console.table(memory);
+  console.table(memory);
 }
 
 // Lock cycles: the library's, and the server's through the lean client (a client that, like the
@@ -428,10 +578,25 @@ if (PARTS.has("lock")) {
   const small = () => stateOf(1024);
   const ms = { library: [], lean: [], node: [] };
   const through = (send, label) => async () => {
-    const info = Buffer.from(JSON.stringify({ ID: randomUUID(), Operation: "OperationTypeApply", Info: "", Who: "bench@host", Version: "1.9.0", Created: new Date().toISOString(), Path: "" }));
+    const info = Buffer.from(
+      JSON.stringify({
+        ID: randomUUID(),
+        Operation: "OperationTypeApply",
+        Info: "",
+        Who: "bench@host",
+        Version: "1.9.0",
+        Created: new Date().toISOString(),
+        Path: "",
+      }),
+    );
     const id = JSON.parse(info).ID;
     // Each request's client time, for BENCH_PHASES (matched with the server's lines at the end).
-    const one = async (...a) => { const t = performance.now(); const x = await send(...a); sent.push({ what: label === undefined ? undefined : `${a[1]} (${label})`, client: performance.now() - t }); return x; };
+    const one = async (...a) => {
+      const t = performance.now();
+      const x = await send(...a);
+      sent.push({ what: label === undefined ? undefined : `${a[1]} (${label})`, client: performance.now() - t });
+      return x;
+    };
     if ((await one(s.url, "LOCK", "/state/cycle", info)).status !== 200) throw new Error("LOCK");
     if ((await one(s.url, "POST", `/state/cycle?ID=${id}`, small())).status !== 200) throw new Error("POST");
     if ((await one(s.url, "UNLOCK", "/state/cycle", info)).status !== 200) throw new Error("UNLOCK");
@@ -449,7 +614,12 @@ if (PARTS.has("lock")) {
     const order = i % 2 === 0 ? ["library", "lean", "node"] : ["node", "lean", "library"];
     for (const k of order) ms[k].push(await timed(cycles[k]));
   }
-  const row = (k, what) => ({ what, library_ms: median(ms.library).toFixed(2), server_ms: median(ms[k]).toFixed(2), ratio: (median(ms[k]) / median(ms.library)).toFixed(2) });
+  const row = (k, what) => ({
+    what,
+    library_ms: median(ms.library).toFixed(2),
+    server_ms: median(ms[k]).toFixed(2),
+    ratio: (median(ms[k]) / median(ms.library)).toFixed(2),
+  });
   console.table([row("lean", `LOCK -> POST 1 KiB -> UNLOCK (${LEAN ? "lean client" : "node:http"})`), row("node", "the same through node:http")]);
   await s.stop();
   if (PHASES) phaseTable(s);
@@ -484,7 +654,10 @@ if (PARTS.has("throughput")) {
   await load([a.url], 1); // warm-up
   const one = await load([a.url], SECONDS);
   const two = await load([a.url, b.url], SECONDS);
-  console.table([{ what: "32 clients, GET 10 KiB, one server", ...one }, { what: "32 clients, GET 10 KiB, two replicas", ...two }]);
+  console.table([
+    { what: "32 clients, GET 10 KiB, one server", ...one },
+    { what: "32 clients, GET 10 KiB, two replicas", ...two },
+  ]);
   await a.stop();
   await b.stop();
 }

@@ -6,7 +6,9 @@
 import { DataRemoteStateObjectStore, DataRemoteStateObjectStoreConfig, ObjectStoreBackendConfig, mergeToolJson, writeToolJson } from "objstate";
 
 const N = Number(process.env.BENCH_STATES ?? 1000);
-const docs = [ObjectStoreBackendConfig.builder().bucket("state-bucket").key("root.tfstate").kvstoreTable("locks").encrypt(true).region("eu-west-1").build().toToolJson()];
+const docs = [
+  ObjectStoreBackendConfig.builder().bucket("state-bucket").key("root.tfstate").kvstoreTable("locks").encrypt(true).region("eu-west-1").build().toToolJson(),
+];
 for (let i = 0; i < N; i++) {
   const config = DataRemoteStateObjectStoreConfig.builder()
     .bucket("state-bucket")

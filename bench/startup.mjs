@@ -45,7 +45,11 @@ function wall(args, kind) {
   const out = mkdtempSync(join(work, "run-"));
   const c = childrenCpu();
   const s = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, args.map((a) => (a === "OUT" ? out : a)), { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
+  const r = spawnSync(
+    process.execPath,
+    args.map((a) => (a === "OUT" ? out : a)),
+    { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } },
+  );
   const ms = Number(process.hrtime.bigint() - s) / 1e6;
   if (kind !== undefined) cpuOf.set(kind, [...(cpuOf.get(kind) ?? []), childrenCpu() - c]);
   rmSync(out, { recursive: true, force: true });
@@ -53,7 +57,20 @@ function wall(args, kind) {
   return ms;
 }
 
-const SYNTH_FLAGS = ["--bucket", "state-bucket", "--key", "root.tfstate", "--prefix", "", "--endpoint", "https://s3.example.com", "--kvstore-table", "locks", "--kvstore-endpoint", "https://dynamodb.example.com"];
+const SYNTH_FLAGS = [
+  "--bucket",
+  "state-bucket",
+  "--key",
+  "root.tfstate",
+  "--prefix",
+  "",
+  "--endpoint",
+  "https://s3.example.com",
+  "--kvstore-table",
+  "locks",
+  "--kvstore-endpoint",
+  "https://dynamodb.example.com",
+];
 const runs = {
   empty: [emptyModule],
   objstate: [here("./startup-objstate.mjs"), "OUT"],
@@ -86,9 +103,13 @@ console.log(`  empty node process                  ${m.empty.toFixed(1).padStart
 // Issue 25: <= 30 ms over an empty process on Node 22 and 24, <= 50 ms on Node 20.
 const bound = Number(process.versions.node.split(".")[0]) >= 22 ? 30 : 50;
 const synthesis = over("objstate");
-console.log(`  objstate: 1 backend + ${n} states   ${m.objstate.toFixed(1).padStart(7)} ms   ${synthesis.toFixed(1)} ms over empty (bound on Node ${process.versions.node.split(".")[0]}: <= ${bound}) ${synthesis <= bound ? "PASS" : "FAIL"}`);
+console.log(
+  `  objstate: 1 backend + ${n} states   ${m.objstate.toFixed(1).padStart(7)} ms   ${synthesis.toFixed(1)} ms over empty (bound on Node ${process.versions.node.split(".")[0]}: <= ${bound}) ${synthesis <= bound ? "PASS" : "FAIL"}`,
+);
 const cpuOver = (k) => mean(cpuOf.get(k)) - mean(cpuOf.get("empty"));
-console.log(`  CPU time (all threads, means): empty ${mean(cpuOf.get("empty")).toFixed(1)} ms, objstate ${cpuOver("objstate").toFixed(1)} ms over empty (a figure that moves little with load)`);
+console.log(
+  `  CPU time (all threads, means): empty ${mean(cpuOf.get("empty")).toFixed(1)} ms, objstate ${cpuOver("objstate").toFixed(1)} ms over empty (a figure that moves little with load)`,
+);
 console.log(`  peer (cdktf 0.21, same job)         ${m.peer.toFixed(1).padStart(7)} ms`);
 // cdktf is archived: the ratio is reported, no longer a goal (issue 25).
 console.log(`  objstate / peer = ${ratio.toFixed(3)} (reported only)   [median of per-round ratios]`);
@@ -98,4 +119,18 @@ const forRatio = median(rounds.map((t) => t.synthFor / t.synth));
 console.log(`  objstate synth                      ${m.synth.toFixed(1).padStart(7)} ms   ${over("synth").toFixed(1)} ms over empty`);
 console.log(`  objstate synth --for s3             ${m.synthFor.toFixed(1).padStart(7)} ms   ${over("synthFor").toFixed(1)} ms over empty`);
 console.log(`  synth --for s3 / synth = ${forRatio.toFixed(3)} (goal <= 1.05)   [median of per-round ratios]`);
-console.log(JSON.stringify({ node: process.versions.node, ...m, ratio, objstateOverEmpty: synthesis, bound, objstateCpuOverEmpty: cpuOver("objstate"), helpOverEmpty: over("help"), configOverEmpty: over("config"), synthOverEmpty: over("synth"), synthForOverEmpty: over("synthFor"), synthForRatio: forRatio }));
+console.log(
+  JSON.stringify({
+    node: process.versions.node,
+    ...m,
+    ratio,
+    objstateOverEmpty: synthesis,
+    bound,
+    objstateCpuOverEmpty: cpuOver("objstate"),
+    helpOverEmpty: over("help"),
+    configOverEmpty: over("config"),
+    synthOverEmpty: over("synth"),
+    synthForOverEmpty: over("synthFor"),
+    synthForRatio: forRatio,
+  }),
+);

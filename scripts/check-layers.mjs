@@ -134,7 +134,11 @@ function designRows(text) {
   const section = text.split(/^## /m).find((s) => s.startsWith("2. "));
   if (section === undefined) return undefined;
   const rows = new Map();
-  for (const m of section.matchAll(/^\| (\d+) \| ([^|]*) \|/gm)) rows.set(Number(m[1]), [...m[2].matchAll(/`([^`]+)`/g)].map((x) => x[1]));
+  for (const m of section.matchAll(/^\| (\d+) \| ([^|]*) \|/gm))
+    rows.set(
+      Number(m[1]),
+      [...m[2].matchAll(/`([^`]+)`/g)].map((x) => x[1]),
+    );
   return rows;
 }
 
@@ -160,8 +164,12 @@ export function checkLayers(root) {
   const design = join(root, "docs", "design.md");
   if (existsSync(design)) {
     const rows = designRows(readFileSync(design, "utf8"));
-    const same = rows !== undefined && rows.size === LAYERS.length && LAYERS.every((row, i) => [...row].sort().join() === [...(rows.get(i) ?? [])].sort().join());
-    if (!same) problems.push(`docs/design.md §2 does not show the layer table of scripts/check-layers.mjs: ${LAYERS.map((row, i) => `${i} ${row.join(" ")}`).join("; ")}`);
+    const same =
+      rows !== undefined && rows.size === LAYERS.length && LAYERS.every((row, i) => [...row].sort().join() === [...(rows.get(i) ?? [])].sort().join());
+    if (!same)
+      problems.push(
+        `docs/design.md §2 does not show the layer table of scripts/check-layers.mjs: ${LAYERS.map((row, i) => `${i} ${row.join(" ")}`).join("; ")}`,
+      );
   }
   return problems;
 }

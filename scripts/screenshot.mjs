@@ -37,7 +37,11 @@ try {
   await (await as("bob@desk")).lock("dev-bob", { operation: "plan" });
 
   browser = await launchChromium();
-  const ctx = await browser.newContext({ httpCredentials: { username: "admin", password: "admin" }, viewport: { width: 1000, height: 600 }, colorScheme: "light" });
+  const ctx = await browser.newContext({
+    httpCredentials: { username: "admin", password: "admin" },
+    viewport: { width: 1000, height: 600 },
+    colorScheme: "light",
+  });
   const page = await ctx.newPage();
   await page.goto(`${server.url}/`);
   // Resource counts are made in the background after the first view.

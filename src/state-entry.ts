@@ -6,4 +6,16 @@
  * @packageDocumentation
  */
 /// <reference types="node" preserve="true" />
-export { diffStates, formatStateDiff, isEmptyStateDiff, SENSITIVE, type Address, type FormatStateDiffOptions, type OutputChange, type OutputEntry, type ResourceChange, type StateDiff, type StateInput } from "./state/diff.js";
+export {
+  diffStates,
+  formatStateDiff,
+  isEmptyStateDiff,
+  SENSITIVE,
+  type Address,
+  type FormatStateDiffOptions,
+  type OutputChange,
+  type OutputEntry,
+  type ResourceChange,
+  type StateDiff,
+  type StateInput,
+} from "./state/diff.js";

@@ -5,7 +5,7 @@
 //
 // Tables become ACTIVE at once (createTableMs etc. = 0): the default 500 ms
 // CREATING/DELETING/UPDATING states would only slow the tests down.
-import dynalite from 'dynalite';
+import dynalite from "dynalite";
 
 const port = Number(process.argv[2] ?? process.env.DYNALITE_PORT ?? 17481);
 if (!Number.isInteger(port) || port <= 0 || port > 65535) {
@@ -16,16 +16,16 @@ if (!Number.isInteger(port) || port <= 0 || port > 65535) {
 // No `path` option: the store lives in memory and vanishes on exit.
 const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
 
-server.on('error', (err) => {
+server.on("error", (err) => {
   console.error(`dynalite-server: ${err.message}`);
   process.exit(1);
 });
 
-server.listen(port, '127.0.0.1', () => {
+server.listen(port, "127.0.0.1", () => {
   console.log(`dynalite-server: pid ${process.pid} listening on http://127.0.0.1:${port}`);
 });
 
-for (const sig of ['SIGTERM', 'SIGINT']) {
+for (const sig of ["SIGTERM", "SIGINT"]) {
   process.on(sig, () => {
     // Don't wait for keep-alive sockets: the data is thrown away anyway.
     server.closeAllConnections?.();

@@ -17,7 +17,21 @@ import type { LockHandle } from "./lease.js";
 import type { LockInfo } from "./lock-info.js";
 import { withLock } from "./lock-scope.js";
 import type { LockListing } from "./locking.js";
-import type { BackendRollbackOptions, ConnectOptions, CreateWorkspaceOptions, DeleteWorkspaceOptions, DiffOptions, LockOptions, LockScope, ReadOptions, RepairOptions, UnderLockOptions, UnlockOptions, WithLockOptions, WriteOptions } from "./options.js";
+import type {
+  BackendRollbackOptions,
+  ConnectOptions,
+  CreateWorkspaceOptions,
+  DeleteWorkspaceOptions,
+  DiffOptions,
+  LockOptions,
+  LockScope,
+  ReadOptions,
+  RepairOptions,
+  UnderLockOptions,
+  UnlockOptions,
+  WithLockOptions,
+  WriteOptions,
+} from "./options.js";
 import type { ProbeVerdict } from "./probe.js";
 import { digestStatusOf, readCommitted, readVersionChecked } from "./read.js";
 import type { ReleasedLock } from "./released.js";
@@ -25,7 +39,18 @@ import { leftoversOf, repairUnderLock } from "./repair.js";
 import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WorkspaceStatus, WriteResult } from "./results.js";
 import { streamState, type StateSink, type StreamOptions, type StreamResult } from "./stream.js";
 import { checkCurrent, currentVersionOf, diffVersions, rollbackPreview } from "./versions.js";
-import { checkDeletable, deleteUnderLock, lastWriteOf, listWorkspaceNames, listWorkspaceObjects, refuseExisting, refuseMissing, emptyState, workspaceStatuses, workspaceStatusOf } from "./workspaces.js";
+import {
+  checkDeletable,
+  deleteUnderLock,
+  lastWriteOf,
+  listWorkspaceNames,
+  listWorkspaceObjects,
+  refuseExisting,
+  refuseMissing,
+  emptyState,
+  workspaceStatuses,
+  workspaceStatusOf,
+} from "./workspaces.js";
 import { prepareIncoming, writeFenced } from "./write.js";
 
 export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
@@ -170,7 +195,9 @@ export class ObjectStoreBackend {
    */
   async writeState(workspace: string, data: Uint8Array | string | ByteSource, options: WriteOptions = {}): Promise<WriteResult> {
     const input = await prepareIncoming(data, options.md5);
-    return this.withLock(workspace, { ...lockOf(options), operation: "writeState", owner: options.principal?.name }, (lock) => writeFenced(this.ctx, workspace, input, lock.taken, options));
+    return this.withLock(workspace, { ...lockOf(options), operation: "writeState", owner: options.principal?.name }, (lock) =>
+      writeFenced(this.ctx, workspace, input, lock.taken, options),
+    );
   }
 
   /** How the state stands against its digest, without retrying or repairing. */
@@ -206,7 +233,12 @@ export class ObjectStoreBackend {
   /** Run `work` under the caller's lock (`lockId`), else under one taken for it and released after (see lock-scope.ts). */
   withLock<T>(workspace: string, options: WithLockOptions, work: (lock: LockScope) => Promise<T>): Promise<T> {
     this.ctx.noteUnlocked();
-    const deps = { lockingEnabled: this.lockingEnabled, acquire: (w: string, o: LockOptions) => this.acquire(w, o), describe: (w: string) => this.describe(w), warn: this.ctx.warn };
+    const deps = {
+      lockingEnabled: this.lockingEnabled,
+      acquire: (w: string, o: LockOptions) => this.acquire(w, o),
+      describe: (w: string) => this.describe(w),
+      warn: this.ctx.warn,
+    };
     return withLock(deps, workspace, options, work);
   }
 
@@ -291,7 +323,12 @@ export class ObjectStoreBackend {
     return this.withLock(workspace, { ...lockOf(options), operation: "rollback", info: options.info, owner: principal?.name }, async (lock) => {
       if (expectCurrent !== undefined) await checkCurrent(this.ctx, workspace, expectCurrent);
       const owner = lock.taken === undefined ? options.owner : undefined;
-      return rollbackState(this.ctx.versioned(workspace), versionId, (body, w) => this.writeState(workspace, body, { lockId: lock.id, owner, principal, ...w }), options);
+      return rollbackState(
+        this.ctx.versioned(workspace),
+        versionId,
+        (body, w) => this.writeState(workspace, body, { lockId: lock.id, owner, principal, ...w }),
+        options,
+      );
     });
   }
 

@@ -46,7 +46,11 @@ export interface Connection {
  * Resolve, parse, open and check (see the module's header). Closes whatever it opened when
  * a later step fails.
  */
-export async function openConnection(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, options: ConnectOptions, warn: (message: string, code: string) => void): Promise<Connection> {
+export async function openConnection(
+  config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig,
+  options: ConnectOptions,
+  warn: (message: string, code: string) => void,
+): Promise<Connection> {
   const env = options.env ?? process.env;
   // Refused before anything is resolved or opened.
   const layoutName = layoutNameOf(options.layout, "the layout option (ConnectOptions.layout)");
@@ -72,7 +76,8 @@ export async function openConnection(config: ObjectStoreBackendConfig | DataRemo
   const region = settings.region.value ?? "us-east-1";
   let identity: Identity | undefined;
   // The chain runs only when an HTTP endpoint needs it (embedded stores need no identity).
-  const needIdentity = async (): Promise<Identity> => (identity ??= await resolveIdentity(settings, { env, clock: options.clock, cwd: options.cwd, timeouts: options.timeouts }));
+  const needIdentity = async (): Promise<Identity> =>
+    (identity ??= await resolveIdentity(settings, { env, clock: options.clock, cwd: options.cwd, timeouts: options.timeouts }));
   if (endpoint.parsed.kind === "http") await needIdentity();
 
   const store = await openStore({
@@ -100,7 +105,14 @@ export async function openConnection(config: ObjectStoreBackendConfig | DataRemo
       // digests; without them the first write says it is not locked (BackendContext).
     } else {
       const http = tableEndpoint.parsed.kind === "http";
-      driver = await openLockTable({ table: tableName, endpoint: tableEndpoint.text, region, credentials: http ? (await needIdentity()).provider : undefined, cwd: options.cwd, timeouts: options.timeouts });
+      driver = await openLockTable({
+        table: tableName,
+        endpoint: tableEndpoint.text,
+        region,
+        credentials: http ? (await needIdentity()).provider : undefined,
+        cwd: options.cwd,
+        timeouts: options.timeouts,
+      });
       if (!(await requireLockTable(driver, tableName, options.readOnly === true))) {
         // Read-only, and the embedded table was never created: it holds no digests to check.
         driver.close();
@@ -112,7 +124,8 @@ export async function openConnection(config: ObjectStoreBackendConfig | DataRemo
     driver?.close();
     throw e;
   }
-  const table = driver === undefined || tableName === undefined || tableEndpoint === undefined ? undefined : { name: tableName, endpoint: tableEndpoint, driver };
+  const table =
+    driver === undefined || tableName === undefined || tableEndpoint === undefined ? undefined : { name: tableName, endpoint: tableEndpoint, driver };
   return { settings, bucket, layout: l, store, endpoint, table, identity, probe };
 }
 

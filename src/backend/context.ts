@@ -72,7 +72,14 @@ export class BackendContext {
       keyOf: (place, w) => (place.kind === "table" ? this.lockId(w) : `${this.statePath(w)}${LOCKFILE_SUFFIX}`),
       describe: (w) => this.describe(w),
       workspaceOf: (place, key) => {
-        const p = place.kind === "table" ? (key.startsWith(`${this.bucket}/`) ? key.slice(this.bucket.length + 1) : undefined) : key.endsWith(LOCKFILE_SUFFIX) ? key.slice(0, -LOCKFILE_SUFFIX.length) : undefined;
+        const p =
+          place.kind === "table"
+            ? key.startsWith(`${this.bucket}/`)
+              ? key.slice(this.bucket.length + 1)
+              : undefined
+            : key.endsWith(LOCKFILE_SUFFIX)
+              ? key.slice(0, -LOCKFILE_SUFFIX.length)
+              : undefined;
         if (p === undefined) return null;
         return p === statePath(l, DEFAULT_WORKSPACE) ? DEFAULT_WORKSPACE : (workspaceOfKey(l, p) ?? null);
       },

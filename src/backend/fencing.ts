@@ -87,7 +87,14 @@ export function encodeMeta(v: string): string {
   return /^[\x20-\x7e]*$/.test(v) ? v : encodeURIComponent(v);
 }
 
-export function writeMetadata(w: { incoming: { lineage?: string; serial?: number }; lockId: string | undefined; holder: LockInfo | undefined; who: string; md5: string | undefined; principal?: Principal | undefined }): Record<string, string> {
+export function writeMetadata(w: {
+  incoming: { lineage?: string; serial?: number };
+  lockId: string | undefined;
+  holder: LockInfo | undefined;
+  who: string;
+  md5: string | undefined;
+  principal?: Principal | undefined;
+}): Record<string, string> {
   const m: Record<string, string> = {};
   if (w.incoming.serial !== undefined) m[META.serial] = String(w.incoming.serial);
   if (w.incoming.lineage !== undefined) m[META.lineage] = encodeMeta(w.incoming.lineage);
@@ -120,7 +127,9 @@ export function guardRefusal(stored: StateHeader, incoming: { lineage?: string; 
     return conflict(`refusing to write an older state over ${where} (${pair}): the stored state is newer. ${fix}`, { details });
   }
   if (stored.serial !== undefined && incoming.serial === stored.serial) {
-    return conflict(`refusing to write a different state with the same serial over ${where} (${pair}): bump the serial when you change a state. ${fix}`, { details });
+    return conflict(`refusing to write a different state with the same serial over ${where} (${pair}): bump the serial when you change a state. ${fix}`, {
+      details,
+    });
   }
   return undefined;
 }
@@ -138,9 +147,13 @@ export function lockedError(where: string, workspace: string, raw: string, holde
       { details: { lockInfo: holder } },
     );
   }
-  return new ObjstateError("STATE_LOCKED", `the state at ${where} is locked: ${describeHolder(holder)}. If that holder is gone, unlock it with \`objstate force-unlock ${holder.ID}${workspaceFlag(workspace)}\` (through the tool: \`terraform force-unlock ${holder.ID}\`).`, {
-    details: { lockInfo: holder },
-  });
+  return new ObjstateError(
+    "STATE_LOCKED",
+    `the state at ${where} is locked: ${describeHolder(holder)}. If that holder is gone, unlock it with \`objstate force-unlock ${holder.ID}${workspaceFlag(workspace)}\` (through the tool: \`terraform force-unlock ${holder.ID}\`).`,
+    {
+      details: { lockInfo: holder },
+    },
+  );
 }
 
 /**
@@ -148,7 +161,10 @@ export function lockedError(where: string, workspace: string, raw: string, holde
  * it, and the lock belongs to another principal, or to none (taken by the CLI or library).
  */
 export function notOwned(where: string, asking: string, holder: LockInfo, action: "release" | "write"): ObjstateError {
-  const owner = holder.Owner === undefined ? `no server user: it was taken outside objstate serve (by the CLI or the library, as ${holder.Who || "unknown"})` : `user ${holder.Owner}`;
+  const owner =
+    holder.Owner === undefined
+      ? `no server user: it was taken outside objstate serve (by the CLI or the library, as ${holder.Who || "unknown"})`
+      : `user ${holder.Owner}`;
   return new ObjstateError(
     "LOCK_NOT_OWNED",
     `user ${asking} may not ${action === "release" ? "release" : "write under"} lock ${lockIdOf(holder)} on ${where}: the lock belongs to ${owner}. Only the user who took the lock, or a user with the force role, may release it or write under it.`,

@@ -121,7 +121,16 @@ export async function* stateHistory(s: VersionedState, options: HistoryOptions =
 
 async function describeVersion(s: VersionedState, v: ObjectVersion): Promise<StateVersion> {
   const base = { versionId: v.versionId, isLatest: v.isLatest, deleteMarker: v.deleteMarker, lastModified: v.lastModified, size: v.size };
-  const none = { serial: undefined, lineage: undefined, writer: undefined, who: undefined, principal: undefined, operation: undefined, lockId: undefined, sourceVersion: undefined };
+  const none = {
+    serial: undefined,
+    lineage: undefined,
+    writer: undefined,
+    who: undefined,
+    principal: undefined,
+    operation: undefined,
+    lockId: undefined,
+    sourceVersion: undefined,
+  };
   if (v.deleteMarker) return { ...base, ...none };
   const got = await s.store.get(s.key, { versionId: v.versionId, maxBytes: PEEK_BYTES });
   if (got === null) return { ...base, ...none }; // expired by a retention rule meanwhile
@@ -169,9 +178,13 @@ export async function readStateVersionById(s: VersionedState, versionId: string)
 
 export function versionNotFound(s: VersionedState, versionId: string): ObjstateError {
   const flag = s.workspace === "default" ? "" : ` -w ${s.workspace}`;
-  return new ObjstateError("VERSION_NOT_FOUND", `${s.where} has no version ${JSON.stringify(versionId)} with content (a wrong ID, a delete marker, or expired): list them with \`objstate state history${flag}\``, {
-    details: { versionId },
-  });
+  return new ObjstateError(
+    "VERSION_NOT_FOUND",
+    `${s.where} has no version ${JSON.stringify(versionId)} with content (a wrong ID, a delete marker, or expired): list them with \`objstate state history${flag}\``,
+    {
+      details: { versionId },
+    },
+  );
 }
 
 /** What a rollback needs of the backend: a guarded, fenced write under the caller's lock. */
@@ -214,9 +227,13 @@ export async function rollbackState(s: VersionedState, versionId: string, write:
   if (source === null) throw versionNotFound(s, versionId);
   const src = scanHeader(source.body.subarray(0, HEADER_READ));
   if (src?.serialAt === undefined || src.serial === undefined) {
-    throw new ObjstateError("STATE_INVALID", `version ${versionId} of ${s.where} is not a state with a top-level serial in its first ${HEADER_READ / 1024} KiB, so it cannot be given a new one; nothing was written`, {
-      details: { versionId },
-    });
+    throw new ObjstateError(
+      "STATE_INVALID",
+      `version ${versionId} of ${s.where} is not a state with a top-level serial in its first ${HEADER_READ / 1024} KiB, so it cannot be given a new one; nothing was written`,
+      {
+        details: { versionId },
+      },
+    );
   }
   let base: { serial: number | undefined; lineage: string | undefined } | undefined;
   if (current !== null) {
@@ -243,8 +260,20 @@ export async function rollbackState(s: VersionedState, versionId: string, write:
   const serial = Math.max(base?.serial ?? 0, src.serial) + 1;
   const [at, end] = src.serialAt;
   const body = Buffer.concat([source.body.subarray(0, at), Buffer.from(String(serial), "utf8"), source.body.subarray(end)]);
-  const result = await write(body, { ifMatch: current === null ? null : (current.meta.etag ?? null), force: otherLineage, operation: "rollback", sourceVersion: versionId });
-  return { from: versionId, serial, lineage: src.lineage, previousSerial: current === null ? undefined : base?.serial, restored: current === null, md5: result.md5 };
+  const result = await write(body, {
+    ifMatch: current === null ? null : (current.meta.etag ?? null),
+    force: otherLineage,
+    operation: "rollback",
+    sourceVersion: versionId,
+  });
+  return {
+    from: versionId,
+    serial,
+    lineage: src.lineage,
+    previousSerial: current === null ? undefined : base?.serial,
+    restored: current === null,
+    md5: result.md5,
+  };
 }
 
 /** How much of a state is scanned for its header when rolling back (matches the write guard). */

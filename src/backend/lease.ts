@@ -44,7 +44,11 @@ export function checkTtl(ttlMs: number | undefined, what: string): number | unde
 
 /** The `LOCK_LOST` error: the lease ended or another holder has the lock; nothing more is written. */
 export function lockLost(where: string, id: string, why: string): ObjstateError {
-  return new ObjstateError("LOCK_LOST", `lost the lock on ${where} (ID ${id}): ${why}; nothing more was written. Take the lock again, read the state again and redo the change`, { details: { lockId: id } });
+  return new ObjstateError(
+    "LOCK_LOST",
+    `lost the lock on ${where} (ID ${id}): ${why}; nothing more was written. Take the lock again, read the state again and redo the change`,
+    { details: { lockId: id } },
+  );
 }
 
 /** What a handle needs from the backend. */
@@ -134,18 +138,21 @@ export class LockHandle {
 
   private schedule(): void {
     const ttl = this.ttlMs as number;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.renew().then(
-        () => {
-          if (!this.stopped && !this.lost) this.schedule();
-        },
-        () => {
-          // A failed request is tried again at the next beat; a lost lease stops the beat.
-          if (!this.stopped && !this.lost) this.schedule();
-        },
-      );
-    }, Math.max(1, Math.floor(ttl / 3)));
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.renew().then(
+          () => {
+            if (!this.stopped && !this.lost) this.schedule();
+          },
+          () => {
+            // A failed request is tried again at the next beat; a lost lease stops the beat.
+            if (!this.stopped && !this.lost) this.schedule();
+          },
+        );
+      },
+      Math.max(1, Math.floor(ttl / 3)),
+    );
     // The heartbeat alone must not keep a process alive.
     this.timer.unref();
   }

@@ -42,7 +42,15 @@ export function defaultWho(): string {
 }
 
 export function newLockInfo(fields: { operation: string; info: string; who: string; version: string; path: string }): LockInfo {
-  return { ID: nodeCrypto().randomUUID(), Operation: fields.operation, Info: fields.info, Who: fields.who, Version: fields.version, Created: new Date().toISOString(), Path: fields.path };
+  return {
+    ID: nodeCrypto().randomUUID(),
+    Operation: fields.operation,
+    Info: fields.info,
+    Who: fields.who,
+    Version: fields.version,
+    Created: new Date().toISOString(),
+    Path: fields.path,
+  };
 }
 
 /** Parse stored lock info; tolerant of items written by other tools (missing fields become ""). */
@@ -55,7 +63,15 @@ export function parseLockInfo(raw: string, path: string): LockInfo {
     // not JSON: report what we can
   }
   const s = (k: string): string => (typeof o[k] === "string" ? (o[k] as string) : "");
-  const info: LockInfo = { ID: s("ID"), Operation: s("Operation"), Info: s("Info"), Who: s("Who"), Version: s("Version"), Created: s("Created"), Path: s("Path") || path };
+  const info: LockInfo = {
+    ID: s("ID"),
+    Operation: s("Operation"),
+    Info: s("Info"),
+    Who: s("Who"),
+    Version: s("Version"),
+    Created: s("Created"),
+    Path: s("Path") || path,
+  };
   const expires = o["Expires"];
   const owner = o["Owner"];
   const leased = typeof expires === "number" && Number.isFinite(expires) ? { ...info, Expires: expires } : info;
@@ -64,7 +80,8 @@ export function parseLockInfo(raw: string, path: string): LockInfo {
 
 /** One line describing a holder, for messages; a lease says when it expires. */
 export function describeHolder(info: LockInfo, nowMs: number = Date.now()): string {
-  const lease = info.Expires === undefined ? "" : `; its lease ${info.Expires * 1000 <= nowMs ? "expired" : "expires"} at ${new Date(info.Expires * 1000).toISOString()}`;
+  const lease =
+    info.Expires === undefined ? "" : `; its lease ${info.Expires * 1000 <= nowMs ? "expired" : "expires"} at ${new Date(info.Expires * 1000).toISOString()}`;
   const owner = info.Owner === undefined ? "" : ` (server user ${info.Owner})`;
   return `ID ${info.ID || "(none)"}, held by ${info.Who || "unknown"}${owner} since ${info.Created || "unknown"} for ${info.Operation || "an unknown operation"}${info.Info ? ` (${info.Info})` : ""}${lease}`;
 }

@@ -294,7 +294,10 @@ export class LockfileLock implements LockPlace {
   private async confirm(key: string, raw: string): Promise<StoredLock> {
     const now = await this.read(key);
     if (now === null || now.raw !== raw) {
-      throw new ObjstateError("LOCK_LOST", `the lockfile ${key} in ${this.store.location} was replaced right after it was written (this process was paused past its lease?); take the lock again`);
+      throw new ObjstateError(
+        "LOCK_LOST",
+        `the lockfile ${key} in ${this.store.location} was replaced right after it was written (this process was paused past its lease?); take the lock again`,
+      );
     }
     return now;
   }

@@ -106,7 +106,13 @@ export class Locking {
   /** Take the lock everywhere; `STATE_LOCKED` names the holder (and its lease). */
   async lock(workspace: string, options: TakeOptions, path: string): Promise<LockInfo> {
     const init = this.init;
-    const fresh = newLockInfo({ operation: options.operation ?? "objstate", info: options.info ?? "", who: options.who ?? init.who, version: options.version ?? init.version, path });
+    const fresh = newLockInfo({
+      operation: options.operation ?? "objstate",
+      info: options.info ?? "",
+      who: options.who ?? init.who,
+      version: options.version ?? init.version,
+      path,
+    });
     const ttl = options.ttlMs ?? init.ttlMs;
     const sentAt = init.now();
     const base: LockInfo = { ...fresh, ID: options.id ?? fresh.ID, Created: options.created ?? fresh.Created };
@@ -191,7 +197,9 @@ export class Locking {
     const h = this.held.get(id);
     const ttl = h?.ttlMs ?? init.ttlMs;
     if (ttl === undefined) {
-      throw new ObjstateError("NO_LEASE", `lock ${id} on ${init.describe(workspace)} has no lease to renew: take it with a ttl (--lock-ttl)`, { details: { lockId: id } });
+      throw new ObjstateError("NO_LEASE", `lock ${id} on ${init.describe(workspace)} has no lease to renew: take it with a ttl (--lock-ttl)`, {
+        details: { lockId: id },
+      });
     }
     const sentAt = init.now();
     const expires = leaseExpiry(sentAt, ttl);
@@ -206,7 +214,13 @@ export class Locking {
         const next = await place.renew(key, current, withExpires(current.raw, expires), expires);
         if (next === null) {
           const now = await place.read(key);
-          throw lockLost(where, id, now === null ? "the lock was released (its lease ran out, or force-unlock)" : `its lease ran out and another holder took it: ${describeHolder(now.info)}`);
+          throw lockLost(
+            where,
+            id,
+            now === null
+              ? "the lock was released (its lease ran out, or force-unlock)"
+              : `its lease ran out and another holder took it: ${describeHolder(now.info)}`,
+          );
         }
         h?.places.set(place, next);
         info ??= next.info;
@@ -248,11 +262,17 @@ export class Locking {
     for (const current of found) {
       if (current === null || current.raw === "") {
         if (leased) throw lockLost(where, id, "the lock was released (its lease ran out, or force-unlock)");
-        throw new ObjstateError("LOCK_NOT_HELD", `the state at ${where} is not locked: lock ${id} was released or force-unlocked; take the lock again before writing`, { details: { lockId: id } });
+        throw new ObjstateError(
+          "LOCK_NOT_HELD",
+          `the state at ${where} is not locked: lock ${id} was released or force-unlocked; take the lock again before writing`,
+          { details: { lockId: id } },
+        );
       }
       if (current.info.ID !== id) {
         if (leased) throw lockLost(where, id, `its lease ran out and another holder took it: ${describeHolder(current.info)}`);
-        throw new ObjstateError("STATE_LOCKED", `the state at ${where} is locked by someone else: ${describeHolder(current.info)}`, { details: { lockInfo: current.info } });
+        throw new ObjstateError("STATE_LOCKED", `the state at ${where} is locked by someone else: ${describeHolder(current.info)}`, {
+          details: { lockInfo: current.info },
+        });
       }
       if (!ownedBy(current.info, owner)) throw notOwned(where, owner as string, current.info, "write");
       info ??= current.info;
@@ -292,11 +312,17 @@ export class Locking {
         // another client took the lock, is done, and that client's lock is left alone.
         const gone = id === NO_LOCK_ID ? undefined : await this.released(workspace, id);
         if (gone !== undefined) {
-          throw new ObjstateError("LOCK_NOT_FOUND", `lock ${id} on ${init.describe(workspace)} was already released (at ${new Date(gone.at).toISOString()}); the state is locked again since, by ${describeHolder(out.holder)}, and that lock was left alone`, {
-            details: { lockId: id, releasedAt: new Date(gone.at).toISOString() },
-          });
+          throw new ObjstateError(
+            "LOCK_NOT_FOUND",
+            `lock ${id} on ${init.describe(workspace)} was already released (at ${new Date(gone.at).toISOString()}); the state is locked again since, by ${describeHolder(out.holder)}, and that lock was left alone`,
+            {
+              details: { lockId: id, releasedAt: new Date(gone.at).toISOString() },
+            },
+          );
         }
-        throw new ObjstateError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${init.describe(workspace)}: ${describeHolder(out.holder)}`, { details: { lockId: id, lockInfo: out.holder } });
+        throw new ObjstateError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${init.describe(workspace)}: ${describeHolder(out.holder)}`, {
+          details: { lockId: id, lockInfo: out.holder },
+        });
       }
     }
     this.held.delete(id);
@@ -337,7 +363,8 @@ export class Locking {
     const now = init.now();
     const out: LockListing[] = [];
     for (const place of init.places) {
-      for await (const { key, lock } of listAll(place, init.listPrefixes)) out.push(listingOf(place, key, init.workspaceOf(place, key), lock.info, lock.expires, now));
+      for await (const { key, lock } of listAll(place, init.listPrefixes))
+        out.push(listingOf(place, key, init.workspaceOf(place, key), lock.info, lock.expires, now));
     }
     return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.source < b.source ? -1 : 1));
   }
@@ -386,7 +413,11 @@ async function* listAll(place: LockPlace, prefixes: readonly string[]): AsyncIte
 /** `LOCK_ID_RELEASED`: a LOCK under the ID of a lock released since (no lock info: nothing to wait for). */
 function lateLock(where: string, id: string, gone: ReleasedLock): ObjstateError {
   const at = new Date(gone.at).toISOString();
-  return new ObjstateError("LOCK_ID_RELEASED", `lock ${id} on ${where} was released at ${at}: this request to take it again is a late copy of an earlier one (a retry that arrived after its holder had finished), so the lock was not taken. To lock the state, use a new lock ID`, { details: { lockId: id, releasedAt: at } });
+  return new ObjstateError(
+    "LOCK_ID_RELEASED",
+    `lock ${id} on ${where} was released at ${at}: this request to take it again is a late copy of an earlier one (a retry that arrived after its holder had finished), so the lock was not taken. To lock the state, use a new lock ID`,
+    { details: { lockId: id, releasedAt: at } },
+  );
 }
 
 /** The stored info with a new `Expires`, every other field kept as it is. */

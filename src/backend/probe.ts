@@ -59,7 +59,10 @@ async function runProbe(store: ObjectStoreDriver, near: string): Promise<ProbeVe
 
 /** Refuse lockfile mode on a store whose verdict says its locks would silently not hold. */
 export function requireLockfileSupport(verdict: ProbeVerdict, location: string): void {
-  const missing = [verdict.ifNoneMatch ? undefined : "If-None-Match: * (create only if absent)", verdict.ifMatch ? undefined : "If-Match (replace only that version)"].filter((x) => x !== undefined);
+  const missing = [
+    verdict.ifNoneMatch ? undefined : "If-None-Match: * (create only if absent)",
+    verdict.ifMatch ? undefined : "If-Match (replace only that version)",
+  ].filter((x) => x !== undefined);
   if (missing.length === 0) return;
   throw new ObjstateError(
     "LOCKFILE_UNSUPPORTED",

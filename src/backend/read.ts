@@ -152,7 +152,10 @@ export async function readVersionChecked(ctx: BackendContext, workspace: string,
  */
 export async function digestStatusOf(ctx: BackendContext, workspace: string): Promise<DigestStatus> {
   const locks = ctx.table;
-  const [obj, item] = await Promise.all([ctx.store.get(ctx.statePath(workspace), { md5: true }), locks === undefined ? Promise.resolve(null) : locks.getDigest(ctx.digestId(workspace))]);
+  const [obj, item] = await Promise.all([
+    ctx.store.get(ctx.statePath(workspace), { md5: true }),
+    locks === undefined ? Promise.resolve(null) : locks.getDigest(ctx.digestId(workspace)),
+  ]);
   const recorded = normalizeDigest(item?.digest);
   if (recorded === undefined) return obj === null ? { status: "no-state" } : { status: "no-digest", size: obj.body.length };
   if (obj === null) return { status: "mismatch", recorded, actual: undefined };
@@ -162,6 +165,10 @@ export async function digestStatusOf(ctx: BackendContext, workspace: string): Pr
   if (verdict === "torn" || verdict === "superseded") return { status: verdict, recorded, actual, size: obj.body.length };
   // An older objstate's write (no intent recorded): torn only once no writer holds the lock and the digest, read after that, is still the old
   // one (see readCommitted); a writer still at work is a mismatch of the moment.
-  const torn = provenComplete(obj.meta, actual) && locks !== undefined && (await locks.get(ctx.lockId(workspace), "Info")) === null && normalizeDigest(await locks.get(ctx.digestId(workspace), "Digest")) === recorded;
+  const torn =
+    provenComplete(obj.meta, actual) &&
+    locks !== undefined &&
+    (await locks.get(ctx.lockId(workspace), "Info")) === null &&
+    normalizeDigest(await locks.get(ctx.digestId(workspace), "Digest")) === recorded;
   return { status: torn ? "torn" : "mismatch", recorded, actual, size: obj.body.length };
 }

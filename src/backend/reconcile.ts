@@ -31,7 +31,15 @@ const LOOKBACK_VERSIONS = 10;
  * it is still as `seen`. A refusal means another write was committed after this one started:
  * this one did not happen (`STATE_CONFLICT`), whatever the store holds.
  */
-export async function commit(ctx: BackendContext, workspace: string, locks: LockTableDriver, seen: DigestItem | null, digest: string, lockId: string | undefined, set?: Readonly<Record<string, string>>): Promise<DigestItem> {
+export async function commit(
+  ctx: BackendContext,
+  workspace: string,
+  locks: LockTableDriver,
+  seen: DigestItem | null,
+  digest: string,
+  lockId: string | undefined,
+  set?: Readonly<Record<string, string>>,
+): Promise<DigestItem> {
   const generation = generationOf(seen) + 1;
   let ok: boolean;
   try {
@@ -61,7 +69,14 @@ export async function commit(ctx: BackendContext, workspace: string, locks: Lock
  * own when the lock is free (or expired). Never while the torn write's own lock is held:
  * its writer may be committing it right now (`held`). `moved`: another commit came first.
  */
-export async function adoptTorn(ctx: BackendContext, workspace: string, meta: ObjectMeta, actual: string, seen: DigestItem | null, callerLockId: string | undefined): Promise<DigestItem | "held" | "moved"> {
+export async function adoptTorn(
+  ctx: BackendContext,
+  workspace: string,
+  meta: ObjectMeta,
+  actual: string,
+  seen: DigestItem | null,
+  callerLockId: string | undefined,
+): Promise<DigestItem | "held" | "moved"> {
   const locks = ctx.table;
   if (locks === undefined) return "held";
   const writerLock = decodeMeta(meta.metadata?.[META.lockId]);
@@ -139,7 +154,14 @@ export async function committedVersion(ctx: BackendContext, path: string, digest
  * with `Digest`) sees them agree. Only under a short lock of its own while the lock is free:
  * a holder's next write does the same. Best effort; returns the new ETag when it wrote.
  */
-export async function restoreCommitted(ctx: BackendContext, workspace: string, committed: GetResult, over: ObjectMeta, digest: string, generation: number): Promise<string | undefined> {
+export async function restoreCommitted(
+  ctx: BackendContext,
+  workspace: string,
+  committed: GetResult,
+  over: ObjectMeta,
+  digest: string,
+  generation: number,
+): Promise<string | undefined> {
   if (ctx.readOnly || !ctx.locking.enabled) return undefined;
   let own: LockHandle;
   try {
@@ -172,8 +194,20 @@ export async function restoreCommitted(ctx: BackendContext, workspace: string, c
  * PUT the committed version's bytes again, with its record (so it judges as committed),
  * conditional on the write it goes over. The digest is already theirs: nothing to commit.
  */
-export async function writeCommittedAgain(ctx: BackendContext, workspace: string, committed: GetResult, over: ObjectMeta, digest: string, lockId: string | undefined): Promise<void> {
-  const metadata: Record<string, string> = { ...(committed.meta.metadata ?? {}), [META.md5]: digest, [META.operation]: "restore", [META.who]: encodeMeta(ctx.who) };
+export async function writeCommittedAgain(
+  ctx: BackendContext,
+  workspace: string,
+  committed: GetResult,
+  over: ObjectMeta,
+  digest: string,
+  lockId: string | undefined,
+): Promise<void> {
+  const metadata: Record<string, string> = {
+    ...(committed.meta.metadata ?? {}),
+    [META.md5]: digest,
+    [META.operation]: "restore",
+    [META.who]: encodeMeta(ctx.who),
+  };
   if (lockId !== undefined) metadata[META.lockId] = encodeMeta(lockId);
   if (committed.meta.versionId !== undefined) metadata[META.sourceVersion] = encodeMeta(committed.meta.versionId);
   await ctx.store.put(ctx.statePath(workspace), committed.body, {

@@ -59,7 +59,9 @@ export function parseReleased(text: string | null | undefined): ReleasedLock[] {
 export function withRelease(list: readonly ReleasedLock[], id: string, note: ReleaseNote): string {
   const kept = list.filter((r) => r.id !== id && Math.abs(note.atMs - r.at) <= RELEASED_MAX_AGE_MS);
   kept.push({ id, at: note.atMs, forcedBy: note.forcedBy });
-  const stored: Stored[] = kept.slice(-RELEASED_KEEP).map((r) => (r.forcedBy === undefined ? { ID: r.id, At: r.at } : { ID: r.id, At: r.at, ForcedBy: r.forcedBy }));
+  const stored: Stored[] = kept
+    .slice(-RELEASED_KEEP)
+    .map((r) => (r.forcedBy === undefined ? { ID: r.id, At: r.at } : { ID: r.id, At: r.at, ForcedBy: r.forcedBy }));
   return JSON.stringify(stored);
 }
 

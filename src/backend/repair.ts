@@ -38,7 +38,13 @@ export async function repairUnderLock(ctx: BackendContext, workspace: string, lo
   return { ...digest, leftoversRemoved: removed, leftoversKept: kept };
 }
 
-async function repairDigest(ctx: BackendContext, workspace: string, locks: LockTableDriver, force: boolean, lockId: string | undefined): Promise<Omit<RepairReport, "leftoversRemoved" | "leftoversKept">> {
+async function repairDigest(
+  ctx: BackendContext,
+  workspace: string,
+  locks: LockTableDriver,
+  force: boolean,
+  lockId: string | undefined,
+): Promise<Omit<RepairReport, "leftoversRemoved" | "leftoversKept">> {
   const digestId = ctx.digestId(workspace);
   const path = ctx.statePath(workspace);
   const [obj, item] = await Promise.all([ctx.store.get(path, { md5: true }), locks.getDigest(digestId)]);

@@ -110,7 +110,8 @@ export function stateHeader(bytes: Uint8Array, whole: boolean, where: string): S
     } catch {
       throw new ObjstateError("STATE_INVALID", `${where} is not valid JSON, so its lineage and serial cannot be checked`);
     }
-    if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new ObjstateError("STATE_INVALID", `${where} is not a state: expected a JSON object`);
+    if (typeof doc !== "object" || doc === null || Array.isArray(doc))
+      throw new ObjstateError("STATE_INVALID", `${where} is not a state: expected a JSON object`);
     const o = doc as Record<string, unknown>;
     return {
       lineage: typeof o["lineage"] === "string" ? o["lineage"] : undefined,
@@ -128,7 +129,8 @@ export function stateHeader(bytes: Uint8Array, whole: boolean, where: string): S
  * state file shows it). Format 4 keeps both at the top level; 1–3 keep them per module.
  */
 export function isEmptyState(o: Record<string, unknown>): boolean {
-  const none = (v: unknown): boolean => v === undefined || v === null || (Array.isArray(v) ? v.length === 0 : typeof v === "object" && Object.keys(v).length === 0);
+  const none = (v: unknown): boolean =>
+    v === undefined || v === null || (Array.isArray(v) ? v.length === 0 : typeof v === "object" && Object.keys(v).length === 0);
   const modules = o["modules"];
   if (Array.isArray(modules)) {
     for (const m of modules) {

@@ -41,7 +41,8 @@ export interface StreamOptions {
  * What {@link streamState} did: `streamed`, every byte went to the sink (end the answer);
  * otherwise nothing did, and `state` is the read's result, to answer with as usual.
  */
-export type StreamResult = { readonly streamed: true; readonly size: number; readonly md5: string } | { readonly streamed: false; readonly state: StateRead | null };
+export type StreamResult =
+  { readonly streamed: true; readonly size: number; readonly md5: string } | { readonly streamed: false; readonly state: StateRead | null };
 
 /**
  * Read the workspace's state (the digest-checked read, with its retries and repairs),
@@ -61,7 +62,11 @@ export async function streamState(ctx: BackendContext, workspace: string, sink: 
   if (!out.started) return { streamed: false, state: found };
   const md5 = out.finish(found);
   if (md5 === undefined) {
-    throw new ObjstateError("DIGEST_MISMATCH", `the state of workspace ${workspace} changed or did not match its digest while it was being sent; the answer was cut off: read it again`, { details: { workspace } });
+    throw new ObjstateError(
+      "DIGEST_MISMATCH",
+      `the state of workspace ${workspace} changed or did not match its digest while it was being sent; the answer was cut off: read it again`,
+      { details: { workspace } },
+    );
   }
   return { streamed: true, size: (found as StateRead).body.length, md5 };
 }

@@ -38,7 +38,10 @@ export async function requireLockTable(locks: LockTableDriver, table: string, re
     found = await inspectLockTable(locks);
   }
   if (found.status === "missing") {
-    throw new ObjstateError("TABLE_NOT_FOUND", `lock table "${table}" does not exist (${locks.location}): create it with one key, LockID of type String (objstate init --create-table)`);
+    throw new ObjstateError(
+      "TABLE_NOT_FOUND",
+      `lock table "${table}" does not exist (${locks.location}): create it with one key, LockID of type String (objstate init --create-table)`,
+    );
   }
   if (found.status === "invalid") {
     throw new ObjstateError(

@@ -40,8 +40,14 @@ export async function diffSides(ctx: BackendContext, workspace: string, sides: D
     }
     if (!v.deleteMarker) return { from: from ?? v.versionId, to: toId };
   }
-  if (!any) throw new ObjstateError("STATE_NOT_FOUND", `workspace ${workspace} has no versions at ${ctx.describe(workspace)}: nothing to compare`, { details: { workspace } });
-  if (!reachedTo) throw new ObjstateError("VERSION_NOT_FOUND", `${ctx.describe(workspace)} has no version ${JSON.stringify(to)}: list them with objstate state history`, { details: { versionId: to } });
+  if (!any)
+    throw new ObjstateError("STATE_NOT_FOUND", `workspace ${workspace} has no versions at ${ctx.describe(workspace)}: nothing to compare`, {
+      details: { workspace },
+    });
+  if (!reachedTo)
+    throw new ObjstateError("VERSION_NOT_FOUND", `${ctx.describe(workspace)} has no version ${JSON.stringify(to)}: list them with objstate state history`, {
+      details: { versionId: to },
+    });
   return { from: from ?? null, to: toId };
 }
 
@@ -69,5 +75,7 @@ export async function rollbackPreview(ctx: BackendContext, workspace: string, ve
 export async function checkCurrent(ctx: BackendContext, workspace: string, expected: string | null): Promise<void> {
   const now = await currentVersionOf(ctx, workspace);
   if (now === expected) return;
-  throw conflict(`${ctx.describe(workspace)} was written since the diff was shown: nothing was written; run the rollback again to review the new diff`, { details: { expected, current: now } });
+  throw conflict(`${ctx.describe(workspace)} was written since the diff was shown: nothing was written; run the rollback again to review the new diff`, {
+    details: { expected, current: now },
+  });
 }

@@ -50,7 +50,10 @@ const realClock: WaitClock = {
 export async function waitWhileLocked<T>(attempt: () => Promise<T>, wait: LockWait | undefined, clock: WaitClock = realClock): Promise<T> {
   const timeoutMs = wait?.timeoutMs ?? 0;
   if (!Number.isFinite(timeoutMs) || timeoutMs < 0) {
-    throw new ObjstateError("INVALID_LOCK_WAIT", `${wait?.setting ?? "the lock wait (wait.timeoutMs)"} must be 0 or more milliseconds, got ${String(timeoutMs)}`);
+    throw new ObjstateError(
+      "INVALID_LOCK_WAIT",
+      `${wait?.setting ?? "the lock wait (wait.timeoutMs)"} must be 0 or more milliseconds, got ${String(timeoutMs)}`,
+    );
   }
   const signal = wait?.signal;
   // A function, not a narrowed property: the signal may abort while an attempt is awaited.
@@ -69,7 +72,11 @@ export async function waitWhileLocked<T>(attempt: () => Promise<T>, wait: LockWa
       if (remaining <= 0) {
         if (timeoutMs === 0) throw e;
         const setting = wait?.setting ?? "wait.timeoutMs";
-        throw new ObjstateError("STATE_LOCKED", `${e.message} Gave up after waiting ${formatWait(clock.now() - started)} (${setting} ${formatWait(timeoutMs)}).`, { details: e.details, cause: e });
+        throw new ObjstateError(
+          "STATE_LOCKED",
+          `${e.message} Gave up after waiting ${formatWait(clock.now() - started)} (${setting} ${formatWait(timeoutMs)}).`,
+          { details: e.details, cause: e },
+        );
       }
       if (n === 0) wait?.onWait?.(e.details?.["lockInfo"] as LockInfo | undefined);
       await clock.sleep(Math.min(remaining, ceiling / 2 + clock.random() * (ceiling / 2)), signal);

@@ -63,7 +63,9 @@ export async function refuseExisting(ctx: BackendContext, workspace: string): Pr
 /** Refuse to delete a workspace without a state (`WORKSPACE_NOT_FOUND`); checked under the lock. */
 export async function refuseMissing(ctx: BackendContext, workspace: string): Promise<void> {
   if ((await ctx.store.head(ctx.statePath(workspace))) === null) {
-    throw new ObjstateError("WORKSPACE_NOT_FOUND", `workspace ${workspace} does not exist (no state at ${ctx.describe(workspace)})`, { details: { workspace } });
+    throw new ObjstateError("WORKSPACE_NOT_FOUND", `workspace ${workspace} does not exist (no state at ${ctx.describe(workspace)})`, {
+      details: { workspace },
+    });
   }
 }
 
@@ -119,6 +121,7 @@ export async function workspaceStatusOf(ctx: BackendContext, workspace: string):
 export async function workspaceStatuses(ctx: BackendContext, include: (workspace: string) => boolean = () => true): Promise<WorkspaceStatus[]> {
   const names = (await listWorkspaceNames(ctx)).filter(include);
   const out: WorkspaceStatus[] = [];
-  for (let i = 0; i < names.length; i += STATUS_CONCURRENCY) out.push(...(await Promise.all(names.slice(i, i + STATUS_CONCURRENCY).map((w) => workspaceStatusOf(ctx, w)))));
+  for (let i = 0; i < names.length; i += STATUS_CONCURRENCY)
+    out.push(...(await Promise.all(names.slice(i, i + STATUS_CONCURRENCY).map((w) => workspaceStatusOf(ctx, w)))));
   return out;
 }

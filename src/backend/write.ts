@@ -67,7 +67,13 @@ function toBuffer(data: Uint8Array | string): Buffer {
  * owner is not checked), else the caller's `options.lockId` (checked, with `options.owner`,
  * right before the write). Guarded, fenced and committed (see `ObjectStoreBackend.writeState`).
  */
-export async function writeFenced(ctx: BackendContext, workspace: string, input: Incoming, ownLock: LockInfo | undefined, options: WriteOptions): Promise<WriteResult> {
+export async function writeFenced(
+  ctx: BackendContext,
+  workspace: string,
+  input: Incoming,
+  ownLock: LockInfo | undefined,
+  options: WriteOptions,
+): Promise<WriteResult> {
   const locks = ctx.table;
   const path = ctx.statePath(workspace);
   const where = ctx.describe(workspace);
@@ -75,17 +81,28 @@ export async function writeFenced(ctx: BackendContext, workspace: string, input:
   const { hashing, header: incoming } = input;
   // The lock this call took is its own: only a lock the caller names is checked for its owner.
   const owner = ownLock === undefined ? options.owner : undefined;
-  const checkHolder = (): Promise<LockInfo | undefined> => (ctx.locking.enabled && lockId !== undefined ? ctx.locking.assertHolder(workspace, lockId, owner) : Promise.resolve(ownLock));
+  const checkHolder = (): Promise<LockInfo | undefined> =>
+    ctx.locking.enabled && lockId !== undefined ? ctx.locking.assertHolder(workspace, lockId, owner) : Promise.resolve(ownLock);
   // The digest item is read beside what the write reads anyway: the commit is conditional on it.
-  const [current, firstHolder, item] = await Promise.all([inspect(ctx, path, where), checkHolder(), locks === undefined ? Promise.resolve(null) : locks.getDigest(ctx.digestId(workspace))]);
+  const [current, firstHolder, item] = await Promise.all([
+    inspect(ctx, path, where),
+    checkHolder(),
+    locks === undefined ? Promise.resolve(null) : locks.getDigest(ctx.digestId(workspace)),
+  ]);
   let holder = firstHolder;
 
   if (options.ifMatch !== undefined && (current?.etag ?? null) !== options.ifMatch) {
-    throw conflict(`the state at ${where} changed since it was read (${options.ifMatch === null ? "there was none" : `version ${options.ifMatch}`}, now ${current?.etag ?? "none"}); nothing was written. Read it again, reapply the change and write again.`, {});
+    throw conflict(
+      `the state at ${where} changed since it was read (${options.ifMatch === null ? "there was none" : `version ${options.ifMatch}`}, now ${current?.etag ?? "none"}); nothing was written. Read it again, reapply the change and write again.`,
+      {},
+    );
   }
   // What the guard judges against: the committed state, which is not the stored object when
   // that is a write that never committed (see settleForWrite).
-  const settled = locks === undefined || current === null ? { base: current, seen: item, extraRead: false } : await settleForWrite(ctx, workspace, current, item, lockId, options.force === true);
+  const settled =
+    locks === undefined || current === null
+      ? { base: current, seen: item, extraRead: false }
+      : await settleForWrite(ctx, workspace, current, item, lockId, options.force === true);
   const { base, seen } = settled;
   let { extraRead } = settled;
   // Identical bytes have identical headers: only then is the hash worth waiting for before
@@ -140,7 +157,14 @@ export async function writeFenced(ctx: BackendContext, workspace: string, input:
  * is the base; behind a write that never committed, the committed version is the base
  * (`COMMITTED_VERSION_MISSING` when the store no longer has it, unless `force`).
  */
-async function settleForWrite(ctx: BackendContext, workspace: string, current: Current, item: DigestItem | null, lockId: string | undefined, force: boolean): Promise<{ base: Current | null; seen: DigestItem | null; extraRead: boolean }> {
+async function settleForWrite(
+  ctx: BackendContext,
+  workspace: string,
+  current: Current,
+  item: DigestItem | null,
+  lockId: string | undefined,
+  force: boolean,
+): Promise<{ base: Current | null; seen: DigestItem | null; extraRead: boolean }> {
   const expected = normalizeDigest(item?.digest);
   if (expected === undefined || current.md5 === expected) return { base: current, seen: item, extraRead: false };
   const path = ctx.statePath(workspace);
@@ -150,7 +174,10 @@ async function settleForWrite(ctx: BackendContext, workspace: string, current: C
   if (verdict === "torn") {
     const adopted = await adoptTorn(ctx, workspace, stored.meta, stored.md5, item, lockId);
     if (typeof adopted === "string") {
-      throw conflict(`another write was committed to ${ctx.describe(workspace)} just as this one started; nothing was written. Pull the state, reapply the change and push again.`, {});
+      throw conflict(
+        `another write was committed to ${ctx.describe(workspace)} just as this one started; nothing was written. Pull the state, reapply the change and push again.`,
+        {},
+      );
     }
     return { base: { ...current, md5: stored.md5 }, seen: adopted, extraRead: true };
   }
@@ -176,20 +203,35 @@ async function storedIsOurs(ctx: BackendContext, path: string, sum: string, lock
  * that write is torn (stored, never committed, and nothing committed since), and we hold
  * the lock, commit it, so readers get the newest state anyone meant.
  */
-async function lostRace(ctx: BackendContext, workspace: string, locks: LockTableDriver | undefined, lockId: string | undefined, cause: unknown): Promise<Error> {
+async function lostRace(
+  ctx: BackendContext,
+  workspace: string,
+  locks: LockTableDriver | undefined,
+  lockId: string | undefined,
+  cause: unknown,
+): Promise<Error> {
   const where = ctx.describe(workspace);
   let note = "";
   if (locks !== undefined && lockId !== undefined) {
     try {
       const [obj, item] = await Promise.all([storedDigest(ctx, ctx.statePath(workspace)), locks.getDigest(ctx.digestId(workspace))]);
-      if (obj !== null && obj.md5 !== undefined && obj.proven && judge(obj.meta, obj.md5, item) === "torn" && typeof (await adoptTorn(ctx, workspace, obj.meta, obj.md5, item, lockId)) !== "string") {
+      if (
+        obj !== null &&
+        obj.md5 !== undefined &&
+        obj.proven &&
+        judge(obj.meta, obj.md5, item) === "torn" &&
+        typeof (await adoptTorn(ctx, workspace, obj.meta, obj.md5, item, lockId)) !== "string"
+      ) {
         note = ` That write (serial ${obj.meta.metadata?.[META.serial] ?? "?"}, by ${decodeMeta(obj.meta.metadata?.[META.who]) ?? "unknown"}) had not been committed; it is committed now, so the stored state reads again.`;
       }
     } catch {
       // Best effort: the conflict is the answer either way.
     }
   }
-  return conflict(`another write reached ${where} while this one was in flight, so this one was refused and nothing was overwritten.${note} Pull the state, reapply the change and push again.`, { cause });
+  return conflict(
+    `another write reached ${where} while this one was in flight, so this one was refused and nothing was overwritten.${note} Pull the state, reapply the change and push again.`,
+    { cause },
+  );
 }
 
 /** The stored object as the guard sees it: size, ETag, header, and its MD5 when cheaply known. */

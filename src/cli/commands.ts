@@ -22,7 +22,16 @@ import { guardedCall, lockWaiting, requireLocking, stateStored, underLock as und
 import { warn } from "./warn.js";
 import { printLocks, runUnderLock } from "./lock-commands.js";
 import { openStateInput } from "./state-input.js";
-import { backendConfigOf, describeOrigin, describeSettingOrigin, gatherSettings, hasSettingsInput, locateConfigError, settingFlagsOf, type SettingsInput } from "./settings.js";
+import {
+  backendConfigOf,
+  describeOrigin,
+  describeSettingOrigin,
+  gatherSettings,
+  hasSettingsInput,
+  locateConfigError,
+  settingFlagsOf,
+  type SettingsInput,
+} from "./settings.js";
 import { parseSettings } from "../config/settings-table.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 import { redactUrl } from "../util/redact.js";
@@ -54,7 +63,14 @@ function say(text: string): void {
 // ---------------------------------------------------------------- synth
 
 /** The flag each option of the real tool's synthesis comes from, for messages. */
-const TARGET_FLAGS: Readonly<Record<string, string>> = { backend: "--for", serveUrl: "--serve-url", username: "--username", workspace: "--workspace", lockfile: "--lockfile", layout: "--layout" };
+const TARGET_FLAGS: Readonly<Record<string, string>> = {
+  backend: "--for",
+  serveUrl: "--serve-url",
+  username: "--username",
+  workspace: "--workspace",
+  lockfile: "--lockfile",
+  layout: "--layout",
+};
 
 /** `--for` and the flags that go with it, checked against each other; undefined without `--for`. */
 function synthTarget(opts: Opts, input: SettingsInput | undefined): TerraformBackendOptions | undefined {
@@ -64,19 +80,34 @@ function synthTarget(opts: Opts, input: SettingsInput | undefined): TerraformBac
   const lockfile = opts.lockfile === true;
   const workspaceFlag = opts.workspace !== undefined;
   if (backend !== "http") {
-    for (const [given, flag] of [[serveUrl !== undefined, "--serve-url"], [username !== undefined, "--username"], [workspaceFlag, "--workspace"]] as const) {
-      if (given) throw usageError(`${flag} goes with --for http (the address of objstate serve)${backend === undefined ? "" : `, not --for ${backend}`}`, "INVALID_FLAGS");
+    for (const [given, flag] of [
+      [serveUrl !== undefined, "--serve-url"],
+      [username !== undefined, "--username"],
+      [workspaceFlag, "--workspace"],
+    ] as const) {
+      if (given)
+        throw usageError(
+          `${flag} goes with --for http (the address of objstate serve)${backend === undefined ? "" : `, not --for ${backend}`}`,
+          "INVALID_FLAGS",
+        );
     }
   }
   if (lockfile && backend !== "s3" && backend !== "oss") {
-    throw usageError(`--lockfile goes with --for s3 (use_lockfile)${backend === undefined ? ": the seed's tool JSON has no lockfile setting" : ": for http the server's own lock settings apply"}`, "INVALID_FLAGS");
+    throw usageError(
+      `--lockfile goes with --for s3 (use_lockfile)${backend === undefined ? ": the seed's tool JSON has no lockfile setting" : ": for http the server's own lock settings apply"}`,
+      "INVALID_FLAGS",
+    );
   }
   if (opts.layout !== undefined && backend !== "s3" && backend !== "oss") {
-    throw usageError(`--layout goes with --for s3 or --for oss (synth then warns only when the tool's backend keeps the default workspace elsewhere)${backend === undefined ? ": the seed's tool JSON has no layout" : ": for http the server's own --layout applies"}`, "INVALID_FLAGS");
+    throw usageError(
+      `--layout goes with --for s3 or --for oss (synth then warns only when the tool's backend keeps the default workspace elsewhere)${backend === undefined ? ": the seed's tool JSON has no layout" : ": for http the server's own --layout applies"}`,
+      "INVALID_FLAGS",
+    );
   }
   if (backend === undefined) return undefined;
   if (backend === "http") {
-    if (serveUrl === undefined) throw usageError("--for http needs --serve-url URL: where the tool reaches objstate serve, such as http://127.0.0.1:8080", "INVALID_FLAGS");
+    if (serveUrl === undefined)
+      throw usageError("--for http needs --serve-url URL: where the tool reaches objstate serve, such as http://127.0.0.1:8080", "INVALID_FLAGS");
     return { backend, serveUrl, username, workspace: input === undefined ? opts.workspace : input.workspace };
   }
   // The --config file's objstate.lockfile counts as --lockfile does, and its objstate.layout as --layout.
@@ -168,7 +199,11 @@ export function configAction(opts: Opts): void {
   });
   // objstate's own setting, beside the seed's fields: explicit or the default.
   const layout = { name: input.settings.values.layout, from: describeSettingOrigin(input.settings.origins.layout) };
-  const layoutShown = { value: layout.name, source: layout.from === undefined ? "default" : "explicit", ...(layout.from === undefined ? {} : { from: layout.from }) };
+  const layoutShown = {
+    value: layout.name,
+    source: layout.from === undefined ? "default" : "explicit",
+    ...(layout.from === undefined ? {} : { from: layout.from }),
+  };
   if (opts.json === true) {
     const out: Record<string, unknown> = {};
     for (const { name, ...rest } of rows) out[name] = rest;
@@ -186,7 +221,9 @@ export function configAction(opts: Opts): void {
     say(r.value === null ? p.dim(line) : line);
   }
   say(`${"layout".padEnd(nameW)}  ${layout.name.padEnd(valueW)}  ${layout.from === undefined ? "default" : `explicit, from ${layout.from}`}`);
-  say(`${"workspace".padEnd(nameW)}  ${workspaceOf(input).padEnd(valueW)}  ${input.origins["workspace"] === undefined ? "default" : `from ${describeOrigin(input.origins["workspace"])}`}`);
+  say(
+    `${"workspace".padEnd(nameW)}  ${workspaceOf(input).padEnd(valueW)}  ${input.origins["workspace"] === undefined ? "default" : `from ${describeOrigin(input.origins["workspace"])}`}`,
+  );
   say(`credentials: ${credentials}`);
 }
 
@@ -231,8 +268,13 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
   await withBackend(config, input.settings, async (backend) => {
     const lockId = lockIdOf(opts);
     // The delete takes and releases its own lock (unless --lock-id): an interrupt lets it settle, then says what it did.
-    const { interrupted } = await guardedCall(backend.describe(name), lockId === undefined ? timeout : 0, (wait) => backend.deleteWorkspace(name, { lockId, wait, mustExist: true }));
-    if (interrupted) process.stderr.write(`objstate: interrupted, but the delete had already been sent: workspace ${name} is deleted${lockId === undefined ? " and its lock released" : ""}\n`);
+    const { interrupted } = await guardedCall(backend.describe(name), lockId === undefined ? timeout : 0, (wait) =>
+      backend.deleteWorkspace(name, { lockId, wait, mustExist: true }),
+    );
+    if (interrupted)
+      process.stderr.write(
+        `objstate: interrupted, but the delete had already been sent: workspace ${name} is deleted${lockId === undefined ? " and its lock released" : ""}\n`,
+      );
     if (opts.json === true) return printJson({ workspace: name, path: backend.describe(name), deleted: true });
     say(`deleted workspace ${name} (${backend.describe(name)})`);
   });
@@ -271,9 +313,17 @@ function lockIdOf(opts: Opts): string | undefined {
  * (`--lock-id`, checked by the backend right before each write, and left held), or one
  * taken for the command and released after it (waiting up to `--lock-timeout`).
  */
-async function underLock<T>(backend: ObjectStoreBackend, workspace: string, input: SettingsInput, opts: Opts, operation: { operation: string; info?: string }, work: (lockId: string | undefined) => Promise<T>): Promise<{ result: T; locked: boolean }> {
+async function underLock<T>(
+  backend: ObjectStoreBackend,
+  workspace: string,
+  input: SettingsInput,
+  opts: Opts,
+  operation: { operation: string; info?: string },
+  work: (lockId: string | undefined) => Promise<T>,
+): Promise<{ result: T; locked: boolean }> {
   const given = lockIdOf(opts);
-  if (given !== undefined && !backend.lockingEnabled) throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
+  if (given !== undefined && !backend.lockingEnabled)
+    throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
   const result = await underLockOf(backend, workspace, { ...operation, lockId: given }, lockTimeoutOf(input), (lock) => work(lock.id));
   return { result, locked: backend.lockingEnabled };
 }
@@ -303,14 +353,27 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   try {
     await withBackend(config, input.settings, async (backend) => {
       const where = backend.describe(workspace);
-      const { result, locked } = await underLock(backend, workspace, input, opts, { operation: "state push", info: `objstate state push ${state.name}` }, async (lockId) => {
-        const progress = Progress.start(process.stderr, `pushing ${where}`, state.size);
-        try {
-          return await backend.writeState(workspace, state.body, { lockId, force, md5: state.md5, onProgress: (sent) => progress.update(sent), onStored: stateStored });
-        } finally {
-          progress.done();
-        }
-      });
+      const { result, locked } = await underLock(
+        backend,
+        workspace,
+        input,
+        opts,
+        { operation: "state push", info: `objstate state push ${state.name}` },
+        async (lockId) => {
+          const progress = Progress.start(process.stderr, `pushing ${where}`, state.size);
+          try {
+            return await backend.writeState(workspace, state.body, {
+              lockId,
+              force,
+              md5: state.md5,
+              onProgress: (sent) => progress.update(sent),
+              onStored: stateStored,
+            });
+          } finally {
+            progress.done();
+          }
+        },
+      );
       if (opts.json === true) return printJson({ workspace, path: where, bytes: state.size, locked, written: result.written, md5: result.md5 });
       if (!result.written) return say(`${where} already holds this state (MD5 ${result.md5}); nothing written`);
       say(`pushed ${formatBytes(state.size)} to ${where}${locked ? "" : " (not locked: no lock table)"}`);
@@ -350,7 +413,8 @@ export async function stateRepairAction(opts: Opts): Promise<void> {
     };
     say(lines[report.action]);
     for (const l of report.leftoversRemoved) say(`removed ${l.kind} ${l.key ?? l.id} (from ${l.since?.toISOString() ?? "unknown"})`);
-    for (const l of report.leftoversKept) say(`kept ${l.kind} ${l.key ?? l.id} (from ${l.since?.toISOString() ?? "unknown"}: too recent, a writer may still be at work)`);
+    for (const l of report.leftoversKept)
+      say(`kept ${l.kind} ${l.key ?? l.id} (from ${l.since?.toISOString() ?? "unknown"}: too recent, a writer may still be at work)`);
   });
 }
 
@@ -372,7 +436,11 @@ export async function lockAction(opts: Opts, command: readonly string[] = []): P
     else say(lock.ID);
     if (interrupted !== undefined) {
       // The lock landed after the interrupt: it is held, and only its ID can release it.
-      throw new CliError("INTERRUPTED", `interrupted after the lock was taken: lock ${lock.ID} on ${backend.describe(workspace)} is held; release it with objstate unlock ${lock.ID} -w ${workspace}`, { exitCode: interrupted.exitCode });
+      throw new CliError(
+        "INTERRUPTED",
+        `interrupted after the lock was taken: lock ${lock.ID} on ${backend.describe(workspace)} is held; release it with objstate unlock ${lock.ID} -w ${workspace}`,
+        { exitCode: interrupted.exitCode },
+      );
     }
   });
 }
@@ -402,7 +470,10 @@ export async function unlockAction(id: string, opts: Opts): Promise<void> {
 export async function forceUnlockAction(id: string, opts: Opts): Promise<void> {
   const force = opts.force === true;
   if (!force && !interactive()) {
-    throw usageError("force-unlock needs confirmation, and standard input is not a terminal: pass --force to release the lock without asking", "CONFIRMATION_REQUIRED");
+    throw usageError(
+      "force-unlock needs confirmation, and standard input is not a terminal: pass --force to release the lock without asking",
+      "CONFIRMATION_REQUIRED",
+    );
   }
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
@@ -412,9 +483,11 @@ export async function forceUnlockAction(id: string, opts: Opts): Promise<void> {
     if (!force) {
       const holder = await backend.lockInfo(workspace);
       // no-id names an item without readable lock info, which may have no Info at all.
-      if (holder === null && id !== NO_LOCK_ID) throw new CliError("LOCK_NOT_FOUND", `the state at ${backend.describe(workspace)} is not locked (no lock with ID ${id})`);
+      if (holder === null && id !== NO_LOCK_ID)
+        throw new CliError("LOCK_NOT_FOUND", `the state at ${backend.describe(workspace)} is not locked (no lock with ID ${id})`);
       if (holder === null) process.stderr.write(`The lock item of ${backend.describe(workspace)} has no lock info.\n`);
-      else if (holder.ID !== (id === NO_LOCK_ID ? "" : id)) throw new CliError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${backend.describe(workspace)}: ${describeHolder(holder)}`);
+      else if (holder.ID !== (id === NO_LOCK_ID ? "" : id))
+        throw new CliError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${backend.describe(workspace)}: ${describeHolder(holder)}`);
       else process.stderr.write(`The lock on ${backend.describe(workspace)}: ${describeHolder(holder)}.\n`);
       process.stderr.write("Releasing it while its holder is still at work can corrupt the state.\n");
       if (!(await confirm("Force-unlock? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "force-unlock cancelled; the lock is still held");

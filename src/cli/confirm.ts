@@ -60,4 +60,3 @@ export async function readSecret(prompt: string): Promise<string> {
     stdin.pause();
   }
 }
-

@@ -18,4 +18,3 @@ export function connectOptionsOf(own: Settings): Pick<ConnectOptions, "timeouts"
   const retry = { timeoutMs: v.digestRetry, intervalMs: Math.min(2_000, Math.max(1, v.digestRetry)) };
   return { timeouts: timeoutsOf(own), ttl: v.lockTtl, lockfile: v.lockfile || undefined, layout: v.layout, digestRetry: retry };
 }
-

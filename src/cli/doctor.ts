@@ -126,9 +126,18 @@ async function versionsCheck(store: ObjectStoreDriver, bucket: string): Promise<
       r === null
         ? "every noncurrent version is kept (no retention rule)"
         : `noncurrent versions under "${r.prefix}" expire ${[r.noncurrentDays === undefined ? undefined : `after ${r.noncurrentDays} days`, r.newerNoncurrentVersions === undefined ? undefined : `beyond the ${r.newerNoncurrentVersions} newest`].filter((x) => x !== undefined).join(" and ")}`;
-    return { name: "versions", status: "ok", detail: `bucket ${bucket} keeps every version${store.kind === "file" ? " (the embedded store always does)" : " (bucket versioning on)"}; ${kept}` };
+    return {
+      name: "versions",
+      status: "ok",
+      detail: `bucket ${bucket} keeps every version${store.kind === "file" ? " (the embedded store always does)" : " (bucket versioning on)"}; ${kept}`,
+    };
   } catch (e) {
-    return { name: "versions", status: "warn", detail: `cannot tell whether bucket ${bucket} keeps versions: ${message(e)}`, fix: "history and rollback need bucket versioning: objstate init --versioning" };
+    return {
+      name: "versions",
+      status: "warn",
+      detail: `cannot tell whether bucket ${bucket} keeps versions: ${message(e)}`,
+      fix: "history and rollback need bucket versioning: objstate init --versioning",
+    };
   }
 }
 
@@ -143,16 +152,46 @@ async function conditionChecks(store: ObjectStoreDriver, near: string, lockfile:
     const line = (name: string, ok: boolean, yes: string, no: string, fix: string, required: boolean): void => {
       add(ok ? { name, status: "ok", detail: yes } : { name, status: required ? "fail" : "warn", detail: no, fix });
     };
-    line("If-None-Match", v.ifNoneMatch, "a second create-if-absent of the same key is refused", `${store.location} ignores If-None-Match: *: a create-if-absent overwrote the object`, "use a store that honours conditional writes; lockfiles (--lockfile) are refused on this one", lockfile);
-    line("If-Match", v.ifMatch, "a write conditional on another version is refused", `${store.location} ignores If-Match: a write conditional on another version replaced the object`, "use a store that honours conditional writes; lockfiles (--lockfile) are refused on this one", lockfile);
+    line(
+      "If-None-Match",
+      v.ifNoneMatch,
+      "a second create-if-absent of the same key is refused",
+      `${store.location} ignores If-None-Match: *: a create-if-absent overwrote the object`,
+      "use a store that honours conditional writes; lockfiles (--lockfile) are refused on this one",
+      lockfile,
+    );
+    line(
+      "If-Match",
+      v.ifMatch,
+      "a write conditional on another version is refused",
+      `${store.location} ignores If-Match: a write conditional on another version replaced the object`,
+      "use a store that honours conditional writes; lockfiles (--lockfile) are refused on this one",
+      lockfile,
+    );
     if (v.deleteIfMatch || !lockfile) {
       // Only lockfiles would use it: without them, a store that ignores it is fine.
-      add({ name: "conditional delete", status: "ok", detail: v.deleteIfMatch ? "a delete conditional on another version is refused" : `${store.location} ignores If-Match on DELETE (only lockfiles would use it)` });
+      add({
+        name: "conditional delete",
+        status: "ok",
+        detail: v.deleteIfMatch
+          ? "a delete conditional on another version is refused"
+          : `${store.location} ignores If-Match on DELETE (only lockfiles would use it)`,
+      });
     } else {
-      add({ name: "conditional delete", status: "warn", detail: `${store.location} ignores If-Match on DELETE: lockfiles are released after a read and an ID check (as the tool does), not atomically`, fix: "nothing to do unless lockfiles must be released atomically" });
+      add({
+        name: "conditional delete",
+        status: "warn",
+        detail: `${store.location} ignores If-Match on DELETE: lockfiles are released after a read and an ID check (as the tool does), not atomically`,
+        fix: "nothing to do unless lockfiles must be released atomically",
+      });
     }
   } catch (e) {
-    add({ name: "If-None-Match", status: "fail", detail: `the conditional-write probe failed: ${message(e)}`, fix: diskFix(e) ?? "check the credentials' permissions to put and delete objects" });
+    add({
+      name: "If-None-Match",
+      status: "fail",
+      detail: `the conditional-write probe failed: ${message(e)}`,
+      fix: diskFix(e) ?? "check the credentials' permissions to put and delete objects",
+    });
   }
 }
 
@@ -162,7 +201,10 @@ async function conditionChecks(store: ObjectStoreDriver, near: string, lockfile:
  */
 function credentialsFailure(s: ResolvedBackendSettings, e: unknown): string {
   const tried = isObjstateError(e, "NO_CREDENTIALS") && Array.isArray(e.details?.["tried"]) ? (e.details["tried"] as unknown[]).map(String) : [];
-  const text = tried.length > 0 ? `no credentials found; tried, in order: ${tried.map((t, i) => `(${i + 1}) ${t}`).join("; ")}${message(e).includes("A role (") ? `; ${message(e).split("\n").at(-1) as string}` : ""}` : message(e).split("\n").join(" ");
+  const text =
+    tried.length > 0
+      ? `no credentials found; tried, in order: ${tried.map((t, i) => `(${i + 1}) ${t}`).join("; ")}${message(e).includes("A role (") ? `; ${message(e).split("\n").at(-1) as string}` : ""}`
+      : message(e).split("\n").join(" ");
   return `${describeCredentialSource(s)}: ${text}`;
 }
 
@@ -183,18 +225,33 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     config = backendConfigOf(input);
     s = resolveEffectiveSettings(config, process.env, { onWarning: warn });
   } catch (e) {
-    add({ name: "settings", status: "fail", detail: message(e), fix: "correct the flag, --config file or environment variable named above (objstate config shows every setting and its source)" });
+    add({
+      name: "settings",
+      status: "fail",
+      detail: message(e),
+      fix: "correct the flag, --config file or environment variable named above (objstate config shows every setting and its source)",
+    });
     return skipAll(LATER, "settings are not valid");
   }
   const endpoint = s.endpoint.value;
   const table = s.kvstoreTable.value !== undefined && s.kvstoreTable.value !== "" ? s.kvstoreTable.value : undefined;
   const kvEndpoint = s.kvstoreEndpoint.value !== undefined && s.kvstoreEndpoint.value !== "" ? s.kvstoreEndpoint.value : undefined;
   if (endpoint === undefined) {
-    add({ name: "settings", status: "fail", detail: "no object-store endpoint", fix: "pass --endpoint (http(s)://host for an S3 API, file:./dir for the embedded store) or set PROVIDER_OBJECT_STORE_ENDPOINT (or AWS_ENDPOINT_URL_S3)" });
+    add({
+      name: "settings",
+      status: "fail",
+      detail: "no object-store endpoint",
+      fix: "pass --endpoint (http(s)://host for an S3 API, file:./dir for the embedded store) or set PROVIDER_OBJECT_STORE_ENDPOINT (or AWS_ENDPOINT_URL_S3)",
+    });
     return skipAll(LATER, "settings are not valid");
   }
   if (table !== undefined && kvEndpoint === undefined) {
-    add({ name: "settings", status: "fail", detail: `kvstoreTable "${table}" is set but kvstoreEndpoint is not`, fix: "pass --kvstore-endpoint (http(s)://host for the DynamoDB API, file:./dir for the embedded table)" });
+    add({
+      name: "settings",
+      status: "fail",
+      detail: `kvstoreTable "${table}" is set but kvstoreEndpoint is not`,
+      fix: "pass --kvstore-endpoint (http(s)://host for the DynamoDB API, file:./dir for the embedded table)",
+    });
     return skipAll(LATER, "settings are not valid");
   }
   let storeHttp: boolean;
@@ -242,14 +299,25 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
       storeOk = true;
       add({ name: "object-store endpoint", status: "ok", detail: `${redactUrl(url)} answers (HTTP ${r.status})` });
     } else {
-      add({ name: "object-store endpoint", status: "fail", detail: `cannot reach ${redactUrl(url)} (${r.reason})`, fix: r.fix ?? "check --endpoint / PROVIDER_OBJECT_STORE_ENDPOINT and that the server is running and reachable from here" });
+      add({
+        name: "object-store endpoint",
+        status: "fail",
+        detail: `cannot reach ${redactUrl(url)} (${r.reason})`,
+        fix: r.fix ?? "check --endpoint / PROVIDER_OBJECT_STORE_ENDPOINT and that the server is running and reachable from here",
+      });
     }
   } else {
     const dir = (parseEndpoint(endpoint) as { dir: string }).dir;
     const r = await reachDir(dir);
     storeOk = r.ok;
     if (r.ok) add({ name: "object-store endpoint", status: "ok", detail: `embedded store, ${r.detail}` });
-    else add({ name: "object-store endpoint", status: "fail", detail: `embedded store: ${r.reason}`, fix: `point --endpoint at a directory you can write (file:./.objstate, file:///abs/dir)` });
+    else
+      add({
+        name: "object-store endpoint",
+        status: "fail",
+        detail: `embedded store: ${r.reason}`,
+        fix: `point --endpoint at a directory you can write (file:./.objstate, file:///abs/dir)`,
+      });
   }
 
   // 4. Bucket exists and is writable.
@@ -262,28 +330,52 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     try {
       if (!(await store.bucketExists())) {
         if (storeHttp) {
-          add({ name: "bucket", status: "fail", detail: `bucket ${bucket} does not exist at ${store.location}`, fix: "create it with objstate init --create-bucket, or check --bucket and --endpoint" });
+          add({
+            name: "bucket",
+            status: "fail",
+            detail: `bucket ${bucket} does not exist at ${store.location}`,
+            fix: "create it with objstate init --create-bucket, or check --bucket and --endpoint",
+          });
         } else {
           bucketOk = true;
-          add({ name: "bucket", status: "ok", detail: `bucket ${bucket} does not exist yet; the embedded store creates it on first write (or: objstate init --create-bucket)` });
+          add({
+            name: "bucket",
+            status: "ok",
+            detail: `bucket ${bucket} does not exist yet; the embedded store creates it on first write (or: objstate init --create-bucket)`,
+          });
         }
       } else {
         const prefix = (s.prefix.value ?? "").replace(/^\/+|\/+$/g, "");
         const probe = `${prefix === "" ? "" : `${prefix}/`}.objstate-doctor-${randomUUID()}`;
         try {
-          await store.put(probe, Buffer.from("objstate doctor probe\n"), { contentType: "text/plain", acl: s.acl.value as Acl | undefined, encrypt: s.encrypt.value === true });
+          await store.put(probe, Buffer.from("objstate doctor probe\n"), {
+            contentType: "text/plain",
+            acl: s.acl.value as Acl | undefined,
+            encrypt: s.encrypt.value === true,
+          });
           // purge, not delete: on a versioned bucket a delete would leave a version and a marker.
           await store.purge(probe);
           bucketOk = true;
           add({ name: "bucket", status: "ok", detail: `bucket ${bucket} exists and is writable (wrote and deleted ${probe})` });
           await conditionChecks(store, `${prefix === "" ? "" : `${prefix}/`}.objstate-doctor`, input.settings.values.lockfile, add);
         } catch (e) {
-          add({ name: "bucket", status: "fail", detail: `bucket ${bucket} exists but writing ${probe} failed: ${message(e)}`, fix: diskFix(e) ?? `let these credentials put and delete objects in ${bucket}${prefix === "" ? "" : ` under ${prefix}/`}` });
+          add({
+            name: "bucket",
+            status: "fail",
+            detail: `bucket ${bucket} exists but writing ${probe} failed: ${message(e)}`,
+            fix: diskFix(e) ?? `let these credentials put and delete objects in ${bucket}${prefix === "" ? "" : ` under ${prefix}/`}`,
+          });
         }
         add(await versionsCheck(store, bucket));
       }
     } catch (e) {
-      add({ name: "bucket", status: "fail", detail: message(e), fix: diskFix(e) ?? (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the bucket" : "check --bucket and --endpoint") });
+      add({
+        name: "bucket",
+        status: "fail",
+        detail: message(e),
+        fix:
+          diskFix(e) ?? (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the bucket" : "check --bucket and --endpoint"),
+      });
     } finally {
       store.close();
     }
@@ -294,13 +386,19 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
   let tableExists = false;
   if (table === undefined || kvEndpoint === undefined) {
     add({ name: "lock-table endpoint", status: "skip", detail: "no lock table configured" });
-    if (input.settings.values.lockfile) add({ name: "lock table", status: "ok", detail: "no lock table: state is locked with lockfiles ({state path}.tflock; see the If-None-Match and If-Match checks)" });
-    else add({
-      name: "lock table",
-      status: "warn",
-      detail: "no lock table is configured (kvstoreTable): state is NOT locked, and concurrent writers can overwrite each other",
-      fix: "set --kvstore-table and --kvstore-endpoint, then run objstate init --create-table",
-    });
+    if (input.settings.values.lockfile)
+      add({
+        name: "lock table",
+        status: "ok",
+        detail: "no lock table: state is locked with lockfiles ({state path}.tflock; see the If-None-Match and If-Match checks)",
+      });
+    else
+      add({
+        name: "lock table",
+        status: "warn",
+        detail: "no lock table is configured (kvstoreTable): state is NOT locked, and concurrent writers can overwrite each other",
+        fix: "set --kvstore-table and --kvstore-endpoint, then run objstate init --create-table",
+      });
   } else {
     let reachable: boolean;
     if (kvHttp) {
@@ -308,13 +406,25 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
       const r = await reachHttp(url);
       reachable = r.ok;
       if (r.ok) add({ name: "lock-table endpoint", status: "ok", detail: `${redactUrl(url)} answers (HTTP ${r.status})` });
-      else add({ name: "lock-table endpoint", status: "fail", detail: `cannot reach ${redactUrl(url)} (${r.reason})`, fix: r.fix ?? "check --kvstore-endpoint and that the server is running and reachable from here" });
+      else
+        add({
+          name: "lock-table endpoint",
+          status: "fail",
+          detail: `cannot reach ${redactUrl(url)} (${r.reason})`,
+          fix: r.fix ?? "check --kvstore-endpoint and that the server is running and reachable from here",
+        });
     } else {
       const dir = (parseEndpoint(kvEndpoint) as { dir: string }).dir;
       const r = await reachDir(dir);
       reachable = r.ok;
       if (r.ok) add({ name: "lock-table endpoint", status: "ok", detail: `embedded table, ${r.detail}` });
-      else add({ name: "lock-table endpoint", status: "fail", detail: `embedded table: ${r.reason}`, fix: "point --kvstore-endpoint at a directory you can write" });
+      else
+        add({
+          name: "lock-table endpoint",
+          status: "fail",
+          detail: `embedded table: ${r.reason}`,
+          fix: "point --kvstore-endpoint at a directory you can write",
+        });
     }
     if (!reachable) {
       add({ name: "lock table", status: "skip", detail: "the lock-table endpoint is not reachable" });
@@ -324,10 +434,19 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
         const found = await inspectLockTable(locks);
         if (found.status === "missing") {
           if (kvHttp) {
-            add({ name: "lock table", status: "fail", detail: `lock table ${table} does not exist (${locks.location})`, fix: "create it with objstate init --create-table (one key, LockID of type String)" });
+            add({
+              name: "lock table",
+              status: "fail",
+              detail: `lock table ${table} does not exist (${locks.location})`,
+              fix: "create it with objstate init --create-table (one key, LockID of type String)",
+            });
           } else {
             tableOk = true;
-            add({ name: "lock table", status: "ok", detail: `lock table ${table} does not exist yet; the embedded table is created on first use (or: objstate init --create-table)` });
+            add({
+              name: "lock table",
+              status: "ok",
+              detail: `lock table ${table} does not exist yet; the embedded table is created on first use (or: objstate init --create-table)`,
+            });
           }
         } else if (found.status === "invalid") {
           add({
@@ -342,7 +461,14 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
           add({ name: "lock table", status: "ok", detail: `lock table ${table} has key LockID (String)` });
         }
       } catch (e) {
-        add({ name: "lock table", status: "fail", detail: message(e), fix: diskFix(e) ?? (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the table" : "check --kvstore-table and --kvstore-endpoint") });
+        add({
+          name: "lock table",
+          status: "fail",
+          detail: message(e),
+          fix:
+            diskFix(e) ??
+            (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the table" : "check --kvstore-table and --kvstore-endpoint"),
+        });
       } finally {
         locks.close();
       }
@@ -364,8 +490,14 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
         const where = backend.describe(workspace);
         const repair = `objstate state repair${workspace === "default" ? "" : ` -w ${workspace}`}`;
         if (d.status === "no-state") add({ name: "digest", status: "ok", detail: `workspace ${workspace} has no state yet (${where})` });
-        else if (d.status === "no-digest") add({ name: "digest", status: "ok", detail: `the state of workspace ${workspace} (${d.size} bytes) has no digest recorded, so there is nothing to check it against (the next write records one)` });
-        else if (d.status === "match") add({ name: "digest", status: "ok", detail: `the state of workspace ${workspace} (${d.size} bytes) matches its digest` });
+        else if (d.status === "no-digest")
+          add({
+            name: "digest",
+            status: "ok",
+            detail: `the state of workspace ${workspace} (${d.size} bytes) has no digest recorded, so there is nothing to check it against (the next write records one)`,
+          });
+        else if (d.status === "match")
+          add({ name: "digest", status: "ok", detail: `the state of workspace ${workspace} (${d.size} bytes) matches its digest` });
         else if (d.status === "torn") {
           add({
             name: "digest",
@@ -385,7 +517,10 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
             name: "digest",
             status: "fail",
             detail: `the state of workspace ${workspace} does not match its digest (lock table ${d.recorded}, object ${d.actual ?? "missing"})`,
-            fix: d.actual === undefined ? `run ${repair} to remove the digest of the missing state` : `if the stored state is right, run ${repair} --force to record its digest; else push the right state again (objstate state push)`,
+            fix:
+              d.actual === undefined
+                ? `run ${repair} to remove the digest of the missing state`
+                : `if the stored state is right, run ${repair} --force to record its digest; else push the right state again (objstate state push)`,
           });
         }
         const left = await backend.leftovers();
@@ -394,7 +529,10 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
           add({
             name: "leftovers",
             status: "warn",
-            detail: `${left.length} leftover${left.length === 1 ? "" : "s"} of unfinished writes under the prefix (${left.map((l) => `${l.kind} ${l.key ?? l.id}`).slice(0, 3).join(", ")}${left.length > 3 ? ", …" : ""}; oldest from ${oldest?.toISOString() ?? "unknown"})`,
+            detail: `${left.length} leftover${left.length === 1 ? "" : "s"} of unfinished writes under the prefix (${left
+              .map((l) => `${l.kind} ${l.key ?? l.id}`)
+              .slice(0, 3)
+              .join(", ")}${left.length > 3 ? ", …" : ""}; oldest from ${oldest?.toISOString() ?? "unknown"})`,
             fix: `run ${repair} to remove those older than an hour (younger ones may belong to a writer still at work)`,
           });
         } else add({ name: "leftovers", status: "ok", detail: "no leftovers of unfinished writes" });

@@ -58,19 +58,36 @@ function versionRow(v: StateVersion): string[] {
   let by: string;
   if (v.writer === "other") by = "another client (no objstate record)";
   else {
-    const how = [v.operation === undefined ? undefined : safe(v.operation), v.lockId === undefined ? undefined : `lock ${safe(v.lockId)}`].filter((x) => x !== undefined).join(", ");
+    const how = [v.operation === undefined ? undefined : safe(v.operation), v.lockId === undefined ? undefined : `lock ${safe(v.lockId)}`]
+      .filter((x) => x !== undefined)
+      .join(", ");
     by = `${safe(v.who ?? "objstate")}${how === "" ? "" : ` (${how})`}`;
     // The server's authenticated user, beside what the client claimed in `Who`.
     if (v.principal !== undefined) by += ` as server user ${safe(v.principal.name)} (${safe(v.principal.via)})`;
     if (v.sourceVersion !== undefined) by += ` restoring ${safe(v.sourceVersion)}`;
   }
-  return [v.isLatest ? "*" : " ", v.versionId, time, formatBytes(v.size), v.serial === undefined ? "?" : String(v.serial), v.lineage === undefined ? "?" : safe(v.lineage), by];
+  return [
+    v.isLatest ? "*" : " ",
+    v.versionId,
+    time,
+    formatBytes(v.size),
+    v.serial === undefined ? "?" : String(v.serial),
+    v.lineage === undefined ? "?" : safe(v.lineage),
+    by,
+  ];
 }
 
 function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
   // The last column is free text: not padded.
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ").trimEnd()).join("\n");
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
 }
 
 /** `objstate state history [-w W] [--limit N] [--json]`. */
@@ -114,7 +131,9 @@ function diffText(from: string | null, to: string | null, diff: StateDiff, color
 async function confirmRollback(backend: ObjectStoreBackend, workspace: string, to: string): Promise<string | null> {
   const { from: current, diff } = await backend.previewRollback(workspace, to);
   const serial = diff.serial.before === null ? "" : ` (serial ${diff.serial.before + 1})`;
-  process.stderr.write(`Rolling back ${backend.describe(workspace)} to version ${to} writes its content as a new version${serial}; what changes from the current state:\n`);
+  process.stderr.write(
+    `Rolling back ${backend.describe(workspace)} to version ${to} writes its content as a new version${serial}; what changes from the current state:\n`,
+  );
   process.stderr.write(diffText(current, to, diff, colorsAllowed(process.stderr)));
   if (!(await confirm("Roll back? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "rollback cancelled; nothing was written");
   return current;
@@ -129,7 +148,10 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
   if (to === undefined) throw usageError("--to needs the version to roll back to (objstate state history lists them)", "INVALID_VERSION_ID");
   const ask = opts.yes !== true;
   if (ask && !interactive()) {
-    throw usageError("state rollback shows the diff and asks for confirmation, and standard input is not a terminal: pass --yes to roll back without asking (objstate state diff --from CURRENT --to VERSION shows what it would change)", "CONFIRMATION_REQUIRED");
+    throw usageError(
+      "state rollback shows the diff and asks for confirmation, and standard input is not a terminal: pass --yes to roll back without asking (objstate state diff --from CURRENT --to VERSION shows what it would change)",
+      "CONFIRMATION_REQUIRED",
+    );
   }
   const given = opts.lockId !== undefined && opts.lockId.trim() !== "" ? opts.lockId.trim() : undefined;
   if (opts.lockId !== undefined && given === undefined) throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
@@ -139,7 +161,8 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
   const force = opts.force === true;
   await withBackend(backendConfigOf(input), input.settings, async (backend) => {
     const where = backend.describe(workspace);
-    if (given !== undefined && !backend.lockingEnabled) throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
+    if (given !== undefined && !backend.lockingEnabled)
+      throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
     // Asked before the lock is taken: no one else waits on it while a person reads the diff.
     const shown = ask ? await confirmRollback(backend, workspace, to) : undefined;
     // Under the lock, the library checks that the diff confirmed is still the one the rollback applies.
@@ -148,6 +171,8 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
     );
     if (opts.json === true) return printJson({ ...rollbackJson(workspace, result), path: where, locked: backend.lockingEnabled });
     const was = result.restored ? "restoring the deleted workspace" : `replacing serial ${result.previousSerial ?? "?"}`;
-    await write(`rolled back ${where} to version ${to}: written as serial ${result.serial}${result.lineage === undefined ? "" : ` of lineage ${safe(result.lineage)}`}, ${was}; nothing was deleted${backend.lockingEnabled ? "" : " (not locked: no lock table)"}\n`);
+    await write(
+      `rolled back ${where} to version ${to}: written as serial ${result.serial}${result.lineage === undefined ? "" : ` of lineage ${safe(result.lineage)}`}, ${was}; nothing was deleted${backend.lockingEnabled ? "" : " (not locked: no lock table)"}\n`,
+    );
   });
 }

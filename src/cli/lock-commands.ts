@@ -50,10 +50,19 @@ export function printLocks(list: readonly LockListing[], json: boolean): void {
  * release. When the lease is lost the command gets SIGTERM and objstate ends with
  * `LOCK_LOST` (exit 7); otherwise with the command's own exit code.
  */
-export async function runUnderLock(backend: ObjectStoreBackend, workspace: string, options: LockOptions, timeoutMs: number, command: readonly string[]): Promise<void> {
+export async function runUnderLock(
+  backend: ObjectStoreBackend,
+  workspace: string,
+  options: LockOptions,
+  timeoutMs: number,
+  command: readonly string[],
+): Promise<void> {
   const ended = await backend.withLock(workspace, { ...options, wait: { timeoutMs, setting: "--lock-timeout" } }, async (lock) => {
     const [file, ...args] = command as [string, ...string[]];
-    const child = nodeChildProcess().spawn(file, args, { stdio: "inherit", env: { ...process.env, OBJSTATE_LOCK_ID: lock.id ?? "", OBJSTATE_WORKSPACE: workspace } });
+    const child = nodeChildProcess().spawn(file, args, {
+      stdio: "inherit",
+      env: { ...process.env, OBJSTATE_LOCK_ID: lock.id ?? "", OBJSTATE_WORKSPACE: workspace },
+    });
     const onLost = (): void => {
       child.kill("SIGTERM");
     };
@@ -71,7 +80,8 @@ export async function runUnderLock(backend: ObjectStoreBackend, workspace: strin
     lock.signal?.removeEventListener("abort", onLost);
     // A lease lost while the command ran is what to report, whatever the command did.
     const lost: unknown = lock.signal?.aborted === true ? lock.signal.reason : undefined;
-    if (lost instanceof ObjstateError && lost.code === "LOCK_LOST") throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, { cause: lost });
+    if (lost instanceof ObjstateError && lost.code === "LOCK_LOST")
+      throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, { cause: lost });
     if (failure !== undefined || exit === undefined) throw failure;
     return exit;
   });

@@ -27,7 +27,11 @@ import { gatherSettings, remoteStateConfigOf } from "./settings.js";
 const REMOTE_NAME = "objstate_output";
 
 /** The connection settings a read of outputs takes (it takes no lock: no lease, no lockfile). */
-function fetchOptionsOf(own: Settings): { timeouts: Partial<Timeouts> | undefined; layout: LayoutName; digestRetry: { timeoutMs: number; intervalMs: number } | undefined } {
+function fetchOptionsOf(own: Settings): {
+  timeouts: Partial<Timeouts> | undefined;
+  layout: LayoutName;
+  digestRetry: { timeoutMs: number; intervalMs: number } | undefined;
+} {
   const { timeouts, layout, digestRetry } = connectOptionsOf(own);
   return { timeouts, layout: layout ?? own.values.layout, digestRetry };
 }
@@ -40,7 +44,11 @@ export async function outputAction(name: string | undefined, opts: Opts): Promis
   if (raw && name === undefined) throw usageError("--raw prints one output: give its NAME (objstate output NAME --raw)");
   const input = gatherSettings(opts);
   const config = remoteStateConfigOf(input);
-  const outputs = await new DataRemoteStateObjectStore(REMOTE_NAME, config).fetchOutputs({ env: process.env, onWarning: warn, ...fetchOptionsOf(input.settings) });
+  const outputs = await new DataRemoteStateObjectStore(REMOTE_NAME, config).fetchOutputs({
+    env: process.env,
+    onWarning: warn,
+    ...fetchOptionsOf(input.settings),
+  });
   const workspace = input.workspace ?? "default";
   const where = outputs.source.location === undefined ? `workspace ${workspace}` : `workspace ${workspace} at ${outputs.source.location}`;
 
@@ -61,7 +69,10 @@ export async function outputAction(name: string | undefined, opts: Opts): Promis
 
   if (!outputs.has(name)) {
     const names = outputs.names();
-    throw new CliError("OUTPUT_NOT_FOUND", `no output "${name}" in ${where}; ${names.length === 0 ? "there are no outputs" : `available: ${names.join(", ")}`}`);
+    throw new CliError(
+      "OUTPUT_NOT_FOUND",
+      `no output "${name}" in ${where}; ${names.length === 0 ? "there are no outputs" : `available: ${names.join(", ")}`}`,
+    );
   }
   if (raw) {
     // As the tool's `output -raw`: the bare text, no quotes and no trailing newline.
@@ -87,7 +98,10 @@ function rawText(outputs: RemoteOutputs, name: string): string {
     case "number": {
       const text = decimalForm(outputs.numberText(name));
       if (text === undefined) {
-        throw new CliError("OUTPUT_TOO_LONG", `output "${name}" has more than ${MAX_DECIMAL_DIGITS} digits in plain decimal notation: --raw will not print it (use --json)`);
+        throw new CliError(
+          "OUTPUT_TOO_LONG",
+          `output "${name}" has more than ${MAX_DECIMAL_DIGITS} digits in plain decimal notation: --raw will not print it (use --json)`,
+        );
       }
       return text;
     }

@@ -55,7 +55,12 @@ function jsonOption(cmd: Command, what = "print the result as JSON"): Command {
  * command lines run unchanged, and `false` says so in a warning.
  */
 function lockOption(cmd: Command): Command {
-  return cmd.addOption(new Option("--lock <bool>", "the tool's -lock=false is accepted, but objstate writes under the workspace's lock all the same (with a lock table or --lockfile)").choices(["true", "false"]));
+  return cmd.addOption(
+    new Option(
+      "--lock <bool>",
+      "the tool's -lock=false is accepted, but objstate writes under the workspace's lock all the same (with a lock table or --lockfile)",
+    ).choices(["true", "false"]),
+  );
 }
 
 /** The warning for `--lock=false` (the tool's `-lock=false`). */
@@ -68,12 +73,19 @@ export function versionText(): string {
 }
 
 function lockIdOption(cmd: Command): Command {
-  return cmd.addOption(new Option("--lock-id <id>", "write under this lock, which you hold (the ID printed by objstate lock); it stays held: release it with objstate unlock"));
+  return cmd.addOption(
+    new Option("--lock-id <id>", "write under this lock, which you hold (the ID printed by objstate lock); it stays held: release it with objstate unlock"),
+  );
 }
 
 /** `--no-color` on every command (the program's own is only for words before the command). */
 function noColorOption(cmd: Command): Command {
-  return cmd.addOption(new Option("--no-color", "no colours in the output, whatever FORCE_COLOR says (without it: colours on a terminal unless NO_COLOR is set, and anywhere FORCE_COLOR=1)"));
+  return cmd.addOption(
+    new Option(
+      "--no-color",
+      "no colours in the output, whatever FORCE_COLOR says (without it: colours on a terminal unless NO_COLOR is set, and anywhere FORCE_COLOR=1)",
+    ),
+  );
 }
 
 /**
@@ -126,23 +138,44 @@ export function program(argv?: readonly string[]): Command {
 
   const synth = root
     .command("synth")
-    .description('print the tool JSON: of a props file ({"backend": {...}, "remoteStates": {"NAME": {...}}}), or, without one, of the backend given by --config and flags; with --for, the real tool\'s own backend configuration')
+    .description(
+      'print the tool JSON: of a props file ({"backend": {...}, "remoteStates": {"NAME": {...}}}), or, without one, of the backend given by --config and flags; with --for, the real tool\'s own backend configuration',
+    )
     .argument("[file]", "props file (JSON), or - for standard input")
-    .addOption(new Option("--for <backend>", "write the configuration of the tool's own backend, which Terraform and OpenTofu read unchanged: s3 or oss (this bucket and table), http (objstate serve, which holds the store settings)").choices(["s3", "oss", "http"]))
+    .addOption(
+      new Option(
+        "--for <backend>",
+        "write the configuration of the tool's own backend, which Terraform and OpenTofu read unchanged: s3 or oss (this bucket and table), http (objstate serve, which holds the store settings)",
+      ).choices(["s3", "oss", "http"]),
+    )
     .addOption(new Option("--serve-url <url>", "with --for http: the URL the tool reaches objstate serve by, such as http://127.0.0.1:8080"))
     .addOption(new Option("--username <name>", "with --for http: the user the tool logs in as (the password is never written: set TF_HTTP_PASSWORD)"));
-  addSettingsOptions(synth, "synth", { workspace: true }).action(async (file: string | undefined, ...rest: unknown[]) => (await commands()).synthAction(file, optsOf(rest)));
+  addSettingsOptions(synth, "synth", { workspace: true }).action(async (file: string | undefined, ...rest: unknown[]) =>
+    (await commands()).synthAction(file, optsOf(rest)),
+  );
 
-  const config = jsonOption(root.command("config").description("show the effective settings, where each came from, and the credentials source (secrets redacted)"));
+  const config = jsonOption(
+    root.command("config").description("show the effective settings, where each came from, and the credentials source (secrets redacted)"),
+  );
   addSettingsOptions(config, "config", { workspace: true }).action(async (...args: unknown[]) => (await commands()).configAction(optsOf(args)));
 
   const workspace = root.command("workspace").description("list, create and delete workspaces");
   const wsList = jsonOption(workspace.command("list").description("list the workspaces that have a state (default first); * marks the selected one"));
   addSettingsOptions(wsList, "workspace list", { workspace: true }).action(async (...args: unknown[]) => (await commands()).workspaceListAction(optsOf(args)));
-  const wsNew = lockOption(lockIdOption(jsonOption(workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name"))));
+  const wsNew = lockOption(
+    lockIdOption(
+      jsonOption(workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name")),
+    ),
+  );
   addSettingsOptions(wsNew, "workspace new").action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceNewAction(name, optsOf(rest)));
-  const wsDelete = lockOption(lockIdOption(jsonOption(workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name"))));
-  addSettingsOptions(wsDelete, "workspace delete").action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceDeleteAction(name, optsOf(rest)));
+  const wsDelete = lockOption(
+    lockIdOption(
+      jsonOption(workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name")),
+    ),
+  );
+  addSettingsOptions(wsDelete, "workspace delete").action(async (name: string, ...rest: unknown[]) =>
+    (await commands()).workspaceDeleteAction(name, optsOf(rest)),
+  );
 
   const state = root.command("state").description("read and write a workspace's state");
   const pull = state
@@ -153,75 +186,103 @@ export function program(argv?: readonly string[]): Command {
     .addOption(new Option("--version-id <id>", "the same as --version").hideHelp());
   addSettingsOptions(pull, "state pull", { workspace: true }).action(async (...args: unknown[]) => {
     const opts = optsOf(args);
-    return opts.version !== undefined || opts.versionId !== undefined ? (await import("./history.js")).statePullVersionAction(opts) : (await commands()).statePullAction(opts);
+    return opts.version !== undefined || opts.versionId !== undefined
+      ? (await import("./history.js")).statePullVersionAction(opts)
+      : (await commands()).statePullAction(opts);
   });
   const history = jsonOption(
     state
       .command("history")
-      .description("list the versions of a workspace's state, newest first: ID, time, size, serial, lineage, and who wrote it with which operation (needs bucket versioning)")
+      .description(
+        "list the versions of a workspace's state, newest first: ID, time, size, serial, lineage, and who wrote it with which operation (needs bucket versioning)",
+      )
       .addOption(new Option("--limit <n>", "list at most this many versions (the newest)")),
   );
-  addSettingsOptions(history, "state history", { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateHistoryAction(optsOf(args)));
+  addSettingsOptions(history, "state history", { workspace: true }).action(async (...args: unknown[]) =>
+    (await import("./history.js")).stateHistoryAction(optsOf(args)),
+  );
   const diff = jsonOption(
     state
       .command("diff")
-      .description("show resources and outputs added, removed and changed between two versions (default: the previous version against the current one); sensitive values show as <sensitive>; exit 0 either way")
+      .description(
+        "show resources and outputs added, removed and changed between two versions (default: the previous version against the current one); sensitive values show as <sensitive>; exit 0 either way",
+      )
       .addOption(new Option("--from <id>", "the older side: a version ID from objstate state history [default: the version before --to]"))
       .addOption(new Option("--to <id>", "the newer side: a version ID [default: the current version]")),
   );
-  addSettingsOptions(diff, "state diff", { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateDiffAction(optsOf(args)));
+  addSettingsOptions(diff, "state diff", { workspace: true }).action(async (...args: unknown[]) =>
+    (await import("./history.js")).stateDiffAction(optsOf(args)),
+  );
   const rollback = lockOption(
     lockIdOption(
-        jsonOption(
-          state
-            .command("rollback")
-            .description("under the lock, write an old version's content as a new version with serial = current + 1 (same lineage), so the tool takes it as newer; deletes nothing, restores a deleted workspace; shows the diff and asks first unless --yes")
-            .requiredOption("--to <id>", "the version to roll back to (an ID from objstate state history)")
-            .option("--yes", "do not show the diff and ask for confirmation (required when standard input is not a terminal)")
-            .option("--force", "roll back to a version of another lineage than the current state's"),
-        ),
+      jsonOption(
+        state
+          .command("rollback")
+          .description(
+            "under the lock, write an old version's content as a new version with serial = current + 1 (same lineage), so the tool takes it as newer; deletes nothing, restores a deleted workspace; shows the diff and asks first unless --yes",
+          )
+          .requiredOption("--to <id>", "the version to roll back to (an ID from objstate state history)")
+          .option("--yes", "do not show the diff and ask for confirmation (required when standard input is not a terminal)")
+          .option("--force", "roll back to a version of another lineage than the current state's"),
+      ),
     ),
   );
-  addSettingsOptions(rollback, "state rollback", { workspace: true }).action(async (...args: unknown[]) => (await import("./history.js")).stateRollbackAction(optsOf(args)));
+  addSettingsOptions(rollback, "state rollback", { workspace: true }).action(async (...args: unknown[]) =>
+    (await import("./history.js")).stateRollbackAction(optsOf(args)),
+  );
   const push = lockOption(
     lockIdOption(
-        jsonOption(
-          state
-            .command("push")
-            .description("store a state under the workspace's lock, guarded like the tool's own state push: another lineage, a lower serial or the same serial with other content is refused (exit 5); the same content again writes nothing")
-            .argument("<file>", "state file, or - for standard input")
-            .option("--force", "write even when the lineage guard refuses (the lock and the version read are still checked)"),
-        ),
+      jsonOption(
+        state
+          .command("push")
+          .description(
+            "store a state under the workspace's lock, guarded like the tool's own state push: another lineage, a lower serial or the same serial with other content is refused (exit 5); the same content again writes nothing",
+          )
+          .argument("<file>", "state file, or - for standard input")
+          .option("--force", "write even when the lineage guard refuses (the lock and the version read are still checked)"),
+      ),
     ),
   );
-  addSettingsOptions(push, "state push", { workspace: true }).action(async (file: string, ...rest: unknown[]) => (await commands()).statePushAction(file, optsOf(rest)));
+  addSettingsOptions(push, "state push", { workspace: true }).action(async (file: string, ...rest: unknown[]) =>
+    (await commands()).statePushAction(file, optsOf(rest)),
+  );
   const repair = lockOption(
     lockIdOption(
-        jsonOption(
-          state
-            .command("repair")
-            .description("under the lock: commit a write that was stored but never committed (torn write), write the committed state again over a late write that never committed, remove a digest left without a state, and remove leftovers of dead writers")
-            .option("--force", "record the digest of whatever is stored, even when it does not prove a complete objstate write")
-            .addOption(new Option("--older-than <duration>", "remove leftovers at least this old; younger ones may belong to a writer still at work [default: 1h]")),
-        ),
+      jsonOption(
+        state
+          .command("repair")
+          .description(
+            "under the lock: commit a write that was stored but never committed (torn write), write the committed state again over a late write that never committed, remove a digest left without a state, and remove leftovers of dead writers",
+          )
+          .option("--force", "record the digest of whatever is stored, even when it does not prove a complete objstate write")
+          .addOption(
+            new Option("--older-than <duration>", "remove leftovers at least this old; younger ones may belong to a writer still at work [default: 1h]"),
+          ),
+      ),
     ),
   );
   addSettingsOptions(repair, "state repair", { workspace: true }).action(async (...args: unknown[]) => (await commands()).stateRepairAction(optsOf(args)));
 
   const lock = jsonOption(
-      root
-        .command("lock")
-        .description(
-          "take the workspace's lock and print its ID (release it with objstate unlock ID); with -- COMMAND, hold it while the command runs (renewing a --lock-ttl lease; the command gets OBJSTATE_LOCK_ID) and release it after",
-        )
-        .argument("[command...]", "command to run under the lock (after --); objstate exits with its exit code, or 6 when the lease was lost")
-        .option("--operation <op>", "what the holder is doing, shown to others", "objstate lock")
-        .option("--info <text>", "free text stored with the lock"),
-      "print the whole lock info as JSON",
+    root
+      .command("lock")
+      .description(
+        "take the workspace's lock and print its ID (release it with objstate unlock ID); with -- COMMAND, hold it while the command runs (renewing a --lock-ttl lease; the command gets OBJSTATE_LOCK_ID) and release it after",
+      )
+      .argument("[command...]", "command to run under the lock (after --); objstate exits with its exit code, or 6 when the lease was lost")
+      .option("--operation <op>", "what the holder is doing, shown to others", "objstate lock")
+      .option("--info <text>", "free text stored with the lock"),
+    "print the whole lock info as JSON",
   );
-  addSettingsOptions(lock, "lock", { workspace: true }).action(async (command: string[], ...rest: unknown[]) => (await commands()).lockAction(optsOf(rest), command));
+  addSettingsOptions(lock, "lock", { workspace: true }).action(async (command: string[], ...rest: unknown[]) =>
+    (await commands()).lockAction(optsOf(rest), command),
+  );
 
-  const locks = jsonOption(root.command("locks").description("list every lock held in the lock table and every lockfile under the prefix: workspace, ID, who, operation, since, lease expiry"));
+  const locks = jsonOption(
+    root
+      .command("locks")
+      .description("list every lock held in the lock table and every lockfile under the prefix: workspace, ID, who, operation, since, lease expiry"),
+  );
   addSettingsOptions(locks, "locks").action(async (...args: unknown[]) => (await commands()).locksAction(optsOf(args)));
 
   const unlock = jsonOption(root.command("unlock").description("release the lock with this ID").argument("<id>", "the lock ID printed by objstate lock"));
@@ -234,7 +295,9 @@ export function program(argv?: readonly string[]): Command {
       .argument("<id>", "the ID of the lock to release")
       .option("-f, --force", "do not ask for confirmation (required when standard input is not a terminal)"),
   );
-  addSettingsOptions(forceUnlock, "force-unlock", { workspace: true }).action(async (id: string, ...rest: unknown[]) => (await commands()).forceUnlockAction(id, optsOf(rest)));
+  addSettingsOptions(forceUnlock, "force-unlock", { workspace: true }).action(async (id: string, ...rest: unknown[]) =>
+    (await commands()).forceUnlockAction(id, optsOf(rest)),
+  );
 
   const output = root
     .command("output")
@@ -242,10 +305,14 @@ export function program(argv?: readonly string[]): Command {
     .argument("[name]", "one output")
     .option("--json", "print JSON (numbers exactly as in the state)")
     .addOption(
-      new Option("--raw", "print one string, number or boolean output as is: no quotes, no trailing newline, numbers in plain decimal (needs NAME)").conflicts("json"),
+      new Option("--raw", "print one string, number or boolean output as is: no quotes, no trailing newline, numbers in plain decimal (needs NAME)").conflicts(
+        "json",
+      ),
     )
     .option("--show-sensitive", "show the values of sensitive outputs in the listing of all outputs (one asked for by NAME is always shown)");
-  addSettingsOptions(output, "output", { workspace: true, defaults: true }).action(async (name: string | undefined, ...rest: unknown[]) => (await import("./output.js")).outputAction(name, optsOf(rest)));
+  addSettingsOptions(output, "output", { workspace: true, defaults: true }).action(async (name: string | undefined, ...rest: unknown[]) =>
+    (await import("./output.js")).outputAction(name, optsOf(rest)),
+  );
 
   const doctor = jsonOption(root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest"));
   addSettingsOptions(doctor, "doctor", { workspace: true }).action(async (...args: unknown[]) => (await import("./doctor.js")).doctorAction(optsOf(args)));
@@ -256,15 +323,30 @@ export function program(argv?: readonly string[]): Command {
       .description("report whether the bucket and lock table exist, and create what is missing when asked")
       .option("--create-bucket", "create the bucket if it does not exist")
       .option("--create-table", "create the lock table (key LockID, String) if it does not exist")
-      .option("--versioning", "turn on bucket versioning: every write keeps the version it replaces (what state history and rollback need); the embedded store always keeps versions")
-      .addOption(new Option("--keep-days <n>", "with --versioning: let noncurrent versions expire this many days after they were replaced (a lifecycle rule; nothing expires without one)"))
-      .addOption(new Option("--keep-versions <n>", "with --versioning: keep at least this many newest noncurrent versions of each state (S3 NewerNoncurrentVersions; Ceph RGW does not support it, and objstate then sets nothing)")),
+      .option(
+        "--versioning",
+        "turn on bucket versioning: every write keeps the version it replaces (what state history and rollback need); the embedded store always keeps versions",
+      )
+      .addOption(
+        new Option(
+          "--keep-days <n>",
+          "with --versioning: let noncurrent versions expire this many days after they were replaced (a lifecycle rule; nothing expires without one)",
+        ),
+      )
+      .addOption(
+        new Option(
+          "--keep-versions <n>",
+          "with --versioning: keep at least this many newest noncurrent versions of each state (S3 NewerNoncurrentVersions; Ceph RGW does not support it, and objstate then sets nothing)",
+        ),
+      ),
   );
   addSettingsOptions(init, "init").action(async (...args: unknown[]) => (await import("./init.js")).initAction(optsOf(args)));
 
   const serve = root
     .command("serve")
-    .description("serve the state over the tool's http backend protocol (/state/{workspace}, LOCK/UNLOCK), a JSON API (/api/v1), /healthz, /readyz and /metrics; runs until SIGTERM or SIGINT, then finishes requests in flight");
+    .description(
+      "serve the state over the tool's http backend protocol (/state/{workspace}, LOCK/UNLOCK), a JSON API (/api/v1), /healthz, /readyz and /metrics; runs until SIGTERM or SIGINT, then finishes requests in flight",
+    );
   // Its own flags too wait for complete(serve): settings.js is in the commands' chunk, which `--help` need not load.
   pending.set(serve, () => settingsOptions(serve, "serve"));
   serve.action(async (...args: unknown[]) => (await import("./serve.js")).serveAction(optsOf(args)));
@@ -272,8 +354,15 @@ export function program(argv?: readonly string[]): Command {
     .command("hash-password")
     .description("add a user (scrypt-hashed password read from standard input) with roles to a users file, or print the entry")
     .requiredOption("--user <name>", "user name (the http backend's username)")
-    .option("--role <glob=roles>", "roles on workspaces matching GLOB: outputs, read, write, lock, force, admin (repeatable) [default: *=read]", (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
-    .option("--users <file>", "users file to add the user to (created with mode 600 when absent, made 600 when its group or others may read it); without it the entry is printed")
+    .option(
+      "--role <glob=roles>",
+      "roles on workspaces matching GLOB: outputs, read, write, lock, force, admin (repeatable) [default: *=read]",
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
+    .option(
+      "--users <file>",
+      "users file to add the user to (created with mode 600 when absent, made 600 when its group or others may read it); without it the entry is printed",
+    )
     // --users is also an option of serve itself: commander may hand it to the parent.
     .action(async (...args: unknown[]) => (await import("./serve.js")).hashPasswordAction((args[args.length - 1] as Command).optsWithGlobals()));
 

@@ -4,7 +4,15 @@
  * waiting itself is the library's: `wait` of its lock calls. Warnings are warn.ts's.) The
  * command's settings (the settings table's frozen value) are passed in, never kept here.
  */
-import { ObjectStoreBackend, type ConnectOptions, type LockInfo, type LockOptions, type LockScope, type LockWait, type UnderLockOptions } from "../backend/backend.js";
+import {
+  ObjectStoreBackend,
+  type ConnectOptions,
+  type LockInfo,
+  type LockOptions,
+  type LockScope,
+  type LockWait,
+  type UnderLockOptions,
+} from "../backend/backend.js";
 import { forceUnlockCommand } from "../backend/lock-scope.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
@@ -22,12 +30,20 @@ import { CliError } from "./io.js";
 import { warn } from "./warn.js";
 
 /** Connect the backend with the CLI's warning channel and the command's settings. Close it when done. */
-export function connect(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, own: Settings, options: Omit<ConnectOptions, "env" | "onWarning"> = {}): Promise<ObjectStoreBackend> {
+export function connect(
+  config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig,
+  own: Settings,
+  options: Omit<ConnectOptions, "env" | "onWarning"> = {},
+): Promise<ObjectStoreBackend> {
   return ObjectStoreBackend.connect(config, { ...connectOptionsOf(own), ...options, env: process.env, onWarning: warn });
 }
 
 /** Connect, run `work` with the backend, and close it whatever happens. */
-export async function withBackend<T>(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, own: Settings, work: (backend: ObjectStoreBackend) => Promise<T>): Promise<T> {
+export async function withBackend<T>(
+  config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig,
+  own: Settings,
+  work: (backend: ObjectStoreBackend) => Promise<T>,
+): Promise<T> {
   const backend = await connect(config, own);
   try {
     return await work(backend);
@@ -49,7 +65,13 @@ export function isHttp(endpoint: string): boolean {
 /** The object-store driver for resolved settings (credentials only for HTTP endpoints). */
 export async function storeFor(settings: ResolvedBackendSettings, identity: Identity | undefined, own: Settings): Promise<ObjectStoreDriver> {
   const endpoint = settings.endpoint.value as string;
-  return openStore({ bucket: settings.bucket.value as string, endpoint, region: settings.region.value ?? "us-east-1", credentials: isHttp(endpoint) ? identity?.provider : undefined, timeouts: timeoutsOf(own) });
+  return openStore({
+    bucket: settings.bucket.value as string,
+    endpoint,
+    region: settings.region.value ?? "us-east-1",
+    credentials: isHttp(endpoint) ? identity?.provider : undefined,
+    timeouts: timeoutsOf(own),
+  });
 }
 
 /** The lock-table driver for resolved settings (table and endpoint must be set). */
@@ -71,7 +93,10 @@ export async function lockTableFor(settings: ResolvedBackendSettings, identity: 
 export function requireLocking(config: ObjectStoreBackendConfig, own: Settings, what: string): void {
   const table = resolveEffectiveSettings(config, process.env, { onWarning: warn }).kvstoreTable.value;
   if ((table === undefined || table === "") && !own.values.lockfile) {
-    throw new CliError("NO_LOCK_TABLE", `no lock table is configured, so there is no lock to ${what}: set kvstoreTable and kvstoreEndpoint (--kvstore-table, --kvstore-endpoint), or lock with a lockfile (--lockfile)`);
+    throw new CliError(
+      "NO_LOCK_TABLE",
+      `no lock table is configured, so there is no lock to ${what}: set kvstoreTable and kvstoreEndpoint (--kvstore-table, --kvstore-endpoint), or lock with a lockfile (--lockfile)`,
+    );
   }
 }
 
@@ -111,7 +136,9 @@ export function stateStored(): void {
 export { forceUnlockCommand };
 
 function whatWasWritten(): string {
-  return stored ? "the state was stored, but maybe not committed (the next read commits it once its lock is released; so does objstate state repair)" : "nothing was written";
+  return stored
+    ? "the state was stored, but maybe not committed (the next read commits it once its lock is released; so does objstate state repair)"
+    : "nothing was written";
 }
 
 function onSignal(signal: NodeJS.Signals): void {
@@ -164,7 +191,13 @@ function waitNotice(where: string, timeoutMs: number): (holder: LockInfo | undef
  * {@link Phase}): while the lock is wanted, an interrupt stops the wait (a lock that lands
  * anyway is given back); once it is held, the work finishes and the lock is released.
  */
-export async function underLock<T>(backend: ObjectStoreBackend, workspace: string, options: LockOptions & UnderLockOptions, timeoutMs: number, work: (lock: LockScope) => Promise<T>): Promise<T> {
+export async function underLock<T>(
+  backend: ObjectStoreBackend,
+  workspace: string,
+  options: LockOptions & UnderLockOptions,
+  timeoutMs: number,
+  work: (lock: LockScope) => Promise<T>,
+): Promise<T> {
   // Nothing to wait for or to leave held: an interrupt ends the command at once, as when idle.
   if (options.lockId !== undefined || !backend.lockingEnabled) return backend.withLock(workspace, options, work);
   installHandler();
@@ -189,7 +222,12 @@ export async function underLock<T>(backend: ObjectStoreBackend, workspace: strin
  * prints the lock first, so it can be released), instead of the process leaving silently
  * while the lock lands.
  */
-export async function lockWaiting(backend: ObjectStoreBackend, workspace: string, options: LockOptions, timeoutMs: number): Promise<{ info: LockInfo; interrupted: CliError | undefined }> {
+export async function lockWaiting(
+  backend: ObjectStoreBackend,
+  workspace: string,
+  options: LockOptions,
+  timeoutMs: number,
+): Promise<{ info: LockInfo; interrupted: CliError | undefined }> {
   installHandler();
   const where = backend.describe(workspace);
   phase = { phase: "acquiring", where };

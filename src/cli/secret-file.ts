@@ -39,23 +39,35 @@ function trimWhitespace(bytes: Buffer): Buffer {
  * @throws CliError (usage, exit 2) `SECRET_FILE_UNREADABLE`, `SECRET_FILE_OPEN`, `SECRET_TOO_SHORT`
  */
 export function readSecretFile(file: string, platform: NodeJS.Platform = process.platform): Buffer {
-  if (file === "-" || file === "") throw usageError(`--secret-file needs the path of a file (standard input is not read): ${howToMake("FILE")}`, "SECRET_FILE_UNREADABLE");
+  if (file === "-" || file === "")
+    throw usageError(`--secret-file needs the path of a file (standard input is not read): ${howToMake("FILE")}`, "SECRET_FILE_UNREADABLE");
   let read;
   try {
     read = readBoundedFile(file, MAX_SECRET_FILE_BYTES);
   } catch (e) {
-    if (e instanceof ReadFileError) throw usageError(`cannot read --secret-file ${file}: it ${describeReadProblem(e.problem).replace(/^no such file$/, "does not exist")}`, "SECRET_FILE_UNREADABLE", e);
+    if (e instanceof ReadFileError)
+      throw usageError(
+        `cannot read --secret-file ${file}: it ${describeReadProblem(e.problem).replace(/^no such file$/, "does not exist")}`,
+        "SECRET_FILE_UNREADABLE",
+        e,
+      );
     throw e;
   }
   // The mode of the descriptor that was read: a file swapped in after a check cannot pass it.
   const mode = read.mode ?? 0;
   if (platform !== "win32" && (mode & 0o077) !== 0) {
     const octal = (mode & 0o777).toString(8).padStart(4, "0");
-    throw usageError(`--secret-file ${file} can be read or changed by other users (mode ${octal}): a secret must be its owner's alone; run chmod 600 ${file}`, "SECRET_FILE_OPEN");
+    throw usageError(
+      `--secret-file ${file} can be read or changed by other users (mode ${octal}): a secret must be its owner's alone; run chmod 600 ${file}`,
+      "SECRET_FILE_OPEN",
+    );
   }
   const secret = trimWhitespace(read.bytes);
   if (secret.length < MIN_SECRET_BYTES) {
-    throw usageError(`--secret-file ${file} holds ${secret.length} bytes of secret; at least ${MIN_SECRET_BYTES} are needed: ${howToMake(file)}`, "SECRET_TOO_SHORT");
+    throw usageError(
+      `--secret-file ${file} holds ${secret.length} bytes of secret; at least ${MIN_SECRET_BYTES} are needed: ${howToMake(file)}`,
+      "SECRET_TOO_SHORT",
+    );
   }
   return secret;
 }

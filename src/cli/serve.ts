@@ -66,7 +66,10 @@ const octal = (mode: number): string => `0${(mode & 0o777).toString(8).padStart(
 function checkUsersFileMode(file: string): void {
   const mode = openToOthers(file);
   if (mode === undefined) return;
-  throw usageError(`users file ${file} has mode ${octal(mode)}: its group or others may read or change it, and it holds password hashes and roles. Run \`chmod 600 ${file}\` (owned by the user that runs objstate serve) and start again`, "USERS_FILE_PERMISSIONS");
+  throw usageError(
+    `users file ${file} has mode ${octal(mode)}: its group or others may read or change it, and it holds password hashes and roles. Run \`chmod 600 ${file}\` (owned by the user that runs objstate serve) and start again`,
+    "USERS_FILE_PERMISSIONS",
+  );
 }
 
 /** `objstate serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
@@ -78,23 +81,38 @@ export async function serveAction(opts: Opts): Promise<void> {
   const usersFile = v.users;
   const insecure = v.insecureNoAuth;
   if (usersFile === undefined && !isLoopbackHost(host) && !insecure) {
-    throw usageError(`--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`, "AUTH_REQUIRED");
+    throw usageError(
+      `--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`,
+      "AUTH_REQUIRED",
+    );
   }
   const publicUrls = publicUrlsOf(v.publicUrl);
   if (publicUrls.length === 0 && !isLoopbackHost(host)) {
     // Without the list, a Host check could only trust what the request says (DNS rebinding).
-    throw usageError(`--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`, "PUBLIC_URL_REQUIRED");
+    throw usageError(
+      `--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`,
+      "PUBLIC_URL_REQUIRED",
+    );
   }
   const certFile = v.tlsCert;
   const keyFile = v.tlsKey;
   const caFile = v.tlsClientCa;
-  if ((certFile === undefined) !== (keyFile === undefined)) throw usageError("--tls-cert and --tls-key go together: give both, or neither for plain HTTP", "TLS_INCOMPLETE");
-  if (caFile !== undefined && certFile === undefined) throw usageError("--tls-client-ca needs --tls-cert and --tls-key (client certificates are part of TLS)", "TLS_INCOMPLETE");
+  if ((certFile === undefined) !== (keyFile === undefined))
+    throw usageError("--tls-cert and --tls-key go together: give both, or neither for plain HTTP", "TLS_INCOMPLETE");
+  if (caFile !== undefined && certFile === undefined)
+    throw usageError("--tls-client-ca needs --tls-cert and --tls-key (client certificates are part of TLS)", "TLS_INCOMPLETE");
   const { maxStateSize, clientTimeout: clientTimeoutMs, shutdownGrace: graceMs, maxConnections, maxConnectionsPerClient } = v;
   const logger = new Logger(v.logLevel);
   if (usersFile !== undefined) checkUsersFileMode(usersFile);
   const users = usersFile === undefined ? undefined : loadUsers(usersFile);
-  const tls = certFile === undefined || keyFile === undefined ? undefined : { cert: readPem("--tls-cert", certFile), key: readPem("--tls-key", keyFile), ca: caFile === undefined ? undefined : readPem("--tls-client-ca", caFile) };
+  const tls =
+    certFile === undefined || keyFile === undefined
+      ? undefined
+      : {
+          cert: readPem("--tls-cert", certFile),
+          key: readPem("--tls-key", keyFile),
+          ca: caFile === undefined ? undefined : readPem("--tls-client-ca", caFile),
+        };
   // Without it each process makes its own key: a form served by one replica fails on another.
   const secretFile = v.secretFile;
   const csrfKey = secretFile === undefined ? undefined : formKeyOf(readSecretFile(secretFile));
@@ -109,7 +127,16 @@ export async function serveAction(opts: Opts): Promise<void> {
   const allowUnlockedWrites = v.allowUnlockedWrites;
   // Repairs a request made on its own (a torn write committed by a GET) are the operator's to know.
   const backend = await connect(config, input.settings, {
-    onRepair: (r) => logger.event("warn", "state repaired", { workspace: r.workspace, action: r.action, md5: r.md5, generation: r.generation, serial: r.serial, lockId: r.lockId, detail: r.message }),
+    onRepair: (r) =>
+      logger.event("warn", "state repaired", {
+        workspace: r.workspace,
+        action: r.action,
+        md5: r.md5,
+        generation: r.generation,
+        serial: r.serial,
+        lockId: r.lockId,
+        detail: r.message,
+      }),
   });
   if (!backend.lockingEnabled && !allowUnlockedWrites) {
     backend.close();
@@ -119,7 +146,20 @@ export async function serveAction(opts: Opts): Promise<void> {
     );
   }
   const withConsole = v.console;
-  const server = new ObjstateServer({ backend, users, maxStateSize, clientTimeoutMs, maxConnections, maxConnectionsPerClient, tls, logger, console: withConsole, csrfKey, publicUrls, allowUnlockedWrites });
+  const server = new ObjstateServer({
+    backend,
+    users,
+    maxStateSize,
+    clientTimeoutMs,
+    maxConnections,
+    maxConnectionsPerClient,
+    tls,
+    logger,
+    console: withConsole,
+    csrfKey,
+    publicUrls,
+    allowUnlockedWrites,
+  });
   try {
     await server.listen(host, port);
   } catch (e) {
@@ -127,16 +167,35 @@ export async function serveAction(opts: Opts): Promise<void> {
     throw usageError(`cannot listen on ${host}:${port}: ${whyNotListening(e, host, port)}`, "LISTEN_FAILED");
   }
   if (users === undefined && insecure && !isLoopbackHost(host)) {
-    warn(`SERVING ${server.url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`, "SERVE_INSECURE");
+    warn(
+      `SERVING ${server.url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`,
+      "SERVE_INSECURE",
+    );
   } else if (users === undefined) {
     warn(`no --users file: serving on loopback only (${server.url}), and every local client may do everything`, "SERVE_NO_USERS");
   }
   if (users !== undefined && tls === undefined && !isLoopbackHost(host)) {
-    warn(`SERVING PASSWORDS OVER PLAIN HTTP on ${server.url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`, "SERVE_PLAINTEXT_PASSWORDS");
+    warn(
+      `SERVING PASSWORDS OVER PLAIN HTTP on ${server.url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`,
+      "SERVE_PLAINTEXT_PASSWORDS",
+    );
   }
-  if (!backend.lockingEnabled) warn("no lock table is configured (--allow-unlocked-writes): LOCK always succeeds and concurrent clients can overwrite each other's changes", "SERVE_NO_LOCKING");
-  else if (allowUnlockedWrites) warn("--allow-unlocked-writes: a client without lock_address, or run with -lock=false, can overwrite changes it never read", "SERVE_UNLOCKED_WRITES");
-  logger.event("info", "listening", { url: server.url, state: backend.describe(), auth: users !== undefined, tls: tls !== undefined, clientCertificates: tls?.ca !== undefined, sharedFormSecret: csrfKey !== undefined, unlockedWrites: allowUnlockedWrites });
+  if (!backend.lockingEnabled)
+    warn(
+      "no lock table is configured (--allow-unlocked-writes): LOCK always succeeds and concurrent clients can overwrite each other's changes",
+      "SERVE_NO_LOCKING",
+    );
+  else if (allowUnlockedWrites)
+    warn("--allow-unlocked-writes: a client without lock_address, or run with -lock=false, can overwrite changes it never read", "SERVE_UNLOCKED_WRITES");
+  logger.event("info", "listening", {
+    url: server.url,
+    state: backend.describe(),
+    auth: users !== undefined,
+    tls: tls !== undefined,
+    clientCertificates: tls?.ca !== undefined,
+    sharedFormSecret: csrfKey !== undefined,
+    unlockedWrites: allowUnlockedWrites,
+  });
   // The signal handlers go in before the line that says the server is up: whoever waits for
   // that line may send SIGTERM at once, and a signal before its handler kills the process.
   const stopped = new Promise<void>((resolve) => {
@@ -157,7 +216,9 @@ export async function serveAction(opts: Opts): Promise<void> {
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);
   });
-  process.stderr.write(`objstate: serving ${backend.describe()} at ${server.url}/state/{workspace}${withConsole ? `, web console at ${server.url}/` : " (no web console: --no-console)"}\n`);
+  process.stderr.write(
+    `objstate: serving ${backend.describe()} at ${server.url}/state/{workspace}${withConsole ? `, web console at ${server.url}/` : " (no web console: --no-console)"}\n`,
+  );
   await stopped;
 }
 
@@ -173,14 +234,24 @@ export async function hashPasswordAction(opts: Opts): Promise<void> {
   for (const spec of opts.role ?? ["*=read"]) {
     const eq = spec.lastIndexOf("=");
     const glob = eq < 0 ? "" : spec.slice(0, eq);
-    const list = eq < 0 ? [] : spec.slice(eq + 1).split(",").map((r) => r.trim());
+    const list =
+      eq < 0
+        ? []
+        : spec
+            .slice(eq + 1)
+            .split(",")
+            .map((r) => r.trim());
     if (glob === "" || list.length === 0 || list.some((r) => !ROLES.includes(r as Role))) {
-      throw usageError(`--role must be GLOB=ROLE[,ROLE…] with roles among ${ROLES.join(", ")} (e.g. 'staging-*=read,write,lock'), got ${JSON.stringify(spec)}`, "INVALID_ROLE");
+      throw usageError(
+        `--role must be GLOB=ROLE[,ROLE…] with roles among ${ROLES.join(", ")} (e.g. 'staging-*=read,write,lock'), got ${JSON.stringify(spec)}`,
+        "INVALID_ROLE",
+      );
     }
     roles[glob] = [...new Set([...(roles[glob] ?? []), ...(list as Role[])])];
   }
   const password = interactive() ? await promptTwice(name) : (await readAllStdin()).replace(/\r?\n$/, "");
-  if (password === "") throw usageError("no password on standard input: pipe it in (printf '%s' \"$PASSWORD\" | objstate serve hash-password --user NAME)", "NO_PASSWORD");
+  if (password === "")
+    throw usageError("no password on standard input: pipe it in (printf '%s' \"$PASSWORD\" | objstate serve hash-password --user NAME)", "NO_PASSWORD");
   const hash = await hashPassword(password);
   const file = opts.users;
   if (file === undefined) {
@@ -229,4 +300,3 @@ export function whyNotListening(e: unknown, host: string, port: number): string 
       return code ?? (e instanceof Error ? e.message : String(e));
   }
 }
-

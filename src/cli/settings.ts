@@ -14,7 +14,17 @@ import { nearest } from "../config/validate.js";
 import { AWS_ENV } from "../resolve/settings.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { readJsonFile, usageError } from "./io.js";
-import { defaultNote, parseSettings, settingsOf, SETTINGS_TABLE, type SettingFlags, type SettingOrigin, type Settings, type SettingsCommand, type SettingSpec } from "../config/settings-table.js";
+import {
+  defaultNote,
+  parseSettings,
+  settingsOf,
+  SETTINGS_TABLE,
+  type SettingFlags,
+  type SettingOrigin,
+  type Settings,
+  type SettingsCommand,
+  type SettingSpec,
+} from "../config/settings-table.js";
 import type { Opts } from "./options.js";
 
 /** Heading of the settings options in `--help`. */
@@ -76,9 +86,15 @@ export function addSettingsOptions(cmd: Command, command: SettingsCommand, optio
   const add = (o: Option): void => {
     cmd.addOption(o.helpGroup(SETTINGS_HELP_GROUP));
   };
-  add(new Option("-c, --config <file>", 'settings file: ObjectStoreBackendConfig props ({"bucket": …, "kvstoreTable": …}) or tool JSON ({"tool": {"backend": {"objectstore": {…}}}}), with objstate\'s own settings in an "objstate" section; - for standard input'));
+  add(
+    new Option(
+      "-c, --config <file>",
+      'settings file: ObjectStoreBackendConfig props ({"bucket": …, "kvstoreTable": …}) or tool JSON ({"tool": {"backend": {"objectstore": {…}}}}), with objstate\'s own settings in an "objstate" section; - for standard input',
+    ),
+  );
   if (options.workspace === true) add(new Option("-w, --workspace <name>", "workspace to act on [default: the config file's workspace, else default]"));
-  if (options.defaults === true) add(new Option("--defaults <json>", 'output values used when the state does not define them, as a JSON object (e.g. \'{"vpc_id": "none"}\')'));
+  if (options.defaults === true)
+    add(new Option("--defaults <json>", 'output values used when the state does not define them, as a JSON object (e.g. \'{"vpc_id": "none"}\')'));
   for (const r of settingsOf(command)) cmd.addOption(optionOf(r, command));
   for (const f of FLAG_FIELDS) {
     const flag = flagOf(f.name);
@@ -150,7 +166,10 @@ function fromToolJson(doc: Record<string, unknown>, file: string): FileSettings 
     const f = COMMON_FIELDS.find((x) => x.jsonKey === k);
     if (f === undefined) {
       const near = nearest(k, jsonKeys);
-      fileError(file, `${TOOL_BLOCK}.${k} is not a setting of the objectstore backend${near === undefined ? `; the settings are: ${jsonKeys.join(", ")}` : `; did you mean ${near}?`}`);
+      fileError(
+        file,
+        `${TOOL_BLOCK}.${k} is not a setting of the objectstore backend${near === undefined ? `; the settings are: ${jsonKeys.join(", ")}` : `; did you mean ${near}?`}`,
+      );
     }
     keys[f.name] = `${TOOL_BLOCK}.${k}`;
     if (f.kind === "assumeRole" && isPlainObject(v)) {
@@ -160,7 +179,10 @@ function fromToolJson(doc: Record<string, unknown>, file: string): FileSettings 
         const g = ASSUME_ROLE_FIELDS.find((x) => x.jsonKey === ik);
         if (g === undefined) {
           const near = nearest(ik, innerKeys);
-          fileError(file, `${TOOL_BLOCK}.${k}.${ik} is not a setting of the assume_role block${near === undefined ? `; the settings are: ${innerKeys.join(", ")}` : `; did you mean ${near}?`}`);
+          fileError(
+            file,
+            `${TOOL_BLOCK}.${k}.${ik} is not a setting of the assume_role block${near === undefined ? `; the settings are: ${innerKeys.join(", ")}` : `; did you mean ${near}?`}`,
+          );
         }
         inner[g.name] = iv;
       }
@@ -188,7 +210,8 @@ function fromProps(obj: Record<string, unknown>, path: string): FileSettings {
 export function loadConfigFile(file: string): FileSettings {
   const name = file === "-" ? "standard input" : file;
   const doc = readJsonFile(file);
-  if (!isPlainObject(doc)) fileError(name, `expected a JSON object: ObjectStoreBackendConfig props ({"bucket": …}) or tool JSON ({"tool": {"backend": {"objectstore": {…}}}})`);
+  if (!isPlainObject(doc))
+    fileError(name, `expected a JSON object: ObjectStoreBackendConfig props ({"bucket": …}) or tool JSON ({"tool": {"backend": {"objectstore": {…}}}})`);
   if ("tool" in doc) return fromToolJson(doc, name);
   if ("backend" in doc || "remoteStates" in doc) {
     const backend = doc["backend"];

@@ -63,7 +63,11 @@ function readStdin(): Buffer {
   try {
     return readBoundedFile("-", FILE_LIMITS.state).bytes;
   } catch (e) {
-    throw inputError(e, "standard input", "; standard input cannot be read twice (once to check it, once to send it), so it is held in memory: save the state to a file and push the file");
+    throw inputError(
+      e,
+      "standard input",
+      "; standard input cannot be read twice (once to check it, once to send it), so it is held in memory: save the state to a file and push the file",
+    );
   }
 }
 
@@ -121,10 +125,10 @@ function fileSource(fd: number, size: number, name: string): ByteSource {
   return {
     size,
     async *open() {
-      for (let pos = 0; pos < size; ) {
+      for (let pos = 0; pos < size;) {
         const n = Math.min(CHUNK, size - pos);
         const buf = Buffer.allocUnsafe(n);
-        for (let got = 0; got < n; ) {
+        for (let got = 0; got < n;) {
           const r = await readAt(buf, got, n - got, pos + got);
           if (r === 0) throw sourceChanged(name, size, pos + got);
           got += r;

@@ -102,7 +102,6 @@ function copyOrInvalid(copy: unknown): unknown {
   return copy === NOT_JSON ? INVALID : copy;
 }
 
-
 /** A deep copy of JSON data (validated plain objects and arrays only). */
 export function copyJson<T>(v: T): T {
   if (Array.isArray(v)) return v.map(copyJson) as T;
@@ -122,12 +121,18 @@ export function copyJson<T>(v: T): T {
  */
 function throwFirstProblem(spec: KindSpec, plan: Plan, input: unknown, path: string): never {
   if (!isPlainObject(input)) {
-    throw new ConfigError("INVALID_PROPS", `${spec.className} props must be a plain object, got ${describeValue(input, false)}`, { field: path === "" ? undefined : path.slice(0, -1) });
+    throw new ConfigError("INVALID_PROPS", `${spec.className} props must be a plain object, got ${describeValue(input, false)}`, {
+      field: path === "" ? undefined : path.slice(0, -1),
+    });
   }
   for (const k in input) {
     if (!plan.set.has(k)) {
       const near = nearest(k, plan.list);
-      throw new ConfigError("UNKNOWN_FIELD", `${path}${k} is not a field of ${spec.className}${near === undefined ? `; the fields are: ${plan.list.join(", ")}` : `; did you mean ${path}${near}?`}`, { field: `${path}${k}` });
+      throw new ConfigError(
+        "UNKNOWN_FIELD",
+        `${path}${k} is not a field of ${spec.className}${near === undefined ? `; the fields are: ${plan.list.join(", ")}` : `; did you mean ${path}${near}?`}`,
+        { field: `${path}${k}` },
+      );
     }
   }
   for (const f of spec.fields) {
@@ -329,7 +334,7 @@ export function builderFactory<B>(spec: KindSpec, make: (props: Record<string, u
         const values: Record<string, unknown> = { ...blank };
         let mask = 0;
         // The fields given, lowest bit (first in the table) first.
-        for (let m = this.#given; m !== 0; ) {
+        for (let m = this.#given; m !== 0;) {
           const low = m & -m;
           m ^= low;
           const i = 31 - Math.clz32(low);
@@ -374,8 +379,11 @@ let assumeRoleWarned = false;
 export function warnAssumeRoleDeprecated(): void {
   if (assumeRoleWarned) return;
   assumeRoleWarned = true;
-  process.emitWarning("The assumeRole block is deprecated; use assumeRoleRoleArn, assumeRolePolicy, assumeRoleSessionName and assumeRoleSessionExpiration instead.", {
-    type: "DeprecationWarning",
-    code: "OBJSTATE_DEP_ASSUME_ROLE",
-  });
+  process.emitWarning(
+    "The assumeRole block is deprecated; use assumeRoleRoleArn, assumeRolePolicy, assumeRoleSessionName and assumeRoleSessionExpiration instead.",
+    {
+      type: "DeprecationWarning",
+      code: "OBJSTATE_DEP_ASSUME_ROLE",
+    },
+  );
 }

@@ -7,7 +7,7 @@ const TRANSFORM_NOTES = {
   httpsHost: "host[:port]; `http://` and `file:` refused",
   path: "trimmed of `/`",
   list: "a one-element list",
-  seconds: "`\"<n>s\"`",
+  seconds: '`"<n>s"`',
   nonEmpty: "not written when empty",
 } as const;
 
@@ -23,7 +23,11 @@ function cellText(cell: MappingCell): string {
       const notes = [
         cell.transform === undefined ? "" : TRANSFORM_NOTES[cell.transform],
         cell.whenUnset === undefined ? "" : `written when unset: ${cell.whenUnset === "default" ? "the field's default" : `\`${String(cell.whenUnset)}\``}`,
-        cell.alongside === undefined ? "" : `with ${Object.keys(cell.alongside).map((k) => `\`${k}\``).join(", ")}`,
+        cell.alongside === undefined
+          ? ""
+          : `with ${Object.keys(cell.alongside)
+              .map((k) => `\`${k}\``)
+              .join(", ")}`,
         cell.env === undefined ? "" : `env \`${cell.env}\``,
       ].filter((n) => n !== "");
       return `\`${cell.argument}\`${notes.length === 0 ? "" : ` (${notes.join("; ")})`}`;
@@ -32,7 +36,9 @@ function cellText(cell: MappingCell): string {
 }
 
 function mappingTable(): string {
-  const rows = Object.entries(TERRAFORM_MAPPING as unknown as Record<string, MappingRow>).map(([field, row]) => `| \`${field}\` | ${TERRAFORM_BACKENDS.map((b) => cellText(row[b])).join(" | ")} |`);
+  const rows = Object.entries(TERRAFORM_MAPPING as unknown as Record<string, MappingRow>).map(
+    ([field, row]) => `| \`${field}\` | ${TERRAFORM_BACKENDS.map((b) => cellText(row[b])).join(" | ")} |`,
+  );
   return [`| field | ${TERRAFORM_BACKENDS.join(" | ")} |`, `|---|${TERRAFORM_BACKENDS.map(() => "---").join("|")}|`, ...rows].join("\n");
 }
 
@@ -50,7 +56,11 @@ function table(fields: readonly FieldSpec[]): string {
       `${f.doc} Must be ${f.rule.expected}.`,
     ].join(" | "),
   );
-  return ["| field | JSON key | type | required | env (first non-empty wins) | default | since | notes | description |", "|---|---|---|---|---|---|---|---|---|", ...rows.map((r) => `| ${r} |`)].join("\n");
+  return [
+    "| field | JSON key | type | required | env (first non-empty wins) | default | since | notes | description |",
+    "|---|---|---|---|---|---|---|---|---|",
+    ...rows.map((r) => `| ${r} |`),
+  ].join("\n");
 }
 
 /** Markdown reference of every field; `npm run docs` writes it to docs/fields.md. */

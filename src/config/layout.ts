@@ -110,7 +110,9 @@ export function checkWorkspace(name: unknown, max: number = WORKSPACE_MAX_LENGTH
   }
   if (name.length > max) {
     const why = max < WORKSPACE_MAX_LENGTH ? " on this backend (its prefix and key take the rest of the store's longest key)" : "";
-    throw new ObjstateError("INVALID_WORKSPACE", `workspace names may have at most ${max} characters${why}; ${quote(name)} is longer: choose a shorter name`, { details: { workspace: name.slice(0, max), maxLength: max } });
+    throw new ObjstateError("INVALID_WORKSPACE", `workspace names may have at most ${max} characters${why}; ${quote(name)} is longer: choose a shorter name`, {
+      details: { workspace: name.slice(0, max), maxLength: max },
+    });
   }
 }
 

@@ -96,7 +96,12 @@ const BLOCK: BlockCell = Object.freeze({ kind: "block" });
  * answer, and which would leave the machine for AWS), checks the region against AWS's
  * list, and addresses buckets as virtual hosts (objstate always uses path-style).
  */
-const CUSTOM_S3_ENDPOINT = Object.freeze({ use_path_style: true, skip_credentials_validation: true, skip_requesting_account_id: true, skip_region_validation: true });
+const CUSTOM_S3_ENDPOINT = Object.freeze({
+  use_path_style: true,
+  skip_credentials_validation: true,
+  skip_requesting_account_id: true,
+  skip_region_validation: true,
+});
 
 /** The rows, keyed by field name; the order is the field table's. */
 export const TERRAFORM_MAPPING: { readonly [N in CommonName | BlockName | OwnName]: MappingRow } = Object.freeze({
@@ -132,7 +137,11 @@ export const TERRAFORM_MAPPING: { readonly [N in CommonName | BlockName | OwnNam
   "assumeRole.policy": { s3: arg("assume_role.policy"), oss: arg("assume_role.policy"), http: SERVER },
   "assumeRole.sessionName": { s3: arg("assume_role.session_name"), oss: arg("assume_role.session_name"), http: SERVER },
   "assumeRole.sessionExpiration": { s3: arg("assume_role.duration", { transform: "seconds" }), oss: arg("assume_role.session_expiration"), http: SERVER },
-  lockfile: { s3: arg("use_lockfile"), oss: none("the OSS backend locks only through its TableStore table: drop --lockfile and set kvstoreTable"), http: SERVER },
+  lockfile: {
+    s3: arg("use_lockfile"),
+    oss: none("the OSS backend locks only through its TableStore table: drop --lockfile and set kvstoreTable"),
+    http: SERVER,
+  },
 });
 
 /** What else a backend's output needs, beside the rows. */

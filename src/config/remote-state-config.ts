@@ -66,4 +66,6 @@ export class DataRemoteStateObjectStoreConfig extends ConfigObject {
 export interface DataRemoteStateObjectStoreConfig extends ValuesOf<Fields, AssumeRoleTypes>, GettersOf<Fields, AssumeRoleTypes> {}
 installGetters(DataRemoteStateObjectStoreConfig.prototype, REMOTE_STATE_FIELDS);
 
-const newBuilder = builderFactory<DataRemoteStateObjectStoreConfigBuilder>(SPEC, (p) => DataRemoteStateObjectStoreConfig.from(p as DataRemoteStateObjectStoreConfigProps));
+const newBuilder = builderFactory<DataRemoteStateObjectStoreConfigBuilder>(SPEC, (p) =>
+  DataRemoteStateObjectStoreConfig.from(p as DataRemoteStateObjectStoreConfigProps),
+);

@@ -168,7 +168,8 @@ export const RULES = {
   },
   storeEndpoint: {
     type: "string",
-    expected: "a URL (http://, https:// or file:) or a bare host such as s3.example.com, with no path, query or fragment after the host (the bucket is never part of the endpoint)",
+    expected:
+      "a URL (http://, https:// or file:) or a bare host such as s3.example.com, with no path, query or fragment after the host (the bucket is never part of the endpoint)",
     valid: (v: string) => isEndpoint(v, true),
   },
   lockEndpoint: {

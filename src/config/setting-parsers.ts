@@ -31,11 +31,12 @@ export function originLabel(o: SettingOrigin): string {
 
 /** A bad value, naming where it came from; `details` say which flag, key or variable. */
 export function settingError(code: ErrorCode, at: SettingOrigin, problem: string): ObjstateError {
-  const where = at.kind === "flag" ? { flag: at.flag } : at.kind === "file" ? { file: at.file, key: at.key } : at.kind === "env" ? { variable: at.variable } : {};
+  const where =
+    at.kind === "flag" ? { flag: at.flag } : at.kind === "file" ? { file: at.file, key: at.key } : at.kind === "env" ? { variable: at.variable } : {};
   return new ObjstateError(code, `${originLabel(at)} ${problem}`, { details: where });
 }
 
-const got = (v: unknown): string => (typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v) ?? String(v));
+const got = (v: unknown): string => (typeof v === "string" ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v)));
 
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 const WHOLE = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/;
@@ -74,7 +75,8 @@ export function sizeOf(raw: unknown, at: SettingOrigin): number {
   const text = typeof raw === "number" ? String(raw) : typeof raw === "string" ? raw : "";
   const m = /^(\d+)\s*([a-z]*)$/i.exec(text.trim());
   const unit = m === null ? undefined : SIZE_UNITS[(m[2] as string).toLowerCase()];
-  if (m === null || unit === undefined || Number(m[1]) <= 0) throw settingError("INVALID_SIZE", at, `must be a size such as 1048576, 64KiB, 512MiB or 1GiB, got ${got(raw)}`);
+  if (m === null || unit === undefined || Number(m[1]) <= 0)
+    throw settingError("INVALID_SIZE", at, `must be a size such as 1048576, 64KiB, 512MiB or 1GiB, got ${got(raw)}`);
   return Number(m[1]) * unit;
 }
 
@@ -82,7 +84,8 @@ export function sizeOf(raw: unknown, at: SettingOrigin): number {
 export function countOf(raw: unknown, at: SettingOrigin): number {
   const text = typeof raw === "number" ? String(raw) : typeof raw === "string" ? raw.trim() : "";
   const n = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1) throw settingError("INVALID_COUNT", at, `must be a whole number of at least 1, got ${got(raw)}`);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1)
+    throw settingError("INVALID_COUNT", at, `must be a whole number of at least 1, got ${got(raw)}`);
   return n;
 }
 
@@ -103,14 +106,20 @@ export function listenOf(raw: unknown, at: SettingOrigin): ListenAddress {
 
 /** A layout name. */
 export function layoutOf(raw: unknown, at: SettingOrigin): LayoutName {
-  if (!isLayoutName(raw)) throw settingError("INVALID_LAYOUT", at, `must be "seed" (the default workspace at {prefix}/{key}) or "s3" (at {key}, as the tool's S3 backend keeps it), got ${got(raw)}`);
+  if (!isLayoutName(raw))
+    throw settingError(
+      "INVALID_LAYOUT",
+      at,
+      `must be "seed" (the default workspace at {prefix}/{key}) or "s3" (at {key}, as the tool's S3 backend keeps it), got ${got(raw)}`,
+    );
   return raw;
 }
 
 /** One of `choices`. */
 export function choiceOf<C extends string>(choices: readonly C[]): (raw: unknown, at: SettingOrigin) => C {
   return (raw, at) => {
-    if (typeof raw !== "string" || !(choices as readonly string[]).includes(raw)) throw settingError("INVALID_VALUE", at, `must be one of ${choices.join(", ")}, got ${got(raw)}`);
+    if (typeof raw !== "string" || !(choices as readonly string[]).includes(raw))
+      throw settingError("INVALID_VALUE", at, `must be one of ${choices.join(", ")}, got ${got(raw)}`);
     return raw as C;
   };
 }

@@ -51,7 +51,11 @@ export function settingsTopicText(): string {
     for (const r of (SETTINGS_TABLE as readonly SettingSpec[]).filter((x) => x.group === group)) {
       out.push(`  ${flagText(r)}`);
       out.push(`      ${r.doc}`);
-      const facts = [`file: objstate.${r.fileKey}`, r.env === undefined ? undefined : `env: ${r.env}`, r.defaultText === undefined ? undefined : `default: ${r.defaultText}`].filter((x) => x !== undefined);
+      const facts = [
+        `file: objstate.${r.fileKey}`,
+        r.env === undefined ? undefined : `env: ${r.env}`,
+        r.defaultText === undefined ? undefined : `default: ${r.defaultText}`,
+      ].filter((x) => x !== undefined);
       out.push(`      [${facts.join("; ")}]`);
       if (group === "shared") out.push(`      on: ${commandsText(r)}`);
     }

@@ -235,8 +235,28 @@ export const SETTINGS_TABLE = [
     group: "server",
     doc: "serve a non-loopback address without a users file: anyone who reaches it may read, write and unlock every state",
   }),
-  row({ name: "tlsCert", flag: "--tls-cert", arg: "<file>", fileKey: "tlsCert", default: undefined as string | undefined, parse: pathOf, commands: ["serve"], group: "server", doc: "PEM certificate (chain): serve HTTPS (needs --tls-key)" }),
-  row({ name: "tlsKey", flag: "--tls-key", arg: "<file>", fileKey: "tlsKey", default: undefined as string | undefined, parse: pathOf, commands: ["serve"], group: "server", doc: "PEM private key of --tls-cert" }),
+  row({
+    name: "tlsCert",
+    flag: "--tls-cert",
+    arg: "<file>",
+    fileKey: "tlsCert",
+    default: undefined as string | undefined,
+    parse: pathOf,
+    commands: ["serve"],
+    group: "server",
+    doc: "PEM certificate (chain): serve HTTPS (needs --tls-key)",
+  }),
+  row({
+    name: "tlsKey",
+    flag: "--tls-key",
+    arg: "<file>",
+    fileKey: "tlsKey",
+    default: undefined as string | undefined,
+    parse: pathOf,
+    commands: ["serve"],
+    group: "server",
+    doc: "PEM private key of --tls-cert",
+  }),
   row({
     name: "tlsClientCa",
     flag: "--tls-client-ca",
@@ -318,7 +338,16 @@ export const SETTINGS_TABLE = [
     group: "server",
     doc: "accept a state write without ?ID, from a client that holds no lock (no lock_address in its backend block, or -lock=false): it may overwrite changes it never read. Needed to serve without a lock table or lockfile; without it such writes get 409 UNLOCKED_WRITE",
   }),
-  row({ name: "console", flag: "--no-console", fileKey: "console", default: true, parse: switchOf, commands: ["serve"], group: "server", doc: "serve no web console at / (only /state, /api/v1 and the probes)" }),
+  row({
+    name: "console",
+    flag: "--no-console",
+    fileKey: "console",
+    default: true,
+    parse: switchOf,
+    commands: ["serve"],
+    group: "server",
+    doc: "serve no web console at / (only /state, /api/v1 and the probes)",
+  }),
   row({
     name: "secretFile",
     flag: "--secret-file",
@@ -361,7 +390,9 @@ export interface Settings {
 }
 
 /** What commander gives for the table's flags: text (a list for a repeatable one) or a switch, by name; absent when not given. */
-export type SettingFlags = { readonly [R in Rows[number] as R["name"]]?: R["default"] extends boolean ? boolean : R["default"] extends readonly string[] ? string[] : string };
+export type SettingFlags = {
+  readonly [R in Rows[number] as R["name"]]?: R["default"] extends boolean ? boolean : R["default"] extends readonly string[] ? string[] : string;
+};
 
 /** The rows whose flag `command` offers (listed or hidden). */
 export function settingsOf(command: SettingsCommand): readonly SettingSpec[] {
@@ -389,11 +420,15 @@ function fileProblem(file: string, message: string): never {
 export function parseSettings(flags: SettingFlags, file: SettingsFileSection | undefined, env: Readonly<Record<string, string | undefined>>): Settings {
   const section = file?.section;
   if (file !== undefined && section !== undefined && section !== null) {
-    if (!isPlainObject(section)) fileProblem(file.file, `objstate must be an object of objstate settings, such as {"lockTtl": "1m", "lockfile": true, "layout": "s3"}`);
+    if (!isPlainObject(section))
+      fileProblem(file.file, `objstate must be an object of objstate settings, such as {"lockTtl": "1m", "lockfile": true, "layout": "s3"}`);
     for (const k of Object.keys(section)) {
       if (FILE_KEYS.includes(k)) continue;
       const near = nearest(k, FILE_KEYS);
-      fileProblem(file.file, `objstate.${k} is not an objstate setting${near === undefined ? `; the settings are: ${FILE_KEYS.join(", ")}` : `; did you mean ${near}?`}`);
+      fileProblem(
+        file.file,
+        `objstate.${k} is not an objstate setting${near === undefined ? `; the settings are: ${FILE_KEYS.join(", ")}` : `; did you mean ${near}?`}`,
+      );
     }
   }
   const values: Record<string, unknown> = {};

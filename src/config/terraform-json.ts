@@ -7,7 +7,15 @@
 import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "./layout.js";
 import { ConfigError } from "./errors.js";
 import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "./fields.js";
-import { TERRAFORM_BACKEND_SPECS, TERRAFORM_BACKENDS, TERRAFORM_MAPPING, type ArgumentCell, type MappingCell, type MappingRow, type TerraformBackendType } from "./mapping.js";
+import {
+  TERRAFORM_BACKEND_SPECS,
+  TERRAFORM_BACKENDS,
+  TERRAFORM_MAPPING,
+  type ArgumentCell,
+  type MappingCell,
+  type MappingRow,
+  type TerraformBackendType,
+} from "./mapping.js";
 import { RULES } from "./rules.js";
 import type { BackendConfigValues, JsonObject, RemoteStateConfigValues } from "./types.js";
 
@@ -84,31 +92,46 @@ export function checkTerraformOptions(options: unknown): asserts options is Terr
 }
 
 function checkOptions(options: unknown, remote: boolean): asserts options is TerraformBackendOptions {
-  if (typeof options !== "object" || options === null) throw new ConfigError("INVALID_PROPS", `options must be an object such as { backend: "s3" }`, { field: "backend" });
+  if (typeof options !== "object" || options === null)
+    throw new ConfigError("INVALID_PROPS", `options must be an object such as { backend: "s3" }`, { field: "backend" });
   const o = options as Record<string, unknown>;
   const backend = o["backend"];
   if (typeof backend !== "string" || !(TERRAFORM_BACKENDS as readonly string[]).includes(backend)) {
-    throw new ConfigError("INVALID_VALUE", `backend must be one of ${TERRAFORM_BACKENDS.join(", ")}, got ${JSON.stringify(backend) ?? String(backend)}`, { field: "backend" });
+    throw new ConfigError("INVALID_VALUE", `backend must be one of ${TERRAFORM_BACKENDS.join(", ")}, got ${JSON.stringify(backend) ?? String(backend)}`, {
+      field: "backend",
+    });
   }
   const allowed = (KEYS[backend] as readonly string[]).filter((k) => !(remote && (k === "workspace" || k === "lockfile")));
   for (const k of Object.keys(o)) {
     if (o[k] === undefined || allowed.includes(k)) continue;
-    const why = remote && (k === "workspace" || k === "lockfile") ? "a remote state reads the workspace of its config and takes no lock" : `the ${backend} backend does not take it`;
+    const why =
+      remote && (k === "workspace" || k === "lockfile")
+        ? "a remote state reads the workspace of its config and takes no lock"
+        : `the ${backend} backend does not take it`;
     throw new ConfigError("INVALID_PROPS", `${k} is not an option for backend ${backend}: ${why}`, { field: k });
   }
-  if (o["lockfile"] !== undefined && typeof o["lockfile"] !== "boolean") throw new ConfigError("INVALID_TYPE", `lockfile must be a boolean (true or false)`, { field: "lockfile" });
+  if (o["lockfile"] !== undefined && typeof o["lockfile"] !== "boolean")
+    throw new ConfigError("INVALID_TYPE", `lockfile must be a boolean (true or false)`, { field: "lockfile" });
   if (o["layout"] !== undefined && !isLayoutName(o["layout"])) {
-    throw new ConfigError("INVALID_VALUE", `layout must be ${LAYOUT_NAMES.map((n) => JSON.stringify(n)).join(" or ")}, got ${JSON.stringify(o["layout"]) ?? String(o["layout"])}`, { field: "layout" });
+    throw new ConfigError(
+      "INVALID_VALUE",
+      `layout must be ${LAYOUT_NAMES.map((n) => JSON.stringify(n)).join(" or ")}, got ${JSON.stringify(o["layout"]) ?? String(o["layout"])}`,
+      { field: "layout" },
+    );
   }
   if (backend !== "http") return;
   const url = o["serveUrl"];
   if (typeof url !== "string" || url === "") {
-    throw new ConfigError("REQUIRED", `serveUrl is required for the http backend: the URL clients reach objstate serve by, such as http://127.0.0.1:8080`, { field: "serveUrl" });
+    throw new ConfigError("REQUIRED", `serveUrl is required for the http backend: the URL clients reach objstate serve by, such as http://127.0.0.1:8080`, {
+      field: "serveUrl",
+    });
   }
   serveBase(url);
   const user = o["username"];
   if (user !== undefined && (typeof user !== "string" || !/^[^:\p{Cc}]+$/u.test(user))) {
-    throw new ConfigError("INVALID_VALUE", `username must be a non-empty user name without ':' or control characters (HTTP Basic cannot carry them)`, { field: "username" });
+    throw new ConfigError("INVALID_VALUE", `username must be a non-empty user name without ':' or control characters (HTTP Basic cannot carry them)`, {
+      field: "username",
+    });
   }
   const w = o["workspace"];
   if (w !== undefined && (typeof w !== "string" || !RULES.workspace.valid(w))) {
@@ -122,16 +145,29 @@ function serveBase(serveUrl: string): string {
   try {
     u = new URL(serveUrl);
   } catch {
-    throw new ConfigError("INVALID_VALUE", `serveUrl must be an http:// or https:// URL of objstate serve, such as http://127.0.0.1:8080, got ${JSON.stringify(serveUrl)}`, { field: "serveUrl" });
+    throw new ConfigError(
+      "INVALID_VALUE",
+      `serveUrl must be an http:// or https:// URL of objstate serve, such as http://127.0.0.1:8080, got ${JSON.stringify(serveUrl)}`,
+      { field: "serveUrl" },
+    );
   }
   if (u.protocol !== "http:" && u.protocol !== "https:") {
-    throw new ConfigError("INVALID_VALUE", `serveUrl must be an http:// or https:// URL of objstate serve, such as http://127.0.0.1:8080, got a ${u.protocol} URL`, { field: "serveUrl" });
+    throw new ConfigError(
+      "INVALID_VALUE",
+      `serveUrl must be an http:// or https:// URL of objstate serve, such as http://127.0.0.1:8080, got a ${u.protocol} URL`,
+      { field: "serveUrl" },
+    );
   }
   // Credentials in the URL would be written into the file in plain text.
   if (u.username !== "" || u.password !== "") {
-    throw new ConfigError("INVALID_VALUE", `serveUrl must not carry credentials: give the user as username (--username) and the password in TF_HTTP_PASSWORD`, { field: "serveUrl" });
+    throw new ConfigError("INVALID_VALUE", `serveUrl must not carry credentials: give the user as username (--username) and the password in TF_HTTP_PASSWORD`, {
+      field: "serveUrl",
+    });
   }
-  if (u.search !== "" || u.hash !== "") throw new ConfigError("INVALID_VALUE", `serveUrl must have no query or fragment: the tool adds ?ID= to the address when it writes under a lock`, { field: "serveUrl" });
+  if (u.search !== "" || u.hash !== "")
+    throw new ConfigError("INVALID_VALUE", `serveUrl must have no query or fragment: the tool adds ?ID= to the address when it writes under a lock`, {
+      field: "serveUrl",
+    });
   return `${u.origin}${u.pathname.replace(/\/+$/, "")}`;
 }
 
@@ -156,12 +192,20 @@ function transformed(cell: ArgumentCell, field: string, backend: TerraformBacken
     case "httpsHost": {
       const e = (v as string).trim().replace(/\/+$/, "");
       if (/^file:/i.test(e)) {
-        unsupportedValue(field, backend, `${JSON.stringify(e)} is objstate's embedded store, which the tool cannot reach: serve it with objstate serve and synthesize for the http backend`);
+        unsupportedValue(
+          field,
+          backend,
+          `${JSON.stringify(e)} is objstate's embedded store, which the tool cannot reach: serve it with objstate serve and synthesize for the http backend`,
+        );
       }
       const scheme = /^(https?):\/\//i.exec(e);
       if (cell.transform === "url") return scheme === null ? `https://${e}` : e;
       if (scheme !== null && scheme[1]?.toLowerCase() === "http") {
-        unsupportedValue(field, backend, `${JSON.stringify(e)} is plain http, but the tool reaches it over https only: give an https:// endpoint or a bare host`);
+        unsupportedValue(
+          field,
+          backend,
+          `${JSON.stringify(e)} is plain http, but the tool reaches it over https only: give an https:// endpoint or a bare host`,
+        );
       }
       return scheme === null ? e : e.slice(scheme[0].length);
     }
@@ -194,7 +238,11 @@ class ArgumentWriter {
     }
     if (cell.kind === "server" || cell.kind === "block") return;
     if (cell.kind === "none") {
-      throw new ConfigError("UNSUPPORTED_FIELD", `${field} is set, but the tool's ${this.backend} backend has no argument for it: leave ${field} unset to synthesize for ${this.backend} (${cell.hint})`, { field });
+      throw new ConfigError(
+        "UNSUPPORTED_FIELD",
+        `${field} is set, but the tool's ${this.backend} backend has no argument for it: leave ${field} unset to synthesize for ${this.backend} (${cell.hint})`,
+        { field },
+      );
     }
     const w = transformed(cell, field, this.backend, v);
     if (w !== undefined) this.write(field, cell, w);
@@ -203,7 +251,11 @@ class ArgumentWriter {
   private write(field: string, cell: ArgumentCell, value: unknown): void {
     const other = this.writers.get(cell.argument);
     if (other !== undefined) {
-      throw new ConfigError("CONFLICTING_FIELDS", `${other} and ${field} both set ${cell.argument} of the tool's ${this.backend} backend: set only one of them (the flattened assumeRole* fields replace the deprecated assumeRole block)`, { field });
+      throw new ConfigError(
+        "CONFLICTING_FIELDS",
+        `${other} and ${field} both set ${cell.argument} of the tool's ${this.backend} backend: set only one of them (the flattened assumeRole* fields replace the deprecated assumeRole block)`,
+        { field },
+      );
     }
     this.writers.set(cell.argument, field);
     this.put(cell.argument, value);
@@ -285,7 +337,8 @@ export function backendTerraformJson(config: BackendConfigValues, options: Terra
  */
 export function serveBackendTerraformJson(options: TerraformHttpBackendOptions): TerraformBackendJson {
   checkOptions(options, false);
-  if (options.backend !== "http") throw new ConfigError("INVALID_VALUE", `backend must be http without a config: the s3 and oss backends need the config's bucket`, { field: "backend" });
+  if (options.backend !== "http")
+    throw new ConfigError("INVALID_VALUE", `backend must be http without a config: the s3 and oss backends need the config's bucket`, { field: "backend" });
   return { terraform: { backend: { http: backendArguments(undefined, options, options.workspace ?? "default", true) } } };
 }
 
@@ -318,7 +371,11 @@ const BACKEND_LAYOUT: Readonly<Record<"s3" | "oss", LayoutName>> = { s3: "s3", o
  * `{prefix}/{key}`; named workspaces are the same objects, and with an empty prefix so is
  * the default workspace).
  */
-export function terraformWarnings(config: AnyConfig, options: TerraformBackendOptions | TerraformRemoteStateOptions, where = "the tool's configuration"): string[] {
+export function terraformWarnings(
+  config: AnyConfig,
+  options: TerraformBackendOptions | TerraformRemoteStateOptions,
+  where = "the tool's configuration",
+): string[] {
   const out: string[] = [];
   const values = config as unknown as Record<string, unknown>;
   const rows = TERRAFORM_MAPPING as unknown as Readonly<Record<string, MappingRow>>;

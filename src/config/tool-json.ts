@@ -50,7 +50,12 @@ interface Keys {
   readonly bits: number;
 }
 function keysOf(fields: readonly FieldSpec[]): Keys {
-  return { names: fields.map((f) => f.name), jsonKeys: fields.map((f) => f.jsonKey), nested: fields.findIndex((f) => f.kind === "assumeRole"), bits: 2 ** fields.length - 1 };
+  return {
+    names: fields.map((f) => f.name),
+    jsonKeys: fields.map((f) => f.jsonKey),
+    nested: fields.findIndex((f) => f.kind === "assumeRole"),
+    bits: 2 ** fields.length - 1,
+  };
 }
 const COMMON_KEYS = keysOf(COMMON_FIELDS);
 const ASSUME_ROLE_KEYS = keysOf(ASSUME_ROLE_FIELDS);
@@ -60,7 +65,7 @@ function block(keys: Keys, config: object): JsonObject {
   const out: JsonObject = {};
   const values = config as Record<string, unknown>;
   const { names, jsonKeys, nested } = keys;
-  for (let m = setMaskOf(config) & keys.bits; m !== 0; ) {
+  for (let m = setMaskOf(config) & keys.bits; m !== 0;) {
     const low = m & -m;
     m ^= low;
     const i = 31 - Math.clz32(low);
@@ -133,7 +138,8 @@ export function mergeToolJson(...docs: ToolJson[]): ToolJson {
   for (const d of docs) {
     for (const kind of ["tool", "terraform"] as const) {
       if (d[kind] === undefined) continue;
-      if (out.tool !== undefined || out.terraform !== undefined) throw new ConfigError("INVALID_PROPS", "a tool document can hold only one backend; two were given");
+      if (out.tool !== undefined || out.terraform !== undefined)
+        throw new ConfigError("INVALID_PROPS", "a tool document can hold only one backend; two were given");
       // The one backend is the document's first key, whichever kind it is.
       (out as Record<string, unknown>)[kind] = d[kind];
     }

@@ -53,7 +53,11 @@ export function parseEnvValue(field: FieldSpec, variable: string, text: string):
     const t = text.trim().toLowerCase();
     if (t === "true" || t === "1") value = true;
     else if (t === "false" || t === "0") value = false;
-    else throw new ConfigError("INVALID_VALUE", `${variable} (for ${field.name}) must be true or false, got ${field.secret ? "a string" : JSON.stringify(text)}`, { field: field.name, variable });
+    else
+      throw new ConfigError("INVALID_VALUE", `${variable} (for ${field.name}) must be true or false, got ${field.secret ? "a string" : JSON.stringify(text)}`, {
+        field: field.name,
+        variable,
+      });
   }
   checkValue(field, value, field.name, variable);
   return value;

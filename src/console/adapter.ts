@@ -13,7 +13,21 @@ import { readStateDocument } from "../state/document.js";
 import type { ConsoleApi, LockView, OutputView, RollbackResult, VersionView, WorkspaceSummary } from "./types.js";
 
 /** What the console uses of a backend: its real methods, nothing guessed. */
-export type ConsoleBackend = Pick<ObjectStoreBackend, "listWorkspaces" | "listWorkspaceObjects" | "lockInfo" | "locks" | "lastWrite" | "readState" | "unlock" | "history" | "readVersion" | "diff" | "rollback" | "versioning">;
+export type ConsoleBackend = Pick<
+  ObjectStoreBackend,
+  | "listWorkspaces"
+  | "listWorkspaceObjects"
+  | "lockInfo"
+  | "locks"
+  | "lastWrite"
+  | "readState"
+  | "unlock"
+  | "history"
+  | "readVersion"
+  | "diff"
+  | "rollback"
+  | "versioning"
+>;
 
 /** Options of {@link backendConsoleApi}. */
 export interface BackendConsoleOptions {
@@ -100,7 +114,14 @@ export function backgroundQueue(limit: number): (key: string, job: () => Promise
 export function lockView(info: LockInfo | null): LockView | null {
   if (info === null) return null;
   // parseLockInfo already turned a stored `Expires` into epoch seconds (or left it out).
-  return { id: info.ID, who: info.Who, operation: info.Operation, info: info.Info, created: info.Created, expires: info.Expires === undefined ? undefined : new Date(info.Expires * 1000).toISOString() };
+  return {
+    id: info.ID,
+    who: info.Who,
+    operation: info.Operation,
+    info: info.Info,
+    created: info.Created,
+    expires: info.Expires === undefined ? undefined : new Date(info.Expires * 1000).toISOString(),
+  };
 }
 
 function versionView(r: StateVersion, resources?: number): VersionView {
@@ -190,7 +211,11 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     return out;
   };
 
-  const resourcesOf = (workspace: string, write: { readonly etag: string | undefined; readonly lastModified: string | undefined; readonly size: number }, wait: boolean): Promise<number | undefined> | number | undefined => {
+  const resourcesOf = (
+    workspace: string,
+    write: { readonly etag: string | undefined; readonly lastModified: string | undefined; readonly size: number },
+    wait: boolean,
+  ): Promise<number | undefined> | number | undefined => {
     const key = `${workspace}\0${writeKey(write)}`;
     if (counts.has(key)) return counts.get(key);
     if (wait) return count(workspace, key);
@@ -217,7 +242,10 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     const seen = writes.get(workspace);
     const known = seen !== undefined && seen !== null && writeKey(seen) === writeKey(object) ? seen : undefined;
     if (known === undefined) refreshLater(workspace, () => readWrite(workspace));
-    const lastWrite = known === undefined ? { time: object.lastModified, serial: null, pending: true } : { time: object.lastModified, who: known.who, serial: known.serial ?? null };
+    const lastWrite =
+      known === undefined
+        ? { time: object.lastModified, serial: null, pending: true }
+        : { time: object.lastModified, who: known.who, serial: known.serial ?? null };
     return { ...base, lastWrite, size: object.size, resources: resourcesOf(workspace, object, false) as number | undefined };
   };
 
@@ -228,7 +256,12 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     const records: StateVersion[] = [];
     for await (const r of backend.history(workspace, { limit })) records.push(r);
     // Counting resources means reading the version: only the newest few, for the chart.
-    const counted = new Set(records.filter((r) => !r.deleteMarker).slice(0, chartVersions).map((r) => r.versionId));
+    const counted = new Set(
+      records
+        .filter((r) => !r.deleteMarker)
+        .slice(0, chartVersions)
+        .map((r) => r.versionId),
+    );
     const views = await mapLimit(records, concurrency, async (r) => {
       if (!counted.has(r.versionId)) return versionView(r);
       const key = `${workspace}\0${r.versionId}`;
@@ -268,7 +301,9 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
       const bytes = await backend.readState(workspace);
       const doc = bytes === null ? null : readStateDocument(bytes, "to");
       if (doc === null) return [];
-      return [...doc.outputs].map(([name, o]) => ({ name, value: stringifyExact(o.exact), sensitive: o.sensitive })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      return [...doc.outputs]
+        .map(([name, o]) => ({ name, value: stringifyExact(o.exact), sensitive: o.sensitive }))
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     },
     history: (workspace, { limit }) => history(workspace, limit),
     version: async (workspace, versionId, { limit }) => {

@@ -108,4 +108,5 @@ export const JS_ETAG = `"${createHash("sha256").update(JS).digest("base64url").s
  * The policy every console response carries: nothing inline, nothing from elsewhere;
  * forms post only to this origin; no framing (clickjacking of the action buttons).
  */
-export const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+export const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";

@@ -51,7 +51,10 @@ export function pageLink(base: string, url: URL): Back | undefined {
   const params = new URLSearchParams(url.searchParams);
   params.delete("done");
   const search = params.toString();
-  return { href: `${workspaceUrl(base, page.workspace, page.sub)}${search === "" ? "" : `?${search}`}`, label: (PAGES[page.sub] as (w: string) => string)(page.workspace) };
+  return {
+    href: `${workspaceUrl(base, page.workspace, page.sub)}${search === "" ? "" : `?${search}`}`,
+    label: (PAGES[page.sub] as (w: string) => string)(page.workspace),
+  };
 }
 
 /**
@@ -73,6 +76,7 @@ export function backFrom(base: string, failed: URL, referer: string | undefined,
     }
   }
   const page = parse(base, failed.pathname);
-  if (page !== undefined && page !== "/" && (page.sub !== "" || failed.search !== "")) return { href: workspaceUrl(base, page.workspace), label: `Back to ${page.workspace}` };
+  if (page !== undefined && page !== "/" && (page.sub !== "" || failed.search !== ""))
+    return { href: workspaceUrl(base, page.workspace), label: `Back to ${page.workspace}` };
   return workspacesLink(base);
 }

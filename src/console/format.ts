@@ -29,6 +29,13 @@ export function formatAgo(iso: string | undefined, now: number): string {
   if (Number.isNaN(t)) return "";
   const d = now - t;
   const a = Math.abs(d);
-  const text = a < 60_000 ? `${Math.round(a / 1000)} s` : a < 3_600_000 ? `${Math.round(a / 60_000)} min` : a < 172_800_000 ? `${Math.round(a / 3_600_000)} h` : `${Math.round(a / 86_400_000)} d`;
+  const text =
+    a < 60_000
+      ? `${Math.round(a / 1000)} s`
+      : a < 3_600_000
+        ? `${Math.round(a / 60_000)} min`
+        : a < 172_800_000
+          ? `${Math.round(a / 3_600_000)} h`
+          : `${Math.round(a / 86_400_000)} d`;
   return d >= 0 ? `${text} ago` : `in ${text}`;
 }

@@ -62,7 +62,11 @@ class HttpError extends Error {
 }
 
 function notFound(frame: Frame, workspace: string): HttpError {
-  return new HttpError(404, `There is no workspace ${workspace}: it has no state, no lock and no stored version. The Workspaces page lists those that exist.`, workspacesLink(frame.base));
+  return new HttpError(
+    404,
+    `There is no workspace ${workspace}: it has no state, no lock and no stored version. The Workspaces page lists those that exist.`,
+    workspacesLink(frame.base),
+  );
 }
 
 function securityHeaders(res: ServerResponse): void {
@@ -178,7 +182,12 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
       const sub = ws?.[2];
       const action = sub === "/rollback" ? "rollback" : sub === "/force-unlock" ? "force-unlock" : undefined;
       if (action !== undefined) ctx.log({ user: ctx.user, action, workspace: safeDecode(ws?.[1] ?? ""), outcome: "refused", detail: refusal.reason });
-      throw new HttpError(refusal.status, refusal.status === 415 ? "The console's actions take a form (application/x-www-form-urlencoded)." : "Refused: this action must be posted from the console's own page.");
+      throw new HttpError(
+        refusal.status,
+        refusal.status === 415
+          ? "The console's actions take a form (application/x-www-form-urlencoded)."
+          : "Refused: this action must be posted from the console's own page.",
+      );
     }
     if (path === LOCKS_PATH) {
       if (!get) return methodNotAllowed(res, "GET, HEAD");
@@ -216,7 +225,11 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
       const versions = found?.slice(0, shown) ?? null;
       const more = !all && found !== null && found.length > shown ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
       const done = url.searchParams.get("done");
-      sendPage(res, 200, renderHistory({ frame, workspace, versions, canRollback: canRollback(ctx, workspace), notice: doneMessage(done), more, moreLimit: HISTORY_LIMIT }));
+      sendPage(
+        res,
+        200,
+        renderHistory({ frame, workspace, versions, canRollback: canRollback(ctx, workspace), notice: doneMessage(done), more, moreLimit: HISTORY_LIMIT }),
+      );
     } else if (sub === "/diff") {
       const from = url.searchParams.get("from") || undefined;
       const to = url.searchParams.get("to") || undefined;
@@ -235,7 +248,12 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
     if (status === 500 && !isObjstateError(e)) ctx.onError?.(e);
     const message = e instanceof HttpError || isObjstateError(e) ? e.message : "The console could not answer: an internal error (see the server's log).";
     const back = (e instanceof HttpError ? e.back : undefined) ?? backFrom(base, url, req.headers.referer, ctx.origin ?? requestOrigin(req));
-    if (!res.headersSent) sendPage(res, status, renderMessage({ frame, title: status === 403 ? "Not allowed" : status === 404 ? "Not found" : "Could not do that", message, tone: "bad", back }));
+    if (!res.headersSent)
+      sendPage(
+        res,
+        status,
+        renderMessage({ frame, title: status === 403 ? "Not allowed" : status === 404 ? "Not found" : "Could not do that", message, tone: "bad", back }),
+      );
     else res.destroy();
   }
 }
@@ -324,13 +342,18 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
 async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, to: string | null): Promise<void> {
   if (!canRollback(ctx, workspace)) throw new HttpError(403, `Rolling back needs the write and lock roles on ${workspace}.`);
   if (!to) throw new HttpError(400, "Pick the version to roll back to (`to`).");
-  if (!(await ctx.api.hasHistory())) throw new HttpError(404, "This store keeps no versions (bucket versioning is off): there is nothing to roll back to. Turn it on with `objstate init --versioning`.");
+  if (!(await ctx.api.hasHistory()))
+    throw new HttpError(
+      404,
+      "This store keeps no versions (bucket versioning is off): there is nothing to roll back to. Turn it on with `objstate init --versioning`.",
+    );
   // The two versions looked up, not found in a list of a thousand: the current one, and the
   // target (known from the History page the user came from, else searched for).
   const [latest, found] = await Promise.all([ctx.api.history(workspace, { limit: 1 }), ctx.api.version(workspace, to, { limit: HISTORY_LIMIT })]);
   const current = latest.find((v) => v.isLatest && !v.deleteMarker);
   const target = found === null ? undefined : { ...found, isLatest: found.versionId === current?.versionId };
-  if (target === undefined || target.deleteMarker) throw new HttpError(404, `Version ${to} of ${workspace} is not among its last ${HISTORY_LIMIT} versions (or is a deletion).`);
+  if (target === undefined || target.deleteMarker)
+    throw new HttpError(404, `Version ${to} of ${workspace} is not among its last ${HISTORY_LIMIT} versions (or is a deletion).`);
   if (current === undefined) throw new HttpError(409, `${workspace} has no current state to roll back from.`);
   if (current.versionId === target.versionId) throw new HttpError(409, `Version ${to} is already the current state of ${workspace}.`);
   const diff = await ctx.api.diff(workspace, current.versionId, target.versionId);
@@ -342,12 +365,22 @@ async function forceUnlockConfirmation(res: ServerResponse, ctx: ConsoleContext,
   const lock = await ctx.api.lock(workspace);
   if (lock === null) {
     if (!(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
-    throw new HttpError(409, `${workspace} is not locked${shown === null ? "" : " any more"}: there is nothing to force-unlock.`, { href: workspaceUrl(frame.base, workspace), label: `Back to ${workspace}` });
+    throw new HttpError(409, `${workspace} is not locked${shown === null ? "" : " any more"}: there is nothing to force-unlock.`, {
+      href: workspaceUrl(frame.base, workspace),
+      label: `Back to ${workspace}`,
+    });
   }
   sendPage(res, 200, renderForceUnlock({ frame, workspace, lock, changedFrom: shown !== null && shown !== lock.id ? shown : undefined }));
 }
 
-async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, action: "force-unlock" | "rollback"): Promise<void> {
+async function handleAction(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: ConsoleContext,
+  frame: Frame,
+  workspace: string,
+  action: "force-unlock" | "rollback",
+): Promise<void> {
   const log = (outcome: ConsoleLogEntry["outcome"], detail: string): void => ctx.log({ user: ctx.user, action, workspace, outcome, detail });
   const refuse = (status: number, why: string, message: string): never => {
     log("refused", why);
@@ -356,12 +389,16 @@ async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: Cons
   const cross = crossSiteReason(req.headers, ctx.origin ?? requestOrigin(req));
   if (cross !== undefined) refuse(403, `cross-site: ${cross}`, "Refused: this action must be posted from the console's own page.");
   const form = await readForm(req);
-  if (!ctx.csrf.verify(ctx.user, form.get("csrf"))) refuse(403, "missing or invalid CSRF token", "Refused: the form's token is missing or has expired. Reload the page and try again.");
+  if (!ctx.csrf.verify(ctx.user, form.get("csrf")))
+    refuse(403, "missing or invalid CSRF token", "Refused: the form's token is missing or has expired. Reload the page and try again.");
   if (action === "force-unlock") {
     if (!ctx.can("force", workspace)) refuse(403, "needs force", `Force-unlock needs the force role on ${workspace}.`);
     const id = form.get("id");
     if (!id) refuse(400, "no lock ID", "The form has no lock ID to release.");
-    const review = { href: `${workspaceUrl(frame.base, workspace, "/force-unlock")}${query({ id: id as string })}`, label: "Review the lock and confirm again" };
+    const review = {
+      href: `${workspaceUrl(frame.base, workspace, "/force-unlock")}${query({ id: id as string })}`,
+      label: "Review the lock and confirm again",
+    };
     // Typed out, as GitHub asks before a destructive action: a click alone releases nothing.
     if (form.get("confirm") !== workspace) {
       log("refused", "workspace name not confirmed");
@@ -373,7 +410,11 @@ async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: Cons
       log("failed", `lock ${id}: ${isObjstateError(e) ? e.code : "error"}`);
       // The ID is checked by the library: a lock released or taken since is never broken by this form.
       if (isObjstateError(e, "LOCK_ID_MISMATCH") || isObjstateError(e, "LOCK_NOT_FOUND")) {
-        throw new HttpError(409, `The lock you confirmed (ID ${id}) is no longer the one on ${workspace}: it was released or taken again since. Nothing was released.`, { href: workspaceUrl(frame.base, workspace), label: `See ${workspace}'s lock now` });
+        throw new HttpError(
+          409,
+          `The lock you confirmed (ID ${id}) is no longer the one on ${workspace}: it was released or taken again since. Nothing was released.`,
+          { href: workspaceUrl(frame.base, workspace), label: `See ${workspace}'s lock now` },
+        );
       }
       throw e;
     }

@@ -8,4 +8,16 @@ export { handleConsole, HISTORY_LIMIT, TIMELINE_LIMIT } from "./handler.js";
 export { backendConsoleApi, lockView, type BackendConsoleOptions, type ConsoleBackend } from "./adapter.js";
 export { CsrfTokens, type CsrfOptions } from "./csrf.js";
 export { CONTENT_SECURITY_POLICY } from "./assets.js";
-export type { ConsoleAnswer, ConsoleApi, ConsoleContext, ConsoleLogEntry, ConsoleRole, LastWrite, LockView, OutputView, RollbackResult, VersionView, WorkspaceSummary } from "./types.js";
+export type {
+  ConsoleAnswer,
+  ConsoleApi,
+  ConsoleContext,
+  ConsoleLogEntry,
+  ConsoleRole,
+  LastWrite,
+  LockView,
+  OutputView,
+  RollbackResult,
+  VersionView,
+  WorkspaceSummary,
+} from "./types.js";

@@ -123,7 +123,11 @@ export interface ConsoleApi {
    * (the current version the confirmed diff was made from), refused with `STATE_CONFLICT`
    * when the workspace was written since, checked under the lock.
    */
-  rollback(workspace: string, to: string, options?: { readonly principal?: ConsolePrincipal | undefined; readonly expectCurrent?: string | undefined }): Promise<RollbackResult>;
+  rollback(
+    workspace: string,
+    to: string,
+    options?: { readonly principal?: ConsolePrincipal | undefined; readonly expectCurrent?: string | undefined },
+  ): Promise<RollbackResult>;
   /** Release the lock with this ID (refused when the lock has another ID). */
   forceUnlock(workspace: string, id: string): Promise<void>;
 }

@@ -110,11 +110,20 @@ function kindFromSdk(c: object): ProfileKind | undefined {
  */
 export function describeProviderFailure(e: unknown): string {
   if (isObjstateError(e)) return e.message.split("\n")[0] as string;
-  const r = (typeof e === "object" && e !== null ? e : {}) as { name?: unknown; message?: unknown; code?: unknown; statusCode?: unknown; $metadata?: { httpStatusCode?: unknown } };
+  const r = (typeof e === "object" && e !== null ? e : {}) as {
+    name?: unknown;
+    message?: unknown;
+    code?: unknown;
+    statusCode?: unknown;
+    $metadata?: { httpStatusCode?: unknown };
+  };
   const name = typeof r.name === "string" && r.name !== "Error" ? `${r.name}: ` : "";
   let text = typeof r.message === "string" ? (r.message.split("\n")[0] as string) : "";
   if (/^command failed/i.test(text)) text = "the command failed";
-  text = redactText(text.split(/["'{`]/)[0] as string).trim().replace(/[:,]$/, "").slice(0, 160);
+  text = redactText(text.split(/["'{`]/)[0] as string)
+    .trim()
+    .replace(/[:,]$/, "")
+    .slice(0, 160);
   const code = typeof r.code === "string" ? ` (${r.code})` : "";
   const status = typeof r.statusCode === "number" ? r.statusCode : r.$metadata?.httpStatusCode;
   return `${name}${text === "" ? "failed" : text}${code}${typeof status === "number" ? ` (HTTP ${status})` : ""}`;
@@ -161,9 +170,21 @@ function planAwsSteps(env: Env): PlannedStep[] {
   const view = readAwsProfile(env);
   const problems = view.problems.length === 0 ? "" : ` (${view.problems.join("; ")})`;
   if (!view.found) {
-    steps.push({ label: `aws:profile:${view.name}`, source: `aws:profile:${view.name}`, profile: view, runAnyway: true, skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}` });
+    steps.push({
+      label: `aws:profile:${view.name}`,
+      source: `aws:profile:${view.name}`,
+      profile: view,
+      runAnyway: true,
+      skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}`,
+    });
   } else if (view.kind === undefined) {
-    steps.push({ label: `aws:profile:${view.name}`, source: `aws:profile:${view.name}`, profile: view, runAnyway: true, skip: `profile ${view.name} (${view.file}) has no credentials: no aws_access_key_id, role_arn, credential_process, sso_* or web_identity_token_file` });
+    steps.push({
+      label: `aws:profile:${view.name}`,
+      source: `aws:profile:${view.name}`,
+      profile: view,
+      runAnyway: true,
+      skip: `profile ${view.name} (${view.file}) has no credentials: no aws_access_key_id, role_arn, credential_process, sso_* or web_identity_token_file`,
+    });
   } else {
     steps.push({ label: profileLabel(view.name, view.kind), source: profileSource(view, view.kind, undefined), profile: view });
   }
@@ -178,7 +199,11 @@ function planAwsSteps(env: Env): PlannedStep[] {
     const which = set(env["AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"]) ? "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI" : "AWS_CONTAINER_CREDENTIALS_FULL_URI";
     steps.push({ label: "aws:container-metadata", source: `aws:container-metadata (${which}: the container credentials service at ${container})`, last: true });
   } else {
-    steps.push({ label: "aws:container-metadata", source: "aws:container-metadata", skip: "neither AWS_CONTAINER_CREDENTIALS_RELATIVE_URI nor AWS_CONTAINER_CREDENTIALS_FULL_URI is set" });
+    steps.push({
+      label: "aws:container-metadata",
+      source: "aws:container-metadata",
+      skip: "neither AWS_CONTAINER_CREDENTIALS_RELATIVE_URI nor AWS_CONTAINER_CREDENTIALS_FULL_URI is set",
+    });
     steps.push({
       label: "aws:instance-metadata",
       source: `aws:instance-metadata (the EC2 metadata service at ${imdsUrl(env)})`,
@@ -228,7 +253,14 @@ function providerOf(step: PlannedStep, sdk: SdkProviders, ctx: AwsChainContext):
   // A profile: fromIni resolves every kind (it runs credential_process through fromProcess
   // and SSO through fromSSO), in the files the source line names.
   const view = step.profile ?? readAwsProfile(ctx.env);
-  return () => sdk.fromIni({ profile: view.name, filepath: view.files.credentials, configFilepath: view.files.config, logger: SILENT, clientConfig: stsClientConfig(ctx) })();
+  return () =>
+    sdk.fromIni({
+      profile: view.name,
+      filepath: view.files.credentials,
+      configFilepath: view.files.config,
+      logger: SILENT,
+      clientConfig: stsClientConfig(ctx),
+    })();
 }
 
 let silenced = false;
@@ -286,7 +318,12 @@ export async function runAwsChain(ctx: AwsChainContext): Promise<AwsChainResult>
 
 /** Only the four fields objstate uses: the SDK's objects carry more (feature marks, account IDs). */
 function shape(c: Credentials): Credentials {
-  return { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, sessionToken: c.sessionToken === "" ? undefined : c.sessionToken, expiration: c.expiration };
+  return {
+    accessKeyId: c.accessKeyId,
+    secretAccessKey: c.secretAccessKey,
+    sessionToken: c.sessionToken === "" ? undefined : c.sessionToken,
+    expiration: c.expiration,
+  };
 }
 
 /** The winner's source line: for a profile, the kind the SDK says it used; STS's endpoint when known. */
@@ -296,13 +333,19 @@ function sourceOf(step: PlannedStep, creds: object, ctx: AwsChainContext): strin
     const kind = kindFromSdk(creds) ?? (view.found ? view.kind : undefined);
     return view.found ? profileSource(view, kind, ctx.stsEndpoint) : profileLabel(view.name, kind);
   }
-  return step.label === "aws:web-identity" && ctx.stsEndpoint !== undefined ? step.source.replace(/ through STS\)$/, ` through STS at ${redactUrl(ctx.stsEndpoint)})`) : step.source;
+  return step.label === "aws:web-identity" && ctx.stsEndpoint !== undefined
+    ? step.source.replace(/ through STS\)$/, ` through STS at ${redactUrl(ctx.stsEndpoint)})`)
+    : step.source;
 }
 
 function failure(label: string, e: unknown, tried: readonly string[] = []): ObjstateError {
   if (isObjstateError(e)) return e;
   const before = tried.length === 0 ? "" : ` (after: ${tried.join("; ")})`;
-  return new ObjstateError("AWS_CREDENTIALS_FAILED", `the AWS credential source ${label} failed: ${describeProviderFailure(e)}${before}. Fix that source, or give objstate credentials of its own (PROVIDER_ACCESS_KEY and PROVIDER_SECRET_KEY, a profile)`, {
-    details: { source: label },
-  });
+  return new ObjstateError(
+    "AWS_CREDENTIALS_FAILED",
+    `the AWS credential source ${label} failed: ${describeProviderFailure(e)}${before}. Fix that source, or give objstate credentials of its own (PROVIDER_ACCESS_KEY and PROVIDER_SECRET_KEY, a profile)`,
+    {
+      details: { source: label },
+    },
+  );
 }

@@ -43,7 +43,15 @@ export type ProfileKind = "role" | "keys" | "web-identity" | "process" | "sso";
 /** One profile as the files describe it. */
 export type ProfileView =
   | { readonly found: false; readonly name: string; readonly files: AwsFiles; readonly problems: readonly string[] }
-  | { readonly found: true; readonly name: string; readonly files: AwsFiles; readonly problems: readonly string[]; readonly kind: ProfileKind | undefined; readonly file: string; readonly keys: ReadonlyMap<string, string> };
+  | {
+      readonly found: true;
+      readonly name: string;
+      readonly files: AwsFiles;
+      readonly problems: readonly string[];
+      readonly kind: ProfileKind | undefined;
+      readonly file: string;
+      readonly keys: ReadonlyMap<string, string>;
+    };
 
 type Sections = Map<string, Map<string, string>>;
 

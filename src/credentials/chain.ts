@@ -83,7 +83,10 @@ export function staticKeys(s: CredentialSettings): Base {
   const sk = s.secretKey.value;
   if (!set(ak)) return { skipped: "static keys: no access key (accessKey, PROVIDER_ACCESS_KEY, PROVIDER_ACCESS_KEY_ID, or a profile)" };
   if (!set(sk)) {
-    throw new ObjstateError("CREDENTIALS_INCOMPLETE", `an access key was given (${s.accessKey.source}) but no secret key: set secretKey, PROVIDER_SECRET_KEY or PROVIDER_ACCESS_KEY_SECRET`);
+    throw new ObjstateError(
+      "CREDENTIALS_INCOMPLETE",
+      `an access key was given (${s.accessKey.source}) but no secret key: set secretKey, PROVIDER_SECRET_KEY or PROVIDER_ACCESS_KEY_SECRET`,
+    );
   }
   const creds: Credentials = { accessKeyId: ak, secretAccessKey: sk, sessionToken: set(s.securityToken.value) ? s.securityToken.value : undefined };
   const token = creds.sessionToken === undefined ? "" : " with a security token";
@@ -99,7 +102,13 @@ export async function computeRole(s: CredentialSettings, options: ChainOptions):
   let used = false;
   // The first answer is used once; later calls go back to the service as expiry nears.
   const provider = refreshing(() => (used ? fetch() : ((used = true), Promise.resolve(first))), options.clock);
-  return { identity: { provider, source: `compute role "${role}" (${s.computeRoleName.source}) from the metadata service at ${metadataBase(options.env)}`, expiration: first.expiration } };
+  return {
+    identity: {
+      provider,
+      source: `compute role "${role}" (${s.computeRoleName.source}) from the metadata service at ${metadataBase(options.env)}`,
+      expiration: first.expiration,
+    },
+  };
 }
 
 /** The `stsEndpoint` setting as a URL, when set. */
@@ -125,7 +134,10 @@ function stsEndpointFor(s: CredentialSettings, cwd: string | undefined): string 
 function stsEndpointOf(s: CredentialSettings, cwd: string | undefined): string {
   const endpoint = stsEndpointFor(s, cwd);
   if (endpoint !== undefined) return endpoint;
-  throw new ObjstateError("NO_STS_ENDPOINT", "a role is to be assumed but there is no STS endpoint: set stsEndpoint (or PROVIDER_STS_ENDPOINT); the object-store endpoint is used only when it is an http(s) one");
+  throw new ObjstateError(
+    "NO_STS_ENDPOINT",
+    "a role is to be assumed but there is no STS endpoint: set stsEndpoint (or PROVIDER_STS_ENDPOINT); the object-store endpoint is used only when it is an http(s) one",
+  );
 }
 
 /** Step 3: assume the role on top of the base identity, refreshing before expiry. */
@@ -144,7 +156,11 @@ export async function assumedRole(s: CredentialSettings, base: Identity, options
   const first: AssumedRole = await assumeRole(params);
   let used = false;
   // Expiry is in STS's clock, measured from its answers (io/server-clock.ts).
-  const provider = refreshing(() => (used ? assumeRole(params) : ((used = true), Promise.resolve(first))), options.clock, () => serverNow(params.endpoint));
+  const provider = refreshing(
+    () => (used ? assumeRole(params) : ((used = true), Promise.resolve(first))),
+    options.clock,
+    () => serverNow(params.endpoint),
+  );
   return {
     provider,
     source: `role ${roleArn} (${s.assumeRoleRoleArn.source}) assumed as session "${params.sessionName}" for ${params.durationSeconds} s${set(params.policy) ? " with a session policy" : ""}, on top of ${base.source}`,
@@ -190,7 +206,9 @@ export async function resolveIdentity(s: CredentialSettings, options: ChainOptio
   }
   if (base === undefined) {
     const role = set(s.assumeRoleRoleArn.value) ? ` A role (${s.assumeRoleRoleArn.source}) can only be assumed from a base identity.` : "";
-    throw new ObjstateError("NO_CREDENTIALS", `no credentials found. Tried, in order:\n${tried.map((t) => `  - ${t}`).join("\n")}\n${role.trim()}`.trimEnd(), { details: { tried } });
+    throw new ObjstateError("NO_CREDENTIALS", `no credentials found. Tried, in order:\n${tried.map((t) => `  - ${t}`).join("\n")}\n${role.trim()}`.trimEnd(), {
+      details: { tried },
+    });
   }
   if (!set(s.assumeRoleRoleArn.value)) return base;
   return { ...(await assumedRole(s, base, options)), tried: base.tried };
@@ -209,7 +227,8 @@ export function describeIdentityPlan(s: CredentialSettings, env: Env = process.e
   else {
     const barred = awsChainBarred(s, env);
     const plan = barred === undefined ? planAwsChain(env) : undefined;
-    if (plan?.source === undefined) return `none: no access key and no compute role; ${barred === undefined ? "nothing for the AWS chain either" : `the AWS chain is not consulted: ${barred}`}`;
+    if (plan?.source === undefined)
+      return `none: no access key and no compute role; ${barred === undefined ? "nothing for the AWS chain either" : `the AWS chain is not consulted: ${barred}`}`;
     base = plan.source;
   }
   return set(s.assumeRoleRoleArn.value) ? `${base}, then role ${s.assumeRoleRoleArn.value} (${s.assumeRoleRoleArn.source}) through STS` : base;

@@ -49,7 +49,10 @@ export async function fetchComputeRoleCredentials(role: string, env: Env, timeou
   }
   if (res.status === 404) {
     await res.body?.cancel();
-    throw new ObjstateError("COMPUTE_ROLE_UNKNOWN", `the metadata service at ${base} knows no role "${role}" (404): check computeRoleName against the role attached to this instance`);
+    throw new ObjstateError(
+      "COMPUTE_ROLE_UNKNOWN",
+      `the metadata service at ${base} knows no role "${role}" (404): check computeRoleName against the role attached to this instance`,
+    );
   }
   if (!res.ok) {
     await res.body?.cancel();
@@ -93,7 +96,8 @@ function credentialsOf(body: unknown, failed: (problem: string) => ObjstateError
   let expiration: Date | undefined;
   if (exp !== undefined && exp !== null) {
     // A wrong expiry would keep expired credentials in use, so it is an error, not "no expiry".
-    if (typeof exp !== "string" || Number.isNaN(Date.parse(exp))) throw failed(`answered an Expiration that is not a date (${typeof exp === "string" ? JSON.stringify(exp.slice(0, 40)) : `of type ${typeof exp}`})`);
+    if (typeof exp !== "string" || Number.isNaN(Date.parse(exp)))
+      throw failed(`answered an Expiration that is not a date (${typeof exp === "string" ? JSON.stringify(exp.slice(0, 40)) : `of type ${typeof exp}`})`);
     expiration = new Date(exp);
   }
   return { accessKeyId: ak, secretAccessKey: sk, sessionToken: typeof token === "string" && token !== "" ? token : undefined, expiration };

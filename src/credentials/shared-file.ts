@@ -71,9 +71,9 @@ function readProfile(file: string, text: string, name: string): Record<string, u
     // The cause stays off: V8's message may quote the file, and the file holds secrets.
     fail(file, `is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`);
   }
-  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) fail(file, "must hold a JSON object with a \"profiles\" array");
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) fail(file, 'must hold a JSON object with a "profiles" array');
   const profiles = (doc as { profiles?: unknown }).profiles;
-  if (!Array.isArray(profiles)) fail(file, "\"profiles\" must be an array of profile objects");
+  if (!Array.isArray(profiles)) fail(file, '"profiles" must be an array of profile objects');
   const names: string[] = [];
   let found: Record<string, unknown> | undefined;
   profiles.forEach((p: unknown, i) => {
@@ -92,7 +92,8 @@ export function profileValues(file: string, name: string, profile: Record<string
   const where = `profile "${name}"`;
   const mode = profile["mode"];
   if (mode === undefined || mode === null || mode === "") fail(file, `${where} has no "mode" (one of ${Object.keys(MODES).join(", ")})`);
-  if (typeof mode !== "string" || MODES[mode] === undefined) fail(file, `${where} has mode ${JSON.stringify(mode)}; expected one of ${Object.keys(MODES).join(", ")}`);
+  if (typeof mode !== "string" || MODES[mode] === undefined)
+    fail(file, `${where} has mode ${JSON.stringify(mode)}; expected one of ${Object.keys(MODES).join(", ")}`);
   const values: Record<string, unknown> = {};
   for (const [key, raw] of Object.entries(profile)) {
     const spec = FILE_KEYS[key as FileKey];
@@ -129,7 +130,10 @@ export function sharedFileProfileLoader(options: SharedFileOptions): ProfileLoad
     const writable = mode !== undefined && (mode & 0o022) !== 0;
     if (readable || writable) {
       const how = readable && writable ? "read and changed" : readable ? "read" : "changed";
-      options.onWarning?.(`shared credentials file ${file} can be ${how} by other users; restrict it with chmod 600 ${file}`, readable ? "OBJSTATE_CREDENTIALS_FILE_READABLE" : "OBJSTATE_CREDENTIALS_FILE_WRITABLE");
+      options.onWarning?.(
+        `shared credentials file ${file} can be ${how} by other users; restrict it with chmod 600 ${file}`,
+        readable ? "OBJSTATE_CREDENTIALS_FILE_READABLE" : "OBJSTATE_CREDENTIALS_FILE_WRITABLE",
+      );
     }
     return { name, values: profileValues(file, name, profile) };
   };

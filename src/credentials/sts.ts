@@ -35,18 +35,31 @@ function httpStatus(e: unknown): number | undefined {
 export async function assumeRole(p: AssumeRoleParams): Promise<AssumedRole> {
   const { STSClient, AssumeRoleCommand } = await import("@aws-sdk/client-sts");
   const timeouts = resolveTimeouts(p.timeouts);
-  const client = withoutNodeVersionWarning(() => new STSClient(sdkClientConfig({ service: "STS", endpoint: p.endpoint, region: p.region, credentials: sdkCredentials(p.base), timeouts })));
+  const client = withoutNodeVersionWarning(
+    () => new STSClient(sdkClientConfig({ service: "STS", endpoint: p.endpoint, region: p.region, credentials: sdkCredentials(p.base), timeouts })),
+  );
   // Also measures the server's clock (Date header) for the expiry of what it hands out.
   armClient(client, { service: "STS", endpoint: p.endpoint, timeouts });
   try {
     const res = await client.send(
-      new AssumeRoleCommand({ RoleArn: p.roleArn, RoleSessionName: p.sessionName, DurationSeconds: p.durationSeconds, Policy: p.policy === "" ? undefined : p.policy }),
+      new AssumeRoleCommand({
+        RoleArn: p.roleArn,
+        RoleSessionName: p.sessionName,
+        DurationSeconds: p.durationSeconds,
+        Policy: p.policy === "" ? undefined : p.policy,
+      }),
     );
     const c = res.Credentials;
     if (c?.AccessKeyId === undefined || c.SecretAccessKey === undefined) {
       throw new ObjstateError("ASSUME_ROLE_FAILED", `STS at ${p.endpoint} returned no credentials for role ${p.roleArn}`);
     }
-    return { accessKeyId: c.AccessKeyId, secretAccessKey: c.SecretAccessKey, sessionToken: c.SessionToken, expiration: c.Expiration, assumedRoleArn: res.AssumedRoleUser?.Arn };
+    return {
+      accessKeyId: c.AccessKeyId,
+      secretAccessKey: c.SecretAccessKey,
+      sessionToken: c.SessionToken,
+      expiration: c.Expiration,
+      assumedRoleArn: res.AssumedRoleUser?.Arn,
+    };
   } catch (e) {
     if (e instanceof ObjstateError) throw e;
     const status = httpStatus(e);

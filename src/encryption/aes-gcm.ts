@@ -68,7 +68,12 @@ export function base64Length(n: number): number {
  * The base64 of `nonce ‖ AES-GCM(plain) ‖ tag`, in pieces of about 1 MiB. The cipher runs as
  * the pieces are taken, so the caller can stream them to a store without holding them.
  */
-export function* sealToBase64(key: Uint8Array, aad: Uint8Array | undefined, plain: Uint8Array, nonce: Uint8Array = nodeCrypto().randomBytes(NONCE_BYTES)): Generator<Buffer, void, undefined> {
+export function* sealToBase64(
+  key: Uint8Array,
+  aad: Uint8Array | undefined,
+  plain: Uint8Array,
+  nonce: Uint8Array = nodeCrypto().randomBytes(NONCE_BYTES),
+): Generator<Buffer, void, undefined> {
   const c = nodeCrypto().createCipheriv(cipherName(key), key, nonce) as Cipher & { getAuthTag(): Buffer; setAAD(b: Uint8Array): unknown };
   if (aad !== undefined && aad.length > 0) c.setAAD(aad);
   const enc = new Base64Encoder();

@@ -157,7 +157,8 @@ class Parser {
     const m = /^\$\{\s*([^}]*?)\s*\}$/.exec(v);
     const ref = m?.[1] ?? v;
     const parts = ref.split(".");
-    if (parts.length !== 3 || parts[0] !== root || !NAME.test(parts[1] ?? "") || !NAME.test(parts[2] ?? "")) this.fail(path, `must reference ${root}.TYPE.NAME (got ${JSON.stringify(v)})`);
+    if (parts.length !== 3 || parts[0] !== root || !NAME.test(parts[1] ?? "") || !NAME.test(parts[2] ?? ""))
+      this.fail(path, `must reference ${root}.TYPE.NAME (got ${JSON.stringify(v)})`);
     return ref;
   }
 
@@ -189,7 +190,8 @@ class Parser {
     try {
       bytes = readBoundedFile(file, MAX_SECRET_FILE_BYTES).bytes;
     } catch (e) {
-      if (e instanceof ReadFileError) this.fail(`${path}.file`, `cannot read ${file}: it ${describeReadProblem(e.problem).replace(/^no such file$/, "does not exist")}`);
+      if (e instanceof ReadFileError)
+        this.fail(`${path}.file`, `cannot read ${file}: it ${describeReadProblem(e.problem).replace(/^no such file$/, "does not exist")}`);
       throw e;
     }
     // A trailing newline (echo, editors) is not part of the passphrase.
@@ -206,9 +208,19 @@ class Parser {
       this.only(body, path, ["passphrase", "chain", "key_length", "iterations", "hash_function", "salt_length", "encrypted_metadata_alias"]);
       if (body["chain"] !== undefined) this.fail(`${path}.chain`, "is not supported by objstate yet: give passphrase instead");
       const passphrase = this.secret(body["passphrase"], `${path}.passphrase`);
-      if (passphrase.length < MIN_PASSPHRASE_LENGTH) this.fail(`${path}.passphrase`, `is too short (${passphrase.source}): at least ${MIN_PASSPHRASE_LENGTH} characters are needed`, "ENCRYPTION_KDF_TOO_WEAK");
+      if (passphrase.length < MIN_PASSPHRASE_LENGTH)
+        this.fail(
+          `${path}.passphrase`,
+          `is too short (${passphrase.source}): at least ${MIN_PASSPHRASE_LENGTH} characters are needed`,
+          "ENCRYPTION_KDF_TOO_WEAK",
+        );
       const iterations = this.integer(body["iterations"], `${path}.iterations`, PBKDF2_DEFAULTS.iterations);
-      if (iterations < MIN_ITERATIONS) this.fail(`${path}.iterations`, `${iterations} is dangerously low: at least ${MIN_ITERATIONS} are needed (default ${PBKDF2_DEFAULTS.iterations})`, "ENCRYPTION_KDF_TOO_WEAK");
+      if (iterations < MIN_ITERATIONS)
+        this.fail(
+          `${path}.iterations`,
+          `${iterations} is dangerously low: at least ${MIN_ITERATIONS} are needed (default ${PBKDF2_DEFAULTS.iterations})`,
+          "ENCRYPTION_KDF_TOO_WEAK",
+        );
       const keyLength = this.integer(body["key_length"], `${path}.key_length`, PBKDF2_DEFAULTS.keyLength);
       if (keyLength <= 0 || keyLength > 1024) this.fail(`${path}.key_length`, "must be between 1 and 1024");
       const saltLength = this.integer(body["salt_length"], `${path}.salt_length`, PBKDF2_DEFAULTS.saltLength);
@@ -220,10 +232,14 @@ class Parser {
     if (type === "external") {
       this.only(body, path, ["command", "encrypted_metadata_alias"]);
       const command = body["command"];
-      if (!Array.isArray(command) || command.length === 0 || !command.every((c): c is string => typeof c === "string") || command[0] === "") this.fail(`${path}.command`, 'must be a non-empty list of strings: ["/path/to/program", "arg", ...]');
+      if (!Array.isArray(command) || command.length === 0 || !command.every((c): c is string => typeof c === "string") || command[0] === "")
+        this.fail(`${path}.command`, 'must be a non-empty list of strings: ["/path/to/program", "arg", ...]');
       return Object.freeze({ type, name, address, metaKey, command: Object.freeze([...command]) });
     }
-    return this.fail(path, `key provider type "${type}" is not supported by objstate (supported: pbkdf2, external; KMS, Vault and OpenBao plug in through external)`);
+    return this.fail(
+      path,
+      `key provider type "${type}" is not supported by objstate (supported: pbkdf2, external; KMS, Vault and OpenBao plug in through external)`,
+    );
   }
 
   method(type: string, name: string, v: Json, path: string): MethodConfig {
@@ -239,7 +255,8 @@ class Parser {
       const raw = body["aad"];
       let aad: Buffer | undefined;
       if (raw !== undefined) {
-        if (!Array.isArray(raw) || !raw.every((b) => typeof b === "number" && Number.isInteger(b) && b >= 0 && b <= 255)) this.fail(`${path}.aad`, "must be a list of bytes (whole numbers 0-255), as OpenTofu reads it");
+        if (!Array.isArray(raw) || !raw.every((b) => typeof b === "number" && Number.isInteger(b) && b >= 0 && b <= 255))
+          this.fail(`${path}.aad`, "must be a list of bytes (whole numbers 0-255), as OpenTofu reads it");
         aad = Buffer.from(raw as number[]);
       }
       return Object.freeze({ type, name, address, keys, aad });
@@ -334,13 +351,17 @@ export function checkEncryptionConfig(cfg: EncryptionConfig, source: string): En
   const checkTarget = (t: TargetConfig | undefined, path: string): void => {
     if (t === undefined) return;
     if (t.methods.length === 0) {
-      p.fail(`${path}.method`, `is required: the method to encrypt with, e.g. "method.aes_gcm.NAME"${t.enforced ? ` (${path}.enforced is set, so states must be encrypted)` : ""}`);
+      p.fail(
+        `${path}.method`,
+        `is required: the method to encrypt with, e.g. "method.aes_gcm.NAME"${t.enforced ? ` (${path}.enforced is set, so states must be encrypted)` : ""}`,
+      );
     }
     t.methods.forEach((m, i) => {
       const at = `${path}${".fallback".repeat(i)}.method`;
       const found = cfg.methods.get(m);
       if (found === undefined) p.fail(at, `references ${m}, which is not declared under method`);
-      if (t.enforced && found.type === "unencrypted") p.fail(at, `${m} is unencrypted, which ${path}.enforced forbids: remove enforced to migrate, or the unencrypted method`);
+      if (t.enforced && found.type === "unencrypted")
+        p.fail(at, `${m} is unencrypted, which ${path}.enforced forbids: remove enforced to migrate, or the unencrypted method`);
     });
   };
   checkTarget(cfg.state, "state");
@@ -383,7 +404,10 @@ export function encryptionConfigFromEnv(env: Readonly<Record<string, string | un
   const text = (env["TF_ENCRYPTION"] ?? "").trim();
   if (text === "") return undefined;
   if (!text.startsWith("{")) {
-    throw new ObjstateError("ENCRYPTION_CONFIG_INVALID", 'TF_ENCRYPTION holds HCL, which objstate does not read: write it in OpenTofu\'s JSON form instead, e.g. {"key_provider":{"pbkdf2":{"k":{"passphrase":"..."}}},"method":{"aes_gcm":{"m":{"keys":"key_provider.pbkdf2.k"}}},"state":{"method":"method.aes_gcm.m"}}');
+    throw new ObjstateError(
+      "ENCRYPTION_CONFIG_INVALID",
+      'TF_ENCRYPTION holds HCL, which objstate does not read: write it in OpenTofu\'s JSON form instead, e.g. {"key_provider":{"pbkdf2":{"k":{"passphrase":"..."}}},"method":{"aes_gcm":{"m":{"keys":"key_provider.pbkdf2.k"}}},"state":{"method":"method.aes_gcm.m"}}',
+    );
   }
   let value: unknown;
   try {
@@ -391,7 +415,10 @@ export function encryptionConfigFromEnv(env: Readonly<Record<string, string | un
   } catch (e) {
     // The parser's message quotes the text near the error, which may be a passphrase.
     const at = e instanceof SyntaxError ? /position (\d+)/.exec(e.message)?.[1] : undefined;
-    throw new ObjstateError("ENCRYPTION_CONFIG_INVALID", `TF_ENCRYPTION is not valid JSON${at === undefined ? "" : ` (at character ${at})`}: write OpenTofu's JSON form of the encryption block`);
+    throw new ObjstateError(
+      "ENCRYPTION_CONFIG_INVALID",
+      `TF_ENCRYPTION is not valid JSON${at === undefined ? "" : ` (at character ${at})`}: write OpenTofu's JSON form of the encryption block`,
+    );
   }
   return parseEncryptionConfig(value, { source: "TF_ENCRYPTION", literalSecrets: true, env, partial });
 }

@@ -61,7 +61,9 @@ export function runExternal(config: ExternalProviderConfig, input: Buffer | unde
     try {
       stored = JSON.parse(input.toString("utf8"));
     } catch {
-      return Promise.reject(new ObjstateError("ENCRYPTION_TAMPERED", `the metadata stored for ${config.metaKey} is not JSON; it was altered or written by another program`));
+      return Promise.reject(
+        new ObjstateError("ENCRYPTION_TAMPERED", `the metadata stored for ${config.metaKey} is not JSON; it was altered or written by another program`),
+      );
     }
     const data = typeof stored === "object" && stored !== null ? (stored as Record<string, unknown>)["external_data"] : undefined;
     stdinText = data === undefined || data === null ? "null" : goJson({ external_data: data });
@@ -88,8 +90,13 @@ export function runExternal(config: ExternalProviderConfig, input: Buffer | unde
       if (e !== undefined) reject(e);
       else resolve(keys as ExternalKeys);
     };
-    const timer = setTimeout(() => finish(fail(`did not answer within ${Math.round(timeoutMs / 1000) || timeoutMs / 1000} s and was stopped`, stderr)), timeoutMs);
-    child.on("error", (e: NodeJS.ErrnoException) => finish(fail(e.code === "ENOENT" ? "was not found: check command[0] (a path, or a name on PATH)" : `could not be run (${e.code ?? e.message})`)));
+    const timer = setTimeout(
+      () => finish(fail(`did not answer within ${Math.round(timeoutMs / 1000) || timeoutMs / 1000} s and was stopped`, stderr)),
+      timeoutMs,
+    );
+    child.on("error", (e: NodeJS.ErrnoException) =>
+      finish(fail(e.code === "ENOENT" ? "was not found: check command[0] (a path, or a name on PATH)" : `could not be run (${e.code ?? e.message})`)),
+    );
     child.stdout?.on("data", (b: Buffer) => {
       outBytes += b.length;
       if (outBytes > MAX_OUTPUT_BYTES) finish(fail(`printed more than ${MAX_OUTPUT_BYTES} bytes; it does not speak the key provider protocol`, stderr));
@@ -108,7 +115,10 @@ export function runExternal(config: ExternalProviderConfig, input: Buffer | unde
         return;
       }
       try {
-        finish(undefined, parseAnswer(Buffer.concat(out).toString("utf8"), (why) => fail(why, stderr)));
+        finish(
+          undefined,
+          parseAnswer(Buffer.concat(out).toString("utf8"), (why) => fail(why, stderr)),
+        );
       } catch (e) {
         finish(e instanceof ObjstateError ? e : fail("gave an answer that could not be read", stderr));
       }

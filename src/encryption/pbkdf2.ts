@@ -26,7 +26,10 @@ const MAX_KEY_LENGTH = 1024;
 
 /** The JSON OpenTofu's Go code writes for the metadata (before the envelope base64-encodes it). */
 export function encodePbkdf2Meta(m: Pbkdf2Meta): Buffer {
-  return Buffer.from(`{"salt":"${m.salt.toString("base64")}","iterations":${m.iterations},"hash_function":${JSON.stringify(m.hashFunction)},"key_length":${m.keyLength}}`, "utf8");
+  return Buffer.from(
+    `{"salt":"${m.salt.toString("base64")}","iterations":${m.iterations},"hash_function":${JSON.stringify(m.hashFunction)},"key_length":${m.keyLength}}`,
+    "utf8",
+  );
 }
 
 /**
@@ -47,15 +50,22 @@ export function decodePbkdf2Meta(json: Buffer | undefined, describe: string): Pb
   }
   if (typeof v !== "object" || v === null || Array.isArray(v)) return bad("is not an object");
   const o = v as Record<string, unknown>;
-  const salt = typeof o["salt"] === "string" ? Buffer.from(o["salt"], "base64") : o["salt"] === undefined || o["salt"] === null ? Buffer.alloc(0) : bad("has a salt that is not base64");
+  const salt =
+    typeof o["salt"] === "string"
+      ? Buffer.from(o["salt"], "base64")
+      : o["salt"] === undefined || o["salt"] === null
+        ? Buffer.alloc(0)
+        : bad("has a salt that is not base64");
   const iterations = o["iterations"] ?? 0;
   const keyLength = o["key_length"] ?? 0;
   const hash = o["hash_function"] ?? "";
-  if (typeof iterations !== "number" || !Number.isSafeInteger(iterations) || iterations < 0) return bad(`has an invalid number of iterations (${String(iterations)})`);
+  if (typeof iterations !== "number" || !Number.isSafeInteger(iterations) || iterations < 0)
+    return bad(`has an invalid number of iterations (${String(iterations)})`);
   if (typeof keyLength !== "number" || !Number.isSafeInteger(keyLength) || keyLength < 0) return bad(`has an invalid key length (${String(keyLength)})`);
   if (hash !== "" && hash !== "sha256" && hash !== "sha512") return bad(`names an unknown hash function (${JSON.stringify(hash)})`);
   if (salt.length === 0 || iterations === 0 || hash === "" || keyLength === 0) return undefined;
-  if (iterations > MAX_STORED_ITERATIONS || keyLength > MAX_KEY_LENGTH) return bad(`asks for ${iterations} iterations and a ${keyLength}-byte key, more than any writer uses`);
+  if (iterations > MAX_STORED_ITERATIONS || keyLength > MAX_KEY_LENGTH)
+    return bad(`asks for ${iterations} iterations and a ${keyLength}-byte key, more than any writer uses`);
   return { salt, iterations, hashFunction: hash as "sha256" | "sha512", keyLength };
 }
 

@@ -7,7 +7,17 @@
  */
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
-import { base64Length, Base64GcmOpener, KEY_LENGTHS, looksLikeStateStart, NONCE_BYTES, type OpenFailure, type OpenKey, sealToBase64, TAG_BYTES } from "./aes-gcm.js";
+import {
+  base64Length,
+  Base64GcmOpener,
+  KEY_LENGTHS,
+  looksLikeStateStart,
+  NONCE_BYTES,
+  type OpenFailure,
+  type OpenKey,
+  sealToBase64,
+  TAG_BYTES,
+} from "./aes-gcm.js";
 import type { AesGcmMethodConfig, EncryptionConfig, KeyProviderConfig, MethodConfig, TargetConfig } from "./config.js";
 import { ExternalProvider, type ExternalOptions } from "./external.js";
 import { Pbkdf2Provider } from "./pbkdf2.js";
@@ -120,7 +130,10 @@ export class StateEncryption {
       const kp = config.keyProviders.get(m.keys) as KeyProviderConfig;
       const other = metaKeys.get(kp.metaKey);
       if (other !== undefined && other !== kp.address) {
-        throw new ObjstateError("ENCRYPTION_CONFIG_INVALID", `key providers ${other} and ${kp.address} store their metadata under the same key "${kp.metaKey}": give one of them another encrypted_metadata_alias`);
+        throw new ObjstateError(
+          "ENCRYPTION_CONFIG_INVALID",
+          `key providers ${other} and ${kp.address} store their metadata under the same key "${kp.metaKey}": give one of them another encrypted_metadata_alias`,
+        );
       }
       metaKeys.set(kp.metaKey, kp.address);
     }
@@ -156,8 +169,12 @@ export class StateEncryption {
     }
     const { key, metaKey, meta } = await this.#writerKey(primary);
     const serial = header.serial === null ? "null" : String(header.serial);
-    if (header.serial !== null && !Number.isSafeInteger(header.serial)) throw new ObjstateError("STATE_INVALID", `the state's serial ${serial} is not a whole number`);
-    const head = Buffer.from(`{"serial":${serial},"lineage":${goString(header.lineage)},"meta":{${goString(metaKey)}:"${meta.toString("base64")}"},"encrypted_data":"`, "utf8");
+    if (header.serial !== null && !Number.isSafeInteger(header.serial))
+      throw new ObjstateError("STATE_INVALID", `the state's serial ${serial} is not a whole number`);
+    const head = Buffer.from(
+      `{"serial":${serial},"lineage":${goString(header.lineage)},"meta":{${goString(metaKey)}:"${meta.toString("base64")}"},"encrypted_data":"`,
+      "utf8",
+    );
     const tail = Buffer.from(`","encryption_version":"${ENCRYPTION_VERSION}"}`, "utf8");
     const byteLength = head.length + base64Length(NONCE_BYTES + state.byteLength + TAG_BYTES) + tail.length;
     const aad = primary.aad;
@@ -203,12 +220,17 @@ export class StateEncryption {
   }
 
   /** @internal the candidate methods' keys for the stored metadata, tried in order by the opener. */
-  async candidateKey(m: AesGcmMethodConfig, meta: ReadonlyMap<string, Buffer>, ctx: StateContext | undefined): Promise<{ key: Buffer | undefined; why: string }> {
+  async candidateKey(
+    m: AesGcmMethodConfig,
+    meta: ReadonlyMap<string, Buffer>,
+    ctx: StateContext | undefined,
+  ): Promise<{ key: Buffer | undefined; why: string }> {
     const kp = this.config.keyProviders.get(m.keys) as KeyProviderConfig;
     const stored = meta.get(kp.metaKey);
     if (stored === undefined) return { key: undefined, why: `${m.address}: the envelope holds no metadata for ${kp.metaKey}` };
     const provider = this.#providers.get(m.keys) as Provider;
-    const key = provider instanceof Pbkdf2Provider ? await provider.decryptionKey(stored, `the envelope of ${where(ctx)}`) : await provider.decryptionKey(stored);
+    const key =
+      provider instanceof Pbkdf2Provider ? await provider.decryptionKey(stored, `the envelope of ${where(ctx)}`) : await provider.decryptionKey(stored);
     if (key === undefined) return { key: undefined, why: `${m.address}: ${kp.address} gave no decryption key for the stored metadata` };
     checkKeyLength(m, kp, key, "decryption");
     return { key, why: `${m.address}: its key (${kp.address}) does not open the data` };
@@ -217,7 +239,10 @@ export class StateEncryption {
 
 function checkKeyLength(m: AesGcmMethodConfig, kp: KeyProviderConfig, key: Buffer, which: string): void {
   if (!KEY_LENGTHS.includes(key.length)) {
-    throw new ObjstateError("ENCRYPTION_CONFIG_INVALID", `${m.address}: ${kp.address} gave a ${key.length}-byte ${which} key; AES-GCM needs 16, 24 or 32 bytes${kp.type === "pbkdf2" ? ` (set key_provider.pbkdf2.${kp.name}.key_length)` : ""}`);
+    throw new ObjstateError(
+      "ENCRYPTION_CONFIG_INVALID",
+      `${m.address}: ${kp.address} gave a ${key.length}-byte ${which} key; AES-GCM needs 16, 24 or 32 bytes${kp.type === "pbkdf2" ? ` (set key_provider.pbkdf2.${kp.name}.key_length)` : ""}`,
+    );
   }
 }
 
@@ -322,7 +347,11 @@ export class StateDecryptor {
   }
 
   private tampered(why: string): never {
-    throw new ObjstateError("ENCRYPTION_TAMPERED", `cannot decrypt ${where(this.ctx)}: ${why}; the stored envelope was altered or truncated after it was written`, { details: { workspace: this.ctx?.workspace } });
+    throw new ObjstateError(
+      "ENCRYPTION_TAMPERED",
+      `cannot decrypt ${where(this.ctx)}: ${why}; the stored envelope was altered or truncated after it was written`,
+      { details: { workspace: this.ctx?.workspace } },
+    );
   }
 
   private startData(): void {
@@ -346,7 +375,11 @@ export class StateDecryptor {
   }
 
   private unknownVersion(v: unknown): never {
-    throw new ObjstateError("ENCRYPTION_UNKNOWN_VERSION", `cannot decrypt ${where(this.ctx)}: its envelope has encryption_version ${JSON.stringify(v)}, and objstate reads only "${ENCRYPTION_VERSION}" (written by a newer OpenTofu?)`, { details: { workspace: this.ctx?.workspace } });
+    throw new ObjstateError(
+      "ENCRYPTION_UNKNOWN_VERSION",
+      `cannot decrypt ${where(this.ctx)}: its envelope has encryption_version ${JSON.stringify(v)}, and objstate reads only "${ENCRYPTION_VERSION}" (written by a newer OpenTofu?)`,
+      { details: { workspace: this.ctx?.workspace } },
+    );
   }
 
   private async choose(nonce: Buffer, probe: Buffer): Promise<OpenKey | undefined> {
@@ -374,7 +407,12 @@ export class StateDecryptor {
     if (!this.scanner.closed) this.tampered("it ends before its closing brace");
     if (this.scanner.broken) this.tampered("it is not valid JSON (something follows its closing brace)");
     const version = this.member("encryption_version");
-    if (version === undefined || version === "") throw new ObjstateError("ENCRYPTION_UNKNOWN_VERSION", `cannot decrypt ${where(this.ctx)}: it has encrypted_data but no encryption_version, so it is neither an envelope objstate reads nor a state`, { details: { workspace: this.ctx?.workspace } });
+    if (version === undefined || version === "")
+      throw new ObjstateError(
+        "ENCRYPTION_UNKNOWN_VERSION",
+        `cannot decrypt ${where(this.ctx)}: it has encrypted_data but no encryption_version, so it is neither an envelope objstate reads nor a state`,
+        { details: { workspace: this.ctx?.workspace } },
+      );
     if (version !== ENCRYPTION_VERSION) this.unknownVersion(version);
     const opener = this.opener as Base64GcmOpener;
     if (this.deferred !== undefined) {
@@ -401,8 +439,11 @@ export class StateDecryptor {
   private wrongKey(): never {
     const tried = this.reasons.length === 0 ? "no aes_gcm method is configured" : this.reasons.join("; ");
     const written = [...this.meta.keys()];
-    const hint = written.length === 0 ? "" : ` It was written with ${written.join(", ")}: configure that key provider (with its old passphrase) as a fallback method.`;
-    throw new ObjstateError("ENCRYPTION_WRONG_KEY", `cannot decrypt ${where(this.ctx)}: no configured method's key opens it (${tried}).${hint}`, { details: { workspace: this.ctx?.workspace, methods: this.enc.methods.map((m) => m.address) } });
+    const hint =
+      written.length === 0 ? "" : ` It was written with ${written.join(", ")}: configure that key provider (with its old passphrase) as a fallback method.`;
+    throw new ObjstateError("ENCRYPTION_WRONG_KEY", `cannot decrypt ${where(this.ctx)}: no configured method's key opens it (${tried}).${hint}`, {
+      details: { workspace: this.ctx?.workspace, methods: this.enc.methods.map((m) => m.address) },
+    });
   }
 
   /** OpenTofu's check: the clear serial and lineage must be the decrypted state's own. */
@@ -424,8 +465,10 @@ export class StateDecryptor {
     };
     const innerSerial = field("serial");
     const innerLineage = field("lineage");
-    if (typeof serial === "number" && typeof innerSerial === "number" && serial !== innerSerial) this.tampered(`its clear serial ${serial} is not the encrypted state's serial ${innerSerial}`);
-    if (typeof lineage === "string" && lineage !== "" && innerLineage !== lineage) this.tampered(`its clear lineage ${JSON.stringify(lineage)} is not the encrypted state's lineage ${JSON.stringify(innerLineage)}`);
+    if (typeof serial === "number" && typeof innerSerial === "number" && serial !== innerSerial)
+      this.tampered(`its clear serial ${serial} is not the encrypted state's serial ${innerSerial}`);
+    if (typeof lineage === "string" && lineage !== "" && innerLineage !== lineage)
+      this.tampered(`its clear lineage ${JSON.stringify(lineage)} is not the encrypted state's lineage ${JSON.stringify(innerLineage)}`);
   }
 
   private plain(): Decrypted {
@@ -447,14 +490,24 @@ export class StateDecryptor {
     }
     if (!this.scanner.closed || this.scanner.broken) {
       if (whole.includes('"encryption_version"')) this.tampered("it is not complete JSON");
-      throw new ObjstateError("STATE_INVALID", `${where(this.ctx)} is neither a state nor an encryption envelope: it is not a complete JSON object`, { details: { workspace: this.ctx?.workspace } });
+      throw new ObjstateError("STATE_INVALID", `${where(this.ctx)} is neither a state nor an encryption envelope: it is not a complete JSON object`, {
+        details: { workspace: this.ctx?.workspace },
+      });
     }
     if (memberOf(members, "terraform_version") === undefined) {
-      throw new ObjstateError("STATE_INVALID", `${where(this.ctx)} is neither a state (it has no terraform_version) nor an encryption envelope (no encryption_version)`, { details: { workspace: this.ctx?.workspace } });
+      throw new ObjstateError(
+        "STATE_INVALID",
+        `${where(this.ctx)} is neither a state (it has no terraform_version) nor an encryption envelope (no encryption_version)`,
+        { details: { workspace: this.ctx?.workspace } },
+      );
     }
     const unencrypted = this.enc.methods.find((m) => m.type === "unencrypted");
     if (unencrypted === undefined) {
-      throw new ObjstateError("ENCRYPTION_PLAIN_STATE", `${where(this.ctx)} is stored unencrypted, and the encryption configuration has no unencrypted method (tried ${this.enc.methods.map((m) => m.address).join(", ")}): to migrate it in, add method "unencrypted" as a fallback of state`, { details: { workspace: this.ctx?.workspace } });
+      throw new ObjstateError(
+        "ENCRYPTION_PLAIN_STATE",
+        `${where(this.ctx)} is stored unencrypted, and the encryption configuration has no unencrypted method (tried ${this.enc.methods.map((m) => m.address).join(", ")}): to migrate it in, add method "unencrypted" as a fallback of state`,
+        { details: { workspace: this.ctx?.workspace } },
+      );
     }
     const primary = this.enc.methods[0] as MethodConfig;
     return { state: whole, encrypted: false, method: unencrypted.address, migration: primary.type !== "unencrypted", header: undefined };

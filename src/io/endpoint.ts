@@ -3,9 +3,7 @@ import { fileURLToPath } from "node:url";
 import { ObjstateError } from "../errors.js";
 
 /** Where an endpoint string points: an HTTP API, or a directory for the embedded drivers. */
-export type ParsedEndpoint =
-  | { readonly kind: "http"; readonly url: string }
-  | { readonly kind: "file"; readonly dir: string };
+export type ParsedEndpoint = { readonly kind: "http"; readonly url: string } | { readonly kind: "file"; readonly dir: string };
 
 /**
  * Interpret an endpoint the way docs/design.md §2 says: `http(s)://` as given, a bare host as
@@ -19,7 +17,9 @@ export function parseEndpoint(endpoint: string, cwd: string = process.cwd()): Pa
       try {
         dir = fileURLToPath(e);
       } catch (cause) {
-        throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" is not a valid file URL (expected file:///absolute/path or file:relative/path)`, { cause });
+        throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" is not a valid file URL (expected file:///absolute/path or file:relative/path)`, {
+          cause,
+        });
       }
       return { kind: "file", dir };
     }
@@ -27,7 +27,11 @@ export function parseEndpoint(endpoint: string, cwd: string = process.cwd()): Pa
     try {
       rest = decodeURIComponent(e.slice("file:".length));
     } catch (cause) {
-      throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" is not a valid file URL: a % must start an escape such as %20 (write %25 for a literal %)`, { cause });
+      throw new ObjstateError(
+        "INVALID_ENDPOINT",
+        `endpoint "${endpoint}" is not a valid file URL: a % must start an escape such as %20 (write %25 for a literal %)`,
+        { cause },
+      );
     }
     if (rest === "") {
       throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" names no directory (expected file:///absolute/path or file:relative/path)`);

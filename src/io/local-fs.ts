@@ -58,10 +58,18 @@ export function fsFailure(e: unknown, what: string, fallback: ErrorCode, at?: st
     case "EDQUOT":
       return new ObjstateError("STORE_NO_SPACE", `${what}: disk quota exceeded at ${where}; free space there or raise the quota`, { details, cause: e });
     case "EROFS":
-      return new ObjstateError("STORE_READ_ONLY", `${what}: read-only file system at ${where}; mount it read-write or point the endpoint at a writable directory`, { details, cause: e });
+      return new ObjstateError(
+        "STORE_READ_ONLY",
+        `${what}: read-only file system at ${where}; mount it read-write or point the endpoint at a writable directory`,
+        { details, cause: e },
+      );
     case "EACCES":
     case "EPERM":
-      return new ObjstateError("STORE_PERMISSION", `${what}: permission denied at ${where}; run as the directory's owner or give this user write access to it`, { details, cause: e });
+      return new ObjstateError(
+        "STORE_PERMISSION",
+        `${what}: permission denied at ${where}; run as the directory's owner or give this user write access to it`,
+        { details, cause: e },
+      );
     case "ELOOP":
       return unsafePath(where, "a symbolic link");
     default:

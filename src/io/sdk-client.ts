@@ -145,7 +145,10 @@ export function sdkClientConfig(t: ClientTarget) {
 interface ArmableClient {
   send(command: unknown, options?: { abortSignal?: AbortSignal }): Promise<unknown>;
   readonly middlewareStack: {
-    add(middleware: (next: (args: unknown) => Promise<unknown>) => (args: unknown) => Promise<unknown>, options: { step: "initialize"; name: string; override?: boolean }): void;
+    add(
+      middleware: (next: (args: unknown) => Promise<unknown>) => (args: unknown) => Promise<unknown>,
+      options: { step: "initialize"; name: string; override?: boolean },
+    ): void;
   };
   readonly config: { systemClockOffset?: number };
 }
@@ -262,7 +265,13 @@ function guardBody(out: unknown, w: Where): void {
 }
 
 function isStream(v: unknown): v is Readable {
-  return typeof v === "object" && v !== null && typeof (v as Readable).destroy === "function" && typeof (v as Readable).once === "function" && typeof (v as Readable).read === "function";
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    typeof (v as Readable).destroy === "function" &&
+    typeof (v as Readable).once === "function" &&
+    typeof (v as Readable).read === "function"
+  );
 }
 
 /** Bytes of the request body of a command (`input.Body`), 0 when there is none or it is a stream. */

@@ -16,7 +16,12 @@ export type SdkCredentialsProvider = (() => Promise<SdkIdentity>) & { memoized: 
  * request instead of caching by its own clock: our providers cache and refresh
  * themselves (credentials/refresh.ts), before expiry, by a clock tests can control.
  */
-export function sdkCredentials(provider: () => Promise<SdkIdentity>, onError: (e: unknown) => never = (e) => { throw e; }): SdkCredentialsProvider {
+export function sdkCredentials(
+  provider: () => Promise<SdkIdentity>,
+  onError: (e: unknown) => never = (e) => {
+    throw e;
+  },
+): SdkCredentialsProvider {
   const fn = async (): Promise<SdkIdentity> => {
     try {
       const c = await provider();

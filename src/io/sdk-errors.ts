@@ -99,7 +99,10 @@ export function isTlsToPlainHttp(e: unknown): boolean {
     const code = field(x, "code");
     const message = field(x, "message");
     const c = typeof code === "string" ? code : "";
-    return (c === "EPROTO" || c.startsWith("ERR_SSL_")) && /wrong version number|packet length too long|unknown protocol/i.test(`${c} ${typeof message === "string" ? message : ""}`) ? true : undefined;
+    return (c === "EPROTO" || c.startsWith("ERR_SSL_")) &&
+      /wrong version number|packet length too long|unknown protocol/i.test(`${c} ${typeof message === "string" ? message : ""}`)
+      ? true
+      : undefined;
   });
   return found === true;
 }

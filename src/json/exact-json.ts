@@ -268,7 +268,9 @@ export function stringifyExact(value: ExactJson, space = 0): string {
   type Frame = { entries: [string | undefined, ExactJson][]; close: string; i: number };
   const open = (v: ReadonlyMap<string, ExactJson> | readonly ExactJson[]): Frame | undefined => {
     const isMap = v instanceof Map;
-    const entries: [string | undefined, ExactJson][] = isMap ? [...(v as ReadonlyMap<string, ExactJson>).entries()] : (v as readonly ExactJson[]).map((x) => [undefined, x]);
+    const entries: [string | undefined, ExactJson][] = isMap
+      ? [...(v as ReadonlyMap<string, ExactJson>).entries()]
+      : (v as readonly ExactJson[]).map((x) => [undefined, x]);
     if (entries.length === 0) {
       parts.push(isMap ? "{}" : "[]");
       return undefined;

@@ -58,7 +58,9 @@ export class DynamoDbLockTable implements LockTableDriver {
     this.location = `DynamoDB table "${options.table}" at ${url}`;
     const timeouts = resolveTimeouts(options.timeouts);
     // A provider, not resolved values: the SDK calls it again when temporary credentials near expiry.
-    const credentials = sdkCredentials(options.credentials === undefined ? noCredentials(this.location) : reportingFailures(options.credentials, this.location));
+    const credentials = sdkCredentials(
+      options.credentials === undefined ? noCredentials(this.location) : reportingFailures(options.credentials, this.location),
+    );
     this.client = withoutNodeVersionWarning(
       () =>
         new DynamoDBClient({
@@ -281,7 +283,13 @@ export class DynamoDbLockTable implements LockTableDriver {
       let out;
       try {
         out = await this.client.send(
-          new ScanCommand({ TableName: this.table, ConsistentRead: true, FilterExpression: "attribute_exists(#a)", ExpressionAttributeNames: { "#a": attr }, ExclusiveStartKey: start }),
+          new ScanCommand({
+            TableName: this.table,
+            ConsistentRead: true,
+            FilterExpression: "attribute_exists(#a)",
+            ExpressionAttributeNames: { "#a": attr },
+            ExclusiveStartKey: start,
+          }),
         );
       } catch (e) {
         throw this.mapError(e, "scan");
@@ -342,7 +350,10 @@ export class DynamoDbLockTable implements LockTableDriver {
       const table = await this.describeTableOnce();
       if (table?.TableStatus !== "CREATING") return table;
       if (Date.now() + delay > deadline) {
-        throw new ObjstateError("TABLE_NOT_READY", `${this.location} is still being created (status CREATING after ${CREATING_WAIT_MS / 1000} s): try again once it is ACTIVE`);
+        throw new ObjstateError(
+          "TABLE_NOT_READY",
+          `${this.location} is still being created (status CREATING after ${CREATING_WAIT_MS / 1000} s): try again once it is ACTIVE`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
@@ -364,7 +375,10 @@ export class DynamoDbLockTable implements LockTableDriver {
       const table = await this.describeTableOnce();
       if (table?.TableStatus === "ACTIVE") return;
       if (Date.now() + delay > deadline) {
-        throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location} did not become ACTIVE within ${ACTIVE_TIMEOUT_MS / 1000} s (status ${table?.TableStatus ?? "absent"})`);
+        throw new ObjstateError(
+          "LOCK_TABLE_ERROR",
+          `${this.location} did not become ACTIVE within ${ACTIVE_TIMEOUT_MS / 1000} s (status ${table?.TableStatus ?? "absent"})`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
@@ -404,7 +418,9 @@ export function toObjstateError(e: unknown, action: string, location: string): O
   }
   const net = networkFailure(e);
   if (net !== undefined) {
-    return new ObjstateError("ENDPOINT_UNREACHABLE", `${verb}: the endpoint did not answer (${net}); check kvstoreEndpoint and that the server is running`, { cause: e });
+    return new ObjstateError("ENDPOINT_UNREACHABLE", `${verb}: the endpoint did not answer (${net}); check kvstoreEndpoint and that the server is running`, {
+      cause: e,
+    });
   }
   return new ObjstateError("LOCK_TABLE_ERROR", `${verb}: ${name}: ${redact(firstLine(sdkErrorMessage(e)))}`, { cause: e });
 }
@@ -443,7 +459,11 @@ function leaseOf(item: Record<string, AttributeValue>): LeaseItem {
 function digestOf(item: Record<string, AttributeValue>): DigestItem {
   const g = item["Generation"]?.N ?? item["Generation"]?.S;
   const generation = g === undefined ? 0 : Number(g);
-  return { digest: stringAttr(item, "Digest"), generation: Number.isSafeInteger(generation) && generation > 0 ? generation : 0, lockId: stringAttr(item, "CommitLockID") ?? undefined };
+  return {
+    digest: stringAttr(item, "Digest"),
+    generation: Number.isSafeInteger(generation) && generation > 0 ? generation : 0,
+    lockId: stringAttr(item, "CommitLockID") ?? undefined,
+  };
 }
 
 /** Does the item already hold this commit (made by a retry's first attempt, or by an adopter)? */
@@ -458,7 +478,10 @@ function stringAttr(item: Record<string, AttributeValue>, attr: string): string 
 
 /** Without our own provider the SDK would search env, files and the instance metadata service. */
 function noCredentials(location: string): CredentialsProvider {
-  return () => Promise.reject(new ObjstateError("ACCESS_DENIED", `no credentials for ${location}: set accessKey/secretKey (or their environment variables), a profile or a role`));
+  return () =>
+    Promise.reject(
+      new ObjstateError("ACCESS_DENIED", `no credentials for ${location}: set accessKey/secretKey (or their environment variables), a profile or a role`),
+    );
 }
 
 /**

@@ -149,7 +149,8 @@ export class FileLockTable implements LockTableDriver {
     if (!(await this.tableReadyIfPresent())) return false;
     const target = this.itemPath(id);
     // null: the item exists without `attr` (an item written by hand or by another tool).
-    const matches = (item: Readonly<Record<string, string>> | null): boolean => item !== null && (expected === null ? item[attr] === undefined : item[attr] === expected);
+    const matches = (item: Readonly<Record<string, string>> | null): boolean =>
+      item !== null && (expected === null ? item[attr] === undefined : item[attr] === expected);
     if (!matches(await this.readItem(target, id))) return false;
     if (Object.keys(set).length === 0) return true;
     return this.withClaim(id, async () => {
@@ -235,7 +236,8 @@ export class FileLockTable implements LockTableDriver {
   }
 
   async commitDigest(id: string, seen: DigestItem | null, next: DigestCommit): Promise<boolean> {
-    if (next.set !== undefined && KEY in next.set) throw new ObjstateError("LOCK_TABLE_ERROR", `cannot update ${KEY} of item "${id}" in ${this.location}: it is the key`);
+    if (next.set !== undefined && KEY in next.set)
+      throw new ObjstateError("LOCK_TABLE_ERROR", `cannot update ${KEY} of item "${id}" in ${this.location}: it is the key`);
     await this.ensureTable();
     const target = this.itemPath(id);
     // Under the item's claim, like updateIf: the compare and the replace are one step for every other writer.
@@ -383,7 +385,10 @@ export class FileLockTable implements LockTableDriver {
     if (text === null) return DEFAULT_SCHEMA.map((k) => ({ ...k }));
     const schema = parseSchema(text);
     if (schema === null) {
-      throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location}: ${file} is not a key schema (expected JSON like [{"name":"LockID","type":"S","keyType":"HASH"}])`);
+      throw new ObjstateError(
+        "LOCK_TABLE_ERROR",
+        `${this.location}: ${file} is not a key schema (expected JSON like [{"name":"LockID","type":"S","keyType":"HASH"}])`,
+      );
     }
     return schema;
   }

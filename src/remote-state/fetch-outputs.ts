@@ -25,7 +25,11 @@ const MEMBERS = ["version", "outputs", "modules"];
  * The outputs of the state of `config.workspace` (default `default`), merged over
  * `config.defaults`. See `DataRemoteStateObjectStore.fetchOutputs`.
  */
-export async function fetchRemoteOutputs(name: string | undefined, config: DataRemoteStateObjectStoreConfig, options: FetchOutputsOptions = {}): Promise<RemoteOutputs> {
+export async function fetchRemoteOutputs(
+  name: string | undefined,
+  config: DataRemoteStateObjectStoreConfig,
+  options: FetchOutputsOptions = {},
+): Promise<RemoteOutputs> {
   const env = options.env ?? process.env;
   const settings = resolveSettings(config, env);
   const workspace = settings.workspace.value ?? "default";
@@ -55,7 +59,11 @@ export async function fetchRemoteOutputs(name: string | undefined, config: DataR
 export async function readRemoteOutputs(
   backend: ObjectStoreBackend,
   workspace: string,
-  options: { readonly name?: string | undefined; readonly defaults?: Readonly<Record<string, unknown>> | undefined; readonly scanThreshold?: number | undefined } = {},
+  options: {
+    readonly name?: string | undefined;
+    readonly defaults?: Readonly<Record<string, unknown>> | undefined;
+    readonly scanThreshold?: number | undefined;
+  } = {},
 ): Promise<RemoteOutputs> {
   const name = options.name;
   const location = backend.describe(workspace);
@@ -81,7 +89,10 @@ export async function readRemoteOutputs(
       bytes = await backend.readState(workspace, { onData, sharedBody: true });
     } catch (e) {
       if (isObjstateError(e, "BUCKET_NOT_FOUND")) {
-        throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, { cause: e, details: { workspace, location } });
+        throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, {
+          cause: e,
+          details: { workspace, location },
+        });
       }
       throw e;
     }
@@ -124,7 +135,8 @@ function outputsOf(
     const { problem, at } = jsonSyntaxProblem(e, (p) => state.subarray(0, p).toString("utf8"), state.length);
     throw invalid(`is not valid JSON: ${problem} ${at === "" ? placeError(state) : at}`.trimEnd());
   }
-  if (located.kind !== "object") throw invalid(`is not a state: its top level is ${located.kind === "array" ? "an array" : `a ${located.kind}`}, not an object`);
+  if (located.kind !== "object")
+    throw invalid(`is not a state: its top level is ${located.kind === "array" ? "an array" : `a ${located.kind}`}, not an object`);
   const found = located.spans;
   const member = (n: string): ExactJson | undefined => {
     const span = found.get(n);

@@ -6,7 +6,18 @@
  */
 import type { ConnectOptions } from "../backend/backend.js";
 import { ObjstateError } from "../errors.js";
-import { exactType, fromJs, MAX_DECIMAL_DIGITS, stringifyExact, toBigInt, toJs, type ExactJson, type JsonNumber, type JsonType, type JsonValue } from "../json/exact-json.js";
+import {
+  exactType,
+  fromJs,
+  MAX_DECIMAL_DIGITS,
+  stringifyExact,
+  toBigInt,
+  toJs,
+  type ExactJson,
+  type JsonNumber,
+  type JsonType,
+  type JsonValue,
+} from "../json/exact-json.js";
 import { impliedToolType } from "./tool-type.js";
 
 /** Any JSON value as JavaScript holds it. */
@@ -98,7 +109,12 @@ export class RemoteOutputs {
    * Outputs from exact values (numbers as written), as read from a state.
    * @internal
    */
-  static fromExact(values: ReadonlyMap<string, ExactJson>, source: OutputsSource, sensitive: Iterable<string>, types: ReadonlyMap<string, ExactJson | typeof UPGRADED> = new Map()): RemoteOutputs {
+  static fromExact(
+    values: ReadonlyMap<string, ExactJson>,
+    source: OutputsSource,
+    sensitive: Iterable<string>,
+    types: ReadonlyMap<string, ExactJson | typeof UPGRADED> = new Map(),
+  ): RemoteOutputs {
     const out = new RemoteOutputs({}, source, sensitive);
     const map = out.values as Map<string, ExactJson>;
     for (const [k, v] of values) map.set(k, v);
@@ -168,9 +184,13 @@ export class RemoteOutputs {
     const v = toBigInt(text);
     if (typeof v === "bigint") return v;
     const why = v === "not-whole" ? "is not a whole number" : `has more than ${MAX_DECIMAL_DIGITS} digits`;
-    throw new ObjstateError("OUTPUT_NOT_INTEGER", `output "${name}" (${text.length > 40 ? `${text.slice(0, 40)}…` : text}) ${why}, so it has no bigint value${this.where()}`, {
-      details: { output: name },
-    });
+    throw new ObjstateError(
+      "OUTPUT_NOT_INTEGER",
+      `output "${name}" (${text.length > 40 ? `${text.slice(0, 40)}…` : text}) ${why}, so it has no bigint value${this.where()}`,
+      {
+        details: { output: name },
+      },
+    );
   }
 
   /** A boolean output. @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH` */

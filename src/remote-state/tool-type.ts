@@ -58,7 +58,10 @@ export function impliedToolType(value: ExactJson, upgraded: boolean): ExactJson 
     const implied =
       names === undefined
         ? intern(`tuple[${ids}]`, ["tuple", parts.map((p) => p.implied.json)])
-        : intern(`object{${names.map((n, i) => `${JSON.stringify(n)}:${(parts[i] as Typed).implied.id}`).join(",")}}`, ["object", new Map(names.map((n, i) => [n, (parts[i] as Typed).implied.json]))]);
+        : intern(`object{${names.map((n, i) => `${JSON.stringify(n)}:${(parts[i] as Typed).implied.id}`).join(",")}}`, [
+            "object",
+            new Map(names.map((n, i) => [n, (parts[i] as Typed).implied.json])),
+          ]);
     const first = parts[0];
     // The upgrade turns a tuple or object whose parts are all of one (implied) type into a
     // collection of that part's simplified type; otherwise it leaves the whole type as implied.

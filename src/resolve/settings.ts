@@ -159,7 +159,8 @@ export function resolveSettings(
   for (const f of fields) {
     if (out[f.name] === undefined) {
       // sharedCredentialsFile's default applies only when a profile is given (handled above).
-      out[f.name] = f.default !== undefined && f.name !== "sharedCredentialsFile" ? { value: f.default, source: "default" } : { value: undefined, source: "unset" };
+      out[f.name] =
+        f.default !== undefined && f.name !== "sharedCredentialsFile" ? { value: f.default, source: "default" } : { value: undefined, source: "unset" };
     }
     printSafely(out[f.name] as ResolvedSetting<unknown>, "ResolvedSetting", (r) => shownSetting(r, f.secret));
   }
@@ -174,7 +175,7 @@ export function resolveSettings(
 
 /** A setting as it may be printed: secret values redacted, URL credentials removed. */
 function shownSetting(r: ResolvedSetting<unknown>, secret: boolean): Record<string, unknown> {
-  const value = r.value !== null && typeof r.value === "object" ? (r.value as { toJSON?: () => unknown }).toJSON?.() ?? r.value : shownValue(r.value, secret);
+  const value = r.value !== null && typeof r.value === "object" ? ((r.value as { toJSON?: () => unknown }).toJSON?.() ?? r.value) : shownValue(r.value, secret);
   return { value, source: r.source, ...(r.via === undefined ? {} : { via: r.via }) };
 }
 

@@ -21,7 +21,10 @@ export function addressGroup(address: string): string {
     const [hi, lo] = [groups[6] as number, groups[7] as number];
     return `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
   }
-  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(":")}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toString(16))
+    .join(":")}::/64`;
 }
 
 /** The eight 16-bit groups of a valid IPv6 address (`::` and a trailing dotted IPv4 expanded). */
@@ -40,4 +43,3 @@ function ipv6Groups(address: string): number[] {
   const tail = parse(address.slice(gap + 2));
   return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
 }
-

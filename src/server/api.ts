@@ -41,7 +41,11 @@ async function showLock(ctx: Ctx): Promise<void> {
 async function forceUnlock(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   const id = ctx.url.searchParams.get("id") ?? "";
-  if (id === "") throw new ObjstateError("BAD_REQUEST", `force-unlock of workspace ${ws} needs ?id=LOCK_ID (the ID shown in the lock error; ${NO_LOCK_ID} for an item without lock info)`);
+  if (id === "")
+    throw new ObjstateError(
+      "BAD_REQUEST",
+      `force-unlock of workspace ${ws} needs ?id=LOCK_ID (the ID shown in the lock error; ${NO_LOCK_ID} for an item without lock info)`,
+    );
   await ctx.backend.unlock(ws, id);
   ctx.metrics.lockHeld(-1);
   sendJson(ctx, 200, { released: id });
@@ -65,7 +69,11 @@ async function diff(ctx: Ctx): Promise<void> {
   // Refused before the body is read when every place is taken: no upload for nothing.
   checkDiffRoom();
   const maxBytes = Math.min(ctx.limits.maxBytes, DIFF_MAX_BODY);
-  const body = await readBody(ctx.req, { ...ctx.limits, maxBytes, maxBytesName: maxBytes < ctx.limits.maxBytes ? "the most a diff takes: compare larger states with objstate state diff" : undefined });
+  const body = await readBody(ctx.req, {
+    ...ctx.limits,
+    maxBytes,
+    maxBytesName: maxBytes < ctx.limits.maxBytes ? "the most a diff takes: compare larger states with objstate state diff" : undefined,
+  });
   ctx.bytesIn += body.bytes.length;
   const current = await ctx.backend.readState(ws);
   send(ctx, 200, await diffJson(current, body.bytes), { "Content-Type": "application/json" });
@@ -82,7 +90,10 @@ function historyLimit(ctx: Ctx): number {
   if (raw === null) return HISTORY_DEFAULT_LIMIT;
   const n = Number(raw);
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1 || n > HISTORY_MAX_LIMIT) {
-    throw new ObjstateError("BAD_REQUEST", `?limit=${JSON.stringify(raw).slice(1, -1)} of the history route must be a whole number from 1 to ${HISTORY_MAX_LIMIT}`);
+    throw new ObjstateError(
+      "BAD_REQUEST",
+      `?limit=${JSON.stringify(raw).slice(1, -1)} of the history route must be a whole number from 1 to ${HISTORY_MAX_LIMIT}`,
+    );
   }
   return n;
 }
@@ -108,7 +119,11 @@ async function diffVersions(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   const from = ctx.url.searchParams.get("from") ?? "";
   const to = ctx.url.searchParams.get("to") ?? "";
-  if (from === "" || to === "") throw new ObjstateError("BAD_REQUEST", `a diff of workspace ${ws} needs ?from=VERSION&to=VERSION (version IDs from its history); to compare with a state of your own, POST it to this route`);
+  if (from === "" || to === "")
+    throw new ObjstateError(
+      "BAD_REQUEST",
+      `a diff of workspace ${ws} needs ?from=VERSION&to=VERSION (version IDs from its history); to compare with a state of your own, POST it to this route`,
+    );
   const compared = await ctx.backend.diff(ws, { from, to });
   sendJson(ctx, 200, versionDiffJson(ws, compared));
 }
@@ -126,7 +141,10 @@ function rollbackRequest(bytes: Buffer, ws: string): { to: string; force: boolea
   const force = o?.["force"] ?? false;
   const lockId = o?.["lockId"];
   if (typeof to !== "string" || to === "" || typeof force !== "boolean" || (lockId !== undefined && (typeof lockId !== "string" || lockId === ""))) {
-    throw new ObjstateError("BAD_REQUEST", `a rollback of workspace ${ws} takes a JSON body {"to": "VERSION_ID", "force": false, "lockId": "ID of a lock you hold" (optional)}`);
+    throw new ObjstateError(
+      "BAD_REQUEST",
+      `a rollback of workspace ${ws} takes a JSON body {"to": "VERSION_ID", "force": false, "lockId": "ID of a lock you hold" (optional)}`,
+    );
   }
   return { to, force, lockId };
 }
@@ -155,7 +173,9 @@ async function rollback(ctx: Ctx): Promise<void> {
  * `workspace: null`, only for admins of every workspace).
  */
 async function listLocks(ctx: Ctx): Promise<void> {
-  const locks = (await ctx.backend.locks()).filter((l) => (l.workspace === null ? allowedEverywhere(ctx.user, "admin") : allowed(ctx.user, "outputs", l.workspace)));
+  const locks = (await ctx.backend.locks()).filter((l) =>
+    l.workspace === null ? allowedEverywhere(ctx.user, "admin") : allowed(ctx.user, "outputs", l.workspace),
+  );
   sendJson(ctx, 200, { locks: locks.map(lockJson) });
 }
 
@@ -173,4 +193,3 @@ export const API_ROUTES: readonly Route[] = [
   { method: "POST", path: "/api/v1/workspaces/:workspace/rollback", role: "write", handler: rollback },
   { method: "GET", path: "/api/v1/locks", handler: listLocks },
 ];
-

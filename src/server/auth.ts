@@ -58,7 +58,8 @@ export class Authenticator {
   private async password(req: IncomingMessage, users: ReadonlyMap<string, User>): Promise<User> {
     const address = req.socket.remoteAddress ?? "unknown";
     const basic = parseBasic(req.headers.authorization);
-    if (basic === undefined) throw new ObjstateError("UNAUTHORIZED", "this server needs a user name and password (HTTP Basic): set username and password in the http backend");
+    if (basic === undefined)
+      throw new ObjstateError("UNAUTHORIZED", "this server needs a user name and password (HTTP Basic): set username and password in the http backend");
     // Before the cache too: were a remembered password let through while limited, a 429
     // against a 200 would tell a guesser which guess was right.
     const attempt = this.limiter.begin(address, basic.user);

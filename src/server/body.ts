@@ -46,7 +46,11 @@ export interface Body {
 }
 
 export function tooLarge(size: number | undefined, max: number, name = "--max-state-size"): ObjstateError {
-  return new ObjstateError("BODY_TOO_LARGE", `the request body${size === undefined ? "" : ` (${size} bytes)`} is larger than this server accepts (${max} bytes, ${name})`, { details: { max } });
+  return new ObjstateError(
+    "BODY_TOO_LARGE",
+    `the request body${size === undefined ? "" : ` (${size} bytes)`} is larger than this server accepts (${max} bytes, ${name})`,
+    { details: { max } },
+  );
 }
 
 /** Refuse at once a body whose announced length is over the limit. */
@@ -157,7 +161,12 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
     const judge = (): void => {
       if (windowBytes < MIN_BODY_BYTES_PER_WINDOW) {
         const what = windowBytes === 0 ? "nothing" : `only ${windowBytes} bytes`;
-        return fail(new ObjstateError("CLIENT_TIMEOUT", `the client sent ${what} of its request body in ${limits.idleMs} ms; a body must keep up at least ${MIN_BODY_BYTES_PER_WINDOW} bytes per --client-timeout`));
+        return fail(
+          new ObjstateError(
+            "CLIENT_TIMEOUT",
+            `the client sent ${what} of its request body in ${limits.idleMs} ms; a body must keep up at least ${MIN_BODY_BYTES_PER_WINDOW} bytes per --client-timeout`,
+          ),
+        );
       }
       windowBytes = 0;
       timer = setTimeout(judge, limits.idleMs);
@@ -166,7 +175,8 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
     receiving.add(req);
     req.on("data", (chunk: Buffer) => {
       if (filled + chunk.length > limits.maxBytes) return fail(tooLarge(undefined, limits.maxBytes, limits.maxBytesName));
-      if (declared !== undefined && filled + chunk.length > declared) return fail(new ObjstateError("BAD_REQUEST", "the request body is longer than its Content-Length"));
+      if (declared !== undefined && filled + chunk.length > declared)
+        return fail(new ObjstateError("BAD_REQUEST", "the request body is longer than its Content-Length"));
       keep(chunk);
       filled += chunk.length;
       windowBytes += chunk.length;
@@ -225,10 +235,12 @@ export function streamBody(req: IncomingMessage, limits: BodyLimits, md5Hex: str
     if (received.filled() !== declared) throw new ObjstateError("BAD_REQUEST", "the request body is shorter than its Content-Length");
     return md5;
   });
-  done.then(
-    () => (verdict = "ok"),
-    (e: unknown) => (verdict = e instanceof Error ? e : new Error(String(e))),
-  ).finally(wake);
+  done
+    .then(
+      () => (verdict = "ok"),
+      (e: unknown) => (verdict = e instanceof Error ? e : new Error(String(e))),
+    )
+    .finally(wake);
   const { chunks } = received;
   const size = declared;
   return {
@@ -298,6 +310,9 @@ export function checkContentMd5(header: string | undefined, md5Hex: string): voi
   if (header === undefined || header === "") return;
   const given = Buffer.from(header, "base64").toString("hex");
   if (given !== md5Hex) {
-    throw new ObjstateError("MD5_MISMATCH", `the body does not match its Content-MD5 header (header ${header}, body ${Buffer.from(md5Hex, "hex").toString("base64")}): it was damaged on the way; send it again`);
+    throw new ObjstateError(
+      "MD5_MISMATCH",
+      `the body does not match its Content-MD5 header (header ${header}, body ${Buffer.from(md5Hex, "hex").toString("base64")}): it was damaged on the way; send it again`,
+    );
   }
 }

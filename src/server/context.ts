@@ -39,7 +39,14 @@ export interface Ctx {
   bytesOut: number;
 }
 
-const VERBS: Readonly<Record<Role, string>> = { outputs: "read the outputs of", read: "read", write: "write", lock: "lock", force: "force-unlock", admin: "administer" };
+const VERBS: Readonly<Record<Role, string>> = {
+  outputs: "read the outputs of",
+  read: "read",
+  write: "write",
+  lock: "lock",
+  force: "force-unlock",
+  admin: "administer",
+};
 
 /** Refuse with 403 unless the user has `role` on `workspace`. */
 export function requireRole(ctx: Ctx, role: Role, workspace: string): void {

@@ -32,7 +32,9 @@ export function diffsRunning(): number {
 /** Throw `TOO_MANY_DIFFS` (429 with Retry-After) when every place for a diff is taken. */
 export function checkDiffRoom(): void {
   if (running >= MAX_CONCURRENT_DIFFS) {
-    throw new ObjstateError("TOO_MANY_DIFFS", `this server is computing ${running} diffs, the most it runs at once: try again in ${RETRY_AFTER_S} s`, { details: { retryAfter: RETRY_AFTER_S } });
+    throw new ObjstateError("TOO_MANY_DIFFS", `this server is computing ${running} diffs, the most it runs at once: try again in ${RETRY_AFTER_S} s`, {
+      details: { retryAfter: RETRY_AFTER_S },
+    });
   }
 }
 
@@ -59,7 +61,11 @@ function inWorker(from: Buffer | null, to: Buffer): Promise<Buffer> {
   const transferList = sides.from === null ? [sides.to.buffer] : [sides.to.buffer, sides.from.buffer];
   const job: DiffJob = sides;
   return new Promise((resolve, reject) => {
-    const worker = new (nodeWorkers().Worker)(new URL("./diff-worker.js", import.meta.url), { workerData: job, transferList, resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
+    const worker = new (nodeWorkers().Worker)(new URL("./diff-worker.js", import.meta.url), {
+      workerData: job,
+      transferList,
+      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
+    });
     let settled = false;
     const settle = (f: () => void): void => {
       if (settled) return;
@@ -70,14 +76,22 @@ function inWorker(from: Buffer | null, to: Buffer): Promise<Buffer> {
     worker.once("message", (r: DiffReply) =>
       settle(() => {
         if ("json" in r) resolve(Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength));
-        else reject(r.error.code === undefined ? new Error(`diff failed: ${r.error.message}`) : new ObjstateError(r.error.code, r.error.message, r.error.details === undefined ? undefined : { details: { ...r.error.details } }));
+        else
+          reject(
+            r.error.code === undefined
+              ? new Error(`diff failed: ${r.error.message}`)
+              : new ObjstateError(r.error.code, r.error.message, r.error.details === undefined ? undefined : { details: { ...r.error.details } }),
+          );
       }),
     );
     worker.once("error", (e: Error & { code?: string }) =>
       settle(() =>
         reject(
           e.code === "ERR_WORKER_OUT_OF_MEMORY"
-            ? new ObjstateError("DIFF_TOO_LARGE", `the two states are too large to compare on this server (the comparison needs more than ${WORKER_HEAP_MB} MiB): compare them with objstate state diff on a machine of your own`)
+            ? new ObjstateError(
+                "DIFF_TOO_LARGE",
+                `the two states are too large to compare on this server (the comparison needs more than ${WORKER_HEAP_MB} MiB): compare them with objstate state diff on a machine of your own`,
+              )
             : e,
         ),
       ),

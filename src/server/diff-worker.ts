@@ -14,7 +14,9 @@ export interface DiffJob {
 }
 
 /** The answer's bytes, or the failure (an ObjstateError's code, message and details). */
-export type DiffReply = { readonly json: Uint8Array } | { readonly error: { readonly code: ErrorCode | undefined; readonly message: string; readonly details: Readonly<Record<string, unknown>> | undefined } };
+export type DiffReply =
+  | { readonly json: Uint8Array }
+  | { readonly error: { readonly code: ErrorCode | undefined; readonly message: string; readonly details: Readonly<Record<string, unknown>> | undefined } };
 
 const port = parentPort;
 if (port === null) throw new Error("diff-worker must run in a worker thread");
@@ -28,6 +30,10 @@ try {
   port.postMessage(reply, [json.buffer]);
 } catch (e) {
   // Only an ObjstateError's text leaves (it names no secret); anything else stays a bare failure.
-  reply = { error: isObjstateError(e) ? { code: e.code, message: e.message, details: e.details } : { code: undefined, message: e instanceof Error ? e.name : typeof e, details: undefined } };
+  reply = {
+    error: isObjstateError(e)
+      ? { code: e.code, message: e.message, details: e.details }
+      : { code: undefined, message: e instanceof Error ? e.name : typeof e, details: undefined },
+  };
   port.postMessage(reply);
 }

@@ -52,12 +52,19 @@ export function parsePublicUrl(text: string, flag = "--public-url"): PublicOrigi
   try {
     u = new URL(text.trim());
   } catch {
-    throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} must be the URL clients use to reach this server, such as https://state.example.com or http://10.0.0.5:8080, got ${JSON.stringify(text)}`);
+    throw new ObjstateError(
+      "INVALID_PUBLIC_URL",
+      `${flag} must be the URL clients use to reach this server, such as https://state.example.com or http://10.0.0.5:8080, got ${JSON.stringify(text)}`,
+    );
   }
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} must start with http:// or https://, got ${JSON.stringify(u.protocol.replace(/:$/, ""))}`);
+  if (u.protocol !== "http:" && u.protocol !== "https:")
+    throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} must start with http:// or https://, got ${JSON.stringify(u.protocol.replace(/:$/, ""))}`);
   if (u.username !== "" || u.password !== "") throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} must not carry a user name or password`);
   if ((u.pathname !== "/" && u.pathname !== "") || u.search !== "" || u.hash !== "") {
-    throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} is an origin (scheme, host and port), without a path, query or fragment: the state lives at /state/{workspace} under it; got ${JSON.stringify(text)}`);
+    throw new ObjstateError(
+      "INVALID_PUBLIC_URL",
+      `${flag} is an origin (scheme, host and port), without a path, query or fragment: the state lives at /state/{workspace} under it; got ${JSON.stringify(text)}`,
+    );
   }
   return { origin: u.origin.toLowerCase(), host: u.host.toLowerCase() };
 }
@@ -169,9 +176,16 @@ function checkType(req: IncomingMessage, kind: RouteKind): void {
 }
 
 function misdirected(why: string): ObjstateError {
-  return new ObjstateError("MISDIRECTED_REQUEST", `${why}: this server answers only for the hosts of its --public-url list, its listen address and loopback names. If clients reach it by this name, add it: objstate serve --public-url https://NAME`);
+  return new ObjstateError(
+    "MISDIRECTED_REQUEST",
+    `${why}: this server answers only for the hosts of its --public-url list, its listen address and loopback names. If clients reach it by this name, add it: objstate serve --public-url https://NAME`,
+  );
 }
 
 function crossSite(why: string): ObjstateError {
-  return new ObjstateError("CROSS_SITE_REQUEST", `refused a cross-site request: ${why}. Another web page may not use this server; a script that is not a browser sends neither Origin nor Sec-Fetch-Site`, { details: { reason: `cross-site: ${why}` } });
+  return new ObjstateError(
+    "CROSS_SITE_REQUEST",
+    `refused a cross-site request: ${why}. Another web page may not use this server; a script that is not a browser sends neither Origin nor Sec-Fetch-Site`,
+    { details: { reason: `cross-site: ${why}` } },
+  );
 }

@@ -54,7 +54,11 @@ export class Metrics {
   /** The Prometheus text exposition of objstate's own metrics. */
   text(): string {
     const e = new Exposition();
-    e.family("objstate_build_info", "gauge", "The objstate version and the Node.js version it runs on (value 1).").sample("objstate_build_info", { version: objstateVersion(), node: process.version }, 1);
+    e.family("objstate_build_info", "gauge", "The objstate version and the Node.js version it runs on (value 1).").sample(
+      "objstate_build_info",
+      { version: objstateVersion(), node: process.version },
+      1,
+    );
     e.family("objstate_http_requests_total", "counter", "Requests answered, by route, method and status.");
     for (const r of this.requests.values()) e.sample("objstate_http_requests_total", r.l, r.n);
     e.family("objstate_http_request_duration_seconds", "histogram", "Time to answer a request, by route.");
@@ -63,8 +67,16 @@ export class Metrics {
     for (const [route, h] of this.routes) e.sample("objstate_http_request_bytes_total", { route }, h.bytesIn);
     e.family("objstate_http_response_bytes_total", "counter", "Response body bytes sent, by route.");
     for (const [route, h] of this.routes) e.sample("objstate_http_response_bytes_total", { route }, h.bytesOut);
-    e.family("objstate_lock_waits_total", "counter", "LOCK requests answered 423 (held by another client).").sample("objstate_lock_waits_total", {}, this.lockWaits);
-    e.family("objstate_locks_active", "gauge", "Locks taken through this process and not (yet) released through it.").sample("objstate_locks_active", {}, this.locksHeld);
+    e.family("objstate_lock_waits_total", "counter", "LOCK requests answered 423 (held by another client).").sample(
+      "objstate_lock_waits_total",
+      {},
+      this.lockWaits,
+    );
+    e.family("objstate_locks_active", "gauge", "Locks taken through this process and not (yet) released through it.").sample(
+      "objstate_locks_active",
+      {},
+      this.locksHeld,
+    );
     return e.text();
   }
 }

@@ -118,9 +118,21 @@ export class ProcessMetrics {
     const e = new Exposition();
     const cpu = process.cpuUsage();
     e.family("process_cpu_user_seconds_total", "counter", "Total user CPU time spent in seconds.").sample("process_cpu_user_seconds_total", {}, cpu.user / 1e6);
-    e.family("process_cpu_system_seconds_total", "counter", "Total system CPU time spent in seconds.").sample("process_cpu_system_seconds_total", {}, cpu.system / 1e6);
-    e.family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.").sample("process_cpu_seconds_total", {}, (cpu.user + cpu.system) / 1e6);
-    e.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.").sample("process_start_time_seconds", {}, this.startSeconds);
+    e.family("process_cpu_system_seconds_total", "counter", "Total system CPU time spent in seconds.").sample(
+      "process_cpu_system_seconds_total",
+      {},
+      cpu.system / 1e6,
+    );
+    e.family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.").sample(
+      "process_cpu_seconds_total",
+      {},
+      (cpu.user + cpu.system) / 1e6,
+    );
+    e.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.").sample(
+      "process_start_time_seconds",
+      {},
+      this.startSeconds,
+    );
     const mem = process.memoryUsage();
     const status = procStatus();
     e.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.").sample("process_resident_memory_bytes", {}, status?.rss ?? mem.rss);
@@ -154,7 +166,11 @@ export class ProcessMetrics {
     const resources = countOf(process.getActiveResourcesInfo());
     e.family("nodejs_active_resources", "gauge", "Number of active resources that are currently keeping the event loop alive, grouped by async resource type.");
     for (const [type, n] of resources) e.sample("nodejs_active_resources", { type }, n);
-    e.family("nodejs_active_resources_total", "gauge", "Total number of active resources.").sample("nodejs_active_resources_total", {}, [...resources.values()].reduce((a, b) => a + b, 0));
+    e.family("nodejs_active_resources_total", "gauge", "Total number of active resources.").sample(
+      "nodejs_active_resources_total",
+      {},
+      [...resources.values()].reduce((a, b) => a + b, 0),
+    );
     const lists = process as unknown as LibuvLists;
     if (typeof lists._getActiveHandles === "function") {
       const handles = lists._getActiveHandles();
@@ -182,7 +198,11 @@ export class ProcessMetrics {
       for (const s of spaces) e.sample(`nodejs_heap_space_size_${which}_bytes`, { space: s.space_name.replace(/_space$/, "") }, read(s));
     }
     const [major, minor, patch] = process.version.slice(1).split(".");
-    e.family("nodejs_version_info", "gauge", "Node.js version info.").sample("nodejs_version_info", { version: process.version, major: major ?? "", minor: minor ?? "", patch: patch ?? "" }, 1);
+    e.family("nodejs_version_info", "gauge", "Node.js version info.").sample(
+      "nodejs_version_info",
+      { version: process.version, major: major ?? "", minor: minor ?? "", patch: patch ?? "" },
+      1,
+    );
     e.family("nodejs_gc_duration_seconds", "histogram", "Garbage collection duration by kind, one of major, minor, incremental or weakcb.");
     for (const [kind, g] of this.gc) e.histogram("nodejs_gc_duration_seconds", { kind }, GC_BUCKETS, g.counts, g.sum, g.n);
     return e.text();

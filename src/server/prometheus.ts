@@ -36,7 +36,9 @@ export class Exposition {
   /** A histogram's samples: cumulative buckets (`le`), `+Inf`, sum and count. */
   histogram(name: string, l: Labels, buckets: readonly number[], cumulative: readonly number[], sum: number, count: number): this {
     buckets.forEach((b, i) => this.sample(`${name}_bucket`, { ...l, le: String(b) }, cumulative[i] ?? 0));
-    return this.sample(`${name}_bucket`, { ...l, le: "+Inf" }, count).sample(`${name}_sum`, l, sum).sample(`${name}_count`, l, count);
+    return this.sample(`${name}_bucket`, { ...l, le: "+Inf" }, count)
+      .sample(`${name}_sum`, l, sum)
+      .sample(`${name}_count`, l, count);
   }
 
   /** The text, ending in a newline. */

@@ -68,7 +68,11 @@ export class ResponseSink implements StateSink {
   constructor(private readonly ctx: Ctx) {}
 
   start(size: number, md5: string): void {
-    this.ctx.res.writeHead(200, { "Content-Type": "application/json", "Content-Length": String(size), "Content-MD5": Buffer.from(md5, "hex").toString("base64") });
+    this.ctx.res.writeHead(200, {
+      "Content-Type": "application/json",
+      "Content-Length": String(size),
+      "Content-MD5": Buffer.from(md5, "hex").toString("base64"),
+    });
   }
 
   write(chunk: Buffer): void {
@@ -135,7 +139,11 @@ async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md
     (e: unknown) => e,
   );
   ctx.bytesIn += source.size;
-  if (failed !== undefined && (refused === undefined || isObjstateError(failed, "MD5_MISMATCH") || isObjstateError(failed, "CLIENT_TIMEOUT") || isObjstateError(failed, "BAD_REQUEST"))) throw failed;
+  if (
+    failed !== undefined &&
+    (refused === undefined || isObjstateError(failed, "MD5_MISMATCH") || isObjstateError(failed, "CLIENT_TIMEOUT") || isObjstateError(failed, "BAD_REQUEST"))
+  )
+    throw failed;
   if (refused !== undefined) throw refused.error;
   sendEmpty(ctx, 200);
 }
@@ -176,7 +184,8 @@ export async function lockState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "lock", ws);
   const info = await readLockInfo(ctx);
-  if (info === undefined || info.ID === "") throw new ObjstateError("LOCK_INFO_INVALID", `a LOCK of workspace ${ws} needs the lock info as its JSON body, with an ID`);
+  if (info === undefined || info.ID === "")
+    throw new ObjstateError("LOCK_INFO_INVALID", `a LOCK of workspace ${ws} needs the lock info as its JSON body, with an ID`);
   try {
     const stored = await ctx.backend.lock(ws, {
       id: info.ID,
@@ -250,7 +259,13 @@ async function forceUnlock(ctx: Ctx, ws: string): Promise<void> {
 
 /** The `warn` line of a force-unlock: who did it and which lock it released (never a header or body). */
 function forceLine(ctx: Ctx, ws: string, lockId: string, msg: string, kept?: string): void {
-  ctx.logger.event("warn", msg, { workspace: ws, principal: ctx.principal.name, via: ctx.principal.via, lockId: lockId === "" ? NO_LOCK_ID : lockId, ...(kept === undefined ? {} : { heldBy: kept }) });
+  ctx.logger.event("warn", msg, {
+    workspace: ws,
+    principal: ctx.principal.name,
+    via: ctx.principal.via,
+    lockId: lockId === "" ? NO_LOCK_ID : lockId,
+    ...(kept === undefined ? {} : { heldBy: kept }),
+  });
 }
 
 /** Lock info naming an ID and nothing else: OpenTofu's force-unlock (it has no lock info of its own). */

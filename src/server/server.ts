@@ -71,7 +71,14 @@ export interface ServerOptions {
  * TLS 1.2 only with forward-secret AEAD suites (ECDHE with GCM or ChaCha20-Poly1305); TLS 1.3,
  * whose suites all are, as Node offers it.
  */
-export const TLS12_CIPHERS = ["ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305"].join(":");
+export const TLS12_CIPHERS = [
+  "ECDHE-ECDSA-AES128-GCM-SHA256",
+  "ECDHE-RSA-AES128-GCM-SHA256",
+  "ECDHE-ECDSA-AES256-GCM-SHA384",
+  "ECDHE-RSA-AES256-GCM-SHA384",
+  "ECDHE-ECDSA-CHACHA20-POLY1305",
+  "ECDHE-RSA-CHACHA20-POLY1305",
+].join(":");
 /** Browsers that reached the console over TLS keep to it for a year. */
 const HSTS = "max-age=31536000";
 
@@ -164,7 +171,11 @@ export class ObjstateServer {
     const routes: readonly Route[] = [
       { method: "GET", path: "/healthz", handler: (ctx) => Promise.resolve(sendJson(ctx, 200, { status: "ok" })) },
       { method: "GET", path: "/readyz", handler: (ctx) => this.ready(ctx) },
-      { method: "GET", path: "/metrics", handler: async (ctx) => send(ctx, 200, this.metrics.text() + (await this.process.text()), { "Content-Type": "text/plain; version=0.0.4" }) },
+      {
+        method: "GET",
+        path: "/metrics",
+        handler: async (ctx) => send(ctx, 200, this.metrics.text() + (await this.process.text()), { "Content-Type": "text/plain; version=0.0.4" }),
+      },
       ...STATE_ROUTES,
       ...API_ROUTES,
     ];
@@ -174,13 +185,31 @@ export class ObjstateServer {
     // The tool's client sends custom methods (LOCK, UNLOCK): Node's parser accepts them.
     // Stalled headers are found by a periodic sweep: often enough for the timeout to mean what it says.
     const base = { connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(this.clientTimeoutMs / 2))) };
-    this.server = t === undefined ? createHttpServer(base, handler) : createHttpsServer({ ...base, cert: t.cert, key: t.key, minVersion: "TLSv1.2", ciphers: TLS12_CIPHERS, honorCipherOrder: true, ...(t.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true }) }, handler);
+    this.server =
+      t === undefined
+        ? createHttpServer(base, handler)
+        : createHttpsServer(
+            {
+              ...base,
+              cert: t.cert,
+              key: t.key,
+              minVersion: "TLSv1.2",
+              ciphers: TLS12_CIPHERS,
+              honorCipherOrder: true,
+              ...(t.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true }),
+            },
+            handler,
+          );
     // Slow clients: headers must arrive within the client timeout; bodies keep a minimum
     // rate (body.ts, connections.ts), never a deadline, so a large upload on a slow link lives.
     this.server.headersTimeout = this.clientTimeoutMs;
     this.server.requestTimeout = 0;
     this.server.keepAliveTimeout = 5_000;
-    this.connections = new ConnectionGuard(this.server, { maxConnections: options.maxConnections, maxPerClient: options.maxConnectionsPerClient, windowMs: this.clientTimeoutMs }, this.logger);
+    this.connections = new ConnectionGuard(
+      this.server,
+      { maxConnections: options.maxConnections, maxPerClient: options.maxConnectionsPerClient, windowMs: this.clientTimeoutMs },
+      this.logger,
+    );
   }
 
   /** Start listening; resolves with the bound address. */
@@ -229,7 +258,13 @@ export class ObjstateServer {
    * The web console: same users and roles as the API, its own routes (`/`, `/workspaces/…`,
    * `/console/…`). True when it answered.
    */
-  private async console(ctx: Ctx, origin: string | undefined, refusal: ConsoleContext["refusal"], onUser: (name: string) => void, onAnswer: (answer: ConsoleAnswer) => void): Promise<boolean> {
+  private async console(
+    ctx: Ctx,
+    origin: string | undefined,
+    refusal: ConsoleContext["refusal"],
+    onUser: (name: string) => void,
+    onAnswer: (answer: ConsoleAnswer) => void,
+  ): Promise<boolean> {
     const api = this.consoleApi;
     if (api === undefined) return false;
     // A request the gate refused is answered without asking who it is (no login prompt).
@@ -240,7 +275,14 @@ export class ObjstateServer {
       user: who.name,
       principal: ctx.principal,
       can: (role, workspace) => allowed(who, role, workspace),
-      log: (entry: ConsoleLogEntry) => this.logger.event(entry.outcome === "ok" ? "info" : "warn", "console action", { user: entry.user, action: entry.action, workspace: entry.workspace, outcome: entry.outcome, detail: entry.detail }),
+      log: (entry: ConsoleLogEntry) =>
+        this.logger.event(entry.outcome === "ok" ? "info" : "warn", "console action", {
+          user: entry.user,
+          action: entry.action,
+          workspace: entry.workspace,
+          outcome: entry.outcome,
+          detail: entry.detail,
+        }),
       onError: (e) => this.logger.event("error", "console failure", { name: e instanceof Error ? e.name : typeof e }),
       api,
       csrf: this.csrf,
@@ -312,7 +354,8 @@ export class ObjstateServer {
       };
       if (found === undefined && (await this.console(ctx, origin, refusal, (name) => (user = name), answered))) return;
       if (refusal !== undefined) throw new ObjstateError("NOT_FOUND", `no route ${url.pathname}`);
-      if (found === undefined) throw new ObjstateError("NOT_FOUND", `no route ${url.pathname}: the state lives at /state/{workspace}, the JSON API under /api/v1`);
+      if (found === undefined)
+        throw new ObjstateError("NOT_FOUND", `no route ${url.pathname}: the state lives at /state/{workspace}, the JSON API under /api/v1`);
       if (found === "method") throw new ObjstateError("METHOD_NOT_ALLOWED", `${method} is not allowed on ${url.pathname}`);
       if (!OPEN_PATHS.has(url.pathname)) {
         const who = await this.auth.authenticate(req);
@@ -328,7 +371,21 @@ export class ObjstateServer {
       this.fail(ctx, e);
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      this.logger.request({ method, route: routeName, workspace, status: res.statusCode, ms: Math.round(ms * 10) / 10, user, remote: req.socket.remoteAddress, bytesIn: ctx.bytesIn, bytesOut: ctx.bytesOut, code }, routine);
+      this.logger.request(
+        {
+          method,
+          route: routeName,
+          workspace,
+          status: res.statusCode,
+          ms: Math.round(ms * 10) / 10,
+          user,
+          remote: req.socket.remoteAddress,
+          bytesIn: ctx.bytesIn,
+          bytesOut: ctx.bytesOut,
+          code,
+        },
+        routine,
+      );
       this.metrics.request(routeName, method, res.statusCode, ms / 1000, ctx.bytesIn, ctx.bytesOut);
       this.inFlight -= 1;
       if (this.inFlight === 0) this.drained?.();
@@ -365,6 +422,10 @@ export class ObjstateServer {
     if (status === 204) return sendEmpty(ctx, 204);
     // The one field a client is told to set: UNLOCKED_WRITE names the state's lock_address.
     const lockAddress = isObjstateError(e) ? e.details?.["lock_address"] : undefined;
-    sendJson(ctx, status, { code: codeOf(e), message: e instanceof Error ? e.message : String(e), ...(typeof lockAddress === "string" ? { lock_address: lockAddress } : {}) });
+    sendJson(ctx, status, {
+      code: codeOf(e),
+      message: e instanceof Error ? e.message : String(e),
+      ...(typeof lockAddress === "string" ? { lock_address: lockAddress } : {}),
+    });
   }
 }

@@ -33,7 +33,9 @@ const KEY_LENGTH = 32;
 export const SCRYPT_DEFAULT = { N: 16384, r: 8, p: 1 } as const;
 
 function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) => scryptCb(password, salt, keylen, { ...options, maxmem: 256 * options.N! * options.r! }, (err, key) => (err === null ? resolve(key) : reject(err))));
+  return new Promise((resolve, reject) =>
+    scryptCb(password, salt, keylen, { ...options, maxmem: 256 * options.N! * options.r! }, (err, key) => (err === null ? resolve(key) : reject(err))),
+  );
 }
 
 /** A new `scrypt$N$r$p$salt$hash` entry for `password`. */
@@ -43,7 +45,13 @@ export async function hashPassword(password: string, cost: { N: number; r: numbe
   return `scrypt$${cost.N}$${cost.r}$${cost.p}$${salt.toString("base64")}$${key.toString("base64")}`;
 }
 
-interface Parsed { N: number; r: number; p: number; salt: Buffer; key: Buffer }
+interface Parsed {
+  N: number;
+  r: number;
+  p: number;
+  salt: Buffer;
+  key: Buffer;
+}
 
 function parseHash(encoded: string): Parsed | undefined {
   const m = /^scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$/.exec(encoded);
@@ -70,7 +78,13 @@ export async function verifyPassword(password: string, encoded: string | undefin
 
 /** Does the workspace glob match? `*` any run of characters, `?` one; nothing else is special. */
 export function globMatches(glob: string, workspace: string): boolean {
-  const re = new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`, "s");
+  const re = new RegExp(
+    `^${glob
+      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+      .replace(/\*/g, ".*")
+      .replace(/\?/g, ".")}$`,
+    "s",
+  );
   return re.test(workspace);
 }
 
@@ -118,7 +132,8 @@ export function parseUsers(text: string, file: string): Map<string, User> {
     }
     if (typeof e.roles !== "object" || e.roles === null || Array.isArray(e.roles)) throw fileError(file, `users.${name}.roles must be {"GLOB": ["read", …]}`);
     const grants = Object.entries(e.roles as Record<string, unknown>).map(([glob, roles]) => {
-      if (!Array.isArray(roles) || roles.some((r) => !ROLES.includes(r as Role))) throw fileError(file, `users.${name}.roles.${glob} must be a list of ${ROLES.join(", ")}`);
+      if (!Array.isArray(roles) || roles.some((r) => !ROLES.includes(r as Role)))
+        throw fileError(file, `users.${name}.roles.${glob} must be a list of ${ROLES.join(", ")}`);
       return { glob, roles: new Set(roles as Role[]) };
     });
     out.set(name, { name, password: e.password as string | undefined, grants });
@@ -132,7 +147,10 @@ export function loadUsers(file: string): Map<string, User> {
   try {
     text = readFileSync(file, "utf8");
   } catch (e) {
-    throw new ObjstateError("USERS_FILE_UNREADABLE", `cannot read users file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; check --users`);
+    throw new ObjstateError(
+      "USERS_FILE_UNREADABLE",
+      `cannot read users file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; check --users`,
+    );
   }
   return parseUsers(text, file);
 }

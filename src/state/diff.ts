@@ -168,7 +168,8 @@ export function formatStateDiff(diff: StateDiff, options: FormatStateDiffOptions
   const lines: string[] = [];
   const { serial, lineage } = diff;
   if (serial.before !== serial.after) lines.push(`Serial: ${serial.before ?? "none"} → ${serial.after ?? "none"}`);
-  if (lineage.before !== lineage.after) lines.push(`Lineage: ${safe(lineage.before ?? "none")} → ${safe(lineage.after ?? "none")} (not the same state history)`);
+  if (lineage.before !== lineage.after)
+    lines.push(`Lineage: ${safe(lineage.before ?? "none")} → ${safe(lineage.after ?? "none")} (not the same state history)`);
   if (isEmptyStateDiff(diff)) {
     lines.push("No changes: both states have the same resources and outputs.");
     return `${lines.join("\n")}\n`;

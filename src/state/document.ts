@@ -100,7 +100,8 @@ function readV4(doc: Obj, r: Reader, instances: Map<string, StateInstance>, outp
   if (!Array.isArray(resources)) r.fail('has "resources" that is not a list');
   resources.forEach((res: unknown, i) => {
     const where = `resources[${i}]`;
-    if (!isObj(res) || typeof res["type"] !== "string" || typeof res["name"] !== "string") r.fail(`has ${where} that is not a resource: expected an object with string "type" and "name"`);
+    if (!isObj(res) || typeof res["type"] !== "string" || typeof res["name"] !== "string")
+      r.fail(`has ${where} that is not a resource: expected an object with string "type" and "name"`);
     const mode = res["mode"] ?? "managed";
     if (mode !== "managed" && mode !== "data") r.fail(`has ${where} with "mode" other than "managed" or "data"`);
     const module = res["module"] ?? "";
@@ -111,10 +112,18 @@ function readV4(doc: Obj, r: Reader, instances: Map<string, StateInstance>, outp
       const at = `${where}.instances[${j}]`;
       if (!isObj(inst)) r.fail(`has ${at} that is not an object`);
       const key = inst["index_key"];
-      if (key !== undefined && key !== null && typeof key !== "number" && typeof key !== "string") r.fail(`has ${at} whose "index_key" is neither a number nor a string`);
+      if (key !== undefined && key !== null && typeof key !== "number" && typeof key !== "string")
+        r.fail(`has ${at} whose "index_key" is neither a number nor a string`);
       const deposed = inst["deposed"];
       if (deposed !== undefined && deposed !== null && typeof deposed !== "string") r.fail(`has ${at} whose "deposed" is not a string`);
-      const address: InstanceAddress = { module, mode, type: res["type"] as string, name: res["name"] as string, key: key ?? undefined, deposed: deposed ?? undefined };
+      const address: InstanceAddress = {
+        module,
+        mode,
+        type: res["type"] as string,
+        name: res["name"] as string,
+        key: key ?? undefined,
+        deposed: deposed ?? undefined,
+      };
       const json = inst["attributes"];
       const flat = inst["attributes_flat"];
       let attributes: Attributes;
@@ -198,14 +207,23 @@ function readLegacy(doc: Obj, r: Reader, instances: Map<string, StateInstance>, 
     if (!isObj(m)) r.fail(`has ${where} that is not an object`);
     const path = m["path"] ?? ["root"];
     if (!Array.isArray(path) || path.some((p) => typeof p !== "string")) r.fail(`has ${where} whose "path" is not a list of names`);
-    const module = (path as string[]).slice(1).map((p) => `module.${p}`).join(".");
+    const module = (path as string[])
+      .slice(1)
+      .map((p) => `module.${p}`)
+      .join(".");
     const resources = m["resources"] ?? {};
     if (!isObj(resources)) r.fail(`has ${where} whose "resources" is not an object`);
     for (const [rkey, res] of Object.entries(resources)) {
       const k = LEGACY_KEY.exec(rkey);
       if (k === null) r.fail(`has a resource key in ${where} that is not "[data.]type.name[.index]"`);
       if (!isObj(res)) r.fail(`has a resource in ${where} that is not an object`);
-      const base = { module, mode: k[1] === "data" ? ("data" as const) : ("managed" as const), type: k[2] as string, name: k[3] as string, key: (k[4] === undefined ? undefined : Number(k[4])) as InstanceKey };
+      const base = {
+        module,
+        mode: k[1] === "data" ? ("data" as const) : ("managed" as const),
+        type: k[2] as string,
+        name: k[3] as string,
+        key: (k[4] === undefined ? undefined : Number(k[4])) as InstanceKey,
+      };
       const add = (obj: unknown, deposed: string | undefined): void => {
         if (!isObj(obj)) return;
         const attrs = obj["attributes"];

@@ -53,7 +53,13 @@ const HOST_TAG = tag(`${hostname()}\0${readOr(() => readlinkSync("/proc/self/ns/
 /** What older objstate versions put in their claim names. */
 const OLD_HOST_TAG = tag(hostname());
 /** `00000000` where the platform has no boot ID (the pid and start time still decide). */
-const BOOT_TAG = readOr(() => readFileSync("/proc/sys/kernel/random/boot_id", "utf8").replace(/[^0-9a-f]/g, "").slice(0, 8), "").padEnd(8, "0");
+const BOOT_TAG = readOr(
+  () =>
+    readFileSync("/proc/sys/kernel/random/boot_id", "utf8")
+      .replace(/[^0-9a-f]/g, "")
+      .slice(0, 8),
+  "",
+).padEnd(8, "0");
 /** This process's start time in clock ticks since boot; 0 where the platform does not tell. */
 const START = procStat(process.pid)?.start ?? "0";
 

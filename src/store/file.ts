@@ -61,7 +61,20 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
 import { acquireClaim, addSpare, CLAIM_PREFIX, claimIsDead, SPARE_PREFIX } from "./claim.js";
 import { parseEndpoint } from "../io/endpoint.js";
-import { checkDir, createFile, errno, FILE_MODE, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, openRead, readSmall, removeFile } from "../io/local-fs.js";
+import {
+  checkDir,
+  createFile,
+  errno,
+  FILE_MODE,
+  fsFailure,
+  fsyncDir,
+  lstatFile,
+  makeDir,
+  makeRootDir,
+  openRead,
+  readSmall,
+  removeFile,
+} from "../io/local-fs.js";
 import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
 import { pauseAt } from "../util/test-pause.js";
@@ -199,7 +212,15 @@ export class FileDriver implements ObjectStoreDriver {
     const currentId = current === null ? undefined : publicId(current);
     if (current !== null && currentId !== undefined) {
       const meta = await this.readMeta(key, versionId(current)).catch(() => null);
-      yield { key, versionId: currentId, isLatest: true, deleteMarker: false, lastModified: new Date(Number(current.mtimeMs)), size: Number(current.size), etag: meta?.etag };
+      yield {
+        key,
+        versionId: currentId,
+        isLatest: true,
+        deleteMarker: false,
+        lastModified: new Date(Number(current.mtimeMs)),
+        size: Number(current.size),
+        etag: meta?.etag,
+      };
     }
     const entries = names
       .map((n) => ({ id: n.endsWith(MARKER_SUFFIX) ? n.slice(0, -MARKER_SUFFIX.length) : n, marker: n.endsWith(MARKER_SUFFIX) }))
@@ -238,7 +259,10 @@ export class FileDriver implements ObjectStoreDriver {
         return;
       }
       const temp = path.join(this.bucketDir, `${TEMP_PREFIX}${randomUUID()}`);
-      await createFile(temp, JSON.stringify({ prefix: rule.prefix, noncurrentDays: rule.noncurrentDays, newerNoncurrentVersions: rule.newerNoncurrentVersions }));
+      await createFile(
+        temp,
+        JSON.stringify({ prefix: rule.prefix, noncurrentDays: rule.noncurrentDays, newerNoncurrentVersions: rule.newerNoncurrentVersions }),
+      );
       await fs.rename(temp, file);
       await fsyncDir(this.bucketDir);
     } catch (e) {
@@ -299,7 +323,9 @@ export class FileDriver implements ObjectStoreDriver {
       if (options.ifNoneMatch === true && options.ifMatch !== undefined) {
         // If-None-Match: * and If-Match together can never both hold.
         await removeFile(path.join(this.metaDir(key), `${id}.json`));
-        throw new ObjstateError("PRECONDITION_FAILED", `${key} in ${this.location}: a write cannot require the object to be both absent and present`, { details: { key } });
+        throw new ObjstateError("PRECONDITION_FAILED", `${key} in ${this.location}: a write cannot require the object to be both absent and present`, {
+          details: { key },
+        });
       }
       if (options.ifNoneMatch === true) await this.commitIfAbsent(key, temp, file, id, meta);
       else await this.commitReplace(key, temp, file, id, meta, options.ifMatch?.replace(/"/g, ""));
@@ -431,7 +457,8 @@ export class FileDriver implements ObjectStoreDriver {
         await fs.rmdir(archive).catch(() => undefined);
       }
       const dir = this.metaDir(key);
-      for (const name of await fs.readdir(dir).catch(() => [] as string[])) if (META_NAME.test(name) || name.startsWith(SPARE_PREFIX)) await removeFile(path.join(dir, name));
+      for (const name of await fs.readdir(dir).catch(() => [] as string[]))
+        if (META_NAME.test(name) || name.startsWith(SPARE_PREFIX)) await removeFile(path.join(dir, name));
       await fsyncDir(this.bucketDir);
     } catch (e) {
       if (e instanceof ObjstateError) throw e;
@@ -490,8 +517,7 @@ export class FileDriver implements ObjectStoreDriver {
           // Only a claim whose process is provably gone: a live writer may hold one for any time.
           else if (name.startsWith(CLAIM_PREFIX)) {
             if (claimIsDead(name)) await this.addLeftover(out, prefix, id, key);
-          }
-          else if (META_NAME.test(name) && name !== `${current}.json` && !archived.has(publicIdOfMetaName(name))) {
+          } else if (META_NAME.test(name) && name !== `${current}.json` && !archived.has(publicIdOfMetaName(name))) {
             key ??= parseStoredMeta((await readSmall(path.join(dir, name)).catch(() => null)) ?? "")?.key;
             await this.addLeftover(out, prefix, id, key);
           }
@@ -506,7 +532,10 @@ export class FileDriver implements ObjectStoreDriver {
   async removeLeftover(item: Leftover): Promise<void> {
     if (item.kind !== "temp-file") return;
     if (!LEFTOVER_ID.test(item.id)) {
-      throw new ObjstateError("INVALID_LEFTOVER", `${JSON.stringify(item.id)} is not a leftover of ${this.location} (objstate removes only its own temp, claim and metadata files)`);
+      throw new ObjstateError(
+        "INVALID_LEFTOVER",
+        `${JSON.stringify(item.id)} is not a leftover of ${this.location} (objstate removes only its own temp, claim and metadata files)`,
+      );
     }
     const file = path.join(this.bucketDir, item.id);
     try {
@@ -732,7 +761,9 @@ export class FileDriver implements ObjectStoreDriver {
     // again when the current object turns out to have been replaced meanwhile.
     for (let attempt = 0; attempt < 2; attempt++) {
       const inArchive = (await this.pathExists(archived)) ? archived : null;
-      const found = await this.withVersion(key, inArchive ?? file, async (v, meta) => (publicId(v.stat) === id ? { value: await use(v, { ...meta, versionId: id }) } : null));
+      const found = await this.withVersion(key, inArchive ?? file, async (v, meta) =>
+        publicId(v.stat) === id ? { value: await use(v, { ...meta, versionId: id }) } : null,
+      );
       if (found !== null) return found.value;
       if (inArchive !== null) return null; // edited by hand: not that version any more
     }
@@ -846,7 +877,7 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
       body,
       async (chunk) => {
         hash?.update(chunk);
-        for (let off = 0; off < chunk.length; ) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
+        for (let off = 0; off < chunk.length;) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
         written += chunk.length;
         onProgress?.(written, body.size);
       },
@@ -935,7 +966,6 @@ function decodeName(name: string): string | null {
 function versionId(stat: BigIntStats): string {
   return `${stat.ino}-${stat.mtimeNs}`;
 }
-
 
 /** Reads per call when the bytes are hashed or watched as they arrive (`GetOptions.onData`). */
 const READ_CHUNK = 1024 * 1024;
@@ -1040,7 +1070,11 @@ function parseRetention(text: string): Retention | null {
     if (typeof v !== "object" || v === null) return null;
     const o = v as Record<string, unknown>;
     const count = (x: unknown): number | undefined => (typeof x === "number" && Number.isInteger(x) && x >= 0 ? x : undefined);
-    return { prefix: typeof o.prefix === "string" ? o.prefix : "", noncurrentDays: count(o.noncurrentDays), newerNoncurrentVersions: count(o.newerNoncurrentVersions) };
+    return {
+      prefix: typeof o.prefix === "string" ? o.prefix : "",
+      noncurrentDays: count(o.noncurrentDays),
+      newerNoncurrentVersions: count(o.newerNoncurrentVersions),
+    };
   } catch {
     return null;
   }

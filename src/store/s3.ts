@@ -33,7 +33,16 @@ import type { LifecycleRule, PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials, type SdkCredentialsProvider } from "../io/sdk-credentials.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
-import { armClient, deadlineMs, displayUrl, MAX_ATTEMPTS, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning, type Timeouts } from "../io/sdk-client.js";
+import {
+  armClient,
+  deadlineMs,
+  displayUrl,
+  MAX_ATTEMPTS,
+  resolveTimeouts,
+  sdkClientConfig,
+  withoutNodeVersionWarning,
+  type Timeouts,
+} from "../io/sdk-client.js";
 import { isAccessDenied, isForeignAnswer, isTlsToPlainHttp, networkFailure, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
 import { takeShared } from "../util/shared-memory.js";
@@ -148,14 +157,23 @@ export class S3Driver implements ObjectStoreDriver {
     try {
       const partial = options.maxBytes !== undefined;
       const res = await this.client.send(
-        new GetObjectCommand({ Bucket: this.bucket, Key: key, VersionId: options.versionId, Range: partial ? `bytes=0-${Math.max(0, options.maxBytes - 1)}` : undefined }),
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          VersionId: options.versionId,
+          Range: partial ? `bytes=0-${Math.max(0, options.maxBytes - 1)}` : undefined,
+        }),
       );
       // Every S3 object answer carries an ETag; a 200 without one (a DynamoDB server's health
       // page, a web server) is not an object, and must not pass for a state.
       if (res.ETag === undefined) {
-        throw new ObjstateError("ENDPOINT_NOT_S3", `cannot get "${key}" in bucket "${this.bucket}" at ${this.endpoint}: the endpoint does not speak the S3 API (its answer is not an S3 object); check --endpoint: is it the lock table's (DynamoDB) endpoint?`, {
-          details: { key, bucket: this.bucket },
-        });
+        throw new ObjstateError(
+          "ENDPOINT_NOT_S3",
+          `cannot get "${key}" in bucket "${this.bucket}" at ${this.endpoint}: the endpoint does not speak the S3 API (its answer is not an S3 object); check --endpoint: is it the lock table's (DynamoDB) endpoint?`,
+          {
+            details: { key, bucket: this.bucket },
+          },
+        );
       }
       if (partial) {
         const body = await readBody(res.Body, res.ContentLength, undefined);
@@ -231,10 +249,14 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   private preconditionFailed(key: string, cause: unknown): ObjstateError {
-    return new ObjstateError("PRECONDITION_FAILED", `${key} in ${this.location} is not what the conditional write expected (it exists already, or changed since it was read)`, {
-      cause,
-      details: { key },
-    });
+    return new ObjstateError(
+      "PRECONDITION_FAILED",
+      `${key} in ${this.location} is not what the conditional write expected (it exists already, or changed since it was read)`,
+      {
+        cause,
+        details: { key },
+      },
+    );
   }
 
   private async putOnce(key: string, body: PutBody, options: PutOptions): Promise<void> {
@@ -269,7 +291,12 @@ export class S3Driver implements ObjectStoreDriver {
       let page;
       try {
         page = await this.client.send(
-          new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix === "" ? undefined : prefix, MaxKeys: options.pageSize ?? DEFAULT_PAGE_SIZE, ContinuationToken: token }),
+          new ListObjectsV2Command({
+            Bucket: this.bucket,
+            Prefix: prefix === "" ? undefined : prefix,
+            MaxKeys: options.pageSize ?? DEFAULT_PAGE_SIZE,
+            ContinuationToken: token,
+          }),
         );
       } catch (e) {
         throw this.mapError(e, { op: "list", key: prefix });
@@ -309,7 +336,9 @@ export class S3Driver implements ObjectStoreDriver {
     do {
       let page;
       try {
-        page = await this.client.send(new ListObjectVersionsCommand({ Bucket: this.bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }));
+        page = await this.client.send(
+          new ListObjectVersionsCommand({ Bucket: this.bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }),
+        );
       } catch (e) {
         // Stores without versioning support answer "not implemented": the delete above was all.
         if (sdkHttpStatus(e) === 501 || sdkErrorName(e) === "NotImplemented") return;
@@ -336,7 +365,13 @@ export class S3Driver implements ObjectStoreDriver {
       let page;
       try {
         page = await this.client.send(
-          new ListObjectVersionsCommand({ Bucket: this.bucket, Prefix: key, MaxKeys: options.pageSize ?? DEFAULT_PAGE_SIZE, KeyMarker: keyMarker, VersionIdMarker: versionMarker }),
+          new ListObjectVersionsCommand({
+            Bucket: this.bucket,
+            Prefix: key,
+            MaxKeys: options.pageSize ?? DEFAULT_PAGE_SIZE,
+            KeyMarker: keyMarker,
+            VersionIdMarker: versionMarker,
+          }),
         );
       } catch (e) {
         throw this.mapError(e, { op: "list versions of", key });
@@ -344,11 +379,20 @@ export class S3Driver implements ObjectStoreDriver {
       const found: ObjectVersion[] = [];
       for (const v of page.Versions ?? []) {
         if (v.Key === key && v.VersionId !== undefined) {
-          found.push({ key, versionId: v.VersionId, isLatest: v.IsLatest === true, deleteMarker: false, lastModified: v.LastModified, size: v.Size ?? 0, etag: v.ETag?.replace(/"/g, "") });
+          found.push({
+            key,
+            versionId: v.VersionId,
+            isLatest: v.IsLatest === true,
+            deleteMarker: false,
+            lastModified: v.LastModified,
+            size: v.Size ?? 0,
+            etag: v.ETag?.replace(/"/g, ""),
+          });
         }
       }
       for (const m of page.DeleteMarkers ?? []) {
-        if (m.Key === key && m.VersionId !== undefined) found.push({ key, versionId: m.VersionId, isLatest: m.IsLatest === true, deleteMarker: true, lastModified: m.LastModified, size: 0 });
+        if (m.Key === key && m.VersionId !== undefined)
+          found.push({ key, versionId: m.VersionId, isLatest: m.IsLatest === true, deleteMarker: true, lastModified: m.LastModified, size: 0 });
       }
       // The SDK splits the server's one newest-first list into versions and delete markers;
       // time puts them back together (the current one first on a tie).
@@ -450,9 +494,13 @@ export class S3Driver implements ObjectStoreDriver {
     } catch (e) {
       if (sdkErrorName(e) === "BucketAlreadyOwnedByYou") return;
       if (sdkErrorName(e) === "BucketAlreadyExists") {
-        throw new ObjstateError("STORE_ERROR", `bucket "${this.bucket}" already exists at ${this.endpoint} and belongs to another account: choose another bucket name`, {
-          cause: e,
-        });
+        throw new ObjstateError(
+          "STORE_ERROR",
+          `bucket "${this.bucket}" already exists at ${this.endpoint} and belongs to another account: choose another bucket name`,
+          {
+            cause: e,
+          },
+        );
       }
       throw this.mapError(e, { op: "create bucket" });
     }
@@ -465,7 +513,14 @@ export class S3Driver implements ObjectStoreDriver {
     do {
       let page;
       try {
-        page = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: prefix === "" ? undefined : prefix, KeyMarker: keyMarker, UploadIdMarker: uploadMarker }));
+        page = await this.client.send(
+          new ListMultipartUploadsCommand({
+            Bucket: this.bucket,
+            Prefix: prefix === "" ? undefined : prefix,
+            KeyMarker: keyMarker,
+            UploadIdMarker: uploadMarker,
+          }),
+        );
       } catch (e) {
         throw this.mapError(e, { op: "list multipart uploads", key: prefix });
       }
@@ -515,7 +570,10 @@ export class S3Driver implements ObjectStoreDriver {
       const expected = await pending;
       const etag = plainMd5Etag(res);
       if (etag !== undefined && etag !== expected) {
-        throw new ObjstateError("STORE_INTEGRITY", `the object store stored "${params.Key}" with MD5 ${etag}, but the bytes sent hash to ${expected}: the upload was damaged in transit; write it again`);
+        throw new ObjstateError(
+          "STORE_INTEGRITY",
+          `the object store stored "${params.Key}" with MD5 ${etag}, but the bytes sent hash to ${expected}: the upload was damaged in transit; write it again`,
+        );
       }
     }
     options.onProgress?.(body.length, body.length);
@@ -528,7 +586,11 @@ export class S3Driver implements ObjectStoreDriver {
     const total = sizeOf(body);
     const md5 = (await options.md5) ?? (isByteSource(body) ? await md5OfSource(body, `the bytes for ${params.Key ?? "?"}`) : undefined);
     const stream = isByteSource(body) ? sourceStream(body, `the bytes for ${params.Key ?? "?"}`) : undefined;
-    const withMd5 = { ...params, Body: isByteSource(body) ? stream : body, ...(md5 === undefined ? {} : { Metadata: { ...params.Metadata, [MD5_METADATA]: md5 } }) };
+    const withMd5 = {
+      ...params,
+      Body: isByteSource(body) ? stream : body,
+      ...(md5 === undefined ? {} : { Metadata: { ...params.Metadata, [MD5_METADATA]: md5 } }),
+    };
     const upload = new Upload({ client: this.client, params: withMd5, partSize: PART_SIZE, queueSize: QUEUE_SIZE });
     const onProgress = options.onProgress;
     if (onProgress !== undefined) upload.on("httpUploadProgress", (p) => onProgress(p.loaded ?? 0, p.total ?? total));
@@ -610,10 +672,14 @@ export class S3Driver implements ObjectStoreDriver {
     }
     // RGW answers some losers of a conditional race with 500 ECANCELED instead of 412 (ceph.md G3).
     if (status === 412 || sdkErrorName(e) === "PreconditionFailed" || (conditional && status === 500)) {
-      return new ObjstateError("PRECONDITION_FAILED", `${key} in ${this.location} is not what the conditional write expected (it exists already, or changed since it was read)`, {
-        cause: e,
-        details: { key, httpStatus: status },
-      });
+      return new ObjstateError(
+        "PRECONDITION_FAILED",
+        `${key} in ${this.location} is not what the conditional write expected (it exists already, or changed since it was read)`,
+        {
+          cause: e,
+          details: { key, httpStatus: status },
+        },
+      );
     }
     return this.mapError(e, { op: "put", key });
   }
@@ -626,7 +692,11 @@ export class S3Driver implements ObjectStoreDriver {
     const what = `${ctx.op.replace(/ bucket$/, "")} ${ctx.key === undefined || ctx.key === "" ? `bucket "${this.bucket}"` : `"${ctx.key}" in bucket "${this.bucket}"`} at ${this.endpoint}`;
     const details = { operation: ctx.op, key: ctx.key, bucket: this.bucket, errorName: name, httpStatus: status };
     if (name === "NoSuchBucket") {
-      return new ObjstateError("BUCKET_NOT_FOUND", `bucket "${this.bucket}" does not exist at ${this.endpoint}: check the bucket name and endpoint, or create the bucket`, { cause: e, details });
+      return new ObjstateError(
+        "BUCKET_NOT_FOUND",
+        `bucket "${this.bucket}" does not exist at ${this.endpoint}: check the bucket name and endpoint, or create the bucket`,
+        { cause: e, details },
+      );
     }
     if (isAccessDenied(e)) {
       return new ObjstateError("ACCESS_DENIED", `access denied: cannot ${what}: ${accessHint(name)}`, { cause: e, details });
@@ -643,12 +713,20 @@ export class S3Driver implements ObjectStoreDriver {
     }
     const net = networkFailure(e);
     if (net !== undefined) {
-      return new ObjstateError("ENDPOINT_UNREACHABLE", `cannot reach the object store at ${this.endpoint} (${net}): check the endpoint URL and that the server is running and reachable`, {
-        cause: e,
-        details,
-      });
+      return new ObjstateError(
+        "ENDPOINT_UNREACHABLE",
+        `cannot reach the object store at ${this.endpoint} (${net}): check the endpoint URL and that the server is running and reachable`,
+        {
+          cause: e,
+          details,
+        },
+      );
     }
-    return new ObjstateError("STORE_ERROR", `object store error: cannot ${what}: ${name ?? "unknown error"}${status === undefined ? "" : ` (HTTP ${status})`}`, { cause: e, details });
+    return new ObjstateError(
+      "STORE_ERROR",
+      `object store error: cannot ${what}: ${name ?? "unknown error"}${status === undefined ? "" : ` (HTTP ${status})`}`,
+      { cause: e, details },
+    );
   }
 }
 
@@ -657,10 +735,15 @@ function sdkCredentialsFor(provider: CredentialsProvider | undefined): SdkCreden
   // Without a provider of ours the SDK would fall back to its own chain (env, ~/.aws, instance metadata).
   return sdkCredentials(
     provider ??
-      (() => Promise.reject(new ObjstateError("CREDENTIALS_MISSING", "no credentials for the object store: give an access key and secret key (or a role) in the config or environment"))),
+      (() =>
+        Promise.reject(
+          new ObjstateError(
+            "CREDENTIALS_MISSING",
+            "no credentials for the object store: give an access key and secret key (or a role) in the config or environment",
+          ),
+        )),
   );
 }
-
 
 /**
  * A body watched while it arrives (`onData`) by a caller that asks for shared memory
@@ -676,7 +759,13 @@ const SHARED_BODY_MIN = 1024 * 1024;
  * memory is about the object's size rather than chunks plus a concatenated copy.
  * Exported for its test.
  */
-export async function readBody(body: unknown, length: number | undefined, hash: Hasher | undefined, onData?: (body: Buffer, filled: number) => void, shared = false): Promise<Buffer> {
+export async function readBody(
+  body: unknown,
+  length: number | undefined,
+  hash: Hasher | undefined,
+  onData?: (body: Buffer, filled: number) => void,
+  shared = false,
+): Promise<Buffer> {
   if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
   if (length === undefined) {
     const whole = Buffer.concat(await collect(body));
@@ -727,7 +816,11 @@ interface MetaSource {
  * The object's MD5 from its ETag, when the ETag is one: a single-part upload stored without
  * KMS or a customer key. Multipart ETags end in `-N` and are not an MD5 of the bytes.
  */
-function plainMd5Etag(res: { readonly ETag?: string | undefined; readonly ServerSideEncryption?: string | undefined; readonly SSECustomerAlgorithm?: string | undefined }): string | undefined {
+function plainMd5Etag(res: {
+  readonly ETag?: string | undefined;
+  readonly ServerSideEncryption?: string | undefined;
+  readonly SSECustomerAlgorithm?: string | undefined;
+}): string | undefined {
   const etag = res.ETag?.replace(/"/g, "").toLowerCase();
   if (etag === undefined || !/^[0-9a-f]{32}$/.test(etag)) return undefined;
   if (res.SSECustomerAlgorithm !== undefined || (res.ServerSideEncryption !== undefined && res.ServerSideEncryption !== "AES256")) return undefined;
@@ -762,7 +855,10 @@ function fromRule(rule: LifecycleRule, prefix: string): Retention {
 }
 
 function describeRetention(r: Retention): string {
-  return [r.noncurrentDays === undefined ? undefined : `NoncurrentDays ${r.noncurrentDays}`, r.newerNoncurrentVersions === undefined ? undefined : `NewerNoncurrentVersions ${r.newerNoncurrentVersions}`]
+  return [
+    r.noncurrentDays === undefined ? undefined : `NoncurrentDays ${r.noncurrentDays}`,
+    r.newerNoncurrentVersions === undefined ? undefined : `NewerNoncurrentVersions ${r.newerNoncurrentVersions}`,
+  ]
     .filter((x) => x !== undefined)
     .join(", ");
 }
@@ -774,7 +870,12 @@ function describeRetention(r: Retention): string {
 function noSuchVersion(e: unknown): boolean {
   const name = sdkErrorName(e);
   const status = sdkHttpStatus(e);
-  return name === "NoSuchVersion" || status === 405 || name === "MethodNotAllowed" || (status === 400 && (name === "InvalidArgument" || name === "InvalidVersionId" || name === "InvalidRequest"));
+  return (
+    name === "NoSuchVersion" ||
+    status === 405 ||
+    name === "MethodNotAllowed" ||
+    (status === 400 && (name === "InvalidArgument" || name === "InvalidVersionId" || name === "InvalidRequest"))
+  );
 }
 
 function toMeta(res: MetaSource): ObjectMeta {
@@ -814,7 +915,8 @@ function queryString(query: unknown): string {
   if (typeof query !== "object" || query === null) return "";
   const parts: string[] = [];
   for (const [k, v] of Object.entries(query)) {
-    for (const one of Array.isArray(v) ? v : [v]) parts.push(one === null || one === undefined ? encodeURIComponent(k) : `${encodeURIComponent(k)}=${encodeURIComponent(String(one))}`);
+    for (const one of Array.isArray(v) ? v : [v])
+      parts.push(one === null || one === undefined ? encodeURIComponent(k) : `${encodeURIComponent(k)}=${encodeURIComponent(String(one))}`);
   }
   return parts.length === 0 ? "" : `?${parts.join("&")}`;
 }

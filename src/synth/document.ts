@@ -4,7 +4,13 @@ import { isPlainObject } from "../config/rules.js";
 import { nearest } from "../config/validate.js";
 import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
 import { checkName, mergeToolJson, remoteStateToolJson, secretWarnings, type ToolJson } from "../config/tool-json.js";
-import { checkTerraformOptions, remoteStateTerraformJson, terraformWarnings, type TerraformBackendOptions, type TerraformRemoteStateOptions } from "../config/terraform-json.js";
+import {
+  checkTerraformOptions,
+  remoteStateTerraformJson,
+  terraformWarnings,
+  type TerraformBackendOptions,
+  type TerraformRemoteStateOptions,
+} from "../config/terraform-json.js";
 
 /** The props document `objstate synth` reads: one backend, any number of named remote states. */
 export interface SynthInput {
@@ -27,7 +33,9 @@ function within<T>(where: string, fn: () => T): T {
 
 /** The options of a remote state read through the same backend as `target` (its workspace is the config's own). */
 function remoteTarget(target: TerraformBackendOptions): TerraformRemoteStateOptions {
-  return target.backend === "http" ? { backend: "http", serveUrl: target.serveUrl, username: target.username } : { backend: target.backend, layout: target.layout };
+  return target.backend === "http"
+    ? { backend: "http", serveUrl: target.serveUrl, username: target.username }
+    : { backend: target.backend, layout: target.layout };
 }
 
 /**
@@ -42,7 +50,11 @@ export function synthesizeProps(input: unknown, target?: TerraformBackendOptions
   for (const k of Object.keys(input)) {
     if (!TOP_KEYS.includes(k)) {
       const near = nearest(k, TOP_KEYS);
-      throw new ConfigError("UNKNOWN_FIELD", `"${k}" is not a key of the document${near === undefined ? `; expected "backend" and/or "remoteStates"` : `; did you mean "${near}"?`}`, { field: k });
+      throw new ConfigError(
+        "UNKNOWN_FIELD",
+        `"${k}" is not a key of the document${near === undefined ? `; expected "backend" and/or "remoteStates"` : `; did you mean "${near}"?`}`,
+        { field: k },
+      );
     }
   }
   const docs: ToolJson[] = [];

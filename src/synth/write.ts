@@ -18,6 +18,9 @@ export function writeToolJson(file: string, doc: ToolJson): void {
     writeFileSync(file, text);
   } catch (e) {
     const reason = (e as NodeJS.ErrnoException).code ?? (e instanceof Error ? e.message : String(e));
-    throw new ObjstateError("WRITE_FAILED", `cannot write the tool document to ${file} (${reason}): check that its directory exists and is writable`, { cause: e, details: { file } });
+    throw new ObjstateError("WRITE_FAILED", `cannot write the tool document to ${file} (${reason}): check that its directory exists and is writable`, {
+      cause: e,
+      details: { file },
+    });
   }
 }

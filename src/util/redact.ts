@@ -90,11 +90,25 @@ export class SanitizedCause extends Error {
     this.stack = typeof e["stack"] === "string" ? redactText(e["stack"]) : undefined;
     this.code = typeof e["code"] === "string" ? e["code"] : undefined;
     const meta = isRecord(e["$metadata"]) ? e["$metadata"] : undefined;
-    const status = typeof meta?.["httpStatusCode"] === "number" ? meta["httpStatusCode"] : typeof e["status"] === "number" ? e["status"] : typeof e["statusCode"] === "number" ? e["statusCode"] : undefined;
+    const status =
+      typeof meta?.["httpStatusCode"] === "number"
+        ? meta["httpStatusCode"]
+        : typeof e["status"] === "number"
+          ? e["status"]
+          : typeof e["statusCode"] === "number"
+            ? e["statusCode"]
+            : undefined;
     this.httpStatus = status;
-    this.$metadata = meta === undefined ? undefined : { httpStatusCode: status, requestId: typeof meta["requestId"] === "string" ? meta["requestId"] : undefined };
+    this.$metadata =
+      meta === undefined ? undefined : { httpStatusCode: status, requestId: typeof meta["requestId"] === "string" ? meta["requestId"] : undefined };
     const list = e["errors"];
-    this.errors = Array.isArray(list) && depth < MAX_DEPTH ? list.slice(0, 8).map((x: unknown) => sanitizeCause(x, depth + 1)).filter((x): x is SanitizedCause => x instanceof SanitizedCause) : undefined;
+    this.errors =
+      Array.isArray(list) && depth < MAX_DEPTH
+        ? list
+            .slice(0, 8)
+            .map((x: unknown) => sanitizeCause(x, depth + 1))
+            .filter((x): x is SanitizedCause => x instanceof SanitizedCause)
+        : undefined;
   }
 }
 

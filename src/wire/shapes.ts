@@ -153,7 +153,12 @@ export interface WorkspaceJson {
 
 /** {@link WorkspaceStatus} as {@link WorkspaceJson}. */
 export function workspaceJson(s: WorkspaceStatus): WorkspaceJson {
-  return { name: s.name, state: s.lastWrite !== null, lock: s.lock === null ? null : lockJson(s.lock), lastWrite: s.lastWrite === null ? null : lastWriteJson(s.lastWrite) };
+  return {
+    name: s.name,
+    state: s.lastWrite !== null,
+    lock: s.lock === null ? null : lockJson(s.lock),
+    lastWrite: s.lastWrite === null ? null : lastWriteJson(s.lastWrite),
+  };
 }
 
 // ---------------------------------------------------------------- outputs

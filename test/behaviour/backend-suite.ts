@@ -73,7 +73,16 @@ export function backendSuite(makeTarget: () => Target): void {
         for (const w of names) await b.writeState(w, "{}");
         const raw = await target.raw(props.bucket);
         // Stray objects that must not count as workspaces.
-        for (const k of ["p/alpha/other.tfstate", "p/a/b/s.tfstate", "px/s.tfstate", "p/s.tfstate.bak", "p/s.tfstate", "q/w/s.tfstate", "p//s.tfstate", "p/default/s.tfstate"]) {
+        for (const k of [
+          "p/alpha/other.tfstate",
+          "p/a/b/s.tfstate",
+          "px/s.tfstate",
+          "p/s.tfstate.bak",
+          "p/s.tfstate",
+          "q/w/s.tfstate",
+          "p//s.tfstate",
+          "p/default/s.tfstate",
+        ]) {
           await raw.put(k, Buffer.from("{}"));
         }
         assert.deepEqual(await b.listWorkspaces(), ["default", ...[...names].sort()]);
@@ -84,12 +93,21 @@ export function backendSuite(makeTarget: () => Target): void {
         const props = await target.setup({ locks, extra: { prefix: "p", key: "s.tfstate" } });
         const b = await connect(props, { listPageSize: 2 });
         assert.deepEqual(await b.listWorkspaceObjects(), [], "default without a state is not an object");
-        for (const [w, body] of [["zeta", "{}"], ["alpha", '{"a":1}'], ["default", '{"serial":1}'], ["m-1", "{ }"]] as const) await b.writeState(w, body);
+        for (const [w, body] of [
+          ["zeta", "{}"],
+          ["alpha", '{"a":1}'],
+          ["default", '{"serial":1}'],
+          ["m-1", "{ }"],
+        ] as const)
+          await b.writeState(w, body);
         const raw = await target.raw(props.bucket);
         await raw.put("p/a/b/s.tfstate", Buffer.from("{}")); // stray: not a workspace
         raw.close();
         const objects = await b.listWorkspaceObjects();
-        assert.deepEqual(objects.map((o) => o.workspace), ["default", "alpha", "m-1", "zeta"]);
+        assert.deepEqual(
+          objects.map((o) => o.workspace),
+          ["default", "alpha", "m-1", "zeta"],
+        );
         for (const o of objects) {
           const w = await b.lastWrite(o.workspace);
           // S3 lists times in milliseconds, a HEAD's Last-Modified header has whole seconds.
@@ -108,7 +126,10 @@ export function backendSuite(makeTarget: () => Target): void {
         await assert.rejects(b.deleteWorkspace("default"), (e) => isObjstateError(e, "CANNOT_DELETE_DEFAULT"));
         await assert.rejects(b.deleteWorkspace("a/b"), (e) => isObjstateError(e, "INVALID_WORKSPACE"));
         await b.deleteWorkspace("temp");
-        await assert.rejects(b.deleteWorkspace("temp", { mustExist: true }), (e) => isObjstateError(e, "WORKSPACE_NOT_FOUND") && /workspace temp does not exist/.test(e.message));
+        await assert.rejects(
+          b.deleteWorkspace("temp", { mustExist: true }),
+          (e) => isObjstateError(e, "WORKSPACE_NOT_FOUND") && /workspace temp does not exist/.test(e.message),
+        );
         await b.writeState("temp", "{}");
         await b.deleteWorkspace("temp", { mustExist: true });
         assert.equal(await b.readState("temp"), null);
@@ -119,7 +140,11 @@ export function backendSuite(makeTarget: () => Target): void {
         const b = await connect(props);
         // A state is a JSON object; the padding keeps it incompressible and 64 MiB long.
         const head = Buffer.from('{"version":4,"serial":1,"lineage":"big","pad":"');
-        const pad = Buffer.from(randomBytes(48 * 1024 * 1024).toString("base64").slice(0, 64 * 1024 * 1024 - head.length - 2));
+        const pad = Buffer.from(
+          randomBytes(48 * 1024 * 1024)
+            .toString("base64")
+            .slice(0, 64 * 1024 * 1024 - head.length - 2),
+        );
         const state = Buffer.concat([head, pad, Buffer.from('"}')]);
         const progress: number[] = [];
         await b.writeState("big", state, { onProgress: (sent, total) => (assert.equal(total, state.length), progress.push(sent)) });
@@ -179,7 +204,9 @@ export function backendSuite(makeTarget: () => Target): void {
           });
           // A write by someone who does not hold the lock is refused.
           await assert.rejects(b.writeState("default", '{"by":"bob"}'), (e) => isObjstateError(e, "STATE_LOCKED"));
-          await assert.rejects(b.writeState("default", '{"by":"bob"}', { lockId: "00000000-0000-0000-0000-000000000000" }), (e) => isObjstateError(e, "STATE_LOCKED"));
+          await assert.rejects(b.writeState("default", '{"by":"bob"}', { lockId: "00000000-0000-0000-0000-000000000000" }), (e) =>
+            isObjstateError(e, "STATE_LOCKED"),
+          );
           assert.equal(await b.readState("default"), null);
           // The holder writes with its lock.
           await a.writeState("default", '{"by":"alice"}', { lockId: lock.ID });
@@ -204,8 +231,17 @@ export function backendSuite(makeTarget: () => Target): void {
           const a = await connect(props, { who: "server@host" });
           const b = await connect(props);
           const id = "6f1c1a2e-0000-4000-8000-000000000001";
-          const lock = await a.lock("default", { id, operation: "OperationTypeApply", who: "client@laptop", version: "1.9.0", created: "2026-11-24T00:00:00Z" });
-          assert.deepEqual({ ID: lock.ID, Who: lock.Who, Version: lock.Version, Created: lock.Created }, { ID: id, Who: "client@laptop", Version: "1.9.0", Created: "2026-11-24T00:00:00Z" });
+          const lock = await a.lock("default", {
+            id,
+            operation: "OperationTypeApply",
+            who: "client@laptop",
+            version: "1.9.0",
+            created: "2026-11-24T00:00:00Z",
+          });
+          assert.deepEqual(
+            { ID: lock.ID, Who: lock.Who, Version: lock.Version, Created: lock.Created },
+            { ID: id, Who: "client@laptop", Version: "1.9.0", Created: "2026-11-24T00:00:00Z" },
+          );
           // Another connection retrying the same client's LOCK (a second replica) gets the stored info back.
           const again = await b.lock("default", { id, operation: "OperationTypeApply", who: "client@laptop", version: "1.9.0" });
           assert.deepEqual(again, lock);
@@ -298,7 +334,10 @@ export function backendSuite(makeTarget: () => Target): void {
 
     it("kvstoreTable without kvstoreEndpoint is a clear error at connect time", async () => {
       const props = await target.setup({ locks: false });
-      await assert.rejects(connect({ ...props, kvstoreTable: "locks-table" }), (e) => isObjstateError(e, "NO_LOCK_ENDPOINT") && /kvstoreEndpoint/.test(e.message));
+      await assert.rejects(
+        connect({ ...props, kvstoreTable: "locks-table" }),
+        (e) => isObjstateError(e, "NO_LOCK_ENDPOINT") && /kvstoreEndpoint/.test(e.message),
+      );
     });
 
     it("no endpoint at all names both ways to give one", async () => {

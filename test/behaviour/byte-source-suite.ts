@@ -53,13 +53,22 @@ export function byteSourceSuite(makeTarget: () => Target): void {
       const bytes = Buffer.from("x".repeat(3 * 1024 * 1024 + 17));
       const source = sourceOf(bytes);
       const seen: number[] = [];
-      await raw.put("s/one", source, { md5: md5(bytes), contentType: "application/json", metadata: { "objstate-serial": "1" }, ifNoneMatch: true, onProgress: (sent) => seen.push(sent) });
+      await raw.put("s/one", source, {
+        md5: md5(bytes),
+        contentType: "application/json",
+        metadata: { "objstate-serial": "1" },
+        ifNoneMatch: true,
+        onProgress: (sent) => seen.push(sent),
+      });
       const got = await raw.get("s/one");
       assert.ok(got?.body.equals(bytes));
       assert.equal(got?.meta.etag, md5(bytes));
       assert.equal(got?.meta.metadata?.["objstate-serial"], "1");
       assert.equal(seen.at(-1), bytes.length);
-      assert.ok(seen.every((v, i) => i === 0 || v >= (seen[i - 1] as number)), "progress only grows");
+      assert.ok(
+        seen.every((v, i) => i === 0 || v >= (seen[i - 1] as number)),
+        "progress only grows",
+      );
       assert.equal(source.opens, 1, "an MD5 given up front: one read of the source");
     });
 
@@ -87,7 +96,9 @@ export function byteSourceSuite(makeTarget: () => Target): void {
     it("refuses a source that yields fewer or more bytes than its size: INPUT_CHANGED, nothing stored", async () => {
       const bytes = Buffer.from("z".repeat(100_000));
       for (const size of [bytes.length + 10, bytes.length - 10]) {
-        await assert.rejects(raw.put(`s/size-${size}`, sourceOf(bytes, { size }), { md5: md5(bytes), ifNoneMatch: true }), (e: unknown) => isObjstateError(e, "INPUT_CHANGED"));
+        await assert.rejects(raw.put(`s/size-${size}`, sourceOf(bytes, { size }), { md5: md5(bytes), ifNoneMatch: true }), (e: unknown) =>
+          isObjstateError(e, "INPUT_CHANGED"),
+        );
         assert.equal(await raw.head(`s/size-${size}`), null);
       }
     });
@@ -97,7 +108,9 @@ export function byteSourceSuite(makeTarget: () => Target): void {
       await raw.put("s/cond", sourceOf(a), { md5: md5(a), ifNoneMatch: true });
       const b = Buffer.from('{"b": 2}');
       await assert.rejects(raw.put("s/cond", sourceOf(b), { md5: md5(b), ifNoneMatch: true }), (e: unknown) => isObjstateError(e, "PRECONDITION_FAILED"));
-      await assert.rejects(raw.put("s/cond", sourceOf(b), { md5: md5(b), ifMatch: md5(Buffer.from("other")) }), (e: unknown) => isObjstateError(e, "PRECONDITION_FAILED"));
+      await assert.rejects(raw.put("s/cond", sourceOf(b), { md5: md5(b), ifMatch: md5(Buffer.from("other")) }), (e: unknown) =>
+        isObjstateError(e, "PRECONDITION_FAILED"),
+      );
       await raw.put("s/cond", sourceOf(b), { md5: md5(b), ifMatch: md5(a) });
       assert.ok((await raw.get("s/cond"))?.body.equals(b));
     });
@@ -145,7 +158,9 @@ export function byteSourceSuite(makeTarget: () => Target): void {
     it("a wrong MD5 from the caller writes nothing", async () => {
       const { b } = await backend();
       const s = state(1, uniqueName("lineage"));
-      await assert.rejects(b.writeState("default", sourceOf(s), { md5: md5(Buffer.from("something else")) }), (e: unknown) => isObjstateError(e, "STORE_INTEGRITY"));
+      await assert.rejects(b.writeState("default", sourceOf(s), { md5: md5(Buffer.from("something else")) }), (e: unknown) =>
+        isObjstateError(e, "STORE_INTEGRITY"),
+      );
       assert.equal(await b.readState(), null);
     });
   });

@@ -48,7 +48,11 @@ export function commitDigestSuite(fresh: () => Promise<LockTableDriver>): void {
     const seen = await t.getDigest(ID);
     assert.deepEqual(seen, { digest: spelled, generation: 0, lockId: undefined });
     assert.equal(await t.commitDigest(ID, { digest: D3, generation: 0, lockId: undefined }, { digest: D2, generation: 1 }), false, "another digest");
-    assert.equal(await t.commitDigest(ID, { digest: spelled, generation: 3, lockId: undefined }, { digest: D2, generation: 4 }), false, "a generation the item does not have");
+    assert.equal(
+      await t.commitDigest(ID, { digest: spelled, generation: 3, lockId: undefined }, { digest: D2, generation: 4 }),
+      false,
+      "a generation the item does not have",
+    );
     assert.equal(await t.commitDigest(ID, seen, { digest: D2, generation: 1 }), true);
     assert.deepEqual(await t.getDigest(ID), { digest: D2, generation: 1, lockId: undefined });
     // The tool replaces the whole item: objstate's generation is gone, and a writer that saw it loses.

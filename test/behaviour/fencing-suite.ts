@@ -5,7 +5,14 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import { NO_LOCK_ID, ObjectStoreBackend, ObjectStoreBackendConfig, isObjstateError, type ObjectStoreBackendConfigProps, type RepairEvent } from "../../src/index.js";
+import {
+  NO_LOCK_ID,
+  ObjectStoreBackend,
+  ObjectStoreBackendConfig,
+  isObjstateError,
+  type ObjectStoreBackendConfigProps,
+  type RepairEvent,
+} from "../../src/index.js";
 import { openLockTable } from "../../src/lock/index.js";
 import type { LockTableDriver } from "../../src/lock/types.js";
 import type { Target } from "../support/targets.js";
@@ -16,7 +23,15 @@ const LINEAGE = "4d6a3f1c-0000-4000-8000-000000000001";
 
 /** A small v4 state with one resource and one output. */
 function state(serial: number, extra: Record<string, unknown> = {}, lineage = LINEAGE): string {
-  return JSON.stringify({ version: 4, terraform_version: "1.9.0", serial, lineage, outputs: { n: { value: serial, type: "number" } }, resources: [{ mode: "managed", type: "null_resource", name: "a", instances: [] }], ...extra });
+  return JSON.stringify({
+    version: 4,
+    terraform_version: "1.9.0",
+    serial,
+    lineage,
+    outputs: { n: { value: serial, type: "number" } },
+    resources: [{ mode: "managed", type: "null_resource", name: "a", instances: [] }],
+    ...extra,
+  });
 }
 
 export function fencingSuite(makeTarget: () => Target): void {
@@ -37,7 +52,8 @@ export function fencingSuite(makeTarget: () => Target): void {
   }
 
   async function table(props: ObjectStoreBackendConfigProps): Promise<LockTableDriver> {
-    const creds = props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: props.accessKey as string, secretAccessKey: props.secretKey as string });
+    const creds =
+      props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: props.accessKey as string, secretAccessKey: props.secretKey as string });
     const t = await openLockTable({ table: props.kvstoreTable as string, endpoint: props.kvstoreEndpoint as string, credentials: creds });
     open.push(t);
     return t;
@@ -116,7 +132,10 @@ export function fencingSuite(makeTarget: () => Target): void {
       const seen = await b.readStateVersion("default");
       assert.ok(seen !== null && seen.etag !== undefined);
       await b.writeState("default", state(2));
-      await assert.rejects(b.writeState("default", state(3), { ifMatch: seen.etag }), (e) => isObjstateError(e, "STATE_CONFLICT") && /changed since it was read/.test(e.message));
+      await assert.rejects(
+        b.writeState("default", state(3), { ifMatch: seen.etag }),
+        (e) => isObjstateError(e, "STATE_CONFLICT") && /changed since it was read/.test(e.message),
+      );
       assert.equal((await b.readState("default"))?.toString(), state(2));
       // "There was none" when read, but there is one now.
       await assert.rejects(b.writeState("default", state(3), { ifMatch: null }), { code: "STATE_CONFLICT" });
@@ -240,7 +259,11 @@ export function fencingSuite(makeTarget: () => Target): void {
         lockId: lock.ID,
         onStored: async () => {
           if (versioned) assert.equal((await reader.readState("default"))?.toString(), state(1), "a reader got a write that is not committed");
-          else await assert.rejects(reader.readState("default"), (e) => isObjstateError(e, "TORN_WRITE") && e.message.includes(`its lock ${lock.ID} is still held`));
+          else
+            await assert.rejects(
+              reader.readState("default"),
+              (e) => isObjstateError(e, "TORN_WRITE") && e.message.includes(`its lock ${lock.ID} is still held`),
+            );
         },
       });
       assert.equal(result.written, true);
@@ -294,7 +317,15 @@ export function fencingSuite(makeTarget: () => Target): void {
         // What a writer that started at generation 1 and lost its lock leaves when its PUT lands late.
         const late = state(5, { late: true });
         await raw.put(b.statePath("default"), Buffer.from(late), {
-          metadata: { "objstate-serial": "5", "objstate-lineage": LINEAGE, "objstate-md5": md5(late), "objstate-who": "late@writer", "objstate-lock-id": "lost-lock", "objstate-generation": "2", "objstate-parent-md5": md5(state(1)) },
+          metadata: {
+            "objstate-serial": "5",
+            "objstate-lineage": LINEAGE,
+            "objstate-md5": md5(late),
+            "objstate-who": "late@writer",
+            "objstate-lock-id": "lost-lock",
+            "objstate-generation": "2",
+            "objstate-parent-md5": md5(state(1)),
+          },
         });
         assert.equal((await b.digestStatus("default")).status, "superseded");
         if ((await b.versioning()) !== "enabled") {
@@ -330,7 +361,13 @@ export function fencingSuite(makeTarget: () => Target): void {
       await b.writeState("default", state(2));
       const late = state(5, { late: true });
       await raw.put(b.statePath("default"), Buffer.from(late), {
-        metadata: { "objstate-serial": "5", "objstate-lineage": LINEAGE, "objstate-md5": md5(late), "objstate-generation": "2", "objstate-parent-md5": md5(state(1)) },
+        metadata: {
+          "objstate-serial": "5",
+          "objstate-lineage": LINEAGE,
+          "objstate-md5": md5(late),
+          "objstate-generation": "2",
+          "objstate-parent-md5": md5(state(1)),
+        },
       });
       // No read in between: the write itself passes over the late write (serial 3 < 5 is fine).
       await assert.rejects(b.writeState("default", state(2, { other: true })), (e) => isObjstateError(e, "STATE_CONFLICT") && /same serial/.test(e.message));
@@ -345,7 +382,9 @@ export function fencingSuite(makeTarget: () => Target): void {
       const raw = await target.raw(props.bucket);
       open.push(raw);
       // No intent recorded (objstate before generations): nothing proves no commit came in between.
-      await raw.put(b.statePath("default"), Buffer.from(state(2)), { metadata: { "objstate-serial": "2", "objstate-md5": md5(state(2)), "objstate-who": "old@objstate" } });
+      await raw.put(b.statePath("default"), Buffer.from(state(2)), {
+        metadata: { "objstate-serial": "2", "objstate-md5": md5(state(2)), "objstate-who": "old@objstate" },
+      });
       await assert.rejects(b.readState("default"), (e) => {
         assert.ok(isObjstateError(e, "TORN_WRITE"), String(e));
         assert.match(e.message, /the last write did not finish recording its digest/);
@@ -381,7 +420,13 @@ export function fencingSuite(makeTarget: () => Target): void {
     it("pushing the same content again also records a missing digest", async () => {
       const props = await target.setup({ locks: true });
       const b = await connect(props);
-      await assert.rejects(b.writeState("default", state(1), { onStored: () => { throw new Error("crash"); } }));
+      await assert.rejects(
+        b.writeState("default", state(1), {
+          onStored: () => {
+            throw new Error("crash");
+          },
+        }),
+      );
       assert.deepEqual(await b.writeState("default", state(1)), { written: false, md5: md5(state(1)) });
       assert.equal((await b.readState("default"))?.toString(), state(1));
     });

@@ -4,7 +4,14 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { ObjectStoreBackend, ObjectStoreBackendConfig, isObjstateError, type ConnectOptions, type ObjectStoreBackendConfigProps, type StateVersion } from "../../src/index.js";
+import {
+  ObjectStoreBackend,
+  ObjectStoreBackendConfig,
+  isObjstateError,
+  type ConnectOptions,
+  type ObjectStoreBackendConfigProps,
+  type StateVersion,
+} from "../../src/index.js";
 import { diffStates } from "../../src/state-entry.js";
 import type { ObjectStoreDriver, ObjectVersion } from "../../src/store/types.js";
 import { suiteTarget, type Target } from "../support/targets.js";
@@ -20,10 +27,18 @@ export function state(serial: number, resources: string[], outputs: Record<strin
       terraform_version: "1.9.0",
       serial,
       lineage,
-      outputs: Object.fromEntries(Object.entries(outputs).map(([k, o]) => [k, { value: o.value, type: "string", ...(o.sensitive === true ? { sensitive: true } : {}) }])),
+      outputs: Object.fromEntries(
+        Object.entries(outputs).map(([k, o]) => [k, { value: o.value, type: "string", ...(o.sensitive === true ? { sensitive: true } : {}) }]),
+      ),
       resources: resources.map((r) => {
         const [type, name] = r.split(".");
-        return { mode: "managed", type, name, provider: 'provider["registry.example/x/y"]', instances: [{ schema_version: 0, attributes: { id: r, size: serial } }] };
+        return {
+          mode: "managed",
+          type,
+          name,
+          provider: 'provider["registry.example/x/y"]',
+          instances: [{ schema_version: 0, attributes: { id: r, size: serial } }],
+        };
       }),
       check_results: null,
     },
@@ -99,9 +114,14 @@ export function historySuite(makeTarget: () => Target): void {
         all.map((v) => (v.deleteMarker ? "marker" : v.size)),
         [2, "marker", 2, 2, 2, 2, 2],
       );
-      assert.deepEqual(all.map((v) => v.isLatest), [true, false, false, false, false, false, false]);
+      assert.deepEqual(
+        all.map((v) => v.isLatest),
+        [true, false, false, false, false, false, false],
+      );
       assert.ok(all.every((v) => v.key === "s/k"));
-      const bodies = await Promise.all(all.filter((v) => !v.deleteMarker).map(async (v) => (await store.get("s/k", { versionId: v.versionId }))?.body.toString()));
+      const bodies = await Promise.all(
+        all.filter((v) => !v.deleteMarker).map(async (v) => (await store.get("s/k", { versionId: v.versionId }))?.body.toString()),
+      );
       assert.deepEqual(bodies, ["v6", "v5", "v4", "v3", "v2", "v1"]);
       const marker = all[1] as ObjectVersion;
       assert.equal(await store.get("s/k", { versionId: marker.versionId }), null, "a delete marker has no bytes");
@@ -167,10 +187,19 @@ export function historySuite(makeTarget: () => Target): void {
         await b.writeState("default", state(4, ["t.b"]));
         const wireBefore = target.wire?.length ?? 0;
         const h = await collect(b.history("default"));
-        assert.deepEqual(h.map((v) => v.serial), [4, 3, 2, 1]);
-        assert.deepEqual(h.map((v) => v.writer), ["objstate", "other", "objstate", "objstate"]);
+        assert.deepEqual(
+          h.map((v) => v.serial),
+          [4, 3, 2, 1],
+        );
+        assert.deepEqual(
+          h.map((v) => v.writer),
+          ["objstate", "other", "objstate", "objstate"],
+        );
         assert.ok(h.every((v) => v.lineage === LINEAGE));
-        assert.deepEqual(h.map((v) => v.isLatest), [true, false, false, false]);
+        assert.deepEqual(
+          h.map((v) => v.isLatest),
+          [true, false, false, false],
+        );
         assert.equal(h[0]?.who, "tester@suite");
         assert.equal(h[1]?.who, undefined);
         assert.equal(h[0]?.operation, locks ? "writeState" : undefined);
@@ -184,7 +213,10 @@ export function historySuite(makeTarget: () => Target): void {
         }
         const wireTwo = target.wire?.length ?? 0;
         const two = await collect(b.history("default", { limit: 2 }));
-        assert.deepEqual(two.map((v) => v.serial), [4, 3]);
+        assert.deepEqual(
+          two.map((v) => v.serial),
+          [4, 3],
+        );
         if (target.wire !== undefined) {
           // --limit asks the store for that many and pages no further.
           const lists = target.wire.slice(wireTwo).filter((r) => r.method === "GET" && /[?&]versions(=|&|$)/.test(r.path));
@@ -194,7 +226,10 @@ export function historySuite(makeTarget: () => Target): void {
         assert.deepEqual(await collect(b.history("never-written")), []);
         // Old versions read with no lock table at all.
         const plain = await connect({ bucket: props.bucket, endpoint: props.endpoint, accessKey: props.accessKey, secretKey: props.secretKey });
-        assert.deepEqual((await collect(plain.history("default"))).map((v) => v.serial), [4, 3, 2, 1]);
+        assert.deepEqual(
+          (await collect(plain.history("default"))).map((v) => v.serial),
+          [4, 3, 2, 1],
+        );
       });
 
       it("reads an old version byte for byte, and says which IDs do not exist", async () => {
@@ -205,7 +240,10 @@ export function historySuite(makeTarget: () => Target): void {
         const [latest, older] = await collect(b.history("default"));
         assert.equal((await b.readVersion("default", older?.versionId as string)).toString(), one);
         assert.equal((await b.readVersion("default", latest?.versionId as string)).toString(), state(2, ["t.a", "t.b"]));
-        await assert.rejects(b.readVersion("default", "no-such-version"), (e) => isObjstateError(e, "VERSION_NOT_FOUND") && /state history/.test((e as Error).message));
+        await assert.rejects(
+          b.readVersion("default", "no-such-version"),
+          (e) => isObjstateError(e, "VERSION_NOT_FOUND") && /state history/.test((e as Error).message),
+        );
         const plain = await connect({ bucket: props.bucket, endpoint: props.endpoint, accessKey: props.accessKey, secretKey: props.secretKey });
         assert.equal((await plain.readVersion("default", older?.versionId as string)).toString(), one, "no lock table needed");
       });
@@ -235,7 +273,10 @@ export function historySuite(makeTarget: () => Target): void {
         const [v5, , v1] = await collect(b.history("default"));
         // The preview: from the current version to the target, and its `from` is what the rollback expects.
         const preview = await b.previewRollback("default", v1?.versionId as string);
-        assert.deepEqual([preview.from, preview.to, preview.diff.serial, preview.diff.resources.removed], [v5?.versionId, v1?.versionId, { before: 5, after: 1 }, ["t.b", "t.c"]]);
+        assert.deepEqual(
+          [preview.from, preview.to, preview.diff.serial, preview.diff.resources.removed],
+          [v5?.versionId, v1?.versionId, { before: 5, after: 1 }, ["t.b", "t.c"]],
+        );
         await assert.rejects(b.rollback("default", v1?.versionId as string, { expectCurrent: v1?.versionId }), (e) => isObjstateError(e, "STATE_CONFLICT"));
         const r = await b.rollback("default", v1?.versionId as string, { expectCurrent: preview.from });
         assert.deepEqual([r.serial, r.previousSerial, r.restored, r.from], [6, 5, false, v1?.versionId]);
@@ -259,7 +300,10 @@ export function historySuite(makeTarget: () => Target): void {
         await store.put(b.statePath("default"), Buffer.from(state(9, ["t.x"], {}, "other-lineage")));
         await b.writeState("default", state(1, ["t.a"]), { force: true });
         const [, foreign] = await collect(b.history("default"));
-        await assert.rejects(b.rollback("default", foreign?.versionId as string), (e) => isObjstateError(e, "STATE_CONFLICT") && /another lineage/.test((e as Error).message));
+        await assert.rejects(
+          b.rollback("default", foreign?.versionId as string),
+          (e) => isObjstateError(e, "STATE_CONFLICT") && /another lineage/.test((e as Error).message),
+        );
         assert.equal((await b.readState("default"))?.toString(), state(1, ["t.a"]), "nothing written");
         const r = await b.rollback("default", foreign?.versionId as string, { force: true });
         assert.equal(r.serial, 10);
@@ -274,7 +318,14 @@ export function historySuite(makeTarget: () => Target): void {
         assert.equal(await b.readState("gone"), null);
         assert.ok(!(await b.listWorkspaces()).includes("gone"));
         const h: StateVersion[] = await collect(b.history("gone"));
-        assert.deepEqual(h.map((v) => [v.deleteMarker, v.isLatest, v.serial]), [[true, true, undefined], [false, false, 2], [false, false, 1]]);
+        assert.deepEqual(
+          h.map((v) => [v.deleteMarker, v.isLatest, v.serial]),
+          [
+            [true, true, undefined],
+            [false, false, 2],
+            [false, false, 1],
+          ],
+        );
         const r = await b.rollback("gone", h[1]?.versionId as string);
         assert.deepEqual([r.serial, r.restored], [3, true]);
         assert.equal((await b.readState("gone"))?.toString(), reserialed(state(2, ["t.a", "t.b"]), 3));

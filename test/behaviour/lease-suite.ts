@@ -23,7 +23,13 @@ export function leaseSuite(makeTarget: () => Target): void {
     return suite.target.setup({ locks: mode !== "lockfile", extra: { prefix: "p", key: "app.tfstate" } });
   }
   async function connect(props: ObjectStoreBackendConfigProps, mode: Mode, options: ConnectOptions = {}): Promise<ObjectStoreBackend> {
-    const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, who: "tester@lease", onWarning: () => undefined, lockfile: mode !== "table", ...options });
+    const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), {
+      env: {},
+      who: "tester@lease",
+      onWarning: () => undefined,
+      lockfile: mode !== "table",
+      ...options,
+    });
     open.push(b);
     return b;
   }
@@ -36,7 +42,14 @@ export function leaseSuite(makeTarget: () => Target): void {
       raw.close();
     }
     if (mode !== "lockfile") {
-      const t = await openLockTable({ table: props.kvstoreTable as string, endpoint: props.kvstoreEndpoint as string, credentials: props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: props.accessKey as string, secretAccessKey: props.secretKey as string }) });
+      const t = await openLockTable({
+        table: props.kvstoreTable as string,
+        endpoint: props.kvstoreEndpoint as string,
+        credentials:
+          props.accessKey === undefined
+            ? undefined
+            : () => Promise.resolve({ accessKeyId: props.accessKey as string, secretAccessKey: props.secretKey as string }),
+      });
       await t.put(path, "Info", TOOL_LOCK(id, path));
       t.close();
     }
@@ -75,7 +88,9 @@ export function leaseSuite(makeTarget: () => Target): void {
         const far = await connect(props, mode, { lockClock: () => Date.now() + 365 * 86_400_000, ttl: 1_000 });
         await assert.rejects(far.lock("default"), (e) => isObjstateError(e, "STATE_LOCKED") && !/lease/.test(e.message));
         const listed = await far.locks();
-        assert.ok(listed.length >= 1 && listed.every((l) => l.id === "11111111-2222-3333-4444-555555555555" && l.expires === null && l.workspace === "default"));
+        assert.ok(
+          listed.length >= 1 && listed.every((l) => l.id === "11111111-2222-3333-4444-555555555555" && l.expires === null && l.workspace === "default"),
+        );
         await far.unlock("default", "11111111-2222-3333-4444-555555555555");
         assert.deepEqual(await far.locks(), []);
       });
@@ -119,7 +134,10 @@ export function leaseSuite(makeTarget: () => Target): void {
         const d = listed.filter((l) => l.workspace === "default");
         assert.deepEqual(d.map((l) => l.source).sort(), sources);
         for (const l of d) {
-          assert.deepEqual({ id: l.id, who: l.who, operation: l.operation, since: l.since, expired: l.expired }, { id: l1.ID, who: "tester@lease", operation: "apply", since: l1.Created, expired: false });
+          assert.deepEqual(
+            { id: l.id, who: l.who, operation: l.operation, since: l.since, expired: l.expired },
+            { id: l1.ID, who: "tester@lease", operation: "apply", since: l1.Created, expired: false },
+          );
           assert.equal(l.expires, new Date((l1.Expires as number) * 1000).toISOString());
         }
         const s = listed.filter((l) => l.workspace === "staging");

@@ -33,10 +33,12 @@ async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   return out;
 }
 
-const refused = (code: ErrorCode) => (e: unknown): boolean => {
-  assert.ok(isObjstateError(e, code), `expected ${code}, got ${String(e)}`);
-  return true;
-};
+const refused =
+  (code: ErrorCode) =>
+  (e: unknown): boolean => {
+    assert.ok(isObjstateError(e, code), `expected ${code}, got ${String(e)}`);
+    return true;
+  };
 
 /**
  * The whole driver contract, against drivers made by `open` (a fresh driver on a table of its
@@ -103,7 +105,10 @@ export function lockDriverSuite(name: string, open: () => Promise<LockTableDrive
         it(`a table keyed ${schema === "other-key" ? "by another attribute" : "by a LockID of type N"} is described as it is, and item calls fail with LOCK_TABLE_ERROR`, async () => {
           const t = await differences.badTable(schema);
           opened.push(t);
-          assert.deepEqual(await t.describeKeySchema(), schema === "other-key" ? [{ name: "Key", type: "S", keyType: "HASH" }] : [{ name: "LockID", type: "N", keyType: "HASH" }]);
+          assert.deepEqual(
+            await t.describeKeySchema(),
+            schema === "other-key" ? [{ name: "Key", type: "S", keyType: "HASH" }] : [{ name: "LockID", type: "N", keyType: "HASH" }],
+          );
           await assert.rejects(t.putIfAbsent(ID, "Info", "x"), refused("LOCK_TABLE_ERROR"));
           await assert.rejects(t.get(ID, "Info"), refused("LOCK_TABLE_ERROR"));
           await assert.rejects(t.put(ID, "Digest", "d"), refused("LOCK_TABLE_ERROR"));
@@ -113,7 +118,7 @@ export function lockDriverSuite(name: string, open: () => Promise<LockTableDrive
     });
 
     describe("items", () => {
-      it("putIfAbsent writes once, then answers the holder's value (\"\" when the item lacks the attribute)", async () => {
+      it('putIfAbsent writes once, then answers the holder\'s value ("" when the item lacks the attribute)', async () => {
         const t = await ready();
         assert.equal(await t.putIfAbsent(ID, "Info", "first"), null);
         assert.equal(await t.putIfAbsent(ID, "Info", "second"), "first");
@@ -225,7 +230,7 @@ export function lockDriverSuite(name: string, open: () => Promise<LockTableDrive
         }
         await t.put("counter", "Info", "0");
         const worker = async (): Promise<void> => {
-          for (let i = 0; i < 10; ) {
+          for (let i = 0; i < 10;) {
             const cur = (await t.get("counter", "Info")) ?? "";
             if (await t.updateIf("counter", "Info", cur, { Info: String(Number(cur) + 1) })) i++;
           }
@@ -259,7 +264,7 @@ export function lockDriverSuite(name: string, open: () => Promise<LockTableDrive
         assert.deepEqual(await t.getLease(ID), { info: "holder-b", expires: 2000 });
       });
 
-      it("a lock without Expires (the tool's own) never expires; one without Info reads as \"\"", async () => {
+      it('a lock without Expires (the tool\'s own) never expires; one without Info reads as ""', async () => {
         const t = await ready();
         assert.equal(await t.putLease(ID, "tool", undefined, 1), null);
         assert.deepEqual(await t.getLease(ID), { info: "tool", expires: undefined });
@@ -343,7 +348,10 @@ export function lockDriverSuite(name: string, open: () => Promise<LockTableDrive
         assert.equal(await t.getDigest(`${ID}-md5`), null);
         await t.put(`${ID}-md5`, "Other", "x");
         assert.deepEqual(await t.getDigest(`${ID}-md5`), { digest: null, generation: 0, lockId: undefined });
-        assert.equal(await t.commitDigest(`${ID}-md5`, { digest: null, generation: 0, lockId: undefined }, { digest: "a".repeat(32), generation: 1, lockId: "L" }), true);
+        assert.equal(
+          await t.commitDigest(`${ID}-md5`, { digest: null, generation: 0, lockId: undefined }, { digest: "a".repeat(32), generation: 1, lockId: "L" }),
+          true,
+        );
         assert.deepEqual(await t.getDigest(`${ID}-md5`), { digest: "a".repeat(32), generation: 1, lockId: "L" });
         assert.equal(await t.get(`${ID}-md5`, "Other"), "x");
         assert.equal(await t.get(`${ID}-md5`, "Digest"), "a".repeat(32), "Digest is a string attribute the tool's own backend reads");

@@ -12,14 +12,22 @@ import { suiteTarget, type Target } from "../support/targets.js";
 type Mode = "table" | "lockfile" | "both";
 const MODES: readonly Mode[] = ["table", "lockfile", "both"];
 const state = (serial: number): string => JSON.stringify({ version: 4, serial, lineage: "owners", outputs: {}, resources: [] });
-const notOwned = (who: RegExp) => (e: unknown): boolean => isObjstateError(e, "LOCK_NOT_OWNED") && who.test(e.message) && /force role/.test(e.message);
+const notOwned =
+  (who: RegExp) =>
+  (e: unknown): boolean =>
+    isObjstateError(e, "LOCK_NOT_OWNED") && who.test(e.message) && /force role/.test(e.message);
 
 export function ownerSuite(makeTarget: () => Target): void {
   const suite = suiteTarget(makeTarget);
   const open = suite.open;
 
   async function connect(props: ObjectStoreBackendConfigProps, mode: Mode): Promise<ObjectStoreBackend> {
-    const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, who: "lib@owners", onWarning: () => undefined, lockfile: mode !== "table" });
+    const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), {
+      env: {},
+      who: "lib@owners",
+      onWarning: () => undefined,
+      lockfile: mode !== "table",
+    });
     open.push(b);
     return b;
   }

@@ -24,7 +24,11 @@ function exited(p: ChildProcess): Promise<{ code: number | null; signal: NodeJS.
 }
 
 async function connect(props: ObjectStoreBackendConfigProps): Promise<ObjectStoreBackend> {
-  return ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined, digestRetry: { timeoutMs: 500, intervalMs: 100 } });
+  return ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), {
+    env: {},
+    onWarning: () => undefined,
+    digestRetry: { timeoutMs: 500, intervalMs: 100 },
+  });
 }
 
 export function processSuite(makeTarget: () => Target): void {

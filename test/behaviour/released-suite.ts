@@ -7,7 +7,14 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import { ObjectStoreBackend, ObjectStoreBackendConfig, isObjstateError, type ConnectOptions, type ErrorCode, type ObjectStoreBackendConfigProps } from "../../src/index.js";
+import {
+  ObjectStoreBackend,
+  ObjectStoreBackendConfig,
+  isObjstateError,
+  type ConnectOptions,
+  type ErrorCode,
+  type ObjectStoreBackendConfigProps,
+} from "../../src/index.js";
 import { RELEASED_KEEP, RELEASED_MAX_AGE_MS } from "../../src/backend/released.js";
 import { openLockTable } from "../../src/lock/index.js";
 import type { Target } from "../support/targets.js";
@@ -30,7 +37,13 @@ export function releasedSuite(makeTarget: () => Target): void {
     return target.setup({ locks: mode !== "lockfile", extra: { prefix: "p", key: "app.tfstate" } });
   }
   async function connect(props: ObjectStoreBackendConfigProps, mode: Mode, options: ConnectOptions = {}): Promise<ObjectStoreBackend> {
-    const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, who: "tester@released", onWarning: () => undefined, lockfile: mode !== "table", ...options });
+    const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), {
+      env: {},
+      who: "tester@released",
+      onWarning: () => undefined,
+      lockfile: mode !== "table",
+      ...options,
+    });
     open.push(b);
     return b;
   }
@@ -43,17 +56,26 @@ export function releasedSuite(makeTarget: () => Target): void {
         const b = await connect(props, mode);
         const x = await a.lock("w", { id: randomUUID(), owner: "alice" });
         await a.unlock("w", x.ID, { owner: "alice" });
-        assert.deepEqual((await b.recentReleases("w")).map((r) => r.id), [x.ID]);
+        assert.deepEqual(
+          (await b.recentReleases("w")).map((r) => r.id),
+          [x.ID],
+        );
         // Repeated with no lock at all: not locked (as before).
         await assert.rejects(b.unlock("w", x.ID, { owner: "alice" }), is("LOCK_NOT_FOUND"));
         const y = await b.lock("w", { id: randomUUID(), owner: "bob" });
         // Repeated once bob holds it, through the other connection and this one.
         for (const c of [b, a]) {
-          await assert.rejects(c.unlock("w", x.ID, { owner: "alice" }), (e: unknown) => isObjstateError(e, "LOCK_NOT_FOUND") && /already released .*locked again since, by ID/.test(e.message));
+          await assert.rejects(
+            c.unlock("w", x.ID, { owner: "alice" }),
+            (e: unknown) => isObjstateError(e, "LOCK_NOT_FOUND") && /already released .*locked again since, by ID/.test(e.message),
+          );
         }
         assert.equal((await a.lockInfo("w"))?.ID, y.ID, "bob's lock is left alone");
         await a.writeState("w", '{"serial":1,"lineage":"L"}', { lockId: y.ID });
-        await assert.rejects(a.unlock("w", randomUUID()), (e: unknown) => isObjstateError(e, "LOCK_ID_MISMATCH") && (e.details?.["lockInfo"] as { ID: string }).ID === y.ID);
+        await assert.rejects(
+          a.unlock("w", randomUUID()),
+          (e: unknown) => isObjstateError(e, "LOCK_ID_MISMATCH") && (e.details?.["lockInfo"] as { ID: string }).ID === y.ID,
+        );
         await b.unlock("w", y.ID, { owner: "bob" });
       });
 
@@ -64,7 +86,10 @@ export function releasedSuite(makeTarget: () => Target): void {
         const id = randomUUID();
         await a.lock("w", { id });
         await a.unlock("w", id);
-        await assert.rejects(late.lock("w", { id }), (e: unknown) => isObjstateError(e, "LOCK_ID_RELEASED") && e.details?.["lockInfo"] === undefined && e.message.includes(id));
+        await assert.rejects(
+          late.lock("w", { id }),
+          (e: unknown) => isObjstateError(e, "LOCK_ID_RELEASED") && e.details?.["lockInfo"] === undefined && e.message.includes(id),
+        );
         assert.equal(await late.lockInfo("w"), null);
         const fresh = await late.lock("w", { id: randomUUID() });
         assert.equal((await a.lockInfo("w"))?.ID, fresh.ID);
@@ -79,7 +104,10 @@ export function releasedSuite(makeTarget: () => Target): void {
         const h = await holder.lock("w", { id: randomUUID() });
         const id = randomUUID();
         await assert.rejects(a.lock("w", { id }), is("STATE_LOCKED"));
-        assert.deepEqual((await a.recentReleases("w")).map((r) => r.id), []);
+        assert.deepEqual(
+          (await a.recentReleases("w")).map((r) => r.id),
+          [],
+        );
         await holder.unlock("w", h.ID);
         assert.equal((await a.lock("w", { id })).ID, id);
         await a.unlock("w", id);
@@ -103,7 +131,11 @@ export function releasedSuite(makeTarget: () => Target): void {
         // Past the age limit (by the reader's clock) a release no longer counts.
         now += RELEASED_MAX_AGE_MS + 1000;
         await a.unlock("w", (await a.lock("w", { id: ids[2] as string })).ID);
-        assert.deepEqual((await a.recentReleases("w")).map((r) => r.id), [ids[2]], "a release prunes the record of what is past the limit");
+        assert.deepEqual(
+          (await a.recentReleases("w")).map((r) => r.id),
+          [ids[2]],
+          "a release prunes the record of what is past the limit",
+        );
       });
     });
   }
@@ -115,16 +147,29 @@ export function releasedSuite(makeTarget: () => Target): void {
       const l = await a.lock("w", { id: randomUUID() });
       await a.unlock("w", l.ID);
       if (mode === "table") {
-        const t = await openLockTable({ table: props.kvstoreTable as string, endpoint: props.kvstoreEndpoint as string, credentials: props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: props.accessKey as string, secretAccessKey: props.secretKey as string }) });
+        const t = await openLockTable({
+          table: props.kvstoreTable as string,
+          endpoint: props.kvstoreEndpoint as string,
+          credentials:
+            props.accessKey === undefined
+              ? undefined
+              : () => Promise.resolve({ accessKeyId: props.accessKey as string, secretAccessKey: props.secretKey as string }),
+        });
         const stored = JSON.parse((await t.get(`${props.bucket}/p/w/app.tfstate-released`, "ReleasedIDs")) ?? "null") as { ID: string; At: number }[];
         t.close();
-        assert.deepEqual(stored.map((r) => r.ID), [l.ID]);
+        assert.deepEqual(
+          stored.map((r) => r.ID),
+          [l.ID],
+        );
         assert.equal(typeof stored[0]?.At, "number");
       } else {
         const raw = await target.raw(props.bucket);
         const stored = JSON.parse((await raw.get("p/w/app.tfstate.tfrel"))?.body.toString() ?? "null") as { ID: string }[];
         raw.close();
-        assert.deepEqual(stored.map((r) => r.ID), [l.ID]);
+        assert.deepEqual(
+          stored.map((r) => r.ID),
+          [l.ID],
+        );
       }
       assert.deepEqual(await a.locks(), []);
       assert.deepEqual(await a.listWorkspaces(), ["default"]);

@@ -37,10 +37,14 @@ export function serverProcessSuite(makeTarget: () => Target): void {
   /** A POST under `?ID` whose body goes in two parts, `pause` ms apart; `between` runs in the pause. */
   function slowPost(url: string, ws: string, id: string, body: Buffer, pause: number, between: () => void): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      const req = request(`${url}/state/${ws}?ID=${id}`, { method: "POST", agent: false, headers: { "Content-Type": "application/json", "Content-Length": String(body.length) } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = request(
+        `${url}/state/${ws}?ID=${id}`,
+        { method: "POST", agent: false, headers: { "Content-Type": "application/json", "Content-Length": String(body.length) } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on("error", reject);
       req.write(body.subarray(0, 100));
       setTimeout(() => {
@@ -93,7 +97,11 @@ export function serverProcessSuite(makeTarget: () => Target): void {
         const a = await replica();
         const next = toolState(2 + i, "sigkill", { o: { value: 2 + i, type: "number" }, big: { value: "y".repeat(4 * 1024 * 1024), type: "string" } });
         const sent = new Promise<void>((resolve) => {
-          const req = request(`${a.url}/state/${ws}?ID=${l.id}`, { method: "POST", agent: false, headers: { "Content-Type": "application/json", "Content-Length": String(next.length) } }, (res) => res.resume());
+          const req = request(
+            `${a.url}/state/${ws}?ID=${l.id}`,
+            { method: "POST", agent: false, headers: { "Content-Type": "application/json", "Content-Length": String(next.length) } },
+            (res) => res.resume(),
+          );
           req.on("error", () => undefined);
           req.end(next, () => resolve());
         });
@@ -102,7 +110,10 @@ export function serverProcessSuite(makeTarget: () => Target): void {
         a.child.kill("SIGKILL");
         await a.exited;
         const stored = (await raw.get(backend.statePath(ws)))?.body;
-        assert.ok(stored !== undefined && (stored.equals(old) || stored.equals(next)), `after a kill ${delay} ms in, the state is neither the old nor the new one (${stored?.length} bytes)`);
+        assert.ok(
+          stored !== undefined && (stored.equals(old) || stored.equals(next)),
+          `after a kill ${delay} ms in, the state is neither the old nor the new one (${stored?.length} bytes)`,
+        );
         // The client retries the same write against the other replica.
         assert.equal((await c.put(next)).status, 200, `retry after a kill ${delay} ms in`);
         assert.deepEqual(await c.get(), next);

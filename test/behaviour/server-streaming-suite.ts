@@ -58,13 +58,23 @@ function getPartial(url: string): Promise<Partial> {
 }
 
 /** A POST whose last `tail` bytes wait until `beforeTail` resolves. */
-function postInTwo(url: string, body: Buffer, tail: number, beforeTail: () => Promise<void>, contentMd5 = md5(body, "base64")): Promise<{ status: number; body: string }> {
+function postInTwo(
+  url: string,
+  body: Buffer,
+  tail: number,
+  beforeTail: () => Promise<void>,
+  contentMd5 = md5(body, "base64"),
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: "POST", agent: false, headers: { "Content-Type": "application/json", "Content-Length": String(body.length), "Content-MD5": contentMd5 } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
-    });
+    const req = request(
+      url,
+      { method: "POST", agent: false, headers: { "Content-Type": "application/json", "Content-Length": String(body.length), "Content-MD5": contentMd5 } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+      },
+    );
     req.setTimeout(30_000, () => req.destroy(new Error("request timed out")));
     req.on("error", reject);
     req.write(body.subarray(0, body.length - tail));
@@ -138,23 +148,27 @@ export function serverStreamingSuite(makeTarget: () => Target): void {
     assert.ok(got.body.equals(state));
   });
 
-  it("GET of a large state whose bytes do not match what the store and the digest agree on: the answer starts, then is cut off before its last bytes — never complete", { skip: !embedded && "only the embedded store lets a test damage bytes behind the store's record" }, async () => {
-    const ws = uniqueName("ws");
-    const state = bigState(1, 6);
-    await backend.writeState(ws, state);
-    // Damaged at rest: other bytes of the same size, while the store's record still says the old MD5.
-    const other = Buffer.from(state);
-    other[other.length - 10] = 0x2a;
-    await raw.put(backend.statePath(ws), other, { contentType: "application/json" });
-    assert.ok((await forgeRecord(target.bucketDir?.(bucket) ?? "", md5(other, "hex"), md5(state, "hex"))) > 0);
-    const got = await getPartial(`${server.url}/state/${ws}`);
-    assert.equal(got.status, 200);
-    assert.equal(got.headers["content-md5"], md5(state, "base64"), "the recorded digest is announced");
-    assert.equal(got.complete, false);
-    assert.ok(got.received <= state.length - GET_HOLD_BACK, `${got.received} bytes of ${state.length} arrived: the held-back tail must not`);
-    // Cut when the read found the mismatch, not after its next attempt (2 s later).
-    assert.ok(got.afterHeadersMs < 1500, `cut after ${got.afterHeadersMs} ms`);
-  });
+  it(
+    "GET of a large state whose bytes do not match what the store and the digest agree on: the answer starts, then is cut off before its last bytes — never complete",
+    { skip: !embedded && "only the embedded store lets a test damage bytes behind the store's record" },
+    async () => {
+      const ws = uniqueName("ws");
+      const state = bigState(1, 6);
+      await backend.writeState(ws, state);
+      // Damaged at rest: other bytes of the same size, while the store's record still says the old MD5.
+      const other = Buffer.from(state);
+      other[other.length - 10] = 0x2a;
+      await raw.put(backend.statePath(ws), other, { contentType: "application/json" });
+      assert.ok((await forgeRecord(target.bucketDir?.(bucket) ?? "", md5(other, "hex"), md5(state, "hex"))) > 0);
+      const got = await getPartial(`${server.url}/state/${ws}`);
+      assert.equal(got.status, 200);
+      assert.equal(got.headers["content-md5"], md5(state, "base64"), "the recorded digest is announced");
+      assert.equal(got.complete, false);
+      assert.ok(got.received <= state.length - GET_HOLD_BACK, `${got.received} bytes of ${state.length} arrived: the held-back tail must not`);
+      // Cut when the read found the mismatch, not after its next attempt (2 s later).
+      assert.ok(got.afterHeadersMs < 1500, `cut after ${got.afterHeadersMs} ms`);
+    },
+  );
 
   it("GET of a large state changed outside objstate (the store's MD5 is not the digest): nothing is sent before the digest retries settle it — then 409 (the operator's to fix: the server already waited for the store)", async () => {
     const ws = uniqueName("ws");
@@ -196,21 +210,25 @@ export function serverStreamingSuite(makeTarget: () => Target): void {
     assert.equal(changed.sent(), 0);
   });
 
-  it("the library's streamed read cuts the sink off when the bytes do not match what the store and the digest agree on, before their last bytes", { skip: !embedded && "only the embedded store lets a test damage bytes behind the store's record" }, async () => {
-    const ws = uniqueName("ws");
-    const state = bigState(1, 3);
-    await backend.writeState(ws, state);
-    const other = Buffer.from(state);
-    other[other.length - 10] = 0x2a;
-    await raw.put(backend.statePath(ws), other, { contentType: "application/json" });
-    assert.ok((await forgeRecord(target.bucketDir?.(bucket) ?? "", md5(other, "hex"), md5(state, "hex"))) > 0);
-    const out = recordingSink();
-    await assert.rejects(backend.streamState(ws, out.sink, { holdBackBytes: GET_HOLD_BACK }), { code: "DIGEST_MISMATCH" });
-    assert.equal(out.events[0], `start ${state.length} ${md5(state, "hex")}`);
-    assert.equal(out.events[1], "abort");
-    assert.equal(out.events.length, 2, out.events.join(", "));
-    assert.ok(out.sent() <= state.length - GET_HOLD_BACK, `${out.sent()} bytes of ${state.length} went out: the held-back tail must not`);
-  });
+  it(
+    "the library's streamed read cuts the sink off when the bytes do not match what the store and the digest agree on, before their last bytes",
+    { skip: !embedded && "only the embedded store lets a test damage bytes behind the store's record" },
+    async () => {
+      const ws = uniqueName("ws");
+      const state = bigState(1, 3);
+      await backend.writeState(ws, state);
+      const other = Buffer.from(state);
+      other[other.length - 10] = 0x2a;
+      await raw.put(backend.statePath(ws), other, { contentType: "application/json" });
+      assert.ok((await forgeRecord(target.bucketDir?.(bucket) ?? "", md5(other, "hex"), md5(state, "hex"))) > 0);
+      const out = recordingSink();
+      await assert.rejects(backend.streamState(ws, out.sink, { holdBackBytes: GET_HOLD_BACK }), { code: "DIGEST_MISMATCH" });
+      assert.equal(out.events[0], `start ${state.length} ${md5(state, "hex")}`);
+      assert.equal(out.events[1], "abort");
+      assert.equal(out.events.length, 2, out.events.join(", "));
+      assert.ok(out.sent() <= state.length - GET_HOLD_BACK, `${out.sent()} bytes of ${state.length} went out: the held-back tail must not`);
+    },
+  );
 
   it("the store hands a large object to onData as it reads it, and hashes what it read", async () => {
     const ws = uniqueName("ws");
@@ -223,23 +241,27 @@ export function serverStreamingSuite(makeTarget: () => Target): void {
     assert.equal(got?.md5, md5(state, "hex"));
   });
 
-  it("POST of a large body with its Content-MD5: the store is writing it before the last bytes arrive, but not its held-back tail", { skip: !embedded && "only the embedded store shows a write in progress (its temp file)" }, async () => {
-    const ws = uniqueName("ws");
-    const state = bigState(1, 6);
-    const tail = 512 * 1024;
-    let seenWhileSending = -1;
-    const reply = await postInTwo(`${server.url}/state/${ws}`, state, tail, async () => {
-      // The temp file of the write grows while the request body is still incomplete.
-      seenWhileSending = await until("the store to write the arriving body", async () => {
-        const temp = (await backend.leftovers()).find((l) => l.kind === "temp-file" && (l.size ?? 0) > 0);
-        return temp?.size;
+  it(
+    "POST of a large body with its Content-MD5: the store is writing it before the last bytes arrive, but not its held-back tail",
+    { skip: !embedded && "only the embedded store shows a write in progress (its temp file)" },
+    async () => {
+      const ws = uniqueName("ws");
+      const state = bigState(1, 6);
+      const tail = 512 * 1024;
+      let seenWhileSending = -1;
+      const reply = await postInTwo(`${server.url}/state/${ws}`, state, tail, async () => {
+        // The temp file of the write grows while the request body is still incomplete.
+        seenWhileSending = await until("the store to write the arriving body", async () => {
+          const temp = (await backend.leftovers()).find((l) => l.kind === "temp-file" && (l.size ?? 0) > 0);
+          return temp?.size;
+        });
       });
-    });
-    assert.equal(reply.status, 200, reply.body);
-    assert.ok(seenWhileSending > 0 && seenWhileSending <= state.length - tail, `${seenWhileSending} bytes stored before the last ${tail} were sent`);
-    assert.ok((await backend.readState(ws))?.equals(state));
-    assert.deepEqual(await backend.leftovers(), []);
-  });
+      assert.equal(reply.status, 200, reply.body);
+      assert.ok(seenWhileSending > 0 && seenWhileSending <= state.length - tail, `${seenWhileSending} bytes stored before the last ${tail} were sent`);
+      assert.ok((await backend.readState(ws))?.equals(state));
+      assert.deepEqual(await backend.leftovers(), []);
+    },
+  );
 
   it("POST of a large body that does not match its Content-MD5: 400, nothing stored, no temp file left", async () => {
     const ws = uniqueName("ws");

@@ -28,7 +28,12 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     raw.close();
     const config = ObjectStoreBackendConfig.from(props);
     for (let i = 0; i < replicas; i++) {
-      const backend = await ObjectStoreBackend.connect(config, { env: {}, who: `replica${i}@suite`, digestRetry: { timeoutMs: 2000, intervalMs: 200 }, onWarning: () => undefined });
+      const backend = await ObjectStoreBackend.connect(config, {
+        env: {},
+        who: `replica${i}@suite`,
+        digestRetry: { timeoutMs: 2000, intervalMs: 200 },
+        onWarning: () => undefined,
+      });
       backends.push(backend);
       const server = new ObjstateServer({ backend, logger: new Logger("off") });
       await server.listen("127.0.0.1", 0);
@@ -48,7 +53,8 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.equal((await c.put(state)).status, 200);
     assert.equal((await c.unlock()).status, 200);
   };
-  const api = async (path: string): Promise<Record<string, unknown>> => JSON.parse((await rawRequest(bases[0] as string, "GET", path, undefined)).body.toString()) as Record<string, unknown>;
+  const api = async (path: string): Promise<Record<string, unknown>> =>
+    JSON.parse((await rawRequest(bases[0] as string, "GET", path, undefined)).body.toString()) as Record<string, unknown>;
 
   it("init: GET (no state: 204), LOCK, GET, POST of the first state under ?ID, UNLOCK", async () => {
     const trace: string[] = [];
@@ -61,7 +67,13 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.equal((await c.put(first)).status, 200);
     assert.equal((await c.unlock()).status, 200);
     const ws = encodeURIComponent(c.options.workspace as string);
-    assert.deepEqual(trace, [`GET /state/${ws}`, `LOCK /state/${ws} (${c.jsonLockInfo?.length} bytes)`, `GET /state/${ws}`, `POST /state/${ws}?ID=${l.id} (${first.length} bytes)`, `UNLOCK /state/${ws} (${c.jsonLockInfo?.length} bytes)`]);
+    assert.deepEqual(trace, [
+      `GET /state/${ws}`,
+      `LOCK /state/${ws} (${c.jsonLockInfo?.length} bytes)`,
+      `GET /state/${ws}`,
+      `POST /state/${ws}?ID=${l.id} (${first.length} bytes)`,
+      `UNLOCK /state/${ws} (${c.jsonLockInfo?.length} bytes)`,
+    ]);
     assert.deepEqual(await c.get(), first);
   });
 
@@ -75,7 +87,10 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.deepEqual(r.body, state);
     assert.equal(r.headers["content-md5"], (await import("node:crypto")).createHash("md5").update(state).digest("base64"));
     assert.equal((await c.unlock()).status, 200);
-    for (const base of bases) assert.deepEqual(JSON.parse((await rawRequest(base, "GET", `/api/v1/workspaces/${c.options.workspace}/lock`, undefined)).body.toString()), { lock: null });
+    for (const base of bases)
+      assert.deepEqual(JSON.parse((await rawRequest(base, "GET", `/api/v1/workspaces/${c.options.workspace}/lock`, undefined)).body.toString()), {
+        lock: null,
+      });
   });
 
   it("apply: LOCK, GET, intermediate POSTs under ?ID, the final POST, UNLOCK; a retried POST is a no-op 200", async () => {
@@ -96,7 +111,9 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.equal((view["lastWrite"] as { serial: number }).serial, 5);
     assert.equal(view["lock"], null);
     const outs = await api(`/api/v1/workspaces/${c.options.workspace}/outputs`);
-    assert.deepEqual(outs, { outputs: { n: { sensitive: false, type: "number", value: 5 }, secret: { sensitive: true, type: "string", value: "<sensitive>" } } });
+    assert.deepEqual(outs, {
+      outputs: { n: { sensitive: false, type: "number", value: 5 }, secret: { sensitive: true, type: "string", value: "<sensitive>" } },
+    });
   });
 
   it("-lock-timeout: a LOCK on a held state gets 423 with the holder's info, and succeeds once it is released", async () => {
@@ -131,7 +148,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.equal(JSON.parse(r.body.toString()).code, "LOCK_NOT_HELD");
   });
 
-  it("OpenTofu: LOCK without a GET first, its UNLOCK body, and its force-unlock ({\"ID\": …} with the rest empty)", async () => {
+  it('OpenTofu: LOCK without a GET first, its UNLOCK body, and its force-unlock ({"ID": …} with the rest empty)', async () => {
     const ws = uniqueName("ws");
     const trace: string[] = [];
     const t = client({ workspace: ws, flavour: "opentofu", trace });
@@ -139,7 +156,10 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.ok(l.ok);
     assert.equal((await t.put(toolState(1, "tofu"))).status, 200);
     assert.equal((await t.unlock()).status, 200);
-    assert.deepEqual(trace.map((x) => x.split(" ")[0]), ["LOCK", "POST", "UNLOCK"]);
+    assert.deepEqual(
+      trace.map((x) => x.split(" ")[0]),
+      ["LOCK", "POST", "UNLOCK"],
+    );
     const holder = client({ workspace: ws });
     const h = await holder.lock("OperationTypeApply");
     assert.ok(h.ok);
@@ -227,7 +247,12 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
       assert.equal(((await api(`/api/v1/workspaces/${ws}/lock`))["lock"] as { id: string } | null)?.id, lb.id);
       assert.equal((await b.put(toolState(1, "after-retry"))).status, 200, "b still holds the lock and writes under it");
       // An ID that was never released is still refused with the holder.
-      const other = await rawRequest(bases[0] as string, "UNLOCK", `/state/${ws}`, Buffer.from(JSON.stringify({ ...(JSON.parse((a.jsonLockInfo as Buffer).toString()) as object), ID: randomUUID() })));
+      const other = await rawRequest(
+        bases[0] as string,
+        "UNLOCK",
+        `/state/${ws}`,
+        Buffer.from(JSON.stringify({ ...(JSON.parse((a.jsonLockInfo as Buffer).toString()) as object), ID: randomUUID() })),
+      );
       assert.equal(other.status, 409);
       assert.equal(JSON.parse(other.body.toString()).ID, lb.id);
       assert.equal((await b.unlock()).status, 200);
@@ -310,7 +335,10 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.deepEqual(diff.serial, { before: 7, after: 8 });
     assert.equal(diff.outputs.added[0]?.name, "x");
     const held = (await api("/api/v1/locks"))["locks"] as { workspace: string | null; id: string; operation: string }[];
-    assert.deepEqual(held.filter((l) => l.workspace === ws).map((l) => [l.id, l.operation]), [[c.lockID, "OperationTypeApply"]]);
+    assert.deepEqual(
+      held.filter((l) => l.workspace === ws).map((l) => [l.id, l.operation]),
+      [[c.lockID, "OperationTypeApply"]],
+    );
     const f = await rawRequest(bases[0] as string, "DELETE", `/api/v1/workspaces/${ws}/lock?id=${c.lockID}`, undefined);
     assert.equal(f.status, 200);
     const after = (await api("/api/v1/locks"))["locks"] as { workspace: string | null }[];
@@ -330,41 +358,84 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
       const r = await rawRequest(base, method, path, body === undefined ? undefined : Buffer.from(typeof body === "string" ? body : JSON.stringify(body)));
       return { status: r.status, body: JSON.parse(r.body.toString()) as Record<string, unknown> };
     };
-    const states = [toolState(1, "hist"), toolState(2, "hist", { a: { value: 1, type: "number" } }), toolState(3, "hist", { a: { value: 2, type: "number" }, b: { value: "x", type: "string", sensitive: true } })];
+    const states = [
+      toolState(1, "hist"),
+      toolState(2, "hist", { a: { value: 1, type: "number" } }),
+      toolState(3, "hist", { a: { value: 2, type: "number" }, b: { value: "x", type: "string", sensitive: true } }),
+    ];
     assert.ok((await c.lock("OperationTypeApply", "alice@host")).ok);
     for (const s of states) assert.equal((await c.put(s)).status, 200);
     assert.equal((await c.unlock()).status, 200);
 
-    type V = { versionId: string; serial: number; isLatest: boolean; who: string | null; principal: { name: string; via: string } | null; operation: string | null; lastModified: string; size: number };
+    type V = {
+      versionId: string;
+      serial: number;
+      isLatest: boolean;
+      who: string | null;
+      principal: { name: string; via: string } | null;
+      operation: string | null;
+      lastModified: string;
+      size: number;
+    };
     const ANONYMOUS = { name: "anonymous", via: "none" };
     const h = await json(last, "GET", `/api/v1/workspaces/${ws}/history`);
     assert.equal(h.status, 200);
     const versions = h.body["versions"] as V[];
-    assert.deepEqual(versions.map((v) => [v.serial, v.isLatest, v.who]), [[3, true, "alice@host"], [2, false, "alice@host"], [1, false, "alice@host"]]);
+    assert.deepEqual(
+      versions.map((v) => [v.serial, v.isLatest, v.who]),
+      [
+        [3, true, "alice@host"],
+        [2, false, "alice@host"],
+        [1, false, "alice@host"],
+      ],
+    );
     // A server without users: every write is the anonymous principal's.
-    assert.deepEqual(versions.map((v) => v.principal), [ANONYMOUS, ANONYMOUS, ANONYMOUS]);
+    assert.deepEqual(
+      versions.map((v) => v.principal),
+      [ANONYMOUS, ANONYMOUS, ANONYMOUS],
+    );
     for (const v of versions) assert.deepEqual(Object.keys(v), HISTORY_ENTRY_KEYS, "one shape with `state history --json`");
     assert.ok(!Number.isNaN(Date.parse(versions[0]?.lastModified ?? "")));
     assert.equal(versions[2]?.size, states[0]?.length);
     const [v3, v2, v1] = versions.map((v) => v.versionId) as [string, string, string];
-    assert.deepEqual(((await json(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/history?limit=1`)).body["versions"] as V[]).map((v) => v.versionId), [v3]);
+    assert.deepEqual(
+      ((await json(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/history?limit=1`)).body["versions"] as V[]).map((v) => v.versionId),
+      [v3],
+    );
     assert.equal((await json(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/history?limit=0`)).status, 400);
 
     const old = await rawRequest(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/versions/${encodeURIComponent(v1)}`, undefined);
     assert.equal(old.status, 200);
     assert.deepEqual(old.body, states[0], "the bytes exactly as stored, like state pull --version");
-    assert.equal(old.headers["content-md5"], (await import("node:crypto")).createHash("md5").update(states[0] as Buffer).digest("base64"));
+    assert.equal(
+      old.headers["content-md5"],
+      (await import("node:crypto"))
+        .createHash("md5")
+        .update(states[0] as Buffer)
+        .digest("base64"),
+    );
     const missing = await json(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/versions/no-such-version`);
     assert.equal(missing.status, 404);
     assert.equal(missing.body["code"], "VERSION_NOT_FOUND");
 
     const d = await json(last, "GET", `/api/v1/workspaces/${ws}/diff?from=${encodeURIComponent(v2)}&to=${encodeURIComponent(v3)}`);
     assert.equal(d.status, 200);
-    const diff = d.body as { from: string; to: string; serial: { before: number; after: number }; outputs: { added: { name: string; after?: unknown }[]; changed: { name: string }[] } };
+    const diff = d.body as {
+      from: string;
+      to: string;
+      serial: { before: number; after: number };
+      outputs: { added: { name: string; after?: unknown }[]; changed: { name: string }[] };
+    };
     assert.deepEqual([diff.from, diff.to, diff.serial], [v2, v3, { before: 2, after: 3 }]);
-    assert.deepEqual(diff.outputs.added.map((o) => o.name), ["b"]);
+    assert.deepEqual(
+      diff.outputs.added.map((o) => o.name),
+      ["b"],
+    );
     assert.doesNotMatch(JSON.stringify(diff), /"x"/, "a sensitive value never leaves in a diff");
-    assert.deepEqual(diff.outputs.changed.map((o) => o.name), ["a"]);
+    assert.deepEqual(
+      diff.outputs.changed.map((o) => o.name),
+      ["a"],
+    );
     assert.equal((await json(bases[0] as string, "GET", `/api/v1/workspaces/${ws}/diff?from=${encodeURIComponent(v2)}`)).status, 400);
 
     // A rollback while a client holds the lock waits for no one: 423 with the holder; under the holder's ID it goes through.
@@ -383,7 +454,13 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body["serial"], 5);
     const now = (await json(last, "GET", `/api/v1/workspaces/${ws}/history?limit=2`)).body["versions"] as V[];
-    assert.deepEqual(now.map((v) => [v.serial, v.operation, v.isLatest]), [[5, "rollback", true], [4, "rollback", false]]);
+    assert.deepEqual(
+      now.map((v) => [v.serial, v.operation, v.isLatest]),
+      [
+        [5, "rollback", true],
+        [4, "rollback", false],
+      ],
+    );
     const current = JSON.parse((await c.get())?.toString() ?? "null") as { serial: number; outputs: object };
     assert.deepEqual([current.serial, current.outputs], [5, {}], "version 1's content with the next serial");
     assert.deepEqual(await api(`/api/v1/workspaces/${ws}/lock`), { lock: null }, "the rollback's own lock is released");

@@ -87,10 +87,12 @@ function sourceOf(bytes: Buffer, chunk = 64 * 1024): ByteSource {
   };
 }
 
-const refused = (code: ErrorCode) => (e: unknown): boolean => {
-  assert.ok(isObjstateError(e, code), `expected ${code}, got ${String(e)}`);
-  return true;
-};
+const refused =
+  (code: ErrorCode) =>
+  (e: unknown): boolean => {
+    assert.ok(isObjstateError(e, code), `expected ${code}, got ${String(e)}`);
+    return true;
+  };
 
 /** Run `call` and tell whether it won or lost a conditional race (anything else fails the test). */
 async function outcome(call: Promise<void>): Promise<"won" | "lost"> {
@@ -168,11 +170,20 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
         await d.put("k", Buffer.from("22"));
         const before = await collect(d.listVersions("k"));
         if (differences.alwaysVersioned) {
-          assert.deepEqual(before.map((v) => [v.isLatest, v.size]), [[true, 2], [false, 1]]);
+          assert.deepEqual(
+            before.map((v) => [v.isLatest, v.size]),
+            [
+              [true, 2],
+              [false, 1],
+            ],
+          );
           assert.equal((await d.head("k"))?.versionId, before[0]?.versionId);
         } else {
           // A bucket that never kept versions lists its one current object, under ID "null".
-          assert.deepEqual(before.map((v) => [v.versionId, v.isLatest, v.deleteMarker, v.size]), [["null", true, false, 2]]);
+          assert.deepEqual(
+            before.map((v) => [v.versionId, v.isLatest, v.deleteMarker, v.size]),
+            [["null", true, false, 2]],
+          );
           assert.equal((await d.head("k"))?.versionId, undefined, "no version ID for an object of an unversioned bucket");
         }
         await d.enableVersioning();
@@ -226,7 +237,10 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
         assert.deepEqual(got?.meta.metadata, want);
         assert.equal(head?.contentType, "application/json");
         assert.equal(got?.meta.contentType, "application/json");
-        assert.deepEqual([got?.meta.etag, got?.meta.size, got?.meta.versionId, seconds(got?.meta.lastModified)], [head?.etag, head?.size, head?.versionId, seconds(head?.lastModified)]);
+        assert.deepEqual(
+          [got?.meta.etag, got?.meta.size, got?.meta.versionId, seconds(got?.meta.lastModified)],
+          [head?.etag, head?.size, head?.versionId, seconds(head?.lastModified)],
+        );
         await d.put("s", Buffer.from("[]"));
         assert.deepEqual((await d.head("s"))?.metadata ?? {}, {}, "metadata belongs to one version: a write without it has none");
       });
@@ -275,7 +289,10 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
         assert.ok(got?.body.equals(body));
         assert.equal(got?.md5, md5(body));
         assert.equal(events[0], `start ${md5(body)}`, "onStart first, with the MD5 the store recorded");
-        assert.ok(events.length === 1 || (events[1] === "data" && filled === body.length), `onData, if called, ends at the whole body: ${events.join(",")} ${filled}`);
+        assert.ok(
+          events.length === 1 || (events[1] === "data" && filled === body.length),
+          `onData, if called, ends at the whole body: ${events.join(",")} ${filled}`,
+        );
       });
 
       it("a body above the multipart threshold reads back byte-exact; get({md5}) gives its true MD5, and onStart never a wrong one", async () => {
@@ -397,7 +414,9 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
           await d.put("cas", Buffer.from("start"));
           for (let round = 0; round < 3; round++) {
             const expected = (await d.head("cas"))?.etag ?? "";
-            const results = await Promise.all(Array.from({ length: 8 }, (_, i) => outcome(d.put("cas", Buffer.from(`r${round}-w${i}`), { ifMatch: expected }))));
+            const results = await Promise.all(
+              Array.from({ length: 8 }, (_, i) => outcome(d.put("cas", Buffer.from(`r${round}-w${i}`), { ifMatch: expected }))),
+            );
             const won = results.flatMap((r, i) => (r === "won" ? [i] : []));
             if (atomic) assert.equal(won.length, 1, `round ${round}: winners ${won.join(",")}`);
             else assert.ok(won.length >= 1, `round ${round}: no winner`);
@@ -453,10 +472,23 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
 
       it("listDetailed: each key under a prefix, in order, over pages, with the size, time and ETag head reports", async () => {
         const d = await ready();
-        for (const [k, body] of [["ld/b", "bb"], ["ld/a", "a"], ["ld/c/d", "ccc"], ["ldx", "x"]] as const) await d.put(k, Buffer.from(body));
+        for (const [k, body] of [
+          ["ld/b", "bb"],
+          ["ld/a", "a"],
+          ["ld/c/d", "ccc"],
+          ["ldx", "x"],
+        ] as const)
+          await d.put(k, Buffer.from(body));
         await d.put("ld/b", Buffer.from("bbbb"));
         const listed = await collect(d.listDetailed("ld/", { pageSize: 2 }));
-        assert.deepEqual(listed.map((o) => [o.key, o.size]), [["ld/a", 1], ["ld/b", 4], ["ld/c/d", 3]]);
+        assert.deepEqual(
+          listed.map((o) => [o.key, o.size]),
+          [
+            ["ld/a", 1],
+            ["ld/b", 4],
+            ["ld/c/d", 3],
+          ],
+        );
         for (const o of listed) {
           const h = await d.head(o.key);
           // A listing may give milliseconds, a HEAD's Last-Modified header whole seconds.
@@ -474,16 +506,29 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
         await d.put("k.tflock", Buffer.from("another key it prefixes"));
         await d.put("j", Buffer.from("a key before it"));
         const versions = await collect(d.listVersions("k"));
-        assert.deepEqual(versions.map((v) => [v.key, v.isLatest, v.deleteMarker, v.size]), [["k", true, false, 2], ["k", false, false, 2], ["k", false, false, 2]]);
-        assert.deepEqual(versions.map((v) => v.etag), [md5("v3"), md5("v2"), md5("v1")]);
+        assert.deepEqual(
+          versions.map((v) => [v.key, v.isLatest, v.deleteMarker, v.size]),
+          [
+            ["k", true, false, 2],
+            ["k", false, false, 2],
+            ["k", false, false, 2],
+          ],
+        );
+        assert.deepEqual(
+          versions.map((v) => v.etag),
+          [md5("v3"), md5("v2"), md5("v1")],
+        );
         assert.ok(versions.every((v) => v.lastModified instanceof Date));
         assert.equal(new Set(versions.map((v) => v.versionId)).size, 3, "distinct IDs");
         const read = await Promise.all(versions.map((v) => d.get("k", { versionId: v.versionId })));
-        assert.deepEqual(read.map((g) => [g?.body.toString(), g?.meta.contentType, g?.meta.metadata?.["objstate-serial"], g?.meta.versionId]), [
-          ["v3", "text/v3", "3", versions[0]?.versionId],
-          ["v2", "text/v2", "2", versions[1]?.versionId],
-          ["v1", "text/v1", "1", versions[2]?.versionId],
-        ]);
+        assert.deepEqual(
+          read.map((g) => [g?.body.toString(), g?.meta.contentType, g?.meta.metadata?.["objstate-serial"], g?.meta.versionId]),
+          [
+            ["v3", "text/v3", "3", versions[0]?.versionId],
+            ["v2", "text/v2", "2", versions[1]?.versionId],
+            ["v1", "text/v1", "1", versions[2]?.versionId],
+          ],
+        );
         assert.equal((await d.head("k", { versionId: versions[2]?.versionId }))?.etag, md5("v1"));
         assert.equal((await d.head("k"))?.versionId, versions[0]?.versionId);
         assert.equal((await d.get("k"))?.meta.versionId, versions[0]?.versionId);
@@ -496,7 +541,10 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
         for (let i = 0; i < 5; i++) await d.put("p", Buffer.from(`p${i}`));
         const all = await collect(d.listVersions("p"));
         const paged = await collect(d.listVersions("p", { pageSize: 2 }));
-        assert.deepEqual(paged.map((v) => v.versionId), all.map((v) => v.versionId));
+        assert.deepEqual(
+          paged.map((v) => v.versionId),
+          all.map((v) => v.versionId),
+        );
         let taken = 0;
         for await (const v of d.listVersions("p", { pageSize: 2 })) {
           assert.equal(v.versionId, all[taken]?.versionId);
@@ -512,7 +560,14 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
         await d.delete("a");
         assert.equal(await d.get("a"), null);
         const versions = await collect(d.listVersions("a"));
-        assert.deepEqual(versions.map((v) => [v.deleteMarker, v.isLatest, v.size]), [[true, true, 0], [false, false, 2], [false, false, 1]]);
+        assert.deepEqual(
+          versions.map((v) => [v.deleteMarker, v.isLatest, v.size]),
+          [
+            [true, true, 0],
+            [false, false, 2],
+            [false, false, 1],
+          ],
+        );
         const marker = versions[0] as ObjectVersion;
         assert.equal(await d.get("a", { versionId: marker.versionId }), null, "a delete marker has no bytes");
         assert.equal(await d.head("a", { versionId: marker.versionId }), null);
@@ -520,7 +575,15 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
         assert.deepEqual([oldest?.body.toString(), oldest?.meta.contentType], ["1", "text/plain"]);
         assert.equal(await d.get("a", { versionId: "00000000000000000000000000000000" }), null, "an unknown version");
         await d.put("a", Buffer.from("333"));
-        assert.deepEqual((await collect(d.listVersions("a"))).map((v) => [v.deleteMarker, v.isLatest]), [[false, true], [true, false], [false, false], [false, false]]);
+        assert.deepEqual(
+          (await collect(d.listVersions("a"))).map((v) => [v.deleteMarker, v.isLatest]),
+          [
+            [false, true],
+            [true, false],
+            [false, false],
+            [false, false],
+          ],
+        );
       });
 
       it("purge removes the key with every version and marker, and nothing else", async () => {

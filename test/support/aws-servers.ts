@@ -53,7 +53,15 @@ async function serve(handle: (req: SeenRequest, res: import("node:http").ServerR
 
 /** The IMDS credentials document of `c`. */
 function imdsDocument(c: TempCredentials): string {
-  return JSON.stringify({ Code: "Success", LastUpdated: new Date().toISOString(), Type: "AWS-HMAC", AccessKeyId: c.accessKeyId, SecretAccessKey: c.secretAccessKey, Token: c.sessionToken, Expiration: c.expiration.toISOString() });
+  return JSON.stringify({
+    Code: "Success",
+    LastUpdated: new Date().toISOString(),
+    Type: "AWS-HMAC",
+    AccessKeyId: c.accessKeyId,
+    SecretAccessKey: c.secretAccessKey,
+    Token: c.sessionToken,
+    Expiration: c.expiration.toISOString(),
+  });
 }
 
 /**
@@ -68,7 +76,8 @@ export function startImds(options: { readonly role: string; readonly credentials
     if (req.method === "PUT" && req.path === "/latest/api/token") return void res.writeHead(200, { "content-type": "text/plain" }).end(TOKEN);
     if (req.headers["x-aws-ec2-metadata-token"] !== TOKEN) return void res.writeHead(401).end();
     if (req.path === "/latest/meta-data/iam/security-credentials/") return void res.writeHead(200, { "content-type": "text/plain" }).end(options.role);
-    if (req.path === `/latest/meta-data/iam/security-credentials/${options.role}` && options.credentials !== undefined) return void res.writeHead(200, { "content-type": "application/json" }).end(imdsDocument(options.credentials));
+    if (req.path === `/latest/meta-data/iam/security-credentials/${options.role}` && options.credentials !== undefined)
+      return void res.writeHead(200, { "content-type": "application/json" }).end(imdsDocument(options.credentials));
     res.writeHead(404).end();
   });
 }
@@ -77,9 +86,12 @@ export function startImds(options: { readonly role: string; readonly credentials
 export function startContainerService(options: { readonly token: string; readonly credentials: TempCredentials }): Promise<LoopbackServer> {
   return serve((req, res) => {
     if (req.method !== "GET" || req.path !== "/creds") return void res.writeHead(404).end();
-    if (req.headers["authorization"] !== options.token) return void res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify({ Code: "AccessDenied", Message: "bad token" }));
+    if (req.headers["authorization"] !== options.token)
+      return void res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify({ Code: "AccessDenied", Message: "bad token" }));
     const c = options.credentials;
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ AccessKeyId: c.accessKeyId, SecretAccessKey: c.secretAccessKey, Token: c.sessionToken, Expiration: c.expiration.toISOString() }));
+    res
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify({ AccessKeyId: c.accessKeyId, SecretAccessKey: c.secretAccessKey, Token: c.sessionToken, Expiration: c.expiration.toISOString() }));
   });
 }
 
@@ -87,21 +99,35 @@ export function startContainerService(options: { readonly token: string; readonl
  * An STS that answers `AssumeRoleWithWebIdentity` (form-encoded POST) with `credentials`
  * when the token and role are the expected ones, and `AccessDenied` otherwise.
  */
-export function startWebIdentitySts(options: { readonly token: string; readonly roleArn: string; readonly credentials: TempCredentials }): Promise<LoopbackServer> {
+export function startWebIdentitySts(options: {
+  readonly token: string;
+  readonly roleArn: string;
+  readonly credentials: TempCredentials;
+}): Promise<LoopbackServer> {
   return serve((req, res) => {
     const form = new URLSearchParams(req.body);
-    const ok = req.method === "POST" && form.get("Action") === "AssumeRoleWithWebIdentity" && form.get("WebIdentityToken") === options.token && form.get("RoleArn") === options.roleArn;
+    const ok =
+      req.method === "POST" &&
+      form.get("Action") === "AssumeRoleWithWebIdentity" &&
+      form.get("WebIdentityToken") === options.token &&
+      form.get("RoleArn") === options.roleArn;
     if (!ok) {
-      res.writeHead(403, { "content-type": "text/xml" }).end(`<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>not this token</Message></Error><RequestId>r</RequestId></ErrorResponse>`);
+      res
+        .writeHead(403, { "content-type": "text/xml" })
+        .end(
+          `<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>not this token</Message></Error><RequestId>r</RequestId></ErrorResponse>`,
+        );
       return;
     }
     const c = options.credentials;
     const session = form.get("RoleSessionName") ?? "";
-    res.writeHead(200, { "content-type": "text/xml" }).end(
-      `<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleWithWebIdentityResult>` +
-        `<Credentials><AccessKeyId>${c.accessKeyId}</AccessKeyId><SecretAccessKey>${c.secretAccessKey}</SecretAccessKey><SessionToken>${c.sessionToken}</SessionToken><Expiration>${c.expiration.toISOString()}</Expiration></Credentials>` +
-        `<AssumedRoleUser><Arn>${options.roleArn.replace(":role/", ":assumed-role/")}/${session}</Arn><AssumedRoleId>AROA:${session}</AssumedRoleId></AssumedRoleUser>` +
-        `<SubjectFromWebIdentityToken>ci</SubjectFromWebIdentityToken></AssumeRoleWithWebIdentityResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></AssumeRoleWithWebIdentityResponse>`,
-    );
+    res
+      .writeHead(200, { "content-type": "text/xml" })
+      .end(
+        `<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleWithWebIdentityResult>` +
+          `<Credentials><AccessKeyId>${c.accessKeyId}</AccessKeyId><SecretAccessKey>${c.secretAccessKey}</SecretAccessKey><SessionToken>${c.sessionToken}</SessionToken><Expiration>${c.expiration.toISOString()}</Expiration></Credentials>` +
+          `<AssumedRoleUser><Arn>${options.roleArn.replace(":role/", ":assumed-role/")}/${session}</Arn><AssumedRoleId>AROA:${session}</AssumedRoleId></AssumedRoleUser>` +
+          `<SubjectFromWebIdentityToken>ci</SubjectFromWebIdentityToken></AssumeRoleWithWebIdentityResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></AssumeRoleWithWebIdentityResponse>`,
+      );
   });
 }

@@ -132,7 +132,8 @@ export function startCli(args: string[], options: CliOptions = {}): RunningCli {
         };
         const check = (): void => {
           if (pattern.test(stderr)) finish();
-          else if (ended || child.exitCode !== null) finish(new Error(`the CLI ended (exit ${child.exitCode}) before stderr matched ${pattern}; stderr: ${stderr}`));
+          else if (ended || child.exitCode !== null)
+            finish(new Error(`the CLI ended (exit ${child.exitCode}) before stderr matched ${pattern}; stderr: ${stderr}`));
         };
         listeners.add(check);
         check();
@@ -153,7 +154,10 @@ export interface ServeProcess {
 
 /** `objstate serve ARGS --listen 127.0.0.1:0` as a child process; resolves once it says where it listens. */
 export async function startServeProcess(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [CLI, "serve", ...args, "--listen", "127.0.0.1:0"], { env: cliEnv({ ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" }), stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [CLI, "serve", ...args, "--listen", "127.0.0.1:0"], {
+    env: cliEnv({ ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" }),
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   let stderr = "";
   const url = await new Promise<string>((resolve, reject) => {

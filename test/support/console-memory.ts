@@ -26,14 +26,33 @@ interface Ws {
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 /** A v4 state with `n` resources `null_resource.r[i]` (attribute `v` = `tag`) and the given outputs. */
-export function makeState(serial: number, n: number, outputs: Record<string, { value: Json; sensitive?: boolean }> = {}, tag = "a", lineage = "lineage-1"): string {
+export function makeState(
+  serial: number,
+  n: number,
+  outputs: Record<string, { value: Json; sensitive?: boolean }> = {},
+  tag = "a",
+  lineage = "lineage-1",
+): string {
   return JSON.stringify({
     version: 4,
     terraform_version: "1.9.0",
     serial,
     lineage,
-    outputs: Object.fromEntries(Object.entries(outputs).map(([k, o]) => [k, { value: o.value, type: "string", ...(o.sensitive === true ? { sensitive: true } : {}) }])),
-    resources: n === 0 ? [] : [{ mode: "managed", type: "null_resource", name: "r", provider: 'provider["registry.example/x/null"]', instances: Array.from({ length: n }, (_, i) => ({ index_key: i, attributes: { id: `id-${i}`, v: tag } })) }],
+    outputs: Object.fromEntries(
+      Object.entries(outputs).map(([k, o]) => [k, { value: o.value, type: "string", ...(o.sensitive === true ? { sensitive: true } : {}) }]),
+    ),
+    resources:
+      n === 0
+        ? []
+        : [
+            {
+              mode: "managed",
+              type: "null_resource",
+              name: "r",
+              provider: 'provider["registry.example/x/null"]',
+              instances: Array.from({ length: n }, (_, i) => ({ index_key: i, attributes: { id: `id-${i}`, v: tag } })),
+            },
+          ],
   });
 }
 
@@ -63,7 +82,13 @@ export class MemoryConsoleApi implements ConsoleApi {
   /** Add a version (newest) to a workspace. */
   write(name: string, state: string, meta: { lastModified?: string; who?: string; operation?: string } = {}): string {
     const versionId = randomUUID();
-    this.get(name).versions.unshift({ versionId, bytes: Buffer.from(state), lastModified: meta.lastModified ?? new Date().toISOString(), who: meta.who, operation: meta.operation });
+    this.get(name).versions.unshift({
+      versionId,
+      bytes: Buffer.from(state),
+      lastModified: meta.lastModified ?? new Date().toISOString(),
+      who: meta.who,
+      operation: meta.operation,
+    });
     return versionId;
   }
 
@@ -109,7 +134,18 @@ export class MemoryConsoleApi implements ConsoleApi {
     return Promise.resolve(
       vs.map((v, i) => {
         const doc = readStateDocument(v.bytes, "to");
-        return { versionId: v.versionId, lastModified: v.lastModified, size: v.bytes.length, serial: doc?.serial ?? null, lineage: doc?.lineage ?? null, who: v.who, operation: v.operation, isLatest: i === 0, deleteMarker: false, resources: doc?.instances.size };
+        return {
+          versionId: v.versionId,
+          lastModified: v.lastModified,
+          size: v.bytes.length,
+          serial: doc?.serial ?? null,
+          lineage: doc?.lineage ?? null,
+          who: v.who,
+          operation: v.operation,
+          isLatest: i === 0,
+          deleteMarker: false,
+          resources: doc?.instances.size,
+        };
       }),
     );
   }

@@ -60,7 +60,14 @@ export async function startObjstateConsole(): Promise<ObjstateConsole> {
   const log: ConsoleLogEntry[] = [];
   const logger = new Logger("info", (line) => {
     const e = JSON.parse(line) as Record<string, string>;
-    if (e["msg"] === "console action") log.push({ user: e["user"] as string, action: e["action"] as ConsoleLogEntry["action"], workspace: e["workspace"] as string, outcome: e["outcome"] as ConsoleLogEntry["outcome"], detail: e["detail"] as string });
+    if (e["msg"] === "console action")
+      log.push({
+        user: e["user"] as string,
+        action: e["action"] as ConsoleLogEntry["action"],
+        workspace: e["workspace"] as string,
+        outcome: e["outcome"] as ConsoleLogEntry["outcome"],
+        detail: e["detail"] as string,
+      });
   });
   const csrfKey = Buffer.alloc(32, 7);
   const server = new ObjstateServer({ backend, users: loadUsers(file), logger, csrfKey });
@@ -79,18 +86,33 @@ export async function startObjstateConsole(): Promise<ObjstateConsole> {
   };
 }
 
-export async function startConsoleServer(api: ConsoleApi, options: { pollMs?: number; csrf?: CsrfTokens } = {}): Promise<ConsoleTestServer & { readonly server: Server }> {
+export async function startConsoleServer(
+  api: ConsoleApi,
+  options: { pollMs?: number; csrf?: CsrfTokens } = {},
+): Promise<ConsoleTestServer & { readonly server: Server }> {
   const log: ConsoleLogEntry[] = [];
   const csrf = options.csrf ?? new CsrfTokens();
   const server = createServer((req, res) => {
     const m = /^Basic (.+)$/.exec(req.headers.authorization ?? "");
-    const [user, pass] = m === null ? [] : Buffer.from(m[1] as string, "base64").toString("utf8").split(":");
+    const [user, pass] =
+      m === null
+        ? []
+        : Buffer.from(m[1] as string, "base64")
+            .toString("utf8")
+            .split(":");
     const roles = user === undefined ? undefined : USERS[user];
     if (roles === undefined || pass !== user) {
       res.writeHead(401, { "WWW-Authenticate": 'Basic realm="objstate"' }).end();
       return;
     }
-    const ctx = { user: user as string, can: (role: ConsoleRole) => roles.includes(role), log: (e: ConsoleLogEntry) => log.push(e), api, csrf, pollMs: options.pollMs };
+    const ctx = {
+      user: user as string,
+      can: (role: ConsoleRole) => roles.includes(role),
+      log: (e: ConsoleLogEntry) => log.push(e),
+      api,
+      csrf,
+      pollMs: options.pollMs,
+    };
     handleConsole(req, res, ctx).then(
       (handled) => {
         if (!handled) res.writeHead(404, { "Content-Type": "text/plain" }).end("not the console's\n");

@@ -83,7 +83,10 @@ export interface FaultProxy {
    * ignores a header: strip it, and re-sign what the client signed). `fn` gets the
    * request's method, target and headers and returns the headers to send.
    */
-  rewriteHeaders(match: RequestMatch, fn: (req: { method: string; path: string; headers: Record<string, string | string[] | undefined> }) => Record<string, string | string[] | undefined>): void;
+  rewriteHeaders(
+    match: RequestMatch,
+    fn: (req: { method: string; path: string; headers: Record<string, string | string[] | undefined> }) => Record<string, string | string[] | undefined>,
+  ): void;
   /** Log entries matching `match` (body rules test only bodies the proxy kept). */
   find(match: RequestMatch): ProxyLogEntry[];
   /** Stop listening, cut every connection, drop held requests. */
@@ -172,44 +175,41 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
   /** Send the request upstream; relay, or drop, the answer. `body` undefined = stream from `req`. */
   const forward = (entry: ProxyLogEntry, req: IncomingMessage, res: ServerResponse, body: Buffer | undefined, drop: DropRule | undefined): Promise<void> =>
     new Promise<void>((resolve) => {
-      const upReq = httpRequest(
-        { host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers, agent },
-        (upRes) => {
-          if (drop !== undefined) {
-            // Let the upstream finish the request and its reply, then lose the reply.
-            upRes.resume();
-            upRes.on("end", () => {
-              entry.outcome = "dropped";
-              req.socket.destroy();
-              drop.done(entry);
-              resolve();
-            });
-            upRes.on("error", () => {
-              entry.outcome = "upstream-error";
-              req.socket.destroy();
-              drop.done(entry);
-              resolve();
-            });
-            return;
-          }
-          entry.outcome = upRes.statusCode ?? 0;
-          if (res.destroyed || req.socket.destroyed) {
-            entry.clientGone = true;
-            upRes.resume();
-            upRes.on("end", resolve);
-            upRes.on("error", () => resolve());
-            return;
-          }
-          res.writeHead(upRes.statusCode ?? 502, upRes.rawHeaders);
-          upRes.pipe(res);
-          upRes.on("end", resolve);
-          upRes.on("error", () => {
-            entry.outcome = "upstream-error";
-            res.destroy();
+      const upReq = httpRequest({ host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers, agent }, (upRes) => {
+        if (drop !== undefined) {
+          // Let the upstream finish the request and its reply, then lose the reply.
+          upRes.resume();
+          upRes.on("end", () => {
+            entry.outcome = "dropped";
+            req.socket.destroy();
+            drop.done(entry);
             resolve();
           });
-        },
-      );
+          upRes.on("error", () => {
+            entry.outcome = "upstream-error";
+            req.socket.destroy();
+            drop.done(entry);
+            resolve();
+          });
+          return;
+        }
+        entry.outcome = upRes.statusCode ?? 0;
+        if (res.destroyed || req.socket.destroyed) {
+          entry.clientGone = true;
+          upRes.resume();
+          upRes.on("end", resolve);
+          upRes.on("error", () => resolve());
+          return;
+        }
+        res.writeHead(upRes.statusCode ?? 502, upRes.rawHeaders);
+        upRes.pipe(res);
+        upRes.on("end", resolve);
+        upRes.on("error", () => {
+          entry.outcome = "upstream-error";
+          res.destroy();
+          resolve();
+        });
+      });
       upReq.on("error", () => {
         entry.outcome = "upstream-error";
         if (drop !== undefined) drop.done(entry);
@@ -295,7 +295,11 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
       return new Promise<ProxyLogEntry>((resolve, reject) => {
         const timer = setTimeout(() => {
           waiters.splice(waiters.indexOf(waiter), 1);
-          reject(new Error(`no request matching ${JSON.stringify(match, (_k, v: unknown) => (v instanceof RegExp ? String(v) : v))} reached the proxy within ${timeoutMs} ms`));
+          reject(
+            new Error(
+              `no request matching ${JSON.stringify(match, (_k, v: unknown) => (v instanceof RegExp ? String(v) : v))} reached the proxy within ${timeoutMs} ms`,
+            ),
+          );
         }, timeoutMs);
         const waiter: Waiter = {
           match,

@@ -101,7 +101,17 @@ const md5b64 = (b: Buffer): string => createHash("md5").update(b).digest("base64
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Node's codes for a certificate that does not verify: retryablehttp does not retry those. */
-const CERT_ERRORS = new Set(["UNABLE_TO_VERIFY_LEAF_SIGNATURE", "SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "UNABLE_TO_GET_ISSUER_CERT", "CERT_HAS_EXPIRED", "CERT_NOT_YET_VALID", "CERT_UNTRUSTED", "ERR_TLS_CERT_ALTNAME_INVALID"]);
+const CERT_ERRORS = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_UNTRUSTED",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
 
 /** retryablehttp's DefaultBackoff: `Retry-After` on 429/503, else min × 2^attempt, at most max. */
 function backoff(t: ClientTimings, attempt: number, res: IncomingMessage | undefined): number {
@@ -184,7 +194,11 @@ export class HttpBackendClient {
       // A response that is retried is drained and dropped, whatever its body does.
       res?.resume();
       if (attempt >= retries) {
-        throw new GaveUp(`${method} ${path} giving up after ${attempt + 1} attempt(s)${res === undefined ? `: ${(error as Error).message}` : ` (last status ${status})`}`, res?.statusCode, error);
+        throw new GaveUp(
+          `${method} ${path} giving up after ${attempt + 1} attempt(s)${res === undefined ? `: ${(error as Error).message}` : ` (last status ${status})`}`,
+          res?.statusCode,
+          error,
+        );
       }
       await sleep(backoff(this.timings, attempt, res));
     }
@@ -273,7 +287,11 @@ export class HttpBackendClient {
    * a lock error whose holder has an ID, waiting 1 s, 2 s, 4 s … 16 s between attempts, until
    * `timeoutMs` has passed (a wait the deadline cuts short ends it).
    */
-  async lockWithTimeout(operation: string, timeoutMs: number, who?: string): Promise<{ ok: true; id: string; waited: number; attempts: number } | { ok: false; status: number; holder: ClientLockInfo | undefined; attempts: number }> {
+  async lockWithTimeout(
+    operation: string,
+    timeoutMs: number,
+    who?: string,
+  ): Promise<{ ok: true; id: string; waited: number; attempts: number } | { ok: false; status: number; holder: ClientLockInfo | undefined; attempts: number }> {
     const info = this.newLockInfo(operation, who);
     const started = Date.now();
     let delay = this.timings.lockWaitMinMs;
@@ -299,7 +317,10 @@ export class HttpBackendClient {
   async unlock(forceId?: string): Promise<Reply> {
     let body: Buffer;
     if (this.options.flavour === "opentofu") {
-      const base = this.jsonLockInfo === undefined ? { ID: "", Operation: "", Info: "", Who: "", Version: "", Created: "0001-01-01T00:00:00Z", Path: "" } : (JSON.parse(this.jsonLockInfo.toString()) as ClientLockInfo);
+      const base =
+        this.jsonLockInfo === undefined
+          ? { ID: "", Operation: "", Info: "", Who: "", Version: "", Created: "0001-01-01T00:00:00Z", Path: "" }
+          : (JSON.parse(this.jsonLockInfo.toString()) as ClientLockInfo);
       body = Buffer.from(JSON.stringify({ ...base, ID: forceId ?? this.lockID }));
     } else body = this.jsonLockInfo ?? Buffer.alloc(0);
     const del = this.options.lockStyle === "post-delete";
@@ -313,7 +334,11 @@ export class HttpBackendClient {
 }
 
 /** The headers the tool's client sets on a request. */
-function toolHeaders(data: Buffer | undefined, options: Pick<ClientOptions, "username" | "password">, extra: Record<string, string> = {}): Record<string, string> {
+function toolHeaders(
+  data: Buffer | undefined,
+  options: Pick<ClientOptions, "username" | "password">,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   const headers: Record<string, string> = { ...extra };
   if (options.username !== undefined) headers["Authorization"] = `Basic ${Buffer.from(`${options.username}:${options.password ?? ""}`).toString("base64")}`;
   if (data !== undefined) {
@@ -337,7 +362,14 @@ function readReply(res: IncomingMessage): Promise<Reply> {
 }
 
 /** One HTTP request with the headers the tool's client sets, on a connection of its own, no retries. */
-export function rawRequest(base: string, method: string, path: string, data: Buffer | undefined, options: Pick<ClientOptions, "username" | "password" | "tls"> = {}, extraHeaders: Record<string, string> = {}): Promise<Reply> {
+export function rawRequest(
+  base: string,
+  method: string,
+  path: string,
+  data: Buffer | undefined,
+  options: Pick<ClientOptions, "username" | "password" | "tls"> = {},
+  extraHeaders: Record<string, string> = {},
+): Promise<Reply> {
   const url = new URL(path, base);
   const headers = toolHeaders(data, options, extraHeaders);
   const make = url.protocol === "https:" ? httpsRequest : httpRequest;
@@ -355,6 +387,11 @@ export function rawRequest(base: string, method: string, path: string, data: Buf
 }
 
 /** A v4 state of the tool (as it writes them), with `serial`, `lineage` and outputs. */
-export function toolState(serial: number, lineage: string, outputs: Record<string, { value: unknown; type: unknown; sensitive?: boolean }> = {}, resources: unknown[] = []): Buffer {
+export function toolState(
+  serial: number,
+  lineage: string,
+  outputs: Record<string, { value: unknown; type: unknown; sensitive?: boolean }> = {},
+  resources: unknown[] = [],
+): Buffer {
   return Buffer.from(`${JSON.stringify({ version: 4, terraform_version: "1.9.0", serial, lineage, outputs, resources, check_results: null }, null, 2)}\n`);
 }

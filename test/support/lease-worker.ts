@@ -60,7 +60,8 @@ while (done < cycles) {
     say(`ACK ${n + 1} ${held.id}`);
     done++;
   } catch (e) {
-    if (!(isObjstateError(e, "LOCK_LOST") || isObjstateError(e, "STATE_CONFLICT") || isObjstateError(e, "LOCK_NOT_HELD") || isObjstateError(e, "STATE_LOCKED"))) throw e;
+    if (!(isObjstateError(e, "LOCK_LOST") || isObjstateError(e, "STATE_CONFLICT") || isObjstateError(e, "LOCK_NOT_HELD") || isObjstateError(e, "STATE_LOCKED")))
+      throw e;
     say(`LOST ${(e as { code: string }).code}`);
   } finally {
     await held.release().catch(() => undefined);

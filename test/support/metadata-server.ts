@@ -54,5 +54,13 @@ export async function startMetadataServer(roles: Record<string, RoleAnswer>): Pr
 
 /** A Success answer carrying the given keys, expiring in `seconds`. */
 export function success(accessKeyId: string, secret: string, seconds = 3600, token = "metadata-token"): RoleAnswer {
-  return { body: { Code: "Success", AccessKeyId: accessKeyId, AccessKeySecret: secret, SecurityToken: token, Expiration: new Date(Date.now() + seconds * 1000).toISOString() } };
+  return {
+    body: {
+      Code: "Success",
+      AccessKeyId: accessKeyId,
+      AccessKeySecret: secret,
+      SecurityToken: token,
+      Expiration: new Date(Date.now() + seconds * 1000).toISOString(),
+    },
+  };
 }

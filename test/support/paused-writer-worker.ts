@@ -15,7 +15,11 @@ import { outcomeOf, report } from "./paused-process.js";
 
 const [mode, how, state] = process.argv.slice(2) as [string, string, string];
 const props = JSON.parse(process.env["OBJSTATE_WORKER_PROPS"] ?? "{}") as Record<string, unknown>;
-const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props as never), { env: {}, who: `${mode}-${process.pid}@test`, onWarning: () => undefined });
+const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props as never), {
+  env: {},
+  who: `${mode}-${process.pid}@test`,
+  onWarning: () => undefined,
+});
 
 /** Take the lock, waiting (polling) while another holds it. */
 async function take(): Promise<LockInfo> {

@@ -35,11 +35,26 @@ export function stripAndResign(req: { method: string; path: string; headers: Hea
   const names = signed.split(";").filter((n) => !drop.includes(n));
   const [date = "", region = "", service = ""] = scope.split("/");
   const [path = "/", query = ""] = req.path.split("?");
-  const canonicalHeaders = names.map((n) => `${n}:${String(headers[n] ?? "").trim().replace(/\s+/g, " ")}\n`).join("");
-  const canonical = [req.method, path, canonicalQuery(query), canonicalHeaders, names.join(";"), String(headers["x-amz-content-sha256"] ?? "UNSIGNED-PAYLOAD")].join("\n");
+  const canonicalHeaders = names
+    .map(
+      (n) =>
+        `${n}:${String(headers[n] ?? "")
+          .trim()
+          .replace(/\s+/g, " ")}\n`,
+    )
+    .join("");
+  const canonical = [
+    req.method,
+    path,
+    canonicalQuery(query),
+    canonicalHeaders,
+    names.join(";"),
+    String(headers["x-amz-content-sha256"] ?? "UNSIGNED-PAYLOAD"),
+  ].join("\n");
   const amzDate = String(headers["x-amz-date"] ?? "");
   const toSign = ["AWS4-HMAC-SHA256", amzDate, scope, sha256(canonical)].join("\n");
   const key = hmac(hmac(hmac(hmac(`AWS4${secretKey}`, date), region), service), "aws4_request");
-  headers["authorization"] = `AWS4-HMAC-SHA256 Credential=${accessKey}/${scope}, SignedHeaders=${names.join(";")}, Signature=${hmac(key, toSign).toString("hex")}`;
+  headers["authorization"] =
+    `AWS4-HMAC-SHA256 Credential=${accessKey}/${scope}, SignedHeaders=${names.join(";")}, Signature=${hmac(key, toSign).toString("hex")}`;
   return headers;
 }

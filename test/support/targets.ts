@@ -42,7 +42,8 @@ export function embeddedTarget(): Target {
   const endpoint = `file://${dir}`;
   return {
     name: "embedded + embedded",
-    setup: ({ locks, extra }) => Promise.resolve({ bucket: uniqueName("b"), endpoint, ...(locks ? { kvstoreEndpoint: endpoint, kvstoreTable: uniqueName("locks") } : {}), ...extra }),
+    setup: ({ locks, extra }) =>
+      Promise.resolve({ bucket: uniqueName("b"), endpoint, ...(locks ? { kvstoreEndpoint: endpoint, kvstoreTable: uniqueName("locks") } : {}), ...extra }),
     raw: (bucket) => openStore({ bucket, endpoint }),
     bucketDir: (bucket) => join(dir, bucket),
     badTable: async (schema) => {
@@ -60,10 +61,16 @@ export function cephTarget(): Target {
   const s = testServers();
   const wire: WireRequest[] = [];
   const creds = { accessKey: s.accessKey, secretKey: s.secretKey };
-  const staticCreds = (): Promise<{ accessKeyId: string; secretAccessKey: string }> => Promise.resolve({ accessKeyId: s.accessKey, secretAccessKey: s.secretKey });
+  const staticCreds = (): Promise<{ accessKeyId: string; secretAccessKey: string }> =>
+    Promise.resolve({ accessKeyId: s.accessKey, secretAccessKey: s.secretKey });
   const client = async () => {
     const { S3Client } = await import("@aws-sdk/client-s3");
-    return new S3Client({ endpoint: s.s3Endpoint, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: s.accessKey, secretAccessKey: s.secretKey } });
+    return new S3Client({
+      endpoint: s.s3Endpoint,
+      region: "us-east-1",
+      forcePathStyle: true,
+      credentials: { accessKeyId: s.accessKey, secretAccessKey: s.secretKey },
+    });
   };
   return {
     name: "Ceph RGW + dynalite",
@@ -91,10 +98,21 @@ export function cephTarget(): Target {
     },
     badTable: async (schema) => {
       const { DynamoDBClient, CreateTableCommand } = await import("@aws-sdk/client-dynamodb");
-      const ddb = new DynamoDBClient({ endpoint: s.dynamoEndpoint, region: "us-east-1", credentials: { accessKeyId: s.accessKey, secretAccessKey: s.secretKey } });
+      const ddb = new DynamoDBClient({
+        endpoint: s.dynamoEndpoint,
+        region: "us-east-1",
+        credentials: { accessKeyId: s.accessKey, secretAccessKey: s.secretKey },
+      });
       const name = uniqueName("bad");
       const key = schema === "other-key" ? { AttributeName: "Key", AttributeType: "S" as const } : { AttributeName: "LockID", AttributeType: "N" as const };
-      await ddb.send(new CreateTableCommand({ TableName: name, AttributeDefinitions: [key], KeySchema: [{ AttributeName: key.AttributeName, KeyType: "HASH" }], BillingMode: "PAY_PER_REQUEST" }));
+      await ddb.send(
+        new CreateTableCommand({
+          TableName: name,
+          AttributeDefinitions: [key],
+          KeySchema: [{ AttributeName: key.AttributeName, KeyType: "HASH" }],
+          BillingMode: "PAY_PER_REQUEST",
+        }),
+      );
       ddb.destroy();
       return name;
     },

@@ -31,7 +31,11 @@ export const TERRAFORM = onPath("terraform");
 
 /** Its version (`1.11.4`), "" without one. */
 export const TERRAFORM_VERSION =
-  TERRAFORM === undefined ? "" : (/Terraform v(\S+)/.exec(spawnSync(TERRAFORM, ["version"], { encoding: "utf8", env: { PATH: process.env["PATH"] ?? "", CHECKPOINT_DISABLE: "1" } }).stdout)?.[1] ?? "unknown");
+  TERRAFORM === undefined
+    ? ""
+    : (/Terraform v(\S+)/.exec(
+        spawnSync(TERRAFORM, ["version"], { encoding: "utf8", env: { PATH: process.env["PATH"] ?? "", CHECKPOINT_DISABLE: "1" } }).stdout,
+      )?.[1] ?? "unknown");
 
 /** One line on stderr saying whether `suite` runs, and with which terraform (CI's log shows either). */
 export function announce(suite: string): void {
@@ -143,7 +147,10 @@ export class TerraformSandbox {
       kill: () => child.kill("SIGTERM"),
       matches: (stream, pattern, timeoutMs = 120_000) =>
         new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(() => finish(new Error(`terraform ${args.join(" ")}: ${stream} did not match ${pattern} within ${timeoutMs} ms:\n${out.stdout}\n${out.stderr}`)), timeoutMs);
+          const timer = setTimeout(
+            () => finish(new Error(`terraform ${args.join(" ")}: ${stream} did not match ${pattern} within ${timeoutMs} ms:\n${out.stdout}\n${out.stderr}`)),
+            timeoutMs,
+          );
           const finish = (err?: Error): void => {
             clearTimeout(timer);
             listeners.delete(check);

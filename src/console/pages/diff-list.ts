@@ -23,15 +23,23 @@ export function renderDiffLists(d: StateDiff): SafeHtml {
   const o = d.outputs;
   return html`<p>${r.added.length} added, ${r.changed.length} changed, ${r.removed.length} removed; outputs: ${o.added.length} added, ${o.changed.length} changed, ${o.removed.length} removed.</p>
 <h2>Resources</h2>
-${r.added.length + r.removed.length + r.changed.length === 0 ? html`<p class="muted">No resource changed.</p>` : html`<ul class="diff" aria-label="Resource changes">
+${
+  r.added.length + r.removed.length + r.changed.length === 0
+    ? html`<p class="muted">No resource changed.</p>`
+    : html`<ul class="diff" aria-label="Resource changes">
 ${r.added.map((a) => html`<li class="added"><span aria-hidden="true">+ </span><span class="sr">added </span><code>${a}</code></li>`)}
 ${r.removed.map((a) => html`<li class="removed"><span aria-hidden="true">− </span><span class="sr">removed </span><code>${a}</code></li>`)}
 ${r.changed.map((c) => html`<li class="changed"><span aria-hidden="true">~ </span><span class="sr">changed </span><code>${c.address}</code> <span class="muted">(${c.attributes.join(", ")})</span></li>`)}
-</ul>`}
+</ul>`
+}
 <h2>Outputs</h2>
-${o.added.length + o.removed.length + o.changed.length === 0 ? html`<p class="muted">No output changed.</p>` : html`<ul class="diff" aria-label="Output changes">
+${
+  o.added.length + o.removed.length + o.changed.length === 0
+    ? html`<p class="muted">No output changed.</p>`
+    : html`<ul class="diff" aria-label="Output changes">
 ${o.added.map((x) => html`<li class="added">+ <code>${x.name}</code> = <code>${showJson(x.value)}</code></li>`)}
 ${o.removed.map((x) => html`<li class="removed">− <code>${x.name}</code> = <code>${showJson(x.value)}</code></li>`)}
 ${o.changed.map((x) => html`<li class="changed">~ <code>${x.name}</code>: <code>${showJson(x.before)}</code> → <code>${showJson(x.after)}</code></li>`)}
-</ul>`}`;
+</ul>`
+}`;
 }

@@ -45,9 +45,21 @@ export function renderDiffPicker(v: DiffPickerView): SafeHtml {
   const history = workspaceUrl(f.base, v.workspace, "/history");
   const crumbs = html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, v.workspace)}">${v.workspace}</a> / <a href="${history}">History</a>`;
   const title = `Compare versions of ${v.workspace}`;
-  if (v.versions === null) return layout(f, title, html`<p class="notice">This store keeps no versions (bucket versioning is off): turn it on with <code>objstate init --versioning</code>.</p>`, { crumbs });
+  if (v.versions === null)
+    return layout(
+      f,
+      title,
+      html`<p class="notice">This store keeps no versions (bucket versioning is off): turn it on with <code>objstate init --versioning</code>.</p>`,
+      { crumbs },
+    );
   const states = v.versions.filter((x) => !x.deleteMarker);
-  if (states.length < 2) return layout(f, title, html`<p class="notice">${v.workspace} has ${states.length === 0 ? "no version" : "one version"} with a state: there is nothing to compare yet.</p><p><a href="${history}">History of ${v.workspace}</a></p>`, { crumbs });
+  if (states.length < 2)
+    return layout(
+      f,
+      title,
+      html`<p class="notice">${v.workspace} has ${states.length === 0 ? "no version" : "one version"} with a state: there is nothing to compare yet.</p><p><a href="${history}">History of ${v.workspace}</a></p>`,
+      { crumbs },
+    );
   const listed = (id: string | undefined): string | undefined => (id !== undefined && states.some((x) => x.versionId === id) ? id : undefined);
   const to = listed(v.to) ?? states[0]?.versionId;
   const from = listed(v.from) ?? states.find((x) => x.versionId !== to)?.versionId;

@@ -27,7 +27,9 @@ const stateVersions = (vs: readonly VersionView[]): VersionView[] => vs.filter((
 function row(v: HistoryView, ver: VersionView, fromDefault: string | undefined, toDefault: string | undefined): SafeHtml {
   const f = v.frame;
   const radio = (name: "from" | "to", checked: boolean): SafeHtml =>
-    ver.deleteMarker ? html`` : html`<input type="radio" name="${name}" value="${ver.versionId}" aria-label="${name} version ${ver.serial ?? ver.versionId}"${checked ? html` checked` : ""}>`;
+    ver.deleteMarker
+      ? html``
+      : html`<input type="radio" name="${name}" value="${ver.versionId}" aria-label="${name} version ${ver.serial ?? ver.versionId}"${checked ? html` checked` : ""}>`;
   const rollback =
     v.canRollback && !ver.isLatest && !ver.deleteMarker
       ? html`<a href="${workspaceUrl(f.base, v.workspace, "/rollback")}${query({ to: ver.versionId })}">Roll back to this…</a>`
@@ -47,7 +49,12 @@ export function renderHistory(v: HistoryView): SafeHtml {
   const f = v.frame;
   const crumbs = html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, v.workspace)}">${v.workspace}</a>`;
   if (v.versions === null) {
-    return layout(f, `History of ${v.workspace}`, html`<p class="notice">This store keeps no versions (bucket versioning is off): turn it on with <code>objstate init --versioning</code>.</p>`, { crumbs });
+    return layout(
+      f,
+      `History of ${v.workspace}`,
+      html`<p class="notice">This store keeps no versions (bucket versioning is off): turn it on with <code>objstate init --versioning</code>.</p>`,
+      { crumbs },
+    );
   }
   const states = stateVersions(v.versions);
   const toDefault = states[0]?.versionId;

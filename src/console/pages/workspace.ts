@@ -68,9 +68,12 @@ function timeline(v: WorkspaceView): SafeHtml {
   if (v.versions.length === 0) return html`<p class="muted">No versions.</p>`;
   return html`<ol class="diff" aria-label="Latest versions">
 ${v.versions.map(
-  (ver) => html`<li>${ver.deleteMarker ? "deleted" : html`serial ${ver.serial ?? "?"}`} · <time datetime="${ver.lastModified}" title="${formatTime(ver.lastModified)}">${formatAgo(ver.lastModified, f.now)}</time>${ver.who === undefined ? "" : html` · ${ver.who}`}${ver.operation === undefined ? "" : html` · ${operationName(ver.operation)}`} · ${formatBytes(ver.size)}${
-    v.canRollback && !ver.isLatest && !ver.deleteMarker ? html` · <a href="${workspaceUrl(f.base, v.summary.name, "/rollback")}${query({ to: ver.versionId })}">Roll back to this…</a>` : ""
-  }</li>`,
+  (ver) =>
+    html`<li>${ver.deleteMarker ? "deleted" : html`serial ${ver.serial ?? "?"}`} · <time datetime="${ver.lastModified}" title="${formatTime(ver.lastModified)}">${formatAgo(ver.lastModified, f.now)}</time>${ver.who === undefined ? "" : html` · ${ver.who}`}${ver.operation === undefined ? "" : html` · ${operationName(ver.operation)}`} · ${formatBytes(ver.size)}${
+      v.canRollback && !ver.isLatest && !ver.deleteMarker
+        ? html` · <a href="${workspaceUrl(f.base, v.summary.name, "/rollback")}${query({ to: ver.versionId })}">Roll back to this…</a>`
+        : ""
+    }</li>`,
 )}
 </ol>
 <p><a href="${workspaceUrl(f.base, v.summary.name, "/history")}">Full history and diffs</a></p>`;

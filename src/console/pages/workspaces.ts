@@ -34,7 +34,10 @@ export function filterWorkspaces(rows: readonly WorkspaceSummary[], q: string): 
 
 function row(frame: Frame, w: WorkspaceSummary): SafeHtml {
   const lw = w.lastWrite;
-  const last = lw === null ? html`<span class="muted">no state</span>` : html`${lw.time === undefined ? "" : html`<time datetime="${lw.time}" title="${formatTime(lw.time)}">${formatAgo(lw.time, frame.now)}</time> `}${lw.pending === true ? html`<span class="muted" title="being read: reload in a moment">by … serial …</span>` : html`${lw.who === undefined ? "" : html`by ${lw.who} `}<span class="muted">serial ${lw.serial ?? "?"}</span>`}`;
+  const last =
+    lw === null
+      ? html`<span class="muted">no state</span>`
+      : html`${lw.time === undefined ? "" : html`<time datetime="${lw.time}" title="${formatTime(lw.time)}">${formatAgo(lw.time, frame.now)}</time> `}${lw.pending === true ? html`<span class="muted" title="being read: reload in a moment">by … serial …</span>` : html`${lw.who === undefined ? "" : html`by ${lw.who} `}<span class="muted">serial ${lw.serial ?? "?"}</span>`}`;
   return html`<tr data-ws="${w.name}">
 <td class="wide"><a href="${workspaceUrl(frame.base, w.name)}">${w.name}</a></td>
 <td data-lock-ws="${w.name}" data-locked="${w.lock === null ? "false" : "true"}" class="${w.lock === null ? "free" : "locked"}">${w.lock === null ? "unlocked" : lockText(w.lock, frame.now)}</td>

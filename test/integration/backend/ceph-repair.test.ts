@@ -24,7 +24,12 @@ import { cliArgs } from "../../unit/cli/suite.js";
 
 const md5 = (b: Uint8Array | string): string => createHash("md5").update(b).digest("hex");
 const s = testServers();
-const sdk = new S3Client({ endpoint: s.s3Endpoint, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: s.accessKey, secretAccessKey: s.secretKey } });
+const sdk = new S3Client({
+  endpoint: s.s3Endpoint,
+  region: "us-east-1",
+  forcePathStyle: true,
+  credentials: { accessKeyId: s.accessKey, secretAccessKey: s.secretKey },
+});
 const quiet = { env: {}, digestRetry: { timeoutMs: 300, intervalMs: 100 }, onWarning: () => undefined };
 const open: { close(): void }[] = [];
 after(() => {
@@ -45,10 +50,16 @@ describe("repair and doctor on Ceph RGW + dynalite", () => {
     await b.writeState("default", '{"serial":1}');
     const id = await startUpload(props.bucket, "env:/dead/tool.tfstate");
     const listed = await b.leftovers();
-    assert.deepEqual(listed.map((l) => [l.kind, l.key, l.id]), [["multipart-upload", "env:/dead/tool.tfstate", id]]);
+    assert.deepEqual(
+      listed.map((l) => [l.kind, l.key, l.id]),
+      [["multipart-upload", "env:/dead/tool.tfstate", id]],
+    );
 
     const doctor = runCli(["doctor", ...cliArgs(props).args], { env: cliArgs(props).env });
-    assert.match(doctor.stdout, /^warn {2}leftovers: 1 leftover of unfinished writes under the prefix \(multipart-upload env:\/dead\/tool\.tfstate; oldest from .*\) — fix: run objstate state repair/m);
+    assert.match(
+      doctor.stdout,
+      /^warn {2}leftovers: 1 leftover of unfinished writes under the prefix \(multipart-upload env:\/dead\/tool\.tfstate; oldest from .*\) — fix: run objstate state repair/m,
+    );
 
     const young = await b.repairState("default");
     assert.equal(young.leftoversRemoved.length, 0);
@@ -69,7 +80,10 @@ describe("repair and doctor on Ceph RGW + dynalite", () => {
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /wrote and deleted env:\/\.objstate-doctor-/);
     const versions = await sdk.send(new ListObjectVersionsCommand({ Bucket: props.bucket }));
-    assert.deepEqual([...(versions.Versions ?? []), ...(versions.DeleteMarkers ?? [])].map((v) => v.Key), []);
+    assert.deepEqual(
+      [...(versions.Versions ?? []), ...(versions.DeleteMarkers ?? [])].map((v) => v.Key),
+      [],
+    );
   });
 
   it("doctor says no digest is recorded when the table has none, instead of 'matches'", async () => {
@@ -94,8 +108,24 @@ describe("repair and doctor on Ceph RGW + dynalite", () => {
     const second = body.subarray(5 * 1024 * 1024);
     const p1 = await sdk.send(new UploadPartCommand({ Bucket: props.bucket, Key: key, UploadId: id, PartNumber: 1, Body: first }));
     const p2 = await sdk.send(new UploadPartCommand({ Bucket: props.bucket, Key: key, UploadId: id, PartNumber: 2, Body: second }));
-    await sdk.send(new CompleteMultipartUploadCommand({ Bucket: props.bucket, Key: key, UploadId: id, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: p1.ETag }, { PartNumber: 2, ETag: p2.ETag }] } }));
-    const table = await openLockTable({ table: props.kvstoreTable as string, endpoint: props.kvstoreEndpoint as string, credentials: () => Promise.resolve({ accessKeyId: s.accessKey, secretAccessKey: s.secretKey }) });
+    await sdk.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: props.bucket,
+        Key: key,
+        UploadId: id,
+        MultipartUpload: {
+          Parts: [
+            { PartNumber: 1, ETag: p1.ETag },
+            { PartNumber: 2, ETag: p2.ETag },
+          ],
+        },
+      }),
+    );
+    const table = await openLockTable({
+      table: props.kvstoreTable as string,
+      endpoint: props.kvstoreEndpoint as string,
+      credentials: () => Promise.resolve({ accessKeyId: s.accessKey, secretAccessKey: s.secretKey }),
+    });
     open.push(table);
     await table.put(`${b.describe("default")}-md5`, "Digest", md5(body));
     assert.ok((await b.readState("default"))?.equals(body), "the bytes match the digest: the wrong record does not make it a mismatch");

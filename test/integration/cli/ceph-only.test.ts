@@ -36,7 +36,10 @@ describe("objstate CLI on Ceph RGW + dynalite: credentials and doctor", () => {
     const pull = runCliBytes(["state", "pull", ...w, ...creds]);
     assert.equal(pull.code, 0, pull.stderr);
     assert.equal(pull.stdout.toString(), '{"version": 4, "serial": 1, "outputs": {"x": {"value": "y", "type": "string"}}}\n');
-    const config = JSON.parse(runCli(["config", "--json", ...w, ...creds]).stdout) as { settings: Record<string, { value: unknown; from?: string }>; credentials: string };
+    const config = JSON.parse(runCli(["config", "--json", ...w, ...creds]).stdout) as {
+      settings: Record<string, { value: unknown; from?: string }>;
+      credentials: string;
+    };
     assert.deepEqual(config.settings["secretKey"], { value: "<redacted>", source: "explicit", from: "--secret-key" });
     assert.match(config.credentials, /static keys \(explicit\)/);
   });
@@ -59,7 +62,10 @@ describe("objstate CLI on Ceph RGW + dynalite: credentials and doctor", () => {
     assert.equal(doctor.code, 1);
     const lines = doctor.stdout.trim().split("\n");
     assert.match(lines[1] as string, /^FAIL {2}credentials: .* — fix: set PROVIDER_ACCESS_KEY and PROVIDER_SECRET_KEY/);
-    assert.ok(lines.slice(2).every((l) => l.startsWith("skip  ")), doctor.stdout);
+    assert.ok(
+      lines.slice(2).every((l) => l.startsWith("skip  ")),
+      doctor.stdout,
+    );
     const pull = runCli(["state", "pull", ...w]);
     assert.equal(pull.code, 1);
     assert.match(pull.stderr, /^objstate: error: no credentials found/);
@@ -86,6 +92,9 @@ describe("objstate CLI on Ceph RGW + dynalite: credentials and doctor", () => {
     const push = runCli(["state", "push", state, "--bucket", "some-bucket", "--endpoint", "http://127.0.0.1:9"], { env });
     assert.equal(push.code, 1);
     assert.match(push.stderr, /^objstate: warning: no lock table is configured/);
-    assert.match(push.stderr.trim().split("\n").at(-1) as string, /^objstate: error: cannot reach the object store at http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED\)/);
+    assert.match(
+      push.stderr.trim().split("\n").at(-1) as string,
+      /^objstate: error: cannot reach the object store at http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED\)/,
+    );
   });
 });

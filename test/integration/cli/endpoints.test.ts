@@ -83,7 +83,9 @@ describe("objstate CLI: endpoints that answer wrongly", () => {
   const hostPort = (url: string): string => new URL(url).host;
 
   it("a lock endpoint at the S3 port: ENDPOINT_NOT_DYNAMODB, one line, no SDK internals", () => {
-    const r = runCli(["state", "pull", "--bucket", bucket, "--endpoint", s.s3Endpoint, "--kvstore-table", "locks", "--kvstore-endpoint", s.s3Endpoint], { env });
+    const r = runCli(["state", "pull", "--bucket", bucket, "--endpoint", s.s3Endpoint, "--kvstore-table", "locks", "--kvstore-endpoint", s.s3Endpoint], {
+      env,
+    });
     assert.equal(r.code, 1);
     assertErrorLine(r, /the endpoint does not speak the DynamoDB API .*check kvstoreEndpoint: is it the object store's \(S3\) endpoint\?\n$/);
     assert.doesNotMatch(r.stderr, /\$response|Deserialization|<\?xml/);
@@ -117,12 +119,20 @@ describe("objstate CLI: endpoints that answer wrongly", () => {
     const s3 = runCli(["state", "pull", "--bucket", bucket, "--endpoint", hostPort(s.s3Endpoint)], { env });
     assert.equal(s3.code, 1);
     assertErrorLine(s3, new RegExp(`speaks plain HTTP, not TLS \\(an endpoint without a scheme means https://\\): use http://${hostPort(s.s3Endpoint)}\\n$`));
-    const kv = runCli(["state", "pull", "--bucket", bucket, "--endpoint", s.s3Endpoint, "--kvstore-table", "locks", "--kvstore-endpoint", hostPort(s.dynamoEndpoint)], { env });
+    const kv = runCli(
+      ["state", "pull", "--bucket", bucket, "--endpoint", s.s3Endpoint, "--kvstore-table", "locks", "--kvstore-endpoint", hostPort(s.dynamoEndpoint)],
+      { env },
+    );
     assert.equal(kv.code, 1);
     assertErrorLine(kv, new RegExp(`speaks plain HTTP, not TLS .*: use http://${hostPort(s.dynamoEndpoint)}\\n$`));
     const doctor = runCli(["doctor", "--bucket", bucket, "--endpoint", hostPort(s.s3Endpoint)], { env });
     assert.equal(doctor.code, 1);
-    assert.match(doctor.stdout, new RegExp(`FAIL  object-store endpoint: cannot reach https://${hostPort(s.s3Endpoint)} \\(TLS handshake answered in plain HTTP\\) — fix: .*use http://${hostPort(s.s3Endpoint)}`));
+    assert.match(
+      doctor.stdout,
+      new RegExp(
+        `FAIL  object-store endpoint: cannot reach https://${hostPort(s.s3Endpoint)} \\(TLS handshake answered in plain HTTP\\) — fix: .*use http://${hostPort(s.s3Endpoint)}`,
+      ),
+    );
   });
 });
 
@@ -139,7 +149,12 @@ describe("objstate CLI: a lock table still CREATING", () => {
     const table = uniqueName("creating");
     const client = new DynamoDBClient({ endpoint: dyn.endpoint, region: "us-east-1", credentials: { accessKeyId: "k", secretAccessKey: "s" } });
     await client.send(
-      new CreateTableCommand({ TableName: table, AttributeDefinitions: [{ AttributeName: "LockID", AttributeType: "S" }], KeySchema: [{ AttributeName: "LockID", KeyType: "HASH" }], BillingMode: "PAY_PER_REQUEST" }),
+      new CreateTableCommand({
+        TableName: table,
+        AttributeDefinitions: [{ AttributeName: "LockID", AttributeType: "S" }],
+        KeySchema: [{ AttributeName: "LockID", KeyType: "HASH" }],
+        BillingMode: "PAY_PER_REQUEST",
+      }),
     );
     client.destroy();
     const dir = mkdtempSync(join(tmpdir(), "objstate-creating-"));
@@ -192,8 +207,16 @@ describe("objstate CLI: an interrupt while the lock request is in flight", () =>
     assert.equal(r.code, 130, r.stderr);
     const id = r.stdout.trim();
     assert.match(id, /^[0-9a-f-]{36}$/);
-    assert.match(r.stderr, new RegExp(`objstate: error: interrupted after the lock was taken: lock ${id} on fl-bucket/env:/tool\\.tfstate is held; release it with objstate unlock ${id} -w default\\n$`));
-    const unlock = runCli(["unlock", id, "--bucket", "fl-bucket", "--endpoint", `file://${dir}`, "--kvstore-table", table, "--kvstore-endpoint", s.dynamoEndpoint], { env: creds() });
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `objstate: error: interrupted after the lock was taken: lock ${id} on fl-bucket/env:/tool\\.tfstate is held; release it with objstate unlock ${id} -w default\\n$`,
+      ),
+    );
+    const unlock = runCli(
+      ["unlock", id, "--bucket", "fl-bucket", "--endpoint", `file://${dir}`, "--kvstore-table", table, "--kvstore-endpoint", s.dynamoEndpoint],
+      { env: creds() },
+    );
     assert.equal(unlock.code, 0, unlock.stderr);
   });
 
@@ -207,7 +230,10 @@ describe("objstate CLI: an interrupt while the lock request is in flight", () =>
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /interrupted, but the delete had already been sent: workspace gone is deleted and its lock released/);
     const list = runCli(["workspace", "list", "--json", ...direct], { env: creds() });
-    assert.deepEqual((JSON.parse(list.stdout) as { name: string }[]).map((w) => w.name), ["default"]);
+    assert.deepEqual(
+      (JSON.parse(list.stdout) as { name: string }[]).map((w) => w.name),
+      ["default"],
+    );
     const lock = runCli(["lock", "-w", "gone", ...direct], { env: creds() });
     assert.equal(lock.code, 0, `the delete's lock was left held: ${lock.stderr}`);
   });

@@ -93,7 +93,10 @@ interface Run {
 /** Run the CLI with the memory probe preloaded; standard output hashed as it streams (`state pull | md5`). */
 function run(args: string[], env: Record<string, string>): Promise<Run & { stdoutMd5: string }> {
   const rssFile = join(work, `rss-${Math.random().toString(36).slice(2)}`);
-  const child = spawn(process.execPath, ["--import", pathToFileURL(probe).href, CLI, ...args], { env: cliEnv({ ...env, OBJSTATE_TEST_RSS_FILE: rssFile }), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", pathToFileURL(probe).href, CLI, ...args], {
+    env: cliEnv({ ...env, OBJSTATE_TEST_RSS_FILE: rssFile }),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const hash = createHash("md5");
   let stdout = "";
   let stderr = "";
@@ -138,7 +141,14 @@ for (const makeTarget of [embeddedTarget, cephTarget]) {
       const started = Date.now();
       const push = await run(["state", "push", big, "--json", ...args], env);
       assert.equal(push.code, 0, push.stderr);
-      assert.deepEqual(JSON.parse(push.stdout), { workspace: "default", path: `${props.bucket}/${KEY}`, bytes: size, locked: true, written: true, md5: validMd5 });
+      assert.deepEqual(JSON.parse(push.stdout), {
+        workspace: "default",
+        path: `${props.bucket}/${KEY}`,
+        bytes: size,
+        locked: true,
+        written: true,
+        md5: validMd5,
+      });
       assert.ok(push.peakKiB < RSS_LIMIT_KIB, `peak RSS ${push.peakKiB} KiB for a ${size}-byte state (limit ${RSS_LIMIT_KIB} KiB)`);
 
       const raw = await target.raw(props.bucket);

@@ -40,7 +40,15 @@ function jsonFormBody(doc: Record<string, unknown>): { name: string; value: stri
 /** The attacker's pages, each aimed at `victim` (the server's base URL). */
 function attackPages(victim: string): Record<string, string> {
   const evilState = jsonFormBody({ version: 4, terraform_version: "1.9.0", serial: 999, lineage: "evil", outputs: {}, resources: [] });
-  const evilLock = jsonFormBody({ ID: "evil-lock", Operation: "OperationTypeApply", Info: "", Who: "evil", Version: "1", Created: new Date().toISOString(), Path: "" });
+  const evilLock = jsonFormBody({
+    ID: "evil-lock",
+    Operation: "OperationTypeApply",
+    Info: "",
+    Who: "evil",
+    Version: "1",
+    Created: new Date().toISOString(),
+    Path: "",
+  });
   const form = (action: string, enctype: string, fields: { name: string; value: string }[]): string =>
     `<!doctype html><body><form id="f" method="POST" enctype="${enctype}" action="${action}">${fields
       .map((f) => `<input type="hidden" name='${f.name.replace(/'/g, "&#39;")}' value='${f.value.replace(/'/g, "&#39;")}'>`)
@@ -83,7 +91,12 @@ describe("a hostile page against objstate serve, in headless Chromium", { timeou
   before(async () => {
     attacker = await startAttacker();
     // evil.test and rebind.test resolve to loopback inside the browser only: no traffic leaves 127.0.0.1.
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS, "--host-resolver-rules=MAP evil.test 127.0.0.1, MAP rebind.test 127.0.0.1"], headless: true, timeout: 30_000 });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [...CHROMIUM_ARGS, "--host-resolver-rules=MAP evil.test 127.0.0.1, MAP rebind.test 127.0.0.1"],
+      headless: true,
+      timeout: 30_000,
+    });
   });
   after(async () => {
     await browser?.close();
@@ -97,7 +110,13 @@ describe("a hostile page against objstate serve, in headless Chromium", { timeou
       const lineage = randomUUID();
       await backend.writeState("prod", toolState(5, lineage, { url: { value: "https://prod.example", type: "string" } }));
       const before = (await backend.readState("prod"))?.toString();
-      const users = mode === "users" ? parseUsers(JSON.stringify({ users: { ops: { password: await hashPassword("ops-password", { N: 1024, r: 8, p: 1 }), roles: { "*": ["admin"] } } } }), "users.json") : undefined;
+      const users =
+        mode === "users"
+          ? parseUsers(
+              JSON.stringify({ users: { ops: { password: await hashPassword("ops-password", { N: 1024, r: 8, p: 1 }), roles: { "*": ["admin"] } } } }),
+              "users.json",
+            )
+          : undefined;
       const lines: Record<string, unknown>[] = [];
       const server = new ObjstateServer({ backend, users, logger: new Logger("info", (l) => void lines.push(JSON.parse(l) as Record<string, unknown>)) });
       await server.listen("127.0.0.1", 0);
@@ -133,7 +152,11 @@ describe("a hostile page against objstate serve, in headless Chromium", { timeou
       backend.close();
       // Every attack reached the server and was refused at the gate, before any route ran.
       const refused = lines.filter((l) => l["msg"] === "request" && (l["code"] === "CROSS_SITE_REQUEST" || l["code"] === "UNSUPPORTED_MEDIA_TYPE"));
-      assert.equal(refused.length, 2 * (FORM_ATTACKS.length + FETCH_ATTACKS), JSON.stringify(lines.filter((l) => l["msg"] === "request").map((l) => `${l["method"]} ${l["route"]} ${l["status"]} ${l["code"]}`)));
+      assert.equal(
+        refused.length,
+        2 * (FORM_ATTACKS.length + FETCH_ATTACKS),
+        JSON.stringify(lines.filter((l) => l["msg"] === "request").map((l) => `${l["method"]} ${l["route"]} ${l["status"]} ${l["code"]}`)),
+      );
       assert.ok(refused.every((l) => l["status"] === 403 || l["status"] === 415));
     });
   }

@@ -40,7 +40,10 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     library = await ObjectStoreBackend.connect(server.config, { env: {}, who: "alice@laptop", onWarning: () => {} });
     await library.writeState("default", makeState(1, 2, { region: { value: "eu-1" } }));
     for (let i = 1; i <= 8; i++) {
-      await library.writeState("prod", makeState(i, i + (i % 3), { url: { value: `https://v${i}.example` }, db_password: { value: `secret-${i}`, sensitive: true } }, `t${i}`));
+      await library.writeState(
+        "prod",
+        makeState(i, i + (i % 3), { url: { value: `https://v${i}.example` }, db_password: { value: `secret-${i}`, sensitive: true } }, `t${i}`),
+      );
     }
     for await (const v of library.history("prod")) prodVersions.unshift(v.versionId);
     await library.writeState("staging", makeState(3, 4));
@@ -58,7 +61,11 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     const page = await pageAs("admin");
     await page.goto(`${server.url}/`);
     assert.equal(await page.title(), "Workspaces · objstate");
-    assert.deepEqual((await page.locator("tr[data-ws]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-ws")))).sort(), ["default", "prod", "staging"]);
+    assert.deepEqual((await page.locator("tr[data-ws]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-ws")))).sort(), [
+      "default",
+      "prod",
+      "staging",
+    ]);
     // Resource counts, serial and who are read in the background after the first view (a reload shows them).
     const count = page.locator('tr[data-ws="prod"] td').nth(4);
     const last = page.locator('tr[data-ws="prod"] td').nth(2);
@@ -85,7 +92,11 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     const lock = { ID: taken.id };
     try {
       // The page polls lock state every 3 s (the server's default).
-      await page.waitForFunction(() => document.querySelector('[data-lock-ws="staging"]')?.textContent?.startsWith("locked by bob@ci (apply)") === true, undefined, { timeout: TIMEOUT });
+      await page.waitForFunction(
+        () => document.querySelector('[data-lock-ws="staging"]')?.textContent?.startsWith("locked by bob@ci (apply)") === true,
+        undefined,
+        { timeout: TIMEOUT },
+      );
       await page.screenshot({ path: screenshotPath("workspaces-locked.png"), fullPage: true });
       await page.getByRole("link", { name: "staging", exact: true }).click();
       await page.waitForURL(/\/workspaces\/staging$/);
@@ -136,7 +147,14 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
       await page.screenshot({ path: screenshotPath("workspace-read-only.png"), fullPage: true });
       // Posting anyway from the console's own page, with a valid token for this user.
       const status = await page.evaluate(
-        async ([id, token]) => (await fetch("/workspaces/prod/force-unlock", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ csrf: token as string, id: id as string }).toString() })).status,
+        async ([id, token]) =>
+          (
+            await fetch("/workspaces/prod/force-unlock", {
+              method: "POST",
+              headers: { "content-type": "application/x-www-form-urlencoded" },
+              body: new URLSearchParams({ csrf: token as string, id: id as string }).toString(),
+            })
+          ).status,
         [lock.ID, server.csrf.issue("reader")],
       );
       assert.equal(status, 403);
@@ -151,7 +169,9 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     // The attacking site: another origin whose page posts the console's force-unlock form.
     const evil: Server = createServer((_req, res) => {
       res.writeHead(200, { "Content-Type": "text/html" });
-      res.end(`<form id="f" method="post" action="${server.url}/workspaces/prod/force-unlock"><input name="csrf" value="${server.csrf.issue("admin")}"><input name="id" value="${lock.ID}"></form><script>document.getElementById("f").submit()</script>`);
+      res.end(
+        `<form id="f" method="post" action="${server.url}/workspaces/prod/force-unlock"><input name="csrf" value="${server.csrf.issue("admin")}"><input name="id" value="${lock.ID}"></form><script>document.getElementById("f").submit()</script>`,
+      );
     });
     await new Promise<void>((r) => evil.listen(0, "127.0.0.1", r));
     try {
@@ -169,7 +189,12 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
       }
       // Same origin, but no token: also refused.
       await page.goto(`${server.url}/`);
-      const status = await page.evaluate(async (id) => (await fetch("/workspaces/prod/force-unlock", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `id=${id}` })).status, lock.ID);
+      const status = await page.evaluate(
+        async (id) =>
+          (await fetch("/workspaces/prod/force-unlock", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `id=${id}` }))
+            .status,
+        lock.ID,
+      );
       assert.equal(status, 403);
       assert.equal((await library.lockInfo("prod"))?.ID, lock.ID, "the lock is still held");
       const refused = server.log.filter((e) => e.outcome === "refused").map((e) => e.detail);
@@ -228,7 +253,10 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     const newest = (await library.history("prod", { limit: 1 }).next()).value;
     assert.deepEqual([newest?.serial, newest?.operation, newest?.sourceVersion], [9, "rollback", prodVersions[2]]);
     assert.deepEqual(newest?.principal, { name: "operator", via: "password" }, "the console's user is recorded with the version");
-    assert.equal((JSON.parse((await library.readState("prod"))?.toString() ?? "{}") as { outputs: { url: { value: string } } }).outputs.url.value, "https://v3.example");
+    assert.equal(
+      (JSON.parse((await library.readState("prod"))?.toString() ?? "{}") as { outputs: { url: { value: string } } }).outputs.url.value,
+      "https://v3.example",
+    );
     assert.equal(await library.lockInfo("prod"), null);
   });
 
@@ -238,7 +266,11 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
     const page = await ctx.newPage();
     page.setDefaultTimeout(TIMEOUT);
     // A held lock makes the longest Lock cell the Workspaces page shows (a CI runner's long host name).
-    const lock = await library.lock("staging", { operation: "OperationTypeApply", info: "a long-running apply from the pipeline", who: "deploy-bot@ci-runner-7f9c2d41.build.example.internal" });
+    const lock = await library.lock("staging", {
+      operation: "OperationTypeApply",
+      info: "a long-running apply from the pipeline",
+      who: "deploy-bot@ci-runner-7f9c2d41.build.example.internal",
+    });
     try {
       for (const [path, rows, shot] of [
         ["/", "tr[data-ws]", "workspaces-phone.png"],
@@ -253,7 +285,8 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
           for (const row of Array.from(document.querySelectorAll(sel))) {
             for (const el of [row, ...Array.from(row.querySelectorAll("*"))]) {
               const r = el.getBoundingClientRect();
-              if (r.width > 0 && r.right > width + 0.5) out.push(`${el.tagName.toLowerCase()} "${(el.textContent ?? "").trim().slice(0, 40)}" right=${Math.round(r.right)} > ${width}`);
+              if (r.width > 0 && r.right > width + 0.5)
+                out.push(`${el.tagName.toLowerCase()} "${(el.textContent ?? "").trim().slice(0, 40)}" right=${Math.round(r.right)} > ${width}`);
             }
           }
           return out;
@@ -263,7 +296,12 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
       }
       // What the rows must still show there: the last write, and the rollback link on screen.
       await page.goto(`${server.url}/`);
-      assert.ok(await page.locator('tr[data-ws="prod"]').getByText(/serial \d+/).isVisible());
+      assert.ok(
+        await page
+          .locator('tr[data-ws="prod"]')
+          .getByText(/serial \d+/)
+          .isVisible(),
+      );
       await page.goto(`${server.url}/workspaces/prod/history`);
       assert.ok(await page.locator("tr[data-version]").nth(1).getByRole("link", { name: "Roll back to this…" }).isVisible());
     } finally {

@@ -42,7 +42,12 @@ describe("the AWS chain against Ceph RGW + dynalite, through the CLI", () => {
     const sts = new STSClient({ endpoint: s.s3Endpoint, region: "us-east-1", credentials: { accessKeyId: s.accessKey, secretAccessKey: s.secretKey } });
     const c = (await sts.send(new AssumeRoleCommand({ RoleArn: s.roleArn, RoleSessionName: "aws-chain-it", DurationSeconds: 3600 }))).Credentials;
     sts.destroy();
-    temp = { accessKeyId: c?.AccessKeyId as string, secretAccessKey: c?.SecretAccessKey as string, sessionToken: c?.SessionToken as string, expiration: c?.Expiration as Date };
+    temp = {
+      accessKeyId: c?.AccessKeyId as string,
+      secretAccessKey: c?.SecretAccessKey as string,
+      sessionToken: c?.SessionToken as string,
+      expiration: c?.Expiration as Date,
+    };
   });
   after(async () => {
     for (const srv of servers) await srv.close();
@@ -94,7 +99,10 @@ describe("the AWS chain against Ceph RGW + dynalite, through the CLI", () => {
   });
 
   it("aws:env with AWS_SESSION_TOKEN: temporary credentials", async () => {
-    await worksWith({ AWS_ACCESS_KEY_ID: temp.accessKeyId, AWS_SECRET_ACCESS_KEY: temp.secretAccessKey, AWS_SESSION_TOKEN: temp.sessionToken }, /^aws:env \(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN\)/);
+    await worksWith(
+      { AWS_ACCESS_KEY_ID: temp.accessKeyId, AWS_SECRET_ACCESS_KEY: temp.secretAccessKey, AWS_SESSION_TOKEN: temp.sessionToken },
+      /^aws:env \(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN\)/,
+    );
   });
 
   it("aws:profile:NAME: AWS_PROFILE with static keys in AWS_SHARED_CREDENTIALS_FILE", async () => {
@@ -106,12 +114,19 @@ describe("the AWS chain against Ceph RGW + dynalite, through the CLI", () => {
     const home = mkdtempSync(join(dir, "home-"));
     const { mkdirSync } = await import("node:fs");
     mkdirSync(join(home, ".aws"));
-    writeFileSync(join(home, ".aws", "credentials"), `[default]\naws_access_key_id = ${s.accessKey}\naws_secret_access_key = ${s.secretKey}\n`, { mode: 0o600 });
-    await worksWith({ HOME: home, AWS_CONFIG_FILE: undefined, AWS_SHARED_CREDENTIALS_FILE: undefined }, new RegExp(`^aws:profile:default \\(static keys in ${home}/\\.aws/credentials\\)$`));
+    writeFileSync(join(home, ".aws", "credentials"), `[default]\naws_access_key_id = ${s.accessKey}\naws_secret_access_key = ${s.secretKey}\n`, {
+      mode: 0o600,
+    });
+    await worksWith(
+      { HOME: home, AWS_CONFIG_FILE: undefined, AWS_SHARED_CREDENTIALS_FILE: undefined },
+      new RegExp(`^aws:profile:default \\(static keys in ${home}/\\.aws/credentials\\)$`),
+    );
   });
 
   it("aws:process:NAME: credential_process in AWS_CONFIG_FILE", async () => {
-    const script = file(`process.stdout.write(JSON.stringify({ Version: 1, AccessKeyId: ${JSON.stringify(temp.accessKeyId)}, SecretAccessKey: ${JSON.stringify(temp.secretAccessKey)}, SessionToken: ${JSON.stringify(temp.sessionToken)}, Expiration: ${JSON.stringify(temp.expiration.toISOString())} }));`);
+    const script = file(
+      `process.stdout.write(JSON.stringify({ Version: 1, AccessKeyId: ${JSON.stringify(temp.accessKeyId)}, SecretAccessKey: ${JSON.stringify(temp.secretAccessKey)}, SessionToken: ${JSON.stringify(temp.sessionToken)}, Expiration: ${JSON.stringify(temp.expiration.toISOString())} }));`,
+    );
     const config = file(`[profile ci]\ncredential_process = "${process.execPath}" "${script}"\n`);
     await worksWith({ AWS_PROFILE: "ci", AWS_CONFIG_FILE: config }, /^aws:process:ci \(credential_process in .+\)$/);
   });
@@ -123,7 +138,11 @@ describe("the AWS chain against Ceph RGW + dynalite, through the CLI", () => {
     // The SDK's STS client honours AWS_ENDPOINT_URL_STS itself (objstate gives it no endpoint then).
     await worksWith(env, /^aws:profile:deployer \(role_arn through STS from source_profile base in .+\)$/);
     // stsEndpoint, when set, is where they go (AWS_ENDPOINT_URL_STS points nowhere here).
-    await worksWith({ ...env, AWS_ENDPOINT_URL_STS: "http://127.0.0.1:9" }, new RegExp(`^aws:profile:deployer \\(role_arn through STS( at ${s.s3Endpoint})? from source_profile base in .+\\)$`), ["--sts-endpoint", s.s3Endpoint]);
+    await worksWith(
+      { ...env, AWS_ENDPOINT_URL_STS: "http://127.0.0.1:9" },
+      new RegExp(`^aws:profile:deployer \\(role_arn through STS( at ${s.s3Endpoint})? from source_profile base in .+\\)$`),
+      ["--sts-endpoint", s.s3Endpoint],
+    );
     // A role the base identity may not assume fails at Ceph's STS: the error names the source.
     const bad = file(`[profile deployer]\nrole_arn = arn:aws:iam:::role/no-such-role\nsource_profile = base\n`);
     const doctor = await cli(["doctor", ...(await where())], { ...env, AWS_CONFIG_FILE: bad });
@@ -135,7 +154,11 @@ describe("the AWS chain against Ceph RGW + dynalite, through the CLI", () => {
     const sts = await startWebIdentitySts({ token: "oidc-jwt", roleArn: "arn:aws:iam::123456789012:role/ci", credentials: temp });
     servers.push(sts);
     const env = { AWS_WEB_IDENTITY_TOKEN_FILE: file("oidc-jwt"), AWS_ROLE_ARN: "arn:aws:iam::123456789012:role/ci", AWS_ROLE_SESSION_NAME: "pipeline-7" };
-    await worksWith(env, new RegExp(`^aws:web-identity \\(AWS_WEB_IDENTITY_TOKEN_FILE, role arn:aws:iam::123456789012:role/ci through STS( at ${sts.url})?\\)$`), ["--sts-endpoint", sts.url]);
+    await worksWith(
+      env,
+      new RegExp(`^aws:web-identity \\(AWS_WEB_IDENTITY_TOKEN_FILE, role arn:aws:iam::123456789012:role/ci through STS( at ${sts.url})?\\)$`),
+      ["--sts-endpoint", sts.url],
+    );
     assert.ok(sts.requests.length > 0);
     assert.ok(sts.requests.every((r) => new URLSearchParams(r.body).get("RoleSessionName") === "pipeline-7"));
   });
@@ -143,27 +166,50 @@ describe("the AWS chain against Ceph RGW + dynalite, through the CLI", () => {
   it("aws:container-metadata: AWS_CONTAINER_CREDENTIALS_FULL_URI with its token", async () => {
     const container = await startContainerService({ token: "container-auth-token", credentials: temp });
     servers.push(container);
-    await worksWith({ AWS_CONTAINER_CREDENTIALS_FULL_URI: `${container.url}/creds`, AWS_CONTAINER_AUTHORIZATION_TOKEN: "container-auth-token" }, /^aws:container-metadata \(AWS_CONTAINER_CREDENTIALS_FULL_URI: the container credentials service at http:\/\/127\.0\.0\.1:\d+\/creds\)$/);
+    await worksWith(
+      { AWS_CONTAINER_CREDENTIALS_FULL_URI: `${container.url}/creds`, AWS_CONTAINER_AUTHORIZATION_TOKEN: "container-auth-token" },
+      /^aws:container-metadata \(AWS_CONTAINER_CREDENTIALS_FULL_URI: the container credentials service at http:\/\/127\.0\.0\.1:\d+\/creds\)$/,
+    );
     assert.ok(container.requests.length > 0);
   });
 
   it("aws:instance-metadata: IMDSv2 at AWS_EC2_METADATA_SERVICE_ENDPOINT", async () => {
     const imds = await startImds({ role: "instance-role", credentials: temp });
     servers.push(imds);
-    await worksWith({ AWS_EC2_METADATA_DISABLED: undefined, AWS_EC2_METADATA_SERVICE_ENDPOINT: imds.url }, /^aws:instance-metadata \(the EC2 metadata service at http:\/\/127\.0\.0\.1:\d+\)$/);
-    assert.deepEqual([...new Set(imds.requests.map((r) => `${r.method} ${r.path}`))].sort(), ["GET /latest/meta-data/iam/security-credentials/", "GET /latest/meta-data/iam/security-credentials/instance-role", "PUT /latest/api/token"]);
+    await worksWith(
+      { AWS_EC2_METADATA_DISABLED: undefined, AWS_EC2_METADATA_SERVICE_ENDPOINT: imds.url },
+      /^aws:instance-metadata \(the EC2 metadata service at http:\/\/127\.0\.0\.1:\d+\)$/,
+    );
+    assert.deepEqual([...new Set(imds.requests.map((r) => `${r.method} ${r.path}`))].sort(), [
+      "GET /latest/meta-data/iam/security-credentials/",
+      "GET /latest/meta-data/iam/security-credentials/instance-role",
+      "PUT /latest/api/token",
+    ]);
   });
 
   it("a seed role ARN is assumed on top of the AWS chain's identity", async () => {
-    await worksWith({ AWS_ACCESS_KEY_ID: s.accessKey, AWS_SECRET_ACCESS_KEY: s.secretKey, PROVIDER_ASSUME_ROLE_ARN: s.roleArn }, /^aws:env \(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\), then role .+ \(env:PROVIDER_ASSUME_ROLE_ARN\) through STS$|^role .+ \(env:PROVIDER_ASSUME_ROLE_ARN\) assumed as session "tool" for 3600 s, on top of aws:env \(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\)/);
+    await worksWith(
+      { AWS_ACCESS_KEY_ID: s.accessKey, AWS_SECRET_ACCESS_KEY: s.secretKey, PROVIDER_ASSUME_ROLE_ARN: s.roleArn },
+      /^aws:env \(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\), then role .+ \(env:PROVIDER_ASSUME_ROLE_ARN\) through STS$|^role .+ \(env:PROVIDER_ASSUME_ROLE_ARN\) assumed as session "tool" for 3600 s, on top of aws:env \(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\)/,
+    );
   });
 
   it("region and endpoints from AWS_REGION and AWS_ENDPOINT_URL_S3 / _DYNAMODB alone", async () => {
     const props = await target.setup({ locks: true });
     const w = ["--bucket", props.bucket, "--kvstore-table", props.kvstoreTable as string];
-    const env = { AWS_ACCESS_KEY_ID: s.accessKey, AWS_SECRET_ACCESS_KEY: s.secretKey, AWS_REGION: "us-east-1", AWS_ENDPOINT_URL_S3: s.s3Endpoint, AWS_ENDPOINT_URL_DYNAMODB: s.dynamoEndpoint, AWS_ENDPOINT_URL: "http://127.0.0.1:9" };
+    const env = {
+      AWS_ACCESS_KEY_ID: s.accessKey,
+      AWS_SECRET_ACCESS_KEY: s.secretKey,
+      AWS_REGION: "us-east-1",
+      AWS_ENDPOINT_URL_S3: s.s3Endpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: s.dynamoEndpoint,
+      AWS_ENDPOINT_URL: "http://127.0.0.1:9",
+    };
     const config = JSON.parse((await cli(["config", "--json", ...w], env)).stdout) as { settings: Record<string, { value: unknown; source: string }> };
-    assert.deepEqual(["region", "endpoint", "kvstoreEndpoint"].map((f) => config.settings[f]?.source), ["aws:env:AWS_REGION", "aws:env:AWS_ENDPOINT_URL_S3", "aws:env:AWS_ENDPOINT_URL_DYNAMODB"]);
+    assert.deepEqual(
+      ["region", "endpoint", "kvstoreEndpoint"].map((f) => config.settings[f]?.source),
+      ["aws:env:AWS_REGION", "aws:env:AWS_ENDPOINT_URL_S3", "aws:env:AWS_ENDPOINT_URL_DYNAMODB"],
+    );
     const push = await cli(["state", "push", "-", ...w], env, STATE);
     assert.equal(push.code, 0, push.stderr);
     const pull = await cli(["state", "pull", ...w], env);
@@ -193,7 +239,16 @@ describe("the AWS chain against Ceph RGW + dynalite, through the CLI", () => {
     const seeds: [Record<string, string>, string[], RegExp][] = [
       [{ PROVIDER_ACCESS_KEY: s.accessKey, PROVIDER_SECRET_KEY: s.secretKey }, [], /^static keys \(env:PROVIDER_ACCESS_KEY\)$/],
       [{}, ["--access-key", s.accessKey, "--secret-key", s.secretKey], /^static keys \(explicit\)$/],
-      [{ PROVIDER_PROFILE: "seed", PROVIDER_SHARED_CREDENTIALS_FILE: file(JSON.stringify({ profiles: [{ name: "seed", mode: "AK", access_key_id: s.accessKey, access_key_secret: s.secretKey }] })) }, [], /^static keys \(profile:seed\)$/],
+      [
+        {
+          PROVIDER_PROFILE: "seed",
+          PROVIDER_SHARED_CREDENTIALS_FILE: file(
+            JSON.stringify({ profiles: [{ name: "seed", mode: "AK", access_key_id: s.accessKey, access_key_secret: s.secretKey }] }),
+          ),
+        },
+        [],
+        /^static keys \(profile:seed\)$/,
+      ],
     ];
     for (const [seedEnv, flags, source] of seeds) await worksWith({ ...aws, ...seedEnv }, source, flags);
     assert.equal(existsSync(marker), false, "credential_process never ran");

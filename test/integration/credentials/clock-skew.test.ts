@@ -24,7 +24,12 @@ interface WorkerReport {
 
 function runSkewed(skewMs: number, props: ObjectStoreBackendConfigProps): WorkerReport {
   const r = spawnSync(process.execPath, ["--import", PRELOAD, WORKER], {
-    env: { PATH: process.env["PATH"], OBJSTATE_TEST_CLOCK_SKEW_MS: String(skewMs), OBJSTATE_WORKER_PROPS: JSON.stringify(props), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
+    env: {
+      PATH: process.env["PATH"],
+      OBJSTATE_TEST_CLOCK_SKEW_MS: String(skewMs),
+      OBJSTATE_WORKER_PROPS: JSON.stringify(props),
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+    },
     encoding: "utf8",
     timeout: 120_000,
   });
@@ -44,10 +49,14 @@ describe("clock skew against Ceph RGW STS", () => {
   }
 
   it("the preload moves the child's clock", () => {
-    const r = spawnSync(process.execPath, ["--import", PRELOAD, "-e", "process.stdout.write(String(Date.now() - performance.timeOrigin - performance.now()))"], {
-      env: { PATH: process.env["PATH"], OBJSTATE_TEST_CLOCK_SKEW_MS: "600000" },
-      encoding: "utf8",
-    });
+    const r = spawnSync(
+      process.execPath,
+      ["--import", PRELOAD, "-e", "process.stdout.write(String(Date.now() - performance.timeOrigin - performance.now()))"],
+      {
+        env: { PATH: process.env["PATH"], OBJSTATE_TEST_CLOCK_SKEW_MS: "600000" },
+        encoding: "utf8",
+      },
+    );
     assert.ok(Math.abs(Number(r.stdout) - 600_000) < 5_000, r.stdout + r.stderr);
   });
 

@@ -7,7 +7,14 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { AssumeRoleCommand, STSClient } from "@aws-sdk/client-sts";
-import { ConfigError, ObjectStoreBackend, ObjectStoreBackendConfig, isObjstateError, type ConnectOptions, type ObjectStoreBackendConfigProps } from "../../../src/index.js";
+import {
+  ConfigError,
+  ObjectStoreBackend,
+  ObjectStoreBackendConfig,
+  isObjstateError,
+  type ConnectOptions,
+  type ObjectStoreBackendConfigProps,
+} from "../../../src/index.js";
 import { openStore } from "../../../src/store/index.js";
 import type { WireRequest } from "../../../src/store/s3.js";
 import { startMetadataServer, success, type MetadataServer } from "../../support/metadata-server.js";
@@ -17,7 +24,10 @@ import { cephTarget, type Target } from "../../support/targets.js";
 const s = testServers();
 const admin = () => Promise.resolve({ accessKeyId: s.accessKey, secretAccessKey: s.secretKey });
 const keyIdOf = (r: WireRequest): string | undefined => /Credential=([^/]+)\//.exec(r.headers["authorization"] ?? "")?.[1];
-const READ_ONLY = JSON.stringify({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: ["s3:GetObject", "s3:ListBucket"], Resource: ["arn:aws:s3:::*"] }] });
+const READ_ONLY = JSON.stringify({
+  Version: "2012-10-17",
+  Statement: [{ Effect: "Allow", Action: ["s3:GetObject", "s3:ListBucket"], Resource: ["arn:aws:s3:::*"] }],
+});
 
 describe("credentials against Ceph RGW STS", () => {
   let target: Target;
@@ -42,13 +52,22 @@ describe("credentials against Ceph RGW STS", () => {
   }
 
   it("assumes the role (session name and duration reach the server) and writes state with it", async () => {
-    const props = await fresh({ accessKey: s.accessKey, secretKey: s.secretKey, assumeRoleRoleArn: s.roleArn, assumeRoleSessionName: "objstate-it", assumeRoleSessionExpiration: 900 });
+    const props = await fresh({
+      accessKey: s.accessKey,
+      secretKey: s.secretKey,
+      assumeRoleRoleArn: s.roleArn,
+      assumeRoleSessionName: "objstate-it",
+      assumeRoleSessionExpiration: 900,
+    });
     const wire: WireRequest[] = [];
     const b = await connect(props, { s3: { onRequest: (r) => wire.push(r) } });
     assert.equal(b.identity?.assumedRoleArn, "arn:aws:sts:::assumed-role/s3-test-role/objstate-it");
     const exp = b.identity?.expiration?.getTime() ?? 0;
     assert.ok(Math.abs(exp - Date.now() - 900_000) < 60_000, `expiry ${new Date(exp).toISOString()} is about 900 s away`);
-    assert.match(b.identitySource ?? "", /^role arn:aws:iam:::role\/s3-test-role \(explicit\) assumed as session "objstate-it" for 900 s, on top of static keys \(explicit\)$/);
+    assert.match(
+      b.identitySource ?? "",
+      /^role arn:aws:iam:::role\/s3-test-role \(explicit\) assumed as session "objstate-it" for 900 s, on top of static keys \(explicit\)$/,
+    );
     await b.writeState("default", '{"by":"role"}');
     assert.equal((await b.readState("default"))?.toString(), '{"by":"role"}');
     const ids = new Set(wire.map(keyIdOf));
@@ -80,9 +99,15 @@ describe("credentials against Ceph RGW STS", () => {
     const stsEndpoint = `http://127.0.0.1:${(sts.address() as AddressInfo).port}`;
     try {
       for (const bad of [899, 3601]) {
-        assert.throws(() => ObjectStoreBackendConfig.from({ bucket: "state-bucket", assumeRoleRoleArn: s.roleArn, assumeRoleSessionExpiration: bad }), ConfigError);
+        assert.throws(
+          () => ObjectStoreBackendConfig.from({ bucket: "state-bucket", assumeRoleRoleArn: s.roleArn, assumeRoleSessionExpiration: bad }),
+          ConfigError,
+        );
         const props = await fresh({ accessKey: s.accessKey, secretKey: s.secretKey, assumeRoleRoleArn: s.roleArn, stsEndpoint });
-        await assert.rejects(connect(props, { env: { PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION: String(bad) } }), (e) => e instanceof ConfigError && e.code === "OUT_OF_RANGE" && e.variable === "PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION");
+        await assert.rejects(
+          connect(props, { env: { PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION: String(bad) } }),
+          (e) => e instanceof ConfigError && e.code === "OUT_OF_RANGE" && e.variable === "PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION",
+        );
       }
       assert.equal(calls, 0);
     } finally {
@@ -95,7 +120,13 @@ describe("credentials against Ceph RGW STS", () => {
     const base = (await client.send(new AssumeRoleCommand({ RoleArn: s.roleArn, RoleSessionName: "base-session", DurationSeconds: 900 }))).Credentials;
     client.destroy();
     assert.ok(base?.AccessKeyId && base.SecretAccessKey && base.SessionToken);
-    const props = await fresh({ accessKey: base.AccessKeyId, secretKey: base.SecretAccessKey, securityToken: base.SessionToken, assumeRoleRoleArn: s.roleArn, assumeRoleSessionName: "chained" });
+    const props = await fresh({
+      accessKey: base.AccessKeyId,
+      secretKey: base.SecretAccessKey,
+      securityToken: base.SessionToken,
+      assumeRoleRoleArn: s.roleArn,
+      assumeRoleSessionName: "chained",
+    });
     const b = await connect(props);
     assert.equal(b.identity?.assumedRoleArn, "arn:aws:sts:::assumed-role/s3-test-role/chained");
     assert.match(b.identitySource ?? "", /on top of static keys \(explicit\) with a security token$/);
@@ -108,7 +139,9 @@ describe("credentials against Ceph RGW STS", () => {
   it("precedence: flattened role ARN beats the deprecated block; the block alone applies; an env role ARN applies", async () => {
     process.removeAllListeners("warning");
     const keys = { accessKey: s.accessKey, secretKey: s.secretKey };
-    const flatWins = await connect(await fresh({ ...keys, assumeRoleRoleArn: s.roleArn, assumeRole: { roleArn: "arn:aws:iam:::role/no-such-role", sessionName: "from-block" } }));
+    const flatWins = await connect(
+      await fresh({ ...keys, assumeRoleRoleArn: s.roleArn, assumeRole: { roleArn: "arn:aws:iam:::role/no-such-role", sessionName: "from-block" } }),
+    );
     assert.equal(flatWins.identity?.assumedRoleArn, "arn:aws:sts:::assumed-role/s3-test-role/tool");
     const blockOnly = await connect(await fresh({ ...keys, assumeRole: { roleArn: s.roleArn, sessionName: "from-block" } }));
     assert.equal(blockOnly.identity?.assumedRoleArn, "arn:aws:sts:::assumed-role/s3-test-role/from-block");
@@ -145,7 +178,18 @@ describe("credentials against Ceph RGW STS", () => {
   it("a RamRoleArn profile of the shared credentials file supplies keys, role, session name and duration", async () => {
     const dir = mkdtempSync(join(tmpdir(), "objstate-profile-"));
     const file = join(dir, "config.json");
-    const profiles = [{ name: "deploy", mode: "RamRoleArn", access_key_id: s.accessKey, access_key_secret: s.secretKey, ram_role_arn: s.roleArn, ram_session_name: "from-profile", expired_seconds: 900, region_id: "us-east-1" }];
+    const profiles = [
+      {
+        name: "deploy",
+        mode: "RamRoleArn",
+        access_key_id: s.accessKey,
+        access_key_secret: s.secretKey,
+        ram_role_arn: s.roleArn,
+        ram_session_name: "from-profile",
+        expired_seconds: 900,
+        region_id: "us-east-1",
+      },
+    ];
     writeFileSync(file, JSON.stringify({ current: "other", profiles }), { mode: 0o600 });
     const b = await connect(await fresh({ profile: "deploy", sharedCredentialsFile: file }));
     assert.equal(b.identity?.assumedRoleArn, "arn:aws:sts:::assumed-role/s3-test-role/from-profile");
@@ -166,7 +210,9 @@ describe("credentials against Ceph RGW STS", () => {
       const direct = await connect(await fresh({ computeRoleName: "state-writer" }), { env });
       assert.match(direct.identitySource ?? "", /^compute role "state-writer" \(explicit\)/);
       await direct.writeState("default", '{"via":"metadata"}');
-      const viaRole = await connect(await fresh({ computeRoleName: "state-writer", assumeRoleRoleArn: s.roleArn, assumeRoleSessionName: "from-instance" }), { env });
+      const viaRole = await connect(await fresh({ computeRoleName: "state-writer", assumeRoleRoleArn: s.roleArn, assumeRoleSessionName: "from-instance" }), {
+        env,
+      });
       assert.equal(viaRole.identity?.assumedRoleArn, "arn:aws:sts:::assumed-role/s3-test-role/from-instance");
       await viaRole.writeState("default", "{}");
     });

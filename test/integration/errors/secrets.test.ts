@@ -24,7 +24,8 @@ function signaturesOf(wire: WireRequest[]): string[] {
 function assertNothingSigned(err: unknown, signatures: string[]): void {
   const texts = [inspect(err, { showHidden: true, depth: Infinity, getters: true }), JSON.stringify(err) ?? "", String(err), String((err as Error).stack)];
   for (const text of texts) {
-    for (const secret of [WRONG_SECRET, servers.secretKey, ...signatures]) assert.ok(!text.includes(secret), `a secret or signature is reachable:\n${text.slice(0, 4000)}`);
+    for (const secret of [WRONG_SECRET, servers.secretKey, ...signatures])
+      assert.ok(!text.includes(secret), `a secret or signature is reachable:\n${text.slice(0, 4000)}`);
     assert.ok(!text.includes("$response"), "the SDK's $response is reachable");
     assert.doesNotMatch(text, /Signature=[0-9a-f]{16}/);
   }
@@ -58,7 +59,12 @@ describe("a real 403 against Ceph keeps no signed request", () => {
   });
 
   it("backend: the same through the public API, and the backend itself prints no secret", async () => {
-    const config = ObjectStoreBackendConfig.from({ bucket: `objstate-it-${randomBytes(4).toString("hex")}`, endpoint: servers.s3Endpoint, accessKey: servers.accessKey, secretKey: WRONG_SECRET });
+    const config = ObjectStoreBackendConfig.from({
+      bucket: `objstate-it-${randomBytes(4).toString("hex")}`,
+      endpoint: servers.s3Endpoint,
+      accessKey: servers.accessKey,
+      secretKey: WRONG_SECRET,
+    });
     const wire: WireRequest[] = [];
     const backend = await ObjectStoreBackend.connect(config, { env: {}, onWarning: () => undefined, s3: { onRequest: (r) => wire.push(r) } });
     try {

@@ -132,7 +132,9 @@ for (const versioned of [false, true]) {
       const next = await applyThrough(y, lineage, "y2");
       assert.equal(next.serial, 4);
       assert.equal(tokenOf(await x.get()), "y2");
-      t.diagnostic(`${versioned ? "versioned" : "plain"} bucket, frozen ≥ ${PAUSE_MS / 1000} s after its store check: 2 acknowledged (y, y2), 0 lost, 1 refused (X: 409), ${restored.length} healed (restored)`);
+      t.diagnostic(
+        `${versioned ? "versioned" : "plain"} bucket, frozen ≥ ${PAUSE_MS / 1000} s after its store check: 2 acknowledged (y, y2), 0 lost, 1 refused (X: 409), ${restored.length} healed (restored)`,
+      );
     });
 
     it("frozen between storing and committing: the next reader commits the stored write, X's late commit is refused (409), nothing acknowledged is lost", async (t) => {
@@ -168,7 +170,9 @@ for (const versioned of [false, true]) {
         assert.equal(serialOf(now), 4);
         assert.equal(tokenOf(now), "y");
       }
-      t.diagnostic(`${versioned ? "versioned" : "plain"} bucket, frozen ≥ ${PAUSE_MS / 1000} s between storing and committing: 1 acknowledged (y), 0 lost, 1 refused (X's late commit: 409), 1 healed (X's stored write adopted)`);
+      t.diagnostic(
+        `${versioned ? "versioned" : "plain"} bucket, frozen ≥ ${PAUSE_MS / 1000} s between storing and committing: 1 acknowledged (y), 0 lost, 1 refused (X's late commit: 409), 1 healed (X's stored write adopted)`,
+      );
     });
   });
 }

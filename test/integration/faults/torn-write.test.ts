@@ -59,7 +59,13 @@ describe("a crash between storing and committing", { timeout: TIMEOUT_MS }, () =
 
     const digestId = `${stateLockId(f.props)}-md5`;
     assert.equal(await f.item(digestId, "Digest"), createHash("md5").update(text).digest("hex"));
-    const note = JSON.parse((await f.item(digestId, "Repaired")) ?? "null") as { at: string; who: string; previous: string | null; forced: boolean; adopted: string | null } | null;
+    const note = JSON.parse((await f.item(digestId, "Repaired")) ?? "null") as {
+      at: string;
+      who: string;
+      previous: string | null;
+      forced: boolean;
+      adopted: string | null;
+    } | null;
     assert.ok(note !== null, "the repair was not recorded on the digest item");
     assert.equal(note.forced, false);
     assert.match(note.adopted ?? "", /^[0-9a-f-]{36}$/);

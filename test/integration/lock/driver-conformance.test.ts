@@ -8,7 +8,8 @@ import { testServers } from "../../support/servers.js";
 import { uniqueName } from "../../support/targets.js";
 
 const s = testServers();
-const credentials = (): Promise<{ accessKeyId: string; secretAccessKey: string }> => Promise.resolve({ accessKeyId: s.accessKey, secretAccessKey: s.secretKey });
+const credentials = (): Promise<{ accessKeyId: string; secretAccessKey: string }> =>
+  Promise.resolve({ accessKeyId: s.accessKey, secretAccessKey: s.secretKey });
 /** A plain SDK client, for tables the driver would never make. */
 const admin = new DynamoDBClient({ endpoint: s.dynamoEndpoint, region: "us-east-1", credentials: { accessKeyId: s.accessKey, secretAccessKey: s.secretKey } });
 after(() => admin.destroy());
@@ -18,7 +19,14 @@ lockDriverSuite("DynamoDB on dynalite", () => openLockTable({ table: uniqueName(
   badTable: async (schema) => {
     const table = uniqueName("bad");
     const key = schema === "other-key" ? { AttributeName: "Key", AttributeType: "S" as const } : { AttributeName: "LockID", AttributeType: "N" as const };
-    await admin.send(new CreateTableCommand({ TableName: table, AttributeDefinitions: [key], KeySchema: [{ AttributeName: key.AttributeName, KeyType: "HASH" }], BillingMode: "PAY_PER_REQUEST" }));
+    await admin.send(
+      new CreateTableCommand({
+        TableName: table,
+        AttributeDefinitions: [key],
+        KeySchema: [{ AttributeName: key.AttributeName, KeyType: "HASH" }],
+        BillingMode: "PAY_PER_REQUEST",
+      }),
+    );
     while ((await admin.send(new DescribeTableCommand({ TableName: table }))).Table?.TableStatus !== "ACTIVE") await sleep(50);
     return openLockTable({ table, endpoint: s.dynamoEndpoint, credentials });
   },

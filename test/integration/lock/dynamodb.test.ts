@@ -88,7 +88,10 @@ describe("opening", () => {
   });
 
   test("refuses a file: endpoint", () => {
-    assert.throws(() => new DynamoDbLockTable({ table: "locks", endpoint: "file:./x" }), (e) => isObjstateError(e, "INVALID_ENDPOINT"));
+    assert.throws(
+      () => new DynamoDbLockTable({ table: "locks", endpoint: "file:./x" }),
+      (e) => isObjstateError(e, "INVALID_ENDPOINT"),
+    );
   });
 });
 
@@ -125,13 +128,18 @@ describe("key schema", () => {
   test("item calls on a wrongly keyed table are LOCK_TABLE_ERROR", async () => {
     const name = await rawTable([{ AttributeName: "Key", KeyType: "HASH" }], [{ AttributeName: "Key", AttributeType: "S" }]);
     const t = open(name);
-    await assert.rejects(() => t.putIfAbsent(LOCK_ID, "Info", "x"), (e) => isObjstateError(e, "LOCK_TABLE_ERROR") && e.message.includes(name));
-    await assert.rejects(() => t.get(LOCK_ID, "Info"), (e) => isObjstateError(e, "LOCK_TABLE_ERROR"));
+    await assert.rejects(
+      () => t.putIfAbsent(LOCK_ID, "Info", "x"),
+      (e) => isObjstateError(e, "LOCK_TABLE_ERROR") && e.message.includes(name),
+    );
+    await assert.rejects(
+      () => t.get(LOCK_ID, "Info"),
+      (e) => isObjstateError(e, "LOCK_TABLE_ERROR"),
+    );
   });
 });
 
 describe("items", () => {
-
   test("every item call on an absent table is TABLE_NOT_FOUND", async () => {
     const t = open(newTableName());
     const calls: (() => Promise<unknown>)[] = [
@@ -148,7 +156,6 @@ describe("items", () => {
 });
 
 describe("concurrency", () => {
-
   test("6 clients × 20 lock/unlock cycles guarding a read-modify-write counter", async () => {
     const name = newTableName();
     const setup = open(name);
@@ -195,32 +202,49 @@ describe("credentials and errors", () => {
 
   test("no credentials at all is ACCESS_DENIED, before anything is sent", async () => {
     const t = open(newTableName(), { credentials: undefined });
-    await assert.rejects(() => t.get(LOCK_ID, "Info"), (e) => isObjstateError(e, "ACCESS_DENIED") && /no credentials/.test(e.message));
+    await assert.rejects(
+      () => t.get(LOCK_ID, "Info"),
+      (e) => isObjstateError(e, "ACCESS_DENIED") && /no credentials/.test(e.message),
+    );
   });
 
   test("a failing credentials provider is ACCESS_DENIED, without its message", async () => {
     const failing: CredentialsProvider = () => Promise.reject(new Error(`bad key ${SECRET}`));
     const t = open(newTableName(), { credentials: failing });
-    await assert.rejects(() => t.describeKeySchema(), (e) => isObjstateError(e, "ACCESS_DENIED") && !e.message.includes(SECRET) && e.cause instanceof Error);
+    await assert.rejects(
+      () => t.describeKeySchema(),
+      (e) => isObjstateError(e, "ACCESS_DENIED") && !e.message.includes(SECRET) && e.cause instanceof Error,
+    );
   });
 
   test("an ObjstateError from the credentials chain passes through unchanged", async () => {
     const own = new ObjstateError("ASSUME_ROLE_FAILED", "assume role failed");
     const t = open(newTableName(), { credentials: () => Promise.reject(own) });
-    await assert.rejects(() => t.get(LOCK_ID, "Info"), (e) => e === own);
+    await assert.rejects(
+      () => t.get(LOCK_ID, "Info"),
+      (e) => e === own,
+    );
   });
 
   test("nothing listening is ENDPOINT_UNREACHABLE", async () => {
     const t = open("locks", { endpoint: `http://127.0.0.1:${await closedPort()}` });
-    await assert.rejects(() => t.describeKeySchema(), (e) => isObjstateError(e, "ENDPOINT_UNREACHABLE") && e.cause !== undefined);
+    await assert.rejects(
+      () => t.describeKeySchema(),
+      (e) => isObjstateError(e, "ENDPOINT_UNREACHABLE") && e.cause !== undefined,
+    );
   });
 
   test("error mapping: signature errors never echo the server's message", () => {
-    const sig = Object.assign(new Error(`Authorization header requires 'Signature'. Authorization=AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=${SECRET}`), {
-      name: "IncompleteSignatureException",
-      $metadata: { httpStatusCode: 400 },
-    });
-    const mapped = toObjstateError(sig, "read", "DynamoDB table \"t\"");
+    const sig = Object.assign(
+      new Error(
+        `Authorization header requires 'Signature'. Authorization=AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=${SECRET}`,
+      ),
+      {
+        name: "IncompleteSignatureException",
+        $metadata: { httpStatusCode: 400 },
+      },
+    );
+    const mapped = toObjstateError(sig, "read", 'DynamoDB table "t"');
     assert.equal(mapped.code, "ACCESS_DENIED");
     assert.ok(!mapped.message.includes(SECRET) && !mapped.message.includes("AKIDEXAMPLE"));
     // The cause is a sanitized copy (src/util/redact.ts): same name, no signature.
@@ -228,7 +252,7 @@ describe("credentials and errors", () => {
   });
 
   test("error mapping: 403, not found, sockets and the rest", () => {
-    const loc = "DynamoDB table \"t\"";
+    const loc = 'DynamoDB table "t"';
     const forbidden = Object.assign(new Error("nope"), { name: "SomethingNew", $metadata: { httpStatusCode: 403 } });
     assert.equal(toObjstateError(forbidden, "read", loc).code, "ACCESS_DENIED");
     assert.equal(toObjstateError(Object.assign(new Error("x"), { name: "UnrecognizedClientException" }), "read", loc).code, "ACCESS_DENIED");

@@ -27,7 +27,10 @@ describe("the lockfile conformance probe on Ceph RGW", () => {
     proxy.rewriteHeaders({ method: "PUT" }, (r) => stripAndResign(r, ["if-none-match"], s.secretKey));
     const connect = (): Promise<ObjectStoreBackend> =>
       ObjectStoreBackend.connect(ObjectStoreBackendConfig.from({ ...props, endpoint: proxy.url }), { env: {}, onWarning: () => undefined, lockfile: true });
-    await assert.rejects(connect(), (e) => isObjstateError(e, "LOCKFILE_UNSUPPORTED") && e.message.includes(proxy.url) && /If-None-Match/.test(e.message) && !/If-Match \(/.test(e.message));
+    await assert.rejects(
+      connect(),
+      (e) => isObjstateError(e, "LOCKFILE_UNSUPPORTED") && e.message.includes(proxy.url) && /If-None-Match/.test(e.message) && !/If-Match \(/.test(e.message),
+    );
     const puts = proxy.find({ method: "PUT" }).length;
     assert.ok(puts >= 2, "the probe wrote twice");
     await assert.rejects(connect(), (e) => isObjstateError(e, "LOCKFILE_UNSUPPORTED"));

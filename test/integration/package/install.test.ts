@@ -97,7 +97,17 @@ describe("the packed package, installed into an empty directory", () => {
     // Only what a user needs: the build, the types, the field reference the README links (decision records and bench figures stay in the repository).
     const stray = paths.filter((p) => !/^(dist\/pkg\/[^/]+|dist\/src\/.+\.d\.ts|README\.md|LICENSE|package\.json|docs\/fields\.md)$/.test(p));
     assert.deepEqual(stray, []);
-    const needed = ["LICENSE", "README.md", "docs/fields.md", "dist/src/index.d.ts", "dist/pkg/objstate.cjs", "dist/pkg/cli.cjs", "dist/pkg/md5-worker.js", "dist/pkg/scan-worker.js", "dist/pkg/diff-worker.js"];
+    const needed = [
+      "LICENSE",
+      "README.md",
+      "docs/fields.md",
+      "dist/src/index.d.ts",
+      "dist/pkg/objstate.cjs",
+      "dist/pkg/cli.cjs",
+      "dist/pkg/md5-worker.js",
+      "dist/pkg/scan-worker.js",
+      "dist/pkg/diff-worker.js",
+    ];
     for (const file of ["index", "config", "state"]) needed.push(`dist/pkg/${file}.js`, `dist/pkg/${file}.cjs`);
     for (const p of needed) assert.ok(paths.includes(p), `${p} missing from the package`);
     app = join(work, "app");
@@ -134,11 +144,22 @@ describe("the packed package, installed into an empty directory", () => {
     for (const [subpath, source] of Object.entries(SUBPATHS)) {
       expected[subpath] = Object.keys((await import(pathToFileURL(join(repo, "dist", "src", `${source}.js`)).href)) as object).sort();
     }
-    assert.deepEqual(Object.keys(pkg.exports).filter((k) => k !== "./package.json").sort(), Object.keys(SUBPATHS).sort());
+    assert.deepEqual(
+      Object.keys(pkg.exports)
+        .filter((k) => k !== "./package.json")
+        .sort(),
+      Object.keys(SUBPATHS).sort(),
+    );
     const spec = (subpath: string): string => (subpath === "." ? "objstate" : `objstate/${subpath.slice(2)}`);
     const specs = JSON.stringify(Object.keys(SUBPATHS).map(spec));
-    writeFileSync(join(app, "require-check.cjs"), `const out = {}; for (const s of ${specs}) out[s] = Object.keys(require(s)).sort(); console.log(JSON.stringify(out));`);
-    writeFileSync(join(app, "import-check.mjs"), `const out = {}; for (const s of ${specs}) out[s] = Object.keys(await import(s)).sort(); console.log(JSON.stringify(out));`);
+    writeFileSync(
+      join(app, "require-check.cjs"),
+      `const out = {}; for (const s of ${specs}) out[s] = Object.keys(require(s)).sort(); console.log(JSON.stringify(out));`,
+    );
+    writeFileSync(
+      join(app, "import-check.mjs"),
+      `const out = {}; for (const s of ${specs}) out[s] = Object.keys(await import(s)).sort(); console.log(JSON.stringify(out));`,
+    );
     for (const file of ["require-check.cjs", "import-check.mjs"]) {
       const got = JSON.parse(run(process.execPath, [file], app).stdout) as Record<string, string[]>;
       for (const subpath of Object.keys(SUBPATHS)) assert.deepEqual(got[spec(subpath)], expected[subpath], `${file}: ${spec(subpath)}`);
@@ -192,7 +213,14 @@ describe("the packed package, installed into an empty directory", () => {
     `;
     writeFileSync(join(app, "scan-worker-check.mjs"), script);
     const reply = JSON.parse(run(process.execPath, [join(app, "scan-worker-check.mjs")], app).stdout) as unknown;
-    assert.deepEqual(reply, { id: 7, spans: [["version", [12, 13]], ["outputs", [53, 72]]], cancelled: false });
+    assert.deepEqual(reply, {
+      id: 7,
+      spans: [
+        ["version", [12, 13]],
+        ["outputs", [53, 72]],
+      ],
+      cancelled: false,
+    });
   });
 
   it("the server's diff worker loads from the installed package and answers a job", () => {
@@ -235,7 +263,9 @@ describe("the packed package, installed into an empty directory", () => {
           diff: "object",
           doc: {
             tool: { backend: { objectstore: { bucket: "state-bucket", encrypt: true, key: "app.tfstate", kvstore_table: "locks" } } },
-            data: { tool_remote_state: { net: { backend: "objectstore", config: { bucket: "state-bucket", key: "net.tfstate" }, defaults: { vpc_id: "none" } } } },
+            data: {
+              tool_remote_state: { net: { backend: "objectstore", config: { bucket: "state-bucket", key: "net.tfstate" }, defaults: { vpc_id: "none" } } },
+            },
           },
         });
       });

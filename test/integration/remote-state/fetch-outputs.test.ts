@@ -49,7 +49,8 @@ const snapshot: Snapshot = async (props) => {
     start = page.LastEvaluatedTableName;
   } while (start !== undefined);
   if (typeof props.kvstoreTable === "string" && lines.includes(`table ${props.kvstoreTable}`)) {
-    for (const item of (await ddb.send(new ScanCommand({ TableName: props.kvstoreTable, ConsistentRead: true }))).Items ?? []) lines.push(`item ${JSON.stringify(item)}`);
+    for (const item of (await ddb.send(new ScanCommand({ TableName: props.kvstoreTable, ConsistentRead: true }))).Items ?? [])
+      lines.push(`item ${JSON.stringify(item)}`);
   }
   return lines.sort();
 };
@@ -74,7 +75,10 @@ describe("fetchOutputs on Ceph RGW + dynalite, specifics", () => {
     await w.writeState("default", stateWith({ a: 1 }));
     const lock = await w.lock("default", { operation: "apply", info: "held during the read" });
     const before = await snapshot(props);
-    assert.ok(before.some((l) => l.includes(lock.ID)), "the lock item is in the table");
+    assert.ok(
+      before.some((l) => l.includes(lock.ID)),
+      "the lock item is in the table",
+    );
     assert.equal((await new DataRemoteStateObjectStore("net", props).fetchOutputs(quiet)).number("a"), 1);
     assert.deepEqual(await snapshot(props), before);
     await w.unlock("default", lock.ID);
@@ -85,7 +89,7 @@ describe("fetchOutputs on Ceph RGW + dynalite, specifics", () => {
     const target = cephTarget();
     const props = await target.setup({ locks: true });
     const w = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { ...quiet, multipartThreshold: 5 * 1024 * 1024 });
-    const filler = Array.from({ length: 80_000 }, (_, i) => ({ id: `r-${i}`, attributes: { outputs: { value: i }, tags: { a: "}]\"" } } }));
+    const filler = Array.from({ length: 80_000 }, (_, i) => ({ id: `r-${i}`, attributes: { outputs: { value: i }, tags: { a: '}]"' } } }));
     const state = `{"version": 4, "resources": ${JSON.stringify(filler, null, 1)}, "outputs": {"vpc": {"value": "vpc-mp"}}}`;
     assert.ok(state.length > 5 * 1024 * 1024);
     await w.writeState("default", state);

@@ -72,7 +72,17 @@ describe("a server that accepts and never answers", () => {
   });
 
   it("STS AssumeRole ends with ENDPOINT_TIMEOUT naming the endpoint", async () => {
-    const r = await timed(() => assumeRole({ endpoint: srv.url, region: "us-east-1", base: creds, roleArn: "arn:aws:iam:::role/r", sessionName: "deadline", durationSeconds: 900, timeouts: T }));
+    const r = await timed(() =>
+      assumeRole({
+        endpoint: srv.url,
+        region: "us-east-1",
+        base: creds,
+        roleArn: "arn:aws:iam:::role/r",
+        sessionName: "deadline",
+        durationSeconds: 900,
+        timeouts: T,
+      }),
+    );
     assertTimeout(r, srv.url);
   });
 
@@ -84,7 +94,14 @@ describe("a server that accepts and never answers", () => {
   });
 
   it("connecting the backend (its lock-table check) gives up in time: the default idle and connect limits are capped by requestMs", async () => {
-    const config = ObjectStoreBackendConfig.from({ bucket: "stalled", endpoint: srv.url, accessKey: "AKIDEXAMPLE", secretKey: "not-a-secret", kvstoreTable: "locks", kvstoreEndpoint: srv.url });
+    const config = ObjectStoreBackendConfig.from({
+      bucket: "stalled",
+      endpoint: srv.url,
+      accessKey: "AKIDEXAMPLE",
+      secretKey: "not-a-secret",
+      kvstoreTable: "locks",
+      kvstoreEndpoint: srv.url,
+    });
     const r = await timed(() => ObjectStoreBackend.connect(config, { env: {}, onWarning: () => undefined, timeouts: { requestMs: 1500 } }));
     assertTimeout(r, srv.url);
   });
@@ -104,7 +121,9 @@ describe("a server that accepts and never answers", () => {
 
   it("objstate output --timeout 2s (remote-state read) gives up in time too", () => {
     const started = Date.now();
-    const r = runCli(["output", "--timeout", "2s", "--bucket", "stalled", "--endpoint", srv.url], { env: { PROVIDER_ACCESS_KEY: "AKIDEXAMPLE", PROVIDER_SECRET_KEY: "not-a-secret" } });
+    const r = runCli(["output", "--timeout", "2s", "--bucket", "stalled", "--endpoint", srv.url], {
+      env: { PROVIDER_ACCESS_KEY: "AKIDEXAMPLE", PROVIDER_SECRET_KEY: "not-a-secret" },
+    });
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, /no answer from the object store at/);
     assert.ok(Date.now() - started < 2000 + SLACK_MS + 1500, `took ${Date.now() - started} ms`);
@@ -120,7 +139,7 @@ describe("a server that accepts and never answers", () => {
 
 describe("a server that sends headers and then stalls the body", () => {
   it("S3 get ends with ENDPOINT_TIMEOUT naming the endpoint", async () => {
-    const srv = await stallingBodyServer({ "content-type": "application/octet-stream", etag: '"0123456789abcdef0123456789abcdef"' }, "{\"partial\":");
+    const srv = await stallingBodyServer({ "content-type": "application/octet-stream", etag: '"0123456789abcdef0123456789abcdef"' }, '{"partial":');
     const store = await openStore({ bucket: "stalled", endpoint: srv.url, credentials: creds, timeouts: T });
     try {
       assertTimeout(await timed(() => store.get("k")), srv.url);
@@ -144,7 +163,17 @@ describe("a server that sends headers and then stalls the body", () => {
   it("STS AssumeRole ends with ENDPOINT_TIMEOUT naming the endpoint", async () => {
     const srv = await stallingBodyServer({ "content-type": "text/xml" }, "<AssumeRoleResponse><AssumeRoleResult>");
     try {
-      const r = await timed(() => assumeRole({ endpoint: srv.url, region: "us-east-1", base: creds, roleArn: "arn:aws:iam:::role/r", sessionName: "deadline", durationSeconds: 900, timeouts: T }));
+      const r = await timed(() =>
+        assumeRole({
+          endpoint: srv.url,
+          region: "us-east-1",
+          base: creds,
+          roleArn: "arn:aws:iam:::role/r",
+          sessionName: "deadline",
+          durationSeconds: 900,
+          timeouts: T,
+        }),
+      );
       assertTimeout(r, srv.url);
     } finally {
       await srv.close();
@@ -186,7 +215,12 @@ describe("large transfers to Ceph RGW that keep moving", () => {
   it("a 64 MiB single PutObject and GetObject pass with a 100 ms request deadline", async () => {
     const s = testServers();
     const props = await cephTarget().setup({ locks: false });
-    const store = await openStore({ bucket: props.bucket, endpoint: s.s3Endpoint, credentials: () => Promise.resolve({ accessKeyId: s.accessKey, secretAccessKey: s.secretKey }), timeouts: { ...SHORT, requestMs: 100 } });
+    const store = await openStore({
+      bucket: props.bucket,
+      endpoint: s.s3Endpoint,
+      credentials: () => Promise.resolve({ accessKeyId: s.accessKey, secretAccessKey: s.secretKey }),
+      timeouts: { ...SHORT, requestMs: 100 },
+    });
     try {
       const body = randomBytes(64 * MiB);
       const started = Date.now();

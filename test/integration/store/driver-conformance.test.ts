@@ -7,9 +7,15 @@ import { testServers } from "../../support/servers.js";
 import { uniqueName } from "../../support/targets.js";
 
 const s = testServers();
-const credentials = (): Promise<{ accessKeyId: string; secretAccessKey: string }> => Promise.resolve({ accessKeyId: s.accessKey, secretAccessKey: s.secretKey });
+const credentials = (): Promise<{ accessKeyId: string; secretAccessKey: string }> =>
+  Promise.resolve({ accessKeyId: s.accessKey, secretAccessKey: s.secretKey });
 /** A plain SDK client, for what no driver call makes (an upload left incomplete). */
-const sdk = new S3Client({ endpoint: s.s3Endpoint, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: s.accessKey, secretAccessKey: s.secretKey } });
+const sdk = new S3Client({
+  endpoint: s.s3Endpoint,
+  region: "us-east-1",
+  forcePathStyle: true,
+  credentials: { accessKeyId: s.accessKey, secretAccessKey: s.secretKey },
+});
 after(() => sdk.destroy());
 
 storeDriverSuite(

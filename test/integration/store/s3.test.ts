@@ -103,7 +103,11 @@ describe("S3Driver against Ceph RGW", () => {
     await d.put("shared/big", big);
     await d.put("shared/small", small);
     const seen: number[] = [];
-    const watched = await d.get("shared/big", { md5: true, sharedBody: true, onData: (body, filled) => seen.push(filled, body.buffer instanceof SharedArrayBuffer ? 1 : 0) });
+    const watched = await d.get("shared/big", {
+      md5: true,
+      sharedBody: true,
+      onData: (body, filled) => seen.push(filled, body.buffer instanceof SharedArrayBuffer ? 1 : 0),
+    });
     assert.ok(watched !== null && watched.body.equals(big));
     assert.ok(watched.body.buffer instanceof SharedArrayBuffer, "the outputs scan's worker reads it where it is");
     assert.equal(watched.md5, md5(big));
@@ -114,7 +118,10 @@ describe("S3Driver against Ceph RGW", () => {
     assert.ok(!(plain.body.buffer instanceof SharedArrayBuffer), "nobody watches: an ordinary buffer");
     const unshared = await d.get("shared/big", { md5: true, onData: () => undefined });
     assert.ok(unshared !== null && unshared.body.equals(big));
-    assert.ok(!(unshared.body.buffer instanceof SharedArrayBuffer), "watched by a caller that did not ask for shared memory (the server's GET): an ordinary buffer");
+    assert.ok(
+      !(unshared.body.buffer instanceof SharedArrayBuffer),
+      "watched by a caller that did not ask for shared memory (the server's GET): an ordinary buffer",
+    );
     const watchedSmall = await d.get("shared/small", { sharedBody: true, onData: () => undefined });
     assert.ok(watchedSmall !== null && watchedSmall.body.equals(small));
     assert.ok(!(watchedSmall.body.buffer instanceof SharedArrayBuffer), "below 1 MiB: an ordinary buffer");
@@ -143,7 +150,10 @@ describe("S3Driver against Ceph RGW", () => {
     assert.equal(got?.body.toString(), "{}");
 
     const acl = await sdk.send(new GetObjectAclCommand({ Bucket: BUCKET, Key: "meta" }));
-    assert.ok(acl.Grants?.some((g) => g.Grantee?.URI === ALL_USERS && g.Permission === "READ"), "public-read grants AllUsers READ");
+    assert.ok(
+      acl.Grants?.some((g) => g.Grantee?.URI === ALL_USERS && g.Permission === "READ"),
+      "public-read grants AllUsers READ",
+    );
     await d.put("private", Buffer.from("{}"), { acl: "private" });
     const acl2 = await sdk.send(new GetObjectAclCommand({ Bucket: BUCKET, Key: "private" }));
     assert.ok(!(acl2.Grants ?? []).some((g) => g.Grantee?.URI === ALL_USERS), "private grants nothing to AllUsers");
@@ -253,11 +263,28 @@ describe("S3Driver against Ceph RGW", () => {
   });
 
   it("listDetailed: each key under a prefix over several pages, with the size, time and ETag head reports", async () => {
-    for (const [k, body] of [["ld/b", "bb"], ["ld/a", "a"], ["ld/c/d", "ccc"], ["ldx", "x"]] as const) await d.put(k, Buffer.from(body));
+    for (const [k, body] of [
+      ["ld/b", "bb"],
+      ["ld/a", "a"],
+      ["ld/c/d", "ccc"],
+      ["ldx", "x"],
+    ] as const)
+      await d.put(k, Buffer.from(body));
     const mark = wire.length;
     const listed = await collect(d.listDetailed("ld/", { pageSize: 2 }));
-    assert.equal(wire.slice(mark).filter((r) => r.method === "GET" && /^\/[^/?]+\/?\?list-type=2/.test(r.path)).length, 2, "3 keys in pages of 2, no request per key");
-    assert.deepEqual(listed.map((o) => [o.key, o.size]), [["ld/a", 1], ["ld/b", 2], ["ld/c/d", 3]]);
+    assert.equal(
+      wire.slice(mark).filter((r) => r.method === "GET" && /^\/[^/?]+\/?\?list-type=2/.test(r.path)).length,
+      2,
+      "3 keys in pages of 2, no request per key",
+    );
+    assert.deepEqual(
+      listed.map((o) => [o.key, o.size]),
+      [
+        ["ld/a", 1],
+        ["ld/b", 2],
+        ["ld/c/d", 3],
+      ],
+    );
     for (const o of listed) {
       const h = await d.head(o.key);
       // A listing gives milliseconds, a HEAD's Last-Modified header whole seconds.
@@ -286,7 +313,8 @@ describe("S3Driver against Ceph RGW", () => {
       const bad = new S3Driver({ bucket: BUCKET, endpoint: servers.s3Endpoint, credentials: async () => creds });
       const denied = (e: unknown): boolean => {
         assert.ok(isObjstateError(e, "ACCESS_DENIED"), `${label}: ${String(e)}`);
-        for (const secret of [wrongSecret, servers.secretKey, creds.accessKeyId]) assert.ok(!e.message.includes(secret), `${label}: message leaks a credential: ${e.message}`);
+        for (const secret of [wrongSecret, servers.secretKey, creds.accessKeyId])
+          assert.ok(!e.message.includes(secret), `${label}: message leaks a credential: ${e.message}`);
         assert.match(e.message, /check the (access key|secret key)/);
         assert.ok(e.cause !== undefined);
         return true;

@@ -55,7 +55,18 @@ describe("SDK clients ignore the operator's AWS configuration", () => {
   /** Push, pull, lock, unlock and list with an assumed role; every command must succeed. */
   async function operate(env: Record<string, string>): Promise<void> {
     const props = await cephTarget().setup({ locks: true });
-    const flags = ["--bucket", props.bucket, "--endpoint", s.s3Endpoint, "--kvstore-endpoint", s.dynamoEndpoint, "--kvstore-table", props.kvstoreTable as string, "--assume-role-role-arn", s.roleArn];
+    const flags = [
+      "--bucket",
+      props.bucket,
+      "--endpoint",
+      s.s3Endpoint,
+      "--kvstore-endpoint",
+      s.dynamoEndpoint,
+      "--kvstore-table",
+      props.kvstoreTable as string,
+      "--assume-role-role-arn",
+      s.roleArn,
+    ];
     const all = { ...env, PROVIDER_ACCESS_KEY: s.accessKey, PROVIDER_SECRET_KEY: s.secretKey };
     const state = '{"version":4,"serial":1,"lineage":"iso","outputs":{},"resources":[]}';
     const push = await runCli(["state", "push", "-", ...flags], { input: state, env: all });

@@ -132,7 +132,7 @@ describe("objstate output --json against terraform output -json", { skip: TERRAF
     assert.match(theirs, /"token": 123456789012345678901234567890,\n/);
   });
 
-  it("without --show-sensitive, only the values of sensitive outputs differ: masked as \"<sensitive>\"", async () => {
+  it('without --show-sensitive, only the values of sensitive outputs differ: masked as "<sensitive>"', async () => {
     const tool = JSON.parse((await tf.ok(applied, ["output", "-json"])).stdout) as Record<string, Meta>;
     const masked = JSON.parse(objstate(["output", "--json"], "applied").stdout) as Record<string, Meta>;
     for (const [name, meta] of Object.entries(tool)) {

@@ -53,10 +53,22 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
       // The keys stay out of the synthesized files: the tool reads them from its environment.
       creds = { AWS_ACCESS_KEY_ID: s.accessKey, AWS_SECRET_ACCESS_KEY: s.secretKey };
     });
-    const settingsFlags = () => ["--bucket", props.bucket, "--endpoint", props.endpoint as string, "--kvstore-table", props.kvstoreTable as string, "--kvstore-endpoint", props.kvstoreEndpoint as string];
+    const settingsFlags = () => [
+      "--bucket",
+      props.bucket,
+      "--endpoint",
+      props.endpoint as string,
+      "--kvstore-table",
+      props.kvstoreTable as string,
+      "--kvstore-endpoint",
+      props.kvstoreEndpoint as string,
+    ];
 
     it("init, plan and apply in a named workspace; objstate reads the state (digest-checked) and its lock stops the tool", async () => {
-      const backendDoc = synth(["--for", "s3", "--lockfile", ...settingsFlags()], [/default workspace's state at tool\.tfstate, objstate at env:\/tool\.tfstate/]);
+      const backendDoc = synth(
+        ["--for", "s3", "--lockfile", ...settingsFlags()],
+        [/default workspace's state at tool\.tfstate, objstate at env:\/tool\.tfstate/],
+      );
       const dir = workdir("s3-producer", { "backend.tf.json": backendDoc, "main.tf.json": PRODUCER("from-terraform-s3") });
       await ok(dir, ["init", "-input=false"], creds);
       await ok(dir, ["workspace", "new", "staging"], creds);
@@ -88,7 +100,20 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
     it("with an empty prefix the default workspace is the same object too (no layout warning)", async () => {
       const own = await cephTarget().setup({ locks: true, extra: { prefix: "" } });
       const dir = workdir("s3-default", {
-        "backend.tf.json": synth(["--for", "s3", "--bucket", own.bucket, "--prefix", "", "--endpoint", own.endpoint as string, "--kvstore-table", own.kvstoreTable as string, "--kvstore-endpoint", own.kvstoreEndpoint as string]),
+        "backend.tf.json": synth([
+          "--for",
+          "s3",
+          "--bucket",
+          own.bucket,
+          "--prefix",
+          "",
+          "--endpoint",
+          own.endpoint as string,
+          "--kvstore-table",
+          own.kvstoreTable as string,
+          "--kvstore-endpoint",
+          own.kvstoreEndpoint as string,
+        ]),
         "main.tf.json": PRODUCER("default-workspace"),
       });
       await ok(dir, ["init", "-input=false"], creds);
@@ -105,7 +130,14 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
     it("remote states terraform applied and objstate wrote, read by terraform plan through data.terraform_remote_state", async () => {
       const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {} });
       try {
-        const state = { version: 4, terraform_version: VERSION, serial: 1, lineage: "0b5c4e0e-0000-4000-8000-000000000001", outputs: { y: { value: "from-objstate", type: "string" } }, resources: [] };
+        const state = {
+          version: 4,
+          terraform_version: VERSION,
+          serial: 1,
+          lineage: "0b5c4e0e-0000-4000-8000-000000000001",
+          outputs: { y: { value: "from-objstate", type: "string" } },
+          resources: [],
+        };
         await backend.writeState("prod", JSON.stringify(state));
       } finally {
         backend.close();
@@ -125,7 +157,10 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
     const password = { TF_HTTP_PASSWORD: "ci-password" };
     before(async () => {
       const cheap = { N: 1024, r: 8, p: 1 };
-      const users = parseUsers(JSON.stringify({ users: { ci: { password: await hashPassword("ci-password", cheap), roles: { "*": ["read", "write", "lock"] } } } }), "users.json");
+      const users = parseUsers(
+        JSON.stringify({ users: { ci: { password: await hashPassword("ci-password", cheap), roles: { "*": ["read", "write", "lock"] } } } }),
+        "users.json",
+      );
       backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(await embeddedTarget().setup({ locks: true })));
       server = await startServer(backend, { users });
     });
@@ -154,7 +189,10 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
     it("a remote state read by terraform plan through data.terraform_remote_state (the workspace in the address)", async () => {
       const propsFile = join(work, "http-remote.json");
       writeFileSync(propsFile, JSON.stringify({ remoteStates: { upstream: { bucket: "held-by-the-server", workspace: "prod" } } }));
-      const dir = workdir("http-consumer", { "remote.tf.json": synth(["--for", "http", "--serve-url", server.url, "--username", "ci", propsFile]), "main.tf.json": CONSUMER("upstream") });
+      const dir = workdir("http-consumer", {
+        "remote.tf.json": synth(["--for", "http", "--serve-url", server.url, "--username", "ci", propsFile]),
+        "main.tf.json": CONSUMER("upstream"),
+      });
       assert.equal(await plannedZ(dir, password), "from-terraform-http");
     });
   });
@@ -191,7 +229,10 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
       const dir = workdir("readme-http", { "backend.tf": block.replaceAll("http://127.0.0.1:8080", server.url), "main.tf.json": PRODUCER("from-the-readme") });
       await ok(dir, ["init", "-input=false"], ci);
       await ok(dir, ["apply", "-input=false", "-auto-approve"], ci);
-      assert.equal((JSON.parse(((await backend.readState("prod")) as Buffer).toString("utf8")) as { outputs: { y: { value: string } } }).outputs.y.value, "from-the-readme");
+      assert.equal(
+        (JSON.parse(((await backend.readState("prod")) as Buffer).toString("utf8")) as { outputs: { y: { value: string } } }).outputs.y.value,
+        "from-the-readme",
+      );
 
       // CI's run crashed holding the lock.
       const left = await backend.lock("prod", { owner: "ci", operation: "OperationTypeApply" });
@@ -210,9 +251,16 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
     // What a failure at configuration looks like: an argument the backend does not have, or a value it refuses.
     const CONFIG_ERROR = /Unsupported argument|Invalid backend configuration|An argument named|Missing required argument|Invalid value|must be a valid/;
     // What a failure at the network step looks like: a request to the (closed) endpoint that found no one.
-    const NETWORK_ERROR = () => new RegExp(`127\\.0\\.0\\.1:${closed}[^]*(connection refused|net\\.OpError)|(connection refused|net\\.OpError)[^]*127\\.0\\.0\\.1:${closed}`);
+    const NETWORK_ERROR = () =>
+      new RegExp(`127\\.0\\.0\\.1:${closed}[^]*(connection refused|net\\.OpError)|(connection refused|net\\.OpError)[^]*127\\.0\\.0\\.1:${closed}`);
     const fakeKeys = { ALICLOUD_ACCESS_KEY: "fake-access-key", ALICLOUD_SECRET_KEY: "fake-secret-key" };
-    const settings = () => ({ bucket: "state-bucket", endpoint: `http://127.0.0.1:${closed}`, kvstoreTable: "state-locks", kvstoreEndpoint: `http://127.0.0.1:${closed}`, region: "cn-hangzhou" });
+    const settings = () => ({
+      bucket: "state-bucket",
+      endpoint: `http://127.0.0.1:${closed}`,
+      kvstoreTable: "state-locks",
+      kvstoreEndpoint: `http://127.0.0.1:${closed}`,
+      region: "cn-hangzhou",
+    });
 
     it("init accepts every argument objstate writes for it and fails only when it reaches the network", async () => {
       // Every field the oss backend has an argument for (the deprecated block too); its endpoints at the closed port.
@@ -237,7 +285,13 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
       };
       const configFile = join(work, "oss-settings.json");
       writeFileSync(configFile, JSON.stringify(every));
-      const dir = workdir("oss-backend", { "backend.tf.json": synth(["--for", "oss", "--config", configFile], [/accessKey is written/, /secretKey is written/, /securityToken is written/, /assumeRole block is deprecated/]), "main.tf.json": PRODUCER("unused") });
+      const dir = workdir("oss-backend", {
+        "backend.tf.json": synth(
+          ["--for", "oss", "--config", configFile],
+          [/accessKey is written/, /secretKey is written/, /securityToken is written/, /assumeRole block is deprecated/],
+        ),
+        "main.tf.json": PRODUCER("unused"),
+      });
       const r = await terraform(dir, ["init", "-input=false", "-no-color"], fakeKeys);
       assert.equal(r.code, 1, r.stdout);
       assert.doesNotMatch(r.stderr, CONFIG_ERROR);

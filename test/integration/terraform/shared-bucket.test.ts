@@ -80,7 +80,11 @@ describe("objstate (layout s3) and terraform's S3 backend share a bucket", { ski
       const pulled = (): TfState => JSON.parse(pulledBytes()) as TfState;
       const tfOutput = async (name: string): Promise<string> => (await sandbox.ok(dir, ["output", "-raw", name], tfEnv)).stdout;
       const digestItem = async () => {
-        const table = await openLockTable({ table: props.kvstoreTable as string, endpoint: props.kvstoreEndpoint as string, credentials: () => Promise.resolve({ accessKeyId: testServers().accessKey, secretAccessKey: testServers().secretKey }) });
+        const table = await openLockTable({
+          table: props.kvstoreTable as string,
+          endpoint: props.kvstoreEndpoint as string,
+          credentials: () => Promise.resolve({ accessKeyId: testServers().accessKey, secretAccessKey: testServers().secretKey }),
+        });
         try {
           return await table.getDigest(`${props.bucket}/tool.tfstate-md5`);
         } finally {
@@ -112,7 +116,11 @@ describe("objstate (layout s3) and terraform's S3 backend share a bucket", { ski
         assert.equal(s3["dynamodb_table"], mode.table ? props.kvstoreTable : undefined);
         dir = sandbox.workdir(props.bucket, { "backend.tf.json": doc, "main.tf.json": PRODUCER("v1") });
         await sandbox.ok(dir, ["init", "-input=false"], tfEnv);
-        assert.deepEqual((JSON.parse(objstateOk(["config", "--json"]).stdout) as { layout: unknown }).layout, { value: "s3", source: "explicit", from: `${cfg} (objstate.layout)` });
+        assert.deepEqual((JSON.parse(objstateOk(["config", "--json"]).stdout) as { layout: unknown }).layout, {
+          value: "s3",
+          source: "explicit",
+          from: `${cfg} (objstate.layout)`,
+        });
       });
 
       it("terraform applies; objstate pulls it and reads its outputs (and, with versions, its history, diff and rollback)", async () => {
@@ -122,21 +130,34 @@ describe("objstate (layout s3) and terraform's S3 backend share a bucket", { ski
         assert.equal(objstateOk(["output", "y", "--raw"]).stdout, "v1");
         if (!mode.table) return;
 
-        const v1 = (JSON.parse(objstateOk(["state", "history", "--json"]).stdout) as { path: string; versions: Array<{ versionId: string; serial: number; writer: string }> });
+        const v1 = JSON.parse(objstateOk(["state", "history", "--json"]).stdout) as {
+          path: string;
+          versions: Array<{ versionId: string; serial: number; writer: string }>;
+        };
         assert.equal(v1.path, `${props.bucket}/tool.tfstate`);
         sandbox.write(dir, { "main.tf.json": PRODUCER("v2") });
         await sandbox.ok(dir, ["apply", "-input=false", "-auto-approve"], tfEnv);
         const second = pulled();
         assert.equal(second.outputs["y"]?.value, "v2");
         assert.ok(second.serial > first.serial);
-        const history = JSON.parse(objstateOk(["state", "history", "--json"]).stdout) as { versions: Array<{ versionId: string; serial: number; writer: string }> };
+        const history = JSON.parse(objstateOk(["state", "history", "--json"]).stdout) as {
+          versions: Array<{ versionId: string; serial: number; writer: string }>;
+        };
         assert.equal(history.versions[0]?.serial, second.serial);
-        assert.ok(history.versions.every((v) => v.writer === "other"), JSON.stringify(history.versions));
+        assert.ok(
+          history.versions.every((v) => v.writer === "other"),
+          JSON.stringify(history.versions),
+        );
         const v1Id = v1.versions[0]?.versionId as string;
         assert.ok(history.versions.some((v) => v.versionId === v1Id));
 
-        const diff = JSON.parse(objstateOk(["state", "diff", "--json", "--from", v1Id]).stdout) as { outputs: { changed: Array<{ name: string; before: unknown; after: unknown }> } };
-        assert.deepEqual(diff.outputs.changed.map((c) => [c.name, c.before, c.after]), [["y", "v1", "v2"]]);
+        const diff = JSON.parse(objstateOk(["state", "diff", "--json", "--from", v1Id]).stdout) as {
+          outputs: { changed: Array<{ name: string; before: unknown; after: unknown }> };
+        };
+        assert.deepEqual(
+          diff.outputs.changed.map((c) => [c.name, c.before, c.after]),
+          [["y", "v1", "v2"]],
+        );
 
         // objstate's rollback is a write terraform reads (digest-checked) and plans against.
         const rolled = JSON.parse(objstateOk(["state", "rollback", "--to", v1Id, "--yes", "--json"]).stdout) as { serial: number };
@@ -173,7 +194,10 @@ describe("objstate (layout s3) and terraform's S3 backend share a bucket", { ski
         if (mode.table) assert.deepEqual(await digestItem(), { digest: md5Of(appliedBytes), generation: 0, lockId: undefined });
 
         // objstate writes over terraform's: committed from generation 0; terraform reads it.
-        objstateOk(["state", "push", "-"], JSON.stringify({ ...applied, serial: applied.serial + 1, outputs: { ...applied.outputs, y: { value: "v1-by-objstate", type: "string" } } }));
+        objstateOk(
+          ["state", "push", "-"],
+          JSON.stringify({ ...applied, serial: applied.serial + 1, outputs: { ...applied.outputs, y: { value: "v1-by-objstate", type: "string" } } }),
+        );
         if (mode.table) assert.equal((await digestItem())?.generation, 1);
         assert.equal(await tfOutput("y"), "v1-by-objstate");
         await sandbox.ok(dir, ["apply", "-input=false", "-auto-approve"], tfEnv);
@@ -217,7 +241,11 @@ describe("objstate (layout s3) and terraform's S3 backend share a bucket", { ski
         try {
           // The provisioner runs inside the apply, which holds the state lock until it ends.
           await apply.matches("stdout", /terraform_data\.hold \(local-exec\): Executing/);
-          const next = JSON.stringify({ ...before, serial: before.serial + 100, outputs: { ...before.outputs, y: { value: "after-waiting", type: "string" } } });
+          const next = JSON.stringify({
+            ...before,
+            serial: before.serial + 100,
+            outputs: { ...before.outputs, y: { value: "after-waiting", type: "string" } },
+          });
           const refused = objstate(["state", "push", "-"], next);
           assert.equal(refused.code, EXIT.locked, refused.stderr);
           assert.match(refused.stderr, /is locked: ID [0-9a-f-]{36}, held by .* for OperationTypeApply/);
@@ -241,8 +269,14 @@ describe("objstate (layout s3) and terraform's S3 backend share a bucket", { ski
         await sandbox.ok(dir, ["workspace", "new", "staging"], tfEnv);
         await sandbox.ok(dir, ["workspace", "select", "default"], tfEnv);
         objstateOk(["workspace", "new", "qa"]);
-        assert.deepEqual((JSON.parse(objstateOk(["workspace", "list", "--json"]).stdout) as { name: string }[]).map((w) => w.name), ["default", "qa", "staging"]);
-        const listed = (await sandbox.ok(dir, ["workspace", "list"], tfEnv)).stdout.split("\n").map((l) => l.replace(/^\*?\s*/, "")).filter((l) => l !== "");
+        assert.deepEqual(
+          (JSON.parse(objstateOk(["workspace", "list", "--json"]).stdout) as { name: string }[]).map((w) => w.name),
+          ["default", "qa", "staging"],
+        );
+        const listed = (await sandbox.ok(dir, ["workspace", "list"], tfEnv)).stdout
+          .split("\n")
+          .map((l) => l.replace(/^\*?\s*/, ""))
+          .filter((l) => l !== "");
         assert.deepEqual(listed, ["default", "qa", "staging"]);
       });
     });

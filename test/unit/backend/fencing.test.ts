@@ -17,7 +17,10 @@ describe("guardRefusal (the tool's CheckValidImport)", () => {
     assert.equal(guardRefusal(stored("", 9), {}, "x"), undefined);
   });
   it("refuses another lineage, a lower or missing serial, and the same serial; accepts a higher one", () => {
-    assert.match(guardRefusal(stored("l", 5), { lineage: "m", serial: 6 }, "b/k")?.message ?? "", /another lineage over b\/k \(stored: lineage l, serial 5; new: lineage m, serial 6\)/);
+    assert.match(
+      guardRefusal(stored("l", 5), { lineage: "m", serial: 6 }, "b/k")?.message ?? "",
+      /another lineage over b\/k \(stored: lineage l, serial 5; new: lineage m, serial 6\)/,
+    );
     assert.equal(guardRefusal(stored("l", 5), { lineage: "m", serial: 6 }, "x")?.code, "STATE_CONFLICT");
     assert.match(guardRefusal(stored("l", 5), { lineage: "l", serial: 4 }, "x")?.message ?? "", /older state/);
     assert.match(guardRefusal(stored("l", 5), { lineage: "l" }, "x")?.message ?? "", /older state.*serial \(none\)/);
@@ -39,7 +42,14 @@ describe("normalizeDigest", () => {
 
 describe("state headers", () => {
   it("finds the top-level lineage and serial, not nested ones, in whole states and in any prefix", () => {
-    const doc = JSON.stringify({ version: 4, meta: { serial: 99, lineage: "nested" }, "ser\\u0069al": 0, serial: 7, lineage: "top", resources: [{ serial: 1 }] });
+    const doc = JSON.stringify({
+      version: 4,
+      meta: { serial: 99, lineage: "nested" },
+      "ser\\u0069al": 0,
+      serial: 7,
+      lineage: "top",
+      resources: [{ serial: 1 }],
+    });
     const bytes = Buffer.from(doc);
     const at = doc.indexOf('"serial":7') + '"serial":'.length;
     // serialAt: where a rollback writes the new serial, leaving every other byte as it was.
@@ -77,7 +87,11 @@ describe("state headers", () => {
     assert.equal(isEmptyState({ version: 4, outputs: { a: { value: 1 } }, resources: [] }), false);
     assert.equal(isEmptyState({ version: 4, resources: [{}] }), false);
     assert.equal(isEmptyState({ version: 3, modules: [{ path: ["root"], outputs: {}, resources: {} }] }), true);
-    assert.equal(isEmptyState({ version: 3, modules: [{ path: ["root", "net"], outputs: { x: 1 }, resources: {} }] }), true, "child module outputs do not count");
+    assert.equal(
+      isEmptyState({ version: 3, modules: [{ path: ["root", "net"], outputs: { x: 1 }, resources: {} }] }),
+      true,
+      "child module outputs do not count",
+    );
     assert.equal(isEmptyState({ version: 3, modules: [{ path: ["root", "net"], resources: { "a.b": {} } }] }), false);
     assert.equal(stateHeader(Buffer.from('{"version":4,"serial":2,"lineage":"x","resources":[]}'), true, "s").empty, true);
     assert.throws(() => stateHeader(Buffer.from("{"), true, "the stored state"), { code: "STATE_INVALID" });

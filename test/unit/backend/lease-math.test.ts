@@ -21,7 +21,10 @@ describe("lease arithmetic", () => {
     assert.equal(isExpired(undefined, Number.MAX_SAFE_INTEGER, 0), false);
   });
   it("refuses a ttl below one second", () => {
-    assert.throws(() => checkTtl(999, "ttl"), (e) => isObjstateError(e, "INVALID_LOCK_TTL"));
+    assert.throws(
+      () => checkTtl(999, "ttl"),
+      (e) => isObjstateError(e, "INVALID_LOCK_TTL"),
+    );
     assert.equal(checkTtl(1_000, "ttl"), 1_000);
     assert.equal(checkTtl(undefined, "ttl"), undefined);
   });

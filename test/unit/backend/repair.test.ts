@@ -27,7 +27,10 @@ describe("repair on the embedded store", () => {
     assert.equal((await b.leftovers()).filter((l) => l.kind === "temp-file").length, 2);
     const report = await b.repairState("default");
     assert.equal(report.action, "ok");
-    assert.deepEqual(report.leftoversRemoved.map((l) => l.since?.getTime()), [twoHoursAgo.getTime()]);
+    assert.deepEqual(
+      report.leftoversRemoved.map((l) => l.since?.getTime()),
+      [twoHoursAgo.getTime()],
+    );
     assert.equal(report.leftoversKept.length, 1);
     const names = readdirSync(dir);
     assert.ok(!names.includes(old.slice(dir.length + 1)), "the old temp file is gone");

@@ -30,10 +30,20 @@ function configJson(args: string[], env: Record<string, string | undefined> = {}
 
 describe("AWS_REGION and AWS_ENDPOINT_URL* after the seed's settings", () => {
   it("region: PROVIDER_REGION > AWS_REGION > AWS_DEFAULT_REGION, each with its source", () => {
-    assert.deepEqual(configJson([], { AWS_REGION: "eu-west-1", AWS_DEFAULT_REGION: "eu-west-2" }).settings["region"], { value: "eu-west-1", source: "aws:env:AWS_REGION" });
+    assert.deepEqual(configJson([], { AWS_REGION: "eu-west-1", AWS_DEFAULT_REGION: "eu-west-2" }).settings["region"], {
+      value: "eu-west-1",
+      source: "aws:env:AWS_REGION",
+    });
     assert.deepEqual(configJson([], { AWS_DEFAULT_REGION: "eu-west-2" }).settings["region"], { value: "eu-west-2", source: "aws:env:AWS_DEFAULT_REGION" });
-    assert.deepEqual(configJson([], { PROVIDER_REGION: "us-west-2", AWS_REGION: "eu-west-1" }).settings["region"], { value: "us-west-2", source: "env:PROVIDER_REGION" });
-    assert.deepEqual(configJson(["--region", "ap-south-1"], { AWS_REGION: "eu-west-1" }).settings["region"], { value: "ap-south-1", source: "explicit", from: "--region" } as Shown);
+    assert.deepEqual(configJson([], { PROVIDER_REGION: "us-west-2", AWS_REGION: "eu-west-1" }).settings["region"], {
+      value: "us-west-2",
+      source: "env:PROVIDER_REGION",
+    });
+    assert.deepEqual(configJson(["--region", "ap-south-1"], { AWS_REGION: "eu-west-1" }).settings["region"], {
+      value: "ap-south-1",
+      source: "explicit",
+      from: "--region",
+    } as Shown);
   });
 
   it("--help names the AWS variables after the seed's", () => {
@@ -43,22 +53,41 @@ describe("AWS_REGION and AWS_ENDPOINT_URL* after the seed's settings", () => {
   });
 
   it("endpoints: the service's variable before AWS_ENDPOINT_URL, both after the seed's", () => {
-    const aws = { AWS_ENDPOINT_URL: "http://127.0.0.1:7000", AWS_ENDPOINT_URL_S3: "http://127.0.0.1:7001", AWS_ENDPOINT_URL_DYNAMODB: "http://127.0.0.1:7002", AWS_ENDPOINT_URL_STS: "http://127.0.0.1:7003" };
+    const aws = {
+      AWS_ENDPOINT_URL: "http://127.0.0.1:7000",
+      AWS_ENDPOINT_URL_S3: "http://127.0.0.1:7001",
+      AWS_ENDPOINT_URL_DYNAMODB: "http://127.0.0.1:7002",
+      AWS_ENDPOINT_URL_STS: "http://127.0.0.1:7003",
+    };
     const all = configJson([], aws).settings;
     assert.deepEqual(all["endpoint"], { value: "http://127.0.0.1:7001", source: "aws:env:AWS_ENDPOINT_URL_S3" });
     assert.deepEqual(all["kvstoreEndpoint"], { value: "http://127.0.0.1:7002", source: "aws:env:AWS_ENDPOINT_URL_DYNAMODB" });
     assert.deepEqual(all["stsEndpoint"], { value: "http://127.0.0.1:7003", source: "aws:env:AWS_ENDPOINT_URL_STS" });
     const general = configJson([], { AWS_ENDPOINT_URL: "http://127.0.0.1:7000" }).settings;
-    for (const f of ["endpoint", "kvstoreEndpoint", "stsEndpoint"]) assert.deepEqual(general[f], { value: "http://127.0.0.1:7000", source: "aws:env:AWS_ENDPOINT_URL" }, f);
-    const seed = configJson(["--kvstore-endpoint", "http://127.0.0.1:8002"], { ...aws, PROVIDER_OBJECT_STORE_ENDPOINT: "http://127.0.0.1:8001", PROVIDER_STS_ENDPOINT: "http://127.0.0.1:8003" }).settings;
-    assert.deepEqual([seed["endpoint"]?.source, seed["kvstoreEndpoint"]?.source, seed["stsEndpoint"]?.source], ["env:PROVIDER_OBJECT_STORE_ENDPOINT", "explicit", "env:PROVIDER_STS_ENDPOINT"]);
+    for (const f of ["endpoint", "kvstoreEndpoint", "stsEndpoint"])
+      assert.deepEqual(general[f], { value: "http://127.0.0.1:7000", source: "aws:env:AWS_ENDPOINT_URL" }, f);
+    const seed = configJson(["--kvstore-endpoint", "http://127.0.0.1:8002"], {
+      ...aws,
+      PROVIDER_OBJECT_STORE_ENDPOINT: "http://127.0.0.1:8001",
+      PROVIDER_STS_ENDPOINT: "http://127.0.0.1:8003",
+    }).settings;
+    assert.deepEqual(
+      [seed["endpoint"]?.source, seed["kvstoreEndpoint"]?.source, seed["stsEndpoint"]?.source],
+      ["env:PROVIDER_OBJECT_STORE_ENDPOINT", "explicit", "env:PROVIDER_STS_ENDPOINT"],
+    );
   });
 
   it("STS: the seed's own http object-store endpoint keeps STS (as before); an AWS variable takes it only otherwise", () => {
     const sts = { AWS_ENDPOINT_URL_STS: "http://127.0.0.1:7003" };
     assert.deepEqual(configJson(["--endpoint", "http://127.0.0.1:8001"], sts).settings["stsEndpoint"], { value: null, source: "unset" });
-    assert.deepEqual(configJson(["--endpoint", "file:./store"], sts).settings["stsEndpoint"], { value: "http://127.0.0.1:7003", source: "aws:env:AWS_ENDPOINT_URL_STS" });
-    assert.deepEqual(configJson([], { ...sts, AWS_ENDPOINT_URL_S3: "http://127.0.0.1:7001" }).settings["stsEndpoint"], { value: "http://127.0.0.1:7003", source: "aws:env:AWS_ENDPOINT_URL_STS" });
+    assert.deepEqual(configJson(["--endpoint", "file:./store"], sts).settings["stsEndpoint"], {
+      value: "http://127.0.0.1:7003",
+      source: "aws:env:AWS_ENDPOINT_URL_STS",
+    });
+    assert.deepEqual(configJson([], { ...sts, AWS_ENDPOINT_URL_S3: "http://127.0.0.1:7001" }).settings["stsEndpoint"], {
+      value: "http://127.0.0.1:7003",
+      source: "aws:env:AWS_ENDPOINT_URL_STS",
+    });
   });
 
   it("an AWS endpoint with a path is refused, naming the variable (exit 2); one the seed overrides is not even read", () => {
@@ -68,7 +97,10 @@ describe("AWS_REGION and AWS_ENDPOINT_URL* after the seed's settings", () => {
     const d = runCli(["config", "--bucket", "b-1"], { env: { AWS_ENDPOINT_URL: "https://s3.example.com/x" } });
     assert.equal(d.code, 2, d.stderr);
     assertOneLineError(d, /AWS_ENDPOINT_URL \(for endpoint\)/);
-    assert.equal(runCli(["config", "--bucket", "b-1", "--endpoint", "http://127.0.0.1:1"], { env: { AWS_ENDPOINT_URL_S3: "http://127.0.0.1:7001/bucket" } }).code, 0);
+    assert.equal(
+      runCli(["config", "--bucket", "b-1", "--endpoint", "http://127.0.0.1:1"], { env: { AWS_ENDPOINT_URL_S3: "http://127.0.0.1:7001/bucket" } }).code,
+      0,
+    );
     const region = runCli(["config", "--bucket", "b-1"], { env: { AWS_REGION: "eu west" } });
     assert.equal(region.code, 2, region.stderr);
     assertOneLineError(region, /AWS_REGION \(for region\) must be a region name/);
@@ -77,9 +109,14 @@ describe("AWS_REGION and AWS_ENDPOINT_URL* after the seed's settings", () => {
 
 describe("config names the AWS credential source without contacting anything", () => {
   const http = ["--endpoint", "http://127.0.0.1:1"];
-  const creds = (): string => file("[default]\naws_access_key_id = AKFILE\naws_secret_access_key = file-secret-value\n[dev]\naws_access_key_id = AKDEV\naws_secret_access_key = file-secret-value\n");
+  const creds = (): string =>
+    file(
+      "[default]\naws_access_key_id = AKFILE\naws_secret_access_key = file-secret-value\n[dev]\naws_access_key_id = AKDEV\naws_secret_access_key = file-secret-value\n",
+    );
   const config = (): string =>
-    file("[profile proc]\ncredential_process = /nonexistent/get-creds --token SECRET-IN-ARGS\n[profile sso]\nsso_session = corp\nsso_role_name = ci\n[profile role]\nrole_arn = arn:aws:iam:::role/deployer\nsource_profile = dev\n");
+    file(
+      "[profile proc]\ncredential_process = /nonexistent/get-creds --token SECRET-IN-ARGS\n[profile sso]\nsso_session = corp\nsso_role_name = ci\n[profile role]\nrole_arn = arn:aws:iam:::role/deployer\nsource_profile = dev\n",
+    );
 
   it("each source, in the chain's order, and a seed source before all of them", () => {
     const c = creds();
@@ -93,16 +130,30 @@ describe("config names the AWS credential source without contacting anything", (
     assert.equal(plan({ AWS_PROFILE: "sso" }), `aws:sso:sso (SSO in ${cfg})`);
     assert.equal(plan({ AWS_PROFILE: "role" }), `aws:profile:role (role_arn through STS from source_profile dev in ${cfg})`);
     const none = { AWS_CONFIG_FILE: undefined, AWS_SHARED_CREDENTIALS_FILE: undefined, HOME: dir };
-    assert.equal(plan({ ...none, AWS_WEB_IDENTITY_TOKEN_FILE: "/var/run/token", AWS_ROLE_ARN: "arn:aws:iam::1:role/ci" }), "aws:web-identity (AWS_WEB_IDENTITY_TOKEN_FILE, role arn:aws:iam::1:role/ci through STS)");
-    assert.equal(plan({ ...none, AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: "/v2/credentials/x" }), "aws:container-metadata (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: the container credentials service at http://169.254.170.2/v2/credentials/x)");
+    assert.equal(
+      plan({ ...none, AWS_WEB_IDENTITY_TOKEN_FILE: "/var/run/token", AWS_ROLE_ARN: "arn:aws:iam::1:role/ci" }),
+      "aws:web-identity (AWS_WEB_IDENTITY_TOKEN_FILE, role arn:aws:iam::1:role/ci through STS)",
+    );
+    assert.equal(
+      plan({ ...none, AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: "/v2/credentials/x" }),
+      "aws:container-metadata (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: the container credentials service at http://169.254.170.2/v2/credentials/x)",
+    );
     assert.equal(plan({ ...none, AWS_EC2_METADATA_DISABLED: undefined }), "aws:instance-metadata (the EC2 metadata service at http://169.254.169.254)");
     assert.equal(plan({ ...none }), "none: no access key and no compute role; nothing for the AWS chain either");
-    assert.equal(plan({ PROVIDER_ACCESS_KEY: "AK-SEED", PROVIDER_SECRET_KEY: "seed-secret", AWS_ACCESS_KEY_ID: "AKENV", AWS_SECRET_ACCESS_KEY: "env-secret-value" }), "static keys (env:PROVIDER_ACCESS_KEY)");
-    assert.equal(plan({ PROVIDER_ASSUME_ROLE_ARN: "arn:aws:iam:::role/seed", AWS_PROFILE: "dev" }), `aws:profile:dev (static keys in ${c}), then role arn:aws:iam:::role/seed (env:PROVIDER_ASSUME_ROLE_ARN) through STS`);
+    assert.equal(
+      plan({ PROVIDER_ACCESS_KEY: "AK-SEED", PROVIDER_SECRET_KEY: "seed-secret", AWS_ACCESS_KEY_ID: "AKENV", AWS_SECRET_ACCESS_KEY: "env-secret-value" }),
+      "static keys (env:PROVIDER_ACCESS_KEY)",
+    );
+    assert.equal(
+      plan({ PROVIDER_ASSUME_ROLE_ARN: "arn:aws:iam:::role/seed", AWS_PROFILE: "dev" }),
+      `aws:profile:dev (static keys in ${c}), then role arn:aws:iam:::role/seed (env:PROVIDER_ASSUME_ROLE_ARN) through STS`,
+    );
   });
 
   it("the text form says the same on its credentials line, and no secret is printed", () => {
-    const r = runCli(["config", "--bucket", "b-1", ...http], { env: { AWS_CONFIG_FILE: config(), AWS_PROFILE: "proc", AWS_REGION: "eu-west-1", AWS_ACCESS_KEY_ID: "AKENV", AWS_SECRET_ACCESS_KEY: "env-secret-value" } });
+    const r = runCli(["config", "--bucket", "b-1", ...http], {
+      env: { AWS_CONFIG_FILE: config(), AWS_PROFILE: "proc", AWS_REGION: "eu-west-1", AWS_ACCESS_KEY_ID: "AKENV", AWS_SECRET_ACCESS_KEY: "env-secret-value" },
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^region +eu-west-1 +aws:env:AWS_REGION$/m);
     assert.match(r.stdout, /^credentials: aws:process:proc \(credential_process in .+\)$/m);
@@ -112,7 +163,9 @@ describe("config names the AWS credential source without contacting anything", (
 
 describe("doctor lists every source tried when none gives credentials", () => {
   it("the seed's sources and each AWS step, in order, with why, on the credentials line; nothing secret", () => {
-    const r = runCli(["doctor", "--bucket", "b-1", "--endpoint", "http://127.0.0.1:1"], { env: { AWS_PROFILE: "absent", AWS_ACCESS_KEY_ID: "AKENV", AWS_SECRET_ACCESS_KEY: "env-secret-value" } });
+    const r = runCli(["doctor", "--bucket", "b-1", "--endpoint", "http://127.0.0.1:1"], {
+      env: { AWS_PROFILE: "absent", AWS_ACCESS_KEY_ID: "AKENV", AWS_SECRET_ACCESS_KEY: "env-secret-value" },
+    });
     assert.equal(r.code, 1);
     const line = r.stdout.split("\n").find((l) => l.startsWith("FAIL  credentials:")) ?? "";
     const tried = /tried, in order: (.*) — fix:/.exec(line)?.[1] ?? "";

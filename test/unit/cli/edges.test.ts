@@ -44,7 +44,8 @@ describe("CLI: workspaces . and .. are refused with exit 2, before anything is w
   }
 
   it("a prefix with a . or .. segment", () => {
-    for (const prefix of ["..", "env:/..", "a/./b"]) usage(runCli(["state", "push", "-", ...base, "--prefix", prefix], { input: "{}" }), /prefix must be .*no '\.' or '\.\.' segment/);
+    for (const prefix of ["..", "env:/..", "a/./b"])
+      usage(runCli(["state", "push", "-", ...base, "--prefix", prefix], { input: "{}" }), /prefix must be .*no '\.' or '\.\.' segment/);
   });
 
   it("nothing was created in the store", () => {
@@ -60,27 +61,52 @@ describe("CLI: workspaces . and .. are refused with exit 2, before anything is w
 
 describe("CLI: a workspace name over the limit is refused with exit 2, naming the limit", () => {
   it("-w, --workspace and workspace new with 129 and 300 characters, never quoting the store's key", () => {
-    const own = ["--bucket", "long-names", "--endpoint", `file://${join(work, "long-names")}`, "--kvstore-endpoint", `file://${join(work, "long-names")}`, "--kvstore-table", "locks"];
+    const own = [
+      "--bucket",
+      "long-names",
+      "--endpoint",
+      `file://${join(work, "long-names")}`,
+      "--kvstore-endpoint",
+      `file://${join(work, "long-names")}`,
+      "--kvstore-table",
+      "locks",
+    ];
     assert.equal(runCli(["workspace", "new", "short", ...own]).code, 0);
     for (const name of ["w".repeat(129), "w".repeat(300)]) {
-      for (const r of [runCli(["state", "pull", "-w", name, ...own]), runCli(["state", "push", "-", "--workspace", name, ...own], { input: '{"version": 4, "serial": 1, "lineage": "l", "outputs": {}, "resources": []}' }), runCli(["workspace", "new", name, ...own])]) {
+      for (const r of [
+        runCli(["state", "pull", "-w", name, ...own]),
+        runCli(["state", "push", "-", "--workspace", name, ...own], { input: '{"version": 4, "serial": 1, "lineage": "l", "outputs": {}, "resources": []}' }),
+        runCli(["workspace", "new", name, ...own]),
+      ]) {
         usage(r, /workspace names may have at most 128 characters/);
         assert.doesNotMatch(r.stderr, /tool\.tfstate|object key/);
       }
     }
-    assert.deepEqual(runCli(["workspace", "list", ...own]).stdout.split("\n").map((l) => l.replace(/^\*?\s*/, "")).filter((l) => l !== ""), ["default", "short"]);
+    assert.deepEqual(
+      runCli(["workspace", "list", ...own])
+        .stdout.split("\n")
+        .map((l) => l.replace(/^\*?\s*/, ""))
+        .filter((l) => l !== ""),
+      ["default", "short"],
+    );
   });
 });
 
 describe("CLI: endpoints with a path are refused with exit 2", () => {
   it("from a flag, naming the flag", () => {
-    usage(runCli(["state", "pull", "--bucket", "state-bucket", "--endpoint", "http://127.0.0.1:1/other-bucket"]), /--endpoint must be .*no path, query or fragment/);
+    usage(
+      runCli(["state", "pull", "--bucket", "state-bucket", "--endpoint", "http://127.0.0.1:1/other-bucket"]),
+      /--endpoint must be .*no path, query or fragment/,
+    );
     usage(runCli(["state", "pull", ...base, "--kvstore-table", "locks", "--kvstore-endpoint", "http://127.0.0.1:1/x?y"]), /--kvstore-endpoint must be/);
     usage(runCli(["state", "pull", ...base, "--sts-endpoint", "http://127.0.0.1:1/#x"]), /--sts-endpoint must be/);
   });
 
   it("from an environment variable, naming the variable", () => {
-    usage(runCli(["state", "pull", "--bucket", "state-bucket"], { env: { PROVIDER_OBJECT_STORE_ENDPOINT: "http://127.0.0.1:1/other-bucket" } }), /PROVIDER_OBJECT_STORE_ENDPOINT \(for endpoint\) must be/);
+    usage(
+      runCli(["state", "pull", "--bucket", "state-bucket"], { env: { PROVIDER_OBJECT_STORE_ENDPOINT: "http://127.0.0.1:1/other-bucket" } }),
+      /PROVIDER_OBJECT_STORE_ENDPOINT \(for endpoint\) must be/,
+    );
     usage(runCli(["config", ...base], { env: { PROVIDER_STS_ENDPOINT: "http://127.0.0.1:1/p" } }), /PROVIDER_STS_ENDPOINT \(for stsEndpoint\) must be/);
   });
 });
@@ -100,7 +126,9 @@ describe("CLI: credentials inside an endpoint URL are never printed", () => {
 
   it("objstate doctor", async () => {
     const port = await closedPort();
-    const r = runCli(["doctor", "--bucket", "state-bucket", "--endpoint", `http://user:${password}@127.0.0.1:${port}`], { env: { PROVIDER_ACCESS_KEY: "AK", PROVIDER_SECRET_KEY: "SK" } });
+    const r = runCli(["doctor", "--bucket", "state-bucket", "--endpoint", `http://user:${password}@127.0.0.1:${port}`], {
+      env: { PROVIDER_ACCESS_KEY: "AK", PROVIDER_SECRET_KEY: "SK" },
+    });
     assert.notEqual(r.code, 0);
     assert.ok(!(r.stdout + r.stderr).includes(password), r.stdout + r.stderr);
     assert.match(r.stdout + r.stderr, /<redacted>@127\.0\.0\.1/);

@@ -29,7 +29,10 @@ const store = ["--bucket", "err-bucket", "--endpoint", `file://${dir}/store`];
 
 describe("endpoints", () => {
   it("a file: endpoint with a bad % escape is INVALID_ENDPOINT, not a raw URIError", () => {
-    assert.throws(() => parseEndpoint("file:%zz"), (e: unknown) => e instanceof ObjstateError && e.code === "INVALID_ENDPOINT" && /a % must start an escape/.test(e.message));
+    assert.throws(
+      () => parseEndpoint("file:%zz"),
+      (e: unknown) => e instanceof ObjstateError && e.code === "INVALID_ENDPOINT" && /a % must start an escape/.test(e.message),
+    );
     const r = runCli(["state", "pull", "--bucket", "err-bucket", "--endpoint", "file:%zz"]);
     assert.equal(r.code, 2, r.stderr);
     assertOneLineError(r, /endpoint "file:%zz" is not a valid file URL: a % must start an escape such as %20/);
@@ -58,9 +61,15 @@ describe("JSON syntax errors", () => {
 
   it("name invisible characters: byte-order mark, zero-width space, no-break space", () => {
     assert.equal(parseProblem('\ufeff{"a": 1}'), "at line 1, column 1: unexpected byte-order mark (U+FEFF), which most editors do not show: delete it");
-    assert.equal(parseProblem('{"a": 1}\u200b'), "at line 1, column 9: Unexpected non-whitespace character after JSON; the character there is a zero-width space (U+200B), which most editors do not show");
+    assert.equal(
+      parseProblem('{"a": 1}\u200b'),
+      "at line 1, column 9: Unexpected non-whitespace character after JSON; the character there is a zero-width space (U+200B), which most editors do not show",
+    );
     assert.equal(parseProblem('{"a":\u00a01}'), "at line 1, column 6: unexpected no-break space (U+00A0), which most editors do not show: delete it");
-    assert.equal(parseProblem('{\u00a0"a": 1}'), "at line 1, column 2: Expected property name or '}'; the character there is a no-break space (U+00A0), which most editors do not show");
+    assert.equal(
+      parseProblem('{\u00a0"a": 1}'),
+      "at line 1, column 2: Expected property name or '}'; the character there is a no-break space (U+00A0), which most editors do not show",
+    );
     assert.equal(invisibleCharacterName("x"), undefined);
     assert.equal(invisibleCharacterName("\u0007"), "a control character (U+0007)");
   });
@@ -122,7 +131,10 @@ describe("the last resort and exit codes", () => {
     const e = new TypeError("Cannot read properties of undefined (reading 'secret-ish')\n    at somewhere");
     const line = errorLine(e);
     assert.equal(line, "unexpected internal error (INTERNAL_ERROR: TypeError); run again with OBJSTATE_DEBUG=1 to see the details, and please report it");
-    assert.equal(errorLine(Object.assign(new Error("x"), { code: "ERR_SOMETHING" })), "unexpected internal error (INTERNAL_ERROR: Error ERR_SOMETHING); run again with OBJSTATE_DEBUG=1 to see the details, and please report it");
+    assert.equal(
+      errorLine(Object.assign(new Error("x"), { code: "ERR_SOMETHING" })),
+      "unexpected internal error (INTERNAL_ERROR: Error ERR_SOMETHING); run again with OBJSTATE_DEBUG=1 to see the details, and please report it",
+    );
     assert.equal(errorLine(new ObjstateError("STORE_ERROR", "first line\n  second line")), "first line second line");
     assert.equal(debugEnabled({ OBJSTATE_DEBUG: "1" }), true);
     assert.equal(debugEnabled({ OBJSTATE_DEBUG: "0" }), false);

@@ -20,7 +20,9 @@ function state(serial: number, resources: string[], outputs: Record<string, { va
       terraform_version: "1.9.0",
       serial,
       lineage,
-      outputs: Object.fromEntries(Object.entries(outputs).map(([k, o]) => [k, { value: o.value, type: "string", ...(o.sensitive === true ? { sensitive: true } : {}) }])),
+      outputs: Object.fromEntries(
+        Object.entries(outputs).map(([k, o]) => [k, { value: o.value, type: "string", ...(o.sensitive === true ? { sensitive: true } : {}) }]),
+      ),
       resources: resources.map((r) => {
         const [type, name] = r.split(".");
         return { mode: "managed", type, name, provider: 'provider["registry.example/x/y"]', instances: [{ schema_version: 0, attributes: { id: r } }] };
@@ -32,7 +34,17 @@ function state(serial: number, resources: string[], outputs: Record<string, { va
 }
 
 interface HistoryJson {
-  readonly versions: { versionId: string; isLatest: boolean; deleteMarker: boolean; serial: number | null; writer: string | null; who: string | null; principal: { name: string; via: string } | null; operation: string | null; sourceVersion: string | null }[];
+  readonly versions: {
+    versionId: string;
+    isLatest: boolean;
+    deleteMarker: boolean;
+    serial: number | null;
+    writer: string | null;
+    who: string | null;
+    principal: { name: string; via: string } | null;
+    operation: string | null;
+    sourceVersion: string | null;
+  }[];
 }
 
 export function cliHistorySuite(makeTarget: () => Target, options: { readonly versionable: boolean }): void {
@@ -72,7 +84,10 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
       const t = await fresh();
       if (options.versionable) {
         const before = t.cli(["doctor"]);
-        assert.match(before.stdout, /warn +versions: .*does not keep versions.*state history.*rollback need versioning — fix: turn it on with objstate init --versioning/);
+        assert.match(
+          before.stdout,
+          /warn +versions: .*does not keep versions.*state history.*rollback need versioning — fix: turn it on with objstate init --versioning/,
+        );
       }
       assert.equal(t.cli(["init", "--create-bucket", "--versioning", "--create-table"]).code, 0);
       const raw = await target.raw(t.props.bucket);
@@ -125,14 +140,29 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
         raw.close();
       }
       const h = t.history();
-      assert.deepEqual(h.versions.map((v) => v.serial), [3, 2, 1]);
-      assert.deepEqual(h.versions.map((v) => v.writer), ["other", "objstate", "objstate"]);
-      assert.deepEqual(h.versions.map((v) => v.operation), [null, "state push", "state push"]);
+      assert.deepEqual(
+        h.versions.map((v) => v.serial),
+        [3, 2, 1],
+      );
+      assert.deepEqual(
+        h.versions.map((v) => v.writer),
+        ["other", "objstate", "objstate"],
+      );
+      assert.deepEqual(
+        h.versions.map((v) => v.operation),
+        [null, "state push", "state push"],
+      );
       // The library's name for the current version, and every key in every entry (null when unknown).
-      assert.deepEqual(h.versions.map((v) => v.isLatest), [true, false, false]);
+      assert.deepEqual(
+        h.versions.map((v) => v.isLatest),
+        [true, false, false],
+      );
       for (const v of h.versions) assert.deepEqual(Object.keys(v), HISTORY_ENTRY_KEYS);
       // Written by the CLI, not through a server: no principal recorded, only the client's own Who.
-      assert.deepEqual(h.versions.map((v) => v.principal), [null, null, null]);
+      assert.deepEqual(
+        h.versions.map((v) => v.principal),
+        [null, null, null],
+      );
       assert.match(h.versions[1]?.who ?? "", /@/);
       assert.equal(t.history(["--limit", "2"]).versions.length, 2);
       const text = t.cli(["state", "history"]);
@@ -213,7 +243,11 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
       assert.equal(r.code, 2);
       assertOneLineError(r, /state rollback shows the diff and asks for confirmation, and standard input is not a terminal: pass --yes/);
       assert.equal(r.stdout, "");
-      assert.deepEqual(t.history().versions.map((v) => v.serial), [2, 1], "nothing was written");
+      assert.deepEqual(
+        t.history().versions.map((v) => v.serial),
+        [2, 1],
+        "nothing was written",
+      );
     });
 
     it("waits for the lock (--lock-timeout), or writes under the caller's (--lock-id)", async () => {
@@ -242,7 +276,10 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
       assert.equal(t.cli(["state", "rollback", "--yes", "-w", "gone", "--to", foreign, "--force"]).code, 0);
       assert.equal(t.cli(["workspace", "delete", "gone"]).code, 0);
       const h = t.history(["-w", "gone"]);
-      assert.deepEqual(h.versions.map((v) => v.deleteMarker), [true, false, false, false]);
+      assert.deepEqual(
+        h.versions.map((v) => v.deleteMarker),
+        [true, false, false, false],
+      );
       const r = t.cli(["state", "rollback", "--yes", "-w", "gone", "--to", h.versions[1]?.versionId as string]);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /restoring the deleted workspace/);
@@ -257,7 +294,10 @@ export function cliHistorySuite(makeTarget: () => Target, options: { readonly ve
       const t = await fresh();
       assert.equal(t.cli(["init", "--create-bucket", "--create-table"]).code, 0);
       t.push(state(1, ["t.a"], {}));
-      for (const cmd of [["state", "history"], ["state", "rollback", "--yes", "--to", "null"]]) {
+      for (const cmd of [
+        ["state", "history"],
+        ["state", "rollback", "--yes", "--to", "null"],
+      ]) {
         const r = t.cli(cmd);
         assert.equal(r.code, 1);
         assertOneLineError(r, /does not keep versions .*objstate init --versioning/);

@@ -70,10 +70,22 @@ describe("the CLI refuses files it cannot read at once: one line, exit 2", () =>
     ["synth /dev/zero", ["synth", "/dev/zero"], /cannot read \/dev\/zero: is a character device/],
     ["state push FIFO", ["state", "push", fifo, ...settings], /cannot read .*fifo\.json: is a FIFO/],
     ["state push /dev/zero", ["state", "push", "/dev/zero", ...settings], /cannot read \/dev\/zero: is a character device/],
-    ["oversized --config", ["config", "--config", sparse("config-17m.json", 17 * 1024 * 1024)], /cannot read .*config-17m\.json: is larger than the limit of 16 MiB/],
-    ["oversized state", ["state", "push", sparse("state-5g.json", 5 * 1024 * 1024 * 1024 + 1), ...settings], /cannot read .*state-5g\.json: is larger than the limit of 5 GiB \(5368709121 bytes\)\n/],
+    [
+      "oversized --config",
+      ["config", "--config", sparse("config-17m.json", 17 * 1024 * 1024)],
+      /cannot read .*config-17m\.json: is larger than the limit of 16 MiB/,
+    ],
+    [
+      "oversized state",
+      ["state", "push", sparse("state-5g.json", 5 * 1024 * 1024 * 1024 + 1), ...settings],
+      /cannot read .*state-5g\.json: is larger than the limit of 5 GiB \(5368709121 bytes\)\n/,
+    ],
     // Over 512 MiB is no longer refused by size: it is checked (here: stopped at its first byte).
-    ["state over 512 MiB is checked, not refused", ["state", "push", sparse("state-600m.json", 600 * 1024 * 1024), ...settings], /state-600m\.json is not valid JSON at line 1, column 1: unexpected control character \(U\+0000\)/],
+    [
+      "state over 512 MiB is checked, not refused",
+      ["state", "push", sparse("state-600m.json", 600 * 1024 * 1024), ...settings],
+      /state-600m\.json is not valid JSON at line 1, column 1: unexpected control character \(U\+0000\)/,
+    ],
   ];
   for (const [name, args, pattern] of cases) {
     it(name, () => {
@@ -99,11 +111,15 @@ describe("the CLI refuses files it cannot read at once: one line, exit 2", () =>
 
   it("a state on standard input over 500 MiB is refused, saying why (held in memory) and what to do instead", () => {
     // A shell pipe: 500 MiB + 1 byte of spaces never sits in this test's memory.
-    const r = spawnSync("sh", ["-c", `head -c ${500 * 1024 * 1024 + 1} /dev/zero | tr '\\0' ' ' | "$0" "$@"`, process.execPath, CLI, "state", "push", "-", ...settings], {
-      env: cliEnv(),
-      encoding: "utf8",
-      timeout: 60_000,
-    });
+    const r = spawnSync(
+      "sh",
+      ["-c", `head -c ${500 * 1024 * 1024 + 1} /dev/zero | tr '\\0' ' ' | "$0" "$@"`, process.execPath, CLI, "state", "push", "-", ...settings],
+      {
+        env: cliEnv(),
+        encoding: "utf8",
+        timeout: 60_000,
+      },
+    );
     assert.equal(r.status, 2, r.stderr);
     assertOneLineError(
       { code: r.status, stdout: r.stdout, stderr: r.stderr },
@@ -135,11 +151,15 @@ describe("the shared credentials file", () => {
     chmodSync(f, 0o620);
     const warnings: [string, string][] = [];
     resolveEffectiveSettings(B({ sharedCredentialsFile: f }), {}, { onWarning: (m, c) => warnings.push([m, c]) });
-    assert.deepEqual(warnings, [[`shared credentials file ${f} can be changed by other users; restrict it with chmod 600 ${f}`, "OBJSTATE_CREDENTIALS_FILE_WRITABLE"]]);
+    assert.deepEqual(warnings, [
+      [`shared credentials file ${f} can be changed by other users; restrict it with chmod 600 ${f}`, "OBJSTATE_CREDENTIALS_FILE_WRITABLE"],
+    ]);
     chmodSync(f, 0o666);
     warnings.length = 0;
     resolveEffectiveSettings(B({ sharedCredentialsFile: f }), {}, { onWarning: (m, c) => warnings.push([m, c]) });
-    assert.deepEqual(warnings, [[`shared credentials file ${f} can be read and changed by other users; restrict it with chmod 600 ${f}`, "OBJSTATE_CREDENTIALS_FILE_READABLE"]]);
+    assert.deepEqual(warnings, [
+      [`shared credentials file ${f} can be read and changed by other users; restrict it with chmod 600 ${f}`, "OBJSTATE_CREDENTIALS_FILE_READABLE"],
+    ]);
     chmodSync(f, 0o600);
     warnings.length = 0;
     resolveEffectiveSettings(B({ sharedCredentialsFile: f }), {}, { onWarning: (m, c) => warnings.push([m, c]) });
@@ -148,7 +168,10 @@ describe("the shared credentials file", () => {
 
   it("CREDENTIALS_FILE_INVALID exits 2 (bad input) at the CLI", () => {
     // The embedded store needs no credentials: an HTTP endpoint (never contacted) makes the chain run.
-    const http = runBounded(["state", "pull", "--bucket", "in-bucket", "--endpoint", "http://127.0.0.1:9"], { PROVIDER_PROFILE: "ak", PROVIDER_SHARED_CREDENTIALS_FILE: fifo });
+    const http = runBounded(["state", "pull", "--bucket", "in-bucket", "--endpoint", "http://127.0.0.1:9"], {
+      PROVIDER_PROFILE: "ak",
+      PROVIDER_SHARED_CREDENTIALS_FILE: fifo,
+    });
     assert.equal(http.code, 2, http.stderr);
     assertOneLineError(http, /shared credentials file .*fifo\.json: is a FIFO/);
   });

@@ -32,10 +32,16 @@ describe("interrupting a command that holds a lock", () => {
     const pulled = runCli(["state", "pull", ...settings]);
     if (r.code === 130) {
       // The signal came while the lock request was still settling: released, nothing written.
-      assert.match(r.stderr, /objstate: interrupted: stopping once the lock request in flight has settled\nobjstate: error: interrupted before anything was written\n$/);
+      assert.match(
+        r.stderr,
+        /objstate: interrupted: stopping once the lock request in flight has settled\nobjstate: error: interrupted before anything was written\n$/,
+      );
       assert.equal(pulled.code, 1);
     } else {
-      assert.match(r.stderr, /^objstate: interrupted: finishing the current step, then releasing the lock on int-bucket\/env:\/tool\.tfstate \(interrupt again to quit at once and leave the lock held\)\n/);
+      assert.match(
+        r.stderr,
+        /^objstate: interrupted: finishing the current step, then releasing the lock on int-bucket\/env:\/tool\.tfstate \(interrupt again to quit at once and leave the lock held\)\n/,
+      );
       assert.equal(r.code, 0, r.stderr);
       assert.equal(pulled.code, 0);
       assert.equal(pulled.stdout.length, state.length);

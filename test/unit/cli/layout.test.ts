@@ -23,7 +23,13 @@ function settings(): { bucket: string; args: string[] } {
   const bucket = `bkt-${n}`;
   return { bucket, args: ["--bucket", bucket, "--endpoint", `file:${dir}`, "--kvstore-endpoint", `file:${dir}`, "--kvstore-table", `locks-${n}`] };
 }
-const STATE = JSON.stringify({ version: 4, serial: 1, lineage: "3f0c1a52-0000-4000-8000-000000000001", outputs: { y: { value: "v", type: "string" } }, resources: [] });
+const STATE = JSON.stringify({
+  version: 4,
+  serial: 1,
+  lineage: "3f0c1a52-0000-4000-8000-000000000001",
+  outputs: { y: { value: "v", type: "string" } },
+  resources: [],
+});
 
 describe("--layout and objstate.layout", () => {
   it("--layout s3 keeps the default workspace at {key}, named ones at {prefix}/NAME/{key}; the seed layout does not see that default", () => {
@@ -35,7 +41,10 @@ describe("--layout and objstate.layout", () => {
     assert.ok(existsSync(join(dir, s.bucket, "tool.tfstate")));
     assert.equal(runCli(["state", "push", state, "-w", "prod", "--layout", "s3", ...s.args]).code, 0);
     assert.ok(existsSync(join(dir, s.bucket, encodeURIComponent("env:/prod/tool.tfstate"))));
-    assert.deepEqual((JSON.parse(runCli(["workspace", "list", "--json", "--layout", "s3", ...s.args]).stdout) as { name: string }[]).map((w) => w.name), ["default", "prod"]);
+    assert.deepEqual(
+      (JSON.parse(runCli(["workspace", "list", "--json", "--layout", "s3", ...s.args]).stdout) as { name: string }[]).map((w) => w.name),
+      ["default", "prod"],
+    );
     assert.equal(runCli(["state", "pull", "--layout", "s3", ...s.args]).stdout, STATE);
     assert.equal(runCli(["output", "y", "--raw", "--layout", "s3", ...s.args]).stdout, "v");
     // The seed layout reads its default workspace at env:/tool.tfstate: there is none.
@@ -79,7 +88,10 @@ describe("--layout and objstate.layout", () => {
     const flags = ["--bucket", "state-bucket", "--endpoint", "https://s3.example.com"];
     const seed = runCli(["synth", "--for", "s3", ...flags]);
     assert.equal(seed.code, 0, seed.stderr);
-    assert.match(seed.stderr, /^objstate: warning: the tool's s3 backend keeps the default workspace's state at tool\.tfstate, objstate at env:\/tool\.tfstate \(its seed layout\).*--layout s3/m);
+    assert.match(
+      seed.stderr,
+      /^objstate: warning: the tool's s3 backend keeps the default workspace's state at tool\.tfstate, objstate at env:\/tool\.tfstate \(its seed layout\).*--layout s3/m,
+    );
     const s3 = runCli(["synth", "--for", "s3", "--layout", "s3", ...flags]);
     assert.equal(s3.code, 0, s3.stderr);
     assert.equal(s3.stderr, "");
@@ -89,7 +101,10 @@ describe("--layout and objstate.layout", () => {
     const props = file("synth-props.json", { backend: { bucket: "state-bucket" }, remoteStates: { net: { bucket: "state-bucket" } } });
     assert.equal(runCli(["synth", "--for", "s3", "--layout", "s3", props]).stderr, "");
     assert.equal(runCli(["synth", "--for", "s3", props]).stderr.trim().split("\n").length, 2);
-    assert.match(runCli(["synth", "--for", "oss", "--layout", "s3", ...flags]).stderr, /the tool's oss backend keeps the default workspace's state at env:\/tool\.tfstate, objstate at tool\.tfstate \(its s3 layout\)/);
+    assert.match(
+      runCli(["synth", "--for", "oss", "--layout", "s3", ...flags]).stderr,
+      /the tool's oss backend keeps the default workspace's state at env:\/tool\.tfstate, objstate at tool\.tfstate \(its s3 layout\)/,
+    );
     assert.equal(runCli(["synth", "--for", "oss", ...flags]).stderr, "");
   });
 

@@ -16,7 +16,17 @@ const dir = mkdtempSync(join(tmpdir(), "objstate-cli-leases-"));
 let n = 0;
 function settings(table: boolean): string[] {
   n++;
-  return ["--bucket", `bkt-${n}`, "--endpoint", `file:${dir}`, "--prefix", "p", "--key", "s.tfstate", ...(table ? ["--kvstore-endpoint", `file:${dir}`, "--kvstore-table", `locks-${n}`] : [])];
+  return [
+    "--bucket",
+    `bkt-${n}`,
+    "--endpoint",
+    `file:${dir}`,
+    "--prefix",
+    "p",
+    "--key",
+    "s.tfstate",
+    ...(table ? ["--kvstore-endpoint", `file:${dir}`, "--kvstore-table", `locks-${n}`] : []),
+  ];
 }
 interface Listed {
   source: string;
@@ -46,11 +56,29 @@ describe("objstate leases, lockfiles and the lock list", () => {
     const info = JSON.parse(lock.stdout) as { id: string; expires: string; since: string };
     assert.ok(Date.parse(info.expires) > Date.now() + 50_000);
     const listed = list(s);
-    assert.deepEqual(listed, [{ source: "table", path: listed[0]?.path, workspace: "default", id: info.id, who: listed[0]?.who, operation: "apply", info: "", version: listed[0]?.version, owner: null, since: info.since, expires: info.expires, expired: false }]);
+    assert.deepEqual(listed, [
+      {
+        source: "table",
+        path: listed[0]?.path,
+        workspace: "default",
+        id: info.id,
+        who: listed[0]?.who,
+        operation: "apply",
+        info: "",
+        version: listed[0]?.version,
+        owner: null,
+        since: info.since,
+        expires: info.expires,
+        expired: false,
+      },
+    ]);
     assert.deepEqual(listed, [info], "lock --json prints the lock as locks --json lists it");
     const text = runCli(["locks", ...s]);
     assert.match(text.stdout, /^WORKSPACE\s+SOURCE\s+ID\s+WHO\s+OPERATION\s+INFO\s+SINCE\s+LEASE\n/);
-    assert.match(text.stdout, new RegExp(`default\\s+table\\s+${info.id}\\s+\\S+\\s+apply\\s+-\\s+${info.since} \\(\\d+ (s|min) ago\\)\\s+expires \\d{4}-[^ ]+ \\(in \\d+ (s|min)\\)`));
+    assert.match(
+      text.stdout,
+      new RegExp(`default\\s+table\\s+${info.id}\\s+\\S+\\s+apply\\s+-\\s+${info.since} \\(\\d+ (s|min) ago\\)\\s+expires \\d{4}-[^ ]+ \\(in \\d+ (s|min)\\)`),
+    );
     const withInfo = runCli(["lock", "-w", "staging", "--info", "CI run 42", ...s]);
     assert.equal(withInfo.code, 0, withInfo.stderr);
     assert.match(runCli(["locks", ...s]).stdout, /^staging\s+table\s+\S+\s+\S+\s+objstate lock\s+CI run 42\s+/m);
@@ -117,7 +145,9 @@ describe("objstate leases, lockfiles and the lock list", () => {
     const s = settings(true);
     // The command force-unlocks its own lock: the next renewal finds it gone.
     const script = `require("node:child_process").execFileSync(process.execPath, [process.env.OBJSTATE_CLI, "force-unlock", "--force", process.env.OBJSTATE_LOCK_ID, ...JSON.parse(process.env.S)], { stdio: "ignore" }); setTimeout(() => {}, 20000)`;
-    const r = runCli(["lock", "--lock-ttl", "1s", ...s, "--", process.execPath, "-e", script], { env: { S: JSON.stringify(s), OBJSTATE_CLI: join(import.meta.dirname, "../../../src/cli/main.js") } });
+    const r = runCli(["lock", "--lock-ttl", "1s", ...s, "--", process.execPath, "-e", script], {
+      env: { S: JSON.stringify(s), OBJSTATE_CLI: join(import.meta.dirname, "../../../src/cli/main.js") },
+    });
     assert.equal(r.code, 7, r.stderr);
     assert.equal(EXIT.lockLost, 7);
     assertOneLineError(r, /lost the lock .*the command was stopped/);

@@ -25,7 +25,10 @@ const STATE = JSON.stringify({
   resources: [],
 });
 /** Numbers JSON.stringify cannot write, spliced in as text. */
-const NUMBERS = STATE.replace('"outputs":{', '"outputs":{"big":{"value":12345678901234567890,"type":"number"},"huge":{"value":1e400,"type":"number"},"tiny":{"value":1e-400,"type":"number"},"neg":{"value":-1.50E+2,"type":"number"},');
+const NUMBERS = STATE.replace(
+  '"outputs":{',
+  '"outputs":{"big":{"value":12345678901234567890,"type":"number"},"huge":{"value":1e400,"type":"number"},"tiny":{"value":1e-400,"type":"number"},"neg":{"value":-1.50E+2,"type":"number"},',
+);
 
 describe("objstate output", () => {
   const dir = mkdtempSync(join(tmpdir(), "objstate-output-cli-"));
@@ -71,7 +74,10 @@ describe("objstate output", () => {
     assert.equal(cli("plain", "tags", "-json").stdout, '{"k":"v"}\n');
     await backend.writeState("markup", JSON.stringify({ version: 4, outputs: { html: { value: { "<b>": "a & b" }, type: ["map", "string"] } } }));
     assert.equal(cli("markup", "html", "--json").stdout, '{"\\u003cb\\u003e":"a \\u0026 b"}\n');
-    assert.equal(cli("markup", "--json").stdout, '{\n  "html": {\n    "sensitive": false,\n    "type": [\n      "map",\n      "string"\n    ],\n    "value": {\n      "\\u003cb\\u003e": "a \\u0026 b"\n    }\n  }\n}\n');
+    assert.equal(
+      cli("markup", "--json").stdout,
+      '{\n  "html": {\n    "sensitive": false,\n    "type": [\n      "map",\n      "string"\n    ],\n    "value": {\n      "\\u003cb\\u003e": "a \\u0026 b"\n    }\n  }\n}\n',
+    );
     assert.equal(cli("markup", "html").stdout, '{"<b>":"a & b"}\n', "not in the human form");
     const unknown = cli("plain", "-lock=false");
     assert.equal(unknown.code, 2, "output has no -lock, so it is not mapped");
@@ -122,7 +128,10 @@ describe("objstate output", () => {
       serial: 2,
       lineage: "l-3",
       modules: [
-        { path: ["root"], outputs: { ip: { sensitive: false, type: "string", value: "10.0.0.9" }, pw: { sensitive: true, type: "string", value: "old" }, bare: "b" } },
+        {
+          path: ["root"],
+          outputs: { ip: { sensitive: false, type: "string", value: "10.0.0.9" }, pw: { sensitive: true, type: "string", value: "old" }, bare: "b" },
+        },
         { path: ["root", "child"], outputs: { inner: { sensitive: false, type: "string", value: "no" } } },
       ],
     };

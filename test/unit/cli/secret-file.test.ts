@@ -31,7 +31,12 @@ async function replica(cwd: string, file: string): Promise<{ cli: RunningCli; ur
 
 /** Post the console's force-unlock form to `url` as its own page would. */
 function postForceUnlock(url: string, fields: Record<string, string>): Promise<Response> {
-  return fetch(`${url}/workspaces/default/force-unlock`, { method: "POST", headers: { origin: url, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString(), redirect: "manual" });
+  return fetch(`${url}/workspaces/default/force-unlock`, {
+    method: "POST",
+    headers: { origin: url, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(fields).toString(),
+    redirect: "manual",
+  });
 }
 
 describe("serve --secret-file", () => {
@@ -72,12 +77,18 @@ describe("serve --secret-file", () => {
     const open = secretFile(cwd, "open.key", SECRET, 0o644);
     const r = serve(open);
     assert.equal(r.code, 2);
-    assert.equal(r.stderr, `objstate: error: --secret-file ${open} can be read or changed by other users (mode 0644): a secret must be its owner's alone; run chmod 600 ${open}\n`);
+    assert.equal(
+      r.stderr,
+      `objstate: error: --secret-file ${open} can be read or changed by other users (mode 0644): a secret must be its owner's alone; run chmod 600 ${open}\n`,
+    );
     assert.match(serve(secretFile(cwd, "group-writable.key", SECRET, 0o620)).stderr, /\(mode 0620\).*chmod 600/);
     const short = secretFile(cwd, "short.key", `${"s".repeat(MIN_SECRET_BYTES - 1)}\n`);
     const s = serve(short);
     assert.equal(s.code, 2);
-    assert.equal(s.stderr, `objstate: error: --secret-file ${short} holds 31 bytes of secret; at least 32 are needed: make one with (umask 077; openssl rand -base64 48 > ${short})\n`);
+    assert.equal(
+      s.stderr,
+      `objstate: error: --secret-file ${short} holds 31 bytes of secret; at least 32 are needed: make one with (umask 077; openssl rand -base64 48 > ${short})\n`,
+    );
     const missing = serve(join(cwd, "missing.key"));
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /cannot read --secret-file .*missing\.key: it does not exist/);
@@ -96,7 +107,13 @@ describe("serve --secret-file", () => {
     assert.notDeepEqual(formKeyOf(readSecretFile(secretFile(dir, "c", `${SECRET}x`))), formKeyOf(a));
     // Windows has no group and other mode bits: the check is left out there.
     assert.deepEqual(readSecretFile(secretFile(dir, "d", SECRET, 0o644), "win32"), a);
-    assert.throws(() => readSecretFile(secretFile(dir, "e", SECRET, 0o640)), (e) => isObjstateError(e, "SECRET_FILE_OPEN"));
-    assert.throws(() => readSecretFile(secretFile(dir, "f", " \n")), (e) => isObjstateError(e, "SECRET_TOO_SHORT"));
+    assert.throws(
+      () => readSecretFile(secretFile(dir, "e", SECRET, 0o640)),
+      (e) => isObjstateError(e, "SECRET_FILE_OPEN"),
+    );
+    assert.throws(
+      () => readSecretFile(secretFile(dir, "f", " \n")),
+      (e) => isObjstateError(e, "SECRET_TOO_SHORT"),
+    );
   });
 });

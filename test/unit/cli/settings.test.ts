@@ -67,7 +67,16 @@ describe("settings flags are generated from the field table", () => {
   it("a tool JSON file maps snake_case keys back to fields, including the deprecated block (one warning line)", () => {
     const cfg = file(
       JSON.stringify({
-        tool: { backend: { objectstore: { bucket: "tool-bucket", kvstore_table: "state-locks", assume_role_session_name: "ci", assume_role: { role_arn: "arn:old", session_expiration: 900 } } } },
+        tool: {
+          backend: {
+            objectstore: {
+              bucket: "tool-bucket",
+              kvstore_table: "state-locks",
+              assume_role_session_name: "ci",
+              assume_role: { role_arn: "arn:old", session_expiration: 900 },
+            },
+          },
+        },
       }),
     );
     const r = runCli(["config", "--json", "--config", cfg]);
@@ -75,7 +84,12 @@ describe("settings flags are generated from the field table", () => {
     const j = JSON.parse(r.stdout) as { settings: Record<string, Shown> };
     assert.deepEqual(j.settings["kvstoreTable"], { value: "state-locks", source: "explicit", from: `${cfg} (tool.backend.objectstore.kvstore_table)` });
     assert.deepEqual(j.settings["assumeRole"]?.value, { roleArn: "arn:old", sessionExpiration: 900 });
-    assert.deepEqual(j.settings["assumeRoleRoleArn"], { value: "arn:old", source: "explicit", via: "assumeRole.roleArn", from: `${cfg} (tool.backend.objectstore.assume_role)` });
+    assert.deepEqual(j.settings["assumeRoleRoleArn"], {
+      value: "arn:old",
+      source: "explicit",
+      via: "assumeRole.roleArn",
+      from: `${cfg} (tool.backend.objectstore.assume_role)`,
+    });
     assert.match(r.stderr, /^objstate: warning: The assumeRole block is deprecated/);
     assert.equal(r.stderr.trim().split("\n").length, 1);
   });
@@ -94,7 +108,10 @@ describe("settings flags are generated from the field table", () => {
     const cfg = file(JSON.stringify({ bucket: "synth-bucket", kvstoreTable: "locks" }));
     const r = runCli(["synth", "--config", cfg, "--encrypt", "--key", "app.tfstate"]);
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout, `${JSON.stringify({ tool: { backend: { objectstore: { bucket: "synth-bucket", encrypt: true, key: "app.tfstate", kvstore_table: "locks" } } } }, null, 2)}\n`);
+    assert.equal(
+      r.stdout,
+      `${JSON.stringify({ tool: { backend: { objectstore: { bucket: "synth-bucket", encrypt: true, key: "app.tfstate", kvstore_table: "locks" } } } }, null, 2)}\n`,
+    );
     const secret = runCli(["synth", "--bucket", "synth-bucket", "--secret-key", "VERY-SECRET"]);
     assert.equal(secret.code, 0);
     assert.match(secret.stderr, /warning: secretKey .*PROVIDER_SECRET_KEY/);
@@ -108,14 +125,44 @@ describe("settings flags are generated from the field table", () => {
 describe("settings errors name the flag, file or variable: one line, exit 2", () => {
   const cases: [string, string[], Record<string, string>, RegExp][] = [
     ["bad flag value", ["--bucket", "Bad_Bucket"], {}, /^objstate: error: --bucket must be a bucket name of 3 to 63 characters/],
-    ["number flag not a number", ["--bucket", "b-1", "--assume-role-session-expiration", "1h"], {}, /--assume-role-session-expiration must be an integer from 900 to 3600 \(seconds\), got "1h"/],
-    ["bad value in a props file", ["--config", "FILE:{\"bucket\": \"b-1\", \"acl\": \"secret\"}"], {}, /c\d+\.json: acl must be one of private, public-read, public-read-write, got "secret"/],
-    ["unknown key in a props file", ["--config", "FILE:{\"bucket\": \"b-1\", \"kvstoreTabel\": \"x\"}"], {}, /c\d+\.json: kvstoreTabel is not a field of ObjectStoreBackendConfig; did you mean kvstoreTable\?/],
-    ["unknown key in tool JSON", ["--config", 'FILE:{"tool": {"backend": {"objectstore": {"bucket": "b-1", "kvstore_tabel": "x"}}}}'], {}, /tool\.backend\.objectstore\.kvstore_tabel is not a setting of the objectstore backend; did you mean kvstore_table\?/],
-    ["bad value in tool JSON", ["--config", 'FILE:{"tool": {"backend": {"objectstore": {"bucket": "b-1", "assume_role": {"role_arn": "r", "session_expiration": 5}}}}}'], {}, /tool\.backend\.objectstore\.assume_role\.session_expiration must be an integer from 900 to 3600/],
+    [
+      "number flag not a number",
+      ["--bucket", "b-1", "--assume-role-session-expiration", "1h"],
+      {},
+      /--assume-role-session-expiration must be an integer from 900 to 3600 \(seconds\), got "1h"/,
+    ],
+    [
+      "bad value in a props file",
+      ["--config", 'FILE:{"bucket": "b-1", "acl": "secret"}'],
+      {},
+      /c\d+\.json: acl must be one of private, public-read, public-read-write, got "secret"/,
+    ],
+    [
+      "unknown key in a props file",
+      ["--config", 'FILE:{"bucket": "b-1", "kvstoreTabel": "x"}'],
+      {},
+      /c\d+\.json: kvstoreTabel is not a field of ObjectStoreBackendConfig; did you mean kvstoreTable\?/,
+    ],
+    [
+      "unknown key in tool JSON",
+      ["--config", 'FILE:{"tool": {"backend": {"objectstore": {"bucket": "b-1", "kvstore_tabel": "x"}}}}'],
+      {},
+      /tool\.backend\.objectstore\.kvstore_tabel is not a setting of the objectstore backend; did you mean kvstore_table\?/,
+    ],
+    [
+      "bad value in tool JSON",
+      ["--config", 'FILE:{"tool": {"backend": {"objectstore": {"bucket": "b-1", "assume_role": {"role_arn": "r", "session_expiration": 5}}}}}'],
+      {},
+      /tool\.backend\.objectstore\.assume_role\.session_expiration must be an integer from 900 to 3600/,
+    ],
     ["a file that is not an object", ["--config", "FILE:[1]"], {}, /c\d+\.json: expected a JSON object/],
     ["missing config file", ["--config", "/nonexistent/objstate.json"], {}, /cannot read \/nonexistent\/objstate\.json: no such file/],
-    ["bad environment variable", ["--bucket", "b-1"], { PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION: "abc" }, /PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION \(for assumeRoleSessionExpiration\) must be an integer/],
+    [
+      "bad environment variable",
+      ["--bucket", "b-1"],
+      { PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION: "abc" },
+      /PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION \(for assumeRoleSessionExpiration\) must be an integer/,
+    ],
     ["missing bucket with a file", ["--config", 'FILE:{"key": "a.tfstate"}'], {}, /bucket is required: pass --bucket NAME or set bucket in .*c\d+\.json/],
     ["bad workspace", ["--bucket", "b-1", "-w", "a/b"], {}, /--workspace must be a non-empty workspace name/],
   ];
@@ -158,6 +205,9 @@ describe("--help on every command", () => {
   }
   it("the top-level help lists the exit codes", () => {
     const r = runCli(["--help"]);
-    assert.match(r.stdout, /Exit codes: 0 ok, 1 error, 2 usage or bad input \(nothing was written\), 3 state locked\s+by another holder, 4 state does not match its digest \(or its last write is torn: run\s+objstate state repair\), 5 state conflict \(lineage guard or a concurrent write: nothing\s+was written\), 6 the lock is no longer held by this writer \(released or force-unlocked\),\s+7 its lease was lost \(LOCK_LOST; nothing more was written\);\s+129 \/ 130 \/ 143 interrupted by SIGHUP \/ SIGINT \/ SIGTERM, 141 output closed\./);
+    assert.match(
+      r.stdout,
+      /Exit codes: 0 ok, 1 error, 2 usage or bad input \(nothing was written\), 3 state locked\s+by another holder, 4 state does not match its digest \(or its last write is torn: run\s+objstate state repair\), 5 state conflict \(lineage guard or a concurrent write: nothing\s+was written\), 6 the lock is no longer held by this writer \(released or force-unlocked\),\s+7 its lease was lost \(LOCK_LOST; nothing more was written\);\s+129 \/ 130 \/ 143 interrupted by SIGHUP \/ SIGINT \/ SIGTERM, 141 output closed\./,
+    );
   });
 });

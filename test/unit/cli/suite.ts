@@ -91,7 +91,14 @@ export function cliSuite(makeTarget: () => Target): void {
       const big = Buffer.from(JSON.stringify({ version: 4, serial: 8, resources: Array.from({ length: 20_000 }, (_, i) => ({ i, name: `r${i}` })) }));
       const viaStdin = t.cli(["state", "push", "-", "-w", "staging", "--json"], { input: big });
       assert.equal(viaStdin.code, 0, viaStdin.stderr);
-      assert.deepEqual(JSON.parse(viaStdin.stdout), { workspace: "staging", path: `${t.props.bucket}/env:/staging/tool.tfstate`, bytes: big.length, locked: true, written: true, md5: md5(big) });
+      assert.deepEqual(JSON.parse(viaStdin.stdout), {
+        workspace: "staging",
+        path: `${t.props.bucket}/env:/staging/tool.tfstate`,
+        bytes: big.length,
+        locked: true,
+        written: true,
+        md5: md5(big),
+      });
       const back = t.cliBytes(["state", "pull", "--workspace", "staging"]);
       assert.equal(back.code, 0, back.stderr);
       assert.equal(md5(back.stdout), md5(big));
@@ -134,7 +141,14 @@ export function cliSuite(makeTarget: () => Target): void {
 
   describe("guarded writes and locked read-modify-write", () => {
     const st = (serial: number, lineage = "l-1", extra: Record<string, unknown> = {}): string =>
-      JSON.stringify({ version: 4, serial, lineage, outputs: { n: { value: serial, type: "number" } }, resources: [{ mode: "managed", type: "t", name: "a", instances: [] }], ...extra });
+      JSON.stringify({
+        version: 4,
+        serial,
+        lineage,
+        outputs: { n: { value: serial, type: "number" } },
+        resources: [{ mode: "managed", type: "t", name: "a", instances: [] }],
+        ...extra,
+      });
 
     it("lock → pull → push --lock-id → unlock: the push writes under the caller's lock and leaves it held", async () => {
       const t = await fresh();
@@ -179,7 +193,14 @@ export function cliSuite(makeTarget: () => Target): void {
 
     it("pull → +1 → push loops from several processes lose no acknowledged push", async () => {
       const t = await fresh();
-      assert.equal(t.cli(["state", "push", file(JSON.stringify({ version: 4, serial: 1, lineage: "l", outputs: { tokens: { value: [], type: ["list", "string"] } }, resources: [{ a: 1 }] }))]).code, 0);
+      assert.equal(
+        t.cli([
+          "state",
+          "push",
+          file(JSON.stringify({ version: 4, serial: 1, lineage: "l", outputs: { tokens: { value: [], type: ["list", "string"] } }, resources: [{ a: 1 }] })),
+        ]).code,
+        0,
+      );
       const acknowledged: string[] = [];
       const workers = Array.from({ length: 3 }, async (_, w) => {
         for (let i = 0; i < 3; i++) {
@@ -222,7 +243,10 @@ export function cliSuite(makeTarget: () => Target): void {
       const list = t.cli(["workspace", "list"]);
       assert.equal(list.code, 0, list.stderr);
       assert.equal(list.stdout, "* default\n  prod\n  staging\n");
-      assert.deepEqual((JSON.parse(t.cli(["workspace", "list", "--json"]).stdout) as { name: string }[]).map((w) => w.name), ["default", "prod", "staging"]);
+      assert.deepEqual(
+        (JSON.parse(t.cli(["workspace", "list", "--json"]).stdout) as { name: string }[]).map((w) => w.name),
+        ["default", "prod", "staging"],
+      );
       assert.equal(t.cli(["workspace", "list", "-w", "prod"]).stdout, "  default\n* prod\n  staging\n");
 
       const def = t.cli(["workspace", "delete", "default"]);
@@ -230,7 +254,10 @@ export function cliSuite(makeTarget: () => Target): void {
       assertOneLineError(def, /the default workspace cannot be deleted/);
       const del = t.cli(["workspace", "delete", "staging"]);
       assert.equal(del.code, 0, del.stderr);
-      assert.deepEqual((JSON.parse(t.cli(["workspace", "list", "--json"]).stdout) as { name: string }[]).map((w) => w.name), ["default", "prod"]);
+      assert.deepEqual(
+        (JSON.parse(t.cli(["workspace", "list", "--json"]).stdout) as { name: string }[]).map((w) => w.name),
+        ["default", "prod"],
+      );
       const missing = t.cli(["workspace", "delete", "staging"]);
       assert.equal(missing.code, 1);
       assertOneLineError(missing, /workspace staging does not exist/);
@@ -243,7 +270,10 @@ export function cliSuite(makeTarget: () => Target): void {
   describe("locks", () => {
     it("a lock item without readable lock info: the lock error says how to clear it, force-unlock no-id clears it", async () => {
       const t = await fresh();
-      const creds = t.props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: t.props.accessKey as string, secretAccessKey: t.props.secretKey as string });
+      const creds =
+        t.props.accessKey === undefined
+          ? undefined
+          : () => Promise.resolve({ accessKeyId: t.props.accessKey as string, secretAccessKey: t.props.secretKey as string });
       const kv = await openLockTable({ table: t.props.kvstoreTable as string, endpoint: t.props.kvstoreEndpoint as string, credentials: creds });
       await kv.put(`${t.props.bucket}/env:/tool.tfstate`, "Holder", "by hand");
       kv.close();
@@ -268,7 +298,12 @@ export function cliSuite(makeTarget: () => Target): void {
 
       const second = t.cli(["lock", "--json"]);
       assert.equal(second.code, 3);
-      assertOneLineError(second, new RegExp(`is locked: ID ${id}, held by \\S+@\\S+ since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z for apply \\(CI run 42\\)\\. If that holder is gone, unlock it with \`objstate force-unlock ${id}\` \\(through the tool: \`terraform force-unlock ${id}\`\\)`));
+      assertOneLineError(
+        second,
+        new RegExp(
+          `is locked: ID ${id}, held by \\S+@\\S+ since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z for apply \\(CI run 42\\)\\. If that holder is gone, unlock it with \`objstate force-unlock ${id}\` \\(through the tool: \`terraform force-unlock ${id}\`\\)`,
+        ),
+      );
       const push = t.cli(["state", "push", file('{"serial":2}')]);
       assert.equal(push.code, 3);
       assertOneLineError(push, new RegExp(`locked: ID ${id}, held by .* since `));
@@ -339,7 +374,11 @@ export function cliSuite(makeTarget: () => Target): void {
       version: 4,
       serial: 3,
       lineage: "3f0c2a5e-0000-4000-8000-000000000000",
-      outputs: { vpc_id: { value: "vpc-0a1b2c", type: "string" }, subnet_count: { value: 3, type: "number" }, ids: { value: ["a", "b"], type: ["list", "string"] } },
+      outputs: {
+        vpc_id: { value: "vpc-0a1b2c", type: "string" },
+        subnet_count: { value: 3, type: "number" },
+        ids: { value: ["a", "b"], type: ["list", "string"] },
+      },
       resources: [],
     });
 
@@ -431,7 +470,13 @@ export function cliSuite(makeTarget: () => Target): void {
       const kv = target.name.startsWith("embedded") ? (t.props.endpoint as string) : (process.env["OBJSTATE_TEST_DYNAMODB_ENDPOINT"] as string);
       const r = t.cli(["doctor", "--kvstore-table", bad, "--kvstore-endpoint", kv]);
       assert.equal(r.code, 1);
-      assert.match(r.stdout, new RegExp(`^FAIL  lock table: lock table ${bad} has Key \\(S, HASH\\); it must have exactly one key, LockID of type String \\(S\\) — fix: .*init --create-table`, "m"));
+      assert.match(
+        r.stdout,
+        new RegExp(
+          `^FAIL  lock table: lock table ${bad} has Key \\(S, HASH\\); it must have exactly one key, LockID of type String \\(S\\) — fix: .*init --create-table`,
+          "m",
+        ),
+      );
       assert.match(r.stdout, /^skip {2}digest: /m);
       assert.match(r.stdout, /^ok {4}bucket: /m);
       assertOneLineError(r, /1 check failed/);
@@ -451,7 +496,13 @@ export function cliSuite(makeTarget: () => Target): void {
       raw.close();
       const doctor = t.cli(["doctor"]);
       assert.equal(doctor.code, 1);
-      assert.match(doctor.stdout, new RegExp(`^FAIL {2}digest: the state of workspace default does not match its digest \\(lock table ${pushed}, object [0-9a-f]{32}\\) — fix: .*objstate state repair --force`, "m"));
+      assert.match(
+        doctor.stdout,
+        new RegExp(
+          `^FAIL {2}digest: the state of workspace default does not match its digest \\(lock table ${pushed}, object [0-9a-f]{32}\\) — fix: .*objstate state repair --force`,
+          "m",
+        ),
+      );
       const pull = t.cli(["state", "pull"]);
       assert.equal(pull.code, 4);
       assert.equal(pull.stdout, "");
@@ -466,18 +517,25 @@ export function cliSuite(makeTarget: () => Target): void {
       const sum = createHash("md5").update(second).digest("hex");
       // What a push that died between storing and committing leaves: its object, recording the commit it meant.
       const raw = await target.raw(t.props.bucket);
-      await raw.put("env:/tool.tfstate", Buffer.from(second), { metadata: { "objstate-serial": "2", "objstate-md5": sum, "objstate-who": "dead@host", "objstate-generation": "2", "objstate-parent-md5": first } });
+      await raw.put("env:/tool.tfstate", Buffer.from(second), {
+        metadata: { "objstate-serial": "2", "objstate-md5": sum, "objstate-who": "dead@host", "objstate-generation": "2", "objstate-parent-md5": first },
+      });
       const doctor = t.cli(["doctor"]);
       assert.equal(doctor.code, 1);
       assert.match(doctor.stdout, /^FAIL {2}digest: the last write to workspace default was stored but never committed.* — fix: run objstate state repair/m);
       const pull = t.cli(["state", "pull"]);
       assert.equal(pull.code, 0, pull.stderr);
       assert.equal(pull.stdout, second);
-      assert.match(pull.stderr, /^objstate: warning: committed the last write to .* \(serial 2 by dead@host\): it was stored, but its writer stopped before committing it/);
+      assert.match(
+        pull.stderr,
+        /^objstate: warning: committed the last write to .* \(serial 2 by dead@host\): it was stored, but its writer stopped before committing it/,
+      );
       assert.equal(t.cli(["doctor"]).code, 0);
       // An older objstate recorded no intent: nothing proves no commit came in between, so the operator decides.
       const third = '{"serial":3}';
-      await raw.put("env:/tool.tfstate", Buffer.from(third), { metadata: { "objstate-serial": "3", "objstate-md5": createHash("md5").update(third).digest("hex") } });
+      await raw.put("env:/tool.tfstate", Buffer.from(third), {
+        metadata: { "objstate-serial": "3", "objstate-md5": createHash("md5").update(third).digest("hex") },
+      });
       raw.close();
       const torn = t.cli(["state", "pull"]);
       assert.equal(torn.code, 4);
@@ -486,7 +544,10 @@ export function cliSuite(makeTarget: () => Target): void {
       assert.equal(repair.code, 0, repair.stderr);
       assert.match(repair.stdout, /recorded the digest/);
       assert.equal(t.cli(["state", "pull"]).stdout, third);
-      const creds = t.props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: t.props.accessKey as string, secretAccessKey: t.props.secretKey as string });
+      const creds =
+        t.props.accessKey === undefined
+          ? undefined
+          : () => Promise.resolve({ accessKeyId: t.props.accessKey as string, secretAccessKey: t.props.secretKey as string });
       const kv = await openLockTable({ table: t.props.kvstoreTable as string, endpoint: t.props.kvstoreEndpoint as string, credentials: creds });
       assert.match((await kv.get(`${t.props.bucket}/env:/tool.tfstate-md5`, "Repaired")) ?? "", new RegExp(`"previous":"${sum}"`));
       kv.close();
@@ -498,7 +559,10 @@ export function cliSuite(makeTarget: () => Target): void {
       assert.equal(r.code, 1);
       const lines = r.stdout.trim().split("\n");
       assert.match(lines[0] as string, /^FAIL {2}settings: no object-store endpoint — fix: pass --endpoint/);
-      assert.ok(lines.slice(1).every((l) => l.startsWith("skip  ")), r.stdout);
+      assert.ok(
+        lines.slice(1).every((l) => l.startsWith("skip  ")),
+        r.stdout,
+      );
     });
 
     it("init creates the bucket and the table when asked, and reports what existed", async () => {
@@ -512,8 +576,14 @@ export function cliSuite(makeTarget: () => Target): void {
       if (target.name.startsWith("embedded")) {
         // The embedded store and table are made on first use: nothing to do is not a failure (as doctor says).
         assert.equal(report.code, 0, report.stderr);
-        assert.match(report.stdout, new RegExp(`^later    bucket ${bucket} does not exist yet; the embedded store creates it on first write .*--create-bucket`, "m"));
-        assert.match(report.stdout, new RegExp(`^later    lock table ${table} does not exist yet; the embedded table is created on first use .*--create-table`, "m"));
+        assert.match(
+          report.stdout,
+          new RegExp(`^later    bucket ${bucket} does not exist yet; the embedded store creates it on first write .*--create-bucket`, "m"),
+        );
+        assert.match(
+          report.stdout,
+          new RegExp(`^later    lock table ${table} does not exist yet; the embedded table is created on first use .*--create-table`, "m"),
+        );
         assert.equal(report.stderr, "");
       } else {
         assert.equal(report.code, 1);
@@ -530,7 +600,14 @@ export function cliSuite(makeTarget: () => Target): void {
       assert.match(created.stdout, new RegExp(`^created  lock table ${table} created with key LockID \\(String\\)`, "m"));
       assert.equal(await raw.bucketExists(), true);
       raw.close();
-      const kv = await openLockTable({ table, endpoint: base.props.kvstoreEndpoint as string, credentials: base.props.accessKey === undefined ? undefined : () => Promise.resolve({ accessKeyId: base.props.accessKey as string, secretAccessKey: base.props.secretKey as string }) });
+      const kv = await openLockTable({
+        table,
+        endpoint: base.props.kvstoreEndpoint as string,
+        credentials:
+          base.props.accessKey === undefined
+            ? undefined
+            : () => Promise.resolve({ accessKeyId: base.props.accessKey as string, secretAccessKey: base.props.secretKey as string }),
+      });
       assert.deepEqual(await kv.describeKeySchema(), [{ name: "LockID", type: "S", keyType: "HASH" }]);
       kv.close();
 
@@ -566,9 +643,21 @@ export function cliSuite(makeTarget: () => Target): void {
 
   describe("bad input at the terminal: one line on stderr, exit 2, nothing written", () => {
     const cases: [string, (t: Awaited<ReturnType<typeof fresh>>) => CliResult, RegExp][] = [
-      ["unknown flag (suggests the nearest)", (t) => t.cli(["state", "push", file('{"serial":9}'), "--lock-timout", "5s"]), /unknown option '--lock-timout' \(Did you mean --lock-timeout\?\)/],
-      ["unknown settings flag", (t) => t.cli(["state", "push", file('{"serial":9}'), "--kvstore-tabel", "x"]), /unknown option '--kvstore-tabel' \(Did you mean --kvstore-table\?\)/],
-      ["bad duration", (t) => t.cli(["state", "push", file('{"serial":9}'), "--lock-timeout", "5 minutes"]), /--lock-timeout must be a duration such as 0s, 30s, 5m or 1h30m, got "5 minutes"/],
+      [
+        "unknown flag (suggests the nearest)",
+        (t) => t.cli(["state", "push", file('{"serial":9}'), "--lock-timout", "5s"]),
+        /unknown option '--lock-timout' \(Did you mean --lock-timeout\?\)/,
+      ],
+      [
+        "unknown settings flag",
+        (t) => t.cli(["state", "push", file('{"serial":9}'), "--kvstore-tabel", "x"]),
+        /unknown option '--kvstore-tabel' \(Did you mean --kvstore-table\?\)/,
+      ],
+      [
+        "bad duration",
+        (t) => t.cli(["state", "push", file('{"serial":9}'), "--lock-timeout", "5 minutes"]),
+        /--lock-timeout must be a duration such as 0s, 30s, 5m or 1h30m, got "5 minutes"/,
+      ],
       [
         "bad config file (names file and line)",
         (t) => t.cli(["state", "push", file('{"serial":9}'), "--config", file('{\n  "bucket": "x-bucket",\n  "key": "a.tfstate",,\n}', "broken-config.json")]),
@@ -579,7 +668,11 @@ export function cliSuite(makeTarget: () => Target): void {
         (t) => runCli(["state", "push", file('{"serial":9}'), ...t.args.filter((a, i, all) => a !== "--bucket" && all[i - 1] !== "--bucket")], { env: t.env }),
         /bucket is required: pass --bucket NAME/,
       ],
-      ["bad number", (t) => t.cli(["state", "push", file('{"serial":9}'), "--assume-role-session-expiration", "60"]), /--assume-role-session-expiration must be an integer from 900 to 3600 \(seconds\), got 60/],
+      [
+        "bad number",
+        (t) => t.cli(["state", "push", file('{"serial":9}'), "--assume-role-session-expiration", "60"]),
+        /--assume-role-session-expiration must be an integer from 900 to 3600 \(seconds\), got 60/,
+      ],
     ];
     for (const [name, run, pattern] of cases) {
       it(name, async () => {

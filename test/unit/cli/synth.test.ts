@@ -19,7 +19,13 @@ describe("objstate synth", () => {
     const props = {
       backend: { bucket: "state-bucket" },
       remoteStates: {
-        net: { bucket: "state-bucket", key: "network.tfstate", kvstoreTable: "state-locks", defaults: { vpc_id: "vpc-none", SubnetIDs: ["a", "b"], nested: { Keep_Case: 1 } }, workspace: "staging" },
+        net: {
+          bucket: "state-bucket",
+          key: "network.tfstate",
+          kvstoreTable: "state-locks",
+          defaults: { vpc_id: "vpc-none", SubnetIDs: ["a", "b"], nested: { Keep_Case: 1 } },
+          workspace: "staging",
+        },
         dns: { bucket: "state-bucket", key: "dns.tfstate" },
       },
     };
@@ -44,8 +50,16 @@ describe("objstate synth", () => {
 
   for (const [name, text, pattern] of [
     ["missing bucket", '{"backend":{"key":"a"}}', /^objstate: error: backend: bucket is required\n$/],
-    ["bad value in a remote state", '{"remoteStates":{"net":{"bucket":"state-bucket","assumeRoleSessionExpiration":3601}}}', /^objstate: error: remoteStates\.net: assumeRoleSessionExpiration must be an integer from 900 to 3600 \(seconds\), got 3601\n$/],
-    ["unknown field", '{"backend":{"bucket":"state-bucket","kvstore_table":"x"}}', /^objstate: error: backend: kvstore_table is not a field of ObjectStoreBackendConfig; did you mean kvstoreTable\?\n$/],
+    [
+      "bad value in a remote state",
+      '{"remoteStates":{"net":{"bucket":"state-bucket","assumeRoleSessionExpiration":3601}}}',
+      /^objstate: error: remoteStates\.net: assumeRoleSessionExpiration must be an integer from 900 to 3600 \(seconds\), got 3601\n$/,
+    ],
+    [
+      "unknown field",
+      '{"backend":{"bucket":"state-bucket","kvstore_table":"x"}}',
+      /^objstate: error: backend: kvstore_table is not a field of ObjectStoreBackendConfig; did you mean kvstoreTable\?\n$/,
+    ],
     ["unknown top-level key", '{"backends":{}}', /did you mean "backend"\?/],
     ["broken JSON names file and line", '{\n  "backend": {\n    "bucket": "state-bucket",\n  }\n}', /is not valid JSON at line 4, column 3/],
   ] as const) {
@@ -67,10 +81,27 @@ describe("objstate synth", () => {
 });
 
 describe("objstate synth --for", () => {
-  const FLAGS = ["--bucket", "state-bucket", "--endpoint", "http://127.0.0.1:9000", "--kvstore-table", "state-locks", "--kvstore-endpoint", "http://127.0.0.1:9001", "--prefix", ""];
+  const FLAGS = [
+    "--bucket",
+    "state-bucket",
+    "--endpoint",
+    "http://127.0.0.1:9000",
+    "--kvstore-table",
+    "state-locks",
+    "--kvstore-endpoint",
+    "http://127.0.0.1:9001",
+    "--prefix",
+    "",
+  ];
 
   it("--for s3 and --for oss print the library's toTerraformJson of the settings, nothing else", () => {
-    const config = ObjectStoreBackendConfig.from({ bucket: "state-bucket", endpoint: "http://127.0.0.1:9000", kvstoreTable: "state-locks", kvstoreEndpoint: "http://127.0.0.1:9001", prefix: "" });
+    const config = ObjectStoreBackendConfig.from({
+      bucket: "state-bucket",
+      endpoint: "http://127.0.0.1:9000",
+      kvstoreTable: "state-locks",
+      kvstoreEndpoint: "http://127.0.0.1:9001",
+      prefix: "",
+    });
     for (const backend of ["s3", "oss"] as const) {
       const r = runCli(["synth", "--for", backend, ...FLAGS]);
       assert.equal(r.code, 0, r.stderr);
@@ -92,8 +123,22 @@ describe("objstate synth --for", () => {
   });
 
   it("--for http with a props file: the address of -w's workspace, each remote state's own, the user, no store field", () => {
-    const props = { backend: { bucket: "state-bucket", secretKey: "VERY-SECRET" }, remoteStates: { net: { bucket: "state-bucket", workspace: "staging", defaults: { vpc_id: "none" } } } };
-    const r = runCli(["synth", "--for", "http", "--serve-url", "http://127.0.0.1:8080", "--username", "ci", "-w", "prod", file("http-props.json", JSON.stringify(props))]);
+    const props = {
+      backend: { bucket: "state-bucket", secretKey: "VERY-SECRET" },
+      remoteStates: { net: { bucket: "state-bucket", workspace: "staging", defaults: { vpc_id: "none" } } },
+    };
+    const r = runCli([
+      "synth",
+      "--for",
+      "http",
+      "--serve-url",
+      "http://127.0.0.1:8080",
+      "--username",
+      "ci",
+      "-w",
+      "prod",
+      file("http-props.json", JSON.stringify(props)),
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const serve = { serveUrl: "http://127.0.0.1:8080", username: "ci" };
     const expected = mergeToolJson(
@@ -123,15 +168,35 @@ describe("objstate synth --for", () => {
   });
 
   for (const [what, args, pattern] of [
-    ["a field the backend has no argument for", ["--for", "s3", "--bucket", "state-bucket", "--compute-role-name", "r"], /^objstate: error: --compute-role-name is set, but the tool's s3 backend has no argument for it/],
+    [
+      "a field the backend has no argument for",
+      ["--for", "s3", "--bucket", "state-bucket", "--compute-role-name", "r"],
+      /^objstate: error: --compute-role-name is set, but the tool's s3 backend has no argument for it/,
+    ],
     ["the same in a props file", ["--for", "s3", "PROPS"], /^objstate: error: backend: computeRoleName is set, but the tool's s3 backend/],
-    ["a file: endpoint", ["--for", "s3", "--bucket", "state-bucket", "--endpoint", "file:./states"], /^objstate: error: --endpoint "file:\.\/states" is objstate's embedded store/],
+    [
+      "a file: endpoint",
+      ["--for", "s3", "--bucket", "state-bucket", "--endpoint", "file:./states"],
+      /^objstate: error: --endpoint "file:\.\/states" is objstate's embedded store/,
+    ],
     ["--for http without --serve-url", ["--for", "http", "--bucket", "state-bucket"], /^objstate: error: --for http needs --serve-url URL/],
-    ["--serve-url without --for http", ["--for", "s3", "--bucket", "state-bucket", "--serve-url", "http://127.0.0.1:8080"], /^objstate: error: --serve-url goes with --for http/],
+    [
+      "--serve-url without --for http",
+      ["--for", "s3", "--bucket", "state-bucket", "--serve-url", "http://127.0.0.1:8080"],
+      /^objstate: error: --serve-url goes with --for http/,
+    ],
     ["-w without --for http", ["--bucket", "state-bucket", "-w", "prod"], /^objstate: error: --workspace goes with --for http/],
     ["--lockfile without --for", ["--bucket", "state-bucket", "--lockfile"], /^objstate: error: --lockfile goes with --for s3/],
-    ["--lockfile with oss", ["--for", "oss", "--bucket", "state-bucket", "--lockfile"], /^objstate: error: --lockfile is set, but the tool's oss backend has no argument for it/],
-    ["credentials in --serve-url", ["--for", "http", "--bucket", "state-bucket", "--serve-url", "http://ci:pw@127.0.0.1:8080"], /^objstate: error: --serve-url must not carry credentials/],
+    [
+      "--lockfile with oss",
+      ["--for", "oss", "--bucket", "state-bucket", "--lockfile"],
+      /^objstate: error: --lockfile is set, but the tool's oss backend has no argument for it/,
+    ],
+    [
+      "credentials in --serve-url",
+      ["--for", "http", "--bucket", "state-bucket", "--serve-url", "http://ci:pw@127.0.0.1:8080"],
+      /^objstate: error: --serve-url must not carry credentials/,
+    ],
     ["an unknown backend", ["--for", "gcs", "--bucket", "state-bucket"], /argument 'gcs' is invalid. Allowed choices are s3, oss, http/],
   ] as const) {
     it(`refuses ${what}: one line on stderr, exit 2, nothing on stdout`, () => {

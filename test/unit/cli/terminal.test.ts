@@ -163,9 +163,17 @@ describe("progress line", () => {
 });
 
 /** Run the built CLI under a pseudo-terminal (util-linux `script`), feeding `input`. */
-function underPty(args: string[], options: { env?: Record<string, string | undefined>; input?: string; cwd?: string } = {}): { code: number | null; out: string } {
+function underPty(
+  args: string[],
+  options: { env?: Record<string, string | undefined>; input?: string; cwd?: string } = {},
+): { code: number | null; out: string } {
   const quoted = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
-  const r = spawnSync("script", ["-qec", quoted, "/dev/null"], { env: cliEnv({ NO_COLOR: undefined, TERM: "xterm", ...options.env }), input: options.input ?? "", encoding: "utf8", cwd: options.cwd });
+  const r = spawnSync("script", ["-qec", quoted, "/dev/null"], {
+    env: cliEnv({ NO_COLOR: undefined, TERM: "xterm", ...options.env }),
+    input: options.input ?? "",
+    encoding: "utf8",
+    cwd: options.cwd,
+  });
   return { code: r.status, out: r.stdout };
 }
 
@@ -210,11 +218,24 @@ describe("on a terminal (pseudo-terminal)", { skip: hasScript ? false : "util-li
   it("state rollback on a TTY shows the diff from the current state and asks: anything but yes writes nothing (exit 1), yes rolls back", () => {
     const ws = ["-w", "rb"];
     const push = (serial: number, names: string[]): void => {
-      const doc = { version: 4, serial, lineage: "tty-lineage", outputs: {}, resources: names.map((n) => ({ mode: "managed", type: "t", name: n, provider: 'provider["registry.example/x/y"]', instances: [{ attributes: { id: n } }] })) };
+      const doc = {
+        version: 4,
+        serial,
+        lineage: "tty-lineage",
+        outputs: {},
+        resources: names.map((n) => ({
+          mode: "managed",
+          type: "t",
+          name: n,
+          provider: 'provider["registry.example/x/y"]',
+          instances: [{ attributes: { id: n } }],
+        })),
+      };
       const r = runCli(["state", "push", "-", ...ws, ...settings], { input: JSON.stringify(doc) });
       assert.equal(r.code, 0, r.stderr);
     };
-    const versions = (): { versionId: string; serial: number }[] => (JSON.parse(runCli(["state", "history", "--json", ...ws, ...settings]).stdout) as { versions: { versionId: string; serial: number }[] }).versions;
+    const versions = (): { versionId: string; serial: number }[] =>
+      (JSON.parse(runCli(["state", "history", "--json", ...ws, ...settings]).stdout) as { versions: { versionId: string; serial: number }[] }).versions;
     push(1, ["a"]);
     push(2, ["a", "b"]);
     const [v2, v1] = versions().map((v) => v.versionId);
@@ -225,24 +246,35 @@ describe("on a terminal (pseudo-terminal)", { skip: hasScript ? false : "util-li
     assert.match(no.out, /Serial: 2 → 1\r?\nResources:\r?\n {2}- t\.b\r?\n0 added, 0 changed, 1 removed/);
     assert.match(no.out, /Roll back\? Only 'yes' will be accepted: /);
     assert.match(no.out, /objstate: error: rollback cancelled; nothing was written/);
-    assert.deepEqual(versions().map((v) => v.serial), [2, 1], "nothing was written");
+    assert.deepEqual(
+      versions().map((v) => v.serial),
+      [2, 1],
+      "nothing was written",
+    );
     const yes = underPty(["state", "rollback", "--to", v1 as string, ...ws, ...settings], { input: "yes\n", env: { NO_COLOR: "1" } });
     assert.equal(yes.code, 0, yes.out);
     assert.match(yes.out, /- t\.b/);
     assert.match(yes.out, /rolled back tty-bucket\/env:\/rb\/tool\.tfstate to version .* written as serial 3/);
-    assert.deepEqual(versions().map((v) => v.serial), [3, 2, 1]);
+    assert.deepEqual(
+      versions().map((v) => v.serial),
+      [3, 2, 1],
+    );
   });
 
   it("state rollback: a write after the diff was shown and before the answer is not overwritten (exit 5, nothing written)", async () => {
     const ws = ["-w", "rb-race"];
     const push = (serial: number): void => {
-      const r = runCli(["state", "push", "-", ...ws, ...settings], { input: JSON.stringify({ version: 4, serial, lineage: "race", outputs: { n: { value: serial, type: "number" } }, resources: [] }) });
+      const r = runCli(["state", "push", "-", ...ws, ...settings], {
+        input: JSON.stringify({ version: 4, serial, lineage: "race", outputs: { n: { value: serial, type: "number" } }, resources: [] }),
+      });
       assert.equal(r.code, 0, r.stderr);
     };
-    const versions = (): number[] => (JSON.parse(runCli(["state", "history", "--json", ...ws, ...settings]).stdout) as { versions: { serial: number }[] }).versions.map((v) => v.serial);
+    const versions = (): number[] =>
+      (JSON.parse(runCli(["state", "history", "--json", ...ws, ...settings]).stdout) as { versions: { serial: number }[] }).versions.map((v) => v.serial);
     push(1);
     push(2);
-    const v1 = (JSON.parse(runCli(["state", "history", "--json", ...ws, ...settings]).stdout) as { versions: { versionId: string }[] }).versions[1]?.versionId as string;
+    const v1 = (JSON.parse(runCli(["state", "history", "--json", ...ws, ...settings]).stdout) as { versions: { versionId: string }[] }).versions[1]
+      ?.versionId as string;
     const quoted = [process.execPath, CLI, "state", "rollback", "--to", v1, ...ws, ...settings].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
     const child = spawn("script", ["-qec", quoted, "/dev/null"], { env: cliEnv({ NO_COLOR: "1", TERM: "xterm" }), stdio: ["pipe", "pipe", "inherit"] });
     let out = "";
@@ -257,7 +289,10 @@ describe("on a terminal (pseudo-terminal)", { skip: hasScript ? false : "util-li
     push(3); // someone writes while the person reads the diff
     child.stdin.end("yes\n");
     assert.equal(await exited, 5, out);
-    assert.match(out, /objstate: error: tty-bucket\/env:\/rb-race\/tool\.tfstate was written since the diff was shown: nothing was written; run the rollback again/);
+    assert.match(
+      out,
+      /objstate: error: tty-bucket\/env:\/rb-race\/tool\.tfstate was written since the diff was shown: nothing was written; run the rollback again/,
+    );
     assert.deepEqual(versions(), [3, 2, 1], "the write made meanwhile is still the current state");
   });
 

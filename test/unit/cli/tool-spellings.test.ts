@@ -68,7 +68,10 @@ describe("the tool's single-dash spellings", () => {
     const bad = runCli(["state", "push", "-lock=no", stateFile("n4", "lineage-n", 4), ...ws, ...settings]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /argument 'no' is invalid\. Allowed choices are true, false/);
-    for (const cmd of [["workspace", "new", "ws-nolock"], ["workspace", "delete", "ws-nolock"]]) {
+    for (const cmd of [
+      ["workspace", "new", "ws-nolock"],
+      ["workspace", "delete", "ws-nolock"],
+    ]) {
       const r = runCli([...cmd, "-lock=false", "-json", ...settings]);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stderr, LOCK_FALSE);

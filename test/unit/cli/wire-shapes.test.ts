@@ -18,7 +18,20 @@ import { startServer } from "../../support/server-fixture.js";
 
 const dir = mkdtempSync(join(tmpdir(), "objstate-wire-shapes-"));
 const props = { bucket: "wire", endpoint: `file:${dir}`, prefix: "p", key: "s.tfstate", kvstoreEndpoint: `file:${dir}`, kvstoreTable: "locks" };
-const STORE = ["--bucket", props.bucket, "--endpoint", props.endpoint, "--prefix", props.prefix, "--key", props.key, "--kvstore-endpoint", props.kvstoreEndpoint, "--kvstore-table", props.kvstoreTable];
+const STORE = [
+  "--bucket",
+  props.bucket,
+  "--endpoint",
+  props.endpoint,
+  "--prefix",
+  props.prefix,
+  "--key",
+  props.key,
+  "--kvstore-endpoint",
+  props.kvstoreEndpoint,
+  "--kvstore-table",
+  props.kvstoreTable,
+];
 const LINEAGE = "6d0c9a52-5b1c-4f7e-9a55-2f8a3a0c1d11";
 
 /** A state with outputs that tell shapes apart: a number too precise for JS, a string with `<`, a secret. */
@@ -31,7 +44,10 @@ function state(serial: number, extra: Record<string, unknown> = {}): string {
     ...extra,
   };
   // The number goes in as text: 2^53 + 1 read through a JS number would print ...992.
-  return JSON.stringify({ version: 4, terraform_version: "1.9.0", serial, lineage: LINEAGE, outputs, resources: [] }).replace('"big":{"value":0', '"big":{"value":9007199254740993');
+  return JSON.stringify({ version: 4, terraform_version: "1.9.0", serial, lineage: LINEAGE, outputs, resources: [] }).replace(
+    '"big":{"value":0',
+    '"big":{"value":9007199254740993',
+  );
 }
 
 function cli(args: string[]): unknown {
@@ -105,7 +121,10 @@ describe("the CLI's --json and /api/v1 print the same JSON for the same object",
     try {
       const one = (await api("/api/v1/workspaces/prod/lock")).json;
       assert.deepEqual(taken, one["lock"]);
-      assert.deepEqual([taken["workspace"], taken["source"], taken["operation"], taken["info"], taken["owner"], taken["expired"]], ["prod", "table", "apply", "CI 7", null, false]);
+      assert.deepEqual(
+        [taken["workspace"], taken["source"], taken["operation"], taken["info"], taken["owner"], taken["expired"]],
+        ["prod", "table", "apply", "CI 7", null, false],
+      );
 
       const list = cli(["locks", "--json"]);
       assert.deepEqual(list, (await api("/api/v1/locks")).json["locks"]);

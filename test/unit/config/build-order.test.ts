@@ -23,7 +23,13 @@ describe("building a config object", () => {
   });
 
   it("gives every field in table order, unset ones undefined, frozen, with the class's prototype", () => {
-    const c = DataRemoteStateObjectStoreConfig.from({ workspace: "prod", defaults: { a: [1] }, bucket: "states", encrypt: false, assumeRoleSessionExpiration: 900 });
+    const c = DataRemoteStateObjectStoreConfig.from({
+      workspace: "prod",
+      defaults: { a: [1] },
+      bucket: "states",
+      encrypt: false,
+      assumeRoleSessionExpiration: 900,
+    });
     assert.deepEqual(
       Object.keys(c),
       REMOTE_STATE_FIELDS.map((f) => f.name),

@@ -7,7 +7,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { inspect } from "node:util";
-import { backendToolJson, DataRemoteStateObjectStore, DataRemoteStateObjectStoreConfig, ObjectStoreBackendConfig, remoteStateToolJson, REMOTE_STATE_FIELDS } from "../../../src/index.js";
+import {
+  backendToolJson,
+  DataRemoteStateObjectStore,
+  DataRemoteStateObjectStoreConfig,
+  ObjectStoreBackendConfig,
+  remoteStateToolJson,
+  REMOTE_STATE_FIELDS,
+} from "../../../src/index.js";
 import { builderFactory } from "../../../src/config/base.js";
 
 process.removeAllListeners("warning");
@@ -33,7 +40,9 @@ describe("builders", () => {
   });
 
   it("build() twice gives equal, distinct objects, and later setters change neither", () => {
-    const b = DataRemoteStateObjectStoreConfig.builder().bucket("state-bucket").defaults({ a: [1] });
+    const b = DataRemoteStateObjectStoreConfig.builder()
+      .bucket("state-bucket")
+      .defaults({ a: [1] });
     const one = b.build();
     const two = b.build();
     assert.notEqual(one, two);
@@ -70,7 +79,15 @@ describe("builders", () => {
 describe("synthesis from the set mask", () => {
   // Every combination of a few optional fields, built both ways, against the JSON written
   // out by hand from the props.
-  const OPTIONAL = { acl: "private", encrypt: false, key: "k.tfstate", region: "eu-west-1", kvstoreTable: "locks", workspace: "prod", defaults: { a: 1 } } as const;
+  const OPTIONAL = {
+    acl: "private",
+    encrypt: false,
+    key: "k.tfstate",
+    region: "eu-west-1",
+    kvstoreTable: "locks",
+    workspace: "prod",
+    defaults: { a: 1 },
+  } as const;
   const JSON_KEY = Object.fromEntries(REMOTE_STATE_FIELDS.map((f) => [f.name, f.jsonKey]));
   const names = Object.keys(OPTIONAL) as (keyof typeof OPTIONAL)[];
 
@@ -84,7 +101,8 @@ describe("synthesis from the set mask", () => {
       for (const [k, v] of Object.entries(props).reverse()) b = (b as unknown as Record<string, (v: unknown) => typeof b>)[k]!(v);
       for (const config of [DataRemoteStateObjectStoreConfig.from(props as never), b.build()]) {
         const expected: Record<string, unknown> = {};
-        for (const f of REMOTE_STATE_FIELDS) if (props[f.name] !== undefined && f.name !== "defaults" && f.name !== "workspace") expected[JSON_KEY[f.name] as string] = props[f.name];
+        for (const f of REMOTE_STATE_FIELDS)
+          if (props[f.name] !== undefined && f.name !== "defaults" && f.name !== "workspace") expected[JSON_KEY[f.name] as string] = props[f.name];
         const entry = new DataRemoteStateObjectStore("s", config).toToolJson().data.tool_remote_state["s"];
         assert.deepEqual(Object.keys(entry?.config ?? {}), Object.keys(expected));
         assert.deepEqual(entry?.config, expected);
@@ -96,8 +114,12 @@ describe("synthesis from the set mask", () => {
 
   it("still reads plain props passed where a config is typed (JavaScript callers)", () => {
     const props = { bucket: "state-bucket", kvstoreTable: "locks", encrypt: true, assumeRole: { roleArn: "arn:r" } };
-    assert.deepEqual(backendToolJson(props as never), { tool: { backend: { objectstore: { bucket: "state-bucket", assume_role: { role_arn: "arn:r" }, encrypt: true, kvstore_table: "locks" } } } });
-    assert.deepEqual(remoteStateToolJson("net", { bucket: "state-bucket", workspace: "w" } as never), { data: { tool_remote_state: { net: { backend: "objectstore", config: { bucket: "state-bucket" }, workspace: "w" } } } });
+    assert.deepEqual(backendToolJson(props as never), {
+      tool: { backend: { objectstore: { bucket: "state-bucket", assume_role: { role_arn: "arn:r" }, encrypt: true, kvstore_table: "locks" } } },
+    });
+    assert.deepEqual(remoteStateToolJson("net", { bucket: "state-bucket", workspace: "w" } as never), {
+      data: { tool_remote_state: { net: { backend: "objectstore", config: { bucket: "state-bucket" }, workspace: "w" } } },
+    });
   });
 
   it("writes the nested block's set fields only", () => {

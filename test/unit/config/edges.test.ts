@@ -23,7 +23,16 @@ function refused(fn: () => unknown, field: string, variable?: string): ConfigErr
 
 describe("endpoints name a host, never a path", () => {
   const fields = ["endpoint", "kvstoreEndpoint", "stsEndpoint"] as const;
-  const bad = ["http://127.0.0.1:9000/some-path", "https://s3.example.com/bucket/", "http://h//", "http://h/?", "http://h?x=1", "http://h/#frag", "https://h:443/a?b#c", "http://h/%2F"];
+  const bad = [
+    "http://127.0.0.1:9000/some-path",
+    "https://s3.example.com/bucket/",
+    "http://h//",
+    "http://h/?",
+    "http://h?x=1",
+    "http://h/#frag",
+    "https://h:443/a?b#c",
+    "http://h/%2F",
+  ];
   const good = ["http://127.0.0.1:9000", "http://127.0.0.1:9000/", "https://s3.example.com", "s3.example.com:9000", "HTTP://H/"];
 
   for (const field of fields) {
@@ -68,7 +77,11 @@ describe("credentials in an endpoint URL never reach a message", () => {
       assert.ok(!String(e.stack).includes(password));
       assert.match(e.message, /<redacted>@/);
     }
-    const env = refused(() => resolveSettings(build({}), { PROVIDER_OBJECT_STORE_ENDPOINT: `https://ak:${password}@h/p` }), "endpoint", "PROVIDER_OBJECT_STORE_ENDPOINT");
+    const env = refused(
+      () => resolveSettings(build({}), { PROVIDER_OBJECT_STORE_ENDPOINT: `https://ak:${password}@h/p` }),
+      "endpoint",
+      "PROVIDER_OBJECT_STORE_ENDPOINT",
+    );
     assert.ok(!env.message.includes(password));
   });
 
@@ -85,13 +98,20 @@ describe("credentials in an endpoint URL never reach a message", () => {
 describe("workspace names . and .. are refused everywhere", () => {
   it("remote-state config workspace", () => {
     for (const w of [".", ".."]) refused(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", workspace: w }), "workspace");
-    for (const w of ["...", ".a", "a.", "a..b", "default"]) assert.doesNotThrow(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", workspace: w }), w);
+    for (const w of ["...", ".a", "a.", "a..b", "default"])
+      assert.doesNotThrow(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", workspace: w }), w);
   });
 
   it("the backend's own checkWorkspace (every state path goes through it)", () => {
     for (const w of [".", ".."]) {
-      assert.throws(() => checkWorkspace(w), (e) => isObjstateError(e, "INVALID_WORKSPACE") && /not '\.' or '\.\.'/.test(e.message));
-      assert.throws(() => statePath(layout("env:", "tool.tfstate"), w), (e) => isObjstateError(e, "INVALID_WORKSPACE"));
+      assert.throws(
+        () => checkWorkspace(w),
+        (e) => isObjstateError(e, "INVALID_WORKSPACE") && /not '\.' or '\.\.'/.test(e.message),
+      );
+      assert.throws(
+        () => statePath(layout("env:", "tool.tfstate"), w),
+        (e) => isObjstateError(e, "INVALID_WORKSPACE"),
+      );
     }
     assert.equal(statePath(layout("env:", "tool.tfstate"), "..."), "env:/.../tool.tfstate");
   });

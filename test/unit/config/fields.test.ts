@@ -28,24 +28,90 @@ interface SeedRow {
 // Transcribed from ../shared/seed (common fields), in the seed's order.
 const SEED: SeedRow[] = [
   { name: "bucket", jsonKey: "bucket", javaType: "java.lang.String", env: [], sample: "state-bucket" },
-  { name: "accessKey", jsonKey: "access_key", javaType: "java.lang.String", env: ["PROVIDER_ACCESS_KEY", "PROVIDER_ACCESS_KEY_ID"], secret: true, sample: "AK-explicit" },
+  {
+    name: "accessKey",
+    jsonKey: "access_key",
+    javaType: "java.lang.String",
+    env: ["PROVIDER_ACCESS_KEY", "PROVIDER_ACCESS_KEY_ID"],
+    secret: true,
+    sample: "AK-explicit",
+  },
   { name: "acl", jsonKey: "acl", javaType: "java.lang.String", env: [], sample: "public-read" },
   { name: "assumeRole", jsonKey: "assume_role", javaType: "ObjectStoreAssumeRole", env: [], sample: { roleArn: "arn:aws:iam:::role/x" } },
-  { name: "assumeRolePolicy", jsonKey: "assume_role_policy", javaType: "java.lang.String", env: [], since: "1.1.0", sample: '{"Version":"2012-10-17","Statement":[]}' },
-  { name: "assumeRoleRoleArn", jsonKey: "assume_role_role_arn", javaType: "java.lang.String", env: ["PROVIDER_ASSUME_ROLE_ARN"], since: "1.1.0", sample: "arn:aws:iam:::role/r" },
-  { name: "assumeRoleSessionExpiration", jsonKey: "assume_role_session_expiration", javaType: "java.lang.Number", env: ["PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION"], def: 3600, since: "1.1.0", sample: 1200, envSample: ["1800", 1800] },
-  { name: "assumeRoleSessionName", jsonKey: "assume_role_session_name", javaType: "java.lang.String", env: ["PROVIDER_ASSUME_ROLE_SESSION_NAME"], def: "tool", since: "1.1.0", sample: "deploy-session" },
+  {
+    name: "assumeRolePolicy",
+    jsonKey: "assume_role_policy",
+    javaType: "java.lang.String",
+    env: [],
+    since: "1.1.0",
+    sample: '{"Version":"2012-10-17","Statement":[]}',
+  },
+  {
+    name: "assumeRoleRoleArn",
+    jsonKey: "assume_role_role_arn",
+    javaType: "java.lang.String",
+    env: ["PROVIDER_ASSUME_ROLE_ARN"],
+    since: "1.1.0",
+    sample: "arn:aws:iam:::role/r",
+  },
+  {
+    name: "assumeRoleSessionExpiration",
+    jsonKey: "assume_role_session_expiration",
+    javaType: "java.lang.Number",
+    env: ["PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION"],
+    def: 3600,
+    since: "1.1.0",
+    sample: 1200,
+    envSample: ["1800", 1800],
+  },
+  {
+    name: "assumeRoleSessionName",
+    jsonKey: "assume_role_session_name",
+    javaType: "java.lang.String",
+    env: ["PROVIDER_ASSUME_ROLE_SESSION_NAME"],
+    def: "tool",
+    since: "1.1.0",
+    sample: "deploy-session",
+  },
   { name: "computeRoleName", jsonKey: "compute_role_name", javaType: "java.lang.String", env: [], since: "0.12.14", sample: "ecs-role" },
   { name: "encrypt", jsonKey: "encrypt", javaType: "java.lang.Boolean", env: [], sample: true },
-  { name: "endpoint", jsonKey: "endpoint", javaType: "java.lang.String", env: ["PROVIDER_OBJECT_STORE_ENDPOINT", "OBJECT_STORE_ENDPOINT"], sample: "http://127.0.0.1:9000" },
+  {
+    name: "endpoint",
+    jsonKey: "endpoint",
+    javaType: "java.lang.String",
+    env: ["PROVIDER_OBJECT_STORE_ENDPOINT", "OBJECT_STORE_ENDPOINT"],
+    sample: "http://127.0.0.1:9000",
+  },
   { name: "key", jsonKey: "key", javaType: "java.lang.String", env: [], def: "tool.tfstate", sample: "net.tfstate" },
   { name: "prefix", jsonKey: "prefix", javaType: "java.lang.String", env: [], def: "env:", sample: "states" },
   { name: "profile", jsonKey: "profile", javaType: "java.lang.String", env: ["PROVIDER_PROFILE"], since: "0.12.8", sample: "prod" },
   { name: "region", jsonKey: "region", javaType: "java.lang.String", env: ["PROVIDER_REGION", "PROVIDER_DEFAULT_REGION"], sample: "eu-west-1" },
-  { name: "secretKey", jsonKey: "secret_key", javaType: "java.lang.String", env: ["PROVIDER_SECRET_KEY", "PROVIDER_ACCESS_KEY_SECRET"], secret: true, sample: "SK-explicit" },
+  {
+    name: "secretKey",
+    jsonKey: "secret_key",
+    javaType: "java.lang.String",
+    env: ["PROVIDER_SECRET_KEY", "PROVIDER_ACCESS_KEY_SECRET"],
+    secret: true,
+    sample: "SK-explicit",
+  },
   { name: "securityToken", jsonKey: "security_token", javaType: "java.lang.String", env: ["PROVIDER_SECURITY_TOKEN"], secret: true, sample: "TOKEN-explicit" },
-  { name: "sharedCredentialsFile", jsonKey: "shared_credentials_file", javaType: "java.lang.String", env: ["PROVIDER_SHARED_CREDENTIALS_FILE"], def: "~/.provider/config.json", since: "0.12.8", sample: "/etc/creds.json" },
-  { name: "stsEndpoint", jsonKey: "sts_endpoint", javaType: "java.lang.String", env: ["PROVIDER_STS_ENDPOINT"], since: "1.0.11", sample: "https://sts.example.com" },
+  {
+    name: "sharedCredentialsFile",
+    jsonKey: "shared_credentials_file",
+    javaType: "java.lang.String",
+    env: ["PROVIDER_SHARED_CREDENTIALS_FILE"],
+    def: "~/.provider/config.json",
+    since: "0.12.8",
+    sample: "/etc/creds.json",
+  },
+  {
+    name: "stsEndpoint",
+    jsonKey: "sts_endpoint",
+    javaType: "java.lang.String",
+    env: ["PROVIDER_STS_ENDPOINT"],
+    since: "1.0.11",
+    sample: "https://sts.example.com",
+  },
   { name: "kvstoreEndpoint", jsonKey: "kvstore_endpoint", javaType: "java.lang.String", env: [], sample: "http://127.0.0.1:8000" },
   { name: "kvstoreTable", jsonKey: "kvstore_table", javaType: "java.lang.String", env: [], sample: "locks" },
 ];
@@ -62,8 +128,14 @@ function envSampleOf(row: SeedRow, variable: string): { text: string; value: unk
 
 describe("field table matches the seed", () => {
   it("has exactly the seed's common fields, in order", () => {
-    assert.deepEqual(COMMON_FIELDS.map((f) => f.name), SEED.map((r) => r.name));
-    assert.deepEqual(REMOTE_STATE_FIELDS.map((f) => f.name), [...SEED.map((r) => r.name), "defaults", "workspace"]);
+    assert.deepEqual(
+      COMMON_FIELDS.map((f) => f.name),
+      SEED.map((r) => r.name),
+    );
+    assert.deepEqual(
+      REMOTE_STATE_FIELDS.map((f) => f.name),
+      [...SEED.map((r) => r.name), "defaults", "workspace"],
+    );
   });
 
   for (const row of SEED) {
@@ -160,6 +232,11 @@ describe("field table matches the seed", () => {
   it("ObjectStoreAssumeRole: roleArn required, all getters", () => {
     const a = ObjectStoreAssumeRole.builder().roleArn("arn:r").policy('{"a":1}').sessionName("ss").sessionExpiration(900).build();
     assert.deepEqual([a.getRoleArn(), a.getPolicy(), a.getSessionName(), a.getSessionExpiration()], ["arn:r", '{"a":1}', "ss", 900]);
-    assert.throws(() => ObjectStoreAssumeRole.builder().policy('{"a":1}').build(), { name: "ConfigError", code: "REQUIRED", field: "roleArn", message: "roleArn is required" });
+    assert.throws(() => ObjectStoreAssumeRole.builder().policy('{"a":1}').build(), {
+      name: "ConfigError",
+      code: "REQUIRED",
+      field: "roleArn",
+      message: "roleArn is required",
+    });
   });
 });

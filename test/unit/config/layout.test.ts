@@ -43,7 +43,14 @@ async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
 
 const md5 = (b: string): string => createHash("md5").update(b).digest("hex");
 const stateOf = (serial: number, value: string): string =>
-  JSON.stringify({ version: 4, terraform_version: "1.11.4", serial, lineage: "7d4a0c43-0000-4000-8000-00000000000a", outputs: { y: { value, type: "string" } }, resources: [] });
+  JSON.stringify({
+    version: 4,
+    terraform_version: "1.11.4",
+    serial,
+    lineage: "7d4a0c43-0000-4000-8000-00000000000a",
+    outputs: { y: { value, type: "string" } },
+    resources: [],
+  });
 
 describe("layout paths", () => {
   const cases: Array<[prefix: string, key: string]> = [
@@ -107,7 +114,10 @@ describe("layout paths", () => {
     assert.equal(layoutNameOf(undefined, "layout"), "seed");
     assert.equal(layoutNameOf("s3", "layout"), "s3");
     for (const bad of ["S3", "oss", "", 3, null]) {
-      assert.throws(() => layoutNameOf(bad, "the layout option"), (e) => isObjstateError(e, "INVALID_LAYOUT") && /^the layout option must be "seed" .* or "s3"/.test(e.message));
+      assert.throws(
+        () => layoutNameOf(bad, "the layout option"),
+        (e) => isObjstateError(e, "INVALID_LAYOUT") && /^the layout option must be "seed" .* or "s3"/.test(e.message),
+      );
     }
   });
 });
@@ -115,7 +125,13 @@ describe("layout paths", () => {
 describe("the s3 layout on the embedded store, beside a writer that does what the tool's S3 client does", () => {
   const target = embeddedTarget();
   const connect = (props: ObjectStoreBackendConfigProps, layoutName: LayoutName | undefined, lockfile = false): Promise<ObjectStoreBackend> =>
-    ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, layout: layoutName, lockfile, onWarning: () => undefined, digestRetry: { timeoutMs: 0, intervalMs: 0 } });
+    ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), {
+      env: {},
+      layout: layoutName,
+      lockfile,
+      onWarning: () => undefined,
+      digestRetry: { timeoutMs: 0, intervalMs: 0 },
+    });
 
   it("states, lock items, digest items and lockfiles are at the tool's keys; listings find the default workspace", async () => {
     const props = await target.setup({ locks: true });
@@ -137,7 +153,10 @@ describe("the s3 layout on the embedded store, beside a writer that does what th
       await raw.put("env:/default/tool.tfstate", Buffer.from("{}"), { contentType: "application/json" });
       await raw.put("env:/a/b/tool.tfstate", Buffer.from("{}"), { contentType: "application/json" });
       assert.deepEqual(await backend.listWorkspaces(), ["default", "prod"]);
-      assert.deepEqual((await backend.listWorkspaceObjects()).map((o) => o.workspace), ["default", "prod"]);
+      assert.deepEqual(
+        (await backend.listWorkspaceObjects()).map((o) => o.workspace),
+        ["default", "prod"],
+      );
 
       const lock = await backend.lock("default", { operation: "apply" });
       try {
@@ -146,7 +165,10 @@ describe("the s3 layout on the embedded store, beside a writer that does what th
         assert.equal(info.ID, lock.ID);
         assert.equal(info.Path, `${bucket}/tool.tfstate`);
         const lockfile = await raw.get("tool.tfstate.tflock");
-        assert.deepEqual(JSON.parse((lockfile?.body ?? Buffer.from("null")).toString("utf8")), JSON.parse((await table.get(`${bucket}/tool.tfstate`, "Info")) as string));
+        assert.deepEqual(
+          JSON.parse((lockfile?.body ?? Buffer.from("null")).toString("utf8")),
+          JSON.parse((await table.get(`${bucket}/tool.tfstate`, "Info")) as string),
+        );
         // The lock list finds the default workspace's lockfile outside the prefix.
         assert.deepEqual(
           (await backend.locks()).map((l) => [l.source, l.path, l.workspace]),

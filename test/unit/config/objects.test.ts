@@ -24,7 +24,10 @@ describe("value objects", () => {
   });
 
   it("redacts secrets in toString, toJSON, JSON.stringify and util.inspect, but toProps keeps them", () => {
-    for (const c of [ObjectStoreBackendConfig.from({ bucket: "state-bucket", ...SECRETS }), DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", ...SECRETS })]) {
+    for (const c of [
+      ObjectStoreBackendConfig.from({ bucket: "state-bucket", ...SECRETS }),
+      DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", ...SECRETS }),
+    ]) {
       for (const text of [String(c), `${c}`, JSON.stringify(c), JSON.stringify({ nested: c }), inspect(c), inspect({ deep: { c } }, { depth: 5 })]) {
         assert.ok(!text.includes("TOP-SECRET"), text);
         assert.match(text, /<redacted>/);
@@ -63,10 +66,37 @@ describe("value objects", () => {
       assumeRoleSessionExpiration: 900,
     });
     it("reports fields newer than the target, by the seed's versions", () => {
-      assert.deepEqual(checkToolVersion(all, "0.12.7").sort(), ["assumeRolePolicy", "assumeRoleRoleArn", "assumeRoleSessionExpiration", "assumeRoleSessionName", "computeRoleName", "profile", "sharedCredentialsFile", "stsEndpoint"]);
-      assert.deepEqual(checkToolVersion(all, "0.12.8").sort(), ["assumeRolePolicy", "assumeRoleRoleArn", "assumeRoleSessionExpiration", "assumeRoleSessionName", "computeRoleName", "stsEndpoint"]);
-      assert.deepEqual(checkToolVersion(all, "0.12.14").sort(), ["assumeRolePolicy", "assumeRoleRoleArn", "assumeRoleSessionExpiration", "assumeRoleSessionName", "stsEndpoint"]);
-      assert.deepEqual(checkToolVersion(all, "1.0.11").sort(), ["assumeRolePolicy", "assumeRoleRoleArn", "assumeRoleSessionExpiration", "assumeRoleSessionName"]);
+      assert.deepEqual(checkToolVersion(all, "0.12.7").sort(), [
+        "assumeRolePolicy",
+        "assumeRoleRoleArn",
+        "assumeRoleSessionExpiration",
+        "assumeRoleSessionName",
+        "computeRoleName",
+        "profile",
+        "sharedCredentialsFile",
+        "stsEndpoint",
+      ]);
+      assert.deepEqual(checkToolVersion(all, "0.12.8").sort(), [
+        "assumeRolePolicy",
+        "assumeRoleRoleArn",
+        "assumeRoleSessionExpiration",
+        "assumeRoleSessionName",
+        "computeRoleName",
+        "stsEndpoint",
+      ]);
+      assert.deepEqual(checkToolVersion(all, "0.12.14").sort(), [
+        "assumeRolePolicy",
+        "assumeRoleRoleArn",
+        "assumeRoleSessionExpiration",
+        "assumeRoleSessionName",
+        "stsEndpoint",
+      ]);
+      assert.deepEqual(checkToolVersion(all, "1.0.11").sort(), [
+        "assumeRolePolicy",
+        "assumeRoleRoleArn",
+        "assumeRoleSessionExpiration",
+        "assumeRoleSessionName",
+      ]);
       assert.deepEqual(checkToolVersion(all, "1.1.0"), []);
       assert.deepEqual(checkToolVersion(all, "v2.0.0"), []);
     });
@@ -74,7 +104,10 @@ describe("value objects", () => {
       assert.deepEqual(checkToolVersion(ObjectStoreBackendConfig.from({ bucket: "state-bucket", kvstoreTable: "locks" }), "0.1.0"), []);
     });
     it("rejects a malformed version", () => {
-      assert.throws(() => checkToolVersion(all, "one"), (e: unknown) => e instanceof ConfigError && e.code === "INVALID_VERSION");
+      assert.throws(
+        () => checkToolVersion(all, "one"),
+        (e: unknown) => e instanceof ConfigError && e.code === "INVALID_VERSION",
+      );
     });
   });
 });

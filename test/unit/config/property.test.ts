@@ -23,7 +23,13 @@ const anyValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.integer({ min: 850, max: 3650 }),
   fc.array(fc.integer(), { maxLength: 2 }),
   fc.dictionary(fc.string({ maxLength: 5 }), fc.oneof(fc.integer(), fc.string({ maxLength: 5 }), fc.constant(null)), { maxKeys: 3 }),
-  fc.record({ roleArn: fc.oneof(fc.string({ maxLength: 10 }), fc.constant(undefined)), sessionExpiration: fc.oneof(fc.integer({ min: 800, max: 4000 }), fc.constant(undefined)) }, { requiredKeys: [] }),
+  fc.record(
+    {
+      roleArn: fc.oneof(fc.string({ maxLength: 10 }), fc.constant(undefined)),
+      sessionExpiration: fc.oneof(fc.integer({ min: 800, max: 4000 }), fc.constant(undefined)),
+    },
+    { requiredKeys: [] },
+  ),
 );
 
 const fieldNames = [...COMMON_FIELDS.map((f) => f.name), "defaults", "workspace"];
@@ -33,7 +39,17 @@ const propsArb = fc
   .record({
     bucket: fc.oneof(fc.constantFrom("state-bucket", "ab", "a.b.c", "Bad_Bucket"), fc.stringMatching(/^[a-z0-9][a-z0-9.-]{1,20}[a-z0-9]$/)),
     entries: fc.array(fc.tuple(fc.constantFrom(...fieldNames, "bukcet", "extra"), anyValue), { maxLength: 8 }),
-    secrets: fc.array(fc.tuple(fc.constantFrom(...secretNames), fc.oneof(secretText, secretText.map((s) => [s]), secretText.map((s) => ({ s })))), { maxLength: 3 }),
+    secrets: fc.array(
+      fc.tuple(
+        fc.constantFrom(...secretNames),
+        fc.oneof(
+          secretText,
+          secretText.map((s) => [s]),
+          secretText.map((s) => ({ s })),
+        ),
+      ),
+      { maxLength: 3 },
+    ),
   })
   .map(({ bucket, entries, secrets }) => {
     const p: Record<string, unknown> = { bucket };
@@ -80,7 +96,10 @@ describe("property: build succeeds and round-trips, or throws ConfigError", () =
     const config = ObjectStoreBackendConfig.from({ bucket: "state-bucket" });
     fc.assert(
       fc.property(
-        fc.dictionary(fc.constantFrom(...plainEnv), fc.oneof(fc.string({ maxLength: 12 }), fc.integer({ min: 0, max: 5000 }).map(String), fc.constantFrom("http://127.0.0.1:1", "eu-west-1", "ok-name"))),
+        fc.dictionary(
+          fc.constantFrom(...plainEnv),
+          fc.oneof(fc.string({ maxLength: 12 }), fc.integer({ min: 0, max: 5000 }).map(String), fc.constantFrom("http://127.0.0.1:1", "eu-west-1", "ok-name")),
+        ),
         fc.dictionary(fc.constantFrom(...secretEnv), secretText),
         (plain, secrets) => {
           const env = { ...plain, ...secrets };

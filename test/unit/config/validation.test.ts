@@ -35,7 +35,18 @@ describe("validation", () => {
           rejects(() => build(wrap(bad)), "OUT_OF_RANGE", field, /must be an integer from 900 to 3600 \(seconds\), got /);
         }
         for (const bad of ["900", true, {}, [900]]) rejects(() => build(wrap(bad)), "INVALID_TYPE", field, /must be an integer from 900 to 3600/);
-        assert.match(String((() => { try { build(wrap(3601)); } catch (e) { return (e as Error).message; } })()), /got 3601$/);
+        assert.match(
+          String(
+            (() => {
+              try {
+                build(wrap(3601));
+              } catch (e) {
+                return (e as Error).message;
+              }
+            })(),
+          ),
+          /got 3601$/,
+        );
         assert.doesNotThrow(() => build(wrap(null)));
       });
     }
@@ -46,7 +57,8 @@ describe("validation", () => {
 
   it("acl is one of three canned ACLs", () => {
     for (const ok of ["private", "public-read", "public-read-write"]) assert.equal(build({ acl: ok }).acl, ok);
-    for (const bad of ["Private", "authenticated-read", ""]) rejects(() => build({ acl: bad }), "INVALID_VALUE", "acl", /one of private, public-read, public-read-write/);
+    for (const bad of ["Private", "authenticated-read", ""])
+      rejects(() => build({ acl: bad }), "INVALID_VALUE", "acl", /one of private, public-read, public-read-write/);
     rejects(() => build({ acl: 1 }), "INVALID_TYPE", "acl", /got 1$/);
   });
 
@@ -81,7 +93,8 @@ describe("validation", () => {
 
   it("workspace URL-safe without /", () => {
     for (const ok of ["default", "prod-eu_1.x~"]) assert.doesNotThrow(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", workspace: ok }));
-    for (const bad of ["a/b", "", "a b", "ü"]) rejects(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", workspace: bad }), "INVALID_VALUE", "workspace", /no '\/'/);
+    for (const bad of ["a/b", "", "a b", "ü"])
+      rejects(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", workspace: bad }), "INVALID_VALUE", "workspace", /no '\/'/);
   });
 
   it("defaults must be a plain object of JSON values", () => {
@@ -90,9 +103,15 @@ describe("validation", () => {
     const cyclic: Record<string, unknown> = {};
     cyclic["self"] = cyclic;
     for (const bad of [{ f: () => 1 }, { n: Number.NaN }, { d: new Date(0) }, cyclic, { u: undefined }]) {
-      rejects(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", defaults: bad }), "INVALID_VALUE", "defaults", /plain object of JSON values/);
+      rejects(
+        () => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", defaults: bad }),
+        "INVALID_VALUE",
+        "defaults",
+        /plain object of JSON values/,
+      );
     }
-    for (const bad of [[1], "x", 1]) rejects(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", defaults: bad as never }), "INVALID_TYPE", "defaults", /plain object/);
+    for (const bad of [[1], "x", 1])
+      rejects(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", defaults: bad as never }), "INVALID_TYPE", "defaults", /plain object/);
   });
 
   it("defaults nested deeper than the tool's JSON decoder reads give a typed error, not a RangeError", () => {
@@ -109,7 +128,12 @@ describe("validation", () => {
     // 10,000 levels, the top counting as one: accepted, as Go's encoding/json reads it.
     assert.doesNotThrow(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", defaults: nest(10_000) }));
     for (const levels of [10_001, 50_000]) {
-      rejects(() => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", defaults: nest(levels) }), "INVALID_VALUE", "defaults", /nested at most 10000 levels/);
+      rejects(
+        () => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", defaults: nest(levels) }),
+        "INVALID_VALUE",
+        "defaults",
+        /nested at most 10000 levels/,
+      );
     }
   });
 
@@ -126,7 +150,12 @@ describe("validation", () => {
     rejects(() => build({ region: 5 }), "INVALID_TYPE", "region", /a region name/);
     rejects(() => build({ assumeRole: "arn:r" }), "INVALID_TYPE", "assumeRole", /ObjectStoreAssumeRole/);
     rejects(() => build({ assumeRole: {} }), "REQUIRED", "assumeRole.roleArn", /roleArn is required/);
-    rejects(() => build({ assumeRole: { roleArn: "arn:r", sesionName: "x" } }), "UNKNOWN_FIELD", "assumeRole.sesionName", /did you mean assumeRole.sessionName/);
+    rejects(
+      () => build({ assumeRole: { roleArn: "arn:r", sesionName: "x" } }),
+      "UNKNOWN_FIELD",
+      "assumeRole.sesionName",
+      /did you mean assumeRole.sessionName/,
+    );
     rejects(() => ObjectStoreBackendConfig.from(null as never), "INVALID_PROPS", undefined as never, /plain object/);
     rejects(() => ObjectStoreBackendConfig.from([] as never), "INVALID_PROPS", undefined as never, /plain object/);
     rejects(() => build({ assumeRolePolicy: "not json" }), "INVALID_VALUE", "assumeRolePolicy", /JSON policy document/);
@@ -138,38 +167,67 @@ describe("validation", () => {
     rejects(() => build({ kvstoreTabel: "locks" }), "UNKNOWN_FIELD", "kvstoreTabel", /did you mean kvstoreTable\?/);
     rejects(() => build({ accesKey: "x" }), "UNKNOWN_FIELD", "accesKey", /did you mean accessKey\?/);
     rejects(() => build({ zzzzzzzzzz: 1 }), "UNKNOWN_FIELD", "zzzzzzzzzz", /the fields are: bucket, accessKey/);
-    rejects(() => ObjectStoreBackendConfig.from({ bucket: "state-bucket", workspace: "w" } as never), "UNKNOWN_FIELD", "workspace", /not a field of ObjectStoreBackendConfig/);
+    rejects(
+      () => ObjectStoreBackendConfig.from({ bucket: "state-bucket", workspace: "w" } as never),
+      "UNKNOWN_FIELD",
+      "workspace",
+      /not a field of ObjectStoreBackendConfig/,
+    );
   });
 
   it("secrets never appear in messages", () => {
     const secret = "SUPER-SECRET-VALUE-123";
     for (const field of ["accessKey", "secretKey", "securityToken"]) {
-      assert.throws(() => build({ [field]: [secret] }), (e: Error) => !e.message.includes(secret) && /got an array/.test(e.message));
+      assert.throws(
+        () => build({ [field]: [secret] }),
+        (e: Error) => !e.message.includes(secret) && /got an array/.test(e.message),
+      );
     }
   });
 
   describe("environment values are validated like explicit ones", () => {
     const base = ObjectStoreBackendConfig.from({ bucket: "state-bucket" });
     it("session expiration from env: integer text only, range checked, kept a number", () => {
-      assert.deepEqual(resolveSettings(base, { PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION: "900" }).assumeRoleSessionExpiration, { value: 900, source: "env:PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION" });
+      assert.deepEqual(resolveSettings(base, { PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION: "900" }).assumeRoleSessionExpiration, {
+        value: 900,
+        source: "env:PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION",
+      });
       for (const bad of ["abc", "1000.5", "9e2", "0x384", "NaN"]) {
-        assert.throws(() => resolveSettings(base, { PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION: bad }), (e: unknown) => {
-          assert.ok(e instanceof ConfigError);
-          assert.equal(e.code, "INVALID_VALUE");
-          assert.equal(e.field, "assumeRoleSessionExpiration");
-          assert.equal(e.variable, "PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION");
-          assert.match(e.message, new RegExp(`^PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION \\(for assumeRoleSessionExpiration\\) must be an integer from 900 to 3600 \\(seconds\\), got "${bad}"$`));
-          return true;
-        });
+        assert.throws(
+          () => resolveSettings(base, { PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION: bad }),
+          (e: unknown) => {
+            assert.ok(e instanceof ConfigError);
+            assert.equal(e.code, "INVALID_VALUE");
+            assert.equal(e.field, "assumeRoleSessionExpiration");
+            assert.equal(e.variable, "PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION");
+            assert.match(
+              e.message,
+              new RegExp(
+                `^PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION \\(for assumeRoleSessionExpiration\\) must be an integer from 900 to 3600 \\(seconds\\), got "${bad}"$`,
+              ),
+            );
+            return true;
+          },
+        );
       }
       for (const bad of ["899", "3601"]) {
-        assert.throws(() => resolveSettings(base, { PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION: bad }), { code: "OUT_OF_RANGE", variable: "PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION" });
+        assert.throws(() => resolveSettings(base, { PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION: bad }), {
+          code: "OUT_OF_RANGE",
+          variable: "PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION",
+        });
       }
     });
     it("endpoint and session name from env", () => {
-      assert.throws(() => resolveSettings(base, { PROVIDER_OBJECT_STORE_ENDPOINT: "ftp://x" }), { code: "INVALID_VALUE", field: "endpoint", variable: "PROVIDER_OBJECT_STORE_ENDPOINT" });
+      assert.throws(() => resolveSettings(base, { PROVIDER_OBJECT_STORE_ENDPOINT: "ftp://x" }), {
+        code: "INVALID_VALUE",
+        field: "endpoint",
+        variable: "PROVIDER_OBJECT_STORE_ENDPOINT",
+      });
       assert.throws(() => resolveSettings(base, { OBJECT_STORE_ENDPOINT: "ftp://x" }), { code: "INVALID_VALUE", variable: "OBJECT_STORE_ENDPOINT" });
-      assert.throws(() => resolveSettings(base, { PROVIDER_ASSUME_ROLE_SESSION_NAME: "x" }), { code: "INVALID_VALUE", variable: "PROVIDER_ASSUME_ROLE_SESSION_NAME" });
+      assert.throws(() => resolveSettings(base, { PROVIDER_ASSUME_ROLE_SESSION_NAME: "x" }), {
+        code: "INVALID_VALUE",
+        variable: "PROVIDER_ASSUME_ROLE_SESSION_NAME",
+      });
     });
     it("a bad env value is ignored when an explicit value wins", () => {
       const c = build({ assumeRoleSessionExpiration: 1200 });

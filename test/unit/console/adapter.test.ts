@@ -42,20 +42,29 @@ describe("backendConsoleApi over the embedded store", () => {
       const api = backendConsoleApi(counting);
       assert.equal(await api.hasHistory(), true, "the embedded store keeps every version");
       const list = await api.listWorkspaces();
-      assert.deepEqual(list.map((w) => w.name), ["default", "prod"]);
+      assert.deepEqual(
+        list.map((w) => w.name),
+        ["default", "prod"],
+      );
       const p = list[1];
       assert.equal(p?.size, Buffer.byteLength(prod));
       assert.ok(Math.abs(Date.parse(p?.lastWrite?.time ?? "") - Date.now()) < 60_000);
       assert.equal(p?.lastWrite?.pending, true, "serial and who are object metadata: read in the background");
       assert.equal(p?.lastWrite?.who, undefined);
-      const known = await eventually(() => api.listWorkspaces(), (l) => l[1]?.lastWrite?.pending !== true);
+      const known = await eventually(
+        () => api.listWorkspaces(),
+        (l) => l[1]?.lastWrite?.pending !== true,
+      );
       assert.equal(known[1]?.lastWrite?.serial, 5);
       assert.equal(known[1]?.lastWrite?.who, "tester@console");
       assert.equal(known[1]?.lastWrite?.time, p?.lastWrite?.time, "the listing's time is the HEAD's");
       assert.equal(p?.resources, undefined, "not counted yet on the first view: the page does not wait for state reads");
       assert.deepEqual(p?.lock, { id: lock.ID, who: "tester@console", operation: "apply", info: "CI run 7", created: lock.Created, expires: undefined });
       assert.equal(list[0]?.lock, null);
-      const later = await eventually(() => api.listWorkspaces(), (l) => l[1]?.resources !== undefined);
+      const later = await eventually(
+        () => api.listWorkspaces(),
+        (l) => l[1]?.resources !== undefined,
+      );
       assert.equal(later[1]?.resources, 3);
       assert.equal(later[0]?.resources, 0);
       const readsAfterCount = reads.length;
@@ -64,7 +73,10 @@ describe("backendConsoleApi over the embedded store", () => {
       assert.equal((await api.locks()).get("prod")?.id, lock.ID);
       assert.equal(await api.lock("default"), null);
       const h = await api.history("prod", { limit: 5 });
-      assert.deepEqual(h.map((v) => [v.serial, v.isLatest, v.resources, v.who]), [[5, true, 3, "tester@console"]]);
+      assert.deepEqual(
+        h.map((v) => [v.serial, v.isLatest, v.resources, v.who]),
+        [[5, true, 3, "tester@console"]],
+      );
       await assert.rejects(api.forceUnlock("prod", "not-the-id"), (e) => isObjstateError(e, "LOCK_ID_MISMATCH"));
       await api.forceUnlock("prod", lock.ID);
       assert.equal(await backend.lockInfo("prod"), null);
@@ -90,7 +102,8 @@ describe("backendConsoleApi over the embedded store", () => {
     });
     const api = backendConsoleApi(counting);
     await backend.writeState("cached", makeState(1, 1), { force: true });
-    const row = async (): Promise<ReturnType<typeof api.listWorkspaces> extends Promise<(infer R)[]> ? R | undefined : never> => (await api.listWorkspaces()).find((w) => w.name === "cached");
+    const row = async (): Promise<ReturnType<typeof api.listWorkspaces> extends Promise<(infer R)[]> ? R | undefined : never> =>
+      (await api.listWorkspaces()).find((w) => w.name === "cached");
     assert.equal((await eventually(row, (r) => r?.lastWrite?.pending !== true))?.lastWrite?.serial, 1);
     const headsBefore = heads.length;
     assert.equal((await row())?.lastWrite?.serial, 1);
@@ -108,7 +121,11 @@ describe("backendConsoleApi over the embedded store", () => {
       await backend.writeState("cached", makeState(3, 3), { force: true, lockId: lock.ID });
       assert.equal((await api.workspace("cached")).lastWrite?.serial, 3, "one workspace's page reads the store");
       await backend.deleteWorkspace("cached", { lockId: lock.ID });
-      assert.equal((await api.listWorkspaces()).find((w) => w.name === "cached"), undefined, "a deleted workspace leaves the list");
+      assert.equal(
+        (await api.listWorkspaces()).find((w) => w.name === "cached"),
+        undefined,
+        "a deleted workspace leaves the list",
+      );
     } finally {
       await backend.unlock("cached", lock.ID).catch(() => {});
     }
@@ -154,7 +171,14 @@ describe("backendConsoleApi over the embedded store", () => {
     await backend.writeState("hist", makeState(3, 4));
     const api = backendConsoleApi(backend, { chartVersions: 2 });
     const h = await api.history("hist", { limit: 10 });
-    assert.deepEqual(h.map((v) => [v.serial, v.resources, v.isLatest]), [[3, 4, true], [2, 2, false], [1, undefined, false]]);
+    assert.deepEqual(
+      h.map((v) => [v.serial, v.resources, v.isLatest]),
+      [
+        [3, 4, true],
+        [2, 2, false],
+        [1, undefined, false],
+      ],
+    );
     assert.ok(!Number.isNaN(Date.parse(h[0]?.lastModified ?? "")));
     const [v3, , v1] = h.map((v) => v.versionId) as [string, string, string];
     const d = await api.diff("hist", v1, v3);

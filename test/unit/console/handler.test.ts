@@ -31,9 +31,18 @@ async function post(path: string, fields: Record<string, string>, user = "admin"
 describe("handleConsole", () => {
   before(async () => {
     api = new MemoryConsoleApi();
-    v1 = api.write("prod", makeState(1, 1, { url: { value: "u1" }, pw: { value: "hunter2", sensitive: true } }), { who: "ci@runner", lastModified: "2026-11-20T00:00:00Z" });
-    v2 = api.write("prod", makeState(2, 2, { url: { value: "u2" }, pw: { value: "hunter2", sensitive: true } }), { who: "ci@runner", lastModified: "2026-11-21T00:00:00Z" });
-    v3 = api.write("prod", makeState(3, 3, { url: { value: "u3" }, pw: { value: "hunter3", sensitive: true } }), { who: "ci@runner", lastModified: "2026-11-22T00:00:00Z" });
+    v1 = api.write("prod", makeState(1, 1, { url: { value: "u1" }, pw: { value: "hunter2", sensitive: true } }), {
+      who: "ci@runner",
+      lastModified: "2026-11-20T00:00:00Z",
+    });
+    v2 = api.write("prod", makeState(2, 2, { url: { value: "u2" }, pw: { value: "hunter2", sensitive: true } }), {
+      who: "ci@runner",
+      lastModified: "2026-11-21T00:00:00Z",
+    });
+    v3 = api.write("prod", makeState(3, 3, { url: { value: "u3" }, pw: { value: "hunter3", sensitive: true } }), {
+      who: "ci@runner",
+      lastModified: "2026-11-22T00:00:00Z",
+    });
     api.write("dev", makeState(1, 0), { lastModified: "2026-11-23T00:00:00Z" });
     api.write("__proto__", makeState(1, 0), { lastModified: "2026-01-01T00:00:00Z" });
     api.setLock("dev", { id: "LOCK-1", who: "bob@laptop", operation: "apply", info: "", created: "2026-11-23T00:00:00Z" });
@@ -83,18 +92,25 @@ describe("handleConsole", () => {
     const shown = await (await get("/workspaces/prod?reveal=1")).text();
     assert.ok(shown.includes("hunter3"));
     assert.equal((await get("/workspaces/prod?reveal=1", "operator")).status, 403);
-    assert.deepEqual(srv.log.filter((e) => e.action === "reveal").map((e) => `${e.user} ${e.outcome}`), ["admin ok", "operator refused"]);
+    assert.deepEqual(
+      srv.log.filter((e) => e.action === "reveal").map((e) => `${e.user} ${e.outcome}`),
+      ["admin ok", "operator refused"],
+    );
   });
 
   it("History lists the newest HISTORY_PAGE versions with a link to the rest (?all=1); the rollback confirmation finds a version beyond them", async () => {
     const many = new MemoryConsoleApi();
-    const ids = Array.from({ length: HISTORY_PAGE + 5 }, (_, i) => many.write("big", makeState(i + 1, 1), { lastModified: new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString() }));
+    const ids = Array.from({ length: HISTORY_PAGE + 5 }, (_, i) =>
+      many.write("big", makeState(i + 1, 1), { lastModified: new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString() }),
+    );
     const s2 = await startConsoleServer(many, { csrf });
     try {
       const at = (path: string): Promise<Response> => fetch(`${s2.url}${path}`, { headers: { authorization: basic("admin") } });
       const first = await (await at("/workspaces/big/history")).text();
       assert.equal(first.match(/<tr data-version=/g)?.length, HISTORY_PAGE);
-      assert.ok(first.includes('href="/workspaces/big/history?all=1"') && first.includes(`data-version="${ids.at(-1)}"`) && !first.includes(`data-version="${ids[0]}"`));
+      assert.ok(
+        first.includes('href="/workspaces/big/history?all=1"') && first.includes(`data-version="${ids.at(-1)}"`) && !first.includes(`data-version="${ids[0]}"`),
+      );
       const all = await (await at("/workspaces/big/history?all=1")).text();
       assert.equal(all.match(/<tr data-version=/g)?.length, HISTORY_PAGE + 5);
       assert.ok(!all.includes("?all=1"), "nothing more to show");
@@ -118,7 +134,10 @@ describe("handleConsole", () => {
     const r = await post("/workspaces/dev/force-unlock", { csrf: csrf.issue("reader"), id: "LOCK-1" }, "reader");
     assert.equal(r.status, 403);
     assert.equal((await post("/workspaces/prod/rollback", { csrf: csrf.issue("reader"), to: v1, current: v3 }, "reader")).status, 403);
-    assert.deepEqual(srv.log.filter((e) => e.user === "reader").map((e) => `${e.action} ${e.outcome} ${e.detail}`), ["force-unlock refused needs force", "rollback refused needs write and lock"]);
+    assert.deepEqual(
+      srv.log.filter((e) => e.user === "reader").map((e) => `${e.action} ${e.outcome} ${e.detail}`),
+      ["force-unlock refused needs force", "rollback refused needs write and lock"],
+    );
     assert.ok(!api.calls.some((c) => c.startsWith("force-unlock dev")));
   });
 
@@ -138,7 +157,11 @@ describe("handleConsole", () => {
     assert.equal(r.status, 405);
     assert.equal(r.headers.get("allow"), "GET, HEAD, POST");
     assert.equal((await get("/workspaces/dev/force-unlock")).status, 200);
-    const j = await fetch(`${srv.url}/workspaces/dev/force-unlock`, { method: "POST", headers: { authorization: basic("admin"), origin: srv.url, "content-type": "application/json" }, body: "{}" });
+    const j = await fetch(`${srv.url}/workspaces/dev/force-unlock`, {
+      method: "POST",
+      headers: { authorization: basic("admin"), origin: srv.url, "content-type": "application/json" },
+      body: "{}",
+    });
     assert.equal(j.status, 415);
   });
 
@@ -166,7 +189,10 @@ describe("handleConsole", () => {
       const picker = await r.text();
       assert.match(picker, /<form method="get" action="\/workspaces\/prod\/diff">/);
       assert.match(picker, new RegExp(`<select id="to" name="to" required>[\\s\\S]*<option value="${v3}" selected>serial 3 `));
-      assert.match(picker, new RegExp(`<select id="from" name="from" required>[\\s\\S]*<option value="${q === "" || q.startsWith("?from=&") ? v2 : v1}" selected>`));
+      assert.match(
+        picker,
+        new RegExp(`<select id="from" name="from" required>[\\s\\S]*<option value="${q === "" || q.startsWith("?from=&") ? v2 : v1}" selected>`),
+      );
       assert.ok(picker.includes('href="/workspaces/prod/history"'));
     }
   });
@@ -189,7 +215,14 @@ describe("handleConsole", () => {
 
   it("force-unlock confirmation: holder, age, lease; the POST needs the workspace's name typed and the lock ID shown", async () => {
     const now = Date.now();
-    api.setLock("conf", { id: "L-C", who: "carol@ci", operation: "apply", info: "run 42", created: new Date(now - 3 * 60_000).toISOString(), expires: new Date(now + 4 * 60_000).toISOString() });
+    api.setLock("conf", {
+      id: "L-C",
+      who: "carol@ci",
+      operation: "apply",
+      info: "run 42",
+      created: new Date(now - 3 * 60_000).toISOString(),
+      expires: new Date(now + 4 * 60_000).toISOString(),
+    });
     api.write("conf", makeState(1, 1));
     const ws = await (await get("/workspaces/conf", "operator")).text();
     assert.match(ws, /<form method="get" action="\/workspaces\/conf\/force-unlock">\s*<input type="hidden" name="id" value="L-C">/);
@@ -201,14 +234,25 @@ describe("handleConsole", () => {
     assert.match(page, /<dd data-age>3 min ago \(/);
     assert.match(page, /<dd data-lease>expires in 4 min \(/);
     assert.ok(page.includes("run 42") && !page.includes("The lock changed since the page you came from"));
-    assert.match(page, /<form method="post" action="\/workspaces\/conf\/force-unlock">\s*<input type="hidden" name="csrf" value="[^"]+">\s*<input type="hidden" name="id" value="L-C">/);
+    assert.match(
+      page,
+      /<form method="post" action="\/workspaces\/conf\/force-unlock">\s*<input type="hidden" name="csrf" value="[^"]+">\s*<input type="hidden" name="id" value="L-C">/,
+    );
     assert.match(page, /<input type="text" id="confirm" name="confirm" required/);
     // Came from a page that showed another lock: this page shows the one held now, and says so.
-    assert.match(await (await get("/workspaces/conf/force-unlock?id=L-OLD", "operator")).text(), /The lock changed since the page you came from \(it showed lock <code>L-OLD<\/code>\)/);
+    assert.match(
+      await (await get("/workspaces/conf/force-unlock?id=L-OLD", "operator")).text(),
+      /The lock changed since the page you came from \(it showed lock <code>L-OLD<\/code>\)/,
+    );
     assert.equal((await get("/workspaces/conf/force-unlock", "reader")).status, 403);
     // Without the name, or with another one: refused, logged, nothing released.
     const token = csrf.issue("operator");
-    for (const fields of [{ csrf: token, id: "L-C" } as Record<string, string>, { csrf: token, id: "L-C", confirm: "prod" }, { csrf: token, id: "L-C", confirm: "conf " }, { csrf: token, id: "L-C", confirm: "CONF" }]) {
+    for (const fields of [
+      { csrf: token, id: "L-C" } as Record<string, string>,
+      { csrf: token, id: "L-C", confirm: "prod" },
+      { csrf: token, id: "L-C", confirm: "conf " },
+      { csrf: token, id: "L-C", confirm: "CONF" },
+    ]) {
       const refused = await post("/workspaces/conf/force-unlock", fields, "operator");
       assert.equal(refused.status, 400, JSON.stringify(fields));
       assert.match(await refused.text(), /type the workspace&#39;s name, conf, exactly: nothing was released/);
@@ -252,7 +296,9 @@ describe("handleConsole", () => {
     const { createServer } = await import("node:http");
     const seen: unknown[] = [];
     const broken = Object.assign(Object.create(api) as MemoryConsoleApi, { listWorkspaces: () => Promise.reject(new Error("secret-detail at /var/x")) });
-    const server = createServer((req, res) => void handleConsole(req, res, { user: "admin", can: () => true, log: () => {}, api: broken, csrf, onError: (e) => seen.push(e) }));
+    const server = createServer(
+      (req, res) => void handleConsole(req, res, { user: "admin", can: () => true, log: () => {}, api: broken, csrf, onError: (e) => seen.push(e) }),
+    );
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     try {
       const r = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);

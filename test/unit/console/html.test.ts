@@ -8,7 +8,10 @@ describe("console html tag", () => {
   it("escapes every interpolated string, in content and in attributes", () => {
     const evil = `"><script>alert('x')</script>&\``;
     const out = html`<a title="${evil}">${evil}</a>`.value;
-    assert.equal(out, `<a title="&quot;&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&#96;">&quot;&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&#96;</a>`);
+    assert.equal(
+      out,
+      `<a title="&quot;&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&#96;">&quot;&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&#96;</a>`,
+    );
   });
 
   it("keeps nested html and trusted markup, joins lists, drops null/undefined/false", () => {
@@ -23,7 +26,13 @@ describe("console html tag", () => {
         const inner = out.slice(3, -4);
         assert.ok(!/[<>"'`]/.test(inner));
         // Escaping is reversible: nothing was lost.
-        const back = inner.replace(/&#96;/g, "`").replace(/&#39;/g, "'").replace(/&quot;/g, '"').replace(/&gt;/g, ">").replace(/&lt;/g, "<").replace(/&amp;/g, "&");
+        const back = inner
+          .replace(/&#96;/g, "`")
+          .replace(/&#39;/g, "'")
+          .replace(/&quot;/g, '"')
+          .replace(/&gt;/g, ">")
+          .replace(/&lt;/g, "<")
+          .replace(/&amp;/g, "&");
         assert.equal(back, s);
       }),
     );

@@ -20,8 +20,25 @@ import { makeState } from "../../support/console-memory.js";
 const frame: Frame = { base: "/ui", user: "alice<b>", now: Date.parse("2026-11-24T01:00:00Z"), csrf: "123.tok" };
 const EVIL = `<img src=x onerror=alert(1)>`;
 const lock = { id: "L-1", who: "bob@host", operation: "apply", info: "", created: "2026-11-24T00:55:00Z" };
-const ws = (name: string, time: string | undefined, extra: Partial<WorkspaceSummary> = {}): WorkspaceSummary => ({ name, lock: null, lastWrite: { time, serial: 3 }, size: 2048, resources: 4, ...extra });
-const version = (id: string, serial: number, extra: Partial<VersionView> = {}): VersionView => ({ versionId: id, lastModified: "2026-11-23T10:00:00Z", size: 100 * serial, serial, lineage: "L", isLatest: false, deleteMarker: false, resources: serial, ...extra });
+const ws = (name: string, time: string | undefined, extra: Partial<WorkspaceSummary> = {}): WorkspaceSummary => ({
+  name,
+  lock: null,
+  lastWrite: { time, serial: 3 },
+  size: 2048,
+  resources: 4,
+  ...extra,
+});
+const version = (id: string, serial: number, extra: Partial<VersionView> = {}): VersionView => ({
+  versionId: id,
+  lastModified: "2026-11-23T10:00:00Z",
+  size: 100 * serial,
+  serial,
+  lineage: "L",
+  isLatest: false,
+  deleteMarker: false,
+  resources: serial,
+  ...extra,
+});
 
 /** What the Content-Security-Policy would block: inline script, inline style, event handlers. */
 function assertCspClean(page: string): void {
@@ -52,9 +69,20 @@ const baseView = (over: Partial<WorkspaceView> = {}): WorkspaceView => ({
 
 describe("console pages", () => {
   it("Workspaces: sorted by last write (unknown last), filtered, escaped, live, CSP-clean", () => {
-    const rows = [ws("old", "2026-01-01T00:00:00Z"), ws("none", undefined, { lastWrite: null }), ws(EVIL, "2026-11-01T00:00:00Z", { lock }), ws("new", "2026-11-20T00:00:00Z")];
-    assert.deepEqual(sortByLastWrite(rows).map((w) => w.name), ["new", EVIL, "old", "none"]);
-    assert.deepEqual(filterWorkspaces(rows, " OL ").map((w) => w.name), ["old"]);
+    const rows = [
+      ws("old", "2026-01-01T00:00:00Z"),
+      ws("none", undefined, { lastWrite: null }),
+      ws(EVIL, "2026-11-01T00:00:00Z", { lock }),
+      ws("new", "2026-11-20T00:00:00Z"),
+    ];
+    assert.deepEqual(
+      sortByLastWrite(rows).map((w) => w.name),
+      ["new", EVIL, "old", "none"],
+    );
+    assert.deepEqual(
+      filterWorkspaces(rows, " OL ").map((w) => w.name),
+      ["old"],
+    );
     const page = renderWorkspaces({ frame, rows: sortByLastWrite(rows), query: `"q`, total: 4 }).value;
     assertCspClean(page);
     assert.ok(!page.includes(EVIL) && page.includes("&lt;img src=x onerror=alert(1)&gt;"));
@@ -62,7 +90,12 @@ describe("console pages", () => {
     assert.ok(page.includes("alice&lt;b&gt;"));
     assert.ok(page.includes('value="&quot;q"'));
     assert.ok(page.includes('data-locks-url="/ui/console/locks"'));
-    const pending = renderWorkspaces({ frame, rows: [ws("listed", "2026-11-20T00:00:00Z", { lastWrite: { time: "2026-11-20T00:00:00Z", serial: null, who: "stale@x", pending: true } })], query: "", total: 1 }).value;
+    const pending = renderWorkspaces({
+      frame,
+      rows: [ws("listed", "2026-11-20T00:00:00Z", { lastWrite: { time: "2026-11-20T00:00:00Z", serial: null, who: "stale@x", pending: true } })],
+      query: "",
+      total: 1,
+    }).value;
     assert.ok(pending.includes("by … serial …") && !pending.includes("stale@x") && !pending.includes("serial ?"), "who and serial being read show as …");
     assert.match(page, /locked by bob@host \(apply\) since 2026-11-24 00:55 UTC \(5 min ago\)/);
     assert.ok(page.indexOf('data-ws="new"') < page.indexOf('data-ws="old"'));
@@ -77,7 +110,10 @@ describe("console pages", () => {
     assert.ok(!ro.includes("Reveal") && !ro.includes("Roll back"));
     assert.ok(ro.includes("&quot;&lt;sensitive&gt;&quot;") && ro.includes("(sensitive)"));
     const all = renderWorkspace(baseView({ canForceUnlock: true, canReveal: true, canRollback: true })).value;
-    assert.match(all, /<form method="get" action="\/ui\/workspaces\/prod\/force-unlock">\s*<input type="hidden" name="id" value="L-1">\s*<p><button type="submit" class="danger">Force-unlock…<\/button>/);
+    assert.match(
+      all,
+      /<form method="get" action="\/ui\/workspaces\/prod\/force-unlock">\s*<input type="hidden" name="id" value="L-1">\s*<p><button type="submit" class="danger">Force-unlock…<\/button>/,
+    );
     assert.ok(!all.includes('method="post"') && !all.includes("123.tok"), "the Workspace page posts nothing: the confirmation does");
     assert.ok(all.includes("Reveal sensitive values"));
     assert.ok(all.includes('href="/ui/workspaces/prod/rollback?to=v1"') && !all.includes("rollback?to=v2"), "no rollback to the current version");
@@ -102,7 +138,7 @@ describe("console pages", () => {
     const versions = [version("v3", 3, { isLatest: true, who: EVIL }), version("v2", 2), version("d", 0, { deleteMarker: true }), version("v1", 1)];
     const page = renderHistory({ frame, workspace: "prod", versions, canRollback: true }).value;
     assertCspClean(page);
-    assert.ok(page.includes("<svg class=\"chart\""));
+    assert.ok(page.includes('<svg class="chart"'));
     assert.match(page, /name="to" value="v3"[^>]*checked/);
     assert.match(page, /name="from" value="v2"[^>]*checked/);
     assert.ok(!/name="from" value="d"/.test(page), "a delete marker cannot be diffed");
@@ -121,7 +157,11 @@ describe("console pages", () => {
   });
 
   it("Chart: one point per version on each line, scaled; nothing for no versions", () => {
-    const svg = renderChart([{ resources: 0, size: 10 }, { resources: 5, size: 20 }, { resources: undefined, size: 40 }]).value;
+    const svg = renderChart([
+      { resources: 0, size: 10 },
+      { resources: 5, size: 20 },
+      { resources: undefined, size: 40 },
+    ]).value;
     const lines = [...svg.matchAll(/points="([^"]*)"/g)].map((m) => (m[1] as string).split(" ").filter(Boolean));
     assert.equal(lines[0]?.length, 2, "an unknown count is left out");
     assert.equal(lines[1]?.length, 3);
@@ -145,11 +185,21 @@ describe("console pages", () => {
   it("Rollback confirmation: the diff it will apply, the serial it will write, a POST form with CSRF", () => {
     const a = makeState(7, 3);
     const b = makeState(5, 1);
-    const page = renderRollback({ frame, workspace: "prod", target: version("v5", 5), current: version("v7", 7, { isLatest: true }), diff: diffStates(a, b), newSerial: 8 }).value;
+    const page = renderRollback({
+      frame,
+      workspace: "prod",
+      target: version("v5", 5),
+      current: version("v7", 7, { isLatest: true }),
+      diff: diffStates(a, b),
+      newSerial: 8,
+    }).value;
     assertCspClean(page);
     assert.match(page, /data-new-serial>8</);
     assert.match(page, /class="removed">.*null_resource\.r\[2\]/);
-    assert.match(page, /<form method="post" action="\/ui\/workspaces\/prod\/rollback">\s*<input type="hidden" name="csrf" value="123.tok">\s*<input type="hidden" name="to" value="v5">\s*<input type="hidden" name="current" value="v7">/);
+    assert.match(
+      page,
+      /<form method="post" action="\/ui\/workspaces\/prod\/rollback">\s*<input type="hidden" name="csrf" value="123.tok">\s*<input type="hidden" name="to" value="v5">\s*<input type="hidden" name="current" value="v7">/,
+    );
   });
 
   it("Force-unlock confirmation: holder, age, lease (expires in / expired / never), the typed name and the lock ID in a POST form; escaped, CSP-clean", () => {
@@ -158,15 +208,27 @@ describe("console pages", () => {
     assert.ok(!page.includes(EVIL) && page.includes("&lt;img src=x onerror=alert(1)&gt;"));
     assert.match(page, /<dd data-age>5 min ago \(2026-11-24 00:55 UTC\)<\/dd>/);
     assert.match(page, /<dd data-lease>expires in 4 min \(2026-11-24 01:04 UTC\)<\/dd>/);
-    assert.match(page, /<form method="post" action="\/ui\/workspaces\/prod\/force-unlock">\s*<input type="hidden" name="csrf" value="123.tok">\s*<input type="hidden" name="id" value="L-1">/);
+    assert.match(
+      page,
+      /<form method="post" action="\/ui\/workspaces\/prod\/force-unlock">\s*<input type="hidden" name="csrf" value="123.tok">\s*<input type="hidden" name="id" value="L-1">/,
+    );
     assert.match(page, /<label for="confirm">To confirm, type the workspace's name, <strong class="mono">prod<\/strong>:<\/label>/);
     assert.match(page, /<button type="submit" class="danger">Force-unlock prod<\/button>/);
-    assert.ok(page.includes('data-lock-ws="prod" data-lock-id="L-1"') && page.includes('id="lock-changed"'), "live: says when the lock changes while it is open");
+    assert.ok(
+      page.includes('data-lock-ws="prod" data-lock-id="L-1"') && page.includes('id="lock-changed"'),
+      "live: says when the lock changes while it is open",
+    );
     assert.ok(!page.includes("changed since the page you came from"));
-    assert.match(renderForceUnlock({ frame, workspace: "prod", lock: { ...lock, expires: "2026-11-24T00:58:00Z" } }).value, /<dd data-lease>expired 2 min ago \(2026-11-24 00:58 UTC\): another client may take the lock over<\/dd>/);
+    assert.match(
+      renderForceUnlock({ frame, workspace: "prod", lock: { ...lock, expires: "2026-11-24T00:58:00Z" } }).value,
+      /<dd data-lease>expired 2 min ago \(2026-11-24 00:58 UTC\): another client may take the lock over<\/dd>/,
+    );
     assert.match(renderForceUnlock({ frame, workspace: "prod", lock }).value, /<dd data-lease>never: no lease, held until released<\/dd>/);
     assert.match(renderForceUnlock({ frame, workspace: "prod", lock: { ...lock, created: "" } }).value, /<dd data-age>unknown/);
-    assert.match(renderForceUnlock({ frame, workspace: "prod", lock, changedFrom: "L-0" }).value, /The lock changed since the page you came from \(it showed lock <code>L-0<\/code>\)/);
+    assert.match(
+      renderForceUnlock({ frame, workspace: "prod", lock, changedFrom: "L-0" }).value,
+      /The lock changed since the page you came from \(it showed lock <code>L-0<\/code>\)/,
+    );
   });
 
   it("Diff picker: two selects of the versions with a state (newest two by default, or the side given), a link to History", () => {
@@ -181,13 +243,26 @@ describe("console pages", () => {
     const given = renderDiffPicker({ frame, workspace: "prod", versions, from: "v1", to: "nope" }).value;
     assert.match(given, /<option value="v1" selected>/);
     assert.match(given, /<select id="to" name="to" required>\s*<option value="v3" selected>/, "an unknown side falls back to the default");
-    assert.match(renderDiffPicker({ frame, workspace: "prod", versions: [version("v1", 1, { isLatest: true })] }).value, /one version with a state: there is nothing to compare yet/);
+    assert.match(
+      renderDiffPicker({ frame, workspace: "prod", versions: [version("v1", 1, { isLatest: true })] }).value,
+      /one version with a state: there is nothing to compare yet/,
+    );
     assert.match(renderDiffPicker({ frame, workspace: "prod", versions: null }).value, /keeps no versions/);
   });
 
   it("operations by the names people use: apply, not OperationTypeApply (lock text, force-unlock, History, timeline)", () => {
     assert.deepEqual(
-      ["OperationTypeApply", "OperationTypePlan", "OperationTypeRefresh", "OperationTypeInvalid", "state-mv", "state-replace-provider", "workspace-new", "taint", "rollback"].map(operationName),
+      [
+        "OperationTypeApply",
+        "OperationTypePlan",
+        "OperationTypeRefresh",
+        "OperationTypeInvalid",
+        "state-mv",
+        "state-replace-provider",
+        "workspace-new",
+        "taint",
+        "rollback",
+      ].map(operationName),
       ["apply", "plan", "refresh", "import or console", "state mv", "state replace-provider", "workspace new", "taint", "rollback"],
     );
     const held = { ...lock, operation: "OperationTypeApply" };
@@ -195,7 +270,12 @@ describe("console pages", () => {
     const pages = [
       renderWorkspaces({ frame, rows: [ws("prod", "2026-11-24T00:00:00Z", { lock: held })], query: "", total: 1 }).value,
       renderForceUnlock({ frame, workspace: "prod", lock: held }).value,
-      renderHistory({ frame, workspace: "prod", versions: [version("v2", 2, { isLatest: true, operation: "OperationTypePlan" }), version("v1", 1, { operation: "OperationTypeApply" })], canRollback: false }).value,
+      renderHistory({
+        frame,
+        workspace: "prod",
+        versions: [version("v2", 2, { isLatest: true, operation: "OperationTypePlan" }), version("v1", 1, { operation: "OperationTypeApply" })],
+        canRollback: false,
+      }).value,
       renderWorkspace(baseView({ versions: [version("v2", 2, { isLatest: true, operation: "OperationTypeApply" })] })).value,
     ];
     for (const page of pages) assert.ok(!page.includes("OperationType"), page);
@@ -211,22 +291,49 @@ describe("console pages", () => {
   });
 
   it("Message page: `backtick` spans as code, escaped (never markup), a lone backtick kept; a link back and one to all workspaces", () => {
-    const page = renderMessage({ frame, title: "t", message: `Turn it on with \`objstate init --versioning\`; \`${EVIL}\` and 5\` <b>`, tone: "bad", back: { href: "/ui/workspaces/prod/history", label: "Back to the history of prod" } }).value;
-    assert.ok(page.includes("Turn it on with <code>objstate init --versioning</code>; <code>&lt;img src=x onerror=alert(1)&gt;</code> and 5&#96; &lt;b&gt;"), page);
+    const page = renderMessage({
+      frame,
+      title: "t",
+      message: `Turn it on with \`objstate init --versioning\`; \`${EVIL}\` and 5\` <b>`,
+      tone: "bad",
+      back: { href: "/ui/workspaces/prod/history", label: "Back to the history of prod" },
+    }).value;
+    assert.ok(
+      page.includes("Turn it on with <code>objstate init --versioning</code>; <code>&lt;img src=x onerror=alert(1)&gt;</code> and 5&#96; &lt;b&gt;"),
+      page,
+    );
     assert.ok(!page.includes(EVIL) && !page.includes("`"));
     assert.match(page, /<a href="\/ui\/workspaces\/prod\/history" data-back>Back to the history of prod<\/a> · <a href="\/ui\/">All workspaces<\/a>/);
-    assert.ok(!renderMessage({ frame, title: "t", message: "m", back: { href: "/ui/", label: "Back to workspaces" } }).value.includes("All workspaces"), "one link when it goes to the Workspaces page");
+    assert.ok(
+      !renderMessage({ frame, title: "t", message: "m", back: { href: "/ui/", label: "Back to workspaces" } }).value.includes("All workspaces"),
+      "one link when it goes to the Workspaces page",
+    );
   });
 
   it("error pages link back to the console page the user came from (same origin only), else to the page above the one that failed", () => {
     const o = "https://objstate.example";
     const failed = new URL(`${o}/ui/workspaces/prod/rollback`);
     const back = (referer: string | undefined, url = failed) => backFrom("/ui", url, referer, o);
-    assert.deepEqual(back(`${o}/ui/workspaces/prod/history?all=1&done=rollback`), { href: "/ui/workspaces/prod/history?all=1", label: "Back to the history of prod" });
-    assert.deepEqual(back(`${o}/ui/workspaces/a%2Fb/force-unlock?id=L-1`), { href: "/ui/workspaces/a%2Fb/force-unlock?id=L-1", label: "Back to the force-unlock of a/b" });
+    assert.deepEqual(back(`${o}/ui/workspaces/prod/history?all=1&done=rollback`), {
+      href: "/ui/workspaces/prod/history?all=1",
+      label: "Back to the history of prod",
+    });
+    assert.deepEqual(back(`${o}/ui/workspaces/a%2Fb/force-unlock?id=L-1`), {
+      href: "/ui/workspaces/a%2Fb/force-unlock?id=L-1",
+      label: "Back to the force-unlock of a/b",
+    });
     assert.deepEqual(back(`${o}/ui/?q=pr`), { href: "/ui/?q=pr", label: "Back to workspaces" });
     // Not a console page of this origin, or the failed page itself: the page above instead.
-    for (const r of [undefined, "", "not a url", `https://evil.example/ui/workspaces/x`, `${o}//evil.example/`, `${o}/api/v1/workspaces`, `${o}/workspaces/x`, `${o}/ui/workspaces/prod/rollback`]) {
+    for (const r of [
+      undefined,
+      "",
+      "not a url",
+      `https://evil.example/ui/workspaces/x`,
+      `${o}//evil.example/`,
+      `${o}/api/v1/workspaces`,
+      `${o}/workspaces/x`,
+      `${o}/ui/workspaces/prod/rollback`,
+    ]) {
       assert.deepEqual(back(r), { href: "/ui/workspaces/prod", label: "Back to prod" }, String(r));
     }
     assert.deepEqual(back(undefined, new URL(`${o}/ui/workspaces/prod?reveal=1`)), { href: "/ui/workspaces/prod", label: "Back to prod" });

@@ -5,7 +5,8 @@ import { ObjectStoreBackendConfig, isObjstateError } from "../../../src/index.js
 import { describeCredentialSource, resolveEffectiveSettings, resolveIdentity } from "../../../src/credentials/index.js";
 import { startMetadataServer, success, type MetadataServer } from "../../support/metadata-server.js";
 
-const B = (p: Record<string, unknown> = {}): ObjectStoreBackendConfig => ObjectStoreBackendConfig.from({ bucket: "state-bucket", endpoint: "http://127.0.0.1:1", ...p } as never);
+const B = (p: Record<string, unknown> = {}): ObjectStoreBackendConfig =>
+  ObjectStoreBackendConfig.from({ bucket: "state-bucket", endpoint: "http://127.0.0.1:1", ...p } as never);
 const identityOf = async (p: Record<string, unknown>, env: Record<string, string> = {}) => resolveIdentity(resolveEffectiveSettings(B(p), env), { env });
 
 describe("credentials chain", () => {
@@ -27,7 +28,10 @@ describe("credentials chain", () => {
   });
 
   it("an access key without a secret is an error naming where the key came from", async () => {
-    await assert.rejects(identityOf({ accessKey: "AK" }), (e) => isObjstateError(e, "CREDENTIALS_INCOMPLETE") && /\(explicit\)/.test(e.message) && !e.message.includes("AK "));
+    await assert.rejects(
+      identityOf({ accessKey: "AK" }),
+      (e) => isObjstateError(e, "CREDENTIALS_INCOMPLETE") && /\(explicit\)/.test(e.message) && !e.message.includes("AK "),
+    );
   });
 
   it("compute role: credentials from the metadata service, with expiry", async () => {
@@ -54,7 +58,10 @@ describe("credentials chain", () => {
   ] as const) {
     it(`compute role error: ${role}`, async () => {
       const started = Date.now();
-      await assert.rejects(identityOf({ computeRoleName: role }, { PROVIDER_METADATA_ENDPOINT: md.url }), (e) => isObjstateError(e, code) && pattern.test(e.message));
+      await assert.rejects(
+        identityOf({ computeRoleName: role }, { PROVIDER_METADATA_ENDPOINT: md.url }),
+        (e) => isObjstateError(e, code) && pattern.test(e.message),
+      );
       assert.ok(Date.now() - started < 3000, "gave up within the timeout");
     });
   }
@@ -63,8 +70,14 @@ describe("credentials chain", () => {
     const plan = (p: Record<string, unknown>, env: Record<string, string> = {}): string => describeCredentialSource(resolveEffectiveSettings(B(p), env), env);
     assert.equal(plan({}, { PROVIDER_ACCESS_KEY: "AK-SECRETLESS" }), "static keys (env:PROVIDER_ACCESS_KEY)");
     assert.equal(plan({ computeRoleName: "r" }), 'compute role "r" (explicit) from the metadata service');
-    assert.equal(plan({ accessKey: "AK", assumeRoleRoleArn: "arn:aws:iam:::role/x" }), "static keys (explicit), then role arn:aws:iam:::role/x (explicit) through STS");
-    assert.equal(plan({}), "none: no access key and no compute role; the AWS chain is not consulted: objstate was given an environment of its own (env), and the AWS SDK's providers read only the process environment");
+    assert.equal(
+      plan({ accessKey: "AK", assumeRoleRoleArn: "arn:aws:iam:::role/x" }),
+      "static keys (explicit), then role arn:aws:iam:::role/x (explicit) through STS",
+    );
+    assert.equal(
+      plan({}),
+      "none: no access key and no compute role; the AWS chain is not consulted: objstate was given an environment of its own (env), and the AWS SDK's providers read only the process environment",
+    );
     assert.ok(!plan({}, { PROVIDER_ACCESS_KEY: "AK-SECRETLESS" }).includes("AK-SECRETLESS"));
   });
 

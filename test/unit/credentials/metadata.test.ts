@@ -12,10 +12,10 @@ const pad = (n: number): string => "x".repeat(n);
 
 /** Answers that are not credentials, each with what the message must say. */
 const WRONG: Record<string, [RoleAnswer, RegExp]> = {
-  "null": [{ body: null }, /answered null instead of a JSON object/],
-  "number": [{ body: 42 }, /answered a number instead of a JSON object/],
-  "string": [{ body: "Success" }, /answered a string instead of a JSON object/],
-  "array": [{ body: [okBody] }, /answered an array instead of a JSON object/],
+  null: [{ body: null }, /answered null instead of a JSON object/],
+  number: [{ body: 42 }, /answered a number instead of a JSON object/],
+  string: [{ body: "Success" }, /answered a string instead of a JSON object/],
+  array: [{ body: [okBody] }, /answered an array instead of a JSON object/],
   "code-number": [{ body: { ...okBody, Code: 200 } }, /Code of type number \(not "Success"\)/],
   "code-missing": [{ body: { AccessKeyId: "a", AccessKeySecret: "b" } }, /Code \(none\) \(not "Success"\)/],
   "key-number": [{ body: { ...okBody, AccessKeyId: 12345 } }, /without AccessKeyId\/AccessKeySecret/],
@@ -24,11 +24,17 @@ const WRONG: Record<string, [RoleAnswer, RegExp]> = {
   "expiration-number": [{ body: { ...okBody, Expiration: 1700000000 } }, /Expiration that is not a date \(of type number\)/],
   "expiration-text": [{ body: { ...okBody, Expiration: "soon" } }, /Expiration that is not a date \("soon"\)/],
   "not-json": [{ raw: "Code=Success" }, /sent no JSON/],
-  "empty": [{ raw: "" }, /sent no JSON/],
-  "redirect": [{ status: 302, headers: { location: "/latest/meta-data/ram/security-credentials/good" } }, /answered a redirect \(302\), which objstate does not follow/],
+  empty: [{ raw: "" }, /sent no JSON/],
+  redirect: [
+    { status: 302, headers: { location: "/latest/meta-data/ram/security-credentials/good" } },
+    /answered a redirect \(302\), which objstate does not follow/,
+  ],
   "redirect-307": [{ status: 307, headers: { location: "http://127.0.0.1:1/" } }, /answered a redirect \(307\)/],
   "too-large": [{ raw: JSON.stringify({ ...okBody, Padding: pad(METADATA_MAX_BYTES) }) }, /sent more than 65536 bytes/],
-  "too-large-chunked": [{ raw: JSON.stringify({ ...okBody, Padding: pad(METADATA_MAX_BYTES * 4) }), headers: { "transfer-encoding": "chunked" } }, /sent more than 65536 bytes/],
+  "too-large-chunked": [
+    { raw: JSON.stringify({ ...okBody, Padding: pad(METADATA_MAX_BYTES * 4) }), headers: { "transfer-encoding": "chunked" } },
+    /sent more than 65536 bytes/,
+  ],
 };
 
 describe("metadata client", () => {

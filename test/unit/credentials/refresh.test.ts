@@ -5,11 +5,14 @@ import { refreshing, REFRESH_MARGIN_MS } from "../../../src/credentials/refresh.
 it("refreshes temporary credentials before expiry by the given clock, sharing one fetch", async () => {
   let now = 1_000_000;
   let fetches = 0;
-  const provider = refreshing(async () => {
-    fetches += 1;
-    // A 900-second session as the server states it (absolute, real time).
-    return { accessKeyId: `AK${fetches}`, secretAccessKey: "s", expiration: new Date(Date.now() + 900_000) };
-  }, () => now);
+  const provider = refreshing(
+    async () => {
+      fetches += 1;
+      // A 900-second session as the server states it (absolute, real time).
+      return { accessKeyId: `AK${fetches}`, secretAccessKey: "s", expiration: new Date(Date.now() + 900_000) };
+    },
+    () => now,
+  );
   assert.equal((await provider()).accessKeyId, "AK1");
   now += 900_000 - REFRESH_MARGIN_MS - 1000; // 1 s before the refresh point: cached
   assert.equal((await provider()).accessKeyId, "AK1");

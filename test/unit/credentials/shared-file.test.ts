@@ -19,16 +19,33 @@ function file(content: unknown, mode = 0o600): string {
 const PROFILES = {
   current: "ak",
   profiles: [
-    { name: "ak", mode: "AK", access_key_id: "AK-FROM-FILE", access_key_secret: "SK-FROM-FILE", sts_token: "ignored-in-AK-mode", ram_role_arn: "arn:ignored", region_id: "cn-file-1" },
+    {
+      name: "ak",
+      mode: "AK",
+      access_key_id: "AK-FROM-FILE",
+      access_key_secret: "SK-FROM-FILE",
+      sts_token: "ignored-in-AK-mode",
+      ram_role_arn: "arn:ignored",
+      region_id: "cn-file-1",
+    },
     { name: "sts", mode: "StsToken", access_key_id: "AK2", access_key_secret: "SK2", sts_token: "TOKEN2" },
-    { name: "role", mode: "RamRoleArn", access_key_id: "AK3", access_key_secret: "SK3", ram_role_arn: "arn:aws:iam:::role/from-file", ram_session_name: "file-session", expired_seconds: 1200 },
+    {
+      name: "role",
+      mode: "RamRoleArn",
+      access_key_id: "AK3",
+      access_key_secret: "SK3",
+      ram_role_arn: "arn:aws:iam:::role/from-file",
+      ram_session_name: "file-session",
+      expired_seconds: 1200,
+    },
     { name: "ecs", mode: "EcsRamRole", ram_role_name: "instance-role", access_key_id: "ignored", region_id: "cn-ecs-1" },
   ],
 };
 
 const B = (p: Record<string, unknown> = {}): ObjectStoreBackendConfig => ObjectStoreBackendConfig.from({ bucket: "state-bucket", ...p } as never);
 type R = Record<string, { value: unknown; source: string }>;
-const resolve = (p: Record<string, unknown>, env: Record<string, string> = {}): R => resolveEffectiveSettings(B(p), env, { onWarning: () => undefined }) as unknown as R;
+const resolve = (p: Record<string, unknown>, env: Record<string, string> = {}): R =>
+  resolveEffectiveSettings(B(p), env, { onWarning: () => undefined }) as unknown as R;
 
 describe("shared credentials file", () => {
   const f = file(PROFILES);
@@ -84,22 +101,42 @@ describe("shared credentials file", () => {
     ["malformed JSON (with the line)", '{\n  "profiles": [\n    {"name": "ak",, }\n  ]\n}', /is not valid JSON at line 3/],
     ["not an object", "[]", /must hold a JSON object/],
     ["profiles not an array", { profiles: {} }, /"profiles" must be an array/],
-    ["missing profile", { profiles: [{ name: "a", mode: "AK" }, { name: "b", mode: "AK" }] }, /has no profile "ak" \(profiles there: a, b\)/],
+    [
+      "missing profile",
+      {
+        profiles: [
+          { name: "a", mode: "AK" },
+          { name: "b", mode: "AK" },
+        ],
+      },
+      /has no profile "ak" \(profiles there: a, b\)/,
+    ],
     ["profile with no mode", { profiles: [{ name: "ak", access_key_id: "x" }] }, /profile "ak" has no "mode"/],
     ["unknown mode", { profiles: [{ name: "ak", mode: "Password" }] }, /mode "Password"; expected one of AK, StsToken, RamRoleArn, EcsRamRole/],
-    ["wrong value type", { profiles: [{ name: "ak", mode: "AK", access_key_id: 123, access_key_secret: "s" }] }, /"access_key_id" must be a string, got number/],
-    ["expired_seconds out of range", { profiles: [{ name: "ak", mode: "RamRoleArn", access_key_id: "a", access_key_secret: "s", ram_role_arn: "arn:r", expired_seconds: 600 }] }, /"expired_seconds" must be an integer from 900 to 3600/],
+    [
+      "wrong value type",
+      { profiles: [{ name: "ak", mode: "AK", access_key_id: 123, access_key_secret: "s" }] },
+      /"access_key_id" must be a string, got number/,
+    ],
+    [
+      "expired_seconds out of range",
+      { profiles: [{ name: "ak", mode: "RamRoleArn", access_key_id: "a", access_key_secret: "s", ram_role_arn: "arn:r", expired_seconds: 600 }] },
+      /"expired_seconds" must be an integer from 900 to 3600/,
+    ],
   ];
   for (const [name, content, pattern] of bad) {
     it(`error: ${name}, naming the file`, () => {
       const p = file(content);
-      assert.throws(() => resolve({ profile: "ak", sharedCredentialsFile: p }), (e: unknown) => {
-        assert.ok(isObjstateError(e, "CREDENTIALS_FILE_INVALID"), String(e));
-        assert.ok(e.message.includes(p), e.message);
-        assert.match(e.message, pattern);
-        assert.ok(!e.message.includes("SK-FROM-FILE"));
-        return true;
-      });
+      assert.throws(
+        () => resolve({ profile: "ak", sharedCredentialsFile: p }),
+        (e: unknown) => {
+          assert.ok(isObjstateError(e, "CREDENTIALS_FILE_INVALID"), String(e));
+          assert.ok(e.message.includes(p), e.message);
+          assert.match(e.message, pattern);
+          assert.ok(!e.message.includes("SK-FROM-FILE"));
+          return true;
+        },
+      );
     });
   }
 

@@ -16,7 +16,10 @@ it("defaults: connect 5 s, idle 20 s, request 60 s; a short request deadline cap
 
 it("a timeout that is not a positive number is INVALID_TIMEOUT naming it", () => {
   for (const bad of [0, -1, Number.NaN, Infinity, "5s"]) {
-    assert.throws(() => resolveTimeouts({ idleMs: bad as number }), (e) => isObjstateError(e, "INVALID_TIMEOUT") && /timeouts\.idleMs/.test(e.message));
+    assert.throws(
+      () => resolveTimeouts({ idleMs: bad as number }),
+      (e) => isObjstateError(e, "INVALID_TIMEOUT") && /timeouts\.idleMs/.test(e.message),
+    );
   }
 });
 
@@ -28,7 +31,13 @@ it("the deadline grows with the body: one second more per MiB", () => {
 });
 
 it("clients are configured so the operator's AWS settings change nothing", () => {
-  const c = sdkClientConfig({ service: "object store", endpoint: "http://u:p@127.0.0.1:9", region: "us-east-1", credentials: Object.assign(async () => ({ accessKeyId: "a", secretAccessKey: "b" }), { memoized: true as const }), timeouts: DEFAULT_TIMEOUTS });
+  const c = sdkClientConfig({
+    service: "object store",
+    endpoint: "http://u:p@127.0.0.1:9",
+    region: "us-east-1",
+    credentials: Object.assign(async () => ({ accessKeyId: "a", secretAccessKey: "b" }), { memoized: true as const }),
+    timeouts: DEFAULT_TIMEOUTS,
+  });
   assert.equal(c.defaultsMode, "standard");
   assert.equal(c.maxAttempts, 3);
   assert.equal(c.retryMode, "standard");
@@ -55,5 +64,9 @@ it("--timeout is offered by every command that contacts a server (serve too), an
     assert.equal(has, !["synth", "config", "hash-password", "version"].includes(cmd.name()), cmd.name());
   }
   // serve has a subcommand (hash-password, offline) but talks to the store itself.
-  assert.ok(program().commands.find((c) => c.name() === "serve")?.options.some((o) => o.long === "--timeout"));
+  assert.ok(
+    program()
+      .commands.find((c) => c.name() === "serve")
+      ?.options.some((o) => o.long === "--timeout"),
+  );
 });

@@ -45,7 +45,11 @@ else {
 
 function encFor(mode: string, timeoutMs?: number): StateEncryption {
   const cfg = parseEncryptionConfig(
-    { key_provider: { external: { kms: { command: [process.execPath, program, mode] } } }, method: { aes_gcm: { main: { keys: "key_provider.external.kms" } } }, state: { method: "method.aes_gcm.main" } },
+    {
+      key_provider: { external: { kms: { command: [process.execPath, program, mode] } } },
+      method: { aes_gcm: { main: { keys: "key_provider.external.kms" } } },
+      state: { method: "method.aes_gcm.main" },
+    },
     { source: "test", literalSecrets: false },
   );
   return StateEncryption.for(cfg, { kind: "state" }, timeoutMs === undefined ? {} : { timeoutMs }) as StateEncryption;
@@ -110,7 +114,11 @@ describe("the external key provider", () => {
 
   it("names a program that does not exist", async () => {
     const cfg = parseEncryptionConfig(
-      { key_provider: { external: { kms: { command: [join(dir, "missing-program")] } } }, method: { aes_gcm: { main: { keys: "key_provider.external.kms" } } }, state: { method: "method.aes_gcm.main" } },
+      {
+        key_provider: { external: { kms: { command: [join(dir, "missing-program")] } } },
+        method: { aes_gcm: { main: { keys: "key_provider.external.kms" } } },
+        state: { method: "method.aes_gcm.main" },
+      },
       { source: "test", literalSecrets: false },
     );
     const e = await failure((StateEncryption.for(cfg) as StateEncryption).encrypt(sampleState(), { serial: 7, lineage: "0f5e8c1d-lineage" }));

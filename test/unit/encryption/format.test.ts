@@ -14,7 +14,11 @@ const NONCE = Buffer.from("000102030405060708090a0b", "hex");
 
 function encryption(passphrases: string[], random?: (n: number) => Buffer, extra: { aad?: number[]; alias?: string } = {}): StateEncryption {
   const raw = chainConfig(passphrases, extra.alias === undefined ? {} : { alias: extra.alias });
-  if (extra.aad !== undefined) ((raw["method"] as Record<string, Record<string, Record<string, unknown>>>)["aes_gcm"] as Record<string, Record<string, unknown>>)["new"] = { keys: "key_provider.pbkdf2.new", aad: extra.aad };
+  if (extra.aad !== undefined)
+    ((raw["method"] as Record<string, Record<string, Record<string, unknown>>>)["aes_gcm"] as Record<string, Record<string, unknown>>)["new"] = {
+      keys: "key_provider.pbkdf2.new",
+      aad: extra.aad,
+    };
   const cfg = parseEncryptionConfig(raw, { source: "test", literalSecrets: true });
   return StateEncryption.for(cfg, { kind: "state" }, random === undefined ? {} : { randomBytes: random }) as StateEncryption;
 }
@@ -28,7 +32,17 @@ describe("the pbkdf2 key provider", () => {
   it("derives once per (passphrase, salt, parameters) in a process: a second read of the same envelope does not run pbkdf2", async () => {
     // A salt no writer of this process used (a writer's own key is cached too).
     const salt = Buffer.from("5a17".repeat(16), "hex");
-    const envelope = Buffer.from(independentSeal(sampleState(), { passphrase: PASSPHRASE, salt, nonce: NONCE, iterations: ITERATIONS, metaKey: "key_provider.pbkdf2.new", serial: 7, lineage: "0f5e8c1d-lineage" }));
+    const envelope = Buffer.from(
+      independentSeal(sampleState(), {
+        passphrase: PASSPHRASE,
+        salt,
+        nonce: NONCE,
+        iterations: ITERATIONS,
+        metaKey: "key_provider.pbkdf2.new",
+        serial: 7,
+        lineage: "0f5e8c1d-lineage",
+      }),
+    );
     const reader = encryption([PASSPHRASE]);
     const before = pbkdf2Derivations();
     await reader.decrypt(envelope);
@@ -46,14 +60,25 @@ describe("the v0 envelope", () => {
     const envelope = await enc.encrypt(state, { serial: 7, lineage: "0f5e8c1d-lineage" });
     const bytes = envelope.toBuffer();
     assert.equal(bytes.length, envelope.byteLength);
-    const expected = independentSeal(state, { passphrase: PASSPHRASE, salt: SALT, nonce: NONCE, iterations: ITERATIONS, metaKey: "key_provider.pbkdf2.new", serial: 7, lineage: "0f5e8c1d-lineage" });
+    const expected = independentSeal(state, {
+      passphrase: PASSPHRASE,
+      salt: SALT,
+      nonce: NONCE,
+      iterations: ITERATIONS,
+      metaKey: "key_provider.pbkdf2.new",
+      serial: 7,
+      lineage: "0f5e8c1d-lineage",
+    });
     assert.equal(bytes.toString(), expected);
     const opened = independentOpen(bytes, PASSPHRASE);
     assert.deepEqual(opened.state, state);
     assert.deepEqual(opened.salt, SALT);
     assert.deepEqual(opened.nonce, NONCE);
     // The metadata is base64 of OpenTofu's JSON of its Go struct.
-    assert.equal(Buffer.from((opened.env["meta"] as Record<string, string>)["key_provider.pbkdf2.new"] as string, "base64").toString(), pbkdf2MetaJson(SALT, ITERATIONS));
+    assert.equal(
+      Buffer.from((opened.env["meta"] as Record<string, string>)["key_provider.pbkdf2.new"] as string, "base64").toString(),
+      pbkdf2MetaJson(SALT, ITERATIONS),
+    );
   });
 
   it("streams: the pieces of a multi-MiB envelope are exactly toBuffer()'s bytes and open independently", async () => {
@@ -69,7 +94,9 @@ describe("the v0 envelope", () => {
   });
 
   it("names the key provider's metadata by encrypted_metadata_alias when set", async () => {
-    const envelope = (await encryption([PASSPHRASE], undefined, { alias: "shared-key" }).encrypt(sampleState(), { serial: 7, lineage: "0f5e8c1d-lineage" })).toBuffer();
+    const envelope = (
+      await encryption([PASSPHRASE], undefined, { alias: "shared-key" }).encrypt(sampleState(), { serial: 7, lineage: "0f5e8c1d-lineage" })
+    ).toBuffer();
     assert.deepEqual(Object.keys((JSON.parse(envelope.toString()) as { meta: object }).meta), ["shared-key"]);
     assert.equal(independentOpen(envelope, PASSPHRASE).metaKey, "shared-key");
   });
@@ -83,9 +110,21 @@ describe("the v0 envelope", () => {
 
   it("an envelope made from the description is read, in OpenTofu's order, pretty-printed, and with meta after the data", async () => {
     const state = sampleState();
-    const compact = independentSeal(state, { passphrase: PASSPHRASE, salt: SALT, nonce: NONCE, iterations: ITERATIONS, metaKey: "key_provider.pbkdf2.new", serial: 7, lineage: "0f5e8c1d-lineage" });
+    const compact = independentSeal(state, {
+      passphrase: PASSPHRASE,
+      salt: SALT,
+      nonce: NONCE,
+      iterations: ITERATIONS,
+      metaKey: "key_provider.pbkdf2.new",
+      serial: 7,
+      lineage: "0f5e8c1d-lineage",
+    });
     const parsed = JSON.parse(compact) as Record<string, unknown>;
-    const reordered = JSON.stringify({ encryption_version: "v0", encrypted_data: parsed["encrypted_data"], lineage: parsed["lineage"], meta: parsed["meta"], serial: parsed["serial"] }, null, 2);
+    const reordered = JSON.stringify(
+      { encryption_version: "v0", encrypted_data: parsed["encrypted_data"], lineage: parsed["lineage"], meta: parsed["meta"], serial: parsed["serial"] },
+      null,
+      2,
+    );
     const enc = encryption([PASSPHRASE]);
     for (const text of [compact, JSON.stringify(parsed, null, 4), reordered]) {
       const d = await enc.decrypt(Buffer.from(text), { workspace: "dev" });
@@ -104,7 +143,7 @@ describe("the v0 envelope", () => {
     for (const size of [3, 4093, 65536]) {
       const r = enc.decryptor({ workspace: "dev" });
       // One byte at a time for the head and tail (where the scanner works), bigger pieces after.
-      for (let at = 0; at < envelope.length; ) {
+      for (let at = 0; at < envelope.length;) {
         const n = at < 600 || envelope.length - at < 600 ? 1 : size;
         await r.push(envelope.subarray(at, at + n));
         at += n;

@@ -65,7 +65,11 @@ describe("fallback chains", () => {
     assert.deepEqual(d.state, state);
     const written = (await migrating.encrypt(state, HEADER)).toBuffer();
     assert.ok(!written.includes("S3CR3T-db-password-91b2"), "the envelope holds no secret in clear");
-    await rejectsWith(enc([PASSPHRASE]).decrypt(state, { workspace: "dev" }), "ENCRYPTION_PLAIN_STATE", [/workspace "dev"/, /unencrypted/, /method\.aes_gcm\.new/]);
+    await rejectsWith(enc([PASSPHRASE]).decrypt(state, { workspace: "dev" }), "ENCRYPTION_PLAIN_STATE", [
+      /workspace "dev"/,
+      /unencrypted/,
+      /method\.aes_gcm\.new/,
+    ]);
   });
 
   it("migrating out: unencrypted as the primary writes plain and still reads envelopes through the fallback", async () => {
@@ -84,7 +88,8 @@ describe("fallback chains", () => {
   it("enforced refuses any unencrypted method in the chain, naming its place", () => {
     assert.throws(
       () => config([PASSPHRASE, "unencrypted"], { enforced: true }),
-      (e: unknown) => e instanceof ObjstateError && e.code === "ENCRYPTION_CONFIG_INVALID" && /state\.fallback\.method/.test(e.message) && /enforced/.test(e.message),
+      (e: unknown) =>
+        e instanceof ObjstateError && e.code === "ENCRYPTION_CONFIG_INVALID" && /state\.fallback\.method/.test(e.message) && /enforced/.test(e.message),
     );
   });
 
@@ -92,8 +97,14 @@ describe("fallback chains", () => {
     const raw = chainConfig([PASSPHRASE, OLD_PASSPHRASE]);
     raw["remote_state_data_sources"] = { default: { method: "method.aes_gcm.new" }, remote_state_data_source: { network: { method: "method.aes_gcm.old" } } };
     const cfg = parseEncryptionConfig(raw, { source: "test", literalSecrets: true });
-    assert.deepEqual((StateEncryption.for(cfg, { kind: "remote", name: "network" }) as StateEncryption).methods.map((m) => m.address), ["method.aes_gcm.old"]);
-    assert.deepEqual((StateEncryption.for(cfg, { kind: "remote", name: "other" }) as StateEncryption).methods.map((m) => m.address), ["method.aes_gcm.new"]);
+    assert.deepEqual(
+      (StateEncryption.for(cfg, { kind: "remote", name: "network" }) as StateEncryption).methods.map((m) => m.address),
+      ["method.aes_gcm.old"],
+    );
+    assert.deepEqual(
+      (StateEncryption.for(cfg, { kind: "remote", name: "other" }) as StateEncryption).methods.map((m) => m.address),
+      ["method.aes_gcm.new"],
+    );
     assert.equal(StateEncryption.for(parseEncryptionConfig({}, { source: "test", literalSecrets: true })), undefined);
   });
 });
@@ -108,7 +119,11 @@ describe("states that cannot be decrypted", () => {
     const data = Buffer.from(env["encrypted_data"] as string, "base64");
     data[data.length - 30] = (data[data.length - 30] as number) ^ 0x01;
     env["encrypted_data"] = data.toString("base64");
-    await rejectsWith(enc([PASSPHRASE]).decrypt(Buffer.from(JSON.stringify(env)), { workspace: "prod" }), "ENCRYPTION_TAMPERED", [/workspace "prod"/, /authentication tag/, /method\.aes_gcm\.new/]);
+    await rejectsWith(enc([PASSPHRASE]).decrypt(Buffer.from(JSON.stringify(env)), { workspace: "prod" }), "ENCRYPTION_TAMPERED", [
+      /workspace "prod"/,
+      /authentication tag/,
+      /method\.aes_gcm\.new/,
+    ]);
   });
 
   it("a flipped tag byte is TAMPERED", async () => {
@@ -134,20 +149,33 @@ describe("states that cannot be decrypted", () => {
 
   it("a wrong passphrase is WRONG_KEY, naming the methods tried and what wrote the state", async () => {
     // The same key provider name as the writer's, with another passphrase.
-    const raw = { key_provider: { pbkdf2: { new: { passphrase: OLD_PASSPHRASE, iterations: ITERATIONS } } }, method: { aes_gcm: { new: { keys: "key_provider.pbkdf2.new" } } }, state: { method: "method.aes_gcm.new" } };
+    const raw = {
+      key_provider: { pbkdf2: { new: { passphrase: OLD_PASSPHRASE, iterations: ITERATIONS } } },
+      method: { aes_gcm: { new: { keys: "key_provider.pbkdf2.new" } } },
+      state: { method: "method.aes_gcm.new" },
+    };
     const wrong = StateEncryption.for(parseEncryptionConfig(raw, { source: "test", literalSecrets: true })) as StateEncryption;
-    const e = await rejectsWith(wrong.decrypt(await make(), { workspace: "prod" }), "ENCRYPTION_WRONG_KEY", [/workspace "prod"/, /method\.aes_gcm\.new: its key \(key_provider\.pbkdf2\.new\) does not open/]);
+    const e = await rejectsWith(wrong.decrypt(await make(), { workspace: "prod" }), "ENCRYPTION_WRONG_KEY", [
+      /workspace "prod"/,
+      /method\.aes_gcm\.new: its key \(key_provider\.pbkdf2\.new\) does not open/,
+    ]);
     assert.equal(e.details?.["workspace"], "prod");
   });
 
   it("an envelope without metadata for the configured key provider is WRONG_KEY, naming the one that wrote it", async () => {
-    const other = StateEncryption.for(parseEncryptionConfig(chainConfig([PASSPHRASE], { alias: "renamed" }), { source: "test", literalSecrets: true })) as StateEncryption;
+    const other = StateEncryption.for(
+      parseEncryptionConfig(chainConfig([PASSPHRASE], { alias: "renamed" }), { source: "test", literalSecrets: true }),
+    ) as StateEncryption;
     await rejectsWith(other.decrypt(await make()), "ENCRYPTION_WRONG_KEY", [/no metadata for renamed/, /written with key_provider\.pbkdf2\.new/]);
   });
 
   it("an unknown encryption_version is UNKNOWN_VERSION", async () => {
     const good = (await make()).toString();
-    await rejectsWith(enc([PASSPHRASE]).decrypt(Buffer.from(good.replace('"encryption_version":"v0"', '"encryption_version":"v1"'))), "ENCRYPTION_UNKNOWN_VERSION", [/"v1"/]);
+    await rejectsWith(
+      enc([PASSPHRASE]).decrypt(Buffer.from(good.replace('"encryption_version":"v0"', '"encryption_version":"v1"'))),
+      "ENCRYPTION_UNKNOWN_VERSION",
+      [/"v1"/],
+    );
     const first = good.replace('{"serial"', '{"encryption_version":"v9","serial"').replace(',"encryption_version":"v0"', "");
     await rejectsWith(enc([PASSPHRASE]).decrypt(Buffer.from(first)), "ENCRYPTION_UNKNOWN_VERSION", [/"v9"/]);
   });
@@ -155,7 +183,9 @@ describe("states that cannot be decrypted", () => {
   it("clear serial or lineage that differ from the encrypted state's are TAMPERED (OpenTofu's check)", async () => {
     const good = (await make()).toString();
     await rejectsWith(enc([PASSPHRASE]).decrypt(Buffer.from(good.replace('"serial":7', '"serial":8'))), "ENCRYPTION_TAMPERED", [/serial 8/]);
-    await rejectsWith(enc([PASSPHRASE]).decrypt(Buffer.from(good.replace('"lineage":"0f5e8c1d-lineage"', '"lineage":"other"'))), "ENCRYPTION_TAMPERED", [/lineage/]);
+    await rejectsWith(enc([PASSPHRASE]).decrypt(Buffer.from(good.replace('"lineage":"0f5e8c1d-lineage"', '"lineage":"other"'))), "ENCRYPTION_TAMPERED", [
+      /lineage/,
+    ]);
   });
 
   it("anything but whitespace after the envelope's closing brace is TAMPERED", async () => {

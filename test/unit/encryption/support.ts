@@ -36,7 +36,13 @@ export function largeState(bytes: number, serial = 1, lineage = "large-lineage")
   const resources: unknown[] = [];
   let size = 0;
   for (let i = 0; size < bytes; i++) {
-    const r = { mode: "managed", type: "null_resource", name: `r${i}`, provider: 'provider["registry.terraform.io/hashicorp/null"]', instances: [{ schema_version: 0, attributes: { id: String(1e12 + i), triggers: { k: `value-${i}-${"x".repeat(200)}` } } }] };
+    const r = {
+      mode: "managed",
+      type: "null_resource",
+      name: `r${i}`,
+      provider: 'provider["registry.terraform.io/hashicorp/null"]',
+      instances: [{ schema_version: 0, attributes: { id: String(1e12 + i), triggers: { k: `value-${i}-${"x".repeat(200)}` } } }],
+    };
     size += JSON.stringify(r).length + 8;
     resources.push(r);
   }
@@ -53,7 +59,10 @@ export function pbkdf2MetaJson(salt: Buffer, iterations: number, hash = "sha512"
  * AES-256-GCM(state) ‖ tag, base64; meta maps the key provider's address to base64(meta
  * JSON); fields in the order of OpenTofu's Go structs, compact.
  */
-export function independentSeal(state: Buffer, o: { passphrase: string; salt: Buffer; nonce: Buffer; iterations: number; metaKey: string; serial: number; lineage: string; aad?: Buffer }): string {
+export function independentSeal(
+  state: Buffer,
+  o: { passphrase: string; salt: Buffer; nonce: Buffer; iterations: number; metaKey: string; serial: number; lineage: string; aad?: Buffer },
+): string {
   const key = pbkdf2Sync(o.passphrase, o.salt, o.iterations, 32, "sha512");
   const c = createCipheriv("aes-256-gcm", key, o.nonce);
   if (o.aad !== undefined) c.setAAD(o.aad);
@@ -63,7 +72,11 @@ export function independentSeal(state: Buffer, o: { passphrase: string; salt: Bu
 }
 
 /** Open an envelope from the description alone. */
-export function independentOpen(envelope: Buffer | string, passphrase: string, aad?: Buffer): { state: Buffer; metaKey: string; salt: Buffer; nonce: Buffer; env: Record<string, unknown> } {
+export function independentOpen(
+  envelope: Buffer | string,
+  passphrase: string,
+  aad?: Buffer,
+): { state: Buffer; metaKey: string; salt: Buffer; nonce: Buffer; env: Record<string, unknown> } {
   const env = JSON.parse(envelope.toString()) as { meta: Record<string, string>; encrypted_data: string; encryption_version: string };
   assert.equal(env.encryption_version, "v0");
   const [metaKey, metaB64] = Object.entries(env.meta)[0] as [string, string];
@@ -75,7 +88,13 @@ export function independentOpen(envelope: Buffer | string, passphrase: string, a
   const d = createDecipheriv(`aes-${key.length * 8}-gcm` as "aes-256-gcm", key, nonce);
   if (aad !== undefined) d.setAAD(aad);
   d.setAuthTag(data.subarray(data.length - 16));
-  return { state: Buffer.concat([d.update(data.subarray(12, data.length - 16)), d.final()]), metaKey, salt, nonce, env: env as unknown as Record<string, unknown> };
+  return {
+    state: Buffer.concat([d.update(data.subarray(12, data.length - 16)), d.final()]),
+    metaKey,
+    salt,
+    nonce,
+    env: env as unknown as Record<string, unknown>,
+  };
 }
 
 /** Names of the test passphrases' key providers (`key_provider.pbkdf2.NAME`) and methods (`method.aes_gcm.NAME`): stable across configurations, as a real rotation keeps the old provider's name. */
@@ -94,7 +113,11 @@ export function chainConfig(passphrases: readonly (string | "unencrypted")[], op
       refs.push(`method.unencrypted.u${i}`);
       return;
     }
-    keyProvider[nameOf(p)] = { passphrase: p, iterations: ITERATIONS, ...(opts.alias !== undefined && i === 0 ? { encrypted_metadata_alias: opts.alias } : {}) };
+    keyProvider[nameOf(p)] = {
+      passphrase: p,
+      iterations: ITERATIONS,
+      ...(opts.alias !== undefined && i === 0 ? { encrypted_metadata_alias: opts.alias } : {}),
+    };
     (method["aes_gcm"] as Record<string, unknown>)[nameOf(p)] = { keys: `key_provider.pbkdf2.${nameOf(p)}` };
     refs.push(`method.aes_gcm.${nameOf(p)}`);
   });

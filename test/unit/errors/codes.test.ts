@@ -64,9 +64,14 @@ describe("the table of error codes", () => {
   it("has no row src/ never raises", () => {
     const text = (dir: string): string =>
       readdirSync(dir, { withFileTypes: true })
-        .map((d) => (d.isDirectory() ? text(join(dir, d.name)) : d.name.endsWith(".ts") && d.name !== "error-codes.ts" ? readFileSync(join(dir, d.name), "utf8") : ""))
+        .map((d) =>
+          d.isDirectory() ? text(join(dir, d.name)) : d.name.endsWith(".ts") && d.name !== "error-codes.ts" ? readFileSync(join(dir, d.name), "utf8") : "",
+        )
         .join("\n");
     const all = text(src);
-    assert.deepEqual(CODES.filter((code) => !all.includes(`"${code}"`)), []);
+    assert.deepEqual(
+      CODES.filter((code) => !all.includes(`"${code}"`)),
+      [],
+    );
   });
 });

@@ -48,7 +48,14 @@ describe("fault proxy", () => {
   });
 
   /** One request through `proxy`; rejects on a socket error (a lost reply). */
-  function send(proxy: FaultProxy, method: string, path: string, body = "", headers: Record<string, string> = {}, viaAgent: Agent | false = agent): Promise<Reply> {
+  function send(
+    proxy: FaultProxy,
+    method: string,
+    path: string,
+    body = "",
+    headers: Record<string, string> = {},
+    viaAgent: Agent | false = agent,
+  ): Promise<Reply> {
     return new Promise((resolve, reject) => {
       const u = new URL(proxy.url);
       const req = request({ host: u.hostname, port: u.port, method, path, headers, agent: viaAgent }, (res) => {
@@ -76,7 +83,11 @@ describe("fault proxy", () => {
       seen.length = 0;
       const host = new URL(p.url).host;
       const big = "x".repeat(200_000);
-      const r = await send(p, "PUT", "/bucket/key?versionId=1&x=%2F", big, { "x-amz-date": "20260101T000000Z", authorization: "AWS4-HMAC-SHA256 sig", "x-amz-target": "Svc.Op" });
+      const r = await send(p, "PUT", "/bucket/key?versionId=1&x=%2F", big, {
+        "x-amz-date": "20260101T000000Z",
+        authorization: "AWS4-HMAC-SHA256 sig",
+        "x-amz-target": "Svc.Op",
+      });
       assert.equal(r.status, 200);
       assert.equal(r.headers["x-upstream"], "yes");
       assert.equal(r.body, `echo:PUT /bucket/key?versionId=1&x=%2F ${big}`);

@@ -185,7 +185,11 @@ export async function lockedCycles({ cli, start }: { cli: Cli; start: Start }): 
   const pull = await cli(["state", "pull"]);
   assert.equal(pull.code, 0, explain("final pull", pull));
   const final = parseState(pull.stdout);
-  assert.equal(final.tokens.length, COUNTS.processes * COUNTS.cycles, `expected ${COUNTS.processes * COUNTS.cycles} increments, the state holds ${final.tokens.length}`);
+  assert.equal(
+    final.tokens.length,
+    COUNTS.processes * COUNTS.cycles,
+    `expected ${COUNTS.processes * COUNTS.cycles} increments, the state holds ${final.tokens.length}`,
+  );
   assert.deepEqual([...final.tokens].sort(), [...all].sort());
   assert.equal(final.serial, 1 + COUNTS.processes * COUNTS.cycles);
   await assertNoLock(cli);

@@ -13,10 +13,14 @@ const { processes, cycles } = LEASE_COUNTS;
 describe("lease-holding workers killed and frozen on the embedded store", { timeout: TIMEOUT_MS }, () => {
   it(`${processes} processes × ${cycles} cycles with 1 s leases and the lock table`, async (t) => {
     const tally = await leaseCycles(await embeddedTarget().setup({ locks: true }), false);
-    t.diagnostic(`${tally.acks.length} acknowledged, ${tally.lost} refused by fencing, ${tally.kills} killed, ${tally.freezes} frozen, ${tally.inDoubt} in doubt`);
+    t.diagnostic(
+      `${tally.acks.length} acknowledged, ${tally.lost} refused by fencing, ${tally.kills} killed, ${tally.freezes} frozen, ${tally.inDoubt} in doubt`,
+    );
   });
   it(`${processes} processes × ${cycles} cycles with 1 s leases, a lockfile and no table`, async (t) => {
     const tally = await leaseCycles(await embeddedTarget().setup({ locks: false }), true);
-    t.diagnostic(`${tally.acks.length} acknowledged, ${tally.lost} refused by fencing, ${tally.kills} killed, ${tally.freezes} frozen, ${tally.inDoubt} in doubt`);
+    t.diagnostic(
+      `${tally.acks.length} acknowledged, ${tally.lost} refused by fencing, ${tally.kills} killed, ${tally.freezes} frozen, ${tally.inDoubt} in doubt`,
+    );
   });
 });

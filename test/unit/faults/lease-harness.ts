@@ -115,7 +115,12 @@ export async function leaseCycles(props: ObjectStoreBackendConfigProps, lockfile
   while (!allDone()) await new Promise<void>((resolve) => ((wake = resolve), setTimeout(resolve, 1_000)));
   assert.deepEqual(failures, []);
 
-  const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined, lockfile, digestRetry: { timeoutMs: 300, intervalMs: 100 } });
+  const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), {
+    env: {},
+    onWarning: () => undefined,
+    lockfile,
+    digestRetry: { timeoutMs: 300, intervalMs: 100 },
+  });
   try {
     // A killed worker's write may have landed without its digest: the repair (under the lock) settles that first.
     await backend.repairState("default").catch(() => undefined);
@@ -126,7 +131,10 @@ export async function leaseCycles(props: ObjectStoreBackendConfigProps, lockfile
     assert.equal(new Set(values).size, values.length, `an acknowledged value was written twice: ${values.join(",")}`);
     // Nothing acknowledged was lost: the counter counts every acknowledged write, plus only such
     // writes of killed workers as were in flight when they died.
-    assert.ok(counter >= values.length && counter <= values.length + tally.inDoubt, `counter ${counter}, ${values.length} acknowledged, ${tally.inDoubt} in doubt`);
+    assert.ok(
+      counter >= values.length && counter <= values.length + tally.inDoubt,
+      `counter ${counter}, ${values.length} acknowledged, ${tally.inDoubt} in doubt`,
+    );
     assert.equal(values.length, processes * cycles);
     // No lock is left for good: once the leases of killed holders have run out, a plain lock is taken at once.
     await sleep(ttlMs + 3_000);

@@ -39,7 +39,9 @@ export async function longLease(props: ObjectStoreBackendConfigProps, lockfile: 
       });
       if (taken === undefined) await sleep(250);
     }
-    await assert.rejects(holder.writeState("default", JSON.stringify({ serial: writes + 1, lineage: "L" }), { lockId: held.id }), (e) => isObjstateError(e, "LOCK_LOST"));
+    await assert.rejects(holder.writeState("default", JSON.stringify({ serial: writes + 1, lineage: "L" }), { lockId: held.id }), (e) =>
+      isObjstateError(e, "LOCK_LOST"),
+    );
     assert.equal(JSON.parse((await rival.readState("default"))?.toString() ?? "{}").serial, writes, "the lost holder wrote nothing");
     await held.release();
     await rival.unlock("default", taken.ID);

@@ -52,7 +52,11 @@ const CASES: readonly Case[] = [
 ];
 
 async function connect(props: ObjectStoreBackendConfigProps): Promise<ObjectStoreBackend> {
-  return ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined, digestRetry: { timeoutMs: 2_000, intervalMs: 500 } });
+  return ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), {
+    env: {},
+    onWarning: () => undefined,
+    digestRetry: { timeoutMs: 2_000, intervalMs: 500 },
+  });
 }
 
 /** Every version of the state as the store keeps it, newest first, as (serial, tokens). */
@@ -111,15 +115,25 @@ describe("a writer frozen at any step of its write loses nothing and overwrites 
 
       const versions = await history(await target.raw(props.bucket), key);
       const acked = [first.ok ? "A" : undefined, second.ok ? "B" : undefined].filter((x): x is string => x !== undefined);
-      for (const token of acked) assert.ok(versions.some((v) => v.tokens.includes(token)), `acknowledged write ${token} is not in history: ${JSON.stringify(versions)}`);
+      for (const token of acked)
+        assert.ok(
+          versions.some((v) => v.tokens.includes(token)),
+          `acknowledged write ${token} is not in history: ${JSON.stringify(versions)}`,
+        );
       const current = versions[0];
       assert.ok(current !== undefined);
       // B was acknowledged before A resumed: nothing A did after may replace it.
       assert.equal(current.serial, second.ok ? 10 : 3, `current state: ${JSON.stringify(versions)}`);
       const serials = versions.map((v) => v.serial);
-      assert.deepEqual(serials, [...serials].sort((x, y) => y - x), `the serial went back: newest first ${serials.join(", ")}`);
+      assert.deepEqual(
+        serials,
+        [...serials].sort((x, y) => y - x),
+        `the serial went back: newest first ${serials.join(", ")}`,
+      );
       const refused = [first, second].flatMap((o) => (o.ok ? [] : [o.code]));
-      t.diagnostic(`frozen ${(pausedMs / 1000).toFixed(1)} s: ${acked.length} acknowledged (${acked.join(", ")}), 0 lost, ${refused.length} refused${refused.length === 0 ? "" : ` (${refused.join(", ")})`}`);
+      t.diagnostic(
+        `frozen ${(pausedMs / 1000).toFixed(1)} s: ${acked.length} acknowledged (${acked.join(", ")}), 0 lost, ${refused.length} refused${refused.length === 0 ? "" : ` (${refused.join(", ")})`}`,
+      );
 
       if (c.step === "store-released") {
         releasedRun = props;

@@ -37,7 +37,11 @@ describe("parseEndpoint", () => {
 
   it("rejects what it cannot use, with INVALID_ENDPOINT", () => {
     for (const bad of ["file:", "ftp://host/x", "s3://bucket", "file://otherhost/path"]) {
-      assert.throws(() => parseEndpoint(bad, CWD), (e) => isObjstateError(e, "INVALID_ENDPOINT") && e.message.includes(bad), bad);
+      assert.throws(
+        () => parseEndpoint(bad, CWD),
+        (e) => isObjstateError(e, "INVALID_ENDPOINT") && e.message.includes(bad),
+        bad,
+      );
     }
   });
 });

@@ -37,7 +37,13 @@ describe("reading the SDK's errors", () => {
   });
 
   it("access denied by status or by either service's name", () => {
-    for (const e of [answered("Whatever", 403), answered("InvalidAccessKeyId", 400), answered("UnrecognizedClientException", 400), answered("AccessDeniedException", 400)]) assert.ok(isAccessDenied(e), e.name);
+    for (const e of [
+      answered("Whatever", 403),
+      answered("InvalidAccessKeyId", 400),
+      answered("UnrecognizedClientException", 400),
+      answered("AccessDeniedException", 400),
+    ])
+      assert.ok(isAccessDenied(e), e.name);
     assert.equal(isAccessDenied(answered("NoSuchKey", 404)), false);
   });
 

@@ -74,14 +74,23 @@ describe("RemoteOutputs exact accessors", () => {
     assert.equal(out.isSensitive("n"), false);
     assert.equal(out.toJSONText(), '{"l":[1,{"a":null}],"n":1e+21,"s":"x"}');
     assert.equal(out.toJSONText("l", 2), '[\n  1,\n  {\n    "a": null\n  }\n]');
-    assert.throws(() => out.numberText("s"), (e: unknown) => isObjstateError(e, "OUTPUT_TYPE_MISMATCH"));
-    assert.throws(() => new RemoteOutputs({ x: 1.5 }).bigint("x"), (e: unknown) => isObjstateError(e, "OUTPUT_NOT_INTEGER") && e.message === 'output "x" (1.5) is not a whole number, so it has no bigint value');
+    assert.throws(
+      () => out.numberText("s"),
+      (e: unknown) => isObjstateError(e, "OUTPUT_TYPE_MISMATCH"),
+    );
+    assert.throws(
+      () => new RemoteOutputs({ x: 1.5 }).bigint("x"),
+      (e: unknown) => isObjstateError(e, "OUTPUT_NOT_INTEGER") && e.message === 'output "x" (1.5) is not a whole number, so it has no bigint value',
+    );
   });
 
   it("a value that refers to itself is OUTPUT_INVALID, not a hang or a stack overflow", () => {
     const loop: Record<string, unknown> = {};
     loop["self"] = loop;
-    assert.throws(() => new RemoteOutputs({ loop } as never), (e: unknown) => isObjstateError(e, "OUTPUT_INVALID") && /output "loop" is not a JSON value/.test(e.message));
+    assert.throws(
+      () => new RemoteOutputs({ loop } as never),
+      (e: unknown) => isObjstateError(e, "OUTPUT_INVALID") && /output "loop" is not a JSON value/.test(e.message),
+    );
     const shared = [1];
     assert.equal(new RemoteOutputs({ s: { a: shared, b: shared } }).toJSONText(), '{"s":{"a":[1],"b":[1]}}', "shared (not cyclic) values are fine");
   });
@@ -93,7 +102,18 @@ describe("RemoteOutputs exact accessors", () => {
 
 describe("syntaxErrorOffset", () => {
   it("places errors where V8 does for the messages that carry a position", () => {
-    const cases = ['{"a": "x\ty"}', '{"a": "\\x"}', '{"a": 01}', '{"a": 1.}', '{"a" 1}', '{"a": 1} x', '{"a": -}', '{"a": 1e}', '[1 2]', '{"a": {"b": [1, 2}]}'];
+    const cases = [
+      '{"a": "x\ty"}',
+      '{"a": "\\x"}',
+      '{"a": 01}',
+      '{"a": 1.}',
+      '{"a" 1}',
+      '{"a": 1} x',
+      '{"a": -}',
+      '{"a": 1e}',
+      "[1 2]",
+      '{"a": {"b": [1, 2}]}',
+    ];
     for (const text of cases) {
       let position: number | undefined;
       try {

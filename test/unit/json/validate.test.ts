@@ -64,7 +64,11 @@ const text = fc.tuple(container, fc.constantFrom("pretty", "compact", "tab", "cr
   const pretty = JSON.stringify(v, null, 2);
   return how === "crlf" ? pretty.replace(/\n/g, "\r\n") : pretty;
 });
-const mutation = fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom("replace", "insert", "delete", "truncate"), fc.constantFrom(...'"\\{}[]:, \n\t\r0-.eEtfnu'.split(""), "\u0001", "\u00ff"));
+const mutation = fc.tuple(
+  fc.double({ min: 0, max: 1, noNaN: true }),
+  fc.constantFrom("replace", "insert", "delete", "truncate"),
+  fc.constantFrom(...'"\\{}[]:, \n\t\r0-.eEtfnu'.split(""), "\u0001", "\u00ff"),
+);
 const cuts = fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 10 });
 
 function damage(s: string, mutations: readonly (readonly [number, string, string])[]): Buffer {
@@ -85,7 +89,11 @@ function agreesWithParse(b: Buffer, got: { readonly result: number }): void {
   let end = b.length;
   while (end > 0 && " \t\r\n".includes(String.fromCharCode(b[end - 1] as number))) end--;
   const accepted = got.result >= 0 && got.result === end && b[0] !== 0x20 && b[0] !== 0x0a && b[0] !== 0x09 && b[0] !== 0x0d;
-  assert.equal(accepted, parses(b), `check says ${got.result} (${b.length} bytes), JSON.parse says ${parses(b) ? "valid" : "invalid"}: ${JSON.stringify(b.toString("utf8").slice(0, 200))}`);
+  assert.equal(
+    accepted,
+    parses(b),
+    `check says ${got.result} (${b.length} bytes), JSON.parse says ${parses(b) ? "valid" : "invalid"}: ${JSON.stringify(b.toString("utf8").slice(0, 200))}`,
+  );
 }
 
 describe("ContainerCheck", () => {
@@ -109,7 +117,13 @@ describe("ContainerCheck", () => {
         if (b.length === 0 || (b[0] !== 0x7b && b[0] !== 0x5b)) return;
         const slow = byteByByte(b);
         assert.deepEqual(check(b, []), slow);
-        assert.deepEqual(check(b, cs.map((c) => Math.floor(c * b.length)).sort((x, y) => x - y)), slow);
+        assert.deepEqual(
+          check(
+            b,
+            cs.map((c) => Math.floor(c * b.length)).sort((x, y) => x - y),
+          ),
+          slow,
+        );
       }),
       { numRuns: 3000 },
     );

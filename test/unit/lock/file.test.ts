@@ -90,9 +90,16 @@ function defineTests(): void {
     });
 
     test("refuses a non-file endpoint and unsafe table names", () => {
-      assert.throws(() => new FileLockTable({ table: "locks", endpoint: "http://127.0.0.1:1" }), (e) => isObjstateError(e, "INVALID_ENDPOINT"));
+      assert.throws(
+        () => new FileLockTable({ table: "locks", endpoint: "http://127.0.0.1:1" }),
+        (e) => isObjstateError(e, "INVALID_ENDPOINT"),
+      );
       for (const bad of ["", "ab", "a/b/c", "../x", "lo cks", "x".repeat(256)]) {
-        assert.throws(() => new FileLockTable({ table: bad, endpoint }), (e) => isObjstateError(e, "LOCK_TABLE_ERROR"), bad);
+        assert.throws(
+          () => new FileLockTable({ table: bad, endpoint }),
+          (e) => isObjstateError(e, "LOCK_TABLE_ERROR"),
+          bad,
+        );
       }
     });
   });
@@ -183,12 +190,14 @@ function defineTests(): void {
       const t = open(table());
       await fs.mkdir(t.dir, { recursive: true });
       await fs.writeFile(path.join(t.dir, ".schema.json"), "{not json");
-      await assert.rejects(() => t.describeKeySchema(), (e) => isObjstateError(e, "LOCK_TABLE_ERROR") && e.message.includes(".schema.json"));
+      await assert.rejects(
+        () => t.describeKeySchema(),
+        (e) => isObjstateError(e, "LOCK_TABLE_ERROR") && e.message.includes(".schema.json"),
+      );
     });
   });
 
   describe("items", () => {
-
     test("the first write creates the table", async () => {
       const t = open(table());
       assert.equal(await t.putIfAbsent(LOCK_ID, "Info", "x"), null);
@@ -222,7 +231,11 @@ function defineTests(): void {
       assert.equal(await t.deleteIf(LOCK_ID, "Info", "mine"), true);
       assert.equal(await t.get(LOCK_ID, "Info"), null);
       assert.equal(await t.deleteIf(LOCK_ID, "Info", "mine"), false, "already gone");
-      assert.deepEqual((await fs.readdir(t.dir)).filter((f) => !f.startsWith(".")), [], "the item is gone");
+      assert.deepEqual(
+        (await fs.readdir(t.dir)).filter((f) => !f.startsWith(".")),
+        [],
+        "the item is gone",
+      );
       assert.deepEqual(await leftIn(t.dir), []);
     });
 
@@ -230,8 +243,14 @@ function defineTests(): void {
       const t = open(table());
       await t.createTable();
       await fs.writeFile(path.join(t.dir, `i-${encodeId(LOCK_ID)}`), "{trunc");
-      await assert.rejects(() => t.get(LOCK_ID, "Info"), (e) => isObjstateError(e, "LOCK_TABLE_ERROR"));
-      await assert.rejects(() => t.putIfAbsent(LOCK_ID, "Info", "x"), (e) => isObjstateError(e, "LOCK_TABLE_ERROR"));
+      await assert.rejects(
+        () => t.get(LOCK_ID, "Info"),
+        (e) => isObjstateError(e, "LOCK_TABLE_ERROR"),
+      );
+      await assert.rejects(
+        () => t.putIfAbsent(LOCK_ID, "Info", "x"),
+        (e) => isObjstateError(e, "LOCK_TABLE_ERROR"),
+      );
     });
 
     test("a table removed under a driver is re-created on the next write", async () => {
@@ -242,7 +261,6 @@ function defineTests(): void {
       assert.notEqual(await t.describeKeySchema(), null);
       assert.equal(await t.get(LOCK_ID, "Info"), "c");
     });
-
   });
 
   describe("updateIf (multi-attribute items)", () => {
@@ -264,8 +282,15 @@ function defineTests(): void {
       assert.equal(await t.get(LOCK_ID, "Expires"), "200");
       assert.equal(await t.putIfAbsent(LOCK_ID, "Info", "c"), "b");
       assert.equal(await t.deleteIf(LOCK_ID, "Released", "no"), true, "deleteIf on any attribute");
-      await assert.rejects(() => t.updateIf(LOCK_ID, "Info", "b", { LockID: "x" }), (e) => isObjstateError(e, "LOCK_TABLE_ERROR"));
-      assert.deepEqual((await fs.readdir(t.dir)).filter((f) => !f.startsWith(".")), [], "the item is gone");
+      await assert.rejects(
+        () => t.updateIf(LOCK_ID, "Info", "b", { LockID: "x" }),
+        (e) => isObjstateError(e, "LOCK_TABLE_ERROR"),
+      );
+      assert.deepEqual(
+        (await fs.readdir(t.dir)).filter((f) => !f.startsWith(".")),
+        [],
+        "the item is gone",
+      );
       assert.deepEqual(await leftIn(t.dir), [], "no claim or temp left");
     });
 
@@ -299,7 +324,9 @@ function defineTests(): void {
       const rounds = 40;
       for (let r = 0; r < rounds; r++) await t.put(`upd/${r}`, "Info", "start");
       const startAt = Date.now() + 1500;
-      const outputs = await Promise.all(Array.from({ length: 8 }, (_, i) => runChild(["update-race", endpoint, name, String(rounds), `p${i}`, String(startAt)])));
+      const outputs = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => runChild(["update-race", endpoint, name, String(rounds), `p${i}`, String(startAt)])),
+      );
       const results = outputs.map((o) => JSON.parse(o) as boolean[]);
       for (let r = 0; r < rounds; r++) {
         const winners = results.flatMap((res, i) => (res[r] === true ? [`p${i}`] : []));
@@ -415,7 +442,7 @@ async function updateRaceWorker(t: LockTableDriver, rounds: number, tag: string)
 
 /** Increment the Info counter with updateIf, retrying on a lost race; stale deletes must never hit. */
 async function casWorker(t: LockTableDriver, increments: number, tag: string): Promise<void> {
-  for (let i = 0; i < increments; ) {
+  for (let i = 0; i < increments;) {
     const cur = await t.get(LOCK_ID, "Info");
     if (cur === null) throw new Error("the counter item vanished");
     if (await t.deleteIf(LOCK_ID, "Info", `${tag}-stale`)) throw new Error("a stale delete removed the item");

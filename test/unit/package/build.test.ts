@@ -23,7 +23,11 @@ interface Conditions {
   readonly require: string;
   readonly default: string;
 }
-const pkg = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as { exports: Record<string, Conditions | string>; bin: { objstate: string }; files: string[] };
+const pkg = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as {
+  exports: Record<string, Conditions | string>;
+  bin: { objstate: string };
+  files: string[];
+};
 const entry = (subpath: string, condition: keyof Conditions): string => {
   const e = pkg.exports[subpath];
   assert.ok(e !== undefined && typeof e !== "string", `package.json exports ${subpath}`);
@@ -55,7 +59,11 @@ process.on("exit", () => {
   process.stderr.write("LOADED " + JSON.stringify({ files: files.filter((f) => f.startsWith(${JSON.stringify(out)})).map((f) => f.slice(${out.length + 1})), fromNodeModules: files.filter((f) => f.includes("/node_modules/")), builtins }) + "\\n");
 });`,
     );
-    const r = spawnSync(process.execPath, ["--require", preload, ...args], { encoding: "utf8", timeout: 30_000, env: { ...process.env, NO_COLOR: "1", NODE_DISABLE_COMPILE_CACHE: "1" } });
+    const r = spawnSync(process.execPath, ["--require", preload, ...args], {
+      encoding: "utf8",
+      timeout: 30_000,
+      env: { ...process.env, NO_COLOR: "1", NODE_DISABLE_COMPILE_CACHE: "1" },
+    });
     assert.equal(r.status, 0, r.stderr);
     const line = /^LOADED (.*)$/m.exec(r.stderr)?.[1];
     assert.ok(line !== undefined, r.stderr);
@@ -129,7 +137,10 @@ describe("the published build", () => {
       const w = await lib.ObjectStoreBackend.connect(lib.ObjectStoreBackendConfig.from(props), quiet);
       // Large enough (> 4 MiB) that its MD5 is computed in the worker thread.
       const filler = "x".repeat(5 * 1024 * 1024);
-      await w.writeState("default", JSON.stringify({ version: 4, serial: 1, lineage: "l", outputs: { a: { value: 1, type: "number" } }, resources: [{ filler }] }));
+      await w.writeState(
+        "default",
+        JSON.stringify({ version: 4, serial: 1, lineage: "l", outputs: { a: { value: 1, type: "number" } }, resources: [{ filler }] }),
+      );
       w.close();
       const outputs = await new lib.DataRemoteStateObjectStore("net", props).fetchOutputs(quiet);
       assert.deepEqual(outputs.toJSON(), { a: 1 });
@@ -181,7 +192,10 @@ console.log(typeof ObjectStoreBackend.connect);`;
     assert.equal(r.stdout.trim(), "function");
     assert.deepEqual(r.files.sort(), ["index.cjs", "objstate.cjs"]);
     assert.deepEqual(r.fromNodeModules, []);
-    assert.deepEqual(r.builtins.filter((m) => /^(crypto|worker_threads|child_process)$/.test(m)), []);
+    assert.deepEqual(
+      r.builtins.filter((m) => /^(crypto|worker_threads|child_process)$/.test(m)),
+      [],
+    );
   });
 
   it("objstate --help loads no command's module and not the backend, nothing from node_modules, not node:child_process", () => {
@@ -189,10 +203,16 @@ console.log(typeof ObjectStoreBackend.connect);`;
     assert.match(r.stdout, /^Usage: objstate/);
     assert.match(r.stdout, /serve \[options\]/);
     assert.ok(r.files.includes("cli.cjs"));
-    assert.deepEqual(r.files.filter((f) => COMMAND_CHUNKS.test(f)), []);
+    assert.deepEqual(
+      r.files.filter((f) => COMMAND_CHUNKS.test(f)),
+      [],
+    );
     assert.equal(holdsBackend(r.files), false, "--help loaded the backend");
     assert.deepEqual(r.fromNodeModules, []);
-    assert.deepEqual(r.builtins.filter((m) => /^(crypto|readline|child_process)/.test(m)), []);
+    assert.deepEqual(
+      r.builtins.filter((m) => /^(crypto|readline|child_process)/.test(m)),
+      [],
+    );
   });
 
   for (const args of [
@@ -202,9 +222,15 @@ console.log(typeof ObjectStoreBackend.connect);`;
     it(`objstate ${args[0]} loads its commands' module and no other, nothing from node_modules, neither node:crypto nor node:readline nor node:child_process`, () => {
       const r = loadedBy([join(repo, pkg.bin.objstate), ...args]);
       assert.notEqual(r.stdout, "");
-      assert.deepEqual(r.files.filter((f) => COMMAND_CHUNKS.test(f)).map((f) => f.replace(/-[A-Z0-9]+\.cjs$/, "")), ["cli-commands"]);
+      assert.deepEqual(
+        r.files.filter((f) => COMMAND_CHUNKS.test(f)).map((f) => f.replace(/-[A-Z0-9]+\.cjs$/, "")),
+        ["cli-commands"],
+      );
       assert.deepEqual(r.fromNodeModules, []);
-      assert.deepEqual(r.builtins.filter((m) => /^(crypto|readline|child_process)/.test(m)), []);
+      assert.deepEqual(
+        r.builtins.filter((m) => /^(crypto|readline|child_process)/.test(m)),
+        [],
+      );
     });
   }
 

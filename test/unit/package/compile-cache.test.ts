@@ -19,7 +19,11 @@ test(`the command keeps V8's compiled code in the temp directory ${hasCache ? "(
     if (hasCache) assert.ok(existsSync(dir) && readdirSync(dir).length > 0, "no compile cache was written");
     else assert.equal(existsSync(dir), false);
     const off = mkdtempSync(join(tmp, "off-"));
-    const r2 = spawnSync(process.execPath, [CLI, "--version"], { env: { ...env, TMPDIR: off, NODE_DISABLE_COMPILE_CACHE: "1" }, encoding: "utf8", timeout: 30_000 });
+    const r2 = spawnSync(process.execPath, [CLI, "--version"], {
+      env: { ...env, TMPDIR: off, NODE_DISABLE_COMPILE_CACHE: "1" },
+      encoding: "utf8",
+      timeout: 30_000,
+    });
     assert.equal(r2.status, 0, r2.stderr);
     assert.equal(existsSync(join(off, "node-compile-cache")), false, "NODE_DISABLE_COMPILE_CACHE=1 is not respected");
   } finally {

@@ -77,7 +77,8 @@ it("every ts example in README.md typechecks against the published types", () =>
   const files = new Map(blocks.map((b, i) => [join(repo, `README.example-${i + 1}.mts`), moduleOf(b, exportNames)]));
   const host = ts.createCompilerHost(options);
   const base = { getSourceFile: host.getSourceFile.bind(host), fileExists: host.fileExists.bind(host), readFile: host.readFile.bind(host) };
-  host.getSourceFile = (name, version, onError) => (files.has(name) ? ts.createSourceFile(name, files.get(name) as string, version) : base.getSourceFile(name, version, onError));
+  host.getSourceFile = (name, version, onError) =>
+    files.has(name) ? ts.createSourceFile(name, files.get(name) as string, version) : base.getSourceFile(name, version, onError);
   host.fileExists = (name) => files.has(name) || base.fileExists(name);
   host.readFile = (name) => files.get(name) ?? base.readFile(name);
   const program = ts.createProgram([...files.keys()], options, host);

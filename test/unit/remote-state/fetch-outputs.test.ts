@@ -58,7 +58,10 @@ describe("fetchOutputs, embedded specifics", () => {
     const w = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), quiet);
     await w.writeState("default", stateWith({ a: 1 }));
     const before = listTree(dir);
-    assert.ok(before.some((l) => l.startsWith(".kvstore/locks/i-")), "the digest item exists");
+    assert.ok(
+      before.some((l) => l.startsWith(".kvstore/locks/i-")),
+      "the digest item exists",
+    );
     assert.deepEqual((await new DataRemoteStateObjectStore("net", props).fetchOutputs(quiet)).toJSON(), { a: 1 });
     assert.deepEqual(listTree(dir), before);
     w.close();
@@ -117,7 +120,12 @@ describe("RemoteOutputs", () => {
     assert.throws(() => out.number("a"), { code: "OUTPUT_TYPE_MISMATCH", message: 'output "a" is a string, not a number' });
     assert.throws(() => out.get("c"), { code: "OUTPUT_NOT_FOUND", message: 'no output "c"; available: a, b' });
     const sourced = new RemoteOutputs({ a: "x" }, { name: "net", workspace: "prod", location: "b/env:/prod/tool.tfstate" });
-    assert.throws(() => sourced.number("a"), { message: 'output "a" is a string, not a number (remote state "net", workspace prod at b/env:/prod/tool.tfstate)' });
-    assert.throws(() => sourced.get("zz"), (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND") && e.message.includes('remote state "net"') && e.message.endsWith("available: a"));
+    assert.throws(() => sourced.number("a"), {
+      message: 'output "a" is a string, not a number (remote state "net", workspace prod at b/env:/prod/tool.tfstate)',
+    });
+    assert.throws(
+      () => sourced.get("zz"),
+      (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND") && e.message.includes('remote state "net"') && e.message.endsWith("available: a"),
+    );
   });
 });

@@ -24,7 +24,11 @@ export const FAST_DIGEST = { timeoutMs: 300, intervalMs: 100 };
 /** A version-4 state with these root outputs (name → value; the type is made up). */
 export function stateWith(outputs: Record<string, unknown>, extra: Record<string, unknown> = {}): string {
   const entries = Object.entries(outputs).map(([k, value]) => [k, { value, type: typeof value }]);
-  return JSON.stringify({ version: 4, terraform_version: "1.5.7", serial: 3, lineage: "l-1", outputs: Object.fromEntries(entries), resources: [], ...extra }, null, 2);
+  return JSON.stringify(
+    { version: 4, terraform_version: "1.5.7", serial: 3, lineage: "l-1", outputs: Object.fromEntries(entries), resources: [], ...extra },
+    null,
+    2,
+  );
 }
 
 /** Everything a read could leave behind, as sorted lines: objects, lock-table items, the bucket itself. */
@@ -104,7 +108,9 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
 
       it("typed accessors return values and name the output, expected and actual type on a mismatch", async () => {
         const props = await target.setup({ locks });
-        await (await writer(props)).writeState("default", stateWith({ name: "web", count: "3", n: 2.5, on: false, list: [1, "x"], map: { k: "v" }, nothing: null }));
+        await (
+          await writer(props)
+        ).writeState("default", stateWith({ name: "web", count: "3", n: 2.5, on: false, list: [1, "x"], map: { k: "v" }, nothing: null }));
         const out = await remote(props).fetchOutputs(fetchOptions);
         assert.equal(out.string("name"), "web");
         assert.equal(out.number("n"), 2.5);
@@ -126,7 +132,10 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         mismatch(() => out.string("on"), 'output "on" is a boolean, not a string', "string", "boolean");
         assert.throws(
           () => out.string("missing"),
-          (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND") && /no output "missing"/.test(e.message) && e.message.endsWith("available: count, list, map, n, name, nothing, on"),
+          (e: unknown) =>
+            isObjstateError(e, "OUTPUT_NOT_FOUND") &&
+            /no output "missing"/.test(e.message) &&
+            e.message.endsWith("available: count, list, map, n, name, nothing, on"),
         );
       });
 
@@ -173,14 +182,20 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         const w = await writer(props);
         const where = `workspace default at ${props.bucket}/env:/tool.tfstate`;
         const cases: [string, RegExp][] = [
-          ['{"version": 4, "outputs": {"password": {"value": "hunter2"}}} x', /is not valid JSON: Unexpected non-whitespace character after JSON at line 1, column \d+$/],
+          [
+            '{"version": 4, "outputs": {"password": {"value": "hunter2"}}} x',
+            /is not valid JSON: Unexpected non-whitespace character after JSON at line 1, column \d+$/,
+          ],
           ['{"version": 4,\n "outputs": {"a": {"value": hunter2}}}', /is not valid JSON: unexpected character at line 2, column 29$/],
           ['{"version": 4,\n  "resources": [1,],\n  "outputs": {}}', /is not valid JSON: unexpected character at line 2, column 19$/],
           ['[{"outputs": {}}]', /is not a state: its top level is an array, not an object$/],
           ['"hunter2"', /is not a state: its top level is a string, not an object$/],
           ['{"version": 4, "outputs": [1]}', /has malformed outputs: expected an object of \{"value": …, "type": …\} entries, got a list$/],
           ['{"version": 4, "outputs": "hunter2"}', /has malformed outputs: .* got a string$/],
-          ['{"version": 4, "outputs": {"ok": {"value": 1}, "bad": {"type": "string"}}}', /has a malformed output "bad": expected an object with a "value" member$/],
+          [
+            '{"version": 4, "outputs": {"ok": {"value": 1}, "bad": {"type": "string"}}}',
+            /has a malformed output "bad": expected an object with a "value" member$/,
+          ],
           ['{"version": 4, "outputs": {"bad": "hunter2"}}', /has a malformed output "bad"/],
           ['{"version": 5, "outputs": {}}', /has format version 5; objstate reads state format versions 1 to 4$/],
           ['{"version": "4", "outputs": {}}', /has format version "4"; objstate reads state format versions 1 to 4$/],
@@ -189,8 +204,14 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
           ['{"version": 3, "modules": {"path": ["root"]}}', /has malformed modules: expected a list of modules, got an object$/],
           ['{"version": 3, "modules": [{"path": ["mod"], "outputs": {}}]}', /has an invalid module path \["mod"\] \(modules\[0\]\): paths start with "root"$/],
           ['{"version": 2, "modules": [{"outputs": {}}]}', /has a malformed module \(modules\[0\]\): its "path" is not a list of names$/],
-          ['{"version": 3, "modules": [{"path": ["root"], "outputs": {"bad": {"type": "string"}}}]}', /has a malformed output "bad": expected a value or an object with a "value" member$/],
-          [`{"version": 4, "resources": ${"[".repeat(10_000)}${"]".repeat(10_000)}, "outputs": {}}`, /cannot be read: it is nested more than 10000 levels deep \(the tool's limit\)$/],
+          [
+            '{"version": 3, "modules": [{"path": ["root"], "outputs": {"bad": {"type": "string"}}}]}',
+            /has a malformed output "bad": expected a value or an object with a "value" member$/,
+          ],
+          [
+            `{"version": 4, "resources": ${"[".repeat(10_000)}${"]".repeat(10_000)}, "outputs": {}}`,
+            /cannot be read: it is nested more than 10000 levels deep \(the tool's limit\)$/,
+          ],
         ];
         for (const [state, pattern] of cases) {
           await w.writeState("default", state);
@@ -205,7 +226,7 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         }
       });
 
-      it("a state without outputs, or with \"outputs\": null, gives the defaults", async () => {
+      it('a state without outputs, or with "outputs": null, gives the defaults', async () => {
         const props = await target.setup({ locks });
         await (await writer(props)).writeState("default", '{"version": 4, "resources": []}');
         assert.deepEqual((await remote(props, { defaults: { d: true } }).fetchOutputs(fetchOptions)).toJSON(), { d: true });
@@ -216,7 +237,10 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         await (await writer(props)).writeState("default", '{"version": 4}');
         const out = await remote(props).fetchOutputs(fetchOptions);
         assert.deepEqual(out.names(), []);
-        assert.throws(() => out.get("x"), (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND") && e.message.endsWith("there are no outputs"));
+        assert.throws(
+          () => out.get("x"),
+          (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND") && e.message.endsWith("there are no outputs"),
+        );
       });
 
       it("property: scanned (scanThreshold 0) and parsed whole (Infinity), a state gives the same outputs or the same error", async () => {
@@ -231,22 +255,32 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         };
         const damage = fc.constantFrom(",", "]", "}", "[", "{", ":", "0", "NaN", "tru", '"', "\\", "\t", " ", "-", ".", "1e", "");
         await fc.assert(
-          fc.asyncProperty(fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }), fc.nat(), damage, fc.boolean(), async (outs, at, ch, insert) => {
-            const text = stateWith(outs, { resources: [{ type: "t", attributes: { n: 12345678901234567890n.toString(), list: [1, 2, { a: null }] } }] });
-            const i = at % (text.length + 1);
-            const state = `${text.slice(0, i)}${ch}${text.slice(insert ? i : i + 1)}`;
-            await w.writeState("default", state);
-            const scanned = await outcome(0);
-            assert.equal(scanned, await outcome(Infinity), state);
-            assert.equal(scanned.startsWith("STATE_INVALID") && / is not valid JSON: /.test(scanned), ((): boolean => {
-              try {
-                JSON.parse(state);
-                return false;
-              } catch {
-                return true;
-              }
-            })(), `refused exactly when JSON.parse refuses: ${scanned}`);
-          }),
+          fc.asyncProperty(
+            fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }),
+            fc.nat(),
+            damage,
+            fc.boolean(),
+            async (outs, at, ch, insert) => {
+              const text = stateWith(outs, { resources: [{ type: "t", attributes: { n: 12345678901234567890n.toString(), list: [1, 2, { a: null }] } }] });
+              const i = at % (text.length + 1);
+              const state = `${text.slice(0, i)}${ch}${text.slice(insert ? i : i + 1)}`;
+              await w.writeState("default", state);
+              const scanned = await outcome(0);
+              assert.equal(scanned, await outcome(Infinity), state);
+              assert.equal(
+                scanned.startsWith("STATE_INVALID") && / is not valid JSON: /.test(scanned),
+                ((): boolean => {
+                  try {
+                    JSON.parse(state);
+                    return false;
+                  } catch {
+                    return true;
+                  }
+                })(),
+                `refused exactly when JSON.parse refuses: ${scanned}`,
+              );
+            },
+          ),
           { numRuns: 25 },
         );
       });
@@ -266,9 +300,26 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
           const out = await remote(props, { defaults: { d: "default" } }).fetchOutputs({ ...fetchOptions, scanThreshold });
           return { json: out.toJSON(), sensitive: out.names().filter((n) => out.isSensitive(n)) };
         };
-        const v1 = { version: 1, serial: 1, modules: [{ path: ["root"], outputs: { ip: "10.0.0.1", d: "state" }, resources: {} }, { path: ["root", "child"], outputs: { inner: "x" } }] };
+        const v1 = {
+          version: 1,
+          serial: 1,
+          modules: [
+            { path: ["root"], outputs: { ip: "10.0.0.1", d: "state" }, resources: {} },
+            { path: ["root", "child"], outputs: { inner: "x" } },
+          ],
+        };
         const v1NoPath = { version: 1, serial: 1, modules: [{ outputs: { ip: "10.0.0.2" } }] };
-        const v2 = { version: 2, lineage: "l", serial: 1, modules: [{ path: ["root"], outputs: { ip: { sensitive: false, type: "string", value: "10.0.0.3" }, pw: { sensitive: true, type: "string", value: "s3cret" } } }] };
+        const v2 = {
+          version: 2,
+          lineage: "l",
+          serial: 1,
+          modules: [
+            {
+              path: ["root"],
+              outputs: { ip: { sensitive: false, type: "string", value: "10.0.0.3" }, pw: { sensitive: true, type: "string", value: "s3cret" } },
+            },
+          ],
+        };
         const v3 = {
           version: 3,
           terraform_version: "0.11.14",
@@ -276,7 +327,15 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
           lineage: "l",
           modules: [
             { path: ["root", "net"], outputs: { vpc: { sensitive: false, type: "string", value: "inner" } } },
-            { path: ["root"], outputs: { ids: { sensitive: false, type: "list", value: ["a", "b"] }, tags: { sensitive: false, type: "map", value: { k: "v" } }, bare: "plain" }, resources: {} },
+            {
+              path: ["root"],
+              outputs: {
+                ids: { sensitive: false, type: "list", value: ["a", "b"] },
+                tags: { sensitive: false, type: "map", value: { k: "v" } },
+                bare: "plain",
+              },
+              resources: {},
+            },
           ],
         };
         for (const scanThreshold of [0, Infinity]) {
@@ -297,10 +356,22 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
           const out = await remote(props, defaults === undefined ? {} : { defaults }).fetchOutputs({ ...fetchOptions, scanThreshold });
           return Object.fromEntries(out.names().map((n) => [n, out.toolType(n)]));
         };
-        const v4 = '{"version": 4, "outputs": {"set": {"value": ["a"], "type": ["set", "string"]}, "untyped": {"value": {"b": [1, "x"], "a": null}}, "n": {"value": 1e400, "type": "number"}}}';
+        const v4 =
+          '{"version": 4, "outputs": {"set": {"value": ["a"], "type": ["set", "string"]}, "untyped": {"value": {"b": [1, "x"], "a": null}}, "n": {"value": 1e400, "type": "number"}}}';
         const v3 = JSON.stringify({
           version: 3,
-          modules: [{ path: ["root"], outputs: { l: { type: "list", value: ["a", "b"] }, m: { type: "map", value: { k: ["x"], j: ["y"] } }, mixed: { type: "list", value: ["a", 1] }, empty: { type: "list", value: [] }, bare: "b" } }],
+          modules: [
+            {
+              path: ["root"],
+              outputs: {
+                l: { type: "list", value: ["a", "b"] },
+                m: { type: "map", value: { k: ["x"], j: ["y"] } },
+                mixed: { type: "list", value: ["a", 1] },
+                empty: { type: "list", value: [] },
+                bare: "b",
+              },
+            },
+          ],
         });
         for (const scanThreshold of [0, Infinity]) {
           assert.deepEqual(await types(v4, scanThreshold, { d: [true, 1.5], set: "default" }), {
@@ -309,19 +380,29 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
             set: ["set", "string"],
             untyped: ["object", { a: "dynamic", b: ["tuple", ["number", "string"]] }],
           });
-          assert.deepEqual(await types(v3, scanThreshold), { bare: "string", empty: ["tuple", []], l: ["list", "string"], m: ["map", ["list", "string"]], mixed: ["tuple", ["string", "number"]] });
+          assert.deepEqual(await types(v3, scanThreshold), {
+            bare: "string",
+            empty: ["tuple", []],
+            l: ["list", "string"],
+            m: ["map", ["list", "string"]],
+            mixed: ["tuple", ["string", "number"]],
+          });
         }
         // A value nested as deep as the tool allows has a type as deep: no recursion.
         const levels = 10_000 - 5;
         await w.writeState("default", `{"version": 3, "modules": [{"path": ["root"], "outputs": {"deep": ${"[".repeat(levels)}"x"${"]".repeat(levels)}}}]}`);
         const out = await remote(props).fetchOutputs(fetchOptions);
         assert.equal(out.toolTypeText("deep"), `${'["list",'.repeat(levels)}"string"${"]".repeat(levels)}`);
-        assert.throws(() => out.toolType("zz"), (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND"));
+        assert.throws(
+          () => out.toolType("zz"),
+          (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND"),
+        );
       });
 
       it("numbers are exact: 12345678901234567890, 1e400 and 1e-400 as written, on both paths", async () => {
         const props = await target.setup({ locks });
-        const state = '{"version": 4, "outputs": {"big": {"value": 12345678901234567890, "type": "number"}, "huge": {"value": 1e400, "type": "number"}, "tiny": {"value": 1e-400, "type": "number"}, "list": {"value": [1.5, 12345678901234567890], "type": ["list", "number"]}}}';
+        const state =
+          '{"version": 4, "outputs": {"big": {"value": 12345678901234567890, "type": "number"}, "huge": {"value": 1e400, "type": "number"}, "tiny": {"value": 1e-400, "type": "number"}, "list": {"value": [1.5, 12345678901234567890], "type": ["list", "number"]}}}';
         await (await writer(props)).writeState("default", state);
         for (const scanThreshold of [0, Infinity]) {
           const out = await remote(props).fetchOutputs({ ...fetchOptions, scanThreshold });
@@ -330,21 +411,35 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
           assert.equal(out.numberText("huge"), "1e400");
           assert.equal(out.bigint("huge"), 10n ** 400n);
           assert.equal(out.numberText("tiny"), "1e-400");
-          assert.throws(() => out.bigint("tiny"), (e: unknown) => isObjstateError(e, "OUTPUT_NOT_INTEGER") && /output "tiny" \(1e-400\) is not a whole number/.test(e.message));
+          assert.throws(
+            () => out.bigint("tiny"),
+            (e: unknown) => isObjstateError(e, "OUTPUT_NOT_INTEGER") && /output "tiny" \(1e-400\) is not a whole number/.test(e.message),
+          );
           assert.equal(out.number("big"), Number("12345678901234567890"), "number() is the nearest JS number");
           assert.equal(out.toJSONText(), '{"big":12345678901234567890,"huge":1e400,"list":[1.5,12345678901234567890],"tiny":1e-400}');
-          assert.deepEqual(out.toJSON(), { big: "12345678901234567890", huge: "1e400", tiny: "1e-400", list: [1.5, "12345678901234567890"] }, "toJSON never rounds: inexact numbers as their text");
+          assert.deepEqual(
+            out.toJSON(),
+            { big: "12345678901234567890", huge: "1e400", tiny: "1e-400", list: [1.5, "12345678901234567890"] },
+            "toJSON never rounds: inexact numbers as their text",
+          );
         }
       });
 
       it("sensitive outputs are flagged (isSensitive); defaults and other outputs are not", async () => {
         const props = await target.setup({ locks });
-        const state = '{"version": 4, "outputs": {"pw": {"value": "s3cret", "type": "string", "sensitive": true}, "ip": {"value": "10.0.0.1", "type": "string", "sensitive": false}, "n": {"value": 1, "type": "number"}}}';
+        const state =
+          '{"version": 4, "outputs": {"pw": {"value": "s3cret", "type": "string", "sensitive": true}, "ip": {"value": "10.0.0.1", "type": "string", "sensitive": false}, "n": {"value": 1, "type": "number"}}}';
         await (await writer(props)).writeState("default", state);
         const out = await remote(props, { defaults: { d: 1, pw: "default" } }).fetchOutputs(fetchOptions);
-        assert.deepEqual(out.names().filter((n) => out.isSensitive(n)), ["pw"]);
+        assert.deepEqual(
+          out.names().filter((n) => out.isSensitive(n)),
+          ["pw"],
+        );
         assert.equal(out.string("pw"), "s3cret");
-        assert.throws(() => out.isSensitive("zz"), (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND"));
+        assert.throws(
+          () => out.isSensitive("zz"),
+          (e: unknown) => isObjstateError(e, "OUTPUT_NOT_FOUND"),
+        );
       });
 
       it("values nested 10,000 levels deep (the tool's limit) are read on both paths, without overflowing the stack", async () => {
@@ -390,7 +485,11 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         await (await writer(props)).writeState("default", state);
         const scanned = await remote(props, { defaults: { early: "default" } }).fetchOutputs(fetchOptions);
         assert.equal(scanned.source.method, "scan");
-        assert.deepEqual(scanned.toJSON(), { early: "default", vpc_id: "vpc-big", ids: [1, 2, 3] }, "the last of two outputs members wins; nested ones are ignored");
+        assert.deepEqual(
+          scanned.toJSON(),
+          { early: "default", vpc_id: "vpc-big", ids: [1, 2, 3] },
+          "the last of two outputs members wins; nested ones are ignored",
+        );
         const parsed = await remote(props, { defaults: { early: "default" } }).fetchOutputs({ ...fetchOptions, scanThreshold: Infinity });
         assert.equal(parsed.source.method, "parse");
         assert.deepEqual(parsed.toJSON(), scanned.toJSON());
@@ -409,28 +508,31 @@ export function outputsSuite(makeTarget: () => Target, options: OutputsSuiteOpti
         await rejectsWith(remote(rest).fetchOutputs({ ...fetchOptions, env: {} }), "NO_ENDPOINT");
       });
 
-      it(locks ? "a state changed behind the lock table's back is DIGEST_MISMATCH" : "without a lock table a reader of outputs is not warned about writers", async () => {
-        const props = await target.setup({ locks });
-        const w = await writer(props);
-        await w.writeState("default", stateWith({ a: "written" }));
-        if (!locks) {
-          warnings.length = 0;
-          assert.deepEqual((await remote(props).fetchOutputs(fetchOptions)).toJSON(), { a: "written" });
-          assert.ok(!warnings.some((x) => x.code === "OBJSTATE_NO_LOCKING"), "fetchOutputs writes nothing: no locking warning");
-          return;
-        }
-        const raw = await target.raw(props.bucket);
-        await raw.put(w.statePath("default"), Buffer.from(stateWith({ a: "edited by hand" })));
-        raw.close();
-        const started = Date.now();
-        const e = await rejectsWith(remote(props).fetchOutputs(fetchOptions), "DIGEST_MISMATCH");
-        const took = Date.now() - started;
-        assert.ok(took >= FAST_DIGEST.timeoutMs - FAST_DIGEST.intervalMs && took < 5000, `retried for digestRetry's time before failing (took ${took} ms)`);
-        assert.match(e.message, /does not match its digest/);
-        // Writing through objstate again restores agreement.
-        await w.writeState("default", stateWith({ a: "rewritten" }));
-        assert.equal((await remote(props).fetchOutputs(fetchOptions)).string("a"), "rewritten");
-      });
+      it(
+        locks ? "a state changed behind the lock table's back is DIGEST_MISMATCH" : "without a lock table a reader of outputs is not warned about writers",
+        async () => {
+          const props = await target.setup({ locks });
+          const w = await writer(props);
+          await w.writeState("default", stateWith({ a: "written" }));
+          if (!locks) {
+            warnings.length = 0;
+            assert.deepEqual((await remote(props).fetchOutputs(fetchOptions)).toJSON(), { a: "written" });
+            assert.ok(!warnings.some((x) => x.code === "OBJSTATE_NO_LOCKING"), "fetchOutputs writes nothing: no locking warning");
+            return;
+          }
+          const raw = await target.raw(props.bucket);
+          await raw.put(w.statePath("default"), Buffer.from(stateWith({ a: "edited by hand" })));
+          raw.close();
+          const started = Date.now();
+          const e = await rejectsWith(remote(props).fetchOutputs(fetchOptions), "DIGEST_MISMATCH");
+          const took = Date.now() - started;
+          assert.ok(took >= FAST_DIGEST.timeoutMs - FAST_DIGEST.intervalMs && took < 5000, `retried for digestRetry's time before failing (took ${took} ms)`);
+          assert.match(e.message, /does not match its digest/);
+          // Writing through objstate again restores agreement.
+          await w.writeState("default", stateWith({ a: "rewritten" }));
+          assert.equal((await remote(props).fetchOutputs(fetchOptions)).string("a"), "rewritten");
+        },
+      );
     });
   }
 }

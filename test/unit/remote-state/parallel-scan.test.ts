@@ -30,25 +30,38 @@ async function scanned(b: Buffer, cuts: readonly number[], inWorker: boolean): P
 const key = fc.oneof(fc.constantFrom("outputs", "version", "modules", "resources", "out\\u0070uts"), fc.string({ maxLength: 5 }));
 const doc = fc
   .tuple(fc.array(fc.tuple(key, fc.jsonValue({ maxDepth: 4 })), { maxLength: 6 }), fc.boolean())
-  .map(([members, pretty]) => `{${members.map(([k, v]) => `${JSON.stringify(k).replace(/\\\\u0070/g, "\\u0070")}: ${JSON.stringify(v, null, pretty ? 2 : undefined)}`).join(pretty ? ",\n  " : ",")}}`);
+  .map(
+    ([members, pretty]) =>
+      `{${members.map(([k, v]) => `${JSON.stringify(k).replace(/\\\\u0070/g, "\\u0070")}: ${JSON.stringify(v, null, pretty ? 2 : undefined)}`).join(pretty ? ",\n  " : ",")}}`,
+  );
 
 it("property: in the worker, shared or copied, in random chunks, the spans of the whole-buffer scan (valid and damaged documents)", async () => {
   await fc.assert(
-    fc.asyncProperty(doc, fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 8 }), fc.boolean(), fc.option(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }))), async (text, cs, shared, damage) => {
-      const bytes = Buffer.from(text, "utf8");
-      if (damage !== null) bytes[damage[0] % bytes.length] = damage[1];
-      const b = body(bytes, shared);
-      const cuts = cs.map((c) => Math.floor(c * b.length));
-      const want = scanTopLevel(bytes, NAMES);
-      assert.deepEqual(await scanned(b, cuts, true), want);
-      assert.deepEqual(await scanned(b, cuts, false), want);
-    }),
+    fc.asyncProperty(
+      doc,
+      fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 8 }),
+      fc.boolean(),
+      fc.option(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }))),
+      async (text, cs, shared, damage) => {
+        const bytes = Buffer.from(text, "utf8");
+        if (damage !== null) bytes[damage[0] % bytes.length] = damage[1];
+        const b = body(bytes, shared);
+        const cuts = cs.map((c) => Math.floor(c * b.length));
+        const want = scanTopLevel(bytes, NAMES);
+        assert.deepEqual(await scanned(b, cuts, true), want);
+        assert.deepEqual(await scanned(b, cuts, false), want);
+      },
+    ),
     { numRuns: 300 },
   );
 });
 
 it("a large state in 64 KiB pieces: the worker finds outputs after megabytes of resources", async () => {
-  const resources = Array.from({ length: 20_000 }, (_, i) => ({ type: "aws_instance", name: `r${i}`, attributes: { id: `i-${i}`, tags: { q: 'a "quoted" }]' } } }));
+  const resources = Array.from({ length: 20_000 }, (_, i) => ({
+    type: "aws_instance",
+    name: `r${i}`,
+    attributes: { id: `i-${i}`, tags: { q: 'a "quoted" }]' } },
+  }));
   const bytes = Buffer.from(JSON.stringify({ version: 4, resources, outputs: { vpc: { value: "vpc-1" } } }, null, 2));
   assert.ok(bytes.length > 2 * 1024 * 1024);
   const cuts = Array.from({ length: Math.floor(bytes.length / 65536) }, (_, k) => (k + 1) * 65536);

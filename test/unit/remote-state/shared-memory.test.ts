@@ -55,24 +55,34 @@ it("a scan in the worker over a copy in a reused, longer buffer, or over a share
   assert.deepEqual(await shared.finish(view), want);
 });
 
-it("readRemoteOutputs gives the scan's shared copy back: reading the outputs of a large state again allocates no new shared memory", { skip: availableParallelism() < 2 ? "the scan runs in a worker only with 2 cores or more" : false }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), "objstate-shared-"));
-  const props = { bucket: "b-shared", endpoint: `file://${dir}`, kvstoreEndpoint: `file://${dir}`, kvstoreTable: "locks" };
-  const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
-  try {
-    const state = JSON.stringify({ version: 4, serial: 1, lineage: "l", resources: [{ pad: "x".repeat(4 * 1024 * 1024) }], outputs: { a: { value: 1, type: "number" } } });
-    await backend.writeState("default", state);
-    drain();
-    const first = await readRemoteOutputs(backend, "default");
-    assert.equal(first.get("a"), 1);
-    assert.equal(first.source.streamed, true, "scanned in the worker while it was read");
-    const idle = takeShared(1);
-    assert.ok(idle.buffer.byteLength >= state.length, "the scan's copy came back to the pool");
-    giveShared(idle);
-    await readRemoteOutputs(backend, "default");
-    assert.equal(takeShared(1).buffer, idle.buffer, "the second read used the same memory");
-  } finally {
-    backend.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+it(
+  "readRemoteOutputs gives the scan's shared copy back: reading the outputs of a large state again allocates no new shared memory",
+  { skip: availableParallelism() < 2 ? "the scan runs in a worker only with 2 cores or more" : false },
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), "objstate-shared-"));
+    const props = { bucket: "b-shared", endpoint: `file://${dir}`, kvstoreEndpoint: `file://${dir}`, kvstoreTable: "locks" };
+    const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
+    try {
+      const state = JSON.stringify({
+        version: 4,
+        serial: 1,
+        lineage: "l",
+        resources: [{ pad: "x".repeat(4 * 1024 * 1024) }],
+        outputs: { a: { value: 1, type: "number" } },
+      });
+      await backend.writeState("default", state);
+      drain();
+      const first = await readRemoteOutputs(backend, "default");
+      assert.equal(first.get("a"), 1);
+      assert.equal(first.source.streamed, true, "scanned in the worker while it was read");
+      const idle = takeShared(1);
+      assert.ok(idle.buffer.byteLength >= state.length, "the scan's copy came back to the pool");
+      giveShared(idle);
+      await readRemoteOutputs(backend, "default");
+      assert.equal(takeShared(1).buffer, idle.buffer, "the second read used the same memory");
+    } finally {
+      backend.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);

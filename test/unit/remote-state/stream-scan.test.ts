@@ -17,10 +17,13 @@ function streamed(bytes: Buffer, cuts: number[]): Map<string, readonly [number, 
   return s.finish(bytes);
 }
 
-const key = fc.oneof(fc.constantFrom("outputs", "version", "resources", "out\\u0070uts", "a\\\"b", "x"), fc.string({ maxLength: 5 }));
+const key = fc.oneof(fc.constantFrom("outputs", "version", "resources", "out\\u0070uts", 'a\\"b', "x"), fc.string({ maxLength: 5 }));
 const doc = fc
   .tuple(fc.array(fc.tuple(key, fc.jsonValue({ maxDepth: 4 })), { maxLength: 6 }), fc.constantFrom("", " ", "\n  ", "\t"))
-  .map(([members, ws]) => `${ws}{${ws}${members.map(([k, v]) => `${JSON.stringify(k).replace(/\\\\u0070/g, "\\u0070")}${ws}:${ws}${JSON.stringify(v, null, ws.length > 1 ? 2 : undefined)}`).join(`${ws},${ws}`)}${ws}}${ws}`);
+  .map(
+    ([members, ws]) =>
+      `${ws}{${ws}${members.map(([k, v]) => `${JSON.stringify(k).replace(/\\\\u0070/g, "\\u0070")}${ws}:${ws}${JSON.stringify(v, null, ws.length > 1 ? 2 : undefined)}`).join(`${ws},${ws}`)}${ws}}${ws}`,
+  );
 const cuts = fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 12 });
 
 it("property: streamed in random chunks equals the whole-buffer scan, for valid documents", () => {
@@ -73,14 +76,21 @@ it("property: a damaged document scans (streamed or whole) exactly when JSON.par
     }
   };
   fc.assert(
-    fc.property(doc, cuts, fc.nat(), fc.constantFrom(",", "]", "}", "[", "{", ":", "0", "N", "t", '"', "\\", "\t", " ", "-", "."), fc.boolean(), (text, cs, at, ch, insert) => {
-      const bytes = Buffer.from(text, "utf8");
-      const i = at % (bytes.length + 1);
-      const damaged = Buffer.concat([bytes.subarray(0, i), Buffer.from(ch), bytes.subarray(insert ? i : i + 1)]);
-      const ok = jsonObject(damaged);
-      assert.equal(scanTopLevel(damaged, NAMES) !== null, ok, damaged.toString("utf8"));
-      assert.equal(streamed(damaged, cs) !== null, ok, damaged.toString("utf8"));
-    }),
+    fc.property(
+      doc,
+      cuts,
+      fc.nat(),
+      fc.constantFrom(",", "]", "}", "[", "{", ":", "0", "N", "t", '"', "\\", "\t", " ", "-", "."),
+      fc.boolean(),
+      (text, cs, at, ch, insert) => {
+        const bytes = Buffer.from(text, "utf8");
+        const i = at % (bytes.length + 1);
+        const damaged = Buffer.concat([bytes.subarray(0, i), Buffer.from(ch), bytes.subarray(insert ? i : i + 1)]);
+        const ok = jsonObject(damaged);
+        assert.equal(scanTopLevel(damaged, NAMES) !== null, ok, damaged.toString("utf8"));
+        assert.equal(streamed(damaged, cs) !== null, ok, damaged.toString("utf8"));
+      },
+    ),
     { numRuns: 3000 },
   );
 });

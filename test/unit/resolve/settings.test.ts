@@ -17,7 +17,10 @@ describe("resolveSettings", () => {
 
   it("an env role ARN also beats the block", () => {
     const c = B({ assumeRole: { roleArn: "arn:block" } });
-    assert.deepEqual(resolveSettings(c, { PROVIDER_ASSUME_ROLE_ARN: "arn:env" }).assumeRoleRoleArn, { value: "arn:env", source: "env:PROVIDER_ASSUME_ROLE_ARN" });
+    assert.deepEqual(resolveSettings(c, { PROVIDER_ASSUME_ROLE_ARN: "arn:env" }).assumeRoleRoleArn, {
+      value: "arn:env",
+      source: "env:PROVIDER_ASSUME_ROLE_ARN",
+    });
   });
 
   it("the block supplies the role fields when no flattened ARN is given; unset block fields fall back", () => {
@@ -52,7 +55,11 @@ describe("resolveSettings", () => {
 
   it("profile from env selects the profile and the credentials file from env is used", () => {
     const seen: string[] = [];
-    const r = resolveSettings(B(), { PROVIDER_PROFILE: "dev", PROVIDER_SHARED_CREDENTIALS_FILE: "/tmp/c.json" }, { profileLoader: (n, f) => (seen.push(`${n}@${f}`), undefined) });
+    const r = resolveSettings(
+      B(),
+      { PROVIDER_PROFILE: "dev", PROVIDER_SHARED_CREDENTIALS_FILE: "/tmp/c.json" },
+      { profileLoader: (n, f) => (seen.push(`${n}@${f}`), undefined) },
+    );
     assert.deepEqual(seen, ["dev@/tmp/c.json"]);
     assert.deepEqual(r.profile, { value: "dev", source: "env:PROVIDER_PROFILE" });
     assert.deepEqual(r.sharedCredentialsFile, { value: "/tmp/c.json", source: "env:PROVIDER_SHARED_CREDENTIALS_FILE" });
@@ -70,6 +77,9 @@ describe("resolveSettings", () => {
   });
 
   it("remote state: workspace defaults to default, explicit wins", () => {
-    assert.deepEqual(resolveSettings(DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", workspace: "prod" }), {}).workspace, { value: "prod", source: "explicit" });
+    assert.deepEqual(resolveSettings(DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", workspace: "prod" }), {}).workspace, {
+      value: "prod",
+      source: "explicit",
+    });
   });
 });

@@ -40,7 +40,11 @@ describe("request bodies", () => {
     assert.equal(await body.done, md5(sent));
     assert.deepEqual(Buffer.concat(got), Buffer.concat(sent));
     // Every piece lies in the memory of the read it came from.
-    for (const piece of got) assert.ok(sent.some((c) => c.buffer === piece.buffer), `a piece of ${piece.length} bytes is a copy, not a read the socket delivered`);
+    for (const piece of got)
+      assert.ok(
+        sent.some((c) => c.buffer === piece.buffer),
+        `a piece of ${piece.length} bytes is a copy, not a read the socket delivered`,
+      );
   });
 
   it("a streamed body that does not match its Content-MD5 fails every read before its tail, and can be read again when it matched", async () => {
@@ -68,7 +72,10 @@ describe("request bodies", () => {
     assert.equal(await received.done, md5(sent));
     assert.deepEqual(Buffer.concat(received.chunks), Buffer.concat(sent));
     assert.ok(received.chunks.length <= 6, `${received.chunks.length} buffers held`);
-    assert.ok(received.chunks.some((c) => c === sent[2000]), "the large read is kept as it is");
+    assert.ok(
+      received.chunks.some((c) => c === sent[2000]),
+      "the large read is kept as it is",
+    );
     const whole = await readBody(request(sent), LIMITS);
     assert.deepEqual(whole.bytes, Buffer.concat(sent));
   });
@@ -109,7 +116,13 @@ describe("a GET's answer, sent as the store reads", () => {
   it("a store that reads in 64 KiB chunks (S3) reaches the socket in pieces of at least SEND_MIN, all of it once the read proved it", () => {
     const writes: number[] = [];
     let ended = false;
-    const res = { destroyed: false, writeHead: () => undefined, write: (b: Buffer) => void writes.push(b.length), end: () => void (ended = true), destroy: () => undefined };
+    const res = {
+      destroyed: false,
+      writeHead: () => undefined,
+      write: (b: Buffer) => void writes.push(b.length),
+      end: () => void (ended = true),
+      destroy: () => undefined,
+    };
     const ctx = { res, params: { workspace: "w" }, bytesOut: 0 } as unknown as Ctx;
     const body = Buffer.alloc(5 * 1024 * 1024 + 12_345, 0x7b);
     const digest = createHash("md5").update(body).digest("hex");
@@ -123,7 +136,10 @@ describe("a GET's answer, sent as the store reads", () => {
     assert.equal(out.finish({ body, md5: digest, etag: undefined }), digest);
     res.end();
     assert.ok(ended);
-    assert.equal(writes.reduce((a, b) => a + b, 0), body.length);
+    assert.equal(
+      writes.reduce((a, b) => a + b, 0),
+      body.length,
+    );
     assert.equal(ctx.bytesOut, body.length);
     // Every write but the two at the end (up to the held-back tail, then the tail) is a large one.
     for (const w of writes.slice(0, -2)) assert.ok(w >= SEND_MIN, `a write of ${w} bytes`);
@@ -136,7 +152,11 @@ describe("a GET's answer when the vouch comes after the bytes", () => {
   it("the lock table answering after the store still streams: the sink starts from what arrived, and gets every byte", () => {
     const events: string[] = [];
     let sent = 0;
-    const sink = { start: (size: number, md5: string) => void events.push(`start ${size} ${md5}`), write: (c: Buffer) => void (sent += c.length), abort: () => void events.push("abort") };
+    const sink = {
+      start: (size: number, md5: string) => void events.push(`start ${size} ${md5}`),
+      write: (c: Buffer) => void (sent += c.length),
+      abort: () => void events.push("abort"),
+    };
     const body = Buffer.alloc(1024 * 1024 + 7, 0x7b);
     const digest = createHash("md5").update(body).digest("hex");
     const out = new StreamedRead(sink, GET_STREAM);

@@ -34,7 +34,10 @@ describe("objstate serve --public-url (CLI)", () => {
     const hash = await hashPassword("pw", { N: 1024, r: 8, p: 1 });
     writeFileSync(join(cwd, "users.json"), JSON.stringify({ users: { ops: { password: hash, roles: { "*": ["admin"] } } } }), { mode: 0o600 });
     // Every interface, but with users: nobody without the password gets in, and it stops at once.
-    const s = startCli(["serve", ...STORE, "--listen", "0.0.0.0:0", "--users", "users.json", "--public-url", "https://state.example.com", "--log-level", "off"], { cwd });
+    const s = startCli(
+      ["serve", ...STORE, "--listen", "0.0.0.0:0", "--users", "users.json", "--public-url", "https://state.example.com", "--log-level", "off"],
+      { cwd },
+    );
     try {
       await s.stderrMatches(/serving serve-gate/);
       assert.match(s.stderrSoFar(), /SERVING PASSWORDS OVER PLAIN HTTP .*--tls-cert and --tls-key/);

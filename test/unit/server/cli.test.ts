@@ -14,7 +14,12 @@ const STORE = ["--bucket", "serve-cli", "--endpoint", "file:./s", "--kvstore-end
 /** `objstate serve ARGS` that must refuse to start: fails (rather than waits) if it serves. */
 async function refusedAtStart(args: string[], cwd: string): Promise<{ code: number | null; stderr: string }> {
   const s = startCli(["serve", ...args, "--listen", "127.0.0.1:0", "--log-level", "off"], { cwd });
-  if (await s.stderrMatches(/serving /).then(() => true, () => false)) {
+  if (
+    await s.stderrMatches(/serving /).then(
+      () => true,
+      () => false,
+    )
+  ) {
     s.kill();
     await s.done;
     assert.fail(`serve ${args.join(" ")} started`);
@@ -57,7 +62,10 @@ describe("objstate serve (CLI)", () => {
 
   it("serves the web console at / unless --no-console", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
-    for (const [flags, status] of [[[], 200], [["--no-console"], 404]] as const) {
+    for (const [flags, status] of [
+      [[], 200],
+      [["--no-console"], 404],
+    ] as const) {
       const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", ...flags], { cwd });
       try {
         await s.stderrMatches(/at (http:\/\/127\.0\.0\.1:\d+)\/state\/\{workspace\}/);
@@ -81,7 +89,10 @@ describe("objstate serve (CLI)", () => {
 
   it("--max-connections-per-client caps a running server's connections from one address; bad counts are usage errors", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
-    for (const [flag, value] of [["--max-connections", "0"], ["--max-connections-per-client", "many"]]) {
+    for (const [flag, value] of [
+      ["--max-connections", "0"],
+      ["--max-connections-per-client", "many"],
+    ]) {
       const bad = runCli(["serve", ...STORE, flag as string, value as string], { cwd });
       assert.equal(bad.code, 2);
       assert.match(bad.stderr, new RegExp(`${flag} must be a whole number of at least 1`));
@@ -112,7 +123,9 @@ describe("objstate serve (CLI)", () => {
   it("hash-password reads the password from stdin and adds the user with its roles to the users file (mode 600)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
     const file = join(dir, "users.json");
-    const r = runCli(["serve", "hash-password", "--user", "ci", "--role", "staging-*=read,write,lock", "--role", "*=read", "--users", file], { input: "s3cret pass\n" });
+    const r = runCli(["serve", "hash-password", "--user", "ci", "--role", "staging-*=read,write,lock", "--role", "*=read", "--users", file], {
+      input: "s3cret pass\n",
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /user ci added in/);
     assert.ok(!r.stderr.includes("s3cret") && !r.stdout.includes("s3cret"));
@@ -151,7 +164,12 @@ describe("objstate serve (CLI)", () => {
     for (const mode of [0o644, 0o620, 0o604]) {
       chmodSync(file, mode);
       const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", "--users", file], { cwd });
-      if (await s.stderrMatches(/serving serve-cli/).then(() => true, () => false)) {
+      if (
+        await s.stderrMatches(/serving serve-cli/).then(
+          () => true,
+          () => false,
+        )
+      ) {
         s.kill();
         await s.done;
         assert.fail(`serve started with a users file of mode 0${mode.toString(8)}`);
@@ -175,7 +193,10 @@ describe("objstate serve (CLI)", () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
     const broken = join(cwd, "broken.json");
     writeFileSync(broken, "{", { mode: 0o600 });
-    for (const [file, code] of [[broken, "USERS_FILE_INVALID"], [join(cwd, "absent.json"), "USERS_FILE_UNREADABLE"]] as const) {
+    for (const [file, code] of [
+      [broken, "USERS_FILE_INVALID"],
+      [join(cwd, "absent.json"), "USERS_FILE_UNREADABLE"],
+    ] as const) {
       const r = await refusedAtStart([...STORE, "--users", file], cwd);
       assert.equal(r.code, 2, `${code}: ${r.stderr}`);
       assert.ok(r.stderr.includes(file), r.stderr);
@@ -186,9 +207,15 @@ describe("objstate serve (CLI)", () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
     const flag = await refusedAtStart([...STORE, "--lock-ttl", "10m"], cwd);
     assert.equal(flag.code, 2, flag.stderr);
-    assert.match(flag.stderr, /objstate serve takes no lease \(--lock-ttl, or lockTtl in the --config file's objstate section\): the tool's http client cannot renew one/);
+    assert.match(
+      flag.stderr,
+      /objstate serve takes no lease \(--lock-ttl, or lockTtl in the --config file's objstate section\): the tool's http client cannot renew one/,
+    );
     assert.match(flag.stderr, /Remove it/);
-    writeFileSync(join(cwd, "c.json"), JSON.stringify({ bucket: "serve-cli", endpoint: "file:./s", kvstoreEndpoint: "file:./s", kvstoreTable: "locks", objstate: { lockTtl: "1h" } }));
+    writeFileSync(
+      join(cwd, "c.json"),
+      JSON.stringify({ bucket: "serve-cli", endpoint: "file:./s", kvstoreEndpoint: "file:./s", kvstoreTable: "locks", objstate: { lockTtl: "1h" } }),
+    );
     const file = await refusedAtStart(["--config", "c.json"], cwd);
     assert.equal(file.code, 2, file.stderr);
     assert.match(file.stderr, /objstate serve takes no lease/);
@@ -204,9 +231,16 @@ describe("objstate serve (CLI)", () => {
     const bare = ["--bucket", "serve-cli", "--endpoint", "file:./s"];
     const refused = await refusedAtStart(bare, cwd);
     assert.equal(refused.code, 2, refused.stderr);
-    assert.match(refused.stderr, /no lock table is configured \(kvstoreTable, or --lockfile\): every write through this server would be unlocked.*--allow-unlocked-writes/);
+    assert.match(
+      refused.stderr,
+      /no lock table is configured \(kvstoreTable, or --lockfile\): every write through this server would be unlocked.*--allow-unlocked-writes/,
+    );
     const state = Buffer.from('{"version":4,"serial":1,"lineage":"cli","outputs":{},"resources":[]}');
-    for (const [flags, status] of [[[...bare, "--allow-unlocked-writes"], 200], [STORE, 409], [[...STORE, "--allow-unlocked-writes"], 200]] as const) {
+    for (const [flags, status] of [
+      [[...bare, "--allow-unlocked-writes"], 200],
+      [STORE, 409],
+      [[...STORE, "--allow-unlocked-writes"], 200],
+    ] as const) {
       const s = startCli(["serve", ...flags, "--listen", "127.0.0.1:0", "--log-level", "warn"], { cwd });
       try {
         await s.stderrMatches(/at (http:\/\/127\.0\.0\.1:\d+)\/state\/\{workspace\}/);
@@ -214,13 +248,30 @@ describe("objstate serve (CLI)", () => {
         const r = await rawRequest(url, "POST", `/state/cli-${status}`, state);
         assert.equal(r.status, status, `${flags.join(" ")}: ${r.body.toString()}`);
         if (status === 409) assert.equal((JSON.parse(r.body.toString()) as { lock_address: string }).lock_address, `${url}/state/cli-409`);
-        if (flags.includes("--allow-unlocked-writes")) assert.match(s.stderrSoFar(), /warning: (no lock table is configured \(--allow-unlocked-writes\)|--allow-unlocked-writes: a client without lock_address)/);
+        if (flags.includes("--allow-unlocked-writes"))
+          assert.match(
+            s.stderrSoFar(),
+            /warning: (no lock table is configured \(--allow-unlocked-writes\)|--allow-unlocked-writes: a client without lock_address)/,
+          );
         if (flags === STORE) {
-          const lock = { ID: "11111111-2222-3333-4444-555555555555", Operation: "OperationTypeApply", Info: "", Who: "a@h", Version: "1.9.0", Created: new Date().toISOString(), Path: "" };
+          const lock = {
+            ID: "11111111-2222-3333-4444-555555555555",
+            Operation: "OperationTypeApply",
+            Info: "",
+            Who: "a@h",
+            Version: "1.9.0",
+            Created: new Date().toISOString(),
+            Path: "",
+          };
           assert.equal((await rawRequest(url, "LOCK", "/state/held", Buffer.from(JSON.stringify(lock)))).status, 200);
           assert.equal((await rawRequest(url, "UNLOCK", "/state/held", Buffer.alloc(0))).status, 200);
           await s.stderrMatches(/"level":"warn","msg":"force-unlock"/);
-          const line = JSON.parse(s.stderrSoFar().split("\n").find((l) => l.includes('"msg":"force-unlock"')) as string) as Record<string, unknown>;
+          const line = JSON.parse(
+            s
+              .stderrSoFar()
+              .split("\n")
+              .find((l) => l.includes('"msg":"force-unlock"')) as string,
+          ) as Record<string, unknown>;
           assert.deepEqual([line["workspace"], line["principal"], line["via"], line["lockId"]], ["held", "anonymous", "none", lock.ID]);
         }
       } finally {

@@ -17,7 +17,13 @@ import { embeddedTarget, uniqueName } from "../../support/targets.js";
 function bigState(count: number, serial: number): Buffer {
   const resources = [];
   for (let i = 0; i < count; i++) {
-    resources.push({ mode: "managed", type: "t_x", name: `r${i}`, provider: 'provider["registry.terraform.io/x/x"]', instances: [{ schema_version: 0, attributes: { id: `id-${i}-${serial}`, pad: "p".repeat(400), n: i } }] });
+    resources.push({
+      mode: "managed",
+      type: "t_x",
+      name: `r${i}`,
+      provider: 'provider["registry.terraform.io/x/x"]',
+      instances: [{ schema_version: 0, attributes: { id: `id-${i}-${serial}`, pad: "p".repeat(400), n: i } }],
+    });
   }
   return toolState(serial, "big", { o: { value: serial, type: "number" } }, resources);
 }
@@ -61,7 +67,13 @@ describe("objstate serve: POST …/diff bounded", () => {
     });
     // Computing on the main thread, the diff would start and end in one turn of the loop:
     // this would never see it running, only its answer.
-    if (await until(() => diffsRunning() === 1, () => diffDone)) events.push("diff running");
+    if (
+      await until(
+        () => diffsRunning() === 1,
+        () => diffDone,
+      )
+    )
+      events.push("diff running");
     const health = await rawRequest(server.url, "GET", "/healthz", undefined);
     events.push(`healthz ${health.status}`);
     const d = await diff;
@@ -79,7 +91,13 @@ describe("objstate serve: POST …/diff bounded", () => {
         return r;
       }),
     );
-    assert.ok(await until(() => diffsRunning() === MAX_CONCURRENT_DIFFS, () => settled > 0), "both diffs were computing at once");
+    assert.ok(
+      await until(
+        () => diffsRunning() === MAX_CONCURRENT_DIFFS,
+        () => settled > 0,
+      ),
+      "both diffs were computing at once",
+    );
     const extra = await rawRequest(server.url, "POST", `/api/v1/workspaces/${ws}/diff`, toolState(3, "small"));
     assert.equal(extra.status, 429);
     assert.equal(extra.headers["retry-after"], "2");
@@ -92,7 +110,11 @@ describe("objstate serve: POST …/diff bounded", () => {
   it(`a body announced over ${DIFF_MAX_BODY / 1024 / 1024} MiB gets 413 naming the diff's limit before any of it is sent`, async () => {
     const u = new URL(server.url);
     const answer = await new Promise<string>((resolve) => {
-      const sock = netConnect(Number(u.port), u.hostname, () => sock.write(`POST /api/v1/workspaces/${ws}/diff HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${DIFF_MAX_BODY + 1}\r\n\r\n`));
+      const sock = netConnect(Number(u.port), u.hostname, () =>
+        sock.write(
+          `POST /api/v1/workspaces/${ws}/diff HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${DIFF_MAX_BODY + 1}\r\n\r\n`,
+        ),
+      );
       let got = "";
       sock.on("data", (d) => (got += d.toString("latin1")));
       sock.on("error", () => undefined);

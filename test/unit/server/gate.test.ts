@@ -44,7 +44,11 @@ describe("request gate (pure)", () => {
     assert.deepEqual(parsePublicUrl("http://10.0.0.5:8080"), { origin: "http://10.0.0.5:8080", host: "10.0.0.5:8080" });
     assert.deepEqual(parsePublicUrl("https://state.example.com:443"), { origin: "https://state.example.com", host: "state.example.com" });
     for (const bad of ["state.example.com", "ftp://x", "https://u:p@x", "https://x/state", "https://x/?a=1", "https://x/#f", ""]) {
-      assert.equal(codeOf(() => parsePublicUrl(bad)), "INVALID_PUBLIC_URL", bad);
+      assert.equal(
+        codeOf(() => parsePublicUrl(bad)),
+        "INVALID_PUBLIC_URL",
+        bad,
+      );
     }
     try {
       parsePublicUrl("https://x/state");
@@ -55,14 +59,28 @@ describe("request gate (pure)", () => {
 
   it("answers the listed hosts, the listen address and loopback names; 421 for any other Host", () => {
     for (const host of ["state.example.com", "STATE.example.com", "10.0.0.5:8080", "localhost:9", "127.0.0.1:8080", "127.1.2.3", "[::1]:8080"]) {
-      assert.equal(codeOf(() => gate.check(req("GET", { host }), "api")), undefined, host);
+      assert.equal(
+        codeOf(() => gate.check(req("GET", { host }), "api")),
+        undefined,
+        host,
+      );
     }
     for (const host of ["evil.example", "evil.example:8080", "state.example.com.evil.example", "10.0.0.5:8081", "10.0.0.6:8080", "state.example.com:8443"]) {
-      assert.equal(codeOf(() => gate.check(req("GET", { host }), "api")), "MISDIRECTED_REQUEST", host);
+      assert.equal(
+        codeOf(() => gate.check(req("GET", { host }), "api")),
+        "MISDIRECTED_REQUEST",
+        host,
+      );
     }
-    assert.equal(codeOf(() => gate.check(req("GET", {}), "api")), "MISDIRECTED_REQUEST");
+    assert.equal(
+      codeOf(() => gate.check(req("GET", {}), "api")),
+      "MISDIRECTED_REQUEST",
+    );
     // Probes answer whatever name a load balancer uses.
-    assert.equal(codeOf(() => gate.check(req("GET", { host: "evil.example" }), "probe")), undefined);
+    assert.equal(
+      codeOf(() => gate.check(req("GET", { host: "evil.example" }), "probe")),
+      undefined,
+    );
     assert.equal(isLoopbackHost("::ffff:127.0.0.1"), true);
     assert.equal(isLoopbackHost("localhost.evil.example"), false);
   });
@@ -76,37 +94,100 @@ describe("request gate (pure)", () => {
     const host = "state.example.com";
     for (const kind of ["api", "console"] as const) {
       for (const method of ["POST", "PUT", "DELETE", "LOCK", "UNLOCK"]) {
-        assert.equal(codeOf(() => gate.check(req(method, { host, "sec-fetch-site": "cross-site" }), kind)), "CROSS_SITE_REQUEST");
-        assert.equal(codeOf(() => gate.check(req(method, { host, "sec-fetch-site": "same-site" }), kind)), "CROSS_SITE_REQUEST");
-        assert.equal(codeOf(() => gate.check(req(method, { host, origin: "https://evil.example" }), kind)), "CROSS_SITE_REQUEST");
-        assert.equal(codeOf(() => gate.check(req(method, { host, origin: "null" }), kind)), "CROSS_SITE_REQUEST");
-        assert.equal(codeOf(() => gate.check(req(method, { host, origin: "http://state.example.com" }), kind)), "CROSS_SITE_REQUEST");
+        assert.equal(
+          codeOf(() => gate.check(req(method, { host, "sec-fetch-site": "cross-site" }), kind)),
+          "CROSS_SITE_REQUEST",
+        );
+        assert.equal(
+          codeOf(() => gate.check(req(method, { host, "sec-fetch-site": "same-site" }), kind)),
+          "CROSS_SITE_REQUEST",
+        );
+        assert.equal(
+          codeOf(() => gate.check(req(method, { host, origin: "https://evil.example" }), kind)),
+          "CROSS_SITE_REQUEST",
+        );
+        assert.equal(
+          codeOf(() => gate.check(req(method, { host, origin: "null" }), kind)),
+          "CROSS_SITE_REQUEST",
+        );
+        assert.equal(
+          codeOf(() => gate.check(req(method, { host, origin: "http://state.example.com" }), kind)),
+          "CROSS_SITE_REQUEST",
+        );
         // The server's own page, a user's own navigation, and the tool (neither header).
-        assert.equal(codeOf(() => gate.check(req(method, { host, origin: "https://state.example.com", "sec-fetch-site": "same-origin" }), kind)), undefined);
-        assert.equal(codeOf(() => gate.check(req(method, { host, "sec-fetch-site": "none" }), kind)), undefined);
-        assert.equal(codeOf(() => gate.check(req(method, { host }), kind)), undefined);
+        assert.equal(
+          codeOf(() => gate.check(req(method, { host, origin: "https://state.example.com", "sec-fetch-site": "same-origin" }), kind)),
+          undefined,
+        );
+        assert.equal(
+          codeOf(() => gate.check(req(method, { host, "sec-fetch-site": "none" }), kind)),
+          undefined,
+        );
+        assert.equal(
+          codeOf(() => gate.check(req(method, { host }), kind)),
+          undefined,
+        );
       }
     }
     // Reads: the state and the API are never a browser's cross-site business; a link to the console is.
-    assert.equal(codeOf(() => gate.check(req("GET", { host, "sec-fetch-site": "cross-site" }), "api")), "CROSS_SITE_REQUEST");
-    assert.equal(codeOf(() => gate.check(req("GET", { host, "sec-fetch-site": "cross-site" }), "console")), undefined);
+    assert.equal(
+      codeOf(() => gate.check(req("GET", { host, "sec-fetch-site": "cross-site" }), "api")),
+      "CROSS_SITE_REQUEST",
+    );
+    assert.equal(
+      codeOf(() => gate.check(req("GET", { host, "sec-fetch-site": "cross-site" }), "console")),
+      undefined,
+    );
   });
 
   it("a body must carry its client's type; an empty one needs none (the tool's force-unlock)", () => {
     const host = "localhost";
-    const withBody = (type: string | undefined, extra: Record<string, string> = { "content-length": "12" }): Record<string, string> => ({ host, ...extra, ...(type === undefined ? {} : { "content-type": type }) });
-    assert.equal(codeOf(() => gate.check(req("POST", withBody("application/json")), "api")), undefined);
-    assert.equal(codeOf(() => gate.check(req("POST", withBody("Application/JSON; charset=utf-8")), "api")), undefined);
+    const withBody = (type: string | undefined, extra: Record<string, string> = { "content-length": "12" }): Record<string, string> => ({
+      host,
+      ...extra,
+      ...(type === undefined ? {} : { "content-type": type }),
+    });
+    assert.equal(
+      codeOf(() => gate.check(req("POST", withBody("application/json")), "api")),
+      undefined,
+    );
+    assert.equal(
+      codeOf(() => gate.check(req("POST", withBody("Application/JSON; charset=utf-8")), "api")),
+      undefined,
+    );
     for (const t of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", undefined]) {
-      assert.equal(codeOf(() => gate.check(req("POST", withBody(t)), "api")), "UNSUPPORTED_MEDIA_TYPE", String(t));
-      assert.equal(codeOf(() => gate.check(req("LOCK", withBody(t, { "transfer-encoding": "chunked" })), "api")), "UNSUPPORTED_MEDIA_TYPE", String(t));
+      assert.equal(
+        codeOf(() => gate.check(req("POST", withBody(t)), "api")),
+        "UNSUPPORTED_MEDIA_TYPE",
+        String(t),
+      );
+      assert.equal(
+        codeOf(() => gate.check(req("LOCK", withBody(t, { "transfer-encoding": "chunked" })), "api")),
+        "UNSUPPORTED_MEDIA_TYPE",
+        String(t),
+      );
     }
-    assert.equal(codeOf(() => gate.check(req("POST", withBody("application/x-www-form-urlencoded")), "console")), undefined);
-    assert.equal(codeOf(() => gate.check(req("POST", withBody("application/json")), "console")), "UNSUPPORTED_MEDIA_TYPE");
+    assert.equal(
+      codeOf(() => gate.check(req("POST", withBody("application/x-www-form-urlencoded")), "console")),
+      undefined,
+    );
+    assert.equal(
+      codeOf(() => gate.check(req("POST", withBody("application/json")), "console")),
+      "UNSUPPORTED_MEDIA_TYPE",
+    );
     // Terraform's force-unlock: an empty chunked body typed application/json. OpenTofu's: no body headers at all.
-    assert.equal(codeOf(() => gate.check(req("UNLOCK", { host, "transfer-encoding": "chunked", "content-type": "application/json" }), "api")), undefined);
-    assert.equal(codeOf(() => gate.check(req("UNLOCK", { host }), "api")), undefined);
-    assert.equal(codeOf(() => gate.check(req("UNLOCK", { host, "content-length": "0" }), "api")), undefined);
+    assert.equal(
+      codeOf(() => gate.check(req("UNLOCK", { host, "transfer-encoding": "chunked", "content-type": "application/json" }), "api")),
+      undefined,
+    );
+    assert.equal(
+      codeOf(() => gate.check(req("UNLOCK", { host }), "api")),
+      undefined,
+    );
+    assert.equal(
+      codeOf(() => gate.check(req("UNLOCK", { host, "content-length": "0" }), "api")),
+      undefined,
+    );
   });
 });
 
@@ -134,7 +215,9 @@ describe("request gate (objstate serve on loopback)", () => {
       const s = await start(Object.keys(auth).length === 0 ? {} : { users });
       const ws = uniqueName("xs");
       const lineage = randomUUID();
-      const info = Buffer.from(JSON.stringify({ ID: randomUUID(), Operation: "OperationTypeApply", Info: "", Who: "evil", Version: "1", Created: new Date().toISOString(), Path: "" }));
+      const info = Buffer.from(
+        JSON.stringify({ ID: randomUUID(), Operation: "OperationTypeApply", Info: "", Who: "evil", Version: "1", Created: new Date().toISOString(), Path: "" }),
+      );
       const attacks: [string, string, Buffer | undefined, Record<string, string>][] = [
         ["POST", `/state/${ws}`, toolState(1, lineage), { Origin: "http://evil.example" }],
         ["POST", `/state/${ws}`, toolState(1, lineage), { "Sec-Fetch-Site": "cross-site" }],
@@ -181,14 +264,41 @@ describe("request gate (objstate serve on loopback)", () => {
     assert.notEqual((await rawRequest(s.url, "GET", "/state/default", undefined, {}, { Host: "state.example.com" })).status, 421);
     // The console's forms must come from the listed origin when reached by its name.
     const form = Buffer.from("csrf=x&id=y");
-    const ok = await rawRequest(s.url, "POST", "/workspaces/default/force-unlock", form, {}, { Host: "state.example.com", Origin: "http://state.example.com", "Content-Type": "application/x-www-form-urlencoded" });
+    const ok = await rawRequest(
+      s.url,
+      "POST",
+      "/workspaces/default/force-unlock",
+      form,
+      {},
+      { Host: "state.example.com", Origin: "http://state.example.com", "Content-Type": "application/x-www-form-urlencoded" },
+    );
     assert.equal(ok.status, 403, "http:// is not the listed https:// origin");
   });
 
   it("over TLS: HSTS on every answer; TLS 1.1 and TLS 1.2 suites without forward secrecy or AEAD are refused", async () => {
     const dir = mkdtempSync(join(tmpdir(), "objstate-gate-"));
     const f = (n: string): string => join(dir, n);
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", f("k"), "-out", f("c")], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+        "-keyout",
+        f("k"),
+        "-out",
+        f("c"),
+      ],
+      { stdio: "ignore" },
+    );
     const ca = readFileSync(f("c"));
     const s = await start({ tls: { cert: ca, key: readFileSync(f("k")) } });
     const r = await rawRequest(s.url, "GET", "/healthz", undefined, { tls: { ca } });

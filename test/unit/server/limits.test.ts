@@ -57,7 +57,12 @@ describe("objstate serve: limits, slow clients, logs, shutdown", () => {
   it("a body announced above --max-state-size gets 413 before any of it is sent", async () => {
     const s = await start({ maxStateSize: 1024 * 1024 });
     // Headers only: the answer must come without the body ever being sent.
-    const answer = await rawExchange(s.url, `POST /state/default HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024 * 1024}\r\n\r\n`, undefined, 3000);
+    const answer = await rawExchange(
+      s.url,
+      `POST /state/default HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024 * 1024}\r\n\r\n`,
+      undefined,
+      3000,
+    );
     assert.match(answer, /^HTTP\/1\.1 413 /);
     assert.match(answer, /connection: close/i);
   });
@@ -84,7 +89,12 @@ describe("objstate serve: limits, slow clients, logs, shutdown", () => {
     const s = await start({ clientTimeoutMs: 300 });
     const ws = uniqueName("ws");
     const started = Date.now();
-    const answer = await rawExchange(s.url, `POST /state/${ws} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`, Buffer.from('{"version": 4,'), 5000);
+    const answer = await rawExchange(
+      s.url,
+      `POST /state/${ws} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`,
+      Buffer.from('{"version": 4,'),
+      5000,
+    );
     assert.ok(Date.now() - started < 3000, "dropped in time");
     assert.match(answer, /^HTTP\/1\.1 408 /);
     assert.equal(await new HttpBackendClient({ bases: [s.url], workspace: ws }).get(), null);
@@ -100,7 +110,10 @@ describe("objstate serve: limits, slow clients, logs, shutdown", () => {
 
   it("one JSON line per request with time, method, route, workspace, status, ms, user, bytes — and no password, header or body", async () => {
     const lines: string[] = [];
-    const users = parseUsers(JSON.stringify({ users: { ci: { password: await hashPassword("Pa55-word-xyz", { N: 1024, r: 8, p: 1 }), roles: { "*": ["read", "write", "lock"] } } } }), "users.json");
+    const users = parseUsers(
+      JSON.stringify({ users: { ci: { password: await hashPassword("Pa55-word-xyz", { N: 1024, r: 8, p: 1 }), roles: { "*": ["read", "write", "lock"] } } } }),
+      "users.json",
+    );
     const s = await start({ users, logger: new Logger("info", (l) => lines.push(l)) });
     const ws = uniqueName("ws");
     const c = new HttpBackendClient({ bases: [s.url], workspace: ws, username: "ci", password: "Pa55-word-xyz" });
@@ -118,7 +131,10 @@ describe("objstate serve: limits, slow clients, logs, shutdown", () => {
       for (const k of ["time", "level", "method", "route", "status", "ms", "bytesIn", "bytesOut"]) assert.ok(k in o, `${k} in ${line}`);
     }
     const post = JSON.parse(lines[1] as string) as Record<string, unknown>;
-    assert.deepEqual([post["method"], post["route"], post["workspace"], post["status"], post["user"], post["bytesIn"]], ["POST", "/state/:workspace", ws, 200, "ci", body.length]);
+    assert.deepEqual(
+      [post["method"], post["route"], post["workspace"], post["status"], post["user"], post["bytesIn"]],
+      ["POST", "/state/:workspace", ws, 200, "ci", body.length],
+    );
     assert.equal((JSON.parse(lines[4] as string) as Record<string, unknown>)["status"], 401);
   });
 
@@ -142,10 +158,14 @@ describe("objstate serve: limits, slow clients, logs, shutdown", () => {
     const body = toolState(1, "graceful");
     const url = s.url;
     const reply = new Promise<number>((resolve, reject) => {
-      const req = request(`${url}/state/${ws}`, { method: "POST", headers: { "Content-Type": "application/json", "Content-Length": String(body.length) } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = request(
+        `${url}/state/${ws}`,
+        { method: "POST", headers: { "Content-Type": "application/json", "Content-Length": String(body.length) } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on("error", reject);
       req.write(body.subarray(0, 10));
       setTimeout(() => req.end(body.subarray(10)), 300);

@@ -72,7 +72,11 @@ describe("what an operator watches", () => {
   const started: ObjstateServer[] = [];
 
   before(async () => {
-    backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(await embeddedTarget().setup({ locks: true })), { env: {}, who: "ops@test", onWarning: () => {} });
+    backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(await embeddedTarget().setup({ locks: true })), {
+      env: {},
+      who: "ops@test",
+      onWarning: () => {},
+    });
     await backend.writeState("default", makeState(1, 2));
   });
   after(async () => {
@@ -100,7 +104,10 @@ describe("what an operator watches", () => {
       return { labels, value };
     };
     assert.deepEqual(one("objstate_build_info"), { labels: `{version="${objstateVersion()}",node="${process.version}"}`, value: 1 });
-    assert.deepEqual(one("nodejs_version_info"), { labels: `{version="${process.version}",major="${process.versions.node.split(".")[0]}",minor="${process.versions.node.split(".")[1]}",patch="${process.versions.node.split(".")[2]}"}`, value: 1 });
+    assert.deepEqual(one("nodejs_version_info"), {
+      labels: `{version="${process.version}",major="${process.versions.node.split(".")[0]}",minor="${process.versions.node.split(".")[1]}",patch="${process.versions.node.split(".")[2]}"}`,
+      value: 1,
+    });
     const now = Date.now() / 1000;
     assert.ok(one("process_start_time_seconds").value <= now && one("process_start_time_seconds").value > now - 24 * 3600);
     assert.ok(one("process_cpu_seconds_total").value > 0);

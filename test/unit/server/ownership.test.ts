@@ -38,7 +38,11 @@ describe("objstate serve: lock ownership and principals across replicas", () => 
     for (const [name, roles] of Object.entries(USERS)) entries[name] = { password: await hashPassword(pw(name), CHEAP), roles };
     const users: ServerOptions["users"] = parseUsers(JSON.stringify({ users: entries }), "users.json");
     for (let i = 0; i < 2; i++) {
-      const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, who: `replica${i}@owners`, onWarning: () => undefined });
+      const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), {
+        env: {},
+        who: `replica${i}@owners`,
+        onWarning: () => undefined,
+      });
       backends.push(backend);
       // Principals of writes made with and without a lock: both kinds are accepted here.
       const s = new ObjstateServer({ backend, users, logger: new Logger("off"), allowUnlockedWrites: true });
@@ -112,7 +116,9 @@ describe("objstate serve: lock ownership and principals across replicas", () => 
       }
     }
     assert.deepEqual(await as(r2, "alice", ws).get(), first, "nothing written");
-    const firstVersion = (JSON.parse((await call(r1, "bob", "GET", `/api/v1/workspaces/${ws}/history`)).body.toString()) as { versions: { versionId: string }[] }).versions[0]?.versionId;
+    const firstVersion = (
+      JSON.parse((await call(r1, "bob", "GET", `/api/v1/workspaces/${ws}/history`)).body.toString()) as { versions: { versionId: string }[] }
+    ).versions[0]?.versionId;
     const rollback = await call(r2, "bob", "POST", `/api/v1/workspaces/${ws}/rollback`, { to: firstVersion, lockId: alice.lockID });
     assert.equal(rollback.status, 403, "a rollback under someone else's lock too");
     assert.equal(codeOf(rollback), "LOCK_NOT_OWNED");
@@ -187,7 +193,14 @@ describe("objstate serve: lock ownership and principals across replicas", () => 
     const confirm = (await call(r1, "rewinder", "GET", `/workspaces/${ws}/rollback?to=${encodeURIComponent(to)}`)).body.toString();
     const field = (name: string): string => new RegExp(`name="${name}" value="([^"]+)"`).exec(confirm)?.[1] ?? "";
     const form = new URLSearchParams({ csrf: field("csrf"), to: field("to"), current: field("current") }).toString();
-    const posted = await rawRequest(r1, "POST", `/workspaces/${ws}/rollback`, Buffer.from(form), { username: "rewinder", password: pw("rewinder") }, { "Content-Type": "application/x-www-form-urlencoded", Origin: r1 });
+    const posted = await rawRequest(
+      r1,
+      "POST",
+      `/workspaces/${ws}/rollback`,
+      Buffer.from(form),
+      { username: "rewinder", password: pw("rewinder") },
+      { "Content-Type": "application/x-www-form-urlencoded", Origin: r1 },
+    );
     assert.equal(posted.status, 303, posted.body.toString());
     assert.deepEqual((await list())[0]?.principal, { name: "rewinder", via: "password" });
   });

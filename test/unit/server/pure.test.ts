@@ -32,7 +32,10 @@ describe("users file", () => {
   });
 
   it("roles: a grant on a matching glob; admin grants all", () => {
-    const users = parseUsers(JSON.stringify({ users: { u: { roles: { "dev-*": ["read", "write"], prod: ["read"] } }, boss: { roles: { "*": ["admin"] } } } }), "f");
+    const users = parseUsers(
+      JSON.stringify({ users: { u: { roles: { "dev-*": ["read", "write"], prod: ["read"] } }, boss: { roles: { "*": ["admin"] } } } }),
+      "f",
+    );
     const u = users.get("u")!;
     assert.ok(allowed(u, "write", "dev-1"));
     assert.ok(!allowed(u, "write", "prod"));
@@ -49,7 +52,10 @@ describe("users file", () => {
   });
 
   it("outputs: granted by outputs, read and admin; grants nothing else", () => {
-    const users = parseUsers(JSON.stringify({ users: { tf: { roles: { "*": ["outputs"] } }, r: { roles: { "*": ["read"] } }, boss: { roles: { "*": ["admin"] } } } }), "f");
+    const users = parseUsers(
+      JSON.stringify({ users: { tf: { roles: { "*": ["outputs"] } }, r: { roles: { "*": ["read"] } }, boss: { roles: { "*": ["admin"] } } } }),
+      "f",
+    );
     assert.ok(allowed(users.get("tf")!, "outputs", "prod"));
     assert.ok(!allowed(users.get("tf")!, "read", "prod"));
     assert.ok(allowed(users.get("r")!, "outputs", "prod"));
@@ -57,7 +63,10 @@ describe("users file", () => {
   });
 
   it("a role on every workspace is a grant on * itself, not a glob that matches the name *", () => {
-    const users = parseUsers(JSON.stringify({ users: { q: { roles: { "?": ["admin"], "**": ["admin"] } }, boss: { roles: { "*": ["admin"] } }, r: { roles: { "*": ["read"] } } } }), "f");
+    const users = parseUsers(
+      JSON.stringify({ users: { q: { roles: { "?": ["admin"], "**": ["admin"] } }, boss: { roles: { "*": ["admin"] } }, r: { roles: { "*": ["read"] } } } }),
+      "f",
+    );
     const q = users.get("q")!;
     assert.ok(allowed(q, "admin", "*"), "the glob matches the string *, which is why allowed() is the wrong question");
     assert.ok(!allowedEverywhere(q, "admin"));
@@ -68,7 +77,10 @@ describe("users file", () => {
   });
 
   it("a bad users file is an error naming the file and the entry", () => {
-    assert.throws(() => parseUsers("{", "users.json"), (e: ObjstateError) => e.code === "USERS_FILE_INVALID" && e.message.includes("users.json"));
+    assert.throws(
+      () => parseUsers("{", "users.json"),
+      (e: ObjstateError) => e.code === "USERS_FILE_INVALID" && e.message.includes("users.json"),
+    );
     assert.throws(() => parseUsers(JSON.stringify({ users: { u: { password: "plain", roles: {} } } }), "f"), /users\.u\.password/);
     assert.throws(() => parseUsers(JSON.stringify({ users: { u: { roles: { "*": ["root"] } } } }), "f"), /users\.u\.roles\.\*/);
     assert.throws(() => parseUsers(JSON.stringify({ users: { u: { password: "scrypt$3$8$1$AA==$AA==", roles: {} } } }), "f"), /password/);
@@ -96,12 +108,27 @@ describe("requests", () => {
     const hex = "900150983cd24fb0d6963f7d28e17f72";
     checkContentMd5(undefined, hex);
     checkContentMd5(Buffer.from(hex, "hex").toString("base64"), hex);
-    assert.throws(() => checkContentMd5("AAAAAAAAAAAAAAAAAAAAAA==", hex), (e: ObjstateError) => e.code === "MD5_MISMATCH" && statusOf(e) === 400);
+    assert.throws(
+      () => checkContentMd5("AAAAAAAAAAAAAAAAAAAAAA==", hex),
+      (e: ObjstateError) => e.code === "MD5_MISMATCH" && statusOf(e) === 400,
+    );
   });
 
   it("one table of statuses: locked 423, conflicts 409, store trouble 5xx, anything else 500", () => {
     const s = (code: ErrorCode): number => statusOf(new ObjstateError(code, "m"));
-    assert.deepEqual([s("STATE_LOCKED"), s("STATE_CONFLICT"), s("LOCK_ID_MISMATCH"), s("BODY_TOO_LARGE"), s("UNAUTHORIZED"), s("FORBIDDEN"), s("DIGEST_MISMATCH"), s("STORE_ERROR")], [423, 409, 409, 413, 401, 403, 409, 500]);
+    assert.deepEqual(
+      [
+        s("STATE_LOCKED"),
+        s("STATE_CONFLICT"),
+        s("LOCK_ID_MISMATCH"),
+        s("BODY_TOO_LARGE"),
+        s("UNAUTHORIZED"),
+        s("FORBIDDEN"),
+        s("DIGEST_MISMATCH"),
+        s("STORE_ERROR"),
+      ],
+      [423, 409, 409, 413, 401, 403, 409, 500],
+    );
     assert.equal(statusOf(new Error("x")), 500);
     // A lost lease is the writer's conflict, not the server's failure: no 5xx the client would retry.
     assert.equal(s("LOCK_LOST"), 409);
@@ -109,10 +136,7 @@ describe("requests", () => {
 
   it("a state that needs the operator is a 409 the tool's client reports at once, never a 500 it retries; a stored write not yet committed is a 503 whose retry commits it", () => {
     const s = (code: ErrorCode): number => statusOf(new ObjstateError(code, "m"));
-    assert.deepEqual(
-      (["TORN_WRITE", "DIGEST_MISMATCH", "COMMITTED_VERSION_MISSING", "REPAIR_REFUSED", "NO_LEASE"] as const).map(s),
-      [409, 409, 409, 409, 409],
-    );
+    assert.deepEqual((["TORN_WRITE", "DIGEST_MISMATCH", "COMMITTED_VERSION_MISSING", "REPAIR_REFUSED", "NO_LEASE"] as const).map(s), [409, 409, 409, 409, 409]);
     assert.equal(s("DIGEST_WRITE_FAILED"), 503);
     // The store or table refused the server's own identity: not the client's credentials (401/403).
     assert.equal(s("ACCESS_DENIED"), 502);
@@ -158,6 +182,9 @@ describe("metrics", () => {
     assert.doesNotMatch(t, /bytes_in|bytes_out/);
     assert.match(t, /^objstate_locks_active 1$/m);
     assert.match(t, /^# TYPE objstate_build_info gauge$/m);
-    assert.match(t, new RegExp(`^objstate_build_info\\{version="${objstateVersion().replace(/\./g, "\\.")}",node="${process.version.replace(/\./g, "\\.")}"\\} 1$`, "m"));
+    assert.match(
+      t,
+      new RegExp(`^objstate_build_info\\{version="${objstateVersion().replace(/\./g, "\\.")}",node="${process.version.replace(/\./g, "\\.")}"\\} 1$`, "m"),
+    );
   });
 });

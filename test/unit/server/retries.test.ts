@@ -30,7 +30,11 @@ describe("objstate serve: every retried request is safe, with the real client's 
   before(async () => {
     props = await embeddedTarget().setup({ locks: true });
     for (let i = 0; i < 2; i++) {
-      const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, who: `replica${i}@retries`, onWarning: () => undefined });
+      const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), {
+        env: {},
+        who: `replica${i}@retries`,
+        onWarning: () => undefined,
+      });
       // Counts, does not change, what the library answers the server.
       const unlock = backend.unlock.bind(backend);
       backend.unlock = async (...args: Parameters<ObjectStoreBackend["unlock"]>): Promise<void> => {
@@ -225,6 +229,8 @@ describe("objstate serve: every retried request is safe, with the real client's 
     }
     // The case a server without the record answers 409 happened, and was answered 200.
     assert.ok(repeatedWhileHeld > 0, `no UNLOCK retry found another client holding the lock in ${faults} faults`);
-    process.stdout.write(`# ${faults} lost UNLOCK replies, ${[...cycles.values()].reduce((x, y) => x + y, 0)} cycles, ${repeatedWhileHeld} retries found another client holding the lock\n`);
+    process.stdout.write(
+      `# ${faults} lost UNLOCK replies, ${[...cycles.values()].reduce((x, y) => x + y, 0)} cycles, ${repeatedWhileHeld} retries found another client holding the lock\n`,
+    );
   });
 });

@@ -57,7 +57,8 @@ describe("objstate serve: users, roles, TLS", () => {
 
   // Roles, not locks: writes without ?ID (refused by default, see server-suite) keep each case short.
   const start = (extra: Partial<ServerOptions> = {}): Promise<ObjstateServer> => startServer(backend, { users, allowUnlockedWrites: true, ...extra }, servers);
-  const as = (base: string, user: string, workspace = uniqueName("ws")): HttpBackendClient => new HttpBackendClient({ bases: [base], workspace, username: user, password: pw(user), retries: 0 });
+  const as = (base: string, user: string, workspace = uniqueName("ws")): HttpBackendClient =>
+    new HttpBackendClient({ bases: [base], workspace, username: user, password: pw(user), retries: 0 });
 
   before(async () => {
     props = await embeddedTarget().setup({ locks: true });
@@ -95,14 +96,23 @@ describe("objstate serve: users, roles, TLS", () => {
       assert.match(String(page.headers["content-security-policy"]), /default-src 'none'|script-src 'self'/);
       const html = page.body.toString();
       assert.match(html, new RegExp(held.ID));
-      const confirmation = (await rawRequest(s.url, "GET", `/workspaces/${ws}/force-unlock?id=${held.ID}`, undefined, { username: "forcer", password: pw("forcer") })).body.toString();
+      const confirmation = (
+        await rawRequest(s.url, "GET", `/workspaces/${ws}/force-unlock?id=${held.ID}`, undefined, { username: "forcer", password: pw("forcer") })
+      ).body.toString();
       const token = /name="csrf" value="([^"]+)"/.exec(confirmation)?.[1];
       assert.ok(token !== undefined, "the force-unlock confirmation carries a CSRF token");
       const readerPage = (await rawRequest(s.url, "GET", `/workspaces/${ws}`, undefined, { username: "reader", password: pw("reader") })).body.toString();
       assert.doesNotMatch(readerPage, /force-unlock"/, "a read-only user sees no action");
       const form = (fields: Record<string, string>): Buffer => Buffer.from(new URLSearchParams(fields).toString());
       const post = (user: string, fields: Record<string, string>, origin = s.url): ReturnType<typeof rawRequest> =>
-        rawRequest(s.url, "POST", `/workspaces/${ws}/force-unlock`, form(fields), { username: user, password: pw(user) }, { "Content-Type": "application/x-www-form-urlencoded", Origin: origin });
+        rawRequest(
+          s.url,
+          "POST",
+          `/workspaces/${ws}/force-unlock`,
+          form(fields),
+          { username: user, password: pw(user) },
+          { "Content-Type": "application/x-www-form-urlencoded", Origin: origin },
+        );
       assert.equal((await post("forcer", { id: held.ID, csrf: token, confirm: ws }, "https://evil.example")).status, 403, "cross-site");
       assert.equal((await post("forcer", { id: held.ID, csrf: "forged", confirm: ws })).status, 403, "no valid token");
       assert.equal((await post("reader", { id: held.ID, csrf: token, confirm: ws })).status, 403, "read-only user");
@@ -161,7 +171,14 @@ describe("objstate serve: users, roles, TLS", () => {
       assert.equal(looks, 0, "nothing read the lock before releasing it");
       const w = as(s.url, "writer", ws);
       assert.ok((await w.lock("OperationTypeApply")).ok);
-      const wrongByWriter = await new HttpBackendClient({ bases: [s.url], workspace: ws, username: "writer", password: pw("writer"), flavour: "opentofu", retries: 0 }).unlock(randomUUID());
+      const wrongByWriter = await new HttpBackendClient({
+        bases: [s.url],
+        workspace: ws,
+        username: "writer",
+        password: pw("writer"),
+        flavour: "opentofu",
+        retries: 0,
+      }).unlock(randomUUID());
       assert.equal(wrongByWriter.status, 409);
       assert.equal((JSON.parse(wrongByWriter.body.toString()) as { ID: string }).ID, w.lockID, "the 409 carries the holder");
       assert.equal((await w.unlock()).status, 200);
@@ -178,7 +195,8 @@ describe("objstate serve: users, roles, TLS", () => {
     const w = as(s.url, "writer", ws);
     assert.equal((await w.put(toolState(1, "rb"))).status, 200);
     assert.equal((await w.put(toolState(2, "rb"))).status, 200);
-    const call = (user: string, method: string, path: string, body?: object) => rawRequest(s.url, method, path, body === undefined ? undefined : Buffer.from(JSON.stringify(body)), { username: user, password: pw(user) });
+    const call = (user: string, method: string, path: string, body?: object) =>
+      rawRequest(s.url, method, path, body === undefined ? undefined : Buffer.from(JSON.stringify(body)), { username: user, password: pw(user) });
     const h = await call("reader", "GET", `/api/v1/workspaces/${ws}/history`);
     assert.equal(h.status, 200);
     const first = (JSON.parse(h.body.toString()) as { versions: { versionId: string }[] }).versions[1]?.versionId as string;
@@ -211,7 +229,8 @@ describe("objstate serve: users, roles, TLS", () => {
 
   it("failed logins are limited per address and user: 429 with Retry-After, even for the right password", async () => {
     const s = await start({ loginLimit: { failures: 3, windowMs: 60_000 } });
-    for (let i = 0; i < 3; i++) assert.equal((await rawRequest(s.url, "GET", "/state/default", undefined, { username: "writer", password: `guess${i}` })).status, 401);
+    for (let i = 0; i < 3; i++)
+      assert.equal((await rawRequest(s.url, "GET", "/state/default", undefined, { username: "writer", password: `guess${i}` })).status, 401);
     const limited = await rawRequest(s.url, "GET", "/state/default", undefined, { username: "writer", password: pw("writer") });
     assert.equal(limited.status, 429);
     assert.ok(Number(limited.headers["retry-after"]) >= 1);
@@ -226,7 +245,10 @@ describe("objstate serve: users, roles, TLS", () => {
     // Each 401 is one password check that answered "wrong".
     assert.equal(checked.length, 10, `statuses: ${replies.map((r) => r.status).join(",")}`);
     assert.equal(refused.length, 190);
-    assert.ok(refused.every((r) => Number(r.retryAfter) >= 1), "every 429 carries Retry-After");
+    assert.ok(
+      refused.every((r) => Number(r.retryAfter) >= 1),
+      "every 429 carries Retry-After",
+    );
     assert.equal((await from("127.0.0.1", port, GUESSED, pw(GUESSED))).status, 429, "the guessed name stays limited at that address, right password or not");
     // 200 or 204: whether /state/default has a state is another test's business.
     assert.ok([200, 204].includes((await from("127.0.0.1", port, "bystander", pw("bystander"))).status), "another user behind the same address");
@@ -259,7 +281,10 @@ describe("objstate serve: users, roles, TLS", () => {
       assert.ok(!r.body.toString().includes("hunter2"));
     }
     const list = await call("consumer", "GET", "/api/v1/workspaces");
-    assert.ok((JSON.parse(list.body.toString()) as { workspaces: { name: string }[] }).workspaces.some((w) => w.name === ws), "listed");
+    assert.ok(
+      (JSON.parse(list.body.toString()) as { workspaces: { name: string }[] }).workspaces.some((w) => w.name === ws),
+      "listed",
+    );
     assert.equal((await call("reader", "GET", `/api/v1/workspaces/${ws}/outputs`)).status, 200, "read implies outputs");
     assert.equal((await call("scoped", "GET", `/api/v1/workspaces/${ws}/outputs`)).status, 403);
 
@@ -292,7 +317,9 @@ describe("objstate serve: users, roles, TLS", () => {
       const foreign = async (user: string): Promise<number> => {
         const r = await rawRequest(s.url, "GET", "/api/v1/locks", undefined, { username: user, password: pw(user) });
         assert.equal(r.status, 200);
-        return (JSON.parse(r.body.toString()) as { locks: { workspace: string | null; id: string }[] }).locks.filter((l) => l.workspace === null && l.id === held.ID).length;
+        return (JSON.parse(r.body.toString()) as { locks: { workspace: string | null; id: string }[] }).locks.filter(
+          (l) => l.workspace === null && l.id === held.ID,
+        ).length;
       };
       assert.equal(await foreign("admin"), 1);
       assert.equal(await foreign("oneletter"), 0);
@@ -307,7 +334,23 @@ describe("objstate serve: users, roles, TLS", () => {
     const dir = mkdtempSync(join(tmpdir(), "objstate-tls-"));
     const f = (n: string): string => join(dir, n);
     const ssl = (...args: string[]): void => void execFileSync("openssl", args, { stdio: "ignore" });
-    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", f("server.key"), "-out", f("server.crt"));
+    ssl(
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=127.0.0.1",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-keyout",
+      f("server.key"),
+      "-out",
+      f("server.crt"),
+    );
     const s = await start({ tls: { cert: readFileSync(f("server.crt")), key: readFileSync(f("server.key")) } });
     assert.match(s.url, /^https:/);
     const ca = readFileSync(f("server.crt"));
@@ -320,9 +363,16 @@ describe("objstate serve: users, roles, TLS", () => {
     ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=writer", "-keyout", f("client.key"), "-out", f("client.csr"));
     ssl("x509", "-req", "-in", f("client.csr"), "-CA", f("ca.crt"), "-CAkey", f("ca.key"), "-CAcreateserial", "-days", "1", "-out", f("client.crt"));
     const m = await start({ tls: { cert: readFileSync(f("server.crt")), key: readFileSync(f("server.key")), ca: readFileSync(f("ca.crt")) } });
-    const withCert = new HttpBackendClient({ bases: [m.url], workspace: uniqueName("ws"), tls: { ca, cert: readFileSync(f("client.crt")), key: readFileSync(f("client.key")) }, retries: 0 });
+    const withCert = new HttpBackendClient({
+      bases: [m.url],
+      workspace: uniqueName("ws"),
+      tls: { ca, cert: readFileSync(f("client.crt")), key: readFileSync(f("client.key")) },
+      retries: 0,
+    });
     assert.equal((await withCert.put(toolState(1, "mtls"))).status, 200);
-    const history = await rawRequest(m.url, "GET", `/api/v1/workspaces/${withCert.options.workspace as string}/history`, undefined, { tls: { ca, cert: readFileSync(f("client.crt")), key: readFileSync(f("client.key")) } });
+    const history = await rawRequest(m.url, "GET", `/api/v1/workspaces/${withCert.options.workspace as string}/history`, undefined, {
+      tls: { ca, cert: readFileSync(f("client.crt")), key: readFileSync(f("client.key")) },
+    });
     const recorded = (JSON.parse(history.body.toString()) as { versions: { principal: unknown }[] }).versions[0]?.principal;
     assert.deepEqual(recorded, { name: "writer", via: "certificate" }, "the write records the certificate's user");
     await assert.rejects(rawRequest(m.url, "GET", "/state/default", undefined, { username: "writer", password: pw("writer"), tls: { ca } }));

@@ -125,7 +125,10 @@ describe("objstate serve: slow clients and connection caps", () => {
     const state = toolState(1, "slow-link", { pad: { value: "s".repeat(400 * 1024), type: "string" } });
     const sock = await open(s.url);
     const md5 = createHash("md5").update(state).digest("base64");
-    const answered = ask(sock, `POST /state/${ws} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-MD5: ${md5}\r\nContent-Length: ${state.length}\r\n\r\n`);
+    const answered = ask(
+      sock,
+      `POST /state/${ws} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-MD5: ${md5}\r\nContent-Length: ${state.length}\r\n\r\n`,
+    );
     for (let at = 0; at < state.length; at += 16 * 1024) {
       sock.write(state.subarray(at, at + 16 * 1024));
       await new Promise((r) => setTimeout(r, 40));
@@ -151,7 +154,11 @@ describe("objstate serve: slow clients and connection caps", () => {
         const sock = await open(s.url, `127.0.0.${2 + (i % 30)}`);
         sock.on("error", () => undefined);
         // Half stall in their headers, half in their bodies.
-        sock.write(i % 2 === 0 ? "GET /healthz HTTP/1.1\r\nHost: localhost\r\n" : `POST /state/${uniqueName("ws")} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"ver`);
+        sock.write(
+          i % 2 === 0
+            ? "GET /healthz HTTP/1.1\r\nHost: localhost\r\n"
+            : `POST /state/${uniqueName("ws")} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"ver`,
+        );
         slow.push(sock);
       }
       const sock = await open(s.url, "127.0.0.1");
@@ -225,7 +232,10 @@ describe("objstate serve: slow clients and connection caps", () => {
 
   it("a cap below 1 is refused when the server is made (node would read 0 as no cap)", () => {
     for (const extra of [{ maxConnections: 0 }, { maxConnectionsPerClient: 0.5 }]) {
-      assert.throws(() => new ObjstateServer({ backend, logger: new Logger("off"), ...extra }), (e: Error & { code?: string }) => e.code === "INVALID_LIMIT" && /at least 1/.test(e.message));
+      assert.throws(
+        () => new ObjstateServer({ backend, logger: new Logger("off"), ...extra }),
+        (e: Error & { code?: string }) => e.code === "INVALID_LIMIT" && /at least 1/.test(e.message),
+      );
     }
   });
 

@@ -33,7 +33,15 @@ describe("objstate serve: workspace names over the limit", () => {
   for (const length of [WORKSPACE_MAX_LENGTH + 1, 300, 1100, 3000]) {
     it(`a name of ${length} characters: 400 INVALID_WORKSPACE naming the limit on the tool's routes and the API`, async () => {
       const ws = "w".repeat(length);
-      const lockInfo = JSON.stringify({ ID: "id-1", Operation: "OperationTypeApply", Who: "me", Version: "1.9.0", Created: "2025-01-01T00:00:00Z", Info: "", Path: "" });
+      const lockInfo = JSON.stringify({
+        ID: "id-1",
+        Operation: "OperationTypeApply",
+        Who: "me",
+        Version: "1.9.0",
+        Created: "2025-01-01T00:00:00Z",
+        Info: "",
+        Path: "",
+      });
       for (const [method, path, body] of [
         ["GET", `/state/${ws}`, undefined],
         ["POST", `/state/${ws}`, toolState(1, "long")],
@@ -64,7 +72,10 @@ describe("objstate serve: workspace names over the limit", () => {
     const l = layout(prefix, "tool.tfstate", "file");
     // 255 bytes, less the prefix, two encoded slashes (%2F), the key and `.tflock`.
     assert.equal(l.maxWorkspace, 255 - 150 - 6 - 12 - 7);
-    assert.throws(() => statePath(l, "w".repeat(l.maxWorkspace + 1)), (e) => isObjstateError(e, "INVALID_WORKSPACE") && /at most 80 characters on this backend/.test(e.message));
+    assert.throws(
+      () => statePath(l, "w".repeat(l.maxWorkspace + 1)),
+      (e) => isObjstateError(e, "INVALID_WORKSPACE") && /at most 80 characters on this backend/.test(e.message),
+    );
     assert.equal(statePath(l, "w".repeat(l.maxWorkspace)).length, 150 + 1 + 80 + 1 + 12);
     // S3's 1024-byte keys leave the fixed limit.
     assert.equal(layout(prefix, "tool.tfstate", "s3").maxWorkspace, WORKSPACE_MAX_LENGTH);

@@ -32,13 +32,24 @@ function v4(resources: Res[], outputs: Record<string, { value: Json; sensitive?:
     terraform_version: "1.9.0",
     serial,
     lineage,
-    outputs: Object.fromEntries(Object.entries(outputs).map(([k, o]) => [k, { value: o.value, type: "string", ...(o.sensitive === true ? { sensitive: true } : {}) }])),
+    outputs: Object.fromEntries(
+      Object.entries(outputs).map(([k, o]) => [k, { value: o.value, type: "string", ...(o.sensitive === true ? { sensitive: true } : {}) }]),
+    ),
     resources: resources.map((r) => ({ mode: "managed", provider: 'provider["registry.example/x/y"]', ...r })) as unknown as Json[],
   };
 }
 
-const WEB = (n: number, ami = "ami-1"): Res => ({ type: "aws_instance", name: "web", instances: Array.from({ length: n }, (_, i) => ({ index_key: i, attributes: { id: `i-${i}`, ami, tags: { Name: `web-${i}` } } })) });
-const SUBNETS = (keys: string[], cidr = "10.0.0.0/24"): Res => ({ module: 'module.net["eu"].module.sub', type: "aws_subnet", name: "s", instances: keys.map((k) => ({ index_key: k, attributes: { id: k, cidr } })) });
+const WEB = (n: number, ami = "ami-1"): Res => ({
+  type: "aws_instance",
+  name: "web",
+  instances: Array.from({ length: n }, (_, i) => ({ index_key: i, attributes: { id: `i-${i}`, ami, tags: { Name: `web-${i}` } } })),
+});
+const SUBNETS = (keys: string[], cidr = "10.0.0.0/24"): Res => ({
+  module: 'module.net["eu"].module.sub',
+  type: "aws_subnet",
+  name: "s",
+  instances: keys.map((k) => ({ index_key: k, attributes: { id: k, cidr } })),
+});
 const AMI: Res = { mode: "data", type: "aws_ami", name: "ubuntu", instances: [{ attributes: { id: "ami-1", most_recent: true } }] };
 
 const empty = (d: StateDiff): boolean => isEmptyStateDiff(d);
@@ -58,7 +69,7 @@ describe("diffStates: resources", () => {
     const a = v4([WEB(2), SUBNETS(["a", "b"])]);
     const b = v4([WEB(3), SUBNETS(["b", "c"]), AMI]);
     const d = diffStates(JSON.stringify(a), JSON.stringify(b));
-    assert.deepEqual(d.resources.added, ['aws_instance.web[2]', 'data.aws_ami.ubuntu', 'module.net["eu"].module.sub.aws_subnet.s["c"]']);
+    assert.deepEqual(d.resources.added, ["aws_instance.web[2]", "data.aws_ami.ubuntu", 'module.net["eu"].module.sub.aws_subnet.s["c"]']);
     assert.deepEqual(d.resources.removed, ['module.net["eu"].module.sub.aws_subnet.s["a"]']);
     assert.deepEqual(d.resources.changed, []);
     const back = diffStates(b, a);
@@ -81,14 +92,17 @@ describe("diffStates: resources", () => {
   });
 
   it("orders instances as the tool does: numbers numerically, managed before data", () => {
-    const many = v4([{ type: "t", name: "n", instances: [10, 2, 1].map((i) => ({ index_key: i, attributes: {} })) }, { mode: "data", type: "t", name: "n", instances: [{ attributes: {} }] }]);
+    const many = v4([
+      { type: "t", name: "n", instances: [10, 2, 1].map((i) => ({ index_key: i, attributes: {} })) },
+      { mode: "data", type: "t", name: "n", instances: [{ attributes: {} }] },
+    ]);
     assert.deepEqual(diffStates(null, many).resources.added, ["t.n[1]", "t.n[2]", "t.n[10]", "data.t.n"]);
   });
 
   it("quotes for_each keys as HCL strings (escapes, doubled template introducers)", () => {
     assert.equal(hclQuoted('a"b\\c\n${x}%{y}$z'), '"a\\"b\\\\c\\n$${x}%%{y}$z"');
     assert.equal(hclQuoted("\u0007é😀"), '"\\u0007é😀"');
-    const s = v4([{ type: "t", name: "n", instances: [{ index_key: "k\"1", attributes: {} }] }]);
+    const s = v4([{ type: "t", name: "n", instances: [{ index_key: 'k"1', attributes: {} }] }]);
     assert.deepEqual(diffStates(null, s).resources.added, ['t.n["k\\"1"]']);
   });
 
@@ -102,7 +116,13 @@ describe("diffStates: resources", () => {
 
   it("names a sensitive attribute that changed but never shows its value", () => {
     const secret = (pw: string, sensitive: boolean): Record<string, Json> =>
-      v4([{ type: "db", name: "main", instances: [{ attributes: { id: "db", password: pw }, sensitive_attributes: sensitive ? [[{ type: "get_attr", value: "password" }]] : [] }] }]);
+      v4([
+        {
+          type: "db",
+          name: "main",
+          instances: [{ attributes: { id: "db", password: pw }, sensitive_attributes: sensitive ? [[{ type: "get_attr", value: "password" }]] : [] }],
+        },
+      ]);
     const d = diffStates(secret("hunter2", true), secret("swordfish", true));
     assert.deepEqual(d.resources.changed, [{ address: "db.main", attributes: ["password"] }]);
     const text = JSON.stringify(d) + formatStateDiff(d);
@@ -119,7 +139,8 @@ describe("diffStates: resources", () => {
 
   it("compares attributes nested 10,000 levels deep without overflowing the stack", () => {
     const deep = (leaf: string): string => `${'{"a":'.repeat(10_000)}"${leaf}"${"}".repeat(10_000)}`;
-    const doc = (leaf: string): string => `{"version":4,"serial":1,"lineage":"L","outputs":{"o":{"value":${deep(leaf)}}},"resources":[{"mode":"managed","type":"t","name":"n","instances":[{"attributes":{"x":${deep(leaf)}}}]}]}`;
+    const doc = (leaf: string): string =>
+      `{"version":4,"serial":1,"lineage":"L","outputs":{"o":{"value":${deep(leaf)}}},"resources":[{"mode":"managed","type":"t","name":"n","instances":[{"attributes":{"x":${deep(leaf)}}}]}]}`;
     const d = diffStates(doc("1"), doc("2"));
     assert.deepEqual(d.resources.changed, [{ address: "t.n", attributes: ["x"] }]);
     assert.equal(d.outputs.changed.length, 1);
@@ -140,8 +161,18 @@ describe("diffStates: outputs", () => {
   });
 
   it("shows a sensitive output as <sensitive> when it is sensitive on either side", () => {
-    const a = v4([], { pw: { value: "old-secret", sensitive: true }, flip: { value: "was-secret", sensitive: true }, flop: { value: "now-secret-1" }, gone: { value: "gone-secret", sensitive: true } });
-    const b = v4([], { pw: { value: "new-secret", sensitive: true }, flip: { value: "was-secret-2" }, flop: { value: "now-secret-2", sensitive: true }, fresh: { value: "fresh-secret", sensitive: true } });
+    const a = v4([], {
+      pw: { value: "old-secret", sensitive: true },
+      flip: { value: "was-secret", sensitive: true },
+      flop: { value: "now-secret-1" },
+      gone: { value: "gone-secret", sensitive: true },
+    });
+    const b = v4([], {
+      pw: { value: "new-secret", sensitive: true },
+      flip: { value: "was-secret-2" },
+      flop: { value: "now-secret-2", sensitive: true },
+      fresh: { value: "fresh-secret", sensitive: true },
+    });
     const d = diffStates(a, b);
     assert.deepEqual(d.outputs.changed, [
       { name: "flip", before: "<sensitive>", after: "<sensitive>", sensitive: true },
@@ -160,9 +191,12 @@ describe("diffStates: outputs", () => {
     // A JS number cannot hold either: each is its literal text.
     assert.deepEqual(d.outputs.changed, [{ name: "n", before: "12345678901234567890", after: "12345678901234567891", sensitive: false }]);
     assert.match(formatStateDiff(d), /~ n: "12345678901234567890" → "12345678901234567891"/);
-    assert.deepEqual(diffStates(doc("[1e400]"), doc("[1e401]")).outputs.changed.map((c) => [c.before, c.after]), [[["1e400"], ["1e401"]]]);
+    assert.deepEqual(
+      diffStates(doc("[1e400]"), doc("[1e401]")).outputs.changed.map((c) => [c.before, c.after]),
+      [[["1e400"], ["1e401"]]],
+    );
     // The same value written two ways is no change; a JS-exact number stays a number.
-    assert.ok(empty(diffStates(doc("{\"a\":1.0}"), doc("{\"a\":1e0}"))));
+    assert.ok(empty(diffStates(doc('{"a":1.0}'), doc('{"a":1e0}'))));
     assert.ok(empty(diffStates(doc("100"), { version: 4, outputs: { n: { value: 100 } } })));
     assert.deepEqual(diffStates(doc("1"), doc("2.5")).outputs.changed, [{ name: "n", before: 1, after: 2.5, sensitive: false }]);
   });
@@ -209,18 +243,35 @@ describe("diffStates: sides", () => {
           path: ["root"],
           outputs: { ip: { sensitive: false, type: "string", value: "10.0.0.1" }, pw: { sensitive: true, type: "string", value: "s3cret" } },
           resources: {
-            "aws_instance.web.0": { type: "aws_instance", primary: { id: "i-0", attributes: { id: "i-0", ami: "ami-1", "tags.%": "1", "tags.Name": "w", "sg.#": "2", "sg.0": "a", "sg.1": "b", count: "3", on: "true" } } },
+            "aws_instance.web.0": {
+              type: "aws_instance",
+              primary: {
+                id: "i-0",
+                attributes: { id: "i-0", ami: "ami-1", "tags.%": "1", "tags.Name": "w", "sg.#": "2", "sg.0": "a", "sg.1": "b", count: "3", on: "true" },
+              },
+            },
             "aws_instance.web.1": { type: "aws_instance", primary: { id: "i-1", attributes: { id: "i-1", ami: "ami-1" } } },
             "data.aws_ami.ubuntu": { type: "aws_ami", primary: { id: "ami-1", attributes: { id: "ami-1" } } },
           },
         },
-        { path: ["root", "net"], outputs: { inner: { type: "string", value: "not a root output" } }, resources: { "aws_vpc.main": { type: "aws_vpc", primary: { id: "vpc-1", attributes: { id: "vpc-1", cidr_block: "10.0.0.0/16" } } } } },
+        {
+          path: ["root", "net"],
+          outputs: { inner: { type: "string", value: "not a root output" } },
+          resources: { "aws_vpc.main": { type: "aws_vpc", primary: { id: "vpc-1", attributes: { id: "vpc-1", cidr_block: "10.0.0.0/16" } } } },
+        },
       ],
     };
     const flat = (id: string, attrs: Record<string, string>): Inst => ({ index_key: Number(id.slice(2)), attributes_flat: attrs });
     const upgraded = v4(
       [
-        { type: "aws_instance", name: "web", instances: [flat("i-0", v3.modules[0]!.resources["aws_instance.web.0"]!.primary.attributes as Record<string, string>), flat("i-1", { id: "i-1", ami: "ami-1" })] },
+        {
+          type: "aws_instance",
+          name: "web",
+          instances: [
+            flat("i-0", v3.modules[0]!.resources["aws_instance.web.0"]!.primary.attributes as Record<string, string>),
+            flat("i-1", { id: "i-1", ami: "ami-1" }),
+          ],
+        },
         { mode: "data", type: "aws_ami", name: "ubuntu", instances: [{ attributes_flat: { id: "ami-1" } }] },
         { module: "module.net", type: "aws_vpc", name: "main", instances: [{ attributes_flat: { id: "vpc-1", cidr_block: "10.0.0.0/16" } }] },
       ],
@@ -229,7 +280,14 @@ describe("diffStates: sides", () => {
     );
     const json = v4(
       [
-        { type: "aws_instance", name: "web", instances: [{ index_key: 0, attributes: { id: "i-0", ami: "ami-1", tags: { Name: "w" }, sg: ["a", "b"], count: 3, on: true, gone: null } }, { index_key: 1, attributes: { id: "i-1", ami: "ami-1" } }] },
+        {
+          type: "aws_instance",
+          name: "web",
+          instances: [
+            { index_key: 0, attributes: { id: "i-0", ami: "ami-1", tags: { Name: "w" }, sg: ["a", "b"], count: 3, on: true, gone: null } },
+            { index_key: 1, attributes: { id: "i-1", ami: "ami-1" } },
+          ],
+        },
         { mode: "data", type: "aws_ami", name: "ubuntu", instances: [{ attributes: { id: "ami-1" } }] },
         { module: "module.net", type: "aws_vpc", name: "main", instances: [{ attributes: { id: "vpc-1", cidr_block: "10.0.0.0/16" } }] },
       ],
@@ -247,7 +305,17 @@ describe("diffStates: sides", () => {
   });
 
   it("reads format 1 outputs (bare strings) and v3 deposed objects", () => {
-    const v1 = { version: 1, serial: 1, modules: [{ path: ["root"], outputs: { a: "x" }, resources: { "t.n": { primary: { id: "1", attributes: { id: "1" } }, deposed: [{ id: "0", attributes: { id: "0" } }] } } }] };
+    const v1 = {
+      version: 1,
+      serial: 1,
+      modules: [
+        {
+          path: ["root"],
+          outputs: { a: "x" },
+          resources: { "t.n": { primary: { id: "1", attributes: { id: "1" } }, deposed: [{ id: "0", attributes: { id: "0" } }] } },
+        },
+      ],
+    };
     const d = diffStates(null, v1);
     assert.deepEqual(d.outputs.added, [{ name: "a", value: "x", sensitive: false }]);
     assert.deepEqual(d.resources.added, ["t.n", "t.n (deposed object 0)"]);
@@ -276,8 +344,14 @@ describe("diffStates: bad input", () => {
     assert.match(stateError(() => diffStates(good, { version: 5 })).message, /^the 'to' state has format version 5, which objstate cannot read/);
     assert.match(stateError(() => diffStates({ version: 4, resources: {} }, good)).message, /^the 'from' state has "resources" that is not a list/);
     assert.match(stateError(() => diffStates({ version: 4, resources: [{ type: "t" }] }, good)).message, /resources\[0\] that is not a resource/);
-    assert.match(stateError(() => diffStates({ version: 4, resources: [{ type: "t", name: "n", instances: [{ index_key: true }] }] }, good)).message, /index_key/);
-    assert.match(stateError(() => diffStates({ version: 3, modules: [{ path: ["root"], resources: { "not a key": {} } }] }, good)).message, /^the 'from' state has a resource key in modules\[0\]/);
+    assert.match(
+      stateError(() => diffStates({ version: 4, resources: [{ type: "t", name: "n", instances: [{ index_key: true }] }] }, good)).message,
+      /index_key/,
+    );
+    assert.match(
+      stateError(() => diffStates({ version: 3, modules: [{ path: ["root"], resources: { "not a key": {} } }] }, good)).message,
+      /^the 'from' state has a resource key in modules\[0\]/,
+    );
   });
 });
 
@@ -325,11 +399,14 @@ describe("diffStates: a large state", () => {
   it("diffs two ~64 MiB states in bounded time", { timeout: 120_000 }, () => {
     const instances = (n: number, salt: string): string => {
       const parts: string[] = [];
-      for (let i = 0; i < n; i++) parts.push(`{"index_key":${i},"attributes":{"id":"i-${i}","ami":"ami-${i % 7 === 0 ? salt : "x"}","blob":"${"b".repeat(400)}","tags":{"n":"${i}"}}}`);
+      for (let i = 0; i < n; i++)
+        parts.push(`{"index_key":${i},"attributes":{"id":"i-${i}","ami":"ami-${i % 7 === 0 ? salt : "x"}","blob":"${"b".repeat(400)}","tags":{"n":"${i}"}}}`);
       return parts.join(",");
     };
     const doc = (salt: string, extra: number): Uint8Array =>
-      Buffer.from(`{"version":4,"serial":1,"lineage":"L","outputs":{},"resources":[{"mode":"managed","type":"t","name":"n","instances":[${instances(140_000 + extra, salt)}]}]}`);
+      Buffer.from(
+        `{"version":4,"serial":1,"lineage":"L","outputs":{},"resources":[{"mode":"managed","type":"t","name":"n","instances":[${instances(140_000 + extra, salt)}]}]}`,
+      );
     const a = doc("a", 0);
     const b = doc("b", 1);
     assert.ok(a.length > 64 * 1024 * 1024, String(a.length));
@@ -352,10 +429,14 @@ describe("diffStates: properties", () => {
     name: fc.constantFrom("x", "y"),
     instances: fc.array(fc.record({ index_key: keyArb, attributes: fc.dictionary(fc.constantFrom("id", "a", "b"), valueArb) }), { maxLength: 4 }),
   });
-  const stateArb = fc.record({
-    resources: fc.array(resArb, { maxLength: 5 }),
-    outputs: fc.dictionary(fc.constantFrom("o1", "o2", "o3"), fc.record({ value: valueArb, sensitive: fc.boolean() })),
-  }).map(({ resources, outputs }) => v4(resources.map((r) => ({ ...r, instances: r.instances.map((i) => (i.index_key === undefined ? { attributes: i.attributes } : i)) })) as Res[], outputs));
+  const stateArb = fc
+    .record({
+      resources: fc.array(resArb, { maxLength: 5 }),
+      outputs: fc.dictionary(fc.constantFrom("o1", "o2", "o3"), fc.record({ value: valueArb, sensitive: fc.boolean() })),
+    })
+    .map(({ resources, outputs }) =>
+      v4(resources.map((r) => ({ ...r, instances: r.instances.map((i) => (i.index_key === undefined ? { attributes: i.attributes } : i)) })) as Res[], outputs),
+    );
 
   it("diff(a, a) is empty; swapping the arguments swaps added and removed and before and after", () => {
     fc.assert(
@@ -368,7 +449,10 @@ describe("diffStates: properties", () => {
         assert.deepEqual(r.resources.changed, d.resources.changed);
         assert.deepEqual(r.outputs.added, d.outputs.removed);
         assert.deepEqual(r.outputs.removed, d.outputs.added);
-        assert.deepEqual(r.outputs.changed, d.outputs.changed.map((c) => ({ ...c, before: c.after, after: c.before })));
+        assert.deepEqual(
+          r.outputs.changed,
+          d.outputs.changed.map((c) => ({ ...c, before: c.after, after: c.before })),
+        );
         assert.deepEqual(JSON.parse(JSON.stringify(d)), d);
       }),
       { numRuns: 300 },

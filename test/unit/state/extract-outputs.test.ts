@@ -6,7 +6,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { DEFAULT_SCAN_THRESHOLD, extractOutputs, extractTopLevel, MAX_NESTING, NestingError, scanTopLevel, type Extracted } from "../../../src/state/extract-outputs.js";
+import {
+  DEFAULT_SCAN_THRESHOLD,
+  extractOutputs,
+  extractTopLevel,
+  MAX_NESTING,
+  NestingError,
+  scanTopLevel,
+  type Extracted,
+} from "../../../src/state/extract-outputs.js";
 
 const NAMES = ["outputs", "version", "resources", "", "__proto__"];
 const SCAN = { scanThreshold: 0 };
@@ -168,7 +176,11 @@ describe("extractTopLevel, property-based against JSON.parse", () => {
   });
 
   it("on mutated documents: both paths give JSON.parse's answer when it accepts them and throw SyntaxError when it refuses them", () => {
-    const mutation = fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom("replace", "insert", "delete"), fc.constantFrom(...'"\\{}[]:, \n0a\u00e9'.split(""), "\u00ff"));
+    const mutation = fc.tuple(
+      fc.double({ min: 0, max: 1, noNaN: true }),
+      fc.constantFrom("replace", "insert", "delete"),
+      fc.constantFrom(...'"\\{}[]:, \n0a\u00e9'.split(""), "\u00ff"),
+    );
     fc.assert(
       fc.property(topObjectArb, fc.integer(), fc.array(mutation, { minLength: 1, maxLength: 3 }), (doc, seed, mutations) => {
         let bytes = Buffer.from(serialize(doc, seed), "utf8");
@@ -212,7 +224,9 @@ describe("extractTopLevel, hand cases", () => {
   });
 
   it("finds outputs after huge resources, and first", () => {
-    const resources = JSON.stringify(Array.from({ length: 20_000 }, (_, i) => ({ id: `r-${i}`, attributes: { outputs: { value: i }, tags: { "a\"}]": "[{" } } })));
+    const resources = JSON.stringify(
+      Array.from({ length: 20_000 }, (_, i) => ({ id: `r-${i}`, attributes: { outputs: { value: i }, tags: { 'a"}]': "[{" } } })),
+    );
     const big = `{"version": 4, "resources": ${resources}, "outputs": {"vpc": {"value": "vpc-1", "type": "string"}}}`;
     assert.ok(big.length > DEFAULT_SCAN_THRESHOLD);
     const got = extractTopLevel(Buffer.from(big), ["outputs", "version"]);
@@ -288,7 +302,30 @@ describe("extractTopLevel, hand cases", () => {
   });
 
   it("checks the inside of members it skips: what JSON.parse refuses deep in resources is refused", () => {
-    for (const bad of ["[tru]", "[1 2]", "[1,]", '{"a":1,}', "[NaN]", "[01]", "[1.]", "[.5]", "[1e]", "[-]", '["\\x"]', '["\\u12G4"]', '["a\tb"]', "[+1]", '{"a" 1}', '{1: 2}', "[Infinity]", "[nul]", "[truex]", '{"a":}', "[,]", "[]]"]) {
+    for (const bad of [
+      "[tru]",
+      "[1 2]",
+      "[1,]",
+      '{"a":1,}',
+      "[NaN]",
+      "[01]",
+      "[1.]",
+      "[.5]",
+      "[1e]",
+      "[-]",
+      '["\\x"]',
+      '["\\u12G4"]',
+      '["a\tb"]',
+      "[+1]",
+      '{"a" 1}',
+      "{1: 2}",
+      "[Infinity]",
+      "[nul]",
+      "[truex]",
+      '{"a":}',
+      "[,]",
+      "[]]",
+    ]) {
       const doc = `{"resources": ${bad}, "outputs": {"a": 1}}`;
       assert.throws(() => JSON.parse(doc), SyntaxError, `JSON.parse refuses ${doc}`);
       assert.throws(() => outputs(doc), SyntaxError, doc);
@@ -307,7 +344,13 @@ describe("extractTopLevel, hand cases", () => {
   });
 
   it("decodes UTF-8 (and invalid UTF-8) the way Buffer#toString does", () => {
-    const doc = Buffer.concat([Buffer.from('{"resources": ["'), Buffer.from([0xff, 0xc3]), Buffer.from('"], "outputs": {"name": "Zürich 😀 '), Buffer.from([0xe2, 0x82]), Buffer.from('"}}')]);
+    const doc = Buffer.concat([
+      Buffer.from('{"resources": ["'),
+      Buffer.from([0xff, 0xc3]),
+      Buffer.from('"], "outputs": {"name": "Zürich 😀 '),
+      Buffer.from([0xe2, 0x82]),
+      Buffer.from('"}}'),
+    ]);
     assert.deepEqual(extractOutputs(doc, SCAN), JSON.parse(doc.toString("utf8")).outputs);
     assert.equal(extractTopLevel(doc, ["outputs"], SCAN).method, "scan");
   });

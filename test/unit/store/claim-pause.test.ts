@@ -74,7 +74,12 @@ function refusedBusy(o: Outcome, pid: number): void {
   assert.equal(o.ok, false, `the second writer went ahead while the first one held the key's claim: ${JSON.stringify(o)}`);
   if (o.ok) return;
   assert.equal(o.code, "STORE_BUSY", o.message);
-  assert.match(o.message, new RegExp(`is held by another writer \\(claim \\S+/\\.claim-[^ ,]+, of process ${pid} on this host\\); .*if no objstate process is running there, delete that file$`));
+  assert.match(
+    o.message,
+    new RegExp(
+      `is held by another writer \\(claim \\S+/\\.claim-[^ ,]+, of process ${pid} on this host\\); .*if no objstate process is running there, delete that file$`,
+    ),
+  );
 }
 
 describe("a writer frozen holding a key's claim keeps it, however long", { timeout: TIMEOUT }, () => {
@@ -102,7 +107,14 @@ describe("a writer frozen holding a key's claim keeps it, however long", { timeo
     const bucket = `bucket-${++n}`;
     const d = new FileDriver({ bucket, endpoint });
     await d.put("k", Buffer.from("v1"));
-    const r = await frozenWhileAnotherWrites(["delete-if-match", endpoint, bucket, "k", md5("v1")], "store-delete-checked", ["put", endpoint, bucket, "k", "B", md5("v1")]);
+    const r = await frozenWhileAnotherWrites(["delete-if-match", endpoint, bucket, "k", md5("v1")], "store-delete-checked", [
+      "put",
+      endpoint,
+      bucket,
+      "k",
+      "B",
+      md5("v1"),
+    ]);
     refusedBusy(r.second, r.firstPid);
     assert.deepEqual(r.first, { ok: true, value: true });
     assert.equal(await d.get("k"), null);

@@ -58,10 +58,16 @@ after(async () => {
 describe("FileDriver If-Match", () => {
   it("replaces only when the current etag matches; absent or other etag → PRECONDITION_FAILED, nothing changed", async () => {
     const d = freshDriver();
-    await assert.rejects(d.put("k", Buffer.from("x"), { ifMatch: md5("x") }), (e) => isObjstateError(e, "PRECONDITION_FAILED") && /does not exist/.test(e.message));
+    await assert.rejects(
+      d.put("k", Buffer.from("x"), { ifMatch: md5("x") }),
+      (e) => isObjstateError(e, "PRECONDITION_FAILED") && /does not exist/.test(e.message),
+    );
     assert.equal(await d.head("k"), null, "a refused write creates nothing");
     await d.put("k", Buffer.from("one"), { contentType: "text/one" });
-    await assert.rejects(d.put("k", Buffer.from("two"), { ifMatch: md5("other") }), (e) => isObjstateError(e, "PRECONDITION_FAILED") && e.message.includes(md5("one")));
+    await assert.rejects(
+      d.put("k", Buffer.from("two"), { ifMatch: md5("other") }),
+      (e) => isObjstateError(e, "PRECONDITION_FAILED") && e.message.includes(md5("one")),
+    );
     const kept = await d.get("k");
     assert.equal(kept?.body.toString(), "one");
     assert.equal(kept?.meta.contentType, "text/one", "metadata of the refused write was not kept");
@@ -71,9 +77,16 @@ describe("FileDriver If-Match", () => {
     await d.put("k", Buffer.from("three"), { ifMatch: `"${md5("two")}"` });
     assert.equal((await d.get("k"))?.body.toString(), "three");
     const metas = await fs.readdir(path.join(d.bucketDir, ".meta", createHash("sha256").update("k").digest("hex")));
-    assert.deepEqual(metas.filter((f) => !f.startsWith(".spare-")).length, 3, `metadata of the current and the two older versions, no claim left: ${metas.join(",")}`);
+    assert.deepEqual(
+      metas.filter((f) => !f.startsWith(".spare-")).length,
+      3,
+      `metadata of the current and the two older versions, no claim left: ${metas.join(",")}`,
+    );
     assert.equal(metas.filter((f) => f.startsWith(".spare-")).length, 1, "one spare kept for full disks");
-    assert.deepEqual((await fs.readdir(d.bucketDir)).filter((n) => n.startsWith(".tmp-")), []);
+    assert.deepEqual(
+      (await fs.readdir(d.bucketDir)).filter((n) => n.startsWith(".tmp-")),
+      [],
+    );
   });
 
   it("If-Match together with If-None-Match never writes", async () => {
@@ -135,7 +148,8 @@ describe("FileDriver If-Match", () => {
     const past = new Date(Date.now() - 120_000);
     await fs.utimes(stale, past, past);
     // Archived versions' metadata is as old as the stale file: it must stay all the same.
-    for (const name of await fs.readdir(dir)) if (/^\d+-\d+\.json$/.test(name) && !name.startsWith("99999999")) await fs.utimes(path.join(dir, name), past, past);
+    for (const name of await fs.readdir(dir))
+      if (/^\d+-\d+\.json$/.test(name) && !name.startsWith("99999999")) await fs.utimes(path.join(dir, name), past, past);
     await d.put("k", Buffer.from("4"), { contentType: "text/v4" });
     await assert.rejects(fs.access(stale), "the stale metadata is gone");
     await fs.access(recent); // may belong to a write still in flight
@@ -202,7 +216,10 @@ describe("FileDriver If-Match", () => {
     const older = path.join(dir, `.claim-000000000000-${pid}-${randomUUID()}`);
     await fs.writeFile(older, "");
     const claim = (): Promise<unknown> => acquireClaim(dir, { prepare: async () => undefined, what: "object k", waitMs: 300 });
-    await assert.rejects(claim(), (e) => isObjstateError(e, "STORE_BUSY") && e.message.includes(`of process ${pid} on another host`) && e.message.includes("delete that file"));
+    await assert.rejects(
+      claim(),
+      (e) => isObjstateError(e, "STORE_BUSY") && e.message.includes(`of process ${pid} on another host`) && e.message.includes("delete that file"),
+    );
     await fs.rm(foreign);
     await assert.rejects(claim(), (e) => isObjstateError(e, "STORE_BUSY") && e.message.includes(older));
     await fs.rm(older);
@@ -213,12 +230,19 @@ describe("FileDriver If-Match", () => {
   it("a live claim makes a writer wait, and it gives up with STORE_BUSY naming the claim", async () => {
     const dir = await fs.mkdtemp(path.join(root, "claim-"));
     const held = await acquireClaim(dir, { prepare: async () => undefined, what: "object k" });
-    await assert.rejects(acquireClaim(dir, { prepare: async () => undefined, what: "object k", waitMs: 300 }), (e) => isObjstateError(e, "STORE_BUSY") && e.message.includes(dir));
+    await assert.rejects(
+      acquireClaim(dir, { prepare: async () => undefined, what: "object k", waitMs: 300 }),
+      (e) => isObjstateError(e, "STORE_BUSY") && e.message.includes(dir),
+    );
     const waiting = acquireClaim(dir, { prepare: async () => undefined, what: "object k", waitMs: 5000 });
     await new Promise((r) => setTimeout(r, 100));
     await held.release();
     await (await waiting).release();
-    assert.deepEqual((await fs.readdir(dir)).map((f) => f.replace(/-.*/, "-*")), [".spare-*"], "no claim left, one spare kept");
+    assert.deepEqual(
+      (await fs.readdir(dir)).map((f) => f.replace(/-.*/, "-*")),
+      [".spare-*"],
+      "no claim left, one spare kept",
+    );
   });
 });
 
@@ -249,7 +273,6 @@ async function liveClaimName(dir: string): Promise<string> {
 }
 
 describe("FileDriver metadata and ranged reads", () => {
-
   it("maxBytes reads only the first bytes; size is the whole object's and no md5 is claimed", async () => {
     const d = freshDriver();
     const body = Buffer.from('{"version":4,"serial":3,"lineage":"x","rest":"' + "y".repeat(10_000) + '"}');
@@ -279,7 +302,10 @@ describe("FileDriver leftovers", () => {
     const claimA = `.meta/${hashA}/${await deadClaimName()}`;
     await fs.writeFile(path.join(d.bucketDir, claimA), "");
     const orphanA = `.meta/${hashA}/1-2.json`;
-    await fs.writeFile(path.join(d.bucketDir, orphanA), JSON.stringify({ key: "team-a/tool.tfstate", size: 1, etag: "e", lastModified: new Date().toISOString() }));
+    await fs.writeFile(
+      path.join(d.bucketDir, orphanA),
+      JSON.stringify({ key: "team-a/tool.tfstate", size: 1, etag: "e", lastModified: new Date().toISOString() }),
+    );
     const tempB = `.tmp-${randomUUID()}.${encodeURIComponent("team-b/tool.tfstate")}`;
     await fs.writeFile(path.join(d.bucketDir, tempB), "bb");
     const past = (s: number): Date => new Date(Date.now() - s * 1000);
@@ -288,8 +314,23 @@ describe("FileDriver leftovers", () => {
 
     const a = await d.listLeftovers("team-a/");
     // Oldest first: the two back-dated temp files, then the young ones in any order.
-    assert.deepEqual(a.slice(0, 2).map((l) => [l.id, l.key]), [[tempOld, undefined], [tempA, "team-a/tool.tfstate"]]);
-    assert.deepEqual(a.slice(2).map((l) => [l.id, l.key]).sort(), [[claimA, "team-a/tool.tfstate"], [orphanA, "team-a/tool.tfstate"]].sort());
+    assert.deepEqual(
+      a.slice(0, 2).map((l) => [l.id, l.key]),
+      [
+        [tempOld, undefined],
+        [tempA, "team-a/tool.tfstate"],
+      ],
+    );
+    assert.deepEqual(
+      a
+        .slice(2)
+        .map((l) => [l.id, l.key])
+        .sort(),
+      [
+        [claimA, "team-a/tool.tfstate"],
+        [orphanA, "team-a/tool.tfstate"],
+      ].sort(),
+    );
     const first = a[1];
     assert.ok(first !== undefined);
     assert.equal(first.kind, "temp-file");
@@ -303,7 +344,10 @@ describe("FileDriver leftovers", () => {
     assert.deepEqual(await d.listLeftovers("team-a/"), []);
     assert.equal((await d.get("team-a/tool.tfstate"))?.body.toString(), "a", "the object and its metadata stay");
     assert.equal((await d.head("team-a/tool.tfstate"))?.etag, md5("a"));
-    assert.deepEqual((await d.listLeftovers("")).map((l) => l.id), [tempB]);
+    assert.deepEqual(
+      (await d.listLeftovers("")).map((l) => l.id),
+      [tempB],
+    );
   });
 
   it("removes only its own kinds of files, and never current metadata", async () => {
@@ -316,7 +360,10 @@ describe("FileDriver leftovers", () => {
     const [current] = (await fs.readdir(path.join(d.bucketDir, ".meta", hash))).filter((f) => f.endsWith(".json"));
     await d.removeLeftover({ kind: "temp-file", key: "k", id: `.meta/${hash}/${current}`, since: undefined });
     assert.equal((await d.head("k"))?.etag, md5("v"));
-    assert.deepEqual((await fs.readdir(path.join(d.bucketDir, ".meta", hash))).filter((f) => f.endsWith(".json")), [current]);
+    assert.deepEqual(
+      (await fs.readdir(path.join(d.bucketDir, ".meta", hash))).filter((f) => f.endsWith(".json")),
+      [current],
+    );
     assert.deepEqual(await freshDriver().listLeftovers(""), [], "no bucket, no leftovers");
   });
 });

@@ -48,7 +48,14 @@ function errorWith(code: ErrorCode, re: RegExp): (e: unknown) => boolean {
 }
 
 function doctorInput(ep: string): Parameters<typeof runChecks>[0] {
-  return { props: { bucket: "bkt", endpoint: pathToFileURL(ep).href, kvstoreTable: "locks", kvstoreEndpoint: pathToFileURL(ep).href }, origins: {}, workspace: undefined, defaults: undefined, file: undefined, settings: defaultSettings() };
+  return {
+    props: { bucket: "bkt", endpoint: pathToFileURL(ep).href, kvstoreTable: "locks", kvstoreEndpoint: pathToFileURL(ep).href },
+    origins: {},
+    workspace: undefined,
+    defaults: undefined,
+    file: undefined,
+    settings: defaultSettings(),
+  };
 }
 
 function check(results: CheckResult[], name: string): CheckResult {
@@ -78,7 +85,10 @@ describe("embedded store on a full disk", { skip: NEEDS_ROOT }, () => {
       errorWith("STORE_NO_SPACE", new RegExp(`^cannot write env:/tool.tfstate in file:${d.bucketDir}: no space left on device at ${d.bucketDir}; `)),
     );
     assert.equal((await d.get("env:/tool.tfstate"))?.body.toString(), "v1");
-    assert.deepEqual((await fs.readdir(d.bucketDir)).filter((f) => f.startsWith(".tmp-")), []);
+    assert.deepEqual(
+      (await fs.readdir(d.bucketDir)).filter((f) => f.startsWith(".tmp-")),
+      [],
+    );
 
     // Fill what is left, then every kind of write fails the same way.
     const filler = path.join(ep, "filler");
@@ -131,7 +141,11 @@ describe("a full disk leaves no lock behind (embedded store)", { skip: NEEDS_ROO
     for (const lockfile of [false, true]) {
       it(`${disk.what}, ${lockfile ? "lockfile" : "lock table"}: a second lock is answered with the holder (STATE_LOCKED), and the holder's unlock succeeds`, async () => {
         const ep = await mountTmpfs(`locks-${disk.inodes ? "inodes" : "blocks"}-${lockfile ? "file" : "table"}`, disk.options);
-        const props = { bucket: "bkt", endpoint: pathToFileURL(ep).href, ...(lockfile ? {} : { kvstoreEndpoint: pathToFileURL(ep).href, kvstoreTable: "locks" }) };
+        const props = {
+          bucket: "bkt",
+          endpoint: pathToFileURL(ep).href,
+          ...(lockfile ? {} : { kvstoreEndpoint: pathToFileURL(ep).href, kvstoreTable: "locks" }),
+        };
         const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined, lockfile });
         try {
           await b.writeState("default", JSON.stringify({ version: 4, serial: 1, lineage: "L" }));

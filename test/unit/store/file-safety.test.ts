@@ -135,7 +135,15 @@ describe("embedded lock table and symbolic links", () => {
     const t = await freshTable();
     await fs.mkdir(path.dirname(t.dir));
     await fs.symlink(outside, t.dir);
-    for (const call of [() => t.describeKeySchema(), () => t.createTable(), () => t.putIfAbsent("a/b", "Info", "x"), () => t.get("a/b", "Info"), () => t.put("a/b", "Info", "x"), () => t.deleteIf("a/b", "Info", "x"), () => t.updateIf("a/b", "Info", "x", { E: "1" })]) {
+    for (const call of [
+      () => t.describeKeySchema(),
+      () => t.createTable(),
+      () => t.putIfAbsent("a/b", "Info", "x"),
+      () => t.get("a/b", "Info"),
+      () => t.put("a/b", "Info", "x"),
+      () => t.deleteIf("a/b", "Info", "x"),
+      () => t.updateIf("a/b", "Info", "x", { E: "1" }),
+    ]) {
       await assert.rejects(call(), unsafe(t.dir));
     }
     const t2 = await freshTable();
@@ -163,7 +171,10 @@ describe("embedded lock table and symbolic links", () => {
     const schema = path.join(t2.dir, ".schema.json");
     await fs.rm(schema);
     await fs.symlink(path.join(outside, "secret"), schema);
-    await assert.rejects(new FileLockTable({ table: "locks", endpoint: pathToFileURL(path.dirname(path.dirname(t2.dir))).href }).describeKeySchema(), unsafe(schema));
+    await assert.rejects(
+      new FileLockTable({ table: "locks", endpoint: pathToFileURL(path.dirname(path.dirname(t2.dir))).href }).describeKeySchema(),
+      unsafe(schema),
+    );
     await outsideUntouched();
   });
 });

@@ -36,7 +36,11 @@ describe("embedded store versions", () => {
     const kept = await collect(d.listVersions("env:/k"));
     assert.deepEqual(await Promise.all(kept.map(async (v) => (await d.get("env:/k", { versionId: v.versionId }))?.body.toString())), ["v4", "v3"]);
     assert.equal((await collect(d.listVersions("other/k"))).length, 4, "outside the prefix nothing expires");
-    assert.equal((await fs.readdir(path.join(d.bucketDir, ".meta", hash("env:/k")))).filter((f) => f.endsWith(".json")).length, 2, "metadata of expired versions goes with them");
+    assert.equal(
+      (await fs.readdir(path.join(d.bucketDir, ".meta", hash("env:/k")))).filter((f) => f.endsWith(".json")).length,
+      2,
+      "metadata of expired versions goes with them",
+    );
     await d.setRetention({ prefix: "env:/" });
     assert.equal(await d.getRetention(), null);
   });
@@ -50,12 +54,19 @@ describe("embedded store versions", () => {
     await fs.link(path.join(d.bucketDir, "k"), path.join(d.bucketDir, ".versions", hash("k"), current?.versionId as string));
     await fs.writeFile(path.join(d.bucketDir, ".tmp-00000000-0000-4000-8000-000000000000.k"), "thr");
     const listed = await collect(d.listVersions("k"));
-    assert.deepEqual(listed.map((v) => v.isLatest), [true, false]);
+    assert.deepEqual(
+      listed.map((v) => v.isLatest),
+      [true, false],
+    );
     assert.equal((await d.get("k"))?.body.toString(), "two");
     await d.put("k", Buffer.from("three"), { ifMatch: createHash("md5").update("two").digest("hex") });
     const after = await collect(d.listVersions("k"));
     assert.deepEqual(await Promise.all(after.map(async (v) => (await d.get("k", { versionId: v.versionId }))?.body.toString())), ["three", "two", "one"]);
-    assert.deepEqual((await d.listLeftovers("")).map((l) => l.key), ["k"], "only the temp file is a leftover");
+    assert.deepEqual(
+      (await d.listLeftovers("")).map((l) => l.key),
+      ["k"],
+      "only the temp file is a leftover",
+    );
   });
 
   it("version IDs sort newest first and name a version whether current or archived; bad IDs read as absent", async () => {

@@ -123,7 +123,10 @@ describe("FileDriver", () => {
     await assert.rejects(d.put("lock", Buffer.from("second"), { ifNoneMatch: true }), (e) => isObjstateError(e, "PRECONDITION_FAILED"));
     assert.equal((await d.get("lock"))?.body.toString(), "first");
     // A refused write leaves no temp or metadata behind.
-    assert.deepEqual((await fs.readdir(d.bucketDir)).filter((n) => n.startsWith(".tmp-")), []);
+    assert.deepEqual(
+      (await fs.readdir(d.bucketDir)).filter((n) => n.startsWith(".tmp-")),
+      [],
+    );
     await d.delete("lock");
     await d.put("lock", Buffer.from("third"), { ifNoneMatch: true });
     assert.equal((await d.get("lock"))?.body.toString(), "third");
@@ -176,7 +179,14 @@ describe("FileDriver", () => {
     await d.delete("a/b");
     assert.deepEqual(await collect(d.list("")), []);
     const versions = await collect(d.listVersions("a"));
-    assert.deepEqual(versions.map((v) => [v.deleteMarker, v.isLatest, v.size]), [[true, true, 0], [false, false, 1], [false, false, 1]]);
+    assert.deepEqual(
+      versions.map((v) => [v.deleteMarker, v.isLatest, v.size]),
+      [
+        [true, true, 0],
+        [false, false, 1],
+        [false, false, 1],
+      ],
+    );
     assert.equal((await d.get("a", { versionId: versions[2]?.versionId }))?.body.toString(), "1");
     assert.equal((await d.get("a", { versionId: versions[2]?.versionId }))?.meta.contentType, "text/plain", "an old version keeps its metadata");
     assert.deepEqual(await d.listLeftovers(""), [], "history is not a leftover");
@@ -202,7 +212,11 @@ describe("FileDriver", () => {
       assert.equal((await d.get(key))?.body.toString(), key);
     }
     for (const bucket of ["..", "../up", "a/b", "Ab", "x", ""]) {
-      assert.throws(() => new FileDriver({ bucket, endpoint: `file://${root}` }), (e) => isObjstateError(e, "INVALID_BUCKET"), bucket);
+      assert.throws(
+        () => new FileDriver({ bucket, endpoint: `file://${root}` }),
+        (e) => isObjstateError(e, "INVALID_BUCKET"),
+        bucket,
+      );
     }
     const outside = await fs.readdir(path.dirname(root));
     assert.ok(!outside.includes("x") && !outside.includes("passwd"));

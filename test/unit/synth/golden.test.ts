@@ -56,7 +56,13 @@ describe("synthesis golden files", () => {
   it("remote state with defaults and workspace, merged with a backend", () => {
     const net = new DataRemoteStateObjectStore(
       "net",
-      DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", key: "network.tfstate", kvstoreTable: "state-locks", defaults: { vpc_id: "vpc-none", SubnetIDs: ["a", "b"], nested: { Keep_Case: 1 } }, workspace: "staging" }),
+      DataRemoteStateObjectStoreConfig.from({
+        bucket: "state-bucket",
+        key: "network.tfstate",
+        kvstoreTable: "state-locks",
+        defaults: { vpc_id: "vpc-none", SubnetIDs: ["a", "b"], nested: { Keep_Case: 1 } },
+        workspace: "staging",
+      }),
     );
     const dns = new DataRemoteStateObjectStore("dns", { bucket: "state-bucket", key: "dns.tfstate" });
     golden("remote-state.json", mergeToolJson(ObjectStoreBackendConfig.from({ bucket: "state-bucket" }).toToolJson(), net.toToolJson(), dns.toToolJson()));

@@ -25,7 +25,10 @@ describe("remote-state names", () => {
     const states = merged.data?.tool_remote_state ?? {};
     assert.deepEqual(Object.keys(states), ["toString", "constructor"]);
     assert.equal(Object.getPrototypeOf(states), Object.prototype);
-    assert.throws(() => mergeToolJson(remote("toString").toToolJson(), remote("toString").toToolJson()), { code: "INVALID_NAME", message: 'remote state "toString" is defined twice' });
+    assert.throws(() => mergeToolJson(remote("toString").toToolJson(), remote("toString").toToolJson()), {
+      code: "INVALID_NAME",
+      message: 'remote state "toString" is defined twice',
+    });
   });
 
   it("the merged document keeps the order its parts came in", () => {
@@ -33,7 +36,12 @@ describe("remote-state names", () => {
     assert.deepEqual(Object.keys(mergeToolJson(remote("net").toToolJson(), backend)), ["data", "tool"]);
     assert.deepEqual(Object.keys(mergeToolJson(backend, remote("net").toToolJson())), ["tool", "data"]);
     assert.deepEqual(mergeToolJson(remote("a").toToolJson(), remote("b").toToolJson()), {
-      data: { tool_remote_state: { a: { backend: "objectstore", config: { bucket: "states", key: "a.tfstate" } }, b: { backend: "objectstore", config: { bucket: "states", key: "b.tfstate" } } } },
+      data: {
+        tool_remote_state: {
+          a: { backend: "objectstore", config: { bucket: "states", key: "a.tfstate" } },
+          b: { backend: "objectstore", config: { bucket: "states", key: "b.tfstate" } },
+        },
+      },
     });
   });
 });

@@ -124,7 +124,9 @@ describe("the mapping table", () => {
       const written = at(block, cell.argument);
       assert.notEqual(written, undefined, `${field} → ${backend} ${cell.argument}`);
       const v = VALUES[field];
-      const expected = { undefined: v, nonEmpty: v, list: [v], seconds: `${String(v)}s`, path: v, url: v, httpsHost: String(v).replace(/^https:\/\//, "") }[cell.transform ?? "undefined"];
+      const expected = { undefined: v, nonEmpty: v, list: [v], seconds: `${String(v)}s`, path: v, url: v, httpsHost: String(v).replace(/^https:\/\//, "") }[
+        cell.transform ?? "undefined"
+      ];
       assert.deepEqual(written, expected, `${field} → ${backend} ${cell.argument}`);
       for (const [k, x] of Object.entries(cell.alongside ?? {})) assert.equal(block[k], x, `${k} beside ${cell.argument}`);
     }
@@ -135,10 +137,18 @@ describe("the mapping table", () => {
     for (const { field, backend, cell } of mappingRows()) {
       if (cell.kind !== "none") continue;
       checked++;
-      const run = field === "lockfile" ? () => ObjectStoreBackendConfig.from({ bucket: "state-bucket" }).toTerraformJson({ backend: backend as "s3" | "oss", lockfile: true }) : () => backendBlock(ObjectStoreBackendConfig.from(propsWith(field)), optionsFor(backend));
+      const run =
+        field === "lockfile"
+          ? () => ObjectStoreBackendConfig.from({ bucket: "state-bucket" }).toTerraformJson({ backend: backend as "s3" | "oss", lockfile: true })
+          : () => backendBlock(ObjectStoreBackendConfig.from(propsWith(field)), optionsFor(backend));
       assert.throws(
         run,
-        (e: unknown) => e instanceof ConfigError && e.code === "UNSUPPORTED_FIELD" && e.field === field && e.message.includes(`${field} is set`) && e.message.includes(`${backend} backend`),
+        (e: unknown) =>
+          e instanceof ConfigError &&
+          e.code === "UNSUPPORTED_FIELD" &&
+          e.field === field &&
+          e.message.includes(`${field} is set`) &&
+          e.message.includes(`${backend} backend`),
         `${field} with ${backend}`,
       );
       // The same for a remote state (the backend's rows are the same).
@@ -170,10 +180,20 @@ describe("toTerraformJson golden files", () => {
     golden("terraform-oss-all-fields.json", ObjectStoreBackendConfig.from(supported("oss")).toTerraformJson({ backend: "oss" }));
   });
   it("http with every field set: the server holds them, only its address and the user are written", () => {
-    golden("terraform-http.json", ObjectStoreBackendConfig.from(supported("http")).toTerraformJson({ ...HTTP, serveUrl: "https://state.example.com/", workspace: "prod" }));
+    golden(
+      "terraform-http.json",
+      ObjectStoreBackendConfig.from(supported("http")).toTerraformJson({ ...HTTP, serveUrl: "https://state.example.com/", workspace: "prod" }),
+    );
   });
   it("remote states through each backend, merged with a backend and a seed remote state", () => {
-    const cfg = (extra: object) => DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", key: "network.tfstate", kvstoreTable: "state-locks", endpoint: "s3.example.com", ...extra });
+    const cfg = (extra: object) =>
+      DataRemoteStateObjectStoreConfig.from({
+        bucket: "state-bucket",
+        key: "network.tfstate",
+        kvstoreTable: "state-locks",
+        endpoint: "s3.example.com",
+        ...extra,
+      });
     const viaS3 = new DataRemoteStateObjectStore("net", cfg({ defaults: { vpc_id: "vpc-none", SubnetIDs: ["a", "b"] }, workspace: "staging" }));
     const viaOss = new DataRemoteStateObjectStore("dns", cfg({ stsEndpoint: "https://sts.example.com:8443" }));
     const viaHttp = new DataRemoteStateObjectStore("app", cfg({ workspace: "prod-eu", defaults: { url: "" } }));
@@ -190,23 +210,35 @@ describe("toTerraformJson golden files", () => {
     );
   });
   it("the seed's tool JSON is unchanged (toToolJson and its golden file)", () => {
-    assert.equal(formatToolJson(ObjectStoreBackendConfig.from({ bucket: "state-bucket" }).toToolJson()), readFileSync(new URL("backend-bucket-only.json", GOLDEN), "utf8"));
+    assert.equal(
+      formatToolJson(ObjectStoreBackendConfig.from({ bucket: "state-bucket" }).toToolJson()),
+      readFileSync(new URL("backend-bucket-only.json", GOLDEN), "utf8"),
+    );
   });
 });
 
 describe("values as each backend reads them", () => {
   const s3 = (props: Omit<ObjectStoreBackendConfigProps, "bucket">, options: Partial<TerraformBackendOptions> = {}) =>
     backendBlock(ObjectStoreBackendConfig.from({ bucket: "state-bucket", ...props }), { backend: "s3", ...options } as TerraformBackendOptions);
-  const oss = (props: Omit<ObjectStoreBackendConfigProps, "bucket">) => backendBlock(ObjectStoreBackendConfig.from({ bucket: "state-bucket", ...props }), { backend: "oss" });
+  const oss = (props: Omit<ObjectStoreBackendConfigProps, "bucket">) =>
+    backendBlock(ObjectStoreBackendConfig.from({ bucket: "state-bucket", ...props }), { backend: "oss" });
 
   it("endpoints: a bare host is https://host, as objstate reads it; a file: endpoint is refused (the tool cannot reach the embedded store)", () => {
-    assert.deepEqual(s3({ endpoint: "s3.example.com:9000", kvstoreEndpoint: "http://127.0.0.1:8000/" })["endpoints"], { s3: "https://s3.example.com:9000", dynamodb: "http://127.0.0.1:8000" });
+    assert.deepEqual(s3({ endpoint: "s3.example.com:9000", kvstoreEndpoint: "http://127.0.0.1:8000/" })["endpoints"], {
+      s3: "https://s3.example.com:9000",
+      dynamodb: "http://127.0.0.1:8000",
+    });
     assert.equal(oss({ endpoint: "oss.example.com" })["endpoint"], "https://oss.example.com");
     for (const field of ["endpoint", "kvstoreEndpoint"] as const) {
       for (const backend of ["s3", "oss"] as const) {
         assert.throws(
           () => backendBlock(ObjectStoreBackendConfig.from({ bucket: "state-bucket", [field]: "file:./states" }), { backend }),
-          (e: unknown) => e instanceof ConfigError && e.code === "UNSUPPORTED_VALUE" && e.field === field && /embedded store/.test(e.message) && /http backend/.test(e.message),
+          (e: unknown) =>
+            e instanceof ConfigError &&
+            e.code === "UNSUPPORTED_VALUE" &&
+            e.field === field &&
+            /embedded store/.test(e.message) &&
+            /http backend/.test(e.message),
         );
       }
     }
@@ -219,16 +251,28 @@ describe("values as each backend reads them", () => {
   });
 
   it("the S3 backend's assume_role: duration as a string, an empty role ARN means none, and it needs a role ARN", () => {
-    assert.deepEqual(s3({ assumeRoleRoleArn: "arn:aws:iam::1:role/r", assumeRoleSessionExpiration: 3600 })["assume_role"], { role_arn: "arn:aws:iam::1:role/r", duration: "3600s" });
-    assert.deepEqual(s3({ assumeRole: { roleArn: "arn:aws:iam::1:role/old", sessionExpiration: 900 } })["assume_role"], { role_arn: "arn:aws:iam::1:role/old", duration: "900s" });
+    assert.deepEqual(s3({ assumeRoleRoleArn: "arn:aws:iam::1:role/r", assumeRoleSessionExpiration: 3600 })["assume_role"], {
+      role_arn: "arn:aws:iam::1:role/r",
+      duration: "3600s",
+    });
+    assert.deepEqual(s3({ assumeRole: { roleArn: "arn:aws:iam::1:role/old", sessionExpiration: 900 } })["assume_role"], {
+      role_arn: "arn:aws:iam::1:role/old",
+      duration: "900s",
+    });
     assert.equal(s3({ assumeRoleRoleArn: "" })["assume_role"], undefined);
-    assert.throws(() => s3({ assumeRoleRoleArn: "", assumeRoleSessionName: "deploy" }), { code: "UNSUPPORTED_VALUE", message: /assumeRoleSessionName is set, but no role ARN/ });
+    assert.throws(() => s3({ assumeRoleRoleArn: "", assumeRoleSessionName: "deploy" }), {
+      code: "UNSUPPORTED_VALUE",
+      message: /assumeRoleSessionName is set, but no role ARN/,
+    });
   });
 
   it("the deprecated block and the flattened fields may not both set one argument of the S3 backend", () => {
     assert.throws(
       () => s3({ assumeRoleRoleArn: "arn:aws:iam::1:role/new", assumeRole: { roleArn: "arn:aws:iam::1:role/old" } }),
-      (e: unknown) => e instanceof ConfigError && e.code === "CONFLICTING_FIELDS" && /assumeRole\.roleArn and assumeRoleRoleArn both set assume_role\.role_arn/.test(e.message),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        e.code === "CONFLICTING_FIELDS" &&
+        /assumeRole\.roleArn and assumeRoleRoleArn both set assume_role\.role_arn/.test(e.message),
     );
     // The OSS backend has both (its own precedence applies): written as set.
     const both = oss({ assumeRoleRoleArn: "arn:aws:iam::1:role/new", assumeRole: { roleArn: "arn:aws:iam::1:role/old" } });
@@ -247,11 +291,22 @@ describe("values as each backend reads them", () => {
 
   it("http: the workspace's address, URL-encoded, on the serve URL's path; a remote state reads its workspace there", () => {
     const cfg = ObjectStoreBackendConfig.from({ bucket: "state-bucket" });
-    assert.equal(backendBlock(cfg, { backend: "http", serveUrl: "https://proxy.example.com/objstate/", workspace: "a~b" })["address"], "https://proxy.example.com/objstate/state/a~b");
-    const remote = DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", workspace: "prod" }).toTerraformJson({ backend: "http", serveUrl: "http://127.0.0.1:8080" });
+    assert.equal(
+      backendBlock(cfg, { backend: "http", serveUrl: "https://proxy.example.com/objstate/", workspace: "a~b" })["address"],
+      "https://proxy.example.com/objstate/state/a~b",
+    );
+    const remote = DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", workspace: "prod" }).toTerraformJson({
+      backend: "http",
+      serveUrl: "http://127.0.0.1:8080",
+    });
     assert.deepEqual(remote, { backend: "http", config: { address: "http://127.0.0.1:8080/state/prod" } });
     const viaS3 = DataRemoteStateObjectStoreConfig.from({ bucket: "state-bucket", workspace: "prod", defaults: { a: 1 } }).toTerraformJson({ backend: "s3" });
-    assert.deepEqual(viaS3, { backend: "s3", config: { bucket: "state-bucket", key: "tool.tfstate", region: "us-east-1" }, defaults: { a: 1 }, workspace: "prod" });
+    assert.deepEqual(viaS3, {
+      backend: "s3",
+      config: { bucket: "state-bucket", key: "tool.tfstate", region: "us-east-1" },
+      defaults: { a: 1 },
+      workspace: "prod",
+    });
   });
 });
 
@@ -271,18 +326,30 @@ describe("options", () => {
   ];
   for (const [what, options, code, message] of cases) {
     it(`refuses ${what}`, () => {
-      assert.throws(() => cfg.toTerraformJson(options as TerraformBackendOptions), (e: unknown) => e instanceof ConfigError && e.code === code && message.test(e.message));
+      assert.throws(
+        () => cfg.toTerraformJson(options as TerraformBackendOptions),
+        (e: unknown) => e instanceof ConfigError && e.code === code && message.test(e.message),
+      );
     });
   }
   it("a remote state takes no workspace or lockfile option (its config has the workspace)", () => {
-    assert.throws(() => remote.toTerraformJson({ backend: "http", serveUrl: "http://127.0.0.1:8080", workspace: "x" } as never), { code: "INVALID_PROPS", message: /reads the workspace of its config/ });
+    assert.throws(() => remote.toTerraformJson({ backend: "http", serveUrl: "http://127.0.0.1:8080", workspace: "x" } as never), {
+      code: "INVALID_PROPS",
+      message: /reads the workspace of its config/,
+    });
     assert.throws(() => remote.toTerraformJson({ backend: "s3", lockfile: true } as never), { code: "INVALID_PROPS" });
   });
 });
 
 describe("warnings", () => {
   it("names the tool's environment variable for each secret written, never the value; none for http", () => {
-    const config = ObjectStoreBackendConfig.from({ bucket: "state-bucket", prefix: "", accessKey: "AK-VALUE", secretKey: "SK-VALUE", securityToken: "TOK-VALUE" });
+    const config = ObjectStoreBackendConfig.from({
+      bucket: "state-bucket",
+      prefix: "",
+      accessKey: "AK-VALUE",
+      secretKey: "SK-VALUE",
+      securityToken: "TOK-VALUE",
+    });
     const s3 = terraformWarnings(config, { backend: "s3" });
     assert.deepEqual(
       s3.map((w) => /set (\S+) instead/.exec(w)?.[1]),
@@ -316,8 +383,14 @@ describe("warnings", () => {
     assert.deepEqual(terraformWarnings(ObjectStoreBackendConfig.from({ bucket: "state-bucket", prefix: "" }), { backend: "oss", layout: "s3" }), []);
     // The layout changes no argument; a wrong one is refused, and http takes none (the server has its own).
     assert.deepEqual(config.toTerraformJson({ backend: "s3", layout: "s3" }), config.toTerraformJson({ backend: "s3" }));
-    assert.throws(() => config.toTerraformJson({ backend: "s3", layout: "tool" as "s3" }), { code: "INVALID_VALUE", message: /^layout must be "seed" or "s3", got "tool"/ });
-    assert.throws(() => config.toTerraformJson({ backend: "http", serveUrl: "http://127.0.0.1:8080", layout: "s3" } as TerraformBackendOptions), { code: "INVALID_PROPS", message: /layout is not an option for backend http/ });
+    assert.throws(() => config.toTerraformJson({ backend: "s3", layout: "tool" as "s3" }), {
+      code: "INVALID_VALUE",
+      message: /^layout must be "seed" or "s3", got "tool"/,
+    });
+    assert.throws(() => config.toTerraformJson({ backend: "http", serveUrl: "http://127.0.0.1:8080", layout: "s3" } as TerraformBackendOptions), {
+      code: "INVALID_PROPS",
+      message: /layout is not an option for backend http/,
+    });
   });
 });
 
@@ -327,7 +400,10 @@ describe("documents", () => {
     assert.throws(() => mergeToolJson(tf, ObjectStoreBackendConfig.from({ bucket: "state-bucket" }).toToolJson()), { code: "INVALID_PROPS" });
     assert.throws(() => mergeToolJson(tf, tf), { code: "INVALID_PROPS" });
     const net = new DataRemoteStateObjectStore("net", { bucket: "state-bucket" });
-    assert.throws(() => mergeToolJson(net.toTerraformJson({ backend: "s3" }), net.toTerraformJson({ backend: "oss" })), { code: "INVALID_NAME", message: /"net" is defined twice/ });
+    assert.throws(() => mergeToolJson(net.toTerraformJson({ backend: "s3" }), net.toTerraformJson({ backend: "oss" })), {
+      code: "INVALID_NAME",
+      message: /"net" is defined twice/,
+    });
     const doc = mergeToolJson(net.toToolJson(), net.toTerraformJson({ backend: "s3" }), tf);
     assert.deepEqual(Object.keys(doc), ["data", "terraform"]);
     assert.deepEqual(Object.keys(doc.data ?? {}), ["tool_remote_state", "terraform_remote_state"]);

@@ -24,7 +24,8 @@ describe("writeToolJson", () => {
     const file = join(tmpdir(), "objstate-no-such-dir-4f1c", "main.tf.json");
     assert.throws(
       () => writeToolJson(file, {}),
-      (e: unknown) => e instanceof ObjstateError && e.code === "WRITE_FAILED" && e.message.includes(file) && e.message.includes("ENOENT") && !e.message.includes("\n"),
+      (e: unknown) =>
+        e instanceof ObjstateError && e.code === "WRITE_FAILED" && e.message.includes(file) && e.message.includes("ENOENT") && !e.message.includes("\n"),
     );
   });
 });

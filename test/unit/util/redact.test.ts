@@ -9,7 +9,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { inspect } from "node:util";
-import { DataRemoteStateObjectStore, DataRemoteStateObjectStoreConfig, ObjectStoreBackend, ObjectStoreBackendConfig, resolveSettings } from "../../../src/index.js";
+import {
+  DataRemoteStateObjectStore,
+  DataRemoteStateObjectStoreConfig,
+  ObjectStoreBackend,
+  ObjectStoreBackendConfig,
+  resolveSettings,
+} from "../../../src/index.js";
 import { COMMON_FIELDS } from "../../../src/config/fields.js";
 import { resolveEffectiveSettings } from "../../../src/credentials/index.js";
 import { ObjstateError, SanitizedCause } from "../../../src/errors.js";
@@ -79,7 +85,10 @@ describe("no public object shows a secret (sweep)", () => {
   it("a secret from the selected profile of the shared credentials file", () => {
     const s = secretValue();
     const file = join(work, "credentials.json");
-    writeFileSync(file, JSON.stringify({ current: "p", profiles: [{ name: "p", mode: "StsToken", access_key_id: "AKID-p", access_key_secret: s, sts_token: `${s}-token` }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({ current: "p", profiles: [{ name: "p", mode: "StsToken", access_key_id: "AKID-p", access_key_secret: s, sts_token: `${s}-token` }] }),
+    );
     const settings = resolveEffectiveSettings(ObjectStoreBackendConfig.from({ bucket: "state-bucket", profile: "p", sharedCredentialsFile: file }), {});
     assert.equal(settings.secretKey.value, s);
     assertHidden("profile settings", settings, [s]);
@@ -89,7 +98,10 @@ describe("no public object shows a secret (sweep)", () => {
     const settings = resolveSettings(ObjectStoreBackendConfig.from({ bucket: "state-bucket" }), { PROVIDER_SECRET_KEY: "xyz-secret-xyz" });
     assert.deepEqual(JSON.parse(JSON.stringify(settings.secretKey)), { value: "<redacted>", source: "env:PROVIDER_SECRET_KEY" });
     assert.match(inspect(settings), /^ResolvedSettings \{/);
-    assert.match(String(ObjectStoreBackendConfig.builder().bucket("b-1").secretKey("zz")), /^ObjectStoreBackendConfigBuilder \{"bucket":"b-1","secretKey":"<redacted>"\}$/);
+    assert.match(
+      String(ObjectStoreBackendConfig.builder().bucket("b-1").secretKey("zz")),
+      /^ObjectStoreBackendConfigBuilder \{"bucket":"b-1","secretKey":"<redacted>"\}$/,
+    );
     assert.deepEqual(settings.bucket, { value: "state-bucket", source: "explicit" }, "entries still compare as plain data");
   });
 });
@@ -98,15 +110,25 @@ describe("errors keep no foreign error object", () => {
   const s = secretValue();
   /** Shaped like an AWS SDK v3 service error: hidden `$response` with the signed request. */
   function sdkError(): Error {
-    const e = Object.assign(new Error(`The request signature we calculated does not match. Authorization=AWS4-HMAC-SHA256 Credential=AKIDVISIBLE/20240101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=${s}`), {
-      name: "SignatureDoesNotMatch",
-      $fault: "client",
-      $metadata: { httpStatusCode: 403, requestId: "req-1", extendedRequestId: "ext" },
-      Code: "SignatureDoesNotMatch",
-    });
+    const e = Object.assign(
+      new Error(
+        `The request signature we calculated does not match. Authorization=AWS4-HMAC-SHA256 Credential=AKIDVISIBLE/20240101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=${s}`,
+      ),
+      {
+        name: "SignatureDoesNotMatch",
+        $fault: "client",
+        $metadata: { httpStatusCode: 403, requestId: "req-1", extendedRequestId: "ext" },
+        Code: "SignatureDoesNotMatch",
+      },
+    );
     Object.defineProperty(e, "$response", {
       enumerable: false,
-      value: { statusCode: 403, headers: { "x-amz-security-token": s }, body: `<Error><StringToSign>${s}</StringToSign></Error>`, request: { headers: { authorization: `AWS4-HMAC-SHA256 Credential=AKIDVISIBLE/x, Signature=${s}` } } },
+      value: {
+        statusCode: 403,
+        headers: { "x-amz-security-token": s },
+        body: `<Error><StringToSign>${s}</StringToSign></Error>`,
+        request: { headers: { authorization: `AWS4-HMAC-SHA256 Credential=AKIDVISIBLE/x, Signature=${s}` } },
+      },
     });
     return e;
   }
@@ -153,7 +175,9 @@ describe("redactUrl / redactText", () => {
   });
 
   it("removes signing material: signatures, credential scopes, tokens, authorization headers", () => {
-    const t = redactText("GET /b?X-Amz-Credential=AK%2F2024&X-Amz-Signature=abc123&X-Amz-Security-Token=tok&x=1\nAuthorization: AWS4-HMAC-SHA256 Credential=AK/x, Signature=ff\nok");
+    const t = redactText(
+      "GET /b?X-Amz-Credential=AK%2F2024&X-Amz-Signature=abc123&X-Amz-Security-Token=tok&x=1\nAuthorization: AWS4-HMAC-SHA256 Credential=AK/x, Signature=ff\nok",
+    );
     for (const leaked of ["AK%2F2024", "abc123", "tok&", "Credential=AK/x", "ff\n"]) assert.ok(!t.includes(leaked), t);
     assert.match(t, /&x=1/);
     assert.match(t, /\nok$/);
