@@ -269,8 +269,11 @@ export function program(argv?: readonly string[]): Command {
       .description(
         "take the workspace's lock and print its ID (release it with objstate unlock ID); with -- COMMAND, hold it while the command runs (renewing a --lock-ttl lease; the command gets OBJSTATE_LOCK_ID) and release it after",
       )
-      .argument("[command...]", "command to run under the lock (after --); objstate exits with its exit code, or 6 when the lease was lost")
-      .option("--operation <op>", "what the holder is doing, shown to others", "objstate lock")
+      .argument(
+        "[command...]",
+        "command to run under the lock (after --); objstate exits 0 when it succeeds, 8 when it fails (naming its code), or 7 when the lease was lost",
+      )
+      .option("--operation <op>", "what the holder is doing, shown to others [default: objstate lock]")
       .option("--info <text>", "free text stored with the lock"),
     "print the whole lock info as JSON",
   );

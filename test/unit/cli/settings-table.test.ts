@@ -105,8 +105,9 @@ describe("the settings table", () => {
     for (const r of ROWS) {
       assert.equal(r.fileKey, r.name, `${r.name}: the file key is the setting's name`);
       // --help gets the default from the row, not from commander (which would print it a second way).
-      for (const cmd of commandsByPath().values()) assert.equal(cmd.options.find((o) => o.long === r.flag)?.defaultValue, undefined, r.flag);
     }
+    for (const [path, cmd] of commandsByPath())
+      for (const o of cmd.options) assert.equal(o.defaultValue, undefined, `${path} ${o.flags}: write the default as [default: …] in its help`);
   });
 
   it("a --config file key and a flag give the same frozen value; flag > file > environment > default", () => {
