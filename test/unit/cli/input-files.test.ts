@@ -176,3 +176,23 @@ describe("the shared credentials file", () => {
     assertOneLineError(http, /shared credentials file .*fifo\.json: is a FIFO/);
   });
 });
+
+describe("state push's check of its input reports its progress", () => {
+  it("the check-and-hash pass tells its reader how far it got, up to the whole file, before the upload starts", async () => {
+    const { openStateInput } = await import("../../../src/cli/state-input.js");
+    const file = join(dir, "progress.json");
+    writeFileSync(file, JSON.stringify({ version: 4, serial: 1, pad: "x".repeat(3 * 1024 * 1024) }));
+    const seen: [number, number][] = [];
+    const state = await openStateInput(file, (read, size) => seen.push([read, size]));
+    try {
+      assert.ok(seen.length > 1, `reported ${seen.length} times`);
+      assert.ok(
+        seen.every(([read, size], i) => size === state.size && read > (seen[i - 1]?.[0] ?? 0)),
+        "every report has the file's size and more bytes than the last",
+      );
+      assert.equal(seen.at(-1)?.[0], state.size, "the last report is the whole file");
+    } finally {
+      state.close();
+    }
+  });
+});
