@@ -287,7 +287,7 @@ async function readAllStdin(): Promise<string> {
 }
 
 /** Why `listen` failed, and what to do, for the operator (the errno alone says little). */
-export function whyNotListening(e: unknown, host: string, port: number): string {
+function whyNotListening(e: unknown, host: string, port: number): string {
   const code = (e as NodeJS.ErrnoException).code;
   switch (code) {
     case "EADDRINUSE":

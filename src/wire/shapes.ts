@@ -60,33 +60,10 @@ export function historyEntryJson(v: StateVersion): HistoryEntryJson {
 /**
  * A lock: each entry of `objstate locks --json` and `GET /api/v1/locks` (its `locks`),
  * `objstate lock --json`, `GET /api/v1/workspaces/{w}/lock` (its `lock`) and the `lock` of
- * a workspace. The lock-table item's `Info` (the tool's `ID`, `Who` …) in objstate's names.
+ * a workspace. The lock-table item's `Info` (the tool's `ID`, `Who` …) in objstate's names:
+ * the library's listing itself, its fields copied in this order (and no others) by {@link lockJson}.
  */
-export interface LockJson {
-  /** The workspace it locks; null for a lock of another state under the same prefix. */
-  readonly workspace: string | null;
-  /** `table` (an item of the lock table) or `lockfile` (`{statePath}.tflock`). */
-  readonly source: "table" | "lockfile";
-  /** The table's LockID, or the lockfile's object key. */
-  readonly path: string;
-  /** What unlock and force-unlock need ("" for an item without lock info). */
-  readonly id: string;
-  /** What the holder said it was (`Who`): unchecked. */
-  readonly who: string;
-  readonly operation: string;
-  /** The holder's free text (`Info`). */
-  readonly info: string;
-  /** The holder's tool version. */
-  readonly version: string;
-  /** The server user that took it through `objstate serve`; null for a lock taken elsewhere. */
-  readonly owner: string | null;
-  /** UTC ISO time it was taken, "" when unknown. */
-  readonly since: string;
-  /** UTC ISO time its lease ends; null for a lock that never expires. */
-  readonly expires: string | null;
-  /** Has its lease ended (by the printing process's clock)? */
-  readonly expired: boolean;
-}
+export type LockJson = LockListing;
 
 /** A lock as the library lists it ({@link ObjectStoreBackend.locks}, `currentLock`, `listedLock`) as {@link LockJson}. */
 export function lockJson(l: LockListing): LockJson {
