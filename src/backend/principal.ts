@@ -8,15 +8,28 @@
  * How a principal proved who it is. `password`: HTTP Basic checked against the users file;
  * `certificate`: a verified client certificate (mutual TLS) whose subject CN names the
  * user; `none`: a server without users, where every request is `anonymous`. Open for the
- * ways still to come (`token`, an OIDC identity): readers must accept values they do not know.
+ * ways still to come: readers must accept values they do not know. `token`: an API token made by
+ * `objstate serve token create` (its ID is in {@link Principal.tokenId}); `oidc`: a CI
+ * identity's OIDC ID token matched by an identity rule (see {@link Principal.oidc}).
  */
-export type PrincipalVia = "password" | "certificate" | "none" | (string & {});
+export type PrincipalVia = "password" | "certificate" | "token" | "oidc" | "none" | (string & {});
 
 /** An authenticated caller. */
 export interface Principal {
   /** The user's name (`anonymous` on a server without users). */
   readonly name: string;
   readonly via: PrincipalVia;
+  /** For `via: "token"`: the token's public ID, never the token or its hash. */
+  readonly tokenId?: string;
+  /**
+   * For `via: "oidc"`: the issuer, the subject, and only the claims the matching rule
+   * looked at, so an audit line says why the caller was let in without copying the token.
+   */
+  readonly oidc?: {
+    readonly issuer: string;
+    readonly subject: string;
+    readonly claims: Readonly<Record<string, string>>;
+  };
 }
 
 /** The principal of every request to a server that runs without users. */
