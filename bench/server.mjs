@@ -20,7 +20,7 @@
 //     `apt-get install -y wrk; wrk -t2 -c32 -d10s http://127.0.0.1:PORT/state/tput`).
 import { spawn } from "node:child_process";
 import { randomBytes, randomUUID, createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -113,9 +113,18 @@ if (USERS) {
 const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
 
 /** `--allow-unlocked-writes`, for a build that has it (older builds accept writes without ?ID anyway). */
-const UNLOCKED = readFileSync(fileURLToPath(new URL("src/cli/settings.js", DIST)), "utf8").includes("--allow-unlocked-writes")
+const UNLOCKED = ["src/cli/settings.js", "src/config/settings-table.js"].some((f) => {
+  const file = fileURLToPath(new URL(f, DIST));
+  return existsSync(file) && readFileSync(file, "utf8").includes("--allow-unlocked-writes");
+})
   ? ["--allow-unlocked-writes"]
   : [];
+
+/** Every child this bench started: a bench that fails half-way must not leave servers behind. */
+const children = new Set();
+process.on("exit", () => {
+  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+});
 
 /** A server process; resolves once it listens. */
 async function startServer() {
@@ -138,6 +147,7 @@ async function startServer() {
     ],
     { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BENCH_PHASES_DIST: DIST.href }, stdio: ["ignore", "ignore", "pipe"] },
   );
+  children.add(child);
   let err = "";
   const url = await new Promise((resolve, reject) => {
     child.stderr.setEncoding("utf8").on("data", (d) => {
@@ -177,6 +187,7 @@ async function startServer() {
 /** The bare transport (bench/transport-child.mjs) in its own process; resolves once it listens. */
 async function startBare() {
   const child = spawn(process.execPath, [fileURLToPath(new URL("transport-child.mjs", import.meta.url))], { stdio: ["ignore", "pipe", "inherit"] });
+  children.add(child);
   let out = "";
   const url = await new Promise((resolve, reject) => {
     child.stdout.setEncoding("utf8").on("data", (d) => {
