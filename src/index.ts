@@ -49,6 +49,16 @@ export {
   type LastWrite,
   type WorkspaceObject,
   type DigestStatus,
+  AuditLog,
+  parseSince,
+  type AuditAction,
+  type AuditEntry,
+  type AuditLogOptions,
+  type AuditOutcome,
+  type AuditPage,
+  type AuditPrincipal,
+  type AuditRecord,
+  type AuditReadOptions,
 } from "./backend/backend.js";
 export {
   historyEntryJson,
