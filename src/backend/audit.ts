@@ -379,18 +379,29 @@ export class AuditLog {
     const records: AuditRecord[] = [];
     let unreadable = 0;
     const since = options.since.getTime();
-    for (const { key } of keys) {
-      const got = await within(this.store.get(key), end, key);
-      if (got === null) continue;
-      for (const text of got.body.toString("utf8").split("\n")) {
-        if (text.trim() === "") continue;
-        const rec = parseRecord(text);
-        if (rec === undefined) {
-          unreadable++;
-          continue;
+    // A day is read whole (all its parts) and put in time order: replicas append their lines
+    // a little after the change, so the object's order is not quite the changes' order.
+    for (let i = 0; i < keys.length;) {
+      const day: { rec: AuditRecord; at: number }[] = [];
+      const name = (keys[i] as { day: string }).day;
+      for (; i < keys.length && (keys[i] as { day: string }).day === name; i++) {
+        const key = (keys[i] as { key: string }).key;
+        const got = await within(this.store.get(key), end, key);
+        if (got === null) continue;
+        for (const text of got.body.toString("utf8").split("\n")) {
+          if (text.trim() === "") continue;
+          const rec = parseRecord(text);
+          if (rec === undefined) {
+            unreadable++;
+            continue;
+          }
+          const at = Date.parse(rec.time);
+          if (at < since || (options.workspace !== undefined && rec.workspace !== options.workspace)) continue;
+          day.push({ rec, at });
         }
-        if (Date.parse(rec.time) < since) continue;
-        if (options.workspace !== undefined && rec.workspace !== options.workspace) continue;
+      }
+      day.sort((a, b) => a.at - b.at); // stable: lines of one millisecond keep their order
+      for (const { rec } of day) {
         if (records.length >= options.limit) return { records, truncated: true, unreadable };
         records.push(rec);
       }

@@ -82,6 +82,8 @@ export interface VersionView {
 /** What a rollback wrote. */
 export interface RollbackResult {
   readonly serial: number | null;
+  /** MD5 of the state written. */
+  readonly md5?: string | undefined;
   readonly versionId?: string | undefined;
 }
 
@@ -140,6 +142,14 @@ export interface ConsoleLogEntry {
   readonly outcome: "ok" | "refused" | "failed";
   /** Lock ID, version ID, or why it was refused; never a secret. */
   readonly detail: string;
+  /** For the audit log: the lock a force-unlock named. */
+  readonly lockId?: string | undefined;
+  /** A rollback: the version it restored, and the serial and MD5 it wrote. */
+  readonly from?: string | undefined;
+  readonly serial?: number | undefined;
+  readonly md5?: string | undefined;
+  /** A failed action's error code. */
+  readonly code?: string | undefined;
 }
 
 /** The authenticated user and how they authenticated (`password`, `certificate`, `none` …). */
