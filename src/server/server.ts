@@ -179,9 +179,17 @@ export class ObjstateServer {
         : options.backend.auditLog({
             ...options.audit,
             // A line the store could not take is kept in the server's log rather than lost (it holds no secret).
-            onOverflow: (line) => logger.event("error", "audit line not stored", { line: line.trimEnd() }),
-            onError: (e) => logger.event("warn", "audit append failed, retrying", { code: codeOf(e) }),
+            onOverflow: (line) => {
+              this.metrics.auditSpill();
+              logger.event("error", "audit line not stored", { line: line.trimEnd() });
+            },
+            onError: (e) => {
+              this.metrics.auditFailure();
+              logger.event("warn", "audit append failed, retrying", { code: codeOf(e) });
+            },
           });
+    const audit = this.audit;
+    if (audit !== undefined) this.metrics.auditPending = () => audit.pending;
     this.maxStateSize = options.maxStateSize ?? DEFAULT_MAX_STATE_SIZE;
     this.clientTimeoutMs = options.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
     this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend);

@@ -6,6 +6,8 @@
  * state content.
  */
 import assert from "node:assert/strict";
+import { mkdirSync, rmdirSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, type AuditRecord } from "../../../src/index.js";
 import { auditPrefix, layout } from "../../../src/config/layout.js";
@@ -200,6 +202,46 @@ describe("objstate serve: the audit log", () => {
     for (const secret of secrets) {
       assert.ok(!objects.includes(secret), `an audit object holds ${secret}`);
       assert.ok(!log.includes(secret), `the server's log holds ${secret}`);
+    }
+  });
+});
+
+describe("objstate serve: the audit log through a store that cannot take it", () => {
+  it("a change is answered as usual; its line waits in memory (counted in /metrics) and is stored once the store takes it", async () => {
+    const target = embeddedTarget();
+    const props = await target.setup({ locks: true });
+    const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
+    const logged: string[] = [];
+    const server = new ObjstateServer({ backend, logger: new Logger("warn", (l) => logged.push(l)), audit: { deadlineMs: 200 } });
+    await server.listen("127.0.0.1", 0);
+    try {
+      // The day's object cannot be written: a directory stands where its file goes.
+      const day = new Date().toISOString().slice(0, 10);
+      const blocker = join(target.bucketDir?.(props.bucket as string) ?? "", encodeURIComponent(server.audit?.dayKey(day) ?? ""));
+      mkdirSync(blocker, { recursive: true });
+      const ws = uniqueName("ws");
+      const client = new HttpBackendClient({ bases: [server.url], workspace: ws, retries: 0 });
+      const taken = await client.lock("OperationTypeApply");
+      assert.ok(taken.ok, "the change is made and answered although its line is not stored");
+      const metric = async (name: string): Promise<number> => {
+        const text = (await rawRequest(server.url, "GET", "/metrics", undefined)).body.toString();
+        return Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1] ?? NaN);
+      };
+      // Waits for the first failed append (a condition, not a time).
+      while ((await metric("objstate_audit_append_failures_total")) < 1) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(await metric("objstate_audit_lines_pending"), 1);
+      assert.match(logged.join(""), /"msg":"audit append failed, retrying"/);
+      rmdirSync(blocker);
+      assert.equal(await server.audit?.flush(5_000), true);
+      assert.equal(await metric("objstate_audit_lines_pending"), 0);
+      const page = await server.audit?.read({ since: new Date(Date.now() - 3_600_000), workspace: ws, limit: 10 });
+      assert.deepEqual(
+        page?.records.map((r) => [r.action, r.principal.name, r.lockId]),
+        [["lock", "anonymous", taken.id]],
+      );
+    } finally {
+      await server.close(500);
+      backend.close();
     }
   });
 });
