@@ -11,6 +11,7 @@ import { ObjstateError, isObjstateError } from "../errors.js";
 import { auditClash, auditPrefix, type Layout } from "../config/layout.js";
 import { parseDuration } from "../config/setting-parsers.js";
 import type { ObjectStoreDriver } from "../store/types.js";
+import { md5Hex } from "../util/md5.js";
 import type { Principal } from "./principal.js";
 
 /** What a change did. Readers must accept actions they do not know. */
@@ -70,7 +71,7 @@ export interface AuditLogOptions {
   readonly deadlineMs?: number | undefined;
   /** Lines held in memory while the store cannot take them (default 10,000); older ones go to `onOverflow`. */
   readonly maxPending?: number | undefined;
-  /** Largest day object before the day goes on in a next part (default 1 MiB): each append rewrites its part. */
+  /** Largest day object before the day goes on in a next part (default 64 KiB): each append rewrites its part, and a versioned bucket keeps each rewrite. */
   readonly partBytes?: number | undefined;
   /** Lines the store could not take and the memory could not hold (overflow, or left at `close`): the server logs them. */
   readonly onOverflow?: ((line: string) => void) | undefined;
@@ -81,13 +82,15 @@ export interface AuditLogOptions {
 
 export const AUDIT_DEFAULT_DEADLINE_MS = 5_000;
 const DEFAULT_MAX_PENDING = 10_000;
-const DEFAULT_PART_BYTES = 1024 * 1024;
+const DEFAULT_PART_BYTES = 64 * 1024;
 /** Pause before the next try after a conflict (another replica appended): short, jittered. */
 const CONFLICT_PAUSE_MS = 20;
 /** Pause before retrying the store after a failure; doubles up to {@link RETRY_MAX_MS}. */
 const RETRY_BASE_MS = 250;
 const RETRY_MAX_MS = 30_000;
 const CONTENT_TYPE = "application/x-ndjson";
+/** Versions of a part looked through after an append for appends it may have crossed. */
+const CROSSED_MAX = 100;
 
 /** `2026-11-26.jsonl` (part 0) or `2026-11-26.3.jsonl`: the day and the part of a key's last segment. */
 const PART_NAME = /^(\d{4}-\d{2}-\d{2})(?:\.(\d{1,6}))?\.jsonl$/;
@@ -188,6 +191,7 @@ export class AuditLog {
   private retryTimer: NodeJS.Timeout | undefined;
   private retryMs = RETRY_BASE_MS;
   private closed = false;
+  private versioned: Promise<boolean> | undefined;
 
   constructor(
     private readonly store: ObjectStoreDriver,
@@ -346,7 +350,6 @@ export class AuditLog {
       const condition = current === null ? { ifNoneMatch: true } : current.meta.etag === undefined ? {} : { ifMatch: current.meta.etag };
       try {
         await within(this.store.put(key, body, { contentType: CONTENT_TYPE, ...condition }), end, key);
-        return;
       } catch (e) {
         if (!isObjstateError(e, "PRECONDITION_FAILED")) {
           for (const p of fresh) p.inDoubt = true;
@@ -355,8 +358,64 @@ export class AuditLog {
         // Another replica appended between the read and the write: read its lines and add ours again.
         if (Date.now() >= end) throw unavailable(key, "another server kept appending to it", e);
         await sleep(CONFLICT_PAUSE_MS * (0.5 + Math.random()));
+        continue;
+      }
+      const lost = await this.crossed(key, body, current?.meta.etag ?? null, end);
+      if (lost.length === 0) return;
+      // Lines of a replica whose append ours replaced: appended again (they are not ours to drop).
+      await this.append(
+        day,
+        lost.map((line) => ({ line, day, settle: [], inDoubt: true })),
+        end,
+      );
+      return;
+    }
+  }
+
+  /**
+   * Where the store ignores conditional writes (Ceph RGW on a versioned bucket: the driver
+   * checks `If-Match` itself, and another replica can write between its check and ours), an
+   * append can replace another that was based on the same part. A versioned bucket keeps the
+   * replaced one: the versions between the one this append read (`base`) and ours are such
+   * crossed appends, and the lines they had that ours lacks are returned. An append that
+   * landed after ours finds ours the same way, so every crossing is repaired by its later side.
+   */
+  private async crossed(key: string, ours: Buffer, base: string | null, end: number): Promise<string[]> {
+    this.versioned ??= this.store.versioning().then(
+      (st) => st === "enabled",
+      () => false,
+    );
+    if (!(await within(this.versioned, end, key))) return [];
+    const etag = md5Hex(ours);
+    const between: string[] = [];
+    let seenOurs = false;
+    const listing = (async (): Promise<void> => {
+      let n = 0;
+      for await (const v of this.store.listVersions(key, { pageSize: 20 })) {
+        if (++n > CROSSED_MAX) return;
+        const tag = v.etag?.replace(/"/g, "");
+        if (!seenOurs) {
+          seenOurs = tag === etag;
+          continue;
+        }
+        if (v.deleteMarker) continue;
+        if (base !== null && tag === base.replace(/"/g, "")) return;
+        between.push(v.versionId);
+      }
+    })();
+    await within(listing, end, key);
+    if (between.length === 0) return [];
+    const have = new Set(ours.toString("utf8").split("\n"));
+    const lost: string[] = [];
+    for (const versionId of between) {
+      const got = await within(this.store.get(key, { versionId }), end, key);
+      for (const text of got?.body.toString("utf8").split("\n") ?? []) {
+        if (text.trim() === "" || have.has(text)) continue;
+        have.add(text);
+        lost.push(`${text}\n`);
       }
     }
+    return lost;
   }
 
   /**
