@@ -242,7 +242,10 @@ export class AuditLog {
     });
   }
 
-  /** Every queued line stored (or given up on at `deadlineMs`); true when none is left. */
+  /**
+   * Store the queued lines now (not after the pause that follows a failure), within
+   * `deadlineMs`; a failed append ends the try. True when no line is left waiting.
+   */
   async flush(deadlineMs = this.deadlineMs): Promise<boolean> {
     const end = Date.now() + deadlineMs;
     // Now, not when the pause after a failure ends.
@@ -291,8 +294,13 @@ export class AuditLog {
   private async drain(): Promise<void> {
     while (this.queue.length > 0) {
       const day = (this.queue[0] as Pending).day;
+      // One day's lines, at most a part's worth (a backlog after an outage goes in several appends).
       let n = 0;
-      while (n < this.queue.length && (this.queue[n] as Pending).day === day) n++;
+      let bytes = 0;
+      while (n < this.queue.length && (this.queue[n] as Pending).day === day && (n === 0 || bytes + (this.queue[n] as Pending).line.length <= this.partBytes)) {
+        bytes += (this.queue[n] as Pending).line.length;
+        n++;
+      }
       const batch = this.queue.slice(0, n);
       try {
         await this.append(day, batch, Date.now() + this.deadlineMs);
