@@ -125,6 +125,8 @@ export const ERROR_CODES = {
   TABLE_SCHEMA_INVALID: { status: 500, exit: EXIT.error },
   ENDPOINT_UNREACHABLE: { status: 503, exit: EXIT.error },
   ENDPOINT_TIMEOUT: { status: 504, exit: EXIT.error },
+  // The audit log's day objects could not be read or appended to within their deadline
+  AUDIT_UNAVAILABLE: { status: 503, exit: EXIT.error },
   ENDPOINT_PLAIN_HTTP: { status: 500, exit: EXIT.error },
   ENDPOINT_NOT_S3: { status: 500, exit: EXIT.error },
   ENDPOINT_NOT_DYNAMODB: { status: 500, exit: EXIT.error },

@@ -12,6 +12,7 @@ import type { ByteSource, Leftover, VersioningStatus } from "../store/types.js";
 import { openConnection, type Connection } from "./connect.js";
 import { BackendContext, defaultWarn } from "./context.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, workspacesPrefix } from "../config/layout.js";
+import { AuditLog, type AuditLogOptions } from "./audit.js";
 import { rollbackState, stateHistory, type HistoryOptions, type RollbackResult, type StateVersion } from "./history.js";
 import type { LockHandle } from "./lease.js";
 import type { LockInfo } from "./lock-info.js";
@@ -60,6 +61,18 @@ export type * from "./results.js";
 export type { StateSink, StreamOptions, StreamResult } from "./stream.js";
 export type { LockInfo } from "./lock-info.js";
 export type { Principal, PrincipalVia } from "./principal.js";
+export {
+  AuditLog,
+  parseSince,
+  type AuditAction,
+  type AuditEntry,
+  type AuditLogOptions,
+  type AuditOutcome,
+  type AuditPage,
+  type AuditPrincipal,
+  type AuditRecord,
+  type AuditReadOptions,
+} from "./audit.js";
 export { LockHandle } from "./lease.js";
 export type { LockListing } from "./locking.js";
 export type { ReleasedLock } from "./released.js";
@@ -330,6 +343,15 @@ export class ObjectStoreBackend {
         options,
       );
     });
+  }
+
+  /**
+   * The audit log of this bucket and layout (`{prefix}/@objstate/audit/`, one object per UTC
+   * day; docs/decisions/080). `objstate serve` keeps one per process. `INVALID_LAYOUT` when the
+   * default workspace's key would lie under it.
+   */
+  auditLog(options: AuditLogOptions = {}): AuditLog {
+    return new AuditLog(this.ctx.store, this.ctx.layout, options);
   }
 
   /** Does the bucket keep versions: `enabled` (the embedded store always), `suspended` or `off`. */

@@ -28,8 +28,14 @@ export const META = {
   sourceVersion: "objstate-source-version",
   /** The server user the write was made for (`objstate serve`); `who` is what its client claimed. */
   principal: "objstate-principal",
-  /** How that user authenticated (`password`, `certificate`, `none` …). */
+  /** How that user authenticated (`password`, `certificate`, `token`, `oidc`, `none` …). */
   principalVia: "objstate-principal-via",
+  /** An API token's public ID (never the token). */
+  principalToken: "objstate-principal-token",
+  /** An OIDC identity: the issuer, the subject, and the claims its rule used (JSON, bounded: {@link PRINCIPAL_CLAIMS_MAX}). */
+  principalIssuer: "objstate-principal-issuer",
+  principalSubject: "objstate-principal-subject",
+  principalClaims: "objstate-principal-claims",
   /** The digest item's `Generation` this write commits (the one it saw, plus one; docs/design.md §5). */
   generation: "objstate-generation",
   /** The `Digest` the write saw and replaces (`none` when there was none). */
@@ -102,9 +108,26 @@ export function writeMetadata(w: {
   m[META.who] = encodeMeta(w.holder?.Who || w.who);
   if (w.holder?.Operation) m[META.operation] = encodeMeta(w.holder.Operation);
   if (w.md5 !== undefined) m[META.md5] = w.md5;
-  if (w.principal !== undefined) {
-    m[META.principal] = encodeMeta(w.principal.name);
-    m[META.principalVia] = encodeMeta(w.principal.via);
+  if (w.principal !== undefined) Object.assign(m, principalMetadata(w.principal));
+  return m;
+}
+
+/**
+ * Most bytes of an OIDC principal's claims (as stored) a version records. S3 keeps 2 KiB of
+ * user metadata per object, shared with the rest of the record: claims beyond this are left
+ * out of the version (the issuer and subject stay), and the audit line still has them all.
+ */
+export const PRINCIPAL_CLAIMS_MAX = 512;
+
+/** The metadata that records who a write was made for: name and how, and a token's ID or an OIDC identity. */
+export function principalMetadata(p: Principal): Record<string, string> {
+  const m: Record<string, string> = { [META.principal]: encodeMeta(p.name), [META.principalVia]: encodeMeta(p.via) };
+  if (p.tokenId !== undefined) m[META.principalToken] = encodeMeta(p.tokenId);
+  if (p.oidc !== undefined) {
+    m[META.principalIssuer] = encodeMeta(p.oidc.issuer);
+    m[META.principalSubject] = encodeMeta(p.oidc.subject);
+    const claims = encodeURIComponent(JSON.stringify(p.oidc.claims));
+    if (claims.length <= PRINCIPAL_CLAIMS_MAX) m[META.principalClaims] = claims;
   }
   return m;
 }

@@ -156,7 +156,29 @@ export function principalOf(m: Readonly<Record<string, string>>): Principal | un
   const name = decodeMeta(m[META.principal]);
   if (name === undefined) return undefined;
   // A via left out (a store that dropped it) is unknown, not `none`.
-  return { name, via: decodeMeta(m[META.principalVia]) ?? "unknown" };
+  const p: { name: string; via: string; tokenId?: string; oidc?: NonNullable<Principal["oidc"]> } = {
+    name,
+    via: decodeMeta(m[META.principalVia]) ?? "unknown",
+  };
+  const tokenId = decodeMeta(m[META.principalToken]);
+  if (tokenId !== undefined) p.tokenId = tokenId;
+  const issuer = decodeMeta(m[META.principalIssuer]);
+  const subject = decodeMeta(m[META.principalSubject]);
+  if (issuer !== undefined && subject !== undefined) p.oidc = { issuer, subject, claims: claimsOf(m[META.principalClaims]) };
+  return p;
+}
+
+/** Recorded claims: string values of a JSON object; none when absent (left out for size) or unreadable. */
+function claimsOf(raw: string | undefined): Readonly<Record<string, string>> {
+  let v: unknown;
+  try {
+    v = raw === undefined ? {} : JSON.parse(decodeURIComponent(raw));
+  } catch {
+    return {};
+  }
+  const out: Record<string, string> = {};
+  if (typeof v === "object" && v !== null && !Array.isArray(v)) for (const [k, x] of Object.entries(v)) if (typeof x === "string") out[k] = x;
+  return out;
 }
 
 /** One version's bytes, exactly as stored, and whether it is the current version. */

@@ -59,6 +59,8 @@ export interface WriteResult {
   readonly written: boolean;
   /** Hex MD5 of the state, as recorded in the digest. */
   readonly md5: string;
+  /** The state's top-level `serial`, when it has one (the audit log names the version written by it). */
+  readonly serial?: number | undefined;
 }
 
 /** A stored state as {@link ObjectStoreBackend.readStateVersion} read it. */

@@ -115,7 +115,7 @@ export async function writeFenced(
       // Re-checked after the extra read: only the holder may commit.
       if (extraRead) await checkHolder();
       if (locks !== undefined && normalizeDigest(seen?.digest) !== sum) await commit(ctx, workspace, locks, seen, sum, lockId);
-      return { written: false, md5: sum };
+      return { written: false, md5: sum, serial: incoming.serial };
     }
   }
   if (base !== null && options.force !== true) {
@@ -147,7 +147,7 @@ export async function writeFenced(
   const digest = await hashing;
   // The commit point: only now did the write happen.
   if (locks !== undefined) await commit(ctx, workspace, locks, seen, digest, lockId);
-  return { written: true, md5: digest };
+  return { written: true, md5: digest, serial: incoming.serial };
 }
 
 /**

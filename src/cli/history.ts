@@ -11,7 +11,7 @@ import { CliError, usageError } from "./io.js";
 import { underLock, withBackend } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { colorsAllowed, formatBytes, printJson } from "./term.js";
-import { historyEntryJson, rollbackJson, versionDiffJson } from "../wire/shapes.js";
+import { historyEntryJson, principalText, rollbackJson, versionDiffJson } from "../wire/shapes.js";
 
 import type { Opts } from "./options.js";
 
@@ -63,7 +63,7 @@ function versionRow(v: StateVersion): string[] {
       .join(", ");
     by = `${safe(v.who ?? "objstate")}${how === "" ? "" : ` (${how})`}`;
     // The server's authenticated user, beside what the client claimed in `Who`.
-    if (v.principal !== undefined) by += ` as server user ${safe(v.principal.name)} (${safe(v.principal.via)})`;
+    if (v.principal !== undefined) by += ` as server user ${safe(principalText(v.principal))}`;
     if (v.sourceVersion !== undefined) by += ` restoring ${safe(v.sourceVersion)}`;
   }
   return [

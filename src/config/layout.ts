@@ -170,3 +170,24 @@ export function workspaceOfKey(l: Layout, objectKey: string): string | undefined
   if (w === "" || w.includes("/") || w === DEFAULT_WORKSPACE || !RULES.workspace.valid(w) || w.length > l.maxWorkspace) return undefined;
   return w;
 }
+
+/**
+ * The segment under the prefix that holds objstate's own objects (the audit log). `@` is in no
+ * workspace name, so no `{prefix}/{w}/{key}` starts with it; only a default workspace whose key
+ * itself starts with it could, which {@link auditClash} finds (docs/decisions/080).
+ */
+export const OWN_SEGMENT = "@objstate";
+
+/** Where the audit log's day objects live: `{prefix}/@objstate/audit/` (`@objstate/audit/` without a prefix). */
+export function auditPrefix(l: Layout): string {
+  return `${join(l.prefix, OWN_SEGMENT, "audit")}/`;
+}
+
+/**
+ * The default workspace's state (or its lockfile) would lie under {@link auditPrefix}: only a
+ * `key` that itself starts with `@objstate/` (or, in the `s3` layout, the prefix and that)
+ * does. The audit log refuses such a layout rather than mix its objects with a state.
+ */
+export function auditClash(l: Layout): boolean {
+  return statePath(l, DEFAULT_WORKSPACE).startsWith(auditPrefix(l));
+}

@@ -315,7 +315,7 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     rollback: async (workspace, to, opts): Promise<RollbackResult> => {
       const r = await backend.rollback(workspace, to, { principal: opts?.principal, expectCurrent: opts?.expectCurrent });
       writes.delete(workspace);
-      return { serial: r.serial };
+      return { serial: r.serial, md5: r.md5 };
     },
     forceUnlock: (workspace, id) => backend.unlock(workspace, id),
   };

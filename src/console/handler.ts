@@ -381,7 +381,8 @@ async function handleAction(
   workspace: string,
   action: "force-unlock" | "rollback",
 ): Promise<void> {
-  const log = (outcome: ConsoleLogEntry["outcome"], detail: string): void => ctx.log({ user: ctx.user, action, workspace, outcome, detail });
+  const log = (outcome: ConsoleLogEntry["outcome"], detail: string, audit: Partial<ConsoleLogEntry> = {}): void =>
+    ctx.log({ user: ctx.user, action, workspace, outcome, detail, ...audit });
   const refuse = (status: number, why: string, message: string): never => {
     log("refused", why);
     throw new HttpError(status, message);
@@ -407,7 +408,7 @@ async function handleAction(
     try {
       await ctx.api.forceUnlock(workspace, id as string);
     } catch (e) {
-      log("failed", `lock ${id}: ${isObjstateError(e) ? e.code : "error"}`);
+      log("failed", `lock ${id}: ${isObjstateError(e) ? e.code : "error"}`, { lockId: id as string, code: isObjstateError(e) ? e.code : "INTERNAL" });
       // The ID is checked by the library: a lock released or taken since is never broken by this form.
       if (isObjstateError(e, "LOCK_ID_MISMATCH") || isObjstateError(e, "LOCK_NOT_FOUND")) {
         throw new HttpError(
@@ -418,7 +419,7 @@ async function handleAction(
       }
       throw e;
     }
-    log("ok", `lock ${id}`);
+    log("ok", `lock ${id}`, { lockId: id as string });
     redirect(res, `${workspaceUrl(frame.base, workspace)}?done=force-unlock`);
     return;
   }
@@ -433,9 +434,9 @@ async function handleAction(
   try {
     // Checked again by the library under the lock: a write between this check and the lock is refused too.
     const result = await ctx.api.rollback(workspace, to as string, { principal: ctx.principal, expectCurrent: seen as string });
-    log("ok", `to version ${to}, wrote serial ${result.serial ?? "?"}`);
+    log("ok", `to version ${to}, wrote serial ${result.serial ?? "?"}`, { from: to as string, serial: result.serial ?? undefined, md5: result.md5 });
   } catch (e) {
-    log("failed", `to version ${to}: ${isObjstateError(e) ? e.code : "error"}`);
+    log("failed", `to version ${to}: ${isObjstateError(e) ? e.code : "error"}`, { from: to as string, code: isObjstateError(e) ? e.code : "INTERNAL" });
     throw e;
   }
   redirect(res, `${workspaceUrl(frame.base, workspace, "/history")}?done=rollback`);

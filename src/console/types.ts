@@ -5,6 +5,7 @@
  * `ConsoleApi`, which the server backs with the same library calls as its JSON API.
  */
 import type { StateDiff } from "../state/diff.js";
+import type { Principal } from "../backend/principal.js";
 
 /**
  * Roles the console checks (the server's user table grants them per workspace). `outputs`:
@@ -71,7 +72,7 @@ export interface VersionView {
   /** Who wrote it, as its client said (`Who`, from objstate's metadata; undefined for writes by other clients). */
   readonly who?: string | undefined;
   /** The server user the write was made for, when it went through `objstate serve` (checked, unlike `who`). */
-  readonly principal?: { readonly name: string; readonly via: string } | undefined;
+  readonly principal?: Principal | undefined;
   readonly operation?: string | undefined;
   readonly isLatest: boolean;
   readonly deleteMarker: boolean;
@@ -82,6 +83,8 @@ export interface VersionView {
 /** What a rollback wrote. */
 export interface RollbackResult {
   readonly serial: number | null;
+  /** MD5 of the state written. */
+  readonly md5?: string | undefined;
   readonly versionId?: string | undefined;
 }
 
@@ -140,13 +143,18 @@ export interface ConsoleLogEntry {
   readonly outcome: "ok" | "refused" | "failed";
   /** Lock ID, version ID, or why it was refused; never a secret. */
   readonly detail: string;
+  /** For the audit log: the lock a force-unlock named. */
+  readonly lockId?: string | undefined;
+  /** A rollback: the version it restored, and the serial and MD5 it wrote. */
+  readonly from?: string | undefined;
+  readonly serial?: number | undefined;
+  readonly md5?: string | undefined;
+  /** A failed action's error code. */
+  readonly code?: string | undefined;
 }
 
-/** The authenticated user and how they authenticated (`password`, `certificate`, `none` …). */
-export interface ConsolePrincipal {
-  readonly name: string;
-  readonly via: string;
-}
+/** The authenticated user and how they authenticated (`password`, `certificate`, `token`, `oidc`, `none` …), with a token's ID or an OIDC identity. */
+export type ConsolePrincipal = Principal;
 
 /** What the console answered, for the server's request log and metrics. */
 export interface ConsoleAnswer {

@@ -5,8 +5,10 @@
  */
 import { createHash } from "node:crypto";
 import { NO_LOCK_ID } from "../backend/backend.js";
+import type { AuditAction } from "../backend/audit.js";
 import { ObjstateError } from "../errors.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
+import { auditRoute } from "./audit.js";
 import { readBody } from "./body.js";
 import { checkDiffRoom, DIFF_MAX_BODY, diffJson } from "./diff-runner.js";
 import { requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
@@ -19,6 +21,8 @@ export interface Route {
   readonly path: string;
   /** Checked on `:workspace` before the handler runs; undefined: the handler checks (or no auth). */
   readonly role?: Role | undefined;
+  /** The route changes something: each request that reaches it is written to the audit log as this action. */
+  readonly audit?: AuditAction | undefined;
   readonly handler: (ctx: Ctx) => Promise<void>;
 }
 
@@ -46,6 +50,7 @@ async function forceUnlock(ctx: Ctx): Promise<void> {
       "BAD_REQUEST",
       `force-unlock of workspace ${ws} needs ?id=LOCK_ID (the ID shown in the lock error; ${NO_LOCK_ID} for an item without lock info)`,
     );
+  ctx.audit.lockId = id;
   await ctx.backend.unlock(ws, id);
   ctx.metrics.lockHeld(-1);
   sendJson(ctx, 200, { released: id });
@@ -161,8 +166,10 @@ async function rollback(ctx: Ctx): Promise<void> {
   const body = await readBody(ctx.req, { ...ctx.limits, maxBytes: Math.min(ctx.limits.maxBytes, MAX_ACTION_BODY) });
   ctx.bytesIn += body.bytes.length;
   const r = rollbackRequest(body.bytes, ws);
+  Object.assign(ctx.audit, { from: r.to, ...(r.lockId === undefined ? {} : { lockId: r.lockId }) });
   if (r.force) requireRole(ctx, "force", ws);
   const result = await ctx.backend.rollback(ws, r.to, { force: r.force, lockId: r.lockId, ...writeAs(ctx, ws) });
+  Object.assign(ctx.audit, { serial: result.serial, md5: result.md5 });
   sendJson(ctx, 200, rollbackJson(ws, result));
 }
 
@@ -184,12 +191,13 @@ export const API_ROUTES: readonly Route[] = [
   { method: "GET", path: "/api/v1/workspaces", handler: listWorkspaces },
   { method: "GET", path: "/api/v1/workspaces/:workspace", role: "outputs", handler: showWorkspace },
   { method: "GET", path: "/api/v1/workspaces/:workspace/lock", role: "outputs", handler: showLock },
-  { method: "DELETE", path: "/api/v1/workspaces/:workspace/lock", role: "force", handler: forceUnlock },
+  { method: "DELETE", path: "/api/v1/workspaces/:workspace/lock", role: "force", audit: "force-unlock", handler: forceUnlock },
   { method: "GET", path: "/api/v1/workspaces/:workspace/outputs", role: "outputs", handler: outputs },
   { method: "POST", path: "/api/v1/workspaces/:workspace/diff", role: "read", handler: diff },
   { method: "GET", path: "/api/v1/workspaces/:workspace/diff", role: "read", handler: diffVersions },
   { method: "GET", path: "/api/v1/workspaces/:workspace/history", role: "read", handler: history },
   { method: "GET", path: "/api/v1/workspaces/:workspace/versions/:version", role: "read", handler: version },
-  { method: "POST", path: "/api/v1/workspaces/:workspace/rollback", role: "write", handler: rollback },
+  { method: "POST", path: "/api/v1/workspaces/:workspace/rollback", role: "write", audit: "rollback", handler: rollback },
   { method: "GET", path: "/api/v1/locks", handler: listLocks },
+  { method: "GET", path: "/api/v1/audit", handler: auditRoute },
 ];

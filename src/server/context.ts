@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ObjectStoreBackend } from "../backend/backend.js";
+import type { AuditAction, AuditLog } from "../backend/audit.js";
 import type { Principal } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
 import type { BodyLimits } from "./body.js";
@@ -37,6 +38,24 @@ export interface Ctx {
   /** Bytes of the request body read so far. */
   bytesIn: number;
   bytesOut: number;
+  /** The server's audit log (undefined when it keeps none). */
+  readonly auditLog: AuditLog | undefined;
+  /**
+   * What the request changed, filled in by its handler as it learns it: the server writes the
+   * audit line from this, the route's action and the outcome once the request is answered.
+   */
+  readonly audit: AuditNote;
+}
+
+/** A change's details for its audit line; only what a handler knows, never a body or a header. */
+export interface AuditNote {
+  /** Overrides the route's action (an UNLOCK that is a force-unlock). */
+  action?: AuditAction;
+  lockId?: string;
+  serial?: number;
+  md5?: string;
+  /** A rollback: the version whose content it restored. */
+  from?: string;
 }
 
 const VERBS: Readonly<Record<Role, string>> = {

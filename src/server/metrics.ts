@@ -24,6 +24,20 @@ export class Metrics {
   private readonly routes = new Map<string, RouteCounts>();
   private lockWaits = 0;
   private locksHeld = 0;
+  private auditFailures = 0;
+  private auditSpilled = 0;
+  /** Lines the audit log holds for the store (set by the server that keeps one). */
+  auditPending: () => number = () => 0;
+
+  /** An audit append failed (it is retried). */
+  auditFailure(): void {
+    this.auditFailures += 1;
+  }
+
+  /** An audit line went to the server's log instead of the store. */
+  auditSpill(): void {
+    this.auditSpilled += 1;
+  }
 
   /** Count one answered request. */
   request(route: string, method: string, status: number, seconds: number, bytesIn: number, bytesOut: number): void {
@@ -76,6 +90,18 @@ export class Metrics {
       "objstate_locks_active",
       {},
       this.locksHeld,
+    );
+    // An outage of the store shows here before its lines fill the memory (docs/decisions/080).
+    e.family("objstate_audit_lines_pending", "gauge", "Audit lines waiting for the store.").sample("objstate_audit_lines_pending", {}, this.auditPending());
+    e.family("objstate_audit_append_failures_total", "counter", "Audit appends that failed and were retried.").sample(
+      "objstate_audit_append_failures_total",
+      {},
+      this.auditFailures,
+    );
+    e.family("objstate_audit_lines_logged_total", "counter", "Audit lines written to the server's log because the store could not take them.").sample(
+      "objstate_audit_lines_logged_total",
+      {},
+      this.auditSpilled,
     );
     return e.text();
   }

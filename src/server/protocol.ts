@@ -7,7 +7,7 @@
  * taken since by someone else, is done; a force-unlock repeated soon after by the same
  * user releases nothing more (docs/decisions/013, 016).
  */
-import { NO_LOCK_ID, type LockInfo, type StateSink, type StreamOptions } from "../backend/backend.js";
+import { NO_LOCK_ID, type LockInfo, type StateSink, type StreamOptions, type WriteResult } from "../backend/backend.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { md5Of } from "../util/md5.js";
 import { prefixOf } from "../store/byte-source.js";
@@ -111,6 +111,7 @@ export async function postState(ctx: Ctx): Promise<void> {
   const id = ctx.url.searchParams.get("ID") ?? "";
   if (id === "" && !ctx.allowUnlockedWrites) throw unlockedWrite(ctx, ws);
   const lockId = id === "" ? undefined : id;
+  if (lockId !== undefined) ctx.audit.lockId = lockId;
   const as = writeAs(ctx, ws);
   const md5 = declaredMd5(header(ctx, "content-md5"));
   const length = Number(header(ctx, "content-length") ?? NaN);
@@ -119,7 +120,7 @@ export async function postState(ctx: Ctx): Promise<void> {
   ctx.bytesIn += body.bytes.length;
   checkContentMd5(header(ctx, "content-md5"), body.md5);
   if (startsLikeObject(body.bytes) !== true) throw notAState(ws);
-  await ctx.backend.writeState(ws, body.bytes, { lockId, md5: body.md5, ...as });
+  noteWrite(ctx, await ctx.backend.writeState(ws, body.bytes, { lockId, md5: body.md5, ...as }));
   sendEmpty(ctx, 200);
 }
 
@@ -136,7 +137,7 @@ async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md
     let looks = startsLikeObject(await prefixOf(source, HEAD_BYTES));
     if (looks === undefined) looks = startsLikeObject(await whole());
     if (looks !== true) throw notAState(ws);
-    await ctx.backend.writeState(ws, source, { lockId, md5, ...as });
+    noteWrite(ctx, await ctx.backend.writeState(ws, source, { lockId, md5, ...as }));
   } catch (e) {
     refused = { error: e };
   }
@@ -154,6 +155,11 @@ async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md
     throw failed;
   if (refused !== undefined) throw refused.error;
   sendEmpty(ctx, 200);
+}
+
+/** The version a write made (or found already stored), for its audit line. */
+function noteWrite(ctx: Ctx, r: WriteResult): void {
+  Object.assign(ctx.audit, { md5: r.md5, ...(r.serial === undefined ? {} : { serial: r.serial }) });
 }
 
 /**
@@ -178,6 +184,7 @@ export async function deleteState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "admin", ws);
   const id = ctx.url.searchParams.get("ID") ?? "";
+  if (id !== "") ctx.audit.lockId = id;
   await ctx.backend.deleteWorkspace(ws, { lockId: id === "" ? undefined : id });
   sendEmpty(ctx, 200);
 }
@@ -194,6 +201,7 @@ export async function lockState(ctx: Ctx): Promise<void> {
   const info = await readLockInfo(ctx);
   if (info === undefined || info.ID === "")
     throw new ObjstateError("LOCK_INFO_INVALID", `a LOCK of workspace ${ws} needs the lock info as its JSON body, with an ID`);
+  ctx.audit.lockId = info.ID;
   try {
     const stored = await ctx.backend.lock(ws, {
       id: info.ID,
@@ -229,10 +237,13 @@ export async function unlockState(ctx: Ctx): Promise<void> {
   requireRole(ctx, "lock", ws);
   const given = await readLockInfo(ctx);
   if (given === undefined || given.ID === "") {
+    ctx.audit.action = "force-unlock";
     requireRole(ctx, "force", ws);
     await forceUnlock(ctx, ws);
     return sendEmpty(ctx, 200);
   }
+  ctx.audit.lockId = given.ID;
+  if (namesOnlyId(given)) ctx.audit.action = "force-unlock";
   // The release checks the ID and the owner on the read it makes anyway (another ID → 409
   // with the holder, another owner → 403, none → done): nothing is read first.
   if ((await release(ctx, ws, given.ID, ownerToCheck(ctx, ws))) && namesOnlyId(given)) {
@@ -259,10 +270,12 @@ async function forceUnlock(ctx: Ctx, ws: string): Promise<void> {
   if (holder === null) return;
   const last = recent[recent.length - 1];
   if (last?.forcedBy === ctx.principal.name && Math.abs(Date.now() - last.at) <= FORCE_RETRY_MS) {
+    ctx.audit.lockId = last.id;
     forceLine(ctx, ws, last.id, "force-unlock repeated: taken for a retry of the last one, nothing more released", holder.ID);
     return;
   }
-  if (await release(ctx, ws, holder.ID === "" ? NO_LOCK_ID : holder.ID, undefined, ctx.principal.name)) forceLine(ctx, ws, holder.ID, "force-unlock");
+  ctx.audit.lockId = holder.ID === "" ? NO_LOCK_ID : holder.ID;
+  if (await release(ctx, ws, ctx.audit.lockId, undefined, ctx.principal.name)) forceLine(ctx, ws, holder.ID, "force-unlock");
 }
 
 /** The `warn` line of a force-unlock: who did it and which lock it released (never a header or body). */

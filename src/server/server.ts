@@ -9,6 +9,8 @@ import type { AddressInfo } from "node:net";
 import type { ObjectStoreBackend } from "../backend/backend.js";
 import { checkWorkspace } from "../config/layout.js";
 import { ANONYMOUS_PRINCIPAL, type Principal, type PrincipalVia } from "../backend/principal.js";
+import type { AuditLog, AuditLogOptions } from "../backend/audit.js";
+import { auditEntry } from "./audit.js";
 import { codeOf, isObjstateError, ObjstateError, statusOf } from "../errors.js";
 import { API_ROUTES, type Route } from "./api.js";
 import { Authenticator, type LoginLimit } from "./auth.js";
@@ -65,6 +67,11 @@ export interface ServerOptions {
    * `UNLOCKED_WRITE`, naming the `lock_address` to set).
    */
   readonly allowUnlockedWrites?: boolean | undefined;
+  /**
+   * The audit log's options (its deadline, how many lines it holds through an outage), or
+   * false for none. Default: on, over the backend's bucket (docs/decisions/080).
+   */
+  readonly audit?: AuditLogOptions | false | undefined;
 }
 
 /**
@@ -88,15 +95,15 @@ export const DEFAULT_CLIENT_TIMEOUT_MS = 30_000;
 /** The http backend protocol, plus the `lock_method = POST` / `unlock_method = DELETE` style on `/lock`. */
 const STATE_ROUTES: readonly Route[] = [
   { method: "GET", path: "/state/:workspace", handler: getState },
-  { method: "POST", path: "/state/:workspace", handler: postState },
-  { method: "PUT", path: "/state/:workspace", handler: postState },
-  { method: "DELETE", path: "/state/:workspace", handler: deleteState },
-  { method: "LOCK", path: "/state/:workspace", handler: lockState },
-  { method: "UNLOCK", path: "/state/:workspace", handler: unlockState },
-  { method: "POST", path: "/state/:workspace/lock", handler: lockState },
-  { method: "LOCK", path: "/state/:workspace/lock", handler: lockState },
-  { method: "DELETE", path: "/state/:workspace/lock", handler: unlockState },
-  { method: "UNLOCK", path: "/state/:workspace/lock", handler: unlockState },
+  { method: "POST", path: "/state/:workspace", audit: "write", handler: postState },
+  { method: "PUT", path: "/state/:workspace", audit: "write", handler: postState },
+  { method: "DELETE", path: "/state/:workspace", audit: "delete-workspace", handler: deleteState },
+  { method: "LOCK", path: "/state/:workspace", audit: "lock", handler: lockState },
+  { method: "UNLOCK", path: "/state/:workspace", audit: "unlock", handler: unlockState },
+  { method: "POST", path: "/state/:workspace/lock", audit: "lock", handler: lockState },
+  { method: "LOCK", path: "/state/:workspace/lock", audit: "lock", handler: lockState },
+  { method: "DELETE", path: "/state/:workspace/lock", audit: "unlock", handler: unlockState },
+  { method: "UNLOCK", path: "/state/:workspace/lock", audit: "unlock", handler: unlockState },
 ];
 
 /** Routes anyone may call (a load balancer's probes, a scraper). */
@@ -159,10 +166,30 @@ export class ObjstateServer {
   private readonly consoleApi: ConsoleApi | undefined;
   private readonly csrf: CsrfTokens;
   private readonly gate: RequestGate;
+  /** Where every change through this server is recorded (undefined with `audit: false`). */
+  readonly audit: AuditLog | undefined;
 
   constructor(private readonly options: ServerOptions) {
     this.auth = new Authenticator(options.users, options.loginLimit);
     this.logger = options.logger ?? new Logger("info");
+    const logger = this.logger;
+    this.audit =
+      options.audit === false
+        ? undefined
+        : options.backend.auditLog({
+            ...options.audit,
+            // A line the store could not take is kept in the server's log rather than lost (it holds no secret).
+            onOverflow: (line) => {
+              this.metrics.auditSpill();
+              logger.event("error", "audit line not stored", { line: line.trimEnd() });
+            },
+            onError: (e) => {
+              this.metrics.auditFailure();
+              logger.event("warn", "audit append failed, retrying", { code: codeOf(e) });
+            },
+          });
+    const audit = this.audit;
+    if (audit !== undefined) this.metrics.auditPending = () => audit.pending;
     this.maxStateSize = options.maxStateSize ?? DEFAULT_MAX_STATE_SIZE;
     this.clientTimeoutMs = options.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
     this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend);
@@ -246,6 +273,7 @@ export class ObjstateServer {
     }
     this.server.closeAllConnections();
     await closed;
+    await this.audit?.close();
   }
 
   private async ready(ctx: Ctx): Promise<void> {
@@ -275,20 +303,40 @@ export class ObjstateServer {
       user: who.name,
       principal: ctx.principal,
       can: (role, workspace) => allowed(who, role, workspace),
-      log: (entry: ConsoleLogEntry) =>
+      log: (entry: ConsoleLogEntry) => {
         this.logger.event(entry.outcome === "ok" ? "info" : "warn", "console action", {
           user: entry.user,
           action: entry.action,
           workspace: entry.workspace,
           outcome: entry.outcome,
           detail: entry.detail,
-        }),
+        });
+        // A change by someone the server authenticated (a refusal by the gate names no one); reveal changes nothing.
+        if (refusal === undefined && entry.action !== "reveal") this.auditConsole(ctx, entry);
+      },
       onError: (e) => this.logger.event("error", "console failure", { name: e instanceof Error ? e.name : typeof e }),
       api,
       csrf: this.csrf,
       origin,
       refusal,
       onAnswer,
+    });
+  }
+
+  /** The audit line of a console action. */
+  private auditConsole(ctx: Ctx, entry: ConsoleLogEntry): void {
+    const outcome = entry.outcome;
+    void this.audit?.record({
+      principal: ctx.principal,
+      action: entry.action,
+      workspace: entry.workspace,
+      surface: "console",
+      outcome,
+      lockId: entry.lockId,
+      from: entry.from,
+      serial: outcome === "ok" ? entry.serial : undefined,
+      md5: outcome === "ok" ? entry.md5 : undefined,
+      code: entry.code,
     });
   }
 
@@ -329,6 +377,8 @@ export class ObjstateServer {
       allowUnlockedWrites: this.options.allowUnlockedWrites === true,
       bytesIn: 0,
       bytesOut: 0,
+      auditLog: this.audit,
+      audit: {},
     };
     let user: string | undefined;
     let code: string | undefined;
@@ -387,6 +437,12 @@ export class ObjstateServer {
         routine,
       );
       this.metrics.request(routeName, method, res.statusCode, ms / 1000, ctx.bytesIn, ctx.bytesOut);
+      // A change asked by someone authenticated (an unauthenticated request costs the store nothing), answered now.
+      const action = typeof found === "object" ? found.route.audit : undefined;
+      if (action !== undefined && user !== undefined && workspace !== undefined) {
+        const surface = url.pathname.startsWith("/api/") ? "api" : "http";
+        void this.audit?.record(auditEntry(ctx, action, workspace, surface, res.statusCode, code));
+      }
       this.inFlight -= 1;
       if (this.inFlight === 0) this.drained?.();
     }

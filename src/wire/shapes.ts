@@ -6,10 +6,46 @@
  * unknown), so a client never tells "absent" from "unknown". The functions are pure: the
  * shells make the library call, then render its result here.
  */
-import type { LastWrite, LockListing, RollbackResult, StateVersion, VersionDiff, WorkspaceStatus } from "../backend/backend.js";
+import type { LastWrite, LockListing, Principal, RollbackResult, StateVersion, VersionDiff, WorkspaceStatus } from "../backend/backend.js";
 import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
 import type { JsonValue } from "../json/exact-json.js";
 import type { StateDiff } from "../state/diff.js";
+
+// ---------------------------------------------------------------- principals
+
+/**
+ * Who a write through `objstate serve` was made for (a version's, a last write's): the user
+ * and how it authenticated, an API token's ID (`via: token`), an OIDC identity (`via: oidc`:
+ * issuer, subject and the claims its rule used). Never a credential.
+ */
+export interface PrincipalJson {
+  readonly name: string;
+  readonly via: string;
+  readonly tokenId: string | null;
+  readonly oidc: { readonly issuer: string; readonly subject: string; readonly claims: Readonly<Record<string, string>> } | null;
+}
+
+/** A {@link Principal} as {@link PrincipalJson}; null for none. */
+export function principalJson(p: Principal | undefined): PrincipalJson | null {
+  if (p === undefined) return null;
+  return {
+    name: p.name,
+    via: p.via,
+    tokenId: p.tokenId ?? null,
+    oidc: p.oidc === undefined ? null : { issuer: p.oidc.issuer, subject: p.oidc.subject, claims: { ...p.oidc.claims } },
+  };
+}
+
+/**
+ * A principal in one line for people (`state history`, the console's History page): `alice
+ * (password)`, `ci (token tok_1a2b)`, `oidc (oidc repo:org/infra:ref:refs/heads/main from
+ * https://token.actions.githubusercontent.com)`. Unescaped: the caller makes it safe for its medium.
+ */
+export function principalText(p: Principal): string {
+  if (p.tokenId !== undefined) return `${p.name} (${p.via} ${p.tokenId})`;
+  if (p.oidc !== undefined) return `${p.name} (${p.via} ${p.oidc.subject} from ${p.oidc.issuer})`;
+  return `${p.name} (${p.via})`;
+}
 
 // ---------------------------------------------------------------- versions
 
@@ -30,7 +66,7 @@ export interface HistoryEntryJson {
   /** What the writing client said it was (`Who`): unchecked. */
   readonly who: string | null;
   /** The server user the write was made for, and how it authenticated: checked by the server. */
-  readonly principal: { readonly name: string; readonly via: string } | null;
+  readonly principal: PrincipalJson | null;
   readonly operation: string | null;
   readonly lockId: string | null;
   readonly sourceVersion: string | null;
@@ -48,7 +84,7 @@ export function historyEntryJson(v: StateVersion): HistoryEntryJson {
     lineage: v.lineage ?? null,
     writer: v.writer ?? null,
     who: v.who ?? null,
-    principal: v.principal === undefined ? null : { name: v.principal.name, via: v.principal.via },
+    principal: principalJson(v.principal),
     operation: v.operation ?? null,
     lockId: v.lockId ?? null,
     sourceVersion: v.sourceVersion ?? null,
@@ -98,7 +134,7 @@ export interface LastWriteJson {
   readonly lockId: string | null;
   readonly operation: string | null;
   /** The server user the write was made for, and how it authenticated. */
-  readonly principal: { readonly name: string; readonly via: string } | null;
+  readonly principal: PrincipalJson | null;
 }
 
 /** {@link LastWrite} as {@link LastWriteJson}. */
@@ -112,7 +148,7 @@ export function lastWriteJson(w: LastWrite): LastWriteJson {
     who: w.who ?? null,
     lockId: w.lockId ?? null,
     operation: w.operation ?? null,
-    principal: w.principal === undefined ? null : { name: w.principal.name, via: w.principal.via },
+    principal: principalJson(w.principal),
   };
 }
 

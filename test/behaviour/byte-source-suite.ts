@@ -129,13 +129,13 @@ export function byteSourceSuite(makeTarget: () => Target): void {
       const lineage = uniqueName("lineage");
       const first = state(5, lineage, 2 * 1024 * 1024);
       const r = await b.writeState("default", sourceOf(first), { md5: md5(first) });
-      assert.deepEqual(r, { written: true, md5: md5(first) });
+      assert.deepEqual(r, { written: true, md5: md5(first), serial: 5 });
       assert.ok((await b.readState())?.equals(first));
       const again = sourceOf(first);
-      assert.deepEqual(await b.writeState("default", again), { written: false, md5: md5(first) });
+      assert.deepEqual(await b.writeState("default", again), { written: false, md5: md5(first), serial: 5 });
       await assert.rejects(b.writeState("default", sourceOf(state(4, lineage))), (e: unknown) => isObjstateError(e, "STATE_CONFLICT"));
       const next = state(6, lineage);
-      assert.deepEqual(await b.writeState("default", sourceOf(next)), { written: true, md5: md5(next) });
+      assert.deepEqual(await b.writeState("default", sourceOf(next)), { written: true, md5: md5(next), serial: 6 });
       assert.ok((await b.readState())?.equals(next));
     });
 

@@ -377,7 +377,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
       lastModified: string;
       size: number;
     };
-    const ANONYMOUS = { name: "anonymous", via: "none" };
+    const ANONYMOUS = { name: "anonymous", via: "none", tokenId: null, oidc: null };
     const h = await json(last, "GET", `/api/v1/workspaces/${ws}/history`);
     assert.equal(h.status, 200);
     const versions = h.body["versions"] as V[];

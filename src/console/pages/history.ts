@@ -5,6 +5,7 @@ import { html, type SafeHtml } from "../html.js";
 import { layout, query, workspaceUrl, type Frame } from "../layout.js";
 import { operationName } from "../operation.js";
 import type { VersionView } from "../types.js";
+import { principalText } from "../../wire/shapes.js";
 
 export interface HistoryView {
   readonly frame: Frame;
@@ -38,7 +39,7 @@ function row(v: HistoryView, ver: VersionView, fromDefault: string | undefined, 
 <td${ver.deleteMarker ? "" : html` data-label="From"`}>${radio("from", ver.versionId === fromDefault)}</td><td${ver.deleteMarker ? "" : html` data-label="To"`}>${radio("to", ver.versionId === toDefault)}</td>
 <td class="num" data-label="Serial">${ver.deleteMarker ? html`<span class="muted">deleted</span>` : (ver.serial ?? "?")}${ver.isLatest ? html` <span class="muted">(current)</span>` : ""}</td>
 <td data-label="Written"><time datetime="${ver.lastModified}">${formatTime(ver.lastModified)}</time></td>
-<td class="opt" data-label="By">${ver.who ?? html`<span class="muted">unknown</span>`}${ver.principal === undefined ? "" : html`<br><span class="muted" data-principal>as server user ${ver.principal.name} (${ver.principal.via})</span>`}</td>
+<td class="opt" data-label="By">${ver.who ?? html`<span class="muted">unknown</span>`}${ver.principal === undefined ? "" : html`<br><span class="muted" data-principal>as server user ${principalText(ver.principal)}</span>`}</td>
 <td class="opt"${ver.operation === undefined ? "" : html` data-label="Operation"`}>${ver.operation === undefined ? "" : operationName(ver.operation)}</td>
 <td class="num" data-label="Size">${formatBytes(ver.size)}</td>
 <td>${rollback}</td>

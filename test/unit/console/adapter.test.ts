@@ -184,7 +184,9 @@ describe("backendConsoleApi over the embedded store", () => {
     const d = await api.diff("hist", v1, v3);
     assert.equal(d.resources.added.length, 3);
     await assert.rejects(api.diff("hist", v1, "no-such-version"), (e) => isObjstateError(e, "VERSION_NOT_FOUND"));
-    assert.deepEqual(await api.rollback("hist", v1), { serial: 4 });
+    const rolled = await api.rollback("hist", v1);
+    assert.equal(rolled.serial, 4);
+    assert.match(rolled.md5 ?? "", /^[0-9a-f]{32}$/);
     const after = await api.history("hist", { limit: 10 });
     assert.equal(after.length, 4);
     assert.deepEqual([after[0]?.serial, after[0]?.operation, after[0]?.resources, after[0]?.isLatest], [4, "rollback", 1, true]);

@@ -174,19 +174,19 @@ describe("objstate serve: lock ownership and principals across replicas", () => 
     assert.deepEqual(
       versions.map((v) => [v.serial, v.isLatest, v.who, v.principal]),
       [
-        [2, true, "replica1@owners", { name: "bob", via: "password" }],
-        [1, false, "laptop-user@laptop", { name: "alice", via: "password" }],
+        [2, true, "replica1@owners", { name: "bob", via: "password", tokenId: null, oidc: null }],
+        [1, false, "laptop-user@laptop", { name: "alice", via: "password", tokenId: null, oidc: null }],
       ],
     );
     const view = JSON.parse((await call(r2, "alice", "GET", `/api/v1/workspaces/${ws}`)).body.toString()) as { lastWrite: { principal: unknown } };
-    assert.deepEqual(view.lastWrite.principal, { name: "bob", via: "password" });
+    assert.deepEqual(view.lastWrite.principal, { name: "bob", via: "password", tokenId: null, oidc: null });
 
     const page = (await call(r1, "scribe", "GET", `/workspaces/${ws}/history`)).body.toString();
     assert.match(page, /laptop-user@laptop<br><span class="muted" data-principal>as server user alice \(password\)<\/span>/);
 
     const back = await call(r2, "alice", "POST", `/api/v1/workspaces/${ws}/rollback`, { to: versions[1]?.versionId });
     assert.equal(back.status, 200, back.body.toString());
-    assert.deepEqual((await list())[0]?.principal, { name: "alice", via: "password" });
+    assert.deepEqual((await list())[0]?.principal, { name: "alice", via: "password", tokenId: null, oidc: null });
 
     // The console's rollback: its confirmation form, posted from its own origin.
     const to = versions[0]?.versionId as string;
@@ -202,6 +202,6 @@ describe("objstate serve: lock ownership and principals across replicas", () => 
       { "Content-Type": "application/x-www-form-urlencoded", Origin: r1 },
     );
     assert.equal(posted.status, 303, posted.body.toString());
-    assert.deepEqual((await list())[0]?.principal, { name: "rewinder", via: "password" });
+    assert.deepEqual((await list())[0]?.principal, { name: "rewinder", via: "password", tokenId: null, oidc: null });
   });
 });

@@ -374,7 +374,7 @@ describe("objstate serve: users, roles, TLS", () => {
       tls: { ca, cert: readFileSync(f("client.crt")), key: readFileSync(f("client.key")) },
     });
     const recorded = (JSON.parse(history.body.toString()) as { versions: { principal: unknown }[] }).versions[0]?.principal;
-    assert.deepEqual(recorded, { name: "writer", via: "certificate" }, "the write records the certificate's user");
+    assert.deepEqual(recorded, { name: "writer", via: "certificate", tokenId: null, oidc: null }, "the write records the certificate's user");
     await assert.rejects(rawRequest(m.url, "GET", "/state/default", undefined, { username: "writer", password: pw("writer"), tls: { ca } }));
   });
 });
