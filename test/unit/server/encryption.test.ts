@@ -13,7 +13,7 @@ import type { ObjstateServer } from "../../../src/server/server.js";
 import { HttpBackendClient, rawRequest, toolState } from "../../support/http-backend-client.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
 import { startServer } from "../../support/server-fixture.js";
-import { chainConfig, PASSPHRASE } from "../encryption/support.js";
+import { chainConfig, largeState, PASSPHRASE } from "../encryption/support.js";
 
 const SECRET = "S3CR3T-pass-through-4e1d";
 
@@ -76,6 +76,20 @@ describe("objstate serve: pass-through of envelopes (server without encryption)"
     assert.ok((await backend.readState(ws))?.equals(two), "stored byte for byte");
     // It is OpenTofu's envelope still: the client's key opens it.
     assert.ok((await enc.decrypt(got)).state.includes(SECRET));
+  });
+
+  it("a large envelope (streamed both ways, past 256 KiB) comes back byte for byte, and its clear fields guard it", async () => {
+    const s = await startServer(backend, {}, servers);
+    const ws = uniqueName("ws");
+    const tofu = new HttpBackendClient({ bases: [s.url], workspace: ws, flavour: "opentofu", retries: 0 });
+    const big = (await enc.encrypt(largeState(2 * 1024 * 1024, 4, "lin-big"), { serial: 4, lineage: "lin-big" })).toBuffer();
+    assert.ok((await tofu.lock("OperationTypeApply")).ok);
+    assert.equal((await tofu.put(big)).status, 200);
+    const older = await tofu.put(await seal(3, "lin-big"));
+    assert.equal(older.status, 409, older.body.toString());
+    assert.equal((await tofu.unlock()).status, 200);
+    const got = await tofu.get();
+    assert.ok(got !== null && got.equals(big));
   });
 
   it("/api/v1 says encrypted where it would show content: outputs, diffs; history lists the versions; rollback restores an envelope byte for byte", async () => {
