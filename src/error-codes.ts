@@ -175,6 +175,9 @@ export const ERROR_CODES = {
   ENCRYPTION_TAMPERED: { status: 409, exit: EXIT.error },
   ENCRYPTION_UNKNOWN_VERSION: { status: 409, exit: EXIT.error },
   ENCRYPTION_PLAIN_STATE: { status: 409, exit: EXIT.error },
+  // An envelope where content is wanted and there is no key to open it (a client encrypts
+  // itself, the server stores what it is sent): the console and /api/v1 show "encrypted"
+  STATE_ENCRYPTED: { status: 409, exit: EXIT.error },
   ENCRYPTION_CONFIG_INVALID: { status: 500, exit: EXIT.usage },
   ENCRYPTION_KDF_TOO_WEAK: { status: 500, exit: EXIT.usage },
   // The external key provider program failed, timed out or broke the protocol

@@ -8,6 +8,7 @@ import { ObjstateError } from "../errors.js";
 import type { ObjectStoreDriver, ObjectVersion, VersioningStatus } from "../store/types.js";
 import { decodeMeta, META } from "./fencing.js";
 import type { Principal } from "./principal.js";
+import { isEnvelope } from "../encryption/index.js";
 import { scanHeader } from "./state-header.js";
 
 /**
@@ -279,12 +280,17 @@ export async function rollbackState(s: VersionedState, versionId: string, write:
       { details: { versionId, lineage: src.lineage, currentLineage: base?.lineage } },
     );
   }
-  const serial = Math.max(base?.serial ?? 0, src.serial) + 1;
+  // An envelope (OpenTofu's encryption) goes back byte for byte: its clear serial must stay
+  // the encrypted state's (OpenTofu refuses a mismatch as tampering), so it keeps its older
+  // serial, which the guard would refuse (forced: the rollback is the operator's choice).
+  // Its clients write the next serial on from it.
+  const envelope = isEnvelope(source.body);
+  const serial = envelope ? src.serial : Math.max(base?.serial ?? 0, src.serial) + 1;
   const [at, end] = src.serialAt;
-  const body = Buffer.concat([source.body.subarray(0, at), Buffer.from(String(serial), "utf8"), source.body.subarray(end)]);
+  const body = envelope ? source.body : Buffer.concat([source.body.subarray(0, at), Buffer.from(String(serial), "utf8"), source.body.subarray(end)]);
   const result = await write(body, {
     ifMatch: current === null ? null : (current.meta.etag ?? null),
-    force: otherLineage,
+    force: otherLineage || envelope,
     operation: "rollback",
     sourceVersion: versionId,
   });

@@ -10,7 +10,17 @@ import type { LockInfo } from "../backend/lock-info.js";
 import { stringifyExact } from "../json/exact-json.js";
 import type { StateDiff } from "../state/diff.js";
 import { readStateDocument } from "../state/document.js";
-import type { ConsoleApi, LockView, OutputView, RollbackResult, VersionView, WorkspaceSummary } from "./types.js";
+import { isObjstateError } from "../errors.js";
+import {
+  ENCRYPTED,
+  type ConsoleApi,
+  type Encrypted,
+  type LockView,
+  type OutputView,
+  type RollbackResult,
+  type VersionView,
+  type WorkspaceSummary,
+} from "./types.js";
 
 /** What the console uses of a backend: its real methods, nothing guessed. */
 export type ConsoleBackend = Pick<
@@ -124,7 +134,7 @@ export function lockView(info: LockInfo | null): LockView | null {
   };
 }
 
-function versionView(r: StateVersion, resources?: number): VersionView {
+function versionView(r: StateVersion, resources?: number | Encrypted): VersionView {
   return {
     versionId: r.versionId,
     lastModified: r.lastModified?.toISOString() ?? "",
@@ -140,12 +150,13 @@ function versionView(r: StateVersion, resources?: number): VersionView {
   };
 }
 
-/** Resource instances in a state, or undefined when it is not a readable state. */
-function countResources(bytes: Uint8Array | null): number | undefined {
+/** Resource instances in a state, {@link ENCRYPTED} for an envelope without its key, or undefined when it is not a readable state. */
+function countResources(bytes: Uint8Array | null): number | Encrypted | undefined {
   if (bytes === null) return undefined;
   try {
     return readStateDocument(bytes, "to")?.instances.size;
-  } catch {
+  } catch (e) {
+    if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
     // Written by another client in a shape we cannot read: no count, the row still shows.
     return undefined;
   }
@@ -168,16 +179,16 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
   // Counting resources means reading and parsing the whole state: the Workspaces page
   // never waits for it. Counts are keyed by the write they were made from (its ETag), so
   // they never go stale; the ones not known yet are made in the background, a few at a time.
-  const counts = new Map<string, number | undefined>();
+  const counts = new Map<string, number | Encrypted | undefined>();
   const countLater = backgroundQueue(countConcurrency);
-  const count = async (workspace: string, key: string): Promise<number | undefined> => {
+  const count = async (workspace: string, key: string): Promise<number | Encrypted | undefined> => {
     const resources = countResources(await backend.readState(workspace));
     remember(counts, key, resources, COUNT_CACHE_MAX);
     return resources;
   };
 
   // Version contents never change: their counts are kept (bounded).
-  const versionCounts = new Map<string, number | undefined>();
+  const versionCounts = new Map<string, number | Encrypted | undefined>();
 
   let versioning: { readonly at: number; readonly keeps: boolean } | undefined;
   const hasHistory = async (): Promise<boolean> => {
@@ -215,7 +226,7 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     workspace: string,
     write: { readonly etag: string | undefined; readonly lastModified: string | undefined; readonly size: number },
     wait: boolean,
-  ): Promise<number | undefined> | number | undefined => {
+  ): Promise<number | Encrypted | undefined> | number | Encrypted | undefined => {
     const key = `${workspace}\0${writeKey(write)}`;
     if (counts.has(key)) return counts.get(key);
     if (wait) return count(workspace, key);
@@ -246,7 +257,7 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
       known === undefined
         ? { time: object.lastModified, serial: null, pending: true }
         : { time: object.lastModified, who: known.who, serial: known.serial ?? null };
-    return { ...base, lastWrite, size: object.size, resources: resourcesOf(workspace, object, false) as number | undefined };
+    return { ...base, lastWrite, size: object.size, resources: resourcesOf(workspace, object, false) as number | Encrypted | undefined };
   };
 
   // Version descriptions (a ranged read each) never change but for which one is current:
@@ -297,9 +308,15 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
       const [names, locks] = await Promise.all([backend.listWorkspaces(), allLocks()]);
       return new Map(names.map((w) => [w, locks.get(w) ?? null]));
     },
-    outputs: async (workspace): Promise<OutputView[]> => {
+    outputs: async (workspace): Promise<OutputView[] | Encrypted> => {
       const bytes = await backend.readState(workspace);
-      const doc = bytes === null ? null : readStateDocument(bytes, "to");
+      let doc: ReturnType<typeof readStateDocument>;
+      try {
+        doc = bytes === null ? null : readStateDocument(bytes, "to");
+      } catch (e) {
+        if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
+        throw e;
+      }
       if (doc === null) return [];
       return [...doc.outputs]
         .map(([name, o]) => ({ name, value: stringifyExact(o.exact), sensitive: o.sensitive }))

@@ -28,7 +28,7 @@ import { renderMessage } from "./pages/message.js";
 import { renderRollback } from "./pages/rollback.js";
 import { renderWorkspace } from "./pages/workspace.js";
 import { filterWorkspaces, renderWorkspaces, sortByLastWrite } from "./pages/workspaces.js";
-import type { ConsoleContext, ConsoleLogEntry, LockView, VersionView } from "./types.js";
+import { ENCRYPTED, type ConsoleContext, type Encrypted, type ConsoleLogEntry, type LockView, type VersionView } from "./types.js";
 
 /** Versions the History page lists with `?all=1` (and the rollback confirmation searches). */
 export const HISTORY_LIMIT = 1000;
@@ -234,7 +234,12 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
       const from = url.searchParams.get("from") || undefined;
       const to = url.searchParams.get("to") || undefined;
       if (from !== undefined && to !== undefined) {
-        sendPage(res, 200, renderDiff({ frame, workspace, from, to, diff: await ctx.api.diff(workspace, from, to) }));
+        // An envelope without its key is shown as such, not as a failure.
+        const diff = await ctx.api.diff(workspace, from, to).catch((e: unknown): Encrypted => {
+          if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
+          throw e;
+        });
+        sendPage(res, 200, renderDiff({ frame, workspace, from, to, diff }));
       } else {
         // Not both sides: a form to pick them (a link to the Diff page is not a bad request).
         const found = await versionsOf(ctx, frame, workspace, HISTORY_PAGE + 1);
@@ -328,7 +333,7 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
   const page = renderWorkspace({
     frame,
     summary,
-    outputs: outputs.map((o) => (o.sensitive && !revealed ? { ...o, value: SENSITIVE } : o)),
+    outputs: outputs === ENCRYPTED ? outputs : outputs.map((o) => (o.sensitive && !revealed ? { ...o, value: SENSITIVE } : o)),
     revealed,
     canReveal,
     canForceUnlock: ctx.can("force", workspace),

@@ -49,10 +49,18 @@ export interface WorkspaceSummary {
   readonly size: number;
   /**
    * Resource instances in the state; undefined while not counted yet (counting reads the
-   * whole state, so the Workspaces page shows it once a background count has run).
+   * whole state, so the Workspaces page shows it once a background count has run);
+   * {@link ENCRYPTED} for an envelope there is no key for.
    */
-  readonly resources?: number | undefined;
+  readonly resources?: number | Encrypted | undefined;
 }
+
+/**
+ * What the console shows instead of content when the state is an encryption envelope and
+ * the server has no key (a client that encrypts itself: the server passes its states through).
+ */
+export const ENCRYPTED = "encrypted";
+export type Encrypted = typeof ENCRYPTED;
 
 /** One root output of a state. `value` is JSON text. */
 export interface OutputView {
@@ -77,7 +85,7 @@ export interface VersionView {
   readonly isLatest: boolean;
   readonly deleteMarker: boolean;
   /** Resource instances, when known (drives the chart; undefined is left out of it). */
-  readonly resources?: number | undefined;
+  readonly resources?: number | Encrypted | undefined;
 }
 
 /** What a rollback wrote. */
@@ -106,8 +114,8 @@ export interface ConsoleApi {
   lock(workspace: string): Promise<LockView | null>;
   /** Every workspace's lock (polled by the Workspaces page: no state is read). */
   locks(): Promise<ReadonlyMap<string, LockView | null>>;
-  /** Root outputs of the current state, sensitive values included (the console masks them). */
-  outputs(workspace: string): Promise<OutputView[]>;
+  /** Root outputs of the current state, sensitive values included (the console masks them); {@link ENCRYPTED} for an envelope there is no key for. */
+  outputs(workspace: string): Promise<OutputView[] | Encrypted>;
   /** Whether the store keeps versions (bucket versioning not off); without them history pages say so. */
   hasHistory(): Promise<boolean>;
   /** Versions, newest first, at most `limit`. */

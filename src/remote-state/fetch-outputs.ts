@@ -12,6 +12,8 @@ import { ObjstateError, isObjstateError } from "../errors.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { resolveSettings } from "../resolve/settings.js";
 import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJson, type JsonValue } from "../json/exact-json.js";
+import { isEnvelope } from "../encryption/index.js";
+import { encryptedState } from "../state/document.js";
 import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "../state/extract-outputs.js";
 import { syntaxErrorOffset } from "../json/validate.js";
 import { giveShared } from "../util/shared-memory.js";
@@ -147,6 +149,7 @@ function outputsOf(
   for (const [k, v] of Object.entries(options.defaults ?? {})) values.set(k, fromJs(v as JsonValue));
   const sensitive = new Set<string>();
   const types = new Map<string, ExactJson | typeof UPGRADED>();
+  if (!found.has("version") && isEnvelope(state)) throw encryptedState(`the state of workspace ${workspace} at ${location}`, { workspace, location });
   const root = rootOutputs(member, invalid);
   for (const [k, o] of root) {
     values.set(k, o.value);

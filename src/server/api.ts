@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { NO_LOCK_ID } from "../backend/backend.js";
 import type { AuditAction } from "../backend/audit.js";
-import { ObjstateError } from "../errors.js";
+import { isObjstateError, ObjstateError } from "../errors.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { auditRoute } from "./audit.js";
 import { readBody } from "./body.js";
@@ -24,6 +24,20 @@ export interface Route {
   /** The route changes something: each request that reaches it is written to the audit log as this action. */
   readonly audit?: AuditAction | undefined;
   readonly handler: (ctx: Ctx) => Promise<void>;
+}
+
+/**
+ * Content of a state that is an envelope the server has no key for (a client that encrypts
+ * itself; the server passes its states through): answered as such, `"encrypted": true`
+ * where the content would be, not as a failure.
+ */
+const ENCRYPTED = "encrypted";
+const ENCRYPTED_MESSAGE =
+  "the state is encrypted by its client (OpenTofu's state encryption) and this server has no key for it: its content cannot be shown. Read it with the same encryption configured (TF_ENCRYPTION), or configure encryption on the server";
+
+function encryptedOr(e: unknown): typeof ENCRYPTED {
+  if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
+  throw e;
 }
 
 async function listWorkspaces(ctx: Ctx): Promise<void> {
@@ -60,7 +74,8 @@ async function forceUnlock(ctx: Ctx): Promise<void> {
 async function outputs(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   // Through the server's own connection: no credentials, drivers or table check per request.
-  const read = await readRemoteOutputs(ctx.backend, ws);
+  const read = await readRemoteOutputs(ctx.backend, ws).catch(encryptedOr);
+  if (read === ENCRYPTED) return sendJson(ctx, 200, { outputs: null, encrypted: true, message: ENCRYPTED_MESSAGE });
   // As text: numbers go out exactly as the state has them, never through a JS number.
   send(ctx, 200, `{"outputs":${outputsJsonText(read, (n) => read.isSensitive(n))}}\n`, { "Content-Type": "application/json" });
 }
@@ -81,7 +96,9 @@ async function diff(ctx: Ctx): Promise<void> {
   });
   ctx.bytesIn += body.bytes.length;
   const current = await ctx.backend.readState(ws);
-  send(ctx, 200, await diffJson(current, body.bytes), { "Content-Type": "application/json" });
+  const answer = await diffJson(current, body.bytes).catch(encryptedOr);
+  if (answer === ENCRYPTED) return sendJson(ctx, 200, { encrypted: true, message: ENCRYPTED_MESSAGE });
+  send(ctx, 200, answer, { "Content-Type": "application/json" });
 }
 
 /** Versions `GET …/history` lists without `?limit=`, and the most it lists at once. */
@@ -129,7 +146,8 @@ async function diffVersions(ctx: Ctx): Promise<void> {
       "BAD_REQUEST",
       `a diff of workspace ${ws} needs ?from=VERSION&to=VERSION (version IDs from its history); to compare with a state of your own, POST it to this route`,
     );
-  const compared = await ctx.backend.diff(ws, { from, to });
+  const compared = await ctx.backend.diff(ws, { from, to }).catch(encryptedOr);
+  if (compared === ENCRYPTED) return sendJson(ctx, 200, { workspace: ws, from, to, encrypted: true, message: ENCRYPTED_MESSAGE });
   sendJson(ctx, 200, versionDiffJson(ws, compared));
 }
 

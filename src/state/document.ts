@@ -55,12 +55,25 @@ class Reader {
   }
 }
 
+/**
+ * `STATE_ENCRYPTED`: `what` (a state, named for the message) is an encryption envelope
+ * (OpenTofu's `encryption`), and what read it has no key: its content cannot be shown.
+ */
+export function encryptedState(what: string, details: Record<string, unknown> = {}): ObjstateError {
+  return new ObjstateError(
+    "STATE_ENCRYPTED",
+    `${what} is encrypted (an OpenTofu encryption envelope) and there is no key here to open it: its client encrypts it. To read it, configure the same encryption (the encryption setting, or TF_ENCRYPTION)`,
+    { details: { ...details, encrypted: true } },
+  );
+}
+
 /** Parse one side; null when there is no state. Throws `STATE_INVALID` naming the side. */
 export function readStateDocument(input: StateInput, side: StateSide): StateDocument | null {
   const r: Reader = new Reader(side);
   const { doc, bytes } = parseInput(input, r);
   if (doc === null) return null;
   if (!isObj(doc)) r.fail("is not a state: expected a JSON object");
+  if (doc["version"] === undefined && typeof doc["encryption_version"] === "string") throw encryptedState(`the '${side}' state`, { side });
   const version = doc["version"];
   if (typeof version !== "number" || !Number.isInteger(version)) r.fail('has no format "version": expected a number from 1 to 4');
   if (version < 1 || version > 4) r.fail(`has format version ${version}, which objstate cannot read (it reads 1 to 4): compare it with a newer objstate`);

@@ -3,7 +3,7 @@ import type { StateDiff } from "../../state/diff.js";
 import { formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { layout, workspaceUrl, type Frame } from "../layout.js";
-import type { VersionView } from "../types.js";
+import { ENCRYPTED, type Encrypted, type VersionView } from "../types.js";
 import { renderDiffLists } from "./diff-list.js";
 
 export interface DiffView {
@@ -11,13 +11,25 @@ export interface DiffView {
   readonly workspace: string;
   readonly from: string;
   readonly to: string;
-  readonly diff: StateDiff;
+  /** {@link ENCRYPTED} when a side is an envelope this server has no key for. */
+  readonly diff: StateDiff | Encrypted;
 }
 
 export function renderDiff(v: DiffView): SafeHtml {
   const f = v.frame;
   const d = v.diff;
   const crumbs = html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, v.workspace)}">${v.workspace}</a> / <a href="${workspaceUrl(f.base, v.workspace, "/history")}">History</a>`;
+  if (d === ENCRYPTED)
+    return layout(
+      f,
+      `Diff of ${v.workspace}`,
+      html`<dl class="facts">
+<dt>From</dt><dd><span class="muted mono">${v.from}</span></dd>
+<dt>To</dt><dd><span class="muted mono">${v.to}</span></dd>
+</dl>
+<p class="notice" data-encrypted>Encrypted: these versions were encrypted by their client (OpenTofu's state encryption), and this server has no key for them, so their content cannot be compared.</p>`,
+      { crumbs },
+    );
   const body = html`<dl class="facts">
 <dt>From</dt><dd>serial ${d.serial.before ?? "none"} <span class="muted mono">(${v.from})</span></dd>
 <dt>To</dt><dd>serial ${d.serial.after ?? "none"} <span class="muted mono">(${v.to})</span></dd>

@@ -4,7 +4,7 @@ import { formatBytes, formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { layout, query, workspaceUrl, type Frame } from "../layout.js";
 import { operationName } from "../operation.js";
-import type { VersionView } from "../types.js";
+import { ENCRYPTED, type VersionView } from "../types.js";
 import { principalText } from "../../wire/shapes.js";
 
 export interface HistoryView {
@@ -22,6 +22,10 @@ export interface HistoryView {
   readonly moreLimit?: number | undefined;
 }
 
+/** Said when versions are envelopes this server has no key for. */
+const ENCRYPTED_VERSIONS =
+  "Versions marked encrypted were encrypted by their client (OpenTofu's state encryption), and this server has no key for them: their resources are not counted and their content cannot be compared. They can still be rolled back to (the bytes are restored as they are).";
+
 /** Versions that hold a state (delete markers have no content to diff or restore). */
 const stateVersions = (vs: readonly VersionView[]): VersionView[] => vs.filter((v) => !v.deleteMarker);
 
@@ -37,7 +41,7 @@ function row(v: HistoryView, ver: VersionView, fromDefault: string | undefined, 
       : "";
   return html`<tr data-version="${ver.versionId}">
 <td${ver.deleteMarker ? "" : html` data-label="From"`}>${radio("from", ver.versionId === fromDefault)}</td><td${ver.deleteMarker ? "" : html` data-label="To"`}>${radio("to", ver.versionId === toDefault)}</td>
-<td class="num" data-label="Serial">${ver.deleteMarker ? html`<span class="muted">deleted</span>` : (ver.serial ?? "?")}${ver.isLatest ? html` <span class="muted">(current)</span>` : ""}</td>
+<td class="num" data-label="Serial">${ver.deleteMarker ? html`<span class="muted">deleted</span>` : (ver.serial ?? "?")}${ver.isLatest ? html` <span class="muted">(current)</span>` : ""}${ver.resources === ENCRYPTED ? html` <span class="muted" data-encrypted>(encrypted)</span>` : ""}</td>
 <td data-label="Written"><time datetime="${ver.lastModified}">${formatTime(ver.lastModified)}</time></td>
 <td class="opt" data-label="By">${ver.who ?? html`<span class="muted">unknown</span>`}${ver.principal === undefined ? "" : html`<br><span class="muted" data-principal>as server user ${principalText(ver.principal)}</span>`}</td>
 <td class="opt"${ver.operation === undefined ? "" : html` data-label="Operation"`}>${ver.operation === undefined ? "" : operationName(ver.operation)}</td>
@@ -60,8 +64,10 @@ export function renderHistory(v: HistoryView): SafeHtml {
   const states = stateVersions(v.versions);
   const toDefault = states[0]?.versionId;
   const fromDefault = states[1]?.versionId;
-  const points = [...states].reverse().map((x) => ({ resources: x.resources, size: x.size }));
+  const points = [...states].reverse().map((x) => ({ resources: x.resources === ENCRYPTED ? undefined : x.resources, size: x.size }));
+  const encrypted = states.some((x) => x.resources === ENCRYPTED);
   const body = html`${v.notice === undefined ? "" : html`<p class="notice good" role="status">${v.notice}</p>`}
+${encrypted ? html`<p class="notice" data-encrypted>${ENCRYPTED_VERSIONS}</p>` : ""}
 ${renderChart(points)}
 <form method="get" action="${workspaceUrl(f.base, v.workspace, "/diff")}">
 <p><button type="submit">Compare selected versions</button> <span class="muted">Pick a “from” and a “to” version below.</span></p>

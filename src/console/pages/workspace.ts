@@ -4,13 +4,13 @@ import { html, type SafeHtml } from "../html.js";
 import { layout, query, workspaceUrl, type Frame } from "../layout.js";
 import { lockText } from "../lock-text.js";
 import { operationName } from "../operation.js";
-import type { OutputView, VersionView, WorkspaceSummary } from "../types.js";
+import { ENCRYPTED, type Encrypted, type OutputView, type VersionView, type WorkspaceSummary } from "../types.js";
 
 export interface WorkspaceView {
   readonly frame: Frame;
   readonly summary: WorkspaceSummary;
   /** Sensitive values already replaced by `<sensitive>` unless `revealed`. */
-  readonly outputs: readonly OutputView[];
+  readonly outputs: readonly OutputView[] | Encrypted;
   readonly revealed: boolean;
   /** Show the reveal button (admin)? */
   readonly canReveal: boolean;
@@ -44,8 +44,11 @@ ${
 
 function outputsSection(v: WorkspaceView): SafeHtml {
   const f = v.frame;
-  if (v.outputs.length === 0) return html`<p class="muted">No outputs.</p>`;
-  const anySensitive = v.outputs.some((o) => o.sensitive);
+  const outputs = v.outputs;
+  if (outputs === ENCRYPTED)
+    return html`<p class="notice" data-encrypted>Encrypted: this state was encrypted by its client (OpenTofu's state encryption), and this server has no key for it, so its outputs cannot be shown.</p>`;
+  if (outputs.length === 0) return html`<p class="muted">No outputs.</p>`;
+  const anySensitive = outputs.some((o) => o.sensitive);
   const reveal =
     anySensitive && v.canReveal
       ? v.revealed
@@ -55,7 +58,7 @@ function outputsSection(v: WorkspaceView): SafeHtml {
   return html`<div class="scroll"><table>
 <thead><tr><th scope="col">Output</th><th scope="col">Value</th></tr></thead>
 <tbody>
-${v.outputs.map((o) => html`<tr data-output="${o.name}"><td><code>${o.name}</code>${o.sensitive ? html` <span class="muted">(sensitive)</span>` : ""}</td><td><code>${o.value}</code></td></tr>`)}
+${outputs.map((o) => html`<tr data-output="${o.name}"><td><code>${o.name}</code>${o.sensitive ? html` <span class="muted">(sensitive)</span>` : ""}</td><td><code>${o.value}</code></td></tr>`)}
 </tbody>
 </table></div>
 ${reveal}`;
@@ -88,7 +91,7 @@ export function renderWorkspace(v: WorkspaceView): SafeHtml {
 <dt>Serial</dt><dd>${s.lastWrite?.serial ?? "no state"}</dd>
 <dt>Last write</dt><dd>${s.lastWrite?.time === undefined ? "unknown" : formatTime(s.lastWrite.time)}${s.lastWrite?.who === undefined ? "" : ` by ${s.lastWrite.who}`}</dd>
 <dt>Size</dt><dd>${formatBytes(s.size)}</dd>
-<dt>Resources</dt><dd>${s.resources ?? "unknown (not a state objstate can read)"}</dd>
+<dt>Resources</dt><dd>${s.resources === ENCRYPTED ? "unknown (encrypted)" : (s.resources ?? "unknown (not a state objstate can read)")}</dd>
 </dl>
 <h2>Lock</h2>
 ${lockSection(v)}

@@ -1,0 +1,156 @@
+/**
+ * `objstate serve` with encrypted states (issue 26, item 4), in process over the embedded
+ * store. Pass-through: a client that encrypts itself (OpenTofu with `encryption`) POSTs
+ * envelopes, which are stored and served byte for byte, guarded on their clear serial and
+ * lineage; without a key, the console and /api/v1 say "encrypted" where they would show
+ * content.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
+import { parseEncryptionConfig, StateEncryption } from "../../../src/encryption/index.js";
+import type { ObjstateServer } from "../../../src/server/server.js";
+import { HttpBackendClient, rawRequest, toolState } from "../../support/http-backend-client.js";
+import { embeddedTarget, uniqueName } from "../../support/targets.js";
+import { startServer } from "../../support/server-fixture.js";
+import { chainConfig, largeState, PASSPHRASE } from "../encryption/support.js";
+
+const SECRET = "S3CR3T-pass-through-4e1d";
+
+/** OpenTofu's encryption as a client configures it (a pbkdf2 passphrase, aes_gcm). */
+function clientEncryption(): StateEncryption {
+  const cfg = parseEncryptionConfig(chainConfig([PASSPHRASE]), { source: "TF_ENCRYPTION", literalSecrets: true });
+  return StateEncryption.for(cfg) as StateEncryption;
+}
+
+describe("objstate serve: pass-through of envelopes (server without encryption)", () => {
+  let backend: ObjectStoreBackend;
+  const servers: ObjstateServer[] = [];
+  let enc: StateEncryption;
+
+  before(async () => {
+    const props = await embeddedTarget().setup({ locks: true });
+    backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
+    enc = clientEncryption();
+  });
+  after(async () => {
+    for (const s of servers) await s.close(500);
+    backend.close();
+  });
+
+  const seal = async (serial: number, lineage: string): Promise<Buffer> =>
+    (
+      await enc.encrypt(
+        toolState(serial, lineage, { db_password: { value: SECRET, type: "string", sensitive: true }, region: { value: "eu-west-1", type: "string" } }),
+        { serial, lineage },
+      )
+    ).toBuffer();
+
+  /** `path` as JSON (an /api/v1 route), asserting 200. */
+  const json = async (base: string, method: string, path: string, body?: Buffer): Promise<Record<string, unknown>> => {
+    const r = await rawRequest(base, method, path, body);
+    assert.equal(r.status, 200, `${method} ${path}: ${r.body.toString()}`);
+    return JSON.parse(r.body.toString()) as Record<string, unknown>;
+  };
+
+  it("OpenTofu's requests (lock, POST an envelope, unlock, GET): the envelope comes back byte for byte; the guard reads its clear lineage and serial", async () => {
+    const s = await startServer(backend, {}, servers);
+    const ws = uniqueName("ws");
+    const tofu = new HttpBackendClient({ bases: [s.url], workspace: ws, flavour: "opentofu", retries: 0 });
+    const one = await seal(1, "lin-a");
+    const two = await seal(2, "lin-a");
+    assert.ok((await tofu.lock("OperationTypeApply")).ok);
+    assert.equal((await tofu.put(one)).status, 200);
+    assert.equal((await tofu.put(two)).status, 200);
+    // Another lineage, and an older serial of this one: refused on the envelope's clear fields
+    // (an envelope shows no resources, yet it is never taken for an empty state).
+    const other = await tofu.put(await seal(9, "lin-b"));
+    assert.equal(other.status, 409, other.body.toString());
+    assert.match(other.body.toString(), /another lineage/);
+    const older = await tofu.put(await seal(1, "lin-a"));
+    assert.equal(older.status, 409, older.body.toString());
+    assert.match(older.body.toString(), /older state/);
+    assert.equal((await tofu.unlock()).status, 200);
+    const got = await tofu.get();
+    assert.ok(got !== null && got.equals(two), "GET returns the envelope POSTed, byte for byte");
+    assert.ok((await backend.readState(ws))?.equals(two), "stored byte for byte");
+    // It is OpenTofu's envelope still: the client's key opens it.
+    assert.ok((await enc.decrypt(got)).state.includes(SECRET));
+  });
+
+  it("a large envelope (streamed both ways, past 256 KiB) comes back byte for byte, and its clear fields guard it", async () => {
+    const s = await startServer(backend, {}, servers);
+    const ws = uniqueName("ws");
+    const tofu = new HttpBackendClient({ bases: [s.url], workspace: ws, flavour: "opentofu", retries: 0 });
+    const big = (await enc.encrypt(largeState(2 * 1024 * 1024, 4, "lin-big"), { serial: 4, lineage: "lin-big" })).toBuffer();
+    assert.ok((await tofu.lock("OperationTypeApply")).ok);
+    assert.equal((await tofu.put(big)).status, 200);
+    const older = await tofu.put(await seal(3, "lin-big"));
+    assert.equal(older.status, 409, older.body.toString());
+    assert.equal((await tofu.unlock()).status, 200);
+    const got = await tofu.get();
+    assert.ok(got !== null && got.equals(big));
+  });
+
+  it("/api/v1 says encrypted where it would show content: outputs, diffs; history lists the versions; rollback restores an envelope byte for byte", async () => {
+    const s = await startServer(backend, { allowUnlockedWrites: true }, servers);
+    const ws = uniqueName("ws");
+    const tofu = new HttpBackendClient({ bases: [s.url], workspace: ws, flavour: "opentofu", retries: 0 });
+    const one = await seal(1, "lin-c");
+    const two = await seal(2, "lin-c");
+    assert.equal((await tofu.put(one)).status, 200);
+    assert.equal((await tofu.put(two)).status, 200);
+    const api = `/api/v1/workspaces/${ws}`;
+
+    const outputs = await json(s.url, "GET", `${api}/outputs`);
+    assert.equal(outputs["encrypted"], true);
+    assert.equal(outputs["outputs"], null);
+    const history = (await json(s.url, "GET", `${api}/history`))["versions"] as { versionId: string; serial: number; lineage: string }[];
+    assert.deepEqual(
+      history.map((v) => [v.serial, v.lineage]),
+      [
+        [2, "lin-c"],
+        [1, "lin-c"],
+      ],
+    );
+    const [v2, v1] = history.map((v) => v.versionId) as [string, string];
+    const diff = await json(s.url, "GET", `${api}/diff?from=${v1}&to=${v2}`);
+    assert.deepEqual([diff["encrypted"], diff["from"], diff["to"]], [true, v1, v2]);
+    assert.equal((await json(s.url, "POST", `${api}/diff`, toolState(3, "lin-c")))["encrypted"], true);
+    // The version's bytes as stored.
+    assert.ok((await rawRequest(s.url, "GET", `${api}/versions/${v1}`, undefined)).body.equals(one));
+
+    const rolled = await json(s.url, "POST", `${api}/rollback`, Buffer.from(JSON.stringify({ to: v1 })));
+    assert.equal(rolled["serial"], 1, "an envelope keeps its serial (the clear one must stay the encrypted one's)");
+    const now = await tofu.get();
+    assert.ok(now !== null && now.equals(one), "the version's envelope is current again, byte for byte");
+    assert.equal((await enc.decrypt(now)).header?.serial, 1, "and it still opens (clear and encrypted serials agree)");
+    // The client writes on from it.
+    assert.equal((await tofu.put(await seal(2, "lin-c"))).status, 200);
+  });
+
+  it("the console says encrypted on the Workspace, History and Diff pages (200, not an error page); no secret is shown", async () => {
+    const s = await startServer(backend, { allowUnlockedWrites: true }, servers);
+    const ws = uniqueName("ws");
+    const tofu = new HttpBackendClient({ bases: [s.url], workspace: ws, flavour: "opentofu", retries: 0 });
+    assert.equal((await tofu.put(await seal(1, "lin-d"))).status, 200);
+    assert.equal((await tofu.put(await seal(2, "lin-d"))).status, 200);
+    const page = async (path: string): Promise<string> => {
+      const r = await rawRequest(s.url, "GET", path, undefined);
+      assert.equal(r.status, 200, `${path}: ${r.body.toString()}`);
+      const html = r.body.toString();
+      assert.doesNotMatch(html, /Could not do that/);
+      assert.ok(!html.includes(SECRET));
+      return html;
+    };
+    const workspace = await page(`/workspaces/${ws}`);
+    assert.match(workspace, /<p class="notice" data-encrypted>Encrypted: /);
+    assert.match(workspace, /unknown \(encrypted\)/);
+    const history = await page(`/workspaces/${ws}/history`);
+    assert.match(history, /<p class="notice" data-encrypted>/);
+    assert.equal(history.match(/\(encrypted\)/g)?.length, 2, "each version is marked");
+    const [to, from] = [...history.matchAll(/data-version="([^"]+)"/g)].map((m) => m[1]);
+    const diff = await page(`/workspaces/${ws}/diff?from=${from}&to=${to}`);
+    assert.match(diff, /<p class="notice" data-encrypted>Encrypted: /);
+  });
+});
