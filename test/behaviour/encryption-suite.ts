@@ -6,7 +6,7 @@
  * test secret.
  */
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { it } from "node:test";
 import {
   ObjectStoreBackend,
   ObjectStoreBackendConfig,
