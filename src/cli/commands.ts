@@ -33,6 +33,7 @@ import {
   type SettingsInput,
 } from "./settings.js";
 import { parseSettings } from "../config/settings-table.js";
+import { describeEncryption } from "../config/encryption-setting.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 import { redactUrl } from "../util/redact.js";
 import { lockJson, rekeyJson, workspaceJson } from "../wire/shapes.js";
@@ -207,7 +208,13 @@ export function configAction(opts: Opts): void {
   if (opts.json === true) {
     const out: Record<string, unknown> = {};
     for (const { name, ...rest } of rows) out[name] = rest;
-    printJson({ settings: out, layout: layoutShown, workspace: workspaceOf(input), credentials });
+    printJson({
+      settings: out,
+      layout: layoutShown,
+      workspace: workspaceOf(input),
+      credentials,
+      encryption: describeEncryption(input.settings.values.encryption),
+    });
     return;
   }
   const p = paint(process.stdout);
@@ -225,6 +232,8 @@ export function configAction(opts: Opts): void {
     `${"workspace".padEnd(nameW)}  ${workspaceOf(input).padEnd(valueW)}  ${input.origins["workspace"] === undefined ? "default" : `from ${describeOrigin(input.origins["workspace"])}`}`,
   );
   say(`credentials: ${credentials}`);
+  const enc = input.settings.origins.encryption;
+  say(`encryption: ${describeEncryption(input.settings.values.encryption)}${enc.kind === "default" ? "" : ` (from ${describeSettingOrigin(enc) ?? "?"})`}`);
 }
 
 // ---------------------------------------------------------------- workspaces

@@ -111,6 +111,18 @@ describe("objstate with state encryption", () => {
     assert.ok(!lit.stderr.includes(PASSPHRASE), lit.stderr);
   });
 
+  it("objstate config shows the methods and where the passphrase comes from, redacted; --json too", () => {
+    const { args } = place();
+    const env = { TF_ENCRYPTION: TF([PASSPHRASE, "unencrypted"]) };
+    const text = runCli(["config", ...args], { env });
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /encryption: state: method\.aes_gcm\.new, then method\.unencrypted\.u1; key_provider\.pbkdf2\.new passphrase <redacted>/);
+    const json = runCli(["config", "--json", ...args], { env });
+    assert.match(json.stdout, /"encryption": "state: method\.aes_gcm\.new/);
+    for (const r of [text, json]) assert.ok(!r.stdout.includes(PASSPHRASE) && !r.stderr.includes(PASSPHRASE));
+    assert.match(runCli(["config", ...args]).stdout, /encryption: off/);
+  });
+
   it("an HCL TF_ENCRYPTION is refused with exit 2, saying to write it as JSON", () => {
     const { args } = place();
     const r = runCli(["state", "pull", ...args], { env: { TF_ENCRYPTION: `key_provider "pbkdf2" "k" { passphrase = "${PASSPHRASE}" }` } });
