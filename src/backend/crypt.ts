@@ -56,7 +56,7 @@ export async function checkReadable(enc: StateEncryption, stored: Buffer, whole:
   }
   const d = enc.decryptor({ workspace });
   await d.push(stored);
-  d.checkPrefix();
+  await d.checkPrefix();
 }
 
 async function bytesOf(data: Uint8Array | string | ByteSource): Promise<Buffer> {
