@@ -59,7 +59,12 @@ export {
   type AuditPrincipal,
   type AuditRecord,
   type AuditReadOptions,
+  type RekeyOptions,
+  type RekeyResult,
+  type StateReadEncryption,
 } from "./backend/backend.js";
+export { encryptionConfigFromEnv, isEnvelope, mergeEncryptionConfigs, parseEncryptionConfig } from "./encryption/index.js";
+export type { EncryptionConfig, EncryptionTarget } from "./encryption/index.js";
 export {
   historyEntryJson,
   lastWriteJson,
