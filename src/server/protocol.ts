@@ -8,6 +8,8 @@
  * user releases nothing more (docs/decisions/013, 016).
  */
 import { NO_LOCK_ID, type LockInfo, type StateSink, type StreamOptions } from "../backend/backend.js";
+import { isEnvelope, type StateEncryption } from "../encryption/index.js";
+import { TopLevelScanner } from "../encryption/scan.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { md5Of } from "../util/md5.js";
 import { prefixOf } from "../store/byte-source.js";
@@ -111,6 +113,7 @@ export async function postState(ctx: Ctx): Promise<void> {
   ctx.bytesIn += body.bytes.length;
   checkContentMd5(header(ctx, "content-md5"), body.md5);
   if (startsLikeObject(body.bytes) !== true) throw notAState(ws);
+  if (ctx.encryption !== undefined && isEnvelope(body.bytes)) await mustOpen(ctx.encryption, body.bytes, ws);
   await ctx.backend.writeState(ws, body.bytes, { lockId, md5: body.md5, ...as });
   sendEmpty(ctx, 200);
 }
@@ -125,9 +128,13 @@ async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md
   const { source, done, whole } = streamBody(ctx.req, ctx.limits, md5);
   let refused: { readonly error: unknown } | undefined;
   try {
-    let looks = startsLikeObject(await prefixOf(source, HEAD_BYTES));
+    const head = await prefixOf(source, HEAD_BYTES);
+    let looks = startsLikeObject(head);
     if (looks === undefined) looks = startsLikeObject(await whole());
     if (looks !== true) throw notAState(ws);
+    // An envelope is opened whole before anything is stored (OpenTofu writes encrypted_data
+    // after its small clear fields, so the head says which it is).
+    if (ctx.encryption !== undefined && envelopeAhead(head)) await mustOpen(ctx.encryption, await whole(), ws);
     await ctx.backend.writeState(ws, source, { lockId, md5, ...as });
   } catch (e) {
     refused = { error: e };
@@ -159,6 +166,30 @@ function unlockedWrite(ctx: Ctx, ws: string): ObjstateError {
     `a write to workspace ${ws} without ?ID: the client holds no lock, so it could overwrite changes it never read. Set lock_address and unlock_address to ${address} in the backend "http" block (and do not run with -lock=false), or start objstate serve with --allow-unlocked-writes to accept such writes`,
     { details: { lock_address: address } },
   );
+}
+
+/**
+ * A client's envelope, on a server that encrypts at rest: stored as it is only when the
+ * server's configuration opens it (so the bucket holds nothing the server cannot read);
+ * otherwise the decryption's error (wrong key, tampered, unknown version: 409), nothing
+ * written (docs/decisions/074).
+ */
+async function mustOpen(enc: StateEncryption, envelope: Buffer, ws: string): Promise<void> {
+  try {
+    await enc.decrypt(envelope, { workspace: ws });
+  } catch (e) {
+    if (!isObjstateError(e)) throw e;
+    throw new ObjstateError(
+      e.code,
+      `a write to workspace ${ws} sent an encryption envelope this server cannot open, and nothing was written: this server encrypts states at rest and keeps only what its own encryption configuration reads. Send the state unencrypted (OpenTofu without encryption for this backend), or give the server the client's key as a fallback method. ${e.message}`,
+      { cause: e, details: e.details },
+    );
+  }
+}
+
+/** The first bytes of a body are an envelope's: its encryption_version, or the start of its encrypted_data. */
+function envelopeAhead(head: Buffer): boolean {
+  return isEnvelope(head) || new TopLevelScanner().scan(head, "encrypted_data") !== undefined;
 }
 
 const notAState = (ws: string): ObjstateError => new ObjstateError("STATE_INVALID", `the body of a write to workspace ${ws} is not a state (a JSON object)`);

@@ -8,6 +8,7 @@ import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { ObjectStoreBackend } from "../backend/backend.js";
 import { checkWorkspace } from "../config/layout.js";
+import { StateEncryption, type EncryptionConfig } from "../encryption/index.js";
 import { ANONYMOUS_PRINCIPAL, type Principal, type PrincipalVia } from "../backend/principal.js";
 import { codeOf, isObjstateError, ObjstateError, statusOf } from "../errors.js";
 import { API_ROUTES, type Route } from "./api.js";
@@ -65,6 +66,12 @@ export interface ServerOptions {
    * `UNLOCKED_WRITE`, naming the `lock_address` to set).
    */
   readonly allowUnlockedWrites?: boolean | undefined;
+  /**
+   * The encryption the backend was connected with (encryption at rest): an envelope a client
+   * POSTs is stored as it is only when this configuration opens it, else refused with the
+   * decryption's error (docs/decisions/074). Without it, envelopes pass through (073).
+   */
+  readonly encryption?: EncryptionConfig | undefined;
 }
 
 /**
@@ -153,6 +160,8 @@ export class ObjstateServer {
   private readonly routes: readonly Compiled[];
   private readonly maxStateSize: number;
   private readonly clientTimeoutMs: number;
+  /** One per server: keys are derived (or fetched) once, not per request. */
+  private readonly encryption: StateEncryption | undefined;
   private inFlight = 0;
   private drained: (() => void) | undefined;
   private closing = false;
@@ -164,6 +173,7 @@ export class ObjstateServer {
     this.auth = new Authenticator(options.users, options.loginLimit);
     this.logger = options.logger ?? new Logger("info");
     this.maxStateSize = options.maxStateSize ?? DEFAULT_MAX_STATE_SIZE;
+    this.encryption = options.encryption === undefined ? undefined : StateEncryption.for(options.encryption);
     this.clientTimeoutMs = options.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
     this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend);
     this.csrf = new CsrfTokens(options.csrfKey === undefined ? {} : { key: options.csrfKey });
@@ -327,6 +337,7 @@ export class ObjstateServer {
       logger: this.logger,
       origin: undefined,
       allowUnlockedWrites: this.options.allowUnlockedWrites === true,
+      encryption: this.encryption,
       bytesIn: 0,
       bytesOut: 0,
     };

@@ -6,6 +6,8 @@
  * content.
  */
 import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
 import { parseEncryptionConfig, StateEncryption } from "../../../src/encryption/index.js";
@@ -13,7 +15,7 @@ import type { ObjstateServer } from "../../../src/server/server.js";
 import { HttpBackendClient, rawRequest, toolState } from "../../support/http-backend-client.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
 import { startServer } from "../../support/server-fixture.js";
-import { chainConfig, largeState, PASSPHRASE } from "../encryption/support.js";
+import { chainConfig, largeState, OLD_PASSPHRASE, PASSPHRASE } from "../encryption/support.js";
 
 const SECRET = "S3CR3T-pass-through-4e1d";
 
@@ -153,4 +155,94 @@ describe("objstate serve: pass-through of envelopes (server without encryption)"
     const diff = await page(`/workspaces/${ws}/diff?from=${from}&to=${to}`);
     assert.match(diff, /<p class="notice" data-encrypted>Encrypted: /);
   });
+});
+
+describe("objstate serve with encryption (at rest): a client's envelope", () => {
+  let backend: ObjectStoreBackend;
+  let bucketDir: string;
+  const servers: ObjstateServer[] = [];
+  let enc: StateEncryption;
+  let s: ObjstateServer;
+
+  before(async () => {
+    const target = embeddedTarget();
+    const props = await target.setup({ locks: true });
+    bucketDir = (target.bucketDir as (b: string) => string)(props.bucket);
+    backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
+    enc = clientEncryption();
+    s = await startServer(backend, { encryption: enc.config }, servers);
+  });
+  after(async () => {
+    for (const x of servers) await x.close(500);
+    backend.close();
+  });
+
+  /** Every file under the bucket's directory (objects, versions, metadata). */
+  const rawFiles = (): Buffer[] => {
+    const out: Buffer[] = [];
+    const walk = (d: string): void => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        const p = join(d, e.name);
+        if (e.isDirectory()) walk(p);
+        else out.push(readFileSync(p));
+      }
+    };
+    walk(bucketDir);
+    return out;
+  };
+  const state = (serial: number, lineage: string): Buffer => toolState(serial, lineage, { db_password: { value: SECRET, type: "string", sensitive: true } });
+  const other = (): StateEncryption =>
+    StateEncryption.for(parseEncryptionConfig(chainConfig([OLD_PASSPHRASE]), { source: "TF_ENCRYPTION", literalSecrets: true })) as StateEncryption;
+  const client = (ws: string): HttpBackendClient => new HttpBackendClient({ bases: [s.url], workspace: ws, flavour: "opentofu", retries: 0 });
+
+  it("an envelope the server's key opens is stored as it is (not encrypted again)", async () => {
+    const ws = uniqueName("ws");
+    const envelope = (await enc.encrypt(state(1, "lin-e"), { serial: 1, lineage: "lin-e" })).toBuffer();
+    const tofu = client(ws);
+    assert.ok((await tofu.lock("OperationTypeApply")).ok);
+    const put = await tofu.put(envelope);
+    assert.equal(put.status, 200, put.body.toString());
+    assert.equal((await tofu.unlock()).status, 200);
+    assert.ok(
+      rawFiles().some((f) => f.equals(envelope)),
+      "the client's envelope is in the bucket byte for byte",
+    );
+  });
+
+  for (const [what, code, make] of [
+    [
+      "another key's envelope",
+      "ENCRYPTION_WRONG_KEY",
+      async (): Promise<Buffer> => (await other().encrypt(state(1, "lin-x"), { serial: 1, lineage: "lin-x" })).toBuffer(),
+    ],
+    [
+      "a tampered envelope",
+      "ENCRYPTION_TAMPERED",
+      async (): Promise<Buffer> => {
+        const b = (await enc.encrypt(state(1, "lin-x"), { serial: 1, lineage: "lin-x" })).toBuffer();
+        // One base64 character of the ciphertext changed, past the probed first block: the tag fails.
+        const at = b.indexOf('","encryption_version"') - 30;
+        b[at] = b[at] === 0x41 ? 0x42 : 0x41;
+        return b;
+      },
+    ],
+    [
+      "a large envelope of another key (streamed)",
+      "ENCRYPTION_WRONG_KEY",
+      async (): Promise<Buffer> => (await other().encrypt(largeState(1024 * 1024, 1, "lin-x"), { serial: 1, lineage: "lin-x" })).toBuffer(),
+    ],
+  ] as const) {
+    it(`${what} is refused (409 ${code}) and nothing is written`, async () => {
+      const ws = uniqueName("ws");
+      const tofu = client(ws);
+      assert.ok((await tofu.lock("OperationTypeApply")).ok);
+      const refused = await tofu.put(await make());
+      assert.equal(refused.status, 409, refused.body.toString());
+      const body = JSON.parse(refused.body.toString()) as { code: string; message: string };
+      assert.equal(body.code, code);
+      assert.match(body.message, /this server encrypts states at rest/);
+      assert.equal((await tofu.unlock()).status, 200);
+      assert.equal(await backend.lastWrite(ws), null, "nothing was written");
+    });
+  }
 });
