@@ -137,7 +137,8 @@ describe("objstate serve: pass-through of envelopes (server without encryption)"
     const s = await startServer(backend, { allowUnlockedWrites: true }, servers);
     const ws = uniqueName("ws");
     const tofu = new HttpBackendClient({ bases: [s.url], workspace: ws, flavour: "opentofu", retries: 0 });
-    assert.equal((await tofu.put(await seal(1, "lin-d"))).status, 200);
+    const one = await seal(1, "lin-d");
+    assert.equal((await tofu.put(one)).status, 200);
     assert.equal((await tofu.put(await seal(2, "lin-d"))).status, 200);
     const page = async (path: string): Promise<string> => {
       const r = await rawRequest(s.url, "GET", path, undefined);
@@ -156,6 +157,22 @@ describe("objstate serve: pass-through of envelopes (server without encryption)"
     const [to, from] = [...history.matchAll(/data-version="([^"]+)"/g)].map((m) => m[1]);
     const diff = await page(`/workspaces/${ws}/diff?from=${from}&to=${to}`);
     assert.match(diff, /<p class="notice" data-encrypted>Encrypted: /);
+
+    // Rollback from the console: its confirmation says what it can, and the envelope comes back.
+    const confirm = await page(`/workspaces/${ws}/rollback?to=${from}`);
+    assert.match(confirm, /data-encrypted/);
+    assert.match(confirm, /<strong data-new-serial>1<\/strong>/, "an envelope keeps its serial");
+    const csrf = /name="csrf" value="([^"]+)"/.exec(confirm)?.[1] as string;
+    const posted = await rawRequest(
+      s.url,
+      "POST",
+      `/workspaces/${ws}/rollback`,
+      Buffer.from(new URLSearchParams({ csrf, to: from as string, current: to as string }).toString()),
+      {},
+      { "Content-Type": "application/x-www-form-urlencoded", Origin: s.url },
+    );
+    assert.equal(posted.status, 303, posted.body.toString());
+    assert.ok((await tofu.get())?.equals(one), "the first envelope is current again, byte for byte");
   });
 });
 
