@@ -49,7 +49,12 @@ export {
   type LastWrite,
   type WorkspaceObject,
   type DigestStatus,
+  type RekeyOptions,
+  type RekeyResult,
+  type StateReadEncryption,
 } from "./backend/backend.js";
+export { encryptionConfigFromEnv, isEnvelope, mergeEncryptionConfigs, parseEncryptionConfig } from "./encryption/index.js";
+export type { EncryptionConfig, EncryptionTarget } from "./encryption/index.js";
 export {
   historyEntryJson,
   lastWriteJson,

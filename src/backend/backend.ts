@@ -52,6 +52,9 @@ import {
   workspaceStatusOf,
 } from "./workspaces.js";
 import { prepareIncoming, writeFenced } from "./write.js";
+import { openState, sealState } from "./crypt.js";
+import { rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./rekey.js";
+import { ObjstateError } from "../errors.js";
 
 export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
 export type { HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
@@ -67,6 +70,8 @@ export type { ProbeVerdict } from "./probe.js";
 export type { VersioningStatus } from "../store/types.js";
 export type { LayoutName } from "../config/layout.js";
 export { emptyState } from "./workspaces.js";
+export type { RekeyOptions, RekeyResult } from "./rekey.js";
+export { isEnvelope } from "../encryption/index.js";
 
 /**
  * A connected backend: reads, writes, locks and lists the state of every workspace.
@@ -174,17 +179,35 @@ export class ObjectStoreBackend {
 
   /** The workspace's state bytes, digest-checked (see read.ts), or null when it has none. */
   async readState(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<Buffer | null> {
-    return (await readCommitted(this.ctx, workspace, options))?.body ?? null;
+    return (await this.readStateVersion(workspace, options))?.body ?? null;
   }
 
-  /** Like {@link readState}, with the ETag to pass as `ifMatch` to {@link writeState}. */
-  readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
-    return readCommitted(this.ctx, workspace, options);
+  /**
+   * Like {@link readState}, with the ETag to pass as `ifMatch` to {@link writeState}. With
+   * `encryption`, `body` is the decrypted state (`md5` undefined: it is the stored bytes'),
+   * and `encryption` says how it was read.
+   */
+  async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
+    const found = await readCommitted(this.ctx, workspace, options);
+    const enc = this.ctx.encryption;
+    if (found === null || enc === undefined || options.stored === true) return found;
+    const d = await openState(enc, found.body, workspace);
+    return { body: d.state, etag: found.etag, md5: undefined, encryption: { encrypted: d.encrypted, method: d.method, migration: d.migration } };
   }
 
-  /** Read the state while passing it on to `sink`, its last bytes only once proven (see stream.ts). */
-  streamState(workspace: string, sink: StateSink, options: StreamOptions = {}): Promise<StreamResult> {
+  /**
+   * Read the state while passing it on to `sink`, its last bytes only once proven (see
+   * stream.ts). An encrypted state is decrypted whole (its tag proves it only at the end):
+   * it is never streamed.
+   */
+  async streamState(workspace: string, sink: StateSink, options: StreamOptions = {}): Promise<StreamResult> {
+    if (this.ctx.encryption !== undefined) return { streamed: false, state: await this.readStateVersion(workspace, { sharedBody: options.sharedBody }) };
     return streamState(this.ctx, workspace, sink, options);
+  }
+
+  /** Does the state configuration encrypt here (`encryption` given and a method for the target)? */
+  get encrypts(): boolean {
+    return this.ctx.encryption !== undefined;
   }
 
   /**
@@ -194,7 +217,10 @@ export class ObjectStoreBackend {
    * the caller's lock (`lockId`) or one taken for the write.
    */
   async writeState(workspace: string, data: Uint8Array | string | ByteSource, options: WriteOptions = {}): Promise<WriteResult> {
-    const input = await prepareIncoming(data, options.md5);
+    const enc = this.ctx.encryption;
+    const sealed = enc === undefined || options.stored === true ? undefined : await sealState(enc, data, workspace);
+    const input = await prepareIncoming(sealed ?? data, sealed === undefined ? options.md5 : undefined);
+    // The guard compares the state's own lineage and serial (the envelope's clear copies agree with them).
     return this.withLock(workspace, { ...lockOf(options), operation: "writeState", owner: options.principal?.name }, (lock) =>
       writeFenced(this.ctx, workspace, input, lock.taken, options),
     );
@@ -290,8 +316,30 @@ export class ObjectStoreBackend {
   }
 
   /** One version's exact bytes (`VERSION_NOT_FOUND`); the digest is checked when it is the current one. */
-  readVersion(workspace: string, versionId: string): Promise<Buffer> {
-    return readVersionChecked(this.ctx, workspace, versionId);
+  async readVersion(workspace: string, versionId: string, options: { readonly stored?: boolean } = {}): Promise<Buffer> {
+    const stored = await readVersionChecked(this.ctx, workspace, versionId);
+    const enc = this.ctx.encryption;
+    if (enc === undefined || options.stored === true) return stored;
+    return (await openState(enc, stored, workspace)).state;
+  }
+
+  /**
+   * Write the current state again under the primary method (rotation, migrating in or out),
+   * as a new version with serial + 1, under the lock. Reads with any configured method.
+   */
+  async rekey(workspace: string = DEFAULT_WORKSPACE, options: RekeyOptions = {}): Promise<RekeyResult> {
+    const enc = this.ctx.encryption;
+    if (enc === undefined) {
+      throw new ObjstateError(
+        "ENCRYPTION_CONFIG_INVALID",
+        "rekey needs an encryption configuration with a state method (the `encryption` setting, or TF_ENCRYPTION): nothing to rewrite the state under",
+      );
+    }
+    return this.withLock(workspace, { ...lockOf(options), operation: "state rekey", owner: options.principal?.name }, (lock) =>
+      rekeyUnderLock(this.ctx, enc, workspace, (body, ifMatch) =>
+        this.writeState(workspace, body, { lockId: lock.id, ifMatch, operation: "rekey", principal: options.principal }),
+      ),
+    );
   }
 
   /** The current version's ID, or null when the workspace has none (never written, or deleted). */

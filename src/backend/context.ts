@@ -4,6 +4,7 @@
  * by `ObjectStoreBackend.connect`; the modules beside this one (read, write, repair,
  * workspaces, versions) take it as their first argument.
  */
+import { StateEncryption } from "../encryption/index.js";
 import type { LockTableDriver } from "../lock/types.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import type { Acl, ObjectStoreDriver } from "../store/types.js";
@@ -49,6 +50,8 @@ export class BackendContext {
   readonly locking: Locking;
   readonly warn: (message: string, code: string) => void;
   readonly reportRepair: (event: RepairEvent) => void;
+  /** How states are encrypted here; undefined: stored and read as they are. */
+  readonly encryption: StateEncryption | undefined;
 
   constructor(conn: Connection, options: ConnectOptions, warn: (message: string, code: string) => void) {
     this.settings = conn.settings;
@@ -62,6 +65,7 @@ export class BackendContext {
     this.digestRetry = options.digestRetry ?? { timeoutMs: 10_000, intervalMs: 2_000 };
     this.listPageSize = options.listPageSize;
     this.warn = warn;
+    this.encryption = options.encryption === undefined ? undefined : StateEncryption.for(options.encryption, options.encryptionTarget);
     this.reportRepair = options.onRepair ?? ((e) => warn(e.message, "OBJSTATE_STATE_REPAIRED"));
     const places: LockPlace[] = [];
     if (options.lockfile === true) places.push(new LockfileLock(conn.store, conn.probe?.deleteIfMatch ?? true, options.lockClock ?? Date.now));
@@ -147,7 +151,9 @@ export class BackendContext {
 
   /** A workspace's state as the history functions take it. */
   versioned(workspace: string): VersionedState {
-    return { store: this.store, key: this.statePath(workspace), workspace, where: this.describe(workspace) };
+    const enc = this.encryption;
+    const open = enc === undefined ? undefined : async (stored: Buffer): Promise<Buffer> => (await enc.decrypt(stored, { workspace })).state;
+    return { store: this.store, key: this.statePath(workspace), workspace, where: this.describe(workspace), open };
   }
 
   close(): void {

@@ -66,6 +66,8 @@ export interface VersionedState {
   readonly workspace: string;
   /** For messages: `bucket/key at endpoint`. */
   readonly where: string;
+  /** The state in stored bytes (decrypted), when states are encrypted here. */
+  readonly open?: ((stored: Buffer) => Promise<Buffer>) | undefined;
 }
 
 /** `VERSIONING_OFF`: history and rollback need the bucket to keep versions. */
@@ -224,8 +226,10 @@ export interface RollbackResult {
 export async function rollbackState(s: VersionedState, versionId: string, write: RollbackWrite, options: RollbackOptions = {}): Promise<RollbackResult> {
   const status = await s.store.versioning();
   if (status !== "enabled") throw versioningOff(s, status);
-  const [source, current] = await Promise.all([s.store.get(s.key, { versionId }), s.store.get(s.key, { maxBytes: HEADER_READ })]);
-  if (source === null) throw versionNotFound(s, versionId);
+  const [stored, current] = await Promise.all([s.store.get(s.key, { versionId }), s.store.get(s.key, { maxBytes: HEADER_READ })]);
+  if (stored === null) throw versionNotFound(s, versionId);
+  // An envelope's clear serial is a copy: the new serial goes into the state, which the write encrypts again.
+  const source = s.open === undefined ? stored : { body: await s.open(stored.body) };
   const src = scanHeader(source.body.subarray(0, HEADER_READ));
   if (src?.serialAt === undefined || src.serial === undefined) {
     throw new ObjstateError(
@@ -258,7 +262,8 @@ export async function rollbackState(s: VersionedState, versionId: string, write:
       { details: { versionId, lineage: src.lineage, currentLineage: base?.lineage } },
     );
   }
-  // An envelope (OpenTofu's encryption) goes back byte for byte: its clear serial must stay
+  // An envelope there is no key for here (a client encrypts its states itself: `open` is
+  // unset) goes back byte for byte: its clear serial must stay
   // the encrypted state's (OpenTofu refuses a mismatch as tampering), so it keeps its older
   // serial, which the guard would refuse (forced: the rollback is the operator's choice).
   // Its clients write the next serial on from it.

@@ -3,6 +3,7 @@
  * so the façade (backend.ts) stays a list of calls and the modules below it share one
  * vocabulary.
  */
+import type { EncryptionConfig, EncryptionTarget } from "../encryption/index.js";
 import type { Env } from "../resolve/settings.js";
 import type { S3DriverOptions } from "../store/s3.js";
 import type { Clock } from "../credentials/refresh.js";
@@ -79,6 +80,16 @@ export interface ConnectOptions {
    * Default: `onWarning` with code `OBJSTATE_STATE_REPAIRED`.
    */
   readonly onRepair?: ((event: RepairEvent) => void) | undefined;
+  /**
+   * State encryption in OpenTofu's format (issue 26; parse it once with
+   * `parseEncryptionConfig` or `encryptionConfigFromEnv`): writes store the envelope of the
+   * state under the primary method, reads decrypt with the primary method, then each
+   * fallback. Without it, states are stored and read as they are (an envelope a client
+   * encrypted itself stays an envelope).
+   */
+  readonly encryption?: EncryptionConfig | undefined;
+  /** Whose methods of `encryption` apply: `state` (default), or a remote state data source by name. */
+  readonly encryptionTarget?: EncryptionTarget | undefined;
 }
 
 /** Options of {@link ObjectStoreBackend.readState}. */
@@ -99,6 +110,8 @@ export interface ReadOptions {
    * shared memory towards the pressure that triggers a collection.
    */
   readonly sharedBody?: boolean | undefined;
+  /** The bytes as stored: an envelope is not decrypted (`state pull --raw-envelope`, a server passing envelopes through). */
+  readonly stored?: boolean | undefined;
 }
 
 /**
@@ -200,6 +213,11 @@ export interface UnlockOptions {
 
 /** Options of {@link ObjectStoreBackend.writeState}. */
 export interface WriteOptions extends UnderLockOptions {
+  /**
+   * Store the bytes as they are, even with `encryption` configured: an envelope a client
+   * encrypted itself (pass-through). The guard reads its clear `serial` and `lineage`.
+   */
+  readonly stored?: boolean | undefined;
   /** Reports bytes sent so far (for progress bars; per part for multipart uploads). */
   readonly onProgress?: ((sent: number, total: number) => void) | undefined;
   /**

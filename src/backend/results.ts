@@ -68,6 +68,18 @@ export interface StateRead {
   readonly etag: string | undefined;
   /** Hex MD5 of `body` when the read proved it (it matched the recorded digest); undefined otherwise. */
   readonly md5: string | undefined;
+  /** How an encrypted state was read (with `encryption` configured); undefined when it is the stored bytes. */
+  readonly encryption?: StateReadEncryption | undefined;
+}
+
+/** How a state was decrypted. */
+export interface StateReadEncryption {
+  /** The stored bytes were an envelope (false: a plain state, read through `unencrypted`). */
+  readonly encrypted: boolean;
+  /** The method that read it (`method.TYPE.NAME`). */
+  readonly method: string;
+  /** Read by a fallback (or plain while the primary encrypts): `state rekey` writes it under the primary method. */
+  readonly migration: boolean;
 }
 
 /** One workspace's state object as a listing describes it ({@link ObjectStoreBackend.listWorkspaceObjects}). */

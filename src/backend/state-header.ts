@@ -117,9 +117,8 @@ export function stateHeader(bytes: Uint8Array, whole: boolean, where: string): S
       lineage: typeof o["lineage"] === "string" ? o["lineage"] : undefined,
       serial: typeof o["serial"] === "number" ? o["serial"] : undefined,
       version: typeof o["version"] === "number" ? o["version"] : undefined,
-      // An envelope (OpenTofu's encryption) shows no resources or outputs, yet may hold
-      // both: never empty, so the guard judges it by its clear lineage and serial.
-      empty: o["encryption_version"] === undefined && isEmptyState(o),
+      // An envelope's resources are inside its data: never taken for an empty state.
+      empty: "encryption_version" in o ? false : isEmptyState(o),
     };
   }
   const h = scanHeader(bytes);

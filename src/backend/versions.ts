@@ -4,6 +4,7 @@
  * against the current one, as `state diff` prints by default — and the current version a
  * confirmed rollback expects.
  */
+import { openState } from "./crypt.js";
 import { ObjstateError } from "../errors.js";
 import type { BackendContext } from "./context.js";
 import { conflict } from "./fencing.js";
@@ -55,7 +56,11 @@ export async function diffSides(ctx: BackendContext, workspace: string, sides: D
 export async function diffVersions(ctx: BackendContext, workspace: string, sides: DiffOptions): Promise<VersionDiff> {
   // Loaded on demand: importing the package does not load the comparison (objstate/state).
   const [ids, { diffStates }] = await Promise.all([diffSides(ctx, workspace, sides), import("../state/diff.js")]);
-  const read = (id: string | null): Promise<Buffer | null> => (id === null ? Promise.resolve(null) : readVersionChecked(ctx, workspace, id));
+  const read = async (id: string | null): Promise<Buffer | null> => {
+    if (id === null) return null;
+    const stored = await readVersionChecked(ctx, workspace, id);
+    return ctx.encryption === undefined ? stored : (await openState(ctx.encryption, stored, workspace)).state;
+  };
   const [a, b] = await Promise.all([read(ids.from), read(ids.to)]);
   return { from: ids.from, to: ids.to, diff: diffStates(a, b) };
 }

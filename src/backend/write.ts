@@ -9,6 +9,7 @@ import { isByteSource, md5OfSource, prefixOf, sizeOf } from "../store/byte-sourc
 import type { ByteSource, GetResult, ObjectMeta } from "../store/types.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { intentMetadata, judge } from "./commit.js";
+import { checkReadable } from "./crypt.js";
 import type { BackendContext } from "./context.js";
 import { committedMissing, conflict, decodeMeta, encodeMeta, guardRefusal, META, normalizeDigest, plainMd5, recordedMd5, writeMetadata } from "./fencing.js";
 import type { LockInfo } from "./lock-info.js";
@@ -40,6 +41,9 @@ interface Current {
   readonly header: StateHeader;
   readonly md5: string | undefined;
   readonly meta: ObjectMeta;
+  /** Its first bytes (all of them when `whole`). */
+  readonly prefix: Buffer;
+  readonly whole: boolean;
 }
 
 /**
@@ -118,6 +122,9 @@ export async function writeFenced(
       return { written: false, md5: sum };
     }
   }
+  // A state this configuration cannot read is never written over (a lost key must not cost the state): `force` is the way out.
+  if (base !== null && ctx.encryption !== undefined && options.stored !== true && options.force !== true)
+    await checkReadable(ctx.encryption, base.prefix, base.whole, workspace);
   if (base !== null && options.force !== true) {
     const refusal = guardRefusal(base.header, incoming, where);
     if (refusal !== undefined) throw refusal;
@@ -240,14 +247,30 @@ async function inspect(ctx: BackendContext, path: string, where: string): Promis
   if (obj === null) return null;
   const whole = obj.body.length >= obj.meta.size;
   const md5Known = whole ? md5Hex(obj.body) : (plainMd5(obj.meta) ?? recordedMd5(obj.meta));
-  return { etag: obj.meta.etag, size: obj.meta.size, header: headerOf(obj.body, whole, `the stored state at ${where}`), md5: md5Known, meta: obj.meta };
+  return {
+    etag: obj.meta.etag,
+    size: obj.meta.size,
+    header: headerOf(obj.body, whole, `the stored state at ${where}`),
+    md5: md5Known,
+    meta: obj.meta,
+    prefix: obj.body,
+    whole,
+  };
 }
 
 /** The committed version as the guard sees a stored state (its bytes are proven: they are the digest's). */
 function currentOf(committed: GetResult, where: string): Current {
   const whole = committed.body.length <= GUARD_READ_BYTES;
   const header = headerOf(committed.body.subarray(0, GUARD_READ_BYTES), whole, `the committed state at ${where}`);
-  return { etag: committed.meta.etag, size: committed.body.length, header, md5: md5Hex(committed.body), meta: committed.meta };
+  return {
+    etag: committed.meta.etag,
+    size: committed.body.length,
+    header,
+    md5: md5Hex(committed.body),
+    meta: committed.meta,
+    prefix: committed.body.subarray(0, GUARD_READ_BYTES),
+    whole,
+  };
 }
 
 /** A stored state's header; whatever is stored that is not a state (hand-written, or junk) has nothing to guard. */

@@ -12,9 +12,9 @@ export function timeoutsOf(own: Settings): Partial<Timeouts> | undefined {
   return ms === undefined ? undefined : { requestMs: ms };
 }
 
-/** What the command's settings ask of a connection: timeouts, lease, lockfile, layout, digest retry. */
-export function connectOptionsOf(own: Settings): Pick<ConnectOptions, "timeouts" | "ttl" | "lockfile" | "layout" | "digestRetry"> {
+/** What the command's settings ask of a connection: timeouts, lease, lockfile, layout, digest retry, state encryption. */
+export function connectOptionsOf(own: Settings): Pick<ConnectOptions, "timeouts" | "ttl" | "lockfile" | "layout" | "digestRetry" | "encryption"> {
   const v = own.values;
   const retry = { timeoutMs: v.digestRetry, intervalMs: Math.min(2_000, Math.max(1, v.digestRetry)) };
-  return { timeouts: timeoutsOf(own), ttl: v.lockTtl, lockfile: v.lockfile || undefined, layout: v.layout, digestRetry: retry };
+  return { timeouts: timeoutsOf(own), ttl: v.lockTtl, lockfile: v.lockfile || undefined, layout: v.layout, digestRetry: retry, encryption: v.encryption };
 }

@@ -19,6 +19,7 @@ import type { Opts } from "./options.js";
 import type { Settings } from "../config/settings-table.js";
 import type { LayoutName } from "../config/layout.js";
 import type { Timeouts } from "../io/sdk-client.js";
+import type { EncryptionConfig } from "../encryption/index.js";
 import { connectOptionsOf } from "./connect-options.js";
 import { warn } from "./warn.js";
 import { gatherSettings, remoteStateConfigOf } from "./settings.js";
@@ -31,9 +32,10 @@ function fetchOptionsOf(own: Settings): {
   timeouts: Partial<Timeouts> | undefined;
   layout: LayoutName;
   digestRetry: { timeoutMs: number; intervalMs: number } | undefined;
+  encryption: EncryptionConfig | undefined;
 } {
-  const { timeouts, layout, digestRetry } = connectOptionsOf(own);
-  return { timeouts, layout: layout ?? own.values.layout, digestRetry };
+  const { timeouts, layout, digestRetry, encryption } = connectOptionsOf(own);
+  return { timeouts, layout: layout ?? own.values.layout, digestRetry, encryption };
 }
 
 /** `objstate output`. */
@@ -48,6 +50,8 @@ export async function outputAction(name: string | undefined, opts: Opts): Promis
     env: process.env,
     onWarning: warn,
     ...fetchOptionsOf(input.settings),
+    // The CLI reads the workspace's own state: the state target's methods, not a data source's.
+    encryptionTarget: { kind: "state" },
   });
   const workspace = input.workspace ?? "default";
   const where = outputs.source.location === undefined ? `workspace ${workspace}` : `workspace ${workspace} at ${outputs.source.location}`;

@@ -61,7 +61,7 @@ export const SETTINGS_TOPIC_HINT = "All settings that are not fields (with their
 
 /** `-x, --flag <arg>` of a row. */
 export function flagsOf(r: SettingSpec): string {
-  return `${r.short === undefined ? "" : `${r.short}, `}${r.flag}${r.arg === undefined ? "" : ` ${r.arg}`}`;
+  return `${r.short === undefined ? "" : `${r.short}, `}${r.flag ?? ""}${r.arg === undefined ? "" : ` ${r.arg}`}`;
 }
 
 /** A row's help: its doc, its variable and its default, each written one way. */

@@ -6,6 +6,7 @@
 import { SETTINGS_TABLE, type SettingSpec } from "./settings-table.js";
 
 function flagText(r: SettingSpec): string {
+  if (r.flag === undefined) return "(no flag)";
   return `${r.short === undefined ? "" : `${r.short}, `}${r.flag}${r.arg === undefined ? "" : ` ${r.arg}`}${r.repeatable === true ? " (repeatable)" : ""}`;
 }
 

@@ -11,6 +11,8 @@
  * setting is adding a row.
  */
 import { DEFAULT_LAYOUT, type LayoutName } from "./layout.js";
+import { encryptionFromEnvText, encryptionFromFile, mergeEncryptionSettings } from "./encryption-setting.js";
+import type { EncryptionConfig } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
 import { nearest } from "./validate.js";
 import { isPlainObject } from "./rules.js";
@@ -76,8 +78,11 @@ export type SettingGroup = "shared" | "server";
 export interface SettingSpec<N extends string = string, T = unknown> {
   /** Name: the commander attribute, the key of the {@link Settings} value and of the `--config` file's `objstate` section. */
   readonly name: N;
-  /** `--lock-ttl`; a switch that is on by default is given as `--no-console`. */
-  readonly flag: string;
+  /**
+   * `--lock-ttl`; a switch that is on by default is given as `--no-console`. Undefined: no
+   * flag at all, only the file key and the variable (a setting that may hold a secret).
+   */
+  readonly flag?: string | undefined;
   /** A one-letter alias (`-x`), if any. */
   readonly short?: string | undefined;
   /** `<duration>`; undefined for a switch. */
@@ -103,6 +108,8 @@ export interface SettingSpec<N extends string = string, T = unknown> {
   readonly group: SettingGroup;
   /** One line for `--help` and docs (without the default, which is added one way for all). */
   readonly doc: string;
+  /** Given by both the file and the variable: both apply, the variable's over the file's (OpenTofu's TF_ENCRYPTION over the code's block). */
+  readonly merge?: ((file: { raw: unknown; at: SettingOrigin }, env: { raw: unknown; at: SettingOrigin }) => T) | undefined;
 }
 
 function row<const N extends string, T>(spec: SettingSpec<N, T>): SettingSpec<N, T> {
@@ -189,6 +196,17 @@ export const SETTINGS_TABLE = [
     commands: DIGEST_READERS,
     group: "shared",
     doc: "while a state read does not match its digest (a write in flight elsewhere), read again every 2s for up to this long before failing (exit 4): 0s, 10s, 1m",
+  }),
+  row({
+    name: "encryption",
+    fileKey: "encryption",
+    env: "TF_ENCRYPTION",
+    default: undefined as EncryptionConfig | undefined,
+    parse: (raw, at) => (at.kind === "env" ? encryptionFromEnvText(raw, false) : encryptionFromFile(raw, at, false)),
+    merge: mergeEncryptionSettings,
+    commands: [],
+    group: "shared",
+    doc: 'state encryption at rest in OpenTofu\'s JSON form ({"key_provider": …, "method": …, "state": {"method": …, "fallback": …}}): writes store an envelope OpenTofu reads, reads decrypt (README "Encryption at rest"). No flag: in the file a passphrase is {"file": PATH} or {"env": NAME}; TF_ENCRYPTION (JSON only) applies over the file\'s. Secrets are never printed',
   }),
   row({
     name: "listen",
@@ -440,11 +458,17 @@ export function parseSettings(flags: SettingFlags, file: SettingsFileSection | u
     let at: SettingOrigin;
     let raw: unknown;
     // A switch on by default is given off with --no-x: commander reports the default (true) when absent.
-    const flagGiven = given !== undefined && !(r.flag.startsWith("--no-") && given === true);
+    const flag = r.flag;
+    const flagGiven = flag !== undefined && given !== undefined && !(flag.startsWith("--no-") && given === true);
     if (flagGiven) {
-      const negated = r.arg === undefined && given === false && !r.flag.startsWith("--no-");
-      at = { kind: "flag", flag: negated ? `--no-${r.flag.slice(2)}` : r.flag };
+      const negated = r.arg === undefined && given === false && !flag.startsWith("--no-");
+      at = { kind: "flag", flag: negated ? `--no-${flag.slice(2)}` : flag };
       raw = given;
+    } else if (r.merge !== undefined && inFile !== undefined && inFile !== null && file !== undefined && r.env !== undefined && (fromEnv ?? "") !== "") {
+      at = { kind: "file", file: file.file, key: `objstate.${r.fileKey}` };
+      values[r.name] = r.merge({ raw: inFile, at }, { raw: fromEnv, at: { kind: "env", variable: r.env } });
+      origins[r.name] = Object.freeze(at);
+      continue;
     } else if (inFile !== undefined && inFile !== null && file !== undefined) {
       at = { kind: "file", file: file.file, key: `objstate.${r.fileKey}` };
       raw = inFile;

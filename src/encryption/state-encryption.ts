@@ -400,6 +400,19 @@ export class StateDecryptor {
     return undefined;
   }
 
+  /**
+   * Only the first pieces were pushed (a large stored state, before it is written over): throw
+   * what they already show — no configured key opens it, an unknown version, or a plain
+   * state without an `unencrypted` method. Altered data further on is not seen here.
+   */
+  checkPrefix(): void {
+    if (this.phase === "head") {
+      if (memberOf(this.scanner.members, "encryption_version") === undefined && !this.enc.methods.some((m) => m.type === "unencrypted")) this.plainRefused();
+      return;
+    }
+    if ((this.opener as Base64GcmOpener).noKey) this.wrongKey();
+  }
+
   /** All pieces were pushed: the state, once the tag and the clear fields check out. */
   async end(): Promise<Decrypted> {
     if (this.phase === "data") this.tampered("its encrypted_data string never ends");
@@ -502,15 +515,17 @@ export class StateDecryptor {
       );
     }
     const unencrypted = this.enc.methods.find((m) => m.type === "unencrypted");
-    if (unencrypted === undefined) {
-      throw new ObjstateError(
-        "ENCRYPTION_PLAIN_STATE",
-        `${where(this.ctx)} is stored unencrypted, and the encryption configuration has no unencrypted method (tried ${this.enc.methods.map((m) => m.address).join(", ")}): to migrate it in, add method "unencrypted" as a fallback of state`,
-        { details: { workspace: this.ctx?.workspace } },
-      );
-    }
+    if (unencrypted === undefined) this.plainRefused();
     const primary = this.enc.methods[0] as MethodConfig;
     return { state: whole, encrypted: false, method: unencrypted.address, migration: primary.type !== "unencrypted", header: undefined };
+  }
+
+  private plainRefused(): never {
+    throw new ObjstateError(
+      "ENCRYPTION_PLAIN_STATE",
+      `${where(this.ctx)} is stored unencrypted, and the encryption configuration has no unencrypted method (tried ${this.enc.methods.map((m) => m.address).join(", ")}): to migrate it in, add method "unencrypted" as a fallback of state`,
+      { details: { workspace: this.ctx?.workspace } },
+    );
   }
 }
 

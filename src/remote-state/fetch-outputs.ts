@@ -45,6 +45,9 @@ export async function fetchRemoteOutputs(
     timeouts: options.timeouts,
     onWarning: options.onWarning,
     layout: options.layout,
+    // As OpenTofu: the data source's own remote_state_data_source block, else the default one.
+    encryption: options.encryption,
+    encryptionTarget: options.encryptionTarget ?? (name === undefined ? undefined : { kind: "remote", name }),
   });
   try {
     return await readRemoteOutputs(backend, workspace, { name, defaults: settings.defaults.value, scanThreshold: options.scanThreshold });
@@ -74,8 +77,10 @@ export async function readRemoteOutputs(
   const threshold = options.scanThreshold ?? DEFAULT_SCAN_THRESHOLD;
   let scan: TopLevelScanner | undefined;
   let scanning: Buffer | undefined;
+  // An envelope's members are inside its ciphertext: only a plain stored state is scanned while it arrives.
+  const encrypted = backend.encrypts;
   const onData = (body: Buffer, filled: number): void => {
-    if (body.length < threshold) return;
+    if (encrypted || body.length < threshold) return;
     if (scanning !== body) {
       // A digest retry starts over with a new buffer.
       scan?.cancel();
@@ -88,7 +93,7 @@ export async function readRemoteOutputs(
   let spans: Map<string, readonly [number, number]> | null = null;
   try {
     try {
-      bytes = await backend.readState(workspace, { onData, sharedBody: true });
+      bytes = await backend.readState(workspace, { onData, sharedBody: !encrypted });
     } catch (e) {
       if (isObjstateError(e, "BUCKET_NOT_FOUND")) {
         throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, {

@@ -1,0 +1,27 @@
+/**
+ * The `encryption` setting (issue 26): OpenTofu's JSON form of the encryption block, from the
+ * `--config` file's `objstate.encryption` (passphrases only by reference: a file or a
+ * variable) or from `TF_ENCRYPTION` (JSON only; HCL is refused with the way to write it),
+ * merged as OpenTofu merges the variable over the code's block.
+ */
+import { checkEncryptionConfig, encryptionConfigFromEnv, mergeEncryptionConfigs, parseEncryptionConfig, type EncryptionConfig } from "../encryption/index.js";
+import { originLabel, type SettingOrigin } from "./setting-parsers.js";
+
+/** `TF_ENCRYPTION`'s text; undefined when blank. `partial`: references are checked after a merge. */
+export function encryptionFromEnvText(raw: unknown, partial: boolean): EncryptionConfig | undefined {
+  const cfg = encryptionConfigFromEnv({ ...process.env, TF_ENCRYPTION: typeof raw === "string" ? raw : JSON.stringify(raw) }, partial);
+  return cfg === undefined || partial ? cfg : checkEncryptionConfig(cfg, "TF_ENCRYPTION");
+}
+
+/** The file's `objstate.encryption` object. */
+export function encryptionFromFile(raw: unknown, at: SettingOrigin, partial: boolean): EncryptionConfig {
+  const source = originLabel(at);
+  const cfg = parseEncryptionConfig(raw, { source, literalSecrets: false, partial });
+  return partial ? cfg : checkEncryptionConfig(cfg, source);
+}
+
+/** Both given: the variable's blocks and chains over the file's, then the references checked. */
+export function mergeEncryptionSettings(file: { raw: unknown; at: SettingOrigin }, env: { raw: unknown; at: SettingOrigin }): EncryptionConfig | undefined {
+  const merged = mergeEncryptionConfigs(encryptionFromFile(file.raw, file.at, true), encryptionFromEnvText(env.raw, true));
+  return merged === undefined ? undefined : checkEncryptionConfig(merged, `${originLabel(file.at)} with TF_ENCRYPTION over it`);
+}
