@@ -20,7 +20,7 @@ import { ObjectStoreBackend, ObjectStoreBackendConfig, type ObjectStoreBackendCo
 import type { ObjstateServer } from "../../../src/server/server.js";
 import { hashPassword, parseUsers } from "../../../src/server/users.js";
 import { parseEncryptionConfig } from "../../../src/encryption/index.js";
-import { atRestMissing, connectAtRest, filesUnder } from "../../support/at-rest.js";
+import { connectAtRest, filesUnder } from "../../support/at-rest.js";
 import { startServer } from "../../support/server-fixture.js";
 import { chainConfig, PASSPHRASE } from "../../unit/encryption/support.js";
 import { testServers } from "../../support/servers.js";
@@ -30,8 +30,6 @@ import { announce, CONSUMER, PRODUCER, synth, TERRAFORM, TERRAFORM_VERSION as VE
 announce("real-tool");
 
 const SERVER_KEY = parseEncryptionConfig(chainConfig([PASSPHRASE]), { source: "TF_ENCRYPTION", literalSecrets: true });
-const atRestSkip = TERRAFORM === undefined ? false : await atRestMissing(SERVER_KEY);
-if (atRestSkip !== false) process.stderr.write(`real-tool: http at rest SKIPPED: ${atRestSkip}\n`);
 
 describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === undefined ? "no terraform on PATH" : false }, () => {
   let sandbox: TerraformSandbox;
@@ -204,7 +202,7 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
     });
   });
 
-  describe("http against objstate serve encrypting at rest (issue 26 item 4)", { skip: atRestSkip }, () => {
+  describe("http against objstate serve encrypting at rest (issue 26 item 4)", () => {
     let server: ObjstateServer;
     let backend: ObjectStoreBackend;
     let bucketDir: string;

@@ -5,8 +5,7 @@
  * lineage; without a key, the console and /api/v1 say "encrypted" where they would show
  * content. At rest (the server connected with `encryption`): a client's envelope is kept
  * only when the server's key opens it; plain clients' states are stored as envelopes and
- * served decrypted (that suite waits for the library's state I/O to encrypt, and skips,
- * saying so, until it does).
+ * served decrypted, with history, diffs, rollback and outputs working with the key.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -16,7 +15,7 @@ import type { ObjstateServer } from "../../../src/server/server.js";
 import { HttpBackendClient, rawRequest, toolState } from "../../support/http-backend-client.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
 import { startServer } from "../../support/server-fixture.js";
-import { atRestMissing, connectAtRest, filesUnder } from "../../support/at-rest.js";
+import { connectAtRest, filesUnder } from "../../support/at-rest.js";
 import { chainConfig, largeState, OLD_PASSPHRASE, PASSPHRASE } from "../encryption/support.js";
 
 const SECRET = "S3CR3T-pass-through-4e1d";
@@ -187,8 +186,9 @@ describe("objstate serve with encryption (at rest): a client's envelope", () => 
     const target = embeddedTarget();
     const props = await target.setup({ locks: true });
     bucketDir = (target.bucketDir as (b: string) => string)(props.bucket);
-    backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
     enc = clientEncryption();
+    // The server and its backend share one configuration, as serve sets them up.
+    backend = await connectAtRest(props, enc.config);
     s = await startServer(backend, { encryption: enc.config }, servers);
   });
   after(async () => {
@@ -255,10 +255,8 @@ describe("objstate serve with encryption (at rest): a client's envelope", () => 
 });
 
 const SERVER_KEY = parseEncryptionConfig(chainConfig([PASSPHRASE]), { source: "TF_ENCRYPTION", literalSecrets: true });
-const atRestSkip = await atRestMissing(SERVER_KEY);
-if (atRestSkip !== false) process.stderr.write(`encryption.test: at rest with plain clients SKIPPED: ${atRestSkip}\n`);
 
-describe("objstate serve with encryption (at rest): plain clients (Terraform), ciphertext in the bucket", { skip: atRestSkip }, () => {
+describe("objstate serve with encryption (at rest): plain clients (Terraform), ciphertext in the bucket", () => {
   let backend: ObjectStoreBackend;
   let bucketDir: string;
   const servers: ObjstateServer[] = [];
