@@ -52,7 +52,7 @@ import {
   workspaceStatusOf,
 } from "./workspaces.js";
 import { prepareIncoming, writeFenced } from "./write.js";
-import { openState, sealState } from "./crypt.js";
+import { EarlyDecryption, openState, sealState } from "./crypt.js";
 import { rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./rekey.js";
 import { ObjstateError } from "../errors.js";
 
@@ -188,10 +188,12 @@ export class ObjectStoreBackend {
    * and `encryption` says how it was read.
    */
   async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
-    const found = await readCommitted(this.ctx, workspace, options);
     const enc = this.ctx.encryption;
-    if (found === null || enc === undefined || options.stored === true) return found;
-    const d = await openState(enc, found.body, workspace);
+    if (enc === undefined || options.stored === true) return readCommitted(this.ctx, workspace, options);
+    const early = new EarlyDecryption(enc, workspace, options.onData);
+    const found = await readCommitted(this.ctx, workspace, { ...options, onData: early.onData });
+    if (found === null) return null;
+    const d = await early.result(found.body);
     return { body: d.state, etag: found.etag, md5: undefined, encryption: { encrypted: d.encrypted, method: d.method, migration: d.migration } };
   }
 

@@ -5,7 +5,7 @@
  * guard, fencing, digests, history — works on the stored bytes, whose clear `serial` and
  * `lineage` are the state's.
  */
-import type { Decrypted, StateEncryption } from "../encryption/index.js";
+import type { Decrypted, StateDecryptor, StateEncryption } from "../encryption/index.js";
 import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
 import { isByteSource, readThrough } from "../store/byte-source.js";
@@ -56,7 +56,7 @@ export async function checkReadable(enc: StateEncryption, stored: Buffer, whole:
   }
   const d = enc.decryptor({ workspace });
   await d.push(stored);
-  d.checkPrefix();
+  await d.checkPrefix();
 }
 
 async function bytesOf(data: Uint8Array | string | ByteSource): Promise<Buffer> {
@@ -66,4 +66,47 @@ async function bytesOf(data: Uint8Array | string | ByteSource): Promise<Buffer> 
   let n = 0;
   await readThrough(data, (c) => void (n += Buffer.from(c.buffer, c.byteOffset, c.byteLength).copy(out, n)), "the state");
   return out.subarray(0, n);
+}
+
+/**
+ * Decryption while the stored bytes arrive (the read's `onData`), so the cipher works
+ * beside the transfer instead of after it. What it made counts only when the read returns
+ * the very buffer it was fed, whole; otherwise (a digest retry, the committed version read
+ * instead, a driver that does not report data) the returned bytes are decrypted again.
+ * Nothing is released before the read proved the bytes and the tag checked out.
+ */
+export class EarlyDecryption {
+  private fed: { body: Buffer; upTo: number; d: StateDecryptor; chain: Promise<void>; failed: boolean } | undefined;
+
+  constructor(
+    private readonly enc: StateEncryption,
+    private readonly workspace: string,
+    private readonly inner: ((body: Buffer, filled: number) => void) | undefined,
+  ) {}
+
+  readonly onData = (body: Buffer, filled: number): void => {
+    this.inner?.(body, filled);
+    if (this.fed === undefined || this.fed.body !== body)
+      this.fed = { body, upTo: 0, d: this.enc.decryptor({ workspace: this.workspace }, body.length), chain: Promise.resolve(), failed: false };
+    const f = this.fed;
+    const from = f.upTo;
+    if (filled <= from || f.failed) return;
+    f.upTo = filled;
+    f.chain = f.chain
+      .then(() => (f.failed ? undefined : f.d.push(body.subarray(from, filled))))
+      .catch(() => {
+        // Decided again on the whole bytes once the read returns them (its error is the answer then).
+        f.failed = true;
+      });
+  };
+
+  /** The state in the bytes the read returned. */
+  async result(stored: Buffer): Promise<Decrypted> {
+    const f = this.fed;
+    if (f !== undefined && f.body === stored && f.upTo === stored.length) {
+      await f.chain;
+      if (!f.failed) return f.d.end();
+    }
+    return openState(this.enc, stored, this.workspace);
+  }
 }

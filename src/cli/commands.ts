@@ -3,7 +3,7 @@
  * `force-unlock`. Each takes the parsed options of its command; errors propagate to
  * main, which prints them and picks the exit code.
  */
-import { emptyState, NO_LOCK_ID, type ObjectStoreBackend } from "../backend/backend.js";
+import { emptyState, NO_LOCK_ID, type ObjectStoreBackend, type RekeyResult } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { describeHolder } from "../backend/lock-info.js";
 import { COMMON_FIELDS } from "../config/fields.js";
@@ -33,9 +33,10 @@ import {
   type SettingsInput,
 } from "./settings.js";
 import { parseSettings } from "../config/settings-table.js";
+import { describeEncryption } from "../config/encryption-setting.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 import { redactUrl } from "../util/redact.js";
-import { lockJson, workspaceJson } from "../wire/shapes.js";
+import { lockJson, rekeyJson, workspaceJson } from "../wire/shapes.js";
 
 export type { Opts } from "./options.js";
 
@@ -207,7 +208,13 @@ export function configAction(opts: Opts): void {
   if (opts.json === true) {
     const out: Record<string, unknown> = {};
     for (const { name, ...rest } of rows) out[name] = rest;
-    printJson({ settings: out, layout: layoutShown, workspace: workspaceOf(input), credentials });
+    printJson({
+      settings: out,
+      layout: layoutShown,
+      workspace: workspaceOf(input),
+      credentials,
+      encryption: describeEncryption(input.settings.values.encryption),
+    });
     return;
   }
   const p = paint(process.stdout);
@@ -225,6 +232,8 @@ export function configAction(opts: Opts): void {
     `${"workspace".padEnd(nameW)}  ${workspaceOf(input).padEnd(valueW)}  ${input.origins["workspace"] === undefined ? "default" : `from ${describeOrigin(input.origins["workspace"])}`}`,
   );
   say(`credentials: ${credentials}`);
+  const enc = input.settings.origins.encryption;
+  say(`encryption: ${describeEncryption(input.settings.values.encryption)}${enc.kind === "default" ? "" : ` (from ${describeSettingOrigin(enc) ?? "?"})`}`);
 }
 
 // ---------------------------------------------------------------- workspaces
@@ -291,7 +300,7 @@ export async function statePullAction(opts: Opts): Promise<void> {
     let bytes: Buffer | null;
     try {
       // The buffer being filled has the state's size: the line shows bytes against it.
-      bytes = await backend.readState(workspace, { onData: (body, filled) => progress.update(filled, body.length) });
+      bytes = await backend.readState(workspace, { onData: (body, filled) => progress.update(filled, body.length), stored: opts.rawEnvelope === true });
     } finally {
       progress.done();
     }
@@ -415,6 +424,28 @@ export async function stateRepairAction(opts: Opts): Promise<void> {
     for (const l of report.leftoversRemoved) say(`removed ${l.kind} ${l.key ?? l.id} (from ${l.since?.toISOString() ?? "unknown"})`);
     for (const l of report.leftoversKept)
       say(`kept ${l.kind} ${l.key ?? l.id} (from ${l.since?.toISOString() ?? "unknown"}: too recent, a writer may still be at work)`);
+  });
+}
+
+/** `objstate state rekey [--all]`: one library call per workspace, under its lock. */
+export async function stateRekeyAction(opts: Opts): Promise<void> {
+  const input = gatherSettings(opts);
+  const timeout = lockTimeoutOf(input);
+  if (opts.all === true && input.workspace !== undefined) throw usageError("give either --all or -w/--workspace, not both");
+  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
+    const workspaces = opts.all === true ? await backend.listWorkspaces() : [workspaceOf(input)];
+    const results: RekeyResult[] = [];
+    for (const w of workspaces) {
+      const r = await backend.rekey(w, { wait: timeout === 0 ? undefined : { timeoutMs: timeout } });
+      results.push(r);
+      if (opts.json !== true)
+        say(
+          r.rekeyed
+            ? `rekeyed workspace ${w}: serial ${r.serial ?? "?"}, read with ${r.from ?? "?"}, written with ${r.to}`
+            : `workspace ${w} has no state; nothing to rekey`,
+        );
+    }
+    if (opts.json === true) printJson(rekeyJson(results));
   });
 }
 

@@ -46,7 +46,7 @@ export async function statePullVersionAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = input.workspace ?? DEFAULT_WORKSPACE;
   await withBackend(backendConfigOf(input), input.settings, async (backend) => {
-    const bytes = await backend.readVersion(workspace, version);
+    const bytes = await backend.readVersion(workspace, version, { stored: opts.rawEnvelope === true });
     await write(bytes);
   });
 }

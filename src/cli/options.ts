@@ -28,6 +28,8 @@ interface CommandFlags {
   readonly operation?: string;
   readonly info?: string;
   readonly raw?: boolean;
+  readonly rawEnvelope?: boolean;
+  readonly all?: boolean;
   readonly showSensitive?: boolean;
   readonly createBucket?: boolean;
   readonly createTable?: boolean;

@@ -183,7 +183,8 @@ export function program(argv?: readonly string[]): Command {
     .description("print the stored state, byte for byte, on standard output")
     // The subcommand's own --version (an ID from state history) wins over the program's.
     .addOption(new Option("--version <id>", "print this version (an ID from objstate state history) instead of the current one; needs no lock table"))
-    .addOption(new Option("--version-id <id>", "the same as --version").hideHelp());
+    .addOption(new Option("--version-id <id>", "the same as --version").hideHelp())
+    .addOption(new Option("--raw-envelope", "with encryption configured: print the stored envelope instead of the decrypted state"));
   addSettingsOptions(pull, "state pull", { workspace: true }).action(async (...args: unknown[]) => {
     const opts = optsOf(args);
     return opts.version !== undefined || opts.versionId !== undefined
@@ -262,6 +263,15 @@ export function program(argv?: readonly string[]): Command {
     ),
   );
   addSettingsOptions(repair, "state repair", { workspace: true }).action(async (...args: unknown[]) => (await commands()).stateRepairAction(optsOf(args)));
+  const rekey = jsonOption(
+    state
+      .command("rekey")
+      .description(
+        "under the lock, write the current state again under the primary encryption method (the encryption setting or TF_ENCRYPTION) as a new version with serial + 1: after a key rotation, or to migrate in or out; old versions stay readable through the fallback",
+      )
+      .option("--all", "rekey every workspace"),
+  );
+  addSettingsOptions(rekey, "state rekey", { workspace: true }).action(async (...args: unknown[]) => (await commands()).stateRekeyAction(optsOf(args)));
 
   const lock = jsonOption(
     root

@@ -25,3 +25,13 @@ export function mergeEncryptionSettings(file: { raw: unknown; at: SettingOrigin 
   const merged = mergeEncryptionConfigs(encryptionFromFile(file.raw, file.at, true), encryptionFromEnvText(env.raw, true));
   return merged === undefined ? undefined : checkEncryptionConfig(merged, `${originLabel(file.at)} with TF_ENCRYPTION over it`);
 }
+
+/** One line for `objstate config`: the state's methods in order and where each passphrase comes from, never its value. */
+export function describeEncryption(cfg: EncryptionConfig | undefined): string {
+  if (cfg === undefined || cfg.state === undefined) return "off (states are stored as they are)";
+  const chain = cfg.state.methods.join(", then ");
+  const keys = [...cfg.keyProviders.values()].map((kp) =>
+    kp.type === "pbkdf2" ? `${kp.address} passphrase <redacted> (${kp.passphrase.source})` : kp.address,
+  );
+  return `state: ${chain}${cfg.state.enforced ? " (enforced)" : ""}${keys.length === 0 ? "" : `; ${keys.join("; ")}`}`;
+}

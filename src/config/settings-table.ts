@@ -47,6 +47,7 @@ export const SETTINGS_COMMANDS = [
   "state rollback",
   "state push",
   "state repair",
+  "state rekey",
   "lock",
   "locks",
   "unlock",
@@ -67,9 +68,9 @@ const ONLINE = SETTINGS_COMMANDS.filter((c) => !OFFLINE.includes(c));
 /** Commands that only read, which take no lock (so they take neither a lease nor a lockfile setting). */
 const LOCKLESS: readonly SettingsCommand[] = ["output", "state diff", "workspace list"];
 /** Commands that wait for a lock another holder has. */
-const LOCK_WAITERS: readonly SettingsCommand[] = ["workspace new", "workspace delete", "state rollback", "state push", "state repair", "lock"];
+const LOCK_WAITERS: readonly SettingsCommand[] = ["workspace new", "workspace delete", "state rollback", "state push", "state repair", "state rekey", "lock"];
 /** Commands that read a state and check it against its digest. */
-const DIGEST_READERS: readonly SettingsCommand[] = ["state pull", "state push", "state rollback", "output", "serve"];
+const DIGEST_READERS: readonly SettingsCommand[] = ["state pull", "state push", "state rollback", "state rekey", "output", "serve"];
 
 /** The help group a setting is listed under. */
 export type SettingGroup = "shared" | "server";

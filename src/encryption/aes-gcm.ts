@@ -242,6 +242,11 @@ export class Base64GcmOpener {
     }
   }
 
+  /** Send what is staged to the cipher now, so the key is chosen from the bytes so far (a prefix being checked). */
+  async settle(): Promise<void> {
+    if (this.failure === undefined && !this.noKey) await this.flush();
+  }
+
   /**
    * The data ended: check the tag. Returns undefined on success, else why it failed
    * (`noKey` set means no candidate key gave the start of a state).

@@ -405,12 +405,15 @@ export class StateDecryptor {
    * what they already show — no configured key opens it, an unknown version, or a plain
    * state without an `unencrypted` method. Altered data further on is not seen here.
    */
-  checkPrefix(): void {
+  async checkPrefix(): Promise<void> {
     if (this.phase === "head") {
       if (memberOf(this.scanner.members, "encryption_version") === undefined && !this.enc.methods.some((m) => m.type === "unencrypted")) this.plainRefused();
       return;
     }
-    if ((this.opener as Base64GcmOpener).noKey) this.wrongKey();
+    const opener = this.opener as Base64GcmOpener;
+    if (this.deferred !== undefined) return;
+    await opener.settle();
+    if (opener.noKey) this.wrongKey();
   }
 
   /** All pieces were pushed: the state, once the tag and the clear fields check out. */

@@ -24,8 +24,10 @@ import { impliedToolType } from "./tool-type.js";
 export type { JsonValue, JsonType } from "../json/exact-json.js";
 
 /** Options of `DataRemoteStateObjectStore.fetchOutputs`: the connect options that matter for a read. */
-export interface FetchOutputsOptions
-  extends Pick<ConnectOptions, "env" | "cwd" | "digestRetry" | "s3" | "onWarning" | "clock" | "timeouts" | "layout" | "encryption" | "encryptionTarget"> {
+export interface FetchOutputsOptions extends Pick<
+  ConnectOptions,
+  "env" | "cwd" | "digestRetry" | "s3" | "onWarning" | "clock" | "timeouts" | "layout" | "encryption" | "encryptionTarget"
+> {
   /**
    * States of at least this many bytes have their outputs picked out by a scan of the bytes
    * instead of a full parse (default 1.5 MiB). 0 always scans; `Infinity` always parses.

@@ -6,7 +6,7 @@
  * unknown), so a client never tells "absent" from "unknown". The functions are pure: the
  * shells make the library call, then render its result here.
  */
-import type { LastWrite, LockListing, RollbackResult, StateVersion, VersionDiff, WorkspaceStatus } from "../backend/backend.js";
+import type { LastWrite, LockListing, RekeyResult, RollbackResult, StateVersion, VersionDiff, WorkspaceStatus } from "../backend/backend.js";
 import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
 import type { JsonValue } from "../json/exact-json.js";
 import type { StateDiff } from "../state/diff.js";
@@ -203,6 +203,34 @@ export interface RollbackJson {
   /** The workspace had no current state (deleted): the rollback restored it. */
   readonly restored: boolean;
   readonly md5: string;
+}
+
+/** One workspace rekeyed: `objstate state rekey --json` prints `{"workspaces": [...]}`. */
+export interface RekeyJson {
+  readonly workspace: string;
+  /** False: the workspace had no state (nothing written). */
+  readonly rekeyed: boolean;
+  /** The method that read the state before (`method.TYPE.NAME`); null without a state. */
+  readonly from: string | null;
+  /** The primary method it is written under now. */
+  readonly to: string;
+  /** The serial it carries now; null without a state. */
+  readonly serial: number | null;
+  readonly md5: string | null;
+}
+
+/** {@link RekeyResult}s as `state rekey --json` prints them. */
+export function rekeyJson(results: readonly RekeyResult[]): { readonly workspaces: RekeyJson[] } {
+  return {
+    workspaces: results.map((r) => ({
+      workspace: r.workspace,
+      rekeyed: r.rekeyed,
+      from: r.from ?? null,
+      to: r.to,
+      serial: r.serial ?? null,
+      md5: r.md5 ?? null,
+    })),
+  };
 }
 
 /** {@link RollbackResult} of `workspace` as {@link RollbackJson}. */

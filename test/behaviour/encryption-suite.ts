@@ -6,7 +6,7 @@
  * test secret.
  */
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { it } from "node:test";
 import {
   ObjectStoreBackend,
   ObjectStoreBackendConfig,
@@ -18,7 +18,7 @@ import {
 } from "../../src/index.js";
 import { checkEncryptionConfig } from "../../src/encryption/index.js";
 import type { ErrorCode } from "../../src/errors.js";
-import { chainConfig, OLD_PASSPHRASE, PASSPHRASE } from "../unit/encryption/support.js";
+import { chainConfig, largeState, OLD_PASSPHRASE, PASSPHRASE } from "../unit/encryption/support.js";
 import { suiteTarget, type Target } from "../support/targets.js";
 
 const FAST_DIGEST = { timeoutMs: 400, intervalMs: 100 };
@@ -227,6 +227,27 @@ export function encryptionSuite(makeTarget: () => Target): void {
       assert.deepEqual(await versionIds(b), before, "nothing was written");
     });
   }
+
+  it("a large stored state (past the guard's first 64 KiB) under another key, or plain, is not written over either", async () => {
+    const props = await setup();
+    const big = largeState(300 * 1024, 5, LINEAGE);
+    await (await connect(props, { encryption: config([OLD_PASSPHRASE]) })).writeState("default", big);
+    await (await connect(props)).writeState("plain", big);
+    const b = await connect(props, { encryption: config([PASSPHRASE]) });
+    const next = largeState(300 * 1024, 6, LINEAGE);
+    for (const [w, code] of [
+      ["default", "ENCRYPTION_WRONG_KEY"],
+      ["plain", "ENCRYPTION_PLAIN_STATE"],
+    ] as const) {
+      const before = await versionIds(b, w);
+      await rejectsWith(b.writeState(w, next), code, new RegExp(`workspace "${w}"`));
+      assert.deepEqual(await versionIds(b, w), before, `nothing was written to ${w}`);
+    }
+    // Readable through a fallback: written over as usual.
+    const rotating = await connect(props, { encryption: config([PASSPHRASE, OLD_PASSPHRASE]) });
+    assert.equal((await rotating.writeState("default", next)).written, true);
+    assert.ok((await b.readState("default"))?.equals(next));
+  });
 
   it("history, diff and rollback across a rekey work on the decrypted states", async () => {
     const props = await setup();

@@ -127,7 +127,10 @@ describe("the settings table", () => {
   it("a --config file key and a flag give the same frozen value; flag > file > environment > default", () => {
     for (const r of ROWS) {
       const s = SAMPLES[r.name as SettingName];
-      const byFlag = r.flag === undefined ? parseSettings({}, { file: "other.json", section: { [r.fileKey]: s.file } }, {}) : parseSettings({ [r.name]: s.flag }, undefined, {});
+      const byFlag =
+        r.flag === undefined
+          ? parseSettings({}, { file: "other.json", section: { [r.fileKey]: s.file } }, {})
+          : parseSettings({ [r.name]: s.flag }, undefined, {});
       const byFile = parseSettings({}, { file: "c.json", section: { [r.fileKey]: s.file } }, {});
       assert.deepEqual(byFlag.values[r.name as SettingName], byFile.values[r.name as SettingName], r.name);
       assert.notDeepEqual(byFlag.values[r.name as SettingName], r.default, `${r.name}: the sample must differ from the default`);
