@@ -10,7 +10,7 @@ import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
 import { isByteSource, readThrough } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
-import { scanHeader } from "./state-header.js";
+import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 
 /** How much of a state is scanned for the clear fields an envelope carries. */
 const HEADER_BYTES = 64 * 1024;
@@ -47,16 +47,22 @@ export function openState(enc: StateEncryption, stored: Buffer, workspace: strin
 /**
  * Refuse to write over a stored state this configuration cannot read (wrong key, unknown
  * version, plain without an `unencrypted` fallback): the whole object when it is small, else
- * its first bytes, where the key is chosen (decision 064).
+ * its first bytes, where the key is chosen (decision 064). A small state's header comes back
+ * from its decrypted content: an envelope's clear fields cannot say whether it is empty.
  */
-export async function checkReadable(enc: StateEncryption, stored: Buffer, whole: boolean, workspace: string): Promise<void> {
+export async function checkReadable(enc: StateEncryption, stored: Buffer, whole: boolean, workspace: string): Promise<StateHeader | undefined> {
   if (whole) {
-    await enc.decrypt(stored, { workspace });
-    return;
+    const d = await enc.decrypt(stored, { workspace });
+    try {
+      return stateHeader(d.state, true, `the state of workspace "${workspace}"`);
+    } catch {
+      return undefined;
+    }
   }
   const d = enc.decryptor({ workspace });
   await d.push(stored);
   await d.checkPrefix();
+  return undefined;
 }
 
 async function bytesOf(data: Uint8Array | string | ByteSource): Promise<Buffer> {

@@ -107,7 +107,8 @@ export async function writeFenced(
     locks === undefined || current === null
       ? { base: current, seen: item, extraRead: false }
       : await settleForWrite(ctx, workspace, current, item, lockId, options.force === true);
-  const { base, seen } = settled;
+  const { seen } = settled;
+  let { base } = settled;
   let { extraRead } = settled;
   // Identical bytes have identical headers: only then is the hash worth waiting for before
   // the upload (for a large state it would otherwise run alongside it).
@@ -123,8 +124,10 @@ export async function writeFenced(
     }
   }
   // A state this configuration cannot read is never written over (a lost key must not cost the state): `force` is the way out.
-  if (base !== null && ctx.encryption !== undefined && options.stored !== true && options.force !== true)
-    await checkReadable(ctx.encryption, base.prefix, base.whole, workspace);
+  if (base !== null && ctx.encryption !== undefined && options.stored !== true && options.force !== true) {
+    const inner = await checkReadable(ctx.encryption, base.prefix, base.whole, workspace);
+    if (inner !== undefined) base = { ...base, header: inner };
+  }
   if (base !== null && options.force !== true) {
     const refusal = guardRefusal(base.header, incoming, where);
     if (refusal !== undefined) throw refusal;

@@ -10,6 +10,7 @@ import { request as httpRequest, type ClientRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import * as path from "node:path";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
+import { describeEncryption } from "../config/encryption-setting.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { describeCredentialSource, resolveEffectiveSettings, type Identity } from "../credentials/index.js";
 import { isObjstateError } from "../errors.js";
@@ -541,6 +542,39 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
       }
     } catch (e) {
       add({ name: "digest", status: "fail", detail: message(e), fix: "see the message; objstate state pull shows the same error" });
+    }
+  }
+
+  // 8. State encryption, only when configured: does the selected workspace's state decrypt, and with which method.
+  const encryption = input.settings.values.encryption;
+  if (encryption !== undefined) {
+    const what = describeEncryption(encryption);
+    if (!bucketOk) add({ name: "encryption", status: "skip", detail: `${what}; reading the state needs a working bucket` });
+    else {
+      try {
+        const backend = await connect(config, input.settings, { readOnly: true, digestRetry: { timeoutMs: 0, intervalMs: 0 } });
+        try {
+          const read = await backend.readStateVersion(workspace);
+          if (read === null) add({ name: "encryption", status: "ok", detail: `${what}; workspace ${workspace} has no state yet` });
+          else if (read.encryption?.migration === true)
+            add({
+              name: "encryption",
+              status: "warn",
+              detail: `the state of workspace ${workspace} was read with ${read.encryption.method}, not the primary method (${what})`,
+              fix: `run objstate state rekey${workspace === "default" ? "" : ` -w ${workspace}`} to write it under the primary method`,
+            });
+          else add({ name: "encryption", status: "ok", detail: `the state of workspace ${workspace} decrypts with ${read.encryption?.method ?? "?"}` });
+        } finally {
+          backend.close();
+        }
+      } catch (e) {
+        add({
+          name: "encryption",
+          status: "fail",
+          detail: message(e),
+          fix: "configure the key the state was written with (as a fallback method), in the encryption setting or TF_ENCRYPTION",
+        });
+      }
     }
   }
   return results;

@@ -134,6 +134,18 @@ export function encryptionSuite(makeTarget: () => Target): void {
     await rejectsWith(b.writeState("default", secretState(1)), "STATE_CONFLICT");
   });
 
+  it("a new workspace's encrypted empty state is written over by any state, as a plain empty one is", async () => {
+    const props = await setup();
+    const b = await connect(props, { encryption: config([PASSPHRASE]) });
+    await b.createWorkspace("fresh");
+    const stored = await b.readState("fresh", { stored: true });
+    assert.ok(stored !== null && isEnvelope(stored));
+    assert.equal((await b.writeState("fresh", secretState(3, "another-lineage"))).written, true);
+    assert.equal((await b.readState("fresh"))?.toString(), secretState(3, "another-lineage"));
+    // Not empty any more: another lineage is refused.
+    await rejectsWith(b.writeState("fresh", secretState(4)), "STATE_CONFLICT");
+  });
+
   it("rotation: the old key as a fallback reads, rekey writes under the new key with serial + 1, then the old key is not needed", async () => {
     const props = await setup();
     const old = await connect(props, { encryption: config([OLD_PASSPHRASE]) });

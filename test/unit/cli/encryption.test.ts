@@ -123,6 +123,22 @@ describe("objstate with state encryption", () => {
     assert.match(runCli(["config", ...args]).stdout, /encryption: off/);
   });
 
+  it("doctor checks the state decrypts (warn after a rotation until rekey, fail on a wrong key), never printing a passphrase", () => {
+    const { args } = place();
+    assert.equal(runCli(["state", "push", "-", ...args], { input: secretState(1), env: { TF_ENCRYPTION: TF([OLD_PASSPHRASE]) } }).code, 0);
+    const line = (chain: readonly string[]): { code: number | null; line: string; all: string } => {
+      const r = runCli(["doctor", ...args], { env: { TF_ENCRYPTION: TF(chain) } });
+      return { code: r.code, line: r.stdout.split("\n").find((l) => l.includes(" encryption: ")) ?? "", all: r.stdout + r.stderr };
+    };
+    const rotating = line([PASSPHRASE, OLD_PASSPHRASE]);
+    assert.match(rotating.line, /^warn {2}encryption: the state of workspace default was read with method\.aes_gcm\.old.*objstate state rekey/);
+    const wrong = line([PASSPHRASE]);
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.line, /^FAIL {2}encryption: cannot decrypt the state of workspace "default"/);
+    assert.match(line([OLD_PASSPHRASE]).line, /^ok {4}encryption: the state of workspace default decrypts with method\.aes_gcm\.old/);
+    for (const r of [rotating, wrong]) assert.ok(!r.all.includes(PASSPHRASE) && !r.all.includes(OLD_PASSPHRASE));
+  });
+
   it("an HCL TF_ENCRYPTION is refused with exit 2, saying to write it as JSON", () => {
     const { args } = place();
     const r = runCli(["state", "pull", ...args], { env: { TF_ENCRYPTION: `key_provider "pbkdf2" "k" { passphrase = "${PASSPHRASE}" }` } });
