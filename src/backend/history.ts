@@ -284,7 +284,8 @@ export async function rollbackState(s: VersionedState, versionId: string, write:
       { details: { versionId, lineage: src.lineage, currentLineage: base?.lineage } },
     );
   }
-  // An envelope (OpenTofu's encryption) goes back byte for byte: its clear serial must stay
+  // An envelope there is no key for here (a client encrypts its states itself: `open` is
+  // unset) goes back byte for byte: its clear serial must stay
   // the encrypted state's (OpenTofu refuses a mismatch as tampering), so it keeps its older
   // serial, which the guard would refuse (forced: the rollback is the operator's choice).
   // Its clients write the next serial on from it.

@@ -159,6 +159,8 @@ export async function serveAction(opts: Opts): Promise<void> {
     csrfKey,
     publicUrls,
     allowUnlockedWrites,
+    // The configuration the backend was connected with (connect takes it from the same settings).
+    encryption: backend.encrypts ? v.encryption : undefined,
   });
   try {
     await server.listen(host, port);
@@ -195,6 +197,8 @@ export async function serveAction(opts: Opts): Promise<void> {
     clientCertificates: tls?.ca !== undefined,
     sharedFormSecret: csrfKey !== undefined,
     unlockedWrites: allowUnlockedWrites,
+    // At rest: states are stored as envelopes; else a client's envelopes pass through.
+    encryption: backend.encrypts ? "at rest" : "pass-through",
   });
   // The signal handlers go in before the line that says the server is up: whoever waits for
   // that line may send SIGTERM at once, and a signal before its handler kills the process.

@@ -127,6 +127,12 @@ function lockJson(lock: LockView | null, now: number): { id: string; text: strin
   return lock === null ? null : { id: lock.id, text: lockText(lock, now) };
 }
 
+/** A state's content is an envelope the server has no key for: shown as {@link ENCRYPTED}, not as a failure. */
+function encryptedOr(e: unknown): Encrypted {
+  if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
+  throw e;
+}
+
 /** A workspace's pages: its name, then the sub-page. */
 const WORKSPACE_PATH = /^\/workspaces\/([^/]+)(\/(?:history|diff|rollback|force-unlock))?$/;
 
@@ -235,10 +241,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
       const to = url.searchParams.get("to") || undefined;
       if (from !== undefined && to !== undefined) {
         // An envelope without its key is shown as such, not as a failure.
-        const diff = await ctx.api.diff(workspace, from, to).catch((e: unknown): Encrypted => {
-          if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
-          throw e;
-        });
+        const diff = await ctx.api.diff(workspace, from, to).catch(encryptedOr);
         sendPage(res, 200, renderDiff({ frame, workspace, from, to, diff }));
       } else {
         // Not both sides: a form to pick them (a link to the Diff page is not a bad request).
@@ -361,8 +364,18 @@ async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, fr
     throw new HttpError(404, `Version ${to} of ${workspace} is not among its last ${HISTORY_LIMIT} versions (or is a deletion).`);
   if (current === undefined) throw new HttpError(409, `${workspace} has no current state to roll back from.`);
   if (current.versionId === target.versionId) throw new HttpError(409, `Version ${to} is already the current state of ${workspace}.`);
-  const diff = await ctx.api.diff(workspace, current.versionId, target.versionId);
-  sendPage(res, 200, renderRollback({ frame, workspace, target, current, diff, newSerial: current.serial === null ? null : current.serial + 1 }));
+  const diff = await ctx.api.diff(workspace, current.versionId, target.versionId).catch(encryptedOr);
+  // An envelope is restored as it is, keeping its serial (docs/decisions/073); whether the
+  // target is one is known when its resources were counted, else the serial is not promised.
+  const newSerial =
+    target.resources === ENCRYPTED
+      ? target.serial
+      : diff === ENCRYPTED && target.resources === undefined
+        ? null
+        : current.serial === null
+          ? null
+          : current.serial + 1;
+  sendPage(res, 200, renderRollback({ frame, workspace, target, current, diff, newSerial, keepsSerial: target.resources === ENCRYPTED }));
 }
 
 async function forceUnlockConfirmation(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, shown: string | null): Promise<void> {

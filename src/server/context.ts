@@ -2,6 +2,7 @@
  * What a route handler gets: the request, the authenticated user, the backend, and replies
  * that count their bytes (for the log line and the metrics).
  */
+import type { StateEncryption } from "../encryption/index.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ObjectStoreBackend } from "../backend/backend.js";
 import type { AuditAction, AuditLog } from "../backend/audit.js";
@@ -35,6 +36,8 @@ export interface Ctx {
   readonly origin: string | undefined;
   /** Accept a state write without `?ID` (`--allow-unlocked-writes`). */
   readonly allowUnlockedWrites: boolean;
+  /** The server's encryption at rest (undefined: envelopes pass through). */
+  readonly encryption: StateEncryption | undefined;
   /** Bytes of the request body read so far. */
   bytesIn: number;
   bytesOut: number;

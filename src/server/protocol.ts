@@ -7,7 +7,10 @@
  * taken since by someone else, is done; a force-unlock repeated soon after by the same
  * user releases nothing more (docs/decisions/013, 016).
  */
-import { NO_LOCK_ID, type LockInfo, type StateSink, type StreamOptions, type WriteResult } from "../backend/backend.js";
+import { NO_LOCK_ID, type LockInfo, type StateSink, type StreamOptions, type WriteOptions, type WriteResult } from "../backend/backend.js";
+import type { ByteSource } from "../store/types.js";
+import { isEnvelope, type StateEncryption } from "../encryption/index.js";
+import { TopLevelScanner } from "../encryption/scan.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { md5Of } from "../util/md5.js";
 import { prefixOf } from "../store/byte-source.js";
@@ -42,9 +45,16 @@ export async function getState(ctx: Ctx): Promise<void> {
   }
   const found = read.state;
   if (found === null || found.body.length === 0) return sendEmpty(ctx, 204);
-  // The digest check of the read already proved the MD5 when there is a lock table.
-  const md5 = Buffer.from(found.md5 ?? (await md5Of(found.body)), "hex").toString("base64");
-  send(ctx, 200, found.body, { "Content-Type": "application/json", "Content-MD5": md5, ...(found.etag === undefined ? {} : { ETag: found.etag }) });
+  // The digest check of the read already proved the MD5 when there is a lock table. A state
+  // decrypted here has none (the digest is the envelope's; the GCM tag proved the state): the
+  // tool's client takes the header as the digest or, without it, hashes the body itself, so
+  // hashing it here would only add to the answer's time (docs/decisions/075).
+  const md5 = found.md5 === undefined && ctx.backend.encrypts ? undefined : Buffer.from(found.md5 ?? (await md5Of(found.body)), "hex").toString("base64");
+  send(ctx, 200, found.body, {
+    "Content-Type": "application/json",
+    ...(md5 === undefined ? {} : { "Content-MD5": md5 }),
+    ...(found.etag === undefined ? {} : { ETag: found.etag }),
+  });
 }
 
 /**
@@ -120,7 +130,9 @@ export async function postState(ctx: Ctx): Promise<void> {
   ctx.bytesIn += body.bytes.length;
   checkContentMd5(header(ctx, "content-md5"), body.md5);
   if (startsLikeObject(body.bytes) !== true) throw notAState(ws);
-  noteWrite(ctx, await ctx.backend.writeState(ws, body.bytes, { lockId, md5: body.md5, ...as }));
+  const stored = ctx.encryption !== undefined && isEnvelope(body.bytes);
+  if (stored) await mustOpen(ctx.encryption as StateEncryption, body.bytes, ws);
+  noteWrite(ctx, await writeOrSame(ctx, ws, body.bytes, { lockId, md5: body.md5, stored, ...as }, () => Promise.resolve(body.bytes)));
   sendEmpty(ctx, 200);
 }
 
@@ -134,10 +146,15 @@ async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md
   const { source, done, whole } = streamBody(ctx.req, ctx.limits, md5);
   let refused: { readonly error: unknown } | undefined;
   try {
-    let looks = startsLikeObject(await prefixOf(source, HEAD_BYTES));
+    const head = await prefixOf(source, HEAD_BYTES);
+    let looks = startsLikeObject(head);
     if (looks === undefined) looks = startsLikeObject(await whole());
     if (looks !== true) throw notAState(ws);
-    noteWrite(ctx, await ctx.backend.writeState(ws, source, { lockId, md5, ...as }));
+    // An envelope is opened whole before anything is stored (OpenTofu writes encrypted_data
+    // after its small clear fields, so the head says which it is).
+    const stored = ctx.encryption !== undefined && envelopeAhead(head);
+    if (stored) await mustOpen(ctx.encryption as StateEncryption, await whole(), ws);
+    noteWrite(ctx, await writeOrSame(ctx, ws, source, { lockId, md5, stored, ...as }, whole));
   } catch (e) {
     refused = { error: e };
   }
@@ -173,6 +190,47 @@ function unlockedWrite(ctx: Ctx, ws: string): ObjstateError {
     `a write to workspace ${ws} without ?ID: the client holds no lock, so it could overwrite changes it never read. Set lock_address and unlock_address to ${address} in the backend "http" block (and do not run with -lock=false), or start objstate serve with --allow-unlocked-writes to accept such writes`,
     { details: { lock_address: address } },
   );
+}
+
+/**
+ * Write, and when states are encrypted here, take a refused write of the very state already
+ * stored for the no-op it is without encryption: a POST retried after its reply was lost
+ * is sealed again under a fresh nonce, so its bytes differ from the stored envelope's while
+ * its serial is the same, which the guard refuses. Only a refusal costs the read.
+ */
+async function writeOrSame(ctx: Ctx, ws: string, data: Buffer | ByteSource, options: WriteOptions, plain: () => Promise<Buffer>): Promise<WriteResult> {
+  try {
+    return await ctx.backend.writeState(ws, data, options);
+  } catch (e) {
+    if (!ctx.backend.encrypts || options.stored === true || !isObjstateError(e, "STATE_CONFLICT")) throw e;
+    const current = await ctx.backend.readState(ws);
+    if (current === null || !current.equals(await plain())) throw e;
+    return { written: false, md5: await md5Of(current) };
+  }
+}
+
+/**
+ * A client's envelope, on a server that encrypts at rest: stored as it is only when the
+ * server's configuration opens it (so the bucket holds nothing the server cannot read);
+ * otherwise the decryption's error (wrong key, tampered, unknown version: 409), nothing
+ * written (docs/decisions/074).
+ */
+async function mustOpen(enc: StateEncryption, envelope: Buffer, ws: string): Promise<void> {
+  try {
+    await enc.decrypt(envelope, { workspace: ws });
+  } catch (e) {
+    if (!isObjstateError(e)) throw e;
+    throw new ObjstateError(
+      e.code,
+      `a write to workspace ${ws} sent an encryption envelope this server cannot open, and nothing was written: this server encrypts states at rest and keeps only what its own encryption configuration reads. Send the state unencrypted (OpenTofu without encryption for this backend), or give the server the client's key as a fallback method. ${e.message}`,
+      { cause: e, details: e.details },
+    );
+  }
+}
+
+/** The first bytes of a body are an envelope's: its encryption_version, or the start of its encrypted_data. */
+function envelopeAhead(head: Buffer): boolean {
+  return isEnvelope(head) || new TopLevelScanner().scan(head, "encrypted_data") !== undefined;
 }
 
 const notAState = (ws: string): ObjstateError => new ObjstateError("STATE_INVALID", `the body of a write to workspace ${ws} is not a state (a JSON object)`);

@@ -8,6 +8,7 @@ import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { ObjectStoreBackend } from "../backend/backend.js";
 import { checkWorkspace } from "../config/layout.js";
+import { StateEncryption, type EncryptionConfig } from "../encryption/index.js";
 import { ANONYMOUS_PRINCIPAL, type Principal, type PrincipalVia } from "../backend/principal.js";
 import type { AuditLog, AuditLogOptions } from "../backend/audit.js";
 import { auditEntry } from "./audit.js";
@@ -72,6 +73,12 @@ export interface ServerOptions {
    * false for none. Default: on, over the backend's bucket (docs/decisions/080).
    */
   readonly audit?: AuditLogOptions | false | undefined;
+  /**
+   * The encryption the backend was connected with (encryption at rest): an envelope a client
+   * POSTs is stored as it is only when this configuration opens it, else refused with the
+   * decryption's error (docs/decisions/074). Without it, envelopes pass through (073).
+   */
+  readonly encryption?: EncryptionConfig | undefined;
 }
 
 /**
@@ -160,6 +167,8 @@ export class ObjstateServer {
   private readonly routes: readonly Compiled[];
   private readonly maxStateSize: number;
   private readonly clientTimeoutMs: number;
+  /** One per server: keys are derived (or fetched) once, not per request. */
+  private readonly encryption: StateEncryption | undefined;
   private inFlight = 0;
   private drained: (() => void) | undefined;
   private closing = false;
@@ -191,6 +200,7 @@ export class ObjstateServer {
     const audit = this.audit;
     if (audit !== undefined) this.metrics.auditPending = () => audit.pending;
     this.maxStateSize = options.maxStateSize ?? DEFAULT_MAX_STATE_SIZE;
+    this.encryption = options.encryption === undefined ? undefined : StateEncryption.for(options.encryption);
     this.clientTimeoutMs = options.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
     this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend);
     this.csrf = new CsrfTokens(options.csrfKey === undefined ? {} : { key: options.csrfKey });
@@ -375,6 +385,7 @@ export class ObjstateServer {
       logger: this.logger,
       origin: undefined,
       allowUnlockedWrites: this.options.allowUnlockedWrites === true,
+      encryption: this.encryption,
       bytesIn: 0,
       bytesOut: 0,
       auditLog: this.audit,

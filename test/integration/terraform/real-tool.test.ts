@@ -19,12 +19,17 @@ import { fileURLToPath } from "node:url";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "../../../src/index.js";
 import type { ObjstateServer } from "../../../src/server/server.js";
 import { hashPassword, parseUsers } from "../../../src/server/users.js";
+import { parseEncryptionConfig } from "../../../src/encryption/index.js";
+import { connectAtRest, filesUnder } from "../../support/at-rest.js";
 import { startServer } from "../../support/server-fixture.js";
+import { chainConfig, PASSPHRASE } from "../../unit/encryption/support.js";
 import { testServers } from "../../support/servers.js";
 import { cephTarget, embeddedTarget } from "../../support/targets.js";
 import { announce, CONSUMER, PRODUCER, synth, TERRAFORM, TERRAFORM_VERSION as VERSION, TerraformSandbox, type Files } from "../../support/terraform.js";
 
 announce("real-tool");
+
+const SERVER_KEY = parseEncryptionConfig(chainConfig([PASSPHRASE]), { source: "TF_ENCRYPTION", literalSecrets: true });
 
 describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === undefined ? "no terraform on PATH" : false }, () => {
   let sandbox: TerraformSandbox;
@@ -194,6 +199,49 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
         "main.tf.json": CONSUMER("upstream"),
       });
       assert.equal(await plannedZ(dir, password), "from-terraform-http");
+    });
+  });
+
+  describe("http against objstate serve encrypting at rest (issue 26 item 4)", () => {
+    let server: ObjstateServer;
+    let backend: ObjectStoreBackend;
+    let bucketDir: string;
+    const secret = "S3CR3T-from-terraform-at-rest-5c2a";
+    before(async () => {
+      const target = embeddedTarget();
+      const props = await target.setup({ locks: true });
+      bucketDir = (target.bucketDir as (b: string) => string)(props.bucket);
+      backend = await connectAtRest(props, SERVER_KEY);
+      server = await startServer(backend, { encryption: SERVER_KEY });
+    });
+    after(async () => {
+      await server.close(500);
+      backend.close();
+    });
+
+    it("apply through the http backend: the bucket holds only envelopes (no secret's bytes in any file), and terraform output shows the values", async () => {
+      const doc = synth(["--for", "http", "--serve-url", server.url, "-w", "vault", "--bucket", "held-by-the-server"]);
+      const dir = workdir("http-at-rest", {
+        "backend.tf.json": doc,
+        "main.tf.json": {
+          resource: { terraform_data: { producer: { input: secret } } },
+          output: { y: { value: "${terraform_data.producer.output}" }, password: { value: secret, sensitive: true } },
+        },
+      });
+      await ok(dir, ["init", "-input=false"]);
+      await ok(dir, ["apply", "-input=false", "-auto-approve"]);
+      const files = filesUnder(bucketDir);
+      assert.ok(
+        files.some((f) => f.includes('"encrypted_data"')),
+        "the state is stored as an envelope",
+      );
+      for (const f of files) assert.equal(f.indexOf(secret), -1, "no stored file holds the secret's bytes");
+      const shown = await ok(dir, ["output", "-json"]);
+      const outputs = JSON.parse(shown.stdout) as Record<string, { value: unknown; sensitive: boolean }>;
+      assert.equal(outputs["y"]?.value, secret);
+      assert.deepEqual([outputs["password"]?.value, outputs["password"]?.sensitive], [secret, true]);
+      // The next plan reads the state back through the server (GET decrypts): nothing to do.
+      assert.match((await ok(dir, ["plan", "-input=false", "-no-color"])).stdout, /No changes/);
     });
   });
 
