@@ -16,6 +16,7 @@ import { createToken, listTokens, revokeToken, tokensFileFor } from "../../../sr
 import { Logger } from "../../../src/server/log.js";
 import type { ObjstateServer } from "../../../src/server/server.js";
 import { hashPassword, parseUsers, type User } from "../../../src/server/users.js";
+import { rawRequest } from "../../support/http-backend-client.js";
 import { OidcIssuer } from "../../support/oidc-issuer.js";
 import { startServer } from "../../support/server-fixture.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
@@ -243,6 +244,26 @@ describe("objstate serve: API tokens and OIDC identities", () => {
     assert.equal(e.status, 401);
     assert.match(e.text, /expired/);
     assert.ok(!e.text.includes(old.token));
+  });
+
+  it('OpenTofu\'s headers = { Authorization = "Bearer …" } (no username): lock, read, write ?ID, unlock replayed as its client sends them', async () => {
+    // internal/backend/remote-state/http: backend.go refuses an Authorization header beside a
+    // username, so none is sent as Basic; client.go sets the user headers on every request, then
+    // Content-Type and Content-MD5 when there is a body. LOCK/UNLOCK are the methods objstate's
+    // http blocks name (synth --for http).
+    const ws = uniqueName("prod");
+    const headers = { Authorization: `Bearer ${await good({}, "es-1")}` };
+    const id = "5a1e2b3c-0000-4000-8000-000000000001";
+    const info = Buffer.from(
+      JSON.stringify({ ID: id, Operation: "OperationTypeApply", Info: "", Who: "ci@runner", Version: "1.9.0", Created: new Date().toISOString(), Path: "" }),
+    );
+    assert.equal((await rawRequest(base, "LOCK", `/state/${ws}`, info, {}, headers)).status, 200);
+    assert.equal((await rawRequest(base, "GET", `/state/${ws}`, undefined, {}, headers)).status, 204);
+    assert.equal((await rawRequest(base, "POST", `/state/${ws}?ID=${id}`, Buffer.from(STATE), {}, headers)).status, 200);
+    assert.equal((await rawRequest(base, "UNLOCK", `/state/${ws}`, info, {}, headers)).status, 200);
+    assert.equal(JSON.parse((await rawRequest(base, "GET", `/state/${ws}`, undefined, {}, headers)).body.toString()).serial, 1);
+    // The same replay without the header is refused at the first request.
+    assert.equal((await rawRequest(base, "LOCK", `/state/${ws}`, info, {}, {})).status, 401);
   });
 
   it("an API token with its own roles: only those", async () => {
