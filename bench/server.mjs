@@ -51,8 +51,10 @@ if (PHASES) NODE_ARGS.push("--import", fileURLToPath(new URL("server-phases.mjs"
 const CLI = fileURLToPath(new URL("src/cli/main.js", DIST));
 // BENCH_USERS=1: the server runs with a users file and every request logs in (HTTP Basic, as
 // the tool sends it), so the login limiter and the password check are in the figures.
-const USERS = env.BENCH_USERS === "1";
-const AUTH = USERS ? `Basic ${Buffer.from("bench:bench-password").toString("base64")}` : undefined;
+// BENCH_USERS=oidc / token: the same users file, every request with an OIDC ID token from a
+// loopback issuer (its JWKS cached after the first) or an API token, as `Authorization: Bearer`.
+const USERS = ["1", "oidc", "token"].includes(env.BENCH_USERS ?? "");
+let AUTH = USERS ? `Basic ${Buffer.from("bench:bench-password").toString("base64")}` : undefined;
 const dir = mkdtempSync(join(tmpdir(), "objstate-bench-serve-"));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -111,9 +113,27 @@ writeFileSync(configFile, JSON.stringify(props));
 const usersFile = join(dir, "users.json");
 if (USERS) {
   const { hashPassword } = await import(new URL("src/server/users.js", DIST).href);
-  writeFileSync(usersFile, JSON.stringify({ users: { bench: { password: await hashPassword("bench-password"), roles: { "*": ["admin"] } } } }), {
-    mode: 0o600,
-  });
+  let identities;
+  if (env.BENCH_USERS === "oidc") {
+    const { OidcIssuer } = await import(new URL("test/support/oidc-issuer.js", DIST).href);
+    const issuer = await OidcIssuer.start();
+    const removeFiles = cleanUp;
+    cleanUp = async () => {
+      await issuer.down();
+      await removeFiles();
+    };
+    identities = [{ name: "bench-ci", issuer: issuer.url, audience: "objstate", claims: { repository: "org/infra" }, roles: { "*": ["admin"] } }];
+    AUTH = `Bearer ${await issuer.sign({ aud: "objstate", sub: "repo:org/infra:ref:refs/heads/main", repository: "org/infra", exp: Math.floor(Date.now() / 1000) + 3600 })}`;
+  }
+  writeFileSync(
+    usersFile,
+    JSON.stringify({ users: { bench: { password: await hashPassword("bench-password"), roles: { "*": ["admin"] } } }, ...(identities ? { identities } : {}) }),
+    { mode: 0o600 },
+  );
+  if (env.BENCH_USERS === "token") {
+    const { createToken, tokensFileFor } = await import(new URL("src/server/identity/tokens.js", DIST).href);
+    AUTH = `Bearer ${createToken(tokensFileFor(usersFile), "bench", 3600_000, undefined).token}`;
+  }
 }
 const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
 

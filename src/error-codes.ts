@@ -59,6 +59,8 @@ export const ERROR_CODES = {
   // A Host this server does not answer for (DNS rebinding, a wrong name)
   MISDIRECTED_REQUEST: { status: 421, exit: EXIT.error },
   TOO_MANY_FAILED_LOGINS: { status: 429, exit: EXIT.error },
+  // An OIDC issuer's discovery or JWKS could not be fetched: no token of it can be checked (never an accept)
+  IDENTITY_PROVIDER_UNAVAILABLE: { status: 503, exit: EXIT.error },
   // Every place for a diff is taken (429, not 503: the server is well, a retry soon succeeds)
   TOO_MANY_DIFFS: { status: 429, exit: EXIT.error },
   SHUTTING_DOWN: { status: 503, exit: EXIT.error },
@@ -197,6 +199,8 @@ export const ERROR_CODES = {
   USERS_FILE_INVALID: { status: 500, exit: EXIT.usage },
   USERS_FILE_UNREADABLE: { status: 500, exit: EXIT.usage },
   USERS_FILE_PERMISSIONS: { status: 500, exit: EXIT.usage },
+  TOKENS_FILE_INVALID: { status: 500, exit: EXIT.usage },
+  TOKEN_NOT_FOUND: { status: 404, exit: EXIT.usage },
   SECRET_FILE_UNREADABLE: { status: 500, exit: EXIT.usage },
   SECRET_FILE_OPEN: { status: 500, exit: EXIT.usage },
   SECRET_TOO_SHORT: { status: 500, exit: EXIT.usage },

@@ -41,6 +41,7 @@ interface CommandFlags {
   readonly username?: string;
   readonly user?: string;
   readonly role?: string[];
+  readonly ttl?: string;
 }
 
 /** A command's parsed options. */

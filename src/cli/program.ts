@@ -378,6 +378,33 @@ export function program(argv?: readonly string[]): Command {
     )
     // --users is also an option of serve itself: commander may hand it to the parent.
     .action(async (...args: unknown[]) => (await import("./serve.js")).hashPasswordAction((args[args.length - 1] as Command).optsWithGlobals()));
+  const token = serve.command("token").description("API tokens for CI (Basic password or Authorization: Bearer), kept hashed beside the users file");
+  const tokensFile = "users file whose tokens these are (the tokens live in FILE.tokens.json beside it, mode 600)";
+  token
+    .command("create")
+    .description("make a token for a user of the users file and print it once (only its SHA-256 is stored)")
+    .requiredOption("--user <name>", "the user the token acts as")
+    .option("--ttl <duration>", "how long the token is valid (e.g. 12h, 30d) [default: 30d]")
+    .option(
+      "--role <glob=roles>",
+      "the token's own roles on workspaces matching GLOB instead of the user's (repeatable) [default: the user's roles]",
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
+    .requiredOption("--users <file>", tokensFile)
+    .action(async (...args: unknown[]) => (await import("./serve.js")).tokenCreateAction((args[args.length - 1] as Command).optsWithGlobals()));
+  token
+    .command("list")
+    .description("list the tokens: ID, user, state, roles, created, expires, last used (never the tokens)")
+    .requiredOption("--users <file>", tokensFile)
+    .action(async (...args: unknown[]) => (await import("./serve.js")).tokenListAction((args[args.length - 1] as Command).optsWithGlobals()));
+  token
+    .command("revoke")
+    .description("revoke a token by its ID: the next request with it is refused (401)")
+    .argument("<id>", "the token's ID (token list shows them)")
+    .requiredOption("--users <file>", tokensFile)
+    .action(async (...args: unknown[]) =>
+      (await import("./serve.js")).tokenRevokeAction(args[0] as string, (args[args.length - 1] as Command).optsWithGlobals()),
+    );
 
   const completed = new Set<Command>();
   const complete = (leaf: Command): void => {

@@ -4,6 +4,7 @@
  */
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { interactive, readSecret } from "./confirm.js";
+import { durationFlag } from "./duration.js";
 import { usageError } from "./io.js";
 import type { Opts } from "./options.js";
 import { countOf, listenOf, sizeOf, type ListenAddress } from "../config/setting-parsers.js";
@@ -14,6 +15,9 @@ import { backendConfigOf, gatherSettings } from "./settings.js";
 import { isLoopbackHost, parsePublicUrl, type PublicOrigin } from "../server/gate.js";
 import { Logger } from "../server/log.js";
 import { ObjstateServer } from "../server/server.js";
+import { Identity } from "../server/identity/identity.js";
+import { loadIdentityRules } from "../server/identity/oidc.js";
+import { createToken, listTokens, revokeToken, tokensFileFor, type TokenRecord } from "../server/identity/tokens.js";
 import { hashPassword, loadUsers, ROLES, withUser, type Role } from "../server/users.js";
 
 /** `512MiB` → bytes; a bad value is a usage error naming the flag (the settings table's parser). */
@@ -105,6 +109,10 @@ export async function serveAction(opts: Opts): Promise<void> {
   const logger = new Logger(v.logLevel);
   if (usersFile !== undefined) checkUsersFileMode(usersFile);
   const users = usersFile === undefined ? undefined : loadUsers(usersFile);
+  const identity =
+    users === undefined || usersFile === undefined
+      ? undefined
+      : new Identity(users, { tokensFile: tokensFileFor(usersFile), identities: loadIdentityRules(usersFile) });
   const tls =
     certFile === undefined || keyFile === undefined
       ? undefined
@@ -149,6 +157,7 @@ export async function serveAction(opts: Opts): Promise<void> {
   const server = new ObjstateServer({
     backend,
     users,
+    identity,
     maxStateSize,
     clientTimeoutMs,
     maxConnections,
@@ -234,25 +243,7 @@ export async function serveAction(opts: Opts): Promise<void> {
 export async function hashPasswordAction(opts: Opts): Promise<void> {
   const name = opts.user ?? "";
   if (name === "" || name.includes(":")) throw usageError('--user must be a non-empty name without ":"', "INVALID_USER");
-  const roles: Record<string, Role[]> = {};
-  for (const spec of opts.role ?? ["*=read"]) {
-    const eq = spec.lastIndexOf("=");
-    const glob = eq < 0 ? "" : spec.slice(0, eq);
-    const list =
-      eq < 0
-        ? []
-        : spec
-            .slice(eq + 1)
-            .split(",")
-            .map((r) => r.trim());
-    if (glob === "" || list.length === 0 || list.some((r) => !ROLES.includes(r as Role))) {
-      throw usageError(
-        `--role must be GLOB=ROLE[,ROLE…] with roles among ${ROLES.join(", ")} (e.g. 'staging-*=read,write,lock'), got ${JSON.stringify(spec)}`,
-        "INVALID_ROLE",
-      );
-    }
-    roles[glob] = [...new Set([...(roles[glob] ?? []), ...(list as Role[])])];
-  }
+  const roles = parseRoleFlags(opts.role ?? ["*=read"]);
   const password = interactive() ? await promptTwice(name) : (await readAllStdin()).replace(/\r?\n$/, "");
   if (password === "")
     throw usageError("no password on standard input: pipe it in (printf '%s' \"$PASSWORD\" | objstate serve hash-password --user NAME)", "NO_PASSWORD");
@@ -273,6 +264,85 @@ export async function hashPasswordAction(opts: Opts): Promise<void> {
   }
   writeFileSync(file, next, { mode: 0o600 });
   process.stderr.write(`objstate: user ${name} ${before?.includes(`"${name}"`) === true ? "updated" : "added"} in ${file}\n`);
+}
+
+/** The roles of `--role GLOB=ROLE,…` flags (hash-password, token create). */
+function parseRoleFlags(specs: readonly string[]): Record<string, Role[]> {
+  const roles: Record<string, Role[]> = {};
+  for (const spec of specs) {
+    const eq = spec.lastIndexOf("=");
+    const glob = eq < 0 ? "" : spec.slice(0, eq);
+    const list =
+      eq < 0
+        ? []
+        : spec
+            .slice(eq + 1)
+            .split(",")
+            .map((r) => r.trim());
+    if (glob === "" || list.length === 0 || list.some((r) => !ROLES.includes(r as Role))) {
+      throw usageError(
+        `--role must be GLOB=ROLE[,ROLE…] with roles among ${ROLES.join(", ")} (e.g. 'staging-*=read,write,lock'), got ${JSON.stringify(spec)}`,
+        "INVALID_ROLE",
+      );
+    }
+    roles[glob] = [...new Set([...(roles[glob] ?? []), ...(list as Role[])])];
+  }
+  return roles;
+}
+
+function tokensFileOf(opts: Opts): string {
+  const file = opts.users;
+  if (file === undefined) throw usageError("give --users FILE: API tokens are kept beside the users file (FILE.tokens.json)", "USAGE");
+  return tokensFileFor(file);
+}
+
+/** `objstate serve token create --user NAME --ttl 30d [--role GLOB=roles]… --users FILE`: prints the token once. */
+export function tokenCreateAction(opts: Opts): void {
+  const file = opts.users;
+  const tokens = tokensFileOf(opts);
+  const name = opts.user ?? "";
+  const users = loadUsers(file as string);
+  if (!users.has(name))
+    throw usageError(`--user ${JSON.stringify(name)} is not in the users file ${file}: add it with objstate serve hash-password first`, "INVALID_USER");
+  const ttl = durationFlag("--ttl", opts.ttl ?? "30d");
+  const roles = opts.role === undefined ? undefined : parseRoleFlags(opts.role);
+  const { token, record } = createToken(tokens, name, ttl, roles);
+  process.stderr.write(`objstate: token ${record.id} for ${name}, expires ${record.expires}; it is shown once, here:\n`);
+  process.stdout.write(`${token}\n`);
+}
+
+/** `objstate serve token list --users FILE`. */
+export function tokenListAction(opts: Opts): void {
+  const rows = listTokens(tokensFileOf(opts));
+  const roles = (r: TokenRecord): string =>
+    r.roles === undefined
+      ? "(the user's)"
+      : Object.entries(r.roles)
+          .map(([g, rs]) => `${g}=${rs.join(",")}`)
+          .join(" ");
+  const now = Date.now();
+  const state = (r: TokenRecord): string => (r.revoked !== undefined ? "revoked" : Date.parse(r.expires) <= now ? "expired" : "valid");
+  const table = [
+    ["ID", "USER", "STATE", "ROLES", "CREATED", "EXPIRES", "LAST USED"],
+    ...rows.map((r) => [r.id, r.user, state(r), roles(r), r.created, r.expires, r.lastUsed ?? "never"]),
+  ];
+  const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
+  process.stdout.write(
+    table
+      .map((row) =>
+        row
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join("  ")
+          .trimEnd(),
+      )
+      .join("\n") + "\n",
+  );
+}
+
+/** `objstate serve token revoke ID --users FILE`. */
+export function tokenRevokeAction(id: string, opts: Opts): void {
+  const r = revokeToken(tokensFileOf(opts), id);
+  process.stderr.write(`objstate: token ${r.id} of ${r.user} revoked at ${r.revoked}\n`);
 }
 
 /** On a terminal: the password typed twice, never echoed; a typo in either is caught here, not at the first login. */

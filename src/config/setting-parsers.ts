@@ -38,11 +38,11 @@ export function settingError(code: ErrorCode, at: SettingOrigin, problem: string
 
 const got = (v: unknown): string => (typeof v === "string" ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v)));
 
-const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-const WHOLE = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/;
-const PART = /(\d+(?:\.\d+)?)(ms|s|m|h)/g;
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const WHOLE = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+$/;
+const PART = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
 
-/** Milliseconds in `text` (`0s`, `500ms`, `30s`, `5m`, `1h30m`: Go style), or undefined when it is not a duration. A bare `0` is zero. */
+/** Milliseconds in `text` (`0s`, `500ms`, `30s`, `5m`, `1h30m`: Go style, and `30d` days), or undefined when it is not a duration. A bare `0` is zero. */
 export function parseDuration(text: string): number | undefined {
   const t = text.trim();
   if (t === "0") return 0;

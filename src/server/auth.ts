@@ -8,6 +8,7 @@ import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
 import { ANONYMOUS_PRINCIPAL, type PrincipalVia } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
+import type { Identity } from "./identity/identity.js";
 import { DEFAULT_LOGIN_LIMIT, LoginLimiter, type LoginLimit } from "./login-limiter.js";
 import { ROLES, verifyPassword, type Role, type User } from "./users.js";
 
@@ -24,6 +25,10 @@ const CACHE_MAX = 1024;
 export interface Authenticated {
   readonly user: User;
   readonly via: PrincipalVia;
+  /** For `via: "token"`: the token's public ID. */
+  readonly tokenId?: string | undefined;
+  /** For `via: "oidc"`: issuer, subject and the claims the rule used. */
+  readonly oidc?: { readonly issuer: string; readonly subject: string; readonly claims: Readonly<Record<string, string>> } | undefined;
 }
 
 export class Authenticator {
@@ -36,6 +41,8 @@ export class Authenticator {
     private readonly users: ReadonlyMap<string, User> | undefined,
     limit: LoginLimit = DEFAULT_LOGIN_LIMIT,
     private readonly now: () => number = Date.now,
+    /** API tokens and OIDC identities (identity/identity.ts); undefined: passwords and certificates only. */
+    private readonly identity?: Identity,
   ) {
     this.limiter = new LoginLimiter(limit, now);
   }
@@ -51,6 +58,21 @@ export class Authenticator {
     if (users === undefined) return { user: ANONYMOUS, via: ANONYMOUS_PRINCIPAL.via };
     const cert = certUser(req, users);
     if (cert !== undefined) return { user: cert, via: "certificate" };
+    const bearer = parseBearer(req.headers.authorization);
+    if (bearer !== undefined || this.identity !== undefined) {
+      const basic = bearer === undefined ? parseBasic(req.headers.authorization) : undefined;
+      const credential =
+        bearer !== undefined
+          ? ({ kind: "bearer", secret: bearer } as const)
+          : basic === undefined
+            ? undefined
+            : ({ kind: "basic", user: basic.user, secret: basic.password } as const);
+      if (credential !== undefined && (credential.kind === "bearer" || this.identity?.handles(credential) === true)) {
+        if (this.identity === undefined)
+          throw new ObjstateError("UNAUTHORIZED", "this server takes no bearer tokens: use HTTP Basic (username and password in the http backend)");
+        return this.identity.resolve(credential);
+      }
+    }
     return { user: await this.password(req, users), via: "password" };
   }
 
@@ -87,6 +109,12 @@ export class Authenticator {
     attempt.fail();
     throw new ObjstateError("UNAUTHORIZED", "wrong user name or password");
   }
+}
+
+/** `Authorization: Bearer TOKEN`, or undefined. */
+export function parseBearer(header: string | undefined): string | undefined {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
+  return m === null ? undefined : (m[1] as string);
 }
 
 /** `Authorization: Basic base64(user:password)`, or undefined. */

@@ -14,7 +14,8 @@ import type { AuditLog, AuditLogOptions } from "../backend/audit.js";
 import { auditEntry } from "./audit.js";
 import { codeOf, isObjstateError, ObjstateError, statusOf } from "../errors.js";
 import { API_ROUTES, type Route } from "./api.js";
-import { Authenticator, type LoginLimit } from "./auth.js";
+import { Authenticator, type Authenticated, type LoginLimit } from "./auth.js";
+import type { Identity } from "./identity/identity.js";
 import { RequestGate, type PublicOrigin, type RouteKind } from "./gate.js";
 import { checkDeclaredLength } from "./body.js";
 import { ConnectionGuard } from "./connections.js";
@@ -35,6 +36,8 @@ export interface ServerOptions {
   /** Users and roles; undefined: every request is allowed everything (loopback or --insecure-no-auth). */
   readonly users?: ReadonlyMap<string, User> | undefined;
   readonly loginLimit?: LoginLimit | undefined;
+  /** API tokens and OIDC identities (identity/identity.ts), asked before passwords; needs `users`. */
+  readonly identity?: Identity | undefined;
   /** Largest request body (default 512 MiB). */
   readonly maxStateSize?: number | undefined;
   /**
@@ -146,12 +149,20 @@ function matchPath(parts: readonly string[], s: readonly string[]): Record<strin
   return params;
 }
 
-/** The request is `user`'s, who authenticated `via`. */
-function authenticated(ctx: Ctx, user: User, via: PrincipalVia): void {
+/** The request is `user`'s, who authenticated `via` (with a token's ID or an OIDC identity when so). */
+function authenticated(ctx: Ctx, user: User, via: PrincipalVia, extra: Pick<Authenticated, "tokenId" | "oidc"> = {}): void {
   const c = ctx as { user: User; principal: Principal };
   c.user = user;
   // A server without users names no one: its records say `anonymous`, never the placeholder user.
-  c.principal = via === ANONYMOUS_PRINCIPAL.via ? ANONYMOUS_PRINCIPAL : { name: user.name, via };
+  c.principal =
+    via === ANONYMOUS_PRINCIPAL.via
+      ? ANONYMOUS_PRINCIPAL
+      : {
+          name: user.name,
+          via,
+          ...(extra.tokenId === undefined ? {} : { tokenId: extra.tokenId }),
+          ...(extra.oidc === undefined ? {} : { oidc: extra.oidc }),
+        };
 }
 
 export class ObjstateServer {
@@ -179,7 +190,7 @@ export class ObjstateServer {
   readonly audit: AuditLog | undefined;
 
   constructor(private readonly options: ServerOptions) {
-    this.auth = new Authenticator(options.users, options.loginLimit);
+    this.auth = new Authenticator(options.users, options.loginLimit, Date.now, options.identity);
     this.logger = options.logger ?? new Logger("info");
     const logger = this.logger;
     this.audit =
@@ -284,6 +295,7 @@ export class ObjstateServer {
     this.server.closeAllConnections();
     await closed;
     await this.audit?.close();
+    this.options.identity?.close();
   }
 
   private async ready(ctx: Ctx): Promise<void> {
@@ -306,9 +318,10 @@ export class ObjstateServer {
     const api = this.consoleApi;
     if (api === undefined) return false;
     // A request the gate refused is answered without asking who it is (no login prompt).
-    const { user: who, via } = refusal === undefined ? await this.auth.authenticate(ctx.req) : { user: ctx.user, via: ctx.principal.via };
+    const found: Authenticated = refusal === undefined ? await this.auth.authenticate(ctx.req) : { user: ctx.user, via: ctx.principal.via };
+    const who = found.user;
     onUser(who.name);
-    authenticated(ctx, who, via);
+    authenticated(ctx, who, found.via, found);
     return handleConsole(ctx.req, ctx.res, {
       user: who.name,
       principal: ctx.principal,
@@ -421,7 +434,7 @@ export class ObjstateServer {
       if (!OPEN_PATHS.has(url.pathname)) {
         const who = await this.auth.authenticate(req);
         user = who.user.name;
-        authenticated(ctx, who.user, who.via);
+        authenticated(ctx, who.user, who.via, who);
       }
       if (workspace !== undefined) checkWorkspace(workspace);
       if (found.route.role !== undefined && workspace !== undefined) requireRole(ctx, found.route.role, workspace);

@@ -18,6 +18,8 @@ import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "../../../src/index.js";
 import type { ObjstateServer } from "../../../src/server/server.js";
+import { Identity } from "../../../src/server/identity/identity.js";
+import { createToken, revokeToken } from "../../../src/server/identity/tokens.js";
 import { hashPassword, parseUsers } from "../../../src/server/users.js";
 import { parseEncryptionConfig } from "../../../src/encryption/index.js";
 import { connectAtRest, filesUnder } from "../../support/at-rest.js";
@@ -159,6 +161,7 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
   describe("http against objstate serve (in process, embedded store)", () => {
     let server: ObjstateServer;
     let backend: ObjectStoreBackend;
+    let tokensFile = "";
     const password = { TF_HTTP_PASSWORD: "ci-password" };
     before(async () => {
       const cheap = { N: 1024, r: 8, p: 1 };
@@ -167,11 +170,27 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
         "users.json",
       );
       backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(await embeddedTarget().setup({ locks: true })));
-      server = await startServer(backend, { users });
+      tokensFile = join(work, "users.tokens.json");
+      server = await startServer(backend, { users, identity: new Identity(users, { tokensFile }) });
     });
     after(async () => {
       await server.close(500);
       backend.close();
+    });
+
+    it("an API token as the http backend's password (TF_HTTP_PASSWORD): init and apply; revoked, the tool is refused", async () => {
+      const { token, record } = createToken(tokensFile, "ci", 3600_000, undefined);
+      const doc = synth(["--for", "http", "--serve-url", server.url, "--username", "ci", "-w", "tokened", "--bucket", "held-by-the-server"]);
+      const dir = workdir("http-token", { "backend.tf.json": doc, "main.tf.json": PRODUCER("from-a-token") });
+      await ok(dir, ["init", "-input=false"], { TF_HTTP_PASSWORD: token });
+      await ok(dir, ["apply", "-input=false", "-auto-approve"], { TF_HTTP_PASSWORD: token });
+      const state = JSON.parse(((await backend.readState("tokened")) as Buffer).toString("utf8")) as { outputs: { y: { value: string } } };
+      assert.equal(state.outputs.y.value, "from-a-token");
+      revokeToken(tokensFile, record.id);
+      const denied = await terraform(dir, ["plan", "-input=false", "-no-color"], { TF_HTTP_PASSWORD: token });
+      assert.notEqual(denied.code, 0);
+      assert.match(denied.stderr, /requires auth|401|Unauthorized/i);
+      assert.ok(!denied.stderr.includes(token) && !denied.stdout.includes(token));
     });
 
     it("init, plan and apply as a user (the password from TF_HTTP_PASSWORD); the server stores the state and releases the lock", async () => {

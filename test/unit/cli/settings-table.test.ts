@@ -95,8 +95,8 @@ describe("the settings table", () => {
     for (const r of FLAGGED) {
       for (const [path, cmd] of all) {
         const o = cmd.options.find((x) => x.long === r.flag);
-        // hash-password's --users is its own option: the file to add a user to.
-        if (path === "serve hash-password" && r.flag === "--users") continue;
+        // hash-password's and the token commands' --users is their own option: the users file they edit.
+        if ((path === "serve hash-password" || path.startsWith("serve token ")) && r.flag === "--users") continue;
         const listed = (r.commands as readonly string[]).includes(path);
         const hidden = (r.hiddenOn ?? ([] as readonly string[])).includes(path);
         assert.equal(o !== undefined, listed || hidden, `${r.flag} on ${path}`);

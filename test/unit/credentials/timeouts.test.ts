@@ -56,14 +56,15 @@ it("one clock offset per server origin, shared by every endpoint URL of that ser
   assert.ok(Math.abs(serverNow("http://127.0.0.1:7480") - (Date.now() - 600_000)) < 1_000);
 });
 
-it("--timeout is offered by every command that contacts a server (serve too), and not by synth, config, version or serve hash-password", async () => {
+it("--timeout is offered by every command that contacts a server (serve too), and not by synth, config, version, serve hash-password or serve token", async () => {
   const { program } = await import("../../../src/cli/program.js");
   const leaves = (c: Command): Command[] => (c.commands.length === 0 ? [c] : c.commands.flatMap(leaves));
   for (const cmd of leaves(program())) {
     const has = cmd.options.some((o) => o.long === "--timeout");
-    assert.equal(has, !["synth", "config", "hash-password", "version"].includes(cmd.name()), cmd.name());
+    const offline = ["synth", "config", "hash-password", "version"].includes(cmd.name()) || cmd.parent?.name() === "token";
+    assert.equal(has, !offline, cmd.name());
   }
-  // serve has a subcommand (hash-password, offline) but talks to the store itself.
+  // serve has subcommands (hash-password, token: offline) but talks to the store itself.
   assert.ok(
     program()
       .commands.find((c) => c.name() === "serve")

@@ -1,0 +1,78 @@
+/**
+ * The one place that turns a bearer credential into a user: an API token
+ * (`objst_…`, tokens.ts) or an OIDC ID token (a JWT, oidc.ts), arriving as
+ * `Authorization: Bearer` or as the HTTP Basic password. The Authenticator (auth.ts) asks
+ * it first and falls back to passwords only for what is neither; routes never see any of it.
+ */
+import { ObjstateError } from "../../errors.js";
+import type { User } from "../users.js";
+import { OidcVerifier, looksLikeJwt, type IdentityRule, type OidcOptions } from "./oidc.js";
+import { TokenStore, looksLikeToken } from "./tokens.js";
+
+/** Who a bearer credential is: the user and grants to check roles against, and the principal's extra fields. */
+export interface BearerIdentity {
+  readonly user: User;
+  readonly via: "token" | "oidc";
+  readonly tokenId?: string;
+  readonly oidc?: { readonly issuer: string; readonly subject: string; readonly claims: Readonly<Record<string, string>> };
+}
+
+export interface IdentityOptions {
+  /** The tokens file (tokens.ts), or undefined for no API tokens. */
+  readonly tokensFile?: string | undefined;
+  readonly identities?: readonly IdentityRule[] | undefined;
+  readonly oidc?: OidcOptions | undefined;
+  readonly now?: () => number;
+}
+
+/** The credential of a request, as far as {@link Identity} is concerned. */
+export type Credential = { readonly kind: "bearer"; readonly secret: string } | { readonly kind: "basic"; readonly user: string; readonly secret: string };
+
+export class Identity {
+  readonly tokens: TokenStore | undefined;
+  readonly oidc: OidcVerifier;
+
+  constructor(
+    private readonly users: ReadonlyMap<string, User>,
+    options: IdentityOptions = {},
+  ) {
+    this.tokens = options.tokensFile === undefined ? undefined : new TokenStore(options.tokensFile, options.now);
+    this.oidc = new OidcVerifier(options.identities ?? [], options.oidc);
+  }
+
+  /** Is this credential one of ours to check (a token or a JWT), rather than a password? */
+  handles(c: Credential): boolean {
+    return c.kind === "bearer" || looksLikeToken(c.secret) || (this.oidc.enabled && looksLikeJwt(c.secret) && this.oidc.acceptsUserName(c.user));
+  }
+
+  /** The identity of a token or ID token, or UNAUTHORIZED / FORBIDDEN / IDENTITY_PROVIDER_UNAVAILABLE. */
+  async resolve(c: Credential): Promise<BearerIdentity> {
+    if (looksLikeToken(c.secret)) return this.apiToken(c);
+    if (looksLikeJwt(c.secret) && this.oidc.enabled) {
+      if (c.kind === "basic" && !this.oidc.acceptsUserName(c.user))
+        throw new ObjstateError(
+          "UNAUTHORIZED",
+          `an ID token as the password needs the user name "oidc" or an identity rule's name, not ${JSON.stringify(c.user)}`,
+        );
+      const found = await this.oidc.verify(c.secret);
+      return { user: found.user, via: "oidc", oidc: found.oidc };
+    }
+    throw new ObjstateError("UNAUTHORIZED", "the bearer token is neither an API token (objst_…) nor an ID token of a configured identity issuer");
+  }
+
+  /** Any Basic user name goes with a token: the token alone names its user (CI tools insist on some user name). */
+  private apiToken(c: Credential): BearerIdentity {
+    if (this.tokens === undefined) throw new ObjstateError("UNAUTHORIZED", "this server has no API tokens (it runs without a users file)");
+    const record = this.tokens.check(c.secret);
+    const owner = this.users.get(record.user);
+    if (owner === undefined)
+      throw new ObjstateError("UNAUTHORIZED", `API token ${record.id} belongs to user ${record.user}, who is no longer in the users file`);
+    const grants = record.roles === undefined ? owner.grants : Object.entries(record.roles).map(([glob, roles]) => ({ glob, roles: new Set(roles) }));
+    return { user: { name: owner.name, password: undefined, grants }, via: "token", tokenId: record.id };
+  }
+
+  /** Write held `last used` times (server close). */
+  close(): void {
+    this.tokens?.flush();
+  }
+}

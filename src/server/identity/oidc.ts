@@ -1,0 +1,273 @@
+/**
+ * OIDC identities: the `identities` rules of the users file, and the check of an ID token
+ * (GitHub Actions, GitLab CI, HCP Terraform) against them with jose. Claims in workspace
+ * globs and why only so much: docs/decisions/077-oidc-identity-rules.md.
+ *
+ * ```json
+ * {"identities": [{"name": "infra-main", "issuer": "https://token.actions.githubusercontent.com", "audience": "objstate",
+ *                  "claims": {"repository": "org/infra", "ref": "refs/heads/main"},
+ *                  "roles": {"prod-*": ["read", "write", "lock"], "${claims.repository_owner}-*": ["read"]}}]}
+ * ```
+ */
+import { createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
+import { readFileSync } from "node:fs";
+import { ObjstateError } from "../../errors.js";
+import { globMatches, ROLES, type Role, type User } from "../users.js";
+
+/** One rule of `identities`. */
+export interface IdentityRule {
+  /** The principal's name, and a Basic user name the token is accepted with (besides `oidc`). */
+  readonly name: string;
+  readonly issuer: string;
+  readonly audience: string;
+  /** Claim conditions: exact, or a glob when the value holds `*` or `?`. */
+  readonly claims: Readonly<Record<string, string>>;
+  /** Roles by workspace glob; a glob may hold `${claims.NAME}`. */
+  readonly roles: Readonly<Record<string, readonly Role[]>>;
+}
+
+/** Signature algorithms accepted; never `none` and never HS* (a public key is not a shared secret). */
+export const OIDC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"] as const;
+/** Clock tolerance on `exp`, `nbf` and `iat`. */
+export const CLOCK_TOLERANCE_S = 30;
+const FETCH_TIMEOUT_MS = 5_000;
+/** A claim value that may be put into a workspace glob: no glob characters, nothing to escape. */
+const SAFE_CLAIM = /^[A-Za-z0-9._/-]{1,200}$/;
+const PLACEHOLDER = /\$\{claims\.([A-Za-z0-9_]+)\}/g;
+
+function ruleError(file: string, i: number, problem: string): ObjstateError {
+  return new ObjstateError("USERS_FILE_INVALID", `users file ${file}: identities[${i}]: ${problem}; see the README's "CI identities" section`);
+}
+
+/** Is `url` an https URL, or http on a loopback host (the tests' issuer)? */
+export function allowedIssuerUrl(url: string): boolean {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
+  if (u.protocol === "https:") return true;
+  return u.protocol === "http:" && ["127.0.0.1", "[::1]", "localhost"].includes(u.hostname);
+}
+
+/** Parse the `identities` section of the users file (absent: no rules). */
+export function parseIdentities(doc: unknown, file: string): IdentityRule[] {
+  const list = (doc as { identities?: unknown } | null)?.identities;
+  if (list === undefined) return [];
+  if (!Array.isArray(list)) throw ruleError(file, 0, "identities must be a list of rules");
+  return list.map((raw: unknown, i) => {
+    const r = raw as Partial<Record<keyof IdentityRule, unknown>> | null;
+    if (r === null || typeof r !== "object") throw ruleError(file, i, "must be an object");
+    for (const k of ["name", "issuer", "audience"] as const)
+      if (typeof r[k] !== "string" || r[k] === "") throw ruleError(file, i, `${k} must be a non-empty string`);
+    if ((r.name as string).includes(":")) throw ruleError(file, i, 'name must not hold ":"');
+    if (!allowedIssuerUrl(r.issuer as string))
+      throw ruleError(file, i, `issuer ${JSON.stringify(r.issuer)} must be an https URL (http only on 127.0.0.1, [::1] or localhost)`);
+    const claims = (r.claims ?? {}) as Record<string, unknown>;
+    if (typeof claims !== "object" || Array.isArray(claims) || Object.values(claims).some((v) => typeof v !== "string"))
+      throw ruleError(file, i, 'claims must be {"CLAIM": "value or glob"}');
+    const roles = r.roles as Record<string, unknown> | undefined;
+    if (typeof roles !== "object" || roles === null || Array.isArray(roles)) throw ruleError(file, i, 'roles must be {"GLOB": ["read", …]}');
+    for (const [glob, rs] of Object.entries(roles)) {
+      if (!Array.isArray(rs) || rs.some((x) => !ROLES.includes(x as Role))) throw ruleError(file, i, `roles.${glob} must be a list of ${ROLES.join(", ")}`);
+      const rest = glob.replace(PLACEHOLDER, "");
+      if (rest.includes("${"))
+        throw ruleError(file, i, `roles glob ${JSON.stringify(glob)}: the only placeholder is \${claims.NAME} (NAME of letters, digits, _)`);
+    }
+    return {
+      name: r.name as string,
+      issuer: r.issuer as string,
+      audience: r.audience as string,
+      claims: claims as Record<string, string>,
+      roles: roles as Record<string, Role[]>,
+    };
+  });
+}
+
+/** The `identities` rules of a users file (read again: parseUsers keeps only `users`). */
+export function loadIdentityRules(file: string): IdentityRule[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(readFileSync(file, "utf8"));
+  } catch (e) {
+    throw new ObjstateError("USERS_FILE_INVALID", `users file ${file}: ${(e as Error).message}`);
+  }
+  return parseIdentities(doc, file);
+}
+
+/** A claim as text for conditions and globs: strings, and booleans/numbers as JSON writes them (`ref_protected: "true"`). */
+function claimText(payload: JWTPayload, name: string): string | undefined {
+  const v = payload[name];
+  return typeof v === "string" ? v : typeof v === "boolean" || typeof v === "number" ? String(v) : undefined;
+}
+
+/** The user a matching rule makes of a verified token, and the claims it looked at; undefined if the rule does not match. */
+export function applyRule(rule: IdentityRule, payload: JWTPayload): { user: User; claims: Record<string, string> } | undefined {
+  const aud = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+  if (payload.iss !== rule.issuer || !aud.includes(rule.audience)) return undefined;
+  const used: Record<string, string> = {};
+  for (const [name, want] of Object.entries(rule.claims)) {
+    const got = claimText(payload, name);
+    if (got === undefined) return undefined;
+    if (!(/[*?]/.test(want) ? globMatches(want, got) : got === want)) return undefined;
+    used[name] = got;
+  }
+  const grants: { glob: string; roles: ReadonlySet<Role> }[] = [];
+  for (const [glob, roles] of Object.entries(rule.roles)) {
+    let ok = true;
+    const filled = glob.replace(PLACEHOLDER, (_, name: string) => {
+      const v = payload[name];
+      // Only string claims of a safe charset: a claim can never widen a glob (`*`) or escape it.
+      if (typeof v !== "string" || !SAFE_CLAIM.test(v)) {
+        ok = false;
+        return "";
+      }
+      used[name] = v;
+      return v;
+    });
+    if (ok) grants.push({ glob: filled, roles: new Set(roles) });
+  }
+  if (grants.length === 0) return undefined;
+  return { user: { name: rule.name, password: undefined, grants }, claims: used };
+}
+
+/** Does the text look like a JWT (three base64url parts, the first a JSON object)? */
+export function looksLikeJwt(text: string): boolean {
+  return /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/.test(text);
+}
+
+/** What {@link OidcVerifier.verify} gives: the user the rule made, and the principal's OIDC part. */
+export interface OidcIdentity {
+  readonly user: User;
+  readonly oidc: { readonly issuer: string; readonly subject: string; readonly claims: Readonly<Record<string, string>> };
+}
+
+export interface OidcOptions {
+  /** How soon after a JWKS fetch an unknown `kid` may fetch it again (jose's cooldown). Default 30 s. */
+  readonly refreshCooldownMs?: number;
+  /** How long a fetched JWKS is trusted before it is fetched again. Default 10 min. */
+  readonly jwksMaxAgeMs?: number;
+  readonly fetchTimeoutMs?: number;
+}
+
+type KeySet = ReturnType<typeof createRemoteJWKSet>;
+
+/**
+ * Checks ID tokens against the rules. Per issuer: discovery fetched once (with a timeout,
+ * retried on the next request when it failed), then jose's remote JWKS: cached, refetched on
+ * an unknown `kid` at most once per cooldown.
+ */
+export class OidcVerifier {
+  private readonly keySets = new Map<string, Promise<KeySet>>();
+
+  constructor(
+    private readonly rules: readonly IdentityRule[],
+    private readonly options: OidcOptions = {},
+  ) {}
+
+  get enabled(): boolean {
+    return this.rules.length > 0;
+  }
+
+  /** Does a rule accept `basicUser` as the Basic user name of an ID token? */
+  acceptsUserName(basicUser: string): boolean {
+    return basicUser === "oidc" || this.rules.some((r) => r.name === basicUser);
+  }
+
+  private keySet(issuer: string): Promise<KeySet> {
+    let p = this.keySets.get(issuer);
+    if (p === undefined) {
+      p = this.discover(issuer);
+      this.keySets.set(issuer, p);
+      // A failed discovery is not remembered: the next request tries again.
+      p.catch(() => this.keySets.delete(issuer));
+    }
+    return p;
+  }
+
+  private async discover(issuer: string): Promise<KeySet> {
+    const url = `${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
+    const timeout = this.options.fetchTimeoutMs ?? FETCH_TIMEOUT_MS;
+    let doc: { issuer?: unknown; jwks_uri?: unknown };
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(timeout), redirect: "error" });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      doc = (await res.json()) as typeof doc;
+    } catch (e) {
+      throw unavailable(issuer, `its discovery document ${url} could not be fetched (${(e as Error).message})`);
+    }
+    if (doc.issuer !== issuer) throw unavailable(issuer, `its discovery document names issuer ${JSON.stringify(doc.issuer)}, not ${issuer}`);
+    if (typeof doc.jwks_uri !== "string" || !allowedIssuerUrl(doc.jwks_uri)) throw unavailable(issuer, "its discovery document has no https jwks_uri");
+    return createRemoteJWKSet(new URL(doc.jwks_uri), {
+      timeoutDuration: timeout,
+      cooldownDuration: this.options.refreshCooldownMs ?? 30_000,
+      cacheMaxAge: this.options.jwksMaxAgeMs ?? 10 * 60_000,
+    });
+  }
+
+  /**
+   * The identity of an ID token: UNAUTHORIZED when it is not a valid token of a configured
+   * issuer, FORBIDDEN when it is but no rule matches its claims, IDENTITY_PROVIDER_UNAVAILABLE
+   * when its issuer's keys cannot be fetched. Messages never hold the token.
+   */
+  async verify(jwt: string): Promise<OidcIdentity> {
+    let iss: string | undefined;
+    try {
+      iss = decodeJwt(jwt).iss;
+    } catch {
+      throw new ObjstateError("UNAUTHORIZED", "the bearer token is not a well-formed JWT");
+    }
+    const rules = this.rules.filter((r) => r.issuer === iss);
+    if (rules.length === 0)
+      throw new ObjstateError(
+        "UNAUTHORIZED",
+        `no identity rule trusts the token's issuer ${JSON.stringify(iss ?? null)}: add one to identities in the users file`,
+      );
+    const issuer = iss as string;
+    const keys = await this.keySet(issuer);
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(jwt, keys, {
+        issuer,
+        audience: [...new Set(rules.map((r) => r.audience))],
+        algorithms: [...OIDC_ALGORITHMS],
+        clockTolerance: CLOCK_TOLERANCE_S,
+        requiredClaims: ["sub", "exp", "iat"],
+      }));
+    } catch (e) {
+      throw refusal(issuer, e);
+    }
+    for (const rule of rules) {
+      const made = applyRule(rule, payload);
+      if (made !== undefined) return { user: made.user, oidc: { issuer, subject: payload.sub as string, claims: made.claims } };
+    }
+    throw new ObjstateError(
+      "FORBIDDEN",
+      `no identity rule of issuer ${issuer} matches the token's claims (sub ${JSON.stringify(payload.sub)}): check the rules' claims in the users file`,
+    );
+  }
+}
+
+function unavailable(issuer: string, why: string): ObjstateError {
+  return new ObjstateError("IDENTITY_PROVIDER_UNAVAILABLE", `cannot check tokens of OIDC issuer ${issuer}: ${why}; try again when the issuer is reachable`);
+}
+
+/** jose's failure as our error: the issuer unreachable is 503, anything about the token 401. */
+function refusal(issuer: string, e: unknown): ObjstateError {
+  if (e instanceof joseErrors.JWKSTimeout) return unavailable(issuer, "its JWKS did not answer in time");
+  if (e instanceof joseErrors.JWTExpired) return new ObjstateError("UNAUTHORIZED", "the ID token has expired: the CI job must request a fresh one");
+  if (e instanceof joseErrors.JWTClaimValidationFailed)
+    return new ObjstateError(
+      "UNAUTHORIZED",
+      `the ID token was refused: its ${e.claim} claim ${e.reason === "check_failed" ? "does not match" : "is missing or invalid"} (${e.message})`,
+    );
+  if (e instanceof joseErrors.JWKSNoMatchingKey) return new ObjstateError("UNAUTHORIZED", `the ID token's key is not among issuer ${issuer}'s published keys`);
+  if (e instanceof joseErrors.JOSEAlgNotAllowed)
+    return new ObjstateError("UNAUTHORIZED", `the ID token's signature algorithm is not allowed (allowed: ${OIDC_ALGORITHMS.join(", ")})`);
+  if (e instanceof joseErrors.JWKSInvalid || (e instanceof joseErrors.JOSEError && e.code === "ERR_JOSE_GENERIC"))
+    return unavailable(issuer, `its JWKS could not be fetched (${e.message})`);
+  if (e instanceof joseErrors.JOSEError) return new ObjstateError("UNAUTHORIZED", `the ID token was refused (${e.code})`);
+  // Anything else came from fetching the JWKS (a refused connection, a bad body).
+  return unavailable(issuer, `its JWKS could not be fetched (${(e as Error).message})`);
+}

@@ -1,0 +1,248 @@
+/**
+ * API tokens of `objstate serve token create`: a tokens file beside the users file
+ * (`users.json` → `users.tokens.json`) holding, per token, its public ID, user, roles,
+ * times, and only the SHA-256 of the token. A token is `objst_<id>_<secret>` with a 256-bit
+ * random secret, so a plain hash is enough (nothing to brute-force; no scrypt per request):
+ * docs/decisions/076-api-tokens-hashed-sha256.md.
+ *
+ * ```json
+ * {"tokens": {"3f9a1c2b7d4e": {"user": "ci", "sha256": "<hex>", "roles": {"staging-*": ["read", "write", "lock"]},
+ *                              "created": "2026-11-26T22:00:00.000Z", "expires": "2026-12-26T22:00:00.000Z"}}}
+ * ```
+ */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { ObjstateError } from "../../errors.js";
+import { ROLES, type Role } from "../users.js";
+
+/** One token of the tokens file, as stored (never the token itself). */
+export interface TokenRecord {
+  readonly id: string;
+  readonly user: string;
+  /** Hex SHA-256 of the whole token string. */
+  readonly sha256: string;
+  /** Roles by workspace glob; undefined: the user's own roles in the users file. */
+  readonly roles: Readonly<Record<string, readonly Role[]>> | undefined;
+  readonly created: string;
+  readonly expires: string;
+  readonly revoked?: string | undefined;
+  readonly lastUsed?: string | undefined;
+}
+
+/** What a token string is made of: `objst_` + 12 hex ID + `_` + 43 base64url characters (256 bits). */
+const TOKEN_RE = /^objst_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
+export const TOKEN_PREFIX = "objst_";
+
+/** The tokens file that belongs to a users file: `users.json` → `users.tokens.json`. */
+export function tokensFileFor(usersFile: string): string {
+  return `${usersFile.replace(/\.json$/i, "")}.tokens.json`;
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+function fileError(file: string, problem: string): ObjstateError {
+  return new ObjstateError("TOKENS_FILE_INVALID", `tokens file ${file}: ${problem}; make tokens with objstate serve token create`);
+}
+
+/** Parse a tokens file's text (an absent file is no tokens). */
+export function parseTokens(text: string | undefined, file: string): Map<string, TokenRecord> {
+  const out = new Map<string, TokenRecord>();
+  if (text === undefined || text.trim() === "") return out;
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw fileError(file, `not valid JSON (${(e as Error).message})`);
+  }
+  const tokens = (doc as { tokens?: unknown } | null)?.tokens;
+  if (typeof tokens !== "object" || tokens === null || Array.isArray(tokens)) throw fileError(file, 'expected {"tokens": {"ID": {…}}}');
+  for (const [id, raw] of Object.entries(tokens as Record<string, unknown>)) {
+    const r = raw as Partial<Record<keyof TokenRecord, unknown>> | null;
+    if (
+      r === null ||
+      typeof r !== "object" ||
+      typeof r.user !== "string" ||
+      typeof r.sha256 !== "string" ||
+      !/^[0-9a-f]{64}$/.test(r.sha256) ||
+      typeof r.created !== "string" ||
+      typeof r.expires !== "string" ||
+      Number.isNaN(Date.parse(r.expires))
+    )
+      throw fileError(file, `tokens.${id} needs user, sha256 (64 hex), created and expires`);
+    const roles = r.roles as Record<string, unknown> | undefined;
+    if (roles !== undefined) {
+      for (const [glob, list] of Object.entries(roles))
+        if (!Array.isArray(list) || list.some((x) => !ROLES.includes(x as Role)))
+          throw fileError(file, `tokens.${id}.roles.${glob} must be a list of ${ROLES.join(", ")}`);
+    }
+    out.set(id, {
+      id,
+      user: r.user,
+      sha256: r.sha256,
+      roles: roles as Record<string, Role[]> | undefined,
+      created: r.created,
+      expires: r.expires,
+      revoked: typeof r.revoked === "string" ? r.revoked : undefined,
+      lastUsed: typeof r.lastUsed === "string" ? r.lastUsed : undefined,
+    });
+  }
+  return out;
+}
+
+function render(tokens: ReadonlyMap<string, TokenRecord>): string {
+  const doc: Record<string, Omit<TokenRecord, "id">> = {};
+  for (const { id, ...rest } of tokens.values()) doc[id] = rest;
+  return `${JSON.stringify({ tokens: doc }, null, 2)}\n`;
+}
+
+function readText(file: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw fileError(file, `cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+}
+
+/** Replace the file whole (write beside, rename), mode 0600: a reader never sees half a file. */
+function writeTokens(file: string, tokens: ReadonlyMap<string, TokenRecord>): void {
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  writeFileSync(tmp, render(tokens), { mode: 0o600 });
+  renameSync(tmp, file);
+}
+
+/** Read-modify-write of the tokens file. */
+export function updateTokens(file: string, change: (tokens: Map<string, TokenRecord>) => void): Map<string, TokenRecord> {
+  const tokens = parseTokens(readText(file), file);
+  change(tokens);
+  writeTokens(file, tokens);
+  return tokens;
+}
+
+/** A new token for `user`: the token string (shown once) and its record (stored). */
+export function newToken(user: string, ttlMs: number, roles: Record<string, Role[]> | undefined, now: number): { token: string; record: TokenRecord } {
+  const id = randomBytes(6).toString("hex");
+  const token = `${TOKEN_PREFIX}${id}_${randomBytes(32).toString("base64url")}`;
+  const record: TokenRecord = {
+    id,
+    user,
+    sha256: sha256(token),
+    roles,
+    created: new Date(now).toISOString(),
+    expires: new Date(now + ttlMs).toISOString(),
+  };
+  return { token, record };
+}
+
+/** `token create`: add a new token to the file; the token string is returned once and never stored. */
+export function createToken(
+  file: string,
+  user: string,
+  ttlMs: number,
+  roles: Record<string, Role[]> | undefined,
+  now = Date.now(),
+): { token: string; record: TokenRecord } {
+  const made = newToken(user, ttlMs, roles, now);
+  updateTokens(file, (t) => t.set(made.record.id, made.record));
+  return made;
+}
+
+/** `token revoke ID`: mark it revoked (kept, so `token list` still shows it and when). */
+export function revokeToken(file: string, id: string, now = Date.now()): TokenRecord {
+  let out: TokenRecord | undefined;
+  updateTokens(file, (t) => {
+    const r = t.get(id);
+    if (r === undefined) throw new ObjstateError("TOKEN_NOT_FOUND", `no token ${id} in ${file}: objstate serve token list shows the IDs`);
+    out = { ...r, revoked: r.revoked ?? new Date(now).toISOString() };
+    t.set(id, out);
+  });
+  return out as TokenRecord;
+}
+
+/** `token list`: every token of the file. */
+export function listTokens(file: string): TokenRecord[] {
+  return [...parseTokens(readText(file), file).values()];
+}
+
+/** Is this string shaped like one of our tokens (so it is never tried as a password)? */
+export function looksLikeToken(text: string): boolean {
+  return text.startsWith(TOKEN_PREFIX);
+}
+
+/** How long `last used` times are held in memory before they are written to the file. */
+export const LAST_USED_FLUSH_MS = 60_000;
+
+/**
+ * The tokens file as the server sees it: re-read when its size or mtime changes (a `token
+ * create` or `revoke` takes effect on the next request, at the cost of one stat), and
+ * `last used` kept in memory and written at most once a {@link LAST_USED_FLUSH_MS}, merged
+ * with the file (the later time wins), so replicas sharing the file each add theirs.
+ */
+export class TokenStore {
+  private tokens = new Map<string, TokenRecord>();
+  private seen = "";
+  private readonly used = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly file: string,
+    private readonly now: () => number = Date.now,
+    private readonly flushMs = LAST_USED_FLUSH_MS,
+  ) {
+    this.reload();
+  }
+
+  private reload(): void {
+    let stamp: string;
+    try {
+      const s = statSync(this.file);
+      stamp = `${s.size}:${s.mtimeMs}:${s.ino}`;
+    } catch {
+      stamp = "absent";
+    }
+    if (stamp === this.seen) return;
+    this.tokens = parseTokens(readText(this.file), this.file);
+    this.seen = stamp;
+  }
+
+  /**
+   * The record of a valid token, or UNAUTHORIZED with a reason that names neither the
+   * token nor its hash (only its public ID, for expired or revoked ones).
+   */
+  check(token: string): TokenRecord {
+    this.reload();
+    const m = TOKEN_RE.exec(token);
+    const record = m === null ? undefined : this.tokens.get(m[1] as string);
+    const given = Buffer.from(sha256(token), "hex");
+    if (record === undefined || !timingSafeEqual(given, Buffer.from(record.sha256, "hex")))
+      throw new ObjstateError("UNAUTHORIZED", "unknown API token: make one with objstate serve token create");
+    if (record.revoked !== undefined)
+      throw new ObjstateError("UNAUTHORIZED", `API token ${record.id} was revoked at ${record.revoked}: make a new one with objstate serve token create`);
+    if (Date.parse(record.expires) <= this.now())
+      throw new ObjstateError("UNAUTHORIZED", `API token ${record.id} expired at ${record.expires}: make a new one with objstate serve token create`);
+    this.used.set(record.id, this.now());
+    this.timer ??= setTimeout(() => this.flush(), this.flushMs).unref();
+    return record;
+  }
+
+  /** Write the held `last used` times now (the server calls this when it stops). */
+  flush(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.used.size === 0) return;
+    const used = new Map(this.used);
+    this.used.clear();
+    try {
+      updateTokens(this.file, (t) => {
+        for (const [id, at] of used) {
+          const r = t.get(id);
+          if (r !== undefined && (r.lastUsed === undefined || Date.parse(r.lastUsed) < at)) t.set(id, { ...r, lastUsed: new Date(at).toISOString() });
+        }
+      });
+    } catch {
+      // A file that cannot be written loses only `last used` times: never a request.
+    }
+  }
+}
