@@ -1,5 +1,5 @@
 /**
- * The audit log (docs/decisions/080): one JSON line per change made through `objstate serve`,
+ * The audit log (docs/decisions/076): one JSON line per change made through `objstate serve`,
  * kept in the bucket as one object per UTC day under `{prefix}/@objstate/audit/`, so every
  * replica over the same bucket appends to, and reads, the same log. Appends are read, add,
  * conditional write (`If-Match` on the ETag read, `If-None-Match` for a new day), retried on a
@@ -176,7 +176,7 @@ interface Pending {
  * The audit log of one bucket and layout. {@link record} queues a line and appends it with the
  * lines queued meanwhile (one append per batch, one batch at a time per process); it resolves
  * true once stored, false when the deadline passed first: the line then stays queued and is
- * retried in the background (docs/decisions/080 says why a request does not fail for it).
+ * retried in the background (docs/decisions/076 says why a request does not fail for it).
  */
 export class AuditLog {
   private readonly prefix: string;

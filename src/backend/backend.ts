@@ -397,7 +397,7 @@ export class ObjectStoreBackend {
 
   /**
    * The audit log of this bucket and layout (`{prefix}/@objstate/audit/`, one object per UTC
-   * day; docs/decisions/080). `objstate serve` keeps one per process. `INVALID_LAYOUT` when the
+   * day; docs/decisions/076). `objstate serve` keeps one per process. `INVALID_LAYOUT` when the
    * default workspace's key would lie under it.
    */
   auditLog(options: AuditLogOptions = {}): AuditLog {

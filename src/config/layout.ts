@@ -174,7 +174,7 @@ export function workspaceOfKey(l: Layout, objectKey: string): string | undefined
 /**
  * The segment under the prefix that holds objstate's own objects (the audit log). `@` is in no
  * workspace name, so no `{prefix}/{w}/{key}` starts with it; only a default workspace whose key
- * itself starts with it could, which {@link auditClash} finds (docs/decisions/080).
+ * itself starts with it could, which {@link auditClash} finds (docs/decisions/076).
  */
 export const OWN_SEGMENT = "@objstate";
 

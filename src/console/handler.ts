@@ -365,7 +365,7 @@ async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, fr
   if (current === undefined) throw new HttpError(409, `${workspace} has no current state to roll back from.`);
   if (current.versionId === target.versionId) throw new HttpError(409, `Version ${to} is already the current state of ${workspace}.`);
   const diff = await ctx.api.diff(workspace, current.versionId, target.versionId).catch(encryptedOr);
-  // An envelope is restored as it is, keeping its serial (docs/decisions/073); whether the
+  // An envelope is restored as it is, keeping its serial (docs/decisions/070); whether the
   // target is one is known when its resources were counted, else the serial is not promised.
   const newSerial =
     target.resources === ENCRYPTED

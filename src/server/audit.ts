@@ -1,5 +1,5 @@
 /**
- * The server's side of the audit log (docs/decisions/080): which requests are changes, the line
+ * The server's side of the audit log (docs/decisions/076): which requests are changes, the line
  * each one gets once it is answered, and `GET /api/v1/audit`. The record itself is the
  * library's (backend/audit.ts): this hands it the principal, the action and what the handler
  * noted, never a header or a body.

@@ -91,7 +91,7 @@ export class Metrics {
       {},
       this.locksHeld,
     );
-    // An outage of the store shows here before its lines fill the memory (docs/decisions/080).
+    // An outage of the store shows here before its lines fill the memory (docs/decisions/076).
     e.family("objstate_audit_lines_pending", "gauge", "Audit lines waiting for the store.").sample("objstate_audit_lines_pending", {}, this.auditPending());
     e.family("objstate_audit_append_failures_total", "counter", "Audit appends that failed and were retried.").sample(
       "objstate_audit_append_failures_total",

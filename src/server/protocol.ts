@@ -48,7 +48,7 @@ export async function getState(ctx: Ctx): Promise<void> {
   // The digest check of the read already proved the MD5 when there is a lock table. A state
   // decrypted here has none (the digest is the envelope's; the GCM tag proved the state): the
   // tool's client takes the header as the digest or, without it, hashes the body itself, so
-  // hashing it here would only add to the answer's time (docs/decisions/075).
+  // hashing it here would only add to the answer's time (docs/decisions/072).
   const md5 = found.md5 === undefined && ctx.backend.encrypts ? undefined : Buffer.from(found.md5 ?? (await md5Of(found.body)), "hex").toString("base64");
   send(ctx, 200, found.body, {
     "Content-Type": "application/json",
@@ -213,7 +213,7 @@ async function writeOrSame(ctx: Ctx, ws: string, data: Buffer | ByteSource, opti
  * A client's envelope, on a server that encrypts at rest: stored as it is only when the
  * server's configuration opens it (so the bucket holds nothing the server cannot read);
  * otherwise the decryption's error (wrong key, tampered, unknown version: 409), nothing
- * written (docs/decisions/074).
+ * written (docs/decisions/071).
  */
 async function mustOpen(enc: StateEncryption, envelope: Buffer, ws: string): Promise<void> {
   try {

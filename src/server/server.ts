@@ -73,13 +73,13 @@ export interface ServerOptions {
   readonly allowUnlockedWrites?: boolean | undefined;
   /**
    * The audit log's options (its deadline, how many lines it holds through an outage), or
-   * false for none. Default: on, over the backend's bucket (docs/decisions/080).
+   * false for none. Default: on, over the backend's bucket (docs/decisions/076).
    */
   readonly audit?: AuditLogOptions | false | undefined;
   /**
    * The encryption the backend was connected with (encryption at rest): an envelope a client
    * POSTs is stored as it is only when this configuration opens it, else refused with the
-   * decryption's error (docs/decisions/074). Without it, envelopes pass through (073).
+   * decryption's error (docs/decisions/071). Without it, envelopes pass through (070).
    */
   readonly encryption?: EncryptionConfig | undefined;
 }

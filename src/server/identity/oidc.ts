@@ -1,7 +1,7 @@
 /**
  * OIDC identities: the `identities` rules of the users file, and the check of an ID token
  * (GitHub Actions, GitLab CI, HCP Terraform) against them with jose. Claims in workspace
- * globs and why only so much: docs/decisions/077-oidc-identity-rules.md.
+ * globs and why only so much: docs/decisions/074-oidc-identity-rules.md.
  *
  * ```json
  * {"identities": [{"name": "infra-main", "issuer": "https://token.actions.githubusercontent.com", "audience": "objstate",

@@ -3,7 +3,7 @@
  * (`users.json` → `users.tokens.json`) holding, per token, its public ID, user, roles,
  * times, and only the SHA-256 of the token. A token is `objst_<id>_<secret>` with a 256-bit
  * random secret, so a plain hash is enough (nothing to brute-force; no scrypt per request):
- * docs/decisions/076-api-tokens-hashed-sha256.md.
+ * docs/decisions/073-api-tokens-hashed-sha256.md.
  *
  * ```json
  * {"tokens": {"3f9a1c2b7d4e": {"user": "ci", "sha256": "<hex>", "roles": {"staging-*": ["read", "write", "lock"]},
