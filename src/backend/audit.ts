@@ -12,7 +12,7 @@ import { auditClash, auditPrefix, type Layout } from "../config/layout.js";
 import { parseDuration } from "../config/setting-parsers.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import { md5Hex } from "../util/md5.js";
-import type { Principal } from "./principal.js";
+import type { OidcIdentity, Principal } from "./principal.js";
 
 /** What a change did. Readers must accept actions they do not know. */
 export type AuditAction = "write" | "delete-workspace" | "lock" | "unlock" | "force-unlock" | "rollback" | (string & {});
@@ -25,7 +25,7 @@ export interface AuditPrincipal {
   readonly name: string;
   readonly via: string;
   readonly tokenId?: string;
-  readonly oidc?: { readonly issuer: string; readonly subject: string; readonly claims: Readonly<Record<string, string>> };
+  readonly oidc?: OidcIdentity;
 }
 
 /** What the caller tells the log about one change. */

@@ -25,12 +25,15 @@ export interface Principal {
    * For `via: "oidc"`: the issuer, the subject, and only the claims the matching rule
    * looked at, so an audit line says why the caller was let in without copying the token.
    */
-  readonly oidc?: {
-    readonly issuer: string;
-    readonly subject: string;
-    readonly claims: Readonly<Record<string, string>>;
-  };
+  readonly oidc?: OidcIdentity;
 }
 
 /** The principal of every request to a server that runs without users. */
 export const ANONYMOUS_PRINCIPAL: Principal = { name: "anonymous", via: "none" };
+
+/** An OIDC identity as a principal names it: the issuer, the subject, and only the claims its rule used. */
+export interface OidcIdentity {
+  readonly issuer: string;
+  readonly subject: string;
+  readonly claims: Readonly<Record<string, string>>;
+}

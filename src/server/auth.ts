@@ -6,7 +6,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
-import { ANONYMOUS_PRINCIPAL, type PrincipalVia } from "../backend/principal.js";
+import { ANONYMOUS_PRINCIPAL, type OidcIdentity, type PrincipalVia } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
 import type { Identity } from "./identity/identity.js";
 import { DEFAULT_LOGIN_LIMIT, LoginLimiter, type LoginLimit } from "./login-limiter.js";
@@ -28,7 +28,7 @@ export interface Authenticated {
   /** For `via: "token"`: the token's public ID. */
   readonly tokenId?: string | undefined;
   /** For `via: "oidc"`: issuer, subject and the claims the rule used. */
-  readonly oidc?: { readonly issuer: string; readonly subject: string; readonly claims: Readonly<Record<string, string>> } | undefined;
+  readonly oidc?: OidcIdentity | undefined;
 }
 
 export class Authenticator {

@@ -7,6 +7,7 @@
  * shells make the library call, then render its result here.
  */
 import type { LastWrite, LockListing, Principal, RekeyResult, RollbackResult, StateVersion, VersionDiff, WorkspaceStatus } from "../backend/backend.js";
+import type { OidcIdentity } from "../backend/principal.js";
 import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
 import type { JsonValue } from "../json/exact-json.js";
 import type { StateDiff } from "../state/diff.js";
@@ -22,7 +23,7 @@ export interface PrincipalJson {
   readonly name: string;
   readonly via: string;
   readonly tokenId: string | null;
-  readonly oidc: { readonly issuer: string; readonly subject: string; readonly claims: Readonly<Record<string, string>> } | null;
+  readonly oidc: OidcIdentity | null;
 }
 
 /** A {@link Principal} as {@link PrincipalJson}; null for none. */

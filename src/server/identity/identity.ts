@@ -5,6 +5,7 @@
  * it first and falls back to passwords only for what is neither; routes never see any of it.
  */
 import { ObjstateError } from "../../errors.js";
+import type { OidcIdentity } from "../../backend/principal.js";
 import type { User } from "../users.js";
 import { OidcVerifier, looksLikeJwt, type IdentityRule, type OidcOptions } from "./oidc.js";
 import { TokenStore, looksLikeToken } from "./tokens.js";
@@ -14,7 +15,7 @@ export interface BearerIdentity {
   readonly user: User;
   readonly via: "token" | "oidc";
   readonly tokenId?: string;
-  readonly oidc?: { readonly issuer: string; readonly subject: string; readonly claims: Readonly<Record<string, string>> };
+  readonly oidc?: OidcIdentity;
 }
 
 export interface IdentityOptions {

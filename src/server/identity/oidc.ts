@@ -11,6 +11,7 @@
  */
 import { createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
 import { readFileSync } from "node:fs";
+import type { OidcIdentity as PrincipalOidc } from "../../backend/principal.js";
 import { ObjstateError } from "../../errors.js";
 import { globMatches, ROLES, type Role, type User } from "../users.js";
 
@@ -140,7 +141,7 @@ export function looksLikeJwt(text: string): boolean {
 /** What {@link OidcVerifier.verify} gives: the user the rule made, and the principal's OIDC part. */
 export interface OidcIdentity {
   readonly user: User;
-  readonly oidc: { readonly issuer: string; readonly subject: string; readonly claims: Readonly<Record<string, string>> };
+  readonly oidc: PrincipalOidc;
 }
 
 export interface OidcOptions {
