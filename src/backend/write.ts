@@ -30,7 +30,7 @@ export interface Incoming {
   readonly header: { lineage?: string; serial?: number };
   /** Hex MD5 of the body (computed, or given by the caller). */
   readonly hashing: Promise<string>;
-  /** Streamed from a source (its MD5 is then known before the write starts). */
+  /** Streamed from a source that must be read once to hash it (its MD5 is then known before the write starts). */
   readonly streamed: boolean;
 }
 
@@ -56,9 +56,12 @@ export async function prepareIncoming(data: Uint8Array | string | ByteSource, md
   // Bytes that are not a JSON object carry no lineage or serial: the guard then lets them
   // replace only what it would let anything replace. (The CLI refuses such input earlier.)
   const head = isByteSource(body) ? await prefixOf(body, HEADER_BYTES) : body.subarray(0, HEADER_BYTES);
-  const hashing = md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body);
+  // A source that hashes the bytes it makes (an envelope being encrypted) is not read to hash it.
+  const made = isByteSource(body) ? body.madeMd5 : undefined;
+  const hashing =
+    md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : (made ?? (isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body)));
   hashing.catch(() => undefined); // awaited later; a failure before then must not go unhandled
-  return { body, size: sizeOf(body), header: scanHeader(head) ?? { complete: false }, hashing, streamed: isByteSource(body) };
+  return { body, size: sizeOf(body), header: scanHeader(head) ?? { complete: false }, hashing, streamed: isByteSource(body) && made === undefined };
 }
 
 function toBuffer(data: Uint8Array | string): Buffer {

@@ -182,6 +182,10 @@ export class S3Driver implements ObjectStoreDriver {
       options.onStart?.(plainMd5Etag(res) ?? metadataMd5(res));
       const etagMd5 = options.md5 === true ? (plainMd5Etag(res) ?? metadataMd5(res)) : undefined;
       const hash = options.md5 === true && etagMd5 === undefined ? hasherFor(res.ContentLength) : undefined;
+      if (options.consume !== undefined) {
+        const n = await consumeBody(res.Body, res.ContentLength, hash, options.consume);
+        return { body: Buffer.alloc(0), meta: toMeta({ ...res, ContentLength: n }), md5: etagMd5 ?? (await hash?.digest()) };
+      }
       const body = await readBody(res.Body, res.ContentLength, hash, options.onData, options.sharedBody === true);
       const meta = toMeta({ ...res, ContentLength: body.length });
       return { body, meta, md5: etagMd5 ?? (await hash?.digest()) };
@@ -786,6 +790,26 @@ export async function readBody(
   }
   if (offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
   return buf;
+}
+
+/** The body handed to `consume` piece by piece, hashed on the way, not kept: how many bytes came. */
+async function consumeBody(
+  body: unknown,
+  length: number | undefined,
+  hash: Hasher | undefined,
+  consume: (piece: Buffer, size: number | undefined) => void | Promise<void>,
+): Promise<number> {
+  if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
+  let offset = 0;
+  for await (const chunk of body) {
+    if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
+    if (length !== undefined && offset + chunk.length > length) throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
+    const piece = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    await Promise.all([hash?.write(piece), consume(piece, length)]);
+    offset += chunk.length;
+  }
+  if (length !== undefined && offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
+  return offset;
 }
 
 async function collect(body: AsyncIterable<unknown>): Promise<Buffer[]> {
