@@ -45,10 +45,10 @@ export async function getState(ctx: Ctx): Promise<void> {
   }
   const found = read.state;
   if (found === null || found.body.length === 0) return sendEmpty(ctx, 204);
-  // The digest check of the read already proved the MD5 when there is a lock table. A state
-  // decrypted here has none (the digest is the envelope's; the GCM tag proved the state): the
-  // tool's client takes the header as the digest or, without it, hashes the body itself, so
-  // hashing it here would only add to the answer's time (docs/decisions/072).
+  // The digest check of the read already proved the MD5 when there is a lock table; a state
+  // decrypted here comes with its plaintext's, remembered per envelope (docs/decisions/079).
+  // Without one, the tool's client hashes the body itself: hashing it here would only add to
+  // the answer's time.
   const md5 = found.md5 === undefined && ctx.backend.encrypts ? undefined : Buffer.from(found.md5 ?? (await md5Of(found.body)), "hex").toString("base64");
   send(ctx, 200, found.body, {
     "Content-Type": "application/json",
