@@ -52,7 +52,7 @@ import {
   workspaceStatuses,
   workspaceStatusOf,
 } from "./workspaces.js";
-import { prepareIncoming, writeFenced } from "./write.js";
+import { prepareIncoming, wholeState, writeFenced } from "./write.js";
 import type { StateEncryption } from "../encryption/index.js";
 import { md5Hex } from "../util/md5.js";
 import { ConsumedDecryption, EarlyDecryption, openState, sealState } from "./crypt.js";
@@ -260,14 +260,15 @@ export class ObjectStoreBackend {
    */
   async writeState(workspace: string, data: Uint8Array | string | ByteSource, options: WriteOptions = {}): Promise<WriteResult> {
     const enc = this.ctx.encryption;
-    const sealed = enc === undefined || options.stored === true ? undefined : await sealState(enc, data, workspace);
-    const input = await prepareIncoming(sealed ?? data, sealed === undefined ? options.md5 : undefined);
+    const plain = enc === undefined || options.stored === true ? undefined : await wholeState(data);
+    const sealed = enc === undefined || plain === undefined ? undefined : await sealState(enc, plain, workspace);
+    const input = await prepareIncoming(sealed ?? data, sealed === undefined ? options.md5 : undefined, sealed === plain ? undefined : plain);
     // The guard compares the state's own lineage and serial (the envelope's clear copies agree with them).
     const result = await this.withLock(workspace, { ...lockOf(options), operation: "writeState", owner: options.principal?.name }, (lock) =>
       writeFenced(this.ctx, workspace, input, lock.taken, options),
     );
     // The caller's MD5 of the state it wrote is the plaintext's of this envelope: its next read need not hash it.
-    if (sealed !== undefined && options.md5 !== undefined && result.written) this.ctx.plainMd5s.set(result.md5, options.md5.toLowerCase());
+    if (sealed !== undefined && sealed !== plain && options.md5 !== undefined && result.written) this.ctx.plainMd5s.set(result.md5, options.md5.toLowerCase());
     return result;
   }
 

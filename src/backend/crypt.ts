@@ -8,7 +8,7 @@
 import type { Decrypted, StateDecryptor, StateEncryption } from "../encryption/index.js";
 import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
-import { isByteSource, madeSource, readThrough } from "../store/byte-source.js";
+import { madeSource } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 import { PARALLEL_MD5_MIN } from "../util/md5.js";
 import type { ReadSink } from "./read.js";
@@ -23,8 +23,7 @@ const HEADER_BYTES = 64 * 1024;
  * cipher and the encoding run beside the write to the store and the hash of what is written
  * (one pass, one copy of the envelope).
  */
-export async function sealState(enc: StateEncryption, data: Uint8Array | string | ByteSource, workspace: string): Promise<Buffer | ByteSource> {
-  const state = await bytesOf(data);
+export async function sealState(enc: StateEncryption, state: Buffer, workspace: string): Promise<Buffer | ByteSource> {
   if (enc.writesPlain) return state;
   if (isEnvelope(state.subarray(0, HEADER_BYTES))) {
     throw new ObjstateError(
@@ -71,15 +70,6 @@ export async function checkReadable(enc: StateEncryption, stored: Buffer, whole:
   await d.push(stored);
   await d.checkPrefix();
   return undefined;
-}
-
-async function bytesOf(data: Uint8Array | string | ByteSource): Promise<Buffer> {
-  if (typeof data === "string") return Buffer.from(data, "utf8");
-  if (!isByteSource(data)) return Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  const out = Buffer.allocUnsafe(data.size);
-  let n = 0;
-  await readThrough(data, (c) => void (n += Buffer.from(c.buffer, c.byteOffset, c.byteLength).copy(out, n)), "the state");
-  return out.subarray(0, n);
 }
 
 /**

@@ -803,7 +803,8 @@ async function consumeBody(
   let offset = 0;
   for await (const chunk of body) {
     if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
-    if (length !== undefined && offset + chunk.length > length) throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
+    if (length !== undefined && offset + chunk.length > length)
+      throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
     const piece = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     await Promise.all([hash?.write(piece), consume(piece, length)]);
     offset += chunk.length;

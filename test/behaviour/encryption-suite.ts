@@ -162,6 +162,20 @@ export function encryptionSuite(makeTarget: () => Target): void {
     }
   });
 
+  it("the same state written again writes nothing, as without encryption (its envelope would differ: a fresh nonce), from this connection or another; another state with the same serial is refused", async () => {
+    const props = await setup();
+    const b = await connect(props, { encryption: config([PASSPHRASE]) });
+    const first = await b.writeState("default", secretState(7));
+    assert.ok(first.written);
+    const again = await b.writeState("default", secretState(7));
+    assert.deepEqual(again, { written: false, md5: first.md5, serial: 7 });
+    // A connection that did not write it opens the stored envelope to compare.
+    const other = await connect(props, { encryption: config([PASSPHRASE]) });
+    assert.equal((await other.writeState("default", Buffer.from(secretState(7)))).written, false);
+    assert.equal((await versionIds(b)).length, 1, "one version");
+    await rejectsWith(other.writeState("default", secretState(7).replace("r7", "r7-changed")), "STATE_CONFLICT");
+  });
+
   it("a new workspace's encrypted empty state is written over by any state, as a plain empty one is", async () => {
     const props = await setup();
     const b = await connect(props, { encryption: config([PASSPHRASE]) });

@@ -323,7 +323,10 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
           assert.equal(got.md5, md5(body));
           assert.ok(Buffer.concat(pieces).equals(body), "every byte, in order");
           assert.equal(onData, 0, "onData is not called with consume");
-          assert.ok([...sizes].every((n) => n === body.length || n === undefined), `size given: ${[...sizes].join(",")}`);
+          assert.ok(
+            [...sizes].every((n) => n === body.length || n === undefined),
+            `size given: ${[...sizes].join(",")}`,
+          );
         }
         assert.equal(await d.get("absent", { consume: () => assert.fail("nothing to take") }), null);
       });
