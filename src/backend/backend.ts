@@ -52,8 +52,10 @@ import {
   workspaceStatuses,
   workspaceStatusOf,
 } from "./workspaces.js";
-import { prepareIncoming, writeFenced } from "./write.js";
-import { EarlyDecryption, openState, sealState } from "./crypt.js";
+import { prepareIncoming, wholeState, writeFenced } from "./write.js";
+import type { StateEncryption } from "../encryption/index.js";
+import { md5Hex } from "../util/md5.js";
+import { ConsumedDecryption, EarlyDecryption, openState, sealState } from "./crypt.js";
 import { rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./rekey.js";
 import { ObjstateError } from "../errors.js";
 
@@ -203,20 +205,45 @@ export class ObjectStoreBackend {
   async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
     const enc = this.ctx.encryption;
     if (enc === undefined || options.stored === true) return readCommitted(this.ctx, workspace, options);
+    return this.readDecrypted(enc, workspace, options, false);
+  }
+
+  /** The decrypted state; with `md5`, also the MD5 of an envelope's plaintext, taken beside its decryption. */
+  private async readDecrypted(enc: StateEncryption, workspace: string, options: ReadOptions, md5: boolean): Promise<StateRead | null> {
+    // Without a progress watcher, the stored bytes go straight to the decryptor and are not held.
+    const sink = options.onData === undefined ? new ConsumedDecryption(enc, workspace) : undefined;
     const early = new EarlyDecryption(enc, workspace, options.onData);
-    const found = await readCommitted(this.ctx, workspace, { ...options, onData: early.onData });
+    let found = await readCommitted(this.ctx, workspace, { ...options, onData: early.onData }, undefined, sink);
     if (found === null) return null;
-    const d = await early.result(found.body);
-    return { body: d.state, etag: found.etag, md5: undefined, encryption: { encrypted: d.encrypted, method: d.method, migration: d.migration } };
+    let d = sink?.took === true ? await sink.result() : await early.result(found.body);
+    // A plain state (an `unencrypted` fallback) has no tag: its bytes are proven by their MD5, read the usual way.
+    if (sink?.took === true && !d.encrypted && found.md5 !== undefined && md5Hex(d.state) !== found.md5) {
+      found = await readCommitted(this.ctx, workspace, options);
+      if (found === null) return null;
+      d = await openState(enc, found.body, workspace);
+    }
+    // A plain state's MD5 is the stored bytes' (proven by the read); an envelope's plaintext is hashed once per version.
+    const sum = md5 ? (d.encrypted ? this.plainMd5(found.md5, d.state) : found.md5) : undefined;
+    return { body: d.state, etag: found.etag, md5: sum, encryption: { encrypted: d.encrypted, method: d.method, migration: d.migration } };
+  }
+
+  /** The MD5 of the state in the envelope whose MD5 is `envelopeMd5` (remembered when that is known). */
+  private plainMd5(envelopeMd5: string | undefined, state: Buffer): string {
+    const known = envelopeMd5 === undefined ? undefined : this.ctx.plainMd5s.get(envelopeMd5);
+    if (known !== undefined) return known;
+    const sum = md5Hex(state);
+    if (envelopeMd5 !== undefined) this.ctx.plainMd5s.set(envelopeMd5, sum);
+    return sum;
   }
 
   /**
    * Read the state while passing it on to `sink`, its last bytes only once proven (see
    * stream.ts). An encrypted state is decrypted whole (its tag proves it only at the end):
-   * it is never streamed.
+   * it is never streamed; its `md5` is the decrypted state's (hashed once per version).
    */
   async streamState(workspace: string, sink: StateSink, options: StreamOptions = {}): Promise<StreamResult> {
-    if (this.ctx.encryption !== undefined) return { streamed: false, state: await this.readStateVersion(workspace, { sharedBody: options.sharedBody }) };
+    const enc = this.ctx.encryption;
+    if (enc !== undefined) return { streamed: false, state: await this.readDecrypted(enc, workspace, { sharedBody: options.sharedBody }, true) };
     return streamState(this.ctx, workspace, sink, options);
   }
 
@@ -233,12 +260,16 @@ export class ObjectStoreBackend {
    */
   async writeState(workspace: string, data: Uint8Array | string | ByteSource, options: WriteOptions = {}): Promise<WriteResult> {
     const enc = this.ctx.encryption;
-    const sealed = enc === undefined || options.stored === true ? undefined : await sealState(enc, data, workspace);
-    const input = await prepareIncoming(sealed ?? data, sealed === undefined ? options.md5 : undefined);
+    const plain = enc === undefined || options.stored === true ? undefined : await wholeState(data);
+    const sealed = enc === undefined || plain === undefined ? undefined : await sealState(enc, plain, workspace);
+    const input = await prepareIncoming(sealed ?? data, sealed === undefined ? options.md5 : undefined, sealed === plain ? undefined : plain);
     // The guard compares the state's own lineage and serial (the envelope's clear copies agree with them).
-    return this.withLock(workspace, { ...lockOf(options), operation: "writeState", owner: options.principal?.name }, (lock) =>
+    const result = await this.withLock(workspace, { ...lockOf(options), operation: "writeState", owner: options.principal?.name }, (lock) =>
       writeFenced(this.ctx, workspace, input, lock.taken, options),
     );
+    // The caller's MD5 of the state it wrote is the plaintext's of this envelope: its next read need not hash it.
+    if (sealed !== undefined && sealed !== plain && options.md5 !== undefined && result.written) this.ctx.plainMd5s.set(result.md5, options.md5.toLowerCase());
+    return result;
   }
 
   /** How the state stands against its digest, without retrying or repairing. */

@@ -4,6 +4,7 @@
  * by `ObjectStoreBackend.connect`; the modules beside this one (read, write, repair,
  * workspaces, versions) take it as their first argument.
  */
+import { PlainMd5Memo } from "./plain-md5.js";
 import { StateEncryption } from "../encryption/index.js";
 import type { LockTableDriver } from "../lock/types.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
@@ -52,6 +53,8 @@ export class BackendContext {
   readonly reportRepair: (event: RepairEvent) => void;
   /** How states are encrypted here; undefined: stored and read as they are. */
   readonly encryption: StateEncryption | undefined;
+  /** Plaintext MD5s of envelopes read or written here. */
+  readonly plainMd5s = new PlainMd5Memo();
 
   constructor(conn: Connection, options: ConnectOptions, warn: (message: string, code: string) => void) {
     this.settings = conn.settings;

@@ -8,16 +8,22 @@
 import type { Decrypted, StateDecryptor, StateEncryption } from "../encryption/index.js";
 import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
-import { isByteSource, readThrough } from "../store/byte-source.js";
+import { madeSource } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
+import { PARALLEL_MD5_MIN } from "../util/md5.js";
+import type { ReadSink } from "./read.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 
 /** How much of a state is scanned for the clear fields an envelope carries. */
 const HEADER_BYTES = 64 * 1024;
 
-/** The stored form of `data`: the envelope of the state under the primary method (or the state, `unencrypted` first). */
-export async function sealState(enc: StateEncryption, data: Uint8Array | string | ByteSource, workspace: string): Promise<Buffer> {
-  const state = await bytesOf(data);
+/**
+ * The stored form of `data`: the envelope of the state under the primary method (or the
+ * state, `unencrypted` first). A large envelope is a source made while it is read, so the
+ * cipher and the encoding run beside the write to the store and the hash of what is written
+ * (one pass, one copy of the envelope).
+ */
+export async function sealState(enc: StateEncryption, state: Buffer, workspace: string): Promise<Buffer | ByteSource> {
   if (enc.writesPlain) return state;
   if (isEnvelope(state.subarray(0, HEADER_BYTES))) {
     throw new ObjstateError(
@@ -36,7 +42,8 @@ export async function sealState(enc: StateEncryption, data: Uint8Array | string 
       },
     );
   const envelope = await enc.encrypt(state, { serial: h.serial ?? null, lineage: h.lineage });
-  return envelope.toBuffer();
+  if (envelope.byteLength < PARALLEL_MD5_MIN) return envelope.toBuffer();
+  return madeSource(envelope.byteLength, envelope.chunks, `the envelope of the state of workspace "${workspace}"`);
 }
 
 /** The state in `stored` (decrypted under the primary method, then each fallback). */
@@ -63,15 +70,6 @@ export async function checkReadable(enc: StateEncryption, stored: Buffer, whole:
   await d.push(stored);
   await d.checkPrefix();
   return undefined;
-}
-
-async function bytesOf(data: Uint8Array | string | ByteSource): Promise<Buffer> {
-  if (typeof data === "string") return Buffer.from(data, "utf8");
-  if (!isByteSource(data)) return Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  const out = Buffer.allocUnsafe(data.size);
-  let n = 0;
-  await readThrough(data, (c) => void (n += Buffer.from(c.buffer, c.byteOffset, c.byteLength).copy(out, n)), "the state");
-  return out.subarray(0, n);
 }
 
 /**
@@ -114,5 +112,45 @@ export class EarlyDecryption {
       if (!f.failed) return f.d.end();
     }
     return openState(this.enc, stored, this.workspace);
+  }
+}
+
+/**
+ * Decryption of the bytes a read hands over as they arrive ({@link ReadSink}): the stored
+ * envelope is never held, only the plaintext. Used while the read's first attempt matches
+ * the digest (`took`); an error found on the way is the answer only then (bytes that did
+ * not match are read again, and decided on, the usual way).
+ */
+export class ConsumedDecryption implements ReadSink {
+  private d: StateDecryptor | undefined;
+  private failure: { error: unknown } | undefined;
+  /** The read's returned bytes are the ones this took. */
+  took = true;
+
+  constructor(
+    private readonly enc: StateEncryption,
+    private readonly workspace: string,
+  ) {}
+
+  readonly consume = async (piece: Buffer, size: number | undefined): Promise<void> => {
+    if (this.failure !== undefined) return;
+    this.d ??= this.enc.decryptor({ workspace: this.workspace }, size, true);
+    try {
+      await this.d.push(piece);
+    } catch (error) {
+      this.failure = { error };
+    }
+  };
+
+  readonly restart = (): void => {
+    this.took = false;
+    this.d = undefined;
+    this.failure = undefined;
+  };
+
+  /** The state in the bytes taken (a read that found an empty object took none). */
+  async result(): Promise<Decrypted> {
+    if (this.failure !== undefined) throw this.failure.error;
+    return (this.d ?? this.enc.decryptor({ workspace: this.workspace })).end();
   }
 }

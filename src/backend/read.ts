@@ -28,6 +28,24 @@ export interface ReadHooks {
   mismatch(): void;
 }
 
+/**
+ * Where a reader that keeps only what it makes of the bytes (a decryptor) takes them: the
+ * first attempt of a read hands them over as they arrive instead of holding them. Any
+ * attempt that does not simply match the digest (a retry, a repair, another version read)
+ * calls `restart` and goes on holding the bytes as usual: the bytes returned are then not
+ * the ones the sink took.
+ */
+export interface ReadSink {
+  /**
+   * The next piece of the bytes. The sink proves them itself: their MD5 is not taken, the
+   * read checks the store's record of it against the digest instead (a sink that finds the
+   * bytes unproven, a plain state, must check them against the read's `md5`).
+   */
+  consume(piece: Buffer, size: number | undefined): void | Promise<void>;
+  /** The bytes handed over so far do not count: the read goes on the usual way. */
+  restart(): void;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -46,7 +64,13 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  *   `DIGEST_MISMATCH` (or `TORN_WRITE` for an older objstate's unfinished write).
  * A read-only connection repairs nothing.
  */
-export async function readCommitted(ctx: BackendContext, workspace: string, options: ReadOptions, hooks?: ReadHooks): Promise<StateRead | null> {
+export async function readCommitted(
+  ctx: BackendContext,
+  workspace: string,
+  options: ReadOptions,
+  hooks?: ReadHooks,
+  sink?: ReadSink,
+): Promise<StateRead | null> {
   const path = ctx.statePath(workspace);
   const locks = ctx.table;
   const { sharedBody } = options;
@@ -58,7 +82,8 @@ export async function readCommitted(ctx: BackendContext, workspace: string, opti
           hooks.data(body, filled);
         };
   const found = (obj: GetResult | null, md5?: string): StateRead | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
-  if (locks === undefined) return found(await ctx.store.get(path, { onData, sharedBody }));
+  if (locks === undefined) return found(await ctx.store.get(path, sink === undefined ? { onData, sharedBody } : { consume: sink.consume }));
+  let consume = sink?.consume;
   const digestId = ctx.digestId(workspace);
   const deadline = Date.now() + ctx.digestRetry.timeoutMs;
   for (;;) {
@@ -73,12 +98,22 @@ export async function readCommitted(ctx: BackendContext, workspace: string, opti
       return item;
     });
     const onStart = hooks === undefined ? undefined : (md5: string | undefined): void => vouch("record", md5);
-    const [obj, item] = await Promise.all([ctx.store.get(path, { md5: true, onData, onStart, sharedBody }), recorded]);
+    // Bytes handed to a sink are proven by it (an envelope's tag): the store's record of their MD5 is what is checked.
+    const [obj, item] = await Promise.all([
+      ctx.store.get(path, { md5: true, onData, onStart, sharedBody, consume, recordedMd5: consume !== undefined }),
+      recorded,
+    ]);
     const expected = normalizeDigest(item?.digest);
     if (expected === undefined) return found(obj);
     // The driver's MD5 may come from the ETag or objstate's metadata: a shortcut only when it
     // agrees with the digest; otherwise the bytes are hashed before anything is declared.
     if (obj !== null && obj.md5 === expected) return found(obj, expected);
+    if (consume !== undefined) {
+      // Whatever else this read finds, it needs the bytes: read them again, the usual way.
+      consume = undefined;
+      sink?.restart();
+      continue;
+    }
     const actual = obj === null ? "" : md5Hex(obj.body);
     if (actual === expected) return found(obj, expected);
     hooks?.mismatch();

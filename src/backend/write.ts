@@ -5,11 +5,11 @@
  */
 import { isObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
-import { isByteSource, md5OfSource, prefixOf, sizeOf } from "../store/byte-source.js";
+import { isByteSource, md5OfSource, prefixOf, readThrough, sizeOf } from "../store/byte-source.js";
 import type { ByteSource, GetResult, ObjectMeta } from "../store/types.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { intentMetadata, judge } from "./commit.js";
-import { checkReadable } from "./crypt.js";
+import { checkReadable, openState } from "./crypt.js";
 import type { BackendContext } from "./context.js";
 import { committedMissing, conflict, decodeMeta, encodeMeta, guardRefusal, META, normalizeDigest, plainMd5, recordedMd5, writeMetadata } from "./fencing.js";
 import type { LockInfo } from "./lock-info.js";
@@ -30,8 +30,10 @@ export interface Incoming {
   readonly header: { lineage?: string; serial?: number };
   /** Hex MD5 of the body (computed, or given by the caller). */
   readonly hashing: Promise<string>;
-  /** Streamed from a source (its MD5 is then known before the write starts). */
+  /** Streamed from a source that must be read once to hash it (its MD5 is then known before the write starts). */
   readonly streamed: boolean;
+  /** The state sealed into `body` (an envelope): the same state stored under another nonce is the same content. */
+  readonly plain?: Buffer | undefined;
 }
 
 /** The stored state as the guard sees it. */
@@ -51,19 +53,37 @@ interface Current {
  * hashed in a worker thread (bytes in memory) or in one streamed pass (a source) while
  * other work goes on.
  */
-export async function prepareIncoming(data: Uint8Array | string | ByteSource, md5: string | undefined): Promise<Incoming> {
+export async function prepareIncoming(data: Uint8Array | string | ByteSource, md5: string | undefined, plain?: Buffer): Promise<Incoming> {
   const body = isByteSource(data) ? data : toBuffer(data);
   // Bytes that are not a JSON object carry no lineage or serial: the guard then lets them
   // replace only what it would let anything replace. (The CLI refuses such input earlier.)
   const head = isByteSource(body) ? await prefixOf(body, HEADER_BYTES) : body.subarray(0, HEADER_BYTES);
-  const hashing = md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body);
+  // A source that hashes the bytes it makes (an envelope being encrypted) is not read to hash it.
+  const made = isByteSource(body) ? body.madeMd5 : undefined;
+  const hashing = md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : (made ?? (isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body)));
   hashing.catch(() => undefined); // awaited later; a failure before then must not go unhandled
-  return { body, size: sizeOf(body), header: scanHeader(head) ?? { complete: false }, hashing, streamed: isByteSource(body) };
+  return { body, size: sizeOf(body), header: scanHeader(head) ?? { complete: false }, hashing, streamed: isByteSource(body) && made === undefined, plain };
 }
 
 function toBuffer(data: Uint8Array | string): Buffer {
   if (typeof data === "string") return Buffer.from(data, "utf8");
   return Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** The state to write in one buffer (a source read whole, checked against its size): what is encrypted. */
+export async function wholeState(data: Uint8Array | string | ByteSource): Promise<Buffer> {
+  if (!isByteSource(data)) return toBuffer(data);
+  const out = Buffer.allocUnsafe(data.size);
+  let n = 0;
+  await readThrough(
+    data,
+    (c) => {
+      out.set(c, n);
+      n += c.length;
+    },
+    "the state",
+  );
+  return out.subarray(0, n);
 }
 
 /**
@@ -116,11 +136,12 @@ export async function writeFenced(
     // Possibly the same content again: a no-op, but one that makes sure the digest is recorded.
     const sum = await hashing;
     const stored = base.md5 ?? ((extraRead = true), (await storedDigest(ctx, path))?.md5);
-    if (stored === sum) {
+    // Sealed again, the same state has other bytes (a fresh nonce): the stored envelope's state is compared.
+    if (stored !== undefined && (stored === sum || (input.plain !== undefined && (await sealsSameState(ctx, workspace, stored, input.plain))))) {
       // Re-checked after the extra read: only the holder may commit.
-      if (extraRead) await checkHolder();
-      if (locks !== undefined && normalizeDigest(seen?.digest) !== sum) await commit(ctx, workspace, locks, seen, sum, lockId);
-      return { written: false, md5: sum, serial: incoming.serial };
+      if (extraRead || stored !== sum) await checkHolder();
+      if (locks !== undefined && normalizeDigest(seen?.digest) !== stored) await commit(ctx, workspace, locks, seen, stored, lockId);
+      return { written: false, md5: stored, serial: incoming.serial };
     }
   }
   // A state this configuration cannot read is never written over (a lost key must not cost the state): `force` is the way out.
@@ -197,6 +218,29 @@ async function settleForWrite(
     if (!force) throw committedMissing(ctx.describe(workspace), workspace, stored.meta, expected);
   }
   return { base: current, seen: item, extraRead: true };
+}
+
+/**
+ * Does the stored envelope whose MD5 is `storedMd5` hold exactly `plain`? Known without a
+ * read when that envelope's plaintext MD5 is remembered; otherwise it is read and opened
+ * (only a write with the stored serial and lineage asks: a retry, or a conflict).
+ */
+async function sealsSameState(ctx: BackendContext, workspace: string, storedMd5: string, plain: Buffer): Promise<boolean> {
+  const enc = ctx.encryption;
+  if (enc === undefined) return false;
+  const mine = md5Hex(plain);
+  const known = ctx.plainMd5s.get(storedMd5);
+  if (known !== undefined) return known === mine;
+  const obj = await ctx.store.get(ctx.statePath(workspace));
+  if (obj === null || md5Hex(obj.body) !== storedMd5) return false;
+  let opened: Buffer;
+  try {
+    opened = (await openState(enc, obj.body, workspace)).state;
+  } catch {
+    return false; // not readable here: the guard decides (checkReadable)
+  }
+  ctx.plainMd5s.set(storedMd5, md5Hex(opened));
+  return opened.equals(plain);
 }
 
 /** Is the stored object exactly these bytes, written under this lock (or by this call without one)? */

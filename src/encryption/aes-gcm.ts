@@ -7,6 +7,7 @@
  */
 import type { Cipher, DecipherGCM } from "node:crypto";
 import { nodeCrypto } from "../util/builtins.js";
+import { giveScratch, takeScratch } from "../util/scratch.js";
 
 export const NONCE_BYTES = 12;
 export const TAG_BYTES = 16;
@@ -22,6 +23,8 @@ export const KEY_LENGTHS: readonly number[] = [16, 24, 32];
 export const PIECE_BYTES = 3 * 16 * 1024;
 /** Base64 characters decoded at a time, for the same reason. */
 const DECODE_CHARS = 64 * 1024;
+/** Bytes decoded before a cipher call (see `Base64GcmOpener`). */
+const STAGING_BYTES = 4 * 1024 * 1024;
 
 function cipherName(key: Uint8Array): "aes-128-gcm" | "aes-192-gcm" | "aes-256-gcm" {
   if (key.length === 16) return "aes-128-gcm";
@@ -127,8 +130,12 @@ export const PROBE_BYTES = 16;
 export class Base64GcmOpener {
   private carry: Buffer = Buffer.alloc(0);
   private decodedBytes = 0;
-  /** Decoded bytes wait here until there are enough for one cipher call: each call has a cost of its own. */
-  private staging = Buffer.allocUnsafe(1024 * 1024);
+  /**
+   * Decoded bytes wait here until there are enough for one cipher call: each call has a cost
+   * of its own, and a state that fits is decrypted in one call, into one buffer that is the
+   * result. Reused from one opening to the next (given back at the end).
+   */
+  private staging = takeScratch(STAGING_BYTES);
   private staged = 0;
   private prefix: Buffer[] = [];
   private prefixBytes = 0;
@@ -197,18 +204,19 @@ export class Base64GcmOpener {
   private async bytes(b: Buffer): Promise<void> {
     if (this.failure !== undefined || this.noKey) return;
     if (this.decipher === undefined) {
+      if (this.prefix.length === 0 && b.length >= NONCE_BYTES + PROBE_BYTES + TAG_BYTES) return this.start(b, false);
       // The staging buffer is reused: the prefix keeps a copy.
       this.prefix.push(Buffer.from(b));
       this.prefixBytes += b.length;
       if (this.prefixBytes < NONCE_BYTES + PROBE_BYTES + TAG_BYTES) return;
-      await this.start(false);
+      await this.start(Buffer.concat(this.prefix), false);
       return;
     }
     this.feed(b);
   }
 
-  private async start(atEnd: boolean): Promise<void> {
-    const all = Buffer.concat(this.prefix);
+  /** The first bytes (`all`, at least the nonce): the key is chosen, and the rest goes to the cipher. */
+  private async start(all: Buffer, atEnd: boolean): Promise<void> {
     this.prefix = [];
     this.started = true;
     if (all.length < NONCE_BYTES + TAG_BYTES) {
@@ -242,6 +250,13 @@ export class Base64GcmOpener {
     }
   }
 
+  /** The staging buffer goes back for the next opening: nothing is staged any more. */
+  private release(): void {
+    const s = this.staging;
+    this.staging = Buffer.alloc(0);
+    if (s.length === STAGING_BYTES) giveScratch(s);
+  }
+
   /** Send what is staged to the cipher now, so the key is chosen from the bytes so far (a prefix being checked). */
   async settle(): Promise<void> {
     if (this.failure === undefined && !this.noKey) await this.flush();
@@ -259,8 +274,9 @@ export class Base64GcmOpener {
     }
     if (this.failure === undefined && !this.noKey) await this.flush();
     if (this.failure !== undefined) return this.failure;
-    if (!this.started) await this.start(true);
+    if (!this.started) await this.start(Buffer.concat(this.prefix), true);
     if (this.failure !== undefined || this.noKey) return this.failure;
+    this.release();
     const d = this.decipher as DecipherGCM;
     if (this.pending.length < TAG_BYTES) return { kind: "too-short", bytes: this.decodedBytes };
     d.setAuthTag(this.pending);

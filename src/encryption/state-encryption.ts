@@ -82,15 +82,33 @@ function where(ctx: StateContext | undefined): string {
   return ctx?.workspace === undefined ? "the state" : `the state of workspace "${ctx.workspace}"`;
 }
 
-/** Plaintext pieces gathered into one buffer: sized from a hint when there is one, so no second copy is made. */
+/**
+ * Plaintext pieces gathered into one buffer: a lone piece (a small state, decrypted in one
+ * call) is kept as it is; more are copied into one buffer sized from a hint when there is
+ * one, so no second copy of the state is made.
+ */
 class PlainSink {
+  private only: Buffer | undefined;
   private buf: Buffer | undefined;
   private chunks: Buffer[] = [];
   private n = 0;
   constructor(private readonly hint: number | undefined) {}
   add = (b: Buffer): void => {
     if (b.length === 0) return;
-    if (this.n === 0 && this.hint !== undefined && this.hint > 0) this.buf = Buffer.allocUnsafe(Math.max(b.length, Math.floor((this.hint * 3) / 4)));
+    if (this.n === 0) {
+      this.only = b;
+      this.n = b.length;
+      return;
+    }
+    if (this.only !== undefined) {
+      const first = this.only;
+      this.only = undefined;
+      const want = this.hint !== undefined && this.hint > 0 ? Math.floor((this.hint * 3) / 4) : 0;
+      if (want >= first.length + b.length) {
+        this.buf = Buffer.allocUnsafe(want);
+        first.copy(this.buf, 0);
+      } else this.chunks.push(first);
+    }
     if (this.buf !== undefined && this.n + b.length <= this.buf.length) b.copy(this.buf, this.n);
     else {
       if (this.buf !== undefined) {
@@ -102,6 +120,7 @@ class PlainSink {
     this.n += b.length;
   };
   result(): Buffer {
+    if (this.only !== undefined) return this.only;
     if (this.buf !== undefined) return this.buf.subarray(0, this.n);
     return this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.n);
   }
@@ -213,10 +232,11 @@ export class StateEncryption {
   /**
    * A reader fed the stored bytes in pieces as they arrive: the ciphertext is decoded and
    * decrypted on the way, so only the plaintext is held. `sizeHint` (the stored size, when
-   * known) lets it allocate the plaintext once.
+   * known) lets it allocate the plaintext once. `borrowed`: each pushed piece is valid only
+   * until its push settles (a reused read buffer), so whatever is kept of it is copied.
    */
-  decryptor(ctx?: StateContext, sizeHint?: number): StateDecryptor {
-    return new StateDecryptor(this, ctx, sizeHint);
+  decryptor(ctx?: StateContext, sizeHint?: number, borrowed = false): StateDecryptor {
+    return new StateDecryptor(this, ctx, sizeHint, borrowed);
   }
 
   /** @internal the candidate methods' keys for the stored metadata, tried in order by the opener. */
@@ -271,6 +291,7 @@ export class StateDecryptor {
     private readonly enc: StateEncryption,
     private readonly ctx: StateContext | undefined,
     sizeHint: number | undefined,
+    private readonly borrowed: boolean,
   ) {
     this.sink = new PlainSink(sizeHint);
   }
@@ -313,7 +334,7 @@ export class StateDecryptor {
       this.afterBytes += b.length;
       if (this.afterBytes > ENVELOPE_PART_LIMIT) this.tampered(`more than ${ENVELOPE_PART_LIMIT} bytes follow its encrypted_data`);
     }
-    this.held.push(b);
+    this.held.push(this.borrowed ? Buffer.from(b) : b);
   }
 
   /** `[start, end)` of the whole text, from the held pieces (never inside the data). */

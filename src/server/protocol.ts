@@ -7,8 +7,7 @@
  * taken since by someone else, is done; a force-unlock repeated soon after by the same
  * user releases nothing more (docs/decisions/013, 016).
  */
-import { NO_LOCK_ID, type LockInfo, type StateSink, type StreamOptions, type WriteOptions, type WriteResult } from "../backend/backend.js";
-import type { ByteSource } from "../store/types.js";
+import { NO_LOCK_ID, type LockInfo, type StateSink, type StreamOptions, type WriteResult } from "../backend/backend.js";
 import { isEnvelope, type StateEncryption } from "../encryption/index.js";
 import { TopLevelScanner } from "../encryption/scan.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
@@ -45,10 +44,10 @@ export async function getState(ctx: Ctx): Promise<void> {
   }
   const found = read.state;
   if (found === null || found.body.length === 0) return sendEmpty(ctx, 204);
-  // The digest check of the read already proved the MD5 when there is a lock table. A state
-  // decrypted here has none (the digest is the envelope's; the GCM tag proved the state): the
-  // tool's client takes the header as the digest or, without it, hashes the body itself, so
-  // hashing it here would only add to the answer's time (docs/decisions/072).
+  // The digest check of the read already proved the MD5 when there is a lock table; a state
+  // decrypted here comes with its plaintext's, remembered per envelope (docs/decisions/079).
+  // Without one, the tool's client hashes the body itself: hashing it here would only add to
+  // the answer's time.
   const md5 = found.md5 === undefined && ctx.backend.encrypts ? undefined : Buffer.from(found.md5 ?? (await md5Of(found.body)), "hex").toString("base64");
   send(ctx, 200, found.body, {
     "Content-Type": "application/json",
@@ -132,7 +131,7 @@ export async function postState(ctx: Ctx): Promise<void> {
   if (startsLikeObject(body.bytes) !== true) throw notAState(ws);
   const stored = ctx.encryption !== undefined && isEnvelope(body.bytes);
   if (stored) await mustOpen(ctx.encryption as StateEncryption, body.bytes, ws);
-  noteWrite(ctx, await writeOrSame(ctx, ws, body.bytes, { lockId, md5: body.md5, stored, ...as }, () => Promise.resolve(body.bytes)));
+  noteWrite(ctx, await ctx.backend.writeState(ws, body.bytes, { lockId, md5: body.md5, stored, ...as }));
   sendEmpty(ctx, 200);
 }
 
@@ -154,7 +153,7 @@ async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md
     // after its small clear fields, so the head says which it is).
     const stored = ctx.encryption !== undefined && envelopeAhead(head);
     if (stored) await mustOpen(ctx.encryption as StateEncryption, await whole(), ws);
-    noteWrite(ctx, await writeOrSame(ctx, ws, source, { lockId, md5, stored, ...as }, whole));
+    noteWrite(ctx, await ctx.backend.writeState(ws, source, { lockId, md5, stored, ...as }));
   } catch (e) {
     refused = { error: e };
   }
@@ -190,23 +189,6 @@ function unlockedWrite(ctx: Ctx, ws: string): ObjstateError {
     `a write to workspace ${ws} without ?ID: the client holds no lock, so it could overwrite changes it never read. Set lock_address and unlock_address to ${address} in the backend "http" block (and do not run with -lock=false), or start objstate serve with --allow-unlocked-writes to accept such writes`,
     { details: { lock_address: address } },
   );
-}
-
-/**
- * Write, and when states are encrypted here, take a refused write of the very state already
- * stored for the no-op it is without encryption: a POST retried after its reply was lost
- * is sealed again under a fresh nonce, so its bytes differ from the stored envelope's while
- * its serial is the same, which the guard refuses. Only a refusal costs the read.
- */
-async function writeOrSame(ctx: Ctx, ws: string, data: Buffer | ByteSource, options: WriteOptions, plain: () => Promise<Buffer>): Promise<WriteResult> {
-  try {
-    return await ctx.backend.writeState(ws, data, options);
-  } catch (e) {
-    if (!ctx.backend.encrypts || options.stored === true || !isObjstateError(e, "STATE_CONFLICT")) throw e;
-    const current = await ctx.backend.readState(ws);
-    if (current === null || !current.equals(await plain())) throw e;
-    return { written: false, md5: await md5Of(current) };
-  }
 }
 
 /**

@@ -26,6 +26,11 @@ export interface User {
   readonly password: string | undefined;
   /** Roles by workspace glob (`*` any run of characters, `?` one). */
   readonly grants: readonly { readonly glob: string; readonly roles: ReadonlySet<Role> }[];
+  /**
+   * The user these grants act for, whose own grants cap them (an API token with roles of its
+   * own): a role needs both. A token never gives its user more than the users file does.
+   */
+  readonly cappedBy?: User | undefined;
 }
 
 const KEY_LENGTH = 32;
@@ -96,7 +101,9 @@ function grants(roles: ReadonlySet<Role>, role: Role): boolean {
 
 /** May `user` act in `role` on `workspace`? `admin` on a matching glob grants every role. */
 export function allowed(user: User, role: Role, workspace: string): boolean {
-  return user.grants.some((g) => globMatches(g.glob, workspace) && grants(g.roles, role));
+  return (
+    user.grants.some((g) => globMatches(g.glob, workspace) && grants(g.roles, role)) && (user.cappedBy === undefined || allowed(user.cappedBy, role, workspace))
+  );
 }
 
 /**
@@ -105,7 +112,7 @@ export function allowed(user: User, role: Role, workspace: string): boolean {
  * {@link allowed} about the name `*` would also accept `?` or `**`, which match that string.
  */
 export function allowedEverywhere(user: User, role: Role): boolean {
-  return user.grants.some((g) => g.glob === "*" && grants(g.roles, role));
+  return user.grants.some((g) => g.glob === "*" && grants(g.roles, role)) && (user.cappedBy === undefined || allowedEverywhere(user.cappedBy, role));
 }
 
 function fileError(file: string, problem: string): ObjstateError {

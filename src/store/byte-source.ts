@@ -4,6 +4,7 @@
  */
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
+import { hasherFor } from "../util/md5.js";
 import type { ByteSource, PutBody } from "./types.js";
 
 /** Is `body` a {@link ByteSource} (rather than bytes in memory)? */
@@ -59,4 +60,77 @@ export function sourceChanged(what: string, expected: number, actual: number): O
     `${what} changed while it was being read (${expected} bytes expected, ${actual > expected ? "more" : actual} found); nothing was written: push it again once nothing is writing to it`,
     { details: { expected, actual } },
   );
+}
+
+/** Bytes made between two turns of the event loop, so a read of them (a write to the store) goes on meanwhile. */
+const MADE_PER_TURN = 1024 * 1024;
+
+/**
+ * A source of exactly `size` bytes made once from `pieces` (taken on the spot, in order,
+ * in turns of about 1 MiB) into one buffer that every read replays: reads yield bytes as
+ * soon as they are made, so whatever consumes them (a driver writing them to its store)
+ * works beside whatever makes them (encryption). The bytes are hashed as they are made
+ * (in the MD5 worker thread when large): {@link ByteSource.madeMd5}. A making that fails,
+ * or yields another number of bytes, fails every read and the MD5.
+ */
+export function madeSource(size: number, pieces: Iterable<Uint8Array>, what: string): ByteSource & { readonly madeMd5: Promise<string> } {
+  const buf = Buffer.allocUnsafe(size);
+  let made = 0;
+  let failure: unknown;
+  let done = false;
+  let waiters: (() => void)[] = [];
+  const wake = (): void => {
+    const w = waiters;
+    waiters = [];
+    for (const f of w) f();
+  };
+  const making = (async (): Promise<string> => {
+    const hash = hasherFor(size);
+    try {
+      let hashed = 0;
+      let turn = 0;
+      for (const piece of pieces) {
+        if (made + piece.length > size) throw sourceChanged(what, size, made + piece.length);
+        buf.set(piece, made);
+        made += piece.length;
+        turn += piece.length;
+        if (turn >= MADE_PER_TURN) {
+          turn = 0;
+          wake();
+          await hash.write(buf.subarray(hashed, made));
+          hashed = made;
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+      }
+      if (made !== size) throw sourceChanged(what, size, made);
+      await hash.write(buf.subarray(hashed, made));
+      done = true;
+      wake();
+      return await hash.digest();
+    } catch (e) {
+      failure = e;
+      await Promise.resolve(hash.digest()).catch(() => undefined); // ends the worker's job
+      wake();
+      throw e;
+    }
+  })();
+  making.catch(() => undefined); // a read or the caller's await reports it
+  return {
+    size,
+    madeMd5: making,
+    async *open(): AsyncIterable<Uint8Array> {
+      let at = 0;
+      for (;;) {
+        if (failure !== undefined) throw failure;
+        if (at < made) {
+          const to = Math.min(made, at + MADE_PER_TURN);
+          yield buf.subarray(at, to);
+          at = to;
+          continue;
+        }
+        if (done) return;
+        await new Promise<void>((resolve) => waiters.push(resolve));
+      }
+    },
+  };
 }

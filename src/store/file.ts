@@ -77,6 +77,7 @@ import {
 } from "../io/local-fs.js";
 import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
+import { giveScratch, takeScratch } from "../util/scratch.js";
 import { pauseAt } from "../util/test-pause.js";
 import type {
   Acl,
@@ -182,15 +183,19 @@ export class FileDriver implements ObjectStoreDriver {
       // Hash what was actually read (a file edited in place must not pass for the stored
       // etag), chunk by chunk while the rest is read: off the main thread for large objects.
       if (!partial) options.onStart?.(meta.etag);
-      const hash = options.md5 === true && !partial ? hasherFor(whole) : undefined;
+      const recorded = options.md5 === true && options.recordedMd5 === true && !partial ? meta.etag : undefined;
+      const hash = options.md5 === true && !partial && recorded === undefined ? hasherFor(whole) : undefined;
       let body: Buffer;
       try {
-        body = await readWhole(v.fd, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash, options.onData);
+        body =
+          options.consume !== undefined && !partial
+            ? await readInto(v.fd, whole, hash, options.consume)
+            : await readWhole(v.fd, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash, options.onData);
       } catch (e) {
         await Promise.resolve(hash?.digest()).catch(() => undefined); // ends the worker's job
         throw e;
       }
-      return { body, meta, md5: await hash?.digest() };
+      return { body, meta, md5: recorded ?? (await hash?.digest()) };
     });
   }
 
@@ -869,9 +874,11 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
   // A source that checks itself against the MD5 given (it fails before its last byte) is not hashed twice.
   const given = typeof options.md5 === "string" ? options.md5 : undefined;
   const trusted = given !== undefined && body.verifiedMd5 === given ? given : undefined;
+  // Bytes the source made and hashed itself are its own: hashing them again would only repeat it.
+  const made = trusted === undefined ? body.madeMd5 : undefined;
   try {
     await handle.chmod(FILE_MODE);
-    const hash = trusted === undefined ? createHash("md5") : undefined;
+    const hash = trusted === undefined && made === undefined ? createHash("md5") : undefined;
     let written = 0;
     await readThrough(
       body,
@@ -884,7 +891,7 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
       what,
     );
     await handle.sync();
-    return { stat: await handle.stat({ bigint: true }), md5: hash?.digest("hex") ?? (trusted as string) };
+    return { stat: await handle.stat({ bigint: true }), md5: hash?.digest("hex") ?? trusted ?? (await (made as Promise<string>)) };
   } finally {
     await handle.close();
   }
@@ -993,6 +1000,26 @@ export async function readWhole(fd: number, size: number, hash?: Hasher, onData?
     offset += bytesRead;
   }
   return buf;
+}
+
+/**
+ * Read `size` bytes in {@link READ_CHUNK} pieces of one reused buffer, each hashed and
+ * handed to `consume` (valid until its call settles): nothing is kept here.
+ */
+async function readInto(fd: number, size: number, hash: Hasher | undefined, consume: (piece: Buffer, size: number) => void | Promise<void>): Promise<Buffer> {
+  const scratch = takeScratch(READ_CHUNK);
+  let offset = 0;
+  while (offset < size) {
+    const length = Math.min(READ_CHUNK, size - offset);
+    const bytesRead = size <= SYNC_READ_MAX ? readSync(fd, scratch, 0, length, offset) : await readAt(fd, scratch, 0, length, offset);
+    if (bytesRead === 0) throw new ObjstateError("STORE_ERROR", "object file shrank while being read (was it edited by hand?)");
+    const got = scratch.subarray(0, bytesRead);
+    // The hash copies what it keeps before it resolves, as the consumer does.
+    await Promise.all([hash?.write(got), consume(got, size)]);
+    offset += bytesRead;
+  }
+  giveScratch(scratch);
+  return Buffer.alloc(0);
 }
 
 async function derivedMeta(v: Version): Promise<ObjectMeta> {

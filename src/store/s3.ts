@@ -182,6 +182,10 @@ export class S3Driver implements ObjectStoreDriver {
       options.onStart?.(plainMd5Etag(res) ?? metadataMd5(res));
       const etagMd5 = options.md5 === true ? (plainMd5Etag(res) ?? metadataMd5(res)) : undefined;
       const hash = options.md5 === true && etagMd5 === undefined ? hasherFor(res.ContentLength) : undefined;
+      if (options.consume !== undefined) {
+        const n = await consumeBody(res.Body, res.ContentLength, hash, options.consume);
+        return { body: Buffer.alloc(0), meta: toMeta({ ...res, ContentLength: n }), md5: etagMd5 ?? (await hash?.digest()) };
+      }
       const body = await readBody(res.Body, res.ContentLength, hash, options.onData, options.sharedBody === true);
       const meta = toMeta({ ...res, ContentLength: body.length });
       return { body, meta, md5: etagMd5 ?? (await hash?.digest()) };
@@ -566,16 +570,7 @@ export class S3Driver implements ObjectStoreDriver {
         IfMatch: options.ifMatch?.replace(/"/g, ""),
       }),
     );
-    if (pending !== undefined) {
-      const expected = await pending;
-      const etag = plainMd5Etag(res);
-      if (etag !== undefined && etag !== expected) {
-        throw new ObjstateError(
-          "STORE_INTEGRITY",
-          `the object store stored "${params.Key}" with MD5 ${etag}, but the bytes sent hash to ${expected}: the upload was damaged in transit; write it again`,
-        );
-      }
-    }
+    if (pending !== undefined) checkStoredMd5(res, await pending, params.Key);
     options.onProgress?.(body.length, body.length);
   }
 
@@ -614,7 +609,10 @@ export class S3Driver implements ObjectStoreDriver {
       throw new ObjstateError("STORE_ERROR", `a write of ${source.size} bytes is larger than one S3 PutObject allows (5 GiB)`);
     }
     const what = `the bytes for ${params.Key ?? "?"}`;
-    const md5 = (await options.md5) ?? (await md5OfSource(source, what));
+    // Bytes still being made (an envelope encrypted while it is sent) go at once, as bytes in
+    // memory whose hash is under way do: their ETag is compared with the hash afterwards.
+    const made = typeof options.md5 === "string" ? undefined : source.madeMd5;
+    const md5 = made !== undefined ? undefined : ((await options.md5) ?? (await md5OfSource(source, what)));
     // The shared client's deadline grows with a body it can measure (bytes in memory), not
     // with a stream: each attempt gets a client of its own, whose deadline is what is left
     // of the one this body deserves (one deadline for all attempts, as for any request).
@@ -635,18 +633,19 @@ export class S3Driver implements ObjectStoreDriver {
         controller.abort(e);
       });
       try {
-        await client.send(
+        const res = await client.send(
           new PutObjectCommand({
             ...params,
             Body: body,
             ContentLength: source.size,
-            ContentMD5: Buffer.from(md5, "hex").toString("base64"),
+            ContentMD5: md5 === undefined ? undefined : Buffer.from(md5, "hex").toString("base64"),
             IfNoneMatch: options.ifNoneMatch === true ? "*" : undefined,
             // RGW compares If-Match against the bare ETag and refuses a quoted one (ceph.md).
             IfMatch: options.ifMatch?.replace(/"/g, ""),
           }),
           { abortSignal: controller.signal },
         );
+        if (made !== undefined) checkStoredMd5(res, await made, params.Key);
         options.onProgress?.(source.size, source.size);
         return;
       } catch (e) {
@@ -786,6 +785,38 @@ export async function readBody(
   }
   if (offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
   return buf;
+}
+
+/** A PUT sent without Content-MD5 (its hash was under way): the stored object's ETag, when an MD5, must be the hash. */
+function checkStoredMd5(res: Parameters<typeof plainMd5Etag>[0], expected: string, key: string | undefined): void {
+  const etag = plainMd5Etag(res);
+  if (etag !== undefined && etag !== expected) {
+    throw new ObjstateError(
+      "STORE_INTEGRITY",
+      `the object store stored "${key ?? "?"}" with MD5 ${etag}, but the bytes sent hash to ${expected}: the upload was damaged in transit; write it again`,
+    );
+  }
+}
+
+/** The body handed to `consume` piece by piece, hashed on the way, not kept: how many bytes came. */
+async function consumeBody(
+  body: unknown,
+  length: number | undefined,
+  hash: Hasher | undefined,
+  consume: (piece: Buffer, size: number | undefined) => void | Promise<void>,
+): Promise<number> {
+  if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
+  let offset = 0;
+  for await (const chunk of body) {
+    if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
+    if (length !== undefined && offset + chunk.length > length)
+      throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
+    const piece = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    await Promise.all([hash?.write(piece), consume(piece, length)]);
+    offset += chunk.length;
+  }
+  if (length !== undefined && offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
+  return offset;
 }
 
 async function collect(body: AsyncIterable<unknown>): Promise<Buffer[]> {

@@ -44,6 +44,13 @@ export interface ByteSource {
    * bytes again to check them (the server's request bodies, hashed as they arrive).
    */
   readonly verifiedMd5?: string | undefined;
+  /**
+   * Hex MD5 the source takes of bytes it makes once and keeps (every read yields those very
+   * bytes): it settles once they are all made, which may be before a read ends. A driver
+   * trusts it as it trusts {@link verifiedMd5} instead of hashing the bytes again (an
+   * envelope encrypted while it is written, see byte-source.ts `madeSource`).
+   */
+  readonly madeMd5?: Promise<string> | undefined;
 }
 
 /** What a driver stores: bytes in memory, or a {@link ByteSource} streamed to the store. */
@@ -102,6 +109,22 @@ export interface GetOptions {
    * a body per read until something else collected them.
    */
   readonly sharedBody?: boolean | undefined;
+  /**
+   * Take the bytes as they arrive, in order, instead of getting them back: each piece is
+   * valid until the call settles (a driver may read the next into the same memory; copy
+   * what you keep), the next is read once it settles, and `body` comes back
+   * empty (`meta.size` says how many bytes there were; with `md5`, the MD5 is of the bytes
+   * handed over). `size` is the object's, when the store said it. `onData` is not called. For a reader that keeps only what it makes of the
+   * bytes (a decrypted state), so the stored bytes are never held whole.
+   */
+  readonly consume?: ((piece: Buffer, size: number | undefined) => void | Promise<void>) | undefined;
+  /**
+   * With `md5`: the caller proves the bytes itself (an envelope's authentication tag), so
+   * the MD5 is the store's record of the version (the embedded store's, taken from the
+   * bytes when they were written) and they are not hashed again. S3's ETag is such a record
+   * already.
+   */
+  readonly recordedMd5?: boolean | undefined;
   /**
    * Called once the object is found, before its bytes, with the MD5 the store records for
    * it (a plain-MD5 ETag or objstate's metadata on S3, the embedded store's record of the

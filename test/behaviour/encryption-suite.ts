@@ -6,6 +6,7 @@
  * test secret.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { it } from "node:test";
 import {
   ObjectStoreBackend,
@@ -132,6 +133,47 @@ export function encryptionSuite(makeTarget: () => Target): void {
     );
     // The guard works on the clear fields: an older serial is refused.
     await rejectsWith(b.writeState("default", secretState(1)), "STATE_CONFLICT");
+  });
+
+  it("a large state (hashed in the worker thread) round-trips: the envelope is encrypted while it is written and its MD5 is the digest committed; a read that finds other bytes stored follows the digest, never decrypting them as the state", async () => {
+    const props = await setup();
+    const b = await connect(props, { encryption: config([PASSPHRASE]) });
+    const state = largeState(6 * 1024 * 1024, 3, LINEAGE);
+    const result = await b.writeState("default", state);
+    assert.ok(result.written);
+    const stored = await b.readState("default", { stored: true });
+    assert.ok(stored !== null && isEnvelope(stored) && stored.length > state.length);
+    assert.equal(result.md5, createHash("md5").update(stored).digest("hex"), "the digest committed is the MD5 of the envelope stored");
+    assert.equal((await b.digestStatus("default")).status, "match");
+    assert.ok((await b.readState("default"))?.equals(state));
+    // Another envelope of the same key put over it behind objstate's back (never committed).
+    await b.writeState("other", largeState(6 * 1024 * 1024, 4, LINEAGE));
+    const intruder = await b.readState("other", { stored: true });
+    assert.ok(intruder !== null && isEnvelope(intruder));
+    const raw = await suite.target.raw(props.bucket);
+    try {
+      await raw.put(b.statePath("default"), intruder);
+      await rejectsWith(b.readState("default"), "DIGEST_MISMATCH");
+      // The committed bytes put back: the read decrypts them again.
+      await raw.put(b.statePath("default"), stored);
+      assert.ok((await b.readState("default"))?.equals(state));
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("the same state written again writes nothing, as without encryption (its envelope would differ: a fresh nonce), from this connection or another; another state with the same serial is refused", async () => {
+    const props = await setup();
+    const b = await connect(props, { encryption: config([PASSPHRASE]) });
+    const first = await b.writeState("default", secretState(7));
+    assert.ok(first.written);
+    const again = await b.writeState("default", secretState(7));
+    assert.deepEqual(again, { written: false, md5: first.md5, serial: 7 });
+    // A connection that did not write it opens the stored envelope to compare.
+    const other = await connect(props, { encryption: config([PASSPHRASE]) });
+    assert.equal((await other.writeState("default", Buffer.from(secretState(7)))).written, false);
+    assert.equal((await versionIds(b)).length, 1, "one version");
+    await rejectsWith(other.writeState("default", secretState(7).replace("r7", "r7-changed")), "STATE_CONFLICT");
   });
 
   it("a new workspace's encrypted empty state is written over by any state, as a plain empty one is", async () => {

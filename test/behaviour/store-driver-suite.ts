@@ -11,6 +11,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { after, describe, it } from "node:test";
 import type { ErrorCode } from "../../src/error-codes.js";
 import { isObjstateError } from "../../src/errors.js";
+import { madeSource } from "../../src/store/byte-source.js";
 import type { ByteSource, ObjectStoreDriver, ObjectVersion } from "../../src/store/types.js";
 
 /** A driver on a bucket of its own, not created yet. */
@@ -295,6 +296,41 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
         );
       });
 
+      it("consume takes every byte in order, each piece copied while it is lent; the body comes back empty with the whole size, and the MD5 hashed or, with recordedMd5, the store's record", async () => {
+        const d = await ready();
+        const body = randomBytes(2 * MiB + 3);
+        await d.put("consumed", body);
+        for (const recordedMd5 of [false, true]) {
+          const pieces: Buffer[] = [];
+          const sizes = new Set<number | undefined>();
+          let onData = 0;
+          const got = await d.get("consumed", {
+            md5: true,
+            recordedMd5,
+            onData: () => void onData++,
+            consume: async (piece, size) => {
+              sizes.add(size);
+              const copy = Buffer.from(piece);
+              await new Promise((r) => setImmediate(r));
+              // Still the same bytes until the call settles.
+              assert.ok(piece.equals(copy));
+              pieces.push(copy);
+            },
+          });
+          assert.ok(got !== null);
+          assert.equal(got.body.length, 0, "nothing held");
+          assert.equal(got.meta.size, body.length);
+          assert.equal(got.md5, md5(body));
+          assert.ok(Buffer.concat(pieces).equals(body), "every byte, in order");
+          assert.equal(onData, 0, "onData is not called with consume");
+          assert.ok(
+            [...sizes].every((n) => n === body.length || n === undefined),
+            `size given: ${[...sizes].join(",")}`,
+          );
+        }
+        assert.equal(await d.get("absent", { consume: () => assert.fail("nothing to take") }), null);
+      });
+
       it("a body above the multipart threshold reads back byte-exact; get({md5}) gives its true MD5, and onStart never a wrong one", async () => {
         const d = await ready({ multipartThreshold: 5 * MiB });
         // Above the threshold and one 8 MiB part (a body that fits in one part is never multipart).
@@ -349,6 +385,21 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
         await assert.rejects(d.put("s/one", sourceOf(next), { ifMatch: md5("other") }), refused("PRECONDITION_FAILED"));
         await d.put("s/one", sourceOf(next), { ifMatch: md5(bytes) });
         assert.ok((await d.get("s/one"))?.body.equals(next));
+      });
+
+      it("a made source (bytes made while they are written, hashed as they are made) is stored exactly with its own MD5 as ETag; one that makes too few bytes stores nothing", async () => {
+        const d = await ready();
+        const bytes = randomBytes(5 * MiB + 11);
+        const pieces = function* (): Generator<Buffer> {
+          for (let at = 0; at < bytes.length; at += 48 * 1024) yield bytes.subarray(at, at + 48 * 1024);
+        };
+        const made = madeSource(bytes.length, pieces(), "the test bytes");
+        await d.put("s/made", made, { md5: made.madeMd5, ifNoneMatch: true });
+        assert.ok((await d.get("s/made"))?.body.equals(bytes));
+        assert.equal((await d.head("s/made"))?.etag, md5(bytes));
+        const short = madeSource(bytes.length + 1, pieces(), "the test bytes");
+        await assert.rejects(d.put("s/short", short, { md5: short.madeMd5 }), refused("INPUT_CHANGED"));
+        assert.equal(await d.head("s/short"), null);
       });
 
       it("a source whose bytes do not hash to the MD5 given is refused with STORE_INTEGRITY; one that changed size with INPUT_CHANGED; the old object stays", async () => {

@@ -68,8 +68,9 @@ export class Identity {
     const owner = this.users.get(record.user);
     if (owner === undefined)
       throw new ObjstateError("UNAUTHORIZED", `API token ${record.id} belongs to user ${record.user}, who is no longer in the users file`);
-    const grants = record.roles === undefined ? owner.grants : Object.entries(record.roles).map(([glob, roles]) => ({ glob, roles: new Set(roles) }));
-    return { user: { name: owner.name, password: undefined, grants }, via: "token", tokenId: record.id };
+    if (record.roles === undefined) return { user: { name: owner.name, password: undefined, grants: owner.grants }, via: "token", tokenId: record.id };
+    const grants = Object.entries(record.roles).map(([glob, roles]) => ({ glob, roles: new Set(roles) }));
+    return { user: { name: owner.name, password: undefined, grants, cappedBy: owner }, via: "token", tokenId: record.id };
   }
 
   /** Write held `last used` times (server close). */

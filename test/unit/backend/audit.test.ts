@@ -147,6 +147,28 @@ describe("audit log", () => {
     assert.deepEqual(got, want);
   });
 
+  it("appends after this log's own last write go without reading the part again; another replica's append in between is read and kept", async () => {
+    const { endpoint, bucket, store } = await freshStore();
+    let gets = 0;
+    const counted = new Proxy(store, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        if (prop === "get") return (...args: unknown[]) => (gets++, (v as (...a: unknown[]) => unknown).apply(target, args));
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const a = new AuditLog(counted, L, { deadlineMs: 30_000 });
+    for (let i = 0; i < 20; i++) assert.equal(await a.record(entry(`a-${i}`)), true);
+    // The first append creates the part, the second reads it (and learns its ETags are MD5s).
+    assert.ok(gets <= 2, `${gets} reads for 20 appends`);
+    const b = new AuditLog(await openStore({ bucket, endpoint }), L, { deadlineMs: 30_000 });
+    assert.equal(await b.record(entry("b-0")), true);
+    assert.equal(await a.record(entry("a-20")), true);
+    const day = new Date().toISOString().slice(0, 10);
+    const got = (await linesOf(store, a.dayKey(day))).map((r) => r.workspace);
+    assert.deepEqual(got, [...Array.from({ length: 20 }, (_, i) => `a-${i}`), "b-0", "a-20"], "every line once, in order");
+  });
+
   it("on a store that ignores conditions (checked by hand, as on Ceph RGW's versioned buckets), appends that crossed are found in the versions and no line is lost", async () => {
     const { endpoint, bucket, store } = await freshStore();
     const other = await openStore({ bucket, endpoint });

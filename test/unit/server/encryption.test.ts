@@ -8,6 +8,7 @@
  * served decrypted, with history, diffs, rollback and outputs working with the key.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
 import { parseEncryptionConfig, StateEncryption } from "../../../src/encryption/index.js";
@@ -261,10 +262,11 @@ describe("objstate serve with encryption (at rest): plain clients (Terraform), c
   let bucketDir: string;
   const servers: ObjstateServer[] = [];
   let s: ObjstateServer;
+  let props: Awaited<ReturnType<ReturnType<typeof embeddedTarget>["setup"]>>;
 
   before(async () => {
     const target = embeddedTarget();
-    const props = await target.setup({ locks: true });
+    props = await target.setup({ locks: true });
     bucketDir = (target.bucketDir as (b: string) => string)(props.bucket);
     backend = await connectAtRest(props, SERVER_KEY);
     s = await startServer(backend, { encryption: SERVER_KEY, allowUnlockedWrites: true }, servers);
@@ -303,6 +305,30 @@ describe("objstate serve with encryption (at rest): plain clients (Terraform), c
     assert.ok(stored.length >= 2, "the versions are envelopes");
     const opened = await clientEncryption().decrypt(stored[0] as Buffer);
     assert.ok(opened.encrypted && opened.state.includes("eu-west-"), "OpenTofu's format: the same key opens it");
+  });
+
+  it("GET answers with the Content-MD5 of the state it sends: from the write that made the envelope, and from a replica that did not (hashed once)", async () => {
+    const ws = uniqueName("ws");
+    const state = largeState(2 * 1024 * 1024, 1, "lin-md5");
+    const tf = new HttpBackendClient({ bases: [s.url], workspace: ws, retries: 0 });
+    assert.ok((await tf.lock("OperationTypeApply")).ok);
+    assert.equal((await tf.put(state)).status, 200);
+    assert.equal((await tf.unlock()).status, 200);
+    const other = await connectAtRest(props, SERVER_KEY);
+    const mine: ObjstateServer[] = [];
+    const replica = await startServer(other, { encryption: SERVER_KEY }, mine);
+    try {
+      const want = createHash("md5").update(state).digest("base64");
+      for (const base of [s.url, replica.url, replica.url]) {
+        const got = await rawRequest(base, "GET", `/state/${ws}`, undefined);
+        assert.equal(got.status, 200);
+        assert.ok(got.body.equals(state), "the state POSTed");
+        assert.equal(got.headers["content-md5"], want, `${base}: the MD5 of the decrypted state`);
+      }
+    } finally {
+      for (const x of mine) await x.close(500);
+      other.close();
+    }
   });
 
   it("outputs, diffs, history and rollback work with the key, in /api/v1 and the console", async () => {

@@ -272,4 +272,16 @@ describe("objstate serve: API tokens and OIDC identities", () => {
     assert.equal((await send(base, "POST", uniqueName("staging"), `Bearer ${token}`, STATE)).status, 403);
     assert.equal((await send(base, "GET", uniqueName("prod"), `Bearer ${token}`)).status, 403);
   });
+
+  it("an API token's roles are capped by its user's: a role the user lacks is refused whatever the token says", async () => {
+    // ci has read, write and lock; the token asks for admin and force besides.
+    const { token } = createToken(tokensFileFor(usersFile), "ci", 3600_000, { "*": ["read", "write", "lock", "force", "admin"] });
+    const ws = uniqueName("capped");
+    readable(await send(base, "GET", ws, `Bearer ${token}`));
+    assert.equal((await send(base, "POST", ws, `Bearer ${token}`, STATE)).status, 200, "what the user may do, the token may");
+    assert.equal((await send(base, "DELETE", ws, `Bearer ${token}`)).status, 403, "deleting a workspace takes admin on it");
+    assert.equal((await send(base, "GET", ws, `Bearer ${token}`)).status, 200, "still there");
+    const audit = await fetch(`${base}/api/v1/audit`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(audit.status, 403, `admin is not the user's, so not the token's: ${await audit.text()}`);
+  });
 });

@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import { createHash, randomBytes } from "node:crypto";
+import { describe, it } from "node:test";
+import { isObjstateError } from "../../../src/errors.js";
+import { madeSource } from "../../../src/store/byte-source.js";
+
+const md5 = (b: Uint8Array): string => createHash("md5").update(b).digest("hex");
+
+async function readAll(source: { open(): AsyncIterable<Uint8Array> }, onPiece?: (n: number) => void): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of source.open()) {
+    onPiece?.(c.length);
+    parts.push(Buffer.from(c));
+  }
+  return Buffer.concat(parts);
+}
+
+describe("madeSource: bytes made once while they are read", () => {
+  it("every read, started while the bytes are made or after, yields the same bytes in pieces of at most 1 MiB; madeMd5 is their MD5", async () => {
+    const bytes = randomBytes(6 * 1024 * 1024 + 5);
+    let taken = 0;
+    const pieces = function* (): Generator<Buffer> {
+      for (let at = 0; at < bytes.length; at += 64 * 1024) {
+        taken = at;
+        yield bytes.subarray(at, at + 64 * 1024);
+      }
+    };
+    const source = madeSource(bytes.length, pieces(), "the bytes");
+    // Making goes on in turns: a read started now finds only part of the bytes made.
+    assert.ok(taken < bytes.length - 64 * 1024, "the pieces are taken in turns, not all at once");
+    let largest = 0;
+    const early = readAll(source, (n) => (largest = Math.max(largest, n)));
+    assert.equal(await source.madeMd5, md5(bytes));
+    const late = await readAll(source, (n) => (largest = Math.max(largest, n)));
+    assert.ok((await early).equals(bytes));
+    assert.ok(late.equals(bytes));
+    assert.ok(largest <= 1024 * 1024, `largest piece ${largest}`);
+  });
+
+  it("making that fails, or makes another number of bytes, fails every read and the MD5 (INPUT_CHANGED for the count)", async () => {
+    const failing = madeSource(
+      3 * 1024 * 1024,
+      (function* () {
+        yield Buffer.alloc(2 * 1024 * 1024);
+        throw new Error("the cipher broke");
+      })(),
+      "the bytes",
+    );
+    await assert.rejects(readAll(failing), /the cipher broke/);
+    await assert.rejects(failing.madeMd5, /the cipher broke/);
+    const short = madeSource(100, [Buffer.alloc(60)], "the envelope");
+    await assert.rejects(short.madeMd5, (e: unknown) => isObjstateError(e, "INPUT_CHANGED") && /the envelope/.test((e as Error).message));
+    await assert.rejects(readAll(short), (e: unknown) => isObjstateError(e, "INPUT_CHANGED"));
+    const long = madeSource(10, [Buffer.alloc(60)], "the envelope");
+    await assert.rejects(long.madeMd5, (e: unknown) => isObjstateError(e, "INPUT_CHANGED"));
+  });
+});
