@@ -19,9 +19,9 @@ const HEADER_BYTES = 64 * 1024;
 
 /**
  * The stored form of `data`: the envelope of the state under the primary method (or the
- * state, `unencrypted` first). A large envelope is a source made while it is read, so the
- * cipher and the encoding run beside the write to the store and the hash of what is written
- * (one pass, one copy of the envelope).
+ * state, `unencrypted` first). A large envelope is a source encrypted afresh for each read
+ * (the same bytes: one nonce), so the cipher and the encoding run beside the write to the
+ * store and beside the hash of the bytes, and nothing holds the envelope whole.
  */
 export async function sealState(enc: StateEncryption, state: Buffer, workspace: string): Promise<Buffer | ByteSource> {
   if (enc.writesPlain) return state;

@@ -33,10 +33,15 @@ export interface EnvelopeHeader {
   readonly lineage: string;
 }
 
-/** An envelope ready to be written: its exact size first, then its bytes in pieces (once). */
+/** An envelope ready to be written: its exact size first, then its bytes in pieces. */
 export interface Envelope {
   readonly byteLength: number;
-  /** The bytes in pieces of about 1 MiB, encrypted as they are taken. Iterate once. */
+  /**
+   * The bytes in pieces of 64 KiB, encrypted as they are taken. Every iteration encrypts
+   * again and yields the very same bytes (one nonce for the envelope: the same plaintext
+   * under the same key and nonce is the same ciphertext, nothing more to learn), so a
+   * writer can read it again without anything holding it whole.
+   */
   readonly chunks: Iterable<Buffer>;
   /** All bytes in one buffer (exactly {@link byteLength}): for small states and tests. */
   toBuffer(): Buffer;
@@ -198,14 +203,15 @@ export class StateEncryption {
     const byteLength = head.length + base64Length(NONCE_BYTES + state.byteLength + TAG_BYTES) + tail.length;
     const aad = primary.aad;
     const random = this.opts.randomBytes ?? ((n: number) => nodeCrypto().randomBytes(n));
+    const nonce = random(NONCE_BYTES);
     function* chunks(): Generator<Buffer> {
       yield head;
-      yield* sealToBase64(key, aad, state, random(NONCE_BYTES));
+      yield* sealToBase64(key, aad, state, nonce);
       yield tail;
     }
     return {
       byteLength,
-      chunks: chunks(),
+      chunks: { [Symbol.iterator]: chunks },
       toBuffer: () => {
         const out = Buffer.allocUnsafe(byteLength);
         let n = 0;

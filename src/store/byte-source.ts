@@ -62,75 +62,73 @@ export function sourceChanged(what: string, expected: number, actual: number): O
   );
 }
 
-/** Bytes made between two turns of the event loop, so a read of them (a write to the store) goes on meanwhile. */
-const MADE_PER_TURN = 1024 * 1024;
+/** Bytes hashed between two turns of the event loop, and the size of the pieces a read yields. */
+const TURN_BYTES = 1024 * 1024;
 
 /**
- * A source of exactly `size` bytes made once from `pieces` (taken on the spot, in order,
- * in turns of about 1 MiB) into one buffer that every read replays: reads yield bytes as
- * soon as they are made, so whatever consumes them (a driver writing them to its store)
- * works beside whatever makes them (encryption). The bytes are hashed as they are made
- * (in the MD5 worker thread when large): {@link ByteSource.madeMd5}. A making that fails,
- * or yields another number of bytes, fails every read and the MD5.
+ * A source of exactly `size` bytes that `pieces` makes afresh on each iteration, the same
+ * bytes every time (an envelope under its one nonce): nothing holds them whole. A read
+ * yields them in pieces of 1 MiB as they are made, so whatever consumes them (a driver
+ * writing them to its store) works beside the making. One pass of its own, begun at once,
+ * hashes them (in the MD5 worker thread when large, in turns beside the reads):
+ * {@link ByteSource.madeMd5}. A making that fails, or makes another number of bytes, fails
+ * the reads and the MD5.
  */
 export function madeSource(size: number, pieces: Iterable<Uint8Array>, what: string): ByteSource & { readonly madeMd5: Promise<string> } {
-  const buf = Buffer.allocUnsafe(size);
-  let made = 0;
-  let failure: unknown;
-  let done = false;
-  let waiters: (() => void)[] = [];
-  const wake = (): void => {
-    const w = waiters;
-    waiters = [];
-    for (const f of w) f();
-  };
-  const making = (async (): Promise<string> => {
+  const madeMd5 = (async (): Promise<string> => {
     const hash = hasherFor(size);
     try {
-      let hashed = 0;
+      let n = 0;
       let turn = 0;
       for (const piece of pieces) {
-        if (made + piece.length > size) throw sourceChanged(what, size, made + piece.length);
-        buf.set(piece, made);
-        made += piece.length;
+        n += piece.length;
+        if (n > size) throw sourceChanged(what, size, n);
+        await hash.write(piece);
         turn += piece.length;
-        if (turn >= MADE_PER_TURN) {
+        if (turn >= TURN_BYTES) {
           turn = 0;
-          wake();
-          await hash.write(buf.subarray(hashed, made));
-          hashed = made;
           await new Promise<void>((resolve) => setImmediate(resolve));
         }
       }
-      if (made !== size) throw sourceChanged(what, size, made);
-      await hash.write(buf.subarray(hashed, made));
-      done = true;
-      wake();
+      if (n !== size) throw sourceChanged(what, size, n);
       return await hash.digest();
     } catch (e) {
-      failure = e;
       await Promise.resolve(hash.digest()).catch(() => undefined); // ends the worker's job
-      wake();
       throw e;
     }
   })();
-  making.catch(() => undefined); // a read or the caller's await reports it
+  madeMd5.catch(() => undefined); // a read or the caller's await reports it
   return {
     size,
-    madeMd5: making,
+    madeMd5,
     async *open(): AsyncIterable<Uint8Array> {
-      let at = 0;
-      for (;;) {
-        if (failure !== undefined) throw failure;
-        if (at < made) {
-          const to = Math.min(made, at + MADE_PER_TURN);
-          yield buf.subarray(at, to);
-          at = to;
-          continue;
+      let n = 0;
+      let chunk: Buffer | undefined;
+      let filled = 0;
+      for (const piece of pieces) {
+        let at = 0;
+        while (at < piece.length) {
+          // A fresh buffer per piece yielded: a consumer may still hold the last (a socket's queue).
+          chunk ??= Buffer.allocUnsafe(TURN_BYTES);
+          const take = Math.min(piece.length - at, chunk.length - filled);
+          chunk.set(piece.subarray(at, at + take), filled);
+          filled += take;
+          at += take;
+          if (filled === chunk.length) {
+            n += filled;
+            if (n > size) throw sourceChanged(what, size, n);
+            yield chunk;
+            chunk = undefined;
+            filled = 0;
+          }
         }
-        if (done) return;
-        await new Promise<void>((resolve) => waiters.push(resolve));
       }
+      if (chunk !== undefined && filled > 0) {
+        n += filled;
+        if (n > size) throw sourceChanged(what, size, n);
+        yield chunk.subarray(0, filled);
+      }
+      if (n !== size) throw sourceChanged(what, size, n);
     },
   };
 }

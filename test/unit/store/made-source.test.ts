@@ -15,8 +15,11 @@ async function readAll(source: { open(): AsyncIterable<Uint8Array> }, onPiece?: 
   return Buffer.concat(parts);
 }
 
-describe("madeSource: bytes made once while they are read", () => {
-  it("every read, started while the bytes are made or after, yields the same bytes in pieces of at most 1 MiB; madeMd5 is their MD5", async () => {
+/** Pieces an iterable makes afresh on every iteration. */
+const remade = (make: () => Generator<Buffer>): Iterable<Buffer> => ({ [Symbol.iterator]: make });
+
+describe("madeSource: bytes made afresh for each read, never held whole", () => {
+  it("every read, started while the MD5 is taken or after, yields the same bytes in pieces of at most 1 MiB; madeMd5 is their MD5", async () => {
     const bytes = randomBytes(6 * 1024 * 1024 + 5);
     let taken = 0;
     const pieces = function* (): Generator<Buffer> {
@@ -25,9 +28,9 @@ describe("madeSource: bytes made once while they are read", () => {
         yield bytes.subarray(at, at + 64 * 1024);
       }
     };
-    const source = madeSource(bytes.length, pieces(), "the bytes");
-    // Making goes on in turns: a read started now finds only part of the bytes made.
-    assert.ok(taken < bytes.length - 64 * 1024, "the pieces are taken in turns, not all at once");
+    const source = madeSource(bytes.length, remade(pieces), "the bytes");
+    // The hash goes on in turns: a read can start beside it.
+    assert.ok(taken < bytes.length - 64 * 1024, "the pieces are hashed in turns, not all at once");
     let largest = 0;
     const early = readAll(source, (n) => (largest = Math.max(largest, n)));
     assert.equal(await source.madeMd5, md5(bytes));
@@ -40,10 +43,10 @@ describe("madeSource: bytes made once while they are read", () => {
   it("making that fails, or makes another number of bytes, fails every read and the MD5 (INPUT_CHANGED for the count)", async () => {
     const failing = madeSource(
       3 * 1024 * 1024,
-      (function* () {
+      remade(function* () {
         yield Buffer.alloc(2 * 1024 * 1024);
         throw new Error("the cipher broke");
-      })(),
+      }),
       "the bytes",
     );
     await assert.rejects(readAll(failing), /the cipher broke/);
