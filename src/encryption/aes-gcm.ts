@@ -32,31 +32,35 @@ function cipherName(key: Uint8Array): "aes-128-gcm" | "aes-192-gcm" | "aes-256-g
   return "aes-256-gcm";
 }
 
-/** Base64 of a byte stream pushed in pieces: only whole 3-byte groups are encoded until the end. */
+/**
+ * Base64 of a byte stream pushed in pieces, as text: only whole 3-byte groups are encoded
+ * until the end. Text, not bytes: whoever takes it writes it straight where it goes, with
+ * no buffer per piece (a buffer per 64 KiB of a large envelope was most of its garbage).
+ */
 class Base64Encoder {
   private carry: Buffer = Buffer.alloc(0);
 
-  push(b: Buffer): Buffer {
-    if (b.length === 0) return b;
-    const pieces: Buffer[] = [];
+  push(b: Buffer): string {
+    if (b.length === 0) return "";
+    let out = "";
     let i = 0;
     if (this.carry.length > 0) {
       const need = 3 - this.carry.length;
       if (b.length < need) {
         this.carry = Buffer.concat([this.carry, b]);
-        return Buffer.alloc(0);
+        return "";
       }
-      pieces.push(Buffer.from(Buffer.concat([this.carry, b.subarray(0, need)]).toString("base64"), "latin1"));
+      out = Buffer.concat([this.carry, b.subarray(0, need)]).toString("base64");
       i = need;
     }
     const end = i + Math.floor((b.length - i) / 3) * 3;
-    if (end > i) pieces.push(Buffer.from(b.subarray(i, end).toString("base64"), "latin1"));
+    if (end > i) out += b.subarray(i, end).toString("base64");
     this.carry = Buffer.from(b.subarray(end));
-    return pieces.length === 1 ? (pieces[0] as Buffer) : Buffer.concat(pieces);
+    return out;
   }
 
-  end(): Buffer {
-    const out = Buffer.from(this.carry.toString("base64"), "latin1");
+  end(): string {
+    const out = this.carry.toString("base64");
     this.carry = Buffer.alloc(0);
     return out;
   }
@@ -68,15 +72,15 @@ export function base64Length(n: number): number {
 }
 
 /**
- * The base64 of `nonce ‖ AES-GCM(plain) ‖ tag`, in pieces of about 1 MiB. The cipher runs as
- * the pieces are taken, so the caller can stream them to a store without holding them.
+ * The base64 of `nonce ‖ AES-GCM(plain) ‖ tag`, as text in pieces of 64 KiB. The cipher runs
+ * as the pieces are taken, so the caller can stream them to a store without holding them.
  */
 export function* sealToBase64(
   key: Uint8Array,
   aad: Uint8Array | undefined,
   plain: Uint8Array,
   nonce: Uint8Array = nodeCrypto().randomBytes(NONCE_BYTES),
-): Generator<Buffer, void, undefined> {
+): Generator<string, void, undefined> {
   const c = nodeCrypto().createCipheriv(cipherName(key), key, nonce) as Cipher & { getAuthTag(): Buffer; setAAD(b: Uint8Array): unknown };
   if (aad !== undefined && aad.length > 0) c.setAAD(aad);
   const enc = new Base64Encoder();
@@ -86,8 +90,7 @@ export function* sealToBase64(
     yield enc.push(c.update(view.subarray(at, Math.min(view.length, at + PIECE_BYTES))));
   }
   const last = c.final();
-  const tail = enc.push(Buffer.concat([last, c.getAuthTag()]));
-  yield Buffer.concat([tail, enc.end()]);
+  yield enc.push(Buffer.concat([last, c.getAuthTag()])) + enc.end();
 }
 
 /** Why an AES-GCM opening failed. */

@@ -37,12 +37,14 @@ export interface EnvelopeHeader {
 export interface Envelope {
   readonly byteLength: number;
   /**
-   * The bytes in pieces of 64 KiB, encrypted as they are taken. Every iteration encrypts
+   * The bytes in pieces of 64 KiB, encrypted as they are taken: buffers, or text that is
+   * ASCII (the base64 of the data, which is most of it), whose characters are its bytes
+   * (write it with `latin1`). Every iteration encrypts
    * again and yields the very same bytes (one nonce for the envelope: the same plaintext
    * under the same key and nonce is the same ciphertext, nothing more to learn), so a
    * writer can read it again without anything holding it whole.
    */
-  readonly chunks: Iterable<Buffer>;
+  readonly chunks: Iterable<Buffer | string>;
   /** All bytes in one buffer (exactly {@link byteLength}): for small states and tests. */
   toBuffer(): Buffer;
 }
@@ -204,7 +206,7 @@ export class StateEncryption {
     const aad = primary.aad;
     const random = this.opts.randomBytes ?? ((n: number) => nodeCrypto().randomBytes(n));
     const nonce = random(NONCE_BYTES);
-    function* chunks(): Generator<Buffer> {
+    function* chunks(): Generator<Buffer | string> {
       yield head;
       yield* sealToBase64(key, aad, state, nonce);
       yield tail;
@@ -215,7 +217,7 @@ export class StateEncryption {
       toBuffer: () => {
         const out = Buffer.allocUnsafe(byteLength);
         let n = 0;
-        for (const c of chunks()) n += c.copy(out, n);
+        for (const c of chunks()) n += typeof c === "string" ? out.write(c, n, "latin1") : c.copy(out, n);
         return out;
       },
     };

@@ -65,25 +65,38 @@ export function sourceChanged(what: string, expected: number, actual: number): O
 /** Bytes hashed between two turns of the event loop, and the size of the pieces a read yields. */
 const TURN_BYTES = 1024 * 1024;
 
+/** Bytes in a piece: a buffer's, or a text's characters taken as bytes (latin1: base64 is ASCII). */
+type Piece = Uint8Array | string;
+
 /**
  * A source of exactly `size` bytes that `pieces` makes afresh on each iteration, the same
- * bytes every time (an envelope under its one nonce): nothing holds them whole. A read
- * yields them in pieces of 1 MiB as they are made, so whatever consumes them (a driver
- * writing them to its store) works beside the making. One pass of its own, begun at once,
- * hashes them (in the MD5 worker thread when large, in turns beside the reads):
+ * bytes every time (an envelope under its one nonce): nothing holds them whole. A piece is
+ * bytes, or text whose characters are its bytes (written with `latin1`, no buffer of its
+ * own). A read yields them in pieces of 1 MiB as they are made, so whatever consumes them
+ * (a driver writing them to its store) works beside the making. One pass of its own, begun
+ * at once, hashes them (in the MD5 worker thread when large, in turns beside the reads):
  * {@link ByteSource.madeMd5}. A making that fails, or makes another number of bytes, fails
  * the reads and the MD5.
  */
-export function madeSource(size: number, pieces: Iterable<Uint8Array>, what: string): ByteSource & { readonly madeMd5: Promise<string> } {
+export function madeSource(size: number, pieces: Iterable<Piece>, what: string): ByteSource & { readonly madeMd5: Promise<string> } {
   const madeMd5 = (async (): Promise<string> => {
     const hash = hasherFor(size);
     try {
+      // Text is written into this buffer to be hashed (the hash copies what it keeps before it resolves).
+      let scratch: Buffer | undefined;
       let n = 0;
       let turn = 0;
       for (const piece of pieces) {
         n += piece.length;
         if (n > size) throw sourceChanged(what, size, n);
-        await hash.write(piece);
+        if (typeof piece !== "string") await hash.write(piece);
+        else {
+          scratch ??= Buffer.allocUnsafe(TURN_BYTES);
+          for (let at = 0; at < piece.length; at += scratch.length) {
+            const k = scratch.write(at === 0 ? piece : piece.slice(at), 0, "latin1");
+            await hash.write(scratch.subarray(0, k));
+          }
+        }
         turn += piece.length;
         if (turn >= TURN_BYTES) {
           turn = 0;
@@ -111,7 +124,8 @@ export function madeSource(size: number, pieces: Iterable<Uint8Array>, what: str
           // A fresh buffer per piece yielded: a consumer may still hold the last (a socket's queue).
           chunk ??= Buffer.allocUnsafe(TURN_BYTES);
           const take = Math.min(piece.length - at, chunk.length - filled);
-          chunk.set(piece.subarray(at, at + take), filled);
+          if (typeof piece === "string") chunk.write(at === 0 && take === piece.length ? piece : piece.slice(at, at + take), filled, "latin1");
+          else chunk.set(piece.subarray(at, at + take), filled);
           filled += take;
           at += take;
           if (filled === chunk.length) {

@@ -40,6 +40,15 @@ describe("madeSource: bytes made afresh for each read, never held whole", () => 
     assert.ok(largest <= 1024 * 1024, `largest piece ${largest}`);
   });
 
+  it("text pieces are their characters as bytes (base64), mixed with buffers: read, and hashed, exactly", async () => {
+    const text = randomBytes(3 * 1024 * 1024).toString("base64");
+    const pieces = [Buffer.from('{"data":"'), text.slice(0, 70_000), text.slice(70_000, 2_000_001), text.slice(2_000_001), Buffer.from('"}')];
+    const want = Buffer.concat(pieces.map((p) => (typeof p === "string" ? Buffer.from(p, "latin1") : p)));
+    const source = madeSource(want.length, pieces, "the envelope");
+    assert.ok((await readAll(source)).equals(want));
+    assert.equal(await source.madeMd5, md5(want));
+  });
+
   it("making that fails, or makes another number of bytes, fails every read and the MD5 (INPUT_CHANGED for the count)", async () => {
     const failing = madeSource(
       3 * 1024 * 1024,
