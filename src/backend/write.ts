@@ -137,7 +137,7 @@ export async function writeFenced(
     const sum = await hashing;
     const stored = base.md5 ?? ((extraRead = true), (await storedDigest(ctx, path))?.md5);
     // Sealed again, the same state has other bytes (a fresh nonce): the stored envelope's state is compared.
-    if (stored !== undefined && (stored === sum || (input.plain !== undefined && (await sealsSameState(ctx, workspace, stored, input.plain))))) {
+    if (stored !== undefined && (stored === sum || (input.plain !== undefined && (await sealsSameState(ctx, workspace, base, stored, input.plain))))) {
       // Re-checked after the extra read: only the holder may commit.
       if (extraRead || stored !== sum) await checkHolder();
       if (locks !== undefined && normalizeDigest(seen?.digest) !== stored) await commit(ctx, workspace, locks, seen, stored, lockId);
@@ -225,17 +225,18 @@ async function settleForWrite(
  * read when that envelope's plaintext MD5 is remembered; otherwise it is read and opened
  * (only a write with the stored serial and lineage asks: a retry, or a conflict).
  */
-async function sealsSameState(ctx: BackendContext, workspace: string, storedMd5: string, plain: Buffer): Promise<boolean> {
+async function sealsSameState(ctx: BackendContext, workspace: string, base: Current, storedMd5: string, plain: Buffer): Promise<boolean> {
   const enc = ctx.encryption;
   if (enc === undefined) return false;
   const mine = md5Hex(plain);
   const known = ctx.plainMd5s.get(storedMd5);
   if (known !== undefined) return known === mine;
-  const obj = await ctx.store.get(ctx.statePath(workspace));
-  if (obj === null || md5Hex(obj.body) !== storedMd5) return false;
+  // A small state's bytes are in hand already (the guard read them whole).
+  const body = base.whole ? base.prefix : (await ctx.store.get(ctx.statePath(workspace)))?.body;
+  if (body === undefined || md5Hex(body) !== storedMd5) return false;
   let opened: Buffer;
   try {
-    opened = (await openState(enc, obj.body, workspace)).state;
+    opened = (await openState(enc, body, workspace)).state;
   } catch {
     return false; // not readable here: the guard decides (checkReadable)
   }
