@@ -2,13 +2,14 @@
 // Run with: npm run bench:server                       (embedded store, no servers needed)
 //           BENCH_TARGET=ceph npm run bench:server     (Ceph RGW + dynalite; run through scripts/with-servers.sh)
 //  1. GET and POST of a 1 MiB and a 64 MiB state through the server vs readState / writeState
-//     in this process, paired rounds; the figure is the median of the per-round ratios.
+//     in this process, paired rounds of BENCH_BATCH operations of each kind (default: 8 MiB's
+//     worth, so 8 at 1 MiB and 1 at 64 MiB); the figure is the median of the per-round ratios.
 //     Beside them, the CPU time each side spent per operation (means): the library's process,
 //     the server process (all threads) and the client (this process during the server's turn).
 //     Beside them, the bare transport (bench/transport-child.mjs: a node:http server in its own
 //     process moving the same bytes, through the same client), alternating in the same rounds,
 //     and issue 25's bound server <= library + 1.5 x transport, as the median of the per-round
-//     (server - library) / transport. Then a small request's fixed cost: GET of a 100-byte state
+//     (server - library) / transport, and beside it the same over all operations' medians. Then a small request's fixed cost: GET of a 100-byte state
 //     through the server against the same bytes from the bare server (BENCH_SMALL requests each,
 //     default 1000, keep-alive, alternating; bound: <= 0.5 ms more).
 //     Peak memory of the server process above its baseline, in state sizes (a fresh server
@@ -47,6 +48,10 @@ const NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((a) => a 
 // BENCH_PHASES=1: where each request's time went in the server (bench/server-phases.mjs),
 // next to what the client saw: medians per operation after the transfer and lock tables.
 const PHASES = env.BENCH_PHASES === "1";
+// BENCH_SPREAD=1: percentiles of each side's times per operation (and p50 p75 p90 of each phase)
+// beside the medians; BENCH_SEQ=1: every operation's time in order; BENCH_OUT=1: the server's
+// stdout here (for BENCH_SERVER_NODE_ARGS=--trace-gc).
+const SPREAD = env.BENCH_SPREAD === "1";
 if (PHASES) NODE_ARGS.push("--import", fileURLToPath(new URL("server-phases.mjs", import.meta.url)));
 const CLI = fileURLToPath(new URL("src/cli/main.js", DIST));
 // BENCH_USERS=1: the server runs with a users file and every request logs in (HTTP Basic, as
@@ -56,6 +61,7 @@ const CLI = fileURLToPath(new URL("src/cli/main.js", DIST));
 const USERS = ["1", "oidc", "token"].includes(env.BENCH_USERS ?? "");
 let AUTH = USERS ? `Basic ${Buffer.from("bench:bench-password").toString("base64")}` : undefined;
 const dir = mkdtempSync(join(tmpdir(), "objstate-bench-serve-"));
+const q = (xs, f) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * f)];
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 let props;
@@ -158,7 +164,10 @@ async function startServer(config = configFile) {
   const child = spawn(
     process.execPath,
     [...NODE_ARGS, CLI, "serve", "--config", config, "--listen", "127.0.0.1:0", "--log-level", "off", ...UNLOCKED, ...(USERS ? ["--users", usersFile] : [])],
-    { env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BENCH_PHASES_DIST: DIST.href }, stdio: ["ignore", "ignore", "pipe"] },
+    {
+      env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BENCH_PHASES_DIST: DIST.href },
+      stdio: ["ignore", env.BENCH_OUT ? "inherit" : "ignore", "pipe"],
+    },
   );
   children.add(child);
   let err = "";
@@ -399,28 +408,50 @@ function phaseTable(server) {
         ["n", xs.length],
         ...["trip", "toBackend", "backend", "toAnswer", "handler", "gate", "limiter", "auth"].map((k) => [
           k,
-          xs.some((x) => x[k] === undefined) ? "-" : median(xs.map((x) => x[k])).toFixed(3),
+          xs.some((x) => x[k] === undefined)
+            ? "-"
+            : SPREAD
+              ? [0.5, 0.75, 0.9]
+                  .map((f) =>
+                    q(
+                      xs.map((x) => x[k]),
+                      f,
+                    ).toFixed(2),
+                  )
+                  .join(" ")
+              : median(xs.map((x) => x[k])).toFixed(3),
         ]),
       ]),
     ),
   );
 }
-/** Runs the functions one after the other, in this order or reversed; their results in this order. */
-async function inOrder(forward, fns) {
+/** Runs the functions one after the other, in this order or reversed, `settleMs` apart; their results in this order. */
+async function inOrder(forward, fns, settleMs = 0) {
   const out = new Array(fns.length);
   const order = fns.map((_, i) => i);
   if (!forward) order.reverse();
-  for (const i of order) out[i] = await fns[i]();
+  for (const i of order) {
+    out[i] = await fns[i]();
+    if (settleMs > 0) await new Promise((r) => setTimeout(r, settleMs));
+  }
   return out;
 }
+// BENCH_SETTLE_MS: an idle pause after each timed operation (default 10), outside the clock. Work
+// a side does after its answer (the server's audit line, a collection) then runs before the
+// next side's turn instead of in it, where it would count against whichever side came next.
+const SETTLE_MS = Number(env.BENCH_SETTLE_MS ?? 10);
 const BOUND = 1.5; // issue 25: server <= library + 1.5 x transport
 const SMALL_BOUND_MS = 0.5; // issue 25: a small request's fixed cost over a bare round trip
 const SMALL = Number(env.BENCH_SMALL ?? 1000);
+// BENCH_BATCH: operations of each kind per round (default: as many as make BATCH_BYTES).
+const BATCH_BYTES = 8 * 1024 * 1024;
 // BENCH_OPS: which transfers to run (default GET,POST); one alone, for a profile of the server.
 const OPS = ["GET", "POST"].filter((op) => (env.BENCH_OPS ?? "GET,POST").split(",").includes(op));
 if (PARTS.has("transfer")) {
   const results = [];
   const bounds = [];
+  const dists = {};
+  const seqs = {};
   const server = await startServer();
   const bare = await startBare();
   for (const size of SIZES) {
@@ -432,61 +463,71 @@ if (PARTS.has("transfer")) {
     await backend.writeState(ws, stateOf(size));
     const kept = stateOf(size);
     if ((await lean(bare.url, "PUT", `/keep/${ws}`, kept)).status !== 200) throw new Error("PUT to the bare transport");
+    // A 1 MiB operation takes a few ms, and one of them in a round swings the round's figure by
+    // the machine's jitter; BATCH operations of each kind per round (alternating in order one by
+    // one) make the figure a sum over ~BATCH_BYTES instead.
+    const each = { GET: [[], [], []], POST: [[], [], []] }; // every operation's ms
+    const batch = Number(env.BENCH_BATCH ?? Math.max(1, Math.round(BATCH_BYTES / size)));
     for (let r = 0; r < ROUNDS; r++) {
-      const first = r % 2 === 0;
-      if (OPS.includes("POST")) {
-        // POST: the same size, a new serial each time (the same content would be a no-op).
-        // Whichever runs first writes the lower serial. The transport sends the server's bytes.
-        const [lower, higher] = [stateOf(size), stateOf(size)];
-        const a = first ? lower : higher;
-        const b = first ? higher : lower;
-        md5s.set(b, createHash("md5").update(b).digest("base64"));
-        const lib = async () => backend.writeState(ws, a);
-        const srv = async () => {
-          const x = await lean(server.url, "POST", `/state/${ws}`, b);
-          if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`);
+      const sums = { GET: [0, 0, 0], POST: [0, 0, 0] };
+      for (let j = 0; j < batch; j++) {
+        const first = (r + j) % 2 === 0;
+        if (OPS.includes("POST")) {
+          // POST: the same size, a new serial each time (the same content would be a no-op).
+          // Whichever runs first writes the lower serial. The transport sends the server's bytes.
+          const [lower, higher] = [stateOf(size), stateOf(size)];
+          const a = first ? lower : higher;
+          const b = first ? higher : lower;
+          md5s.set(b, createHash("md5").update(b).digest("base64"));
+          const lib = async () => backend.writeState(ws, a);
+          const srv = async () => {
+            const x = await lean(server.url, "POST", `/state/${ws}`, b);
+            if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`);
+          };
+          const tr = async () => {
+            const x = await lean(bare.url, "POST", `/sink/${ws}`, b);
+            if (x.status !== 200) throw new Error(`bare POST ${x.status}`);
+          };
+          const t = await inOrder(
+            first,
+            [() => cpuTimed(lib, server, cpu.POST[0]), () => cpuTimed(srv, server, cpu.POST[1]), () => cpuTimed(tr, bare, cpu.POST[2])],
+            SETTLE_MS,
+          );
+          t.forEach((x, i) => ((sums.POST[i] += x), each.POST[i].push(x)));
+          sent.push({ what: `POST ${size / MiB} MiB`, client: t[1] });
+        }
+        if (!OPS.includes("GET")) continue;
+        const libR = async () => {
+          if ((await backend.readState(ws)).length !== size) throw new Error("short read");
         };
-        const tr = async () => {
-          const x = await lean(bare.url, "POST", `/sink/${ws}`, b);
-          if (x.status !== 200) throw new Error(`bare POST ${x.status}`);
+        const srvR = async () => {
+          const x = await lean(server.url, "GET", `/state/${ws}`);
+          if (x.body.length !== size) throw new Error(`GET ${x.status}`);
         };
-        const [tl, ts, tt] = await inOrder(first, [
-          () => cpuTimed(lib, server, cpu.POST[0]),
-          () => cpuTimed(srv, server, cpu.POST[1]),
-          () => cpuTimed(tr, bare, cpu.POST[2]),
-        ]);
-        ms.POST[0].push(tl);
-        ms.POST[1].push(ts);
-        ms.POST[2].push(tt);
-        ratios.POST.push(ts / tl);
-        over.POST.push((ts - tl) / tt);
-        sent.push({ what: `POST ${size / MiB} MiB`, client: ts });
+        const trR = async () => {
+          const x = await lean(bare.url, "GET", `/keep/${ws}`);
+          if (x.body.length !== size) throw new Error(`bare GET ${x.status}`);
+        };
+        const t = await inOrder(
+          first,
+          [() => cpuTimed(libR, server, cpu.GET[0]), () => cpuTimed(srvR, server, cpu.GET[1]), () => cpuTimed(trR, bare, cpu.GET[2])],
+          SETTLE_MS,
+        );
+        t.forEach((x, i) => ((sums.GET[i] += x), each.GET[i].push(x)));
+        sent.push({ what: `GET ${size / MiB} MiB`, client: t[1] });
       }
-      if (!OPS.includes("GET")) continue;
-      const libR = async () => {
-        if ((await backend.readState(ws)).length !== size) throw new Error("short read");
-      };
-      const srvR = async () => {
-        const x = await lean(server.url, "GET", `/state/${ws}`);
-        if (x.body.length !== size) throw new Error(`GET ${x.status}`);
-      };
-      const trR = async () => {
-        const x = await lean(bare.url, "GET", `/keep/${ws}`);
-        if (x.body.length !== size) throw new Error(`bare GET ${x.status}`);
-      };
-      const [gl, gs, gt] = await inOrder(first, [
-        () => cpuTimed(libR, server, cpu.GET[0]),
-        () => cpuTimed(srvR, server, cpu.GET[1]),
-        () => cpuTimed(trR, bare, cpu.GET[2]),
-      ]);
-      ms.GET[0].push(gl);
-      ms.GET[1].push(gs);
-      ms.GET[2].push(gt);
-      ratios.GET.push(gs / gl);
-      over.GET.push((gs - gl) / gt);
-      sent.push({ what: `GET ${size / MiB} MiB`, client: gs });
+      for (const op of OPS) {
+        const [tl, ts, tt] = sums[op].map((x) => x / batch);
+        ms[op][0].push(tl);
+        ms[op][1].push(ts);
+        ms[op][2].push(tt);
+        ratios[op].push(ts / tl);
+        over[op].push((ts - tl) / tt);
+      }
     }
     for (const op of OPS) {
+      seqs[`${op} ${size / MiB}`] = each[op].map((xs) => xs.map((x) => x.toFixed(1)).join(" "));
+      dists[`${op} ${size / MiB}`] = each[op].map((xs) => [0.1, 0.25, 0.5, 0.75, 0.9].map((f) => q(xs, f).toFixed(2)).join(" "));
       const [cl, cs, ct] = cpu[op];
       const o = median(over[op]);
       results.push({
@@ -506,9 +547,12 @@ if (PARTS.has("transfer")) {
         bound: BOUND,
         check: o <= BOUND ? "PASS" : "FAIL",
         rounds_within: `${over[op].filter((x) => x <= BOUND).length}/${over[op].length}`,
+        "over all operations": ((median(each[op][1]) - median(each[op][0])) / median(each[op][2])).toFixed(2),
       });
     }
   }
+  if (SPREAD) console.log("ms per operation, p10 p25 p50 p75 p90 of library / server / transport:", JSON.stringify(dists));
+  if (env.BENCH_SEQ === "1") console.log("ms per operation in order, library / server / transport:", JSON.stringify(seqs));
   console.table(results);
   console.log(`server <= library + ${BOUND} x transport (issue 25): medians of the per-round figures`);
   console.table(bounds);
