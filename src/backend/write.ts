@@ -28,8 +28,13 @@ export interface Incoming {
   readonly body: Buffer | ByteSource;
   readonly size: number;
   readonly header: { lineage?: string; serial?: number };
-  /** Hex MD5 of the body (computed, or given by the caller). */
+  /**
+   * Hex MD5 of the body (computed, or given by the caller). For an envelope being made it
+   * settles only once the store's read of it has hashed it (or {@link digest} did).
+   */
   readonly hashing: Promise<string>;
+  /** The MD5 when it is needed now, before the store reads the body: {@link hashing}, or an envelope hashed by a pass of its own. */
+  digest(): Promise<string>;
   /** Streamed from a source that must be read once to hash it (its MD5 is then known before the write starts). */
   readonly streamed: boolean;
   /** The state sealed into `body` (an envelope): the same state stored under another nonce is the same content. */
@@ -58,11 +63,22 @@ export async function prepareIncoming(data: Uint8Array | string | ByteSource, md
   // Bytes that are not a JSON object carry no lineage or serial: the guard then lets them
   // replace only what it would let anything replace. (The CLI refuses such input earlier.)
   const head = isByteSource(body) ? await prefixOf(body, HEADER_BYTES) : body.subarray(0, HEADER_BYTES);
-  // A source that hashes the bytes it makes (an envelope being encrypted) is not read to hash it.
-  const made = isByteSource(body) ? body.madeMd5 : undefined;
-  const hashing = md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : (made ?? (isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body)));
+  // A source that hashes the bytes it makes (an envelope being encrypted) is not read to hash it:
+  // the store's read of it does.
+  const made = isByteSource(body) && md5 === undefined ? body.madeMd5 : undefined;
+  const hashing =
+    md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : (made?.settled ?? (isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body)));
   hashing.catch(() => undefined); // awaited later; a failure before then must not go unhandled
-  return { body, size: sizeOf(body), header: scanHeader(head) ?? { complete: false }, hashing, streamed: isByteSource(body) && made === undefined, plain };
+  const digest = made === undefined ? (): Promise<string> => hashing : (): Promise<string> => made.now();
+  return {
+    body,
+    size: sizeOf(body),
+    header: scanHeader(head) ?? { complete: false },
+    hashing,
+    digest,
+    streamed: isByteSource(body) && body.madeMd5 === undefined,
+    plain,
+  };
 }
 
 function toBuffer(data: Uint8Array | string): Buffer {
@@ -134,7 +150,7 @@ export async function writeFenced(
   // the upload (for a large state it would otherwise run alongside it).
   if (base !== null && base.size === input.size && base.header.serial === incoming.serial && base.header.lineage === incoming.lineage) {
     // Possibly the same content again: a no-op, but one that makes sure the digest is recorded.
-    const sum = await hashing;
+    const sum = await input.digest();
     const stored = base.md5 ?? ((extraRead = true), (await storedDigest(ctx, path))?.md5);
     // Sealed again, the same state has other bytes (a fresh nonce): the stored envelope's state is compared.
     if (stored !== undefined && (stored === sum || (input.plain !== undefined && (await sealsSameState(ctx, workspace, base, stored, input.plain))))) {
@@ -156,7 +172,7 @@ export async function writeFenced(
   if (extraRead) holder = await checkHolder();
 
   // A streamed state's MD5 is known before it is sent (it was read once to hash it).
-  const known = input.streamed || input.size < PARALLEL_MD5_MIN ? await hashing : undefined;
+  const known = input.streamed || input.size < PARALLEL_MD5_MIN ? await input.digest() : undefined;
   const metadata = writeMetadata({ incoming, lockId, holder, who: ctx.who, md5: known, principal: options.principal });
   if (options.operation !== undefined) metadata[META.operation] = encodeMeta(options.operation);
   if (options.sourceVersion !== undefined) metadata[META.sourceVersion] = encodeMeta(options.sourceVersion);
@@ -172,10 +188,10 @@ export async function writeFenced(
   } catch (e) {
     if (!isObjstateError(e, "PRECONDITION_FAILED")) throw e;
     // A PUT retried after its reply was lost finds its own first attempt stored: that is success.
-    if (!(await storedIsOurs(ctx, path, await hashing, lockId))) throw await lostRace(ctx, workspace, locks, lockId, e);
+    if (!(await storedIsOurs(ctx, path, await input.digest(), lockId))) throw await lostRace(ctx, workspace, locks, lockId, e);
   }
   await options.onStored?.();
-  const digest = await hashing;
+  const digest = await input.digest();
   // The commit point: only now did the write happen.
   if (locks !== undefined) await commit(ctx, workspace, locks, seen, digest, lockId);
   return { written: true, md5: digest, serial: incoming.serial };

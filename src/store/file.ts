@@ -88,6 +88,7 @@ import type {
   ListedObject,
   ListOptions,
   ListVersionsOptions,
+  MadeMd5,
   ObjectMeta,
   ObjectStoreDriver,
   ObjectVersion,
@@ -889,9 +890,10 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
         onProgress?.(written, body.size);
       },
       what,
+      { reusable: true }, // each chunk is written before the next is asked for
     );
     await handle.sync();
-    return { stat: await handle.stat({ bigint: true }), md5: hash?.digest("hex") ?? trusted ?? (await (made as Promise<string>)) };
+    return { stat: await handle.stat({ bigint: true }), md5: hash?.digest("hex") ?? trusted ?? (await (made as MadeMd5).settled) };
   } finally {
     await handle.close();
   }

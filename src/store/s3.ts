@@ -645,7 +645,7 @@ export class S3Driver implements ObjectStoreDriver {
           }),
           { abortSignal: controller.signal },
         );
-        if (made !== undefined) checkStoredMd5(res, await made, params.Key);
+        if (made !== undefined) checkStoredMd5(res, await made.settled, params.Key);
         options.onProgress?.(source.size, source.size);
         return;
       } catch (e) {

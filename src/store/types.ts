@@ -28,6 +28,16 @@ export interface ObjectMeta {
   readonly metadata?: Readonly<Record<string, string>> | undefined;
 }
 
+/** How a read of a {@link ByteSource} uses its chunks. */
+export interface OpenOptions {
+  /**
+   * The reader is done with each chunk once it asks for the next (it wrote it and awaited
+   * the write, or copied it): the source may yield the same buffer again, refilled, instead
+   * of a fresh one per chunk. Never for a reader that queues chunks (a socket's stream).
+   */
+  readonly reusable?: boolean | undefined;
+}
+
 /**
  * Bytes that can be read more than once, in order, without ever being held in memory
  * whole (a large state pushed from a file). Each {@link open} starts again from the first
@@ -37,7 +47,7 @@ export interface ByteSource {
   /** How many bytes every read yields; a read that finds more or fewer throws. */
   readonly size: number;
   /** A fresh read from the first byte, in chunks of bounded size. */
-  open(): AsyncIterable<Uint8Array>;
+  open(options?: OpenOptions): AsyncIterable<Uint8Array>;
   /**
    * Hex MD5 the source itself guarantees: it checks its bytes against it and fails a read
    * (before the last byte) when they differ. A driver given this same MD5 need not hash the
@@ -45,12 +55,23 @@ export interface ByteSource {
    */
   readonly verifiedMd5?: string | undefined;
   /**
-   * Hex MD5 the source takes of bytes it makes once and keeps (every read yields those very
-   * bytes): it settles once they are all made, which may be before a read ends. A driver
-   * trusts it as it trusts {@link verifiedMd5} instead of hashing the bytes again (an
-   * envelope encrypted while it is written, see byte-source.ts `madeSource`).
+   * Hex MD5 the source takes of bytes it makes itself, the same bytes on every read (an
+   * envelope encrypted while it is written, see byte-source.ts `madeSource`). A driver trusts
+   * it as it trusts {@link verifiedMd5} instead of hashing the bytes again: it awaits
+   * `settled` once its read of the source has ended.
    */
-  readonly madeMd5?: Promise<string> | undefined;
+  readonly madeMd5?: MadeMd5 | undefined;
+}
+
+/** The MD5 of the bytes a source makes (see {@link ByteSource.madeMd5}). */
+export interface MadeMd5 {
+  /** Settles once a read has made them all (the first read hashes what it yields), or once {@link now} hashed them. */
+  readonly settled: Promise<string>;
+  /**
+   * The MD5 before (or without) a read: taken by a pass of its own unless a read is already
+   * taking it. Needed after a read that stopped early too (`settled` waits for a whole read).
+   */
+  now(): Promise<string>;
 }
 
 /** What a driver stores: bytes in memory, or a {@link ByteSource} streamed to the store. */

@@ -19,51 +19,80 @@ async function readAll(source: { open(): AsyncIterable<Uint8Array> }, onPiece?: 
 const remade = (make: () => Generator<Buffer>): Iterable<Buffer> => ({ [Symbol.iterator]: make });
 
 describe("madeSource: bytes made afresh for each read, never held whole", () => {
-  it("every read, started while the MD5 is taken or after, yields the same bytes in pieces of at most 1 MiB; madeMd5 is their MD5", async () => {
+  it("the first read makes the bytes once and takes their MD5 from what it yields; later reads yield the same bytes in pieces of at most 1 MiB", async () => {
     const bytes = randomBytes(6 * 1024 * 1024 + 5);
-    let taken = 0;
+    let makings = 0;
     const pieces = function* (): Generator<Buffer> {
-      for (let at = 0; at < bytes.length; at += 64 * 1024) {
-        taken = at;
-        yield bytes.subarray(at, at + 64 * 1024);
-      }
+      makings++;
+      for (let at = 0; at < bytes.length; at += 64 * 1024) yield bytes.subarray(at, at + 64 * 1024);
     };
     const source = madeSource(bytes.length, remade(pieces), "the bytes");
-    // The hash goes on in turns: a read can start beside it.
-    assert.ok(taken < bytes.length - 64 * 1024, "the pieces are hashed in turns, not all at once");
+    assert.equal(makings, 0, "nothing is made before a read asks");
     let largest = 0;
-    const early = readAll(source, (n) => (largest = Math.max(largest, n)));
-    assert.equal(await source.madeMd5, md5(bytes));
+    const first = await readAll(source, (n) => (largest = Math.max(largest, n)));
+    assert.equal(await source.madeMd5.settled, md5(bytes));
+    assert.equal(makings, 1, "the MD5 came from the read's own pieces, not from a second making");
+    assert.equal(await source.madeMd5.now(), md5(bytes));
+    assert.equal(makings, 1, "now() after a read has it makes nothing again");
     const late = await readAll(source, (n) => (largest = Math.max(largest, n)));
-    assert.ok((await early).equals(bytes));
+    assert.ok(first.equals(bytes));
     assert.ok(late.equals(bytes));
     assert.ok(largest <= 1024 * 1024, `largest piece ${largest}`);
+  });
+
+  it("now() before any read takes the MD5 by a pass of its own; a read that stops early leaves it to the next read", async () => {
+    const bytes = randomBytes(5 * 1024 * 1024);
+    let makings = 0;
+    const pieces = remade(function* () {
+      makings++;
+      for (let at = 0; at < bytes.length; at += 100_000) yield bytes.subarray(at, at + 100_000);
+    });
+    const early = madeSource(bytes.length, pieces, "the bytes");
+    assert.equal(await early.madeMd5.now(), md5(bytes));
+    assert.ok((await readAll(early)).equals(bytes));
+
+    makings = 0;
+    const peeked = madeSource(bytes.length, pieces, "the bytes");
+    for await (const c of peeked.open()) {
+      assert.ok(c.length > 0);
+      break; // a look at the first bytes (the guard's header)
+    }
+    assert.ok((await readAll(peeked)).equals(bytes));
+    assert.equal(await peeked.madeMd5.settled, md5(bytes));
+    assert.equal(makings, 2, "the peek and the whole read, and no pass of its own");
   });
 
   it("text pieces are their characters as bytes (base64), mixed with buffers: read, and hashed, exactly", async () => {
     const text = randomBytes(3 * 1024 * 1024).toString("base64");
     const pieces = [Buffer.from('{"data":"'), text.slice(0, 70_000), text.slice(70_000, 2_000_001), text.slice(2_000_001), Buffer.from('"}')];
     const want = Buffer.concat(pieces.map((p) => (typeof p === "string" ? Buffer.from(p, "latin1") : p)));
-    const source = madeSource(want.length, pieces, "the envelope");
-    assert.ok((await readAll(source)).equals(want));
-    assert.equal(await source.madeMd5, md5(want));
+    const read = madeSource(want.length, pieces, "the envelope");
+    assert.ok((await readAll(read)).equals(want));
+    assert.equal(await read.madeMd5.settled, md5(want));
+    assert.equal(await madeSource(want.length, pieces, "the envelope").madeMd5.now(), md5(want));
   });
 
   it("making that fails, or makes another number of bytes, fails every read and the MD5 (INPUT_CHANGED for the count)", async () => {
-    const failing = madeSource(
-      3 * 1024 * 1024,
-      remade(function* () {
-        yield Buffer.alloc(2 * 1024 * 1024);
-        throw new Error("the cipher broke");
-      }),
-      "the bytes",
-    );
-    await assert.rejects(readAll(failing), /the cipher broke/);
-    await assert.rejects(failing.madeMd5, /the cipher broke/);
+    const failing = () =>
+      madeSource(
+        3 * 1024 * 1024,
+        remade(function* () {
+          yield Buffer.alloc(2 * 1024 * 1024);
+          throw new Error("the cipher broke");
+        }),
+        "the bytes",
+      );
+    const read = failing();
+    await assert.rejects(readAll(read), /the cipher broke/);
+    await assert.rejects(read.madeMd5.settled, /the cipher broke/);
+    await assert.rejects(failing().madeMd5.now(), /the cipher broke/);
     const short = madeSource(100, [Buffer.alloc(60)], "the envelope");
-    await assert.rejects(short.madeMd5, (e: unknown) => isObjstateError(e, "INPUT_CHANGED") && /the envelope/.test((e as Error).message));
+    await assert.rejects(short.madeMd5.now(), (e: unknown) => isObjstateError(e, "INPUT_CHANGED") && /the envelope/.test((e as Error).message));
     await assert.rejects(readAll(short), (e: unknown) => isObjstateError(e, "INPUT_CHANGED"));
+    const shortRead = madeSource(100, [Buffer.alloc(60)], "the envelope");
+    await assert.rejects(readAll(shortRead), (e: unknown) => isObjstateError(e, "INPUT_CHANGED"));
+    await assert.rejects(shortRead.madeMd5.settled, (e: unknown) => isObjstateError(e, "INPUT_CHANGED"));
     const long = madeSource(10, [Buffer.alloc(60)], "the envelope");
-    await assert.rejects(long.madeMd5, (e: unknown) => isObjstateError(e, "INPUT_CHANGED"));
+    await assert.rejects(long.madeMd5.now(), (e: unknown) => isObjstateError(e, "INPUT_CHANGED"));
   });
 });
