@@ -62,6 +62,28 @@ describe("madeSource: bytes made afresh for each read, never held whole", () => 
     assert.equal(makings, 2, "the peek and the whole read, and no pass of its own");
   });
 
+  it("a reader done with each chunk before the next ({reusable}) gets one buffer refilled; any other reader a fresh one per chunk (a socket may still queue the last)", async () => {
+    const bytes = randomBytes(3 * 1024 * 1024 + 7);
+    const source = madeSource(bytes.length, [bytes.subarray(0, 100), bytes.subarray(100)], "the bytes");
+    const seen = (reusable: boolean): Promise<{ buffers: Set<ArrayBufferLike>; copy: Buffer }> =>
+      (async () => {
+        const buffers = new Set<ArrayBufferLike>();
+        const parts: Buffer[] = [];
+        for await (const c of source.open({ reusable })) {
+          buffers.add(c.buffer);
+          parts.push(Buffer.from(c)); // copied before the next is asked for
+        }
+        return { buffers, copy: Buffer.concat(parts) };
+      })();
+    const reused = await seen(true);
+    assert.ok(reused.copy.equals(bytes));
+    assert.equal(reused.buffers.size, 1);
+    const fresh = await seen(false);
+    assert.ok(fresh.copy.equals(bytes));
+    assert.equal(fresh.buffers.size, 4);
+    assert.equal(await source.madeMd5.settled, md5(bytes));
+  });
+
   it("text pieces are their characters as bytes (base64), mixed with buffers: read, and hashed, exactly", async () => {
     const text = randomBytes(3 * 1024 * 1024).toString("base64");
     const pieces = [Buffer.from('{"data":"'), text.slice(0, 70_000), text.slice(70_000, 2_000_001), text.slice(2_000_001), Buffer.from('"}')];
