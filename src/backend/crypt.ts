@@ -8,7 +8,7 @@
 import type { Decrypted, StateDecryptor, StateEncryption } from "../encryption/index.js";
 import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
-import { madeSource } from "../store/byte-source.js";
+import { madeSource } from "../store/made-source.js";
 import type { ByteSource } from "../store/types.js";
 import { PARALLEL_MD5_MIN } from "../util/md5.js";
 import type { ReadSink } from "./read.js";

@@ -6,6 +6,7 @@
 import { isObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
 import { isByteSource, md5OfSource, prefixOf, readThrough, sizeOf } from "../store/byte-source.js";
+import { isMadeSource } from "../store/made-source.js";
 import type { ByteSource, GetResult, ObjectMeta } from "../store/types.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { intentMetadata, judge } from "./commit.js";
@@ -66,6 +67,8 @@ export async function prepareIncoming(data: Uint8Array | string | ByteSource, md
   // A source that hashes the bytes it makes (an envelope being encrypted) is not read to hash it:
   // the store's read of it does.
   const made = isByteSource(body) && md5 === undefined ? body.madeMd5 : undefined;
+  // Its making and hashing start now, beside the guard's reads of the store; the store's read adopts them.
+  if (made !== undefined && isByteSource(body) && isMadeSource(body)) body.ahead();
   const hashing =
     md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : (made?.settled ?? (isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body)));
   hashing.catch(() => undefined); // awaited later; a failure before then must not go unhandled

@@ -56,7 +56,7 @@ export interface ByteSource {
   readonly verifiedMd5?: string | undefined;
   /**
    * Hex MD5 the source takes of bytes it makes itself, the same bytes on every read (an
-   * envelope encrypted while it is written, see byte-source.ts `madeSource`). A driver trusts
+   * envelope encrypted while it is written, see store/made-source.ts). A driver trusts
    * it as it trusts {@link verifiedMd5} instead of hashing the bytes again: it awaits
    * `settled` once its read of the source has ended.
    */

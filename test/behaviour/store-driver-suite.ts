@@ -11,7 +11,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { after, describe, it } from "node:test";
 import type { ErrorCode } from "../../src/error-codes.js";
 import { isObjstateError } from "../../src/errors.js";
-import { madeSource } from "../../src/store/byte-source.js";
+import { madeSource } from "../../src/store/made-source.js";
 import type { ByteSource, ObjectStoreDriver, ObjectVersion } from "../../src/store/types.js";
 
 /** A driver on a bucket of its own, not created yet. */

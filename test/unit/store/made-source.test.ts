@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { describe, it } from "node:test";
 import { isObjstateError } from "../../../src/errors.js";
-import { madeSource } from "../../../src/store/byte-source.js";
+import { madeSource } from "../../../src/store/made-source.js";
 
 const md5 = (b: Uint8Array): string => createHash("md5").update(b).digest("hex");
 
@@ -82,6 +82,71 @@ describe("madeSource: bytes made afresh for each read, never held whole", () => 
     assert.ok(fresh.copy.equals(bytes));
     assert.equal(fresh.buffers.size, 4);
     assert.equal(await source.madeMd5.settled, md5(bytes));
+  });
+
+  it("ahead(): the next read adopts what the pass made and hashed, and makes the rest where the pass stopped; every byte is made once", async () => {
+    const bytes = randomBytes(40 * 1024 * 1024 + 3);
+    let makings = 0;
+    let made = 0;
+    const source = madeSource(
+      bytes.length,
+      remade(function* () {
+        makings++;
+        for (let at = 0; at < bytes.length; at += 64 * 1024) {
+          made = at + 64 * 1024;
+          yield bytes.subarray(at, at + 64 * 1024);
+        }
+      }),
+      "the bytes",
+    );
+    source.ahead();
+    // Left alone, the pass keeps at most 16 MiB (and a chunk) for the read, then waits.
+    for (let i = 0; i < 400 && made < 16 * 1024 * 1024; i++) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.ok(made >= 16 * 1024 * 1024 && made <= 18 * 1024 * 1024, `made ${made} bytes ahead`);
+    assert.ok((await readAll(source)).equals(bytes));
+    assert.equal(await source.madeMd5.settled, md5(bytes));
+    assert.equal(makings, 1, "the read went on with the pass's making");
+  });
+
+  it("ahead() then now() without a read: the pass hashes to the end alone; a read after makes afresh", async () => {
+    for (const n of [3 * 1024 * 1024 + 1, 20 * 1024 * 1024]) {
+      const bytes = randomBytes(n);
+      let makings = 0;
+      const source = madeSource(
+        n,
+        remade(function* () {
+          makings++;
+          yield bytes;
+        }),
+        "the bytes",
+      );
+      source.ahead();
+      await new Promise((r) => setTimeout(r, 50)); // the small one is all kept and its pass ended
+      assert.equal(await source.madeMd5.now(), md5(bytes));
+      assert.ok((await readAll(source)).equals(bytes));
+      assert.equal(makings, 2);
+    }
+  });
+
+  it("a making that fails during ahead() fails the read that adopts it, and the MD5", async () => {
+    const failing = () =>
+      madeSource(
+        3 * 1024 * 1024,
+        remade(function* () {
+          yield Buffer.alloc(2 * 1024 * 1024);
+          throw new Error("the cipher broke");
+        }),
+        "the bytes",
+      );
+    const read = failing();
+    read.ahead();
+    await assert.rejects(readAll(read), /the cipher broke/);
+    await assert.rejects(read.madeMd5.settled, /the cipher broke/);
+    const alone = failing();
+    alone.ahead();
+    await new Promise((r) => setTimeout(r, 20));
+    await assert.rejects(alone.madeMd5.now(), /the cipher broke/);
   });
 
   it("text pieces are their characters as bytes (base64), mixed with buffers: read, and hashed, exactly", async () => {
