@@ -124,6 +124,8 @@ export function madeSource(size: number, pieces: Iterable<Piece>, what: string):
   /** Set by a read (adopt) or by `now()` (finish alone): the pass looks after each chunk. */
   let wake: (() => void) | undefined;
   let adoptWanted = false;
+  /** `now()` was called: a read that stops early hands the MD5 over to a pass of its own. */
+  let wanted = false;
 
   const settle = (md5: string | undefined, e?: unknown): void => {
     if (done) return;
@@ -201,6 +203,7 @@ export function madeSource(size: number, pieces: Iterable<Piece>, what: string):
     madeMd5: {
       settled,
       now(): Promise<string> {
+        wanted = true;
         if (taking === "lookahead") {
           // Needed before (or without) a read: the pass goes on alone; what it kept is dropped.
           taking = "own";
@@ -269,8 +272,11 @@ export function madeSource(size: number, pieces: Iterable<Piece>, what: string):
           else {
             await endHash(hash);
             // Stopped early by its consumer (a look at the first bytes, a failed upload): the
-            // next read takes the MD5, or now() a pass of its own.
-            if (taking === "read") taking = undefined;
+            // next read takes the MD5, or a pass of its own once now() asks (or has asked).
+            if (taking === "read") {
+              taking = undefined;
+              if (wanted) ownPass();
+            }
           }
         }
       }

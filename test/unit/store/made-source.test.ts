@@ -149,6 +149,28 @@ describe("madeSource: bytes made afresh for each read, never held whole", () => 
     await assert.rejects(alone.madeMd5.now(), /the cipher broke/);
   });
 
+  // Without the hand-over the MD5 never settles: the timeout turns that hang into a failure.
+  it("now() while a read takes the MD5, and that read stops early: a pass of its own takes over", { timeout: 60_000 }, async () => {
+    const bytes = randomBytes(6 * 1024 * 1024);
+    const source = madeSource(
+      bytes.length,
+      remade(function* () {
+        for (let at = 0; at < bytes.length; at += 256 * 1024) yield bytes.subarray(at, at + 256 * 1024);
+      }),
+      "the bytes",
+    );
+    const md5Now = (async () => {
+      for await (const c of source.open()) {
+        assert.ok(c.length > 0);
+        const asked = source.madeMd5.now(); // asked while this read is taking it
+        await new Promise((r) => setImmediate(r));
+        return asked; // then the read stops (an upload that failed)
+      }
+      throw new Error("no chunk");
+    })();
+    assert.equal(await await md5Now, md5(bytes));
+  });
+
   it("text pieces are their characters as bytes (base64), mixed with buffers: read, and hashed, exactly", async () => {
     const text = randomBytes(3 * 1024 * 1024).toString("base64");
     const pieces = [Buffer.from('{"data":"'), text.slice(0, 70_000), text.slice(70_000, 2_000_001), text.slice(2_000_001), Buffer.from('"}')];
