@@ -268,7 +268,8 @@ export function madeSource(size: number, pieces: Iterable<Piece>, what: string):
         throw e;
       } finally {
         if (hash !== undefined) {
-          if (complete) await digestInto(hash);
+          // The reader goes on (a file's fsync) while the hash's last window is hashed.
+          if (complete) void digestInto(hash);
           else {
             await endHash(hash);
             // Stopped early by its consumer (a look at the first bytes, a failed upload): the
