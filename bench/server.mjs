@@ -45,6 +45,8 @@ const CYCLES = Number(env.BENCH_CYCLES ?? 100);
 const SECONDS = Number(env.BENCH_SECONDS ?? 5);
 // BENCH_SERVER_NODE_ARGS: options for the server processes' node (e.g. "--cpu-prof --cpu-prof-dir=/tmp/p").
 const NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
+// The library's process (bench/library-child.mjs) runs with the same options (not the phases hook).
+const LIBRARY_NODE_ARGS = [...NODE_ARGS];
 // BENCH_PHASES=1: where each request's time went in the server (bench/server-phases.mjs),
 // next to what the client saw: medians per operation after the transfer and lock tables.
 const PHASES = env.BENCH_PHASES === "1";
@@ -201,6 +203,48 @@ async function startServer(config = configFile) {
     stop: () =>
       new Promise((r) => {
         child.on("close", r);
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+/**
+ * The library in its own process (bench/library-child.mjs), over the bench's store; resolves
+ * once it is connected. `write` and `read` answer the library call's own wall and CPU ms.
+ */
+async function startLibrary() {
+  const child = spawn(
+    process.execPath,
+    [...LIBRARY_NODE_ARGS, fileURLToPath(new URL("library-child.mjs", import.meta.url)), DIST.href, JSON.stringify(props)],
+    {
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    },
+  );
+  children.add(child);
+  const pending = new Map();
+  let next = 1;
+  await new Promise((resolve, reject) => {
+    child.on("message", (m) => {
+      if (m.ready) return resolve();
+      const p = pending.get(m.id);
+      pending.delete(m.id);
+      if (m.error !== undefined) p?.reject(new Error(`library child: ${m.error}`));
+      else p?.resolve(m);
+    });
+    child.on("exit", (code) => reject(new Error(`the library child exited ${code}`)));
+  });
+  const call = (m) =>
+    new Promise((resolve, reject) => {
+      const id = next++;
+      pending.set(id, { resolve, reject });
+      child.send({ id, ...m });
+    });
+  return {
+    write: (ws, serial, size) => call({ op: "write", ws, serial, size }),
+    read: (ws, size) => call({ op: "read", ws, size }),
+    stop: () =>
+      new Promise((r) => {
+        child.on("exit", r);
         child.kill("SIGTERM");
       }),
   };
@@ -378,6 +422,12 @@ const cpuTimed = async (fn, server, into) => {
   into.push({ here: (p.user + p.system) / 1000, server: server.cpu() - s0 });
   return ms;
 };
+/** The library child's call: its own wall ms, and its CPU as `here` (the server's is idle). */
+const childTimed = async (fn, into) => {
+  const r = await fn();
+  into.push({ here: r.cpu, server: 0 });
+  return r.ms;
+};
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const mib = (b) => (b / MiB).toFixed(1);
 
@@ -446,6 +496,8 @@ const SMALL = Number(env.BENCH_SMALL ?? 1000);
 // BENCH_BATCH: operations of each kind per round (default: as many as make BATCH_BYTES).
 const BATCH_BYTES = 8 * 1024 * 1024;
 // BENCH_OPS: which transfers to run (default GET,POST); one alone, for a profile of the server.
+// BENCH_LIBRARY=inproc: the library in this process, as before decision 081 (default: its own process).
+const LIBRARY_INPROC = env.BENCH_LIBRARY === "inproc";
 const OPS = ["GET", "POST"].filter((op) => (env.BENCH_OPS ?? "GET,POST").split(",").includes(op));
 if (PARTS.has("transfer")) {
   const results = [];
@@ -454,6 +506,7 @@ if (PARTS.has("transfer")) {
   const seqs = {};
   const server = await startServer();
   const bare = await startBare();
+  const library = LIBRARY_INPROC ? undefined : await startLibrary();
   for (const size of SIZES) {
     const ws = `s${size / MiB}`;
     const ratios = { GET: [], POST: [] };
@@ -479,7 +532,11 @@ if (PARTS.has("transfer")) {
           const a = first ? lower : higher;
           const b = first ? higher : lower;
           md5s.set(b, createHash("md5").update(b).digest("base64"));
-          const lib = async () => backend.writeState(ws, a);
+          const libSerial = Number(/"serial":(\d+)/.exec(a.subarray(0, 64).toString())[1]);
+          const lib =
+            library === undefined
+              ? () => cpuTimed(() => backend.writeState(ws, a), server, cpu.POST[0])
+              : () => childTimed(() => library.write(ws, libSerial, size), cpu.POST[0]);
           const srv = async () => {
             const x = await lean(server.url, "POST", `/state/${ws}`, b);
             if (x.status !== 200) throw new Error(`POST ${x.status} ${x.body}`);
@@ -488,18 +545,22 @@ if (PARTS.has("transfer")) {
             const x = await lean(bare.url, "POST", `/sink/${ws}`, b);
             if (x.status !== 200) throw new Error(`bare POST ${x.status}`);
           };
-          const t = await inOrder(
-            first,
-            [() => cpuTimed(lib, server, cpu.POST[0]), () => cpuTimed(srv, server, cpu.POST[1]), () => cpuTimed(tr, bare, cpu.POST[2])],
-            SETTLE_MS,
-          );
+          const t = await inOrder(first, [lib, () => cpuTimed(srv, server, cpu.POST[1]), () => cpuTimed(tr, bare, cpu.POST[2])], SETTLE_MS);
           t.forEach((x, i) => ((sums.POST[i] += x), each.POST[i].push(x)));
           sent.push({ what: `POST ${size / MiB} MiB`, client: t[1] });
         }
         if (!OPS.includes("GET")) continue;
-        const libR = async () => {
-          if ((await backend.readState(ws)).length !== size) throw new Error("short read");
-        };
+        const libR =
+          library === undefined
+            ? () =>
+                cpuTimed(
+                  async () => {
+                    if ((await backend.readState(ws)).length !== size) throw new Error("short read");
+                  },
+                  server,
+                  cpu.GET[0],
+                )
+            : () => childTimed(() => library.read(ws, size), cpu.GET[0]);
         const srvR = async () => {
           const x = await lean(server.url, "GET", `/state/${ws}`);
           if (x.body.length !== size) throw new Error(`GET ${x.status}`);
@@ -508,11 +569,7 @@ if (PARTS.has("transfer")) {
           const x = await lean(bare.url, "GET", `/keep/${ws}`);
           if (x.body.length !== size) throw new Error(`bare GET ${x.status}`);
         };
-        const t = await inOrder(
-          first,
-          [() => cpuTimed(libR, server, cpu.GET[0]), () => cpuTimed(srvR, server, cpu.GET[1]), () => cpuTimed(trR, bare, cpu.GET[2])],
-          SETTLE_MS,
-        );
+        const t = await inOrder(first, [libR, () => cpuTimed(srvR, server, cpu.GET[1]), () => cpuTimed(trR, bare, cpu.GET[2])], SETTLE_MS);
         t.forEach((x, i) => ((sums.GET[i] += x), each.GET[i].push(x)));
         sent.push({ what: `GET ${size / MiB} MiB`, client: t[1] });
       }
@@ -607,6 +664,7 @@ if (PARTS.has("transfer")) {
   }
   await server.stop();
   await bare.stop();
+  await library?.stop();
   if (PHASES) phaseTable(server);
 }
 

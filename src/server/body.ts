@@ -9,6 +9,7 @@ import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { ObjstateError } from "../errors.js";
 import type { ByteSource } from "../store/types.js";
+import { LENT_MAX, LENT_MIN, type BodyBuffers } from "./body-buffers.js";
 import { md5Hex, PARALLEL_MD5_MIN, ParallelMd5 } from "../util/md5.js";
 
 /**
@@ -43,7 +44,15 @@ export function isReceiving(req: IncomingMessage): boolean {
 export interface Body {
   readonly bytes: Buffer;
   readonly md5: string;
+  /**
+   * Give the buffer `bytes` lies in back to the server's {@link BodyBuffers}, once nothing will
+   * read `bytes` again: after a write that succeeded, never after one that failed (a store call
+   * may still be reading it). A no-op for a body that was not lent a buffer.
+   */
+  release(): void;
 }
+
+const keepIt = (): void => undefined;
 
 export function tooLarge(size: number | undefined, max: number, name = "--max-state-size"): ObjstateError {
   return new ObjstateError(
@@ -59,16 +68,33 @@ export function checkDeclaredLength(req: IncomingMessage, limits: BodyLimits): v
   if (declared !== undefined && Number(declared) > limits.maxBytes) throw tooLarge(Number(declared), limits.maxBytes, limits.maxBytesName);
 }
 
-/** Read the body whole: the chunks that arrived, joined once at the end. */
-export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
+/**
+ * Read the body whole. With `buffers`, a body whose Content-Length is between `LENT_MIN` and
+ * `LENT_MAX` is copied as it arrives into a buffer lent for the request (see
+ * {@link Body.release}); any other is kept as the chunks that arrived, joined once at the end.
+ */
+export function readBody(req: IncomingMessage, limits: BodyLimits, buffers?: BodyBuffers): Promise<Body> {
   try {
     const arrived = arrivedBody(req, limits);
     if (arrived !== undefined) return Promise.resolve(arrived);
   } catch (e) {
     return Promise.reject(e as Error);
   }
+  const declared = req.headers["content-length"] === undefined ? NaN : Number(req.headers["content-length"]);
+  if (buffers !== undefined && Number.isSafeInteger(declared) && declared >= LENT_MIN && declared <= Math.min(LENT_MAX, limits.maxBytes)) {
+    const lent = buffers.lend(declared);
+    const r = receiveBody(req, limits, undefined, lent);
+    return r.done.then((md5) => {
+      if (r.filled() !== declared) throw new ObjstateError("BAD_REQUEST", "the request body is shorter than its Content-Length");
+      return { bytes: lent.subarray(0, declared), md5, release: () => buffers.giveBack(lent) };
+    });
+  }
   const r = receiveBody(req, limits);
-  return r.done.then((md5) => ({ bytes: r.chunks.length === 1 ? (r.chunks[0] as Buffer) : Buffer.concat(r.chunks, r.filled()), md5 }));
+  return r.done.then((md5) => ({
+    bytes: r.chunks.length === 1 ? (r.chunks[0] as Buffer) : Buffer.concat(r.chunks, r.filled()),
+    md5,
+    release: keepIt,
+  }));
 }
 
 /**
@@ -86,7 +112,7 @@ export function arrivedBody(req: IncomingMessage, limits: BodyLimits): Body | un
   if (req.readableLength > limits.maxBytes) throw tooLarge(undefined, limits.maxBytes, limits.maxBytesName);
   const read: unknown = req.readableLength === 0 ? null : req.read();
   const bytes = Buffer.isBuffer(read) ? read : Buffer.alloc(0);
-  return { bytes, md5: md5Hex(bytes) };
+  return { bytes, md5: md5Hex(bytes), release: keepIt };
 }
 
 /** Socket reads shorter than this are copied into a shared {@link GATHER} buffer instead of kept as they are. */
@@ -110,9 +136,11 @@ export interface Receiving {
 
 /**
  * Receive a body: checked against the limits, hashed as it arrives, kept as the socket's
- * reads (small ones gathered). `onChunk` is called after each read.
+ * reads (small ones gathered), or copied into `into` as they arrive (then `chunks` stays
+ * empty; a body longer than `into` is refused as longer than its Content-Length). `onChunk`
+ * is called after each read.
  */
-export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void): Receiving {
+export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: () => void, into?: Buffer): Receiving {
   checkDeclaredLength(req, limits);
   const declared = req.headers["content-length"] === undefined ? undefined : Number(req.headers["content-length"]);
   const chunks: Buffer[] = [];
@@ -129,6 +157,11 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
     runStart = gathered;
   };
   const keep = (chunk: Buffer): void => {
+    if (into !== undefined) {
+      // Checked by the caller: `filled + chunk.length` is within the Content-Length, and `into` holds it.
+      chunk.copy(into, filled);
+      return;
+    }
     if (chunk.length >= SMALL_READ) {
       seal();
       chunks.push(chunk);
@@ -175,7 +208,7 @@ export function receiveBody(req: IncomingMessage, limits: BodyLimits, onChunk?: 
     receiving.add(req);
     req.on("data", (chunk: Buffer) => {
       if (filled + chunk.length > limits.maxBytes) return fail(tooLarge(undefined, limits.maxBytes, limits.maxBytesName));
-      if (declared !== undefined && filled + chunk.length > declared)
+      if ((declared !== undefined && filled + chunk.length > declared) || (into !== undefined && filled + chunk.length > into.length))
         return fail(new ObjstateError("BAD_REQUEST", "the request body is longer than its Content-Length"));
       keep(chunk);
       filled += chunk.length;

@@ -125,13 +125,15 @@ export async function postState(ctx: Ctx): Promise<void> {
   const md5 = declaredMd5(header(ctx, "content-md5"));
   const length = Number(header(ctx, "content-length") ?? NaN);
   if (md5 !== undefined && Number.isSafeInteger(length) && length >= POST_STREAM_MIN) return postStreamed(ctx, ws, lockId, md5, as);
-  const body = await readBody(ctx.req, ctx.limits);
+  const body = await readBody(ctx.req, ctx.limits, ctx.bodyBuffers);
   ctx.bytesIn += body.bytes.length;
   checkContentMd5(header(ctx, "content-md5"), body.md5);
   if (startsLikeObject(body.bytes) !== true) throw notAState(ws);
   const stored = ctx.encryption !== undefined && isEnvelope(body.bytes);
   if (stored) await mustOpen(ctx.encryption as StateEncryption, body.bytes, ws);
   noteWrite(ctx, await ctx.backend.writeState(ws, body.bytes, { lockId, md5: body.md5, stored, ...as }));
+  // Only now: a write that failed may have left a store call reading the bytes.
+  body.release();
   sendEmpty(ctx, 200);
 }
 

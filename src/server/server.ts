@@ -18,6 +18,7 @@ import { Authenticator, type Authenticated, type LoginLimit } from "./auth.js";
 import type { Identity } from "./identity/identity.js";
 import { RequestGate, type PublicOrigin, type RouteKind } from "./gate.js";
 import { checkDeclaredLength } from "./body.js";
+import { BodyBuffers } from "./body-buffers.js";
 import { ConnectionGuard } from "./connections.js";
 import { requireRole, send, sendEmpty, sendJson, type Ctx } from "./context.js";
 import { Logger } from "./log.js";
@@ -181,6 +182,7 @@ export class ObjstateServer {
   /** One per server: keys are derived (or fetched) once, not per request. */
   private readonly encryption: StateEncryption | undefined;
   private inFlight = 0;
+  private readonly bodyBuffers = new BodyBuffers();
   private drained: (() => void) | undefined;
   private closing = false;
   private readonly consoleApi: ConsoleApi | undefined;
@@ -394,6 +396,7 @@ export class ObjstateServer {
       principal: ANONYMOUS_PRINCIPAL,
       backend: this.options.backend,
       limits: { maxBytes: this.maxStateSize, idleMs: this.clientTimeoutMs },
+      bodyBuffers: this.bodyBuffers,
       metrics: this.metrics,
       logger: this.logger,
       origin: undefined,

@@ -293,6 +293,34 @@ export function serverStreamingSuite(makeTarget: () => Target): void {
     assert.deepEqual(await backend.leftovers(), []);
   });
 
+  it("states under the streaming size go into buffers the server lends and takes back: one after another, side by side and after a refused write, each version holds exactly what was sent", async () => {
+    // Each state a different size and fill, so that bytes left from an earlier body in a reused buffer would show.
+    const sized = (serial: number, lineage: string, kib: number, fill: string): Buffer =>
+      toolState(serial, lineage, { pad: { value: fill.repeat(kib * 1024), type: "string" } });
+    const [w1, w2] = [uniqueName("ws"), uniqueName("ws")];
+    const a = sized(1, "lend", 1024, "a");
+    const b = sized(2, "lend", 900, "b");
+    const post = async (ws: string, body: Buffer): Promise<number> => (await rawRequest(server.url, "POST", `/state/${ws}`, body)).status;
+    /** The stored state is exactly `want` (compared as text, so that a failure shows where). */
+    const holds = async (ws: string, want: Buffer): Promise<void> => assert.equal((await backend.readState(ws))?.toString("utf8"), want.toString("utf8"));
+    assert.equal(await post(w1, a), 200);
+    await holds(w1, a);
+    assert.equal(await post(w1, b), 200);
+    await holds(w1, b);
+    // Side by side: each has a buffer of its own.
+    const c = sized(3, "lend", 1536, "c");
+    const d = sized(1, "other", 1200, "d");
+    assert.deepEqual(await Promise.all([post(w1, c), post(w2, d)]), [200, 200]);
+    await holds(w1, c);
+    await holds(w2, d);
+    // Refused (another lineage): its buffer is not given back; the next write is whole all the same.
+    assert.equal(await post(w1, sized(4, "foreign", 700, "e")), 409);
+    await holds(w1, c);
+    const f = sized(4, "lend", 800, "f");
+    assert.equal(await post(w1, f), 200);
+    await holds(w1, f);
+  });
+
   it("a large POST of the same content again (a no-op) is still checked against its Content-MD5 before the 200", async () => {
     const ws = uniqueName("ws");
     const state = bigState(1, 6);

@@ -8,6 +8,7 @@ import type { IncomingMessage } from "node:http";
 import { Readable } from "node:stream";
 import { describe, it } from "node:test";
 import { HOLD_BACK, readBody, receiveBody, streamBody } from "../../../src/server/body.js";
+import { BodyBuffers, LENT_MAX, LENT_MIN } from "../../../src/server/body-buffers.js";
 import type { Ctx } from "../../../src/server/context.js";
 import { StreamedRead } from "../../../src/backend/stream.js";
 import { GET_STREAM, HOLD_BACK as GET_HOLD_BACK, ResponseSink, SEND_MIN } from "../../../src/server/protocol.js";
@@ -21,6 +22,21 @@ function request(chunks: readonly Buffer[]): IncomingMessage {
   req.headers = { "content-length": String(size) };
   for (const c of chunks) req.push(c);
   req.push(null);
+  return req as unknown as IncomingMessage;
+}
+
+/** A request whose body chunks arrive after the call that reads it (not with the headers). */
+function arriving(chunks: readonly Buffer[], declared = chunks.reduce((n, c) => n + c.length, 0)): IncomingMessage {
+  const req = new Readable({ read() {} }) as Readable & { headers: Record<string, string> };
+  req.headers = { "content-length": String(declared) };
+  let i = 0;
+  const next = (): void => {
+    if (i < chunks.length) {
+      req.push(chunks[i++]);
+      setImmediate(next);
+    } else req.push(null);
+  };
+  setImmediate(next);
   return req as unknown as IncomingMessage;
 }
 
@@ -102,6 +118,55 @@ describe("request bodies", () => {
     const big = request(chunksOf([2048])) as IncomingMessage & { complete: boolean };
     big.complete = true;
     await assert.rejects(readBody(big, { maxBytes: 1024, idleMs: 5_000 }), (e: Error & { code?: string }) => e.code === "BODY_TOO_LARGE");
+  });
+
+  it("with the server's buffers, a body of LENT_MIN to LENT_MAX bytes is copied into a lent buffer as it arrives, which is used again once given back and not before", async () => {
+    const buffers = new BodyBuffers();
+    const sent = chunksOf([64 * 1024, 64 * 1024, 100_000, 300]);
+    const first = await readBody(arriving(sent), LIMITS, buffers);
+    assert.deepEqual(first.bytes, Buffer.concat(sent));
+    assert.equal(first.md5, md5(sent));
+    assert.ok(!sent.some((c) => c.buffer === first.bytes.buffer), "copied, not one of the socket's reads");
+    // Not given back (a write that failed): the next body gets a buffer of its own.
+    const other = chunksOf([200_000, 5]);
+    const second = await readBody(arriving(other), LIMITS, buffers);
+    assert.notEqual(second.bytes.buffer, first.bytes.buffer);
+    assert.deepEqual(second.bytes, Buffer.concat(other));
+    // Given back: the next body of a size it holds goes into the same memory, and is whole.
+    first.release();
+    const smaller = chunksOf([70_000, 1000]);
+    const third = await readBody(arriving(smaller), LIMITS, buffers);
+    assert.equal(third.bytes.buffer, first.bytes.buffer);
+    assert.deepEqual(third.bytes, Buffer.concat(smaller));
+    assert.equal(third.md5, md5(smaller));
+    // Small and streamed sizes are not lent.
+    const small = await readBody(arriving(chunksOf([LENT_MIN - 1])), LIMITS, buffers);
+    small.release();
+    assert.notEqual(small.bytes.buffer, third.bytes.buffer);
+  });
+
+  it("a lent buffer holds no more than the Content-Length: a longer body is refused, a shorter one too", async () => {
+    const buffers = new BodyBuffers();
+    const long = readBody(arriving(chunksOf([LENT_MIN, 10]), LENT_MIN), LIMITS, buffers);
+    await assert.rejects(long, (e: Error & { code?: string }) => e.code === "BAD_REQUEST" && /longer than its Content-Length/.test(e.message));
+    const short = readBody(arriving(chunksOf([LENT_MIN]), LENT_MIN + 10), LIMITS, buffers);
+    await assert.rejects(short, (e: Error & { code?: string }) => e.code === "BAD_REQUEST" && /shorter than its Content-Length/.test(e.message));
+  });
+
+  it("the server's buffers: the smallest that fits is lent, at most two idle ones are kept (the largest)", () => {
+    const buffers = new BodyBuffers();
+    const [a, b, c] = [buffers.lend(LENT_MIN), buffers.lend(2 * LENT_MIN), buffers.lend(LENT_MAX)];
+    assert.deepEqual([a.length, b.length, c.length], [LENT_MIN, 2 * LENT_MIN, LENT_MAX]);
+    buffers.giveBack(a);
+    buffers.giveBack(c);
+    buffers.giveBack(c); // twice is once
+    assert.equal(buffers.lend(LENT_MIN + 1), c, "the one that fits");
+    buffers.giveBack(c);
+    buffers.giveBack(b);
+    // Three idle: the smallest went.
+    assert.equal(buffers.lend(LENT_MIN), b);
+    assert.equal(buffers.lend(LENT_MIN), c);
+    assert.notEqual(buffers.lend(LENT_MIN), a);
   });
 
   it("readBody joins the chunks once, with their MD5", async () => {
