@@ -2,7 +2,7 @@
 // Run with: npm run bench:server                       (embedded store, no servers needed)
 //           BENCH_TARGET=ceph npm run bench:server     (Ceph RGW + dynalite; run through scripts/with-servers.sh)
 //  1. GET and POST of a 1 MiB and a 64 MiB state through the server vs readState / writeState
-//     in this process, paired rounds of BENCH_BATCH operations of each kind (default: 8 MiB's
+//     in a process of their own (bench/library-child.mjs; BENCH_LIBRARY=inproc: in this one), paired rounds of BENCH_BATCH operations of each kind (default: 8 MiB's
 //     worth, so 8 at 1 MiB and 1 at 64 MiB); the figure is the median of the per-round ratios.
 //     Beside them, the CPU time each side spent per operation (means): the library's process,
 //     the server process (all threads) and the client (this process during the server's turn).
