@@ -1,5 +1,5 @@
 // The library's side of bench/server.mjs's transfers, in a process of its own, as the server and
-// the bare transport each run in theirs (docs/decisions/081-library-in-its-own-process.md).
+// the bare transport each run in theirs (docs/decisions/081-request-bodies-go-into-lent-buffers.md).
 // In the bench's process the library ran beside the bench's own data (a 64 MiB padding string
 // and the states it sends): an old generation of ~100 MB, whose collection limit is far away,
 // so it rarely collected fully, while a server with a ~10 MB heap marks and compacts every few

@@ -532,7 +532,7 @@ if (PARTS.has("transfer")) {
           const a = first ? lower : higher;
           const b = first ? higher : lower;
           md5s.set(b, createHash("md5").update(b).digest("base64"));
-          const libSerial = Number(/"serial":(\d+)/.exec(a.subarray(0, 64).toString())[1]);
+          const libSerial = first ? serial - 1 : serial; // a's: the lower when the library runs first
           const lib =
             library === undefined
               ? () => cpuTimed(() => backend.writeState(ws, a), server, cpu.POST[0])
