@@ -106,6 +106,7 @@ async function checkState(source: ByteSource, name: string, onRead?: (read: numb
 function bufferSource(bytes: Buffer): ByteSource {
   return {
     size: bytes.length,
+    stable: true, // slices of a buffer no one changes
     async *open() {
       for (let off = 0; off < bytes.length; off += CHUNK) yield bytes.subarray(off, Math.min(bytes.length, off + CHUNK));
     },
@@ -124,6 +125,7 @@ function fileSource(fd: number, size: number, name: string): ByteSource {
     new Promise((resolve, reject) => fs.read(fd, buf, off, len, pos, (e, n) => (e ? reject(e) : resolve(n))));
   return {
     size,
+    stable: true, // a fresh buffer per chunk
     async *open() {
       for (let pos = 0; pos < size;) {
         const n = Math.min(CHUNK, size - pos);

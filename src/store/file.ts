@@ -76,6 +76,7 @@ import {
   removeFile,
 } from "../io/local-fs.js";
 import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
+import { writeGathered } from "./gathered-write.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
 import { giveScratch, takeScratch } from "../util/scratch.js";
 import { pauseAt } from "../util/test-pause.js";
@@ -880,18 +881,29 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
   try {
     await handle.chmod(FILE_MODE);
     const hash = trusted === undefined && made === undefined ? createHash("md5") : undefined;
-    let written = 0;
-    await readThrough(
-      body,
-      async (chunk) => {
-        hash?.update(chunk);
-        for (let off = 0; off < chunk.length;) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
-        written += chunk.length;
-        onProgress?.(written, body.size);
-      },
-      what,
-      { reusable: true }, // each chunk is written before the next is asked for
-    );
+    if (body.stable === true) {
+      // Chunks that stay as they are can wait for the write under way and go with it.
+      await writeGathered(
+        handle,
+        body,
+        what,
+        (chunk) => hash?.update(chunk),
+        (total) => onProgress?.(total, body.size),
+      );
+    } else {
+      let written = 0;
+      await readThrough(
+        body,
+        async (chunk) => {
+          hash?.update(chunk);
+          for (let off = 0; off < chunk.length;) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
+          written += chunk.length;
+          onProgress?.(written, body.size);
+        },
+        what,
+        { reusable: true }, // each chunk is written before the next is asked for
+      );
+    }
     await handle.sync();
     return { stat: await handle.stat({ bigint: true }), md5: hash?.digest("hex") ?? trusted ?? (await (made as MadeMd5).settled) };
   } finally {

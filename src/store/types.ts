@@ -61,6 +61,12 @@ export interface ByteSource {
    * `settled` once its read of the source has ended.
    */
   readonly madeMd5?: MadeMd5 | undefined;
+  /**
+   * Every chunk a read yields stays as it is afterwards (bytes already held, as a request
+   * body's socket reads are): a reader may keep several before it writes them, and the
+   * embedded store writes the ones that arrive during a write together (store/gathered-write.ts).
+   */
+  readonly stable?: boolean | undefined;
 }
 
 /** The MD5 of the bytes a source makes (see {@link ByteSource.madeMd5}). */

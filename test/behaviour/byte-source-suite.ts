@@ -72,6 +72,34 @@ export function byteSourceSuite(makeTarget: () => Target): void {
       assert.equal(source.opens, 1, "an MD5 given up front: one read of the source");
     });
 
+    it("stores a stable source whose chunks arrive over time (several during each write) exactly, and a failing one not at all", async () => {
+      const bytes = Buffer.from(Array.from({ length: 300 }, (_, i) => String(i % 10).repeat(7001)).join(""));
+      const arriving = (failAt?: number): ByteSource => ({
+        size: bytes.length,
+        stable: true,
+        async *open() {
+          for (let off = 0, n = 0; off < bytes.length; off += 7001, n++) {
+            if (n === failAt) throw new Error("the client went away");
+            // Every tenth chunk after a pause, the rest at once: bursts arrive during a write.
+            if (n % 10 === 0) await new Promise((r) => setTimeout(r, 1));
+            yield bytes.subarray(off, off + 7001);
+          }
+        },
+      });
+      const seen: number[] = [];
+      await raw.put("s/stable", arriving(), { md5: md5(bytes), onProgress: (sent) => seen.push(sent) });
+      assert.ok((await raw.get("s/stable"))?.body.equals(bytes));
+      assert.equal(seen.at(-1), bytes.length);
+      // The store words the failure its own way; what matters is that nothing is stored.
+      await assert.rejects(raw.put("s/stable-failed", arriving(150), { md5: md5(bytes) }));
+      assert.equal(await raw.head("s/stable-failed"), null);
+      assert.deepEqual(
+        (await raw.listLeftovers("s/")).filter((l) => l.key === "s/stable-failed"),
+        [],
+        "no temp file of the failed write is left",
+      );
+    });
+
     it("without an MD5, hashes the source first (S3 sends it as Content-MD5) and still stores the right bytes", async () => {
       const bytes = Buffer.from("y".repeat(200_000));
       await raw.put("s/no-md5", sourceOf(bytes), {});
