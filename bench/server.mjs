@@ -153,11 +153,20 @@ const UNLOCKED = ["src/cli/settings.js", "src/config/settings-table.js"].some((f
   ? ["--allow-unlocked-writes"]
   : [];
 
-/** Every child this bench started: a bench that fails half-way must not leave servers behind. */
+/**
+ * Every child this bench started: a bench that fails half-way, or is stopped (Ctrl-C, kill),
+ * must not leave servers behind, nor its store (a GiB or more, in /dev/shm under TMPDIR=/dev/shm).
+ */
 const children = new Set();
 process.on("exit", () => {
   for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
 });
+for (const [signal, code] of [
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+])
+  process.on(signal, () => process.exit(code));
 
 /** A server process (over `config`, default the bench's store); resolves once it listens. */
 async function startServer(config = configFile) {
