@@ -11,9 +11,8 @@
 // versions (`?all=1`: up to 1,000); the rollback confirmation looks up its two versions (the
 // target from the History page viewed before it). BENCH_ROUNDS (default 11) sets the rounds
 // per page. The load average is printed before and after: the figures depend on it.
-import { mkdtempSync, rmSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
+import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../dist/src/index.js";
@@ -21,13 +20,14 @@ import { Logger } from "../dist/src/server/log.js";
 import { ObjstateServer } from "../dist/src/server/server.js";
 import { hashPassword, parseUsers } from "../dist/src/server/users.js";
 import { makeState } from "../dist/test/support/console-memory.js";
+import { scratchDir } from "./scratch-dir.mjs";
 
 const WORKSPACES = Number(process.env.BENCH_WORKSPACES ?? 2000);
 const VERSIONS = Number(process.env.BENCH_VERSIONS ?? 500);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 11);
 const q = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 
-const dir = mkdtempSync(join(tmpdir(), "objstate-console-bench-"));
+const dir = scratchDir("objstate-console-bench-");
 let server;
 let backend;
 let stopClient = async () => undefined;

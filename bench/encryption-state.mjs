@@ -8,12 +8,12 @@
 // Targets: ratio ≤ 1.3× for push and pull; peak memory ≤ 2× the state above baseline. Also
 // prints the MD5 of the envelope against the state's, alternating: a push's floor.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 import { realisticState } from "./outputs-state.mjs";
+import { scratchDir } from "./scratch-dir.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const { ObjectStoreBackend, ObjectStoreBackendConfig, parseEncryptionConfig } = await import(join(here, "../dist/src/index.js"));
@@ -78,7 +78,7 @@ if (values.child !== undefined) {
 }
 
 const state = realisticState({ bytes: MIB * 1024 * 1024 });
-const dir = mkdtempSync(join(tmpdir(), "objstate-bench-enc-state-"));
+const dir = scratchDir("objstate-bench-enc-state-");
 try {
   const plain = await connect(dir, "bench-plain", false);
   const enc = await connect(dir, "bench-enc", true);

@@ -9,12 +9,12 @@
 // network, where the plain side is slower still); peak memory ≤ 2× the state.
 import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
-import { fstatSync, mkdtempSync, openSync, readFileSync, readSync, closeSync, writeFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { fstatSync, openSync, readFileSync, readSync, closeSync, writeFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 import { realisticState } from "./outputs-state.mjs";
+import { scratchDir } from "./scratch-dir.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const { parseEncryptionConfig, StateEncryption } = await import(join(here, "../dist/src/encryption/index.js"));
@@ -157,7 +157,7 @@ console.log(
   `medians of ${rounds} alternating rounds; encryption throughput ${(state.length / 2 ** 20 / (m.encPush / 1000)).toFixed(0)} MiB/s, decryption ${(state.length / 2 ** 20 / (m.encPull / 1000)).toFixed(0)} MiB/s`,
 );
 
-const dir = mkdtempSync(join(tmpdir(), "objstate-bench-enc-"));
+const dir = scratchDir("objstate-bench-enc-");
 try {
   writeFileSync(join(dir, "state"), state);
   writeFileSync(join(dir, "envelope"), envelope);

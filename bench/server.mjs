@@ -26,12 +26,12 @@
 //     per-round ratios <= 1.2. Skipped, saying why, when serve cannot encrypt.
 import { spawn } from "node:child_process";
 import { randomBytes, randomUUID, createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { scratchDir } from "./scratch-dir.mjs";
 
 const env = process.env;
 // BENCH_DIST: another build to measure (e.g. a copy of the previous commit's dist, to alternate
@@ -62,7 +62,7 @@ const CLI = fileURLToPath(new URL("src/cli/main.js", DIST));
 // loopback issuer (its JWKS cached after the first) or an API token, as `Authorization: Bearer`.
 const USERS = ["1", "oidc", "token"].includes(env.BENCH_USERS ?? "");
 let AUTH = USERS ? `Basic ${Buffer.from("bench:bench-password").toString("base64")}` : undefined;
-const dir = mkdtempSync(join(tmpdir(), "objstate-bench-serve-"));
+const dir = scratchDir("objstate-bench-serve-");
 const q = (xs, f) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * f)];
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -153,20 +153,11 @@ const UNLOCKED = ["src/cli/settings.js", "src/config/settings-table.js"].some((f
   ? ["--allow-unlocked-writes"]
   : [];
 
-/**
- * Every child this bench started: a bench that fails half-way, or is stopped (Ctrl-C, kill),
- * must not leave servers behind, nor its store (a GiB or more, in /dev/shm under TMPDIR=/dev/shm).
- */
+/** Every child this bench started: a bench that fails half-way or is stopped must not leave servers behind. */
 const children = new Set();
 process.on("exit", () => {
   for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
-  rmSync(dir, { recursive: true, force: true });
 });
-for (const [signal, code] of [
-  ["SIGINT", 130],
-  ["SIGTERM", 143],
-])
-  process.on(signal, () => process.exit(code));
 
 /** A server process (over `config`, default the bench's store); resolves once it listens. */
 async function startServer(config = configFile) {
