@@ -36,18 +36,16 @@ function arriving(size: number): ByteSource & { give(chunk: Buffer): void; fail(
   };
 }
 
-/** The bytes written, and each writev's buffers; a write ends only when the test lets it (`release`). */
-function heldTarget(): GatherTarget & { calls: number[]; bytes: Buffer[]; release(): void; started: Promise<void> } {
+/** A file whose first write ends only when the test lets it (`release`); `started` once it began. */
+function heldTarget(): GatherTarget & { calls: number[]; release(): void; started: Promise<void> } {
   let release: () => void = () => undefined;
   let started: () => void = () => undefined;
   const t = {
     calls: [] as number[],
-    bytes: [] as Buffer[],
     started: new Promise<void>((r) => (started = r)),
     release: () => release(),
     async writev(buffers: readonly Uint8Array[]) {
       t.calls.push(buffers.length);
-      for (const b of buffers) t.bytes.push(Buffer.from(b));
       if (t.calls.length === 1) {
         started();
         await new Promise<void>((r) => (release = r));
