@@ -16,4 +16,7 @@ export AWS_EC2_METADATA_DISABLED=true
 bash scripts/install-chromium.sh
 # Only *.test.js: node --test given a directory named test would also run the helpers in it.
 mapfile -t files < <(find dist/test -name '*.test.js' | sort)
-exec bash scripts/with-servers.sh node --test "${files[@]}"
+# The spec reporter as before, then one line per failed test at the very end (scripts/test-summary.mjs).
+reporters=(--test-reporter=spec --test-reporter-destination=stdout
+  --test-reporter=./scripts/test-summary.mjs --test-reporter-destination=stdout)
+exec bash scripts/with-servers.sh node --test "${reporters[@]}" "${files[@]}"
