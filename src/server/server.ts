@@ -263,7 +263,9 @@ export class ObjstateServer {
   }
 
   /** Start listening; resolves with the bound address. */
-  listen(host: string, port: number): Promise<AddressInfo> {
+  async listen(host: string, port: number): Promise<AddressInfo> {
+    // Readiness requires the bucket: an embedded one is made now, not on the first write.
+    await this.options.backend.prepareBucket();
     return new Promise((resolve, reject) => {
       this.server.once("error", reject);
       this.server.listen(port, host, () => {
@@ -415,6 +417,9 @@ export class ObjstateServer {
       if (this.closing) res.setHeader("Connection", "close");
       if (this.options.tls !== undefined) res.setHeader("Strict-Transport-Security", HSTS);
       const kind: RouteKind = found === undefined ? "console" : OPEN_PATHS.has(url.pathname) ? "probe" : "api";
+      // States and API answers (errors too) are never cached by a proxy or browser, nor sniffed as another type.
+      if (found !== undefined || /^\/(?:state|api)\//.test(url.pathname))
+        res.setHeader("Cache-Control", "no-store").setHeader("X-Content-Type-Options", "nosniff");
       let origin: string | undefined;
       let refusal: ConsoleContext["refusal"];
       try {
