@@ -46,7 +46,7 @@ export interface ServerOptions {
    * at least 4 KiB (body.ts; default 30 s).
    */
   readonly clientTimeoutMs?: number | undefined;
-  /** Open connections in all (default 1024); more are closed at once. */
+  /** Open connections in all (default 1024); at the cap, see connections.ts for who makes room. */
   readonly maxConnections?: number | undefined;
   /** Open connections from one client address (default 64); more are closed at once. */
   readonly maxConnectionsPerClient?: number | undefined;
