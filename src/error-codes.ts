@@ -66,6 +66,8 @@ export const ERROR_CODES = {
   SHUTTING_DOWN: { status: 503, exit: EXIT.error },
   // State, workspaces and versions
   STATE_INVALID: { status: 400, exit: EXIT.error },
+  // A JSON document nested deeper than MAX_NESTING (json/validate.ts), refused before it is parsed
+  JSON_TOO_DEEP: { status: 400, exit: EXIT.error },
   STATE_NOT_FOUND: { status: 404, exit: EXIT.error },
   INVALID_WORKSPACE: { status: 400, exit: EXIT.usage },
   CANNOT_DELETE_DEFAULT: { status: 400, exit: EXIT.usage },

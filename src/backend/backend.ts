@@ -443,11 +443,25 @@ export class ObjectStoreBackend {
   /** Are the store and the lock table reachable? One listing request and one table read. */
   async probe(): Promise<void> {
     // A listing proves the bucket answers without reading any state.
+    let listed = false;
     for await (const key of this.ctx.store.list(workspacesPrefix(this.ctx.layout), { pageSize: 1 })) {
       void key;
+      listed = true;
       break;
     }
+    // The embedded store lists a missing bucket directory as an empty one (S3 refuses the listing).
+    const store = this.ctx.store;
+    if (!listed && store.kind === "file" && !(await store.bucketExists()))
+      throw new ObjstateError(
+        "BUCKET_NOT_FOUND",
+        `the bucket directory of ${store.location} is missing (moved or deleted): restore it, or create an empty one with objstate init --create-bucket`,
+      );
     if (this.ctx.table !== undefined) await this.ctx.table.get(this.ctx.lockId(DEFAULT_WORKSPACE), "Info");
+  }
+
+  /** Create the embedded store's bucket directory when absent, as its first write would (an S3 bucket is the operator's). */
+  async prepareBucket(): Promise<void> {
+    if (this.ctx.store.kind === "file" && !this.ctx.readOnly) await this.ctx.store.createBucket();
   }
 
   /** Release sockets and handles. */

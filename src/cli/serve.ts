@@ -6,6 +6,7 @@ import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "no
 import { interactive, readSecret } from "./confirm.js";
 import { durationFlag } from "./duration.js";
 import { usageError } from "./io.js";
+import { isObjstateError } from "../errors.js";
 import type { Opts } from "./options.js";
 import { countOf, listenOf, sizeOf, type ListenAddress } from "../config/setting-parsers.js";
 import { connect } from "./runtime.js";
@@ -175,6 +176,8 @@ export async function serveAction(opts: Opts): Promise<void> {
     await server.listen(host, port);
   } catch (e) {
     backend.close();
+    // The store's own error (its bucket could not be made) says what to do; only a socket's is about listening.
+    if (isObjstateError(e)) throw e;
     throw usageError(`cannot listen on ${host}:${port}: ${whyNotListening(e, host, port)}`, "LISTEN_FAILED");
   }
   if (users === undefined && insecure && !isLoopbackHost(host)) {

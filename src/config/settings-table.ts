@@ -321,7 +321,7 @@ export const SETTINGS_TABLE = [
     parse: countOf,
     commands: ["serve"],
     group: "server",
-    doc: "open connections in all; more are closed at once",
+    doc: "open connections in all; at the cap a new one takes the place of the oldest connection not answering a whole request of the address holding the most, or is closed at once",
   }),
   row({
     name: "maxConnectionsPerClient",

@@ -109,17 +109,33 @@ function statusOf(e: unknown): number {
   return e instanceof HttpError ? e.status : apiStatusOf(e);
 }
 
-/** Read a urlencoded form body, at most {@link MAX_FORM_BYTES}. */
-async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+/**
+ * Read a urlencoded form body, at most {@link MAX_FORM_BYTES}. One over it is answered 413
+ * without reading the rest and the connection closes after the answer: the request is never
+ * destroyed under the answer.
+ */
+async function readForm(req: IncomingMessage, res: ServerResponse): Promise<URLSearchParams> {
   const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded") throw new HttpError(415, "The console's actions take a form (application/x-www-form-urlencoded).");
+  const tooLarge = (): HttpError => {
+    res.setHeader("Connection", "close");
+    return new HttpError(413, "The form is too large.");
+  };
+  if (Number(req.headers["content-length"] ?? 0) > MAX_FORM_BYTES) throw tooLarge();
   const chunks: Buffer[] = [];
   let n = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    n += chunk.length;
-    if (n > MAX_FORM_BYTES) throw new HttpError(413, "The form is too large.");
-    chunks.push(chunk);
-  }
+  await new Promise<void>((resolve, reject) => {
+    req.on("data", (chunk: Buffer) => {
+      n += chunk.length;
+      if (n <= MAX_FORM_BYTES) return void chunks.push(chunk);
+      req.removeAllListeners("data");
+      req.pause();
+      reject(tooLarge());
+    });
+    req.once("end", resolve);
+    req.once("close", () => reject(new HttpError(400, "The form ended early (the client went away).")));
+    req.once("error", () => undefined);
+  });
   return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
 }
 
@@ -407,7 +423,7 @@ async function handleAction(
   };
   const cross = crossSiteReason(req.headers, ctx.origin ?? requestOrigin(req));
   if (cross !== undefined) refuse(403, `cross-site: ${cross}`, "Refused: this action must be posted from the console's own page.");
-  const form = await readForm(req);
+  const form = await readForm(req, res);
   if (!ctx.csrf.verify(ctx.user, form.get("csrf")))
     refuse(403, "missing or invalid CSRF token", "Refused: the form's token is missing or has expired. Reload the page and try again.");
   if (action === "force-unlock") {

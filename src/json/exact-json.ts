@@ -252,6 +252,11 @@ export function toJs(value: ExactJson, numbers: "js" | "lossless", freeze: boole
   }
 }
 
+/** `JSON.stringify(value)`, walked with a stack: a value nested 10,000 deep does not overflow the call stack. */
+export function stringifyDeep(value: unknown): string {
+  return stringifyExact(fromJs(value as JsonValue));
+}
+
 /**
  * JSON text of an exact value, numbers as written. `space` indents as `JSON.stringify(v,
  * null, space)` does.

@@ -12,6 +12,7 @@
  *
  * No recursion: nesting is a byte stack, so 10,000 levels cost 10,000 bytes.
  */
+import { ObjstateError } from "../errors.js";
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -407,4 +408,18 @@ export function syntaxErrorOffset(b: Uint8Array): number | undefined {
   i = r;
   while (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09) i++;
   return i < b.length ? i : undefined;
+}
+
+/**
+ * Refuse a JSON document nested deeper than {@link MAX_NESTING} (`JSON_TOO_DEEP`) before it is
+ * parsed: what is accepted is then walked and answered without overflowing the call stack.
+ * Anything else wrong with it is left to the parser. `what` names it for the message.
+ */
+export function checkNesting(b: Uint8Array, what: string): void {
+  let i = 0;
+  while (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09) i++;
+  if ((b[i] === OPEN_BRACE || b[i] === OPEN_BRACKET) && checkContainer(b, i, MAX_NESTING) === TOO_DEEP)
+    throw new ObjstateError("JSON_TOO_DEEP", `${what} is nested deeper than ${MAX_NESTING} levels, the most objstate (and the tool) accepts`, {
+      details: { maxNesting: MAX_NESTING },
+    });
 }

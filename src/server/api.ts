@@ -7,6 +7,8 @@ import { createHash } from "node:crypto";
 import { NO_LOCK_ID } from "../backend/backend.js";
 import type { AuditAction } from "../backend/audit.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
+import { stringifyDeep } from "../json/exact-json.js";
+import { checkNesting } from "../json/validate.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { auditRoute } from "./audit.js";
 import { readBody } from "./body.js";
@@ -148,11 +150,13 @@ async function diffVersions(ctx: Ctx): Promise<void> {
     );
   const compared = await ctx.backend.diff(ws, { from, to }).catch(encryptedOr);
   if (compared === ENCRYPTED) return sendJson(ctx, 200, { workspace: ws, from, to, encrypted: true, message: ENCRYPTED_MESSAGE });
-  sendJson(ctx, 200, versionDiffJson(ws, compared));
+  // Output values may nest as deep as the tool allows: too deep for JSON.stringify.
+  send(ctx, 200, `${stringifyDeep(versionDiffJson(ws, compared))}\n`, { "Content-Type": "application/json" });
 }
 
 /** What `POST …/rollback` takes. */
 function rollbackRequest(bytes: Buffer, ws: string): { to: string; force: boolean; lockId: string | undefined } {
+  checkNesting(bytes, "the rollback request body");
   let body: unknown;
   try {
     body = JSON.parse(bytes.toString("utf8"));

@@ -5,7 +5,7 @@
  * while node:http discards the rest of a body to keep the connection alive (a body dripped
  * byte by byte would otherwise hold that connection forever).
  */
-import type { IncomingMessage, Server } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ObjstateError } from "../errors.js";
 import { addressGroup } from "./address.js";
@@ -38,6 +38,13 @@ interface Watched {
   since: number;
 }
 
+/** An open connection: its client's address group, and the request it is answering (undefined: none, or waiting for one). */
+interface Open {
+  readonly socket: Socket;
+  readonly client: string;
+  req: IncomingMessage | undefined;
+}
+
 /** A cap as given, when it is a whole number of at least 1 (node reads 0 as "no cap"). */
 function count(name: string, n: number): number {
   if (!Number.isSafeInteger(n) || n < 1) throw new ObjstateError("INVALID_LIMIT", `${name} must be a whole number of at least 1, got ${n}`);
@@ -45,15 +52,20 @@ function count(name: string, n: number): number {
 }
 
 /**
- * Watches a server's connections: closes at once a connection over a cap (before a byte
- * of it is parsed: a flood costs an accept and a close, and with TLS no handshake), and
- * drops one whose request body brings fewer than {@link MIN_BODY_BYTES_PER_WINDOW} in a
- * window. One sweep timer for all connections, none per request.
+ * Watches a server's connections: closes at once a connection over the per-client cap
+ * (before a byte of it is parsed: a flood costs an accept and a close, and with TLS no
+ * handshake); at the total cap, makes room by closing the oldest connection that is not
+ * answering a whole request, of the address holding the most (so a few addresses cannot
+ * crowd out the rest), else closes the new one; and drops one whose request body brings
+ * fewer than {@link MIN_BODY_BYTES_PER_WINDOW} in a window. One sweep timer for all
+ * connections, none per request.
  */
 export class ConnectionGuard {
   readonly maxConnections: number;
   readonly maxPerClient: number;
   private readonly open = new Map<string, number>();
+  /** Every open connection by its peer's address and port (the same for the raw socket and, under TLS, its TLS socket), oldest first. */
+  private readonly sockets = new Map<string, Open>();
   private readonly watched = new Set<Watched>();
   private readonly sweep: NodeJS.Timeout;
   private refused = 0;
@@ -67,12 +79,9 @@ export class ConnectionGuard {
   ) {
     this.maxConnections = count("maxConnections", limits.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
     this.maxPerClient = count("maxConnectionsPerClient", limits.maxPerClient ?? DEFAULT_MAX_CONNECTIONS_PER_CLIENT);
-    // node:net closes a connection over this before it becomes a socket.
-    server.maxConnections = this.maxConnections;
-    server.on("drop", () => void (this.refused += 1));
     // The raw TCP socket, also under TLS (before the handshake).
     server.on("connection", (socket: Socket) => this.accept(socket));
-    server.on("request", (req: IncomingMessage) => this.watch(req));
+    server.on("request", (req: IncomingMessage, res: ServerResponse) => this.watch(req, res));
     this.sweep = setInterval(() => this.check(), Math.max(50, Math.min(1000, Math.floor(limits.windowMs / 4))));
     this.sweep.unref();
     server.on("close", () => clearInterval(this.sweep));
@@ -81,20 +90,50 @@ export class ConnectionGuard {
   private accept(socket: Socket): void {
     const client = addressGroup(socket.remoteAddress ?? "unknown");
     const n = (this.open.get(client) ?? 0) + 1;
-    if (n > this.maxPerClient) {
+    if (n > this.maxPerClient || (this.sockets.size >= this.maxConnections && !this.makeRoom(n))) {
       this.refused += 1;
       socket.destroy();
       return;
     }
     this.open.set(client, n);
+    const key = peer(socket);
+    this.sockets.set(key, { socket, client, req: undefined });
     socket.once("close", () => {
+      this.sockets.delete(key);
       const left = (this.open.get(client) ?? 1) - 1;
       if (left === 0) this.open.delete(client);
       else this.open.set(client, left);
     });
   }
 
-  private watch(req: IncomingMessage): void {
+  /**
+   * Close the oldest connection not answering a whole request (idle, or its headers or body
+   * still arriving) of the address holding the most, when that is at least the `n` the new
+   * connection's address would hold. False when there is none.
+   */
+  private makeRoom(n: number): boolean {
+    let victim: Open | undefined;
+    let most = n - 1;
+    for (const o of this.sockets.values()) {
+      const held = this.open.get(o.client) ?? 0;
+      if (held > most && (o.req === undefined || !o.req.complete)) {
+        victim = o;
+        most = held;
+      }
+    }
+    if (victim === undefined) return false;
+    this.sockets.delete(peer(victim.socket));
+    this.dropped += 1;
+    victim.socket.destroy();
+    return true;
+  }
+
+  private watch(req: IncomingMessage, res: ServerResponse): void {
+    const o = this.sockets.get(peer(req.socket));
+    if (o !== undefined) {
+      o.req = req;
+      res.once("finish", () => o.req === req && (o.req = undefined));
+    }
     const length = req.headers["content-length"];
     if (req.complete || (req.headers["transfer-encoding"] === undefined && (length === undefined || length === "0"))) return;
     this.watched.add({ req, socket: req.socket, mark: req.socket.bytesRead, since: performance.now() });
@@ -137,4 +176,8 @@ export class ConnectionGuard {
       this.reported = now;
     }
   }
+}
+
+function peer(socket: Socket): string {
+  return `${socket.remoteAddress ?? ""}|${socket.remotePort ?? ""}`;
 }

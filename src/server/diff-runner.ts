@@ -7,6 +7,7 @@
  * taken the process down; in a worker it takes down only the worker.
  */
 import { ObjstateError } from "../errors.js";
+import { stringifyDeep } from "../json/exact-json.js";
 import { diffStates } from "../state/diff.js";
 import { nodeWorkers } from "../util/builtins.js";
 import type { DiffJob, DiffReply } from "./diff-worker.js";
@@ -44,7 +45,7 @@ export function checkDiffRoom(): void {
  * and `STATE_INVALID` as {@link diffStates} does.
  */
 export async function diffJson(from: Buffer | null, to: Buffer): Promise<Buffer> {
-  if ((from?.length ?? 0) + to.length < INLINE_MAX) return Buffer.from(`${JSON.stringify(diffStates(from, to))}\n`);
+  if ((from?.length ?? 0) + to.length < INLINE_MAX) return Buffer.from(`${stringifyDeep(diffStates(from, to))}\n`);
   checkDiffRoom();
   running += 1;
   try {

@@ -5,6 +5,7 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { isObjstateError, type ErrorCode } from "../errors.js";
+import { stringifyDeep } from "../json/exact-json.js";
 import { diffStates } from "../state/diff.js";
 
 /** The two sides, each in an ArrayBuffer of its own (transferred, not copied). */
@@ -25,7 +26,7 @@ const view = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.by
 let reply: DiffReply;
 try {
   // Its own buffer (not the shared pool), so it can be transferred back whole.
-  const json = new TextEncoder().encode(`${JSON.stringify(diffStates(job.from === null ? null : view(job.from), view(job.to)))}\n`);
+  const json = new TextEncoder().encode(`${stringifyDeep(diffStates(job.from === null ? null : view(job.from), view(job.to)))}\n`);
   reply = { json };
   port.postMessage(reply, [json.buffer]);
 } catch (e) {

@@ -11,6 +11,7 @@ import { NO_LOCK_ID, type LockInfo, type StateSink, type StreamOptions, type Wri
 import { isEnvelope, type StateEncryption } from "../encryption/index.js";
 import { TopLevelScanner } from "../encryption/scan.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
+import { checkNesting } from "../json/validate.js";
 import { md5Of } from "../util/md5.js";
 import { prefixOf } from "../store/byte-source.js";
 import { checkContentMd5, declaredMd5, readBody, streamBody } from "./body.js";
@@ -354,6 +355,7 @@ async function readLockInfo(ctx: Ctx): Promise<LockInfo | undefined> {
   ctx.bytesIn += body.bytes.length;
   checkContentMd5(header(ctx, "content-md5"), body.md5);
   if (body.bytes.length === 0) return undefined;
+  checkNesting(body.bytes, "the lock info body");
   let v: unknown;
   try {
     v = JSON.parse(body.bytes.toString("utf8"));

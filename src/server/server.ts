@@ -46,7 +46,7 @@ export interface ServerOptions {
    * at least 4 KiB (body.ts; default 30 s).
    */
   readonly clientTimeoutMs?: number | undefined;
-  /** Open connections in all (default 1024); more are closed at once. */
+  /** Open connections in all (default 1024); at the cap, see connections.ts for who makes room. */
   readonly maxConnections?: number | undefined;
   /** Open connections from one client address (default 64); more are closed at once. */
   readonly maxConnectionsPerClient?: number | undefined;
@@ -230,7 +230,7 @@ export class ObjstateServer {
       ...API_ROUTES,
     ];
     this.routes = routes.map((route) => ({ route, parts: route.path.split("/") }));
-    const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res);
+    const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res).catch((e: unknown) => this.lastResort(res, e));
     const t = options.tls;
     // The tool's client sends custom methods (LOCK, UNLOCK): Node's parser accepts them.
     // Stalled headers are found by a periodic sweep: often enough for the timeout to mean what it says.
@@ -263,7 +263,9 @@ export class ObjstateServer {
   }
 
   /** Start listening; resolves with the bound address. */
-  listen(host: string, port: number): Promise<AddressInfo> {
+  async listen(host: string, port: number): Promise<AddressInfo> {
+    // Readiness requires the bucket: an embedded one is made now, not on the first write.
+    await this.options.backend.prepareBucket();
     return new Promise((resolve, reject) => {
       this.server.once("error", reject);
       this.server.listen(port, host, () => {
@@ -379,6 +381,8 @@ export class ObjstateServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = process.hrtime.bigint();
+    // Read now: a request whose body reader destroyed it has no socket by the time it is logged.
+    const remote = req.socket.remoteAddress;
     this.inFlight += 1;
     const method = req.method ?? "GET";
     const url = new URL(req.url ?? "/", "http://objstate.invalid");
@@ -413,6 +417,9 @@ export class ObjstateServer {
       if (this.closing) res.setHeader("Connection", "close");
       if (this.options.tls !== undefined) res.setHeader("Strict-Transport-Security", HSTS);
       const kind: RouteKind = found === undefined ? "console" : OPEN_PATHS.has(url.pathname) ? "probe" : "api";
+      // States and API answers (errors too) are never cached by a proxy or browser, nor sniffed as another type.
+      if (found !== undefined || /^\/(?:state|api)\//.test(url.pathname))
+        res.setHeader("Cache-Control", "no-store").setHeader("X-Content-Type-Options", "nosniff");
       let origin: string | undefined;
       let refusal: ConsoleContext["refusal"];
       try {
@@ -447,6 +454,8 @@ export class ObjstateServer {
       code = codeOf(e);
       this.fail(ctx, e);
     } finally {
+      this.inFlight -= 1;
+      if (this.inFlight === 0) this.drained?.();
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       this.logger.request(
         {
@@ -456,7 +465,7 @@ export class ObjstateServer {
           status: res.statusCode,
           ms: Math.round(ms * 10) / 10,
           user,
-          remote: req.socket.remoteAddress,
+          remote,
           bytesIn: ctx.bytesIn,
           bytesOut: ctx.bytesOut,
           code,
@@ -470,8 +479,20 @@ export class ObjstateServer {
         const surface = url.pathname.startsWith("/api/") ? "api" : "http";
         void this.audit?.record(auditEntry(ctx, action, workspace, surface, res.statusCode, code));
       }
-      this.inFlight -= 1;
-      if (this.inFlight === 0) this.drained?.();
+    }
+  }
+
+  /** A failure outside every handler's own catch (its logging included): logged and answered 500, never the process's end. */
+  private lastResort(res: ServerResponse, e: unknown): void {
+    try {
+      if (res.headersSent) res.destroy();
+      else
+        res
+          .writeHead(500, { "Content-Type": "application/json", Connection: "close" })
+          .end('{"code":"INTERNAL","message":"internal error; see the server\'s log"}\n');
+      this.logger.event("error", "request handling failed", { name: e instanceof Error ? e.name : typeof e });
+    } catch {
+      res.destroy();
     }
   }
 

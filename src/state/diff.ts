@@ -3,7 +3,7 @@
  * and changed (by address), root outputs added, removed and changed — and its rendering
  * for a terminal. Pure: nothing here touches a store.
  */
-import { fromJs, stringifyExact, toJs, type JsonValue } from "../json/exact-json.js";
+import { stringifyDeep, toJs, type JsonValue } from "../json/exact-json.js";
 import { compareAddresses } from "./address.js";
 import { changedAttributes, exactEqual } from "./compare.js";
 import { readStateDocument, type StateDocument, type StateInput, type StateOutput } from "./document.js";
@@ -145,8 +145,7 @@ function safe(s: string): string {
 /** A value as JSON on one line, cut to `max` characters with an ellipsis. */
 function showValue(v: JsonValue, max: number): string {
   if (v === SENSITIVE) return SENSITIVE;
-  // stringifyExact walks with a stack; JSON.stringify would overflow on a deeply nested value.
-  const text = stringifyExact(fromJs(v));
+  const text = stringifyDeep(v);
   return text.length <= max ? text : `${text.slice(0, Math.max(1, max - 1))}…`;
 }
 

@@ -8,6 +8,7 @@ import { ObjstateError } from "../errors.js";
 import { fromJs, parseExact, type ExactJson, type JsonValue } from "../json/exact-json.js";
 import { scanTopLevel } from "./extract-outputs.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
+import { checkNesting } from "../json/validate.js";
 import { formatAddress, type InstanceAddress, type InstanceKey } from "./address.js";
 
 /** Which argument of a diff a state is, as messages name it. */
@@ -100,6 +101,7 @@ function parseInput(input: StateInput, r: Reader): { doc: unknown; bytes: (() =>
   } else return { doc: input, bytes: undefined };
   // A zero-byte object is how an absent state is sometimes stored; the tool reads it as none.
   if (text.length === 0) return { doc: null, bytes: undefined };
+  checkNesting(bytes(), `the '${r.side}' state`);
   try {
     return { doc: JSON.parse(text) as unknown, bytes };
   } catch (e) {

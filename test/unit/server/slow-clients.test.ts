@@ -200,14 +200,47 @@ describe("objstate serve: slow clients and connection caps", () => {
     }
   });
 
-  it("a connection over the total cap is closed at once, whatever its address; refusals are counted in a warn line", async () => {
+  it("at the total cap, connections that never complete a request from a few addresses make room: legitimate clients are answered", async () => {
+    const s = await start({ maxConnections: 6, maxConnectionsPerClient: 2 });
+    const slow: Socket[] = [];
+    try {
+      // Three addresses fill the cap: each one connection stalled in its headers, one trickling its body.
+      for (let a = 2; a <= 4; a++) {
+        for (const head of [
+          "GET /healthz HTTP/1.1\r\nHost: localhost\r\n",
+          `POST /state/${uniqueName("ws")} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"ver`,
+        ]) {
+          const sock = await open(s.url, `127.0.0.${a}`);
+          sock.on("error", () => undefined);
+          sock.write(head);
+          slow.push(sock);
+        }
+      }
+      for (const a of [10, 11, 12]) {
+        const sock = await open(s.url, `127.0.0.${a}`);
+        assert.equal(await ask(sock, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"), "HTTP/1.1 200", `a client from 127.0.0.${a}`);
+        slow.push(sock);
+      }
+    } finally {
+      for (const c of slow) c.destroy();
+    }
+  });
+
+  it("at the total cap, a connection is closed at once when every open one is answering a whole request; refusals are counted in a warn line", async () => {
     const lines: string[] = [];
     const s = await start({ maxConnections: 3, clientTimeoutMs: 400, logger: new Logger("warn", (l) => lines.push(l)) });
+    const ws = uniqueName("ws");
+    // Larger than what the kernel and the client's stream buffer: an answer to a client that stops reading never finishes.
+    await backend.writeState(ws, toolState(1, "big", { pad: { value: "b".repeat(32 * 1024 * 1024), type: "string" } }));
     const held: Socket[] = [];
     try {
       for (let i = 0; i < 3; i++) {
         const sock = await open(s.url, `127.0.0.${10 + i}`);
-        assert.equal(await ask(sock, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"), "HTTP/1.1 200");
+        sock.on("error", () => undefined);
+        const started = new Promise((resolve) => sock.once("data", resolve));
+        sock.write(`GET /state/${ws} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+        await started;
+        sock.pause();
         held.push(sock);
       }
       const over = await open(s.url, "127.0.0.20");

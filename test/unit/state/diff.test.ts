@@ -137,14 +137,15 @@ describe("diffStates: resources", () => {
     assert.ok(empty(diffStates(a, b)));
   });
 
-  it("compares attributes nested 10,000 levels deep without overflowing the stack", () => {
-    const deep = (leaf: string): string => `${'{"a":'.repeat(10_000)}"${leaf}"${"}".repeat(10_000)}`;
+  it("compares attributes nested as deep as the tool allows (10,000 levels in all) without overflowing the stack; deeper is JSON_TOO_DEEP", () => {
+    const deep = (leaf: string, n = 9_990): string => `${'{"a":'.repeat(n)}"${leaf}"${"}".repeat(n)}`;
     const doc = (leaf: string): string =>
       `{"version":4,"serial":1,"lineage":"L","outputs":{"o":{"value":${deep(leaf)}}},"resources":[{"mode":"managed","type":"t","name":"n","instances":[{"attributes":{"x":${deep(leaf)}}}]}]}`;
     const d = diffStates(doc("1"), doc("2"));
     assert.deepEqual(d.resources.changed, [{ address: "t.n", attributes: ["x"] }]);
     assert.equal(d.outputs.changed.length, 1);
     assert.match(formatStateDiff(d), /~ o: \{"a":\{"a":.*…/);
+    assert.throws(() => diffStates(doc("1"), `{"version":4,"outputs":{"o":{"value":${deep("2", 10_000)}}}}`), { code: "JSON_TOO_DEEP" });
   });
 });
 
