@@ -19,6 +19,7 @@ import { Authenticator, type Authenticated, type LoginLimit } from "./auth.js";
 import type { Identity } from "./identity/identity.js";
 import { RequestGate, type PublicOrigin, type RouteKind } from "./gate.js";
 import { checkDeclaredLength } from "./body.js";
+import { diffInWorker } from "./diff-runner.js";
 import { BodyBuffers } from "./body-buffers.js";
 import { ConnectionGuard } from "./connections.js";
 import { requireRole, send, sendEmpty, sendJson, type Ctx } from "./context.js";
@@ -216,7 +217,7 @@ export class ObjstateServer {
     this.maxStateSize = options.maxStateSize ?? DEFAULT_MAX_STATE_SIZE;
     this.encryption = options.encryption === undefined ? undefined : StateEncryption.for(options.encryption);
     this.clientTimeoutMs = options.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
-    this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend);
+    this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend, { compare: diffInWorker });
     this.csrf = new CsrfTokens(options.csrfKey === undefined ? {} : { key: options.csrfKey });
     this.gate = new RequestGate({ publicUrls: options.publicUrls, tls: options.tls !== undefined });
     const routes: readonly Route[] = [
