@@ -143,7 +143,7 @@ function checkBounds(m: Pbkdf2Meta, c: Pbkdf2ProviderConfig, describe: string): 
   if (m.iterations < MIN_ITERATIONS || m.iterations > max)
     refuse(
       "iterations",
-      `asks for ${m.iterations} iterations, outside what this server runs: at least ${MIN_ITERATIONS} and at most ${max} (${ITERATIONS_FACTOR} × ${c.address}.iterations, ${c.iterations}). If it was written with more, raise ${c.address}.iterations to at least ${Math.ceil(m.iterations / ITERATIONS_FACTOR)}; else it was altered`,
+      `asks for ${m.iterations} iterations, outside what this configuration runs: at least ${MIN_ITERATIONS} and at most ${max} (${ITERATIONS_FACTOR} × ${c.address}.iterations, ${c.iterations}). If it was written with more, raise ${c.address}.iterations to at least ${Math.ceil(m.iterations / ITERATIONS_FACTOR)}; else it was altered`,
       { value: m.iterations, min: MIN_ITERATIONS, max },
     );
 }

@@ -98,7 +98,7 @@ describe("objstate serve at rest: the pbkdf2 parameters of a client's envelope",
         const reply = r[name] as Reply;
         assert.equal(reply.status, 409, reply.body.toString());
         assert.equal(code(reply), "ENCRYPTION_KDF_OUT_OF_BOUNDS");
-        assert.match(reply.body.toString(), new RegExp(`iterations, outside what this server runs: at least 200000 and at most ${MAX_ITERATIONS}`));
+        assert.match(reply.body.toString(), new RegExp(`iterations, outside what this configuration runs: at least 200000 and at most ${MAX_ITERATIONS}`));
       }
       for (const name of ["keyLength1", "keyLength2"]) {
         const reply = r[name] as Reply;
