@@ -179,6 +179,8 @@ export const ERROR_CODES = {
   ENCRYPTION_TAMPERED: { status: 409, exit: EXIT.error },
   ENCRYPTION_UNKNOWN_VERSION: { status: 409, exit: EXIT.error },
   ENCRYPTION_PLAIN_STATE: { status: 409, exit: EXIT.error },
+  // Stored pbkdf2 parameters outside what the configuration runs (refused before deriving)
+  ENCRYPTION_KDF_OUT_OF_BOUNDS: { status: 409, exit: EXIT.error },
   // An envelope where content is wanted and there is no key to open it (a client encrypts
   // itself, the server stores what it is sent): the console and /api/v1 show "encrypted"
   STATE_ENCRYPTED: { status: 409, exit: EXIT.error },

@@ -388,6 +388,11 @@ export class ObjectStoreBackend {
     );
   }
 
+  /** The fencing check alone: lock `id` holds `workspace` (and is `owner`'s, when given); for costly work before a write under it. */
+  async checkLock(workspace: string, id: string, owner?: string): Promise<void> {
+    if (this.lockingEnabled) await this.ctx.locking.assertHolder(workspace, id, owner);
+  }
+
   /** The current version's ID, or null when the workspace has none (never written, or deleted). */
   currentVersion(workspace: string = DEFAULT_WORKSPACE): Promise<string | null> {
     return currentVersionOf(this.ctx, workspace);

@@ -13,6 +13,7 @@ import type { LockInfo } from "./lock-info.js";
 import type { Principal } from "./principal.js";
 import type { RepairEvent } from "./results.js";
 import type { RollbackOptions } from "./history.js";
+import type { StateDiff } from "../state/diff.js";
 
 /** Options of {@link ObjectStoreBackend.connect}. */
 export interface ConnectOptions {
@@ -315,4 +316,6 @@ export interface DiffOptions {
   readonly from?: string | null | undefined;
   /** The newer side: a version ID, or null for "no state". Default: the current version ("no state" when deleted). */
   readonly to?: string | null | undefined;
+  /** How the two states are compared (default: `diffStates`, on this thread); `serve` passes its worker's (docs/decisions/007). */
+  readonly compare?: ((from: Buffer | null, to: Buffer | null) => Promise<StateDiff>) | undefined;
 }

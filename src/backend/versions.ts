@@ -62,7 +62,7 @@ export async function diffVersions(ctx: BackendContext, workspace: string, sides
     return ctx.encryption === undefined ? stored : (await openState(ctx.encryption, stored, workspace)).state;
   };
   const [a, b] = await Promise.all([read(ids.from), read(ids.to)]);
-  return { from: ids.from, to: ids.to, diff: diffStates(a, b) };
+  return { from: ids.from, to: ids.to, diff: sides.compare === undefined ? diffStates(a, b) : await sides.compare(a, b) };
 }
 
 /**

@@ -4,7 +4,7 @@
  * `lockInfo`, `history`, `readVersion`, `diff`, `rollback`, `unlock`), no second
  * implementation of any operation.
  */
-import type { LastWrite as BackendLastWrite, ObjectStoreBackend, StateVersion, WorkspaceObject } from "../backend/backend.js";
+import type { DiffOptions, LastWrite as BackendLastWrite, ObjectStoreBackend, StateVersion, WorkspaceObject } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import type { LockInfo } from "../backend/lock-info.js";
 import { stringifyExact } from "../json/exact-json.js";
@@ -53,6 +53,8 @@ export interface BackendConsoleOptions {
   readonly versioningTtlMs?: number | undefined;
   /** Time source (default `Date.now`). */
   readonly now?: (() => number) | undefined;
+  /** How the Diff and Rollback pages compare two versions (default: on this thread; `serve` passes its worker's). */
+  readonly compare?: DiffOptions["compare"];
 }
 
 /** Resource counts remembered (per workspace write, per version): a few hundred KiB at most. */
@@ -328,7 +330,7 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
       if (kept !== undefined) return kept;
       return (await history(workspace, limit)).find((v) => v.versionId === versionId) ?? null;
     },
-    diff: async (workspace, from, to): Promise<StateDiff> => (await backend.diff(workspace, { from, to })).diff,
+    diff: async (workspace, from, to): Promise<StateDiff> => (await backend.diff(workspace, { from, to, compare: options.compare })).diff,
     rollback: async (workspace, to, opts): Promise<RollbackResult> => {
       const r = await backend.rollback(workspace, to, { principal: opts?.principal, expectCurrent: opts?.expectCurrent });
       writes.delete(workspace);

@@ -270,7 +270,12 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
   } catch (e) {
     const status = statusOf(e);
     if (status === 500 && !isObjstateError(e)) ctx.onError?.(e);
-    const message = e instanceof HttpError || isObjstateError(e) ? e.message : "The console could not answer: an internal error (see the server's log).";
+    const message =
+      e instanceof HttpError
+        ? e.message
+        : isObjstateError(e)
+          ? (ctx.shown?.(e) ?? e.message)
+          : "The console could not answer: an internal error (see the server's log).";
     const back = (e instanceof HttpError ? e.back : undefined) ?? backFrom(base, url, req.headers.referer, ctx.origin ?? requestOrigin(req));
     if (!res.headersSent)
       sendPage(

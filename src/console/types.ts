@@ -6,6 +6,7 @@
  */
 import type { StateDiff } from "../state/diff.js";
 import type { Principal } from "../backend/principal.js";
+import type { ObjstateError } from "../errors.js";
 
 /**
  * Roles the console checks (the server's user table grants them per workspace). `outputs`:
@@ -186,6 +187,8 @@ export interface ConsoleContext {
   log(entry: ConsoleLogEntry): void;
   /** Receives errors that are not an `ObjstateError` (the page then says only "internal error"). */
   onError?: ((error: unknown) => void) | undefined;
+  /** The text a failure's page shows (default: its message): a host may keep a detail for its log. */
+  shown?: ((error: ObjstateError) => string) | undefined;
   readonly api: ConsoleApi;
   /** CSRF tokens (one instance per process, see `CsrfTokens`). */
   readonly csrf: import("./csrf.js").CsrfTokens;

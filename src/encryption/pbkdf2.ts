@@ -7,7 +7,8 @@
  */
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
-import type { Pbkdf2ProviderConfig } from "./config.js";
+import { KEY_LENGTHS } from "./aes-gcm.js";
+import { MIN_ITERATIONS, type Pbkdf2ProviderConfig } from "./config.js";
 
 /** The metadata OpenTofu stores for pbkdf2 (Go field order). */
 export interface Pbkdf2Meta {
@@ -18,11 +19,12 @@ export interface Pbkdf2Meta {
 }
 
 /**
- * Stored parameters beyond these are refused rather than run: a reader derives with what the
- * envelope says, and an altered envelope must not make it spin for hours.
+ * A reader derives with what the envelope says, so an envelope sent by a client must not make
+ * it spin: stored iterations beyond this multiple of the configured ones are refused unrun.
  */
-const MAX_STORED_ITERATIONS = 50_000_000;
-const MAX_KEY_LENGTH = 1024;
+const ITERATIONS_FACTOR = 4;
+/** Derivations at once: half of libuv's pool (4 threads by default), which also does the file I/O. */
+const MAX_DERIVATIONS = Math.max(1, Math.floor((Number(process.env["UV_THREADPOOL_SIZE"]) || 4) / 2));
 
 /** The JSON OpenTofu's Go code writes for the metadata (before the envelope base64-encodes it). */
 export function encodePbkdf2Meta(m: Pbkdf2Meta): Buffer {
@@ -64,8 +66,6 @@ export function decodePbkdf2Meta(json: Buffer | undefined, describe: string): Pb
   if (typeof keyLength !== "number" || !Number.isSafeInteger(keyLength) || keyLength < 0) return bad(`has an invalid key length (${String(keyLength)})`);
   if (hash !== "" && hash !== "sha256" && hash !== "sha512") return bad(`names an unknown hash function (${JSON.stringify(hash)})`);
   if (salt.length === 0 || iterations === 0 || hash === "" || keyLength === 0) return undefined;
-  if (iterations > MAX_STORED_ITERATIONS || keyLength > MAX_KEY_LENGTH)
-    return bad(`asks for ${iterations} iterations and a ${keyLength}-byte key, more than any writer uses`);
   return { salt, iterations, hashFunction: hash as "sha256" | "sha512", keyLength };
 }
 
@@ -96,13 +96,56 @@ export function derivePbkdf2(passphrase: Buffer, m: Pbkdf2Meta): Promise<Buffer>
     return hit;
   }
   derivations++;
-  const p = new Promise<Buffer>((resolve, reject) => {
-    crypto.pbkdf2(passphrase, m.salt, m.iterations, m.keyLength, m.hashFunction, (err, key) => (err === null ? resolve(key) : reject(err)));
-  });
+  const p = inSlot(
+    () =>
+      new Promise<Buffer>((resolve, reject) => {
+        crypto.pbkdf2(passphrase, m.salt, m.iterations, m.keyLength, m.hashFunction, (err, key) => (err === null ? resolve(key) : reject(err)));
+      }),
+  );
   p.catch(() => cache.delete(id));
   cache.set(id, p);
   if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
   return p;
+}
+
+let running = 0;
+const waiting: (() => void)[] = [];
+
+/** `run` once one of {@link MAX_DERIVATIONS} places is free; a place freed goes straight to the next waiter. */
+async function inSlot<T>(run: () => Promise<T>): Promise<T> {
+  if (running < MAX_DERIVATIONS) running++;
+  else await new Promise<void>((r) => waiting.push(r));
+  try {
+    return await run();
+  } finally {
+    const next = waiting.shift();
+    if (next === undefined) running--;
+    else next();
+  }
+}
+
+/**
+ * Refuse stored parameters this configuration would not write, before deriving: a key AES
+ * cannot take, or iterations outside [{@link MIN_ITERATIONS}, {@link ITERATIONS_FACTOR} × the configured ones].
+ * @throws ObjstateError `ENCRYPTION_KDF_OUT_OF_BOUNDS`
+ */
+function checkBounds(m: Pbkdf2Meta, c: Pbkdf2ProviderConfig, describe: string): void {
+  const max = ITERATIONS_FACTOR * c.iterations;
+  const refuse = (parameter: string, why: string, bound: Record<string, number>): never => {
+    throw new ObjstateError("ENCRYPTION_KDF_OUT_OF_BOUNDS", `${describe}: its pbkdf2 metadata for ${c.address} ${why}; nothing was derived`, {
+      details: { parameter, ...bound },
+    });
+  };
+  if (!KEY_LENGTHS.includes(m.keyLength))
+    refuse("key_length", `asks for a ${m.keyLength}-byte key, and AES-GCM takes only 16, 24 or 32 bytes: it was altered or written for another method`, {
+      value: m.keyLength,
+    });
+  if (m.iterations < MIN_ITERATIONS || m.iterations > max)
+    refuse(
+      "iterations",
+      `asks for ${m.iterations} iterations, outside what this configuration runs: at least ${MIN_ITERATIONS} and at most ${max} (${ITERATIONS_FACTOR} × ${c.address}.iterations, ${c.iterations}). If it was written with more, raise ${c.address}.iterations to at least ${Math.ceil(m.iterations / ITERATIONS_FACTOR)}; else it was altered`,
+      { value: m.iterations, min: MIN_ITERATIONS, max },
+    );
 }
 
 /** The pbkdf2 key provider of one configuration. */
@@ -131,6 +174,8 @@ export class Pbkdf2Provider {
   /** The key for stored metadata (undefined when the envelope has none for this provider). */
   async decryptionKey(meta: Buffer | undefined, describe: string): Promise<Buffer | undefined> {
     const m = decodePbkdf2Meta(meta, describe);
-    return m === undefined ? undefined : derivePbkdf2(this.config.passphrase.bytes(), m);
+    if (m === undefined) return undefined;
+    checkBounds(m, this.config, describe);
+    return derivePbkdf2(this.config.passphrase.bytes(), m);
   }
 }

@@ -12,7 +12,7 @@ import { checkNesting } from "../json/validate.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { auditRoute } from "./audit.js";
 import { readBody } from "./body.js";
-import { checkDiffRoom, DIFF_MAX_BODY, diffJson } from "./diff-runner.js";
+import { checkDiffRoom, DIFF_MAX_BODY, diffInWorker, diffJson } from "./diff-runner.js";
 import { requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
 import { allowed, allowedEverywhere, type Role } from "./users.js";
 import { historyEntryJson, lockJson, outputsJsonText, rollbackJson, versionDiffJson, workspaceJson, type HistoryEntryJson } from "../wire/shapes.js";
@@ -148,7 +148,8 @@ async function diffVersions(ctx: Ctx): Promise<void> {
       "BAD_REQUEST",
       `a diff of workspace ${ws} needs ?from=VERSION&to=VERSION (version IDs from its history); to compare with a state of your own, POST it to this route`,
     );
-  const compared = await ctx.backend.diff(ws, { from, to }).catch(encryptedOr);
+  checkDiffRoom();
+  const compared = await ctx.backend.diff(ws, { from, to, compare: diffInWorker }).catch(encryptedOr);
   if (compared === ENCRYPTED) return sendJson(ctx, 200, { workspace: ws, from, to, encrypted: true, message: ENCRYPTED_MESSAGE });
   // Output values may nest as deep as the tool allows: too deep for JSON.stringify.
   send(ctx, 200, `${stringifyDeep(versionDiffJson(ws, compared))}\n`, { "Content-Type": "application/json" });

@@ -8,7 +8,7 @@
  */
 import { ObjstateError } from "../errors.js";
 import { stringifyDeep } from "../json/exact-json.js";
-import { diffStates } from "../state/diff.js";
+import { diffStates, type StateDiff } from "../state/diff.js";
 import { nodeWorkers } from "../util/builtins.js";
 import type { DiffJob, DiffReply } from "./diff-worker.js";
 
@@ -44,8 +44,8 @@ export function checkDiffRoom(): void {
  * when every place is taken, `DIFF_TOO_LARGE` when the states do not fit the worker's heap,
  * and `STATE_INVALID` as {@link diffStates} does.
  */
-export async function diffJson(from: Buffer | null, to: Buffer): Promise<Buffer> {
-  if ((from?.length ?? 0) + to.length < INLINE_MAX) return Buffer.from(`${stringifyDeep(diffStates(from, to))}\n`);
+export async function diffJson(from: Buffer | null, to: Buffer | null): Promise<Buffer> {
+  if ((from?.length ?? 0) + (to?.length ?? 0) < INLINE_MAX) return Buffer.from(`${stringifyDeep(diffStates(from, to))}\n`);
   checkDiffRoom();
   running += 1;
   try {
@@ -55,12 +55,17 @@ export async function diffJson(from: Buffer | null, to: Buffer): Promise<Buffer>
   }
 }
 
-function inWorker(from: Buffer | null, to: Buffer): Promise<Buffer> {
+/** The diff of two stored versions (the API's, the console's and its rollback page's), bounded as {@link diffJson}. */
+export async function diffInWorker(from: Buffer | null, to: Buffer | null): Promise<StateDiff> {
+  return JSON.parse((await diffJson(from, to)).toString("utf8")) as StateDiff;
+}
+
+function inWorker(from: Buffer | null, to: Buffer | null): Promise<Buffer> {
   // Copies in buffers of their own: a Buffer may be a slice of memory others use (the
   // socket's reads, the pool), which transferring would take from them.
-  const sides = { from: from === null ? null : new Uint8Array(from), to: new Uint8Array(to) };
-  const transferList = sides.from === null ? [sides.to.buffer] : [sides.to.buffer, sides.from.buffer];
-  const job: DiffJob = sides;
+  const sides = [from, to].map((b) => (b === null ? null : new Uint8Array(b)));
+  const job: DiffJob = { from: sides[0] ?? null, to: sides[1] ?? null };
+  const transferList = sides.flatMap((b) => (b === null ? [] : [b.buffer as ArrayBuffer]));
   return new Promise((resolve, reject) => {
     const worker = new (nodeWorkers().Worker)(new URL("./diff-worker.js", import.meta.url), {
       workerData: job,

@@ -11,7 +11,7 @@ import { diffStates } from "../state/diff.js";
 /** The two sides, each in an ArrayBuffer of its own (transferred, not copied). */
 export interface DiffJob {
   readonly from: Uint8Array | null;
-  readonly to: Uint8Array;
+  readonly to: Uint8Array | null;
 }
 
 /** The answer's bytes, or the failure (an ObjstateError's code, message and details). */
@@ -26,7 +26,7 @@ const view = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.by
 let reply: DiffReply;
 try {
   // Its own buffer (not the shared pool), so it can be transferred back whole.
-  const json = new TextEncoder().encode(`${stringifyDeep(diffStates(job.from === null ? null : view(job.from), view(job.to)))}\n`);
+  const json = new TextEncoder().encode(`${stringifyDeep(diffStates(job.from === null ? null : view(job.from), job.to === null ? null : view(job.to)))}\n`);
   reply = { json };
   port.postMessage(reply, [json.buffer]);
 } catch (e) {

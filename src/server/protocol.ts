@@ -131,7 +131,7 @@ export async function postState(ctx: Ctx): Promise<void> {
   checkContentMd5(header(ctx, "content-md5"), body.md5);
   if (startsLikeObject(body.bytes) !== true) throw notAState(ws);
   const stored = ctx.encryption !== undefined && isEnvelope(body.bytes);
-  if (stored) await mustOpen(ctx.encryption as StateEncryption, body.bytes, ws);
+  if (stored) await mustOpen(ctx, () => Promise.resolve(body.bytes), ws, lockId, as);
   noteWrite(ctx, await ctx.backend.writeState(ws, body.bytes, { lockId, md5: body.md5, stored, ...as }));
   // Only now: a write that failed may have left a store call reading the bytes.
   body.release();
@@ -155,7 +155,7 @@ async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md
     // An envelope is opened whole before anything is stored (OpenTofu writes encrypted_data
     // after its small clear fields, so the head says which it is).
     const stored = ctx.encryption !== undefined && envelopeAhead(head);
-    if (stored) await mustOpen(ctx.encryption as StateEncryption, await whole(), ws);
+    if (stored) await mustOpen(ctx, whole, ws, lockId, as);
     noteWrite(ctx, await ctx.backend.writeState(ws, source, { lockId, md5, stored, ...as }));
   } catch (e) {
     refused = { error: e };
@@ -198,11 +198,14 @@ function unlockedWrite(ctx: Ctx, ws: string): ObjstateError {
  * A client's envelope, on a server that encrypts at rest: stored as it is only when the
  * server's configuration opens it (so the bucket holds nothing the server cannot read);
  * otherwise the decryption's error (wrong key, tampered, unknown version: 409), nothing
- * written (docs/decisions/071).
+ * written (docs/decisions/071). The lock is checked first: opening derives a key
+ * (docs/decisions/084).
  */
-async function mustOpen(enc: StateEncryption, envelope: Buffer, ws: string): Promise<void> {
+async function mustOpen(ctx: Ctx, envelope: () => Promise<Buffer>, ws: string, lockId: string | undefined, as: WriteAs): Promise<void> {
+  if (lockId !== undefined) await ctx.backend.checkLock(ws, lockId, as.owner);
+  const bytes = await envelope();
   try {
-    await enc.decrypt(envelope, { workspace: ws });
+    await (ctx.encryption as StateEncryption).decrypt(bytes, { workspace: ws });
   } catch (e) {
     if (!isObjstateError(e)) throw e;
     throw new ObjstateError(

@@ -3,6 +3,7 @@
  * its own (every lock and version lives in the store and the table), so any number of
  * replicas over one bucket and table behave as one.
  */
+import { randomBytes } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -18,6 +19,7 @@ import { Authenticator, type Authenticated, type LoginLimit } from "./auth.js";
 import type { Identity } from "./identity/identity.js";
 import { RequestGate, type PublicOrigin, type RouteKind } from "./gate.js";
 import { checkDeclaredLength } from "./body.js";
+import { diffInWorker } from "./diff-runner.js";
 import { BodyBuffers } from "./body-buffers.js";
 import { ConnectionGuard } from "./connections.js";
 import { requireRole, send, sendEmpty, sendJson, type Ctx } from "./context.js";
@@ -215,7 +217,7 @@ export class ObjstateServer {
     this.maxStateSize = options.maxStateSize ?? DEFAULT_MAX_STATE_SIZE;
     this.encryption = options.encryption === undefined ? undefined : StateEncryption.for(options.encryption);
     this.clientTimeoutMs = options.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
-    this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend);
+    this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend, { compare: diffInWorker });
     this.csrf = new CsrfTokens(options.csrfKey === undefined ? {} : { key: options.csrfKey });
     this.gate = new RequestGate({ publicUrls: options.publicUrls, tls: options.tls !== undefined });
     const routes: readonly Route[] = [
@@ -342,6 +344,7 @@ export class ObjstateServer {
         if (refusal === undefined && entry.action !== "reveal") this.auditConsole(ctx, entry);
       },
       onError: (e) => this.logger.event("error", "console failure", { name: e instanceof Error ? e.name : typeof e }),
+      shown: (e) => this.shown(e, ctx),
       api,
       csrf: this.csrf,
       origin,
@@ -497,6 +500,18 @@ export class ObjstateServer {
   }
 
   /**
+   * The message a client is shown for `e`. The key provider's failure quotes its program's
+   * standard error (a token, an internal address): only the log gets it, under a reference
+   * the answer names.
+   */
+  private shown(e: ObjstateError, ctx: Ctx): string {
+    if (!fromKeyProvider(e)) return e.message;
+    const ref = randomBytes(6).toString("hex");
+    this.logger.event("error", "key provider failed", { ref, workspace: ctx.params["workspace"], detail: e.message });
+    return `the server's encryption key provider failed: the detail is in the server's log, under reference ${ref}`;
+  }
+
+  /**
    * Answer a failure: the holder's lock info when the error carries one (the body the
    * tool's client parses on 409/423), else `{"code", "message"}`.
    */
@@ -528,8 +543,13 @@ export class ObjstateServer {
     const lockAddress = isObjstateError(e) ? e.details?.["lock_address"] : undefined;
     sendJson(ctx, status, {
       code: codeOf(e),
-      message: e instanceof Error ? e.message : String(e),
+      message: isObjstateError(e) ? this.shown(e, ctx) : String(e),
       ...(typeof lockAddress === "string" ? { lock_address: lockAddress } : {}),
     });
   }
+}
+
+/** `e` is, or wraps, the external key provider's failure. */
+function fromKeyProvider(e: unknown): boolean {
+  return isObjstateError(e) && (e.code === "ENCRYPTION_KEY_PROVIDER_FAILED" || fromKeyProvider(e.cause));
 }

@@ -1,7 +1,8 @@
 /**
  * `POST /api/v1/workspaces/{w}/diff` bounded: computed off the main thread (/healthz answers
  * meanwhile), at most MAX_CONCURRENT_DIFFS at once (429 with Retry-After beyond), a body of
- * at most DIFF_MAX_BODY. In-process server over the embedded store.
+ * at most DIFF_MAX_BODY. Diffs of stored versions (`GET …/diff?from&to`, the console's Diff
+ * and Rollback pages) share the worker and the cap. In-process server over the embedded store.
  */
 import assert from "node:assert/strict";
 import { connect as netConnect } from "node:net";
@@ -43,6 +44,9 @@ describe("objstate serve: POST …/diff bounded", () => {
   const ws = uniqueName("ws");
   const COUNT = 40_000;
   let newer: Buffer;
+  /** A workspace with two ~20 MiB versions, oldest first. */
+  const versioned = uniqueName("ws");
+  let versions: [string, string];
 
   before(async () => {
     const config = ObjectStoreBackendConfig.from(await embeddedTarget().setup({ locks: true }));
@@ -51,6 +55,11 @@ describe("objstate serve: POST …/diff bounded", () => {
     await server.listen("127.0.0.1", 0);
     await backend.writeState(ws, bigState(COUNT, 1));
     newer = bigState(COUNT, 2);
+    await backend.writeState(versioned, bigState(COUNT, 1));
+    await backend.writeState(versioned, newer);
+    const ids: string[] = [];
+    for await (const v of backend.history(versioned)) ids.push(v.versionId);
+    versions = [ids[1] as string, ids[0] as string];
   });
   after(async () => {
     await server.close(5000);
@@ -106,6 +115,45 @@ describe("objstate serve: POST …/diff bounded", () => {
     assert.equal(diffsRunning(), 0);
     assert.equal((await rawRequest(server.url, "POST", `/api/v1/workspaces/${ws}/diff`, newer)).status, 200);
   });
+
+  const versionDiffs: [string, () => string][] = [
+    ["GET …/diff?from&to", () => `/api/v1/workspaces/${versioned}/diff?from=${versions[0]}&to=${versions[1]}`],
+    ["the console's Diff page", () => `/workspaces/${versioned}/diff?from=${versions[0]}&to=${versions[1]}`],
+    ["the console's Rollback confirmation", () => `/workspaces/${versioned}/rollback?to=${versions[0]}`],
+  ];
+  for (const [name, path] of versionDiffs) {
+    it(`${name}: two ~20 MiB stored versions compared in the worker (/healthz answers meanwhile); beyond ${MAX_CONCURRENT_DIFFS} at once, 429`, async () => {
+      const events: string[] = [];
+      let settled = 0;
+      const running = Array.from({ length: MAX_CONCURRENT_DIFFS }, () =>
+        rawRequest(server.url, "GET", path(), undefined).then((r) => {
+          settled += 1;
+          events.push(`diff ${r.status}`);
+          return r;
+        }),
+      );
+      // On the main thread, a diff starts and ends in one turn of the loop: this would never see one running.
+      if (
+        await until(
+          () => diffsRunning() === MAX_CONCURRENT_DIFFS,
+          () => settled > 0,
+        )
+      )
+        events.push("diffs running");
+      events.push(`healthz ${(await rawRequest(server.url, "GET", "/healthz", undefined)).status}`);
+      const extra = await rawRequest(server.url, "GET", path(), undefined);
+      events.push(`extra ${extra.status}`);
+      const done = await Promise.all(running);
+      assert.deepEqual(events, ["diffs running", "healthz 200", "extra 429", "diff 200", "diff 200"]);
+      assert.match(extra.body.toString(), /TOO_MANY_DIFFS|computing 2 diffs, the most it runs at once/);
+      if (name.startsWith("GET")) {
+        const body = JSON.parse((done[0] as Reply).body.toString()) as { resources: { changed: unknown[] }; serial: { before: number; after: number } };
+        assert.equal(body.resources.changed.length, COUNT);
+        assert.deepEqual(body.serial, { before: 1, after: 2 });
+      } else assert.match((done[0] as Reply).body.toString(), /r39999/);
+      assert.equal(diffsRunning(), 0);
+    });
+  }
 
   it(`a body announced over ${DIFF_MAX_BODY / 1024 / 1024} MiB gets 413 naming the diff's limit before any of it is sent`, async () => {
     const u = new URL(server.url);
