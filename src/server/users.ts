@@ -81,16 +81,20 @@ export async function verifyPassword(password: string, encoded: string | undefin
   return parsed !== undefined && key.length === h.key.length && timingSafeEqual(key, h.key);
 }
 
-/** Does the workspace glob match? `*` any run of characters, `?` one; nothing else is special. */
-export function globMatches(glob: string, workspace: string): boolean {
-  const re = new RegExp(
-    `^${glob
-      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
-      .replace(/\*/g, ".*")
-      .replace(/\?/g, ".")}$`,
-    "s",
-  );
-  return re.test(workspace);
+/**
+ * Does the glob match? `*` any run of characters, `?` one; nothing else is special. Greedy
+ * two-pointer match: a `*` is only ever retried from the last one seen, so no input backtracks.
+ */
+export function globMatches(glob: string, text: string): boolean {
+  let [g, t, star, mark] = [0, 0, -1, 0];
+  while (t < text.length) {
+    if (glob[g] === "*") [star, mark] = [g++, t];
+    else if (g < glob.length && (glob[g] === "?" || glob[g] === text[t])) [g, t] = [g + 1, t + 1];
+    else if (star >= 0) [g, t] = [star + 1, ++mark];
+    else return false;
+  }
+  while (glob[g] === "*") g++;
+  return g === glob.length;
 }
 
 /** Does a grant's set of roles give `role` (`admin` gives all, `read` gives `outputs`)? */

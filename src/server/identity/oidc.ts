@@ -35,6 +35,8 @@ const FETCH_TIMEOUT_MS = 5_000;
 /** A claim value that may be put into a workspace glob: no glob characters, nothing to escape. */
 const SAFE_CLAIM = /^[A-Za-z0-9._/-]{1,200}$/;
 const PLACEHOLDER = /\$\{claims\.([A-Za-z0-9_]+)\}/g;
+/** A claim longer than this never meets a condition: no real CI claim is, and a signed token may hold anything. */
+export const MAX_CLAIM_LENGTH = 1024;
 
 function ruleError(file: string, i: number, problem: string): ObjstateError {
   return new ObjstateError("USERS_FILE_INVALID", `users file ${file}: identities[${i}]: ${problem}; see the README's "CI identities" section`);
@@ -110,7 +112,7 @@ export function applyRule(rule: IdentityRule, payload: JWTPayload): { user: User
   const used: Record<string, string> = {};
   for (const [name, want] of Object.entries(rule.claims)) {
     const got = claimText(payload, name);
-    if (got === undefined) return undefined;
+    if (got === undefined || got.length > MAX_CLAIM_LENGTH) return undefined;
     if (!(/[*?]/.test(want) ? globMatches(want, got) : got === want)) return undefined;
     used[name] = got;
   }
