@@ -56,7 +56,7 @@ export function allowedIssuerUrl(url: string): boolean {
 
 /** Parse the `identities` section of the users file (absent: no rules). */
 export function parseIdentities(doc: unknown, file: string): IdentityRule[] {
-  const list = (doc as { identities?: unknown } | null)?.identities;
+  const { identities: list, users } = (doc ?? {}) as { identities?: unknown; users?: Record<string, unknown> };
   if (list === undefined) return [];
   if (!Array.isArray(list)) throw ruleError(file, 0, "identities must be a list of rules");
   return list.map((raw: unknown, i) => {
@@ -65,6 +65,8 @@ export function parseIdentities(doc: unknown, file: string): IdentityRule[] {
     for (const k of ["name", "issuer", "audience"] as const)
       if (typeof r[k] !== "string" || r[k] === "") throw ruleError(file, i, `${k} must be a non-empty string`);
     if ((r.name as string).includes(":")) throw ruleError(file, i, 'name must not hold ":"');
+    if (users !== undefined && Object.hasOwn(users, r.name as string))
+      throw ruleError(file, i, `name ${JSON.stringify(r.name)} is also a user in users: rename the rule (a principal is one or the other)`);
     if (!allowedIssuerUrl(r.issuer as string))
       throw ruleError(file, i, `issuer ${JSON.stringify(r.issuer)} must be an https URL (http only on 127.0.0.1, [::1] or localhost)`);
     const claims = (r.claims ?? {}) as Record<string, unknown>;

@@ -193,13 +193,19 @@ describe("objstate serve (CLI)", () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
     const broken = join(cwd, "broken.json");
     writeFileSync(broken, "{", { mode: 0o600 });
+    // An identity rule named like a user: one name, two principals.
+    const clash = join(cwd, "clash.json");
+    const rule = { name: "ci", issuer: "https://token.actions.githubusercontent.com", audience: "objstate", roles: { "*": ["read"] } };
+    writeFileSync(clash, JSON.stringify({ users: { ci: { roles: { "*": ["read"] } } }, identities: [rule] }), { mode: 0o600 });
     for (const [file, code] of [
       [broken, "USERS_FILE_INVALID"],
+      [clash, 'identities[0]: name "ci" is also a user'],
       [join(cwd, "absent.json"), "USERS_FILE_UNREADABLE"],
     ] as const) {
       const r = await refusedAtStart([...STORE, "--users", file], cwd);
       assert.equal(r.code, 2, `${code}: ${r.stderr}`);
       assert.ok(r.stderr.includes(file), r.stderr);
+      if (file === clash) assert.ok(r.stderr.includes(code), r.stderr);
     }
   });
 

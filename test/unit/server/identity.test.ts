@@ -284,4 +284,35 @@ describe("objstate serve: API tokens and OIDC identities", () => {
     const audit = await fetch(`${base}/api/v1/audit`, { headers: { authorization: `Bearer ${token}` } });
     assert.equal(audit.status, 403, `admin is not the user's, so not the token's: ${await audit.text()}`);
   });
+
+  it("an identity rule named like a users-file user is refused at load, naming both; one that got in anyway cannot release that user's lock (its lock's owner is NAME, an OIDC identity's oidc:NAME)", async () => {
+    const rule = { name: "ci", issuer: issuer.url, audience: "objstate", claims: { repository: "other/repo" }, roles: { "*": ["read", "write", "lock"] } };
+    const doc = { users: { ci: { roles: { "*": ["read"] } } }, identities: [rule] };
+    assert.throws(
+      () => parseIdentities(doc, usersFile),
+      (e: Error & { code?: string }) =>
+        e.code === "USERS_FILE_INVALID" && e.message.includes(usersFile) && e.message.includes("identities[0]") && e.message.includes('"ci" is also a user'),
+    );
+    const url = await start(new Identity(users, { identities: parseIdentities({ identities: [rule] }, usersFile), oidc: { refreshCooldownMs: 0 } }));
+    const other = `Bearer ${await good({ repository: "other/repo" })}`;
+    const password = basic("ci", "pw-of-ci");
+    const info = (id: string): string =>
+      JSON.stringify({ ID: id, Operation: "OperationTypeApply", Info: "", Who: "x", Version: "1.9.0", Created: new Date().toISOString(), Path: "" });
+    const ws = uniqueName("owned");
+    const id = "5a1e2b3c-0000-4000-8000-0000000000c1";
+    assert.equal((await send(url, "LOCK", ws, password, info(id))).status, 200);
+    assert.equal((await backend.lockInfo(ws))?.Owner, "ci", "a users-file user's lock records the name as before");
+    const refused = await send(url, "UNLOCK", ws, other, info(id));
+    assert.equal(refused.status, 403, refused.text);
+    assert.match(refused.text, /LOCK_NOT_OWNED/);
+    assert.equal((await send(url, "POST", `${ws}?ID=${id}`, other, STATE)).status, 403, "nor write under it");
+    assert.equal((await backend.lockInfo(ws))?.ID, id, "the lock stays");
+    assert.equal((await send(url, "UNLOCK", ws, password, info(id))).status, 200);
+
+    const id2 = "5a1e2b3c-0000-4000-8000-0000000000c2";
+    assert.equal((await send(url, "LOCK", ws, other, info(id2))).status, 200);
+    assert.equal((await backend.lockInfo(ws))?.Owner, "oidc:ci");
+    assert.equal((await send(url, "UNLOCK", ws, password, info(id2))).status, 403, "and the other way round");
+    assert.equal((await send(url, "UNLOCK", ws, other, info(id2))).status, 200);
+  });
 });
