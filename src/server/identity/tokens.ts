@@ -13,7 +13,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { ObjstateError } from "../../errors.js";
-import { ROLES, type Role } from "../users.js";
+import { refuseOpenFile, ROLES, type Role } from "../users.js";
 
 /** One token of the tokens file, as stored (never the token itself). */
 export interface TokenRecord {
@@ -97,7 +97,9 @@ function render(tokens: ReadonlyMap<string, TokenRecord>): string {
   return `${JSON.stringify({ tokens: doc }, null, 2)}\n`;
 }
 
+/** The file's text (undefined when absent), refused when others may change it (users.ts). */
 function readText(file: string): string | undefined {
+  refuseOpenFile(file, "tokens file", "the API tokens' hashes and roles");
   try {
     return readFileSync(file, "utf8");
   } catch (e) {
@@ -198,7 +200,7 @@ export class TokenStore {
     let stamp: string;
     try {
       const s = statSync(this.file);
-      stamp = `${s.size}:${s.mtimeMs}:${s.ino}`;
+      stamp = `${s.size}:${s.mtimeMs}:${s.ino}:${s.mode}`;
     } catch {
       stamp = "absent";
     }
