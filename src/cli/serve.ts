@@ -270,7 +270,7 @@ function tokensFileOf(opts: Opts): string {
 }
 
 /** `objstate serve token create --user NAME --ttl 30d [--role GLOB=roles]… --users FILE`: prints the token once. */
-export function tokenCreateAction(opts: Opts): void {
+export async function tokenCreateAction(opts: Opts): Promise<void> {
   const file = opts.users;
   const tokens = tokensFileOf(opts);
   const name = opts.user ?? "";
@@ -279,7 +279,7 @@ export function tokenCreateAction(opts: Opts): void {
     throw usageError(`--user ${JSON.stringify(name)} is not in the users file ${file}: add it with objstate serve hash-password first`, "INVALID_USER");
   const ttl = durationFlag("--ttl", opts.ttl ?? "30d");
   const roles = opts.role === undefined ? undefined : parseRoleFlags(opts.role);
-  const { token, record } = createToken(tokens, name, ttl, roles);
+  const { token, record } = await createToken(tokens, name, ttl, roles);
   process.stderr.write(`objstate: token ${record.id} for ${name}, expires ${record.expires}; it is shown once, here:\n`);
   process.stdout.write(`${token}\n`);
 }
@@ -313,8 +313,8 @@ export function tokenListAction(opts: Opts): void {
 }
 
 /** `objstate serve token revoke ID --users FILE`. */
-export function tokenRevokeAction(id: string, opts: Opts): void {
-  const r = revokeToken(tokensFileOf(opts), id);
+export async function tokenRevokeAction(id: string, opts: Opts): Promise<void> {
+  const r = await revokeToken(tokensFileOf(opts), id);
   process.stderr.write(`objstate: token ${r.id} of ${r.user} revoked at ${r.revoked}\n`);
 }
 

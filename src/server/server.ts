@@ -297,7 +297,7 @@ export class ObjstateServer {
     this.server.closeAllConnections();
     await closed;
     await this.audit?.close();
-    this.options.identity?.close();
+    await this.options.identity?.close();
   }
 
   private async ready(ctx: Ctx): Promise<void> {

@@ -223,23 +223,23 @@ describe("objstate serve: API tokens and OIDC identities", () => {
 
   it("API token lifecycle: create, use as Bearer and as Basic password, list (last used), revoke → 401; expired → 401", async () => {
     const file = tokensFileFor(usersFile);
-    const { token, record } = createToken(file, "ci", 3600_000, undefined);
+    const { token, record } = await createToken(file, "ci", 3600_000, undefined);
     assert.doesNotMatch(readFileSync(file, "utf8"), new RegExp(token));
     const ws = uniqueName("tok");
     assert.equal((await send(base, "POST", ws, `Bearer ${token}`, STATE)).status, 200);
     assert.equal((await send(base, "GET", ws, basic("anything", token))).status, 200);
     assert.equal((await send(base, "GET", ws, basic("ci", token))).status, 200);
-    identity.close(); // writes the held `last used`
+    await identity.close(); // writes the held `last used`
     const listed = listTokens(file).find((t) => t.id === record.id);
     assert.ok(listed?.lastUsed !== undefined);
-    revokeToken(file, record.id);
+    await revokeToken(file, record.id);
     const r = await send(base, "GET", ws, `Bearer ${token}`);
     assert.equal(r.status, 401);
     assert.match(r.text, new RegExp(`API token ${record.id} was revoked`));
     const hash = createHash("sha256").update(token).digest("hex");
     assert.ok(!r.text.includes(token) && !r.text.includes(hash) && !r.text.includes(token.slice(19)));
 
-    const old = createToken(file, "ci", 1000, undefined, Date.now() - 10_000);
+    const old = await createToken(file, "ci", 1000, undefined, Date.now() - 10_000);
     const e = await send(base, "GET", ws, basic("ci", old.token));
     assert.equal(e.status, 401);
     assert.match(e.text, /expired/);
@@ -267,7 +267,7 @@ describe("objstate serve: API tokens and OIDC identities", () => {
   });
 
   it("an API token with its own roles: only those", async () => {
-    const { token } = createToken(tokensFileFor(usersFile), "ci", 3600_000, { "staging-*": ["read"] });
+    const { token } = await createToken(tokensFileFor(usersFile), "ci", 3600_000, { "staging-*": ["read"] });
     readable(await send(base, "GET", uniqueName("staging"), `Bearer ${token}`));
     assert.equal((await send(base, "POST", uniqueName("staging"), `Bearer ${token}`, STATE)).status, 403);
     assert.equal((await send(base, "GET", uniqueName("prod"), `Bearer ${token}`)).status, 403);
@@ -275,7 +275,7 @@ describe("objstate serve: API tokens and OIDC identities", () => {
 
   it("an API token's roles are capped by its user's: a role the user lacks is refused whatever the token says", async () => {
     // ci has read, write and lock; the token asks for admin and force besides.
-    const { token } = createToken(tokensFileFor(usersFile), "ci", 3600_000, { "*": ["read", "write", "lock", "force", "admin"] });
+    const { token } = await createToken(tokensFileFor(usersFile), "ci", 3600_000, { "*": ["read", "write", "lock", "force", "admin"] });
     const ws = uniqueName("capped");
     readable(await send(base, "GET", ws, `Bearer ${token}`));
     assert.equal((await send(base, "POST", ws, `Bearer ${token}`, STATE)).status, 200, "what the user may do, the token may");
