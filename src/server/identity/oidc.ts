@@ -9,7 +9,7 @@
  *                  "roles": {"prod-*": ["read", "write", "lock"], "${claims.repository_owner}-*": ["read"]}}]}
  * ```
  */
-import { createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
+import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
 import { readFileSync } from "node:fs";
 import type { OidcIdentity as PrincipalOidc } from "../../backend/principal.js";
 import { ObjstateError } from "../../errors.js";
@@ -32,6 +32,10 @@ export const OIDC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS
 /** Clock tolerance on `exp`, `nbf` and `iat`. */
 export const CLOCK_TOLERANCE_S = 30;
 const FETCH_TIMEOUT_MS = 5_000;
+/** A discovery document or JWKS larger than this is refused, never taken whole. */
+export const MAX_ISSUER_DOCUMENT_BYTES = 1024 * 1024;
+/** A failed discovery or JWKS fetch is not tried again for this long: requests meanwhile get its 503 at once. */
+const RETRY_AFTER_FAILURE_MS = 30_000;
 /** A claim value that may be put into a workspace glob: no glob characters, nothing to escape. */
 const SAFE_CLAIM = /^[A-Za-z0-9._/-]{1,200}$/;
 const PLACEHOLDER = /\$\{claims\.([A-Za-z0-9_]+)\}/g;
@@ -154,6 +158,22 @@ export interface OidcOptions {
   /** How long a fetched JWKS is trusted before it is fetched again. Default 10 min. */
   readonly jwksMaxAgeMs?: number;
   readonly fetchTimeoutMs?: number;
+  /** How long a failed discovery or JWKS fetch is not tried again. Default 30 s. */
+  readonly retryAfterFailureMs?: number;
+}
+
+/** `fetch` that answers only a 200 of at most {@link MAX_ISSUER_DOCUMENT_BYTES} (read whole, so nothing larger is buffered). */
+async function cappedFetch(url: string, init: RequestInit): Promise<Response> {
+  const res = await fetch(url, init);
+  if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body ?? []) {
+    size += (chunk as Uint8Array).length;
+    if (size > MAX_ISSUER_DOCUMENT_BYTES) throw new Error(`its answer is larger than ${MAX_ISSUER_DOCUMENT_BYTES} bytes`);
+    chunks.push(chunk as Uint8Array);
+  }
+  return new Response(Buffer.concat(chunks), { status: 200, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
 }
 
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
@@ -165,6 +185,8 @@ type KeySet = ReturnType<typeof createRemoteJWKSet>;
  */
 export class OidcVerifier {
   private readonly keySets = new Map<string, Promise<KeySet>>();
+  /** JWKS URLs whose last fetch failed: until when, and why. */
+  private readonly failedJwks = new Map<string, { until: number; why: string }>();
 
   constructor(
     private readonly rules: readonly IdentityRule[],
@@ -185,8 +207,8 @@ export class OidcVerifier {
     if (p === undefined) {
       p = this.discover(issuer);
       this.keySets.set(issuer, p);
-      // A failed discovery is not remembered: the next request tries again.
-      p.catch(() => this.keySets.delete(issuer));
+      // A failed discovery is answered from memory for a while, then tried again.
+      p.catch(() => setTimeout(() => this.keySets.delete(issuer), this.retryAfterMs).unref());
     }
     return p;
   }
@@ -196,9 +218,7 @@ export class OidcVerifier {
     const timeout = this.options.fetchTimeoutMs ?? FETCH_TIMEOUT_MS;
     let doc: { issuer?: unknown; jwks_uri?: unknown };
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(timeout), redirect: "error" });
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      doc = (await res.json()) as typeof doc;
+      doc = (await (await cappedFetch(url, { signal: AbortSignal.timeout(timeout), redirect: "error" })).json()) as typeof doc;
     } catch (e) {
       throw unavailable(issuer, `its discovery document ${url} could not be fetched (${(e as Error).message})`);
     }
@@ -208,7 +228,24 @@ export class OidcVerifier {
       timeoutDuration: timeout,
       cooldownDuration: this.options.refreshCooldownMs ?? 30_000,
       cacheMaxAge: this.options.jwksMaxAgeMs ?? 10 * 60_000,
+      [customFetch]: (url, init) => this.fetchJwks(url, init),
     });
+  }
+
+  private get retryAfterMs(): number {
+    return this.options.retryAfterFailureMs ?? RETRY_AFTER_FAILURE_MS;
+  }
+
+  /** jose's JWKS fetch, capped, and refused without a fetch while its last failure is recent. */
+  private async fetchJwks(url: string, init: RequestInit): Promise<Response> {
+    const failed = this.failedJwks.get(url);
+    if (failed !== undefined && failed.until > Date.now()) throw new Error(`${failed.why}; not tried again before ${new Date(failed.until).toISOString()}`);
+    try {
+      return await cappedFetch(url, init);
+    } catch (e) {
+      this.failedJwks.set(url, { until: Date.now() + this.retryAfterMs, why: (e as Error).message });
+      throw e;
+    }
   }
 
   /**

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
 import { Identity } from "../../../src/server/identity/identity.js";
-import { parseIdentities } from "../../../src/server/identity/oidc.js";
+import { MAX_ISSUER_DOCUMENT_BYTES, parseIdentities } from "../../../src/server/identity/oidc.js";
 import { createToken, listTokens, revokeToken, tokensFileFor } from "../../../src/server/identity/tokens.js";
 import { Logger } from "../../../src/server/log.js";
 import type { ObjstateServer } from "../../../src/server/server.js";
@@ -98,7 +98,11 @@ describe("objstate serve: API tokens and OIDC identities", () => {
     };
     writeFileSync(usersFile, JSON.stringify(doc), { mode: 0o600 });
     users = parseUsers(JSON.stringify(doc), usersFile);
-    identity = new Identity(users, { tokensFile: tokensFileFor(usersFile), identities: parseIdentities(doc, usersFile), oidc: { refreshCooldownMs: 0 } });
+    identity = new Identity(users, {
+      tokensFile: tokensFileFor(usersFile),
+      identities: parseIdentities(doc, usersFile),
+      oidc: { refreshCooldownMs: 0, retryAfterFailureMs: 0 },
+    });
     base = await start(identity);
   });
 
@@ -202,7 +206,10 @@ describe("objstate serve: API tokens and OIDC identities", () => {
   it("an issuer that is down: 503 naming the issuer, never an accept; back up, accepted", async () => {
     // A server of its own: nothing of the issuer cached yet.
     const fresh = await start(
-      new Identity(users, { identities: parseIdentities(rules(issuer.url), usersFile), oidc: { refreshCooldownMs: 0, fetchTimeoutMs: 2000 } }),
+      new Identity(users, {
+        identities: parseIdentities(rules(issuer.url), usersFile),
+        oidc: { refreshCooldownMs: 0, fetchTimeoutMs: 2000, retryAfterFailureMs: 0 },
+      }),
     );
     const jwt = await good();
     await issuer.addKey("es-2", "ES256", false);
@@ -219,6 +226,46 @@ describe("objstate serve: API tokens and OIDC identities", () => {
       await issuer.up();
     }
     readable(await send(fresh, "GET", uniqueName("prod"), `Bearer ${jwt}`));
+  });
+
+  it("a failing issuer is asked once, not once a request: a failed discovery, then a failed JWKS, answer the requests after them with 503 at once", async () => {
+    const fresh = (): Promise<string> =>
+      start(new Identity(users, { identities: parseIdentities(rules(issuer.url), usersFile), oidc: { refreshCooldownMs: 0 } }));
+    const jwt = await good();
+    try {
+      for (const [path, count] of [
+        ["/.well-known/openid-configuration", () => issuer.discoveryFetches],
+        ["/jwks", () => issuer.jwksFetches],
+      ] as const) {
+        issuer.failing = new Set([path]);
+        const url = await fresh();
+        const before = count();
+        for (let i = 0; i < 4; i++) {
+          const r = await send(url, "GET", uniqueName("prod"), `Bearer ${jwt}`);
+          assert.equal(r.status, 503, r.text);
+          assert.match(r.text, /IDENTITY_PROVIDER_UNAVAILABLE.*HTTP 503/);
+        }
+        assert.equal(count() - before, 1, `${path}: one fetch for four requests`);
+      }
+    } finally {
+      issuer.failing = new Set();
+    }
+  });
+
+  it("a JWKS larger than 1 MiB is refused (503, the reason in the log), not taken whole", async () => {
+    const url = await start(new Identity(users, { identities: parseIdentities(rules(issuer.url), usersFile), oidc: { refreshCooldownMs: 0 } }));
+    issuer.jwksPadding = 2 * MAX_ISSUER_DOCUMENT_BYTES;
+    try {
+      const r = await send(url, "GET", uniqueName("prod"), `Bearer ${await good()}`);
+      assert.equal(r.status, 503, r.text);
+      assert.match(r.text, new RegExp(`larger than ${MAX_ISSUER_DOCUMENT_BYTES} bytes`));
+      assert.ok(
+        logLines.some((l) => l.includes(`larger than ${MAX_ISSUER_DOCUMENT_BYTES} bytes`)),
+        "the log says why",
+      );
+    } finally {
+      issuer.jwksPadding = 0;
+    }
   });
 
   it("API token lifecycle: create, use as Bearer and as Basic password, list (last used), revoke → 401; expired → 401", async () => {
