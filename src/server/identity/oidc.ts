@@ -180,7 +180,7 @@ type KeySet = ReturnType<typeof createRemoteJWKSet>;
 
 /**
  * Checks ID tokens against the rules. Per issuer: discovery fetched once (with a timeout,
- * retried on the next request when it failed), then jose's remote JWKS: cached, refetched on
+ * tried again 30 s after it failed), then jose's remote JWKS: cached, refetched on
  * an unknown `kid` at most once per cooldown.
  */
 export class OidcVerifier {

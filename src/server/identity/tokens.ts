@@ -188,7 +188,7 @@ export function looksLikeToken(text: string): boolean {
 export const LAST_USED_FLUSH_MS = Number(process.env["OBJSTATE_TEST_TOKEN_FLUSH_MS"] ?? "") || 60_000;
 
 /**
- * The tokens file as the server sees it: re-read when its size or mtime changes (a `token
+ * The tokens file as the server sees it: re-read when its size, mtime, inode or mode changes (a `token
  * create` or `revoke` takes effect on the next request, at the cost of one stat), and
  * `last used` kept in memory and written at most once a {@link LAST_USED_FLUSH_MS}, merged
  * with the file (the later time wins), so replicas sharing the file each add theirs.

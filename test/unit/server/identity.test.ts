@@ -8,6 +8,7 @@ import { createHash, createHmac } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
 import { Identity } from "../../../src/server/identity/identity.js";
@@ -139,6 +140,35 @@ describe("objstate serve: API tokens and OIDC identities", () => {
     assert.equal((await send(base, "POST", ws, `Bearer ${await good()}`, STATE)).status, 403);
     // repository_owner "*" would make the glob "*-*": it is dropped, so only prod-* remains.
     assert.equal((await send(base, "GET", uniqueName("other"), `Bearer ${await good({ repository_owner: "*" })}`)).status, 403);
+  });
+
+  it("the README's GitLab CI rules, as written: a protected ref of group/infra writes prod-*; every project of group reads the workspaces named after it, and no other's", async () => {
+    const readme = readFileSync(join(fileURLToPath(new URL("../../../../", import.meta.url)), "README.md"), "utf8");
+    const at = readme.indexOf("GitLab CI:");
+    const text = readme.slice(readme.indexOf("```json\n", at) + 8, readme.indexOf("\n```", readme.indexOf("```json\n", at)));
+    const doc = JSON.parse(text.replaceAll("https://gitlab.com", issuer.url)) as { identities: { name: string; roles: Record<string, string[]> }[] };
+    const url = await start(new Identity(users, { identities: parseIdentities(doc, usersFile), oidc: { refreshCooldownMs: 0 } }));
+    // GitLab's ID token claims: strings, ref_protected too.
+    const gitlab = (project: string, id: string, ref = "main"): Promise<string> =>
+      issuer.sign({
+        aud: "https://state.example.com",
+        sub: `project_path:${project}:ref_type:branch:ref:${ref}`,
+        namespace_path: project.split("/")[0],
+        project_path: project,
+        project_id: id,
+        ref,
+        ref_protected: "true",
+      });
+    const prod = uniqueName("prod");
+    assert.equal((await send(url, "POST", prod, `Bearer ${await gitlab("group/infra", "21")}`, STATE)).status, 200);
+    // The workspace "named after" a project: the README's glob with the token's claims, `*` made a name.
+    const [glob] = Object.keys(doc.identities.find((r) => r.name === "gitlab-any")?.roles ?? {});
+    const named = (claims: Record<string, string>): string =>
+      `${(glob as string).replace(/\$\{claims\.(\w+)\}/g, (_, k: string) => claims[k] as string).replace("*", "")}${uniqueName("ws")}`;
+    const web = await gitlab("group/web", "22");
+    readable(await send(url, "GET", named({ project_path: "group/web", project_id: "22" }), `Bearer ${web}`));
+    assert.equal((await send(url, "POST", named({ project_path: "group/web", project_id: "22" }), `Bearer ${web}`, STATE)).status, 403, "read only");
+    assert.equal((await send(url, "GET", named({ project_path: "group/api", project_id: "23" }), `Bearer ${web}`)).status, 403, "not another project's");
   });
 
   const refused: [string, () => Promise<string>, number][] = [
