@@ -204,6 +204,7 @@ export const ERROR_CODES = {
   USERS_FILE_UNREADABLE: { status: 500, exit: EXIT.usage },
   USERS_FILE_PERMISSIONS: { status: 500, exit: EXIT.usage },
   TOKENS_FILE_INVALID: { status: 500, exit: EXIT.usage },
+  TOKENS_FILE_PERMISSIONS: { status: 500, exit: EXIT.usage },
   TOKEN_NOT_FOUND: { status: 404, exit: EXIT.usage },
   SECRET_FILE_UNREADABLE: { status: 500, exit: EXIT.usage },
   SECRET_FILE_OPEN: { status: 500, exit: EXIT.usage },

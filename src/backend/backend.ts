@@ -34,6 +34,7 @@ import type {
   WriteOptions,
 } from "./options.js";
 import type { ProbeVerdict } from "./probe.js";
+import { lockOwnerOf } from "./principal.js";
 import { digestStatusOf, readCommitted, readVersionChecked } from "./read.js";
 import type { ReleasedLock } from "./released.js";
 import { leftoversOf, repairUnderLock } from "./repair.js";
@@ -169,7 +170,7 @@ export class ObjectStoreBackend {
 
   /** Create a workspace with an empty state ({@link emptyState}) under its lock; `WORKSPACE_EXISTS` when it has a state (or is `default`). */
   createWorkspace(workspace: string, options: CreateWorkspaceOptions = {}): Promise<WriteResult> {
-    return this.withLock(workspace, { ...lockOf(options), operation: "workspace new", owner: options.principal?.name }, async (lock) => {
+    return this.withLock(workspace, { ...lockOf(options), operation: "workspace new", owner: lockOwnerOf(options.principal) }, async (lock) => {
       await refuseExisting(this.ctx, workspace);
       return this.writeState(workspace, emptyState(), { lockId: lock.id, onStored: options.onStored, principal: options.principal });
     });
@@ -264,7 +265,7 @@ export class ObjectStoreBackend {
     const sealed = enc === undefined || plain === undefined ? undefined : await sealState(enc, plain, workspace);
     const input = await prepareIncoming(sealed ?? data, sealed === undefined ? options.md5 : undefined, sealed === plain ? undefined : plain);
     // The guard compares the state's own lineage and serial (the envelope's clear copies agree with them).
-    const result = await this.withLock(workspace, { ...lockOf(options), operation: "writeState", owner: options.principal?.name }, (lock) =>
+    const result = await this.withLock(workspace, { ...lockOf(options), operation: "writeState", owner: lockOwnerOf(options.principal) }, (lock) =>
       writeFenced(this.ctx, workspace, input, lock.taken, options),
     );
     // The caller's MD5 of the state it wrote is the plaintext's of this envelope: its next read need not hash it.
@@ -381,7 +382,7 @@ export class ObjectStoreBackend {
         "rekey needs an encryption configuration with a state method (the `encryption` setting, or TF_ENCRYPTION): nothing to rewrite the state under",
       );
     }
-    return this.withLock(workspace, { ...lockOf(options), operation: "state rekey", owner: options.principal?.name }, (lock) =>
+    return this.withLock(workspace, { ...lockOf(options), operation: "state rekey", owner: lockOwnerOf(options.principal) }, (lock) =>
       rekeyUnderLock(this.ctx, enc, workspace, (body, ifMatch) =>
         this.writeState(workspace, body, { lockId: lock.id, ifMatch, operation: "rekey", principal: options.principal }),
       ),
@@ -419,7 +420,7 @@ export class ObjectStoreBackend {
   async rollback(workspace: string, versionId: string, options: BackendRollbackOptions = {}): Promise<RollbackResult> {
     checkWorkspace(workspace);
     const { principal, expectCurrent } = options;
-    return this.withLock(workspace, { ...lockOf(options), operation: "rollback", info: options.info, owner: principal?.name }, async (lock) => {
+    return this.withLock(workspace, { ...lockOf(options), operation: "rollback", info: options.info, owner: lockOwnerOf(principal) }, async (lock) => {
       if (expectCurrent !== undefined) await checkCurrent(this.ctx, workspace, expectCurrent);
       const owner = lock.taken === undefined ? options.owner : undefined;
       return rollbackState(

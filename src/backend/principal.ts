@@ -28,6 +28,15 @@ export interface Principal {
   readonly oidc?: OidcIdentity;
 }
 
+/**
+ * The `Owner` a lock taken by `p` records: a users-file user (password, certificate or one of
+ * its API tokens) by name, as before; an OIDC identity as `oidc:NAME`, so a rule named like a
+ * user can never act on that user's lock (names hold no `:`).
+ */
+export function lockOwnerOf(p: Principal | undefined): string | undefined {
+  return p?.via === "oidc" ? `oidc:${p.name}` : p?.name;
+}
+
 /** The principal of every request to a server that runs without users. */
 export const ANONYMOUS_PRINCIPAL: Principal = { name: "anonymous", via: "none" };
 

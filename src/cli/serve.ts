@@ -2,7 +2,7 @@
  * `objstate serve`: the tool's http backend over the configured store (src/server), and
  * `objstate serve hash-password`, which adds a user to a users file.
  */
-import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { interactive, readSecret } from "./confirm.js";
 import { durationFlag } from "./duration.js";
 import { usageError } from "./io.js";
@@ -19,7 +19,7 @@ import { ObjstateServer } from "../server/server.js";
 import { Identity } from "../server/identity/identity.js";
 import { loadIdentityRules } from "../server/identity/oidc.js";
 import { createToken, listTokens, revokeToken, tokensFileFor, type TokenRecord } from "../server/identity/tokens.js";
-import { hashPassword, loadUsers, ROLES, withUser, type Role } from "../server/users.js";
+import { hashPassword, loadUsers, octal, openToOthers, refuseOpenFile, ROLES, withUser, type Role } from "../server/users.js";
 
 /** `512MiB` → bytes; a bad value is a usage error naming the flag (the settings table's parser). */
 export function parseSize(flag: string, text: string): number {
@@ -48,33 +48,6 @@ function readPem(flag: string, file: string): Buffer {
   } catch (e) {
     throw usageError(`cannot read ${flag} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, "FILE_UNREADABLE");
   }
-}
-
-/** The file's mode when its group or others may read or change it; undefined when not (or it cannot be read). */
-function openToOthers(file: string): number | undefined {
-  let mode: number;
-  try {
-    mode = statSync(file).mode;
-  } catch {
-    // Missing or unreadable: loading it says which, naming the file.
-    return undefined;
-  }
-  return (mode & 0o077) === 0 ? undefined : mode;
-}
-
-const octal = (mode: number): string => `0${(mode & 0o777).toString(8).padStart(3, "0")}`;
-
-/**
- * Refuse a users file its group or others may read or change, as ssh refuses such a key:
- * the hashes in it can be guessed offline, and whoever can write it can add an admin.
- */
-function checkUsersFileMode(file: string): void {
-  const mode = openToOthers(file);
-  if (mode === undefined) return;
-  throw usageError(
-    `users file ${file} has mode ${octal(mode)}: its group or others may read or change it, and it holds password hashes and roles. Run \`chmod 600 ${file}\` (owned by the user that runs objstate serve) and start again`,
-    "USERS_FILE_PERMISSIONS",
-  );
 }
 
 /** `objstate serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
@@ -108,7 +81,7 @@ export async function serveAction(opts: Opts): Promise<void> {
     throw usageError("--tls-client-ca needs --tls-cert and --tls-key (client certificates are part of TLS)", "TLS_INCOMPLETE");
   const { maxStateSize, clientTimeout: clientTimeoutMs, shutdownGrace: graceMs, maxConnections, maxConnectionsPerClient } = v;
   const logger = new Logger(v.logLevel);
-  if (usersFile !== undefined) checkUsersFileMode(usersFile);
+  if (usersFile !== undefined) refuseOpenFile(usersFile, "users file", "password hashes and roles");
   const users = usersFile === undefined ? undefined : loadUsers(usersFile);
   const identity =
     users === undefined || usersFile === undefined
@@ -300,7 +273,7 @@ function tokensFileOf(opts: Opts): string {
 }
 
 /** `objstate serve token create --user NAME --ttl 30d [--role GLOB=roles]… --users FILE`: prints the token once. */
-export function tokenCreateAction(opts: Opts): void {
+export async function tokenCreateAction(opts: Opts): Promise<void> {
   const file = opts.users;
   const tokens = tokensFileOf(opts);
   const name = opts.user ?? "";
@@ -309,7 +282,7 @@ export function tokenCreateAction(opts: Opts): void {
     throw usageError(`--user ${JSON.stringify(name)} is not in the users file ${file}: add it with objstate serve hash-password first`, "INVALID_USER");
   const ttl = durationFlag("--ttl", opts.ttl ?? "30d");
   const roles = opts.role === undefined ? undefined : parseRoleFlags(opts.role);
-  const { token, record } = createToken(tokens, name, ttl, roles);
+  const { token, record } = await createToken(tokens, name, ttl, roles);
   process.stderr.write(`objstate: token ${record.id} for ${name}, expires ${record.expires}; it is shown once, here:\n`);
   process.stdout.write(`${token}\n`);
 }
@@ -343,8 +316,8 @@ export function tokenListAction(opts: Opts): void {
 }
 
 /** `objstate serve token revoke ID --users FILE`. */
-export function tokenRevokeAction(id: string, opts: Opts): void {
-  const r = revokeToken(tokensFileOf(opts), id);
+export async function tokenRevokeAction(id: string, opts: Opts): Promise<void> {
+  const r = await revokeToken(tokensFileOf(opts), id);
   process.stderr.write(`objstate: token ${r.id} of ${r.user} revoked at ${r.revoked}\n`);
 }
 

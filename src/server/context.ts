@@ -6,7 +6,7 @@ import type { StateEncryption } from "../encryption/index.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ObjectStoreBackend } from "../backend/backend.js";
 import type { AuditAction, AuditLog } from "../backend/audit.js";
-import type { Principal } from "../backend/principal.js";
+import { lockOwnerOf, type Principal } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
 import type { BodyLimits } from "./body.js";
 import type { BodyBuffers } from "./body-buffers.js";
@@ -99,7 +99,7 @@ export function writeAs(ctx: Ctx, ws: string): WriteAs {
 
 /** The owner a lock must have for this request to release it or write under it; undefined with `force`. */
 export function ownerToCheck(ctx: Ctx, ws: string): string | undefined {
-  return allowed(ctx.user, "force", ws) ? undefined : ctx.principal.name;
+  return allowed(ctx.user, "force", ws) ? undefined : lockOwnerOf(ctx.principal);
 }
 
 /** Answer with bytes (the body of a GET, a lock info). */

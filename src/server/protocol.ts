@@ -8,6 +8,7 @@
  * user releases nothing more (docs/decisions/013, 016).
  */
 import { NO_LOCK_ID, type LockInfo, type StateSink, type StreamOptions, type WriteResult } from "../backend/backend.js";
+import { lockOwnerOf } from "../backend/principal.js";
 import { isEnvelope, type StateEncryption } from "../encryption/index.js";
 import { TopLevelScanner } from "../encryption/scan.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
@@ -256,7 +257,7 @@ export async function lockState(ctx: Ctx): Promise<void> {
       who: info.Who === "" ? ctx.user.name : info.Who,
       version: info.Version,
       created: info.Created === "" ? undefined : info.Created,
-      owner: ctx.principal.name,
+      owner: lockOwnerOf(ctx.principal),
     });
     ctx.metrics.lockHeld(1);
     send(ctx, 200, JSON.stringify(stored), { "Content-Type": "application/json" });

@@ -301,7 +301,7 @@ export class ObjstateServer {
     this.server.closeAllConnections();
     await closed;
     await this.audit?.close();
-    this.options.identity?.close();
+    await this.options.identity?.close();
   }
 
   private async ready(ctx: Ctx): Promise<void> {
@@ -539,6 +539,8 @@ export class ObjstateServer {
       return;
     }
     if (status === 204) return sendEmpty(ctx, 204);
+    // Why an issuer could not be asked is the operator's to know (its messages never hold a token).
+    if (isObjstateError(e, "IDENTITY_PROVIDER_UNAVAILABLE")) this.logger.event("warn", "identity provider unavailable", { reason: e.message });
     // The one field a client is told to set: UNLOCKED_WRITE names the state's lock_address.
     const lockAddress = isObjstateError(e) ? e.details?.["lock_address"] : undefined;
     sendJson(ctx, status, {

@@ -8,7 +8,8 @@
  * ```
  */
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
+import { dirname } from "node:path";
 import { ObjstateError } from "../errors.js";
 
 /**
@@ -81,16 +82,20 @@ export async function verifyPassword(password: string, encoded: string | undefin
   return parsed !== undefined && key.length === h.key.length && timingSafeEqual(key, h.key);
 }
 
-/** Does the workspace glob match? `*` any run of characters, `?` one; nothing else is special. */
-export function globMatches(glob: string, workspace: string): boolean {
-  const re = new RegExp(
-    `^${glob
-      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
-      .replace(/\*/g, ".*")
-      .replace(/\?/g, ".")}$`,
-    "s",
-  );
-  return re.test(workspace);
+/**
+ * Does the glob match? `*` any run of characters, `?` one; nothing else is special. Greedy
+ * two-pointer match: a `*` is only ever retried from the last one seen, so no input backtracks.
+ */
+export function globMatches(glob: string, text: string): boolean {
+  let [g, t, star, mark] = [0, 0, -1, 0];
+  while (t < text.length) {
+    if (glob[g] === "*") [star, mark] = [g++, t];
+    else if (g < glob.length && (glob[g] === "?" || glob[g] === text[t])) [g, t] = [g + 1, t + 1];
+    else if (star >= 0) [g, t] = [star + 1, ++mark];
+    else return false;
+  }
+  while (glob[g] === "*") g++;
+  return g === glob.length;
 }
 
 /** Does a grant's set of roles give `role` (`admin` gives all, `read` gives `outputs`)? */
@@ -146,6 +151,42 @@ export function parseUsers(text: string, file: string): Map<string, User> {
     out.set(name, { name, password: e.password as string | undefined, grants });
   }
   return out;
+}
+
+/** The file's mode when its group or others may read or change it (`mask` 0o022: change); undefined when not, or when it cannot be stat'ed. */
+export function openToOthers(file: string, mask = 0o077): number | undefined {
+  let mode: number;
+  try {
+    mode = statSync(file).mode;
+  } catch {
+    // Missing or unreadable: loading it says which, naming the file.
+    return undefined;
+  }
+  return (mode & mask) === 0 ? undefined : mode;
+}
+
+export const octal = (mode: number): string => `0${(mode & 0o7777).toString(8).padStart(3, "0")}`;
+
+/**
+ * Refuse a users or tokens file its group or others may read or change, or in a directory
+ * they may change (they could put another file in its place), as ssh refuses such a key:
+ * whoever can write it can add an admin.
+ */
+export function refuseOpenFile(file: string, what: "users file" | "tokens file", holds: string): void {
+  const code = what === "users file" ? "USERS_FILE_PERMISSIONS" : "TOKENS_FILE_PERMISSIONS";
+  const mode = openToOthers(file);
+  if (mode !== undefined)
+    throw new ObjstateError(
+      code,
+      `${what} ${file} has mode ${octal(mode)}: its group or others may read or change it, and it holds ${holds}. Run \`chmod 600 ${file}\` (owned by the user that runs objstate serve) and start again`,
+    );
+  const dir = dirname(file);
+  const dirMode = openToOthers(dir, 0o022);
+  if (dirMode !== undefined)
+    throw new ObjstateError(
+      code,
+      `the directory ${dir} of ${what} ${file} has mode ${octal(dirMode)}: its group or others may put another file in its place. Run \`chmod go-w ${dir}\`, or keep the file in a directory only its owner may change`,
+    );
 }
 
 /** Read and parse a users file. */

@@ -23,6 +23,12 @@ export class OidcIssuer {
   published: Key[] = [];
   /** Requests for the JWKS so far (a refresh shows as one more). */
   jwksFetches = 0;
+  /** Requests for the discovery document so far. */
+  discoveryFetches = 0;
+  /** Paths answered 503 (an issuer failing, but up). */
+  failing = new Set<string>();
+  /** Bytes of padding added to the JWKS (an oversized answer). */
+  jwksPadding = 0;
   private keys = new Map<string, Key>();
   private server: Server | undefined;
   private port = 0;
@@ -54,13 +60,16 @@ export class OidcIssuer {
 
   private listen(port: number): Promise<void> {
     this.server = createServer((req, res) => {
+      if (req.url === "/jwks") this.jwksFetches++;
+      if (req.url === "/.well-known/openid-configuration") this.discoveryFetches++;
       const body =
         req.url === "/.well-known/openid-configuration"
           ? { issuer: this.url, jwks_uri: `${this.url}/jwks`, id_token_signing_alg_values_supported: ["RS256", "ES256"] }
           : req.url === "/jwks"
-            ? (this.jwksFetches++, { keys: this.published.map((k) => k.jwk) })
+            ? { keys: this.published.map((k) => k.jwk), ...(this.jwksPadding > 0 ? { padding: "x".repeat(this.jwksPadding) } : {}) }
             : undefined;
-      res.writeHead(body === undefined ? 404 : 200, { "content-type": "application/json" });
+      const failing = this.failing.has(req.url ?? "");
+      res.writeHead(failing ? 503 : body === undefined ? 404 : 200, { "content-type": "application/json" });
       res.end(JSON.stringify(body ?? {}));
     });
     return new Promise((resolve) =>

@@ -74,7 +74,7 @@ export class Identity {
   }
 
   /** Write held `last used` times (server close). */
-  close(): void {
-    this.tokens?.flush();
+  async close(): Promise<void> {
+    await this.tokens?.flush();
   }
 }

@@ -9,7 +9,7 @@
  *                  "roles": {"prod-*": ["read", "write", "lock"], "${claims.repository_owner}-*": ["read"]}}]}
  * ```
  */
-import { createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
+import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
 import { readFileSync } from "node:fs";
 import type { OidcIdentity as PrincipalOidc } from "../../backend/principal.js";
 import { ObjstateError } from "../../errors.js";
@@ -32,9 +32,15 @@ export const OIDC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS
 /** Clock tolerance on `exp`, `nbf` and `iat`. */
 export const CLOCK_TOLERANCE_S = 30;
 const FETCH_TIMEOUT_MS = 5_000;
+/** A discovery document or JWKS larger than this is refused, never taken whole. */
+export const MAX_ISSUER_DOCUMENT_BYTES = 1024 * 1024;
+/** A failed discovery or JWKS fetch is not tried again for this long: requests meanwhile get its 503 at once. */
+const RETRY_AFTER_FAILURE_MS = 30_000;
 /** A claim value that may be put into a workspace glob: no glob characters, nothing to escape. */
 const SAFE_CLAIM = /^[A-Za-z0-9._/-]{1,200}$/;
 const PLACEHOLDER = /\$\{claims\.([A-Za-z0-9_]+)\}/g;
+/** A claim longer than this never meets a condition: no real CI claim is, and a signed token may hold anything. */
+export const MAX_CLAIM_LENGTH = 1024;
 
 function ruleError(file: string, i: number, problem: string): ObjstateError {
   return new ObjstateError("USERS_FILE_INVALID", `users file ${file}: identities[${i}]: ${problem}; see the README's "CI identities" section`);
@@ -54,7 +60,7 @@ export function allowedIssuerUrl(url: string): boolean {
 
 /** Parse the `identities` section of the users file (absent: no rules). */
 export function parseIdentities(doc: unknown, file: string): IdentityRule[] {
-  const list = (doc as { identities?: unknown } | null)?.identities;
+  const { identities: list, users } = (doc ?? {}) as { identities?: unknown; users?: Record<string, unknown> };
   if (list === undefined) return [];
   if (!Array.isArray(list)) throw ruleError(file, 0, "identities must be a list of rules");
   return list.map((raw: unknown, i) => {
@@ -63,6 +69,8 @@ export function parseIdentities(doc: unknown, file: string): IdentityRule[] {
     for (const k of ["name", "issuer", "audience"] as const)
       if (typeof r[k] !== "string" || r[k] === "") throw ruleError(file, i, `${k} must be a non-empty string`);
     if ((r.name as string).includes(":")) throw ruleError(file, i, 'name must not hold ":"');
+    if (users !== undefined && Object.hasOwn(users, r.name as string))
+      throw ruleError(file, i, `name ${JSON.stringify(r.name)} is also a user in users: rename the rule (a principal is one or the other)`);
     if (!allowedIssuerUrl(r.issuer as string))
       throw ruleError(file, i, `issuer ${JSON.stringify(r.issuer)} must be an https URL (http only on 127.0.0.1, [::1] or localhost)`);
     const claims = (r.claims ?? {}) as Record<string, unknown>;
@@ -110,7 +118,7 @@ export function applyRule(rule: IdentityRule, payload: JWTPayload): { user: User
   const used: Record<string, string> = {};
   for (const [name, want] of Object.entries(rule.claims)) {
     const got = claimText(payload, name);
-    if (got === undefined) return undefined;
+    if (got === undefined || got.length > MAX_CLAIM_LENGTH) return undefined;
     if (!(/[*?]/.test(want) ? globMatches(want, got) : got === want)) return undefined;
     used[name] = got;
   }
@@ -150,17 +158,35 @@ export interface OidcOptions {
   /** How long a fetched JWKS is trusted before it is fetched again. Default 10 min. */
   readonly jwksMaxAgeMs?: number;
   readonly fetchTimeoutMs?: number;
+  /** How long a failed discovery or JWKS fetch is not tried again. Default 30 s. */
+  readonly retryAfterFailureMs?: number;
+}
+
+/** `fetch` that answers only a 200 of at most {@link MAX_ISSUER_DOCUMENT_BYTES} (read whole, so nothing larger is buffered). */
+async function cappedFetch(url: string, init: RequestInit): Promise<Response> {
+  const res = await fetch(url, init);
+  if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body ?? []) {
+    size += (chunk as Uint8Array).length;
+    if (size > MAX_ISSUER_DOCUMENT_BYTES) throw new Error(`its answer is larger than ${MAX_ISSUER_DOCUMENT_BYTES} bytes`);
+    chunks.push(chunk as Uint8Array);
+  }
+  return new Response(Buffer.concat(chunks), { status: 200, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
 }
 
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
 
 /**
  * Checks ID tokens against the rules. Per issuer: discovery fetched once (with a timeout,
- * retried on the next request when it failed), then jose's remote JWKS: cached, refetched on
+ * tried again 30 s after it failed), then jose's remote JWKS: cached, refetched on
  * an unknown `kid` at most once per cooldown.
  */
 export class OidcVerifier {
   private readonly keySets = new Map<string, Promise<KeySet>>();
+  /** JWKS URLs whose last fetch failed: until when, and why. */
+  private readonly failedJwks = new Map<string, { until: number; why: string }>();
 
   constructor(
     private readonly rules: readonly IdentityRule[],
@@ -181,8 +207,8 @@ export class OidcVerifier {
     if (p === undefined) {
       p = this.discover(issuer);
       this.keySets.set(issuer, p);
-      // A failed discovery is not remembered: the next request tries again.
-      p.catch(() => this.keySets.delete(issuer));
+      // A failed discovery is answered from memory for a while, then tried again.
+      p.catch(() => setTimeout(() => this.keySets.delete(issuer), this.retryAfterMs).unref());
     }
     return p;
   }
@@ -192,9 +218,7 @@ export class OidcVerifier {
     const timeout = this.options.fetchTimeoutMs ?? FETCH_TIMEOUT_MS;
     let doc: { issuer?: unknown; jwks_uri?: unknown };
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(timeout), redirect: "error" });
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      doc = (await res.json()) as typeof doc;
+      doc = (await (await cappedFetch(url, { signal: AbortSignal.timeout(timeout), redirect: "error" })).json()) as typeof doc;
     } catch (e) {
       throw unavailable(issuer, `its discovery document ${url} could not be fetched (${(e as Error).message})`);
     }
@@ -204,7 +228,24 @@ export class OidcVerifier {
       timeoutDuration: timeout,
       cooldownDuration: this.options.refreshCooldownMs ?? 30_000,
       cacheMaxAge: this.options.jwksMaxAgeMs ?? 10 * 60_000,
+      [customFetch]: (url, init) => this.fetchJwks(url, init),
     });
+  }
+
+  private get retryAfterMs(): number {
+    return this.options.retryAfterFailureMs ?? RETRY_AFTER_FAILURE_MS;
+  }
+
+  /** jose's JWKS fetch, capped, and refused without a fetch while its last failure is recent. */
+  private async fetchJwks(url: string, init: RequestInit): Promise<Response> {
+    const failed = this.failedJwks.get(url);
+    if (failed !== undefined && failed.until > Date.now()) throw new Error(`${failed.why}; not tried again before ${new Date(failed.until).toISOString()}`);
+    try {
+      return await cappedFetch(url, init);
+    } catch (e) {
+      this.failedJwks.set(url, { until: Date.now() + this.retryAfterMs, why: (e as Error).message });
+      throw e;
+    }
   }
 
   /**

@@ -12,8 +12,10 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { makeDir } from "../../io/local-fs.js";
+import { acquireClaim } from "../../store/claim.js";
 import { ObjstateError } from "../../errors.js";
-import { ROLES, type Role } from "../users.js";
+import { refuseOpenFile, ROLES, type Role } from "../users.js";
 
 /** One token of the tokens file, as stored (never the token itself). */
 export interface TokenRecord {
@@ -97,7 +99,9 @@ function render(tokens: ReadonlyMap<string, TokenRecord>): string {
   return `${JSON.stringify({ tokens: doc }, null, 2)}\n`;
 }
 
+/** The file's text (undefined when absent), refused when others may change it (users.ts). */
 function readText(file: string): string | undefined {
+  refuseOpenFile(file, "tokens file", "the API tokens' hashes and roles");
   try {
     return readFileSync(file, "utf8");
   } catch (e) {
@@ -113,12 +117,21 @@ function writeTokens(file: string, tokens: ReadonlyMap<string, TokenRecord>): vo
   renameSync(tmp, file);
 }
 
-/** Read-modify-write of the tokens file. */
-export function updateTokens(file: string, change: (tokens: Map<string, TokenRecord>) => void): Map<string, TokenRecord> {
-  const tokens = parseTokens(readText(file), file);
-  change(tokens);
-  writeTokens(file, tokens);
-  return tokens;
+/**
+ * Read-modify-write of the tokens file under a claim beside it (store/claim.ts), so that the
+ * CLI's `create`/`revoke` and a server's `last used` flush, other processes, never undo each other.
+ */
+export async function updateTokens(file: string, change: (tokens: Map<string, TokenRecord>) => void): Promise<Map<string, TokenRecord>> {
+  const dir = `${file}.claim`;
+  const claim = await acquireClaim(dir, { what: `tokens file ${file}`, prepare: () => makeDir(dir).then(() => undefined) });
+  try {
+    const tokens = parseTokens(readText(file), file);
+    change(tokens);
+    writeTokens(file, tokens);
+    return tokens;
+  } finally {
+    await claim.release();
+  }
 }
 
 /** A new token for `user`: the token string (shown once) and its record (stored). */
@@ -137,22 +150,22 @@ export function newToken(user: string, ttlMs: number, roles: Record<string, Role
 }
 
 /** `token create`: add a new token to the file; the token string is returned once and never stored. */
-export function createToken(
+export async function createToken(
   file: string,
   user: string,
   ttlMs: number,
   roles: Record<string, Role[]> | undefined,
   now = Date.now(),
-): { token: string; record: TokenRecord } {
+): Promise<{ token: string; record: TokenRecord }> {
   const made = newToken(user, ttlMs, roles, now);
-  updateTokens(file, (t) => t.set(made.record.id, made.record));
+  await updateTokens(file, (t) => t.set(made.record.id, made.record));
   return made;
 }
 
 /** `token revoke ID`: mark it revoked (kept, so `token list` still shows it and when). */
-export function revokeToken(file: string, id: string, now = Date.now()): TokenRecord {
+export async function revokeToken(file: string, id: string, now = Date.now()): Promise<TokenRecord> {
   let out: TokenRecord | undefined;
-  updateTokens(file, (t) => {
+  await updateTokens(file, (t) => {
     const r = t.get(id);
     if (r === undefined) throw new ObjstateError("TOKEN_NOT_FOUND", `no token ${id} in ${file}: objstate serve token list shows the IDs`);
     out = { ...r, revoked: r.revoked ?? new Date(now).toISOString() };
@@ -171,11 +184,11 @@ export function looksLikeToken(text: string): boolean {
   return text.startsWith(TOKEN_PREFIX);
 }
 
-/** How long `last used` times are held in memory before they are written to the file. */
-export const LAST_USED_FLUSH_MS = 60_000;
+/** How long `last used` times are held in memory before they are written to the file (`OBJSTATE_TEST_TOKEN_FLUSH_MS`: tests only). */
+export const LAST_USED_FLUSH_MS = Number(process.env["OBJSTATE_TEST_TOKEN_FLUSH_MS"] ?? "") || 60_000;
 
 /**
- * The tokens file as the server sees it: re-read when its size or mtime changes (a `token
+ * The tokens file as the server sees it: re-read when its size, mtime, inode or mode changes (a `token
  * create` or `revoke` takes effect on the next request, at the cost of one stat), and
  * `last used` kept in memory and written at most once a {@link LAST_USED_FLUSH_MS}, merged
  * with the file (the later time wins), so replicas sharing the file each add theirs.
@@ -198,7 +211,7 @@ export class TokenStore {
     let stamp: string;
     try {
       const s = statSync(this.file);
-      stamp = `${s.size}:${s.mtimeMs}:${s.ino}`;
+      stamp = `${s.size}:${s.mtimeMs}:${s.ino}:${s.mode}`;
     } catch {
       stamp = "absent";
     }
@@ -223,19 +236,19 @@ export class TokenStore {
     if (Date.parse(record.expires) <= this.now())
       throw new ObjstateError("UNAUTHORIZED", `API token ${record.id} expired at ${record.expires}: make a new one with objstate serve token create`);
     this.used.set(record.id, this.now());
-    this.timer ??= setTimeout(() => this.flush(), this.flushMs).unref();
+    this.timer ??= setTimeout(() => void this.flush(), this.flushMs).unref();
     return record;
   }
 
   /** Write the held `last used` times now (the server calls this when it stops). */
-  flush(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.used.size === 0) return;
+  async flush(): Promise<void> {
+    // The timer stays set (cleared) while the write runs: one flush at a time, the next armed after it.
+    clearTimeout(this.timer);
+    if (this.used.size === 0) return void (this.timer = undefined);
     const used = new Map(this.used);
     this.used.clear();
     try {
-      updateTokens(this.file, (t) => {
+      await updateTokens(this.file, (t) => {
         for (const [id, at] of used) {
           const r = t.get(id);
           if (r !== undefined && (r.lastUsed === undefined || Date.parse(r.lastUsed) < at)) t.set(id, { ...r, lastUsed: new Date(at).toISOString() });
@@ -243,6 +256,8 @@ export class TokenStore {
       });
     } catch {
       // A file that cannot be written loses only `last used` times: never a request.
+    } finally {
+      this.timer = this.used.size === 0 ? undefined : setTimeout(() => void this.flush(), this.flushMs).unref();
     }
   }
 }

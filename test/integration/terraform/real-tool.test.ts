@@ -179,14 +179,14 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
     });
 
     it("an API token as the http backend's password (TF_HTTP_PASSWORD): init and apply; revoked, the tool is refused", async () => {
-      const { token, record } = createToken(tokensFile, "ci", 3600_000, undefined);
+      const { token, record } = await createToken(tokensFile, "ci", 3600_000, undefined);
       const doc = synth(["--for", "http", "--serve-url", server.url, "--username", "ci", "-w", "tokened", "--bucket", "held-by-the-server"]);
       const dir = workdir("http-token", { "backend.tf.json": doc, "main.tf.json": PRODUCER("from-a-token") });
       await ok(dir, ["init", "-input=false"], { TF_HTTP_PASSWORD: token });
       await ok(dir, ["apply", "-input=false", "-auto-approve"], { TF_HTTP_PASSWORD: token });
       const state = JSON.parse(((await backend.readState("tokened")) as Buffer).toString("utf8")) as { outputs: { y: { value: string } } };
       assert.equal(state.outputs.y.value, "from-a-token");
-      revokeToken(tokensFile, record.id);
+      await revokeToken(tokensFile, record.id);
       const denied = await terraform(dir, ["plan", "-input=false", "-no-color"], { TF_HTTP_PASSWORD: token });
       assert.notEqual(denied.code, 0);
       assert.match(denied.stderr, /requires auth|401|Unauthorized/i);

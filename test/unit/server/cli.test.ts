@@ -189,17 +189,65 @@ describe("objstate serve (CLI)", () => {
     }
   });
 
+  it("a tokens file, or a directory of the users and tokens files, its group or others may change is refused at start, by token create, and by a running server, naming the file and the chmod fix", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
+    const file = join(cwd, "users.json");
+    const tokens = join(cwd, "users.tokens.json");
+    assert.equal(runCli(["serve", "hash-password", "--user", "ci", "--users", file], { input: "p" }).code, 0);
+    const made = runCli(["serve", "token", "create", "--user", "ci", "--users", file]);
+    assert.equal(made.code, 0, made.stderr);
+    const token = made.stdout.trim();
+    chmodSync(tokens, 0o666);
+    const r = await refusedAtStart([...STORE, "--users", file], cwd);
+    assert.equal(r.code, 2, r.stderr);
+    assert.ok(r.stderr.includes(`tokens file ${tokens} has mode 0666`) && r.stderr.includes(`chmod 600 ${tokens}`), r.stderr);
+    const create = runCli(["serve", "token", "create", "--user", "ci", "--users", file]);
+    assert.equal(create.code, 2, create.stderr);
+    assert.ok(create.stderr.includes(`chmod 600 ${tokens}`), create.stderr);
+    chmodSync(tokens, 0o600);
+    chmodSync(cwd, 0o777);
+    try {
+      const d = await refusedAtStart([...STORE, "--users", file], cwd);
+      assert.equal(d.code, 2, d.stderr);
+      assert.ok(d.stderr.includes(`the directory ${cwd} of users file ${file} has mode 0777`) && d.stderr.includes(`chmod go-w ${cwd}`), d.stderr);
+    } finally {
+      chmodSync(cwd, 0o700);
+    }
+    const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", "--users", file], { cwd });
+    try {
+      await s.stderrMatches(/at (http:\/\/127\.0\.0\.1:\d+)\/state\/\{workspace\}/);
+      const base = /at (http:\/\/127\.0\.0\.1:\d+)\/state/.exec(s.stderrSoFar())?.[1] as string;
+      const get = (): Promise<Response> => fetch(`${base}/state/tok`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal((await get()).status, 204);
+      chmodSync(tokens, 0o622);
+      const refused = await get();
+      assert.equal(refused.status, 500);
+      assert.match(await refused.text(), /TOKENS_FILE_PERMISSIONS.*has mode 0622.*chmod 600/);
+      chmodSync(tokens, 0o600);
+      assert.equal((await get()).status, 204);
+    } finally {
+      s.kill();
+      await s.done;
+    }
+  });
+
   it("serve refuses a users file that is missing or not a users file with exit 2 (bad input, like its mode), naming the file", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
     const broken = join(cwd, "broken.json");
     writeFileSync(broken, "{", { mode: 0o600 });
+    // An identity rule named like a user: one name, two principals.
+    const clash = join(cwd, "clash.json");
+    const rule = { name: "ci", issuer: "https://token.actions.githubusercontent.com", audience: "objstate", roles: { "*": ["read"] } };
+    writeFileSync(clash, JSON.stringify({ users: { ci: { roles: { "*": ["read"] } } }, identities: [rule] }), { mode: 0o600 });
     for (const [file, code] of [
       [broken, "USERS_FILE_INVALID"],
+      [clash, 'identities[0]: name "ci" is also a user'],
       [join(cwd, "absent.json"), "USERS_FILE_UNREADABLE"],
     ] as const) {
       const r = await refusedAtStart([...STORE, "--users", file], cwd);
       assert.equal(r.code, 2, `${code}: ${r.stderr}`);
       assert.ok(r.stderr.includes(file), r.stderr);
+      if (file === clash) assert.ok(r.stderr.includes(code), r.stderr);
     }
   });
 

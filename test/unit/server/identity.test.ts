@@ -8,10 +8,11 @@ import { createHash, createHmac } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
 import { Identity } from "../../../src/server/identity/identity.js";
-import { parseIdentities } from "../../../src/server/identity/oidc.js";
+import { MAX_ISSUER_DOCUMENT_BYTES, parseIdentities } from "../../../src/server/identity/oidc.js";
 import { createToken, listTokens, revokeToken, tokensFileFor } from "../../../src/server/identity/tokens.js";
 import { Logger } from "../../../src/server/log.js";
 import type { ObjstateServer } from "../../../src/server/server.js";
@@ -98,7 +99,11 @@ describe("objstate serve: API tokens and OIDC identities", () => {
     };
     writeFileSync(usersFile, JSON.stringify(doc), { mode: 0o600 });
     users = parseUsers(JSON.stringify(doc), usersFile);
-    identity = new Identity(users, { tokensFile: tokensFileFor(usersFile), identities: parseIdentities(doc, usersFile), oidc: { refreshCooldownMs: 0 } });
+    identity = new Identity(users, {
+      tokensFile: tokensFileFor(usersFile),
+      identities: parseIdentities(doc, usersFile),
+      oidc: { refreshCooldownMs: 0, retryAfterFailureMs: 0 },
+    });
     base = await start(identity);
   });
 
@@ -135,6 +140,35 @@ describe("objstate serve: API tokens and OIDC identities", () => {
     assert.equal((await send(base, "POST", ws, `Bearer ${await good()}`, STATE)).status, 403);
     // repository_owner "*" would make the glob "*-*": it is dropped, so only prod-* remains.
     assert.equal((await send(base, "GET", uniqueName("other"), `Bearer ${await good({ repository_owner: "*" })}`)).status, 403);
+  });
+
+  it("the README's GitLab CI rules, as written: a protected ref of group/infra writes prod-*; every project of group reads the workspaces named after it, and no other's", async () => {
+    const readme = readFileSync(join(fileURLToPath(new URL("../../../../", import.meta.url)), "README.md"), "utf8");
+    const at = readme.indexOf("GitLab CI:");
+    const text = readme.slice(readme.indexOf("```json\n", at) + 8, readme.indexOf("\n```", readme.indexOf("```json\n", at)));
+    const doc = JSON.parse(text.replaceAll("https://gitlab.com", issuer.url)) as { identities: { name: string; roles: Record<string, string[]> }[] };
+    const url = await start(new Identity(users, { identities: parseIdentities(doc, usersFile), oidc: { refreshCooldownMs: 0 } }));
+    // GitLab's ID token claims: strings, ref_protected too.
+    const gitlab = (project: string, id: string, ref = "main"): Promise<string> =>
+      issuer.sign({
+        aud: "https://state.example.com",
+        sub: `project_path:${project}:ref_type:branch:ref:${ref}`,
+        namespace_path: project.split("/")[0],
+        project_path: project,
+        project_id: id,
+        ref,
+        ref_protected: "true",
+      });
+    const prod = uniqueName("prod");
+    assert.equal((await send(url, "POST", prod, `Bearer ${await gitlab("group/infra", "21")}`, STATE)).status, 200);
+    // The workspace "named after" a project: the README's glob with the token's claims, `*` made a name.
+    const [glob] = Object.keys(doc.identities.find((r) => r.name === "gitlab-any")?.roles ?? {});
+    const named = (claims: Record<string, string>): string =>
+      `${(glob as string).replace(/\$\{claims\.(\w+)\}/g, (_, k: string) => claims[k] as string).replace("*", "")}${uniqueName("ws")}`;
+    const web = await gitlab("group/web", "22");
+    readable(await send(url, "GET", named({ project_path: "group/web", project_id: "22" }), `Bearer ${web}`));
+    assert.equal((await send(url, "POST", named({ project_path: "group/web", project_id: "22" }), `Bearer ${web}`, STATE)).status, 403, "read only");
+    assert.equal((await send(url, "GET", named({ project_path: "group/api", project_id: "23" }), `Bearer ${web}`)).status, 403, "not another project's");
   });
 
   const refused: [string, () => Promise<string>, number][] = [
@@ -202,7 +236,10 @@ describe("objstate serve: API tokens and OIDC identities", () => {
   it("an issuer that is down: 503 naming the issuer, never an accept; back up, accepted", async () => {
     // A server of its own: nothing of the issuer cached yet.
     const fresh = await start(
-      new Identity(users, { identities: parseIdentities(rules(issuer.url), usersFile), oidc: { refreshCooldownMs: 0, fetchTimeoutMs: 2000 } }),
+      new Identity(users, {
+        identities: parseIdentities(rules(issuer.url), usersFile),
+        oidc: { refreshCooldownMs: 0, fetchTimeoutMs: 2000, retryAfterFailureMs: 0 },
+      }),
     );
     const jwt = await good();
     await issuer.addKey("es-2", "ES256", false);
@@ -221,25 +258,65 @@ describe("objstate serve: API tokens and OIDC identities", () => {
     readable(await send(fresh, "GET", uniqueName("prod"), `Bearer ${jwt}`));
   });
 
+  it("a failing issuer is asked once, not once a request: a failed discovery, then a failed JWKS, answer the requests after them with 503 at once", async () => {
+    const fresh = (): Promise<string> =>
+      start(new Identity(users, { identities: parseIdentities(rules(issuer.url), usersFile), oidc: { refreshCooldownMs: 0 } }));
+    const jwt = await good();
+    try {
+      for (const [path, count] of [
+        ["/.well-known/openid-configuration", () => issuer.discoveryFetches],
+        ["/jwks", () => issuer.jwksFetches],
+      ] as const) {
+        issuer.failing = new Set([path]);
+        const url = await fresh();
+        const before = count();
+        for (let i = 0; i < 4; i++) {
+          const r = await send(url, "GET", uniqueName("prod"), `Bearer ${jwt}`);
+          assert.equal(r.status, 503, r.text);
+          assert.match(r.text, /IDENTITY_PROVIDER_UNAVAILABLE.*HTTP 503/);
+        }
+        assert.equal(count() - before, 1, `${path}: one fetch for four requests`);
+      }
+    } finally {
+      issuer.failing = new Set();
+    }
+  });
+
+  it("a JWKS larger than 1 MiB is refused (503, the reason in the log), not taken whole", async () => {
+    const url = await start(new Identity(users, { identities: parseIdentities(rules(issuer.url), usersFile), oidc: { refreshCooldownMs: 0 } }));
+    issuer.jwksPadding = 2 * MAX_ISSUER_DOCUMENT_BYTES;
+    try {
+      const r = await send(url, "GET", uniqueName("prod"), `Bearer ${await good()}`);
+      assert.equal(r.status, 503, r.text);
+      assert.match(r.text, new RegExp(`larger than ${MAX_ISSUER_DOCUMENT_BYTES} bytes`));
+      assert.ok(
+        logLines.some((l) => l.includes(`larger than ${MAX_ISSUER_DOCUMENT_BYTES} bytes`)),
+        "the log says why",
+      );
+    } finally {
+      issuer.jwksPadding = 0;
+    }
+  });
+
   it("API token lifecycle: create, use as Bearer and as Basic password, list (last used), revoke → 401; expired → 401", async () => {
     const file = tokensFileFor(usersFile);
-    const { token, record } = createToken(file, "ci", 3600_000, undefined);
+    const { token, record } = await createToken(file, "ci", 3600_000, undefined);
     assert.doesNotMatch(readFileSync(file, "utf8"), new RegExp(token));
     const ws = uniqueName("tok");
     assert.equal((await send(base, "POST", ws, `Bearer ${token}`, STATE)).status, 200);
     assert.equal((await send(base, "GET", ws, basic("anything", token))).status, 200);
     assert.equal((await send(base, "GET", ws, basic("ci", token))).status, 200);
-    identity.close(); // writes the held `last used`
+    await identity.close(); // writes the held `last used`
     const listed = listTokens(file).find((t) => t.id === record.id);
     assert.ok(listed?.lastUsed !== undefined);
-    revokeToken(file, record.id);
+    await revokeToken(file, record.id);
     const r = await send(base, "GET", ws, `Bearer ${token}`);
     assert.equal(r.status, 401);
     assert.match(r.text, new RegExp(`API token ${record.id} was revoked`));
     const hash = createHash("sha256").update(token).digest("hex");
     assert.ok(!r.text.includes(token) && !r.text.includes(hash) && !r.text.includes(token.slice(19)));
 
-    const old = createToken(file, "ci", 1000, undefined, Date.now() - 10_000);
+    const old = await createToken(file, "ci", 1000, undefined, Date.now() - 10_000);
     const e = await send(base, "GET", ws, basic("ci", old.token));
     assert.equal(e.status, 401);
     assert.match(e.text, /expired/);
@@ -267,7 +344,7 @@ describe("objstate serve: API tokens and OIDC identities", () => {
   });
 
   it("an API token with its own roles: only those", async () => {
-    const { token } = createToken(tokensFileFor(usersFile), "ci", 3600_000, { "staging-*": ["read"] });
+    const { token } = await createToken(tokensFileFor(usersFile), "ci", 3600_000, { "staging-*": ["read"] });
     readable(await send(base, "GET", uniqueName("staging"), `Bearer ${token}`));
     assert.equal((await send(base, "POST", uniqueName("staging"), `Bearer ${token}`, STATE)).status, 403);
     assert.equal((await send(base, "GET", uniqueName("prod"), `Bearer ${token}`)).status, 403);
@@ -275,7 +352,7 @@ describe("objstate serve: API tokens and OIDC identities", () => {
 
   it("an API token's roles are capped by its user's: a role the user lacks is refused whatever the token says", async () => {
     // ci has read, write and lock; the token asks for admin and force besides.
-    const { token } = createToken(tokensFileFor(usersFile), "ci", 3600_000, { "*": ["read", "write", "lock", "force", "admin"] });
+    const { token } = await createToken(tokensFileFor(usersFile), "ci", 3600_000, { "*": ["read", "write", "lock", "force", "admin"] });
     const ws = uniqueName("capped");
     readable(await send(base, "GET", ws, `Bearer ${token}`));
     assert.equal((await send(base, "POST", ws, `Bearer ${token}`, STATE)).status, 200, "what the user may do, the token may");
@@ -283,5 +360,36 @@ describe("objstate serve: API tokens and OIDC identities", () => {
     assert.equal((await send(base, "GET", ws, `Bearer ${token}`)).status, 200, "still there");
     const audit = await fetch(`${base}/api/v1/audit`, { headers: { authorization: `Bearer ${token}` } });
     assert.equal(audit.status, 403, `admin is not the user's, so not the token's: ${await audit.text()}`);
+  });
+
+  it("an identity rule named like a users-file user is refused at load, naming both; one that got in anyway cannot release that user's lock (its lock's owner is NAME, an OIDC identity's oidc:NAME)", async () => {
+    const rule = { name: "ci", issuer: issuer.url, audience: "objstate", claims: { repository: "other/repo" }, roles: { "*": ["read", "write", "lock"] } };
+    const doc = { users: { ci: { roles: { "*": ["read"] } } }, identities: [rule] };
+    assert.throws(
+      () => parseIdentities(doc, usersFile),
+      (e: Error & { code?: string }) =>
+        e.code === "USERS_FILE_INVALID" && e.message.includes(usersFile) && e.message.includes("identities[0]") && e.message.includes('"ci" is also a user'),
+    );
+    const url = await start(new Identity(users, { identities: parseIdentities({ identities: [rule] }, usersFile), oidc: { refreshCooldownMs: 0 } }));
+    const other = `Bearer ${await good({ repository: "other/repo" })}`;
+    const password = basic("ci", "pw-of-ci");
+    const info = (id: string): string =>
+      JSON.stringify({ ID: id, Operation: "OperationTypeApply", Info: "", Who: "x", Version: "1.9.0", Created: new Date().toISOString(), Path: "" });
+    const ws = uniqueName("owned");
+    const id = "5a1e2b3c-0000-4000-8000-0000000000c1";
+    assert.equal((await send(url, "LOCK", ws, password, info(id))).status, 200);
+    assert.equal((await backend.lockInfo(ws))?.Owner, "ci", "a users-file user's lock records the name as before");
+    const refused = await send(url, "UNLOCK", ws, other, info(id));
+    assert.equal(refused.status, 403, refused.text);
+    assert.match(refused.text, /LOCK_NOT_OWNED/);
+    assert.equal((await send(url, "POST", `${ws}?ID=${id}`, other, STATE)).status, 403, "nor write under it");
+    assert.equal((await backend.lockInfo(ws))?.ID, id, "the lock stays");
+    assert.equal((await send(url, "UNLOCK", ws, password, info(id))).status, 200);
+
+    const id2 = "5a1e2b3c-0000-4000-8000-0000000000c2";
+    assert.equal((await send(url, "LOCK", ws, other, info(id2))).status, 200);
+    assert.equal((await backend.lockInfo(ws))?.Owner, "oidc:ci");
+    assert.equal((await send(url, "UNLOCK", ws, password, info(id2))).status, 403, "and the other way round");
+    assert.equal((await send(url, "UNLOCK", ws, other, info(id2))).status, 200);
   });
 });

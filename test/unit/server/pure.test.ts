@@ -8,6 +8,7 @@ import { parseBasic } from "../../../src/server/auth.js";
 import { checkContentMd5 } from "../../../src/server/body.js";
 import { Metrics } from "../../../src/server/metrics.js";
 import { objstateVersion } from "../../../src/version.js";
+import { applyRule, MAX_CLAIM_LENGTH } from "../../../src/server/identity/oidc.js";
 import { allowed, allowedEverywhere, globMatches, hashPassword, parseUsers, verifyPassword, withUser } from "../../../src/server/users.js";
 
 const CHEAP = { N: 1024, r: 8, p: 1 };
@@ -29,6 +30,80 @@ describe("users file", () => {
     assert.ok(!globMatches("staging-*", "prod"));
     assert.ok(globMatches("ws?", "ws1"));
     assert.ok(!globMatches("a.b", "axb"));
+  });
+
+  it("globs: the backtrack-free matcher agrees with the old regex on a table of cases", () => {
+    // The matcher as it was (a regex), kept as the reference for the semantics.
+    const old = (glob: string, text: string): boolean =>
+      new RegExp(
+        `^${glob
+          .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+          .replace(/\*/g, ".*")
+          .replace(/\?/g, ".")}$`,
+        "s",
+      ).test(text);
+    const globs = [
+      "",
+      "*",
+      "**",
+      "?",
+      "??",
+      "a",
+      "a*",
+      "*a",
+      "*a*",
+      "a*b",
+      "a?b",
+      "a*b*c",
+      "*-*",
+      "prod-*",
+      "ws?",
+      "a.b",
+      "(x)+",
+      "[ab]",
+      "$^",
+      "*\\*",
+      "*?*",
+      "?*?",
+    ];
+    const texts = [
+      "",
+      "a",
+      "b",
+      "ab",
+      "aab",
+      "abb",
+      "acb",
+      "abc",
+      "aXbYc",
+      "axb",
+      "a.b",
+      "-",
+      "a-b",
+      "prod-eu",
+      "prod",
+      "ws1",
+      "ws12",
+      "(x)+",
+      "a",
+      "$^",
+      "\\x\\",
+      "line\nbreak",
+      "ü*?",
+    ];
+    for (const g of globs) for (const t of texts) assert.equal(globMatches(g, t), old(g, t), `glob ${JSON.stringify(g)} on ${JSON.stringify(t)}`);
+  });
+
+  it("globs: four * on a 400-character claim (seconds as a regex) is answered at once; a claim over 1,024 characters never meets a condition", () => {
+    const claim = "a".repeat(400);
+    const rule = { name: "r", issuer: "https://i", audience: "x", claims: { sub: "*a*a*a*b" }, roles: { "*": ["read" as const] } };
+    const started = performance.now();
+    assert.equal(applyRule(rule, { iss: "https://i", aud: "x", sub: claim }), undefined);
+    assert.equal(globMatches("*a*a*a*b", `${claim}b`), true);
+    assert.ok(performance.now() - started < 1000, "linear, not backtracking");
+    const matching = { ...rule, claims: { sub: "a*" } };
+    assert.ok(applyRule(matching, { iss: "https://i", aud: "x", sub: "a".repeat(MAX_CLAIM_LENGTH) }) !== undefined);
+    assert.equal(applyRule(matching, { iss: "https://i", aud: "x", sub: "a".repeat(MAX_CLAIM_LENGTH + 1) }), undefined);
   });
 
   it("roles: a grant on a matching glob; admin grants all", () => {
