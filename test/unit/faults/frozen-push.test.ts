@@ -22,7 +22,8 @@ import { stopped } from "../../support/paused-process.js";
 /** The claim's wait limit for every process here: a reader that waits for the frozen writer's claim gives up after 1 s, not 45 s. */
 const ENV = { OBJSTATE_TEST_CLAIM_WAIT_MS: "1000" };
 
-const state = (serial: number): string => JSON.stringify({ version: 4, serial, lineage: "frozen-push", outputs: { at: { value: `serial ${serial}`, type: "string" } } });
+const state = (serial: number): string =>
+  JSON.stringify({ version: 4, serial, lineage: "frozen-push", outputs: { at: { value: `serial ${serial}`, type: "string" } } });
 const serialOf = (text: string | undefined): number => (JSON.parse(text ?? "{}") as { serial: number }).serial;
 
 interface Setup {
@@ -96,7 +97,10 @@ describe("a state push frozen while its lock is force-unlocked (embedded store)"
       push.resume();
       const done = await push.done;
       assert.equal(done.code, 0, done.stderr);
-      assert.match(done.stderr, /warning: lock [0-9a-f-]{36} on frozen\/env:\/tool\.tfstate was force-unlocked while this operation held it; the operation completed/);
+      assert.match(
+        done.stderr,
+        /warning: lock [0-9a-f-]{36} on frozen\/env:\/tool\.tfstate was force-unlocked while this operation held it; the operation completed/,
+      );
       assert.match(done.stdout, /pushed \d+ B to frozen\/env:\/tool\.tfstate/);
       assert.doesNotMatch(done.stderr, /still held/);
     } finally {
