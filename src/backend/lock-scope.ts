@@ -66,7 +66,7 @@ async function release(deps: LockScopeDeps, workspace: string, handle: LockHandl
     if (isObjstateError(e, "LOCK_NOT_FOUND") || isObjstateError(e, "LOCK_ID_MISMATCH")) {
       const done = quietly ? "failed" : "completed: what it did stands";
       deps.warn(
-        `lock ${id} on ${deps.describe(workspace)} was force-unlocked while this operation held it; the operation ${done}, and no lock was left to release (${reason})`,
+        `lock ${id} on ${deps.describe(workspace)} was released by someone else (force-unlock, or a lease taken over) while this operation held it; the operation ${done}; its lock was no longer there to release (${reason})`,
         LOCK_GONE,
       );
       return;
