@@ -4,7 +4,7 @@
  * CLI's and the server's own — runs its work through {@link withLock}, which takes the lock
  * (waiting if asked), releases it after the work, and says plainly when a release fails.
  */
-import { ObjstateError } from "../errors.js";
+import { isObjstateError, ObjstateError } from "../errors.js";
 import type { LockHandle } from "./lease.js";
 import type { LockOptions, LockScope, WithLockOptions } from "./options.js";
 
@@ -19,6 +19,8 @@ export interface LockScopeDeps {
 
 /** The warning of a lock left held after a work that failed (its error is the one thrown). */
 export const LOCK_NOT_RELEASED = "OBJSTATE_LOCK_NOT_RELEASED";
+/** The warning of a lock someone else released while the work held it. */
+export const LOCK_GONE = "OBJSTATE_LOCK_GONE";
 
 /**
  * Run `work` under the workspace's lock: the caller's (`options.lockId`, left held; each
@@ -60,6 +62,15 @@ async function release(deps: LockScopeDeps, workspace: string, handle: LockHandl
   } catch (e) {
     const id = handle.id;
     const reason = e instanceof Error ? e.message : String(e);
+    // Released by someone else meanwhile (force-unlock): nothing is left held, and what the work did stands.
+    if (isObjstateError(e, "LOCK_NOT_FOUND") || isObjstateError(e, "LOCK_ID_MISMATCH")) {
+      const done = quietly ? "failed" : "completed: what it did stands";
+      deps.warn(
+        `lock ${id} on ${deps.describe(workspace)} was released by someone else (force-unlock, or a lease taken over) while this operation held it; the operation ${done}; its lock was no longer there to release (${reason})`,
+        LOCK_GONE,
+      );
+      return;
+    }
     const message = `could not release lock ${id} on ${deps.describe(workspace)} (${reason}); it is still held: release it with ${forceUnlockCommand(id, workspace)} and the same settings`;
     if (quietly) deps.warn(message, LOCK_NOT_RELEASED);
     else throw new ObjstateError("LOCK_RELEASE_FAILED", message, { cause: e, details: { lockId: id, workspace } });

@@ -3,7 +3,7 @@
  * following the commit point — a torn write committed, a late write passed over, a store
  * behind a recent write waited for — and how a workspace's state stands without repairing.
  */
-import { ObjstateError } from "../errors.js";
+import { isObjstateError, ObjstateError } from "../errors.js";
 import type { GetResult } from "../store/types.js";
 import { md5Hex } from "../util/md5.js";
 import { generationOf, judge } from "./commit.js";
@@ -122,7 +122,12 @@ export async function readCommitted(
     let held = false;
     const verdict = obj === null ? "foreign" : judge(obj.meta, actual, item);
     if (obj !== null && verdict === "torn") {
-      const adopted = await adoptTorn(ctx, workspace, obj.meta, actual, item, undefined);
+      // A commit that cannot be made now (its writer is inside the same commit, holding the
+      // item) leaves the write in doubt: the committed state stands until it settles.
+      const adopted = await adoptTorn(ctx, workspace, obj.meta, actual, item, undefined).catch((e: unknown) => {
+        if (isObjstateError(e, "DIGEST_WRITE_FAILED")) return "held" as const;
+        throw e;
+      });
       if (adopted === "moved") continue;
       if (adopted !== "held") return found(obj, actual);
       // Its writer may commit it any moment; until then the committed state stands.

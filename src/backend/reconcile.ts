@@ -161,16 +161,17 @@ export async function restoreCommitted(
   over: ObjectMeta,
   digest: string,
   generation: number,
+  evenIfLocked = false,
 ): Promise<string | undefined> {
   if (ctx.readOnly || !ctx.locking.enabled) return undefined;
-  let own: LockHandle;
+  let own: LockHandle | undefined;
   try {
     own = await ctx.acquire(workspace, { operation: "restore the committed state" });
-  } catch {
-    return undefined;
+  } catch (e) {
+    if (!evenIfLocked || !isObjstateError(e, "STATE_LOCKED")) return undefined;
   }
   try {
-    await writeCommittedAgain(ctx, workspace, committed, over, digest, own.id);
+    await writeCommittedAgain(ctx, workspace, committed, over, digest, own?.id);
     const serial = serialOf(committed.meta);
     const by = decodeMeta(over.metadata?.[META.who]);
     ctx.reportRepair({
@@ -186,7 +187,28 @@ export async function restoreCommitted(
   } catch {
     return undefined;
   } finally {
-    await own.release().catch(() => undefined);
+    await own?.release().catch(() => undefined);
+  }
+}
+
+/**
+ * After a refused commit: where the store did not hold the PUT to its If-Match (Ceph RGW
+ * checks it by HEAD on a versioned bucket), the late write may be the current object while
+ * the digest is a newer commit's, and the tool's S3 backend then refuses every read. Put the
+ * committed version back over it at once, conditional on the late write still being current
+ * (under a short lock when the lock is free; a holder's write would be refused, never lost).
+ */
+export async function undoLateWrite(ctx: BackendContext, workspace: string, locks: LockTableDriver, mine: string, lockId: string | undefined): Promise<void> {
+  const path = ctx.statePath(workspace);
+  try {
+    const [current, item] = await Promise.all([ctx.store.head(path), locks.getDigest(ctx.digestId(workspace))]);
+    const committed = normalizeDigest(item?.digest);
+    if (current === null || committed === undefined || committed === mine || (recordedMd5(current) ?? plainMd5(current)) !== mine) return;
+    if (current.metadata?.[META.lockId] !== (lockId === undefined ? undefined : encodeMeta(lockId))) return;
+    const version = await committedVersion(ctx, path, committed);
+    if (version !== null) await restoreCommitted(ctx, workspace, version, current, committed, generationOf(item), true);
+  } catch {
+    // Best effort: the refusal is the answer, and readers pass over the late write.
   }
 }
 

@@ -15,7 +15,7 @@ import type { BackendContext } from "./context.js";
 import { committedMissing, conflict, decodeMeta, encodeMeta, guardRefusal, META, normalizeDigest, plainMd5, recordedMd5, writeMetadata } from "./fencing.js";
 import type { LockInfo } from "./lock-info.js";
 import type { WriteOptions } from "./options.js";
-import { adoptTorn, commit, committedVersion, storedDigest } from "./reconcile.js";
+import { adoptTorn, commit, committedVersion, storedDigest, undoLateWrite } from "./reconcile.js";
 import type { WriteResult } from "./results.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 
@@ -196,7 +196,12 @@ export async function writeFenced(
   await options.onStored?.();
   const digest = await input.digest();
   // The commit point: only now did the write happen.
-  if (locks !== undefined) await commit(ctx, workspace, locks, seen, digest, lockId);
+  if (locks !== undefined) {
+    await commit(ctx, workspace, locks, seen, digest, lockId).catch(async (e: unknown) => {
+      if (isObjstateError(e, "STATE_CONFLICT")) await undoLateWrite(ctx, workspace, locks, digest, lockId);
+      throw e;
+    });
+  }
   return { written: true, md5: digest, serial: incoming.serial };
 }
 

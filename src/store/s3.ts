@@ -45,6 +45,7 @@ import {
 } from "../io/sdk-client.js";
 import { isAccessDenied, isForeignAnswer, isTlsToPlainHttp, networkFailure, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
+import { pauseAt } from "../util/test-pause.js";
 import { takeShared } from "../util/shared-memory.js";
 import { parseEndpoint, plainHttpAdvice } from "../io/endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
@@ -222,26 +223,23 @@ export class S3Driver implements ObjectStoreDriver {
       // harmless, since it can no longer commit (the backend's commit point, docs/design.md §5).
       if ((await this.head(key)) !== null) throw this.preconditionFailed(key, undefined);
     }
-    if (ifMatch !== undefined && this.conditionsIgnored) {
-      await this.checkIfMatch(key, ifMatch);
-      return this.putOnce(key, body, { ...options, ifMatch: undefined, ifNoneMatch: undefined });
-    }
+    if (ifMatch !== undefined && this.conditionsIgnored) return this.putCheckedByHead(key, body, options, ifMatch, undefined);
     try {
       await this.putOnce(key, body, options);
     } catch (e) {
       if (ifMatch === undefined || !isObjstateError(e, "PRECONDITION_FAILED")) throw e;
       // Refused although the condition holds? Ceph RGW refuses every If-Match on a versioned
       // bucket. Then the check is made here, and every later one too.
-      if ((await this.head(key))?.etag !== ifMatch) throw e;
-      this.conditionsIgnored = true;
-      await this.putOnce(key, body, { ...options, ifMatch: undefined, ifNoneMatch: undefined });
+      await this.putCheckedByHead(key, body, options, ifMatch, e);
     }
   }
 
-  /** The conditional write's check, made by hand where the store cannot make it. */
-  private async checkIfMatch(key: string, ifMatch: string): Promise<void> {
-    const meta = await this.head(key);
-    if (meta?.etag !== ifMatch) throw this.preconditionFailed(key, undefined);
+  /** The conditional write's check, made by hand where the store cannot make it, then the write. */
+  private async putCheckedByHead(key: string, body: PutBody, options: PutOptions, ifMatch: string, refusal: unknown): Promise<void> {
+    if ((await this.head(key))?.etag !== ifMatch) throw refusal ?? this.preconditionFailed(key, undefined);
+    this.conditionsIgnored = true;
+    pauseAt("store-checked");
+    await this.putOnce(key, body, { ...options, ifMatch: undefined, ifNoneMatch: undefined });
   }
 
   private async isVersioned(): Promise<boolean> {

@@ -1,7 +1,7 @@
 /**
  * Test-only seam for the fault tests: `OBJSTATE_TEST_PAUSE_AT=<step>` makes this process stop
  * itself (SIGSTOP) the first time it reaches that step of a write on the embedded store or
- * lock table, so a test can freeze a writer exactly there, let another writer go ahead, and
+ * lock table (or the S3 driver's check by HEAD), so a test can freeze a writer exactly there, let another writer go ahead, and
  * resume it (SIGCONT). The variable is read once when the module loads; when it is unset,
  * {@link pauseAt} is an empty function. Never set it outside tests.
  */
@@ -12,7 +12,7 @@ export type PauseStep =
   | "store-put"
   /** A replacing `put` holds the key's claim and has checked nothing yet. */
   | "store-claimed"
-  /** A replacing `put` has compared If-Match under the claim; the rename is next. */
+  /** A replacing `put` has compared If-Match (under the claim; on S3, by a HEAD where the store ignores If-Match); the write is next. */
   | "store-checked"
   /** A replacing `put` has renamed its version in place; it still holds the claim. */
   | "store-renamed"

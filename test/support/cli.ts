@@ -92,6 +92,12 @@ export interface RunningCli {
   kill(): void;
   /** Sends SIGINT (Ctrl-C). */
   interrupt(): void;
+  /** Its process ID (a test pauses it with OBJSTATE_TEST_PAUSE_AT, see test/support/paused-process.ts). */
+  readonly pid: number;
+  /** Has it ended? */
+  ended(): boolean;
+  /** Sends SIGCONT. */
+  resume(): void;
 }
 
 /** Start the built CLI in the background (for tests that act while it waits). */
@@ -120,6 +126,9 @@ export function startCli(args: string[], options: CliOptions = {}): RunningCli {
     done,
     kill: () => child.kill("SIGTERM"),
     interrupt: () => child.kill("SIGINT"),
+    pid: child.pid ?? -1,
+    ended: () => ended || child.exitCode !== null || child.signalCode !== null,
+    resume: () => void child.kill("SIGCONT"),
     stderrSoFar: () => stderr,
     stderrMatches: (pattern, timeoutMs = 15_000) =>
       new Promise<void>((resolve, reject) => {

@@ -57,11 +57,11 @@ export function startWorker(script: string, args: readonly string[], env: Readon
   };
 }
 
-/** Wait until `w` has stopped itself (state `T` in /proc); rejects when it ended instead. */
-export async function stopped(w: Worker, limitMs = 60_000): Promise<void> {
+/** Wait until `w` (a worker, or any process of the test's) has stopped itself (state `T` in /proc); rejects when it ended instead. */
+export async function stopped(w: { readonly pid: number; ended(): boolean; readonly outcome?: Promise<unknown> }, limitMs = 60_000): Promise<void> {
   const deadline = Date.now() + limitMs;
   for (;;) {
-    if (w.ended()) throw new Error(`the worker ended before it reached its pause step: ${JSON.stringify(await w.outcome)}`);
+    if (w.ended()) throw new Error(`process ${w.pid} ended before it reached its pause step: ${JSON.stringify(await w.outcome?.catch(String))}`);
     let state = "";
     try {
       const stat = readFileSync(`/proc/${w.pid}/stat`, "utf8");
