@@ -200,3 +200,49 @@ describe("objstate serve: the audit log", () => {
     }
   });
 });
+
+describe("objstate serve: the audit log on the embedded store (which keeps every version)", () => {
+  it("N applies (lock, write, unlock) make exactly 3N audit objects of one version each, and no other version than the N states'", async () => {
+    const target = embeddedTarget();
+    const props = await target.setup({ locks: true });
+    const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
+    const server = new ObjstateServer({ backend, logger: new Logger("off") });
+    await server.listen("127.0.0.1", 0);
+    const store = await openStore({ bucket: props.bucket as string, endpoint: props.endpoint as string });
+    try {
+      const ws = uniqueName("ws");
+      const client = new HttpBackendClient({ bases: [server.url], workspace: ws, retries: 0 });
+      const n = 6;
+      // As the tool applies: read, lock, read, write, unlock.
+      for (let serial = 1; serial <= n; serial++) {
+        await client.get();
+        assert.ok((await client.lock("OperationTypeApply")).ok);
+        await client.get();
+        assert.equal((await client.put(toolState(serial, "lin-versions"))).status, 200);
+        assert.equal((await client.unlock()).status, 200);
+      }
+      const prefix = auditPrefix(layout((props.prefix as string | undefined) ?? "env:", (props.key as string | undefined) ?? "tool.tfstate"));
+      const versions = new Map<string, number>();
+      for await (const key of store.list("")) {
+        let count = 0;
+        for await (const v of store.listVersions(key)) if (!v.deleteMarker) count++;
+        versions.set(key, count);
+      }
+      const audit = [...versions].filter(([k]) => k.startsWith(prefix));
+      assert.equal(audit.length, 3 * n, `one object per event: ${audit.map(([k]) => k).join(", ")}`);
+      assert.ok(
+        audit.every(([, c]) => c === 1),
+        "no audit object was written twice",
+      );
+      assert.deepEqual(
+        [...versions].filter(([k]) => !k.startsWith(prefix)),
+        [[backend.statePath(ws), n]],
+        "the only other versions are the states'",
+      );
+    } finally {
+      store.close();
+      await server.close(500);
+      backend.close();
+    }
+  });
+});
