@@ -183,7 +183,7 @@ export class AuditLog {
   }
 
   /** Key of an event: `{prefix}/@objstate/audit/2026-11-26/2026-11-26T10:00:00.000Z-1a2b3c4d5e6f.json`. */
-  eventKey(time: string): string {
+  private eventKey(time: string): string {
     return `${this.prefix}${time.slice(0, 10)}/${time}-${randomBytes(6).toString("hex")}.json`;
   }
 
