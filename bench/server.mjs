@@ -487,7 +487,7 @@ async function inOrder(forward, fns, settleMs = 0) {
   return out;
 }
 // BENCH_SETTLE_MS: an idle pause after each timed operation (default 10), outside the clock. Work
-// a side does after its answer (the server's audit line, a collection) then runs before the
+// a side does after its answer (a collection) then runs before the
 // next side's turn instead of in it, where it would count against whichever side came next.
 const SETTLE_MS = Number(env.BENCH_SETTLE_MS ?? 10);
 const BOUND = 1.5; // issue 25: server <= library + 1.5 x transport

@@ -1,17 +1,15 @@
 /**
- * The audit log (docs/decisions/076): one JSON line per change made through `objstate serve`,
- * kept in the bucket as one object per UTC day under `{prefix}/@objstate/audit/`, so every
- * replica over the same bucket appends to, and reads, the same log. Appends are read, add,
- * conditional write (`If-Match` on the ETag read, `If-None-Match` for a new day), retried on a
- * conflict, so a line another replica wrote is never overwritten. The record is built here
- * from a {@link Principal} and what the change did; nothing else of a request (headers, a
- * password, a token, a state) can reach it.
+ * The audit log (docs/decisions/076, 087): one JSON record per change made through `objstate
+ * serve`, each stored as its own object under `{prefix}/@objstate/audit/{day}/`, so every
+ * replica over the same bucket adds to, and reads, the same log without rewriting anything.
+ * The record is built here from a {@link Principal} and what the change did; nothing else of a
+ * request (headers, a password, a token, a state) can reach it.
  */
+import { randomBytes } from "node:crypto";
 import { ObjstateError, isObjstateError } from "../errors.js";
 import { auditClash, auditPrefix, type Layout } from "../config/layout.js";
 import { parseDuration } from "../config/setting-parsers.js";
 import type { ObjectStoreDriver } from "../store/types.js";
-import { md5Hex } from "../util/md5.js";
 import type { OidcIdentity, Principal } from "./principal.js";
 
 /** What a change did. Readers must accept actions they do not know. */
@@ -67,33 +65,25 @@ export interface AuditRecord {
 
 /** Options of {@link AuditLog}. */
 export interface AuditLogOptions {
-  /** How long an append may take, retries included, before the request moves on and the line waits in memory (default 5 s). */
+  /** How long storing an event may take, retries included, before it goes to `onLost` instead (default 5 s); reads have the same. */
   readonly deadlineMs?: number | undefined;
-  /** Lines held in memory while the store cannot take them (default 10,000); older ones go to `onOverflow`. */
-  readonly maxPending?: number | undefined;
-  /** Largest day object before the day goes on in a next part (default 64 KiB): each append rewrites its part, and a versioned bucket keeps each rewrite. */
-  readonly partBytes?: number | undefined;
-  /** Lines the store could not take and the memory could not hold (overflow, or left at `close`): the server logs them. */
-  readonly onOverflow?: ((line: string) => void) | undefined;
-  /** An append that failed (it is retried): the server logs the code. */
+  /** An event the store did not take within the deadline (its JSON line): the server logs it at error level. */
+  readonly onLost?: ((line: string) => void) | undefined;
+  /** A try that failed (it is retried within the deadline): the server logs the code. */
   readonly onError?: ((error: unknown) => void) | undefined;
   readonly now?: (() => Date) | undefined;
 }
 
 export const AUDIT_DEFAULT_DEADLINE_MS = 5_000;
-const DEFAULT_MAX_PENDING = 10_000;
-const DEFAULT_PART_BYTES = 64 * 1024;
-/** Pause before the next try after a conflict (another replica appended): short, jittered. */
-const CONFLICT_PAUSE_MS = 20;
-/** Pause before retrying the store after a failure; doubles up to {@link RETRY_MAX_MS}. */
-const RETRY_BASE_MS = 250;
-const RETRY_MAX_MS = 30_000;
-const CONTENT_TYPE = "application/x-ndjson";
-/** Versions of a part looked through after an append for appends it may have crossed. */
-const CROSSED_MAX = 100;
-
-/** `2026-11-26.jsonl` (part 0) or `2026-11-26.3.jsonl`: the day and the part of a key's last segment. */
-const PART_NAME = /^(\d{4}-\d{2}-\d{2})(?:\.(\d{1,6}))?\.jsonl$/;
+/** Pause before the next try after a failure; doubles while the deadline allows. */
+const RETRY_BASE_MS = 100;
+/** Objects of a day read at once. */
+const READ_BATCH = 8;
+const CONTENT_TYPE = "application/json";
+/** Before decision 087: `2026-11-26.jsonl` or `2026-11-26.3.jsonl`, a day's part of appended lines (still read). */
+const PART_NAME = /^(\d{4}-\d{2}-\d{2})(?:\.\d{1,6})?\.jsonl$/;
+/** `2026-11-26/2026-11-26T10:00:00.000Z-1a2b3c4d5e6f.json`: one event, its key sorting by its time. */
+const EVENT_NAME = /^(\d{4}-\d{2}-\d{2})\/(\d{4}-\d{2}-\d{2}T[\d:.]+Z)-[0-9a-f]+\.json$/;
 
 /** The principal fields an audit line keeps: copied one by one, so nothing else of a value can slip in. */
 export function auditPrincipal(p: Principal): AuditPrincipal {
@@ -164,41 +154,16 @@ export interface AuditReadOptions {
   readonly limit: number;
 }
 
-interface Pending {
-  readonly line: string;
-  readonly day: string;
-  readonly settle: Array<(stored: boolean) => void>;
-  /** A write that carried it failed without an answer (a timeout): it may be stored already. */
-  inDoubt: boolean;
-}
-
 /**
- * The audit log of one bucket and layout. {@link record} queues a line and appends it with the
- * lines queued meanwhile (one append per batch, one batch at a time per process); it resolves
- * true once stored, false when the deadline passed first: the line then stays queued and is
- * retried in the background (docs/decisions/076 says why a request does not fail for it).
+ * The audit log of one bucket and layout (docs/decisions/087): each event is its own object,
+ * created once (`If-None-Match: *`) under a key unique to it that sorts by its time, so no
+ * write replaces another and a retried write cannot store an event twice.
  */
 export class AuditLog {
   private readonly prefix: string;
   private readonly deadlineMs: number;
-  private readonly maxPending: number;
-  private readonly partBytes: number;
   private readonly now: () => Date;
-  private readonly queue: Pending[] = [];
-  /** The part each day's appends go to (learnt; a full part moves it on). */
-  private readonly parts = new Map<string, number>();
-  private running: Promise<void> | undefined;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private retryMs = RETRY_BASE_MS;
-  private closed = false;
-  private versioned: Promise<boolean> | undefined;
-  /**
-   * The part this log wrote last, as it wrote it: the next append usually goes to it, and
-   * then needs no read (its condition is the ETag the write gave it; a conflict reads).
-   * Only where the store's ETags are the MD5 of the bytes (seen on a read).
-   */
-  private last: { key: string; etag: string; body: Buffer } | undefined;
-  private etagsAreMd5 = false;
+  private writing = 0;
 
   constructor(
     private readonly store: ObjectStoreDriver,
@@ -214,282 +179,107 @@ export class AuditLog {
     }
     this.prefix = auditPrefix(layout);
     this.deadlineMs = options.deadlineMs ?? AUDIT_DEFAULT_DEADLINE_MS;
-    this.maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
-    this.partBytes = options.partBytes ?? DEFAULT_PART_BYTES;
     this.now = options.now ?? ((): Date => new Date());
   }
 
-  /** Key of a day's part: `{prefix}/@objstate/audit/2026-11-26.jsonl`, then `2026-11-26.1.jsonl`, …. */
-  dayKey(day: string, part = 0): string {
-    return `${this.prefix}${day}${part === 0 ? "" : `.${part}`}.jsonl`;
+  /** Key of an event: `{prefix}/@objstate/audit/2026-11-26/2026-11-26T10:00:00.000Z-1a2b3c4d5e6f.json`. */
+  private eventKey(time: string): string {
+    return `${this.prefix}${time.slice(0, 10)}/${time}-${randomBytes(6).toString("hex")}.json`;
   }
 
-  /** Lines waiting for the store. */
+  /** Events being stored now. */
   get pending(): number {
-    return this.queue.length;
+    return this.writing;
   }
 
-  /** Queue the change's line; true once it is stored, false when it is still waiting at the deadline. */
-  record(entry: AuditEntry): Promise<boolean> {
+  /**
+   * Store the change's event, retrying within the deadline: true once stored; false when the
+   * store did not take it in time, and then `onLost` has it (never a silent loss).
+   */
+  async record(entry: AuditEntry): Promise<boolean> {
     const rec = auditRecord(entry, this.now());
     const line = `${JSON.stringify(rec)}\n`;
-    if (this.closed) {
-      this.options.onOverflow?.(line);
-      return Promise.resolve(false);
-    }
-    return new Promise<boolean>((resolve) => {
-      const stored = new Promise<boolean>((settle) => this.queue.push({ line, day: rec.time.slice(0, 10), settle: [settle], inDoubt: false }));
-      const timer = setTimeout(() => resolve(false), this.deadlineMs);
-      void stored.then((ok) => {
-        clearTimeout(timer);
-        resolve(ok);
-      });
-      this.trim();
-      this.kick();
-    });
-  }
-
-  /**
-   * Store the queued lines now (not after the pause that follows a failure), within
-   * `deadlineMs`; a failed append ends the try. True when no line is left waiting.
-   */
-  async flush(deadlineMs = this.deadlineMs): Promise<boolean> {
-    const end = Date.now() + deadlineMs;
-    // Now, not when the pause after a failure ends.
-    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
-    while (this.queue.length > 0 && Date.now() < end) {
-      this.kick();
-      const run = this.running;
-      if (run === undefined) break;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([run, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(1, end - Date.now()))))]);
-      clearTimeout(timer);
-    }
-    return this.queue.length === 0;
-  }
-
-  /** Stop retrying: try once more within `deadlineMs`, then hand what is left to `onOverflow`. */
-  async close(deadlineMs = this.deadlineMs): Promise<void> {
-    await this.flush(deadlineMs);
-    this.closed = true;
-    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
-    for (const p of this.queue.splice(0)) {
-      this.options.onOverflow?.(p.line);
-      for (const s of p.settle) s(false);
-    }
-  }
-
-  /** Lines over {@link AuditLogOptions.maxPending}, oldest first, go to `onOverflow` (the server's log) rather than nowhere. */
-  private trim(): void {
-    while (this.queue.length > this.maxPending) {
-      const p = this.queue.shift() as Pending;
-      this.options.onOverflow?.(p.line);
-      for (const s of p.settle) s(false);
-    }
-  }
-
-  private kick(): void {
-    if (this.running !== undefined || this.queue.length === 0 || this.closed) return;
-    if (this.retryTimer !== undefined) return; // a retry after a failure is already due
-    this.running = this.drain().finally(() => {
-      this.running = undefined;
-    });
-  }
-
-  /** Append queued lines, a day's batch at a time, until the queue is empty or the store fails. */
-  private async drain(): Promise<void> {
-    while (this.queue.length > 0) {
-      const day = (this.queue[0] as Pending).day;
-      // One day's lines, at most a part's worth (a backlog after an outage goes in several appends).
-      let n = 0;
-      let bytes = 0;
-      while (n < this.queue.length && (this.queue[n] as Pending).day === day && (n === 0 || bytes + (this.queue[n] as Pending).line.length <= this.partBytes)) {
-        bytes += (this.queue[n] as Pending).line.length;
-        n++;
-      }
-      const batch = this.queue.slice(0, n);
-      try {
-        await this.append(day, batch, Date.now() + this.deadlineMs);
-      } catch (e) {
-        this.options.onError?.(e);
-        this.scheduleRetry();
-        return;
-      }
-      this.retryMs = RETRY_BASE_MS;
-      // Lines queued meanwhile stay; only the batch leaves (the queue may have been trimmed meanwhile).
-      for (const p of batch) {
-        const i = this.queue.indexOf(p);
-        if (i >= 0) this.queue.splice(i, 1);
-        for (const s of p.settle) s(true);
-      }
-    }
-  }
-
-  private scheduleRetry(): void {
-    if (this.closed) return;
-    const pause = this.retryMs * (0.5 + Math.random());
-    this.retryMs = Math.min(RETRY_MAX_MS, this.retryMs * 2);
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.kick();
-    }, pause);
-    this.retryTimer.unref();
-  }
-
-  /**
-   * Add `lines` to the day's current part: read it, write it back longer on the condition that
-   * it is still what was read (or still absent), and on a conflict read again. A part past
-   * `partBytes` sends the lines to the next one. Every store call counts against `end`.
-   */
-  private async append(day: string, batch: readonly Pending[], end: number): Promise<void> {
-    for (;;) {
-      const part = this.parts.get(day) ?? 0;
-      const key = this.dayKey(day, part);
-      const mine = this.last?.key === key && !batch.some((p) => p.inDoubt) ? this.last : undefined;
-      this.last = undefined;
-      const current = mine !== undefined ? { body: mine.body, meta: { etag: mine.etag } } : await within(this.store.get(key), end, key);
-      if (mine === undefined && current !== null && current.body.length > 0) this.etagsAreMd5 = current.meta.etag === md5Hex(current.body);
-      // A line whose earlier write went unanswered may have landed: never add it twice.
-      const text = batch.some((p) => p.inDoubt) && current !== null ? current.body.toString("utf8") : "";
-      const fresh = batch.filter((p) => !p.inDoubt || !text.includes(p.line));
-      if (fresh.length === 0) return;
-      const add = Buffer.from(fresh.map((p) => p.line).join(""), "utf8");
-      if (current !== null && current.body.length > 0 && current.body.length + add.length > this.partBytes) {
-        this.parts.set(day, part + 1);
-        continue;
-      }
-      let body = add;
-      if (current !== null && current.body.length > 0) {
-        // A part whose last line lost its newline (edited by hand) keeps the next line apart.
-        const sep = current.body[current.body.length - 1] === 0x0a ? [] : [Buffer.from("\n")];
-        body = Buffer.concat([current.body, ...sep, add]);
-      }
-      const condition = current === null ? { ifNoneMatch: true } : current.meta.etag === undefined ? {} : { ifMatch: current.meta.etag };
-      try {
-        await within(this.store.put(key, body, { contentType: CONTENT_TYPE, ...condition }), end, key);
-      } catch (e) {
-        if (!isObjstateError(e, "PRECONDITION_FAILED")) {
-          for (const p of fresh) p.inDoubt = true;
-          throw e;
+    const key = this.eventKey(rec.time);
+    const end = Date.now() + this.deadlineMs;
+    this.writing++;
+    try {
+      for (let pause = RETRY_BASE_MS; ; pause *= 2) {
+        try {
+          await within(this.store.put(key, Buffer.from(line, "utf8"), { contentType: CONTENT_TYPE, ifNoneMatch: true }), end, key);
+          return true;
+        } catch (e) {
+          // The key is this event's alone: there already means an earlier try landed unanswered.
+          if (isObjstateError(e, "PRECONDITION_FAILED")) return true;
+          this.options.onError?.(e);
+          if (Date.now() + pause >= end) break;
+          await sleep(pause * (0.5 + Math.random()));
         }
-        // Another replica appended between the read and the write (or since this log's last
-        // write, which it took for the part): read its lines and add ours again.
-        if (Date.now() >= end) throw unavailable(key, "another server kept appending to it", e);
-        if (mine === undefined) await sleep(CONFLICT_PAUSE_MS * (0.5 + Math.random()));
-        continue;
       }
-      const lost = await this.crossed(key, body, current?.meta.etag ?? null, end);
-      if (lost.length === 0) {
-        if (this.etagsAreMd5) this.last = { key, etag: md5Hex(body), body };
-        return;
-      }
-      // Lines of a replica whose append ours replaced: appended again (they are not ours to drop).
-      await this.append(
-        day,
-        lost.map((line) => ({ line, day, settle: [], inDoubt: true })),
-        end,
-      );
-      return;
+      this.options.onLost?.(line);
+      return false;
+    } finally {
+      this.writing--;
     }
   }
 
   /**
-   * Where the store ignores conditional writes (Ceph RGW on a versioned bucket: the driver
-   * checks `If-Match` itself, and another replica can write between its check and ours), an
-   * append can replace another that was based on the same part. A versioned bucket keeps the
-   * replaced one: the versions between the one this append read (`base`) and ours are such
-   * crossed appends, and the lines they had that ours lacks are returned. An append that
-   * landed after ours finds ours the same way, so every crossing is repaired by its later side.
-   */
-  private async crossed(key: string, ours: Buffer, base: string | null, end: number): Promise<string[]> {
-    this.versioned ??= this.store.versioning().then(
-      (st) => st === "enabled",
-      () => false,
-    );
-    if (!(await within(this.versioned, end, key))) return [];
-    const etag = md5Hex(ours);
-    const between: string[] = [];
-    let seenOurs = false;
-    const listing = (async (): Promise<void> => {
-      let n = 0;
-      for await (const v of this.store.listVersions(key, { pageSize: 20 })) {
-        if (++n > CROSSED_MAX) return;
-        const tag = v.etag?.replace(/"/g, "");
-        if (!seenOurs) {
-          seenOurs = tag === etag;
-          continue;
-        }
-        if (v.deleteMarker) continue;
-        if (base !== null && tag === base.replace(/"/g, "")) return;
-        between.push(v.versionId);
-      }
-    })();
-    await within(listing, end, key);
-    if (between.length === 0) return [];
-    const have = new Set(ours.toString("utf8").split("\n"));
-    const lost: string[] = [];
-    for (const versionId of between) {
-      const got = await within(this.store.get(key, { versionId }), end, key);
-      for (const text of got?.body.toString("utf8").split("\n") ?? []) {
-        if (text.trim() === "" || have.has(text)) continue;
-        have.add(text);
-        lost.push(`${text}\n`);
-      }
-    }
-    return lost;
-  }
-
-  /**
-   * Lines from `since` on (oldest first), of one workspace when given, at most `limit`. Reads
-   * the day objects from `since`'s day on; each read has the log's deadline.
+   * Events from `since` on (oldest first), of one workspace when given, at most `limit`:
+   * the keys listed from `since`'s day on, a day at a time, within the log's deadline.
    */
   async read(options: AuditReadOptions): Promise<AuditPage> {
-    const firstDay = options.since.toISOString().slice(0, 10);
+    const page: Filling = { records: [], truncated: false, unreadable: 0 };
     const end = Date.now() + this.deadlineMs;
-    const keys: { key: string; day: string; part: number }[] = [];
+    const sinceIso = options.since.toISOString();
+    let day = "";
+    let keys: string[] = [];
     const listing = (async (): Promise<void> => {
-      for await (const key of this.store.list(this.prefix)) {
-        const m = PART_NAME.exec(key.slice(this.prefix.length));
-        if (m === null || (m[1] as string) < firstDay) continue;
-        keys.push({ key, day: m[1] as string, part: Number(m[2] ?? 0) });
+      for await (const key of this.store.list(this.prefix, { startAfter: `${this.prefix}${sinceIso.slice(0, 10)}` })) {
+        const name = key.slice(this.prefix.length);
+        const m = EVENT_NAME.exec(name) ?? PART_NAME.exec(name);
+        if (m === null || (m[2] !== undefined && m[2] < sinceIso)) continue;
+        if (m[1] !== day) {
+          if (await this.readDay(keys, options, page, end)) return;
+          [day, keys] = [m[1] as string, []];
+        }
+        keys.push(key);
       }
+      await this.readDay(keys, options, page, end);
     })();
     await within(listing, end, this.prefix);
-    keys.sort((a, b) => (a.day === b.day ? a.part - b.part : a.day < b.day ? -1 : 1));
-    const records: AuditRecord[] = [];
-    let unreadable = 0;
-    const since = options.since.getTime();
-    // A day is read whole (all its parts) and put in time order: replicas append their lines
-    // a little after the change, so the object's order is not quite the changes' order.
-    for (let i = 0; i < keys.length;) {
-      const day: { rec: AuditRecord; at: number }[] = [];
-      const name = (keys[i] as { day: string }).day;
-      for (; i < keys.length && (keys[i] as { day: string }).day === name; i++) {
-        const key = (keys[i] as { key: string }).key;
-        const got = await within(this.store.get(key), end, key);
-        if (got === null) continue;
-        for (const text of got.body.toString("utf8").split("\n")) {
+    return page;
+  }
+
+  /**
+   * Add one day's records to `page`, in time order: its old parts whole, then its events in
+   * key (time) order until enough match. True once the page is full.
+   */
+  private async readDay(keys: string[], options: AuditReadOptions, page: Filling, end: number): Promise<boolean> {
+    const found: AuditRecord[] = [];
+    const take = async (batch: string[]): Promise<void> => {
+      for (const got of await Promise.all(batch.map((key) => within(this.store.get(key), end, key)))) {
+        for (const text of got?.body.toString("utf8").split("\n") ?? []) {
           if (text.trim() === "") continue;
           const rec = parseRecord(text);
-          if (rec === undefined) {
-            unreadable++;
-            continue;
-          }
-          const at = Date.parse(rec.time);
-          if (at < since || (options.workspace !== undefined && rec.workspace !== options.workspace)) continue;
-          day.push({ rec, at });
+          if (rec === undefined) page.unreadable++;
+          else if (Date.parse(rec.time) >= options.since.getTime() && (options.workspace ?? rec.workspace) === rec.workspace) found.push(rec);
         }
       }
-      day.sort((a, b) => a.at - b.at); // stable: lines of one millisecond keep their order
-      for (const { rec } of day) {
-        if (records.length >= options.limit) return { records, truncated: true, unreadable };
-        records.push(rec);
-      }
+    };
+    const parts = keys.filter((k) => k.endsWith(".jsonl"));
+    const events = keys.filter((k) => !k.endsWith(".jsonl"));
+    for (let i = 0; i < parts.length; i += READ_BATCH) await take(parts.slice(i, i + READ_BATCH));
+    const need = found.length + options.limit - page.records.length + 1;
+    for (let i = 0; i < events.length && found.length < need; i += READ_BATCH) await take(events.slice(i, i + READ_BATCH));
+    found.sort((x, y) => Date.parse(x.time) - Date.parse(y.time)); // stable: a millisecond's events keep their key order
+    for (const rec of found) {
+      if (page.records.length >= options.limit) return (page.truncated = true);
+      page.records.push(rec);
     }
-    return { records, truncated: false, unreadable };
+    return false;
   }
 }
+
+type Filling = { records: AuditRecord[]; truncated: boolean; unreadable: number };
 
 /** A stored line as a record, or undefined when it is not one. */
 function parseRecord(text: string): AuditRecord | undefined {
@@ -509,7 +299,7 @@ function parseRecord(text: string): AuditRecord | undefined {
 }
 
 function unavailable(key: string, why: string, cause?: unknown): ObjstateError {
-  return new ObjstateError("AUDIT_UNAVAILABLE", `the audit log's object ${key} could not be read or appended to: ${why}`, { cause, details: { key } });
+  return new ObjstateError("AUDIT_UNAVAILABLE", `the audit log's object ${key} could not be read or written: ${why}`, { cause, details: { key } });
 }
 
 /** `p`, or `AUDIT_UNAVAILABLE` once `end` (epoch ms) passed: no store call of the log waits longer than its deadline. */

@@ -420,7 +420,7 @@ async function handleAction(
   workspace: string,
   action: "force-unlock" | "rollback",
 ): Promise<void> {
-  const log = (outcome: ConsoleLogEntry["outcome"], detail: string, audit: Partial<ConsoleLogEntry> = {}): void =>
+  const log = (outcome: ConsoleLogEntry["outcome"], detail: string, audit: Partial<ConsoleLogEntry> = {}): Promise<unknown> | void =>
     ctx.log({ user: ctx.user, action, workspace, outcome, detail, ...audit });
   const refuse = (status: number, why: string, message: string): never => {
     log("refused", why);
@@ -458,7 +458,7 @@ async function handleAction(
       }
       throw e;
     }
-    log("ok", `lock ${id}`, { lockId: id as string });
+    await log("ok", `lock ${id}`, { lockId: id as string });
     redirect(res, `${workspaceUrl(frame.base, workspace)}?done=force-unlock`);
     return;
   }
@@ -473,7 +473,7 @@ async function handleAction(
   try {
     // Checked again by the library under the lock: a write between this check and the lock is refused too.
     const result = await ctx.api.rollback(workspace, to as string, { principal: ctx.principal, expectCurrent: seen as string });
-    log("ok", `to version ${to}, wrote serial ${result.serial ?? "?"}`, { from: to as string, serial: result.serial ?? undefined, md5: result.md5 });
+    await log("ok", `to version ${to}, wrote serial ${result.serial ?? "?"}`, { from: to as string, serial: result.serial ?? undefined, md5: result.md5 });
   } catch (e) {
     log("failed", `to version ${to}: ${isObjstateError(e) ? e.code : "error"}`, { from: to as string, code: isObjstateError(e) ? e.code : "INTERNAL" });
     throw e;

@@ -183,8 +183,8 @@ export interface ConsoleContext {
   readonly principal?: ConsolePrincipal | undefined;
   /** May `user` do `role` on `workspace`? */
   can(role: ConsoleRole, workspace: string): boolean;
-  /** Records the console's actions (the server's request log). */
-  log(entry: ConsoleLogEntry): void;
+  /** Records the console's actions (the server's request log, the audit log); a change is answered once its promise settles. */
+  log(entry: ConsoleLogEntry): Promise<unknown> | void;
   /** Receives errors that are not an `ObjstateError` (the page then says only "internal error"). */
   onError?: ((error: unknown) => void) | undefined;
   /** The text a failure's page shows (default: its message): a host may keep a detail for its log. */

@@ -1,6 +1,6 @@
 /**
- * The server's side of the audit log (docs/decisions/076): which requests are changes, the line
- * each one gets once it is answered, and `GET /api/v1/audit`. The record itself is the
+ * The server's side of the audit log (docs/decisions/076, 087): which requests are changes, the
+ * event each one gets before it is answered, and `GET /api/v1/audit`. The record itself is the
  * library's (backend/audit.ts): this hands it the principal, the action and what the handler
  * noted, never a header or a body.
  */
@@ -22,7 +22,7 @@ export function outcomeOf(status: number): AuditOutcome {
   return status < 400 ? "ok" : status >= 500 ? "failed" : "refused";
 }
 
-/** The audit line of an answered request to a route that changes something. */
+/** The audit event of a request to a route that changes something, as it is answered. */
 export function auditEntry(
   ctx: Ctx,
   action: AuditAction,
@@ -59,10 +59,10 @@ function limitOf(ctx: Ctx): number {
 }
 
 /**
- * `GET /api/v1/audit[?workspace=W][&since=T][&limit=N]`: the audit lines from `since` (default
+ * `GET /api/v1/audit[?workspace=W][&since=T][&limit=N]`: the audit events from `since` (default
  * the last 24 h) on, oldest first, at most `limit`. Admins only: of `W` when given, else of
- * every workspace (a grant on `*`). This server's own lines still waiting are stored first,
- * so a change it answered is in the answer.
+ * every workspace (a grant on `*`). A change is answered only after its event is stored
+ * (or logged as not stored), so every answered change is in the answer.
  */
 export async function auditRoute(ctx: Ctx): Promise<void> {
   const workspace = ctx.url.searchParams.get("workspace") ?? undefined;
@@ -79,7 +79,6 @@ export async function auditRoute(ctx: Ctx): Promise<void> {
   const limit = limitOf(ctx);
   const log = ctx.auditLog;
   if (log === undefined) throw new ObjstateError("NOT_FOUND", "this server keeps no audit log");
-  await log.flush();
   const page = await log.read({ since, workspace, limit });
   sendJson(ctx, 200, { since: since.toISOString(), records: page.records, truncated: page.truncated, unreadable: page.unreadable });
 }

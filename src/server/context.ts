@@ -48,12 +48,27 @@ export interface Ctx {
   readonly auditLog: AuditLog | undefined;
   /**
    * What the request changed, filled in by its handler as it learns it: the server writes the
-   * audit line from this, the route's action and the outcome once the request is answered.
+   * audit event from this, the route's action and the outcome before the answer goes out.
    */
   readonly audit: AuditNote;
+  /** An audited request's answer, held (null until made) while its audit event is stored; undefined: answers go out at once. */
+  held?: HeldAnswer | null;
 }
 
-/** A change's details for its audit line; only what a handler knows, never a body or a header. */
+/** An answer made but not sent yet. */
+export interface HeldAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: Buffer;
+}
+
+/** Send the answer that was held. */
+export function sendHeld(ctx: Ctx, a: HeldAnswer): void {
+  ctx.res.writeHead(a.status, a.headers);
+  ctx.res.end(a.body);
+}
+
+/** A change's details for its audit event; only what a handler knows, never a body or a header. */
 export interface AuditNote {
   /** Overrides the route's action (an UNLOCK that is a force-unlock). */
   action?: AuditAction;
@@ -105,8 +120,9 @@ export function ownerToCheck(ctx: Ctx, ws: string): string | undefined {
 /** Answer with bytes (the body of a GET, a lock info). */
 export function send(ctx: Ctx, status: number, body: Buffer | string, headers: Record<string, string> = {}): void {
   const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
-  ctx.res.writeHead(status, { "Content-Length": String(bytes.length), ...headers });
-  ctx.res.end(bytes);
+  const answer = { status, headers: { "Content-Length": String(bytes.length), ...headers }, body: bytes };
+  if (ctx.held === null) ctx.held = answer;
+  else sendHeld(ctx, answer);
   ctx.bytesOut += bytes.length;
 }
 
@@ -117,6 +133,5 @@ export function sendJson(ctx: Ctx, status: number, value: unknown): void {
 
 /** Answer with no body. */
 export function sendEmpty(ctx: Ctx, status: number): void {
-  ctx.res.writeHead(status, { "Content-Length": "0" });
-  ctx.res.end();
+  send(ctx, status, Buffer.alloc(0));
 }

@@ -26,15 +26,15 @@ export class Metrics {
   private locksHeld = 0;
   private auditFailures = 0;
   private auditSpilled = 0;
-  /** Lines the audit log holds for the store (set by the server that keeps one). */
+  /** Audit events being stored now (set by the server that keeps one). */
   auditPending: () => number = () => 0;
 
-  /** An audit append failed (it is retried). */
+  /** An audit event's write failed (it is retried within the deadline). */
   auditFailure(): void {
     this.auditFailures += 1;
   }
 
-  /** An audit line went to the server's log instead of the store. */
+  /** An audit event went to the server's log instead of the store. */
   auditSpill(): void {
     this.auditSpilled += 1;
   }
@@ -91,14 +91,14 @@ export class Metrics {
       {},
       this.locksHeld,
     );
-    // An outage of the store shows here before its lines fill the memory (docs/decisions/076).
-    e.family("objstate_audit_lines_pending", "gauge", "Audit lines waiting for the store.").sample("objstate_audit_lines_pending", {}, this.auditPending());
-    e.family("objstate_audit_append_failures_total", "counter", "Audit appends that failed and were retried.").sample(
+    // Names kept from the appended day objects (decision 076) so dashboards go on working.
+    e.family("objstate_audit_lines_pending", "gauge", "Audit events being stored.").sample("objstate_audit_lines_pending", {}, this.auditPending());
+    e.family("objstate_audit_append_failures_total", "counter", "Audit event writes that failed and were retried.").sample(
       "objstate_audit_append_failures_total",
       {},
       this.auditFailures,
     );
-    e.family("objstate_audit_lines_logged_total", "counter", "Audit lines written to the server's log because the store could not take them.").sample(
+    e.family("objstate_audit_lines_logged_total", "counter", "Audit events written to the server's log because the store did not take them in time.").sample(
       "objstate_audit_lines_logged_total",
       {},
       this.auditSpilled,

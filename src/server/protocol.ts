@@ -177,7 +177,7 @@ async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md
   sendEmpty(ctx, 200);
 }
 
-/** The version a write made (or found already stored), for its audit line. */
+/** The version a write made (or found already stored), for its audit event. */
 function noteWrite(ctx: Ctx, r: WriteResult): void {
   Object.assign(ctx.audit, { md5: r.md5, ...(r.serial === undefined ? {} : { serial: r.serial }) });
 }

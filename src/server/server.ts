@@ -11,7 +11,7 @@ import type { ObjectStoreBackend } from "../backend/backend.js";
 import { checkWorkspace } from "../config/layout.js";
 import { StateEncryption, type EncryptionConfig } from "../encryption/index.js";
 import { ANONYMOUS_PRINCIPAL, type Principal, type PrincipalVia } from "../backend/principal.js";
-import type { AuditLog, AuditLogOptions } from "../backend/audit.js";
+import type { AuditAction, AuditLog, AuditLogOptions } from "../backend/audit.js";
 import { auditEntry } from "./audit.js";
 import { codeOf, isObjstateError, ObjstateError, statusOf } from "../errors.js";
 import { API_ROUTES, type Route } from "./api.js";
@@ -22,7 +22,7 @@ import { checkDeclaredLength } from "./body.js";
 import { diffInWorker } from "./diff-runner.js";
 import { BodyBuffers } from "./body-buffers.js";
 import { ConnectionGuard } from "./connections.js";
-import { requireRole, send, sendEmpty, sendJson, type Ctx } from "./context.js";
+import { requireRole, send, sendEmpty, sendHeld, sendJson, type Ctx } from "./context.js";
 import { Logger } from "./log.js";
 import { Metrics } from "./metrics.js";
 import { processMetrics, type ProcessMetrics } from "./process-metrics.js";
@@ -202,14 +202,14 @@ export class ObjstateServer {
         ? undefined
         : options.backend.auditLog({
             ...options.audit,
-            // A line the store could not take is kept in the server's log rather than lost (it holds no secret).
-            onOverflow: (line) => {
+            // An event the store could not take is kept in the server's log rather than lost (it holds no secret).
+            onLost: (line) => {
               this.metrics.auditSpill();
-              logger.event("error", "audit line not stored", { line: line.trimEnd() });
+              logger.event("error", "audit event not stored", { event: line.trimEnd() });
             },
             onError: (e) => {
               this.metrics.auditFailure();
-              logger.event("warn", "audit append failed, retrying", { code: codeOf(e) });
+              logger.event("warn", "audit event write failed, retrying", { code: codeOf(e) });
             },
           });
     const audit = this.audit;
@@ -300,7 +300,6 @@ export class ObjstateServer {
     }
     this.server.closeAllConnections();
     await closed;
-    await this.audit?.close();
     await this.options.identity?.close();
   }
 
@@ -341,7 +340,7 @@ export class ObjstateServer {
           detail: entry.detail,
         });
         // A change by someone the server authenticated (a refusal by the gate names no one); reveal changes nothing.
-        if (refusal === undefined && entry.action !== "reveal") this.auditConsole(ctx, entry);
+        if (refusal === undefined && entry.action !== "reveal") return this.auditConsole(ctx, entry);
       },
       onError: (e) => this.logger.event("error", "console failure", { name: e instanceof Error ? e.name : typeof e }),
       shown: (e) => this.shown(e, ctx),
@@ -353,10 +352,10 @@ export class ObjstateServer {
     });
   }
 
-  /** The audit line of a console action. */
-  private auditConsole(ctx: Ctx, entry: ConsoleLogEntry): void {
+  /** The audit event of a console action. */
+  private auditConsole(ctx: Ctx, entry: ConsoleLogEntry): Promise<boolean> | undefined {
     const outcome = entry.outcome;
-    void this.audit?.record({
+    return this.audit?.record({
       principal: ctx.principal,
       action: entry.action,
       workspace: entry.workspace,
@@ -413,6 +412,7 @@ export class ObjstateServer {
       bytesOut: 0,
       auditLog: this.audit,
       audit: {},
+      held: this.audit !== undefined && typeof found === "object" && found.route.audit !== undefined ? null : undefined,
     };
     let user: string | undefined;
     let code: string | undefined;
@@ -457,8 +457,12 @@ export class ObjstateServer {
       code = codeOf(e);
       this.fail(ctx, e);
     } finally {
-      this.inFlight -= 1;
-      if (this.inFlight === 0) this.drained?.();
+      try {
+        await this.answerAudited(ctx, typeof found === "object" ? found.route.audit : undefined, workspace, user, code);
+      } finally {
+        this.inFlight -= 1;
+        if (this.inFlight === 0) this.drained?.();
+      }
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       this.logger.request(
         {
@@ -476,12 +480,6 @@ export class ObjstateServer {
         routine,
       );
       this.metrics.request(routeName, method, res.statusCode, ms / 1000, ctx.bytesIn, ctx.bytesOut);
-      // A change asked by someone authenticated (an unauthenticated request costs the store nothing), answered now.
-      const action = typeof found === "object" ? found.route.audit : undefined;
-      if (action !== undefined && user !== undefined && workspace !== undefined) {
-        const surface = url.pathname.startsWith("/api/") ? "api" : "http";
-        void this.audit?.record(auditEntry(ctx, action, workspace, surface, res.statusCode, code));
-      }
     }
   }
 
@@ -512,12 +510,35 @@ export class ObjstateServer {
   }
 
   /**
+   * Send an audited route's held answer once its event is stored or logged as not stored
+   * (docs/decisions/087). Only a change asked by someone authenticated has one: an
+   * unauthenticated request costs the store nothing.
+   */
+  private async answerAudited(
+    ctx: Ctx,
+    action: AuditAction | undefined,
+    workspace: string | undefined,
+    user: string | undefined,
+    code: string | undefined,
+  ): Promise<void> {
+    const answer = ctx.held;
+    ctx.held = undefined;
+    if (answer === null || answer === undefined) return;
+    if (action !== undefined && user !== undefined && workspace !== undefined) {
+      const surface = ctx.url.pathname.startsWith("/api/") ? "api" : "http";
+      await this.audit?.record(auditEntry(ctx, action, workspace, surface, answer.status, code));
+    }
+    sendHeld(ctx, answer);
+  }
+
+  /**
    * Answer a failure: the holder's lock info when the error carries one (the body the
    * tool's client parses on 409/423), else `{"code", "message"}`.
    */
   private fail(ctx: Ctx, e: unknown): void {
     const status = statusOf(e);
     const res = ctx.res;
+    if (ctx.held) return; // answered before it failed: that answer stands
     if (res.headersSent) {
       res.destroy();
       return;

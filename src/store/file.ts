@@ -342,7 +342,7 @@ export class FileDriver implements ObjectStoreDriver {
     options.onProgress?.(size, size);
   }
 
-  async *list(prefix: string, _options?: ListOptions): AsyncIterable<string> {
+  async *list(prefix: string, options?: ListOptions): AsyncIterable<string> {
     // One directory read is already a consistent snapshot; paging it would add nothing.
     let names: string[];
     try {
@@ -357,7 +357,8 @@ export class FileDriver implements ObjectStoreDriver {
       .filter((k): k is string => k !== null && k.startsWith(prefix));
     // S3 orders keys by their UTF-8 bytes, which differs from UTF-16 order above U+FFFF.
     keys.sort((a, b) => Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8")));
-    yield* keys;
+    const after = options?.startAfter === undefined ? undefined : Buffer.from(options.startAfter, "utf8");
+    yield* after === undefined ? keys : keys.filter((k) => Buffer.compare(Buffer.from(k, "utf8"), after) > 0);
   }
 
   async *listDetailed(prefix: string, options?: ListOptions): AsyncIterable<ListedObject> {

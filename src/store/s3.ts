@@ -298,6 +298,7 @@ export class S3Driver implements ObjectStoreDriver {
             Prefix: prefix === "" ? undefined : prefix,
             MaxKeys: options.pageSize ?? DEFAULT_PAGE_SIZE,
             ContinuationToken: token,
+            StartAfter: token === undefined ? options.startAfter : undefined,
           }),
         );
       } catch (e) {

@@ -229,6 +229,8 @@ export interface GetResult {
 export interface ListOptions {
   /** Page size asked of the server (S3 MaxKeys); listing always follows every page. */
   readonly pageSize?: number | undefined;
+  /** Only keys after this one (S3 StartAfter), in the listing's byte order. */
+  readonly startAfter?: string | undefined;
 }
 
 /**

@@ -521,6 +521,9 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
         assert.deepEqual(await collect(d.list("l/a/")), ["l/a/b", "l/a/c"]);
         assert.deepEqual(await collect(d.list("nothing-here/")), []);
         assert.equal((await collect(d.list(""))).length, keys.length);
+        // startAfter: only keys after it, on every page (the audit route lists from a day on).
+        assert.deepEqual(await collect(d.list("l/", { startAfter: "l/a/b" })), under.slice(under.indexOf("l/a/b") + 1));
+        assert.deepEqual(await collect(d.list("l/", { startAfter: "l/a/", pageSize: 2 })), under.slice(under.indexOf("l/a/b")));
       });
 
       it("listDetailed: each key under a prefix, in order, over pages, with the size, time and ETag head reports", async () => {

@@ -108,7 +108,7 @@ export async function startConsoleServer(
     const ctx = {
       user: user as string,
       can: (role: ConsoleRole) => roles.includes(role),
-      log: (e: ConsoleLogEntry) => log.push(e),
+      log: (e: ConsoleLogEntry) => void log.push(e),
       api,
       csrf,
       pollMs: options.pollMs,

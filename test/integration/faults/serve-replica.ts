@@ -13,6 +13,8 @@ export interface Replica {
   /** The JSON log lines whose `msg` is `msg`. */
   events(msg: string): Record<string, unknown>[];
   stop(): Promise<void>;
+  /** SIGKILL, and its end. */
+  kill(): Promise<void>;
 }
 
 /** Start `objstate serve` on a free loopback port for `props`, logging at `warn`. */
@@ -31,6 +33,10 @@ export async function startReplica(props: ObjectStoreBackendConfigProps): Promis
         .filter((e) => e["msg"] === msg),
     stop: async () => {
       if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGTERM");
+      await p.exited;
+    },
+    kill: async () => {
+      p.child.kill("SIGKILL");
       await p.exited;
     },
   };

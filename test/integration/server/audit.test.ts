@@ -1,7 +1,7 @@
 /**
- * The audit log's appends from two replicas on Ceph RGW: on a bucket without versioning (RGW
- * honours If-Match and If-None-Match) and on a versioned one (it ignores them, the driver checks
- * by hand, and crossed appends are repaired from the versions). No line may be lost, none doubled.
+ * The audit log's events from two replicas at once on Ceph RGW, on a bucket without versioning
+ * and on a versioned one (where RGW ignores If-None-Match and the driver checks by hand): each
+ * event is its own object, so none may be lost and none doubled.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -11,7 +11,7 @@ import { cephTarget } from "../../support/targets.js";
 
 const L = layout("env:", "tool.tfstate", "s3");
 
-describe("audit log appends from two replicas (Ceph RGW)", () => {
+describe("audit events from two replicas (Ceph RGW)", () => {
   for (const versioned of [false, true]) {
     it(`${versioned ? "a versioned bucket" : "a bucket without versioning"}: every line of both replicas, once`, async () => {
       const target = cephTarget();
@@ -30,7 +30,7 @@ describe("audit log appends from two replicas (Ceph RGW)", () => {
           surface: "http" as const,
           outcome: "ok" as const,
         });
-        // Each replica one line at a time, both at once: every append races the other's.
+        // Each replica one event at a time, both at once.
         await Promise.all(
           [a, b].map(async (log, r) => {
             for (let i = 0; i < n; i++) assert.equal(await log.record(entry(`r${r}-${i}`)), true);

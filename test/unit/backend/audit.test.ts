@@ -1,14 +1,14 @@
 /**
- * The audit log (src/backend/audit.ts) on the embedded store: one line per change in the day's
- * object, appends from several replicas that never lose a line, a store that fails, parts, and
- * reading back by time and workspace.
+ * The audit log (src/backend/audit.ts) on the embedded store: one object per change, several
+ * replicas at once, a lost reply, a store that fails, and reading back (old day parts too) by
+ * time and workspace.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { AuditLog, parseSince, type AuditEntry, type AuditRecord } from "../../../src/backend/audit.js";
+import { AuditLog, auditRecord, parseSince, type AuditEntry, type AuditRecord } from "../../../src/backend/audit.js";
 import type { Principal } from "../../../src/backend/principal.js";
 import { auditPrefix, layout } from "../../../src/config/layout.js";
 import { isObjstateError, ObjstateError } from "../../../src/errors.js";
@@ -57,22 +57,29 @@ function flaky(store: ObjectStoreDriver): { store: ObjectStoreDriver; setDown(v:
   return { store: wrapped, setDown: (v) => (down = v) };
 }
 
-/**
- * A driver over a store that ignores conditional writes, as the S3 driver meets Ceph RGW on a
- * versioned bucket: it checks the condition itself, then writes unconditionally, and another
- * writer can come in between (here, one turn of the event loop always lies between).
- */
-function ignoringConditions(store: ObjectStoreDriver): ObjectStoreDriver {
+/** The audit objects' keys, in listing order. */
+async function keysOf(store: ObjectStoreDriver): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const k of store.list(auditPrefix(L))) keys.push(k);
+  return keys;
+}
+
+async function versionsOf(store: ObjectStoreDriver, key: string): Promise<number> {
+  let n = 0;
+  for await (const _ of store.listVersions(key)) n++;
+  return n;
+}
+
+/** A driver whose next `n` puts are stored and then answered with a timeout (a reply lost on the way). */
+function lostReplies(store: ObjectStoreDriver, n: number): ObjectStoreDriver {
   return new Proxy(store, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver) as unknown;
       if (prop === "put") {
         return async (key: string, body: Buffer, options: PutOptions = {}) => {
-          const meta = await target.head(key);
-          if (options.ifNoneMatch === true && meta !== null) throw new ObjstateError("PRECONDITION_FAILED", "exists (test)");
-          if (options.ifMatch !== undefined && meta?.etag !== options.ifMatch) throw new ObjstateError("PRECONDITION_FAILED", "changed (test)");
-          await new Promise((r) => setImmediate(r));
-          return target.put(key, body, { ...options, ifMatch: undefined, ifNoneMatch: undefined });
+          const r = await target.put(key, body, options);
+          if (n-- > 0) throw new ObjstateError("ENDPOINT_TIMEOUT", "no answer (test)");
+          return r;
         };
       }
       return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
@@ -81,7 +88,7 @@ function ignoringConditions(store: ObjectStoreDriver): ObjectStoreDriver {
 }
 
 describe("audit log", () => {
-  it("writes one JSON line per change to the day's object under {prefix}/@objstate/audit/, with only the principal's own fields", async () => {
+  it("stores each change as its own object under {prefix}/@objstate/audit/{day}/, keyed by its time, with only the principal's own fields", async () => {
     const { store } = await freshStore();
     const now = new Date("2026-11-26T10:00:00.000Z");
     const log = new AuditLog(store, L, { now: () => now });
@@ -94,9 +101,10 @@ describe("audit log", () => {
     };
     assert.equal(await log.record(entry("prod", { principal: leaky, lockId: "L1", serial: 7, md5: "0".repeat(32) })), true);
     assert.equal(await log.record(entry("prod", { principal: oidc, action: "unlock", lockId: "L1" })), true);
-    const key = `${auditPrefix(L)}2026-11-26.jsonl`;
-    assert.equal(key, "env:/@objstate/audit/2026-11-26.jsonl");
-    const lines = await linesOf(store, key);
+    const keys = await keysOf(store);
+    assert.equal(keys.length, 2, keys.join(","));
+    for (const key of keys) assert.match(key, /^env:\/@objstate\/audit\/2026-11-26\/2026-11-26T10:00:00\.000Z-[0-9a-f]{12}\.json$/);
+    const lines = (await Promise.all(keys.map((k) => linesOf(store, k)))).flat().sort((a, b) => b.action.localeCompare(a.action));
     assert.deepEqual(lines, [
       {
         time: "2026-11-26T10:00:00.000Z",
@@ -127,10 +135,10 @@ describe("audit log", () => {
         lockId: "L1",
       },
     ]);
-    assert.ok(!(await store.get(key))!.body.toString().includes("secret-token-value"));
+    for (const key of keys) assert.ok(!(await store.get(key))!.body.toString().includes("secret-token-value"));
   });
 
-  it("two replicas appending at once lose no line: each append is conditional and retried on a conflict", async () => {
+  it("two replicas at once: every event stored once, each in its own object, none replacing another", async () => {
     const { endpoint, bucket, store } = await freshStore();
     // Two drivers over one bucket: two servers, each with its own process state.
     const other = await openStore({ bucket, endpoint });
@@ -139,114 +147,88 @@ describe("audit log", () => {
     const n = 40;
     const results = await Promise.all(Array.from({ length: n }, (_, i) => [a.record(entry(`a-${i}`)), b.record(entry(`b-${i}`))]).flat());
     assert.ok(results.every((r) => r));
-    const day = new Date().toISOString().slice(0, 10);
-    const got = (await linesOf(store, a.dayKey(day))).map((r) => r.workspace).sort();
+    const keys = await keysOf(store);
+    assert.equal(keys.length, 2 * n);
+    const page = await a.read({ since: new Date(Date.now() - 3_600_000), limit: 1000 });
     const want = Array.from({ length: n }, (_, i) => [`a-${i}`, `b-${i}`])
       .flat()
       .sort();
-    assert.deepEqual(got, want);
+    assert.deepEqual(page.records.map((r) => r.workspace).sort(), want);
+    for (const key of keys) assert.equal(await versionsOf(store, key), 1, `${key} was written once`);
   });
 
-  it("appends after this log's own last write go without reading the part again; another replica's append in between is read and kept", async () => {
-    const { endpoint, bucket, store } = await freshStore();
-    let gets = 0;
-    const counted = new Proxy(store, {
-      get(target, prop, receiver) {
-        const v = Reflect.get(target, prop, receiver) as unknown;
-        if (prop === "get") return (...args: unknown[]) => (gets++, (v as (...a: unknown[]) => unknown).apply(target, args));
-        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-    const a = new AuditLog(counted, L, { deadlineMs: 30_000 });
-    for (let i = 0; i < 20; i++) assert.equal(await a.record(entry(`a-${i}`)), true);
-    // The first append creates the part, the second reads it (and learns its ETags are MD5s).
-    assert.ok(gets <= 2, `${gets} reads for 20 appends`);
-    const b = new AuditLog(await openStore({ bucket, endpoint }), L, { deadlineMs: 30_000 });
-    assert.equal(await b.record(entry("b-0")), true);
-    assert.equal(await a.record(entry("a-20")), true);
-    const day = new Date().toISOString().slice(0, 10);
-    const got = (await linesOf(store, a.dayKey(day))).map((r) => r.workspace);
-    assert.deepEqual(got, [...Array.from({ length: 20 }, (_, i) => `a-${i}`), "b-0", "a-20"], "every line once, in order");
+  it("a write that landed but whose answer was lost is tried again and finds itself there: one object, one event", async () => {
+    const { store } = await freshStore();
+    const errors: unknown[] = [];
+    const log = new AuditLog(lostReplies(store, 1), L, { deadlineMs: 10_000, onError: (e) => errors.push(e) });
+    assert.equal(await log.record(entry("once")), true);
+    assert.ok(errors.some((e) => isObjstateError(e, "ENDPOINT_TIMEOUT")));
+    const keys = await keysOf(store);
+    assert.equal(keys.length, 1);
+    assert.equal(await versionsOf(store, keys[0] as string), 1);
+    const page = await log.read({ since: new Date(Date.now() - 3_600_000), limit: 10 });
+    assert.deepEqual(
+      page.records.map((r) => r.workspace),
+      ["once"],
+    );
   });
 
-  it("on a store that ignores conditions (checked by hand, as on Ceph RGW's versioned buckets), appends that crossed are found in the versions and no line is lost", async () => {
-    const { endpoint, bucket, store } = await freshStore();
-    const other = await openStore({ bucket, endpoint });
-    const a = new AuditLog(ignoringConditions(store), L, { deadlineMs: 30_000 });
-    const b = new AuditLog(ignoringConditions(other), L, { deadlineMs: 30_000 });
-    const n = 30;
-    // One at a time per replica, both replicas at once: every append races the other's.
-    await Promise.all([
-      (async () => {
-        for (let i = 0; i < n; i++) assert.equal(await a.record(entry(`a-${i}`)), true);
-      })(),
-      (async () => {
-        for (let i = 0; i < n; i++) assert.equal(await b.record(entry(`b-${i}`)), true);
-      })(),
-    ]);
-    const day = new Date().toISOString().slice(0, 10);
-    const got = (await linesOf(store, a.dayKey(day))).map((r) => r.workspace);
-    const want = Array.from({ length: n }, (_, i) => [`a-${i}`, `b-${i}`]).flat();
-    assert.deepEqual([...got].sort(), [...want].sort(), "every line once");
-  });
-
-  it("a store outage: the change is not held up past the deadline, the line waits in memory and is stored once the store is back", async () => {
+  it("a store outage past the deadline: the event goes to onLost (the server's log), never nowhere; the next one is stored once the store is back", async () => {
     const { store } = await freshStore();
     const f = flaky(store);
     const errors: unknown[] = [];
-    const log = new AuditLog(f.store, L, { deadlineMs: 200, onError: (e) => errors.push(e) });
+    const lost: string[] = [];
+    const log = new AuditLog(f.store, L, { deadlineMs: 300, onError: (e) => errors.push(e), onLost: (l) => lost.push(l) });
     f.setDown(true);
-    assert.equal(await log.record(entry("w1")), false);
-    assert.equal(log.pending, 1);
-    assert.ok(errors.some((e) => isObjstateError(e, "ENDPOINT_UNREACHABLE")));
-    f.setDown(false);
-    assert.equal(await log.flush(5_000), true);
+    assert.equal(await log.record(entry("w1", { serial: 1 })), false);
     assert.equal(log.pending, 0);
-    const day = new Date().toISOString().slice(0, 10);
+    assert.ok(errors.length >= 2 && errors.every((e) => isObjstateError(e, "ENDPOINT_UNREACHABLE")), "retried within the deadline");
     assert.deepEqual(
-      (await linesOf(store, log.dayKey(day))).map((r) => r.workspace),
-      ["w1"],
+      lost.map((l) => [(JSON.parse(l) as AuditRecord).workspace, (JSON.parse(l) as AuditRecord).serial]),
+      [["w1", 1]],
+    );
+    f.setDown(false);
+    assert.equal(await log.record(entry("w2")), true);
+    assert.deepEqual(
+      (await log.read({ since: new Date(Date.now() - 3_600_000), limit: 10 })).records.map((r) => r.workspace),
+      ["w2"],
     );
   });
 
-  it("lines the memory cannot hold, or left at close, go to onOverflow (the server's log), never nowhere", async () => {
+  it("reading: day parts from before decision 087 and events, merged in time order, from `since`, one workspace, at most `limit`", async () => {
     const { store } = await freshStore();
-    const f = flaky(store);
-    const spilled: string[] = [];
-    const log = new AuditLog(f.store, L, { deadlineMs: 100, maxPending: 2, onOverflow: (l) => spilled.push(l) });
-    f.setDown(true);
-    await Promise.all([log.record(entry("o1")), log.record(entry("o2")), log.record(entry("o3"))]);
-    assert.deepEqual(
-      spilled.map((l) => (JSON.parse(l) as AuditRecord).workspace),
-      ["o1"],
-    );
-    await log.close(100);
-    assert.deepEqual(
-      spilled.map((l) => (JSON.parse(l) as AuditRecord).workspace),
-      ["o1", "o2", "o3"],
-    );
-  });
-
-  it("a full part sends the day on to the next part; reading returns every part in order, from `since`, one workspace, at most `limit`", async () => {
-    const { store } = await freshStore();
-    let t = Date.parse("2026-11-25T23:59:59.000Z");
-    const log = new AuditLog(store, L, { partBytes: 600, now: () => new Date((t += 1000)) });
-    for (let i = 0; i < 12; i++) assert.equal(await log.record(entry(i % 2 === 0 ? "even" : "odd", { serial: i })), true);
-    const keys: string[] = [];
-    for await (const k of store.list(auditPrefix(L))) keys.push(k.slice(auditPrefix(L).length));
-    assert.ok(keys.includes("2026-11-26.jsonl") && keys.includes("2026-11-26.1.jsonl"), keys.join(","));
+    const prefix = auditPrefix(L);
+    const line = (sec: number, ws: string, serial: number): string =>
+      `${JSON.stringify({ ...auditRecord(entry(ws, { serial }), new Date(Date.parse("2026-11-26T00:00:00Z") + sec * 1000)) })}\n`;
+    // The old layout: a day's parts of appended lines, one damaged line among them.
+    await store.put(`${prefix}2026-11-25.jsonl`, Buffer.from(line(-10, "even", -2)));
+    await store.put(`${prefix}2026-11-26.jsonl`, Buffer.from(line(2, "odd", 1) + line(5, "even", 4) + "not a record\n"));
+    await store.put(`${prefix}2026-11-26.1.jsonl`, Buffer.from(line(8, "odd", 7)));
+    let t = Date.parse("2026-11-26T00:00:00.000Z");
+    const log = new AuditLog(store, L, { now: () => new Date((t += 1000)) });
+    for (let i = 0; i < 12; i++) {
+      if (i === 1 || i === 4 || i === 7) t += 1000;
+      else assert.equal(await log.record(entry(i % 2 === 0 ? "even" : "odd", { serial: i })), true);
+    }
     const all = await log.read({ since: new Date("2026-11-26T00:00:00Z"), limit: 100 });
     assert.deepEqual(
       all.records.map((r) => r.serial),
       [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
     );
     assert.equal(all.truncated, false);
+    assert.equal(all.unreadable, 1);
     const even = await log.read({ since: new Date("2026-11-26T00:00:04Z"), workspace: "even", limit: 3 });
     assert.deepEqual(
       even.records.map((r) => r.serial),
       [4, 6, 8],
     );
     assert.equal(even.truncated, true);
+    const back = await log.read({ since: new Date("2026-11-25T00:00:00Z"), limit: 2 });
+    assert.deepEqual(
+      back.records.map((r) => r.serial),
+      [-2, 0],
+    );
+    assert.equal(back.truncated, true);
   });
 
   it("parseSince takes an ISO date, an ISO time with its zone, or a duration back from now; anything else is BAD_REQUEST", () => {
