@@ -107,6 +107,8 @@ export const ERROR_CODES = {
   // so the tool's client stops instead of waiting on it
   LOCK_ID_RELEASED: { status: 409, exit: EXIT.error },
   LOCK_RELEASED: { status: 500, exit: EXIT.error },
+  // The tool's force-unlock repeated within a minute (taken for its retry): the lock stands, so not a 200
+  FORCE_UNLOCK_REPEATED: { status: 409, exit: EXIT.error },
   INVALID_LOCK_WAIT: { status: 500, exit: EXIT.usage },
   LOCK_RELEASE_FAILED: { status: 500, exit: EXIT.error },
   LOCK_ERROR: { status: 500, exit: EXIT.error },
