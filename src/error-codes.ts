@@ -95,6 +95,9 @@ export const ERROR_CODES = {
   INPUT_CHANGED: { status: 500, exit: EXIT.usage },
   // Locks (the tool's client reads 409/423 bodies as the holder's lock info)
   STATE_LOCKED: { status: 423, exit: EXIT.locked },
+  // A lock request failed and could not learn whether its write was stored: 423 with that lock's
+  // info (the tool's retry under the same ID takes it), the message naming the force-unlock
+  LOCK_LEFT_BEHIND: { status: 423, exit: EXIT.locked },
   LOCK_INFO_INVALID: { status: 400, exit: EXIT.error },
   // The lock belongs to another principal: the caller's credentials are the problem, not the lock's state
   LOCK_NOT_OWNED: { status: 403, exit: EXIT.error },

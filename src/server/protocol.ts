@@ -235,7 +235,8 @@ export async function deleteState(ctx: Ctx): Promise<void> {
 /**
  * `LOCK /state/{w}` (or `POST /state/{w}/lock`), body = the client's lock info: 200 with
  * the stored info; 423 with the holder's info when someone else holds it (the body the
- * client's `-lock-timeout` needs to wait). The lock records the principal as its `Owner`
+ * client's `-lock-timeout` needs to wait), or with the client's own when its lock may be left
+ * behind (`LOCK_LEFT_BEHIND`: the table failed and could not be read back; a retry takes it). The lock records the principal as its `Owner`
  * (the client's own fields are kept as it sent them).
  */
 export async function lockState(ctx: Ctx): Promise<void> {
@@ -259,6 +260,9 @@ export async function lockState(ctx: Ctx): Promise<void> {
     send(ctx, 200, JSON.stringify(stored), { "Content-Type": "application/json" });
   } catch (e) {
     if (isObjstateError(e, "STATE_LOCKED")) ctx.metrics.lockWait();
+    // The answer names the lock, but the client may not show it: the operator must see it here.
+    if (isObjstateError(e, "LOCK_LEFT_BEHIND"))
+      ctx.logger.event("error", "lock left behind", { workspace: ws, principal: ctx.principal.name, lockId: info.ID });
     throw e;
   }
 }
