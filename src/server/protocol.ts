@@ -235,9 +235,9 @@ export async function deleteState(ctx: Ctx): Promise<void> {
 /**
  * `LOCK /state/{w}` (or `POST /state/{w}/lock`), body = the client's lock info: 200 with
  * the stored info; 423 with the holder's info when someone else holds it (the body the
- * client's `-lock-timeout` needs to wait), or with the client's own when its lock may be left
- * behind (`LOCK_LEFT_BEHIND`: the table failed and could not be read back; a retry takes it). The lock records the principal as its `Owner`
- * (the client's own fields are kept as it sent them).
+ * client's `-lock-timeout` needs to wait), or with the client's own when its lock may be
+ * left behind (`LOCK_LEFT_BEHIND`, decisions/088: a retry takes it). The lock records the
+ * principal as its `Owner` (the client's own fields are kept as it sent them).
  */
 export async function lockState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
