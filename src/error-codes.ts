@@ -97,6 +97,9 @@ export const ERROR_CODES = {
   INPUT_CHANGED: { status: 500, exit: EXIT.usage },
   // Locks (the tool's client reads 409/423 bodies as the holder's lock info)
   STATE_LOCKED: { status: 423, exit: EXIT.locked },
+  // A lock request failed and could not learn whether its write was stored: 423 with that lock's
+  // info (the tool's retry under the same ID takes it), the message naming the force-unlock
+  LOCK_LEFT_BEHIND: { status: 423, exit: EXIT.locked },
   LOCK_INFO_INVALID: { status: 400, exit: EXIT.error },
   // The lock belongs to another principal: the caller's credentials are the problem, not the lock's state
   LOCK_NOT_OWNED: { status: 403, exit: EXIT.error },
@@ -109,6 +112,8 @@ export const ERROR_CODES = {
   // so the tool's client stops instead of waiting on it
   LOCK_ID_RELEASED: { status: 409, exit: EXIT.error },
   LOCK_RELEASED: { status: 500, exit: EXIT.error },
+  // The tool's force-unlock repeated within a minute (taken for its retry): the lock stands, so not a 200
+  FORCE_UNLOCK_REPEATED: { status: 409, exit: EXIT.error },
   INVALID_LOCK_WAIT: { status: 500, exit: EXIT.usage },
   LOCK_RELEASE_FAILED: { status: 500, exit: EXIT.error },
   LOCK_ERROR: { status: 500, exit: EXIT.error },

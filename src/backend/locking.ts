@@ -3,12 +3,20 @@
  * the table, the tool's order), with an optional lease, renewed by ID, checked right before
  * each write (the fencing), released everywhere. The backend delegates to this.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
-import { lockedError, lockIdOf, NO_LOCK_ID, notOwned } from "./fencing.js";
+import { lockedError, lockIdOf, NO_LOCK_ID, notOwned, workspaceFlag } from "./fencing.js";
 import { isExpired, leaseExpiry, LockHandle, lockLost, takeoverBound } from "./lease.js";
 import { describeHolder, newLockInfo, ownedBy, type LockInfo } from "./lock-info.js";
 import type { LockPlace, StoredLock } from "./lock-places.js";
 import { findRelease, type ReleasedLock } from "./released.js";
+
+/**
+ * How long a lock request keeps trying to learn whether a write that failed was stored (its
+ * reply lost, then the table throttled), or to give back what it took, before it gives up
+ * and names the lock it may have left.
+ */
+export const SETTLE_MS = 10_000;
 
 /** What a lock is taken with (the backend's `LockOptions` plus the lease). */
 export interface TakeOptions {
@@ -125,7 +133,7 @@ export class Locking {
     let result = info;
     try {
       for (const place of init.places) {
-        const r = await place.create(init.keyOf(place, workspace), raw, info.Expires, bound);
+        const r = await this.create(place, init.keyOf(place, workspace), raw, info, bound, workspace);
         if ("taken" in r) {
           got.set(place, r.taken);
           continue;
@@ -150,11 +158,39 @@ export class Locking {
     } catch (e) {
       // All or nothing: what was taken before the refusal is given back (unrecorded: that
       // ID was never handed out, and the tool retries a refused LOCK under the same ID).
-      for (const [place, s] of got) await place.release(init.keyOf(place, workspace), info.ID, s).catch(() => undefined);
+      for (const [place, s] of got) await this.settle(() => place.release(init.keyOf(place, workspace), info.ID, s), workspace, info, e);
       throw e;
     }
     this.held.set(result.ID, { workspace, ttlMs: ttl, validUntil: ttl === undefined ? Infinity : sentAt + ttl, places: got });
     return result;
+  }
+
+  /**
+   * `place.create`; when it fails, its write may still have been stored (a reply lost, then
+   * the retries refused), so the lock is read back: ours is taken, another holder's blocks,
+   * none is the failure.
+   */
+  private async create(place: LockPlace, key: string, raw: string, info: LockInfo, bound: number, workspace: string) {
+    try {
+      return await place.create(key, raw, info.Expires, bound);
+    } catch (e) {
+      const now = await this.settle(() => place.read(key), workspace, info, e);
+      if (now === null) throw e;
+      return now.raw === raw ? { taken: now } : { blocked: now };
+    }
+  }
+
+  /** `attempt` retried with backoff for {@link SETTLE_MS}; past it, `LOCK_LEFT_BEHIND` naming `info`. */
+  private async settle<T>(attempt: () => Promise<T>, workspace: string, info: LockInfo, cause: unknown): Promise<T> {
+    const deadline = Date.now() + SETTLE_MS;
+    for (let ceiling = 250; ; ceiling = Math.min(ceiling * 2, 2000)) {
+      try {
+        return await attempt();
+      } catch (e) {
+        if (Date.now() >= deadline) throw leftBehind(this.init.describe(workspace), workspace, info, cause, e);
+        await sleep(ceiling / 2 + (Math.random() * ceiling) / 2);
+      }
+    }
   }
 
   /** A held-lock handle whose heartbeat renews the lease every third of its ttl. */
@@ -417,6 +453,20 @@ function lateLock(where: string, id: string, gone: ReleasedLock): ObjstateError 
     "LOCK_ID_RELEASED",
     `lock ${id} on ${where} was released at ${at}: this request to take it again is a late copy of an earlier one (a retry that arrived after its holder had finished), so the lock was not taken. To lock the state, use a new lock ID`,
     { details: { lockId: id, releasedAt: at } },
+  );
+}
+
+/**
+ * `LOCK_LEFT_BEHIND`: a lock request failed and could neither tell whether its write was
+ * stored nor give it back. Its lock info is the one that may be left (a 423 under `serve`:
+ * the tool's retry under the same ID takes it).
+ */
+function leftBehind(where: string, ws: string, info: LockInfo, cause: unknown, last: unknown): ObjstateError {
+  const why = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+  return new ObjstateError(
+    "LOCK_LEFT_BEHIND",
+    `the lock on ${where} may be left behind under ID ${info.ID}: its write failed (${why(cause)}), and for ${SETTLE_MS / 1000} s it could neither be read back nor given back (${why(last)}). A lock request under this ID takes it; otherwise, once the lock table answers, release it with \`objstate force-unlock ${info.ID}${workspaceFlag(ws)}\` (through the tool: \`terraform force-unlock ${info.ID}\`)`,
+    { cause, details: { lockId: info.ID, lockInfo: info } },
   );
 }
 

@@ -36,6 +36,7 @@ import { parseSettings } from "../config/settings-table.js";
 import { describeEncryption } from "../config/encryption-setting.js";
 import { formatBytes, paint, printJson, Progress } from "./term.js";
 import { redactUrl } from "../util/redact.js";
+import { printable } from "../util/printable.js";
 import { lockJson, rekeyJson, workspaceJson } from "../wire/shapes.js";
 
 export type { Opts } from "./options.js";
@@ -246,7 +247,7 @@ export async function workspaceListAction(opts: Opts): Promise<void> {
     if (opts.json === true) return printJson((await backend.workspaceStatuses()).map(workspaceJson));
     const list = await backend.listWorkspaces();
     const current = workspaceOf(input);
-    for (const w of list) say(`${w === current ? "*" : " "} ${w}`);
+    for (const w of list) say(`${w === current ? "*" : " "} ${printable(w)}`);
   });
 }
 
@@ -519,7 +520,7 @@ export async function forceUnlockAction(id: string, opts: Opts): Promise<void> {
       if (holder === null) process.stderr.write(`The lock item of ${backend.describe(workspace)} has no lock info.\n`);
       else if (holder.ID !== (id === NO_LOCK_ID ? "" : id))
         throw new CliError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${backend.describe(workspace)}: ${describeHolder(holder)}`);
-      else process.stderr.write(`The lock on ${backend.describe(workspace)}: ${describeHolder(holder)}.\n`);
+      else process.stderr.write(`The lock on ${backend.describe(workspace)}: ${printable(describeHolder(holder))}.\n`);
       process.stderr.write("Releasing it while its holder is still at work can corrupt the state.\n");
       if (!(await confirm("Force-unlock? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "force-unlock cancelled; the lock is still held");
     }

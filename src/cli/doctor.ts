@@ -27,6 +27,7 @@ import { warn } from "./warn.js";
 import { backendConfigOf, gatherSettings, type SettingsInput } from "./settings.js";
 import { paint, printJson } from "./term.js";
 import { redactUrl } from "../util/redact.js";
+import { printable } from "../util/printable.js";
 
 export type CheckStatus = "ok" | "warn" | "fail" | "skip";
 
@@ -590,7 +591,8 @@ export async function doctorAction(opts: Opts): Promise<void> {
   } else {
     const p = paint(process.stdout);
     const mark: Record<CheckStatus, string> = { ok: p.green("ok  "), warn: p.yellow("warn"), fail: p.red("FAIL"), skip: p.dim("skip") };
-    for (const r of results) process.stdout.write(`${mark[r.status]}  ${r.name}: ${r.detail}${r.fix === undefined ? "" : ` — fix: ${r.fix}`}\n`);
+    for (const r of results)
+      process.stdout.write(`${mark[r.status]}  ${r.name}: ${printable(r.detail)}${r.fix === undefined ? "" : ` — fix: ${printable(r.fix)}`}\n`);
   }
   if (failed > 0) throw new CliError("DOCTOR_FAILED", `${failed} check${failed === 1 ? "" : "s"} failed`);
 }

@@ -11,15 +11,10 @@ import { CliError, usageError } from "./io.js";
 import { underLock, withBackend } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { colorsAllowed, formatBytes, printJson } from "./term.js";
+import { printable as safe } from "../util/printable.js";
 import { historyEntryJson, principalText, rollbackJson, versionDiffJson } from "../wire/shapes.js";
 
 import type { Opts } from "./options.js";
-
-/** Control characters in what other clients wrote, escaped so they cannot drive the terminal. */
-function safe(s: string): string {
-  // eslint-disable-next-line no-control-regex
-  return s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${(c.codePointAt(0) as number).toString(16).padStart(4, "0")}`);
-}
 
 function idFlag(v: string | undefined, flag: string): string | undefined {
   if (v === undefined) return undefined;

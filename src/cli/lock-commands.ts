@@ -11,10 +11,11 @@ import { ObjstateError } from "../errors.js";
 import { nodeChildProcess } from "../util/builtins.js";
 import { CliError } from "./io.js";
 import { printJson } from "./term.js";
+import { printable } from "../util/printable.js";
 import { formatAgo } from "../console/format.js";
 import { lockJson } from "../wire/shapes.js";
 
-/** Print the lock list: JSON, or one aligned line per lock. */
+/** Print the lock list: JSON, or one aligned line per lock (what the holders wrote, escaped). */
 export function printLocks(list: readonly LockListing[], json: boolean): void {
   if (json) return printJson(list.map(lockJson));
   if (list.length === 0) {
@@ -29,16 +30,18 @@ export function printLocks(list: readonly LockListing[], json: boolean): void {
   };
   const rows = [
     ["WORKSPACE", "SOURCE", "ID", "WHO", "OPERATION", "INFO", "SINCE", "LEASE"],
-    ...list.map((l) => [
-      l.workspace ?? `(${l.path})`,
-      l.source,
-      l.id || "(none)",
-      l.who || "-",
-      l.operation || "-",
-      l.info || "-",
-      l.since ? when(l.since) : "-",
-      l.expires === null ? "never expires" : when(l.expires, l.expired ? "expired " : "expires "),
-    ]),
+    ...list.map((l) =>
+      [
+        l.workspace ?? `(${l.path})`,
+        l.source,
+        l.id || "(none)",
+        l.who || "-",
+        l.operation || "-",
+        l.info || "-",
+        l.since ? when(l.since) : "-",
+        l.expires === null ? "never expires" : when(l.expires, l.expired ? "expired " : "expires "),
+      ].map(printable),
+    ),
   ];
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
   for (const r of rows) process.stdout.write(`${r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ")}\n`);

@@ -23,6 +23,7 @@ import type { EncryptionConfig } from "../encryption/index.js";
 import { connectOptionsOf } from "./connect-options.js";
 import { warn } from "./warn.js";
 import { gatherSettings, remoteStateConfigOf } from "./settings.js";
+import { printable } from "../util/printable.js";
 
 /** Name under which the CLI reads the remote state (appears in library messages). */
 const REMOTE_NAME = "objstate_output";
@@ -67,7 +68,7 @@ export async function outputAction(name: string | undefined, opts: Opts): Promis
       process.stderr.write(`objstate: the state of ${where} has no outputs\n`);
       return;
     }
-    for (const n of names) process.stdout.write(`${n} = ${hidden(n) ? SENSITIVE : outputs.toJSONText(n)}\n`);
+    for (const n of names) process.stdout.write(`${printable(n)} = ${hidden(n) ? SENSITIVE : outputs.toJSONText(n)}\n`);
     return;
   }
 

@@ -14,6 +14,7 @@ import { addSettingsOptions as settingsOptions } from "./settings.js";
 import { settingsTopicText } from "../config/settings-docs.js";
 import { asksNoColor, withToolSpellings } from "./spellings.js";
 import { disableColors, paint, printJson } from "./term.js";
+import { printable } from "../util/printable.js";
 
 // A command's module loads when that command runs: `--help`, `--version` and the offline
 // commands do not pay for the drivers and the other commands (start-up, issue 14).
@@ -480,7 +481,8 @@ function prepareArgv(root: Command, argv: readonly string[]): string[] {
  * stack of anything unexpected follows.
  */
 export function reportError(e: unknown): void {
-  process.stderr.write(`${paint(process.stderr).red("objstate: error:")} ${errorLine(e)}\n`);
+  // Messages quote what locks and states hold (a holder's Who, a workspace name): escaped.
+  process.stderr.write(`${paint(process.stderr).red("objstate: error:")} ${printable(errorLine(e))}\n`);
   if (debugEnabled() && e instanceof Error && e.stack !== undefined) process.stderr.write(`${e.stack}\n`);
 }
 

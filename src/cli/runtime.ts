@@ -28,6 +28,7 @@ import { connectOptionsOf, timeoutsOf } from "./connect-options.js";
 import { EXIT } from "../error-codes.js";
 import { CliError } from "./io.js";
 import { warn } from "./warn.js";
+import { printable } from "../util/printable.js";
 
 /** Connect the backend with the CLI's warning channel and the command's settings. Close it when done. */
 export function connect(
@@ -180,7 +181,7 @@ function lockWait(where: string, timeoutMs: number): LockWait {
 function waitNotice(where: string, timeoutMs: number): (holder: LockInfo | undefined) => void {
   return (holder) => {
     const who = holder === undefined ? "another holder" : `${holder.Who || "another holder"} (since ${holder.Created || "unknown"})`;
-    process.stderr.write(`objstate: ${where} is locked by ${who}; waiting up to ${formatDuration(timeoutMs)}\n`);
+    process.stderr.write(`objstate: ${where} is locked by ${printable(who)}; waiting up to ${formatDuration(timeoutMs)}\n`);
   };
 }
 

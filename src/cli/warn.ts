@@ -4,6 +4,7 @@
  * would make `--help` load all of that.
  */
 import { paint } from "./term.js";
+import { printable } from "../util/printable.js";
 
 const warned = new Set<string>();
 
@@ -11,5 +12,5 @@ const warned = new Set<string>();
 export function warn(message: string, code = message): void {
   if (warned.has(code)) return;
   warned.add(code);
-  process.stderr.write(`${paint(process.stderr).yellow("objstate: warning:")} ${message}\n`);
+  process.stderr.write(`${paint(process.stderr).yellow("objstate: warning:")} ${printable(message)}\n`);
 }

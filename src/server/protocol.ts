@@ -5,9 +5,10 @@
  * (a no-op); a LOCK retried under its own ID is taken, and one that arrives after its lock
  * was released is refused; an UNLOCK of a lock already gone, or released recently and
  * taken since by someone else, is done; a force-unlock repeated soon after by the same
- * user releases nothing more (docs/decisions/013, 016).
+ * user releases nothing more, and says so (docs/decisions/013, 016).
  */
-import { NO_LOCK_ID, type LockInfo, type StateSink, type StreamOptions, type WriteResult } from "../backend/backend.js";
+import { NO_LOCK_ID, type LockInfo, type ReleasedLock, type StateSink, type StreamOptions, type WriteResult } from "../backend/backend.js";
+import { describeHolder } from "../backend/lock-info.js";
 import { lockOwnerOf } from "../backend/principal.js";
 import { isEnvelope, type StateEncryption } from "../encryption/index.js";
 import { TopLevelScanner } from "../encryption/scan.js";
@@ -16,7 +17,7 @@ import { checkNesting } from "../json/validate.js";
 import { md5Of } from "../util/md5.js";
 import { prefixOf } from "../store/byte-source.js";
 import { checkContentMd5, declaredMd5, readBody, streamBody } from "./body.js";
-import { ownerToCheck, requireRole, send, sendEmpty, writeAs, type Ctx, type WriteAs } from "./context.js";
+import { ownerToCheck, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx, type WriteAs } from "./context.js";
 
 /** Lock info bodies are small; a larger one is not a lock request. */
 const LOCK_BODY_MAX = 64 * 1024;
@@ -239,8 +240,9 @@ export async function deleteState(ctx: Ctx): Promise<void> {
 /**
  * `LOCK /state/{w}` (or `POST /state/{w}/lock`), body = the client's lock info: 200 with
  * the stored info; 423 with the holder's info when someone else holds it (the body the
- * client's `-lock-timeout` needs to wait). The lock records the principal as its `Owner`
- * (the client's own fields are kept as it sent them).
+ * client's `-lock-timeout` needs to wait), or with the client's own when its lock may be
+ * left behind (`LOCK_LEFT_BEHIND`, decisions/088: a retry takes it). The lock records the
+ * principal as its `Owner` (the client's own fields are kept as it sent them).
  */
 export async function lockState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
@@ -263,6 +265,9 @@ export async function lockState(ctx: Ctx): Promise<void> {
     send(ctx, 200, JSON.stringify(stored), { "Content-Type": "application/json" });
   } catch (e) {
     if (isObjstateError(e, "STATE_LOCKED")) ctx.metrics.lockWait();
+    // The answer names the lock, but the client may not show it: the operator must see it here.
+    if (isObjstateError(e, "LOCK_LEFT_BEHIND"))
+      ctx.logger.event("error", "lock left behind", { workspace: ws, principal: ctx.principal.name, lockId: info.ID });
     throw e;
   }
 }
@@ -275,6 +280,7 @@ export async function lockState(ctx: Ctx): Promise<void> {
  * - by anyone else → 403 `LOCK_NOT_OWNED`, the lock stays (a lock taken outside the server
  *   has no owner: only `force` releases it here);
  * - an empty body (the tool's force-unlock) releases whatever holds the lock: `force`;
+ *   200 `{released}` only when no lock stands after it;
  * - another ID → 409 with the holder, unless that ID was released recently (a retry whose
  *   first reply was lost, after another client took the lock): 200, the new lock untouched;
  *   no lock at all → 200 (a retried UNLOCK is done).
@@ -286,8 +292,7 @@ export async function unlockState(ctx: Ctx): Promise<void> {
   if (given === undefined || given.ID === "") {
     ctx.audit.action = "force-unlock";
     requireRole(ctx, "force", ws);
-    await forceUnlock(ctx, ws);
-    return sendEmpty(ctx, 200);
+    return forceUnlock(ctx, ws);
   }
   ctx.audit.lockId = given.ID;
   if (namesOnlyId(given)) ctx.audit.action = "force-unlock";
@@ -310,19 +315,33 @@ export const FORCE_RETRY_MS = 60_000;
 /**
  * The tool's force-unlock: an empty body, so it names no lock and releases whoever holds
  * it. Repeated by the same user within {@link FORCE_RETRY_MS} of a force-unlock of theirs,
- * it is that one's retry: a lock taken since (by a client that was waiting) is left alone.
+ * it is taken for that one's retry: a lock taken since (by a client that was waiting) is
+ * left alone, and the answer says so (409), as the tool must not report it released.
  */
 async function forceUnlock(ctx: Ctx, ws: string): Promise<void> {
   const [holder, recent] = await Promise.all([ctx.backend.lockInfo(ws), ctx.backend.recentReleases(ws)]);
-  if (holder === null) return;
+  if (holder === null) return sendJson(ctx, 200, { released: null, message: `workspace ${ws} is not locked: nothing to release` });
   const last = recent[recent.length - 1];
   if (last?.forcedBy === ctx.principal.name && Math.abs(Date.now() - last.at) <= FORCE_RETRY_MS) {
     ctx.audit.lockId = last.id;
     forceLine(ctx, ws, last.id, "force-unlock repeated: taken for a retry of the last one, nothing more released", holder.ID);
-    return;
+    throw forceRepeated(ws, ctx.principal.name, last, holder);
   }
   ctx.audit.lockId = holder.ID === "" ? NO_LOCK_ID : holder.ID;
-  if (await release(ctx, ws, ctx.audit.lockId, undefined, ctx.principal.name)) forceLine(ctx, ws, holder.ID, "force-unlock");
+  if (!(await release(ctx, ws, ctx.audit.lockId, undefined, ctx.principal.name)))
+    return sendJson(ctx, 200, { released: null, message: `workspace ${ws} was unlocked meanwhile: nothing to release` });
+  forceLine(ctx, ws, holder.ID, "force-unlock");
+  sendJson(ctx, 200, { released: ctx.audit.lockId });
+}
+
+/** `FORCE_UNLOCK_REPEATED`: the lock that stands, why it was left alone, and how to release it. */
+function forceRepeated(ws: string, user: string, last: ReleasedLock, holder: LockInfo): ObjstateError {
+  const id = holder.ID === "" ? NO_LOCK_ID : holder.ID;
+  return new ObjstateError(
+    "FORCE_UNLOCK_REPEATED",
+    `force-unlock of workspace ${ws} released nothing, and the state is still locked (${describeHolder(holder)}): ${user} force-unlocked lock ${last.id} at ${new Date(last.at).toISOString()}, and a force-unlock without a lock ID by the same user within ${FORCE_RETRY_MS / 1000} s is taken for a retry of that one, so the lock taken since was left alone. Release it by its ID now (DELETE /api/v1/workspaces/${ws}/lock?id=${id}, OpenTofu's force-unlock, or the console), or force-unlock again after ${new Date(last.at + FORCE_RETRY_MS).toISOString()}`,
+    { details: { lockId: id, releasedId: last.id } },
+  );
 }
 
 /** The `warn` line of a force-unlock: who did it and which lock it released (never a header or body). */

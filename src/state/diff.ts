@@ -4,6 +4,7 @@
  * for a terminal. Pure: nothing here touches a store.
  */
 import { stringifyDeep, toJs, type JsonValue } from "../json/exact-json.js";
+import { printable as safe } from "../util/printable.js";
 import { compareAddresses } from "./address.js";
 import { changedAttributes, exactEqual } from "./compare.js";
 import { readStateDocument, type StateDocument, type StateInput, type StateOutput } from "./document.js";
@@ -136,17 +137,11 @@ export interface FormatStateDiffOptions {
   readonly maxValueLength?: number;
 }
 
-/** Control characters a state's names might carry, escaped so they cannot drive the terminal. */
-function safe(s: string): string {
-  // eslint-disable-next-line no-control-regex
-  return s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${(c.codePointAt(0) as number).toString(16).padStart(4, "0")}`);
-}
-
 /** A value as JSON on one line, cut to `max` characters with an ellipsis. */
 function showValue(v: JsonValue, max: number): string {
   if (v === SENSITIVE) return SENSITIVE;
   const text = stringifyDeep(v);
-  return text.length <= max ? text : `${text.slice(0, Math.max(1, max - 1))}…`;
+  return safe(text.length <= max ? text : `${text.slice(0, Math.max(1, max - 1))}…`);
 }
 
 function count(n: number, what: string): string {

@@ -281,20 +281,36 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.ok((await client({ workspace: ws }).lock("OperationTypePlan")).ok, "anyone else locks it at once");
   });
 
-  it("a force-unlock repeated by the same user soon after (its reply lost) releases nothing more: a lock taken since stays", async () => {
+  it("a force-unlock repeated by the same user soon after (its reply lost) releases nothing more and says so (409): a lock taken since stays", async () => {
     const ws = uniqueName("ws");
     const a = client({ workspace: ws });
-    assert.ok((await a.lock("OperationTypeApply")).ok);
+    const la = await a.lock("OperationTypeApply");
+    assert.ok(la.ok);
     const admin = client({ workspace: ws });
-    assert.equal((await admin.unlock()).status, 200);
+    const first = await admin.unlock();
+    assert.equal(first.status, 200);
+    assert.deepEqual(JSON.parse(first.body.toString()), { released: la.id });
     const b = client({ workspace: ws });
     const lb = await b.lock("OperationTypeApply");
     assert.ok(lb.ok);
-    assert.equal((await admin.unlock()).status, 200);
+    const again = await admin.unlock();
+    assert.equal(again.status, 409, "the lock still stands: not a 200");
+    const body = JSON.parse(again.body.toString()) as { code: string; message: string };
+    assert.equal(body.code, "FORCE_UNLOCK_REPEATED");
+    assert.match(
+      body.message,
+      new RegExp(
+        `released nothing, and the state is still locked \\(ID ${lb.id},.*force-unlocked lock ${la.id} at .*lock\\?id=${lb.id}.*force-unlock again after \\d{4}-`,
+      ),
+    );
     assert.equal(((await api(`/api/v1/workspaces/${ws}/lock`))["lock"] as { id: string } | null)?.id, lb.id);
     // A force-unlock by ID (OpenTofu's, the API's) names what it releases: it goes through.
     assert.equal((await client({ workspace: ws, flavour: "opentofu" }).unlock(lb.id)).status, 200);
     assert.deepEqual(await api(`/api/v1/workspaces/${ws}/lock`), { lock: null });
+    // With no lock left, a force-unlock is 200 and says there was nothing to release.
+    const none = await admin.unlock();
+    assert.equal(none.status, 200);
+    assert.match((JSON.parse(none.body.toString()) as { message: string }).message, new RegExp(`workspace ${ws} is not locked: nothing to release`));
   });
 
   it("lock_method = POST and unlock_method = DELETE on {address}/lock", async () => {

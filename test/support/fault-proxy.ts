@@ -74,6 +74,14 @@ export interface FaultProxy {
    * Resolves with its log entry once the upstream has finished it.
    */
   dropReplyOnce(match: RequestMatch): Promise<ProxyLogEntry>;
+  /**
+   * Answer the next `times` matching requests (all of them by default) with DynamoDB's
+   * throttling error (400 `ThrottlingException`) without forwarding them: a table over its
+   * capacity. A pending {@link dropReplyOnce} for the same request comes first.
+   */
+  throttle(match: RequestMatch, times?: number): void;
+  /** End every {@link throttle}. */
+  unthrottle(): void;
   /** Resolves with the first logged request (past or future) matching `match`. */
   waitFor(match: RequestMatch, timeoutMs?: number): Promise<ProxyLogEntry>;
   /** How many requests are held right now. */
@@ -160,6 +168,7 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
   const drops: DropRule[] = [];
   const waiters: Waiter[] = [];
   const rewrites: { match: RequestMatch; fn: Parameters<FaultProxy["rewriteHeaders"]>[1] }[] = [];
+  const throttles: { match: RequestMatch; left: number }[] = [];
   let paused = false;
   let closed = false;
 
@@ -233,6 +242,20 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
     log.push(entry);
 
     const head = (m: RequestMatch): boolean => headMatches(m, method, path, target);
+    const throttled = drops.some((d) => head(d.match)) ? undefined : throttles.find((t) => t.left > 0 && head(t.match));
+    if (throttled !== undefined) {
+      throttled.left--;
+      entry.outcome = 400;
+      notify(entry);
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(400, { "Content-Type": "application/x-amz-json-1.0" });
+        res.end(
+          JSON.stringify({ __type: "com.amazonaws.dynamodb.v20120810#ThrottlingException", message: "Rate of requests exceeds the allowed throughput." }),
+        );
+      });
+      return;
+    }
     const rewrite = rewrites.find((r) => head(r.match));
     if (rewrite !== undefined) req.headers = rewrite.fn({ method, path, headers: { ...req.headers } }) as typeof req.headers;
     const needsBody = paused || stalls.some(head) || drops.some((d) => d.match.body !== undefined && head(d.match));
@@ -310,6 +333,12 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
         };
         waiters.push(waiter);
       });
+    },
+    throttle: (match, times = Infinity) => {
+      throttles.push({ match, left: times });
+    },
+    unthrottle: () => {
+      throttles.length = 0;
     },
     heldCount: () => held.length,
     rewriteHeaders: (match, fn) => {

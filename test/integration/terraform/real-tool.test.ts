@@ -311,6 +311,14 @@ describe("the real terraform reads objstate synth --for", { skip: TERRAFORM === 
       await ok(dir, ["init", "-input=false", "-reconfigure", "-backend-config=username=ops"], ops);
       await ok(dir, ["force-unlock", "-force", left.ID], ops);
       assert.equal(await backend.lockInfo("prod"), null);
+      // A second force-unlock within a minute is taken for the first one's retry: the lock ci
+      // took since stands, and terraform must not report it released.
+      const next = await backend.lock("prod", { owner: "ci", operation: "OperationTypeApply" });
+      const kept = await terraform(dir, ["force-unlock", "-force", next.ID], ops);
+      assert.notEqual(kept.code, 0, kept.stdout);
+      assert.match(kept.stderr, /409/);
+      assert.equal((await backend.lockInfo("prod"))?.ID, next.ID, "the lock is still held");
+      await backend.unlock("prod", next.ID);
     });
   });
 

@@ -208,6 +208,30 @@ describe("fault proxy", () => {
     });
   });
 
+  it("throttle answers the next matching requests with DynamoDB's ThrottlingException, forwarding none, after a pending drop", async () => {
+    await withProxy(async (p) => {
+      seen.length = 0;
+      const put = { "x-amz-target": "DynamoDB_20120810.PutItem" };
+      void p.dropReplyOnce({ target: "DynamoDB_20120810.PutItem" });
+      p.throttle({ target: "DynamoDB_20120810.PutItem" }, 2);
+      await assert.rejects(send(p, "POST", "/", "first", put, false));
+      for (const body of ["second", "third"]) {
+        const r = await send(p, "POST", "/", body, put, false);
+        assert.equal(r.status, 400);
+        assert.match(r.body, /#ThrottlingException"/);
+      }
+      assert.equal((await send(p, "POST", "/", "fourth", put, false)).status, 200, "throttled more often than asked");
+      p.throttle({ target: /PutItem/ });
+      assert.equal((await send(p, "POST", "/", "fifth", put, false)).status, 400);
+      p.unthrottle();
+      assert.equal((await send(p, "POST", "/", "sixth", put, false)).status, 200);
+      assert.deepEqual(
+        seen.map((x) => x.body),
+        ["first", "fourth", "sixth"],
+      );
+    });
+  });
+
   it("refuses an upstream that is not loopback http", async () => {
     await assert.rejects(startFaultProxy("http://example.com:80"), /loopback http only/);
     await assert.rejects(startFaultProxy("https://127.0.0.1:1"), /loopback http only/);

@@ -390,7 +390,7 @@ describe("formatStateDiff", () => {
     const d = diffStates(null, v4([WEB(1)], { "evil\u001b[2J": { value: "v" } }));
     const plain = formatStateDiff(d);
     assert.ok(!plain.includes("\u001b"), JSON.stringify(plain));
-    assert.match(plain, /\+ evil\\u001b\[2J = "v"/);
+    assert.match(plain, /\+ evil\\x1b\[2J = "v"/);
     const coloured = formatStateDiff(d, { color: true });
     assert.ok(coloured.includes("\u001b[32m  + aws_instance.web[0]\u001b[0m"));
   });
