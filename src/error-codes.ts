@@ -65,7 +65,8 @@ export const ERROR_CODES = {
   TOO_MANY_DIFFS: { status: 429, exit: EXIT.error },
   SHUTTING_DOWN: { status: 503, exit: EXIT.error },
   // State, workspaces and versions
-  STATE_INVALID: { status: 400, exit: EXIT.error },
+  // Bytes that are no state (state/check.ts), or a stored state that cannot be read as one
+  STATE_INVALID: { status: 400, exit: EXIT.usage },
   // A JSON document nested deeper than MAX_NESTING (json/validate.ts), refused before it is parsed
   JSON_TOO_DEEP: { status: 400, exit: EXIT.error },
   STATE_NOT_FOUND: { status: 404, exit: EXIT.error },
@@ -231,7 +232,6 @@ export const ERROR_CODES = {
   INVALID_DURATION: { status: 500, exit: EXIT.usage },
   INVALID_LIMIT: { status: 500, exit: EXIT.usage },
   INVALID_SIZE: { status: 500, exit: EXIT.usage },
-  INVALID_STATE: { status: 500, exit: EXIT.usage },
   INVALID_VERSION_ID: { status: 500, exit: EXIT.usage },
   FILE_UNREADABLE: { status: 500, exit: EXIT.usage },
   FILE_TOO_LARGE: { status: 500, exit: EXIT.usage },

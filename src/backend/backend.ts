@@ -53,7 +53,7 @@ import {
   workspaceStatuses,
   workspaceStatusOf,
 } from "./workspaces.js";
-import { prepareIncoming, wholeState, writeFenced } from "./write.js";
+import { checkedState, prepareIncoming, wholeState, writeFenced } from "./write.js";
 import type { StateEncryption } from "../encryption/index.js";
 import { md5Hex } from "../util/md5.js";
 import { ConsumedDecryption, EarlyDecryption, openState, sealState } from "./crypt.js";
@@ -257,9 +257,11 @@ export class ObjectStoreBackend {
    * Store the workspace's state through the lineage guard (`STATE_CONFLICT` unless `force`;
    * the same content again writes nothing), fenced (the stored version and the lock
    * checked right before writing) and committed at the digest item (see write.ts), under
-   * the caller's lock (`lockId`) or one taken for the write.
+   * the caller's lock (`lockId`) or one taken for the write. Bytes that are no state
+   * (state/check.ts) are `STATE_INVALID`, and nothing is stored.
    */
-  async writeState(workspace: string, data: Uint8Array | string | ByteSource, options: WriteOptions = {}): Promise<WriteResult> {
+  async writeState(workspace: string, given: Uint8Array | string | ByteSource, options: WriteOptions = {}): Promise<WriteResult> {
+    const data = await checkedState(given, workspace);
     const enc = this.ctx.encryption;
     const plain = enc === undefined || options.stored === true ? undefined : await wholeState(data);
     const sealed = enc === undefined || plain === undefined ? undefined : await sealState(enc, plain, workspace);

@@ -18,6 +18,7 @@ import type { WriteOptions } from "./options.js";
 import { adoptTorn, commit, committedVersion, storedDigest, undoLateWrite } from "./reconcile.js";
 import type { WriteResult } from "./results.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
+import { checkedSource, checkState, stateToWrite } from "../state/check.js";
 
 /** How much of a stored state the guard reads: whole small states, the header of large ones. */
 const GUARD_READ_BYTES = 64 * 1024;
@@ -61,8 +62,6 @@ interface Current {
  */
 export async function prepareIncoming(data: Uint8Array | string | ByteSource, md5: string | undefined, plain?: Buffer): Promise<Incoming> {
   const body = isByteSource(data) ? data : toBuffer(data);
-  // Bytes that are not a JSON object carry no lineage or serial: the guard then lets them
-  // replace only what it would let anything replace. (The CLI refuses such input earlier.)
   const head = isByteSource(body) ? await prefixOf(body, HEADER_BYTES) : body.subarray(0, HEADER_BYTES);
   // A source that hashes the bytes it makes (an envelope being encrypted) is not read to hash it:
   // the store's read of it does.
@@ -82,6 +81,14 @@ export async function prepareIncoming(data: Uint8Array | string | ByteSource, md
     streamed: isByteSource(body) && body.madeMd5 === undefined,
     plain,
   };
+}
+
+/** The caller's state held to the one rule of what a state is (state/check.ts): checked now, or by every read of a source. */
+export async function checkedState(data: Uint8Array | string | ByteSource, workspace: string): Promise<Buffer | ByteSource> {
+  if (isByteSource(data)) return checkedSource(data, stateToWrite(workspace));
+  const bytes = toBuffer(data);
+  await checkState(bytes, stateToWrite(workspace));
+  return bytes;
 }
 
 function toBuffer(data: Uint8Array | string): Buffer {

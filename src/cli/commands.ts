@@ -339,7 +339,7 @@ async function underLock<T>(
 }
 
 /**
- * `objstate state push FILE|-`: checks the input is a JSON object (one streamed pass that
+ * `objstate state push FILE|-`: checks the input is a state (one streamed pass that
  * also hashes it, so a state of any size up to 5 GiB), then writes it under the lock (its
  * own, or the caller's with --lock-id), through the lineage guard (--force to override)
  * and conditional on the stored version it checked, streaming the file again.
@@ -355,7 +355,7 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   const checking = Progress.start(process.stderr, `checking ${file === "-" ? "standard input" : file}`, undefined);
   let state: Awaited<ReturnType<typeof openStateInput>>;
   try {
-    state = await openStateInput(file, (read, size) => checking.update(read, size));
+    state = await openStateInput(file, workspace, (read, size) => checking.update(read, size));
   } finally {
     checking.done();
   }

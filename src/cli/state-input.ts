@@ -1,6 +1,6 @@
 /**
  * The state `state push` writes, checked before anything connects: one streamed pass over
- * the file checks it is one JSON object (what `JSON.parse` would accept, without ever
+ * the file holds it to the library's rule of what a state is (state/check.ts, without ever
  * making it a string) and hashes it; the upload then reads the file again. Memory stays
  * bounded whatever the size, up to the 5 GiB one S3 PutObject stores. Standard input
  * cannot be read twice, so it is held in memory, with a smaller limit.
@@ -9,9 +9,9 @@ import { isObjstateError } from "../errors.js";
 import { sourceChanged } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 import { nodeCrypto, nodeFs } from "../util/builtins.js";
-import { describeFailure, JsonObjectStreamCheck, positionAt } from "../json/stream-check.js";
+import { checkSource, stateToWrite } from "../state/check.js";
 import { FILE_LIMITS, openBoundedFile, readBoundedFile, ReadFileError } from "../io/read-file.js";
-import { CliError, usageError } from "./io.js";
+import { CliError } from "./io.js";
 
 /** Bytes per read of the file: the most of it in memory at once, per pass. */
 const CHUNK = 1024 * 1024;
@@ -30,15 +30,15 @@ export interface StateInput {
 }
 
 /**
- * Open and check the state to push (`-` is standard input): `FILE_UNREADABLE` or
- * `FILE_TOO_LARGE` when it cannot be read, `INVALID_JSON` (naming line and column, never
- * the text) or `INVALID_STATE` when it is not one JSON object; all exit 2.
+ * Open and check the state to push to `workspace` (`-` is standard input): `FILE_UNREADABLE`
+ * or `FILE_TOO_LARGE` when it cannot be read, the library's `STATE_INVALID` when it is no
+ * state; all exit 2.
  */
-export async function openStateInput(file: string, onRead?: (read: number, size: number) => void): Promise<StateInput> {
+export async function openStateInput(file: string, workspace: string, onRead?: (read: number, size: number) => void): Promise<StateInput> {
   if (file === "-") {
     const bytes = readStdin();
     const source = bufferSource(bytes);
-    const md5 = await checkState(source, "standard input", onRead);
+    const md5 = await checkInput(source, workspace, onRead);
     return { name: "standard input", size: bytes.length, md5, body: bytes, close: () => undefined };
   }
   let opened: { fd: number; size: number };
@@ -51,7 +51,7 @@ export async function openStateInput(file: string, onRead?: (read: number, size:
   const close = (): void => nodeFs().closeSync(fd);
   try {
     const source = fileSource(fd, opened.size, file);
-    const md5 = await checkState(source, file, onRead);
+    const md5 = await checkInput(source, workspace, onRead);
     return { name: file, size: opened.size, md5, body: source, close };
   } catch (e) {
     close();
@@ -77,29 +77,20 @@ function inputError(e: unknown, file: string, tooLargeAdvice: string): unknown {
   return new CliError("FILE_UNREADABLE", e.message, { cause: e });
 }
 
-/**
- * One pass: the grammar check and the MD5 together. Reading stops at the first error,
- * whose line and column come from a second pass up to it.
- */
-async function checkState(source: ByteSource, name: string, onRead?: (read: number, size: number) => void): Promise<string> {
-  const check = new JsonObjectStreamCheck();
+/** One pass: the library's check and the MD5 together (reading stops at the first fault). */
+async function checkInput(source: ByteSource, workspace: string, onRead?: (read: number, size: number) => void): Promise<string> {
   const hash = nodeCrypto().createHash("md5");
   let read = 0;
   try {
-    for await (const chunk of source.open()) {
-      if (!check.feed(chunk)) break;
+    await checkSource(source, stateToWrite(workspace), (chunk) => {
       hash.update(chunk);
       read += chunk.length;
       onRead?.(read, source.size);
-    }
+    });
   } catch (e) {
     throw isObjstateError(e, "INPUT_CHANGED") ? new CliError("INPUT_CHANGED", e.message, { cause: e }) : e;
   }
-  const failure = check.end();
-  if (failure === undefined) return hash.digest("hex");
-  if (failure.kind === "not-object") throw usageError(`${name} is not a state: expected a JSON object, not ${failure.what}`, "INVALID_STATE");
-  const at = await positionAt(source.open(), failure.offset);
-  throw new CliError("INVALID_JSON", `${name} is not valid JSON at line ${at.line}, column ${at.column}: ${describeFailure(failure, at.char)}`);
+  return hash.digest("hex");
 }
 
 /** A buffer as a source (standard input: checked in the same chunks as a file). */

@@ -131,7 +131,6 @@ export async function postState(ctx: Ctx): Promise<void> {
   const body = await readBody(ctx.req, ctx.limits, ctx.bodyBuffers);
   ctx.bytesIn += body.bytes.length;
   checkContentMd5(header(ctx, "content-md5"), body.md5);
-  if (startsLikeObject(body.bytes) !== true) throw notAState(ws);
   const stored = ctx.encryption !== undefined && isEnvelope(body.bytes);
   if (stored) await mustOpen(ctx, () => Promise.resolve(body.bytes), ws, lockId, as);
   noteWrite(ctx, await ctx.backend.writeState(ws, body.bytes, { lockId, md5: body.md5, stored, ...as }));
@@ -151,9 +150,6 @@ async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md
   let refused: { readonly error: unknown } | undefined;
   try {
     const head = await prefixOf(source, HEAD_BYTES);
-    let looks = startsLikeObject(head);
-    if (looks === undefined) looks = startsLikeObject(await whole());
-    if (looks !== true) throw notAState(ws);
     // An envelope is opened whole before anything is stored (OpenTofu writes encrypted_data
     // after its small clear fields, so the head says which it is).
     const stored = ctx.encryption !== undefined && envelopeAhead(head);
@@ -223,8 +219,7 @@ function envelopeAhead(head: Buffer): boolean {
   return isEnvelope(head) || new TopLevelScanner().scan(head, "encrypted_data") !== undefined;
 }
 
-const notAState = (ws: string): ObjstateError => new ObjstateError("STATE_INVALID", `the body of a write to workspace ${ws} is not a state (a JSON object)`);
-/** What a streamed write looks at before it starts: the body must open like a JSON object. */
+/** What a streamed write looks at before it starts: whether the body is an envelope. */
 const HEAD_BYTES = 64 * 1024;
 
 /** `DELETE /state/{w}`: objstate's own (the tool never sends it); `default` is refused. */
@@ -396,13 +391,4 @@ async function readLockInfo(ctx: Ctx): Promise<LockInfo | undefined> {
 function header(ctx: Ctx, name: string): string | undefined {
   const v = ctx.req.headers[name];
   return Array.isArray(v) ? v[0] : v;
-}
-
-/** A state is a JSON object: the first byte after white space is `{` (undefined: only white space). */
-function startsLikeObject(b: Buffer): boolean | undefined {
-  for (const c of b) {
-    if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
-    return c === 0x7b;
-  }
-  return undefined;
 }

@@ -41,14 +41,14 @@ export function backendSuite(makeTarget: () => Target): void {
       it("stores default and named workspaces at {prefix}/{key} and {prefix}/{w}/{key}", async () => {
         const props = await target.setup({ locks, extra: { prefix: "team/states/", key: "app/main.tfstate" } });
         const b = await connect(props);
-        await b.writeState("default", '{"serial":1}');
-        await b.writeState("staging", '{"serial":2}');
+        await b.writeState("default", '{"version":4,"serial":1}');
+        await b.writeState("staging", '{"version":4,"serial":2}');
         const raw = await target.raw(props.bucket);
-        assert.equal((await raw.get("team/states/app/main.tfstate"))?.body.toString(), '{"serial":1}');
-        assert.equal((await raw.get("team/states/staging/app/main.tfstate"))?.body.toString(), '{"serial":2}');
+        assert.equal((await raw.get("team/states/app/main.tfstate"))?.body.toString(), '{"version":4,"serial":1}');
+        assert.equal((await raw.get("team/states/staging/app/main.tfstate"))?.body.toString(), '{"version":4,"serial":2}');
         assert.equal(b.statePath("staging"), "team/states/staging/app/main.tfstate");
-        assert.equal((await b.readState("default"))?.toString(), '{"serial":1}');
-        assert.equal((await b.readState("staging"))?.toString(), '{"serial":2}');
+        assert.equal((await b.readState("default"))?.toString(), '{"version":4,"serial":1}');
+        assert.equal((await b.readState("staging"))?.toString(), '{"version":4,"serial":2}');
         assert.equal(await b.readState("nothing-here"), null);
         const meta = await raw.head("team/states/app/main.tfstate");
         assert.equal(meta?.contentType, "application/json");
@@ -58,8 +58,8 @@ export function backendSuite(makeTarget: () => Target): void {
       it("uses the defaults prefix env: and key tool.tfstate", async () => {
         const props = await target.setup({ locks });
         const b = await connect(props);
-        await b.writeState("default", "{}");
-        await b.writeState("w1", "{}");
+        await b.writeState("default", '{"version":4}');
+        await b.writeState("w1", '{"version":4}');
         const raw = await target.raw(props.bucket);
         assert.ok(await raw.head("env:/tool.tfstate"));
         assert.ok(await raw.head("env:/w1/tool.tfstate"));
@@ -70,7 +70,7 @@ export function backendSuite(makeTarget: () => Target): void {
         const props = await target.setup({ locks, extra: { prefix: "p", key: "s.tfstate" } });
         const b = await connect(props, { listPageSize: 3 });
         const names = ["zeta", "alpha", "m-1", "m_2", "beta.x", "gamma", "delta", "epsilon"];
-        for (const w of names) await b.writeState(w, "{}");
+        for (const w of names) await b.writeState(w, '{"version":4}');
         const raw = await target.raw(props.bucket);
         // Stray objects that must not count as workspaces.
         for (const k of [
@@ -94,10 +94,10 @@ export function backendSuite(makeTarget: () => Target): void {
         const b = await connect(props, { listPageSize: 2 });
         assert.deepEqual(await b.listWorkspaceObjects(), [], "default without a state is not an object");
         for (const [w, body] of [
-          ["zeta", "{}"],
-          ["alpha", '{"a":1}'],
-          ["default", '{"serial":1}'],
-          ["m-1", "{ }"],
+          ["zeta", '{"version":4}'],
+          ["alpha", '{"version":4,"a":1}'],
+          ["default", '{"version":4,"serial":1}'],
+          ["m-1", '{ "version":4 }'],
         ] as const)
           await b.writeState(w, body);
         const raw = await target.raw(props.bucket);
@@ -119,7 +119,7 @@ export function backendSuite(makeTarget: () => Target): void {
       it("deleteWorkspace removes the state and refuses default; a second delete succeeds, unless mustExist", async () => {
         const props = await target.setup({ locks });
         const b = await connect(props);
-        await b.writeState("temp", "{}");
+        await b.writeState("temp", '{"version":4}');
         await b.deleteWorkspace("temp");
         assert.equal(await b.readState("temp"), null);
         assert.deepEqual(await b.listWorkspaces(), ["default"]);
@@ -130,7 +130,7 @@ export function backendSuite(makeTarget: () => Target): void {
           b.deleteWorkspace("temp", { mustExist: true }),
           (e) => isObjstateError(e, "WORKSPACE_NOT_FOUND") && /workspace temp does not exist/.test(e.message),
         );
-        await b.writeState("temp", "{}");
+        await b.writeState("temp", '{"version":4}');
         await b.deleteWorkspace("temp", { mustExist: true });
         assert.equal(await b.readState("temp"), null);
       });
@@ -159,7 +159,7 @@ export function backendSuite(makeTarget: () => Target): void {
         const props = await target.setup({ locks, extra: { acl: "public-read", encrypt: true } });
         const b = await connect(props);
         const before = target.wire?.length ?? 0;
-        await b.writeState("default", '{"x":1}');
+        await b.writeState("default", '{"version":4,"x":1}');
         const raw = await target.raw(props.bucket);
         const meta = await raw.head(b.statePath("default"));
         if (target.grants !== undefined) {
@@ -178,7 +178,7 @@ export function backendSuite(makeTarget: () => Target): void {
         // Without the settings, neither is sent.
         const plain = await connect(await target.setup({ locks }));
         const mark = target.wire?.length ?? 0;
-        await plain.writeState("default", "{}");
+        await plain.writeState("default", '{"version":4}');
         for (const r of (target.wire ?? []).slice(mark)) assert.equal(r.headers["x-amz-server-side-encryption"], undefined);
         raw.close();
       });
@@ -203,27 +203,27 @@ export function backendSuite(makeTarget: () => Target): void {
             return true;
           });
           // A write by someone who does not hold the lock is refused.
-          await assert.rejects(b.writeState("default", '{"by":"bob"}'), (e) => isObjstateError(e, "STATE_LOCKED"));
-          await assert.rejects(b.writeState("default", '{"by":"bob"}', { lockId: "00000000-0000-0000-0000-000000000000" }), (e) =>
+          await assert.rejects(b.writeState("default", '{"version":4,"by":"bob"}'), (e) => isObjstateError(e, "STATE_LOCKED"));
+          await assert.rejects(b.writeState("default", '{"version":4,"by":"bob"}', { lockId: "00000000-0000-0000-0000-000000000000" }), (e) =>
             isObjstateError(e, "STATE_LOCKED"),
           );
           assert.equal(await b.readState("default"), null);
           // The holder writes with its lock.
-          await a.writeState("default", '{"by":"alice"}', { lockId: lock.ID });
+          await a.writeState("default", '{"version":4,"by":"alice"}', { lockId: lock.ID });
           assert.deepEqual(await b.lockInfo("default"), lock);
           await assert.rejects(b.unlock("default", "wrong-id"), (e) => isObjstateError(e, "LOCK_ID_MISMATCH"));
           assert.deepEqual(await a.lockInfo("default"), lock, "a wrong ID leaves the lock in place");
           await b.unlock("default", lock.ID);
           assert.equal(await a.lockInfo("default"), null);
           // The old holder's lock is gone: its writes are refused now.
-          await assert.rejects(a.writeState("default", "{}", { lockId: lock.ID }), (e) => isObjstateError(e, "LOCK_NOT_HELD"));
+          await assert.rejects(a.writeState("default", '{"version":4}', { lockId: lock.ID }), (e) => isObjstateError(e, "LOCK_NOT_HELD"));
           await assert.rejects(a.unlock("default", lock.ID), (e) => isObjstateError(e, "LOCK_NOT_FOUND"));
           // Locks are per workspace.
           const l1 = await a.lock("one");
           const l2 = await b.lock("two");
           await a.unlock("one", l1.ID);
           await b.unlock("two", l2.ID);
-          assert.equal((await b.readState("default"))?.toString(), '{"by":"alice"}');
+          assert.equal((await b.readState("default"))?.toString(), '{"version":4,"by":"alice"}');
         });
 
         it("takes a lock under a caller-chosen ID, and a retry with that ID succeeds while another ID is refused", async () => {
@@ -254,22 +254,25 @@ export function backendSuite(makeTarget: () => Target): void {
         it("writes the digest and detects a state changed behind the backend's back", async () => {
           const props = await target.setup({ locks });
           const b = await connect(props);
-          await b.writeState("default", '{"serial":7}');
+          await b.writeState("default", '{"version":4,"serial":7}');
           const raw = await target.raw(props.bucket);
-          await raw.put(b.statePath("default"), Buffer.from('{"serial":8,"edited":"by hand"}'));
+          await raw.put(b.statePath("default"), Buffer.from('{"version":4,"serial":8,"edited":"by hand"}'));
           const started = Date.now();
           await assert.rejects(b.readState("default"), (e) => {
             assert.ok(isObjstateError(e, "DIGEST_MISMATCH"));
-            assert.equal(e.details?.["expected"], md5(Buffer.from('{"serial":7}')));
-            assert.equal(e.details?.["actual"], md5(Buffer.from('{"serial":8,"edited":"by hand"}')));
-            assert.match(e.message, new RegExp(`${md5(Buffer.from('{"serial":7}'))}.*${md5(Buffer.from('{"serial":8,"edited":"by hand"}'))}`));
+            assert.equal(e.details?.["expected"], md5(Buffer.from('{"version":4,"serial":7}')));
+            assert.equal(e.details?.["actual"], md5(Buffer.from('{"version":4,"serial":8,"edited":"by hand"}')));
+            assert.match(
+              e.message,
+              new RegExp(`${md5(Buffer.from('{"version":4,"serial":7}'))}.*${md5(Buffer.from('{"version":4,"serial":8,"edited":"by hand"}'))}`),
+            );
             assert.match(e.message, /objstate state repair --force/);
             return true;
           });
           assert.ok(Date.now() - started >= FAST_DIGEST.timeoutMs - FAST_DIGEST.intervalMs, "retried before failing");
           // A write through the backend brings state and digest together again.
-          await b.writeState("default", '{"serial":9}');
-          assert.equal((await b.readState("default"))?.toString(), '{"serial":9}');
+          await b.writeState("default", '{"version":4,"serial":9}');
+          assert.equal((await b.readState("default"))?.toString(), '{"version":4,"serial":9}');
           // A backend without the lock table does not check digests.
           const { kvstoreTable: _t, kvstoreEndpoint: _e, ...noLocks } = props;
           await raw.put(b.statePath("default"), Buffer.from("{}"));
@@ -280,11 +283,11 @@ export function backendSuite(makeTarget: () => Target): void {
         it("a digest mismatch heals when the object store catches up during the retry", async () => {
           const props = await target.setup({ locks });
           const b = await connect(props, { digestRetry: { timeoutMs: 3000, intervalMs: 100 } });
-          await b.writeState("default", '{"v":1}');
+          await b.writeState("default", '{"version":4,"v":1}');
           const raw = await target.raw(props.bucket);
-          await raw.put(b.statePath("default"), Buffer.from('{"v":"stale"}'));
-          setTimeout(() => void raw.put(b.statePath("default"), Buffer.from('{"v":1}')), 250);
-          assert.equal((await b.readState("default"))?.toString(), '{"v":1}');
+          await raw.put(b.statePath("default"), Buffer.from('{"version":4,"v":"stale"}'));
+          setTimeout(() => void raw.put(b.statePath("default"), Buffer.from('{"version":4,"v":1}')), 250);
+          assert.equal((await b.readState("default"))?.toString(), '{"version":4,"v":1}');
           raw.close();
         });
       } else {
@@ -300,12 +303,12 @@ export function backendSuite(makeTarget: () => Target): void {
           assert.equal(warnings.length, 1);
           assert.match(warnings[0] as string, /NOT locked/);
           assert.equal(await b.lockInfo("default"), null);
-          await b.writeState("default", "{}", { lockId: l.ID });
-          await b.writeState("default", "{}");
+          await b.writeState("default", '{"version":4}', { lockId: l.ID });
+          await b.writeState("default", '{"version":4}');
           await b.unlock("default", l.ID);
           assert.equal(warnings.length, 1, "once per connection");
           const w = await connect(props);
-          await w.writeState("default", '{"serial":2}');
+          await w.writeState("default", '{"version":4,"serial":2}');
           assert.equal(warnings.length, 2, "a write without a lock says so too");
         });
       }

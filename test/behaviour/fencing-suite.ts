@@ -108,7 +108,7 @@ export function fencingSuite(makeTarget: () => Target): void {
       await b.writeState("default", JSON.stringify({ version: 4, serial: 9, lineage: "new-workspace", outputs: {}, resources: [] }));
       await b.writeState("default", state(1));
       assert.equal((await b.readState("default"))?.toString(), state(1));
-      await b.writeState("w", '{"serial":50,"resources":["x"]}');
+      await b.writeState("w", '{"version":4,"serial":50,"resources":["x"]}');
       await b.writeState("w", state(1));
       assert.equal((await b.readState("w"))?.toString(), state(1));
     });

@@ -63,7 +63,7 @@ export function leaseSuite(makeTarget: () => Target): void {
         const lock = await a.lock("default", { operation: "apply" });
         assert.equal(typeof lock.Expires, "number");
         assert.ok((lock.Expires as number) * 1000 >= Date.now() + 1_000, "Expires is about now + ttl");
-        await a.writeState("default", '{"serial":1,"lineage":"L","by":"a"}', { lockId: lock.ID });
+        await a.writeState("default", '{"version":4,"serial":1,"lineage":"L","by":"a"}', { lockId: lock.ID });
         const b = await connect(props, mode);
         await assert.rejects(b.lock("default"), (e) => isObjstateError(e, "STATE_LOCKED") && /its lease expires at \d{4}-/.test(e.message));
         // B's clock is 10 s ahead: A's lease has run out for B.
@@ -72,11 +72,13 @@ export function leaseSuite(makeTarget: () => Target): void {
         assert.notEqual(taken.ID, lock.ID);
         assert.equal((await b.lockInfo("default"))?.ID, taken.ID);
         // A's own clock says its lease still runs, but the lock carries another ID: LOCK_LOST, nothing written.
-        await assert.rejects(a.writeState("default", '{"serial":2,"lineage":"L","by":"a"}', { lockId: lock.ID }), (e) => isObjstateError(e, "LOCK_LOST"));
+        await assert.rejects(a.writeState("default", '{"version":4,"serial":2,"lineage":"L","by":"a"}', { lockId: lock.ID }), (e) =>
+          isObjstateError(e, "LOCK_LOST"),
+        );
         await assert.rejects(a.renewLock("default", lock.ID), (e) => isObjstateError(e, "LOCK_LOST"));
         assert.match((await b.readState("default"))?.toString() ?? "", /"by":"a"/);
         await assert.rejects(a.unlock("default", lock.ID), (e) => isObjstateError(e, "LOCK_ID_MISMATCH"));
-        await late.writeState("default", '{"serial":2,"lineage":"L","by":"late"}', { lockId: taken.ID });
+        await late.writeState("default", '{"version":4,"serial":2,"lineage":"L","by":"late"}', { lockId: taken.ID });
         await late.unlock("default", taken.ID);
         assert.equal(await b.lockInfo("default"), null);
         assert.deepEqual(await b.locks(), []);
@@ -103,7 +105,7 @@ export function leaseSuite(makeTarget: () => Target): void {
         await sleep(3_500);
         assert.equal(held.lost, false);
         await assert.rejects(b.lock("default"), (e) => isObjstateError(e, "STATE_LOCKED"));
-        await a.writeState("default", '{"serial":1,"lineage":"L"}', { lockId: held.id });
+        await a.writeState("default", '{"version":4,"serial":1,"lineage":"L"}', { lockId: held.id });
         held.stop(); // the heartbeat dies (a frozen or starved holder)
         const deadline = Date.now() + 10_000;
         let taken;
@@ -114,7 +116,7 @@ export function leaseSuite(makeTarget: () => Target): void {
           });
           if (taken === undefined) await sleep(200);
         }
-        await assert.rejects(a.writeState("default", '{"serial":2,"lineage":"L"}', { lockId: held.id }), (e) => isObjstateError(e, "LOCK_LOST"));
+        await assert.rejects(a.writeState("default", '{"version":4,"serial":2,"lineage":"L"}', { lockId: held.id }), (e) => isObjstateError(e, "LOCK_LOST"));
         await assert.rejects(held.renew(), (e) => isObjstateError(e, "LOCK_LOST"));
         assert.equal(held.signal.aborted, true);
         assert.ok(isObjstateError(held.signal.reason, "LOCK_LOST"));

@@ -53,7 +53,7 @@ export function processSuite(makeTarget: () => Target): void {
     it("a writer killed (SIGKILL) mid-upload leaves the previous state intact and its lock removable by ID", async () => {
       const props = await target.setup({ locks: true });
       const b = await connect(props);
-      const previous = JSON.stringify({ serial: 1, resources: ["a", "b"] });
+      const previous = JSON.stringify({ version: 4, serial: 1, resources: ["a", "b"] });
       await b.writeState("default", previous);
       const bucketDir = target.bucketDir?.(props.bucket);
       // Large enough to be still on the wire when it dies.
@@ -82,8 +82,8 @@ export function processSuite(makeTarget: () => Target): void {
       assert.equal((await b.lockInfo("default"))?.ID, lockId);
       await assert.rejects(b.lock("default"), { code: "STATE_LOCKED" });
       await b.unlock("default", lockId);
-      await b.writeState("default", '{"serial":2}');
-      assert.equal((await b.readState("default"))?.toString(), '{"serial":2}');
+      await b.writeState("default", '{"version":4,"serial":2}');
+      assert.equal((await b.readState("default"))?.toString(), '{"version":4,"serial":2}');
       b.close();
     });
   });

@@ -71,7 +71,7 @@ export function releasedSuite(makeTarget: () => Target): void {
           );
         }
         assert.equal((await a.lockInfo("w"))?.ID, y.ID, "bob's lock is left alone");
-        await a.writeState("w", '{"serial":1,"lineage":"L"}', { lockId: y.ID });
+        await a.writeState("w", '{"version":4,"serial":1,"lineage":"L"}', { lockId: y.ID });
         await assert.rejects(
           a.unlock("w", randomUUID()),
           (e: unknown) => isObjstateError(e, "LOCK_ID_MISMATCH") && (e.details?.["lockInfo"] as { ID: string }).ID === y.ID,

@@ -41,7 +41,7 @@ if (mode === "counter") {
     const lock = await lockWithRetry();
     const state = await backend.readState("default");
     const n = state === null ? 0 : (JSON.parse(state.toString()) as { counter: number }).counter;
-    await backend.writeState("default", JSON.stringify({ counter: n + 1, by: process.pid }), { lockId: lock.ID });
+    await backend.writeState("default", JSON.stringify({ version: 4, counter: n + 1, by: process.pid }), { lockId: lock.ID });
     await backend.unlock("default", lock.ID);
   }
   process.stdout.write("DONE\n");
@@ -49,7 +49,7 @@ if (mode === "counter") {
   const lock = await backend.lock("default", { operation: "crash-test" });
   process.stdout.write(`LOCKED ${lock.ID}\n`);
   const big = Buffer.alloc(Number(arg), "x");
-  big.write('{"serial":2,"pad":"');
+  big.write('{"version":4,"serial":2,"pad":"');
   big.write('"}', big.length - 2);
   process.stdout.write("WRITING\n");
   await backend.writeState("default", big, { lockId: lock.ID });

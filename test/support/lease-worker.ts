@@ -56,7 +56,7 @@ while (done < cycles) {
     // A little work between the read and the write: the window the faults aim at.
     await sleep(200 + Math.random() * 300);
     say(`WRITING ${n + 1}`);
-    await backend.writeState("default", JSON.stringify({ counter: n + 1, by: held.id }), { lockId: held.id, ifMatch: etag });
+    await backend.writeState("default", JSON.stringify({ version: 4, counter: n + 1, by: held.id }), { lockId: held.id, ifMatch: etag });
     say(`ACK ${n + 1} ${held.id}`);
     done++;
   } catch (e) {

@@ -47,7 +47,7 @@ describe("repair and doctor on Ceph RGW + dynalite", () => {
     const props = await cephTarget().setup({ locks: true });
     const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), quiet);
     open.push(b);
-    await b.writeState("default", '{"serial":1}');
+    await b.writeState("default", '{"version":4,"serial":1}');
     const id = await startUpload(props.bucket, "env:/dead/tool.tfstate");
     const listed = await b.leftovers();
     assert.deepEqual(
@@ -89,7 +89,9 @@ describe("repair and doctor on Ceph RGW + dynalite", () => {
   it("doctor says no digest is recorded when the table has none, instead of 'matches'", async () => {
     const props = await cephTarget().setup({ locks: true });
     const { args, env } = cliArgs(props);
-    await sdk.send(new (await import("@aws-sdk/client-s3")).PutObjectCommand({ Bucket: props.bucket, Key: "env:/tool.tfstate", Body: '{"serial":1}' }));
+    await sdk.send(
+      new (await import("@aws-sdk/client-s3")).PutObjectCommand({ Bucket: props.bucket, Key: "env:/tool.tfstate", Body: '{"version":4,"serial":1}' }),
+    );
     const r = runCli(["doctor", ...args], { env });
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /^ok {4}digest: the state of workspace default \(12 bytes\) has no digest recorded/m);
@@ -101,7 +103,11 @@ describe("repair and doctor on Ceph RGW + dynalite", () => {
     const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), quiet);
     open.push(b);
     const part = randomBytes(5 * 1024 * 1024);
-    const body = Buffer.concat([Buffer.from('{"serial":1,"pad":"'), Buffer.from(part.toString("hex").slice(0, 5 * 1024 * 1024)), Buffer.from('"}')]);
+    const body = Buffer.concat([
+      Buffer.from('{"version":4,"serial":1,"pad":"'),
+      Buffer.from(part.toString("hex").slice(0, 5 * 1024 * 1024)),
+      Buffer.from('"}'),
+    ]);
     const key = b.statePath("default");
     const id = await startUpload(props.bucket, key, { "objstate-md5": "0123456789abcdef0123456789abcdef" });
     const first = body.subarray(0, 5 * 1024 * 1024);

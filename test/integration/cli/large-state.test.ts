@@ -196,7 +196,7 @@ for (const makeTarget of [embeddedTarget, cephTarget]) {
           try {
             const r = await run(["state", "push", big, ...c.args], c.env);
             assert.equal(r.code, 2, r.stderr);
-            assert.match(r.stderr, new RegExp(`^objstate: error: ${big.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid JSON at `));
+            assert.match(r.stderr, /^objstate: error: the state to write to workspace "[^"]+" is not valid JSON at /);
             assert.match(r.stderr, pattern());
             assert.equal(r.stderr.split("\n").filter((l) => l !== "").length, 1, r.stderr);
             assert.ok(!r.stderr.includes("NaN") && !r.stderr.includes("0123"), r.stderr);

@@ -68,8 +68,8 @@ describe("credentials against Ceph RGW STS", () => {
       b.identitySource ?? "",
       /^role arn:aws:iam:::role\/s3-test-role \(explicit\) assumed as session "objstate-it" for 900 s, on top of static keys \(explicit\)$/,
     );
-    await b.writeState("default", '{"by":"role"}');
-    assert.equal((await b.readState("default"))?.toString(), '{"by":"role"}');
+    await b.writeState("default", '{"version":4,"by":"role"}');
+    assert.equal((await b.readState("default"))?.toString(), '{"version":4,"by":"role"}');
     const ids = new Set(wire.map(keyIdOf));
     assert.ok(ids.size === 1 && !ids.has(s.accessKey), "S3 requests were signed with the temporary keys, not the static ones");
   });
@@ -77,7 +77,7 @@ describe("credentials against Ceph RGW STS", () => {
   it("with a read-only session policy a write fails with a clear access-denied error and nothing is written", async () => {
     const props = await fresh({ accessKey: s.accessKey, secretKey: s.secretKey, assumeRoleRoleArn: s.roleArn, assumeRolePolicy: READ_ONLY });
     const b = await connect(props);
-    await assert.rejects(b.writeState("default", '{"x":1}'), (e) => {
+    await assert.rejects(b.writeState("default", '{"version":4,"x":1}'), (e) => {
       assert.ok(isObjstateError(e, "ACCESS_DENIED"), String(e));
       assert.ok(!e.message.includes(s.secretKey) && !e.message.includes(s.accessKey));
       return true;
@@ -130,7 +130,7 @@ describe("credentials against Ceph RGW STS", () => {
     const b = await connect(props);
     assert.equal(b.identity?.assumedRoleArn, "arn:aws:sts:::assumed-role/s3-test-role/chained");
     assert.match(b.identitySource ?? "", /on top of static keys \(explicit\) with a security token$/);
-    await b.writeState("default", "{}");
+    await b.writeState("default", '{"version":4}');
     // The token matters: without it the same temporary keys are refused.
     const { securityToken: _t, ...noToken } = props;
     await assert.rejects(connect(noToken), (e) => isObjstateError(e) && (e.code === "ACCESS_DENIED" || e.code === "ASSUME_ROLE_FAILED"));
@@ -197,7 +197,7 @@ describe("credentials against Ceph RGW STS", () => {
     assert.equal(b.identity?.assumedRoleArn, "arn:aws:sts:::assumed-role/s3-test-role/from-profile");
     assert.match(b.identitySource ?? "", /\(profile:deploy\) assumed as session "from-profile" for 900 s, on top of static keys \(profile:deploy\)$/);
     assert.equal(b.settings.region.source, "profile:deploy");
-    await b.writeState("default", "{}");
+    await b.writeState("default", '{"version":4}');
   });
 
   describe("compute-instance role from a loopback metadata service", () => {
@@ -211,12 +211,12 @@ describe("credentials against Ceph RGW STS", () => {
       const env = { PROVIDER_METADATA_ENDPOINT: md.url };
       const direct = await connect(await fresh({ computeRoleName: "state-writer" }), { env });
       assert.match(direct.identitySource ?? "", /^compute role "state-writer" \(explicit\)/);
-      await direct.writeState("default", '{"via":"metadata"}');
+      await direct.writeState("default", '{"version":4,"via":"metadata"}');
       const viaRole = await connect(await fresh({ computeRoleName: "state-writer", assumeRoleRoleArn: s.roleArn, assumeRoleSessionName: "from-instance" }), {
         env,
       });
       assert.equal(viaRole.identity?.assumedRoleArn, "arn:aws:sts:::assumed-role/s3-test-role/from-instance");
-      await viaRole.writeState("default", "{}");
+      await viaRole.writeState("default", '{"version":4}');
     });
   });
 });

@@ -15,7 +15,7 @@ describe("repair on the embedded store", () => {
     const target = embeddedTarget();
     const props = await target.setup({ locks: true });
     const b = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
-    await b.writeState("default", '{"serial":1}');
+    await b.writeState("default", '{"version":4,"serial":1}');
     const dir = target.bucketDir?.(props.bucket) as string;
     // Named as the embedded store names a write in progress: UUID, then the encoded key.
     const old = join(dir, `.tmp-${randomUUID()}.${encodeURIComponent("env:/tool.tfstate")}`);
@@ -35,7 +35,7 @@ describe("repair on the embedded store", () => {
     const names = readdirSync(dir);
     assert.ok(!names.includes(old.slice(dir.length + 1)), "the old temp file is gone");
     assert.ok(names.includes(young.slice(dir.length + 1)), "a young one may belong to a live writer");
-    assert.equal((await b.readState("default"))?.toString(), '{"serial":1}');
+    assert.equal((await b.readState("default"))?.toString(), '{"version":4,"serial":1}');
     b.close();
   });
 });

@@ -89,7 +89,7 @@ describe("JSON syntax errors", () => {
     assert.ok(!defaults.stderr.includes("hunter2") && !defaults.stderr.includes("'h'"), defaults.stderr);
     const push = runCli(["state", "push", "-", ...store], { input: '{"version": 4, "serial": 1,\u200b"lineage": "x"}' });
     assert.equal(push.code, 2);
-    assertOneLineError(push, /standard input is not valid JSON at line 1, column 28: .*zero-width space \(U\+200B\)/);
+    assertOneLineError(push, /the state to write to workspace "default" is not valid JSON at line 1, column 28: .*zero-width space \(U\+200B\)/);
   });
 });
 

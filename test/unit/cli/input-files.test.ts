@@ -84,7 +84,7 @@ describe("the CLI refuses files it cannot read at once: one line, exit 2", () =>
     [
       "state over 512 MiB is checked, not refused",
       ["state", "push", sparse("state-600m.json", 600 * 1024 * 1024), ...settings],
-      /state-600m\.json is not valid JSON at line 1, column 1: unexpected control character \(U\+0000\)/,
+      /the state to write to workspace "default" is not valid JSON at line 1, column 1: unexpected control character \(U\+0000\)/,
     ],
   ];
   for (const [name, args, pattern] of cases) {
@@ -183,7 +183,7 @@ describe("state push's check of its input reports its progress", () => {
     const file = join(dir, "progress.json");
     writeFileSync(file, JSON.stringify({ version: 4, serial: 1, pad: "x".repeat(3 * 1024 * 1024) }));
     const seen: [number, number][] = [];
-    const state = await openStateInput(file, (read, size) => seen.push([read, size]));
+    const state = await openStateInput(file, "default", (read, size) => seen.push([read, size]));
     try {
       assert.ok(seen.length > 1, `reported ${seen.length} times`);
       assert.ok(

@@ -54,7 +54,7 @@ describe("interrupting a wait for the lock", () => {
     const dir = mkdtempSync(join(tmpdir(), "objstate-cli-int2-"));
     const settings = ["--bucket", "int-bucket", "--endpoint", `file://${dir}`, "--kvstore-endpoint", `file://${dir}`, "--kvstore-table", "int-locks"];
     const id = runCli(["lock", ...settings]).stdout.trim();
-    const push = startCli(["state", "push", "-", "--lock-timeout", "1m", ...settings], { input: '{"serial": 1}' });
+    const push = startCli(["state", "push", "-", "--lock-timeout", "1m", ...settings], { input: '{"version":4,"serial": 1}' });
     await push.stderrMatches(/waiting up to 1m/);
     const started = Date.now();
     push.interrupt();

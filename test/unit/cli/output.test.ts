@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
+import { openStore } from "../../../src/store/index.js";
 import { runCli, type CliResult } from "../../support/cli.js";
 
 const STATE = JSON.stringify({
@@ -151,13 +152,15 @@ describe("objstate output", () => {
   });
 
   it("an empty state object is no state; invalid JSON is placed at line and column", async () => {
-    await backend.writeState("empty", "");
+    // Bytes objstate refuses to write (decision 089), stored as another tool could.
+    const raw = await openStore({ bucket: "states", endpoint });
+    await raw.put(backend.statePath("empty"), Buffer.alloc(0));
     const empty = cli("empty");
     assert.equal(empty.code, 1);
     assert.match(empty.stderr, /no stored state for workspace empty at states\/env:\/empty\/tool\.tfstate \(the object is empty\)/);
-    await backend.writeState("broken", '{"version": 4,\n"outputs": {"a": {"value": [1,]}}}');
+    await raw.put(backend.statePath("broken"), Buffer.from('{"version": 4,\n"outputs": {"a": {"value": [1,]}}}'));
     const broken = cli("broken");
-    assert.equal(broken.code, 1);
+    assert.equal(broken.code, 2);
     assert.match(broken.stderr, /is not valid JSON: unexpected character at line 2, column 31\n$/);
   });
 });

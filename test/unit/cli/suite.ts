@@ -112,23 +112,23 @@ export function cliSuite(makeTarget: () => Target): void {
       assertOneLineError(r, /no stored state for workspace nothing at .*env:\/nothing\/tool\.tfstate/);
     });
 
-    it("push refuses input that is not JSON before touching anything (exit 2, names file and line)", async () => {
+    it("push refuses input that is not a state before touching anything (exit 2, names the workspace and line)", async () => {
       const t = await fresh();
-      assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
+      assert.equal(t.cli(["state", "push", file('{"version":4,"serial":1}')]).code, 0);
       const before = await t.snapshot();
       const bad = file('{\n  "serial": 2,\n  oops\n}');
       const r = t.cli(["state", "push", bad]);
       assert.equal(r.code, 2);
-      assertOneLineError(r, new RegExp(`${bad.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid JSON at line 3, column 3`));
+      assertOneLineError(r, /the state to write to workspace "default" is not valid JSON at line 3, column 3/);
       const notObject = t.cli(["state", "push", "-"], { input: "[1,2]" });
       assert.equal(notObject.code, 2);
-      assertOneLineError(notObject, /standard input is not a state: expected a JSON object/);
+      assertOneLineError(notObject, /the state to write to workspace "default" is not a state: expected a JSON object/);
       assert.equal(await t.snapshot(), before);
     });
 
     it("works without a lock table (says so, once)", async () => {
       const t = await fresh({ locks: false });
-      const r = t.cli(["state", "push", file('{"serial":1}')]);
+      const r = t.cli(["state", "push", file('{"version":4,"serial":1}')]);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /not locked: no lock table/);
       assert.match(r.stderr, /^objstate: warning: no lock table is configured/);
@@ -289,7 +289,7 @@ export function cliSuite(makeTarget: () => Target): void {
 
     it("lock prints the ID; a second lock and a push exit 3 naming the holder; unlock releases", async () => {
       const t = await fresh();
-      assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
+      assert.equal(t.cli(["state", "push", file('{"version":4,"serial":1}')]).code, 0);
       const lock = t.cli(["lock", "--operation", "apply", "--info", "CI run 42"]);
       assert.equal(lock.code, 0, lock.stderr);
       const id = lock.stdout.trim();
@@ -304,7 +304,7 @@ export function cliSuite(makeTarget: () => Target): void {
           `is locked: ID ${id}, held by \\S+@\\S+ since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z for apply \\(CI run 42\\)\\. If that holder is gone, unlock it with \`objstate force-unlock ${id}\` \\(through the tool: \`terraform force-unlock ${id}\`\\)`,
         ),
       );
-      const push = t.cli(["state", "push", file('{"serial":2}')]);
+      const push = t.cli(["state", "push", file('{"version":4,"serial":2}')]);
       assert.equal(push.code, 3);
       assertOneLineError(push, new RegExp(`locked: ID ${id}, held by .* since `));
       assert.equal(await t.snapshot(), before, "a refused push wrote something");
@@ -318,13 +318,13 @@ export function cliSuite(makeTarget: () => Target): void {
       const twice = t.cli(["unlock", id]);
       assert.equal(twice.code, 1);
       assertOneLineError(twice, /is not locked/);
-      assert.equal(t.cli(["state", "push", file('{"serial":2}')]).code, 0);
+      assert.equal(t.cli(["state", "push", file('{"version":4,"serial":2}')]).code, 0);
     });
 
     it("--lock-timeout: push waits and succeeds when the holder releases in time", async () => {
       const t = await fresh();
       const id = t.cli(["lock", "--operation", "apply"]).stdout.trim();
-      const state = Buffer.from('{"serial": 3, "waited": true}');
+      const state = Buffer.from('{"version":4,"serial": 3, "waited": true}');
       const waiting = t.start(["state", "push", file(state), "--lock-timeout", "30s"]);
       await waiting.stderrMatches(/is locked by .* \(since .*\); waiting up to 30s/);
       const unlock = t.cli(["unlock", id]);
@@ -338,7 +338,7 @@ export function cliSuite(makeTarget: () => Target): void {
       const t = await fresh();
       const lock = JSON.parse(t.cli(["lock", "--operation", "apply", "--json"]).stdout) as { id: string; who: string; since: string };
       const startedAt = Date.now();
-      const r = t.cli(["state", "push", file('{"serial":4}'), "--lock-timeout", "1500ms"]);
+      const r = t.cli(["state", "push", file('{"version":4,"serial":4}'), "--lock-timeout", "1500ms"]);
       const took = Date.now() - startedAt;
       assert.equal(r.code, 3);
       assert.ok(took >= 1400, `gave up after ${took} ms`);
@@ -434,7 +434,7 @@ export function cliSuite(makeTarget: () => Target): void {
   describe("doctor and init", () => {
     it("doctor: every check passes on a working setup, one line each, and leaves no probe behind", async () => {
       const t = await fresh();
-      assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
+      assert.equal(t.cli(["state", "push", file('{"version":4,"serial":1}')]).code, 0);
       const before = await t.snapshot();
       const r = t.cli(["doctor"]);
       assert.equal(r.code, 0, r.stdout + r.stderr);
@@ -488,11 +488,11 @@ export function cliSuite(makeTarget: () => Target): void {
 
     it("a state that does not match its digest: pull exits 4, doctor fails the digest check with the fix", async () => {
       const t = await fresh();
-      assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
-      const pushed = createHash("md5").update('{"serial":1}').digest("hex");
+      assert.equal(t.cli(["state", "push", file('{"version":4,"serial":1}')]).code, 0);
+      const pushed = createHash("md5").update('{"version":4,"serial":1}').digest("hex");
       // Changed behind objstate's back: not a write objstate can vouch for.
       const raw = await target.raw(t.props.bucket);
-      await raw.put("env:/tool.tfstate", Buffer.from('{"serial":1,"edited":"by hand"}'));
+      await raw.put("env:/tool.tfstate", Buffer.from('{"version":4,"serial":1,"edited":"by hand"}'));
       raw.close();
       const doctor = t.cli(["doctor"]);
       assert.equal(doctor.code, 1);
@@ -511,9 +511,9 @@ export function cliSuite(makeTarget: () => Target): void {
 
     it("a write stored but never committed: doctor names it, the next pull commits it and says so; an older objstate's such write needs state repair", async () => {
       const t = await fresh();
-      assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
-      const first = createHash("md5").update('{"serial":1}').digest("hex");
-      const second = '{"serial":2}';
+      assert.equal(t.cli(["state", "push", file('{"version":4,"serial":1}')]).code, 0);
+      const first = createHash("md5").update('{"version":4,"serial":1}').digest("hex");
+      const second = '{"version":4,"serial":2}';
       const sum = createHash("md5").update(second).digest("hex");
       // What a push that died between storing and committing leaves: its object, recording the commit it meant.
       const raw = await target.raw(t.props.bucket);
@@ -532,7 +532,7 @@ export function cliSuite(makeTarget: () => Target): void {
       );
       assert.equal(t.cli(["doctor"]).code, 0);
       // An older objstate recorded no intent: nothing proves no commit came in between, so the operator decides.
-      const third = '{"serial":3}';
+      const third = '{"version":4,"serial":3}';
       await raw.put("env:/tool.tfstate", Buffer.from(third), {
         metadata: { "objstate-serial": "3", "objstate-md5": createHash("md5").update(third).digest("hex") },
       });
@@ -615,7 +615,7 @@ export function cliSuite(makeTarget: () => Target): void {
       assert.equal(again.code, 0, again.stderr);
       const j = JSON.parse(again.stdout) as { ok: boolean; bucket: { status: string }; lockTable: { status: string } };
       assert.deepEqual([j.ok, j.bucket.status, j.lockTable.status], [true, "exists", "exists"]);
-      const used = run(["state", "push", file('{"serial":1}')]);
+      const used = run(["state", "push", file('{"version":4,"serial":1}')]);
       assert.equal(used.code, 0, used.stderr);
     });
   });
@@ -645,39 +645,49 @@ export function cliSuite(makeTarget: () => Target): void {
     const cases: [string, (t: Awaited<ReturnType<typeof fresh>>) => CliResult, RegExp][] = [
       [
         "unknown flag (suggests the nearest)",
-        (t) => t.cli(["state", "push", file('{"serial":9}'), "--lock-timout", "5s"]),
+        (t) => t.cli(["state", "push", file('{"version":4,"serial":9}'), "--lock-timout", "5s"]),
         /unknown option '--lock-timout' \(Did you mean --lock-timeout\?\)/,
       ],
       [
         "unknown settings flag",
-        (t) => t.cli(["state", "push", file('{"serial":9}'), "--kvstore-tabel", "x"]),
+        (t) => t.cli(["state", "push", file('{"version":4,"serial":9}'), "--kvstore-tabel", "x"]),
         /unknown option '--kvstore-tabel' \(Did you mean --kvstore-table\?\)/,
       ],
       [
         "bad duration",
-        (t) => t.cli(["state", "push", file('{"serial":9}'), "--lock-timeout", "5 minutes"]),
+        (t) => t.cli(["state", "push", file('{"version":4,"serial":9}'), "--lock-timeout", "5 minutes"]),
         /--lock-timeout must be a duration such as 0s, 30s, 5m or 1h30m, got "5 minutes"/,
       ],
       [
         "bad config file (names file and line)",
-        (t) => t.cli(["state", "push", file('{"serial":9}'), "--config", file('{\n  "bucket": "x-bucket",\n  "key": "a.tfstate",,\n}', "broken-config.json")]),
+        (t) =>
+          t.cli([
+            "state",
+            "push",
+            file('{"version":4,"serial":9}'),
+            "--config",
+            file('{\n  "bucket": "x-bucket",\n  "key": "a.tfstate",,\n}', "broken-config.json"),
+          ]),
         /broken-config\.json is not valid JSON at line 3, column 22/,
       ],
       [
         "missing bucket",
-        (t) => runCli(["state", "push", file('{"serial":9}'), ...t.args.filter((a, i, all) => a !== "--bucket" && all[i - 1] !== "--bucket")], { env: t.env }),
+        (t) =>
+          runCli(["state", "push", file('{"version":4,"serial":9}'), ...t.args.filter((a, i, all) => a !== "--bucket" && all[i - 1] !== "--bucket")], {
+            env: t.env,
+          }),
         /bucket is required: pass --bucket NAME/,
       ],
       [
         "bad number",
-        (t) => t.cli(["state", "push", file('{"serial":9}'), "--assume-role-session-expiration", "60"]),
+        (t) => t.cli(["state", "push", file('{"version":4,"serial":9}'), "--assume-role-session-expiration", "60"]),
         /--assume-role-session-expiration must be an integer from 900 to 3600 \(seconds\), got 60/,
       ],
     ];
     for (const [name, run, pattern] of cases) {
       it(name, async () => {
         const t = await fresh();
-        assert.equal(t.cli(["state", "push", file('{"serial":1}')]).code, 0);
+        assert.equal(t.cli(["state", "push", file('{"version":4,"serial":1}')]).code, 0);
         const before = await t.snapshot();
         const r = run(t);
         assert.equal(r.code, 2, r.stderr);

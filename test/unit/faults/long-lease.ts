@@ -23,7 +23,7 @@ export async function longLease(props: ObjectStoreBackendConfigProps, lockfile: 
     while (Date.now() < end) {
       await assert.rejects(rival.lock("default"), (e) => isObjstateError(e, "STATE_LOCKED"));
       refusals++;
-      await holder.writeState("default", JSON.stringify({ serial: writes + 1, lineage: "L" }), { lockId: held.id });
+      await holder.writeState("default", JSON.stringify({ version: 4, serial: writes + 1, lineage: "L" }), { lockId: held.id });
       writes++;
       assert.equal(held.lost, false);
       await sleep(Math.min(LONG.ttlMs, 2_000));
@@ -39,7 +39,7 @@ export async function longLease(props: ObjectStoreBackendConfigProps, lockfile: 
       });
       if (taken === undefined) await sleep(250);
     }
-    await assert.rejects(holder.writeState("default", JSON.stringify({ serial: writes + 1, lineage: "L" }), { lockId: held.id }), (e) =>
+    await assert.rejects(holder.writeState("default", JSON.stringify({ version: 4, serial: writes + 1, lineage: "L" }), { lockId: held.id }), (e) =>
       isObjstateError(e, "LOCK_LOST"),
     );
     assert.equal(JSON.parse((await rival.readState("default"))?.toString() ?? "{}").serial, writes, "the lost holder wrote nothing");

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
+import { ObjectStoreBackend, ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "../../../src/index.js";
+import { openStore } from "../../../src/store/index.js";
 import { Logger } from "../../../src/server/log.js";
 import type { ObjstateServer } from "../../../src/server/server.js";
 import { HttpBackendClient, rawRequest } from "../../support/http-backend-client.js";
@@ -24,11 +25,12 @@ const deepJson = (depth: number): Buffer => Buffer.from(`${"[".repeat(depth)}${"
 
 describe("objstate serve: JSON nesting on every route that parses it", () => {
   let backend: ObjectStoreBackend;
+  let props: ObjectStoreBackendConfigProps;
   let server: ObjstateServer;
   const errors: string[] = [];
 
   before(async () => {
-    const props = await embeddedTarget().setup({ locks: true });
+    props = await embeddedTarget().setup({ locks: true });
     backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
     server = await startServer(backend, { logger: new Logger("error", (line) => errors.push(line)) });
   });
@@ -68,9 +70,14 @@ describe("objstate serve: JSON nesting on every route that parses it", () => {
     assert.ok(l.ok);
     assert.equal((await c.put(deepState(1, 10_000))).status, 200);
     assert.equal((await c.put(deepState(2, 10_000, 10))).status, 200);
-    // Stored as sent: the write runs no grammar check (docs/decisions/043).
-    assert.equal((await c.put(deepState(3, 10_001))).status, 200);
+    // Deeper is no state the tool reads: refused, nothing stored (docs/decisions/089).
+    const refused = await c.put(deepState(3, 10_001));
+    assert.equal(refused.status, 400);
+    assert.match((JSON.parse(refused.body.toString()) as { code: string; message: string }).message, /nested deeper than 10000 levels/);
     assert.equal((await c.unlock()).status, 200);
+    // One stored deeper by another tool, its digest recorded.
+    await (await openStore({ bucket: props.bucket, endpoint: props.endpoint ?? "" })).put(backend.statePath(ws), deepState(3, 10_001));
+    await backend.repairState(ws, { force: true });
     const versions: string[] = [];
     for await (const v of backend.history(ws, { limit: 3 })) versions.push(v.versionId);
     const diff = (from: number, to: number): Promise<{ status: number; body: Buffer }> =>
