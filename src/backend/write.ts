@@ -5,7 +5,7 @@
  */
 import { isObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
-import { isByteSource, md5OfSource, prefixOf, readThrough, sizeOf } from "../store/byte-source.js";
+import { bufferSource, isByteSource, md5OfSource, prefixOf, readThrough, sizeOf } from "../store/byte-source.js";
 import { isMadeSource } from "../store/made-source.js";
 import type { ByteSource, GetResult, ObjectMeta } from "../store/types.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
@@ -18,7 +18,7 @@ import type { WriteOptions } from "./options.js";
 import { adoptTorn, commit, committedVersion, storedDigest, undoLateWrite } from "./reconcile.js";
 import type { WriteResult } from "./results.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
-import { checkedSource, checkState, stateToWrite } from "../state/check.js";
+import { checkedSource, checkSource, stateToWrite } from "../state/check.js";
 
 /** How much of a stored state the guard reads: whole small states, the header of large ones. */
 const GUARD_READ_BYTES = 64 * 1024;
@@ -87,7 +87,7 @@ export async function prepareIncoming(data: Uint8Array | string | ByteSource, md
 export async function checkedState(data: Uint8Array | string | ByteSource, workspace: string): Promise<Buffer | ByteSource> {
   if (isByteSource(data)) return checkedSource(data, stateToWrite(workspace));
   const bytes = toBuffer(data);
-  await checkState(bytes, stateToWrite(workspace));
+  await checkSource(bufferSource(bytes), stateToWrite(workspace));
   return bytes;
 }
 

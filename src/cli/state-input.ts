@@ -6,7 +6,7 @@
  * cannot be read twice, so it is held in memory, with a smaller limit.
  */
 import { isObjstateError } from "../errors.js";
-import { sourceChanged } from "../store/byte-source.js";
+import { bufferSource, sourceChanged } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 import { nodeCrypto, nodeFs } from "../util/builtins.js";
 import { checkSource, stateToWrite } from "../state/check.js";
@@ -91,17 +91,6 @@ async function checkInput(source: ByteSource, workspace: string, onRead?: (read:
     throw isObjstateError(e, "INPUT_CHANGED") ? new CliError("INPUT_CHANGED", e.message, { cause: e }) : e;
   }
   return hash.digest("hex");
-}
-
-/** A buffer as a source (standard input: checked in the same chunks as a file). */
-function bufferSource(bytes: Buffer): ByteSource {
-  return {
-    size: bytes.length,
-    stable: true, // slices of a buffer no one changes
-    async *open() {
-      for (let off = 0; off < bytes.length; off += CHUNK) yield bytes.subarray(off, Math.min(bytes.length, off + CHUNK));
-    },
-  };
 }
 
 /**

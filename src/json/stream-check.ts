@@ -98,11 +98,6 @@ export class JsonObjectStreamCheck {
     return this.topIsArray ? { kind: "not-object", what: "an array" } : undefined;
   }
 
-  /** Bytes fed so far. */
-  get length(): number {
-    return this.base;
-  }
-
   private fail(f: StreamCheckFailure): void {
     this.failure = f;
     this.stage = Stage.Failed;

@@ -52,6 +52,17 @@ export async function prefixOf(source: ByteSource, n: number): Promise<Buffer> {
   return Buffer.concat(parts, have);
 }
 
+/** Bytes in memory as a source, in slices of `chunk` bytes. */
+export function bufferSource(bytes: Uint8Array, chunk = 1024 * 1024): ByteSource {
+  return {
+    size: bytes.length,
+    stable: true, // slices of a buffer no one changes
+    async *open() {
+      for (let off = 0; off < bytes.length; off += chunk) yield bytes.subarray(off, Math.min(bytes.length, off + chunk));
+    },
+  };
+}
+
 /** The error of a source that yielded another number of bytes than it announced. */
 export function sourceChanged(what: string, expected: number, actual: number): ObjstateError {
   return new ObjstateError(
