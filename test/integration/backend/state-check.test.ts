@@ -1,7 +1,6 @@
 /**
  * Decision 089 on S3 (Ceph RGW + dynalite): a streamed state the library refuses at its very
- * end is never stored, in one PUT or a multipart upload: its last chunk is held back until the
- * verdict, so the store never has all of its bytes.
+ * end (read only by the upload) is never stored, in one PUT or a multipart upload.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
