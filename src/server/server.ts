@@ -3,7 +3,6 @@
  * its own (every lock and version lives in the store and the table), so any number of
  * replicas over one bucket and table behave as one.
  */
-import { randomBytes } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -32,6 +31,7 @@ import { backendConsoleApi } from "../console/adapter.js";
 import { CsrfTokens } from "../console/csrf.js";
 import { handleConsole } from "../console/handler.js";
 import type { ConsoleAnswer, ConsoleApi, ConsoleContext, ConsoleLogEntry } from "../console/types.js";
+import { nodeCrypto } from "../util/builtins.js";
 
 /** Options of {@link ObjstateServer}. */
 export interface ServerOptions {
@@ -504,7 +504,7 @@ export class ObjstateServer {
    */
   private shown(e: ObjstateError, ctx: Ctx): string {
     if (!fromKeyProvider(e)) return e.message;
-    const ref = randomBytes(6).toString("hex");
+    const ref = nodeCrypto().randomBytes(6).toString("hex");
     this.logger.event("error", "key provider failed", { ref, workspace: ctx.params["workspace"], detail: e.message });
     return `the server's encryption key provider failed: the detail is in the server's log, under reference ${ref}`;
   }
