@@ -42,7 +42,8 @@ describe("the doc-path check", () => {
       "src/lock/table.ts": "export const t = 1;\n",
       "docs/decisions/011-claims.md": "# 011: Claims\n",
       "docs/design.md": "## The locks\n\n`src/lock/`, `src/lock/*.ts` and decisions/011; [claims](decisions/011-claims.md#011-claims).\n",
-      "README.md": "# Objstate\n\n[design](docs/design.md#the-locks), [top](#objstate), docs/decisions/011.\n[gone](docs/gone.md), [no such part](docs/design.md#the-keys).\n",
+      "README.md":
+        "# Objstate\n\n[design](docs/design.md#the-locks), [top](#objstate), docs/decisions/011.\n[gone](docs/gone.md), [no such part](docs/design.md#the-keys).\n",
       "bench/RESULTS.md": "Measured with `bench/gone.mjs`.\n",
     });
     try {
