@@ -430,7 +430,7 @@ function endpointOf(location: string): string {
   return / at (\S+)$/.exec(location)?.[1] ?? location;
 }
 
-/** One line of a server's or the SDK's message, without V8's quote of a body it could not parse. */
+/** One line of a server's or the SDK's message, without JSON.parse's quote of a body it could not parse. */
 function firstLine(message: string): string {
   return (message.split("\n")[0] ?? "").replace(/, (?:\.\.\.)?".*" is not valid JSON$/, "").trim();
 }

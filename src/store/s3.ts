@@ -85,7 +85,7 @@ export interface S3DriverOptions extends StoreDriverOptions {
 }
 
 const MiB = 1024 * 1024;
-/** AWS's own advice: consider multipart from about 100 MB; below, one request is faster. */
+/** AWS's own advice: consider multipart once an object reaches 100 MB; below, one request is faster. */
 const DEFAULT_MULTIPART_THRESHOLD = 100 * MiB;
 const PART_SIZE = 8 * MiB;
 const QUEUE_SIZE = 4;
