@@ -334,8 +334,8 @@ export interface ObjectStoreDriver {
 /** Options common to all object-store drivers. */
 export interface StoreDriverOptions {
   readonly bucket: string;
-  /** `http(s)://…`, a bare host, or `file:` URL / path. */
-  readonly endpoint: string;
+  /** `http(s)://…`, a bare host, or `file:` URL / path; or the endpoint already parsed. */
+  readonly endpoint: import("../io/endpoint.js").EndpointInput;
   readonly region?: string | undefined;
   readonly credentials?: CredentialsProvider | undefined;
   /** Bodies at or above this size go up in multipart uploads (S3 driver). Default 100 MiB. */
