@@ -5,6 +5,7 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { interactive, readSecret } from "./confirm.js";
 import { durationFlag } from "./duration.js";
+import { table } from "./history.js";
 import { usageError } from "./io.js";
 import type { Opts } from "./options.js";
 import { connect } from "./runtime.js";
@@ -208,7 +209,7 @@ export async function tokenCreateAction(opts: Opts): Promise<void> {
 
 /** `objstate serve token list --users FILE`. */
 export function tokenListAction(opts: Opts): void {
-  const rows = listTokens(tokensFileOf(opts));
+  const tokens = listTokens(tokensFileOf(opts));
   const roles = (r: TokenRecord): string =>
     r.roles === undefined
       ? "(the user's)"
@@ -217,21 +218,11 @@ export function tokenListAction(opts: Opts): void {
           .join(" ");
   const now = Date.now();
   const state = (r: TokenRecord): string => (r.revoked !== undefined ? "revoked" : Date.parse(r.expires) <= now ? "expired" : "valid");
-  const table = [
+  const rows = [
     ["ID", "USER", "STATE", "ROLES", "CREATED", "EXPIRES", "LAST USED"],
-    ...rows.map((r) => [r.id, r.user, state(r), roles(r), r.created, r.expires, r.lastUsed ?? "never"]),
+    ...tokens.map((r) => [r.id, r.user, state(r), roles(r), r.created, r.expires, r.lastUsed ?? "never"]),
   ];
-  const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-  process.stdout.write(
-    table
-      .map((row) =>
-        row
-          .map((c, i) => c.padEnd(widths[i]!))
-          .join("  ")
-          .trimEnd(),
-      )
-      .join("\n") + "\n",
-  );
+  process.stdout.write(`${table(rows)}\n`);
 }
 
 /** `objstate serve token revoke ID --users FILE`. */
