@@ -14,6 +14,8 @@ export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true
 export AWS_EC2_METADATA_DISABLED=true
 # The console's browser tests drive Debian's chromium (installed here when missing).
 bash scripts/install-chromium.sh
+# The package test installs offline from the npm cache: fill it with what that install reads.
+bash scripts/warm-npm-cache.sh
 # Only *.test.js: node --test given a directory named test would also run the helpers in it.
 mapfile -t files < <(find dist/test -name '*.test.js' | sort)
 # The spec reporter as before, then one line per failed test at the very end (scripts/test-summary.mjs).

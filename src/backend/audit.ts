@@ -5,12 +5,12 @@
  * The record is built here from a {@link Principal} and what the change did; nothing else of a
  * request (headers, a password, a token, a state) can reach it.
  */
-import { randomBytes } from "node:crypto";
 import { ObjstateError, isObjstateError } from "../errors.js";
 import { auditClash, auditPrefix, type Layout } from "../config/layout.js";
 import { parseDuration } from "../config/setting-parsers.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import type { OidcIdentity, Principal } from "./principal.js";
+import { nodeCrypto } from "../util/builtins.js";
 
 /** What a change did. Readers must accept actions they do not know. */
 export type AuditAction = "write" | "delete-workspace" | "lock" | "unlock" | "force-unlock" | "rollback" | (string & {});
@@ -184,7 +184,7 @@ export class AuditLog {
 
   /** Key of an event: `{prefix}/@objstate/audit/2026-11-26/2026-11-26T10:00:00.000Z-1a2b3c4d5e6f.json`. */
   private eventKey(time: string): string {
-    return `${this.prefix}${time.slice(0, 10)}/${time}-${randomBytes(6).toString("hex")}.json`;
+    return `${this.prefix}${time.slice(0, 10)}/${time}-${nodeCrypto().randomBytes(6).toString("hex")}.json`;
   }
 
   /** Events being stored now. */

@@ -131,6 +131,11 @@ export class ObjectStoreBackend {
     return this.ctx.locking.enabled;
   }
 
+  /** The lease (ms) of every lock this connection takes (ConnectOptions `ttl`); undefined: none. */
+  get lockTtlMs(): number | undefined {
+    return this.ctx.locking.ttlMs;
+  }
+
   /** The conformance probe's verdict on the store, when lockfiles are on (else undefined). */
   get conditions(): ProbeVerdict | undefined {
     return this.probeVerdict;

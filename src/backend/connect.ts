@@ -21,22 +21,15 @@ import type { ConnectOptions } from "./options.js";
 import { probeConditions, requireLockfileSupport, type ProbeVerdict } from "./probe.js";
 import { requireLockTable } from "./table-check.js";
 
-/** An endpoint as configured and as understood. */
-export interface Endpoint {
-  /** The setting's text (drivers are opened with it). */
-  readonly text: string;
-  readonly parsed: ParsedEndpoint;
-}
-
 /** What a connect opened and decided, once. */
 export interface Connection {
   readonly settings: ResolvedBackendSettings;
   readonly bucket: string;
   readonly layout: Layout;
   readonly store: ObjectStoreDriver;
-  readonly endpoint: Endpoint;
+  readonly endpoint: ParsedEndpoint;
   /** The lock table, when one is configured (and, read-only, exists). */
-  readonly table: { readonly name: string; readonly endpoint: Endpoint; readonly driver: LockTableDriver } | undefined;
+  readonly table: { readonly name: string; readonly driver: LockTableDriver } | undefined;
   readonly identity: Identity | undefined;
   /** The lockfile probe's verdict, when lockfiles are on (and the connection may write). */
   readonly probe: ProbeVerdict | undefined;
@@ -63,27 +56,28 @@ export async function openConnection(
       "no object-store endpoint: set `endpoint` in the config, or PROVIDER_OBJECT_STORE_ENDPOINT (or OBJECT_STORE_ENDPOINT) in the environment — http(s)://host for an S3 API, file:./dir for the embedded store",
     );
   }
-  const endpoint: Endpoint = { text: endpointText, parsed: parseEndpoint(endpointText, options.cwd) };
+  const endpoint = parseEndpoint(endpointText, options.cwd);
   const tableName = settings.kvstoreTable.value;
-  const tableEndpoint = tableName === undefined || tableName === "" ? undefined : endpointOf(settings.kvstoreEndpoint.value, options.cwd);
-  if (tableName !== undefined && tableName !== "" && tableEndpoint === undefined) {
+  const tableText = settings.kvstoreEndpoint.value;
+  // Set means non-empty, for both.
+  const tableEndpoint = tableName && tableText ? parseEndpoint(tableText, options.cwd) : undefined;
+  if (tableName && tableEndpoint === undefined) {
     throw new ObjstateError(
       "NO_LOCK_ENDPOINT",
       `kvstoreTable "${tableName}" is set but kvstoreEndpoint is not: set kvstoreEndpoint to the lock table's endpoint (http(s)://host for the DynamoDB API, file:./dir for the embedded table)`,
     );
   }
   const bucket = settings.bucket.value as string;
-  const region = settings.region.value ?? "us-east-1";
   let identity: Identity | undefined;
   // The chain runs only when an HTTP endpoint needs it (embedded stores need no identity).
   const needIdentity = async (): Promise<Identity> =>
     (identity ??= await resolveIdentity(settings, { env, clock: options.clock, cwd: options.cwd, timeouts: options.timeouts }));
-  if (endpoint.parsed.kind === "http") await needIdentity();
+  if (endpoint.kind === "http") await needIdentity();
 
   const store = await openStore({
     bucket,
-    endpoint: endpoint.text,
-    region,
+    endpoint,
+    region: settings.region.value,
     credentials: identity?.provider,
     multipartThreshold: options.multipartThreshold,
     cwd: options.cwd,
@@ -100,16 +94,15 @@ export async function openConnection(
       probe = await probeConditions(store, statePath(l, DEFAULT_WORKSPACE));
       requireLockfileSupport(probe, store.location);
     }
-    if (tableName === undefined || tableName === "" || tableEndpoint === undefined) {
+    if (tableName === undefined || tableEndpoint === undefined) {
       // Nothing to open: with lockfiles the state is locked, just without a table for
       // digests; without them the first write says it is not locked (BackendContext).
     } else {
-      const http = tableEndpoint.parsed.kind === "http";
       driver = await openLockTable({
         table: tableName,
-        endpoint: tableEndpoint.text,
-        region,
-        credentials: http ? (await needIdentity()).provider : undefined,
+        endpoint: tableEndpoint,
+        region: settings.region.value,
+        credentials: tableEndpoint.kind === "http" ? (await needIdentity()).provider : undefined,
         cwd: options.cwd,
         timeouts: options.timeouts,
       });
@@ -124,12 +117,6 @@ export async function openConnection(
     driver?.close();
     throw e;
   }
-  const table =
-    driver === undefined || tableName === undefined || tableEndpoint === undefined ? undefined : { name: tableName, endpoint: tableEndpoint, driver };
+  const table = driver === undefined || tableName === undefined ? undefined : { name: tableName, driver };
   return { settings, bucket, layout: l, store, endpoint, table, identity, probe };
-}
-
-function endpointOf(text: string | undefined, cwd: string | undefined): Endpoint | undefined {
-  if (text === undefined || text === "") return undefined;
-  return { text, parsed: parseEndpoint(text, cwd) };
 }

@@ -111,6 +111,11 @@ export class Locking {
     return this.init.places.length > 0;
   }
 
+  /** The lease (ms) of every lock this connection takes; undefined: none. */
+  get ttlMs(): number | undefined {
+    return this.init.ttlMs;
+  }
+
   /** Take the lock everywhere; `STATE_LOCKED` names the holder (and its lease). */
   async lock(workspace: string, options: TakeOptions, path: string): Promise<LockInfo> {
     const init = this.init;

@@ -107,8 +107,8 @@ export interface ReadOptions {
   /**
    * `onData` hands the bytes to a worker thread that reads them while they arrive: a large
    * state is then read into shared memory where the store's driver can (S3), so the worker
-   * needs no copy. Not for long-running readers of many large states: V8 does not count
-   * shared memory towards the pressure that triggers a collection.
+   * needs no copy. Not for long-running readers of many large states: shared memory does not
+   * count towards what starts a garbage collection.
    */
   readonly sharedBody?: boolean | undefined;
   /** The bytes as stored: an envelope is not decrypted (`state pull --raw-envelope`, a server passing envelopes through). */

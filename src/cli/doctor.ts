@@ -16,13 +16,13 @@ import { describeCredentialSource, resolveEffectiveSettings, type Identity } fro
 import { isObjstateError } from "../errors.js";
 import { inspectLockTable } from "../backend/table-check.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
-import { parseEndpoint, plainHttpAdvice } from "../io/endpoint.js";
+import { parseEndpoint, plainHttpAdvice, type ParsedEndpoint } from "../io/endpoint.js";
 import { isTlsToPlainHttp } from "../io/sdk-errors.js";
 import { probeConditions } from "../backend/probe.js";
 import type { Acl, ObjectStoreDriver } from "../store/types.js";
 import type { Opts } from "./options.js";
 import { CliError } from "./io.js";
-import { connect, identityFor, isHttp, lockTableFor, storeFor } from "./runtime.js";
+import { connect, identityFor, lockTableFor, storeFor } from "./runtime.js";
 import { warn } from "./warn.js";
 import { backendConfigOf, gatherSettings, type SettingsInput } from "./settings.js";
 import { paint, printJson } from "./term.js";
@@ -256,11 +256,11 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     });
     return skipAll(LATER, "settings are not valid");
   }
-  let storeHttp: boolean;
-  let kvHttp: boolean;
+  let storeAt: ParsedEndpoint;
+  let tableAt: ParsedEndpoint | undefined;
   try {
-    storeHttp = isHttp(endpoint);
-    kvHttp = kvEndpoint !== undefined && table !== undefined && isHttp(kvEndpoint);
+    storeAt = parseEndpoint(endpoint);
+    tableAt = kvEndpoint === undefined || table === undefined ? undefined : parseEndpoint(kvEndpoint);
   } catch (e) {
     add({ name: "settings", status: "fail", detail: message(e), fix: "give endpoints as http(s)://host, a bare host, or file:dir" });
     return skipAll(LATER, "settings are not valid");
@@ -274,7 +274,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
 
   // 2. Credentials.
   let identity: Identity | undefined;
-  if (!storeHttp && !kvHttp) {
+  if (storeAt.kind === "file" && tableAt?.kind !== "http") {
     add({ name: "credentials", status: "ok", detail: "not needed: embedded store and table (file: endpoints)" });
   } else {
     try {
@@ -294,8 +294,8 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
 
   // 3. Object-store endpoint.
   let storeOk = false;
-  if (storeHttp) {
-    const url = (parseEndpoint(endpoint) as { url: string }).url;
+  if (storeAt.kind === "http") {
+    const { url } = storeAt;
     const r = await reachHttp(url);
     if (r.ok) {
       storeOk = true;
@@ -309,8 +309,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
       });
     }
   } else {
-    const dir = (parseEndpoint(endpoint) as { dir: string }).dir;
-    const r = await reachDir(dir);
+    const r = await reachDir(storeAt.dir);
     storeOk = r.ok;
     if (r.ok) add({ name: "object-store endpoint", status: "ok", detail: `embedded store, ${r.detail}` });
     else
@@ -328,10 +327,10 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     add({ name: "bucket", status: "skip", detail: "the object-store endpoint is not reachable" });
   } else {
     const bucket = s.bucket.value as string;
-    const store = await storeFor(s, identity, input.settings);
+    const store = await storeFor(s, storeAt, identity, input.settings);
     try {
       if (!(await store.bucketExists())) {
-        if (storeHttp) {
+        if (storeAt.kind === "http") {
           add({
             name: "bucket",
             status: "fail",
@@ -386,7 +385,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
   // 5. Lock-table endpoint and 6. lock table.
   let tableOk = false;
   let tableExists = false;
-  if (table === undefined || kvEndpoint === undefined) {
+  if (tableAt === undefined) {
     add({ name: "lock-table endpoint", status: "skip", detail: "no lock table configured" });
     if (input.settings.values.lockfile)
       add({
@@ -403,8 +402,8 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
       });
   } else {
     let reachable: boolean;
-    if (kvHttp) {
-      const url = (parseEndpoint(kvEndpoint) as { url: string }).url;
+    if (tableAt.kind === "http") {
+      const { url } = tableAt;
       const r = await reachHttp(url);
       reachable = r.ok;
       if (r.ok) add({ name: "lock-table endpoint", status: "ok", detail: `${redactUrl(url)} answers (HTTP ${r.status})` });
@@ -416,8 +415,7 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
           fix: r.fix ?? "check --kvstore-endpoint and that the server is running and reachable from here",
         });
     } else {
-      const dir = (parseEndpoint(kvEndpoint) as { dir: string }).dir;
-      const r = await reachDir(dir);
+      const r = await reachDir(tableAt.dir);
       reachable = r.ok;
       if (r.ok) add({ name: "lock-table endpoint", status: "ok", detail: `embedded table, ${r.detail}` });
       else
@@ -431,11 +429,11 @@ export async function runChecks(input: SettingsInput): Promise<CheckResult[]> {
     if (!reachable) {
       add({ name: "lock table", status: "skip", detail: "the lock-table endpoint is not reachable" });
     } else {
-      const locks = await lockTableFor(s, identity, input.settings);
+      const locks = await lockTableFor(s, tableAt, identity, input.settings);
       try {
         const found = await inspectLockTable(locks);
         if (found.status === "missing") {
-          if (kvHttp) {
+          if (tableAt.kind === "http") {
             add({
               name: "lock table",
               status: "fail",

@@ -72,7 +72,8 @@ function versionRow(v: StateVersion): string[] {
   ];
 }
 
-function table(rows: string[][]): string {
+/** Rows in columns two spaces apart. */
+export function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
   // The last column is free text: not padded.
   return rows

@@ -8,12 +8,13 @@
  */
 import { resolveEffectiveSettings, type Identity } from "../credentials/index.js";
 import { ObjstateError } from "../errors.js";
+import { parseEndpoint } from "../io/endpoint.js";
 import { inspectLockTable } from "../backend/table-check.js";
 import { commonPrefix, layout } from "../config/layout.js";
 import type { Opts } from "./options.js";
 import type { ObjectStoreDriver, Retention } from "../store/types.js";
 import { CliError, usageError } from "./io.js";
-import { identityFor, isHttp, lockTableFor, storeFor } from "./runtime.js";
+import { identityFor, lockTableFor, storeFor } from "./runtime.js";
 import { warn } from "./warn.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { paint, printJson } from "./term.js";
@@ -99,12 +100,14 @@ export async function initAction(opts: Opts): Promise<void> {
       `kvstoreTable "${table}" is set but kvstoreEndpoint is not: pass --kvstore-endpoint (http(s)://host for the DynamoDB API, file:./dir for the embedded table)`,
     );
   }
-  const needIdentity = isHttp(endpoint) || (table !== undefined && kvEndpoint !== undefined && isHttp(kvEndpoint));
+  const storeAt = parseEndpoint(endpoint);
+  const tableAt = table === undefined || kvEndpoint === undefined ? undefined : parseEndpoint(kvEndpoint);
+  const needIdentity = storeAt.kind === "http" || tableAt?.kind === "http";
   const identity: Identity | undefined = needIdentity ? await identityFor(s, input.settings) : undefined;
   const results: ProvisionResult[] = [];
 
   const bucket = s.bucket.value as string;
-  const store = await storeFor(s, identity, input.settings);
+  const store = await storeFor(s, storeAt, identity, input.settings);
   try {
     if (await store.bucketExists()) {
       results.push({ what: "bucket", name: bucket, location: store.location, status: "exists", detail: `bucket ${bucket} exists (${store.location})` });
@@ -159,7 +162,7 @@ export async function initAction(opts: Opts): Promise<void> {
     store.close();
   }
 
-  if (table === undefined) {
+  if (table === undefined || tableAt === undefined) {
     results.push({
       what: "lock table",
       name: null,
@@ -168,7 +171,7 @@ export async function initAction(opts: Opts): Promise<void> {
       detail: "no lock table configured (kvstoreTable): state will not be locked; set --kvstore-table and --kvstore-endpoint to use one",
     });
   } else {
-    const locks = await lockTableFor(s, identity, input.settings);
+    const locks = await lockTableFor(s, tableAt, identity, input.settings);
     try {
       const found = await inspectLockTable(locks);
       if (found.status === "ok") {

@@ -34,7 +34,7 @@ export function parseJsonText(text: string, name: string): unknown {
     return JSON.parse(text) as unknown;
   } catch (e) {
     const { problem, at } = jsonSyntaxProblem(e, text);
-    // The cause stays off: V8's message quotes the text, and these files hold secrets.
+    // The cause stays off: JSON.parse's message quotes the text, and these files hold secrets.
     throw new CliError("INVALID_JSON", `${name} is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`);
   }
 }

@@ -12,7 +12,7 @@
 import * as nodeModule from "node:module";
 
 process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true";
-// Node 22.1+: V8's compiled code for objstate and its dependencies (loading the AWS SDK is
+// Node 22.1+: the compiled code for objstate and its dependencies (loading the AWS SDK is
 // most of a server command's start-up) is kept on disk, in the OS temp directory, and
 // reused by the next run; NODE_DISABLE_COMPILE_CACHE=1 turns it off. Not on Node 20.
 (nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();

@@ -19,7 +19,7 @@ import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-co
 import { resolveEffectiveSettings, resolveIdentity, type Identity } from "../credentials/index.js";
 import { openLockTable, type LockTableDriver } from "../lock/index.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
-import { parseEndpoint } from "../io/endpoint.js";
+import type { ParsedEndpoint } from "../io/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import { formatDuration } from "./duration.js";
@@ -58,31 +58,24 @@ export async function identityFor(settings: ResolvedBackendSettings, own: Settin
   return await resolveIdentity(settings, { env: process.env, timeouts: timeoutsOf(own) });
 }
 
-/** Is this endpoint an HTTP API (needs credentials) rather than a `file:` directory? */
-export function isHttp(endpoint: string): boolean {
-  return parseEndpoint(endpoint).kind === "http";
-}
-
-/** The object-store driver for resolved settings (credentials only for HTTP endpoints). */
-export async function storeFor(settings: ResolvedBackendSettings, identity: Identity | undefined, own: Settings): Promise<ObjectStoreDriver> {
-  const endpoint = settings.endpoint.value as string;
+/** The object-store driver at `at` (the settings' endpoint, parsed; credentials only for HTTP endpoints). */
+export async function storeFor(s: ResolvedBackendSettings, at: ParsedEndpoint, id: Identity | undefined, own: Settings): Promise<ObjectStoreDriver> {
   return openStore({
-    bucket: settings.bucket.value as string,
-    endpoint,
-    region: settings.region.value ?? "us-east-1",
-    credentials: isHttp(endpoint) ? identity?.provider : undefined,
+    bucket: s.bucket.value as string,
+    endpoint: at,
+    region: s.region.value,
+    credentials: at.kind === "http" ? id?.provider : undefined,
     timeouts: timeoutsOf(own),
   });
 }
 
-/** The lock-table driver for resolved settings (table and endpoint must be set). */
-export async function lockTableFor(settings: ResolvedBackendSettings, identity: Identity | undefined, own: Settings): Promise<LockTableDriver> {
-  const endpoint = settings.kvstoreEndpoint.value as string;
+/** The lock-table driver at `at` (kvstoreEndpoint, parsed; the table must be set). */
+export async function lockTableFor(s: ResolvedBackendSettings, at: ParsedEndpoint, id: Identity | undefined, own: Settings): Promise<LockTableDriver> {
   return openLockTable({
-    table: settings.kvstoreTable.value as string,
-    endpoint,
-    region: settings.region.value ?? "us-east-1",
-    credentials: isHttp(endpoint) ? identity?.provider : undefined,
+    table: s.kvstoreTable.value as string,
+    endpoint: at,
+    region: s.region.value,
+    credentials: at.kind === "http" ? id?.provider : undefined,
     timeouts: timeoutsOf(own),
   });
 }

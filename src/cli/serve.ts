@@ -5,81 +5,41 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { interactive, readSecret } from "./confirm.js";
 import { durationFlag } from "./duration.js";
+import { table } from "./history.js";
 import { usageError } from "./io.js";
-import { isObjstateError } from "../errors.js";
 import type { Opts } from "./options.js";
-import { countOf, listenOf, sizeOf, type ListenAddress } from "../config/setting-parsers.js";
 import { connect } from "./runtime.js";
 import { warn } from "./warn.js";
 import { formKeyOf, readSecretFile } from "./secret-file.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
-import { isLoopbackHost, parsePublicUrl, type PublicOrigin } from "../server/gate.js";
+import { parsePublicUrl } from "../server/gate.js";
 import { Logger } from "../server/log.js";
-import { ObjstateServer } from "../server/server.js";
+import { ObjstateServer, refuseIncompleteTls } from "../server/server.js";
 import { Identity } from "../server/identity/identity.js";
 import { loadIdentityRules } from "../server/identity/oidc.js";
 import { createToken, listTokens, revokeToken, tokensFileFor, type TokenRecord } from "../server/identity/tokens.js";
 import { hashPassword, loadUsers, octal, openToOthers, refuseOpenFile, ROLES, withUser, type Role } from "../server/users.js";
 
-/** `512MiB` → bytes; a bad value is a usage error naming the flag (the settings table's parser). */
-export function parseSize(flag: string, text: string): number {
-  return sizeOf(text, { kind: "flag", flag });
-}
-
-/** A whole number of at least 1; a bad value is a usage error naming the flag. */
-export function parseCount(flag: string, text: string): number {
-  return countOf(text, { kind: "flag", flag });
-}
-
-/** `host:port`, `[::1]:port` or `:port` (loopback). */
-export function parseListen(text: string): ListenAddress {
-  return listenOf(text, { kind: "flag", flag: "--listen" });
-}
-
-/** The `--public-url` flags, each parsed once; a bad one is a usage error naming the flag. */
-function publicUrlsOf(list: readonly string[]): PublicOrigin[] {
-  // A bad one is INVALID_PUBLIC_URL, a usage error (exit 2) by its row in error-codes.ts.
-  return list.map((text) => parsePublicUrl(text));
-}
-
-function readPem(flag: string, file: string): Buffer {
+/** The PEM in `file` given by `flag`, if one was given. */
+function readPem(flag: string, file: string | undefined): Buffer | undefined {
   try {
-    return readFileSync(file);
+    return file === undefined ? undefined : readFileSync(file);
   } catch (e) {
     throw usageError(`cannot read ${flag} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, "FILE_UNREADABLE");
   }
 }
 
-/** `objstate serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
+/** `objstate serve`: runs until SIGTERM or SIGINT, then stops gracefully. What it refuses and warns of is the server's. */
 export async function serveAction(opts: Opts): Promise<void> {
   // Every setting parsed once (flags, the --config file's objstate section, the environment), before anything is read or opened.
   const input = gatherSettings(opts);
   const v = input.settings.values;
   const { host, port } = v.listen;
-  const usersFile = v.users;
-  const insecure = v.insecureNoAuth;
-  if (usersFile === undefined && !isLoopbackHost(host) && !insecure) {
-    throw usageError(
-      `--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`,
-      "AUTH_REQUIRED",
-    );
-  }
-  const publicUrls = publicUrlsOf(v.publicUrl);
-  if (publicUrls.length === 0 && !isLoopbackHost(host)) {
-    // Without the list, a Host check could only trust what the request says (DNS rebinding).
-    throw usageError(
-      `--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`,
-      "PUBLIC_URL_REQUIRED",
-    );
-  }
-  const certFile = v.tlsCert;
-  const keyFile = v.tlsKey;
-  const caFile = v.tlsClientCa;
-  if ((certFile === undefined) !== (keyFile === undefined))
-    throw usageError("--tls-cert and --tls-key go together: give both, or neither for plain HTTP", "TLS_INCOMPLETE");
-  if (caFile !== undefined && certFile === undefined)
-    throw usageError("--tls-client-ca needs --tls-cert and --tls-key (client certificates are part of TLS)", "TLS_INCOMPLETE");
-  const { maxStateSize, clientTimeout: clientTimeoutMs, shutdownGrace: graceMs, maxConnections, maxConnectionsPerClient } = v;
+  const { users: usersFile, tlsCert: certFile, tlsKey: keyFile, tlsClientCa: caFile } = v;
+  // A bad one is INVALID_PUBLIC_URL, a usage error (exit 2) by its row in error-codes.ts.
+  const publicUrls = v.publicUrl.map((text) => parsePublicUrl(text));
+  // Before the files are read: a missing key is named before an unreadable certificate.
+  refuseIncompleteTls({ cert: certFile, key: keyFile, ca: caFile });
   const logger = new Logger(v.logLevel);
   if (usersFile !== undefined) refuseOpenFile(usersFile, "users file", "password hashes and roles");
   const users = usersFile === undefined ? undefined : loadUsers(usersFile);
@@ -88,27 +48,14 @@ export async function serveAction(opts: Opts): Promise<void> {
       ? undefined
       : new Identity(users, { tokensFile: tokensFileFor(usersFile), identities: loadIdentityRules(usersFile) });
   const tls =
-    certFile === undefined || keyFile === undefined
+    certFile === undefined && keyFile === undefined && caFile === undefined
       ? undefined
-      : {
-          cert: readPem("--tls-cert", certFile),
-          key: readPem("--tls-key", keyFile),
-          ca: caFile === undefined ? undefined : readPem("--tls-client-ca", caFile),
-        };
+      : { cert: readPem("--tls-cert", certFile), key: readPem("--tls-key", keyFile), ca: readPem("--tls-client-ca", caFile) };
   // Without it each process makes its own key: a form served by one replica fails on another.
   const secretFile = v.secretFile;
   const csrfKey = secretFile === undefined ? undefined : formKeyOf(readSecretFile(secretFile));
-
-  const config = backendConfigOf(input);
-  if (v.lockTtl !== undefined) {
-    throw usageError(
-      "objstate serve takes no lease (--lock-ttl, or lockTtl in the --config file's objstate section): the tool's http client cannot renew one, so an apply that sends nothing for longer than the lease (while it waits for its confirmation, or for a slow resource) would lose its lock and its final write. Remove it; release a lock a crashed client left with terraform force-unlock (the force role)",
-      "SERVE_LEASE_UNSUPPORTED",
-    );
-  }
-  const allowUnlockedWrites = v.allowUnlockedWrites;
   // Repairs a request made on its own (a torn write committed by a GET) are the operator's to know.
-  const backend = await connect(config, input.settings, {
+  const backend = await connect(backendConfigOf(input), input.settings, {
     onRepair: (r) =>
       logger.event("warn", "state repaired", {
         workspace: r.workspace,
@@ -120,60 +67,33 @@ export async function serveAction(opts: Opts): Promise<void> {
         detail: r.message,
       }),
   });
-  if (!backend.lockingEnabled && !allowUnlockedWrites) {
-    backend.close();
-    throw usageError(
-      "no lock table is configured (kvstoreTable, or --lockfile): every write through this server would be unlocked, and concurrent clients could overwrite each other's changes. Configure one, or start with --allow-unlocked-writes to serve without locking",
-      "SERVE_NO_LOCKING",
-    );
-  }
-  const withConsole = v.console;
-  const server = new ObjstateServer({
-    backend,
-    users,
-    identity,
-    maxStateSize,
-    clientTimeoutMs,
-    maxConnections,
-    maxConnectionsPerClient,
-    tls,
-    logger,
-    console: withConsole,
-    csrfKey,
-    publicUrls,
-    allowUnlockedWrites,
-    // The configuration the backend was connected with (connect takes it from the same settings).
-    encryption: backend.encrypts ? v.encryption : undefined,
-  });
+  const { allowUnlockedWrites, console: withConsole } = v;
+  let server: ObjstateServer;
   try {
+    server = new ObjstateServer({
+      backend,
+      users,
+      insecureNoAuth: v.insecureNoAuth,
+      identity,
+      maxStateSize: v.maxStateSize,
+      clientTimeoutMs: v.clientTimeout,
+      maxConnections: v.maxConnections,
+      maxConnectionsPerClient: v.maxConnectionsPerClient,
+      tls,
+      logger,
+      console: withConsole,
+      csrfKey,
+      publicUrls,
+      allowUnlockedWrites,
+      // The configuration the backend was connected with (connect takes it from the same settings).
+      encryption: backend.encrypts ? v.encryption : undefined,
+    });
     await server.listen(host, port);
   } catch (e) {
     backend.close();
-    // The store's own error (its bucket could not be made) says what to do; only a socket's is about listening.
-    if (isObjstateError(e)) throw e;
-    throw usageError(`cannot listen on ${host}:${port}: ${whyNotListening(e, host, port)}`, "LISTEN_FAILED");
+    throw e;
   }
-  if (users === undefined && insecure && !isLoopbackHost(host)) {
-    warn(
-      `SERVING ${server.url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`,
-      "SERVE_INSECURE",
-    );
-  } else if (users === undefined) {
-    warn(`no --users file: serving on loopback only (${server.url}), and every local client may do everything`, "SERVE_NO_USERS");
-  }
-  if (users !== undefined && tls === undefined && !isLoopbackHost(host)) {
-    warn(
-      `SERVING PASSWORDS OVER PLAIN HTTP on ${server.url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`,
-      "SERVE_PLAINTEXT_PASSWORDS",
-    );
-  }
-  if (!backend.lockingEnabled)
-    warn(
-      "no lock table is configured (--allow-unlocked-writes): LOCK always succeeds and concurrent clients can overwrite each other's changes",
-      "SERVE_NO_LOCKING",
-    );
-  else if (allowUnlockedWrites)
-    warn("--allow-unlocked-writes: a client without lock_address, or run with -lock=false, can overwrite changes it never read", "SERVE_UNLOCKED_WRITES");
+  for (const [message, code] of server.warnings()) warn(message, code);
   logger.event("info", "listening", {
     url: server.url,
     state: backend.describe(),
@@ -196,7 +116,7 @@ export async function serveAction(opts: Opts): Promise<void> {
       }
       stopping = true;
       logger.event("info", "shutting down: finishing requests in flight", { signal });
-      void server.close(graceMs).then(() => {
+      void server.close(v.shutdownGrace).then(() => {
         backend.close();
         logger.event("info", "stopped");
         resolve();
@@ -289,7 +209,7 @@ export async function tokenCreateAction(opts: Opts): Promise<void> {
 
 /** `objstate serve token list --users FILE`. */
 export function tokenListAction(opts: Opts): void {
-  const rows = listTokens(tokensFileOf(opts));
+  const tokens = listTokens(tokensFileOf(opts));
   const roles = (r: TokenRecord): string =>
     r.roles === undefined
       ? "(the user's)"
@@ -298,21 +218,11 @@ export function tokenListAction(opts: Opts): void {
           .join(" ");
   const now = Date.now();
   const state = (r: TokenRecord): string => (r.revoked !== undefined ? "revoked" : Date.parse(r.expires) <= now ? "expired" : "valid");
-  const table = [
+  const rows = [
     ["ID", "USER", "STATE", "ROLES", "CREATED", "EXPIRES", "LAST USED"],
-    ...rows.map((r) => [r.id, r.user, state(r), roles(r), r.created, r.expires, r.lastUsed ?? "never"]),
+    ...tokens.map((r) => [r.id, r.user, state(r), roles(r), r.created, r.expires, r.lastUsed ?? "never"]),
   ];
-  const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-  process.stdout.write(
-    table
-      .map((row) =>
-        row
-          .map((c, i) => c.padEnd(widths[i]!))
-          .join("  ")
-          .trimEnd(),
-      )
-      .join("\n") + "\n",
-  );
+  process.stdout.write(`${table(rows)}\n`);
 }
 
 /** `objstate serve token revoke ID --users FILE`. */
@@ -334,19 +244,4 @@ async function readAllStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
   return Buffer.concat(chunks).toString("utf8");
-}
-
-/** Why `listen` failed, and what to do, for the operator (the errno alone says little). */
-function whyNotListening(e: unknown, host: string, port: number): string {
-  const code = (e as NodeJS.ErrnoException).code;
-  switch (code) {
-    case "EADDRINUSE":
-      return `port ${port} is in use (another objstate serve, or another program, listens there: \`ss -ltnp 'sport = :${port}'\` names it); stop it, or give another port with --listen ${host}:PORT (--listen ${host}:0 picks a free one)`;
-    case "EACCES":
-      return `permission denied: ports below 1024 need root or CAP_NET_BIND_SERVICE; give a port of 1024 or more with --listen ${host}:PORT`;
-    case "EADDRNOTAVAIL":
-      return `${host} is not an address of this machine; give one of its addresses, or 127.0.0.1, with --listen`;
-    default:
-      return code ?? (e instanceof Error ? e.message : String(e));
-  }
 }

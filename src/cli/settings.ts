@@ -231,7 +231,7 @@ function parseDefaults(text: string, label: string): Record<string, unknown> {
   try {
     v = JSON.parse(text);
   } catch (e) {
-    // Not V8's message, nor the cause: it quotes the text, and defaults may hold secrets.
+    // Not JSON.parse's message, nor the cause: it quotes the text, and defaults may hold secrets.
     const { problem, at } = jsonSyntaxProblem(e, text);
     throw usageError(`${label} must be a JSON object, got invalid JSON${at === "" ? "" : ` ${at}`}: ${problem}`, "INVALID_VALUE");
   }

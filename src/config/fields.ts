@@ -5,6 +5,7 @@
  * getters, validation, environment resolution, defaults, synthesis keys, CLI flags and
  * the generated field reference (docs/fields.md). Adding a field is adding a row.
  */
+import { DEFAULT_REGION } from "../io/sdk-client.js";
 import { RULES, type Rule } from "./rules.js";
 
 /** The value kinds a field can hold (the seed's Java types, in TypeScript terms). */
@@ -174,7 +175,7 @@ export const COMMON_FIELDS = [
     kind: "string",
     env: ["PROVIDER_REGION", "PROVIDER_DEFAULT_REGION"],
     rule: RULES.region,
-    doc: "Region of the bucket (signs requests; us-east-1 when unset).",
+    doc: `Region of the bucket (signs requests; ${DEFAULT_REGION} when unset).`,
   }),
   row({
     name: "secretKey",

@@ -10,6 +10,7 @@
  * against `internal/backend/remote-state/{s3,oss,http}/backend.go` of hashicorp/terraform
  * and opentofu/opentofu.
  */
+import { DEFAULT_REGION } from "../io/sdk-client.js";
 import type { ASSUME_ROLE_FIELDS, COMMON_FIELDS } from "./fields.js";
 
 /** A backend of the tool objstate can synthesize a configuration for. */
@@ -124,8 +125,8 @@ export const TERRAFORM_MAPPING: { readonly [N in CommonName | BlockName | OwnNam
   key: { s3: arg("key", { whenUnset: "default" }), oss: arg("key", { whenUnset: "default" }), http: SERVER },
   prefix: { s3: arg("workspace_key_prefix", { transform: "path" }), oss: arg("prefix", { transform: "path" }), http: SERVER },
   profile: { s3: arg("profile"), oss: arg("profile"), http: SERVER },
-  // The S3 backend requires a region; objstate signs with us-east-1 when none is set (docs/decisions/018).
-  region: { s3: arg("region", { whenUnset: "us-east-1" }), oss: arg("region"), http: SERVER },
+  // The S3 backend requires a region; objstate signs with DEFAULT_REGION when none is set (docs/decisions/018).
+  region: { s3: arg("region", { whenUnset: DEFAULT_REGION }), oss: arg("region"), http: SERVER },
   secretKey: { s3: arg("secret_key", { env: "AWS_SECRET_ACCESS_KEY" }), oss: arg("secret_key", { env: "ALICLOUD_SECRET_KEY" }), http: SERVER },
   securityToken: { s3: arg("token", { env: "AWS_SESSION_TOKEN" }), oss: arg("security_token", { env: "ALICLOUD_SECURITY_TOKEN" }), http: SERVER },
   sharedCredentialsFile: { s3: arg("shared_credentials_files", { transform: "list" }), oss: arg("shared_credentials_file"), http: SERVER },

@@ -97,13 +97,11 @@ export function checkName(name: unknown, what: string): asserts name is string {
 }
 
 /**
- * Tables keyed by remote-state names are filled while they have no prototype (V8 keeps
- * such objects in dictionary mode) and get `Object.prototype` once full. Adding a key no
- * object had before to an ordinary `{}` adds a hidden-class transition to the one shared
- * empty-object map, kept in a sorted array: N documents with N distinct names cost time
- * quadratic in N (~16 ms of a cold 1,000-state synthesis). Filling without a prototype also
- * makes `__proto__` and `toString` names like any other: an own key, never a prototype
- * change or an inherited name taken for a duplicate.
+ * Tables keyed by remote-state names are filled while they have no prototype and get
+ * `Object.prototype` once full: N distinct names added to ordinary objects cost time
+ * quadratic in N. Filling without a prototype also makes `__proto__` and `toString` names
+ * like any other: an own key, never a prototype change or an inherited name taken for a
+ * duplicate.
  */
 type NameTable<T> = { [name: string]: T };
 function openTable<T>(): NameTable<T> {

@@ -23,7 +23,7 @@ import { isObjstateError, ObjstateError } from "../errors.js";
 import type { Env } from "../resolve/settings.js";
 import type { Credentials } from "./types.js";
 import { redactText, redactUrl } from "../util/redact.js";
-import { MAX_ATTEMPTS, resolveTimeouts, withoutNodeVersionWarning, type Timeouts } from "../io/sdk-client.js";
+import { DEFAULT_REGION, MAX_ATTEMPTS, resolveTimeouts, withoutNodeVersionWarning, type Timeouts } from "../io/sdk-client.js";
 import { readAwsProfile, type ProfileKind, type ProfileView } from "./aws-files.js";
 import { METADATA_TIMEOUT_MS } from "./metadata.js";
 
@@ -32,7 +32,7 @@ export interface AwsChainContext {
   readonly env: Env;
   /** Where STS calls of a profile's role or of web identity go; undefined: where the SDK sends them. */
   readonly stsEndpoint: string | undefined;
-  /** Region of those STS calls (objstate's region; us-east-1 when unset, as for every client). */
+  /** Region of those STS calls (objstate's region; DEFAULT_REGION when unset, as for every client). */
   readonly region: string | undefined;
   readonly timeouts?: Partial<Timeouts> | undefined;
 }
@@ -235,7 +235,7 @@ function stsClientConfig(ctx: AwsChainContext): Record<string, unknown> {
   const t = resolveTimeouts(ctx.timeouts);
   return {
     // Always given: left to the SDK, a missing region is a console warning on stderr.
-    region: ctx.region ?? "us-east-1",
+    region: ctx.region ?? DEFAULT_REGION,
     ...(ctx.stsEndpoint === undefined ? {} : { endpoint: ctx.stsEndpoint }),
     maxAttempts: MAX_ATTEMPTS,
     defaultsMode: "standard",
@@ -274,7 +274,7 @@ async function loadProviders(): Promise<SdkProviders> {
   const sdk = await import("@aws-sdk/credential-providers");
   if (!silenced) {
     const { STSClient } = await import("@aws-sdk/client-sts");
-    withoutNodeVersionWarning(() => new STSClient({ region: "us-east-1", logger: SILENT }).destroy());
+    withoutNodeVersionWarning(() => new STSClient({ region: DEFAULT_REGION, logger: SILENT }).destroy());
     silenced = true;
   }
   return sdk;

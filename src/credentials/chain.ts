@@ -111,28 +111,16 @@ export async function computeRole(s: CredentialSettings, options: ChainOptions):
   };
 }
 
-/** The `stsEndpoint` setting as a URL, when set. */
-function stsEndpointSetting(s: CredentialSettings, cwd: string | undefined): string | undefined {
-  const explicit = s.stsEndpoint.value;
-  if (!set(explicit)) return undefined;
-  const p = parseEndpoint(explicit, cwd);
-  return p.kind === "http" ? p.url : explicit;
+/** An endpoint setting as its http(s) URL; undefined when unset or `file:` (stsEndpoint is http(s) by its rule). */
+function httpUrlOf(text: string | undefined, cwd: string | undefined): string | undefined {
+  if (!set(text)) return undefined;
+  const p = parseEndpoint(text, cwd);
+  return p.kind === "http" ? p.url : undefined;
 }
 
-/** `stsEndpoint`, else the object-store endpoint when that is http(s); undefined when neither. */
-function stsEndpointFor(s: CredentialSettings, cwd: string | undefined): string | undefined {
-  const explicit = stsEndpointSetting(s, cwd);
-  if (explicit !== undefined) return explicit;
-  const store = s.endpoint.value;
-  if (set(store)) {
-    const p = parseEndpoint(store, cwd);
-    if (p.kind === "http") return p.url;
-  }
-  return undefined;
-}
-
+/** `stsEndpoint`, else the object-store endpoint when that is http(s). */
 function stsEndpointOf(s: CredentialSettings, cwd: string | undefined): string {
-  const endpoint = stsEndpointFor(s, cwd);
+  const endpoint = httpUrlOf(s.stsEndpoint.value, cwd) ?? httpUrlOf(s.endpoint.value, cwd);
   if (endpoint !== undefined) return endpoint;
   throw new ObjstateError(
     "NO_STS_ENDPOINT",
@@ -145,7 +133,7 @@ export async function assumedRole(s: CredentialSettings, base: Identity, options
   const roleArn = s.assumeRoleRoleArn.value as string;
   const params = {
     endpoint: stsEndpointOf(s, options.cwd),
-    region: s.region.value ?? "us-east-1",
+    region: s.region.value,
     base: base.provider,
     roleArn,
     sessionName: s.assumeRoleSessionName.value ?? "tool",
@@ -176,7 +164,12 @@ export async function awsChain(s: CredentialSettings, options: ChainOptions): Pr
   // The AWS chain's own roles (a profile's role_arn, web identity) are AWS's: their STS is
   // `stsEndpoint` when set, else the SDK's (AWS_ENDPOINT_URL_STS, ~/.aws, sts.amazonaws.com),
   // never the object-store endpoint (with AWS, that is S3).
-  const r = await runAwsChain({ env: options.env, stsEndpoint: stsEndpointSetting(s, options.cwd), region: s.region.value, timeouts: options.timeouts });
+  const r = await runAwsChain({
+    env: options.env,
+    stsEndpoint: httpUrlOf(s.stsEndpoint.value, options.cwd),
+    region: s.region.value,
+    timeouts: options.timeouts,
+  });
   if (r.winner === undefined) return { tried: r.tried };
   const { first, fetch } = r.winner;
   let used = false;

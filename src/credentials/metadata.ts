@@ -69,7 +69,7 @@ export async function fetchComputeRoleCredentials(role: string, env: Env, timeou
   try {
     body = JSON.parse(text);
   } catch {
-    // No cause: V8's message quotes the text, which may hold keys.
+    // No cause: JSON.parse's message quotes the text, which may hold keys.
     throw failed("sent no JSON");
   }
   return credentialsOf(body, failed);

@@ -68,7 +68,7 @@ function readProfile(file: string, text: string, name: string): Record<string, u
     doc = JSON.parse(text);
   } catch (e) {
     const { problem, at } = jsonSyntaxProblem(e, text);
-    // The cause stays off: V8's message may quote the file, and the file holds secrets.
+    // The cause stays off: JSON.parse's message may quote the file, and the file holds secrets.
     fail(file, `is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`);
   }
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) fail(file, 'must hold a JSON object with a "profiles" array');

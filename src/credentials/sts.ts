@@ -6,7 +6,7 @@ import { sdkCredentials } from "../io/sdk-credentials.js";
 
 export interface AssumeRoleParams {
   readonly endpoint: string;
-  readonly region: string;
+  readonly region: string | undefined;
   readonly base: CredentialsProvider;
   readonly roleArn: string;
   readonly sessionName: string;

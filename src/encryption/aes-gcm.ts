@@ -16,9 +16,8 @@ export const KEY_LENGTHS: readonly number[] = [16, 24, 32];
 
 /**
  * Plaintext bytes per piece: a multiple of 3, so each piece's base64 needs no padding. Its
- * base64 (64 KiB) stays a young-generation string: strings of more than about 128 KiB go to
- * V8's large-object space, freed only by full collections, and a 64 MiB state encoded in
- * 1 MiB pieces held twice its size at peak (larger cipher calls measured no faster).
+ * base64 (64 KiB) is small enough to be freed young: larger strings wait for a full garbage
+ * collection, and the pieces of a large state pile up meanwhile.
  */
 export const PIECE_BYTES = 3 * 16 * 1024;
 /** Base64 characters decoded at a time, for the same reason. */

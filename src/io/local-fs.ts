@@ -10,9 +10,8 @@
  *
  * The metadata primitives ({@link checkDir}, {@link lstatFile}, {@link readSmall}) make
  * their system calls synchronously: on a local disk one `lstat` or a read of a small file
- * takes a few microseconds, while dispatching it to libuv's thread pool and back costs
- * tens, and listings make thousands of them (a 2,000-workspace listing fell from ~350 ms
- * to ~30 ms). Whole objects are still read and written asynchronously.
+ * takes less than dispatching it to libuv's thread pool and back, and listings make
+ * thousands of them. Whole objects are still read and written asynchronously.
  */
 import { constants as C, closeSync, fstatSync, lstatSync, openSync, readFileSync } from "node:fs";
 import type { BigIntStats } from "node:fs";

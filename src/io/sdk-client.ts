@@ -104,12 +104,15 @@ export function withoutNodeVersionWarning<T>(make: () => T): T {
 
 const SILENT = Object.freeze({ trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined });
 
+/** The region every client signs with when none is set. */
+export const DEFAULT_REGION = "us-east-1";
+
 /** What a client needs to know about its server. */
 export interface ClientTarget {
   readonly service: ServiceName;
   /** The endpoint URL as configured (may carry user info; never shown). */
   readonly endpoint: string;
-  readonly region: string;
+  readonly region: string | undefined;
   readonly credentials: SdkCredentialsProvider;
   readonly timeouts: Timeouts;
 }
@@ -121,7 +124,7 @@ export interface ClientTarget {
 export function sdkClientConfig(t: ClientTarget) {
   return {
     endpoint: t.endpoint,
-    region: t.region,
+    region: t.region ?? DEFAULT_REGION,
     credentials: t.credentials,
     // "auto" would ask the instance metadata service for the region (169.254.169.254).
     defaultsMode: "standard" as const,

@@ -1,8 +1,8 @@
 /**
  * Is a document arriving in chunks one JSON object? The check `JSON.parse` would make, done
  * on the bytes as they stream past (json/validate.ts's resumable grammar check), so a
- * state of any size is checked without ever being a string: V8 cannot hold a string over
- * about 512 MiB, and memory stays bounded.
+ * state of any size is checked without ever being a string (Node's strings stop short of
+ * 2^29 characters), and memory stays bounded.
  *
  * Only the byte offset of a failure is tracked on the hot path; its line and column come
  * from {@link positionAt}, a second pass that runs only when something is wrong.

@@ -1,7 +1,7 @@
 /**
  * What a `JSON.parse` SyntaxError says, made safe to show: the problem and where (line and
  * column), never any of the text (config, credentials and state files hold secrets): not
- * V8's excerpt, and not even the one unexpected character V8 quotes. Characters a person
+ * the parser's excerpt, and not even the one unexpected character it quotes. Characters a person
  * cannot see in an editor (a byte-order mark, a zero-width or no-break space) are named,
  * since "unexpected character" at a place that looks right is otherwise a riddle.
  */
@@ -53,7 +53,7 @@ export function invisibleCharacterName(ch: string | undefined): string | undefin
 const LOCATE_LIMIT = 64 * 1024 * 1024;
 
 /**
- * Where V8's "Unexpected token" error is (its message gives no position): the shortest
+ * Where `JSON.parse`'s "Unexpected token" error is (its message gives no position): the shortest
  * prefix of `text` that fails before its own end ends just after the bad character. A
  * prefix that is only cut short fails with "end of input" or at its very end, so the
  * predicate is monotone and a binary search finds it.
@@ -84,7 +84,7 @@ function locateUnexpectedToken(text: string): number | undefined {
 /**
  * @param source the whole document, or a function giving its text before a byte or
  *   character position (so a large document is not decoded whole just to count lines).
- *   With the whole text, "unexpected token" errors (which V8 does not place) are placed too.
+ *   With the whole text, "unexpected token" errors (which `JSON.parse` does not place) are placed too.
  * @param length the document's length: when given, "end of input" errors are placed there.
  */
 export function jsonSyntaxProblem(e: unknown, source: string | ((position: number) => string), length?: number): JsonSyntaxProblem {

@@ -394,7 +394,7 @@ export function checkContainer(b: Uint8Array, start: number, maxDepth: number): 
 
 /**
  * Index of the first byte of `b` that makes it invalid JSON, as `JSON.parse` places
- * "Unexpected token" errors (V8 gives no position for those); `b.length` when it ends too
+ * "Unexpected token" errors (its message gives no position for those); `b.length` when it ends too
  * early; undefined when it finds nothing wrong or the top level is not a container.
  */
 export function syntaxErrorOffset(b: Uint8Array): number | undefined {

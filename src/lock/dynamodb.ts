@@ -18,14 +18,13 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { sdkCredentials } from "../io/sdk-credentials.js";
 import { ObjstateError } from "../errors.js";
-import { parseEndpoint, plainHttpAdvice } from "../io/endpoint.js";
+import { endpointOfKind, plainHttpAdvice } from "../io/endpoint.js";
 import { armClient, displayUrl, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning } from "../io/sdk-client.js";
 import { isAccessDenied, isForeignAnswer, isTlsToPlainHttp, networkFailure, sdkErrorMessage, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import type { CredentialsProvider } from "../credentials/types.js";
 import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
 
 const KEY = "LockID";
-const DEFAULT_REGION = "us-east-1";
 /** How long createTable waits for the table to become ACTIVE. */
 const ACTIVE_TIMEOUT_MS = 5 * 60_000;
 /** How long a connect waits for a table that someone else is still creating. */
@@ -49,10 +48,7 @@ export class DynamoDbLockTable implements LockTableDriver {
 
   /** @throws ObjstateError `INVALID_ENDPOINT` when the endpoint is not an HTTP one. */
   constructor(options: LockDriverOptions) {
-    const parsed = parseEndpoint(options.endpoint, options.cwd);
-    if (parsed.kind !== "http") {
-      throw new ObjstateError("INVALID_ENDPOINT", `the DynamoDB lock table needs an http(s) endpoint, got "${options.endpoint}"`);
-    }
+    const parsed = endpointOfKind(options.endpoint, "http", "the DynamoDB lock table", options.cwd);
     this.table = options.table;
     const url = displayUrl(parsed.url);
     this.location = `DynamoDB table "${options.table}" at ${url}`;
@@ -64,7 +60,7 @@ export class DynamoDbLockTable implements LockTableDriver {
     this.client = withoutNodeVersionWarning(
       () =>
         new DynamoDBClient({
-          ...sdkClientConfig({ service: "lock table", endpoint: parsed.url, region: options.region ?? DEFAULT_REGION, credentials, timeouts }),
+          ...sdkClientConfig({ service: "lock table", endpoint: parsed.url, region: options.region, credentials, timeouts }),
           // Discovery would send requests to whatever addresses the server lists.
           endpointDiscoveryEnabled: false,
           accountIdEndpointMode: "disabled",
@@ -430,7 +426,7 @@ function endpointOf(location: string): string {
   return / at (\S+)$/.exec(location)?.[1] ?? location;
 }
 
-/** One line of a server's or the SDK's message, without V8's quote of a body it could not parse. */
+/** One line of a server's or the SDK's message, without JSON.parse's quote of a body it could not parse. */
 function firstLine(message: string): string {
   return (message.split("\n")[0] ?? "").replace(/, (?:\.\.\.)?".*" is not valid JSON$/, "").trim();
 }

@@ -42,7 +42,7 @@ import { promises as fs, type BigIntStats } from "node:fs";
 import * as path from "node:path";
 import { ObjstateError } from "../errors.js";
 import { acquireClaim, addSpare, type Claim } from "../store/claim.js";
-import { parseEndpoint } from "../io/endpoint.js";
+import { endpointOfKind } from "../io/endpoint.js";
 import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, removeFile } from "../io/local-fs.js";
 import { pauseAt } from "../util/test-pause.js";
 import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
@@ -79,10 +79,7 @@ export class FileLockTable implements LockTableDriver {
 
   /** @throws ObjstateError `INVALID_ENDPOINT` for a non-`file:` endpoint, `LOCK_TABLE_ERROR` for a bad table name. */
   constructor(options: LockDriverOptions) {
-    const parsed = parseEndpoint(options.endpoint, options.cwd);
-    if (parsed.kind !== "file") {
-      throw new ObjstateError("INVALID_ENDPOINT", `the embedded lock table needs a file: endpoint, got "${options.endpoint}"`);
-    }
+    const parsed = endpointOfKind(options.endpoint, "file", "the embedded lock table", options.cwd);
     if (!TABLE_NAME.test(options.table)) {
       throw new ObjstateError("LOCK_TABLE_ERROR", `lock table name "${options.table}" is not valid: use 3-255 characters of A-Z a-z 0-9 _ . -`);
     }

@@ -3,7 +3,7 @@
  * The DynamoDB driver is imported on demand, so programs that only use the embedded
  * table (or no locking at all) never load the AWS SDK.
  */
-import { parseEndpoint } from "../io/endpoint.js";
+import { parsedEndpoint } from "../io/endpoint.js";
 import type { LockDriverOptions, LockTableDriver } from "./types.js";
 
 export type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
@@ -16,9 +16,9 @@ export type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.j
  * @throws ObjstateError `INVALID_ENDPOINT` when the endpoint cannot be interpreted.
  */
 export async function openLockTable(options: LockDriverOptions): Promise<LockTableDriver> {
-  const endpoint = parseEndpoint(options.endpoint, options.cwd);
+  const endpoint = parsedEndpoint(options.endpoint, options.cwd);
   // Drivers load on demand: importing the package for configs and synthesis stays cheap.
-  if (endpoint.kind === "file") return new (await import("./file.js")).FileLockTable(options);
+  if (endpoint.kind === "file") return new (await import("./file.js")).FileLockTable({ ...options, endpoint });
   const { DynamoDbLockTable } = await import("./dynamodb.js");
-  return new DynamoDbLockTable(options);
+  return new DynamoDbLockTable({ ...options, endpoint });
 }

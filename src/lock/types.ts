@@ -107,8 +107,8 @@ export interface LockTableDriver {
 
 export interface LockDriverOptions {
   readonly table: string;
-  /** `http(s)://…`, a bare host, or `file:` URL / path. */
-  readonly endpoint: string;
+  /** `http(s)://…`, a bare host, or `file:` URL / path; or the endpoint already parsed. */
+  readonly endpoint: import("../io/endpoint.js").EndpointInput;
   readonly region?: string | undefined;
   readonly credentials?: import("../credentials/types.js").CredentialsProvider | undefined;
   readonly cwd?: string | undefined;

@@ -138,7 +138,7 @@ function outputsOf(
     located ??= locateTopLevel(state, MEMBERS, { scanThreshold: options.scanThreshold });
   } catch (e) {
     if (e instanceof NestingError) throw invalid(`cannot be read: ${e.message}`);
-    // The cause is left off on purpose: V8's message quotes the text around the error.
+    // The cause is left off on purpose: JSON.parse's message quotes the text around the error.
     const { problem, at } = jsonSyntaxProblem(e, (p) => state.subarray(0, p).toString("utf8"), state.length);
     throw invalid(`is not valid JSON: ${problem} ${at === "" ? placeError(state) : at}`.trimEnd());
   }
@@ -165,7 +165,7 @@ function outputsOf(
   return RemoteOutputs.fromExact(values, { name, workspace, location, method: located.method, streamed: spans !== null }, sensitive, types);
 }
 
-/** `at line L, column C` of the byte the grammar check stops at ("" when it finds none): V8 does not place "Unexpected token" errors. */
+/** `at line L, column C` of the byte the grammar check stops at ("" when it finds none): `JSON.parse` does not place "Unexpected token" errors. */
 function placeError(state: Buffer): string {
   const offset = syntaxErrorOffset(state);
   if (offset === undefined) return "";

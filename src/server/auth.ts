@@ -17,7 +17,7 @@ export { DEFAULT_LOGIN_LIMIT, type LoginLimit } from "./login-limiter.js";
 /** The user every request is, when the server runs without a users file (loopback or --insecure-no-auth). */
 export const ANONYMOUS: User = { name: "-", password: undefined, grants: [{ glob: "*", roles: new Set<Role>(ROLES) }] };
 
-/** How long a verified password is remembered (scrypt on every request would cost ~50 ms each). */
+/** How long a verified password is remembered, so that not every request pays for an scrypt hash. */
 const CACHE_MS = 5 * 60_000;
 const CACHE_MAX = 1024;
 

@@ -1,9 +1,7 @@
 /**
  * Buffers lent to requests for their whole bodies, and taken back once a request is done with
- * its body: a state POST then costs no fresh allocation of its size. V8 counts the bytes of
- * buffers allocated since its last full collection against the old generation's limit, so a
- * server that allocated two buffers of each state it received (the socket's reads, then the
- * joined body) collected fully every few writes (docs/decisions/081).
+ * its body: a state POST then costs no fresh allocation of its size (two of them per state
+ * made a server collect garbage fully every few writes, docs/decisions/081).
  */
 
 /** Bodies larger than this are not lent a buffer (they stream: `POST_STREAM_MIN`). */

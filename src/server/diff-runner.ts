@@ -18,7 +18,7 @@ export const DIFF_MAX_BODY = 64 * 1024 * 1024;
 export const MAX_CONCURRENT_DIFFS = 2;
 /** Heap of one diff's worker: two 64 MiB states parse and compare in well under 512 MiB. */
 const WORKER_HEAP_MB = 1024;
-/** Below this (both sides together) a diff runs inline: it takes less than a worker's start (~5 ms). */
+/** Below this (both sides together) a diff runs inline: it takes less than starting a worker. */
 const INLINE_MAX = 256 * 1024;
 /** What a refused client is told to wait, in seconds (a large diff takes a few). */
 const RETRY_AFTER_S = 2;

@@ -58,9 +58,8 @@ interface NameRecord {
  * The addresses live in two generations of at most half the bound each: one seen lately,
  * and the one before it. An address seen again moves to the recent one; when that is full,
  * the older is dropped and the recent one becomes the older. So what is forgotten is what
- * was not seen for the longest (roughly), in O(1) per request: a map whose hot key is
- * deleted and set again on every request (an exact LRU) costs V8 time in proportion to the
- * map's size.
+ * was not seen for the longest (roughly), in O(1) per request: a Map whose hot key is
+ * deleted and set again on every request (an exact LRU) slows down as it grows.
  */
 export class LoginLimiter {
   /** By address group, then by user name key. */
@@ -106,7 +105,7 @@ export class LoginLimiter {
       if (r.failures.some((t) => t <= since)) r.failures = r.failures.filter((t) => t > since);
       if (r.failures.length === 0 && r.pending === 0) {
         // The name being checked keeps its record: deleting and setting one key again on
-        // every request is what makes a V8 map slow.
+        // every request is what makes a Map slow.
         if (name !== key) names?.delete(name);
         continue;
       }

@@ -61,10 +61,9 @@ export async function getState(ctx: Ctx): Promise<void> {
 
 /**
  * Writes at least this large are stored while they arrive; smaller ones are taken whole, then
- * written in one piece as the library's own caller writes them. Streaming a 1 MiB POST cost
- * more than it saved (16 piece writes through the thread pool, the tail held for the hash):
- * (server − library) / transport 1.82–3.50 streamed, 1.34–1.80 whole, alternating
- * (bench/RESULTS.md); a body this size held whole is a few MiB per request in flight.
+ * written in one piece as the library's own caller writes them: streaming a smaller POST costs
+ * more (piece writes through the thread pool, the tail held for the hash) than holding it whole,
+ * a few MiB per request in flight.
  */
 const POST_STREAM_MIN = 4 * 1024 * 1024;
 /** States at least this large are sent while they are read; smaller ones go whole. */

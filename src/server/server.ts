@@ -3,7 +3,6 @@
  * its own (every lock and version lives in the store and the table), so any number of
  * replicas over one bucket and table behave as one.
  */
-import { randomBytes } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -17,7 +16,7 @@ import { codeOf, isObjstateError, ObjstateError, statusOf } from "../errors.js";
 import { API_ROUTES, type Route } from "./api.js";
 import { Authenticator, type Authenticated, type LoginLimit } from "./auth.js";
 import type { Identity } from "./identity/identity.js";
-import { RequestGate, type PublicOrigin, type RouteKind } from "./gate.js";
+import { isLoopbackHost, RequestGate, type PublicOrigin, type RouteKind } from "./gate.js";
 import { checkDeclaredLength } from "./body.js";
 import { diffInWorker } from "./diff-runner.js";
 import { BodyBuffers } from "./body-buffers.js";
@@ -32,12 +31,15 @@ import { backendConsoleApi } from "../console/adapter.js";
 import { CsrfTokens } from "../console/csrf.js";
 import { handleConsole } from "../console/handler.js";
 import type { ConsoleAnswer, ConsoleApi, ConsoleContext, ConsoleLogEntry } from "../console/types.js";
+import { nodeCrypto } from "../util/builtins.js";
 
 /** Options of {@link ObjstateServer}. */
 export interface ServerOptions {
   readonly backend: ObjectStoreBackend;
-  /** Users and roles; undefined: every request is allowed everything (loopback or --insecure-no-auth). */
+  /** Users and roles; undefined: every request is allowed everything (loopback or `insecureNoAuth`). */
   readonly users?: ReadonlyMap<string, User> | undefined;
+  /** Without `users`, listen off loopback anyway (`--insecure-no-auth`; default false: AUTH_REQUIRED). */
+  readonly insecureNoAuth?: boolean | undefined;
   readonly loginLimit?: LoginLimit | undefined;
   /** API tokens and OIDC identities (identity/identity.ts), asked before passwords; needs `users`. */
   readonly identity?: Identity | undefined;
@@ -52,8 +54,8 @@ export interface ServerOptions {
   readonly maxConnections?: number | undefined;
   /** Open connections from one client address (default 64); more are closed at once. */
   readonly maxConnectionsPerClient?: number | undefined;
-  /** PEM certificate and key: serve HTTPS. `ca`: require client certificates signed by it. */
-  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer; readonly ca?: string | Buffer | undefined } | undefined;
+  /** PEM certificate and key (both, or TLS_INCOMPLETE): serve HTTPS. `ca`: require client certificates signed by it. */
+  readonly tls?: { readonly cert?: string | Buffer; readonly key?: string | Buffer; readonly ca?: string | Buffer } | undefined;
   readonly logger?: Logger | undefined;
   /** Serve the web console at `/` (default true). */
   readonly console?: boolean | undefined;
@@ -193,7 +195,9 @@ export class ObjstateServer {
   /** Where every change through this server is recorded (undefined with `audit: false`). */
   readonly audit: AuditLog | undefined;
 
+  /** Refuses what makes a server unsafe whatever its address, before anything is made. */
   constructor(private readonly options: ServerOptions) {
+    refuseUnsafeOptions(options);
     this.auth = new Authenticator(options.users, options.loginLimit, Date.now, options.identity);
     this.logger = options.logger ?? new Logger("info");
     const logger = this.logger;
@@ -264,14 +268,16 @@ export class ObjstateServer {
     );
   }
 
-  /** Start listening; resolves with the bound address. */
+  /** Start listening; resolves with the bound address. Refuses an unsafe address before binding it. */
   async listen(host: string, port: number): Promise<AddressInfo> {
+    refuseUnsafeAddress(this.options, host, port);
     // Readiness requires the bucket: an embedded one is made now, not on the first write.
     await this.options.backend.prepareBucket();
     return new Promise((resolve, reject) => {
-      this.server.once("error", reject);
+      const failed = (e: Error): void => reject(listenFailed(e, host, port));
+      this.server.once("error", failed);
       this.server.listen(port, host, () => {
-        this.server.off("error", reject);
+        this.server.off("error", failed);
         const a = this.server.address() as AddressInfo;
         this.gate.bound(a.address, a.port);
         resolve(a);
@@ -284,6 +290,34 @@ export class ObjstateServer {
     const a = this.server.address() as AddressInfo;
     const host = a.family === "IPv6" ? `[${a.address}]` : a.address;
     return `${this.options.tls === undefined ? "http" : "https"}://${host}:${a.port}`;
+  }
+
+  /** What the listening server warns its operator of, each as [message, code]. */
+  warnings(): [string, string][] {
+    const { users, tls, backend } = this.options;
+    const out: [string, string][] = [];
+    const url = this.url;
+    const loopback = isLoopbackHost((this.server.address() as AddressInfo).address);
+    // Off loopback without users, listen required insecureNoAuth.
+    if (users === undefined && !loopback)
+      out.push([
+        `SERVING ${url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`,
+        "SERVE_INSECURE",
+      ]);
+    else if (users === undefined) out.push([`no --users file: serving on loopback only (${url}), and every local client may do everything`, "SERVE_NO_USERS"]);
+    else if (tls === undefined && !loopback)
+      out.push([
+        `SERVING PASSWORDS OVER PLAIN HTTP on ${url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`,
+        "SERVE_PLAINTEXT_PASSWORDS",
+      ]);
+    const unlocked = "no lock table is configured (--allow-unlocked-writes): LOCK always succeeds and concurrent clients can overwrite each other's changes";
+    if (!backend.lockingEnabled) out.push([unlocked, "SERVE_NO_LOCKING"]);
+    else if (this.options.allowUnlockedWrites === true)
+      out.push([
+        "--allow-unlocked-writes: a client without lock_address, or run with -lock=false, can overwrite changes it never read",
+        "SERVE_UNLOCKED_WRITES",
+      ]);
+    return out;
   }
 
   /**
@@ -504,7 +538,7 @@ export class ObjstateServer {
    */
   private shown(e: ObjstateError, ctx: Ctx): string {
     if (!fromKeyProvider(e)) return e.message;
-    const ref = randomBytes(6).toString("hex");
+    const ref = nodeCrypto().randomBytes(6).toString("hex");
     this.logger.event("error", "key provider failed", { ref, workspace: ctx.params["workspace"], detail: e.message });
     return `the server's encryption key provider failed: the detail is in the server's log, under reference ${ref}`;
   }
@@ -570,6 +604,65 @@ export class ObjstateServer {
       ...(typeof lockAddress === "string" ? { lock_address: lockAddress } : {}),
     });
   }
+}
+
+// What `objstate serve` refuses to start with, and warns of, for the CLI and a server made in code alike (decision 043).
+
+/** TLS's parts go together: a certificate with its key, a client CA only with both. */
+export function refuseIncompleteTls(tls: ServerOptions["tls"]): void {
+  if (tls !== undefined && (tls.cert === undefined) !== (tls.key === undefined))
+    throw new ObjstateError("TLS_INCOMPLETE", "--tls-cert and --tls-key go together: give both, or neither for plain HTTP");
+  if (tls?.ca !== undefined && tls.cert === undefined)
+    throw new ObjstateError("TLS_INCOMPLETE", "--tls-client-ca needs --tls-cert and --tls-key (client certificates are part of TLS)");
+}
+
+/** The constructor's refusals: the options alone make the server unsafe, whatever its address. */
+function refuseUnsafeOptions(o: ServerOptions): void {
+  refuseIncompleteTls(o.tls);
+  if (o.backend.lockTtlMs !== undefined) {
+    throw new ObjstateError(
+      "SERVE_LEASE_UNSUPPORTED",
+      "objstate serve takes no lease (--lock-ttl, or lockTtl in the --config file's objstate section): the tool's http client cannot renew one, so an apply that sends nothing for longer than the lease (while it waits for its confirmation, or for a slow resource) would lose its lock and its final write. Remove it; release a lock a crashed client left with terraform force-unlock (the force role)",
+    );
+  }
+  if (!o.backend.lockingEnabled && o.allowUnlockedWrites !== true) {
+    throw new ObjstateError(
+      "SERVE_NO_LOCKING",
+      "no lock table is configured (kvstoreTable, or --lockfile): every write through this server would be unlocked, and concurrent clients could overwrite each other's changes. Configure one, or start with --allow-unlocked-writes to serve without locking",
+    );
+  }
+}
+
+/** `listen`'s refusals, before anything is bound: an address off loopback needs users (or the insecure opt-out) and public URLs. */
+function refuseUnsafeAddress(o: ServerOptions, host: string, port: number): void {
+  if (isLoopbackHost(host)) return;
+  if (o.users === undefined && o.insecureNoAuth !== true) {
+    throw new ObjstateError(
+      "AUTH_REQUIRED",
+      `--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`,
+    );
+  }
+  // Without the list, a Host check could only trust what the request says (DNS rebinding).
+  if ((o.publicUrls ?? []).length === 0) {
+    throw new ObjstateError(
+      "PUBLIC_URL_REQUIRED",
+      `--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`,
+    );
+  }
+}
+
+/** `listen`'s failure for the operator: LISTEN_FAILED saying why and what to do (the errno alone says little). */
+function listenFailed(e: unknown, host: string, port: number): ObjstateError {
+  const code = (e as NodeJS.ErrnoException).code;
+  const why =
+    code === "EADDRINUSE"
+      ? `port ${port} is in use (another objstate serve, or another program, listens there: \`ss -ltnp 'sport = :${port}'\` names it); stop it, or give another port with --listen ${host}:PORT (--listen ${host}:0 picks a free one)`
+      : code === "EACCES"
+        ? `permission denied: ports below 1024 need root or CAP_NET_BIND_SERVICE; give a port of 1024 or more with --listen ${host}:PORT`
+        : code === "EADDRNOTAVAIL"
+          ? `${host} is not an address of this machine; give one of its addresses, or 127.0.0.1, with --listen`
+          : (code ?? (e instanceof Error ? e.message : String(e)));
+  return new ObjstateError("LISTEN_FAILED", `cannot listen on ${host}:${port}: ${why}`, { cause: e });
 }
 
 /** `e` is, or wraps, the external key provider's failure. */

@@ -35,7 +35,7 @@ export interface User {
 }
 
 const KEY_LENGTH = 32;
-/** scrypt cost of new hashes: about 50 ms on a small machine, 16 MiB of memory. */
+/** scrypt cost of new hashes (16 MiB of memory each): dear for a guesser, bearable once per login. */
 export const SCRYPT_DEFAULT = { N: 16384, r: 8, p: 1 } as const;
 
 function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {

@@ -38,9 +38,8 @@ const COMMA = 0x2c;
 const COLON = 0x3a;
 
 /**
- * Documents smaller than this are parsed whole. Measured in fresh processes (the scanner then
- * runs as cold code; `BENCH_CROSSOVER=1 npm run bench:outputs`): at 1 MiB a full parse is still
- * faster, at 2 MiB the scan takes about half the time.
+ * Documents smaller than this are parsed whole: below it, a full parse is faster than the
+ * scanner running as cold code in a fresh process.
  */
 export const DEFAULT_SCAN_THRESHOLD = 1536 * 1024;
 

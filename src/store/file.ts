@@ -60,7 +60,7 @@ import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
 import { acquireClaim, addSpare, CLAIM_PREFIX, claimIsDead, SPARE_PREFIX } from "./claim.js";
-import { parseEndpoint } from "../io/endpoint.js";
+import { endpointOfKind } from "../io/endpoint.js";
 import {
   checkDir,
   createFile,
@@ -166,10 +166,7 @@ export class FileDriver implements ObjectStoreDriver {
   private readonly versionsRoot: string;
 
   constructor(options: StoreDriverOptions) {
-    const ep = parseEndpoint(options.endpoint, options.cwd);
-    if (ep.kind !== "file") {
-      throw new ObjstateError("INVALID_ENDPOINT", `the embedded store needs a file: endpoint, got "${options.endpoint}"`);
-    }
+    const ep = endpointOfKind(options.endpoint, "file", "the embedded store", options.cwd);
     checkBucketName(options.bucket);
     this.rootDir = ep.dir;
     this.bucketDir = path.join(ep.dir, options.bucket);

@@ -1,9 +1,8 @@
 /**
  * Writing a {@link ByteSource} whose chunks never change once yielded (`stable`, a request
  * body held as the socket's reads) to a file: the chunks that arrive while one write is under
- * way go out together in the next `writev`. A 64 MiB body arrives as ~1,000 reads; one write
- * per read cost the server ~47 µs each on its main thread and the thread pool
- * (docs/decisions/082).
+ * way go out together in the next `writev`: a large body arrives as many small reads, and a
+ * write per read was work for the server's main thread and thread pool each time (docs/decisions/082).
  */
 import { readThrough } from "./byte-source.js";
 import type { ByteSource } from "./types.js";

@@ -2,7 +2,7 @@
  * Opens the object-store driver an endpoint calls for (docs/design.md §2). The S3 driver is loaded
  * on demand: the AWS SDK takes a noticeable time to import, and `file:` users never need it.
  */
-import { parseEndpoint } from "../io/endpoint.js";
+import { parsedEndpoint } from "../io/endpoint.js";
 import type { ObjectStoreDriver, StoreDriverOptions } from "./types.js";
 
 export type { S3DriverOptions, WireRequest } from "./s3.js";
@@ -13,9 +13,9 @@ export type { S3DriverOptions, WireRequest } from "./s3.js";
  * @throws ObjstateError `INVALID_ENDPOINT` when the endpoint cannot be understood.
  */
 export async function openStore(options: StoreDriverOptions): Promise<ObjectStoreDriver> {
-  const ep = parseEndpoint(options.endpoint, options.cwd);
+  const endpoint = parsedEndpoint(options.endpoint, options.cwd);
   // Drivers load on demand: importing the package for configs and synthesis stays cheap.
-  if (ep.kind === "file") return new (await import("./file.js")).FileDriver(options);
+  if (endpoint.kind === "file") return new (await import("./file.js")).FileDriver({ ...options, endpoint });
   const { S3Driver } = await import("./s3.js");
-  return new S3Driver(options);
+  return new S3Driver({ ...options, endpoint });
 }

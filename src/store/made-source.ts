@@ -9,9 +9,9 @@ import type { ByteSource, MadeMd5, OpenOptions } from "./types.js";
 /** The size of the chunks a read yields, and of the making between two turns of the event loop. */
 const CHUNK_BYTES = 1024 * 1024;
 /**
- * Bytes a pass started by `ahead()` makes, hashes and keeps before a read adopts them. A
- * writer's checks take ~10 ms of waiting on the store, in which the MD5 worker can hash
- * ~8 MiB; the bound is what a push may hold beside its state.
+ * Bytes a pass started by `ahead()` makes, hashes and keeps before a read adopts them: what
+ * the MD5 worker can hash while a writer's checks wait on the store, and what a push may hold
+ * beside its state.
  */
 const LOOKAHEAD_BYTES = 16 * 1024 * 1024;
 
@@ -230,7 +230,7 @@ export function madeSource(size: number, pieces: Iterable<Piece>, what: string):
     },
     async *open(options?: OpenOptions): AsyncIterable<Uint8Array> {
       // One buffer for the whole read when the reader is done with each chunk before the next
-      // (1 MiB a chunk of fresh memory was most of what made V8 collect during a push).
+      // (a fresh chunk each time was most of a push's garbage collection).
       const reused = options?.reusable === true ? Buffer.allocUnsafe(CHUNK_BYTES) : undefined;
       let adopted: Lookahead | undefined;
       if (taking === "lookahead" && lookahead !== undefined) {

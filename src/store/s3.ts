@@ -47,7 +47,7 @@ import { isAccessDenied, isForeignAnswer, isTlsToPlainHttp, networkFailure, sdkE
 import { hasherFor, type Hasher } from "../util/md5.js";
 import { pauseAt } from "../util/test-pause.js";
 import { takeShared } from "../util/shared-memory.js";
-import { parseEndpoint, plainHttpAdvice } from "../io/endpoint.js";
+import { endpointOfKind, plainHttpAdvice } from "../io/endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
 import type { CredentialsProvider } from "../credentials/types.js";
 import type {
@@ -85,7 +85,7 @@ export interface S3DriverOptions extends StoreDriverOptions {
 }
 
 const MiB = 1024 * 1024;
-/** AWS's own advice: consider multipart from about 100 MB; below, one request is faster. */
+/** AWS's own advice: consider multipart once an object reaches 100 MB; below, one request is faster. */
 const DEFAULT_MULTIPART_THRESHOLD = 100 * MiB;
 const PART_SIZE = 8 * MiB;
 const QUEUE_SIZE = 4;
@@ -124,10 +124,7 @@ export class S3Driver implements ObjectStoreDriver {
   private readonly newClient: (timeouts: Timeouts) => S3Client;
 
   constructor(options: S3DriverOptions) {
-    const ep = parseEndpoint(options.endpoint, options.cwd);
-    if (ep.kind !== "http") {
-      throw new ObjstateError("INVALID_ENDPOINT", `the S3 driver needs an http(s) endpoint, got "${options.endpoint}"`);
-    }
+    const ep = endpointOfKind(options.endpoint, "http", "the S3 driver", options.cwd);
     this.bucket = options.bucket;
     this.endpoint = displayUrl(ep.url);
     this.location = `${this.endpoint}/${this.bucket}`;
@@ -139,7 +136,7 @@ export class S3Driver implements ObjectStoreDriver {
       const client = withoutNodeVersionWarning(
         () =>
           new S3Client({
-            ...sdkClientConfig({ service: "object store", endpoint: ep.url, region: options.region ?? "us-east-1", credentials, timeouts: t }),
+            ...sdkClientConfig({ service: "object store", endpoint: ep.url, region: options.region, credentials, timeouts: t }),
             forcePathStyle: true,
             requestChecksumCalculation: "WHEN_REQUIRED",
             responseChecksumValidation: "WHEN_REQUIRED",

@@ -131,7 +131,7 @@ export interface GetOptions {
   /**
    * The watcher (`onData`) hands the body to a worker thread that reads it while it fills:
    * a driver that can, allocates it in shared memory so the worker reads it in place. Only
-   * then: V8 does not count shared memory towards the pressure that triggers a collection,
+   * then: shared memory does not count towards what starts a garbage collection,
    * so a long-running process (the server) that read every large body into it would grow by
    * a body per read until something else collected them.
    */
@@ -334,8 +334,8 @@ export interface ObjectStoreDriver {
 /** Options common to all object-store drivers. */
 export interface StoreDriverOptions {
   readonly bucket: string;
-  /** `http(s)://…`, a bare host, or `file:` URL / path. */
-  readonly endpoint: string;
+  /** `http(s)://…`, a bare host, or `file:` URL / path; or the endpoint already parsed. */
+  readonly endpoint: import("../io/endpoint.js").EndpointInput;
   readonly region?: string | undefined;
   readonly credentials?: CredentialsProvider | undefined;
   /** Bodies at or above this size go up in multipart uploads (S3 driver). Default 100 MiB. */

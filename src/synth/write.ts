@@ -7,7 +7,7 @@ import { formatToolJson, type ToolJson } from "../config/tool-json.js";
  * Write `doc` to `file` as {@link formatToolJson} prints it, replacing the file. In the
  * published build this loads `node:fs` as CommonJS does, so a program that synthesizes and
  * writes need not import `node:fs` as an ES module: on Node 20 that builds the module
- * facade of all of fs (its promises API and streams), ~5 ms of a fresh process.
+ * facade of all of fs (its promises API and streams), a cost to every fresh process.
  *
  * @throws ObjstateError `WRITE_FAILED`, naming the file and the system's reason.
  * @example writeToolJson("main.tf.json", mergeToolJson(backend.toToolJson(), net.toToolJson()));

@@ -1,8 +1,8 @@
 /**
- * MD5 off the main thread. Large states are hashed while they travel (push and pull), and
- * MD5 runs at ~600 MB/s on one core: on the main thread it would add a third to the
- * transfer time of a 64 MiB state. A single shared worker hashes copied 1 MiB slices; at
- * most a few slices are in flight, so memory stays bounded whatever the state size.
+ * MD5 off the main thread. Large states are hashed while they travel (push and pull): on
+ * the main thread the hash would add to every large transfer. A single shared worker hashes
+ * copied 1 MiB slices; at most a few slices are in flight, so memory stays bounded whatever
+ * the state size.
  */
 import type { Worker } from "node:worker_threads";
 import { nodeCrypto, nodeWorkers } from "./builtins.js";

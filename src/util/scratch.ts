@@ -1,9 +1,8 @@
 /**
- * Scratch buffers reused from one read to the next. Each buffer of a megabyte or so that a
- * read allocates and drops counts towards the external memory that makes V8 start a full
- * collection: a server decrypting a 1 MiB state per GET spent a fifth of its time collecting
- * (issue 26). A buffer is taken for one read and given back when nothing refers to it any
- * more; a few idle ones are kept per size.
+ * Scratch buffers reused from one read to the next: each buffer of a megabyte or so that a
+ * read allocated and dropped brought a full garbage collection closer (issue 26). A buffer is
+ * taken for one read and given back when nothing refers to it any more; a few idle ones are
+ * kept per size.
  */
 const KEEP = 2;
 const idle = new Map<number, Buffer[]>();

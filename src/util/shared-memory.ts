@@ -1,10 +1,9 @@
 /**
  * Shared memory for the bodies of large reads whose outputs a worker scans, reused from one
- * read to the next. V8 does not count a SharedArrayBuffer towards the memory that starts a
- * garbage collection, so one allocated per read is freed only when something else starts a
- * full collection: `objstate serve` answering the outputs of a 64 MiB state grew by 64 MiB
- * per request (1 GiB after 12). A buffer is taken for one read and given back once nothing
- * refers to it any more; one idle buffer is kept, the largest given back.
+ * read to the next. A SharedArrayBuffer does not count towards the memory that starts a
+ * garbage collection, so with one allocated per read a server grew by a state per request.
+ * A buffer is taken for one read and given back once nothing refers to it any more; one idle
+ * buffer is kept, the largest given back.
  */
 let idle: SharedArrayBuffer | undefined;
 

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ObjstateError, statusOf, type ErrorCode } from "../../../src/errors.js";
-import { parseListen, parseSize } from "../../../src/cli/serve.js";
+import { listenOf, sizeOf } from "../../../src/config/setting-parsers.js";
 import { isLoopbackHost as isLoopback } from "../../../src/server/gate.js";
 import { parseBasic } from "../../../src/server/auth.js";
 import { checkContentMd5 } from "../../../src/server/body.js";
@@ -220,6 +220,8 @@ describe("requests", () => {
 });
 
 describe("serve flags", () => {
+  const parseSize = (flag: string, text: string): number => sizeOf(text, { kind: "flag", flag });
+  const parseListen = (text: string): { host: string; port: number } => listenOf(text, { kind: "flag", flag: "--listen" });
   it("--max-state-size takes bytes and binary or decimal units", () => {
     assert.equal(parseSize("--max-state-size", "512MiB"), 512 * 1024 * 1024);
     assert.equal(parseSize("--max-state-size", "1024"), 1024);
