@@ -211,8 +211,10 @@ export class AuditLog {
           // The key is this event's alone: there already means an earlier try landed unanswered.
           if (isObjstateError(e, "PRECONDITION_FAILED")) return true;
           this.options.onError?.(e);
-          if (Date.now() + pause >= end) break;
-          await sleep(pause * (0.5 + Math.random()));
+          // No try starts past the deadline (it would only fail on it).
+          const wait = pause * (0.5 + Math.random());
+          if (Date.now() + wait >= end) break;
+          await sleep(wait);
         }
       }
       this.options.onLost?.(line);
