@@ -211,10 +211,11 @@ export class AuditLog {
           // The key is this event's alone: there already means an earlier try landed unanswered.
           if (isObjstateError(e, "PRECONDITION_FAILED")) return true;
           this.options.onError?.(e);
-          // No try starts past the deadline (it would only fail on it).
+          // No try starts past the deadline (it would only fail on it); a timer can fire late.
           const wait = pause * (0.5 + Math.random());
           if (Date.now() + wait >= end) break;
           await sleep(wait);
+          if (Date.now() >= end) break;
         }
       }
       this.options.onLost?.(line);

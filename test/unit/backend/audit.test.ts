@@ -198,6 +198,42 @@ describe("audit log", () => {
     );
   });
 
+  it("a pause that ends past the deadline (a late timer on a busy process) issues no further write", async () => {
+    const { store } = await freshStore();
+    let puts = 0;
+    const counting = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === "put") {
+          return () => {
+            puts++;
+            return Promise.reject(new ObjstateError("ENDPOINT_UNREACHABLE", "the store is down (test)"));
+          };
+        }
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const errors: unknown[] = [];
+    // The first failure blocks the event loop past the deadline while the retry's pause runs.
+    const block = (): void => {
+      const until = Date.now() + 400;
+      while (Date.now() < until);
+    };
+    const log = new AuditLog(counting, L, {
+      deadlineMs: 300,
+      onError: (e) => {
+        errors.push(e);
+        if (errors.length === 1) setTimeout(block, 0);
+      },
+    });
+    assert.equal(await log.record(entry("late")), false);
+    assert.equal(puts, 1, "no write was issued after the deadline");
+    assert.ok(
+      errors.every((e) => isObjstateError(e, "ENDPOINT_UNREACHABLE")),
+      errors.map(String).join("; "),
+    );
+  });
+
   it("reading: day parts from before decision 087 and events, merged in time order, from `since`, one workspace, at most `limit`", async () => {
     const { store } = await freshStore();
     const prefix = auditPrefix(L);
