@@ -23,8 +23,7 @@ import { BodyBuffers } from "./body-buffers.js";
 import { ConnectionGuard } from "./connections.js";
 import { requireRole, send, sendEmpty, sendHeld, sendJson, type Ctx } from "./context.js";
 import { Logger } from "./log.js";
-import { Metrics } from "./metrics.js";
-import { processMetrics, type ProcessMetrics } from "./process-metrics.js";
+import { Metrics, METRICS_CONTENT_TYPE } from "./metrics.js";
 import { deleteState, getState, lockState, postState, unlockState } from "./protocol.js";
 import { allowed, type User } from "./users.js";
 import { backendConsoleApi } from "../console/adapter.js";
@@ -172,8 +171,6 @@ function authenticated(ctx: Ctx, user: User, via: PrincipalVia, extra: Pick<Auth
 
 export class ObjstateServer {
   readonly metrics = new Metrics();
-  /** CPU, memory, event loop and GC of this process, observed from the first server on. */
-  private readonly process: ProcessMetrics = processMetrics();
   /** The caps on connections and the body rate rule on every route. */
   readonly connections: ConnectionGuard;
   private readonly server: Server;
@@ -230,7 +227,7 @@ export class ObjstateServer {
       {
         method: "GET",
         path: "/metrics",
-        handler: async (ctx) => send(ctx, 200, this.metrics.text() + (await this.process.text()), { "Content-Type": "text/plain; version=0.0.4" }),
+        handler: async (ctx) => send(ctx, 200, await this.metrics.text(), { "Content-Type": METRICS_CONTENT_TYPE }),
       },
       ...STATE_ROUTES,
       ...API_ROUTES,

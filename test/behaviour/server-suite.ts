@@ -363,7 +363,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
     assert.equal(ready.status, 200);
     const metrics = (await rawRequest(bases[0] as string, "GET", "/metrics", undefined)).body.toString();
     assert.match(metrics, /objstate_http_requests_total\{route="\/state\/:workspace",method="LOCK",status="200"\} \d+/);
-    assert.match(metrics, /objstate_http_request_duration_seconds_bucket\{route="\/state\/:workspace",le="\+Inf"\} \d+/);
+    assert.match(metrics, /objstate_http_request_duration_seconds_bucket\{le="\+Inf",route="\/state\/:workspace"\} \d+/);
   });
 
   it("/api/v1 history, versions, diff by version IDs and rollback: the library's calls, through any replica", async () => {

@@ -241,16 +241,16 @@ describe("serve flags", () => {
 });
 
 describe("metrics", () => {
-  it("Prometheus text: counters by route and status, a histogram per route, lock waits, body bytes per route, active locks, build info", () => {
+  it("Prometheus text: counters by route and status, a histogram per route, lock waits, body bytes per route, active locks, build info", async () => {
     const m = new Metrics();
     m.request("/state/:workspace", "GET", 200, 0.02, 0, 100);
     m.request("/state/:workspace", "LOCK", 423, 0.003, 50, 150);
     m.lockWait();
     m.lockHeld(1);
-    const t = m.text();
+    const t = await m.text();
     assert.match(t, /^objstate_http_requests_total\{route="\/state\/:workspace",method="GET",status="200"\} 1$/m);
-    assert.match(t, /^objstate_http_request_duration_seconds_bucket\{route="\/state\/:workspace",le="0.005"\} 1$/m);
-    assert.match(t, /^objstate_http_request_duration_seconds_bucket\{route="\/state\/:workspace",le="\+Inf"\} 2$/m);
+    assert.match(t, /^objstate_http_request_duration_seconds_bucket\{le="0.005",route="\/state\/:workspace"\} 1$/m);
+    assert.match(t, /^objstate_http_request_duration_seconds_bucket\{le="\+Inf",route="\/state\/:workspace"\} 2$/m);
     assert.match(t, /^objstate_lock_waits_total 1$/m);
     // The unit last (Prometheus's naming rules), per route.
     assert.match(t, /^# TYPE objstate_http_request_bytes_total counter$/m);
