@@ -14,6 +14,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { isObjstateError, statusOf as apiStatusOf } from "../errors.js";
+import { readBody } from "../io/http-body.js";
 import { SENSITIVE } from "../state/diff.js";
 import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
 import { backFrom, workspacesLink, type Back } from "./back.js";
@@ -109,34 +110,12 @@ function statusOf(e: unknown): number {
   return e instanceof HttpError ? e.status : apiStatusOf(e);
 }
 
-/**
- * Read a urlencoded form body, at most {@link MAX_FORM_BYTES}. One over it is answered 413
- * without reading the rest and the connection closes after the answer: the request is never
- * destroyed under the answer.
- */
-async function readForm(req: IncomingMessage, res: ServerResponse): Promise<URLSearchParams> {
+/** A urlencoded form body, at most {@link MAX_FORM_BYTES}, read by the server's one body reader. */
+async function readForm(req: IncomingMessage, ctx: ConsoleContext): Promise<URLSearchParams> {
   const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded") throw new HttpError(415, "The console's actions take a form (application/x-www-form-urlencoded).");
-  const tooLarge = (): HttpError => {
-    res.setHeader("Connection", "close");
-    return new HttpError(413, "The form is too large.");
-  };
-  if (Number(req.headers["content-length"] ?? 0) > MAX_FORM_BYTES) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let n = 0;
-  await new Promise<void>((resolve, reject) => {
-    req.on("data", (chunk: Buffer) => {
-      n += chunk.length;
-      if (n <= MAX_FORM_BYTES) return void chunks.push(chunk);
-      req.removeAllListeners("data");
-      req.pause();
-      reject(tooLarge());
-    });
-    req.once("end", resolve);
-    req.once("close", () => reject(new HttpError(400, "The form ended early (the client went away).")));
-    req.once("error", () => undefined);
-  });
-  return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
+  const limits = { maxBytes: MAX_FORM_BYTES, idleMs: ctx.clientTimeoutMs ?? 30_000, maxBytesName: "the most a console form takes" };
+  return new URLSearchParams((await readBody(req, limits)).bytes().toString("utf8"));
 }
 
 function lockJson(lock: LockView | null, now: number): { id: string; text: string } | null {
@@ -277,6 +256,8 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
           ? (ctx.shown?.(e) ?? e.message)
           : "The console could not answer: an internal error (see the server's log).";
     const back = (e instanceof HttpError ? e.back : undefined) ?? backFrom(base, url, req.headers.referer, ctx.origin ?? requestOrigin(req));
+    // A body left unread is not read at all: the connection closes after this answer.
+    if (!req.complete && !res.headersSent) res.setHeader("Connection", "close");
     if (!res.headersSent)
       sendPage(
         res,
@@ -428,7 +409,7 @@ async function handleAction(
   };
   const cross = crossSiteReason(req.headers, ctx.origin ?? requestOrigin(req));
   if (cross !== undefined) refuse(403, `cross-site: ${cross}`, "Refused: this action must be posted from the console's own page.");
-  const form = await readForm(req, res);
+  const form = await readForm(req, ctx);
   if (!ctx.csrf.verify(ctx.user, form.get("csrf")))
     refuse(403, "missing or invalid CSRF token", "Refused: the form's token is missing or has expired. Reload the page and try again.");
   if (action === "force-unlock") {

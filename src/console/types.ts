@@ -207,6 +207,8 @@ export interface ConsoleContext {
   readonly base?: string | undefined;
   /** How often the pages' script polls lock state, in ms (default 3,000). */
   readonly pollMs?: number | undefined;
+  /** The window of a form body's minimum-rate rule (the server's client timeout; default 30 s). */
+  readonly clientTimeoutMs?: number | undefined;
   /** Told once per request the console answered (not for paths it leaves to the server). */
   onAnswer?: ((answer: ConsoleAnswer) => void) | undefined;
 }

@@ -11,7 +11,7 @@ import { stringifyDeep } from "../json/exact-json.js";
 import { checkNesting } from "../json/validate.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { auditRoute } from "./audit.js";
-import { readBody } from "./body.js";
+import { readBody } from "../io/http-body.js";
 import { checkDiffRoom, DIFF_MAX_BODY, diffInWorker, diffJson } from "./diff-runner.js";
 import { requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
 import { allowed, allowedEverywhere, type Role } from "./users.js";
@@ -96,9 +96,9 @@ async function diff(ctx: Ctx): Promise<void> {
     maxBytes,
     maxBytesName: maxBytes < ctx.limits.maxBytes ? "the most a diff takes: compare larger states with objstate state diff" : undefined,
   });
-  ctx.bytesIn += body.bytes.length;
+  ctx.bytesIn += body.size;
   const current = await ctx.backend.readState(ws);
-  const answer = await diffJson(current, body.bytes).catch(encryptedOr);
+  const answer = await diffJson(current, body.bytes()).catch(encryptedOr);
   if (answer === ENCRYPTED) return sendJson(ctx, 200, { encrypted: true, message: ENCRYPTED_MESSAGE });
   send(ctx, 200, answer, { "Content-Type": "application/json" });
 }
@@ -187,8 +187,8 @@ async function rollback(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "lock", ws);
   const body = await readBody(ctx.req, { ...ctx.limits, maxBytes: Math.min(ctx.limits.maxBytes, MAX_ACTION_BODY) });
-  ctx.bytesIn += body.bytes.length;
-  const r = rollbackRequest(body.bytes, ws);
+  ctx.bytesIn += body.size;
+  const r = rollbackRequest(body.bytes(), ws);
   Object.assign(ctx.audit, { from: r.to, ...(r.lockId === undefined ? {} : { lockId: r.lockId }) });
   if (r.force) requireRole(ctx, "force", ws);
   const result = await ctx.backend.rollback(ws, r.to, { force: r.force, lockId: r.lockId, ...writeAs(ctx, ws) });

@@ -9,7 +9,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ObjstateError } from "../errors.js";
 import { addressGroup } from "./address.js";
-import { isReceiving, MIN_BODY_BYTES_PER_WINDOW } from "./body.js";
+import { isReceiving, MIN_BODY_BYTES_PER_WINDOW } from "../io/http-body.js";
 import type { Logger } from "./log.js";
 
 /** Open connections in all, by default. */
@@ -147,7 +147,7 @@ export class ConnectionGuard {
         this.watched.delete(w);
         continue;
       }
-      // A body being read through body.ts is timed there (and answered 408); one the server
+      // A body being read through io/http-body.ts is timed there (and answered 408); one the server
       // holds back (nothing reads it and its buffer is full) is no fault of the client's.
       if (isReceiving(req) || req.readableLength >= req.readableHighWaterMark) {
         w.mark = socket.bytesRead;

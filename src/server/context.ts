@@ -8,8 +8,7 @@ import type { ObjectStoreBackend } from "../backend/backend.js";
 import type { AuditAction, AuditLog } from "../backend/audit.js";
 import { lockOwnerOf, type Principal } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
-import type { BodyLimits } from "./body.js";
-import type { BodyBuffers } from "./body-buffers.js";
+import type { BodyLimits } from "../io/http-body.js";
 import type { Logger } from "./log.js";
 import type { Metrics } from "./metrics.js";
 import { allowed, type Role, type User } from "./users.js";
@@ -30,8 +29,6 @@ export interface Ctx {
   readonly principal: Principal;
   readonly backend: ObjectStoreBackend;
   readonly limits: BodyLimits;
-  /** Buffers lent to whole request bodies (a state POST's), given back after a write that succeeded. */
-  readonly bodyBuffers: BodyBuffers;
   readonly metrics: Metrics;
   /** The server's log, for events a request causes beside its own line (a force-unlock). */
   readonly logger: Logger;

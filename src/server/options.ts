@@ -22,7 +22,7 @@ export interface ServerOptions {
   readonly maxStateSize?: number | undefined;
   /**
    * Time a client has for its headers, and the window in which a request body must bring
-   * at least 4 KiB (body.ts; default 30 s).
+   * at least 4 KiB (io/http-body.ts; default 30 s).
    */
   readonly clientTimeoutMs?: number | undefined;
   /** Open connections in all (default 1024); at the cap, see connections.ts for who makes room. */

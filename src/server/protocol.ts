@@ -15,8 +15,8 @@ import { TopLevelScanner } from "../encryption/scan.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { checkNesting } from "../json/validate.js";
 import { md5Of } from "../util/md5.js";
-import { prefixOf } from "../store/byte-source.js";
-import { checkContentMd5, declaredMd5, readBody, streamBody } from "./body.js";
+import type { ByteSource } from "../store/types.js";
+import { checkContentMd5, readBody, type Body } from "../io/http-body.js";
 import { ownerToCheck, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx, type WriteAs } from "./context.js";
 
 /** Lock info bodies are small; a larger one is not a lock request. */
@@ -59,13 +59,6 @@ export async function getState(ctx: Ctx): Promise<void> {
   });
 }
 
-/**
- * Writes at least this large are stored while they arrive; smaller ones are taken whole, then
- * written in one piece as the library's own caller writes them: streaming a smaller POST costs
- * more (piece writes through the thread pool, the tail held for the hash) than holding it whole,
- * a few MiB per request in flight.
- */
-const POST_STREAM_MIN = 4 * 1024 * 1024;
 /** States at least this large are sent while they are read; smaller ones go whole. */
 const STREAM_MIN = 256 * 1024;
 /**
@@ -124,53 +117,33 @@ export async function postState(ctx: Ctx): Promise<void> {
   const lockId = id === "" ? undefined : id;
   if (lockId !== undefined) ctx.audit.lockId = lockId;
   const as = writeAs(ctx, ws);
-  const md5 = declaredMd5(header(ctx, "content-md5"));
-  const length = Number(header(ctx, "content-length") ?? NaN);
-  if (md5 !== undefined && Number.isSafeInteger(length) && length >= POST_STREAM_MIN) return postStreamed(ctx, ws, lockId, md5, as);
-  const body = await readBody(ctx.req, ctx.limits, ctx.bodyBuffers);
-  ctx.bytesIn += body.bytes.length;
+  const body = await readBody(ctx.req, ctx.limits);
+  ctx.bytesIn += body.size;
   checkContentMd5(header(ctx, "content-md5"), body.md5);
-  const stored = ctx.encryption !== undefined && isEnvelope(body.bytes);
-  if (stored) await mustOpen(ctx, () => Promise.resolve(body.bytes), ws, lockId, as);
-  noteWrite(ctx, await ctx.backend.writeState(ws, body.bytes, { lockId, md5: body.md5, stored, ...as }));
-  // Only now: a write that failed may have left a store call reading the bytes.
-  body.release();
+  const stored = ctx.encryption !== undefined && isEnvelopeBody(body);
+  if (stored) await mustOpen(ctx, body.bytes(), ws, lockId, as);
+  noteWrite(ctx, await ctx.backend.writeState(ws, writable(body), { lockId, md5: body.md5, stored, ...as }));
   sendEmpty(ctx, 200);
 }
 
-/**
- * A large write with the client's Content-MD5: the store writes the body while it arrives,
- * under that MD5 (nothing hashes it again but the receiver, in the MD5 worker, and a store
- * that checks what it is sent); the receiver holds back the last bytes until the body
- * matched it, so a damaged body is never stored (400 as on the other path).
- */
-async function postStreamed(ctx: Ctx, ws: string, lockId: string | undefined, md5: string, as: WriteAs): Promise<void> {
-  const { source, done, whole } = streamBody(ctx.req, ctx.limits, md5);
-  let refused: { readonly error: unknown } | undefined;
-  try {
-    const head = await prefixOf(source, HEAD_BYTES);
-    // An envelope is opened whole before anything is stored (OpenTofu writes encrypted_data
-    // after its small clear fields, so the head says which it is).
-    const stored = ctx.encryption !== undefined && envelopeAhead(head);
-    if (stored) await mustOpen(ctx, whole, ws, lockId, as);
-    noteWrite(ctx, await ctx.backend.writeState(ws, source, { lockId, md5, stored, ...as }));
-  } catch (e) {
-    refused = { error: e };
-  }
-  // A write that was a no-op read only the start: the whole must still match before the 200.
-  // And when the body failed, that is the answer (the store saw it only as its source failing).
-  const failed = await done.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  ctx.bytesIn += source.size;
-  if (
-    failed !== undefined &&
-    (refused === undefined || isObjstateError(failed, "MD5_MISMATCH") || isObjstateError(failed, "CLIENT_TIMEOUT") || isObjstateError(failed, "BAD_REQUEST"))
-  )
-    throw failed;
-  if (refused !== undefined) throw refused.error;
-  sendEmpty(ctx, 200);
+/** Bodies at least this large are written from their chunks as they arrived, never joined (a copy of the whole). */
+const JOIN_MAX = 4 * 1024 * 1024;
+/** What tells a large body's kind: whether it is an envelope. */
+const HEAD_BYTES = 64 * 1024;
+
+/** What the library writes of a body: small ones in one buffer, large ones from the socket's chunks. */
+function writable(body: Body): Buffer | ByteSource {
+  if (body.size < JOIN_MAX || body.chunks.length === 1) return body.bytes();
+  const { chunks, size, md5 } = body;
+  return {
+    size,
+    // The body was hashed whole and its chunks are never changed.
+    verifiedMd5: md5,
+    stable: true,
+    async *open() {
+      yield* chunks;
+    },
+  };
 }
 
 /** The version a write made (or found already stored), for its audit event. */
@@ -198,9 +171,8 @@ function unlockedWrite(ctx: Ctx, ws: string): ObjstateError {
  * written (docs/decisions/071). The lock is checked first: opening derives a key
  * (docs/decisions/084).
  */
-async function mustOpen(ctx: Ctx, envelope: () => Promise<Buffer>, ws: string, lockId: string | undefined, as: WriteAs): Promise<void> {
+async function mustOpen(ctx: Ctx, bytes: Buffer, ws: string, lockId: string | undefined, as: WriteAs): Promise<void> {
   if (lockId !== undefined) await ctx.backend.checkLock(ws, lockId, as.owner);
-  const bytes = await envelope();
   try {
     await (ctx.encryption as StateEncryption).decrypt(bytes, { workspace: ws });
   } catch (e) {
@@ -213,13 +185,18 @@ async function mustOpen(ctx: Ctx, envelope: () => Promise<Buffer>, ws: string, l
   }
 }
 
-/** The first bytes of a body are an envelope's: its encryption_version, or the start of its encrypted_data. */
-function envelopeAhead(head: Buffer): boolean {
+/** The body is an envelope: a small one read whole; a large one by its head (OpenTofu writes encrypted_data after its small clear fields). */
+function isEnvelopeBody(body: Body): boolean {
+  if (body.size < JOIN_MAX) return isEnvelope(body.bytes());
+  const parts: Buffer[] = [];
+  let n = 0;
+  for (const c of body.chunks) {
+    parts.push(c);
+    if ((n += c.length) >= HEAD_BYTES) break;
+  }
+  const head = Buffer.concat(parts, n).subarray(0, HEAD_BYTES);
   return isEnvelope(head) || new TopLevelScanner().scan(head, "encrypted_data") !== undefined;
 }
-
-/** What a streamed write looks at before it starts: whether the body is an envelope. */
-const HEAD_BYTES = 64 * 1024;
 
 /** `DELETE /state/{w}`: objstate's own (the tool never sends it); `default` is refused. */
 export async function deleteState(ctx: Ctx): Promise<void> {
@@ -369,13 +346,14 @@ async function release(ctx: Ctx, ws: string, id: string, owner?: string, forcedB
 
 async function readLockInfo(ctx: Ctx): Promise<LockInfo | undefined> {
   const body = await readBody(ctx.req, { maxBytes: Math.min(LOCK_BODY_MAX, ctx.limits.maxBytes), idleMs: ctx.limits.idleMs });
-  ctx.bytesIn += body.bytes.length;
+  ctx.bytesIn += body.size;
   checkContentMd5(header(ctx, "content-md5"), body.md5);
-  if (body.bytes.length === 0) return undefined;
-  checkNesting(body.bytes, "the lock info body");
+  if (body.size === 0) return undefined;
+  const bytes = body.bytes();
+  checkNesting(bytes, "the lock info body");
   let v: unknown;
   try {
-    v = JSON.parse(body.bytes.toString("utf8"));
+    v = JSON.parse(bytes.toString("utf8"));
   } catch {
     throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body is not valid JSON");
   }

@@ -15,9 +15,8 @@ import { codeOf, isObjstateError, ObjstateError, statusOf } from "../errors.js";
 import { API_ROUTES, type Route } from "./api.js";
 import { Authenticator, type Authenticated } from "./auth.js";
 import { isLoopbackHost, RequestGate, type RouteKind } from "./gate.js";
-import { checkDeclaredLength } from "./body.js";
+import { checkDeclaredLength } from "../io/http-body.js";
 import { diffInWorker } from "./diff-runner.js";
-import { BodyBuffers } from "./body-buffers.js";
 import { ConnectionGuard } from "./connections.js";
 import { requireRole, send, sendHeld, sendJson, type Ctx } from "./context.js";
 import { Logger } from "./log.js";
@@ -126,7 +125,6 @@ export class ObjstateServer {
   /** One per server: keys are derived (or fetched) once, not per request. */
   private readonly encryption: StateEncryption | undefined;
   private inFlight = 0;
-  private readonly bodyBuffers = new BodyBuffers();
   private drained: (() => void) | undefined;
   private closing = false;
   private readonly consoleApi: ConsoleApi | undefined;
@@ -197,7 +195,7 @@ export class ObjstateServer {
             handler,
           );
     // Slow clients: headers must arrive within the client timeout; bodies keep a minimum
-    // rate (body.ts, connections.ts), never a deadline, so a large upload on a slow link lives.
+    // rate (io/http-body.ts, connections.ts), never a deadline, so a large upload on a slow link lives.
     this.server.headersTimeout = this.clientTimeoutMs;
     this.server.requestTimeout = 0;
     this.server.keepAliveTimeout = 5_000;
@@ -291,6 +289,7 @@ export class ObjstateServer {
       shown: (e) => shownMessage(e, ctx, this.logger),
       api,
       csrf: this.csrf,
+      clientTimeoutMs: this.clientTimeoutMs,
       origin,
       refusal,
       onAnswer: (a: ConsoleAnswer) => {
@@ -356,7 +355,6 @@ export class ObjstateServer {
       principal: ANONYMOUS_PRINCIPAL,
       backend: this.options.backend,
       limits: { maxBytes: this.maxStateSize, idleMs: this.clientTimeoutMs },
-      bodyBuffers: this.bodyBuffers,
       metrics: this.metrics,
       logger: this.logger,
       origin: undefined,

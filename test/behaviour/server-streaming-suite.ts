@@ -1,9 +1,9 @@
 /**
  * Large states through `objstate serve` without buffering them twice: a GET is sent while
- * the state is read (its last bytes only once the read proved the digest), a POST with
- * Content-MD5 is written to the store while it arrives (its last bytes only once the body
- * matched). In-process server over any target; what only the embedded store can show (its
- * temp file growing while the body arrives) runs there only.
+ * the state is read (its last bytes only once the read proved the digest), a POST is written
+ * from the chunks it arrived in, once the whole body matched its Content-MD5. In-process
+ * server over any target; what only the embedded store can show (bytes damaged behind the
+ * store's record) runs there only.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -12,7 +12,6 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, type StateSink } from "../../src/index.js";
-import { HOLD_BACK as BODY_HOLD_BACK } from "../../src/server/body.js";
 import { Logger } from "../../src/server/log.js";
 import { HOLD_BACK as GET_HOLD_BACK } from "../../src/server/protocol.js";
 import { ObjstateServer } from "../../src/server/server.js";
@@ -100,16 +99,6 @@ async function forgeRecord(dir: string, from: string, to: string): Promise<numbe
     n++;
   }
   return n;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 export function serverStreamingSuite(makeTarget: () => Target): void {
@@ -241,58 +230,34 @@ export function serverStreamingSuite(makeTarget: () => Target): void {
     assert.equal(got?.md5, md5(state, "hex"));
   });
 
-  it(
-    "POST of a large body with its Content-MD5: the store is writing it before the last bytes arrive, but not its held-back tail",
-    { skip: !embedded && "only the embedded store shows a write in progress (its temp file)" },
-    async () => {
-      const ws = uniqueName("ws");
-      const state = bigState(1, 6);
-      const tail = 512 * 1024;
-      let seenWhileSending = -1;
-      const reply = await postInTwo(`${server.url}/state/${ws}`, state, tail, async () => {
-        // The temp file of the write grows while the request body is still incomplete.
-        seenWhileSending = await until("the store to write the arriving body", async () => {
-          // This write's temp file.
-          const temp = (await backend.leftovers()).find((l) => l.kind === "temp-file" && l.key === backend.statePath(ws) && (l.size ?? 0) > 0);
-          return temp?.size;
-        });
-      });
-      assert.equal(reply.status, 200, reply.body);
-      assert.ok(seenWhileSending > 0 && seenWhileSending <= state.length - tail, `${seenWhileSending} bytes stored before the last ${tail} were sent`);
-      assert.ok((await backend.readState(ws))?.equals(state));
-      assert.deepEqual(await backend.leftovers(), []);
-    },
-  );
+  it("POST of a large body sent in two parts: nothing reaches the store before the whole body arrived and matched its Content-MD5, then 200 with the state", async () => {
+    const ws = uniqueName("ws");
+    const state = bigState(1, 6);
+    let tempWhileSending: unknown;
+    const reply = await postInTwo(`${server.url}/state/${ws}`, state, 512 * 1024, async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      tempWhileSending = (await backend.leftovers()).find((l) => l.kind === "temp-file" && l.key === backend.statePath(ws));
+    });
+    assert.equal(reply.status, 200, reply.body);
+    assert.equal(tempWhileSending, undefined, "a write started before the body was whole");
+    assert.ok((await backend.readState(ws))?.equals(state));
+    assert.deepEqual(await backend.leftovers(), []);
+  });
 
   it("POST of a large body that does not match its Content-MD5: 400, nothing stored, no temp file left", async () => {
     const ws = uniqueName("ws");
     const state = bigState(1, 6);
     const damaged = Buffer.from(state);
     damaged[damaged.length - 100] = 0x2a;
-    let heldBack = -1;
-    const reply = await postInTwo(
-      `${server.url}/state/${ws}`,
-      damaged,
-      1,
-      async () => {
-        // Everything but one byte has arrived: the store has all but the held-back tail.
-        if (!embedded) return new Promise((r) => setTimeout(r, 300));
-        heldBack = await until("the store to write all but the tail", async () => {
-          const temp = (await backend.leftovers()).find((l) => l.kind === "temp-file" && (l.size ?? 0) >= damaged.length - BODY_HOLD_BACK - MiB);
-          return temp?.size;
-        });
-      },
-      md5(state, "base64"),
-    );
+    const reply = await postInTwo(`${server.url}/state/${ws}`, damaged, 1, () => new Promise((r) => setTimeout(r, 300)), md5(state, "base64"));
     assert.equal(reply.status, 400, reply.body);
     assert.match(reply.body, /MD5_MISMATCH/);
-    if (embedded) assert.ok(heldBack > 0 && heldBack <= damaged.length - BODY_HOLD_BACK, `${heldBack} bytes stored before the body was checked`);
     assert.equal(await backend.readState(ws), null);
     assert.deepEqual(await backend.leftovers(), []);
   });
 
-  it("states under the streaming size go into buffers the server lends and takes back: one after another, side by side and after a refused write, each version holds exactly what was sent", async () => {
-    // Each state a different size and fill, so that bytes left from an earlier body in a reused buffer would show.
+  it("states of about a MiB, one after another, side by side and after a refused write: each version holds exactly what was sent", async () => {
+    // Each state a different size and fill, so that bytes left from an earlier body would show.
     const sized = (serial: number, lineage: string, kib: number, fill: string): Buffer =>
       toolState(serial, lineage, { pad: { value: fill.repeat(kib * 1024), type: "string" } });
     const [w1, w2] = [uniqueName("ws"), uniqueName("ws")];
@@ -305,13 +270,13 @@ export function serverStreamingSuite(makeTarget: () => Target): void {
     await holds(w1, a);
     assert.equal(await post(w1, b), 200);
     await holds(w1, b);
-    // Side by side: each has a buffer of its own.
+    // Side by side.
     const c = sized(3, "lend", 1536, "c");
     const d = sized(1, "other", 1200, "d");
     assert.deepEqual(await Promise.all([post(w1, c), post(w2, d)]), [200, 200]);
     await holds(w1, c);
     await holds(w2, d);
-    // Refused (another lineage): its buffer is not given back; the next write is whole all the same.
+    // Refused (another lineage): the next write is whole all the same.
     assert.equal(await post(w1, sized(4, "foreign", 700, "e")), 409);
     await holds(w1, c);
     const f = sized(4, "lend", 800, "f");

@@ -1,14 +1,13 @@
 /**
- * Bodies as the server moves them: a request's kept as the socket's reads and handed to the
- * store as they are, a GET's answer written to the socket in pieces of at least SEND_MIN.
+ * Bodies as the server moves them: a request's kept as the socket's reads (the one body
+ * reader), a GET's answer written to the socket in pieces of at least SEND_MIN.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { Readable } from "node:stream";
 import { describe, it } from "node:test";
-import { HOLD_BACK, readBody, receiveBody, streamBody } from "../../../src/server/body.js";
-import { BodyBuffers, LENT_MAX, LENT_MIN } from "../../../src/server/body-buffers.js";
+import { readBody } from "../../../src/io/http-body.js";
 import type { Ctx } from "../../../src/server/context.js";
 import { StreamedRead } from "../../../src/backend/stream.js";
 import { GET_STREAM, HOLD_BACK as GET_HOLD_BACK, ResponseSink, SEND_MIN } from "../../../src/server/protocol.js";
@@ -48,52 +47,14 @@ const md5 = (chunks: readonly Buffer[]): string => {
 };
 
 describe("request bodies", () => {
-  it("a streamed body hands the store the socket's reads as they are, never through one buffer of the body's size", async () => {
-    const sent = chunksOf([64 * 1024, 300 * 1024, 70 * 1024, 16 * 1024]);
-    const body = streamBody(request(sent), LIMITS, md5(sent));
-    const got: Uint8Array[] = [];
-    for await (const c of body.source.open()) got.push(c);
-    assert.equal(await body.done, md5(sent));
-    assert.deepEqual(Buffer.concat(got), Buffer.concat(sent));
-    // Every piece lies in the memory of the read it came from.
-    for (const piece of got)
-      assert.ok(
-        sent.some((c) => c.buffer === piece.buffer),
-        `a piece of ${piece.length} bytes is a copy, not a read the socket delivered`,
-      );
-  });
-
-  it("a streamed body that does not match its Content-MD5 fails every read before its tail, and can be read again when it matched", async () => {
-    const sent = chunksOf([200 * 1024, 200 * 1024]);
-    const bad = streamBody(request(sent), LIMITS, "0".repeat(32));
-    let read = 0;
-    await assert.rejects(async () => {
-      for await (const c of bad.source.open()) read += c.length;
-    }, /MD5|Content-MD5/);
-    assert.ok(read <= 400 * 1024 - HOLD_BACK);
-    await assert.rejects(bad.done, (e: Error & { code?: string }) => e.code === "MD5_MISMATCH");
-
-    const good = streamBody(request(sent), LIMITS, md5(sent));
-    for (let round = 0; round < 2; round++) {
-      let n = 0;
-      for await (const c of good.source.open()) n += c.length;
-      assert.equal(n, 400 * 1024);
-    }
-    assert.deepEqual(await good.whole(), Buffer.concat(sent));
-  });
-
-  it("a body sent in many small pieces is kept in few buffers (a client writing 100 bytes at a time costs no object per write), large reads beside them as they are", async () => {
-    const sent = [...chunksOf(Array.from({ length: 2000 }, () => 100)), ...chunksOf([300 * 1024]), ...chunksOf(Array.from({ length: 50 }, () => 10))];
-    const received = receiveBody(request(sent), LIMITS);
-    assert.equal(await received.done, md5(sent));
-    assert.deepEqual(Buffer.concat(received.chunks), Buffer.concat(sent));
-    assert.ok(received.chunks.length <= 6, `${received.chunks.length} buffers held`);
-    assert.ok(
-      received.chunks.some((c) => c === sent[2000]),
-      "the large read is kept as it is",
-    );
-    const whole = await readBody(request(sent), LIMITS);
-    assert.deepEqual(whole.bytes, Buffer.concat(sent));
+  it("a body is kept as the socket's reads as they are, never copied into one buffer of its size, with its MD5 (a large one hashed in the worker)", async () => {
+    const sent = chunksOf([64 * 1024, 3 * 1024 * 1024, 2 * 1024 * 1024, 16 * 1024]);
+    const body = await readBody(arriving(sent), LIMITS);
+    assert.equal(body.md5, md5(sent));
+    assert.equal(body.size, Buffer.concat(sent).length);
+    assert.equal(body.chunks.length, sent.length);
+    body.chunks.forEach((c, i) => assert.equal(c, sent[i], `chunk ${i} is the read the socket delivered`));
+    assert.deepEqual(body.bytes(), Buffer.concat(sent));
   });
 
   it("a body that arrived whole with its headers is taken at once: no idle timer armed, no wait for events", async () => {
@@ -105,7 +66,7 @@ describe("request bodies", () => {
     const pending = readBody(req, LIMITS);
     assert.equal(timers(), before, "no idle timer for a body that is all there");
     const body = await pending;
-    assert.deepEqual(body.bytes, Buffer.concat(sent));
+    assert.deepEqual(body.bytes(), Buffer.concat(sent));
     assert.equal(body.md5, md5(sent));
     // Not yet marked complete, but the whole Content-Length is in its buffer: all there too.
     const early = request(sent);
@@ -113,66 +74,24 @@ describe("request bodies", () => {
     const t0 = timers();
     const quick = readBody(early, LIMITS);
     assert.equal(timers(), t0);
-    assert.deepEqual((await quick).bytes, Buffer.concat(sent));
+    assert.deepEqual((await quick).bytes(), Buffer.concat(sent));
     // Over the limit: refused as before, without reading it.
     const big = request(chunksOf([2048])) as IncomingMessage & { complete: boolean };
     big.complete = true;
     await assert.rejects(readBody(big, { maxBytes: 1024, idleMs: 5_000 }), (e: Error & { code?: string }) => e.code === "BODY_TOO_LARGE");
   });
 
-  it("with the server's buffers, a body of LENT_MIN to LENT_MAX bytes is copied into a lent buffer as it arrives, which is used again once given back and not before", async () => {
-    const buffers = new BodyBuffers();
-    const sent = chunksOf([64 * 1024, 64 * 1024, 100_000, 300]);
-    const first = await readBody(arriving(sent), LIMITS, buffers);
-    assert.deepEqual(first.bytes, Buffer.concat(sent));
-    assert.equal(first.md5, md5(sent));
-    assert.ok(!sent.some((c) => c.buffer === first.bytes.buffer), "copied, not one of the socket's reads");
-    // Not given back (a write that failed): the next body gets a buffer of its own.
-    const other = chunksOf([200_000, 5]);
-    const second = await readBody(arriving(other), LIMITS, buffers);
-    assert.notEqual(second.bytes.buffer, first.bytes.buffer);
-    assert.deepEqual(second.bytes, Buffer.concat(other));
-    // Given back: the next body of a size it holds goes into the same memory, and is whole.
-    first.release();
-    const smaller = chunksOf([70_000, 1000]);
-    const third = await readBody(arriving(smaller), LIMITS, buffers);
-    assert.equal(third.bytes.buffer, first.bytes.buffer);
-    assert.deepEqual(third.bytes, Buffer.concat(smaller));
-    assert.equal(third.md5, md5(smaller));
-    // Small and streamed sizes are not lent.
-    const small = await readBody(arriving(chunksOf([LENT_MIN - 1])), LIMITS, buffers);
-    small.release();
-    assert.notEqual(small.bytes.buffer, third.bytes.buffer);
-  });
-
-  it("a lent buffer holds no more than the Content-Length: a longer body is refused, a shorter one too", async () => {
-    const buffers = new BodyBuffers();
-    const long = readBody(arriving(chunksOf([LENT_MIN, 10]), LENT_MIN), LIMITS, buffers);
+  it("a body longer than its Content-Length is refused, a shorter one too", async () => {
+    const long = readBody(arriving(chunksOf([64 * 1024, 10]), 64 * 1024), LIMITS);
     await assert.rejects(long, (e: Error & { code?: string }) => e.code === "BAD_REQUEST" && /longer than its Content-Length/.test(e.message));
-    const short = readBody(arriving(chunksOf([LENT_MIN]), LENT_MIN + 10), LIMITS, buffers);
+    const short = readBody(arriving(chunksOf([64 * 1024]), 64 * 1024 + 10), LIMITS);
     await assert.rejects(short, (e: Error & { code?: string }) => e.code === "BAD_REQUEST" && /shorter than its Content-Length/.test(e.message));
-  });
-
-  it("the server's buffers: the smallest that fits is lent, at most two idle ones are kept (the largest)", () => {
-    const buffers = new BodyBuffers();
-    const [a, b, c] = [buffers.lend(LENT_MIN), buffers.lend(2 * LENT_MIN), buffers.lend(LENT_MAX)];
-    assert.deepEqual([a.length, b.length, c.length], [LENT_MIN, 2 * LENT_MIN, LENT_MAX]);
-    buffers.giveBack(a);
-    buffers.giveBack(c);
-    buffers.giveBack(c); // twice is once
-    assert.equal(buffers.lend(LENT_MIN + 1), c, "the one that fits");
-    buffers.giveBack(c);
-    buffers.giveBack(b);
-    // Three idle: the smallest went.
-    assert.equal(buffers.lend(LENT_MIN), b);
-    assert.equal(buffers.lend(LENT_MIN), c);
-    assert.notEqual(buffers.lend(LENT_MIN), a);
   });
 
   it("readBody joins the chunks once, with their MD5", async () => {
     const sent = chunksOf([10, 20, 30]);
     const body = await readBody(request(sent), LIMITS);
-    assert.deepEqual(body.bytes, Buffer.concat(sent));
+    assert.deepEqual(body.bytes(), Buffer.concat(sent));
     assert.equal(body.md5, md5(sent));
   });
 });

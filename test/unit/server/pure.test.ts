@@ -5,7 +5,7 @@ import { ObjstateError, statusOf, type ErrorCode } from "../../../src/errors.js"
 import { listenOf, sizeOf } from "../../../src/config/setting-parsers.js";
 import { isLoopbackHost as isLoopback } from "../../../src/server/gate.js";
 import { parseBasic } from "../../../src/server/auth.js";
-import { checkContentMd5 } from "../../../src/server/body.js";
+import { checkContentMd5 } from "../../../src/io/http-body.js";
 import { Metrics } from "../../../src/server/metrics.js";
 import { objstateVersion } from "../../../src/version.js";
 import { applyRule, MAX_CLAIM_LENGTH } from "../../../src/server/identity/oidc.js";

@@ -1,0 +1,165 @@
+/**
+ * The one reader of HTTP request bodies (the server's routes and the console's forms): refused
+ * above the size limit before a byte is read (Content-Length) or as soon as the count passes
+ * it (chunked), dropped when the client falls below the minimum rate, hashed as it arrives,
+ * and kept as the socket's own chunks.
+ */
+import type { IncomingMessage } from "node:http";
+import { ObjstateError } from "../errors.js";
+import { hasherFor, md5Hex } from "../util/md5.js";
+
+/**
+ * The minimum rate of a request body: at least this many bytes in every window of the client
+ * timeout, or the request is dropped (docs/decisions/006). A rate, not a deadline: an upload
+ * on a slow link that keeps moving is never cut, a client dripping a byte now and then is.
+ */
+export const MIN_BODY_BYTES_PER_WINDOW = 4 * 1024;
+
+/** Limits on a request body. */
+export interface BodyLimits {
+  /** Largest body accepted, in bytes. */
+  readonly maxBytes: number;
+  /** The window of the minimum-rate rule. */
+  readonly idleMs: number;
+  /** What sets `maxBytes`, for the message of a body over it (default `--max-state-size`). */
+  readonly maxBytesName?: string | undefined;
+}
+
+/** A body read whole: the socket's chunks, their size and MD5 (hex). */
+export interface Body {
+  readonly chunks: readonly Buffer[];
+  readonly size: number;
+  readonly md5: string;
+  /** The body in one buffer (the chunk itself when there is one). */
+  bytes(): Buffer;
+}
+
+/** Requests whose body {@link readBody} is reading (and timing) now. */
+const receiving = new WeakSet<IncomingMessage>();
+
+/** Is a body reader timing the request's body (so that nothing else need)? */
+export function isReceiving(req: IncomingMessage): boolean {
+  return receiving.has(req);
+}
+
+export function tooLarge(size: number | undefined, max: number, name = "--max-state-size"): ObjstateError {
+  return new ObjstateError(
+    "BODY_TOO_LARGE",
+    `the request body${size === undefined ? "" : ` (${size} bytes)`} is larger than this server accepts (${max} bytes, ${name})`,
+    { details: { max } },
+  );
+}
+
+function declaredLength(req: IncomingMessage): number | undefined {
+  const declared = req.headers["content-length"];
+  return declared === undefined ? undefined : Number(declared);
+}
+
+/** Refuse at once a body whose announced length is over the limit. */
+export function checkDeclaredLength(req: IncomingMessage, limits: BodyLimits): void {
+  const declared = declaredLength(req);
+  if (declared !== undefined && declared > limits.maxBytes) throw tooLarge(declared, limits.maxBytes, limits.maxBytesName);
+}
+
+function bodyOf(chunks: Buffer[], size: number, md5: string): Body {
+  let joined: Buffer | undefined;
+  return { chunks, size, md5, bytes: () => (joined ??= chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)) };
+}
+
+/** Read the body whole, within `limits`. */
+export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
+  try {
+    checkDeclaredLength(req, limits);
+    const arrived = arrivedBody(req, limits);
+    if (arrived !== undefined) return Promise.resolve(arrived);
+  } catch (e) {
+    return Promise.reject(e as Error);
+  }
+  return receiveBody(req, limits);
+}
+
+/**
+ * The body when all of it arrived with the headers and nothing read it yet (the tool's LOCK,
+ * UNLOCK and small POSTs): taken from the request's buffer at once, with no rate timer or
+ * listeners. Undefined when some of it is still to come.
+ */
+function arrivedBody(req: IncomingMessage, limits: BodyLimits): Body | undefined {
+  if (req.readableFlowing !== null || req.readableDidRead) return undefined;
+  const declared = declaredLength(req);
+  if (req.complete !== true && (declared === undefined || req.readableLength !== declared)) return undefined;
+  if (req.readableLength > limits.maxBytes) throw tooLarge(undefined, limits.maxBytes, limits.maxBytesName);
+  const read: unknown = req.readableLength === 0 ? null : req.read();
+  const bytes = Buffer.isBuffer(read) ? read : Buffer.alloc(0);
+  return bodyOf([bytes], bytes.length, md5Hex(bytes));
+}
+
+function receiveBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
+  const declared = declaredLength(req);
+  const chunks: Buffer[] = [];
+  let filled = 0;
+  return new Promise<Body>((resolve, reject) => {
+    const hash = hasherFor(declared);
+    // Chunks are the socket's own buffers: holding them until the worker has room costs no copy.
+    let hashed: Promise<void> = Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    const fail = (e: ObjstateError): void => {
+      clearTimeout(timer);
+      receiving.delete(req);
+      void hashed.then(() => hash.digest()).catch(() => undefined); // releases the worker's job
+      req.removeAllListeners("data");
+      req.pause();
+      reject(e);
+    };
+    // One timer per window, not one per chunk: the rate rule looks at what a whole window brought.
+    let windowBytes = 0;
+    const judge = (): void => {
+      if (windowBytes < MIN_BODY_BYTES_PER_WINDOW) {
+        const what = windowBytes === 0 ? "nothing" : `only ${windowBytes} bytes`;
+        return fail(
+          new ObjstateError(
+            "CLIENT_TIMEOUT",
+            `the client sent ${what} of its request body in ${limits.idleMs} ms; a body must keep up at least ${MIN_BODY_BYTES_PER_WINDOW} bytes per --client-timeout`,
+          ),
+        );
+      }
+      windowBytes = 0;
+      timer = setTimeout(judge, limits.idleMs);
+    };
+    timer = setTimeout(judge, limits.idleMs);
+    receiving.add(req);
+    req.on("data", (chunk: Buffer) => {
+      if (filled + chunk.length > limits.maxBytes) return fail(tooLarge(undefined, limits.maxBytes, limits.maxBytesName));
+      if (declared !== undefined && filled + chunk.length > declared)
+        return fail(new ObjstateError("BAD_REQUEST", "the request body is longer than its Content-Length"));
+      chunks.push(chunk);
+      filled += chunk.length;
+      windowBytes += chunk.length;
+      hashed = hashed.then(() => hash.write(chunk));
+    });
+    req.on("end", () => {
+      clearTimeout(timer);
+      receiving.delete(req);
+      if (declared !== undefined && filled !== declared) return reject(new ObjstateError("BAD_REQUEST", "the request body is shorter than its Content-Length"));
+      hashed.then(() => hash.digest()).then((md5) => resolve(bodyOf(chunks, filled, md5)), reject);
+    });
+    req.on("error", () => fail(new ObjstateError("BAD_REQUEST", "the request body ended early (the client went away)")));
+  });
+}
+
+/** The hex MD5 a Content-MD5 header (base64) announces; undefined when it is absent or not an MD5. */
+export function declaredMd5(header: string | undefined): string | undefined {
+  if (header === undefined || !/^[A-Za-z0-9+/]{22}==$/.test(header.trim())) return undefined;
+  return Buffer.from(header.trim(), "base64").toString("hex");
+}
+
+/** Check the body against a `Content-MD5` header, when there is one: a body damaged on the way is refused, never stored. */
+export function checkContentMd5(header: string | undefined, md5Hex: string): void {
+  if (header === undefined || header === "") return;
+  const given = Buffer.from(header, "base64").toString("hex");
+  if (given !== md5Hex) {
+    throw new ObjstateError(
+      "MD5_MISMATCH",
+      `the body does not match its Content-MD5 header (header ${header}, body ${Buffer.from(md5Hex, "hex").toString("base64")}): it was damaged on the way; send it again`,
+    );
+  }
+}
