@@ -13,7 +13,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
-import { isObjstateError, statusOf as apiStatusOf } from "../errors.js";
+import { isObjstateError, ObjstateError, statusOf, type ErrorCode } from "../errors.js";
 import { readBody } from "../io/http-body.js";
 import { SENSITIVE } from "../state/diff.js";
 import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
@@ -51,19 +51,24 @@ function doneMessage(done: string | null): string | undefined {
   return done !== null && Object.hasOwn(DONE, done) ? DONE[done] : undefined;
 }
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    /** Where the error page sends the user next (default: where they came from, see back.ts). */
-    readonly back?: Back,
-  ) {
-    super(message);
-  }
+/** The code of each status the console refuses with: its pages' errors go through the one table (errors.ts) too. */
+const CODE_OF: Readonly<Record<number, ErrorCode>> = {
+  400: "BAD_REQUEST",
+  403: "FORBIDDEN",
+  404: "NOT_FOUND",
+  409: "STATE_CONFLICT",
+  413: "BODY_TOO_LARGE",
+  415: "UNSUPPORTED_MEDIA_TYPE",
+  421: "MISDIRECTED_REQUEST",
+};
+
+/** A refusal of the console's, with its page's message and where the page sends the user next (default: back where they came from). */
+function consoleError(status: number, message: string, back?: Back): ObjstateError {
+  return new ObjstateError(CODE_OF[status] ?? "BAD_REQUEST", message, back === undefined ? undefined : { details: { back } });
 }
 
-function notFound(frame: Frame, workspace: string): HttpError {
-  return new HttpError(
+function notFound(frame: Frame, workspace: string): ObjstateError {
+  return consoleError(
     404,
     `There is no workspace ${workspace}: it has no state, no lock and no stored version. The Workspaces page lists those that exist.`,
     workspacesLink(frame.base),
@@ -105,15 +110,10 @@ function sendStatic(req: IncomingMessage, res: ServerResponse, body: string, typ
   end(res, req.method === "HEAD" ? undefined : body);
 }
 
-/** The console's own refusals carry their status; the API's errors go through the server's one table. */
-function statusOf(e: unknown): number {
-  return e instanceof HttpError ? e.status : apiStatusOf(e);
-}
-
 /** A urlencoded form body, at most {@link MAX_FORM_BYTES}, read by the server's one body reader. */
 async function readForm(req: IncomingMessage, ctx: ConsoleContext): Promise<URLSearchParams> {
   const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/x-www-form-urlencoded") throw new HttpError(415, "The console's actions take a form (application/x-www-form-urlencoded).");
+  if (type !== "application/x-www-form-urlencoded") throw consoleError(415, "The console's actions take a form (application/x-www-form-urlencoded).");
   const limits = { maxBytes: MAX_FORM_BYTES, idleMs: ctx.clientTimeoutMs ?? 30_000, maxBytesName: "the most a console form takes" };
   return new URLSearchParams((await readBody(req, limits)).bytes().toString("utf8"));
 }
@@ -183,7 +183,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
       const sub = ws?.[2];
       const action = sub === "/rollback" ? "rollback" : sub === "/force-unlock" ? "force-unlock" : undefined;
       if (action !== undefined) ctx.log({ user: ctx.user, action, workspace: safeDecode(ws?.[1] ?? ""), outcome: "refused", detail: refusal.reason });
-      throw new HttpError(
+      throw consoleError(
         refusal.status,
         refusal.status === 415
           ? "The console's actions take a form (application/x-www-form-urlencoded)."
@@ -206,7 +206,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
     try {
       workspace = decodeURIComponent((ws as RegExpExecArray)[1] as string);
     } catch {
-      throw new HttpError(400, "The workspace name in the URL is not valid percent-encoding.");
+      throw consoleError(400, "The workspace name in the URL is not valid percent-encoding.");
     }
     const sub = (ws as RegExpExecArray)[2] ?? "";
     const acts = sub === "/rollback" || sub === "/force-unlock";
@@ -216,7 +216,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
     }
     if (!get) return methodNotAllowed(res, acts ? "GET, HEAD, POST" : "GET, HEAD");
     // The Workspace page shows an outputs-only user its outputs; the rest reads the state.
-    if (!(sub === "" ? canSee(ctx, workspace) : ctx.can("read", workspace))) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
+    if (!(sub === "" ? canSee(ctx, workspace) : ctx.can("read", workspace))) throw consoleError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
     if (sub === "") await workspacePage(res, ctx, frame, workspace, url.searchParams);
     else if (sub === "/history") {
       // The newest HISTORY_PAGE at first, one more read to know whether to offer the rest.
@@ -249,13 +249,10 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
   } catch (e) {
     const status = statusOf(e);
     if (status === 500 && !isObjstateError(e)) ctx.onError?.(e);
-    const message =
-      e instanceof HttpError
-        ? e.message
-        : isObjstateError(e)
-          ? (ctx.shown?.(e) ?? e.message)
-          : "The console could not answer: an internal error (see the server's log).";
-    const back = (e instanceof HttpError ? e.back : undefined) ?? backFrom(base, url, req.headers.referer, ctx.origin ?? requestOrigin(req));
+    const message = isObjstateError(e) ? (ctx.shown?.(e) ?? e.message) : "The console could not answer: an internal error (see the server's log).";
+    const back =
+      (isObjstateError(e) ? (e.details?.["back"] as Back | undefined) : undefined) ??
+      backFrom(base, url, req.headers.referer, ctx.origin ?? requestOrigin(req));
     // A body left unread is not read at all: the connection closes after this answer.
     if (!req.complete && !res.headersSent) res.setHeader("Connection", "close");
     if (!res.headersSent)
@@ -296,7 +293,7 @@ function canRollback(ctx: ConsoleContext, workspace: string): boolean {
 async function sendLocks(res: ServerResponse, ctx: ConsoleContext, one: string | null, now: number): Promise<void> {
   let entries: [string, LockView | null][];
   if (one !== null) {
-    if (!canSee(ctx, one)) throw new HttpError(403, `You (${ctx.user}) may not read workspace ${one}.`);
+    if (!canSee(ctx, one)) throw consoleError(403, `You (${ctx.user}) may not read workspace ${one}.`);
     entries = [[one, await ctx.api.lock(one)]];
   } else {
     entries = [...(await ctx.api.locks())].filter(([w]) => canSee(ctx, w));
@@ -323,7 +320,7 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
   const canReadVersions = ctx.can("read", workspace);
   if (revealed && !canReveal) {
     ctx.log({ user: ctx.user, action: "reveal", workspace, outcome: "refused", detail: "needs admin" });
-    throw new HttpError(403, `Revealing sensitive outputs needs the admin role on ${workspace}.`);
+    throw consoleError(403, `Revealing sensitive outputs needs the admin role on ${workspace}.`);
   }
   const [summary, outputs, versions] = await Promise.all([
     ctx.api.workspace(workspace),
@@ -350,10 +347,10 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
 }
 
 async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, to: string | null): Promise<void> {
-  if (!canRollback(ctx, workspace)) throw new HttpError(403, `Rolling back needs the write and lock roles on ${workspace}.`);
-  if (!to) throw new HttpError(400, "Pick the version to roll back to (`to`).");
+  if (!canRollback(ctx, workspace)) throw consoleError(403, `Rolling back needs the write and lock roles on ${workspace}.`);
+  if (!to) throw consoleError(400, "Pick the version to roll back to (`to`).");
   if (!(await ctx.api.hasHistory()))
-    throw new HttpError(
+    throw consoleError(
       404,
       "This store keeps no versions (bucket versioning is off): there is nothing to roll back to. Turn it on with `objstate init --versioning`.",
     );
@@ -363,9 +360,9 @@ async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, fr
   const current = latest.find((v) => v.isLatest && !v.deleteMarker);
   const target = found === null ? undefined : { ...found, isLatest: found.versionId === current?.versionId };
   if (target === undefined || target.deleteMarker)
-    throw new HttpError(404, `Version ${to} of ${workspace} is not among its last ${HISTORY_LIMIT} versions (or is a deletion).`);
-  if (current === undefined) throw new HttpError(409, `${workspace} has no current state to roll back from.`);
-  if (current.versionId === target.versionId) throw new HttpError(409, `Version ${to} is already the current state of ${workspace}.`);
+    throw consoleError(404, `Version ${to} of ${workspace} is not among its last ${HISTORY_LIMIT} versions (or is a deletion).`);
+  if (current === undefined) throw consoleError(409, `${workspace} has no current state to roll back from.`);
+  if (current.versionId === target.versionId) throw consoleError(409, `Version ${to} is already the current state of ${workspace}.`);
   const diff = await ctx.api.diff(workspace, current.versionId, target.versionId).catch(encryptedOr);
   // An envelope is restored as it is, keeping its serial (docs/decisions/070); whether the
   // target is one is known when its resources were counted, else the serial is not promised.
@@ -381,11 +378,11 @@ async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, fr
 }
 
 async function forceUnlockConfirmation(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, shown: string | null): Promise<void> {
-  if (!ctx.can("force", workspace)) throw new HttpError(403, `Force-unlock needs the force role on ${workspace}.`);
+  if (!ctx.can("force", workspace)) throw consoleError(403, `Force-unlock needs the force role on ${workspace}.`);
   const lock = await ctx.api.lock(workspace);
   if (lock === null) {
     if (!(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
-    throw new HttpError(409, `${workspace} is not locked${shown === null ? "" : " any more"}: there is nothing to force-unlock.`, {
+    throw consoleError(409, `${workspace} is not locked${shown === null ? "" : " any more"}: there is nothing to force-unlock.`, {
       href: workspaceUrl(frame.base, workspace),
       label: `Back to ${workspace}`,
     });
@@ -405,7 +402,7 @@ async function handleAction(
     ctx.log({ user: ctx.user, action, workspace, outcome, detail, ...audit });
   const refuse = (status: number, why: string, message: string): never => {
     log("refused", why);
-    throw new HttpError(status, message);
+    throw consoleError(status, message);
   };
   const cross = crossSiteReason(req.headers, ctx.origin ?? requestOrigin(req));
   if (cross !== undefined) refuse(403, `cross-site: ${cross}`, "Refused: this action must be posted from the console's own page.");
@@ -423,7 +420,7 @@ async function handleAction(
     // Typed out, as GitHub asks before a destructive action: a click alone releases nothing.
     if (form.get("confirm") !== workspace) {
       log("refused", "workspace name not confirmed");
-      throw new HttpError(400, `To force-unlock, type the workspace's name, ${workspace}, exactly: nothing was released.`, review);
+      throw consoleError(400, `To force-unlock, type the workspace's name, ${workspace}, exactly: nothing was released.`, review);
     }
     try {
       await ctx.api.forceUnlock(workspace, id as string);
@@ -431,7 +428,7 @@ async function handleAction(
       log("failed", `lock ${id}: ${isObjstateError(e) ? e.code : "error"}`, { lockId: id as string, code: isObjstateError(e) ? e.code : "INTERNAL" });
       // The ID is checked by the library: a lock released or taken since is never broken by this form.
       if (isObjstateError(e, "LOCK_ID_MISMATCH") || isObjstateError(e, "LOCK_NOT_FOUND")) {
-        throw new HttpError(
+        throw consoleError(
           409,
           `The lock you confirmed (ID ${id}) is no longer the one on ${workspace}: it was released or taken again since. Nothing was released.`,
           { href: workspaceUrl(frame.base, workspace), label: `See ${workspace}'s lock now` },
