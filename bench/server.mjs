@@ -3,7 +3,7 @@
 //           BENCH_TARGET=ceph npm run bench:server     (Ceph RGW + dynalite; run through scripts/with-servers.sh)
 //  1. GET and POST of a 1 MiB and a 64 MiB state through the server vs readState / writeState
 //     in a process of their own (bench/library-child.mjs; BENCH_LIBRARY=inproc: in this one), paired rounds of BENCH_BATCH operations of each kind (default: 8 MiB's
-//     worth, so 8 at 1 MiB and 1 at 64 MiB); the figure is the median of the per-round ratios.
+//     worth, so 8 at 1 MiB and 1 at 64 MiB); the figure is the median of the per-round ratios, checked against issue 38's bound (<= 2).
 //     Beside them, the CPU time each side spent per operation (means): the library's process,
 //     the server process (all threads) and the client (this process during the server's turn).
 //     Beside them, the bare transport (bench/transport-child.mjs: a node:http server in its own
@@ -491,6 +491,8 @@ async function inOrder(forward, fns, settleMs = 0) {
 // next side's turn instead of in it, where it would count against whichever side came next.
 const SETTLE_MS = Number(env.BENCH_SETTLE_MS ?? 10);
 const BOUND = 1.5; // issue 25: server <= library + 1.5 x transport
+const RATIO_BOUND = 2; // issue 38: serve GET and POST <= 2 x the library's read and write
+const MEMORY_BOUND = 2; // issue 38: peak memory of a server GET or POST of 64 MiB <= 2 x the state
 const SMALL_BOUND_MS = 0.5; // issue 25: a small request's fixed cost over a bare round trip
 const SMALL = Number(env.BENCH_SMALL ?? 1000);
 // BENCH_BATCH: operations of each kind per round (default: as many as make BATCH_BYTES).
@@ -593,6 +595,7 @@ if (PARTS.has("transfer")) {
         server_ms: median(ms[op][1]).toFixed(1),
         transport_ms: median(ms[op][2]).toFixed(1),
         ratio: median(ratios[op]).toFixed(2),
+        check: median(ratios[op]) <= RATIO_BOUND ? "PASS" : "FAIL",
         library_cpu_ms: mean(cl.map((c) => c.here)).toFixed(0),
         server_cpu_ms: mean(cs.map((c) => c.server)).toFixed(0),
         client_cpu_ms: mean(cs.map((c) => c.here)).toFixed(0),
@@ -689,6 +692,7 @@ if (PARTS.has("memory")) {
         baseline_MiB: mib(base),
         peak_MiB: mib(peak),
         above_baseline_in_states: ((peak - base) / size).toFixed(2),
+        check: size < 64 * MiB ? "-" : (peak - base) / size <= MEMORY_BOUND ? "PASS" : "FAIL",
       });
       await s.stop();
     }

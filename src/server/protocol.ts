@@ -1,11 +1,6 @@
 /**
- * `/state/{workspace}`: the tool's http backend protocol (docs/design.md §11), as its client
- * (hashicorp/terraform and opentofu/opentofu, internal/backend/remote-state/http) sends it.
- * Every request its client retries is safe to repeat: a write retried is the same content
- * (a no-op); a LOCK retried under its own ID is taken, and one that arrives after its lock
- * was released is refused; an UNLOCK of a lock already gone, or released recently and
- * taken since by someone else, is done; a force-unlock repeated soon after by the same
- * user releases nothing more, and says so (docs/decisions/013, 016).
+ * `/state/{workspace}`: the tool's http backend protocol (docs/design.md §11). Every request
+ * its client retries is safe to repeat (docs/decisions/013, 016).
  */
 import { NO_LOCK_ID, type LockInfo, type ReleasedLock, type StateSink, type StreamOptions, type WriteResult } from "../backend/backend.js";
 import { describeHolder } from "../backend/lock-info.js";
@@ -23,23 +18,14 @@ import { ownerToCheck, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx
 const LOCK_BODY_MAX = 64 * 1024;
 
 /**
- * `GET /state/{w}`: 200 with the state and its Content-MD5; 204 when there is none.
- * A large state whose recorded digest the store's own MD5 record agrees with is sent while
- * it is read: Content-MD5 is the digest, and the last {@link HOLD_BACK} bytes wait for the
- * read to prove the bytes match it. If they do not (bytes damaged at rest or on the way),
- * the connection is cut before them, so the client sees a body shorter than its
- * Content-Length (an error), never a complete wrong state. When the two disagree (a store
- * behind a recent write), nothing is sent until the read's digest retries settle it, as
- * for a small state: 200 once the store caught up, else 409 naming the fix (the read already
- * waited; a 5xx would only make the client wait again). The read follows the commit point:
- * it may commit a torn write or serve the committed version behind a late one (docs/design.md §5),
- * which the backend reports to the server's log.
+ * `GET /state/{w}`: 200 with the state and its Content-MD5; 204 when there is none. A large
+ * state is sent while it is read, its last {@link HOLD_BACK} bytes only once the read proved
+ * the digest: damaged bytes cut the connection, so no wrong state ever arrives whole.
  */
 export async function getState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "read", ws);
-  // After the headers went out, a failure cuts the connection (the library aborted the sink;
-  // the server's failure path sees the headers sent).
+  // After the headers went out, a failure cuts the connection.
   const read = await ctx.backend.streamState(ws, new ResponseSink(ctx), GET_STREAM);
   if (read.streamed) {
     ctx.res.end();
@@ -47,10 +33,7 @@ export async function getState(ctx: Ctx): Promise<void> {
   }
   const found = read.state;
   if (found === null || found.body.length === 0) return sendEmpty(ctx, 204);
-  // The digest check of the read already proved the MD5 when there is a lock table; a state
-  // decrypted here comes with its plaintext's, remembered per envelope (docs/decisions/079).
-  // Without one, the tool's client hashes the body itself: hashing it here would only add to
-  // the answer's time.
+  // The read's digest check proved the MD5 (a decrypted state has its plaintext's, decision 079).
   const md5 = found.md5 === undefined && ctx.backend.encrypts ? undefined : Buffer.from(found.md5 ?? (await md5Of(found.body)), "hex").toString("base64");
   send(ctx, 200, found.body, {
     "Content-Type": "application/json",
@@ -61,21 +44,14 @@ export async function getState(ctx: Ctx): Promise<void> {
 
 /** States at least this large are sent while they are read; smaller ones go whole. */
 const STREAM_MIN = 256 * 1024;
-/**
- * Bytes held back until the read has checked the state against its digest: the client cannot
- * take a body for complete before it has them (it does not check Content-MD5 itself).
- */
+/** Bytes held back until the read checked the digest (the client does not check Content-MD5 itself). */
 export const HOLD_BACK = 64 * 1024;
 /** Smallest piece of a GET's body written to the socket at once (except its end). */
 export const SEND_MIN = 1024 * 1024;
 /** How a GET streams a state (the library's `streamState` options). */
 export const GET_STREAM: StreamOptions = { minBytes: STREAM_MIN, holdBackBytes: HOLD_BACK, chunkBytes: SEND_MIN };
 
-/**
- * A GET's answer as the library's streamed read fills it (backend/stream.ts): the headers
- * with the vouched MD5 as Content-MD5, then pieces of the read's own buffer (no copy), or a
- * cut connection when what was sent cannot be completed.
- */
+/** A GET's answer as the library's streamed read fills it: headers, pieces of the read's buffer, or a cut connection. */
 export class ResponseSink implements StateSink {
   constructor(private readonly ctx: Ctx) {}
 
@@ -90,10 +66,7 @@ export class ResponseSink implements StateSink {
   write(chunk: Buffer): void {
     if (this.ctx.res.destroyed) return;
     this.ctx.res.write(chunk);
-    // node:http corks the socket on a write until the next tick; the read goes on hashing
-    // these very bytes without yielding (the embedded store's last piece, or a small state
-    // in one piece), so they would sit corked until the whole read is done. Sent now, they
-    // travel while they are hashed.
+    // node:http corks until the next tick, and the read hashes on without yielding: send now.
     this.ctx.res.socket?.uncork();
     this.ctx.bytesOut += chunk.length;
   }
@@ -165,11 +138,9 @@ function unlockedWrite(ctx: Ctx, ws: string): ObjstateError {
 }
 
 /**
- * A client's envelope, on a server that encrypts at rest: stored as it is only when the
- * server's configuration opens it (so the bucket holds nothing the server cannot read);
- * otherwise the decryption's error (wrong key, tampered, unknown version: 409), nothing
- * written (docs/decisions/071). The lock is checked first: opening derives a key
- * (docs/decisions/084).
+ * A client's envelope on a server that encrypts at rest is stored only when the server's
+ * configuration opens it, else refused with the decryption's error (decisions 071, 084: the
+ * lock is checked first, as opening derives a key).
  */
 async function mustOpen(ctx: Ctx, bytes: Buffer, ws: string, lockId: string | undefined, as: WriteAs): Promise<void> {
   if (lockId !== undefined) await ctx.backend.checkLock(ws, lockId, as.owner);
