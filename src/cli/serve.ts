@@ -53,8 +53,7 @@ export async function serveAction(opts: Opts): Promise<void> {
       ? undefined
       : { cert: readPem("--tls-cert", certFile), key: readPem("--tls-key", keyFile), ca: readPem("--tls-client-ca", caFile) };
   // Without it each process makes its own key: a form served by one replica fails on another.
-  const secretFile = v.secretFile;
-  const csrfKey = secretFile === undefined ? undefined : formKeyOf(readSecretFile(secretFile));
+  const csrfKey = v.secretFile === undefined ? undefined : formKeyOf(readSecretFile(v.secretFile));
   // Repairs a request made on its own (a torn write committed by a GET) are the operator's to know.
   const backend = await connect(backendConfigOf(input), input.settings, {
     onRepair: (r) =>
@@ -106,9 +105,20 @@ export async function serveAction(opts: Opts): Promise<void> {
     // At rest: states are stored as envelopes; else a client's envelopes pass through.
     encryption: backend.encrypts ? "at rest" : "pass-through",
   });
-  // The signal handlers go in before the line that says the server is up: whoever waits for
-  // that line may send SIGTERM at once, and a signal before its handler kills the process.
-  const stopped = new Promise<void>((resolve) => {
+  const stopped = untilSignal(server, backend, logger, v.shutdownGrace);
+  process.stderr.write(
+    `objstate: serving ${backend.describe()} at ${server.url}/state/{workspace}${withConsole ? `, web console at ${server.url}/` : " (no web console: --no-console)"}\n`,
+  );
+  await stopped;
+}
+
+/**
+ * Stop gracefully on SIGTERM or SIGINT (a second signal quits at once). The handlers go in
+ * before the line that says the server is up: whoever waits for that line may send SIGTERM at
+ * once, and a signal before its handler kills the process.
+ */
+function untilSignal(server: ObjstateServer, backend: { close(): void }, logger: Logger, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals): void => {
       if (stopping) {
@@ -117,7 +127,7 @@ export async function serveAction(opts: Opts): Promise<void> {
       }
       stopping = true;
       logger.event("info", "shutting down: finishing requests in flight", { signal });
-      void server.close(v.shutdownGrace).then(() => {
+      void server.close(graceMs).then(() => {
         backend.close();
         logger.event("info", "stopped");
         resolve();
@@ -126,10 +136,6 @@ export async function serveAction(opts: Opts): Promise<void> {
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);
   });
-  process.stderr.write(
-    `objstate: serving ${backend.describe()} at ${server.url}/state/{workspace}${withConsole ? `, web console at ${server.url}/` : " (no web console: --no-console)"}\n`,
-  );
-  await stopped;
 }
 
 /**

@@ -169,15 +169,37 @@ function writeKey(w: { readonly etag: string | undefined; readonly lastModified:
   return w.etag ?? `${w.lastModified ?? ""}/${w.size}`;
 }
 
-/** The console's API over a backend. */
-export function backendConsoleApi(backend: ConsoleBackend, options: BackendConsoleOptions = {}): ConsoleApi {
-  const concurrency = options.concurrency ?? 8;
-  const chartVersions = options.chartVersions ?? 100;
-  const countConcurrency = options.countConcurrency ?? 2;
-  const versioningTtl = options.versioningTtlMs ?? 60_000;
-  const now = options.now ?? Date.now;
-  const versionCacheSize = options.versionCacheSize ?? 5_000;
+/** Every lock in one listing (a table scan and a prefix listing), not one read per workspace. */
+async function allLocks(backend: ConsoleBackend): Promise<Map<string, LockView>> {
+  const out = new Map<string, LockView>();
+  for (const l of await backend.locks()) {
+    if (l.workspace === null || out.has(l.workspace)) continue;
+    out.set(l.workspace, { id: l.id, who: l.who, operation: l.operation, info: l.info, created: l.since, expires: l.expires ?? undefined });
+  }
+  return out;
+}
 
+/** Root outputs of the current state, sorted by name; {@link ENCRYPTED} for an envelope without its key. */
+async function outputsOf(backend: ConsoleBackend, workspace: string): Promise<OutputView[] | Encrypted> {
+  const bytes = await backend.readState(workspace);
+  let doc: ReturnType<typeof readStateDocument>;
+  try {
+    doc = bytes === null ? null : readStateDocument(bytes, "to");
+  } catch (e) {
+    if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
+    throw e;
+  }
+  if (doc === null) return [];
+  return [...doc.outputs]
+    .map(([name, o]) => ({ name, value: stringifyExact(o.exact), sensitive: o.sensitive }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/**
+ * The Workspaces page's rows and a workspace's summary, with what they remember: resource
+ * counts by the write they were made from, and the last writes seen.
+ */
+function workspaceRows(backend: ConsoleBackend, concurrency: number, countConcurrency: number) {
   // Counting resources means reading and parsing the whole state: the Workspaces page
   // never waits for it. Counts are keyed by the write they were made from (its ETag), so
   // they never go stale; the ones not known yet are made in the background, a few at a time.
@@ -187,18 +209,6 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     const resources = countResources(await backend.readState(workspace));
     remember(counts, key, resources, COUNT_CACHE_MAX);
     return resources;
-  };
-
-  // Version contents never change: their counts are kept (bounded).
-  const versionCounts = new Map<string, number | Encrypted | undefined>();
-
-  let versioning: { readonly at: number; readonly keeps: boolean } | undefined;
-  const hasHistory = async (): Promise<boolean> => {
-    if (versioning !== undefined && now() - versioning.at < versioningTtl) return versioning.keeps;
-    // `suspended` still has the versions made while it was on: show them.
-    const keeps = (await backend.versioning()) !== "off";
-    versioning = { at: now(), keeps };
-    return keeps;
   };
 
   // Last writes seen (one HEAD each: serial and who are object metadata, not in a listing).
@@ -212,16 +222,6 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     if (write === null) writes.delete(workspace);
     else writes.set(workspace, write);
     return write;
-  };
-
-  // Every lock in one listing (a table scan and a prefix listing), not one read per workspace.
-  const allLocks = async (): Promise<Map<string, LockView>> => {
-    const out = new Map<string, LockView>();
-    for (const l of await backend.locks()) {
-      if (l.workspace === null || out.has(l.workspace)) continue;
-      out.set(l.workspace, { id: l.id, who: l.who, operation: l.operation, info: l.info, created: l.since, expires: l.expires ?? undefined });
-    }
-    return out;
   };
 
   const resourcesOf = (
@@ -262,6 +262,20 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     return { ...base, lastWrite, size: object.size, resources: resourcesOf(workspace, object, false) as number | Encrypted | undefined };
   };
 
+  return {
+    summary,
+    listed,
+    forget: (workspace: string): boolean => writes.delete(workspace),
+    /** Deleted workspaces leave the cache with the listing. */
+    keepOnly: (names: ReadonlyMap<string, unknown>): void => {
+      for (const w of writes.keys()) if (!names.has(w)) writes.delete(w);
+    },
+  };
+}
+
+/** Version descriptions and their resource counts, kept (bounded) as their content never changes. */
+function versionDescriptions(backend: ConsoleBackend, concurrency: number, chartVersions: number, versionCacheSize: number) {
+  const versionCounts = new Map<string, number | Encrypted | undefined>();
   // Version descriptions (a ranged read each) never change but for which one is current:
   // kept by version ID (bounded) for the Rollback confirmation, which needs two of them.
   const versionViews = new Map<string, VersionView>();
@@ -284,19 +298,45 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     for (const v of views) remember(versionViews, `${workspace}\0${v.versionId}`, v, versionCacheSize);
     return views;
   };
+  const version = async (workspace: string, versionId: string, limit: number): Promise<VersionView | null> => {
+    const kept = versionViews.get(`${workspace}\0${versionId}`);
+    if (kept !== undefined) return kept;
+    return (await history(workspace, limit)).find((v) => v.versionId === versionId) ?? null;
+  };
+  return { history, version };
+}
+
+/** The console's API over a backend. */
+export function backendConsoleApi(backend: ConsoleBackend, options: BackendConsoleOptions = {}): ConsoleApi {
+  const concurrency = options.concurrency ?? 8;
+  const chartVersions = options.chartVersions ?? 100;
+  const countConcurrency = options.countConcurrency ?? 2;
+  const versioningTtl = options.versioningTtlMs ?? 60_000;
+  const now = options.now ?? Date.now;
+  const versionCacheSize = options.versionCacheSize ?? 5_000;
+  const rows = workspaceRows(backend, concurrency, countConcurrency);
+  const versions = versionDescriptions(backend, concurrency, chartVersions, versionCacheSize);
+
+  let versioning: { readonly at: number; readonly keeps: boolean } | undefined;
+  const hasHistory = async (): Promise<boolean> => {
+    if (versioning !== undefined && now() - versioning.at < versioningTtl) return versioning.keeps;
+    // `suspended` still has the versions made while it was on: show them.
+    const keeps = (await backend.versioning()) !== "off";
+    versioning = { at: now(), keeps };
+    return keeps;
+  };
 
   return {
     hasHistory,
     listWorkspaces: async () => {
-      const [objects, locks] = await Promise.all([backend.listWorkspaceObjects(), allLocks()]);
+      const [objects, locks] = await Promise.all([backend.listWorkspaceObjects(), allLocks(backend)]);
       const byName = new Map(objects.map((o) => [o.workspace, o]));
-      // Deleted workspaces leave the cache with the listing.
-      for (const w of writes.keys()) if (!byName.has(w)) writes.delete(w);
+      rows.keepOnly(byName);
       // `default` always exists, with a state or not (as `listWorkspaces` lists it).
       const names = byName.has(DEFAULT_WORKSPACE) ? objects.map((o) => o.workspace) : [DEFAULT_WORKSPACE, ...objects.map((o) => o.workspace)];
-      return names.map((w) => listed(w, byName.get(w), locks.get(w) ?? null));
+      return names.map((w) => rows.listed(w, byName.get(w), locks.get(w) ?? null));
     },
-    workspace: (workspace) => summary(workspace),
+    workspace: (workspace) => rows.summary(workspace),
     exists: async (workspace) => {
       if (workspace === DEFAULT_WORKSPACE) return true;
       const [write, lock] = await Promise.all([backend.lastWrite(workspace), backend.lockInfo(workspace)]);
@@ -307,33 +347,16 @@ export function backendConsoleApi(backend: ConsoleBackend, options: BackendConso
     },
     lock: async (workspace) => lockView(await backend.lockInfo(workspace)),
     locks: async () => {
-      const [names, locks] = await Promise.all([backend.listWorkspaces(), allLocks()]);
+      const [names, locks] = await Promise.all([backend.listWorkspaces(), allLocks(backend)]);
       return new Map(names.map((w) => [w, locks.get(w) ?? null]));
     },
-    outputs: async (workspace): Promise<OutputView[] | Encrypted> => {
-      const bytes = await backend.readState(workspace);
-      let doc: ReturnType<typeof readStateDocument>;
-      try {
-        doc = bytes === null ? null : readStateDocument(bytes, "to");
-      } catch (e) {
-        if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
-        throw e;
-      }
-      if (doc === null) return [];
-      return [...doc.outputs]
-        .map(([name, o]) => ({ name, value: stringifyExact(o.exact), sensitive: o.sensitive }))
-        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    },
-    history: (workspace, { limit }) => history(workspace, limit),
-    version: async (workspace, versionId, { limit }) => {
-      const kept = versionViews.get(`${workspace}\0${versionId}`);
-      if (kept !== undefined) return kept;
-      return (await history(workspace, limit)).find((v) => v.versionId === versionId) ?? null;
-    },
+    outputs: (workspace) => outputsOf(backend, workspace),
+    history: (workspace, { limit }) => versions.history(workspace, limit),
+    version: (workspace, versionId, { limit }) => versions.version(workspace, versionId, limit),
     diff: async (workspace, from, to): Promise<StateDiff> => (await backend.diff(workspace, { from, to, compare: options.compare })).diff,
     rollback: async (workspace, to, opts): Promise<RollbackResult> => {
       const r = await backend.rollback(workspace, to, { principal: opts?.principal, expectCurrent: opts?.expectCurrent });
-      writes.delete(workspace);
+      rows.forget(workspace);
       return { serial: r.serial, md5: r.md5 };
     },
     forceUnlock: (workspace, id) => backend.unlock(workspace, id),

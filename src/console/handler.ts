@@ -15,6 +15,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { isObjstateError, ObjstateError, statusOf, type ErrorCode } from "../errors.js";
 import { readBody } from "../io/http-body.js";
+import { Router, type Found, type RoutePattern } from "../util/router.js";
 import { SENSITIVE } from "../state/diff.js";
 import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
 import { backFrom, workspacesLink, type Back } from "./back.js";
@@ -128,15 +129,16 @@ function encryptedOr(e: unknown): Encrypted {
   throw e;
 }
 
-/** A workspace's pages: its name, then the sub-page. */
-const WORKSPACE_PATH = /^\/workspaces\/([^/]+)(\/(?:history|diff|rollback|force-unlock))?$/;
+/** A workspace's pages: its own, then the sub-pages (the last two are actions, posted). */
+const WORKSPACE = "/workspaces/:workspace";
+const WORKSPACE_PAGES = ["", "/history", "/diff", "/rollback", "/force-unlock"];
 
-/** The route's name of a console path (under the base), or undefined when the path is not the console's. */
-function routeOf(path: string): string | undefined {
-  if (path === "/" || path === CSS_PATH || path === JS_PATH || path === LOCKS_PATH) return path;
-  const ws = WORKSPACE_PATH.exec(path);
-  return ws === null ? undefined : `/workspaces/:workspace${ws[2] ?? ""}`;
-}
+/** The console's routes: GET and HEAD on every page, POST on the two actions (the server's router). */
+const PAGES = new Router(
+  [...["/", CSS_PATH, JS_PATH, LOCKS_PATH], ...WORKSPACE_PAGES.map((sub) => WORKSPACE + sub)].flatMap((path) =>
+    ["GET", "HEAD", ...(path.endsWith("/rollback") || path.endsWith("/force-unlock") ? ["POST"] : [])].map((method) => ({ method, path })),
+  ),
+);
 
 /**
  * Answer a console request. Returns false when the path is not the console's (nothing
@@ -152,37 +154,39 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
     else if (path.startsWith(`${base}/`)) path = path.slice(base.length);
     else return false;
   }
-  const route = routeOf(path);
-  if (route === undefined) return false;
+  const page = PAGES.find("GET", path);
+  if (typeof page !== "object") return false;
+  const route = page.route.path;
   try {
-    await answer(req, res, ctx, url, path);
+    await answer(req, res, ctx, url, page, PAGES.methods(path).join(", "));
   } finally {
     ctx.onAnswer?.({ route, bytes: BODY_BYTES.get(res) ?? 0, routine: route === LOCKS_PATH });
   }
   return true;
 }
 
-/** Answer a request for the console path `path` (the base taken off `url`'s). */
-async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, url: URL, path: string): Promise<void> {
+/** Answer a request for a console page (`allow`: the methods routed there). */
+async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, url: URL, page: Found<RoutePattern>, allow: string): Promise<void> {
+  const path = page.route.path;
   const base = ctx.base ?? "";
   const method = req.method ?? "GET";
   const get = method === "GET" || method === "HEAD";
   const frame: Frame = { base, user: ctx.user, now: Date.now(), csrf: ctx.csrf.issue(ctx.user), pollMs: ctx.pollMs };
 
   if (path === CSS_PATH || path === JS_PATH) {
-    if (!get) return methodNotAllowed(res, "GET, HEAD");
+    if (!get) return methodNotAllowed(res, allow);
     if (path === CSS_PATH) sendStatic(req, res, CSS, "text/css; charset=utf-8", CSS_ETAG);
     else sendStatic(req, res, JS, "text/javascript; charset=utf-8", JS_ETAG);
     return;
   }
-  const ws = WORKSPACE_PATH.exec(path);
+  const raw = page.raw["workspace"] ?? "";
+  const sub = path.startsWith(WORKSPACE) ? path.slice(WORKSPACE.length) : "";
 
   try {
     const refusal = ctx.refusal;
     if (refusal !== undefined) {
-      const sub = ws?.[2];
       const action = sub === "/rollback" ? "rollback" : sub === "/force-unlock" ? "force-unlock" : undefined;
-      if (action !== undefined) ctx.log({ user: ctx.user, action, workspace: safeDecode(ws?.[1] ?? ""), outcome: "refused", detail: refusal.reason });
+      if (action !== undefined) ctx.log({ user: ctx.user, action, workspace: safeDecode(raw), outcome: "refused", detail: refusal.reason });
       throw consoleError(
         refusal.status,
         refusal.status === 415
@@ -191,12 +195,12 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
       );
     }
     if (path === LOCKS_PATH) {
-      if (!get) return methodNotAllowed(res, "GET, HEAD");
+      if (!get) return methodNotAllowed(res, allow);
       await sendLocks(res, ctx, url.searchParams.get("ws"), frame.now);
       return;
     }
     if (path === "/") {
-      if (!get) return methodNotAllowed(res, "GET, HEAD");
+      if (!get) return methodNotAllowed(res, allow);
       const all = (await ctx.api.listWorkspaces()).filter((w) => canSee(ctx, w.name));
       const q = url.searchParams.get("q") ?? "";
       sendPage(res, 200, renderWorkspaces({ frame, rows: sortByLastWrite(filterWorkspaces(all, q)), query: q, total: all.length }));
@@ -204,48 +208,17 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
     }
     let workspace: string;
     try {
-      workspace = decodeURIComponent((ws as RegExpExecArray)[1] as string);
+      workspace = decodeURIComponent(raw);
     } catch {
       throw consoleError(400, "The workspace name in the URL is not valid percent-encoding.");
     }
-    const sub = (ws as RegExpExecArray)[2] ?? "";
     const acts = sub === "/rollback" || sub === "/force-unlock";
     if (acts && method === "POST") {
       await handleAction(req, res, ctx, frame, workspace, sub === "/rollback" ? "rollback" : "force-unlock");
       return;
     }
-    if (!get) return methodNotAllowed(res, acts ? "GET, HEAD, POST" : "GET, HEAD");
-    // The Workspace page shows an outputs-only user its outputs; the rest reads the state.
-    if (!(sub === "" ? canSee(ctx, workspace) : ctx.can("read", workspace))) throw consoleError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
-    if (sub === "") await workspacePage(res, ctx, frame, workspace, url.searchParams);
-    else if (sub === "/history") {
-      // The newest HISTORY_PAGE at first, one more read to know whether to offer the rest.
-      const all = url.searchParams.get("all") === "1";
-      const shown = all ? HISTORY_LIMIT : HISTORY_PAGE;
-      const found = await versionsOf(ctx, frame, workspace, all ? HISTORY_LIMIT : HISTORY_PAGE + 1);
-      const versions = found?.slice(0, shown) ?? null;
-      const more = !all && found !== null && found.length > shown ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
-      const done = url.searchParams.get("done");
-      sendPage(
-        res,
-        200,
-        renderHistory({ frame, workspace, versions, canRollback: canRollback(ctx, workspace), notice: doneMessage(done), more, moreLimit: HISTORY_LIMIT }),
-      );
-    } else if (sub === "/diff") {
-      const from = url.searchParams.get("from") || undefined;
-      const to = url.searchParams.get("to") || undefined;
-      if (from !== undefined && to !== undefined) {
-        // An envelope without its key is shown as such, not as a failure.
-        const diff = await ctx.api.diff(workspace, from, to).catch(encryptedOr);
-        sendPage(res, 200, renderDiff({ frame, workspace, from, to, diff }));
-      } else {
-        // Not both sides: a form to pick them (a link to the Diff page is not a bad request).
-        const found = await versionsOf(ctx, frame, workspace, HISTORY_PAGE + 1);
-        const more = found !== null && found.length > HISTORY_PAGE ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
-        sendPage(res, 200, renderDiffPicker({ frame, workspace, versions: found?.slice(0, HISTORY_PAGE) ?? null, from, to, more }));
-      }
-    } else if (sub === "/force-unlock") await forceUnlockConfirmation(res, ctx, frame, workspace, url.searchParams.get("id"));
-    else await rollbackConfirmation(res, ctx, frame, workspace, url.searchParams.get("to"));
+    if (!get) return methodNotAllowed(res, allow);
+    await workspaceRoute(res, ctx, frame, workspace, sub, url.searchParams);
   } catch (e) {
     const status = statusOf(e);
     if (status === 500 && !isObjstateError(e)) ctx.onError?.(e);
@@ -263,6 +236,41 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
       );
     else res.destroy();
   }
+}
+
+/** A workspace's page or sub-page (`sub`: "" or `/history`, `/diff`, `/rollback`, `/force-unlock`), read with GET. */
+async function workspaceRoute(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, sub: string, params: URLSearchParams): Promise<void> {
+  // The Workspace page shows an outputs-only user its outputs; the rest reads the state.
+  if (!(sub === "" ? canSee(ctx, workspace) : ctx.can("read", workspace))) throw consoleError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
+  if (sub === "") await workspacePage(res, ctx, frame, workspace, params);
+  else if (sub === "/history") {
+    // The newest HISTORY_PAGE at first, one more read to know whether to offer the rest.
+    const all = params.get("all") === "1";
+    const shown = all ? HISTORY_LIMIT : HISTORY_PAGE;
+    const found = await versionsOf(ctx, frame, workspace, all ? HISTORY_LIMIT : HISTORY_PAGE + 1);
+    const versions = found?.slice(0, shown) ?? null;
+    const more = !all && found !== null && found.length > shown ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
+    const done = params.get("done");
+    sendPage(
+      res,
+      200,
+      renderHistory({ frame, workspace, versions, canRollback: canRollback(ctx, workspace), notice: doneMessage(done), more, moreLimit: HISTORY_LIMIT }),
+    );
+  } else if (sub === "/diff") {
+    const from = params.get("from") || undefined;
+    const to = params.get("to") || undefined;
+    if (from !== undefined && to !== undefined) {
+      // An envelope without its key is shown as such, not as a failure.
+      const diff = await ctx.api.diff(workspace, from, to).catch(encryptedOr);
+      sendPage(res, 200, renderDiff({ frame, workspace, from, to, diff }));
+    } else {
+      // Not both sides: a form to pick them (a link to the Diff page is not a bad request).
+      const found = await versionsOf(ctx, frame, workspace, HISTORY_PAGE + 1);
+      const more = found !== null && found.length > HISTORY_PAGE ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
+      sendPage(res, 200, renderDiffPicker({ frame, workspace, versions: found?.slice(0, HISTORY_PAGE) ?? null, from, to, more }));
+    }
+  } else if (sub === "/force-unlock") await forceUnlockConfirmation(res, ctx, frame, workspace, params.get("id"));
+  else await rollbackConfirmation(res, ctx, frame, workspace, params.get("to"));
 }
 
 function safeDecode(text: string): string {

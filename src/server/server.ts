@@ -28,6 +28,7 @@ import { CsrfTokens } from "../console/csrf.js";
 import { handleConsole } from "../console/handler.js";
 import type { ConsoleAnswer, ConsoleApi, ConsoleContext, ConsoleLogEntry } from "../console/types.js";
 import { answerFailure, lastResort, shownMessage } from "./failure.js";
+import { decodeParams, Router } from "../util/router.js";
 import { DEFAULT_CLIENT_TIMEOUT_MS, DEFAULT_MAX_STATE_SIZE, TLS12_CIPHERS, type ServerOptions } from "./options.js";
 import { listenFailed, refuseUnsafeAddress, refuseUnsafeOptions, serveWarnings } from "./safety.js";
 
@@ -53,6 +54,11 @@ const STATE_ROUTES: readonly Route[] = [
 /** Routes anyone may call (a load balancer's probes, a scraper). */
 const OPEN_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
 
+interface Match {
+  readonly route: Route;
+  readonly params: Record<string, string>;
+}
+
 /** What a request's log line and metrics say, filled in as the request is answered. */
 interface Trace {
   readonly started: bigint;
@@ -63,36 +69,6 @@ interface Trace {
   readonly workspace: string | undefined;
   user: string | undefined;
   code: string | undefined;
-}
-
-interface Match {
-  readonly route: Route;
-  readonly params: Record<string, string>;
-}
-
-/** A route's path split once into segments (`:name` segments are parameters). */
-interface Compiled {
-  readonly route: Route;
-  readonly parts: readonly string[];
-}
-
-/** The parameters of `path` (already split) under a route's segments, or undefined when it does not match. */
-function matchPath(parts: readonly string[], s: readonly string[]): Record<string, string> | undefined {
-  if (parts.length !== s.length) return undefined;
-  const params: Record<string, string> = {};
-  for (let i = 0; i < parts.length; i++) {
-    const want = parts[i] as string;
-    const got = s[i] as string;
-    if (want.startsWith(":")) {
-      if (got === "") return undefined;
-      try {
-        params[want.slice(1)] = decodeURIComponent(got);
-      } catch {
-        return undefined;
-      }
-    } else if (want !== got) return undefined;
-  }
-  return params;
 }
 
 /** The request is `user`'s, who authenticated `via` (with a token's ID or an OIDC identity when so). */
@@ -118,8 +94,7 @@ export class ObjstateServer {
   private readonly server: Server;
   private readonly auth: Authenticator;
   private readonly logger: Logger;
-  /** Every route, its path split once (not on every request). */
-  private readonly routes: readonly Compiled[];
+  private readonly router: Router<Route>;
   private readonly maxStateSize: number;
   private readonly clientTimeoutMs: number;
   /** One per server: keys are derived (or fetched) once, not per request. */
@@ -173,7 +148,7 @@ export class ObjstateServer {
       ...STATE_ROUTES,
       ...API_ROUTES,
     ];
-    this.routes = routes.map((route) => ({ route, parts: route.path.split("/") }));
+    this.router = new Router(routes);
     const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res).catch((e: unknown) => lastResort(res, e, this.logger));
     const t = options.tls;
     // The tool's client sends custom methods (LOCK, UNLOCK): Node's parser accepts them.
@@ -317,16 +292,10 @@ export class ObjstateServer {
     });
   }
 
+  /** The route of a request, its parameters decoded (one that does not decode is no route's). */
   private find(method: string, path: string): Match | "method" | undefined {
-    let pathMatched = false;
-    const segments = path.split("/");
-    for (const { route, parts } of this.routes) {
-      const params = matchPath(parts, segments);
-      if (params === undefined) continue;
-      if (route.method === method) return { route, params };
-      pathMatched = true;
-    }
-    return pathMatched ? "method" : undefined;
+    const found = this.router.find(method, path, true);
+    return typeof found === "object" ? { route: found.route, params: decodeParams(found.raw) ?? {} } : found;
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
