@@ -30,7 +30,7 @@ import { renderMessage } from "./pages/message.js";
 import { renderRollback } from "./pages/rollback.js";
 import { renderWorkspace } from "./pages/workspace.js";
 import { filterWorkspaces, renderWorkspaces, sortByLastWrite } from "./pages/workspaces.js";
-import { ENCRYPTED, type ConsoleContext, type Encrypted, type ConsoleLogEntry, type LockView, type VersionView } from "./types.js";
+import { ENCRYPTED, encryptedOr, type ConsoleContext, type ConsoleLogEntry, type LockView, type VersionView } from "./types.js";
 
 /** Versions the History page lists with `?all=1` (and the rollback confirmation searches). */
 export const HISTORY_LIMIT = 1000;
@@ -121,12 +121,6 @@ async function readForm(req: IncomingMessage, ctx: ConsoleContext): Promise<URLS
 
 function lockJson(lock: LockView | null, now: number): { id: string; text: string } | null {
   return lock === null ? null : { id: lock.id, text: lockText(lock, now) };
-}
-
-/** A state's content is an envelope the server has no key for: shown as {@link ENCRYPTED}, not as a failure. */
-function encryptedOr(e: unknown): Encrypted {
-  if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
-  throw e;
 }
 
 /** A workspace's pages: its own, then the sub-pages (the last two are actions, posted). */

@@ -6,7 +6,7 @@
  */
 import type { StateDiff } from "../state/diff.js";
 import type { Principal } from "../backend/principal.js";
-import type { ObjstateError } from "../errors.js";
+import { isObjstateError, type ObjstateError } from "../errors.js";
 
 /**
  * Roles the console checks (the server's user table grants them per workspace). `outputs`:
@@ -62,6 +62,12 @@ export interface WorkspaceSummary {
  */
 export const ENCRYPTED = "encrypted";
 export type Encrypted = typeof ENCRYPTED;
+
+/** A state's content is an envelope the server has no key for: {@link ENCRYPTED}, not a failure. */
+export function encryptedOr(e: unknown): Encrypted {
+  if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
+  throw e;
+}
 
 /** One root output of a state. `value` is JSON text. */
 export interface OutputView {

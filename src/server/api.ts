@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { NO_LOCK_ID } from "../backend/backend.js";
 import type { AuditAction } from "../backend/audit.js";
-import { isObjstateError, ObjstateError } from "../errors.js";
+import { ObjstateError } from "../errors.js";
 import { stringifyDeep } from "../json/exact-json.js";
 import { checkNesting } from "../json/validate.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
@@ -15,6 +15,7 @@ import { readBody } from "../io/http-body.js";
 import { checkDiffRoom, DIFF_MAX_BODY, diffInWorker, diffJson } from "./diff-runner.js";
 import { requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
 import { allowed, allowedEverywhere, type Role } from "./users.js";
+import { ENCRYPTED, encryptedOr } from "../console/types.js";
 import { historyEntryJson, lockJson, outputsJsonText, rollbackJson, versionDiffJson, workspaceJson, type HistoryEntryJson } from "../wire/shapes.js";
 
 /** A route: method, path pattern (`:name` segments), the role it needs on `:workspace`, handler. */
@@ -33,14 +34,8 @@ export interface Route {
  * itself; the server passes its states through): answered as such, `"encrypted": true`
  * where the content would be, not as a failure.
  */
-const ENCRYPTED = "encrypted";
 const ENCRYPTED_MESSAGE =
   "the state is encrypted by its client (OpenTofu's state encryption) and this server has no key for it: its content cannot be shown. Read it with the same encryption configured (TF_ENCRYPTION), or configure encryption on the server";
-
-function encryptedOr(e: unknown): typeof ENCRYPTED {
-  if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
-  throw e;
-}
 
 async function listWorkspaces(ctx: Ctx): Promise<void> {
   // `outputs` is enough to be listed: the listing shows no more than that role's routes.
