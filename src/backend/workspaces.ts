@@ -86,18 +86,23 @@ export async function deleteUnderLock(ctx: BackendContext, workspace: string): P
 }
 
 /**
- * The last write of a workspace's state as its object records it (a HEAD, never the
- * body); null when it has no state.
+ * The digest item's attribute that keeps the metadata of the write it commits, so a listing
+ * of every workspace needs no HEAD per workspace: `{"md5", "meta"}` (JSON).
  */
-export async function lastWriteOf(ctx: BackendContext, workspace: string): Promise<LastWrite | null> {
-  const meta = await ctx.store.head(ctx.statePath(workspace));
-  if (meta === null) return null;
-  const m = meta.metadata ?? {};
+export const LAST_WRITE_ATTR = "LastWrite";
+
+/** The {@link LAST_WRITE_ATTR} value of a write of bytes with MD5 `md5` and object metadata `meta`. */
+export function lastWriteRecord(md5: string, meta: Readonly<Record<string, string>>): string {
+  return JSON.stringify({ md5, meta });
+}
+
+/** A last write from its object's size, ETag and time and its metadata. */
+function lastWriteFrom(o: Omit<WorkspaceObject, "workspace">, m: Readonly<Record<string, string>>): LastWrite {
   const serial = m[META.serial] === undefined ? undefined : Number(m[META.serial]);
   return {
-    size: meta.size,
-    etag: meta.etag,
-    lastModified: meta.lastModified?.toISOString(),
+    size: o.size,
+    etag: o.etag,
+    lastModified: o.lastModified,
     serial: serial !== undefined && Number.isSafeInteger(serial) ? serial : undefined,
     lineage: decodeMeta(m[META.lineage]),
     who: decodeMeta(m[META.who]),
@@ -107,7 +112,13 @@ export async function lastWriteOf(ctx: BackendContext, workspace: string): Promi
   };
 }
 
-/** Workspaces described at once by {@link workspaceStatuses}: one HEAD and one lock read each. */
+/** The last write of a workspace's state as its object records it (a HEAD, never the body); null when it has no state. */
+export async function lastWriteOf(ctx: BackendContext, workspace: string): Promise<LastWrite | null> {
+  const meta = await ctx.store.head(ctx.statePath(workspace));
+  return meta === null ? null : lastWriteFrom({ size: meta.size, etag: meta.etag, lastModified: meta.lastModified?.toISOString() }, meta.metadata ?? {});
+}
+
+/** HEADs at once for the workspaces whose record does not describe the listed object. */
 const STATUS_CONCURRENCY = 8;
 
 /** A workspace's lock and last write, read together. */
@@ -117,11 +128,50 @@ export async function workspaceStatusOf(ctx: BackendContext, workspace: string):
   return { name: workspace, lock, lastWrite };
 }
 
-/** {@link workspaceStatusOf} of every listed workspace that `include` keeps, in listing order, a few at a time. */
+/** The metadata a {@link LAST_WRITE_ATTR} record keeps, when it describes the listed object (its ETag is the record's MD5). */
+function recorded(value: string | undefined, o: WorkspaceObject): Record<string, string> | undefined {
+  const etag = o.etag?.replace(/"/g, "").toLowerCase();
+  if (value === undefined || etag === undefined) return undefined;
+  try {
+    const r = JSON.parse(value) as { md5?: unknown; meta?: unknown };
+    return r.md5 === etag && typeof r.meta === "object" && r.meta !== null ? (r.meta as Record<string, string>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * {@link workspaceStatusOf} of every listed workspace that `include` keeps, in listing order,
+ * from one listing and one scan of the lock table: a write's metadata comes from its digest
+ * item's record, and only an object the record does not describe (a write by another tool,
+ * a multipart ETag) costs a HEAD.
+ */
 export async function workspaceStatuses(ctx: BackendContext, include: (workspace: string) => boolean = () => true): Promise<WorkspaceStatus[]> {
-  const names = (await listWorkspaceNames(ctx)).filter(include);
+  const records = new Map<string, string>();
+  const scan = async (): Promise<void> => {
+    if (ctx.table !== undefined) for await (const item of ctx.table.scanAttr(LAST_WRITE_ATTR)) records.set(item.id, item.value);
+  };
+  const [objects, locks] = await Promise.all([listWorkspaceObjects(ctx), ctx.locking.list(), scan()]);
+  const byPath = new Map(locks.map((l) => [l.path, l]));
+  const byName = new Map(objects.map((o) => [o.workspace, o]));
+  const names = byName.has(DEFAULT_WORKSPACE) ? objects.map((o) => o.workspace) : [DEFAULT_WORKSPACE, ...objects.map((o) => o.workspace)];
   const out: WorkspaceStatus[] = [];
-  for (let i = 0; i < names.length; i += STATUS_CONCURRENCY)
-    out.push(...(await Promise.all(names.slice(i, i + STATUS_CONCURRENCY).map((w) => workspaceStatusOf(ctx, w)))));
+  const missing: number[] = [];
+  for (const name of names.filter(include)) {
+    const key = ctx.locking.keyOf(name);
+    const lock = key === undefined ? null : (byPath.get(key) ?? null);
+    const o = byName.get(name);
+    const meta = o === undefined ? undefined : recorded(records.get(ctx.digestId(name)), o);
+    if (o !== undefined && meta === undefined) missing.push(out.length);
+    out.push({ name, lock, lastWrite: o === undefined ? null : meta === undefined ? null : lastWriteFrom(o, meta) });
+  }
+  for (let i = 0; i < missing.length; i += STATUS_CONCURRENCY) {
+    await Promise.all(
+      missing.slice(i, i + STATUS_CONCURRENCY).map(async (at) => {
+        const s = out[at] as WorkspaceStatus;
+        out[at] = { ...s, lastWrite: await lastWriteOf(ctx, s.name) };
+      }),
+    );
+  }
   return out;
 }
