@@ -17,7 +17,7 @@ import { ConfigError } from "../config/errors.js";
 import type { Opts } from "./options.js";
 import { confirm, interactive } from "./confirm.js";
 import { durationFlag } from "./duration.js";
-import { CliError, readJsonFile, usageError } from "./io.js";
+import { CliError, lockIdFlag, readJsonFile, usageError, writeOut } from "./io.js";
 import { guardedCall, lockWaiting, requireLocking, stateStored, underLock as underLockOf, withBackend } from "./runtime.js";
 import { warn } from "./warn.js";
 import { printLocks, runUnderLock } from "./lock-commands.js";
@@ -276,7 +276,7 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw usageError(`the ${DEFAULT_WORKSPACE} workspace cannot be deleted`, "CANNOT_DELETE_DEFAULT");
   await withBackend(config, input.settings, async (backend) => {
-    const lockId = lockIdOf(opts);
+    const lockId = lockIdFlag(opts.lockId);
     // The delete takes and releases its own lock (unless --lock-id): an interrupt lets it settle, then says what it did.
     const { interrupted } = await guardedCall(backend.describe(name), lockId === undefined ? timeout : 0, (wait) =>
       backend.deleteWorkspace(name, { lockId, wait, mustExist: true }),
@@ -306,16 +306,8 @@ export async function statePullAction(opts: Opts): Promise<void> {
       progress.done();
     }
     if (bytes === null) throw new CliError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${backend.describe(workspace)}`);
-    await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (e) => (e ? reject(e) : resolve())));
+    await writeOut(bytes);
   });
-}
-
-/** `--lock-id ID`: write under a lock the caller holds (taken with `objstate lock`). */
-function lockIdOf(opts: Opts): string | undefined {
-  const id = opts.lockId;
-  if (id === undefined) return undefined;
-  if (typeof id !== "string" || id.trim() === "") throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
-  return id.trim();
 }
 
 /**
@@ -331,7 +323,7 @@ async function underLock<T>(
   operation: { operation: string; info?: string },
   work: (lockId: string | undefined) => Promise<T>,
 ): Promise<{ result: T; locked: boolean }> {
-  const given = lockIdOf(opts);
+  const given = lockIdFlag(opts.lockId);
   if (given !== undefined && !backend.lockingEnabled)
     throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
   const result = await underLockOf(backend, workspace, { ...operation, lockId: given }, lockTimeoutOf(input), (lock) => work(lock.id));
@@ -348,7 +340,7 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
   lockTimeoutOf(input);
-  lockIdOf(opts);
+  lockIdFlag(opts.lockId);
   const config = backendConfigOf(input);
   // Each pass over a big state has its own line, named for what it does: checking (and
   // hashing) the file here, then pushing it under the lock.
@@ -403,7 +395,7 @@ export async function stateRepairAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
   lockTimeoutOf(input);
-  lockIdOf(opts);
+  lockIdFlag(opts.lockId);
   const olderThan = typeof opts.olderThan === "string" ? durationFlag("--older-than", opts.olderThan) : undefined;
   const config = backendConfigOf(input);
   await withBackend(config, input.settings, async (backend) => {

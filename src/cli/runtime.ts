@@ -1,6 +1,6 @@
 /**
- * What every command that talks to the store needs: a connected backend, drivers opened
- * directly (for `doctor` and `init`), and interrupts while a lock is wanted or held. (The
+ * What every command that talks to the store needs: a connected backend, the options of the
+ * admin calls (`doctor`, `init`), and interrupts while a lock is wanted or held. (The
  * waiting itself is the library's: `wait` of its lock calls. Warnings are warn.ts's.) The
  * command's settings (the settings table's frozen value) are passed in, never kept here.
  */
@@ -16,15 +16,10 @@ import {
 import { forceUnlockCommand } from "../backend/lock-scope.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
-import { resolveEffectiveSettings, resolveIdentity, type Identity } from "../credentials/index.js";
-import { openLockTable, type LockTableDriver } from "../lock/index.js";
-import type { ResolvedBackendSettings } from "../resolve/settings.js";
-import type { ParsedEndpoint } from "../io/endpoint.js";
-import { openStore } from "../store/index.js";
-import type { ObjectStoreDriver } from "../store/types.js";
+import { resolveEffectiveSettings } from "../credentials/index.js";
 import { formatDuration } from "./duration.js";
 import type { Settings } from "../config/settings-table.js";
-import { connectOptionsOf, timeoutsOf } from "./connect-options.js";
+import { connectOptionsOf } from "./connect-options.js";
 import { EXIT } from "../error-codes.js";
 import { CliError } from "./io.js";
 import { warn } from "./warn.js";
@@ -53,31 +48,9 @@ export async function withBackend<T>(
   }
 }
 
-/** The identity for HTTP endpoints (the credentials chain). */
-export async function identityFor(settings: ResolvedBackendSettings, own: Settings): Promise<Identity> {
-  return await resolveIdentity(settings, { env: process.env, timeouts: timeoutsOf(own) });
-}
-
-/** The object-store driver at `at` (the settings' endpoint, parsed; credentials only for HTTP endpoints). */
-export async function storeFor(s: ResolvedBackendSettings, at: ParsedEndpoint, id: Identity | undefined, own: Settings): Promise<ObjectStoreDriver> {
-  return openStore({
-    bucket: s.bucket.value as string,
-    endpoint: at,
-    region: s.region.value,
-    credentials: at.kind === "http" ? id?.provider : undefined,
-    timeouts: timeoutsOf(own),
-  });
-}
-
-/** The lock-table driver at `at` (kvstoreEndpoint, parsed; the table must be set). */
-export async function lockTableFor(s: ResolvedBackendSettings, at: ParsedEndpoint, id: Identity | undefined, own: Settings): Promise<LockTableDriver> {
-  return openLockTable({
-    table: s.kvstoreTable.value as string,
-    endpoint: at,
-    region: s.region.value,
-    credentials: at.kind === "http" ? id?.provider : undefined,
-    timeouts: timeoutsOf(own),
-  });
+/** A connection's options for the library's admin calls (`diagnose`, `provision`): the command's settings, the environment, the CLI's warnings. */
+export function adminOptionsOf(own: Settings): ConnectOptions {
+  return { ...connectOptionsOf(own), env: process.env, onWarning: warn };
 }
 
 /**
