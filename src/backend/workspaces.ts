@@ -10,6 +10,8 @@ import { decodeMeta, META } from "./fencing.js";
 import { principalOf } from "./history.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, workspacesPrefix } from "../config/layout.js";
 import type { LastWrite, WorkspaceObject, WorkspaceStatus } from "./results.js";
+import { parseLockInfo } from "./lock-info.js";
+import type { LockListing } from "./locking.js";
 
 /** The empty state a new workspace starts with (serial 0, a new lineage), as the tool writes one. */
 export function emptyState(): string {
@@ -147,19 +149,14 @@ function recorded(value: string | undefined, o: WorkspaceObject): Record<string,
  * a multipart ETag) costs a HEAD.
  */
 export async function workspaceStatuses(ctx: BackendContext, include: (workspace: string) => boolean = () => true): Promise<WorkspaceStatus[]> {
-  const records = new Map<string, string>();
-  const scan = async (): Promise<void> => {
-    if (ctx.table !== undefined) for await (const item of ctx.table.scanAttr(LAST_WRITE_ATTR)) records.set(item.id, item.value);
-  };
-  const [objects, locks] = await Promise.all([listWorkspaceObjects(ctx), ctx.locking.list(), scan()]);
-  const byPath = new Map(locks.map((l) => [l.path, l]));
+  const [objects, { locks, records }] = await Promise.all([listWorkspaceObjects(ctx), locksAndRecords(ctx)]);
   const byName = new Map(objects.map((o) => [o.workspace, o]));
   const names = byName.has(DEFAULT_WORKSPACE) ? objects.map((o) => o.workspace) : [DEFAULT_WORKSPACE, ...objects.map((o) => o.workspace)];
   const out: WorkspaceStatus[] = [];
   const missing: number[] = [];
   for (const name of names.filter(include)) {
     const key = ctx.locking.keyOf(name);
-    const lock = key === undefined ? null : (byPath.get(key) ?? null);
+    const lock = key === undefined ? null : (locks.get(key) ?? null);
     const o = byName.get(name);
     const meta = o === undefined ? undefined : recorded(records.get(ctx.digestId(name)), o);
     if (o !== undefined && meta === undefined) missing.push(out.length);
@@ -174,4 +171,40 @@ export async function workspaceStatuses(ctx: BackendContext, include: (workspace
     );
   }
   return out;
+}
+
+/**
+ * Every lock by its path, and every {@link LAST_WRITE_ATTR} record by its digest item: one scan
+ * when the table is where locks are read first; else the lock listing beside a scan of the records.
+ */
+async function locksAndRecords(ctx: BackendContext): Promise<{ locks: Map<string, LockListing>; records: Map<string, string> }> {
+  const table = ctx.table;
+  const records = new Map<string, string>();
+  if (table === undefined || ctx.locking.keyOf(DEFAULT_WORKSPACE) !== ctx.lockId(DEFAULT_WORKSPACE)) {
+    const scan = async (): Promise<void> => {
+      if (table !== undefined) for await (const item of table.scanAttr(LAST_WRITE_ATTR)) records.set(item.id, item.value);
+    };
+    const [list] = await Promise.all([ctx.locking.list(), scan()]);
+    return { locks: new Map(list.map((l) => [l.path, l])), records };
+  }
+  const locks = new Map<string, LockListing>();
+  for await (const item of table.scanAttrs(["Info", LAST_WRITE_ATTR])) {
+    const raw = item.values["Info"];
+    const workspace = raw === undefined || raw === "" ? undefined : workspaceOfLockId(ctx, item.id);
+    if (raw !== undefined && workspace !== undefined) {
+      const info = parseLockInfo(raw, item.id);
+      locks.set(item.id, ctx.locking.listed(workspace, { ...info, Expires: item.expires ?? info.Expires }));
+    }
+    const record = item.values[LAST_WRITE_ATTR];
+    if (record !== undefined) records.set(item.id, record);
+  }
+  return { locks, records };
+}
+
+/** The workspace whose lock item `id` is (`{bucket}/{state path}`), if any. */
+function workspaceOfLockId(ctx: BackendContext, id: string): string | undefined {
+  const prefix = `${ctx.bucket}/`;
+  if (!id.startsWith(prefix)) return undefined;
+  const path = id.slice(prefix.length);
+  return path === ctx.statePath(DEFAULT_WORKSPACE) ? DEFAULT_WORKSPACE : workspaceOfKey(ctx.layout, path);
 }
