@@ -21,7 +21,7 @@ import { formatDuration } from "./duration.js";
 import type { Settings } from "../config/settings-table.js";
 import { connectOptionsOf } from "./connect-options.js";
 import { EXIT } from "../error-codes.js";
-import { CliError } from "./io.js";
+import { CliError, lockIdFlag, usageError } from "./io.js";
 import { warn } from "./warn.js";
 import { printable } from "../util/printable.js";
 
@@ -98,9 +98,6 @@ const SIGNAL_EXIT: Readonly<Record<string, number>> = { SIGHUP: EXIT.hangup, SIG
 export function stateStored(): void {
   stored = true;
 }
-
-/** The exact command that releases a lock this process leaves behind (the library's wording). */
-export { forceUnlockCommand };
 
 function whatWasWritten(): string {
   return stored
@@ -244,4 +241,23 @@ export async function guardedCall<T>(where: string, timeoutMs: number, call: (wa
     interruption.signal.removeEventListener("abort", onInterrupt);
     phase = { phase: "idle" };
   }
+}
+
+/**
+ * {@link underLock} with `--lock-id` (the caller's lock, checked by the backend right before
+ * each write and left held) or one taken for the command (waiting up to `timeoutMs`).
+ */
+export async function underGivenLock<T>(
+  backend: ObjectStoreBackend,
+  workspace: string,
+  lockIdText: string | undefined,
+  timeoutMs: number,
+  operation: { operation: string; info?: string },
+  work: (lockId: string | undefined) => Promise<T>,
+): Promise<{ result: T; locked: boolean }> {
+  const given = lockIdFlag(lockIdText);
+  if (given !== undefined && !backend.lockingEnabled)
+    throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
+  const result = await underLock(backend, workspace, { ...operation, lockId: given }, timeoutMs, (lock) => work(lock.id));
+  return { result, locked: backend.lockingEnabled };
 }
