@@ -26,7 +26,7 @@ export const LAYERS = [
   ["credentials/", "store/", "lock/"],
   ["state/"],
   ["backend/"],
-  ["remote-state/", "wire/"],
+  ["remote-state/", "wire/", "admin/"],
   ["console/"],
   ["server/"],
   ["cli/"],

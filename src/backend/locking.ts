@@ -410,6 +410,12 @@ export class Locking {
     return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.source < b.source ? -1 : 1));
   }
 
+  /** The path {@link list} lists the workspace's lock under, as {@link current} reads it; undefined when locking is off. */
+  keyOf(workspace: string): string | undefined {
+    const first = this.init.places[0];
+    return first === undefined ? undefined : this.init.keyOf(first, workspace);
+  }
+
   /** The workspace's lock as {@link list} lists it (from the first place, as {@link info}), or null when unlocked. */
   async current(workspace: string): Promise<LockListing | null> {
     const first = this.init.places[0];

@@ -10,6 +10,8 @@ import { decodeMeta, META } from "./fencing.js";
 import { principalOf } from "./history.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, workspacesPrefix } from "../config/layout.js";
 import type { LastWrite, WorkspaceObject, WorkspaceStatus } from "./results.js";
+import { parseLockInfo } from "./lock-info.js";
+import type { LockListing } from "./locking.js";
 
 /** The empty state a new workspace starts with (serial 0, a new lineage), as the tool writes one. */
 export function emptyState(): string {
@@ -86,18 +88,23 @@ export async function deleteUnderLock(ctx: BackendContext, workspace: string): P
 }
 
 /**
- * The last write of a workspace's state as its object records it (a HEAD, never the
- * body); null when it has no state.
+ * The digest item's attribute that keeps the metadata of the write it commits, so a listing
+ * of every workspace needs no HEAD per workspace: `{"md5", "meta"}` (JSON).
  */
-export async function lastWriteOf(ctx: BackendContext, workspace: string): Promise<LastWrite | null> {
-  const meta = await ctx.store.head(ctx.statePath(workspace));
-  if (meta === null) return null;
-  const m = meta.metadata ?? {};
+export const LAST_WRITE_ATTR = "LastWrite";
+
+/** The {@link LAST_WRITE_ATTR} value of a write of bytes with MD5 `md5` and object metadata `meta`. */
+export function lastWriteRecord(md5: string, meta: Readonly<Record<string, string>>): string {
+  return JSON.stringify({ md5, meta });
+}
+
+/** A last write from its object's size, ETag and time and its metadata. */
+function lastWriteFrom(o: Omit<WorkspaceObject, "workspace">, m: Readonly<Record<string, string>>): LastWrite {
   const serial = m[META.serial] === undefined ? undefined : Number(m[META.serial]);
   return {
-    size: meta.size,
-    etag: meta.etag,
-    lastModified: meta.lastModified?.toISOString(),
+    size: o.size,
+    etag: o.etag,
+    lastModified: o.lastModified,
     serial: serial !== undefined && Number.isSafeInteger(serial) ? serial : undefined,
     lineage: decodeMeta(m[META.lineage]),
     who: decodeMeta(m[META.who]),
@@ -107,7 +114,13 @@ export async function lastWriteOf(ctx: BackendContext, workspace: string): Promi
   };
 }
 
-/** Workspaces described at once by {@link workspaceStatuses}: one HEAD and one lock read each. */
+/** The last write of a workspace's state as its object records it (a HEAD, never the body); null when it has no state. */
+export async function lastWriteOf(ctx: BackendContext, workspace: string): Promise<LastWrite | null> {
+  const meta = await ctx.store.head(ctx.statePath(workspace));
+  return meta === null ? null : lastWriteFrom({ size: meta.size, etag: meta.etag, lastModified: meta.lastModified?.toISOString() }, meta.metadata ?? {});
+}
+
+/** HEADs at once for the workspaces whose record does not describe the listed object. */
 const STATUS_CONCURRENCY = 8;
 
 /** A workspace's lock and last write, read together. */
@@ -117,11 +130,81 @@ export async function workspaceStatusOf(ctx: BackendContext, workspace: string):
   return { name: workspace, lock, lastWrite };
 }
 
-/** {@link workspaceStatusOf} of every listed workspace that `include` keeps, in listing order, a few at a time. */
+/** The metadata a {@link LAST_WRITE_ATTR} record keeps, when it describes the listed object (its ETag is the record's MD5). */
+function recorded(value: string | undefined, o: WorkspaceObject): Record<string, string> | undefined {
+  const etag = o.etag?.replace(/"/g, "").toLowerCase();
+  if (value === undefined || etag === undefined) return undefined;
+  try {
+    const r = JSON.parse(value) as { md5?: unknown; meta?: unknown };
+    return r.md5 === etag && typeof r.meta === "object" && r.meta !== null ? (r.meta as Record<string, string>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * {@link workspaceStatusOf} of every listed workspace that `include` keeps, in listing order,
+ * from one listing and one scan of the lock table: a write's metadata comes from its digest
+ * item's record, and only an object the record does not describe (a write by another tool,
+ * a multipart ETag) costs a HEAD.
+ */
 export async function workspaceStatuses(ctx: BackendContext, include: (workspace: string) => boolean = () => true): Promise<WorkspaceStatus[]> {
-  const names = (await listWorkspaceNames(ctx)).filter(include);
+  const [objects, { locks, records }] = await Promise.all([listWorkspaceObjects(ctx), locksAndRecords(ctx)]);
+  const byName = new Map(objects.map((o) => [o.workspace, o]));
+  const names = byName.has(DEFAULT_WORKSPACE) ? objects.map((o) => o.workspace) : [DEFAULT_WORKSPACE, ...objects.map((o) => o.workspace)];
   const out: WorkspaceStatus[] = [];
-  for (let i = 0; i < names.length; i += STATUS_CONCURRENCY)
-    out.push(...(await Promise.all(names.slice(i, i + STATUS_CONCURRENCY).map((w) => workspaceStatusOf(ctx, w)))));
+  const missing: number[] = [];
+  for (const name of names.filter(include)) {
+    const key = ctx.locking.keyOf(name);
+    const lock = key === undefined ? null : (locks.get(key) ?? null);
+    const o = byName.get(name);
+    const meta = o === undefined ? undefined : recorded(records.get(ctx.digestId(name)), o);
+    if (o !== undefined && meta === undefined) missing.push(out.length);
+    out.push({ name, lock, lastWrite: o === undefined ? null : meta === undefined ? null : lastWriteFrom(o, meta) });
+  }
+  for (let i = 0; i < missing.length; i += STATUS_CONCURRENCY) {
+    await Promise.all(
+      missing.slice(i, i + STATUS_CONCURRENCY).map(async (at) => {
+        const s = out[at] as WorkspaceStatus;
+        out[at] = { ...s, lastWrite: await lastWriteOf(ctx, s.name) };
+      }),
+    );
+  }
   return out;
+}
+
+/**
+ * Every lock by its path, and every {@link LAST_WRITE_ATTR} record by its digest item: one scan
+ * when the table is where locks are read first; else the lock listing beside a scan of the records.
+ */
+async function locksAndRecords(ctx: BackendContext): Promise<{ locks: Map<string, LockListing>; records: Map<string, string> }> {
+  const table = ctx.table;
+  const records = new Map<string, string>();
+  if (table === undefined || ctx.locking.keyOf(DEFAULT_WORKSPACE) !== ctx.lockId(DEFAULT_WORKSPACE)) {
+    const scan = async (): Promise<void> => {
+      if (table !== undefined) for await (const item of table.scanAttr(LAST_WRITE_ATTR)) records.set(item.id, item.value);
+    };
+    const [list] = await Promise.all([ctx.locking.list(), scan()]);
+    return { locks: new Map(list.map((l) => [l.path, l])), records };
+  }
+  const locks = new Map<string, LockListing>();
+  for await (const item of table.scanAttrs(["Info", LAST_WRITE_ATTR])) {
+    const raw = item.values["Info"];
+    const workspace = raw === undefined || raw === "" ? undefined : workspaceOfLockId(ctx, item.id);
+    if (raw !== undefined && workspace !== undefined) {
+      const info = parseLockInfo(raw, item.id);
+      locks.set(item.id, ctx.locking.listed(workspace, { ...info, Expires: item.expires ?? info.Expires }));
+    }
+    const record = item.values[LAST_WRITE_ATTR];
+    if (record !== undefined) records.set(item.id, record);
+  }
+  return { locks, records };
+}
+
+/** The workspace whose lock item `id` is (`{bucket}/{state path}`), if any. */
+function workspaceOfLockId(ctx: BackendContext, id: string): string | undefined {
+  const prefix = `${ctx.bucket}/`;
+  if (!id.startsWith(prefix)) return undefined;
+  const path = id.slice(prefix.length);
+  return path === ctx.statePath(DEFAULT_WORKSPACE) ? DEFAULT_WORKSPACE : workspaceOfKey(ctx.layout, path);
 }

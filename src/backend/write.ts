@@ -19,6 +19,7 @@ import { adoptTorn, commit, committedVersion, storedDigest, undoLateWrite } from
 import type { WriteResult } from "./results.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 import { checkedSource, checkSource, stateToWrite } from "../state/check.js";
+import { LAST_WRITE_ATTR, lastWriteRecord } from "./workspaces.js";
 
 /** How much of a stored state the guard reads: whole small states, the header of large ones. */
 const GUARD_READ_BYTES = 64 * 1024;
@@ -204,7 +205,7 @@ export async function writeFenced(
   const digest = await input.digest();
   // The commit point: only now did the write happen.
   if (locks !== undefined) {
-    await commit(ctx, workspace, locks, seen, digest, lockId).catch(async (e: unknown) => {
+    await commit(ctx, workspace, locks, seen, digest, lockId, { [LAST_WRITE_ATTR]: lastWriteRecord(digest, metadata) }).catch(async (e: unknown) => {
       if (isObjstateError(e, "STATE_CONFLICT")) await undoLateWrite(ctx, workspace, locks, digest, lockId);
       throw e;
     });

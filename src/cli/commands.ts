@@ -3,7 +3,7 @@
  * `force-unlock`. Each takes the parsed options of its command; errors propagate to
  * main, which prints them and picks the exit code.
  */
-import { emptyState, NO_LOCK_ID, type ObjectStoreBackend, type RekeyResult } from "../backend/backend.js";
+import { NO_LOCK_ID, type RekeyResult } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { describeHolder } from "../backend/lock-info.js";
 import { COMMON_FIELDS } from "../config/fields.js";
@@ -17,8 +17,8 @@ import { ConfigError } from "../config/errors.js";
 import type { Opts } from "./options.js";
 import { confirm, interactive } from "./confirm.js";
 import { durationFlag } from "./duration.js";
-import { CliError, readJsonFile, usageError } from "./io.js";
-import { guardedCall, lockWaiting, requireLocking, stateStored, underLock as underLockOf, withBackend } from "./runtime.js";
+import { CliError, lockIdFlag, readJsonFile, usageError, writeOut } from "./io.js";
+import { guardedCall, lockWaiting, requireLocking, stateStored, underGivenLock, withBackend } from "./runtime.js";
 import { warn } from "./warn.js";
 import { printLocks, runUnderLock } from "./lock-commands.js";
 import { openStateInput } from "./state-input.js";
@@ -38,8 +38,6 @@ import { formatBytes, paint, printJson, Progress } from "./term.js";
 import { redactUrl } from "../util/redact.js";
 import { printable } from "../util/printable.js";
 import { lockJson, rekeyJson, workspaceJson } from "../wire/shapes.js";
-
-export type { Opts } from "./options.js";
 
 const REDACTED = "<redacted>";
 
@@ -251,9 +249,6 @@ export async function workspaceListAction(opts: Opts): Promise<void> {
   });
 }
 
-/** The empty state a new workspace starts with (the library's). */
-export { emptyState };
-
 /** `objstate workspace new NAME`: write an empty state, refusing a workspace that exists. */
 export async function workspaceNewAction(name: string, opts: Opts): Promise<void> {
   workspaceArg(name);
@@ -262,7 +257,9 @@ export async function workspaceNewAction(name: string, opts: Opts): Promise<void
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw new CliError("WORKSPACE_EXISTS", `workspace ${DEFAULT_WORKSPACE} already exists (it always does)`);
   await withBackend(config, input.settings, async (backend) => {
-    await underLock(backend, name, input, opts, { operation: "workspace new" }, (lockId) => backend.createWorkspace(name, { lockId, onStored: stateStored }));
+    await underGivenLock(backend, name, opts.lockId, lockTimeoutOf(input), { operation: "workspace new" }, (lockId) =>
+      backend.createWorkspace(name, { lockId, onStored: stateStored }),
+    );
     if (opts.json === true) return printJson({ workspace: name, path: backend.describe(name), created: true });
     say(`created workspace ${name} (${backend.describe(name)})`);
   });
@@ -276,7 +273,7 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw usageError(`the ${DEFAULT_WORKSPACE} workspace cannot be deleted`, "CANNOT_DELETE_DEFAULT");
   await withBackend(config, input.settings, async (backend) => {
-    const lockId = lockIdOf(opts);
+    const lockId = lockIdFlag(opts.lockId);
     // The delete takes and releases its own lock (unless --lock-id): an interrupt lets it settle, then says what it did.
     const { interrupted } = await guardedCall(backend.describe(name), lockId === undefined ? timeout : 0, (wait) =>
       backend.deleteWorkspace(name, { lockId, wait, mustExist: true }),
@@ -306,36 +303,8 @@ export async function statePullAction(opts: Opts): Promise<void> {
       progress.done();
     }
     if (bytes === null) throw new CliError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${backend.describe(workspace)}`);
-    await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (e) => (e ? reject(e) : resolve())));
+    await writeOut(bytes);
   });
-}
-
-/** `--lock-id ID`: write under a lock the caller holds (taken with `objstate lock`). */
-function lockIdOf(opts: Opts): string | undefined {
-  const id = opts.lockId;
-  if (id === undefined) return undefined;
-  if (typeof id !== "string" || id.trim() === "") throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
-  return id.trim();
-}
-
-/**
- * Run `work` under the workspace's lock (the library's `withLock`): the caller's
- * (`--lock-id`, checked by the backend right before each write, and left held), or one
- * taken for the command and released after it (waiting up to `--lock-timeout`).
- */
-async function underLock<T>(
-  backend: ObjectStoreBackend,
-  workspace: string,
-  input: SettingsInput,
-  opts: Opts,
-  operation: { operation: string; info?: string },
-  work: (lockId: string | undefined) => Promise<T>,
-): Promise<{ result: T; locked: boolean }> {
-  const given = lockIdOf(opts);
-  if (given !== undefined && !backend.lockingEnabled)
-    throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
-  const result = await underLockOf(backend, workspace, { ...operation, lockId: given }, lockTimeoutOf(input), (lock) => work(lock.id));
-  return { result, locked: backend.lockingEnabled };
 }
 
 /**
@@ -348,7 +317,7 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
   lockTimeoutOf(input);
-  lockIdOf(opts);
+  lockIdFlag(opts.lockId);
   const config = backendConfigOf(input);
   // Each pass over a big state has its own line, named for what it does: checking (and
   // hashing) the file here, then pushing it under the lock.
@@ -363,11 +332,11 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   try {
     await withBackend(config, input.settings, async (backend) => {
       const where = backend.describe(workspace);
-      const { result, locked } = await underLock(
+      const { result, locked } = await underGivenLock(
         backend,
         workspace,
-        input,
-        opts,
+        opts.lockId,
+        lockTimeoutOf(input),
         { operation: "state push", info: `objstate state push ${state.name}` },
         async (lockId) => {
           const progress = Progress.start(process.stderr, `pushing ${where}`, state.size);
@@ -403,12 +372,12 @@ export async function stateRepairAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
   lockTimeoutOf(input);
-  lockIdOf(opts);
+  lockIdFlag(opts.lockId);
   const olderThan = typeof opts.olderThan === "string" ? durationFlag("--older-than", opts.olderThan) : undefined;
   const config = backendConfigOf(input);
   await withBackend(config, input.settings, async (backend) => {
     const where = backend.describe(workspace);
-    const { result: report } = await underLock(backend, workspace, input, opts, { operation: "state repair" }, (lockId) =>
+    const { result: report } = await underGivenLock(backend, workspace, opts.lockId, lockTimeoutOf(input), { operation: "state repair" }, (lockId) =>
       // The lock is ours already: the repair must not take it a second time.
       backend.repairState(workspace, { lockId, force: opts.force === true, leftoverMinAgeMs: olderThan }),
     );

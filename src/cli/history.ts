@@ -7,10 +7,13 @@ import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { formatStateDiff, type StateDiff } from "../state/diff.js";
 import { confirm, interactive } from "./confirm.js";
-import { CliError, usageError } from "./io.js";
+import { CliError, countFlag, lockIdFlag, usageError, writeOut } from "./io.js";
 import { underLock, withBackend } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
-import { colorsAllowed, formatBytes, printJson } from "./term.js";
+import { colorsAllowed, formatBytes, printJson, table } from "./term.js";
+
+/** The table formatter (term.ts), where serve.ts finds it. */
+export { table };
 import { printable as safe } from "../util/printable.js";
 import { historyEntryJson, principalText, rollbackJson, versionDiffJson } from "../wire/shapes.js";
 
@@ -22,18 +25,6 @@ function idFlag(v: string | undefined, flag: string): string | undefined {
   return v.trim();
 }
 
-function limitFlag(opts: Opts): number | undefined {
-  const v = opts.limit;
-  if (v === undefined) return undefined;
-  const n = typeof v === "string" && /^\d+$/.test(v.trim()) ? Number(v.trim()) : NaN;
-  if (!Number.isSafeInteger(n) || n < 1) throw usageError(`--limit needs a whole number from 1, got ${JSON.stringify(v)}`, "INVALID_LIMIT");
-  return n;
-}
-
-function write(bytes: Buffer | string): Promise<void> {
-  return new Promise<void>((resolve, reject) => process.stdout.write(bytes, (e) => (e ? reject(e) : resolve())));
-}
-
 /** `objstate state pull --version ID`: that version's bytes, exactly as stored. */
 export async function statePullVersionAction(opts: Opts): Promise<void> {
   const version = idFlag(opts.version, "--version") ?? idFlag(opts.versionId, "--version-id");
@@ -42,7 +33,7 @@ export async function statePullVersionAction(opts: Opts): Promise<void> {
   const workspace = input.workspace ?? DEFAULT_WORKSPACE;
   await withBackend(backendConfigOf(input), input.settings, async (backend) => {
     const bytes = await backend.readVersion(workspace, version, { stored: opts.rawEnvelope === true });
-    await write(bytes);
+    await writeOut(bytes);
   });
 }
 
@@ -72,32 +63,18 @@ function versionRow(v: StateVersion): string[] {
   ];
 }
 
-/** Rows in columns two spaces apart. */
-export function table(rows: string[][]): string {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
-  // The last column is free text: not padded.
-  return rows
-    .map((r) =>
-      r
-        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n");
-}
-
 /** `objstate state history [-w W] [--limit N] [--json]`. */
 export async function stateHistoryAction(opts: Opts): Promise<void> {
-  const limit = limitFlag(opts);
+  const limit = countFlag(opts.limit, "--limit", "INVALID_LIMIT");
   const input = gatherSettings(opts);
   const workspace = input.workspace ?? DEFAULT_WORKSPACE;
   await withBackend(backendConfigOf(input), input.settings, async (backend) => {
     const versions: StateVersion[] = [];
     for await (const v of backend.history(workspace, { limit })) versions.push(v);
     if (opts.json === true) return printJson({ workspace, path: backend.describe(workspace), versions: versions.map(historyEntryJson) });
-    if (versions.length === 0) return write(`no versions of workspace ${workspace} at ${backend.describe(workspace)}\n`);
+    if (versions.length === 0) return writeOut(`no versions of workspace ${workspace} at ${backend.describe(workspace)}\n`);
     const rows = [[" ", "VERSION", "TIME", "SIZE", "SERIAL", "LINEAGE", "WRITTEN BY"], ...versions.map(versionRow)];
-    await write(`${table(rows)}\n`);
+    await writeOut(`${table(rows)}\n`);
   });
 }
 
@@ -111,7 +88,7 @@ export async function stateDiffAction(opts: Opts): Promise<void> {
     // The sides not given are the library's: the version before the current one, and the current one.
     const compared = await backend.diff(workspace, { from: fromFlag, to: toFlag });
     if (opts.json === true) return printJson(versionDiffJson(workspace, compared));
-    await write(diffText(compared.from, compared.to, compared.diff, colorsAllowed(process.stdout)));
+    await writeOut(diffText(compared.from, compared.to, compared.diff, colorsAllowed(process.stdout)));
   });
 }
 
@@ -149,8 +126,7 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
       "CONFIRMATION_REQUIRED",
     );
   }
-  const given = opts.lockId !== undefined && opts.lockId.trim() !== "" ? opts.lockId.trim() : undefined;
-  if (opts.lockId !== undefined && given === undefined) throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
+  const given = lockIdFlag(opts.lockId);
   const input = gatherSettings(opts);
   const timeout = input.settings.values.lockTimeout;
   const workspace = input.workspace ?? DEFAULT_WORKSPACE;
@@ -167,7 +143,7 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
     );
     if (opts.json === true) return printJson({ ...rollbackJson(workspace, result), path: where, locked: backend.lockingEnabled });
     const was = result.restored ? "restoring the deleted workspace" : `replacing serial ${result.previousSerial ?? "?"}`;
-    await write(
+    await writeOut(
       `rolled back ${where} to version ${to}: written as serial ${result.serial}${result.lineage === undefined ? "" : ` of lineage ${safe(result.lineage)}`}, ${was}; nothing was deleted${backend.lockingEnabled ? "" : " (not locked: no lock table)"}\n`,
     );
   });

@@ -87,3 +87,23 @@ export function errorLine(e: unknown): string {
   const what = typeof code === "string" && code !== "" ? `${name} ${code}` : name;
   return `unexpected internal error (INTERNAL_ERROR: ${what}); run again with OBJSTATE_DEBUG=1 to see the details, and please report it`;
 }
+
+/** Write to standard output, resolved once written (so a closed output is an error the caller sees). */
+export function writeOut(bytes: Buffer | string): Promise<void> {
+  return new Promise<void>((resolve, reject) => process.stdout.write(bytes, (e) => (e ? reject(e) : resolve())));
+}
+
+/** A count flag (`--limit`, `--keep-days`): a whole number from 1; undefined when not given. */
+export function countFlag(v: string | undefined, flag: string, code: UsageCode): number | undefined {
+  if (v === undefined) return undefined;
+  const n = typeof v === "string" && /^\d+$/.test(v.trim()) ? Number(v.trim()) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1) throw usageError(`${flag} needs a whole number from 1, got ${JSON.stringify(v)}`, code);
+  return n;
+}
+
+/** `--lock-id ID`: write under a lock the caller holds (taken with `objstate lock`). */
+export function lockIdFlag(id: string | undefined): string | undefined {
+  if (id === undefined) return undefined;
+  if (typeof id !== "string" || id.trim() === "") throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
+  return id.trim();
+}

@@ -10,7 +10,7 @@ import type { LockOptions } from "../backend/backend.js";
 import { ObjstateError } from "../errors.js";
 import { nodeChildProcess } from "../util/builtins.js";
 import { CliError } from "./io.js";
-import { printJson } from "./term.js";
+import { printJson, table } from "./term.js";
 import { printable } from "../util/printable.js";
 import { formatAgo } from "../console/format.js";
 import { lockJson } from "../wire/shapes.js";
@@ -43,8 +43,7 @@ export function printLocks(list: readonly LockListing[], json: boolean): void {
       ].map(printable),
     ),
   ];
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
-  for (const r of rows) process.stdout.write(`${r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ")}\n`);
+  process.stdout.write(`${table(rows)}\n`);
 }
 
 /**

@@ -89,20 +89,11 @@ function noColorOption(cmd: Command): Command {
   );
 }
 
-/**
- * The command tree. Given the arguments it will parse, only the command they name gets
- * its ~30 settings flags now (commander registers each flag in time linear in the flags
- * before it), so `--help` and one command start without building every command's; any
- * other command gets them when commander dispatches to it. Without arguments, every
- * command is complete.
- */
-export function program(argv?: readonly string[]): Command {
-  // Each leaf's settings flags (and --timeout), added by complete(leaf).
-  const pending = new Map<Command, () => void>();
-  const addSettingsOptions = (cmd: Command, command: SettingsCommand, options?: Parameters<typeof settingsOptions>[2]): Command => {
-    pending.set(cmd, () => settingsOptions(cmd, command, options));
-    return cmd;
-  };
+/** Add a command's settings flags (deferred: see {@link program}). */
+type AddSettings = (cmd: Command, command: SettingsCommand, options?: Parameters<typeof settingsOptions>[2]) => Command;
+
+/** The program itself: its options, help and error output. */
+function rootCommand(pending: ReadonlyMap<Command, () => void>): Command {
   const root = new Command("objstate")
     .description("Keep an infrastructure tool's state in an object-storage bucket, with locking in a key-value table.")
     .version(versionText(), "-v, --version", "print objstate's version and the Node.js and platform it runs on (as objstate version)")
@@ -127,7 +118,11 @@ export function program(argv?: readonly string[]): Command {
   root.hook("preAction", (_root, action) => {
     if ((action.opts() as Opts).lock === "false") warn(LOCK_FALSE_WARNING);
   });
+  return root;
+}
 
+/** `version`, `synth`, `config` and `workspace …`. */
+function basicCommands(root: Command, addSettingsOptions: AddSettings): void {
   root
     .command("version")
     .description("print objstate's version and the Node.js and platform it runs on (the same as objstate --version)")
@@ -177,7 +172,10 @@ export function program(argv?: readonly string[]): Command {
   addSettingsOptions(wsDelete, "workspace delete").action(async (name: string, ...rest: unknown[]) =>
     (await commands()).workspaceDeleteAction(name, optsOf(rest)),
   );
+}
 
+/** `state …`: `pull`, `history` and `diff` here. */
+function stateCommands(root: Command, addSettingsOptions: AddSettings): void {
   const state = root.command("state").description("read and write a workspace's state");
   const pull = state
     .command("pull")
@@ -215,6 +213,11 @@ export function program(argv?: readonly string[]): Command {
   addSettingsOptions(diff, "state diff", { workspace: true }).action(async (...args: unknown[]) =>
     (await import("./history.js")).stateDiffAction(optsOf(args)),
   );
+  stateWriteCommands(state, addSettingsOptions);
+}
+
+/** `state rollback`, `push`, `repair` and `rekey`. */
+function stateWriteCommands(state: Command, addSettingsOptions: AddSettings): void {
   const rollback = lockOption(
     lockIdOption(
       jsonOption(
@@ -273,7 +276,10 @@ export function program(argv?: readonly string[]): Command {
       .option("--all", "rekey every workspace"),
   );
   addSettingsOptions(rekey, "state rekey", { workspace: true }).action(async (...args: unknown[]) => (await commands()).stateRekeyAction(optsOf(args)));
+}
 
+/** `lock`, `locks`, `unlock`, `force-unlock` and `output`. */
+function lockAndOutputCommands(root: Command, addSettingsOptions: AddSettings): void {
   const lock = jsonOption(
     root
       .command("lock")
@@ -327,7 +333,10 @@ export function program(argv?: readonly string[]): Command {
   addSettingsOptions(output, "output", { workspace: true, defaults: true }).action(async (name: string | undefined, ...rest: unknown[]) =>
     (await import("./output.js")).outputAction(name, optsOf(rest)),
   );
+}
 
+/** `doctor` and `init`. */
+function adminCommands(root: Command, addSettingsOptions: AddSettings): void {
   const doctor = jsonOption(root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest"));
   addSettingsOptions(doctor, "doctor", { workspace: true }).action(async (...args: unknown[]) => (await import("./doctor.js")).doctorAction(optsOf(args)));
 
@@ -355,7 +364,10 @@ export function program(argv?: readonly string[]): Command {
       ),
   );
   addSettingsOptions(init, "init").action(async (...args: unknown[]) => (await import("./init.js")).initAction(optsOf(args)));
+}
 
+/** `serve` and its `hash-password` and `token …`. */
+function serveCommands(root: Command, pending: Map<Command, () => void>): void {
   const serve = root
     .command("serve")
     .description(
@@ -406,7 +418,34 @@ export function program(argv?: readonly string[]): Command {
     .action(async (...args: unknown[]) =>
       (await import("./serve.js")).tokenRevokeAction(args[0] as string, (args[args.length - 1] as Command).optsWithGlobals()),
     );
+}
 
+/**
+ * The command tree. Given the arguments it will parse, only the command they name gets
+ * its ~30 settings flags now (commander registers each flag in time linear in the flags
+ * before it), so `--help` and one command start without building every command's; any
+ * other command gets them when commander dispatches to it. Without arguments, every
+ * command is complete.
+ */
+export function program(argv?: readonly string[]): Command {
+  // Each leaf's settings flags (and --timeout), added by complete(leaf).
+  const pending = new Map<Command, () => void>();
+  const addSettingsOptions: AddSettings = (cmd, command, options) => {
+    pending.set(cmd, () => settingsOptions(cmd, command, options));
+    return cmd;
+  };
+  const root = rootCommand(pending);
+  basicCommands(root, addSettingsOptions);
+  stateCommands(root, addSettingsOptions);
+  lockAndOutputCommands(root, addSettingsOptions);
+  adminCommands(root, addSettingsOptions);
+  serveCommands(root, pending);
+  completeLazily(root, pending, argv);
+  return root;
+}
+
+/** Add each leaf's settings flags when commander dispatches to it, or now: all of them without `argv`, else the one it names. */
+function completeLazily(root: Command, pending: Map<Command, () => void>, argv: readonly string[] | undefined): void {
   const completed = new Set<Command>();
   const complete = (leaf: Command): void => {
     if (completed.has(leaf)) return;
@@ -431,7 +470,6 @@ export function program(argv?: readonly string[]): Command {
   root.hook("preSubcommand", (_cmd, leaf) => complete(leaf));
   if (argv === undefined) leaves.forEach(complete);
   else namedLeaves(root, argv.slice(2)).forEach(complete);
-  return root;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
- * What every command that talks to the store needs: a connected backend, drivers opened
- * directly (for `doctor` and `init`), and interrupts while a lock is wanted or held. (The
+ * What every command that talks to the store needs: a connected backend, the options of the
+ * admin calls (`doctor`, `init`), and interrupts while a lock is wanted or held. (The
  * waiting itself is the library's: `wait` of its lock calls. Warnings are warn.ts's.) The
  * command's settings (the settings table's frozen value) are passed in, never kept here.
  */
@@ -16,17 +16,12 @@ import {
 import { forceUnlockCommand } from "../backend/lock-scope.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
-import { resolveEffectiveSettings, resolveIdentity, type Identity } from "../credentials/index.js";
-import { openLockTable, type LockTableDriver } from "../lock/index.js";
-import type { ResolvedBackendSettings } from "../resolve/settings.js";
-import type { ParsedEndpoint } from "../io/endpoint.js";
-import { openStore } from "../store/index.js";
-import type { ObjectStoreDriver } from "../store/types.js";
+import { resolveEffectiveSettings } from "../credentials/index.js";
 import { formatDuration } from "./duration.js";
 import type { Settings } from "../config/settings-table.js";
-import { connectOptionsOf, timeoutsOf } from "./connect-options.js";
+import { connectOptionsOf } from "./connect-options.js";
 import { EXIT } from "../error-codes.js";
-import { CliError } from "./io.js";
+import { CliError, lockIdFlag, usageError } from "./io.js";
 import { warn } from "./warn.js";
 import { printable } from "../util/printable.js";
 
@@ -53,31 +48,9 @@ export async function withBackend<T>(
   }
 }
 
-/** The identity for HTTP endpoints (the credentials chain). */
-export async function identityFor(settings: ResolvedBackendSettings, own: Settings): Promise<Identity> {
-  return await resolveIdentity(settings, { env: process.env, timeouts: timeoutsOf(own) });
-}
-
-/** The object-store driver at `at` (the settings' endpoint, parsed; credentials only for HTTP endpoints). */
-export async function storeFor(s: ResolvedBackendSettings, at: ParsedEndpoint, id: Identity | undefined, own: Settings): Promise<ObjectStoreDriver> {
-  return openStore({
-    bucket: s.bucket.value as string,
-    endpoint: at,
-    region: s.region.value,
-    credentials: at.kind === "http" ? id?.provider : undefined,
-    timeouts: timeoutsOf(own),
-  });
-}
-
-/** The lock-table driver at `at` (kvstoreEndpoint, parsed; the table must be set). */
-export async function lockTableFor(s: ResolvedBackendSettings, at: ParsedEndpoint, id: Identity | undefined, own: Settings): Promise<LockTableDriver> {
-  return openLockTable({
-    table: s.kvstoreTable.value as string,
-    endpoint: at,
-    region: s.region.value,
-    credentials: at.kind === "http" ? id?.provider : undefined,
-    timeouts: timeoutsOf(own),
-  });
+/** A connection's options for the library's admin calls (`diagnose`, `provision`): the command's settings, the environment, the CLI's warnings. */
+export function adminOptionsOf(own: Settings): ConnectOptions {
+  return { ...connectOptionsOf(own), env: process.env, onWarning: warn };
 }
 
 /**
@@ -125,9 +98,6 @@ const SIGNAL_EXIT: Readonly<Record<string, number>> = { SIGHUP: EXIT.hangup, SIG
 export function stateStored(): void {
   stored = true;
 }
-
-/** The exact command that releases a lock this process leaves behind (the library's wording). */
-export { forceUnlockCommand };
 
 function whatWasWritten(): string {
   return stored
@@ -271,4 +241,23 @@ export async function guardedCall<T>(where: string, timeoutMs: number, call: (wa
     interruption.signal.removeEventListener("abort", onInterrupt);
     phase = { phase: "idle" };
   }
+}
+
+/**
+ * {@link underLock} with `--lock-id` (the caller's lock, checked by the backend right before
+ * each write and left held) or one taken for the command (waiting up to `timeoutMs`).
+ */
+export async function underGivenLock<T>(
+  backend: ObjectStoreBackend,
+  workspace: string,
+  lockIdText: string | undefined,
+  timeoutMs: number,
+  operation: { operation: string; info?: string },
+  work: (lockId: string | undefined) => Promise<T>,
+): Promise<{ result: T; locked: boolean }> {
+  const given = lockIdFlag(lockIdText);
+  if (given !== undefined && !backend.lockingEnabled)
+    throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
+  const result = await underLock(backend, workspace, { ...operation, lockId: given }, timeoutMs, (lock) => work(lock.id));
+  return { result, locked: backend.lockingEnabled };
 }

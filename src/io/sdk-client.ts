@@ -102,7 +102,17 @@ export function withoutNodeVersionWarning<T>(make: () => T): T {
   }
 }
 
-const SILENT = Object.freeze({ trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined });
+/**
+ * Drops the SDK's own messages. Its `info` is absent on purpose: unless a logger lacks one,
+ * the SDK's logger middleware builds a redacted copy of every response to pass to it.
+ */
+const SILENT = Object.freeze({
+  trace: () => undefined,
+  debug: () => undefined,
+  info: undefined as unknown as (...content: unknown[]) => void,
+  warn: () => undefined,
+  error: () => undefined,
+});
 
 /** The region every client signs with when none is set. */
 export const DEFAULT_REGION = "us-east-1";

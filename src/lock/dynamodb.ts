@@ -22,7 +22,7 @@ import { endpointOfKind, plainHttpAdvice } from "../io/endpoint.js";
 import { armClient, displayUrl, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning } from "../io/sdk-client.js";
 import { isAccessDenied, isForeignAnswer, isTlsToPlainHttp, networkFailure, sdkErrorMessage, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import type { CredentialsProvider } from "../credentials/types.js";
-import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
+import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver, ScannedItem } from "./types.js";
 
 const KEY = "LockID";
 /** How long createTable waits for the table to become ACTIVE. */
@@ -274,7 +274,12 @@ export class DynamoDbLockTable implements LockTableDriver {
   }
 
   async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
+    for await (const item of this.scanAttrs([attr])) yield { id: item.id, value: item.values[attr] as string, expires: item.expires };
+  }
+
+  async *scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem> {
     let start: Record<string, AttributeValue> | undefined;
+    const names = Object.fromEntries(attrs.map((a, i) => [`#a${i}`, a]));
     do {
       let out;
       try {
@@ -282,8 +287,10 @@ export class DynamoDbLockTable implements LockTableDriver {
           new ScanCommand({
             TableName: this.table,
             ConsistentRead: true,
-            FilterExpression: "attribute_exists(#a)",
-            ExpressionAttributeNames: { "#a": attr },
+            FilterExpression: attrs.map((_, i) => `attribute_exists(#a${i})`).join(" OR "),
+            // Only what is asked for: digest items carry release records and notes too.
+            ProjectionExpression: ["#k", "#e", ...attrs.map((_, i) => `#a${i}`)].join(", "),
+            ExpressionAttributeNames: { ...names, "#k": KEY, "#e": "Expires" },
             ExclusiveStartKey: start,
           }),
         );
@@ -292,8 +299,12 @@ export class DynamoDbLockTable implements LockTableDriver {
       }
       for (const item of out.Items ?? []) {
         const id = item[KEY]?.S;
-        const value = stringAttr(item, attr);
-        if (id !== undefined && value !== null) yield { id, value, expires: leaseOf(item).expires };
+        const values: Record<string, string> = {};
+        for (const a of attrs) {
+          const v = stringAttr(item, a);
+          if (v !== null) values[a] = v;
+        }
+        if (id !== undefined && Object.keys(values).length > 0) yield { id, values, expires: leaseOf(item).expires };
       }
       start = out.LastEvaluatedKey;
     } while (start !== undefined);

@@ -45,7 +45,7 @@ import { acquireClaim, addSpare, type Claim } from "../store/claim.js";
 import { endpointOfKind } from "../io/endpoint.js";
 import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, removeFile } from "../io/local-fs.js";
 import { pauseAt } from "../util/test-pause.js";
-import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver } from "./types.js";
+import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver, ScannedItem } from "./types.js";
 
 const KEY = "LockID";
 /** Tables live below this directory of the endpoint, apart from the store's buckets. */
@@ -252,6 +252,10 @@ export class FileLockTable implements LockTableDriver {
   }
 
   async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
+    for await (const item of this.scanAttrs([attr])) yield { id: item.id, value: item.values[attr] as string, expires: item.expires };
+  }
+
+  async *scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem> {
     if (!(await this.tableReadyIfPresent())) return;
     let names: string[];
     try {
@@ -271,8 +275,9 @@ export class FileLockTable implements LockTableDriver {
       }
       const item = text === null ? null : parseItem(text);
       const id = item?.[KEY];
-      const value = item?.[attr];
-      if (item !== null && id !== undefined && value !== undefined) yield { id, value, expires: leaseOfItem(item).expires };
+      if (item === null || id === undefined) continue;
+      const values = Object.fromEntries(attrs.flatMap((a) => (item[a] === undefined ? [] : [[a, item[a]]])));
+      if (Object.keys(values).length > 0) yield { id, values, expires: leaseOfItem(item).expires };
     }
   }
 

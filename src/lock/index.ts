@@ -6,7 +6,7 @@
 import { parsedEndpoint } from "../io/endpoint.js";
 import type { LockDriverOptions, LockTableDriver } from "./types.js";
 
-export type { KeyAttribute, LockDriverOptions, LockTableDriver } from "./types.js";
+export type { KeyAttribute, LockDriverOptions, LockTableDriver, ScannedItem } from "./types.js";
 
 /**
  * Open the lock table `options.table` at `options.endpoint`: `file:` → the embedded

@@ -50,6 +50,15 @@ export interface DigestCommit {
   readonly set?: Readonly<Record<string, string>> | undefined;
 }
 
+/** An item as {@link LockTableDriver.scanAttrs} finds it. */
+export interface ScannedItem {
+  readonly id: string;
+  /** The asked-for string attributes the item has. */
+  readonly values: Readonly<Record<string, string>>;
+  /** `Expires` (epoch seconds), when present. */
+  readonly expires: number | undefined;
+}
+
 export interface LockTableDriver {
   readonly kind: "dynamodb" | "file";
   /** Human description (endpoint and table, never credentials). */
@@ -102,6 +111,8 @@ export interface LockTableDriver {
   commitDigest(id: string, seen: DigestItem | null, next: DigestCommit): Promise<boolean>;
   /** Every item that has attribute `attr`, with its value (a full scan: for listings). */
   scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }>;
+  /** Every item that has any of `attrs`, with those of them it has (one full scan, for listings). */
+  scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem>;
   close(): void;
 }
 

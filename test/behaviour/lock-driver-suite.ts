@@ -314,6 +314,19 @@ export function lockDriverSuite(name: string, open: () => Promise<LockTableDrive
         ]);
         assert.deepEqual(await collect(t.scanAttr(RECORD)), [{ id: "d-released", value: "[]", expires: undefined }]);
       });
+
+      it("scanAttrs: one scan yields every item that has any of the attributes, with those it has", async () => {
+        const t = await ready();
+        await t.putLease("a", "info-a", 42, 1);
+        await t.put("c", "Digest", "d");
+        await t.commitDigest("e", null, { digest: "0".repeat(32), generation: 1, set: { LastWrite: "w" } });
+        await t.put("f", RECORD, "[]");
+        const items = (await collect(t.scanAttrs(["Info", "LastWrite"]))).sort((x, y) => (x.id < y.id ? -1 : 1));
+        assert.deepEqual(items, [
+          { id: "a", values: { Info: "info-a" }, expires: 42 },
+          { id: "e", values: { LastWrite: "w" }, expires: undefined },
+        ]);
+      });
     });
 
     describe("the released record (docs/decisions/013)", () => {

@@ -13,7 +13,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
-import { runChecks, type CheckResult } from "../../../src/cli/doctor.js";
+import { diagnose, type CheckResult } from "../../../src/admin/diagnose.js";
 import { isObjstateError, type ErrorCode, type ObjstateError } from "../../../src/errors.js";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, type LockInfo } from "../../../src/index.js";
 import { Logger } from "../../../src/server/log.js";
@@ -22,7 +22,6 @@ import { HttpBackendClient } from "../../support/http-backend-client.js";
 import { FileLockTable } from "../../../src/lock/file.js";
 import { FileDriver } from "../../../src/store/file.js";
 import { fsFailure } from "../../../src/io/local-fs.js";
-import { defaultSettings } from "../../../src/config/settings-table.js";
 
 const AS_ROOT = process.getuid?.() === 0;
 const NEEDS_ROOT = AS_ROOT ? false : "mounting a tmpfs and running as another user need root";
@@ -47,18 +46,14 @@ function errorWith(code: ErrorCode, re: RegExp): (e: unknown) => boolean {
   };
 }
 
-function doctorInput(ep: string): Parameters<typeof runChecks>[0] {
-  return {
-    props: { bucket: "bkt", endpoint: pathToFileURL(ep).href, kvstoreTable: "locks", kvstoreEndpoint: pathToFileURL(ep).href },
-    origins: {},
-    workspace: undefined,
-    defaults: undefined,
-    file: undefined,
-    settings: defaultSettings(),
-  };
+/** `objstate doctor` of the embedded store and table at `ep`. */
+async function doctor(ep: string): Promise<readonly CheckResult[]> {
+  const at = pathToFileURL(ep).href;
+  const config = ObjectStoreBackendConfig.from({ bucket: "bkt", endpoint: at, kvstoreTable: "locks", kvstoreEndpoint: at });
+  return (await diagnose(config, { env: {}, onWarning: () => undefined })).checks;
 }
 
-function check(results: CheckResult[], name: string): CheckResult {
+function check(results: readonly CheckResult[], name: string): CheckResult {
   const r = results.find((x) => x.name === name);
   assert.ok(r, name);
   return r;
@@ -97,7 +92,7 @@ describe("embedded store on a full disk", { skip: NEEDS_ROOT }, () => {
     await assert.rejects(t.putIfAbsent("bkt/env:/tool.tfstate", "Info", "{}"), errorWith("STORE_NO_SPACE", new RegExp(`no space left on device at ${t.dir}`)));
     await assert.rejects(t.put("bkt/env:/tool.tfstate-md5", "Digest", "abc"), errorWith("STORE_NO_SPACE", /no space left on device/));
 
-    const results = await runChecks(doctorInput(ep));
+    const results = await doctor(ep);
     const bucket = check(results, "bucket");
     assert.equal(bucket.status, "fail");
     assert.match(bucket.detail, /no space left on device at /);
@@ -216,7 +211,7 @@ describe("embedded store on a read-only file system", { skip: NEEDS_ROOT }, () =
     assert.equal((await d.get("k"))?.meta.metadata?.["objstate-serial"], "1");
     assert.equal(await t.get("bkt/k-md5", "Digest"), "abc");
 
-    const results = await runChecks(doctorInput(ep));
+    const results = await doctor(ep);
     const endpoint = check(results, "object-store endpoint");
     assert.equal(endpoint.status, "fail");
     assert.match(endpoint.detail, new RegExp(`${ep} is on a read-only file system`));

@@ -1,0 +1,152 @@
+/**
+ * `provision`: whether the bucket and the lock table exist, creating what is missing when
+ * asked; bucket versioning and objstate's retention rule for noncurrent versions when asked.
+ * The embedded store and table are made on first use, so there a missing one is reported as
+ * such, as `diagnose` reports it.
+ */
+import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
+import { commonPrefix, layout, type LayoutName } from "../config/layout.js";
+import { inspectLockTable } from "../backend/table-check.js";
+import type { LockTableDriver } from "../lock/index.js";
+import type { ObjectStoreDriver, Retention } from "../store/types.js";
+import { identityOf, needsIdentity, resolveTargets, storeOf, tableOf, type AdminOptions, type Targets } from "./targets.js";
+
+export type ProvisionStatus = "exists" | "created" | "on first use" | "missing" | "unusable" | "not configured";
+
+export interface ProvisionResult {
+  readonly what: "bucket" | "lock table" | "versions";
+  readonly name: string | null;
+  readonly location: string | null;
+  readonly status: ProvisionStatus;
+  readonly detail: string;
+}
+
+export interface ProvisionOptions extends AdminOptions {
+  readonly createBucket?: boolean | undefined;
+  readonly createTable?: boolean | undefined;
+  /** Turn bucket versioning on, and set a retention rule when one is given. */
+  readonly versioning?: { readonly retention: Omit<Retention, "prefix"> | undefined } | undefined;
+  readonly layout?: LayoutName | undefined;
+}
+
+export interface Provisioned {
+  /** Nothing is missing or unusable. */
+  readonly ok: boolean;
+  readonly bucket: ProvisionResult;
+  readonly lockTable: ProvisionResult;
+  /** With `versioning` only. */
+  readonly versions?: ProvisionResult | undefined;
+}
+
+/** Check, and on request create, the bucket, the lock table and bucket versioning. */
+export async function provision(config: ObjectStoreBackendConfig, options: ProvisionOptions): Promise<Provisioned> {
+  const t = resolveTargets(config, options);
+  const identity = needsIdentity(t) ? await identityOf(t, options) : undefined;
+  const store = await storeOf(t, identity, options);
+  let bucket: ProvisionResult;
+  let versions: ProvisionResult | undefined;
+  try {
+    bucket = await provisionBucket(store, t, options);
+    if (options.versioning !== undefined) versions = await provisionVersioning(store, t, bucket, options);
+  } finally {
+    store.close();
+  }
+  let lockTable: ProvisionResult;
+  if (t.table === undefined) {
+    lockTable = {
+      what: "lock table",
+      name: null,
+      location: null,
+      status: "not configured",
+      detail: "no lock table configured (kvstoreTable): state will not be locked; set --kvstore-table and --kvstore-endpoint to use one",
+    };
+  } else {
+    const locks = await tableOf(t, identity, options);
+    try {
+      lockTable = await provisionTable(locks, t.table.name, options.createTable === true);
+    } finally {
+      locks.close();
+    }
+  }
+  const bad = (r: ProvisionResult | undefined): boolean => r?.status === "missing" || r?.status === "unusable";
+  return { ok: !bad(bucket) && !bad(lockTable) && !bad(versions), bucket, lockTable, ...(versions === undefined ? {} : { versions }) };
+}
+
+async function provisionBucket(store: ObjectStoreDriver, t: Targets, options: ProvisionOptions): Promise<ProvisionResult> {
+  const name = t.settings.bucket.value as string;
+  const base = { what: "bucket" as const, name, location: store.location };
+  if (await store.bucketExists()) return { ...base, status: "exists", detail: `bucket ${name} exists (${store.location})` };
+  if (options.createBucket === true) {
+    await store.createBucket();
+    return { ...base, status: "created", detail: `bucket ${name} created (${store.location})` };
+  }
+  if (store.kind === "file")
+    return {
+      ...base,
+      status: "on first use",
+      detail: `bucket ${name} does not exist yet; the embedded store creates it on first write (${store.location}; or now: --create-bucket)`,
+    };
+  return { ...base, status: "missing", detail: `bucket ${name} does not exist (${store.location}); pass --create-bucket to create it` };
+}
+
+async function provisionVersioning(store: ObjectStoreDriver, t: Targets, bucket: ProvisionResult, options: ProvisionOptions): Promise<ProvisionResult> {
+  const request = options.versioning as NonNullable<ProvisionOptions["versioning"]>;
+  const name = bucket.name as string;
+  const base = { what: "versions" as const, name, location: store.location };
+  if (bucket.status === "on first use" && request.retention === undefined)
+    return { ...base, status: "on first use", detail: `the embedded store keeps every version of bucket ${name} once it is created` };
+  if (bucket.status === "missing" || bucket.status === "on first use")
+    return { ...base, status: "missing", detail: `versioning cannot be turned on: bucket ${name} does not exist (--create-bucket creates it)` };
+  const before = await store.versioning();
+  await store.enableVersioning();
+  const on = before === "enabled" ? `versioning of bucket ${name} is on` : `versioning of bucket ${name} turned on (it was ${before})`;
+  if (request.retention === undefined) {
+    const r = await store.getRetention();
+    return {
+      ...base,
+      status: before === "enabled" ? "exists" : "created",
+      detail: `${on}; ${r === null ? "every noncurrent version is kept (no retention rule)" : "objstate's retention rule is unchanged"}`,
+    };
+  }
+  const prefix = commonPrefix(layout(t.settings.prefix.value ?? "", t.settings.key.value ?? "", undefined, options.layout));
+  const rule: Retention = { prefix, ...request.retention };
+  await store.setRetention(rule);
+  return {
+    ...base,
+    status: "created",
+    detail: `${on}; noncurrent versions under ${prefix === "" ? "the whole bucket" : `"${prefix}"`} expire ${retentionText(rule)}${store.kind === "file" ? " (applied on each write)" : " (lifecycle rule objstate-noncurrent-versions)"}`,
+  };
+}
+
+/** `after N days and beyond the M newest`. */
+export function retentionText(r: Omit<Retention, "prefix">): string {
+  return [
+    r.noncurrentDays === undefined ? undefined : `after ${r.noncurrentDays} days`,
+    r.newerNoncurrentVersions === undefined ? undefined : `beyond the ${r.newerNoncurrentVersions} newest`,
+  ]
+    .filter((x) => x !== undefined)
+    .join(" and ");
+}
+
+async function provisionTable(locks: LockTableDriver, name: string, create: boolean): Promise<ProvisionResult> {
+  const base = { what: "lock table" as const, name, location: locks.location };
+  const found = await inspectLockTable(locks);
+  if (found.status === "ok") return { ...base, status: "exists", detail: `lock table ${name} exists with key LockID (String) (${locks.location})` };
+  if (found.status === "invalid")
+    return {
+      ...base,
+      status: "unusable",
+      detail: `lock table ${name} exists but has ${found.keys}; it must have exactly one key, LockID of type String: use another table name`,
+    };
+  if (create) {
+    await locks.createTable();
+    return { ...base, status: "created", detail: `lock table ${name} created with key LockID (String) (${locks.location})` };
+  }
+  if (locks.kind === "file")
+    return {
+      ...base,
+      status: "on first use",
+      detail: `lock table ${name} does not exist yet; the embedded table is created on first use (${locks.location}; or now: --create-table)`,
+    };
+  return { ...base, status: "missing", detail: `lock table ${name} does not exist (${locks.location}); pass --create-table to create it` };
+}
