@@ -5,6 +5,8 @@
  * cannot see in an editor (a byte-order mark, a zero-width or no-break space) are named,
  * since "unexpected character" at a place that looks right is otherwise a riddle.
  */
+import { Buffer, isAscii } from "node:buffer";
+import { MAX_NESTING, type ScanFailure } from "./scan.js";
 
 export interface JsonSyntaxProblem {
   /** e.g. `Expected ',' or '}' after property value`, `unexpected character`. */
@@ -120,4 +122,63 @@ export function jsonSyntaxProblem(e: unknown, source: string | ((position: numbe
   if (position === undefined) return { problem, at: "" };
   const before = textBefore(position);
   return { problem, at: `at line ${before.split("\n").length}, column ${before.length - before.lastIndexOf("\n")}` };
+}
+
+/** Where a byte offset is, for a person: line and column (UTF-16 units, both from 1, as editors count), and the character there. */
+export interface TextPosition {
+  readonly line: number;
+  readonly column: number;
+  /** The character at the offset (undefined at the end): only ever named when invisible, never shown. */
+  readonly char: string | undefined;
+}
+
+/**
+ * The line and column of byte `offset` of a UTF-8 document read again from its start (it
+ * stops just past it): a second pass that runs only when something is wrong, so the scan
+ * itself tracks nothing but the offset. Lines end at `\n`, as elsewhere in objstate.
+ */
+export async function positionAt(chunks: AsyncIterable<Uint8Array>, offset: number): Promise<TextPosition> {
+  let line = 1;
+  let column = 1;
+  let seen = 0;
+  const tail: number[] = [];
+  for await (const chunk of chunks) {
+    const upTo = Math.min(chunk.length, offset - seen);
+    if (upTo > 0) {
+      let lineStart = 0;
+      for (let nl = chunk.indexOf(0x0a); nl !== -1 && nl < upTo; nl = chunk.indexOf(0x0a, nl + 1)) {
+        line++;
+        column = 1;
+        lineStart = nl + 1;
+      }
+      column += utf16Units(chunk.subarray(lineStart, upTo));
+    }
+    // The (up to 4) bytes of the character at the offset.
+    for (let k = Math.max(0, offset - seen); k < chunk.length && tail.length < 4; k++) tail.push(chunk[k] as number);
+    seen += chunk.length;
+    if (seen >= offset + 4) break;
+  }
+  // The first code point of those bytes; a byte that is not UTF-8 decodes to U+FFFD, which names nothing.
+  const char = [...Buffer.from(tail).toString("utf8")][0];
+  return { line, column, char: char === "\ufffd" ? undefined : char };
+}
+
+/** UTF-16 code units of UTF-8 bytes (continuation bytes add nothing, 4-byte sequences count twice). */
+function utf16Units(b: Uint8Array): number {
+  if (isAscii(b)) return b.length;
+  let units = b.length;
+  for (const c of b) {
+    if (c >= 0x80 && c < 0xc0) units--;
+    else if (c >= 0xf0) units++;
+  }
+  return units;
+}
+
+/** A scan's syntax failure in words (no text of the document: at most the name of an invisible character). */
+export function describeFailure(f: Extract<ScanFailure, { kind: "syntax" }>, char: string | undefined): string {
+  if (f.reason === "end") return "unexpected end of input";
+  if (f.reason === "too-deep") return `nested deeper than ${MAX_NESTING} levels, the tool's limit`;
+  const invisible = invisibleCharacterName(char);
+  if (invisible !== undefined) return `unexpected ${invisible.replace(/^an? /, "")}, which most editors do not show: delete it`;
+  return f.reason === "after" ? "unexpected character after the end of the JSON object" : "unexpected character";
 }

@@ -8,7 +8,7 @@ import { NO_LOCK_ID } from "../backend/backend.js";
 import type { AuditAction } from "../backend/audit.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { stringifyDeep } from "../json/exact-json.js";
-import { checkNesting } from "../json/validate.js";
+import { checkNesting } from "../json/scan.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { auditRoute } from "./audit.js";
 import { readBody } from "./body.js";

@@ -8,7 +8,7 @@ import { ObjstateError } from "../errors.js";
 import { fromJs, parseExact, type ExactJson, type JsonValue } from "../json/exact-json.js";
 import { scanTopLevel } from "./extract-outputs.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
-import { checkNesting } from "../json/validate.js";
+import { checkNesting } from "../json/scan.js";
 import { formatAddress, type InstanceAddress, type InstanceKey } from "./address.js";
 
 /** Which argument of a diff a state is, as messages name it. */
