@@ -6,7 +6,7 @@
  * since "unexpected character" at a place that looks right is otherwise a riddle.
  */
 import { Buffer, isAscii } from "node:buffer";
-import { MAX_NESTING, type ScanFailure } from "./scan.js";
+import { MAX_NESTING, syntaxErrorOffset, type ScanFailure } from "./scan.js";
 
 export interface JsonSyntaxProblem {
   /** e.g. `Expected ',' or '}' after property value`, `unexpected character`. */
@@ -51,55 +51,28 @@ export function invisibleCharacterName(ch: string | undefined): string | undefin
   return undefined;
 }
 
-/** Above this length the unexpected-token search (a few dozen parses of prefixes) is skipped. */
-const LOCATE_LIMIT = 64 * 1024 * 1024;
-
 /**
- * Where `JSON.parse`'s "Unexpected token" error is (its message gives no position): the shortest
- * prefix of `text` that fails before its own end ends just after the bad character. A
- * prefix that is only cut short fails with "end of input" or at its very end, so the
- * predicate is monotone and a binary search finds it.
+ * @param source the whole document: its text, or its UTF-8 bytes (a large document is then
+ *   not decoded whole just to count lines). "Unexpected token" errors, which `JSON.parse`
+ *   does not place, are placed by the scanner.
  */
-function locateUnexpectedToken(text: string): number | undefined {
-  const failsInside = (k: number): boolean => {
-    try {
-      JSON.parse(text.slice(0, k));
-      return false;
-    } catch (e) {
-      const message = e instanceof Error ? e.message : "";
-      if (/^Unexpected token/.test(message)) return true;
-      const m = /at position (\d+)/.exec(message);
-      return m !== null && Number(m[1]) < k;
-    }
+export function jsonSyntaxProblem(e: unknown, source: string | Uint8Array): JsonSyntaxProblem {
+  const bytes = typeof source === "string" ? undefined : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
+  const textBefore = (p: number): string => (bytes === undefined ? (source as string).slice(0, p) : bytes.toString("utf8", 0, p));
+  const total = source.length;
+  const locate = (): number | undefined => {
+    if (bytes !== undefined) return syntaxErrorOffset(bytes);
+    const b = Buffer.from(source as string);
+    const offset = syntaxErrorOffset(b);
+    return offset === undefined ? undefined : b.toString("utf8", 0, offset).length;
   };
-  if (!failsInside(text.length)) return undefined;
-  let lo = 1;
-  let hi = text.length;
-  while (lo < hi) {
-    const mid = Math.floor((lo + hi) / 2);
-    if (failsInside(mid)) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo - 1;
-}
-
-/**
- * @param source the whole document, or a function giving its text before a byte or
- *   character position (so a large document is not decoded whole just to count lines).
- *   With the whole text, "unexpected token" errors (which `JSON.parse` does not place) are placed too.
- * @param length the document's length: when given, "end of input" errors are placed there.
- */
-export function jsonSyntaxProblem(e: unknown, source: string | ((position: number) => string), length?: number): JsonSyntaxProblem {
-  const text = typeof source === "string" ? source : undefined;
-  const textBefore = typeof source === "string" ? (p: number): string => source.slice(0, p) : source;
-  const total = length ?? text?.length;
   const message = e instanceof Error ? e.message : String(e);
   const unexpectedToken = /^Unexpected token/.test(message);
   const m = /at position (\d+)/.exec(message);
   let position: number | undefined;
   if (m !== null) position = Number(m[1]);
-  else if (unexpectedToken && text !== undefined && text.length <= LOCATE_LIMIT) position = locateUnexpectedToken(text);
-  else if (total !== undefined && /end of JSON input/i.test(message)) position = total;
+  else if (unexpectedToken) position = locate();
+  else if (/end of JSON input/i.test(message)) position = total;
 
   // The character at the error, only to name it when it is invisible; never shown itself.
   let ch: string | undefined;

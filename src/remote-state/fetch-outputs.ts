@@ -15,7 +15,7 @@ import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJs
 import { isEnvelope } from "../encryption/index.js";
 import { encryptedState } from "../state/document.js";
 import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "../state/extract-outputs.js";
-import { JsonScanner, syntaxErrorOffset } from "../json/scan.js";
+import { JsonScanner } from "../json/scan.js";
 import { RemoteOutputs, UPGRADED, type FetchOutputsOptions } from "./remote-outputs.js";
 
 /** The top-level members a read needs. */
@@ -122,8 +122,8 @@ function outputsOf(
   } catch (e) {
     if (e instanceof NestingError) throw invalid(`cannot be read: ${e.message}`);
     // The cause is left off on purpose: JSON.parse's message quotes the text around the error.
-    const { problem, at } = jsonSyntaxProblem(e, (p) => state.subarray(0, p).toString("utf8"), state.length);
-    throw invalid(`is not valid JSON: ${problem} ${at === "" ? placeError(state) : at}`.trimEnd());
+    const { problem, at } = jsonSyntaxProblem(e, state);
+    throw invalid(`is not valid JSON: ${problem} ${at}`.trimEnd());
   }
   if (located.kind !== "object")
     throw invalid(`is not a state: its top level is ${located.kind === "array" ? "an array" : `a ${located.kind}`}, not an object`);
@@ -146,14 +146,6 @@ function outputsOf(
     if (o.type !== undefined) types.set(k, o.type);
   }
   return RemoteOutputs.fromExact(values, { name, workspace, location, method: located.method, streamed: spans !== null }, sensitive, types);
-}
-
-/** `at line L, column C` of the byte the grammar check stops at ("" when it finds none): `JSON.parse` does not place "Unexpected token" errors. */
-function placeError(state: Buffer): string {
-  const offset = syntaxErrorOffset(state);
-  if (offset === undefined) return "";
-  const before = state.subarray(0, offset).toString("utf8");
-  return `at line ${before.split("\n").length}, column ${before.length - before.lastIndexOf("\n")}`;
 }
 
 interface RootOutput {
