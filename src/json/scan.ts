@@ -352,10 +352,10 @@ export function syntaxErrorOffset(b: Uint8Array): number | undefined {
 /**
  * Refuse a JSON document nested deeper than {@link MAX_NESTING} (`JSON_TOO_DEEP`) before it is
  * parsed, so what is accepted is walked without overflowing the call stack. Anything else
- * wrong with it is left to the parser; `what` names it for the message.
+ * wrong with it is left to the parser; `what` names it for the message; `scan`: of `b`, made already.
  */
-export function checkNesting(b: Uint8Array, what: string): void {
-  const f = scanJson(b).end();
+export function checkNesting(b: Uint8Array, what: string, scan = scanJson(b)): void {
+  const f = scan.end();
   if (f?.kind === "syntax" && f.reason === "too-deep")
     throw new ObjstateError("JSON_TOO_DEEP", `${what} is nested deeper than ${MAX_NESTING} levels, the most objstate (and the tool) accepts`, {
       details: { maxNesting: MAX_NESTING },
