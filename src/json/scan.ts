@@ -146,21 +146,14 @@ export class JsonScanner {
               failedAt = i - 1;
               break loop;
             }
-          } else if (sub === 1) {
-            i++;
-            if (c === 0x75) sub = 5;
-            else if (SIMPLE_ESCAPE[c] === 1) sub = 0;
-            else {
-              failedAt = i - 1;
-              break loop;
-            }
           } else {
-            if (HEX[c] !== 1) {
+            // In an escape: just after `\` (1), or a hex digit of `\u` due.
+            if (sub === 1 ? c !== 0x75 && SIMPLE_ESCAPE[c] !== 1 : HEX[c] !== 1) {
               failedAt = i;
               break loop;
             }
             i++;
-            sub = sub === 2 ? 0 : sub - 1;
+            sub = sub === 1 ? (c === 0x75 ? 5 : 0) : sub === 2 ? 0 : sub - 1;
           }
           continue;
         case Mode.Number: {
