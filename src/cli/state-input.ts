@@ -8,8 +8,7 @@
 import { isObjstateError } from "../errors.js";
 import { bufferSource, sourceChanged } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
-import { nodeFs } from "../util/builtins.js";
-import { hasherFor } from "../util/md5.js";
+import { nodeCrypto, nodeFs } from "../util/builtins.js";
 import { checkSource, stateToWrite } from "../state/check.js";
 import { FILE_LIMITS, openBoundedFile, readBoundedFile, ReadFileError } from "../io/read-file.js";
 import { CliError } from "./io.js";
@@ -80,21 +79,18 @@ function inputError(e: unknown, file: string, tooLargeAdvice: string): unknown {
 
 /** One pass: the library's check and the MD5 together (reading stops at the first fault). */
 async function checkInput(source: ByteSource, workspace: string, onRead?: (read: number, size: number) => void): Promise<string> {
-  // A large state is hashed in the worker thread while this one scans it.
-  const hash = hasherFor(source.size);
+  const hash = nodeCrypto().createHash("md5");
   let read = 0;
   try {
-    await checkSource(source, stateToWrite(workspace), async (chunk) => {
+    await checkSource(source, stateToWrite(workspace), (chunk) => {
+      hash.update(chunk);
       read += chunk.length;
       onRead?.(read, source.size);
-      await hash.write(chunk);
     });
   } catch (e) {
-    // Ends the worker's job, which would otherwise keep the process alive.
-    void Promise.resolve(hash.digest()).catch(() => undefined);
     throw isObjstateError(e, "INPUT_CHANGED") ? new CliError("INPUT_CHANGED", e.message, { cause: e }) : e;
   }
-  return hash.digest();
+  return hash.digest("hex");
 }
 
 /**

@@ -38,15 +38,12 @@ class StateCheck {
 /** How messages name the state a write to `workspace` brings. */
 export const stateToWrite = (workspace: string): string => `the state to write to workspace "${workspace}"`;
 
-/**
- * Read `source` once (each chunk also to `each`, awaited, so a hash in a worker overlaps the
- * scan of the next chunk): `STATE_INVALID` unless it is a state; reading stops at the fault.
- */
-export async function checkSource(source: ByteSource, what: string, each?: (chunk: Uint8Array) => Promise<void> | void): Promise<void> {
+/** Read `source` once (each chunk also to `each`): `STATE_INVALID` unless it is a state; reading stops at the fault. */
+export async function checkSource(source: ByteSource, what: string, each?: (chunk: Uint8Array) => void): Promise<void> {
   const check = new StateCheck();
   for await (const chunk of source.open()) {
     if (!check.feed(chunk)) break;
-    await each?.(chunk);
+    each?.(chunk);
   }
   await check.verdict(() => source.open(), what);
 }
