@@ -8,8 +8,8 @@
 //   (a)  bare SDK GetObject + UTF-8 decode + JSON.parse of the whole state + take outputs
 //   (a') fetchOutputs({ scanThreshold: Infinity }): objstate's own read, full parse
 //   (b)  fetchOutputs(): objstate's read, outputs picked out by the scanner
-// The figures are medians and the median of the per-round ratios; goal (b) <= 0.45 x (a)
-// warm in one process, and <= 0.5 x as whole processes (a fresh process for each read,
+// The figures are medians and the median of the per-round ratios; bound (issue 38) (b) <= 1.0 x (a)
+// warm in one process, and as whole processes (a fresh process for each read,
 // bench/outputs-process.mjs: the package's main entry as published against a bare SDK
 // script, alternating).
 // Then a breakdown of where the time goes, on one downloaded copy, and (BENCH_CROSSOVER=1)
@@ -121,7 +121,7 @@ for (const placement of ["first", "last"]) {
   console.log(`    (a)  bare SDK download + JSON.parse + outputs      ${m("a").toFixed(0).padStart(6)} ms`);
   console.log(`    (a') fetchOutputs, full parse (scan off)           ${m("aFull").toFixed(0).padStart(6)} ms`);
   console.log(`    (b)  fetchOutputs (scan)                           ${m("b").toFixed(0).padStart(6)} ms`);
-  console.log(`    (b)/(a) = ${ratio.toFixed(3)} (goal <= 0.45); (b)/(a') = ${ratioFull.toFixed(3)}   [medians of per-round ratios]`);
+  console.log(`    (b)/(a) = ${ratio.toFixed(3)} (bound <= 1.0); (b)/(a') = ${ratioFull.toFixed(3)}   [medians of per-round ratios]`);
 }
 
 // Where the time goes, on one downloaded copy of the outputs-last state.
@@ -179,7 +179,7 @@ for (const placement of ["first", "last"]) {
     const ratio = median(rounds.map((t) => t.objstate / t.sdk));
     summary[`process-${placement}`] = { sdk: median(rounds.map((t) => t.sdk)), objstate: median(rounds.map((t) => t.objstate)), ratio };
     console.log(
-      `  whole processes, outputs ${placement.padEnd(5)}: bare SDK download + parse ${median(rounds.map((t) => t.sdk)).toFixed(0)} ms, objstate fetchOutputs ${median(rounds.map((t) => t.objstate)).toFixed(0)} ms; ratio ${ratio.toFixed(3)} (goal <= 0.5)`,
+      `  whole processes, outputs ${placement.padEnd(5)}: bare SDK download + parse ${median(rounds.map((t) => t.sdk)).toFixed(0)} ms, objstate fetchOutputs ${median(rounds.map((t) => t.objstate)).toFixed(0)} ms; ratio ${ratio.toFixed(3)} (bound <= 1.0)`,
     );
   }
 }

@@ -135,7 +135,7 @@ chmodSync(join(out, "cli.cjs"), 0o755);
 const workers = await esbuild.build({
   ...common,
   format: "esm",
-  entryPoints: { "md5-worker": "src/util/md5-worker.ts", "scan-worker": "src/remote-state/scan-worker.ts", "diff-worker": "src/server/diff-worker.ts" },
+  entryPoints: { "md5-worker": "src/util/md5-worker.ts", "diff-worker": "src/server/diff-worker.ts" },
   outdir: out,
   sourcemap: "linked",
   write: false,

@@ -67,7 +67,7 @@ export const ERROR_CODES = {
   // State, workspaces and versions
   // Bytes that are no state (state/check.ts), or a stored state that cannot be read as one
   STATE_INVALID: { status: 400, exit: EXIT.usage },
-  // A JSON document nested deeper than MAX_NESTING (json/validate.ts), refused before it is parsed
+  // A JSON document nested deeper than MAX_NESTING (json/scan.ts), refused before it is parsed
   JSON_TOO_DEEP: { status: 400, exit: EXIT.error },
   STATE_NOT_FOUND: { status: 404, exit: EXIT.error },
   INVALID_WORKSPACE: { status: 400, exit: EXIT.usage },

@@ -5,15 +5,7 @@
  * never needs a second full download or parse of a big state.
  */
 import { ObjstateError } from "../errors.js";
-import { decode, encodeNames, isWs, keyName, SCALAR, skipWs, strictString } from "../json/bytes.js";
-import { checkContainer, MAX_NESTING } from "../json/validate.js";
-
-const QUOTE = 0x22;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const COMMA = 0x2c;
-const COLON = 0x3a;
+import { JsonScanner } from "../json/scan.js";
 
 /** The guard's view of one state. */
 export interface StateHeader {
@@ -27,8 +19,6 @@ export interface StateHeader {
   readonly empty: boolean | undefined;
 }
 
-const WANTED = encodeNames(["lineage", "serial", "version"]);
-
 /** What {@link scanHeader} found in the first bytes of a state. */
 export interface ScannedHeader {
   lineage?: string;
@@ -41,61 +31,22 @@ export interface ScannedHeader {
 }
 
 /**
- * Scan the top level of a JSON object in `bytes` (possibly only its first part) for the
- * scalar members `lineage`, `serial` and `version`, skipping every nested value without
- * parsing it. Returns what was found before the bytes ran out (or stopped making sense);
- * never throws on truncation. Returns undefined when the text does not start like a JSON
- * object.
+ * The top-level `lineage`, `serial` and `version` of a JSON object in `bytes`, possibly only
+ * its first part: what was found before the bytes ran out or stopped being JSON (a value cut
+ * off by the end is not found). Undefined when the bytes do not start like a JSON object.
  */
 export function scanHeader(bytes: Uint8Array): ScannedHeader | undefined {
-  const n = bytes.length;
-  let i = skipWs(bytes, 0);
-  if (bytes[i] !== OPEN_BRACE) return undefined;
-  i++;
-  const found: ScannedHeader = { complete: false };
-  for (;;) {
-    i = skipWs(bytes, i);
-    if (i >= n) return found;
-    if (bytes[i] === CLOSE_BRACE) return { ...found, complete: true };
-    if (bytes[i] === COMMA) {
-      i++;
-      continue;
-    }
-    if (bytes[i] !== QUOTE) return found;
-    const keyEnd = strictString(bytes, i + 1);
-    if (keyEnd < 0) return found;
-    const key = keyName(bytes, i + 1, keyEnd, WANTED);
-    i = skipWs(bytes, keyEnd + 1);
-    if (bytes[i] !== COLON) return found;
-    const start = skipWs(bytes, i + 1);
-    const end = valueEnd(bytes, start);
-    // A value cut off by the end of the prefix (or not JSON): what was found is the answer.
-    if (end < 0) return found;
-    if (key !== undefined) {
-      const v: unknown = JSON.parse(decode(bytes, start, end));
-      if (key === "lineage" && typeof v === "string") found.lineage = v;
-      if ((key === "serial" || key === "version") && typeof v === "number") found[key] = v;
-      if (key === "serial" && typeof v === "number") found.serialAt = [start, end];
-    }
-    i = end;
+  const s = new JsonScanner(["lineage", "serial", "version"]);
+  s.feed(bytes);
+  if (s.top !== "object") return undefined;
+  const found: ScannedHeader = { complete: s.complete };
+  for (const [key, b] of s.values) {
+    const v: unknown = JSON.parse(b.toString("utf8"));
+    if (key === "lineage" && typeof v === "string") found.lineage = v;
+    if ((key === "serial" || key === "version") && typeof v === "number") found[key] = v;
+    if (key === "serial" && typeof v === "number") found.serialAt = [...(s.spans.get(key) as [number, number])];
   }
-}
-
-/** Index just past the value starting at `i`, or -1 when it is cut off or not JSON. */
-function valueEnd(b: Uint8Array, i: number): number {
-  const c = b[i];
-  if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-    const end = checkContainer(b, i, MAX_NESTING - 1);
-    return end < 0 ? -1 : end;
-  }
-  if (c === QUOTE) {
-    const close = strictString(b, i + 1);
-    return close < 0 ? -1 : close + 1;
-  }
-  let j = i;
-  while (j < b.length && b[j] !== COMMA && b[j] !== CLOSE_BRACE && !isWs(b[j])) j++;
-  // A scalar that runs to the end of the bytes may be cut off (`12` of `123`).
-  return j < b.length && SCALAR.test(decode(b, i, j)) ? j : -1;
+  return found;
 }
 
 /**

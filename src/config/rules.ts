@@ -2,7 +2,7 @@
  * Value rules referenced by the field table. A rule names the JavaScript type a field
  * takes and, in words for the error message, what a valid value looks like.
  */
-import { MAX_NESTING } from "../json/validate.js";
+import { MAX_NESTING } from "../json/scan.js";
 
 export type RuleType = "string" | "number" | "boolean" | "object";
 

@@ -28,130 +28,62 @@ export type ExactJson = null | boolean | string | JsonNumber | readonly ExactJso
 /** Any JSON value as JavaScript holds it. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
-const NUMBER_LITERAL = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
-
-function isWs(c: number | undefined): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
-
-/** `-+.eE` and digits: the bytes a number literal is made of. */
-function isNumberByte(c: number): boolean {
-  return (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x65 || c === 0x45;
-}
-
-/** An open container while parsing. */
-type ParseFrame = { list: ExactJson[]; map?: undefined; key?: undefined } | { list?: undefined; map: Map<string, ExactJson>; key: string | undefined };
-
 /**
  * Parse the JSON text in `b[start, end)` (UTF-8) keeping number literals as text. The span
- * has already been accepted by `JSON.parse` or the grammar check; anything unexpected still
- * throws a SyntaxError rather than giving a wrong value.
+ * has already been accepted by the scanner (json/scan.ts) or `JSON.parse`, so the tokens are
+ * taken in the order they come; bytes that are no JSON token still throw a SyntaxError.
  */
 export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson {
-  const fail = (i: number): never => {
-    throw new SyntaxError(`Unexpected input in JSON at position ${i}`);
+  const text = Buffer.from(b.buffer, b.byteOffset + start, end - start).toString("utf8");
+  const fail = (at: number): never => {
+    throw new SyntaxError(`Unexpected input in JSON at position ${at}`);
   };
-  const stack: ParseFrame[] = [];
-  let i = start;
-  let result: ExactJson | undefined;
-  let have: boolean;
+  // After whitespace: a bracket or separator, a string's opening quote, a number or a literal.
+  const token = /[ \t\n\r]*(?:([[\]{},:])|(")|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)|(true|false|null))/y;
+  const stack: ({ list: ExactJson[] } | { map: Map<string, ExactJson>; key: string | undefined })[] = [];
+  let i = 0;
   for (;;) {
-    while (i < end && isWs(b[i])) i++;
-    if (i >= end) fail(i);
+    token.lastIndex = i;
+    const [, punct, quote, num, lit] = token.exec(text) ?? fail(i);
+    i = token.lastIndex;
     const top = stack[stack.length - 1];
-    // An object wants a key (or its end) before each value.
-    if (top?.map !== undefined && top.key === undefined) {
-      if (b[i] === 0x7d && top.map.size === 0) {
-        i++;
-        stack.pop();
-        result = top.map;
-        have = true;
-      } else {
-        if (b[i] !== 0x22) fail(i);
-        const close = stringEnd(b, i + 1, end);
-        if (close < 0) fail(i);
-        top.key = JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, close + 1 - i).toString("utf8")) as string;
-        i = close + 1;
-        while (i < end && isWs(b[i])) i++;
-        if (b[i] !== 0x3a) fail(i);
-        i++;
-        continue;
-      }
-    } else if (top?.list !== undefined && top.list.length === 0 && b[i] === 0x5d) {
-      i++;
+    let value: ExactJson;
+    if (punct === "{" || punct === "[") {
+      stack.push(punct === "{" ? { map: new Map(), key: undefined } : { list: [] });
+      continue;
+    } else if (punct === "}" || punct === "]") {
       stack.pop();
-      result = top.list;
-      have = true;
+      value = top === undefined ? fail(i - 1) : "map" in top ? top.map : top.list;
+    } else if (punct !== undefined) {
+      continue;
+    } else if (quote !== undefined) {
+      let close = text.indexOf('"', i);
+      // A quote after an odd run of backslashes is escaped.
+      for (let k = close; close >= 0; k = close) {
+        while (text[k - 1] === "\\") k--;
+        if ((close - k) % 2 === 0) break;
+        close = text.indexOf('"', close + 1);
+      }
+      if (close < 0) fail(i - 1);
+      value = JSON.parse(text.slice(i - 1, close + 1)) as string;
+      i = close + 1;
+      if (top !== undefined && "map" in top && top.key === undefined) {
+        top.key = value;
+        continue;
+      }
     } else {
-      const c = b[i] as number;
-      if (c === 0x7b) {
-        stack.push({ map: new Map(), key: undefined });
-        i++;
-        continue;
-      }
-      if (c === 0x5b) {
-        stack.push({ list: [] });
-        i++;
-        continue;
-      }
-      if (c === 0x22) {
-        const close = stringEnd(b, i + 1, end);
-        if (close < 0) fail(i);
-        result = JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, close + 1 - i).toString("utf8")) as string;
-        i = close + 1;
-      } else if (c === 0x74 || c === 0x66 || c === 0x6e) {
-        const word = c === 0x74 ? "true" : c === 0x66 ? "false" : "null";
-        if (Buffer.from(b.buffer, b.byteOffset + i, Math.min(word.length, end - i)).toString("latin1") !== word) fail(i);
-        result = c === 0x74 ? true : c === 0x66 ? false : null;
-        i += word.length;
-      } else {
-        let j = i;
-        while (j < end && isNumberByte(b[j] as number)) j++;
-        const text = Buffer.from(b.buffer, b.byteOffset + i, j - i).toString("latin1");
-        if (!NUMBER_LITERAL.test(text)) fail(i);
-        result = new JsonNumber(text);
-        i = j;
-      }
-      have = true;
+      value = num !== undefined ? new JsonNumber(num) : lit === "true" ? true : lit === "false" ? false : null;
     }
-    // A value is complete: place it, closing every container it completes.
-    while (have) {
-      const frame = stack[stack.length - 1];
-      if (frame === undefined) {
-        while (i < end && isWs(b[i])) i++;
-        if (i !== end) fail(i);
-        return result as ExactJson;
-      }
-      if (frame.map !== undefined) {
-        // Map.set keeps a repeated key's first position and its last value, as JSON.parse does.
-        frame.map.set(frame.key as string, result as ExactJson);
-        frame.key = undefined;
-      } else {
-        frame.list.push(result as ExactJson);
-      }
-      while (i < end && isWs(b[i])) i++;
-      if (b[i] === 0x2c) {
-        i++;
-        have = false;
-      } else if (b[i] === (frame.map !== undefined ? 0x7d : 0x5d)) {
-        i++;
-        stack.pop();
-        result = frame.map ?? frame.list;
-      } else {
-        fail(i);
-      }
+    const parent = stack[stack.length - 1];
+    if (parent === undefined) {
+      if (/^[ \t\n\r]*$/.test(text.slice(i))) return value;
+      return fail(i);
     }
+    // Map.set keeps a repeated key's first position and its last value, as JSON.parse does.
+    if ("map" in parent) parent.map.set(parent.key as string, value);
+    else parent.list.push(value);
+    if ("map" in parent) parent.key = undefined;
   }
-}
-
-/** Index of the closing quote of the string whose contents start at `i`, or -1. */
-function stringEnd(b: Uint8Array, i: number, end: number): number {
-  while (i < end) {
-    const c = b[i];
-    if (c === 0x22) return i;
-    i += c === 0x5c ? 2 : 1;
-  }
-  return -1;
 }
 
 /** Exact JSON of a JS value (numbers as `JSON.stringify` writes them); undefined members are left out. */

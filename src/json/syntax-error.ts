@@ -5,6 +5,8 @@
  * cannot see in an editor (a byte-order mark, a zero-width or no-break space) are named,
  * since "unexpected character" at a place that looks right is otherwise a riddle.
  */
+import { Buffer, isAscii } from "node:buffer";
+import { MAX_NESTING, syntaxErrorOffset, type ScanFailure } from "./scan.js";
 
 export interface JsonSyntaxProblem {
   /** e.g. `Expected ',' or '}' after property value`, `unexpected character`. */
@@ -49,55 +51,28 @@ export function invisibleCharacterName(ch: string | undefined): string | undefin
   return undefined;
 }
 
-/** Above this length the unexpected-token search (a few dozen parses of prefixes) is skipped. */
-const LOCATE_LIMIT = 64 * 1024 * 1024;
-
 /**
- * Where `JSON.parse`'s "Unexpected token" error is (its message gives no position): the shortest
- * prefix of `text` that fails before its own end ends just after the bad character. A
- * prefix that is only cut short fails with "end of input" or at its very end, so the
- * predicate is monotone and a binary search finds it.
+ * @param source the whole document: its text, or its UTF-8 bytes (a large document is then
+ *   not decoded whole just to count lines). "Unexpected token" errors, which `JSON.parse`
+ *   does not place, are placed by the scanner.
  */
-function locateUnexpectedToken(text: string): number | undefined {
-  const failsInside = (k: number): boolean => {
-    try {
-      JSON.parse(text.slice(0, k));
-      return false;
-    } catch (e) {
-      const message = e instanceof Error ? e.message : "";
-      if (/^Unexpected token/.test(message)) return true;
-      const m = /at position (\d+)/.exec(message);
-      return m !== null && Number(m[1]) < k;
-    }
+export function jsonSyntaxProblem(e: unknown, source: string | Uint8Array): JsonSyntaxProblem {
+  const bytes = typeof source === "string" ? undefined : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
+  const textBefore = (p: number): string => (bytes === undefined ? (source as string).slice(0, p) : bytes.toString("utf8", 0, p));
+  const total = source.length;
+  const locate = (): number | undefined => {
+    if (bytes !== undefined) return syntaxErrorOffset(bytes);
+    const b = Buffer.from(source as string);
+    const offset = syntaxErrorOffset(b);
+    return offset === undefined ? undefined : b.toString("utf8", 0, offset).length;
   };
-  if (!failsInside(text.length)) return undefined;
-  let lo = 1;
-  let hi = text.length;
-  while (lo < hi) {
-    const mid = Math.floor((lo + hi) / 2);
-    if (failsInside(mid)) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo - 1;
-}
-
-/**
- * @param source the whole document, or a function giving its text before a byte or
- *   character position (so a large document is not decoded whole just to count lines).
- *   With the whole text, "unexpected token" errors (which `JSON.parse` does not place) are placed too.
- * @param length the document's length: when given, "end of input" errors are placed there.
- */
-export function jsonSyntaxProblem(e: unknown, source: string | ((position: number) => string), length?: number): JsonSyntaxProblem {
-  const text = typeof source === "string" ? source : undefined;
-  const textBefore = typeof source === "string" ? (p: number): string => source.slice(0, p) : source;
-  const total = length ?? text?.length;
   const message = e instanceof Error ? e.message : String(e);
   const unexpectedToken = /^Unexpected token/.test(message);
   const m = /at position (\d+)/.exec(message);
   let position: number | undefined;
   if (m !== null) position = Number(m[1]);
-  else if (unexpectedToken && text !== undefined && text.length <= LOCATE_LIMIT) position = locateUnexpectedToken(text);
-  else if (total !== undefined && /end of JSON input/i.test(message)) position = total;
+  else if (unexpectedToken) position = locate();
+  else if (/end of JSON input/i.test(message)) position = total;
 
   // The character at the error, only to name it when it is invisible; never shown itself.
   let ch: string | undefined;
@@ -120,4 +95,63 @@ export function jsonSyntaxProblem(e: unknown, source: string | ((position: numbe
   if (position === undefined) return { problem, at: "" };
   const before = textBefore(position);
   return { problem, at: `at line ${before.split("\n").length}, column ${before.length - before.lastIndexOf("\n")}` };
+}
+
+/** Where a byte offset is, for a person: line and column (UTF-16 units, both from 1, as editors count), and the character there. */
+export interface TextPosition {
+  readonly line: number;
+  readonly column: number;
+  /** The character at the offset (undefined at the end): only ever named when invisible, never shown. */
+  readonly char: string | undefined;
+}
+
+/**
+ * The line and column of byte `offset` of a UTF-8 document read again from its start (it
+ * stops just past it): a second pass that runs only when something is wrong, so the scan
+ * itself tracks nothing but the offset. Lines end at `\n`, as elsewhere in objstate.
+ */
+export async function positionAt(chunks: AsyncIterable<Uint8Array>, offset: number): Promise<TextPosition> {
+  let line = 1;
+  let column = 1;
+  let seen = 0;
+  const tail: number[] = [];
+  for await (const chunk of chunks) {
+    const upTo = Math.min(chunk.length, offset - seen);
+    if (upTo > 0) {
+      let lineStart = 0;
+      for (let nl = chunk.indexOf(0x0a); nl !== -1 && nl < upTo; nl = chunk.indexOf(0x0a, nl + 1)) {
+        line++;
+        column = 1;
+        lineStart = nl + 1;
+      }
+      column += utf16Units(chunk.subarray(lineStart, upTo));
+    }
+    // The (up to 4) bytes of the character at the offset.
+    for (let k = Math.max(0, offset - seen); k < chunk.length && tail.length < 4; k++) tail.push(chunk[k] as number);
+    seen += chunk.length;
+    if (seen >= offset + 4) break;
+  }
+  // The first code point of those bytes; a byte that is not UTF-8 decodes to U+FFFD, which names nothing.
+  const char = [...Buffer.from(tail).toString("utf8")][0];
+  return { line, column, char: char === "\ufffd" ? undefined : char };
+}
+
+/** UTF-16 code units of UTF-8 bytes (continuation bytes add nothing, 4-byte sequences count twice). */
+function utf16Units(b: Uint8Array): number {
+  if (isAscii(b)) return b.length;
+  let units = b.length;
+  for (const c of b) {
+    if (c >= 0x80 && c < 0xc0) units--;
+    else if (c >= 0xf0) units++;
+  }
+  return units;
+}
+
+/** A scan's syntax failure in words (no text of the document: at most the name of an invisible character). */
+export function describeFailure(f: Extract<ScanFailure, { kind: "syntax" }>, char: string | undefined): string {
+  if (f.reason === "end") return "unexpected end of input";
+  if (f.reason === "too-deep") return `nested deeper than ${MAX_NESTING} levels, the tool's limit`;
+  const invisible = invisibleCharacterName(char);
+  if (invisible !== undefined) return `unexpected ${invisible.replace(/^an? /, "")}, which most editors do not show: delete it`;
+  return f.reason === "after" ? "unexpected character after the end of the JSON object" : "unexpected character";
 }

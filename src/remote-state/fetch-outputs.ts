@@ -15,10 +15,8 @@ import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJs
 import { isEnvelope } from "../encryption/index.js";
 import { encryptedState } from "../state/document.js";
 import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "../state/extract-outputs.js";
-import { syntaxErrorOffset } from "../json/validate.js";
-import { giveShared } from "../util/shared-memory.js";
+import { JsonScanner } from "../json/scan.js";
 import { RemoteOutputs, UPGRADED, type FetchOutputsOptions } from "./remote-outputs.js";
-import { startTopLevelScan, type TopLevelScanner } from "./parallel-scan.js";
 
 /** The top-level members a read needs. */
 const MEMBERS = ["version", "outputs", "modules"];
@@ -72,60 +70,45 @@ export async function readRemoteOutputs(
 ): Promise<RemoteOutputs> {
   const name = options.name;
   const location = backend.describe(workspace);
-  // Large states are scanned for their top-level members while they download, beside the
-  // download (parallel-scan.ts): the main thread is busy enough receiving them.
+  // A large plain state is scanned for its top-level members as it downloads; an envelope's
+  // members are inside its ciphertext.
   const threshold = options.scanThreshold ?? DEFAULT_SCAN_THRESHOLD;
-  let scan: TopLevelScanner | undefined;
-  let scanning: Buffer | undefined;
-  // An envelope's members are inside its ciphertext: only a plain stored state is scanned while it arrives.
-  const encrypted = backend.encrypts;
+  let scan: { readonly body: Buffer; readonly scanner: JsonScanner } | undefined;
   const onData = (body: Buffer, filled: number): void => {
-    if (encrypted || body.length < threshold) return;
-    if (scanning !== body) {
-      // A digest retry starts over with a new buffer.
-      scan?.cancel();
-      scan = startTopLevelScan(MEMBERS, body);
-      scanning = body;
-    }
-    scan?.feed(body, filled);
+    if (backend.encrypts || body.length < threshold) return;
+    // A digest retry starts over with a new buffer.
+    if (scan?.body !== body) scan = { body, scanner: new JsonScanner(MEMBERS) };
+    scan.scanner.feed(body.subarray(scan.scanner.offset, filled));
   };
   let bytes: Buffer | null;
-  let spans: Map<string, readonly [number, number]> | null = null;
   try {
-    try {
-      bytes = await backend.readState(workspace, { onData, sharedBody: !encrypted });
-    } catch (e) {
-      if (isObjstateError(e, "BUCKET_NOT_FOUND")) {
-        throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, {
-          cause: e,
-          details: { workspace, location },
-        });
-      }
-      throw e;
+    bytes = await backend.readState(workspace, { onData });
+  } catch (e) {
+    if (isObjstateError(e, "BUCKET_NOT_FOUND")) {
+      throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, {
+        cause: e,
+        details: { workspace, location },
+      });
     }
-    if (bytes !== null && scan !== undefined && scanning === bytes) spans = await scan.finish(bytes);
-  } finally {
-    scan?.cancel();
+    throw e;
   }
   if (bytes === null || bytes.length === 0) {
     // An empty object is what some tools leave for a workspace with no state: no state.
     const empty = bytes === null ? "" : " (the object is empty)";
     throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}${empty}`, { details: { workspace, location } });
   }
-  const state = bytes;
-  try {
-    return outputsOf(state, spans, workspace, location, name, options);
-  } finally {
-    // Shared memory (the S3 driver's body) goes back for the next read: nothing here keeps
-    // a view of it (parseExact makes strings).
-    giveShared(state);
+  let spans: ReadonlyMap<string, readonly [number, number]> | null = null;
+  if (scan?.body === bytes) {
+    scan.scanner.feed(bytes.subarray(scan.scanner.offset));
+    if (scan.scanner.end() === undefined) spans = scan.scanner.spans;
   }
+  return outputsOf(bytes, spans, workspace, location, name, options);
 }
 
 /** The outputs of a state read whole, from the scan's spans when there are some. */
 function outputsOf(
   state: Buffer,
-  spans: Map<string, readonly [number, number]> | null,
+  spans: ReadonlyMap<string, readonly [number, number]> | null,
   workspace: string,
   location: string,
   name: string | undefined,
@@ -139,8 +122,8 @@ function outputsOf(
   } catch (e) {
     if (e instanceof NestingError) throw invalid(`cannot be read: ${e.message}`);
     // The cause is left off on purpose: JSON.parse's message quotes the text around the error.
-    const { problem, at } = jsonSyntaxProblem(e, (p) => state.subarray(0, p).toString("utf8"), state.length);
-    throw invalid(`is not valid JSON: ${problem} ${at === "" ? placeError(state) : at}`.trimEnd());
+    const { problem, at } = jsonSyntaxProblem(e, state);
+    throw invalid(`is not valid JSON: ${problem} ${at}`.trimEnd());
   }
   if (located.kind !== "object")
     throw invalid(`is not a state: its top level is ${located.kind === "array" ? "an array" : `a ${located.kind}`}, not an object`);
@@ -163,14 +146,6 @@ function outputsOf(
     if (o.type !== undefined) types.set(k, o.type);
   }
   return RemoteOutputs.fromExact(values, { name, workspace, location, method: located.method, streamed: spans !== null }, sensitive, types);
-}
-
-/** `at line L, column C` of the byte the grammar check stops at ("" when it finds none): `JSON.parse` does not place "Unexpected token" errors. */
-function placeError(state: Buffer): string {
-  const offset = syntaxErrorOffset(state);
-  if (offset === undefined) return "";
-  const before = state.subarray(0, offset).toString("utf8");
-  return `at line ${before.split("\n").length}, column ${before.length - before.lastIndexOf("\n")}`;
 }
 
 interface RootOutput {

@@ -7,16 +7,15 @@ import { createHash } from "node:crypto";
 import { NO_LOCK_ID } from "../backend/backend.js";
 import type { AuditAction } from "../backend/audit.js";
 import { ObjstateError } from "../errors.js";
-import { stringifyDeep } from "../json/exact-json.js";
-import { checkNesting } from "../json/validate.js";
+import { checkNesting } from "../json/scan.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { auditRoute } from "./audit.js";
 import { readBody } from "../io/http-body.js";
-import { checkDiffRoom, DIFF_MAX_BODY, diffInWorker, diffJson } from "./diff-runner.js";
+import { checkDiffRoom, DIFF_MAX_BODY, diffInWorker, diffJson, versionDiffText } from "./diff-runner.js";
 import { requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
 import { allowed, allowedEverywhere, type Role } from "./users.js";
 import { ENCRYPTED, encryptedOr } from "../console/types.js";
-import { historyEntryJson, lockJson, outputsJsonText, rollbackJson, versionDiffJson, workspaceJson, type HistoryEntryJson } from "../wire/shapes.js";
+import { historyEntryJson, lockJson, outputsJsonText, rollbackJson, workspaceJson, type HistoryEntryJson } from "../wire/shapes.js";
 
 /** A route: method, path pattern (`:name` segments), the role it needs on `:workspace`, handler. */
 export interface Route {
@@ -146,8 +145,7 @@ async function diffVersions(ctx: Ctx): Promise<void> {
   checkDiffRoom();
   const compared = await ctx.backend.diff(ws, { from, to, compare: diffInWorker }).catch(encryptedOr);
   if (compared === ENCRYPTED) return sendJson(ctx, 200, { workspace: ws, from, to, encrypted: true, message: ENCRYPTED_MESSAGE });
-  // Output values may nest as deep as the tool allows: too deep for JSON.stringify.
-  send(ctx, 200, `${stringifyDeep(versionDiffJson(ws, compared))}\n`, { "Content-Type": "application/json" });
+  send(ctx, 200, versionDiffText(ws, compared), { "Content-Type": "application/json" });
 }
 
 /** What `POST …/rollback` takes. */

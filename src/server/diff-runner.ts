@@ -8,8 +8,10 @@
  */
 import { ObjstateError } from "../errors.js";
 import { stringifyDeep } from "../json/exact-json.js";
+import type { VersionDiff } from "../backend/results.js";
 import { diffStates, type StateDiff } from "../state/diff.js";
 import { nodeWorkers } from "../util/builtins.js";
+import { versionDiffJson } from "../wire/shapes.js";
 import type { DiffJob, DiffReply } from "./diff-worker.js";
 
 /** Largest state a client may send to diff (or --max-state-size, when smaller). */
@@ -55,9 +57,24 @@ export async function diffJson(from: Buffer | null, to: Buffer | null): Promise<
   }
 }
 
+/** The JSON text each diff of {@link diffInWorker} came as: an answer sends it as it is rather than stringifying the diff again. */
+const texts = new WeakMap<StateDiff, Buffer>();
+
 /** The diff of two stored versions (the API's, the console's and its rollback page's), bounded as {@link diffJson}. */
 export async function diffInWorker(from: Buffer | null, to: Buffer | null): Promise<StateDiff> {
-  return JSON.parse((await diffJson(from, to)).toString("utf8")) as StateDiff;
+  const json = await diffJson(from, to);
+  const diff = JSON.parse(json.toString("utf8")) as StateDiff;
+  texts.set(diff, json);
+  return diff;
+}
+
+/** `GET …/diff`'s answer, `{"workspace", "from", "to", …the diff}`: the diff's own text spliced in when it came from {@link diffInWorker}. */
+export function versionDiffText(workspace: string, d: VersionDiff): Buffer {
+  const head = JSON.stringify({ workspace, from: d.from, to: d.to });
+  const json = texts.get(d.diff);
+  // The worker's text is `{…}\n` of a diff, which always has members: its `{` gives way to the head's.
+  if (json !== undefined) return Buffer.concat([Buffer.from(`${head.slice(0, -1)},`), json.subarray(1)]);
+  return Buffer.from(`${stringifyDeep(versionDiffJson(workspace, d))}\n`);
 }
 
 function inWorker(from: Buffer | null, to: Buffer | null): Promise<Buffer> {

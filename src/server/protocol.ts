@@ -8,7 +8,7 @@ import { lockOwnerOf } from "../backend/principal.js";
 import { isEnvelope, type StateEncryption } from "../encryption/index.js";
 import { TopLevelScanner } from "../encryption/scan.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
-import { checkNesting } from "../json/validate.js";
+import { checkNesting } from "../json/scan.js";
 import { md5Of } from "../util/md5.js";
 import type { ByteSource } from "../store/types.js";
 import { checkContentMd5, readBody, type Body } from "../io/http-body.js";

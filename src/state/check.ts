@@ -5,50 +5,32 @@
  * bytes stream past, never held.
  */
 import { ObjstateError } from "../errors.js";
-import { TopLevelScanner } from "../encryption/scan.js";
-import { describeFailure, JsonObjectStreamCheck, positionAt } from "../json/stream-check.js";
+import { JsonScanner } from "../json/scan.js";
+import { describeFailure, positionAt } from "../json/syntax-error.js";
 import type { ByteSource } from "../store/types.js";
 
-/** Bytes kept of the last chunk: a `version` value longer than this is no whole number anyway. */
-const CARRY = 32;
-
 class StateCheck {
-  private readonly json = new JsonObjectStreamCheck();
-  private readonly top = new TopLevelScanner();
-  private version: string | undefined;
-  private envelope = false;
-  private carry = Buffer.alloc(0);
+  private readonly scan = new JsonScanner(["version", "encryption_version"]);
 
   /** False once the bytes are known to be no JSON object. */
   feed(chunk: Uint8Array): boolean {
-    if (!this.json.feed(chunk)) return false;
-    // The tool writes `version` first: the scan of the top level stops there.
-    if (this.version !== undefined) return true;
-    const from = this.top.offset - this.carry.length;
-    this.top.scan(chunk);
-    for (const m of this.top.members) {
-      if (m.key !== "version" && m.key !== "encryption_version") continue;
-      const text = m.start < from ? "" : Buffer.concat([this.carry, chunk]).toString("utf8", m.start - from, m.end - from);
-      if (m.key === "version") this.version = text;
-      else this.envelope = text.startsWith('"');
-    }
-    this.top.members.length = 0;
-    this.carry = Buffer.concat([this.carry, chunk.subarray(-CARRY)]).subarray(-CARRY);
-    return true;
+    return this.scan.feed(chunk);
   }
 
   /** `STATE_INVALID` unless the bytes fed are a state, placed (line and column) by reading them `again` up to the fault. */
   async verdict(again: () => AsyncIterable<Uint8Array>, what: string): Promise<void> {
-    const f = this.json.end();
+    const f = this.scan.end();
     if (f?.kind === "syntax") {
       const at = await positionAt(again(), f.offset);
       const problem = `is not valid JSON at line ${at.line}, column ${at.column}: ${describeFailure(f, at.char)}`;
       throw new ObjstateError("STATE_INVALID", `${what} ${problem}; nothing was written`, { details: { line: at.line, column: at.column } });
     }
+    const version = this.scan.values.get("version")?.toString("latin1");
+    const envelope = this.scan.values.get("encryption_version")?.[0] === 0x22;
     let why: string | undefined;
     if (f !== undefined) why = `expected a JSON object, not ${f.what}`;
-    else if (this.version === undefined) why = this.envelope ? undefined : 'it has no format "version" (nor is it an encryption envelope)';
-    else if (!/^[1-9][0-9]*$/.test(this.version)) why = 'its format "version" is not a whole number above 0';
+    else if (version === undefined) why = envelope ? undefined : 'it has no format "version" (nor is it an encryption envelope)';
+    else if (!/^[1-9][0-9]*$/.test(version)) why = 'its format "version" is not a whole number above 0';
     if (why !== undefined) throw new ObjstateError("STATE_INVALID", `${what} is not a state: ${why}; nothing was written`);
   }
 }

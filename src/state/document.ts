@@ -6,9 +6,8 @@
 import { Buffer } from "node:buffer";
 import { ObjstateError } from "../errors.js";
 import { fromJs, parseExact, type ExactJson, type JsonValue } from "../json/exact-json.js";
-import { scanTopLevel } from "./extract-outputs.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
-import { checkNesting } from "../json/validate.js";
+import { checkNesting, scanJson } from "../json/scan.js";
 import { formatAddress, type InstanceAddress, type InstanceKey } from "./address.js";
 
 /** Which argument of a diff a state is, as messages name it. */
@@ -71,7 +70,7 @@ export function encryptedState(what: string, details: Record<string, unknown> = 
 /** Parse one side; null when there is no state. Throws `STATE_INVALID` naming the side. */
 export function readStateDocument(input: StateInput, side: StateSide): StateDocument | null {
   const r: Reader = new Reader(side);
-  const { doc, bytes } = parseInput(input, r);
+  const { doc, exact } = parseInput(input, r);
   if (doc === null) return null;
   if (!isObj(doc)) r.fail("is not a state: expected a JSON object");
   if (doc["version"] === undefined && typeof doc["encryption_version"] === "string") throw encryptedState(`the '${side}' state`, { side });
@@ -82,35 +81,34 @@ export function readStateDocument(input: StateInput, side: StateSide): StateDocu
   const lineage = typeof doc["lineage"] === "string" ? doc["lineage"] : null;
   const instances = new Map<string, StateInstance>();
   const outputs = new Map<string, StateOutput>();
-  if (version === 4) readV4(doc, r, instances, outputs, bytes);
+  if (version === 4) readV4(doc, r, instances, outputs, exact);
   else readLegacy(doc, r, instances, outputs);
   return { serial, lineage, instances, outputs };
 }
 
-/** The parsed document, and its text as UTF-8 bytes when it came as text (for exact numbers). */
-function parseInput(input: StateInput, r: Reader): { doc: unknown; bytes: (() => Uint8Array) | undefined } {
-  if (input === null) return { doc: null, bytes: undefined };
-  let text: string;
-  let bytes: () => Uint8Array;
-  if (typeof input === "string") {
-    text = input;
-    bytes = () => Buffer.from(input, "utf8");
-  } else if (input instanceof Uint8Array) {
-    text = Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString("utf8");
-    bytes = () => input;
-  } else return { doc: input, bytes: undefined };
+/** The parsed document and, when it came as bytes or text, its `outputs` with numbers as written. */
+function parseInput(input: StateInput, r: Reader): { doc: unknown; exact: ExactJson | undefined } {
+  if (input === null) return { doc: null, exact: undefined };
+  if (typeof input !== "string" && !(input instanceof Uint8Array)) return { doc: input, exact: undefined };
+  const bytes = typeof input === "string" ? Buffer.from(input, "utf8") : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
   // A zero-byte object is how an absent state is sometimes stored; the tool reads it as none.
-  if (text.length === 0) return { doc: null, bytes: undefined };
-  checkNesting(bytes(), `the '${r.side}' state`);
+  if (bytes.length === 0) return { doc: null, exact: undefined };
+  // One scan refuses a document nested too deep before it is parsed, and finds its outputs.
+  const scan = scanJson(bytes, ["outputs"]);
+  checkNesting(bytes, `the '${r.side}' state`, scan);
+  const text = typeof input === "string" ? input : bytes.toString("utf8");
+  let doc: unknown;
   try {
-    return { doc: JSON.parse(text) as unknown, bytes };
+    doc = JSON.parse(text);
   } catch (e) {
     const { problem, at } = jsonSyntaxProblem(e, text);
     return r.fail(`is not valid JSON: ${problem}${at === "" ? "" : ` ${at}`}`);
   }
+  const span = scan.spans.get("outputs");
+  return { doc, exact: span === undefined ? undefined : parseExact(bytes, span[0], span[1]) };
 }
 
-function readV4(doc: Obj, r: Reader, instances: Map<string, StateInstance>, outputs: Map<string, StateOutput>, bytes: (() => Uint8Array) | undefined): void {
+function readV4(doc: Obj, r: Reader, instances: Map<string, StateInstance>, outputs: Map<string, StateOutput>, exact: ExactJson | undefined): void {
   const resources = doc["resources"] ?? [];
   if (!Array.isArray(resources)) r.fail('has "resources" that is not a list');
   resources.forEach((res: unknown, i) => {
@@ -152,38 +150,20 @@ function readV4(doc: Obj, r: Reader, instances: Map<string, StateInstance>, outp
   const outs = doc["outputs"] ?? {};
   if (!isObj(outs)) r.fail('has "outputs" that is not an object');
   readOutputs(outs, outputs);
-  if (bytes !== undefined && hasNumber(outs)) exactOutputs(bytes(), outputs);
+  if (exact instanceof Map) exactOutputs(exact, outputs);
 }
 
 /**
- * Output values again from the document's bytes with numbers as written, so a change past
- * a double's precision (`12345678901234567890` → `…891`) is seen and shown. Only the
- * `outputs` member is parsed this way (it is small; the resources are not).
+ * Output values again with numbers as written, so a change past a double's precision
+ * (`12345678901234567890` → `…891`) is seen and shown.
  */
-function exactOutputs(bytes: Uint8Array, outputs: Map<string, StateOutput>): void {
-  const span = scanTopLevel(bytes, ["outputs"])?.get("outputs");
-  if (span === undefined) return;
-  const outs = parseExact(bytes, span[0], span[1]);
-  if (!(outs instanceof Map)) return;
+function exactOutputs(outs: ReadonlyMap<string, ExactJson>, outputs: Map<string, StateOutput>): void {
   for (const [name, o] of outs) {
     const known = outputs.get(name);
     if (known === undefined) continue;
     const wrapped = o instanceof Map && o.has("value");
     outputs.set(name, { exact: wrapped ? (o.get("value") as ExactJson) : o, sensitive: known.sensitive });
   }
-}
-
-/** Does the parsed value hold a number anywhere (`1e400` is parsed as Infinity, still a number)? */
-function hasNumber(v: unknown): boolean {
-  const stack: unknown[] = [v];
-  while (stack.length > 0) {
-    const x = stack.pop();
-    if (typeof x === "number") return true;
-    // Loops, not push(...): a spread of a long list overflows the argument limit.
-    if (Array.isArray(x)) for (const y of x as unknown[]) stack.push(y);
-    else if (isObj(x)) for (const y of Object.values(x)) stack.push(y);
-  }
-  return false;
 }
 
 /**

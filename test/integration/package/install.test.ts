@@ -105,7 +105,6 @@ describe("the packed package, installed into an empty directory", () => {
       "dist/pkg/objstate.cjs",
       "dist/pkg/cli.cjs",
       "dist/pkg/md5-worker.js",
-      "dist/pkg/scan-worker.js",
       "dist/pkg/diff-worker.js",
     ];
     for (const file of ["index", "config", "state"]) needed.push(`dist/pkg/${file}.js`, `dist/pkg/${file}.cjs`);
@@ -195,32 +194,6 @@ describe("the packed package, installed into an empty directory", () => {
       console.log(JSON.stringify(outputs.toJSON()));`,
     );
     assert.deepEqual(JSON.parse(run(process.execPath, ["md5-check.mjs"], app).stdout), { a: 1 });
-  });
-
-  it("the outputs scan worker loads from the installed package and answers a job", () => {
-    // A worker that failed to load would only send reads to the main thread's scan (same
-    // answer, slower): prove the shipped file is there and runs.
-    const script = `
-      import { Worker } from "node:worker_threads";
-      const w = new Worker(new URL("./node_modules/objstate/dist/pkg/scan-worker.js", import.meta.url));
-      const text = Buffer.from('{"version": 4, "resources": [{"a": "}"}], "outputs": {"x": {"value": 1}}}');
-      const body = new SharedArrayBuffer(text.length);
-      Buffer.from(body).set(text);
-      const control = new SharedArrayBuffer(4);
-      new Int32Array(control)[0] = text.length;
-      w.on("message", (r) => { process.stdout.write(JSON.stringify(r)); w.terminate(); });
-      w.postMessage({ id: 7, body, control, names: ["version", "outputs"] });
-    `;
-    writeFileSync(join(app, "scan-worker-check.mjs"), script);
-    const reply = JSON.parse(run(process.execPath, [join(app, "scan-worker-check.mjs")], app).stdout) as unknown;
-    assert.deepEqual(reply, {
-      id: 7,
-      spans: [
-        ["version", [12, 13]],
-        ["outputs", [53, 72]],
-      ],
-      cancelled: false,
-    });
   });
 
   it("the server's diff worker loads from the installed package and answers a job", () => {

@@ -7,7 +7,7 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import { RemoteOutputs, isObjstateError } from "../../../src/index.js";
 import { decimalForm, isExactInJs, JsonNumber, parseExact, stringifyExact, toBigInt, toJs } from "../../../src/json/exact-json.js";
-import { syntaxErrorOffset } from "../../../src/json/validate.js";
+import { syntaxErrorOffset } from "../../../src/json/scan.js";
 
 const parse = (text: string) => parseExact(Buffer.from(text, "utf8"));
 

@@ -1,20 +1,27 @@
 /**
- * The streaming scan fed in arbitrary chunks gives exactly the answer of the whole-buffer
- * scan (scanTopLevel): the same spans, or null for both.
+ * The scan fed in arbitrary chunks, as a state downloads, gives exactly the answer of the
+ * whole-buffer scan (scanTopLevel): the same spans, or null for both.
  */
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import fc from "fast-check";
 import { scanTopLevel } from "../../../src/state/extract-outputs.js";
-import { StreamingTopLevelScan } from "../../../src/remote-state/stream-scan.js";
+import { JsonScanner } from "../../../src/json/scan.js";
 
 const NAMES = ["version", "outputs"];
 
+/** Fed in pieces ending at `points`, then the rest. */
+function fed(bytes: Buffer, points: readonly number[]): Map<string, readonly [number, number]> | null {
+  const s = new JsonScanner(NAMES);
+  for (const p of [...points, bytes.length]) if (p > s.offset) s.feed(bytes.subarray(s.offset, p));
+  return s.end() === undefined ? (s.spans as Map<string, readonly [number, number]>) : null;
+}
+
 function streamed(bytes: Buffer, cuts: number[]): Map<string, readonly [number, number]> | null {
-  const s = new StreamingTopLevelScan(NAMES);
-  const points = [...new Set(cuts.map((c) => Math.floor(c * bytes.length)))].sort((a, b) => a - b);
-  for (const p of points) if (p < bytes.length) s.feed(bytes, p);
-  return s.finish(bytes);
+  return fed(
+    bytes,
+    [...new Set(cuts.map((c) => Math.floor(c * bytes.length)))].sort((a, b) => a - b),
+  );
 }
 
 const key = fc.oneof(fc.constantFrom("outputs", "version", "resources", "out\\u0070uts", 'a\\"b', "x"), fc.string({ maxLength: 5 }));
@@ -59,9 +66,7 @@ it("hand cases: escapes split across chunks, nested outputs keys, duplicate keys
   for (const c of cases) {
     const bytes = Buffer.from(c);
     for (let cut = 0; cut <= bytes.length; cut++) {
-      const s = new StreamingTopLevelScan(NAMES);
-      s.feed(bytes, cut);
-      assert.deepEqual(s.finish(bytes), scanTopLevel(bytes, NAMES), `${c} cut at ${cut}`);
+      assert.deepEqual(fed(bytes, [cut]), scanTopLevel(bytes, NAMES), `${c} cut at ${cut}`);
     }
   }
 });
@@ -93,4 +98,20 @@ it("property: a damaged document scans (streamed or whole) exactly when JSON.par
     ),
     { numRuns: 3000 },
   );
+});
+
+it("a large state in 64 KiB pieces: outputs found after megabytes of resources, their bytes kept", () => {
+  const resources = Array.from({ length: 20_000 }, (_, i) => ({
+    type: "aws_instance",
+    name: `r${i}`,
+    attributes: { id: `i-${i}`, tags: { q: 'a "quoted" }]' } },
+  }));
+  const bytes = Buffer.from(JSON.stringify({ version: 4, resources, outputs: { vpc: { value: "vpc-1" } } }, null, 2));
+  assert.ok(bytes.length > 2 * 1024 * 1024);
+  const s = new JsonScanner(NAMES);
+  for (let at = 0; at < bytes.length; at += 65536) s.feed(bytes.subarray(at, at + 65536));
+  assert.equal(s.end(), undefined);
+  const [start, end] = s.spans.get("outputs") ?? [0, 0];
+  assert.deepEqual(JSON.parse(bytes.subarray(start, end).toString()), { vpc: { value: "vpc-1" } });
+  assert.deepEqual(JSON.parse(s.values.get("outputs")?.toString() ?? ""), { vpc: { value: "vpc-1" } });
 });
