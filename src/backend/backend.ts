@@ -56,7 +56,7 @@ import {
 import { checkedState, prepareIncoming, wholeState, writeFenced } from "./write.js";
 import type { StateEncryption } from "../encryption/index.js";
 import { md5Hex } from "../util/md5.js";
-import { ConsumedDecryption, EarlyDecryption, openState, sealState } from "./crypt.js";
+import { openState, sealState } from "./crypt.js";
 import { rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./rekey.js";
 import { ObjstateError } from "../errors.js";
 
@@ -216,18 +216,9 @@ export class ObjectStoreBackend {
 
   /** The decrypted state; with `md5`, also the MD5 of an envelope's plaintext, taken beside its decryption. */
   private async readDecrypted(enc: StateEncryption, workspace: string, options: ReadOptions, md5: boolean): Promise<StateRead | null> {
-    // Without a progress watcher, the stored bytes go straight to the decryptor and are not held.
-    const sink = options.onData === undefined ? new ConsumedDecryption(enc, workspace) : undefined;
-    const early = new EarlyDecryption(enc, workspace, options.onData);
-    let found = await readCommitted(this.ctx, workspace, { ...options, onData: early.onData }, undefined, sink);
+    const found = await readCommitted(this.ctx, workspace, options);
     if (found === null) return null;
-    let d = sink?.took === true ? await sink.result() : await early.result(found.body);
-    // A plain state (an `unencrypted` fallback) has no tag: its bytes are proven by their MD5, read the usual way.
-    if (sink?.took === true && !d.encrypted && found.md5 !== undefined && md5Hex(d.state) !== found.md5) {
-      found = await readCommitted(this.ctx, workspace, options);
-      if (found === null) return null;
-      d = await openState(enc, found.body, workspace);
-    }
+    const d = await openState(enc, found.body, workspace);
     // A plain state's MD5 is the stored bytes' (proven by the read); an envelope's plaintext is hashed once per version.
     const sum = md5 ? (d.encrypted ? this.plainMd5(found.md5, d.state) : found.md5) : undefined;
     return { body: d.state, etag: found.etag, md5: sum, encryption: { encrypted: d.encrypted, method: d.method, migration: d.migration } };

@@ -4,8 +4,9 @@
  * behind a recent write waited for — and how a workspace's state stands without repairing.
  */
 import { isObjstateError, ObjstateError } from "../errors.js";
-import type { GetResult } from "../store/types.js";
-import { md5Hex } from "../util/md5.js";
+import type { ObjectMeta } from "../store/types.js";
+import { hasherFor, md5Hex } from "../util/md5.js";
+import { takeShared } from "../util/shared-memory.js";
 import { generationOf, judge } from "./commit.js";
 import type { BackendContext } from "./context.js";
 import { committedMissing, decodeMeta, META, normalizeDigest, provenComplete, tornWrite, uncommittedUnderLock, workspaceFlag } from "./fencing.js";
@@ -28,24 +29,6 @@ export interface ReadHooks {
   mismatch(): void;
 }
 
-/**
- * Where a reader that keeps only what it makes of the bytes (a decryptor) takes them: the
- * first attempt of a read hands them over as they arrive instead of holding them. Any
- * attempt that does not simply match the digest (a retry, a repair, another version read)
- * calls `restart` and goes on holding the bytes as usual: the bytes returned are then not
- * the ones the sink took.
- */
-export interface ReadSink {
-  /**
-   * The next piece of the bytes. The sink proves them itself: their MD5 is not taken, the
-   * read checks the store's record of it against the digest instead (a sink that finds the
-   * bytes unproven, a plain state, must check them against the read's `md5`).
-   */
-  consume(piece: Buffer, size: number | undefined): void | Promise<void>;
-  /** The bytes handed over so far do not count: the read goes on the usual way. */
-  restart(): void;
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -64,43 +47,23 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  *   `DIGEST_MISMATCH` (or `TORN_WRITE` for an older objstate's unfinished write).
  * A read-only connection repairs nothing.
  */
-export async function readCommitted(
-  ctx: BackendContext,
-  workspace: string,
-  options: ReadOptions,
-  hooks?: ReadHooks,
-  sink?: ReadSink,
-): Promise<StateRead | null> {
+export async function readCommitted(ctx: BackendContext, workspace: string, options: ReadOptions, hooks?: ReadHooks): Promise<StateRead | null> {
   const path = ctx.statePath(workspace);
   const locks = ctx.table;
-  const { sharedBody } = options;
-  const onData =
-    hooks === undefined
-      ? options.onData
-      : (body: Buffer, filled: number): void => {
-          options.onData?.(body, filled);
-          hooks.data(body, filled);
-        };
-  const found = (obj: GetResult | null, md5?: string): StateRead | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
-  if (locks === undefined) return found(await ctx.store.get(path, sink === undefined ? { onData, sharedBody } : { consume: sink.consume }));
-  let consume = sink?.consume;
+  const found = (obj: Fetched | null, md5?: string): StateRead | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
+  if (locks === undefined) return found(await fetchState(ctx, path, options, hooks, undefined));
   const digestId = ctx.digestId(workspace);
   const deadline = Date.now() + ctx.digestRetry.timeoutMs;
   for (;;) {
-    // The lock table's digest and the store's record, whichever comes second, vouch together.
-    const seen: { digest?: string | undefined; record?: string | undefined } = {};
-    const vouch = (k: "digest" | "record", md5: string | undefined): void => {
-      seen[k] = md5;
-      if ("digest" in seen && "record" in seen && seen.digest !== undefined && seen.digest === seen.record) hooks?.vouched(seen.digest);
-    };
-    const recorded = locks.getDigest(digestId).then((item) => {
-      vouch("digest", normalizeDigest(item?.digest));
-      return item;
-    });
-    const onStart = hooks === undefined ? undefined : (md5: string | undefined): void => vouch("record", md5);
-    // Bytes handed to a sink are proven by it (an envelope's tag): the store's record of their MD5 is what is checked.
+    const recorded = locks.getDigest(digestId);
     const [obj, item] = await Promise.all([
-      ctx.store.get(path, { md5: true, onData, onStart, sharedBody, consume, recordedMd5: consume !== undefined }),
+      fetchState(
+        ctx,
+        path,
+        options,
+        hooks,
+        recorded.then((i) => normalizeDigest(i?.digest)),
+      ),
       recorded,
     ]);
     const expected = normalizeDigest(item?.digest);
@@ -108,13 +71,7 @@ export async function readCommitted(
     // The driver's MD5 may come from the ETag or objstate's metadata: a shortcut only when it
     // agrees with the digest; otherwise the bytes are hashed before anything is declared.
     if (obj !== null && obj.md5 === expected) return found(obj, expected);
-    if (consume !== undefined) {
-      // Whatever else this read finds, it needs the bytes: read them again, the usual way.
-      consume = undefined;
-      sink?.restart();
-      continue;
-    }
-    const actual = obj === null ? "" : md5Hex(obj.body);
+    const actual = obj === null ? "" : obj.hashed && obj.md5 !== undefined ? obj.md5 : md5Hex(obj.body);
     if (actual === expected) return found(obj, expected);
     hooks?.mismatch();
     // The lock of a stored write that is not committed yet while its writer holds the lock.
@@ -164,6 +121,72 @@ export async function readCommitted(
     }
     await sleep(ctx.digestRetry.intervalMs);
   }
+}
+
+/** One read of the stored state: its bytes, and their MD5 when the store vouched for it or the read hashed them. */
+interface Fetched {
+  readonly body: Buffer;
+  readonly meta: ObjectMeta;
+  readonly md5: string | undefined;
+  /** `md5` was taken of these very bytes (not the store's record). */
+  readonly hashed: boolean;
+}
+
+/** Bodies from this size up go into shared memory when the reader asks (`ReadOptions.sharedBody`). */
+const SHARED_BODY_MIN = 1024 * 1024;
+
+/**
+ * Read the stored state into one buffer of its size, shown to `onData` and `hooks` as it
+ * fills. `digest` (the lock table's, when there is one) settles beside the read: when it
+ * agrees with the store's record, `hooks` are told before the bytes arrive. Bytes the store
+ * vouches for no MD5 of are hashed as they arrive.
+ */
+async function fetchState(
+  ctx: BackendContext,
+  path: string,
+  options: ReadOptions,
+  hooks: ReadHooks | undefined,
+  digest: Promise<string | undefined> | undefined,
+): Promise<Fetched | null> {
+  const got = await ctx.store.getStream(path);
+  if (got === null) return null;
+  const { size } = got.meta;
+  const record = got.recordedMd5;
+  const vouching =
+    hooks === undefined || record === undefined || digest === undefined
+      ? undefined
+      : digest.then(
+          (d) => (d === record ? hooks.vouched(record) : undefined),
+          () => undefined, // the read itself reports the table's failure
+        );
+  const hash = digest !== undefined && !got.proven ? hasherFor(size) : undefined;
+  const watched = options.onData !== undefined || hooks !== undefined;
+  let body: Buffer | undefined;
+  let filled = 0;
+  try {
+    for await (const chunk of got.body) {
+      if (filled + chunk.length > size) throw new ObjstateError("STORE_ERROR", `the object store sent more than the ${size} bytes of ${path}`);
+      // A body that comes whole (the embedded store's) is kept as it is; others fill one buffer.
+      if (body === undefined && chunk.length === size && options.sharedBody !== true) body = Buffer.from(chunk.buffer, chunk.byteOffset, size);
+      else {
+        body ??= options.sharedBody === true && size >= SHARED_BODY_MIN ? takeShared(size) : Buffer.allocUnsafe(size);
+        body.set(chunk, filled);
+      }
+      filled += chunk.length;
+      if (watched) {
+        options.onData?.(body, filled);
+        hooks?.data(body, filled);
+      }
+      await hash?.write(chunk);
+    }
+  } catch (e) {
+    await Promise.resolve(hash?.digest()).catch(() => undefined); // ends the worker's job
+    throw e;
+  }
+  if (filled !== size) throw new ObjstateError("STORE_ERROR", `the object store sent ${filled} of the ${size} bytes of ${path}`);
+  await vouching;
+  const hashed = await hash?.digest();
+  return { body: body ?? Buffer.alloc(0), meta: got.meta, md5: got.proven ? record : hashed, hashed: hashed !== undefined };
 }
 
 /**

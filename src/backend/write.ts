@@ -6,7 +6,6 @@
 import { isObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
 import { bufferSource, isByteSource, md5OfSource, prefixOf, readThrough, sizeOf } from "../store/byte-source.js";
-import { isMadeSource } from "../store/made-source.js";
 import type { ByteSource, GetResult, ObjectMeta } from "../store/types.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { intentMetadata, judge } from "./commit.js";
@@ -30,13 +29,8 @@ export interface Incoming {
   readonly body: Buffer | ByteSource;
   readonly size: number;
   readonly header: { lineage?: string; serial?: number };
-  /**
-   * Hex MD5 of the body (computed, or given by the caller). For an envelope being made it
-   * settles only once the store's read of it has hashed it (or {@link digest} did).
-   */
+  /** Hex MD5 of the body (computed, or given by the caller). */
   readonly hashing: Promise<string>;
-  /** The MD5 when it is needed now, before the store reads the body: {@link hashing}, or an envelope hashed by a pass of its own. */
-  digest(): Promise<string>;
   /** Streamed from a source that must be read once to hash it (its MD5 is then known before the write starts). */
   readonly streamed: boolean;
   /** The state sealed into `body` (an envelope): the same state stored under another nonce is the same content. */
@@ -63,24 +57,9 @@ interface Current {
 export async function prepareIncoming(data: Uint8Array | string | ByteSource, md5: string | undefined, plain?: Buffer): Promise<Incoming> {
   const body = isByteSource(data) ? data : toBuffer(data);
   const head = isByteSource(body) ? await prefixOf(body, HEADER_BYTES) : body.subarray(0, HEADER_BYTES);
-  // A source that hashes the bytes it makes (an envelope being encrypted) is not read to hash it:
-  // the store's read of it does.
-  const made = isByteSource(body) && md5 === undefined ? body.madeMd5 : undefined;
-  // Its making and hashing start now, beside the guard's reads of the store; the store's read adopts them.
-  if (made !== undefined && isByteSource(body) && isMadeSource(body)) body.ahead();
-  const hashing =
-    md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : (made?.settled ?? (isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body)));
+  const hashing = md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body);
   hashing.catch(() => undefined); // awaited later; a failure before then must not go unhandled
-  const digest = made === undefined ? (): Promise<string> => hashing : (): Promise<string> => made.now();
-  return {
-    body,
-    size: sizeOf(body),
-    header: scanHeader(head) ?? { complete: false },
-    hashing,
-    digest,
-    streamed: isByteSource(body) && body.madeMd5 === undefined,
-    plain,
-  };
+  return { body, size: sizeOf(body), header: scanHeader(head) ?? { complete: false }, hashing, streamed: isByteSource(body), plain };
 }
 
 /** The caller's state held to the one rule of what a state is (state/check.ts): checked now, or by every read of a source. */
@@ -160,7 +139,7 @@ export async function writeFenced(
   // the upload (for a large state it would otherwise run alongside it).
   if (base !== null && base.size === input.size && base.header.serial === incoming.serial && base.header.lineage === incoming.lineage) {
     // Possibly the same content again: a no-op, but one that makes sure the digest is recorded.
-    const sum = await input.digest();
+    const sum = await hashing;
     const stored = base.md5 ?? ((extraRead = true), (await storedDigest(ctx, path))?.md5);
     // Sealed again, the same state has other bytes (a fresh nonce): the stored envelope's state is compared.
     if (stored !== undefined && (stored === sum || (input.plain !== undefined && (await sealsSameState(ctx, workspace, base, stored, input.plain))))) {
@@ -182,26 +161,26 @@ export async function writeFenced(
   if (extraRead) holder = await checkHolder();
 
   // A streamed state's MD5 is known before it is sent (it was read once to hash it).
-  const known = input.streamed || input.size < PARALLEL_MD5_MIN ? await input.digest() : undefined;
+  const known = input.streamed || input.size < PARALLEL_MD5_MIN ? await hashing : undefined;
   const metadata = writeMetadata({ incoming, lockId, holder, who: ctx.who, md5: known, principal: options.principal });
   if (options.operation !== undefined) metadata[META.operation] = encodeMeta(options.operation);
   if (options.sourceVersion !== undefined) metadata[META.sourceVersion] = encodeMeta(options.sourceVersion);
   if (locks !== undefined) Object.assign(metadata, intentMetadata(seen));
   try {
-    await ctx.store.put(path, input.body, {
+    await ctx.store.put(path, withProgress(input.body, options.onProgress), {
       ...ctx.putOptions(),
       md5: known ?? hashing,
-      onProgress: options.onProgress,
       metadata,
       ...(current === null ? { ifNoneMatch: true } : current.etag === undefined ? {} : { ifMatch: current.etag }),
     });
   } catch (e) {
     if (!isObjstateError(e, "PRECONDITION_FAILED")) throw e;
     // A PUT retried after its reply was lost finds its own first attempt stored: that is success.
-    if (!(await storedIsOurs(ctx, path, await input.digest(), lockId))) throw await lostRace(ctx, workspace, locks, lockId, e);
+    if (!(await storedIsOurs(ctx, path, await hashing, lockId))) throw await lostRace(ctx, workspace, locks, lockId, e);
   }
+  if (!isByteSource(input.body)) options.onProgress?.(input.size, input.size);
   await options.onStored?.();
-  const digest = await input.digest();
+  const digest = await hashing;
   // The commit point: only now did the write happen.
   if (locks !== undefined) {
     await commit(ctx, workspace, locks, seen, digest, lockId).catch(async (e: unknown) => {
@@ -210,6 +189,22 @@ export async function writeFenced(
     });
   }
   return { written: true, md5: digest, serial: incoming.serial };
+}
+
+/** A source that reports bytes as the store reads them (bytes in memory report once stored). */
+function withProgress(body: Buffer | ByteSource, onProgress: ((sent: number, total: number) => void) | undefined): Buffer | ByteSource {
+  if (onProgress === undefined || !isByteSource(body)) return body;
+  return {
+    size: body.size,
+    async *open() {
+      let sent = 0;
+      for await (const chunk of body.open()) {
+        yield chunk;
+        sent += chunk.length;
+        onProgress(sent, body.size);
+      }
+    },
+  };
 }
 
 /**

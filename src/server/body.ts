@@ -281,8 +281,6 @@ export function streamBody(req: IncomingMessage, limits: BodyLimits, md5Hex: str
     whole: () => done.then(() => Buffer.concat(chunks, size)),
     source: {
       size,
-      verifiedMd5: md5Hex,
-      stable: true,
       async *open(): AsyncIterable<Uint8Array> {
         let i = 0; // next chunk
         let at = 0; // bytes yielded

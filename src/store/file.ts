@@ -76,9 +76,7 @@ import {
   removeFile,
 } from "../io/local-fs.js";
 import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
-import { writeGathered } from "./gathered-write.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
-import { giveScratch, takeScratch } from "../util/scratch.js";
 import { pauseAt } from "../util/test-pause.js";
 import type {
   Acl,
@@ -89,7 +87,6 @@ import type {
   ListedObject,
   ListOptions,
   ListVersionsOptions,
-  MadeMd5,
   ObjectMeta,
   ObjectStoreDriver,
   ObjectVersion,
@@ -97,6 +94,7 @@ import type {
   PutOptions,
   Retention,
   StoreDriverOptions,
+  StreamedGet,
   VersioningStatus,
 } from "./types.js";
 
@@ -181,21 +179,22 @@ export class FileDriver implements ObjectStoreDriver {
       const partial = options.maxBytes !== undefined && options.maxBytes < whole;
       // Hash what was actually read (a file edited in place must not pass for the stored
       // etag), chunk by chunk while the rest is read: off the main thread for large objects.
-      if (!partial) options.onStart?.(meta.etag);
-      const recorded = options.md5 === true && options.recordedMd5 === true && !partial ? meta.etag : undefined;
-      const hash = options.md5 === true && !partial && recorded === undefined ? hasherFor(whole) : undefined;
+      const hash = options.md5 === true && !partial ? hasherFor(whole) : undefined;
       let body: Buffer;
       try {
-        body =
-          options.consume !== undefined && !partial
-            ? await readInto(v.fd, whole, hash, options.consume)
-            : await readWhole(v.fd, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash, options.onData);
+        body = await readWhole(v.fd, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash);
       } catch (e) {
         await Promise.resolve(hash?.digest()).catch(() => undefined); // ends the worker's job
         throw e;
       }
-      return { body, meta, md5: recorded ?? (await hash?.digest()) };
+      return { body, meta, md5: await hash?.digest() };
     });
+  }
+
+  async getStream(key: string, options: HeadOptions = {}): Promise<StreamedGet | null> {
+    // One read of the version while it is open: its bytes are in memory already, yielded whole.
+    const got = await this.get(key, options);
+    return got === null ? null : { meta: got.meta, recordedMd5: got.meta.etag, proven: false, body: once(got.body) };
   }
 
   async head(key: string, options: HeadOptions = {}): Promise<ObjectMeta | null> {
@@ -336,7 +335,6 @@ export class FileDriver implements ObjectStoreDriver {
     } finally {
       await removeFile(temp).catch(() => undefined);
     }
-    options.onProgress?.(size, size);
   }
 
   async *list(prefix: string, options?: ListOptions): AsyncIterable<string> {
@@ -868,45 +866,28 @@ export class FileDriver implements ObjectStoreDriver {
 async function writeTemp(temp: string, body: PutBody, options: PutOptions, what: string): Promise<{ stat: BigIntStats; md5: string }> {
   // Bytes in memory were hashed by the caller from these very bytes (or are hashed here).
   if (!isByteSource(body)) return { stat: await createFile(temp, body), md5: (await options.md5) ?? createHash("md5").update(body).digest("hex") };
-  const onProgress = options.onProgress;
   const C = fs.constants;
   const handle = await fs.open(temp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
-  // A source that checks itself against the MD5 given (it fails before its last byte) is not hashed twice.
-  const given = typeof options.md5 === "string" ? options.md5 : undefined;
-  const trusted = given !== undefined && body.verifiedMd5 === given ? given : undefined;
-  // Bytes the source made and hashed itself are its own: hashing them again would only repeat it.
-  const made = trusted === undefined ? body.madeMd5 : undefined;
   try {
     await handle.chmod(FILE_MODE);
-    const hash = trusted === undefined && made === undefined ? createHash("md5") : undefined;
-    if (body.stable === true) {
-      // Chunks that stay as they are can wait for the write under way and go with it.
-      await writeGathered(
-        handle,
-        body,
-        what,
-        (chunk) => hash?.update(chunk),
-        (total) => onProgress?.(total, body.size),
-      );
-    } else {
-      let written = 0;
-      await readThrough(
-        body,
-        async (chunk) => {
-          hash?.update(chunk);
-          for (let off = 0; off < chunk.length;) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
-          written += chunk.length;
-          onProgress?.(written, body.size);
-        },
-        what,
-        { reusable: true }, // each chunk is written before the next is asked for
-      );
-    }
+    const hash = createHash("md5");
+    await readThrough(
+      body,
+      async (chunk) => {
+        hash.update(chunk);
+        for (let off = 0; off < chunk.length;) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
+      },
+      what,
+    );
     await handle.sync();
-    return { stat: await handle.stat({ bigint: true }), md5: hash?.digest("hex") ?? trusted ?? (await (made as MadeMd5).settled) };
+    return { stat: await handle.stat({ bigint: true }), md5: hash.digest("hex") };
   } finally {
     await handle.close();
   }
+}
+
+async function* once(bytes: Buffer): AsyncGenerator<Uint8Array> {
+  yield bytes;
 }
 
 function alreadyExists(key: string, location: string): ObjstateError {
@@ -986,17 +967,16 @@ function versionId(stat: BigIntStats): string {
   return `${stat.ino}-${stat.mtimeNs}`;
 }
 
-/** Reads per call when the bytes are hashed or watched as they arrive (`GetOptions.onData`). */
+/** Reads per call when the bytes are hashed as they arrive. */
 const READ_CHUNK = 1024 * 1024;
 
 /**
  * Read the first `size` bytes into one buffer of that exact size (no chunk list, no concat
- * copy); in {@link READ_CHUNK} pieces when each is hashed or shown to `onData` on arrival.
- * Exported for its test.
+ * copy); in {@link READ_CHUNK} pieces when each is hashed on arrival. Exported for its test.
  */
-export async function readWhole(fd: number, size: number, hash?: Hasher, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
+export async function readWhole(fd: number, size: number, hash?: Hasher): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(size);
-  const step = hash === undefined && onData === undefined ? size : READ_CHUNK;
+  const step = hash === undefined ? size : READ_CHUNK;
   // A small span (a history peek, a small state) is read at once: cheaper than a trip
   // through libuv's thread pool. Larger ones are read asynchronously, chunk by chunk.
   const small = size <= SYNC_READ_MAX;
@@ -1005,33 +985,10 @@ export async function readWhole(fd: number, size: number, hash?: Hasher, onData?
     const length = Math.min(step, buf.length - offset);
     const bytesRead = small ? readSync(fd, buf, offset, length, offset) : await readAt(fd, buf, offset, length, offset);
     if (bytesRead === 0) throw new ObjstateError("STORE_ERROR", "object file shrank while being read (was it edited by hand?)");
-    // The watcher first: what it does with the bytes (the server sends them) runs beside the
-    // hash of them instead of after it. They are not proven yet; the watcher knows that.
-    onData?.(buf, offset + bytesRead);
     await hash?.write(buf.subarray(offset, offset + bytesRead));
     offset += bytesRead;
   }
   return buf;
-}
-
-/**
- * Read `size` bytes in {@link READ_CHUNK} pieces of one reused buffer, each hashed and
- * handed to `consume` (valid until its call settles): nothing is kept here.
- */
-async function readInto(fd: number, size: number, hash: Hasher | undefined, consume: (piece: Buffer, size: number) => void | Promise<void>): Promise<Buffer> {
-  const scratch = takeScratch(READ_CHUNK);
-  let offset = 0;
-  while (offset < size) {
-    const length = Math.min(READ_CHUNK, size - offset);
-    const bytesRead = size <= SYNC_READ_MAX ? readSync(fd, scratch, 0, length, offset) : await readAt(fd, scratch, 0, length, offset);
-    if (bytesRead === 0) throw new ObjstateError("STORE_ERROR", "object file shrank while being read (was it edited by hand?)");
-    const got = scratch.subarray(0, bytesRead);
-    // The hash copies what it keeps before it resolves, as the consumer does.
-    await Promise.all([hash?.write(got), consume(got, size)]);
-    offset += bytesRead;
-  }
-  giveScratch(scratch);
-  return Buffer.alloc(0);
 }
 
 async function derivedMeta(v: Version): Promise<ObjectMeta> {

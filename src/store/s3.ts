@@ -29,7 +29,7 @@ import {
   PutObjectCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
-import type { LifecycleRule, PutObjectCommandInput } from "@aws-sdk/client-s3";
+import type { GetObjectCommandOutput, LifecycleRule, PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials, type SdkCredentialsProvider } from "../io/sdk-credentials.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
@@ -46,7 +46,6 @@ import {
 import { isAccessDenied, isForeignAnswer, isTlsToPlainHttp, networkFailure, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
 import { pauseAt } from "../util/test-pause.js";
-import { takeShared } from "../util/shared-memory.js";
 import { endpointOfKind, plainHttpAdvice } from "../io/endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
 import type { CredentialsProvider } from "../credentials/types.js";
@@ -66,6 +65,7 @@ import type {
   PutOptions,
   Retention,
   StoreDriverOptions,
+  StreamedGet,
   VersioningStatus,
 } from "./types.js";
 
@@ -152,51 +152,57 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   async get(key: string, options: GetOptions = {}): Promise<GetResult | null> {
+    if (options.maxBytes === undefined) {
+      const got = await this.getStream(key, options);
+      if (got === null) return null;
+      const hash = options.md5 === true && got.recordedMd5 === undefined ? hasherFor(got.meta.size) : undefined;
+      const body = await readBody(got.body, got.meta.size, hash);
+      return { body, meta: got.meta, md5: options.md5 === true ? (got.recordedMd5 ?? (await hash?.digest())) : undefined };
+    }
     try {
-      const partial = options.maxBytes !== undefined;
-      const res = await this.client.send(
-        new GetObjectCommand({
-          Bucket: this.bucket,
-          Key: key,
-          VersionId: options.versionId,
-          Range: partial ? `bytes=0-${Math.max(0, options.maxBytes - 1)}` : undefined,
-        }),
-      );
-      // Every S3 object answer carries an ETag; a 200 without one (a DynamoDB server's health
-      // page, a web server) is not an object, and must not pass for a state.
-      if (res.ETag === undefined) {
-        throw new ObjstateError(
-          "ENDPOINT_NOT_S3",
-          `cannot get "${key}" in bucket "${this.bucket}" at ${this.endpoint}: the endpoint does not speak the S3 API (its answer is not an S3 object); check --endpoint: is it the lock table's (DynamoDB) endpoint?`,
-          {
-            details: { key, bucket: this.bucket },
-          },
-        );
-      }
-      if (partial) {
-        const body = await readBody(res.Body, res.ContentLength, undefined);
-        return { body, meta: toMeta({ ...res, ContentLength: totalSize(res.ContentRange) ?? body.length }) };
-      }
-      options.onStart?.(plainMd5Etag(res) ?? metadataMd5(res));
-      const etagMd5 = options.md5 === true ? (plainMd5Etag(res) ?? metadataMd5(res)) : undefined;
-      const hash = options.md5 === true && etagMd5 === undefined ? hasherFor(res.ContentLength) : undefined;
-      if (options.consume !== undefined) {
-        const n = await consumeBody(res.Body, res.ContentLength, hash, options.consume);
-        return { body: Buffer.alloc(0), meta: toMeta({ ...res, ContentLength: n }), md5: etagMd5 ?? (await hash?.digest()) };
-      }
-      const body = await readBody(res.Body, res.ContentLength, hash, options.onData, options.sharedBody === true);
-      const meta = toMeta({ ...res, ContentLength: body.length });
-      return { body, meta, md5: etagMd5 ?? (await hash?.digest()) };
+      const res = await this.send(key, options.versionId, `bytes=0-${Math.max(0, options.maxBytes - 1)}`);
+      const body = await readBody(exactBody(res.Body, res.ContentLength), res.ContentLength ?? 0, undefined);
+      return { body, meta: toMeta({ ...res, ContentLength: totalSize(res.ContentRange) ?? body.length }) };
     } catch (e) {
-      if (isNotFound(e) && sdkErrorName(e) !== "NoSuchBucket") return null;
-      if (options.versionId !== undefined && noSuchVersion(e)) return null;
+      if (this.absent(e, options.versionId)) return null;
       // A range of an empty object is unsatisfiable: it is an empty object.
-      if (options.maxBytes !== undefined && (sdkHttpStatus(e) === 416 || sdkErrorName(e) === "InvalidRange")) {
+      if (sdkHttpStatus(e) === 416 || sdkErrorName(e) === "InvalidRange") {
         const meta = await this.head(key, { versionId: options.versionId });
         return meta === null ? null : { body: Buffer.alloc(0), meta };
       }
       throw this.mapError(e, { op: "get", key });
     }
+  }
+
+  async getStream(key: string, options: HeadOptions = {}): Promise<StreamedGet | null> {
+    try {
+      const res = await this.send(key, options.versionId, undefined);
+      const recordedMd5 = plainMd5Etag(res) ?? metadataMd5(res);
+      return { meta: toMeta(res), recordedMd5, proven: recordedMd5 !== undefined, body: exactBody(res.Body, res.ContentLength) };
+    } catch (e) {
+      if (this.absent(e, options.versionId)) return null;
+      throw this.mapError(e, { op: "get", key });
+    }
+  }
+
+  /** One GetObject whose answer is an S3 object. */
+  private async send(key: string, versionId: string | undefined, range: string | undefined): Promise<GetObjectCommandOutput> {
+    const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, VersionId: versionId, Range: range }));
+    // Every S3 object answer carries an ETag; a 200 without one (a DynamoDB server's health
+    // page, a web server) is not an object, and must not pass for a state.
+    if (res.ETag === undefined) {
+      throw new ObjstateError(
+        "ENDPOINT_NOT_S3",
+        `cannot get "${key}" in bucket "${this.bucket}" at ${this.endpoint}: the endpoint does not speak the S3 API (its answer is not an S3 object); check --endpoint: is it the lock table's (DynamoDB) endpoint?`,
+        { details: { key, bucket: this.bucket } },
+      );
+    }
+    return res;
+  }
+
+  /** A missing key (not bucket), or a version that is gone or a delete marker. */
+  private absent(e: unknown, versionId: string | undefined): boolean {
+    return (isNotFound(e) && sdkErrorName(e) !== "NoSuchBucket") || (versionId !== undefined && noSuchVersion(e));
   }
 
   async head(key: string, options: HeadOptions = {}): Promise<ObjectMeta | null> {
@@ -567,14 +573,12 @@ export class S3Driver implements ObjectStoreDriver {
       }),
     );
     if (pending !== undefined) checkStoredMd5(res, await pending, params.Key);
-    options.onProgress?.(body.length, body.length);
   }
 
   private async putMultipart(params: PutObjectCommandInput, body: PutBody, options: PutOptions): Promise<void> {
     // A multipart ETag is no MD5, so the MD5 travels as metadata of the object version:
     // readers take it from there instead of hashing the whole object again. It must be
     // known when the upload is created, so here the hash comes first.
-    const total = sizeOf(body);
     const md5 = (await options.md5) ?? (isByteSource(body) ? await md5OfSource(body, `the bytes for ${params.Key ?? "?"}`) : undefined);
     const stream = isByteSource(body) ? sourceStream(body, `the bytes for ${params.Key ?? "?"}`) : undefined;
     const withMd5 = {
@@ -583,8 +587,6 @@ export class S3Driver implements ObjectStoreDriver {
       ...(md5 === undefined ? {} : { Metadata: { ...params.Metadata, [MD5_METADATA]: md5 } }),
     };
     const upload = new Upload({ client: this.client, params: withMd5, partSize: PART_SIZE, queueSize: QUEUE_SIZE });
-    const onProgress = options.onProgress;
-    if (onProgress !== undefined) upload.on("httpUploadProgress", (p) => onProgress(p.loaded ?? 0, p.total ?? total));
     // lib-storage sends a body that fits in one part as a plain PutObject. The result's ETag
     // is empty on RGW (ceph.md G4); nothing here needs it.
     try {
@@ -605,10 +607,7 @@ export class S3Driver implements ObjectStoreDriver {
       throw new ObjstateError("STORE_ERROR", `a write of ${source.size} bytes is larger than one S3 PutObject allows (5 GiB)`);
     }
     const what = `the bytes for ${params.Key ?? "?"}`;
-    // Bytes still being made (an envelope encrypted while it is sent) go at once, as bytes in
-    // memory whose hash is under way do: their ETag is compared with the hash afterwards.
-    const made = typeof options.md5 === "string" ? undefined : source.madeMd5;
-    const md5 = made !== undefined ? undefined : ((await options.md5) ?? (await md5OfSource(source, what)));
+    const md5 = (await options.md5) ?? (await md5OfSource(source, what));
     // The shared client's deadline grows with a body it can measure (bytes in memory), not
     // with a stream: each attempt gets a client of its own, whose deadline is what is left
     // of the one this body deserves (one deadline for all attempts, as for any request).
@@ -617,11 +616,7 @@ export class S3Driver implements ObjectStoreDriver {
       const client = this.newClient({ ...this.timeouts, requestMs: Math.max(1, deadline - Date.now()) });
       const controller = new AbortController();
       let failed: unknown;
-      let sent = 0;
-      const body = sourceStream(source, what, (n) => {
-        sent += n;
-        options.onProgress?.(sent, source.size);
-      });
+      const body = sourceStream(source, what);
       // A source that fails mid-way (its file changed) ends the request at once instead of
       // leaving it to stall until the idle timeout.
       body.once("error", (e) => {
@@ -629,20 +624,18 @@ export class S3Driver implements ObjectStoreDriver {
         controller.abort(e);
       });
       try {
-        const res = await client.send(
+        await client.send(
           new PutObjectCommand({
             ...params,
             Body: body,
             ContentLength: source.size,
-            ContentMD5: md5 === undefined ? undefined : Buffer.from(md5, "hex").toString("base64"),
+            ContentMD5: Buffer.from(md5, "hex").toString("base64"),
             IfNoneMatch: options.ifNoneMatch === true ? "*" : undefined,
             // RGW compares If-Match against the bare ETag and refuses a quoted one (ceph.md).
             IfMatch: options.ifMatch?.replace(/"/g, ""),
           }),
           { abortSignal: controller.signal },
         );
-        if (made !== undefined) checkStoredMd5(res, await made.settled, params.Key);
-        options.onProgress?.(source.size, source.size);
         return;
       } catch (e) {
         if (failed !== undefined) throw failed;
@@ -741,46 +734,34 @@ function sdkCredentialsFor(provider: CredentialsProvider | undefined): SdkCreden
 }
 
 /**
- * A body watched while it arrives (`onData`) by a caller that asks for shared memory
- * (`GetOptions.sharedBody`) is allocated there from this size up,
- * so that the watcher can have a worker thread read it as it fills without copying it
- * (the outputs reader's scan, remote-state/parallel-scan.ts). It is an ordinary Buffer to
- * everyone else.
+ * Read a body of `length` bytes into one buffer allocated up front, so peak memory is about
+ * the object's size rather than chunks plus a concatenated copy. Exported for its test.
  */
-const SHARED_BODY_MIN = 1024 * 1024;
-
-/**
- * Read a response body into one buffer allocated up front at `length` bytes, so peak
- * memory is about the object's size rather than chunks plus a concatenated copy.
- * Exported for its test.
- */
-export async function readBody(
-  body: unknown,
-  length: number | undefined,
-  hash: Hasher | undefined,
-  onData?: (body: Buffer, filled: number) => void,
-  shared = false,
-): Promise<Buffer> {
-  if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
-  if (length === undefined) {
-    const whole = Buffer.concat(await collect(body));
-    await hash?.write(whole);
-    return whole;
-  }
-  const buf = shared && onData !== undefined && length >= SHARED_BODY_MIN ? takeShared(length) : Buffer.allocUnsafe(length);
+export async function readBody(body: AsyncIterable<Uint8Array>, length: number, hash: Hasher | undefined): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(length);
   let offset = 0;
   for await (const chunk of body) {
-    if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
     if (offset + chunk.length > length) throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
     buf.set(chunk, offset);
-    // The watcher first (its work runs beside the hash, not after it); hashing each chunk as
-    // it arrives overlaps the digest with the transfer.
-    onData?.(buf, offset + chunk.length);
+    // Hashing each chunk as it arrives overlaps the digest with the transfer.
     await hash?.write(chunk);
     offset += chunk.length;
   }
   if (offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
   return buf;
+}
+
+/** A response body as binary chunks, exactly `length` bytes when the store announced it. */
+async function* exactBody(body: unknown, length: number | undefined): AsyncGenerator<Uint8Array> {
+  if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
+  let offset = 0;
+  for await (const chunk of body) {
+    if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
+    offset += chunk.length;
+    if (length !== undefined && offset > length) throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
+    yield chunk;
+  }
+  if (length !== undefined && offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
 }
 
 /** A PUT sent without Content-MD5 (its hash was under way): the stored object's ETag, when an MD5, must be the hash. */
@@ -792,36 +773,6 @@ function checkStoredMd5(res: Parameters<typeof plainMd5Etag>[0], expected: strin
       `the object store stored "${key ?? "?"}" with MD5 ${etag}, but the bytes sent hash to ${expected}: the upload was damaged in transit; write it again`,
     );
   }
-}
-
-/** The body handed to `consume` piece by piece, hashed on the way, not kept: how many bytes came. */
-async function consumeBody(
-  body: unknown,
-  length: number | undefined,
-  hash: Hasher | undefined,
-  consume: (piece: Buffer, size: number | undefined) => void | Promise<void>,
-): Promise<number> {
-  if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
-  let offset = 0;
-  for await (const chunk of body) {
-    if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
-    if (length !== undefined && offset + chunk.length > length)
-      throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
-    const piece = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    await Promise.all([hash?.write(piece), consume(piece, length)]);
-    offset += chunk.length;
-  }
-  if (length !== undefined && offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
-  return offset;
-}
-
-async function collect(body: AsyncIterable<unknown>): Promise<Buffer[]> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) {
-    if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
-    chunks.push(Buffer.from(chunk));
-  }
-  return chunks;
 }
 
 function isAsyncIterable(v: unknown): v is AsyncIterable<unknown> {
@@ -977,17 +928,15 @@ function notS3Answer(e: unknown, op: string): boolean {
 
 /**
  * A streamed request body over one read of the source, exactly `source.size` bytes (fewer
- * or more is an error of the stream, which ends the request), reporting bytes as the
- * socket takes them.
+ * or more is an error of the stream, which ends the request).
  */
-function sourceStream(source: ByteSource, what: string, onChunk?: (n: number) => void): Readable {
+function sourceStream(source: ByteSource, what: string): Readable {
   async function* exact(): AsyncGenerator<Uint8Array> {
     let total = 0;
     for await (const chunk of source.open()) {
       total += chunk.length;
       if (total > source.size) break;
       yield chunk;
-      onChunk?.(chunk.length);
     }
     if (total !== source.size) throw sourceChanged(what, source.size, total);
   }
