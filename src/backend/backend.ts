@@ -1,7 +1,7 @@
 /**
  * The runtime backend (docs/design.md §5): state objects in a bucket, locks and digests in a
  * key-value table. A façade: each call is one line into the module that does it — connect.ts,
- * read.ts and stream.ts, write.ts, repair.ts, lock-scope.ts and waiting.ts (with locking.ts),
+ * read.ts (with repair) and stream.ts, write.ts, commit.ts, lock-scope.ts and waiting.ts (with locking.ts),
  * workspaces.ts, history.ts and versions.ts (docs/decisions/058).
  */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
@@ -14,10 +14,10 @@ import { BackendContext, defaultWarn } from "./context.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, workspacesPrefix } from "../config/layout.js";
 import { AuditLog, type AuditLogOptions } from "./audit.js";
 import { rollbackState, stateHistory, type HistoryOptions, type RollbackResult, type StateVersion } from "./history.js";
-import type { LockHandle } from "./lease.js";
-import type { LockInfo } from "./lock-info.js";
-import { withLock } from "./lock-scope.js";
-import type { LockListing } from "./locking.js";
+import type { LockHandle } from "./locks/lease.js";
+import type { LockInfo } from "./locks/lock-info.js";
+import { withLock } from "./locks/lock-scope.js";
+import type { LockListing } from "./locks/locking.js";
 import type {
   BackendRollbackOptions,
   ConnectOptions,
@@ -36,8 +36,8 @@ import type {
 import type { ProbeVerdict } from "./probe.js";
 import { lockOwnerOf } from "./principal.js";
 import { digestStatusOf, readCommitted, readVersionChecked } from "./read.js";
-import type { ReleasedLock } from "./released.js";
-import { leftoversOf, repairUnderLock } from "./repair.js";
+import type { ReleasedLock } from "./locks/released.js";
+import { leftoversOf, repairUnderLock } from "./read.js";
 import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WorkspaceStatus, WriteResult } from "./results.js";
 import { streamState, type StateSink, type StreamOptions, type StreamResult } from "./stream.js";
 import { checkCurrent, currentVersionOf, diffVersions, rollbackPreview } from "./versions.js";
@@ -65,7 +65,7 @@ export type { HistoryOptions, RollbackOptions, RollbackResult, StateVersion } fr
 export type * from "./options.js";
 export type * from "./results.js";
 export type { StateSink, StreamOptions, StreamResult } from "./stream.js";
-export type { LockInfo } from "./lock-info.js";
+export type { LockInfo } from "./locks/lock-info.js";
 export type { Principal, PrincipalVia } from "./principal.js";
 export {
   AuditLog,
@@ -79,9 +79,9 @@ export {
   type AuditRecord,
   type AuditReadOptions,
 } from "./audit.js";
-export { LockHandle } from "./lease.js";
-export type { LockListing } from "./locking.js";
-export type { ReleasedLock } from "./released.js";
+export { LockHandle } from "./locks/lease.js";
+export type { LockListing } from "./locks/locking.js";
+export type { ReleasedLock } from "./locks/released.js";
 export type { ProbeVerdict } from "./probe.js";
 export type { VersioningStatus } from "../store/types.js";
 export type { LayoutName } from "../config/layout.js";
@@ -276,7 +276,7 @@ export class ObjectStoreBackend {
     return digestStatusOf(this.ctx, workspace);
   }
 
-  /** Under the lock: commit or write over an unfinished write, drop an orphan digest, clear old leftovers (see repair.ts). */
+  /** Under the lock: commit or write over an unfinished write, drop an orphan digest, clear old leftovers (see read.ts). */
   repairState(workspace: string = DEFAULT_WORKSPACE, options: RepairOptions = {}): Promise<RepairReport> {
     return this.withLock(workspace, { ...lockOf(options), operation: "state repair" }, async (lock) => {
       await this.checkCallersLock(workspace, lock);

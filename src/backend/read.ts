@@ -1,19 +1,33 @@
 /**
- * Digest-checked reads (docs/design.md §5): the state as the lock table's digest says it is,
- * following the commit point — a torn write committed, a late write passed over, a store
- * behind a recent write waited for — and how a workspace's state stands without repairing.
+ * The read flow (docs/design.md §5): the state as the lock table's digest says it is,
+ * following the commit point — a torn write committed, a late write passed over and the
+ * committed state written back, a store behind a recent write waited for — how a
+ * workspace's state stands without repairing, and `state repair`.
  */
 import { isObjstateError, ObjstateError } from "../errors.js";
-import type { ObjectMeta } from "../store/types.js";
+import type { DigestItem, LockTableDriver } from "../lock/types.js";
+import { listPrefixes } from "../config/layout.js";
+import type { GetResult, Leftover, ObjectMeta } from "../store/types.js";
 import { hasherFor, md5Hex } from "../util/md5.js";
 import { takeShared } from "../util/shared-memory.js";
-import { generationOf, judge } from "./commit.js";
+import { commit, generationOf, judge, serialOf, writeCommittedAgain } from "./commit.js";
 import type { BackendContext } from "./context.js";
-import { committedMissing, decodeMeta, META, normalizeDigest, provenComplete, tornWrite, uncommittedUnderLock, workspaceFlag } from "./fencing.js";
+import {
+  committedMissing,
+  decodeMeta,
+  META,
+  normalizeDigest,
+  plainMd5,
+  provenComplete,
+  recordedMd5,
+  tornWrite,
+  uncommittedUnderLock,
+  workspaceFlag,
+} from "./fencing.js";
 import { readStateVersionById } from "./history.js";
-import type { ReadOptions } from "./options.js";
-import { adoptTorn, committedVersion, restoreCommitted } from "./reconcile.js";
-import type { DigestStatus, StateRead } from "./results.js";
+import type { LockHandle } from "./locks/lease.js";
+import type { ReadOptions, RepairOptions } from "./options.js";
+import type { DigestStatus, RepairReport, StateRead } from "./results.js";
 
 /** What a reader that passes the bytes on as they arrive is told (stream.ts). */
 export interface ReadHooks {
@@ -28,6 +42,16 @@ export interface ReadHooks {
   /** An attempt's bytes did not match the digest, before the read looks again (or fails). */
   mismatch(): void;
 }
+
+/**
+ * How many of the newest versions a read looks through for the committed state, behind
+ * writes that never committed (each a late writer that lost its lock: there are rarely more
+ * than one or two).
+ */
+const LOOKBACK_VERSIONS = 10;
+
+/** How long a read waits for a digest item another commit holds before it reads the committed state instead. */
+const READER_CLAIM_WAIT_MS = 1000;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -81,10 +105,7 @@ export async function readCommitted(ctx: BackendContext, workspace: string, opti
     if (obj !== null && verdict === "torn") {
       // A commit that cannot be made now (its writer is inside the same commit, holding the
       // item) leaves the write in doubt: the committed state stands until it settles.
-      const adopted = await adoptTorn(ctx, workspace, obj.meta, actual, item, undefined).catch((e: unknown) => {
-        if (isObjstateError(e, "DIGEST_WRITE_FAILED")) return "held" as const;
-        throw e;
-      });
+      const adopted = await adoptTorn(ctx, workspace, obj.meta, actual, item, undefined);
       if (adopted === "moved") continue;
       if (adopted !== "held") return found(obj, actual);
       // Its writer may commit it any moment; until then the committed state stands.
@@ -234,4 +255,231 @@ export async function digestStatusOf(ctx: BackendContext, workspace: string): Pr
     (await locks.get(ctx.lockId(workspace), "Info")) === null &&
     normalizeDigest(await locks.get(ctx.digestId(workspace), "Digest")) === recorded;
   return { status: torn ? "torn" : "mismatch", recorded, actual, size: obj.body.length };
+}
+
+/**
+ * Commit a torn write (stored, never committed) with the very update its writer would have
+ * made. Under the caller's lock (`callerLockId`); or when the lock is held under another ID
+ * than the torn write's (its writer lost the lock: none of its writes is at work, and the
+ * holder may well be the caller, which a GET does not say); or under a short lock of its
+ * own when the lock is free (or expired). Never while the torn write's own lock is held:
+ * its writer may be committing it right now (`held`). `moved`: another commit came first.
+ */
+export async function adoptTorn(
+  ctx: BackendContext,
+  workspace: string,
+  meta: ObjectMeta,
+  actual: string,
+  seen: DigestItem | null,
+  callerLockId: string | undefined,
+): Promise<DigestItem | "held" | "moved"> {
+  const locks = ctx.table;
+  if (locks === undefined) return "held";
+  const writerLock = decodeMeta(meta.metadata?.[META.lockId]);
+  let own: LockHandle | undefined;
+  if (callerLockId === undefined) {
+    if (ctx.readOnly) return "held";
+    const holder = await ctx.locking.info(workspace);
+    if (holder === null || holder.ID === writerLock) {
+      try {
+        own = await ctx.acquire(workspace, { operation: "adopt an uncommitted write" });
+      } catch (e) {
+        if (isObjstateError(e, "STATE_LOCKED")) return "held";
+        throw e;
+      }
+    }
+  }
+  try {
+    const previous = normalizeDigest(seen?.digest) ?? null;
+    const note = JSON.stringify({ at: new Date().toISOString(), who: ctx.who, previous, forced: false, adopted: writerLock ?? null });
+    let next: DigestItem;
+    try {
+      // A reader does not wait long for an item another commit holds (its writer may be frozen inside it).
+      next = await commit(ctx, workspace, locks, seen, actual, writerLock, {
+        set: { Repaired: note },
+        claimWaitMs: callerLockId === undefined ? READER_CLAIM_WAIT_MS : undefined,
+      });
+    } catch (e) {
+      if (isObjstateError(e, "STATE_CONFLICT")) return "moved";
+      if (isObjstateError(e, "STORE_BUSY")) return "held";
+      throw e;
+    }
+    const serial = serialOf(meta);
+    const by = decodeMeta(meta.metadata?.[META.who]);
+    ctx.reportRepair({
+      workspace,
+      action: "adopted",
+      md5: actual,
+      generation: next.generation,
+      serial,
+      lockId: writerLock,
+      message: `committed the last write to ${ctx.describe(workspace)} (serial ${serial ?? "?"}${by === undefined ? "" : ` by ${by}`}${writerLock === undefined ? "" : `, lock ${writerLock}`}): it was stored, but its writer stopped before committing it, and nothing was committed since`,
+    });
+    return next;
+  } finally {
+    if (own !== undefined) await own.release();
+  }
+}
+
+/**
+ * The newest of the last {@link LOOKBACK_VERSIONS} versions whose bytes are `digest` (the
+ * committed state, behind writes that never committed), bytes checked; null when there is
+ * none (a bucket without versions, or one that no longer keeps it).
+ */
+export async function committedVersion(ctx: BackendContext, path: string, digest: string): Promise<GetResult | null> {
+  let looked = 0;
+  try {
+    for await (const v of ctx.store.listVersions(path, { pageSize: LOOKBACK_VERSIONS + 1 })) {
+      if (++looked > LOOKBACK_VERSIONS + 1) break;
+      if (v.deleteMarker) continue;
+      // A plain-MD5 ETag in the listing says it at once; otherwise (another version, or an
+      // ETag that is not an MD5: KMS) objstate's record of the write, from a HEAD.
+      if (plainMd5({ size: v.size, etag: v.etag }) !== digest) {
+        const meta = await ctx.store.head(path, { versionId: v.versionId });
+        if (meta === null || (recordedMd5(meta) ?? plainMd5(meta)) !== digest) continue;
+      }
+      const got = await ctx.store.get(path, { versionId: v.versionId });
+      if (got !== null && md5Hex(got.body) === digest) return got;
+    }
+  } catch (e) {
+    // A store or bucket without version listings has no older versions to offer.
+    if (isObjstateError(e) && (e.code.startsWith("ENDPOINT_") || e.code === "CREDENTIALS_MISSING")) throw e;
+    return null;
+  }
+  return null;
+}
+
+/**
+ * Write the committed state again as the newest version, over a write that never committed,
+ * so that every reader of the bucket (the tool's own S3 backend compares the current object
+ * with `Digest`) sees them agree. Only under a short lock of its own while the lock is free:
+ * a holder's next write does the same. Best effort; returns the new ETag when it wrote.
+ */
+export async function restoreCommitted(
+  ctx: BackendContext,
+  workspace: string,
+  committed: GetResult,
+  over: ObjectMeta,
+  digest: string,
+  generation: number,
+): Promise<string | undefined> {
+  if (ctx.readOnly || !ctx.locking.enabled) return undefined;
+  let own: LockHandle;
+  try {
+    own = await ctx.acquire(workspace, { operation: "restore the committed state" });
+  } catch {
+    return undefined;
+  }
+  try {
+    return await putCommittedBack(ctx, workspace, committed, over, digest, generation, own.id);
+  } catch {
+    return undefined;
+  } finally {
+    await own.release().catch(() => undefined);
+  }
+}
+
+/** Write the committed version again over `over` (conditional on it), and report it: the new ETag. */
+export async function putCommittedBack(
+  ctx: BackendContext,
+  workspace: string,
+  committed: GetResult,
+  over: ObjectMeta,
+  digest: string,
+  generation: number,
+  lockId: string | undefined,
+): Promise<string | undefined> {
+  await writeCommittedAgain(ctx, workspace, committed, over, digest, lockId);
+  const serial = serialOf(committed.meta);
+  const by = decodeMeta(over.metadata?.[META.who]);
+  ctx.reportRepair({
+    workspace,
+    action: "restored",
+    md5: digest,
+    generation,
+    serial,
+    lockId: decodeMeta(over.metadata?.[META.lockId]),
+    message: `the newest version of ${ctx.describe(workspace)} (serial ${serialOf(over) ?? "?"}${by === undefined ? "" : ` by ${by}`}) was a write that never committed (another write was committed after it started); wrote the committed state (serial ${serial ?? "?"}) again over it`,
+  });
+  return (await ctx.store.head(ctx.statePath(workspace)))?.etag;
+}
+
+// ------------------------------------------------------------ state repair
+
+/** Leftovers younger than this may belong to a writer that is still at work. */
+const LEFTOVER_MIN_AGE_MS = 60 * 60 * 1000;
+
+/**
+ * Repair a workspace under the lock `lockId` (the caller holds it; see
+ * `ObjectStoreBackend.repairState` for what is repaired).
+ */
+export async function repairUnderLock(ctx: BackendContext, workspace: string, lockId: string | undefined, options: RepairOptions): Promise<RepairReport> {
+  const locks = ctx.table;
+  const digest = locks === undefined ? { action: "no-lock-table" as const } : await repairDigest(ctx, workspace, locks, options.force === true, lockId);
+  const minAge = options.leftoverMinAgeMs ?? LEFTOVER_MIN_AGE_MS;
+  const now = (options.now ?? Date.now)();
+  const removed: Leftover[] = [];
+  const kept: Leftover[] = [];
+  for (const item of await leftoversOf(ctx)) {
+    if (item.since !== undefined && now - item.since.getTime() >= minAge) {
+      await ctx.store.removeLeftover(item);
+      removed.push(item);
+    } else kept.push(item);
+  }
+  return { ...digest, leftoversRemoved: removed, leftoversKept: kept };
+}
+
+async function repairDigest(
+  ctx: BackendContext,
+  workspace: string,
+  locks: LockTableDriver,
+  force: boolean,
+  lockId: string | undefined,
+): Promise<Omit<RepairReport, "leftoversRemoved" | "leftoversKept">> {
+  const digestId = ctx.digestId(workspace);
+  const path = ctx.statePath(workspace);
+  const [obj, item] = await Promise.all([ctx.store.get(path, { md5: true }), locks.getDigest(digestId)]);
+  const recorded = normalizeDigest(item?.digest);
+  if (obj === null) {
+    if (recorded === undefined) return { action: "no-state" };
+    await locks.delete(digestId);
+    return { action: "removed-orphan-digest", previous: recorded };
+  }
+  const actual = md5Hex(obj.body);
+  if (recorded === actual) return { action: "ok", md5: actual };
+  const verdict = judge(obj.meta, actual, item);
+  if (verdict === "superseded" && recorded !== undefined) {
+    // The committed state is older than the newest version: it is written again, unless the
+    // store no longer has it; then only --force accepts what is stored.
+    const committed = await committedVersion(ctx, path, recorded);
+    if (committed !== null) {
+      await writeCommittedAgain(ctx, workspace, committed, obj.meta, recorded, lockId);
+      return { action: "restored-committed", md5: recorded };
+    }
+    if (!force) throw committedMissing(ctx.describe(workspace), workspace, obj.meta, recorded);
+  } else if (!force && !provenComplete(obj.meta, actual)) {
+    throw new ObjstateError(
+      "REPAIR_REFUSED",
+      `the state at ${ctx.describe(workspace)} does not match its digest (recorded ${recorded ?? "none"}, object ${actual}) and does not prove it is a complete write by objstate (no objstate record of the write, or that record's MD5 does not match the bytes). ` +
+        `Inspect it first; if it is the state you want, run \`objstate state repair${workspaceFlag(workspace)} --force\` to record its digest.`,
+      { details: { recorded, actual } },
+    );
+  }
+  const note = JSON.stringify({ at: new Date().toISOString(), who: ctx.who, previous: recorded ?? null, forced: force });
+  await commit(ctx, workspace, locks, item, actual, decodeMeta(obj.meta.metadata?.[META.lockId]), { set: { Repaired: note } });
+  return { action: "recorded-digest", md5: actual, ...(recorded === undefined ? {} : { previous: recorded }) };
+}
+
+/**
+ * Leftovers of writers of this backend's states (incomplete multipart uploads, the
+ * embedded store's temp files) under its prefix, and in the `s3` layout under the default
+ * workspace's key too, oldest first, with their age as the store reports it.
+ */
+export async function leftoversOf(ctx: BackendContext): Promise<Leftover[]> {
+  const prefixes = listPrefixes(ctx.layout);
+  if (prefixes.length === 1) return ctx.store.listLeftovers(prefixes[0] as string);
+  // A leftover whose key cannot be told is listed under every prefix: once is enough.
+  const seen = new Map<string, Leftover>();
+  for (const prefix of prefixes) for (const l of await ctx.store.listLeftovers(prefix)) seen.set(`${l.kind} ${l.key ?? ""} ${l.id}`, l);
+  return [...seen.values()].sort((a, b) => (a.since?.getTime() ?? 0) - (b.since?.getTime() ?? 0));
 }

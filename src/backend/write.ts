@@ -8,13 +8,14 @@ import type { DigestItem, LockTableDriver } from "../lock/types.js";
 import { bufferSource, isByteSource, md5OfSource, prefixOf, readThrough, sizeOf } from "../store/byte-source.js";
 import type { ByteSource, GetResult, ObjectMeta } from "../store/types.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
-import { intentMetadata, judge } from "./commit.js";
+import { commit, generationOf, intentMetadata, judge, storedDigest } from "./commit.js";
 import { checkReadable, openState } from "./crypt.js";
 import type { BackendContext } from "./context.js";
 import { committedMissing, conflict, decodeMeta, encodeMeta, guardRefusal, META, normalizeDigest, plainMd5, recordedMd5, writeMetadata } from "./fencing.js";
-import type { LockInfo } from "./lock-info.js";
+import type { LockInfo } from "./locks/lock-info.js";
 import type { WriteOptions } from "./options.js";
-import { adoptTorn, commit, committedVersion, storedDigest, undoLateWrite } from "./reconcile.js";
+import type { LockHandle } from "./locks/lease.js";
+import { adoptTorn, committedVersion, putCommittedBack } from "./read.js";
 import type { WriteResult } from "./results.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 import { checkedSource, checkSource, stateToWrite } from "../state/check.js";
@@ -205,6 +206,38 @@ function withProgress(body: Buffer | ByteSource, onProgress: ((sent: number, tot
       }
     },
   };
+}
+
+/**
+ * After a refused commit: where the store did not hold the PUT to its If-Match (Ceph RGW
+ * checks it by HEAD on a versioned bucket), the late write may be the current object while
+ * the digest is a newer commit's, and the tool's S3 backend then refuses every read. Put the
+ * committed version back over it at once, conditional on the late write still being current
+ * (under a short lock when the lock is free; a holder's write would be refused, never lost).
+ */
+export async function undoLateWrite(ctx: BackendContext, workspace: string, locks: LockTableDriver, mine: string, lockId: string | undefined): Promise<void> {
+  const path = ctx.statePath(workspace);
+  try {
+    const [current, item] = await Promise.all([ctx.store.head(path), locks.getDigest(ctx.digestId(workspace))]);
+    const committed = normalizeDigest(item?.digest);
+    if (current === null || committed === undefined || committed === mine || (recordedMd5(current) ?? plainMd5(current)) !== mine) return;
+    if (current.metadata?.[META.lockId] !== (lockId === undefined ? undefined : encodeMeta(lockId))) return;
+    const version = await committedVersion(ctx, path, committed);
+    if (version === null || ctx.readOnly || !ctx.locking.enabled) return;
+    let own: LockHandle | undefined;
+    try {
+      own = await ctx.acquire(workspace, { operation: "restore the committed state" });
+    } catch (e) {
+      if (!isObjstateError(e, "STATE_LOCKED")) return;
+    }
+    try {
+      await putCommittedBack(ctx, workspace, version, current, committed, generationOf(item), own?.id);
+    } finally {
+      await own?.release().catch(() => undefined);
+    }
+  } catch {
+    // Best effort: the refusal is the answer, and readers pass over the late write.
+  }
 }
 
 /**

@@ -8,7 +8,7 @@
  * user releases nothing more, and says so (docs/decisions/013, 016).
  */
 import { NO_LOCK_ID, type LockInfo, type ReleasedLock, type StateSink, type StreamOptions, type WriteResult } from "../backend/backend.js";
-import { describeHolder } from "../backend/lock-info.js";
+import { describeHolder } from "../backend/locks/lock-info.js";
 import { lockOwnerOf } from "../backend/principal.js";
 import { isEnvelope, type StateEncryption } from "../encryption/index.js";
 import { TopLevelScanner } from "../encryption/scan.js";
