@@ -39,7 +39,8 @@ import { digestStatusOf, readCommitted, readVersionChecked } from "./read.js";
 import type { ReleasedLock } from "./locks/released.js";
 import { leftoversOf, repairUnderLock } from "./read.js";
 import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WorkspaceStatus, WriteResult } from "./results.js";
-import { streamState, type StateSink, type StreamOptions, type StreamResult } from "./stream.js";
+import type { StateSink, StreamOptions } from "../fast/streamed-read.js";
+import { streamState, type StreamResult } from "./stream.js";
 import { checkCurrent, currentVersionOf, diffVersions, rollbackPreview } from "./versions.js";
 import {
   checkDeletable,
@@ -64,7 +65,8 @@ export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
 export type { HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
 export type * from "./options.js";
 export type * from "./results.js";
-export type { StateSink, StreamOptions, StreamResult } from "./stream.js";
+export type { StateSink, StreamOptions } from "../fast/streamed-read.js";
+export type { StreamResult } from "./stream.js";
 export type { LockInfo } from "./locks/lock-info.js";
 export type { Principal, PrincipalVia } from "./principal.js";
 export {

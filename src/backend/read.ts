@@ -8,8 +8,9 @@ import { isObjstateError, ObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
 import { listPrefixes } from "../config/layout.js";
 import type { GetResult, Leftover, ObjectMeta } from "../store/types.js";
-import { hasherFor, md5Hex } from "../util/md5.js";
-import { takeShared } from "../util/shared-memory.js";
+import { readBody } from "../fast/read-body.js";
+import type { ReadHooks } from "../fast/streamed-read.js";
+import { md5Hex } from "../util/md5.js";
 import { commit, generationOf, judge, serialOf, writeCommittedAgain } from "./commit.js";
 import type { BackendContext } from "./context.js";
 import {
@@ -28,20 +29,6 @@ import { readStateVersionById } from "./history.js";
 import type { LockHandle } from "./locks/lease.js";
 import type { ReadOptions, RepairOptions } from "./options.js";
 import type { DigestStatus, RepairReport, StateRead } from "./results.js";
-
-/** What a reader that passes the bytes on as they arrive is told (stream.ts). */
-export interface ReadHooks {
-  /**
-   * At most once per attempt, before the bytes are checked (usually before most of them
-   * arrive): the digest recorded for the state and the store's own MD5 record of the object
-   * agree on this MD5, so the bytes will very likely match it.
-   */
-  vouched(md5: string): void;
-  /** The buffer being filled, and how many bytes of it arrived (a new attempt: a new buffer). */
-  data(body: Buffer, filled: number): void;
-  /** An attempt's bytes did not match the digest, before the read looks again (or fails). */
-  mismatch(): void;
-}
 
 /**
  * How many of the newest versions a read looks through for the committed state, behind
@@ -153,9 +140,6 @@ interface Fetched {
   readonly hashed: boolean;
 }
 
-/** Bodies from this size up go into shared memory when the reader asks (`ReadOptions.sharedBody`). */
-const SHARED_BODY_MIN = 1024 * 1024;
-
 /**
  * Read the stored state into one buffer of its size, shown to `onData` and `hooks` as it
  * fills. `digest` (the lock table's, when there is one) settles beside the read: when it
@@ -171,7 +155,6 @@ async function fetchState(
 ): Promise<Fetched | null> {
   const got = await ctx.store.getStream(path);
   if (got === null) return null;
-  const { size } = got.meta;
   const record = got.recordedMd5;
   const vouching =
     hooks === undefined || record === undefined || digest === undefined
@@ -180,34 +163,9 @@ async function fetchState(
           (d) => (d === record ? hooks.vouched(record) : undefined),
           () => undefined, // the read itself reports the table's failure
         );
-  const hash = digest !== undefined && !got.proven ? hasherFor(size) : undefined;
-  const watched = options.onData !== undefined || hooks !== undefined;
-  let body: Buffer | undefined;
-  let filled = 0;
-  try {
-    for await (const chunk of got.body) {
-      if (filled + chunk.length > size) throw new ObjstateError("STORE_ERROR", `the object store sent more than the ${size} bytes of ${path}`);
-      // A body that comes whole (the embedded store's) is kept as it is; others fill one buffer.
-      if (body === undefined && chunk.length === size && options.sharedBody !== true) body = Buffer.from(chunk.buffer, chunk.byteOffset, size);
-      else {
-        body ??= options.sharedBody === true && size >= SHARED_BODY_MIN ? takeShared(size) : Buffer.allocUnsafe(size);
-        body.set(chunk, filled);
-      }
-      filled += chunk.length;
-      if (watched) {
-        options.onData?.(body, filled);
-        hooks?.data(body, filled);
-      }
-      await hash?.write(chunk);
-    }
-  } catch (e) {
-    await Promise.resolve(hash?.digest()).catch(() => undefined); // ends the worker's job
-    throw e;
-  }
-  if (filled !== size) throw new ObjstateError("STORE_ERROR", `the object store sent ${filled} of the ${size} bytes of ${path}`);
+  const { body, hashed } = await readBody(got, path, { ...options, hooks, hash: digest !== undefined && !got.proven });
   await vouching;
-  const hashed = await hash?.digest();
-  return { body: body ?? Buffer.alloc(0), meta: got.meta, md5: got.proven ? record : hashed, hashed: hashed !== undefined };
+  return { body, meta: got.meta, md5: got.proven ? record : hashed, hashed: hashed !== undefined };
 }
 
 /**

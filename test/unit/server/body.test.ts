@@ -10,7 +10,7 @@ import { describe, it } from "node:test";
 import { HOLD_BACK, readBody, receiveBody, streamBody } from "../../../src/server/body.js";
 import { BodyBuffers, LENT_MAX, LENT_MIN } from "../../../src/server/body-buffers.js";
 import type { Ctx } from "../../../src/server/context.js";
-import { StreamedRead } from "../../../src/backend/stream.js";
+import { StreamedRead } from "../../../src/fast/streamed-read.js";
 import { GET_STREAM, HOLD_BACK as GET_HOLD_BACK, ResponseSink, SEND_MIN } from "../../../src/server/protocol.js";
 
 const LIMITS = { maxBytes: 64 * 1024 * 1024, idleMs: 5_000 };
