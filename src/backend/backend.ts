@@ -57,7 +57,7 @@ import {
 import { checkedState, prepareIncoming, wholeState, writeFenced } from "./write.js";
 import type { StateEncryption } from "../encryption/index.js";
 import { md5Hex } from "../util/md5.js";
-import { openState, sealState } from "./crypt.js";
+import { openState, readSealed, sealState } from "./crypt.js";
 import { rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./rekey.js";
 import { ObjstateError } from "../errors.js";
 
@@ -218,9 +218,11 @@ export class ObjectStoreBackend {
 
   /** The decrypted state; with `md5`, also the MD5 of an envelope's plaintext, taken beside its decryption. */
   private async readDecrypted(enc: StateEncryption, workspace: string, options: ReadOptions, md5: boolean): Promise<StateRead | null> {
-    const found = await readCommitted(this.ctx, workspace, options);
+    // Without a watcher, the stored bytes go straight to the decryptor when the store's record is the digest.
+    const sealed = options.onData === undefined ? await readSealed(this.ctx, enc, workspace) : undefined;
+    const found = sealed ?? (await readCommitted(this.ctx, workspace, options));
     if (found === null) return null;
-    const d = await openState(enc, found.body, workspace);
+    const d = sealed?.decrypted ?? (await openState(enc, found.body, workspace));
     // A plain state's MD5 is the stored bytes' (proven by the read); an envelope's plaintext is hashed once per version.
     const sum = md5 ? (d.encrypted ? this.plainMd5(found.md5, d.state) : found.md5) : undefined;
     return { body: d.state, etag: found.etag, md5: sum, encryption: { encrypted: d.encrypted, method: d.method, migration: d.migration } };

@@ -8,6 +8,9 @@
 import type { Decrypted, StateEncryption } from "../encryption/index.js";
 import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
+import { md5Hex } from "../util/md5.js";
+import type { BackendContext } from "./context.js";
+import { normalizeDigest } from "./fencing.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 
 /** How much of a state is scanned for the clear fields an envelope carries. */
@@ -59,4 +62,37 @@ export async function checkReadable(enc: StateEncryption, stored: Buffer, whole:
   await d.push(stored);
   await d.checkPrefix();
   return undefined;
+}
+
+/**
+ * The fast lane of an encrypted read: the stored bytes handed to the decryptor as they arrive,
+ * never held, when the store's MD5 record is the committed digest (or there is no digest to
+ * check): the record proves the version, the GCM tag the bytes. Undefined when the read must
+ * go the usual way (no such record, an absent state, a plain state whose bytes do not match).
+ */
+export async function readSealed(
+  ctx: BackendContext,
+  enc: StateEncryption,
+  workspace: string,
+): Promise<{ body: Buffer; etag: string | undefined; md5: string | undefined; decrypted: Decrypted } | undefined> {
+  const locks = ctx.table;
+  const [got, item] = await Promise.all([ctx.store.getStream(ctx.statePath(workspace)), locks?.getDigest(ctx.digestId(workspace)) ?? null]);
+  if (got === null) return undefined;
+  const expected = normalizeDigest(item?.digest);
+  const chunks = got.body[Symbol.asyncIterator]();
+  if (expected !== undefined && got.recordedMd5 !== expected) {
+    await chunks.return?.(); // stop the transfer: the usual read starts again
+    return undefined;
+  }
+  const d = enc.decryptor({ workspace }, got.meta.size, true);
+  try {
+    for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) await d.push(next.value);
+  } catch (e) {
+    await chunks.return?.(); // a key or a tag that does not fit ends the transfer too
+    throw e;
+  }
+  const decrypted = await d.end();
+  // A plain state (an `unencrypted` fallback) has no tag: its bytes are proven by their MD5.
+  if (!decrypted.encrypted && expected !== undefined && md5Hex(decrypted.state) !== expected) return undefined;
+  return { body: decrypted.state, etag: got.meta.etag, md5: expected, decrypted };
 }
