@@ -25,6 +25,7 @@ export const LAYERS = [
   ["resolve/"],
   ["credentials/", "store/", "lock/"],
   ["state/"],
+  ["fast/"],
   ["backend/"],
   ["remote-state/", "wire/", "admin/"],
   ["console/"],

@@ -1,7 +1,7 @@
 /**
  * The runtime backend (docs/design.md §5): state objects in a bucket, locks and digests in a
  * key-value table. A façade: each call is one line into the module that does it — connect.ts,
- * read.ts and stream.ts, write.ts, repair.ts, lock-scope.ts and waiting.ts (with locking.ts),
+ * read.ts (with repair) and stream.ts, write.ts, commit.ts, lock-scope.ts and waiting.ts (with locking.ts),
  * workspaces.ts, history.ts and versions.ts (docs/decisions/058).
  */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
@@ -14,10 +14,10 @@ import { BackendContext, defaultWarn } from "./context.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, workspacesPrefix } from "../config/layout.js";
 import { AuditLog, type AuditLogOptions } from "./audit.js";
 import { rollbackState, stateHistory, type HistoryOptions, type RollbackResult, type StateVersion } from "./history.js";
-import type { LockHandle } from "./lease.js";
-import type { LockInfo } from "./lock-info.js";
-import { withLock } from "./lock-scope.js";
-import type { LockListing } from "./locking.js";
+import type { LockHandle } from "./locks/lease.js";
+import type { LockInfo } from "./locks/lock-info.js";
+import { withLock } from "./locks/lock-scope.js";
+import type { LockListing } from "./locks/locking.js";
 import type {
   BackendRollbackOptions,
   ConnectOptions,
@@ -36,10 +36,11 @@ import type {
 import type { ProbeVerdict } from "./probe.js";
 import { lockOwnerOf } from "./principal.js";
 import { digestStatusOf, readCommitted, readVersionChecked } from "./read.js";
-import type { ReleasedLock } from "./released.js";
-import { leftoversOf, repairUnderLock } from "./repair.js";
+import type { ReleasedLock } from "./locks/released.js";
+import { leftoversOf, repairUnderLock } from "./read.js";
 import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WorkspaceStatus, WriteResult } from "./results.js";
-import { streamState, type StateSink, type StreamOptions, type StreamResult } from "./stream.js";
+import type { StateSink, StreamOptions } from "../fast/streamed-read.js";
+import { streamState, type StreamResult } from "./stream.js";
 import { checkCurrent, currentVersionOf, diffVersions, rollbackPreview } from "./versions.js";
 import {
   checkDeletable,
@@ -56,7 +57,7 @@ import {
 import { checkedState, prepareIncoming, wholeState, writeFenced } from "./write.js";
 import type { StateEncryption } from "../encryption/index.js";
 import { md5Hex } from "../util/md5.js";
-import { ConsumedDecryption, EarlyDecryption, openState, sealState } from "./crypt.js";
+import { openState, readSealed, sealState } from "./crypt.js";
 import { rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./rekey.js";
 import { ObjstateError } from "../errors.js";
 
@@ -64,8 +65,9 @@ export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
 export type { HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
 export type * from "./options.js";
 export type * from "./results.js";
-export type { StateSink, StreamOptions, StreamResult } from "./stream.js";
-export type { LockInfo } from "./lock-info.js";
+export type { StateSink, StreamOptions } from "../fast/streamed-read.js";
+export type { StreamResult } from "./stream.js";
+export type { LockInfo } from "./locks/lock-info.js";
 export type { Principal, PrincipalVia } from "./principal.js";
 export {
   AuditLog,
@@ -79,9 +81,9 @@ export {
   type AuditRecord,
   type AuditReadOptions,
 } from "./audit.js";
-export { LockHandle } from "./lease.js";
-export type { LockListing } from "./locking.js";
-export type { ReleasedLock } from "./released.js";
+export { LockHandle } from "./locks/lease.js";
+export type { LockListing } from "./locks/locking.js";
+export type { ReleasedLock } from "./locks/released.js";
 export type { ProbeVerdict } from "./probe.js";
 export type { VersioningStatus } from "../store/types.js";
 export type { LayoutName } from "../config/layout.js";
@@ -216,18 +218,11 @@ export class ObjectStoreBackend {
 
   /** The decrypted state; with `md5`, also the MD5 of an envelope's plaintext, taken beside its decryption. */
   private async readDecrypted(enc: StateEncryption, workspace: string, options: ReadOptions, md5: boolean): Promise<StateRead | null> {
-    // Without a progress watcher, the stored bytes go straight to the decryptor and are not held.
-    const sink = options.onData === undefined ? new ConsumedDecryption(enc, workspace) : undefined;
-    const early = new EarlyDecryption(enc, workspace, options.onData);
-    let found = await readCommitted(this.ctx, workspace, { ...options, onData: early.onData }, undefined, sink);
+    // Without a watcher, the stored bytes go straight to the decryptor when the store's record is the digest.
+    const sealed = options.onData === undefined ? await readSealed(this.ctx, enc, workspace) : undefined;
+    const found = sealed ?? (await readCommitted(this.ctx, workspace, options));
     if (found === null) return null;
-    let d = sink?.took === true ? await sink.result() : await early.result(found.body);
-    // A plain state (an `unencrypted` fallback) has no tag: its bytes are proven by their MD5, read the usual way.
-    if (sink?.took === true && !d.encrypted && found.md5 !== undefined && md5Hex(d.state) !== found.md5) {
-      found = await readCommitted(this.ctx, workspace, options);
-      if (found === null) return null;
-      d = await openState(enc, found.body, workspace);
-    }
+    const d = sealed?.decrypted ?? (await openState(enc, found.body, workspace));
     // A plain state's MD5 is the stored bytes' (proven by the read); an envelope's plaintext is hashed once per version.
     const sum = md5 ? (d.encrypted ? this.plainMd5(found.md5, d.state) : found.md5) : undefined;
     return { body: d.state, etag: found.etag, md5: sum, encryption: { encrypted: d.encrypted, method: d.method, migration: d.migration } };
@@ -285,7 +280,7 @@ export class ObjectStoreBackend {
     return digestStatusOf(this.ctx, workspace);
   }
 
-  /** Under the lock: commit or write over an unfinished write, drop an orphan digest, clear old leftovers (see repair.ts). */
+  /** Under the lock: commit or write over an unfinished write, drop an orphan digest, clear old leftovers (see read.ts). */
   repairState(workspace: string = DEFAULT_WORKSPACE, options: RepairOptions = {}): Promise<RepairReport> {
     return this.withLock(workspace, { ...lockOf(options), operation: "state repair" }, async (lock) => {
       await this.checkCallersLock(workspace, lock);

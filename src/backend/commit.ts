@@ -8,11 +8,21 @@
  * update of the digest item. Only a committed write happened. So a stored object that is not
  * the committed one is either a write whose commit is still possible (its writer died or
  * stalls between the two steps: "torn", the newest state anyone meant) or one that another
- * commit overtook ("superseded": a late write nobody reads).
+ * commit overtook ("superseded": a late write nobody reads). The commit itself and the
+ * reads and rewrites of stored versions both flows make are here too.
  */
-import type { DigestItem } from "../lock/types.js";
-import type { ObjectMeta } from "../store/types.js";
-import { META, normalizeDigest, provenComplete } from "./fencing.js";
+import { isObjstateError, ObjstateError } from "../errors.js";
+import type { DigestItem, LockTableDriver } from "../lock/types.js";
+import type { GetResult, ObjectMeta } from "../store/types.js";
+import { md5Hex } from "../util/md5.js";
+import type { BackendContext } from "./context.js";
+import { conflict, encodeMeta, META, normalizeDigest, plainMd5, provenComplete, recordedMd5, workspaceFlag } from "./fencing.js";
+
+/**
+ * Largest stored state read whole to learn its MD5 (same-content check, a lost race): a
+ * larger one is judged by its MD5 record, so a write never pulls a huge object into memory.
+ */
+const HASH_READ_MAX = 256 * 1024 * 1024;
 
 /** {@link META.parent} of a write that replaced no digest. */
 export const NO_PARENT = "none";
@@ -66,4 +76,97 @@ export function judge(meta: ObjectMeta, actual: string, item: DigestItem | null)
   // Exactly the commit its writer would make now: the generation it saw and the digest it saw.
   if (intent.generation === generationOf(item) + 1 && intent.parent === (committed ?? NO_PARENT)) return "torn";
   return "superseded";
+}
+
+/** What {@link commit} sets besides the digest, and how long it waits for the item. */
+export interface CommitExtra {
+  /** Other attributes to set (a repair's note). */
+  readonly set?: Readonly<Record<string, string>> | undefined;
+  /** Wait at most this long for an item another commit holds (the embedded table): `STORE_BUSY` after. */
+  readonly claimWaitMs?: number | undefined;
+}
+
+/**
+ * The commit point of a write: one conditional update of the digest item, made only while
+ * it is still as `seen`. A refusal means another write was committed after this one started:
+ * this one did not happen (`STATE_CONFLICT`), whatever the store holds.
+ */
+export async function commit(
+  ctx: BackendContext,
+  workspace: string,
+  locks: LockTableDriver,
+  seen: DigestItem | null,
+  digest: string,
+  lockId: string | undefined,
+  extra: CommitExtra = {},
+): Promise<DigestItem> {
+  const generation = generationOf(seen) + 1;
+  let ok: boolean;
+  try {
+    ok = await locks.commitDigest(ctx.digestId(workspace), seen, { digest, generation, lockId, set: extra.set }, { claimWaitMs: extra.claimWaitMs });
+  } catch (e) {
+    if (extra.claimWaitMs !== undefined && isObjstateError(e, "STORE_BUSY")) throw e;
+    throw new ObjstateError(
+      "DIGEST_WRITE_FAILED",
+      `the state at ${ctx.describe(workspace)} was stored, but its commit (the digest in the lock table) could not be recorded (${(e as Error).message}): the write has not happened yet. ` +
+        `Send the same state again: that completes it (so does the next read, once the lock is released, or \`objstate state repair${workspaceFlag(workspace)}\`)`,
+      { cause: e, details: { written: true } },
+    );
+  }
+  if (!ok) {
+    throw conflict(
+      `another write was committed to ${ctx.describe(workspace)} after this one started (the lock table's digest is no longer generation ${generationOf(seen)}, ${normalizeDigest(seen?.digest) ?? "none"}), so this write did not happen: nothing of it counts, and what it stored is a version nobody reads. Pull the state, reapply the change and push again.`,
+      { details: { generation: generationOf(seen), digest: normalizeDigest(seen?.digest) ?? null } },
+    );
+  }
+  return { digest, generation, lockId };
+}
+
+/**
+ * PUT the committed version's bytes again, with its record (so it judges as committed),
+ * conditional on the write it goes over. The digest is already theirs: nothing to commit.
+ */
+export async function writeCommittedAgain(
+  ctx: BackendContext,
+  workspace: string,
+  committed: GetResult,
+  over: ObjectMeta,
+  digest: string,
+  lockId: string | undefined,
+): Promise<void> {
+  const metadata: Record<string, string> = {
+    ...(committed.meta.metadata ?? {}),
+    [META.md5]: digest,
+    [META.operation]: "restore",
+    [META.who]: encodeMeta(ctx.who),
+  };
+  if (lockId !== undefined) metadata[META.lockId] = encodeMeta(lockId);
+  if (committed.meta.versionId !== undefined) metadata[META.sourceVersion] = encodeMeta(committed.meta.versionId);
+  await ctx.store.put(ctx.statePath(workspace), committed.body, {
+    ...ctx.putOptions(),
+    md5: digest,
+    metadata,
+    ...(over.etag === undefined ? {} : { ifMatch: over.etag }),
+  });
+}
+
+/**
+ * The stored object's metadata and MD5 without holding a large object in memory: up to
+ * {@link HASH_READ_MAX} bytes are read and hashed (the bytes themselves are the truth);
+ * a larger object's MD5 is its record (the store's plain MD5 ETag, else objstate's
+ * metadata), undefined when it has none. `proven` says the MD5 comes from the bytes (or
+ * from the store's own ETag, which it computed from them).
+ */
+export async function storedDigest(ctx: BackendContext, path: string): Promise<{ meta: ObjectMeta; md5: string | undefined; proven: boolean } | null> {
+  const obj = await ctx.store.get(path, { maxBytes: HASH_READ_MAX });
+  if (obj === null) return null;
+  if (obj.body.length >= obj.meta.size) return { meta: obj.meta, md5: md5Hex(obj.body), proven: true };
+  const etag = plainMd5(obj.meta);
+  return { meta: obj.meta, md5: etag ?? recordedMd5(obj.meta), proven: etag !== undefined };
+}
+
+/** The serial objstate recorded with a write, when it did. */
+export function serialOf(meta: ObjectMeta): number | undefined {
+  const n = Number(meta.metadata?.[META.serial]);
+  return meta.metadata?.[META.serial] !== undefined && Number.isSafeInteger(n) ? n : undefined;
 }

@@ -16,7 +16,7 @@ import { parseEndpoint, type ParsedEndpoint } from "../io/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import { DEFAULT_WORKSPACE, layout, layoutNameOf, statePath, type Layout } from "../config/layout.js";
-import { checkTtl } from "./lease.js";
+import { checkTtl } from "./locks/lease.js";
 import type { ConnectOptions } from "./options.js";
 import { probeConditions, requireLockfileSupport, type ProbeVerdict } from "./probe.js";
 import { requireLockTable } from "./table-check.js";

@@ -13,13 +13,13 @@ import { objstateVersion } from "../version.js";
 import type { Connection } from "./connect.js";
 import type { VersionedState } from "./history.js";
 import { DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, type Layout } from "../config/layout.js";
-import { checkTtl, DEFAULT_CLOCK_MARGIN_MS, type LockHandle } from "./lease.js";
-import { defaultWho, type LockInfo } from "./lock-info.js";
-import { LOCKFILE_SUFFIX, LockfileLock, TableLock, type LockPlace } from "./lock-places.js";
-import { Locking, type TakeOptions } from "./locking.js";
+import { checkTtl, DEFAULT_CLOCK_MARGIN_MS, type LockHandle } from "./locks/lease.js";
+import { defaultWho, type LockInfo } from "./locks/lock-info.js";
+import { LOCKFILE_SUFFIX, LockfileLock, TableLock, type LockPlace } from "./locks/lock-places.js";
+import { Locking, type TakeOptions } from "./locks/locking.js";
 import type { ConnectOptions, LockOptions } from "./options.js";
 import type { RepairEvent } from "./results.js";
-import { waitWhileLocked } from "./waiting.js";
+import { waitWhileLocked } from "./locks/waiting.js";
 
 const DIGEST_SUFFIX = "-md5";
 

@@ -5,25 +5,19 @@
  * guard, fencing, digests, history — works on the stored bytes, whose clear `serial` and
  * `lineage` are the state's.
  */
-import type { Decrypted, StateDecryptor, StateEncryption } from "../encryption/index.js";
+import type { Decrypted, StateEncryption } from "../encryption/index.js";
 import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
-import { madeSource } from "../store/made-source.js";
-import type { ByteSource } from "../store/types.js";
-import { PARALLEL_MD5_MIN } from "../util/md5.js";
-import type { ReadSink } from "./read.js";
+import { md5Hex } from "../util/md5.js";
+import type { BackendContext } from "./context.js";
+import { normalizeDigest } from "./fencing.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 
 /** How much of a state is scanned for the clear fields an envelope carries. */
 const HEADER_BYTES = 64 * 1024;
 
-/**
- * The stored form of `data`: the envelope of the state under the primary method (or the
- * state, `unencrypted` first). A large envelope is a source encrypted afresh for each read
- * (the same bytes: one nonce), so the cipher and the encoding run beside the write to the
- * store and beside the hash of the bytes, and nothing holds the envelope whole.
- */
-export async function sealState(enc: StateEncryption, state: Buffer, workspace: string): Promise<Buffer | ByteSource> {
+/** The stored form of `data`: the envelope of the state under the primary method (or the state, `unencrypted` first). */
+export async function sealState(enc: StateEncryption, state: Buffer, workspace: string): Promise<Buffer> {
   if (enc.writesPlain) return state;
   if (isEnvelope(state.subarray(0, HEADER_BYTES))) {
     throw new ObjstateError(
@@ -41,9 +35,7 @@ export async function sealState(enc: StateEncryption, state: Buffer, workspace: 
         details: { workspace },
       },
     );
-  const envelope = await enc.encrypt(state, { serial: h.serial ?? null, lineage: h.lineage });
-  if (envelope.byteLength < PARALLEL_MD5_MIN) return envelope.toBuffer();
-  return madeSource(envelope.byteLength, envelope.chunks, `the envelope of the state of workspace "${workspace}"`);
+  return (await enc.encrypt(state, { serial: h.serial ?? null, lineage: h.lineage })).toBuffer();
 }
 
 /** The state in `stored` (decrypted under the primary method, then each fallback). */
@@ -73,84 +65,34 @@ export async function checkReadable(enc: StateEncryption, stored: Buffer, whole:
 }
 
 /**
- * Decryption while the stored bytes arrive (the read's `onData`), so the cipher works
- * beside the transfer instead of after it. What it made counts only when the read returns
- * the very buffer it was fed, whole; otherwise (a digest retry, the committed version read
- * instead, a driver that does not report data) the returned bytes are decrypted again.
- * Nothing is released before the read proved the bytes and the tag checked out.
+ * The fast lane of an encrypted read: the stored bytes handed to the decryptor as they arrive,
+ * never held, when the store's MD5 record is the committed digest (or there is no digest to
+ * check): the record proves the version, the GCM tag the bytes. Undefined when the read must
+ * go the usual way (no such record, an absent state, a plain state whose bytes do not match).
  */
-export class EarlyDecryption {
-  private fed: { body: Buffer; upTo: number; d: StateDecryptor; chain: Promise<void>; failed: boolean } | undefined;
-
-  constructor(
-    private readonly enc: StateEncryption,
-    private readonly workspace: string,
-    private readonly inner: ((body: Buffer, filled: number) => void) | undefined,
-  ) {}
-
-  readonly onData = (body: Buffer, filled: number): void => {
-    this.inner?.(body, filled);
-    if (this.fed === undefined || this.fed.body !== body)
-      this.fed = { body, upTo: 0, d: this.enc.decryptor({ workspace: this.workspace }, body.length), chain: Promise.resolve(), failed: false };
-    const f = this.fed;
-    const from = f.upTo;
-    if (filled <= from || f.failed) return;
-    f.upTo = filled;
-    f.chain = f.chain
-      .then(() => (f.failed ? undefined : f.d.push(body.subarray(from, filled))))
-      .catch(() => {
-        // Decided again on the whole bytes once the read returns them (its error is the answer then).
-        f.failed = true;
-      });
-  };
-
-  /** The state in the bytes the read returned. */
-  async result(stored: Buffer): Promise<Decrypted> {
-    const f = this.fed;
-    if (f !== undefined && f.body === stored && f.upTo === stored.length) {
-      await f.chain;
-      if (!f.failed) return f.d.end();
-    }
-    return openState(this.enc, stored, this.workspace);
+export async function readSealed(
+  ctx: BackendContext,
+  enc: StateEncryption,
+  workspace: string,
+): Promise<{ body: Buffer; etag: string | undefined; md5: string | undefined; decrypted: Decrypted } | undefined> {
+  const locks = ctx.table;
+  const [got, item] = await Promise.all([ctx.store.getStream(ctx.statePath(workspace)), locks?.getDigest(ctx.digestId(workspace)) ?? null]);
+  if (got === null) return undefined;
+  const expected = normalizeDigest(item?.digest);
+  const chunks = got.body[Symbol.asyncIterator]();
+  if (expected !== undefined && got.recordedMd5 !== expected) {
+    await chunks.return?.(); // stop the transfer: the usual read starts again
+    return undefined;
   }
-}
-
-/**
- * Decryption of the bytes a read hands over as they arrive ({@link ReadSink}): the stored
- * envelope is never held, only the plaintext. Used while the read's first attempt matches
- * the digest (`took`); an error found on the way is the answer only then (bytes that did
- * not match are read again, and decided on, the usual way).
- */
-export class ConsumedDecryption implements ReadSink {
-  private d: StateDecryptor | undefined;
-  private failure: { error: unknown } | undefined;
-  /** The read's returned bytes are the ones this took. */
-  took = true;
-
-  constructor(
-    private readonly enc: StateEncryption,
-    private readonly workspace: string,
-  ) {}
-
-  readonly consume = async (piece: Buffer, size: number | undefined): Promise<void> => {
-    if (this.failure !== undefined) return;
-    this.d ??= this.enc.decryptor({ workspace: this.workspace }, size, true);
-    try {
-      await this.d.push(piece);
-    } catch (error) {
-      this.failure = { error };
-    }
-  };
-
-  readonly restart = (): void => {
-    this.took = false;
-    this.d = undefined;
-    this.failure = undefined;
-  };
-
-  /** The state in the bytes taken (a read that found an empty object took none). */
-  async result(): Promise<Decrypted> {
-    if (this.failure !== undefined) throw this.failure.error;
-    return (this.d ?? this.enc.decryptor({ workspace: this.workspace })).end();
+  const d = enc.decryptor({ workspace }, got.meta.size, true);
+  try {
+    for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) await d.push(next.value);
+  } catch (e) {
+    await chunks.return?.(); // a key or a tag that does not fit ends the transfer too
+    throw e;
   }
+  const decrypted = await d.end();
+  // A plain state (an `unencrypted` fallback) has no tag: its bytes are proven by their MD5.
+  if (!decrypted.encrypted && expected !== undefined && md5Hex(decrypted.state) !== expected) return undefined;
+  return { body: decrypted.state, etag: got.meta.etag, md5: expected, decrypted };
 }

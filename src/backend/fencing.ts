@@ -6,7 +6,7 @@
 import { ObjstateError } from "../errors.js";
 import type { ObjectMeta } from "../store/types.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
-import { describeHolder, type LockInfo } from "./lock-info.js";
+import { describeHolder, type LockInfo } from "./locks/lock-info.js";
 import type { Principal } from "./principal.js";
 import type { StateHeader } from "./state-header.js";
 

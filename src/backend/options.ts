@@ -9,7 +9,7 @@ import type { S3DriverOptions } from "../store/s3.js";
 import type { Clock } from "../credentials/refresh.js";
 import type { Timeouts } from "../io/sdk-client.js";
 import type { LayoutName } from "../config/layout.js";
-import type { LockInfo } from "./lock-info.js";
+import type { LockInfo } from "./locks/lock-info.js";
 import type { Principal } from "./principal.js";
 import type { RepairEvent } from "./results.js";
 import type { RollbackOptions } from "./history.js";

@@ -1,50 +1,44 @@
 /**
- * Digest-checked reads (docs/design.md §5): the state as the lock table's digest says it is,
- * following the commit point — a torn write committed, a late write passed over, a store
- * behind a recent write waited for — and how a workspace's state stands without repairing.
+ * The read flow (docs/design.md §5): the state as the lock table's digest says it is,
+ * following the commit point — a torn write committed, a late write passed over and the
+ * committed state written back, a store behind a recent write waited for — how a
+ * workspace's state stands without repairing, and `state repair`.
  */
 import { isObjstateError, ObjstateError } from "../errors.js";
-import type { GetResult } from "../store/types.js";
+import type { DigestItem, LockTableDriver } from "../lock/types.js";
+import { listPrefixes } from "../config/layout.js";
+import type { GetResult, Leftover, ObjectMeta } from "../store/types.js";
+import { readBody } from "../fast/read-body.js";
+import type { ReadHooks } from "../fast/streamed-read.js";
 import { md5Hex } from "../util/md5.js";
-import { generationOf, judge } from "./commit.js";
+import { commit, generationOf, judge, serialOf, writeCommittedAgain } from "./commit.js";
 import type { BackendContext } from "./context.js";
-import { committedMissing, decodeMeta, META, normalizeDigest, provenComplete, tornWrite, uncommittedUnderLock, workspaceFlag } from "./fencing.js";
+import {
+  committedMissing,
+  decodeMeta,
+  META,
+  normalizeDigest,
+  plainMd5,
+  provenComplete,
+  recordedMd5,
+  tornWrite,
+  uncommittedUnderLock,
+  workspaceFlag,
+} from "./fencing.js";
 import { readStateVersionById } from "./history.js";
-import type { ReadOptions } from "./options.js";
-import { adoptTorn, committedVersion, restoreCommitted } from "./reconcile.js";
-import type { DigestStatus, StateRead } from "./results.js";
-
-/** What a reader that passes the bytes on as they arrive is told (stream.ts). */
-export interface ReadHooks {
-  /**
-   * At most once per attempt, before the bytes are checked (usually before most of them
-   * arrive): the digest recorded for the state and the store's own MD5 record of the object
-   * agree on this MD5, so the bytes will very likely match it.
-   */
-  vouched(md5: string): void;
-  /** The buffer being filled, and how many bytes of it arrived (a new attempt: a new buffer). */
-  data(body: Buffer, filled: number): void;
-  /** An attempt's bytes did not match the digest, before the read looks again (or fails). */
-  mismatch(): void;
-}
+import type { LockHandle } from "./locks/lease.js";
+import type { ReadOptions, RepairOptions } from "./options.js";
+import type { DigestStatus, RepairReport, StateRead } from "./results.js";
 
 /**
- * Where a reader that keeps only what it makes of the bytes (a decryptor) takes them: the
- * first attempt of a read hands them over as they arrive instead of holding them. Any
- * attempt that does not simply match the digest (a retry, a repair, another version read)
- * calls `restart` and goes on holding the bytes as usual: the bytes returned are then not
- * the ones the sink took.
+ * How many of the newest versions a read looks through for the committed state, behind
+ * writes that never committed (each a late writer that lost its lock: there are rarely more
+ * than one or two).
  */
-export interface ReadSink {
-  /**
-   * The next piece of the bytes. The sink proves them itself: their MD5 is not taken, the
-   * read checks the store's record of it against the digest instead (a sink that finds the
-   * bytes unproven, a plain state, must check them against the read's `md5`).
-   */
-  consume(piece: Buffer, size: number | undefined): void | Promise<void>;
-  /** The bytes handed over so far do not count: the read goes on the usual way. */
-  restart(): void;
-}
+const LOOKBACK_VERSIONS = 10;
+
+/** How long a read waits for a digest item another commit holds before it reads the committed state instead. */
+const READER_CLAIM_WAIT_MS = 1000;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -64,43 +58,23 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  *   `DIGEST_MISMATCH` (or `TORN_WRITE` for an older objstate's unfinished write).
  * A read-only connection repairs nothing.
  */
-export async function readCommitted(
-  ctx: BackendContext,
-  workspace: string,
-  options: ReadOptions,
-  hooks?: ReadHooks,
-  sink?: ReadSink,
-): Promise<StateRead | null> {
+export async function readCommitted(ctx: BackendContext, workspace: string, options: ReadOptions, hooks?: ReadHooks): Promise<StateRead | null> {
   const path = ctx.statePath(workspace);
   const locks = ctx.table;
-  const { sharedBody } = options;
-  const onData =
-    hooks === undefined
-      ? options.onData
-      : (body: Buffer, filled: number): void => {
-          options.onData?.(body, filled);
-          hooks.data(body, filled);
-        };
-  const found = (obj: GetResult | null, md5?: string): StateRead | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
-  if (locks === undefined) return found(await ctx.store.get(path, sink === undefined ? { onData, sharedBody } : { consume: sink.consume }));
-  let consume = sink?.consume;
+  const found = (obj: Fetched | null, md5?: string): StateRead | null => (obj === null ? null : { body: obj.body, etag: obj.meta.etag, md5 });
+  if (locks === undefined) return found(await fetchState(ctx, path, options, hooks, undefined));
   const digestId = ctx.digestId(workspace);
   const deadline = Date.now() + ctx.digestRetry.timeoutMs;
   for (;;) {
-    // The lock table's digest and the store's record, whichever comes second, vouch together.
-    const seen: { digest?: string | undefined; record?: string | undefined } = {};
-    const vouch = (k: "digest" | "record", md5: string | undefined): void => {
-      seen[k] = md5;
-      if ("digest" in seen && "record" in seen && seen.digest !== undefined && seen.digest === seen.record) hooks?.vouched(seen.digest);
-    };
-    const recorded = locks.getDigest(digestId).then((item) => {
-      vouch("digest", normalizeDigest(item?.digest));
-      return item;
-    });
-    const onStart = hooks === undefined ? undefined : (md5: string | undefined): void => vouch("record", md5);
-    // Bytes handed to a sink are proven by it (an envelope's tag): the store's record of their MD5 is what is checked.
+    const recorded = locks.getDigest(digestId);
     const [obj, item] = await Promise.all([
-      ctx.store.get(path, { md5: true, onData, onStart, sharedBody, consume, recordedMd5: consume !== undefined }),
+      fetchState(
+        ctx,
+        path,
+        options,
+        hooks,
+        recorded.then((i) => normalizeDigest(i?.digest)),
+      ),
       recorded,
     ]);
     const expected = normalizeDigest(item?.digest);
@@ -108,13 +82,7 @@ export async function readCommitted(
     // The driver's MD5 may come from the ETag or objstate's metadata: a shortcut only when it
     // agrees with the digest; otherwise the bytes are hashed before anything is declared.
     if (obj !== null && obj.md5 === expected) return found(obj, expected);
-    if (consume !== undefined) {
-      // Whatever else this read finds, it needs the bytes: read them again, the usual way.
-      consume = undefined;
-      sink?.restart();
-      continue;
-    }
-    const actual = obj === null ? "" : md5Hex(obj.body);
+    const actual = obj === null ? "" : obj.hashed && obj.md5 !== undefined ? obj.md5 : md5Hex(obj.body);
     if (actual === expected) return found(obj, expected);
     hooks?.mismatch();
     // The lock of a stored write that is not committed yet while its writer holds the lock.
@@ -124,10 +92,7 @@ export async function readCommitted(
     if (obj !== null && verdict === "torn") {
       // A commit that cannot be made now (its writer is inside the same commit, holding the
       // item) leaves the write in doubt: the committed state stands until it settles.
-      const adopted = await adoptTorn(ctx, workspace, obj.meta, actual, item, undefined).catch((e: unknown) => {
-        if (isObjstateError(e, "DIGEST_WRITE_FAILED")) return "held" as const;
-        throw e;
-      });
+      const adopted = await adoptTorn(ctx, workspace, obj.meta, actual, item, undefined);
       if (adopted === "moved") continue;
       if (adopted !== "held") return found(obj, actual);
       // Its writer may commit it any moment; until then the committed state stands.
@@ -164,6 +129,43 @@ export async function readCommitted(
     }
     await sleep(ctx.digestRetry.intervalMs);
   }
+}
+
+/** One read of the stored state: its bytes, and their MD5 when the store vouched for it or the read hashed them. */
+interface Fetched {
+  readonly body: Buffer;
+  readonly meta: ObjectMeta;
+  readonly md5: string | undefined;
+  /** `md5` was taken of these very bytes (not the store's record). */
+  readonly hashed: boolean;
+}
+
+/**
+ * Read the stored state into one buffer of its size, shown to `onData` and `hooks` as it
+ * fills. `digest` (the lock table's, when there is one) settles beside the read: when it
+ * agrees with the store's record, `hooks` are told before the bytes arrive. Bytes the store
+ * vouches for no MD5 of are hashed as they arrive.
+ */
+async function fetchState(
+  ctx: BackendContext,
+  path: string,
+  options: ReadOptions,
+  hooks: ReadHooks | undefined,
+  digest: Promise<string | undefined> | undefined,
+): Promise<Fetched | null> {
+  const got = await ctx.store.getStream(path);
+  if (got === null) return null;
+  const record = got.recordedMd5;
+  const vouching =
+    hooks === undefined || record === undefined || digest === undefined
+      ? undefined
+      : digest.then(
+          (d) => (d === record ? hooks.vouched(record) : undefined),
+          () => undefined, // the read itself reports the table's failure
+        );
+  const { body, hashed } = await readBody(got, path, { ...options, hooks, hash: digest !== undefined && !got.proven });
+  await vouching;
+  return { body, meta: got.meta, md5: got.proven ? record : hashed, hashed: hashed !== undefined };
 }
 
 /**
@@ -211,4 +213,231 @@ export async function digestStatusOf(ctx: BackendContext, workspace: string): Pr
     (await locks.get(ctx.lockId(workspace), "Info")) === null &&
     normalizeDigest(await locks.get(ctx.digestId(workspace), "Digest")) === recorded;
   return { status: torn ? "torn" : "mismatch", recorded, actual, size: obj.body.length };
+}
+
+/**
+ * Commit a torn write (stored, never committed) with the very update its writer would have
+ * made. Under the caller's lock (`callerLockId`); or when the lock is held under another ID
+ * than the torn write's (its writer lost the lock: none of its writes is at work, and the
+ * holder may well be the caller, which a GET does not say); or under a short lock of its
+ * own when the lock is free (or expired). Never while the torn write's own lock is held:
+ * its writer may be committing it right now (`held`). `moved`: another commit came first.
+ */
+export async function adoptTorn(
+  ctx: BackendContext,
+  workspace: string,
+  meta: ObjectMeta,
+  actual: string,
+  seen: DigestItem | null,
+  callerLockId: string | undefined,
+): Promise<DigestItem | "held" | "moved"> {
+  const locks = ctx.table;
+  if (locks === undefined) return "held";
+  const writerLock = decodeMeta(meta.metadata?.[META.lockId]);
+  let own: LockHandle | undefined;
+  if (callerLockId === undefined) {
+    if (ctx.readOnly) return "held";
+    const holder = await ctx.locking.info(workspace);
+    if (holder === null || holder.ID === writerLock) {
+      try {
+        own = await ctx.acquire(workspace, { operation: "adopt an uncommitted write" });
+      } catch (e) {
+        if (isObjstateError(e, "STATE_LOCKED")) return "held";
+        throw e;
+      }
+    }
+  }
+  try {
+    const previous = normalizeDigest(seen?.digest) ?? null;
+    const note = JSON.stringify({ at: new Date().toISOString(), who: ctx.who, previous, forced: false, adopted: writerLock ?? null });
+    let next: DigestItem;
+    try {
+      // A reader does not wait long for an item another commit holds (its writer may be frozen inside it).
+      next = await commit(ctx, workspace, locks, seen, actual, writerLock, {
+        set: { Repaired: note },
+        claimWaitMs: callerLockId === undefined ? READER_CLAIM_WAIT_MS : undefined,
+      });
+    } catch (e) {
+      if (isObjstateError(e, "STATE_CONFLICT")) return "moved";
+      if (isObjstateError(e, "STORE_BUSY")) return "held";
+      throw e;
+    }
+    const serial = serialOf(meta);
+    const by = decodeMeta(meta.metadata?.[META.who]);
+    ctx.reportRepair({
+      workspace,
+      action: "adopted",
+      md5: actual,
+      generation: next.generation,
+      serial,
+      lockId: writerLock,
+      message: `committed the last write to ${ctx.describe(workspace)} (serial ${serial ?? "?"}${by === undefined ? "" : ` by ${by}`}${writerLock === undefined ? "" : `, lock ${writerLock}`}): it was stored, but its writer stopped before committing it, and nothing was committed since`,
+    });
+    return next;
+  } finally {
+    if (own !== undefined) await own.release();
+  }
+}
+
+/**
+ * The newest of the last {@link LOOKBACK_VERSIONS} versions whose bytes are `digest` (the
+ * committed state, behind writes that never committed), bytes checked; null when there is
+ * none (a bucket without versions, or one that no longer keeps it).
+ */
+export async function committedVersion(ctx: BackendContext, path: string, digest: string): Promise<GetResult | null> {
+  let looked = 0;
+  try {
+    for await (const v of ctx.store.listVersions(path, { pageSize: LOOKBACK_VERSIONS + 1 })) {
+      if (++looked > LOOKBACK_VERSIONS + 1) break;
+      if (v.deleteMarker) continue;
+      // A plain-MD5 ETag in the listing says it at once; otherwise (another version, or an
+      // ETag that is not an MD5: KMS) objstate's record of the write, from a HEAD.
+      if (plainMd5({ size: v.size, etag: v.etag }) !== digest) {
+        const meta = await ctx.store.head(path, { versionId: v.versionId });
+        if (meta === null || (recordedMd5(meta) ?? plainMd5(meta)) !== digest) continue;
+      }
+      const got = await ctx.store.get(path, { versionId: v.versionId });
+      if (got !== null && md5Hex(got.body) === digest) return got;
+    }
+  } catch (e) {
+    // A store or bucket without version listings has no older versions to offer.
+    if (isObjstateError(e) && (e.code.startsWith("ENDPOINT_") || e.code === "CREDENTIALS_MISSING")) throw e;
+    return null;
+  }
+  return null;
+}
+
+/**
+ * Write the committed state again as the newest version, over a write that never committed,
+ * so that every reader of the bucket (the tool's own S3 backend compares the current object
+ * with `Digest`) sees them agree. Only under a short lock of its own while the lock is free:
+ * a holder's next write does the same. Best effort; returns the new ETag when it wrote.
+ */
+export async function restoreCommitted(
+  ctx: BackendContext,
+  workspace: string,
+  committed: GetResult,
+  over: ObjectMeta,
+  digest: string,
+  generation: number,
+): Promise<string | undefined> {
+  if (ctx.readOnly || !ctx.locking.enabled) return undefined;
+  let own: LockHandle;
+  try {
+    own = await ctx.acquire(workspace, { operation: "restore the committed state" });
+  } catch {
+    return undefined;
+  }
+  try {
+    return await putCommittedBack(ctx, workspace, committed, over, digest, generation, own.id);
+  } catch {
+    return undefined;
+  } finally {
+    await own.release().catch(() => undefined);
+  }
+}
+
+/** Write the committed version again over `over` (conditional on it), and report it: the new ETag. */
+export async function putCommittedBack(
+  ctx: BackendContext,
+  workspace: string,
+  committed: GetResult,
+  over: ObjectMeta,
+  digest: string,
+  generation: number,
+  lockId: string | undefined,
+): Promise<string | undefined> {
+  await writeCommittedAgain(ctx, workspace, committed, over, digest, lockId);
+  const serial = serialOf(committed.meta);
+  const by = decodeMeta(over.metadata?.[META.who]);
+  ctx.reportRepair({
+    workspace,
+    action: "restored",
+    md5: digest,
+    generation,
+    serial,
+    lockId: decodeMeta(over.metadata?.[META.lockId]),
+    message: `the newest version of ${ctx.describe(workspace)} (serial ${serialOf(over) ?? "?"}${by === undefined ? "" : ` by ${by}`}) was a write that never committed (another write was committed after it started); wrote the committed state (serial ${serial ?? "?"}) again over it`,
+  });
+  return (await ctx.store.head(ctx.statePath(workspace)))?.etag;
+}
+
+// ------------------------------------------------------------ state repair
+
+/** Leftovers younger than this may belong to a writer that is still at work. */
+const LEFTOVER_MIN_AGE_MS = 60 * 60 * 1000;
+
+/**
+ * Repair a workspace under the lock `lockId` (the caller holds it; see
+ * `ObjectStoreBackend.repairState` for what is repaired).
+ */
+export async function repairUnderLock(ctx: BackendContext, workspace: string, lockId: string | undefined, options: RepairOptions): Promise<RepairReport> {
+  const locks = ctx.table;
+  const digest = locks === undefined ? { action: "no-lock-table" as const } : await repairDigest(ctx, workspace, locks, options.force === true, lockId);
+  const minAge = options.leftoverMinAgeMs ?? LEFTOVER_MIN_AGE_MS;
+  const now = (options.now ?? Date.now)();
+  const removed: Leftover[] = [];
+  const kept: Leftover[] = [];
+  for (const item of await leftoversOf(ctx)) {
+    if (item.since !== undefined && now - item.since.getTime() >= minAge) {
+      await ctx.store.removeLeftover(item);
+      removed.push(item);
+    } else kept.push(item);
+  }
+  return { ...digest, leftoversRemoved: removed, leftoversKept: kept };
+}
+
+async function repairDigest(
+  ctx: BackendContext,
+  workspace: string,
+  locks: LockTableDriver,
+  force: boolean,
+  lockId: string | undefined,
+): Promise<Omit<RepairReport, "leftoversRemoved" | "leftoversKept">> {
+  const digestId = ctx.digestId(workspace);
+  const path = ctx.statePath(workspace);
+  const [obj, item] = await Promise.all([ctx.store.get(path, { md5: true }), locks.getDigest(digestId)]);
+  const recorded = normalizeDigest(item?.digest);
+  if (obj === null) {
+    if (recorded === undefined) return { action: "no-state" };
+    await locks.delete(digestId);
+    return { action: "removed-orphan-digest", previous: recorded };
+  }
+  const actual = md5Hex(obj.body);
+  if (recorded === actual) return { action: "ok", md5: actual };
+  const verdict = judge(obj.meta, actual, item);
+  if (verdict === "superseded" && recorded !== undefined) {
+    // The committed state is older than the newest version: it is written again, unless the
+    // store no longer has it; then only --force accepts what is stored.
+    const committed = await committedVersion(ctx, path, recorded);
+    if (committed !== null) {
+      await writeCommittedAgain(ctx, workspace, committed, obj.meta, recorded, lockId);
+      return { action: "restored-committed", md5: recorded };
+    }
+    if (!force) throw committedMissing(ctx.describe(workspace), workspace, obj.meta, recorded);
+  } else if (!force && !provenComplete(obj.meta, actual)) {
+    throw new ObjstateError(
+      "REPAIR_REFUSED",
+      `the state at ${ctx.describe(workspace)} does not match its digest (recorded ${recorded ?? "none"}, object ${actual}) and does not prove it is a complete write by objstate (no objstate record of the write, or that record's MD5 does not match the bytes). ` +
+        `Inspect it first; if it is the state you want, run \`objstate state repair${workspaceFlag(workspace)} --force\` to record its digest.`,
+      { details: { recorded, actual } },
+    );
+  }
+  const note = JSON.stringify({ at: new Date().toISOString(), who: ctx.who, previous: recorded ?? null, forced: force });
+  await commit(ctx, workspace, locks, item, actual, decodeMeta(obj.meta.metadata?.[META.lockId]), { set: { Repaired: note } });
+  return { action: "recorded-digest", md5: actual, ...(recorded === undefined ? {} : { previous: recorded }) };
+}
+
+/**
+ * Leftovers of writers of this backend's states (incomplete multipart uploads, the
+ * embedded store's temp files) under its prefix, and in the `s3` layout under the default
+ * workspace's key too, oldest first, with their age as the store reports it.
+ */
+export async function leftoversOf(ctx: BackendContext): Promise<Leftover[]> {
+  const prefixes = listPrefixes(ctx.layout);
+  if (prefixes.length === 1) return ctx.store.listLeftovers(prefixes[0] as string);
+  // A leftover whose key cannot be told is listed under every prefix: once is enough.
+  const seen = new Map<string, Leftover>();
+  for (const prefix of prefixes) for (const l of await ctx.store.listLeftovers(prefix)) seen.set(`${l.kind} ${l.key ?? ""} ${l.id}`, l);
+  return [...seen.values()].sort((a, b) => (a.since?.getTime() ?? 0) - (b.since?.getTime() ?? 0));
 }

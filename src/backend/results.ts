@@ -3,7 +3,7 @@
  * CLI, the server and the console render.
  */
 import type { Leftover } from "../store/types.js";
-import type { LockListing } from "./locking.js";
+import type { LockListing } from "./locks/locking.js";
 import type { StateDiff } from "../state/diff.js";
 import type { Principal } from "./principal.js";
 

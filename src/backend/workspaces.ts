@@ -10,8 +10,8 @@ import { decodeMeta, META } from "./fencing.js";
 import { principalOf } from "./history.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, workspacesPrefix } from "../config/layout.js";
 import type { LastWrite, WorkspaceObject, WorkspaceStatus } from "./results.js";
-import { parseLockInfo } from "./lock-info.js";
-import type { LockListing } from "./locking.js";
+import { parseLockInfo } from "./locks/lock-info.js";
+import type { LockListing } from "./locks/locking.js";
 
 /** The empty state a new workspace starts with (serial 0, a new lineage), as the tool writes one. */
 export function emptyState(): string {

@@ -6,16 +6,16 @@
 import { isObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
 import { bufferSource, isByteSource, md5OfSource, prefixOf, readThrough, sizeOf } from "../store/byte-source.js";
-import { isMadeSource } from "../store/made-source.js";
 import type { ByteSource, GetResult, ObjectMeta } from "../store/types.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
-import { intentMetadata, judge } from "./commit.js";
+import { commit, generationOf, intentMetadata, judge, storedDigest } from "./commit.js";
 import { checkReadable, openState } from "./crypt.js";
 import type { BackendContext } from "./context.js";
 import { committedMissing, conflict, decodeMeta, encodeMeta, guardRefusal, META, normalizeDigest, plainMd5, recordedMd5, writeMetadata } from "./fencing.js";
-import type { LockInfo } from "./lock-info.js";
+import type { LockInfo } from "./locks/lock-info.js";
 import type { WriteOptions } from "./options.js";
-import { adoptTorn, commit, committedVersion, storedDigest, undoLateWrite } from "./reconcile.js";
+import type { LockHandle } from "./locks/lease.js";
+import { adoptTorn, committedVersion, putCommittedBack } from "./read.js";
 import type { WriteResult } from "./results.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 import { checkedSource, checkSource, stateToWrite } from "../state/check.js";
@@ -31,13 +31,8 @@ export interface Incoming {
   readonly body: Buffer | ByteSource;
   readonly size: number;
   readonly header: { lineage?: string; serial?: number };
-  /**
-   * Hex MD5 of the body (computed, or given by the caller). For an envelope being made it
-   * settles only once the store's read of it has hashed it (or {@link digest} did).
-   */
+  /** Hex MD5 of the body (computed, or given by the caller). */
   readonly hashing: Promise<string>;
-  /** The MD5 when it is needed now, before the store reads the body: {@link hashing}, or an envelope hashed by a pass of its own. */
-  digest(): Promise<string>;
   /** Streamed from a source that must be read once to hash it (its MD5 is then known before the write starts). */
   readonly streamed: boolean;
   /** The state sealed into `body` (an envelope): the same state stored under another nonce is the same content. */
@@ -64,24 +59,9 @@ interface Current {
 export async function prepareIncoming(data: Uint8Array | string | ByteSource, md5: string | undefined, plain?: Buffer): Promise<Incoming> {
   const body = isByteSource(data) ? data : toBuffer(data);
   const head = isByteSource(body) ? await prefixOf(body, HEADER_BYTES) : body.subarray(0, HEADER_BYTES);
-  // A source that hashes the bytes it makes (an envelope being encrypted) is not read to hash it:
-  // the store's read of it does.
-  const made = isByteSource(body) && md5 === undefined ? body.madeMd5 : undefined;
-  // Its making and hashing start now, beside the guard's reads of the store; the store's read adopts them.
-  if (made !== undefined && isByteSource(body) && isMadeSource(body)) body.ahead();
-  const hashing =
-    md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : (made?.settled ?? (isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body)));
+  const hashing = md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body);
   hashing.catch(() => undefined); // awaited later; a failure before then must not go unhandled
-  const digest = made === undefined ? (): Promise<string> => hashing : (): Promise<string> => made.now();
-  return {
-    body,
-    size: sizeOf(body),
-    header: scanHeader(head) ?? { complete: false },
-    hashing,
-    digest,
-    streamed: isByteSource(body) && body.madeMd5 === undefined,
-    plain,
-  };
+  return { body, size: sizeOf(body), header: scanHeader(head) ?? { complete: false }, hashing, streamed: isByteSource(body), plain };
 }
 
 /** The caller's state held to the one rule of what a state is (state/check.ts): checked now, or by every read of a source. */
@@ -161,7 +141,7 @@ export async function writeFenced(
   // the upload (for a large state it would otherwise run alongside it).
   if (base !== null && base.size === input.size && base.header.serial === incoming.serial && base.header.lineage === incoming.lineage) {
     // Possibly the same content again: a no-op, but one that makes sure the digest is recorded.
-    const sum = await input.digest();
+    const sum = await hashing;
     const stored = base.md5 ?? ((extraRead = true), (await storedDigest(ctx, path))?.md5);
     // Sealed again, the same state has other bytes (a fresh nonce): the stored envelope's state is compared.
     if (stored !== undefined && (stored === sum || (input.plain !== undefined && (await sealsSameState(ctx, workspace, base, stored, input.plain))))) {
@@ -183,34 +163,82 @@ export async function writeFenced(
   if (extraRead) holder = await checkHolder();
 
   // A streamed state's MD5 is known before it is sent (it was read once to hash it).
-  const known = input.streamed || input.size < PARALLEL_MD5_MIN ? await input.digest() : undefined;
+  const known = input.streamed || input.size < PARALLEL_MD5_MIN ? await hashing : undefined;
   const metadata = writeMetadata({ incoming, lockId, holder, who: ctx.who, md5: known, principal: options.principal });
   if (options.operation !== undefined) metadata[META.operation] = encodeMeta(options.operation);
   if (options.sourceVersion !== undefined) metadata[META.sourceVersion] = encodeMeta(options.sourceVersion);
   if (locks !== undefined) Object.assign(metadata, intentMetadata(seen));
   try {
-    await ctx.store.put(path, input.body, {
+    await ctx.store.put(path, withProgress(input.body, options.onProgress), {
       ...ctx.putOptions(),
       md5: known ?? hashing,
-      onProgress: options.onProgress,
       metadata,
       ...(current === null ? { ifNoneMatch: true } : current.etag === undefined ? {} : { ifMatch: current.etag }),
     });
   } catch (e) {
     if (!isObjstateError(e, "PRECONDITION_FAILED")) throw e;
     // A PUT retried after its reply was lost finds its own first attempt stored: that is success.
-    if (!(await storedIsOurs(ctx, path, await input.digest(), lockId))) throw await lostRace(ctx, workspace, locks, lockId, e);
+    if (!(await storedIsOurs(ctx, path, await hashing, lockId))) throw await lostRace(ctx, workspace, locks, lockId, e);
   }
+  if (!isByteSource(input.body)) options.onProgress?.(input.size, input.size);
   await options.onStored?.();
-  const digest = await input.digest();
+  const digest = await hashing;
   // The commit point: only now did the write happen.
   if (locks !== undefined) {
-    await commit(ctx, workspace, locks, seen, digest, lockId, { [LAST_WRITE_ATTR]: lastWriteRecord(digest, metadata) }).catch(async (e: unknown) => {
+    await commit(ctx, workspace, locks, seen, digest, lockId, { set: { [LAST_WRITE_ATTR]: lastWriteRecord(digest, metadata) } }).catch(async (e: unknown) => {
       if (isObjstateError(e, "STATE_CONFLICT")) await undoLateWrite(ctx, workspace, locks, digest, lockId);
       throw e;
     });
   }
   return { written: true, md5: digest, serial: incoming.serial };
+}
+
+/** A source that reports bytes as the store reads them (bytes in memory report once stored). */
+function withProgress(body: Buffer | ByteSource, onProgress: ((sent: number, total: number) => void) | undefined): Buffer | ByteSource {
+  if (onProgress === undefined || !isByteSource(body)) return body;
+  return {
+    size: body.size,
+    async *open() {
+      let sent = 0;
+      for await (const chunk of body.open()) {
+        yield chunk;
+        sent += chunk.length;
+        onProgress(sent, body.size);
+      }
+    },
+  };
+}
+
+/**
+ * After a refused commit: where the store did not hold the PUT to its If-Match (Ceph RGW
+ * checks it by HEAD on a versioned bucket), the late write may be the current object while
+ * the digest is a newer commit's, and the tool's S3 backend then refuses every read. Put the
+ * committed version back over it at once, conditional on the late write still being current
+ * (under a short lock when the lock is free; a holder's write would be refused, never lost).
+ */
+export async function undoLateWrite(ctx: BackendContext, workspace: string, locks: LockTableDriver, mine: string, lockId: string | undefined): Promise<void> {
+  const path = ctx.statePath(workspace);
+  try {
+    const [current, item] = await Promise.all([ctx.store.head(path), locks.getDigest(ctx.digestId(workspace))]);
+    const committed = normalizeDigest(item?.digest);
+    if (current === null || committed === undefined || committed === mine || (recordedMd5(current) ?? plainMd5(current)) !== mine) return;
+    if (current.metadata?.[META.lockId] !== (lockId === undefined ? undefined : encodeMeta(lockId))) return;
+    const version = await committedVersion(ctx, path, committed);
+    if (version === null || ctx.readOnly || !ctx.locking.enabled) return;
+    let own: LockHandle | undefined;
+    try {
+      own = await ctx.acquire(workspace, { operation: "restore the committed state" });
+    } catch (e) {
+      if (!isObjstateError(e, "STATE_LOCKED")) return;
+    }
+    try {
+      await putCommittedBack(ctx, workspace, version, current, committed, generationOf(item), own?.id);
+    } finally {
+      await own?.release().catch(() => undefined);
+    }
+  } catch {
+    // Best effort: the refusal is the answer, and readers pass over the late write.
+  }
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { NO_LOCK_ID, type RekeyResult } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
-import { describeHolder } from "../backend/lock-info.js";
+import { describeHolder } from "../backend/locks/lock-info.js";
 import { COMMON_FIELDS } from "../config/fields.js";
 import { RULES } from "../config/rules.js";
 import { describeCredentialSource, resolveEffectiveSettings } from "../credentials/index.js";

@@ -9,4 +9,4 @@ export function durationFlag(flag: string, text: string): number {
 }
 
 /** `1h30m`, `45s`, `1.5s`, `0s` (the library words its lock waits the same way). */
-export { formatWait as formatDuration } from "../backend/waiting.js";
+export { formatWait as formatDuration } from "../backend/locks/waiting.js";

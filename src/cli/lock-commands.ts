@@ -5,7 +5,7 @@
  * lease simply runs out after `--lock-ttl` (docs/decisions/041).
  */
 import type { ObjectStoreBackend } from "../backend/backend.js";
-import type { LockListing } from "../backend/locking.js";
+import type { LockListing } from "../backend/locks/locking.js";
 import type { LockOptions } from "../backend/backend.js";
 import { ObjstateError } from "../errors.js";
 import { nodeChildProcess } from "../util/builtins.js";

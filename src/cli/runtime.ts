@@ -13,7 +13,7 @@ import {
   type LockWait,
   type UnderLockOptions,
 } from "../backend/backend.js";
-import { forceUnlockCommand } from "../backend/lock-scope.js";
+import { forceUnlockCommand } from "../backend/locks/lock-scope.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { resolveEffectiveSettings } from "../credentials/index.js";

@@ -105,7 +105,6 @@ function fileSource(fd: number, size: number, name: string): ByteSource {
     new Promise((resolve, reject) => fs.read(fd, buf, off, len, pos, (e, n) => (e ? reject(e) : resolve(n))));
   return {
     size,
-    stable: true, // a fresh buffer per chunk
     async *open() {
       for (let pos = 0; pos < size;) {
         const n = Math.min(CHUNK, size - pos);

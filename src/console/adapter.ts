@@ -6,7 +6,7 @@
  */
 import type { DiffOptions, LastWrite as BackendLastWrite, ObjectStoreBackend, StateVersion, WorkspaceObject } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
-import type { LockInfo } from "../backend/lock-info.js";
+import type { LockInfo } from "../backend/locks/lock-info.js";
 import { stringifyExact } from "../json/exact-json.js";
 import type { StateDiff } from "../state/diff.js";
 import { readStateDocument } from "../state/document.js";

@@ -45,7 +45,7 @@ import { acquireClaim, addSpare, type Claim } from "../store/claim.js";
 import { endpointOfKind } from "../io/endpoint.js";
 import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, removeFile } from "../io/local-fs.js";
 import { pauseAt } from "../util/test-pause.js";
-import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver, ScannedItem } from "./types.js";
+import type { CommitOptions, DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver, ScannedItem } from "./types.js";
 
 const KEY = "LockID";
 /** Tables live below this directory of the endpoint, apart from the store's buckets. */
@@ -232,23 +232,27 @@ export class FileLockTable implements LockTableDriver {
     return item === null ? null : digestOfItem(item);
   }
 
-  async commitDigest(id: string, seen: DigestItem | null, next: DigestCommit): Promise<boolean> {
+  async commitDigest(id: string, seen: DigestItem | null, next: DigestCommit, options: CommitOptions = {}): Promise<boolean> {
     if (next.set !== undefined && KEY in next.set)
       throw new ObjstateError("LOCK_TABLE_ERROR", `cannot update ${KEY} of item "${id}" in ${this.location}: it is the key`);
     await this.ensureTable();
     const target = this.itemPath(id);
     // Under the item's claim, like updateIf: the compare and the replace are one step for every other writer.
-    return this.withClaim(id, async () => {
-      const item = await this.readItem(target, id);
-      const now = item === null ? null : digestOfItem(item);
-      const unchanged = seen === null ? now === null : now !== null && now.digest === seen.digest && now.generation === seen.generation;
-      if (!unchanged) return now !== null && now.digest?.trim().toLowerCase() === next.digest && now.generation === next.generation;
-      const updated: Record<string, string> = { ...item, ...next.set, Digest: next.digest, Generation: String(next.generation), [KEY]: id };
-      if (next.lockId === undefined) delete updated["CommitLockID"];
-      else updated["CommitLockID"] = next.lockId;
-      await this.replace(target, id, updated);
-      return true;
-    });
+    return this.withClaim(
+      id,
+      async () => {
+        const item = await this.readItem(target, id);
+        const now = item === null ? null : digestOfItem(item);
+        const unchanged = seen === null ? now === null : now !== null && now.digest === seen.digest && now.generation === seen.generation;
+        if (!unchanged) return now !== null && now.digest?.trim().toLowerCase() === next.digest && now.generation === next.generation;
+        const updated: Record<string, string> = { ...item, ...next.set, Digest: next.digest, Generation: String(next.generation), [KEY]: id };
+        if (next.lockId === undefined) delete updated["CommitLockID"];
+        else updated["CommitLockID"] = next.lockId;
+        await this.replace(target, id, updated);
+        return true;
+      },
+      options.claimWaitMs,
+    );
   }
 
   async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
@@ -308,11 +312,11 @@ export class FileLockTable implements LockTableDriver {
   }
 
   /** Run `body` holding the item's claim (the claim directory stays, see the module comment). */
-  private async withClaim<T>(id: string, body: () => Promise<T>): Promise<T> {
+  private async withClaim<T>(id: string, body: () => Promise<T>, waitMs?: number): Promise<T> {
     const claimDir = this.claimDir(id);
     let claim: Claim;
     try {
-      claim = await acquireClaim(claimDir, { prepare: () => this.prepareClaimDir(claimDir), what: `item "${id}" of ${this.location}` });
+      claim = await acquireClaim(claimDir, { prepare: () => this.prepareClaimDir(claimDir), what: `item "${id}" of ${this.location}`, waitMs });
     } catch (e) {
       throw this.fsError(e, `claim item "${id}" in`, claimDir);
     }

@@ -59,6 +59,15 @@ export interface ScannedItem {
   readonly expires: number | undefined;
 }
 
+/** Options of {@link LockTableDriver.commitDigest}. */
+export interface CommitOptions {
+  /**
+   * Wait at most this long for an item another call holds (the embedded table's claim;
+   * default 45 s), then throw `STORE_BUSY`: for a reader that has a fallback.
+   */
+  readonly claimWaitMs?: number | undefined;
+}
+
 export interface LockTableDriver {
   readonly kind: "dynamodb" | "file";
   /** Human description (endpoint and table, never credentials). */
@@ -108,7 +117,7 @@ export interface LockTableDriver {
    * and `Generation` equal to `next`: a retry after a lost reply, or a reader that adopted the
    * write first); false when another commit came in between.
    */
-  commitDigest(id: string, seen: DigestItem | null, next: DigestCommit): Promise<boolean>;
+  commitDigest(id: string, seen: DigestItem | null, next: DigestCommit, options?: CommitOptions): Promise<boolean>;
   /** Every item that has attribute `attr`, with its value (a full scan: for listings). */
   scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }>;
   /** Every item that has any of `attrs`, with those of them it has (one full scan, for listings). */

@@ -3,7 +3,7 @@
  * its client retries is safe to repeat (docs/decisions/013, 016).
  */
 import { NO_LOCK_ID, type LockInfo, type ReleasedLock, type StateSink, type StreamOptions, type WriteResult } from "../backend/backend.js";
-import { describeHolder } from "../backend/lock-info.js";
+import { describeHolder } from "../backend/locks/lock-info.js";
 import { lockOwnerOf } from "../backend/principal.js";
 import { isEnvelope, type StateEncryption } from "../encryption/index.js";
 import { TopLevelScanner } from "../encryption/scan.js";
@@ -107,12 +107,9 @@ const HEAD_BYTES = 64 * 1024;
 /** What the library writes of a body: small ones in one buffer, large ones from the socket's chunks. */
 function writable(body: Body): Buffer | ByteSource {
   if (body.size < JOIN_MAX || body.chunks.length === 1) return body.bytes();
-  const { chunks, size, md5 } = body;
+  const { chunks, size } = body;
   return {
     size,
-    // The body was hashed whole and its chunks are never changed.
-    verifiedMd5: md5,
-    stable: true,
     async *open() {
       yield* chunks;
     },

@@ -57,13 +57,10 @@ export function checkedSource(source: ByteSource, what: string): ByteSource {
   let proven = false;
   return {
     size: source.size,
-    verifiedMd5: source.verifiedMd5,
-    stable: source.stable,
-    async *open(options) {
-      if (proven) return yield* source.open(options);
+    async *open() {
+      if (proven) return yield* source.open();
       const check = new StateCheck();
       let held: Uint8Array | undefined;
-      // Not `reusable`: the chunk held back must stay as it is while the next is read.
       for await (const chunk of source.open()) {
         if (!check.feed(chunk)) break;
         if (held !== undefined) yield held;

@@ -4,7 +4,7 @@
  */
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
-import type { ByteSource, OpenOptions, PutBody } from "./types.js";
+import type { ByteSource, PutBody } from "./types.js";
 
 /** Is `body` a {@link ByteSource} (rather than bytes in memory)? */
 export function isByteSource(body: PutBody | Uint8Array | string): body is ByteSource {
@@ -20,9 +20,9 @@ export function sizeOf(body: PutBody): number {
  * Read `source` once, calling `each` per chunk, and check it yielded exactly `source.size`
  * bytes (a source that changed under us must not pass for the one that was checked).
  */
-export async function readThrough(source: ByteSource, each: (chunk: Uint8Array) => void | Promise<void>, what: string, options?: OpenOptions): Promise<void> {
+export async function readThrough(source: ByteSource, each: (chunk: Uint8Array) => void | Promise<void>, what: string): Promise<void> {
   let total = 0;
-  for await (const chunk of source.open(options)) {
+  for await (const chunk of source.open()) {
     total += chunk.length;
     if (total > source.size) break;
     await each(chunk);
@@ -33,7 +33,7 @@ export async function readThrough(source: ByteSource, each: (chunk: Uint8Array) 
 /** Hex MD5 of a source, streamed. */
 export async function md5OfSource(source: ByteSource, what: string): Promise<string> {
   const h = nodeCrypto().createHash("md5");
-  await readThrough(source, (c) => void h.update(c), what, { reusable: true });
+  await readThrough(source, (c) => void h.update(c), what);
   return h.digest("hex");
 }
 
@@ -56,7 +56,6 @@ export async function prefixOf(source: ByteSource, n: number): Promise<Buffer> {
 export function bufferSource(bytes: Uint8Array, chunk = 1024 * 1024): ByteSource {
   return {
     size: bytes.length,
-    stable: true, // slices of a buffer no one changes
     async *open() {
       for (let off = 0; off < bytes.length; off += chunk) yield bytes.subarray(off, Math.min(bytes.length, off + chunk));
     },

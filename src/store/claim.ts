@@ -73,7 +73,7 @@ export interface ClaimOptions {
   readonly prepare: () => Promise<void>;
   /** For messages: what the claim protects, e.g. `object tool.tfstate in file:/x/b`. */
   readonly what: string;
-  /** Override of the wait limit (tests). */
+  /** How long to wait for a live holder before `STORE_BUSY` (default 45 s). */
   readonly waitMs?: number | undefined;
 }
 

@@ -60,6 +60,30 @@ import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
 import { acquireClaim, addSpare, CLAIM_PREFIX, claimIsDead, SPARE_PREFIX } from "./claim.js";
+import {
+  alreadyExists,
+  checkBucketName,
+  decodeName,
+  encodeKey,
+  hashKey,
+  idOfTime,
+  keyOfTemp,
+  maxBig,
+  META_NAME,
+  normalizeMetadata,
+  parseRetention,
+  parseStoredMeta,
+  publicId,
+  publicIdOfMetaName,
+  sortLeftovers,
+  TEMP_PREFIX,
+  tempName,
+  timeOfId,
+  toObjectMeta,
+  VERSION_ID,
+  versionId,
+  type StoredMeta,
+} from "./file-names.js";
 import { endpointOfKind } from "../io/endpoint.js";
 import {
   checkDir,
@@ -76,12 +100,9 @@ import {
   removeFile,
 } from "../io/local-fs.js";
 import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
-import { writeGathered } from "./gathered-write.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
-import { giveScratch, takeScratch } from "../util/scratch.js";
 import { pauseAt } from "../util/test-pause.js";
 import type {
-  Acl,
   GetOptions,
   HeadOptions,
   Leftover,
@@ -89,7 +110,6 @@ import type {
   ListedObject,
   ListOptions,
   ListVersionsOptions,
-  MadeMd5,
   ObjectMeta,
   ObjectStoreDriver,
   ObjectVersion,
@@ -97,6 +117,7 @@ import type {
   PutOptions,
   Retention,
   StoreDriverOptions,
+  StreamedGet,
   VersioningStatus,
 } from "./types.js";
 
@@ -104,22 +125,11 @@ const META_DIR = ".meta";
 const VERSIONS_DIR = ".versions";
 const RETENTION_FILE = ".retention.json";
 const MARKER_SUFFIX = ".marker";
-/** A public version ID: inverted mtime in ns (16 hex digits), then `o` + inode or `m` + random. */
-const VERSION_ID = /^[0-9a-f]{16}-(?:o[0-9a-z]+|m[0-9a-f]{8})$/;
-const MAX_NS = 0xffffffffffffffffn;
 const DAY_MS = 86_400_000;
-const TEMP_PREFIX = ".tmp-";
-/** `.tmp-` + a UUID: what comes after names the key (see {@link tempName}). */
-const TEMP_HEAD = TEMP_PREFIX.length + 36;
-/** Most file systems limit one name to 255 bytes. */
-const NAME_MAX = 255;
-/** Same limit as S3 keys. */
-const KEY_MAX_BYTES = 1024;
 /** Metadata of replaced versions younger than this may belong to a write in flight. */
 const META_GC_GRACE_MS = 60_000;
 /** A reader retries this often when the object is replaced under it. */
 const READ_ATTEMPTS = 50;
-const META_NAME = /^\d+-\d+\.json$/;
 /** Keys described at once by {@link FileDriver.listDetailed}. */
 const LIST_DETAIL_BATCH = 64;
 /** Reads up to this size are made synchronously (see {@link readWhole}). */
@@ -131,18 +141,6 @@ function readAt(fd: number, buf: Buffer, offset: number, length: number, positio
 }
 /** What {@link FileDriver.removeLeftover} accepts as an id: only files this driver makes. */
 const LEFTOVER_ID = /^(?:\.tmp-[^/]+|\.meta\/[0-9a-f]{64}\/(?:\.tmp-[^/]+|\.claim-[^/]+|\d+-\d+\.json))$/;
-
-/** The JSON stored beside an object version. */
-interface StoredMeta {
-  readonly key: string;
-  readonly size: number;
-  readonly etag: string;
-  readonly contentType?: string | undefined;
-  readonly acl?: Acl | undefined;
-  readonly serverSideEncryption?: string | undefined;
-  readonly lastModified: string;
-  readonly metadata?: Readonly<Record<string, string>> | undefined;
-}
 
 /** One opened version of an object file. */
 interface Version {
@@ -181,21 +179,22 @@ export class FileDriver implements ObjectStoreDriver {
       const partial = options.maxBytes !== undefined && options.maxBytes < whole;
       // Hash what was actually read (a file edited in place must not pass for the stored
       // etag), chunk by chunk while the rest is read: off the main thread for large objects.
-      if (!partial) options.onStart?.(meta.etag);
-      const recorded = options.md5 === true && options.recordedMd5 === true && !partial ? meta.etag : undefined;
-      const hash = options.md5 === true && !partial && recorded === undefined ? hasherFor(whole) : undefined;
+      const hash = options.md5 === true && !partial ? hasherFor(whole) : undefined;
       let body: Buffer;
       try {
-        body =
-          options.consume !== undefined && !partial
-            ? await readInto(v.fd, whole, hash, options.consume)
-            : await readWhole(v.fd, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash, options.onData);
+        body = await readWhole(v.fd, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash);
       } catch (e) {
         await Promise.resolve(hash?.digest()).catch(() => undefined); // ends the worker's job
         throw e;
       }
-      return { body, meta, md5: recorded ?? (await hash?.digest()) };
+      return { body, meta, md5: await hash?.digest() };
     });
+  }
+
+  async getStream(key: string, options: HeadOptions = {}): Promise<StreamedGet | null> {
+    // One read of the version while it is open: its bytes are in memory already, yielded whole.
+    const got = await this.get(key, options);
+    return got === null ? null : { meta: got.meta, recordedMd5: got.meta.etag, proven: false, body: once(got.body) };
   }
 
   async head(key: string, options: HeadOptions = {}): Promise<ObjectMeta | null> {
@@ -336,7 +335,6 @@ export class FileDriver implements ObjectStoreDriver {
     } finally {
       await removeFile(temp).catch(() => undefined);
     }
-    options.onProgress?.(size, size);
   }
 
   async *list(prefix: string, options?: ListOptions): AsyncIterable<string> {
@@ -868,49 +866,28 @@ export class FileDriver implements ObjectStoreDriver {
 async function writeTemp(temp: string, body: PutBody, options: PutOptions, what: string): Promise<{ stat: BigIntStats; md5: string }> {
   // Bytes in memory were hashed by the caller from these very bytes (or are hashed here).
   if (!isByteSource(body)) return { stat: await createFile(temp, body), md5: (await options.md5) ?? createHash("md5").update(body).digest("hex") };
-  const onProgress = options.onProgress;
   const C = fs.constants;
   const handle = await fs.open(temp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
-  // A source that checks itself against the MD5 given (it fails before its last byte) is not hashed twice.
-  const given = typeof options.md5 === "string" ? options.md5 : undefined;
-  const trusted = given !== undefined && body.verifiedMd5 === given ? given : undefined;
-  // Bytes the source made and hashed itself are its own: hashing them again would only repeat it.
-  const made = trusted === undefined ? body.madeMd5 : undefined;
   try {
     await handle.chmod(FILE_MODE);
-    const hash = trusted === undefined && made === undefined ? createHash("md5") : undefined;
-    if (body.stable === true) {
-      // Chunks that stay as they are can wait for the write under way and go with it.
-      await writeGathered(
-        handle,
-        body,
-        what,
-        (chunk) => hash?.update(chunk),
-        (total) => onProgress?.(total, body.size),
-      );
-    } else {
-      let written = 0;
-      await readThrough(
-        body,
-        async (chunk) => {
-          hash?.update(chunk);
-          for (let off = 0; off < chunk.length;) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
-          written += chunk.length;
-          onProgress?.(written, body.size);
-        },
-        what,
-        { reusable: true }, // each chunk is written before the next is asked for
-      );
-    }
+    const hash = createHash("md5");
+    await readThrough(
+      body,
+      async (chunk) => {
+        hash.update(chunk);
+        for (let off = 0; off < chunk.length;) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
+      },
+      what,
+    );
     await handle.sync();
-    return { stat: await handle.stat({ bigint: true }), md5: hash?.digest("hex") ?? trusted ?? (await (made as MadeMd5).settled) };
+    return { stat: await handle.stat({ bigint: true }), md5: hash.digest("hex") };
   } finally {
     await handle.close();
   }
 }
 
-function alreadyExists(key: string, location: string): ObjstateError {
-  return new ObjstateError("PRECONDITION_FAILED", `${key} already exists in ${location} (create-if-absent refused)`, { details: { key } });
+async function* once(bytes: Buffer): AsyncGenerator<Uint8Array> {
+  yield bytes;
 }
 
 /** A full disk or quota: no new block or inode. */
@@ -918,85 +895,16 @@ function noRoom(e: unknown): boolean {
   return errno(e) === "ENOSPC" || errno(e) === "EDQUOT";
 }
 
-/** Temp file name: a UUID, then the encoded key when it fits, so leftovers can name their key. */
-function tempName(key: string): string {
-  const base = `${TEMP_PREFIX}${randomUUID()}`;
-  const enc = encodeKey(key);
-  return base.length + 1 + enc.length <= NAME_MAX ? `${base}.${enc}` : base;
-}
-
-function keyOfTemp(name: string): string | undefined {
-  return name.length > TEMP_HEAD + 1 && name[TEMP_HEAD] === "." ? (decodeName(name.slice(TEMP_HEAD + 1)) ?? undefined) : undefined;
-}
-
-function hashKey(key: string): string {
-  return createHash("sha256").update(key, "utf8").digest("hex");
-}
-
-function sortLeftovers(items: Leftover[]): Leftover[] {
-  return items.sort((a, b) => (a.since?.getTime() ?? 0) - (b.since?.getTime() ?? 0));
-}
-
-/** S3 returns user-metadata keys in lower case; so does the embedded store. */
-function normalizeMetadata(m: Readonly<Record<string, string>> | undefined): Record<string, string> | undefined {
-  if (m === undefined) return undefined;
-  return Object.fromEntries(Object.entries(m).map(([k, v]) => [k.toLowerCase(), String(v)]));
-}
-
-/** Bucket names become a directory name: allow only what docs/design.md §3 allows. */
-function checkBucketName(bucket: string): void {
-  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket) || bucket.includes("..")) {
-    throw new ObjstateError("INVALID_BUCKET", `bucket "${bucket}" is not a valid bucket name (3-63 characters of a-z, 0-9, "." and "-")`);
-  }
-}
-
-/**
- * The file name for `key`. Rejects keys that are not S3-style relative keys: a `.` or `..`
- * segment or a leading `/` would mean a different place on any path-based store.
- */
-function encodeKey(key: string): string {
-  const bad = (why: string): ObjstateError => new ObjstateError("INVALID_KEY", `invalid object key ${JSON.stringify(key)}: ${why}`);
-  if (key === "") throw bad("it is empty");
-  if (key.startsWith("/")) throw bad("it starts with /");
-  if (key.split("/").some((s) => s === "." || s === "..")) throw bad('it has a "." or ".." segment, which would escape its directory');
-  if (Buffer.byteLength(key, "utf8") > KEY_MAX_BYTES) throw bad(`it is longer than ${KEY_MAX_BYTES} bytes`);
-  let name: string;
-  try {
-    name = encodeURIComponent(key);
-  } catch {
-    throw bad("it is not well-formed Unicode");
-  }
-  name = name.replace(/\*/g, "%2A").replace(/^\./, "%2E");
-  if (name.length > NAME_MAX) throw bad(`its encoded file name is longer than ${NAME_MAX} bytes`);
-  return name;
-}
-
-/** The key a file name stands for, or null when the file is not one of ours. */
-function decodeName(name: string): string | null {
-  try {
-    const key = decodeURIComponent(name);
-    return encodeKey(key) === name ? key : null;
-  } catch {
-    return null;
-  }
-}
-
-/** Identity of one version of an object file; replacing the file always changes it. */
-function versionId(stat: BigIntStats): string {
-  return `${stat.ino}-${stat.mtimeNs}`;
-}
-
-/** Reads per call when the bytes are hashed or watched as they arrive (`GetOptions.onData`). */
+/** Reads per call when the bytes are hashed as they arrive. */
 const READ_CHUNK = 1024 * 1024;
 
 /**
  * Read the first `size` bytes into one buffer of that exact size (no chunk list, no concat
- * copy); in {@link READ_CHUNK} pieces when each is hashed or shown to `onData` on arrival.
- * Exported for its test.
+ * copy); in {@link READ_CHUNK} pieces when each is hashed on arrival. Exported for its test.
  */
-export async function readWhole(fd: number, size: number, hash?: Hasher, onData?: (body: Buffer, filled: number) => void): Promise<Buffer> {
+export async function readWhole(fd: number, size: number, hash?: Hasher): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(size);
-  const step = hash === undefined && onData === undefined ? size : READ_CHUNK;
+  const step = hash === undefined ? size : READ_CHUNK;
   // A small span (a history peek, a small state) is read at once: cheaper than a trip
   // through libuv's thread pool. Larger ones are read asynchronously, chunk by chunk.
   const small = size <= SYNC_READ_MAX;
@@ -1005,116 +913,13 @@ export async function readWhole(fd: number, size: number, hash?: Hasher, onData?
     const length = Math.min(step, buf.length - offset);
     const bytesRead = small ? readSync(fd, buf, offset, length, offset) : await readAt(fd, buf, offset, length, offset);
     if (bytesRead === 0) throw new ObjstateError("STORE_ERROR", "object file shrank while being read (was it edited by hand?)");
-    // The watcher first: what it does with the bytes (the server sends them) runs beside the
-    // hash of them instead of after it. They are not proven yet; the watcher knows that.
-    onData?.(buf, offset + bytesRead);
     await hash?.write(buf.subarray(offset, offset + bytesRead));
     offset += bytesRead;
   }
   return buf;
 }
 
-/**
- * Read `size` bytes in {@link READ_CHUNK} pieces of one reused buffer, each hashed and
- * handed to `consume` (valid until its call settles): nothing is kept here.
- */
-async function readInto(fd: number, size: number, hash: Hasher | undefined, consume: (piece: Buffer, size: number) => void | Promise<void>): Promise<Buffer> {
-  const scratch = takeScratch(READ_CHUNK);
-  let offset = 0;
-  while (offset < size) {
-    const length = Math.min(READ_CHUNK, size - offset);
-    const bytesRead = size <= SYNC_READ_MAX ? readSync(fd, scratch, 0, length, offset) : await readAt(fd, scratch, 0, length, offset);
-    if (bytesRead === 0) throw new ObjstateError("STORE_ERROR", "object file shrank while being read (was it edited by hand?)");
-    const got = scratch.subarray(0, bytesRead);
-    // The hash copies what it keeps before it resolves, as the consumer does.
-    await Promise.all([hash?.write(got), consume(got, size)]);
-    offset += bytesRead;
-  }
-  giveScratch(scratch);
-  return Buffer.alloc(0);
-}
-
 async function derivedMeta(v: Version): Promise<ObjectMeta> {
   const body = await readWhole(v.fd, Number(v.stat.size));
   return { size: body.length, etag: createHash("md5").update(body).digest("hex"), lastModified: new Date(Number(v.stat.mtimeMs)) };
-}
-
-function toObjectMeta(m: StoredMeta): ObjectMeta {
-  return {
-    size: m.size,
-    etag: m.etag,
-    contentType: m.contentType,
-    acl: m.acl,
-    serverSideEncryption: m.serverSideEncryption,
-    lastModified: new Date(m.lastModified),
-    metadata: m.metadata === undefined ? undefined : { ...m.metadata },
-  };
-}
-
-function parseStoredMeta(text: string): StoredMeta | null {
-  try {
-    const v: unknown = JSON.parse(text);
-    if (typeof v !== "object" || v === null) return null;
-    const o = v as Record<string, unknown>;
-    if (typeof o.key !== "string" || typeof o.size !== "number" || typeof o.etag !== "string" || typeof o.lastModified !== "string") return null;
-    return {
-      key: o.key,
-      size: o.size,
-      etag: o.etag,
-      lastModified: o.lastModified,
-      contentType: typeof o.contentType === "string" ? o.contentType : undefined,
-      acl: isAcl(o.acl) ? o.acl : undefined,
-      serverSideEncryption: typeof o.serverSideEncryption === "string" ? o.serverSideEncryption : undefined,
-      metadata: isStringRecord(o.metadata) ? o.metadata : undefined,
-    };
-  } catch {
-    return null;
-  }
-}
-
-function isAcl(v: unknown): v is Acl {
-  return v === "private" || v === "public-read" || v === "public-read-write";
-}
-
-function isStringRecord(v: unknown): v is Record<string, string> {
-  return typeof v === "object" && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string");
-}
-
-/** The public ID of an object file version: sorts newest first, stable once archived. */
-function publicId(stat: BigIntStats): string {
-  return `${idOfTime(stat.mtimeNs)}-o${stat.ino.toString(36)}`;
-}
-
-/** The public ID of the version whose metadata file is `<ino>-<mtimeNs>.json`. */
-function publicIdOfMetaName(name: string): string {
-  const [ino, ns] = name.slice(0, -".json".length).split("-");
-  return `${idOfTime(BigInt(ns ?? "0"))}-o${BigInt(ino ?? "0").toString(36)}`;
-}
-
-function idOfTime(ns: bigint): string {
-  return (MAX_NS - ns).toString(16).padStart(16, "0");
-}
-
-function timeOfId(id: string): Date {
-  return new Date(Number((MAX_NS - BigInt(`0x${id.slice(0, 16)}`)) / 1_000_000n));
-}
-
-function maxBig(a: bigint, b: bigint): bigint {
-  return a > b ? a : b;
-}
-
-function parseRetention(text: string): Retention | null {
-  try {
-    const v: unknown = JSON.parse(text);
-    if (typeof v !== "object" || v === null) return null;
-    const o = v as Record<string, unknown>;
-    const count = (x: unknown): number | undefined => (typeof x === "number" && Number.isInteger(x) && x >= 0 ? x : undefined);
-    return {
-      prefix: typeof o.prefix === "string" ? o.prefix : "",
-      noncurrentDays: count(o.noncurrentDays),
-      newerNoncurrentVersions: count(o.newerNoncurrentVersions),
-    };
-  } catch {
-    return null;
-  }
 }

@@ -29,7 +29,7 @@ import {
   PutObjectCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
-import type { LifecycleRule, PutObjectCommandInput } from "@aws-sdk/client-s3";
+import type { GetObjectCommandOutput, LifecycleRule, PutObjectCommandInput } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials, type SdkCredentialsProvider } from "../io/sdk-credentials.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
@@ -43,12 +43,30 @@ import {
   withoutNodeVersionWarning,
   type Timeouts,
 } from "../io/sdk-client.js";
-import { isAccessDenied, isForeignAnswer, isTlsToPlainHttp, networkFailure, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
+import { isAccessDenied, isTlsToPlainHttp, networkFailure, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
 import { pauseAt } from "../util/test-pause.js";
-import { takeShared } from "../util/shared-memory.js";
 import { endpointOfKind, plainHttpAdvice } from "../io/endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
+import {
+  accessHint,
+  describeRetention,
+  fromRule,
+  isAsyncIterable,
+  isNotFound,
+  MD5_METADATA,
+  metadataMd5,
+  noSuchVersion,
+  notS3Answer,
+  plainMd5Etag,
+  RETENTION_RULE_ID,
+  retentionRule,
+  toMeta,
+  totalSize,
+  toWireRequest,
+  transient,
+  type WireRequest,
+} from "./s3-answers.js";
 import type { CredentialsProvider } from "../credentials/types.js";
 import type {
   ByteSource,
@@ -66,17 +84,11 @@ import type {
   PutOptions,
   Retention,
   StoreDriverOptions,
+  StreamedGet,
   VersioningStatus,
 } from "./types.js";
 
-/** A request as it leaves the client: signed, with every header that goes on the wire. */
-export interface WireRequest {
-  readonly method: string;
-  /** Path and query, e.g. `/bucket/key?uploads`. */
-  readonly path: string;
-  /** Header names in lower case. */
-  readonly headers: Readonly<Record<string, string>>;
-}
+export type { WireRequest };
 
 /** Options of {@link S3Driver}: the common ones plus hooks for tests and diagnostics. */
 export interface S3DriverOptions extends StoreDriverOptions {
@@ -152,51 +164,57 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   async get(key: string, options: GetOptions = {}): Promise<GetResult | null> {
+    if (options.maxBytes === undefined) {
+      const got = await this.getStream(key, options);
+      if (got === null) return null;
+      const hash = options.md5 === true && got.recordedMd5 === undefined ? hasherFor(got.meta.size) : undefined;
+      const body = await readBody(got.body, got.meta.size, hash);
+      return { body, meta: got.meta, md5: options.md5 === true ? (got.recordedMd5 ?? (await hash?.digest())) : undefined };
+    }
     try {
-      const partial = options.maxBytes !== undefined;
-      const res = await this.client.send(
-        new GetObjectCommand({
-          Bucket: this.bucket,
-          Key: key,
-          VersionId: options.versionId,
-          Range: partial ? `bytes=0-${Math.max(0, options.maxBytes - 1)}` : undefined,
-        }),
-      );
-      // Every S3 object answer carries an ETag; a 200 without one (a DynamoDB server's health
-      // page, a web server) is not an object, and must not pass for a state.
-      if (res.ETag === undefined) {
-        throw new ObjstateError(
-          "ENDPOINT_NOT_S3",
-          `cannot get "${key}" in bucket "${this.bucket}" at ${this.endpoint}: the endpoint does not speak the S3 API (its answer is not an S3 object); check --endpoint: is it the lock table's (DynamoDB) endpoint?`,
-          {
-            details: { key, bucket: this.bucket },
-          },
-        );
-      }
-      if (partial) {
-        const body = await readBody(res.Body, res.ContentLength, undefined);
-        return { body, meta: toMeta({ ...res, ContentLength: totalSize(res.ContentRange) ?? body.length }) };
-      }
-      options.onStart?.(plainMd5Etag(res) ?? metadataMd5(res));
-      const etagMd5 = options.md5 === true ? (plainMd5Etag(res) ?? metadataMd5(res)) : undefined;
-      const hash = options.md5 === true && etagMd5 === undefined ? hasherFor(res.ContentLength) : undefined;
-      if (options.consume !== undefined) {
-        const n = await consumeBody(res.Body, res.ContentLength, hash, options.consume);
-        return { body: Buffer.alloc(0), meta: toMeta({ ...res, ContentLength: n }), md5: etagMd5 ?? (await hash?.digest()) };
-      }
-      const body = await readBody(res.Body, res.ContentLength, hash, options.onData, options.sharedBody === true);
-      const meta = toMeta({ ...res, ContentLength: body.length });
-      return { body, meta, md5: etagMd5 ?? (await hash?.digest()) };
+      const res = await this.send(key, options.versionId, `bytes=0-${Math.max(0, options.maxBytes - 1)}`);
+      const body = await readBody(exactBody(res.Body, res.ContentLength), res.ContentLength ?? 0, undefined);
+      return { body, meta: toMeta({ ...res, ContentLength: totalSize(res.ContentRange) ?? body.length }) };
     } catch (e) {
-      if (isNotFound(e) && sdkErrorName(e) !== "NoSuchBucket") return null;
-      if (options.versionId !== undefined && noSuchVersion(e)) return null;
+      if (this.absent(e, options.versionId)) return null;
       // A range of an empty object is unsatisfiable: it is an empty object.
-      if (options.maxBytes !== undefined && (sdkHttpStatus(e) === 416 || sdkErrorName(e) === "InvalidRange")) {
+      if (sdkHttpStatus(e) === 416 || sdkErrorName(e) === "InvalidRange") {
         const meta = await this.head(key, { versionId: options.versionId });
         return meta === null ? null : { body: Buffer.alloc(0), meta };
       }
       throw this.mapError(e, { op: "get", key });
     }
+  }
+
+  async getStream(key: string, options: HeadOptions = {}): Promise<StreamedGet | null> {
+    try {
+      const res = await this.send(key, options.versionId, undefined);
+      const recordedMd5 = plainMd5Etag(res) ?? metadataMd5(res);
+      return { meta: toMeta(res), recordedMd5, proven: recordedMd5 !== undefined, body: exactBody(res.Body, res.ContentLength) };
+    } catch (e) {
+      if (this.absent(e, options.versionId)) return null;
+      throw this.mapError(e, { op: "get", key });
+    }
+  }
+
+  /** One GetObject whose answer is an S3 object. */
+  private async send(key: string, versionId: string | undefined, range: string | undefined): Promise<GetObjectCommandOutput> {
+    const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, VersionId: versionId, Range: range }));
+    // Every S3 object answer carries an ETag; a 200 without one (a DynamoDB server's health
+    // page, a web server) is not an object, and must not pass for a state.
+    if (res.ETag === undefined) {
+      throw new ObjstateError(
+        "ENDPOINT_NOT_S3",
+        `cannot get "${key}" in bucket "${this.bucket}" at ${this.endpoint}: the endpoint does not speak the S3 API (its answer is not an S3 object); check --endpoint: is it the lock table's (DynamoDB) endpoint?`,
+        { details: { key, bucket: this.bucket } },
+      );
+    }
+    return res;
+  }
+
+  /** A missing key (not bucket), or a version that is gone or a delete marker. */
+  private absent(e: unknown, versionId: string | undefined): boolean {
+    return (isNotFound(e) && sdkErrorName(e) !== "NoSuchBucket") || (versionId !== undefined && noSuchVersion(e));
   }
 
   async head(key: string, options: HeadOptions = {}): Promise<ObjectMeta | null> {
@@ -567,14 +585,12 @@ export class S3Driver implements ObjectStoreDriver {
       }),
     );
     if (pending !== undefined) checkStoredMd5(res, await pending, params.Key);
-    options.onProgress?.(body.length, body.length);
   }
 
   private async putMultipart(params: PutObjectCommandInput, body: PutBody, options: PutOptions): Promise<void> {
     // A multipart ETag is no MD5, so the MD5 travels as metadata of the object version:
     // readers take it from there instead of hashing the whole object again. It must be
     // known when the upload is created, so here the hash comes first.
-    const total = sizeOf(body);
     const md5 = (await options.md5) ?? (isByteSource(body) ? await md5OfSource(body, `the bytes for ${params.Key ?? "?"}`) : undefined);
     const stream = isByteSource(body) ? sourceStream(body, `the bytes for ${params.Key ?? "?"}`) : undefined;
     const withMd5 = {
@@ -583,8 +599,6 @@ export class S3Driver implements ObjectStoreDriver {
       ...(md5 === undefined ? {} : { Metadata: { ...params.Metadata, [MD5_METADATA]: md5 } }),
     };
     const upload = new Upload({ client: this.client, params: withMd5, partSize: PART_SIZE, queueSize: QUEUE_SIZE });
-    const onProgress = options.onProgress;
-    if (onProgress !== undefined) upload.on("httpUploadProgress", (p) => onProgress(p.loaded ?? 0, p.total ?? total));
     // lib-storage sends a body that fits in one part as a plain PutObject. The result's ETag
     // is empty on RGW (ceph.md G4); nothing here needs it.
     try {
@@ -605,10 +619,7 @@ export class S3Driver implements ObjectStoreDriver {
       throw new ObjstateError("STORE_ERROR", `a write of ${source.size} bytes is larger than one S3 PutObject allows (5 GiB)`);
     }
     const what = `the bytes for ${params.Key ?? "?"}`;
-    // Bytes still being made (an envelope encrypted while it is sent) go at once, as bytes in
-    // memory whose hash is under way do: their ETag is compared with the hash afterwards.
-    const made = typeof options.md5 === "string" ? undefined : source.madeMd5;
-    const md5 = made !== undefined ? undefined : ((await options.md5) ?? (await md5OfSource(source, what)));
+    const md5 = (await options.md5) ?? (await md5OfSource(source, what));
     // The shared client's deadline grows with a body it can measure (bytes in memory), not
     // with a stream: each attempt gets a client of its own, whose deadline is what is left
     // of the one this body deserves (one deadline for all attempts, as for any request).
@@ -617,11 +628,7 @@ export class S3Driver implements ObjectStoreDriver {
       const client = this.newClient({ ...this.timeouts, requestMs: Math.max(1, deadline - Date.now()) });
       const controller = new AbortController();
       let failed: unknown;
-      let sent = 0;
-      const body = sourceStream(source, what, (n) => {
-        sent += n;
-        options.onProgress?.(sent, source.size);
-      });
+      const body = sourceStream(source, what);
       // A source that fails mid-way (its file changed) ends the request at once instead of
       // leaving it to stall until the idle timeout.
       body.once("error", (e) => {
@@ -629,20 +636,18 @@ export class S3Driver implements ObjectStoreDriver {
         controller.abort(e);
       });
       try {
-        const res = await client.send(
+        await client.send(
           new PutObjectCommand({
             ...params,
             Body: body,
             ContentLength: source.size,
-            ContentMD5: md5 === undefined ? undefined : Buffer.from(md5, "hex").toString("base64"),
+            ContentMD5: Buffer.from(md5, "hex").toString("base64"),
             IfNoneMatch: options.ifNoneMatch === true ? "*" : undefined,
             // RGW compares If-Match against the bare ETag and refuses a quoted one (ceph.md).
             IfMatch: options.ifMatch?.replace(/"/g, ""),
           }),
           { abortSignal: controller.signal },
         );
-        if (made !== undefined) checkStoredMd5(res, await made.settled, params.Key);
-        options.onProgress?.(source.size, source.size);
         return;
       } catch (e) {
         if (failed !== undefined) throw failed;
@@ -741,46 +746,34 @@ function sdkCredentialsFor(provider: CredentialsProvider | undefined): SdkCreden
 }
 
 /**
- * A body watched while it arrives (`onData`) by a caller that asks for shared memory
- * (`GetOptions.sharedBody`) is allocated there from this size up,
- * so that the watcher can have a worker thread read it as it fills without copying it
- * (the outputs reader's scan, remote-state/parallel-scan.ts). It is an ordinary Buffer to
- * everyone else.
+ * Read a body of `length` bytes into one buffer allocated up front, so peak memory is about
+ * the object's size rather than chunks plus a concatenated copy. Exported for its test.
  */
-const SHARED_BODY_MIN = 1024 * 1024;
-
-/**
- * Read a response body into one buffer allocated up front at `length` bytes, so peak
- * memory is about the object's size rather than chunks plus a concatenated copy.
- * Exported for its test.
- */
-export async function readBody(
-  body: unknown,
-  length: number | undefined,
-  hash: Hasher | undefined,
-  onData?: (body: Buffer, filled: number) => void,
-  shared = false,
-): Promise<Buffer> {
-  if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
-  if (length === undefined) {
-    const whole = Buffer.concat(await collect(body));
-    await hash?.write(whole);
-    return whole;
-  }
-  const buf = shared && onData !== undefined && length >= SHARED_BODY_MIN ? takeShared(length) : Buffer.allocUnsafe(length);
+export async function readBody(body: AsyncIterable<Uint8Array>, length: number, hash: Hasher | undefined): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(length);
   let offset = 0;
   for await (const chunk of body) {
-    if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
     if (offset + chunk.length > length) throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
     buf.set(chunk, offset);
-    // The watcher first (its work runs beside the hash, not after it); hashing each chunk as
-    // it arrives overlaps the digest with the transfer.
-    onData?.(buf, offset + chunk.length);
+    // Hashing each chunk as it arrives overlaps the digest with the transfer.
     await hash?.write(chunk);
     offset += chunk.length;
   }
   if (offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
   return buf;
+}
+
+/** A response body as binary chunks, exactly `length` bytes when the store announced it. */
+async function* exactBody(body: unknown, length: number | undefined): AsyncGenerator<Uint8Array> {
+  if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
+  let offset = 0;
+  for await (const chunk of body) {
+    if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
+    offset += chunk.length;
+    if (length !== undefined && offset > length) throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
+    yield chunk;
+  }
+  if (length !== undefined && offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
 }
 
 /** A PUT sent without Content-MD5 (its hash was under way): the stored object's ETag, when an MD5, must be the hash. */
@@ -794,213 +787,21 @@ function checkStoredMd5(res: Parameters<typeof plainMd5Etag>[0], expected: strin
   }
 }
 
-/** The body handed to `consume` piece by piece, hashed on the way, not kept: how many bytes came. */
-async function consumeBody(
-  body: unknown,
-  length: number | undefined,
-  hash: Hasher | undefined,
-  consume: (piece: Buffer, size: number | undefined) => void | Promise<void>,
-): Promise<number> {
-  if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
-  let offset = 0;
-  for await (const chunk of body) {
-    if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
-    if (length !== undefined && offset + chunk.length > length)
-      throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
-    const piece = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    await Promise.all([hash?.write(piece), consume(piece, length)]);
-    offset += chunk.length;
-  }
-  if (length !== undefined && offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
-  return offset;
-}
-
-async function collect(body: AsyncIterable<unknown>): Promise<Buffer[]> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) {
-    if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
-    chunks.push(Buffer.from(chunk));
-  }
-  return chunks;
-}
-
-function isAsyncIterable(v: unknown): v is AsyncIterable<unknown> {
-  return typeof v === "object" && v !== null && Symbol.asyncIterator in v;
-}
-
-interface MetaSource {
-  readonly ContentLength?: number | undefined;
-  readonly ContentType?: string | undefined;
-  readonly ETag?: string | undefined;
-  readonly LastModified?: Date | undefined;
-  readonly ServerSideEncryption?: string | undefined;
-  readonly Metadata?: Record<string, string> | undefined;
-  readonly VersionId?: string | undefined;
-}
-
-/** Etags are returned without the quotes S3 puts around them (the file driver's are bare md5 hex). */
-/**
- * The object's MD5 from its ETag, when the ETag is one: a single-part upload stored without
- * KMS or a customer key. Multipart ETags end in `-N` and are not an MD5 of the bytes.
- */
-function plainMd5Etag(res: {
-  readonly ETag?: string | undefined;
-  readonly ServerSideEncryption?: string | undefined;
-  readonly SSECustomerAlgorithm?: string | undefined;
-}): string | undefined {
-  const etag = res.ETag?.replace(/"/g, "").toLowerCase();
-  if (etag === undefined || !/^[0-9a-f]{32}$/.test(etag)) return undefined;
-  if (res.SSECustomerAlgorithm !== undefined || (res.ServerSideEncryption !== undefined && res.ServerSideEncryption !== "AES256")) return undefined;
-  return etag;
-}
-
-/** Object metadata key holding the MD5 of a multipart-uploaded object (`x-amz-meta-objstate-md5`). */
-const MD5_METADATA = "objstate-md5";
-
-/** The MD5 objstate recorded as metadata when it uploaded the object in parts. */
-function metadataMd5(res: { readonly Metadata?: Record<string, string> | undefined }): string | undefined {
-  const v = res.Metadata?.[MD5_METADATA]?.toLowerCase();
-  return v !== undefined && /^[0-9a-f]{32}$/.test(v) ? v : undefined;
-}
-
-/** The ID of objstate's own lifecycle rule (other rules of the bucket are left alone). */
-const RETENTION_RULE_ID = "objstate-noncurrent-versions";
-
-function retentionRule(r: Retention): LifecycleRule | undefined {
-  if (r.noncurrentDays === undefined && r.newerNoncurrentVersions === undefined) return undefined;
-  return {
-    ID: RETENTION_RULE_ID,
-    Status: "Enabled",
-    Filter: { Prefix: r.prefix },
-    NoncurrentVersionExpiration: { NoncurrentDays: r.noncurrentDays, NewerNoncurrentVersions: r.newerNoncurrentVersions },
-  };
-}
-
-function fromRule(rule: LifecycleRule, prefix: string): Retention {
-  const n = rule.NoncurrentVersionExpiration;
-  return { prefix, noncurrentDays: n?.NoncurrentDays, newerNoncurrentVersions: n?.NewerNoncurrentVersions };
-}
-
-function describeRetention(r: Retention): string {
-  return [
-    r.noncurrentDays === undefined ? undefined : `NoncurrentDays ${r.noncurrentDays}`,
-    r.newerNoncurrentVersions === undefined ? undefined : `NewerNoncurrentVersions ${r.newerNoncurrentVersions}`,
-  ]
-    .filter((x) => x !== undefined)
-    .join(", ");
-}
-
-/**
- * A version ID the store does not know, or one naming a delete marker (S3 answers a GET of
- * one with 405): there are no bytes to read.
- */
-function noSuchVersion(e: unknown): boolean {
-  const name = sdkErrorName(e);
-  const status = sdkHttpStatus(e);
-  return (
-    name === "NoSuchVersion" ||
-    status === 405 ||
-    name === "MethodNotAllowed" ||
-    (status === 400 && (name === "InvalidArgument" || name === "InvalidVersionId" || name === "InvalidRequest"))
-  );
-}
-
-function toMeta(res: MetaSource): ObjectMeta {
-  return {
-    versionId: res.VersionId === undefined || res.VersionId === "null" ? undefined : res.VersionId,
-    size: res.ContentLength ?? 0,
-    contentType: res.ContentType,
-    etag: res.ETag?.replace(/"/g, ""),
-    lastModified: res.LastModified,
-    serverSideEncryption: res.ServerSideEncryption,
-    metadata: res.Metadata === undefined ? undefined : lowerKeys(res.Metadata),
-  };
-}
-
-function lowerKeys(m: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(m)) out[k.toLowerCase()] = v;
-  return out;
-}
-
-/** The whole object's size from a `Content-Range: bytes 0-99/1234` header. */
-function totalSize(range: string | undefined): number | undefined {
-  const m = range === undefined ? null : /\/(\d+)\s*$/.exec(range);
-  return m === null ? undefined : Number(m[1]);
-}
-
-function toWireRequest(request: unknown): WireRequest | null {
-  if (typeof request !== "object" || request === null) return null;
-  const r = request as { method?: unknown; path?: unknown; query?: unknown; headers?: unknown };
-  if (typeof r.method !== "string" || typeof r.path !== "string" || typeof r.headers !== "object" || r.headers === null) return null;
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(r.headers)) if (typeof v === "string") headers[k.toLowerCase()] = v;
-  return { method: r.method, path: r.path + queryString(r.query), headers };
-}
-
-function queryString(query: unknown): string {
-  if (typeof query !== "object" || query === null) return "";
-  const parts: string[] = [];
-  for (const [k, v] of Object.entries(query)) {
-    for (const one of Array.isArray(v) ? v : [v])
-      parts.push(one === null || one === undefined ? encodeURIComponent(k) : `${encodeURIComponent(k)}=${encodeURIComponent(String(one))}`);
-  }
-  return parts.length === 0 ? "" : `?${parts.join("&")}`;
-}
-
-function accessHint(name: string | undefined): string {
-  switch (name) {
-    case "InvalidAccessKeyId":
-      return "the server does not know the access key ID; check the access key and that the credentials belong to this endpoint";
-    case "SignatureDoesNotMatch":
-      return "the request signature does not match; check the secret key (and the region)";
-    case "RequestTimeTooSkewed":
-      return "the clock of this machine is too far from the server's; fix the system clock";
-    default:
-      return "check the access key and secret key, and that this identity is allowed to use the bucket";
-  }
-}
-
-function isNotFound(e: unknown): boolean {
-  const name = sdkErrorName(e);
-  return sdkHttpStatus(e) === 404 || name === "NotFound" || name === "NoSuchKey" || name === "NoSuchBucket";
-}
-
-/**
- * Did something other than an S3 API answer? The SDK could not parse the body as S3 XML
- * ("Deserialization error"), or a write / list got a 404 with no S3 error code at all
- * (every S3 "not found" names what is missing: NoSuchBucket, NoSuchKey, NoSuchUpload).
- */
-function notS3Answer(e: unknown, op: string): boolean {
-  return isForeignAnswer(e) || (sdkHttpStatus(e) === 404 && sdkErrorName(e) === "NotFound" && op !== "head" && op !== "get");
-}
-
 /**
  * A streamed request body over one read of the source, exactly `source.size` bytes (fewer
- * or more is an error of the stream, which ends the request), reporting bytes as the
- * socket takes them.
+ * or more is an error of the stream, which ends the request).
  */
-function sourceStream(source: ByteSource, what: string, onChunk?: (n: number) => void): Readable {
+function sourceStream(source: ByteSource, what: string): Readable {
   async function* exact(): AsyncGenerator<Uint8Array> {
     let total = 0;
     for await (const chunk of source.open()) {
       total += chunk.length;
       if (total > source.size) break;
       yield chunk;
-      onChunk?.(chunk.length);
     }
     if (total !== source.size) throw sourceChanged(what, source.size, total);
   }
   return Readable.from(exact(), { objectMode: false, highWaterMark: STREAM_HIGH_WATER });
-}
-
-/** Worth another attempt: the network failed, or the server was busy (a conditional write's 500 is RGW's "precondition failed"). */
-function transient(e: unknown, conditional: boolean): boolean {
-  if (e instanceof ObjstateError) return false;
-  const status = sdkHttpStatus(e);
-  if (status === undefined) return networkFailure(e) !== undefined;
-  if (status === 500) return !conditional;
-  return status === 502 || status === 503 || status === 504 || status === 429 || sdkErrorName(e) === "RequestTimeout" || sdkErrorName(e) === "SlowDown";
 }
 
 /** Records each request after the signer ran, i.e. exactly the headers that are sent. */

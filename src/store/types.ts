@@ -28,56 +28,17 @@ export interface ObjectMeta {
   readonly metadata?: Readonly<Record<string, string>> | undefined;
 }
 
-/** How a read of a {@link ByteSource} uses its chunks. */
-export interface OpenOptions {
-  /**
-   * The reader is done with each chunk once it asks for the next (it wrote it and awaited
-   * the write, or copied it): the source may yield the same buffer again, refilled, instead
-   * of a fresh one per chunk. Never for a reader that queues chunks (a socket's stream).
-   */
-  readonly reusable?: boolean | undefined;
-}
-
 /**
  * Bytes that can be read more than once, in order, without ever being held in memory
  * whole (a large state pushed from a file). Each {@link open} starts again from the first
  * byte, so a caller can read it once to check and hash it, and a driver again to send it.
+ * A caller that wants progress wraps the source.
  */
 export interface ByteSource {
   /** How many bytes every read yields; a read that finds more or fewer throws. */
   readonly size: number;
-  /** A fresh read from the first byte, in chunks of bounded size. */
-  open(options?: OpenOptions): AsyncIterable<Uint8Array>;
-  /**
-   * Hex MD5 the source itself guarantees: it checks its bytes against it and fails a read
-   * (before the last byte) when they differ. A driver given this same MD5 need not hash the
-   * bytes again to check them (the server's request bodies, hashed as they arrive).
-   */
-  readonly verifiedMd5?: string | undefined;
-  /**
-   * Hex MD5 the source takes of bytes it makes itself, the same bytes on every read (an
-   * envelope encrypted while it is written, see store/made-source.ts). A driver trusts
-   * it as it trusts {@link verifiedMd5} instead of hashing the bytes again: it awaits
-   * `settled` once its read of the source has ended.
-   */
-  readonly madeMd5?: MadeMd5 | undefined;
-  /**
-   * Every chunk a read yields stays as it is afterwards (bytes already held, as a request
-   * body's socket reads are): a reader may keep several before it writes them, and the
-   * embedded store writes the ones that arrive during a write together (store/gathered-write.ts).
-   */
-  readonly stable?: boolean | undefined;
-}
-
-/** The MD5 of the bytes a source makes (see {@link ByteSource.madeMd5}). */
-export interface MadeMd5 {
-  /** Settles once a read has made them all (the first read hashes what it yields), or once {@link now} hashed them. */
-  readonly settled: Promise<string>;
-  /**
-   * The MD5 before (or without) a read: taken by a pass of its own unless a read is already
-   * taking it. Needed after a read that stopped early too (`settled` waits for a whole read).
-   */
-  now(): Promise<string>;
+  /** A fresh read from the first byte, in chunks of bounded size that stay as they are. */
+  open(): AsyncIterable<Uint8Array>;
 }
 
 /** What a driver stores: bytes in memory, or a {@link ByteSource} streamed to the store. */
@@ -109,55 +70,15 @@ export interface PutOptions {
    * driver checks the stored object's ETag against it afterwards.
    */
   readonly md5?: string | Promise<string> | undefined;
-  /** Reports bytes sent so far (for progress bars). */
-  readonly onProgress?: ((sent: number, total: number) => void) | undefined;
 }
 
 export interface GetOptions {
   /**
-   * Also return the hex MD5 of the bytes read. The S3 driver takes it from the ETag when
-   * that is a plain MD5 (single-part upload, no KMS or customer key) or from the MD5 it
-   * recorded as metadata of a multipart upload, else hashes the bytes as they arrive, off
-   * the main thread for large objects.
+   * Also return the hex MD5 of the bytes read: the store's record where it proves the bytes
+   * (S3: a plain-MD5 ETag, or the MD5 objstate recorded for a multipart upload), else
+   * hashed as they arrive.
    */
   readonly md5?: boolean | undefined;
-  /**
-   * Called as the body arrives: `body` is the buffer being filled (the one `get` returns),
-   * `filled` how many bytes of it are in. Lets a caller work while the transfer runs. The
-   * S3 driver calls it per chunk; a driver may also not call it at all. Called before the
-   * new bytes are hashed: nothing seen here is proven until `get` returns.
-   */
-  readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
-  /**
-   * The watcher (`onData`) hands the body to a worker thread that reads it while it fills:
-   * a driver that can, allocates it in shared memory so the worker reads it in place. Only
-   * then: shared memory does not count towards what starts a garbage collection,
-   * so a long-running process (the server) that read every large body into it would grow by
-   * a body per read until something else collected them.
-   */
-  readonly sharedBody?: boolean | undefined;
-  /**
-   * Take the bytes as they arrive, in order, instead of getting them back: each piece is
-   * valid until the call settles (a driver may read the next into the same memory; copy
-   * what you keep), the next is read once it settles, and `body` comes back
-   * empty (`meta.size` says how many bytes there were; with `md5`, the MD5 is of the bytes
-   * handed over). `size` is the object's, when the store said it. `onData` is not called. For a reader that keeps only what it makes of the
-   * bytes (a decrypted state), so the stored bytes are never held whole.
-   */
-  readonly consume?: ((piece: Buffer, size: number | undefined) => void | Promise<void>) | undefined;
-  /**
-   * With `md5`: the caller proves the bytes itself (an envelope's authentication tag), so
-   * the MD5 is the store's record of the version (the embedded store's, taken from the
-   * bytes when they were written) and they are not hashed again. S3's ETag is such a record
-   * already.
-   */
-  readonly recordedMd5?: boolean | undefined;
-  /**
-   * Called once the object is found, before its bytes, with the MD5 the store records for
-   * it (a plain-MD5 ETag or objstate's metadata on S3, the embedded store's record of the
-   * write), undefined when it has none. A record, not proof: only the bytes prove it.
-   */
-  readonly onStart?: ((recordedMd5: string | undefined) => void) | undefined;
   /**
    * Read at most the first `maxBytes` bytes (an HTTP Range request on S3). `meta.size` is
    * still the whole object's size; `md5` is not computed for a partial read.
@@ -169,6 +90,22 @@ export interface GetOptions {
    * null.
    */
   readonly versionId?: string | undefined;
+}
+
+/** What {@link ObjectStoreDriver.getStream} returns: the object found, its bytes still to come. */
+export interface StreamedGet {
+  /** `size` is the number of bytes `body` yields (it throws if the store sends more or fewer). */
+  readonly meta: ObjectMeta;
+  /** The MD5 the store records for the object (S3: a plain-MD5 ETag or objstate's metadata), if any. */
+  readonly recordedMd5: string | undefined;
+  /**
+   * The record proves the bytes served (S3 computed its ETag from the bytes it holds);
+   * false where it is only a record (the embedded store's, kept when a file is edited in
+   * place): hash the bytes to know.
+   */
+  readonly proven: boolean;
+  /** The bytes in order; stop iterating to stop reading. Each chunk stays as it is. */
+  readonly body: AsyncIterable<Uint8Array>;
 }
 
 /** Options of {@link ObjectStoreDriver.head}. */
@@ -266,6 +203,8 @@ export interface ObjectStoreDriver {
   readonly location: string;
   /** The object's bytes and metadata, or null when absent. */
   get(key: string, options?: GetOptions): Promise<GetResult | null>;
+  /** The object's metadata and recorded MD5 at once, its bytes as they arrive; null when absent. */
+  getStream(key: string, options?: HeadOptions): Promise<StreamedGet | null>;
   /** Metadata only, or null when absent. */
   head(key: string, options?: HeadOptions): Promise<ObjectMeta | null>;
   /**

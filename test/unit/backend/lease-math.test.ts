@@ -1,8 +1,8 @@
 /** The lease clock rule (lease.ts): pure arithmetic. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { checkTtl, isExpired, leaseExpiry, takeoverBound } from "../../../src/backend/lease.js";
-import { describeHolder, parseLockInfo } from "../../../src/backend/lock-info.js";
+import { checkTtl, isExpired, leaseExpiry, takeoverBound } from "../../../src/backend/locks/lease.js";
+import { describeHolder, parseLockInfo } from "../../../src/backend/locks/lock-info.js";
 import { isObjstateError } from "../../../src/index.js";
 
 describe("lease arithmetic", () => {

@@ -9,7 +9,7 @@ import { Readable } from "node:stream";
 import { describe, it } from "node:test";
 import { readBody } from "../../../src/io/http-body.js";
 import type { Ctx } from "../../../src/server/context.js";
-import { StreamedRead } from "../../../src/backend/stream.js";
+import { StreamedRead } from "../../../src/fast/streamed-read.js";
 import { GET_STREAM, HOLD_BACK as GET_HOLD_BACK, ResponseSink, SEND_MIN } from "../../../src/server/protocol.js";
 
 const LIMITS = { maxBytes: 64 * 1024 * 1024, idleMs: 5_000 };

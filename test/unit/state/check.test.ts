@@ -56,7 +56,6 @@ function snapshot(dir: string): string {
 function sourceOf(bytes: Buffer, chunk = 64 * 1024): ByteSource {
   return {
     size: bytes.length,
-    stable: true,
     async *open() {
       for (let i = 0; i < bytes.length; i += chunk) yield bytes.subarray(i, Math.min(bytes.length, i + chunk));
     },

@@ -110,13 +110,6 @@ describe("FileDriver", () => {
     assert.equal(head2?.contentType, undefined);
   });
 
-  it("reports progress once the write is done", async () => {
-    const d = freshDriver();
-    const seen: [number, number][] = [];
-    await d.put("p", Buffer.alloc(1000), { onProgress: (s, t) => seen.push([s, t]) });
-    assert.deepEqual(seen, [[1000, 1000]]);
-  });
-
   it("create-if-absent refuses an existing key with PRECONDITION_FAILED and keeps the content", async () => {
     const d = freshDriver();
     await d.put("lock", Buffer.from("first"), { ifNoneMatch: true });

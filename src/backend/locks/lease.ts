@@ -10,7 +10,7 @@
  *   not data;
  * - the heartbeat renews every third of the ttl.
  */
-import { ObjstateError } from "../errors.js";
+import { ObjstateError } from "../../errors.js";
 import type { LockInfo } from "./lock-info.js";
 
 /** How far apart the clocks of a holder and an acquirer may be (default of `lockClockMargin`). */

@@ -4,9 +4,9 @@
  * CLI's and the server's own — runs its work through {@link withLock}, which takes the lock
  * (waiting if asked), releases it after the work, and says plainly when a release fails.
  */
-import { isObjstateError, ObjstateError } from "../errors.js";
+import { isObjstateError, ObjstateError } from "../../errors.js";
 import type { LockHandle } from "./lease.js";
-import type { LockOptions, LockScope, WithLockOptions } from "./options.js";
+import type { LockOptions, LockScope, WithLockOptions } from "../options.js";
 
 /** What {@link withLock} needs of a connection. */
 export interface LockScopeDeps {

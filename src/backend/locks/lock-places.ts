@@ -3,10 +3,10 @@
  * `{statePath}.tflock` beside the state (the tool's S3 backend layout). Both behind one
  * small interface; leases and fencing are the same on both (`locking.ts`).
  */
-import { isObjstateError, ObjstateError } from "../errors.js";
-import type { LockTableDriver } from "../lock/types.js";
-import type { ObjectStoreDriver } from "../store/types.js";
-import { lockIdOf, NO_LOCK_ID } from "./fencing.js";
+import { isObjstateError, ObjstateError } from "../../errors.js";
+import type { LockTableDriver } from "../../lock/types.js";
+import type { ObjectStoreDriver } from "../../store/types.js";
+import { lockIdOf, NO_LOCK_ID } from "../fencing.js";
 import { ownedBy, parseLockInfo, type LockInfo } from "./lock-info.js";
 import { parseReleased, withRelease, type ReleasedLock, type ReleaseNote } from "./released.js";
 

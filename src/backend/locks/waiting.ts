@@ -3,9 +3,9 @@
  * spaced out with exponential backoff and jitter, ended by a deadline or an abort signal.
  * The tool keeps this in its library (its `-lock-timeout`); so does objstate.
  */
-import { isObjstateError, ObjstateError } from "../errors.js";
+import { isObjstateError, ObjstateError } from "../../errors.js";
 import type { LockInfo } from "./lock-info.js";
-import type { LockWait } from "./options.js";
+import type { LockWait } from "../options.js";
 
 /** Backoff between attempts: the first ceiling and the cap (ms). */
 export const BACKOFF_FIRST_MS = 250;

@@ -4,8 +4,8 @@
  * each write (the fencing), released everywhere. The backend delegates to this.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { ObjstateError } from "../errors.js";
-import { lockedError, lockIdOf, NO_LOCK_ID, notOwned, workspaceFlag } from "./fencing.js";
+import { ObjstateError } from "../../errors.js";
+import { lockedError, lockIdOf, NO_LOCK_ID, notOwned, workspaceFlag } from "../fencing.js";
 import { isExpired, leaseExpiry, LockHandle, lockLost, takeoverBound } from "./lease.js";
 import { describeHolder, newLockInfo, ownedBy, type LockInfo } from "./lock-info.js";
 import type { LockPlace, StoredLock } from "./lock-places.js";

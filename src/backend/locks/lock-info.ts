@@ -1,4 +1,4 @@
-import { nodeCrypto, nodeOs } from "../util/builtins.js";
+import { nodeCrypto, nodeOs } from "../../util/builtins.js";
 
 /** The lock information stored in the lock table's `Info` attribute (docs/design.md §5). */
 export interface LockInfo {
