@@ -136,7 +136,7 @@ for (const makeTarget of [embeddedTarget, cephTarget]) {
       ({ args, env } = cliArgs(props));
     });
 
-    it("is pushed streamed (peak memory far below its size), pulled back byte-exact, and a second push writes nothing", { timeout: 60_000 }, async () => {
+    it("is pushed streamed (peak memory far below its size), pulled back byte-exact, and a second push writes nothing", { timeout: 180_000 }, async () => {
       setTail(TAILS.valid);
       const started = Date.now();
       const push = await run(["state", "push", big, "--json", ...args], env);
@@ -189,7 +189,7 @@ for (const makeTarget of [embeddedTarget, cephTarget]) {
         ["a trailing comma deep inside", "trailingComma", () => /line 9, column 26: unexpected character/],
       ];
       for (const [name, tail, pattern] of refused) {
-        it(`refuses ${name}: exit 2, line and column, none of the text, nothing written`, { timeout: 60_000 }, async () => {
+        it(`refuses ${name}: exit 2, line and column, none of the text, nothing written`, { timeout: 180_000 }, async () => {
           const fresh = await target.setup({ locks: true });
           const c = cliArgs(fresh);
           setTail(TAILS[tail]);
