@@ -15,18 +15,24 @@ mode=${1:-all}
 
 # Longest first (seconds on 2 shared cores); a file missing from the build is skipped.
 SLOW=(
-  integration/bench/smoke
-  integration/credentials/aws-chain
   integration/cli/ceph-history
   integration/cli/ceph
+  integration/bench/smoke
+  integration/backend/ceph
   integration/package/install
   integration/cli/large-state
-  integration/backend/ceph
+  unit/cli/embedded
+  integration/credentials/aws-chain
+  unit/server/diff-limits
   integration/remote-state/fetch-outputs
-  integration/faults/abandoned-write
+  integration/backend/ceph-encryption
+  integration/terraform/shared-bucket
+  unit/backend/embedded
+  unit/cli/history
+  integration/faults/lost-replies
+  integration/faults/locked-cycles
   integration/lock/released
-  integration/faults/deadlines
-  integration/console/browser
+  integration/cli/ceph-only
 )
 
 NODE24=(
