@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
 mode=${1:-all}
 
-# Longest first (seconds on 2 shared cores); a file missing from the build is skipped.
+# Longest first (as measured with four files at a time on 2 cores); a file missing from the build is skipped.
 SLOW=(
   integration/cli/ceph-history
   integration/cli/ceph
