@@ -21,6 +21,7 @@ import { ObjstateServer } from "../dist/src/server/server.js";
 import { hashPassword, parseUsers } from "../dist/src/server/users.js";
 import { makeState } from "../dist/test/support/console-memory.js";
 import { scratchDir } from "./scratch-dir.mjs";
+import { withLowPort } from "../dist/test/support/port.js";
 
 const WORKSPACES = Number(process.env.BENCH_WORKSPACES ?? 2000);
 const VERSIONS = Number(process.env.BENCH_VERSIONS ?? 500);
@@ -51,7 +52,7 @@ try {
     "users.json",
   );
   server = new ObjstateServer({ backend, users, logger: new Logger("off") });
-  await server.listen("127.0.0.1", 0);
+  await withLowPort((port) => server.listen("127.0.0.1", port));
   const auth = { Authorization: `Basic ${Buffer.from("admin:bench").toString("base64")}` };
   // The client runs in a worker thread, as a browser runs outside the server: its reading of
   // the response must not wait on the server's event loop (nor the server on it).

@@ -27,6 +27,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { ObjectStoreBackend, ObjectStoreBackendConfig } from "../dist/src/index.js";
 import { diffStates, formatStateDiff } from "../dist/src/state-entry.js";
+import { listenLow } from "../dist/test/support/port.js";
 
 const env = process.env;
 if (!env.OBJSTATE_TEST_S3_ENDPOINT) throw new Error("OBJSTATE_TEST_S3_ENDPOINT is not set: run through scripts/with-servers.sh (npm run bench:history)");
@@ -136,7 +137,7 @@ const proxy = createServer((req, res) => {
   up.on("error", () => res.destroy());
   req.pipe(up);
 });
-await new Promise((r) => proxy.listen(0, "127.0.0.1", r));
+await listenLow(proxy);
 const proxyEndpoint = `http://127.0.0.1:${proxy.address().port}`;
 const counted = async (fn) => {
   const before = { ...counter };

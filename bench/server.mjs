@@ -32,6 +32,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { scratchDir } from "./scratch-dir.mjs";
+import { freeLowPort } from "../dist/test/support/port.js";
 
 const env = process.env;
 // BENCH_DIST: another build to measure (e.g. a copy of the previous commit's dist, to alternate
@@ -165,7 +166,19 @@ async function startServer(config = configFile) {
   // against, the write takes the lock for itself (--allow-unlocked-writes).
   const child = spawn(
     process.execPath,
-    [...NODE_ARGS, CLI, "serve", "--config", config, "--listen", "127.0.0.1:0", "--log-level", "off", ...UNLOCKED, ...(USERS ? ["--users", usersFile] : [])],
+    [
+      ...NODE_ARGS,
+      CLI,
+      "serve",
+      "--config",
+      config,
+      "--listen",
+      `127.0.0.1:${await freeLowPort()}`,
+      "--log-level",
+      "off",
+      ...UNLOCKED,
+      ...(USERS ? ["--users", usersFile] : []),
+    ],
     {
       env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", BENCH_PHASES_DIST: DIST.href },
       stdio: ["ignore", env.BENCH_OUT ? "inherit" : "ignore", "pipe"],

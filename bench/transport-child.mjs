@@ -9,6 +9,7 @@
 // node:http on both ends, nothing more (docs/decisions/062-transport-baseline.md).
 // Prints `listening at http://127.0.0.1:PORT` on stdout once it listens.
 import { createServer } from "node:http";
+import { listenLow } from "../dist/test/support/port.js";
 
 const kept = new Map();
 const server = createServer((req, res) => {
@@ -37,5 +38,5 @@ const server = createServer((req, res) => {
 });
 // The same keep-alive as `objstate serve` (src/server/server.ts).
 server.keepAliveTimeout = 5_000;
-server.listen(0, "127.0.0.1", () => process.stdout.write(`listening at http://127.0.0.1:${server.address().port}\n`));
+process.stdout.write(`listening at http://127.0.0.1:${await listenLow(server)}\n`);
 process.on("SIGTERM", () => process.exit(0));

@@ -17,8 +17,11 @@ bash scripts/install-chromium.sh
 # The package test installs offline from the npm cache: fill it with what that install reads.
 bash scripts/warm-npm-cache.sh
 # Only *.test.js: node --test given a directory named test would also run the helpers in it.
-mapfile -t files < <(find dist/test -name '*.test.js' | sort)
+# The slowest files first, so that none of them starts last (scripts/test-files.sh).
+mapfile -t files < <(bash scripts/test-files.sh all)
 # The spec reporter as before, then one line per failed test at the very end (scripts/test-summary.mjs).
 reporters=(--test-reporter=spec --test-reporter-destination=stdout
   --test-reporter=./scripts/test-summary.mjs --test-reporter-destination=stdout)
-exec bash scripts/with-servers.sh node --test "${reporters[@]}" "${files[@]}"
+# Files run side by side (node --test's default on 2 cores is one at a time): most of their
+# time is spent waiting on servers and child processes (docs/decisions/140-tests-run-side-by-side.md).
+exec bash scripts/with-servers.sh node --test --test-concurrency="${OBJSTATE_TEST_CONCURRENCY:-4}" "${reporters[@]}" "${files[@]}"

@@ -18,6 +18,7 @@ import { ObjstateServer } from "../../src/server/server.js";
 import type { ObjectStoreDriver } from "../../src/store/types.js";
 import { rawRequest, toolState } from "../support/http-backend-client.js";
 import { uniqueName, type Target } from "../support/targets.js";
+import { withLowPort } from "../support/port.js";
 
 const MiB = 1024 * 1024;
 const md5 = (b: Buffer, enc: "hex" | "base64"): string => createHash("md5").update(b).digest(enc);
@@ -118,7 +119,7 @@ export function serverStreamingSuite(makeTarget: () => Target): void {
     raw = await target.raw(props.bucket as string);
     // Streamed bodies, not locks: writes without ?ID keep each case to one request.
     server = new ObjstateServer({ backend, logger: new Logger("off"), allowUnlockedWrites: true });
-    await server.listen("127.0.0.1", 0);
+    await withLowPort((port) => server.listen("127.0.0.1", port));
   });
   after(async () => {
     await server.close(200);

@@ -13,6 +13,7 @@ import { ObjstateServer } from "../../src/server/server.js";
 import { HttpBackendClient, rawRequest, toolState, type ClientOptions } from "../support/http-backend-client.js";
 import { uniqueName, type Target } from "../support/targets.js";
 import { HISTORY_ENTRY_KEYS } from "../support/history-shape.js";
+import { withLowPort } from "../support/port.js";
 
 export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
   const servers: ObjstateServer[] = [];
@@ -36,7 +37,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
       });
       backends.push(backend);
       const server = new ObjstateServer({ backend, logger: new Logger("off") });
-      await server.listen("127.0.0.1", 0);
+      await withLowPort((port) => server.listen("127.0.0.1", port));
       servers.push(server);
     }
     bases = servers.map((s) => s.url);
@@ -202,7 +203,7 @@ export function serverSuite(makeTarget: () => Target, replicas: 1 | 2): void {
 
   it("--allow-unlocked-writes: a write without ?ID is taken; while another client holds the lock it is 423 with the holder; the lineage guard is 409 with the reason; a bad Content-MD5 is 400", async () => {
     const open = new ObjstateServer({ backend: backends[0] as ObjectStoreBackend, logger: new Logger("off"), allowUnlockedWrites: true });
-    await open.listen("127.0.0.1", 0);
+    await withLowPort((port) => open.listen("127.0.0.1", port));
     try {
       const ws = uniqueName("ws");
       const holder = client({ workspace: ws });

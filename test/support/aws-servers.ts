@@ -6,6 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { listenLow } from "./port.js";
 
 export interface TempCredentials {
   readonly accessKeyId: string;
@@ -39,7 +40,7 @@ async function serve(handle: (req: SeenRequest, res: import("node:http").ServerR
       handle(seen, res);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await listenLow(server);
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,

@@ -3,6 +3,7 @@ import { statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freeLowPort, withLowPort } from "./port.js";
 
 /**
  * Path of the built CLI: the published one (dist/pkg/cli.cjs, made by scripts/build.mjs)
@@ -161,9 +162,18 @@ export interface ServeProcess {
   stderr(): string;
 }
 
-/** `objstate serve ARGS --listen 127.0.0.1:0` as a child process; resolves once it says where it listens. */
-export async function startServeProcess(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [CLI, "serve", ...args, "--listen", "127.0.0.1:0"], {
+/** `127.0.0.1:PORT` with a port of the test range that was free a moment ago (see test/support/port.ts). */
+export async function loopbackAddress(): Promise<string> {
+  return `127.0.0.1:${await freeLowPort()}`;
+}
+
+/** `objstate serve ARGS --listen 127.0.0.1:PORT` as a child process; resolves once it says where it listens (another port if that one was taken). */
+export function startServeProcess(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<ServeProcess> {
+  return withLowPort((port) => startServeOn(port, args, env, timeoutMs));
+}
+
+async function startServeOn(port: number, args: string[], env: Record<string, string>, timeoutMs: number): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [CLI, "serve", ...args, "--listen", `127.0.0.1:${port}`], {
     env: cliEnv({ ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" }),
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -179,7 +189,8 @@ export async function startServeProcess(args: string[], env: Record<string, stri
         resolve(m[1] as string);
       }
     });
-    void exited.then((code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+    // LISTEN_FAILED for a port in use says "port N is in use": withLowPort then tries another.
+    void exited.then((code) => (clearTimeout(timer), reject(new Error(`serve exited ${code}: ${stderr}`))));
   });
   return { child, url, exited, stderr: () => stderr };
 }

@@ -17,6 +17,7 @@ import { Logger } from "../../src/server/log.js";
 import { ObjstateServer } from "../../src/server/server.js";
 import { hashPassword, loadUsers } from "../../src/server/users.js";
 import { embeddedTarget } from "./targets.js";
+import { listenLow, withLowPort } from "./port.js";
 
 /** Test users: password = name. */
 export const USERS: Readonly<Record<string, readonly ConsoleRole[]>> = {
@@ -71,7 +72,7 @@ export async function startObjstateConsole(): Promise<ObjstateConsole> {
   });
   const csrfKey = Buffer.alloc(32, 7);
   const server = new ObjstateServer({ backend, users: loadUsers(file), logger, csrfKey });
-  await server.listen("127.0.0.1", 0);
+  await withLowPort((port) => server.listen("127.0.0.1", port));
   return {
     url: server.url,
     log,
@@ -120,7 +121,7 @@ export async function startConsoleServer(
       () => res.destroy(),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await listenLow(server);
   const port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}`,

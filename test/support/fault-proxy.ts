@@ -9,7 +9,7 @@
  * request, or a rule that looks at the body). Connections on both sides are kept alive.
  */
 import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenLow } from "./port.js";
 
 /** Which requests a fault applies to; every given field must match. */
 export interface RequestMatch {
@@ -286,11 +286,7 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
   // A held request waits as long as the test needs; the test's own bounds end it.
   server.requestTimeout = 0;
   server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listenLow(server);
 
   return {
     url: `http://127.0.0.1:${port}`,

@@ -1,6 +1,7 @@
 /** A loopback stand-in for the compute metadata service, for the credentials tests. */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { listenLow } from "./port.js";
 
 export interface RoleAnswer {
   /** HTTP status (default 200). */
@@ -39,7 +40,7 @@ export async function startMetadataServer(roles: Record<string, RoleAnswer>): Pr
     if (answer?.delayMs !== undefined) setTimeout(send, answer.delayMs);
     else send();
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await listenLow(server);
   const port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}`,

@@ -5,6 +5,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from "jose";
+import { withLowPort } from "./port.js";
 
 interface Key {
   readonly kid: string;
@@ -42,7 +43,7 @@ export class OidcIssuer {
     const i = new OidcIssuer();
     await i.addKey("rs-1", "RS256", true);
     await i.addKey("es-1", "ES256", true);
-    await i.listen(0);
+    await withLowPort((port) => i.listen(port));
     return i;
   }
 
@@ -72,12 +73,15 @@ export class OidcIssuer {
       res.writeHead(failing ? 503 : body === undefined ? 404 : 200, { "content-type": "application/json" });
       res.end(JSON.stringify(body ?? {}));
     });
-    return new Promise((resolve) =>
-      this.server!.listen(port, "127.0.0.1", () => {
-        this.port = (this.server!.address() as AddressInfo).port;
+    const server = this.server;
+    return new Promise((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, "127.0.0.1", () => {
+        server.off("error", reject);
+        this.port = (server.address() as AddressInfo).port;
         resolve();
-      }),
-    );
+      });
+    });
   }
 
   /** Stop answering (connections refused) ... */

@@ -2,6 +2,7 @@
 import type { ObjectStoreBackend } from "../../src/index.js";
 import { Logger } from "../../src/server/log.js";
 import { ObjstateServer, type ServerOptions } from "../../src/server/server.js";
+import { withLowPort } from "./port.js";
 
 /**
  * A server over `backend`, silent unless `extra` gives a logger; pushed onto `started` (when
@@ -9,7 +10,7 @@ import { ObjstateServer, type ServerOptions } from "../../src/server/server.js";
  */
 export async function startServer(backend: ObjectStoreBackend, extra: Partial<ServerOptions> = {}, started?: ObjstateServer[]): Promise<ObjstateServer> {
   const s = new ObjstateServer({ backend, logger: new Logger("off"), ...extra });
-  await s.listen("127.0.0.1", 0);
+  await withLowPort((port) => s.listen("127.0.0.1", port));
   started?.push(s);
   return s;
 }

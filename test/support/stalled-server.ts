@@ -6,6 +6,7 @@
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer, type Server, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
+import { listenLow } from "./port.js";
 
 export interface StalledServer {
   readonly url: string;
@@ -15,7 +16,7 @@ export interface StalledServer {
 }
 
 async function listen(server: Server | HttpServer): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await listenLow(server);
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 

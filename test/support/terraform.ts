@@ -12,6 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { runCli, type CliOptions } from "./cli.js";
+import { listenLow } from "./port.js";
 
 function onPath(name: string): string | undefined {
   for (const dir of (process.env["PATH"] ?? "").split(delimiter)) {
@@ -49,7 +50,7 @@ export function announce(suite: string): void {
 /** A loopback port nothing listens on (bound, then closed): the proxies point there. */
 async function closedPort(): Promise<number> {
   const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  await listenLow(s);
   const port = (s.address() as { port: number }).port;
   await new Promise<void>((resolve) => s.close(() => resolve()));
   return port;

@@ -17,6 +17,7 @@ import { openLockTable } from "../../../src/lock/index.js";
 import { CLI, cliEnv, runCli, type CliResult } from "../../support/cli.js";
 import { testServers, type TestServers } from "../../support/servers.js";
 import { cephTarget, uniqueName } from "../../support/targets.js";
+import { listenLow, withLowPort } from "../../support/port.js";
 
 /** One `objstate: error:` line matching `pattern`, and nothing else but warnings. */
 function assertErrorLine(r: CliResult, pattern: RegExp): void {
@@ -30,13 +31,16 @@ const REPO = fileURLToPath(new URL("../../../../", import.meta.url));
 
 /** A dynalite of our own (tables stay CREATING for `createTableMs`), on a free loopback port. */
 async function startDynalite(createTableMs: number): Promise<{ endpoint: string; proc: ChildProcess }> {
-  const script = `import dynalite from "dynalite"; const s = dynalite({ createTableMs: ${createTableMs} }); s.listen(0, "127.0.0.1", () => console.log(s.address().port));`;
-  const proc = spawn(process.execPath, ["--input-type=module", "-e", script], { cwd: REPO, stdio: ["ignore", "pipe", "inherit"] });
-  const port = await new Promise<string>((resolve, reject) => {
-    proc.stdout?.setEncoding("utf8").once("data", (d: string) => resolve(d.trim()));
-    proc.once("exit", (c) => reject(new Error(`dynalite exited (${c})`)));
+  // The child reports the port it took, or exits 98 when the port was in use (then another).
+  return withLowPort(async (port) => {
+    const script = `import dynalite from "dynalite"; const s = dynalite({ createTableMs: ${createTableMs} }); s.on("error", (e) => { console.error(e.message); process.exit(e.code === "EADDRINUSE" ? 98 : 1); }); s.listen(${port}, "127.0.0.1", () => console.log(s.address().port));`;
+    const proc = spawn(process.execPath, ["--input-type=module", "-e", script], { cwd: REPO, stdio: ["ignore", "pipe", "inherit"] });
+    await new Promise<void>((resolve, reject) => {
+      proc.stdout?.setEncoding("utf8").once("data", () => resolve());
+      proc.once("exit", (c) => reject(Object.assign(new Error(`dynalite exited (${c})`), c === 98 ? { code: "EADDRINUSE" } : {})));
+    });
+    return { endpoint: `http://127.0.0.1:${port}`, proc };
   });
-  return { endpoint: `http://127.0.0.1:${port}`, proc };
 }
 
 /**
@@ -66,7 +70,7 @@ async function delayingProxy(upstream: string, marker: string, delayMs: number):
     up.on("error", end).on("close", end);
   });
   server.on("close", () => sockets.forEach((s) => s.destroy()));
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  await listenLow(server);
   const address = server.address() as { port: number };
   return { endpoint: `http://127.0.0.1:${address.port}`, seen, server };
 }

@@ -27,6 +27,7 @@ import { hashPassword, parseUsers } from "../../../src/server/users.js";
 import { CHROMIUM, CHROMIUM_ARGS } from "../../support/browser.js";
 import { toolState } from "../../support/http-backend-client.js";
 import { embeddedTarget } from "../../support/targets.js";
+import { listenLow, withLowPort } from "../../support/port.js";
 
 const TIMEOUT = 10_000;
 
@@ -80,7 +81,7 @@ async function startAttacker(): Promise<{ server: Server; port: number; victim: 
     if (page === undefined) return void res.writeHead(404).end();
     res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" }).end(page);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await listenLow(server);
   return { server, port: (server.address() as AddressInfo).port, victim };
 }
 
@@ -119,7 +120,7 @@ describe("a hostile page against objstate serve, in headless Chromium", { timeou
           : undefined;
       const lines: Record<string, unknown>[] = [];
       const server = new ObjstateServer({ backend, users, logger: new Logger("info", (l) => void lines.push(JSON.parse(l) as Record<string, unknown>)) });
-      await server.listen("127.0.0.1", 0);
+      await withLowPort((port) => server.listen("127.0.0.1", port));
       attacker.victim.current = server.url;
       const context = await browser.newContext();
       const page: Page = await context.newPage();
@@ -166,7 +167,7 @@ describe("a hostile page against objstate serve, in headless Chromium", { timeou
     const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
     await backend.writeState("prod", toolState(1, randomUUID(), { secret_url: { value: "https://internal.example", type: "string" } }));
     const server = new ObjstateServer({ backend, logger: new Logger("off") });
-    await server.listen("127.0.0.1", 0);
+    await withLowPort((port) => server.listen("127.0.0.1", port));
     const context = await browser.newContext();
     const page = await context.newPage();
     page.setDefaultTimeout(TIMEOUT);

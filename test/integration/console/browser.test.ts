@@ -16,6 +16,7 @@ import { launchChromium, screenshotPath } from "../../support/browser.js";
 import { makeState } from "../../support/console-memory.js";
 import { startObjstateConsole, type ObjstateConsole } from "../../support/console-server.js";
 import { HttpBackendClient } from "../../support/http-backend-client.js";
+import { listenLow } from "../../support/port.js";
 
 const TIMEOUT = 10_000;
 
@@ -173,7 +174,7 @@ describe("web console of objstate serve in headless Chromium", { timeout: 180_00
         `<form id="f" method="post" action="${server.url}/workspaces/prod/force-unlock"><input name="csrf" value="${server.csrf.issue("admin")}"><input name="id" value="${lock.ID}"></form><script>document.getElementById("f").submit()</script>`,
       );
     });
-    await new Promise<void>((r) => evil.listen(0, "127.0.0.1", r));
+    await listenLow(evil);
     try {
       const page = await pageAs("admin");
       // Log in to the console first: the browser then holds the Basic credentials.

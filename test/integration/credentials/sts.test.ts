@@ -20,6 +20,7 @@ import type { WireRequest } from "../../../src/store/s3.js";
 import { startMetadataServer, success, type MetadataServer } from "../../support/metadata-server.js";
 import { testServers } from "../../support/servers.js";
 import { cephTarget, type Target } from "../../support/targets.js";
+import { listenLow } from "../../support/port.js";
 
 const s = testServers();
 const admin = () => Promise.resolve({ accessKeyId: s.accessKey, secretAccessKey: s.secretKey });
@@ -95,7 +96,7 @@ describe("credentials against Ceph RGW STS", () => {
   it("899 and 3601 are refused before any call to STS", async () => {
     let calls = 0;
     const sts = createServer((_req, res) => ((calls += 1), res.writeHead(500).end()));
-    await new Promise<void>((r) => sts.listen(0, "127.0.0.1", r));
+    await listenLow(sts);
     const stsEndpoint = `http://127.0.0.1:${(sts.address() as AddressInfo).port}`;
     try {
       for (const bad of [899, 3601]) {

@@ -15,6 +15,7 @@ import { openLockTable } from "../../../src/lock/index.js";
 import type { LockTableDriver } from "../../../src/lock/types.js";
 import type { Credentials, CredentialsProvider } from "../../../src/credentials/types.js";
 import { testServers } from "../../support/servers.js";
+import { listenLow } from "../../support/port.js";
 
 const LOCK_ID = "my-bucket/env:/dev/tool.tfstate";
 const SECRET = "secret-never-in-messages-9f3b";
@@ -51,7 +52,7 @@ async function rawTable(keySchema: CreateTableCommandInput["KeySchema"], defs: C
 /** A loopback port with nothing listening on it. */
 async function closedPort(): Promise<number> {
   const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await listenLow(server);
   const address = server.address();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   assert.ok(address !== null && typeof address === "object");

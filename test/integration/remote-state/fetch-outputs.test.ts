@@ -27,11 +27,16 @@ after(() => {
   clients?.ddb.destroy();
 });
 
-/** Every bucket, every object of the config's bucket, every table, every item of the config's table. */
+/**
+ * Every bucket and table this file's process made (uniqueName puts its pid in each name:
+ * other test files run beside it on the same servers), every object of the config's bucket,
+ * every item of the config's table.
+ */
+const ours = (name: string | undefined): boolean => name?.includes(`-${process.pid}-`) === true;
 const snapshot: Snapshot = async (props) => {
   const { s3, ddb } = servers();
   const lines: string[] = [];
-  for (const b of (await s3.send(new ListBucketsCommand({}))).Buckets ?? []) lines.push(`bucket ${b.Name}`);
+  for (const b of (await s3.send(new ListBucketsCommand({}))).Buckets ?? []) if (ours(b.Name)) lines.push(`bucket ${b.Name}`);
   if (lines.includes(`bucket ${props.bucket}`)) {
     let token: string | undefined;
     do {
@@ -44,7 +49,7 @@ const snapshot: Snapshot = async (props) => {
   let start: string | undefined;
   do {
     const page = await ddb.send(new ListTablesCommand({ ExclusiveStartTableName: start }));
-    for (const t of page.TableNames ?? []) lines.push(`table ${t}`);
+    for (const t of page.TableNames ?? []) if (ours(t)) lines.push(`table ${t}`);
     start = page.LastEvaluatedTableName;
   } while (start !== undefined);
   if (typeof props.kvstoreTable === "string" && lines.includes(`table ${props.kvstoreTable}`)) {

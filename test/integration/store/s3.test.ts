@@ -15,6 +15,7 @@ import type { S3DriverOptions, WireRequest } from "../../../src/store/s3.js";
 import type { Credentials } from "../../../src/credentials/types.js";
 import type { ObjectStoreDriver } from "../../../src/store/types.js";
 import { testServers } from "../../support/servers.js";
+import { listenLow } from "../../support/port.js";
 
 const servers = testServers();
 const RUN = `${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
@@ -65,7 +66,7 @@ function isCreateMultipart(r: WireRequest): boolean {
 
 async function aClosedPort(): Promise<number> {
   const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  await listenLow(srv);
   const address = srv.address();
   await new Promise<void>((r) => srv.close(() => r()));
   assert.ok(address !== null && typeof address === "object");

@@ -18,6 +18,7 @@ import { after, before, describe, it } from "node:test";
 import { startCli, type CliOptions, type CliResult } from "../../support/cli.js";
 import { testServers } from "../../support/servers.js";
 import { cephTarget } from "../../support/targets.js";
+import { listenLow } from "../../support/port.js";
 
 describe("SDK clients ignore the operator's AWS configuration", () => {
   const s = testServers();
@@ -29,7 +30,7 @@ describe("SDK clients ignore the operator's AWS configuration", () => {
       seen.push(`${req.method ?? "?"} ${req.url ?? ""}`);
       res.writeHead(500).end();
     });
-    await new Promise<void>((r) => recorder.listen(0, "127.0.0.1", r));
+    await listenLow(recorder);
     url = `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`;
   });
   after(() => {

@@ -4,11 +4,11 @@
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { runCli, type CliResult } from "../../support/cli.js";
+import { freeLowPort } from "../../support/port.js";
 
 const work = mkdtempSync(join(tmpdir(), "objstate-cli-edges-"));
 const store = join(work, "store");
@@ -21,14 +21,7 @@ function usage(r: CliResult, pattern: RegExp): void {
   assert.match(r.stderr, pattern);
 }
 
-const closedPort = (): Promise<number> =>
-  new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
+const closedPort = (): Promise<number> => freeLowPort();
 
 describe("CLI: workspaces . and .. are refused with exit 2, before anything is written", () => {
   for (const name of [".", ".."]) {

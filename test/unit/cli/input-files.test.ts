@@ -117,7 +117,8 @@ describe("the CLI refuses files it cannot read at once: one line, exit 2", () =>
       {
         env: cliEnv(),
         encoding: "utf8",
-        timeout: 60_000,
+        // A hang guard: piping 500 MiB through tr takes over a minute on a loaded machine.
+        timeout: 170_000,
       },
     );
     assert.equal(r.status, 2, r.stderr);

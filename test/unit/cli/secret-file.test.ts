@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { isObjstateError } from "../../../src/errors.js";
 import { formKeyOf, MIN_SECRET_BYTES, readSecretFile } from "../../../src/cli/secret-file.js";
-import { runCli, startCli, type RunningCli } from "../../support/cli.js";
+import { runCli, startCli, type RunningCli, loopbackAddress } from "../../support/cli.js";
 
 const STORE = ["--bucket", "secret-file", "--endpoint", "file:./s", "--kvstore-endpoint", "file:./s", "--kvstore-table", "locks"];
 const SECRET = "k7Qp2vXw9LmZ4rT8yB1nC6dF3gH5jK0aS2eU7iO9pQwE4rT6yU8iO1pA3sD5fG7h";
@@ -24,7 +24,7 @@ function secretFile(dir: string, name: string, text: string, mode = 0o600): stri
 }
 
 async function replica(cwd: string, file: string): Promise<{ cli: RunningCli; url: string }> {
-  const cli = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", "--secret-file", file], { cwd });
+  const cli = startCli(["serve", ...STORE, "--listen", await loopbackAddress(), "--log-level", "off", "--secret-file", file], { cwd });
   await cli.stderrMatches(/at http:\/\/127\.0\.0\.1:\d+\/state\/\{workspace\}/);
   return { cli, url: /at (http:\/\/127\.0\.0\.1:\d+)\/state/.exec(cli.stderrSoFar())?.[1] as string };
 }

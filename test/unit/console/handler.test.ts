@@ -9,6 +9,7 @@ import { CsrfTokens } from "../../../src/console/csrf.js";
 import { HISTORY_PAGE } from "../../../src/console/handler.js";
 import { makeState, MemoryConsoleApi } from "../../support/console-memory.js";
 import { basic, startConsoleServer, type ConsoleTestServer } from "../../support/console-server.js";
+import { listenLow } from "../../support/port.js";
 
 const key = Buffer.alloc(32, 1);
 const csrf = new CsrfTokens({ key });
@@ -299,7 +300,7 @@ describe("handleConsole", () => {
     const server = createServer(
       (req, res) => void handleConsole(req, res, { user: "admin", can: () => true, log: () => {}, api: broken, csrf, onError: (e) => seen.push(e) }),
     );
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    await listenLow(server);
     try {
       const r = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
       assert.equal(r.status, 500);
@@ -345,7 +346,7 @@ describe("handleConsole", () => {
         if (!h) res.writeHead(418).end();
       });
     });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    await listenLow(server);
     const port = (server.address() as { port: number }).port;
     try {
       const page = await (await fetch(`http://127.0.0.1:${port}/ui`)).text();

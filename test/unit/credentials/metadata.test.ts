@@ -1,10 +1,10 @@
 /** The metadata-service client against a loopback server: no redirects, a size cap, typed answers only. */
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { isObjstateError } from "../../../src/errors.js";
 import { fetchComputeRoleCredentials, METADATA_MAX_BYTES } from "../../../src/credentials/metadata.js";
 import { startMetadataServer, success, type MetadataServer, type RoleAnswer } from "../../support/metadata-server.js";
+import { freeLowPort } from "../../support/port.js";
 
 const ok = success("AK-META", "SK-META");
 const okBody = ok.body as Record<string, unknown>;
@@ -77,13 +77,7 @@ describe("metadata client", () => {
   });
 
   it("credentials in PROVIDER_METADATA_ENDPOINT never reach the message", async () => {
-    const port = await new Promise<number>((resolve) => {
-      const s = createServer();
-      s.listen(0, "127.0.0.1", () => {
-        const p = (s.address() as { port: number }).port;
-        s.close(() => resolve(p));
-      });
-    });
+    const port = await freeLowPort();
     await assert.rejects(fetchRole("good", { PROVIDER_METADATA_ENDPOINT: `http://user:md-pass-123@127.0.0.1:${port}` }), (e) => {
       assert.ok(isObjstateError(e, "METADATA_UNREACHABLE"), String(e));
       assert.ok(!e.message.includes("md-pass-123"), e.message);

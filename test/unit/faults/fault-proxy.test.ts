@@ -4,6 +4,7 @@ import { Agent, createServer, request, type IncomingHttpHeaders, type Server } f
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { startFaultProxy, type FaultProxy } from "../../support/fault-proxy.js";
+import { listenLow } from "../../support/port.js";
 
 interface Seen {
   readonly method: string;
@@ -39,7 +40,7 @@ describe("fault proxy", () => {
         res.end(`echo:${req.method} ${req.url} ${body}`);
       });
     });
-    await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", () => r()));
+    await listenLow(upstream);
     upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   });
   after(async () => {

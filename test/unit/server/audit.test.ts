@@ -15,6 +15,7 @@ import { ObjstateServer, type ServerOptions } from "../../../src/server/server.j
 import { hashPassword, parseUsers } from "../../../src/server/users.js";
 import { HttpBackendClient, rawRequest, toolState, type Reply } from "../../support/http-backend-client.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
+import { withLowPort } from "../../support/port.js";
 
 const CHEAP = { N: 1024, r: 8, p: 1 };
 const USERS: Record<string, Record<string, string[]>> = {
@@ -48,7 +49,7 @@ describe("objstate serve: the audit log", () => {
       backends.push(backend);
       // Every line the server logs, at the most verbose level, is searched for secrets below.
       const s = new ObjstateServer({ backend, users, logger: new Logger("debug", (l) => logged.push(l)) });
-      await s.listen("127.0.0.1", 0);
+      await withLowPort((port) => s.listen("127.0.0.1", port));
       servers.push(s);
     }
     [r1, r2] = servers.map((s) => s.url) as [string, string];
@@ -207,7 +208,7 @@ describe("objstate serve: the audit log on the embedded store (which keeps every
     const props = await target.setup({ locks: true });
     const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
     const server = new ObjstateServer({ backend, logger: new Logger("off") });
-    await server.listen("127.0.0.1", 0);
+    await withLowPort((port) => server.listen("127.0.0.1", port));
     const store = await openStore({ bucket: props.bucket as string, endpoint: props.endpoint as string });
     try {
       const ws = uniqueName("ws");

@@ -11,6 +11,7 @@ import { readBody } from "../../../src/io/http-body.js";
 import type { Ctx } from "../../../src/server/context.js";
 import { StreamedRead } from "../../../src/fast/streamed-read.js";
 import { GET_STREAM, HOLD_BACK as GET_HOLD_BACK, ResponseSink, SEND_MIN } from "../../../src/server/protocol.js";
+import { listenLow } from "../../support/port.js";
 
 const LIMITS = { maxBytes: 64 * 1024 * 1024, idleMs: 5_000 };
 
@@ -174,7 +175,7 @@ describe("a GET's answer leaves at once", () => {
       out.finish({ body, md5: digest, etag: undefined });
       res.end();
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    await listenLow(server);
     try {
       const address = server.address() as { port: number };
       const got = await new Promise<Buffer>((resolve, reject) => {

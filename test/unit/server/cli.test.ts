@@ -6,14 +6,15 @@ import { connect as netConnect, createServer as createNetServer, type AddressInf
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { parseUsers, verifyPassword } from "../../../src/server/users.js";
-import { runCli, startCli } from "../../support/cli.js";
+import { runCli, startCli, loopbackAddress } from "../../support/cli.js";
 import { rawRequest } from "../../support/http-backend-client.js";
+import { listenLow } from "../../support/port.js";
 
 const STORE = ["--bucket", "serve-cli", "--endpoint", "file:./s", "--kvstore-endpoint", "file:./s", "--kvstore-table", "locks"];
 
 /** `objstate serve ARGS` that must refuse to start: fails (rather than waits) if it serves. */
 async function refusedAtStart(args: string[], cwd: string): Promise<{ code: number | null; stderr: string }> {
-  const s = startCli(["serve", ...args, "--listen", "127.0.0.1:0", "--log-level", "off"], { cwd });
+  const s = startCli(["serve", ...args, "--listen", await loopbackAddress(), "--log-level", "off"], { cwd });
   if (
     await s.stderrMatches(/serving /).then(
       () => true,
@@ -37,7 +38,7 @@ describe("objstate serve (CLI)", () => {
 
   it("without --users it serves loopback only and says so; SIGTERM stops it with exit 0", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
-    const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off"], { cwd });
+    const s = startCli(["serve", ...STORE, "--listen", await loopbackAddress(), "--log-level", "off"], { cwd });
     await s.stderrMatches(/serving serve-cli\/env:\/tool\.tfstate at http:\/\/127\.0\.0\.1:\d+\/state\/\{workspace\}/);
     s.kill();
     const r = await s.done;
@@ -48,7 +49,7 @@ describe("objstate serve (CLI)", () => {
   it("a port in use is LISTEN_FAILED saying so and what to do, not a bare EADDRINUSE", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "objstate-serve-cli-"));
     const taken = createNetServer();
-    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    await listenLow(taken);
     const { port } = taken.address() as AddressInfo;
     try {
       const r = runCli(["serve", ...STORE, "--listen", `127.0.0.1:${port}`, "--log-level", "off"], { cwd });
@@ -66,7 +67,7 @@ describe("objstate serve (CLI)", () => {
       [[], 200],
       [["--no-console"], 404],
     ] as const) {
-      const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", ...flags], { cwd });
+      const s = startCli(["serve", ...STORE, "--listen", await loopbackAddress(), "--log-level", "off", ...flags], { cwd });
       try {
         await s.stderrMatches(/at (http:\/\/127\.0\.0\.1:\d+)\/state\/\{workspace\}/);
         const url = /at (http:\/\/127\.0\.0\.1:\d+)\/state/.exec(s.stderrSoFar())?.[1] as string;
@@ -97,7 +98,7 @@ describe("objstate serve (CLI)", () => {
       assert.equal(bad.code, 2);
       assert.match(bad.stderr, new RegExp(`${flag} must be a whole number of at least 1`));
     }
-    const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", "--max-connections-per-client", "1"], { cwd });
+    const s = startCli(["serve", ...STORE, "--listen", await loopbackAddress(), "--log-level", "off", "--max-connections-per-client", "1"], { cwd });
     const held: Socket[] = [];
     try {
       await s.stderrMatches(/at (http:\/\/127\.0\.0\.1:\d+)\/state\/\{workspace\}/);
@@ -163,7 +164,7 @@ describe("objstate serve (CLI)", () => {
     assert.equal(runCli(["serve", "hash-password", "--user", "ci", "--users", file], { input: "p" }).code, 0);
     for (const mode of [0o644, 0o620, 0o604]) {
       chmodSync(file, mode);
-      const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", "--users", file], { cwd });
+      const s = startCli(["serve", ...STORE, "--listen", await loopbackAddress(), "--log-level", "off", "--users", file], { cwd });
       if (
         await s.stderrMatches(/serving serve-cli/).then(
           () => true,
@@ -180,7 +181,7 @@ describe("objstate serve (CLI)", () => {
       assert.ok(r.stderr.includes(`chmod 600 ${file}`), r.stderr);
     }
     chmodSync(file, 0o600);
-    const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", "--users", file], { cwd });
+    const s = startCli(["serve", ...STORE, "--listen", await loopbackAddress(), "--log-level", "off", "--users", file], { cwd });
     try {
       await s.stderrMatches(/serving serve-cli/);
     } finally {
@@ -213,7 +214,7 @@ describe("objstate serve (CLI)", () => {
     } finally {
       chmodSync(cwd, 0o700);
     }
-    const s = startCli(["serve", ...STORE, "--listen", "127.0.0.1:0", "--log-level", "off", "--users", file], { cwd });
+    const s = startCli(["serve", ...STORE, "--listen", await loopbackAddress(), "--log-level", "off", "--users", file], { cwd });
     try {
       await s.stderrMatches(/at (http:\/\/127\.0\.0\.1:\d+)\/state\/\{workspace\}/);
       const base = /at (http:\/\/127\.0\.0\.1:\d+)\/state/.exec(s.stderrSoFar())?.[1] as string;
@@ -289,7 +290,7 @@ describe("objstate serve (CLI)", () => {
       [STORE, 409],
       [[...STORE, "--allow-unlocked-writes"], 200],
     ] as const) {
-      const s = startCli(["serve", ...flags, "--listen", "127.0.0.1:0", "--log-level", "warn"], { cwd });
+      const s = startCli(["serve", ...flags, "--listen", await loopbackAddress(), "--log-level", "warn"], { cwd });
       try {
         await s.stderrMatches(/at (http:\/\/127\.0\.0\.1:\d+)\/state\/\{workspace\}/);
         const url = /at (http:\/\/127\.0\.0\.1:\d+)\/state/.exec(s.stderrSoFar())?.[1] as string;

@@ -13,6 +13,7 @@ import { Logger } from "../../../src/server/log.js";
 import { ObjstateServer } from "../../../src/server/server.js";
 import { rawRequest, toolState, type Reply } from "../../support/http-backend-client.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
+import { withLowPort } from "../../support/port.js";
 
 /** A state of `count` resources of ~500 bytes each (20 MiB at 40 000), `serial` in every id. */
 function bigState(count: number, serial: number): Buffer {
@@ -52,7 +53,7 @@ describe("objstate serve: POST …/diff bounded", () => {
     const config = ObjectStoreBackendConfig.from(await embeddedTarget().setup({ locks: true }));
     backend = await ObjectStoreBackend.connect(config, { env: {}, onWarning: () => undefined });
     server = new ObjstateServer({ backend, logger: new Logger("off") });
-    await server.listen("127.0.0.1", 0);
+    await withLowPort((port) => server.listen("127.0.0.1", port));
     await backend.writeState(ws, bigState(COUNT, 1));
     newer = bigState(COUNT, 2);
     await backend.writeState(versioned, bigState(COUNT, 1));

@@ -13,6 +13,7 @@ import { hashPassword, parseUsers } from "../../../src/server/users.js";
 import { HttpBackendClient, rawRequest, toolState, type Reply } from "../../support/http-backend-client.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
 import { HISTORY_ENTRY_KEYS } from "../../support/history-shape.js";
+import { withLowPort } from "../../support/port.js";
 
 const CHEAP = { N: 1024, r: 8, p: 1 };
 const USERS: Record<string, Record<string, string[]>> = {
@@ -46,7 +47,7 @@ describe("objstate serve: lock ownership and principals across replicas", () => 
       backends.push(backend);
       // Principals of writes made with and without a lock: both kinds are accepted here.
       const s = new ObjstateServer({ backend, users, logger: new Logger("off"), allowUnlockedWrites: true });
-      await s.listen("127.0.0.1", 0);
+      await withLowPort((port) => s.listen("127.0.0.1", port));
       servers.push(s);
     }
     [r1, r2] = servers.map((s) => s.url) as [string, string];

@@ -13,6 +13,7 @@ import { ObjstateServer } from "../../../src/server/server.js";
 import { startFaultProxy, type FaultProxy, type ProxyLogEntry } from "../../support/fault-proxy.js";
 import { HttpBackendClient, rawRequest, toolState, type ClientOptions } from "../../support/http-backend-client.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";
+import { withLowPort } from "../../support/port.js";
 
 interface Replica {
   readonly backend: ObjectStoreBackend;
@@ -46,7 +47,7 @@ describe("objstate serve: every retried request is safe, with the real client's 
         }
       };
       const server = new ObjstateServer({ backend, logger: new Logger("off") });
-      await server.listen("127.0.0.1", 0);
+      await withLowPort((port) => server.listen("127.0.0.1", port));
       replicas.push({ backend, server, proxy: await startFaultProxy(server.url) });
     }
   });

@@ -17,6 +17,7 @@ import { Logger } from "../../../src/server/log.js";
 import { ObjstateServer, type ServerOptions } from "../../../src/server/server.js";
 import { parseUsers } from "../../../src/server/users.js";
 import { runCli } from "../../support/cli.js";
+import { listenLow, withLowPort } from "../../support/port.js";
 
 /** Fixed ports of this file (this engineer's range): nothing may listen on them after a refusal. */
 const PORTS = [28431, 28432, 28433];
@@ -88,7 +89,7 @@ describe("serve's safety rules in ObjstateServer", () => {
 
   it("on loopback without users it still starts, and warns as serve does", async () => {
     const server = new ObjstateServer({ backend: await backendOf(true), logger: new Logger("off") });
-    const a = await server.listen("127.0.0.1", 0);
+    const a = await withLowPort((port) => server.listen("127.0.0.1", port));
     try {
       assert.equal((await fetch(`http://127.0.0.1:${a.port}/healthz`)).status, 200);
       assert.deepEqual(
@@ -102,7 +103,7 @@ describe("serve's safety rules in ObjstateServer", () => {
 
   it("the CLI and the class give the same code, message and exit for the same settings", async () => {
     const taken = createNetServer();
-    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    await listenLow(taken);
     const busy = (taken.address() as AddressInfo).port;
     const pem = Buffer.from("pem");
     const locked = (): Promise<ObjectStoreBackend> => backendOf(true);

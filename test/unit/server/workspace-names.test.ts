@@ -11,6 +11,7 @@ import { Logger } from "../../../src/server/log.js";
 import { ObjstateServer } from "../../../src/server/server.js";
 import { rawRequest, toolState } from "../../support/http-backend-client.js";
 import { embeddedTarget } from "../../support/targets.js";
+import { withLowPort } from "../../support/port.js";
 
 describe("objstate serve: workspace names over the limit", () => {
   let backend: ObjectStoreBackend;
@@ -23,7 +24,7 @@ describe("objstate serve: workspace names over the limit", () => {
     backend = await ObjectStoreBackend.connect(config, { env: {}, onWarning: () => undefined });
     // Names, not locks: a write without ?ID stores a state in one request.
     server = new ObjstateServer({ backend, logger: new Logger("off"), allowUnlockedWrites: true });
-    await server.listen("127.0.0.1", 0);
+    await withLowPort((port) => server.listen("127.0.0.1", port));
   });
   after(async () => {
     await server.close(200);

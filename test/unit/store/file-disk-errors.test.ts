@@ -22,6 +22,7 @@ import { HttpBackendClient } from "../../support/http-backend-client.js";
 import { FileLockTable } from "../../../src/lock/file.js";
 import { FileDriver } from "../../../src/store/file.js";
 import { fsFailure } from "../../../src/io/local-fs.js";
+import { withLowPort } from "../../support/port.js";
 
 const AS_ROOT = process.getuid?.() === 0;
 const NEEDS_ROOT = AS_ROOT ? false : "mounting a tmpfs and running as another user need root";
@@ -170,7 +171,7 @@ describe("a full disk leaves no lock behind (embedded store)", { skip: NEEDS_ROO
     const props = { bucket: "bkt", endpoint: pathToFileURL(ep).href, kvstoreEndpoint: pathToFileURL(ep).href, kvstoreTable: "locks" };
     const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
     const server = new ObjstateServer({ backend, logger: new Logger("off") });
-    await server.listen("127.0.0.1", 0);
+    await withLowPort((port) => server.listen("127.0.0.1", port));
     try {
       const client = (): HttpBackendClient => new HttpBackendClient({ bases: [server.url], workspace: "w", retries: 0 });
       const holder = client();
