@@ -84,7 +84,8 @@ export async function leaseCycles(props: ObjectStoreBackendConfigProps, lockfile
         if (slot.remaining > 0) start(slot);
         else slot.finished = true;
       } else {
-        if (code !== 0) failures.push(`worker exited ${code}: ${stderr.trim().split("\n").slice(-3).join(" | ")}`);
+        // The whole error: Node prints the thrown error's fields on many lines before its version.
+        if (code !== 0) failures.push(`worker exited ${code}: ${stderr.trim().split("\n").slice(-40).join(" | ")}`);
         slot.finished = true;
       }
       wake();
