@@ -198,6 +198,7 @@ function withProgress(body: Buffer | ByteSource, onProgress: ((sent: number, tot
   if (onProgress === undefined || !isByteSource(body)) return body;
   return {
     size: body.size,
+    verifiedMd5: body.verifiedMd5,
     async *open() {
       let sent = 0;
       for await (const chunk of body.open()) {

@@ -107,9 +107,10 @@ const HEAD_BYTES = 64 * 1024;
 /** What the library writes of a body: small ones in one buffer, large ones from the socket's chunks. */
 function writable(body: Body): Buffer | ByteSource {
   if (body.size < JOIN_MAX || body.chunks.length === 1) return body.bytes();
-  const { chunks, size } = body;
+  const { chunks, size, md5 } = body;
   return {
     size,
+    verifiedMd5: md5,
     async *open() {
       yield* chunks;
     },

@@ -57,6 +57,7 @@ export function checkedSource(source: ByteSource, what: string): ByteSource {
   let proven = false;
   return {
     size: source.size,
+    verifiedMd5: source.verifiedMd5,
     async *open() {
       if (proven) return yield* source.open();
       const check = new StateCheck();

@@ -39,6 +39,11 @@ export interface ByteSource {
   readonly size: number;
   /** A fresh read from the first byte, in chunks of bounded size that stay as they are. */
   open(): AsyncIterable<Uint8Array>;
+  /**
+   * Hex MD5 the source guarantees for bytes it already holds (a request body hashed as it
+   * arrived): a driver given this same `md5` writes them without hashing them again.
+   */
+  readonly verifiedMd5?: string | undefined;
 }
 
 /** What a driver stores: bytes in memory, or a {@link ByteSource} streamed to the store. */
