@@ -1,55 +1,47 @@
 /**
  * The embedded object store: a bucket is a directory on local disk (docs/design.md §2).
  *
- * On-disk layout for endpoint `file:ROOT` and bucket `B`:
+ * Layout for endpoint `file:ROOT` and bucket `B` (made by createBucket() or the first put()):
  *
  * ```text
- * ROOT/B/                               the bucket; absent until createBucket() or the first put()
  * ROOT/B/<enc(key)>                     one flat file per object, holding exactly its bytes
  * ROOT/B/.meta/<sha256(key)>/<ino>-<mtimeNs>.json
- *                                       metadata of that one version of the object file:
- *                                       {key, size, etag (md5 hex), contentType, acl,
- *                                        serverSideEncryption, lastModified, metadata}
+ *                                       metadata of that one version of the object file
+ *                                       (key, size, MD5 etag, type, acl, SSE, time, metadata)
  * ROOT/B/.meta/<sha256(key)>/.claim-*   a writer's claim on the key (see claim.ts)
  * ROOT/B/.meta/<sha256(key)>/.spare-*   an empty file a claim is made from on a full disk
- * ROOT/B/.tmp-<uuid>[.<enc(key)>]       an object being written (never listed; one left
- *                                       by a crashed writer is a leftover, see listLeftovers)
- * ROOT/B/.versions/<sha256(key)>/<vid>  an older version of the object: a hard link to the
- *                                       object file it was (same inode, so same metadata)
- * ROOT/B/.versions/<sha256(key)>/<vid>.marker
- *                                       a delete marker (an empty file; its time is in <vid>)
+ * ROOT/B/.tmp-<uuid>[.<enc(key)>]       an object being written (never listed; a crashed
+ *                                       writer's is a leftover, see listLeftovers)
+ * ROOT/B/.versions/<sha256(key)>/<vid>  an older version: a hard link to the object file it was
+ * ROOT/B/.versions/<sha256(key)>/<vid>.marker  a delete marker (empty; its time is in <vid>)
  * ROOT/B/.retention.json                the retention rule for noncurrent versions, if set
  * ```
  *
- * Versions (always kept, like an S3 bucket with versioning on): a replacing write first
- * hard-links the current object file into `.versions/` under the key's claim, then renames
- * the new version over it; a delete renames the object file into `.versions/` (no new block
- * or inode, so a delete, e.g. of a lockfile, works on a full disk). A version ID is the
- * inverted nanosecond mtime of its bytes (16 hex digits) and its inode, so IDs sort newest
- * first and name the same version whether it is current or archived. A writer killed after
- * the link and before the rename leaves the current version also archived: listing skips
- * the duplicate, and the next write links it again without harm. Nothing in the driver deletes an archived version except `purge` and
- * the operator's retention rule.
+ * Versions are always kept (S3 with versioning on): a replacing write hard-links the current
+ * file into `.versions/` under the key's claim, then renames the new one over it; a delete
+ * renames the file there (no new block or inode: a delete works on a full disk). A version ID
+ * is the inverted nanosecond mtime of its bytes (16 hex digits) and its inode, so IDs sort
+ * newest first and name a version whether current or archived. A writer killed between link
+ * and rename leaves the current version also archived: listing skips the duplicate, and the
+ * next write links it again. Only `purge` and the operator's retention rule delete archived versions.
  *
- * Files are created 0600 and directories 0700 whatever the umask: state files often hold
- * secrets. Nothing below ROOT is ever followed if it is a symbolic link (`UNSAFE_PATH`).
+ * Files are 0600 and directories 0700 whatever the umask (states hold secrets); nothing below
+ * ROOT is followed if it is a symbolic link (`UNSAFE_PATH`). `enc` is `encodeURIComponent`
+ * with `*` and a leading `.` also encoded, so keys may hold `/` and `:`, `a` may coexist with
+ * `a/b`, and only internal files start with `.`.
  *
- * `enc` is `encodeURIComponent` with `*` and a leading `.` also percent-encoded, so keys
- * may hold `/` and `:` and `a` may coexist with `a/b`; object files never start with `.`
- * and internal files always do. Metadata is keyed by the identity of the object file
- * version it describes (inode + nanosecond mtime), and is written *before* that version
- * becomes visible, so a reader that opens the object file always finds the metadata that
- * belongs to those bytes, even while other processes replace the object.
+ * Metadata is keyed by the identity of the version it describes (inode + nanosecond mtime)
+ * and written *before* that version becomes visible, so a reader of an open object file
+ * always finds the metadata of those bytes, and reads them from that file, whoever replaces
+ * the object meanwhile.
  *
- * Writes: temp file in the bucket directory, fsync, metadata (fsynced), then `rename` over
- * the final name (or `link`, which fails with EEXIST, for create-if-absent), then fsync of
- * the directory. Readers therefore see the old object or the new one, never a partial one.
- * Replacing writes and deletes hold the key's claim from their check to their rename, which
- * makes an If-Match check and the replace one atomic step against other processes, however
- * long a holder is stopped in between: a live holder's claim is never broken (claim.ts).
- * Metadata of versions that never became current is collected under the claim too, so a
- * writer stopped before its commit finds its metadata gone only before it holds the claim,
- * and writes it again.
+ * Writes: temp file, fsync, metadata (fsynced), `rename` over the final name (`link`, which
+ * fails with EEXIST, for create-if-absent), fsync of the directory: readers see the old object
+ * or the new one, never a partial one. Replacing writes and deletes hold the key's claim from
+ * their check to their rename, which makes an If-Match check and the replace one atomic step
+ * however long a holder is stopped: a live holder's claim is never broken (claim.ts). Metadata
+ * of versions that never became current is collected under the claim too, so a writer stopped
+ * before its commit finds its metadata gone only before it holds the claim, and writes it again.
  * Needs a local file system with hard links and POSIX rename (not FAT, not SMB).
  */
 import { createHash, randomUUID } from "node:crypto";
@@ -58,6 +50,7 @@ import type { BigIntStats } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { promisify } from "node:util";
 import { ObjstateError } from "../errors.js";
 import { acquireClaim, addSpare, CLAIM_PREFIX, claimIsDead, SPARE_PREFIX } from "./claim.js";
 import {
@@ -135,25 +128,21 @@ const LIST_DETAIL_BATCH = 64;
 /** Reads up to this size are made synchronously (see {@link readWhole}). */
 const SYNC_READ_MAX = 64 * 1024;
 
-/** `read(2)` at `position` through libuv's pool: the bytes read. */
-function readAt(fd: number, buf: Buffer, offset: number, length: number, position: number): Promise<number> {
-  return new Promise((resolve, reject) => read(fd, buf, offset, length, position, (e, n) => (e === null ? resolve(n) : reject(e))));
-}
+/** `read(2)` at a position through libuv's pool. */
+const readAt = promisify(read);
 /** What {@link FileDriver.removeLeftover} accepts as an id: only files this driver makes. */
 const LEFTOVER_ID = /^(?:\.tmp-[^/]+|\.meta\/[0-9a-f]{64}\/(?:\.tmp-[^/]+|\.claim-[^/]+|\d+-\d+\.json))$/;
 
 /** One opened version of an object file. */
 interface Version {
-  /** Closed by whoever opened it ({@link FileDriver.withVersion}). */
+  /** Closed by {@link FileDriver.withVersion} unless `kept` by a user that closes it (a streamed get's body). */
   readonly fd: number;
   readonly stat: BigIntStats;
   readonly id: string;
+  kept?: boolean;
 }
 
-/**
- * {@link ObjectStoreDriver} over a local directory (`file:` endpoints). Safe for
- * concurrent use by several processes on the same machine.
- */
+/** {@link ObjectStoreDriver} over a local directory (`file:` endpoints), safe for concurrent use by several processes on one machine. */
 export class FileDriver implements ObjectStoreDriver {
   readonly kind = "file" as const;
   readonly location: string;
@@ -177,8 +166,7 @@ export class FileDriver implements ObjectStoreDriver {
     return this.withVersionOf(key, options.versionId, async (v, meta) => {
       const whole = Number(v.stat.size);
       const partial = options.maxBytes !== undefined && options.maxBytes < whole;
-      // Hash what was actually read (a file edited in place must not pass for the stored
-      // etag), chunk by chunk while the rest is read: off the main thread for large objects.
+      // Hash what was read (a file edited in place must not pass for the stored etag) as it is read, off the main thread when large.
       const hash = options.md5 === true && !partial ? hasherFor(whole) : undefined;
       let body: Buffer;
       try {
@@ -192,9 +180,11 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async getStream(key: string, options: HeadOptions = {}): Promise<StreamedGet | null> {
-    // One read of the version while it is open: its bytes are in memory already, yielded whole.
-    const got = await this.get(key, options);
-    return got === null ? null : { meta: got.meta, recordedMd5: got.meta.etag, proven: false, body: once(got.body) };
+    // The version's file stays open for the body (which closes it): a later rename cannot mix versions.
+    return this.withVersionOf(key, options.versionId, async (v, meta) => {
+      v.kept = true;
+      return { meta, recordedMd5: meta.etag, proven: false, body: chunksOf(v) };
+    });
   }
 
   async head(key: string, options: HeadOptions = {}): Promise<ObjectMeta | null> {
@@ -301,8 +291,7 @@ export class FileDriver implements ObjectStoreDriver {
         throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
       }
       const stat = written.stat;
-      // The MD5 of what actually landed in the temp file: a caller's MD5 that disagrees means
-      // the source changed since it was hashed, and those bytes must not become the object.
+      // A caller's MD5 that disagrees with what landed in the temp file: the source changed since it was hashed; not stored.
       const expected = isByteSource(body) ? await options.md5 : undefined;
       if (expected !== undefined && expected !== written.md5) {
         throw new ObjstateError(
@@ -365,8 +354,7 @@ export class FileDriver implements ObjectStoreDriver {
     } catch (e) {
       throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
     }
-    // A stat and a small metadata read per key, a few at a time: the listing S3 gives in one
-    // request is spread over files here. A key replaced meanwhile is described as it is now.
+    // A stat and a metadata read per key, a few at a time; a key replaced meanwhile is described as it is now.
     for (let i = 0; i < keys.length; i += LIST_DETAIL_BATCH) {
       const batch = await Promise.all(keys.slice(i, i + LIST_DETAIL_BATCH).map((key) => this.describeListed(key, hasMeta)));
       for (const o of batch) if (o !== null) yield o;
@@ -391,10 +379,7 @@ export class FileDriver implements ObjectStoreDriver {
     return { key, size: Number(st.size), lastModified: new Date(Number(st.mtimeMs)), etag: meta?.etag };
   }
 
-  /**
-   * Delete the object, keeping what it was as an older version and leaving a delete marker
-   * (like S3 with versioning on). Absent keys are not an error and get no marker.
-   */
+  /** Delete the object, keeping it as an older version behind a delete marker (S3 with versioning on); an absent key gets none. */
   async delete(key: string): Promise<void> {
     await this.deleteChecked(key, undefined);
   }
@@ -420,8 +405,7 @@ export class FileDriver implements ObjectStoreDriver {
       if (st === null) return false;
       await this.retire(key, file, st);
       await fsyncDir(this.bucketDir);
-      // The marker comes last: a crash before it leaves a deleted key without one, never a
-      // marker in front of a version that is still current.
+      // The marker comes last: a crash before it leaves a deleted key without one, never one before a current version.
       const ns = maxBig(BigInt(Date.now()) * 1_000_000n, st.mtimeNs + 1n);
       const marker = path.join(this.archiveDir(key), `${idOfTime(ns)}-m${randomUUID().slice(0, 8)}${MARKER_SUFFIX}`);
       try {
@@ -438,7 +422,7 @@ export class FileDriver implements ObjectStoreDriver {
     } finally {
       await claim.release().catch(() => undefined);
     }
-    await this.pruneAfterWrite(key);
+    await this.prune(key).catch(() => undefined);
     return true;
   }
 
@@ -602,8 +586,8 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   /**
-   * Open the current version of `key` and call `use` with it and its metadata; null when
-   * the object is absent. Retries when the version is replaced between open and metadata read.
+   * Open the current version of `key` and call `use` with it and its metadata; null when the object is absent.
+   * Retries when the version is replaced between open and metadata read.
    */
   private async withVersion<T>(key: string, file: string, use: (v: Version, meta: ObjectMeta) => Promise<T>): Promise<T | null> {
     let previousId: string | undefined;
@@ -617,7 +601,7 @@ export class FileDriver implements ObjectStoreDriver {
         if (v.id === previousId || attempt >= READ_ATTEMPTS) return await use(v, await derivedMeta(v));
         previousId = v.id;
       } finally {
-        closeSync(v.fd);
+        if (v.kept !== true) closeSync(v.fd);
       }
       await sleep(attempt);
     }
@@ -682,10 +666,7 @@ export class FileDriver implements ObjectStoreDriver {
     if (!ready) await this.makeArchiveDir(key).catch(() => undefined);
   }
 
-  /**
-   * Write the metadata of version `id` again if it is gone: it was collected as a leftover
-   * while its writer was stopped for longer than the grace period, before the commit.
-   */
+  /** Write the metadata of version `id` again if it was collected as a leftover while its writer was stopped before the commit. */
   private async keepMeta(key: string, id: string, meta: StoredMeta): Promise<void> {
     if ((await lstatFile(path.join(this.metaDir(key), `${id}.json`))) === null) await this.writeMeta(key, id, meta);
   }
@@ -730,12 +711,12 @@ export class FileDriver implements ObjectStoreDriver {
       await claim.release().catch(() => undefined);
     }
     pauseAt("store-released");
-    await this.pruneAfterWrite(key);
+    await this.prune(key).catch(() => undefined);
   }
 
   /**
-   * Drop metadata left behind by racing writers whose version never became current (once
-   * old enough not to belong to a write still in flight). Metadata of archived versions stays.
+   * Drop metadata of racing writers' versions that never became current, once too old to belong to a write in flight.
+   * Metadata of archived versions stays.
    */
   private async collectMeta(key: string, current: string): Promise<void> {
     const dir = this.metaDir(key);
@@ -744,8 +725,7 @@ export class FileDriver implements ObjectStoreDriver {
     let archived: Set<string> | undefined;
     for (const name of names) {
       if (name === `${current}.json` || !META_NAME.test(name)) continue;
-      // The archived versions' metadata (all of a key's history but the current one) is kept:
-      // ruled out by name first, so a write costs no stat per version ever kept.
+      // Archived versions' metadata is ruled out by name first, so a write costs no stat per version ever kept.
       archived ??= await this.archivedIds(hashKey(key));
       if (archived.has(publicIdOfMetaName(name))) continue;
       const full = path.join(dir, name);
@@ -760,8 +740,7 @@ export class FileDriver implements ObjectStoreDriver {
     if (id === undefined) return this.withVersion(key, file, (v, meta) => use(v, { ...meta, versionId: publicId(v.stat) }));
     if (!VERSION_ID.test(id) || id.includes("-m")) return null;
     const archived = path.join(this.archiveDir(key), id);
-    // A version is archived before it stops being current: the archive is looked at first, and
-    // again when the current object turns out to have been replaced meanwhile.
+    // A version is archived before it stops being current: the archive is looked at first, and again if the current one was replaced.
     for (let attempt = 0; attempt < 2; attempt++) {
       const inArchive = (await this.pathExists(archived)) ? archived : null;
       const found = await this.withVersion(key, inArchive ?? file, async (v, meta) =>
@@ -804,16 +783,12 @@ export class FileDriver implements ObjectStoreDriver {
     await fsyncDir(dir);
   }
 
-  /**
-   * Delete `stat`, the current object file of `key`, by moving it into the archive (under the
-   * key's claim): one rename, which needs no new block or inode.
-   */
+  /** Delete `stat`, the current object file of `key`, by moving it into the archive (under the key's claim): no new block or inode. */
   private async retire(key: string, file: string, stat: BigIntStats): Promise<void> {
     const dir = this.archiveDir(key);
     await this.makeArchiveDir(key);
     await fs.rename(file, path.join(dir, publicId(stat)));
-    // Archived already by a writer that died before replacing it: a rename between two links
-    // of one file does nothing. Only that very file is removed, never one created since.
+    // Archived already by a writer that died before replacing it (a rename between two links does nothing): only that file goes.
     const left = await lstatFile(file);
     if (left !== null && left.ino === stat.ino && left.dev === stat.dev) await removeFile(file);
     await fsyncDir(dir);
@@ -827,17 +802,11 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   /**
-   * Retention after a write or delete that has succeeded: a failure here must not turn that
-   * success into an error (the next write of the key applies the rule again).
-   */
-  private async pruneAfterWrite(key: string): Promise<void> {
-    await this.prune(key).catch(() => undefined);
-  }
-
-  /**
    * Apply the operator's retention rule to the versions of `key`: a noncurrent version goes
    * when it has been noncurrent longer than `noncurrentDays` and more than
    * `newerNoncurrentVersions` newer noncurrent versions exist (each part only when set).
+   * Run after a write or delete has succeeded, whose success its failure must not undo (the
+   * next write of the key applies the rule again).
    */
   private async prune(key: string): Promise<void> {
     const rule = await this.getRetention();
@@ -859,10 +828,7 @@ export class FileDriver implements ObjectStoreDriver {
   }
 }
 
-/**
- * Create the temp file of a write (0600, never through a symbolic link, fsynced) from bytes
- * in memory or streamed from a source, hashing what is written.
- */
+/** Create the temp file of a write (0600, never through a symbolic link, fsynced) from bytes or a source, hashing what is written. */
 async function writeTemp(temp: string, body: PutBody, options: PutOptions, what: string): Promise<{ stat: BigIntStats; md5: string }> {
   // Bytes in memory were hashed by the caller from these very bytes (or are hashed here).
   if (!isByteSource(body)) return { stat: await createFile(temp, body), md5: (await options.md5) ?? createHash("md5").update(body).digest("hex") };
@@ -888,8 +854,30 @@ async function writeTemp(temp: string, body: PutBody, options: PutOptions, what:
   }
 }
 
-async function* once(bytes: Buffer): AsyncGenerator<Uint8Array> {
-  yield bytes;
+/** The bytes of `v` read from its open file, closed at the end, on an error, or when the reader stops. */
+function chunksOf(v: Version): AsyncIterable<Uint8Array> {
+  const size = Number(v.stat.size);
+  let offset = 0;
+  let reading: Promise<Buffer> | undefined;
+  let open = true;
+  const close = async (): Promise<IteratorReturnResult<undefined>> => {
+    await reading?.catch(() => undefined); // never while a read of this fd is in flight
+    if (open) closeSync(v.fd);
+    open = false;
+    return { done: true, value: undefined };
+  };
+  const next = async (): Promise<IteratorResult<Uint8Array>> => {
+    if (!open || offset >= size) return close();
+    try {
+      const chunk = await (reading = readWhole(v.fd, Math.min(READ_CHUNK, size - offset), undefined, offset));
+      offset += chunk.length;
+      return { done: false, value: chunk };
+    } catch (e) {
+      await close();
+      throw e;
+    }
+  };
+  return { [Symbol.asyncIterator]: () => ({ next, return: close }) };
 }
 
 /** A full disk or quota: no new block or inode. */
@@ -897,23 +885,20 @@ function noRoom(e: unknown): boolean {
   return errno(e) === "ENOSPC" || errno(e) === "EDQUOT";
 }
 
-/** Reads per call when the bytes are hashed as they arrive. */
+/** Reads per call when the bytes are hashed as they arrive, and a streamed get's chunks. */
 const READ_CHUNK = 1024 * 1024;
 
-/**
- * Read the first `size` bytes into one buffer of that exact size (no chunk list, no concat
- * copy); in {@link READ_CHUNK} pieces when each is hashed on arrival. Exported for its test.
- */
-export async function readWhole(fd: number, size: number, hash?: Hasher): Promise<Buffer> {
+/** Read `size` bytes from `position` into one buffer of that size; in {@link READ_CHUNK} pieces when each is hashed on arrival. */
+async function readWhole(fd: number, size: number, hash?: Hasher, position = 0): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(size);
   const step = hash === undefined ? size : READ_CHUNK;
-  // A small span (a history peek, a small state) is read at once: cheaper than a trip
-  // through libuv's thread pool. Larger ones are read asynchronously, chunk by chunk.
+  // A small span (a history peek, a small state) is read at once: cheaper than a trip through libuv's thread pool.
   const small = size <= SYNC_READ_MAX;
   let offset = 0;
   while (offset < buf.length) {
     const length = Math.min(step, buf.length - offset);
-    const bytesRead = small ? readSync(fd, buf, offset, length, offset) : await readAt(fd, buf, offset, length, offset);
+    const at = position + offset;
+    const bytesRead = small ? readSync(fd, buf, offset, length, at) : (await readAt(fd, buf, offset, length, at)).bytesRead;
     if (bytesRead === 0) throw new ObjstateError("STORE_ERROR", "object file shrank while being read (was it edited by hand?)");
     await hash?.write(buf.subarray(offset, offset + bytesRead));
     offset += bytesRead;

@@ -283,6 +283,7 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
         const chunks: Buffer[] = [];
         for await (const c of got.body) chunks.push(Buffer.from(c));
         assert.ok(Buffer.concat(chunks).equals(body), "every byte, in order");
+        assert.ok(chunks.length > 1, "streamed in pieces, not held whole first");
         assert.equal(await d.getStream("absent"), null);
         // A reader that stops early stops the read; the next one starts again.
         const again = await d.getStream("streamed");

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
@@ -274,5 +275,61 @@ describe("FileDriver", () => {
     assert.equal(got.meta.acl, "public-read");
     assert.equal(got.meta.etag, md5(got.body));
     assert.equal(got.body.length, 1024);
+  });
+
+  it("getStream reads the version's open file as it is iterated: chunk by chunk, unmixed by a replacing write, failed by one cut short in place", async () => {
+    const d = freshDriver();
+    const old = Buffer.alloc(5 * 1024 * 1024 + 7, "o");
+    await d.put("s", old);
+    const got = await d.getStream("s");
+    assert.ok(got !== null);
+    const it = got.body[Symbol.asyncIterator]();
+    const first = await it.next();
+    assert.ok(first.done !== true && first.value.length < old.length, "the first chunk comes before the whole object is read");
+    // Replaced now: the rest is still the old version's (the file opened, not the name).
+    await d.put("s", Buffer.alloc(old.length, "n"));
+    const chunks = [Buffer.from(first.value)];
+    for (let next = await it.next(); next.done !== true; next = await it.next()) chunks.push(Buffer.from(next.value));
+    assert.ok(chunks.length > 1, "several chunks");
+    assert.ok(Buffer.concat(chunks).equals(old), "every byte of the version opened");
+    // A file truncated in place after the first chunk: what is left to read is gone.
+    const cut = await d.getStream("s");
+    const rest = cut?.body[Symbol.asyncIterator]();
+    assert.ok((await rest?.next())?.done === false);
+    await fs.truncate(path.join(d.bucketDir, "s"), 1024);
+    await assert.rejects(
+      (async () => {
+        for (let next = await rest?.next(); next?.done !== true; next = await rest?.next());
+      })(),
+      (e) => isObjstateError(e, "STORE_ERROR"),
+    );
+  });
+
+  it("getStream closes the version's file when its body ends, fails, or is given up before or after its first chunk", async (t) => {
+    if (!existsSync("/proc/self/fd")) return t.skip("no /proc/self/fd to count open files");
+    const d = freshDriver();
+    await d.put("s", Buffer.alloc(3 * 1024 * 1024, "x"));
+    const fds = async (): Promise<number> => (await fs.readdir("/proc/self/fd")).length;
+    const body = async (): Promise<AsyncIterable<Uint8Array>> => {
+      const got = await d.getStream("s");
+      assert.ok(got !== null);
+      return got.body;
+    };
+    const before = await fds();
+    const unread = await body();
+    assert.equal(await fds(), before + 1, "open while the body is pending");
+    await unread[Symbol.asyncIterator]().return?.();
+    assert.equal(await fds(), before, "given up before the first chunk");
+    for await (const c of await body()) {
+      assert.ok(c.length > 0);
+      break;
+    }
+    assert.equal(await fds(), before, "given up after the first chunk");
+    assert.equal((await collect(await body())).length, 3);
+    assert.equal(await fds(), before, "read to the end");
+    const failing = await body();
+    await fs.truncate(path.join(d.bucketDir, "s"), 0);
+    await assert.rejects(collect(failing), (e) => isObjstateError(e, "STORE_ERROR"));
+    assert.equal(await fds(), before, "failed");
   });
 });
