@@ -1,46 +1,51 @@
 /**
- * Where a console error page sends the user back to: the console page they came from
- * (the `Referer`, when it is one of this console's pages on this origin), else the nearest
- * page above the one that failed. Only console paths are ever linked, so a Referer cannot
- * make the page link elsewhere. Pure.
+ * The console's pages and where an error page links back to: the console page the user came
+ * from (the `Referer`, when it is one of this console's pages on this origin), else the
+ * nearest page above the one that failed. Only console paths are ever linked. Pure.
  */
+import { Router } from "../util/router.js";
+import { CSS_PATH, JS_PATH, LOCKS_PATH } from "./assets.js";
 import { query, workspaceUrl } from "./layout.js";
 
-/** A link back. */
 export interface Back {
   readonly href: string;
   readonly label: string;
 }
 
-const PAGES: Readonly<Record<string, (workspace: string) => string>> = {
-  "": (w) => `Back to ${w}`,
-  "/history": (w) => `Back to the history of ${w}`,
-  "/diff": (w) => `Back to the diff of ${w}`,
-  "/rollback": (w) => `Back to the rollback of ${w}`,
-  "/force-unlock": (w) => `Back to the force-unlock of ${w}`,
+export const WORKSPACE = "/workspaces/:workspace";
+
+/** A workspace's sub-pages and their back links' labels. */
+const SUBS: Readonly<Record<string, string>> = {
+  "": "",
+  "/history": "the history of ",
+  "/diff": "the diff of ",
+  "/rollback": "the rollback of ",
+  "/force-unlock": "the force-unlock of ",
 };
 
-/** The Workspaces page. */
-export function workspacesLink(base: string): Back {
-  return { href: `${base}/`, label: "Back to workspaces" };
+/** The console's routes: GET and HEAD on every page, POST on the two actions. */
+export const PAGES = new Router(
+  [...["/", CSS_PATH, JS_PATH, LOCKS_PATH], ...Object.keys(SUBS).map((sub) => WORKSPACE + sub)].flatMap((path) =>
+    ["GET", "HEAD", ...(path.endsWith("/rollback") || path.endsWith("/force-unlock") ? ["POST"] : [])].map((method) => ({ method, path })),
+  ),
+);
+
+/** `pathname` below the mount path `base`, or undefined when it is not under it. */
+export function mounted(base: string, pathname: string): string | undefined {
+  if (base === "" || pathname.startsWith(`${base}/`)) return pathname.slice(base.length);
+  return pathname === base ? "/" : undefined;
 }
 
-/** A console page's path split into workspace and sub-page, or "/" for Workspaces; undefined for any other path. */
+export const workspacesLink = (base: string): Back => ({ href: `${base}/`, label: "Back to workspaces" });
+
+/** A page's path as its workspace and sub-page, or "/" for Workspaces; undefined for any other path. */
 function parse(base: string, pathname: string): { workspace: string; sub: string } | "/" | undefined {
-  let path = pathname;
-  if (base !== "") {
-    if (path === base) return "/";
-    if (!path.startsWith(`${base}/`)) return undefined;
-    path = path.slice(base.length);
-  }
-  if (path === "/") return "/";
-  const m = /^\/workspaces\/([^/]+)(\/(?:history|diff|rollback|force-unlock))?$/.exec(path);
-  if (m === null) return undefined;
-  try {
-    return { workspace: decodeURIComponent(m[1] as string), sub: m[2] ?? "" };
-  } catch {
-    return undefined;
-  }
+  const path = mounted(base, pathname);
+  const page = path === undefined ? undefined : PAGES.find("GET", path, true);
+  if (typeof page !== "object") return undefined;
+  const route = page.route.path;
+  if (route === "/") return "/";
+  return route.startsWith(WORKSPACE) ? { workspace: decodeURIComponent(page.raw["workspace"] as string), sub: route.slice(WORKSPACE.length) } : undefined;
 }
 
 /** A link to the console page `url` (its query kept, but for the one-time `done` notice), or undefined when it is not one. */
@@ -51,29 +56,19 @@ export function pageLink(base: string, url: URL): Back | undefined {
   const params = new URLSearchParams(url.searchParams);
   params.delete("done");
   const search = params.toString();
-  return {
-    href: `${workspaceUrl(base, page.workspace, page.sub)}${search === "" ? "" : `?${search}`}`,
-    label: (PAGES[page.sub] as (w: string) => string)(page.workspace),
-  };
+  return { href: `${workspaceUrl(base, page.workspace, page.sub)}${search === "" ? "" : `?${search}`}`, label: `Back to ${SUBS[page.sub]}${page.workspace}` };
 }
 
 /**
- * Where the error page for `failed` links back to: the console page in `referer` when it is
- * on `origin` and is not the failed page itself; else the workspace's page for one of its
- * sub-pages (or for the workspace page asked with a query); else the Workspaces page.
+ * The error page's link for `failed`: the console page in `referer` when it is on `origin` and
+ * is not the failed page itself; else the workspace's page for one of its sub-pages (or for the
+ * workspace page asked with a query); else the Workspaces page.
  */
 export function backFrom(base: string, failed: URL, referer: string | undefined, origin: string | undefined): Back {
-  if (referer !== undefined && referer !== "" && origin !== undefined) {
-    let from: URL | undefined;
-    try {
-      from = new URL(referer);
-    } catch {
-      from = undefined;
-    }
-    if (from !== undefined && from.origin.toLowerCase() === origin.toLowerCase() && `${from.pathname}${from.search}` !== `${failed.pathname}${failed.search}`) {
-      const link = pageLink(base, from);
-      if (link !== undefined) return link;
-    }
+  const from = referer !== undefined && referer !== "" && origin !== undefined && URL.canParse(referer) ? new URL(referer) : undefined;
+  if (from !== undefined && from.origin.toLowerCase() === origin?.toLowerCase() && `${from.pathname}${from.search}` !== `${failed.pathname}${failed.search}`) {
+    const link = pageLink(base, from);
+    if (link !== undefined) return link;
   }
   const page = parse(base, failed.pathname);
   if (page !== undefined && page !== "/" && (page.sub !== "" || failed.search !== ""))

@@ -1,4 +1,5 @@
-/** Small formatters shared by the pages: sizes, times, counts. Pure. */
+/** Small formatters shared by the pages (and the CLI's lock listing): sizes, times, locks. Pure. */
+import type { LockView } from "./types.js";
 
 /** Bytes as `1.2 MiB`. */
 export function formatBytes(n: number): string {
@@ -38,4 +39,44 @@ export function formatAgo(iso: string | undefined, now: number): string {
           ? `${Math.round(a / 3_600_000)} h`
           : `${Math.round(a / 86_400_000)} d`;
   return d >= 0 ? `${text} ago` : `in ${text}`;
+}
+
+/**
+ * The tool's run types as people say them: Terraform and OpenTofu write the Go name of their
+ * run type (backendrun/operation_type.go) for plan, apply and refresh; import and console name none.
+ */
+const RUN_TYPES: Readonly<Record<string, string>> = {
+  OperationTypeApply: "apply",
+  OperationTypePlan: "plan",
+  OperationTypeRefresh: "refresh",
+  OperationTypeInvalid: "import or console",
+};
+
+/** `apply` for `OperationTypeApply`, `state mv` for `state-mv`; any other text as it is. */
+export function operationName(operation: string): string {
+  if (Object.hasOwn(RUN_TYPES, operation)) return RUN_TYPES[operation] as string;
+  const command = /^(state|workspace)-([a-z-]+)$/.exec(operation);
+  return command === null ? operation : `${command[1] as string} ${command[2] as string}`;
+}
+
+/** The one wording of a lock (pages and the live script's JSON): `locked by who (operation) since …, lease until …`. */
+export function lockText(lock: LockView, now: number): string {
+  const since = lock.created === "" ? "" : ` since ${formatTime(lock.created)} (${formatAgo(lock.created, now)})`;
+  const lease = lock.expires === undefined ? "" : `, lease until ${formatTime(lock.expires)}`;
+  return `locked by ${lock.who || "unknown"} (${lock.operation === "" ? "unknown operation" : operationName(lock.operation)})${since}${lease}`;
+}
+
+/** `3 min ago (2026-… UTC)`, or `unknown` when the holder did not say. */
+export function lockAge(lock: LockView, now: number): string {
+  const ago = formatAgo(lock.created, now);
+  return ago === "" ? "unknown (the holder did not say when)" : `${ago} (${formatTime(lock.created)})`;
+}
+
+/** `expires in 4 min (…)`, `expired 2 min ago (…)`, or `never` for a lock without a lease. */
+export function leaseText(lock: LockView, now: number): string {
+  if (lock.expires === undefined) return "never: no lease, held until released";
+  const at = Date.parse(lock.expires);
+  if (Number.isNaN(at)) return `unknown (${lock.expires})`;
+  const when = `${formatAgo(lock.expires, now)} (${formatTime(lock.expires)})`;
+  return at > now ? `expires ${when}` : `expired ${when}: another client may take the lock over`;
 }

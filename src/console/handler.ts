@@ -1,27 +1,19 @@
 /**
- * `handleConsole(req, res, ctx)`: the console's routes, for a node:http server to mount.
- * Reads go through `ctx.api`, actions too; this module only checks who may do what, builds
- * the pages' view models and answers. Returns false for paths that are not the console's,
- * so the server can route them elsewhere.
- *
- * Routes (under `ctx.base`): `GET /` (Workspaces), `GET /workspaces/{w}` (`?reveal=1` for
- * admins), `GET …/history`, `GET …/diff?from=&to=` (without both, a form to pick them),
- * `GET …/rollback?to=` and `GET …/force-unlock?id=` (confirmations), `POST …/rollback`,
- * `POST …/force-unlock`, and the static `GET /console/console.css`, `/console/live.js` and
- * the live script's `GET /console/locks[?ws=]`. A page of a workspace that does not exist
- * (no state, lock or version, and not `default`) is a 404.
+ * `handleConsole(req, res, ctx)`: the console's routes (`PAGES` in back.ts) for a node:http
+ * server to mount. Reads and actions go through `ctx.api`; this module checks who may do
+ * what, builds the pages' view models and answers. A workspace that does not exist (no
+ * state, lock or version, and not `default`) is a 404.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { isObjstateError, ObjstateError, statusOf, type ErrorCode } from "../errors.js";
 import { readBody } from "../io/http-body.js";
-import { Router, type Found, type RoutePattern } from "../util/router.js";
 import { SENSITIVE } from "../state/diff.js";
 import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
-import { backFrom, workspacesLink, type Back } from "./back.js";
+import { backFrom, mounted, PAGES, WORKSPACE, workspacesLink, type Back } from "./back.js";
 import type { SafeHtml } from "./html.js";
 import { query, workspaceUrl, type Frame } from "./layout.js";
-import { lockText } from "./lock-text.js";
+import { lockText } from "./format.js";
 import { crossSiteReason, requestOrigin } from "./origin.js";
 import { renderDiff, renderDiffPicker } from "./pages/diff.js";
 import { renderForceUnlock } from "./pages/force-unlock.js";
@@ -36,10 +28,12 @@ import { ENCRYPTED, encryptedOr, type ConsoleContext, type ConsoleLogEntry, type
 export const HISTORY_LIMIT = 1000;
 /** Versions the History page lists at first (each is a ranged read of the store). */
 export const HISTORY_PAGE = 100;
-/** Versions the Workspace page's timeline shows. */
 export const TIMELINE_LIMIT = 10;
-/** Largest form body accepted (a form has three short fields). */
+/** A form has three short fields. */
 const MAX_FORM_BYTES = 16 * 1024;
+
+const FORM_ONLY = "The console's actions take a form (application/x-www-form-urlencoded).";
+const CROSS_SITE = "Refused: this action must be posted from the console's own page.";
 
 /** Messages after an action's redirect: fixed texts, so nothing from the URL is echoed. */
 const DONE: Readonly<Record<string, string>> = {
@@ -47,14 +41,10 @@ const DONE: Readonly<Record<string, string>> = {
   rollback: "Rolled back: the new version is at the top of the history.",
 };
 
-/** The fixed message for `?done=`, or undefined (never a lookup through the prototype). */
-function doneMessage(done: string | null): string | undefined {
-  return done !== null && Object.hasOwn(DONE, done) ? DONE[done] : undefined;
-}
+const doneMessage = (done: string | null): string | undefined => (done !== null && Object.hasOwn(DONE, done) ? DONE[done] : undefined);
 
-/** The code of each status the console refuses with: its pages' errors go through the one table (errors.ts) too. */
+/** The code of each status the console refuses with (errors.ts maps it back to the status). */
 const CODE_OF: Readonly<Record<number, ErrorCode>> = {
-  400: "BAD_REQUEST",
   403: "FORBIDDEN",
   404: "NOT_FOUND",
   409: "STATE_CONFLICT",
@@ -63,7 +53,7 @@ const CODE_OF: Readonly<Record<number, ErrorCode>> = {
   421: "MISDIRECTED_REQUEST",
 };
 
-/** A refusal of the console's, with its page's message and where the page sends the user next (default: back where they came from). */
+/** A refusal with its page's message and where the page links next (default: back where the user came from). */
 function consoleError(status: number, message: string, back?: Back): ObjstateError {
   return new ObjstateError(CODE_OF[status] ?? "BAD_REQUEST", message, back === undefined ? undefined : { details: { back } });
 }
@@ -76,6 +66,8 @@ function notFound(frame: Frame, workspace: string): ObjstateError {
   );
 }
 
+const forbidden = (ctx: ConsoleContext, workspace: string): ObjstateError => consoleError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
+
 function securityHeaders(res: ServerResponse): void {
   res.setHeader("Content-Security-Policy", CONTENT_SECURITY_POLICY);
   res.setHeader("X-Content-Type-Options", "nosniff");
@@ -84,135 +76,89 @@ function securityHeaders(res: ServerResponse): void {
   res.setHeader("Cache-Control", "no-store");
 }
 
-/** Response body bytes each console response sent (read once it is answered). */
+/** Body bytes each response sent, for `onAnswer`. */
 const BODY_BYTES = new WeakMap<ServerResponse, number>();
 
-/** End a response, counting its body (none goes out for HEAD). */
-function end(res: ServerResponse, body?: string): void {
-  res.end(body);
+function end(res: ServerResponse, status: number, type: string, body: string | undefined, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { ...(body === undefined ? {} : { "Content-Type": type }), ...headers }).end(res.req.method === "HEAD" ? undefined : body);
   BODY_BYTES.set(res, body === undefined || res.req.method === "HEAD" ? 0 : Buffer.byteLength(body));
 }
 
 function sendPage(res: ServerResponse, status: number, page: SafeHtml): void {
   securityHeaders(res);
-  res.writeHead(status, { "Content-Type": "text/html; charset=utf-8" });
-  end(res, page.value);
+  end(res, status, "text/html; charset=utf-8", page.value);
+}
+
+function sendText(res: ServerResponse, status: number, text: string, headers: Record<string, string>): void {
+  securityHeaders(res);
+  end(res, status, "text/plain; charset=utf-8", text, headers);
 }
 
 function sendStatic(req: IncomingMessage, res: ServerResponse, body: string, type: string, etag: string): void {
   res.setHeader("X-Content-Type-Options", "nosniff");
   res.setHeader("ETag", etag);
   res.setHeader("Cache-Control", "no-cache");
-  if (req.headers["if-none-match"] === etag) {
-    end(res.writeHead(304));
-    return;
-  }
-  res.writeHead(200, { "Content-Type": type });
-  end(res, req.method === "HEAD" ? undefined : body);
+  if (req.headers["if-none-match"] === etag) end(res, 304, type, undefined);
+  else end(res, 200, type, body);
 }
 
-/** A urlencoded form body, at most {@link MAX_FORM_BYTES}, read by the server's one body reader. */
+/** A urlencoded form body, read by the server's one body reader. */
 async function readForm(req: IncomingMessage, ctx: ConsoleContext): Promise<URLSearchParams> {
   const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/x-www-form-urlencoded") throw consoleError(415, "The console's actions take a form (application/x-www-form-urlencoded).");
-  const limits = { maxBytes: MAX_FORM_BYTES, idleMs: ctx.clientTimeoutMs ?? 30_000, maxBytesName: "the most a console form takes" };
-  return new URLSearchParams((await readBody(req, limits)).bytes().toString("utf8"));
+  if (type !== "application/x-www-form-urlencoded") throw consoleError(415, FORM_ONLY);
+  try {
+    return new URLSearchParams((await readBody(req, { maxBytes: MAX_FORM_BYTES, idleMs: ctx.clientTimeoutMs ?? 30_000 })).bytes().toString("utf8"));
+  } catch (e) {
+    if (!isObjstateError(e, "BODY_TOO_LARGE")) throw e;
+    throw consoleError(413, `The form is larger than the console takes (${MAX_FORM_BYTES / 1024} KiB, for three short fields): nothing was done.`);
+  }
 }
-
-function lockJson(lock: LockView | null, now: number): { id: string; text: string } | null {
-  return lock === null ? null : { id: lock.id, text: lockText(lock, now) };
-}
-
-/** A workspace's pages: its own, then the sub-pages (the last two are actions, posted). */
-const WORKSPACE = "/workspaces/:workspace";
-const WORKSPACE_PAGES = ["", "/history", "/diff", "/rollback", "/force-unlock"];
-
-/** The console's routes: GET and HEAD on every page, POST on the two actions (the server's router). */
-const PAGES = new Router(
-  [...["/", CSS_PATH, JS_PATH, LOCKS_PATH], ...WORKSPACE_PAGES.map((sub) => WORKSPACE + sub)].flatMap((path) =>
-    ["GET", "HEAD", ...(path.endsWith("/rollback") || path.endsWith("/force-unlock") ? ["POST"] : [])].map((method) => ({ method, path })),
-  ),
-);
 
 /**
- * Answer a console request. Returns false when the path is not the console's (nothing
- * was written to `res`); true once it answered, errors included, after telling
- * `ctx.onAnswer` the route and the bytes sent.
+ * Answer a console request. False when the path is not the console's (nothing was written);
+ * true once it answered, errors included, after telling `ctx.onAnswer`.
  */
 export async function handleConsole(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext): Promise<boolean> {
-  const base = ctx.base ?? "";
   const url = new URL(req.url ?? "/", "http://console.invalid");
-  let path = url.pathname;
-  if (base !== "") {
-    if (path === base) path = "/";
-    else if (path.startsWith(`${base}/`)) path = path.slice(base.length);
-    else return false;
-  }
-  const page = PAGES.find("GET", path);
-  if (typeof page !== "object") return false;
+  const path = mounted(ctx.base ?? "", url.pathname);
+  const page = path === undefined ? undefined : PAGES.find("GET", path);
+  if (path === undefined || typeof page !== "object") return false;
   const route = page.route.path;
   try {
-    await answer(req, res, ctx, url, page, PAGES.methods(path).join(", "));
+    await answer(req, res, ctx, url, route, page.raw["workspace"] ?? "", PAGES.methods(path));
   } finally {
     ctx.onAnswer?.({ route, bytes: BODY_BYTES.get(res) ?? 0, routine: route === LOCKS_PATH });
   }
   return true;
 }
 
-/** Answer a request for a console page (`allow`: the methods routed there). */
-async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, url: URL, page: Found<RoutePattern>, allow: string): Promise<void> {
-  const path = page.route.path;
+/** Answer a request for a console page (`methods`: those routed there). */
+async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, url: URL, path: string, raw: string, methods: string[]): Promise<void> {
   const base = ctx.base ?? "";
   const method = req.method ?? "GET";
-  const get = method === "GET" || method === "HEAD";
+  const allow = methods.join(", ");
+  const notAllowed = (): void => sendText(res, 405, `Method not allowed: use ${allow}.\n`, { Allow: allow });
+  if ((path === CSS_PATH || path === JS_PATH) && !methods.includes(method)) return notAllowed();
+  if (path === CSS_PATH) return sendStatic(req, res, CSS, "text/css; charset=utf-8", CSS_ETAG);
+  if (path === JS_PATH) return sendStatic(req, res, JS, "text/javascript; charset=utf-8", JS_ETAG);
   const frame: Frame = { base, user: ctx.user, now: Date.now(), csrf: ctx.csrf.issue(ctx.user), pollMs: ctx.pollMs };
-
-  if (path === CSS_PATH || path === JS_PATH) {
-    if (!get) return methodNotAllowed(res, allow);
-    if (path === CSS_PATH) sendStatic(req, res, CSS, "text/css; charset=utf-8", CSS_ETAG);
-    else sendStatic(req, res, JS, "text/javascript; charset=utf-8", JS_ETAG);
-    return;
-  }
-  const raw = page.raw["workspace"] ?? "";
   const sub = path.startsWith(WORKSPACE) ? path.slice(WORKSPACE.length) : "";
-
+  const action = sub === "/rollback" || sub === "/force-unlock" ? (sub.slice(1) as "rollback" | "force-unlock") : undefined;
   try {
-    const refusal = ctx.refusal;
-    if (refusal !== undefined) {
-      const action = sub === "/rollback" ? "rollback" : sub === "/force-unlock" ? "force-unlock" : undefined;
-      if (action !== undefined) ctx.log({ user: ctx.user, action, workspace: safeDecode(raw), outcome: "refused", detail: refusal.reason });
-      throw consoleError(
-        refusal.status,
-        refusal.status === 415
-          ? "The console's actions take a form (application/x-www-form-urlencoded)."
-          : "Refused: this action must be posted from the console's own page.",
-      );
+    if (ctx.refusal !== undefined) {
+      if (action !== undefined) ctx.log({ user: ctx.user, action, workspace: safeDecode(raw), outcome: "refused", detail: ctx.refusal.reason });
+      throw consoleError(ctx.refusal.status, ctx.refusal.status === 415 ? FORM_ONLY : CROSS_SITE);
     }
-    if (path === LOCKS_PATH) {
-      if (!get) return methodNotAllowed(res, allow);
-      await sendLocks(res, ctx, url.searchParams.get("ws"), frame.now);
-      return;
-    }
+    if (!methods.includes(method)) return notAllowed();
+    if (path === LOCKS_PATH) return await sendLocks(res, ctx, url.searchParams.get("ws"), frame.now);
     if (path === "/") {
-      if (!get) return methodNotAllowed(res, allow);
       const all = (await ctx.api.listWorkspaces()).filter((w) => canSee(ctx, w.name));
       const q = url.searchParams.get("q") ?? "";
-      sendPage(res, 200, renderWorkspaces({ frame, rows: sortByLastWrite(filterWorkspaces(all, q)), query: q, total: all.length }));
-      return;
+      return sendPage(res, 200, renderWorkspaces({ frame, rows: sortByLastWrite(filterWorkspaces(all, q)), query: q, total: all.length }));
     }
-    let workspace: string;
-    try {
-      workspace = decodeURIComponent(raw);
-    } catch {
-      throw consoleError(400, "The workspace name in the URL is not valid percent-encoding.");
-    }
-    const acts = sub === "/rollback" || sub === "/force-unlock";
-    if (acts && method === "POST") {
-      await handleAction(req, res, ctx, frame, workspace, sub === "/rollback" ? "rollback" : "force-unlock");
-      return;
-    }
-    if (!get) return methodNotAllowed(res, allow);
-    await workspaceRoute(res, ctx, frame, workspace, sub, url.searchParams);
+    const workspace = safeDecode(raw, true);
+    if (action !== undefined && method === "POST") await handleAction(req, res, ctx, frame, workspace, action);
+    else await workspaceRoute(res, ctx, frame, workspace, sub, url.searchParams);
   } catch (e) {
     const status = statusOf(e);
     if (status === 500 && !isObjstateError(e)) ctx.onError?.(e);
@@ -221,95 +167,69 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
       (isObjstateError(e) ? (e.details?.["back"] as Back | undefined) : undefined) ??
       backFrom(base, url, req.headers.referer, ctx.origin ?? requestOrigin(req));
     // A body left unread is not read at all: the connection closes after this answer.
-    if (!req.complete && !res.headersSent) res.setHeader("Connection", "close");
-    if (!res.headersSent)
-      sendPage(
-        res,
-        status,
-        renderMessage({ frame, title: status === 403 ? "Not allowed" : status === 404 ? "Not found" : "Could not do that", message, tone: "bad", back }),
-      );
-    else res.destroy();
+    if (res.headersSent) return void res.destroy();
+    if (!req.complete) res.setHeader("Connection", "close");
+    const title = status === 403 ? "Not allowed" : status === 404 ? "Not found" : "Could not do that";
+    sendPage(res, status, renderMessage({ frame, title, message, tone: "bad", back }));
   }
 }
 
-/** A workspace's page or sub-page (`sub`: "" or `/history`, `/diff`, `/rollback`, `/force-unlock`), read with GET. */
-async function workspaceRoute(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, sub: string, params: URLSearchParams): Promise<void> {
-  // The Workspace page shows an outputs-only user its outputs; the rest reads the state.
-  if (!(sub === "" ? canSee(ctx, workspace) : ctx.can("read", workspace))) throw consoleError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
-  if (sub === "") await workspacePage(res, ctx, frame, workspace, params);
-  else if (sub === "/history") {
-    // The newest HISTORY_PAGE at first, one more read to know whether to offer the rest.
-    const all = params.get("all") === "1";
-    const shown = all ? HISTORY_LIMIT : HISTORY_PAGE;
-    const found = await versionsOf(ctx, frame, workspace, all ? HISTORY_LIMIT : HISTORY_PAGE + 1);
-    const versions = found?.slice(0, shown) ?? null;
-    const more = !all && found !== null && found.length > shown ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
-    const done = params.get("done");
-    sendPage(
-      res,
-      200,
-      renderHistory({ frame, workspace, versions, canRollback: canRollback(ctx, workspace), notice: doneMessage(done), more, moreLimit: HISTORY_LIMIT }),
-    );
-  } else if (sub === "/diff") {
-    const from = params.get("from") || undefined;
-    const to = params.get("to") || undefined;
-    if (from !== undefined && to !== undefined) {
-      // An envelope without its key is shown as such, not as a failure.
-      const diff = await ctx.api.diff(workspace, from, to).catch(encryptedOr);
-      sendPage(res, 200, renderDiff({ frame, workspace, from, to, diff }));
-    } else {
-      // Not both sides: a form to pick them (a link to the Diff page is not a bad request).
-      const found = await versionsOf(ctx, frame, workspace, HISTORY_PAGE + 1);
-      const more = found !== null && found.length > HISTORY_PAGE ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
-      sendPage(res, 200, renderDiffPicker({ frame, workspace, versions: found?.slice(0, HISTORY_PAGE) ?? null, from, to, more }));
-    }
-  } else if (sub === "/force-unlock") await forceUnlockConfirmation(res, ctx, frame, workspace, params.get("id"));
-  else await rollbackConfirmation(res, ctx, frame, workspace, params.get("to"));
-}
-
-function safeDecode(text: string): string {
+/** `strict`: a name that is not valid percent-encoding is a 400 (else it is shown as it is). */
+function safeDecode(text: string, strict = false): string {
   try {
     return decodeURIComponent(text);
   } catch {
+    if (strict) throw consoleError(400, "The workspace name in the URL is not valid percent-encoding.");
     return text;
   }
 }
 
-function methodNotAllowed(res: ServerResponse, allow: string): void {
-  securityHeaders(res);
-  end(res.writeHead(405, { Allow: allow, "Content-Type": "text/plain; charset=utf-8" }), `Method not allowed: use ${allow}.\n`);
-}
+/** In lists, its lock and its Workspace page (outputs masked); `read` is asked too, for a `can` that does not know it implies `outputs`. */
+const canSee = (ctx: ConsoleContext, workspace: string): boolean => ctx.can("outputs", workspace) || ctx.can("read", workspace);
+const canRollback = (ctx: ConsoleContext, workspace: string): boolean => ctx.can("write", workspace) && ctx.can("lock", workspace);
 
-/**
- * May the user see the workspace in lists, its lock and its Workspace page (outputs
- * masked)? `read` is asked too, for a host whose `can` does not know that it implies `outputs`.
- */
-function canSee(ctx: ConsoleContext, workspace: string): boolean {
-  return ctx.can("outputs", workspace) || ctx.can("read", workspace);
-}
-
-function canRollback(ctx: ConsoleContext, workspace: string): boolean {
-  return ctx.can("write", workspace) && ctx.can("lock", workspace);
+/** A workspace's page or sub-page (`sub`: "" or `/history`, `/diff`, `/rollback`, `/force-unlock`), read with GET. */
+async function workspaceRoute(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, sub: string, params: URLSearchParams): Promise<void> {
+  // The Workspace page shows an outputs-only user its outputs; the rest reads the state.
+  if (!(sub === "" ? canSee(ctx, workspace) : ctx.can("read", workspace))) throw forbidden(ctx, workspace);
+  if (sub === "") return workspacePage(res, ctx, frame, workspace, params);
+  if (sub === "/force-unlock") return forceUnlockConfirmation(res, ctx, frame, workspace, params.get("id"));
+  if (sub === "/rollback") return rollbackConfirmation(res, ctx, frame, workspace, params.get("to"));
+  const from = params.get("from") || undefined;
+  const to = params.get("to") || undefined;
+  // An envelope without its key is shown as such, not as a failure.
+  if (sub === "/diff" && from !== undefined && to !== undefined)
+    return sendPage(res, 200, renderDiff({ frame, workspace, from, to, diff: await ctx.api.diff(workspace, from, to).catch(encryptedOr) }));
+  // The History page, or the Diff page's form to pick two versions: the newest HISTORY_PAGE, one more to know whether to offer the rest.
+  const all = sub === "/history" && params.get("all") === "1";
+  const shown = all ? HISTORY_LIMIT : HISTORY_PAGE;
+  const found = await versionsOf(ctx, frame, workspace, all ? HISTORY_LIMIT : HISTORY_PAGE + 1);
+  const versions = found?.slice(0, shown) ?? null;
+  const more = !all && found !== null && found.length > shown ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
+  if (sub === "/diff") return sendPage(res, 200, renderDiffPicker({ frame, workspace, versions, from, to, more }));
+  const history = {
+    frame,
+    workspace,
+    versions,
+    canRollback: canRollback(ctx, workspace),
+    notice: doneMessage(params.get("done")),
+    more,
+    moreLimit: HISTORY_LIMIT,
+  };
+  sendPage(res, 200, renderHistory(history));
 }
 
 async function sendLocks(res: ServerResponse, ctx: ConsoleContext, one: string | null, now: number): Promise<void> {
-  let entries: [string, LockView | null][];
-  if (one !== null) {
-    if (!canSee(ctx, one)) throw consoleError(403, `You (${ctx.user}) may not read workspace ${one}.`);
-    entries = [[one, await ctx.api.lock(one)]];
-  } else {
-    entries = [...(await ctx.api.locks())].filter(([w]) => canSee(ctx, w));
-  }
+  if (one !== null && !canSee(ctx, one)) throw forbidden(ctx, one);
+  const entries: (readonly [string, LockView | null])[] =
+    one !== null ? [[one, await ctx.api.lock(one)]] : [...(await ctx.api.locks())].filter(([w]) => canSee(ctx, w));
   // fromEntries defines own properties: a workspace named __proto__ stays a plain key.
-  const body = JSON.stringify({ locks: Object.fromEntries(entries.map(([w, l]) => [w, lockJson(l, now)])) });
+  const locks = Object.fromEntries(entries.map(([w, l]) => [w, l === null ? null : { id: l.id, text: lockText(l, now) }]));
   securityHeaders(res);
-  end(res.writeHead(200, { "Content-Type": "application/json; charset=utf-8" }), body);
+  end(res, 200, "application/json; charset=utf-8", JSON.stringify({ locks }));
 }
 
-/**
- * Up to `limit` versions, newest first (null when the store keeps none); a 404 when there
- * are none and the workspace does not exist.
- */
+/** Up to `limit` versions, newest first (null when the store keeps none); a 404 when there are none and the workspace does not exist. */
 async function versionsOf(ctx: ConsoleContext, frame: Frame, workspace: string, limit: number): Promise<VersionView[] | null> {
   const found = (await ctx.api.hasHistory()) ? await ctx.api.history(workspace, { limit }) : null;
   if ((found === null || found.length === 0) && !(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
@@ -333,7 +253,6 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
   const seen = workspace === DEFAULT_WORKSPACE || summary.lastWrite !== null || summary.lock !== null || (versions?.length ?? 0) > 0;
   if (!seen && !(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
   if (revealed) ctx.log({ user: ctx.user, action: "reveal", workspace, outcome: "ok", detail: "sensitive outputs shown" });
-  const done = params.get("done");
   const page = renderWorkspace({
     frame,
     summary,
@@ -343,7 +262,7 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
     canForceUnlock: ctx.can("force", workspace),
     canRollback: canRollback(ctx, workspace),
     versions: canReadVersions ? versions : "hidden",
-    notice: doneMessage(done),
+    notice: doneMessage(params.get("done")),
   });
   sendPage(res, 200, page);
 }
@@ -356,8 +275,7 @@ async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, fr
       404,
       "This store keeps no versions (bucket versioning is off): there is nothing to roll back to. Turn it on with `objstate init --versioning`.",
     );
-  // The two versions looked up, not found in a list of a thousand: the current one, and the
-  // target (known from the History page the user came from, else searched for).
+  // The current version and the target (known from the History page the user came from, else searched for).
   const [latest, found] = await Promise.all([ctx.api.history(workspace, { limit: 1 }), ctx.api.version(workspace, to, { limit: HISTORY_LIMIT })]);
   const current = latest.find((v) => v.isLatest && !v.deleteMarker);
   const target = found === null ? undefined : { ...found, isLatest: found.versionId === current?.versionId };
@@ -368,15 +286,10 @@ async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, fr
   const diff = await ctx.api.diff(workspace, current.versionId, target.versionId).catch(encryptedOr);
   // An envelope is restored as it is, keeping its serial (docs/decisions/070); whether the
   // target is one is known when its resources were counted, else the serial is not promised.
-  const newSerial =
-    target.resources === ENCRYPTED
-      ? target.serial
-      : diff === ENCRYPTED && target.resources === undefined
-        ? null
-        : current.serial === null
-          ? null
-          : current.serial + 1;
-  sendPage(res, 200, renderRollback({ frame, workspace, target, current, diff, newSerial, keepsSerial: target.resources === ENCRYPTED }));
+  const keepsSerial = target.resources === ENCRYPTED;
+  const unknown = (diff === ENCRYPTED && target.resources === undefined) || current.serial === null;
+  const newSerial = keepsSerial ? target.serial : unknown ? null : (current.serial as number) + 1;
+  sendPage(res, 200, renderRollback({ frame, workspace, target, current, diff, newSerial, keepsSerial }));
 }
 
 async function forceUnlockConfirmation(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, shown: string | null): Promise<void> {
@@ -392,77 +305,79 @@ async function forceUnlockConfirmation(res: ServerResponse, ctx: ConsoleContext,
   sendPage(res, 200, renderForceUnlock({ frame, workspace, lock, changedFrom: shown !== null && shown !== lock.id ? shown : undefined }));
 }
 
-async function handleAction(
-  req: IncomingMessage,
-  res: ServerResponse,
-  ctx: ConsoleContext,
-  frame: Frame,
-  workspace: string,
-  action: "force-unlock" | "rollback",
-): Promise<void> {
+type Action = "force-unlock" | "rollback";
+
+async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, action: Action): Promise<void> {
   const log = (outcome: ConsoleLogEntry["outcome"], detail: string, audit: Partial<ConsoleLogEntry> = {}): Promise<unknown> | void =>
     ctx.log({ user: ctx.user, action, workspace, outcome, detail, ...audit });
-  const refuse = (status: number, why: string, message: string): never => {
+  const refuse = (status: number, why: string, message: string, back?: Back): never => {
     log("refused", why);
-    throw consoleError(status, message);
+    throw consoleError(status, message, back);
   };
   const cross = crossSiteReason(req.headers, ctx.origin ?? requestOrigin(req));
-  if (cross !== undefined) refuse(403, `cross-site: ${cross}`, "Refused: this action must be posted from the console's own page.");
+  if (cross !== undefined) refuse(403, `cross-site: ${cross}`, CROSS_SITE);
   const form = await readForm(req, ctx);
   if (!ctx.csrf.verify(ctx.user, form.get("csrf")))
     refuse(403, "missing or invalid CSRF token", "Refused: the form's token is missing or has expired. Reload the page and try again.");
-  if (action === "force-unlock") {
-    if (!ctx.can("force", workspace)) refuse(403, "needs force", `Force-unlock needs the force role on ${workspace}.`);
-    const id = form.get("id");
-    if (!id) refuse(400, "no lock ID", "The form has no lock ID to release.");
-    const review = {
-      href: `${workspaceUrl(frame.base, workspace, "/force-unlock")}${query({ id: id as string })}`,
-      label: "Review the lock and confirm again",
-    };
-    // Typed out, as GitHub asks before a destructive action: a click alone releases nothing.
-    if (form.get("confirm") !== workspace) {
-      log("refused", "workspace name not confirmed");
-      throw consoleError(400, `To force-unlock, type the workspace's name, ${workspace}, exactly: nothing was released.`, review);
-    }
-    try {
-      await ctx.api.forceUnlock(workspace, id as string);
-    } catch (e) {
-      log("failed", `lock ${id}: ${isObjstateError(e) ? e.code : "error"}`, { lockId: id as string, code: isObjstateError(e) ? e.code : "INTERNAL" });
-      // The ID is checked by the library: a lock released or taken since is never broken by this form.
-      if (isObjstateError(e, "LOCK_ID_MISMATCH") || isObjstateError(e, "LOCK_NOT_FOUND")) {
-        throw consoleError(
-          409,
-          `The lock you confirmed (ID ${id}) is no longer the one on ${workspace}: it was released or taken again since. Nothing was released.`,
-          { href: workspaceUrl(frame.base, workspace), label: `See ${workspace}'s lock now` },
-        );
-      }
-      throw e;
-    }
-    await log("ok", `lock ${id}`, { lockId: id as string });
-    redirect(res, `${workspaceUrl(frame.base, workspace)}?done=force-unlock`);
-    return;
-  }
+  if (action === "force-unlock") return forceUnlock(res, ctx, frame, workspace, form, log, refuse);
   if (!canRollback(ctx, workspace)) refuse(403, "needs write and lock", `Rolling back needs the write and lock roles on ${workspace}.`);
-  const to = form.get("to");
-  const seen = form.get("current");
-  if (!to || !seen) refuse(400, "no version", "The form names no version to roll back to.");
+  const to = form.get("to") ?? "";
+  const seen = form.get("current") ?? "";
+  if (to === "" || seen === "") refuse(400, "no version", "The form names no version to roll back to.");
   // The confirmation showed a diff from one current version; if another write came since,
   // that diff is stale: ask again rather than apply something nobody saw.
   const latest = (await ctx.api.history(workspace, { limit: 1 })).find((v) => v.isLatest);
   if (latest?.versionId !== seen) refuse(409, "state changed since confirmation", `${workspace} was written since you confirmed: review the rollback again.`);
   try {
     // Checked again by the library under the lock: a write between this check and the lock is refused too.
-    const result = await ctx.api.rollback(workspace, to as string, { principal: ctx.principal, expectCurrent: seen as string });
-    await log("ok", `to version ${to}, wrote serial ${result.serial ?? "?"}`, { from: to as string, serial: result.serial ?? undefined, md5: result.md5 });
+    const result = await ctx.api.rollback(workspace, to, { principal: ctx.principal, expectCurrent: seen });
+    await log("ok", `to version ${to}, wrote serial ${result.serial ?? "?"}`, { from: to, serial: result.serial ?? undefined, md5: result.md5 });
   } catch (e) {
-    log("failed", `to version ${to}: ${isObjstateError(e) ? e.code : "error"}`, { from: to as string, code: isObjstateError(e) ? e.code : "INTERNAL" });
+    log("failed", `to version ${to}: ${isObjstateError(e) ? e.code : "error"}`, { from: to, code: isObjstateError(e) ? e.code : "INTERNAL" });
     throw e;
   }
   redirect(res, `${workspaceUrl(frame.base, workspace, "/history")}?done=rollback`);
 }
 
+async function forceUnlock(
+  res: ServerResponse,
+  ctx: ConsoleContext,
+  frame: Frame,
+  workspace: string,
+  form: URLSearchParams,
+  log: (outcome: ConsoleLogEntry["outcome"], detail: string, audit?: Partial<ConsoleLogEntry>) => Promise<unknown> | void,
+  refuse: (status: number, why: string, message: string, back?: Back) => never,
+): Promise<void> {
+  if (!ctx.can("force", workspace)) refuse(403, "needs force", `Force-unlock needs the force role on ${workspace}.`);
+  const id = form.get("id") ?? "";
+  if (id === "") refuse(400, "no lock ID", "The form has no lock ID to release.");
+  // Typed out, as GitHub asks before a destructive action: a click alone releases nothing.
+  if (form.get("confirm") !== workspace)
+    refuse(400, "workspace name not confirmed", `To force-unlock, type the workspace's name, ${workspace}, exactly: nothing was released.`, {
+      href: `${workspaceUrl(frame.base, workspace, "/force-unlock")}${query({ id })}`,
+      label: "Review the lock and confirm again",
+    });
+  try {
+    await ctx.api.forceUnlock(workspace, id);
+  } catch (e) {
+    log("failed", `lock ${id}: ${isObjstateError(e) ? e.code : "error"}`, { lockId: id, code: isObjstateError(e) ? e.code : "INTERNAL" });
+    // The library checks the ID: a lock released or taken since is never broken by this form.
+    if (isObjstateError(e, "LOCK_ID_MISMATCH") || isObjstateError(e, "LOCK_NOT_FOUND"))
+      throw consoleError(
+        409,
+        `The lock you confirmed (ID ${id}) is no longer the one on ${workspace}: it was released or taken again since. Nothing was released.`,
+        {
+          href: workspaceUrl(frame.base, workspace),
+          label: `See ${workspace}'s lock now`,
+        },
+      );
+    throw e;
+  }
+  await log("ok", `lock ${id}`, { lockId: id });
+  redirect(res, `${workspaceUrl(frame.base, workspace)}?done=force-unlock`);
+}
+
+/** 303: the browser follows with a GET, so a reload does not post the action again. */
 function redirect(res: ServerResponse, location: string): void {
-  securityHeaders(res);
-  // 303: the browser follows with a GET, so a reload does not post the action again.
-  end(res.writeHead(303, { Location: location, "Content-Type": "text/plain; charset=utf-8" }), `See ${location}\n`);
+  sendText(res, 303, `See ${location}\n`, { Location: location });
 }

@@ -1,23 +1,11 @@
 /**
  * The standard AWS credential chain, consulted after the seed's own sources gave nothing
- * (docs/decisions/019-aws-credential-chain.md). Every step is one of the AWS SDK's own
- * providers (`@aws-sdk/credential-providers`), run in the order of the SDK's Node default
- * chain, so that objstate can say which one won and why each before it gave nothing:
- *
- *   1. `aws:env` — `fromEnv`: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`);
- *      skipped while `AWS_PROFILE` is set, as the SDK does;
- *   2. `aws:profile:NAME`, `aws:process:NAME`, `aws:sso:NAME` — `fromIni` on `AWS_PROFILE`
- *      (else `default`) in `~/.aws/config` and `~/.aws/credentials`: static keys, `role_arn`
- *      with `source_profile` or `credential_source`, `credential_process` (through
- *      `fromProcess`), SSO (through `fromSSO`), `web_identity_token_file`;
- *   3. `aws:web-identity` — `fromTokenFile`: `AWS_WEB_IDENTITY_TOKEN_FILE` with `AWS_ROLE_ARN`;
- *   4. `aws:container-metadata` — `fromHttp`, when `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`
- *      or `_FULL_URI` is set; otherwise
- *   5. `aws:instance-metadata` — `fromInstanceMetadata`, unless `AWS_EC2_METADATA_DISABLED`.
- *
- * The SDK's providers read the process environment, so the chain runs only when objstate
- * resolves against it (`env === process.env`). The metadata services are asked only when
- * the chain reaches them, with a short timeout and no retries.
+ * (docs/decisions/019-aws-credential-chain.md): each step is one of the SDK's own providers,
+ * run in the order of its Node default chain so that objstate can say which one won and why
+ * each before it gave nothing: `aws:env` (fromEnv), `aws:profile|process|sso:NAME` (fromIni),
+ * `aws:web-identity` (fromTokenFile), `aws:container-metadata` (fromHttp), else
+ * `aws:instance-metadata` (fromInstanceMetadata). Metadata services are asked only when the
+ * chain reaches them, with a short timeout and no retries.
  */
 import { isObjstateError, ObjstateError } from "../errors.js";
 import type { Env } from "../resolve/settings.js";
@@ -27,49 +15,26 @@ import { DEFAULT_REGION, MAX_ATTEMPTS, resolveTimeouts, withoutNodeVersionWarnin
 import { readAwsProfile, type ProfileKind, type ProfileView } from "./aws-files.js";
 import { METADATA_TIMEOUT_MS } from "./metadata.js";
 
-/** What the AWS steps need from the resolved settings. */
 export interface AwsChainContext {
   readonly env: Env;
-  /** Where STS calls of a profile's role or of web identity go; undefined: where the SDK sends them. */
+  /** Where the STS calls of a profile's role or of web identity go; undefined: where the SDK sends them. */
   readonly stsEndpoint: string | undefined;
-  /** Region of those STS calls (objstate's region; DEFAULT_REGION when unset, as for every client). */
   readonly region: string | undefined;
   readonly timeouts?: Partial<Timeouts> | undefined;
 }
 
-/** A step that gave credentials: the provider to call again on refresh, and what it is. */
+/** The step that gave credentials: its first answer, the provider to call again on refresh, and its source line. */
 export interface AwsWinner {
   readonly first: Credentials;
   readonly fetch: () => Promise<Credentials>;
-  /** `aws:env`, `aws:profile:NAME`… followed by what it used, e.g. `aws:env (AWS_ACCESS_KEY_ID, …)`. */
+  /** e.g. `aws:env (AWS_ACCESS_KEY_ID, …)`. */
   readonly source: string;
 }
 
-/** The chain's result: the winner, and why each step before it gave nothing. */
-export interface AwsChainResult {
-  readonly winner: AwsWinner | undefined;
-  readonly tried: readonly string[];
-}
+type SdkProviders = typeof import("@aws-sdk/credential-providers");
+type Provider = () => Promise<Credentials>;
 
 const set = (v: string | undefined): v is string => v !== undefined && v !== "";
-
-/** `AWS_EC2_METADATA_DISABLED` as the SDK reads it: any value but `false` disables. */
-function imdsDisabled(env: Env): boolean {
-  return set(env["AWS_EC2_METADATA_DISABLED"]) && env["AWS_EC2_METADATA_DISABLED"] !== "false";
-}
-
-function containerUrl(env: Env): string | undefined {
-  const relative = env["AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"];
-  if (set(relative)) return `http://169.254.170.2${relative}`;
-  const full = env["AWS_CONTAINER_CREDENTIALS_FULL_URI"];
-  return set(full) ? redactUrl(full) : undefined;
-}
-
-function imdsUrl(env: Env): string {
-  const explicit = env["AWS_EC2_METADATA_SERVICE_ENDPOINT"];
-  if (set(explicit)) return redactUrl(explicit);
-  return env["AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE"] === "IPv6" ? "http://[fd00:ec2::254]" : "http://169.254.169.254";
-}
 
 const PROFILE_KIND_TEXT: Record<ProfileKind, string> = {
   role: "role_arn through STS",
@@ -79,7 +44,6 @@ const PROFILE_KIND_TEXT: Record<ProfileKind, string> = {
   sso: "SSO",
 };
 
-/** `aws:process:dev` for a credential_process profile, `aws:sso:dev` for SSO, else `aws:profile:dev`. */
 function profileLabel(name: string, kind: ProfileKind | undefined): string {
   return kind === "process" ? `aws:process:${name}` : kind === "sso" ? `aws:sso:${name}` : `aws:profile:${name}`;
 }
@@ -87,11 +51,12 @@ function profileLabel(name: string, kind: ProfileKind | undefined): string {
 function profileSource(view: ProfileView & { found: true }, kind: ProfileKind | undefined, sts: string | undefined): string {
   const what = kind === undefined ? "profile" : PROFILE_KIND_TEXT[kind];
   const via = (kind === "role" || kind === "web-identity") && sts !== undefined ? ` at ${redactUrl(sts)}` : "";
-  const from = kind === "role" && set(view.keys.get("source_profile")) ? ` from source_profile ${view.keys.get("source_profile") as string}` : "";
+  const source = view.keys.get("source_profile");
+  const from = kind === "role" && set(source) ? ` from source_profile ${source}` : "";
   return `${profileLabel(view.name, kind)} (${what}${via}${from} in ${view.file})`;
 }
 
-/** The kind the SDK itself says it used (its credential-feature marks), when it says. */
+/** The kind the SDK says it used (its credential-feature marks), when it says. */
 function kindFromSdk(c: object): ProfileKind | undefined {
   const marks = (c as { $source?: Record<string, unknown> }).$source;
   if (marks === undefined || marks === null || typeof marks !== "object") return undefined;
@@ -104,9 +69,9 @@ function kindFromSdk(c: object): ProfileKind | undefined {
 }
 
 /**
- * What a failed provider said, fit to print: its name, network code and HTTP status, and
- * the first line of its message up to anything quoted (a JSON parser quotes the answer,
- * which may hold keys; a failed `credential_process` quotes its command line).
+ * What a failed provider said, fit to print: its name, network code and HTTP status, and the
+ * first line of its message up to anything quoted (a parser quotes the answer, which may hold
+ * keys; a failed `credential_process` quotes its command line).
  */
 export function describeProviderFailure(e: unknown): string {
   if (isObjstateError(e)) return e.message.split("\n")[0] as string;
@@ -129,104 +94,25 @@ export function describeProviderFailure(e: unknown): string {
   return `${name}${text === "" ? "failed" : text}${code}${typeof status === "number" ? ` (HTTP ${status})` : ""}`;
 }
 
-/** Does the SDK's chain move on after this error (a `CredentialsProviderError` that allows it)? */
+/** Does the SDK's chain move on after this error (a provider error that allows it)? */
 function movesOn(e: unknown): boolean {
   const r = e as { name?: unknown; tryNextLink?: unknown } | null;
   return r !== null && typeof r === "object" && (r.name === "CredentialsProviderError" || r.name === "ProviderError") && r.tryNextLink !== false;
 }
 
-interface PlannedStep {
-  /** The source's label, e.g. `aws:env`. */
+interface Step {
+  /** e.g. `aws:env`. */
   readonly label: string;
-  /** Why this step gives nothing without asking anything, or undefined when it is to be run. */
+  /** Why the step gives nothing (told without asking anything, or when it then gives nothing); undefined: it is the plan's pick. */
   readonly skip?: string | undefined;
-  /** What it will use, for the source line (`aws:env (AWS_ACCESS_KEY_ID, …)`). */
+  /** The source line (`aws:env (AWS_ACCESS_KEY_ID, …)`). */
   readonly source: string;
-  /** Ends the chain whatever the step gives (the container step: the SDK never asks IMDS after it). */
+  /** The SDK's provider, when the step is to be run; the profile step always runs, as the files are the SDK's to read. */
+  readonly provider?: ((sdk: SdkProviders, ctx: AwsChainContext) => Provider) | undefined;
+  /** Ends the chain whatever it gives (the SDK never asks IMDS after the container step). */
   readonly last?: boolean;
-  /** The profile step's view of the files. */
   readonly profile?: ProfileView;
-  /**
-   * Run the SDK's provider even though the files seem to give nothing (`skip` then says
-   * why, if it fails): the files are the SDK's to read, this view only names the source.
-   */
-  readonly runAnyway?: boolean;
 }
-
-/** The steps as the environment and files describe them, without contacting anything. */
-function planAwsSteps(env: Env): PlannedStep[] {
-  const steps: PlannedStep[] = [];
-  const keys = set(env["AWS_ACCESS_KEY_ID"]) && set(env["AWS_SECRET_ACCESS_KEY"]);
-  const envUsed = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", ...(set(env["AWS_SESSION_TOKEN"]) ? ["AWS_SESSION_TOKEN"] : [])].join(", ");
-  steps.push({
-    label: "aws:env",
-    source: `aws:env (${envUsed})`,
-    skip: set(env["AWS_PROFILE"])
-      ? `AWS_PROFILE is set, so the profile is used${keys ? " instead of AWS_ACCESS_KEY_ID (as the AWS SDK does)" : ""}`
-      : keys
-        ? undefined
-        : "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set",
-  });
-  const view = readAwsProfile(env);
-  const problems = view.problems.length === 0 ? "" : ` (${view.problems.join("; ")})`;
-  if (!view.found) {
-    steps.push({
-      label: `aws:profile:${view.name}`,
-      source: `aws:profile:${view.name}`,
-      profile: view,
-      runAnyway: true,
-      skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}`,
-    });
-  } else if (view.kind === undefined) {
-    steps.push({
-      label: `aws:profile:${view.name}`,
-      source: `aws:profile:${view.name}`,
-      profile: view,
-      runAnyway: true,
-      skip: `profile ${view.name} (${view.file}) has no credentials: no aws_access_key_id, role_arn, credential_process, sso_* or web_identity_token_file`,
-    });
-  } else {
-    steps.push({ label: profileLabel(view.name, view.kind), source: profileSource(view, view.kind, undefined), profile: view });
-  }
-  const tokenFile = set(env["AWS_WEB_IDENTITY_TOKEN_FILE"]) && set(env["AWS_ROLE_ARN"]);
-  steps.push({
-    label: "aws:web-identity",
-    source: `aws:web-identity (AWS_WEB_IDENTITY_TOKEN_FILE, role ${env["AWS_ROLE_ARN"] ?? ""} through STS)`,
-    skip: tokenFile ? undefined : "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN are not both set",
-  });
-  const container = containerUrl(env);
-  if (container !== undefined) {
-    const which = set(env["AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"]) ? "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI" : "AWS_CONTAINER_CREDENTIALS_FULL_URI";
-    steps.push({ label: "aws:container-metadata", source: `aws:container-metadata (${which}: the container credentials service at ${container})`, last: true });
-  } else {
-    steps.push({
-      label: "aws:container-metadata",
-      source: "aws:container-metadata",
-      skip: "neither AWS_CONTAINER_CREDENTIALS_RELATIVE_URI nor AWS_CONTAINER_CREDENTIALS_FULL_URI is set",
-    });
-    steps.push({
-      label: "aws:instance-metadata",
-      source: `aws:instance-metadata (the EC2 metadata service at ${imdsUrl(env)})`,
-      skip: imdsDisabled(env) ? "AWS_EC2_METADATA_DISABLED is set" : undefined,
-    });
-  }
-  return steps;
-}
-
-/**
- * Where the AWS chain would find credentials, without contacting anything: the first step
- * that is to be run (a profile's kind read from the files), or undefined when none is.
- */
-export function planAwsChain(env: Env): { readonly source: string | undefined; readonly tried: readonly string[] } {
-  const tried: string[] = [];
-  for (const step of planAwsSteps(env)) {
-    if (step.skip === undefined) return { source: step.source, tried };
-    tried.push(`${step.label}: ${step.skip}`);
-  }
-  return { source: undefined, tried };
-}
-
-type SdkProviders = typeof import("@aws-sdk/credential-providers");
 
 const SILENT = Object.freeze({ trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined });
 
@@ -244,31 +130,99 @@ function stsClientConfig(ctx: AwsChainContext): Record<string, unknown> {
   };
 }
 
-/** The SDK provider of a step that is to be run. */
-function providerOf(step: PlannedStep, sdk: SdkProviders, ctx: AwsChainContext): () => Promise<Credentials> {
-  if (step.label === "aws:env") return sdk.fromEnv({ logger: SILENT });
-  if (step.label === "aws:web-identity") return () => sdk.fromTokenFile({ logger: SILENT, clientConfig: stsClientConfig(ctx) })();
-  if (step.label === "aws:container-metadata") return sdk.fromHttp({ logger: SILENT, timeout: METADATA_TIMEOUT_MS, maxRetries: 0 });
-  if (step.label === "aws:instance-metadata") return sdk.fromInstanceMetadata({ logger: SILENT, timeout: METADATA_TIMEOUT_MS, maxRetries: 0 });
-  // A profile: fromIni resolves every kind (it runs credential_process through fromProcess
-  // and SSO through fromSSO), in the files the source line names.
-  const view = step.profile ?? readAwsProfile(ctx.env);
-  return () =>
-    sdk.fromIni({
-      profile: view.name,
-      filepath: view.files.credentials,
-      configFilepath: view.files.config,
-      logger: SILENT,
-      clientConfig: stsClientConfig(ctx),
-    })();
+function profileStep(env: Env): Step {
+  const view = readAwsProfile(env);
+  // fromIni resolves every kind (credential_process through fromProcess, SSO through fromSSO).
+  const provider =
+    (sdk: SdkProviders, ctx: AwsChainContext): Provider =>
+    () =>
+      sdk.fromIni({
+        profile: view.name,
+        filepath: view.files.credentials,
+        configFilepath: view.files.config,
+        logger: SILENT,
+        clientConfig: stsClientConfig(ctx),
+      })();
+  const label = `aws:profile:${view.name}`;
+  const problems = view.problems.length === 0 ? "" : ` (${view.problems.join("; ")})`;
+  if (!view.found)
+    return { label, source: label, profile: view, provider, skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}` };
+  if (view.kind === undefined) {
+    const skip = `profile ${view.name} (${view.file}) has no credentials: no aws_access_key_id, role_arn, credential_process, sso_* or web_identity_token_file`;
+    return { label, source: label, profile: view, provider, skip };
+  }
+  return { label: profileLabel(view.name, view.kind), source: profileSource(view, view.kind, undefined), profile: view, provider };
+}
+
+/** The steps as the environment and files describe them, without contacting anything. */
+function planAwsSteps(env: Env): Step[] {
+  const keys = set(env["AWS_ACCESS_KEY_ID"]) && set(env["AWS_SECRET_ACCESS_KEY"]);
+  const envUsed = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", ...(set(env["AWS_SESSION_TOKEN"]) ? ["AWS_SESSION_TOKEN"] : [])].join(", ");
+  const envSkip = set(env["AWS_PROFILE"])
+    ? `AWS_PROFILE is set, so the profile is used${keys ? " instead of AWS_ACCESS_KEY_ID (as the AWS SDK does)" : ""}`
+    : keys
+      ? undefined
+      : "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set";
+  const tokenFile = set(env["AWS_WEB_IDENTITY_TOKEN_FILE"]) && set(env["AWS_ROLE_ARN"]);
+  const steps: Step[] = [
+    { label: "aws:env", source: `aws:env (${envUsed})`, skip: envSkip, provider: envSkip === undefined ? (sdk) => sdk.fromEnv({ logger: SILENT }) : undefined },
+    profileStep(env),
+    {
+      label: "aws:web-identity",
+      source: `aws:web-identity (AWS_WEB_IDENTITY_TOKEN_FILE, role ${env["AWS_ROLE_ARN"] ?? ""} through STS)`,
+      skip: tokenFile ? undefined : "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN are not both set",
+      provider: tokenFile ? (sdk, ctx) => () => sdk.fromTokenFile({ logger: SILENT, clientConfig: stsClientConfig(ctx) })() : undefined,
+    },
+  ];
+  const metadata = { logger: SILENT, timeout: METADATA_TIMEOUT_MS, maxRetries: 0 };
+  const relative = env["AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"];
+  const full = env["AWS_CONTAINER_CREDENTIALS_FULL_URI"];
+  if (set(relative) || set(full)) {
+    const [which, url] = set(relative)
+      ? ["AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", `http://169.254.170.2${relative}`]
+      : ["AWS_CONTAINER_CREDENTIALS_FULL_URI", redactUrl(full as string)];
+    const source = `aws:container-metadata (${which}: the container credentials service at ${url})`;
+    return [...steps, { label: "aws:container-metadata", source, last: true, provider: (sdk) => sdk.fromHttp(metadata) }];
+  }
+  const explicit = env["AWS_EC2_METADATA_SERVICE_ENDPOINT"];
+  const imds = set(explicit)
+    ? redactUrl(explicit)
+    : env["AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE"] === "IPv6"
+      ? "http://[fd00:ec2::254]"
+      : "http://169.254.169.254";
+  // As the SDK reads AWS_EC2_METADATA_DISABLED: any value but `false` disables.
+  const disabled = set(env["AWS_EC2_METADATA_DISABLED"]) && env["AWS_EC2_METADATA_DISABLED"] !== "false";
+  return [
+    ...steps,
+    {
+      label: "aws:container-metadata",
+      source: "aws:container-metadata",
+      skip: "neither AWS_CONTAINER_CREDENTIALS_RELATIVE_URI nor AWS_CONTAINER_CREDENTIALS_FULL_URI is set",
+    },
+    {
+      label: "aws:instance-metadata",
+      source: `aws:instance-metadata (the EC2 metadata service at ${imds})`,
+      skip: disabled ? "AWS_EC2_METADATA_DISABLED is set" : undefined,
+      provider: disabled ? undefined : (sdk) => sdk.fromInstanceMetadata(metadata),
+    },
+  ];
+}
+
+/** Where the AWS chain would find credentials, without contacting anything: the first step without a reason to skip it. */
+export function planAwsChain(env: Env): { readonly source: string | undefined; readonly tried: readonly string[] } {
+  const tried: string[] = [];
+  for (const step of planAwsSteps(env)) {
+    if (step.skip === undefined) return { source: step.source, tried };
+    tried.push(`${step.label}: ${step.skip}`);
+  }
+  return { source: undefined, tried };
 }
 
 let silenced = false;
 
 /**
- * Load the SDK's providers with its Node-version warning settled: the SDK warns once per
- * process when a client is first built, and the STS clients of these providers are built
- * where objstate cannot wrap them, so one client is built here first, without the warning.
+ * The SDK's providers, its Node-version warning settled: the SDK warns once per process when
+ * a client is first built, and these providers build STS clients objstate cannot wrap.
  */
 async function loadProviders(): Promise<SdkProviders> {
   const sdk = await import("@aws-sdk/credential-providers");
@@ -280,23 +234,55 @@ async function loadProviders(): Promise<SdkProviders> {
   return sdk;
 }
 
+/** Only the four fields objstate uses: the SDK's objects carry more (feature marks, account IDs). */
+function shape(c: Credentials): Credentials {
+  return {
+    accessKeyId: c.accessKeyId,
+    secretAccessKey: c.secretAccessKey,
+    sessionToken: c.sessionToken === "" ? undefined : c.sessionToken,
+    expiration: c.expiration,
+  };
+}
+
+/** The winner's source line: for a profile, the kind the SDK says it used; STS's endpoint when known. */
+function sourceOf(step: Step, creds: object, ctx: AwsChainContext): string {
+  const view = step.profile;
+  if (view !== undefined) {
+    const kind = kindFromSdk(creds) ?? (view.found ? view.kind : undefined);
+    return view.found ? profileSource(view, kind, ctx.stsEndpoint) : profileLabel(view.name, kind);
+  }
+  return step.label === "aws:web-identity" && ctx.stsEndpoint !== undefined
+    ? step.source.replace(/ through STS\)$/, ` through STS at ${redactUrl(ctx.stsEndpoint)})`)
+    : step.source;
+}
+
+function failure(label: string, e: unknown, tried: readonly string[] = []): ObjstateError {
+  if (isObjstateError(e)) return e;
+  const before = tried.length === 0 ? "" : ` (after: ${tried.join("; ")})`;
+  return new ObjstateError(
+    "AWS_CREDENTIALS_FAILED",
+    `the AWS credential source ${label} failed: ${describeProviderFailure(e)}${before}. Fix that source, or give objstate credentials of its own (PROVIDER_ACCESS_KEY and PROVIDER_SECRET_KEY, a profile)`,
+    { details: { source: label } },
+  );
+}
+
 /**
  * Run the AWS chain: each step in order until one gives credentials. A step that finds
- * nothing (the SDK's chain would move on) is listed in `tried` with why; any other
- * failure (a role the profile may not assume, an unreadable token file) ends the chain
- * with `AWS_CREDENTIALS_FAILED` naming the step.
+ * nothing (the SDK's chain would move on) is listed in `tried` with why; any other failure
+ * (a role the profile may not assume, an unreadable token file) ends the chain with
+ * `AWS_CREDENTIALS_FAILED` naming the step.
  */
-export async function runAwsChain(ctx: AwsChainContext): Promise<AwsChainResult> {
+export async function runAwsChain(ctx: AwsChainContext): Promise<{ readonly winner: AwsWinner | undefined; readonly tried: readonly string[] }> {
   const tried: string[] = [];
   let sdk: SdkProviders | undefined;
   for (const step of planAwsSteps(ctx.env)) {
-    if (step.skip !== undefined && step.runAnyway !== true) {
-      tried.push(`${step.label}: ${step.skip}`);
+    if (step.provider === undefined) {
+      tried.push(`${step.label}: ${step.skip ?? ""}`);
       continue;
     }
     sdk ??= await loadProviders();
-    const provider = providerOf(step, sdk, ctx);
-    // Later calls (refreshes) have no next step to move on to: every failure is an error.
+    const provider = step.provider(sdk, ctx);
+    // Refreshes have no next step to move on to: every failure is an error.
     const fetch = async (): Promise<Credentials> => {
       try {
         return shape(await provider());
@@ -314,38 +300,4 @@ export async function runAwsChain(ctx: AwsChainContext): Promise<AwsChainResult>
     }
   }
   return { winner: undefined, tried };
-}
-
-/** Only the four fields objstate uses: the SDK's objects carry more (feature marks, account IDs). */
-function shape(c: Credentials): Credentials {
-  return {
-    accessKeyId: c.accessKeyId,
-    secretAccessKey: c.secretAccessKey,
-    sessionToken: c.sessionToken === "" ? undefined : c.sessionToken,
-    expiration: c.expiration,
-  };
-}
-
-/** The winner's source line: for a profile, the kind the SDK says it used; STS's endpoint when known. */
-function sourceOf(step: PlannedStep, creds: object, ctx: AwsChainContext): string {
-  const view = step.profile;
-  if (view !== undefined) {
-    const kind = kindFromSdk(creds) ?? (view.found ? view.kind : undefined);
-    return view.found ? profileSource(view, kind, ctx.stsEndpoint) : profileLabel(view.name, kind);
-  }
-  return step.label === "aws:web-identity" && ctx.stsEndpoint !== undefined
-    ? step.source.replace(/ through STS\)$/, ` through STS at ${redactUrl(ctx.stsEndpoint)})`)
-    : step.source;
-}
-
-function failure(label: string, e: unknown, tried: readonly string[] = []): ObjstateError {
-  if (isObjstateError(e)) return e;
-  const before = tried.length === 0 ? "" : ` (after: ${tried.join("; ")})`;
-  return new ObjstateError(
-    "AWS_CREDENTIALS_FAILED",
-    `the AWS credential source ${label} failed: ${describeProviderFailure(e)}${before}. Fix that source, or give objstate credentials of its own (PROVIDER_ACCESS_KEY and PROVIDER_SECRET_KEY, a profile)`,
-    {
-      details: { source: label },
-    },
-  );
 }

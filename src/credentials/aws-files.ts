@@ -1,10 +1,8 @@
 /**
- * What the AWS shared config and credentials files (`~/.aws/config`, `~/.aws/credentials`)
- * say about one profile, read without running anything: which kind of credentials the
- * profile holds, in the order the AWS SDK's `fromIni` tries them. It names the source for
- * `objstate config` (which contacts nothing) and explains why a profile gave nothing; the
- * credentials themselves always come from the SDK's providers (aws-chain.ts), never from
- * here. Values are read only to tell keys apart; none is ever shown.
+ * What the AWS shared config and credentials files say about one profile, read without
+ * running anything: which kind of credentials it holds, in `fromIni`'s order. It names the
+ * source for `objstate config` and explains why a profile gave nothing; credentials always
+ * come from the SDK's providers (aws-chain.ts). No value is ever shown.
  */
 import * as path from "node:path";
 import type { Env } from "../resolve/settings.js";
@@ -20,7 +18,7 @@ export interface AwsFiles {
 const set = (v: string | undefined): v is string => v !== undefined && v !== "";
 
 /** Where the SDK reads its files under `env` (`~` expanded against HOME, as the SDK does). */
-export function awsFiles(env: Env): AwsFiles {
+function awsFiles(env: Env): AwsFiles {
   const home = (p: string): string => expandHome(p, env);
   return {
     config: home(set(env["AWS_CONFIG_FILE"]) ? env["AWS_CONFIG_FILE"] : path.join("~", ".aws", "config")),
@@ -28,19 +26,9 @@ export function awsFiles(env: Env): AwsFiles {
   };
 }
 
-/** The profile the SDK uses under `env`: `AWS_PROFILE`, else `default`. */
-export function awsProfileName(env: Env): string {
-  return set(env["AWS_PROFILE"]) ? env["AWS_PROFILE"] : "default";
-}
-
-/**
- * The kind of credentials a profile holds, in `fromIni`'s order: a role (`role_arn` with
- * `source_profile` or `credential_source`), static keys, web identity
- * (`web_identity_token_file` with `role_arn`), `credential_process`, SSO (`sso_*`).
- */
+/** The kind of credentials a profile holds, in `fromIni`'s order. */
 export type ProfileKind = "role" | "keys" | "web-identity" | "process" | "sso";
 
-/** One profile as the files describe it. */
 export type ProfileView =
   | { readonly found: false; readonly name: string; readonly files: AwsFiles; readonly problems: readonly string[] }
   | {
@@ -56,10 +44,9 @@ export type ProfileView =
 type Sections = Map<string, Map<string, string>>;
 
 /**
- * The sections of an INI text the way the SDK's parser reads them: `#` and `;` start a
- * comment at the start of a line or after a space, `key =` with nothing after it opens a
- * sub-section whose indented lines are `key.sub`, and `[profile NAME]` names a profile
- * only in the config file.
+ * The sections of an INI text as the SDK's parser reads them: `#` and `;` start a comment at
+ * the start of a line or after a space; `key =` with nothing after it opens a sub-section
+ * whose indented lines are `key.sub`.
  */
 export function parseIni(text: string): Sections {
   const out: Sections = new Map();
@@ -121,7 +108,7 @@ function kindOf(keys: ReadonlyMap<string, string>): ProfileKind | undefined {
 /** Read the selected profile from both files (the credentials file's keys win, as in the SDK). */
 export function readAwsProfile(env: Env): ProfileView {
   const files = awsFiles(env);
-  const name = awsProfileName(env);
+  const name = set(env["AWS_PROFILE"]) ? env["AWS_PROFILE"] : "default";
   const problems: string[] = [];
   const fromConfig = configSection(readIni(files.config, problems), name);
   const fromCredentials = readIni(files.credentials, problems).get(name);

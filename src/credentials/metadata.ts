@@ -1,25 +1,22 @@
 /**
  * The compute-instance role from the metadata service (docs/design.md §4):
- * `GET {base}/latest/meta-data/ram/security-credentials/{role}`.
- *
- * The answer is trusted only as far as its shape: no redirects are followed (a redirect
- * would send the request, and trust, to another host), the body is read up to
- * {@link METADATA_MAX_BYTES}, and every field is checked before use.
+ * `GET {base}/latest/meta-data/ram/security-credentials/{role}`. The answer is trusted only as
+ * far as its shape: no redirect is followed (it would send the request, and trust, to another
+ * host), the body is read up to {@link METADATA_MAX_BYTES}, and every field is checked.
  */
 import { ObjstateError } from "../errors.js";
 import type { Env } from "../resolve/settings.js";
 import type { Credentials } from "./types.js";
 
-export const DEFAULT_METADATA_ENDPOINT = "http://169.254.169.254";
 /** The metadata service answers within milliseconds or not at all. */
 export const METADATA_TIMEOUT_MS = 1500;
 /** A credentials answer is a few hundred bytes; anything past this is not one. */
 export const METADATA_MAX_BYTES = 64 * 1024;
 
-/** The metadata service's base URL: `PROVIDER_METADATA_ENDPOINT` or the link-local default. */
+/** `PROVIDER_METADATA_ENDPOINT` or the link-local default. */
 export function metadataBase(env: Env): string {
   const v = env["PROVIDER_METADATA_ENDPOINT"];
-  return (v !== undefined && v !== "" ? v : DEFAULT_METADATA_ENDPOINT).replace(/\/+$/, "");
+  return (v !== undefined && v !== "" ? v : "http://169.254.169.254").replace(/\/+$/, "");
 }
 
 /** Fetch the role's temporary credentials; every failure is an ObjstateError naming the role. */
@@ -43,19 +40,15 @@ export async function fetchComputeRoleCredentials(role: string, env: Env, timeou
   } catch (e) {
     throw unreachable(e);
   }
-  if (res.status >= 300 && res.status < 400) {
-    await res.body?.cancel();
-    throw failed(`answered a redirect (${res.status}), which objstate does not follow; point PROVIDER_METADATA_ENDPOINT at the service itself`);
-  }
-  if (res.status === 404) {
-    await res.body?.cancel();
-    throw new ObjstateError(
-      "COMPUTE_ROLE_UNKNOWN",
-      `the metadata service at ${base} knows no role "${role}" (404): check computeRoleName against the role attached to this instance`,
-    );
-  }
   if (!res.ok) {
     await res.body?.cancel();
+    if (res.status >= 300 && res.status < 400)
+      throw failed(`answered a redirect (${res.status}), which objstate does not follow; point PROVIDER_METADATA_ENDPOINT at the service itself`);
+    if (res.status === 404)
+      throw new ObjstateError(
+        "COMPUTE_ROLE_UNKNOWN",
+        `the metadata service at ${base} knows no role "${role}" (404): check computeRoleName against the role attached to this instance`,
+      );
     throw failed(`answered ${res.status}`);
   }
   let text: string;
@@ -75,7 +68,6 @@ export async function fetchComputeRoleCredentials(role: string, env: Env, timeou
   return credentialsOf(body, failed);
 }
 
-/** The answer's fields, each checked for its type, as credentials. */
 function credentialsOf(body: unknown, failed: (problem: string) => ObjstateError): Credentials {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw failed(`answered ${body === null ? "null" : Array.isArray(body) ? "an array" : `a ${typeof body}`} instead of a JSON object`);

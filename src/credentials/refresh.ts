@@ -7,20 +7,20 @@ export type Clock = () => number;
 export const REFRESH_MARGIN_MS = 5 * 60 * 1000;
 
 /**
- * Cache temporary credentials and fetch new ones *before* they expire (when less than
- * {@link REFRESH_MARGIN_MS} of their lifetime remains), never after a failure. The
- * lifetime is read off the expiry at fetch time, against `serverNow` — the issuer's
- * clock, since that is the clock the expiry is written in (a local clock ten minutes
- * ahead would otherwise see a 15-minute session as nearly expired and fetch again on
- * every call) — and then counted on `clock`, so a clock that tests move decides
- * consistently. Concurrent callers share one fetch.
+ * Cache temporary credentials and fetch new ones before they expire (less than
+ * {@link REFRESH_MARGIN_MS} left), never after a failure. The lifetime is read against
+ * `serverNow`, the issuer's clock the expiry is written in (a local clock ahead would see a
+ * fresh session as nearly expired), then counted on `clock`. Concurrent callers share one
+ * fetch; `first`, an answer already fetched, is used once before fetching.
  */
-export function refreshing(fetch: () => Promise<Credentials>, clock: Clock = Date.now, serverNow: Clock = Date.now): CredentialsProvider {
+export function refreshing(fetch: () => Promise<Credentials>, clock: Clock = Date.now, serverNow: Clock = Date.now, first?: Credentials): CredentialsProvider {
   let current: Credentials | undefined;
   let refreshAt = Infinity;
   let pending: Promise<Credentials> | undefined;
+  let seed = first;
   const renew = async (): Promise<Credentials> => {
-    const c = await fetch();
+    const c = seed ?? (await fetch());
+    seed = undefined;
     const lifetime = c.expiration === undefined ? Infinity : c.expiration.getTime() - serverNow();
     refreshAt = clock() + lifetime - REFRESH_MARGIN_MS;
     current = c;

@@ -12,7 +12,9 @@ import { ObjstateError } from "../errors.js";
 import { nodeOs } from "../util/builtins.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { describeReadProblem, FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
-import type { Env, ProfileLayer, ProfileLoader } from "../resolve/settings.js";
+import { resolveSettings, type Env, type ProfileLayer, type ProfileLoader, type ResolvedBackendSettings } from "../resolve/settings.js";
+import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
+import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 
 /** Which file keys each mode lets count, and the field each one supplies. */
 const FILE_KEYS = {
@@ -47,10 +49,7 @@ function fail(file: string, problem: string, cause?: unknown): never {
   throw new ObjstateError("CREDENTIALS_FILE_INVALID", `shared credentials file ${file}: ${problem}`, { cause, details: { file } });
 }
 
-/**
- * Read the file (bounded: a FIFO, a device or a file over {@link FILE_LIMITS}.credentials
- * is refused at once) and return its text and mode.
- */
+/** The file's text and mode, bounded: a FIFO, a device or a file over `FILE_LIMITS.credentials` is refused at once. */
 function readText(file: string, name: string): { text: string; mode: number | undefined } {
   try {
     const { bytes, mode } = readBoundedFile(file === "-" ? "./-" : file, FILE_LIMITS.credentials);
@@ -61,7 +60,6 @@ function readText(file: string, name: string): { text: string; mode: number | un
   }
 }
 
-/** Parse the file's text and return the named profile's raw object. */
 function readProfile(file: string, text: string, name: string): Record<string, unknown> {
   let doc: unknown;
   try {
@@ -88,7 +86,7 @@ function readProfile(file: string, text: string, name: string): Record<string, u
 }
 
 /** The settings a profile supplies, mode rules applied and values validated. */
-export function profileValues(file: string, name: string, profile: Record<string, unknown>): Record<string, unknown> {
+function profileValues(file: string, name: string, profile: Record<string, unknown>): Record<string, unknown> {
   const where = `profile "${name}"`;
   const mode = profile["mode"];
   if (mode === undefined || mode === null || mode === "") fail(file, `${where} has no "mode" (one of ${Object.keys(MODES).join(", ")})`);
@@ -113,16 +111,12 @@ export function profileValues(file: string, name: string, profile: Record<string
   return values;
 }
 
-export interface SharedFileOptions {
-  readonly env: Env;
-  /** Told about a file other users can read or change. */
-  readonly onWarning?: ((message: string, code: string) => void) | undefined;
-}
+type OnWarning = ((message: string, code: string) => void) | undefined;
 
-/** A {@link ProfileLoader} over the shared credentials file. */
-export function sharedFileProfileLoader(options: SharedFileOptions): ProfileLoader {
+/** A {@link ProfileLoader} over the shared credentials file; `onWarning` is told of a file other users can read or change. */
+function sharedFileProfileLoader(env: Env, onWarning: OnWarning): ProfileLoader {
   return (name: string, fileSetting: string): ProfileLayer => {
-    const file = expandHome(fileSetting, options.env);
+    const file = expandHome(fileSetting, env);
     const { text, mode } = readText(file, name);
     const profile = readProfile(file, text, name);
     // Group or others: readable leaks the keys; writable lets another user swap in their own.
@@ -130,11 +124,20 @@ export function sharedFileProfileLoader(options: SharedFileOptions): ProfileLoad
     const writable = mode !== undefined && (mode & 0o022) !== 0;
     if (readable || writable) {
       const how = readable && writable ? "read and changed" : readable ? "read" : "changed";
-      options.onWarning?.(
+      onWarning?.(
         `shared credentials file ${file} can be ${how} by other users; restrict it with chmod 600 ${file}`,
         readable ? "OBJSTATE_CREDENTIALS_FILE_READABLE" : "OBJSTATE_CREDENTIALS_FILE_WRITABLE",
       );
     }
     return { name, values: profileValues(file, name, profile) };
   };
+}
+
+/** Effective settings with the selected profile of the shared credentials file: explicit > env > profile > default, with provenance. */
+export function resolveEffectiveSettings(
+  config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig,
+  env: Env = process.env,
+  options: { onWarning?: OnWarning } = {},
+): ResolvedBackendSettings {
+  return resolveSettings(config as ObjectStoreBackendConfig, env, { profileLoader: sharedFileProfileLoader(env, options.onWarning) });
 }

@@ -12,23 +12,12 @@ export interface AssumeRoleParams {
   readonly sessionName: string;
   readonly durationSeconds: number;
   readonly policy?: string | undefined;
-  /** Connect, idle and per-request timeouts (defaults: `DEFAULT_TIMEOUTS`). */
   readonly timeouts?: Partial<Timeouts> | undefined;
 }
 
-/** Temporary credentials plus what the server said about the session. */
+/** Temporary credentials and the session's ARN (`arn:aws:sts:::assumed-role/ROLE/SESSION`). */
 export interface AssumedRole extends Credentials {
-  /** e.g. `arn:aws:sts:::assumed-role/ROLE/SESSION`. */
   readonly assumedRoleArn: string | undefined;
-}
-
-function errorName(e: unknown): string {
-  return e instanceof Error ? e.name : "Error";
-}
-
-function httpStatus(e: unknown): number | undefined {
-  const m = (e as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata;
-  return m?.httpStatusCode;
 }
 
 /** Call AssumeRole signed with the base identity (including its session token). */
@@ -62,8 +51,8 @@ export async function assumeRole(p: AssumeRoleParams): Promise<AssumedRole> {
     };
   } catch (e) {
     if (e instanceof ObjstateError) throw e;
-    const status = httpStatus(e);
-    const name = errorName(e);
+    const status = (e as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+    const name = e instanceof Error ? e.name : "Error";
     const code = status === 403 || /AccessDenied/i.test(name) ? "ACCESS_DENIED" : "ASSUME_ROLE_FAILED";
     throw new ObjstateError(
       code,

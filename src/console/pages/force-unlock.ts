@@ -4,8 +4,7 @@
  */
 import { html, type SafeHtml } from "../html.js";
 import { csrfField, layout, workspaceUrl, type Frame } from "../layout.js";
-import { leaseText, lockAge, lockText } from "../lock-text.js";
-import { operationName } from "../operation.js";
+import { leaseText, lockAge, lockText, operationName } from "../format.js";
 import type { LockView } from "../types.js";
 
 export interface ForceUnlockView {

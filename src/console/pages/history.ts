@@ -1,9 +1,8 @@
 /** The History page: versions newest first, a chart, a form to diff two versions. Pure. */
 import { renderChart } from "../chart.js";
-import { formatBytes, formatTime } from "../format.js";
+import { formatBytes, formatTime, operationName } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { layout, query, workspaceUrl, type Frame } from "../layout.js";
-import { operationName } from "../operation.js";
 import { ENCRYPTED, type VersionView } from "../types.js";
 import { principalText } from "../../wire/shapes.js";
 

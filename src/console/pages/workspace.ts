@@ -1,9 +1,7 @@
 /** The Workspace page: lock (with force-unlock), outputs, the latest versions. Pure. */
-import { formatAgo, formatBytes, formatTime } from "../format.js";
+import { formatAgo, formatBytes, formatTime, lockText, operationName } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { layout, query, workspaceUrl, type Frame } from "../layout.js";
-import { lockText } from "../lock-text.js";
-import { operationName } from "../operation.js";
 import { ENCRYPTED, type Encrypted, type OutputView, type VersionView, type WorkspaceSummary } from "../types.js";
 
 export interface WorkspaceView {

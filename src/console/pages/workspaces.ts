@@ -1,8 +1,7 @@
 /** The Workspaces page: every workspace, its lock, last write, size and resources. Pure. */
-import { formatAgo, formatBytes, formatTime } from "../format.js";
+import { formatAgo, formatBytes, formatTime, lockText } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { layout, workspaceUrl, type Frame } from "../layout.js";
-import { lockText } from "../lock-text.js";
 import type { WorkspaceSummary } from "../types.js";
 
 export interface WorkspacesView {

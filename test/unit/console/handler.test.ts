@@ -166,6 +166,13 @@ describe("handleConsole", () => {
     assert.equal(j.status, 415);
   });
 
+  it("a form over 16 KiB is a 413 page that says the console's limit; nothing is released", async () => {
+    const r = await post("/workspaces/dev/force-unlock", { csrf: csrf.issue("admin"), id: "x".repeat(16 * 1024), confirm: "dev" });
+    assert.equal(r.status, 413);
+    assert.match(await r.text(), /The form is larger than the console takes \(16 KiB, for three short fields\): nothing was done/);
+    assert.equal((await api.lock("dev"))?.id, "LOCK-1");
+  });
+
   it("force-unlock: a wrong ID is a 409; the right one releases, logs and redirects (303) to a notice", async () => {
     const bad = await post("/workspaces/dev/force-unlock", { csrf: csrf.issue("operator"), id: "OTHER", confirm: "dev" }, "operator");
     assert.equal(bad.status, 409);
