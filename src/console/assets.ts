@@ -1,15 +1,13 @@
 /**
- * The console's two static files: one stylesheet and one small script (live lock state,
- * filter-as-you-type). Served from the console's own origin, so the Content-Security-Policy
- * needs no inline code and no hashes.
+ * The console's two static files, a stylesheet and a small script (live lock state,
+ * filter-as-you-type), served from its own origin: the Content-Security-Policy needs no
+ * inline code and no hashes. Paths are under the console's base.
  */
 import { createHash } from "node:crypto";
 
-/** Path of the stylesheet under the console's base. */
 export const CSS_PATH = "/console/console.css";
-/** Path of the script under the console's base. */
 export const JS_PATH = "/console/live.js";
-/** Path of the lock-state JSON the script polls. */
+/** The lock-state JSON the script polls. */
 export const LOCKS_PATH = "/console/locks";
 
 export const CSS = `:root{color-scheme:light dark;--bg:#fff;--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--accent:#0550ae;--bad:#a40e26;--good:#116329;--warn:#7d4e00;--chip:#f6f8fa}
@@ -40,8 +38,7 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 .notice.good{border-left-color:var(--good)}
 [hidden]{display:none!important}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
-form.inline{display:inline}
-button,.button{font:inherit;padding:.35rem .8rem;border:1px solid var(--line);border-radius:6px;background:var(--chip);color:var(--fg);cursor:pointer;text-decoration:none;display:inline-block}
+button{font:inherit;padding:.35rem .8rem;border:1px solid var(--line);border-radius:6px;background:var(--chip);color:var(--fg);cursor:pointer;text-decoration:none;display:inline-block}
 button.danger{border-color:var(--bad);color:var(--bad)}
 input[type=search],input[type=text],select{font:inherit;padding:.35rem .5rem;border:1px solid var(--line);border-radius:6px;background:var(--bg);color:var(--fg);max-width:100%}
 .filter{display:flex;gap:.5rem;flex-wrap:wrap;align-items:center;margin-bottom:1rem}
@@ -101,8 +98,9 @@ export const JS = `"use strict";
 `;
 
 /** Strong ETags, so a reload costs a 304. */
-export const CSS_ETAG = `"${createHash("sha256").update(CSS).digest("base64url").slice(0, 22)}"`;
-export const JS_ETAG = `"${createHash("sha256").update(JS).digest("base64url").slice(0, 22)}"`;
+const etag = (text: string): string => `"${createHash("sha256").update(text).digest("base64url").slice(0, 22)}"`;
+export const CSS_ETAG = etag(CSS);
+export const JS_ETAG = etag(JS);
 
 /**
  * The policy every console response carries: nothing inline, nothing from elsewhere;

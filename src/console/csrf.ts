@@ -1,23 +1,20 @@
 /**
- * CSRF tokens for the console's forms. Browsers resend Basic credentials to a site on any
- * request, including a form posted from another site, so every action carries a token the
- * other site cannot know: an HMAC of the user and a time window under a key made at
- * process start. A token is good in its window and the next (1 to 2 hours by default);
- * a restart invalidates open forms, which is the cost of keeping no state.
+ * CSRF tokens for the console's forms. Browsers resend Basic credentials on any request,
+ * a form posted from another site included, so every action carries an HMAC of the user and
+ * a time window under a key made at process start: good in its window and the next (1 to 2
+ * hours by default); a restart invalidates open forms, the cost of keeping no state.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 
-/** Options of {@link CsrfTokens}. */
 export interface CsrfOptions {
   /** HMAC key (default: 32 random bytes, new each process). */
   readonly key?: Buffer | undefined;
-  /** Window length in ms (default one hour). */
+  /** Window length (default one hour). */
   readonly windowMs?: number | undefined;
-  /** Time source (default `Date.now`). */
   readonly now?: (() => number) | undefined;
 }
 
-/** Makes and checks the console's CSRF tokens. One instance per process. */
+/** One instance per process. */
 export class CsrfTokens {
   // A true private field: not reachable by JSON, inspect or a stray Object.keys.
   readonly #key: Buffer;

@@ -331,7 +331,7 @@ async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: Cons
   try {
     // Checked again by the library under the lock: a write between this check and the lock is refused too.
     const result = await ctx.api.rollback(workspace, to, { principal: ctx.principal, expectCurrent: seen });
-    await log("ok", `to version ${to}, wrote serial ${result.serial ?? "?"}`, { from: to, serial: result.serial ?? undefined, md5: result.md5 });
+    await log("ok", `to version ${to}, wrote serial ${result.serial}`, { from: to, serial: result.serial, md5: result.md5 });
   } catch (e) {
     log("failed", `to version ${to}: ${isObjstateError(e) ? e.code : "error"}`, { from: to, code: isObjstateError(e) ? e.code : "INTERNAL" });
     throw e;

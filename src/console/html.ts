@@ -1,13 +1,11 @@
 /**
- * The console's one HTML-escaping helper. Every page is built with the {@link html} tag,
- * which escapes each interpolated value unless it is already {@link SafeHtml} — made by
- * `html` itself or, for markup built elsewhere, by {@link trusted}. So a value from a
+ * The console's one HTML-escaping helper: every page is built with the {@link html} tag, which
+ * escapes each interpolated value unless it is already {@link SafeHtml}, so a value from a
  * state (a resource address, an output, a lock holder's `Who`) cannot become markup.
  */
 
-/** Markup that is already safe to place in a page. */
+/** Markup safe to place in a page; only `html` and `trusted` make these. */
 export class SafeHtml {
-  /** @internal Only `html` and `trusted` make these. */
   constructor(readonly value: string) {}
   toString(): string {
     return this.value;
@@ -21,7 +19,7 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"'`]/g, (c) => ESCAPES[c] as string);
 }
 
-/** A value that may appear in a template: nested markup, text, numbers, lists of them; null/undefined/false render nothing. */
+/** Nested markup, text, numbers, lists of them; null, undefined and false render nothing. */
 export type HtmlValue = SafeHtml | string | number | boolean | null | undefined | readonly HtmlValue[];
 
 function render(value: HtmlValue): string {
@@ -31,22 +29,14 @@ function render(value: HtmlValue): string {
   return escapeHtml(String(value));
 }
 
-/**
- * Tagged template: the literal parts are markup, every `${value}` is escaped (lists are
- * joined, `SafeHtml` is kept as is).
- *
- * @example html`<td>${resource.address}</td>`
- */
+/** Tagged template: the literal parts are markup, every `${value}` is escaped (lists joined, `SafeHtml` kept). */
 export function html(strings: TemplateStringsArray, ...values: HtmlValue[]): SafeHtml {
   let out = strings[0] ?? "";
   for (let i = 0; i < values.length; i++) out += render(values[i]) + (strings[i + 1] ?? "");
   return new SafeHtml(out);
 }
 
-/**
- * Mark markup built without `html` as safe. Only for text the console itself generated
- * from escaped parts (the SVG chart's numbers); never for a value from a state or a request.
- */
+/** Markup the console itself generated (the chart's numbers); never a value from a state or a request. */
 export function trusted(markup: string): SafeHtml {
   return new SafeHtml(markup);
 }

@@ -2,20 +2,15 @@
 import { CSS_PATH, JS_PATH, LOCKS_PATH } from "./assets.js";
 import { html, type HtmlValue, type SafeHtml } from "./html.js";
 
-/** What every page knows about the request it answers. */
+/** What every page knows about the request it answers: mount path, user, render time, CSRF token, lock polling period. */
 export interface Frame {
-  /** Path the console is mounted under ("" for `/`). */
   readonly base: string;
   readonly user: string;
-  /** Epoch ms the page is rendered at (relative times). */
   readonly now: number;
-  /** The user's CSRF token, for the action forms. */
   readonly csrf: string;
-  /** Lock-state polling period of the live script (default 3 s). */
   readonly pollMs?: number | undefined;
 }
 
-/** URL of a workspace page (or one of its sub-pages). */
 export function workspaceUrl(base: string, workspace: string, sub = ""): string {
   return `${base}/workspaces/${encodeURIComponent(workspace)}${sub}`;
 }
@@ -63,7 +58,14 @@ ${body}
 `;
 }
 
-/** A hidden CSRF field for an action form. */
 export function csrfField(frame: Frame): SafeHtml {
   return html`<input type="hidden" name="csrf" value="${frame.csrf}">`;
 }
+
+/** The breadcrumbs of a workspace's sub-page: Workspaces / the workspace [/ History]. */
+export function crumbs(f: Frame, workspace: string, history = false): SafeHtml {
+  const up = history ? html` / <a href="${workspaceUrl(f.base, workspace, "/history")}">History</a>` : "";
+  return html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, workspace)}">${workspace}</a>${up}`;
+}
+
+export const NO_VERSIONS = html`<p class="notice">This store keeps no versions (bucket versioning is off): turn it on with <code>objstate init --versioning</code>.</p>`;

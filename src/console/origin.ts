@@ -14,16 +14,6 @@ export function requestOrigin(req: IncomingMessage): string | undefined {
   return `${tls ? "https" : "http"}://${host}`.toLowerCase();
 }
 
-/** The origin of a URL, or undefined when it is not one. */
-function originOf(url: string): string | undefined {
-  try {
-    const o = new URL(url).origin;
-    return o === "null" ? undefined : o.toLowerCase();
-  } catch {
-    return undefined;
-  }
-}
-
 /** Why a POST is refused, or undefined when it comes from `expected`. */
 export function crossSiteReason(headers: IncomingMessage["headers"], expected: string | undefined): string | undefined {
   if (expected === undefined) return "the request has no Host header";
@@ -36,7 +26,8 @@ export function crossSiteReason(headers: IncomingMessage["headers"], expected: s
   }
   const referer = headers.referer;
   if (typeof referer === "string" && referer !== "") {
-    return originOf(referer) === want ? undefined : "the Referer is not this console";
+    const from = URL.canParse(referer) ? new URL(referer).origin.toLowerCase() : undefined;
+    return from === want ? undefined : "the Referer is not this console";
   }
   return "the request has neither Origin nor Referer";
 }

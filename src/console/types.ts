@@ -76,12 +76,6 @@ export interface VersionView {
   readonly resources?: number | Encrypted | undefined;
 }
 
-export interface RollbackResult {
-  readonly serial: number | null;
-  readonly md5?: string | undefined;
-  readonly versionId?: string | undefined;
-}
-
 /** The console's data and actions (`backendConsoleApi`; tests implement it in memory). */
 export interface ConsoleApi {
   listWorkspaces(): Promise<WorkspaceSummary[]>;
@@ -109,7 +103,7 @@ export interface ConsoleApi {
     workspace: string,
     to: string,
     options?: { readonly principal?: Principal | undefined; readonly expectCurrent?: string | undefined },
-  ): Promise<RollbackResult>;
+  ): Promise<{ readonly serial: number; readonly md5?: string | undefined }>;
   /** Release the lock with this ID (refused when the lock has another ID). */
   forceUnlock(workspace: string, id: string): Promise<void>;
 }

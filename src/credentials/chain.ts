@@ -30,22 +30,6 @@ export interface Identity {
   readonly tried?: readonly string[] | undefined;
 }
 
-export type CredentialSettings = Pick<
-  ResolvedBackendSettings,
-  | "accessKey"
-  | "secretKey"
-  | "securityToken"
-  | "computeRoleName"
-  | "profile"
-  | "assumeRoleRoleArn"
-  | "assumeRoleSessionName"
-  | "assumeRoleSessionExpiration"
-  | "assumeRolePolicy"
-  | "stsEndpoint"
-  | "endpoint"
-  | "region"
->;
-
 export interface ChainOptions {
   readonly env: Env;
   /** Time source for refresh decisions (default `Date.now`). */
@@ -62,7 +46,7 @@ const set = (v: string | undefined): v is string => v !== undefined && v !== "";
  * nothing (another must not stand in for it), or `env` is not the process environment,
  * which the SDK's providers read.
  */
-function awsChainBarred(s: CredentialSettings, env: Env): string | undefined {
+function awsChainBarred(s: ResolvedBackendSettings, env: Env): string | undefined {
   if (set(s.profile.value)) return `a profile of the seed's credentials file is selected (profile, ${s.profile.source}) and gave no identity`;
   if (set(s.secretKey.value)) return `a secret key is set (${s.secretKey.source}) without an access key`;
   if (set(s.securityToken.value)) return `a security token is set (${s.securityToken.source}) without an access key`;
@@ -70,7 +54,7 @@ function awsChainBarred(s: CredentialSettings, env: Env): string | undefined {
   return undefined;
 }
 
-function staticKeys(s: CredentialSettings): Identity | string {
+function staticKeys(s: ResolvedBackendSettings): Identity | string {
   const ak = s.accessKey.value;
   const sk = s.secretKey.value;
   if (!set(ak)) return "static keys: no access key (accessKey, PROVIDER_ACCESS_KEY, PROVIDER_ACCESS_KEY_ID, or a profile)";
@@ -88,7 +72,7 @@ function staticKeys(s: CredentialSettings): Identity | string {
 }
 
 /** The compute-instance role, fetched now and refreshed before expiry. */
-async function computeRole(s: CredentialSettings, options: ChainOptions): Promise<Identity | string> {
+async function computeRole(s: ResolvedBackendSettings, options: ChainOptions): Promise<Identity | string> {
   const role = s.computeRoleName.value;
   if (!set(role)) return "compute-instance role: no computeRoleName (nor an EcsRamRole profile)";
   const fetch = (): Promise<Credentials> => fetchComputeRoleCredentials(role, options.env);
@@ -108,7 +92,7 @@ function httpUrlOf(text: string | undefined, cwd: string | undefined): string | 
 }
 
 /** Assume the role on top of the base identity, refreshing before expiry (in STS's clock, io/server-clock.ts). */
-async function assumedRole(s: CredentialSettings, base: Identity, options: ChainOptions): Promise<Identity> {
+async function assumedRole(s: ResolvedBackendSettings, base: Identity, options: ChainOptions): Promise<Identity> {
   const endpoint = httpUrlOf(s.stsEndpoint.value, options.cwd) ?? httpUrlOf(s.endpoint.value, options.cwd);
   if (endpoint === undefined)
     throw new ObjstateError(
@@ -143,7 +127,7 @@ async function assumedRole(s: CredentialSettings, base: Identity, options: Chain
 }
 
 /** The standard AWS chain, when the seed's sources gave nothing and named nothing; what it tried is added to `tried`. */
-async function awsChain(s: CredentialSettings, options: ChainOptions, tried: string[]): Promise<Identity | undefined> {
+async function awsChain(s: ResolvedBackendSettings, options: ChainOptions, tried: string[]): Promise<Identity | undefined> {
   const barred = awsChainBarred(s, options.env);
   if (barred !== undefined) {
     tried.push(`AWS chain (AWS_* variables, ~/.aws, metadata services): not consulted: ${barred}`);
@@ -166,7 +150,7 @@ async function awsChain(s: CredentialSettings, options: ChainOptions, tried: str
 }
 
 /** Run the chain. Throws `NO_CREDENTIALS` listing, in order, what was tried and why each gave nothing (never a value). */
-export async function resolveIdentity(s: CredentialSettings, options: ChainOptions): Promise<Identity> {
+export async function resolveIdentity(s: ResolvedBackendSettings, options: ChainOptions): Promise<Identity> {
   const tried: string[] = [];
   let base: Identity | string | undefined = staticKeys(s);
   if (typeof base === "string") {
@@ -192,7 +176,7 @@ export async function resolveIdentity(s: CredentialSettings, options: ChainOptio
  * through STS`. The AWS chain's step is read off `env` and the AWS files; metadata services
  * are named, not asked. `env` must be the one the settings were resolved with.
  */
-export function describeCredentialSource(s: CredentialSettings, env: Env = process.env): string {
+export function describeCredentialSource(s: ResolvedBackendSettings, env: Env = process.env): string {
   let base: string;
   if (set(s.accessKey.value)) base = `static keys (${s.accessKey.source})`;
   else if (set(s.computeRoleName.value)) base = `compute role "${s.computeRoleName.value}" (${s.computeRoleName.source}) from the metadata service`;

@@ -51,13 +51,10 @@ export async function fetchComputeRoleCredentials(role: string, env: Env, timeou
       );
     throw failed(`answered ${res.status}`);
   }
-  let text: string;
-  try {
-    text = await readCapped(res, METADATA_MAX_BYTES);
-  } catch (e) {
-    if (e instanceof TooLarge) throw failed(`sent more than ${METADATA_MAX_BYTES} bytes (not a credentials answer)`);
+  const text = await readCapped(res, METADATA_MAX_BYTES).catch((e: unknown) => {
     throw unreachable(e);
-  }
+  });
+  if (text === undefined) throw failed(`sent more than ${METADATA_MAX_BYTES} bytes (not a credentials answer)`);
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -95,28 +92,19 @@ function credentialsOf(body: unknown, failed: (problem: string) => ObjstateError
   return { accessKeyId: ak, secretAccessKey: sk, sessionToken: typeof token === "string" && token !== "" ? token : undefined, expiration };
 }
 
-class TooLarge extends Error {}
-
-/** The body as UTF-8, refusing (and cancelling) it once it passes `max` bytes. */
-async function readCapped(res: Response, max: number): Promise<string> {
-  const declared = Number(res.headers.get("content-length"));
-  if (Number.isFinite(declared) && declared > max) {
+/** The body as UTF-8, or undefined (the body cancelled) once it passes `max` bytes. */
+async function readCapped(res: Response, max: number): Promise<string | undefined> {
+  if (Number(res.headers.get("content-length")) > max) {
     await res.body?.cancel();
-    throw new TooLarge();
+    return undefined;
   }
-  if (res.body === null) return "";
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw new TooLarge();
-    }
-    chunks.push(value);
+  // Leaving the loop early cancels the stream.
+  for await (const chunk of res.body ?? []) {
+    size += chunk.byteLength;
+    if (size > max) return undefined;
+    chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString("utf8");
 }

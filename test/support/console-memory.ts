@@ -173,8 +173,8 @@ export class MemoryConsoleApi implements ConsoleApi {
     const serial = (readStateDocument(head.bytes, "to")?.serial ?? 0) + 1;
     const doc = JSON.parse(target.bytes.toString("utf8")) as Record<string, unknown>;
     doc["serial"] = serial;
-    const versionId = this.write(name, JSON.stringify(doc), { who: "console", operation: "rollback" });
-    return Promise.resolve({ serial, versionId });
+    this.write(name, JSON.stringify(doc), { who: "console", operation: "rollback" });
+    return Promise.resolve({ serial });
   }
   forceUnlock(name: string, id: string): Promise<void> {
     this.calls.push(`force-unlock ${name} ${id}`);

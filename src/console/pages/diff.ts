@@ -2,7 +2,7 @@
 import type { StateDiff } from "../../state/diff.js";
 import { formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
-import { layout, workspaceUrl, type Frame } from "../layout.js";
+import { crumbs, layout, NO_VERSIONS, workspaceUrl, type Frame } from "../layout.js";
 import { ENCRYPTED, type Encrypted, type VersionView } from "../types.js";
 import { renderDiffLists } from "./diff-list.js";
 
@@ -18,7 +18,7 @@ export interface DiffView {
 export function renderDiff(v: DiffView): SafeHtml {
   const f = v.frame;
   const d = v.diff;
-  const crumbs = html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, v.workspace)}">${v.workspace}</a> / <a href="${workspaceUrl(f.base, v.workspace, "/history")}">History</a>`;
+  const trail = { crumbs: crumbs(f, v.workspace, true) };
   if (d === ENCRYPTED)
     return layout(
       f,
@@ -28,7 +28,7 @@ export function renderDiff(v: DiffView): SafeHtml {
 <dt>To</dt><dd><span class="muted mono">${v.to}</span></dd>
 </dl>
 <p class="notice" data-encrypted>Encrypted: these versions were encrypted by their client (OpenTofu's state encryption), and this server has no key for them, so their content cannot be compared.</p>`,
-      { crumbs },
+      trail,
     );
   const body = html`<dl class="facts">
 <dt>From</dt><dd>serial ${d.serial.before ?? "none"} <span class="muted mono">(${v.from})</span></dd>
@@ -36,13 +36,12 @@ export function renderDiff(v: DiffView): SafeHtml {
 </dl>
 ${d.lineage.before !== d.lineage.after ? html`<p class="notice bad">The two versions have different lineages (${d.lineage.before ?? "none"} → ${d.lineage.after ?? "none"}): they are not the same state's history.</p>` : ""}
 ${renderDiffLists(d)}`;
-  return layout(f, `Diff of ${v.workspace}`, body, { crumbs });
+  return layout(f, `Diff of ${v.workspace}`, body, trail);
 }
 
 export interface DiffPickerView {
   readonly frame: Frame;
   readonly workspace: string;
-  /** Newest first; null when this server keeps no history. */
   readonly versions: readonly VersionView[] | null;
   /** A side already chosen (from the URL), preselected when it is listed. */
   readonly from?: string | undefined;
@@ -55,22 +54,16 @@ export interface DiffPickerView {
 export function renderDiffPicker(v: DiffPickerView): SafeHtml {
   const f = v.frame;
   const history = workspaceUrl(f.base, v.workspace, "/history");
-  const crumbs = html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, v.workspace)}">${v.workspace}</a> / <a href="${history}">History</a>`;
+  const trail = { crumbs: crumbs(f, v.workspace, true) };
   const title = `Compare versions of ${v.workspace}`;
-  if (v.versions === null)
-    return layout(
-      f,
-      title,
-      html`<p class="notice">This store keeps no versions (bucket versioning is off): turn it on with <code>objstate init --versioning</code>.</p>`,
-      { crumbs },
-    );
+  if (v.versions === null) return layout(f, title, NO_VERSIONS, trail);
   const states = v.versions.filter((x) => !x.deleteMarker);
   if (states.length < 2)
     return layout(
       f,
       title,
       html`<p class="notice">${v.workspace} has ${states.length === 0 ? "no version" : "one version"} with a state: there is nothing to compare yet.</p><p><a href="${history}">History of ${v.workspace}</a></p>`,
-      { crumbs },
+      trail,
     );
   const listed = (id: string | undefined): string | undefined => (id !== undefined && states.some((x) => x.versionId === id) ? id : undefined);
   const to = listed(v.to) ?? states[0]?.versionId;
@@ -86,5 +79,5 @@ ${select("to", "To (newer)", to)}
 <p><button type="submit">Compare</button></p>
 </form>
 ${v.more === undefined ? "" : html`<p class="muted">Only the newest versions are offered here: <a href="${v.more}">every version</a> is on the History page.</p>`}`;
-  return layout(f, title, body, { crumbs });
+  return layout(f, title, body, trail);
 }

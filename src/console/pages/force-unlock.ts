@@ -3,7 +3,7 @@
  * asks for the workspace's name typed out and carries the lock ID shown. Pure.
  */
 import { html, type SafeHtml } from "../html.js";
-import { csrfField, layout, workspaceUrl, type Frame } from "../layout.js";
+import { crumbs, csrfField, layout, workspaceUrl, type Frame } from "../layout.js";
 import { leaseText, lockAge, lockText, operationName } from "../format.js";
 import type { LockView } from "../types.js";
 
@@ -19,7 +19,6 @@ export interface ForceUnlockView {
 export function renderForceUnlock(v: ForceUnlockView): SafeHtml {
   const f = v.frame;
   const l = v.lock;
-  const crumbs = html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, v.workspace)}">${v.workspace}</a>`;
   // Live like the Workspace page: if the lock changes while this page is open, it says so.
   const body = html`${v.changedFrom === undefined ? "" : html`<p class="notice bad" role="alert">The lock changed since the page you came from (it showed lock <code>${v.changedFrom || "(none)"}</code>): this is the lock held now.</p>`}
 <p data-lock-ws="${v.workspace}" data-lock-id="${l.id}" data-locked="true" class="locked">${lockText(l, f.now)}</p>
@@ -40,5 +39,5 @@ ${csrfField(f)}
 <input type="text" id="confirm" name="confirm" required autocomplete="off" autocapitalize="off" spellcheck="false"></p>
 <p><button type="submit" class="danger">Force-unlock ${v.workspace}</button> <a href="${workspaceUrl(f.base, v.workspace)}">Cancel</a></p>
 </form>`;
-  return layout(f, `Force-unlock ${v.workspace}`, body, { live: v.workspace, crumbs });
+  return layout(f, `Force-unlock ${v.workspace}`, body, { live: v.workspace, crumbs: crumbs(f, v.workspace) });
 }

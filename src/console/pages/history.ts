@@ -2,7 +2,7 @@
 import { renderChart } from "../chart.js";
 import { formatBytes, formatTime, operationName } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
-import { layout, query, workspaceUrl, type Frame } from "../layout.js";
+import { crumbs, layout, NO_VERSIONS, query, workspaceUrl, type Frame } from "../layout.js";
 import { ENCRYPTED, type VersionView } from "../types.js";
 import { principalText } from "../../wire/shapes.js";
 
@@ -11,17 +11,13 @@ export interface HistoryView {
   readonly workspace: string;
   /** Newest first; null when this server keeps no history. */
   readonly versions: readonly VersionView[] | null;
-  /** May the user roll back (write + lock)? */
   readonly canRollback: boolean;
-  /** A fixed message after an action. */
   readonly notice?: string | undefined;
   /** Where the older versions are listed, when only the newest are shown here. */
   readonly more?: string | undefined;
-  /** How many versions that page lists at most. */
   readonly moreLimit?: number | undefined;
 }
 
-/** Said when versions are envelopes this server has no key for. */
 const ENCRYPTED_VERSIONS =
   "Versions marked encrypted were encrypted by their client (OpenTofu's state encryption), and this server has no key for them: their resources are not counted and their content cannot be compared. They can still be rolled back to (the bytes are restored as they are).";
 
@@ -51,15 +47,8 @@ function row(v: HistoryView, ver: VersionView, fromDefault: string | undefined, 
 
 export function renderHistory(v: HistoryView): SafeHtml {
   const f = v.frame;
-  const crumbs = html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, v.workspace)}">${v.workspace}</a>`;
-  if (v.versions === null) {
-    return layout(
-      f,
-      `History of ${v.workspace}`,
-      html`<p class="notice">This store keeps no versions (bucket versioning is off): turn it on with <code>objstate init --versioning</code>.</p>`,
-      { crumbs },
-    );
-  }
+  const trail = { crumbs: crumbs(f, v.workspace) };
+  if (v.versions === null) return layout(f, `History of ${v.workspace}`, NO_VERSIONS, trail);
   const states = stateVersions(v.versions);
   const toDefault = states[0]?.versionId;
   const fromDefault = states[1]?.versionId;
@@ -79,5 +68,5 @@ ${v.versions.map((ver) => row(v, ver, fromDefault, toDefault))}
 </table></div>
 </form>
 ${v.more === undefined ? "" : html`<p><a href="${v.more}" data-more>Show older versions</a> <span class="muted">(the newest ${v.moreLimit ?? ""} of them)</span></p>`}`;
-  return layout(f, `History of ${v.workspace}`, body, { crumbs });
+  return layout(f, `History of ${v.workspace}`, body, trail);
 }

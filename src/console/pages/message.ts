@@ -15,7 +15,6 @@ export interface MessageView {
   readonly frame: Frame;
   readonly title: string;
   readonly message: string;
-  /** Where to go next (the Workspaces page is linked too, when this is another page). */
   readonly back?: { readonly href: string; readonly label: string } | undefined;
   readonly tone?: "bad" | "good" | undefined;
 }

@@ -2,16 +2,14 @@
 import type { StateDiff } from "../../state/diff.js";
 import { formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
-import { csrfField, layout, workspaceUrl, type Frame } from "../layout.js";
+import { crumbs, csrfField, layout, workspaceUrl, type Frame } from "../layout.js";
 import { ENCRYPTED, type Encrypted, type VersionView } from "../types.js";
 import { renderDiffLists } from "./diff-list.js";
 
 export interface RollbackView {
   readonly frame: Frame;
   readonly workspace: string;
-  /** The version whose content will be written again. */
   readonly target: VersionView;
-  /** The current version (what the diff starts from). */
   readonly current: VersionView;
   /** From the current state to the target's; {@link ENCRYPTED} when either is an envelope this server has no key for. */
   readonly diff: StateDiff | Encrypted;
@@ -23,7 +21,6 @@ export interface RollbackView {
 
 export function renderRollback(v: RollbackView): SafeHtml {
   const f = v.frame;
-  const crumbs = html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, v.workspace)}">${v.workspace}</a> / <a href="${workspaceUrl(f.base, v.workspace, "/history")}">History</a>`;
   const body = html`<p class="notice">Rolling back writes the content of serial <strong>${v.target.serial ?? "?"}</strong> (written ${formatTime(v.target.lastModified)}) as a new version with serial <strong data-new-serial>${v.newSerial ?? "?"}</strong>${v.keepsSerial === true ? " (an encrypted version keeps its own serial: its bytes are restored as they are)" : ""}, under the workspace's lock. Nothing is deleted: the current version (serial ${v.current.serial ?? "?"}) stays in the history.</p>
 <h2>Changes it will apply</h2>
 ${
@@ -37,5 +34,5 @@ ${csrfField(f)}
 <input type="hidden" name="current" value="${v.current.versionId}">
 <p><button type="submit" class="danger">Roll back to serial ${v.target.serial ?? "?"}</button> <a href="${workspaceUrl(f.base, v.workspace, "/history")}">Cancel</a></p>
 </form>`;
-  return layout(f, `Roll back ${v.workspace}`, body, { crumbs });
+  return layout(f, `Roll back ${v.workspace}`, body, { crumbs: crumbs(f, v.workspace, true) });
 }

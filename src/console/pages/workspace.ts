@@ -10,15 +10,11 @@ export interface WorkspaceView {
   /** Sensitive values already replaced by `<sensitive>` unless `revealed`. */
   readonly outputs: readonly OutputView[] | Encrypted;
   readonly revealed: boolean;
-  /** Show the reveal button (admin)? */
   readonly canReveal: boolean;
-  /** Show the force-unlock button (force)? */
   readonly canForceUnlock: boolean;
-  /** Show rollback links (write + lock)? */
   readonly canRollback: boolean;
   /** The newest versions; null when this server keeps no history; "hidden" when the user may not read them (the outputs role). */
   readonly versions: readonly VersionView[] | null | "hidden";
-  /** A fixed message after an action ("The lock was released."). */
   readonly notice?: string | undefined;
 }
 

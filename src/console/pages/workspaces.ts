@@ -8,9 +8,7 @@ export interface WorkspacesView {
   readonly frame: Frame;
   /** The workspaces to show, already filtered and sorted. */
   readonly rows: readonly WorkspaceSummary[];
-  /** The filter as typed ("" for none). */
   readonly query: string;
-  /** How many workspaces there are before filtering. */
   readonly total: number;
 }
 
