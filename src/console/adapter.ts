@@ -8,7 +8,7 @@ import type { LockInfo } from "../backend/locks/lock-info.js";
 import { stringifyExact } from "../json/exact-json.js";
 import { readStateDocument } from "../state/document.js";
 import { isObjstateError } from "../errors.js";
-import { ENCRYPTED, type ConsoleApi, type Encrypted, type LockView, type OutputView, type VersionView, type WorkspaceSummary } from "./types.js";
+import { ENCRYPTED, encryptedOr, type ConsoleApi, type Encrypted, type LockView, type OutputView, type VersionView, type WorkspaceSummary } from "./types.js";
 
 export type ConsoleBackend = Pick<
   ObjectStoreBackend,
@@ -149,11 +149,9 @@ async function outputsOf(backend: ConsoleBackend, workspace: string): Promise<Ou
   try {
     doc = bytes === null ? null : readStateDocument(bytes, "to");
   } catch (e) {
-    if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
-    throw e;
+    return encryptedOr(e);
   }
-  if (doc === null) return [];
-  return [...doc.outputs]
+  return [...(doc?.outputs ?? [])]
     .map(([name, o]) => ({ name, value: stringifyExact(o.exact), sensitive: o.sensitive }))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

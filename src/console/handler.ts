@@ -15,11 +15,10 @@ import type { SafeHtml } from "./html.js";
 import { query, workspaceUrl, type Frame } from "./layout.js";
 import { lockText } from "./format.js";
 import { crossSiteReason, requestOrigin } from "./origin.js";
-import { renderDiff, renderDiffPicker } from "./pages/diff.js";
+import { renderDiff, renderDiffPicker, renderRollback } from "./pages/diff.js";
 import { renderForceUnlock } from "./pages/force-unlock.js";
 import { renderHistory } from "./pages/history.js";
 import { renderMessage } from "./pages/message.js";
-import { renderRollback } from "./pages/rollback.js";
 import { renderWorkspace } from "./pages/workspace.js";
 import { filterWorkspaces, renderWorkspaces, sortByLastWrite } from "./pages/workspaces.js";
 import { ENCRYPTED, encryptedOr, type ConsoleContext, type ConsoleLogEntry, type LockView, type VersionView } from "./types.js";
@@ -305,9 +304,14 @@ async function forceUnlockConfirmation(res: ServerResponse, ctx: ConsoleContext,
   sendPage(res, 200, renderForceUnlock({ frame, workspace, lock, changedFrom: shown !== null && shown !== lock.id ? shown : undefined }));
 }
 
-type Action = "force-unlock" | "rollback";
-
-async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, action: Action): Promise<void> {
+async function handleAction(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: ConsoleContext,
+  frame: Frame,
+  workspace: string,
+  action: "force-unlock" | "rollback",
+): Promise<void> {
   const log = (outcome: ConsoleLogEntry["outcome"], detail: string, audit: Partial<ConsoleLogEntry> = {}): Promise<unknown> | void =>
     ctx.log({ user: ctx.user, action, workspace, outcome, detail, ...audit });
   const refuse = (status: number, why: string, message: string, back?: Back): never => {
@@ -319,7 +323,30 @@ async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: Cons
   const form = await readForm(req, ctx);
   if (!ctx.csrf.verify(ctx.user, form.get("csrf")))
     refuse(403, "missing or invalid CSRF token", "Refused: the form's token is missing or has expired. Reload the page and try again.");
-  if (action === "force-unlock") return forceUnlock(res, ctx, frame, workspace, form, log, refuse);
+  if (action === "force-unlock") {
+    if (!ctx.can("force", workspace)) refuse(403, "needs force", `Force-unlock needs the force role on ${workspace}.`);
+    const id = form.get("id") ?? "";
+    if (id === "") refuse(400, "no lock ID", "The form has no lock ID to release.");
+    // Typed out, as GitHub asks before a destructive action: a click alone releases nothing.
+    if (form.get("confirm") !== workspace)
+      refuse(400, "workspace name not confirmed", `To force-unlock, type the workspace's name, ${workspace}, exactly: nothing was released.`, {
+        href: `${workspaceUrl(frame.base, workspace, "/force-unlock")}${query({ id })}`,
+        label: "Review the lock and confirm again",
+      });
+    try {
+      await ctx.api.forceUnlock(workspace, id);
+    } catch (e) {
+      log("failed", `lock ${id}: ${isObjstateError(e) ? e.code : "error"}`, { lockId: id, code: isObjstateError(e) ? e.code : "INTERNAL" });
+      // The library checks the ID: a lock released or taken since is never broken by this form.
+      if (isObjstateError(e, "LOCK_ID_MISMATCH") || isObjstateError(e, "LOCK_NOT_FOUND")) {
+        const gone = `The lock you confirmed (ID ${id}) is no longer the one on ${workspace}: it was released or taken again since. Nothing was released.`;
+        throw consoleError(409, gone, { href: workspaceUrl(frame.base, workspace), label: `See ${workspace}'s lock now` });
+      }
+      throw e;
+    }
+    await log("ok", `lock ${id}`, { lockId: id });
+    return redirect(res, `${workspaceUrl(frame.base, workspace)}?done=force-unlock`);
+  }
   if (!canRollback(ctx, workspace)) refuse(403, "needs write and lock", `Rolling back needs the write and lock roles on ${workspace}.`);
   const to = form.get("to") ?? "";
   const seen = form.get("current") ?? "";
@@ -337,44 +364,6 @@ async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: Cons
     throw e;
   }
   redirect(res, `${workspaceUrl(frame.base, workspace, "/history")}?done=rollback`);
-}
-
-async function forceUnlock(
-  res: ServerResponse,
-  ctx: ConsoleContext,
-  frame: Frame,
-  workspace: string,
-  form: URLSearchParams,
-  log: (outcome: ConsoleLogEntry["outcome"], detail: string, audit?: Partial<ConsoleLogEntry>) => Promise<unknown> | void,
-  refuse: (status: number, why: string, message: string, back?: Back) => never,
-): Promise<void> {
-  if (!ctx.can("force", workspace)) refuse(403, "needs force", `Force-unlock needs the force role on ${workspace}.`);
-  const id = form.get("id") ?? "";
-  if (id === "") refuse(400, "no lock ID", "The form has no lock ID to release.");
-  // Typed out, as GitHub asks before a destructive action: a click alone releases nothing.
-  if (form.get("confirm") !== workspace)
-    refuse(400, "workspace name not confirmed", `To force-unlock, type the workspace's name, ${workspace}, exactly: nothing was released.`, {
-      href: `${workspaceUrl(frame.base, workspace, "/force-unlock")}${query({ id })}`,
-      label: "Review the lock and confirm again",
-    });
-  try {
-    await ctx.api.forceUnlock(workspace, id);
-  } catch (e) {
-    log("failed", `lock ${id}: ${isObjstateError(e) ? e.code : "error"}`, { lockId: id, code: isObjstateError(e) ? e.code : "INTERNAL" });
-    // The library checks the ID: a lock released or taken since is never broken by this form.
-    if (isObjstateError(e, "LOCK_ID_MISMATCH") || isObjstateError(e, "LOCK_NOT_FOUND"))
-      throw consoleError(
-        409,
-        `The lock you confirmed (ID ${id}) is no longer the one on ${workspace}: it was released or taken again since. Nothing was released.`,
-        {
-          href: workspaceUrl(frame.base, workspace),
-          label: `See ${workspace}'s lock now`,
-        },
-      );
-    throw e;
-  }
-  await log("ok", `lock ${id}`, { lockId: id });
-  redirect(res, `${workspaceUrl(frame.base, workspace)}?done=force-unlock`);
 }
 
 /** 303: the browser follows with a GET, so a reload does not post the action again. */

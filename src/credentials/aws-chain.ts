@@ -33,6 +33,7 @@ export interface AwsWinner {
 
 type SdkProviders = typeof import("@aws-sdk/credential-providers");
 type Provider = () => Promise<Credentials>;
+type SdkFailure = { name?: unknown; message?: unknown; code?: unknown; statusCode?: unknown; $metadata?: { httpStatusCode?: unknown } };
 
 const set = (v: string | undefined): v is string => v !== undefined && v !== "";
 
@@ -75,13 +76,7 @@ function kindFromSdk(c: object): ProfileKind | undefined {
  */
 export function describeProviderFailure(e: unknown): string {
   if (isObjstateError(e)) return e.message.split("\n")[0] as string;
-  const r = (typeof e === "object" && e !== null ? e : {}) as {
-    name?: unknown;
-    message?: unknown;
-    code?: unknown;
-    statusCode?: unknown;
-    $metadata?: { httpStatusCode?: unknown };
-  };
+  const r = (typeof e === "object" && e !== null ? e : {}) as SdkFailure;
   const name = typeof r.name === "string" && r.name !== "Error" ? `${r.name}: ` : "";
   let text = typeof r.message === "string" ? (r.message.split("\n")[0] as string) : "";
   if (/^command failed/i.test(text)) text = "the command failed";

@@ -1,10 +1,9 @@
-/** The Diff page: what changed between two versions, or a form to pick them. Pure. */
-import type { StateDiff } from "../../state/diff.js";
+/** The Diff page (what changed between two versions, or a form to pick them) and the Rollback confirmation. Pure. */
+import { SENSITIVE, isEmptyStateDiff, type StateDiff } from "../../state/diff.js";
 import { formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
-import { crumbs, layout, NO_VERSIONS, workspaceUrl, type Frame } from "../layout.js";
+import { crumbs, csrfField, layout, NO_VERSIONS, workspaceUrl, type Frame } from "../layout.js";
 import { ENCRYPTED, type Encrypted, type VersionView } from "../types.js";
-import { renderDiffLists } from "./diff-list.js";
 
 export interface DiffView {
   readonly frame: Frame;
@@ -80,4 +79,77 @@ ${select("to", "To (newer)", to)}
 </form>
 ${v.more === undefined ? "" : html`<p class="muted">Only the newest versions are offered here: <a href="${v.more}">every version</a> is on the History page.</p>`}`;
   return layout(f, title, body, trail);
+}
+
+type Json = StateDiff["outputs"]["added"][number]["value"];
+
+/** A value as one line of JSON, cut at `max` characters. */
+export function showJson(v: Json, max = 200): string {
+  if (v === SENSITIVE) return SENSITIVE;
+  let text: string;
+  try {
+    text = JSON.stringify(v);
+  } catch {
+    // Too deeply nested for JSON.stringify: say so rather than fail the page.
+    text = "(value too deeply nested to show)";
+  }
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+export function renderDiffLists(d: StateDiff): SafeHtml {
+  if (isEmptyStateDiff(d)) return html`<p class="notice">No changes: both versions have the same resources and outputs.</p>`;
+  const r = d.resources;
+  const o = d.outputs;
+  return html`<p>${r.added.length} added, ${r.changed.length} changed, ${r.removed.length} removed; outputs: ${o.added.length} added, ${o.changed.length} changed, ${o.removed.length} removed.</p>
+<h2>Resources</h2>
+${
+  r.added.length + r.removed.length + r.changed.length === 0
+    ? html`<p class="muted">No resource changed.</p>`
+    : html`<ul class="diff" aria-label="Resource changes">
+${r.added.map((a) => html`<li class="added"><span aria-hidden="true">+ </span><span class="sr">added </span><code>${a}</code></li>`)}
+${r.removed.map((a) => html`<li class="removed"><span aria-hidden="true">− </span><span class="sr">removed </span><code>${a}</code></li>`)}
+${r.changed.map((c) => html`<li class="changed"><span aria-hidden="true">~ </span><span class="sr">changed </span><code>${c.address}</code> <span class="muted">(${c.attributes.join(", ")})</span></li>`)}
+</ul>`
+}
+<h2>Outputs</h2>
+${
+  o.added.length + o.removed.length + o.changed.length === 0
+    ? html`<p class="muted">No output changed.</p>`
+    : html`<ul class="diff" aria-label="Output changes">
+${o.added.map((x) => html`<li class="added">+ <code>${x.name}</code> = <code>${showJson(x.value)}</code></li>`)}
+${o.removed.map((x) => html`<li class="removed">− <code>${x.name}</code> = <code>${showJson(x.value)}</code></li>`)}
+${o.changed.map((x) => html`<li class="changed">~ <code>${x.name}</code>: <code>${showJson(x.before)}</code> → <code>${showJson(x.after)}</code></li>`)}
+</ul>`
+}`;
+}
+
+export interface RollbackView {
+  readonly frame: Frame;
+  readonly workspace: string;
+  readonly target: VersionView;
+  readonly current: VersionView;
+  /** From the current state to the target's; {@link ENCRYPTED} when either is an envelope this server has no key for. */
+  readonly diff: StateDiff | Encrypted;
+  /** Serial of the new version: current + 1, or the target's own for an envelope (null: not known). */
+  readonly newSerial: number | null;
+  /** The target is an envelope: its bytes are restored as they are, keeping its serial. */
+  readonly keepsSerial?: boolean | undefined;
+}
+
+export function renderRollback(v: RollbackView): SafeHtml {
+  const f = v.frame;
+  const body = html`<p class="notice">Rolling back writes the content of serial <strong>${v.target.serial ?? "?"}</strong> (written ${formatTime(v.target.lastModified)}) as a new version with serial <strong data-new-serial>${v.newSerial ?? "?"}</strong>${v.keepsSerial === true ? " (an encrypted version keeps its own serial: its bytes are restored as they are)" : ""}, under the workspace's lock. Nothing is deleted: the current version (serial ${v.current.serial ?? "?"}) stays in the history.</p>
+<h2>Changes it will apply</h2>
+${
+  v.diff === ENCRYPTED
+    ? html`<p class="notice" data-encrypted>Encrypted: this server has no key for these versions (their client encrypts them), so it cannot show what changes.</p>`
+    : renderDiffLists(v.diff)
+}
+<form method="post" action="${workspaceUrl(f.base, v.workspace, "/rollback")}">
+${csrfField(f)}
+<input type="hidden" name="to" value="${v.target.versionId}">
+<input type="hidden" name="current" value="${v.current.versionId}">
+<p><button type="submit" class="danger">Roll back to serial ${v.target.serial ?? "?"}</button> <a href="${workspaceUrl(f.base, v.workspace, "/history")}">Cancel</a></p>
+</form>`;
+  return layout(f, `Roll back ${v.workspace}`, body, { crumbs: crumbs(f, v.workspace, true) });
 }

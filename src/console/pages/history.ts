@@ -1,7 +1,10 @@
-/** The History page: versions newest first, a chart, a form to diff two versions. Pure. */
-import { renderChart } from "../chart.js";
+/**
+ * The History page: versions newest first, a form to diff two, and a chart of resource count
+ * and state size drawn as inline SVG on the server (no script, no style attribute: the
+ * stylesheet colours it, so the Content-Security-Policy stays strict). Pure.
+ */
 import { formatBytes, formatTime, operationName } from "../format.js";
-import { html, type SafeHtml } from "../html.js";
+import { html, trusted, type SafeHtml } from "../html.js";
 import { crumbs, layout, NO_VERSIONS, query, workspaceUrl, type Frame } from "../layout.js";
 import { ENCRYPTED, type VersionView } from "../types.js";
 import { principalText } from "../../wire/shapes.js";
@@ -69,4 +72,50 @@ ${v.versions.map((ver) => row(v, ver, fromDefault, toDefault))}
 </form>
 ${v.more === undefined ? "" : html`<p><a href="${v.more}" data-more>Show older versions</a> <span class="muted">(the newest ${v.moreLimit ?? ""} of them)</span></p>`}`;
   return layout(f, `History of ${v.workspace}`, body, trail);
+}
+
+/** One point: a version's resource count (undefined when unknown) and size. */
+export interface ChartPoint {
+  readonly resources: number | undefined;
+  readonly size: number;
+}
+
+const W = 600;
+const H = 180;
+const PAD = { left: 8, right: 8, top: 22, bottom: 8 };
+
+/** `x,y` pairs of one series scaled into the plot; unknown values are skipped. */
+function line(values: readonly (number | undefined)[], max: number): string {
+  const n = values.length;
+  const plotW = W - PAD.left - PAD.right;
+  const plotH = H - PAD.top - PAD.bottom;
+  const parts: string[] = [];
+  values.forEach((v, i) => {
+    if (v === undefined || !Number.isFinite(v)) return;
+    const x = PAD.left + (n === 1 ? plotW / 2 : (i * plotW) / (n - 1));
+    const y = PAD.top + plotH - (max <= 0 ? 0 : (v / max) * plotH);
+    parts.push(`${x.toFixed(1)},${y.toFixed(1)}`);
+  });
+  return parts.join(" ");
+}
+
+/** The chart for `points`, oldest first. Empty markup when there are none. */
+export function renderChart(points: readonly ChartPoint[]): SafeHtml {
+  if (points.length === 0) return html``;
+  const res = points.map((p) => p.resources);
+  const sizes = points.map((p) => p.size);
+  const maxRes = Math.max(0, ...res.filter((v): v is number => v !== undefined));
+  const maxSize = Math.max(0, ...sizes);
+  const label = `Resource count (max ${maxRes}) and state size (max ${formatBytes(maxSize)}) over ${points.length} versions, oldest on the left`;
+  // Only numbers the code computed go into the polylines' markup; the label is escaped.
+  return html`<figure>
+<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-label="${label}" xmlns="http://www.w3.org/2000/svg">
+<title>${label}</title>
+<line class="axis" x1="${PAD.left}" y1="${H - PAD.bottom}" x2="${W - PAD.right}" y2="${H - PAD.bottom}"></line>
+<text x="${PAD.left}" y="14">max ${maxRes} resources · ${formatBytes(maxSize)}</text>
+<polyline class="res" points="${trusted(line(res, maxRes))}"></polyline>
+<polyline class="size" points="${trusted(line(sizes, maxSize))}"></polyline>
+</svg>
+<figcaption class="legend"><span class="res">━ resources</span> · <span class="size">╍ state size</span> (oldest → newest)</figcaption>
+</figure>`;
 }
