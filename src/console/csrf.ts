@@ -50,13 +50,4 @@ export class CsrfTokens {
     const given = Buffer.from(m[2] as string);
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
-
-  toJSON(): Record<string, unknown> {
-    return { windowMs: this.windowMs };
-  }
-
-  /** The key never shows in logs or `util.inspect`. */
-  [Symbol.for("nodejs.util.inspect.custom")](): string {
-    return `CsrfTokens { windowMs: ${this.windowMs} }`;
-  }
 }

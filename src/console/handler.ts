@@ -67,38 +67,37 @@ function notFound(frame: Frame, workspace: string): ObjstateError {
 
 const forbidden = (ctx: ConsoleContext, workspace: string): ObjstateError => consoleError(403, `You (${ctx.user}) may not read workspace ${workspace}.`);
 
-function securityHeaders(res: ServerResponse): void {
-  res.setHeader("Content-Security-Policy", CONTENT_SECURITY_POLICY);
-  res.setHeader("X-Content-Type-Options", "nosniff");
-  res.setHeader("Referrer-Policy", "same-origin");
-  res.setHeader("X-Frame-Options", "DENY");
-  res.setHeader("Cache-Control", "no-store");
-}
+/** Every answer but the static files': no framing, no sniffing, no caching, the strict policy. */
+const SECURITY = {
+  "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "same-origin",
+  "X-Frame-Options": "DENY",
+  "Cache-Control": "no-store",
+};
 
 /** Body bytes each response sent, for `onAnswer`. */
 const BODY_BYTES = new WeakMap<ServerResponse, number>();
 
-function end(res: ServerResponse, status: number, type: string, body: string | undefined, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { ...(body === undefined ? {} : { "Content-Type": type }), ...headers }).end(res.req.method === "HEAD" ? undefined : body);
-  BODY_BYTES.set(res, body === undefined || res.req.method === "HEAD" ? 0 : Buffer.byteLength(body));
+/** Answer with `body` (none for HEAD), counting its bytes. */
+function end(res: ServerResponse, status: number, headers: Record<string, string>, body?: string): void {
+  const sent = res.req.method === "HEAD" ? undefined : body;
+  res.writeHead(status, headers).end(sent);
+  BODY_BYTES.set(res, sent === undefined ? 0 : Buffer.byteLength(sent));
 }
 
 function sendPage(res: ServerResponse, status: number, page: SafeHtml): void {
-  securityHeaders(res);
-  end(res, status, "text/html; charset=utf-8", page.value);
+  end(res, status, { ...SECURITY, "Content-Type": "text/html; charset=utf-8" }, page.value);
 }
 
 function sendText(res: ServerResponse, status: number, text: string, headers: Record<string, string>): void {
-  securityHeaders(res);
-  end(res, status, "text/plain; charset=utf-8", text, headers);
+  end(res, status, { ...SECURITY, "Content-Type": "text/plain; charset=utf-8", ...headers }, text);
 }
 
 function sendStatic(req: IncomingMessage, res: ServerResponse, body: string, type: string, etag: string): void {
-  res.setHeader("X-Content-Type-Options", "nosniff");
-  res.setHeader("ETag", etag);
-  res.setHeader("Cache-Control", "no-cache");
-  if (req.headers["if-none-match"] === etag) end(res, 304, type, undefined);
-  else end(res, 200, type, body);
+  const headers = { "X-Content-Type-Options": "nosniff", ETag: etag, "Cache-Control": "no-cache" };
+  if (req.headers["if-none-match"] === etag) end(res, 304, headers);
+  else end(res, 200, { ...headers, "Content-Type": type }, body);
 }
 
 /** A urlencoded form body, read by the server's one body reader. */
@@ -224,8 +223,7 @@ async function sendLocks(res: ServerResponse, ctx: ConsoleContext, one: string |
     one !== null ? [[one, await ctx.api.lock(one)]] : [...(await ctx.api.locks())].filter(([w]) => canSee(ctx, w));
   // fromEntries defines own properties: a workspace named __proto__ stays a plain key.
   const locks = Object.fromEntries(entries.map(([w, l]) => [w, l === null ? null : { id: l.id, text: lockText(l, now) }]));
-  securityHeaders(res);
-  end(res, 200, "application/json; charset=utf-8", JSON.stringify({ locks }));
+  end(res, 200, { ...SECURITY, "Content-Type": "application/json; charset=utf-8" }, JSON.stringify({ locks }));
 }
 
 /** Up to `limit` versions, newest first (null when the store keeps none); a 404 when there are none and the workspace does not exist. */

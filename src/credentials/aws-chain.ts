@@ -128,16 +128,11 @@ function stsClientConfig(ctx: AwsChainContext): Record<string, unknown> {
 function profileStep(env: Env): Step {
   const view = readAwsProfile(env);
   // fromIni resolves every kind (credential_process through fromProcess, SSO through fromSSO).
+  const ini = { profile: view.name, filepath: view.files.credentials, configFilepath: view.files.config, logger: SILENT };
   const provider =
     (sdk: SdkProviders, ctx: AwsChainContext): Provider =>
     () =>
-      sdk.fromIni({
-        profile: view.name,
-        filepath: view.files.credentials,
-        configFilepath: view.files.config,
-        logger: SILENT,
-        clientConfig: stsClientConfig(ctx),
-      })();
+      sdk.fromIni({ ...ini, clientConfig: stsClientConfig(ctx) })();
   const label = `aws:profile:${view.name}`;
   const problems = view.problems.length === 0 ? "" : ` (${view.problems.join("; ")})`;
   if (!view.found)
@@ -204,13 +199,8 @@ function planAwsSteps(env: Env): Step[] {
 }
 
 /** Where the AWS chain would find credentials, without contacting anything: the first step without a reason to skip it. */
-export function planAwsChain(env: Env): { readonly source: string | undefined; readonly tried: readonly string[] } {
-  const tried: string[] = [];
-  for (const step of planAwsSteps(env)) {
-    if (step.skip === undefined) return { source: step.source, tried };
-    tried.push(`${step.label}: ${step.skip}`);
-  }
-  return { source: undefined, tried };
+export function planAwsChain(env: Env): string | undefined {
+  return planAwsSteps(env).find((step) => step.skip === undefined)?.source;
 }
 
 let silenced = false;

@@ -183,9 +183,9 @@ export function describeCredentialSource(s: ResolvedBackendSettings, env: Env = 
   else {
     const barred = awsChainBarred(s, env);
     const plan = barred === undefined ? planAwsChain(env) : undefined;
-    if (plan?.source === undefined)
+    if (plan === undefined)
       return `none: no access key and no compute role; ${barred === undefined ? "nothing for the AWS chain either" : `the AWS chain is not consulted: ${barred}`}`;
-    base = plan.source;
+    base = plan;
   }
   return set(s.assumeRoleRoleArn.value) ? `${base}, then role ${s.assumeRoleRoleArn.value} (${s.assumeRoleRoleArn.source}) through STS` : base;
 }

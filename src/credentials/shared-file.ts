@@ -12,7 +12,7 @@ import { ObjstateError } from "../errors.js";
 import { nodeOs } from "../util/builtins.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { describeReadProblem, FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
-import { resolveSettings, type Env, type ProfileLayer, type ProfileLoader, type ResolvedBackendSettings } from "../resolve/settings.js";
+import { resolveSettings, type Env, type ProfileLayer, type ResolvedBackendSettings } from "../resolve/settings.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 
@@ -111,11 +111,16 @@ function profileValues(file: string, name: string, profile: Record<string, unkno
   return values;
 }
 
-type OnWarning = ((message: string, code: string) => void) | undefined;
-
-/** A {@link ProfileLoader} over the shared credentials file; `onWarning` is told of a file other users can read or change. */
-function sharedFileProfileLoader(env: Env, onWarning: OnWarning): ProfileLoader {
-  return (name: string, fileSetting: string): ProfileLayer => {
+/**
+ * Effective settings with the selected profile of the shared credentials file: explicit > env >
+ * profile > default, with provenance. `onWarning` is told of a file other users can read or change.
+ */
+export function resolveEffectiveSettings(
+  config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig,
+  env: Env = process.env,
+  options: { onWarning?: ((message: string, code: string) => void) | undefined } = {},
+): ResolvedBackendSettings {
+  const profileLoader = (name: string, fileSetting: string): ProfileLayer => {
     const file = expandHome(fileSetting, env);
     const { text, mode } = readText(file, name);
     const profile = readProfile(file, text, name);
@@ -124,20 +129,12 @@ function sharedFileProfileLoader(env: Env, onWarning: OnWarning): ProfileLoader 
     const writable = mode !== undefined && (mode & 0o022) !== 0;
     if (readable || writable) {
       const how = readable && writable ? "read and changed" : readable ? "read" : "changed";
-      onWarning?.(
+      options.onWarning?.(
         `shared credentials file ${file} can be ${how} by other users; restrict it with chmod 600 ${file}`,
         readable ? "OBJSTATE_CREDENTIALS_FILE_READABLE" : "OBJSTATE_CREDENTIALS_FILE_WRITABLE",
       );
     }
     return { name, values: profileValues(file, name, profile) };
   };
-}
-
-/** Effective settings with the selected profile of the shared credentials file: explicit > env > profile > default, with provenance. */
-export function resolveEffectiveSettings(
-  config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig,
-  env: Env = process.env,
-  options: { onWarning?: OnWarning } = {},
-): ResolvedBackendSettings {
-  return resolveSettings(config as ObjectStoreBackendConfig, env, { profileLoader: sharedFileProfileLoader(env, options.onWarning) });
+  return resolveSettings(config as ObjectStoreBackendConfig, env, { profileLoader });
 }
