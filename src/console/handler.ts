@@ -12,14 +12,12 @@ import { SENSITIVE } from "../state/diff.js";
 import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
 import { backFrom, mounted, PAGES, WORKSPACE, workspacesLink, type Back } from "./back.js";
 import type { SafeHtml } from "./html.js";
-import { query, workspaceUrl, type Frame } from "./layout.js";
+import { query, renderMessage, workspaceUrl, type Frame } from "./layout.js";
 import { lockText } from "./format.js";
 import { crossSiteReason, requestOrigin } from "./origin.js";
 import { renderDiff, renderDiffPicker, renderRollback } from "./pages/diff.js";
-import { renderForceUnlock } from "./pages/force-unlock.js";
 import { renderHistory } from "./pages/history.js";
-import { renderMessage } from "./pages/message.js";
-import { renderWorkspace } from "./pages/workspace.js";
+import { renderForceUnlock, renderWorkspace } from "./pages/workspace.js";
 import { filterWorkspaces, renderWorkspaces, sortByLastWrite } from "./pages/workspaces.js";
 import { ENCRYPTED, encryptedOr, type ConsoleContext, type ConsoleLogEntry, type LockView, type VersionView } from "./types.js";
 

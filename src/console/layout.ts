@@ -1,4 +1,4 @@
-/** The frame every console page shares: head, header, skip link, main. Pure. */
+/** The frame every console page shares (head, header, skip link, main), and the page that only says something. Pure. */
 import { CSS_PATH, JS_PATH, LOCKS_PATH } from "./assets.js";
 import { html, type HtmlValue, type SafeHtml } from "./html.js";
 
@@ -69,3 +69,29 @@ export function crumbs(f: Frame, workspace: string, history = false): SafeHtml {
 }
 
 export const NO_VERSIONS = html`<p class="notice">This store keeps no versions (bucket versioning is off): turn it on with <code>objstate init --versioning</code>.</p>`;
+
+/**
+ * A message as text, its `backtick` spans (flags, commands, fields in the library's
+ * messages) as code; everything escaped. A lone backtick stays a backtick.
+ */
+export function messageText(message: string): SafeHtml {
+  const parts = message.split(/`([^`]+)`/);
+  return html`${parts.map((part, i) => (i % 2 === 1 ? html`<code>${part}</code>` : part))}`;
+}
+
+export interface MessageView {
+  readonly frame: Frame;
+  readonly title: string;
+  readonly message: string;
+  readonly back?: { readonly href: string; readonly label: string } | undefined;
+  readonly tone?: "bad" | "good" | undefined;
+}
+
+export function renderMessage(v: MessageView): SafeHtml {
+  return layout(
+    v.frame,
+    v.title,
+    html`<p class="notice${v.tone === undefined ? "" : ` ${v.tone}`}" role="${v.tone === "bad" ? "alert" : "status"}">${messageText(v.message)}</p>
+${v.back === undefined ? "" : html`<p><a href="${v.back.href}" data-back>${v.back.label}</a>${v.back.href === `${v.frame.base}/` ? "" : html` · <a href="${v.frame.base}/">All workspaces</a>`}</p>`}`,
+  );
+}

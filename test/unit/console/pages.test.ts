@@ -2,13 +2,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { backFrom, pageLink } from "../../../src/console/back.js";
-import type { Frame } from "../../../src/console/layout.js";
+import { renderMessage, type Frame } from "../../../src/console/layout.js";
 import { lockText, operationName } from "../../../src/console/format.js";
 import { renderDiff, renderDiffPicker, renderRollback } from "../../../src/console/pages/diff.js";
-import { renderForceUnlock } from "../../../src/console/pages/force-unlock.js";
 import { renderChart, renderHistory } from "../../../src/console/pages/history.js";
-import { renderMessage } from "../../../src/console/pages/message.js";
-import { renderWorkspace, type WorkspaceView } from "../../../src/console/pages/workspace.js";
+import { renderForceUnlock, renderWorkspace, type WorkspaceView } from "../../../src/console/pages/workspace.js";
 import { filterWorkspaces, renderWorkspaces, sortByLastWrite } from "../../../src/console/pages/workspaces.js";
 import type { VersionView, WorkspaceSummary } from "../../../src/console/types.js";
 import { diffStates } from "../../../src/state/diff.js";

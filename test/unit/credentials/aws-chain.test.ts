@@ -14,8 +14,7 @@ import { inspect } from "node:util";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { ObjectStoreBackendConfig, isObjstateError } from "../../../src/index.js";
 import { describeCredentialSource, resolveEffectiveSettings, resolveIdentity, type Identity } from "../../../src/credentials/index.js";
-import { parseIni, readAwsProfile } from "../../../src/credentials/aws-files.js";
-import { describeProviderFailure } from "../../../src/credentials/aws-chain.js";
+import { describeProviderFailure, parseIni, readAwsProfile } from "../../../src/credentials/aws-chain.js";
 import { startContainerService, startImds, startWebIdentitySts, type LoopbackServer, type TempCredentials } from "../../support/aws-servers.js";
 import { startMetadataServer, success } from "../../support/metadata-server.js";
 
