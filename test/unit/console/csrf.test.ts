@@ -2,8 +2,7 @@
 import assert from "node:assert/strict";
 import { inspect } from "node:util";
 import { describe, it } from "node:test";
-import { CsrfTokens } from "../../../src/console/csrf.js";
-import { crossSiteReason } from "../../../src/console/origin.js";
+import { CsrfTokens, crossSiteReason } from "../../../src/console/csrf.js";
 
 describe("console CSRF tokens", () => {
   const key = Buffer.alloc(32, 7);
