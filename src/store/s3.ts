@@ -44,10 +44,10 @@ import {
   type Timeouts,
 } from "../io/sdk-client.js";
 import { isAccessDenied, isTlsToPlainHttp, networkFailure, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
-import { hasherFor, type Hasher } from "../util/md5.js";
 import { pauseAt } from "../util/test-pause.js";
 import { endpointOfKind, plainHttpAdvice } from "../io/endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
+import { readWhole } from "./read-whole.js";
 import {
   accessHint,
   describeRetention,
@@ -167,13 +167,12 @@ export class S3Driver implements ObjectStoreDriver {
     if (options.maxBytes === undefined) {
       const got = await this.getStream(key, options);
       if (got === null) return null;
-      const hash = options.md5 === true && got.recordedMd5 === undefined ? hasherFor(got.meta.size) : undefined;
-      const body = await readBody(got.body, got.meta.size, hash);
-      return { body, meta: got.meta, md5: options.md5 === true ? (got.recordedMd5 ?? (await hash?.digest())) : undefined };
+      const { body, hashed } = await readWhole(got, key, { hash: options.md5 === true && got.recordedMd5 === undefined });
+      return { body, meta: got.meta, md5: options.md5 === true ? (got.recordedMd5 ?? hashed) : undefined };
     }
     try {
       const res = await this.send(key, options.versionId, `bytes=0-${Math.max(0, options.maxBytes - 1)}`);
-      const body = await readBody(exactBody(res.Body, res.ContentLength), res.ContentLength ?? 0, undefined);
+      const { body } = await readWhole({ meta: { size: res.ContentLength ?? 0 }, body: exactBody(res.Body, res.ContentLength) }, key);
       return { body, meta: toMeta({ ...res, ContentLength: totalSize(res.ContentRange) ?? body.length }) };
     } catch (e) {
       if (this.absent(e, options.versionId)) return null;
@@ -743,24 +742,6 @@ function sdkCredentialsFor(provider: CredentialsProvider | undefined): SdkCreden
           ),
         )),
   );
-}
-
-/**
- * Read a body of `length` bytes into one buffer allocated up front, so peak memory is about
- * the object's size rather than chunks plus a concatenated copy. Exported for its test.
- */
-export async function readBody(body: AsyncIterable<Uint8Array>, length: number, hash: Hasher | undefined): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(length);
-  let offset = 0;
-  for await (const chunk of body) {
-    if (offset + chunk.length > length) throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
-    buf.set(chunk, offset);
-    // Hashing each chunk as it arrives overlaps the digest with the transfer.
-    await hash?.write(chunk);
-    offset += chunk.length;
-  }
-  if (offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
-  return buf;
 }
 
 /** A response body as binary chunks, exactly `length` bytes when the store announced it. */
