@@ -9,6 +9,7 @@
 import type { Readable } from "node:stream";
 import type { SdkCredentialsProvider } from "./sdk-credentials.js";
 import { ObjstateError } from "../errors.js";
+import { field, sdkErrorMessage } from "./sdk-errors.js";
 import { serverClockFor, type ServerClock } from "./server-clock.js";
 
 /** How long requests may take (milliseconds). */
@@ -172,13 +173,13 @@ function deadlineError(w: Where, limitMs: number): ObjstateError {
 
 /** The error of a request whose every attempt ran into the connect or idle timeout. */
 function attemptsError(w: Where, e: unknown): ObjstateError {
-  const connect = /establish a connection/i.test(messageOf(e));
+  const connect = /establish a connection/i.test(sdkErrorMessage(e));
   const limit = connect ? w.timeouts.connectMs : w.timeouts.idleMs;
-  const attempts = attemptsOf(e);
+  const attempts = field(field(e, "$metadata"), "attempts");
   const waited = connect ? `could not connect within ${formatSeconds(limit)}` : `sent nothing for ${formatSeconds(limit)}`;
   return new ObjstateError(
     "ENDPOINT_TIMEOUT",
-    `no answer from the ${w.service} at ${w.url}: ${attempts === undefined ? "the request" : `each of ${attempts} attempts`} ${waited} (--timeout, or timeouts.${connect ? "connectMs" : "idleMs"}): check that the server is running and not stalled`,
+    `no answer from the ${w.service} at ${w.url}: ${typeof attempts === "number" ? `each of ${attempts} attempts` : "the request"} ${waited} (--timeout, or timeouts.${connect ? "connectMs" : "idleMs"}): check that the server is running and not stalled`,
     { cause: e, details: { endpoint: w.url, service: w.service, timeoutMs: limit } },
   );
 }
@@ -191,18 +192,16 @@ async function sendWithin(send: ArmableClient["send"], command: unknown, options
     if (outer.aborted) controller.abort(outer.reason);
     else outer.addEventListener("abort", () => controller.abort(outer.reason), { once: true });
   }
-  let expire: () => void = () => undefined;
-  // Raced rather than left to the abort signal alone: the SDK may be sleeping between
-  // retries, and an abort is only noticed when the next attempt starts.
+  // Raced rather than left to the abort signal alone: the SDK may be sleeping between retries.
+  let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
-    expire = () => {
+    timer = setTimeout(() => {
       const err = deadlineError(w, limit);
       controller.abort(err);
       reject(err);
-    };
+    }, limit);
   });
   expired.catch(() => undefined);
-  const timer = setTimeout(() => expire(), limit);
   let out: unknown;
   try {
     out = await Promise.race([send(command, { ...options, abortSignal: controller.signal }), expired]);
@@ -234,13 +233,7 @@ function guardBody(out: unknown, w: Where): void {
 }
 
 function isStream(v: unknown): v is Readable {
-  return (
-    typeof v === "object" &&
-    v !== null &&
-    typeof (v as Readable).destroy === "function" &&
-    typeof (v as Readable).once === "function" &&
-    typeof (v as Readable).read === "function"
-  );
+  return ["destroy", "once", "read"].every((m) => typeof field(v, m) === "function");
 }
 
 /** Bytes of the request body of a command (`input.Body`), 0 when there is none or it is a stream. */
@@ -259,20 +252,6 @@ function isTimeout(e: unknown): boolean {
 
 /** Socket errors of a connection that was cut rather than left idle. */
 const CUT_CODES = new Set(["ECONNRESET", "EPIPE", "ECONNREFUSED", "ECONNABORTED"]);
-
-function attemptsOf(e: unknown): number | undefined {
-  const n = field(field(e, "$metadata"), "attempts");
-  return typeof n === "number" ? n : undefined;
-}
-
-function messageOf(e: unknown): string {
-  const m = field(e, "message");
-  return typeof m === "string" ? m : "";
-}
-
-function field(v: unknown, name: string): unknown {
-  return typeof v === "object" && v !== null && name in v ? (v as Record<string, unknown>)[name] : undefined;
-}
 
 /** The endpoint for messages: without user info, without a trailing slash. */
 export function displayUrl(endpoint: string): string {

@@ -28,7 +28,8 @@ const ACCESS_DENIED_NAMES = new Set([
   "CredentialsProviderError",
 ]);
 
-function field(e: unknown, name: string): unknown {
+/** Property `name` of `e`, when `e` is an object that has it. */
+export function field(e: unknown, name: string): unknown {
   return typeof e === "object" && e !== null && name in e ? (e as Record<string, unknown>)[name] : undefined;
 }
 
