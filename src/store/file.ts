@@ -6,25 +6,19 @@
  * ROOT/B/.meta/<sha256(key)>/<ino>-<mtimeNs>.json   metadata of that one version of the file
  * ROOT/B/.meta/<sha256(key)>/.claim-*   a writer's claim on the key (claim.ts), .spare-* for full disks
  * ROOT/B/.tmp-<uuid>[.<enc(key)>]       an object being written (a crashed writer's is a leftover)
- * ROOT/B/.versions/<sha256(key)>/<vid>  an older version: a hard link to the object file it was
- * ROOT/B/.versions/<sha256(key)>/<vid>.marker  a delete marker (empty; its time is in <vid>)
+ * ROOT/B/.versions/<sha256(key)>/<vid>[.marker]  an older version (a hard link), or a delete marker
  * ROOT/B/.retention.json                the retention rule for noncurrent versions, if set
  * ```
  *
- * Versions are always kept: a replacing write hard-links the current file into `.versions/`
- * under the key's claim, then renames the new one over it; a delete renames the file there (no
- * new block or inode: a delete works on a full disk). A version ID is the inverted nanosecond
- * mtime and the inode, so IDs sort newest first. A writer killed between link and rename leaves
- * the current version also archived: listing skips the duplicate.
- *
- * Metadata is keyed by the identity of its version (inode + nanosecond mtime) and written
- * before that version becomes visible, so a reader of an open object file always finds the
- * metadata of those bytes. A write is temp file, fsync, metadata, `rename` (or `link`, which
- * fails with EEXIST, for create-if-absent), fsync of the directory. Replacing writes and deletes
- * hold the key's claim from their check to their rename: an If-Match check and the replace are
- * one step however long a holder is stopped (a live claim is never broken). Files are 0600 and
- * directories 0700; nothing below ROOT is followed if it is a symbolic link (`UNSAFE_PATH`).
- * Needs a local file system with hard links and POSIX rename (not FAT, not SMB).
+ * A replacing write hard-links the current file into `.versions/` under the key's claim, then
+ * renames the new one over it; a delete renames the file there (no new block or inode). Version
+ * IDs (inverted nanosecond mtime, inode) sort newest first. Metadata is keyed by its version's
+ * identity and written before that version becomes visible, so a reader of an open file always
+ * finds the metadata of those bytes. Writes: temp file, fsync, metadata, `rename` (`link` for
+ * create-if-absent), fsync of the directory. Replacing writes and deletes hold the key's claim
+ * from their check to their rename, so an If-Match check and the replace are one step however
+ * long a holder is stopped. Files are 0600, directories 0700, no symbolic link below ROOT is
+ * followed (`UNSAFE_PATH`). Needs hard links and POSIX rename (not FAT, not SMB).
  */
 import { createHash, randomUUID } from "node:crypto";
 import { closeSync, read, readSync } from "node:fs";
@@ -35,30 +29,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { ObjstateError } from "../errors.js";
 import { acquireClaim, addSpare, CLAIM_PREFIX, claimIsDead, SPARE_PREFIX } from "./claim.js";
-import {
-  alreadyExists,
-  checkBucketName,
-  decodeName,
-  encodeKey,
-  hashKey,
-  idOfTime,
-  keyOfTemp,
-  maxBig,
-  META_NAME,
-  normalizeMetadata,
-  parseRetention,
-  parseStoredMeta,
-  publicId,
-  publicIdOfMetaName,
-  sortLeftovers,
-  TEMP_PREFIX,
-  tempName,
-  timeOfId,
-  toObjectMeta,
-  VERSION_ID,
-  versionId,
-  type StoredMeta,
-} from "./file-names.js";
+import * as layout from "./file-names.js";
+import type { StoredMeta } from "./file-names.js";
 import { endpointOfKind } from "../io/endpoint.js";
 import {
   checkDir,
@@ -112,10 +84,9 @@ const SYNC_READ_MAX = 64 * 1024;
 const READ_CHUNK = 1024 * 1024;
 
 const readAt = promisify(read);
-/** What {@link FileDriver.removeLeftover} accepts as an id: only files this driver makes. */
+/** Leftover ids: only files this driver makes. */
 const LEFTOVER_ID = /^(?:\.tmp-[^/]+|\.meta\/[0-9a-f]{64}\/(?:\.tmp-[^/]+|\.claim-[^/]+|\d+-\d+\.json))$/;
 
-/** One opened version of an object file. */
 interface Version {
   /** Closed by {@link FileDriver.withVersion} unless `kept` (a streamed get's body closes it). */
   readonly fd: number;
@@ -128,7 +99,6 @@ interface Version {
 export class FileDriver implements ObjectStoreDriver {
   readonly kind = "file" as const;
   readonly location: string;
-  /** Absolute directory of the bucket. */
   readonly bucketDir: string;
   private readonly rootDir: string;
   private readonly metaRoot: string;
@@ -136,7 +106,7 @@ export class FileDriver implements ObjectStoreDriver {
 
   constructor(options: StoreDriverOptions) {
     const ep = endpointOfKind(options.endpoint, "file", "the embedded store", options.cwd);
-    checkBucketName(options.bucket);
+    layout.checkBucketName(options.bucket);
     this.rootDir = ep.dir;
     this.bucketDir = path.join(ep.dir, options.bucket);
     this.metaRoot = path.join(this.bucketDir, META_DIR);
@@ -174,7 +144,6 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async *listVersions(key: string, _options?: ListVersionsOptions): AsyncIterable<ObjectVersion> {
-    // One directory read is a consistent snapshot of the archive; entries are yielded lazily.
     let current: BigIntStats | null;
     let names: string[];
     try {
@@ -184,34 +153,27 @@ export class FileDriver implements ObjectStoreDriver {
     } catch (e) {
       throw fsFailure(e, `cannot list versions of ${key} in ${this.location}`, "STORE_ERROR");
     }
-    const currentId = current === null ? undefined : publicId(current);
-    if (current !== null && currentId !== undefined) {
-      const meta = await this.readMeta(key, versionId(current)).catch(() => null);
-      yield {
-        key,
-        versionId: currentId,
-        isLatest: true,
-        deleteMarker: false,
-        lastModified: new Date(Number(current.mtimeMs)),
-        size: Number(current.size),
-        etag: meta?.etag,
-      };
-    }
+    const currentId = current === null ? undefined : layout.publicId(current);
+    if (current !== null) yield await this.versionEntry(key, current, true);
     const entries = names
       .map((n) => ({ id: n.endsWith(MARKER_SUFFIX) ? n.slice(0, -MARKER_SUFFIX.length) : n, marker: n.endsWith(MARKER_SUFFIX) }))
-      .filter((e) => VERSION_ID.test(e.id) && e.id !== currentId)
+      // A writer killed between link and rename left the current version archived too.
+      .filter((e) => layout.VERSION_ID.test(e.id) && e.id !== currentId)
       .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     for (const [i, e] of entries.entries()) {
       const isLatest = current === null && i === 0;
       if (e.marker) {
-        yield { key, versionId: e.id, isLatest, deleteMarker: true, lastModified: timeOfId(e.id), size: 0 };
+        yield { key, versionId: e.id, isLatest, deleteMarker: true, lastModified: layout.timeOfId(e.id), size: 0 };
         continue;
       }
       const st = await lstatFile(path.join(this.archiveDir(key), e.id)).catch(() => null);
-      if (st === null) continue; // expired meanwhile
-      const meta = await this.readMeta(key, versionId(st)).catch(() => null);
-      yield { key, versionId: e.id, isLatest, deleteMarker: false, lastModified: new Date(Number(st.mtimeMs)), size: Number(st.size), etag: meta?.etag };
+      if (st !== null) yield await this.versionEntry(key, st, isLatest, e.id); // else expired meanwhile
     }
+  }
+
+  private async versionEntry(key: string, st: BigIntStats, isLatest: boolean, id = layout.publicId(st)): Promise<ObjectVersion> {
+    const etag = (await this.readMeta(key, layout.versionId(st)).catch(() => null))?.etag;
+    return { key, versionId: id, isLatest, deleteMarker: false, lastModified: new Date(Number(st.mtimeMs)), size: Number(st.size), etag };
   }
 
   versioning(): Promise<VersioningStatus> {
@@ -230,7 +192,7 @@ export class FileDriver implements ObjectStoreDriver {
         await removeFile(file);
         return;
       }
-      const temp = path.join(this.bucketDir, `${TEMP_PREFIX}${randomUUID()}`);
+      const temp = path.join(this.bucketDir, `${layout.TEMP_PREFIX}${randomUUID()}`);
       await createFile(
         temp,
         JSON.stringify({ prefix: rule.prefix, noncurrentDays: rule.noncurrentDays, newerNoncurrentVersions: rule.newerNoncurrentVersions }),
@@ -243,14 +205,12 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async getRetention(): Promise<Retention | null> {
-    let text: string | null;
-    try {
-      if (!(await checkDir(this.bucketDir))) return null;
-      text = await readSmall(path.join(this.bucketDir, RETENTION_FILE));
-    } catch (e) {
-      throw fsFailure(e, `cannot read the retention rule of ${this.location}`, "STORE_ERROR");
-    }
-    return text === null ? null : parseRetention(text);
+    const what = `cannot read the retention rule of ${this.location}`;
+    if (!(await this.hasBucket(what))) return null;
+    const text = await readSmall(path.join(this.bucketDir, RETENTION_FILE)).catch((e: unknown) => {
+      throw fsFailure(e, what, "STORE_ERROR");
+    });
+    return text === null ? null : layout.parseRetention(text);
   }
 
   async put(key: string, body: PutBody, options: PutOptions = {}): Promise<void> {
@@ -263,8 +223,8 @@ export class FileDriver implements ObjectStoreDriver {
     }
     await this.createBucket();
     // Refused before anything is written: a lockfile's holder is found even on a full disk.
-    if (options.ifNoneMatch === true && (await this.currentId(key)) !== undefined) throw alreadyExists(key, this.location);
-    const temp = path.join(this.bucketDir, tempName(key));
+    if (options.ifNoneMatch === true && (await this.currentId(key)) !== undefined) throw layout.alreadyExists(key, this.location);
+    const temp = path.join(this.bucketDir, layout.tempName(key));
     try {
       const written = await writeTemp(temp, body, options, `the bytes for ${key}`).catch((e: unknown) => {
         throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
@@ -279,7 +239,7 @@ export class FileDriver implements ObjectStoreDriver {
           { details: { key, expected, actual: written.md5 } },
         );
       }
-      const id = versionId(stat);
+      const id = layout.versionId(stat);
       const meta: StoredMeta = {
         key,
         size: sizeOf(body),
@@ -288,7 +248,7 @@ export class FileDriver implements ObjectStoreDriver {
         acl: options.acl,
         serverSideEncryption: options.encrypt === true ? "AES256" : undefined,
         lastModified: new Date(Number(stat.mtimeMs)).toISOString(),
-        metadata: normalizeMetadata(options.metadata),
+        metadata: layout.normalizeMetadata(options.metadata),
       };
       await this.writeMeta(key, id, meta);
       if (options.ifNoneMatch === true) await this.commitIfAbsent(key, temp, file, id, meta);
@@ -299,17 +259,14 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async *list(prefix: string, options?: ListOptions): AsyncIterable<string> {
-    // One directory read is already a consistent snapshot; paging it would add nothing.
-    let names: string[];
-    try {
-      if (!(await checkDir(this.bucketDir))) return;
-      names = await fs.readdir(this.bucketDir);
-    } catch (e) {
-      throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
-    }
+    const what = `cannot list ${this.location}`;
+    if (!(await this.hasBucket(what))) return;
+    const names = await fs.readdir(this.bucketDir).catch((e: unknown) => {
+      throw fsFailure(e, what, "STORE_ERROR");
+    });
     const keys = names
       .filter((n) => !n.startsWith("."))
-      .map(decodeName)
+      .map(layout.decodeName)
       .filter((k): k is string => k !== null && k.startsWith(prefix));
     // S3 orders keys by their UTF-8 bytes, which differs from UTF-16 order above U+FFFF.
     keys.sort((a, b) => Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8")));
@@ -332,7 +289,7 @@ export class FileDriver implements ObjectStoreDriver {
       throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
     });
     if (st === null) return null; // deleted since the directory was read
-    const meta = await this.readMeta(key, versionId(st));
+    const meta = await this.readMeta(key, layout.versionId(st));
     return { key, size: Number(st.size), lastModified: new Date(Number(st.mtimeMs)), etag: meta?.etag };
   }
 
@@ -363,8 +320,8 @@ export class FileDriver implements ObjectStoreDriver {
       await this.retire(key, file, st);
       await fsyncDir(this.bucketDir);
       // The marker comes last: a crash leaves a deleted key without one, never one before a current version.
-      const ns = maxBig(BigInt(Date.now()) * 1_000_000n, st.mtimeNs + 1n);
-      const marker = path.join(this.archiveDir(key), `${idOfTime(ns)}-m${randomUUID().slice(0, 8)}${MARKER_SUFFIX}`);
+      const ns = layout.maxBig(BigInt(Date.now()) * 1_000_000n, st.mtimeNs + 1n);
+      const marker = path.join(this.archiveDir(key), `${layout.idOfTime(ns)}-m${randomUUID().slice(0, 8)}${MARKER_SUFFIX}`);
       try {
         await createFile(marker, "");
         await fsyncDir(this.archiveDir(key));
@@ -382,15 +339,10 @@ export class FileDriver implements ObjectStoreDriver {
     return true;
   }
 
-  /** Delete the key, every older version and delete marker of it, and their metadata. */
   async purge(key: string): Promise<void> {
     const file = this.objectPath(key);
     const what = `cannot purge ${key} in ${this.location}`;
-    try {
-      if (!(await checkDir(this.bucketDir))) return;
-    } catch (e) {
-      throw fsFailure(e, what, "STORE_ERROR");
-    }
+    if (!(await this.hasBucket(what))) return;
     const claim = await this.claim(key);
     try {
       await removeFile(file);
@@ -401,7 +353,7 @@ export class FileDriver implements ObjectStoreDriver {
       }
       const dir = this.metaDir(key);
       for (const name of await fs.readdir(dir).catch(() => [] as string[]))
-        if (META_NAME.test(name) || name.startsWith(SPARE_PREFIX)) await removeFile(path.join(dir, name));
+        if (layout.META_NAME.test(name) || name.startsWith(SPARE_PREFIX)) await removeFile(path.join(dir, name));
       await fsyncDir(this.bucketDir);
     } catch (e) {
       throw fsFailure(e, what, "STORE_ERROR");
@@ -412,11 +364,13 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async bucketExists(): Promise<boolean> {
-    try {
-      return await checkDir(this.bucketDir);
-    } catch (e) {
-      throw fsFailure(e, `cannot check ${this.location}`, "STORE_ERROR");
-    }
+    return this.hasBucket(`cannot check ${this.location}`);
+  }
+
+  private async hasBucket(what: string): Promise<boolean> {
+    return checkDir(this.bucketDir).catch((e: unknown) => {
+      throw fsFailure(e, what, "STORE_ERROR");
+    });
   }
 
   async createBucket(): Promise<void> {
@@ -439,11 +393,11 @@ export class FileDriver implements ObjectStoreDriver {
       if (!(await checkDir(this.bucketDir))) return [];
       const keysByHash = new Map<string, string>();
       for (const name of await fs.readdir(this.bucketDir)) {
-        const key = name.startsWith(".") ? null : decodeName(name);
-        if (key !== null) keysByHash.set(hashKey(key), key);
-        if (name.startsWith(TEMP_PREFIX)) await this.addLeftover(out, prefix, name, keyOfTemp(name));
+        const key = name.startsWith(".") ? null : layout.decodeName(name);
+        if (key !== null) keysByHash.set(layout.hashKey(key), key);
+        if (name.startsWith(layout.TEMP_PREFIX)) await this.addLeftover(out, prefix, name, layout.keyOfTemp(name));
       }
-      if (!(await checkDir(this.metaRoot))) return sortLeftovers(out);
+      if (!(await checkDir(this.metaRoot))) return layout.sortLeftovers(out);
       for (const hash of await fs.readdir(this.metaRoot)) {
         const dir = path.join(this.metaRoot, hash);
         if (!/^[0-9a-f]{64}$/.test(hash) || !(await checkDir(dir).catch(() => false))) continue;
@@ -453,12 +407,12 @@ export class FileDriver implements ObjectStoreDriver {
         const archived = await this.archivedIds(hash);
         for (const name of names) {
           const id = `${META_DIR}/${hash}/${name}`;
-          if (name.startsWith(TEMP_PREFIX)) await this.addLeftover(out, prefix, id, keyOfTemp(name) ?? key);
+          if (name.startsWith(layout.TEMP_PREFIX)) await this.addLeftover(out, prefix, id, layout.keyOfTemp(name) ?? key);
           // Only a claim whose process is provably gone: a live writer may hold one for any time.
           else if (name.startsWith(CLAIM_PREFIX)) {
             if (claimIsDead(name)) await this.addLeftover(out, prefix, id, key);
-          } else if (META_NAME.test(name) && name !== `${current}.json` && !archived.has(publicIdOfMetaName(name))) {
-            key ??= parseStoredMeta((await readSmall(path.join(dir, name)).catch(() => null)) ?? "")?.key;
+          } else if (layout.META_NAME.test(name) && name !== `${current}.json` && !archived.has(layout.publicIdOfMetaName(name))) {
+            key ??= layout.parseStoredMeta((await readSmall(path.join(dir, name)).catch(() => null)) ?? "")?.key;
             await this.addLeftover(out, prefix, id, key);
           }
         }
@@ -466,7 +420,7 @@ export class FileDriver implements ObjectStoreDriver {
     } catch (e) {
       throw fsFailure(e, `cannot list leftovers in ${this.location}`, "STORE_ERROR");
     }
-    return sortLeftovers(out);
+    return layout.sortLeftovers(out);
   }
 
   async removeLeftover(item: Leftover): Promise<void> {
@@ -483,12 +437,12 @@ export class FileDriver implements ObjectStoreDriver {
       const dir = path.dirname(file);
       if (dir !== this.bucketDir && !(await this.dirs(this.metaRoot, dir))) return;
       if (path.basename(file).startsWith(CLAIM_PREFIX) && !claimIsDead(path.basename(file))) return;
-      if (META_NAME.test(path.basename(file))) {
+      if (layout.META_NAME.test(path.basename(file))) {
         // Metadata may have become current since it was listed (a slow writer committed).
-        const meta = parseStoredMeta((await readSmall(file)) ?? "");
+        const meta = layout.parseStoredMeta((await readSmall(file)) ?? "");
         if (meta !== null && (await this.currentId(meta.key)) === path.basename(file, ".json")) return;
         // Metadata of an older version belongs to history, not to a crashed writer.
-        if ((await this.archivedIds(path.basename(dir))).has(publicIdOfMetaName(path.basename(file)))) return;
+        if ((await this.archivedIds(path.basename(dir))).has(layout.publicIdOfMetaName(path.basename(file)))) return;
       }
       await removeFile(file);
       if (dir !== this.bucketDir) await fs.rmdir(dir).catch(() => undefined);
@@ -498,7 +452,7 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   close(): void {
-    // Nothing is held open between calls.
+    // nothing is held open between calls
   }
 
   /** Are these nested directories, each checked in turn, all there (and none a link)? */
@@ -507,13 +461,17 @@ export class FileDriver implements ObjectStoreDriver {
     return true;
   }
 
-  /** The object file for `key`, after checking that the key is acceptable. */
+  /** The object file for `key` (the key checked). */
   private objectPath(key: string): string {
-    return path.join(this.bucketDir, encodeKey(key));
+    return path.join(this.bucketDir, layout.encodeKey(key));
   }
 
   private metaDir(key: string): string {
-    return path.join(this.metaRoot, hashKey(key));
+    return path.join(this.metaRoot, layout.hashKey(key));
+  }
+
+  private metaFile(key: string, id: string): string {
+    return path.join(this.metaDir(key), `${id}.json`);
   }
 
   private async ensureMetaDir(key: string): Promise<void> {
@@ -533,7 +491,7 @@ export class FileDriver implements ObjectStoreDriver {
 
   private async currentId(key: string): Promise<string | undefined> {
     const st = await lstatFile(this.objectPath(key)).catch(() => null);
-    return st === null ? undefined : versionId(st);
+    return st === null ? undefined : layout.versionId(st);
   }
 
   private async addLeftover(out: Leftover[], prefix: string, id: string, key: string | undefined): Promise<void> {
@@ -551,7 +509,7 @@ export class FileDriver implements ObjectStoreDriver {
       if (v === null) return null;
       try {
         const stored = await this.readMeta(key, v.id);
-        if (stored !== null) return await use(v, toObjectMeta(stored));
+        if (stored !== null) return await use(v, layout.toObjectMeta(stored));
         // Metadata missing for a version that stays put: damaged store; fall back to what the file says.
         if (v.id === previousId || attempt >= READ_ATTEMPTS) return await use(v, await derivedMeta(v));
         previousId = v.id;
@@ -566,7 +524,7 @@ export class FileDriver implements ObjectStoreDriver {
     try {
       if (!(await checkDir(this.bucketDir))) return null;
       const opened = openRead(file);
-      return opened === null ? null : { fd: opened.fd, stat: opened.stat, id: versionId(opened.stat) };
+      return opened === null ? null : { fd: opened.fd, stat: opened.stat, id: layout.versionId(opened.stat) };
     } catch (e) {
       throw fsFailure(e, `cannot read ${key} in ${this.location}`, "STORE_ERROR", file);
     }
@@ -577,22 +535,22 @@ export class FileDriver implements ObjectStoreDriver {
     let text: string | null;
     try {
       if (!(await this.dirs(this.metaRoot, dir))) return null;
-      text = await readSmall(path.join(dir, `${id}.json`));
+      text = await readSmall(this.metaFile(key, id));
     } catch (e) {
       throw fsFailure(e, `cannot read metadata of ${key} in ${this.location}`, "STORE_ERROR");
     }
-    return text === null ? null : parseStoredMeta(text);
+    return text === null ? null : layout.parseStoredMeta(text);
   }
 
   private async writeMeta(key: string, id: string, meta: StoredMeta): Promise<void> {
     const dir = this.metaDir(key);
     // A concurrent delete() may remove the (empty) directory between mkdir and write.
     for (let attempt = 1; ; attempt++) {
-      const temp = path.join(dir, tempName(key));
+      const temp = path.join(dir, layout.tempName(key));
       try {
         await this.ensureMetaDir(key);
         await createFile(temp, JSON.stringify(meta));
-        await fs.rename(temp, path.join(dir, `${id}.json`));
+        await fs.rename(temp, this.metaFile(key, id));
         await fsyncDir(dir);
         return;
       } catch (e) {
@@ -604,13 +562,10 @@ export class FileDriver implements ObjectStoreDriver {
 
   private async commitIfAbsent(key: string, temp: string, file: string, id: string, meta: StoredMeta): Promise<void> {
     try {
-      await fs.link(temp, file);
-    } catch (e) {
-      await removeFile(path.join(this.metaDir(key), `${id}.json`)).catch(() => undefined);
-      if (errno(e) === "EEXIST") throw alreadyExists(key, this.location);
-      throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
-    }
-    try {
+      await fs.link(temp, file).catch(async (e: unknown) => {
+        await removeFile(this.metaFile(key, id)).catch(() => undefined);
+        throw errno(e) === "EEXIST" ? layout.alreadyExists(key, this.location) : e;
+      });
       await fsyncDir(this.bucketDir);
       await this.keepMeta(key, id, meta);
     } catch (e) {
@@ -622,7 +577,7 @@ export class FileDriver implements ObjectStoreDriver {
 
   /** Write the metadata of `id` again if it was collected as a leftover while its writer was stopped. */
   private async keepMeta(key: string, id: string, meta: StoredMeta): Promise<void> {
-    if ((await lstatFile(path.join(this.metaDir(key), `${id}.json`))) === null) await this.writeMeta(key, id, meta);
+    if ((await lstatFile(this.metaFile(key, id))) === null) await this.writeMeta(key, id, meta);
   }
 
   /** Replace the object under its claim: an If-Match check and the rename are one step for every other writer. */
@@ -651,7 +606,7 @@ export class FileDriver implements ObjectStoreDriver {
         await fs.rename(temp, file);
         await fsyncDir(this.bucketDir);
       } catch (e) {
-        await removeFile(path.join(this.metaDir(key), `${id}.json`)).catch(() => undefined);
+        await removeFile(this.metaFile(key, id)).catch(() => undefined);
         throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
       }
       pauseAt("store-renamed");
@@ -671,27 +626,27 @@ export class FileDriver implements ObjectStoreDriver {
     const now = Date.now();
     let archived: Set<string> | undefined;
     for (const name of names) {
-      if (name === `${current}.json` || !META_NAME.test(name)) continue;
+      if (name === `${current}.json` || !layout.META_NAME.test(name)) continue;
       // Ruled out by name first: a write costs no stat per version ever kept.
-      archived ??= await this.archivedIds(hashKey(key));
-      if (archived.has(publicIdOfMetaName(name))) continue;
+      archived ??= await this.archivedIds(layout.hashKey(key));
+      if (archived.has(layout.publicIdOfMetaName(name))) continue;
       const full = path.join(dir, name);
       if (now - ((await fs.lstat(full).catch(() => null))?.mtimeMs ?? now) <= META_GC_GRACE_MS) continue;
       await removeFile(full).catch(() => undefined);
     }
   }
 
-  /** The version file for `key` at `versionId` (archived or current), read through {@link withVersion}. */
+  /** The version `id` of `key` (archived or current; undefined: the current one), read through {@link withVersion}. */
   private async withVersionOf<T>(key: string, id: string | undefined, use: (v: Version, meta: ObjectMeta) => Promise<T>): Promise<T | null> {
     const file = this.objectPath(key);
-    if (id === undefined) return this.withVersion(key, file, (v, meta) => use(v, { ...meta, versionId: publicId(v.stat) }));
-    if (!VERSION_ID.test(id) || id.includes("-m")) return null;
+    if (id === undefined) return this.withVersion(key, file, (v, meta) => use(v, { ...meta, versionId: layout.publicId(v.stat) }));
+    if (!layout.VERSION_ID.test(id) || id.includes("-m")) return null;
     const archived = path.join(this.archiveDir(key), id);
-    // A version is archived before it stops being current: the archive is looked at first, and again if the current one was replaced.
+    // Archived before it stops being current: the archive first, and again if the current one was replaced.
     for (let attempt = 0; attempt < 2; attempt++) {
       const inArchive = (await this.pathExists(archived)) ? archived : null;
       const found = await this.withVersion(key, inArchive ?? file, async (v, meta) =>
-        publicId(v.stat) === id ? { value: await use(v, { ...meta, versionId: id }) } : null,
+        layout.publicId(v.stat) === id ? { value: await use(v, { ...meta, versionId: id }) } : null,
       );
       if (found !== null) return found.value;
       if (inArchive !== null) return null; // edited by hand: not that version any more
@@ -708,7 +663,7 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   private archiveDir(key: string): string {
-    return path.join(this.versionsRoot, hashKey(key));
+    return path.join(this.versionsRoot, layout.hashKey(key));
   }
 
   private async makeArchiveDir(key: string): Promise<void> {
@@ -721,7 +676,7 @@ export class FileDriver implements ObjectStoreDriver {
     const dir = this.archiveDir(key);
     await this.makeArchiveDir(key);
     try {
-      await fs.link(file, path.join(dir, publicId(stat)));
+      await fs.link(file, path.join(dir, layout.publicId(stat)));
     } catch (e) {
       // Archived already by a writer that died before replacing it.
       if (errno(e) !== "EEXIST") throw e;
@@ -733,18 +688,17 @@ export class FileDriver implements ObjectStoreDriver {
   private async retire(key: string, file: string, stat: BigIntStats): Promise<void> {
     const dir = this.archiveDir(key);
     await this.makeArchiveDir(key);
-    await fs.rename(file, path.join(dir, publicId(stat)));
+    await fs.rename(file, path.join(dir, layout.publicId(stat)));
     // Archived already by a writer that died (a rename between two links does nothing): only that file goes.
     const left = await lstatFile(file);
     if (left !== null && left.ino === stat.ino && left.dev === stat.dev) await removeFile(file);
     await fsyncDir(dir);
   }
 
-  /** Public IDs of the archived versions of the key whose hash is `hash`. */
   private async archivedIds(hash: string): Promise<Set<string>> {
     const dir = path.join(this.versionsRoot, hash);
     if (!(await this.dirs(this.versionsRoot, dir).catch(() => false))) return new Set();
-    return new Set((await fs.readdir(dir).catch(() => [] as string[])).filter((n) => VERSION_ID.test(n)));
+    return new Set((await fs.readdir(dir).catch(() => [] as string[])).filter((n) => layout.VERSION_ID.test(n)));
   }
 
   /** Apply the retention rule to the versions of `key`; after a write or delete, whose success its failure must not undo. */
@@ -763,14 +717,13 @@ export class FileDriver implements ObjectStoreDriver {
       const file = path.join(this.archiveDir(key), v.deleteMarker ? `${v.versionId}${MARKER_SUFFIX}` : v.versionId);
       const st = v.deleteMarker ? null : await lstatFile(file).catch(() => null);
       await removeFile(file).catch(() => undefined);
-      if (st !== null && st.nlink <= 1n) await removeFile(path.join(this.metaDir(key), `${versionId(st)}.json`)).catch(() => undefined);
+      if (st !== null && st.nlink <= 1n) await removeFile(path.join(this.metaDir(key), `${layout.versionId(st)}.json`)).catch(() => undefined);
     }
   }
 }
 
 /** Create the temp file of a write (0600, no link followed, fsynced), hashing what is written. */
 async function writeTemp(temp: string, body: PutBody, options: PutOptions, what: string): Promise<{ stat: BigIntStats; md5: string }> {
-  // Bytes in memory were hashed by the caller from these very bytes (or are hashed here).
   if (!isByteSource(body)) return { stat: await createFile(temp, body), md5: (await options.md5) ?? createHash("md5").update(body).digest("hex") };
   const C = fs.constants;
   const handle = await fs.open(temp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
