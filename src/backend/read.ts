@@ -8,7 +8,7 @@ import { isObjstateError, ObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
 import { listPrefixes } from "../config/layout.js";
 import type { GetResult, Leftover, ObjectMeta } from "../store/types.js";
-import { readBody } from "../fast/read-body.js";
+import { readWhole } from "../store/read-whole.js";
 import type { ReadHooks } from "../fast/streamed-read.js";
 import { md5Hex } from "../util/md5.js";
 import { commit, generationOf, judge, serialOf, writeCommittedAgain } from "./commit.js";
@@ -163,7 +163,7 @@ async function fetchState(
           (d) => (d === record ? hooks.vouched(record) : undefined),
           () => undefined, // the read itself reports the table's failure
         );
-  const { body, hashed } = await readBody(got, path, { ...options, hooks, hash: digest !== undefined && !got.proven });
+  const { body, hashed } = await readWhole(got, path, { ...options, hooks, hash: digest !== undefined && !got.proven });
   await vouching;
   return { body, meta: got.meta, md5: got.proven ? record : hashed, hashed: hashed !== undefined };
 }

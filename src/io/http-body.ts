@@ -1,31 +1,24 @@
 /**
- * The one reader of HTTP request bodies (the server's routes and the console's forms): refused
- * above the size limit before a byte is read (Content-Length) or as soon as the count passes
- * it (chunked), dropped when the client falls below the minimum rate, hashed as it arrives,
- * and kept as the socket's own chunks.
+ * The one reader of HTTP request bodies (the server's routes, the console's forms): refused above
+ * the limit before a byte is read (Content-Length) or once the count passes it, dropped below the
+ * minimum rate, hashed as it arrives, kept as the socket's own chunks.
  */
 import type { IncomingMessage } from "node:http";
 import { ObjstateError } from "../errors.js";
 import { hasherFor, md5Hex } from "../util/md5.js";
 
-/**
- * The minimum rate of a request body: at least this many bytes in every window of the client
- * timeout, or the request is dropped (docs/decisions/006). A rate, not a deadline: an upload
- * on a slow link that keeps moving is never cut, a client dripping a byte now and then is.
- */
+/** The minimum rate of a body: this many bytes in every window of the client timeout (docs/decisions/006). */
 export const MIN_BODY_BYTES_PER_WINDOW = 4 * 1024;
 
-/** Limits on a request body. */
 export interface BodyLimits {
-  /** Largest body accepted, in bytes. */
   readonly maxBytes: number;
   /** The window of the minimum-rate rule. */
   readonly idleMs: number;
-  /** What sets `maxBytes`, for the message of a body over it (default `--max-state-size`). */
+  /** What sets `maxBytes`, for messages (default `--max-state-size`). */
   readonly maxBytesName?: string | undefined;
 }
 
-/** A body read whole: the socket's chunks, their size and MD5 (hex). */
+/** A body read whole: the socket's chunks, their size and hex MD5. */
 export interface Body {
   readonly chunks: readonly Buffer[];
   readonly size: number;
@@ -34,15 +27,14 @@ export interface Body {
   bytes(): Buffer;
 }
 
-/** Requests whose body {@link readBody} is reading (and timing) now. */
 const receiving = new WeakSet<IncomingMessage>();
 
-/** Is a body reader timing the request's body (so that nothing else need)? */
+/** Is {@link readBody} timing the request's body now (so that nothing else need)? */
 export function isReceiving(req: IncomingMessage): boolean {
   return receiving.has(req);
 }
 
-export function tooLarge(size: number | undefined, max: number, name = "--max-state-size"): ObjstateError {
+function tooLarge(size: number | undefined, max: number, name = "--max-state-size"): ObjstateError {
   return new ObjstateError(
     "BODY_TOO_LARGE",
     `the request body${size === undefined ? "" : ` (${size} bytes)`} is larger than this server accepts (${max} bytes, ${name})`,
@@ -78,11 +70,7 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body
   return receiveBody(req, limits);
 }
 
-/**
- * The body when all of it arrived with the headers and nothing read it yet (the tool's LOCK,
- * UNLOCK and small POSTs): taken from the request's buffer at once, with no rate timer or
- * listeners. Undefined when some of it is still to come.
- */
+/** The body when all of it came with the headers (LOCK, UNLOCK, small POSTs): taken at once, no timer or listeners. */
 function arrivedBody(req: IncomingMessage, limits: BodyLimits): Body | undefined {
   if (req.readableFlowing !== null || req.readableDidRead) return undefined;
   const declared = declaredLength(req);
@@ -99,7 +87,6 @@ function receiveBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
   let filled = 0;
   return new Promise<Body>((resolve, reject) => {
     const hash = hasherFor(declared);
-    // Chunks are the socket's own buffers: holding them until the worker has room costs no copy.
     let hashed: Promise<void> = Promise.resolve();
     let timer: NodeJS.Timeout | undefined;
     const fail = (e: ObjstateError): void => {
@@ -146,13 +133,7 @@ function receiveBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
   });
 }
 
-/** The hex MD5 a Content-MD5 header (base64) announces; undefined when it is absent or not an MD5. */
-export function declaredMd5(header: string | undefined): string | undefined {
-  if (header === undefined || !/^[A-Za-z0-9+/]{22}==$/.test(header.trim())) return undefined;
-  return Buffer.from(header.trim(), "base64").toString("hex");
-}
-
-/** Check the body against a `Content-MD5` header, when there is one: a body damaged on the way is refused, never stored. */
+/** A body that does not match its `Content-MD5` header was damaged on the way: refused, never stored. */
 export function checkContentMd5(header: string | undefined, md5Hex: string): void {
   if (header === undefined || header === "") return;
   const given = Buffer.from(header, "base64").toString("hex");

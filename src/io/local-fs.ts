@@ -1,17 +1,9 @@
 /**
- * File-system primitives shared by the embedded store and the embedded lock table: they
- * never follow a symbolic link inside a store directory, create everything owner-only
- * whatever the umask, and turn errno failures into typed errors that name the path.
- *
- * Only the endpoint directory itself may be (or sit below) a symbolic link: that is the
- * operator's choice. Everything objstate creates below it is checked with `lstat` or
- * opened with `O_NOFOLLOW`. A link swapped in between a check and the next call is not
- * caught (Node has no `openat`); a link planted beforehand always is.
- *
- * The metadata primitives ({@link checkDir}, {@link lstatFile}, {@link readSmall}) make
- * their system calls synchronously: on a local disk one `lstat` or a read of a small file
- * takes less than dispatching it to libuv's thread pool and back, and listings make
- * thousands of them. Whole objects are still read and written asynchronously.
+ * File-system primitives of the embedded store and lock table: no symbolic link below the
+ * endpoint directory is followed (`lstat`, `O_NOFOLLOW`; Node has no `openat`, so only a link
+ * swapped in between a check and a call escapes), everything is created owner-only whatever
+ * the umask, and errno failures become typed errors naming the path. The metadata primitives
+ * are synchronous: on a local disk an `lstat` takes less than a trip through libuv's pool.
  */
 import { constants as C, closeSync, fstatSync, lstatSync, openSync, readFileSync } from "node:fs";
 import type { BigIntStats } from "node:fs";
@@ -19,9 +11,9 @@ import * as fs from "node:fs/promises";
 import * as path from "node:path";
 import { ObjstateError, type ErrorCode } from "../errors.js";
 
-/** Owner-only, like state files: locks, digests and states may hold secrets. */
+/** Owner-only: locks, digests and states may hold secrets. */
 export const FILE_MODE = 0o600;
-export const DIR_MODE = 0o700;
+const DIR_MODE = 0o700;
 
 /** The errno code of a Node file-system error. */
 export function errno(e: unknown): string | undefined {
@@ -32,54 +24,38 @@ function errPath(e: unknown): string | undefined {
   return typeof e === "object" && e !== null && "path" in e && typeof e.path === "string" ? e.path : undefined;
 }
 
-/** The error for a symbolic link (or other non-regular entry) where objstate expects its own file or directory. */
-export function unsafePath(at: string, what: string): ObjstateError {
+/** A symbolic link (or another non-regular entry) where objstate expects its own file or directory. */
+function unsafePath(at: string, what: string): ObjstateError {
   return new ObjstateError("UNSAFE_PATH", `refusing ${at}: it is ${what}, and objstate never follows links or opens special files inside a store; remove it`, {
     details: { path: at },
   });
 }
 
 /**
- * A typed error for a failed file-system call. Full disk, read-only file system and
- * permission problems get their own codes (`STORE_NO_SPACE`, `STORE_READ_ONLY`,
- * `STORE_PERMISSION`) and name the path; anything else gets `fallback`.
- * @param what what was being done, e.g. `cannot write tool.tfstate in file:/x/b`
- * @param at the path to name when the error carries none (or a better one)
+ * A typed error for a failed file-system call: full disk, read-only file system and permission
+ * get their own codes; anything else `fallback`. `what` e.g. `cannot write x in file:/b`.
  */
 export function fsFailure(e: unknown, what: string, fallback: ErrorCode, at?: string): ObjstateError {
   if (e instanceof ObjstateError) return e;
   const code = errno(e);
   const where = at ?? errPath(e) ?? "?";
-  const details = { path: where, errno: code };
-  switch (code) {
-    case "ENOSPC":
-      return new ObjstateError("STORE_NO_SPACE", `${what}: no space left on device at ${where}; free space there or move the store`, { details, cause: e });
-    case "EDQUOT":
-      return new ObjstateError("STORE_NO_SPACE", `${what}: disk quota exceeded at ${where}; free space there or raise the quota`, { details, cause: e });
-    case "EROFS":
-      return new ObjstateError(
-        "STORE_READ_ONLY",
-        `${what}: read-only file system at ${where}; mount it read-write or point the endpoint at a writable directory`,
-        { details, cause: e },
-      );
-    case "EACCES":
-    case "EPERM":
-      return new ObjstateError(
-        "STORE_PERMISSION",
-        `${what}: permission denied at ${where}; run as the directory's owner or give this user write access to it`,
-        { details, cause: e },
-      );
-    case "ELOOP":
-      return unsafePath(where, "a symbolic link");
-    default:
-      return new ObjstateError(fallback, `${what}${code === undefined ? "" : ` (${code} at ${where})`}`, { details, cause: e });
-  }
+  if (code === "ELOOP") return unsafePath(where, "a symbolic link");
+  const known = code === undefined ? undefined : FS_ERRORS[code];
+  const message = known === undefined ? `${what}${code === undefined ? "" : ` (${code} at ${where})`}` : `${what}: ${known[1]} at ${where}; ${known[2]}`;
+  return new ObjstateError(known?.[0] ?? fallback, message, { details: { path: where, errno: code }, cause: e });
 }
 
-/**
- * Is `dir` one of our directories? false when absent; throws `UNSAFE_PATH` when it is a
- * symbolic link or not a directory.
- */
+const PERMISSION = ["STORE_PERMISSION", "permission denied", "run as the directory's owner or give this user write access to it"] as const;
+/** errno: the code, what it is and what to do. */
+const FS_ERRORS: Readonly<Record<string, readonly [ErrorCode, string, string] | undefined>> = {
+  ENOSPC: ["STORE_NO_SPACE", "no space left on device", "free space there or move the store"],
+  EDQUOT: ["STORE_NO_SPACE", "disk quota exceeded", "free space there or raise the quota"],
+  EROFS: ["STORE_READ_ONLY", "read-only file system", "mount it read-write or point the endpoint at a writable directory"],
+  EACCES: PERMISSION,
+  EPERM: PERMISSION,
+};
+
+/** Is `dir` one of our directories? false when absent; `UNSAFE_PATH` for a link or a non-directory. */
 export async function checkDir(dir: string): Promise<boolean> {
   let st;
   try {
@@ -93,10 +69,7 @@ export async function checkDir(dir: string): Promise<boolean> {
   return true;
 }
 
-/**
- * Create `dir` (its parent must exist) owner-only, or accept it when it already is a real
- * directory. True when this call created it.
- */
+/** Create `dir` owner-only (its parent must exist), or accept a real directory; true when created here. */
 export async function makeDir(dir: string): Promise<boolean> {
   try {
     await fs.mkdir(dir, { mode: DIR_MODE });
@@ -135,11 +108,7 @@ export async function lstatFile(file: string): Promise<BigIntStats | null> {
   return st;
 }
 
-/**
- * Open a regular file for reading without following a link; null when absent. Returns the
- * file descriptor (the caller closes it) and its stat. `O_NONBLOCK` keeps a planted FIFO
- * from hanging the open; it is refused right after.
- */
+/** Open a regular file to read, no link followed (`O_NONBLOCK`: a planted FIFO cannot hang it); null when absent. */
 export function openRead(file: string): { readonly fd: number; readonly stat: BigIntStats } | null {
   let fd: number;
   try {
@@ -170,10 +139,7 @@ export async function readSmall(file: string): Promise<string | null> {
   }
 }
 
-/**
- * Create `file` exclusively (never through a link), owner-only whatever the umask, write
- * `body` and fsync; returns the stat of the durable result.
- */
+/** Create `file` exclusively (no link followed), owner-only, write `body` and fsync; the stat of the result. */
 export async function createFile(file: string, body: Buffer | string): Promise<BigIntStats> {
   const handle = await fs.open(file, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
   try {

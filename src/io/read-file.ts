@@ -1,7 +1,8 @@
 /**
- * The one way objstate reads a file a person named (config, props, state, shared
- * credentials): a FIFO, a device or an oversized file is refused at once, before a byte
- * is read, instead of hanging on a pipe no one writes or filling memory from /dev/zero.
+ * The one way objstate reads a file a person named (config, props, state, credentials): a FIFO,
+ * a device or an oversized file is refused before a byte is read, instead of hanging on a pipe
+ * or filling memory from /dev/zero. A path is checked with stat, opened non-blocking (a FIFO
+ * swapped in cannot block the open) and checked again on the descriptor.
  */
 import { nodeFs } from "../util/builtins.js";
 
@@ -13,7 +14,7 @@ export type ReadFileProblem =
   | { readonly kind: "too-large"; readonly size: number; readonly limit: number }
   | { readonly kind: "unreadable"; readonly code: string };
 
-/** Thrown by {@link readBoundedFile}; `problem` says why, {@link describeReadProblem} says it in words. */
+/** Thrown by {@link readBoundedFile}; {@link describeReadProblem} says why in words. */
 export class ReadFileError extends Error {
   constructor(
     readonly file: string,
@@ -25,20 +26,19 @@ export class ReadFileError extends Error {
   }
 }
 
-/** A file's bytes and the mode it had when read (for permission warnings). */
-export interface BoundedRead {
+/** A file's bytes and the mode it had (for permission warnings; undefined for standard input). */
+interface BoundedRead {
   readonly bytes: Buffer;
-  /** `st_mode` of the file read, or undefined for standard input. */
   readonly mode: number | undefined;
 }
 
-/** `1 MiB`, `500 MiB`, `5 GiB`: limits are whole MiB. */
+/** `1 MiB`, `5 GiB`: limits are whole MiB. */
 function mib(n: number): string {
   if (n % (1024 * 1024 * 1024) === 0) return `${n / (1024 * 1024 * 1024)} GiB`;
   return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
 }
 
-/** The problem in words, e.g. `is a FIFO (named pipe), not a regular file`. */
+/** E.g. `is a FIFO (named pipe), not a regular file`. */
 export function describeReadProblem(p: ReadFileProblem): string {
   switch (p.kind) {
     case "missing":
@@ -88,7 +88,7 @@ function readAll(file: string, fd: number, limit: number, sizeHint: number): Buf
       n = fs.readSync(fd, chunk, 0, chunk.length, null);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      // Standard input in non-blocking mode (a terminal or a pipe set so by a parent): wait briefly.
+      // Standard input in non-blocking mode (set so by a parent): wait briefly.
       if (code === "EAGAIN") {
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
         continue;
@@ -105,13 +105,7 @@ function readAll(file: string, fd: number, limit: number, sizeHint: number): Buf
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total);
 }
 
-/**
- * Read a whole file of at most `limit` bytes. `-` is standard input (any kind of stream,
- * still bounded by `limit`). A path must be a regular file (symbolic links to one are
- * fine): it is checked with stat before it is opened, opened non-blocking (so a FIFO
- * swapped in meanwhile cannot block the open), and checked again on the open descriptor.
- * @throws ReadFileError
- */
+/** Read a whole regular file (a link to one is fine) of at most `limit` bytes; `-` is standard input. @throws ReadFileError */
 export function readBoundedFile(file: string, limit: number): BoundedRead {
   if (file === "-") return { bytes: readAll("standard input", 0, limit, 0), mode: undefined };
   const opened = openBoundedFile(file, limit);
@@ -122,20 +116,14 @@ export function readBoundedFile(file: string, limit: number): BoundedRead {
   }
 }
 
-/** A regular file opened for streamed reads: its descriptor, size and mode. Close it with `closeSync(fd)`. */
-export interface OpenedFile {
+/** A regular file opened for positional reads; close it with `closeSync(fd)`. */
+interface OpenedFile {
   readonly fd: number;
   readonly size: number;
   readonly mode: number;
 }
 
-/**
- * Open a regular file of at most `limit` bytes to read it in pieces (as often as needed,
- * with positional reads): the same checks as {@link readBoundedFile} (a FIFO, a device, a
- * directory or an oversized file is refused before a byte is read), without reading it.
- * Standard input cannot be read twice: `-` is refused (read it with readBoundedFile).
- * @throws ReadFileError
- */
+/** Open a regular file of at most `limit` bytes to read it in pieces, as often as needed (`-` is refused). @throws ReadFileError */
 export function openBoundedFile(file: string, limit: number): OpenedFile {
   const fs = nodeFs();
   if (file === "-") throw new ReadFileError("standard input", { kind: "not-regular", what: "standard input" });
@@ -162,20 +150,13 @@ export function openBoundedFile(file: string, limit: number): OpenedFile {
   }
 }
 
-/** Limits of {@link readBoundedFile} and {@link openBoundedFile} for each kind of file objstate reads. */
+/** Limits for each kind of file objstate reads. */
 export const FILE_LIMITS = {
-  /**
-   * A state to push from standard input: it cannot be read twice (once to check, once to
-   * send), so it is held in memory, and bounded.
-   */
+  /** A state on standard input: it cannot be read twice, so it is held in memory, and bounded. */
   state: 500 * 1024 * 1024,
-  /**
-   * A state to push from a file: streamed, never held in memory; the most one S3 PutObject
-   * stores (objstate writes a state in one conditional request).
-   */
+  /** A state file, streamed: the most one S3 PutObject stores (a state is one conditional request). */
   stateFile: 5 * 1024 * 1024 * 1024,
-  /** `--config` and `synth FILE`: settings, or a props document with many remote states. */
+  /** `--config` and `synth FILE`. */
   config: 16 * 1024 * 1024,
-  /** The shared credentials file: a few profiles. */
   credentials: 1024 * 1024,
 } as const;

@@ -1,5 +1,5 @@
 /** The identity shape the AWS SDK v3 clients take. */
-export interface SdkIdentity {
+interface SdkIdentity {
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
   readonly sessionToken?: string | undefined;
@@ -10,11 +10,9 @@ export interface SdkIdentity {
 export type SdkCredentialsProvider = (() => Promise<SdkIdentity>) & { memoized: true };
 
 /**
- * Hand our provider (credentials/types.ts's `CredentialsProvider`, which yields this same
- * shape: taken structurally, so this layer need not know the identity chain) to an SDK
- * client. Marked `memoized` so the SDK calls it for every
- * request instead of caching by its own clock: our providers cache and refresh
- * themselves (credentials/refresh.ts), before expiry, by a clock tests can control.
+ * Hand our provider (credentials/types.ts, taken structurally) to an SDK client, marked
+ * `memoized` so the SDK calls it for every request: ours cache and refresh themselves
+ * (credentials/refresh.ts) by a clock tests can control.
  */
 export function sdkCredentials(
   provider: () => Promise<SdkIdentity>,

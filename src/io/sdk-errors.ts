@@ -1,9 +1,7 @@
 /**
- * Reading a failed request of the AWS SDK's clients, for the S3 and DynamoDB drivers alike:
- * the exception's name, the HTTP status of the answer it came from, and whether an answer
- * came at all. By name and shape, never `instanceof`: the SDK may be loaded twice (its
- * CommonJS and ES-module copies), and a socket's error arrives bare, as a `cause`, or
- * inside an AggregateError (a dual-stack connect tries two addresses).
+ * Reading a failed request of the AWS SDK's clients (S3, DynamoDB): name, HTTP status, whether
+ * an answer came. By name and shape, never `instanceof` (the SDK may be loaded twice); a
+ * socket's error arrives bare, as a `cause`, or in an AggregateError (dual-stack connects).
  */
 
 /** Socket-level failures: the request got no answer from the server. */
@@ -28,7 +26,8 @@ const ACCESS_DENIED_NAMES = new Set([
   "CredentialsProviderError",
 ]);
 
-function field(e: unknown, name: string): unknown {
+/** Property `name` of `e`, when `e` is an object that has it. */
+export function field(e: unknown, name: string): unknown {
   return typeof e === "object" && e !== null && name in e ? (e as Record<string, unknown>)[name] : undefined;
 }
 
@@ -63,10 +62,7 @@ export function sdkHttpStatus(e: unknown): number | undefined {
   return typeof s === "number" ? s : undefined;
 }
 
-/**
- * Why no answer came, when none did: a socket's code (`ECONNREFUSED`, …) or the SDK's
- * timeout name. Undefined when the server answered, even with an error.
- */
+/** Why no answer came (a socket's code or the SDK's timeout name); undefined when the server answered. */
 export function networkFailure(e: unknown): string | undefined {
   return inside(e, (x) => {
     const code = field(x, "code");
@@ -82,18 +78,12 @@ export function isAccessDenied(e: unknown): boolean {
   return sdkHttpStatus(e) === 403 || (name !== undefined && ACCESS_DENIED_NAMES.has(name));
 }
 
-/**
- * Could the SDK not read the answer as its service's (an XML page where JSON was expected,
- * an HTML error page)? Then some other server answered: the wrong endpoint.
- */
+/** Could the SDK not read the answer as its service's (an HTML page)? Then another server answered. */
 export function isForeignAnswer(e: unknown): boolean {
   return /Deserialization error|XML parse error/i.test(sdkErrorMessage(e)) || (sdkErrorName(e) === "SyntaxError" && sdkHttpStatus(e) !== undefined);
 }
 
-/**
- * Did a TLS handshake meet a server that speaks plain HTTP? OpenSSL reads the HTTP answer
- * as a TLS record ("wrong version number").
- */
+/** Did a TLS handshake meet a plain-HTTP server? OpenSSL reads its answer as a TLS record ("wrong version number"). */
 export function isTlsToPlainHttp(e: unknown): boolean {
   const found = inside(e, (x) => {
     const code = field(x, "code");

@@ -1,31 +1,17 @@
 /**
- * Per-key mutual exclusion between processes, for the embedded store and lock table:
- * conditional writes need "check, then replace" to be one step.
+ * Per-key mutual exclusion between processes (embedded store and lock table): "check, then
+ * replace" as one step. A claim is an empty file `.claim-<host>-<boot>-<pid>-<start>-<uuid>` in
+ * the key's directory. A caller creates its own, then lists the directory: with no other live
+ * claim there it holds the key; else it removes its file, backs off and tries again under a
+ * fresh name. Of two overlapping callers the later lister always sees the earlier one's file.
  *
- * A claim is an empty file `.claim-<host>-<boot>-<pid>-<start>-<uuid>` in a directory that
- * belongs to one key. A caller creates its own claim file, then lists the directory: when no
- * other live claim is there, it holds the key; otherwise it removes its file, backs off for a
- * random moment and tries again. Two callers can never both hold: each creates before it
- * lists, so of two overlapping callers the later lister always sees the earlier one's file.
- * Only names are ever removed that were judged dead, and every name is used once (a fresh one
- * per attempt), so breaking a dead claim can never remove a live one.
- *
- * A claim is never broken because it is old. Its holder may be stopped for any length of
- * time between its check and its commit (SIGSTOP, a frozen VM, a machine swapping); breaking
- * the claim then lets another writer go ahead, and the holder's late commit overwrites that
- * writer's acknowledged write. A claim is dead only when its process provably is:
- * - same host and pid namespace (`<host>`), and the machine has restarted since (`<boot>`);
- * - or its pid no longer runs, runs another program (its start time, `<start>`, differs: the
- *   pid was reused), or is a zombie.
- * A claim of another host (a shared file system) or of a process this host cannot judge is
- * never broken automatically: waiters give up after the wait limit with `STORE_BUSY`, which
- * names the file for the operator to delete when no objstate process is running there.
- * Claims named by older objstate versions (`.claim-<host>-<pid>-<uuid>`) are judged by pid.
- *
- * Full disks: each claim directory keeps one empty `.spare-<uuid>` file, made while there is
- * room. When no new file can be created (no inode left), a caller takes its claim by renaming
- * a spare to its claim name and gives it back by renaming it to a fresh spare name, so a
- * release (an unlink under a claim) needs no new block or inode.
+ * A claim is never broken because it is old: its holder may be stopped for any time between
+ * check and commit, and breaking it would let the late commit overwrite an acknowledged write.
+ * It is dead only when its process provably is: same host and pid namespace, and the machine
+ * restarted, or the pid is gone, reused (another start time) or a zombie. Others' claims make
+ * waiters give up with `STORE_BUSY`, naming the file. Older names (`.claim-<host>-<pid>-<uuid>`)
+ * are judged by pid. On a full disk a caller renames the key's `.spare-*` file into its claim
+ * and back, so a release needs no new block or inode.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { constants as C, readFileSync, readlinkSync } from "node:fs";
@@ -37,12 +23,8 @@ import { ObjstateError } from "../errors.js";
 import { errno, FILE_MODE, removeFile } from "../io/local-fs.js";
 
 export const CLAIM_PREFIX = ".claim-";
-/** An empty file kept in a claim directory, to be renamed into a claim on a full disk. */
 export const SPARE_PREFIX = ".spare-";
-/**
- * Give up waiting after this long. Test-only override: `OBJSTATE_TEST_CLAIM_WAIT_MS`, read
- * once at load (the fault tests freeze a holder for longer than every claim timeout).
- */
+/** Give up waiting after this long (the fault tests' override is read once at load). */
 const WAIT_MS = Number(process.env["OBJSTATE_TEST_CLAIM_WAIT_MS"] ?? "") || 45_000;
 const NAME = /^\.claim-([0-9a-f]{12})-([0-9a-f]{8})-(\d+)-(\d+)-[0-9a-f-]{36}$/;
 const OLD_NAME = /^\.claim-([0-9a-f]{12})-(\d+)-[0-9a-f-]{36}$/;
@@ -50,7 +32,6 @@ const OLD_NAME = /^\.claim-([0-9a-f]{12})-(\d+)-[0-9a-f-]{36}$/;
 const tag = (s: string): string => createHash("sha256").update(s).digest("hex").slice(0, 12);
 /** Processes in another pid namespace (a container with the same host name) count as another host. */
 const HOST_TAG = tag(`${hostname()}\0${readOr(() => readlinkSync("/proc/self/ns/pid"), "")}`);
-/** What older objstate versions put in their claim names. */
 const OLD_HOST_TAG = tag(hostname());
 /** `00000000` where the platform has no boot ID (the pid and start time still decide). */
 const BOOT_TAG = readOr(
@@ -68,12 +49,11 @@ export interface Claim {
   release(): Promise<void>;
 }
 
-export interface ClaimOptions {
+interface ClaimOptions {
   /** Make sure the directory exists (called again when someone removed it meanwhile). */
   readonly prepare: () => Promise<void>;
-  /** For messages: what the claim protects, e.g. `object tool.tfstate in file:/x/b`. */
+  /** For messages, e.g. `object tool.tfstate in file:/x/b`. */
   readonly what: string;
-  /** How long to wait for a live holder before `STORE_BUSY` (default 45 s). */
   readonly waitMs?: number | undefined;
 }
 
@@ -81,9 +61,7 @@ export interface ClaimOptions {
 export async function acquireClaim(dir: string, options: ClaimOptions): Promise<Claim> {
   const deadline = Date.now() + (options.waitMs ?? WAIT_MS);
   for (let attempt = 0; ; attempt++) {
-    // A new name for every attempt: another process may have judged this attempt's name
-    // dead from a listing made while it was briefly absent (between our removal and our
-    // next create) and remove it late; a name used twice would lose a live claim that way.
+    // A new name per attempt: another process may remove a name it judged dead late.
     const mine = `${CLAIM_PREFIX}${HOST_TAG}-${BOOT_TAG}-${process.pid}-${START}-${randomUUID()}`;
     const file = path.join(dir, mine);
     await options.prepare();
@@ -100,8 +78,7 @@ export async function acquireClaim(dir: string, options: ClaimOptions): Promise<
       if (spares === 0 && placed.kind === "created") await addSpare(dir).catch(() => undefined);
       return { release: placed.kind === "spare" ? () => giveBack(dir, file) : () => removeFile(file) };
     }
-    // No room for a claim file and every spare in use: wait for its holder to give it back;
-    // with no holder at all, the full disk is the answer.
+    // No room and every spare in use: wait for its holder; with no holder, the full disk is the answer.
     if (placed.kind === "none" && holder === undefined) throw placed.error;
     if (placed.kind === "spare") await giveBack(dir, file);
     else if (placed.kind === "created") await removeFile(file);
@@ -110,7 +87,7 @@ export async function acquireClaim(dir: string, options: ClaimOptions): Promise<
   }
 }
 
-/** Put an empty spare into claim directory `dir` (see the module comment). */
+/** Put an empty spare into claim directory `dir`. */
 export async function addSpare(dir: string): Promise<void> {
   const handle = await fs.open(path.join(dir, `${SPARE_PREFIX}${randomUUID()}`), C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
   try {
@@ -164,10 +141,7 @@ async function scan(dir: string, mine: string): Promise<{ holder: string | undef
   return { holder, spares };
 }
 
-/**
- * Is the claim file `name` provably dead (see the module comment)? Never true only because
- * it is old, nor for a claim of another host or a name this version cannot read.
- */
+/** Is the claim file `name` provably dead? Never for another host's or a name this version cannot read. */
 export function claimIsDead(name: string): boolean {
   const m = NAME.exec(name);
   if (m !== null) {
@@ -199,10 +173,7 @@ function busy(what: string, dir: string, holder: string): ObjstateError {
   );
 }
 
-/**
- * Does `pid` run (and, when `start` is given, is it the process that started then)? A zombie
- * does not run. Without `/proc`, `kill(pid, 0)` decides alone.
- */
+/** Does `pid` run (and is it the one started at `start`)? Without `/proc`, `kill(pid, 0)` decides. */
 function processRuns(pid: number, start: string | undefined): boolean {
   const st = procStat(pid);
   if (st !== undefined) return st.state !== "Z" && st.state !== "X" && (start === undefined || st.start === start);
@@ -214,10 +185,7 @@ function processRuns(pid: number, start: string | undefined): boolean {
   }
 }
 
-/**
- * State and start time (field 22, clock ticks since boot) of `pid` from `/proc/<pid>/stat`;
- * undefined when that cannot be read (no such process, hidden, or no `/proc` here).
- */
+/** State and start time (field 22) of `pid` from `/proc/<pid>/stat`; undefined when unreadable. */
 function procStat(pid: number): { state: string; start: string } | undefined {
   let text: string;
   try {

@@ -1,8 +1,4 @@
-/**
- * The embedded store's names and records on disk (see file.ts for the layout): how keys,
- * temp files and version IDs are named, and how an object version's metadata and the
- * retention rule are stored. No I/O here.
- */
+/** The embedded store's names and records on disk (layout in file.ts): keys, temp files, version IDs, metadata. No I/O. */
 import { createHash, randomUUID } from "node:crypto";
 import type { BigIntStats } from "node:fs";
 import { ObjstateError } from "../errors.js";
@@ -12,18 +8,13 @@ import type { Acl, Leftover, ObjectMeta, Retention } from "./types.js";
 export const VERSION_ID = /^[0-9a-f]{16}-(?:o[0-9a-z]+|m[0-9a-f]{8})$/;
 
 const MAX_NS = 0xffffffffffffffffn;
-
 export const TEMP_PREFIX = ".tmp-";
-
 /** `.tmp-` + a UUID: what comes after names the key (see {@link tempName}). */
 const TEMP_HEAD = TEMP_PREFIX.length + 36;
-
 /** Most file systems limit one name to 255 bytes. */
 const NAME_MAX = 255;
-
 /** Same limit as S3 keys. */
 const KEY_MAX_BYTES = 1024;
-
 export const META_NAME = /^\d+-\d+\.json$/;
 
 /** The JSON stored beside an object version. */
@@ -57,6 +48,7 @@ export function hashKey(key: string): string {
   return createHash("sha256").update(key, "utf8").digest("hex");
 }
 
+/** Oldest first. */
 export function sortLeftovers(items: Leftover[]): Leftover[] {
   return items.sort((a, b) => (a.since?.getTime() ?? 0) - (b.since?.getTime() ?? 0));
 }
@@ -74,10 +66,7 @@ export function checkBucketName(bucket: string): void {
   }
 }
 
-/**
- * The file name for `key`. Rejects keys that are not S3-style relative keys: a `.` or `..`
- * segment or a leading `/` would mean a different place on any path-based store.
- */
+/** The file name for `key`: `encodeURIComponent` with `*` and a leading `.` encoded; a `.`/`..` segment or a leading `/` is refused. */
 export function encodeKey(key: string): string {
   const bad = (why: string): ObjstateError => new ObjstateError("INVALID_KEY", `invalid object key ${JSON.stringify(key)}: ${why}`);
   if (key === "") throw bad("it is empty");
@@ -124,10 +113,8 @@ export function toObjectMeta(m: StoredMeta): ObjectMeta {
 
 export function parseStoredMeta(text: string): StoredMeta | null {
   try {
-    const v: unknown = JSON.parse(text);
-    if (typeof v !== "object" || v === null) return null;
-    const o = v as Record<string, unknown>;
-    if (typeof o.key !== "string" || typeof o.size !== "number" || typeof o.etag !== "string" || typeof o.lastModified !== "string") return null;
+    const o = parseObject(text);
+    if (o === null || typeof o.key !== "string" || typeof o.size !== "number" || typeof o.etag !== "string" || typeof o.lastModified !== "string") return null;
     return {
       key: o.key,
       size: o.size,
@@ -174,11 +161,15 @@ export function maxBig(a: bigint, b: bigint): bigint {
   return a > b ? a : b;
 }
 
+function parseObject(text: string): Record<string, unknown> | null {
+  const v: unknown = JSON.parse(text);
+  return typeof v === "object" && v !== null ? (v as Record<string, unknown>) : null;
+}
+
 export function parseRetention(text: string): Retention | null {
   try {
-    const v: unknown = JSON.parse(text);
-    if (typeof v !== "object" || v === null) return null;
-    const o = v as Record<string, unknown>;
+    const o = parseObject(text);
+    if (o === null) return null;
     const count = (x: unknown): number | undefined => (typeof x === "number" && Number.isInteger(x) && x >= 0 ? x : undefined);
     return {
       prefix: typeof o.prefix === "string" ? o.prefix : "",

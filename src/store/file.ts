@@ -1,48 +1,24 @@
 /**
  * The embedded object store: a bucket is a directory on local disk (docs/design.md §2).
  *
- * Layout for endpoint `file:ROOT` and bucket `B` (made by createBucket() or the first put()):
- *
  * ```text
  * ROOT/B/<enc(key)>                     one flat file per object, holding exactly its bytes
- * ROOT/B/.meta/<sha256(key)>/<ino>-<mtimeNs>.json
- *                                       metadata of that one version of the object file
- *                                       (key, size, MD5 etag, type, acl, SSE, time, metadata)
- * ROOT/B/.meta/<sha256(key)>/.claim-*   a writer's claim on the key (see claim.ts)
- * ROOT/B/.meta/<sha256(key)>/.spare-*   an empty file a claim is made from on a full disk
- * ROOT/B/.tmp-<uuid>[.<enc(key)>]       an object being written (never listed; a crashed
- *                                       writer's is a leftover, see listLeftovers)
- * ROOT/B/.versions/<sha256(key)>/<vid>  an older version: a hard link to the object file it was
- * ROOT/B/.versions/<sha256(key)>/<vid>.marker  a delete marker (empty; its time is in <vid>)
+ * ROOT/B/.meta/<sha256(key)>/<ino>-<mtimeNs>.json   metadata of that one version of the file
+ * ROOT/B/.meta/<sha256(key)>/.claim-*   a writer's claim on the key (claim.ts), .spare-* for full disks
+ * ROOT/B/.tmp-<uuid>[.<enc(key)>]       an object being written (a crashed writer's is a leftover)
+ * ROOT/B/.versions/<sha256(key)>/<vid>[.marker]  an older version (a hard link), or a delete marker
  * ROOT/B/.retention.json                the retention rule for noncurrent versions, if set
  * ```
  *
- * Versions are always kept (S3 with versioning on): a replacing write hard-links the current
- * file into `.versions/` under the key's claim, then renames the new one over it; a delete
- * renames the file there (no new block or inode: a delete works on a full disk). A version ID
- * is the inverted nanosecond mtime of its bytes (16 hex digits) and its inode, so IDs sort
- * newest first and name a version whether current or archived. A writer killed between link
- * and rename leaves the current version also archived: listing skips the duplicate, and the
- * next write links it again. Only `purge` and the operator's retention rule delete archived versions.
- *
- * Files are 0600 and directories 0700 whatever the umask (states hold secrets); nothing below
- * ROOT is followed if it is a symbolic link (`UNSAFE_PATH`). `enc` is `encodeURIComponent`
- * with `*` and a leading `.` also encoded, so keys may hold `/` and `:`, `a` may coexist with
- * `a/b`, and only internal files start with `.`.
- *
- * Metadata is keyed by the identity of the version it describes (inode + nanosecond mtime)
- * and written *before* that version becomes visible, so a reader of an open object file
- * always finds the metadata of those bytes, and reads them from that file, whoever replaces
- * the object meanwhile.
- *
- * Writes: temp file, fsync, metadata (fsynced), `rename` over the final name (`link`, which
- * fails with EEXIST, for create-if-absent), fsync of the directory: readers see the old object
- * or the new one, never a partial one. Replacing writes and deletes hold the key's claim from
- * their check to their rename, which makes an If-Match check and the replace one atomic step
- * however long a holder is stopped: a live holder's claim is never broken (claim.ts). Metadata
- * of versions that never became current is collected under the claim too, so a writer stopped
- * before its commit finds its metadata gone only before it holds the claim, and writes it again.
- * Needs a local file system with hard links and POSIX rename (not FAT, not SMB).
+ * A replacing write hard-links the current file into `.versions/` under the key's claim, then
+ * renames the new one over it; a delete renames the file there (no new block or inode). Version
+ * IDs (inverted nanosecond mtime, inode) sort newest first. Metadata is keyed by its version's
+ * identity and written before that version becomes visible, so a reader of an open file always
+ * finds the metadata of those bytes. Writes: temp file, fsync, metadata, `rename` (`link` for
+ * create-if-absent), fsync of the directory. Replacing writes and deletes hold the key's claim
+ * from their check to their rename, so an If-Match check and the replace are one step however
+ * long a holder is stopped. Files are 0600, directories 0700, no symbolic link below ROOT is
+ * followed (`UNSAFE_PATH`). Needs hard links and POSIX rename (not FAT, not SMB).
  */
 import { createHash, randomUUID } from "node:crypto";
 import { closeSync, read, readSync } from "node:fs";
@@ -53,30 +29,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { ObjstateError } from "../errors.js";
 import { acquireClaim, addSpare, CLAIM_PREFIX, claimIsDead, SPARE_PREFIX } from "./claim.js";
-import {
-  alreadyExists,
-  checkBucketName,
-  decodeName,
-  encodeKey,
-  hashKey,
-  idOfTime,
-  keyOfTemp,
-  maxBig,
-  META_NAME,
-  normalizeMetadata,
-  parseRetention,
-  parseStoredMeta,
-  publicId,
-  publicIdOfMetaName,
-  sortLeftovers,
-  TEMP_PREFIX,
-  tempName,
-  timeOfId,
-  toObjectMeta,
-  VERSION_ID,
-  versionId,
-  type StoredMeta,
-} from "./file-names.js";
+import * as layout from "./file-names.js";
+import type { StoredMeta } from "./file-names.js";
 import { endpointOfKind } from "../io/endpoint.js";
 import {
   checkDir,
@@ -123,30 +77,28 @@ const DAY_MS = 86_400_000;
 const META_GC_GRACE_MS = 60_000;
 /** A reader retries this often when the object is replaced under it. */
 const READ_ATTEMPTS = 50;
-/** Keys described at once by {@link FileDriver.listDetailed}. */
 const LIST_DETAIL_BATCH = 64;
-/** Reads up to this size are made synchronously (see {@link readWhole}). */
+/** Reads up to this size are made synchronously: cheaper than a trip through libuv's pool. */
 const SYNC_READ_MAX = 64 * 1024;
+/** Reads per call when the bytes are hashed as they arrive, and a streamed get's chunks. */
+const READ_CHUNK = 1024 * 1024;
 
-/** `read(2)` at a position through libuv's pool. */
 const readAt = promisify(read);
-/** What {@link FileDriver.removeLeftover} accepts as an id: only files this driver makes. */
+/** Leftover ids: only files this driver makes. */
 const LEFTOVER_ID = /^(?:\.tmp-[^/]+|\.meta\/[0-9a-f]{64}\/(?:\.tmp-[^/]+|\.claim-[^/]+|\d+-\d+\.json))$/;
 
-/** One opened version of an object file. */
 interface Version {
-  /** Closed by {@link FileDriver.withVersion} unless `kept` by a user that closes it (a streamed get's body). */
+  /** Closed by {@link FileDriver.withVersion} unless `kept` (a streamed get's body closes it). */
   readonly fd: number;
   readonly stat: BigIntStats;
   readonly id: string;
   kept?: boolean;
 }
 
-/** {@link ObjectStoreDriver} over a local directory (`file:` endpoints), safe for concurrent use by several processes on one machine. */
+/** {@link ObjectStoreDriver} over a local directory, safe for concurrent use by several processes on one machine. */
 export class FileDriver implements ObjectStoreDriver {
   readonly kind = "file" as const;
   readonly location: string;
-  /** Absolute directory of the bucket. */
   readonly bucketDir: string;
   private readonly rootDir: string;
   private readonly metaRoot: string;
@@ -154,7 +106,7 @@ export class FileDriver implements ObjectStoreDriver {
 
   constructor(options: StoreDriverOptions) {
     const ep = endpointOfKind(options.endpoint, "file", "the embedded store", options.cwd);
-    checkBucketName(options.bucket);
+    layout.checkBucketName(options.bucket);
     this.rootDir = ep.dir;
     this.bucketDir = path.join(ep.dir, options.bucket);
     this.metaRoot = path.join(this.bucketDir, META_DIR);
@@ -166,7 +118,7 @@ export class FileDriver implements ObjectStoreDriver {
     return this.withVersionOf(key, options.versionId, async (v, meta) => {
       const whole = Number(v.stat.size);
       const partial = options.maxBytes !== undefined && options.maxBytes < whole;
-      // Hash what was read (a file edited in place must not pass for the stored etag) as it is read, off the main thread when large.
+      // Hash what was read: a file edited in place must not pass for the stored etag.
       const hash = options.md5 === true && !partial ? hasherFor(whole) : undefined;
       let body: Buffer;
       try {
@@ -180,7 +132,7 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async getStream(key: string, options: HeadOptions = {}): Promise<StreamedGet | null> {
-    // The version's file stays open for the body (which closes it): a later rename cannot mix versions.
+    // The version's file stays open for the body: a later rename cannot mix versions.
     return this.withVersionOf(key, options.versionId, async (v, meta) => {
       v.kept = true;
       return { meta, recordedMd5: meta.etag, proven: false, body: chunksOf(v) };
@@ -192,46 +144,36 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async *listVersions(key: string, _options?: ListVersionsOptions): AsyncIterable<ObjectVersion> {
-    // One directory read is a consistent snapshot of the archive; entries are yielded lazily.
     let current: BigIntStats | null;
     let names: string[];
     try {
       if (!(await checkDir(this.bucketDir))) return;
       current = await lstatFile(this.objectPath(key));
-      names = (await checkDir(this.versionsRoot)) && (await checkDir(this.archiveDir(key))) ? await fs.readdir(this.archiveDir(key)) : [];
+      names = (await this.dirs(this.versionsRoot, this.archiveDir(key))) ? await fs.readdir(this.archiveDir(key)) : [];
     } catch (e) {
       throw fsFailure(e, `cannot list versions of ${key} in ${this.location}`, "STORE_ERROR");
     }
-    const currentId = current === null ? undefined : publicId(current);
-    if (current !== null && currentId !== undefined) {
-      const meta = await this.readMeta(key, versionId(current)).catch(() => null);
-      yield {
-        key,
-        versionId: currentId,
-        isLatest: true,
-        deleteMarker: false,
-        lastModified: new Date(Number(current.mtimeMs)),
-        size: Number(current.size),
-        etag: meta?.etag,
-      };
-    }
+    const currentId = current === null ? undefined : layout.publicId(current);
+    if (current !== null) yield await this.versionEntry(key, current, true);
     const entries = names
       .map((n) => ({ id: n.endsWith(MARKER_SUFFIX) ? n.slice(0, -MARKER_SUFFIX.length) : n, marker: n.endsWith(MARKER_SUFFIX) }))
-      .filter((e) => VERSION_ID.test(e.id) && e.id !== currentId)
+      // A writer killed between link and rename left the current version archived too.
+      .filter((e) => layout.VERSION_ID.test(e.id) && e.id !== currentId)
       .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    let first = current === null;
-    for (const e of entries) {
-      const isLatest = first;
-      first = false;
+    for (const [i, e] of entries.entries()) {
+      const isLatest = current === null && i === 0;
       if (e.marker) {
-        yield { key, versionId: e.id, isLatest, deleteMarker: true, lastModified: timeOfId(e.id), size: 0 };
+        yield { key, versionId: e.id, isLatest, deleteMarker: true, lastModified: layout.timeOfId(e.id), size: 0 };
         continue;
       }
       const st = await lstatFile(path.join(this.archiveDir(key), e.id)).catch(() => null);
-      if (st === null) continue; // expired meanwhile
-      const meta = await this.readMeta(key, versionId(st)).catch(() => null);
-      yield { key, versionId: e.id, isLatest, deleteMarker: false, lastModified: new Date(Number(st.mtimeMs)), size: Number(st.size), etag: meta?.etag };
+      if (st !== null) yield await this.versionEntry(key, st, isLatest, e.id); // else expired meanwhile
     }
+  }
+
+  private async versionEntry(key: string, st: BigIntStats, isLatest: boolean, id = layout.publicId(st)): Promise<ObjectVersion> {
+    const etag = (await this.readMeta(key, layout.versionId(st)).catch(() => null))?.etag;
+    return { key, versionId: id, isLatest, deleteMarker: false, lastModified: new Date(Number(st.mtimeMs)), size: Number(st.size), etag };
   }
 
   versioning(): Promise<VersioningStatus> {
@@ -239,8 +181,7 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   enableVersioning(): Promise<void> {
-    // Always on: every replacing write and delete keeps what it replaces.
-    return Promise.resolve();
+    return Promise.resolve(); // always on
   }
 
   async setRetention(rule: Retention): Promise<void> {
@@ -251,7 +192,7 @@ export class FileDriver implements ObjectStoreDriver {
         await removeFile(file);
         return;
       }
-      const temp = path.join(this.bucketDir, `${TEMP_PREFIX}${randomUUID()}`);
+      const temp = path.join(this.bucketDir, `${layout.TEMP_PREFIX}${randomUUID()}`);
       await createFile(
         temp,
         JSON.stringify({ prefix: rule.prefix, noncurrentDays: rule.noncurrentDays, newerNoncurrentVersions: rule.newerNoncurrentVersions }),
@@ -264,34 +205,32 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async getRetention(): Promise<Retention | null> {
-    let text: string | null;
-    try {
-      if (!(await checkDir(this.bucketDir))) return null;
-      text = await readSmall(path.join(this.bucketDir, RETENTION_FILE));
-    } catch (e) {
-      throw fsFailure(e, `cannot read the retention rule of ${this.location}`, "STORE_ERROR");
-    }
-    return text === null ? null : parseRetention(text);
+    const what = `cannot read the retention rule of ${this.location}`;
+    if (!(await this.hasBucket(what))) return null;
+    const text = await readSmall(path.join(this.bucketDir, RETENTION_FILE)).catch((e: unknown) => {
+      throw fsFailure(e, what, "STORE_ERROR");
+    });
+    return text === null ? null : layout.parseRetention(text);
   }
 
   async put(key: string, body: PutBody, options: PutOptions = {}): Promise<void> {
     pauseAt("store-put");
     const file = this.objectPath(key);
+    if (options.ifNoneMatch === true && options.ifMatch !== undefined) {
+      throw new ObjstateError("PRECONDITION_FAILED", `${key} in ${this.location}: a write cannot require the object to be both absent and present`, {
+        details: { key },
+      });
+    }
     await this.createBucket();
     // Refused before anything is written: a lockfile's holder is found even on a full disk.
-    if (options.ifNoneMatch === true && options.ifMatch === undefined && (await this.currentId(key)) !== undefined) throw alreadyExists(key, this.location);
-    const temp = path.join(this.bucketDir, tempName(key));
-    const size = sizeOf(body);
+    if (options.ifNoneMatch === true && (await this.currentId(key)) !== undefined) throw layout.alreadyExists(key, this.location);
+    const temp = path.join(this.bucketDir, layout.tempName(key));
     try {
-      let written: { stat: BigIntStats; md5: string };
-      try {
-        written = await writeTemp(temp, body, options, `the bytes for ${key}`);
-      } catch (e) {
-        if (e instanceof ObjstateError) throw e;
+      const written = await writeTemp(temp, body, options, `the bytes for ${key}`).catch((e: unknown) => {
         throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
-      }
+      });
       const stat = written.stat;
-      // A caller's MD5 that disagrees with what landed in the temp file: the source changed since it was hashed; not stored.
+      // The source changed since the caller hashed it: not stored.
       const expected = isByteSource(body) ? await options.md5 : undefined;
       if (expected !== undefined && expected !== written.md5) {
         throw new ObjstateError(
@@ -300,25 +239,18 @@ export class FileDriver implements ObjectStoreDriver {
           { details: { key, expected, actual: written.md5 } },
         );
       }
-      const id = versionId(stat);
+      const id = layout.versionId(stat);
       const meta: StoredMeta = {
         key,
-        size,
+        size: sizeOf(body),
         etag: written.md5,
         contentType: options.contentType,
         acl: options.acl,
         serverSideEncryption: options.encrypt === true ? "AES256" : undefined,
         lastModified: new Date(Number(stat.mtimeMs)).toISOString(),
-        metadata: normalizeMetadata(options.metadata),
+        metadata: layout.normalizeMetadata(options.metadata),
       };
       await this.writeMeta(key, id, meta);
-      if (options.ifNoneMatch === true && options.ifMatch !== undefined) {
-        // If-None-Match: * and If-Match together can never both hold.
-        await removeFile(path.join(this.metaDir(key), `${id}.json`));
-        throw new ObjstateError("PRECONDITION_FAILED", `${key} in ${this.location}: a write cannot require the object to be both absent and present`, {
-          details: { key },
-        });
-      }
       if (options.ifNoneMatch === true) await this.commitIfAbsent(key, temp, file, id, meta);
       else await this.commitReplace(key, temp, file, id, meta, options.ifMatch?.replace(/"/g, ""));
     } finally {
@@ -327,17 +259,14 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async *list(prefix: string, options?: ListOptions): AsyncIterable<string> {
-    // One directory read is already a consistent snapshot; paging it would add nothing.
-    let names: string[];
-    try {
-      if (!(await checkDir(this.bucketDir))) return;
-      names = await fs.readdir(this.bucketDir);
-    } catch (e) {
-      throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
-    }
+    const what = `cannot list ${this.location}`;
+    if (!(await this.hasBucket(what))) return;
+    const names = await fs.readdir(this.bucketDir).catch((e: unknown) => {
+      throw fsFailure(e, what, "STORE_ERROR");
+    });
     const keys = names
       .filter((n) => !n.startsWith("."))
-      .map(decodeName)
+      .map(layout.decodeName)
       .filter((k): k is string => k !== null && k.startsWith(prefix));
     // S3 orders keys by their UTF-8 bytes, which differs from UTF-16 order above U+FFFF.
     keys.sort((a, b) => Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8")));
@@ -348,38 +277,23 @@ export class FileDriver implements ObjectStoreDriver {
   async *listDetailed(prefix: string, options?: ListOptions): AsyncIterable<ListedObject> {
     const keys: string[] = [];
     for await (const key of this.list(prefix, options)) keys.push(key);
-    let hasMeta: boolean;
-    try {
-      hasMeta = await checkDir(this.metaRoot);
-    } catch (e) {
-      throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
-    }
     // A stat and a metadata read per key, a few at a time; a key replaced meanwhile is described as it is now.
     for (let i = 0; i < keys.length; i += LIST_DETAIL_BATCH) {
-      const batch = await Promise.all(keys.slice(i, i + LIST_DETAIL_BATCH).map((key) => this.describeListed(key, hasMeta)));
+      const batch = await Promise.all(keys.slice(i, i + LIST_DETAIL_BATCH).map((key) => this.describeListed(key)));
       for (const o of batch) if (o !== null) yield o;
     }
   }
 
-  private async describeListed(key: string, hasMeta: boolean): Promise<ListedObject | null> {
-    let st: BigIntStats | null;
-    let meta: StoredMeta | null = null;
-    try {
-      st = await lstatFile(this.objectPath(key));
-      if (st === null) return null; // deleted since the directory was read
-      const dir = this.metaDir(key);
-      // The metadata root was checked once for the whole listing; each key's own directory still is.
-      if (hasMeta && (await checkDir(dir))) {
-        const text = await readSmall(path.join(dir, `${versionId(st)}.json`));
-        meta = text === null ? null : parseStoredMeta(text);
-      }
-    } catch (e) {
+  private async describeListed(key: string): Promise<ListedObject | null> {
+    const st = await lstatFile(this.objectPath(key)).catch((e: unknown) => {
       throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
-    }
+    });
+    if (st === null) return null; // deleted since the directory was read
+    const meta = await this.readMeta(key, layout.versionId(st));
     return { key, size: Number(st.size), lastModified: new Date(Number(st.mtimeMs)), etag: meta?.etag };
   }
 
-  /** Delete the object, keeping it as an older version behind a delete marker (S3 with versioning on); an absent key gets none. */
+  /** Keeps the object as an older version behind a delete marker (S3 with versioning on); an absent key gets none. */
   async delete(key: string): Promise<void> {
     await this.deleteChecked(key, undefined);
   }
@@ -405,19 +319,18 @@ export class FileDriver implements ObjectStoreDriver {
       if (st === null) return false;
       await this.retire(key, file, st);
       await fsyncDir(this.bucketDir);
-      // The marker comes last: a crash before it leaves a deleted key without one, never one before a current version.
-      const ns = maxBig(BigInt(Date.now()) * 1_000_000n, st.mtimeNs + 1n);
-      const marker = path.join(this.archiveDir(key), `${idOfTime(ns)}-m${randomUUID().slice(0, 8)}${MARKER_SUFFIX}`);
+      // The marker comes last: a crash leaves a deleted key without one, never one before a current version.
+      const ns = layout.maxBig(BigInt(Date.now()) * 1_000_000n, st.mtimeNs + 1n);
+      const marker = path.join(this.archiveDir(key), `${layout.idOfTime(ns)}-m${randomUUID().slice(0, 8)}${MARKER_SUFFIX}`);
       try {
         await createFile(marker, "");
         await fsyncDir(this.archiveDir(key));
       } catch (e) {
-        // No inode left for it: the delete stands without its marker, as after a crash right here.
-        if (!noRoom(e)) throw e;
+        // No inode left for it: the delete stands without its marker, as after a crash here.
+        if (errno(e) !== "ENOSPC" && errno(e) !== "EDQUOT") throw e;
         await removeFile(marker).catch(() => undefined);
       }
     } catch (e) {
-      if (e instanceof ObjstateError) throw e;
       throw fsFailure(e, what, "STORE_ERROR");
     } finally {
       await claim.release().catch(() => undefined);
@@ -426,29 +339,23 @@ export class FileDriver implements ObjectStoreDriver {
     return true;
   }
 
-  /** Delete the key, every older version and delete marker of it, and their metadata. */
   async purge(key: string): Promise<void> {
     const file = this.objectPath(key);
     const what = `cannot purge ${key} in ${this.location}`;
-    try {
-      if (!(await checkDir(this.bucketDir))) return;
-    } catch (e) {
-      throw fsFailure(e, what, "STORE_ERROR");
-    }
+    if (!(await this.hasBucket(what))) return;
     const claim = await this.claim(key);
     try {
       await removeFile(file);
       const archive = this.archiveDir(key);
-      if ((await checkDir(this.versionsRoot)) && (await checkDir(archive))) {
+      if (await this.dirs(this.versionsRoot, archive)) {
         for (const name of await fs.readdir(archive)) await removeFile(path.join(archive, name));
         await fs.rmdir(archive).catch(() => undefined);
       }
       const dir = this.metaDir(key);
       for (const name of await fs.readdir(dir).catch(() => [] as string[]))
-        if (META_NAME.test(name) || name.startsWith(SPARE_PREFIX)) await removeFile(path.join(dir, name));
+        if (layout.META_NAME.test(name) || name.startsWith(SPARE_PREFIX)) await removeFile(path.join(dir, name));
       await fsyncDir(this.bucketDir);
     } catch (e) {
-      if (e instanceof ObjstateError) throw e;
       throw fsFailure(e, what, "STORE_ERROR");
     } finally {
       await claim.release().catch(() => undefined);
@@ -457,11 +364,13 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async bucketExists(): Promise<boolean> {
-    try {
-      return await checkDir(this.bucketDir);
-    } catch (e) {
-      throw fsFailure(e, `cannot check ${this.location}`, "STORE_ERROR");
-    }
+    return this.hasBucket(`cannot check ${this.location}`);
+  }
+
+  private async hasBucket(what: string): Promise<boolean> {
+    return checkDir(this.bucketDir).catch((e: unknown) => {
+      throw fsFailure(e, what, "STORE_ERROR");
+    });
   }
 
   async createBucket(): Promise<void> {
@@ -475,10 +384,8 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   /**
-   * Files crashed writers may leave: temp files in the bucket and metadata directories,
-   * claim files, and metadata of versions that never became (or no longer are) current.
-   * Live writers' files are listed too (they are young). A leftover whose key cannot be
-   * told (temp files of older objstate versions) is listed under every prefix.
+   * Temp files, dead claims, and metadata of versions that never became current; live writers'
+   * files too (they are young). One whose key cannot be told is listed under every prefix.
    */
   async listLeftovers(prefix: string): Promise<Leftover[]> {
     const out: Leftover[] = [];
@@ -486,11 +393,11 @@ export class FileDriver implements ObjectStoreDriver {
       if (!(await checkDir(this.bucketDir))) return [];
       const keysByHash = new Map<string, string>();
       for (const name of await fs.readdir(this.bucketDir)) {
-        const key = name.startsWith(".") ? null : decodeName(name);
-        if (key !== null) keysByHash.set(hashKey(key), key);
-        if (name.startsWith(TEMP_PREFIX)) await this.addLeftover(out, prefix, name, keyOfTemp(name));
+        const key = name.startsWith(".") ? null : layout.decodeName(name);
+        if (key !== null) keysByHash.set(layout.hashKey(key), key);
+        if (name.startsWith(layout.TEMP_PREFIX)) await this.addLeftover(out, prefix, name, layout.keyOfTemp(name));
       }
-      if (!(await checkDir(this.metaRoot))) return sortLeftovers(out);
+      if (!(await checkDir(this.metaRoot))) return layout.sortLeftovers(out);
       for (const hash of await fs.readdir(this.metaRoot)) {
         const dir = path.join(this.metaRoot, hash);
         if (!/^[0-9a-f]{64}$/.test(hash) || !(await checkDir(dir).catch(() => false))) continue;
@@ -500,12 +407,12 @@ export class FileDriver implements ObjectStoreDriver {
         const archived = await this.archivedIds(hash);
         for (const name of names) {
           const id = `${META_DIR}/${hash}/${name}`;
-          if (name.startsWith(TEMP_PREFIX)) await this.addLeftover(out, prefix, id, keyOfTemp(name) ?? key);
+          if (name.startsWith(layout.TEMP_PREFIX)) await this.addLeftover(out, prefix, id, layout.keyOfTemp(name) ?? key);
           // Only a claim whose process is provably gone: a live writer may hold one for any time.
           else if (name.startsWith(CLAIM_PREFIX)) {
             if (claimIsDead(name)) await this.addLeftover(out, prefix, id, key);
-          } else if (META_NAME.test(name) && name !== `${current}.json` && !archived.has(publicIdOfMetaName(name))) {
-            key ??= parseStoredMeta((await readSmall(path.join(dir, name)).catch(() => null)) ?? "")?.key;
+          } else if (layout.META_NAME.test(name) && name !== `${current}.json` && !archived.has(layout.publicIdOfMetaName(name))) {
+            key ??= layout.parseStoredMeta((await readSmall(path.join(dir, name)).catch(() => null)) ?? "")?.key;
             await this.addLeftover(out, prefix, id, key);
           }
         }
@@ -513,7 +420,7 @@ export class FileDriver implements ObjectStoreDriver {
     } catch (e) {
       throw fsFailure(e, `cannot list leftovers in ${this.location}`, "STORE_ERROR");
     }
-    return sortLeftovers(out);
+    return layout.sortLeftovers(out);
   }
 
   async removeLeftover(item: Leftover): Promise<void> {
@@ -528,14 +435,14 @@ export class FileDriver implements ObjectStoreDriver {
     try {
       if (!(await checkDir(this.bucketDir))) return;
       const dir = path.dirname(file);
-      if (dir !== this.bucketDir && !((await checkDir(this.metaRoot)) && (await checkDir(dir)))) return;
+      if (dir !== this.bucketDir && !(await this.dirs(this.metaRoot, dir))) return;
       if (path.basename(file).startsWith(CLAIM_PREFIX) && !claimIsDead(path.basename(file))) return;
-      if (META_NAME.test(path.basename(file))) {
+      if (layout.META_NAME.test(path.basename(file))) {
         // Metadata may have become current since it was listed (a slow writer committed).
-        const meta = parseStoredMeta((await readSmall(file)) ?? "");
+        const meta = layout.parseStoredMeta((await readSmall(file)) ?? "");
         if (meta !== null && (await this.currentId(meta.key)) === path.basename(file, ".json")) return;
         // Metadata of an older version belongs to history, not to a crashed writer.
-        if ((await this.archivedIds(path.basename(dir))).has(publicIdOfMetaName(path.basename(file)))) return;
+        if ((await this.archivedIds(path.basename(dir))).has(layout.publicIdOfMetaName(path.basename(file)))) return;
       }
       await removeFile(file);
       if (dir !== this.bucketDir) await fs.rmdir(dir).catch(() => undefined);
@@ -545,16 +452,26 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   close(): void {
-    // Nothing is held open between calls.
+    // nothing is held open between calls
   }
 
-  /** The object file for `key`, after checking that the key is acceptable. */
+  /** Are these nested directories, each checked in turn, all there (and none a link)? */
+  private async dirs(...chain: string[]): Promise<boolean> {
+    for (const dir of chain) if (!(await checkDir(dir))) return false;
+    return true;
+  }
+
+  /** The object file for `key` (the key checked). */
   private objectPath(key: string): string {
-    return path.join(this.bucketDir, encodeKey(key));
+    return path.join(this.bucketDir, layout.encodeKey(key));
   }
 
   private metaDir(key: string): string {
-    return path.join(this.metaRoot, hashKey(key));
+    return path.join(this.metaRoot, layout.hashKey(key));
+  }
+
+  private metaFile(key: string, id: string): string {
+    return path.join(this.metaDir(key), `${id}.json`);
   }
 
   private async ensureMetaDir(key: string): Promise<void> {
@@ -572,10 +489,9 @@ export class FileDriver implements ObjectStoreDriver {
     }
   }
 
-  /** The version id of the current object file of `key`, or undefined when absent. */
   private async currentId(key: string): Promise<string | undefined> {
-    const st = await lstatFile(path.join(this.bucketDir, encodeKey(key))).catch(() => null);
-    return st === null ? undefined : versionId(st);
+    const st = await lstatFile(this.objectPath(key)).catch(() => null);
+    return st === null ? undefined : layout.versionId(st);
   }
 
   private async addLeftover(out: Leftover[], prefix: string, id: string, key: string | undefined): Promise<void> {
@@ -585,10 +501,7 @@ export class FileDriver implements ObjectStoreDriver {
     out.push({ kind: "temp-file", key, id, since: st.mtime, size: st.size });
   }
 
-  /**
-   * Open the current version of `key` and call `use` with it and its metadata; null when the object is absent.
-   * Retries when the version is replaced between open and metadata read.
-   */
+  /** Call `use` with the opened version at `file` and its metadata, null when absent; retried when it is replaced between the two. */
   private async withVersion<T>(key: string, file: string, use: (v: Version, meta: ObjectMeta) => Promise<T>): Promise<T | null> {
     let previousId: string | undefined;
     for (let attempt = 1; ; attempt++) {
@@ -596,7 +509,7 @@ export class FileDriver implements ObjectStoreDriver {
       if (v === null) return null;
       try {
         const stored = await this.readMeta(key, v.id);
-        if (stored !== null) return await use(v, toObjectMeta(stored));
+        if (stored !== null) return await use(v, layout.toObjectMeta(stored));
         // Metadata missing for a version that stays put: damaged store; fall back to what the file says.
         if (v.id === previousId || attempt >= READ_ATTEMPTS) return await use(v, await derivedMeta(v));
         previousId = v.id;
@@ -611,7 +524,7 @@ export class FileDriver implements ObjectStoreDriver {
     try {
       if (!(await checkDir(this.bucketDir))) return null;
       const opened = openRead(file);
-      return opened === null ? null : { fd: opened.fd, stat: opened.stat, id: versionId(opened.stat) };
+      return opened === null ? null : { fd: opened.fd, stat: opened.stat, id: layout.versionId(opened.stat) };
     } catch (e) {
       throw fsFailure(e, `cannot read ${key} in ${this.location}`, "STORE_ERROR", file);
     }
@@ -621,23 +534,23 @@ export class FileDriver implements ObjectStoreDriver {
     const dir = this.metaDir(key);
     let text: string | null;
     try {
-      if (!(await checkDir(this.metaRoot)) || !(await checkDir(dir))) return null;
-      text = await readSmall(path.join(dir, `${id}.json`));
+      if (!(await this.dirs(this.metaRoot, dir))) return null;
+      text = await readSmall(this.metaFile(key, id));
     } catch (e) {
       throw fsFailure(e, `cannot read metadata of ${key} in ${this.location}`, "STORE_ERROR");
     }
-    return text === null ? null : parseStoredMeta(text);
+    return text === null ? null : layout.parseStoredMeta(text);
   }
 
   private async writeMeta(key: string, id: string, meta: StoredMeta): Promise<void> {
     const dir = this.metaDir(key);
     // A concurrent delete() may remove the (empty) directory between mkdir and write.
     for (let attempt = 1; ; attempt++) {
-      const temp = path.join(dir, tempName(key));
+      const temp = path.join(dir, layout.tempName(key));
       try {
         await this.ensureMetaDir(key);
         await createFile(temp, JSON.stringify(meta));
-        await fs.rename(temp, path.join(dir, `${id}.json`));
+        await fs.rename(temp, this.metaFile(key, id));
         await fsyncDir(dir);
         return;
       } catch (e) {
@@ -649,33 +562,25 @@ export class FileDriver implements ObjectStoreDriver {
 
   private async commitIfAbsent(key: string, temp: string, file: string, id: string, meta: StoredMeta): Promise<void> {
     try {
-      await fs.link(temp, file);
-    } catch (e) {
-      await removeFile(path.join(this.metaDir(key), `${id}.json`)).catch(() => undefined);
-      if (errno(e) === "EEXIST") throw alreadyExists(key, this.location);
-      throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
-    }
-    try {
+      await fs.link(temp, file).catch(async (e: unknown) => {
+        await removeFile(this.metaFile(key, id)).catch(() => undefined);
+        throw errno(e) === "EEXIST" ? layout.alreadyExists(key, this.location) : e;
+      });
       await fsyncDir(this.bucketDir);
       await this.keepMeta(key, id, meta);
     } catch (e) {
       throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
     }
     // Where a delete of this object will move it: made now, while there is room.
-    const ready = (await checkDir(this.versionsRoot).catch(() => false)) && (await checkDir(this.archiveDir(key)).catch(() => false));
-    if (!ready) await this.makeArchiveDir(key).catch(() => undefined);
+    if (!(await this.dirs(this.versionsRoot, this.archiveDir(key)).catch(() => false))) await this.makeArchiveDir(key).catch(() => undefined);
   }
 
-  /** Write the metadata of version `id` again if it was collected as a leftover while its writer was stopped before the commit. */
+  /** Write the metadata of `id` again if it was collected as a leftover while its writer was stopped. */
   private async keepMeta(key: string, id: string, meta: StoredMeta): Promise<void> {
-    if ((await lstatFile(path.join(this.metaDir(key), `${id}.json`))) === null) await this.writeMeta(key, id, meta);
+    if ((await lstatFile(this.metaFile(key, id))) === null) await this.writeMeta(key, id, meta);
   }
 
-  /**
-   * Replace the object under its claim, so an If-Match check and the rename are one step
-   * for every other writer (all replacing writes and deletes take the claim; a
-   * create-if-absent cannot succeed while the object the check saw is there).
-   */
+  /** Replace the object under its claim: an If-Match check and the rename are one step for every other writer. */
   private async commitReplace(key: string, temp: string, file: string, id: string, meta: StoredMeta, ifMatch: string | undefined): Promise<void> {
     const claim = await this.claim(key);
     pauseAt("store-claimed");
@@ -701,7 +606,7 @@ export class FileDriver implements ObjectStoreDriver {
         await fs.rename(temp, file);
         await fsyncDir(this.bucketDir);
       } catch (e) {
-        await removeFile(path.join(this.metaDir(key), `${id}.json`)).catch(() => undefined);
+        await removeFile(this.metaFile(key, id)).catch(() => undefined);
         throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
       }
       pauseAt("store-renamed");
@@ -714,37 +619,34 @@ export class FileDriver implements ObjectStoreDriver {
     await this.prune(key).catch(() => undefined);
   }
 
-  /**
-   * Drop metadata of racing writers' versions that never became current, once too old to belong to a write in flight.
-   * Metadata of archived versions stays.
-   */
+  /** Drop metadata of racing writers' versions that never became current, once too old to be in flight. */
   private async collectMeta(key: string, current: string): Promise<void> {
     const dir = this.metaDir(key);
     const names = await fs.readdir(dir).catch(() => [] as string[]);
     const now = Date.now();
     let archived: Set<string> | undefined;
     for (const name of names) {
-      if (name === `${current}.json` || !META_NAME.test(name)) continue;
-      // Archived versions' metadata is ruled out by name first, so a write costs no stat per version ever kept.
-      archived ??= await this.archivedIds(hashKey(key));
-      if (archived.has(publicIdOfMetaName(name))) continue;
+      if (name === `${current}.json` || !layout.META_NAME.test(name)) continue;
+      // Ruled out by name first: a write costs no stat per version ever kept.
+      archived ??= await this.archivedIds(layout.hashKey(key));
+      if (archived.has(layout.publicIdOfMetaName(name))) continue;
       const full = path.join(dir, name);
       if (now - ((await fs.lstat(full).catch(() => null))?.mtimeMs ?? now) <= META_GC_GRACE_MS) continue;
       await removeFile(full).catch(() => undefined);
     }
   }
 
-  /** The version file for `key` at `versionId` (archived or current), read through {@link withVersion}. */
+  /** The version `id` of `key` (archived or current; undefined: the current one), read through {@link withVersion}. */
   private async withVersionOf<T>(key: string, id: string | undefined, use: (v: Version, meta: ObjectMeta) => Promise<T>): Promise<T | null> {
     const file = this.objectPath(key);
-    if (id === undefined) return this.withVersion(key, file, (v, meta) => use(v, { ...meta, versionId: publicId(v.stat) }));
-    if (!VERSION_ID.test(id) || id.includes("-m")) return null;
+    if (id === undefined) return this.withVersion(key, file, (v, meta) => use(v, { ...meta, versionId: layout.publicId(v.stat) }));
+    if (!layout.VERSION_ID.test(id) || id.includes("-m")) return null;
     const archived = path.join(this.archiveDir(key), id);
-    // A version is archived before it stops being current: the archive is looked at first, and again if the current one was replaced.
+    // Archived before it stops being current: the archive first, and again if the current one was replaced.
     for (let attempt = 0; attempt < 2; attempt++) {
       const inArchive = (await this.pathExists(archived)) ? archived : null;
       const found = await this.withVersion(key, inArchive ?? file, async (v, meta) =>
-        publicId(v.stat) === id ? { value: await use(v, { ...meta, versionId: id }) } : null,
+        layout.publicId(v.stat) === id ? { value: await use(v, { ...meta, versionId: id }) } : null,
       );
       if (found !== null) return found.value;
       if (inArchive !== null) return null; // edited by hand: not that version any more
@@ -754,15 +656,14 @@ export class FileDriver implements ObjectStoreDriver {
 
   private async pathExists(file: string): Promise<boolean> {
     try {
-      if (!(await checkDir(this.versionsRoot)) || !(await checkDir(path.dirname(file)))) return false;
-      return (await lstatFile(file)) !== null;
+      return (await this.dirs(this.versionsRoot, path.dirname(file))) && (await lstatFile(file)) !== null;
     } catch (e) {
       throw fsFailure(e, `cannot read versions in ${this.location}`, "STORE_ERROR");
     }
   }
 
   private archiveDir(key: string): string {
-    return path.join(this.versionsRoot, hashKey(key));
+    return path.join(this.versionsRoot, layout.hashKey(key));
   }
 
   private async makeArchiveDir(key: string): Promise<void> {
@@ -770,12 +671,12 @@ export class FileDriver implements ObjectStoreDriver {
     await makeDir(this.archiveDir(key));
   }
 
-  /** Keep `stat`, the current object file of `key`, as an older version (under the key's claim). */
+  /** Keep `stat`, the current object file of `key`, as an older version (under the claim). */
   private async archive(key: string, file: string, stat: BigIntStats): Promise<void> {
     const dir = this.archiveDir(key);
     await this.makeArchiveDir(key);
     try {
-      await fs.link(file, path.join(dir, publicId(stat)));
+      await fs.link(file, path.join(dir, layout.publicId(stat)));
     } catch (e) {
       // Archived already by a writer that died before replacing it.
       if (errno(e) !== "EEXIST") throw e;
@@ -783,31 +684,24 @@ export class FileDriver implements ObjectStoreDriver {
     await fsyncDir(dir);
   }
 
-  /** Delete `stat`, the current object file of `key`, by moving it into the archive (under the key's claim): no new block or inode. */
+  /** Delete `stat`, the current object file, by moving it into the archive (under the claim). */
   private async retire(key: string, file: string, stat: BigIntStats): Promise<void> {
     const dir = this.archiveDir(key);
     await this.makeArchiveDir(key);
-    await fs.rename(file, path.join(dir, publicId(stat)));
-    // Archived already by a writer that died before replacing it (a rename between two links does nothing): only that file goes.
+    await fs.rename(file, path.join(dir, layout.publicId(stat)));
+    // Archived already by a writer that died (a rename between two links does nothing): only that file goes.
     const left = await lstatFile(file);
     if (left !== null && left.ino === stat.ino && left.dev === stat.dev) await removeFile(file);
     await fsyncDir(dir);
   }
 
-  /** Public IDs of the archived versions of the key whose hash is `hash`. */
   private async archivedIds(hash: string): Promise<Set<string>> {
     const dir = path.join(this.versionsRoot, hash);
-    if (!(await checkDir(this.versionsRoot).catch(() => false)) || !(await checkDir(dir).catch(() => false))) return new Set();
-    return new Set((await fs.readdir(dir).catch(() => [] as string[])).filter((n) => VERSION_ID.test(n)));
+    if (!(await this.dirs(this.versionsRoot, dir).catch(() => false))) return new Set();
+    return new Set((await fs.readdir(dir).catch(() => [] as string[])).filter((n) => layout.VERSION_ID.test(n)));
   }
 
-  /**
-   * Apply the operator's retention rule to the versions of `key`: a noncurrent version goes
-   * when it has been noncurrent longer than `noncurrentDays` and more than
-   * `newerNoncurrentVersions` newer noncurrent versions exist (each part only when set).
-   * Run after a write or delete has succeeded, whose success its failure must not undo (the
-   * next write of the key applies the rule again).
-   */
+  /** Apply the retention rule to the versions of `key`; after a write or delete, whose success its failure must not undo. */
   private async prune(key: string): Promise<void> {
     const rule = await this.getRetention();
     if (rule === null || !key.startsWith(rule.prefix)) return;
@@ -823,14 +717,13 @@ export class FileDriver implements ObjectStoreDriver {
       const file = path.join(this.archiveDir(key), v.deleteMarker ? `${v.versionId}${MARKER_SUFFIX}` : v.versionId);
       const st = v.deleteMarker ? null : await lstatFile(file).catch(() => null);
       await removeFile(file).catch(() => undefined);
-      if (st !== null && st.nlink <= 1n) await removeFile(path.join(this.metaDir(key), `${versionId(st)}.json`)).catch(() => undefined);
+      if (st !== null && st.nlink <= 1n) await removeFile(path.join(this.metaDir(key), `${layout.versionId(st)}.json`)).catch(() => undefined);
     }
   }
 }
 
-/** Create the temp file of a write (0600, never through a symbolic link, fsynced) from bytes or a source, hashing what is written. */
+/** Create the temp file of a write (0600, no link followed, fsynced), hashing what is written. */
 async function writeTemp(temp: string, body: PutBody, options: PutOptions, what: string): Promise<{ stat: BigIntStats; md5: string }> {
-  // Bytes in memory were hashed by the caller from these very bytes (or are hashed here).
   if (!isByteSource(body)) return { stat: await createFile(temp, body), md5: (await options.md5) ?? createHash("md5").update(body).digest("hex") };
   const C = fs.constants;
   const handle = await fs.open(temp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
@@ -880,19 +773,10 @@ function chunksOf(v: Version): AsyncIterable<Uint8Array> {
   return { [Symbol.asyncIterator]: () => ({ next, return: close }) };
 }
 
-/** A full disk or quota: no new block or inode. */
-function noRoom(e: unknown): boolean {
-  return errno(e) === "ENOSPC" || errno(e) === "EDQUOT";
-}
-
-/** Reads per call when the bytes are hashed as they arrive, and a streamed get's chunks. */
-const READ_CHUNK = 1024 * 1024;
-
-/** Read `size` bytes from `position` into one buffer of that size; in {@link READ_CHUNK} pieces when each is hashed on arrival. */
+/** Read `size` bytes from `position` into one buffer; in {@link READ_CHUNK} pieces when each is hashed on arrival. */
 async function readWhole(fd: number, size: number, hash?: Hasher, position = 0): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(size);
   const step = hash === undefined ? size : READ_CHUNK;
-  // A small span (a history peek, a small state) is read at once: cheaper than a trip through libuv's thread pool.
   const small = size <= SYNC_READ_MAX;
   let offset = 0;
   while (offset < buf.length) {

@@ -1,37 +1,14 @@
 /**
- * The S3-API object-store driver (docs/design.md §2: `http(s)://` endpoints and bare hosts).
- * Written for any S3-compatible store and checked against Ceph RGW: path-style requests,
- * checksums only when an operation requires them (RGW Pacific rejects the SDK's default
- * aws-chunked trailers), and errors mapped by name and HTTP status because RGW sends no
- * error messages.
- *
- * Loaded only through a dynamic `import()` in `index.ts`, so that importing objstate does
- * not load the AWS SDK.
+ * The S3-API object-store driver, checked against Ceph RGW: path-style requests, checksums only
+ * when an operation requires them (RGW Pacific rejects aws-chunked trailers), errors mapped by
+ * name and HTTP status (RGW sends no messages). Loaded on demand by `index.ts`.
  */
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
-import {
-  AbortMultipartUploadCommand,
-  CreateBucketCommand,
-  ListMultipartUploadsCommand,
-  ListObjectVersionsCommand,
-  DeleteObjectCommand,
-  DeleteBucketLifecycleCommand,
-  GetBucketLifecycleConfigurationCommand,
-  GetBucketVersioningCommand,
-  GetObjectCommand,
-  PutBucketLifecycleConfigurationCommand,
-  PutBucketVersioningCommand,
-  HeadBucketCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-} from "@aws-sdk/client-s3";
-import type { GetObjectCommandOutput, LifecycleRule, PutObjectCommandInput } from "@aws-sdk/client-s3";
+import * as S3 from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
-import { sdkCredentials, type SdkCredentialsProvider } from "../io/sdk-credentials.js";
+import { sdkCredentials } from "../io/sdk-credentials.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import {
   armClient,
@@ -44,10 +21,10 @@ import {
   type Timeouts,
 } from "../io/sdk-client.js";
 import { isAccessDenied, isTlsToPlainHttp, networkFailure, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
-import { hasherFor, type Hasher } from "../util/md5.js";
 import { pauseAt } from "../util/test-pause.js";
 import { endpointOfKind, plainHttpAdvice } from "../io/endpoint.js";
 import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
+import { readWhole } from "./read-whole.js";
 import {
   accessHint,
   describeRetention,
@@ -67,7 +44,6 @@ import {
   transient,
   type WireRequest,
 } from "./s3-answers.js";
-import type { CredentialsProvider } from "../credentials/types.js";
 import type {
   ByteSource,
   GetOptions,
@@ -90,14 +66,13 @@ import type {
 
 export type { WireRequest };
 
-/** Options of {@link S3Driver}: the common ones plus hooks for tests and diagnostics. */
 export interface S3DriverOptions extends StoreDriverOptions {
   /** Called for every HTTP request (each retry too), after signing, just before it is sent. */
   readonly onRequest?: ((req: WireRequest) => void) | undefined;
 }
 
 const MiB = 1024 * 1024;
-/** AWS's own advice: consider multipart once an object reaches 100 MB; below, one request is faster. */
+/** AWS's advice: multipart from 100 MB; below, one request is faster. */
 const DEFAULT_MULTIPART_THRESHOLD = 100 * MiB;
 const PART_SIZE = 8 * MiB;
 const QUEUE_SIZE = 4;
@@ -109,31 +84,24 @@ const RETRY_BASE_MS = 200;
 /** Bytes a streamed body reads ahead of the socket. */
 const STREAM_HIGH_WATER = 1024 * 1024;
 
-/** What an operation was doing, for error messages. */
-interface OpContext {
-  readonly op: string;
-  readonly key?: string | undefined;
-}
-
 /** {@link ObjectStoreDriver} over the S3 API (`@aws-sdk/client-s3`). */
 export class S3Driver implements ObjectStoreDriver {
   readonly kind = "s3" as const;
   readonly location: string;
-  private readonly client: S3Client;
+  private readonly client: S3.S3Client;
   private readonly bucket: string;
   private readonly endpoint: string;
   private readonly multipartThreshold: number;
   /**
    * The store refused an If-Match that held (Ceph RGW on a versioned bucket): conditions are
-   * checked with a HEAD right before an unconditional write instead. A writer frozen between
-   * the two can land late over a newer version; the backend's commit point (docs/design.md §5), not
-   * this check, keeps that write from counting.
+   * checked with a HEAD before an unconditional write instead; the backend's commit point
+   * (docs/design.md §5), not this check, keeps a late write from counting.
    */
   private conditionsIgnored = false;
   private versionedBucket: Promise<boolean> | undefined;
   private readonly timeouts: Timeouts;
-  /** A client like {@link client} with other timeouts (a streamed upload's deadline, see putStreamed). */
-  private readonly newClient: (timeouts: Timeouts) => S3Client;
+  /** A client like {@link client} with other timeouts (a streamed upload's deadline). */
+  private readonly newClient: (timeouts: Timeouts) => S3.S3Client;
 
   constructor(options: S3DriverOptions) {
     const ep = endpointOfKind(options.endpoint, "http", "the S3 driver", options.cwd);
@@ -143,11 +111,12 @@ export class S3Driver implements ObjectStoreDriver {
     this.multipartThreshold = options.multipartThreshold ?? DEFAULT_MULTIPART_THRESHOLD;
     const timeouts = resolveTimeouts(options.timeouts);
     this.timeouts = timeouts;
-    const credentials = sdkCredentialsFor(options.credentials);
+    // Without a provider of ours the SDK would fall back to its own chain (env, ~/.aws, instance metadata).
+    const credentials = sdkCredentials(options.credentials ?? (() => Promise.reject(new ObjstateError("CREDENTIALS_MISSING", NO_CREDENTIALS))));
     this.newClient = (t) => {
       const client = withoutNodeVersionWarning(
         () =>
-          new S3Client({
+          new S3.S3Client({
             ...sdkClientConfig({ service: "object store", endpoint: ep.url, region: options.region, credentials, timeouts: t }),
             forcePathStyle: true,
             requestChecksumCalculation: "WHEN_REQUIRED",
@@ -167,13 +136,12 @@ export class S3Driver implements ObjectStoreDriver {
     if (options.maxBytes === undefined) {
       const got = await this.getStream(key, options);
       if (got === null) return null;
-      const hash = options.md5 === true && got.recordedMd5 === undefined ? hasherFor(got.meta.size) : undefined;
-      const body = await readBody(got.body, got.meta.size, hash);
-      return { body, meta: got.meta, md5: options.md5 === true ? (got.recordedMd5 ?? (await hash?.digest())) : undefined };
+      const { body, hashed } = await readWhole(got, key, { hash: options.md5 === true && got.recordedMd5 === undefined });
+      return { body, meta: got.meta, md5: options.md5 === true ? (got.recordedMd5 ?? hashed) : undefined };
     }
     try {
       const res = await this.send(key, options.versionId, `bytes=0-${Math.max(0, options.maxBytes - 1)}`);
-      const body = await readBody(exactBody(res.Body, res.ContentLength), res.ContentLength ?? 0, undefined);
+      const { body } = await readWhole({ meta: { size: res.ContentLength ?? 0 }, body: exactBody(res.Body, res.ContentLength) }, key);
       return { body, meta: toMeta({ ...res, ContentLength: totalSize(res.ContentRange) ?? body.length }) };
     } catch (e) {
       if (this.absent(e, options.versionId)) return null;
@@ -198,10 +166,9 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   /** One GetObject whose answer is an S3 object. */
-  private async send(key: string, versionId: string | undefined, range: string | undefined): Promise<GetObjectCommandOutput> {
-    const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, VersionId: versionId, Range: range }));
-    // Every S3 object answer carries an ETag; a 200 without one (a DynamoDB server's health
-    // page, a web server) is not an object, and must not pass for a state.
+  private async send(key: string, versionId: string | undefined, range: string | undefined): Promise<S3.GetObjectCommandOutput> {
+    const res = await this.client.send(new S3.GetObjectCommand({ Bucket: this.bucket, Key: key, VersionId: versionId, Range: range }));
+    // Every S3 object answer carries an ETag: a 200 without one (a web server) must not pass for a state.
     if (res.ETag === undefined) {
       throw new ObjstateError(
         "ENDPOINT_NOT_S3",
@@ -219,11 +186,10 @@ export class S3Driver implements ObjectStoreDriver {
 
   async head(key: string, options: HeadOptions = {}): Promise<ObjectMeta | null> {
     try {
-      return toMeta(await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key, VersionId: options.versionId })));
+      return toMeta(await this.client.send(new S3.HeadObjectCommand({ Bucket: this.bucket, Key: key, VersionId: options.versionId })));
     } catch (e) {
       // A HEAD response has no body, so a missing bucket looks like a missing key here.
-      if (isNotFound(e) && sdkErrorName(e) !== "NoSuchBucket") return null;
-      if (options.versionId !== undefined && noSuchVersion(e)) return null;
+      if (this.absent(e, options.versionId)) return null;
       throw this.mapError(e, { op: "head", key });
     }
   }
@@ -232,10 +198,8 @@ export class S3Driver implements ObjectStoreDriver {
     const ifMatch = options.ifMatch?.replace(/"/g, "");
     if (options.strictConditions === true) return this.putOnce(key, body, options);
     if (options.ifNoneMatch === true && ifMatch === undefined && (this.conditionsIgnored || (await this.isVersioned()))) {
-      // Ceph RGW ignores If-None-Match on a versioned bucket (it writes a new version over the
-      // current one): the absence is checked first. Between the check and the write only a
-      // writer that does not hold the lock can come; a state write's late version is then
-      // harmless, since it can no longer commit (the backend's commit point, docs/design.md §5).
+      // Ceph RGW ignores If-None-Match on a versioned bucket: the absence is checked first (a late
+      // version of a writer that lost the lock can no longer commit: docs/design.md §5).
       if ((await this.head(key)) !== null) throw this.preconditionFailed(key, undefined);
     }
     if (ifMatch !== undefined && this.conditionsIgnored) return this.putCheckedByHead(key, body, options, ifMatch, undefined);
@@ -243,8 +207,7 @@ export class S3Driver implements ObjectStoreDriver {
       await this.putOnce(key, body, options);
     } catch (e) {
       if (ifMatch === undefined || !isObjstateError(e, "PRECONDITION_FAILED")) throw e;
-      // Refused although the condition holds? Ceph RGW refuses every If-Match on a versioned
-      // bucket. Then the check is made here, and every later one too.
+      // Refused although the condition holds? Ceph RGW refuses every If-Match on a versioned bucket.
       await this.putCheckedByHead(key, body, options, ifMatch, e);
     }
   }
@@ -265,33 +228,34 @@ export class S3Driver implements ObjectStoreDriver {
     return this.versionedBucket;
   }
 
-  private preconditionFailed(key: string, cause: unknown): ObjstateError {
+  private preconditionFailed(key: string, cause: unknown, httpStatus?: number): ObjstateError {
     return new ObjstateError(
       "PRECONDITION_FAILED",
       `${key} in ${this.location} is not what the conditional write expected (it exists already, or changed since it was read)`,
-      {
-        cause,
-        details: { key },
-      },
+      { cause, details: httpStatus === undefined ? { key } : { key, httpStatus } },
     );
   }
 
   private async putOnce(key: string, body: PutBody, options: PutOptions): Promise<void> {
     const size = sizeOf(body);
-    const params: PutObjectCommandInput = {
+    const conditional = options.ifNoneMatch === true || options.ifMatch !== undefined;
+    const params: S3.PutObjectCommandInput = {
       Bucket: this.bucket,
       Key: key,
       ContentType: options.contentType,
       ACL: options.acl,
       ServerSideEncryption: options.encrypt === true ? "AES256" : undefined,
       Metadata: options.metadata === undefined ? undefined : { ...options.metadata },
+      IfNoneMatch: options.ifNoneMatch === true ? "*" : undefined,
+      // RGW compares If-Match against the bare ETag and refuses a quoted one (ceph.md).
+      IfMatch: options.ifMatch?.replace(/"/g, ""),
     };
-    const conditional = options.ifNoneMatch === true || options.ifMatch !== undefined;
     try {
-      // Conditional create is always one PutObject: RGW Pacific ignores If-None-Match on
+      // Conditional writes are always one PutObject: RGW Pacific ignores If-None-Match on
       // CompleteMultipartUpload and silently overwrites, and older S3 clones do the same.
-      if (size >= this.multipartThreshold && !conditional) await this.putMultipart(params, body, options);
-      else if (isByteSource(body)) await this.putStreamed(params, body, options, conditional);
+      if (size >= this.multipartThreshold && !conditional) return await this.putMultipart(params, body, options);
+      if (size > SINGLE_PUT_MAX) throw new ObjstateError("STORE_ERROR", `a write of ${size} bytes is larger than one S3 PutObject allows (5 GiB)`);
+      if (isByteSource(body)) await this.putStreamed(params, body, options, conditional);
       else await this.putSingle({ ...params, Body: body }, body, options);
     } catch (e) {
       throw this.mapPutError(e, key, conditional);
@@ -308,7 +272,7 @@ export class S3Driver implements ObjectStoreDriver {
       let page;
       try {
         page = await this.client.send(
-          new ListObjectsV2Command({
+          new S3.ListObjectsV2Command({
             Bucket: this.bucket,
             Prefix: prefix === "" ? undefined : prefix,
             MaxKeys: options.pageSize ?? DEFAULT_PAGE_SIZE,
@@ -328,7 +292,7 @@ export class S3Driver implements ObjectStoreDriver {
 
   async delete(key: string): Promise<void> {
     try {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+      await this.client.send(new S3.DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
     } catch (e) {
       if (isNotFound(e) && sdkErrorName(e) !== "NoSuchBucket") return;
       throw this.mapError(e, { op: "delete", key });
@@ -337,7 +301,7 @@ export class S3Driver implements ObjectStoreDriver {
 
   async deleteIfMatch(key: string, etag: string): Promise<boolean> {
     try {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key, IfMatch: etag.replace(/"/g, "") }));
+      await this.client.send(new S3.DeleteObjectCommand({ Bucket: this.bucket, Key: key, IfMatch: etag.replace(/"/g, "") }));
       return true;
     } catch (e) {
       const status = sdkHttpStatus(e);
@@ -349,31 +313,18 @@ export class S3Driver implements ObjectStoreDriver {
 
   async purge(key: string): Promise<void> {
     await this.delete(key);
-    let keyMarker: string | undefined;
-    let versionMarker: string | undefined;
-    do {
-      let page;
-      try {
-        page = await this.client.send(
-          new ListObjectVersionsCommand({ Bucket: this.bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }),
-        );
-      } catch (e) {
-        // Stores without versioning support answer "not implemented": the delete above was all.
-        if (sdkHttpStatus(e) === 501 || sdkErrorName(e) === "NotImplemented") return;
-        throw this.mapError(e, { op: "list versions of", key });
-      }
-      for (const v of [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])]) {
-        if (v.Key !== key || v.VersionId === undefined || v.VersionId === "null") continue;
-        try {
-          await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key, VersionId: v.VersionId }));
-        } catch (e) {
+    try {
+      for await (const v of this.listVersions(key)) {
+        if (v.versionId === "null") continue;
+        await this.client.send(new S3.DeleteObjectCommand({ Bucket: this.bucket, Key: key, VersionId: v.versionId })).catch((e: unknown) => {
           if (!isNotFound(e)) throw this.mapError(e, { op: "delete a version of", key });
-        }
+        });
       }
-      const more = page.IsTruncated === true;
-      keyMarker = more ? page.NextKeyMarker : undefined;
-      versionMarker = more ? page.NextVersionIdMarker : undefined;
-    } while (keyMarker !== undefined);
+    } catch (e) {
+      // Stores without versioning support answer "not implemented": the delete above was all.
+      const cause = e instanceof ObjstateError ? e.cause : e;
+      if (sdkHttpStatus(cause) !== 501 && sdkErrorName(cause) !== "NotImplemented") throw e;
+    }
   }
 
   async *listVersions(key: string, options: ListVersionsOptions = {}): AsyncIterable<ObjectVersion> {
@@ -383,7 +334,7 @@ export class S3Driver implements ObjectStoreDriver {
       let page;
       try {
         page = await this.client.send(
-          new ListObjectVersionsCommand({
+          new S3.ListObjectVersionsCommand({
             Bucket: this.bucket,
             Prefix: key,
             MaxKeys: options.pageSize ?? DEFAULT_PAGE_SIZE,
@@ -424,7 +375,7 @@ export class S3Driver implements ObjectStoreDriver {
 
   async versioning(): Promise<VersioningStatus> {
     try {
-      const res = await this.client.send(new GetBucketVersioningCommand({ Bucket: this.bucket }));
+      const res = await this.client.send(new S3.GetBucketVersioningCommand({ Bucket: this.bucket }));
       return res.Status === "Enabled" ? "enabled" : res.Status === "Suspended" ? "suspended" : "off";
     } catch (e) {
       throw this.mapError(e, { op: "read the versioning of bucket" });
@@ -434,7 +385,7 @@ export class S3Driver implements ObjectStoreDriver {
   async enableVersioning(): Promise<void> {
     this.versionedBucket = Promise.resolve(true);
     try {
-      await this.client.send(new PutBucketVersioningCommand({ Bucket: this.bucket, VersioningConfiguration: { Status: "Enabled" } }));
+      await this.client.send(new S3.PutBucketVersioningCommand({ Bucket: this.bucket, VersioningConfiguration: { Status: "Enabled" } }));
     } catch (e) {
       throw this.mapError(e, { op: "turn on versioning of bucket" });
     }
@@ -446,8 +397,8 @@ export class S3Driver implements ObjectStoreDriver {
     const wanted = retentionRule(rule);
     const rules = wanted === undefined ? others : [...others, wanted];
     try {
-      if (rules.length === 0) await this.client.send(new DeleteBucketLifecycleCommand({ Bucket: this.bucket }));
-      else await this.client.send(new PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: rules } }));
+      if (rules.length === 0) await this.client.send(new S3.DeleteBucketLifecycleCommand({ Bucket: this.bucket }));
+      else await this.client.send(new S3.PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: rules } }));
     } catch (e) {
       const status = sdkHttpStatus(e);
       if (wanted !== undefined && (status === 400 || status === 501)) {
@@ -469,8 +420,8 @@ export class S3Driver implements ObjectStoreDriver {
     if (kept?.newerNoncurrentVersions !== rule.newerNoncurrentVersions) dropped.push(`NewerNoncurrentVersions ${rule.newerNoncurrentVersions ?? "(none)"}`);
     if (dropped.length === 0) return;
     try {
-      if (before.length === 0) await this.client.send(new DeleteBucketLifecycleCommand({ Bucket: this.bucket }));
-      else await this.client.send(new PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: before } }));
+      if (before.length === 0) await this.client.send(new S3.DeleteBucketLifecycleCommand({ Bucket: this.bucket }));
+      else await this.client.send(new S3.PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: before } }));
     } catch (e) {
       throw this.mapError(e, { op: "restore the lifecycle of bucket" });
     }
@@ -487,9 +438,9 @@ export class S3Driver implements ObjectStoreDriver {
     return rule === undefined ? null : fromRule(rule, rule.Filter?.Prefix ?? rule.Prefix ?? "");
   }
 
-  private async lifecycleRules(): Promise<LifecycleRule[]> {
+  private async lifecycleRules(): Promise<S3.LifecycleRule[]> {
     try {
-      return (await this.client.send(new GetBucketLifecycleConfigurationCommand({ Bucket: this.bucket }))).Rules ?? [];
+      return (await this.client.send(new S3.GetBucketLifecycleConfigurationCommand({ Bucket: this.bucket }))).Rules ?? [];
     } catch (e) {
       if (sdkErrorName(e) === "NoSuchLifecycleConfiguration" || (sdkHttpStatus(e) === 404 && sdkErrorName(e) !== "NoSuchBucket")) return [];
       throw this.mapError(e, { op: "read the lifecycle of bucket" });
@@ -498,7 +449,7 @@ export class S3Driver implements ObjectStoreDriver {
 
   async bucketExists(): Promise<boolean> {
     try {
-      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+      await this.client.send(new S3.HeadBucketCommand({ Bucket: this.bucket }));
       return true;
     } catch (e) {
       if (isNotFound(e)) return false;
@@ -508,17 +459,12 @@ export class S3Driver implements ObjectStoreDriver {
 
   async createBucket(): Promise<void> {
     try {
-      await this.client.send(new CreateBucketCommand({ Bucket: this.bucket }));
+      await this.client.send(new S3.CreateBucketCommand({ Bucket: this.bucket }));
     } catch (e) {
       if (sdkErrorName(e) === "BucketAlreadyOwnedByYou") return;
       if (sdkErrorName(e) === "BucketAlreadyExists") {
-        throw new ObjstateError(
-          "STORE_ERROR",
-          `bucket "${this.bucket}" already exists at ${this.endpoint} and belongs to another account: choose another bucket name`,
-          {
-            cause: e,
-          },
-        );
+        const message = `bucket "${this.bucket}" already exists at ${this.endpoint} and belongs to another account: choose another bucket name`;
+        throw new ObjstateError("STORE_ERROR", message, { cause: e });
       }
       throw this.mapError(e, { op: "create bucket" });
     }
@@ -532,7 +478,7 @@ export class S3Driver implements ObjectStoreDriver {
       let page;
       try {
         page = await this.client.send(
-          new ListMultipartUploadsCommand({
+          new S3.ListMultipartUploadsCommand({
             Bucket: this.bucket,
             Prefix: prefix === "" ? undefined : prefix,
             KeyMarker: keyMarker,
@@ -555,7 +501,7 @@ export class S3Driver implements ObjectStoreDriver {
   async removeLeftover(item: Leftover): Promise<void> {
     if (item.kind !== "multipart-upload" || item.key === undefined) return;
     try {
-      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: item.key, UploadId: item.id }));
+      await this.client.send(new S3.AbortMultipartUploadCommand({ Bucket: this.bucket, Key: item.key, UploadId: item.id }));
     } catch (e) {
       if (sdkErrorName(e) === "NoSuchUpload" || sdkHttpStatus(e) === 404) return;
       throw this.mapError(e, { op: "abort multipart upload", key: item.key });
@@ -566,88 +512,61 @@ export class S3Driver implements ObjectStoreDriver {
     this.client.destroy();
   }
 
-  private async putSingle(params: PutObjectCommandInput, body: Buffer, options: PutOptions): Promise<void> {
-    if (body.length > SINGLE_PUT_MAX) {
-      throw new ObjstateError("STORE_ERROR", `a create-if-absent write of ${body.length} bytes is larger than one S3 PutObject allows (5 GiB)`);
-    }
-    // Integrity of the body in transit (checksums are otherwise off, see G1): Content-MD5
-    // when the hash is known up front; when it is still being computed (large states),
-    // send at once and compare the stored object's ETag afterwards.
+  private async putSingle(params: S3.PutObjectCommandInput, body: Buffer, options: PutOptions): Promise<void> {
+    // Content-MD5 when the hash is known up front; when it is still being computed (large
+    // states), send at once and compare the stored object's plain-MD5 ETag afterwards.
     const pending = typeof options.md5 === "object" ? options.md5 : undefined;
     const known = typeof options.md5 === "string" ? options.md5 : pending === undefined ? createHash("md5").update(body).digest("hex") : undefined;
-    const res = await this.client.send(
-      new PutObjectCommand({
-        ...params,
-        ContentMD5: known === undefined ? undefined : Buffer.from(known, "hex").toString("base64"),
-        IfNoneMatch: options.ifNoneMatch === true ? "*" : undefined,
-        // RGW compares If-Match against the bare ETag and refuses a quoted one (ceph.md).
-        IfMatch: options.ifMatch?.replace(/"/g, ""),
-      }),
-    );
-    if (pending !== undefined) checkStoredMd5(res, await pending, params.Key);
+    const res = await this.client.send(new S3.PutObjectCommand({ ...params, ContentMD5: known === undefined ? undefined : base64(known) }));
+    const etag = pending === undefined ? undefined : plainMd5Etag(res);
+    if (etag !== undefined && etag !== (await pending)) {
+      throw new ObjstateError(
+        "STORE_INTEGRITY",
+        `the object store stored "${params.Key ?? "?"}" with MD5 ${etag}, but the bytes sent hash to ${await pending}: the upload was damaged in transit; write it again`,
+      );
+    }
   }
 
-  private async putMultipart(params: PutObjectCommandInput, body: PutBody, options: PutOptions): Promise<void> {
-    // A multipart ETag is no MD5, so the MD5 travels as metadata of the object version:
-    // readers take it from there instead of hashing the whole object again. It must be
-    // known when the upload is created, so here the hash comes first.
-    const md5 = (await options.md5) ?? (isByteSource(body) ? await md5OfSource(body, `the bytes for ${params.Key ?? "?"}`) : undefined);
-    const stream = isByteSource(body) ? sourceStream(body, `the bytes for ${params.Key ?? "?"}`) : undefined;
-    const withMd5 = {
-      ...params,
-      Body: isByteSource(body) ? stream : body,
-      ...(md5 === undefined ? {} : { Metadata: { ...params.Metadata, [MD5_METADATA]: md5 } }),
-    };
-    const upload = new Upload({ client: this.client, params: withMd5, partSize: PART_SIZE, queueSize: QUEUE_SIZE });
-    // lib-storage sends a body that fits in one part as a plain PutObject. The result's ETag
-    // is empty on RGW (ceph.md G4); nothing here needs it.
+  private async putMultipart(params: S3.PutObjectCommandInput, body: PutBody, options: PutOptions): Promise<void> {
+    // A multipart ETag is no MD5, so the MD5 travels as metadata of the version (known when
+    // the upload is created, so hashed first): readers take it from there.
+    const what = `the bytes for ${params.Key ?? "?"}`;
+    const md5 = (await options.md5) ?? (isByteSource(body) ? await md5OfSource(body, what) : undefined);
+    const Body = isByteSource(body) ? sourceStream(body, what) : body;
+    const Metadata = md5 === undefined ? params.Metadata : { ...params.Metadata, [MD5_METADATA]: md5 };
+    // lib-storage sends a body that fits in one part as a plain PutObject; its ETag is empty on RGW (ceph.md G4).
+    const upload = new Upload({ client: this.client, params: { ...params, Body, Metadata }, partSize: PART_SIZE, queueSize: QUEUE_SIZE });
     try {
       await upload.done();
     } finally {
-      stream?.destroy();
+      if (Body instanceof Readable) Body.destroy();
     }
   }
 
   /**
-   * One PutObject whose body is streamed from the source: `Content-Length` and `Content-MD5`
-   * go in the headers (the MD5 is known before a byte is sent, so the store itself refuses
-   * bytes that changed since they were hashed). The SDK does not retry a streamed body, so
-   * transient failures are retried here, each attempt reading the source again.
+   * One PutObject streamed from the source with `Content-Length` and `Content-MD5` (the store
+   * refuses bytes that changed since they were hashed). The SDK does not retry a streamed
+   * body, so transient failures are retried here, each attempt reading the source again.
    */
-  private async putStreamed(params: PutObjectCommandInput, source: ByteSource, options: PutOptions, conditional: boolean): Promise<void> {
-    if (source.size > SINGLE_PUT_MAX) {
-      throw new ObjstateError("STORE_ERROR", `a write of ${source.size} bytes is larger than one S3 PutObject allows (5 GiB)`);
-    }
+  private async putStreamed(params: S3.PutObjectCommandInput, source: ByteSource, options: PutOptions, conditional: boolean): Promise<void> {
     const what = `the bytes for ${params.Key ?? "?"}`;
     const md5 = (await options.md5) ?? (await md5OfSource(source, what));
-    // The shared client's deadline grows with a body it can measure (bytes in memory), not
-    // with a stream: each attempt gets a client of its own, whose deadline is what is left
-    // of the one this body deserves (one deadline for all attempts, as for any request).
+    // The shared client's deadline grows only with a body it can measure: each attempt gets a
+    // client whose deadline is what is left of the one this body deserves.
     const deadline = Date.now() + deadlineMs(this.timeouts, source.size);
     for (let attempt = 1; ; attempt++) {
       const client = this.newClient({ ...this.timeouts, requestMs: Math.max(1, deadline - Date.now()) });
       const controller = new AbortController();
       let failed: unknown;
       const body = sourceStream(source, what);
-      // A source that fails mid-way (its file changed) ends the request at once instead of
-      // leaving it to stall until the idle timeout.
+      // A source that fails mid-way (its file changed) ends the request at once, not at the idle timeout.
       body.once("error", (e) => {
         failed = e;
         controller.abort(e);
       });
       try {
-        await client.send(
-          new PutObjectCommand({
-            ...params,
-            Body: body,
-            ContentLength: source.size,
-            ContentMD5: Buffer.from(md5, "hex").toString("base64"),
-            IfNoneMatch: options.ifNoneMatch === true ? "*" : undefined,
-            // RGW compares If-Match against the bare ETag and refuses a quoted one (ceph.md).
-            IfMatch: options.ifMatch?.replace(/"/g, ""),
-          }),
-          { abortSignal: controller.signal },
-        );
+        const input = { ...params, Body: body, ContentLength: source.size, ContentMD5: base64(md5) };
+        await client.send(new S3.PutObjectCommand(input), { abortSignal: controller.signal });
         return;
       } catch (e) {
         if (failed !== undefined) throw failed;
@@ -671,20 +590,11 @@ export class S3Driver implements ObjectStoreDriver {
       );
     }
     // RGW answers some losers of a conditional race with 500 ECANCELED instead of 412 (ceph.md G3).
-    if (status === 412 || sdkErrorName(e) === "PreconditionFailed" || (conditional && status === 500)) {
-      return new ObjstateError(
-        "PRECONDITION_FAILED",
-        `${key} in ${this.location} is not what the conditional write expected (it exists already, or changed since it was read)`,
-        {
-          cause: e,
-          details: { key, httpStatus: status },
-        },
-      );
-    }
+    if (status === 412 || sdkErrorName(e) === "PreconditionFailed" || (conditional && status === 500)) return this.preconditionFailed(key, e, status);
     return this.mapError(e, { op: "put", key });
   }
 
-  private mapError(e: unknown, ctx: OpContext): ObjstateError {
+  private mapError(e: unknown, ctx: { op: string; key?: string | undefined }): ObjstateError {
     if (e instanceof ObjstateError) return e;
     const name = sdkErrorName(e);
     const status = sdkHttpStatus(e);
@@ -713,14 +623,8 @@ export class S3Driver implements ObjectStoreDriver {
     }
     const net = networkFailure(e);
     if (net !== undefined) {
-      return new ObjstateError(
-        "ENDPOINT_UNREACHABLE",
-        `cannot reach the object store at ${this.endpoint} (${net}): check the endpoint URL and that the server is running and reachable`,
-        {
-          cause: e,
-          details,
-        },
-      );
+      const message = `cannot reach the object store at ${this.endpoint} (${net}): check the endpoint URL and that the server is running and reachable`;
+      return new ObjstateError("ENDPOINT_UNREACHABLE", message, { cause: e, details });
     }
     return new ObjstateError(
       "STORE_ERROR",
@@ -730,38 +634,9 @@ export class S3Driver implements ObjectStoreDriver {
   }
 }
 
-/** Adapts objstate's provider to the SDK's; the SDK memoizes it and calls it again before `expiration`. */
-function sdkCredentialsFor(provider: CredentialsProvider | undefined): SdkCredentialsProvider {
-  // Without a provider of ours the SDK would fall back to its own chain (env, ~/.aws, instance metadata).
-  return sdkCredentials(
-    provider ??
-      (() =>
-        Promise.reject(
-          new ObjstateError(
-            "CREDENTIALS_MISSING",
-            "no credentials for the object store: give an access key and secret key (or a role) in the config or environment",
-          ),
-        )),
-  );
-}
+const NO_CREDENTIALS = "no credentials for the object store: give an access key and secret key (or a role) in the config or environment";
 
-/**
- * Read a body of `length` bytes into one buffer allocated up front, so peak memory is about
- * the object's size rather than chunks plus a concatenated copy. Exported for its test.
- */
-export async function readBody(body: AsyncIterable<Uint8Array>, length: number, hash: Hasher | undefined): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(length);
-  let offset = 0;
-  for await (const chunk of body) {
-    if (offset + chunk.length > length) throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);
-    buf.set(chunk, offset);
-    // Hashing each chunk as it arrives overlaps the digest with the transfer.
-    await hash?.write(chunk);
-    offset += chunk.length;
-  }
-  if (offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
-  return buf;
-}
+const base64 = (hex: string): string => Buffer.from(hex, "hex").toString("base64");
 
 /** A response body as binary chunks, exactly `length` bytes when the store announced it. */
 async function* exactBody(body: unknown, length: number | undefined): AsyncGenerator<Uint8Array> {
@@ -774,17 +649,6 @@ async function* exactBody(body: unknown, length: number | undefined): AsyncGener
     yield chunk;
   }
   if (length !== undefined && offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
-}
-
-/** A PUT sent without Content-MD5 (its hash was under way): the stored object's ETag, when an MD5, must be the hash. */
-function checkStoredMd5(res: Parameters<typeof plainMd5Etag>[0], expected: string, key: string | undefined): void {
-  const etag = plainMd5Etag(res);
-  if (etag !== undefined && etag !== expected) {
-    throw new ObjstateError(
-      "STORE_INTEGRITY",
-      `the object store stored "${key ?? "?"}" with MD5 ${etag}, but the bytes sent hash to ${expected}: the upload was damaged in transit; write it again`,
-    );
-  }
 }
 
 /**
@@ -805,7 +669,7 @@ function sourceStream(source: ByteSource, what: string): Readable {
 }
 
 /** Records each request after the signer ran, i.e. exactly the headers that are sent. */
-function addRequestHook(client: S3Client, onRequest: (req: WireRequest) => void): void {
+function addRequestHook(client: S3.S3Client, onRequest: (req: WireRequest) => void): void {
   const hook =
     <A extends { request: unknown }, R>(next: (args: A) => Promise<R>) =>
     async (args: A): Promise<R> => {
