@@ -5,7 +5,7 @@
  * is encrypted straight into base64 chunks and decrypted from base64 chunks without a
  * second whole copy of it.
  */
-import type { Cipher, DecipherGCM } from "node:crypto";
+import type { CipherGCM, DecipherGCM } from "node:crypto";
 import { nodeCrypto } from "../util/builtins.js";
 import { giveScratch, takeScratch } from "../util/scratch.js";
 
@@ -14,55 +14,15 @@ export const TAG_BYTES = 16;
 /** AES key lengths OpenTofu accepts: 128, 192, 256 bits. */
 export const KEY_LENGTHS: readonly number[] = [16, 24, 32];
 
-/**
- * Plaintext bytes per piece: a multiple of 3, so each piece's base64 needs no padding. Its
- * base64 (64 KiB) is small enough to be freed young: larger strings wait for a full garbage
- * collection, and the pieces of a large state pile up meanwhile.
- */
-export const PIECE_BYTES = 3 * 16 * 1024;
-/** Base64 characters decoded at a time, for the same reason. */
+/** Plaintext bytes per cipher call when sealing: a multiple of 3, so each piece's base64 needs no padding. */
+const PIECE_BYTES = 3 * 16 * 1024;
+/** Base64 characters decoded at a time: small strings are freed young, large ones pile up until a full collection. */
 const DECODE_CHARS = 64 * 1024;
 /** Bytes decoded before a cipher call (see `Base64GcmOpener`). */
 const STAGING_BYTES = 4 * 1024 * 1024;
 
 function cipherName(key: Uint8Array): "aes-128-gcm" | "aes-192-gcm" | "aes-256-gcm" {
-  if (key.length === 16) return "aes-128-gcm";
-  if (key.length === 24) return "aes-192-gcm";
-  return "aes-256-gcm";
-}
-
-/**
- * Base64 of a byte stream pushed in pieces, as text: only whole 3-byte groups are encoded
- * until the end. Text, not bytes: whoever takes it writes it straight where it goes, with
- * no buffer per piece (a buffer per 64 KiB of a large envelope was most of its garbage).
- */
-class Base64Encoder {
-  private carry: Buffer = Buffer.alloc(0);
-
-  push(b: Buffer): string {
-    if (b.length === 0) return "";
-    let out = "";
-    let i = 0;
-    if (this.carry.length > 0) {
-      const need = 3 - this.carry.length;
-      if (b.length < need) {
-        this.carry = Buffer.concat([this.carry, b]);
-        return "";
-      }
-      out = Buffer.concat([this.carry, b.subarray(0, need)]).toString("base64");
-      i = need;
-    }
-    const end = i + Math.floor((b.length - i) / 3) * 3;
-    if (end > i) out += b.subarray(i, end).toString("base64");
-    this.carry = Buffer.from(b.subarray(end));
-    return out;
-  }
-
-  end(): string {
-    const out = this.carry.toString("base64");
-    this.carry = Buffer.alloc(0);
-    return out;
-  }
+  return `aes-${key.length * 8}-gcm` as "aes-128-gcm" | "aes-192-gcm" | "aes-256-gcm";
 }
 
 /** Base64 characters of `n` bytes. */
@@ -71,25 +31,21 @@ export function base64Length(n: number): number {
 }
 
 /**
- * The base64 of `nonce ‖ AES-GCM(plain) ‖ tag`, as text in pieces of 64 KiB. The cipher runs
- * as the pieces are taken, so the caller can stream them to a store without holding them.
+ * Write the base64 of `nonce ‖ AES-GCM(plain) ‖ tag` into `out` at `at` (it has room for
+ * {@link base64Length} of it), a piece at a time so no whole ciphertext or string is made.
+ * Returns the offset after it.
  */
-export function* sealToBase64(
-  key: Uint8Array,
-  aad: Uint8Array | undefined,
-  plain: Uint8Array,
-  nonce: Uint8Array = nodeCrypto().randomBytes(NONCE_BYTES),
-): Generator<string, void, undefined> {
-  const c = nodeCrypto().createCipheriv(cipherName(key), key, nonce) as Cipher & { getAuthTag(): Buffer; setAAD(b: Uint8Array): unknown };
+export function sealBase64Into(out: Buffer, at: number, key: Uint8Array, aad: Uint8Array | undefined, plain: Uint8Array, nonce: Uint8Array): number {
+  const c = nodeCrypto().createCipheriv(cipherName(key), key, nonce) as CipherGCM;
   if (aad !== undefined && aad.length > 0) c.setAAD(aad);
-  const enc = new Base64Encoder();
-  yield enc.push(Buffer.from(nonce));
+  // The nonce (12 bytes) and every full piece are multiples of 3: only the last piece is padded.
+  at += out.write(Buffer.from(nonce).toString("base64"), at, "latin1");
   const view = Buffer.from(plain.buffer, plain.byteOffset, plain.byteLength);
-  for (let at = 0; at < view.length; at += PIECE_BYTES) {
-    yield enc.push(c.update(view.subarray(at, Math.min(view.length, at + PIECE_BYTES))));
-  }
-  const last = c.final();
-  yield enc.push(Buffer.concat([last, c.getAuthTag()])) + enc.end();
+  let from = 0;
+  for (; view.length - from > PIECE_BYTES; from += PIECE_BYTES)
+    at += out.write(c.update(view.subarray(from, from + PIECE_BYTES)).toString("base64"), at, "latin1");
+  const last = Buffer.concat([c.update(view.subarray(from)), c.final(), c.getAuthTag()]);
+  return at + out.write(last.toString("base64"), at, "latin1");
 }
 
 /** Why an AES-GCM opening failed. */
