@@ -1,9 +1,7 @@
 /**
- * Method `aes_gcm` as OpenTofu applies it: AES-128/192/256-GCM, a random 12-byte nonce per
- * encryption, the optional AAD, and `encrypted_data = nonce ‖ ciphertext ‖ tag(16)`, which
- * the envelope holds as standard base64. Both directions work on pieces, so a large state
- * is encrypted straight into base64 chunks and decrypted from base64 chunks without a
- * second whole copy of it.
+ * Method `aes_gcm` as OpenTofu applies it: AES-128/192/256-GCM, a random 12-byte nonce, the
+ * optional AAD, and `encrypted_data = base64(nonce ‖ ciphertext ‖ tag(16))`. Both directions
+ * work in pieces, so a large state never has a second whole copy.
  */
 import type { CipherGCM, DecipherGCM } from "node:crypto";
 import { nodeCrypto } from "../util/builtins.js";
@@ -48,18 +46,13 @@ export function sealBase64Into(out: Buffer, at: number, key: Uint8Array, aad: Ui
   return at + out.write(last.toString("base64"), at, "latin1");
 }
 
-/** Why an AES-GCM opening failed. */
-export type OpenFailure =
-  | { readonly kind: "not-base64" }
-  | { readonly kind: "too-short"; readonly bytes: number }
-  /** The tag did not match: the data was altered (or, with a wrong key, the prefix check already said so). */
-  | { readonly kind: "tag" };
+/** Why an AES-GCM opening failed (`tag`: the data was altered). */
+export type OpenFailure = { readonly kind: "not-base64" } | { readonly kind: "too-short"; readonly bytes: number } | { readonly kind: "tag" };
 
 /**
- * Does a decrypted prefix look like the start of a state (`{` after optional whitespace,
- * printable text)? A wrong key yields random bytes: 16 of them pass with a chance near 10⁻⁹.
- * This picks the method among fallbacks and tells a wrong key from altered data; nothing
- * decrypted is released before the tag is checked.
+ * Does a decrypted prefix look like the start of a state (`{` after whitespace, printable)?
+ * Random bytes from a wrong key pass with a chance near 10⁻⁹: this picks the method among
+ * fallbacks and tells a wrong key from altered data (the tag still decides).
  */
 export function looksLikeStateStart(b: Uint8Array): boolean {
   let i = 0;
@@ -69,30 +62,23 @@ export function looksLikeStateStart(b: Uint8Array): boolean {
   return true;
 }
 
-/** The key (and AAD) one candidate method opens with. */
 export interface OpenKey {
   readonly key: Buffer;
   readonly aad: Buffer | undefined;
 }
 
 /** Bytes decrypted from the start to choose a key: one AES block. */
-export const PROBE_BYTES = 16;
+const PROBE_BYTES = 16;
 
 /**
- * Opens `nonce ‖ ciphertext ‖ tag` pushed as base64 characters in pieces. The first
- * {@link PROBE_BYTES} of ciphertext are decrypted with each candidate key in turn (`choose`)
- * until one gives the start of a state; that key decrypts the rest. The last 16 bytes are
- * held back as the tag. `output` receives plaintext pieces, to be used only once {@link end}
- * succeeds.
+ * Opens `nonce ‖ ciphertext ‖ tag` pushed as base64 characters in pieces: `choose` picks the
+ * key by the first {@link PROBE_BYTES}; the last 16 bytes are held back as the tag. `output`
+ * gets plaintext pieces, to be used only once {@link end} succeeds.
  */
 export class Base64GcmOpener {
   private carry: Buffer = Buffer.alloc(0);
   private decodedBytes = 0;
-  /**
-   * Decoded bytes wait here until there are enough for one cipher call: each call has a cost
-   * of its own, and a state that fits is decrypted in one call, into one buffer that is the
-   * result. Reused from one opening to the next (given back at the end).
-   */
+  /** Decoded bytes wait here for one cipher call per 4 MiB (a reused scratch buffer). */
   private staging = takeScratch(STAGING_BYTES);
   private staged = 0;
   private prefix: Buffer[] = [];
@@ -100,14 +86,13 @@ export class Base64GcmOpener {
   private decipher: DecipherGCM | undefined;
   private pending: Buffer = Buffer.alloc(0);
   private failure: OpenFailure | undefined;
-  private started = false;
 
   constructor(
     private readonly choose: (nonce: Buffer, probe: Buffer) => Promise<OpenKey | undefined>,
     private readonly output: (plain: Buffer) => void,
   ) {}
 
-  /** The chosen key could not be found: every candidate's probe failed. */
+  /** Every candidate key's probe failed. */
   noKey = false;
 
   /** Base64 characters (as bytes) of the data, in order. */
@@ -118,8 +103,7 @@ export class Base64GcmOpener {
 
   private async pushSome(chars: Buffer): Promise<void> {
     if (this.failure !== undefined || this.noKey || chars.length === 0) return;
-    // The last group is kept back (in `carry`, with any incomplete one): only the end may
-    // carry padding, and only the end knows it is the end.
+    // The last group is kept back in `carry`: only the end may be padded.
     let start = 0;
     const c = this.carry;
     if (c.length > 0) {
@@ -137,14 +121,13 @@ export class Base64GcmOpener {
     if (whole > 0) await this.decode(chars.subarray(start, start + whole), false);
   }
 
-  /** Decode base64 characters into the staging buffer (straight from the string, no buffer per piece); full, it goes to the cipher. */
+  /** Decode into the staging buffer; full, it goes to the cipher. */
   private async decode(chars: Buffer, last: boolean): Promise<void> {
     const n = chars.length;
     if (this.staged + (n / 4) * 3 > this.staging.length) await this.flush();
     if (this.staging.length < (n / 4) * 3) this.staging = Buffer.allocUnsafe((n / 4) * 3);
     const w = this.staging.write(chars.toString("latin1"), this.staged, "base64");
-    // Node skips characters that are not base64; Go refuses them. A length that does not
-    // add up means such characters (or padding inside the data).
+    // Node skips what is not base64 and Go refuses it: a length that does not add up is that (or inner padding).
     const pad = last ? (chars[n - 1] === 0x3d ? (chars[n - 2] === 0x3d ? 2 : 1) : 0) : 0;
     if (n % 4 !== 0 || w !== (n / 4) * 3 - pad || (!last && chars.indexOf(0x3d) !== -1)) this.failure ??= { kind: "not-base64" };
     this.staged += w;
@@ -173,10 +156,9 @@ export class Base64GcmOpener {
     this.feed(b);
   }
 
-  /** The first bytes (`all`, at least the nonce): the key is chosen, and the rest goes to the cipher. */
+  /** The first bytes: the key is chosen, and the rest goes to the cipher. */
   private async start(all: Buffer, atEnd: boolean): Promise<void> {
     this.prefix = [];
-    this.started = true;
     if (all.length < NONCE_BYTES + TAG_BYTES) {
       this.failure = { kind: "too-short", bytes: all.length };
       return;
@@ -208,22 +190,12 @@ export class Base64GcmOpener {
     }
   }
 
-  /** The staging buffer goes back for the next opening: nothing is staged any more. */
-  private release(): void {
-    const s = this.staging;
-    this.staging = Buffer.alloc(0);
-    if (s.length === STAGING_BYTES) giveScratch(s);
-  }
-
-  /** Send what is staged to the cipher now, so the key is chosen from the bytes so far (a prefix being checked). */
+  /** Send what is staged to the cipher, so the key is chosen from a prefix. */
   async settle(): Promise<void> {
     if (this.failure === undefined && !this.noKey) await this.flush();
   }
 
-  /**
-   * The data ended: check the tag. Returns undefined on success, else why it failed
-   * (`noKey` set means no candidate key gave the start of a state).
-   */
+  /** The data ended: undefined when the tag checks out, else why not (or `noKey`). */
   async end(): Promise<OpenFailure | undefined> {
     if (this.failure === undefined && !this.noKey && this.carry.length > 0) {
       const s = this.carry;
@@ -232,9 +204,10 @@ export class Base64GcmOpener {
     }
     if (this.failure === undefined && !this.noKey) await this.flush();
     if (this.failure !== undefined) return this.failure;
-    if (!this.started) await this.start(Buffer.concat(this.prefix), true);
+    if (this.decipher === undefined) await this.start(Buffer.concat(this.prefix), true);
     if (this.failure !== undefined || this.noKey) return this.failure;
-    this.release();
+    if (this.staging.length === STAGING_BYTES) giveScratch(this.staging);
+    this.staging = Buffer.alloc(0);
     const d = this.decipher as DecipherGCM;
     if (this.pending.length < TAG_BYTES) return { kind: "too-short", bytes: this.decodedBytes };
     d.setAuthTag(this.pending);

@@ -1,9 +1,7 @@
 /**
- * State encryption for one target (`state`, or a remote state data source): writes the v0
- * envelope OpenTofu writes, reads it with the primary method, then each fallback, and reads
- * plain states only where an `unencrypted` method allows it. This is what state I/O calls;
- * it knows nothing of stores, workspaces or locks (the caller names the workspace for
- * messages).
+ * State encryption for one target (`state`, or a remote state data source): writes OpenTofu's
+ * v0 envelope, reads it with the primary method, then each fallback, and reads plain states
+ * only where an `unencrypted` method allows it. It knows nothing of stores or locks.
  */
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
@@ -13,12 +11,10 @@ import type { AesGcmMethodConfig, EncryptionConfig, KeyProviderConfig, MethodCon
 import { ExternalProvider, type ExternalOptions } from "./external.js";
 import { Pbkdf2Provider } from "./pbkdf2.js";
 
-/** The only envelope version there is. */
 export const ENCRYPTION_VERSION = "v0";
 
 /** The clear fields of an envelope (OpenTofu copies them from the state so backends can read them). */
 export interface EnvelopeHeader {
-  /** `serial`: null when the state had none. */
   readonly serial: number | null;
   readonly lineage: string;
 }
@@ -31,31 +27,29 @@ export interface Envelope {
 
 /** What a read found. */
 export interface Decrypted {
-  /** The state's JSON. */
   readonly state: Buffer;
-  /** Whether the stored bytes were an envelope (false: a plain state, read through `unencrypted`). */
+  /** False: a plain state, read through `unencrypted`. */
   readonly encrypted: boolean;
   /** The method that read it (`method.TYPE.NAME`). */
   readonly method: string;
-  /** It was read by a fallback, or is plain while the primary encrypts: the next write changes its form (OpenTofu's "migration"). */
+  /** Read by a fallback, or plain while the primary encrypts: the next write changes its form (OpenTofu's "migration"). */
   readonly migration: boolean;
-  /** The envelope's clear `serial` and `lineage` (undefined for a plain state). */
+  /** The envelope's clear fields (undefined for a plain state). */
   readonly header: EnvelopeHeader | undefined;
 }
 
 /** Names the state in messages. */
 export interface StateContext {
-  /** Workspace of the state (named in errors). */
   readonly workspace?: string;
 }
 
 /** Options of a {@link StateEncryption}. */
 export interface StateEncryptionOptions extends ExternalOptions {
-  /** Source of salts and nonces (default: `crypto.randomBytes`); tests pass a fixed one to get known envelopes. */
+  /** Source of salts and nonces (default: `crypto.randomBytes`); tests pass a fixed one. */
   readonly randomBytes?: (n: number) => Buffer;
 }
 
-/** Which target's methods apply: `state`, or the remote state data source of that name (its own block, else `default`). */
+/** `state`, or the remote state data source of that name (its own block, else `default`). */
 export type EncryptionTarget = { readonly kind: "state" } | { readonly kind: "remote"; readonly name: string };
 
 type Provider = Pbkdf2Provider | ExternalProvider;
@@ -101,7 +95,7 @@ class PlainSink {
 
 /** Encrypts and decrypts states for one target of an {@link EncryptionConfig}. */
 export class StateEncryption {
-  /** Method addresses, the primary first. */
+  /** The primary first. */
   readonly methods: readonly MethodConfig[];
   readonly #providers = new Map<string, Provider>();
 
@@ -129,11 +123,7 @@ export class StateEncryption {
     Object.freeze(this);
   }
 
-  /**
-   * The encryption of `config`'s `state` target, or of the remote state data source `name`
-   * (its own block, else `remote_state_data_sources.default`). Undefined when the
-   * configuration encrypts nothing there (states are read and written as they are).
-   */
+  /** The encryption of `target`, or undefined when the configuration encrypts nothing there. */
   static for(config: EncryptionConfig, target: EncryptionTarget = { kind: "state" }, opts: StateEncryptionOptions = {}): StateEncryption | undefined {
     const t = target.kind === "state" ? config.state : (config.remoteTargets.get(target.name) ?? config.remoteDefault);
     if (t === undefined || t.methods.length === 0) return undefined;
@@ -145,11 +135,7 @@ export class StateEncryption {
     return this.methods[0]?.type === "unencrypted";
   }
 
-  /**
-   * The envelope of `state` (its JSON bytes) with the clear `serial` and `lineage` the caller
-   * read from it, or `state` itself when the primary method is `unencrypted`. Keys are
-   * derived (or fetched) once per instance.
-   */
+  /** The envelope of `state` with the clear fields the caller read from it (`state` itself when the primary is `unencrypted`). */
   async encrypt(state: Uint8Array, header: EnvelopeHeader): Promise<Envelope> {
     const b = await this.#seal(state, header);
     return { byteLength: b.length, toBuffer: () => b };
@@ -174,7 +160,7 @@ export class StateEncryption {
     return out;
   }
 
-  /** Read stored bytes held in memory (an envelope or, where allowed, a plain state). */
+  /** Read stored bytes held in memory. */
   async decrypt(stored: Uint8Array, ctx?: StateContext): Promise<Decrypted> {
     const d = this.decryptor(ctx, stored.byteLength);
     await d.push(stored);
@@ -182,10 +168,8 @@ export class StateEncryption {
   }
 
   /**
-   * A reader fed the stored bytes in pieces as they arrive: the ciphertext is decrypted on
-   * the way, so only the plaintext is held. `storedSize`, when known, lets it allocate the
-   * plaintext once. `borrowed`: each piece is valid only until its push settles (a reused
-   * read buffer), so whatever is kept of it is copied.
+   * A reader fed the stored bytes as they arrive, holding only the plaintext. `storedSize`
+   * lets it allocate that once; `borrowed`: a piece is valid only until its push settles.
    */
   decryptor(ctx?: StateContext, storedSize?: number, borrowed = false): StateDecryptor {
     return new StateDecryptor(this, ctx, storedSize, borrowed);
@@ -340,9 +324,8 @@ export class StateDecryptor {
   }
 
   /**
-   * Only the first pieces were pushed (a large stored state, before it is written over): throw
-   * what they already show — no configured key opens it, an unknown version, or a plain
-   * state without an `unencrypted` method. Altered data further on is not seen here.
+   * Only a prefix was pushed (a large state about to be written over): throw what it shows —
+   * no key opens it, an unknown version, or a plain state without `unencrypted`.
    */
   async checkPrefix(): Promise<void> {
     if (this.phase === "head") {
@@ -355,7 +338,7 @@ export class StateDecryptor {
     if (opener.noKey) this.wrongKey();
   }
 
-  /** All pieces were pushed: the state, once the tag and the clear fields check out. */
+  /** All pieces were pushed: the state, once the tag and clear fields check out. */
   async end(): Promise<Decrypted> {
     if (this.phase === "data") this.tampered("its encrypted_data string never ends");
     if (this.phase === "head") return this.plain();
@@ -403,7 +386,7 @@ export class StateDecryptor {
 
   /** OpenTofu's check: the clear serial and lineage must be the decrypted state's own. */
   private checkClearFields(serial: unknown, lineage: unknown, state: Buffer): void {
-    // Writers put serial and lineage near the top: scan in pieces and stop once both are seen.
+    // Writers put both near the top: stop once they are seen.
     const s = new JsonScanner(["serial", "lineage"]);
     for (let at = 0; at < state.length && s.values.size < 2 && !s.failed; at += 64 * 1024) s.feed(state.subarray(at, at + 64 * 1024));
     const field = (k: string): unknown => {

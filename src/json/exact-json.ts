@@ -86,49 +86,56 @@ export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson 
   }
 }
 
-/** Exact JSON of a JS value (numbers as `JSON.stringify` writes them); undefined members are left out. */
-export function fromJs(value: JsonValue): ExactJson {
-  type Frame = { src: unknown[]; out: ExactJson[]; i: number } | { src: [string, unknown][]; out: Map<string, ExactJson>; i: number; obj: object };
-  const onPath = new Set<object>();
-  const convertLeaf = (v: unknown): ExactJson | Frame | undefined => {
-    if (v === null || typeof v === "string" || typeof v === "boolean") return v;
-    if (typeof v === "number") return Number.isFinite(v) ? new JsonNumber(JSON.stringify(v)) : null;
-    if (typeof v !== "object") return undefined;
-    if (onPath.has(v)) throw new TypeError("a value refers to itself; JSON values cannot");
-    onPath.add(v);
-    if (Array.isArray(v)) return { src: v as unknown[], out: [], i: 0 };
-    return { src: Object.entries(v), out: new Map(), i: 0, obj: v };
-  };
-  const isFrame = (x: ExactJson | Frame | undefined): x is Frame => typeof x === "object" && x !== null && "src" in x;
-  const first = convertLeaf(value);
-  if (!isFrame(first)) return first === undefined ? null : first;
-  const stack: Frame[] = [first];
+/** A container met by {@link rebuild}: its entries (no key in a list), and how it is made from its converted entries. */
+interface Opened<A, B> {
+  readonly entries: readonly (readonly [string | undefined, A])[];
+  readonly make: (kids: [string | undefined, B][]) => B;
+}
+
+/** A tree converted bottom-up with an explicit stack: values nest 10,000 deep, past the call stack. */
+function rebuild<A, B>(root: A, open: (v: A) => Opened<A, B> | undefined, leaf: (v: A) => B): B {
+  type Frame = Opened<A, B> & { kids: [string | undefined, B][] };
+  const first = open(root);
+  if (first === undefined) return leaf(root);
+  const stack: Frame[] = [{ ...first, kids: [] }];
   for (;;) {
     const f = stack[stack.length - 1] as Frame;
-    if (f.i === f.src.length) {
+    if (f.kids.length === f.entries.length) {
       stack.pop();
-      onPath.delete("obj" in f ? f.obj : f.src);
-      const done = f.out;
+      const built = f.make(f.kids);
       const parent = stack[stack.length - 1];
-      if (parent === undefined) return done;
-      place(parent, done);
+      if (parent === undefined) return built;
+      parent.kids.push([parent.entries[parent.kids.length]?.[0], built]);
       continue;
     }
-    const item = f.src[f.i] as unknown;
-    const v = "obj" in f ? (item as [string, unknown])[1] : item;
-    const converted = convertLeaf(v);
-    if (isFrame(converted)) {
-      stack.push(converted);
-    } else {
-      if (converted === undefined && "obj" in f) f.i++;
-      else place(f, converted ?? null);
-    }
+    const [k, v] = f.entries[f.kids.length] as readonly [string | undefined, A];
+    const g = open(v);
+    if (g === undefined) f.kids.push([k, leaf(v)]);
+    else stack.push({ ...g, kids: [] });
   }
-  function place(f: Frame, v: ExactJson): void {
-    if ("obj" in f) f.out.set((f.src[f.i] as [string, unknown])[0], v);
-    else f.out.push(v);
-    f.i++;
-  }
+}
+
+const listEntries = <A>(v: readonly A[]): [undefined, A][] => v.map((x) => [undefined, x]);
+
+/** Exact JSON of a JS value (numbers as `JSON.stringify` writes them); undefined members are left out. */
+export function fromJs(value: JsonValue): ExactJson {
+  const onPath = new Set<object>();
+  const open = (v: unknown): Opened<unknown, ExactJson | undefined> | undefined => {
+    if (typeof v !== "object" || v === null) return undefined;
+    if (onPath.has(v)) throw new TypeError("a value refers to itself; JSON values cannot");
+    onPath.add(v);
+    if (Array.isArray(v)) return { entries: listEntries(v as unknown[]), make: (kids) => (onPath.delete(v), kids.map(([, x]) => x ?? null)) };
+    return {
+      entries: Object.entries(v),
+      make: (kids) => (onPath.delete(v), new Map(kids.filter((e): e is [string, ExactJson] => e[1] !== undefined))),
+    };
+  };
+  const leaf = (v: unknown): ExactJson | undefined => {
+    if (v === null || typeof v === "string" || typeof v === "boolean") return v;
+    if (typeof v === "number") return Number.isFinite(v) ? new JsonNumber(JSON.stringify(v)) : null;
+    return undefined;
+  };
+  return rebuild<unknown, ExactJson | undefined>(value, open, leaf) ?? null;
 }
 
 /** The JSON type of an exact value, as messages name it. */
@@ -148,40 +155,23 @@ export function exactType(v: ExactJson): JsonType {
  * the literal's text (a string) otherwise. `freeze` freezes every object and array.
  */
 export function toJs(value: ExactJson, numbers: "js" | "lossless", freeze: boolean): JsonValue {
-  const leaf = (v: ExactJson): JsonValue | undefined => {
-    if (v instanceof JsonNumber) return numbers === "js" || isExactInJs(v.text) ? Number(v.text) : v.text;
-    if (v === null || typeof v !== "object") return v;
-    return undefined;
+  const done = <T extends object>(o: T): T => (freeze ? Object.freeze(o) : o);
+  const open = (v: ExactJson): Opened<ExactJson, JsonValue> | undefined => {
+    if (Array.isArray(v)) return { entries: listEntries(v as readonly ExactJson[]), make: (kids) => done(kids.map(([, x]) => x)) };
+    if (!(v instanceof Map)) return undefined;
+    const make = (kids: [string | undefined, JsonValue][]): JsonValue => {
+      const o: Record<string, JsonValue> = {};
+      // defineProperty: a name such as "__proto__" stays an ordinary own property.
+      for (const [k, x] of kids) Object.defineProperty(o, k as string, { value: x, enumerable: true, writable: true, configurable: true });
+      return done(o);
+    };
+    return { entries: [...v.entries()], make };
   };
-  type Frame = { entries: [string | undefined, ExactJson][]; out: JsonValue[] | Record<string, JsonValue>; i: number };
-  const open = (v: ReadonlyMap<string, ExactJson> | readonly ExactJson[]): Frame =>
-    v instanceof Map ? { entries: [...v.entries()], out: {}, i: 0 } : { entries: (v as readonly ExactJson[]).map((x) => [undefined, x]), out: [], i: 0 };
-  const l = leaf(value);
-  if (l !== undefined) return l;
-  const stack: Frame[] = [open(value as ReadonlyMap<string, ExactJson> | readonly ExactJson[])];
-  let done: JsonValue = null;
-  while (stack.length > 0) {
-    const f = stack[stack.length - 1] as Frame;
-    if (f.i === f.entries.length) {
-      stack.pop();
-      done = freeze ? (Object.freeze(f.out) as JsonValue) : f.out;
-      const parent = stack[stack.length - 1];
-      if (parent !== undefined) put(parent, done);
-      continue;
-    }
-    const [, v] = f.entries[f.i] as [string | undefined, ExactJson];
-    const x = leaf(v);
-    if (x === undefined) stack.push(open(v as ReadonlyMap<string, ExactJson> | readonly ExactJson[]));
-    else put(f, x);
-  }
-  return done;
-  function put(f: Frame, v: JsonValue): void {
-    const [k] = f.entries[f.i] as [string | undefined, ExactJson];
-    if (Array.isArray(f.out)) f.out.push(v);
-    // defineProperty: a name such as "__proto__" stays an ordinary own property.
-    else Object.defineProperty(f.out, k as string, { value: v, enumerable: true, writable: true, configurable: true });
-    f.i++;
-  }
+  const leaf = (v: ExactJson): JsonValue => {
+    if (v instanceof JsonNumber) return numbers === "js" || isExactInJs(v.text) ? Number(v.text) : v.text;
+    return v as JsonValue;
+  };
+  return rebuild(value, open, leaf);
 }
 
 /** `JSON.stringify(value)`, walked with a stack: a value nested 10,000 deep does not overflow the call stack. */
