@@ -1,27 +1,25 @@
 /**
- * Key provider `external`: OpenTofu 1.10's program protocol, through which KMS, Vault or
- * OpenBao plug in. The program prints a header line `{"magic":"OpenTofu-External-Key-Provider","version":1}`,
- * reads `null` (encrypting) or the stored `{"external_data":...}` (decrypting) on standard
- * input, and prints `{"keys":{"encryption_key":B64,"decryption_key":B64?},"meta":{"external_data":...}}`.
- * It gets one minute. Errors name the program and what went wrong, never the keys or what
- * it printed on standard output.
+ * Key provider `external`: OpenTofu 1.10's program protocol (KMS, Vault, OpenBao plug in so).
+ * The program prints a header line `{"magic":"OpenTofu-External-Key-Provider","version":1}`,
+ * reads `null` or the stored `{"external_data":...}`, and prints
+ * `{"keys":{"encryption_key":B64,"decryption_key":B64?},"meta":{"external_data":...}}` within a
+ * minute. Errors never quote the keys or its standard output.
  */
 import { ObjstateError } from "../errors.js";
 import { nodeChildProcess } from "../util/builtins.js";
 import type { ExternalProviderConfig } from "./config.js";
 
 export const HEADER_MAGIC = "OpenTofu-External-Key-Provider";
-/** OpenTofu's limit for one run of the program. */
+/** OpenTofu's limit for one run. */
 export const EXTERNAL_TIMEOUT_MS = 60_000;
-/** More output than any key answer needs means a program that is not a key provider. */
+/** More output than a key answer needs: not a key provider. */
 const MAX_OUTPUT_BYTES = 1024 * 1024;
-/** Standard error quoted in a message: enough to say what failed. */
 const STDERR_QUOTED = 1000;
 
-export interface ExternalKeys {
+interface ExternalKeys {
   readonly encryptionKey: Buffer;
   readonly decryptionKey: Buffer | undefined;
-  /** The metadata to store, as OpenTofu's Go code encodes it: `{"external_data":...}`. */
+  /** The metadata to store, as Go encodes it: `{"external_data":...}`. */
   readonly meta: Buffer;
 }
 
@@ -44,11 +42,10 @@ function goJson(v: unknown): string {
 }
 
 /**
- * Run the program once. `input` is the stored metadata (the JSON under this provider's meta
- * key), or undefined to ask only for an encryption key.
+ * Run the program once with the stored metadata, or undefined for an encryption key only.
  * @throws ObjstateError `ENCRYPTION_KEY_PROVIDER_FAILED`
  */
-export function runExternal(config: ExternalProviderConfig, input: Buffer | undefined, opts: ExternalOptions = {}): Promise<ExternalKeys> {
+function runExternal(config: ExternalProviderConfig, input: Buffer | undefined, opts: ExternalOptions = {}): Promise<ExternalKeys> {
   const program = config.command[0] as string;
   const what = `key provider ${config.address} (program ${program})`;
   const fail = (why: string, stderr?: string): ObjstateError => {
@@ -167,7 +164,7 @@ function parseAnswer(text: string, fail: (why: string) => ObjstateError): Extern
   return { encryptionKey, decryptionKey: key("decryption_key"), meta: Buffer.from(goJson({ external_data: m["external_data"] ?? null }), "utf8") };
 }
 
-/** The external key provider of one configuration: one run for the writer's key, one per distinct stored metadata to read. */
+/** One run for the writer's key, one per distinct stored metadata read (a wrapped data key gives the same key each time). */
 export class ExternalProvider {
   #writer: Promise<{ key: Buffer; meta: Buffer }> | undefined;
   readonly #readers = new Map<string, Promise<Buffer | undefined>>();
@@ -183,7 +180,6 @@ export class ExternalProvider {
     return this.#writer;
   }
 
-  /** The decryption key for stored metadata: the program runs once per distinct metadata (a wrapped data key gives the same key each time). */
   decryptionKey(meta: Buffer | undefined): Promise<Buffer | undefined> {
     if (meta === undefined) return Promise.resolve(undefined);
     const id = meta.toString("base64");

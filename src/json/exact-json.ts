@@ -1,23 +1,13 @@
 /**
- * JSON values that keep their numbers exactly as written, for output values.
- *
- * `JSON.parse` turns `12345678901234567890` into 12345678901234567000, `1e400` into
- * Infinity and `1e-400` into 0; the tool keeps such numbers exactly (arbitrary precision).
- * Here a number stays its literal text ({@link JsonNumber}); conversion to a JS number
- * happens only when a caller asks for one.
- *
- * Nothing here recurses: values nested 10,000 levels deep (the tool's limit) are walked
- * with explicit stacks, never the call stack (`JSON.stringify` and `structuredClone`
- * overflow it at that depth).
+ * JSON values whose numbers stay exactly as written, as the tool keeps them (`JSON.parse`
+ * turns `1e400` into Infinity): a number is its literal text ({@link JsonNumber}). Nothing
+ * here recurses: values nested 10,000 deep (the tool's limit) overflow the call stack.
  */
 import { Buffer } from "node:buffer";
 
 /** A JSON number literal, kept as written (e.g. `1e400`). */
 export class JsonNumber {
-  /** The literal's text, exactly as in the document. */
-  readonly text: string;
-  constructor(text: string) {
-    this.text = text;
+  constructor(readonly text: string) {
     Object.freeze(this);
   }
 }
@@ -29,9 +19,9 @@ export type ExactJson = null | boolean | string | JsonNumber | readonly ExactJso
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 /**
- * Parse the JSON text in `b[start, end)` (UTF-8) keeping number literals as text. The span
- * has already been accepted by the scanner (json/scan.ts) or `JSON.parse`, so the tokens are
- * taken in the order they come; bytes that are no JSON token still throw a SyntaxError.
+ * Parse the JSON text in `b[start, end)` keeping number literals as text. The span was
+ * accepted by the scanner or `JSON.parse`, so tokens are taken as they come (a byte that is
+ * no token still throws a SyntaxError).
  */
 export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson {
   const text = Buffer.from(b.buffer, b.byteOffset + start, end - start).toString("utf8");
@@ -86,7 +76,7 @@ export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson 
   }
 }
 
-/** A container met by {@link rebuild}: its entries (no key in a list), and how it is made from its converted entries. */
+/** A container met by {@link rebuild}: its entries (no key in a list), and how to make it from the converted ones. */
 interface Opened<A, B> {
   readonly entries: readonly (readonly [string | undefined, A])[];
   readonly make: (kids: [string | undefined, B][]) => B;
@@ -174,15 +164,12 @@ export function toJs(value: ExactJson, numbers: "js" | "lossless", freeze: boole
   return rebuild(value, open, leaf);
 }
 
-/** `JSON.stringify(value)`, walked with a stack: a value nested 10,000 deep does not overflow the call stack. */
+/** `JSON.stringify(value)`, without recursion. */
 export function stringifyDeep(value: unknown): string {
   return stringifyExact(fromJs(value as JsonValue));
 }
 
-/**
- * JSON text of an exact value, numbers as written. `space` indents as `JSON.stringify(v,
- * null, space)` does.
- */
+/** JSON text of an exact value, numbers as written; `space` indents as `JSON.stringify` does. */
 export function stringifyExact(value: ExactJson, space = 0): string {
   const pad = " ".repeat(space);
   const parts: string[] = [];
@@ -227,10 +214,9 @@ export function stringifyExact(value: ExactJson, space = 0): string {
   return parts.join("");
 }
 
-/** A decimal literal as sign, significant digits and a power of ten: value = ±digits × 10^exp. */
+/** ±digits × 10^exp; `digits` has no leading or trailing zeros ("" for zero). */
 interface Decimal {
   readonly negative: boolean;
-  /** No leading or trailing zeros; "" for zero. */
   readonly digits: string;
   readonly exp: bigint;
 }
@@ -259,11 +245,7 @@ export function isExactInJs(text: string): boolean {
 /** Longest decimal expansion {@link decimalForm} and {@link toBigInt} produce. */
 export const MAX_DECIMAL_DIGITS = 100_000;
 
-/**
- * The literal in plain positional notation, exactly (`1e3` → `1000`, `1e-3` → `0.001`,
- * `-0` → `0`), as the tool's `output -raw` prints numbers; undefined when that would be
- * longer than {@link MAX_DECIMAL_DIGITS} digits.
- */
+/** The literal in plain notation (`1e3` → `1000`, `-0` → `0`), as `output -raw` prints it; undefined past {@link MAX_DECIMAL_DIGITS}. */
 export function decimalForm(text: string): string | undefined {
   const { negative, digits, exp } = decimalOf(text);
   if (digits === "") return "0";
@@ -278,10 +260,7 @@ export function decimalForm(text: string): string | undefined {
   return negative ? `-${s}` : s;
 }
 
-/**
- * The literal as a bigint: `"whole"` when it is not a whole number, `"too-large"` when it
- * has more than {@link MAX_DECIMAL_DIGITS} digits.
- */
+/** The literal as a bigint, unless it is not whole or has more than {@link MAX_DECIMAL_DIGITS} digits. */
 export function toBigInt(text: string): bigint | "not-whole" | "too-large" {
   const { negative, digits, exp } = decimalOf(text);
   if (digits === "") return 0n;

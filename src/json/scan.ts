@@ -1,13 +1,9 @@
 /**
- * The one JSON scanner (docs/decisions/110): a resumable, byte-level check of a whole
- * document against the grammar `JSON.parse` accepts, with the tool's nesting bound, that also
- * notes where each top-level member's value lies and keeps the bytes of the members asked
- * for. It builds nothing, so a state of any size is checked in bounded memory.
- *
- * It must refuse exactly what `JSON.parse` refuses, or a state would be judged by how it was
- * read. Bytes of 0x80 and above are only valid inside strings, where an invalid UTF-8
- * sequence passes as the U+FFFD `JSON.parse` sees after decoding. No recursion: nesting is
- * a byte stack, so 10,000 levels cost 10,000 bytes.
+ * The one JSON scanner (docs/decisions/110): a resumable byte-level check of a document
+ * against the grammar `JSON.parse` accepts plus the tool's nesting bound, noting where the
+ * top-level members asked for lie and keeping their bytes. It must refuse exactly what
+ * `JSON.parse` refuses (invalid UTF-8 inside strings passes, as the U+FFFD `JSON.parse` sees);
+ * nesting is a byte stack, never recursion.
  */
 import { Buffer } from "node:buffer";
 import { ObjstateError } from "../errors.js";
@@ -22,23 +18,18 @@ export type ScanFailure =
   /** Not an object: an array (valid), or a document that starts like a string, number or literal. */
   | { readonly kind: "not-object"; readonly what: string };
 
+/** What may come next; `sub` is the string's escape state (1 after `\`, 2–5 hex digits due + 1), the {@link Num} state, or the literal's bytes matched. */
 const enum Mode {
-  /** A value must come (after `:`, after `,` in an array, or at the start). */
   Value,
-  /** Just after `[`: a value or `]`. */
+  /** Just after `[`. */
   ValueOrClose,
-  /** Just after `{`: a key or `}`. */
+  /** Just after `{`. */
   KeyOrClose,
-  /** After `,` in an object: a key. */
   Key,
   Colon,
-  /** After a value: `,` or the closing bracket. */
   After,
-  /** In a string (`sub`: 0 plain, 1 after `\`, 2–5 hex digits of `\u` still due + 1). */
   Str,
-  /** In a number (`sub`: a {@link Num} state). */
   Number,
-  /** In `true`, `false` or `null` (`sub`: bytes matched so far). */
   Literal,
   /** After the top-level value: only whitespace. */
   Trail,
@@ -74,7 +65,7 @@ const table = (bytes: Iterable<number>): Uint8Array => {
 const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, k) => from + k);
 const SIMPLE_ESCAPE = table([QUOTE, BACKSLASH, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
 const HEX = table([...range(0x30, 0x39), ...range(0x41, 0x46), ...range(0x61, 0x66)]);
-/** Bytes that end the plain run of a string: one table load per byte where most of a state's bytes go by. */
+/** Bytes that end a string's plain run: one table load per byte where most of a state goes by. */
 const STRING_STOP = table([...range(0, 0x1f), QUOTE, BACKSLASH]);
 
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
@@ -100,17 +91,14 @@ export class JsonScanner {
   /** The top-level member being read, and where its value began. */
   private member: string | undefined;
   private valueAt = 0;
-  /** A top-level key or kept value being copied: where it began in this chunk (-1: none), and the pieces of earlier chunks. */
+  /** A top-level key or kept value being copied: its start in this chunk (-1: none), and earlier chunks' pieces. */
   private capFrom = -1;
   private parts: Uint8Array[] = [];
   /** {@link feedUntil}'s member, and where in the chunk its string value began (-1: not yet). */
   private stopKey: string | undefined;
   private stoppedAt = -1;
 
-  /**
-   * @param keep the top-level members whose value spans and bytes are kept.
-   * @param maxDepth deepest nesting allowed, the top level counting as 1.
-   */
+  /** `keep`: the top-level members whose spans and bytes are kept; `maxDepth` counts the top level as 1. */
   constructor(
     private readonly keep: readonly string[] = [],
     private readonly maxDepth = MAX_NESTING,
@@ -121,7 +109,6 @@ export class JsonScanner {
     return this.mode === Mode.Trail;
   }
 
-  /** The document is known to be wrong (feeding more does nothing). */
   get failed(): boolean {
     return this.failure !== undefined;
   }
@@ -147,10 +134,8 @@ export class JsonScanner {
   }
 
   /**
-   * Inside the string value {@link feedUntil} stopped at, find its closing quote in `b`: its
-   * index (the scan goes on after it), or -1 when all of `b` is in the string. Only for
-   * values that hold no escape (base64): `escapes` says one was seen, and the value is then
-   * not what it should be.
+   * Inside the string {@link feedUntil} stopped at, its closing quote's index in `b` (the scan
+   * goes on after it), or -1. Only for values without escapes (base64): `escapes` says one was seen.
    */
   skipString(b: Uint8Array): { end: number; escapes: boolean } {
     const q = b.indexOf(QUOTE);
@@ -257,7 +242,7 @@ export class JsonScanner {
     return i;
   }
 
-  /** One structural byte (or a run of whitespace) at `i`; returns the index after it. */
+  /** One structural byte (or a run of whitespace) at `i`. */
   private structure(b: Uint8Array, i: number, n: number): number {
     const c = b[i++] as number;
     if (isWs(c)) {
@@ -371,20 +356,15 @@ export function scanJson(b: Uint8Array, keep: readonly string[] = [], maxDepth =
   return s;
 }
 
-/**
- * The byte offset of the first problem in `b`, as `JSON.parse` would place its "Unexpected
- * token" errors (its message gives no position): `b.length` when it ends too early;
- * undefined when nothing is wrong or the top level is not a container.
- */
+/** The byte offset of the first problem in `b` (`b.length`: it ends too early), where `JSON.parse`'s "Unexpected token" gives none. */
 export function syntaxErrorOffset(b: Uint8Array): number | undefined {
   const f = scanJson(b, [], Infinity).end();
   return f?.kind === "syntax" ? f.offset : undefined;
 }
 
 /**
- * Refuse a JSON document nested deeper than {@link MAX_NESTING} (`JSON_TOO_DEEP`) before it is
- * parsed, so what is accepted is walked without overflowing the call stack. Anything else
- * wrong with it is left to the parser; `what` names it for the message; `scan`: of `b`, made already.
+ * `JSON_TOO_DEEP` for a document nested deeper than {@link MAX_NESTING}, before it is parsed
+ * (anything else is left to the parser); `scan`: of `b`, when made already.
  */
 export function checkNesting(b: Uint8Array, what: string, scan = scanJson(b)): void {
   const f = scan.end();
