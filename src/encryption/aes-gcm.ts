@@ -103,22 +103,11 @@ export class Base64GcmOpener {
 
   private async pushSome(chars: Buffer): Promise<void> {
     if (this.failure !== undefined || this.noKey || chars.length === 0) return;
-    // The last group is kept back in `carry`: only the end may be padded.
-    let start = 0;
-    const c = this.carry;
-    if (c.length > 0) {
-      const need = (4 - (c.length % 4)) % 4;
-      if (chars.length < need + 4) {
-        this.carry = Buffer.concat([c, chars]);
-        return;
-      }
-      await this.decode(Buffer.concat([c, chars.subarray(0, need)]), false);
-      start = need;
-    }
-    const rest = chars.length - start;
-    const whole = Math.max(0, rest - (rest % 4) - 4);
-    this.carry = Buffer.from(chars.subarray(start + whole));
-    if (whole > 0) await this.decode(chars.subarray(start, start + whole), false);
+    // Whole groups but the last are decoded; the rest waits in `carry`: only the end may be padded.
+    const all = this.carry.length === 0 ? chars : Buffer.concat([this.carry, chars]);
+    const whole = Math.max(0, all.length - (all.length % 4) - 4);
+    this.carry = Buffer.from(all.subarray(whole));
+    if (whole > 0) await this.decode(all.subarray(0, whole), false);
   }
 
   /** Decode into the staging buffer; full, it goes to the cipher. */
@@ -144,16 +133,11 @@ export class Base64GcmOpener {
 
   private async bytes(b: Buffer): Promise<void> {
     if (this.failure !== undefined || this.noKey) return;
-    if (this.decipher === undefined) {
-      if (this.prefix.length === 0 && b.length >= NONCE_BYTES + PROBE_BYTES + TAG_BYTES) return this.start(b, false);
-      // The staging buffer is reused: the prefix keeps a copy.
-      this.prefix.push(Buffer.from(b));
-      this.prefixBytes += b.length;
-      if (this.prefixBytes < NONCE_BYTES + PROBE_BYTES + TAG_BYTES) return;
-      await this.start(Buffer.concat(this.prefix), false);
-      return;
-    }
-    this.feed(b);
+    if (this.decipher !== undefined) return this.feed(b);
+    // The staging buffer is reused: the prefix keeps a copy.
+    this.prefix.push(Buffer.from(b));
+    this.prefixBytes += b.length;
+    if (this.prefixBytes >= NONCE_BYTES + PROBE_BYTES + TAG_BYTES) await this.start(Buffer.concat(this.prefix), false);
   }
 
   /** The first bytes: the key is chosen, and the rest goes to the cipher. */

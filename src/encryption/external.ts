@@ -48,8 +48,8 @@ function goJson(v: unknown): string {
 function runExternal(config: ExternalProviderConfig, input: Buffer | undefined, opts: ExternalOptions = {}): Promise<ExternalKeys> {
   const program = config.command[0] as string;
   const what = `key provider ${config.address} (program ${program})`;
-  const fail = (why: string, stderr?: string): ObjstateError => {
-    const err = stderr === undefined || stderr.trim() === "" ? "" : `; its standard error: ${stderr.trim().slice(0, STDERR_QUOTED)}`;
+  const fail = (why: string, stderr = ""): ObjstateError => {
+    const err = stderr.trim() === "" ? "" : `; its standard error: ${stderr.trim().slice(0, STDERR_QUOTED)}`;
     return new ObjstateError("ENCRYPTION_KEY_PROVIDER_FAILED", `${what} ${why}${err}`, { details: { keyProvider: config.address, program } });
   };
   let stdinText = "null";
@@ -66,60 +66,32 @@ function runExternal(config: ExternalProviderConfig, input: Buffer | undefined, 
     stdinText = data === undefined || data === null ? "null" : goJson({ external_data: data });
   }
   const timeoutMs = opts.timeoutMs ?? EXTERNAL_TIMEOUT_MS;
-
   return new Promise<ExternalKeys>((resolve, reject) => {
-    let child: import("node:child_process").ChildProcess;
+    const done = (e: (Error & { code?: unknown; killed?: boolean; signal?: unknown }) | null, stdout: Buffer, errBytes: Buffer): void => {
+      const stderr = errBytes.toString("utf8");
+      if (e === null) {
+        try {
+          resolve(parseAnswer(stdout.toString("utf8"), (why) => fail(why, stderr)));
+        } catch (x) {
+          reject(x instanceof ObjstateError ? x : fail("gave an answer that could not be read", stderr));
+        }
+      } else if (e.code === "ENOENT") reject(fail("was not found: check command[0] (a path, or a name on PATH)"));
+      else if (e.code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER")
+        reject(fail(`printed more than ${MAX_OUTPUT_BYTES} bytes; it does not speak the key provider protocol`, stderr));
+      else if (e.killed === true) reject(fail(`did not answer within ${Math.round(timeoutMs / 1000) || timeoutMs / 1000} s and was stopped`, stderr));
+      else if (typeof e.code === "number") reject(fail(`exited with code ${e.code}`, stderr));
+      else if (typeof e.signal === "string") reject(fail(`was killed by ${e.signal}`, stderr));
+      else reject(fail(`could not be run (${String(e.code ?? e.message)})`));
+    };
     try {
-      child = nodeChildProcess().spawn(program, config.command.slice(1), { stdio: ["pipe", "pipe", "pipe"], shell: false });
+      const options = { timeout: timeoutMs, killSignal: "SIGKILL" as const, maxBuffer: MAX_OUTPUT_BYTES, encoding: "buffer" as const, shell: false };
+      const child = nodeChildProcess().execFile(program, config.command.slice(1), options, done);
+      // A program that exits without reading its input must not fail the run by EPIPE.
+      child.stdin?.on("error", () => undefined);
+      child.stdin?.end(stdinText);
     } catch (e) {
       reject(fail(`could not be started (${(e as Error).message})`));
-      return;
     }
-    const out: Buffer[] = [];
-    let outBytes = 0;
-    let stderr = "";
-    let done = false;
-    const finish = (e: ObjstateError | undefined, keys?: ExternalKeys): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      if (e !== undefined) reject(e);
-      else resolve(keys as ExternalKeys);
-    };
-    const timer = setTimeout(
-      () => finish(fail(`did not answer within ${Math.round(timeoutMs / 1000) || timeoutMs / 1000} s and was stopped`, stderr)),
-      timeoutMs,
-    );
-    child.on("error", (e: NodeJS.ErrnoException) =>
-      finish(fail(e.code === "ENOENT" ? "was not found: check command[0] (a path, or a name on PATH)" : `could not be run (${e.code ?? e.message})`)),
-    );
-    child.stdout?.on("data", (b: Buffer) => {
-      outBytes += b.length;
-      if (outBytes > MAX_OUTPUT_BYTES) finish(fail(`printed more than ${MAX_OUTPUT_BYTES} bytes; it does not speak the key provider protocol`, stderr));
-      else out.push(b);
-    });
-    child.stderr?.on("data", (b: Buffer) => {
-      if (stderr.length < 4 * STDERR_QUOTED) stderr += b.toString("utf8");
-    });
-    // A program that exits without reading its input must not fail the run by EPIPE.
-    child.stdin?.on("error", () => undefined);
-    child.stdin?.end(stdinText);
-    child.on("close", (code, signal) => {
-      if (done) return;
-      if (code !== 0) {
-        finish(fail(signal !== null ? `was killed by ${signal}` : `exited with code ${code}`, stderr));
-        return;
-      }
-      try {
-        finish(
-          undefined,
-          parseAnswer(Buffer.concat(out).toString("utf8"), (why) => fail(why, stderr)),
-        );
-      } catch (e) {
-        finish(e instanceof ObjstateError ? e : fail("gave an answer that could not be read", stderr));
-      }
-    });
   });
 }
 
