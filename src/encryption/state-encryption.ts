@@ -24,6 +24,7 @@ export interface Envelope {
   readonly byteLength: number;
   toBuffer(): Buffer;
 }
+const envelope = (b: Buffer): Envelope => ({ byteLength: b.length, toBuffer: () => b });
 
 /** What a read found. */
 export interface Decrypted {
@@ -63,33 +64,23 @@ function where(ctx: StateContext | undefined): string {
   return ctx?.workspace === undefined ? "the state" : `the state of workspace "${ctx.workspace}"`;
 }
 
-/**
- * Plaintext pieces gathered into one buffer: a lone piece (a small state) is kept as it is;
- * more are copied into one buffer of the most the state can be (3/4 of the stored size, when
- * known), so no second whole copy is made.
- */
+/** Plaintext pieces copied into one buffer of the most the state can be (`most`: 3/4 of the stored size), or joined at the end when that is not known. */
 class PlainSink {
-  private pieces: Buffer[] = [];
+  private readonly pieces: Buffer[] = [];
   private buf: Buffer | undefined;
   private n = 0;
-  constructor(private readonly most: number) {}
+  constructor(private most: number) {}
   add = (b: Buffer): void => {
-    if (b.length === 0) return;
-    if (this.pieces.length === 1 && this.buf === undefined && this.n + b.length <= this.most) {
-      this.buf = Buffer.allocUnsafe(this.most);
-      (this.pieces.pop() as Buffer).copy(this.buf);
-    }
-    if (this.buf !== undefined && this.n + b.length > this.buf.length) {
-      this.pieces.push(this.buf.subarray(0, this.n));
+    if (this.n + b.length > this.most) {
+      if (this.buf !== undefined) this.pieces.push(this.buf.subarray(0, this.n));
       this.buf = undefined;
-    }
-    if (this.buf !== undefined) b.copy(this.buf, this.n);
-    else this.pieces.push(b);
+      this.most = 0;
+      this.pieces.push(b);
+    } else (this.buf ??= Buffer.allocUnsafe(this.most)).set(b, this.n);
     this.n += b.length;
   };
   result(): Buffer {
-    if (this.buf !== undefined) return this.buf.subarray(0, this.n);
-    return this.pieces.length === 1 ? (this.pieces[0] as Buffer) : Buffer.concat(this.pieces, this.n);
+    return this.buf !== undefined ? this.buf.subarray(0, this.n) : Buffer.concat(this.pieces, this.n);
   }
 }
 
@@ -137,13 +128,8 @@ export class StateEncryption {
 
   /** The envelope of `state` with the clear fields the caller read from it (`state` itself when the primary is `unencrypted`). */
   async encrypt(state: Uint8Array, header: EnvelopeHeader): Promise<Envelope> {
-    const b = await this.#seal(state, header);
-    return { byteLength: b.length, toBuffer: () => b };
-  }
-
-  async #seal(state: Uint8Array, header: EnvelopeHeader): Promise<Buffer> {
     const primary = this.methods[0] as MethodConfig;
-    if (primary.type === "unencrypted") return Buffer.from(state.buffer, state.byteOffset, state.byteLength);
+    if (primary.type === "unencrypted") return envelope(Buffer.from(state.buffer, state.byteOffset, state.byteLength));
     const kp = this.config.keyProviders.get(primary.keys) as KeyProviderConfig;
     const { key, meta } = await (this.#providers.get(primary.keys) as Provider).encryptionKey();
     checkKeyLength(primary, kp, key, "encryption");
@@ -157,7 +143,7 @@ export class StateEncryption {
     out.write(head, 0, "utf8");
     const nonce = (this.opts.randomBytes ?? ((n: number) => nodeCrypto().randomBytes(n)))(NONCE_BYTES);
     out.write(tail, sealBase64Into(out, headBytes, key, primary.aad, state, nonce), "utf8");
-    return out;
+    return envelope(out);
   }
 
   /** Read stored bytes held in memory. */
