@@ -274,8 +274,8 @@ class Parser {
     let enforced = false;
     let body: Record<string, Json> | undefined = this.body(v, path);
     let at = path;
-    let first = true;
     while (body !== undefined) {
+      const first = at === path;
       this.only(body, at, first && enforceable ? ["method", "fallback", "enforced"] : ["method", "fallback"]);
       if (first && body["enforced"] !== undefined) {
         if (typeof body["enforced"] !== "boolean") this.fail(`${at}.enforced`, "must be true or false");
@@ -285,7 +285,6 @@ class Parser {
       const fb: Json | undefined = body["fallback"];
       at = `${at}.fallback`;
       body = fb === undefined ? undefined : this.body(fb, at);
-      first = false;
     }
     return Object.freeze({ methods: Object.freeze(methods), enforced });
   }
