@@ -54,12 +54,10 @@ function plainPull(stored) {
   h.digest();
   return out;
 }
-/** Encrypted push: envelope pieces made and digested as they would be sent. */
+/** Encrypted push: the envelope made and digested. */
 async function encPush(e, state) {
   const env = await e.encrypt(state, HEADER);
-  const h = createHash("md5");
-  for (const c of env.chunks) h.update(c);
-  return h.digest();
+  return createHash("md5").update(env.toBuffer()).digest();
 }
 /** Encrypted pull: the envelope arrives in pieces, digested and decrypted on the way. */
 async function encPull(e, stored) {

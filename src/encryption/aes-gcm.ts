@@ -1,11 +1,9 @@
 /**
- * Method `aes_gcm` as OpenTofu applies it: AES-128/192/256-GCM, a random 12-byte nonce per
- * encryption, the optional AAD, and `encrypted_data = nonce ‖ ciphertext ‖ tag(16)`, which
- * the envelope holds as standard base64. Both directions work on pieces, so a large state
- * is encrypted straight into base64 chunks and decrypted from base64 chunks without a
- * second whole copy of it.
+ * Method `aes_gcm` as OpenTofu applies it: AES-128/192/256-GCM, a random 12-byte nonce, the
+ * optional AAD, and `encrypted_data = base64(nonce ‖ ciphertext ‖ tag(16))`. Both directions
+ * work in pieces, so a large state never has a second whole copy.
  */
-import type { Cipher, DecipherGCM } from "node:crypto";
+import type { CipherGCM, DecipherGCM } from "node:crypto";
 import { nodeCrypto } from "../util/builtins.js";
 import { giveScratch, takeScratch } from "../util/scratch.js";
 
@@ -14,55 +12,15 @@ export const TAG_BYTES = 16;
 /** AES key lengths OpenTofu accepts: 128, 192, 256 bits. */
 export const KEY_LENGTHS: readonly number[] = [16, 24, 32];
 
-/**
- * Plaintext bytes per piece: a multiple of 3, so each piece's base64 needs no padding. Its
- * base64 (64 KiB) is small enough to be freed young: larger strings wait for a full garbage
- * collection, and the pieces of a large state pile up meanwhile.
- */
-export const PIECE_BYTES = 3 * 16 * 1024;
-/** Base64 characters decoded at a time, for the same reason. */
+/** Plaintext bytes per cipher call when sealing: a multiple of 3, so each piece's base64 needs no padding. */
+const PIECE_BYTES = 3 * 16 * 1024;
+/** Base64 characters decoded at a time: small strings are freed young, large ones pile up until a full collection. */
 const DECODE_CHARS = 64 * 1024;
 /** Bytes decoded before a cipher call (see `Base64GcmOpener`). */
 const STAGING_BYTES = 4 * 1024 * 1024;
 
 function cipherName(key: Uint8Array): "aes-128-gcm" | "aes-192-gcm" | "aes-256-gcm" {
-  if (key.length === 16) return "aes-128-gcm";
-  if (key.length === 24) return "aes-192-gcm";
-  return "aes-256-gcm";
-}
-
-/**
- * Base64 of a byte stream pushed in pieces, as text: only whole 3-byte groups are encoded
- * until the end. Text, not bytes: whoever takes it writes it straight where it goes, with
- * no buffer per piece (a buffer per 64 KiB of a large envelope was most of its garbage).
- */
-class Base64Encoder {
-  private carry: Buffer = Buffer.alloc(0);
-
-  push(b: Buffer): string {
-    if (b.length === 0) return "";
-    let out = "";
-    let i = 0;
-    if (this.carry.length > 0) {
-      const need = 3 - this.carry.length;
-      if (b.length < need) {
-        this.carry = Buffer.concat([this.carry, b]);
-        return "";
-      }
-      out = Buffer.concat([this.carry, b.subarray(0, need)]).toString("base64");
-      i = need;
-    }
-    const end = i + Math.floor((b.length - i) / 3) * 3;
-    if (end > i) out += b.subarray(i, end).toString("base64");
-    this.carry = Buffer.from(b.subarray(end));
-    return out;
-  }
-
-  end(): string {
-    const out = this.carry.toString("base64");
-    this.carry = Buffer.alloc(0);
-    return out;
-  }
+  return `aes-${key.length * 8}-gcm` as "aes-128-gcm" | "aes-192-gcm" | "aes-256-gcm";
 }
 
 /** Base64 characters of `n` bytes. */
@@ -71,39 +29,30 @@ export function base64Length(n: number): number {
 }
 
 /**
- * The base64 of `nonce ‖ AES-GCM(plain) ‖ tag`, as text in pieces of 64 KiB. The cipher runs
- * as the pieces are taken, so the caller can stream them to a store without holding them.
+ * Write the base64 of `nonce ‖ AES-GCM(plain) ‖ tag` into `out` at `at` (it has room for
+ * {@link base64Length} of it), a piece at a time so no whole ciphertext or string is made.
+ * Returns the offset after it.
  */
-export function* sealToBase64(
-  key: Uint8Array,
-  aad: Uint8Array | undefined,
-  plain: Uint8Array,
-  nonce: Uint8Array = nodeCrypto().randomBytes(NONCE_BYTES),
-): Generator<string, void, undefined> {
-  const c = nodeCrypto().createCipheriv(cipherName(key), key, nonce) as Cipher & { getAuthTag(): Buffer; setAAD(b: Uint8Array): unknown };
+export function sealBase64Into(out: Buffer, at: number, key: Uint8Array, aad: Uint8Array | undefined, plain: Uint8Array, nonce: Uint8Array): number {
+  const c = nodeCrypto().createCipheriv(cipherName(key), key, nonce) as CipherGCM;
   if (aad !== undefined && aad.length > 0) c.setAAD(aad);
-  const enc = new Base64Encoder();
-  yield enc.push(Buffer.from(nonce));
+  // The nonce (12 bytes) and every full piece are multiples of 3: only the last piece is padded.
+  at += out.write(Buffer.from(nonce).toString("base64"), at, "latin1");
   const view = Buffer.from(plain.buffer, plain.byteOffset, plain.byteLength);
-  for (let at = 0; at < view.length; at += PIECE_BYTES) {
-    yield enc.push(c.update(view.subarray(at, Math.min(view.length, at + PIECE_BYTES))));
-  }
-  const last = c.final();
-  yield enc.push(Buffer.concat([last, c.getAuthTag()])) + enc.end();
+  let from = 0;
+  for (; view.length - from > PIECE_BYTES; from += PIECE_BYTES)
+    at += out.write(c.update(view.subarray(from, from + PIECE_BYTES)).toString("base64"), at, "latin1");
+  const last = Buffer.concat([c.update(view.subarray(from)), c.final(), c.getAuthTag()]);
+  return at + out.write(last.toString("base64"), at, "latin1");
 }
 
-/** Why an AES-GCM opening failed. */
-export type OpenFailure =
-  | { readonly kind: "not-base64" }
-  | { readonly kind: "too-short"; readonly bytes: number }
-  /** The tag did not match: the data was altered (or, with a wrong key, the prefix check already said so). */
-  | { readonly kind: "tag" };
+/** Why an AES-GCM opening failed (`tag`: the data was altered). */
+export type OpenFailure = { readonly kind: "not-base64" } | { readonly kind: "too-short"; readonly bytes: number } | { readonly kind: "tag" };
 
 /**
- * Does a decrypted prefix look like the start of a state (`{` after optional whitespace,
- * printable text)? A wrong key yields random bytes: 16 of them pass with a chance near 10⁻⁹.
- * This picks the method among fallbacks and tells a wrong key from altered data; nothing
- * decrypted is released before the tag is checked.
+ * Does a decrypted prefix look like the start of a state (`{` after whitespace, printable)?
+ * Random bytes from a wrong key pass with a chance near 10⁻⁹: this picks the method among
+ * fallbacks and tells a wrong key from altered data (the tag still decides).
  */
 export function looksLikeStateStart(b: Uint8Array): boolean {
   let i = 0;
@@ -113,30 +62,23 @@ export function looksLikeStateStart(b: Uint8Array): boolean {
   return true;
 }
 
-/** The key (and AAD) one candidate method opens with. */
 export interface OpenKey {
   readonly key: Buffer;
   readonly aad: Buffer | undefined;
 }
 
 /** Bytes decrypted from the start to choose a key: one AES block. */
-export const PROBE_BYTES = 16;
+const PROBE_BYTES = 16;
 
 /**
- * Opens `nonce ‖ ciphertext ‖ tag` pushed as base64 characters in pieces. The first
- * {@link PROBE_BYTES} of ciphertext are decrypted with each candidate key in turn (`choose`)
- * until one gives the start of a state; that key decrypts the rest. The last 16 bytes are
- * held back as the tag. `output` receives plaintext pieces, to be used only once {@link end}
- * succeeds.
+ * Opens `nonce ‖ ciphertext ‖ tag` pushed as base64 characters in pieces: `choose` picks the
+ * key by the first {@link PROBE_BYTES}; the last 16 bytes are held back as the tag. `output`
+ * gets plaintext pieces, to be used only once {@link end} succeeds.
  */
 export class Base64GcmOpener {
   private carry: Buffer = Buffer.alloc(0);
   private decodedBytes = 0;
-  /**
-   * Decoded bytes wait here until there are enough for one cipher call: each call has a cost
-   * of its own, and a state that fits is decrypted in one call, into one buffer that is the
-   * result. Reused from one opening to the next (given back at the end).
-   */
+  /** Decoded bytes wait here for one cipher call per 4 MiB (a reused scratch buffer). */
   private staging = takeScratch(STAGING_BYTES);
   private staged = 0;
   private prefix: Buffer[] = [];
@@ -144,14 +86,13 @@ export class Base64GcmOpener {
   private decipher: DecipherGCM | undefined;
   private pending: Buffer = Buffer.alloc(0);
   private failure: OpenFailure | undefined;
-  private started = false;
 
   constructor(
     private readonly choose: (nonce: Buffer, probe: Buffer) => Promise<OpenKey | undefined>,
     private readonly output: (plain: Buffer) => void,
   ) {}
 
-  /** The chosen key could not be found: every candidate's probe failed. */
+  /** Every candidate key's probe failed. */
   noKey = false;
 
   /** Base64 characters (as bytes) of the data, in order. */
@@ -162,33 +103,20 @@ export class Base64GcmOpener {
 
   private async pushSome(chars: Buffer): Promise<void> {
     if (this.failure !== undefined || this.noKey || chars.length === 0) return;
-    // The last group is kept back (in `carry`, with any incomplete one): only the end may
-    // carry padding, and only the end knows it is the end.
-    let start = 0;
-    const c = this.carry;
-    if (c.length > 0) {
-      const need = (4 - (c.length % 4)) % 4;
-      if (chars.length < need + 4) {
-        this.carry = Buffer.concat([c, chars]);
-        return;
-      }
-      await this.decode(Buffer.concat([c, chars.subarray(0, need)]), false);
-      start = need;
-    }
-    const rest = chars.length - start;
-    const whole = Math.max(0, rest - (rest % 4) - 4);
-    this.carry = Buffer.from(chars.subarray(start + whole));
-    if (whole > 0) await this.decode(chars.subarray(start, start + whole), false);
+    // Whole groups but the last are decoded; the rest waits in `carry`: only the end may be padded.
+    const all = this.carry.length === 0 ? chars : Buffer.concat([this.carry, chars]);
+    const whole = Math.max(0, all.length - (all.length % 4) - 4);
+    this.carry = Buffer.from(all.subarray(whole));
+    if (whole > 0) await this.decode(all.subarray(0, whole), false);
   }
 
-  /** Decode base64 characters into the staging buffer (straight from the string, no buffer per piece); full, it goes to the cipher. */
+  /** Decode into the staging buffer; full, it goes to the cipher. */
   private async decode(chars: Buffer, last: boolean): Promise<void> {
     const n = chars.length;
     if (this.staged + (n / 4) * 3 > this.staging.length) await this.flush();
     if (this.staging.length < (n / 4) * 3) this.staging = Buffer.allocUnsafe((n / 4) * 3);
     const w = this.staging.write(chars.toString("latin1"), this.staged, "base64");
-    // Node skips characters that are not base64; Go refuses them. A length that does not
-    // add up means such characters (or padding inside the data).
+    // Node skips what is not base64 and Go refuses it: a length that does not add up is that (or inner padding).
     const pad = last ? (chars[n - 1] === 0x3d ? (chars[n - 2] === 0x3d ? 2 : 1) : 0) : 0;
     if (n % 4 !== 0 || w !== (n / 4) * 3 - pad || (!last && chars.indexOf(0x3d) !== -1)) this.failure ??= { kind: "not-base64" };
     this.staged += w;
@@ -205,22 +133,16 @@ export class Base64GcmOpener {
 
   private async bytes(b: Buffer): Promise<void> {
     if (this.failure !== undefined || this.noKey) return;
-    if (this.decipher === undefined) {
-      if (this.prefix.length === 0 && b.length >= NONCE_BYTES + PROBE_BYTES + TAG_BYTES) return this.start(b, false);
-      // The staging buffer is reused: the prefix keeps a copy.
-      this.prefix.push(Buffer.from(b));
-      this.prefixBytes += b.length;
-      if (this.prefixBytes < NONCE_BYTES + PROBE_BYTES + TAG_BYTES) return;
-      await this.start(Buffer.concat(this.prefix), false);
-      return;
-    }
-    this.feed(b);
+    if (this.decipher !== undefined) return this.feed(b);
+    // The staging buffer is reused: the prefix keeps a copy.
+    this.prefix.push(Buffer.from(b));
+    this.prefixBytes += b.length;
+    if (this.prefixBytes >= NONCE_BYTES + PROBE_BYTES + TAG_BYTES) await this.start(Buffer.concat(this.prefix), false);
   }
 
-  /** The first bytes (`all`, at least the nonce): the key is chosen, and the rest goes to the cipher. */
+  /** The first bytes: the key is chosen, and the rest goes to the cipher. */
   private async start(all: Buffer, atEnd: boolean): Promise<void> {
     this.prefix = [];
-    this.started = true;
     if (all.length < NONCE_BYTES + TAG_BYTES) {
       this.failure = { kind: "too-short", bytes: all.length };
       return;
@@ -252,22 +174,12 @@ export class Base64GcmOpener {
     }
   }
 
-  /** The staging buffer goes back for the next opening: nothing is staged any more. */
-  private release(): void {
-    const s = this.staging;
-    this.staging = Buffer.alloc(0);
-    if (s.length === STAGING_BYTES) giveScratch(s);
-  }
-
-  /** Send what is staged to the cipher now, so the key is chosen from the bytes so far (a prefix being checked). */
+  /** Send what is staged to the cipher, so the key is chosen from a prefix. */
   async settle(): Promise<void> {
     if (this.failure === undefined && !this.noKey) await this.flush();
   }
 
-  /**
-   * The data ended: check the tag. Returns undefined on success, else why it failed
-   * (`noKey` set means no candidate key gave the start of a state).
-   */
+  /** The data ended: undefined when the tag checks out, else why not (or `noKey`). */
   async end(): Promise<OpenFailure | undefined> {
     if (this.failure === undefined && !this.noKey && this.carry.length > 0) {
       const s = this.carry;
@@ -276,9 +188,10 @@ export class Base64GcmOpener {
     }
     if (this.failure === undefined && !this.noKey) await this.flush();
     if (this.failure !== undefined) return this.failure;
-    if (!this.started) await this.start(Buffer.concat(this.prefix), true);
+    if (this.decipher === undefined) await this.start(Buffer.concat(this.prefix), true);
     if (this.failure !== undefined || this.noKey) return this.failure;
-    this.release();
+    if (this.staging.length === STAGING_BYTES) giveScratch(this.staging);
+    this.staging = Buffer.alloc(0);
     const d = this.decipher as DecipherGCM;
     if (this.pending.length < TAG_BYTES) return { kind: "too-short", bytes: this.decodedBytes };
     d.setAuthTag(this.pending);

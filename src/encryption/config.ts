@@ -1,35 +1,32 @@
 /**
- * The `encryption` setting in OpenTofu's JSON shape (the same body `TF_ENCRYPTION` holds):
- * `key_provider`, `method`, `state` (with `method`, nested `fallback`, `enforced`) and
- * `remote_state_data_sources`, parsed into a frozen {@link EncryptionConfig}. Every error
- * names the JSON path of the field at fault and never a secret's value.
+ * The `encryption` setting in OpenTofu's JSON shape (the body `TF_ENCRYPTION` holds), parsed
+ * into a frozen {@link EncryptionConfig}. Errors name the JSON path at fault, never a secret.
  */
 import { ObjstateError } from "../errors.js";
 import { describeReadProblem, ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { printSafely, REDACTED } from "../util/redact.js";
 
-/** OpenTofu's fewest characters of a pbkdf2 passphrase. */
+/** OpenTofu's pbkdf2 floors and defaults (OWASP's recommendation for PBKDF2-HMAC-SHA512 at the time). */
 export const MIN_PASSPHRASE_LENGTH = 16;
-/** OpenTofu refuses fewer pbkdf2 iterations than this. */
 export const MIN_ITERATIONS = 200_000;
-/** OpenTofu's defaults for pbkdf2 (OWASP's recommendation for PBKDF2-HMAC-SHA512 at the time). */
 export const PBKDF2_DEFAULTS = Object.freeze({ iterations: 600_000, hashFunction: "sha512" as const, keyLength: 32, saltLength: 32 });
 
 /** A secret taken from the configuration: prints as `<redacted>` everywhere. */
 export class Secret {
   readonly #value: Buffer;
-  /** Where it came from, for messages: `env:NAME`, `file:PATH` or `literal`. */
-  readonly source: string;
-  constructor(value: Buffer, source: string) {
+  /** `source`: `env:NAME`, `file:PATH` or `literal`, for messages. */
+  constructor(
+    value: Buffer,
+    readonly source: string,
+  ) {
     this.#value = value;
-    this.source = source;
     Object.freeze(this);
   }
-  /** The secret's bytes (a copy). */
+  /** A copy of the bytes. */
   bytes(): Buffer {
     return Buffer.from(this.#value);
   }
-  /** Its length in characters (UTF-8 decoded), for the minimum length check. */
+  /** Characters (UTF-8 decoded), for the minimum length. */
   get length(): number {
     return this.#value.toString("utf8").length;
   }
@@ -41,7 +38,7 @@ export interface Pbkdf2ProviderConfig {
   readonly name: string;
   /** `key_provider.pbkdf2.NAME` */
   readonly address: string;
-  /** The key of this provider's entry in an envelope's `meta`: `encrypted_metadata_alias`, or the address. */
+  /** Its entry in an envelope's `meta`: `encrypted_metadata_alias`, or the address. */
   readonly metaKey: string;
   readonly passphrase: Secret;
   readonly keyLength: number;
@@ -55,7 +52,7 @@ export interface ExternalProviderConfig {
   readonly name: string;
   readonly address: string;
   readonly metaKey: string;
-  /** The program and its arguments (not run through a shell). */
+  /** The program and its arguments (no shell). */
   readonly command: readonly string[];
 }
 
@@ -66,9 +63,8 @@ export interface AesGcmMethodConfig {
   readonly name: string;
   /** `method.aes_gcm.NAME` */
   readonly address: string;
-  /** Address of the key provider giving the keys. */
+  /** The key provider's address. */
   readonly keys: string;
-  /** Additional authenticated data, when set. */
   readonly aad: Buffer | undefined;
 }
 
@@ -80,36 +76,30 @@ export interface UnencryptedMethodConfig {
 
 export type MethodConfig = AesGcmMethodConfig | UnencryptedMethodConfig;
 
-/** A target (`state`, a remote state data source): its methods, the primary first, then each fallback in order. */
+/** A target (`state`, a remote state data source). */
 export interface TargetConfig {
   /** Method addresses: `[primary, fallback, fallback.fallback, ...]`. */
   readonly methods: readonly string[];
-  /** `enforced`: no `unencrypted` method may be used (only `state` and `plan` have it). */
+  /** No `unencrypted` method may be used (only `state` and `plan` have it). */
   readonly enforced: boolean;
 }
 
 export interface EncryptionConfig {
   readonly keyProviders: ReadonlyMap<string, KeyProviderConfig>;
   readonly methods: ReadonlyMap<string, MethodConfig>;
-  /** `state`; undefined when the configuration has none (states are then neither encrypted nor decrypted). */
   readonly state: TargetConfig | undefined;
   /** `remote_state_data_sources.default`. */
   readonly remoteDefault: TargetConfig | undefined;
-  /** `remote_state_data_sources.remote_state_data_source.NAME`, by data source name. */
+  /** `remote_state_data_sources.remote_state_data_source.NAME`, by name. */
   readonly remoteTargets: ReadonlyMap<string, TargetConfig>;
 }
 
-/** Where the configuration came from, for messages and for what it may hold. */
 export interface ParseOptions {
   /** Named in messages: `TF_ENCRYPTION`, `the encryption setting`, a file. */
   readonly source: string;
-  /**
-   * Whether a passphrase may be written in the configuration itself. True for `TF_ENCRYPTION`
-   * (the variable is the reference); false for a settings file, which must point at a file
-   * or a variable instead (`{"file": PATH}` / `{"env": NAME}`).
-   */
+  /** A passphrase may be written in it (`TF_ENCRYPTION`); else only `{"file": PATH}` or `{"env": NAME}`. */
   readonly literalSecrets: boolean;
-  /** Environment for `{"env": NAME}` references (default: process.env). */
+  /** For `{"env": NAME}` (default: process.env). */
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
@@ -129,7 +119,7 @@ class Parser {
     throw new ObjstateError(code, `${this.opts.source}: ${path}: ${what}`, { details: { path, source: this.opts.source } });
   }
 
-  /** HCL JSON lets a block be an object or an array of objects (several blocks); both are read here, in order (the caller refuses a block declared twice). */
+  /** HCL JSON's labelled blocks: an object, or an array of them, in order. */
   blockObjects(v: Json | undefined, path: string): [string, Json][] {
     if (v === undefined) return [];
     const parts = Array.isArray(v) ? v : [v];
@@ -137,6 +127,21 @@ class Parser {
     for (const part of parts) {
       if (!isObject(part)) this.fail(path, "must be an object of labelled blocks");
       out.push(...Object.entries(part));
+    }
+    return out;
+  }
+
+  /** `ROOT.TYPE.NAME` blocks, by address. */
+  typedBlocks<T>(v: Json | undefined, root: string, what: string, parse: (type: string, name: string, v: Json, path: string) => T): Map<string, T> {
+    const out = new Map<string, T>();
+    for (const [type, named] of this.blockObjects(v, root)) {
+      if (!NAME.test(type)) this.fail(`${root}.${type}`, `a ${what} type is letters, digits, _ and -`);
+      for (const [name, body] of this.blockObjects(named, `${root}.${type}`)) {
+        const path = `${root}.${type}.${name}`;
+        if (!NAME.test(name)) this.fail(path, `a ${what} name is letters, digits, _ and -`);
+        if (out.has(path)) this.fail(path, "is declared twice");
+        out.set(path, parse(type, name, body, path));
+      }
     }
     return out;
   }
@@ -151,7 +156,7 @@ class Parser {
     for (const k of Object.keys(body)) if (!allowed.includes(k)) this.fail(`${path}.${k}`, `is not a known field (known: ${allowed.join(", ")})`);
   }
 
-  /** A reference as HCL JSON writes it: `method.aes_gcm.x` or `${method.aes_gcm.x}`. */
+  /** `method.aes_gcm.x` or `${method.aes_gcm.x}`. */
   reference(v: Json | undefined, path: string, root: "method" | "key_provider"): string {
     if (typeof v !== "string") this.fail(path, `must be a reference string such as "${root}.TYPE.NAME"`);
     const m = /^\$\{\s*([^}]*?)\s*\}$/.exec(v);
@@ -269,8 +274,8 @@ class Parser {
     let enforced = false;
     let body: Record<string, Json> | undefined = this.body(v, path);
     let at = path;
-    let first = true;
     while (body !== undefined) {
+      const first = at === path;
       this.only(body, at, first && enforceable ? ["method", "fallback", "enforced"] : ["method", "fallback"]);
       if (first && body["enforced"] !== undefined) {
         if (typeof body["enforced"] !== "boolean") this.fail(`${at}.enforced`, "must be true or false");
@@ -280,44 +285,22 @@ class Parser {
       const fb: Json | undefined = body["fallback"];
       at = `${at}.fallback`;
       body = fb === undefined ? undefined : this.body(fb, at);
-      first = false;
     }
     return Object.freeze({ methods: Object.freeze(methods), enforced });
   }
 }
 
 /**
- * Parse the `encryption` configuration in OpenTofu's JSON shape. References are checked
- * (unless `partial`, for a part to merge first): every target's methods exist, every
- * method's key provider exists, `enforced` targets use no `unencrypted` method.
- * @throws ObjstateError `ENCRYPTION_CONFIG_INVALID` (naming the JSON path),
- *   `ENCRYPTION_KDF_TOO_WEAK` (a short passphrase, too few iterations)
+ * Parse the `encryption` configuration; its references are checked unless `partial` (a part to merge first).
+ * @throws ObjstateError `ENCRYPTION_CONFIG_INVALID` (naming the JSON path), `ENCRYPTION_KDF_TOO_WEAK`
  */
 export function parseEncryptionConfig(value: unknown, opts: ParseOptions & { readonly partial?: boolean }): EncryptionConfig {
   const p: Parser = new Parser(opts);
   if (!isObject(value)) p.fail("(top level)", "must be a JSON object with key_provider, method and state");
   p.only(value, "(top level)", ["key_provider", "method", "state", "plan", "remote_state_data_sources"]);
 
-  const keyProviders = new Map<string, KeyProviderConfig>();
-  for (const [type, named] of p.blockObjects(value["key_provider"], "key_provider")) {
-    if (!NAME.test(type)) p.fail(`key_provider.${type}`, "a key provider type is letters, digits, _ and -");
-    for (const [name, body] of p.blockObjects(named, `key_provider.${type}`)) {
-      if (!NAME.test(name)) p.fail(`key_provider.${type}.${name}`, "a key provider name is letters, digits, _ and -");
-      if (keyProviders.has(`key_provider.${type}.${name}`)) p.fail(`key_provider.${type}.${name}`, "is declared twice");
-      const kp = p.keyProvider(type, name, body, `key_provider.${type}.${name}`);
-      keyProviders.set(kp.address, kp);
-    }
-  }
-  const methods = new Map<string, MethodConfig>();
-  for (const [type, named] of p.blockObjects(value["method"], "method")) {
-    if (!NAME.test(type)) p.fail(`method.${type}`, "a method type is letters, digits, _ and -");
-    for (const [name, body] of p.blockObjects(named, `method.${type}`)) {
-      if (!NAME.test(name)) p.fail(`method.${type}.${name}`, "a method name is letters, digits, _ and -");
-      if (methods.has(`method.${type}.${name}`)) p.fail(`method.${type}.${name}`, "is declared twice");
-      const m = p.method(type, name, body, `method.${type}.${name}`);
-      methods.set(m.address, m);
-    }
-  }
+  const keyProviders = p.typedBlocks(value["key_provider"], "key_provider", "key provider", (t, n, v, at) => p.keyProvider(t, n, v, at));
+  const methods = p.typedBlocks(value["method"], "method", "method", (t, n, v, at) => p.method(t, n, v, at));
 
   const state = value["state"] === undefined ? undefined : p.target(value["state"], "state", true);
   let remoteDefault: TargetConfig | undefined;
@@ -339,8 +322,8 @@ export function parseEncryptionConfig(value: unknown, opts: ParseOptions & { rea
 }
 
 /**
- * Check the references of a whole configuration (after {@link mergeEncryptionConfigs}, or
- * of one parsed alone), as OpenTofu does when it sets the targets up.
+ * Check a whole configuration's references as OpenTofu does: every target's methods and every
+ * method's key provider exist, `enforced` targets use no `unencrypted` method.
  * @throws ObjstateError `ENCRYPTION_CONFIG_INVALID` naming the JSON path
  */
 export function checkEncryptionConfig(cfg: EncryptionConfig, source: string): EncryptionConfig {
@@ -371,11 +354,10 @@ export function checkEncryptionConfig(cfg: EncryptionConfig, source: string): En
 }
 
 /**
- * Two configurations as OpenTofu merges the code's with `TF_ENCRYPTION`'s: `override`'s key
- * providers and methods replace `base`'s of the same address (whole blocks: OpenTofu merges
- * their attributes, which parsed values no longer allow), a target's method chain comes from
- * `override` when it names one, and `enforced` holds if either sets it. Parse both parts
- * with `partial` and check the result with {@link checkEncryptionConfig}.
+ * Two configurations merged as OpenTofu merges the code's with `TF_ENCRYPTION`'s: `override`'s
+ * key providers and methods replace `base`'s whole, a target's method chain comes from
+ * `override` when it names one, and `enforced` holds if either sets it. Parse both with
+ * `partial`, then {@link checkEncryptionConfig} the result.
  */
 export function mergeEncryptionConfigs(base: EncryptionConfig | undefined, override: EncryptionConfig | undefined): EncryptionConfig | undefined {
   if (base === undefined || override === undefined) return override ?? base;
@@ -395,9 +377,8 @@ export function mergeEncryptionConfigs(base: EncryptionConfig | undefined, overr
 }
 
 /**
- * The configuration in `TF_ENCRYPTION`, as OpenTofu reads it: empty or blank means none.
- * Only the JSON form is read; an HCL value is refused with the way to write it as JSON.
- * `partial`: its references are checked after merging (see {@link mergeEncryptionConfigs}).
+ * The configuration in `TF_ENCRYPTION` (blank: none). Only the JSON form is read. `partial`:
+ * see {@link parseEncryptionConfig}.
  * @throws ObjstateError `ENCRYPTION_CONFIG_INVALID`, `ENCRYPTION_KDF_TOO_WEAK`
  */
 export function encryptionConfigFromEnv(env: Readonly<Record<string, string | undefined>> = process.env, partial = false): EncryptionConfig | undefined {

@@ -1,27 +1,25 @@
 /**
- * Key provider `external`: OpenTofu 1.10's program protocol, through which KMS, Vault or
- * OpenBao plug in. The program prints a header line `{"magic":"OpenTofu-External-Key-Provider","version":1}`,
- * reads `null` (encrypting) or the stored `{"external_data":...}` (decrypting) on standard
- * input, and prints `{"keys":{"encryption_key":B64,"decryption_key":B64?},"meta":{"external_data":...}}`.
- * It gets one minute. Errors name the program and what went wrong, never the keys or what
- * it printed on standard output.
+ * Key provider `external`: OpenTofu 1.10's program protocol (KMS, Vault, OpenBao plug in so).
+ * The program prints a header line `{"magic":"OpenTofu-External-Key-Provider","version":1}`,
+ * reads `null` or the stored `{"external_data":...}`, and prints
+ * `{"keys":{"encryption_key":B64,"decryption_key":B64?},"meta":{"external_data":...}}` within a
+ * minute. Errors never quote the keys or its standard output.
  */
 import { ObjstateError } from "../errors.js";
 import { nodeChildProcess } from "../util/builtins.js";
 import type { ExternalProviderConfig } from "./config.js";
 
 export const HEADER_MAGIC = "OpenTofu-External-Key-Provider";
-/** OpenTofu's limit for one run of the program. */
+/** OpenTofu's limit for one run. */
 export const EXTERNAL_TIMEOUT_MS = 60_000;
-/** More output than any key answer needs means a program that is not a key provider. */
+/** More output than a key answer needs: not a key provider. */
 const MAX_OUTPUT_BYTES = 1024 * 1024;
-/** Standard error quoted in a message: enough to say what failed. */
 const STDERR_QUOTED = 1000;
 
-export interface ExternalKeys {
+interface ExternalKeys {
   readonly encryptionKey: Buffer;
   readonly decryptionKey: Buffer | undefined;
-  /** The metadata to store, as OpenTofu's Go code encodes it: `{"external_data":...}`. */
+  /** The metadata to store, as Go encodes it: `{"external_data":...}`. */
   readonly meta: Buffer;
 }
 
@@ -44,15 +42,14 @@ function goJson(v: unknown): string {
 }
 
 /**
- * Run the program once. `input` is the stored metadata (the JSON under this provider's meta
- * key), or undefined to ask only for an encryption key.
+ * Run the program once with the stored metadata, or undefined for an encryption key only.
  * @throws ObjstateError `ENCRYPTION_KEY_PROVIDER_FAILED`
  */
-export function runExternal(config: ExternalProviderConfig, input: Buffer | undefined, opts: ExternalOptions = {}): Promise<ExternalKeys> {
+function runExternal(config: ExternalProviderConfig, input: Buffer | undefined, opts: ExternalOptions = {}): Promise<ExternalKeys> {
   const program = config.command[0] as string;
   const what = `key provider ${config.address} (program ${program})`;
-  const fail = (why: string, stderr?: string): ObjstateError => {
-    const err = stderr === undefined || stderr.trim() === "" ? "" : `; its standard error: ${stderr.trim().slice(0, STDERR_QUOTED)}`;
+  const fail = (why: string, stderr = ""): ObjstateError => {
+    const err = stderr.trim() === "" ? "" : `; its standard error: ${stderr.trim().slice(0, STDERR_QUOTED)}`;
     return new ObjstateError("ENCRYPTION_KEY_PROVIDER_FAILED", `${what} ${why}${err}`, { details: { keyProvider: config.address, program } });
   };
   let stdinText = "null";
@@ -69,60 +66,32 @@ export function runExternal(config: ExternalProviderConfig, input: Buffer | unde
     stdinText = data === undefined || data === null ? "null" : goJson({ external_data: data });
   }
   const timeoutMs = opts.timeoutMs ?? EXTERNAL_TIMEOUT_MS;
-
   return new Promise<ExternalKeys>((resolve, reject) => {
-    let child: import("node:child_process").ChildProcess;
+    const done = (e: (Error & { code?: unknown; killed?: boolean; signal?: unknown }) | null, stdout: Buffer, errBytes: Buffer): void => {
+      const stderr = errBytes.toString("utf8");
+      if (e === null) {
+        try {
+          resolve(parseAnswer(stdout.toString("utf8"), (why) => fail(why, stderr)));
+        } catch (x) {
+          reject(x instanceof ObjstateError ? x : fail("gave an answer that could not be read", stderr));
+        }
+      } else if (e.code === "ENOENT") reject(fail("was not found: check command[0] (a path, or a name on PATH)"));
+      else if (e.code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER")
+        reject(fail(`printed more than ${MAX_OUTPUT_BYTES} bytes; it does not speak the key provider protocol`, stderr));
+      else if (e.killed === true) reject(fail(`did not answer within ${Math.round(timeoutMs / 1000) || timeoutMs / 1000} s and was stopped`, stderr));
+      else if (typeof e.code === "number") reject(fail(`exited with code ${e.code}`, stderr));
+      else if (typeof e.signal === "string") reject(fail(`was killed by ${e.signal}`, stderr));
+      else reject(fail(`could not be run (${String(e.code ?? e.message)})`));
+    };
     try {
-      child = nodeChildProcess().spawn(program, config.command.slice(1), { stdio: ["pipe", "pipe", "pipe"], shell: false });
+      const options = { timeout: timeoutMs, killSignal: "SIGKILL" as const, maxBuffer: MAX_OUTPUT_BYTES, encoding: "buffer" as const, shell: false };
+      const child = nodeChildProcess().execFile(program, config.command.slice(1), options, done);
+      // A program that exits without reading its input must not fail the run by EPIPE.
+      child.stdin?.on("error", () => undefined);
+      child.stdin?.end(stdinText);
     } catch (e) {
       reject(fail(`could not be started (${(e as Error).message})`));
-      return;
     }
-    const out: Buffer[] = [];
-    let outBytes = 0;
-    let stderr = "";
-    let done = false;
-    const finish = (e: ObjstateError | undefined, keys?: ExternalKeys): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      if (e !== undefined) reject(e);
-      else resolve(keys as ExternalKeys);
-    };
-    const timer = setTimeout(
-      () => finish(fail(`did not answer within ${Math.round(timeoutMs / 1000) || timeoutMs / 1000} s and was stopped`, stderr)),
-      timeoutMs,
-    );
-    child.on("error", (e: NodeJS.ErrnoException) =>
-      finish(fail(e.code === "ENOENT" ? "was not found: check command[0] (a path, or a name on PATH)" : `could not be run (${e.code ?? e.message})`)),
-    );
-    child.stdout?.on("data", (b: Buffer) => {
-      outBytes += b.length;
-      if (outBytes > MAX_OUTPUT_BYTES) finish(fail(`printed more than ${MAX_OUTPUT_BYTES} bytes; it does not speak the key provider protocol`, stderr));
-      else out.push(b);
-    });
-    child.stderr?.on("data", (b: Buffer) => {
-      if (stderr.length < 4 * STDERR_QUOTED) stderr += b.toString("utf8");
-    });
-    // A program that exits without reading its input must not fail the run by EPIPE.
-    child.stdin?.on("error", () => undefined);
-    child.stdin?.end(stdinText);
-    child.on("close", (code, signal) => {
-      if (done) return;
-      if (code !== 0) {
-        finish(fail(signal !== null ? `was killed by ${signal}` : `exited with code ${code}`, stderr));
-        return;
-      }
-      try {
-        finish(
-          undefined,
-          parseAnswer(Buffer.concat(out).toString("utf8"), (why) => fail(why, stderr)),
-        );
-      } catch (e) {
-        finish(e instanceof ObjstateError ? e : fail("gave an answer that could not be read", stderr));
-      }
-    });
   });
 }
 
@@ -167,7 +136,7 @@ function parseAnswer(text: string, fail: (why: string) => ObjstateError): Extern
   return { encryptionKey, decryptionKey: key("decryption_key"), meta: Buffer.from(goJson({ external_data: m["external_data"] ?? null }), "utf8") };
 }
 
-/** The external key provider of one configuration: one run for the writer's key, one per distinct stored metadata to read. */
+/** One run for the writer's key, one per distinct stored metadata read (a wrapped data key gives the same key each time). */
 export class ExternalProvider {
   #writer: Promise<{ key: Buffer; meta: Buffer }> | undefined;
   readonly #readers = new Map<string, Promise<Buffer | undefined>>();
@@ -183,7 +152,6 @@ export class ExternalProvider {
     return this.#writer;
   }
 
-  /** The decryption key for stored metadata: the program runs once per distinct metadata (a wrapped data key gives the same key each time). */
   decryptionKey(meta: Buffer | undefined): Promise<Buffer | undefined> {
     if (meta === undefined) return Promise.resolve(undefined);
     const id = meta.toString("base64");

@@ -1,9 +1,7 @@
 /**
- * Key provider `pbkdf2` in OpenTofu's form: PBKDF2-HMAC (SHA-512 or SHA-256) of the
- * passphrase with a random salt; the salt, iterations, hash and key length are stored in
- * the envelope's `meta` as `{"salt","iterations","hash_function","key_length"}`, and a reader
- * always derives with the stored ones. Derivation is asynchronous (the thread pool, so a
- * server keeps answering) and cached per (passphrase, salt, parameters) for the process.
+ * Key provider `pbkdf2` in OpenTofu's form: PBKDF2-HMAC of the passphrase with a random salt,
+ * the parameters stored in the envelope's `meta` (a reader derives with the stored ones).
+ * Derivation runs on the thread pool, so a server keeps answering, and is cached per process.
  */
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
@@ -18,16 +16,13 @@ export interface Pbkdf2Meta {
   readonly keyLength: number;
 }
 
-/**
- * A reader derives with what the envelope says, so an envelope sent by a client must not make
- * it spin: stored iterations beyond this multiple of the configured ones are refused unrun.
- */
+/** Stored iterations beyond this multiple of the configured ones are refused unrun: a client's envelope must not make a reader spin. */
 const ITERATIONS_FACTOR = 4;
 /** Derivations at once: half of libuv's pool (4 threads by default), which also does the file I/O. */
 const MAX_DERIVATIONS = Math.max(1, Math.floor((Number(process.env["UV_THREADPOOL_SIZE"]) || 4) / 2));
 
-/** The JSON OpenTofu's Go code writes for the metadata (before the envelope base64-encodes it). */
-export function encodePbkdf2Meta(m: Pbkdf2Meta): Buffer {
+/** The JSON OpenTofu's Go code writes for the metadata. */
+function encodePbkdf2Meta(m: Pbkdf2Meta): Buffer {
   return Buffer.from(
     `{"salt":"${m.salt.toString("base64")}","iterations":${m.iterations},"hash_function":${JSON.stringify(m.hashFunction)},"key_length":${m.keyLength}}`,
     "utf8",
@@ -35,11 +30,10 @@ export function encodePbkdf2Meta(m: Pbkdf2Meta): Buffer {
 }
 
 /**
- * The stored metadata, or undefined when it is absent or incomplete (OpenTofu's `isPresent`:
- * no decryption key then). `describe` names the envelope in messages.
- * @throws ObjstateError `ENCRYPTION_TAMPERED` for metadata that is not the pbkdf2 shape
+ * The stored metadata, or undefined when absent or incomplete (OpenTofu's `isPresent`: no key then).
+ * @throws ObjstateError `ENCRYPTION_TAMPERED` for metadata not of the pbkdf2 shape
  */
-export function decodePbkdf2Meta(json: Buffer | undefined, describe: string): Pbkdf2Meta | undefined {
+function decodePbkdf2Meta(json: Buffer | undefined, describe: string): Pbkdf2Meta | undefined {
   if (json === undefined) return undefined;
   const bad = (why: string): never => {
     throw new ObjstateError("ENCRYPTION_TAMPERED", `${describe}: its pbkdf2 metadata ${why}; it was altered or written by another program`);
@@ -69,12 +63,12 @@ export function decodePbkdf2Meta(json: Buffer | undefined, describe: string): Pb
   return { salt, iterations, hashFunction: hash as "sha256" | "sha512", keyLength };
 }
 
-/** Derived keys by a digest of (passphrase, salt, parameters): the passphrase itself is never a key of the map. */
+/** Derived keys by a digest of (passphrase, salt, parameters), never by the passphrase itself. */
 const cache = new Map<string, Promise<Buffer>>();
 const CACHE_ENTRIES = 256;
 let derivations = 0;
 
-/** How many derivations ran in this process (not served from the cache): for tests and benches. */
+/** Derivations run in this process (not from the cache), for tests and benches. */
 export function pbkdf2Derivations(): number {
   return derivations;
 }
@@ -111,7 +105,7 @@ export function derivePbkdf2(passphrase: Buffer, m: Pbkdf2Meta): Promise<Buffer>
 let running = 0;
 const waiting: (() => void)[] = [];
 
-/** `run` once one of {@link MAX_DERIVATIONS} places is free; a place freed goes straight to the next waiter. */
+/** `run` in one of {@link MAX_DERIVATIONS} places; a place freed goes straight to the next waiter. */
 async function inSlot<T>(run: () => Promise<T>): Promise<T> {
   if (running < MAX_DERIVATIONS) running++;
   else await new Promise<void>((r) => waiting.push(r));
@@ -124,11 +118,7 @@ async function inSlot<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-/**
- * Refuse stored parameters this configuration would not write, before deriving: a key AES
- * cannot take, or iterations outside [{@link MIN_ITERATIONS}, {@link ITERATIONS_FACTOR} × the configured ones].
- * @throws ObjstateError `ENCRYPTION_KDF_OUT_OF_BOUNDS`
- */
+/** @throws ObjstateError `ENCRYPTION_KDF_OUT_OF_BOUNDS` for stored parameters this configuration would not write, before deriving. */
 function checkBounds(m: Pbkdf2Meta, c: Pbkdf2ProviderConfig, describe: string): void {
   const max = ITERATIONS_FACTOR * c.iterations;
   const refuse = (parameter: string, why: string, bound: Record<string, number>): never => {
@@ -148,7 +138,6 @@ function checkBounds(m: Pbkdf2Meta, c: Pbkdf2ProviderConfig, describe: string): 
     );
 }
 
-/** The pbkdf2 key provider of one configuration. */
 export class Pbkdf2Provider {
   #writer: Promise<{ key: Buffer; meta: Buffer }> | undefined;
 
@@ -157,10 +146,7 @@ export class Pbkdf2Provider {
     private readonly randomBytes: (n: number) => Buffer = (n) => nodeCrypto().randomBytes(n),
   ) {}
 
-  /**
-   * The key this writer encrypts with and the metadata to store: a fresh salt per provider
-   * instance (one per process, as OpenTofu makes one per run), derived once.
-   */
+  /** The writer's key and metadata: one fresh salt per instance, as OpenTofu makes one per run. */
   encryptionKey(): Promise<{ key: Buffer; meta: Buffer }> {
     this.#writer ??= (async () => {
       const c = this.config;
@@ -171,7 +157,7 @@ export class Pbkdf2Provider {
     return this.#writer;
   }
 
-  /** The key for stored metadata (undefined when the envelope has none for this provider). */
+  /** The key for stored metadata (undefined: none for this provider). */
   async decryptionKey(meta: Buffer | undefined, describe: string): Promise<Buffer | undefined> {
     const m = decodePbkdf2Meta(meta, describe);
     if (m === undefined) return undefined;

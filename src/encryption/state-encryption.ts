@@ -1,81 +1,56 @@
 /**
- * State encryption for one target (`state`, or a remote state data source): writes the v0
- * envelope OpenTofu writes, reads it with the primary method, then each fallback, and reads
- * plain states only where an `unencrypted` method allows it. This is what state I/O calls;
- * it knows nothing of stores, workspaces or locks (the caller names the workspace for
- * messages).
+ * State encryption for one target (`state`, or a remote state data source): writes OpenTofu's
+ * v0 envelope, reads it with the primary method, then each fallback, and reads plain states
+ * only where an `unencrypted` method allows it. It knows nothing of stores or locks.
  */
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
-import {
-  base64Length,
-  Base64GcmOpener,
-  KEY_LENGTHS,
-  looksLikeStateStart,
-  NONCE_BYTES,
-  type OpenFailure,
-  type OpenKey,
-  sealToBase64,
-  TAG_BYTES,
-} from "./aes-gcm.js";
+import { JsonScanner } from "../json/scan.js";
+import { base64Length, Base64GcmOpener, KEY_LENGTHS, looksLikeStateStart, NONCE_BYTES, type OpenKey, sealBase64Into, TAG_BYTES } from "./aes-gcm.js";
 import type { AesGcmMethodConfig, EncryptionConfig, KeyProviderConfig, MethodConfig, TargetConfig } from "./config.js";
 import { ExternalProvider, type ExternalOptions } from "./external.js";
 import { Pbkdf2Provider } from "./pbkdf2.js";
-import { memberOf, type Member, TopLevelScanner } from "./scan.js";
 
-/** The only envelope version there is. */
 export const ENCRYPTION_VERSION = "v0";
 
 /** The clear fields of an envelope (OpenTofu copies them from the state so backends can read them). */
 export interface EnvelopeHeader {
-  /** `serial`: null when the state had none. */
   readonly serial: number | null;
   readonly lineage: string;
 }
 
-/** An envelope ready to be written: its exact size first, then its bytes in pieces. */
+/** An envelope made, and its size. */
 export interface Envelope {
   readonly byteLength: number;
-  /**
-   * The bytes in pieces of 64 KiB, encrypted as they are taken: buffers, or text that is
-   * ASCII (the base64 of the data, which is most of it), whose characters are its bytes
-   * (write it with `latin1`). Every iteration encrypts
-   * again and yields the very same bytes (one nonce for the envelope: the same plaintext
-   * under the same key and nonce is the same ciphertext, nothing more to learn), so a
-   * writer can read it again without anything holding it whole.
-   */
-  readonly chunks: Iterable<Buffer | string>;
-  /** All bytes in one buffer (exactly {@link byteLength}): for small states and tests. */
   toBuffer(): Buffer;
 }
+const envelope = (b: Buffer): Envelope => ({ byteLength: b.length, toBuffer: () => b });
 
 /** What a read found. */
 export interface Decrypted {
-  /** The state's JSON. */
   readonly state: Buffer;
-  /** Whether the stored bytes were an envelope (false: a plain state, read through `unencrypted`). */
+  /** False: a plain state, read through `unencrypted`. */
   readonly encrypted: boolean;
   /** The method that read it (`method.TYPE.NAME`). */
   readonly method: string;
-  /** It was read by a fallback, or is plain while the primary encrypts: the next write changes its form (OpenTofu's "migration"). */
+  /** Read by a fallback, or plain while the primary encrypts: the next write changes its form (OpenTofu's "migration"). */
   readonly migration: boolean;
-  /** The envelope's clear `serial` and `lineage` (undefined for a plain state). */
+  /** The envelope's clear fields (undefined for a plain state). */
   readonly header: EnvelopeHeader | undefined;
 }
 
 /** Names the state in messages. */
 export interface StateContext {
-  /** Workspace of the state (named in errors). */
   readonly workspace?: string;
 }
 
 /** Options of a {@link StateEncryption}. */
 export interface StateEncryptionOptions extends ExternalOptions {
-  /** Source of salts and nonces (default: `crypto.randomBytes`); tests pass a fixed one to get known envelopes. */
+  /** Source of salts and nonces (default: `crypto.randomBytes`); tests pass a fixed one. */
   readonly randomBytes?: (n: number) => Buffer;
 }
 
-/** Which target's methods apply: `state`, or the remote state data source of that name (its own block, else `default`). */
+/** `state`, or the remote state data source of that name (its own block, else `default`). */
 export type EncryptionTarget = { readonly kind: "state" } | { readonly kind: "remote"; readonly name: string };
 
 type Provider = Pbkdf2Provider | ExternalProvider;
@@ -89,53 +64,29 @@ function where(ctx: StateContext | undefined): string {
   return ctx?.workspace === undefined ? "the state" : `the state of workspace "${ctx.workspace}"`;
 }
 
-/**
- * Plaintext pieces gathered into one buffer: a lone piece (a small state, decrypted in one
- * call) is kept as it is; more are copied into one buffer sized from a hint when there is
- * one, so no second copy of the state is made.
- */
+/** Plaintext pieces copied into one buffer of the most the state can be (`most`: 3/4 of the stored size), or joined at the end when that is not known. */
 class PlainSink {
-  private only: Buffer | undefined;
+  private readonly pieces: Buffer[] = [];
   private buf: Buffer | undefined;
-  private chunks: Buffer[] = [];
   private n = 0;
-  constructor(private readonly hint: number | undefined) {}
+  constructor(private most: number) {}
   add = (b: Buffer): void => {
-    if (b.length === 0) return;
-    if (this.n === 0) {
-      this.only = b;
-      this.n = b.length;
-      return;
-    }
-    if (this.only !== undefined) {
-      const first = this.only;
-      this.only = undefined;
-      const want = this.hint !== undefined && this.hint > 0 ? Math.floor((this.hint * 3) / 4) : 0;
-      if (want >= first.length + b.length) {
-        this.buf = Buffer.allocUnsafe(want);
-        first.copy(this.buf, 0);
-      } else this.chunks.push(first);
-    }
-    if (this.buf !== undefined && this.n + b.length <= this.buf.length) b.copy(this.buf, this.n);
-    else {
-      if (this.buf !== undefined) {
-        this.chunks.push(this.buf.subarray(0, this.n));
-        this.buf = undefined;
-      }
-      this.chunks.push(b);
-    }
+    if (this.n + b.length > this.most) {
+      if (this.buf !== undefined) this.pieces.push(this.buf.subarray(0, this.n));
+      this.buf = undefined;
+      this.most = 0;
+      this.pieces.push(b);
+    } else (this.buf ??= Buffer.allocUnsafe(this.most)).set(b, this.n);
     this.n += b.length;
   };
   result(): Buffer {
-    if (this.only !== undefined) return this.only;
-    if (this.buf !== undefined) return this.buf.subarray(0, this.n);
-    return this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.n);
+    return this.buf !== undefined ? this.buf.subarray(0, this.n) : Buffer.concat(this.pieces, this.n);
   }
 }
 
 /** Encrypts and decrypts states for one target of an {@link EncryptionConfig}. */
 export class StateEncryption {
-  /** Method addresses, the primary first. */
+  /** The primary first. */
   readonly methods: readonly MethodConfig[];
   readonly #providers = new Map<string, Provider>();
 
@@ -145,15 +96,12 @@ export class StateEncryption {
     private readonly opts: StateEncryptionOptions = {},
   ) {
     this.methods = target.methods.map((m) => config.methods.get(m) as MethodConfig);
-    for (const m of this.methods) {
-      if (m.type !== "aes_gcm" || this.#providers.has(m.keys)) continue;
-      const kp = config.keyProviders.get(m.keys) as KeyProviderConfig;
-      this.#providers.set(m.keys, kp.type === "pbkdf2" ? new Pbkdf2Provider(kp, opts.randomBytes) : new ExternalProvider(kp, opts));
-    }
     const metaKeys = new Map<string, string>();
     for (const m of this.methods) {
       if (m.type !== "aes_gcm") continue;
       const kp = config.keyProviders.get(m.keys) as KeyProviderConfig;
+      if (!this.#providers.has(m.keys))
+        this.#providers.set(m.keys, kp.type === "pbkdf2" ? new Pbkdf2Provider(kp, opts.randomBytes) : new ExternalProvider(kp, opts));
       const other = metaKeys.get(kp.metaKey);
       if (other !== undefined && other !== kp.address) {
         throw new ObjstateError(
@@ -166,11 +114,7 @@ export class StateEncryption {
     Object.freeze(this);
   }
 
-  /**
-   * The encryption of `config`'s `state` target, or of the remote state data source `name`
-   * (its own block, else `remote_state_data_sources.default`). Undefined when the
-   * configuration encrypts nothing there (states are read and written as they are).
-   */
+  /** The encryption of `target`, or undefined when the configuration encrypts nothing there. */
   static for(config: EncryptionConfig, target: EncryptionTarget = { kind: "state" }, opts: StateEncryptionOptions = {}): StateEncryption | undefined {
     const t = target.kind === "state" ? config.state : (config.remoteTargets.get(target.name) ?? config.remoteDefault);
     if (t === undefined || t.methods.length === 0) return undefined;
@@ -182,55 +126,27 @@ export class StateEncryption {
     return this.methods[0]?.type === "unencrypted";
   }
 
-  /**
-   * The envelope of `state` (its JSON bytes) with the clear `serial` and `lineage` the caller
-   * read from it, or `state` itself when the primary method is `unencrypted`. Keys are
-   * derived (or fetched) once per instance; the cipher runs while the pieces are taken.
-   */
+  /** The envelope of `state` with the clear fields the caller read from it (`state` itself when the primary is `unencrypted`). */
   async encrypt(state: Uint8Array, header: EnvelopeHeader): Promise<Envelope> {
     const primary = this.methods[0] as MethodConfig;
-    if (primary.type === "unencrypted") {
-      const b = Buffer.from(state.buffer, state.byteOffset, state.byteLength);
-      return { byteLength: b.length, chunks: [b], toBuffer: () => b };
-    }
-    const { key, metaKey, meta } = await this.#writerKey(primary);
+    if (primary.type === "unencrypted") return envelope(Buffer.from(state.buffer, state.byteOffset, state.byteLength));
+    const kp = this.config.keyProviders.get(primary.keys) as KeyProviderConfig;
+    const { key, meta } = await (this.#providers.get(primary.keys) as Provider).encryptionKey();
+    checkKeyLength(primary, kp, key, "encryption");
     const serial = header.serial === null ? "null" : String(header.serial);
     if (header.serial !== null && !Number.isSafeInteger(header.serial))
       throw new ObjstateError("STATE_INVALID", `the state's serial ${serial} is not a whole number`);
-    const head = Buffer.from(
-      `{"serial":${serial},"lineage":${goString(header.lineage)},"meta":{${goString(metaKey)}:"${meta.toString("base64")}"},"encrypted_data":"`,
-      "utf8",
-    );
-    const tail = Buffer.from(`","encryption_version":"${ENCRYPTION_VERSION}"}`, "utf8");
-    const byteLength = head.length + base64Length(NONCE_BYTES + state.byteLength + TAG_BYTES) + tail.length;
-    const aad = primary.aad;
-    const random = this.opts.randomBytes ?? ((n: number) => nodeCrypto().randomBytes(n));
-    const nonce = random(NONCE_BYTES);
-    function* chunks(): Generator<Buffer | string> {
-      yield head;
-      yield* sealToBase64(key, aad, state, nonce);
-      yield tail;
-    }
-    return {
-      byteLength,
-      chunks: { [Symbol.iterator]: chunks },
-      toBuffer: () => {
-        const out = Buffer.allocUnsafe(byteLength);
-        let n = 0;
-        for (const c of chunks()) n += typeof c === "string" ? out.write(c, n, "latin1") : c.copy(out, n);
-        return out;
-      },
-    };
+    const head = `{"serial":${serial},"lineage":${goString(header.lineage)},"meta":{${goString(kp.metaKey)}:"${meta.toString("base64")}"},"encrypted_data":"`;
+    const tail = `","encryption_version":"${ENCRYPTION_VERSION}"}`;
+    const headBytes = Buffer.byteLength(head);
+    const out = Buffer.allocUnsafe(headBytes + base64Length(NONCE_BYTES + state.byteLength + TAG_BYTES) + tail.length);
+    out.write(head, 0, "utf8");
+    const nonce = (this.opts.randomBytes ?? ((n: number) => nodeCrypto().randomBytes(n)))(NONCE_BYTES);
+    out.write(tail, sealBase64Into(out, headBytes, key, primary.aad, state, nonce), "utf8");
+    return envelope(out);
   }
 
-  async #writerKey(m: AesGcmMethodConfig): Promise<{ key: Buffer; metaKey: string; meta: Buffer }> {
-    const kp = this.config.keyProviders.get(m.keys) as KeyProviderConfig;
-    const { key, meta } = await (this.#providers.get(m.keys) as Provider).encryptionKey();
-    checkKeyLength(m, kp, key, "encryption");
-    return { key, metaKey: kp.metaKey, meta };
-  }
-
-  /** Read stored bytes held in memory (an envelope or, where allowed, a plain state). */
+  /** Read stored bytes held in memory. */
   async decrypt(stored: Uint8Array, ctx?: StateContext): Promise<Decrypted> {
     const d = this.decryptor(ctx, stored.byteLength);
     await d.push(stored);
@@ -238,16 +154,14 @@ export class StateEncryption {
   }
 
   /**
-   * A reader fed the stored bytes in pieces as they arrive: the ciphertext is decoded and
-   * decrypted on the way, so only the plaintext is held. `sizeHint` (the stored size, when
-   * known) lets it allocate the plaintext once. `borrowed`: each pushed piece is valid only
-   * until its push settles (a reused read buffer), so whatever is kept of it is copied.
+   * A reader fed the stored bytes as they arrive, holding only the plaintext. `storedSize`
+   * lets it allocate that once; `borrowed`: a piece is valid only until its push settles.
    */
-  decryptor(ctx?: StateContext, sizeHint?: number, borrowed = false): StateDecryptor {
-    return new StateDecryptor(this, ctx, sizeHint, borrowed);
+  decryptor(ctx?: StateContext, storedSize?: number, borrowed = false): StateDecryptor {
+    return new StateDecryptor(this, ctx, storedSize, borrowed);
   }
 
-  /** @internal the candidate methods' keys for the stored metadata, tried in order by the opener. */
+  /** @internal the method's key for the stored metadata, or why there is none. */
   async candidateKey(
     m: AesGcmMethodConfig,
     meta: ReadonlyMap<string, Buffer>,
@@ -256,9 +170,7 @@ export class StateEncryption {
     const kp = this.config.keyProviders.get(m.keys) as KeyProviderConfig;
     const stored = meta.get(kp.metaKey);
     if (stored === undefined) return { key: undefined, why: `${m.address}: the envelope holds no metadata for ${kp.metaKey}` };
-    const provider = this.#providers.get(m.keys) as Provider;
-    const key =
-      provider instanceof Pbkdf2Provider ? await provider.decryptionKey(stored, `the envelope of ${where(ctx)}`) : await provider.decryptionKey(stored);
+    const key = await (this.#providers.get(m.keys) as Provider).decryptionKey(stored, `the envelope of ${where(ctx)}`);
     if (key === undefined) return { key: undefined, why: `${m.address}: ${kp.address} gave no decryption key for the stored metadata` };
     checkKeyLength(m, kp, key, "decryption");
     return { key, why: `${m.address}: its key (${kp.address}) does not open the data` };
@@ -274,23 +186,23 @@ function checkKeyLength(m: AesGcmMethodConfig, kp: KeyProviderConfig, key: Buffe
   }
 }
 
-/** Bytes kept of the head (before `encrypted_data`) and tail of an envelope: both are a few hundred bytes. */
-const ENVELOPE_PART_LIMIT = 1024 * 1024;
+/** Bytes allowed after an envelope's `encrypted_data`: its tail is a few dozen. */
+const ENVELOPE_TAIL_LIMIT = 1024 * 1024;
+/** The top-level members read from an envelope, or from a plain state to tell it from one. */
+const CLEAR_MEMBERS = ["meta", "encryption_version", "serial", "lineage", "terraform_version"];
 
 /** Reads stored bytes pushed in pieces; see {@link StateEncryption.decryptor}. */
 export class StateDecryptor {
-  private readonly scanner = new TopLevelScanner();
-  /** Every piece outside `encrypted_data` (the whole text for a plain state). */
+  private readonly scanner = new JsonScanner(CLEAR_MEMBERS);
+  /** The pieces before `encrypted_data`: the whole text of a plain state. */
   private held: Buffer[] = [];
-  private heldFrom = 0;
   private phase: "head" | "data" | "after" = "head";
   private opener: Base64GcmOpener | undefined;
   private escapes = false;
   private readonly sink: PlainSink;
-  private meta: Map<string, Buffer> = new Map();
-  private reasons: string[] = [];
+  private readonly meta = new Map<string, Buffer>();
+  private readonly reasons: string[] = [];
   private chosen: string | undefined;
-  private dataStart = -1;
   private afterBytes = 0;
   /** The data's characters, kept when the envelope's meta comes after them (not OpenTofu's order): opened at the end. */
   private deferred: Buffer[] | undefined;
@@ -298,16 +210,22 @@ export class StateDecryptor {
   constructor(
     private readonly enc: StateEncryption,
     private readonly ctx: StateContext | undefined,
-    sizeHint: number | undefined,
+    storedSize: number | undefined,
     private readonly borrowed: boolean,
   ) {
-    this.sink = new PlainSink(sizeHint);
+    this.sink = new PlainSink(Math.floor(((storedSize ?? 0) * 3) / 4));
   }
 
   /** The next piece of the stored bytes. */
   async push(piece: Uint8Array): Promise<void> {
     let b = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
     while (b.length > 0) {
+      if (this.phase === "after") {
+        this.afterBytes += b.length;
+        if (this.afterBytes > ENVELOPE_TAIL_LIMIT) this.tampered(`more than ${ENVELOPE_TAIL_LIMIT} bytes follow its encrypted_data`);
+        this.scanner.feed(b);
+        return;
+      }
       if (this.phase === "data") {
         const { end, escapes } = this.scanner.skipString(b);
         if (escapes) this.escapes = true;
@@ -317,110 +235,72 @@ export class StateDecryptor {
         if (end === -1) return;
         this.phase = "after";
         b = b.subarray(end + 1);
-        this.heldFrom = this.scanner.offset;
         continue;
       }
-      const startOffset = this.scanner.offset;
-      const at = this.phase === "head" ? this.scanner.scan(b, "encrypted_data") : this.scanner.scan(b);
-      if (at === undefined) {
-        this.hold(b);
+      const at = this.scanner.feedUntil(b, "encrypted_data");
+      if (at === -1) {
+        this.held.push(this.borrowed ? Buffer.from(b) : b);
         return;
       }
-      this.hold(b.subarray(0, at));
-      this.dataStart = startOffset + at;
+      this.held = [];
       this.startData();
-      this.phase = "data";
       b = b.subarray(at);
     }
   }
 
-  private hold(b: Buffer): void {
-    if (b.length === 0) return;
-    // Outside the data only the head and tail are held for an envelope (they are small); a
-    // plain state is held whole, as it is the result.
-    if (this.phase === "after") {
-      this.afterBytes += b.length;
-      if (this.afterBytes > ENVELOPE_PART_LIMIT) this.tampered(`more than ${ENVELOPE_PART_LIMIT} bytes follow its encrypted_data`);
-    }
-    this.held.push(this.borrowed ? Buffer.from(b) : b);
-  }
-
-  /** `[start, end)` of the whole text, from the held pieces (never inside the data). */
-  private text(start: number, end: number): Buffer {
-    const parts: Buffer[] = [];
-    let at = 0;
-    let skipped = false;
-    for (const h of this.held) {
-      // The data's bytes are not held: the pieces after it continue at heldFrom.
-      if (!skipped && this.dataStart >= 0 && at >= this.dataStart) {
-        at = this.heldFrom;
-        skipped = true;
-      }
-      const s = Math.max(start, at);
-      const e = Math.min(end, at + h.length);
-      if (s < e) parts.push(h.subarray(s - at, e - at));
-      at += h.length;
-    }
-    return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
-  }
-
   private member(key: string): unknown {
-    const m = memberOf(this.scanner.members, key);
-    if (m === undefined || m.end < 0) return undefined;
-    if (m.key === "encrypted_data") return undefined;
-    try {
-      return JSON.parse(this.text(m.start, m.end).toString("utf8"));
-    } catch {
-      this.tampered(`its "${key}" is not valid JSON`);
-    }
+    const v = this.scanner.values.get(key);
+    // The scanner accepted the bytes: JSON.parse reads them.
+    return v === undefined ? undefined : JSON.parse(v.toString("utf8"));
+  }
+
+  private error(code: "ENCRYPTION_TAMPERED" | "ENCRYPTION_UNKNOWN_VERSION" | "STATE_INVALID", message: string): never {
+    throw new ObjstateError(code, message, { details: { workspace: this.ctx?.workspace } });
   }
 
   private tampered(why: string): never {
-    throw new ObjstateError(
-      "ENCRYPTION_TAMPERED",
-      `cannot decrypt ${where(this.ctx)}: ${why}; the stored envelope was altered or truncated after it was written`,
-      { details: { workspace: this.ctx?.workspace } },
+    this.error("ENCRYPTION_TAMPERED", `cannot decrypt ${where(this.ctx)}: ${why}; the stored envelope was altered or truncated after it was written`);
+  }
+
+  private unknownVersion(v: unknown): never {
+    this.error(
+      "ENCRYPTION_UNKNOWN_VERSION",
+      `cannot decrypt ${where(this.ctx)}: its envelope has encryption_version ${JSON.stringify(v)}, and objstate reads only "${ENCRYPTION_VERSION}" (written by a newer OpenTofu?)`,
     );
   }
 
   private startData(): void {
-    // OpenTofu writes meta before encrypted_data; another order is read too, by keeping the
-    // data until the meta has been seen.
-    if (memberOf(this.scanner.members, "meta") === undefined) this.deferred = [];
-    else this.readMeta();
+    this.phase = "data";
+    // OpenTofu writes meta before encrypted_data; another order is read too, by keeping the data until the meta is seen.
+    if (this.scanner.values.has("meta")) this.readMeta();
+    else this.deferred = [];
     const version = this.member("encryption_version");
     if (version !== undefined && version !== ENCRYPTION_VERSION) this.unknownVersion(version);
     this.opener = new Base64GcmOpener((nonce, probe) => this.choose(nonce, probe), this.sink.add);
   }
 
   private readMeta(): void {
-    const rawMeta = this.member("meta");
-    if (rawMeta === undefined || rawMeta === null) return;
-    if (typeof rawMeta !== "object" || Array.isArray(rawMeta)) this.tampered('its "meta" is not an object');
-    for (const [k, v] of Object.entries(rawMeta as Record<string, unknown>)) {
+    const meta = this.member("meta");
+    if (meta === undefined || meta === null) return;
+    if (typeof meta !== "object" || Array.isArray(meta)) this.tampered('its "meta" is not an object');
+    for (const [k, v] of Object.entries(meta as Record<string, unknown>)) {
       if (typeof v !== "string") this.tampered(`its meta "${k}" is not a base64 string`);
       this.meta.set(k, Buffer.from(v, "base64"));
     }
-  }
-
-  private unknownVersion(v: unknown): never {
-    throw new ObjstateError(
-      "ENCRYPTION_UNKNOWN_VERSION",
-      `cannot decrypt ${where(this.ctx)}: its envelope has encryption_version ${JSON.stringify(v)}, and objstate reads only "${ENCRYPTION_VERSION}" (written by a newer OpenTofu?)`,
-      { details: { workspace: this.ctx?.workspace } },
-    );
   }
 
   private async choose(nonce: Buffer, probe: Buffer): Promise<OpenKey | undefined> {
     for (const m of this.enc.methods) {
       if (m.type !== "aes_gcm") continue;
       const { key, why } = await this.enc.candidateKey(m, this.meta, this.ctx);
-      if (key === undefined) {
-        this.reasons.push(why);
-        continue;
-      }
-      const d = nodeCrypto().createDecipheriv(`aes-${key.length * 8}-gcm` as "aes-256-gcm", key, nonce);
-      if (looksLikeStateStart(d.update(probe))) {
+      if (
+        key !== undefined &&
+        looksLikeStateStart(
+          nodeCrypto()
+            .createDecipheriv(`aes-${key.length * 8}-gcm` as "aes-256-gcm", key, nonce)
+            .update(probe),
+        )
+      ) {
         this.chosen = m.address;
         return { key, aad: m.aad };
       }
@@ -430,33 +310,34 @@ export class StateDecryptor {
   }
 
   /**
-   * Only the first pieces were pushed (a large stored state, before it is written over): throw
-   * what they already show — no configured key opens it, an unknown version, or a plain
-   * state without an `unencrypted` method. Altered data further on is not seen here.
+   * Only a prefix was pushed (a large state about to be written over): throw what it shows —
+   * no key opens it, an unknown version, or a plain state without `unencrypted`.
    */
   async checkPrefix(): Promise<void> {
     if (this.phase === "head") {
-      if (memberOf(this.scanner.members, "encryption_version") === undefined && !this.enc.methods.some((m) => m.type === "unencrypted")) this.plainRefused();
+      if (!this.scanner.values.has("encryption_version") && !this.enc.methods.some((m) => m.type === "unencrypted")) this.plainRefused();
       return;
     }
-    const opener = this.opener as Base64GcmOpener;
     if (this.deferred !== undefined) return;
+    const opener = this.opener as Base64GcmOpener;
     await opener.settle();
     if (opener.noKey) this.wrongKey();
   }
 
-  /** All pieces were pushed: the state, once the tag and the clear fields check out. */
+  /** All pieces were pushed: the state, once the tag and clear fields check out. */
   async end(): Promise<Decrypted> {
     if (this.phase === "data") this.tampered("its encrypted_data string never ends");
     if (this.phase === "head") return this.plain();
-    if (!this.scanner.closed) this.tampered("it ends before its closing brace");
-    if (this.scanner.broken) this.tampered("it is not valid JSON (something follows its closing brace)");
+    const f = this.scanner.end();
+    if (f?.kind === "syntax")
+      this.tampered(
+        f.reason === "end" ? "it ends before its closing brace" : f.reason === "after" ? "something follows its closing brace" : "it is not valid JSON",
+      );
     const version = this.member("encryption_version");
     if (version === undefined || version === "")
-      throw new ObjstateError(
+      this.error(
         "ENCRYPTION_UNKNOWN_VERSION",
         `cannot decrypt ${where(this.ctx)}: it has encrypted_data but no encryption_version, so it is neither an envelope objstate reads nor a state`,
-        { details: { workspace: this.ctx?.workspace } },
       );
     if (version !== ENCRYPTION_VERSION) this.unknownVersion(version);
     const opener = this.opener as Base64GcmOpener;
@@ -465,18 +346,16 @@ export class StateDecryptor {
       for (const chars of this.deferred) await opener.push(chars);
       this.deferred = undefined;
     }
-    const failure: OpenFailure | undefined = this.escapes ? { kind: "not-base64" } : await opener.end();
+    const failure = this.escapes ? { kind: "not-base64" as const } : await opener.end();
     if (opener.noKey) this.wrongKey();
-    if (failure !== undefined) {
-      if (failure.kind === "not-base64") this.tampered("its encrypted_data is not base64");
-      if (failure.kind === "too-short") this.tampered(`its encrypted_data holds ${failure.bytes} bytes, fewer than a nonce and a tag`);
-      this.tampered(`the data fails its authentication tag (GCM) under ${this.chosen}, whose key does open it`);
-    }
+    if (failure?.kind === "not-base64") this.tampered("its encrypted_data is not base64");
+    if (failure?.kind === "too-short") this.tampered(`its encrypted_data holds ${failure.bytes} bytes, fewer than a nonce and a tag`);
+    if (failure !== undefined) this.tampered(`the data fails its authentication tag (GCM) under ${this.chosen}, whose key does open it`);
     const serial = this.member("serial");
     const lineage = this.member("lineage");
-    const header: EnvelopeHeader = { serial: typeof serial === "number" ? serial : null, lineage: typeof lineage === "string" ? lineage : "" };
     const state = this.sink.result();
     this.checkClearFields(serial, lineage, state);
+    const header: EnvelopeHeader = { serial: typeof serial === "number" ? serial : null, lineage: typeof lineage === "string" ? lineage : "" };
     const primary = this.enc.methods[0] as MethodConfig;
     return { state, encrypted: true, method: this.chosen as string, migration: primary.address !== this.chosen, header };
   }
@@ -493,20 +372,12 @@ export class StateDecryptor {
 
   /** OpenTofu's check: the clear serial and lineage must be the decrypted state's own. */
   private checkClearFields(serial: unknown, lineage: unknown, state: Buffer): void {
-    // Writers put serial and lineage near the top: scan in pieces and stop once both are seen.
-    const s = new TopLevelScanner();
-    for (let at = 0; at < state.length && !s.closed; at += 64 * 1024) {
-      s.scan(state.subarray(at, Math.min(state.length, at + 64 * 1024)));
-      if (memberOf(s.members, "serial") !== undefined && memberOf(s.members, "lineage") !== undefined) break;
-    }
+    // Writers put both near the top: stop once they are seen.
+    const s = new JsonScanner(["serial", "lineage"]);
+    for (let at = 0; at < state.length && s.values.size < 2 && !s.failed; at += 64 * 1024) s.feed(state.subarray(at, at + 64 * 1024));
     const field = (k: string): unknown => {
-      const m = memberOf(s.members, k);
-      if (m === undefined || m.end < 0) return undefined;
-      try {
-        return JSON.parse(state.subarray(m.start, m.end).toString("utf8"));
-      } catch {
-        return undefined;
-      }
+      const v = s.values.get(k);
+      return v === undefined ? undefined : JSON.parse(v.toString("utf8"));
     };
     const innerSerial = field("serial");
     const innerLineage = field("lineage");
@@ -518,34 +389,19 @@ export class StateDecryptor {
 
   private plain(): Decrypted {
     const whole = this.held.length === 1 ? (this.held[0] as Buffer) : Buffer.concat(this.held);
-    const members: readonly Member[] = this.scanner.members;
-    const version = memberOf(members, "encryption_version");
-    if (version !== undefined && this.scanner.closed) {
-      let v: unknown;
-      try {
-        v = JSON.parse(whole.subarray(version.start, version.end).toString("utf8"));
-      } catch {
-        v = undefined;
-      }
-      // An envelope whose encrypted_data is not a string, or missing: not readable.
-      if (typeof v === "string" && v !== "") {
-        if (v !== ENCRYPTION_VERSION) this.unknownVersion(v);
-        this.tampered("its encrypted_data is missing or not a string");
-      }
+    const f = this.scanner.end();
+    const version = this.member("encryption_version");
+    // An envelope whose encrypted_data is missing or not a string: not readable.
+    if (f === undefined && typeof version === "string" && version !== "") {
+      if (version !== ENCRYPTION_VERSION) this.unknownVersion(version);
+      this.tampered("its encrypted_data is missing or not a string");
     }
-    if (!this.scanner.closed || this.scanner.broken) {
+    if (f !== undefined) {
       if (whole.includes('"encryption_version"')) this.tampered("it is not complete JSON");
-      throw new ObjstateError("STATE_INVALID", `${where(this.ctx)} is neither a state nor an encryption envelope: it is not a complete JSON object`, {
-        details: { workspace: this.ctx?.workspace },
-      });
+      this.error("STATE_INVALID", `${where(this.ctx)} is neither a state nor an encryption envelope: it is not a complete JSON object`);
     }
-    if (memberOf(members, "terraform_version") === undefined) {
-      throw new ObjstateError(
-        "STATE_INVALID",
-        `${where(this.ctx)} is neither a state (it has no terraform_version) nor an encryption envelope (no encryption_version)`,
-        { details: { workspace: this.ctx?.workspace } },
-      );
-    }
+    if (!this.scanner.values.has("terraform_version"))
+      this.error("STATE_INVALID", `${where(this.ctx)} is neither a state (it has no terraform_version) nor an encryption envelope (no encryption_version)`);
     const unencrypted = this.enc.methods.find((m) => m.type === "unencrypted");
     if (unencrypted === undefined) this.plainRefused();
     const primary = this.enc.methods[0] as MethodConfig;
@@ -561,9 +417,14 @@ export class StateDecryptor {
   }
 }
 
-/** Envelopes are cheaply told from plain states by their top level; exported for callers that only route bytes. */
+/** The stored bytes are an envelope: their top level has a string `encryption_version` (before or after the data). */
 export function isEnvelope(stored: Uint8Array): boolean {
-  const s = new TopLevelScanner();
-  const at = s.scan(stored, "encryption_version");
-  return at !== undefined;
+  const s = new JsonScanner(["encryption_version"]);
+  const b = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
+  const at = s.feedUntil(b, "encrypted_data");
+  if (at !== -1) {
+    const { end } = s.skipString(b.subarray(at));
+    if (end !== -1) s.feed(b.subarray(at + end + 1));
+  }
+  return s.values.get("encryption_version")?.[0] === 0x22;
 }

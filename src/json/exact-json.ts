@@ -1,23 +1,13 @@
 /**
- * JSON values that keep their numbers exactly as written, for output values.
- *
- * `JSON.parse` turns `12345678901234567890` into 12345678901234567000, `1e400` into
- * Infinity and `1e-400` into 0; the tool keeps such numbers exactly (arbitrary precision).
- * Here a number stays its literal text ({@link JsonNumber}); conversion to a JS number
- * happens only when a caller asks for one.
- *
- * Nothing here recurses: values nested 10,000 levels deep (the tool's limit) are walked
- * with explicit stacks, never the call stack (`JSON.stringify` and `structuredClone`
- * overflow it at that depth).
+ * JSON values whose numbers stay exactly as written, as the tool keeps them (`JSON.parse`
+ * turns `1e400` into Infinity): a number is its literal text ({@link JsonNumber}). Nothing
+ * here recurses: values nested 10,000 deep (the tool's limit) overflow the call stack.
  */
 import { Buffer } from "node:buffer";
 
 /** A JSON number literal, kept as written (e.g. `1e400`). */
 export class JsonNumber {
-  /** The literal's text, exactly as in the document. */
-  readonly text: string;
-  constructor(text: string) {
-    this.text = text;
+  constructor(readonly text: string) {
     Object.freeze(this);
   }
 }
@@ -29,9 +19,9 @@ export type ExactJson = null | boolean | string | JsonNumber | readonly ExactJso
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 /**
- * Parse the JSON text in `b[start, end)` (UTF-8) keeping number literals as text. The span
- * has already been accepted by the scanner (json/scan.ts) or `JSON.parse`, so the tokens are
- * taken in the order they come; bytes that are no JSON token still throw a SyntaxError.
+ * Parse the JSON text in `b[start, end)` keeping number literals as text. The span was
+ * accepted by the scanner or `JSON.parse`, so tokens are taken as they come (a byte that is
+ * no token still throws a SyntaxError).
  */
 export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson {
   const text = Buffer.from(b.buffer, b.byteOffset + start, end - start).toString("utf8");
@@ -86,49 +76,56 @@ export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson 
   }
 }
 
-/** Exact JSON of a JS value (numbers as `JSON.stringify` writes them); undefined members are left out. */
-export function fromJs(value: JsonValue): ExactJson {
-  type Frame = { src: unknown[]; out: ExactJson[]; i: number } | { src: [string, unknown][]; out: Map<string, ExactJson>; i: number; obj: object };
-  const onPath = new Set<object>();
-  const convertLeaf = (v: unknown): ExactJson | Frame | undefined => {
-    if (v === null || typeof v === "string" || typeof v === "boolean") return v;
-    if (typeof v === "number") return Number.isFinite(v) ? new JsonNumber(JSON.stringify(v)) : null;
-    if (typeof v !== "object") return undefined;
-    if (onPath.has(v)) throw new TypeError("a value refers to itself; JSON values cannot");
-    onPath.add(v);
-    if (Array.isArray(v)) return { src: v as unknown[], out: [], i: 0 };
-    return { src: Object.entries(v), out: new Map(), i: 0, obj: v };
-  };
-  const isFrame = (x: ExactJson | Frame | undefined): x is Frame => typeof x === "object" && x !== null && "src" in x;
-  const first = convertLeaf(value);
-  if (!isFrame(first)) return first === undefined ? null : first;
-  const stack: Frame[] = [first];
+/** A container met by {@link rebuild}: its entries (no key in a list), and how to make it from the converted ones. */
+interface Opened<A, B> {
+  readonly entries: readonly (readonly [string | undefined, A])[];
+  readonly make: (kids: [string | undefined, B][]) => B;
+}
+
+/** A tree converted bottom-up with an explicit stack: values nest 10,000 deep, past the call stack. */
+function rebuild<A, B>(root: A, open: (v: A) => Opened<A, B> | undefined, leaf: (v: A) => B): B {
+  type Frame = Opened<A, B> & { kids: [string | undefined, B][] };
+  const first = open(root);
+  if (first === undefined) return leaf(root);
+  const stack: Frame[] = [{ ...first, kids: [] }];
   for (;;) {
     const f = stack[stack.length - 1] as Frame;
-    if (f.i === f.src.length) {
+    if (f.kids.length === f.entries.length) {
       stack.pop();
-      onPath.delete("obj" in f ? f.obj : f.src);
-      const done = f.out;
+      const built = f.make(f.kids);
       const parent = stack[stack.length - 1];
-      if (parent === undefined) return done;
-      place(parent, done);
+      if (parent === undefined) return built;
+      parent.kids.push([parent.entries[parent.kids.length]?.[0], built]);
       continue;
     }
-    const item = f.src[f.i] as unknown;
-    const v = "obj" in f ? (item as [string, unknown])[1] : item;
-    const converted = convertLeaf(v);
-    if (isFrame(converted)) {
-      stack.push(converted);
-    } else {
-      if (converted === undefined && "obj" in f) f.i++;
-      else place(f, converted ?? null);
-    }
+    const [k, v] = f.entries[f.kids.length] as readonly [string | undefined, A];
+    const g = open(v);
+    if (g === undefined) f.kids.push([k, leaf(v)]);
+    else stack.push({ ...g, kids: [] });
   }
-  function place(f: Frame, v: ExactJson): void {
-    if ("obj" in f) f.out.set((f.src[f.i] as [string, unknown])[0], v);
-    else f.out.push(v);
-    f.i++;
-  }
+}
+
+const listEntries = <A>(v: readonly A[]): [undefined, A][] => v.map((x) => [undefined, x]);
+
+/** Exact JSON of a JS value (numbers as `JSON.stringify` writes them); undefined members are left out. */
+export function fromJs(value: JsonValue): ExactJson {
+  const onPath = new Set<object>();
+  const open = (v: unknown): Opened<unknown, ExactJson | undefined> | undefined => {
+    if (typeof v !== "object" || v === null) return undefined;
+    if (onPath.has(v)) throw new TypeError("a value refers to itself; JSON values cannot");
+    onPath.add(v);
+    if (Array.isArray(v)) return { entries: listEntries(v as unknown[]), make: (kids) => (onPath.delete(v), kids.map(([, x]) => x ?? null)) };
+    return {
+      entries: Object.entries(v),
+      make: (kids) => (onPath.delete(v), new Map(kids.filter((e): e is [string, ExactJson] => e[1] !== undefined))),
+    };
+  };
+  const leaf = (v: unknown): ExactJson | undefined => {
+    if (v === null || typeof v === "string" || typeof v === "boolean") return v;
+    if (typeof v === "number") return Number.isFinite(v) ? new JsonNumber(JSON.stringify(v)) : null;
+    return undefined;
+  };
+  return rebuild<unknown, ExactJson | undefined>(value, open, leaf) ?? null;
 }
 
 /** The JSON type of an exact value, as messages name it. */
@@ -148,51 +145,31 @@ export function exactType(v: ExactJson): JsonType {
  * the literal's text (a string) otherwise. `freeze` freezes every object and array.
  */
 export function toJs(value: ExactJson, numbers: "js" | "lossless", freeze: boolean): JsonValue {
-  const leaf = (v: ExactJson): JsonValue | undefined => {
-    if (v instanceof JsonNumber) return numbers === "js" || isExactInJs(v.text) ? Number(v.text) : v.text;
-    if (v === null || typeof v !== "object") return v;
-    return undefined;
+  const done = <T extends object>(o: T): T => (freeze ? Object.freeze(o) : o);
+  const open = (v: ExactJson): Opened<ExactJson, JsonValue> | undefined => {
+    if (Array.isArray(v)) return { entries: listEntries(v as readonly ExactJson[]), make: (kids) => done(kids.map(([, x]) => x)) };
+    if (!(v instanceof Map)) return undefined;
+    const make = (kids: [string | undefined, JsonValue][]): JsonValue => {
+      const o: Record<string, JsonValue> = {};
+      // defineProperty: a name such as "__proto__" stays an ordinary own property.
+      for (const [k, x] of kids) Object.defineProperty(o, k as string, { value: x, enumerable: true, writable: true, configurable: true });
+      return done(o);
+    };
+    return { entries: [...v.entries()], make };
   };
-  type Frame = { entries: [string | undefined, ExactJson][]; out: JsonValue[] | Record<string, JsonValue>; i: number };
-  const open = (v: ReadonlyMap<string, ExactJson> | readonly ExactJson[]): Frame =>
-    v instanceof Map ? { entries: [...v.entries()], out: {}, i: 0 } : { entries: (v as readonly ExactJson[]).map((x) => [undefined, x]), out: [], i: 0 };
-  const l = leaf(value);
-  if (l !== undefined) return l;
-  const stack: Frame[] = [open(value as ReadonlyMap<string, ExactJson> | readonly ExactJson[])];
-  let done: JsonValue = null;
-  while (stack.length > 0) {
-    const f = stack[stack.length - 1] as Frame;
-    if (f.i === f.entries.length) {
-      stack.pop();
-      done = freeze ? (Object.freeze(f.out) as JsonValue) : f.out;
-      const parent = stack[stack.length - 1];
-      if (parent !== undefined) put(parent, done);
-      continue;
-    }
-    const [, v] = f.entries[f.i] as [string | undefined, ExactJson];
-    const x = leaf(v);
-    if (x === undefined) stack.push(open(v as ReadonlyMap<string, ExactJson> | readonly ExactJson[]));
-    else put(f, x);
-  }
-  return done;
-  function put(f: Frame, v: JsonValue): void {
-    const [k] = f.entries[f.i] as [string | undefined, ExactJson];
-    if (Array.isArray(f.out)) f.out.push(v);
-    // defineProperty: a name such as "__proto__" stays an ordinary own property.
-    else Object.defineProperty(f.out, k as string, { value: v, enumerable: true, writable: true, configurable: true });
-    f.i++;
-  }
+  const leaf = (v: ExactJson): JsonValue => {
+    if (v instanceof JsonNumber) return numbers === "js" || isExactInJs(v.text) ? Number(v.text) : v.text;
+    return v as JsonValue;
+  };
+  return rebuild(value, open, leaf);
 }
 
-/** `JSON.stringify(value)`, walked with a stack: a value nested 10,000 deep does not overflow the call stack. */
+/** `JSON.stringify(value)`, without recursion. */
 export function stringifyDeep(value: unknown): string {
   return stringifyExact(fromJs(value as JsonValue));
 }
 
-/**
- * JSON text of an exact value, numbers as written. `space` indents as `JSON.stringify(v,
- * null, space)` does.
- */
+/** JSON text of an exact value, numbers as written; `space` indents as `JSON.stringify` does. */
 export function stringifyExact(value: ExactJson, space = 0): string {
   const pad = " ".repeat(space);
   const parts: string[] = [];
@@ -237,10 +214,9 @@ export function stringifyExact(value: ExactJson, space = 0): string {
   return parts.join("");
 }
 
-/** A decimal literal as sign, significant digits and a power of ten: value = ±digits × 10^exp. */
+/** ±digits × 10^exp; `digits` has no leading or trailing zeros ("" for zero). */
 interface Decimal {
   readonly negative: boolean;
-  /** No leading or trailing zeros; "" for zero. */
   readonly digits: string;
   readonly exp: bigint;
 }
@@ -269,11 +245,7 @@ export function isExactInJs(text: string): boolean {
 /** Longest decimal expansion {@link decimalForm} and {@link toBigInt} produce. */
 export const MAX_DECIMAL_DIGITS = 100_000;
 
-/**
- * The literal in plain positional notation, exactly (`1e3` → `1000`, `1e-3` → `0.001`,
- * `-0` → `0`), as the tool's `output -raw` prints numbers; undefined when that would be
- * longer than {@link MAX_DECIMAL_DIGITS} digits.
- */
+/** The literal in plain notation (`1e3` → `1000`, `-0` → `0`), as `output -raw` prints it; undefined past {@link MAX_DECIMAL_DIGITS}. */
 export function decimalForm(text: string): string | undefined {
   const { negative, digits, exp } = decimalOf(text);
   if (digits === "") return "0";
@@ -288,10 +260,7 @@ export function decimalForm(text: string): string | undefined {
   return negative ? `-${s}` : s;
 }
 
-/**
- * The literal as a bigint: `"whole"` when it is not a whole number, `"too-large"` when it
- * has more than {@link MAX_DECIMAL_DIGITS} digits.
- */
+/** The literal as a bigint, unless it is not whole or has more than {@link MAX_DECIMAL_DIGITS} digits. */
 export function toBigInt(text: string): bigint | "not-whole" | "too-large" {
   const { negative, digits, exp } = decimalOf(text);
   if (digits === "") return 0n;

@@ -1,14 +1,9 @@
 /**
- * The one JSON scanner (docs/decisions/110): a resumable, byte-level check of a whole
- * document against the grammar `JSON.parse` accepts, with the tool's nesting bound, that also
- * notes where each top-level member's value lies and keeps the bytes of the members asked
- * for. Fed chunk by chunk as bytes arrive, or a whole buffer at once, it builds nothing, so
- * a state of any size is checked in bounded memory without ever becoming a string.
- *
- * It must refuse exactly what `JSON.parse` refuses, or a state would be judged by how it was
- * read. Bytes of 0x80 and above are only valid inside strings, where an invalid UTF-8
- * sequence passes as the U+FFFD `JSON.parse` sees after decoding. No recursion: nesting is
- * a byte stack, so 10,000 levels cost 10,000 bytes.
+ * The one JSON scanner (docs/decisions/110): a resumable byte-level check of a document
+ * against the grammar `JSON.parse` accepts plus the tool's nesting bound, noting where the
+ * top-level members asked for lie and keeping their bytes. It must refuse exactly what
+ * `JSON.parse` refuses (invalid UTF-8 inside strings passes, as the U+FFFD `JSON.parse` sees);
+ * nesting is a byte stack, never recursion.
  */
 import { Buffer } from "node:buffer";
 import { ObjstateError } from "../errors.js";
@@ -23,23 +18,18 @@ export type ScanFailure =
   /** Not an object: an array (valid), or a document that starts like a string, number or literal. */
   | { readonly kind: "not-object"; readonly what: string };
 
+/** What may come next; `sub` is the string's escape state (1 after `\`, 2–5 hex digits due + 1), the {@link Num} state, or the literal's bytes matched. */
 const enum Mode {
-  /** A value must come (after `:`, after `,` in an array, or at the start). */
   Value,
-  /** Just after `[`: a value or `]`. */
+  /** Just after `[`. */
   ValueOrClose,
-  /** Just after `{`: a key or `}`. */
+  /** Just after `{`. */
   KeyOrClose,
-  /** After `,` in an object: a key. */
   Key,
   Colon,
-  /** After a value: `,` or the closing bracket. */
   After,
-  /** In a string (`sub`: 0 plain, 1 after `\`, 2–5 hex digits of `\u` still due + 1). */
   Str,
-  /** In a number (`sub`: a {@link Num} state). */
   Number,
-  /** In `true`, `false` or `null` (`sub`: bytes matched so far). */
   Literal,
   /** After the top-level value: only whitespace. */
   Trail,
@@ -75,7 +65,7 @@ const table = (bytes: Iterable<number>): Uint8Array => {
 const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, k) => from + k);
 const SIMPLE_ESCAPE = table([QUOTE, BACKSLASH, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
 const HEX = table([...range(0x30, 0x39), ...range(0x41, 0x46), ...range(0x61, 0x66)]);
-/** Bytes that end the plain run of a string: one table load per byte where most of a state's bytes go by. */
+/** Bytes that end a string's plain run: one table load per byte where most of a state goes by. */
 const STRING_STOP = table([...range(0, 0x1f), QUOTE, BACKSLASH]);
 
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
@@ -101,14 +91,14 @@ export class JsonScanner {
   /** The top-level member being read, and where its value began. */
   private member: string | undefined;
   private valueAt = 0;
-  /** A top-level key or kept value being copied: where it began in this chunk (-1: none), and the pieces of earlier chunks. */
+  /** A top-level key or kept value being copied: its start in this chunk (-1: none), and earlier chunks' pieces. */
   private capFrom = -1;
   private parts: Uint8Array[] = [];
+  /** {@link feedUntil}'s member, and where in the chunk its string value began (-1: not yet). */
+  private stopKey: string | undefined;
+  private stoppedAt = -1;
 
-  /**
-   * @param keep the top-level members whose value spans and bytes are kept.
-   * @param maxDepth deepest nesting allowed, the top level counting as 1.
-   */
+  /** `keep`: the top-level members whose spans and bytes are kept; `maxDepth` counts the top level as 1. */
   constructor(
     private readonly keep: readonly string[] = [],
     private readonly maxDepth = MAX_NESTING,
@@ -119,171 +109,46 @@ export class JsonScanner {
     return this.mode === Mode.Trail;
   }
 
+  get failed(): boolean {
+    return this.failure !== undefined;
+  }
+
   /** Check the next chunk; false once the document is known to be wrong (feeding more does nothing). */
   feed(b: Uint8Array): boolean {
-    if (this.failure !== undefined) return false;
-    const n = b.length;
-    let { depth, st, mode, sub } = this;
-    let key = this.inKey;
-    let i = 0;
-    let failedAt = -1;
-    let reason: "unexpected" | "after" | "too-deep" = "unexpected";
-    loop: while (i < n) {
-      let c = b[i] as number;
-      switch (mode) {
-        case Mode.Str:
-          if (sub === 0) {
-            while (STRING_STOP[c] === 0) {
-              if (++i === n) break loop;
-              c = b[i] as number;
-            }
-            i++;
-            if (c === QUOTE) {
-              mode = key ? Mode.Colon : Mode.After;
-              if (depth === 1) this.topEvent(b, i, key);
-            } else if (c === BACKSLASH) sub = 1;
-            else {
-              failedAt = i - 1;
-              break loop;
-            }
-          } else {
-            // In an escape: just after `\` (1), or a hex digit of `\u` due.
-            if (sub === 1 ? c !== 0x75 && SIMPLE_ESCAPE[c] !== 1 : HEX[c] !== 1) {
-              failedAt = i;
-              break loop;
-            }
-            i++;
-            sub = sub === 1 ? (c === 0x75 ? 5 : 0) : sub === 2 ? 0 : sub - 1;
-          }
-          continue;
-        case Mode.Number: {
-          const digit = isDigit(c);
-          let next: number;
-          if (sub === Num.Minus || sub === Num.Dot || sub === Num.ESign) next = digit ? (sub === Num.Minus ? (c === 0x30 ? Num.Zero : Num.Int) : sub + 1) : -1;
-          else if (sub === Num.E) next = c === 0x2b || c === MINUS ? Num.ESign : digit ? Num.Exp : -1;
-          else if (digit && sub !== Num.Zero) next = sub;
-          else if (c === 0x2e && (sub === Num.Zero || sub === Num.Int)) next = Num.Dot;
-          else if ((c === 0x65 || c === 0x45) && sub !== Num.Exp) next = Num.E;
-          else {
-            // The number ended before this byte.
-            mode = Mode.After;
-            if (depth === 1) this.topEvent(b, i, false);
-            continue;
-          }
-          if (next < 0) {
-            failedAt = i;
-            break loop;
-          }
-          sub = next;
-          i++;
-          continue;
-        }
-        case Mode.Literal:
-          if (c !== this.lit[sub]) {
-            failedAt = i;
-            break loop;
-          }
-          i++;
-          if (++sub === this.lit.length) {
-            mode = Mode.After;
-            if (depth === 1) this.topEvent(b, i, false);
-          }
-          continue;
-        default:
-          break;
-      }
-      // Structural bytes.
-      i++;
-      if (isWs(c)) {
-        // Indentation: runs of spaces are most of a pretty-printed state's structure.
-        while (i < n && b[i] === 0x20) i++;
-        continue;
-      }
-      if (mode === Mode.Value || mode === Mode.ValueOrClose) {
-        if (c === CLOSE_BRACKET && mode === Mode.ValueOrClose) {
-          mode = --depth === 0 ? Mode.Trail : Mode.After;
-          if (depth === 1) this.topEvent(b, i, false);
-          continue;
-        }
-        if (depth === 0 && c !== OPEN_BRACE && c !== OPEN_BRACKET) {
-          const what = c === QUOTE ? "a string" : c === 0x74 || c === 0x66 ? "a boolean" : c === 0x6e ? "null" : c === MINUS || isDigit(c) ? "a number" : "";
-          if (what !== "") this.failure = { kind: "not-object", what };
-          failedAt = i - 1;
-          break;
-        }
-        if (depth === 1 && mode === Mode.Value) this.valueStart(i - 1);
-        if (c === QUOTE) {
-          mode = Mode.Str;
-          sub = 0;
-          key = false;
-        } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-          if (depth >= this.maxDepth) {
-            failedAt = i - 1;
-            reason = "too-deep";
-            break;
-          }
-          if (depth === st.length) {
-            const bigger = new Uint8Array(st.length * 2);
-            bigger.set(st);
-            st = bigger;
-          }
-          if (depth === 0) this.top = c === OPEN_BRACE ? "object" : "array";
-          st[depth++] = c;
-          mode = c === OPEN_BRACE ? Mode.KeyOrClose : Mode.ValueOrClose;
-        } else if (c === MINUS || isDigit(c)) {
-          mode = Mode.Number;
-          sub = c === MINUS ? Num.Minus : c === 0x30 ? Num.Zero : Num.Int;
-        } else if (c === 0x74 || c === 0x66 || c === 0x6e) {
-          mode = Mode.Literal;
-          this.lit = c === 0x74 ? TRUE : c === 0x66 ? FALSE : NULL;
-          sub = 1;
-        } else {
-          failedAt = i - 1;
-          break;
-        }
-      } else if (mode === Mode.After) {
-        const top = st[depth - 1];
-        if (c === 0x2c) mode = top === OPEN_BRACE ? Mode.Key : Mode.Value;
-        // `{` + 2 is `}`, `[` + 2 is `]`.
-        else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && top === c - 2) {
-          mode = --depth === 0 ? Mode.Trail : Mode.After;
-          if (depth === 1) this.topEvent(b, i, false);
-        } else {
-          failedAt = i - 1;
-          break;
-        }
-      } else if (mode === Mode.Colon) {
-        if (c !== 0x3a) {
-          failedAt = i - 1;
-          break;
-        }
-        mode = Mode.Value;
-      } else if (mode === Mode.Trail) {
-        failedAt = i - 1;
-        reason = "after";
-        break;
-      } else if (c === QUOTE) {
-        // Key or KeyOrClose.
-        mode = Mode.Str;
-        sub = 0;
-        key = true;
-        if (depth === 1) this.capture(i - 1);
-      } else if (c === CLOSE_BRACE && mode === Mode.KeyOrClose) {
-        mode = --depth === 0 ? Mode.Trail : Mode.After;
-        if (depth === 1) this.topEvent(b, i, false);
-      } else {
-        failedAt = i - 1;
-        break;
-      }
-    }
-    Object.assign(this, { depth, st, mode, sub, inKey: key });
-    if (failedAt >= 0) this.failure ??= { kind: "syntax", offset: this.offset + failedAt, reason };
-    else if (this.capFrom >= 0) {
-      this.parts.push(Uint8Array.prototype.slice.call(b, this.capFrom));
-      this.capFrom = 0;
-    }
-    this.offset += n;
+    this.run(b);
     return this.failure === undefined;
+  }
+
+  /**
+   * {@link feed}, stopping just after the opening quote of top-level member `key`'s string
+   * value: its index in `b`, or -1 when it did not begin in `b` (all of `b` was fed). After a
+   * stop the caller passes the string's bytes to {@link skipString}.
+   */
+  feedUntil(b: Uint8Array, key: string): number {
+    this.stopKey = key;
+    this.run(b);
+    const at = this.stoppedAt;
+    this.stopKey = undefined;
+    this.stoppedAt = -1;
+    return at;
+  }
+
+  /**
+   * Inside the string {@link feedUntil} stopped at, its closing quote's index in `b` (the scan
+   * goes on after it), or -1. Only for values without escapes (base64): `escapes` says one was seen.
+   */
+  skipString(b: Uint8Array): { end: number; escapes: boolean } {
+    const q = b.indexOf(QUOTE);
+    const bs = b.indexOf(BACKSLASH);
+    const escapes = bs !== -1 && (q === -1 || bs < q);
+    if (q === -1) {
+      this.offset += b.length;
+      return { end: -1, escapes };
+    }
+    this.mode = Mode.After;
+    this.member = undefined;
+    this.offset += q + 1;
+    return { end: q, escapes };
   }
 
   /** After the last chunk: undefined when the document is one JSON object, else why not. */
@@ -291,6 +156,166 @@ export class JsonScanner {
     if (this.failure !== undefined) return this.failure;
     if (this.mode !== Mode.Trail) return { kind: "syntax", offset: this.offset, reason: "end" };
     return this.top === "object" ? undefined : { kind: "not-object", what: "an array" };
+  }
+
+  /** Scan `b` to its end or a stop. */
+  private run(b: Uint8Array): void {
+    const n = b.length;
+    let i = 0;
+    while (i < n && this.failure === undefined && this.stoppedAt < 0) {
+      if (this.mode === Mode.Str) i = this.string(b, i, n);
+      else if (this.mode === Mode.Number) i = this.number(b, i, n);
+      else if (this.mode === Mode.Literal) i = this.literal(b, i, n);
+      else i = this.structure(b, i, n);
+    }
+    const end = this.stoppedAt >= 0 ? i : n;
+    if (this.failure === undefined && this.capFrom >= 0) {
+      this.parts.push(Uint8Array.prototype.slice.call(b, this.capFrom, end));
+      this.capFrom = 0;
+    }
+    this.offset += end;
+  }
+
+  private fail(at: number, reason: "unexpected" | "after" | "too-deep" = "unexpected"): number {
+    this.failure ??= { kind: "syntax", offset: this.offset + at, reason };
+    return at;
+  }
+
+  private string(b: Uint8Array, i: number, n: number): number {
+    while (i < n) {
+      if (this.sub === 0) {
+        while (i < n && STRING_STOP[b[i] as number] === 0) i++;
+        if (i === n) return n;
+        const c = b[i++];
+        if (c === QUOTE) {
+          this.mode = this.inKey ? Mode.Colon : Mode.After;
+          if (this.depth === 1) this.topEvent(b, i, this.inKey);
+          return i;
+        }
+        if (c !== BACKSLASH) return this.fail(i - 1);
+        this.sub = 1;
+        continue;
+      }
+      // In an escape: just after `\` (1), or a hex digit of `\u` due.
+      const c = b[i] as number;
+      const sub = this.sub;
+      if (sub === 1 ? c !== 0x75 && SIMPLE_ESCAPE[c] !== 1 : HEX[c] !== 1) return this.fail(i);
+      i++;
+      this.sub = sub === 1 ? (c === 0x75 ? 5 : 0) : sub === 2 ? 0 : sub - 1;
+    }
+    return i;
+  }
+
+  private number(b: Uint8Array, i: number, n: number): number {
+    let sub = this.sub;
+    for (; i < n; i++) {
+      const c = b[i] as number;
+      const digit = isDigit(c);
+      let next: number;
+      if (sub === Num.Minus || sub === Num.Dot || sub === Num.ESign) next = digit ? (sub === Num.Minus ? (c === 0x30 ? Num.Zero : Num.Int) : sub + 1) : -1;
+      else if (sub === Num.E) next = c === 0x2b || c === MINUS ? Num.ESign : digit ? Num.Exp : -1;
+      else if (digit && sub !== Num.Zero) next = sub;
+      else if (c === 0x2e && (sub === Num.Zero || sub === Num.Int)) next = Num.Dot;
+      else if ((c === 0x65 || c === 0x45) && sub !== Num.Exp) next = Num.E;
+      else {
+        // The number ended before this byte.
+        this.mode = Mode.After;
+        if (this.depth === 1) this.topEvent(b, i, false);
+        return i;
+      }
+      if (next < 0) return this.fail(i);
+      sub = next;
+    }
+    this.sub = sub;
+    return i;
+  }
+
+  private literal(b: Uint8Array, i: number, n: number): number {
+    for (; i < n; i++) {
+      if (b[i] !== this.lit[this.sub]) return this.fail(i);
+      if (++this.sub === this.lit.length) {
+        this.mode = Mode.After;
+        if (this.depth === 1) this.topEvent(b, i + 1, false);
+        return i + 1;
+      }
+    }
+    return i;
+  }
+
+  /** One structural byte (or a run of whitespace) at `i`. */
+  private structure(b: Uint8Array, i: number, n: number): number {
+    const c = b[i++] as number;
+    if (isWs(c)) {
+      // Indentation: runs of spaces are most of a pretty-printed state's structure.
+      while (i < n && b[i] === 0x20) i++;
+      return i;
+    }
+    const mode = this.mode;
+    if (mode === Mode.Value || mode === Mode.ValueOrClose) return this.value(b, c, i, mode);
+    if (mode === Mode.After) {
+      const top = this.st[this.depth - 1];
+      if (c === 0x2c) this.mode = top === OPEN_BRACE ? Mode.Key : Mode.Value;
+      // `{` + 2 is `}`, `[` + 2 is `]`.
+      else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && top === c - 2) this.close(b, i);
+      else return this.fail(i - 1);
+    } else if (mode === Mode.Colon) {
+      if (c !== 0x3a) return this.fail(i - 1);
+      this.mode = Mode.Value;
+    } else if (mode === Mode.Trail) return this.fail(i - 1, "after");
+    else if (c === QUOTE) {
+      // Key or KeyOrClose.
+      this.mode = Mode.Str;
+      this.sub = 0;
+      this.inKey = true;
+      if (this.depth === 1) this.capture(i - 1);
+    } else if (c === CLOSE_BRACE && mode === Mode.KeyOrClose) this.close(b, i);
+    else return this.fail(i - 1);
+    return i;
+  }
+
+  /** The first byte `c` of a value (or `]` of an empty array), at `i - 1`. */
+  private value(b: Uint8Array, c: number, i: number, mode: Mode): number {
+    const depth = this.depth;
+    if (c === CLOSE_BRACKET && mode === Mode.ValueOrClose) {
+      this.close(b, i);
+      return i;
+    }
+    if (depth === 0 && c !== OPEN_BRACE && c !== OPEN_BRACKET) {
+      const what = c === QUOTE ? "a string" : c === 0x74 || c === 0x66 ? "a boolean" : c === 0x6e ? "null" : c === MINUS || isDigit(c) ? "a number" : "";
+      if (what !== "") this.failure = { kind: "not-object", what };
+      return this.fail(i - 1);
+    }
+    if (depth === 1 && mode === Mode.Value) this.valueStart(i - 1);
+    if (c === QUOTE) {
+      this.mode = Mode.Str;
+      this.sub = 0;
+      this.inKey = false;
+      if (depth === 1 && this.stopKey !== undefined && this.member === this.stopKey && this.top === "object") this.stoppedAt = i;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (depth >= this.maxDepth) return this.fail(i - 1, "too-deep");
+      if (depth === this.st.length) {
+        const bigger = new Uint8Array(depth * 2);
+        bigger.set(this.st);
+        this.st = bigger;
+      }
+      if (depth === 0) this.top = c === OPEN_BRACE ? "object" : "array";
+      this.st[this.depth++] = c;
+      this.mode = c === OPEN_BRACE ? Mode.KeyOrClose : Mode.ValueOrClose;
+    } else if (c === MINUS || isDigit(c)) {
+      this.mode = Mode.Number;
+      this.sub = c === MINUS ? Num.Minus : c === 0x30 ? Num.Zero : Num.Int;
+    } else if (c === 0x74 || c === 0x66 || c === 0x6e) {
+      this.mode = Mode.Literal;
+      this.lit = c === 0x74 ? TRUE : c === 0x66 ? FALSE : NULL;
+      this.sub = 1;
+    } else return this.fail(i - 1);
+    return i;
+  }
+
+  /** A container closed just before `i`. */
+  private close(b: Uint8Array, i: number): void {
+    this.mode = --this.depth === 0 ? Mode.Trail : Mode.After;
+    if (this.depth === 1) this.topEvent(b, i, false);
   }
 
   private capture(at: number): void {
@@ -324,7 +349,6 @@ export class JsonScanner {
     this.values.set(name, this.captured(b, end));
   }
 }
-
 /** A whole document scanned. */
 export function scanJson(b: Uint8Array, keep: readonly string[] = [], maxDepth = MAX_NESTING): JsonScanner {
   const s = new JsonScanner(keep, maxDepth);
@@ -332,20 +356,15 @@ export function scanJson(b: Uint8Array, keep: readonly string[] = [], maxDepth =
   return s;
 }
 
-/**
- * The byte offset of the first problem in `b`, as `JSON.parse` would place its "Unexpected
- * token" errors (its message gives no position): `b.length` when it ends too early;
- * undefined when nothing is wrong or the top level is not a container.
- */
+/** The byte offset of the first problem in `b` (`b.length`: it ends too early), where `JSON.parse`'s "Unexpected token" gives none. */
 export function syntaxErrorOffset(b: Uint8Array): number | undefined {
   const f = scanJson(b, [], Infinity).end();
   return f?.kind === "syntax" ? f.offset : undefined;
 }
 
 /**
- * Refuse a JSON document nested deeper than {@link MAX_NESTING} (`JSON_TOO_DEEP`) before it is
- * parsed, so what is accepted is walked without overflowing the call stack. Anything else
- * wrong with it is left to the parser; `what` names it for the message; `scan`: of `b`, made already.
+ * `JSON_TOO_DEEP` for a document nested deeper than {@link MAX_NESTING}, before it is parsed
+ * (anything else is left to the parser); `scan`: of `b`, when made already.
  */
 export function checkNesting(b: Uint8Array, what: string, scan = scanJson(b)): void {
   const f = scan.end();

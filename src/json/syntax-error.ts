@@ -1,21 +1,19 @@
 /**
- * What a `JSON.parse` SyntaxError says, made safe to show: the problem and where (line and
- * column), never any of the text (config, credentials and state files hold secrets): not
- * the parser's excerpt, and not even the one unexpected character it quotes. Characters a person
- * cannot see in an editor (a byte-order mark, a zero-width or no-break space) are named,
- * since "unexpected character" at a place that looks right is otherwise a riddle.
+ * A JSON syntax error made safe to show: the problem and its line and column, never any of
+ * the text (files hold secrets), not even the one character the parser quotes. Characters
+ * an editor does not show (a byte-order mark, a zero-width space) are named instead.
  */
 import { Buffer, isAscii } from "node:buffer";
 import { MAX_NESTING, syntaxErrorOffset, type ScanFailure } from "./scan.js";
 
-export interface JsonSyntaxProblem {
-  /** e.g. `Expected ',' or '}' after property value`, `unexpected character`. */
+interface JsonSyntaxProblem {
+  /** e.g. `Expected ',' or '}' after property value`. */
   readonly problem: string;
-  /** `at line L, column C`, or "" when the position is not known. */
+  /** `at line L, column C`, or "". */
   readonly at: string;
 }
 
-/** Characters that look like nothing (or like a plain space) in most editors. */
+/** Characters that look like nothing, or a plain space, in most editors. */
 const INVISIBLE: Readonly<Record<string, string>> = {
   "\u00a0": "no-break space",
   "\u00ad": "soft hyphen",
@@ -40,7 +38,7 @@ const INVISIBLE: Readonly<Record<string, string>> = {
   "\ufeff": "byte-order mark",
 };
 
-/** `a zero-width space (U+200B)` for an invisible character, else undefined (the character is not shown). */
+/** `a zero-width space (U+200B)` for an invisible character, else undefined. */
 export function invisibleCharacterName(ch: string | undefined): string | undefined {
   if (ch === undefined || ch === "") return undefined;
   const cp = ch.codePointAt(0) as number;
@@ -51,11 +49,7 @@ export function invisibleCharacterName(ch: string | undefined): string | undefin
   return undefined;
 }
 
-/**
- * @param source the whole document: its text, or its UTF-8 bytes (a large document is then
- *   not decoded whole just to count lines). "Unexpected token" errors, which `JSON.parse`
- *   does not place, are placed by the scanner.
- */
+/** `e` from `JSON.parse` of `source` (its text, or its UTF-8 bytes: not decoded whole to count lines). */
 export function jsonSyntaxProblem(e: unknown, source: string | Uint8Array): JsonSyntaxProblem {
   const bytes = typeof source === "string" ? undefined : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
   const textBefore = (p: number): string => (bytes === undefined ? (source as string).slice(0, p) : bytes.toString("utf8", 0, p));
@@ -97,20 +91,14 @@ export function jsonSyntaxProblem(e: unknown, source: string | Uint8Array): Json
   return { problem, at: `at line ${before.split("\n").length}, column ${before.length - before.lastIndexOf("\n")}` };
 }
 
-/** Where a byte offset is, for a person: line and column (UTF-16 units, both from 1, as editors count), and the character there. */
-export interface TextPosition {
-  readonly line: number;
-  readonly column: number;
-  /** The character at the offset (undefined at the end): only ever named when invisible, never shown. */
-  readonly char: string | undefined;
-}
-
 /**
- * The line and column of byte `offset` of a UTF-8 document read again from its start (it
- * stops just past it): a second pass that runs only when something is wrong, so the scan
- * itself tracks nothing but the offset. Lines end at `\n`, as elsewhere in objstate.
+ * Line and column (UTF-16 units from 1, as editors count) of byte `offset`, and the character
+ * there (only ever named when invisible), read again up to it: a pass only when something is wrong.
  */
-export async function positionAt(chunks: AsyncIterable<Uint8Array>, offset: number): Promise<TextPosition> {
+export async function positionAt(
+  chunks: AsyncIterable<Uint8Array>,
+  offset: number,
+): Promise<{ readonly line: number; readonly column: number; readonly char: string | undefined }> {
   let line = 1;
   let column = 1;
   let seen = 0;
@@ -126,17 +114,16 @@ export async function positionAt(chunks: AsyncIterable<Uint8Array>, offset: numb
       }
       column += utf16Units(chunk.subarray(lineStart, upTo));
     }
-    // The (up to 4) bytes of the character at the offset.
     for (let k = Math.max(0, offset - seen); k < chunk.length && tail.length < 4; k++) tail.push(chunk[k] as number);
     seen += chunk.length;
     if (seen >= offset + 4) break;
   }
-  // The first code point of those bytes; a byte that is not UTF-8 decodes to U+FFFD, which names nothing.
+  // A byte that is not UTF-8 decodes to U+FFFD, which names nothing.
   const char = [...Buffer.from(tail).toString("utf8")][0];
   return { line, column, char: char === "\ufffd" ? undefined : char };
 }
 
-/** UTF-16 code units of UTF-8 bytes (continuation bytes add nothing, 4-byte sequences count twice). */
+/** UTF-16 code units of UTF-8 bytes. */
 function utf16Units(b: Uint8Array): number {
   if (isAscii(b)) return b.length;
   let units = b.length;
@@ -147,7 +134,7 @@ function utf16Units(b: Uint8Array): number {
   return units;
 }
 
-/** A scan's syntax failure in words (no text of the document: at most the name of an invisible character). */
+/** A scan's syntax failure in words. */
 export function describeFailure(f: Extract<ScanFailure, { kind: "syntax" }>, char: string | undefined): string {
   if (f.reason === "end") return "unexpected end of input";
   if (f.reason === "too-deep") return `nested deeper than ${MAX_NESTING} levels, the tool's limit`;

@@ -1,7 +1,4 @@
-/**
- * Resource instance addresses as the tool prints them (`module.a["k"].aws_instance.web[0]`),
- * and the order the tool lists them in.
- */
+/** Resource instance addresses as the tool prints (`module.a["k"].aws_instance.web[0]`) and orders them. */
 
 /** An instance key: none, a count index or a for_each key. */
 export type InstanceKey = undefined | number | string;
@@ -9,11 +6,7 @@ export type InstanceKey = undefined | number | string;
 /** Characters Go's `unicode.IsPrint` rejects: controls, format, private, unassigned, separators other than the space. */
 const NOT_PRINTABLE = /^(?:[\p{Cc}\p{Cf}\p{Co}\p{Cs}\p{Cn}\p{Zl}\p{Zp}]|(?! )\p{Zs})$/u;
 
-/**
- * A string as an HCL quoted string, as the tool writes a for_each key: `\n`, `\r`, `\t`, `"`
- * and `\` escaped, a template introducer (`${`, `%{`) doubled, unprintable characters as
- * `\uXXXX` / `\UXXXXXXXX`.
- */
+/** A for_each key as the tool quotes it in HCL: escapes, template introducers (`${`, `%{`) doubled, unprintables as `\uXXXX`. */
 export function hclQuoted(s: string): string {
   let out = '"';
   const chars = [...s];
@@ -34,24 +27,24 @@ export function hclQuoted(s: string): string {
 }
 
 /** `[0]`, `["key"]`, or "" for no key. */
-export function formatKey(key: InstanceKey): string {
+function formatKey(key: InstanceKey): string {
   if (key === undefined) return "";
   return typeof key === "number" ? `[${key}]` : `[${hclQuoted(key)}]`;
 }
 
-/** The parts of one resource instance object's address, for printing and ordering. */
+/** One resource instance object's address. */
 export interface InstanceAddress {
-  /** Module instance path as the tool prints it (`module.a["k"].module.b`), "" for the root. */
+  /** `module.a["k"].module.b`, "" for the root. */
   readonly module: string;
   readonly mode: "managed" | "data";
   readonly type: string;
   readonly name: string;
   readonly key: InstanceKey;
-  /** A deposed object's key (create_before_destroy left it behind), else undefined. */
+  /** A deposed object's key (create_before_destroy left it behind). */
   readonly deposed: string | undefined;
 }
 
-/** The address as the tool prints it; a deposed object is suffixed as the tool's plan shows it. */
+/** The address as the tool prints it (a deposed object as its plan shows it). */
 export function formatAddress(a: InstanceAddress): string {
   const resource = `${a.mode === "data" ? "data." : ""}${a.type}.${a.name}${formatKey(a.key)}`;
   const full = a.module === "" ? resource : `${a.module}.${resource}`;
@@ -67,8 +60,8 @@ function compareKeys(a: InstanceKey, b: InstanceKey): number {
   return compareText(a as string | undefined, b as string | undefined);
 }
 
-/** Code-unit order, locale-independent (the same on every machine). */
-export function compareText(a: string | undefined, b: string | undefined): number {
+/** Code-unit order, the same on every machine. */
+function compareText(a: string | undefined, b: string | undefined): number {
   const x = a ?? "";
   const y = b ?? "";
   return x < y ? -1 : x > y ? 1 : 0;

@@ -1,8 +1,5 @@
-/**
- * Which top-level attributes of two resource instance objects differ. Values are compared
- * as JSON, never printed: a diff names attributes, so a sensitive one is never shown.
- */
-import { decimalForm, JsonNumber, type ExactJson } from "../json/exact-json.js";
+/** Which top-level attributes of two resource instance objects differ: named, never printed, so a sensitive one is never shown. */
+import { decimalForm, fromJs, JsonNumber, type ExactJson, type JsonValue } from "../json/exact-json.js";
 import type { Attributes } from "./document.js";
 
 /** Two number literals denote the same value (`1.0` and `1`, `1e2` and `100`). */
@@ -36,54 +33,16 @@ export function exactEqual(a: ExactJson, b: ExactJson): boolean {
   return true;
 }
 
-/**
- * Deep equality of two JSON values (object member order ignored). Walks with an explicit
- * stack: a state may nest 10,000 levels deep, past the call stack.
- */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  const stack: [unknown, unknown][] = [[a, b]];
-  while (stack.length > 0) {
-    const [x, y] = stack.pop() as [unknown, unknown];
-    if (x === y) continue;
-    if (typeof x !== "object" || typeof y !== "object" || x === null || y === null) {
-      // JSON has no NaN; two of them (from a caller's object) are the same value here.
-      if (typeof x === "number" && typeof y === "number" && Number.isNaN(x) && Number.isNaN(y)) continue;
-      return false;
-    }
-    const xa = Array.isArray(x);
-    if (xa !== Array.isArray(y)) return false;
-    if (xa) {
-      const xs = x as unknown[];
-      const ys = y as unknown[];
-      if (xs.length !== ys.length) return false;
-      for (let i = 0; i < xs.length; i++) stack.push([xs[i], ys[i]]);
-      continue;
-    }
-    const xo = x as Record<string, unknown>;
-    const yo = y as Record<string, unknown>;
-    // A member set to undefined (a caller's object) is the same as no member, as in JSON.
-    const xk = Object.keys(xo).filter((k) => xo[k] !== undefined);
-    const yk = Object.keys(yo).filter((k) => yo[k] !== undefined);
-    if (xk.length !== yk.length) return false;
-    for (const k of xk) {
-      if (!Object.prototype.hasOwnProperty.call(yo, k)) return false;
-      stack.push([xo[k], yo[k]]);
-    }
-  }
-  return true;
+/** Deep equality of two JSON values as a caller holds them (member order ignored, an undefined member is none). */
+function jsonEqual(a: unknown, b: unknown): boolean {
+  return a === b || exactEqual(fromJs(a as JsonValue), fromJs(b as JsonValue));
 }
 
-/** The top-level name of a flatmap key (`tags.%` → `tags`). */
-function topName(flatKey: string): string {
-  const dot = flatKey.indexOf(".");
-  return dot < 0 ? flatKey : flatKey.slice(0, dot);
-}
-
-/** Flatmap entries grouped by top-level attribute name. */
+/** Flatmap entries grouped by top-level attribute name (`tags.%` → `tags`). */
 function groupFlat(values: Readonly<Record<string, unknown>>): Map<string, Map<string, unknown>> {
   const groups = new Map<string, Map<string, unknown>>();
   for (const [k, v] of Object.entries(values)) {
-    const name = topName(k);
+    const name = k.split(".", 1)[0] as string;
     let g = groups.get(name);
     if (g === undefined) groups.set(name, (g = new Map()));
     g.set(k, v);
@@ -92,9 +51,8 @@ function groupFlat(values: Readonly<Record<string, unknown>>): Map<string, Map<s
 }
 
 /**
- * JSON attributes written as the older formats' flatmap (`list.#`, `map.%`, scalars as
- * strings, nulls left out), so a state can be compared with one upgraded from it. Sets,
- * which that flatmap keyed by hash, cannot be matched this way.
+ * JSON attributes as the older formats' flatmap (`list.#`, `map.%`, scalars as strings, no
+ * nulls), to compare a state with one upgraded from it (sets, keyed by hash there, cannot be).
  */
 function flatten(values: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const out: Record<string, unknown> = {};

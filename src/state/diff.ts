@@ -1,8 +1,4 @@
-/**
- * `diffStates(a, b)`: what changed between two states — resource instances added, removed
- * and changed (by address), root outputs added, removed and changed — and its rendering
- * for a terminal. Pure: nothing here touches a store.
- */
+/** `diffStates(a, b)`: the resource instances and root outputs added, removed and changed between two states, and its rendering. */
 import { stringifyDeep, toJs, type JsonValue } from "../json/exact-json.js";
 import { printable as safe } from "../util/printable.js";
 import { compareAddresses } from "./address.js";
@@ -50,14 +46,10 @@ export interface StateDiff {
 }
 
 /**
- * Compare two states. Each side is the state's bytes, its JSON text, the parsed document,
- * or null for no state (as is an empty text). Formats 1–4 are read, so a state compares
- * with its upgraded self. Output values given as bytes or text compare with their numbers
- * exactly as written (one too precise for a JS number is shown as its literal text, a
- * string); resource attributes compare as `JSON.parse` reads them.
- *
- * @throws ObjstateError `STATE_INVALID` naming the side (`the 'from' state …`): not JSON
- *   (with line and column, never the text), not a state, or an unknown format version.
+ * Compare two states, each its bytes, its text, the parsed document, or null (as is an empty
+ * text) for none. Formats 1–4 are read. Outputs given as bytes or text compare with numbers
+ * as written (one too precise for a JS number shows as its literal text).
+ * @throws ObjstateError `STATE_INVALID` naming the side (`the 'from' state …`)
  */
 export function diffStates(a: StateInput, b: StateInput): StateDiff {
   const from = readStateDocument(a, "from");
@@ -129,11 +121,10 @@ function diffOutputs(a: ReadonlyMap<string, StateOutput>, b: ReadonlyMap<string,
   return { added: added.sort(byName), removed: removed.sort(byName), changed: changed.sort(byName) };
 }
 
-/** Options of {@link formatStateDiff}. */
 export interface FormatStateDiffOptions {
-  /** ANSI colours: green additions, red removals, yellow changes. Default false. */
+  /** ANSI colours (default false). */
   readonly color?: boolean;
-  /** Longest value shown before it is cut with an ellipsis; default 80 characters. */
+  /** Longest value shown before it is cut with an ellipsis (default 80). */
   readonly maxValueLength?: number;
 }
 
@@ -144,15 +135,7 @@ function showValue(v: JsonValue, max: number): string {
   return safe(text.length <= max ? text : `${text.slice(0, Math.max(1, max - 1))}…`);
 }
 
-function count(n: number, what: string): string {
-  return `${n} ${what}`;
-}
-
-/**
- * The diff as text for a terminal: a `Resources:` and an `Outputs:` section (`+` added,
- * `-` removed, `~` changed), then a one-line summary; or a "No changes" line. Values are
- * JSON, cut with an ellipsis when long; sensitive ones are `<sensitive>`. Ends with a newline.
- */
+/** The diff for a terminal: `Resources:` and `Outputs:` (`+`, `-`, `~`) and a summary line, or "No changes". */
 export function formatStateDiff(diff: StateDiff, options: FormatStateDiffOptions = {}): string {
   const max = options.maxValueLength ?? 80;
   const paint = (code: string, s: string): string => (options.color === true ? `\u001b[${code}m${s}\u001b[0m` : s);
@@ -183,8 +166,8 @@ export function formatStateDiff(diff: StateDiff, options: FormatStateDiffOptions
     for (const x of o.changed) lines.push(tilde(`${safe(x.name)}: ${showValue(x.before, max)} → ${showValue(x.after, max)}`));
   }
   lines.push(
-    `${count(r.added.length, "added")}, ${count(r.changed.length, "changed")}, ${count(r.removed.length, "removed")}; ` +
-      `outputs: ${count(o.added.length, "added")}, ${count(o.changed.length, "changed")}, ${count(o.removed.length, "removed")}`,
+    `${r.added.length} added, ${r.changed.length} changed, ${r.removed.length} removed; ` +
+      `outputs: ${o.added.length} added, ${o.changed.length} changed, ${o.removed.length} removed`,
   );
   return `${lines.join("\n")}\n`;
 }

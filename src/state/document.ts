@@ -1,8 +1,4 @@
-/**
- * One state document reduced to what a diff compares: its resource instance objects keyed
- * by address, its root outputs, serial and lineage. Reads formats 1–3 (`modules[]`) and
- * 4 (`resources[]`), so a state can be compared with its upgraded self.
- */
+/** A state reduced to what a diff compares: instances by address, root outputs, serial, lineage; formats 1–3 (`modules[]`) and 4. */
 import { Buffer } from "node:buffer";
 import { ObjstateError } from "../errors.js";
 import { fromJs, parseExact, type ExactJson, type JsonValue } from "../json/exact-json.js";
@@ -10,8 +6,7 @@ import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { checkNesting, scanJson } from "../json/scan.js";
 import { formatAddress, type InstanceAddress, type InstanceKey } from "./address.js";
 
-/** Which argument of a diff a state is, as messages name it. */
-export type StateSide = "from" | "to";
+type StateSide = "from" | "to";
 
 /** Input accepted for one side of a diff; null (or zero bytes) is "no state". */
 export type StateInput = Uint8Array | string | object | null;
@@ -22,15 +17,15 @@ export type Attributes =
   /** The flatmap of formats 1–3 and of states upgraded from them (`tags.%`, `list.0`). */
   | { readonly kind: "flat"; readonly values: Readonly<Record<string, unknown>> };
 
-export interface StateInstance {
+interface StateInstance {
   readonly address: InstanceAddress;
   readonly attributes: Attributes;
-  /** Top-level attribute names with a sensitive path in or under them. */
+  /** Top-level attribute names with a sensitive path under them. */
   readonly sensitive: ReadonlySet<string>;
 }
 
 export interface StateOutput {
-  /** The value with numbers exactly as written (as `fromJs` gives them for a parsed document). */
+  /** Numbers as written. */
   readonly exact: ExactJson;
   readonly sensitive: boolean;
 }
@@ -55,10 +50,7 @@ class Reader {
   }
 }
 
-/**
- * `STATE_ENCRYPTED`: `what` (a state, named for the message) is an encryption envelope
- * (OpenTofu's `encryption`), and what read it has no key: its content cannot be shown.
- */
+/** `STATE_ENCRYPTED`: `what` is an encryption envelope and there is no key here to show it. */
 export function encryptedState(what: string, details: Record<string, unknown> = {}): ObjstateError {
   return new ObjstateError(
     "STATE_ENCRYPTED",
@@ -86,14 +78,14 @@ export function readStateDocument(input: StateInput, side: StateSide): StateDocu
   return { serial, lineage, instances, outputs };
 }
 
-/** The parsed document and, when it came as bytes or text, its `outputs` with numbers as written. */
+/** The parsed document and, from bytes or text, its `outputs` with numbers as written. */
 function parseInput(input: StateInput, r: Reader): { doc: unknown; exact: ExactJson | undefined } {
   if (input === null) return { doc: null, exact: undefined };
   if (typeof input !== "string" && !(input instanceof Uint8Array)) return { doc: input, exact: undefined };
   const bytes = typeof input === "string" ? Buffer.from(input, "utf8") : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
   // A zero-byte object is how an absent state is sometimes stored; the tool reads it as none.
   if (bytes.length === 0) return { doc: null, exact: undefined };
-  // One scan refuses a document nested too deep before it is parsed, and finds its outputs.
+  // One scan refuses a document nested too deep, and finds its outputs.
   const scan = scanJson(bytes, ["outputs"]);
   checkNesting(bytes, `the '${r.side}' state`, scan);
   const text = typeof input === "string" ? input : bytes.toString("utf8");
@@ -153,10 +145,7 @@ function readV4(doc: Obj, r: Reader, instances: Map<string, StateInstance>, outp
   if (exact instanceof Map) exactOutputs(exact, outputs);
 }
 
-/**
- * Output values again with numbers as written, so a change past a double's precision
- * (`12345678901234567890` → `…891`) is seen and shown.
- */
+/** Output values with numbers as written, so a change past a double's precision is seen. */
 function exactOutputs(outs: ReadonlyMap<string, ExactJson>, outputs: Map<string, StateOutput>): void {
   for (const [name, o] of outs) {
     const known = outputs.get(name);
@@ -166,11 +155,7 @@ function exactOutputs(outs: ReadonlyMap<string, ExactJson>, outputs: Map<string,
   }
 }
 
-/**
- * The top-level attribute of each sensitive path. A path is a list of steps, the first
- * `{"type": "get_attr", "value": "password"}`; a step that is a bare string is taken as
- * the name too, so a later spelling of the same idea is not silently ignored.
- */
+/** The top-level attribute of each sensitive path (first step `{"type": "get_attr", "value": NAME}`, or a bare name). */
 function sensitiveNames(paths: unknown): Set<string> {
   const names = new Set<string>();
   if (!Array.isArray(paths)) return names;
@@ -187,7 +172,6 @@ function readOutputs(outs: Obj, outputs: Map<string, StateOutput>): void {
     // Format 1 keeps a bare string; later formats {value, type, sensitive}.
     const wrapped = isObj(o) && "value" in o;
     const value = wrapped ? o["value"] : o;
-    // fromJs copies a caller's object into plain JSON (no undefined, no class instances).
     outputs.set(name, { exact: fromJs(value as JsonValue), sensitive: wrapped && o["sensitive"] === true });
   }
 }
