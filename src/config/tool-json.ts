@@ -3,7 +3,6 @@
  * the field table's JSON keys, in table order; unset fields are absent; `defaults` keys
  * are kept verbatim.
  */
-import { setMaskOf } from "./base.js";
 import { ConfigError } from "./errors.js";
 import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "./fields.js";
 import type { TerraformBackendJson, TerraformRemoteStateJson } from "./terraform-json.js";
@@ -40,45 +39,20 @@ export interface ToolJson {
   };
 }
 
-/** A field table read once into plain arrays: the loop in `block` runs for every set field of every config. */
-interface Keys {
-  readonly names: readonly string[];
-  readonly jsonKeys: readonly string[];
-  /** Index of the nested block's field, or -1. */
-  readonly nested: number;
-  /** The set-mask bits of these fields (the common fields come first in both config tables). */
-  readonly bits: number;
-}
-function keysOf(fields: readonly FieldSpec[]): Keys {
-  return {
-    names: fields.map((f) => f.name),
-    jsonKeys: fields.map((f) => f.jsonKey),
-    nested: fields.findIndex((f) => f.kind === "assumeRole"),
-    bits: 2 ** fields.length - 1,
-  };
-}
-const COMMON_KEYS = keysOf(COMMON_FIELDS);
-const ASSUME_ROLE_KEYS = keysOf(ASSUME_ROLE_FIELDS);
-
-/** The set fields of `config` under their JSON keys, in table order: only the fields its set mask names are read. */
-function block(keys: Keys, config: object): JsonObject {
+/** The set fields of `config` under their JSON keys, in table order (the nested block's likewise). */
+function block(fields: readonly FieldSpec[], config: object): JsonObject {
   const out: JsonObject = {};
   const values = config as Record<string, unknown>;
-  const { names, jsonKeys, nested } = keys;
-  for (let m = setMaskOf(config) & keys.bits; m !== 0;) {
-    const low = m & -m;
-    m ^= low;
-    const i = 31 - Math.clz32(low);
-    const v = values[names[i] as string];
-    if (v === undefined) continue; // only without a mask: a set field is never undefined
-    out[jsonKeys[i] as string] = i === nested ? block(ASSUME_ROLE_KEYS, v as object) : v;
+  for (const f of fields) {
+    const v = values[f.name];
+    if (v !== undefined) out[f.jsonKey] = f.kind === "assumeRole" ? block(ASSUME_ROLE_FIELDS, v as object) : v;
   }
   return out;
 }
 
 /** The `objectstore` block of a backend (or the `config` of a remote state). */
 export function backendBlock(config: BackendConfigValues): JsonObject {
-  return block(COMMON_KEYS, config);
+  return block(COMMON_FIELDS, config);
 }
 
 /** The backend document of a config. */
@@ -97,11 +71,8 @@ export function checkName(name: unknown, what: string): asserts name is string {
 }
 
 /**
- * Tables keyed by remote-state names are filled while they have no prototype and get
- * `Object.prototype` once full: N distinct names added to ordinary objects cost time
- * quadratic in N. Filling without a prototype also makes `__proto__` and `toString` names
- * like any other: an own key, never a prototype change or an inherited name taken for a
- * duplicate.
+ * Tables keyed by remote-state names are filled without a prototype, so that `__proto__` or
+ * `toString` is a name like any other, and get `Object.prototype` once full.
  */
 type NameTable<T> = { [name: string]: T };
 function openTable<T>(): NameTable<T> {
