@@ -22,24 +22,31 @@ export interface KindSpec {
   readonly nested?: NestedNormalizer | undefined;
 }
 
+/** Each field's last value found valid: configs built in a loop repeat most of their values. */
+const lastValid = new Map<FieldSpec, unknown>();
+
 /** The value to store for `v` (set, not null); throws the field's problem. */
 function stored(spec: KindSpec, f: FieldSpec, v: unknown, fieldPath: string): unknown {
   if (f.kind === "map") {
     const copy = isPlainObject(v) ? frozenJsonCopy(v) : NOT_JSON;
     if (copy !== NOT_JSON) return copy;
   }
+  if (f.kind === "assumeRole") {
+    checkValue(f, v, fieldPath);
+    if (spec.nested === undefined) throw new Error(`no normalizer for ${f.name}`);
+    return spec.nested(v, `${fieldPath}.`);
+  }
+  if (lastValid.get(f) === v) return v;
   checkValue(f, v, fieldPath); // throws: wrong type or a value its rule refuses
-  if (f.kind !== "assumeRole") return v;
-  if (spec.nested === undefined) throw new Error(`no normalizer for ${f.name}`);
-  return spec.nested(v, `${fieldPath}.`);
+  lastValid.set(f, v);
+  return v;
 }
 
 /**
- * Every field's stored value (unset ones undefined), in table order. Throws the first problem:
- * props that are no plain object, an unknown key, then field by field in table order. `path`
- * prefixes field names in messages (for the nested block).
+ * Throw the first problem of `input`: props that are no plain object, an unknown key, then
+ * field by field in table order. `path` prefixes field names in messages (the nested block).
  */
-function checkedValues(spec: KindSpec, input: unknown, path: string): Record<string, unknown> {
+function throwFirstProblem(spec: KindSpec, input: unknown, path: string): never {
   if (!isPlainObject(input)) {
     throw new ConfigError("INVALID_PROPS", `${spec.className} props must be a plain object, got ${describeValue(input, false)}`, {
       field: path === "" ? undefined : path.slice(0, -1),
@@ -55,18 +62,48 @@ function checkedValues(spec: KindSpec, input: unknown, path: string): Record<str
       { field: `${path}${k}` },
     );
   }
-  const values: Record<string, unknown> = {};
   for (const f of spec.fields) {
     const v = input[f.name];
-    const fieldPath = `${path}${f.name}`;
-    if (v === undefined || v === null) {
-      if (f.required) throw new ConfigError("REQUIRED", `${fieldPath} is required`, { field: fieldPath });
-      values[f.name] = undefined;
-    } else {
-      values[f.name] = stored(spec, f, v, fieldPath);
-    }
+    if (v !== undefined && v !== null) stored(spec, f, v, `${path}${f.name}`);
+    else if (f.required) throw new ConfigError("REQUIRED", `${path}${f.name} is required`, { field: `${path}${f.name}` });
   }
-  return values;
+  throw new Error(`${spec.className}: props judged invalid, but no field is`);
+}
+
+/** A kind's fields by name, and every field unset in table order: worked out once per kind. */
+interface Shape {
+  readonly byName: ReadonlyMap<string, FieldSpec>;
+  readonly blank: Readonly<Record<string, undefined>>;
+}
+const shapes = new WeakMap<KindSpec, Shape>();
+
+/**
+ * Every field's stored value, in table order (unset ones undefined). Only the props given are
+ * visited, into a copy of the kind's blank so that all its objects share one shape; on any
+ * problem {@link throwFirstProblem} finds the one to report.
+ */
+function checkedValues(spec: KindSpec, input: unknown, path: string): Record<string, unknown> {
+  let shape = shapes.get(spec);
+  if (shape === undefined) {
+    shape = { byName: new Map(spec.fields.map((f) => [f.name, f])), blank: Object.fromEntries(spec.fields.map((f) => [f.name, undefined])) };
+    shapes.set(spec, shape);
+  }
+  if (isPlainObject(input)) {
+    const values: Record<string, unknown> = { ...shape.blank };
+    let valid = true;
+    try {
+      for (const k in input) {
+        const f = shape.byName.get(k);
+        const v = input[k];
+        if (f === undefined) valid = false;
+        else if (v !== undefined && v !== null) values[k] = stored(spec, f, v, `${path}${k}`);
+      }
+    } catch {
+      valid = false;
+    }
+    if (valid && spec.fields.every((f) => !f.required || values[f.name] !== undefined)) return values;
+  }
+  return throwFirstProblem(spec, input, path);
 }
 
 /** Base of the value objects: immutable, printable without secrets. */

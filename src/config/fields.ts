@@ -62,16 +62,20 @@ const JAVA_TYPES: Readonly<Record<FieldKind, string>> = {
 /** A row of kind `string` unless told otherwise; its JSON key is the name in snake_case. */
 function row<const N extends string, const K extends FieldKind = "string", const R extends boolean = false>(spec: RowInput<N, K, R>): Row<N, NoInfer<K>, R> {
   const kind = (spec.kind ?? "string") as K;
+  // Every key in one order, so that all rows share one shape.
   return Object.freeze({
-    ...spec,
+    name: spec.name,
     jsonKey: spec.name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`),
     javaType: JAVA_TYPES[kind],
     kind,
     required: (spec.required ?? false) as R,
+    env: Object.freeze([...(spec.env ?? [])]),
+    default: spec.default,
+    since: spec.since,
     secret: spec.secret ?? false,
     deprecated: spec.deprecated ?? false,
-    env: Object.freeze([...(spec.env ?? [])]),
     rule: spec.rule ?? (kind === "boolean" ? RULES.boolean : RULES.string),
+    doc: spec.doc,
   });
 }
 

@@ -43,7 +43,8 @@ export interface ToolJson {
 function block(fields: readonly FieldSpec[], config: object): JsonObject {
   const out: JsonObject = {};
   const values = config as Record<string, unknown>;
-  for (const f of fields) {
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i] as FieldSpec;
     const v = values[f.name];
     if (v !== undefined) out[f.jsonKey] = f.kind === "assumeRole" ? block(ASSUME_ROLE_FIELDS, v as object) : v;
   }
