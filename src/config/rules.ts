@@ -1,13 +1,8 @@
-/**
- * Value rules referenced by the field table. A rule names the JavaScript type a field
- * takes and, in words for the error message, what a valid value looks like.
- */
+/** Value rules of the field table: the JavaScript type a field takes and, for messages, what a valid value looks like. */
 import { MAX_NESTING } from "../json/scan.js";
 
-export type RuleType = "string" | "number" | "boolean" | "object";
-
 export interface Rule {
-  readonly type: RuleType;
+  readonly type: "string" | "number" | "boolean" | "object";
   /** What a valid value is, phrased to follow "must be …". */
   readonly expected: string;
   /** Extra check beyond the type; absent means any value of the type. */
@@ -18,29 +13,14 @@ export interface Rule {
 
 const BARE_HOST = /^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?$/;
 
-// Parsing a URL is the costliest check of all; configs repeat the same few endpoints.
-const urlMemo = new Map<string, boolean>();
 /**
- * An http(s) URL of a host and nothing after it but `/`. A path would be taken by the
- * S3 SDK's path-style addressing as the bucket (every request would go to the bucket the
- * path names, while objstate reports the configured one); a query or fragment has no
- * meaning for an API endpoint.
+ * An http(s) URL of a host and nothing after it but `/`. The S3 SDK's path-style addressing
+ * would take a path as the bucket; a query or fragment means nothing for an API endpoint.
  */
 function isHttpUrl(v: string): boolean {
-  if (!/^https?:\/\//i.test(v)) return false;
-  let ok = urlMemo.get(v);
-  if (ok === undefined) {
-    try {
-      const u = new URL(v);
-      // `search`/`hash` are empty for a bare `?` or `#` too, so the text is checked as well.
-      ok = u.hostname !== "" && (u.pathname === "/" || u.pathname === "") && !/[?#]/.test(v);
-    } catch {
-      ok = false;
-    }
-    if (urlMemo.size > 256) urlMemo.clear();
-    urlMemo.set(v, ok);
-  }
-  return ok;
+  if (!/^https?:\/\//i.test(v) || /[?#]/.test(v) || !URL.canParse(v)) return false;
+  const u = new URL(v);
+  return u.hostname !== "" && (u.pathname === "/" || u.pathname === "");
 }
 
 function isEndpoint(v: string, allowFile: boolean): boolean {
@@ -62,12 +42,17 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 /** What {@link frozenJsonCopy} returns for a value that is not JSON data. */
 export const NOT_JSON: unique symbol = Symbol("not JSON");
 
-/** A container being copied: its source, its copy so far and the next key or index. */
+/** A container being copied: its source, its copy so far, its keys (indices for an array) and the next one. */
 interface Frame {
-  readonly src: Record<string, unknown> | unknown[];
-  readonly out: Record<string, unknown> | unknown[];
-  readonly keys: readonly string[] | undefined;
+  readonly src: Record<string, unknown>;
+  readonly out: Record<string, unknown>;
+  readonly keys: readonly (string | number)[];
   i: number;
+}
+
+function jsonLeaf(v: unknown): unknown {
+  if (v === null || typeof v === "string" || typeof v === "boolean") return v;
+  return typeof v === "number" && Number.isFinite(v) ? v : NOT_JSON;
 }
 
 /**
@@ -77,12 +62,18 @@ interface Frame {
  * recursion, so a hostile value meets the nesting bound, never the call stack's.
  */
 export function frozenJsonCopy(root: unknown): unknown {
-  if (!isContainer(root)) return jsonLeaf(root);
+  if (typeof root !== "object" || root === null) return jsonLeaf(root);
   const path = new Set<object>();
   const stack: Frame[] = [];
   const open = (v: object): boolean => {
     if (path.has(v) || stack.length >= MAX_NESTING) return false;
-    if (Array.isArray(v)) stack.push({ src: v, out: new Array<unknown>(v.length), keys: undefined, i: 0 });
+    if (Array.isArray(v))
+      stack.push({
+        src: v as unknown as Record<string, unknown>,
+        out: new Array(v.length) as unknown as Record<string, unknown>,
+        keys: Array.from(v, (_, i) => i),
+        i: 0,
+      });
     else if (isPlainObject(v)) stack.push({ src: v, out: {}, keys: Object.keys(v), i: 0 });
     else return false;
     path.add(v);
@@ -91,41 +82,23 @@ export function frozenJsonCopy(root: unknown): unknown {
   if (!open(root)) return NOT_JSON;
   for (;;) {
     const f = stack[stack.length - 1] as Frame;
-    const end = f.keys === undefined ? f.src.length : f.keys.length;
-    if (f.i === end) {
+    if (f.i === f.keys.length) {
       stack.pop();
       path.delete(f.src);
-      const done = Object.freeze(f.out);
       const parent = stack[stack.length - 1];
-      if (parent === undefined) return done;
-      put(parent, done);
+      if (parent === undefined) return Object.freeze(f.out);
+      parent.out[parent.keys[parent.i++] as string] = Object.freeze(f.out);
       continue;
     }
-    const v = f.keys === undefined ? (f.src as unknown[])[f.i] : (f.src as Record<string, unknown>)[f.keys[f.i] as string];
-    if (isContainer(v)) {
+    const v = f.src[f.keys[f.i] as string];
+    if (typeof v === "object" && v !== null) {
       if (!open(v)) return NOT_JSON;
       continue;
     }
     const leaf = jsonLeaf(v);
     if (leaf === NOT_JSON) return NOT_JSON;
-    put(f, leaf);
+    f.out[f.keys[f.i++] as string] = leaf;
   }
-}
-
-function isContainer(v: unknown): v is object {
-  return typeof v === "object" && v !== null;
-}
-
-function jsonLeaf(v: unknown): unknown {
-  if (v === null || typeof v === "string" || typeof v === "boolean") return v;
-  return typeof v === "number" && Number.isFinite(v) ? v : NOT_JSON;
-}
-
-/** Store the frame's next value and move past it. */
-function put(f: Frame, value: unknown): void {
-  if (f.keys === undefined) (f.out as unknown[])[f.i] = value;
-  else (f.out as Record<string, unknown>)[f.keys[f.i] as string] = value;
-  f.i++;
 }
 
 function isJsonPolicy(v: string): boolean {

@@ -1,15 +1,7 @@
-/**
- * TypeScript types derived from the field table, so a new row is a new typed setter,
- * getter and prop without further edits.
- */
+/** TypeScript types derived from the field table: a new row is a new typed setter, getter and prop. */
 import type { ASSUME_ROLE_FIELDS, COMMON_FIELDS, FieldKind, FieldSpec, REMOTE_STATE_FIELDS } from "./fields.js";
 
-/**
- * The types of an `assumeRole`-kind field (the deprecated block): the object a getter
- * returns and the props a setter also accepts. The configs that hold the block pass them
- * in (assume-role.ts's `AssumeRoleTypes`): the block's class is built from this module's
- * types, so this module cannot import it.
- */
+/** The types of an `assumeRole`-kind field: the object a getter returns and the props a setter also accepts (passed in: the block's class is built from these types). */
 export interface NestedTypes {
   readonly value: object;
   readonly props: object;
@@ -78,12 +70,7 @@ interface AssumeRoleValues extends NestedTypes {
   readonly props: never;
 }
 
-/**
- * What synthesis reads of a backend config: the values of its fields. An
- * {@link ObjectStoreBackendConfig} is one (as is a remote-state config, which has them
- * all). Named by shape, not by class, because the classes call synthesis
- * (docs/decisions/053-synthesis-inside-config.md).
- */
+/** What synthesis reads of a backend config: its values, named by shape because the classes call synthesis (docs/decisions/053). */
 export type BackendConfigValues = ValuesOf<typeof COMMON_FIELDS, AssumeRoleValues>;
 
 /** What synthesis reads of a {@link DataRemoteStateObjectStoreConfig}: the values of its fields. */
