@@ -29,6 +29,9 @@ export const LAYOUT_NAMES = ["seed", "s3"] as const;
 /** A layout's name: `seed` (default workspace at `{prefix}/{key}`) or `s3` (at `{key}`). */
 export type LayoutName = (typeof LAYOUT_NAMES)[number];
 
+/** How a bad layout name is refused, after where it came from. */
+export const LAYOUT_EXPECTED = `must be "seed" (the default workspace at {prefix}/{key}) or "s3" (at {key}, as the tool's S3 backend keeps it)`;
+
 export const DEFAULT_LAYOUT: LayoutName = "seed";
 
 export function isLayoutName(value: unknown): value is LayoutName {
@@ -39,11 +42,9 @@ export function isLayoutName(value: unknown): value is LayoutName {
 export function layoutNameOf(value: unknown, label: string): LayoutName {
   if (value === undefined) return DEFAULT_LAYOUT;
   if (isLayoutName(value)) return value;
-  throw new ObjstateError(
-    "INVALID_LAYOUT",
-    `${label} must be "seed" (the default workspace at {prefix}/{key}) or "s3" (at {key}, as the tool's S3 backend keeps it), got ${typeof value === "string" ? JSON.stringify(value) : typeof value}`,
-    { details: { layout: value } },
-  );
+  throw new ObjstateError("INVALID_LAYOUT", `${label} ${LAYOUT_EXPECTED}, got ${typeof value === "string" ? JSON.stringify(value) : typeof value}`, {
+    details: { layout: value },
+  });
 }
 
 export interface Layout {

@@ -4,7 +4,7 @@
  * `--config` file's `objstate` section, the environment variables, docs/settings.md and the one
  * parse into a frozen {@link Settings} value are derived from the rows.
  */
-import { DEFAULT_LAYOUT, type LayoutName } from "./layout.js";
+import { DEFAULT_LAYOUT, LAYOUT_NAMES, type LayoutName } from "./layout.js";
 import { encryptionFromEnvText, encryptionFromFile, mergeEncryptionSettings } from "./encryption-setting.js";
 import type { EncryptionConfig } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
@@ -17,7 +17,6 @@ import {
   layoutOf,
   leaseOf,
   listenOf,
-  LAYOUT_NAMES,
   pathOf,
   sizeOf,
   switchOf,
@@ -102,11 +101,11 @@ export interface SettingSpec<N extends string = string, T = unknown> {
   readonly merge?: ((file: { raw: unknown; at: SettingOrigin }, env: { raw: unknown; at: SettingOrigin }) => T) | undefined;
 }
 
-/** A row whose flag is its name in kebab case (`--no-x` for a switch on by default) unless `flag` is given. */
-function row<const N extends string, T>(spec: Omit<SettingSpec<N, T>, "fileKey" | "group">): SettingSpec<N, T> {
+/** A row and its one line of help; its flag is its name in kebab case (`--no-x` for a switch on by default) unless `flag` is given. */
+function row<const N extends string, T>(spec: Omit<SettingSpec<N, T>, "fileKey" | "group" | "doc">, doc: string): SettingSpec<N, T> {
   const group = spec.commands.length === 1 && spec.commands[0] === "serve" ? "server" : "shared";
   const flag = `--${spec.default === true ? "no-" : ""}${spec.name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-  return Object.freeze({ flag, ...spec, fileKey: spec.name, group, commands: Object.freeze([...spec.commands]) });
+  return Object.freeze({ flag, ...spec, fileKey: spec.name, group, commands: Object.freeze([...spec.commands]), doc });
 }
 
 const LOG_LEVELS = ["debug", "info", "warn", "error", "off"] as const;
@@ -117,206 +116,139 @@ const timeoutOf = (raw: unknown, at: SettingOrigin): number | undefined => durat
 
 /** The settings table, in the order of `objstate help settings`. */
 export const SETTINGS_TABLE = [
-  row({
-    name: "timeout",
-    arg: "<duration>",
-    env: "OBJSTATE_TIMEOUT",
-    defaultText: "60s",
-    default: undefined as number | undefined,
-    parse: timeoutOf,
-    commands: ONLINE,
-    doc: "give up on a request to the object store, lock table or STS after this long, retries included (one more second per MiB of a large body): 30s, 2m; connect 5s and idle 20s per attempt",
-  }),
-  row({
-    name: "lockTimeout",
-    arg: "<duration>",
-    env: "OBJSTATE_LOCK_TIMEOUT",
-    defaultText: "0s",
-    default: 0,
-    parse: durationOf,
-    commands: LOCK_WAITERS,
-    doc: "while another holder has the lock, retry (with backoff) for up to this long: 0s (fail at once), 30s, 5m, 1h30m",
-  }),
-  row({
-    name: "lockTtl",
-    arg: "<duration>",
-    default: undefined as number | undefined,
-    parse: leaseOf,
-    commands: ONLINE.filter((c) => !LOCKLESS.includes(c) && c !== "serve"),
-    hiddenOn: ["serve"],
-    doc: "locks this command takes expire unless renewed (objstate renews them every third of this while it works; an expired one is taken over): 30s, 1m; without it locks never expire",
-  }),
-  row({
-    name: "lockfile",
-    default: false,
-    parse: switchOf,
-    commands: ["synth", ...ONLINE.filter((c) => !LOCKLESS.includes(c))],
-    doc: "lock with a lockfile {state path}.tflock in the bucket (as the tool's S3 backend does), with or without a lock table; synth --for s3 writes it as use_lockfile",
-  }),
-  row({
-    name: "layout",
-    arg: "<layout>",
-    choices: LAYOUT_NAMES,
-    defaultText: DEFAULT_LAYOUT,
-    default: DEFAULT_LAYOUT as LayoutName,
-    parse: layoutOf,
-    commands: SETTINGS_COMMANDS,
-    doc: "where the default workspace's state lives: seed ({prefix}/{key}, as the tool's OSS backend keeps it) or s3 ({key}, as the tool's S3 backend keeps it, to share a bucket and table with it); other workspaces are at {prefix}/NAME/{key} in both",
-  }),
-  row({
-    name: "digestRetry",
-    arg: "<duration>",
-    defaultText: "10s",
-    default: 10_000,
-    parse: durationOf,
-    commands: DIGEST_READERS,
-    doc: "while a state read does not match its digest (a write in flight elsewhere), read again every 2s for up to this long before failing (exit 4): 0s, 10s, 1m",
-  }),
-  row({
-    name: "encryption",
-    flag: undefined,
-    env: "TF_ENCRYPTION",
-    default: undefined as EncryptionConfig | undefined,
-    parse: (raw, at) => (at.kind === "env" ? encryptionFromEnvText(raw, false) : encryptionFromFile(raw, at, false)),
-    merge: mergeEncryptionSettings,
-    commands: [],
-    doc: 'state encryption at rest in OpenTofu\'s JSON form ({"key_provider": …, "method": …, "state": {"method": …, "fallback": …}}): writes store an envelope OpenTofu reads, reads decrypt (README "Encryption at rest"). No flag: in the file a passphrase is {"file": PATH} or {"env": NAME}; TF_ENCRYPTION (JSON only) applies over the file\'s. Secrets are never printed',
-  }),
-  row({
-    name: "listen",
-    arg: "<host:port>",
-    defaultText: "127.0.0.1:8080",
-    default: Object.freeze({ host: "127.0.0.1", port: 8080 }) as ListenAddress,
-    parse: listenOf,
-    commands: ["serve"],
-    doc: "address to listen on; without --users only a loopback address is allowed (unless --insecure-no-auth)",
-  }),
-  row({
-    name: "publicUrl",
-    arg: "<url>",
-    repeatable: true,
-    default: Object.freeze([]) as readonly string[],
-    parse: textsOf,
-    commands: ["serve"],
-    doc: "an origin clients reach this server by, such as https://state.example.com (repeatable); other Host names get 421. Needed on a non-loopback --listen",
-  }),
-  row({
-    name: "users",
-    arg: "<file>",
-    default: undefined as string | undefined,
-    parse: pathOf,
-    commands: ["serve"],
-    doc: "users file (mode 600): scrypt password hashes and roles (outputs, read, write, lock, force, admin) on workspace globs; add users with objstate serve hash-password",
-  }),
-  row({
-    name: "insecureNoAuth",
-    default: false,
-    parse: switchOf,
-    commands: ["serve"],
-    doc: "serve a non-loopback address without a users file: anyone who reaches it may read, write and unlock every state",
-  }),
-  row({
-    name: "tlsCert",
-    arg: "<file>",
-    default: undefined as string | undefined,
-    parse: pathOf,
-    commands: ["serve"],
-    doc: "PEM certificate (chain): serve HTTPS (needs --tls-key)",
-  }),
-  row({
-    name: "tlsKey",
-    arg: "<file>",
-    default: undefined as string | undefined,
-    parse: pathOf,
-    commands: ["serve"],
-    doc: "PEM private key of --tls-cert",
-  }),
-  row({
-    name: "tlsClientCa",
-    arg: "<file>",
-    default: undefined as string | undefined,
-    parse: pathOf,
-    commands: ["serve"],
-    doc: "PEM CA: require client certificates signed by it; a certificate whose subject CN names a user of --users logs in as that user",
-  }),
-  row({
-    name: "maxStateSize",
-    arg: "<size>",
-    defaultText: "512MiB",
-    default: 512 * 1024 ** 2,
-    parse: sizeOf,
-    commands: ["serve"],
-    doc: "largest request body: 1024, 64KiB, 512MiB, 1GiB; larger ones get 413 before they are read",
-  }),
-  row({
-    name: "clientTimeout",
-    arg: "<duration>",
-    defaultText: "30s",
-    default: 30_000,
-    parse: durationOf,
-    commands: ["serve"],
-    doc: "headers must arrive within this long, and a request body must bring at least 4 KiB in every such window, or the client is dropped",
-  }),
-  row({
-    name: "maxConnections",
-    arg: "<n>",
-    defaultText: "1024",
-    default: 1024,
-    parse: countOf,
-    commands: ["serve"],
-    doc: "open connections in all; at the cap a new one takes the place of the oldest connection not answering a whole request of the address holding the most, or is closed at once",
-  }),
-  row({
-    name: "maxConnectionsPerClient",
-    arg: "<n>",
-    defaultText: "64",
-    default: 64,
-    parse: countOf,
-    commands: ["serve"],
-    doc: "open connections from one client address (an IPv6 /64 counts as one); more are closed at once. Behind a proxy every client has the proxy's address: raise it to --max-connections",
-  }),
-  row({
-    name: "shutdownGrace",
-    arg: "<duration>",
-    defaultText: "30s",
-    default: 30_000,
-    parse: durationOf,
-    commands: ["serve"],
-    doc: "on SIGTERM or SIGINT, how long requests in flight may take to finish before their connections are cut",
-  }),
-  row({
-    name: "allowUnlockedWrites",
-    default: false,
-    parse: switchOf,
-    commands: ["serve"],
-    doc: "accept a state write without ?ID, from a client that holds no lock (no lock_address in its backend block, or -lock=false): it may overwrite changes it never read. Needed to serve without a lock table or lockfile; without it such writes get 409 UNLOCKED_WRITE",
-  }),
-  row({
-    name: "console",
-    default: true,
-    parse: switchOf,
-    commands: ["serve"],
-    doc: "serve no web console at / (only /state, /api/v1 and the probes)",
-  }),
-  row({
-    name: "secretFile",
-    arg: "<file>",
-    default: undefined as string | undefined,
-    parse: pathOf,
-    commands: ["serve"],
-    doc: "the console's form secret, shared by every replica behind one address so a form served by one posts to another: at least 32 bytes, mode 600, e.g. (umask 077; openssl rand -base64 48 > FILE); without it a new one each process",
-  }),
-  row({
-    name: "logLevel",
-    arg: "<level>",
-    choices: LOG_LEVELS,
-    env: "OBJSTATE_LOG_LEVEL",
-    defaultText: "info",
-    default: "info" as SettingsLogLevel,
-    parse: choiceOf(LOG_LEVELS),
-    commands: ["serve"],
-    doc: "request log on stderr, one JSON line per request: debug, info, warn, error, off",
-  }),
+  row(
+    {
+      name: "timeout",
+      arg: "<duration>",
+      env: "OBJSTATE_TIMEOUT",
+      defaultText: "60s",
+      default: undefined as number | undefined,
+      parse: timeoutOf,
+      commands: ONLINE,
+    },
+    "give up on a request to the object store, lock table or STS after this long, retries included (one more second per MiB of a large body): 30s, 2m; connect 5s and idle 20s per attempt",
+  ),
+  row(
+    { name: "lockTimeout", arg: "<duration>", env: "OBJSTATE_LOCK_TIMEOUT", defaultText: "0s", default: 0, parse: durationOf, commands: LOCK_WAITERS },
+    "while another holder has the lock, retry (with backoff) for up to this long: 0s (fail at once), 30s, 5m, 1h30m",
+  ),
+  row(
+    {
+      name: "lockTtl",
+      arg: "<duration>",
+      default: undefined as number | undefined,
+      parse: leaseOf,
+      commands: ONLINE.filter((c) => !LOCKLESS.includes(c) && c !== "serve"),
+      hiddenOn: ["serve"],
+    },
+    "locks this command takes expire unless renewed (objstate renews them every third of this while it works; an expired one is taken over): 30s, 1m; without it locks never expire",
+  ),
+  row(
+    { name: "lockfile", default: false, parse: switchOf, commands: ["synth", ...ONLINE.filter((c) => !LOCKLESS.includes(c))] },
+    "lock with a lockfile {state path}.tflock in the bucket (as the tool's S3 backend does), with or without a lock table; synth --for s3 writes it as use_lockfile",
+  ),
+  row(
+    {
+      name: "layout",
+      arg: "<layout>",
+      choices: LAYOUT_NAMES,
+      defaultText: DEFAULT_LAYOUT,
+      default: DEFAULT_LAYOUT as LayoutName,
+      parse: layoutOf,
+      commands: SETTINGS_COMMANDS,
+    },
+    "where the default workspace's state lives: seed ({prefix}/{key}, as the tool's OSS backend keeps it) or s3 ({key}, as the tool's S3 backend keeps it, to share a bucket and table with it); other workspaces are at {prefix}/NAME/{key} in both",
+  ),
+  row(
+    { name: "digestRetry", arg: "<duration>", defaultText: "10s", default: 10_000, parse: durationOf, commands: DIGEST_READERS },
+    "while a state read does not match its digest (a write in flight elsewhere), read again every 2s for up to this long before failing (exit 4): 0s, 10s, 1m",
+  ),
+  row(
+    {
+      name: "encryption",
+      flag: undefined,
+      env: "TF_ENCRYPTION",
+      default: undefined as EncryptionConfig | undefined,
+      parse: (raw, at) => (at.kind === "env" ? encryptionFromEnvText(raw, false) : encryptionFromFile(raw, at, false)),
+      merge: mergeEncryptionSettings,
+      commands: [],
+    },
+    'state encryption at rest in OpenTofu\'s JSON form ({"key_provider": …, "method": …, "state": {"method": …, "fallback": …}}): writes store an envelope OpenTofu reads, reads decrypt (README "Encryption at rest"). No flag: in the file a passphrase is {"file": PATH} or {"env": NAME}; TF_ENCRYPTION (JSON only) applies over the file\'s. Secrets are never printed',
+  ),
+  row(
+    {
+      name: "listen",
+      arg: "<host:port>",
+      defaultText: "127.0.0.1:8080",
+      default: Object.freeze({ host: "127.0.0.1", port: 8080 }) as ListenAddress,
+      parse: listenOf,
+      commands: ["serve"],
+    },
+    "address to listen on; without --users only a loopback address is allowed (unless --insecure-no-auth)",
+  ),
+  row(
+    { name: "publicUrl", arg: "<url>", repeatable: true, default: Object.freeze([]) as readonly string[], parse: textsOf, commands: ["serve"] },
+    "an origin clients reach this server by, such as https://state.example.com (repeatable); other Host names get 421. Needed on a non-loopback --listen",
+  ),
+  row(
+    { name: "users", arg: "<file>", default: undefined as string | undefined, parse: pathOf, commands: ["serve"] },
+    "users file (mode 600): scrypt password hashes and roles (outputs, read, write, lock, force, admin) on workspace globs; add users with objstate serve hash-password",
+  ),
+  row(
+    { name: "insecureNoAuth", default: false, parse: switchOf, commands: ["serve"] },
+    "serve a non-loopback address without a users file: anyone who reaches it may read, write and unlock every state",
+  ),
+  row(
+    { name: "tlsCert", arg: "<file>", default: undefined as string | undefined, parse: pathOf, commands: ["serve"] },
+    "PEM certificate (chain): serve HTTPS (needs --tls-key)",
+  ),
+  row({ name: "tlsKey", arg: "<file>", default: undefined as string | undefined, parse: pathOf, commands: ["serve"] }, "PEM private key of --tls-cert"),
+  row(
+    { name: "tlsClientCa", arg: "<file>", default: undefined as string | undefined, parse: pathOf, commands: ["serve"] },
+    "PEM CA: require client certificates signed by it; a certificate whose subject CN names a user of --users logs in as that user",
+  ),
+  row(
+    { name: "maxStateSize", arg: "<size>", defaultText: "512MiB", default: 512 * 1024 ** 2, parse: sizeOf, commands: ["serve"] },
+    "largest request body: 1024, 64KiB, 512MiB, 1GiB; larger ones get 413 before they are read",
+  ),
+  row(
+    { name: "clientTimeout", arg: "<duration>", defaultText: "30s", default: 30_000, parse: durationOf, commands: ["serve"] },
+    "headers must arrive within this long, and a request body must bring at least 4 KiB in every such window, or the client is dropped",
+  ),
+  row(
+    { name: "maxConnections", arg: "<n>", defaultText: "1024", default: 1024, parse: countOf, commands: ["serve"] },
+    "open connections in all; at the cap a new one takes the place of the oldest connection not answering a whole request of the address holding the most, or is closed at once",
+  ),
+  row(
+    { name: "maxConnectionsPerClient", arg: "<n>", defaultText: "64", default: 64, parse: countOf, commands: ["serve"] },
+    "open connections from one client address (an IPv6 /64 counts as one); more are closed at once. Behind a proxy every client has the proxy's address: raise it to --max-connections",
+  ),
+  row(
+    { name: "shutdownGrace", arg: "<duration>", defaultText: "30s", default: 30_000, parse: durationOf, commands: ["serve"] },
+    "on SIGTERM or SIGINT, how long requests in flight may take to finish before their connections are cut",
+  ),
+  row(
+    { name: "allowUnlockedWrites", default: false, parse: switchOf, commands: ["serve"] },
+    "accept a state write without ?ID, from a client that holds no lock (no lock_address in its backend block, or -lock=false): it may overwrite changes it never read. Needed to serve without a lock table or lockfile; without it such writes get 409 UNLOCKED_WRITE",
+  ),
+  row({ name: "console", default: true, parse: switchOf, commands: ["serve"] }, "serve no web console at / (only /state, /api/v1 and the probes)"),
+  row(
+    { name: "secretFile", arg: "<file>", default: undefined as string | undefined, parse: pathOf, commands: ["serve"] },
+    "the console's form secret, shared by every replica behind one address so a form served by one posts to another: at least 32 bytes, mode 600, e.g. (umask 077; openssl rand -base64 48 > FILE); without it a new one each process",
+  ),
+  row(
+    {
+      name: "logLevel",
+      arg: "<level>",
+      choices: LOG_LEVELS,
+      env: "OBJSTATE_LOG_LEVEL",
+      defaultText: "info",
+      default: "info" as SettingsLogLevel,
+      parse: choiceOf(LOG_LEVELS),
+      commands: ["serve"],
+    },
+    "request log on stderr, one JSON line per request: debug, info, warn, error, off",
+  ),
 ] as const;
 
 type Rows = typeof SETTINGS_TABLE;
