@@ -106,6 +106,16 @@ function checkedValues(spec: KindSpec, input: unknown, path: string): Record<str
   return throwFirstProblem(spec, input, path);
 }
 
+/** The fields set in `values`, in table order, secrets redacted and URL credentials removed. */
+function shownFields(fields: readonly FieldSpec[], values: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const f of fields) {
+    const v = values[f.name];
+    if (v !== undefined) out[f.name] = v instanceof ConfigObject ? v.toJSON() : shownValue(v, f.secret);
+  }
+  return out;
+}
+
 /** Base of the value objects: immutable, printable without secrets. */
 export abstract class ConfigObject {
   /** Validates `props` against `spec`, then sets every field (unset ones undefined) in table order and freezes. */
@@ -118,24 +128,19 @@ export abstract class ConfigObject {
     return (this.constructor as unknown as { readonly fields: readonly FieldSpec[] }).fields;
   }
 
-  private mapSet(fn: (f: FieldSpec, v: unknown) => unknown): Record<string, unknown> {
+  /** The set fields as plain props (secrets included), suitable for `from()`. */
+  protected plainProps(): Record<string, unknown> {
     const out: Record<string, unknown> = {};
-    const self = this as unknown as Record<string, unknown>;
-    for (const f of this.fieldSpecs()) {
-      const v = self[f.name];
-      if (v !== undefined) out[f.name] = fn(f, v);
+    for (const { name } of this.fieldSpecs()) {
+      const v = (this as unknown as Record<string, unknown>)[name];
+      if (v !== undefined) out[name] = v instanceof ConfigObject ? v.plainProps() : typeof v === "object" ? structuredClone(v) : v;
     }
     return out;
   }
 
-  /** The set fields as plain props (secrets included), suitable for `from()`. */
-  protected plainProps(): Record<string, unknown> {
-    return this.mapSet((_f, v) => (v instanceof ConfigObject ? v.plainProps() : typeof v === "object" ? structuredClone(v) : v));
-  }
-
   /** The set fields with secrets replaced by `<redacted>` and URL credentials removed: `JSON.stringify(config)` is safe to log. */
   toJSON(): Record<string, unknown> {
-    return this.mapSet((f, v) => (v instanceof ConfigObject ? v.toJSON() : shownValue(v, f.secret)));
+    return shownFields(this.fieldSpecs(), this as unknown as Record<string, unknown>);
   }
 
   /** `ClassName {"bucket":"…",…}` with secrets redacted. */
@@ -187,15 +192,7 @@ export function builderFactory<B>(spec: KindSpec, make: (props: Record<string, u
       };
     }
   }
-  printSafely(Builder.prototype, `${spec.className}Builder`, (self) => {
-    const given = valuesOf(self);
-    const shown: Record<string, unknown> = {};
-    for (const f of spec.fields) {
-      const v = given[f.name];
-      if (v !== undefined) shown[f.name] = v instanceof ConfigObject ? v.toJSON() : shownValue(v, f.secret);
-    }
-    return shown;
-  });
+  printSafely(Builder.prototype, `${spec.className}Builder`, (self) => shownFields(spec.fields, valuesOf(self)));
   return (initial) => new Builder(initial) as B;
 }
 

@@ -101,6 +101,19 @@ export function frozenJsonCopy(root: unknown): unknown {
   }
 }
 
+export type NameTable<T> = { [name: string]: T };
+
+/**
+ * Tables keyed by remote-state names are filled without a prototype and get `Object.prototype`
+ * once full: `__proto__` or `toString` is then a name like any other, and distinct names cost no
+ * shared shapes (bench/RESULTS.md).
+ */
+export function nameTable<T>(fill: (table: NameTable<T>) => void): NameTable<T> {
+  const table = Object.create(null) as NameTable<T>;
+  fill(table);
+  return Object.setPrototypeOf(table, Object.prototype) as NameTable<T>;
+}
+
 function isJsonPolicy(v: string): boolean {
   try {
     return isPlainObject(JSON.parse(v));
@@ -109,84 +122,53 @@ function isJsonPolicy(v: string): boolean {
   }
 }
 
+/** A rule for a string field: what a valid value is, for messages, and the check beyond the type. */
+function text(expected: string, valid: (v: string) => boolean): { readonly type: "string"; readonly expected: string; readonly valid: (v: string) => boolean } {
+  return { type: "string", expected, valid };
+}
+
 /** The rules, by name. */
 export const RULES = {
   string: { type: "string", expected: "a string" },
   boolean: { type: "boolean", expected: "a boolean (true or false)" },
-  bucket: {
-    type: "string",
-    expected: "a bucket name of 3 to 63 characters from a-z, 0-9, '.' and '-', starting and ending with a letter or digit",
-    valid: (v: string) => /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(v),
-  },
-  acl: {
-    type: "string",
-    expected: "one of private, public-read, public-read-write",
-    valid: (v: string) => v === "private" || v === "public-read" || v === "public-read-write",
-  },
-  policy: {
-    type: "string",
-    expected: "a JSON policy document (an object)",
-    valid: (v: string) => isJsonPolicy(v),
-  },
+  bucket: text("a bucket name of 3 to 63 characters from a-z, 0-9, '.' and '-', starting and ending with a letter or digit", (v) =>
+    /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(v),
+  ),
+  acl: text("one of private, public-read, public-read-write", (v) => v === "private" || v === "public-read" || v === "public-read-write"),
+  policy: text("a JSON policy document (an object)", isJsonPolicy),
   sessionExpiration: {
     type: "number",
     expected: "an integer from 900 to 3600 (seconds)",
     valid: (v: number) => Number.isInteger(v) && v >= 900 && v <= 3600,
     code: "OUT_OF_RANGE",
   },
-  sessionName: {
-    type: "string",
-    expected: "2 to 64 characters from letters, digits and +=,.@_-",
-    valid: (v: string) => /^[\w+=,.@-]{2,64}$/.test(v),
-  },
-  storeEndpoint: {
-    type: "string",
-    expected:
-      "a URL (http://, https:// or file:) or a bare host such as s3.example.com, with no path, query or fragment after the host (the bucket is never part of the endpoint)",
-    valid: (v: string) => isEndpoint(v, true),
-  },
-  lockEndpoint: {
-    type: "string",
-    expected: "a URL (http://, https:// or file:) or a bare host such as dynamodb.example.com, with no path, query or fragment after the host",
-    valid: (v: string) => isEndpoint(v, true),
-  },
-  httpEndpoint: {
-    type: "string",
-    expected: "a URL (http:// or https://) or a bare host such as sts.example.com, with no path, query or fragment after the host",
-    valid: (v: string) => isEndpoint(v, false),
-  },
-  key: {
-    type: "string",
-    expected: "a non-empty object name that does not start or end with '/'",
-    valid: (v: string) => v !== "" && !v.startsWith("/") && !v.endsWith("/"),
-  },
-  prefix: {
-    type: "string",
-    expected: "a path that does not start with '/' or './' and has no '.' or '..' segment",
-    valid: (v: string) => !v.startsWith("/") && !v.split("/").some((seg) => seg === "." || seg === ".."),
-  },
-  region: {
-    type: "string",
-    expected: "a region name of letters, digits and '-' (e.g. us-east-1)",
-    valid: (v: string) => /^[A-Za-z0-9-]{1,64}$/.test(v),
-  },
-  table: {
-    type: "string",
-    expected: "a table name of 3 to 255 characters from letters, digits, '_', '-' and '.'",
-    valid: (v: string) => /^[A-Za-z0-9_.-]{3,255}$/.test(v),
-  },
-  workspace: {
-    type: "string",
-    expected: "a non-empty workspace name of letters, digits and '-', '_', '.', '~' (no '/'; not '.' or '..')",
-    // `.` and `..` would be path segments of the state's key: stores normalise them away
-    // (the embedded one, and S3 clients that clean paths) or keep them literally (S3), so
-    // one name would mean different objects on different stores.
-    valid: (v: string) => /^[A-Za-z0-9._~-]+$/.test(v) && v !== "." && v !== "..",
-  },
+  sessionName: text("2 to 64 characters from letters, digits and +=,.@_-", (v) => /^[\w+=,.@-]{2,64}$/.test(v)),
+  storeEndpoint: text(
+    "a URL (http://, https:// or file:) or a bare host such as s3.example.com, with no path, query or fragment after the host (the bucket is never part of the endpoint)",
+    (v) => isEndpoint(v, true),
+  ),
+  lockEndpoint: text("a URL (http://, https:// or file:) or a bare host such as dynamodb.example.com, with no path, query or fragment after the host", (v) =>
+    isEndpoint(v, true),
+  ),
+  httpEndpoint: text("a URL (http:// or https://) or a bare host such as sts.example.com, with no path, query or fragment after the host", (v) =>
+    isEndpoint(v, false),
+  ),
+  key: text("a non-empty object name that does not start or end with '/'", (v) => v !== "" && !v.startsWith("/") && !v.endsWith("/")),
+  prefix: text(
+    "a path that does not start with '/' or './' and has no '.' or '..' segment",
+    (v) => !v.startsWith("/") && !v.split("/").some((seg) => seg === "." || seg === ".."),
+  ),
+  region: text("a region name of letters, digits and '-' (e.g. us-east-1)", (v) => /^[A-Za-z0-9-]{1,64}$/.test(v)),
+  table: text("a table name of 3 to 255 characters from letters, digits, '_', '-' and '.'", (v) => /^[A-Za-z0-9_.-]{3,255}$/.test(v)),
+  // `.` and `..` would be path segments of the state's key, which some stores normalise away and others keep.
+  workspace: text(
+    "a non-empty workspace name of letters, digits and '-', '_', '.', '~' (no '/'; not '.' or '..')",
+    (v) => /^[A-Za-z0-9._~-]+$/.test(v) && v !== "." && v !== "..",
+  ),
   jsonObject: {
     type: "object",
     expected: `a plain object of JSON values (no functions, cycles or class instances; nested at most ${MAX_NESTING} levels)`,
-    valid: (v: unknown) => isJsonObject(v),
+    valid: isJsonObject,
   },
   assumeRole: {
     type: "object",

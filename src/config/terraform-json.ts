@@ -15,7 +15,7 @@ import {
   type MappingRow,
   type TerraformBackendType,
 } from "./mapping.js";
-import { RULES } from "./rules.js";
+import { nameTable, RULES } from "./rules.js";
 import type { BackendConfigValues, JsonObject, RemoteStateConfigValues } from "./types.js";
 
 export type { TerraformBackendType } from "./mapping.js";
@@ -145,22 +145,12 @@ function transformed(cell: ArgumentCell, field: string, backend: TerraformBacken
     case "url":
     case "httpsHost": {
       const e = (v as string).trim().replace(/\/+$/, "");
-      if (/^file:/i.test(e)) {
-        unsupportedValue(
-          field,
-          backend,
-          `${JSON.stringify(e)} is objstate's embedded store, which the tool cannot reach: serve it with objstate serve and synthesize for the http backend`,
-        );
-      }
+      const refuse = (why: string): never => unsupportedValue(field, backend, `${JSON.stringify(e)} ${why}`);
+      if (/^file:/i.test(e))
+        refuse("is objstate's embedded store, which the tool cannot reach: serve it with objstate serve and synthesize for the http backend");
       const scheme = /^(https?):\/\//i.exec(e);
       if (cell.transform === "url") return scheme === null ? `https://${e}` : e;
-      if (scheme !== null && scheme[1]?.toLowerCase() === "http") {
-        unsupportedValue(
-          field,
-          backend,
-          `${JSON.stringify(e)} is plain http, but the tool reaches it over https only: give an https:// endpoint or a bare host`,
-        );
-      }
+      if (scheme?.[1]?.toLowerCase() === "http") refuse("is plain http, but the tool reaches it over https only: give an https:// endpoint or a bare host");
       return scheme === null ? e : e.slice(scheme[0].length);
     }
   }
@@ -299,9 +289,8 @@ export function remoteStateTerraformBlock(config: RemoteStateConfigValues, optio
 
 /** `{"data": {"terraform_remote_state": {NAME: …}}}` for one named remote state (`name` already checked). */
 export function remoteStateTerraformJson(name: string, config: RemoteStateConfigValues, options: TerraformRemoteStateOptions): TerraformRemoteStateJson {
-  const states = Object.create(null) as { [name: string]: TerraformRemoteStateBlock };
-  states[name] = remoteStateTerraformBlock(config, options);
-  return { data: { terraform_remote_state: Object.setPrototypeOf(states, Object.prototype) as typeof states } };
+  const block = remoteStateTerraformBlock(config, options);
+  return { data: { terraform_remote_state: nameTable((t) => (t[name] = block)) } };
 }
 
 const defaultOf = (name: string): string => COMMON_FIELDS.find((f) => f.name === name)?.default as string;

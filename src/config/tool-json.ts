@@ -4,6 +4,7 @@
  * are kept verbatim.
  */
 import { ConfigError } from "./errors.js";
+import { nameTable, type NameTable } from "./rules.js";
 import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "./fields.js";
 import type { TerraformBackendJson, TerraformRemoteStateJson } from "./terraform-json.js";
 import type { BackendConfigValues, JsonObject, RemoteStateConfigValues } from "./types.js";
@@ -26,10 +27,7 @@ export interface RemoteStateToolJson {
   data: { tool_remote_state: { [name: string]: RemoteStateBlock } };
 }
 
-/**
- * A whole document: at most one backend (the seed's `tool` or the real tool's `terraform`),
- * any number of remote states of either kind.
- */
+/** A whole document: at most one backend (the seed's `tool` or the real tool's `terraform`), any number of remote states. */
 export interface ToolJson {
   tool?: BackendToolJson["tool"];
   terraform?: TerraformBackendJson["terraform"];
@@ -71,37 +69,19 @@ export function checkName(name: unknown, what: string): asserts name is string {
   }
 }
 
-/**
- * Tables keyed by remote-state names are filled without a prototype, so that `__proto__` or
- * `toString` is a name like any other, and get `Object.prototype` once full.
- */
-type NameTable<T> = { [name: string]: T };
-function openTable<T>(): NameTable<T> {
-  return Object.create(null) as NameTable<T>;
-}
-function closeTable<T>(table: NameTable<T>): NameTable<T> {
-  return Object.setPrototypeOf(table, Object.prototype) as NameTable<T>;
-}
-
 /** The remote-state document for one named remote state. */
 export function remoteStateToolJson(name: string, config: RemoteStateConfigValues): RemoteStateToolJson {
   checkName(name, "remote state name");
   const entry: RemoteStateBlock = { backend: "objectstore", config: backendBlock(config) };
   if (config.defaults !== undefined) entry.defaults = config.defaults as JsonObject;
   if (config.workspace !== undefined) entry.workspace = config.workspace;
-  const states = openTable<RemoteStateBlock>();
-  states[name] = entry;
-  return { data: { tool_remote_state: closeTable(states) } };
+  return { data: { tool_remote_state: nameTable((t) => (t[name] = entry)) } };
 }
 
 /** The data sources a document can hold, in the order a merged document lists them. */
 const DATA_KINDS = ["tool_remote_state", "terraform_remote_state"] as const;
 
-/**
- * Merge documents into one: at most one backend (`tool` or `terraform`), remote-state
- * names unique within their kind. Throws a {@link ConfigError} on a clash rather than
- * silently dropping a block.
- */
+/** Merge documents into one: at most one backend (`tool` or `terraform`), remote-state names unique within their kind (a {@link ConfigError} otherwise). */
 export function mergeToolJson(...docs: ToolJson[]): ToolJson {
   const out: ToolJson = {};
   const tables: { [K in (typeof DATA_KINDS)[number]]?: NameTable<unknown> } = {};
@@ -119,7 +99,7 @@ export function mergeToolJson(...docs: ToolJson[]): ToolJson {
       for (const name of Object.keys(blocks)) {
         let states = tables[kind];
         if (states === undefined) {
-          states = tables[kind] = openTable();
+          states = tables[kind] = Object.create(null) as NameTable<unknown>; // as in nameTable
           // Placed now: `data` keeps its place among the document's keys, each kind its place in `data`.
           ((out.data ??= {}) as Record<string, unknown>)[kind] = states;
         }
@@ -130,7 +110,7 @@ export function mergeToolJson(...docs: ToolJson[]): ToolJson {
   }
   for (const kind of DATA_KINDS) {
     const t = tables[kind];
-    if (t !== undefined) closeTable(t);
+    if (t !== undefined) Object.setPrototypeOf(t, Object.prototype);
   }
   return out;
 }
@@ -140,10 +120,7 @@ export function formatToolJson(doc: ToolJson): string {
   return `${JSON.stringify(doc, null, 2)}\n`;
 }
 
-/**
- * Warnings for secrets a config would write into a file, each naming the environment
- * variable to use instead. Never includes the secret.
- */
+/** Warnings for secrets a config would write into a file, each naming the variable to use instead (never the secret). */
 export function secretWarnings(config: BackendConfigValues, where = "the tool JSON"): string[] {
   const values = config as unknown as Record<string, unknown>;
   return COMMON_FIELDS.filter((f) => f.secret && values[f.name] !== undefined).map(
