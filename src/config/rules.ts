@@ -105,8 +105,8 @@ export type NameTable<T> = { [name: string]: T };
 
 /**
  * Tables keyed by remote-state names are filled without a prototype and get `Object.prototype`
- * once full: `__proto__` or `toString` is then a name like any other, and distinct names cost no
- * shared shapes (bench/RESULTS.md).
+ * once full: `__proto__` or `toString` is then a name like any other, and a thousand distinct
+ * names cost no more than one (docs/decisions/026).
  */
 export function nameTable<T>(fill: (table: NameTable<T>) => void): NameTable<T> {
   const table = Object.create(null) as NameTable<T>;

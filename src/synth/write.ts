@@ -5,7 +5,7 @@ import { formatToolJson, type ToolJson } from "../config/tool-json.js";
 
 /**
  * Write `doc` to `file` as {@link formatToolJson} prints it, replacing the file, so that a
- * program that synthesizes need not import `node:fs` itself (bench/RESULTS.md, start-up).
+ * program that synthesizes need not import `node:fs` itself (docs/decisions/026).
  *
  * @throws ObjstateError `WRITE_FAILED`, naming the file and the system's reason.
  * @example writeToolJson("main.tf.json", mergeToolJson(backend.toToolJson(), net.toToolJson()));
