@@ -1,7 +1,7 @@
 /** TypeScript types derived from the field table: a new row is a new typed setter, getter and prop. */
 import type { ASSUME_ROLE_FIELDS, COMMON_FIELDS, FieldKind, FieldSpec, REMOTE_STATE_FIELDS } from "./fields.js";
 
-/** The types of an `assumeRole`-kind field: the object a getter returns and the props a setter also accepts (passed in: the block's class is built from these types). */
+/** The types of an `assumeRole`-kind field: its object and its props (passed in: the block's class is built from these types). */
 export interface NestedTypes {
   readonly value: object;
   readonly props: object;
@@ -11,15 +11,6 @@ export interface NestedTypes {
 export interface NoNested extends NestedTypes {
   readonly value: never;
   readonly props: never;
-}
-
-/** What a setter or props key accepts, by field kind. */
-export interface KindInput<N extends NestedTypes = NoNested> {
-  string: string;
-  number: number;
-  boolean: boolean;
-  map: Readonly<Record<string, unknown>>;
-  assumeRole: N["value"] | N["props"];
 }
 
 /** What a getter returns, by field kind (the deprecated block is always an object of its class). */
@@ -32,7 +23,8 @@ export interface KindValue<N extends NestedTypes = NoNested> {
 }
 
 type Fields = readonly FieldSpec[];
-type Input<F extends FieldSpec, N extends NestedTypes> = KindInput<N>[F["kind"] & FieldKind];
+/** What a setter or props key accepts: a getter's type, or for the deprecated block also its props. */
+type Input<F extends FieldSpec, N extends NestedTypes> = F["kind"] extends "assumeRole" ? N["value"] | N["props"] : KindValue<N>[F["kind"] & FieldKind];
 type Value<F extends FieldSpec, N extends NestedTypes> = KindValue<N>[F["kind"] & FieldKind];
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 
