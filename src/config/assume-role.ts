@@ -23,15 +23,12 @@ const SPEC: KindSpec = { className: "ObjectStoreAssumeRole", fields: ASSUME_ROLE
  * `assumeRoleSessionExpiration` fields; when `assumeRoleRoleArn` is set they win.
  */
 export class ObjectStoreAssumeRole extends ConfigObject {
-  /** The field table of this class. */
   static readonly fields = ASSUME_ROLE_FIELDS;
 
-  /** Validating constructor; same as {@link ObjectStoreAssumeRole.from}. */
   constructor(props: ObjectStoreAssumeRoleProps, /** @internal field-path prefix for messages */ path = "") {
     super(SPEC, props, path);
   }
 
-  /** A builder: one setter per field, then `build()`. */
   static builder(): ObjectStoreAssumeRoleBuilder {
     return newBuilder();
   }
@@ -52,7 +49,6 @@ export class ObjectStoreAssumeRole extends ConfigObject {
     return this.plainProps() as ObjectStoreAssumeRoleProps;
   }
 
-  /** A builder holding this object's values, for a modified copy. */
   toBuilder(): ObjectStoreAssumeRoleBuilder {
     return newBuilder(this.plainProps());
   }

@@ -23,16 +23,13 @@ const SPEC: KindSpec = { className: "ObjectStoreBackendConfig", fields: COMMON_F
  * const config = ObjectStoreBackendConfig.builder().bucket("my-state").kvstoreTable("locks").build();
  */
 export class ObjectStoreBackendConfig extends ConfigObject {
-  /** The field table of this class. */
   static readonly fields = COMMON_FIELDS;
 
-  /** Validating constructor; same as {@link ObjectStoreBackendConfig.from}. */
   constructor(props: ObjectStoreBackendConfigProps) {
     super(SPEC, props);
     if (this.assumeRole !== undefined) warnAssumeRoleDeprecated();
   }
 
-  /** A builder: one setter per field, then `build()`. */
   static builder(): ObjectStoreBackendConfigBuilder {
     return newBuilder();
   }
@@ -42,12 +39,11 @@ export class ObjectStoreBackendConfig extends ConfigObject {
     return new ObjectStoreBackendConfig(props);
   }
 
-  /** All set fields as plain props (secrets included): `from(config.toProps())` round-trips. */
+  /** The set fields as plain props (secrets included): `from(config.toProps())` round-trips. */
   toProps(): ObjectStoreBackendConfigProps {
     return this.plainProps() as ObjectStoreBackendConfigProps;
   }
 
-  /** A builder holding this object's values, for a modified copy. */
   toBuilder(): ObjectStoreBackendConfigBuilder {
     return newBuilder(this.plainProps());
   }
@@ -58,14 +54,12 @@ export class ObjectStoreBackendConfig extends ConfigObject {
   }
 
   /**
-   * The real tool's backend configuration, `{"terraform": {"backend": {TYPE: {…}}}}`, which
-   * Terraform and OpenTofu read as it is: `s3` or `oss` for this bucket and table, or `http`
-   * for `objstate serve` (which holds the store settings itself). Every field goes through
-   * the mapping table (src/config/mapping.ts); `terraformWarnings` lists the secrets it writes.
+   * The real tool's backend configuration, `{"terraform": {"backend": {TYPE: {…}}}}`: `s3` or
+   * `oss` for this bucket and table, or `http` for `objstate serve`, through the mapping table
+   * (src/config/mapping.ts); `terraformWarnings` lists the secrets it writes.
    *
-   * @throws ConfigError `UNSUPPORTED_FIELD` naming a set field the backend has no argument
-   *   for (`computeRoleName` with s3), `UNSUPPORTED_VALUE` (a `file:` endpoint with s3 or oss),
-   *   `CONFLICTING_FIELDS`, `REQUIRED` (`serveUrl` for http).
+   * @throws ConfigError `UNSUPPORTED_FIELD` (`computeRoleName` with s3), `UNSUPPORTED_VALUE` (a
+   *   `file:` endpoint with s3 or oss), `CONFLICTING_FIELDS`, `REQUIRED` (`serveUrl` for http).
    * @example
    * config.toTerraformJson({ backend: "s3" });
    * config.toTerraformJson({ backend: "http", serveUrl: "http://127.0.0.1:8080", username: "ci", workspace: "prod" });

@@ -1,7 +1,6 @@
 /**
- * The `encryption` setting (issue 26): OpenTofu's JSON form of the encryption block, from the
- * `--config` file's `objstate.encryption` (passphrases only by reference: a file or a
- * variable) or from `TF_ENCRYPTION` (JSON only; HCL is refused with the way to write it),
+ * The `encryption` setting: OpenTofu's JSON form of the encryption block, from the `--config`
+ * file's `objstate.encryption` (passphrases by reference only) or `TF_ENCRYPTION` (JSON only),
  * merged as OpenTofu merges the variable over the code's block.
  */
 import { checkEncryptionConfig, encryptionConfigFromEnv, mergeEncryptionConfigs, parseEncryptionConfig, type EncryptionConfig } from "../encryption/index.js";

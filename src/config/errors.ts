@@ -17,10 +17,7 @@ export type ConfigErrorCode =
   /** Two set fields that would write the same argument of the tool's backend. */
   | "CONFLICTING_FIELDS";
 
-/**
- * A configuration value was missing or wrong. Raised by `build()`, `from()`,
- * `resolveSettings()` and synthesis; never carries a secret's value.
- */
+/** A configuration value was missing or wrong (from `build()`, `from()`, `resolveSettings()`, synthesis); never carries a secret. */
 export class ConfigError extends ObjstateError {
   declare readonly code: ConfigErrorCode;
   /** Field the error is about (`bucket`, `assumeRole.roleArn`, …); undefined for whole-object errors. */

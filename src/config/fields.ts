@@ -36,262 +36,117 @@ export interface FieldSpec {
   readonly doc: string;
 }
 
-type RowInput<N extends string, K extends FieldKind, R extends boolean> = Omit<FieldSpec, "name" | "kind" | "required" | "secret" | "deprecated" | "env"> & {
+type Derived = "name" | "jsonKey" | "javaType" | "kind" | "required" | "secret" | "deprecated" | "env" | "rule" | "doc";
+type RowInput<N extends string, K extends FieldKind, R extends boolean> = Omit<FieldSpec, Derived> & {
   readonly name: N;
-  readonly kind: K;
+  readonly kind?: K;
   readonly required?: R;
   readonly secret?: boolean;
   readonly deprecated?: boolean;
   readonly env?: readonly string[];
+  /** Default: any value of the kind's type. */
+  readonly rule?: Rule;
 };
 
 /** A typed row: keeps the literal name, kind and required flag so types can be derived from the table. */
 export type Row<N extends string, K extends FieldKind, R extends boolean> = FieldSpec & { readonly name: N; readonly kind: K; readonly required: R };
 
-function row<const N extends string, const K extends FieldKind, const R extends boolean = false>(spec: RowInput<N, K, R>): Row<N, K, R> {
+const JAVA_TYPES: Readonly<Record<FieldKind, string>> = {
+  string: "java.lang.String",
+  number: "java.lang.Number",
+  boolean: "java.lang.Boolean",
+  assumeRole: "ObjectStoreAssumeRole",
+  map: "java.util.Map<java.lang.String, java.lang.Object>",
+};
+
+/** A row and its one-line description; kind `string` unless told otherwise, the JSON key the name in snake_case. */
+function row<const N extends string, const K extends FieldKind = "string", const R extends boolean = false>(
+  spec: RowInput<N, K, R>,
+  doc: string,
+): Row<N, NoInfer<K>, R> {
+  const kind = (spec.kind ?? "string") as K;
+  // Every key in one order, so that all rows share one shape.
   return Object.freeze({
-    ...spec,
+    name: spec.name,
+    jsonKey: spec.name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`),
+    javaType: JAVA_TYPES[kind],
+    kind,
     required: (spec.required ?? false) as R,
+    env: Object.freeze([...(spec.env ?? [])]),
+    default: spec.default,
+    since: spec.since,
     secret: spec.secret ?? false,
     deprecated: spec.deprecated ?? false,
-    env: Object.freeze([...(spec.env ?? [])]),
+    rule: spec.rule ?? (kind === "boolean" ? RULES.boolean : RULES.string),
+    doc,
   });
 }
 
 /** Fields common to the backend config and the remote-state config, in the seed's order. */
 export const COMMON_FIELDS = [
-  row({ name: "bucket", jsonKey: "bucket", javaType: "java.lang.String", kind: "string", required: true, rule: RULES.bucket, doc: "Name of the bucket." }),
-  row({
-    name: "accessKey",
-    jsonKey: "access_key",
-    javaType: "java.lang.String",
-    kind: "string",
-    env: ["PROVIDER_ACCESS_KEY", "PROVIDER_ACCESS_KEY_ID"],
-    secret: true,
-    rule: RULES.string,
-    doc: "Access key of the account.",
-  }),
-  row({ name: "acl", jsonKey: "acl", javaType: "java.lang.String", kind: "string", rule: RULES.acl, doc: "Object ACL applied to the state file." }),
-  row({
-    name: "assumeRole",
-    jsonKey: "assume_role",
-    javaType: "ObjectStoreAssumeRole",
-    kind: "assumeRole",
-    deprecated: true,
-    rule: RULES.assumeRole,
-    doc: "Deprecated; use the flattened assume-role fields.",
-  }),
-  row({
-    name: "assumeRolePolicy",
-    jsonKey: "assume_role_policy",
-    javaType: "java.lang.String",
-    kind: "string",
-    since: "1.1.0",
-    rule: RULES.policy,
-    doc: "A more restrictive policy applied to the temporary credentials; it can only narrow the assumed role's permissions.",
-  }),
-  row({
-    name: "assumeRoleRoleArn",
-    jsonKey: "assume_role_role_arn",
-    javaType: "java.lang.String",
-    kind: "string",
-    env: ["PROVIDER_ASSUME_ROLE_ARN"],
-    since: "1.1.0",
-    rule: RULES.string,
-    doc: "Resource name of the role to assume. An empty string means no role switching.",
-  }),
-  row({
-    name: "assumeRoleSessionExpiration",
-    jsonKey: "assume_role_session_expiration",
-    javaType: "java.lang.Number",
-    kind: "number",
-    env: ["PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION"],
-    default: 3600,
-    since: "1.1.0",
-    rule: RULES.sessionExpiration,
-    doc: "Seconds after which the assumed-role session expires (900 to 3600).",
-  }),
-  row({
-    name: "assumeRoleSessionName",
-    jsonKey: "assume_role_session_name",
-    javaType: "java.lang.String",
-    kind: "string",
-    env: ["PROVIDER_ASSUME_ROLE_SESSION_NAME"],
-    default: "tool",
-    since: "1.1.0",
-    rule: RULES.sessionName,
-    doc: "Session name used when assuming the role.",
-  }),
-  row({
-    name: "computeRoleName",
-    jsonKey: "compute_role_name",
-    javaType: "java.lang.String",
-    kind: "string",
-    since: "0.12.14",
-    rule: RULES.string,
-    doc: "Name of the role attached to a compute instance, used for API operations.",
-  }),
-  row({
-    name: "encrypt",
-    jsonKey: "encrypt",
-    javaType: "java.lang.Boolean",
-    kind: "boolean",
-    rule: RULES.boolean,
-    doc: "Server-side encryption of the state file (AES256) when true.",
-  }),
-  row({
-    name: "endpoint",
-    jsonKey: "endpoint",
-    javaType: "java.lang.String",
-    kind: "string",
-    env: ["PROVIDER_OBJECT_STORE_ENDPOINT", "OBJECT_STORE_ENDPOINT"],
-    rule: RULES.storeEndpoint,
-    doc: "Custom endpoint of the storage API (http(s)://, a bare host, or file: for the embedded store).",
-  }),
-  row({ name: "key", jsonKey: "key", javaType: "java.lang.String", kind: "string", default: "tool.tfstate", rule: RULES.key, doc: "Name of the state file." }),
-  row({
-    name: "prefix",
-    jsonKey: "prefix",
-    javaType: "java.lang.String",
-    kind: "string",
-    default: "env:",
-    rule: RULES.prefix,
-    doc: "Path directory under which the state file is stored.",
-  }),
-  row({
-    name: "profile",
-    jsonKey: "profile",
-    javaType: "java.lang.String",
-    kind: "string",
-    env: ["PROVIDER_PROFILE"],
-    since: "0.12.8",
-    rule: RULES.string,
-    doc: "Profile name as set in the shared credentials file.",
-  }),
-  row({
-    name: "region",
-    jsonKey: "region",
-    javaType: "java.lang.String",
-    kind: "string",
-    env: ["PROVIDER_REGION", "PROVIDER_DEFAULT_REGION"],
-    rule: RULES.region,
-    doc: `Region of the bucket (signs requests; ${DEFAULT_REGION} when unset).`,
-  }),
-  row({
-    name: "secretKey",
-    jsonKey: "secret_key",
-    javaType: "java.lang.String",
-    kind: "string",
-    env: ["PROVIDER_SECRET_KEY", "PROVIDER_ACCESS_KEY_SECRET"],
-    secret: true,
-    rule: RULES.string,
-    doc: "Secret access key of the account.",
-  }),
-  row({
-    name: "securityToken",
-    jsonKey: "security_token",
-    javaType: "java.lang.String",
-    kind: "string",
-    env: ["PROVIDER_SECURITY_TOKEN"],
-    secret: true,
-    rule: RULES.string,
-    doc: "Temporary access token from the security token service.",
-  }),
-  row({
-    name: "sharedCredentialsFile",
-    jsonKey: "shared_credentials_file",
-    javaType: "java.lang.String",
-    kind: "string",
-    env: ["PROVIDER_SHARED_CREDENTIALS_FILE"],
-    default: "~/.provider/config.json",
-    since: "0.12.8",
-    rule: RULES.string,
-    doc: "Path to the shared credentials file (default applies only when a profile is given).",
-  }),
-  row({
-    name: "stsEndpoint",
-    jsonKey: "sts_endpoint",
-    javaType: "java.lang.String",
-    kind: "string",
-    env: ["PROVIDER_STS_ENDPOINT"],
-    since: "1.0.11",
-    rule: RULES.httpEndpoint,
-    doc: "Custom endpoint of the security token service API.",
-  }),
-  row({
-    name: "kvstoreEndpoint",
-    jsonKey: "kvstore_endpoint",
-    javaType: "java.lang.String",
-    kind: "string",
-    rule: RULES.lockEndpoint,
-    doc: "Custom endpoint of the key-value table API (http(s)://, a bare host, or file:).",
-  }),
-  row({
-    name: "kvstoreTable",
-    jsonKey: "kvstore_table",
-    javaType: "java.lang.String",
-    kind: "string",
-    rule: RULES.table,
-    doc: "Key-value table for state locking and consistency; its primary key must be LockID (String).",
-  }),
+  row({ name: "bucket", required: true, rule: RULES.bucket }, "Name of the bucket."),
+  row({ name: "accessKey", env: ["PROVIDER_ACCESS_KEY", "PROVIDER_ACCESS_KEY_ID"], secret: true }, "Access key of the account."),
+  row({ name: "acl", rule: RULES.acl }, "Object ACL applied to the state file."),
+  row({ name: "assumeRole", kind: "assumeRole", deprecated: true, rule: RULES.assumeRole }, "Deprecated; use the flattened assume-role fields."),
+  row(
+    { name: "assumeRolePolicy", since: "1.1.0", rule: RULES.policy },
+    "A more restrictive policy applied to the temporary credentials; it can only narrow the assumed role's permissions.",
+  ),
+  row(
+    { name: "assumeRoleRoleArn", env: ["PROVIDER_ASSUME_ROLE_ARN"], since: "1.1.0" },
+    "Resource name of the role to assume. An empty string means no role switching.",
+  ),
+  row(
+    {
+      name: "assumeRoleSessionExpiration",
+      kind: "number",
+      env: ["PROVIDER_ASSUME_ROLE_SESSION_EXPIRATION"],
+      default: 3600,
+      since: "1.1.0",
+      rule: RULES.sessionExpiration,
+    },
+    "Seconds after which the assumed-role session expires (900 to 3600).",
+  ),
+  row(
+    { name: "assumeRoleSessionName", env: ["PROVIDER_ASSUME_ROLE_SESSION_NAME"], default: "tool", since: "1.1.0", rule: RULES.sessionName },
+    "Session name used when assuming the role.",
+  ),
+  row({ name: "computeRoleName", since: "0.12.14" }, "Name of the role attached to a compute instance, used for API operations."),
+  row({ name: "encrypt", kind: "boolean" }, "Server-side encryption of the state file (AES256) when true."),
+  row(
+    { name: "endpoint", env: ["PROVIDER_OBJECT_STORE_ENDPOINT", "OBJECT_STORE_ENDPOINT"], rule: RULES.storeEndpoint },
+    "Custom endpoint of the storage API (http(s)://, a bare host, or file: for the embedded store).",
+  ),
+  row({ name: "key", default: "tool.tfstate", rule: RULES.key }, "Name of the state file."),
+  row({ name: "prefix", default: "env:", rule: RULES.prefix }, "Path directory under which the state file is stored."),
+  row({ name: "profile", env: ["PROVIDER_PROFILE"], since: "0.12.8" }, "Profile name as set in the shared credentials file."),
+  row(
+    { name: "region", env: ["PROVIDER_REGION", "PROVIDER_DEFAULT_REGION"], rule: RULES.region },
+    `Region of the bucket (signs requests; ${DEFAULT_REGION} when unset).`,
+  ),
+  row({ name: "secretKey", env: ["PROVIDER_SECRET_KEY", "PROVIDER_ACCESS_KEY_SECRET"], secret: true }, "Secret access key of the account."),
+  row({ name: "securityToken", env: ["PROVIDER_SECURITY_TOKEN"], secret: true }, "Temporary access token from the security token service."),
+  row(
+    { name: "sharedCredentialsFile", env: ["PROVIDER_SHARED_CREDENTIALS_FILE"], default: "~/.provider/config.json", since: "0.12.8" },
+    "Path to the shared credentials file (default applies only when a profile is given).",
+  ),
+  row({ name: "stsEndpoint", env: ["PROVIDER_STS_ENDPOINT"], since: "1.0.11", rule: RULES.httpEndpoint }, "Custom endpoint of the security token service API."),
+  row({ name: "kvstoreEndpoint", rule: RULES.lockEndpoint }, "Custom endpoint of the key-value table API (http(s)://, a bare host, or file:)."),
+  row({ name: "kvstoreTable", rule: RULES.table }, "Key-value table for state locking and consistency; its primary key must be LockID (String)."),
 ] as const satisfies readonly FieldSpec[];
 
 /** The two fields only `DataRemoteStateObjectStoreConfig` has. */
 export const REMOTE_STATE_EXTRA_FIELDS = [
-  row({
-    name: "defaults",
-    jsonKey: "defaults",
-    javaType: "java.util.Map<java.lang.String, java.lang.Object>",
-    kind: "map",
-    rule: RULES.jsonObject,
-    doc: "Output values used when the remote state does not define them.",
-  }),
-  row({
-    name: "workspace",
-    jsonKey: "workspace",
-    javaType: "java.lang.String",
-    kind: "string",
-    default: "default",
-    rule: RULES.workspace,
-    doc: "Workspace whose state is read (default: default).",
-  }),
+  row({ name: "defaults", kind: "map", rule: RULES.jsonObject }, "Output values used when the remote state does not define them."),
+  row({ name: "workspace", default: "default", rule: RULES.workspace }, "Workspace whose state is read (default: default)."),
 ] as const satisfies readonly FieldSpec[];
 
 /** Fields of the deprecated `ObjectStoreAssumeRole` block. */
 export const ASSUME_ROLE_FIELDS = [
-  row({
-    name: "roleArn",
-    jsonKey: "role_arn",
-    javaType: "java.lang.String",
-    kind: "string",
-    required: true,
-    rule: RULES.string,
-    doc: "Resource name of the role to assume.",
-  }),
-  row({
-    name: "policy",
-    jsonKey: "policy",
-    javaType: "java.lang.String",
-    kind: "string",
-    rule: RULES.policy,
-    doc: "A more restrictive policy applied to the temporary credentials.",
-  }),
-  row({
-    name: "sessionName",
-    jsonKey: "session_name",
-    javaType: "java.lang.String",
-    kind: "string",
-    rule: RULES.sessionName,
-    doc: "Session name used when assuming the role.",
-  }),
-  row({
-    name: "sessionExpiration",
-    jsonKey: "session_expiration",
-    javaType: "java.lang.Number",
-    kind: "number",
-    rule: RULES.sessionExpiration,
-    doc: "Seconds after which the session expires (900 to 3600).",
-  }),
+  row({ name: "roleArn", required: true }, "Resource name of the role to assume."),
+  row({ name: "policy", rule: RULES.policy }, "A more restrictive policy applied to the temporary credentials."),
+  row({ name: "sessionName", rule: RULES.sessionName }, "Session name used when assuming the role."),
+  row({ name: "sessionExpiration", kind: "number", rule: RULES.sessionExpiration }, "Seconds after which the session expires (900 to 3600)."),
 ] as const satisfies readonly FieldSpec[];
 
 export const REMOTE_STATE_FIELDS = [...COMMON_FIELDS, ...REMOTE_STATE_EXTRA_FIELDS] as const;

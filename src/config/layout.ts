@@ -12,52 +12,39 @@ import { RULES } from "./rules.js";
 /** The workspace every backend has, which cannot be deleted. */
 export const DEFAULT_WORKSPACE = "default";
 
-/**
- * Longest workspace name, in characters (names are ASCII: one byte each). One limit for
- * every store, so a name valid on one is valid on all (docs/decisions/008). The tightest
- * store is the embedded one, whose whole key is one file name of at most 255 bytes: there a
- * name of 128 leaves about 110 bytes for the encoded prefix, key and `.tflock`. S3 keys
- * (1024 bytes) and DynamoDB LockIDs (`{bucket}/{key}-md5`, 2048 bytes) have room to spare.
- */
+/** Longest workspace name (ASCII), one limit for every store (docs/decisions/008). */
 export const WORKSPACE_MAX_LENGTH = 128;
 
-/** Longest object key of each store, and how a key is measured against it. */
+/** Longest object key of each store, and how a key is measured: the embedded store's is a percent-encoded file name (a leading `.` as `%2E`). */
 const KEY_LIMITS = {
   s3: { max: 1024, size: (k: string): number => Buffer.byteLength(k, "utf8"), leadingDot: 0 },
-  // The embedded store keeps an object in a file named by its percent-encoded key, whose
-  // leading `.` it writes `%2E`.
   file: { max: 255, size: (k: string): number => encodeURIComponent(k).replace(/\*/g, "%2A").length, leadingDot: 2 },
 } as const;
 
-/** Longest suffix objstate adds to a state's key (a lockfile's `.tflock`). */
+/** Longest suffix objstate adds to a state's key. */
 const KEY_SUFFIX = ".tflock";
 
-/** The layouts, by the name `--layout` and the `layout` option take. */
 export const LAYOUT_NAMES = ["seed", "s3"] as const;
 
 /** A layout's name: `seed` (default workspace at `{prefix}/{key}`) or `s3` (at `{key}`). */
 export type LayoutName = (typeof LAYOUT_NAMES)[number];
 
-/** The layout objstate uses unless told otherwise. */
+/** How a bad layout name is refused, after where it came from. */
+export const LAYOUT_EXPECTED = `must be "seed" (the default workspace at {prefix}/{key}) or "s3" (at {key}, as the tool's S3 backend keeps it)`;
+
 export const DEFAULT_LAYOUT: LayoutName = "seed";
 
-/** Is `value` a layout's name? */
 export function isLayoutName(value: unknown): value is LayoutName {
   return typeof value === "string" && (LAYOUT_NAMES as readonly string[]).includes(value);
 }
 
-/**
- * `value` as a layout's name; `INVALID_LAYOUT` naming `label` (where the value came from)
- * otherwise. Undefined is the default layout.
- */
+/** `value` as a layout's name (undefined: the default); `INVALID_LAYOUT` naming `label` otherwise. */
 export function layoutNameOf(value: unknown, label: string): LayoutName {
   if (value === undefined) return DEFAULT_LAYOUT;
   if (isLayoutName(value)) return value;
-  throw new ObjstateError(
-    "INVALID_LAYOUT",
-    `${label} must be "seed" (the default workspace at {prefix}/{key}) or "s3" (at {key}, as the tool's S3 backend keeps it), got ${typeof value === "string" ? JSON.stringify(value) : typeof value}`,
-    { details: { layout: value } },
-  );
+  throw new ObjstateError("INVALID_LAYOUT", `${label} ${LAYOUT_EXPECTED}, got ${typeof value === "string" ? JSON.stringify(value) : typeof value}`, {
+    details: { layout: value },
+  });
 }
 
 export interface Layout {
@@ -77,11 +64,7 @@ function trimSlashes(s: string): string {
   return s.replace(/^\/+|\/+$/g, "");
 }
 
-/**
- * Layout from the resolved prefix and key. `store` (the driver's kind) lowers the workspace
- * limit below {@link WORKSPACE_MAX_LENGTH} when a long prefix and key leave less room.
- * `name` places the default workspace (default `seed`).
- */
+/** Layout from the resolved prefix and key; `store` (the driver's kind) lowers the workspace limit when a long prefix and key leave less room. */
 export function layout(prefix: string, key: string, store?: keyof typeof KEY_LIMITS, name: LayoutName = DEFAULT_LAYOUT): Layout {
   const p = trimSlashes(prefix);
   let maxWorkspace = WORKSPACE_MAX_LENGTH;
@@ -99,10 +82,7 @@ function quote(name: string): string {
   return name.length <= 40 ? JSON.stringify(name) : `${JSON.stringify(name.slice(0, 40)).slice(0, -1)}…" (${name.length} characters)`;
 }
 
-/**
- * Throw unless `name` is a usable workspace name of at most `max` characters
- * ({@link WORKSPACE_MAX_LENGTH}, or a layout's `maxWorkspace`).
- */
+/** Throw unless `name` is a usable workspace name of at most `max` characters (a layout's `maxWorkspace`). */
 export function checkWorkspace(name: unknown, max: number = WORKSPACE_MAX_LENGTH): asserts name is string {
   if (typeof name !== "string" || !RULES.workspace.valid(name)) {
     const got = typeof name === "string" ? quote(name) : typeof name;
@@ -129,10 +109,9 @@ export function workspacesPrefix(l: Layout): string {
 }
 
 /**
- * The prefixes whose listings together hold every state of the layout (and its lockfile):
- * the workspaces' prefix, and in the `s3` layout also the default workspace's key, which lies
- * outside it unless the prefix is empty. No prefix in the list is under another, so the
- * listings never overlap.
+ * The prefixes whose listings together hold every state of the layout (and its lockfile): the
+ * workspaces' prefix, and in the `s3` layout also the default workspace's key. None is under
+ * another, so the listings never overlap.
  */
 export function listPrefixes(l: Layout): string[] {
   const named = workspacesPrefix(l);
@@ -141,11 +120,7 @@ export function listPrefixes(l: Layout): string[] {
   return named.startsWith(own) ? [own] : [named, own];
 }
 
-/**
- * The longest prefix every state of the layout shares (a lifecycle rule's scope): the
- * workspaces' prefix in the `seed` layout; in the `s3` layout usually "" (the whole bucket),
- * as the default workspace's key and the workspaces' prefix rarely share a beginning.
- */
+/** The longest prefix every state of the layout shares (a lifecycle rule's scope; in the `s3` layout usually ""). */
 export function commonPrefix(l: Layout): string {
   const [first = "", ...rest] = listPrefixes(l);
   let out = first;
@@ -157,11 +132,7 @@ export function commonPrefix(l: Layout): string {
   return out;
 }
 
-/**
- * The workspace a listed key belongs to, or undefined when the key is not exactly
- * `{prefix}/{w}/{key}` with a usable name (stray objects do not count, nor a name over the
- * limit that another tool wrote: it could not be read here).
- */
+/** The workspace of a listed key, or undefined unless it is exactly `{prefix}/{w}/{key}` with a usable name. */
 export function workspaceOfKey(l: Layout, objectKey: string): string | undefined {
   const head = workspacesPrefix(l);
   const tail = `/${l.key}`;
@@ -171,23 +142,15 @@ export function workspaceOfKey(l: Layout, objectKey: string): string | undefined
   return w;
 }
 
-/**
- * The segment under the prefix that holds objstate's own objects (the audit log). `@` is in no
- * workspace name, so no `{prefix}/{w}/{key}` starts with it; only a default workspace whose key
- * itself starts with it could, which {@link auditClash} finds (docs/decisions/076).
- */
-export const OWN_SEGMENT = "@objstate";
+/** The segment under the prefix for objstate's own objects: `@` is in no workspace name (docs/decisions/076). */
+const OWN_SEGMENT = "@objstate";
 
 /** Where the audit log's day objects live: `{prefix}/@objstate/audit/` (`@objstate/audit/` without a prefix). */
 export function auditPrefix(l: Layout): string {
   return `${join(l.prefix, OWN_SEGMENT, "audit")}/`;
 }
 
-/**
- * The default workspace's state (or its lockfile) would lie under {@link auditPrefix}: only a
- * `key` that itself starts with `@objstate/` (or, in the `s3` layout, the prefix and that)
- * does. The audit log refuses such a layout rather than mix its objects with a state.
- */
+/** The default workspace's state would lie under {@link auditPrefix} (a key starting `@objstate/`): the audit log refuses such a layout. */
 export function auditClash(l: Layout): boolean {
   return statePath(l, DEFAULT_WORKSPACE).startsWith(auditPrefix(l));
 }

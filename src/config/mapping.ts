@@ -1,14 +1,9 @@
 /**
- * The mapping table (docs/design.md §12): beside the field table, one row per seed field, with one
- * cell per backend of the tool that objstate synthesizes for (`s3`, `oss`, `http`). A cell
- * names the backend's argument (nested as `endpoints.s3`), how the value is written, or
- * why there is none. Synthesis for the real tool (src/config/terraform-json.ts), its errors,
- * its secret warnings and the generated reference (docs/fields.md) are all driven from
- * these rows: a new field needs a row here, or the build fails.
- *
- * Argument names are those of Terraform ≥ 1.10 (`use_lockfile` appeared there), checked
- * against `internal/backend/remote-state/{s3,oss,http}/backend.go` of hashicorp/terraform
- * and opentofu/opentofu.
+ * The mapping table (docs/design.md §12): one row per seed field, one cell per backend of the
+ * tool (`s3`, `oss`, `http`) naming its argument, how the value is written, or why there is none.
+ * Synthesis for the real tool, its errors and warnings and docs/fields.md are driven from these
+ * rows; a new field needs a row here, or the build fails. Argument names are Terraform ≥ 1.10's
+ * (`internal/backend/remote-state/{s3,oss,http}/backend.go`, and OpenTofu's).
  */
 import { DEFAULT_REGION } from "../io/sdk-client.js";
 import type { ASSUME_ROLE_FIELDS, COMMON_FIELDS } from "./fields.js";
@@ -20,15 +15,9 @@ export type TerraformBackendType = "s3" | "oss" | "http";
 export const TERRAFORM_BACKENDS: readonly TerraformBackendType[] = Object.freeze(["s3", "oss", "http"] as const);
 
 /**
- * How a value is written, when not as it is:
- * - `url`: an endpoint as a URL (a bare host becomes `https://host`, as objstate reads it);
- *   a `file:` endpoint (the embedded store) is refused: the tool cannot reach it.
- * - `httpsHost`: the host (and port) of an endpoint the tool reaches over https only;
- *   `http://` and `file:` are refused.
- * - `path`: a key prefix trimmed of `/` (as objstate trims it; the S3 backend refuses them).
- * - `list`: the value as a one-element list.
- * - `seconds`: a number of seconds as a duration string (`3600s`).
- * - `nonEmpty`: as it is, but an empty string is not written (it means "none" in the seed).
+ * How a value is written, when not as it is: `url` (a bare host as `https://host`; `file:`
+ * refused), `httpsHost` (host and port, https only), `path` (trimmed of `/`), `list` (one
+ * element), `seconds` (`3600s`), `nonEmpty` (an empty string, "none" in the seed, not written).
  */
 export type ValueTransform = "url" | "httpsHost" | "path" | "list" | "seconds" | "nonEmpty";
 
@@ -43,11 +32,7 @@ export interface ArgumentCell {
   readonly transform?: ValueTransform | undefined;
   /** The tool's environment variable for this argument, named in secret warnings. */
   readonly env?: string | undefined;
-  /**
-   * Written when the field is unset: objstate's own default, where the backend's differs
-   * or the backend requires the argument (`key`; `region` for s3). `"default"` is the
-   * field table's default.
-   */
+  /** Written when the field is unset (`"default"`: the field table's), where the backend's default differs or it requires one. */
   readonly whenUnset?: JsonScalar | "default" | undefined;
   /** Arguments written beside this one when the field is set (a custom endpoint's switches). */
   readonly alongside?: Readonly<Record<string, JsonScalar>> | undefined;
@@ -77,10 +62,7 @@ export type MappingRow = { readonly [T in TerraformBackendType]: MappingCell };
 
 type CommonName = (typeof COMMON_FIELDS)[number]["name"];
 type BlockName = `assumeRole.${(typeof ASSUME_ROLE_FIELDS)[number]["name"]}`;
-/**
- * objstate's own lock setting (not a seed field: `--lockfile`, the config file's
- * `objstate.lockfile`): the S3 backend has the same lockfile.
- */
+/** objstate's own `--lockfile` setting: the S3 backend has the same lockfile. */
 type OwnName = "lockfile";
 
 function arg(argument: string, more: Omit<ArgumentCell, "kind" | "argument"> = {}): ArgumentCell {
@@ -92,11 +74,7 @@ function none(hint: string): NoneCell {
 const SERVER: ServerCell = Object.freeze({ kind: "server" });
 const BLOCK: BlockCell = Object.freeze({ kind: "block" });
 
-/**
- * Without these the S3 backend calls STS and IAM (which S3-compatible stores do not
- * answer, and which would leave the machine for AWS), checks the region against AWS's
- * list, and addresses buckets as virtual hosts (objstate always uses path-style).
- */
+/** Without these the S3 backend calls STS and IAM (leaving the machine for AWS), checks the region against AWS's list and addresses buckets as virtual hosts. */
 const CUSTOM_S3_ENDPOINT = Object.freeze({
   use_path_style: true,
   skip_credentials_validation: true,

@@ -22,16 +22,13 @@ const SPEC: KindSpec = { className: "DataRemoteStateObjectStoreConfig", fields: 
  * const net = DataRemoteStateObjectStoreConfig.builder().bucket("my-state").key("network.tfstate").defaults({ vpc: "none" }).build();
  */
 export class DataRemoteStateObjectStoreConfig extends ConfigObject {
-  /** The field table of this class. */
   static readonly fields = REMOTE_STATE_FIELDS;
 
-  /** Validating constructor; same as {@link DataRemoteStateObjectStoreConfig.from}. */
   constructor(props: DataRemoteStateObjectStoreConfigProps) {
     super(SPEC, props);
     if (this.assumeRole !== undefined) warnAssumeRoleDeprecated();
   }
 
-  /** A builder: one setter per field, then `build()`. */
   static builder(): DataRemoteStateObjectStoreConfigBuilder {
     return newBuilder();
   }
@@ -41,12 +38,11 @@ export class DataRemoteStateObjectStoreConfig extends ConfigObject {
     return new DataRemoteStateObjectStoreConfig(props);
   }
 
-  /** All set fields as plain props (secrets included): `from(config.toProps())` round-trips. */
+  /** The set fields as plain props (secrets included): `from(config.toProps())` round-trips. */
   toProps(): DataRemoteStateObjectStoreConfigProps {
     return this.plainProps() as DataRemoteStateObjectStoreConfigProps;
   }
 
-  /** A builder holding this object's values, for a modified copy. */
   toBuilder(): DataRemoteStateObjectStoreConfigBuilder {
     return newBuilder(this.plainProps());
   }

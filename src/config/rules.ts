@@ -1,13 +1,8 @@
-/**
- * Value rules referenced by the field table. A rule names the JavaScript type a field
- * takes and, in words for the error message, what a valid value looks like.
- */
+/** Value rules of the field table: the JavaScript type a field takes and, for messages, what a valid value looks like. */
 import { MAX_NESTING } from "../json/scan.js";
 
-export type RuleType = "string" | "number" | "boolean" | "object";
-
 export interface Rule {
-  readonly type: RuleType;
+  readonly type: "string" | "number" | "boolean" | "object";
   /** What a valid value is, phrased to follow "must be …". */
   readonly expected: string;
   /** Extra check beyond the type; absent means any value of the type. */
@@ -18,29 +13,14 @@ export interface Rule {
 
 const BARE_HOST = /^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?$/;
 
-// Parsing a URL is the costliest check of all; configs repeat the same few endpoints.
-const urlMemo = new Map<string, boolean>();
 /**
- * An http(s) URL of a host and nothing after it but `/`. A path would be taken by the
- * S3 SDK's path-style addressing as the bucket (every request would go to the bucket the
- * path names, while objstate reports the configured one); a query or fragment has no
- * meaning for an API endpoint.
+ * An http(s) URL of a host and nothing after it but `/`. The S3 SDK's path-style addressing
+ * would take a path as the bucket; a query or fragment means nothing for an API endpoint.
  */
 function isHttpUrl(v: string): boolean {
-  if (!/^https?:\/\//i.test(v)) return false;
-  let ok = urlMemo.get(v);
-  if (ok === undefined) {
-    try {
-      const u = new URL(v);
-      // `search`/`hash` are empty for a bare `?` or `#` too, so the text is checked as well.
-      ok = u.hostname !== "" && (u.pathname === "/" || u.pathname === "") && !/[?#]/.test(v);
-    } catch {
-      ok = false;
-    }
-    if (urlMemo.size > 256) urlMemo.clear();
-    urlMemo.set(v, ok);
-  }
-  return ok;
+  if (!/^https?:\/\//i.test(v) || /[?#]/.test(v) || !URL.canParse(v)) return false;
+  const u = new URL(v);
+  return u.hostname !== "" && (u.pathname === "/" || u.pathname === "");
 }
 
 function isEndpoint(v: string, allowFile: boolean): boolean {
@@ -62,12 +42,17 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 /** What {@link frozenJsonCopy} returns for a value that is not JSON data. */
 export const NOT_JSON: unique symbol = Symbol("not JSON");
 
-/** A container being copied: its source, its copy so far and the next key or index. */
+/** A container being copied: its source, its copy so far, its keys (indices for an array) and the next one. */
 interface Frame {
-  readonly src: Record<string, unknown> | unknown[];
-  readonly out: Record<string, unknown> | unknown[];
-  readonly keys: readonly string[] | undefined;
+  readonly src: Record<string, unknown>;
+  readonly out: Record<string, unknown>;
+  readonly keys: readonly (string | number)[];
   i: number;
+}
+
+function jsonLeaf(v: unknown): unknown {
+  if (v === null || typeof v === "string" || typeof v === "boolean") return v;
+  return typeof v === "number" && Number.isFinite(v) ? v : NOT_JSON;
 }
 
 /**
@@ -77,12 +62,18 @@ interface Frame {
  * recursion, so a hostile value meets the nesting bound, never the call stack's.
  */
 export function frozenJsonCopy(root: unknown): unknown {
-  if (!isContainer(root)) return jsonLeaf(root);
+  if (typeof root !== "object" || root === null) return jsonLeaf(root);
   const path = new Set<object>();
   const stack: Frame[] = [];
   const open = (v: object): boolean => {
     if (path.has(v) || stack.length >= MAX_NESTING) return false;
-    if (Array.isArray(v)) stack.push({ src: v, out: new Array<unknown>(v.length), keys: undefined, i: 0 });
+    if (Array.isArray(v))
+      stack.push({
+        src: v as unknown as Record<string, unknown>,
+        out: new Array(v.length) as unknown as Record<string, unknown>,
+        keys: Array.from(v, (_, i) => i),
+        i: 0,
+      });
     else if (isPlainObject(v)) stack.push({ src: v, out: {}, keys: Object.keys(v), i: 0 });
     else return false;
     path.add(v);
@@ -91,41 +82,36 @@ export function frozenJsonCopy(root: unknown): unknown {
   if (!open(root)) return NOT_JSON;
   for (;;) {
     const f = stack[stack.length - 1] as Frame;
-    const end = f.keys === undefined ? f.src.length : f.keys.length;
-    if (f.i === end) {
+    if (f.i === f.keys.length) {
       stack.pop();
       path.delete(f.src);
-      const done = Object.freeze(f.out);
       const parent = stack[stack.length - 1];
-      if (parent === undefined) return done;
-      put(parent, done);
+      if (parent === undefined) return Object.freeze(f.out);
+      parent.out[parent.keys[parent.i++] as string] = Object.freeze(f.out);
       continue;
     }
-    const v = f.keys === undefined ? (f.src as unknown[])[f.i] : (f.src as Record<string, unknown>)[f.keys[f.i] as string];
-    if (isContainer(v)) {
+    const v = f.src[f.keys[f.i] as string];
+    if (typeof v === "object" && v !== null) {
       if (!open(v)) return NOT_JSON;
       continue;
     }
     const leaf = jsonLeaf(v);
     if (leaf === NOT_JSON) return NOT_JSON;
-    put(f, leaf);
+    f.out[f.keys[f.i++] as string] = leaf;
   }
 }
 
-function isContainer(v: unknown): v is object {
-  return typeof v === "object" && v !== null;
-}
+export type NameTable<T> = { [name: string]: T };
 
-function jsonLeaf(v: unknown): unknown {
-  if (v === null || typeof v === "string" || typeof v === "boolean") return v;
-  return typeof v === "number" && Number.isFinite(v) ? v : NOT_JSON;
-}
-
-/** Store the frame's next value and move past it. */
-function put(f: Frame, value: unknown): void {
-  if (f.keys === undefined) (f.out as unknown[])[f.i] = value;
-  else (f.out as Record<string, unknown>)[f.keys[f.i] as string] = value;
-  f.i++;
+/**
+ * Tables keyed by remote-state names are filled without a prototype and get `Object.prototype`
+ * once full: `__proto__` or `toString` is then a name like any other, and a thousand distinct
+ * names cost no more than one (docs/decisions/026).
+ */
+export function nameTable<T>(fill: (table: NameTable<T>) => void): NameTable<T> {
+  const table = Object.create(null) as NameTable<T>;
+  fill(table);
+  return Object.setPrototypeOf(table, Object.prototype) as NameTable<T>;
 }
 
 function isJsonPolicy(v: string): boolean {
@@ -136,84 +122,53 @@ function isJsonPolicy(v: string): boolean {
   }
 }
 
+/** A rule for a string field: what a valid value is, for messages, and the check beyond the type. */
+function text(expected: string, valid: (v: string) => boolean): { readonly type: "string"; readonly expected: string; readonly valid: (v: string) => boolean } {
+  return { type: "string", expected, valid };
+}
+
 /** The rules, by name. */
 export const RULES = {
   string: { type: "string", expected: "a string" },
   boolean: { type: "boolean", expected: "a boolean (true or false)" },
-  bucket: {
-    type: "string",
-    expected: "a bucket name of 3 to 63 characters from a-z, 0-9, '.' and '-', starting and ending with a letter or digit",
-    valid: (v: string) => /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(v),
-  },
-  acl: {
-    type: "string",
-    expected: "one of private, public-read, public-read-write",
-    valid: (v: string) => v === "private" || v === "public-read" || v === "public-read-write",
-  },
-  policy: {
-    type: "string",
-    expected: "a JSON policy document (an object)",
-    valid: (v: string) => isJsonPolicy(v),
-  },
+  bucket: text("a bucket name of 3 to 63 characters from a-z, 0-9, '.' and '-', starting and ending with a letter or digit", (v) =>
+    /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(v),
+  ),
+  acl: text("one of private, public-read, public-read-write", (v) => v === "private" || v === "public-read" || v === "public-read-write"),
+  policy: text("a JSON policy document (an object)", isJsonPolicy),
   sessionExpiration: {
     type: "number",
     expected: "an integer from 900 to 3600 (seconds)",
     valid: (v: number) => Number.isInteger(v) && v >= 900 && v <= 3600,
     code: "OUT_OF_RANGE",
   },
-  sessionName: {
-    type: "string",
-    expected: "2 to 64 characters from letters, digits and +=,.@_-",
-    valid: (v: string) => /^[\w+=,.@-]{2,64}$/.test(v),
-  },
-  storeEndpoint: {
-    type: "string",
-    expected:
-      "a URL (http://, https:// or file:) or a bare host such as s3.example.com, with no path, query or fragment after the host (the bucket is never part of the endpoint)",
-    valid: (v: string) => isEndpoint(v, true),
-  },
-  lockEndpoint: {
-    type: "string",
-    expected: "a URL (http://, https:// or file:) or a bare host such as dynamodb.example.com, with no path, query or fragment after the host",
-    valid: (v: string) => isEndpoint(v, true),
-  },
-  httpEndpoint: {
-    type: "string",
-    expected: "a URL (http:// or https://) or a bare host such as sts.example.com, with no path, query or fragment after the host",
-    valid: (v: string) => isEndpoint(v, false),
-  },
-  key: {
-    type: "string",
-    expected: "a non-empty object name that does not start or end with '/'",
-    valid: (v: string) => v !== "" && !v.startsWith("/") && !v.endsWith("/"),
-  },
-  prefix: {
-    type: "string",
-    expected: "a path that does not start with '/' or './' and has no '.' or '..' segment",
-    valid: (v: string) => !v.startsWith("/") && !v.split("/").some((seg) => seg === "." || seg === ".."),
-  },
-  region: {
-    type: "string",
-    expected: "a region name of letters, digits and '-' (e.g. us-east-1)",
-    valid: (v: string) => /^[A-Za-z0-9-]{1,64}$/.test(v),
-  },
-  table: {
-    type: "string",
-    expected: "a table name of 3 to 255 characters from letters, digits, '_', '-' and '.'",
-    valid: (v: string) => /^[A-Za-z0-9_.-]{3,255}$/.test(v),
-  },
-  workspace: {
-    type: "string",
-    expected: "a non-empty workspace name of letters, digits and '-', '_', '.', '~' (no '/'; not '.' or '..')",
-    // `.` and `..` would be path segments of the state's key: stores normalise them away
-    // (the embedded one, and S3 clients that clean paths) or keep them literally (S3), so
-    // one name would mean different objects on different stores.
-    valid: (v: string) => /^[A-Za-z0-9._~-]+$/.test(v) && v !== "." && v !== "..",
-  },
+  sessionName: text("2 to 64 characters from letters, digits and +=,.@_-", (v) => /^[\w+=,.@-]{2,64}$/.test(v)),
+  storeEndpoint: text(
+    "a URL (http://, https:// or file:) or a bare host such as s3.example.com, with no path, query or fragment after the host (the bucket is never part of the endpoint)",
+    (v) => isEndpoint(v, true),
+  ),
+  lockEndpoint: text("a URL (http://, https:// or file:) or a bare host such as dynamodb.example.com, with no path, query or fragment after the host", (v) =>
+    isEndpoint(v, true),
+  ),
+  httpEndpoint: text("a URL (http:// or https://) or a bare host such as sts.example.com, with no path, query or fragment after the host", (v) =>
+    isEndpoint(v, false),
+  ),
+  key: text("a non-empty object name that does not start or end with '/'", (v) => v !== "" && !v.startsWith("/") && !v.endsWith("/")),
+  prefix: text(
+    "a path that does not start with '/' or './' and has no '.' or '..' segment",
+    (v) => !v.startsWith("/") && !v.split("/").some((seg) => seg === "." || seg === ".."),
+  ),
+  region: text("a region name of letters, digits and '-' (e.g. us-east-1)", (v) => /^[A-Za-z0-9-]{1,64}$/.test(v)),
+  table: text("a table name of 3 to 255 characters from letters, digits, '_', '-' and '.'", (v) => /^[A-Za-z0-9_.-]{3,255}$/.test(v)),
+  // `.` and `..` would be path segments of the state's key, which some stores normalise away and others keep.
+  workspace: text(
+    "a non-empty workspace name of letters, digits and '-', '_', '.', '~' (no '/'; not '.' or '..')",
+    (v) => /^[A-Za-z0-9._~-]+$/.test(v) && v !== "." && v !== "..",
+  ),
   jsonObject: {
     type: "object",
     expected: `a plain object of JSON values (no functions, cycles or class instances; nested at most ${MAX_NESTING} levels)`,
-    valid: (v: unknown) => isJsonObject(v),
+    valid: isJsonObject,
   },
   assumeRole: {
     type: "object",

@@ -1,12 +1,10 @@
 /**
- * Parsers of the settings that are not seed fields (settings-table.ts): each reads a value as a
- * flag, a `--config` file or an environment variable gives it, and returns it typed (durations
- * in ms, sizes in bytes, a listen address as host and port). A bad value is an
- * {@link ObjstateError} whose message starts with where it came from (`--timeout`,
- * `c.json: objstate.timeout`, `OBJSTATE_TIMEOUT`), so the operator knows what to change.
+ * Parsers of the settings table's values as a flag, a `--config` file or a variable gives them,
+ * typed (durations in ms, sizes in bytes). A bad value is an {@link ObjstateError} whose message
+ * starts with where it came from (`--timeout`, `c.json: objstate.timeout`, `OBJSTATE_TIMEOUT`).
  */
 import { ObjstateError, type ErrorCode } from "../errors.js";
-import { isLayoutName, LAYOUT_NAMES, type LayoutName } from "./layout.js";
+import { isLayoutName, LAYOUT_EXPECTED, type LayoutName } from "./layout.js";
 
 /** Where a setting's value came from. */
 export type SettingOrigin =
@@ -17,16 +15,7 @@ export type SettingOrigin =
 
 /** How an origin is named in messages: `--timeout`, `c.json: objstate.timeout`, `OBJSTATE_TIMEOUT`, `the default`. */
 export function originLabel(o: SettingOrigin): string {
-  switch (o.kind) {
-    case "flag":
-      return o.flag;
-    case "file":
-      return `${o.file}: ${o.key}`;
-    case "env":
-      return o.variable;
-    case "default":
-      return "the default";
-  }
+  return o.kind === "flag" ? o.flag : o.kind === "file" ? `${o.file}: ${o.key}` : o.kind === "env" ? o.variable : "the default";
 }
 
 /** A bad value, naming where it came from; `details` say which flag, key or variable. */
@@ -36,7 +25,7 @@ export function settingError(code: ErrorCode, at: SettingOrigin, problem: string
   return new ObjstateError(code, `${originLabel(at)} ${problem}`, { details: where });
 }
 
-const got = (v: unknown): string => (typeof v === "string" ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v)));
+const got = (v: unknown): string => JSON.stringify(v) ?? String(v);
 
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const WHOLE = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+$/;
@@ -89,7 +78,6 @@ export function countOf(raw: unknown, at: SettingOrigin): number {
   return n;
 }
 
-/** A listen address. */
 export interface ListenAddress {
   readonly host: string;
   readonly port: number;
@@ -104,14 +92,8 @@ export function listenOf(raw: unknown, at: SettingOrigin): ListenAddress {
   return Object.freeze({ host: host === "" ? "127.0.0.1" : host, port });
 }
 
-/** A layout name. */
 export function layoutOf(raw: unknown, at: SettingOrigin): LayoutName {
-  if (!isLayoutName(raw))
-    throw settingError(
-      "INVALID_LAYOUT",
-      at,
-      `must be "seed" (the default workspace at {prefix}/{key}) or "s3" (at {key}, as the tool's S3 backend keeps it), got ${got(raw)}`,
-    );
+  if (!isLayoutName(raw)) throw settingError("INVALID_LAYOUT", at, `${LAYOUT_EXPECTED}, got ${got(raw)}`);
   return raw;
 }
 
@@ -143,5 +125,3 @@ export function textsOf(raw: unknown, at: SettingOrigin): readonly string[] {
   if (!Array.isArray(list) || list.some((x) => typeof x !== "string")) throw settingError("INVALID_VALUE", at, `must be a list of strings, got ${got(raw)}`);
   return Object.freeze([...(list as string[])]);
 }
-
-export { LAYOUT_NAMES };

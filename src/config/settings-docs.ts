@@ -1,8 +1,4 @@
-/**
- * The settings table as text: the reference docs/settings.md (written by scripts/gen-docs.mjs,
- * checked in step by a test) and the `objstate help settings` topic. Both come from the rows,
- * so neither can drift from the flags commander is given.
- */
+/** The settings table as text: docs/settings.md (scripts/gen-docs.mjs) and the `objstate help settings` topic. */
 import { SETTINGS_TABLE, type SettingSpec } from "./settings-table.js";
 
 function flagText(r: SettingSpec): string {

@@ -1,16 +1,10 @@
 /**
  * The settings table (the config layer of docs/design.md §2, beside the field table): one row per
- * setting that is not a field of the seed's objects: request and lock timeouts, the lease, the
- * lockfile, the layout, the digest retry, and `objstate serve`'s listen address, users, TLS,
- * limits, console and log level.
- *
- * Everything else is derived from these rows: the commander options of each command (cli),
- * the `--config` file's `objstate` section, the environment variables, the generated
- * reference (docs/settings.md) and the one parse into a frozen {@link Settings} value, which
- * the CLI passes explicitly to `ObjectStoreBackend.connect` and to the server. Adding a
- * setting is adding a row.
+ * setting that is not a field of the seed's objects. The commander options of each command, the
+ * `--config` file's `objstate` section, the environment variables, docs/settings.md and the one
+ * parse into a frozen {@link Settings} value are derived from the rows.
  */
-import { DEFAULT_LAYOUT, type LayoutName } from "./layout.js";
+import { DEFAULT_LAYOUT, LAYOUT_NAMES, type LayoutName } from "./layout.js";
 import { encryptionFromEnvText, encryptionFromFile, mergeEncryptionSettings } from "./encryption-setting.js";
 import type { EncryptionConfig } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
@@ -23,7 +17,6 @@ import {
   layoutOf,
   leaseOf,
   listenOf,
-  LAYOUT_NAMES,
   pathOf,
   sizeOf,
   switchOf,
@@ -72,19 +65,15 @@ const LOCK_WAITERS: readonly SettingsCommand[] = ["workspace new", "workspace de
 /** Commands that read a state and check it against its digest. */
 const DIGEST_READERS: readonly SettingsCommand[] = ["state pull", "state push", "state rollback", "state rekey", "output", "serve"];
 
-/** The help group a setting is listed under. */
+/** The help group a setting is listed under: `server` for a setting only `objstate serve` takes. */
 export type SettingGroup = "shared" | "server";
 
 /** One row of the settings table. */
 export interface SettingSpec<N extends string = string, T = unknown> {
-  /** Name: the commander attribute, the key of the {@link Settings} value and of the `--config` file's `objstate` section. */
+  /** The commander attribute, the key of the {@link Settings} value and of the `--config` file's `objstate` section. */
   readonly name: N;
-  /**
-   * `--lock-ttl`; a switch that is on by default is given as `--no-console`. Undefined: no
-   * flag at all, only the file key and the variable (a setting that may hold a secret).
-   */
+  /** `--lock-ttl`, `--no-console`; undefined for no flag (a setting that may hold a secret). */
   readonly flag?: string | undefined;
-  /** A one-letter alias (`-x`), if any. */
   readonly short?: string | undefined;
   /** `<duration>`; undefined for a switch. */
   readonly arg?: string | undefined;
@@ -92,13 +81,12 @@ export interface SettingSpec<N extends string = string, T = unknown> {
   readonly repeatable?: boolean | undefined;
   /** The values commander offers and checks. */
   readonly choices?: readonly string[] | undefined;
-  /** Key in the `--config` file's `objstate` section. */
+  /** Key in the `--config` file's `objstate` section: the name. */
   readonly fileKey: string;
   /** Environment variable, if any (below the file, above the default). */
   readonly env?: string | undefined;
-  /** The default, as it is written (`60s`); undefined when the setting is off or the library's own applies. */
+  /** The default as written (`60s`); undefined when the setting is off or the library's own applies. */
   readonly defaultText?: string | undefined;
-  /** The value without flag, file or variable. */
   readonly default: T;
   /** Read a flag's, file's or variable's value; throws an ObjstateError naming `at`. */
   readonly parse: (raw: unknown, at: SettingOrigin) => T;
@@ -107,14 +95,17 @@ export interface SettingSpec<N extends string = string, T = unknown> {
   /** Commands that accept the flag without listing it (only to refuse it by name). */
   readonly hiddenOn?: readonly SettingsCommand[] | undefined;
   readonly group: SettingGroup;
-  /** One line for `--help` and docs (without the default, which is added one way for all). */
+  /** One line for `--help` and docs (the default is added one way for all). */
   readonly doc: string;
-  /** Given by both the file and the variable: both apply, the variable's over the file's (OpenTofu's TF_ENCRYPTION over the code's block). */
+  /** Given by both the file and the variable: the variable's over the file's (OpenTofu's TF_ENCRYPTION over the code's block). */
   readonly merge?: ((file: { raw: unknown; at: SettingOrigin }, env: { raw: unknown; at: SettingOrigin }) => T) | undefined;
 }
 
-function row<const N extends string, T>(spec: SettingSpec<N, T>): SettingSpec<N, T> {
-  return Object.freeze({ ...spec, commands: Object.freeze([...spec.commands]) });
+/** A row and its one line of help; its flag is its name in kebab case (`--no-x` for a switch on by default) unless `flag` is given. */
+function row<const N extends string, T>(spec: Omit<SettingSpec<N, T>, "fileKey" | "group" | "doc">, doc: string): SettingSpec<N, T> {
+  const group = spec.commands.length === 1 && spec.commands[0] === "serve" ? "server" : "shared";
+  const flag = `--${spec.default === true ? "no-" : ""}${spec.name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+  return Object.freeze({ flag, ...spec, fileKey: spec.name, group, commands: Object.freeze([...spec.commands]), doc });
 }
 
 const LOG_LEVELS = ["debug", "info", "warn", "error", "off"] as const;
@@ -125,273 +116,139 @@ const timeoutOf = (raw: unknown, at: SettingOrigin): number | undefined => durat
 
 /** The settings table, in the order of `objstate help settings`. */
 export const SETTINGS_TABLE = [
-  row({
-    name: "timeout",
-    flag: "--timeout",
-    arg: "<duration>",
-    fileKey: "timeout",
-    env: "OBJSTATE_TIMEOUT",
-    defaultText: "60s",
-    default: undefined as number | undefined,
-    parse: timeoutOf,
-    commands: ONLINE,
-    group: "shared",
-    doc: "give up on a request to the object store, lock table or STS after this long, retries included (one more second per MiB of a large body): 30s, 2m; connect 5s and idle 20s per attempt",
-  }),
-  row({
-    name: "lockTimeout",
-    flag: "--lock-timeout",
-    arg: "<duration>",
-    fileKey: "lockTimeout",
-    env: "OBJSTATE_LOCK_TIMEOUT",
-    defaultText: "0s",
-    default: 0,
-    parse: (raw, at) => durationOf(raw, at),
-    commands: LOCK_WAITERS,
-    group: "shared",
-    doc: "while another holder has the lock, retry (with backoff) for up to this long: 0s (fail at once), 30s, 5m, 1h30m",
-  }),
-  row({
-    name: "lockTtl",
-    flag: "--lock-ttl",
-    arg: "<duration>",
-    fileKey: "lockTtl",
-    default: undefined as number | undefined,
-    parse: leaseOf,
-    commands: ONLINE.filter((c) => !LOCKLESS.includes(c) && c !== "serve"),
-    hiddenOn: ["serve"],
-    group: "shared",
-    doc: "locks this command takes expire unless renewed (objstate renews them every third of this while it works; an expired one is taken over): 30s, 1m; without it locks never expire",
-  }),
-  row({
-    name: "lockfile",
-    flag: "--lockfile",
-    fileKey: "lockfile",
-    default: false,
-    parse: switchOf,
-    commands: ["synth", ...ONLINE.filter((c) => !LOCKLESS.includes(c))],
-    group: "shared",
-    doc: "lock with a lockfile {state path}.tflock in the bucket (as the tool's S3 backend does), with or without a lock table; synth --for s3 writes it as use_lockfile",
-  }),
-  row({
-    name: "layout",
-    flag: "--layout",
-    arg: "<layout>",
-    choices: LAYOUT_NAMES,
-    fileKey: "layout",
-    defaultText: DEFAULT_LAYOUT,
-    default: DEFAULT_LAYOUT as LayoutName,
-    parse: layoutOf,
-    commands: SETTINGS_COMMANDS,
-    group: "shared",
-    doc: "where the default workspace's state lives: seed ({prefix}/{key}, as the tool's OSS backend keeps it) or s3 ({key}, as the tool's S3 backend keeps it, to share a bucket and table with it); other workspaces are at {prefix}/NAME/{key} in both",
-  }),
-  row({
-    name: "digestRetry",
-    flag: "--digest-retry",
-    arg: "<duration>",
-    fileKey: "digestRetry",
-    defaultText: "10s",
-    default: 10_000,
-    parse: (raw, at) => durationOf(raw, at),
-    commands: DIGEST_READERS,
-    group: "shared",
-    doc: "while a state read does not match its digest (a write in flight elsewhere), read again every 2s for up to this long before failing (exit 4): 0s, 10s, 1m",
-  }),
-  row({
-    name: "encryption",
-    fileKey: "encryption",
-    env: "TF_ENCRYPTION",
-    default: undefined as EncryptionConfig | undefined,
-    parse: (raw, at) => (at.kind === "env" ? encryptionFromEnvText(raw, false) : encryptionFromFile(raw, at, false)),
-    merge: mergeEncryptionSettings,
-    commands: [],
-    group: "shared",
-    doc: 'state encryption at rest in OpenTofu\'s JSON form ({"key_provider": …, "method": …, "state": {"method": …, "fallback": …}}): writes store an envelope OpenTofu reads, reads decrypt (README "Encryption at rest"). No flag: in the file a passphrase is {"file": PATH} or {"env": NAME}; TF_ENCRYPTION (JSON only) applies over the file\'s. Secrets are never printed',
-  }),
-  row({
-    name: "listen",
-    flag: "--listen",
-    arg: "<host:port>",
-    fileKey: "listen",
-    defaultText: "127.0.0.1:8080",
-    default: Object.freeze({ host: "127.0.0.1", port: 8080 }) as ListenAddress,
-    parse: listenOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "address to listen on; without --users only a loopback address is allowed (unless --insecure-no-auth)",
-  }),
-  row({
-    name: "publicUrl",
-    flag: "--public-url",
-    arg: "<url>",
-    repeatable: true,
-    fileKey: "publicUrl",
-    default: Object.freeze([]) as readonly string[],
-    parse: textsOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "an origin clients reach this server by, such as https://state.example.com (repeatable); other Host names get 421. Needed on a non-loopback --listen",
-  }),
-  row({
-    name: "users",
-    flag: "--users",
-    arg: "<file>",
-    fileKey: "users",
-    default: undefined as string | undefined,
-    parse: pathOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "users file (mode 600): scrypt password hashes and roles (outputs, read, write, lock, force, admin) on workspace globs; add users with objstate serve hash-password",
-  }),
-  row({
-    name: "insecureNoAuth",
-    flag: "--insecure-no-auth",
-    fileKey: "insecureNoAuth",
-    default: false,
-    parse: switchOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "serve a non-loopback address without a users file: anyone who reaches it may read, write and unlock every state",
-  }),
-  row({
-    name: "tlsCert",
-    flag: "--tls-cert",
-    arg: "<file>",
-    fileKey: "tlsCert",
-    default: undefined as string | undefined,
-    parse: pathOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "PEM certificate (chain): serve HTTPS (needs --tls-key)",
-  }),
-  row({
-    name: "tlsKey",
-    flag: "--tls-key",
-    arg: "<file>",
-    fileKey: "tlsKey",
-    default: undefined as string | undefined,
-    parse: pathOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "PEM private key of --tls-cert",
-  }),
-  row({
-    name: "tlsClientCa",
-    flag: "--tls-client-ca",
-    arg: "<file>",
-    fileKey: "tlsClientCa",
-    default: undefined as string | undefined,
-    parse: pathOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "PEM CA: require client certificates signed by it; a certificate whose subject CN names a user of --users logs in as that user",
-  }),
-  row({
-    name: "maxStateSize",
-    flag: "--max-state-size",
-    arg: "<size>",
-    fileKey: "maxStateSize",
-    defaultText: "512MiB",
-    default: 512 * 1024 ** 2,
-    parse: sizeOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "largest request body: 1024, 64KiB, 512MiB, 1GiB; larger ones get 413 before they are read",
-  }),
-  row({
-    name: "clientTimeout",
-    flag: "--client-timeout",
-    arg: "<duration>",
-    fileKey: "clientTimeout",
-    defaultText: "30s",
-    default: 30_000,
-    parse: (raw, at) => durationOf(raw, at),
-    commands: ["serve"],
-    group: "server",
-    doc: "headers must arrive within this long, and a request body must bring at least 4 KiB in every such window, or the client is dropped",
-  }),
-  row({
-    name: "maxConnections",
-    flag: "--max-connections",
-    arg: "<n>",
-    fileKey: "maxConnections",
-    defaultText: "1024",
-    default: 1024,
-    parse: countOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "open connections in all; at the cap a new one takes the place of the oldest connection not answering a whole request of the address holding the most, or is closed at once",
-  }),
-  row({
-    name: "maxConnectionsPerClient",
-    flag: "--max-connections-per-client",
-    arg: "<n>",
-    fileKey: "maxConnectionsPerClient",
-    defaultText: "64",
-    default: 64,
-    parse: countOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "open connections from one client address (an IPv6 /64 counts as one); more are closed at once. Behind a proxy every client has the proxy's address: raise it to --max-connections",
-  }),
-  row({
-    name: "shutdownGrace",
-    flag: "--shutdown-grace",
-    arg: "<duration>",
-    fileKey: "shutdownGrace",
-    defaultText: "30s",
-    default: 30_000,
-    parse: (raw, at) => durationOf(raw, at),
-    commands: ["serve"],
-    group: "server",
-    doc: "on SIGTERM or SIGINT, how long requests in flight may take to finish before their connections are cut",
-  }),
-  row({
-    name: "allowUnlockedWrites",
-    flag: "--allow-unlocked-writes",
-    fileKey: "allowUnlockedWrites",
-    default: false,
-    parse: switchOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "accept a state write without ?ID, from a client that holds no lock (no lock_address in its backend block, or -lock=false): it may overwrite changes it never read. Needed to serve without a lock table or lockfile; without it such writes get 409 UNLOCKED_WRITE",
-  }),
-  row({
-    name: "console",
-    flag: "--no-console",
-    fileKey: "console",
-    default: true,
-    parse: switchOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "serve no web console at / (only /state, /api/v1 and the probes)",
-  }),
-  row({
-    name: "secretFile",
-    flag: "--secret-file",
-    arg: "<file>",
-    fileKey: "secretFile",
-    default: undefined as string | undefined,
-    parse: pathOf,
-    commands: ["serve"],
-    group: "server",
-    doc: "the console's form secret, shared by every replica behind one address so a form served by one posts to another: at least 32 bytes, mode 600, e.g. (umask 077; openssl rand -base64 48 > FILE); without it a new one each process",
-  }),
-  row({
-    name: "logLevel",
-    flag: "--log-level",
-    arg: "<level>",
-    choices: LOG_LEVELS,
-    fileKey: "logLevel",
-    env: "OBJSTATE_LOG_LEVEL",
-    defaultText: "info",
-    default: "info" as SettingsLogLevel,
-    parse: choiceOf(LOG_LEVELS),
-    commands: ["serve"],
-    group: "server",
-    doc: "request log on stderr, one JSON line per request: debug, info, warn, error, off",
-  }),
+  row(
+    {
+      name: "timeout",
+      arg: "<duration>",
+      env: "OBJSTATE_TIMEOUT",
+      defaultText: "60s",
+      default: undefined as number | undefined,
+      parse: timeoutOf,
+      commands: ONLINE,
+    },
+    "give up on a request to the object store, lock table or STS after this long, retries included (one more second per MiB of a large body): 30s, 2m; connect 5s and idle 20s per attempt",
+  ),
+  row(
+    { name: "lockTimeout", arg: "<duration>", env: "OBJSTATE_LOCK_TIMEOUT", defaultText: "0s", default: 0, parse: durationOf, commands: LOCK_WAITERS },
+    "while another holder has the lock, retry (with backoff) for up to this long: 0s (fail at once), 30s, 5m, 1h30m",
+  ),
+  row(
+    {
+      name: "lockTtl",
+      arg: "<duration>",
+      default: undefined as number | undefined,
+      parse: leaseOf,
+      commands: ONLINE.filter((c) => !LOCKLESS.includes(c) && c !== "serve"),
+      hiddenOn: ["serve"],
+    },
+    "locks this command takes expire unless renewed (objstate renews them every third of this while it works; an expired one is taken over): 30s, 1m; without it locks never expire",
+  ),
+  row(
+    { name: "lockfile", default: false, parse: switchOf, commands: ["synth", ...ONLINE.filter((c) => !LOCKLESS.includes(c))] },
+    "lock with a lockfile {state path}.tflock in the bucket (as the tool's S3 backend does), with or without a lock table; synth --for s3 writes it as use_lockfile",
+  ),
+  row(
+    {
+      name: "layout",
+      arg: "<layout>",
+      choices: LAYOUT_NAMES,
+      defaultText: DEFAULT_LAYOUT,
+      default: DEFAULT_LAYOUT as LayoutName,
+      parse: layoutOf,
+      commands: SETTINGS_COMMANDS,
+    },
+    "where the default workspace's state lives: seed ({prefix}/{key}, as the tool's OSS backend keeps it) or s3 ({key}, as the tool's S3 backend keeps it, to share a bucket and table with it); other workspaces are at {prefix}/NAME/{key} in both",
+  ),
+  row(
+    { name: "digestRetry", arg: "<duration>", defaultText: "10s", default: 10_000, parse: durationOf, commands: DIGEST_READERS },
+    "while a state read does not match its digest (a write in flight elsewhere), read again every 2s for up to this long before failing (exit 4): 0s, 10s, 1m",
+  ),
+  row(
+    {
+      name: "encryption",
+      flag: undefined,
+      env: "TF_ENCRYPTION",
+      default: undefined as EncryptionConfig | undefined,
+      parse: (raw, at) => (at.kind === "env" ? encryptionFromEnvText(raw, false) : encryptionFromFile(raw, at, false)),
+      merge: mergeEncryptionSettings,
+      commands: [],
+    },
+    'state encryption at rest in OpenTofu\'s JSON form ({"key_provider": …, "method": …, "state": {"method": …, "fallback": …}}): writes store an envelope OpenTofu reads, reads decrypt (README "Encryption at rest"). No flag: in the file a passphrase is {"file": PATH} or {"env": NAME}; TF_ENCRYPTION (JSON only) applies over the file\'s. Secrets are never printed',
+  ),
+  row(
+    {
+      name: "listen",
+      arg: "<host:port>",
+      defaultText: "127.0.0.1:8080",
+      default: Object.freeze({ host: "127.0.0.1", port: 8080 }) as ListenAddress,
+      parse: listenOf,
+      commands: ["serve"],
+    },
+    "address to listen on; without --users only a loopback address is allowed (unless --insecure-no-auth)",
+  ),
+  row(
+    { name: "publicUrl", arg: "<url>", repeatable: true, default: Object.freeze([]) as readonly string[], parse: textsOf, commands: ["serve"] },
+    "an origin clients reach this server by, such as https://state.example.com (repeatable); other Host names get 421. Needed on a non-loopback --listen",
+  ),
+  row(
+    { name: "users", arg: "<file>", default: undefined as string | undefined, parse: pathOf, commands: ["serve"] },
+    "users file (mode 600): scrypt password hashes and roles (outputs, read, write, lock, force, admin) on workspace globs; add users with objstate serve hash-password",
+  ),
+  row(
+    { name: "insecureNoAuth", default: false, parse: switchOf, commands: ["serve"] },
+    "serve a non-loopback address without a users file: anyone who reaches it may read, write and unlock every state",
+  ),
+  row(
+    { name: "tlsCert", arg: "<file>", default: undefined as string | undefined, parse: pathOf, commands: ["serve"] },
+    "PEM certificate (chain): serve HTTPS (needs --tls-key)",
+  ),
+  row({ name: "tlsKey", arg: "<file>", default: undefined as string | undefined, parse: pathOf, commands: ["serve"] }, "PEM private key of --tls-cert"),
+  row(
+    { name: "tlsClientCa", arg: "<file>", default: undefined as string | undefined, parse: pathOf, commands: ["serve"] },
+    "PEM CA: require client certificates signed by it; a certificate whose subject CN names a user of --users logs in as that user",
+  ),
+  row(
+    { name: "maxStateSize", arg: "<size>", defaultText: "512MiB", default: 512 * 1024 ** 2, parse: sizeOf, commands: ["serve"] },
+    "largest request body: 1024, 64KiB, 512MiB, 1GiB; larger ones get 413 before they are read",
+  ),
+  row(
+    { name: "clientTimeout", arg: "<duration>", defaultText: "30s", default: 30_000, parse: durationOf, commands: ["serve"] },
+    "headers must arrive within this long, and a request body must bring at least 4 KiB in every such window, or the client is dropped",
+  ),
+  row(
+    { name: "maxConnections", arg: "<n>", defaultText: "1024", default: 1024, parse: countOf, commands: ["serve"] },
+    "open connections in all; at the cap a new one takes the place of the oldest connection not answering a whole request of the address holding the most, or is closed at once",
+  ),
+  row(
+    { name: "maxConnectionsPerClient", arg: "<n>", defaultText: "64", default: 64, parse: countOf, commands: ["serve"] },
+    "open connections from one client address (an IPv6 /64 counts as one); more are closed at once. Behind a proxy every client has the proxy's address: raise it to --max-connections",
+  ),
+  row(
+    { name: "shutdownGrace", arg: "<duration>", defaultText: "30s", default: 30_000, parse: durationOf, commands: ["serve"] },
+    "on SIGTERM or SIGINT, how long requests in flight may take to finish before their connections are cut",
+  ),
+  row(
+    { name: "allowUnlockedWrites", default: false, parse: switchOf, commands: ["serve"] },
+    "accept a state write without ?ID, from a client that holds no lock (no lock_address in its backend block, or -lock=false): it may overwrite changes it never read. Needed to serve without a lock table or lockfile; without it such writes get 409 UNLOCKED_WRITE",
+  ),
+  row({ name: "console", default: true, parse: switchOf, commands: ["serve"] }, "serve no web console at / (only /state, /api/v1 and the probes)"),
+  row(
+    { name: "secretFile", arg: "<file>", default: undefined as string | undefined, parse: pathOf, commands: ["serve"] },
+    "the console's form secret, shared by every replica behind one address so a form served by one posts to another: at least 32 bytes, mode 600, e.g. (umask 077; openssl rand -base64 48 > FILE); without it a new one each process",
+  ),
+  row(
+    {
+      name: "logLevel",
+      arg: "<level>",
+      choices: LOG_LEVELS,
+      env: "OBJSTATE_LOG_LEVEL",
+      defaultText: "info",
+      default: "info" as SettingsLogLevel,
+      parse: choiceOf(LOG_LEVELS),
+      commands: ["serve"],
+    },
+    "request log on stderr, one JSON line per request: debug, info, warn, error, off",
+  ),
 ] as const;
 
 type Rows = typeof SETTINGS_TABLE;
@@ -485,11 +342,6 @@ export function parseSettings(flags: SettingFlags, file: SettingsFileSection | u
     origins[r.name] = Object.freeze(at);
   }
   return Object.freeze({ values: Object.freeze(values) as unknown as SettingValues, origins: Object.freeze(origins) as unknown as Settings["origins"] });
-}
-
-/** The settings with nothing given: every default. */
-export function defaultSettings(): Settings {
-  return parseSettings({}, undefined, {});
 }
 
 /** `[default: 60s]` or nothing: the one way a default is written, in `--help` and docs. */

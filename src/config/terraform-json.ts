@@ -1,8 +1,7 @@
 /**
- * Synthesis for the real tool (issue 24): the seed's config objects as the configuration of
- * one of the tool's own backends (`s3`, `oss`, `http`), which Terraform and OpenTofu read
- * unchanged. Every field goes through its row of the mapping table (src/config/mapping.ts);
- * nothing here knows a field by name.
+ * Synthesis for the real tool: the seed's config objects as the configuration of one of its own
+ * backends (`s3`, `oss`, `http`). Every field goes through its row of the mapping table
+ * (src/config/mapping.ts); nothing here knows a field by name.
  */
 import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "./layout.js";
 import { ConfigError } from "./errors.js";
@@ -16,29 +15,21 @@ import {
   type MappingRow,
   type TerraformBackendType,
 } from "./mapping.js";
-import { RULES } from "./rules.js";
+import { nameTable, RULES } from "./rules.js";
 import type { BackendConfigValues, JsonObject, RemoteStateConfigValues } from "./types.js";
 
 export type { TerraformBackendType } from "./mapping.js";
 export type { LayoutName } from "./layout.js";
 
-/** Options every backend takes. */
 interface CommonOptions {
-  /**
-   * objstate's lockfile mode (`--lockfile`): the s3 backend's `use_lockfile`. The oss
-   * backend has no lockfile (an error); for http the server holds the lock settings.
-   */
+  /** objstate's `--lockfile`: the s3 backend's `use_lockfile` (an error for oss; for http the server holds it). */
   readonly lockfile?: boolean | undefined;
 }
 
 /** The s3 or oss backend for the config's bucket and table. */
 export interface TerraformStoreBackendOptions extends CommonOptions {
   readonly backend: "s3" | "oss";
-  /**
-   * The layout objstate uses with this config (`--layout`; default `seed`). Nothing written
-   * depends on it: {@link terraformWarnings} warns when the tool's backend keeps the default
-   * workspace elsewhere (the s3 backend at `{key}`, the oss backend at `{prefix}/{key}`).
-   */
+  /** objstate's `--layout` with this config: only {@link terraformWarnings} reads it. */
   readonly layout?: LayoutName | undefined;
 }
 
@@ -86,88 +77,51 @@ const KEYS: Readonly<Record<string, readonly string[]>> = {
   http: ["backend", "lockfile", "serveUrl", "username", "workspace"],
 };
 
-/** Throw unless `options` names a backend and gives it what it needs (and nothing it does not take). */
-export function checkTerraformOptions(options: unknown): asserts options is TerraformBackendOptions {
-  checkOptions(options, false);
-}
+const shown = (v: unknown): string => JSON.stringify(v) ?? String(v);
 
-function checkOptions(options: unknown, remote: boolean): asserts options is TerraformBackendOptions {
-  if (typeof options !== "object" || options === null)
-    throw new ConfigError("INVALID_PROPS", `options must be an object such as { backend: "s3" }`, { field: "backend" });
+/** Throw unless `options` names a backend and gives it what it needs (and nothing it does not take). */
+export function checkTerraformOptions(options: unknown, remote = false): asserts options is TerraformBackendOptions {
+  const refuse = (code: "INVALID_VALUE" | "INVALID_PROPS" | "INVALID_TYPE" | "REQUIRED", field: string, message: string): never => {
+    throw new ConfigError(code, message, { field });
+  };
+  if (typeof options !== "object" || options === null) refuse("INVALID_PROPS", "backend", `options must be an object such as { backend: "s3" }`);
   const o = options as Record<string, unknown>;
   const backend = o["backend"];
-  if (typeof backend !== "string" || !(TERRAFORM_BACKENDS as readonly string[]).includes(backend)) {
-    throw new ConfigError("INVALID_VALUE", `backend must be one of ${TERRAFORM_BACKENDS.join(", ")}, got ${JSON.stringify(backend) ?? String(backend)}`, {
-      field: "backend",
-    });
-  }
-  const allowed = (KEYS[backend] as readonly string[]).filter((k) => !(remote && (k === "workspace" || k === "lockfile")));
+  if (typeof backend !== "string" || !(TERRAFORM_BACKENDS as readonly string[]).includes(backend))
+    refuse("INVALID_VALUE", "backend", `backend must be one of ${TERRAFORM_BACKENDS.join(", ")}, got ${shown(backend)}`);
   for (const k of Object.keys(o)) {
-    if (o[k] === undefined || allowed.includes(k)) continue;
-    const why =
-      remote && (k === "workspace" || k === "lockfile")
-        ? "a remote state reads the workspace of its config and takes no lock"
-        : `the ${backend} backend does not take it`;
-    throw new ConfigError("INVALID_PROPS", `${k} is not an option for backend ${backend}: ${why}`, { field: k });
+    const readOnly = remote && (k === "workspace" || k === "lockfile");
+    if (o[k] === undefined || (KEYS[backend as string]?.includes(k) === true && !readOnly)) continue;
+    const why = readOnly ? "a remote state reads the workspace of its config and takes no lock" : `the ${backend as string} backend does not take it`;
+    refuse("INVALID_PROPS", k, `${k} is not an option for backend ${backend as string}: ${why}`);
   }
-  if (o["lockfile"] !== undefined && typeof o["lockfile"] !== "boolean")
-    throw new ConfigError("INVALID_TYPE", `lockfile must be a boolean (true or false)`, { field: "lockfile" });
-  if (o["layout"] !== undefined && !isLayoutName(o["layout"])) {
-    throw new ConfigError(
-      "INVALID_VALUE",
-      `layout must be ${LAYOUT_NAMES.map((n) => JSON.stringify(n)).join(" or ")}, got ${JSON.stringify(o["layout"]) ?? String(o["layout"])}`,
-      { field: "layout" },
-    );
-  }
+  if (o["lockfile"] !== undefined && typeof o["lockfile"] !== "boolean") refuse("INVALID_TYPE", "lockfile", `lockfile must be a boolean (true or false)`);
+  if (o["layout"] !== undefined && !isLayoutName(o["layout"]))
+    refuse("INVALID_VALUE", "layout", `layout must be ${LAYOUT_NAMES.map((n) => JSON.stringify(n)).join(" or ")}, got ${shown(o["layout"])}`);
   if (backend !== "http") return;
   const url = o["serveUrl"];
-  if (typeof url !== "string" || url === "") {
-    throw new ConfigError("REQUIRED", `serveUrl is required for the http backend: the URL clients reach objstate serve by, such as http://127.0.0.1:8080`, {
-      field: "serveUrl",
-    });
-  }
-  serveBase(url);
+  if (typeof url !== "string" || url === "")
+    refuse("REQUIRED", "serveUrl", `serveUrl is required for the http backend: the URL clients reach objstate serve by, such as http://127.0.0.1:8080`);
+  serveBase(url as string);
   const user = o["username"];
-  if (user !== undefined && (typeof user !== "string" || !/^[^:\p{Cc}]+$/u.test(user))) {
-    throw new ConfigError("INVALID_VALUE", `username must be a non-empty user name without ':' or control characters (HTTP Basic cannot carry them)`, {
-      field: "username",
-    });
-  }
+  if (user !== undefined && (typeof user !== "string" || !/^[^:\p{Cc}]+$/u.test(user)))
+    refuse("INVALID_VALUE", "username", `username must be a non-empty user name without ':' or control characters (HTTP Basic cannot carry them)`);
   const w = o["workspace"];
-  if (w !== undefined && (typeof w !== "string" || !RULES.workspace.valid(w))) {
-    throw new ConfigError("INVALID_VALUE", `workspace must be ${RULES.workspace.expected}, got ${JSON.stringify(w)}`, { field: "workspace" });
-  }
+  if (w !== undefined && (typeof w !== "string" || !RULES.workspace.valid(w)))
+    refuse("INVALID_VALUE", "workspace", `workspace must be ${RULES.workspace.expected}, got ${JSON.stringify(w)}`);
 }
 
 /** `serveUrl` without a trailing `/`; refuses anything but an http(s) URL without credentials, query or fragment. */
 function serveBase(serveUrl: string): string {
-  let u: URL;
-  try {
-    u = new URL(serveUrl);
-  } catch {
-    throw new ConfigError(
-      "INVALID_VALUE",
-      `serveUrl must be an http:// or https:// URL of objstate serve, such as http://127.0.0.1:8080, got ${JSON.stringify(serveUrl)}`,
-      { field: "serveUrl" },
-    );
-  }
-  if (u.protocol !== "http:" && u.protocol !== "https:") {
-    throw new ConfigError(
-      "INVALID_VALUE",
-      `serveUrl must be an http:// or https:// URL of objstate serve, such as http://127.0.0.1:8080, got a ${u.protocol} URL`,
-      { field: "serveUrl" },
-    );
-  }
+  const refuse = (problem: string): never => {
+    throw new ConfigError("INVALID_VALUE", `serveUrl must ${problem}`, { field: "serveUrl" });
+  };
+  const example = "be an http:// or https:// URL of objstate serve, such as http://127.0.0.1:8080, got";
+  const u = URL.canParse(serveUrl) ? new URL(serveUrl) : refuse(`${example} ${JSON.stringify(serveUrl)}`);
+  if (u.protocol !== "http:" && u.protocol !== "https:") refuse(`${example} a ${u.protocol} URL`);
   // Credentials in the URL would be written into the file in plain text.
-  if (u.username !== "" || u.password !== "") {
-    throw new ConfigError("INVALID_VALUE", `serveUrl must not carry credentials: give the user as username (--username) and the password in TF_HTTP_PASSWORD`, {
-      field: "serveUrl",
-    });
-  }
-  if (u.search !== "" || u.hash !== "")
-    throw new ConfigError("INVALID_VALUE", `serveUrl must have no query or fragment: the tool adds ?ID= to the address when it writes under a lock`, {
-      field: "serveUrl",
-    });
+  if (u.username !== "" || u.password !== "") refuse(`not carry credentials: give the user as username (--username) and the password in TF_HTTP_PASSWORD`);
+  if (u.search !== "" || u.hash !== "") refuse(`have no query or fragment: the tool adds ?ID= to the address when it writes under a lock`);
   return `${u.origin}${u.pathname.replace(/\/+$/, "")}`;
 }
 
@@ -191,22 +145,12 @@ function transformed(cell: ArgumentCell, field: string, backend: TerraformBacken
     case "url":
     case "httpsHost": {
       const e = (v as string).trim().replace(/\/+$/, "");
-      if (/^file:/i.test(e)) {
-        unsupportedValue(
-          field,
-          backend,
-          `${JSON.stringify(e)} is objstate's embedded store, which the tool cannot reach: serve it with objstate serve and synthesize for the http backend`,
-        );
-      }
+      const refuse = (why: string): never => unsupportedValue(field, backend, `${JSON.stringify(e)} ${why}`);
+      if (/^file:/i.test(e))
+        refuse("is objstate's embedded store, which the tool cannot reach: serve it with objstate serve and synthesize for the http backend");
       const scheme = /^(https?):\/\//i.exec(e);
       if (cell.transform === "url") return scheme === null ? `https://${e}` : e;
-      if (scheme !== null && scheme[1]?.toLowerCase() === "http") {
-        unsupportedValue(
-          field,
-          backend,
-          `${JSON.stringify(e)} is plain http, but the tool reaches it over https only: give an https:// endpoint or a bare host`,
-        );
-      }
+      if (scheme?.[1]?.toLowerCase() === "http") refuse("is plain http, but the tool reaches it over https only: give an https:// endpoint or a bare host");
       return scheme === null ? e : e.slice(scheme[0].length);
     }
   }
@@ -297,16 +241,11 @@ function storeArguments(config: AnyConfig | undefined, backend: TerraformBackend
   return w.out;
 }
 
-/** The address of a workspace's state on `objstate serve`. */
-function stateAddress(serveUrl: string, workspace: string): string {
-  return `${serveBase(serveUrl)}/state/${encodeURIComponent(workspace)}`;
-}
-
 /** The arguments of `options.backend` for `config`'s store (or, for http, for the server). */
 function backendArguments(config: AnyConfig | undefined, options: TerraformBackendOptions, workspace: string, withLocks: boolean): JsonObject {
   const out = storeArguments(config, options.backend, options.lockfile);
   if (options.backend !== "http") return out;
-  const address = stateAddress(options.serveUrl, workspace);
+  const address = `${serveBase(options.serveUrl)}/state/${encodeURIComponent(workspace)}`;
   out["address"] = address;
   // The http backend has no default for these: unset means no locking at all.
   if (withLocks) {
@@ -318,25 +257,20 @@ function backendArguments(config: AnyConfig | undefined, options: TerraformBacke
 }
 
 /**
- * The tool's backend configuration for `config`: `{"terraform": {"backend": {TYPE: {…}}}}`,
- * which Terraform and OpenTofu read as it is.
+ * The tool's backend configuration for `config`: `{"terraform": {"backend": {TYPE: {…}}}}`.
  *
- * @throws ConfigError `UNSUPPORTED_FIELD` (a set field the backend has no argument for),
- *   `UNSUPPORTED_VALUE` (a `file:` endpoint for s3 or oss, …), `CONFLICTING_FIELDS`, and
- *   `REQUIRED` / `INVALID_VALUE` / `INVALID_PROPS` for bad options.
+ * @throws ConfigError `UNSUPPORTED_FIELD`, `UNSUPPORTED_VALUE`, `CONFLICTING_FIELDS`; `REQUIRED`,
+ *   `INVALID_VALUE`, `INVALID_PROPS` for bad options.
  */
 export function backendTerraformJson(config: BackendConfigValues, options: TerraformBackendOptions): TerraformBackendJson {
-  checkOptions(options, false);
+  checkTerraformOptions(options);
   const workspace = options.backend === "http" ? (options.workspace ?? "default") : "default";
   return { terraform: { backend: { [options.backend]: backendArguments(config, options, workspace, true) } } };
 }
 
-/**
- * The http backend of `objstate serve` without a config: the server holds every store
- * setting, so none is needed (`objstate synth --for http` without settings).
- */
+/** The http backend of `objstate serve` without a config: the server holds every store setting. */
 export function serveBackendTerraformJson(options: TerraformHttpBackendOptions): TerraformBackendJson {
-  checkOptions(options, false);
+  checkTerraformOptions(options);
   if (options.backend !== "http")
     throw new ConfigError("INVALID_VALUE", `backend must be http without a config: the s3 and oss backends need the config's bucket`, { field: "backend" });
   return { terraform: { backend: { http: backendArguments(undefined, options, options.workspace ?? "default", true) } } };
@@ -344,7 +278,7 @@ export function serveBackendTerraformJson(options: TerraformHttpBackendOptions):
 
 /** The body of a `data.terraform_remote_state` block reading `config`'s state. */
 export function remoteStateTerraformBlock(config: RemoteStateConfigValues, options: TerraformRemoteStateOptions): TerraformRemoteStateBlock {
-  checkOptions(options, true);
+  checkTerraformOptions(options, true);
   const workspace = config.workspace ?? "default";
   // The http backend has no workspaces: the workspace is in the address (the read needs no lock addresses).
   const block: TerraformRemoteStateBlock = { backend: options.backend, config: backendArguments(config, options as TerraformBackendOptions, workspace, false) };
@@ -355,21 +289,19 @@ export function remoteStateTerraformBlock(config: RemoteStateConfigValues, optio
 
 /** `{"data": {"terraform_remote_state": {NAME: …}}}` for one named remote state (`name` already checked). */
 export function remoteStateTerraformJson(name: string, config: RemoteStateConfigValues, options: TerraformRemoteStateOptions): TerraformRemoteStateJson {
-  const states = Object.create(null) as { [name: string]: TerraformRemoteStateBlock };
-  states[name] = remoteStateTerraformBlock(config, options);
-  return { data: { terraform_remote_state: Object.setPrototypeOf(states, Object.prototype) as typeof states } };
+  const block = remoteStateTerraformBlock(config, options);
+  return { data: { terraform_remote_state: nameTable((t) => (t[name] = block)) } };
 }
+
+const defaultOf = (name: string): string => COMMON_FIELDS.find((f) => f.name === name)?.default as string;
 
 /** Where each of the tool's store backends keeps the default workspace, as a layout. */
 const BACKEND_LAYOUT: Readonly<Record<"s3" | "oss", LayoutName>> = { s3: "s3", oss: "seed" };
 
 /**
- * Warnings about what synthesizing `config` for `options.backend` writes: each secret
- * written in plain text, naming the tool's environment variable to use instead (never the
- * value); and, for s3 and oss, a default workspace that is not the object objstate uses
- * with `options.layout` (the S3 backend keeps it at `{key}`, the OSS backend at
- * `{prefix}/{key}`; named workspaces are the same objects, and with an empty prefix so is
- * the default workspace).
+ * Warnings about what synthesizing `config` writes: each secret written in plain text, naming
+ * the tool's variable to use instead (never the value); for s3 and oss, a default workspace
+ * that is not the object objstate uses with `options.layout`.
  */
 export function terraformWarnings(
   config: AnyConfig,
@@ -387,10 +319,10 @@ export function terraformWarnings(
   }
   if (options.backend === "s3" || options.backend === "oss") {
     const ours = options.layout ?? DEFAULT_LAYOUT;
-    const prefix = ((values["prefix"] as string | undefined) ?? (COMMON_FIELDS.find((f) => f.name === "prefix")?.default as string)).replace(/^\/+|\/+$/g, "");
+    const prefix = ((values["prefix"] as string | undefined) ?? defaultOf("prefix")).replace(/^\/+|\/+$/g, "");
     const workspace = "workspace" in config ? config.workspace : undefined;
     if (ours !== BACKEND_LAYOUT[options.backend] && prefix !== "" && (workspace === undefined || workspace === "default")) {
-      const key = (values["key"] as string | undefined) ?? (COMMON_FIELDS.find((f) => f.name === "key")?.default as string);
+      const key = (values["key"] as string | undefined) ?? defaultOf("key");
       const same = `(other workspaces are the same, ${prefix}/NAME/${key})`;
       out.push(
         options.backend === "s3"

@@ -3,8 +3,8 @@
  * the field table's JSON keys, in table order; unset fields are absent; `defaults` keys
  * are kept verbatim.
  */
-import { setMaskOf } from "./base.js";
 import { ConfigError } from "./errors.js";
+import { nameTable, type NameTable } from "./rules.js";
 import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "./fields.js";
 import type { TerraformBackendJson, TerraformRemoteStateJson } from "./terraform-json.js";
 import type { BackendConfigValues, JsonObject, RemoteStateConfigValues } from "./types.js";
@@ -27,10 +27,7 @@ export interface RemoteStateToolJson {
   data: { tool_remote_state: { [name: string]: RemoteStateBlock } };
 }
 
-/**
- * A whole document: at most one backend (the seed's `tool` or the real tool's `terraform`),
- * any number of remote states of either kind.
- */
+/** A whole document: at most one backend (the seed's `tool` or the real tool's `terraform`), any number of remote states. */
 export interface ToolJson {
   tool?: BackendToolJson["tool"];
   terraform?: TerraformBackendJson["terraform"];
@@ -40,45 +37,21 @@ export interface ToolJson {
   };
 }
 
-/** A field table read once into plain arrays: the loop in `block` runs for every set field of every config. */
-interface Keys {
-  readonly names: readonly string[];
-  readonly jsonKeys: readonly string[];
-  /** Index of the nested block's field, or -1. */
-  readonly nested: number;
-  /** The set-mask bits of these fields (the common fields come first in both config tables). */
-  readonly bits: number;
-}
-function keysOf(fields: readonly FieldSpec[]): Keys {
-  return {
-    names: fields.map((f) => f.name),
-    jsonKeys: fields.map((f) => f.jsonKey),
-    nested: fields.findIndex((f) => f.kind === "assumeRole"),
-    bits: 2 ** fields.length - 1,
-  };
-}
-const COMMON_KEYS = keysOf(COMMON_FIELDS);
-const ASSUME_ROLE_KEYS = keysOf(ASSUME_ROLE_FIELDS);
-
-/** The set fields of `config` under their JSON keys, in table order: only the fields its set mask names are read. */
-function block(keys: Keys, config: object): JsonObject {
+/** The set fields of `config` under their JSON keys, in table order (the nested block's likewise). */
+function block(fields: readonly FieldSpec[], config: object): JsonObject {
   const out: JsonObject = {};
   const values = config as Record<string, unknown>;
-  const { names, jsonKeys, nested } = keys;
-  for (let m = setMaskOf(config) & keys.bits; m !== 0;) {
-    const low = m & -m;
-    m ^= low;
-    const i = 31 - Math.clz32(low);
-    const v = values[names[i] as string];
-    if (v === undefined) continue; // only without a mask: a set field is never undefined
-    out[jsonKeys[i] as string] = i === nested ? block(ASSUME_ROLE_KEYS, v as object) : v;
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i] as FieldSpec;
+    const v = values[f.name];
+    if (v !== undefined) out[f.jsonKey] = f.kind === "assumeRole" ? block(ASSUME_ROLE_FIELDS, v as object) : v;
   }
   return out;
 }
 
 /** The `objectstore` block of a backend (or the `config` of a remote state). */
 export function backendBlock(config: BackendConfigValues): JsonObject {
-  return block(COMMON_KEYS, config);
+  return block(COMMON_FIELDS, config);
 }
 
 /** The backend document of a config. */
@@ -96,40 +69,19 @@ export function checkName(name: unknown, what: string): asserts name is string {
   }
 }
 
-/**
- * Tables keyed by remote-state names are filled while they have no prototype and get
- * `Object.prototype` once full: N distinct names added to ordinary objects cost time
- * quadratic in N. Filling without a prototype also makes `__proto__` and `toString` names
- * like any other: an own key, never a prototype change or an inherited name taken for a
- * duplicate.
- */
-type NameTable<T> = { [name: string]: T };
-function openTable<T>(): NameTable<T> {
-  return Object.create(null) as NameTable<T>;
-}
-function closeTable<T>(table: NameTable<T>): NameTable<T> {
-  return Object.setPrototypeOf(table, Object.prototype) as NameTable<T>;
-}
-
 /** The remote-state document for one named remote state. */
 export function remoteStateToolJson(name: string, config: RemoteStateConfigValues): RemoteStateToolJson {
   checkName(name, "remote state name");
   const entry: RemoteStateBlock = { backend: "objectstore", config: backendBlock(config) };
   if (config.defaults !== undefined) entry.defaults = config.defaults as JsonObject;
   if (config.workspace !== undefined) entry.workspace = config.workspace;
-  const states = openTable<RemoteStateBlock>();
-  states[name] = entry;
-  return { data: { tool_remote_state: closeTable(states) } };
+  return { data: { tool_remote_state: nameTable((t) => (t[name] = entry)) } };
 }
 
 /** The data sources a document can hold, in the order a merged document lists them. */
 const DATA_KINDS = ["tool_remote_state", "terraform_remote_state"] as const;
 
-/**
- * Merge documents into one: at most one backend (`tool` or `terraform`), remote-state
- * names unique within their kind. Throws a {@link ConfigError} on a clash rather than
- * silently dropping a block.
- */
+/** Merge documents into one: at most one backend (`tool` or `terraform`), remote-state names unique within their kind (a {@link ConfigError} otherwise). */
 export function mergeToolJson(...docs: ToolJson[]): ToolJson {
   const out: ToolJson = {};
   const tables: { [K in (typeof DATA_KINDS)[number]]?: NameTable<unknown> } = {};
@@ -147,7 +99,7 @@ export function mergeToolJson(...docs: ToolJson[]): ToolJson {
       for (const name of Object.keys(blocks)) {
         let states = tables[kind];
         if (states === undefined) {
-          states = tables[kind] = openTable();
+          states = tables[kind] = Object.create(null) as NameTable<unknown>; // as in nameTable
           // Placed now: `data` keeps its place among the document's keys, each kind its place in `data`.
           ((out.data ??= {}) as Record<string, unknown>)[kind] = states;
         }
@@ -158,7 +110,7 @@ export function mergeToolJson(...docs: ToolJson[]): ToolJson {
   }
   for (const kind of DATA_KINDS) {
     const t = tables[kind];
-    if (t !== undefined) closeTable(t);
+    if (t !== undefined) Object.setPrototypeOf(t, Object.prototype);
   }
   return out;
 }
@@ -168,10 +120,7 @@ export function formatToolJson(doc: ToolJson): string {
   return `${JSON.stringify(doc, null, 2)}\n`;
 }
 
-/**
- * Warnings for secrets a config would write into a file, each naming the environment
- * variable to use instead. Never includes the secret.
- */
+/** Warnings for secrets a config would write into a file, each naming the variable to use instead (never the secret). */
 export function secretWarnings(config: BackendConfigValues, where = "the tool JSON"): string[] {
   const values = config as unknown as Record<string, unknown>;
   return COMMON_FIELDS.filter((f) => f.secret && values[f.name] !== undefined).map(

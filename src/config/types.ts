@@ -1,15 +1,7 @@
-/**
- * TypeScript types derived from the field table, so a new row is a new typed setter,
- * getter and prop without further edits.
- */
+/** TypeScript types derived from the field table: a new row is a new typed setter, getter and prop. */
 import type { ASSUME_ROLE_FIELDS, COMMON_FIELDS, FieldKind, FieldSpec, REMOTE_STATE_FIELDS } from "./fields.js";
 
-/**
- * The types of an `assumeRole`-kind field (the deprecated block): the object a getter
- * returns and the props a setter also accepts. The configs that hold the block pass them
- * in (assume-role.ts's `AssumeRoleTypes`): the block's class is built from this module's
- * types, so this module cannot import it.
- */
+/** The types of an `assumeRole`-kind field: its object and its props (passed in: the block's class is built from these types). */
 export interface NestedTypes {
   readonly value: object;
   readonly props: object;
@@ -19,15 +11,6 @@ export interface NestedTypes {
 export interface NoNested extends NestedTypes {
   readonly value: never;
   readonly props: never;
-}
-
-/** What a setter or props key accepts, by field kind. */
-export interface KindInput<N extends NestedTypes = NoNested> {
-  string: string;
-  number: number;
-  boolean: boolean;
-  map: Readonly<Record<string, unknown>>;
-  assumeRole: N["value"] | N["props"];
 }
 
 /** What a getter returns, by field kind (the deprecated block is always an object of its class). */
@@ -40,7 +23,8 @@ export interface KindValue<N extends NestedTypes = NoNested> {
 }
 
 type Fields = readonly FieldSpec[];
-type Input<F extends FieldSpec, N extends NestedTypes> = KindInput<N>[F["kind"] & FieldKind];
+/** What a setter or props key accepts: a getter's type, or for the deprecated block also its props. */
+type Input<F extends FieldSpec, N extends NestedTypes> = F["kind"] extends "assumeRole" ? N["value"] | N["props"] : KindValue<N>[F["kind"] & FieldKind];
 type Value<F extends FieldSpec, N extends NestedTypes> = KindValue<N>[F["kind"] & FieldKind];
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 
@@ -78,12 +62,7 @@ interface AssumeRoleValues extends NestedTypes {
   readonly props: never;
 }
 
-/**
- * What synthesis reads of a backend config: the values of its fields. An
- * {@link ObjectStoreBackendConfig} is one (as is a remote-state config, which has them
- * all). Named by shape, not by class, because the classes call synthesis
- * (docs/decisions/053-synthesis-inside-config.md).
- */
+/** What synthesis reads of a backend config: its values, named by shape because the classes call synthesis (docs/decisions/053). */
 export type BackendConfigValues = ValuesOf<typeof COMMON_FIELDS, AssumeRoleValues>;
 
 /** What synthesis reads of a {@link DataRemoteStateObjectStoreConfig}: the values of its fields. */

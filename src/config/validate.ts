@@ -20,45 +20,34 @@ function typeMatches(type: FieldSpec["rule"]["type"], value: unknown): boolean {
   return typeof value === type;
 }
 
-/**
- * Throw a {@link ConfigError} unless `value` (already known to be set) satisfies the
- * field's rule. `path` names the field (`assumeRole.roleArn` inside the block); when the
- * value came from the environment, `variable` names the variable in the message too.
- */
+/** Throw a {@link ConfigError} unless `value` (set) satisfies the field's rule; `path` names the field, `variable` the variable it came from. */
 export function checkValue(field: FieldSpec, value: unknown, path: string = field.name, variable?: string): void {
   const rule = field.rule;
   const typeOk = typeMatches(rule.type, value);
   const valid = rule.valid as ((v: unknown) => boolean) | undefined;
   if (typeOk && (valid === undefined || valid(value))) return;
-  // Messages are built only on failure: this runs for every field of every object.
   const label = variable === undefined ? path : `${variable} (for ${path})`;
   const code = typeOk ? (rule.code ?? "INVALID_VALUE") : "INVALID_TYPE";
   throw new ConfigError(code, `${label} must be ${rule.expected}, got ${describeValue(value, field.secret)}`, { field: path, variable });
 }
 
-/**
- * Turn an environment variable's text into the field's type, or throw a
- * {@link ConfigError} naming the variable. Numbers must be written as integers.
- */
+const BOOLEANS = new Map([
+  ["true", true],
+  ["1", true],
+  ["false", false],
+  ["0", false],
+]);
+
+/** An environment variable's text as the field's type (numbers written as integers), or a {@link ConfigError} naming the variable. */
 export function parseEnvValue(field: FieldSpec, variable: string, text: string): unknown {
+  const t = text.trim();
+  const refuse = (expected: string): never => {
+    const got = field.secret ? "a string" : JSON.stringify(text);
+    throw new ConfigError("INVALID_VALUE", `${variable} (for ${field.name}) must be ${expected}, got ${got}`, { field: field.name, variable });
+  };
   let value: unknown = text;
-  if (field.kind === "number") {
-    const t = text.trim();
-    if (!/^[+-]?\d+$/.test(t)) {
-      const shown = field.secret ? "a string" : JSON.stringify(text);
-      throw new ConfigError("INVALID_VALUE", `${variable} (for ${field.name}) must be ${field.rule.expected}, got ${shown}`, { field: field.name, variable });
-    }
-    value = Number(t);
-  } else if (field.kind === "boolean") {
-    const t = text.trim().toLowerCase();
-    if (t === "true" || t === "1") value = true;
-    else if (t === "false" || t === "0") value = false;
-    else
-      throw new ConfigError("INVALID_VALUE", `${variable} (for ${field.name}) must be true or false, got ${field.secret ? "a string" : JSON.stringify(text)}`, {
-        field: field.name,
-        variable,
-      });
-  }
+  if (field.kind === "number") value = /^[+-]?\d+$/.test(t) ? Number(t) : refuse(field.rule.expected);
+  else if (field.kind === "boolean") value = BOOLEANS.get(t.toLowerCase()) ?? refuse("true or false");
   checkValue(field, value, field.name, variable);
   return value;
 }

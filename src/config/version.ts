@@ -14,8 +14,8 @@ function older(a: [number, number, number], b: [number, number, number]): boolea
 }
 
 /**
- * Names of the fields set on `config` that the given tool version does not know yet
- * (the seed's "Available from" column); empty when the version supports them all.
+ * Names of the fields set on `config` that the given tool version does not know yet (the seed's
+ * "Available from" column).
  *
  * @example checkToolVersion(config, "0.12.7") // → ["profile"] when profile is set
  */

@@ -25,8 +25,7 @@ export interface ResolvedSetting<T> {
 }
 
 type Fields = readonly FieldSpec[];
-/** Resolved settings of a field table, keyed by field name. */
-export type ResolvedOf<T extends Fields> = {
+type ResolvedOf<T extends Fields> = {
   readonly [F in T[number] as F["name"]]: ResolvedSetting<KindValue<AssumeRoleTypes>[F["kind"]]>;
 };
 
@@ -35,10 +34,7 @@ export type ResolvedBackendSettings = ResolvedOf<typeof ObjectStoreBackendConfig
 /** Effective settings of a remote-state config (adds `defaults` and `workspace`). */
 export type ResolvedRemoteStateSettings = ResolvedOf<typeof DataRemoteStateObjectStoreConfig.fields>;
 
-/**
- * Values a shared-credentials profile supplies, by field name. The credentials layer
- * (issue: credentials) provides the loader; resolution only consults it.
- */
+/** Values a shared-credentials profile supplies, by field name (the credentials layer provides the loader). */
 export interface ProfileLayer {
   readonly name: string;
   readonly values: Readonly<Record<string, unknown>>;
@@ -65,11 +61,7 @@ const BLOCK_FIELDS = {
 
 type Mutable = Record<string, ResolvedSetting<unknown>>;
 
-/**
- * The standard AWS variables, for fields the seed's sources leave unset, in order: the
- * service's own endpoint variable before the general one. They are validated like the
- * seed's (an endpoint with a path is refused, naming the variable), and only when used.
- */
+/** The standard AWS variables for fields the seed's sources leave unset, the service's own before the general one; validated when used. */
 export const AWS_ENV: Readonly<Record<string, readonly string[]>> = {
   region: ["AWS_REGION", "AWS_DEFAULT_REGION"],
   endpoint: ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"],
@@ -77,36 +69,19 @@ export const AWS_ENV: Readonly<Record<string, readonly string[]>> = {
   stsEndpoint: ["AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL"],
 };
 
-/** Does the seed itself point STS somewhere: an http(s) object-store endpoint from its own sources? */
+/**
+ * STS goes to the object-store endpoint when stsEndpoint is unset (credentials/chain.ts): an AWS
+ * variable must not take that over from an http(s) endpoint of the seed's own sources.
+ */
 function seedStsFallback(out: Mutable): boolean {
   const store = out["endpoint"];
-  // STS goes to the object-store endpoint when stsEndpoint is unset (credentials/chain.ts);
-  // an AWS variable must not take that over from the seed's own endpoint.
   return store !== undefined && !store.source.startsWith("aws:") && typeof store.value === "string" && !/^file:/i.test(store.value.trim());
 }
 
-function applyAwsEnv(out: Mutable, fields: Fields, env: Env): void {
-  for (const f of fields) {
-    const names = AWS_ENV[f.name];
-    if (names === undefined || out[f.name] !== undefined) continue;
-    if (f.name === "stsEndpoint" && seedStsFallback(out)) continue;
-    for (const name of names) {
-      const text = env[name];
-      if (text !== undefined && text !== "") {
-        out[f.name] = { value: parseEnvValue(f, name, text), source: `aws:env:${name}` };
-        break;
-      }
-    }
-  }
-}
-
-function fromExplicitOrEnv(f: FieldSpec, explicit: unknown, env: Env): ResolvedSetting<unknown> | undefined {
-  if (explicit !== undefined) return { value: explicit, source: "explicit" };
-  for (const name of f.env) {
-    const text = env[name];
-    if (text !== undefined && text !== "") return { value: parseEnvValue(f, name, text), source: `env:${name}` };
-  }
-  return undefined;
+/** The first of `names` set non-empty in `env`, its value parsed for `f`; `label` prefixes the source. */
+function fromEnv(f: FieldSpec, names: readonly string[], env: Env, label: "env" | "aws:env"): ResolvedSetting<unknown> | undefined {
+  const name = names.find((n) => (env[n] ?? "") !== "");
+  return name === undefined ? undefined : { value: parseEnvValue(f, name, env[name] as string), source: `${label}:${name}` };
 }
 
 function applyBlock(out: Mutable, block: ObjectStoreAssumeRole | undefined): void {
@@ -121,11 +96,10 @@ function applyBlock(out: Mutable, block: ObjectStoreAssumeRole | undefined): voi
 }
 
 /**
- * The effective settings of `config` under `env`: every field of its table with its
- * value and provenance. Environment values are validated like explicit ones; a bad one
- * throws a {@link ConfigError} naming the variable. The result and each of its entries
- * print (`util.inspect`, `JSON.stringify`, `String()`) with secrets redacted; read a
- * secret through `.value`.
+ * The effective settings of `config` under `env`: every field with its value and provenance.
+ * Environment values are validated like explicit ones (a bad one throws a {@link ConfigError}
+ * naming the variable). The result and its entries print with secrets redacted; read a secret
+ * through `.value`.
  */
 export function resolveSettings(config: ObjectStoreBackendConfig, env?: Env, options?: ResolveOptions): ResolvedBackendSettings;
 export function resolveSettings(config: DataRemoteStateObjectStoreConfig, env?: Env, options?: ResolveOptions): ResolvedRemoteStateSettings;
@@ -138,14 +112,14 @@ export function resolveSettings(
   const values = config as unknown as Record<string, unknown>;
   const out: Mutable = {};
   for (const f of fields) {
-    const r = fromExplicitOrEnv(f, values[f.name], env);
+    const r = values[f.name] !== undefined ? { value: values[f.name], source: "explicit" as const } : fromEnv(f, f.env, env, "env");
     if (r !== undefined) out[f.name] = r;
   }
   applyBlock(out, config.assumeRole);
 
   const profile = out["profile"]?.value as string | undefined;
   if (profile !== undefined && profile !== "") {
-    out["sharedCredentialsFile"] ??= { value: defaultOf(fields, "sharedCredentialsFile"), source: "default" };
+    out["sharedCredentialsFile"] ??= { value: fields.find((f) => f.name === "sharedCredentialsFile")?.default, source: "default" };
     const layer = options.profileLoader?.(profile, out["sharedCredentialsFile"].value as string);
     if (layer !== undefined) {
       for (const f of fields) {
@@ -154,7 +128,12 @@ export function resolveSettings(
       }
     }
   }
-  applyAwsEnv(out, fields, env);
+  for (const f of fields) {
+    const names = AWS_ENV[f.name];
+    if (names === undefined || out[f.name] !== undefined || (f.name === "stsEndpoint" && seedStsFallback(out))) continue;
+    const r = fromEnv(f, names, env, "aws:env");
+    if (r !== undefined) out[f.name] = r;
+  }
 
   for (const f of fields) {
     if (out[f.name] === undefined) {
@@ -177,8 +156,4 @@ export function resolveSettings(
 function shownSetting(r: ResolvedSetting<unknown>, secret: boolean): Record<string, unknown> {
   const value = r.value !== null && typeof r.value === "object" ? ((r.value as { toJSON?: () => unknown }).toJSON?.() ?? r.value) : shownValue(r.value, secret);
   return { value, source: r.source, ...(r.via === undefined ? {} : { via: r.via }) };
-}
-
-function defaultOf(fields: Fields, name: string): unknown {
-  return fields.find((f) => f.name === name)?.default;
 }

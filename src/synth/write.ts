@@ -4,10 +4,8 @@ import { ObjstateError } from "../errors.js";
 import { formatToolJson, type ToolJson } from "../config/tool-json.js";
 
 /**
- * Write `doc` to `file` as {@link formatToolJson} prints it, replacing the file. In the
- * published build this loads `node:fs` as CommonJS does, so a program that synthesizes and
- * writes need not import `node:fs` as an ES module: on Node 20 that builds the module
- * facade of all of fs (its promises API and streams), a cost to every fresh process.
+ * Write `doc` to `file` as {@link formatToolJson} prints it, replacing the file, so that a
+ * program that synthesizes need not import `node:fs` itself (docs/decisions/026).
  *
  * @throws ObjstateError `WRITE_FAILED`, naming the file and the system's reason.
  * @example writeToolJson("main.tf.json", mergeToolJson(backend.toToolJson(), net.toToolJson()));

@@ -1,5 +1,5 @@
 /**
- * Building checks only the props given (src/config/base.ts, validValues) and falls back to
+ * Building checks only the props given (src/config/base.ts, checkedValues) and falls back to
  * the field-by-field check in table order to report an error: whatever order the props
  * come in, the error is the one of the first bad field in the table, and a valid object
  * is the same whichever way it was built.
