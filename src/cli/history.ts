@@ -8,15 +8,11 @@ import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { formatStateDiff, type StateDiff } from "../state/diff.js";
 import { confirm, interactive } from "./confirm.js";
 import { CliError, countFlag, lockIdFlag, usageError, writeOut } from "./io.js";
-import { underLock, withBackend } from "./runtime.js";
+import { refuseLockIdWithoutLocking, underLock, withBackend } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { colorsAllowed, formatBytes, printJson, table } from "./term.js";
-
-/** The table formatter (term.ts), where serve.ts finds it. */
-export { table };
 import { printable as safe } from "../util/printable.js";
 import { historyEntryJson, principalText, rollbackJson, versionDiffJson } from "../wire/shapes.js";
-
 import type { Opts } from "./options.js";
 
 function idFlag(v: string | undefined, flag: string): string | undefined {
@@ -133,8 +129,7 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
   const force = opts.force === true;
   await withBackend(backendConfigOf(input), input.settings, async (backend) => {
     const where = backend.describe(workspace);
-    if (given !== undefined && !backend.lockingEnabled)
-      throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
+    refuseLockIdWithoutLocking(backend, given);
     // Asked before the lock is taken: no one else waits on it while a person reads the diff.
     const shown = ask ? await confirmRollback(backend, workspace, to) : undefined;
     // Under the lock, the library checks that the diff confirmed is still the one the rollback applies.

@@ -5,7 +5,7 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { interactive, readSecret } from "./confirm.js";
 import { durationFlag } from "./duration.js";
-import { table } from "./history.js";
+import { table } from "./term.js";
 import { usageError } from "./io.js";
 import type { Opts } from "./options.js";
 import { connect } from "./runtime.js";
