@@ -20,8 +20,13 @@ import { durationFlag } from "./duration.js";
 import { CliError, lockIdFlag, readJsonFile, usageError, writeOut } from "./io.js";
 import { guardedCall, lockWaiting, requireLocking, stateStored, underGivenLock, withBackend } from "./runtime.js";
 import { warn } from "./warn.js";
-import { printLocks, runUnderLock } from "./lock-commands.js";
-import { openStateInput } from "./state-input.js";
+import { sourceChanged } from "../store/byte-source.js";
+import type { ByteSource } from "../store/types.js";
+import { nodeChildProcess, nodeFs } from "../util/builtins.js";
+import { FILE_LIMITS, openBoundedFile, readBoundedFile, ReadFileError } from "../io/read-file.js";
+import { ObjstateError } from "../errors.js";
+import { formatAgo } from "../console/format.js";
+import type { LockListing, LockOptions, ObjectStoreBackend } from "../backend/backend.js";
 import {
   backendConfigOf,
   describeOrigin,
@@ -34,7 +39,7 @@ import {
 } from "./settings.js";
 import { parseSettings } from "../config/settings-table.js";
 import { describeEncryption } from "../config/encryption-setting.js";
-import { formatBytes, paint, printJson, Progress } from "./term.js";
+import { formatBytes, paint, printJson, Progress, table } from "./term.js";
 import { redactUrl } from "../util/redact.js";
 import { printable } from "../util/printable.js";
 import { lockJson, rekeyJson, workspaceJson } from "../wire/shapes.js";
@@ -262,6 +267,71 @@ export async function statePullAction(opts: Opts): Promise<void> {
   });
 }
 
+// The bytes `state push` sends, as `writeState` takes them: a file read from its open descriptor
+// each time the write reads it (memory stays bounded, up to the 5 GiB one PutObject stores), or
+// standard input, which cannot be read twice, held in memory. The library checks it is a state.
+
+/** Bytes per read of the file: the most of it in memory at once, per pass. */
+const CHUNK = 1024 * 1024;
+
+interface StateInput {
+  /** The file's name for messages (`standard input` for `-`). */
+  readonly name: string;
+  readonly size: number;
+  readonly body: Buffer | ByteSource;
+  close(): void;
+}
+
+/** Open the state to push (`-` is standard input): `FILE_UNREADABLE` or `FILE_TOO_LARGE` (exit 2) when it cannot be read. */
+export function openStateInput(file: string): StateInput {
+  if (file === "-") {
+    const advice =
+      "; standard input cannot be read twice (once to check it, once to send it), so it is held in memory: save the state to a file and push the file";
+    const bytes = bounded(() => readBoundedFile("-", FILE_LIMITS.state).bytes, advice);
+    return { name: "standard input", size: bytes.length, body: bytes, close: () => undefined };
+  }
+  const { fd, size } = bounded(() => openBoundedFile(file, FILE_LIMITS.stateFile), "");
+  return { name: file, size, body: fileSource(fd, size, file), close: () => nodeFs().closeSync(fd) };
+}
+
+function bounded<T>(read: () => T, tooLargeAdvice: string): T {
+  try {
+    return read();
+  } catch (e) {
+    if (!(e instanceof ReadFileError)) throw e;
+    if (e.problem.kind === "too-large") throw new CliError("FILE_TOO_LARGE", `${e.message}${tooLargeAdvice}`, { cause: e });
+    throw new CliError("FILE_UNREADABLE", e.message, { cause: e });
+  }
+}
+
+/**
+ * The open file as a source: every read starts at byte 0 of the same descriptor (a file
+ * renamed over the path meanwhile changes nothing), in fresh {@link CHUNK}-sized buffers (a
+ * consumer may hold one while the next is read). A file that shrank is `INPUT_CHANGED`; bytes
+ * changed in place fail the MD5 the store checks.
+ */
+function fileSource(fd: number, size: number, name: string): ByteSource {
+  const fs = nodeFs();
+  const readAt = (buf: Buffer, off: number, len: number, pos: number): Promise<number> =>
+    new Promise((resolve, reject) => fs.read(fd, buf, off, len, pos, (e, n) => (e ? reject(e) : resolve(n))));
+  return {
+    size,
+    async *open() {
+      for (let pos = 0; pos < size;) {
+        const n = Math.min(CHUNK, size - pos);
+        const buf = Buffer.allocUnsafe(n);
+        for (let got = 0; got < n;) {
+          const r = await readAt(buf, got, n - got, pos + got);
+          if (r === 0) throw sourceChanged(name, size, pos + got);
+          got += r;
+        }
+        pos += n;
+        yield buf;
+      }
+    },
+  };
+}
+
 /**
  * `objstate state push FILE|-`: one `writeState` under the lock (its own, or the caller's with
  * --lock-id), through the lineage guard (--force to override). The library refuses bytes that
@@ -408,4 +478,78 @@ export async function unlockAction(id: string, opts: Opts, forced = false): Prom
     if (opts.json === true) return printJson({ workspace, path: where, unlocked: id, ...(forced ? { forced: true } : {}) });
     say(`${forced ? "force-released" : "released"} lock ${id} on ${where}`);
   });
+}
+
+/** Print the lock list: JSON, or one aligned line per lock (what the holders wrote, escaped). */
+export function printLocks(list: readonly LockListing[], json: boolean): void {
+  if (json) return printJson(list.map(lockJson));
+  if (list.length === 0) {
+    process.stdout.write("no locks\n");
+    return;
+  }
+  const now = Date.now();
+  // Times as the console shows them: how long ago first (what an operator judges a stale lock by), then UTC.
+  const when = (iso: string, verb = ""): string => {
+    const ago = formatAgo(iso, now);
+    return ago === "" ? `${verb}${iso}` : `${verb}${iso} (${ago})`;
+  };
+  const rows = [
+    ["WORKSPACE", "SOURCE", "ID", "WHO", "OPERATION", "INFO", "SINCE", "LEASE"],
+    ...list.map((l) =>
+      [
+        l.workspace ?? `(${l.path})`,
+        l.source,
+        l.id || "(none)",
+        l.who || "-",
+        l.operation || "-",
+        l.info || "-",
+        l.since ? when(l.since) : "-",
+        l.expires === null ? "never expires" : when(l.expires, l.expired ? "expired " : "expires "),
+      ].map(printable),
+    ),
+  ];
+  process.stdout.write(`${table(rows)}\n`);
+}
+
+/**
+ * Take the lock, run `command` with `OBJSTATE_LOCK_ID` and `OBJSTATE_WORKSPACE` while the
+ * heartbeat renews the lease, then release. A lost lease sends the command SIGTERM and ends
+ * with `LOCK_LOST` (exit 7).
+ */
+export async function runUnderLock(
+  backend: ObjectStoreBackend,
+  workspace: string,
+  options: LockOptions,
+  timeoutMs: number,
+  command: readonly string[],
+): Promise<void> {
+  const ended = await backend.withLock(workspace, { ...options, wait: { timeoutMs, setting: "--lock-timeout" } }, async (lock) => {
+    const [file, ...args] = command as [string, ...string[]];
+    const child = nodeChildProcess().spawn(file, args, {
+      stdio: "inherit",
+      env: { ...process.env, OBJSTATE_LOCK_ID: lock.id ?? "", OBJSTATE_WORKSPACE: workspace },
+    });
+    const onLost = (): boolean => child.kill("SIGTERM");
+    lock.signal?.addEventListener("abort", onLost, { once: true });
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let failure: unknown;
+    try {
+      exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+        child.on("error", (e) => reject(new CliError("COMMAND_FAILED", `could not run ${file}: ${e.message}`, { cause: e })));
+        child.on("exit", (c, s) => resolve({ code: c, signal: s }));
+      });
+    } catch (e) {
+      failure = e;
+    }
+    lock.signal?.removeEventListener("abort", onLost);
+    // A lease lost while the command ran is what to report, whatever the command did.
+    const lost: unknown = lock.signal?.aborted === true ? lock.signal.reason : undefined;
+    if (lost instanceof ObjstateError && lost.code === "LOCK_LOST")
+      throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, { cause: lost });
+    if (failure !== undefined || exit === undefined) throw failure;
+    return exit;
+  });
+  // The command's own code is named, not passed on: its 3-7 would read as objstate's (locked, conflict…).
+  if (ended.signal !== null) throw new CliError("COMMAND_FAILED", `${command[0]} was ended by ${ended.signal}; the lock was released`);
+  if (ended.code !== 0) throw new CliError("COMMAND_FAILED", `${command[0]} exited with code ${ended.code ?? "?"}; the lock was released`);
 }

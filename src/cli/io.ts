@@ -87,7 +87,12 @@ export function countFlag(v: string | undefined, flag: string, code: UsageCode):
 
 /** `--lock-id ID`: write under a lock the caller holds (taken with `objstate lock`). */
 export function lockIdFlag(id: string | undefined): string | undefined {
-  if (id === undefined) return undefined;
-  if (id.trim() === "") throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
-  return id.trim();
+  return idFlag(id, "--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
+}
+
+/** An ID flag's value, trimmed; an empty one is refused with `message`. */
+export function idFlag(v: string | undefined, message: string, code: UsageCode): string | undefined {
+  if (v === undefined) return undefined;
+  if (v.trim() === "") throw usageError(message, code);
+  return v.trim();
 }

@@ -12,7 +12,7 @@ import { debugEnabled, errorLine, exitCodeOf, isClosedOutput } from "./io.js";
 import { warn } from "./warn.js";
 import { addSettingsOptions } from "./settings.js";
 import { settingsTopicText } from "../config/settings-docs.js";
-import { asksNoColor, withToolSpellings } from "./spellings.js";
+import { withToolSpellings } from "./spellings.js";
 import { disableColors, paint, printJson } from "./term.js";
 import { printable } from "../util/printable.js";
 
@@ -41,10 +41,8 @@ const LOCK_FALSE_WARNING =
 function oneLine(text: string): string {
   return text
     .replace(/^error:\s*/i, "")
-    .split("\n")
-    .map((l) => l.trim())
-    .filter((l) => l !== "")
-    .join(" ");
+    .replace(/\s*\n\s*/g, " ")
+    .trim();
 }
 
 /** The options object of an action's command (the last argument commander passes), typed once here: the flags are the ones this file and the settings table define. */
@@ -416,9 +414,9 @@ function prepareArgv(root: Command, argv: readonly string[]): string[] {
   const { cmd, next } = commandPath(root, args);
   // Before the command (or without one), only the program's options: none takes a value.
   const own = args.slice(0, cmd === root ? args.length : next).map((w) => (w === "-V" ? "--version" : w));
-  const after = cmd === root ? [] : withToolSpellings(cmd, args.slice(next));
-  if (own.includes("--no-color") || (cmd !== root && asksNoColor(cmd, after))) disableColors();
-  return [...argv.slice(0, 2), ...own, ...after];
+  const after = cmd === root ? { args: [], noColor: false } : withToolSpellings(cmd, args.slice(next));
+  if (own.includes("--no-color") || after.noColor) disableColors();
+  return [...argv.slice(0, 2), ...own, ...after.args];
 }
 
 /** Print an error as one line on stderr (`objstate: error: …`); with OBJSTATE_DEBUG, the stack of anything unexpected follows. */

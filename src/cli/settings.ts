@@ -97,19 +97,17 @@ export function addSettingsOptions(cmd: Command, command: SettingsCommand, optio
 /** Where an explicit value came from. */
 export type Origin = { readonly kind: "flag"; readonly flag: string } | { readonly kind: "file"; readonly file: string; readonly key: string };
 
-/** The settings a command was given: explicit props with the origin of each. */
+/** The settings a command was given: explicit props (the file's, overridden by flags) with the origin of each (and of `workspace` and `defaults`). */
 export interface SettingsInput {
-  /** Explicit backend props: the file's, overridden by flags. */
   readonly props: Readonly<Record<string, unknown>>;
-  /** Origin of each explicit field (and of `workspace` / `defaults`). */
   readonly origins: Readonly<Record<string, Origin>>;
-  /** The workspace to act on: `-w`, else the file's `workspace`; undefined means `default`. */
+  /** `-w`, else the file's `workspace`; undefined means `default`. */
   readonly workspace: string | undefined;
   /** Output defaults (`--defaults`, else the file's `defaults`). */
   readonly defaults: Readonly<Record<string, unknown>> | undefined;
   /** The `--config` file, when one was given. */
   readonly file: string | undefined;
-  /** The settings that are not fields (the settings table), parsed once: flag > file > environment > default. */
+  /** The settings table's values, parsed once: flag > file > environment > default. */
   readonly settings: Settings;
 }
 
@@ -268,18 +266,10 @@ export function settingFlagsOf(opts: Opts): SettingFlags {
   return flags as SettingFlags;
 }
 
-/** Describe a setting's origin for `objstate config`: `--layout`, `FILE (objstate.layout)`, `env OBJSTATE_TIMEOUT`; undefined for the default. */
+/** A setting's origin for `objstate config`: `--layout`, `FILE (objstate.layout)`, `env OBJSTATE_TIMEOUT`; undefined for the default. */
 export function describeSettingOrigin(o: SettingOrigin): string | undefined {
-  switch (o.kind) {
-    case "flag":
-      return o.flag;
-    case "file":
-      return `${o.file} (${o.key})`;
-    case "env":
-      return `env ${o.variable}`;
-    case "default":
-      return undefined;
-  }
+  if (o.kind === "default") return undefined;
+  return o.kind === "flag" ? o.flag : o.kind === "file" ? `${o.file} (${o.key})` : `env ${o.variable}`;
 }
 
 /** Describe an origin for messages: `--bucket` or `file stack.json`. */
