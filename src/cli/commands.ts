@@ -283,7 +283,7 @@ interface StateInput {
 }
 
 /** Open the state to push (`-` is standard input): `FILE_UNREADABLE` or `FILE_TOO_LARGE` (exit 2) when it cannot be read. */
-export function openStateInput(file: string): StateInput {
+function openStateInput(file: string): StateInput {
   if (file === "-") {
     const advice =
       "; standard input cannot be read twice (once to check it, once to send it), so it is held in memory: save the state to a file and push the file";
@@ -481,7 +481,7 @@ export async function unlockAction(id: string, opts: Opts, forced = false): Prom
 }
 
 /** Print the lock list: JSON, or one aligned line per lock (what the holders wrote, escaped). */
-export function printLocks(list: readonly LockListing[], json: boolean): void {
+function printLocks(list: readonly LockListing[], json: boolean): void {
   if (json) return printJson(list.map(lockJson));
   if (list.length === 0) {
     process.stdout.write("no locks\n");
@@ -516,7 +516,7 @@ export function printLocks(list: readonly LockListing[], json: boolean): void {
  * heartbeat renews the lease, then release. A lost lease sends the command SIGTERM and ends
  * with `LOCK_LOST` (exit 7).
  */
-export async function runUnderLock(
+async function runUnderLock(
   backend: ObjectStoreBackend,
   workspace: string,
   options: LockOptions,
