@@ -49,6 +49,10 @@ export interface DiagnoseOptions extends ConnectOptions {
 
 const REACH_TIMEOUT_MS = 5000;
 
+const ok = (name: string, detail: string): CheckResult => ({ name, status: "ok", detail });
+const warn = (name: string, detail: string, fix: string): CheckResult => ({ name, status: "warn", detail, fix });
+const fail = (name: string, detail: string, fix: string): CheckResult => ({ name, status: "fail", detail, fix });
+
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
@@ -125,27 +129,18 @@ async function versionsCheck(store: ObjectStoreDriver, bucket: string): Promise<
   try {
     const status = await store.versioning();
     if (status !== "enabled") {
-      return {
-        name: "versions",
-        status: "warn",
-        detail: `bucket ${bucket} does not keep versions (versioning ${status}): a bad write cannot be undone, and objstate state history, state diff of old versions and state rollback need versioning`,
-        fix: "turn it on with objstate init --versioning",
-      };
+      const detail = `bucket ${bucket} does not keep versions (versioning ${status}): a bad write cannot be undone, and objstate state history, state diff of old versions and state rollback need versioning`;
+      return warn("versions", detail, "turn it on with objstate init --versioning");
     }
     const r = await store.getRetention().catch(() => null);
     const kept = r === null ? "every noncurrent version is kept (no retention rule)" : `noncurrent versions under "${r.prefix}" expire ${retentionText(r)}`;
-    return {
-      name: "versions",
-      status: "ok",
-      detail: `bucket ${bucket} keeps every version${store.kind === "file" ? " (the embedded store always does)" : " (bucket versioning on)"}; ${kept}`,
-    };
+    return ok(
+      "versions",
+      `bucket ${bucket} keeps every version${store.kind === "file" ? " (the embedded store always does)" : " (bucket versioning on)"}; ${kept}`,
+    );
   } catch (e) {
-    return {
-      name: "versions",
-      status: "warn",
-      detail: `cannot tell whether bucket ${bucket} keeps versions: ${message(e)}`,
-      fix: "history and rollback need bucket versioning: objstate init --versioning",
-    };
+    const detail = `cannot tell whether bucket ${bucket} keeps versions: ${message(e)}`;
+    return warn("versions", detail, "history and rollback need bucket versioning: objstate init --versioning");
   }
 }
 
@@ -157,49 +152,33 @@ async function versionsCheck(store: ObjectStoreDriver, bucket: string): Promise<
 async function conditionChecks(store: ObjectStoreDriver, near: string, lockfile: boolean, add: (r: CheckResult) => CheckResult): Promise<void> {
   try {
     const v = await probeConditions(store, near);
-    const line = (name: string, ok: boolean, yes: string, no: string, fix: string, required: boolean): void => {
-      add(ok ? { name, status: "ok", detail: yes } : { name, status: required ? "fail" : "warn", detail: no, fix });
+    const fix = "use a store that honours conditional writes; lockfiles (--lockfile) are refused on this one";
+    const line = (name: string, honoured: boolean, yes: string, no: string): void => {
+      add(honoured ? ok(name, yes) : { ...fail(name, no, fix), status: lockfile ? "fail" : "warn" });
     };
     line(
       "If-None-Match",
       v.ifNoneMatch,
       "a second create-if-absent of the same key is refused",
       `${store.location} ignores If-None-Match: *: a create-if-absent overwrote the object`,
-      "use a store that honours conditional writes; lockfiles (--lockfile) are refused on this one",
-      lockfile,
     );
     line(
       "If-Match",
       v.ifMatch,
       "a write conditional on another version is refused",
       `${store.location} ignores If-Match: a write conditional on another version replaced the object`,
-      "use a store that honours conditional writes; lockfiles (--lockfile) are refused on this one",
-      lockfile,
     );
-    if (v.deleteIfMatch || !lockfile) {
-      // Only lockfiles would use it: without them, a store that ignores it is fine.
-      add({
-        name: "conditional delete",
-        status: "ok",
-        detail: v.deleteIfMatch
-          ? "a delete conditional on another version is refused"
-          : `${store.location} ignores If-Match on DELETE (only lockfiles would use it)`,
-      });
-    } else {
-      add({
-        name: "conditional delete",
-        status: "warn",
-        detail: `${store.location} ignores If-Match on DELETE: lockfiles are released after a read and an ID check (as the tool does), not atomically`,
-        fix: "nothing to do unless lockfiles must be released atomically",
-      });
+    // Only lockfiles would use a conditional delete: without them, a store that ignores it is fine.
+    if (v.deleteIfMatch) add(ok("conditional delete", "a delete conditional on another version is refused"));
+    else if (!lockfile) add(ok("conditional delete", `${store.location} ignores If-Match on DELETE (only lockfiles would use it)`));
+    else {
+      const detail = `${store.location} ignores If-Match on DELETE: lockfiles are released after a read and an ID check (as the tool does), not atomically`;
+      add(warn("conditional delete", detail, "nothing to do unless lockfiles must be released atomically"));
     }
   } catch (e) {
-    add({
-      name: "If-None-Match",
-      status: "fail",
-      detail: `the conditional-write probe failed: ${message(e)}`,
-      fix: diskFix(e) ?? "check the credentials' permissions to put and delete objects",
-    });
+    add(
+      fail("If-None-Match", `the conditional-write probe failed: ${message(e)}`, diskFix(e) ?? "check the credentials' permissions to put and delete objects"),
+    );
   }
 }
 
@@ -253,15 +232,12 @@ function settingsCheck(
     built = typeof config === "function" ? config() : config;
     t = resolveTargets(built, options);
   } catch (e) {
-    c.add({ name: "settings", status: "fail", ...settingsFailure(e) });
+    const { detail, fix } = settingsFailure(e);
+    c.add(fail("settings", detail, fix));
     return undefined;
   }
   const table = t.table === undefined ? ", no lock table" : `, lock table ${t.table.name} at ${redactUrl(t.table.endpoint)}`;
-  c.add({
-    name: "settings",
-    status: "ok",
-    detail: `bucket ${t.settings.bucket.value}, endpoint ${redactUrl(t.endpoint)} (${t.settings.endpoint.source})${table}, workspace ${workspace}`,
-  });
+  c.add(ok("settings", `bucket ${t.settings.bucket.value}, endpoint ${redactUrl(t.endpoint)} (${t.settings.endpoint.source})${table}, workspace ${workspace}`));
   return { config: built, targets: t };
 }
 
@@ -289,9 +265,9 @@ async function linkChecks(c: Checks, config: ObjectStoreBackendConfig, t: Target
   if (identity === null) return c.skip(LATER.slice(1), "no credentials");
   const bucketOk = await storeChecks(c, t, identity, options);
   const table = await tableChecks(c, t, identity, options);
-  if (t.table === undefined) c.add({ name: "digest", status: "skip", detail: "no lock table, so no digests" });
-  else if (!bucketOk || !table.ok) c.add({ name: "digest", status: "skip", detail: "needs a working bucket and lock table" });
-  else if (!table.exists) c.add({ name: "digest", status: "ok", detail: `no digests yet (the lock table does not exist yet)` });
+  if (t.table === undefined) c.skip(["digest"], "no lock table, so no digests");
+  else if (!bucketOk || !table.ok) c.skip(["digest"], "needs a working bucket and lock table");
+  else if (!table.exists) c.add(ok("digest", "no digests yet (the lock table does not exist yet)"));
   else await digestChecks(c, config, options, workspace);
   if (options.encryption !== undefined) await encryptionCheck(c, config, options, workspace, bucketOk);
 }
@@ -299,21 +275,18 @@ async function linkChecks(c: Checks, config: ObjectStoreBackendConfig, t: Target
 /** 2. Credentials, when an endpoint is HTTP; null when they cannot be had. */
 async function credentialsCheck(c: Checks, t: Targets, options: ConnectOptions): Promise<Identity | undefined | null> {
   if (!needsIdentity(t)) {
-    c.add({ name: "credentials", status: "ok", detail: "not needed: embedded store and table (file: endpoints)" });
+    c.add(ok("credentials", "not needed: embedded store and table (file: endpoints)"));
     return undefined;
   }
   try {
     const identity = await identityOf(t, options);
     const before = identity.tried ?? [];
-    c.add({ name: "credentials", status: "ok", detail: before.length === 0 ? identity.source : `${identity.source}; tried first: ${before.join("; ")}` });
+    c.add(ok("credentials", before.length === 0 ? identity.source : `${identity.source}; tried first: ${before.join("; ")}`));
     return identity;
   } catch (e) {
-    c.add({
-      name: "credentials",
-      status: "fail",
-      detail: credentialsFailure(t.settings, e),
-      fix: "set PROVIDER_ACCESS_KEY and PROVIDER_SECRET_KEY (or --access-key / --secret-key), a profile (--profile), a compute role (--compute-role-name) or a role to assume (--assume-role-role-arn); or AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE (~/.aws), web identity (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN), or the container or instance metadata service",
-    });
+    const fix =
+      "set PROVIDER_ACCESS_KEY and PROVIDER_SECRET_KEY (or --access-key / --secret-key), a profile (--profile), a compute role (--compute-role-name) or a role to assume (--assume-role-role-arn); or AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE (~/.aws), web identity (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN), or the container or instance metadata service";
+    c.add(fail("credentials", credentialsFailure(t.settings, e), fix));
     return null;
   }
 }
@@ -323,14 +296,12 @@ async function reachCheck(c: Checks, name: string, at: ParsedEndpoint, embedded:
   if (at.kind === "http") {
     const r = await reachHttp(at.url);
     c.add(
-      r.ok
-        ? { name, status: "ok", detail: `${redactUrl(at.url)} answers (HTTP ${r.status})` }
-        : { name, status: "fail", detail: `cannot reach ${redactUrl(at.url)} (${r.reason})`, fix: r.fix ?? fixes.http },
+      r.ok ? ok(name, `${redactUrl(at.url)} answers (HTTP ${r.status})`) : fail(name, `cannot reach ${redactUrl(at.url)} (${r.reason})`, r.fix ?? fixes.http),
     );
     return r.ok;
   }
   const r = await reachDir(at.dir);
-  c.add(r.ok ? { name, status: "ok", detail: `${embedded}, ${r.detail}` } : { name, status: "fail", detail: `${embedded}: ${r.reason}`, fix: fixes.dir });
+  c.add(r.ok ? ok(name, `${embedded}, ${r.detail}`) : fail(name, `${embedded}: ${r.reason}`, fixes.dir));
   return r.ok;
 }
 
@@ -341,7 +312,7 @@ async function storeChecks(c: Checks, t: Targets, identity: Identity | undefined
     dir: `point --endpoint at a directory you can write (file:./.objstate, file:///abs/dir)`,
   });
   if (!reached) {
-    c.add({ name: "bucket", status: "skip", detail: "the object-store endpoint is not reachable" });
+    c.skip(["bucket"], "the object-store endpoint is not reachable");
     return false;
   }
   const store = await storeOf(t, identity, options);
@@ -350,7 +321,7 @@ async function storeChecks(c: Checks, t: Targets, identity: Identity | undefined
   } catch (e) {
     const fix =
       diskFix(e) ?? (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the bucket" : "check --bucket and --endpoint");
-    c.add({ name: "bucket", status: "fail", detail: message(e), fix });
+    c.add(fail("bucket", message(e), fix));
     return false;
   } finally {
     store.close();
@@ -363,17 +334,16 @@ async function bucketChecks(c: Checks, store: ObjectStoreDriver, t: Targets, loc
   if (!(await store.bucketExists())) {
     if (t.storeAt.kind === "http") {
       const fix = "create it with objstate init --create-bucket, or check --bucket and --endpoint";
-      c.add({ name: "bucket", status: "fail", detail: `bucket ${bucket} does not exist at ${store.location}`, fix });
+      c.add(fail("bucket", `bucket ${bucket} does not exist at ${store.location}`, fix));
       return false;
     }
-    const detail = `bucket ${bucket} does not exist yet; the embedded store creates it on first write (or: objstate init --create-bucket)`;
-    c.add({ name: "bucket", status: "ok", detail });
+    c.add(ok("bucket", `bucket ${bucket} does not exist yet; the embedded store creates it on first write (or: objstate init --create-bucket)`));
     return true;
   }
   const prefix = (s.prefix.value ?? "").replace(/^\/+|\/+$/g, "");
   const under = prefix === "" ? "" : `${prefix}/`;
   const probe = `${under}.objstate-doctor-${randomUUID()}`;
-  let ok = false;
+  let written = false;
   try {
     await store.put(probe, Buffer.from("objstate doctor probe\n"), {
       contentType: "text/plain",
@@ -382,39 +352,28 @@ async function bucketChecks(c: Checks, store: ObjectStoreDriver, t: Targets, loc
     });
     // purge, not delete: on a versioned bucket a delete would leave a version and a marker.
     await store.purge(probe);
-    ok = true;
-    c.add({ name: "bucket", status: "ok", detail: `bucket ${bucket} exists and is writable (wrote and deleted ${probe})` });
+    written = true;
+    c.add(ok("bucket", `bucket ${bucket} exists and is writable (wrote and deleted ${probe})`));
     await conditionChecks(store, `${under}.objstate-doctor`, lockfile, c.add);
   } catch (e) {
-    c.add({
-      name: "bucket",
-      status: "fail",
-      detail: `bucket ${bucket} exists but writing ${probe} failed: ${message(e)}`,
-      fix: diskFix(e) ?? `let these credentials put and delete objects in ${bucket}${prefix === "" ? "" : ` under ${prefix}/`}`,
-    });
+    const fix = diskFix(e) ?? `let these credentials put and delete objects in ${bucket}${prefix === "" ? "" : ` under ${prefix}/`}`;
+    c.add(fail("bucket", `bucket ${bucket} exists but writing ${probe} failed: ${message(e)}`, fix));
   }
   c.add(await versionsCheck(store, bucket));
-  return ok;
+  return written;
 }
 
 /** 5. The lock-table endpoint and 6. the lock table. */
 async function tableChecks(c: Checks, t: Targets, identity: Identity | undefined, options: ConnectOptions): Promise<{ ok: boolean; exists: boolean }> {
   const no = { ok: false, exists: false };
   if (t.table === undefined) {
-    c.add({ name: "lock-table endpoint", status: "skip", detail: "no lock table configured" });
+    c.skip(["lock-table endpoint"], "no lock table configured");
     if (options.lockfile === true)
-      c.add({
-        name: "lock table",
-        status: "ok",
-        detail: "no lock table: state is locked with lockfiles ({state path}.tflock; see the If-None-Match and If-Match checks)",
-      });
-    else
-      c.add({
-        name: "lock table",
-        status: "warn",
-        detail: "no lock table is configured (kvstoreTable): state is NOT locked, and concurrent writers can overwrite each other",
-        fix: "set --kvstore-table and --kvstore-endpoint, then run objstate init --create-table",
-      });
+      c.add(ok("lock table", "no lock table: state is locked with lockfiles ({state path}.tflock; see the If-None-Match and If-Match checks)"));
+    else {
+      const detail = "no lock table is configured (kvstoreTable): state is NOT locked, and concurrent writers can overwrite each other";
+      c.add(warn("lock table", detail, "set --kvstore-table and --kvstore-endpoint, then run objstate init --create-table"));
+    }
     return no;
   }
   const reached = await reachCheck(c, "lock-table endpoint", t.table.at, "embedded table", {
@@ -422,7 +381,7 @@ async function tableChecks(c: Checks, t: Targets, identity: Identity | undefined
     dir: "point --kvstore-endpoint at a directory you can write",
   });
   if (!reached) {
-    c.add({ name: "lock table", status: "skip", detail: "the lock-table endpoint is not reachable" });
+    c.skip(["lock table"], "the lock-table endpoint is not reachable");
     return no;
   }
   const locks = await tableOf(t, identity, options);
@@ -432,7 +391,7 @@ async function tableChecks(c: Checks, t: Targets, identity: Identity | undefined
     const fix =
       diskFix(e) ??
       (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the table" : "check --kvstore-table and --kvstore-endpoint");
-    c.add({ name: "lock table", status: "fail", detail: message(e), fix });
+    c.add(fail("lock table", message(e), fix));
     return no;
   } finally {
     locks.close();
@@ -443,24 +402,19 @@ async function tableCheck(c: Checks, locks: LockTableDriver, table: string, http
   const found = await inspectLockTable(locks);
   if (found.status === "missing" && http) {
     const fix = "create it with objstate init --create-table (one key, LockID of type String)";
-    c.add({ name: "lock table", status: "fail", detail: `lock table ${table} does not exist (${locks.location})`, fix });
+    c.add(fail("lock table", `lock table ${table} does not exist (${locks.location})`, fix));
     return { ok: false, exists: false };
   }
   if (found.status === "missing") {
-    const detail = `lock table ${table} does not exist yet; the embedded table is created on first use (or: objstate init --create-table)`;
-    c.add({ name: "lock table", status: "ok", detail });
+    c.add(ok("lock table", `lock table ${table} does not exist yet; the embedded table is created on first use (or: objstate init --create-table)`));
     return { ok: true, exists: false };
   }
   if (found.status === "invalid") {
-    c.add({
-      name: "lock table",
-      status: "fail",
-      detail: `lock table ${table} has ${found.keys}; it must have exactly one key, LockID of type String (S)`,
-      fix: `use a table keyed by LockID (String): point --kvstore-table at a new table name and run objstate init --create-table`,
-    });
+    const detail = `lock table ${table} has ${found.keys}; it must have exactly one key, LockID of type String (S)`;
+    c.add(fail("lock table", detail, "use a table keyed by LockID (String): point --kvstore-table at a new table name and run objstate init --create-table"));
     return { ok: false, exists: true };
   }
-  c.add({ name: "lock table", status: "ok", detail: `lock table ${table} has key LockID (String)` });
+  c.add(ok("lock table", `lock table ${table} has key LockID (String)`));
   return { ok: true, exists: true };
 }
 
@@ -472,61 +426,49 @@ async function digestChecks(c: Checks, config: ObjectStoreBackendConfig, options
       const repair = `objstate state repair${workspace === "default" ? "" : ` -w ${workspace}`}`;
       c.add(digestResult(await backend.digestStatus(workspace), workspace, backend.describe(workspace), repair));
       const left = await backend.leftovers();
-      if (left.length === 0) c.add({ name: "leftovers", status: "ok", detail: "no leftovers of unfinished writes" });
+      if (left.length === 0) c.add(ok("leftovers", "no leftovers of unfinished writes"));
       else {
         const some = left.map((l) => `${l.kind} ${l.key ?? l.id}`).slice(0, 3);
-        c.add({
-          name: "leftovers",
-          status: "warn",
-          detail: `${left.length} leftover${left.length === 1 ? "" : "s"} of unfinished writes under the prefix (${some.join(", ")}${left.length > 3 ? ", …" : ""}; oldest from ${left[0]?.since?.toISOString() ?? "unknown"})`,
-          fix: `run ${repair} to remove those older than an hour (younger ones may belong to a writer still at work)`,
-        });
+        const detail = `${left.length} leftover${left.length === 1 ? "" : "s"} of unfinished writes under the prefix (${some.join(", ")}${left.length > 3 ? ", …" : ""}; oldest from ${left[0]?.since?.toISOString() ?? "unknown"})`;
+        c.add(warn("leftovers", detail, `run ${repair} to remove those older than an hour (younger ones may belong to a writer still at work)`));
       }
     } finally {
       backend.close();
     }
   } catch (e) {
-    c.add({ name: "digest", status: "fail", detail: message(e), fix: "see the message; objstate state pull shows the same error" });
+    c.add(fail("digest", message(e), "see the message; objstate state pull shows the same error"));
   }
 }
 
 function digestResult(d: DigestStatus, workspace: string, where: string, repair: string): CheckResult {
-  const name = "digest";
+  const state = `the state of workspace ${workspace}`;
   switch (d.status) {
     case "no-state":
-      return { name, status: "ok", detail: `workspace ${workspace} has no state yet (${where})` };
+      return ok("digest", `workspace ${workspace} has no state yet (${where})`);
     case "no-digest":
-      return {
-        name,
-        status: "ok",
-        detail: `the state of workspace ${workspace} (${d.size} bytes) has no digest recorded, so there is nothing to check it against (the next write records one)`,
-      };
+      return ok("digest", `${state} (${d.size} bytes) has no digest recorded, so there is nothing to check it against (the next write records one)`);
     case "match":
-      return { name, status: "ok", detail: `the state of workspace ${workspace} (${d.size} bytes) matches its digest` };
+      return ok("digest", `${state} (${d.size} bytes) matches its digest`);
     case "torn":
-      return {
-        name,
-        status: "fail",
-        detail: `the last write to workspace ${workspace} was stored but never committed: the stored state is a complete write by objstate (MD5 ${d.actual ?? "?"}), the lock table still has ${d.recorded}`,
-        fix: `run ${repair} to commit it (the next read does it too, once no writer of it holds the lock)`,
-      };
+      return fail(
+        "digest",
+        `the last write to workspace ${workspace} was stored but never committed: the stored state is a complete write by objstate (MD5 ${d.actual ?? "?"}), the lock table still has ${d.recorded}`,
+        `run ${repair} to commit it (the next read does it too, once no writer of it holds the lock)`,
+      );
     case "superseded":
-      return {
-        name,
-        status: "warn",
-        detail: `the newest version of workspace ${workspace}'s state (MD5 ${d.actual ?? "?"}) is a write that never committed (another write was committed after it started); reads serve the committed state (${d.recorded})`,
-        fix: `run ${repair} to write the committed state again as the newest version (so other clients of the bucket see it too)`,
-      };
+      return warn(
+        "digest",
+        `the newest version of workspace ${workspace}'s state (MD5 ${d.actual ?? "?"}) is a write that never committed (another write was committed after it started); reads serve the committed state (${d.recorded})`,
+        `run ${repair} to write the committed state again as the newest version (so other clients of the bucket see it too)`,
+      );
     case "mismatch":
-      return {
-        name,
-        status: "fail",
-        detail: `the state of workspace ${workspace} does not match its digest (lock table ${d.recorded}, object ${d.actual ?? "missing"})`,
-        fix:
-          d.actual === undefined
-            ? `run ${repair} to remove the digest of the missing state`
-            : `if the stored state is right, run ${repair} --force to record its digest; else push the right state again (objstate state push)`,
-      };
+      return fail(
+        "digest",
+        `${state} does not match its digest (lock table ${d.recorded}, object ${d.actual ?? "missing"})`,
+        d.actual === undefined
+          ? `run ${repair} to remove the digest of the missing state`
+          : `if the stored state is right, run ${repair} --force to record its digest; else push the right state again (objstate state push)`,
+      );
   }
 }
 
@@ -534,29 +476,20 @@ function digestResult(d: DigestStatus, workspace: string, where: string, repair:
 async function encryptionCheck(c: Checks, config: ObjectStoreBackendConfig, options: ConnectOptions, workspace: string, bucketOk: boolean): Promise<void> {
   const name = "encryption";
   const what = describeEncryption(options.encryption);
-  if (!bucketOk) return void c.add({ name, status: "skip", detail: `${what}; reading the state needs a working bucket` });
+  if (!bucketOk) return c.skip([name], `${what}; reading the state needs a working bucket`);
   try {
     const backend = await ObjectStoreBackend.connect(config, { ...options, readOnly: true, digestRetry: { timeoutMs: 0, intervalMs: 0 } });
     try {
       const read = await backend.readStateVersion(workspace);
-      if (read === null) c.add({ name, status: "ok", detail: `${what}; workspace ${workspace} has no state yet` });
-      else if (read.encryption?.migration === true)
-        c.add({
-          name,
-          status: "warn",
-          detail: `the state of workspace ${workspace} was read with ${read.encryption.method}, not the primary method (${what})`,
-          fix: `run objstate state rekey${workspace === "default" ? "" : ` -w ${workspace}`} to write it under the primary method`,
-        });
-      else c.add({ name, status: "ok", detail: `the state of workspace ${workspace} decrypts with ${read.encryption?.method ?? "?"}` });
+      if (read === null) c.add(ok(name, `${what}; workspace ${workspace} has no state yet`));
+      else if (read.encryption?.migration === true) {
+        const detail = `the state of workspace ${workspace} was read with ${read.encryption.method}, not the primary method (${what})`;
+        c.add(warn(name, detail, `run objstate state rekey${workspace === "default" ? "" : ` -w ${workspace}`} to write it under the primary method`));
+      } else c.add(ok(name, `the state of workspace ${workspace} decrypts with ${read.encryption?.method ?? "?"}`));
     } finally {
       backend.close();
     }
   } catch (e) {
-    c.add({
-      name,
-      status: "fail",
-      detail: message(e),
-      fix: "configure the key the state was written with (as a fallback method), in the encryption setting or TF_ENCRYPTION",
-    });
+    c.add(fail(name, message(e), "configure the key the state was written with (as a fallback method), in the encryption setting or TF_ENCRYPTION"));
   }
 }

@@ -59,28 +59,23 @@ export function identityOf(t: Targets, options: AdminOptions): Promise<Identity>
   return resolveIdentity(t.settings, { env: options.env ?? process.env, cwd: options.cwd, clock: options.clock, timeouts: options.timeouts });
 }
 
-/** The object-store driver (credentials only for an HTTP endpoint). */
-export function storeOf(t: Targets, id: Identity | undefined, options: AdminOptions): Promise<ObjectStoreDriver> {
-  const at = t.storeAt;
-  return openStore({
-    bucket: t.settings.bucket.value as string,
+/** What a driver at `at` opens with: credentials only for an HTTP endpoint. */
+function driverOptions(t: Targets, at: ParsedEndpoint, id: Identity | undefined, options: AdminOptions) {
+  return {
     endpoint: at,
     region: t.settings.region.value,
     credentials: at.kind === "http" ? id?.provider : undefined,
     cwd: options.cwd,
     timeouts: options.timeouts,
-  });
+  };
+}
+
+export function storeOf(t: Targets, id: Identity | undefined, options: AdminOptions): Promise<ObjectStoreDriver> {
+  return openStore({ bucket: t.settings.bucket.value as string, ...driverOptions(t, t.storeAt, id, options) });
 }
 
 /** The lock-table driver (the table must be configured). */
 export function tableOf(t: Targets, id: Identity | undefined, options: AdminOptions): Promise<LockTableDriver> {
   const table = t.table as NonNullable<Targets["table"]>;
-  return openLockTable({
-    table: table.name,
-    endpoint: table.at,
-    region: t.settings.region.value,
-    credentials: table.at.kind === "http" ? id?.provider : undefined,
-    cwd: options.cwd,
-    timeouts: options.timeouts,
-  });
+  return openLockTable({ table: table.name, ...driverOptions(t, table.at, id, options) });
 }

@@ -1,7 +1,7 @@
 /**
- * The actions of `synth`, `config`, `workspace …`, `state …`, `lock`, `unlock` and
- * `force-unlock`. Each takes the parsed options of its command; errors propagate to
- * main, which prints them and picks the exit code.
+ * The actions of `synth`, `config`, `workspace …`, `state pull|push|repair|rekey`, `lock`,
+ * `locks`, `unlock` and `force-unlock`: parse the options, make the library call, print.
+ * Errors propagate to main, which prints them and picks the exit code.
  */
 import { NO_LOCK_ID, type RekeyResult } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
@@ -11,7 +11,7 @@ import { RULES } from "../config/rules.js";
 import { describeCredentialSource, resolveEffectiveSettings } from "../credentials/index.js";
 import type { ResolvedSetting } from "../resolve/settings.js";
 import { synthesizeProps } from "../synth/document.js";
-import { formatToolJson, secretWarnings, type ToolJson } from "../config/tool-json.js";
+import { formatToolJson, secretWarnings } from "../config/tool-json.js";
 import { serveBackendTerraformJson, terraformWarnings, type TerraformBackendOptions } from "../config/terraform-json.js";
 import { ConfigError } from "../config/errors.js";
 import type { Opts } from "./options.js";
@@ -20,8 +20,13 @@ import { durationFlag } from "./duration.js";
 import { CliError, lockIdFlag, readJsonFile, usageError, writeOut } from "./io.js";
 import { guardedCall, lockWaiting, requireLocking, stateStored, underGivenLock, withBackend } from "./runtime.js";
 import { warn } from "./warn.js";
-import { printLocks, runUnderLock } from "./lock-commands.js";
-import { openStateInput } from "./state-input.js";
+import { sourceChanged } from "../store/byte-source.js";
+import type { ByteSource } from "../store/types.js";
+import { nodeChildProcess, nodeFs } from "../util/builtins.js";
+import { FILE_LIMITS, openBoundedFile, readBoundedFile, ReadFileError } from "../io/read-file.js";
+import { ObjstateError } from "../errors.js";
+import { formatAgo } from "../console/format.js";
+import type { LockListing, LockOptions, ObjectStoreBackend } from "../backend/backend.js";
 import {
   backendConfigOf,
   describeOrigin,
@@ -34,20 +39,13 @@ import {
 } from "./settings.js";
 import { parseSettings } from "../config/settings-table.js";
 import { describeEncryption } from "../config/encryption-setting.js";
-import { formatBytes, paint, printJson, Progress } from "./term.js";
+import { formatBytes, paint, printJson, Progress, table } from "./term.js";
 import { redactUrl } from "../util/redact.js";
 import { printable } from "../util/printable.js";
 import { lockJson, rekeyJson, workspaceJson } from "../wire/shapes.js";
 
-const REDACTED = "<redacted>";
-
 function workspaceOf(input: SettingsInput): string {
   return input.workspace ?? DEFAULT_WORKSPACE;
-}
-
-/** `--lock-timeout` (or its file key or variable), parsed with the command's other settings. */
-function lockTimeoutOf(input: SettingsInput): number {
-  return input.settings.values.lockTimeout;
 }
 
 /** A workspace named as a command argument (`workspace new NAME`). */
@@ -58,6 +56,10 @@ function workspaceArg(name: string): string {
 
 function say(text: string): void {
   process.stdout.write(`${text}\n`);
+}
+
+function warnAll(warnings: readonly string[]): void {
+  for (const w of warnings) process.stderr.write(`objstate: warning: ${w}\n`);
 }
 
 // ---------------------------------------------------------------- synth
@@ -74,23 +76,13 @@ const TARGET_FLAGS: Readonly<Record<string, string>> = {
 
 /** `--for` and the flags that go with it, checked against each other; undefined without `--for`. */
 function synthTarget(opts: Opts, input: SettingsInput | undefined): TerraformBackendOptions | undefined {
-  const backend = opts.for;
-  const serveUrl = opts.serveUrl;
-  const username = opts.username;
+  const { for: backend, serveUrl, username } = opts;
   const lockfile = opts.lockfile === true;
-  const workspaceFlag = opts.workspace !== undefined;
   if (backend !== "http") {
-    for (const [given, flag] of [
-      [serveUrl !== undefined, "--serve-url"],
-      [username !== undefined, "--username"],
-      [workspaceFlag, "--workspace"],
-    ] as const) {
-      if (given)
-        throw usageError(
-          `${flag} goes with --for http (the address of objstate serve)${backend === undefined ? "" : `, not --for ${backend}`}`,
-          "INVALID_FLAGS",
-        );
-    }
+    const given = [serveUrl !== undefined && "--serve-url", username !== undefined && "--username", opts.workspace !== undefined && "--workspace"];
+    const flag = given.find((f) => f !== false);
+    if (flag !== undefined)
+      throw usageError(`${flag} goes with --for http (the address of objstate serve)${backend === undefined ? "" : `, not --for ${backend}`}`, "INVALID_FLAGS");
   }
   if (lockfile && backend !== "s3" && backend !== "oss") {
     throw usageError(
@@ -116,12 +108,17 @@ function synthTarget(opts: Opts, input: SettingsInput | undefined): TerraformBac
   return { backend, lockfile: lockfile || own.values.lockfile || undefined, layout };
 }
 
-/** A ConfigError about an option of the real tool's synthesis, reworded to name its flag. */
-function flagError(e: unknown): unknown {
-  if (!(e instanceof ConfigError) || e.field === undefined) return e;
-  const flag = TARGET_FLAGS[e.field];
-  if (flag === undefined || !e.message.startsWith(e.field)) return e;
-  return new ConfigError(e.code, `${flag}${e.message.slice(e.field.length)}`, { field: e.field, cause: e });
+/** Run `synthesize`; a ConfigError about an option of the real tool's synthesis is reworded to name its flag (others by `other`). */
+function naming<T>(synthesize: () => T, other: (e: ConfigError) => unknown = (e) => e): T {
+  try {
+    return synthesize();
+  } catch (e) {
+    if (!(e instanceof ConfigError) || e.field === undefined) throw e;
+    const flag = TARGET_FLAGS[e.field];
+    if (flag === undefined) throw other(e);
+    if (!e.message.startsWith(e.field)) throw e;
+    throw new ConfigError(e.code, `${flag}${e.message.slice(e.field.length)}`, { field: e.field, cause: e });
+  }
 }
 
 /** `objstate synth [file]`: a props document, or the backend of the settings; with `--for`, for one of the real tool's backends. */
@@ -129,43 +126,24 @@ export function synthAction(file: string | undefined, opts: Opts): void {
   if (file !== undefined) {
     if (hasSettingsInput(opts)) throw usageError("synth takes either a props file or settings (--config and flags), not both");
     const target = synthTarget(opts, undefined);
-    const props = readJsonFile(file);
-    let out: ReturnType<typeof synthesizeProps>;
-    try {
-      out = synthesizeProps(props, target);
-    } catch (e) {
-      throw flagError(e);
-    }
-    for (const w of out.warnings) process.stderr.write(`objstate: warning: ${w}\n`);
-    process.stdout.write(formatToolJson(out.doc));
-    return;
+    const out = naming(() => synthesizeProps(readJsonFile(file), target));
+    warnAll(out.warnings);
+    return void process.stdout.write(formatToolJson(out.doc));
   }
   const input = gatherSettings(opts);
   const target = synthTarget(opts, input);
   // The server holds the store settings: for http none are needed.
-  if (target?.backend === "http" && !hasSettingsInput(opts)) {
-    let doc: ToolJson;
-    try {
-      doc = serveBackendTerraformJson(target);
-    } catch (e) {
-      throw flagError(e);
-    }
-    process.stdout.write(formatToolJson(doc));
-    return;
-  }
+  if (target?.backend === "http" && !hasSettingsInput(opts)) return void process.stdout.write(formatToolJson(naming(() => serveBackendTerraformJson(target))));
   const config = backendConfigOf(input);
   if (target === undefined) {
-    for (const w of secretWarnings(config)) process.stderr.write(`objstate: warning: ${w}\n`);
-    process.stdout.write(formatToolJson(config.toToolJson()));
-    return;
+    warnAll(secretWarnings(config));
+    return void process.stdout.write(formatToolJson(config.toToolJson()));
   }
-  let doc: ToolJson;
-  try {
-    doc = config.toTerraformJson(target);
-  } catch (e) {
-    throw e instanceof ConfigError && e.field !== undefined && TARGET_FLAGS[e.field] === undefined ? locateConfigError(e, input) : flagError(e);
-  }
-  for (const w of terraformWarnings(config, target)) process.stderr.write(`objstate: warning: ${w}\n`);
+  const doc = naming(
+    () => config.toTerraformJson(target),
+    (e) => locateConfigError(e, input),
+  );
+  warnAll(terraformWarnings(config, target));
   process.stdout.write(formatToolJson(doc));
 }
 
@@ -173,7 +151,7 @@ export function synthAction(file: string | undefined, opts: Opts): void {
 
 function shownValue(name: string, secret: boolean, s: ResolvedSetting<unknown>): unknown {
   if (s.value === undefined) return null;
-  if (secret) return REDACTED;
+  if (secret) return "<redacted>";
   if (name === "assumeRole") return JSON.parse(JSON.stringify(s.value)) as unknown;
   return typeof s.value === "string" ? redactUrl(s.value) : s.value;
 }
@@ -181,14 +159,12 @@ function shownValue(name: string, secret: boolean, s: ResolvedSetting<unknown>):
 /** `objstate config`: every effective setting with where it came from, secrets redacted. */
 export function configAction(opts: Opts): void {
   const input = gatherSettings(opts);
-  const config = backendConfigOf(input);
-  const settings = resolveEffectiveSettings(config, process.env, { onWarning: warn });
+  const settings = resolveEffectiveSettings(backendConfigOf(input), process.env, { onWarning: warn });
   const credentials = describeCredentialSource(settings);
   const all = settings as unknown as Record<string, ResolvedSetting<unknown>>;
   const rows = COMMON_FIELDS.map((f) => {
     const s = all[f.name] as ResolvedSetting<unknown>;
-    const originKey = s.via !== undefined ? "assumeRole" : f.name;
-    const origin = s.source === "explicit" ? input.origins[originKey] : undefined;
+    const origin = s.source === "explicit" ? input.origins[s.via !== undefined ? "assumeRole" : f.name] : undefined;
     return {
       name: f.name,
       value: shownValue(f.name, f.secret, s),
@@ -198,54 +174,40 @@ export function configAction(opts: Opts): void {
     };
   });
   // objstate's own setting, beside the seed's fields: explicit or the default.
-  const layout = { name: input.settings.values.layout, from: describeSettingOrigin(input.settings.origins.layout) };
-  const layoutShown = {
-    value: layout.name,
-    source: layout.from === undefined ? "default" : "explicit",
-    ...(layout.from === undefined ? {} : { from: layout.from }),
-  };
+  const layout = input.settings.values.layout;
+  const layoutFrom = describeSettingOrigin(input.settings.origins.layout);
+  const encryption = describeEncryption(input.settings.values.encryption);
   if (opts.json === true) {
-    const out: Record<string, unknown> = {};
-    for (const { name, ...rest } of rows) out[name] = rest;
-    printJson({
-      settings: out,
-      layout: layoutShown,
-      workspace: workspaceOf(input),
-      credentials,
-      encryption: describeEncryption(input.settings.values.encryption),
-    });
-    return;
+    const layoutShown = { value: layout, source: layoutFrom === undefined ? "default" : "explicit", ...(layoutFrom === undefined ? {} : { from: layoutFrom }) };
+    const shown = Object.fromEntries(rows.map(({ name, ...rest }) => [name, rest]));
+    return printJson({ settings: shown, layout: layoutShown, workspace: workspaceOf(input), credentials, encryption });
   }
   const p = paint(process.stdout);
   const text = (v: unknown): string => (v === null ? "-" : typeof v === "string" ? v : JSON.stringify(v));
   const nameW = Math.max(...rows.map((r) => r.name.length));
   const valueW = Math.min(48, Math.max(...rows.map((r) => text(r.value).length)));
+  const line = (name: string, value: string, src: string): string => `${name.padEnd(nameW)}  ${value.padEnd(valueW)}  ${src}`;
   for (const r of rows) {
     const src = [r.source, r.via === undefined ? "" : `via ${r.via}`, r.from === undefined ? "" : `from ${r.from}`].filter((x) => x !== "").join(", ");
-    const value = text(r.value);
-    const line = `${r.name.padEnd(nameW)}  ${value.padEnd(valueW)}  ${src}`;
-    say(r.value === null ? p.dim(line) : line);
+    const l = line(r.name, text(r.value), src);
+    say(r.value === null ? p.dim(l) : l);
   }
-  say(`${"layout".padEnd(nameW)}  ${layout.name.padEnd(valueW)}  ${layout.from === undefined ? "default" : `explicit, from ${layout.from}`}`);
-  say(
-    `${"workspace".padEnd(nameW)}  ${workspaceOf(input).padEnd(valueW)}  ${input.origins["workspace"] === undefined ? "default" : `from ${describeOrigin(input.origins["workspace"])}`}`,
-  );
+  say(line("layout", layout, layoutFrom === undefined ? "default" : `explicit, from ${layoutFrom}`));
+  const ws = input.origins["workspace"];
+  say(line("workspace", workspaceOf(input), ws === undefined ? "default" : `from ${describeOrigin(ws)}`));
   say(`credentials: ${credentials}`);
   const enc = input.settings.origins.encryption;
-  say(`encryption: ${describeEncryption(input.settings.values.encryption)}${enc.kind === "default" ? "" : ` (from ${describeSettingOrigin(enc) ?? "?"})`}`);
+  say(`encryption: ${encryption}${enc.kind === "default" ? "" : ` (from ${describeSettingOrigin(enc) ?? "?"})`}`);
 }
 
 // ---------------------------------------------------------------- workspaces
 
-/** `objstate workspace list`. */
+/** `objstate workspace list`; with --json each workspace's lock and last write, as GET /api/v1/workspaces lists them. */
 export async function workspaceListAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   await withBackend(backendConfigOf(input), input.settings, async (backend) => {
-    // With --json each workspace's lock and last write, as GET /api/v1/workspaces lists them.
     if (opts.json === true) return printJson((await backend.workspaceStatuses()).map(workspaceJson));
-    const list = await backend.listWorkspaces();
-    const current = workspaceOf(input);
-    for (const w of list) say(`${w === current ? "*" : " "} ${printable(w)}`);
+    for (const w of await backend.listWorkspaces()) say(`${w === workspaceOf(input) ? "*" : " "} ${printable(w)}`);
   });
 }
 
@@ -253,12 +215,12 @@ export async function workspaceListAction(opts: Opts): Promise<void> {
 export async function workspaceNewAction(name: string, opts: Opts): Promise<void> {
   workspaceArg(name);
   const input = gatherSettings(opts);
-  lockTimeoutOf(input); // a bad --lock-timeout is refused before anything connects
+  const lockId = lockIdFlag(opts.lockId);
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw new CliError("WORKSPACE_EXISTS", `workspace ${DEFAULT_WORKSPACE} already exists (it always does)`);
   await withBackend(config, input.settings, async (backend) => {
-    await underGivenLock(backend, name, opts.lockId, lockTimeoutOf(input), { operation: "workspace new" }, (lockId) =>
-      backend.createWorkspace(name, { lockId, onStored: stateStored }),
+    await underGivenLock(backend, name, lockId, input.settings.values.lockTimeout, { operation: "workspace new" }, (id) =>
+      backend.createWorkspace(name, { lockId: id, onStored: stateStored }),
     );
     if (opts.json === true) return printJson({ workspace: name, path: backend.describe(name), created: true });
     say(`created workspace ${name} (${backend.describe(name)})`);
@@ -269,15 +231,13 @@ export async function workspaceNewAction(name: string, opts: Opts): Promise<void
 export async function workspaceDeleteAction(name: string, opts: Opts): Promise<void> {
   workspaceArg(name);
   const input = gatherSettings(opts);
-  const timeout = lockTimeoutOf(input);
+  const lockId = lockIdFlag(opts.lockId);
   const config = backendConfigOf(input);
   if (name === DEFAULT_WORKSPACE) throw usageError(`the ${DEFAULT_WORKSPACE} workspace cannot be deleted`, "CANNOT_DELETE_DEFAULT");
   await withBackend(config, input.settings, async (backend) => {
-    const lockId = lockIdFlag(opts.lockId);
     // The delete takes and releases its own lock (unless --lock-id): an interrupt lets it settle, then says what it did.
-    const { interrupted } = await guardedCall(backend.describe(name), lockId === undefined ? timeout : 0, (wait) =>
-      backend.deleteWorkspace(name, { lockId, wait, mustExist: true }),
-    );
+    const timeout = lockId === undefined ? input.settings.values.lockTimeout : 0;
+    const { interrupted } = await guardedCall(backend.describe(name), timeout, (wait) => backend.deleteWorkspace(name, { lockId, wait, mustExist: true }));
     if (interrupted)
       process.stderr.write(
         `objstate: interrupted, but the delete had already been sent: workspace ${name} is deleted${lockId === undefined ? " and its lock released" : ""}\n`,
@@ -307,52 +267,95 @@ export async function statePullAction(opts: Opts): Promise<void> {
   });
 }
 
+// The bytes `state push` sends, as `writeState` takes them: a file read from its open descriptor
+// each time the write reads it (memory stays bounded, up to the 5 GiB one PutObject stores), or
+// standard input, which cannot be read twice, held in memory. The library checks it is a state.
+
+/** Bytes per read of the file: the most of it in memory at once, per pass. */
+const CHUNK = 1024 * 1024;
+
+interface StateInput {
+  /** The file's name for messages (`standard input` for `-`). */
+  readonly name: string;
+  readonly size: number;
+  readonly body: Buffer | ByteSource;
+  close(): void;
+}
+
+/** Open the state to push (`-` is standard input): `FILE_UNREADABLE` or `FILE_TOO_LARGE` (exit 2) when it cannot be read. */
+function openStateInput(file: string): StateInput {
+  if (file === "-") {
+    const advice =
+      "; standard input cannot be read twice (once to check it, once to send it), so it is held in memory: save the state to a file and push the file";
+    const bytes = bounded(() => readBoundedFile("-", FILE_LIMITS.state).bytes, advice);
+    return { name: "standard input", size: bytes.length, body: bytes, close: () => undefined };
+  }
+  const { fd, size } = bounded(() => openBoundedFile(file, FILE_LIMITS.stateFile), "");
+  return { name: file, size, body: fileSource(fd, size, file), close: () => nodeFs().closeSync(fd) };
+}
+
+function bounded<T>(read: () => T, tooLargeAdvice: string): T {
+  try {
+    return read();
+  } catch (e) {
+    if (!(e instanceof ReadFileError)) throw e;
+    if (e.problem.kind === "too-large") throw new CliError("FILE_TOO_LARGE", `${e.message}${tooLargeAdvice}`, { cause: e });
+    throw new CliError("FILE_UNREADABLE", e.message, { cause: e });
+  }
+}
+
 /**
- * `objstate state push FILE|-`: checks the input is a state (one streamed pass that
- * also hashes it, so a state of any size up to 5 GiB), then writes it under the lock (its
- * own, or the caller's with --lock-id), through the lineage guard (--force to override)
- * and conditional on the stored version it checked, streaming the file again.
+ * The open file as a source: every read starts at byte 0 of the same descriptor (a file
+ * renamed over the path meanwhile changes nothing), in fresh {@link CHUNK}-sized buffers (a
+ * consumer may hold one while the next is read). A file that shrank is `INPUT_CHANGED`; bytes
+ * changed in place fail the MD5 the store checks.
+ */
+function fileSource(fd: number, size: number, name: string): ByteSource {
+  const fs = nodeFs();
+  const readAt = (buf: Buffer, off: number, len: number, pos: number): Promise<number> =>
+    new Promise((resolve, reject) => fs.read(fd, buf, off, len, pos, (e, n) => (e ? reject(e) : resolve(n))));
+  return {
+    size,
+    async *open() {
+      for (let pos = 0; pos < size;) {
+        const n = Math.min(CHUNK, size - pos);
+        const buf = Buffer.allocUnsafe(n);
+        for (let got = 0; got < n;) {
+          const r = await readAt(buf, got, n - got, pos + got);
+          if (r === 0) throw sourceChanged(name, size, pos + got);
+          got += r;
+        }
+        pos += n;
+        yield buf;
+      }
+    },
+  };
+}
+
+/**
+ * `objstate state push FILE|-`: one `writeState` under the lock (its own, or the caller's with
+ * --lock-id), through the lineage guard (--force to override). The library refuses bytes that
+ * are no state (`STATE_INVALID`, with the line and column; nothing is stored).
  */
 export async function statePushAction(file: string, opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
-  lockTimeoutOf(input);
-  lockIdFlag(opts.lockId);
+  const lockId = lockIdFlag(opts.lockId);
   const config = backendConfigOf(input);
-  // Each pass over a big state has its own line, named for what it does: checking (and
-  // hashing) the file here, then pushing it under the lock.
-  const checking = Progress.start(process.stderr, `checking ${file === "-" ? "standard input" : file}`, undefined);
-  let state: Awaited<ReturnType<typeof openStateInput>>;
-  try {
-    state = await openStateInput(file, workspace, (read, size) => checking.update(read, size));
-  } finally {
-    checking.done();
-  }
-  const force = opts.force === true;
+  const state = openStateInput(file);
   try {
     await withBackend(config, input.settings, async (backend) => {
       const where = backend.describe(workspace);
-      const { result, locked } = await underGivenLock(
-        backend,
-        workspace,
-        opts.lockId,
-        lockTimeoutOf(input),
-        { operation: "state push", info: `objstate state push ${state.name}` },
-        async (lockId) => {
-          const progress = Progress.start(process.stderr, `pushing ${where}`, state.size);
-          try {
-            return await backend.writeState(workspace, state.body, {
-              lockId,
-              force,
-              md5: state.md5,
-              onProgress: (sent) => progress.update(sent),
-              onStored: stateStored,
-            });
-          } finally {
-            progress.done();
-          }
-        },
-      );
+      const operation = { operation: "state push", info: `objstate state push ${state.name}` };
+      const { result, locked } = await underGivenLock(backend, workspace, lockId, input.settings.values.lockTimeout, operation, async (id) => {
+        const progress = Progress.start(process.stderr, `pushing ${where}`, state.size);
+        try {
+          const onProgress = (sent: number): void => progress.update(sent);
+          return await backend.writeState(workspace, state.body, { lockId: id, force: opts.force === true, onProgress, onStored: stateStored });
+        } finally {
+          progress.done();
+        }
+      });
       if (opts.json === true) return printJson({ workspace, path: where, bytes: state.size, locked, written: result.written, md5: result.md5 });
       if (!result.written) return say(`${where} already holds this state (MD5 ${result.md5}); nothing written`);
       say(`pushed ${formatBytes(state.size)} to ${where}${locked ? "" : " (not locked: no lock table)"}`);
@@ -362,24 +365,17 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   }
 }
 
-/**
- * `objstate state repair`: under the lock, record the digest of a write that did not finish
- * recording it (only when the object proves it is a complete objstate write, unless
- * --force), remove a digest left without a state, and remove leftovers of dead writers
- * older than --older-than (default 1h).
- */
+/** `objstate state repair`: the library's repair under the lock (see `repairState`), and leftovers older than --older-than removed. */
 export async function stateRepairAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
-  lockTimeoutOf(input);
-  lockIdFlag(opts.lockId);
-  const olderThan = typeof opts.olderThan === "string" ? durationFlag("--older-than", opts.olderThan) : undefined;
+  const lockId = lockIdFlag(opts.lockId);
+  const olderThan = opts.olderThan === undefined ? undefined : durationFlag("--older-than", opts.olderThan);
   const config = backendConfigOf(input);
   await withBackend(config, input.settings, async (backend) => {
     const where = backend.describe(workspace);
-    const { result: report } = await underGivenLock(backend, workspace, opts.lockId, lockTimeoutOf(input), { operation: "state repair" }, (lockId) =>
-      // The lock is ours already: the repair must not take it a second time.
-      backend.repairState(workspace, { lockId, force: opts.force === true, leftoverMinAgeMs: olderThan }),
+    const { result: report } = await underGivenLock(backend, workspace, lockId, input.settings.values.lockTimeout, { operation: "state repair" }, (id) =>
+      backend.repairState(workspace, { lockId: id, force: opts.force === true, leftoverMinAgeMs: olderThan }),
     );
     if (opts.json === true) return printJson({ workspace, path: where, ...report });
     const lines: Record<typeof report.action, string> = {
@@ -391,16 +387,16 @@ export async function stateRepairAction(opts: Opts): Promise<void> {
       "no-lock-table": `no lock table, so no digests to repair`,
     };
     say(lines[report.action]);
-    for (const l of report.leftoversRemoved) say(`removed ${l.kind} ${l.key ?? l.id} (from ${l.since?.toISOString() ?? "unknown"})`);
-    for (const l of report.leftoversKept)
-      say(`kept ${l.kind} ${l.key ?? l.id} (from ${l.since?.toISOString() ?? "unknown"}: too recent, a writer may still be at work)`);
+    const what = (l: (typeof report.leftoversKept)[number]): string => `${l.kind} ${l.key ?? l.id} (from ${l.since?.toISOString() ?? "unknown"}`;
+    for (const l of report.leftoversRemoved) say(`removed ${what(l)})`);
+    for (const l of report.leftoversKept) say(`kept ${what(l)}: too recent, a writer may still be at work)`);
   });
 }
 
 /** `objstate state rekey [--all]`: one library call per workspace, under its lock. */
 export async function stateRekeyAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
-  const timeout = lockTimeoutOf(input);
+  const timeout = input.settings.values.lockTimeout;
   if (opts.all === true && input.workspace !== undefined) throw usageError("give either --all or -w/--workspace, not both");
   await withBackend(backendConfigOf(input), input.settings, async (backend) => {
     const workspaces = opts.all === true ? await backend.listWorkspaces() : [workspaceOf(input)];
@@ -408,12 +404,12 @@ export async function stateRekeyAction(opts: Opts): Promise<void> {
     for (const w of workspaces) {
       const r = await backend.rekey(w, { wait: timeout === 0 ? undefined : { timeoutMs: timeout } });
       results.push(r);
-      if (opts.json !== true)
-        say(
-          r.rekeyed
-            ? `rekeyed workspace ${w}: serial ${r.serial ?? "?"}, read with ${r.from ?? "?"}, written with ${r.to}`
-            : `workspace ${w} has no state; nothing to rekey`,
-        );
+      if (opts.json === true) continue;
+      say(
+        r.rekeyed
+          ? `rekeyed workspace ${w}: serial ${r.serial ?? "?"}, read with ${r.from ?? "?"}, written with ${r.to}`
+          : `workspace ${w} has no state; nothing to rekey`,
+      );
     }
     if (opts.json === true) printJson(rekeyJson(results));
   });
@@ -425,24 +421,22 @@ export async function stateRekeyAction(opts: Opts): Promise<void> {
 export async function lockAction(opts: Opts, command: readonly string[] = []): Promise<void> {
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
-  const timeout = lockTimeoutOf(input);
+  const timeout = input.settings.values.lockTimeout;
   const config = backendConfigOf(input);
   requireLocking(config, input.settings, "take");
   await withBackend(config, input.settings, async (backend) => {
-    const operation = opts.operation ?? "objstate lock";
-    const info = opts.info ?? "";
-    if (command.length > 0) return runUnderLock(backend, workspace, { operation, info }, timeout, command);
-    const { info: lock, interrupted } = await lockWaiting(backend, workspace, { operation, info }, timeout);
+    const operation = { operation: opts.operation ?? "objstate lock", info: opts.info ?? "" };
+    if (command.length > 0) return runUnderLock(backend, workspace, operation, timeout, command);
+    const { info: lock, interrupted } = await lockWaiting(backend, workspace, operation, timeout);
     if (opts.json === true) printJson(lockJson(backend.listedLock(workspace, lock)));
     else say(lock.ID);
-    if (interrupted !== undefined) {
-      // The lock landed after the interrupt: it is held, and only its ID can release it.
+    // A lock that landed after the interrupt is held, and only its ID can release it.
+    if (interrupted !== undefined)
       throw new CliError(
         "INTERRUPTED",
         `interrupted after the lock was taken: lock ${lock.ID} on ${backend.describe(workspace)} is held; release it with objstate unlock ${lock.ID} -w ${workspace}`,
         { exitCode: interrupted.exitCode },
       );
-    }
   });
 }
 
@@ -454,48 +448,108 @@ export async function locksAction(opts: Opts): Promise<void> {
   await withBackend(config, input.settings, async (backend) => printLocks(await backend.locks(), opts.json === true));
 }
 
-/** `objstate unlock ID`. */
-export async function unlockAction(id: string, opts: Opts): Promise<void> {
-  const input = gatherSettings(opts);
-  const workspace = workspaceOf(input);
-  const config = backendConfigOf(input);
-  requireLocking(config, input.settings, "release");
-  await withBackend(config, input.settings, async (backend) => {
-    await backend.unlock(workspace, id);
-    if (opts.json === true) return printJson({ workspace, path: backend.describe(workspace), unlocked: id });
-    say(`released lock ${id} on ${backend.describe(workspace)}`);
-  });
-}
-
-/** `objstate force-unlock ID`: someone else's lock; asks first on a TTY unless --force. */
-export async function forceUnlockAction(id: string, opts: Opts): Promise<void> {
-  const force = opts.force === true;
-  if (!force && !interactive()) {
+/** `objstate unlock ID`, and `objstate force-unlock ID` (someone else's lock; asks first on a TTY unless --force). */
+export async function unlockAction(id: string, opts: Opts, forced = false): Promise<void> {
+  const ask = forced && opts.force !== true;
+  if (ask && !interactive())
     throw usageError(
       "force-unlock needs confirmation, and standard input is not a terminal: pass --force to release the lock without asking",
       "CONFIRMATION_REQUIRED",
     );
-  }
   const input = gatherSettings(opts);
   const workspace = workspaceOf(input);
   const config = backendConfigOf(input);
   requireLocking(config, input.settings, "release");
   await withBackend(config, input.settings, async (backend) => {
-    if (!force) {
+    const where = backend.describe(workspace);
+    if (ask) {
       const holder = await backend.lockInfo(workspace);
       // no-id names an item without readable lock info, which may have no Info at all.
-      if (holder === null && id !== NO_LOCK_ID)
-        throw new CliError("LOCK_NOT_FOUND", `the state at ${backend.describe(workspace)} is not locked (no lock with ID ${id})`);
-      if (holder === null) process.stderr.write(`The lock item of ${backend.describe(workspace)} has no lock info.\n`);
+      if (holder === null && id !== NO_LOCK_ID) throw new CliError("LOCK_NOT_FOUND", `the state at ${where} is not locked (no lock with ID ${id})`);
+      if (holder === null) process.stderr.write(`The lock item of ${where} has no lock info.\n`);
       else if (holder.ID !== (id === NO_LOCK_ID ? "" : id))
-        throw new CliError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${backend.describe(workspace)}: ${describeHolder(holder)}`);
-      else process.stderr.write(`The lock on ${backend.describe(workspace)}: ${printable(describeHolder(holder))}.\n`);
+        throw new CliError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${where}: ${describeHolder(holder)}`);
+      else process.stderr.write(`The lock on ${where}: ${printable(describeHolder(holder))}.\n`);
       process.stderr.write("Releasing it while its holder is still at work can corrupt the state.\n");
       if (!(await confirm("Force-unlock? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "force-unlock cancelled; the lock is still held");
     }
-    // The same release as unlock: a wrong ID is refused, so a lock taken since is never broken by mistake.
+    // The same release either way: a wrong ID is refused, so a lock taken since is never broken by mistake.
     await backend.unlock(workspace, id);
-    if (opts.json === true) return printJson({ workspace, path: backend.describe(workspace), unlocked: id, forced: true });
-    say(`force-released lock ${id} on ${backend.describe(workspace)}`);
+    if (opts.json === true) return printJson({ workspace, path: where, unlocked: id, ...(forced ? { forced: true } : {}) });
+    say(`${forced ? "force-released" : "released"} lock ${id} on ${where}`);
   });
+}
+
+/** Print the lock list: JSON, or one aligned line per lock (what the holders wrote, escaped). */
+function printLocks(list: readonly LockListing[], json: boolean): void {
+  if (json) return printJson(list.map(lockJson));
+  if (list.length === 0) {
+    process.stdout.write("no locks\n");
+    return;
+  }
+  const now = Date.now();
+  // Times as the console shows them: how long ago first (what an operator judges a stale lock by), then UTC.
+  const when = (iso: string, verb = ""): string => {
+    const ago = formatAgo(iso, now);
+    return ago === "" ? `${verb}${iso}` : `${verb}${iso} (${ago})`;
+  };
+  const rows = [
+    ["WORKSPACE", "SOURCE", "ID", "WHO", "OPERATION", "INFO", "SINCE", "LEASE"],
+    ...list.map((l) =>
+      [
+        l.workspace ?? `(${l.path})`,
+        l.source,
+        l.id || "(none)",
+        l.who || "-",
+        l.operation || "-",
+        l.info || "-",
+        l.since ? when(l.since) : "-",
+        l.expires === null ? "never expires" : when(l.expires, l.expired ? "expired " : "expires "),
+      ].map(printable),
+    ),
+  ];
+  process.stdout.write(`${table(rows)}\n`);
+}
+
+/**
+ * Take the lock, run `command` with `OBJSTATE_LOCK_ID` and `OBJSTATE_WORKSPACE` while the
+ * heartbeat renews the lease, then release. A lost lease sends the command SIGTERM and ends
+ * with `LOCK_LOST` (exit 7).
+ */
+async function runUnderLock(
+  backend: ObjectStoreBackend,
+  workspace: string,
+  options: LockOptions,
+  timeoutMs: number,
+  command: readonly string[],
+): Promise<void> {
+  const ended = await backend.withLock(workspace, { ...options, wait: { timeoutMs, setting: "--lock-timeout" } }, async (lock) => {
+    const [file, ...args] = command as [string, ...string[]];
+    const child = nodeChildProcess().spawn(file, args, {
+      stdio: "inherit",
+      env: { ...process.env, OBJSTATE_LOCK_ID: lock.id ?? "", OBJSTATE_WORKSPACE: workspace },
+    });
+    const onLost = (): boolean => child.kill("SIGTERM");
+    lock.signal?.addEventListener("abort", onLost, { once: true });
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let failure: unknown;
+    try {
+      exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+        child.on("error", (e) => reject(new CliError("COMMAND_FAILED", `could not run ${file}: ${e.message}`, { cause: e })));
+        child.on("exit", (c, s) => resolve({ code: c, signal: s }));
+      });
+    } catch (e) {
+      failure = e;
+    }
+    lock.signal?.removeEventListener("abort", onLost);
+    // A lease lost while the command ran is what to report, whatever the command did.
+    const lost: unknown = lock.signal?.aborted === true ? lock.signal.reason : undefined;
+    if (lost instanceof ObjstateError && lost.code === "LOCK_LOST")
+      throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, { cause: lost });
+    if (failure !== undefined || exit === undefined) throw failure;
+    return exit;
+  });
+  // The command's own code is named, not passed on: its 3-7 would read as objstate's (locked, conflict…).
+  if (ended.signal !== null) throw new CliError("COMMAND_FAILED", `${command[0]} was ended by ${ended.signal}; the lock was released`);
+  if (ended.code !== 0) throw new CliError("COMMAND_FAILED", `${command[0]} exited with code ${ended.code ?? "?"}; the lock was released`);
 }

@@ -9,9 +9,7 @@ export function interactive(): boolean {
 
 /** Ask `question` on standard error; true only for the answer `yes`. */
 export async function confirm(question: string): Promise<boolean> {
-  // terminal: false — the terminal echoes the answer itself; readline's line editing would
-  // write ANSI cursor codes (and NO_COLOR asks for none).
-  // Loaded here: every command loads its module, few ask a question (start-up, issue 14).
+  // terminal: false: the terminal echoes the answer; readline's line editing would write ANSI codes.
   const { createInterface } = await import("node:readline/promises");
   const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: false });
   try {
@@ -21,12 +19,7 @@ export async function confirm(question: string): Promise<boolean> {
   }
 }
 
-/**
- * Read a secret typed at the terminal, with `prompt` on standard error and nothing echoed:
- * the terminal is put in raw mode for the line, so the characters never reach the screen or
- * a scroll-back. Backspace edits; Enter ends; Ctrl-C rejects with `CANCELLED`; Ctrl-D on an
- * empty line ends with "". Only for a terminal ({@link interactive}).
- */
+/** A secret typed at the terminal in raw mode, nothing echoed: Backspace edits, Enter ends, Ctrl-C is `CANCELLED`, Ctrl-D on an empty line is "". */
 export async function readSecret(prompt: string): Promise<string> {
   const stdin = process.stdin;
   // Echo off before the prompt shows: whoever types as soon as they see it is not echoed.

@@ -7,28 +7,21 @@ import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { formatStateDiff, type StateDiff } from "../state/diff.js";
 import { confirm, interactive } from "./confirm.js";
-import { CliError, countFlag, lockIdFlag, usageError, writeOut } from "./io.js";
-import { underLock, withBackend } from "./runtime.js";
+import { CliError, countFlag, idFlag, lockIdFlag, usageError, writeOut } from "./io.js";
+import { refuseLockIdWithoutLocking, underLock, withBackend } from "./runtime.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { colorsAllowed, formatBytes, printJson, table } from "./term.js";
-
-/** The table formatter (term.ts), where serve.ts finds it. */
-export { table };
 import { printable as safe } from "../util/printable.js";
 import { historyEntryJson, principalText, rollbackJson, versionDiffJson } from "../wire/shapes.js";
-
 import type { Opts } from "./options.js";
 
-function idFlag(v: string | undefined, flag: string): string | undefined {
-  if (v === undefined) return undefined;
-  if (typeof v !== "string" || v.trim() === "") throw usageError(`${flag} needs a version ID (objstate state history lists them)`, "INVALID_VERSION_ID");
-  return v.trim();
+function versionFlag(v: string | undefined, flag: string): string | undefined {
+  return idFlag(v, `${flag} needs a version ID (objstate state history lists them)`, "INVALID_VERSION_ID");
 }
 
-/** `objstate state pull --version ID`: that version's bytes, exactly as stored. */
+/** `objstate state pull --version ID` (program.ts routes here when it is given): that version's bytes, exactly as stored. */
 export async function statePullVersionAction(opts: Opts): Promise<void> {
-  const version = idFlag(opts.version, "--version") ?? idFlag(opts.versionId, "--version-id");
-  if (version === undefined) throw usageError("--version needs a version ID (objstate state history lists them)", "INVALID_VERSION_ID");
+  const version = (versionFlag(opts.version, "--version") ?? versionFlag(opts.versionId, "--version-id")) as string;
   const input = gatherSettings(opts);
   const workspace = input.workspace ?? DEFAULT_WORKSPACE;
   await withBackend(backendConfigOf(input), input.settings, async (backend) => {
@@ -80,8 +73,8 @@ export async function stateHistoryAction(opts: Opts): Promise<void> {
 
 /** `objstate state diff [--from V] [--to V] [--json]`: exit 0 whether or not anything changed. */
 export async function stateDiffAction(opts: Opts): Promise<void> {
-  const fromFlag = idFlag(opts.from, "--from");
-  const toFlag = idFlag(opts.to, "--to");
+  const fromFlag = versionFlag(opts.from, "--from");
+  const toFlag = versionFlag(opts.to, "--to");
   const input = gatherSettings(opts);
   const workspace = input.workspace ?? DEFAULT_WORKSPACE;
   await withBackend(backendConfigOf(input), input.settings, async (backend) => {
@@ -117,7 +110,7 @@ async function confirmRollback(backend: ObjectStoreBackend, workspace: string, t
  * shows the diff and asks first unless --yes (which it needs when no one is at a terminal).
  */
 export async function stateRollbackAction(opts: Opts): Promise<void> {
-  const to = idFlag(opts.to, "--to");
+  const to = versionFlag(opts.to, "--to");
   if (to === undefined) throw usageError("--to needs the version to roll back to (objstate state history lists them)", "INVALID_VERSION_ID");
   const ask = opts.yes !== true;
   if (ask && !interactive()) {
@@ -133,8 +126,7 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
   const force = opts.force === true;
   await withBackend(backendConfigOf(input), input.settings, async (backend) => {
     const where = backend.describe(workspace);
-    if (given !== undefined && !backend.lockingEnabled)
-      throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
+    refuseLockIdWithoutLocking(backend, given);
     // Asked before the lock is taken: no one else waits on it while a person reads the diff.
     const shown = ask ? await confirmRollback(backend, workspace, to) : undefined;
     // Under the lock, the library checks that the diff confirmed is still the one the rollback applies.

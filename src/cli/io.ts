@@ -28,38 +28,22 @@ export function exitCodeOf(e: unknown): number {
   return e instanceof ObjstateError ? ERROR_CODES[e.code].exit : EXIT.error;
 }
 
-/** Parse JSON text; a syntax error names `name` and the line and column. */
-export function parseJsonText(text: string, name: string): unknown {
+/** Read and parse a JSON file (config or props; `-` is standard input): unreadable or oversized is refused at once, naming the file; broken JSON names its line. */
+export function readJsonFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readBoundedFile(file, FILE_LIMITS.config).bytes.toString("utf8");
+  } catch (e) {
+    if (!(e instanceof ReadFileError)) throw e;
+    throw new CliError(e.problem.kind === "too-large" ? "FILE_TOO_LARGE" : "FILE_UNREADABLE", e.message, { cause: e });
+  }
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
     const { problem, at } = jsonSyntaxProblem(e, text);
     // The cause stays off: JSON.parse's message quotes the text, and these files hold secrets.
-    throw new CliError("INVALID_JSON", `${name} is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`);
+    throw new CliError("INVALID_JSON", `${file === "-" ? "standard input" : file} is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`);
   }
-}
-
-/** Which limit a file read by the CLI gets (see {@link FILE_LIMITS}). */
-export type InputKind = "state" | "config";
-
-/**
- * The bytes of a file, or of standard input for `-`, bounded by the limit for its kind:
- * a FIFO, a device, a directory or an oversized file is refused at once (`FILE_UNREADABLE`,
- * `FILE_TOO_LARGE`), naming the file.
- */
-export function readInput(file: string, kind: InputKind = "config"): Buffer {
-  try {
-    return readBoundedFile(file, FILE_LIMITS[kind]).bytes;
-  } catch (e) {
-    if (!(e instanceof ReadFileError)) throw e;
-    const code = e.problem.kind === "too-large" ? "FILE_TOO_LARGE" : "FILE_UNREADABLE";
-    throw new CliError(code, e.message, { cause: e });
-  }
-}
-
-/** Read and parse a JSON file (config or props); errors name the file and, for broken JSON, the line. */
-export function readJsonFile(file: string): unknown {
-  return parseJsonText(readInput(file, "config").toString("utf8"), file === "-" ? "standard input" : file);
 }
 
 /** Is `e` a write to a stream whose reader has gone (`objstate state pull | head -c1`)? */
@@ -96,14 +80,19 @@ export function writeOut(bytes: Buffer | string): Promise<void> {
 /** A count flag (`--limit`, `--keep-days`): a whole number from 1; undefined when not given. */
 export function countFlag(v: string | undefined, flag: string, code: UsageCode): number | undefined {
   if (v === undefined) return undefined;
-  const n = typeof v === "string" && /^\d+$/.test(v.trim()) ? Number(v.trim()) : NaN;
+  const n = /^\d+$/.test(v.trim()) ? Number(v.trim()) : NaN;
   if (!Number.isSafeInteger(n) || n < 1) throw usageError(`${flag} needs a whole number from 1, got ${JSON.stringify(v)}`, code);
   return n;
 }
 
 /** `--lock-id ID`: write under a lock the caller holds (taken with `objstate lock`). */
 export function lockIdFlag(id: string | undefined): string | undefined {
-  if (id === undefined) return undefined;
-  if (typeof id !== "string" || id.trim() === "") throw usageError("--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
-  return id.trim();
+  return idFlag(id, "--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
+}
+
+/** An ID flag's value, trimmed; an empty one is refused with `message`. */
+export function idFlag(v: string | undefined, message: string, code: UsageCode): string | undefined {
+  if (v === undefined) return undefined;
+  if (v.trim() === "") throw usageError(message, code);
+  return v.trim();
 }

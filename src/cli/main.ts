@@ -1,20 +1,14 @@
 #!/usr/bin/env node
 /**
- * `objstate`: a thin shell over the library. Exit codes: see `EXIT` in io.ts.
- *
- * This entry point only prepares the process: the AWS SDK's Node-version warning is noise
- * to users (the pinned SDK runs on Node 20), so it is switched off before anything can
- * load the SDK; on Node 22+ compiled code is cached between runs; Node warnings are
- * printed as one `objstate: warning:` line; a reader that
- * closes standard output (`| head`) ends the process quietly; and anything no one caught
- * is one `objstate: error:` line with a code, never a stack (unless OBJSTATE_DEBUG=1).
+ * `objstate`: prepares the process, then runs the command tree. The AWS SDK's Node-version
+ * warning is off (the pinned SDK runs on Node 20); Node warnings are one `objstate: warning:`
+ * line; a reader that closes standard output ends the process quietly; anything no one caught
+ * is one `objstate: error:` line, never a stack (unless OBJSTATE_DEBUG=1).
  */
 import * as nodeModule from "node:module";
 
 process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true";
-// Node 22.1+: the compiled code for objstate and its dependencies (loading the AWS SDK is
-// most of a server command's start-up) is kept on disk, in the OS temp directory, and
-// reused by the next run; NODE_DISABLE_COMPILE_CACHE=1 turns it off. Not on Node 20.
+// Node 22.1+: compiled code is cached on disk between runs (NODE_DISABLE_COMPILE_CACHE=1 turns it off).
 (nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 // No top-level await: the published build is CommonJS (scripts/build.mjs), where it cannot be.

@@ -1,8 +1,4 @@
-/**
- * The parsed options of a command, typed: the settings table's flags (from its rows), the
- * field flags (by field name) and each command's own options. Commander hands them over
- * untyped; program.ts casts them to this once, so every action reads `opts.x` with a type.
- */
+/** A command's parsed options, typed (program.ts casts commander's once): the settings table's flags, the field flags and the commands' own. */
 import type { COMMON_FIELDS } from "../config/fields.js";
 import type { SettingFlags } from "../config/settings-table.js";
 
@@ -44,5 +40,4 @@ interface CommandFlags {
   readonly ttl?: string;
 }
 
-/** A command's parsed options. */
 export type Opts = Omit<FieldFlags, keyof CommandFlags> & SettingFlags & CommandFlags;

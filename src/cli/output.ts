@@ -16,10 +16,6 @@ import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
 import { asToolWritesJson, outputsJsonText, SENSITIVE } from "../wire/shapes.js";
 import { CliError, usageError } from "./io.js";
 import type { Opts } from "./options.js";
-import type { Settings } from "../config/settings-table.js";
-import type { LayoutName } from "../config/layout.js";
-import type { Timeouts } from "../io/sdk-client.js";
-import type { EncryptionConfig } from "../encryption/index.js";
 import { connectOptionsOf } from "./connect-options.js";
 import { warn } from "./warn.js";
 import { gatherSettings, remoteStateConfigOf } from "./settings.js";
@@ -27,17 +23,6 @@ import { printable } from "../util/printable.js";
 
 /** Name under which the CLI reads the remote state (appears in library messages). */
 const REMOTE_NAME = "objstate_output";
-
-/** The connection settings a read of outputs takes (it takes no lock: no lease, no lockfile). */
-function fetchOptionsOf(own: Settings): {
-  timeouts: Partial<Timeouts> | undefined;
-  layout: LayoutName;
-  digestRetry: { timeoutMs: number; intervalMs: number } | undefined;
-  encryption: EncryptionConfig | undefined;
-} {
-  const { timeouts, layout, digestRetry, encryption } = connectOptionsOf(own);
-  return { timeouts, layout: layout ?? own.values.layout, digestRetry, encryption };
-}
 
 /** `objstate output`. */
 export async function outputAction(name: string | undefined, opts: Opts): Promise<void> {
@@ -47,10 +32,15 @@ export async function outputAction(name: string | undefined, opts: Opts): Promis
   if (raw && name === undefined) throw usageError("--raw prints one output: give its NAME (objstate output NAME --raw)");
   const input = gatherSettings(opts);
   const config = remoteStateConfigOf(input);
+  // A read of outputs takes no lock: no lease, no lockfile.
+  const { timeouts, layout, digestRetry, encryption } = connectOptionsOf(input.settings);
   const outputs = await new DataRemoteStateObjectStore(REMOTE_NAME, config).fetchOutputs({
     env: process.env,
     onWarning: warn,
-    ...fetchOptionsOf(input.settings),
+    timeouts,
+    layout,
+    digestRetry,
+    encryption,
     // The CLI reads the workspace's own state: the state target's methods, not a data source's.
     encryptionTarget: { kind: "state" },
   });

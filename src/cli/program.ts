@@ -10,15 +10,17 @@ import type { SettingsCommand } from "../config/settings-table.js";
 import { EXIT } from "../error-codes.js";
 import { debugEnabled, errorLine, exitCodeOf, isClosedOutput } from "./io.js";
 import { warn } from "./warn.js";
-import { addSettingsOptions as settingsOptions } from "./settings.js";
+import { addSettingsOptions } from "./settings.js";
 import { settingsTopicText } from "../config/settings-docs.js";
-import { asksNoColor, withToolSpellings } from "./spellings.js";
+import { withToolSpellings } from "./spellings.js";
 import { disableColors, paint, printJson } from "./term.js";
 import { printable } from "../util/printable.js";
 
 // A command's module loads when that command runs: `--help`, `--version` and the offline
-// commands do not pay for the drivers and the other commands (start-up, issue 14).
+// commands do not pay for the drivers and the other commands (start-up).
 const commands = () => import("./commands.js");
+const history = () => import("./history.js");
+const serving = () => import("./serve.js");
 
 const EXIT_CODES_HELP = `
 Exit codes: 0 ok, 1 error, 2 usage or bad input (nothing was written), 3 state locked
@@ -31,14 +33,16 @@ was written), 6 the lock is no longer held by this writer (released or force-unl
 Settings that are not fields (timeouts, locks, layout, the server's), with their
 --config file keys, variables and the commands that offer them: objstate help settings`;
 
+/** The tool's `-lock=false` is accepted on the writing commands, but objstate takes the lock all the same (docs/decisions/022). */
+const LOCK_FALSE_WARNING =
+  "-lock=false: objstate takes the workspace's lock for this write all the same (whenever there is a lock table or --lockfile), so that no other writer's write interleaves; to write under a lock you already hold, pass --lock-id ID";
+
 /** Commander's error text (`error: unknown option '--x'\\n(Did you mean --y?)`) as one line. */
 function oneLine(text: string): string {
   return text
     .replace(/^error:\s*/i, "")
-    .split("\n")
-    .map((l) => l.trim())
-    .filter((l) => l !== "")
-    .join(" ");
+    .replace(/\s*\n\s*/g, " ")
+    .trim();
 }
 
 /** The options object of an action's command (the last argument commander passes), typed once here: the flags are the ones this file and the settings table define. */
@@ -46,37 +50,37 @@ function optsOf(args: unknown[]): Opts {
   return (args[args.length - 1] as Command).opts() as Opts;
 }
 
+/** A subcommand's options with the parent's (serve's own `--users` may be handed to it). */
+function allOptsOf(args: unknown[]): Opts {
+  return (args[args.length - 1] as Command).optsWithGlobals();
+}
+
 function jsonOption(cmd: Command, what = "print the result as JSON"): Command {
   return cmd.option("--json", what);
 }
 
-/**
- * `--lock <bool>`: the tool's `-lock=false` on the commands that write under the lock. objstate
- * takes the lock all the same (docs/decisions/022): the flag is accepted so that the tool's
- * command lines run unchanged, and `false` says so in a warning.
- */
-function lockOption(cmd: Command): Command {
-  return cmd.addOption(
-    new Option(
-      "--lock <bool>",
-      "the tool's -lock=false is accepted, but objstate writes under the workspace's lock all the same (with a lock table or --lockfile)",
-    ).choices(["true", "false"]),
-  );
+/** `--json`, `--lock-id` and `--lock` of the commands that write under the workspace's lock. */
+function writeOptions(cmd: Command): Command {
+  return jsonOption(cmd)
+    .addOption(
+      new Option("--lock-id <id>", "write under this lock, which you hold (the ID printed by objstate lock); it stays held: release it with objstate unlock"),
+    )
+    .addOption(
+      new Option(
+        "--lock <bool>",
+        "the tool's -lock=false is accepted, but objstate writes under the workspace's lock all the same (with a lock table or --lockfile)",
+      ).choices(["true", "false"]),
+    );
 }
 
-/** The warning for `--lock=false` (the tool's `-lock=false`). */
-const LOCK_FALSE_WARNING =
-  "-lock=false: objstate takes the workspace's lock for this write all the same (whenever there is a lock table or --lockfile), so that no other writer's write interleaves; to write under a lock you already hold, pass --lock-id ID";
+/** `--role GLOB=ROLES`, repeatable. */
+function roleOption(cmd: Command, what: string): Command {
+  return cmd.option("--role <glob=roles>", what, (v: string, prev: string[] | undefined) => [...(prev ?? []), v]);
+}
 
 /** What `objstate version`, `-v` and `--version` print: objstate's version, then the Node.js and platform it runs on. */
-export function versionText(): string {
+function versionText(): string {
   return `objstate v${objstateVersion()}\non Node.js ${process.version} (${process.platform} ${process.arch})`;
-}
-
-function lockIdOption(cmd: Command): Command {
-  return cmd.addOption(
-    new Option("--lock-id <id>", "write under this lock, which you hold (the ID printed by objstate lock); it stays held: release it with objstate unlock"),
-  );
 }
 
 /** `--no-color` on every command (the program's own is only for words before the command). */
@@ -89,8 +93,13 @@ function noColorOption(cmd: Command): Command {
   );
 }
 
-/** Add a command's settings flags (deferred: see {@link program}). */
-type AddSettings = (cmd: Command, command: SettingsCommand, options?: Parameters<typeof settingsOptions>[2]) => Command;
+/** A leaf's settings flags (added later: see {@link program}) and its action, given its options and positional arguments. */
+type Leaf = (
+  cmd: Command,
+  command: SettingsCommand,
+  options: Parameters<typeof addSettingsOptions>[2],
+  run: (opts: Opts, args: unknown[]) => Promise<void> | void,
+) => void;
 
 /** The program itself: its options, help and error output. */
 function rootCommand(pending: ReadonlyMap<Command, () => void>): Command {
@@ -102,7 +111,7 @@ function rootCommand(pending: ReadonlyMap<Command, () => void>): Command {
     .helpOption("-h, --help", "show help for a command")
     .showSuggestionAfterError(true)
     .configureHelp({
-      // A command whose settings flags are still to be added (see above) has options all the same.
+      // A command whose settings flags are still to be added has options all the same.
       subcommandTerm(cmd: Command): string {
         const term = Help.prototype.subcommandTerm.call(this, cmd);
         return pending.has(cmd) && cmd.options.length === 0 ? `${cmd.name()} [options]${term.slice(cmd.name().length)}` : term;
@@ -122,13 +131,13 @@ function rootCommand(pending: ReadonlyMap<Command, () => void>): Command {
 }
 
 /** `version`, `synth`, `config` and `workspace …`. */
-function basicCommands(root: Command, addSettingsOptions: AddSettings): void {
+function basicCommands(root: Command, leaf: Leaf): void {
   root
     .command("version")
     .description("print objstate's version and the Node.js and platform it runs on (the same as objstate --version)")
     .option("--json", 'print {"version", "node", "platform", "arch"}')
     .action((...args: unknown[]) => {
-      if (optsOf(args)["json"] === true) printJson({ version: objstateVersion(), node: process.versions.node, platform: process.platform, arch: process.arch });
+      if (optsOf(args).json === true) printJson({ version: objstateVersion(), node: process.versions.node, platform: process.platform, arch: process.arch });
       else process.stdout.write(`${versionText()}\n`);
     });
 
@@ -146,36 +155,22 @@ function basicCommands(root: Command, addSettingsOptions: AddSettings): void {
     )
     .addOption(new Option("--serve-url <url>", "with --for http: the URL the tool reaches objstate serve by, such as http://127.0.0.1:8080"))
     .addOption(new Option("--username <name>", "with --for http: the user the tool logs in as (the password is never written: set TF_HTTP_PASSWORD)"));
-  addSettingsOptions(synth, "synth", { workspace: true }).action(async (file: string | undefined, ...rest: unknown[]) =>
-    (await commands()).synthAction(file, optsOf(rest)),
-  );
+  leaf(synth, "synth", { workspace: true }, async (o, [file]) => (await commands()).synthAction(file as string | undefined, o));
 
-  const config = jsonOption(
-    root.command("config").description("show the effective settings, where each came from, and the credentials source (secrets redacted)"),
-  );
-  addSettingsOptions(config, "config", { workspace: true }).action(async (...args: unknown[]) => (await commands()).configAction(optsOf(args)));
+  const config = root.command("config").description("show the effective settings, where each came from, and the credentials source (secrets redacted)");
+  leaf(jsonOption(config), "config", { workspace: true }, async (o) => (await commands()).configAction(o));
 
   const workspace = root.command("workspace").description("list, create and delete workspaces");
-  const wsList = jsonOption(workspace.command("list").description("list the workspaces that have a state (default first); * marks the selected one"));
-  addSettingsOptions(wsList, "workspace list", { workspace: true }).action(async (...args: unknown[]) => (await commands()).workspaceListAction(optsOf(args)));
-  const wsNew = lockOption(
-    lockIdOption(
-      jsonOption(workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name")),
-    ),
-  );
-  addSettingsOptions(wsNew, "workspace new").action(async (name: string, ...rest: unknown[]) => (await commands()).workspaceNewAction(name, optsOf(rest)));
-  const wsDelete = lockOption(
-    lockIdOption(
-      jsonOption(workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name")),
-    ),
-  );
-  addSettingsOptions(wsDelete, "workspace delete").action(async (name: string, ...rest: unknown[]) =>
-    (await commands()).workspaceDeleteAction(name, optsOf(rest)),
-  );
+  const list = workspace.command("list").description("list the workspaces that have a state (default first); * marks the selected one");
+  leaf(jsonOption(list), "workspace list", { workspace: true }, async (o) => (await commands()).workspaceListAction(o));
+  const create = workspace.command("new").description("create a workspace with an empty state; refuses one that exists").argument("<name>", "workspace name");
+  leaf(writeOptions(create), "workspace new", {}, async (o, [name]) => (await commands()).workspaceNewAction(name as string, o));
+  const remove = workspace.command("delete").description("delete a workspace's state and digest; refuses default").argument("<name>", "workspace name");
+  leaf(writeOptions(remove), "workspace delete", {}, async (o, [name]) => (await commands()).workspaceDeleteAction(name as string, o));
 }
 
-/** `state …`: `pull`, `history` and `diff` here. */
-function stateCommands(root: Command, addSettingsOptions: AddSettings): void {
+/** `state …`. */
+function stateCommands(root: Command, leaf: Leaf): void {
   const state = root.command("state").description("read and write a workspace's state");
   const pull = state
     .command("pull")
@@ -184,140 +179,86 @@ function stateCommands(root: Command, addSettingsOptions: AddSettings): void {
     .addOption(new Option("--version <id>", "print this version (an ID from objstate state history) instead of the current one; needs no lock table"))
     .addOption(new Option("--version-id <id>", "the same as --version").hideHelp())
     .addOption(new Option("--raw-envelope", "with encryption configured: print the stored envelope instead of the decrypted state"));
-  addSettingsOptions(pull, "state pull", { workspace: true }).action(async (...args: unknown[]) => {
-    const opts = optsOf(args);
-    return opts.version !== undefined || opts.versionId !== undefined
-      ? (await import("./history.js")).statePullVersionAction(opts)
-      : (await commands()).statePullAction(opts);
-  });
-  const history = jsonOption(
-    state
-      .command("history")
-      .description(
-        "list the versions of a workspace's state, newest first: ID, time, size, serial, lineage, and who wrote it with which operation (needs bucket versioning)",
-      )
-      .addOption(new Option("--limit <n>", "list at most this many versions (the newest)")),
+  leaf(pull, "state pull", { workspace: true }, async (o) =>
+    o.version !== undefined || o.versionId !== undefined ? (await history()).statePullVersionAction(o) : (await commands()).statePullAction(o),
   );
-  addSettingsOptions(history, "state history", { workspace: true }).action(async (...args: unknown[]) =>
-    (await import("./history.js")).stateHistoryAction(optsOf(args)),
-  );
-  const diff = jsonOption(
-    state
-      .command("diff")
-      .description(
-        "show resources and outputs added, removed and changed between two versions (default: the previous version against the current one); sensitive values show as <sensitive>; exit 0 either way",
-      )
-      .addOption(new Option("--from <id>", "the older side: a version ID from objstate state history [default: the version before --to]"))
-      .addOption(new Option("--to <id>", "the newer side: a version ID [default: the current version]")),
-  );
-  addSettingsOptions(diff, "state diff", { workspace: true }).action(async (...args: unknown[]) =>
-    (await import("./history.js")).stateDiffAction(optsOf(args)),
-  );
-  stateWriteCommands(state, addSettingsOptions);
-}
-
-/** `state rollback`, `push`, `repair` and `rekey`. */
-function stateWriteCommands(state: Command, addSettingsOptions: AddSettings): void {
-  const rollback = lockOption(
-    lockIdOption(
-      jsonOption(
-        state
-          .command("rollback")
-          .description(
-            "under the lock, write an old version's content as a new version with serial = current + 1 (same lineage), so the tool takes it as newer; deletes nothing, restores a deleted workspace; shows the diff and asks first unless --yes",
-          )
-          .requiredOption("--to <id>", "the version to roll back to (an ID from objstate state history)")
-          .option("--yes", "do not show the diff and ask for confirmation (required when standard input is not a terminal)")
-          .option("--force", "roll back to a version of another lineage than the current state's"),
-      ),
-    ),
-  );
-  addSettingsOptions(rollback, "state rollback", { workspace: true }).action(async (...args: unknown[]) =>
-    (await import("./history.js")).stateRollbackAction(optsOf(args)),
-  );
-  const push = lockOption(
-    lockIdOption(
-      jsonOption(
-        state
-          .command("push")
-          .description(
-            "store a state under the workspace's lock, guarded like the tool's own state push: another lineage, a lower serial or the same serial with other content is refused (exit 5); the same content again writes nothing",
-          )
-          .argument("<file>", "state file, or - for standard input")
-          .option("--force", "write even when the lineage guard refuses (the lock and the version read are still checked)"),
-      ),
-    ),
-  );
-  addSettingsOptions(push, "state push", { workspace: true }).action(async (file: string, ...rest: unknown[]) =>
-    (await commands()).statePushAction(file, optsOf(rest)),
-  );
-  const repair = lockOption(
-    lockIdOption(
-      jsonOption(
-        state
-          .command("repair")
-          .description(
-            "under the lock: commit a write that was stored but never committed (torn write), write the committed state again over a late write that never committed, remove a digest left without a state, and remove leftovers of dead writers",
-          )
-          .option("--force", "record the digest of whatever is stored, even when it does not prove a complete objstate write")
-          .addOption(
-            new Option("--older-than <duration>", "remove leftovers at least this old; younger ones may belong to a writer still at work [default: 1h]"),
-          ),
-      ),
-    ),
-  );
-  addSettingsOptions(repair, "state repair", { workspace: true }).action(async (...args: unknown[]) => (await commands()).stateRepairAction(optsOf(args)));
-  const rekey = jsonOption(
-    state
-      .command("rekey")
-      .description(
-        "under the lock, write the current state again under the primary encryption method (the encryption setting or TF_ENCRYPTION) as a new version with serial + 1: after a key rotation, or to migrate in or out; old versions stay readable through the fallback",
-      )
-      .option("--all", "rekey every workspace"),
-  );
-  addSettingsOptions(rekey, "state rekey", { workspace: true }).action(async (...args: unknown[]) => (await commands()).stateRekeyAction(optsOf(args)));
+  const list = state
+    .command("history")
+    .description(
+      "list the versions of a workspace's state, newest first: ID, time, size, serial, lineage, and who wrote it with which operation (needs bucket versioning)",
+    )
+    .addOption(new Option("--limit <n>", "list at most this many versions (the newest)"));
+  leaf(jsonOption(list), "state history", { workspace: true }, async (o) => (await history()).stateHistoryAction(o));
+  const diff = state
+    .command("diff")
+    .description(
+      "show resources and outputs added, removed and changed between two versions (default: the previous version against the current one); sensitive values show as <sensitive>; exit 0 either way",
+    )
+    .addOption(new Option("--from <id>", "the older side: a version ID from objstate state history [default: the version before --to]"))
+    .addOption(new Option("--to <id>", "the newer side: a version ID [default: the current version]"));
+  leaf(jsonOption(diff), "state diff", { workspace: true }, async (o) => (await history()).stateDiffAction(o));
+  const rollback = state
+    .command("rollback")
+    .description(
+      "under the lock, write an old version's content as a new version with serial = current + 1 (same lineage), so the tool takes it as newer; deletes nothing, restores a deleted workspace; shows the diff and asks first unless --yes",
+    )
+    .requiredOption("--to <id>", "the version to roll back to (an ID from objstate state history)")
+    .option("--yes", "do not show the diff and ask for confirmation (required when standard input is not a terminal)")
+    .option("--force", "roll back to a version of another lineage than the current state's");
+  leaf(writeOptions(rollback), "state rollback", { workspace: true }, async (o) => (await history()).stateRollbackAction(o));
+  const push = state
+    .command("push")
+    .description(
+      "store a state under the workspace's lock, guarded like the tool's own state push: another lineage, a lower serial or the same serial with other content is refused (exit 5); the same content again writes nothing",
+    )
+    .argument("<file>", "state file, or - for standard input")
+    .option("--force", "write even when the lineage guard refuses (the lock and the version read are still checked)");
+  leaf(writeOptions(push), "state push", { workspace: true }, async (o, [file]) => (await commands()).statePushAction(file as string, o));
+  const repair = state
+    .command("repair")
+    .description(
+      "under the lock: commit a write that was stored but never committed (torn write), write the committed state again over a late write that never committed, remove a digest left without a state, and remove leftovers of dead writers",
+    )
+    .option("--force", "record the digest of whatever is stored, even when it does not prove a complete objstate write")
+    .addOption(new Option("--older-than <duration>", "remove leftovers at least this old; younger ones may belong to a writer still at work [default: 1h]"));
+  leaf(writeOptions(repair), "state repair", { workspace: true }, async (o) => (await commands()).stateRepairAction(o));
+  const rekey = state
+    .command("rekey")
+    .description(
+      "under the lock, write the current state again under the primary encryption method (the encryption setting or TF_ENCRYPTION) as a new version with serial + 1: after a key rotation, or to migrate in or out; old versions stay readable through the fallback",
+    )
+    .option("--all", "rekey every workspace");
+  leaf(jsonOption(rekey), "state rekey", { workspace: true }, async (o) => (await commands()).stateRekeyAction(o));
 }
 
 /** `lock`, `locks`, `unlock`, `force-unlock` and `output`. */
-function lockAndOutputCommands(root: Command, addSettingsOptions: AddSettings): void {
-  const lock = jsonOption(
-    root
-      .command("lock")
-      .description(
-        "take the workspace's lock and print its ID (release it with objstate unlock ID); with -- COMMAND, hold it while the command runs (renewing a --lock-ttl lease; the command gets OBJSTATE_LOCK_ID) and release it after",
-      )
-      .argument(
-        "[command...]",
-        "command to run under the lock (after --); objstate exits 0 when it succeeds, 8 when it fails (naming its code), or 7 when the lease was lost",
-      )
-      .option("--operation <op>", "what the holder is doing, shown to others [default: objstate lock]")
-      .option("--info <text>", "free text stored with the lock"),
-    "print the whole lock info as JSON",
+function lockAndOutputCommands(root: Command, leaf: Leaf): void {
+  const lock = root
+    .command("lock")
+    .description(
+      "take the workspace's lock and print its ID (release it with objstate unlock ID); with -- COMMAND, hold it while the command runs (renewing a --lock-ttl lease; the command gets OBJSTATE_LOCK_ID) and release it after",
+    )
+    .argument(
+      "[command...]",
+      "command to run under the lock (after --); objstate exits 0 when it succeeds, 8 when it fails (naming its code), or 7 when the lease was lost",
+    )
+    .option("--operation <op>", "what the holder is doing, shown to others [default: objstate lock]")
+    .option("--info <text>", "free text stored with the lock");
+  leaf(jsonOption(lock, "print the whole lock info as JSON"), "lock", { workspace: true }, async (o, [command]) =>
+    (await commands()).lockAction(o, command as string[]),
   );
-  addSettingsOptions(lock, "lock", { workspace: true }).action(async (command: string[], ...rest: unknown[]) =>
-    (await commands()).lockAction(optsOf(rest), command),
-  );
-
-  const locks = jsonOption(
-    root
-      .command("locks")
-      .description("list every lock held in the lock table and every lockfile under the prefix: workspace, ID, who, operation, since, lease expiry"),
-  );
-  addSettingsOptions(locks, "locks").action(async (...args: unknown[]) => (await commands()).locksAction(optsOf(args)));
-
-  const unlock = jsonOption(root.command("unlock").description("release the lock with this ID").argument("<id>", "the lock ID printed by objstate lock"));
-  addSettingsOptions(unlock, "unlock", { workspace: true }).action(async (id: string, ...rest: unknown[]) => (await commands()).unlockAction(id, optsOf(rest)));
-
-  const forceUnlock = jsonOption(
-    root
-      .command("force-unlock")
-      .description("release someone else's lock, given the ID shown in the lock error; asks first unless --force")
-      .argument("<id>", "the ID of the lock to release")
-      .option("-f, --force", "do not ask for confirmation (required when standard input is not a terminal)"),
-  );
-  addSettingsOptions(forceUnlock, "force-unlock", { workspace: true }).action(async (id: string, ...rest: unknown[]) =>
-    (await commands()).forceUnlockAction(id, optsOf(rest)),
-  );
+  const locks = root
+    .command("locks")
+    .description("list every lock held in the lock table and every lockfile under the prefix: workspace, ID, who, operation, since, lease expiry");
+  leaf(jsonOption(locks), "locks", {}, async (o) => (await commands()).locksAction(o));
+  const unlock = root.command("unlock").description("release the lock with this ID").argument("<id>", "the lock ID printed by objstate lock");
+  leaf(jsonOption(unlock), "unlock", { workspace: true }, async (o, [id]) => (await commands()).unlockAction(id as string, o));
+  const forceUnlock = root
+    .command("force-unlock")
+    .description("release someone else's lock, given the ID shown in the lock error; asks first unless --force")
+    .argument("<id>", "the ID of the lock to release")
+    .option("-f, --force", "do not ask for confirmation (required when standard input is not a terminal)");
+  leaf(jsonOption(forceUnlock), "force-unlock", { workspace: true }, async (o, [id]) => (await commands()).unlockAction(id as string, o, true));
 
   const output = root
     .command("output")
@@ -330,146 +271,116 @@ function lockAndOutputCommands(root: Command, addSettingsOptions: AddSettings): 
       ),
     )
     .option("--show-sensitive", "show the values of sensitive outputs in the listing of all outputs (one asked for by NAME is always shown)");
-  addSettingsOptions(output, "output", { workspace: true, defaults: true }).action(async (name: string | undefined, ...rest: unknown[]) =>
-    (await import("./output.js")).outputAction(name, optsOf(rest)),
-  );
+  leaf(output, "output", { workspace: true, defaults: true }, async (o, [name]) => (await import("./output.js")).outputAction(name as string | undefined, o));
 }
 
 /** `doctor` and `init`. */
-function adminCommands(root: Command, addSettingsOptions: AddSettings): void {
-  const doctor = jsonOption(root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest"));
-  addSettingsOptions(doctor, "doctor", { workspace: true }).action(async (...args: unknown[]) => (await import("./doctor.js")).doctorAction(optsOf(args)));
-
-  const init = jsonOption(
-    root
-      .command("init")
-      .description("report whether the bucket and lock table exist, and create what is missing when asked")
-      .option("--create-bucket", "create the bucket if it does not exist")
-      .option("--create-table", "create the lock table (key LockID, String) if it does not exist")
-      .option(
-        "--versioning",
-        "turn on bucket versioning: every write keeps the version it replaces (what state history and rollback need); the embedded store always keeps versions",
-      )
-      .addOption(
-        new Option(
-          "--keep-days <n>",
-          "with --versioning: let noncurrent versions expire this many days after they were replaced (a lifecycle rule; nothing expires without one)",
-        ),
-      )
-      .addOption(
-        new Option(
-          "--keep-versions <n>",
-          "with --versioning: keep at least this many newest noncurrent versions of each state (S3 NewerNoncurrentVersions; Ceph RGW does not support it, and objstate then sets nothing)",
-        ),
+function adminCommands(root: Command, leaf: Leaf): void {
+  const doctor = root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest");
+  leaf(jsonOption(doctor), "doctor", { workspace: true }, async (o) => (await import("./admin.js")).doctorAction(o));
+  const init = root
+    .command("init")
+    .description("report whether the bucket and lock table exist, and create what is missing when asked")
+    .option("--create-bucket", "create the bucket if it does not exist")
+    .option("--create-table", "create the lock table (key LockID, String) if it does not exist")
+    .option(
+      "--versioning",
+      "turn on bucket versioning: every write keeps the version it replaces (what state history and rollback need); the embedded store always keeps versions",
+    )
+    .addOption(
+      new Option(
+        "--keep-days <n>",
+        "with --versioning: let noncurrent versions expire this many days after they were replaced (a lifecycle rule; nothing expires without one)",
       ),
-  );
-  addSettingsOptions(init, "init").action(async (...args: unknown[]) => (await import("./init.js")).initAction(optsOf(args)));
+    )
+    .addOption(
+      new Option(
+        "--keep-versions <n>",
+        "with --versioning: keep at least this many newest noncurrent versions of each state (S3 NewerNoncurrentVersions; Ceph RGW does not support it, and objstate then sets nothing)",
+      ),
+    );
+  leaf(jsonOption(init), "init", {}, async (o) => (await import("./admin.js")).initAction(o));
 }
 
 /** `serve` and its `hash-password` and `token …`. */
-function serveCommands(root: Command, pending: Map<Command, () => void>): void {
+function serveCommands(root: Command, leaf: Leaf): void {
   const serve = root
     .command("serve")
     .description(
       "serve the state over the tool's http backend protocol (/state/{workspace}, LOCK/UNLOCK), a JSON API (/api/v1), /healthz, /readyz and /metrics; runs until SIGTERM or SIGINT, then finishes requests in flight",
     );
-  // Its own flags too wait for complete(serve): settings.js is in the commands' chunk, which `--help` need not load.
-  pending.set(serve, () => settingsOptions(serve, "serve"));
-  serve.action(async (...args: unknown[]) => (await import("./serve.js")).serveAction(optsOf(args)));
-  serve
+  leaf(serve, "serve", {}, async (o) => (await serving()).serveAction(o));
+  const hashPassword = serve
     .command("hash-password")
     .description("add a user (scrypt-hashed password read from standard input) with roles to a users file, or print the entry")
-    .requiredOption("--user <name>", "user name (the http backend's username)")
-    .option(
-      "--role <glob=roles>",
-      "roles on workspaces matching GLOB: outputs, read, write, lock, force, admin (repeatable) [default: *=read]",
-      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
-    )
+    .requiredOption("--user <name>", "user name (the http backend's username)");
+  roleOption(hashPassword, "roles on workspaces matching GLOB: outputs, read, write, lock, force, admin (repeatable) [default: *=read]")
     .option(
       "--users <file>",
       "users file to add the user to (created with mode 600 when absent, made 600 when its group or others may read it); without it the entry is printed",
     )
-    // --users is also an option of serve itself: commander may hand it to the parent.
-    .action(async (...args: unknown[]) => (await import("./serve.js")).hashPasswordAction((args[args.length - 1] as Command).optsWithGlobals()));
+    .action(async (...args: unknown[]) => (await serving()).hashPasswordAction(allOptsOf(args)));
   const token = serve.command("token").description("API tokens for CI (Basic password or Authorization: Bearer), kept hashed beside the users file");
   const tokensFile = "users file whose tokens these are (the tokens live in FILE.tokens.json beside it, mode 600)";
-  token
+  const create = token
     .command("create")
     .description("make a token for a user of the users file and print it once (only its SHA-256 is stored)")
     .requiredOption("--user <name>", "the user the token acts as")
-    .option("--ttl <duration>", "how long the token is valid (e.g. 12h, 30d) [default: 30d]")
-    .option(
-      "--role <glob=roles>",
-      "the token's own roles on workspaces matching GLOB instead of the user's (repeatable) [default: the user's roles]",
-      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
-    )
+    .option("--ttl <duration>", "how long the token is valid (e.g. 12h, 30d) [default: 30d]");
+  roleOption(create, "the token's own roles on workspaces matching GLOB instead of the user's (repeatable) [default: the user's roles]")
     .requiredOption("--users <file>", tokensFile)
-    .action(async (...args: unknown[]) => (await import("./serve.js")).tokenCreateAction((args[args.length - 1] as Command).optsWithGlobals()));
+    .action(async (...args: unknown[]) => (await serving()).tokenCreateAction(allOptsOf(args)));
   token
     .command("list")
     .description("list the tokens: ID, user, state, roles, created, expires, last used (never the tokens)")
     .requiredOption("--users <file>", tokensFile)
-    .action(async (...args: unknown[]) => (await import("./serve.js")).tokenListAction((args[args.length - 1] as Command).optsWithGlobals()));
+    .action(async (...args: unknown[]) => (await serving()).tokenListAction(allOptsOf(args)));
   token
     .command("revoke")
     .description("revoke a token by its ID: the next request with it is refused (401)")
     .argument("<id>", "the token's ID (token list shows them)")
     .requiredOption("--users <file>", tokensFile)
-    .action(async (...args: unknown[]) =>
-      (await import("./serve.js")).tokenRevokeAction(args[0] as string, (args[args.length - 1] as Command).optsWithGlobals()),
-    );
+    .action(async (...args: unknown[]) => (await serving()).tokenRevokeAction(args[0] as string, allOptsOf(args)));
 }
 
 /**
- * The command tree. Given the arguments it will parse, only the command they name gets
- * its ~30 settings flags now (commander registers each flag in time linear in the flags
- * before it), so `--help` and one command start without building every command's; any
- * other command gets them when commander dispatches to it. Without arguments, every
- * command is complete.
+ * The command tree. Given the arguments it will parse, only the command they name gets its
+ * ~30 settings flags now (commander registers each flag in time linear in the flags before
+ * it), so `--help` and one command start without building every command's; any other command
+ * gets them when commander dispatches to it. Without arguments, every command is complete.
  */
 export function program(argv?: readonly string[]): Command {
-  // Each leaf's settings flags (and --timeout), added by complete(leaf).
   const pending = new Map<Command, () => void>();
-  const addSettingsOptions: AddSettings = (cmd, command, options) => {
-    pending.set(cmd, () => settingsOptions(cmd, command, options));
-    return cmd;
+  const leaf: Leaf = (cmd, command, options, run) => {
+    pending.set(cmd, () => addSettingsOptions(cmd, command, options));
+    cmd.action((...args: unknown[]) => run(optsOf(args), args));
   };
   const root = rootCommand(pending);
-  basicCommands(root, addSettingsOptions);
-  stateCommands(root, addSettingsOptions);
-  lockAndOutputCommands(root, addSettingsOptions);
-  adminCommands(root, addSettingsOptions);
-  serveCommands(root, pending);
-  completeLazily(root, pending, argv);
-  return root;
-}
-
-/** Add each leaf's settings flags when commander dispatches to it, or now: all of them without `argv`, else the one it names. */
-function completeLazily(root: Command, pending: Map<Command, () => void>, argv: readonly string[] | undefined): void {
+  for (const add of [basicCommands, stateCommands, lockAndOutputCommands, adminCommands, serveCommands]) add(root, leaf);
   const completed = new Set<Command>();
-  const complete = (leaf: Command): void => {
-    if (completed.has(leaf)) return;
-    completed.add(leaf);
-    const add = pending.get(leaf);
-    pending.delete(leaf);
-    add?.();
-    noColorOption(leaf);
+  const complete = (cmd: Command): void => {
+    if (completed.has(cmd)) return;
+    completed.add(cmd);
+    pending.get(cmd)?.();
+    pending.delete(cmd);
+    noColorOption(cmd);
   };
   const leaves: Command[] = [];
   const visit = (cmd: Command): void => {
+    cmd.hook("preSubcommand", (_cmd, sub) => complete(sub));
     for (const sub of cmd.commands) {
-      if (sub.commands.length > 0) {
-        visit(sub);
-        sub.hook("preSubcommand", (_cmd, leaf) => complete(leaf));
-      }
+      if (sub.commands.length > 0) visit(sub);
       // A command with subcommands may run too (serve): it completes like a leaf.
       if (sub.commands.length === 0 || pending.has(sub)) leaves.push(sub);
     }
   };
   visit(root);
-  root.hook("preSubcommand", (_cmd, leaf) => complete(leaf));
   if (argv === undefined) leaves.forEach(complete);
-  else namedLeaves(root, argv.slice(2)).forEach(complete);
+  else {
+    const { cmd } = commandPath(root, argv.slice(2));
+    if (cmd !== root) complete(cmd);
+  }
+  return root;
 }
 
 /**
@@ -492,12 +403,6 @@ function commandPath(root: Command, args: readonly string[]): { cmd: Command; ne
   return { cmd: cur, next };
 }
 
-/** The leaf commands `args` may run or show help for (see {@link commandPath}). */
-function namedLeaves(root: Command, args: readonly string[]): Command[] {
-  const { cmd } = commandPath(root, args);
-  return cmd === root ? [] : [cmd];
-}
-
 /**
  * `argv` as commander is to read it: the tool's single-dash spellings of the named command's
  * options in their `--` form (spellings.ts), and the hidden `-V` of earlier versions as
@@ -509,15 +414,12 @@ function prepareArgv(root: Command, argv: readonly string[]): string[] {
   const { cmd, next } = commandPath(root, args);
   // Before the command (or without one), only the program's options: none takes a value.
   const own = args.slice(0, cmd === root ? args.length : next).map((w) => (w === "-V" ? "--version" : w));
-  const after = cmd === root ? [] : withToolSpellings(cmd, args.slice(next));
-  if (own.includes("--no-color") || (cmd !== root && asksNoColor(cmd, after))) disableColors();
-  return [...argv.slice(0, 2), ...own, ...after];
+  const after = cmd === root ? { args: [], noColor: false } : withToolSpellings(cmd, args.slice(next));
+  if (own.includes("--no-color") || after.noColor) disableColors();
+  return [...argv.slice(0, 2), ...own, ...after.args];
 }
 
-/**
- * Print an error as one line on stderr (`objstate: error: …`); with OBJSTATE_DEBUG, the
- * stack of anything unexpected follows.
- */
+/** Print an error as one line on stderr (`objstate: error: …`); with OBJSTATE_DEBUG, the stack of anything unexpected follows. */
 export function reportError(e: unknown): void {
   // Messages quote what locks and states hold (a holder's Who, a workspace name): escaped.
   process.stderr.write(`${paint(process.stderr).red("objstate: error:")} ${printable(errorLine(e))}\n`);
@@ -541,10 +443,8 @@ export async function run(argv: string[]): Promise<number> {
     await root.parseAsync(prepareArgv(root, argv));
     return EXIT.ok;
   } catch (e) {
-    if (e instanceof CommanderError) {
-      // commander already printed the message (and help / version on request)
-      return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
-    }
+    // commander already printed the message (and help / version on request)
+    if (e instanceof CommanderError) return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
     // The reader of our output is gone (`| head`): nothing to say, and no one to say it to.
     if (isClosedOutput(e)) return EXIT.outputClosed;
     reportError(e);

@@ -7,21 +7,19 @@ import { createHmac } from "node:crypto";
 import { describeReadProblem, ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { usageError } from "./io.js";
 
-/** Fewest bytes of secret accepted, surrounding whitespace left out: 256 bits as raw bytes, 192 as base64 text. */
+/** Fewest bytes of secret, surrounding whitespace left out: 256 bits raw, 192 as base64 text. */
 export const MIN_SECRET_BYTES = 32;
 
-/** A secret is a line of text or a few random bytes; anything larger is not one. */
 const MAX_SECRET_FILE_BYTES = 64 * 1024;
 
-/** Label of the form-token key, so the same secret can key other things later without reuse. */
+/** The form-token key's label: the same secret can key other things without reuse. */
 const FORM_KEY_LABEL = "objstate console form tokens v1";
 
-/** How to make a good secret file, for the messages. */
 function howToMake(file: string): string {
   return `make one with (umask 077; openssl rand -base64 48 > ${file})`;
 }
 
-/** Whitespace bytes (space, tab, CR, LF) trimmed from both ends: `echo` and editors add a newline, which must not make two replicas' keys differ. */
+/** Whitespace trimmed from both ends: a newline `echo` or an editor added must not make two replicas' keys differ. */
 function trimWhitespace(bytes: Buffer): Buffer {
   const ws = (b: number | undefined): boolean => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
   let start = 0;
@@ -31,13 +29,7 @@ function trimWhitespace(bytes: Buffer): Buffer {
   return bytes.subarray(start, end);
 }
 
-/**
- * Read and check a secret file: a regular file, not readable or writable by group or others
- * (unless `platform` is Windows, which has no such mode bits), holding at least
- * {@link MIN_SECRET_BYTES} bytes besides surrounding whitespace. Errors name the file and
- * the fix, never the content.
- * @throws CliError (usage, exit 2) `SECRET_FILE_UNREADABLE`, `SECRET_FILE_OPEN`, `SECRET_TOO_SHORT`
- */
+/** A regular file only its owner may read or change (no mode bits on Windows), of at least {@link MIN_SECRET_BYTES}; errors name the file and the fix, never the content. */
 export function readSecretFile(file: string, platform: NodeJS.Platform = process.platform): Buffer {
   if (file === "-" || file === "")
     throw usageError(`--secret-file needs the path of a file (standard input is not read): ${howToMake("FILE")}`, "SECRET_FILE_UNREADABLE");
@@ -72,10 +64,7 @@ export function readSecretFile(file: string, platform: NodeJS.Platform = process
   return secret;
 }
 
-/**
- * The console's form-token key from a shared secret: HMAC-SHA256 under a fixed label, so
- * every replica given the same secret derives the same key and the secret itself keys nothing.
- */
+/** The console's form-token key: HMAC-SHA256 of a label, so every replica derives the same key and the secret itself keys nothing. */
 export function formKeyOf(secret: Buffer): Buffer {
   return createHmac("sha256", secret).update(FORM_KEY_LABEL).digest();
 }

@@ -1,11 +1,8 @@
-/**
- * `objstate serve`: the tool's http backend over the configured store (src/server), and
- * `objstate serve hash-password`, which adds a user to a users file.
- */
+/** `objstate serve` (the server over the configured store), `serve hash-password` and `serve token …`. */
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { interactive, readSecret } from "./confirm.js";
 import { durationFlag } from "./duration.js";
-import { table } from "./history.js";
+import { table } from "./term.js";
 import { usageError } from "./io.js";
 import type { Opts } from "./options.js";
 import { connect } from "./runtime.js";
@@ -21,7 +18,7 @@ import { loadIdentityRules } from "../server/identity/oidc.js";
 import { createToken, listTokens, revokeToken, tokensFileFor, type TokenRecord } from "../server/identity/tokens.js";
 import { hashPassword, loadUsers, octal, openToOthers, refuseOpenFile, ROLES, withUser, type Role } from "../server/users.js";
 
-/** The PEM in `file` given by `flag`, if one was given. */
+/** The PEM in `file` given by `flag`, if any. */
 function readPem(flag: string, file: string | undefined): Buffer | undefined {
   try {
     return file === undefined ? undefined : readFileSync(file);
@@ -32,12 +29,10 @@ function readPem(flag: string, file: string | undefined): Buffer | undefined {
 
 /** `objstate serve`: runs until SIGTERM or SIGINT, then stops gracefully. What it refuses and warns of is the server's. */
 export async function serveAction(opts: Opts): Promise<void> {
-  // Every setting parsed once (flags, the --config file's objstate section, the environment), before anything is read or opened.
   const input = gatherSettings(opts);
   const v = input.settings.values;
   const { host, port } = v.listen;
   const { users: usersFile, tlsCert: certFile, tlsKey: keyFile, tlsClientCa: caFile } = v;
-  // A bad one is INVALID_PUBLIC_URL, a usage error (exit 2) by its row in error-codes.ts.
   const publicUrls = v.publicUrl.map((text) => parsePublicUrl(text));
   // Before the files are read: a missing key is named before an unreadable certificate.
   refuseIncompleteTls({ cert: certFile, key: keyFile, ca: caFile });
@@ -56,16 +51,8 @@ export async function serveAction(opts: Opts): Promise<void> {
   const csrfKey = v.secretFile === undefined ? undefined : formKeyOf(readSecretFile(v.secretFile));
   // Repairs a request made on its own (a torn write committed by a GET) are the operator's to know.
   const backend = await connect(backendConfigOf(input), input.settings, {
-    onRepair: (r) =>
-      logger.event("warn", "state repaired", {
-        workspace: r.workspace,
-        action: r.action,
-        md5: r.md5,
-        generation: r.generation,
-        serial: r.serial,
-        lockId: r.lockId,
-        detail: r.message,
-      }),
+    onRepair: ({ workspace, action, md5, generation, serial, lockId, message }) =>
+      logger.event("warn", "state repaired", { workspace, action, md5, generation, serial, lockId, detail: message }),
   });
   const { allowUnlockedWrites, console: withConsole } = v;
   let server: ObjstateServer;
@@ -112,11 +99,7 @@ export async function serveAction(opts: Opts): Promise<void> {
   await stopped;
 }
 
-/**
- * Stop gracefully on SIGTERM or SIGINT (a second signal quits at once). The handlers go in
- * before the line that says the server is up: whoever waits for that line may send SIGTERM at
- * once, and a signal before its handler kills the process.
- */
+/** Stop gracefully on SIGTERM or SIGINT (a second quits at once). Installed before the "serving" line: whoever waits for it may signal at once. */
 function untilSignal(server: ObjstateServer, backend: { close(): void }, logger: Logger, graceMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
     let stopping = false;
@@ -138,11 +121,7 @@ function untilSignal(server: ObjstateServer, backend: { close(): void }, logger:
   });
 }
 
-/**
- * `objstate serve hash-password --user NAME [--role GLOB=ROLE,…]… [--users FILE]`: reads the
- * password from standard input (never a flag: flags are visible in the process list) and
- * adds or replaces the user in FILE, or prints the entry.
- */
+/** `objstate serve hash-password`: the password from standard input or the terminal (never a flag: flags show in the process list), added to FILE or printed. */
 export async function hashPasswordAction(opts: Opts): Promise<void> {
   const name = opts.user ?? "";
   if (name === "" || name.includes(":")) throw usageError('--user must be a non-empty name without ":"', "INVALID_USER");
@@ -158,8 +137,7 @@ export async function hashPasswordAction(opts: Opts): Promise<void> {
   }
   const before = existsSync(file) ? readFileSync(file, "utf8") : undefined;
   const next = withUser(before, name, hash, roles, file);
-  // The mode option applies only to a file being created: an existing one is fixed here,
-  // before the new hash goes in.
+  // The mode option applies only to a file being created: an existing one is fixed before the new hash goes in.
   const mode = before === undefined ? undefined : openToOthers(file);
   if (mode !== undefined) {
     chmodSync(file, 0o600);
@@ -175,20 +153,14 @@ function parseRoleFlags(specs: readonly string[]): Record<string, Role[]> {
   for (const spec of specs) {
     const eq = spec.lastIndexOf("=");
     const glob = eq < 0 ? "" : spec.slice(0, eq);
-    const list =
-      eq < 0
-        ? []
-        : spec
-            .slice(eq + 1)
-            .split(",")
-            .map((r) => r.trim());
-    if (glob === "" || list.length === 0 || list.some((r) => !ROLES.includes(r as Role))) {
+    const list = spec.slice(eq + 1).split(",");
+    if (glob === "" || list.length === 0 || list.some((r) => !ROLES.includes(r.trim() as Role))) {
       throw usageError(
         `--role must be GLOB=ROLE[,ROLE…] with roles among ${ROLES.join(", ")} (e.g. 'staging-*=read,write,lock'), got ${JSON.stringify(spec)}`,
         "INVALID_ROLE",
       );
     }
-    roles[glob] = [...new Set([...(roles[glob] ?? []), ...(list as Role[])])];
+    roles[glob] = [...new Set([...(roles[glob] ?? []), ...list.map((r) => r.trim() as Role)])];
   }
   return roles;
 }
@@ -238,7 +210,7 @@ export async function tokenRevokeAction(id: string, opts: Opts): Promise<void> {
   process.stderr.write(`objstate: token ${r.id} of ${r.user} revoked at ${r.revoked}\n`);
 }
 
-/** On a terminal: the password typed twice, never echoed; a typo in either is caught here, not at the first login. */
+/** On a terminal: the password typed twice, never echoed, so a typo is caught here and not at the first login. */
 async function promptTwice(name: string): Promise<string> {
   const first = await readSecret(`Password for ${name}: `);
   if (first === "") throw usageError("no password was typed: nothing was written", "NO_PASSWORD");

@@ -27,11 +27,10 @@ import {
 } from "../config/settings-table.js";
 import type { Opts } from "./options.js";
 
-/** Heading of the settings options in `--help`. */
-export const SETTINGS_HELP_GROUP = "Settings (precedence: flag > --config file > environment > default):";
+const SETTINGS_HELP_GROUP = "Settings (precedence: flag > --config file > environment > default):";
 
 /** Fields that get a flag: every backend field except the deprecated `assumeRole` block. */
-export const FLAG_FIELDS: readonly FieldSpec[] = COMMON_FIELDS.filter((f) => f.kind !== "assumeRole");
+const FLAG_FIELDS: readonly FieldSpec[] = COMMON_FIELDS.filter((f) => f.kind !== "assumeRole");
 
 /** `kvstoreTable` → `--kvstore-table`. */
 export function flagOf(fieldName: string): string {
@@ -53,25 +52,11 @@ function helpOf(f: FieldSpec): string {
   return `${f.doc}${secret}${env}${def}`;
 }
 
-/** Heading of the server's settings in `objstate serve --help`. */
-export const SERVE_HELP_GROUP = "Server:";
-
-/** `objstate help settings`: where every command's help sends the reader for the whole table. */
-export const SETTINGS_TOPIC_HINT = "All settings that are not fields (with their --config file keys and variables): objstate help settings";
-
-/** `-x, --flag <arg>` of a row. */
-export function flagsOf(r: SettingSpec): string {
-  return `${r.short === undefined ? "" : `${r.short}, `}${r.flag ?? ""}${r.arg === undefined ? "" : ` ${r.arg}`}`;
-}
-
-/** A row's help: its doc, its variable and its default, each written one way. */
-export function settingHelp(r: SettingSpec): string {
-  return `${r.doc}${r.env === undefined ? "" : ` [env: ${r.env}]`}${defaultNote(r)}`;
-}
-
 /** The commander option of a settings-table row, as `command` offers it (hidden where it is only refused). */
-export function optionOf(r: SettingSpec, command: SettingsCommand): Option {
-  const o = new Option(flagsOf(r), settingHelp(r)).helpGroup(r.group === "server" ? SERVE_HELP_GROUP : SETTINGS_HELP_GROUP);
+function optionOf(r: SettingSpec, command: SettingsCommand): Option {
+  const flags = `${r.short === undefined ? "" : `${r.short}, `}${r.flag ?? ""}${r.arg === undefined ? "" : ` ${r.arg}`}`;
+  const help = `${r.doc}${r.env === undefined ? "" : ` [env: ${r.env}]`}${defaultNote(r)}`;
+  const o = new Option(flags, help).helpGroup(r.group === "server" ? "Server:" : SETTINGS_HELP_GROUP);
   if (r.choices !== undefined) o.choices(r.choices);
   if (r.repeatable === true) o.argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), v]);
   return r.hiddenOn?.includes(command) === true ? o.hideHelp() : o;
@@ -105,26 +90,24 @@ export function addSettingsOptions(cmd: Command, command: SettingsCommand, optio
       add(new Option(`${flag} ${placeholder(f)}`, helpOf(f)));
     }
   }
-  cmd.addHelpText("after", `\n${SETTINGS_TOPIC_HINT}`);
+  cmd.addHelpText("after", "\nAll settings that are not fields (with their --config file keys and variables): objstate help settings");
   return cmd;
 }
 
 /** Where an explicit value came from. */
 export type Origin = { readonly kind: "flag"; readonly flag: string } | { readonly kind: "file"; readonly file: string; readonly key: string };
 
-/** The settings a command was given: explicit props with the origin of each. */
+/** The settings a command was given: explicit props (the file's, overridden by flags) with the origin of each (and of `workspace` and `defaults`). */
 export interface SettingsInput {
-  /** Explicit backend props: the file's, overridden by flags. */
   readonly props: Readonly<Record<string, unknown>>;
-  /** Origin of each explicit field (and of `workspace` / `defaults`). */
   readonly origins: Readonly<Record<string, Origin>>;
-  /** The workspace to act on: `-w`, else the file's `workspace`; undefined means `default`. */
+  /** `-w`, else the file's `workspace`; undefined means `default`. */
   readonly workspace: string | undefined;
   /** Output defaults (`--defaults`, else the file's `defaults`). */
   readonly defaults: Readonly<Record<string, unknown>> | undefined;
   /** The `--config` file, when one was given. */
   readonly file: string | undefined;
-  /** The settings that are not fields (the settings table), parsed once: flag > file > environment > default. */
+  /** The settings table's values, parsed once: flag > file > environment > default. */
   readonly settings: Settings;
 }
 
@@ -133,7 +116,6 @@ export function hasSettingsInput(opts: Opts): boolean {
   return opts.config !== undefined || FLAG_FIELDS.some((f) => fieldFlag(opts, f.name) !== undefined);
 }
 
-/** A field's flag, by the field's name. */
 function fieldFlag(opts: Opts, name: string): unknown {
   return (opts as Readonly<Record<string, unknown>>)[name];
 }
@@ -161,35 +143,23 @@ function fromToolJson(doc: Record<string, unknown>, file: string): FileSettings 
   if (!isPlainObject(block)) fileError(file, `expected tool JSON with an objectstore backend: {"tool": {"backend": {"objectstore": {…}}}}`);
   const props: Record<string, unknown> = {};
   const keys: Record<string, string> = {};
-  const jsonKeys = COMMON_FIELDS.map((f) => f.jsonKey);
+  /** The field spelled `key` in the tool JSON at `at`, or the file's error naming the nearest. */
+  const fieldAt = (fields: readonly FieldSpec[], key: string, at: string, of: string): FieldSpec => {
+    const f = fields.find((x) => x.jsonKey === key);
+    if (f !== undefined) return f;
+    const keys = fields.map((x) => x.jsonKey);
+    const near = nearest(key, keys);
+    fileError(file, `${at} is not a setting of ${of}${near === undefined ? `; the settings are: ${keys.join(", ")}` : `; did you mean ${near}?`}`);
+  };
   for (const [k, v] of Object.entries(block)) {
-    const f = COMMON_FIELDS.find((x) => x.jsonKey === k);
-    if (f === undefined) {
-      const near = nearest(k, jsonKeys);
-      fileError(
-        file,
-        `${TOOL_BLOCK}.${k} is not a setting of the objectstore backend${near === undefined ? `; the settings are: ${jsonKeys.join(", ")}` : `; did you mean ${near}?`}`,
-      );
-    }
+    const f = fieldAt(COMMON_FIELDS, k, `${TOOL_BLOCK}.${k}`, "the objectstore backend");
     keys[f.name] = `${TOOL_BLOCK}.${k}`;
-    if (f.kind === "assumeRole" && isPlainObject(v)) {
-      const inner: Record<string, unknown> = {};
-      const innerKeys = ASSUME_ROLE_FIELDS.map((x) => x.jsonKey);
-      for (const [ik, iv] of Object.entries(v)) {
-        const g = ASSUME_ROLE_FIELDS.find((x) => x.jsonKey === ik);
-        if (g === undefined) {
-          const near = nearest(ik, innerKeys);
-          fileError(
-            file,
-            `${TOOL_BLOCK}.${k}.${ik} is not a setting of the assume_role block${near === undefined ? `; the settings are: ${innerKeys.join(", ")}` : `; did you mean ${near}?`}`,
-          );
-        }
-        inner[g.name] = iv;
-      }
-      props[f.name] = inner;
-    } else {
-      props[f.name] = v;
-    }
+    props[f.name] =
+      f.kind === "assumeRole" && isPlainObject(v)
+        ? Object.fromEntries(
+            Object.entries(v).map(([ik, iv]) => [fieldAt(ASSUME_ROLE_FIELDS, ik, `${TOOL_BLOCK}.${k}.${ik}`, "the assume_role block").name, iv]),
+          )
+        : v;
   }
   return { props, keys, objstate: doc["objstate"] };
 }
@@ -201,13 +171,8 @@ function fromProps(obj: Record<string, unknown>, path: string): FileSettings {
   return { props: rest, keys, workspace, defaults, objstate };
 }
 
-/**
- * Read a `--config` file: ObjectStoreBackendConfig props (field names, plus optional
- * `workspace` and `defaults`), tool JSON (`tool.backend.objectstore` with snake_case keys,
- * mapped back through the field table's `jsonKey`), or a `synth` props document (its
- * `backend`).
- */
-export function loadConfigFile(file: string): FileSettings {
+/** Read a `--config` file: ObjectStoreBackendConfig props (plus `workspace` and `defaults`), tool JSON (`tool.backend.objectstore`), or a `synth` props document (its `backend`). */
+function loadConfigFile(file: string): FileSettings {
   const name = file === "-" ? "standard input" : file;
   const doc = readJsonFile(file);
   if (!isPlainObject(doc))
@@ -248,25 +213,25 @@ export function gatherSettings(opts: Opts, env: Readonly<Record<string, string |
   let workspace: string | undefined;
   let defaults: Record<string, unknown> | undefined;
   let section: unknown;
-  if (file !== undefined) {
+  if (file !== undefined && fileName !== undefined) {
     const fs = loadConfigFile(file);
     section = fs.objstate;
+    const from = (k: string): Origin & { kind: "file" } => ({ kind: "file", file: fileName, key: fs.keys[k] ?? k });
     for (const [k, v] of Object.entries(fs.props)) {
       if (v === undefined || v === null) continue;
       props[k] = v;
-      origins[k] = { kind: "file", file: fileName as string, key: fs.keys[k] ?? k };
+      origins[k] = from(k);
     }
     if (fs.workspace !== undefined && fs.workspace !== null) {
-      if (typeof fs.workspace !== "string" || !RULES.workspace.valid(fs.workspace)) {
-        fileError(fileName as string, `${fs.keys["workspace"] ?? "workspace"} must be ${RULES.workspace.expected}`);
-      }
+      if (typeof fs.workspace !== "string" || !RULES.workspace.valid(fs.workspace))
+        fileError(fileName, `${from("workspace").key} must be ${RULES.workspace.expected}`);
       workspace = fs.workspace;
-      origins["workspace"] = { kind: "file", file: fileName as string, key: fs.keys["workspace"] ?? "workspace" };
+      origins["workspace"] = from("workspace");
     }
     if (fs.defaults !== undefined && fs.defaults !== null) {
-      if (!isPlainObject(fs.defaults)) fileError(fileName as string, `${fs.keys["defaults"] ?? "defaults"} must be a JSON object`);
+      if (!isPlainObject(fs.defaults)) fileError(fileName, `${from("defaults").key} must be a JSON object`);
       defaults = fs.defaults;
-      origins["defaults"] = { kind: "file", file: fileName as string, key: fs.keys["defaults"] ?? "defaults" };
+      origins["defaults"] = from("defaults");
     }
   }
   for (const f of FLAG_FIELDS) {
@@ -301,18 +266,10 @@ export function settingFlagsOf(opts: Opts): SettingFlags {
   return flags as SettingFlags;
 }
 
-/** Describe a setting's origin for `objstate config`: `--layout`, `FILE (objstate.layout)`, `env OBJSTATE_TIMEOUT`; undefined for the default. */
+/** A setting's origin for `objstate config`: `--layout`, `FILE (objstate.layout)`, `env OBJSTATE_TIMEOUT`; undefined for the default. */
 export function describeSettingOrigin(o: SettingOrigin): string | undefined {
-  switch (o.kind) {
-    case "flag":
-      return o.flag;
-    case "file":
-      return `${o.file} (${o.key})`;
-    case "env":
-      return `env ${o.variable}`;
-    case "default":
-      return undefined;
-  }
+  if (o.kind === "default") return undefined;
+  return o.kind === "flag" ? o.flag : o.kind === "file" ? `${o.file} (${o.key})` : `env ${o.variable}`;
 }
 
 /** Describe an origin for messages: `--bucket` or `file stack.json`. */
@@ -350,8 +307,7 @@ function withLocation<T>(input: SettingsInput, build: () => T): T {
   try {
     return build();
   } catch (e) {
-    if (e instanceof ConfigError) throw locateConfigError(e, input);
-    throw e;
+    throw e instanceof ConfigError ? locateConfigError(e, input) : e;
   }
 }
 

@@ -21,43 +21,27 @@ function optionOf(cmd: Command, flag: string): Option | undefined {
 }
 
 /**
- * Each word of `args` (the words after the path of the command `cmd`) up to `--`, and
- * whether it is an option of `cmd` rather than an option's value or an argument: `visit`
- * gives the word to keep in its place.
+ * `args` (the words after the path of the command `cmd`) with the tool's single-dash spellings
+ * of `cmd`'s options in their `--` form, up to `--` and never an option's value; and whether
+ * `--no-color` is among those options.
  */
-function eachWord(cmd: Command, args: readonly string[], visit: (arg: string) => string): string[] {
+export function withToolSpellings(cmd: Command, args: readonly string[]): { args: string[]; noColor: boolean } {
   const out: string[] = [];
+  let noColor = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === "--") {
       out.push(...args.slice(i));
       break;
     }
-    const word = visit(arg);
+    const word = toolSpelling(cmd, arg);
     out.push(word);
+    if (word === "--no-color") noColor = true;
     // The next word is this option's value, whatever it looks like.
     const option = word.startsWith("-") && !word.includes("=") ? optionOf(cmd, word) : undefined;
     if (option?.required === true && i + 1 < args.length) out.push(args[++i] as string);
   }
-  return out;
-}
-
-/**
- * `args` (the words after the command's path, the command being `cmd`) with the tool's
- * single-dash spellings of `cmd`'s options in their `--` form.
- */
-export function withToolSpellings(cmd: Command, args: readonly string[]): string[] {
-  return eachWord(cmd, args, (arg) => toolSpelling(cmd, arg));
-}
-
-/** Do `args` (in their `--` form) give `--no-color` as an option of `cmd`? */
-export function asksNoColor(cmd: Command, args: readonly string[]): boolean {
-  let found = false;
-  eachWord(cmd, args, (arg) => {
-    if (arg === "--no-color") found = true;
-    return arg;
-  });
-  return found;
+  return { args: out, noColor };
 }
 
 function toolSpelling(cmd: Command, arg: string): string {

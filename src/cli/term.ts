@@ -1,8 +1,4 @@
-/**
- * Terminal output: colours on a TTY unless `--no-color` or NO_COLOR (no-color.org) says
- * otherwise, and anywhere FORCE_COLOR asks for them; JSON for machines, and a progress line
- * on stderr for long transfers.
- */
+/** Terminal output: colours where allowed, JSON for machines, a progress line on stderr for long transfers, tables. */
 
 /** The part of a stream the CLI needs (process.stdout / process.stderr, or a test double). */
 export interface OutStream {
@@ -14,17 +10,11 @@ export interface OutStream {
 /** Set by `--no-color` before the command runs: no colours, whatever the environment says. */
 let noColorFlag = false;
 
-/** `--no-color` was given: no colours on any stream from now on. */
 export function disableColors(): void {
   noColorFlag = true;
 }
 
-/**
- * Are ANSI colours allowed on this stream? In order: `--no-color` says no; FORCE_COLOR
- * says yes (any value but `0` and `false`, which say no), even off a terminal and over
- * NO_COLOR, as Node and the npm colour libraries read it; a non-empty NO_COLOR or TERM=dumb
- * says no; otherwise only on a terminal.
- */
+/** Are ANSI colours allowed on this stream? `--no-color`, then FORCE_COLOR, then NO_COLOR and TERM=dumb, else a terminal (docs/decisions/024). */
 export function colorsAllowed(stream: OutStream, env: NodeJS.ProcessEnv = process.env): boolean {
   if (noColorFlag) return false;
   const force = env["FORCE_COLOR"];
@@ -35,13 +25,7 @@ export function colorsAllowed(stream: OutStream, env: NodeJS.ProcessEnv = proces
   return stream.isTTY === true;
 }
 
-export interface Paint {
-  green(s: string): string;
-  red(s: string): string;
-  yellow(s: string): string;
-  dim(s: string): string;
-  bold(s: string): string;
-}
+type Paint = Readonly<Record<"green" | "red" | "yellow" | "dim" | "bold", (s: string) => string>>;
 
 const ansi = (open: number, close: number) => (s: string) => `\u001b[${open}m${s}\u001b[${close}m`;
 const plain = (s: string): string => s;
@@ -53,8 +37,8 @@ export function paint(stream: OutStream, env: NodeJS.ProcessEnv = process.env): 
 }
 
 /** Two-space indented JSON with a trailing newline. */
-export function printJson(value: unknown, out: OutStream = process.stdout): void {
-  out.write(`${JSON.stringify(value, null, 2)}\n`);
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
 /** `1.5 MiB`, `512 B`. */
@@ -71,15 +55,11 @@ export function formatBytes(n: number): string {
 }
 
 /** Transfers at or above this size get a progress line (when stderr is a TTY). */
-export const PROGRESS_MIN_BYTES = 4 * 1024 * 1024;
+const PROGRESS_MIN_BYTES = 4 * 1024 * 1024;
 const FRAMES = ["|", "/", "-", "\\"];
 const BAR_WIDTH = 24;
 
-/**
- * A one-line progress display on a TTY: a bar when bytes are reported, else a spinner
- * with elapsed time. On anything but a TTY it prints nothing. It redraws with a carriage
- * return and erases with spaces, so it writes no ANSI codes. Always call `done()`.
- */
+/** A one-line progress display on a TTY (nothing elsewhere): a bar once bytes are reported, else a spinner; redrawn with `\r` and erased with spaces, never ANSI codes. Always call `done()`. */
 export class Progress {
   private readonly started = Date.now();
   private timer: NodeJS.Timeout | undefined;
@@ -88,7 +68,6 @@ export class Progress {
   /** The size learnt during the transfer, when it was not known at the start. */
   private lateTotal: number | undefined;
   private shown = false;
-  /** Width of the last line drawn (erased with spaces: no ANSI codes under NO_COLOR). */
   private lastWidth = 0;
 
   private constructor(
@@ -97,34 +76,29 @@ export class Progress {
     private readonly total: number | undefined,
   ) {}
 
-  /**
-   * Start a progress line for `label` on `stream` when it is a TTY and the transfer is
-   * big (`total` ≥ {@link PROGRESS_MIN_BYTES}) or of unknown size (then it appears only
-   * after `delayMs`, so quick transfers stay silent).
-   */
+  /** On a TTY, for a big transfer or one of unknown size (shown only after `delayMs`, so quick ones stay silent). */
   static start(stream: OutStream, label: string, total: number | undefined, options: { delayMs?: number; intervalMs?: number } = {}): Progress {
     const p = new Progress(stream, label, total);
     if (stream.isTTY !== true) return p;
     if (total !== undefined && total < PROGRESS_MIN_BYTES) return p;
     const delay = options.delayMs ?? (total === undefined ? 500 : 0);
-    const interval = options.intervalMs ?? 100;
     const tick = (): void => p.render();
     p.timer = setTimeout(() => {
       tick();
-      p.timer = setInterval(tick, interval);
+      p.timer = setInterval(tick, options.intervalMs ?? 100);
       p.timer.unref();
     }, delay);
     p.timer.unref();
     return p;
   }
 
-  /** Report bytes moved so far (from a driver's onProgress hook), and the total once it is known (a download's). */
+  /** Bytes moved so far, and the total once it is known (a download's). */
   update(sent: number, total?: number): void {
     this.sent = sent;
     if (this.total === undefined && total !== undefined) this.lateTotal = total;
   }
 
-  /** The line as it would be drawn now (without the leading carriage return). */
+  /** The line as it would be drawn now. */
   line(): string {
     const elapsed = ((Date.now() - this.started) / 1000).toFixed(1);
     const spin = FRAMES[this.frame % FRAMES.length] as string;

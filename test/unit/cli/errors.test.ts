@@ -87,7 +87,9 @@ describe("JSON syntax errors", () => {
     assert.equal(defaults.code, 2);
     assertOneLineError(defaults, /--defaults must be a JSON object, got invalid JSON at line 1, column 8: unexpected character\n$/);
     assert.ok(!defaults.stderr.includes("hunter2") && !defaults.stderr.includes("'h'"), defaults.stderr);
-    const push = runCli(["state", "push", "-", ...store], { input: '{"version": 4, "serial": 1,\u200b"lineage": "x"}' });
+    // The library refuses it once connected: a lock table keeps connect's "not locked" warning away.
+    const locked = ["--kvstore-table", "locks", "--kvstore-endpoint", `file://${dir}/table`];
+    const push = runCli(["state", "push", "-", ...store, ...locked], { input: '{"version": 4, "serial": 1,\u200b"lineage": "x"}' });
     assert.equal(push.code, 2);
     assertOneLineError(push, /the state to write to workspace "default" is not valid JSON at line 1, column 28: .*zero-width space \(U\+200B\)/);
   });
@@ -118,7 +120,9 @@ describe("a closed standard output (| head)", () => {
   });
 
   it("state pull: exits 141 quietly", async () => {
-    const push = runCli(["state", "push", "-", ...store], { input: JSON.stringify({ version: 4, serial: 1, pad: "x".repeat(1024 * 1024) }) });
+    // The library refuses it once connected: a lock table keeps connect's "not locked" warning away.
+    const locked = ["--kvstore-table", "locks", "--kvstore-endpoint", `file://${dir}/table`];
+    const push = runCli(["state", "push", "-", ...store, ...locked], { input: JSON.stringify({ version: 4, serial: 1, pad: "x".repeat(1024 * 1024) }) });
     assert.equal(push.code, 0, push.stderr);
     const r = await withClosedStdout(["state", "pull", ...store]);
     assert.doesNotMatch(r.stderr, /error|EPIPE|\n\s+at /, r.stderr);

@@ -112,7 +112,7 @@ export function cliSuite(makeTarget: () => Target): void {
       assertOneLineError(r, /no stored state for workspace nothing at .*env:\/nothing\/tool\.tfstate/);
     });
 
-    it("push refuses input that is not a state before touching anything (exit 2, names the workspace and line)", async () => {
+    it("push refuses input that is not a state, storing nothing (exit 2, names the workspace and line)", async () => {
       const t = await fresh();
       assert.equal(t.cli(["state", "push", file('{"version":4,"serial":1}')]).code, 0);
       const before = await t.snapshot();
