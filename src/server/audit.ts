@@ -4,23 +4,12 @@
  * library's (backend/audit.ts): this hands it the principal, the action and what the handler
  * noted, never a header or a body.
  */
-import type { AuditAction, AuditEntry, AuditOutcome } from "../backend/audit.js";
+import type { AuditAction, AuditEntry } from "../backend/audit.js";
 import { parseSince } from "../backend/audit.js";
 import { checkWorkspace } from "../config/layout.js";
 import { ObjstateError } from "../errors.js";
-import { requireRole, sendJson, type Ctx } from "./context.js";
+import { limitParam, requireRole, sendJson, type Ctx } from "./context.js";
 import { allowedEverywhere } from "./users.js";
-
-/** Lines `GET /api/v1/audit` returns without `?limit=`, and the most it returns at once. */
-export const AUDIT_DEFAULT_LIMIT = 1000;
-export const AUDIT_MAX_LIMIT = 10_000;
-/** How far back `GET /api/v1/audit` reads without `?since=`. */
-export const AUDIT_DEFAULT_SINCE = "24h";
-
-/** 2xx/3xx: done; 5xx: it broke on the way; other 4xx: turned down (a role, a lock held by another, a bad body). */
-export function outcomeOf(status: number): AuditOutcome {
-  return status < 400 ? "ok" : status >= 500 ? "failed" : "refused";
-}
 
 /** The audit event of a request to a route that changes something, as it is answered. */
 export function auditEntry(
@@ -32,7 +21,8 @@ export function auditEntry(
   code: string | undefined,
 ): AuditEntry {
   const n = ctx.audit;
-  const outcome = outcomeOf(status);
+  // 5xx: it broke on the way; other 4xx: turned down (a role, a lock held by another, a bad body).
+  const outcome = status < 400 ? "ok" : status >= 500 ? "failed" : "refused";
   return {
     principal: ctx.principal,
     action: n.action ?? action,
@@ -46,16 +36,6 @@ export function auditEntry(
     code: outcome === "ok" ? undefined : code,
     status: outcome === "ok" ? undefined : status,
   };
-}
-
-function limitOf(ctx: Ctx): number {
-  const raw = ctx.url.searchParams.get("limit");
-  if (raw === null) return AUDIT_DEFAULT_LIMIT;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1 || n > AUDIT_MAX_LIMIT) {
-    throw new ObjstateError("BAD_REQUEST", `?limit=${JSON.stringify(raw).slice(1, -1)} of the audit route must be a whole number from 1 to ${AUDIT_MAX_LIMIT}`);
-  }
-  return n;
 }
 
 /**
@@ -75,8 +55,8 @@ export async function auditRoute(ctx: Ctx): Promise<void> {
       `user ${ctx.user.name} may not read the audit log of every workspace (needs the admin role on *); ask for one workspace with ?workspace=NAME`,
     );
   }
-  const since = parseSince(ctx.url.searchParams.get("since") ?? AUDIT_DEFAULT_SINCE, new Date());
-  const limit = limitOf(ctx);
+  const since = parseSince(ctx.url.searchParams.get("since") ?? "24h", new Date());
+  const limit = limitParam(ctx, "audit", 1000, 10_000);
   const log = ctx.auditLog;
   if (log === undefined) throw new ObjstateError("NOT_FOUND", "this server keeps no audit log");
   const page = await log.read({ since, workspace, limit });

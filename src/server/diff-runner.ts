@@ -1,10 +1,8 @@
 /**
- * `POST …/diff` bounded (docs/decisions/007): a body of at most {@link DIFF_MAX_BODY}, at
- * most {@link MAX_CONCURRENT_DIFFS} diffs computed at once in this process (more: 429 with
- * Retry-After), each in a worker thread of its own with a bounded heap. On the main thread
- * a diff of two 50 MiB states blocked the event loop for over a second: no other request,
- * /healthz included, was answered meanwhile, and a diff too large for memory would have
- * taken the process down; in a worker it takes down only the worker.
+ * Diffs bounded (docs/decisions/007): a body of at most {@link DIFF_MAX_BODY}, at most
+ * {@link MAX_CONCURRENT_DIFFS} at once (more: 429 with Retry-After), each large one in a worker
+ * thread with a bounded heap, so the main thread answers meanwhile and a diff too large for
+ * memory takes down only its worker.
  */
 import { ObjstateError } from "../errors.js";
 import { stringifyDeep } from "../json/exact-json.js";
@@ -18,7 +16,7 @@ import type { DiffJob, DiffReply } from "./diff-worker.js";
 export const DIFF_MAX_BODY = 64 * 1024 * 1024;
 /** Diffs computed at once in this process. */
 export const MAX_CONCURRENT_DIFFS = 2;
-/** Heap of one diff's worker: two 64 MiB states parse and compare in well under 512 MiB. */
+/** Heap of one diff's worker: two 64 MiB states compare in well under 512 MiB. */
 const WORKER_HEAP_MB = 1024;
 /** Below this (both sides together) a diff runs inline: it takes less than starting a worker. */
 const INLINE_MAX = 256 * 1024;
@@ -41,11 +39,7 @@ export function checkDiffRoom(): void {
   }
 }
 
-/**
- * The diff from `from` to `to` as the bytes of the JSON answer. Throws `TOO_MANY_DIFFS`
- * when every place is taken, `DIFF_TOO_LARGE` when the states do not fit the worker's heap,
- * and `STATE_INVALID` as {@link diffStates} does.
- */
+/** The diff from `from` to `to` as JSON bytes; `TOO_MANY_DIFFS`, `DIFF_TOO_LARGE` (the worker's heap) or `STATE_INVALID`. */
 export async function diffJson(from: Buffer | null, to: Buffer | null): Promise<Buffer> {
   if ((from?.length ?? 0) + (to?.length ?? 0) < INLINE_MAX) return Buffer.from(`${stringifyDeep(diffStates(from, to))}\n`);
   checkDiffRoom();
@@ -57,7 +51,7 @@ export async function diffJson(from: Buffer | null, to: Buffer | null): Promise<
   }
 }
 
-/** The JSON text each diff of {@link diffInWorker} came as: an answer sends it as it is rather than stringifying the diff again. */
+/** The JSON text each diff of {@link diffInWorker} came as: an answer sends it rather than stringifying again. */
 const texts = new WeakMap<StateDiff, Buffer>();
 
 /** The diff of two stored versions (the API's, the console's and its rollback page's), bounded as {@link diffJson}. */
@@ -68,7 +62,7 @@ export async function diffInWorker(from: Buffer | null, to: Buffer | null): Prom
   return diff;
 }
 
-/** `GET …/diff`'s answer, `{"workspace", "from", "to", …the diff}`: the diff's own text spliced in when it came from {@link diffInWorker}. */
+/** `GET …/diff`'s answer, `{"workspace", "from", "to", …the diff}`, splicing in the worker's text when there is one. */
 export function versionDiffText(workspace: string, d: VersionDiff): Buffer {
   const head = JSON.stringify({ workspace, from: d.from, to: d.to });
   const json = texts.get(d.diff);
@@ -78,8 +72,7 @@ export function versionDiffText(workspace: string, d: VersionDiff): Buffer {
 }
 
 function inWorker(from: Buffer | null, to: Buffer | null): Promise<Buffer> {
-  // Copies in buffers of their own: a Buffer may be a slice of memory others use (the
-  // socket's reads, the pool), which transferring would take from them.
+  // Copies of their own: a Buffer may be a slice of memory others use, which transferring would take from them.
   const sides = [from, to].map((b) => (b === null ? null : new Uint8Array(b)));
   const job: DiffJob = { from: sides[0] ?? null, to: sides[1] ?? null };
   const transferList = sides.flatMap((b) => (b === null ? [] : [b.buffer as ArrayBuffer]));

@@ -20,54 +20,29 @@ export interface ServerOptions {
   readonly identity?: Identity | undefined;
   /** Largest request body (default 512 MiB). */
   readonly maxStateSize?: number | undefined;
-  /**
-   * Time a client has for its headers, and the window in which a request body must bring
-   * at least 4 KiB (io/http-body.ts; default 30 s).
-   */
+  /** Time a client has for its headers, and the window in which a body must bring 4 KiB (default 30 s). */
   readonly clientTimeoutMs?: number | undefined;
-  /** Open connections in all (default 1024); at the cap, see connections.ts for who makes room. */
+  /** Open connections in all (default 1024) and from one client address (default 64): connections.ts. */
   readonly maxConnections?: number | undefined;
-  /** Open connections from one client address (default 64); more are closed at once. */
   readonly maxConnectionsPerClient?: number | undefined;
   /** PEM certificate and key (both, or TLS_INCOMPLETE): serve HTTPS. `ca`: require client certificates signed by it. */
   readonly tls?: { readonly cert?: string | Buffer; readonly key?: string | Buffer; readonly ca?: string | Buffer } | undefined;
   readonly logger?: Logger | undefined;
   /** Serve the web console at `/` (default true). */
   readonly console?: boolean | undefined;
-  /**
-   * Key of the console's CSRF tokens. Replicas behind a load balancer without sticky
-   * sessions need the same key (default: random per process).
-   */
+  /** Key of the console's CSRF tokens: replicas without sticky sessions need one key (default: random per process). */
   readonly csrfKey?: Buffer | undefined;
-  /**
-   * The origins clients use to reach this server (`--public-url`): requests naming another
-   * `Host` (other than the listen address and loopback names) get 421, and the console's
-   * forms must come from one of them (or from the loopback origin they were served on).
-   */
+  /** The origins clients use to reach this server (`--public-url`): another `Host` gets 421 (gate.ts). */
   readonly publicUrls?: readonly PublicOrigin[] | undefined;
-  /**
-   * Accept a state write without `?ID` (a client without `lock_address`, or run with
-   * `-lock=false`), which may overwrite changes its client never read (default false: 409
-   * `UNLOCKED_WRITE`, naming the `lock_address` to set).
-   */
+  /** Accept a state write without `?ID`, which may overwrite changes its client never read (default false: 409 `UNLOCKED_WRITE`). */
   readonly allowUnlockedWrites?: boolean | undefined;
-  /**
-   * The audit log's options (its deadline, how many lines it holds through an outage), or
-   * false for none. Default: on, over the backend's bucket (docs/decisions/076).
-   */
+  /** The audit log's options, or false for none. Default: on, over the backend's bucket (docs/decisions/076). */
   readonly audit?: AuditLogOptions | false | undefined;
-  /**
-   * The encryption the backend was connected with (encryption at rest): an envelope a client
-   * POSTs is stored as it is only when this configuration opens it, else refused with the
-   * decryption's error (docs/decisions/071). Without it, envelopes pass through (070).
-   */
+  /** The backend's encryption at rest: a client's envelope is stored only when it opens it (docs/decisions/071); without, envelopes pass through. */
   readonly encryption?: EncryptionConfig | undefined;
 }
 
-/**
- * TLS 1.2 only with forward-secret AEAD suites (ECDHE with GCM or ChaCha20-Poly1305); TLS 1.3,
- * whose suites all are, as Node offers it.
- */
+/** TLS 1.2 only with forward-secret AEAD suites; TLS 1.3 (whose suites all are) as Node offers it. */
 export const TLS12_CIPHERS = [
   "ECDHE-ECDSA-AES128-GCM-SHA256",
   "ECDHE-RSA-AES128-GCM-SHA256",
