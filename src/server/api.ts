@@ -1,14 +1,16 @@
-/** `/api/v1/...`: the CLI's operations as JSON, each one library call. */
+/**
+ * `/api/v1/...`: the CLI's operations as JSON, each one library call; and the server's side of
+ * the audit log (docs/decisions/076, 087): the event of each change, and `GET /api/v1/audit`.
+ */
 import { createHash } from "node:crypto";
 import { NO_LOCK_ID } from "../backend/backend.js";
-import type { AuditAction } from "../backend/audit.js";
+import { parseSince, type AuditAction, type AuditEntry } from "../backend/audit.js";
+import { checkWorkspace } from "../config/layout.js";
 import { ObjstateError } from "../errors.js";
-import { checkNesting } from "../json/scan.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
-import { auditRoute } from "./audit.js";
 import { readBody, type Body } from "../io/http-body.js";
 import { checkDiffRoom, DIFF_MAX_BODY, diffInWorker, diffJson, versionDiffText } from "./diff-runner.js";
-import { limitParam, requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
+import { jsonObject, limitParam, requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
 import { allowed, allowedEverywhere, type Role } from "./users.js";
 import { ENCRYPTED, encryptedOr } from "../console/types.js";
 import { historyEntryJson, lockJson, outputsJsonText, rollbackJson, workspaceJson, type HistoryEntryJson } from "../wire/shapes.js";
@@ -128,14 +130,8 @@ async function diffVersions(ctx: Ctx): Promise<void> {
 
 /** What `POST …/rollback` takes. */
 function rollbackRequest(bytes: Buffer, ws: string): { to: string; force: boolean; lockId: string | undefined } {
-  checkNesting(bytes, "the rollback request body");
-  let body: unknown;
-  try {
-    body = JSON.parse(bytes.toString("utf8"));
-  } catch {
-    body = undefined;
-  }
-  const o = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+  const found = jsonObject(bytes, "the rollback request body");
+  const o = found === "invalid" ? undefined : found;
   const to = o?.["to"];
   const force = o?.["force"] ?? false;
   const lockId = o?.["lockId"];
@@ -173,6 +169,58 @@ async function listLocks(ctx: Ctx): Promise<void> {
     l.workspace === null ? allowedEverywhere(ctx.user, "admin") : allowed(ctx.user, "outputs", l.workspace),
   );
   sendJson(ctx, 200, { locks: locks.map(lockJson) });
+}
+
+/** The audit event of a request to a route that changes something, as it is answered. */
+export function auditEntry(
+  ctx: Ctx,
+  action: AuditAction,
+  workspace: string,
+  surface: AuditEntry["surface"],
+  status: number,
+  code: string | undefined,
+): AuditEntry {
+  const n = ctx.audit;
+  // 5xx: it broke on the way; other 4xx: turned down (a role, a lock held by another, a bad body).
+  const outcome = status < 400 ? "ok" : status >= 500 ? "failed" : "refused";
+  return {
+    principal: ctx.principal,
+    action: n.action ?? action,
+    workspace,
+    surface,
+    outcome,
+    lockId: n.lockId,
+    serial: outcome === "ok" ? n.serial : undefined,
+    md5: outcome === "ok" ? n.md5 : undefined,
+    from: n.from,
+    code: outcome === "ok" ? undefined : code,
+    status: outcome === "ok" ? undefined : status,
+  };
+}
+
+/**
+ * `GET /api/v1/audit[?workspace=W][&since=T][&limit=N]`: the audit events from `since` (default
+ * the last 24 h) on, oldest first, at most `limit`. Admins only: of `W` when given, else of
+ * every workspace (a grant on `*`). A change is answered only after its event is stored
+ * (or logged as not stored), so every answered change is in the answer.
+ */
+export async function auditRoute(ctx: Ctx): Promise<void> {
+  const workspace = ctx.url.searchParams.get("workspace") ?? undefined;
+  if (workspace !== undefined) {
+    checkWorkspace(workspace);
+    requireRole(ctx, "admin", workspace);
+  } else if (!allowedEverywhere(ctx.user, "admin")) {
+    throw new ObjstateError(
+      "FORBIDDEN",
+      `user ${ctx.user.name} may not read the audit log of every workspace (needs the admin role on *); ask for one workspace with ?workspace=NAME`,
+    );
+  }
+  const since = parseSince(ctx.url.searchParams.get("since") ?? "24h", new Date());
+  const limit = limitParam(ctx, "audit", 1000, 10_000);
+  const log = ctx.auditLog;
+  if (log === undefined) throw new ObjstateError("NOT_FOUND", "this server keeps no audit log");
+  const page = await log.read({ since, workspace, limit });
+  sendJson(ctx, 200, { since: since.toISOString(), records: page.records, truncated: page.truncated, unreadable: page.unreadable });
 }
 
 export const API_ROUTES: readonly Route[] = [

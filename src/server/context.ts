@@ -6,6 +6,7 @@ import type { AuditAction, AuditLog } from "../backend/audit.js";
 import { lockOwnerOf, type Principal } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
 import type { BodyLimits } from "../io/http-body.js";
+import { checkNesting } from "../json/scan.js";
 import type { Logger } from "./log.js";
 import type { Metrics } from "./metrics.js";
 import { allowed, type Role, type User } from "./users.js";
@@ -111,6 +112,18 @@ export function sendJson(ctx: Ctx, status: number, value: unknown): void {
 
 export function sendEmpty(ctx: Ctx, status: number): void {
   send(ctx, status, Buffer.alloc(0));
+}
+
+/** A small JSON body `what` that must be an object: "invalid" when it is not JSON, undefined when not an object. */
+export function jsonObject(bytes: Buffer, what: string): Record<string, unknown> | "invalid" | undefined {
+  checkNesting(bytes, what);
+  let v: unknown;
+  try {
+    v = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    return "invalid";
+  }
+  return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
 
 /** `?limit=` of a listing route: a whole number from 1 to `max`, `fallback` when absent. */

@@ -4,6 +4,7 @@
  * thread with a bounded heap, so the main thread answers meanwhile and a diff too large for
  * memory takes down only its worker.
  */
+import { once } from "node:events";
 import { ObjstateError } from "../errors.js";
 import { stringifyDeep } from "../json/exact-json.js";
 import type { VersionDiff } from "../backend/results.js";
@@ -71,47 +72,31 @@ export function versionDiffText(workspace: string, d: VersionDiff): Buffer {
   return Buffer.from(`${stringifyDeep(versionDiffJson(workspace, d))}\n`);
 }
 
-function inWorker(from: Buffer | null, to: Buffer | null): Promise<Buffer> {
+async function inWorker(from: Buffer | null, to: Buffer | null): Promise<Buffer> {
   // Copies of their own: a Buffer may be a slice of memory others use, which transferring would take from them.
   const sides = [from, to].map((b) => (b === null ? null : new Uint8Array(b)));
   const job: DiffJob = { from: sides[0] ?? null, to: sides[1] ?? null };
   const transferList = sides.flatMap((b) => (b === null ? [] : [b.buffer as ArrayBuffer]));
-  return new Promise((resolve, reject) => {
-    const worker = new (nodeWorkers().Worker)(new URL("./diff-worker.js", import.meta.url), {
-      workerData: job,
-      transferList,
-      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
-    });
-    let settled = false;
-    const settle = (f: () => void): void => {
-      if (settled) return;
-      settled = true;
-      void worker.terminate();
-      f();
-    };
-    worker.once("message", (r: DiffReply) =>
-      settle(() => {
-        if ("json" in r) resolve(Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength));
-        else
-          reject(
-            r.error.code === undefined
-              ? new Error(`diff failed: ${r.error.message}`)
-              : new ObjstateError(r.error.code, r.error.message, r.error.details === undefined ? undefined : { details: { ...r.error.details } }),
-          );
-      }),
-    );
-    worker.once("error", (e: Error & { code?: string }) =>
-      settle(() =>
-        reject(
-          e.code === "ERR_WORKER_OUT_OF_MEMORY"
-            ? new ObjstateError(
-                "DIFF_TOO_LARGE",
-                `the two states are too large to compare on this server (the comparison needs more than ${WORKER_HEAP_MB} MiB): compare them with objstate state diff on a machine of your own`,
-              )
-            : e,
-        ),
-      ),
-    );
-    worker.once("exit", (code) => settle(() => reject(new Error(`the diff worker stopped (exit code ${code})`))));
+  const worker = new (nodeWorkers().Worker)(new URL("./diff-worker.js", import.meta.url), {
+    workerData: job,
+    transferList,
+    resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
   });
+  // `once` rejects on the worker's `error` (its heap exhausted, say) as well.
+  const exited = once(worker, "exit").then(([code]) => Promise.reject(new Error(`the diff worker stopped (exit code ${String(code)})`)));
+  exited.catch(() => undefined);
+  try {
+    const [r] = (await Promise.race([once(worker, "message"), exited])) as [DiffReply];
+    if ("json" in r) return Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength);
+    if (r.error.code === undefined) throw new Error(`diff failed: ${r.error.message}`);
+    throw new ObjstateError(r.error.code, r.error.message, r.error.details === undefined ? undefined : { details: { ...r.error.details } });
+  } catch (e) {
+    if ((e as { code?: unknown }).code !== "ERR_WORKER_OUT_OF_MEMORY") throw e;
+    throw new ObjstateError(
+      "DIFF_TOO_LARGE",
+      `the two states are too large to compare on this server (the comparison needs more than ${WORKER_HEAP_MB} MiB): compare them with objstate state diff on a machine of your own`,
+    );
+  } finally {
+    void worker.terminate();
+  }
 }

@@ -8,12 +8,11 @@ import { lockOwnerOf } from "../backend/principal.js";
 import { isEnvelope, type StateEncryption } from "../encryption/index.js";
 import { TopLevelScanner } from "../encryption/scan.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
-import { checkNesting } from "../json/scan.js";
 import { md5Of } from "../util/md5.js";
 import type { ByteSource } from "../store/types.js";
 import { checkContentMd5, readBody, type Body } from "../io/http-body.js";
 import type { Route } from "./api.js";
-import { header, ownerToCheck, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx, type WriteAs } from "./context.js";
+import { header, jsonObject, ownerToCheck, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx, type WriteAs } from "./context.js";
 
 /** Lock info bodies are small; a larger one is not a lock request. */
 const LOCK_BODY_MAX = 64 * 1024;
@@ -305,16 +304,9 @@ async function release(ctx: Ctx, ws: string, id: string, owner?: string, forcedB
 async function readLockInfo(ctx: Ctx): Promise<LockInfo | undefined> {
   const body = await readChecked(ctx, { maxBytes: Math.min(LOCK_BODY_MAX, ctx.limits.maxBytes), idleMs: ctx.limits.idleMs });
   if (body.size === 0) return undefined;
-  const bytes = body.bytes();
-  checkNesting(bytes, "the lock info body");
-  let v: unknown;
-  try {
-    v = JSON.parse(bytes.toString("utf8"));
-  } catch {
-    throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body is not valid JSON");
-  }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body must be a JSON object");
-  const o = v as Record<string, unknown>;
+  const o = jsonObject(body.bytes(), "the lock info body");
+  if (o === "invalid") throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body is not valid JSON");
+  if (o === undefined) throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body must be a JSON object");
   const s = (k: string): string => (typeof o[k] === "string" ? (o[k] as string) : "");
   // Go's zero time is what OpenTofu's force-unlock sends as Created: no time at all.
   const created = s("Created").startsWith("0001-01-01") ? "" : s("Created");

@@ -10,9 +10,8 @@ import { checkWorkspace } from "../config/layout.js";
 import { StateEncryption } from "../encryption/index.js";
 import { ANONYMOUS_PRINCIPAL } from "../backend/principal.js";
 import type { AuditAction, AuditLog } from "../backend/audit.js";
-import { auditEntry } from "./audit.js";
 import { codeOf, isObjstateError, ObjstateError, statusOf } from "../errors.js";
-import { API_ROUTES, type Route } from "./api.js";
+import { API_ROUTES, auditEntry, type Route } from "./api.js";
 import { Authenticator, type Authenticated } from "./auth.js";
 import { isLoopbackHost, RequestGate } from "./gate.js";
 import { checkDeclaredLength } from "../io/http-body.js";
@@ -29,10 +28,18 @@ import { handleConsole } from "../console/handler.js";
 import type { ConsoleApi, ConsoleContext, ConsoleLogEntry } from "../console/types.js";
 import { answerFailure, lastResort, shownMessage } from "./failure.js";
 import { decodeParams, Router } from "../util/router.js";
-import { DEFAULT_CLIENT_TIMEOUT_MS, DEFAULT_MAX_STATE_SIZE, TLS12_CIPHERS, type ServerOptions } from "./options.js";
-import { listenFailed, refuseUnsafeAddress, refuseUnsafeOptions, serveWarnings } from "./safety.js";
+import {
+  DEFAULT_CLIENT_TIMEOUT_MS,
+  DEFAULT_MAX_STATE_SIZE,
+  listenFailed,
+  refuseUnsafeAddress,
+  refuseUnsafeOptions,
+  serveWarnings,
+  TLS12_CIPHERS,
+  type ServerOptions,
+} from "./safety.js";
 
-export type { ServerOptions } from "./options.js";
+export type { ServerOptions } from "./safety.js";
 
 /** Routes anyone may call (a load balancer's probes, a scraper). */
 const OPEN_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
