@@ -135,13 +135,9 @@ export class ConnectionGuard {
       }
       // A body being read through io/http-body.ts is timed there (and answered 408); one the server
       // holds back (nothing reads it and its buffer is full) is no fault of the client's.
-      if (isReceiving(req) || req.readableLength >= req.readableHighWaterMark) {
-        w.mark = socket.bytesRead;
-        w.since = now;
-        continue;
-      }
-      if (now - w.since < this.limits.windowMs) continue;
-      if (socket.bytesRead - w.mark < MIN_BODY_BYTES_PER_WINDOW) {
+      const excused = isReceiving(req) || req.readableLength >= req.readableHighWaterMark;
+      if (!excused && now - w.since < this.limits.windowMs) continue;
+      if (!excused && socket.bytesRead - w.mark < MIN_BODY_BYTES_PER_WINDOW) {
         this.dropped += 1;
         this.watched.delete(w);
         socket.destroy();

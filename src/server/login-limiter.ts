@@ -106,7 +106,15 @@ export class LoginLimiter {
       names.set(key, record);
     }
     record.pending += 1;
-    return this.attempt(record);
+    const held = record;
+    let settled = false;
+    const settle = (failed: boolean): void => {
+      if (settled) return;
+      settled = true;
+      held.pending -= 1;
+      if (failed) held.failures.push(this.now());
+    };
+    return { fail: () => settle(true), release: () => settle(false) };
   }
 
   private remember(group: string, names: Map<string, NameRecord>): void {
@@ -115,17 +123,6 @@ export class LoginLimiter {
       this.older = this.recent;
       this.recent = new Map();
     }
-  }
-
-  private attempt(record: NameRecord): LoginAttempt {
-    let settled = false;
-    const settle = (failed: boolean): void => {
-      if (settled) return;
-      settled = true;
-      record.pending -= 1;
-      if (failed) record.failures.push(this.now());
-    };
-    return { fail: () => settle(true), release: () => settle(false) };
   }
 }
 
