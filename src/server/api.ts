@@ -135,12 +135,11 @@ function rollbackRequest(bytes: Buffer, ws: string): { to: string; force: boolea
   const to = o?.["to"];
   const force = o?.["force"] ?? false;
   const lockId = o?.["lockId"];
-  if (typeof to !== "string" || to === "" || typeof force !== "boolean" || (lockId !== undefined && (typeof lockId !== "string" || lockId === ""))) {
+  if (typeof to !== "string" || to === "" || typeof force !== "boolean" || (lockId !== undefined && (typeof lockId !== "string" || lockId === "")))
     throw new ObjstateError(
       "BAD_REQUEST",
       `a rollback of workspace ${ws} takes a JSON body {"to": "VERSION_ID", "force": false, "lockId": "ID of a lock you hold" (optional)}`,
     );
-  }
   return { to, force, lockId };
 }
 

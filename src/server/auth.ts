@@ -8,10 +8,9 @@ import { createHmac, randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
 import { ANONYMOUS_PRINCIPAL } from "../backend/principal.js";
-import { ObjstateError } from "../errors.js";
 import type { Authenticated, Identity } from "./identity/identity.js";
 import { DEFAULT_LOGIN_LIMIT, LoginLimiter, type LoginLimit } from "./login-limiter.js";
-import { ROLES, verifyPassword, type Role, type User } from "./users.js";
+import { ROLES, unauthorized, verifyPassword, type Role, type User } from "./users.js";
 
 export { DEFAULT_LOGIN_LIMIT, type LoginLimit } from "./login-limiter.js";
 export type { Authenticated } from "./identity/identity.js";
@@ -47,13 +46,11 @@ export class Authenticator {
     if (cert !== undefined) return { user: cert, principal: { name: cert.name, via: "certificate" } };
     const bearer = parseBearer(req.headers.authorization);
     if (bearer !== undefined) {
-      if (this.identity === undefined)
-        throw new ObjstateError("UNAUTHORIZED", "this server takes no bearer tokens: use HTTP Basic (username and password in the http backend)");
+      if (this.identity === undefined) throw unauthorized("this server takes no bearer tokens: use HTTP Basic (username and password in the http backend)");
       return this.identity.resolve({ kind: "bearer", secret: bearer });
     }
     const basic = parseBasic(req.headers.authorization);
-    if (basic === undefined)
-      throw new ObjstateError("UNAUTHORIZED", "this server needs a user name and password (HTTP Basic): set username and password in the http backend");
+    if (basic === undefined) throw unauthorized("this server needs a user name and password (HTTP Basic): set username and password in the http backend");
     const credential = { kind: "basic", user: basic.user, secret: basic.password } as const;
     if (this.identity?.handles(credential) === true) return this.identity.resolve(credential);
     const user = await this.password(req.socket.remoteAddress ?? "unknown", basic, users);
@@ -82,7 +79,7 @@ export class Authenticator {
     }
     if (user === undefined || !ok) {
       attempt.fail();
-      throw new ObjstateError("UNAUTHORIZED", "wrong user name or password");
+      throw unauthorized("wrong user name or password");
     }
     attempt.release();
     if (this.verified.size >= CACHE_MAX) this.verified.clear();

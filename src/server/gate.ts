@@ -40,24 +40,16 @@ export function isLoopbackHost(host: string): boolean {
 
 /** Parse a `--public-url` once, at the edge: an `http(s)` origin without credentials, path, query or fragment. */
 export function parsePublicUrl(text: string, flag = "--public-url"): PublicOrigin {
-  let u: URL;
-  try {
-    u = new URL(text.trim());
-  } catch {
-    throw new ObjstateError(
-      "INVALID_PUBLIC_URL",
-      `${flag} must be the URL clients use to reach this server, such as https://state.example.com or http://10.0.0.5:8080, got ${JSON.stringify(text)}`,
+  const bad = (problem: string): ObjstateError => new ObjstateError("INVALID_PUBLIC_URL", `${flag} ${problem}`);
+  const u = URL.canParse(text.trim()) ? new URL(text.trim()) : undefined;
+  if (u === undefined)
+    throw bad(`must be the URL clients use to reach this server, such as https://state.example.com or http://10.0.0.5:8080, got ${JSON.stringify(text)}`);
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw bad(`must start with http:// or https://, got ${JSON.stringify(u.protocol.replace(/:$/, ""))}`);
+  if (u.username !== "" || u.password !== "") throw bad("must not carry a user name or password");
+  if ((u.pathname !== "/" && u.pathname !== "") || u.search !== "" || u.hash !== "")
+    throw bad(
+      `is an origin (scheme, host and port), without a path, query or fragment: the state lives at /state/{workspace} under it; got ${JSON.stringify(text)}`,
     );
-  }
-  if (u.protocol !== "http:" && u.protocol !== "https:")
-    throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} must start with http:// or https://, got ${JSON.stringify(u.protocol.replace(/:$/, ""))}`);
-  if (u.username !== "" || u.password !== "") throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} must not carry a user name or password`);
-  if ((u.pathname !== "/" && u.pathname !== "") || u.search !== "" || u.hash !== "") {
-    throw new ObjstateError(
-      "INVALID_PUBLIC_URL",
-      `${flag} is an origin (scheme, host and port), without a path, query or fragment: the state lives at /state/{workspace} under it; got ${JSON.stringify(text)}`,
-    );
-  }
   return { origin: u.origin.toLowerCase(), host: u.host.toLowerCase() };
 }
 

@@ -70,36 +70,32 @@ export function refuseIncompleteTls(tls: ServerOptions["tls"]): void {
 /** The constructor's refusals: the options alone make the server unsafe, whatever its address. */
 export function refuseUnsafeOptions(o: ServerOptions): void {
   refuseIncompleteTls(o.tls);
-  if (o.backend.lockTtlMs !== undefined) {
+  if (o.backend.lockTtlMs !== undefined)
     throw new ObjstateError(
       "SERVE_LEASE_UNSUPPORTED",
       "objstate serve takes no lease (--lock-ttl, or lockTtl in the --config file's objstate section): the tool's http client cannot renew one, so an apply that sends nothing for longer than the lease (while it waits for its confirmation, or for a slow resource) would lose its lock and its final write. Remove it; release a lock a crashed client left with terraform force-unlock (the force role)",
     );
-  }
-  if (!o.backend.lockingEnabled && o.allowUnlockedWrites !== true) {
+  if (!o.backend.lockingEnabled && o.allowUnlockedWrites !== true)
     throw new ObjstateError(
       "SERVE_NO_LOCKING",
       "no lock table is configured (kvstoreTable, or --lockfile): every write through this server would be unlocked, and concurrent clients could overwrite each other's changes. Configure one, or start with --allow-unlocked-writes to serve without locking",
     );
-  }
 }
 
 /** `listen`'s refusals, before anything is bound: an address off loopback needs users (or the insecure opt-out) and public URLs. */
 export function refuseUnsafeAddress(o: ServerOptions, host: string, port: number): void {
   if (isLoopbackHost(host)) return;
-  if (o.users === undefined && o.insecureNoAuth !== true) {
+  if (o.users === undefined && o.insecureNoAuth !== true)
     throw new ObjstateError(
       "AUTH_REQUIRED",
       `--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`,
     );
-  }
   // Without the list, a Host check could only trust what the request says (DNS rebinding).
-  if ((o.publicUrls ?? []).length === 0) {
+  if ((o.publicUrls ?? []).length === 0)
     throw new ObjstateError(
       "PUBLIC_URL_REQUIRED",
       `--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`,
     );
-  }
 }
 
 /** `listen`'s failure for the operator: LISTEN_FAILED saying why and what to do (the errno alone says little). */

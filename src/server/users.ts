@@ -112,6 +112,11 @@ export function allowedEverywhere(user: User, role: Role): boolean {
   return user.grants.some((g) => g.glob === "*" && grants(g.roles, role)) && (user.cappedBy === undefined || allowedEverywhere(user.cappedBy, role));
 }
 
+/** 401: the request proved no identity (the message says why, never quoting a credential). */
+export function unauthorized(message: string): ObjstateError {
+  return new ObjstateError("UNAUTHORIZED", message);
+}
+
 function fileError(file: string, problem: string): ObjstateError {
   return new ObjstateError("USERS_FILE_INVALID", `users file ${file}: ${problem}; see \`objstate serve hash-password --help\` for the format`);
 }
@@ -144,9 +149,8 @@ export function parseUsers(text: string, file: string): Map<string, User> {
     if (name === "" || name.includes(":")) throw fileError(file, `user name ${JSON.stringify(name)} must be non-empty and without ":"`);
     const e = entry as { password?: unknown; roles?: unknown } | null;
     if (typeof e !== "object" || e === null) throw fileError(file, `users.${name} must be an object`);
-    if (e.password !== undefined && (typeof e.password !== "string" || parseHash(e.password) === undefined)) {
+    if (e.password !== undefined && (typeof e.password !== "string" || parseHash(e.password) === undefined))
       throw fileError(file, `users.${name}.password is not an scrypt$N$r$p$salt$hash entry (make one with objstate serve hash-password)`);
-    }
     const grants = Object.entries(parseRoles(e.roles, `users.${name}.roles`, bad)).map(([glob, roles]) => ({ glob, roles: new Set(roles) }));
     out.set(name, { name, password: e.password as string | undefined, grants });
   }

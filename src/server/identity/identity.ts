@@ -3,9 +3,8 @@
  * tokens.ts) or an OIDC ID token (a JWT, oidc.ts), sent as `Authorization: Bearer` or as the
  * HTTP Basic password. The Authenticator (auth.ts) asks it before passwords.
  */
-import { ObjstateError } from "../../errors.js";
 import type { Principal } from "../../backend/principal.js";
-import type { User } from "../users.js";
+import { unauthorized, type User } from "../users.js";
 import { OidcVerifier, looksLikeJwt, type IdentityRule, type OidcOptions } from "./oidc.js";
 import { TokenStore, looksLikeToken } from "./tokens.js";
 
@@ -47,23 +46,19 @@ export class Identity {
   async resolve(c: Credential): Promise<Authenticated> {
     if (looksLikeToken(c.secret)) return this.apiToken(c.secret);
     if (!looksLikeJwt(c.secret) || !this.oidc.enabled)
-      throw new ObjstateError("UNAUTHORIZED", "the bearer token is neither an API token (objst_…) nor an ID token of a configured identity issuer");
+      throw unauthorized("the bearer token is neither an API token (objst_…) nor an ID token of a configured identity issuer");
     if (c.kind === "basic" && !this.oidc.acceptsUserName(c.user))
-      throw new ObjstateError(
-        "UNAUTHORIZED",
-        `an ID token as the password needs the user name "oidc" or an identity rule's name, not ${JSON.stringify(c.user)}`,
-      );
+      throw unauthorized(`an ID token as the password needs the user name "oidc" or an identity rule's name, not ${JSON.stringify(c.user)}`);
     const { user, oidc } = await this.oidc.verify(c.secret);
     return { user, principal: { name: user.name, via: "oidc", oidc } };
   }
 
   /** Any Basic user name goes with a token: the token alone names its user (CI tools insist on some user name). */
   private apiToken(secret: string): Authenticated {
-    if (this.tokens === undefined) throw new ObjstateError("UNAUTHORIZED", "this server has no API tokens (it runs without a users file)");
+    if (this.tokens === undefined) throw unauthorized("this server has no API tokens (it runs without a users file)");
     const record = this.tokens.check(secret);
     const owner = this.users.get(record.user);
-    if (owner === undefined)
-      throw new ObjstateError("UNAUTHORIZED", `API token ${record.id} belongs to user ${record.user}, who is no longer in the users file`);
+    if (owner === undefined) throw unauthorized(`API token ${record.id} belongs to user ${record.user}, who is no longer in the users file`);
     const principal = { name: owner.name, via: "token", tokenId: record.id };
     if (record.roles === undefined) return { user: { name: owner.name, password: undefined, grants: owner.grants }, principal };
     // A token's own roles are capped by its user's: it never gives more than the users file does.

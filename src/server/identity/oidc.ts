@@ -13,7 +13,7 @@ import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, jwtVe
 import { readFileSync } from "node:fs";
 import type { OidcIdentity as PrincipalOidc } from "../../backend/principal.js";
 import { ObjstateError } from "../../errors.js";
-import { globMatches, parseJsonFile, parseRoles, type Role, type User } from "../users.js";
+import { globMatches, parseJsonFile, parseRoles, unauthorized, type Role, type User } from "../users.js";
 
 /** One rule of `identities`. */
 export interface IdentityRule {
@@ -236,14 +236,11 @@ export class OidcVerifier {
     try {
       iss = decodeJwt(jwt).iss;
     } catch {
-      throw new ObjstateError("UNAUTHORIZED", "the bearer token is not a well-formed JWT");
+      throw unauthorized("the bearer token is not a well-formed JWT");
     }
     const rules = this.rules.filter((r) => r.issuer === iss);
     if (rules.length === 0)
-      throw new ObjstateError(
-        "UNAUTHORIZED",
-        `no identity rule trusts the token's issuer ${JSON.stringify(iss ?? null)}: add one to identities in the users file`,
-      );
+      throw unauthorized(`no identity rule trusts the token's issuer ${JSON.stringify(iss ?? null)}: add one to identities in the users file`);
     const issuer = iss as string;
     const keys = await this.keySet(issuer);
     let payload: JWTPayload;
@@ -276,18 +273,17 @@ function unavailable(issuer: string, why: string): ObjstateError {
 /** jose's failure as our error: the issuer unreachable is 503, anything about the token 401. */
 function refusal(issuer: string, e: unknown): ObjstateError {
   if (e instanceof joseErrors.JWKSTimeout) return unavailable(issuer, "its JWKS did not answer in time");
-  if (e instanceof joseErrors.JWTExpired) return new ObjstateError("UNAUTHORIZED", "the ID token has expired: the CI job must request a fresh one");
+  if (e instanceof joseErrors.JWTExpired) return unauthorized("the ID token has expired: the CI job must request a fresh one");
   if (e instanceof joseErrors.JWTClaimValidationFailed)
-    return new ObjstateError(
-      "UNAUTHORIZED",
+    return unauthorized(
       `the ID token was refused: its ${e.claim} claim ${e.reason === "check_failed" ? "does not match" : "is missing or invalid"} (${e.message})`,
     );
-  if (e instanceof joseErrors.JWKSNoMatchingKey) return new ObjstateError("UNAUTHORIZED", `the ID token's key is not among issuer ${issuer}'s published keys`);
+  if (e instanceof joseErrors.JWKSNoMatchingKey) return unauthorized(`the ID token's key is not among issuer ${issuer}'s published keys`);
   if (e instanceof joseErrors.JOSEAlgNotAllowed)
-    return new ObjstateError("UNAUTHORIZED", `the ID token's signature algorithm is not allowed (allowed: ${OIDC_ALGORITHMS.join(", ")})`);
+    return unauthorized(`the ID token's signature algorithm is not allowed (allowed: ${OIDC_ALGORITHMS.join(", ")})`);
   if (e instanceof joseErrors.JWKSInvalid || (e instanceof joseErrors.JOSEError && e.code === "ERR_JOSE_GENERIC"))
     return unavailable(issuer, `its JWKS could not be fetched (${e.message})`);
-  if (e instanceof joseErrors.JOSEError) return new ObjstateError("UNAUTHORIZED", `the ID token was refused (${e.code})`);
+  if (e instanceof joseErrors.JOSEError) return unauthorized(`the ID token was refused (${e.code})`);
   // Anything else came from fetching the JWKS (a refused connection, a bad body).
   return unavailable(issuer, `its JWKS could not be fetched (${(e as Error).message})`);
 }

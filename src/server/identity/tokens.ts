@@ -13,7 +13,7 @@ import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { makeDir } from "../../io/local-fs.js";
 import { acquireClaim } from "../../store/claim.js";
 import { ObjstateError } from "../../errors.js";
-import { parseJsonFile, parseRoles, refuseOpenFile, type Role } from "../users.js";
+import { parseJsonFile, parseRoles, refuseOpenFile, unauthorized, type Role } from "../users.js";
 
 /** One token of the tokens file, as stored (never the token itself). */
 export interface TokenRecord {
@@ -193,11 +193,11 @@ export class TokenStore {
     const record = m === null ? undefined : this.tokens.get(m[1] as string);
     const given = Buffer.from(sha256(token), "hex");
     if (record === undefined || !timingSafeEqual(given, Buffer.from(record.sha256, "hex")))
-      throw new ObjstateError("UNAUTHORIZED", "unknown API token: make one with objstate serve token create");
+      throw unauthorized("unknown API token: make one with objstate serve token create");
     if (record.revoked !== undefined)
-      throw new ObjstateError("UNAUTHORIZED", `API token ${record.id} was revoked at ${record.revoked}: make a new one with objstate serve token create`);
+      throw unauthorized(`API token ${record.id} was revoked at ${record.revoked}: make a new one with objstate serve token create`);
     if (Date.parse(record.expires) <= this.now())
-      throw new ObjstateError("UNAUTHORIZED", `API token ${record.id} expired at ${record.expires}: make a new one with objstate serve token create`);
+      throw unauthorized(`API token ${record.id} expired at ${record.expires}: make a new one with objstate serve token create`);
     this.used.set(record.id, this.now());
     this.timer ??= setTimeout(() => void this.flush(), this.flushMs).unref();
     return record;
