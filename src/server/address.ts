@@ -1,12 +1,8 @@
-/**
- * The client an address stands for, for limits kept per client (failed logins, open
- * connections): pure logic, no request handling.
- */
 import { isIP } from "node:net";
 
 /**
- * The group an address is counted under: an IPv4 address itself (`::ffff:a.b.c.d` too),
- * an IPv6 address by its /64 (one host usually holds a whole /64).
+ * The client an address is counted as by per-client limits (failed logins, connections): an
+ * IPv4 address itself (`::ffff:a.b.c.d` too), an IPv6 one by its /64 (one host usually holds one).
  */
 export function addressGroup(address: string): string {
   // The forms Node reports, without parsing: IPv4, and IPv4 on a dual-stack socket.

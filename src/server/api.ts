@@ -1,18 +1,16 @@
 /**
- * `/api/v1/...`: the CLI's operations as JSON, each one library call. Routes that wait for
- * library APIs still being built answer 501 and name what they wait for; each becomes one
- * handler when its API lands (see {@link API_ROUTES}).
+ * `/api/v1/...`: the CLI's operations as JSON, each one library call; and the server's side of
+ * the audit log (docs/decisions/076, 087): the event of each change, and `GET /api/v1/audit`.
  */
 import { createHash } from "node:crypto";
 import { NO_LOCK_ID } from "../backend/backend.js";
-import type { AuditAction } from "../backend/audit.js";
+import { parseSince, type AuditAction, type AuditEntry } from "../backend/audit.js";
+import { checkWorkspace } from "../config/layout.js";
 import { ObjstateError } from "../errors.js";
-import { checkNesting } from "../json/scan.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
-import { auditRoute } from "./audit.js";
-import { readBody } from "../io/http-body.js";
+import { readBody, type Body } from "../io/http-body.js";
 import { checkDiffRoom, DIFF_MAX_BODY, diffInWorker, diffJson, versionDiffText } from "./diff-runner.js";
-import { requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
+import { jsonObject, limitParam, requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
 import { allowed, allowedEverywhere, type Role } from "./users.js";
 import { ENCRYPTED, encryptedOr } from "../console/types.js";
 import { historyEntryJson, lockJson, outputsJsonText, rollbackJson, workspaceJson, type HistoryEntryJson } from "../wire/shapes.js";
@@ -23,18 +21,24 @@ export interface Route {
   readonly path: string;
   /** Checked on `:workspace` before the handler runs; undefined: the handler checks (or no auth). */
   readonly role?: Role | undefined;
-  /** The route changes something: each request that reaches it is written to the audit log as this action. */
+  /** Each request that reaches it is written to the audit log as this action. */
   readonly audit?: AuditAction | undefined;
   readonly handler: (ctx: Ctx) => Promise<void>;
 }
 
-/**
- * Content of a state that is an envelope the server has no key for (a client that encrypts
- * itself; the server passes its states through): answered as such, `"encrypted": true`
- * where the content would be, not as a failure.
- */
-const ENCRYPTED_MESSAGE =
-  "the state is encrypted by its client (OpenTofu's state encryption) and this server has no key for it: its content cannot be shown. Read it with the same encryption configured (TF_ENCRYPTION), or configure encryption on the server";
+/** A state that is an envelope the server has no key for is answered as such (`"encrypted": true`), not as a failure. */
+function sendEncrypted(ctx: Ctx, fields: object = {}): void {
+  const message =
+    "the state is encrypted by its client (OpenTofu's state encryption) and this server has no key for it: its content cannot be shown. Read it with the same encryption configured (TF_ENCRYPTION), or configure encryption on the server";
+  sendJson(ctx, 200, { ...fields, encrypted: true, message });
+}
+
+/** A body of at most `maxBytes` (and the server's limit). */
+async function readSmall(ctx: Ctx, maxBytes: number, maxBytesName?: string): Promise<Body> {
+  const body = await readBody(ctx.req, { ...ctx.limits, maxBytes: Math.min(ctx.limits.maxBytes, maxBytes), maxBytesName });
+  ctx.bytesIn += body.size;
+  return body;
+}
 
 async function listWorkspaces(ctx: Ctx): Promise<void> {
   // `outputs` is enough to be listed: the listing shows no more than that role's routes.
@@ -71,55 +75,31 @@ async function outputs(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   // Through the server's own connection: no credentials, drivers or table check per request.
   const read = await readRemoteOutputs(ctx.backend, ws).catch(encryptedOr);
-  if (read === ENCRYPTED) return sendJson(ctx, 200, { outputs: null, encrypted: true, message: ENCRYPTED_MESSAGE });
+  if (read === ENCRYPTED) return sendEncrypted(ctx, { outputs: null });
   // As text: numbers go out exactly as the state has them, never through a JS number.
   send(ctx, 200, `{"outputs":${outputsJsonText(read, (n) => read.isSensitive(n))}}\n`, { "Content-Type": "application/json" });
 }
 
-/**
- * `POST …/diff`, body = a state: what would change from the stored state to it. Bounded in
- * size, concurrency and time on the main thread (diff-runner.ts).
- */
+/** `POST …/diff`, body = a state: what would change from the stored state to it (bounded: diff-runner.ts). */
 async function diff(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   // Refused before the body is read when every place is taken: no upload for nothing.
   checkDiffRoom();
-  const maxBytes = Math.min(ctx.limits.maxBytes, DIFF_MAX_BODY);
-  const body = await readBody(ctx.req, {
-    ...ctx.limits,
-    maxBytes,
-    maxBytesName: maxBytes < ctx.limits.maxBytes ? "the most a diff takes: compare larger states with objstate state diff" : undefined,
-  });
-  ctx.bytesIn += body.size;
+  const name = DIFF_MAX_BODY < ctx.limits.maxBytes ? "the most a diff takes: compare larger states with objstate state diff" : undefined;
+  const body = await readSmall(ctx, DIFF_MAX_BODY, name);
   const current = await ctx.backend.readState(ws);
   const answer = await diffJson(current, body.bytes()).catch(encryptedOr);
-  if (answer === ENCRYPTED) return sendJson(ctx, 200, { encrypted: true, message: ENCRYPTED_MESSAGE });
+  if (answer === ENCRYPTED) return sendEncrypted(ctx);
   send(ctx, 200, answer, { "Content-Type": "application/json" });
 }
 
-/** Versions `GET …/history` lists without `?limit=`, and the most it lists at once. */
-export const HISTORY_DEFAULT_LIMIT = 100;
-export const HISTORY_MAX_LIMIT = 1000;
 /** Largest rollback request body (`{"to": …, "force": …}` is a few dozen bytes). */
 const MAX_ACTION_BODY = 64 * 1024;
-
-function historyLimit(ctx: Ctx): number {
-  const raw = ctx.url.searchParams.get("limit");
-  if (raw === null) return HISTORY_DEFAULT_LIMIT;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1 || n > HISTORY_MAX_LIMIT) {
-    throw new ObjstateError(
-      "BAD_REQUEST",
-      `?limit=${JSON.stringify(raw).slice(1, -1)} of the history route must be a whole number from 1 to ${HISTORY_MAX_LIMIT}`,
-    );
-  }
-  return n;
-}
 
 /** `GET …/history[?limit=N]`: versions newest first, as `objstate state history --json`. */
 async function history(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
-  const limit = historyLimit(ctx);
+  const limit = limitParam(ctx, "history", 100, 1000);
   const versions: HistoryEntryJson[] = [];
   for await (const v of ctx.backend.history(ws, { limit })) versions.push(historyEntryJson(v));
   sendJson(ctx, 200, { workspace: ws, versions });
@@ -144,43 +124,33 @@ async function diffVersions(ctx: Ctx): Promise<void> {
     );
   checkDiffRoom();
   const compared = await ctx.backend.diff(ws, { from, to, compare: diffInWorker }).catch(encryptedOr);
-  if (compared === ENCRYPTED) return sendJson(ctx, 200, { workspace: ws, from, to, encrypted: true, message: ENCRYPTED_MESSAGE });
+  if (compared === ENCRYPTED) return sendEncrypted(ctx, { workspace: ws, from, to });
   send(ctx, 200, versionDiffText(ws, compared), { "Content-Type": "application/json" });
 }
 
 /** What `POST …/rollback` takes. */
 function rollbackRequest(bytes: Buffer, ws: string): { to: string; force: boolean; lockId: string | undefined } {
-  checkNesting(bytes, "the rollback request body");
-  let body: unknown;
-  try {
-    body = JSON.parse(bytes.toString("utf8"));
-  } catch {
-    body = undefined;
-  }
-  const o = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+  const found = jsonObject(bytes, "the rollback request body");
+  const o = found === "invalid" ? undefined : found;
   const to = o?.["to"];
   const force = o?.["force"] ?? false;
   const lockId = o?.["lockId"];
-  if (typeof to !== "string" || to === "" || typeof force !== "boolean" || (lockId !== undefined && (typeof lockId !== "string" || lockId === ""))) {
+  if (typeof to !== "string" || to === "" || typeof force !== "boolean" || (lockId !== undefined && (typeof lockId !== "string" || lockId === "")))
     throw new ObjstateError(
       "BAD_REQUEST",
       `a rollback of workspace ${ws} takes a JSON body {"to": "VERSION_ID", "force": false, "lockId": "ID of a lock you hold" (optional)}`,
     );
-  }
   return { to, force, lockId };
 }
 
 /**
  * `POST …/rollback`, body `{"to", "force"?, "lockId"?}`: version `to` written as the newest,
- * under the caller's lock (`lockId`: it must be the caller's, or the caller may force) or
- * one the backend takes for the rollback. Needs write and lock; another lineage (`force`)
- * also needs force. The new version records the principal.
+ * under the caller's lock or one taken for it. Needs write and lock; `force` (another lineage) needs force.
  */
 async function rollback(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "lock", ws);
-  const body = await readBody(ctx.req, { ...ctx.limits, maxBytes: Math.min(ctx.limits.maxBytes, MAX_ACTION_BODY) });
-  ctx.bytesIn += body.size;
+  const body = await readSmall(ctx, MAX_ACTION_BODY);
   const r = rollbackRequest(body.bytes(), ws);
   Object.assign(ctx.audit, { from: r.to, ...(r.lockId === undefined ? {} : { lockId: r.lockId }) });
   if (r.force) requireRole(ctx, "force", ws);
@@ -190,10 +160,8 @@ async function rollback(ctx: Ctx): Promise<void> {
 }
 
 /**
- * `GET /api/v1/locks`: every lock in the table and every lockfile under the prefix, as
- * `objstate locks --json` prints them; only those of workspaces the user may see (the
- * `outputs` role, as the workspace listing; a lock of another state under the prefix,
- * `workspace: null`, only for admins of every workspace).
+ * `GET /api/v1/locks`, as `objstate locks --json`: only those of workspaces the user may see
+ * (`outputs`, as the listing); a lock of another state under the prefix only for admins of `*`.
  */
 async function listLocks(ctx: Ctx): Promise<void> {
   const locks = (await ctx.backend.locks()).filter((l) =>
@@ -202,7 +170,58 @@ async function listLocks(ctx: Ctx): Promise<void> {
   sendJson(ctx, 200, { locks: locks.map(lockJson) });
 }
 
-/** The JSON API. */
+/** The audit event of a request to a route that changes something, as it is answered. */
+export function auditEntry(
+  ctx: Ctx,
+  action: AuditAction,
+  workspace: string,
+  surface: AuditEntry["surface"],
+  status: number,
+  code: string | undefined,
+): AuditEntry {
+  const n = ctx.audit;
+  // 5xx: it broke on the way; other 4xx: turned down (a role, a lock held by another, a bad body).
+  const outcome = status < 400 ? "ok" : status >= 500 ? "failed" : "refused";
+  return {
+    principal: ctx.principal,
+    action: n.action ?? action,
+    workspace,
+    surface,
+    outcome,
+    lockId: n.lockId,
+    serial: outcome === "ok" ? n.serial : undefined,
+    md5: outcome === "ok" ? n.md5 : undefined,
+    from: n.from,
+    code: outcome === "ok" ? undefined : code,
+    status: outcome === "ok" ? undefined : status,
+  };
+}
+
+/**
+ * `GET /api/v1/audit[?workspace=W][&since=T][&limit=N]`: the audit events from `since` (default
+ * the last 24 h) on, oldest first, at most `limit`. Admins only: of `W` when given, else of
+ * every workspace (a grant on `*`). A change is answered only after its event is stored
+ * (or logged as not stored), so every answered change is in the answer.
+ */
+export async function auditRoute(ctx: Ctx): Promise<void> {
+  const workspace = ctx.url.searchParams.get("workspace") ?? undefined;
+  if (workspace !== undefined) {
+    checkWorkspace(workspace);
+    requireRole(ctx, "admin", workspace);
+  } else if (!allowedEverywhere(ctx.user, "admin")) {
+    throw new ObjstateError(
+      "FORBIDDEN",
+      `user ${ctx.user.name} may not read the audit log of every workspace (needs the admin role on *); ask for one workspace with ?workspace=NAME`,
+    );
+  }
+  const since = parseSince(ctx.url.searchParams.get("since") ?? "24h", new Date());
+  const limit = limitParam(ctx, "audit", 1000, 10_000);
+  const log = ctx.auditLog;
+  if (log === undefined) throw new ObjstateError("NOT_FOUND", "this server keeps no audit log");
+  const page = await log.read({ since, workspace, limit });
+  sendJson(ctx, 200, { since: since.toISOString(), records: page.records, truncated: page.truncated, unreadable: page.unreadable });
+}
+
 export const API_ROUTES: readonly Route[] = [
   { method: "GET", path: "/api/v1/workspaces", handler: listWorkspaces },
   { method: "GET", path: "/api/v1/workspaces/:workspace", role: "outputs", handler: showWorkspace },

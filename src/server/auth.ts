@@ -1,18 +1,19 @@
 /**
- * Who is asking: HTTP Basic (as the tool's client sends it) checked against the users file,
- * or a verified client certificate whose subject CN names a user (mutual TLS). Failed
- * logins are limited by {@link LoginLimiter}: past a limit, refused before any password check.
+ * Who is asking: an API token or OIDC ID token (identity/identity.ts), HTTP Basic checked
+ * against the users file, or a verified client certificate whose subject CN names a user
+ * (mutual TLS). Failed logins are limited (login-limiter.ts): past a limit, refused before any
+ * password check.
  */
 import { createHmac, randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
-import { ANONYMOUS_PRINCIPAL, type OidcIdentity, type PrincipalVia } from "../backend/principal.js";
-import { ObjstateError } from "../errors.js";
-import type { Identity } from "./identity/identity.js";
+import { ANONYMOUS_PRINCIPAL } from "../backend/principal.js";
+import type { Authenticated, Identity } from "./identity/identity.js";
 import { DEFAULT_LOGIN_LIMIT, LoginLimiter, type LoginLimit } from "./login-limiter.js";
-import { ROLES, verifyPassword, type Role, type User } from "./users.js";
+import { ROLES, unauthorized, verifyPassword, type Role, type User } from "./users.js";
 
 export { DEFAULT_LOGIN_LIMIT, type LoginLimit } from "./login-limiter.js";
+export type { Authenticated } from "./identity/identity.js";
 
 /** The user every request is, when the server runs without a users file (loopback or --insecure-no-auth). */
 export const ANONYMOUS: User = { name: "-", password: undefined, grants: [{ glob: "*", roles: new Set<Role>(ROLES) }] };
@@ -20,16 +21,6 @@ export const ANONYMOUS: User = { name: "-", password: undefined, grants: [{ glob
 /** How long a verified password is remembered, so that not every request pays for an scrypt hash. */
 const CACHE_MS = 5 * 60_000;
 const CACHE_MAX = 1024;
-
-/** What {@link Authenticator.authenticate} found: the user, and how it authenticated. */
-export interface Authenticated {
-  readonly user: User;
-  readonly via: PrincipalVia;
-  /** For `via: "token"`: the token's public ID. */
-  readonly tokenId?: string | undefined;
-  /** For `via: "oidc"`: issuer, subject and the claims the rule used. */
-  readonly oidc?: OidcIdentity | undefined;
-}
 
 export class Authenticator {
   private readonly limiter: LoginLimiter;
@@ -41,47 +32,33 @@ export class Authenticator {
     private readonly users: ReadonlyMap<string, User> | undefined,
     limit: LoginLimit = DEFAULT_LOGIN_LIMIT,
     private readonly now: () => number = Date.now,
-    /** API tokens and OIDC identities (identity/identity.ts); undefined: passwords and certificates only. */
     private readonly identity?: Identity,
   ) {
     this.limiter = new LoginLimiter(limit, now);
   }
 
-  /** Is anyone checked at all? */
-  get enabled(): boolean {
-    return this.users !== undefined;
-  }
-
   /** The user of a request and how it proved who it is, or UNAUTHORIZED / TOO_MANY_FAILED_LOGINS. */
   async authenticate(req: IncomingMessage): Promise<Authenticated> {
     const users = this.users;
-    if (users === undefined) return { user: ANONYMOUS, via: ANONYMOUS_PRINCIPAL.via };
+    // A server without users names no one: its records say `anonymous`, never the placeholder user.
+    if (users === undefined) return { user: ANONYMOUS, principal: ANONYMOUS_PRINCIPAL };
     const cert = certUser(req, users);
-    if (cert !== undefined) return { user: cert, via: "certificate" };
+    if (cert !== undefined) return { user: cert, principal: { name: cert.name, via: "certificate" } };
     const bearer = parseBearer(req.headers.authorization);
-    if (bearer !== undefined || this.identity !== undefined) {
-      const basic = bearer === undefined ? parseBasic(req.headers.authorization) : undefined;
-      const credential =
-        bearer !== undefined
-          ? ({ kind: "bearer", secret: bearer } as const)
-          : basic === undefined
-            ? undefined
-            : ({ kind: "basic", user: basic.user, secret: basic.password } as const);
-      if (credential !== undefined && (credential.kind === "bearer" || this.identity?.handles(credential) === true)) {
-        if (this.identity === undefined)
-          throw new ObjstateError("UNAUTHORIZED", "this server takes no bearer tokens: use HTTP Basic (username and password in the http backend)");
-        return this.identity.resolve(credential);
-      }
+    if (bearer !== undefined) {
+      if (this.identity === undefined) throw unauthorized("this server takes no bearer tokens: use HTTP Basic (username and password in the http backend)");
+      return this.identity.resolve({ kind: "bearer", secret: bearer });
     }
-    return { user: await this.password(req, users), via: "password" };
+    const basic = parseBasic(req.headers.authorization);
+    if (basic === undefined) throw unauthorized("this server needs a user name and password (HTTP Basic): set username and password in the http backend");
+    const credential = { kind: "basic", user: basic.user, secret: basic.password } as const;
+    if (this.identity?.handles(credential) === true) return this.identity.resolve(credential);
+    const user = await this.password(req.socket.remoteAddress ?? "unknown", basic, users);
+    return { user, principal: { name: user.name, via: "password" } };
   }
 
-  /** HTTP Basic, under the failed-login limits (login-limiter.ts). */
-  private async password(req: IncomingMessage, users: ReadonlyMap<string, User>): Promise<User> {
-    const address = req.socket.remoteAddress ?? "unknown";
-    const basic = parseBasic(req.headers.authorization);
-    if (basic === undefined)
-      throw new ObjstateError("UNAUTHORIZED", "this server needs a user name and password (HTTP Basic): set username and password in the http backend");
+  /** HTTP Basic, under the failed-login limits. */
+  private async password(address: string, basic: { user: string; password: string }, users: ReadonlyMap<string, User>): Promise<User> {
     // Before the cache too: were a remembered password let through while limited, a 429
     // against a 200 would tell a guesser which guess was right.
     const attempt = this.limiter.begin(address, basic.user);
@@ -100,21 +77,19 @@ export class Authenticator {
       attempt.release();
       throw e;
     }
-    if (user !== undefined && ok) {
-      attempt.release();
-      if (this.verified.size >= CACHE_MAX) this.verified.clear();
-      this.verified.set(mac, this.now() + CACHE_MS);
-      return user;
+    if (user === undefined || !ok) {
+      attempt.fail();
+      throw unauthorized("wrong user name or password");
     }
-    attempt.fail();
-    throw new ObjstateError("UNAUTHORIZED", "wrong user name or password");
+    attempt.release();
+    if (this.verified.size >= CACHE_MAX) this.verified.clear();
+    this.verified.set(mac, this.now() + CACHE_MS);
+    return user;
   }
 }
 
-/** `Authorization: Bearer TOKEN`, or undefined. */
-export function parseBearer(header: string | undefined): string | undefined {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
-  return m === null ? undefined : (m[1] as string);
+function parseBearer(header: string | undefined): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(header ?? "")?.[1];
 }
 
 /** `Authorization: Basic base64(user:password)`, or undefined. */

@@ -1,9 +1,7 @@
 /**
- * Connection accounting of `objstate serve` (docs/decisions/006, 007): caps on open
- * connections, per client address and in all, and the minimum rate of request bodies on
- * every route — also on routes that answer without reading the body, and after the answer,
- * while node:http discards the rest of a body to keep the connection alive (a body dripped
- * byte by byte would otherwise hold that connection forever).
+ * Connection accounting (docs/decisions/006, 007): caps on open connections, per client
+ * address and in all, and the minimum rate of request bodies on every route, also while
+ * node:http discards an unread body after the answer (a dripped body would hold it forever).
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
@@ -12,18 +10,13 @@ import { addressGroup } from "./address.js";
 import { isReceiving, MIN_BODY_BYTES_PER_WINDOW } from "../io/http-body.js";
 import type { Logger } from "./log.js";
 
-/** Open connections in all, by default. */
-export const DEFAULT_MAX_CONNECTIONS = 1024;
-/** Open connections from one client address, by default. */
-export const DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 64;
 /** Refusals and drops are logged at most this often (a flood must not flood the log). */
 const REPORT_EVERY_MS = 60_000;
 
-/** Settings of a {@link ConnectionGuard}. */
-export interface ConnectionLimits {
-  /** Open connections in all (default {@link DEFAULT_MAX_CONNECTIONS}). */
+interface ConnectionLimits {
+  /** Open connections in all (default 1024). */
   readonly maxConnections?: number | undefined;
-  /** Open connections from one address; an IPv6 /64 counts as one (default {@link DEFAULT_MAX_CONNECTIONS_PER_CLIENT}). */
+  /** Open connections from one address; an IPv6 /64 counts as one (default 64). */
   readonly maxPerClient?: number | undefined;
   /** The window of the minimum-rate rule: the client timeout. */
   readonly windowMs: number;
@@ -38,7 +31,7 @@ interface Watched {
   since: number;
 }
 
-/** An open connection: its client's address group, and the request it is answering (undefined: none, or waiting for one). */
+/** An open connection: its client's address group, and the request it is answering (if any). */
 interface Open {
   readonly socket: Socket;
   readonly client: string;
@@ -52,13 +45,10 @@ function count(name: string, n: number): number {
 }
 
 /**
- * Watches a server's connections: closes at once a connection over the per-client cap
- * (before a byte of it is parsed: a flood costs an accept and a close, and with TLS no
- * handshake); at the total cap, makes room by closing the oldest connection that is not
- * answering a whole request, of the address holding the most (so a few addresses cannot
- * crowd out the rest), else closes the new one; and drops one whose request body brings
- * fewer than {@link MIN_BODY_BYTES_PER_WINDOW} in a window. One sweep timer for all
- * connections, none per request.
+ * Closes at once a connection over the per-client cap (before a byte is parsed, and with TLS
+ * before the handshake); at the total cap, makes room by closing the oldest connection not
+ * answering a whole request of the address holding the most, else the new one; drops one whose
+ * body brings fewer than {@link MIN_BODY_BYTES_PER_WINDOW} in a window. One sweep timer for all.
  */
 export class ConnectionGuard {
   readonly maxConnections: number;
@@ -77,8 +67,8 @@ export class ConnectionGuard {
     private readonly limits: ConnectionLimits,
     private readonly logger: Logger,
   ) {
-    this.maxConnections = count("maxConnections", limits.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
-    this.maxPerClient = count("maxConnectionsPerClient", limits.maxPerClient ?? DEFAULT_MAX_CONNECTIONS_PER_CLIENT);
+    this.maxConnections = count("maxConnections", limits.maxConnections ?? 1024);
+    this.maxPerClient = count("maxConnectionsPerClient", limits.maxPerClient ?? 64);
     // The raw TCP socket, also under TLS (before the handshake).
     server.on("connection", (socket: Socket) => this.accept(socket));
     server.on("request", (req: IncomingMessage, res: ServerResponse) => this.watch(req, res));
@@ -106,11 +96,7 @@ export class ConnectionGuard {
     });
   }
 
-  /**
-   * Close the oldest connection not answering a whole request (idle, or its headers or body
-   * still arriving) of the address holding the most, when that is at least the `n` the new
-   * connection's address would hold. False when there is none.
-   */
+  /** Close the oldest connection not answering a whole request of the address holding the most (at least `n`); false when none. */
   private makeRoom(n: number): boolean {
     let victim: Open | undefined;
     let most = n - 1;
@@ -149,13 +135,9 @@ export class ConnectionGuard {
       }
       // A body being read through io/http-body.ts is timed there (and answered 408); one the server
       // holds back (nothing reads it and its buffer is full) is no fault of the client's.
-      if (isReceiving(req) || req.readableLength >= req.readableHighWaterMark) {
-        w.mark = socket.bytesRead;
-        w.since = now;
-        continue;
-      }
-      if (now - w.since < this.limits.windowMs) continue;
-      if (socket.bytesRead - w.mark < MIN_BODY_BYTES_PER_WINDOW) {
+      const excused = isReceiving(req) || req.readableLength >= req.readableHighWaterMark;
+      if (!excused && now - w.since < this.limits.windowMs) continue;
+      if (!excused && socket.bytesRead - w.mark < MIN_BODY_BYTES_PER_WINDOW) {
         this.dropped += 1;
         this.watched.delete(w);
         socket.destroy();

@@ -1,7 +1,4 @@
-/**
- * What a route handler gets: the request, the authenticated user, the backend, and replies
- * that count their bytes (for the log line and the metrics).
- */
+/** What a route handler gets: the request, the authenticated user, the backend, and replies that count their bytes. */
 import type { StateEncryption } from "../encryption/index.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ObjectStoreBackend } from "../backend/backend.js";
@@ -9,6 +6,7 @@ import type { AuditAction, AuditLog } from "../backend/audit.js";
 import { lockOwnerOf, type Principal } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
 import type { BodyLimits } from "../io/http-body.js";
+import { checkNesting } from "../json/scan.js";
 import type { Logger } from "./log.js";
 import type { Metrics } from "./metrics.js";
 import { allowed, type Role, type User } from "./users.js";
@@ -21,16 +19,11 @@ export interface Ctx {
   /** Path parameters of the matched route (`workspace`, …). */
   readonly params: Readonly<Record<string, string>>;
   readonly user: User;
-  /**
-   * Who the request is, as the library records it (lock owner, who wrote a version):
-   * `ctx.user`'s name and how it authenticated, `anonymous`/`none` on a server without
-   * users. Set with `user`.
-   */
+  /** Who the request is, as the library records it (lock owner, who wrote a version); `anonymous` without users. */
   readonly principal: Principal;
   readonly backend: ObjectStoreBackend;
   readonly limits: BodyLimits;
   readonly metrics: Metrics;
-  /** The server's log, for events a request causes beside its own line (a force-unlock). */
   readonly logger: Logger;
   /** The origin this request reached the server by (`https://state.example.com`), when the gate knows it. */
   readonly origin: string | undefined;
@@ -38,42 +31,38 @@ export interface Ctx {
   readonly allowUnlockedWrites: boolean;
   /** The server's encryption at rest (undefined: envelopes pass through). */
   readonly encryption: StateEncryption | undefined;
-  /** Bytes of the request body read so far. */
   bytesIn: number;
   bytesOut: number;
-  /** The server's audit log (undefined when it keeps none). */
   readonly auditLog: AuditLog | undefined;
-  /**
-   * What the request changed, filled in by its handler as it learns it: the server writes the
-   * audit event from this, the route's action and the outcome before the answer goes out.
-   */
-  readonly audit: AuditNote;
+  /** What the request changed, noted by its handler: the server writes the audit event from it before answering. */
+  readonly audit: {
+    /** Overrides the route's action (an UNLOCK that is a force-unlock). */
+    action?: AuditAction;
+    lockId?: string;
+    serial?: number;
+    md5?: string;
+    /** A rollback: the version whose content it restored. */
+    from?: string;
+  };
   /** An audited request's answer, held (null until made) while its audit event is stored; undefined: answers go out at once. */
   held?: HeldAnswer | null;
 }
 
-/** An answer made but not sent yet. */
-export interface HeldAnswer {
+interface HeldAnswer {
   readonly status: number;
   readonly headers: Record<string, string>;
   readonly body: Buffer;
 }
 
-/** Send the answer that was held. */
 export function sendHeld(ctx: Ctx, a: HeldAnswer): void {
   ctx.res.writeHead(a.status, a.headers);
   ctx.res.end(a.body);
 }
 
-/** A change's details for its audit event; only what a handler knows, never a body or a header. */
-export interface AuditNote {
-  /** Overrides the route's action (an UNLOCK that is a force-unlock). */
-  action?: AuditAction;
-  lockId?: string;
-  serial?: number;
-  md5?: string;
-  /** A rollback: the version whose content it restored. */
-  from?: string;
+/** A request header's (first) value. */
+export function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
 }
 
 const VERBS: Readonly<Record<Role, string>> = {
@@ -87,24 +76,18 @@ const VERBS: Readonly<Record<Role, string>> = {
 
 /** Refuse with 403 unless the user has `role` on `workspace`. */
 export function requireRole(ctx: Ctx, role: Role, workspace: string): void {
-  if (!allowed(ctx.user, role, workspace)) {
-    // Someone given only outputs asked for the state: name the one route that role reads.
-    const only = role === "read" && allowed(ctx.user, "outputs", workspace) ? `; the outputs role reads only GET /api/v1/workspaces/${workspace}/outputs` : "";
-    throw new ObjstateError("FORBIDDEN", `user ${ctx.user.name} may not ${VERBS[role]} workspace ${workspace} (needs the ${role} role${only})`);
-  }
+  if (allowed(ctx.user, role, workspace)) return;
+  // Someone given only outputs asked for the state: name the one route that role reads.
+  const only = role === "read" && allowed(ctx.user, "outputs", workspace) ? `; the outputs role reads only GET /api/v1/workspaces/${workspace}/outputs` : "";
+  throw new ObjstateError("FORBIDDEN", `user ${ctx.user.name} may not ${VERBS[role]} workspace ${workspace} (needs the ${role} role${only})`);
 }
 
-/** The library's write options that say who a write through the server is made as. */
+/** Who a write through the server is made as: the principal, and under a lock, the owner it must have. */
 export interface WriteAs {
   readonly principal: Principal;
   readonly owner: string | undefined;
 }
 
-/**
- * What a write through the server is made as: recorded under the request's principal, and,
- * under a lock, checked to be that principal's lock unless the user may force (the library
- * checks it on the fencing read it makes anyway).
- */
 export function writeAs(ctx: Ctx, ws: string): WriteAs {
   return { principal: ctx.principal, owner: ownerToCheck(ctx, ws) };
 }
@@ -114,7 +97,7 @@ export function ownerToCheck(ctx: Ctx, ws: string): string | undefined {
   return allowed(ctx.user, "force", ws) ? undefined : lockOwnerOf(ctx.principal);
 }
 
-/** Answer with bytes (the body of a GET, a lock info). */
+/** Answer with bytes (held while an audited request's event is stored). */
 export function send(ctx: Ctx, status: number, body: Buffer | string, headers: Record<string, string> = {}): void {
   const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
   const answer = { status, headers: { "Content-Length": String(bytes.length), ...headers }, body: bytes };
@@ -123,12 +106,32 @@ export function send(ctx: Ctx, status: number, body: Buffer | string, headers: R
   ctx.bytesOut += bytes.length;
 }
 
-/** Answer with JSON. */
 export function sendJson(ctx: Ctx, status: number, value: unknown): void {
   send(ctx, status, `${JSON.stringify(value)}\n`, { "Content-Type": "application/json" });
 }
 
-/** Answer with no body. */
 export function sendEmpty(ctx: Ctx, status: number): void {
   send(ctx, status, Buffer.alloc(0));
+}
+
+/** A small JSON body `what` that must be an object: "invalid" when it is not JSON, undefined when not an object. */
+export function jsonObject(bytes: Buffer, what: string): Record<string, unknown> | "invalid" | undefined {
+  checkNesting(bytes, what);
+  let v: unknown;
+  try {
+    v = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    return "invalid";
+  }
+  return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+/** `?limit=` of a listing route: a whole number from 1 to `max`, `fallback` when absent. */
+export function limitParam(ctx: Ctx, route: string, fallback: number, max: number): number {
+  const raw = ctx.url.searchParams.get("limit");
+  if (raw === null) return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1 || n > max)
+    throw new ObjstateError("BAD_REQUEST", `?limit=${JSON.stringify(raw).slice(1, -1)} of the ${route} route must be a whole number from 1 to ${max}`);
+  return n;
 }

@@ -1,11 +1,10 @@
 /**
- * `POST …/diff` bounded (docs/decisions/007): a body of at most {@link DIFF_MAX_BODY}, at
- * most {@link MAX_CONCURRENT_DIFFS} diffs computed at once in this process (more: 429 with
- * Retry-After), each in a worker thread of its own with a bounded heap. On the main thread
- * a diff of two 50 MiB states blocked the event loop for over a second: no other request,
- * /healthz included, was answered meanwhile, and a diff too large for memory would have
- * taken the process down; in a worker it takes down only the worker.
+ * Diffs bounded (docs/decisions/007): a body of at most {@link DIFF_MAX_BODY}, at most
+ * {@link MAX_CONCURRENT_DIFFS} at once (more: 429 with Retry-After), each large one in a worker
+ * thread with a bounded heap, so the main thread answers meanwhile and a diff too large for
+ * memory takes down only its worker.
  */
+import { once } from "node:events";
 import { ObjstateError } from "../errors.js";
 import { stringifyDeep } from "../json/exact-json.js";
 import type { VersionDiff } from "../backend/results.js";
@@ -18,7 +17,7 @@ import type { DiffJob, DiffReply } from "./diff-worker.js";
 export const DIFF_MAX_BODY = 64 * 1024 * 1024;
 /** Diffs computed at once in this process. */
 export const MAX_CONCURRENT_DIFFS = 2;
-/** Heap of one diff's worker: two 64 MiB states parse and compare in well under 512 MiB. */
+/** Heap of one diff's worker: two 64 MiB states compare in well under 512 MiB. */
 const WORKER_HEAP_MB = 1024;
 /** Below this (both sides together) a diff runs inline: it takes less than starting a worker. */
 const INLINE_MAX = 256 * 1024;
@@ -41,11 +40,7 @@ export function checkDiffRoom(): void {
   }
 }
 
-/**
- * The diff from `from` to `to` as the bytes of the JSON answer. Throws `TOO_MANY_DIFFS`
- * when every place is taken, `DIFF_TOO_LARGE` when the states do not fit the worker's heap,
- * and `STATE_INVALID` as {@link diffStates} does.
- */
+/** The diff from `from` to `to` as JSON bytes; `TOO_MANY_DIFFS`, `DIFF_TOO_LARGE` (the worker's heap) or `STATE_INVALID`. */
 export async function diffJson(from: Buffer | null, to: Buffer | null): Promise<Buffer> {
   if ((from?.length ?? 0) + (to?.length ?? 0) < INLINE_MAX) return Buffer.from(`${stringifyDeep(diffStates(from, to))}\n`);
   checkDiffRoom();
@@ -57,7 +52,7 @@ export async function diffJson(from: Buffer | null, to: Buffer | null): Promise<
   }
 }
 
-/** The JSON text each diff of {@link diffInWorker} came as: an answer sends it as it is rather than stringifying the diff again. */
+/** The JSON text each diff of {@link diffInWorker} came as: an answer sends it rather than stringifying again. */
 const texts = new WeakMap<StateDiff, Buffer>();
 
 /** The diff of two stored versions (the API's, the console's and its rollback page's), bounded as {@link diffJson}. */
@@ -68,7 +63,7 @@ export async function diffInWorker(from: Buffer | null, to: Buffer | null): Prom
   return diff;
 }
 
-/** `GET …/diff`'s answer, `{"workspace", "from", "to", …the diff}`: the diff's own text spliced in when it came from {@link diffInWorker}. */
+/** `GET …/diff`'s answer, `{"workspace", "from", "to", …the diff}`, splicing in the worker's text when there is one. */
 export function versionDiffText(workspace: string, d: VersionDiff): Buffer {
   const head = JSON.stringify({ workspace, from: d.from, to: d.to });
   const json = texts.get(d.diff);
@@ -77,48 +72,31 @@ export function versionDiffText(workspace: string, d: VersionDiff): Buffer {
   return Buffer.from(`${stringifyDeep(versionDiffJson(workspace, d))}\n`);
 }
 
-function inWorker(from: Buffer | null, to: Buffer | null): Promise<Buffer> {
-  // Copies in buffers of their own: a Buffer may be a slice of memory others use (the
-  // socket's reads, the pool), which transferring would take from them.
+async function inWorker(from: Buffer | null, to: Buffer | null): Promise<Buffer> {
+  // Copies of their own: a Buffer may be a slice of memory others use, which transferring would take from them.
   const sides = [from, to].map((b) => (b === null ? null : new Uint8Array(b)));
   const job: DiffJob = { from: sides[0] ?? null, to: sides[1] ?? null };
   const transferList = sides.flatMap((b) => (b === null ? [] : [b.buffer as ArrayBuffer]));
-  return new Promise((resolve, reject) => {
-    const worker = new (nodeWorkers().Worker)(new URL("./diff-worker.js", import.meta.url), {
-      workerData: job,
-      transferList,
-      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
-    });
-    let settled = false;
-    const settle = (f: () => void): void => {
-      if (settled) return;
-      settled = true;
-      void worker.terminate();
-      f();
-    };
-    worker.once("message", (r: DiffReply) =>
-      settle(() => {
-        if ("json" in r) resolve(Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength));
-        else
-          reject(
-            r.error.code === undefined
-              ? new Error(`diff failed: ${r.error.message}`)
-              : new ObjstateError(r.error.code, r.error.message, r.error.details === undefined ? undefined : { details: { ...r.error.details } }),
-          );
-      }),
-    );
-    worker.once("error", (e: Error & { code?: string }) =>
-      settle(() =>
-        reject(
-          e.code === "ERR_WORKER_OUT_OF_MEMORY"
-            ? new ObjstateError(
-                "DIFF_TOO_LARGE",
-                `the two states are too large to compare on this server (the comparison needs more than ${WORKER_HEAP_MB} MiB): compare them with objstate state diff on a machine of your own`,
-              )
-            : e,
-        ),
-      ),
-    );
-    worker.once("exit", (code) => settle(() => reject(new Error(`the diff worker stopped (exit code ${code})`))));
+  const worker = new (nodeWorkers().Worker)(new URL("./diff-worker.js", import.meta.url), {
+    workerData: job,
+    transferList,
+    resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
   });
+  // `once` rejects on the worker's `error` (its heap exhausted, say) as well.
+  const exited = once(worker, "exit").then(([code]) => Promise.reject(new Error(`the diff worker stopped (exit code ${String(code)})`)));
+  exited.catch(() => undefined);
+  try {
+    const [r] = (await Promise.race([once(worker, "message"), exited])) as [DiffReply];
+    if ("json" in r) return Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength);
+    if (r.error.code === undefined) throw new Error(`diff failed: ${r.error.message}`);
+    throw new ObjstateError(r.error.code, r.error.message, r.error.details === undefined ? undefined : { details: { ...r.error.details } });
+  } catch (e) {
+    if ((e as { code?: unknown }).code !== "ERR_WORKER_OUT_OF_MEMORY") throw e;
+    throw new ObjstateError(
+      "DIFF_TOO_LARGE",
+      `the two states are too large to compare on this server (the comparison needs more than ${WORKER_HEAP_MB} MiB): compare them with objstate state diff on a machine of your own`,
+    );
+  } finally {
+    void worker.terminate();
+  }
 }

@@ -1,14 +1,10 @@
-/**
- * Worker side of diff-runner.ts: one diff of two states, its answer's JSON as bytes. Parsing
- * and comparing two 64 MiB states takes a couple of seconds; here the main thread answers
- * every other request (/healthz included) meanwhile.
- */
+/** Worker side of diff-runner.ts: one diff of two states, its answer's JSON as bytes. */
 import { parentPort, workerData } from "node:worker_threads";
 import { isObjstateError, type ErrorCode } from "../errors.js";
 import { stringifyDeep } from "../json/exact-json.js";
 import { diffStates } from "../state/diff.js";
 
-/** The two sides, each in an ArrayBuffer of its own (transferred, not copied). */
+/** The two sides, each in an ArrayBuffer of its own (transferred). */
 export interface DiffJob {
   readonly from: Uint8Array | null;
   readonly to: Uint8Array | null;

@@ -8,10 +8,7 @@ import { nodeCrypto } from "../util/builtins.js";
 import { send, sendEmpty, sendJson, type Ctx } from "./context.js";
 import type { Logger } from "./log.js";
 
-/**
- * Answer a failure: the holder's lock info when the error carries one (the body the
- * tool's client parses on 409/423), else `{"code", "message"}`.
- */
+/** Answer a failure: the holder's lock info when the error carries one (what the tool parses on 409/423), else `{"code", "message"}`. */
 export function answerFailure(ctx: Ctx, e: unknown, logger: Logger): void {
   const status = statusOf(e);
   const res = ctx.res;
@@ -50,8 +47,7 @@ export function answerFailure(ctx: Ctx, e: unknown, logger: Logger): void {
 
 /**
  * The message a client is shown for `e`. The key provider's failure quotes its program's
- * standard error (a token, an internal address): only the log gets it, under a reference
- * the answer names.
+ * stderr (a token, an internal address): only the log gets it, under a reference the answer names.
  */
 export function shownMessage(e: ObjstateError, ctx: Ctx, logger: Logger): string {
   if (!fromKeyProvider(e)) return e.message;

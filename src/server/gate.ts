@@ -1,25 +1,20 @@
 /**
- * The request gate of `objstate serve`: one check in front of every route, before
- * authentication, so that no route can forget it.
+ * The request gate: one check in front of every route, before authentication.
  *
- * - **Host** (DNS rebinding): a page on `evil.example` whose name resolves to the server's
- *   address sends `Host: evil.example`. Only the hosts of `--public-url`, the listen address
- *   and loopback names are answered; anything else gets 421. The probes are exempt (load
- *   balancers and scrapers call them by whatever address they know).
- * - **Cross-site** (CSRF): browsers attach saved Basic credentials to a form posted from any
- *   site, and a no-users loopback server needs none. A request a browser marks as cross-site
- *   or same-site (`Sec-Fetch-Site`), or whose `Origin` is not the server's own, is refused on
- *   every route that changes anything, and on every `/state` and `/api` route at all. The
- *   tool's clients (Terraform, OpenTofu) send neither header.
- * - **Content type**: a body must carry the type its real client sends (`application/json`
- *   on `/state` and `/api`, the form type on the console's actions). A cross-site form can only
- *   send `text/plain`, urlencoded or multipart without a CORS preflight, which this server never
- *   grants. An empty body needs no type: the tool's force-unlock sends none (OpenTofu) or an
- *   empty chunked one (Terraform, typed `application/json`).
+ * - **Host** (DNS rebinding): only the hosts of `--public-url`, the listen address and loopback
+ *   names are answered, anything else gets 421. The probes are exempt.
+ * - **Cross-site** (CSRF: browsers attach saved Basic credentials to a form from any site): a
+ *   request a browser marks cross-site or same-site (`Sec-Fetch-Site`), or whose `Origin` is not
+ *   the server's, is refused on every route that changes anything and on every `/state` and
+ *   `/api` route. The tool's clients send neither header.
+ * - **Content type**: a body must carry its real client's type (`application/json`, the form
+ *   type on the console's actions), which a cross-site form cannot send without a CORS
+ *   preflight, never granted here. An empty body needs none (the tool's force-unlock).
  */
 import type { IncomingMessage } from "node:http";
 import { isIP } from "node:net";
 import { ObjstateError } from "../errors.js";
+import { header } from "./context.js";
 
 /** A `--public-url`: an origin the server answers for. */
 export interface PublicOrigin {
@@ -30,7 +25,7 @@ export interface PublicOrigin {
 }
 
 /** What a route accepts as a body, and how strictly it treats cross-site requests. */
-export type RouteKind = "api" | "console" | "probe";
+type RouteKind = "api" | "console" | "probe";
 
 const LOOPBACK_NAMES = new Set(["localhost", "localhost."]);
 
@@ -43,57 +38,29 @@ export function isLoopbackHost(host: string): boolean {
   return false;
 }
 
-/**
- * Parse a `--public-url` once, at the edge: an `http(s)` origin without credentials, path,
- * query or fragment.
- */
+/** Parse a `--public-url` once, at the edge: an `http(s)` origin without credentials, path, query or fragment. */
 export function parsePublicUrl(text: string, flag = "--public-url"): PublicOrigin {
-  let u: URL;
-  try {
-    u = new URL(text.trim());
-  } catch {
-    throw new ObjstateError(
-      "INVALID_PUBLIC_URL",
-      `${flag} must be the URL clients use to reach this server, such as https://state.example.com or http://10.0.0.5:8080, got ${JSON.stringify(text)}`,
+  const bad = (problem: string): ObjstateError => new ObjstateError("INVALID_PUBLIC_URL", `${flag} ${problem}`);
+  const u = URL.canParse(text.trim()) ? new URL(text.trim()) : undefined;
+  if (u === undefined)
+    throw bad(`must be the URL clients use to reach this server, such as https://state.example.com or http://10.0.0.5:8080, got ${JSON.stringify(text)}`);
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw bad(`must start with http:// or https://, got ${JSON.stringify(u.protocol.replace(/:$/, ""))}`);
+  if (u.username !== "" || u.password !== "") throw bad("must not carry a user name or password");
+  if ((u.pathname !== "/" && u.pathname !== "") || u.search !== "" || u.hash !== "")
+    throw bad(
+      `is an origin (scheme, host and port), without a path, query or fragment: the state lives at /state/{workspace} under it; got ${JSON.stringify(text)}`,
     );
-  }
-  if (u.protocol !== "http:" && u.protocol !== "https:")
-    throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} must start with http:// or https://, got ${JSON.stringify(u.protocol.replace(/:$/, ""))}`);
-  if (u.username !== "" || u.password !== "") throw new ObjstateError("INVALID_PUBLIC_URL", `${flag} must not carry a user name or password`);
-  if ((u.pathname !== "/" && u.pathname !== "") || u.search !== "" || u.hash !== "") {
-    throw new ObjstateError(
-      "INVALID_PUBLIC_URL",
-      `${flag} is an origin (scheme, host and port), without a path, query or fragment: the state lives at /state/{workspace} under it; got ${JSON.stringify(text)}`,
-    );
-  }
   return { origin: u.origin.toLowerCase(), host: u.host.toLowerCase() };
 }
 
-/** Split a `Host` header into its name (IPv6 without brackets) and port, lower-cased. */
-function splitHost(host: string): { name: string; port: string } {
-  const h = host.trim().toLowerCase();
-  if (h.startsWith("[")) {
-    const end = h.indexOf("]");
-    return { name: h.slice(1, end < 0 ? undefined : end), port: end < 0 ? "" : h.slice(end + 2) };
-  }
-  const colon = h.lastIndexOf(":");
-  return colon < 0 ? { name: h, port: "" } : { name: h.slice(0, colon), port: h.slice(colon + 1) };
-}
-
-/** Options of {@link RequestGate}. */
-export interface GateOptions {
-  /** The origins of `--public-url` (parsed with {@link parsePublicUrl}). */
-  readonly publicUrls?: readonly PublicOrigin[] | undefined;
-  /** Does the server speak TLS itself (the scheme of a loopback or listen-address origin)? */
-  readonly tls: boolean;
+/** The name of a lower-cased `Host` header (IPv6 without brackets), without its port. */
+function hostName(h: string): string {
+  if (!h.startsWith("[")) return h.replace(/:[^:]*$/, "");
+  const end = h.indexOf("]");
+  return h.slice(1, end < 0 ? undefined : end);
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-
-function header(req: IncomingMessage, name: string): string | undefined {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
 
 /** The one gate every request passes (see the module's comment). */
 export class RequestGate {
@@ -103,7 +70,8 @@ export class RequestGate {
   private listenHost: string | undefined;
   private readonly scheme: string;
 
-  constructor(options: GateOptions) {
+  /** `tls`: the server speaks TLS itself (the scheme of a loopback or listen-address origin). */
+  constructor(options: { readonly publicUrls?: readonly PublicOrigin[] | undefined; readonly tls: boolean }) {
     const list = options.publicUrls ?? [];
     this.publicByHost = new Map(list.map((p) => [p.host, p.origin]));
     this.publicOrigins = new Set(list.map((p) => p.origin));
@@ -139,7 +107,7 @@ export class RequestGate {
     const lower = host.trim().toLowerCase();
     const listed = this.publicByHost.get(lower);
     if (listed !== undefined) return listed;
-    if (lower === this.listenHost || isLoopbackHost(splitHost(lower).name)) return `${this.scheme}://${lower}`;
+    if (lower === this.listenHost || isLoopbackHost(hostName(lower))) return `${this.scheme}://${lower}`;
     throw misdirected(`Host ${JSON.stringify(host.slice(0, 200))} is not an address of this server`);
   }
 

@@ -7,8 +7,7 @@ export type LogLevel = "debug" | "info" | "warn" | "error" | "off";
 export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error", "off"];
 const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3, off: 4 };
 
-/** What is logged about one request. */
-export interface RequestLine {
+interface RequestLine {
   readonly method: string;
   readonly route: string;
   readonly workspace: string | undefined;
@@ -19,7 +18,6 @@ export interface RequestLine {
   readonly remote: string | undefined;
   readonly bytesIn: number;
   readonly bytesOut: number;
-  /** The error code of a failed request. */
   readonly code?: string | undefined;
 }
 
@@ -29,16 +27,12 @@ export class Logger {
     private readonly sink: (line: string) => void = (line) => process.stderr.write(line),
   ) {}
 
-  /**
-   * A request: `info` (`debug` when `routine`: a request a page repeats on its own, such as
-   * the console's lock poll), `warn` for 4xx, `error` for 5xx.
-   */
+  /** A request: `info` (`debug` when `routine`, such as the console's lock poll), `warn` for 4xx, `error` for 5xx. */
   request(r: RequestLine, routine = false): void {
     const level: LogLevel = r.status >= 500 ? "error" : r.status >= 400 ? "warn" : routine ? "debug" : "info";
     this.write(level, { msg: "request", ...r });
   }
 
-  /** A line about the server itself (listening, shutting down). */
   event(level: LogLevel, msg: string, fields: Record<string, string | number | boolean | undefined> = {}): void {
     this.write(level, { msg, ...fields });
   }

@@ -1,45 +1,31 @@
 /**
- * Failed-login limits of `objstate serve`: pure logic over an injectable clock.
- *
- * Failures are counted per (address, user name): a guesser slows down the name it guesses,
- * from its own address, and nobody else — not the other users behind the same load
- * balancer, not the same user elsewhere. An address that fails for many different names
- * (credential stuffing) is limited as a whole. A password check in flight holds a slot until
- * it answers, so a burst of concurrent guesses cannot all reach the check before the first
- * failure is counted. See docs/decisions/002-login-limits.md.
+ * Failed-login limits, per (address, user name): a guesser slows down only the name it guesses
+ * from its own address; an address failing for many names (credential stuffing) is limited as
+ * a whole. A check in flight holds a slot, so a burst of guesses cannot all pass before the
+ * first failure counts. docs/decisions/002-login-limits.md.
  */
 import { addressGroup } from "./address.js";
 import { ObjstateError } from "../errors.js";
 
-/** Failed logins allowed before answering 429 (see {@link LoginLimiter}). */
+/** Failed logins allowed before answering 429. */
 export interface LoginLimit {
-  /** Failures per (address, user name) and window; further attempts get 429. */
+  /** Failures per (address, user name) and window. */
   readonly failures: number;
   readonly windowMs: number;
-  /**
-   * Different user names that may fail from one address within the window; past it the
-   * whole address gets 429 (credential stuffing). Default {@link DEFAULT_STUFFING_USERS}.
-   */
+  /** Different user names that may fail from one address within the window before the whole address gets 429 (default 20). */
   readonly stuffingUsers?: number | undefined;
 }
 
-export const DEFAULT_STUFFING_USERS = 20;
-export const DEFAULT_LOGIN_LIMIT: LoginLimit = { failures: 10, windowMs: 60_000, stuffingUsers: DEFAULT_STUFFING_USERS };
+export const DEFAULT_LOGIN_LIMIT: LoginLimit = { failures: 10, windowMs: 60_000, stuffingUsers: 20 };
 
-/** Addresses remembered; past it the least recently seen is forgotten (not every one). */
+/** Addresses remembered; past it the least recently seen are forgotten. */
 export const MAX_ADDRESSES = 10_000;
-/**
- * Characters of a user name kept as its key. Two names that share them share a count, but
- * only at the address that sent them, so a collision gains a guesser nothing; it bounds
- * what a name of kilobytes costs to remember.
- */
+/** Characters of a user name kept as its key: bounds what a name of kilobytes costs; a collision only shares a count at one address. */
 const NAME_KEY_CHARS = 64;
 
-/** One password check that holds a slot until it is settled, once. */
+/** One password check that holds a slot until it is settled, once: `fail` counts it, `release` gives it back. */
 export interface LoginAttempt {
-  /** The check failed: the slot becomes a failure at this time. */
   fail(): void;
-  /** The password was right, or the check could not run: the slot is given back. */
   release(): void;
 }
 
@@ -51,15 +37,9 @@ interface NameRecord {
 }
 
 /**
- * Counts failed logins and refuses attempts past the limits. Memory is bounded: at most
- * {@link MAX_ADDRESSES} address groups, each with at most `stuffingUsers` names (and the
- * name being checked).
- *
- * The addresses live in two generations of at most half the bound each: one seen lately,
- * and the one before it. An address seen again moves to the recent one; when that is full,
- * the older is dropped and the recent one becomes the older. So what is forgotten is what
- * was not seen for the longest (roughly), in O(1) per request: a Map whose hot key is
- * deleted and set again on every request (an exact LRU) slows down as it grows.
+ * Counts failed logins and refuses attempts past the limits, in bounded memory: addresses live
+ * in two generations of at most half of {@link MAX_ADDRESSES} each (seen lately, and before);
+ * when the recent one is full the older is dropped. Roughly LRU in O(1) per request.
  */
 export class LoginLimiter {
   /** By address group, then by user name key. */
@@ -72,7 +52,7 @@ export class LoginLimiter {
     private readonly now: () => number = Date.now,
     private readonly maxAddresses: number = MAX_ADDRESSES,
   ) {
-    this.stuffingUsers = limit.stuffingUsers ?? DEFAULT_STUFFING_USERS;
+    this.stuffingUsers = limit.stuffingUsers ?? 20;
   }
 
   /** Address groups remembered (for tests of the bound). */
@@ -80,11 +60,7 @@ export class LoginLimiter {
     return this.recent.size + this.older.size;
   }
 
-  /**
-   * Start a password check of `user` from `address`: a slot held until the attempt is
-   * settled, or TOO_MANY_FAILED_LOGINS (details.retryAfter in seconds) when the
-   * (address, user) pair or the address is limited.
-   */
+  /** Start a password check of `user` from `address`, or TOO_MANY_FAILED_LOGINS (details.retryAfter in seconds). */
   begin(address: string, user: string): LoginAttempt {
     const group = addressGroup(address);
     const key = user.slice(0, NAME_KEY_CHARS);
@@ -104,8 +80,7 @@ export class LoginLimiter {
     for (const [name, r] of names ?? []) {
       if (r.failures.some((t) => t <= since)) r.failures = r.failures.filter((t) => t > since);
       if (r.failures.length === 0 && r.pending === 0) {
-        // The name being checked keeps its record: deleting and setting one key again on
-        // every request is what makes a Map slow.
+        // The name being checked keeps its record: deleting and setting a key on every request makes a Map slow.
         if (name !== key) names?.delete(name);
         continue;
       }
@@ -131,7 +106,15 @@ export class LoginLimiter {
       names.set(key, record);
     }
     record.pending += 1;
-    return this.attempt(record);
+    const held = record;
+    let settled = false;
+    const settle = (failed: boolean): void => {
+      if (settled) return;
+      settled = true;
+      held.pending -= 1;
+      if (failed) held.failures.push(this.now());
+    };
+    return { fail: () => settle(true), release: () => settle(false) };
   }
 
   private remember(group: string, names: Map<string, NameRecord>): void {
@@ -140,17 +123,6 @@ export class LoginLimiter {
       this.older = this.recent;
       this.recent = new Map();
     }
-  }
-
-  private attempt(record: NameRecord): LoginAttempt {
-    let settled = false;
-    const settle = (failed: boolean): void => {
-      if (settled) return;
-      settled = true;
-      record.pending -= 1;
-      if (failed) record.failures.push(this.now());
-    };
-    return { fail: () => settle(true), release: () => settle(false) };
   }
 }
 

@@ -1,8 +1,4 @@
-/**
- * `/metrics` with prom-client: objstate's own metrics per server (requests by route and status,
- * latency and body bytes per route, lock waits, locks held, audit writes, the build), then
- * prom-client's default `process_*` and `nodejs_*` metrics, collected once per process.
- */
+/** `/metrics` with prom-client: objstate's own per server, then the default `process_*` and `nodejs_*` ones, once per process. */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { objstateVersion } from "../version.js";
 
@@ -25,12 +21,7 @@ function processMetrics(): Registry {
 export class Metrics {
   private readonly registry = new Registry();
   private readonly registers = [this.registry];
-  private readonly requests = new Counter({
-    name: "objstate_http_requests_total",
-    help: "Requests answered, by route, method and status.",
-    labelNames: ["route", "method", "status"],
-    registers: this.registers,
-  });
+  private readonly requests = this.counter("objstate_http_requests_total", "Requests answered, by route, method and status.", ["route", "method", "status"]);
   private readonly duration = new Histogram({
     name: "objstate_http_request_duration_seconds",
     help: "Time to answer a request, by route.",
@@ -79,17 +70,14 @@ export class Metrics {
     return new Counter({ name, help, labelNames, registers: this.registers });
   }
 
-  /** An audit event's write failed (it is retried within the deadline). */
   auditFailure(): void {
     this.auditFailures.inc();
   }
 
-  /** An audit event went to the server's log instead of the store. */
   auditSpill(): void {
     this.auditSpilled.inc();
   }
 
-  /** Count one answered request. */
   request(route: string, method: string, status: number, seconds: number, bytesIn: number, bytesOut: number): void {
     this.requests.inc({ route, method, status: String(status) });
     this.duration.observe({ route }, seconds);
@@ -97,7 +85,6 @@ export class Metrics {
     this.bytesOut.inc({ route }, bytesOut);
   }
 
-  /** A LOCK found the state held by someone else (the client will wait and retry). */
   lockWait(): void {
     this.lockWaits.inc();
   }
@@ -108,7 +95,6 @@ export class Metrics {
     this.locks.set(this.locksHeld);
   }
 
-  /** The Prometheus text exposition: this server's metrics, then the process's. */
   async text(): Promise<string> {
     return (await this.registry.metrics()) + "\n" + (await processMetrics().metrics());
   }

@@ -2,35 +2,64 @@
  * `/state/{workspace}`: the tool's http backend protocol (docs/design.md §11). Every request
  * its client retries is safe to repeat (docs/decisions/013, 016).
  */
-import { NO_LOCK_ID, type LockInfo, type ReleasedLock, type StateSink, type StreamOptions, type WriteResult } from "../backend/backend.js";
+import { NO_LOCK_ID, type LockInfo, type ReleasedLock, type StateSink, type StreamOptions } from "../backend/backend.js";
 import { describeHolder } from "../backend/locks/lock-info.js";
 import { lockOwnerOf } from "../backend/principal.js";
 import { isEnvelope, type StateEncryption } from "../encryption/index.js";
 import { TopLevelScanner } from "../encryption/scan.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
-import { checkNesting } from "../json/scan.js";
 import { md5Of } from "../util/md5.js";
 import type { ByteSource } from "../store/types.js";
 import { checkContentMd5, readBody, type Body } from "../io/http-body.js";
-import { ownerToCheck, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx, type WriteAs } from "./context.js";
+import type { Route } from "./api.js";
+import { header, jsonObject, ownerToCheck, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx, type WriteAs } from "./context.js";
 
 /** Lock info bodies are small; a larger one is not a lock request. */
 const LOCK_BODY_MAX = 64 * 1024;
+/** States at least this large are sent while they are read; smaller ones go whole. */
+const STREAM_MIN = 256 * 1024;
+/** Bytes held back until the read checked the digest (the client does not check Content-MD5 itself). */
+export const HOLD_BACK = 64 * 1024;
+/** Smallest piece of a GET's body written to the socket at once (except its end). */
+export const SEND_MIN = 1024 * 1024;
+export const GET_STREAM: StreamOptions = { minBytes: STREAM_MIN, holdBackBytes: HOLD_BACK, chunkBytes: SEND_MIN };
+/** Bodies at least this large are written from their chunks as they arrived, never joined (a copy of the whole). */
+const JOIN_MAX = 4 * 1024 * 1024;
+/** What tells a large body's kind: whether it is an envelope. */
+const HEAD_BYTES = 64 * 1024;
+/**
+ * How long after a force-unlock without an ID the same user's next one is taken for its retry
+ * (its reply lost): the tool's client retries after 1 s and 2 s more (docs/decisions/016).
+ */
+const FORCE_RETRY_MS = 60_000;
+
+const W = "/state/:workspace";
+const L = "/state/:workspace/lock";
+/** The http backend protocol, plus the `lock_method = POST` / `unlock_method = DELETE` style on `/lock`. */
+export const STATE_ROUTES: readonly Route[] = [
+  { method: "GET", path: W, handler: getState },
+  { method: "POST", path: W, audit: "write", handler: postState },
+  { method: "PUT", path: W, audit: "write", handler: postState },
+  { method: "DELETE", path: W, audit: "delete-workspace", handler: deleteState },
+  ...[W, L].flatMap((path): Route[] => [
+    { method: "LOCK", path, audit: "lock", handler: lockState },
+    { method: "UNLOCK", path, audit: "unlock", handler: unlockState },
+  ]),
+  { method: "POST", path: L, audit: "lock", handler: lockState },
+  { method: "DELETE", path: L, audit: "unlock", handler: unlockState },
+];
 
 /**
  * `GET /state/{w}`: 200 with the state and its Content-MD5; 204 when there is none. A large
  * state is sent while it is read, its last {@link HOLD_BACK} bytes only once the read proved
  * the digest: damaged bytes cut the connection, so no wrong state ever arrives whole.
  */
-export async function getState(ctx: Ctx): Promise<void> {
+async function getState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "read", ws);
   // After the headers went out, a failure cuts the connection.
   const read = await ctx.backend.streamState(ws, new ResponseSink(ctx), GET_STREAM);
-  if (read.streamed) {
-    ctx.res.end();
-    return;
-  }
+  if (read.streamed) return void ctx.res.end();
   const found = read.state;
   if (found === null || found.body.length === 0) return sendEmpty(ctx, 204);
   // The read's digest check proved the MD5 (a decrypted state has its plaintext's, decision 079).
@@ -41,15 +70,6 @@ export async function getState(ctx: Ctx): Promise<void> {
     ...(found.etag === undefined ? {} : { ETag: found.etag }),
   });
 }
-
-/** States at least this large are sent while they are read; smaller ones go whole. */
-const STREAM_MIN = 256 * 1024;
-/** Bytes held back until the read checked the digest (the client does not check Content-MD5 itself). */
-export const HOLD_BACK = 64 * 1024;
-/** Smallest piece of a GET's body written to the socket at once (except its end). */
-export const SEND_MIN = 1024 * 1024;
-/** How a GET streams a state (the library's `streamState` options). */
-export const GET_STREAM: StreamOptions = { minBytes: STREAM_MIN, holdBackBytes: HOLD_BACK, chunkBytes: SEND_MIN };
 
 /** A GET's answer as the library's streamed read fills it: headers, pieces of the read's buffer, or a cut connection. */
 export class ResponseSink implements StateSink {
@@ -77,12 +97,10 @@ export class ResponseSink implements StateSink {
 }
 
 /**
- * `POST /state/{w}[?ID=lock]` (or PUT, the client's `update_method`): store the body under
- * the client's lock, through the library's guard and fencing. The same content again
- * writes nothing and answers 200, which is what makes the client's retries safe. Writing
- * under a lock takes the lock's owner or the `force` role; every write records the principal.
+ * `POST /state/{w}[?ID=lock]` (or PUT): store the body under the client's lock (its owner's,
+ * or `force`). The same content again writes nothing and answers 200: retries are safe.
  */
-export async function postState(ctx: Ctx): Promise<void> {
+async function postState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "write", ws);
   const id = ctx.url.searchParams.get("ID") ?? "";
@@ -90,19 +108,21 @@ export async function postState(ctx: Ctx): Promise<void> {
   const lockId = id === "" ? undefined : id;
   if (lockId !== undefined) ctx.audit.lockId = lockId;
   const as = writeAs(ctx, ws);
-  const body = await readBody(ctx.req, ctx.limits);
-  ctx.bytesIn += body.size;
-  checkContentMd5(header(ctx, "content-md5"), body.md5);
+  const body = await readChecked(ctx, ctx.limits);
   const stored = ctx.encryption !== undefined && isEnvelopeBody(body);
   if (stored) await mustOpen(ctx, body.bytes(), ws, lockId, as);
-  noteWrite(ctx, await ctx.backend.writeState(ws, writable(body), { lockId, md5: body.md5, stored, ...as }));
+  const r = await ctx.backend.writeState(ws, writable(body), { lockId, md5: body.md5, stored, ...as });
+  Object.assign(ctx.audit, { md5: r.md5, ...(r.serial === undefined ? {} : { serial: r.serial }) });
   sendEmpty(ctx, 200);
 }
 
-/** Bodies at least this large are written from their chunks as they arrived, never joined (a copy of the whole). */
-const JOIN_MAX = 4 * 1024 * 1024;
-/** What tells a large body's kind: whether it is an envelope. */
-const HEAD_BYTES = 64 * 1024;
+/** A body read under `limits`, its Content-MD5 checked. */
+async function readChecked(ctx: Ctx, limits: Ctx["limits"]): Promise<Body> {
+  const body = await readBody(ctx.req, limits);
+  ctx.bytesIn += body.size;
+  checkContentMd5(header(ctx.req, "content-md5"), body.md5);
+  return body;
+}
 
 /** What the library writes of a body: small ones in one buffer, large ones from the socket's chunks. */
 function writable(body: Body): Buffer | ByteSource {
@@ -117,15 +137,7 @@ function writable(body: Body): Buffer | ByteSource {
   };
 }
 
-/** The version a write made (or found already stored), for its audit event. */
-function noteWrite(ctx: Ctx, r: WriteResult): void {
-  Object.assign(ctx.audit, { md5: r.md5, ...(r.serial === undefined ? {} : { serial: r.serial }) });
-}
-
-/**
- * `UNLOCKED_WRITE`: a write from a client that holds no lock (no `lock_address`, or
- * `-lock=false`) could overwrite changes it never read, whenever its serial is higher.
- */
+/** `UNLOCKED_WRITE`: a client that holds no lock (no `lock_address`, or `-lock=false`) could overwrite changes it never read. */
 function unlockedWrite(ctx: Ctx, ws: string): ObjstateError {
   const address = `${ctx.origin ?? ""}/state/${encodeURIComponent(ws)}`;
   return new ObjstateError(
@@ -135,11 +147,7 @@ function unlockedWrite(ctx: Ctx, ws: string): ObjstateError {
   );
 }
 
-/**
- * A client's envelope on a server that encrypts at rest is stored only when the server's
- * configuration opens it, else refused with the decryption's error (decisions 071, 084: the
- * lock is checked first, as opening derives a key).
- */
+/** A client's envelope is stored only when the server's encryption opens it (decisions 071, 084: the lock first, as opening derives a key). */
 async function mustOpen(ctx: Ctx, bytes: Buffer, ws: string, lockId: string | undefined, as: WriteAs): Promise<void> {
   if (lockId !== undefined) await ctx.backend.checkLock(ws, lockId, as.owner);
   try {
@@ -168,7 +176,7 @@ function isEnvelopeBody(body: Body): boolean {
 }
 
 /** `DELETE /state/{w}`: objstate's own (the tool never sends it); `default` is refused. */
-export async function deleteState(ctx: Ctx): Promise<void> {
+async function deleteState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "admin", ws);
   const id = ctx.url.searchParams.get("ID") ?? "";
@@ -178,13 +186,11 @@ export async function deleteState(ctx: Ctx): Promise<void> {
 }
 
 /**
- * `LOCK /state/{w}` (or `POST /state/{w}/lock`), body = the client's lock info: 200 with
- * the stored info; 423 with the holder's info when someone else holds it (the body the
- * client's `-lock-timeout` needs to wait), or with the client's own when its lock may be
- * left behind (`LOCK_LEFT_BEHIND`, decisions/088: a retry takes it). The lock records the
- * principal as its `Owner` (the client's own fields are kept as it sent them).
+ * `LOCK /state/{w}` (or `POST …/lock`), body = lock info: 200 with the stored info; 423 with
+ * the holder's (what `-lock-timeout` waits on), or the client's own when its lock may be left
+ * behind (`LOCK_LEFT_BEHIND`, decisions/088). The lock's `Owner` is the principal.
  */
-export async function lockState(ctx: Ctx): Promise<void> {
+async function lockState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "lock", ws);
   const info = await readLockInfo(ctx);
@@ -213,19 +219,13 @@ export async function lockState(ctx: Ctx): Promise<void> {
 }
 
 /**
- * `UNLOCK /state/{w}` (or `DELETE /state/{w}/lock`), body = lock info naming the lock's ID:
- * - by the lock's owner (the principal that took it) or a user with the `force` role →
- *   released, 200. The owner decides, not the replayed fields: the tool's UNLOCK (the bytes
- *   it locked with) and OpenTofu's (`{"ID": …}`, the rest empty) are the same request;
- * - by anyone else → 403 `LOCK_NOT_OWNED`, the lock stays (a lock taken outside the server
- *   has no owner: only `force` releases it here);
- * - an empty body (the tool's force-unlock) releases whatever holds the lock: `force`;
- *   200 `{released}` only when no lock stands after it;
- * - another ID → 409 with the holder, unless that ID was released recently (a retry whose
- *   first reply was lost, after another client took the lock): 200, the new lock untouched;
- *   no lock at all → 200 (a retried UNLOCK is done).
+ * `UNLOCK /state/{w}` (or `DELETE …/lock`), body = lock info naming its ID: released (200) for
+ * the lock's owner or `force` (the owner decides, not the replayed fields), 403
+ * `LOCK_NOT_OWNED` for anyone else; another ID → 409 with the holder, unless that ID was
+ * released recently (a retry whose reply was lost): 200; no lock → 200. An empty body is the
+ * tool's force-unlock (`force`).
  */
-export async function unlockState(ctx: Ctx): Promise<void> {
+async function unlockState(ctx: Ctx): Promise<void> {
   const ws = ctx.params["workspace"] as string;
   requireRole(ctx, "lock", ws);
   const given = await readLockInfo(ctx);
@@ -236,27 +236,15 @@ export async function unlockState(ctx: Ctx): Promise<void> {
   }
   ctx.audit.lockId = given.ID;
   if (namesOnlyId(given)) ctx.audit.action = "force-unlock";
-  // The release checks the ID and the owner on the read it makes anyway (another ID → 409
-  // with the holder, another owner → 403, none → done): nothing is read first.
-  if ((await release(ctx, ws, given.ID, ownerToCheck(ctx, ws))) && namesOnlyId(given)) {
-    // OpenTofu's force-unlock: lock info with the ID and nothing else.
-    forceLine(ctx, ws, given.ID, "force-unlock");
-  }
+  // The release checks the ID and the owner on the read it makes anyway: nothing is read first.
+  if ((await release(ctx, ws, given.ID, ownerToCheck(ctx, ws))) && namesOnlyId(given)) forceLine(ctx, ws, given.ID, "force-unlock");
   sendEmpty(ctx, 200);
 }
 
 /**
- * How long after a force-unlock without an ID the same user's next one is taken for its
- * retry (its reply lost) rather than a new force-unlock: the tool's client retries after
- * 1 s and 2 s more, once it noticed the loss (docs/decisions/016).
- */
-export const FORCE_RETRY_MS = 60_000;
-
-/**
- * The tool's force-unlock: an empty body, so it names no lock and releases whoever holds
- * it. Repeated by the same user within {@link FORCE_RETRY_MS} of a force-unlock of theirs,
- * it is taken for that one's retry: a lock taken since (by a client that was waiting) is
- * left alone, and the answer says so (409), as the tool must not report it released.
+ * The tool's force-unlock (an empty body): releases whoever holds the lock. Repeated by the
+ * same user within {@link FORCE_RETRY_MS}, it is taken for that one's retry: a lock taken
+ * since is left alone, and the answer says so (409): the tool must not report it released.
  */
 async function forceUnlock(ctx: Ctx, ws: string): Promise<void> {
   const [holder, recent] = await Promise.all([ctx.backend.lockInfo(ws), ctx.backend.recentReleases(ws)]);
@@ -284,7 +272,7 @@ function forceRepeated(ws: string, user: string, last: ReleasedLock, holder: Loc
   );
 }
 
-/** The `warn` line of a force-unlock: who did it and which lock it released (never a header or body). */
+/** The `warn` line of a force-unlock: who, and which lock (never a header or body). */
 function forceLine(ctx: Ctx, ws: string, lockId: string, msg: string, kept?: string): void {
   ctx.logger.event("warn", msg, {
     workspace: ws,
@@ -295,7 +283,7 @@ function forceLine(ctx: Ctx, ws: string, lockId: string, msg: string, kept?: str
   });
 }
 
-/** Lock info naming an ID and nothing else: OpenTofu's force-unlock (it has no lock info of its own). */
+/** Lock info naming an ID and nothing else: OpenTofu's force-unlock. */
 function namesOnlyId(i: LockInfo): boolean {
   return i.Operation === "" && i.Who === "" && i.Version === "" && i.Created === "" && i.Info === "" && i.Path === "";
 }
@@ -314,27 +302,13 @@ async function release(ctx: Ctx, ws: string, id: string, owner?: string, forcedB
 }
 
 async function readLockInfo(ctx: Ctx): Promise<LockInfo | undefined> {
-  const body = await readBody(ctx.req, { maxBytes: Math.min(LOCK_BODY_MAX, ctx.limits.maxBytes), idleMs: ctx.limits.idleMs });
-  ctx.bytesIn += body.size;
-  checkContentMd5(header(ctx, "content-md5"), body.md5);
+  const body = await readChecked(ctx, { maxBytes: Math.min(LOCK_BODY_MAX, ctx.limits.maxBytes), idleMs: ctx.limits.idleMs });
   if (body.size === 0) return undefined;
-  const bytes = body.bytes();
-  checkNesting(bytes, "the lock info body");
-  let v: unknown;
-  try {
-    v = JSON.parse(bytes.toString("utf8"));
-  } catch {
-    throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body is not valid JSON");
-  }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body must be a JSON object");
-  const o = v as Record<string, unknown>;
+  const o = jsonObject(body.bytes(), "the lock info body");
+  if (o === "invalid") throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body is not valid JSON");
+  if (o === undefined) throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body must be a JSON object");
   const s = (k: string): string => (typeof o[k] === "string" ? (o[k] as string) : "");
   // Go's zero time is what OpenTofu's force-unlock sends as Created: no time at all.
   const created = s("Created").startsWith("0001-01-01") ? "" : s("Created");
   return { ID: s("ID"), Operation: s("Operation"), Info: s("Info"), Who: s("Who"), Version: s("Version"), Created: created, Path: s("Path") };
-}
-
-function header(ctx: Ctx, name: string): string | undefined {
-  const v = ctx.req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
 }

@@ -1,6 +1,6 @@
 /**
  * The users file of `objstate serve --users FILE`: users with scrypt-hashed passwords and
- * roles on workspace globs. Pure logic and node:crypto; no request handling here.
+ * roles on workspace globs.
  *
  * ```json
  * {"users": {"ci": {"password": "scrypt$16384$8$1$<salt b64>$<hash b64>",
@@ -27,16 +27,13 @@ export interface User {
   readonly password: string | undefined;
   /** Roles by workspace glob (`*` any run of characters, `?` one). */
   readonly grants: readonly { readonly glob: string; readonly roles: ReadonlySet<Role> }[];
-  /**
-   * The user these grants act for, whose own grants cap them (an API token with roles of its
-   * own): a role needs both. A token never gives its user more than the users file does.
-   */
+  /** The user these grants act for (an API token with roles of its own), whose grants cap them: a role needs both. */
   readonly cappedBy?: User | undefined;
 }
 
 const KEY_LENGTH = 32;
 /** scrypt cost of new hashes (16 MiB of memory each): dear for a guesser, bearable once per login. */
-export const SCRYPT_DEFAULT = { N: 16384, r: 8, p: 1 } as const;
+const SCRYPT_DEFAULT = { N: 16384, r: 8, p: 1 } as const;
 
 function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) =>
@@ -71,10 +68,7 @@ function parseHash(encoded: string): Parsed | undefined {
 /** A hash no password matches: unknown users cost the same scrypt as known ones. */
 const DUMMY: Parsed = { ...SCRYPT_DEFAULT, salt: Buffer.alloc(16), key: Buffer.alloc(KEY_LENGTH) };
 
-/**
- * Does `password` match `encoded`? Always runs scrypt (with a dummy hash when there is
- * none), and compares in constant time.
- */
+/** Does `password` match `encoded`? Always runs scrypt (a dummy hash when there is none), compares in constant time. */
 export async function verifyPassword(password: string, encoded: string | undefined): Promise<boolean> {
   const parsed = encoded === undefined ? undefined : parseHash(encoded);
   const h = parsed ?? DUMMY;
@@ -98,7 +92,6 @@ export function globMatches(glob: string, text: string): boolean {
   return g === glob.length;
 }
 
-/** Does a grant's set of roles give `role` (`admin` gives all, `read` gives `outputs`)? */
 /** `admin` grants every role, `read` grants `outputs`, and `force` grants `lock` (a force-unlock is an UNLOCK: it needs both). */
 function grants(roles: ReadonlySet<Role>, role: Role): boolean {
   return roles.has(role) || roles.has("admin") || (role === "outputs" && roles.has("read")) || (role === "lock" && roles.has("force"));
@@ -112,26 +105,43 @@ export function allowed(user: User, role: Role, workspace: string): boolean {
 }
 
 /**
- * Has `user` `role` on every workspace, including ones no name matches (another state's
- * lock under the prefix)? Only a grant on the glob `*` itself says so: asking
- * {@link allowed} about the name `*` would also accept `?` or `**`, which match that string.
+ * Has `user` `role` on every workspace, including ones no name matches (another state's lock
+ * under the prefix)? Only a grant on `*` itself says so: `?` or `**` also match the name `*`.
  */
 export function allowedEverywhere(user: User, role: Role): boolean {
   return user.grants.some((g) => g.glob === "*" && grants(g.roles, role)) && (user.cappedBy === undefined || allowedEverywhere(user.cappedBy, role));
+}
+
+/** 401: the request proved no identity (the message says why, never quoting a credential). */
+export function unauthorized(message: string): ObjstateError {
+  return new ObjstateError("UNAUTHORIZED", message);
 }
 
 function fileError(file: string, problem: string): ObjstateError {
   return new ObjstateError("USERS_FILE_INVALID", `users file ${file}: ${problem}; see \`objstate serve hash-password --help\` for the format`);
 }
 
+/** JSON text of a users, tokens or identities file; `bad` names the file. */
+export function parseJsonFile(text: string, bad: (problem: string) => ObjstateError): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw bad(`not valid JSON (${(e as Error).message})`);
+  }
+}
+
+/** A `{"GLOB": ["read", …]}` map of entry `where`. */
+export function parseRoles(value: unknown, where: string, bad: (problem: string) => ObjstateError): Record<string, Role[]> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw bad(`${where} must be {"GLOB": ["read", …]}`);
+  for (const [glob, list] of Object.entries(value))
+    if (!Array.isArray(list) || list.some((r) => !ROLES.includes(r as Role))) throw bad(`${where}.${glob} must be a list of ${ROLES.join(", ")}`);
+  return value as Record<string, Role[]>;
+}
+
 /** Parse the users file's JSON text; errors name the file and the entry. */
 export function parseUsers(text: string, file: string): Map<string, User> {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    throw fileError(file, `not valid JSON (${(e as Error).message})`);
-  }
+  const bad = (problem: string): ObjstateError => fileError(file, problem);
+  const doc = parseJsonFile(text, bad);
   const users = (doc as { users?: unknown } | null)?.users;
   if (typeof users !== "object" || users === null || Array.isArray(users)) throw fileError(file, 'expected {"users": {"NAME": {"password": …, "roles": {…}}}}');
   const out = new Map<string, User>();
@@ -139,21 +149,15 @@ export function parseUsers(text: string, file: string): Map<string, User> {
     if (name === "" || name.includes(":")) throw fileError(file, `user name ${JSON.stringify(name)} must be non-empty and without ":"`);
     const e = entry as { password?: unknown; roles?: unknown } | null;
     if (typeof e !== "object" || e === null) throw fileError(file, `users.${name} must be an object`);
-    if (e.password !== undefined && (typeof e.password !== "string" || parseHash(e.password) === undefined)) {
+    if (e.password !== undefined && (typeof e.password !== "string" || parseHash(e.password) === undefined))
       throw fileError(file, `users.${name}.password is not an scrypt$N$r$p$salt$hash entry (make one with objstate serve hash-password)`);
-    }
-    if (typeof e.roles !== "object" || e.roles === null || Array.isArray(e.roles)) throw fileError(file, `users.${name}.roles must be {"GLOB": ["read", …]}`);
-    const grants = Object.entries(e.roles as Record<string, unknown>).map(([glob, roles]) => {
-      if (!Array.isArray(roles) || roles.some((r) => !ROLES.includes(r as Role)))
-        throw fileError(file, `users.${name}.roles.${glob} must be a list of ${ROLES.join(", ")}`);
-      return { glob, roles: new Set(roles as Role[]) };
-    });
+    const grants = Object.entries(parseRoles(e.roles, `users.${name}.roles`, bad)).map(([glob, roles]) => ({ glob, roles: new Set(roles) }));
     out.set(name, { name, password: e.password as string | undefined, grants });
   }
   return out;
 }
 
-/** The file's mode when its group or others may read or change it (`mask` 0o022: change); undefined when not, or when it cannot be stat'ed. */
+/** The file's mode when its group or others may read or change it (`mask` 0o022: change); undefined when not, or no such file. */
 export function openToOthers(file: string, mask = 0o077): number | undefined {
   let mode: number;
   try {
@@ -168,9 +172,8 @@ export function openToOthers(file: string, mask = 0o077): number | undefined {
 export const octal = (mode: number): string => `0${(mode & 0o7777).toString(8).padStart(3, "0")}`;
 
 /**
- * Refuse a users or tokens file its group or others may read or change, or in a directory
- * they may change (they could put another file in its place), as ssh refuses such a key:
- * whoever can write it can add an admin.
+ * Refuse a users or tokens file its group or others may read or change, or in a directory they
+ * may change, as ssh refuses such a key: whoever can write it can add an admin.
  */
 export function refuseOpenFile(file: string, what: "users file" | "tokens file", holds: string): void {
   const code = what === "users file" ? "USERS_FILE_PERMISSIONS" : "TOKENS_FILE_PERMISSIONS";
@@ -203,10 +206,7 @@ export function loadUsers(file: string): Map<string, User> {
   return parseUsers(text, file);
 }
 
-/**
- * The users file's text with `name` added or replaced (its password hash and roles); other
- * entries are kept as they were.
- */
+/** The users file's text with `name` added or replaced; other entries are kept as they were. */
 export function withUser(text: string | undefined, name: string, hash: string, roles: Record<string, Role[]>, file: string): string {
   const doc = text === undefined || text.trim() === "" ? { users: {} } : (JSON.parse(text) as { users?: Record<string, unknown> });
   if (text !== undefined && text.trim() !== "") parseUsers(text, file);

@@ -1,21 +1,17 @@
 /**
- * The one place that turns a bearer credential into a user: an API token
- * (`objst_…`, tokens.ts) or an OIDC ID token (a JWT, oidc.ts), arriving as
- * `Authorization: Bearer` or as the HTTP Basic password. The Authenticator (auth.ts) asks
- * it first and falls back to passwords only for what is neither; routes never see any of it.
+ * The one place that turns a bearer credential into a user: an API token (`objst_…`,
+ * tokens.ts) or an OIDC ID token (a JWT, oidc.ts), sent as `Authorization: Bearer` or as the
+ * HTTP Basic password. The Authenticator (auth.ts) asks it before passwords.
  */
-import { ObjstateError } from "../../errors.js";
-import type { OidcIdentity } from "../../backend/principal.js";
-import type { User } from "../users.js";
+import type { Principal } from "../../backend/principal.js";
+import { unauthorized, type User } from "../users.js";
 import { OidcVerifier, looksLikeJwt, type IdentityRule, type OidcOptions } from "./oidc.js";
 import { TokenStore, looksLikeToken } from "./tokens.js";
 
-/** Who a bearer credential is: the user and grants to check roles against, and the principal's extra fields. */
-export interface BearerIdentity {
+/** The user whose grants a request is checked against, and the principal the library records. */
+export interface Authenticated {
   readonly user: User;
-  readonly via: "token" | "oidc";
-  readonly tokenId?: string;
-  readonly oidc?: OidcIdentity;
+  readonly principal: Principal;
 }
 
 export interface IdentityOptions {
@@ -26,7 +22,7 @@ export interface IdentityOptions {
   readonly now?: () => number;
 }
 
-/** The credential of a request, as far as {@link Identity} is concerned. */
+/** A request's credential. */
 export type Credential = { readonly kind: "bearer"; readonly secret: string } | { readonly kind: "basic"; readonly user: string; readonly secret: string };
 
 export class Identity {
@@ -47,30 +43,27 @@ export class Identity {
   }
 
   /** The identity of a token or ID token, or UNAUTHORIZED / FORBIDDEN / IDENTITY_PROVIDER_UNAVAILABLE. */
-  async resolve(c: Credential): Promise<BearerIdentity> {
-    if (looksLikeToken(c.secret)) return this.apiToken(c);
-    if (looksLikeJwt(c.secret) && this.oidc.enabled) {
-      if (c.kind === "basic" && !this.oidc.acceptsUserName(c.user))
-        throw new ObjstateError(
-          "UNAUTHORIZED",
-          `an ID token as the password needs the user name "oidc" or an identity rule's name, not ${JSON.stringify(c.user)}`,
-        );
-      const found = await this.oidc.verify(c.secret);
-      return { user: found.user, via: "oidc", oidc: found.oidc };
-    }
-    throw new ObjstateError("UNAUTHORIZED", "the bearer token is neither an API token (objst_…) nor an ID token of a configured identity issuer");
+  async resolve(c: Credential): Promise<Authenticated> {
+    if (looksLikeToken(c.secret)) return this.apiToken(c.secret);
+    if (!looksLikeJwt(c.secret) || !this.oidc.enabled)
+      throw unauthorized("the bearer token is neither an API token (objst_…) nor an ID token of a configured identity issuer");
+    if (c.kind === "basic" && !this.oidc.acceptsUserName(c.user))
+      throw unauthorized(`an ID token as the password needs the user name "oidc" or an identity rule's name, not ${JSON.stringify(c.user)}`);
+    const { user, oidc } = await this.oidc.verify(c.secret);
+    return { user, principal: { name: user.name, via: "oidc", oidc } };
   }
 
   /** Any Basic user name goes with a token: the token alone names its user (CI tools insist on some user name). */
-  private apiToken(c: Credential): BearerIdentity {
-    if (this.tokens === undefined) throw new ObjstateError("UNAUTHORIZED", "this server has no API tokens (it runs without a users file)");
-    const record = this.tokens.check(c.secret);
+  private apiToken(secret: string): Authenticated {
+    if (this.tokens === undefined) throw unauthorized("this server has no API tokens (it runs without a users file)");
+    const record = this.tokens.check(secret);
     const owner = this.users.get(record.user);
-    if (owner === undefined)
-      throw new ObjstateError("UNAUTHORIZED", `API token ${record.id} belongs to user ${record.user}, who is no longer in the users file`);
-    if (record.roles === undefined) return { user: { name: owner.name, password: undefined, grants: owner.grants }, via: "token", tokenId: record.id };
+    if (owner === undefined) throw unauthorized(`API token ${record.id} belongs to user ${record.user}, who is no longer in the users file`);
+    const principal = { name: owner.name, via: "token", tokenId: record.id };
+    if (record.roles === undefined) return { user: { name: owner.name, password: undefined, grants: owner.grants }, principal };
+    // A token's own roles are capped by its user's: it never gives more than the users file does.
     const grants = Object.entries(record.roles).map(([glob, roles]) => ({ glob, roles: new Set(roles) }));
-    return { user: { name: owner.name, password: undefined, grants, cappedBy: owner }, via: "token", tokenId: record.id };
+    return { user: { name: owner.name, password: undefined, grants, cappedBy: owner }, principal };
   }
 
   /** Write held `last used` times (server close). */

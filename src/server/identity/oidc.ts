@@ -13,7 +13,7 @@ import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, jwtVe
 import { readFileSync } from "node:fs";
 import type { OidcIdentity as PrincipalOidc } from "../../backend/principal.js";
 import { ObjstateError } from "../../errors.js";
-import { globMatches, ROLES, type Role, type User } from "../users.js";
+import { globMatches, parseJsonFile, parseRoles, unauthorized, type Role, type User } from "../users.js";
 
 /** One rule of `identities`. */
 export interface IdentityRule {
@@ -28,9 +28,9 @@ export interface IdentityRule {
 }
 
 /** Signature algorithms accepted; never `none` and never HS* (a public key is not a shared secret). */
-export const OIDC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"] as const;
+const OIDC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
 /** Clock tolerance on `exp`, `nbf` and `iat`. */
-export const CLOCK_TOLERANCE_S = 30;
+const CLOCK_TOLERANCE_S = 30;
 const FETCH_TIMEOUT_MS = 5_000;
 /** A discovery document or JWKS larger than this is refused, never taken whole. */
 export const MAX_ISSUER_DOCUMENT_BYTES = 1024 * 1024;
@@ -47,15 +47,9 @@ function ruleError(file: string, i: number, problem: string): ObjstateError {
 }
 
 /** Is `url` an https URL, or http on a loopback host (the tests' issuer)? */
-export function allowedIssuerUrl(url: string): boolean {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return false;
-  }
-  if (u.protocol === "https:") return true;
-  return u.protocol === "http:" && ["127.0.0.1", "[::1]", "localhost"].includes(u.hostname);
+function allowedIssuerUrl(url: string): boolean {
+  const u = URL.canParse(url) ? new URL(url) : undefined;
+  return u?.protocol === "https:" || (u?.protocol === "http:" && ["127.0.0.1", "[::1]", "localhost"].includes(u.hostname));
 }
 
 /** Parse the `identities` section of the users file (absent: no rules). */
@@ -76,33 +70,18 @@ export function parseIdentities(doc: unknown, file: string): IdentityRule[] {
     const claims = (r.claims ?? {}) as Record<string, unknown>;
     if (typeof claims !== "object" || Array.isArray(claims) || Object.values(claims).some((v) => typeof v !== "string"))
       throw ruleError(file, i, 'claims must be {"CLAIM": "value or glob"}');
-    const roles = r.roles as Record<string, unknown> | undefined;
-    if (typeof roles !== "object" || roles === null || Array.isArray(roles)) throw ruleError(file, i, 'roles must be {"GLOB": ["read", …]}');
-    for (const [glob, rs] of Object.entries(roles)) {
-      if (!Array.isArray(rs) || rs.some((x) => !ROLES.includes(x as Role))) throw ruleError(file, i, `roles.${glob} must be a list of ${ROLES.join(", ")}`);
-      const rest = glob.replace(PLACEHOLDER, "");
-      if (rest.includes("${"))
+    const roles = parseRoles(r.roles, "roles", (problem) => ruleError(file, i, problem));
+    for (const glob of Object.keys(roles))
+      if (glob.replace(PLACEHOLDER, "").includes("${"))
         throw ruleError(file, i, `roles glob ${JSON.stringify(glob)}: the only placeholder is \${claims.NAME} (NAME of letters, digits, _)`);
-    }
-    return {
-      name: r.name as string,
-      issuer: r.issuer as string,
-      audience: r.audience as string,
-      claims: claims as Record<string, string>,
-      roles: roles as Record<string, Role[]>,
-    };
+    return { name: r.name as string, issuer: r.issuer as string, audience: r.audience as string, claims: claims as Record<string, string>, roles };
   });
 }
 
 /** The `identities` rules of a users file (read again: parseUsers keeps only `users`). */
 export function loadIdentityRules(file: string): IdentityRule[] {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(readFileSync(file, "utf8"));
-  } catch (e) {
-    throw new ObjstateError("USERS_FILE_INVALID", `users file ${file}: ${(e as Error).message}`);
-  }
-  return parseIdentities(doc, file);
+  const bad = (problem: string): ObjstateError => new ObjstateError("USERS_FILE_INVALID", `users file ${file}: ${problem}`);
+  return parseIdentities(parseJsonFile(readFileSync(file, "utf8"), bad), file);
 }
 
 /** A claim as text for conditions and globs: strings, and booleans/numbers as JSON writes them (`ref_protected: "true"`). */
@@ -141,7 +120,7 @@ export function applyRule(rule: IdentityRule, payload: JWTPayload): { user: User
   return { user: { name: rule.name, password: undefined, grants }, claims: used };
 }
 
-/** Does the text look like a JWT (three base64url parts, the first a JSON object)? */
+/** Three base64url parts, the first a JSON object? */
 export function looksLikeJwt(text: string): boolean {
   return /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/.test(text);
 }
@@ -179,9 +158,8 @@ async function cappedFetch(url: string, init: RequestInit): Promise<Response> {
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
 
 /**
- * Checks ID tokens against the rules. Per issuer: discovery fetched once (with a timeout,
- * tried again 30 s after it failed), then jose's remote JWKS: cached, refetched on
- * an unknown `kid` at most once per cooldown.
+ * Checks ID tokens against the rules. Per issuer: discovery fetched once (tried again a while
+ * after it failed), then jose's remote JWKS: cached, refetched on an unknown `kid` at most once per cooldown.
  */
 export class OidcVerifier {
   private readonly keySets = new Map<string, Promise<KeySet>>();
@@ -258,14 +236,11 @@ export class OidcVerifier {
     try {
       iss = decodeJwt(jwt).iss;
     } catch {
-      throw new ObjstateError("UNAUTHORIZED", "the bearer token is not a well-formed JWT");
+      throw unauthorized("the bearer token is not a well-formed JWT");
     }
     const rules = this.rules.filter((r) => r.issuer === iss);
     if (rules.length === 0)
-      throw new ObjstateError(
-        "UNAUTHORIZED",
-        `no identity rule trusts the token's issuer ${JSON.stringify(iss ?? null)}: add one to identities in the users file`,
-      );
+      throw unauthorized(`no identity rule trusts the token's issuer ${JSON.stringify(iss ?? null)}: add one to identities in the users file`);
     const issuer = iss as string;
     const keys = await this.keySet(issuer);
     let payload: JWTPayload;
@@ -273,7 +248,7 @@ export class OidcVerifier {
       ({ payload } = await jwtVerify(jwt, keys, {
         issuer,
         audience: [...new Set(rules.map((r) => r.audience))],
-        algorithms: [...OIDC_ALGORITHMS],
+        algorithms: OIDC_ALGORITHMS,
         clockTolerance: CLOCK_TOLERANCE_S,
         requiredClaims: ["sub", "exp", "iat"],
       }));
@@ -298,18 +273,17 @@ function unavailable(issuer: string, why: string): ObjstateError {
 /** jose's failure as our error: the issuer unreachable is 503, anything about the token 401. */
 function refusal(issuer: string, e: unknown): ObjstateError {
   if (e instanceof joseErrors.JWKSTimeout) return unavailable(issuer, "its JWKS did not answer in time");
-  if (e instanceof joseErrors.JWTExpired) return new ObjstateError("UNAUTHORIZED", "the ID token has expired: the CI job must request a fresh one");
+  if (e instanceof joseErrors.JWTExpired) return unauthorized("the ID token has expired: the CI job must request a fresh one");
   if (e instanceof joseErrors.JWTClaimValidationFailed)
-    return new ObjstateError(
-      "UNAUTHORIZED",
+    return unauthorized(
       `the ID token was refused: its ${e.claim} claim ${e.reason === "check_failed" ? "does not match" : "is missing or invalid"} (${e.message})`,
     );
-  if (e instanceof joseErrors.JWKSNoMatchingKey) return new ObjstateError("UNAUTHORIZED", `the ID token's key is not among issuer ${issuer}'s published keys`);
+  if (e instanceof joseErrors.JWKSNoMatchingKey) return unauthorized(`the ID token's key is not among issuer ${issuer}'s published keys`);
   if (e instanceof joseErrors.JOSEAlgNotAllowed)
-    return new ObjstateError("UNAUTHORIZED", `the ID token's signature algorithm is not allowed (allowed: ${OIDC_ALGORITHMS.join(", ")})`);
+    return unauthorized(`the ID token's signature algorithm is not allowed (allowed: ${OIDC_ALGORITHMS.join(", ")})`);
   if (e instanceof joseErrors.JWKSInvalid || (e instanceof joseErrors.JOSEError && e.code === "ERR_JOSE_GENERIC"))
     return unavailable(issuer, `its JWKS could not be fetched (${e.message})`);
-  if (e instanceof joseErrors.JOSEError) return new ObjstateError("UNAUTHORIZED", `the ID token was refused (${e.code})`);
+  if (e instanceof joseErrors.JOSEError) return unauthorized(`the ID token was refused (${e.code})`);
   // Anything else came from fetching the JWKS (a refused connection, a bad body).
   return unavailable(issuer, `its JWKS could not be fetched (${(e as Error).message})`);
 }

@@ -1,9 +1,7 @@
 /**
- * API tokens of `objstate serve token create`: a tokens file beside the users file
- * (`users.json` → `users.tokens.json`) holding, per token, its public ID, user, roles,
- * times, and only the SHA-256 of the token. A token is `objst_<id>_<secret>` with a 256-bit
- * random secret, so a plain hash is enough (nothing to brute-force; no scrypt per request):
- * docs/decisions/073-api-tokens-hashed-sha256.md.
+ * API tokens of `objstate serve token create`: a tokens file beside the users file holding, per
+ * token, its public ID, user, roles, times, and only its SHA-256 (a 256-bit random secret needs
+ * no scrypt: docs/decisions/073-api-tokens-hashed-sha256.md).
  *
  * ```json
  * {"tokens": {"3f9a1c2b7d4e": {"user": "ci", "sha256": "<hex>", "roles": {"staging-*": ["read", "write", "lock"]},
@@ -15,7 +13,7 @@ import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { makeDir } from "../../io/local-fs.js";
 import { acquireClaim } from "../../store/claim.js";
 import { ObjstateError } from "../../errors.js";
-import { refuseOpenFile, ROLES, type Role } from "../users.js";
+import { parseJsonFile, parseRoles, refuseOpenFile, unauthorized, type Role } from "../users.js";
 
 /** One token of the tokens file, as stored (never the token itself). */
 export interface TokenRecord {
@@ -31,9 +29,9 @@ export interface TokenRecord {
   readonly lastUsed?: string | undefined;
 }
 
-/** What a token string is made of: `objst_` + 12 hex ID + `_` + 43 base64url characters (256 bits). */
+/** `objst_` + 12 hex ID + `_` + 43 base64url characters (256 bits). */
 const TOKEN_RE = /^objst_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
-export const TOKEN_PREFIX = "objst_";
+const TOKEN_PREFIX = "objst_";
 
 /** The tokens file that belongs to a users file: `users.json` → `users.tokens.json`. */
 export function tokensFileFor(usersFile: string): string {
@@ -49,15 +47,11 @@ function fileError(file: string, problem: string): ObjstateError {
 }
 
 /** Parse a tokens file's text (an absent file is no tokens). */
-export function parseTokens(text: string | undefined, file: string): Map<string, TokenRecord> {
+function parseTokens(text: string | undefined, file: string): Map<string, TokenRecord> {
   const out = new Map<string, TokenRecord>();
   if (text === undefined || text.trim() === "") return out;
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    throw fileError(file, `not valid JSON (${(e as Error).message})`);
-  }
+  const bad = (problem: string): ObjstateError => fileError(file, problem);
+  const doc = parseJsonFile(text, bad);
   const tokens = (doc as { tokens?: unknown } | null)?.tokens;
   if (typeof tokens !== "object" || tokens === null || Array.isArray(tokens)) throw fileError(file, 'expected {"tokens": {"ID": {…}}}');
   for (const [id, raw] of Object.entries(tokens as Record<string, unknown>)) {
@@ -73,17 +67,11 @@ export function parseTokens(text: string | undefined, file: string): Map<string,
       Number.isNaN(Date.parse(r.expires))
     )
       throw fileError(file, `tokens.${id} needs user, sha256 (64 hex), created and expires`);
-    const roles = r.roles as Record<string, unknown> | undefined;
-    if (roles !== undefined) {
-      for (const [glob, list] of Object.entries(roles))
-        if (!Array.isArray(list) || list.some((x) => !ROLES.includes(x as Role)))
-          throw fileError(file, `tokens.${id}.roles.${glob} must be a list of ${ROLES.join(", ")}`);
-    }
     out.set(id, {
       id,
       user: r.user,
       sha256: r.sha256,
-      roles: roles as Record<string, Role[]> | undefined,
+      roles: r.roles === undefined ? undefined : parseRoles(r.roles, `tokens.${id}.roles`, bad),
       created: r.created,
       expires: r.expires,
       revoked: typeof r.revoked === "string" ? r.revoked : undefined,
@@ -91,12 +79,6 @@ export function parseTokens(text: string | undefined, file: string): Map<string,
     });
   }
   return out;
-}
-
-function render(tokens: ReadonlyMap<string, TokenRecord>): string {
-  const doc: Record<string, Omit<TokenRecord, "id">> = {};
-  for (const { id, ...rest } of tokens.values()) doc[id] = rest;
-  return `${JSON.stringify({ tokens: doc }, null, 2)}\n`;
 }
 
 /** The file's text (undefined when absent), refused when others may change it (users.ts). */
@@ -110,43 +92,26 @@ function readText(file: string): string | undefined {
   }
 }
 
-/** Replace the file whole (write beside, rename), mode 0600: a reader never sees half a file. */
-function writeTokens(file: string, tokens: ReadonlyMap<string, TokenRecord>): void {
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  writeFileSync(tmp, render(tokens), { mode: 0o600 });
-  renameSync(tmp, file);
-}
-
 /**
  * Read-modify-write of the tokens file under a claim beside it (store/claim.ts), so that the
- * CLI's `create`/`revoke` and a server's `last used` flush, other processes, never undo each other.
+ * CLI's `create`/`revoke` and a server's `last used` flush never undo each other.
  */
-export async function updateTokens(file: string, change: (tokens: Map<string, TokenRecord>) => void): Promise<Map<string, TokenRecord>> {
+async function updateTokens(file: string, change: (tokens: Map<string, TokenRecord>) => void): Promise<Map<string, TokenRecord>> {
   const dir = `${file}.claim`;
   const claim = await acquireClaim(dir, { what: `tokens file ${file}`, prepare: () => makeDir(dir).then(() => undefined) });
   try {
     const tokens = parseTokens(readText(file), file);
     change(tokens);
-    writeTokens(file, tokens);
+    const doc: Record<string, Omit<TokenRecord, "id">> = {};
+    for (const { id, ...rest } of tokens.values()) doc[id] = rest;
+    // Replaced whole (written beside, renamed), mode 0600: a reader never sees half a file.
+    const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+    writeFileSync(tmp, `${JSON.stringify({ tokens: doc }, null, 2)}\n`, { mode: 0o600 });
+    renameSync(tmp, file);
     return tokens;
   } finally {
     await claim.release();
   }
-}
-
-/** A new token for `user`: the token string (shown once) and its record (stored). */
-export function newToken(user: string, ttlMs: number, roles: Record<string, Role[]> | undefined, now: number): { token: string; record: TokenRecord } {
-  const id = randomBytes(6).toString("hex");
-  const token = `${TOKEN_PREFIX}${id}_${randomBytes(32).toString("base64url")}`;
-  const record: TokenRecord = {
-    id,
-    user,
-    sha256: sha256(token),
-    roles,
-    created: new Date(now).toISOString(),
-    expires: new Date(now + ttlMs).toISOString(),
-  };
-  return { token, record };
 }
 
 /** `token create`: add a new token to the file; the token string is returned once and never stored. */
@@ -157,9 +122,11 @@ export async function createToken(
   roles: Record<string, Role[]> | undefined,
   now = Date.now(),
 ): Promise<{ token: string; record: TokenRecord }> {
-  const made = newToken(user, ttlMs, roles, now);
-  await updateTokens(file, (t) => t.set(made.record.id, made.record));
-  return made;
+  const id = randomBytes(6).toString("hex");
+  const token = `${TOKEN_PREFIX}${id}_${randomBytes(32).toString("base64url")}`;
+  const record: TokenRecord = { id, user, sha256: sha256(token), roles, created: new Date(now).toISOString(), expires: new Date(now + ttlMs).toISOString() };
+  await updateTokens(file, (t) => t.set(id, record));
+  return { token, record };
 }
 
 /** `token revoke ID`: mark it revoked (kept, so `token list` still shows it and when). */
@@ -185,13 +152,12 @@ export function looksLikeToken(text: string): boolean {
 }
 
 /** How long `last used` times are held in memory before they are written to the file (`OBJSTATE_TEST_TOKEN_FLUSH_MS`: tests only). */
-export const LAST_USED_FLUSH_MS = Number(process.env["OBJSTATE_TEST_TOKEN_FLUSH_MS"] ?? "") || 60_000;
+const LAST_USED_FLUSH_MS = Number(process.env["OBJSTATE_TEST_TOKEN_FLUSH_MS"] ?? "") || 60_000;
 
 /**
- * The tokens file as the server sees it: re-read when its size, mtime, inode or mode changes (a `token
- * create` or `revoke` takes effect on the next request, at the cost of one stat), and
- * `last used` kept in memory and written at most once a {@link LAST_USED_FLUSH_MS}, merged
- * with the file (the later time wins), so replicas sharing the file each add theirs.
+ * The tokens file as the server sees it: re-read when its size, mtime, inode or mode changes (a
+ * `create` or `revoke` holds from the next request on), and `last used` written at most once a
+ * {@link LAST_USED_FLUSH_MS}, merged with the file (the later time wins) so replicas each add theirs.
  */
 export class TokenStore {
   private tokens = new Map<string, TokenRecord>();
@@ -220,21 +186,18 @@ export class TokenStore {
     this.seen = stamp;
   }
 
-  /**
-   * The record of a valid token, or UNAUTHORIZED with a reason that names neither the
-   * token nor its hash (only its public ID, for expired or revoked ones).
-   */
+  /** The record of a valid token, or UNAUTHORIZED naming neither the token nor its hash (only its public ID). */
   check(token: string): TokenRecord {
     this.reload();
     const m = TOKEN_RE.exec(token);
     const record = m === null ? undefined : this.tokens.get(m[1] as string);
     const given = Buffer.from(sha256(token), "hex");
     if (record === undefined || !timingSafeEqual(given, Buffer.from(record.sha256, "hex")))
-      throw new ObjstateError("UNAUTHORIZED", "unknown API token: make one with objstate serve token create");
+      throw unauthorized("unknown API token: make one with objstate serve token create");
     if (record.revoked !== undefined)
-      throw new ObjstateError("UNAUTHORIZED", `API token ${record.id} was revoked at ${record.revoked}: make a new one with objstate serve token create`);
+      throw unauthorized(`API token ${record.id} was revoked at ${record.revoked}: make a new one with objstate serve token create`);
     if (Date.parse(record.expires) <= this.now())
-      throw new ObjstateError("UNAUTHORIZED", `API token ${record.id} expired at ${record.expires}: make a new one with objstate serve token create`);
+      throw unauthorized(`API token ${record.id} expired at ${record.expires}: make a new one with objstate serve token create`);
     this.used.set(record.id, this.now());
     this.timer ??= setTimeout(() => void this.flush(), this.flushMs).unref();
     return record;
