@@ -6,8 +6,8 @@ import { NO_LOCK_ID, type LockInfo, type ReleasedLock, type StateSink, type Stre
 import { describeHolder } from "../backend/locks/lock-info.js";
 import { lockOwnerOf } from "../backend/principal.js";
 import { isEnvelope, type StateEncryption } from "../encryption/index.js";
-import { TopLevelScanner } from "../encryption/scan.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
+import { JsonScanner } from "../json/scan.js";
 import { md5Of } from "../util/md5.js";
 import type { ByteSource } from "../store/types.js";
 import { checkContentMd5, readBody, type Body } from "../io/http-body.js";
@@ -172,7 +172,7 @@ function isEnvelopeBody(body: Body): boolean {
     if ((n += c.length) >= HEAD_BYTES) break;
   }
   const head = Buffer.concat(parts, n).subarray(0, HEAD_BYTES);
-  return isEnvelope(head) || new TopLevelScanner().scan(head, "encrypted_data") !== undefined;
+  return isEnvelope(head) || new JsonScanner().feedUntil(head, "encrypted_data") !== -1;
 }
 
 /** `DELETE /state/{w}`: objstate's own (the tool never sends it); `default` is refused. */
