@@ -1,8 +1,4 @@
-/**
- * Node built-ins the runtime needs but importing the package must not pay for: `node:crypto`
- * alone costs several milliseconds to load, and programs that only build configs and
- * synthesize never hash anything. Loaded on first use, synchronously.
- */
+/** Node built-ins loaded on first use, synchronously: importing the package for configs and synthesis must not pay for them. */
 import { createRequire } from "node:module";
 
 const load = createRequire(import.meta.url);

@@ -1,9 +1,7 @@
 /**
- * Shared memory for the bodies of large reads whose outputs a worker scans, reused from one
- * read to the next. A SharedArrayBuffer does not count towards the memory that starts a
- * garbage collection, so with one allocated per read a server grew by a state per request.
- * A buffer is taken for one read and given back once nothing refers to it any more; one idle
- * buffer is kept, the largest given back.
+ * Shared memory for the bodies of large reads whose outputs a worker scans, reused: a
+ * SharedArrayBuffer does not count towards the memory that starts a garbage collection, so one
+ * per read grew a server by a state per request. One idle buffer is kept, the largest given back.
  */
 let idle: SharedArrayBuffer | undefined;
 
@@ -17,10 +15,7 @@ export function takeShared(length: number): Buffer {
   return Buffer.from(new SharedArrayBuffer(length));
 }
 
-/**
- * Give back bytes {@link takeShared} gave: nothing may read or write them afterwards.
- * Anything else (an ordinary buffer) is left alone.
- */
+/** Give back bytes {@link takeShared} gave (nothing may use them afterwards); an ordinary buffer is left alone. */
 export function giveShared(bytes: Uint8Array): void {
   const memory = bytes.buffer;
   if (!(memory instanceof SharedArrayBuffer)) return;

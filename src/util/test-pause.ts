@@ -1,12 +1,9 @@
 /**
  * Test-only seam for the fault tests: `OBJSTATE_TEST_PAUSE_AT=<step>` makes this process stop
- * itself (SIGSTOP) the first time it reaches that step of a write on the embedded store or
- * lock table (or the S3 driver's check by HEAD), so a test can freeze a writer exactly there, let another writer go ahead, and
- * resume it (SIGCONT). The variable is read once when the module loads; when it is unset,
- * {@link pauseAt} is an empty function. Never set it outside tests.
+ * itself (SIGSTOP) the first time it reaches that step of a write, so a test can freeze a writer
+ * there, let another go ahead, and resume it (SIGCONT). Read once at load; unset, {@link pauseAt}
+ * does nothing. Never set it outside tests.
  */
-
-/** The points of the embedded store's and lock table's write paths a test can stop at. */
 export type PauseStep =
   /** `put` entered: the caller's own checks (a backend's guard read, its fencing check) are done. */
   | "store-put"
@@ -26,7 +23,6 @@ export type PauseStep =
 const target = process.env["OBJSTATE_TEST_PAUSE_AT"];
 let fired = false;
 
-/** Stop this process at `step` when a test asked for it (once per process); otherwise nothing. */
 export const pauseAt: (step: PauseStep) => void =
   target === undefined || target === ""
     ? () => undefined
