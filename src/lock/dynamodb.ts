@@ -121,20 +121,7 @@ export class DynamoDbLockTable implements LockTableDriver {
       if (item === null) return false;
       return expected === null ? item[attr] === undefined : stringAttr(item, attr) === expected;
     }
-    const { names, values, sets } = assignments(set);
-    names["#c"] = attr;
-    if (expected !== null) values[":c"] = { S: expected };
-    // attribute_exists: an update would otherwise create the item.
-    const condition = `attribute_exists(${KEY}) AND ${expected === null ? "attribute_not_exists(#c)" : "#c = :c"}`;
-    const update = {
-      ConditionExpression: condition,
-      UpdateExpression: `SET ${sets.join(", ")}`,
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
-    };
-    return this.conditional(`update item "${id}" in`, () =>
-      this.client.send(new UpdateItemCommand({ TableName: this.table, Key: { [KEY]: { S: id } }, ...update })),
-    );
+    return this.update(id, attr, expected, strings(set), `update item "${id}" in`);
   }
 
   async deleteIf(id: string, attr: string, expected: string): Promise<boolean> {
@@ -170,15 +157,7 @@ export class DynamoDbLockTable implements LockTableDriver {
   }
 
   async renewLease(id: string, expectedInfo: string, info: string, expires: number): Promise<boolean> {
-    const command = new UpdateItemCommand({
-      TableName: this.table,
-      Key: { [KEY]: { S: id } },
-      ConditionExpression: `attribute_exists(${KEY}) AND Info = :old`,
-      UpdateExpression: "SET Info = :info, #e = :exp",
-      ExpressionAttributeNames: { "#e": "Expires" },
-      ExpressionAttributeValues: { ":old": { S: expectedInfo }, ":info": { S: info }, ":exp": { N: String(expires) } },
-    });
-    return this.conditional(`renew lock item "${id}" in`, () => this.client.send(command));
+    return this.update(id, "Info", expectedInfo, { Info: { S: info }, Expires: { N: String(expires) } }, `renew lock item "${id}" in`);
   }
 
   async getDigest(id: string): Promise<DigestItem | null> {
@@ -187,7 +166,7 @@ export class DynamoDbLockTable implements LockTableDriver {
   }
 
   async commitDigest(id: string, seen: DigestItem | null, next: DigestCommit): Promise<boolean> {
-    const { names, values, sets } = assignments(next.set ?? {});
+    const { names, values, sets } = assignments(strings(next.set ?? {}));
     Object.assign(names, { "#d": "Digest", "#g": "Generation", "#l": "CommitLockID" });
     Object.assign(values, { ":nd": { S: next.digest }, ":ng": { N: String(next.generation) } });
     sets.push("#d = :nd", "#g = :ng");
@@ -261,6 +240,23 @@ export class DynamoDbLockTable implements LockTableDriver {
     } catch (e) {
       throw this.mapError(e, action);
     }
+  }
+
+  /** Set attributes on an existing item while its `attr` is `expected` (null: absent); false when the condition failed. */
+  private async update(id: string, attr: string, expected: string | null, set: Item, action: string): Promise<boolean> {
+    const { names, values, sets } = assignments(set);
+    names["#c"] = attr;
+    if (expected !== null) values[":c"] = { S: expected };
+    const command = new UpdateItemCommand({
+      TableName: this.table,
+      Key: { [KEY]: { S: id } },
+      // attribute_exists: an update would otherwise create the item.
+      ConditionExpression: `attribute_exists(${KEY}) AND ${expected === null ? "attribute_not_exists(#c)" : "#c = :c"}`,
+      UpdateExpression: `SET ${sets.join(", ")}`,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
+    return this.conditional(action, () => this.client.send(command));
   }
 
   /** True when the conditional request was carried out, false when its condition failed. */
@@ -361,13 +357,17 @@ function textOf(item: Item): ItemText {
   return Object.fromEntries(Object.entries(item).map(([k, v]) => [k, v.S ?? v.N]));
 }
 
-/** `SET` assignments of string attributes, with their placeholder names and values. */
-function assignments(set: Readonly<Record<string, string>>): { names: Record<string, string>; values: Record<string, AttributeValue>; sets: string[] } {
+function strings(set: Readonly<Record<string, string>>): Item {
+  return Object.fromEntries(Object.entries(set).map(([k, v]) => [k, { S: v }]));
+}
+
+/** `SET` assignments, with their placeholder names and values. */
+function assignments(set: Item): { names: Record<string, string>; values: Item; sets: string[] } {
   const names: Record<string, string> = {};
-  const values: Record<string, AttributeValue> = {};
+  const values: Item = {};
   const sets = Object.entries(set).map(([k, v], i) => {
     names[`#s${i}`] = k;
-    values[`:s${i}`] = { S: v };
+    values[`:s${i}`] = v;
     return `#s${i} = :s${i}`;
   });
   return { names, values, sets };

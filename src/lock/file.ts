@@ -61,13 +61,25 @@ export class FileLockTable implements LockTableDriver {
     this.location = `embedded lock table "${options.table}" in ${parsed.dir}`;
   }
 
+  /** A table directory without a schema file has the default key. */
   async describeKeySchema(): Promise<KeyAttribute[] | null> {
+    const file = path.join(this.dir, SCHEMA_FILE);
+    let text: string | null;
     try {
       if (!(await checkDir(this.tablesDir)) || !(await checkDir(this.dir))) return null;
+      text = await readSmall(file);
     } catch (e) {
       throw this.fsError(e, "describe");
     }
-    return this.readSchema();
+    if (text === null) return DEFAULT_SCHEMA.map((k) => ({ ...k }));
+    const v = parseJson(text);
+    const isKey = (k: unknown): k is KeyAttribute =>
+      typeof k === "object" && k !== null && ["name", "type", "keyType"].every((f) => typeof (k as Record<string, unknown>)[f] === "string");
+    if (!Array.isArray(v) || !v.every(isKey)) {
+      const expected = `expected JSON like ${JSON.stringify(DEFAULT_SCHEMA)}`;
+      throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location}: ${file} is not a key schema (${expected})`);
+    }
+    return v.map(({ name, type, keyType }) => ({ name, type, keyType }));
   }
 
   async createTable(): Promise<void> {
@@ -82,7 +94,7 @@ export class FileLockTable implements LockTableDriver {
   }
 
   async putIfAbsent(id: string, attr: string, value: string): Promise<string | null> {
-    await this.ensureTable();
+    await this.ready(true);
     return this.linkOrAnswer(id, { [KEY]: id, [attr]: value }, (existing) => existing[attr] ?? "");
   }
 
@@ -91,7 +103,7 @@ export class FileLockTable implements LockTableDriver {
   }
 
   async put(id: string, attr: string, value: string): Promise<void> {
-    await this.ensureTable();
+    await this.ready(true);
     await this.withClaim(id, () => this.replace(id, { [KEY]: id, [attr]: value }));
   }
 
@@ -111,16 +123,14 @@ export class FileLockTable implements LockTableDriver {
   }
 
   async delete(id: string): Promise<void> {
-    if (!(await this.tableReadyIfPresent())) return;
-    const target = this.itemPath(id);
-    if ((await this.statItem(target)) === null) return;
+    if (!(await this.ready(false)) || (await this.statItem(id)) === null) return;
     await this.withClaim(id, async () => {
-      if ((await this.statItem(target)) !== null) await this.unlink(id);
+      if ((await this.statItem(id)) !== null) await this.unlink(id);
     });
   }
 
   async putLease(id: string, info: string, expires: number | undefined, nowSec: number): Promise<LeaseItem | null> {
-    await this.ensureTable();
+    await this.ready(true);
     const item: Item = { [KEY]: id, Info: info, ...(expires === undefined ? {} : { Expires: String(expires) }) };
     // A lease without Expires (the tool's own lock) never runs out.
     const live = (x: Item | null): x is Item => x !== null && (leaseOf(x).expires ?? Infinity) >= nowSec;
@@ -159,7 +169,7 @@ export class FileLockTable implements LockTableDriver {
 
   async commitDigest(id: string, seen: DigestItem | null, next: DigestCommit, options: CommitOptions = {}): Promise<boolean> {
     this.refuseKey(id, next.set ?? {});
-    await this.ensureTable();
+    await this.ready(true);
     const commit = async (): Promise<boolean> => {
       const item = await this.readItem(id);
       const now = item === null ? null : digestOf(item);
@@ -179,7 +189,7 @@ export class FileLockTable implements LockTableDriver {
   }
 
   async *scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem> {
-    if (!(await this.tableReadyIfPresent())) return;
+    if (!(await this.ready(false))) return;
     let names: string[];
     try {
       names = await fs.readdir(this.dir);
@@ -189,12 +199,9 @@ export class FileLockTable implements LockTableDriver {
     }
     for (const name of names.sort()) {
       if (!name.startsWith("i-")) continue;
-      let text: string | null;
-      try {
-        text = await readSmall(path.join(this.dir, name));
-      } catch (e) {
+      const text = await readSmall(path.join(this.dir, name)).catch((e: unknown) => {
         throw this.fsError(e, "list", this.dir);
-      }
+      });
       // The item names its own LockID (file names of long ids are shortened).
       const item = text === null ? null : parseItem(text);
       const id = item?.[KEY];
@@ -237,9 +244,7 @@ export class FileLockTable implements LockTableDriver {
         await makeDir(claimDir);
       } catch (e) {
         if (errno(e) !== "ENOENT") throw e;
-        // The table directory itself was removed under us.
-        this.schemaOk = false;
-        await this.ensureTable();
+        await this.remake();
         await makeDir(claimDir);
       }
     };
@@ -295,11 +300,10 @@ export class FileLockTable implements LockTableDriver {
   /** Replace the item with a new complete version (the caller holds the claim). */
   private async replace(id: string, item: Item): Promise<void> {
     pauseAt("table-checked");
-    const target = this.itemPath(id);
-    await this.statItem(target); // refuses a planted link or special file
+    await this.statItem(id); // refuses a planted link or special file
     const tmp = await this.stage(serialize(item));
     try {
-      await fs.rename(tmp, target);
+      await fs.rename(tmp, this.itemPath(id));
       await fsyncDir(this.dir);
     } catch (e) {
       await removeFile(tmp).catch(() => undefined);
@@ -318,48 +322,29 @@ export class FileLockTable implements LockTableDriver {
     }
   }
 
-  /** Before a write: the first write creates the table. */
-  private async ensureTable(): Promise<void> {
-    if (this.schemaOk) return;
-    await this.createTable();
-    this.checkSchema(await this.readSchema());
-  }
-
-  /** For reads and deletes: false when the table does not exist (nothing to read or delete). */
-  private async tableReadyIfPresent(): Promise<boolean> {
+  /**
+   * The table known good before an item call, a write first creating it (`create`); false when
+   * it is absent for a read or delete. A table keyed differently is refused, as DynamoDB refuses
+   * an item that does not match its key.
+   */
+  private async ready(create: boolean): Promise<boolean> {
     if (this.schemaOk) return true;
+    if (create) await this.createTable();
     const schema = await this.describeKeySchema();
-    if (schema !== null) this.checkSchema(schema);
-    return schema !== null;
-  }
-
-  /** Refuse a table keyed differently, as DynamoDB refuses an item that does not match its key. */
-  private checkSchema(schema: readonly KeyAttribute[]): void {
+    if (schema === null) return false;
     const ok = schema.length === 1 && schema[0]?.name === KEY && schema[0].type === "S" && schema[0].keyType === "HASH";
     if (!ok) {
       const got = schema.map((k) => `${k.name} (${k.type}, ${k.keyType})`).join(", ") || "no key";
       throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location} has key ${got}; objstate needs exactly one key, LockID of type S (string)`);
     }
     this.schemaOk = true;
+    return true;
   }
 
-  private async readSchema(): Promise<KeyAttribute[]> {
-    const file = path.join(this.dir, SCHEMA_FILE);
-    let text: string | null;
-    try {
-      text = await readSmall(file);
-    } catch (e) {
-      throw this.fsError(e, "describe");
-    }
-    if (text === null) return DEFAULT_SCHEMA.map((k) => ({ ...k }));
-    const v = parseJson(text);
-    const isKey = (k: unknown): k is KeyAttribute =>
-      typeof k === "object" && k !== null && ["name", "type", "keyType"].every((f) => typeof (k as Record<string, unknown>)[f] === "string");
-    if (!Array.isArray(v) || !v.every(isKey)) {
-      const expected = `expected JSON like ${JSON.stringify(DEFAULT_SCHEMA)}`;
-      throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location}: ${file} is not a key schema (${expected})`);
-    }
-    return v.map(({ name, type, keyType }) => ({ name, type, keyType }));
+  /** The table directory was removed under us: make it again. */
+  private async remake(): Promise<void> {
+    this.schemaOk = false;
+    await this.ready(true);
   }
 
   /** Concurrent creators race through link: whoever is first writes it, the rest see EEXIST. */
@@ -384,8 +369,7 @@ export class FileLockTable implements LockTableDriver {
     } catch (e) {
       if (errno(e) !== "ENOENT") throw this.fsError(e, "write to", this.dir);
     }
-    this.schemaOk = false;
-    await this.ensureTable();
+    await this.remake();
     return this.writeTemp(content).catch((e: unknown) => {
       throw this.fsError(e, "write to", this.dir);
     });
@@ -404,9 +388,9 @@ export class FileLockTable implements LockTableDriver {
   }
 
   /** lstat of an item file, refusing links and special files; null when absent. */
-  private async statItem(file: string): Promise<BigIntStats | null> {
+  private async statItem(id: string): Promise<BigIntStats | null> {
     try {
-      return await lstatFile(file);
+      return await lstatFile(this.itemPath(id));
     } catch (e) {
       throw this.fsError(e, "read");
     }
@@ -414,7 +398,7 @@ export class FileLockTable implements LockTableDriver {
 
   /** Null when the table or the item is absent. */
   private async readIfPresent(id: string): Promise<Item | null> {
-    return (await this.tableReadyIfPresent()) ? this.readItem(id) : null;
+    return (await this.ready(false)) ? this.readItem(id) : null;
   }
 
   /** Null when absent; a file that is not a well-formed item is an error. */

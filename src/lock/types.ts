@@ -56,17 +56,16 @@ export interface CommitOptions {
   readonly claimWaitMs?: number | undefined;
 }
 
+/** Reads answer null for an absent table, item or attribute. */
 export interface LockTableDriver {
   readonly kind: "dynamodb" | "file";
   /** Endpoint and table, never credentials. */
   readonly location: string;
-  /** Null when the table does not exist. */
   describeKeySchema(): Promise<KeyAttribute[] | null>;
   /** Create the table keyed by `LockID` (String); an existing one is left as it is. */
   createTable(): Promise<void>;
   /** Write `{LockID: id, [attr]: value}` only if no item exists; null when written, else the item's `attr` ("" without it). */
   putIfAbsent(id: string, attr: string, value: string): Promise<string | null>;
-  /** Null when the item or attribute is absent. */
   get(id: string, attr: string): Promise<string | null>;
   /** Replace the whole item with `{LockID: id, [attr]: value}`. */
   put(id: string, attr: string, value: string): Promise<void>;
@@ -85,11 +84,9 @@ export interface LockTableDriver {
    * never qualifies. Null when written, else the blocking item.
    */
   putLease(id: string, info: string, expires: number | undefined, nowSec: number): Promise<LeaseItem | null>;
-  /** Null when there is no item. */
   getLease(id: string): Promise<LeaseItem | null>;
   /** Set `Info` and `Expires` only while `Info` equals `expectedInfo`. */
   renewLease(id: string, expectedInfo: string, info: string, expires: number): Promise<boolean>;
-  /** Null when there is no item. */
   getDigest(id: string): Promise<DigestItem | null>;
   /**
    * The commit point of a state write: one atomic update of digest item `id` while it is still
@@ -98,9 +95,8 @@ export interface LockTableDriver {
    * lost reply, or a reader that adopted the write first); false when another commit came between.
    */
   commitDigest(id: string, seen: DigestItem | null, next: DigestCommit, options?: CommitOptions): Promise<boolean>;
-  /** Every item with `attr` (a full scan: for listings). */
+  /** Every item with `attr` (a full scan, for listings). */
   scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }>;
-  /** Every item with any of `attrs`, in one full scan. */
   scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem>;
   close(): void;
 }
@@ -116,7 +112,7 @@ export interface LockDriverOptions {
   readonly timeouts?: Partial<Timeouts> | undefined;
 }
 
-/** An item's attributes as text (a DynamoDB number as its digits). */
+/** An item's attributes as text (a DynamoDB number as its digits), for the readers below. */
 export type ItemText = Readonly<Record<string, string | undefined>>;
 
 export function leaseOf(item: ItemText): LeaseItem {
@@ -124,7 +120,6 @@ export function leaseOf(item: ItemText): LeaseItem {
   return { info: item["Info"] ?? "", expires: expires !== undefined && Number.isFinite(expires) ? expires : undefined };
 }
 
-/** An absent or unreadable `Generation` is 0. */
 export function digestOf(item: ItemText): DigestItem {
   const g = item["Generation"] === undefined ? 0 : Number(item["Generation"]);
   return { digest: item["Digest"] ?? null, generation: Number.isSafeInteger(g) && g > 0 ? g : 0, lockId: item["CommitLockID"] };
