@@ -23,8 +23,7 @@ import { endpointOfKind, plainHttpAdvice } from "../io/endpoint.js";
 import { armClient, displayUrl, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning } from "../io/sdk-client.js";
 import { isAccessDenied, isForeignAnswer, isTlsToPlainHttp, networkFailure, sdkErrorMessage, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { redactText } from "../util/redact.js";
-import type { CredentialsProvider } from "../credentials/types.js";
-import { digestOf, isCommit, KEY, leaseOf, vanishing, type ItemText } from "./types.js";
+import { digestOf, isCommit, ItemReads, KEY, leaseOf, vanishing, type ItemText } from "./types.js";
 import type { DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver, ScannedItem } from "./types.js";
 
 /** How long createTable waits for the table to become ACTIVE. */
@@ -36,7 +35,7 @@ const PUT_IF_ABSENT_ROUNDS = 20;
 
 type Item = Record<string, AttributeValue>;
 
-export class DynamoDbLockTable implements LockTableDriver {
+export class DynamoDbLockTable extends ItemReads implements LockTableDriver {
   readonly kind = "dynamodb";
   readonly location: string;
   private readonly table: string;
@@ -44,14 +43,18 @@ export class DynamoDbLockTable implements LockTableDriver {
 
   /** @throws ObjstateError `INVALID_ENDPOINT` when the endpoint is not an HTTP one. */
   constructor(options: LockDriverOptions) {
+    super();
     const parsed = endpointOfKind(options.endpoint, "http", "the DynamoDB lock table", options.cwd);
     this.table = options.table;
     this.location = `DynamoDB table "${options.table}" at ${displayUrl(parsed.url)}`;
     const timeouts = resolveTimeouts(options.timeouts);
-    // A provider, not resolved values: the SDK calls it again when temporary credentials near expiry.
-    const credentials = sdkCredentials(
-      options.credentials === undefined ? noCredentials(this.location) : reportingFailures(options.credentials, this.location),
-    );
+    // A provider, not resolved values, so that refresh works; without ours the SDK would search env, files and the metadata service.
+    const missing = `no credentials for ${this.location}: set accessKey/secretKey (or their environment variables), a profile or a role`;
+    const credentials = sdkCredentials(options.credentials ?? (() => Promise.reject(new ObjstateError("ACCESS_DENIED", missing))), (e) => {
+      if (e instanceof ObjstateError) throw e;
+      // A foreign error's message may quote what it was given: kept as the cause only.
+      throw new ObjstateError("ACCESS_DENIED", `could not get credentials for ${this.location} (${sdkErrorName(e) ?? "Error"})`, { cause: e });
+    });
     this.client = withoutNodeVersionWarning(
       () =>
         new DynamoDBClient({
@@ -104,11 +107,6 @@ export class DynamoDbLockTable implements LockTableDriver {
     return blocking === null ? null : (stringAttr(blocking, attr) ?? "");
   }
 
-  async get(id: string, attr: string): Promise<string | null> {
-    const item = await this.getItem(id);
-    return item === null ? null : stringAttr(item, attr);
-  }
-
   async put(id: string, attr: string, value: string): Promise<void> {
     const item = { [KEY]: { S: id }, [attr]: { S: value } };
     await this.call(`write item "${id}" in`, () => this.client.send(new PutItemCommand({ TableName: this.table, Item: item })));
@@ -151,18 +149,8 @@ export class DynamoDbLockTable implements LockTableDriver {
     return blocking === null ? null : leaseOf(textOf(blocking));
   }
 
-  async getLease(id: string): Promise<LeaseItem | null> {
-    const item = await this.getItem(id);
-    return item === null ? null : leaseOf(textOf(item));
-  }
-
   async renewLease(id: string, expectedInfo: string, info: string, expires: number): Promise<boolean> {
     return this.update(id, "Info", expectedInfo, { Info: { S: info }, Expires: { N: String(expires) } }, `renew lock item "${id}" in`);
-  }
-
-  async getDigest(id: string): Promise<DigestItem | null> {
-    const item = await this.getItem(id);
-    return item === null ? null : digestOf(textOf(item));
   }
 
   async commitDigest(id: string, seen: DigestItem | null, next: DigestCommit): Promise<boolean> {
@@ -201,10 +189,6 @@ export class DynamoDbLockTable implements LockTableDriver {
       const now = e.Item ?? (await this.getItem(id));
       return isCommit(now === null ? null : digestOf(textOf(now)), next);
     }
-  }
-
-  async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
-    for await (const item of this.scanAttrs([attr])) yield { id: item.id, value: item.values[attr] as string, expires: item.expires };
   }
 
   async *scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem> {
@@ -284,6 +268,11 @@ export class DynamoDbLockTable implements LockTableDriver {
       }
     }
     throw vanishing(id, this.location);
+  }
+
+  protected async readText(id: string): Promise<ItemText | null> {
+    const item = await this.getItem(id);
+    return item === null ? null : textOf(item);
   }
 
   private async getItem(id: string): Promise<Item | null> {
@@ -371,28 +360,6 @@ function assignments(set: Item): { names: Record<string, string>; values: Item; 
     return `#s${i} = :s${i}`;
   });
   return { names, values, sets };
-}
-
-/** Without our own provider the SDK would search env, files and the instance metadata service. */
-function noCredentials(location: string): CredentialsProvider {
-  const why = `no credentials for ${location}: set accessKey/secretKey (or their environment variables), a profile or a role`;
-  return () => Promise.reject(new ObjstateError("ACCESS_DENIED", why));
-}
-
-/**
- * Still a provider the SDK calls whenever it needs credentials (so refresh works), but a failure
- * becomes ACCESS_DENIED naming the table, and a foreign error's message, which may quote what it
- * was given, stays out of ours (it is kept as the cause).
- */
-function reportingFailures(provider: CredentialsProvider, location: string): CredentialsProvider {
-  return async () => {
-    try {
-      return await provider();
-    } catch (e) {
-      if (e instanceof ObjstateError) throw e;
-      throw new ObjstateError("ACCESS_DENIED", `could not get credentials for ${location} (${sdkErrorName(e) ?? "Error"})`, { cause: e });
-    }
-  };
 }
 
 /** By name, not instanceof: the SDK may be loaded twice (CJS and ESM copies). */

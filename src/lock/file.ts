@@ -23,7 +23,7 @@ import { acquireClaim, addSpare } from "../store/claim.js";
 import { endpointOfKind } from "../io/endpoint.js";
 import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, removeFile } from "../io/local-fs.js";
 import { pauseAt } from "../util/test-pause.js";
-import { digestOf, isCommit, KEY, leaseOf, vanishing } from "./types.js";
+import { digestOf, isCommit, ItemReads, KEY, leaseOf, vanishing } from "./types.js";
 import type { CommitOptions, DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver, ScannedItem } from "./types.js";
 
 const TABLES_DIR = ".kvstore";
@@ -39,7 +39,7 @@ const PUT_IF_ABSENT_ROUNDS = 100;
 
 type Item = Readonly<Record<string, string>>;
 
-export class FileLockTable implements LockTableDriver {
+export class FileLockTable extends ItemReads implements LockTableDriver {
   readonly kind = "file";
   readonly location: string;
   /** `<endpoint dir>/.kvstore/<table>`. */
@@ -51,6 +51,7 @@ export class FileLockTable implements LockTableDriver {
 
   /** @throws ObjstateError `INVALID_ENDPOINT` for a non-`file:` endpoint, `LOCK_TABLE_ERROR` for a bad table name. */
   constructor(options: LockDriverOptions) {
+    super();
     const parsed = endpointOfKind(options.endpoint, "file", "the embedded lock table", options.cwd);
     if (!TABLE_NAME.test(options.table)) {
       throw new ObjstateError("LOCK_TABLE_ERROR", `lock table name "${options.table}" is not valid: use 3-255 characters of A-Z a-z 0-9 _ . -`);
@@ -96,10 +97,6 @@ export class FileLockTable implements LockTableDriver {
   async putIfAbsent(id: string, attr: string, value: string): Promise<string | null> {
     await this.ready(true);
     return this.linkOrAnswer(id, { [KEY]: id, [attr]: value }, (existing) => existing[attr] ?? "");
-  }
-
-  async get(id: string, attr: string): Promise<string | null> {
-    return (await this.readIfPresent(id))?.[attr] ?? null;
   }
 
   async put(id: string, attr: string, value: string): Promise<void> {
@@ -153,18 +150,8 @@ export class FileLockTable implements LockTableDriver {
     return null;
   }
 
-  async getLease(id: string): Promise<LeaseItem | null> {
-    const item = await this.readIfPresent(id);
-    return item === null ? null : leaseOf(item);
-  }
-
   async renewLease(id: string, expectedInfo: string, info: string, expires: number): Promise<boolean> {
     return this.updateIf(id, "Info", expectedInfo, { Info: info, Expires: String(expires) });
-  }
-
-  async getDigest(id: string): Promise<DigestItem | null> {
-    const item = await this.readIfPresent(id);
-    return item === null ? null : digestOf(item);
   }
 
   async commitDigest(id: string, seen: DigestItem | null, next: DigestCommit, options: CommitOptions = {}): Promise<boolean> {
@@ -182,10 +169,6 @@ export class FileLockTable implements LockTableDriver {
       return true;
     };
     return this.withClaim(id, commit, options.claimWaitMs);
-  }
-
-  async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
-    for await (const item of this.scanAttrs([attr])) yield { id: item.id, value: item.values[attr] as string, expires: item.expires };
   }
 
   async *scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem> {
@@ -263,7 +246,7 @@ export class FileLockTable implements LockTableDriver {
    * the claim (items are immutable, so a mismatch is a true answer for that moment), and under it.
    */
   private async ifMatches(id: string, matches: (item: Item) => boolean, act: ((item: Item) => Promise<void>) | undefined): Promise<boolean> {
-    const seen = await this.readIfPresent(id);
+    const seen = await this.readText(id);
     if (seen === null || !matches(seen)) return false;
     if (act === undefined) return true;
     return this.withClaim(id, async () => {
@@ -397,7 +380,7 @@ export class FileLockTable implements LockTableDriver {
   }
 
   /** Null when the table or the item is absent. */
-  private async readIfPresent(id: string): Promise<Item | null> {
+  protected async readText(id: string): Promise<Item | null> {
     return (await this.ready(false)) ? this.readItem(id) : null;
   }
 

@@ -125,6 +125,30 @@ export function digestOf(item: ItemText): DigestItem {
   return { digest: item["Digest"] ?? null, generation: Number.isSafeInteger(g) && g > 0 ? g : 0, lockId: item["CommitLockID"] };
 }
 
+/** The reads both drivers build on their one read of an item. */
+export abstract class ItemReads {
+  protected abstract readText(id: string): Promise<ItemText | null>;
+  abstract scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem>;
+
+  async get(id: string, attr: string): Promise<string | null> {
+    return (await this.readText(id))?.[attr] ?? null;
+  }
+
+  async getLease(id: string): Promise<LeaseItem | null> {
+    const item = await this.readText(id);
+    return item === null ? null : leaseOf(item);
+  }
+
+  async getDigest(id: string): Promise<DigestItem | null> {
+    const item = await this.readText(id);
+    return item === null ? null : digestOf(item);
+  }
+
+  async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
+    for await (const item of this.scanAttrs([attr])) yield { id: item.id, value: item.values[attr] as string, expires: item.expires };
+  }
+}
+
 /** Does the item already hold this commit (made by a retry's first attempt, or by an adopter)? */
 export function isCommit(item: DigestItem | null, next: DigestCommit): boolean {
   return item !== null && item.digest?.trim().toLowerCase() === next.digest && item.generation === next.generation;

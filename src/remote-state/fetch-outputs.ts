@@ -165,18 +165,15 @@ function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (pro
   (modules as readonly ExactJson[]).forEach((m, index) => {
     if (!(m instanceof Map)) throw invalid(`has a malformed module (modules[${index}]): expected an object, got ${typeName(m)}`);
     const path = m.get("path");
-    let isRoot: boolean;
-    if ((path === undefined || path === null || (Array.isArray(path) && path.length === 0)) && versionText === "1") {
-      // The tool's upgrade from format 1 takes a module without a path as the root module.
-      isRoot = true;
-    } else {
+    const pathless = path === undefined || path === null || (Array.isArray(path) && path.length === 0);
+    // The tool's upgrade from format 1 takes a module without a path as the root module.
+    if (!pathless || versionText !== "1") {
       if (!Array.isArray(path) || path.length === 0 || !(path as readonly ExactJson[]).every((p) => typeof p === "string")) {
         throw invalid(`has a malformed module (modules[${index}]): its "path" is not a list of names`);
       }
       if (path[0] !== "root") throw invalid(`has an invalid module path ${stringifyExact(path)} (modules[${index}]): paths start with "root"`);
-      isRoot = path.length === 1;
+      if (path.length !== 1) return;
     }
-    if (!isRoot) return;
     const outputs = m.get("outputs");
     if (outputs === undefined || outputs === null) return;
     if (!(outputs instanceof Map)) throw invalid(`has malformed root module outputs: expected an object, got ${typeName(outputs)}`);
