@@ -58,22 +58,15 @@ export async function readRemoteOutputs(backend: ObjectStoreBackend, workspace: 
     if (scan?.body !== body) scan = { body, scanner: new JsonScanner(MEMBERS) };
     scan.scanner.feed(body.subarray(scan.scanner.offset, filled));
   };
-  let bytes: Buffer | null;
-  try {
-    bytes = await backend.readState(workspace, { onData });
-  } catch (e) {
-    if (isObjstateError(e, "BUCKET_NOT_FOUND")) {
-      throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, {
-        cause: e,
-        details: { workspace, location },
-      });
-    }
-    throw e;
-  }
+  const details = { workspace, location };
+  const bytes = await backend.readState(workspace, { onData }).catch((e: unknown) => {
+    if (!isObjstateError(e, "BUCKET_NOT_FOUND")) throw e;
+    throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, { cause: e, details });
+  });
   if (bytes === null || bytes.length === 0) {
     // An empty object is what some tools leave for a workspace with no state: no state.
     const empty = bytes === null ? "" : " (the object is empty)";
-    throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}${empty}`, { details: { workspace, location } });
+    throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}${empty}`, { details });
   }
   let spans: ReadonlyMap<string, readonly [number, number]> | null = null;
   if (scan?.body === bytes) {

@@ -153,10 +153,8 @@ export class RemoteOutputs {
     const v = toBigInt(text);
     if (typeof v === "bigint") return v;
     const why = v === "not-whole" ? "is not a whole number" : `has more than ${MAX_DECIMAL_DIGITS} digits`;
-    const shown = text.length > 40 ? `${text.slice(0, 40)}…` : text;
-    throw new ObjstateError("OUTPUT_NOT_INTEGER", `output "${name}" (${shown}) ${why}, so it has no bigint value${this.where()}`, {
-      details: { output: name },
-    });
+    const message = `output "${name}" (${text.length > 40 ? `${text.slice(0, 40)}…` : text}) ${why}, so it has no bigint value${this.where()}`;
+    throw new ObjstateError("OUTPUT_NOT_INTEGER", message, { details: { output: name } });
   }
 
   /** A boolean output. @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH` */
@@ -218,25 +216,18 @@ export class RemoteOutputs {
   }
 
   private exact(name: string): ExactJson {
-    if (!this.values.has(name)) {
-      const names = this.names();
-      throw new ObjstateError(
-        "OUTPUT_NOT_FOUND",
-        `no output "${name}"${this.where()}; ${names.length === 0 ? "there are no outputs" : `available: ${names.join(", ")}`}`,
-        { details: { output: name, available: names } },
-      );
-    }
-    return this.values.get(name) as ExactJson;
+    const value = this.values.get(name);
+    if (value !== undefined) return value;
+    const names = this.names();
+    const available = names.length === 0 ? "there are no outputs" : `available: ${names.join(", ")}`;
+    throw new ObjstateError("OUTPUT_NOT_FOUND", `no output "${name}"${this.where()}; ${available}`, { details: { output: name, available: names } });
   }
 
   private typed(name: string, expected: JsonType): JsonValue {
     const actual = exactType(this.exact(name));
-    if (actual !== expected) {
-      throw new ObjstateError("OUTPUT_TYPE_MISMATCH", `output "${name}" is ${withArticle(actual)}, not ${withArticle(expected)}${this.where()}`, {
-        details: { output: name, expected, actual },
-      });
-    }
-    return this.get(name);
+    if (actual === expected) return this.get(name);
+    const message = `output "${name}" is ${withArticle(actual)}, not ${withArticle(expected)}${this.where()}`;
+    throw new ObjstateError("OUTPUT_TYPE_MISMATCH", message, { details: { output: name, expected, actual } });
   }
 
   private where(): string {

@@ -32,12 +32,8 @@ export function impliedToolType(value: ExactJson, upgraded: boolean): ExactJson 
     return node;
   };
   const leaf = (v: ExactJson): Typed | undefined => {
-    let name: string;
-    if (v === null) name = "dynamic";
-    else if (typeof v === "string") name = "string";
-    else if (typeof v === "boolean") name = "bool";
-    else if (v instanceof JsonNumber) name = "number";
-    else return undefined;
+    const name = v === null ? "dynamic" : typeof v === "string" ? "string" : typeof v === "boolean" ? "bool" : v instanceof JsonNumber ? "number" : undefined;
+    if (name === undefined) return undefined;
     const node = intern(name, name);
     return { implied: node, simplified: node };
   };

@@ -70,25 +70,19 @@ export class SanitizedCause extends Error {
   /** @internal use {@link sanitizeCause}. */
   constructor(original: unknown, depth: number) {
     const e = isRecord(original) ? original : {};
-    const message = typeof e["message"] === "string" ? e["message"] : String(original);
+    const text = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
     const inner = depth < MAX_DEPTH && e["cause"] !== undefined ? sanitizeCause(e["cause"], depth + 1) : undefined;
-    super(redactText(message), inner === undefined ? undefined : { cause: inner });
-    this.name = typeof e["name"] === "string" ? e["name"] : "Error";
-    this.stack = typeof e["stack"] === "string" ? redactText(e["stack"]) : undefined;
-    this.code = typeof e["code"] === "string" ? e["code"] : undefined;
+    super(redactText(text(e["message"]) ?? String(original)), inner === undefined ? undefined : { cause: inner });
+    this.name = text(e["name"]) ?? "Error";
+    const stack = text(e["stack"]);
+    this.stack = stack === undefined ? undefined : redactText(stack);
+    this.code = text(e["code"]);
     const meta = isRecord(e["$metadata"]) ? e["$metadata"] : undefined;
     const status = [meta?.["httpStatusCode"], e["status"], e["statusCode"]].find((x): x is number => typeof x === "number");
     this.httpStatus = status;
-    this.$metadata =
-      meta === undefined ? undefined : { httpStatusCode: status, requestId: typeof meta["requestId"] === "string" ? meta["requestId"] : undefined };
+    this.$metadata = meta === undefined ? undefined : { httpStatusCode: status, requestId: text(meta["requestId"]) };
     const list = e["errors"];
-    this.errors =
-      Array.isArray(list) && depth < MAX_DEPTH
-        ? list
-            .slice(0, 8)
-            .map((x: unknown) => sanitizeCause(x, depth + 1))
-            .filter((x): x is SanitizedCause => x instanceof SanitizedCause)
-        : undefined;
+    this.errors = Array.isArray(list) && depth < MAX_DEPTH ? list.slice(0, 8).flatMap((x: unknown) => sanitizeCause(x, depth + 1) ?? []) : undefined;
   }
 }
 
