@@ -27,11 +27,6 @@ export const EXIT = {
   terminated: 143,
 } as const;
 
-interface CodeRow {
-  readonly status: number;
-  readonly exit: (typeof EXIT)[keyof typeof EXIT];
-}
-
 /** Grouped by where the codes arise. */
 export const ERROR_CODES = {
   // The request to `objstate serve`
@@ -209,7 +204,7 @@ export const ERROR_CODES = {
   INIT_INCOMPLETE: { status: 500, exit: EXIT.error },
   // SIGINT; SIGHUP and SIGTERM end with their own
   INTERRUPTED: { status: 500, exit: EXIT.interrupted },
-} as const satisfies Readonly<Record<string, CodeRow>>;
+} as const satisfies Readonly<Record<string, { readonly status: number; readonly exit: (typeof EXIT)[keyof typeof EXIT] }>>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
