@@ -1,8 +1,6 @@
 /**
- * `objstate/config`: the configuration objects, resolution and synthesis without the
- * runtime's API (drivers, credentials, backend), for programs that only build configs and
- * synthesize the tool JSON.
- *
+ * `objstate/config`: configuration objects, resolution and synthesis, without the runtime's
+ * drivers, credentials and backend.
  * @packageDocumentation
  */
 /// <reference types="node" preserve="true" />

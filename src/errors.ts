@@ -1,8 +1,4 @@
-/**
- * Every error objstate raises is an {@link ObjstateError}: a value with a stable
- * `code` that programs can branch on, and a message written for the person at the
- * terminal. Messages never contain secret values.
- */
+/** Every error objstate raises: a stable `code` to branch on, and a message for the person at the terminal, never with a secret. */
 import { ERROR_CODES, type ErrorCode } from "./error-codes.js";
 import { redactUrl, sanitizeCause } from "./util/redact.js";
 
@@ -11,43 +7,31 @@ export type { ErrorCode } from "./error-codes.js";
 export { SanitizedCause } from "./util/redact.js";
 
 export class ObjstateError extends Error {
-  /** Stable machine-readable code, e.g. `STATE_LOCKED`, `BUCKET_NOT_FOUND`: a key of the table in error-codes.ts. */
+  /** A key of the table in error-codes.ts, e.g. `STATE_LOCKED`. */
   readonly code: ErrorCode;
-  /** Optional structured details (never secrets). */
+  /** Structured details (never secrets). */
   readonly details: Readonly<Record<string, unknown>> | undefined;
 
   /**
-   * `message` and string `details` lose any credentials inside URLs. A `cause` that is
-   * not an ObjstateError is kept only as a {@link SanitizedCause} (name, message without
-   * signing material, network code, HTTP status): SDK errors carry the signed request on
-   * hidden fields, and `util.inspect(err, { showHidden: true })` would print it. Map a
-   * foreign error to a code before wrapping it, not after.
+   * `message` and string `details` lose credentials inside URLs; a foreign `cause` is kept only as
+   * a {@link SanitizedCause}, since SDK errors carry the signed request on hidden fields.
    */
   constructor(code: ErrorCode, message: string, options?: { details?: Record<string, unknown>; cause?: unknown }) {
     const cause = options?.cause instanceof ObjstateError ? options.cause : sanitizeCause(options?.cause);
     super(redactUrl(message), cause === undefined ? undefined : { cause });
     this.name = "ObjstateError";
     this.code = code;
-    this.details = options?.details === undefined ? undefined : redactDetails(options.details);
+    const details = options?.details;
+    this.details =
+      details === undefined ? undefined : Object.fromEntries(Object.entries(details).map(([k, v]) => [k, typeof v === "string" ? redactUrl(v) : v]));
   }
 }
 
-function redactDetails(details: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(details)) out[k] = typeof v === "string" ? redactUrl(v) : v;
-  return out;
-}
-
-/** Is `e` an {@link ObjstateError} with the given code? */
 export function isObjstateError(e: unknown, code?: ErrorCode): e is ObjstateError {
   return e instanceof ObjstateError && (code === undefined || e.code === code);
 }
 
-/**
- * The HTTP status `objstate serve` answers a failure with: its code's row in the table, and
- * 500 for anything that is not an {@link ObjstateError}. Every route answers through this,
- * so a code means the same status on `/state`, on `/api/v1` and in the console.
- */
+/** The HTTP status of a failure on every route of `objstate serve`: its code's row, 500 for a non-ObjstateError. */
 export function statusOf(e: unknown): number {
   return isObjstateError(e) ? ERROR_CODES[e.code].status : 500;
 }

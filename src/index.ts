@@ -1,12 +1,9 @@
 /**
  * objstate: keep an infrastructure tool's state in an object-storage bucket, lock it in a
  * key-value table, and read the outputs of remote state.
- *
  * @packageDocumentation
  */
-// The public types use Node's (Buffer, AbortSignal, util.inspect): this brings them to a
-// consumer whose tsconfig does not list "node" in `types` (TypeScript 6+ lists nothing by
-// default). docs/decisions/051-public-types-reference-node.md.
+// The public types use Node's: docs/decisions/051-public-types-reference-node.md.
 /// <reference types="node" preserve="true" />
 export * from "./config-entry.js";
 export {

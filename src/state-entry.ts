@@ -1,8 +1,6 @@
 /**
- * `objstate/state`: pure functions over state documents — `diffStates` and its text form.
- * A subpath of its own, like `objstate/config`, so importing the package (for synthesis, or
- * the backend) does not load the state parsers and comparers.
- *
+ * `objstate/state`: `diffStates` and its text form, a subpath of its own so that importing the
+ * package does not load the state parsers and comparers.
  * @packageDocumentation
  */
 /// <reference types="node" preserve="true" />

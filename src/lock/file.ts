@@ -1,54 +1,31 @@
 /**
- * The embedded lock table (docs/design.md §2, §5) for `file:` kvstore endpoints: a directory per
- * table on local disk, safe to share between processes on one machine.
- *
- * Layout of `<dir>/.kvstore/<table>/` (bucket names cannot start with `.`, so a table never
- * shares a directory with a bucket of the embedded object store under the same endpoint):
- * - `.schema.json` — the key schema, `[{"name":"LockID","type":"S","keyType":"HASH"}]`.
- *   A table directory without it has that default schema; tests write other schemas to
- *   get a table the backend must refuse, as a DynamoDB table with the wrong key would be.
- * - `i-<encoded LockID>` — one item, JSON `{"LockID": id, "<attr>": "<value>", …}` (any
- *   number of string attributes). Items are never written in place: each version is a
- *   complete, fsynced file that is put in place by `link` (create-if-absent) or `rename`
- *   (replace), so a reader sees a whole item or none, never part of one.
- * - `.claim-i-<encoded LockID>/` — while a call replaces or deletes that item, it holds the
- *   item's claim there (see `../store/claim.ts`). Kept, with one empty `.spare-*` file in it,
- *   and made when a lock item is first written: releasing a lock then needs no new block or
- *   inode, so it works on a full disk.
- * - `.tmp-<uuid>` — private to one call. Left behind only by a crash; safe to delete when
- *   no process uses the table.
- * Directories are 0700 and files 0600 whatever the umask; no path below the endpoint
- * directory is followed if it is a symbolic link (`UNSAFE_PATH`).
- *
- * Concurrency (across processes, POSIX semantics of link/rename/unlink):
- * - putIfAbsent: `link(tmp, item)` is atomic create-if-absent; EEXIST means present.
- *   If the blocking item is gone before we can read it, the slot is free: link again.
- *   It takes no claim: it can only succeed while the item is absent, and an item only
- *   becomes absent through a delete, which holds the claim.
- * - put, delete, deleteIf, updateIf hold the item's claim from their read to their
- *   rename or unlink, so "compare, then replace or delete" is one step for every other
- *   writer. deleteIf and updateIf first read without the claim: items are immutable, so a
- *   mismatch there is a true answer for that moment and needs no claim.
- * - get: a plain read of an immutable file.
- * - Crash safety: temp files are fsynced before they are linked or renamed into place,
- *   and the directory is fsynced after, so a crash leaves the old item or the new one. A
- *   crash while holding a claim leaves a claim that the next caller breaks (its process is
- *   gone); a claim of a live process is never broken, however long it is held.
- * - Full disk: putLease reads the holder before it writes anything, so a blocked lock is
- *   answered with its holder even when nothing could be written.
+ * The embedded lock table (docs/design.md §2, §5) for `file:` endpoints: a directory per table,
+ * safe to share between processes on one machine (not on network file systems). In
+ * `<dir>/.kvstore/<table>/` (bucket names cannot start with `.`, so no bucket shares it):
+ * - `.schema.json`: the key schema; without it the table has the default one (tests write
+ *   others to get a table the backend must refuse, as DynamoDB's with a wrong key).
+ * - `i-<encoded LockID>`: one item, JSON of string attributes. Never written in place: each
+ *   version is a complete fsynced file put in place by `link` (create-if-absent) or `rename`
+ *   (replace), then the directory is fsynced, so a reader or a crash sees a whole item.
+ * - `.claim-i-<encoded LockID>/`: the item's claim (`../store/claim.ts`), held by every replace
+ *   and delete from its compare to its rename or unlink. Kept, with a spare file, from a lock's
+ *   first write, so a release needs no new inode on a full disk. putIfAbsent takes no claim: it
+ *   can only succeed while the item is absent, and only a delete (under the claim) makes it so.
+ * - `.tmp-<uuid>`: private to one call; left only by a crash.
+ * Directories are 0700 and files 0600; no path below the endpoint is followed through a
+ * symbolic link (`UNSAFE_PATH`).
  */
 import { createHash, randomUUID } from "node:crypto";
 import { promises as fs, type BigIntStats } from "node:fs";
 import * as path from "node:path";
 import { ObjstateError } from "../errors.js";
-import { acquireClaim, addSpare, type Claim } from "../store/claim.js";
+import { acquireClaim, addSpare } from "../store/claim.js";
 import { endpointOfKind } from "../io/endpoint.js";
 import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, removeFile } from "../io/local-fs.js";
 import { pauseAt } from "../util/test-pause.js";
+import { digestOf, isCommit, ItemReads, KEY, leaseOf, vanishing } from "./types.js";
 import type { CommitOptions, DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver, ScannedItem } from "./types.js";
 
-const KEY = "LockID";
-/** Tables live below this directory of the endpoint, apart from the store's buckets. */
 const TABLES_DIR = ".kvstore";
 const SCHEMA_FILE = ".schema.json";
 const DEFAULT_SCHEMA: readonly KeyAttribute[] = [{ name: KEY, type: "S", keyType: "HASH" }];
@@ -57,20 +34,15 @@ const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
 /** Encoded ids longer than this are shortened with a hash (file names stop at 255 bytes). */
 const MAX_ENCODED = 200;
 const KEEP_WHEN_SHORTENED = 150;
-/** See putIfAbsent: more rounds than this means a writer is looping delete/create. */
+/** More rounds of "exists, then gone" than this means a writer is looping delete/create. */
 const PUT_IF_ABSENT_ROUNDS = 100;
 
 type Item = Readonly<Record<string, string>>;
 
-/**
- * A {@link LockTableDriver} kept in a local directory. Correct across processes on one
- * machine (see the module comment for the races considered); not for network file
- * systems whose link/rename are not atomic.
- */
-export class FileLockTable implements LockTableDriver {
+export class FileLockTable extends ItemReads implements LockTableDriver {
   readonly kind = "file";
   readonly location: string;
-  /** The table's directory, `<endpoint dir>/.kvstore/<table>`. */
+  /** `<endpoint dir>/.kvstore/<table>`. */
   readonly dir: string;
   private readonly rootDir: string;
   private readonly tablesDir: string;
@@ -79,6 +51,7 @@ export class FileLockTable implements LockTableDriver {
 
   /** @throws ObjstateError `INVALID_ENDPOINT` for a non-`file:` endpoint, `LOCK_TABLE_ERROR` for a bad table name. */
   constructor(options: LockDriverOptions) {
+    super();
     const parsed = endpointOfKind(options.endpoint, "file", "the embedded lock table", options.cwd);
     if (!TABLE_NAME.test(options.table)) {
       throw new ObjstateError("LOCK_TABLE_ERROR", `lock table name "${options.table}" is not valid: use 3-255 characters of A-Z a-z 0-9 _ . -`);
@@ -89,16 +62,27 @@ export class FileLockTable implements LockTableDriver {
     this.location = `embedded lock table "${options.table}" in ${parsed.dir}`;
   }
 
+  /** A table directory without a schema file has the default key. */
   async describeKeySchema(): Promise<KeyAttribute[] | null> {
+    const file = path.join(this.dir, SCHEMA_FILE);
+    let text: string | null;
     try {
       if (!(await checkDir(this.tablesDir)) || !(await checkDir(this.dir))) return null;
+      text = await readSmall(file);
     } catch (e) {
       throw this.fsError(e, "describe");
     }
-    return this.readSchema();
+    if (text === null) return DEFAULT_SCHEMA.map((k) => ({ ...k }));
+    const v = parseJson(text);
+    const isKey = (k: unknown): k is KeyAttribute =>
+      typeof k === "object" && k !== null && ["name", "type", "keyType"].every((f) => typeof (k as Record<string, unknown>)[f] === "string");
+    if (!Array.isArray(v) || !v.every(isKey)) {
+      const expected = `expected JSON like ${JSON.stringify(DEFAULT_SCHEMA)}`;
+      throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location}: ${file} is not a key schema (${expected})`);
+    }
+    return v.map(({ name, type, keyType }) => ({ name, type, keyType }));
   }
 
-  /** Create the table directory and its schema file; an existing table is left as it is. */
   async createTable(): Promise<void> {
     try {
       await makeRootDir(this.rootDir);
@@ -111,156 +95,84 @@ export class FileLockTable implements LockTableDriver {
   }
 
   async putIfAbsent(id: string, attr: string, value: string): Promise<string | null> {
-    await this.ensureTable();
-    const target = this.itemPath(id);
-    const tmp = await this.stage(serialize({ [KEY]: id, [attr]: value }));
-    try {
-      for (let round = 0; round < PUT_IF_ABSENT_ROUNDS; round++) {
-        if (await this.linkIfAbsent(tmp, target, id)) return null;
-        const existing = await this.readItem(target, id);
-        if (existing !== null) return existing[attr] ?? "";
-        // Deleted between our link and our read: the slot is free again, try once more.
-      }
-      throw new ObjstateError("LOCK_TABLE_ERROR", `item "${id}" in ${this.location} kept appearing and vanishing; gave up writing it`);
-    } finally {
-      await removeFile(tmp).catch(() => undefined);
-    }
-  }
-
-  async get(id: string, attr: string): Promise<string | null> {
-    if (!(await this.tableReadyIfPresent())) return null;
-    const item = await this.readItem(this.itemPath(id), id);
-    return item?.[attr] ?? null;
+    await this.ready(true);
+    return this.linkOrAnswer(id, { [KEY]: id, [attr]: value }, (existing) => existing[attr] ?? "");
   }
 
   async put(id: string, attr: string, value: string): Promise<void> {
-    await this.ensureTable();
-    const target = this.itemPath(id);
-    await this.withClaim(id, async () => {
-      await this.replace(target, id, { [KEY]: id, [attr]: value });
-    });
+    await this.ready(true);
+    await this.withClaim(id, () => this.replace(id, { [KEY]: id, [attr]: value }));
   }
 
   async updateIf(id: string, attr: string, expected: string | null, set: Readonly<Record<string, string>>): Promise<boolean> {
-    if (KEY in set) throw new ObjstateError("LOCK_TABLE_ERROR", `cannot update ${KEY} of item "${id}" in ${this.location}: it is the key`);
-    if (!(await this.tableReadyIfPresent())) return false;
-    const target = this.itemPath(id);
-    // null: the item exists without `attr` (an item written by hand or by another tool).
-    const matches = (item: Readonly<Record<string, string>> | null): boolean =>
-      item !== null && (expected === null ? item[attr] === undefined : item[attr] === expected);
-    if (!matches(await this.readItem(target, id))) return false;
-    if (Object.keys(set).length === 0) return true;
-    return this.withClaim(id, async () => {
-      const item = await this.readItem(target, id);
-      if (item === null || !matches(item)) return false;
-      await this.replace(target, id, { ...item, ...set, [KEY]: id });
-      return true;
-    });
+    this.refuseKey(id, set);
+    const matches = (item: Item): boolean => (expected === null ? item[attr] === undefined : item[attr] === expected);
+    const update = Object.keys(set).length === 0 ? undefined : (item: Item) => this.replace(id, { ...item, ...set, [KEY]: id });
+    return this.ifMatches(id, matches, update);
   }
 
   async deleteIf(id: string, attr: string, expected: string): Promise<boolean> {
-    if (!(await this.tableReadyIfPresent())) return false;
-    const target = this.itemPath(id);
-    const seen = await this.readItem(target, id);
-    if (seen === null || seen[attr] !== expected) return false;
-    return this.withClaim(id, async () => {
-      const item = await this.readItem(target, id);
-      if (item === null || item[attr] !== expected) return false;
-      await this.unlinkIfPresent(target, id);
-      return true;
-    });
+    return this.ifMatches(
+      id,
+      (item) => item[attr] === expected,
+      () => this.unlink(id),
+    );
   }
 
   async delete(id: string): Promise<void> {
-    if (!(await this.tableReadyIfPresent())) return;
-    const target = this.itemPath(id);
-    if ((await this.statItem(target)) === null) return;
+    if (!(await this.ready(false)) || (await this.statItem(id)) === null) return;
     await this.withClaim(id, async () => {
-      if ((await this.statItem(target)) !== null) await this.unlinkIfPresent(target, id);
+      if ((await this.statItem(id)) !== null) await this.unlink(id);
     });
   }
 
   async putLease(id: string, info: string, expires: number | undefined, nowSec: number): Promise<LeaseItem | null> {
-    await this.ensureTable();
-    const target = this.itemPath(id);
+    await this.ready(true);
     const item: Item = { [KEY]: id, Info: info, ...(expires === undefined ? {} : { Expires: String(expires) }) };
-    const expired = (x: Item): boolean => {
-      const e = leaseOfItem(x).expires;
-      return e !== undefined && e < nowSec;
-    };
+    // A lease without Expires (the tool's own lock) never runs out.
+    const live = (x: Item | null): x is Item => x !== null && (leaseOf(x).expires ?? Infinity) >= nowSec;
     // The holder first, before anything is written: a full disk still answers "locked by".
-    const first = await this.readItem(target, id);
-    if (first !== null && !expired(first)) return leaseOfItem(first);
-    const tmp = await this.stage(serialize(item));
-    try {
-      for (let round = 0; round < PUT_IF_ABSENT_ROUNDS; round++) {
-        if (await this.linkIfAbsent(tmp, target, id)) {
-          await this.readyClaimDir(id);
-          return null;
-        }
-        const existing = await this.readItem(target, id);
-        if (existing === null) continue; // deleted between our link and our read: try again
-        if (!expired(existing)) return leaseOfItem(existing);
-        // An expired lease: replaced under the claim, after checking again that it is still the expired one.
-        const blocking = await this.withClaim(id, async () => {
-          const now = await this.readItem(target, id);
-          if (now !== null && !expired(now)) return now;
-          await this.replace(target, id, item);
-          return null;
-        });
-        return blocking === null ? null : leaseOfItem(blocking);
-      }
-      throw new ObjstateError("LOCK_TABLE_ERROR", `item "${id}" in ${this.location} kept appearing and vanishing; gave up writing it`);
-    } finally {
-      await removeFile(tmp).catch(() => undefined);
-    }
-  }
-
-  async getLease(id: string): Promise<LeaseItem | null> {
-    if (!(await this.tableReadyIfPresent())) return null;
-    const item = await this.readItem(this.itemPath(id), id);
-    return item === null ? null : leaseOfItem(item);
+    const first = await this.readItem(id);
+    if (live(first)) return leaseOf(first);
+    const blocking = await this.linkOrAnswer(id, item, (existing) =>
+      live(existing)
+        ? existing
+        : // An expired lease is replaced under the claim, once it is seen there to be still the expired one.
+          this.withClaim(id, async () => {
+            const now = await this.readItem(id);
+            if (live(now)) return now;
+            await this.replace(id, item);
+            return null;
+          }),
+    );
+    if (blocking !== null) return leaseOf(blocking);
+    await this.readyClaimDir(id);
+    return null;
   }
 
   async renewLease(id: string, expectedInfo: string, info: string, expires: number): Promise<boolean> {
     return this.updateIf(id, "Info", expectedInfo, { Info: info, Expires: String(expires) });
   }
 
-  async getDigest(id: string): Promise<DigestItem | null> {
-    if (!(await this.tableReadyIfPresent())) return null;
-    const item = await this.readItem(this.itemPath(id), id);
-    return item === null ? null : digestOfItem(item);
-  }
-
   async commitDigest(id: string, seen: DigestItem | null, next: DigestCommit, options: CommitOptions = {}): Promise<boolean> {
-    if (next.set !== undefined && KEY in next.set)
-      throw new ObjstateError("LOCK_TABLE_ERROR", `cannot update ${KEY} of item "${id}" in ${this.location}: it is the key`);
-    await this.ensureTable();
-    const target = this.itemPath(id);
-    // Under the item's claim, like updateIf: the compare and the replace are one step for every other writer.
-    return this.withClaim(
-      id,
-      async () => {
-        const item = await this.readItem(target, id);
-        const now = item === null ? null : digestOfItem(item);
-        const unchanged = seen === null ? now === null : now !== null && now.digest === seen.digest && now.generation === seen.generation;
-        if (!unchanged) return now !== null && now.digest?.trim().toLowerCase() === next.digest && now.generation === next.generation;
-        const updated: Record<string, string> = { ...item, ...next.set, Digest: next.digest, Generation: String(next.generation), [KEY]: id };
-        if (next.lockId === undefined) delete updated["CommitLockID"];
-        else updated["CommitLockID"] = next.lockId;
-        await this.replace(target, id, updated);
-        return true;
-      },
-      options.claimWaitMs,
-    );
-  }
-
-  async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
-    for await (const item of this.scanAttrs([attr])) yield { id: item.id, value: item.values[attr] as string, expires: item.expires };
+    this.refuseKey(id, next.set ?? {});
+    await this.ready(true);
+    const commit = async (): Promise<boolean> => {
+      const item = await this.readItem(id);
+      const now = item === null ? null : digestOf(item);
+      const unchanged = seen === null ? now === null : now?.digest === seen.digest && now.generation === seen.generation;
+      if (!unchanged) return isCommit(now, next);
+      const updated: Record<string, string> = { ...item, ...next.set, Digest: next.digest, Generation: String(next.generation), [KEY]: id };
+      if (next.lockId === undefined) delete updated["CommitLockID"];
+      else updated["CommitLockID"] = next.lockId;
+      await this.replace(id, updated);
+      return true;
+    };
+    return this.withClaim(id, commit, options.claimWaitMs);
   }
 
   async *scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem> {
-    if (!(await this.tableReadyIfPresent())) return;
+    if (!(await this.ready(false))) return;
     let names: string[];
     try {
       names = await fs.readdir(this.dir);
@@ -270,24 +182,19 @@ export class FileLockTable implements LockTableDriver {
     }
     for (const name of names.sort()) {
       if (!name.startsWith("i-")) continue;
-      // The item names its own LockID (file names of long ids are shortened).
-      let text: string | null;
-      try {
-        text = await readSmall(path.join(this.dir, name));
-      } catch (e) {
+      const text = await readSmall(path.join(this.dir, name)).catch((e: unknown) => {
         throw this.fsError(e, "list", this.dir);
-      }
+      });
+      // The item names its own LockID (file names of long ids are shortened).
       const item = text === null ? null : parseItem(text);
       const id = item?.[KEY];
       if (item === null || id === undefined) continue;
       const values = Object.fromEntries(attrs.flatMap((a) => (item[a] === undefined ? [] : [[a, item[a]]])));
-      if (Object.keys(values).length > 0) yield { id, values, expires: leaseOfItem(item).expires };
+      if (Object.keys(values).length > 0) yield { id, values, expires: leaseOf(item).expires };
     }
   }
 
-  close(): void {
-    // Nothing is held open between calls.
-  }
+  close(): void {}
 
   /** The file name of an item: injective, portable, and safe on case-insensitive disks. */
   private itemPath(id: string): string {
@@ -298,28 +205,35 @@ export class FileLockTable implements LockTableDriver {
     return path.join(this.dir, `.claim-i-${encodeId(id)}`);
   }
 
-  /**
-   * Make the item's claim directory and its spare now, while there is room, so that the
-   * release of the lock just written needs none (best effort: the release makes them too).
-   */
+  private refuseKey(id: string, set: Readonly<Record<string, string>>): void {
+    if (KEY in set) throw new ObjstateError("LOCK_TABLE_ERROR", `cannot update ${KEY} of item "${id}" in ${this.location}: it is the key`);
+  }
+
+  /** Make the claim directory and its spare now, while there is room (best effort: a release makes them too). */
   private async readyClaimDir(id: string): Promise<void> {
     const claimDir = this.claimDir(id);
     try {
       if (!(await checkDir(claimDir)) && (await makeDir(claimDir))) await addSpare(claimDir);
     } catch {
-      // Room ran out right now: a release that finds room makes them.
+      // No room right now: a release that finds room makes them.
     }
   }
 
-  /** Run `body` holding the item's claim (the claim directory stays, see the module comment). */
+  /** Run `body` holding the item's claim; a claim of a live process is never broken, however long it is held. */
   private async withClaim<T>(id: string, body: () => Promise<T>, waitMs?: number): Promise<T> {
     const claimDir = this.claimDir(id);
-    let claim: Claim;
-    try {
-      claim = await acquireClaim(claimDir, { prepare: () => this.prepareClaimDir(claimDir), what: `item "${id}" of ${this.location}`, waitMs });
-    } catch (e) {
+    const prepare = async (): Promise<void> => {
+      try {
+        await makeDir(claimDir);
+      } catch (e) {
+        if (errno(e) !== "ENOENT") throw e;
+        await this.remake();
+        await makeDir(claimDir);
+      }
+    };
+    const claim = await acquireClaim(claimDir, { prepare, what: `item "${id}" of ${this.location}`, waitMs }).catch((e: unknown) => {
       throw this.fsError(e, `claim item "${id}" in`, claimDir);
-    }
+    });
     try {
       return await body();
     } finally {
@@ -327,25 +241,52 @@ export class FileLockTable implements LockTableDriver {
     }
   }
 
-  private async prepareClaimDir(claimDir: string): Promise<void> {
+  /**
+   * True after `act` (none: only the check) on the item, when it `matches` both before, without
+   * the claim (items are immutable, so a mismatch is a true answer for that moment), and under it.
+   */
+  private async ifMatches(id: string, matches: (item: Item) => boolean, act: ((item: Item) => Promise<void>) | undefined): Promise<boolean> {
+    const seen = await this.readText(id);
+    if (seen === null || !matches(seen)) return false;
+    if (act === undefined) return true;
+    return this.withClaim(id, async () => {
+      const item = await this.readItem(id);
+      if (item === null || !matches(item)) return false;
+      await act(item);
+      return true;
+    });
+  }
+
+  /** Link `item` in place if absent (null); else `answer` the item found. */
+  private async linkOrAnswer<T>(id: string, item: Item, answer: (existing: Item) => T | Promise<T>): Promise<T | null> {
+    const target = this.itemPath(id);
+    const tmp = await this.stage(serialize(item));
     try {
-      await makeDir(claimDir);
-    } catch (e) {
-      if (errno(e) !== "ENOENT") throw e;
-      // The table directory itself was removed under us.
-      this.schemaOk = false;
-      await this.ensureTable();
-      await makeDir(claimDir);
+      for (let round = 0; round < PUT_IF_ABSENT_ROUNDS; round++) {
+        try {
+          await fs.link(tmp, target);
+          await fsyncDir(this.dir);
+          return null;
+        } catch (e) {
+          if (errno(e) !== "EEXIST") throw this.fsError(e, `write item "${id}" in`, this.dir);
+        }
+        const existing = await this.readItem(id);
+        // Deleted between our link and our read: the slot is free again.
+        if (existing !== null) return await answer(existing);
+      }
+      throw vanishing(id, this.location);
+    } finally {
+      await removeFile(tmp).catch(() => undefined);
     }
   }
 
   /** Replace the item with a new complete version (the caller holds the claim). */
-  private async replace(target: string, id: string, item: Item): Promise<void> {
+  private async replace(id: string, item: Item): Promise<void> {
     pauseAt("table-checked");
-    await this.statItem(target); // refuses a planted link or special file
+    await this.statItem(id); // refuses a planted link or special file
     const tmp = await this.stage(serialize(item));
     try {
-      await fs.rename(tmp, target);
+      await fs.rename(tmp, this.itemPath(id));
       await fsyncDir(this.dir);
     } catch (e) {
       await removeFile(tmp).catch(() => undefined);
@@ -353,50 +294,40 @@ export class FileLockTable implements LockTableDriver {
     }
   }
 
-  /** Make sure the table exists with the right schema before a write (first write creates it). */
-  private async ensureTable(): Promise<void> {
-    if (this.schemaOk) return;
-    await this.createTable();
-    await this.checkSchema(await this.readSchema());
+  /** Delete the item (the caller holds the claim). */
+  private async unlink(id: string): Promise<void> {
+    pauseAt("table-checked");
+    try {
+      await fs.unlink(this.itemPath(id));
+      await fsyncDir(this.dir);
+    } catch (e) {
+      if (errno(e) !== "ENOENT") throw this.fsError(e, `delete item "${id}" from`, this.dir);
+    }
   }
 
-  /** For reads and deletes: false when the table does not exist (nothing to read or delete). */
-  private async tableReadyIfPresent(): Promise<boolean> {
+  /**
+   * The table known good before an item call, a write first creating it (`create`); false when
+   * it is absent for a read or delete. A table keyed differently is refused, as DynamoDB refuses
+   * an item that does not match its key.
+   */
+  private async ready(create: boolean): Promise<boolean> {
     if (this.schemaOk) return true;
+    if (create) await this.createTable();
     const schema = await this.describeKeySchema();
     if (schema === null) return false;
-    await this.checkSchema(schema);
-    return true;
-  }
-
-  /** Refuse a table keyed differently, as DynamoDB refuses an item that does not match its key. */
-  private async checkSchema(schema: readonly KeyAttribute[]): Promise<void> {
     const ok = schema.length === 1 && schema[0]?.name === KEY && schema[0].type === "S" && schema[0].keyType === "HASH";
     if (!ok) {
       const got = schema.map((k) => `${k.name} (${k.type}, ${k.keyType})`).join(", ") || "no key";
       throw new ObjstateError("LOCK_TABLE_ERROR", `${this.location} has key ${got}; objstate needs exactly one key, LockID of type S (string)`);
     }
     this.schemaOk = true;
+    return true;
   }
 
-  private async readSchema(): Promise<KeyAttribute[]> {
-    const file = path.join(this.dir, SCHEMA_FILE);
-    let text: string | null;
-    try {
-      text = await readSmall(file);
-    } catch (e) {
-      throw this.fsError(e, "describe");
-    }
-    // A directory without a schema file is a table with the default key (older layouts, hand-made).
-    if (text === null) return DEFAULT_SCHEMA.map((k) => ({ ...k }));
-    const schema = parseSchema(text);
-    if (schema === null) {
-      throw new ObjstateError(
-        "LOCK_TABLE_ERROR",
-        `${this.location}: ${file} is not a key schema (expected JSON like [{"name":"LockID","type":"S","keyType":"HASH"}])`,
-      );
-    }
-    return schema;
+  /** The table directory was removed under us: make it again. */
+  private async remake(): Promise<void> {
+    this.schemaOk = false;
+    await this.ready(true);
   }
 
   /** Concurrent creators race through link: whoever is first writes it, the rest see EEXIST. */
@@ -421,16 +352,13 @@ export class FileLockTable implements LockTableDriver {
     } catch (e) {
       if (errno(e) !== "ENOENT") throw this.fsError(e, "write to", this.dir);
     }
-    this.schemaOk = false;
-    await this.ensureTable();
-    try {
-      return await this.writeTemp(content);
-    } catch (e) {
+    await this.remake();
+    return this.writeTemp(content).catch((e: unknown) => {
       throw this.fsError(e, "write to", this.dir);
-    }
+    });
   }
 
-  /** A complete, fsynced, owner-only file under a name nobody else uses, ready to be linked or renamed into place. */
+  /** A complete, fsynced, owner-only file under a fresh name, ready to be linked or renamed into place. */
   private async writeTemp(content: string): Promise<string> {
     const tmp = path.join(this.dir, `.tmp-${randomUUID()}`);
     try {
@@ -442,40 +370,23 @@ export class FileLockTable implements LockTableDriver {
     }
   }
 
-  private async linkIfAbsent(from: string, to: string, id: string): Promise<boolean> {
-    try {
-      await fs.link(from, to);
-      await fsyncDir(this.dir);
-    } catch (e) {
-      if (errno(e) === "EEXIST") return false;
-      throw this.fsError(e, `write item "${id}" in`, this.dir);
-    }
-    return true;
-  }
-
-  /** Delete the item (the caller holds the claim). */
-  private async unlinkIfPresent(file: string, id: string): Promise<void> {
-    pauseAt("table-checked");
-    try {
-      await fs.unlink(file);
-      await fsyncDir(this.dir);
-    } catch (e) {
-      if (errno(e) === "ENOENT") return;
-      throw this.fsError(e, `delete item "${id}" from`, this.dir);
-    }
-  }
-
   /** lstat of an item file, refusing links and special files; null when absent. */
-  private async statItem(file: string): Promise<BigIntStats | null> {
+  private async statItem(id: string): Promise<BigIntStats | null> {
     try {
-      return await lstatFile(file);
+      return await lstatFile(this.itemPath(id));
     } catch (e) {
       throw this.fsError(e, "read");
     }
   }
 
-  /** The item at `file`, or null when absent. A file that is not a well-formed item is an error. */
-  private async readItem(file: string, id: string): Promise<Item | null> {
+  /** Null when the table or the item is absent. */
+  protected async readText(id: string): Promise<Item | null> {
+    return (await this.ready(false)) ? this.readItem(id) : null;
+  }
+
+  /** Null when absent; a file that is not a well-formed item is an error. */
+  private async readItem(id: string): Promise<Item | null> {
+    const file = this.itemPath(id);
     let text: string | null;
     try {
       text = await readSmall(file);
@@ -496,9 +407,9 @@ export class FileLockTable implements LockTableDriver {
 }
 
 /**
- * Percent-encode every byte outside `a-z 0-9 . _ -` (upper case too, so two ids never
- * differ only by case). Very long ids keep a readable head plus a SHA-256 of the whole
- * id; `~` marks that form and never appears in the plain one.
+ * Percent-encode every byte outside `a-z 0-9 . _ -` (upper case too, so two ids never differ
+ * only by case). Very long ids keep a readable head plus a SHA-256 of the whole id; `~` marks
+ * that form and never appears in the plain one.
  */
 export function encodeId(id: string): string {
   let out = "";
@@ -510,18 +421,6 @@ export function encodeId(id: string): string {
   return `${out.slice(0, KEEP_WHEN_SHORTENED)}~${createHash("sha256").update(id, "utf8").digest("hex")}`;
 }
 
-function leaseOfItem(item: Item): LeaseItem {
-  const raw = item["Expires"];
-  const n = raw === undefined ? undefined : Number(raw);
-  return { info: item["Info"] ?? "", expires: n !== undefined && Number.isFinite(n) ? n : undefined };
-}
-
-/** `Generation` is stored as decimal text here; absent or unreadable is 0. */
-function digestOfItem(item: Item): DigestItem {
-  const g = item["Generation"] === undefined ? 0 : Number(item["Generation"]);
-  return { digest: item["Digest"] ?? null, generation: Number.isSafeInteger(g) && g > 0 ? g : 0, lockId: item["CommitLockID"] };
-}
-
 function serialize(item: Item): string {
   return `${JSON.stringify(item)}\n`;
 }
@@ -529,21 +428,7 @@ function serialize(item: Item): string {
 function parseItem(text: string): Item | null {
   const v = parseJson(text);
   if (typeof v !== "object" || v === null || Array.isArray(v)) return null;
-  const entries = Object.entries(v);
-  return entries.every(([, x]) => typeof x === "string") ? (Object.fromEntries(entries) as Item) : null;
-}
-
-function parseSchema(text: string): KeyAttribute[] | null {
-  const v = parseJson(text);
-  if (!Array.isArray(v)) return null;
-  const out: KeyAttribute[] = [];
-  for (const k of v as unknown[]) {
-    if (typeof k !== "object" || k === null) return null;
-    const { name, type, keyType } = k as Record<string, unknown>;
-    if (typeof name !== "string" || typeof type !== "string" || typeof keyType !== "string") return null;
-    out.push({ name, type, keyType });
-  }
-  return out;
+  return Object.values(v).every((x) => typeof x === "string") ? (v as Item) : null;
 }
 
 function parseJson(text: string): unknown {

@@ -1,126 +1,102 @@
 /**
- * The lock-table driver contract: a key-value table keyed by the string attribute
- * `LockID`, holding string attributes (`Info` for locks, `Digest` for state digests).
- * One file per driver (`dynamodb.ts`, `file.ts`), chosen by endpoint scheme in `index.ts`.
- * Drivers know nothing of lock-info JSON; the backend does.
+ * The lock-table driver contract: a key-value table keyed by the string attribute `LockID`,
+ * holding string attributes (`Info` for locks, `Digest` for state digests). One file per driver
+ * (`dynamodb.ts`, `file.ts`), chosen by endpoint scheme in `index.ts`. Drivers know nothing of
+ * lock-info JSON; the backend does.
  */
+import { ObjstateError } from "../errors.js";
+import type { CredentialsProvider } from "../credentials/types.js";
+import type { EndpointInput } from "../io/endpoint.js";
+import type { Timeouts } from "../io/sdk-client.js";
 
-/** One attribute of the table's primary key, as the table describes it. */
+export const KEY = "LockID";
+
+/** One attribute of the table's primary key: DynamoDB's scalar `type` (`S`, `N`, `B`) and `keyType` (`HASH`, `RANGE`). */
 export interface KeyAttribute {
   readonly name: string;
-  /** DynamoDB scalar type: `S`, `N` or `B`. */
   readonly type: string;
-  /** `HASH` or `RANGE`. */
   readonly keyType: string;
 }
 
-/** A lock item as leases see it. */
+/** A lock item: its `Info` ("" when it has none) and `Expires` (epoch seconds; undefined never expires). */
 export interface LeaseItem {
-  /** The `Info` attribute, "" when the item has none. */
   readonly info: string;
-  /** The `Expires` attribute (epoch seconds), undefined when absent (a lock that never expires). */
   readonly expires: number | undefined;
 }
 
 /**
- * A state's digest item as the commit point reads it (docs/design.md §5): `Digest` (also read and
- * written by the tool's own S3 backend), `Generation` and `CommitLockID` (objstate's).
+ * A state's digest item (docs/design.md §5): `Digest` as stored (any tool's spelling; null when
+ * absent; the tool's own S3 backend reads and writes it too), `Generation` (objstate's commits
+ * since the item was made; 0 when absent, as on an item the tool's backend replaced) and
+ * `CommitLockID` (the lock of the write the last commit made current).
  */
 export interface DigestItem {
-  /** `Digest` exactly as stored (any tool's spelling), null when the item has none. */
   readonly digest: string | null;
-  /**
-   * `Generation`: how many commits objstate made since the item was created; 0 when absent
-   * (an item of an older objstate, or one the tool's own S3 backend replaced).
-   */
   readonly generation: number;
-  /** `CommitLockID`: the lock of the write the last commit made current, when recorded. */
   readonly lockId: string | undefined;
 }
 
-/** What {@link LockTableDriver.commitDigest} sets. */
+/** What {@link LockTableDriver.commitDigest} sets: `lockId` undefined removes `CommitLockID`; `set` adds a repair's note. */
 export interface DigestCommit {
-  /** The new `Digest` (hex MD5). */
   readonly digest: string;
-  /** The new `Generation` (the one seen, plus one). */
   readonly generation: number;
-  /** The new `CommitLockID`; undefined removes it. */
   readonly lockId?: string | undefined;
-  /** Other string attributes to set with the commit (a repair's note). */
   readonly set?: Readonly<Record<string, string>> | undefined;
 }
 
-/** An item as {@link LockTableDriver.scanAttrs} finds it. */
+/** An item as {@link LockTableDriver.scanAttrs} finds it: the asked-for attributes it has, and `Expires`. */
 export interface ScannedItem {
   readonly id: string;
-  /** The asked-for string attributes the item has. */
   readonly values: Readonly<Record<string, string>>;
-  /** `Expires` (epoch seconds), when present. */
   readonly expires: number | undefined;
 }
 
-/** Options of {@link LockTableDriver.commitDigest}. */
+/** `claimWaitMs`: wait at most this long for an item another call holds (the embedded table's claim), then `STORE_BUSY`. */
 export interface CommitOptions {
-  /**
-   * Wait at most this long for an item another call holds (the embedded table's claim;
-   * default 45 s), then throw `STORE_BUSY`: for a reader that has a fallback.
-   */
   readonly claimWaitMs?: number | undefined;
 }
 
+/** Reads answer null for an absent table, item or attribute. */
 export interface LockTableDriver {
   readonly kind: "dynamodb" | "file";
-  /** Human description (endpoint and table, never credentials). */
+  /** Endpoint and table, never credentials. */
   readonly location: string;
-  /** The table's key schema, or null when the table does not exist. */
   describeKeySchema(): Promise<KeyAttribute[] | null>;
-  /** Create the table with key `LockID` (String). */
+  /** Create the table keyed by `LockID` (String); an existing one is left as it is. */
   createTable(): Promise<void>;
-  /**
-   * Write `{LockID: id, [attr]: value}` only if no item with that LockID exists.
-   * Returns null when written, else the existing item's `attr` value ("" when it lacks it).
-   */
+  /** Write `{LockID: id, [attr]: value}` only if no item exists; null when written, else the item's `attr` ("" without it). */
   putIfAbsent(id: string, attr: string, value: string): Promise<string | null>;
-  /** The item's attribute value, or null when the item or attribute is absent. */
   get(id: string, attr: string): Promise<string | null>;
-  /** Unconditional write of `{LockID: id, [attr]: value}` (replaces the item). */
+  /** Replace the whole item with `{LockID: id, [attr]: value}`. */
   put(id: string, attr: string, value: string): Promise<void>;
   /**
-   * Set attributes on an existing item only if its `attr` equals `expected` — or, with
-   * `expected` null, only if the item exists without `attr` (a DynamoDB conditional
-   * UpdateItem); other attributes are kept. True when updated; false when the item is
-   * absent or the condition failed. Repeating a successful call succeeds again.
+   * Set attributes on an existing item only while its `attr` equals `expected` (null: the item
+   * lacks `attr`), keeping the others. False when absent or the condition failed; idempotent.
    */
   updateIf(id: string, attr: string, expected: string | null, set: Readonly<Record<string, string>>): Promise<boolean>;
-  /** Delete the item only if its `attr` equals `expected`; true when deleted. */
+  /** Delete only while `attr` equals `expected`; true when deleted. */
   deleteIf(id: string, attr: string, expected: string): Promise<boolean>;
   /** Delete unconditionally; absent is fine. */
   delete(id: string): Promise<void>;
   /**
-   * Write a lock item `{LockID: id, Info: info, Expires?: expires}` (whole item replaced)
-   * only if no item exists, or the existing one has an `Expires` (epoch seconds, a number
-   * on DynamoDB so a TTL can sweep it) below `nowSec`. An item without `Expires` never
-   * qualifies. Returns null when written, else the blocking item.
+   * Write `{LockID, Info, Expires?}` (whole item) only if no item exists or its `Expires` (a
+   * number on DynamoDB, so a TTL can sweep it) is below `nowSec`; an item without `Expires`
+   * never qualifies. Null when written, else the blocking item.
    */
   putLease(id: string, info: string, expires: number | undefined, nowSec: number): Promise<LeaseItem | null>;
-  /** The item's `Info` ("" when absent) and `Expires`, or null when there is no item. */
   getLease(id: string): Promise<LeaseItem | null>;
-  /** Set `Info` and `Expires` only while `Info` equals `expectedInfo`; true when updated. */
+  /** Set `Info` and `Expires` only while `Info` equals `expectedInfo`. */
   renewLease(id: string, expectedInfo: string, info: string, expires: number): Promise<boolean>;
-  /** The digest item `id`, or null when there is no item. */
   getDigest(id: string): Promise<DigestItem | null>;
   /**
-   * The commit point of a state write: one atomic conditional update of digest item `id`,
-   * made only while the item is still exactly as `seen` (null: absent; else its `Digest`,
-   * and its `Generation`, or no `Generation` when `seen.generation` is 0). Other attributes
-   * are kept. True when updated, or when the item already holds this very commit (`Digest`
-   * and `Generation` equal to `next`: a retry after a lost reply, or a reader that adopted the
-   * write first); false when another commit came in between.
+   * The commit point of a state write: one atomic update of digest item `id` while it is still
+   * exactly `seen` (null: absent; else its `Digest` and `Generation`, none when 0), other
+   * attributes kept. True when updated or when the item already holds `next` (a retry after a
+   * lost reply, or a reader that adopted the write first); false when another commit came between.
    */
   commitDigest(id: string, seen: DigestItem | null, next: DigestCommit, options?: CommitOptions): Promise<boolean>;
-  /** Every item that has attribute `attr`, with its value (a full scan: for listings). */
+  /** Every item with `attr` (a full scan, for listings). */
   scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }>;
-  /** Every item that has any of `attrs`, with those of them it has (one full scan, for listings). */
   scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem>;
   close(): void;
 }
@@ -128,10 +104,57 @@ export interface LockTableDriver {
 export interface LockDriverOptions {
   readonly table: string;
   /** `http(s)://…`, a bare host, or `file:` URL / path; or the endpoint already parsed. */
-  readonly endpoint: import("../io/endpoint.js").EndpointInput;
+  readonly endpoint: EndpointInput;
   readonly region?: string | undefined;
-  readonly credentials?: import("../credentials/types.js").CredentialsProvider | undefined;
+  readonly credentials?: CredentialsProvider | undefined;
   readonly cwd?: string | undefined;
-  /** Connect, idle and per-request timeouts of network drivers (defaults: `DEFAULT_TIMEOUTS`). */
-  readonly timeouts?: Partial<import("../io/sdk-client.js").Timeouts> | undefined;
+  /** Network drivers' timeouts (defaults: `DEFAULT_TIMEOUTS`). */
+  readonly timeouts?: Partial<Timeouts> | undefined;
+}
+
+/** An item's attributes as text (a DynamoDB number as its digits), for the readers below. */
+export type ItemText = Readonly<Record<string, string | undefined>>;
+
+export function leaseOf(item: ItemText): LeaseItem {
+  const expires = item["Expires"] === undefined ? undefined : Number(item["Expires"]);
+  return { info: item["Info"] ?? "", expires: expires !== undefined && Number.isFinite(expires) ? expires : undefined };
+}
+
+export function digestOf(item: ItemText): DigestItem {
+  const g = item["Generation"] === undefined ? 0 : Number(item["Generation"]);
+  return { digest: item["Digest"] ?? null, generation: Number.isSafeInteger(g) && g > 0 ? g : 0, lockId: item["CommitLockID"] };
+}
+
+/** The reads both drivers build on their one read of an item. */
+export abstract class ItemReads {
+  protected abstract readText(id: string): Promise<ItemText | null>;
+  abstract scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem>;
+
+  async get(id: string, attr: string): Promise<string | null> {
+    return (await this.readText(id))?.[attr] ?? null;
+  }
+
+  async getLease(id: string): Promise<LeaseItem | null> {
+    const item = await this.readText(id);
+    return item === null ? null : leaseOf(item);
+  }
+
+  async getDigest(id: string): Promise<DigestItem | null> {
+    const item = await this.readText(id);
+    return item === null ? null : digestOf(item);
+  }
+
+  async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
+    for await (const item of this.scanAttrs([attr])) yield { id: item.id, value: item.values[attr] as string, expires: item.expires };
+  }
+}
+
+/** Does the item already hold this commit (made by a retry's first attempt, or by an adopter)? */
+export function isCommit(item: DigestItem | null, next: DigestCommit): boolean {
+  return item !== null && item.digest?.trim().toLowerCase() === next.digest && item.generation === next.generation;
+}
+
+/** A create-if-absent that kept finding the item gone by the time it looked: something deletes and re-creates it in a loop. */
+export function vanishing(id: string, location: string): ObjstateError {
+  return new ObjstateError("LOCK_TABLE_ERROR", `item "${id}" in ${location} kept appearing and vanishing; gave up writing it`);
 }

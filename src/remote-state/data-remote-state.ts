@@ -29,11 +29,8 @@ export class DataRemoteStateObjectStore {
   }
 
   /**
-   * The real tool's `{"data": {"terraform_remote_state": {NAME: …}}}` document, reading this
-   * state through its `s3`, `oss` or `http` backend (see
-   * {@link DataRemoteStateObjectStoreConfig.toTerraformJson}); refer to its outputs with
-   * {@link terraformRef}.
-   *
+   * The real tool's `{"data": {"terraform_remote_state": {NAME: …}}}` document, through its `s3`,
+   * `oss` or `http` backend; refer to its outputs with {@link terraformRef}.
    * @example net.toTerraformJson({ backend: "s3" });
    */
   toTerraformJson(options: TerraformRemoteStateOptions): TerraformRemoteStateJson {
@@ -52,41 +49,33 @@ export class DataRemoteStateObjectStore {
     return `\${data.tool_remote_state.${this.name}.outputs.${output}}`;
   }
 
-  /** Reference to a string output (same text as {@link get}; the type documents intent). */
+  /** The same text as {@link get}: the name documents intent. */
   getString(output: string): string {
     return this.get(output);
   }
 
-  /** Reference to a number output. */
   getNumber(output: string): string {
     return this.get(output);
   }
 
-  /** Reference to a list output. */
   getList(output: string): string {
     return this.get(output);
   }
 
-  /** Reference to a boolean output. */
   getBoolean(output: string): string {
     return this.get(output);
   }
 
   /**
-   * Read the outputs of the stored state of `config.workspace` (default `default`): its root
-   * outputs merged over `config.defaults` (a state output wins over a default of the same
-   * name), from states of format version 4 (`outputs`) and 1 to 3 (the root module in
-   * `modules`), numbers exact and sensitive outputs flagged. Digest-checked when a lock
-   * table is configured; takes no lock and creates nothing. Large states have only their
-   * outputs picked out, not the whole state built (but all of it is checked to be JSON).
-   *
-   * @throws ObjstateError `STATE_NOT_FOUND` (no state for the workspace, or a 0-byte one),
-   *   `STATE_INVALID` (not JSON — with line and column —, not a state, no or an unknown
-   *   `version`, malformed outputs, nested deeper than the tool's 10,000 levels),
+   * The root outputs of the stored state of `config.workspace` (default `default`), merged over
+   * `config.defaults` (the state wins), from state formats 1 to 4. Digest-checked when a lock
+   * table is configured; takes no lock and creates nothing. Large states are scanned for their
+   * outputs, not built whole (but all of it is checked to be JSON).
+   * @throws ObjstateError `STATE_NOT_FOUND` (none, or 0 bytes), `STATE_INVALID` (not JSON, with
+   *   line and column; not a state; malformed outputs; nested over 10,000 levels),
    *   `DIGEST_MISMATCH`, and the backend's connection errors.
    */
   async fetchOutputs(options: FetchOutputsOptions = {}): Promise<RemoteOutputs> {
-    // Loaded on demand: importing the package for synthesis must not load the backend.
     const { fetchRemoteOutputs } = await import("./fetch-outputs.js");
     return fetchRemoteOutputs(this.name, this.config, options);
   }

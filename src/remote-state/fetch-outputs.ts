@@ -1,10 +1,6 @@
 /**
- * Reading a remote state's outputs at run time (docs/design.md §6). Loaded on demand by
- * `DataRemoteStateObjectStore.fetchOutputs`, so that importing the package for synthesis
- * never loads the backend, the drivers or the extractor.
- *
- * A read is only a read: no lock is taken, and nothing is created — no bucket, no lock
- * table, no lock item (the backend is connected `readOnly`).
+ * Reading a remote state's outputs at run time (docs/design.md §6), loaded on demand so that
+ * synthesis never loads the backend. A read takes no lock and creates nothing (`readOnly`).
  */
 import { ObjectStoreBackend } from "../backend/backend.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
@@ -16,62 +12,44 @@ import { isEnvelope } from "../encryption/index.js";
 import { encryptedState } from "../state/document.js";
 import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "../state/extract-outputs.js";
 import { JsonScanner } from "../json/scan.js";
-import { RemoteOutputs, UPGRADED, type FetchOutputsOptions } from "./remote-outputs.js";
+import { RemoteOutputs, UPGRADED, withArticle, type FetchOutputsOptions } from "./remote-outputs.js";
 
 /** The top-level members a read needs. */
 const MEMBERS = ["version", "outputs", "modules"];
 
-/**
- * The outputs of the state of `config.workspace` (default `default`), merged over
- * `config.defaults`. See `DataRemoteStateObjectStore.fetchOutputs`.
- */
+interface ReadOutputsOptions {
+  readonly name?: string | undefined;
+  readonly defaults?: Readonly<Record<string, unknown>> | undefined;
+  readonly scanThreshold?: number | undefined;
+}
+
+/** See `DataRemoteStateObjectStore.fetchOutputs`. */
 export async function fetchRemoteOutputs(
   name: string | undefined,
   config: DataRemoteStateObjectStoreConfig,
   options: FetchOutputsOptions = {},
 ): Promise<RemoteOutputs> {
+  const { scanThreshold, ...connect } = options;
   const env = options.env ?? process.env;
   const settings = resolveSettings(config, env);
-  const workspace = settings.workspace.value ?? "default";
   const backend = await ObjectStoreBackend.connect(config, {
+    ...connect,
     env,
-    cwd: options.cwd,
     readOnly: true,
-    digestRetry: options.digestRetry,
-    s3: options.s3,
-    clock: options.clock,
-    timeouts: options.timeouts,
-    onWarning: options.onWarning,
-    layout: options.layout,
     // As OpenTofu: the data source's own remote_state_data_source block, else the default one.
-    encryption: options.encryption,
     encryptionTarget: options.encryptionTarget ?? (name === undefined ? undefined : { kind: "remote", name }),
   });
   try {
-    return await readRemoteOutputs(backend, workspace, { name, defaults: settings.defaults.value, scanThreshold: options.scanThreshold });
+    return await readRemoteOutputs(backend, settings.workspace.value ?? "default", { name, defaults: settings.defaults.value, scanThreshold });
   } finally {
     backend.close();
   }
 }
 
-/**
- * The outputs of a workspace's state read through a backend already connected (a server's),
- * merged over `defaults`: the read and the checks of {@link fetchRemoteOutputs}, without its
- * connect.
- */
-export async function readRemoteOutputs(
-  backend: ObjectStoreBackend,
-  workspace: string,
-  options: {
-    readonly name?: string | undefined;
-    readonly defaults?: Readonly<Record<string, unknown>> | undefined;
-    readonly scanThreshold?: number | undefined;
-  } = {},
-): Promise<RemoteOutputs> {
-  const name = options.name;
+/** {@link fetchRemoteOutputs} through a backend already connected (a server's). */
+export async function readRemoteOutputs(backend: ObjectStoreBackend, workspace: string, options: ReadOutputsOptions = {}): Promise<RemoteOutputs> {
   const location = backend.describe(workspace);
-  // A large plain state is scanned for its top-level members as it downloads; an envelope's
-  // members are inside its ciphertext.
+  // A large plain state is scanned as it downloads; an envelope's members are inside its ciphertext.
   const threshold = options.scanThreshold ?? DEFAULT_SCAN_THRESHOLD;
   let scan: { readonly body: Buffer; readonly scanner: JsonScanner } | undefined;
   const onData = (body: Buffer, filled: number): void => {
@@ -80,29 +58,22 @@ export async function readRemoteOutputs(
     if (scan?.body !== body) scan = { body, scanner: new JsonScanner(MEMBERS) };
     scan.scanner.feed(body.subarray(scan.scanner.offset, filled));
   };
-  let bytes: Buffer | null;
-  try {
-    bytes = await backend.readState(workspace, { onData });
-  } catch (e) {
-    if (isObjstateError(e, "BUCKET_NOT_FOUND")) {
-      throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, {
-        cause: e,
-        details: { workspace, location },
-      });
-    }
-    throw e;
-  }
+  const details = { workspace, location };
+  const bytes = await backend.readState(workspace, { onData }).catch((e: unknown) => {
+    if (!isObjstateError(e, "BUCKET_NOT_FOUND")) throw e;
+    throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}: ${e.message}`, { cause: e, details });
+  });
   if (bytes === null || bytes.length === 0) {
     // An empty object is what some tools leave for a workspace with no state: no state.
     const empty = bytes === null ? "" : " (the object is empty)";
-    throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}${empty}`, { details: { workspace, location } });
+    throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}${empty}`, { details });
   }
   let spans: ReadonlyMap<string, readonly [number, number]> | null = null;
   if (scan?.body === bytes) {
     scan.scanner.feed(bytes.subarray(scan.scanner.offset));
     if (scan.scanner.end() === undefined) spans = scan.scanner.spans;
   }
-  return outputsOf(bytes, spans, workspace, location, name, options);
+  return outputsOf(bytes, spans, workspace, location, options);
 }
 
 /** The outputs of a state read whole, from the scan's spans when there are some. */
@@ -111,8 +82,7 @@ function outputsOf(
   spans: ReadonlyMap<string, readonly [number, number]> | null,
   workspace: string,
   location: string,
-  name: string | undefined,
-  options: { readonly defaults?: Readonly<Record<string, unknown>> | undefined; readonly scanThreshold?: number | undefined },
+  options: ReadOutputsOptions,
 ): RemoteOutputs {
   const invalid = (problem: string): ObjstateError =>
     new ObjstateError("STATE_INVALID", `the state of workspace ${workspace} at ${location} ${problem}`, { details: { workspace, location } });
@@ -138,14 +108,12 @@ function outputsOf(
   const sensitive = new Set<string>();
   const types = new Map<string, ExactJson | typeof UPGRADED>();
   if (!found.has("version") && isEnvelope(state)) throw encryptedState(`the state of workspace ${workspace} at ${location}`, { workspace, location });
-  const root = rootOutputs(member, invalid);
-  for (const [k, o] of root) {
+  for (const [k, o] of rootOutputs(member, invalid)) {
     values.set(k, o.value);
     if (o.sensitive) sensitive.add(k);
-    else sensitive.delete(k);
     if (o.type !== undefined) types.set(k, o.type);
   }
-  return RemoteOutputs.fromExact(values, { name, workspace, location, method: located.method, streamed: spans !== null }, sensitive, types);
+  return RemoteOutputs.fromExact(values, { name: options.name, workspace, location, method: located.method, streamed: spans !== null }, sensitive, types);
 }
 
 interface RootOutput {
@@ -156,18 +124,14 @@ interface RootOutput {
 }
 
 function typeName(v: ExactJson | undefined): string {
-  if (v === undefined) return "nothing";
-  const t = exactType(v);
-  return t === "null" ? "null" : t === "object" ? "an object" : t === "list" ? "a list" : `a ${t}`;
+  return v === undefined ? "nothing" : withArticle(exactType(v));
 }
 
 /**
- * The root outputs of a state, by its format `version`, as the tool reads them:
- * - 4: `outputs: {NAME: {"value": …, "type": …, "sensitive": …}}`;
- * - 1 to 3: the module of path `["root"]` in `modules` (format 1 also takes a module
- *   without a path, as the tool's upgrade does), whose `outputs` entries are either a bare
- *   value (format 1 wrote plain strings) or `{"sensitive": …, "type": …, "value": …}`.
- * `outputs` (or `modules`) absent or null means no outputs.
+ * The root outputs of a state as the tool reads them: format 4's `outputs` of `{value, type,
+ * sensitive}`; formats 1-3's module of path `["root"]` in `modules` (or, in format 1, a module
+ * without a path, as the tool's upgrade takes it), whose outputs are bare values (format 1) or
+ * `{value, sensitive, type}`. An absent or null `outputs` (or `modules`) is no outputs.
  */
 function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (problem: string) => ObjstateError): Map<string, RootOutput> {
   const version = member("version");
@@ -194,18 +158,15 @@ function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (pro
   (modules as readonly ExactJson[]).forEach((m, index) => {
     if (!(m instanceof Map)) throw invalid(`has a malformed module (modules[${index}]): expected an object, got ${typeName(m)}`);
     const path = m.get("path");
-    let isRoot: boolean;
-    if ((path === undefined || path === null || (Array.isArray(path) && path.length === 0)) && versionText === "1") {
-      // The tool's upgrade from format 1 takes a module without a path as the root module.
-      isRoot = true;
-    } else {
+    const pathless = path === undefined || path === null || (Array.isArray(path) && path.length === 0);
+    // The tool's upgrade from format 1 takes a module without a path as the root module.
+    if (!pathless || versionText !== "1") {
       if (!Array.isArray(path) || path.length === 0 || !(path as readonly ExactJson[]).every((p) => typeof p === "string")) {
         throw invalid(`has a malformed module (modules[${index}]): its "path" is not a list of names`);
       }
       if (path[0] !== "root") throw invalid(`has an invalid module path ${stringifyExact(path)} (modules[${index}]): paths start with "root"`);
-      isRoot = path.length === 1;
+      if (path.length !== 1) return;
     }
-    if (!isRoot) return;
     const outputs = m.get("outputs");
     if (outputs === undefined || outputs === null) return;
     if (!(outputs instanceof Map)) throw invalid(`has malformed root module outputs: expected an object, got ${typeName(outputs)}`);

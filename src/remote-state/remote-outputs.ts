@@ -1,8 +1,6 @@
 /**
- * The outputs of a remote state as read at run time (docs/design.md §6): the state's root outputs
- * merged over the config's `defaults`, with typed accessors whose errors say what is wrong,
- * exact numbers and sensitivity flags.
- * Loaded with the package, so it stays small; reading lives in `fetch-outputs.ts`.
+ * The outputs of a remote state as read at run time (docs/design.md §6), with typed accessors,
+ * exact numbers and sensitivity flags. Loaded with the package; reading lives in `fetch-outputs.ts`.
  */
 import type { ConnectOptions } from "../backend/backend.js";
 import { ObjstateError } from "../errors.js";
@@ -20,7 +18,6 @@ import {
 } from "../json/exact-json.js";
 import { impliedToolType } from "./tool-type.js";
 
-/** Any JSON value as JavaScript holds it. */
 export type { JsonValue, JsonType } from "../json/exact-json.js";
 
 /** Options of `DataRemoteStateObjectStore.fetchOutputs`: the connect options that matter for a read. */
@@ -28,46 +25,36 @@ export interface FetchOutputsOptions extends Pick<
   ConnectOptions,
   "env" | "cwd" | "digestRetry" | "s3" | "onWarning" | "clock" | "timeouts" | "layout" | "encryption" | "encryptionTarget"
 > {
-  /**
-   * States of at least this many bytes have their outputs picked out by a scan of the bytes
-   * instead of a full parse (default 1.5 MiB). 0 always scans; `Infinity` always parses.
-   */
+  /** States of at least this many bytes are scanned for their outputs, not parsed whole (default 1.5 MiB; 0 always scans). */
   readonly scanThreshold?: number | undefined;
 }
 
 /** Where a set of outputs came from, for messages. */
 export interface OutputsSource {
-  /** Name of the remote state (`data.tool_remote_state.NAME`). */
+  /** `data.tool_remote_state.NAME`. */
   readonly name?: string | undefined;
   readonly workspace?: string | undefined;
   /** `bucket/path` of the state object. */
   readonly location?: string | undefined;
-  /** How the outputs were taken out of the state: `scan` (large states) or a full `parse`. */
+  /** `scan` (large states) or a full `parse`; `streamed` when the scan ran as the state downloaded. */
   readonly method?: "scan" | "parse" | undefined;
-  /** True when the scan ran while the state downloaded (S3 stores). */
   readonly streamed?: boolean | undefined;
 }
 
-/**
- * Marks an output read from a state of format 1 to 3, whose type is the one the tool's
- * upgrade gives it. @internal
- */
+/** Marks an output of a format 1-3 state, typed as the tool's upgrade types it. @internal */
 export const UPGRADED: unique symbol = Symbol("upgraded from a format 1-3 state");
 
-function withArticle(t: JsonType): string {
+/** @internal */
+export function withArticle(t: JsonType): string {
   return t === "null" ? "null" : t === "object" ? "an object" : `a ${t}`;
 }
 
 /**
- * Output values by name, with their numbers exact and their `sensitive` flags.
- *
- * Numbers are kept as written in the state (the tool's numbers have arbitrary precision):
- * {@link numberText} and {@link bigint} give them exactly; {@link number}, {@link get} and
- * {@link list} give JS numbers, which round as `JSON.parse` rounds (`12345678901234567890`
- * → 12345678901234567000, `1e400` → Infinity). {@link toJSON} never rounds: a number a
- * JS number cannot hold exactly is given as its text (a string), and {@link toJSONText}
- * writes every number as written. Values from `get` are frozen; `toJSON` gives a fresh
- * plain copy. Nothing here recurses, so values nested as deep as the tool allows work.
+ * Output values by name, numbers as written in the state (the tool's have arbitrary precision):
+ * {@link numberText} and {@link bigint} are exact; {@link number}, {@link get} and {@link list}
+ * round as `JSON.parse` does; {@link toJSON} gives a number no JS number holds as its text, and
+ * {@link toJSONText} writes every number as written. Values from `get` are frozen. Nothing here
+ * recurses, so values nested as deep as the tool allows work.
  *
  * @example
  * const net = await remote.fetchOutputs();
@@ -81,18 +68,11 @@ export class RemoteOutputs {
   readonly source: OutputsSource;
   private readonly values: ReadonlyMap<string, ExactJson>;
   private readonly sensitive: ReadonlySet<string>;
-  /**
-   * Where each output's type in the tool's notation comes from: the type its state recorded,
-   * or {@link UPGRADED} for an output of a format 1–3 state; none (a default): implied.
-   */
+  /** The type the state recorded, or {@link UPGRADED}; none (a default): implied from the value. */
   private readonly types = new Map<string, ExactJson | typeof UPGRADED>();
-  /** `get` results, converted once (frozen). */
   private readonly plain = new Map<string, JsonValue>();
 
-  /**
-   * Outputs from a name → value record (own enumerable properties), e.g. a state's outputs
-   * merged over defaults. The values are copied; `sensitive` names the sensitive ones.
-   */
+  /** Outputs from a name → value record (copied); `sensitive` names the sensitive ones. */
   constructor(values: Readonly<Record<string, JsonValue>>, source: OutputsSource = {}, sensitive: Iterable<string> = []) {
     const map = new Map<string, ExactJson>();
     for (const [k, v] of Object.entries(values)) {
@@ -108,10 +88,7 @@ export class RemoteOutputs {
     Object.freeze(this);
   }
 
-  /**
-   * Outputs from exact values (numbers as written), as read from a state.
-   * @internal
-   */
+  /** Outputs from exact values (numbers as written), as read from a state. @internal */
   static fromExact(
     values: ReadonlyMap<string, ExactJson>,
     source: OutputsSource,
@@ -125,20 +102,15 @@ export class RemoteOutputs {
     return out;
   }
 
-  /** Output names, sorted. */
   names(): string[] {
     return [...this.values.keys()].sort();
   }
 
-  /** Is there an output of this name (from the state or the defaults)? */
   has(name: string): boolean {
     return this.values.has(name);
   }
 
-  /**
-   * Is the output marked `"sensitive": true` in the state? Defaults never are.
-   * @throws ObjstateError `OUTPUT_NOT_FOUND`
-   */
+  /** Is it marked `"sensitive": true` in the state (defaults never are)? @throws ObjstateError `OUTPUT_NOT_FOUND` */
   isSensitive(name: string): boolean {
     this.exact(name);
     return this.sensitive.has(name);
@@ -158,18 +130,13 @@ export class RemoteOutputs {
     return this.typed(name, "string") as string;
   }
 
-  /**
-   * A number output as a JS number (rounded to the nearest double; out of range is ±Infinity
-   * or 0). {@link numberText} and {@link bigint} are exact.
-   * @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH`
-   */
+  /** A number output, rounded to the nearest double. @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH` */
   number(name: string): number {
     return this.typed(name, "number") as number;
   }
 
   /**
-   * A number output exactly as written in the state (`"12345678901234567890"`, `"1e400"`);
-   * for a default given as a JS number, as `JSON.stringify` writes it.
+   * A number output as written in the state (`"1e400"`); a default as `JSON.stringify` writes it.
    * @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH`
    */
   numberText(name: string): string {
@@ -178,22 +145,16 @@ export class RemoteOutputs {
   }
 
   /**
-   * A whole-number output as a bigint, exactly (`1e3` is 1000n).
-   * @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH`; `OUTPUT_NOT_INTEGER`
-   *   when the number has a fractional part or more than 100,000 digits.
+   * A whole-number output, exactly (`1e3` is 1000n).
+   * @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH`, `OUTPUT_NOT_INTEGER` (a fraction, or over 100,000 digits)
    */
   bigint(name: string): bigint {
     const text = this.numberText(name);
     const v = toBigInt(text);
     if (typeof v === "bigint") return v;
     const why = v === "not-whole" ? "is not a whole number" : `has more than ${MAX_DECIMAL_DIGITS} digits`;
-    throw new ObjstateError(
-      "OUTPUT_NOT_INTEGER",
-      `output "${name}" (${text.length > 40 ? `${text.slice(0, 40)}…` : text}) ${why}, so it has no bigint value${this.where()}`,
-      {
-        details: { output: name },
-      },
-    );
+    const message = `output "${name}" (${text.length > 40 ? `${text.slice(0, 40)}…` : text}) ${why}, so it has no bigint value${this.where()}`;
+    throw new ObjstateError("OUTPUT_NOT_INTEGER", message, { details: { output: name } });
   }
 
   /** A boolean output. @throws ObjstateError `OUTPUT_NOT_FOUND`, `OUTPUT_TYPE_MISMATCH` */
@@ -212,31 +173,23 @@ export class RemoteOutputs {
   }
 
   /**
-   * The output's type in the tool's type notation, as the tool's `output -json` prints it:
-   * `"string"`, `"number"`, `"bool"`, `["list","string"]`, `["object",{"port":"number"}]`, ….
-   * A format-4 state records it beside the value; an output of a format 1–3 state gets
-   * the type the tool's upgrade of that state gives it; a default (or an output whose state
-   * records none) the type the tool implies from the value (a list is a `["tuple",[…]]`,
-   * an object an `["object",{…}]`, null `"dynamic"`). A fresh, unfrozen copy.
+   * The output's type as the tool's `output -json` prints it (`"string"`, `["list","string"]`, …):
+   * as a format-4 state records it, as the tool's upgrade types a format 1–3 state's output, or
+   * else as the tool implies it from the value (`tool-type.ts`). A fresh, unfrozen copy.
    * @throws ObjstateError `OUTPUT_NOT_FOUND`
    */
   toolType(name: string): JsonValue {
     return toJs(this.exactToolType(name), "lossless", false);
   }
 
-  /**
-   * {@link toolType} as JSON text (`space` indents as in `JSON.stringify`); no recursion, so
-   * the type of a value nested 10,000 levels deep prints too.
-   * @throws ObjstateError `OUTPUT_NOT_FOUND`
-   */
+  /** {@link toolType} as JSON text (`space` as in `JSON.stringify`). @throws ObjstateError `OUTPUT_NOT_FOUND` */
   toolTypeText(name: string, space = 0): string {
     return stringifyExact(this.exactToolType(name), space);
   }
 
   /**
-   * Every output as a plain object (a fresh, unfrozen copy), sensitive ones included. A
-   * number a JS number holds exactly is a number; any other (`12345678901234567890`,
-   * `1e400`) is its text, a string, so that `JSON.stringify(outputs)` never rounds.
+   * Every output, sensitive ones included, as a fresh plain object; a number no JS number holds
+   * exactly (`1e400`) is its text, so that `JSON.stringify(outputs)` never rounds.
    */
   toJSON(): Record<string, JsonValue> {
     const out: Record<string, JsonValue> = {};
@@ -247,11 +200,7 @@ export class RemoteOutputs {
     return out;
   }
 
-  /**
-   * JSON text of every output (`name` given: of that one), numbers exactly as written,
-   * sensitive ones included; `space` indents as in `JSON.stringify`.
-   * @throws ObjstateError `OUTPUT_NOT_FOUND` (for `name`)
-   */
+  /** JSON text of every output (or of `name`), numbers as written, sensitive ones included. @throws ObjstateError `OUTPUT_NOT_FOUND` */
   toJSONText(name?: string, space = 0): string {
     if (name !== undefined) return stringifyExact(this.exact(name), space);
     const all = new Map<string, ExactJson>();
@@ -267,25 +216,18 @@ export class RemoteOutputs {
   }
 
   private exact(name: string): ExactJson {
-    if (!this.values.has(name)) {
-      const names = this.names();
-      throw new ObjstateError(
-        "OUTPUT_NOT_FOUND",
-        `no output "${name}"${this.where()}; ${names.length === 0 ? "there are no outputs" : `available: ${names.join(", ")}`}`,
-        { details: { output: name, available: names } },
-      );
-    }
-    return this.values.get(name) as ExactJson;
+    const value = this.values.get(name);
+    if (value !== undefined) return value;
+    const names = this.names();
+    const available = names.length === 0 ? "there are no outputs" : `available: ${names.join(", ")}`;
+    throw new ObjstateError("OUTPUT_NOT_FOUND", `no output "${name}"${this.where()}; ${available}`, { details: { output: name, available: names } });
   }
 
   private typed(name: string, expected: JsonType): JsonValue {
     const actual = exactType(this.exact(name));
-    if (actual !== expected) {
-      throw new ObjstateError("OUTPUT_TYPE_MISMATCH", `output "${name}" is ${withArticle(actual)}, not ${withArticle(expected)}${this.where()}`, {
-        details: { output: name, expected, actual },
-      });
-    }
-    return this.get(name);
+    if (actual === expected) return this.get(name);
+    const message = `output "${name}" is ${withArticle(actual)}, not ${withArticle(expected)}${this.where()}`;
+    throw new ObjstateError("OUTPUT_TYPE_MISMATCH", message, { details: { output: name, expected, actual } });
   }
 
   private where(): string {

@@ -1,35 +1,17 @@
-/**
- * Node built-ins the runtime needs but importing the package must not pay for: `node:crypto`
- * alone costs several milliseconds to load, and programs that only build configs and
- * synthesize never hash anything. Loaded on first use, synchronously.
- */
+/** Node built-ins loaded on first use, synchronously: importing the package for configs and synthesis must not pay for them. */
 import { createRequire } from "node:module";
 
 const load = createRequire(import.meta.url);
 
-let crypto: typeof import("node:crypto") | undefined;
-export function nodeCrypto(): typeof import("node:crypto") {
-  return (crypto ??= load("node:crypto") as typeof import("node:crypto"));
+function lazy<T>(name: string): () => T {
+  let module: T | undefined;
+  return () => (module ??= load(name) as T);
 }
 
-let workers: typeof import("node:worker_threads") | undefined;
-export function nodeWorkers(): typeof import("node:worker_threads") {
-  return (workers ??= load("node:worker_threads") as typeof import("node:worker_threads"));
-}
-
-let os: typeof import("node:os") | undefined;
-export function nodeOs(): typeof import("node:os") {
-  return (os ??= load("node:os") as typeof import("node:os"));
-}
-
-let childProcess: typeof import("node:child_process") | undefined;
-/** `node:child_process` (it loads net, dgram and streams): only `objstate lock -- command` runs one. */
-export function nodeChildProcess(): typeof import("node:child_process") {
-  return (childProcess ??= load("node:child_process") as typeof import("node:child_process"));
-}
-
-let fs: typeof import("node:fs") | undefined;
-/** `node:fs` through require: an ESM import of it reads every export, `fs.promises` (and streams) included. */
-export function nodeFs(): typeof import("node:fs") {
-  return (fs ??= load("node:fs") as typeof import("node:fs"));
-}
+export const nodeCrypto = lazy<typeof import("node:crypto")>("node:crypto");
+export const nodeWorkers = lazy<typeof import("node:worker_threads")>("node:worker_threads");
+export const nodeOs = lazy<typeof import("node:os")>("node:os");
+/** It loads net, dgram and streams: only `objstate lock -- command` runs one. */
+export const nodeChildProcess = lazy<typeof import("node:child_process")>("node:child_process");
+/** Through require: an ESM import of it reads every export, `fs.promises` (and streams) included. */
+export const nodeFs = lazy<typeof import("node:fs")>("node:fs");

@@ -19,7 +19,7 @@ port.on("message", (m: Message) => {
   }
   if (m.data !== undefined) {
     h.update(new Uint8Array(m.data));
-    // Hand the slice back for reuse: no garbage piles up on either side.
+    // Handed back for reuse: no garbage piles up on either side.
     port.postMessage({ id: m.id, ack: true, data: m.data }, [m.data]);
   }
   if (m.end === true) {

@@ -1,8 +1,6 @@
 /**
- * MD5 off the main thread. Large states are hashed while they travel (push and pull): on
- * the main thread the hash would add to every large transfer. A single shared worker hashes
- * copied 1 MiB slices; at most a few slices are in flight, so memory stays bounded whatever
- * the state size.
+ * MD5 off the main thread, so that hashing a large state overlaps its transfer: one shared
+ * worker hashes copied 1 MiB slices, a few in flight at most, so memory stays bounded.
  */
 import type { Worker } from "node:worker_threads";
 import { nodeCrypto, nodeWorkers } from "./builtins.js";
@@ -12,15 +10,15 @@ const WINDOW = 4;
 /** Below this, hashing inline is cheaper than the round trips to the worker. */
 export const PARALLEL_MD5_MIN = 4 * 1024 * 1024;
 
+/** `data`: a slice coming back for reuse. */
 interface Reply {
   readonly id: number;
   readonly ack?: boolean;
-  /** A slice coming back for reuse. */
   readonly data?: ArrayBuffer;
   readonly digest?: string;
 }
 
-/** Slices returned by the worker, reused as staging buffers. */
+/** Slices the worker gave back, reused as staging buffers. */
 const pool: ArrayBuffer[] = [];
 function takeSlice(): Uint8Array {
   const ab = pool.pop();
@@ -68,7 +66,7 @@ function theWorker(): Worker {
 }
 
 /** An MD5 computed in the worker from bytes written in order. */
-export class ParallelMd5 {
+class ParallelMd5 {
   private readonly id = nextId++;
   private readonly job: Job = { inFlight: 0, wake: undefined, done: undefined };
   private staging = takeSlice();
@@ -103,7 +101,6 @@ export class ParallelMd5 {
     this.filled = 0;
   }
 
-  /** The hex digest of everything written. */
   async digest(): Promise<string> {
     await this.flush();
     const digest = await new Promise<string>((resolve) => {
@@ -115,28 +112,26 @@ export class ParallelMd5 {
   }
 }
 
-/** An MD5 taken as bytes are read, in order (see {@link hasherFor}). */
+/** An MD5 taken as bytes are read, in order. */
 export interface Hasher {
   write(bytes: Uint8Array): Promise<void> | void;
   digest(): Promise<string> | string;
 }
 
-/** A hasher for an object of `size` bytes: in the worker thread when large, inline when small or of unknown size. */
+/** In the worker when `size` is large, inline when small or unknown. */
 export function hasherFor(size: number | undefined): Hasher {
   if (size !== undefined && size >= PARALLEL_MD5_MIN) return new ParallelMd5();
   const h = nodeCrypto().createHash("md5");
   return { write: (b) => void h.update(b), digest: () => h.digest("hex") };
 }
 
-/** Hex MD5 of bytes, on this thread. */
 export function md5Hex(bytes: Uint8Array): string {
   return nodeCrypto().createHash("md5").update(bytes).digest("hex");
 }
 
-/** Hex MD5 of a buffer: inline when small, in the worker (overlapping other work) when large. */
+/** Inline when small, in the worker (overlapping other work) when large. */
 export async function md5Of(bytes: Uint8Array): Promise<string> {
-  if (bytes.length < PARALLEL_MD5_MIN) return md5Hex(bytes);
-  const h = new ParallelMd5();
+  const h = hasherFor(bytes.length);
   await h.write(bytes);
   return h.digest();
 }

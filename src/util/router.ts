@@ -3,7 +3,6 @@
  * router of `objstate serve`'s state and API routes and of its console's pages.
  */
 
-/** What a router routes: a method and a path pattern. */
 export interface RoutePattern {
   readonly method: string;
   readonly path: string;
@@ -16,7 +15,7 @@ export interface Found<R> {
 }
 
 export class Router<R extends RoutePattern> {
-  /** Every route, its path split once (not on every request). */
+  /** Paths split once, not on every request. */
   private readonly routes: readonly { readonly route: R; readonly parts: readonly string[] }[];
 
   constructor(routes: readonly R[]) {
@@ -46,7 +45,7 @@ export class Router<R extends RoutePattern> {
   }
 }
 
-/** The parameters of a path (split) under a pattern's segments, or undefined when it does not match. */
+/** The parameters of a split path under a pattern's segments; undefined when it does not match. */
 function matchPath(parts: readonly string[], segments: readonly string[]): Record<string, string> | undefined {
   if (parts.length !== segments.length) return undefined;
   const params: Record<string, string> = {};
@@ -61,7 +60,7 @@ function matchPath(parts: readonly string[], segments: readonly string[]): Recor
   return params;
 }
 
-/** Parameters percent-decoded, or undefined when one is not valid percent-encoding. */
+/** Undefined when one is not valid percent-encoding. */
 export function decodeParams(raw: Readonly<Record<string, string>>): Record<string, string> | undefined {
   const out: Record<string, string> = {};
   try {

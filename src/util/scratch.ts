@@ -1,9 +1,4 @@
-/**
- * Scratch buffers reused from one read to the next: each buffer of a megabyte or so that a
- * read allocated and dropped brought a full garbage collection closer (issue 26). A buffer is
- * taken for one read and given back when nothing refers to it any more; a few idle ones are
- * kept per size.
- */
+/** Scratch buffers reused from one read to the next, a few idle ones kept per size: each dropped one brought a full collection closer. */
 const KEEP = 2;
 const idle = new Map<number, Buffer[]>();
 

@@ -1,28 +1,4 @@
-/**
- * Shared memory for the bodies of large reads whose outputs a worker scans, reused from one
- * read to the next. A SharedArrayBuffer does not count towards the memory that starts a
- * garbage collection, so with one allocated per read a server grew by a state per request.
- * A buffer is taken for one read and given back once nothing refers to it any more; one idle
- * buffer is kept, the largest given back.
- */
-let idle: SharedArrayBuffer | undefined;
-
-/** `length` bytes of shared memory, the caller's until it gives them back (their content is whatever was there). */
+/** Shared memory for a large body that a reader asked to have there (`sharedBody`). */
 export function takeShared(length: number): Buffer {
-  const spare = idle;
-  if (spare !== undefined && spare.byteLength >= length) {
-    idle = undefined;
-    return Buffer.from(spare, 0, length);
-  }
   return Buffer.from(new SharedArrayBuffer(length));
-}
-
-/**
- * Give back bytes {@link takeShared} gave: nothing may read or write them afterwards.
- * Anything else (an ordinary buffer) is left alone.
- */
-export function giveShared(bytes: Uint8Array): void {
-  const memory = bytes.buffer;
-  if (!(memory instanceof SharedArrayBuffer)) return;
-  if (idle === undefined || memory.byteLength > idle.byteLength) idle = memory;
 }
