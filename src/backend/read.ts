@@ -11,24 +11,15 @@ import type { GetResult, Leftover, ObjectMeta } from "../store/types.js";
 import { readBody } from "../fast/read-body.js";
 import type { ReadHooks } from "../fast/streamed-read.js";
 import { md5Hex } from "../util/md5.js";
-import { commit, generationOf, judge, serialOf, writeCommittedAgain } from "./commit.js";
+import { commit, generationOf, judge, writeCommittedAgain } from "./commit.js";
 import type { BackendContext } from "./context.js";
-import {
-  committedMissing,
-  decodeMeta,
-  META,
-  normalizeDigest,
-  plainMd5,
-  provenComplete,
-  recordedMd5,
-  tornWrite,
-  uncommittedUnderLock,
-  workspaceFlag,
-} from "./fencing.js";
 import { readStateVersionById } from "./history.js";
 import type { LockHandle } from "./locks/lease.js";
+import { workspaceFlag } from "./locks/lock-info.js";
+import { decodeMeta, META, normalizeDigest, plainMd5, provenComplete, recordedMd5, serialOf, writeOf } from "./meta.js";
 import type { ReadOptions, RepairOptions } from "./options.js";
 import type { DigestStatus, RepairReport, StateRead } from "./results.js";
+import { LAST_WRITE_ATTR, lastWriteRecord } from "./workspaces.js";
 
 /**
  * How many of the newest versions a read looks through for the committed state, behind
@@ -175,7 +166,7 @@ async function fetchState(
  * that never committed (a version like any other: these are its bytes).
  */
 export async function readVersionChecked(ctx: BackendContext, workspace: string, versionId: string): Promise<Buffer> {
-  const got = await readStateVersionById(ctx.versioned(workspace), versionId);
+  const got = await readStateVersionById(ctx, workspace, versionId);
   const locks = ctx.table;
   if (!got.isLatest || locks === undefined) return got.body;
   const expected = normalizeDigest((await locks.getDigest(ctx.digestId(workspace)))?.digest);
@@ -254,7 +245,7 @@ export async function adoptTorn(
     try {
       // A reader does not wait long for an item another commit holds (its writer may be frozen inside it).
       next = await commit(ctx, workspace, locks, seen, actual, writerLock, {
-        set: { Repaired: note },
+        set: { Repaired: note, [LAST_WRITE_ATTR]: lastWriteRecord(actual, meta.metadata ?? {}) },
         claimWaitMs: callerLockId === undefined ? READER_CLAIM_WAIT_MS : undefined,
       });
     } catch (e) {
@@ -440,4 +431,44 @@ export async function leftoversOf(ctx: BackendContext): Promise<Leftover[]> {
   const seen = new Map<string, Leftover>();
   for (const prefix of prefixes) for (const l of await ctx.store.listLeftovers(prefix)) seen.set(`${l.kind} ${l.key ?? ""} ${l.id}`, l);
   return [...seen.values()].sort((a, b) => (a.since?.getTime() ?? 0) - (b.since?.getTime() ?? 0));
+}
+
+export function tornWrite(where: string, workspace: string, meta: ObjectMeta, expected: string, actual: string, digestId: string): ObjstateError {
+  const m = meta.metadata ?? {};
+  return new ObjstateError(
+    "TORN_WRITE",
+    `the last write did not finish recording its digest: the state at ${where} is a complete write by objstate (${writeOf(meta)}), but the lock table still has the digest of an earlier state (${expected}; the object's is ${actual}). ` +
+      `Run \`objstate state repair${workspaceFlag(workspace)}\` to record it.`,
+    { details: { expected, actual, digestId, serial: m[META.serial], lockId: m[META.lockId] } },
+  );
+}
+
+/** `COMMITTED_VERSION_MISSING`: the stored object never committed, and the committed state is not among the versions the bucket keeps. */
+export function committedMissing(where: string, workspace: string, meta: ObjectMeta, committed: string): ObjstateError {
+  const m = meta.metadata ?? {};
+  return new ObjstateError(
+    "COMMITTED_VERSION_MISSING",
+    `the state at ${where} is a write that never committed (${writeOf(meta)}: another write was committed after it started), and the committed state (MD5 ${committed}) is not among the newest versions the bucket keeps. ` +
+      `Push the committed state again if you have it (objstate state push${workspaceFlag(workspace)} --force FILE), or accept the stored one with \`objstate state repair${workspaceFlag(workspace)} --force\`.`,
+    { details: { committed, serial: m[META.serial], lockId: m[META.lockId] } },
+  );
+}
+
+/** `TORN_WRITE` while the torn write's own lock (`lockId`) is still held; undefined: a read-only reader, which commits nothing. */
+function uncommittedUnderLock(where: string, workspace: string, meta: ObjectMeta, lockId: string | undefined): ObjstateError {
+  const m = meta.metadata ?? {};
+  if (lockId === undefined) {
+    return new ObjstateError(
+      "TORN_WRITE",
+      `the state at ${where} has a write stored but not committed (${writeOf(meta)}), and a read-only reader does not commit it. ` +
+        `Any read that may write commits it (objstate state pull${workspaceFlag(workspace)}), as does \`objstate state repair${workspaceFlag(workspace)}\`.`,
+      { details: { serial: m[META.serial], lockId: m[META.lockId] } },
+    );
+  }
+  return new ObjstateError(
+    "TORN_WRITE",
+    `the state at ${where} has a write stored but not committed (${writeOf(meta)}), and its lock${lockId === "" ? "" : ` ${lockId}`} is still held: either that write is finishing (try again), or its writer stopped. ` +
+      `If the holder is gone, release its lock (\`objstate force-unlock ${lockId === "" ? "ID" : lockId}${workspaceFlag(workspace)}\`), or let its lease run out: the next read then commits the write. \`objstate state repair${workspaceFlag(workspace)}\` does it too, under the lock.`,
+    { details: { lockId, serial: m[META.serial] } },
+  );
 }

@@ -50,6 +50,23 @@ export function scanHeader(bytes: Uint8Array): ScannedHeader | undefined {
 }
 
 /**
+ * `state` with its top-level serial (found by `h`, its scanned header) set to `next(serial)`;
+ * `STATE_INVALID` with `message` when `h` found none.
+ */
+export function withSerial(
+  state: Buffer,
+  h: ScannedHeader | undefined,
+  next: (serial: number) => number,
+  message: string,
+  details: Record<string, unknown>,
+): { body: Buffer; serial: number } {
+  if (h?.serialAt === undefined || h.serial === undefined) throw new ObjstateError("STATE_INVALID", message, { details });
+  const serial = next(h.serial);
+  const [at, end] = h.serialAt;
+  return { body: Buffer.concat([state.subarray(0, at), Buffer.from(String(serial), "utf8"), state.subarray(end)]), serial };
+}
+
+/**
  * The header of a whole state (`complete` true) or of its first bytes. A whole state is
  * parsed to tell whether it is empty; a state that is not JSON is `STATE_INVALID`.
  */

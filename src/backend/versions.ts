@@ -7,7 +7,7 @@
 import { openState } from "./crypt.js";
 import { ObjstateError } from "../errors.js";
 import type { BackendContext } from "./context.js";
-import { conflict } from "./fencing.js";
+import { conflict } from "./meta.js";
 import { stateHistory } from "./history.js";
 import type { DiffOptions } from "./options.js";
 import { readVersionChecked } from "./read.js";
@@ -15,7 +15,7 @@ import type { VersionDiff } from "./results.js";
 
 /** The current version's ID, or null when the workspace has none (never written, or deleted). */
 export async function currentVersionOf(ctx: BackendContext, workspace: string): Promise<string | null> {
-  for await (const v of stateHistory(ctx.versioned(workspace), { limit: 1 })) return v.deleteMarker ? null : v.versionId;
+  for await (const v of stateHistory(ctx, workspace, { limit: 1 })) return v.deleteMarker ? null : v.versionId;
   return null;
 }
 
@@ -30,7 +30,7 @@ export async function diffSides(ctx: BackendContext, workspace: string, sides: D
   let toId: string | null = to ?? null;
   let reachedTo = false;
   let any = false;
-  for await (const v of stateHistory(ctx.versioned(workspace))) {
+  for await (const v of stateHistory(ctx, workspace)) {
     any = true;
     if (!reachedTo) {
       if (to === undefined) toId = v.deleteMarker ? null : v.versionId;

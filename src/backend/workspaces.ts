@@ -6,8 +6,7 @@
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
 import type { BackendContext } from "./context.js";
-import { decodeMeta, META } from "./fencing.js";
-import { principalOf } from "./history.js";
+import { decodeMeta, META, principalOf } from "./meta.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, workspacesPrefix } from "../config/layout.js";
 import type { LastWrite, WorkspaceObject, WorkspaceStatus } from "./results.js";
 import { parseLockInfo } from "./locks/lock-info.js";
@@ -190,7 +189,7 @@ async function locksAndRecords(ctx: BackendContext): Promise<{ locks: Map<string
   const locks = new Map<string, LockListing>();
   for await (const item of table.scanAttrs(["Info", LAST_WRITE_ATTR])) {
     const raw = item.values["Info"];
-    const workspace = raw === undefined || raw === "" ? undefined : workspaceOfLockId(ctx, item.id);
+    const workspace = raw === undefined || raw === "" ? undefined : ctx.workspaceOfLockId(item.id);
     if (raw !== undefined && workspace !== undefined) {
       const info = parseLockInfo(raw, item.id);
       locks.set(item.id, ctx.locking.listed(workspace, { ...info, Expires: item.expires ?? info.Expires }));
@@ -199,12 +198,4 @@ async function locksAndRecords(ctx: BackendContext): Promise<{ locks: Map<string
     if (record !== undefined) records.set(item.id, record);
   }
   return { locks, records };
-}
-
-/** The workspace whose lock item `id` is (`{bucket}/{state path}`), if any. */
-function workspaceOfLockId(ctx: BackendContext, id: string): string | undefined {
-  const prefix = `${ctx.bucket}/`;
-  if (!id.startsWith(prefix)) return undefined;
-  const path = id.slice(prefix.length);
-  return path === ctx.statePath(DEFAULT_WORKSPACE) ? DEFAULT_WORKSPACE : workspaceOfKey(ctx.layout, path);
 }

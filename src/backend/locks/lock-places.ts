@@ -6,8 +6,7 @@
 import { isObjstateError, ObjstateError } from "../../errors.js";
 import type { LockTableDriver } from "../../lock/types.js";
 import type { ObjectStoreDriver } from "../../store/types.js";
-import { lockIdOf, NO_LOCK_ID } from "../fencing.js";
-import { ownedBy, parseLockInfo, type LockInfo } from "./lock-info.js";
+import { lockIdOf, NO_LOCK_ID, ownedBy, parseLockInfo, type LockInfo } from "./lock-info.js";
 import { parseReleased, withRelease, type ReleasedLock, type ReleaseNote } from "./released.js";
 
 /** A lock as stored in one place. */

@@ -1,45 +1,51 @@
 /**
  * The state lock (docs/design.md §10): taken in every configured place (the lockfile first, then
  * the table, the tool's order), with an optional lease, renewed by ID, checked right before
- * each write (the fencing), released everywhere. The backend delegates to this.
+ * each write (the fencing), released everywhere.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../../errors.js";
-import { lockedError, lockIdOf, NO_LOCK_ID, notOwned, workspaceFlag } from "../fencing.js";
-import { isExpired, leaseExpiry, LockHandle, lockLost, takeoverBound } from "./lease.js";
-import { describeHolder, newLockInfo, ownedBy, type LockInfo } from "./lock-info.js";
+import { checkTtl, isExpired, leaseExpiry, LockHandle, lockLost, takeoverBound } from "./lease.js";
+import { describeHolder, lockedError, lockIdOf, newLockInfo, NO_LOCK_ID, notOwned, ownedBy, workspaceFlag, type LockInfo } from "./lock-info.js";
 import type { LockPlace, StoredLock } from "./lock-places.js";
 import { findRelease, type ReleasedLock } from "./released.js";
+import { waitWhileLocked, type LockWait } from "./waiting.js";
 
 /**
- * How long a lock request keeps trying to learn whether a write that failed was stored (its
- * reply lost, then the table throttled), or to give back what it took, before it gives up
- * and names the lock it may have left.
+ * How long a lock request keeps trying to learn whether a failed write was stored (its reply
+ * lost), or to give back what it took, before it names the lock it may have left.
  */
 export const SETTLE_MS = 10_000;
 
-/** What a lock is taken with (the backend's `LockOptions` plus the lease). */
-export interface TakeOptions {
+/** Options of `ObjectStoreBackend.lock` and `acquire`. */
+export interface LockOptions {
+  /** What the holder is doing (default `objstate`). */
   readonly operation?: string | undefined;
+  /** Free text stored with the lock. */
   readonly info?: string | undefined;
+  /**
+   * Take the lock under this ID instead of a new UUID (a server storing its client's lock
+   * info): taking it again while it is held under this ID, by the same owner, is a retry.
+   */
   readonly id?: string | undefined;
+  /** `Who`, `Version` and `Created` (UTC ISO) of this lock (defaults: the connection's, now). */
   readonly who?: string | undefined;
   readonly version?: string | undefined;
   readonly created?: string | undefined;
-  /** Recorded as the lock's `Owner` (the server user taking it). */
+  /** Lease of this lock in ms (at least 1 s); default: the connection's `ttl` (none: never expires). */
+  readonly ttl?: number | undefined;
+  /** The server user taking the lock, stored as `Owner`: a release or write that names an owner must name this one. */
   readonly owner?: string | undefined;
-  /** Lease length in ms; undefined: the connection's default (none: never expires). */
-  readonly ttlMs?: number | undefined;
+  /** Wait while someone else holds the lock (default: `STATE_LOCKED` at once). */
+  readonly wait?: LockWait | undefined;
 }
 
-/** Who releases a lock, and whether the release is recorded (see {@link Locking.unlock}). */
-export interface UnlockBy {
-  /** Release only a lock that belongs to this owner. */
+/** Options of `ObjectStoreBackend.unlock`. */
+export interface UnlockOptions {
+  /** Release only a lock whose `Owner` is this (`LOCK_NOT_OWNED` otherwise; a CLI lock belongs to no one). */
   readonly owner?: string | undefined;
-  /** The principal of a force-unlock that named no lock ID. */
+  /** The principal of a force-unlock that named no lock ID (the tool's, through a server), recorded with the release. */
   readonly forcedBy?: string | undefined;
-  /** Record the release (default true). */
-  readonly record?: boolean | undefined;
 }
 
 /** One lock as `objstate locks` lists it. */
@@ -73,6 +79,8 @@ export interface LockingInit {
   readonly places: readonly LockPlace[];
   /** The key of a workspace's lock in a place. */
   keyOf(place: LockPlace, workspace: string): string;
+  /** The lock info's `Path`: `{bucket}/{statePath}`. */
+  path(workspace: string): string;
   /** `bucket/path` of a workspace, for messages. */
   describe(workspace: string): string;
   /** The workspace a listed key belongs to, or null. */
@@ -116,17 +124,21 @@ export class Locking {
     return this.init.ttlMs;
   }
 
-  /** Take the lock everywhere; `STATE_LOCKED` names the holder (and its lease). */
-  async lock(workspace: string, options: TakeOptions, path: string): Promise<LockInfo> {
+  /** Take the lock everywhere (waiting as `options.wait` says); `STATE_LOCKED` names the holder (and its lease). */
+  lock(workspace: string, options: LockOptions): Promise<LockInfo> {
+    return waitWhileLocked(() => this.take(workspace, options), options.wait);
+  }
+
+  private async take(workspace: string, options: LockOptions): Promise<LockInfo> {
     const init = this.init;
+    const ttl = checkTtl(options.ttl, "the lock ttl (ttl)") ?? init.ttlMs;
     const fresh = newLockInfo({
       operation: options.operation ?? "objstate",
       info: options.info ?? "",
       who: options.who ?? init.who,
       version: options.version ?? init.version,
-      path,
+      path: init.path(workspace),
     });
-    const ttl = options.ttlMs ?? init.ttlMs;
     const sentAt = init.now();
     const base: LockInfo = { ...fresh, ID: options.id ?? fresh.ID, Created: options.created ?? fresh.Created };
     const leased: LockInfo = ttl === undefined ? base : { ...base, Expires: leaseExpiry(sentAt, ttl) };
@@ -199,8 +211,8 @@ export class Locking {
   }
 
   /** A held-lock handle whose heartbeat renews the lease every third of its ttl. */
-  async acquire(workspace: string, options: TakeOptions, path: string): Promise<LockHandle> {
-    const info = await this.lock(workspace, options, path);
+  async acquire(workspace: string, options: LockOptions): Promise<LockHandle> {
+    const info = await this.lock(workspace, options);
     const ttl = this.enabled ? this.held.get(info.ID)?.ttlMs : undefined;
     const handle = new LockHandle(
       info,
@@ -334,7 +346,7 @@ export class Locking {
    * named no ID) unless `record` is false. An ID that is not the holder's but was released
    * recently is `LOCK_NOT_FOUND` (already released), not `LOCK_ID_MISMATCH`.
    */
-  async unlock(workspace: string, id: string, options: UnlockBy = {}): Promise<void> {
+  async unlock(workspace: string, id: string, options: UnlockOptions & { readonly record?: boolean } = {}): Promise<void> {
     const { owner, forcedBy } = options;
     const init = this.init;
     if (!this.enabled) return;
