@@ -1,9 +1,4 @@
-/**
- * The runtime backend (docs/design.md §5): state objects in a bucket, locks and digests in a
- * key-value table. A façade: each call is one line into the module that does it — connect.ts,
- * read.ts (with repair) and stream.ts, write.ts, commit.ts, locks/, workspaces.ts, history.ts
- * and versions.ts (docs/decisions/058).
- */
+/** The runtime backend (docs/design.md §5, decision 058): a façade whose calls are each one line into the module that does it. */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import type { Identity } from "../credentials/chain.js";
@@ -202,10 +197,7 @@ export class ObjectStoreBackend {
     return readDecrypted(this.ctx, enc, workspace, options, false);
   }
 
-  /**
-   * Read the state while passing it on to `sink`, its last bytes only once proven (see
-   * stream.ts). An encrypted state is never streamed (its tag proves it only at the end).
-   */
+  /** Read the state while passing it on to `sink`, its last bytes only once proven (stream.ts); an encrypted state is never streamed. */
   async streamState(workspace: string, sink: StateSink, options: StreamOptions = {}): Promise<StreamResult> {
     const enc = this.ctx.encryption;
     if (enc !== undefined) return { streamed: false, state: await readDecrypted(this.ctx, enc, workspace, { sharedBody: options.sharedBody }, true) };
@@ -217,12 +209,7 @@ export class ObjectStoreBackend {
     return this.ctx.encryption !== undefined;
   }
 
-  /**
-   * Store the workspace's state through the lineage guard (`STATE_CONFLICT` unless `force`;
-   * the same content again writes nothing), fenced and committed at the digest item (see
-   * write.ts), under the caller's lock (`lockId`) or one taken for the write. Bytes that are
-   * no state (state/check.ts) are `STATE_INVALID`, and nothing is stored.
-   */
+  /** Store the state: checked (`STATE_INVALID`), guarded (`STATE_CONFLICT` unless `force`), fenced and committed under the caller's lock or one taken (write.ts). */
   writeState(workspace: string, given: Uint8Array | string | ByteSource, options: WriteOptions = {}): Promise<WriteResult> {
     return writeState(this.ctx, workspace, given, options);
   }
@@ -287,12 +274,7 @@ export class ObjectStoreBackend {
     return this.ctx.locking.listed(workspace, info);
   }
 
-  /**
-   * Release lock `id` — yours, or someone else's by the ID their lock error showed (there is
-   * no other force-unlock; decision 059): `LOCK_ID_MISMATCH` for another ID, `LOCK_NOT_FOUND`
-   * for none (or one released recently), `LOCK_NOT_OWNED` for another `owner`. `NO_LOCK_ID`
-   * clears an item without readable info. Recorded for an hour (decision 013).
-   */
+  /** Release lock `id`, yours or another's by its ID (decision 059); `NO_LOCK_ID` clears an item without readable info. Recorded for an hour (decision 013). */
   unlock(workspace: string, id: string, options: UnlockOptions = {}): Promise<void> {
     return this.ctx.locking.unlock(workspace, id, { owner: options.owner, forcedBy: options.forcedBy });
   }
@@ -317,10 +299,7 @@ export class ObjectStoreBackend {
     return (await openState(enc, stored, workspace)).state;
   }
 
-  /**
-   * Write the current state again under the primary method (rotation, migrating in or out),
-   * as a new version with serial + 1, under the lock. Reads with any configured method.
-   */
+  /** Write the current state again under the primary method, as a new version with serial + 1, under the lock. */
   async rekey(workspace: string = DEFAULT_WORKSPACE, options: RekeyOptions = {}): Promise<RekeyResult> {
     const enc = this.ctx.encryption;
     if (enc === undefined) {
@@ -351,19 +330,12 @@ export class ObjectStoreBackend {
     return diffVersions(this.ctx, workspace, sides);
   }
 
-  /**
-   * What a rollback to `versionId` would change: the diff from the current version to it.
-   * Show it, then pass its `from` as the rollback's `expectCurrent`, so that a write made
-   * meanwhile refuses the rollback instead of being rolled over unseen.
-   */
+  /** What a rollback to `versionId` would change; pass its `from` as the rollback's `expectCurrent`, so a write made meanwhile refuses it. */
   previewRollback(workspace: string, versionId: string): Promise<VersionDiff> {
     return rollbackPreview(this.ctx, workspace, versionId);
   }
 
-  /**
-   * Write version `versionId`'s content as a new version (serial above the current one's),
-   * under the lock, recording `Operation: rollback`; another lineage needs `force`. Deletes nothing.
-   */
+  /** Write version `versionId`'s content as a new version (serial above the current one's), under the lock; another lineage needs `force`. */
   async rollback(workspace: string, versionId: string, options: BackendRollbackOptions = {}): Promise<RollbackResult> {
     checkWorkspace(workspace);
     const { principal, expectCurrent } = options;
@@ -374,11 +346,7 @@ export class ObjectStoreBackend {
     });
   }
 
-  /**
-   * The audit log of this bucket and layout (`{prefix}/@objstate/audit/`, one object per UTC
-   * day; docs/decisions/076). `objstate serve` keeps one per process. `INVALID_LAYOUT` when the
-   * default workspace's key would lie under it.
-   */
+  /** The audit log of this bucket and layout (docs/decisions/076); `INVALID_LAYOUT` when the default workspace's key would lie under it. */
   auditLog(options: AuditLogOptions = {}): AuditLog {
     return new AuditLog(this.ctx.store, this.ctx.layout, options);
   }

@@ -72,10 +72,7 @@ export interface CommitExtra {
   readonly claimWaitMs?: number | undefined;
 }
 
-/**
- * One conditional update of the digest item, made only while it is still as `seen`. A refusal
- * means another write was committed after this one started: this one did not happen (`STATE_CONFLICT`).
- */
+/** One conditional update of the digest item while it is still as `seen`; a refusal means this write did not happen (`STATE_CONFLICT`). */
 export async function commit(
   ctx: BackendContext,
   workspace: string,
@@ -107,10 +104,7 @@ export async function commit(
   return { digest, generation, lockId };
 }
 
-/**
- * PUT the committed version's bytes again, with its record (so it judges as committed),
- * conditional on the write it goes over. The digest is already theirs: nothing to commit.
- */
+/** PUT the committed version's bytes again with its record (so it judges as committed), conditional on the write it goes over. */
 export async function writeCommittedAgain(
   ctx: BackendContext,
   workspace: string,
@@ -135,11 +129,7 @@ export async function writeCommittedAgain(
   });
 }
 
-/**
- * The stored object's metadata and MD5 without holding a large object in memory: up to
- * {@link HASH_READ_MAX} bytes are hashed; a larger object's MD5 is its record (the plain MD5
- * ETag, else objstate's). `proven`: the MD5 comes from the bytes (or the store's own ETag).
- */
+/** The stored object's metadata and MD5, hashing at most {@link HASH_READ_MAX} bytes (else its record); `proven`: from the bytes or the store's ETag. */
 export async function storedDigest(ctx: BackendContext, path: string): Promise<{ meta: ObjectMeta; md5: string | undefined; proven: boolean } | null> {
   const obj = await ctx.store.get(path, { maxBytes: HASH_READ_MAX });
   if (obj === null) return null;

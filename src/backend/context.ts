@@ -1,8 +1,4 @@
-/**
- * What every part of a connected backend works with: the drivers, the layout and the names
- * derived from it, the lock manager, and how repairs and warnings are reported. Built once
- * by `ObjectStoreBackend.connect`; the modules beside this one take it as their first argument.
- */
+/** What every part of a connected backend works with: drivers, layout, names, locks, and how repairs and warnings are reported. */
 import { StateEncryption } from "../encryption/index.js";
 import type { LockTableDriver } from "../lock/types.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
@@ -49,17 +45,14 @@ export class BackendContext {
   readonly reportRepair: (event: RepairEvent) => void;
   /** How states are encrypted here; undefined: stored and read as they are. */
   readonly encryption: StateEncryption | undefined;
-  /**
-   * Plaintext MD5s by envelope MD5 (oldest out first): an envelope fixes its plaintext, so a
-   * server's Content-MD5 of a decrypted state is hashed once per version, not per GET.
-   */
+  /** Plaintext MD5s by envelope MD5 (oldest out first): a server's Content-MD5 of a decrypted state is hashed once per version. */
   private readonly plainMd5s = new Map<string, string>();
   private unlockedNoted = false;
 
   constructor(conn: Connection, options: ConnectOptions, warn: (message: string, code: string) => void) {
     this.settings = conn.settings;
     this.store = conn.store;
-    this.table = conn.table?.driver;
+    this.table = conn.table;
     this.layout = conn.layout;
     this.bucket = conn.bucket;
     this.who = options.who ?? defaultWho();

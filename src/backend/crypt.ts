@@ -40,11 +40,7 @@ export function openState(enc: StateEncryption, stored: Buffer, workspace: strin
   return enc.decrypt(stored, { workspace });
 }
 
-/**
- * Refuse to write over a stored state this configuration cannot read: the whole object when
- * small, else its first bytes, where the key is chosen (decision 064). A small state's header
- * comes back from its decrypted content (an envelope's clear fields cannot say it is empty).
- */
+/** Refuse to write over a stored state this configuration cannot read (decision 064); a small state's header comes back from its content. */
 export async function checkReadable(enc: StateEncryption, stored: Buffer, whole: boolean, workspace: string): Promise<StateHeader | undefined> {
   if (whole) {
     const d = await enc.decrypt(stored, { workspace });
@@ -60,10 +56,7 @@ export async function checkReadable(enc: StateEncryption, stored: Buffer, whole:
   return undefined;
 }
 
-/**
- * The decrypted state; with `md5`, also the MD5 of an envelope's plaintext, taken once per
- * version (a plain state's is the stored bytes', proven by the read).
- */
+/** The decrypted state; with `md5`, the MD5 of an envelope's plaintext too, taken once per version. */
 export async function readDecrypted(
   ctx: BackendContext,
   enc: StateEncryption,
@@ -85,11 +78,7 @@ export async function readDecrypted(
   return { body: d.state, etag: found.etag, md5: sum, encryption: { encrypted: d.encrypted, method: d.method, migration: d.migration } };
 }
 
-/**
- * The fast lane of an encrypted read: the stored bytes handed to the decryptor as they arrive,
- * never held, when the store's MD5 record is the committed digest (or there is none): the
- * record proves the version, the GCM tag the bytes. Undefined: read the usual way.
- */
+/** The fast lane of an encrypted read: the bytes handed to the decryptor as they arrive when the store's MD5 record is the digest (or none); undefined: read the usual way. */
 async function readSealed(
   ctx: BackendContext,
   enc: StateEncryption,

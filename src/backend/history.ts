@@ -12,10 +12,7 @@ import type { Principal } from "./principal.js";
 import { isEnvelope } from "../encryption/index.js";
 import { scanHeader, withSerial } from "./state-header.js";
 
-/**
- * Bytes read of each version to find `serial` and `lineage` when objstate did not record them
- * (the tool writes them first); the same ranged read brings the metadata objstate records.
- */
+/** Bytes read of each version to find `serial` and `lineage` when objstate did not record them (the tool writes them first). */
 const PEEK_BYTES = 4096;
 /** Ranged reads in flight while listing history. */
 const PEEK_CONCURRENCY = 8;
@@ -64,11 +61,7 @@ function versioningOff(where: string, status: VersioningStatus): ObjstateError {
   );
 }
 
-/**
- * The versions of one workspace's state, newest first: one listing page at a time and, per
- * version, one ranged read of {@link PEEK_BYTES} (a few at a time), never a whole version.
- * `VERSIONING_OFF` on a bucket that never kept versions.
- */
+/** The versions of one workspace's state, newest first: a listing page and a ranged read per version, a few at a time; `VERSIONING_OFF` without versions. */
 export async function* stateHistory(ctx: BackendContext, workspace: string, options: HistoryOptions = {}): AsyncGenerator<StateVersion> {
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
   if (limit <= 0) return;
@@ -160,12 +153,7 @@ export interface RollbackResult {
   readonly md5: string;
 }
 
-/**
- * Write version `versionId`'s content as a new version whose `serial` is one more than the
- * current one's (or the newest version's, for a deleted workspace) and never lower than its
- * own, so the tool accepts it as newer; conditional on the current version seen here. Another
- * lineage is `STATE_CONFLICT` unless `force`. Deletes nothing.
- */
+/** Write version `versionId`'s content as a new version with a serial above the current one's (and its own), conditional on the current one; another lineage needs `force`. */
 export async function rollbackState(
   ctx: BackendContext,
   workspace: string,

@@ -1,7 +1,4 @@
-/**
- * What a write records in its object's metadata (docs/design.md §9), and how a stored
- * object's MD5 is known from it: pure functions the write and the read flows share.
- */
+/** What a write records in its object's metadata (docs/design.md §9), and how a stored object's MD5 is known from it. */
 import { ObjstateError } from "../errors.js";
 import type { ObjectMeta } from "../store/types.js";
 import type { Principal } from "./principal.js";
@@ -51,10 +48,7 @@ export function recordedMd5(meta: ObjectMeta): string | undefined {
   return v !== undefined && /^[0-9a-f]{32}$/.test(v) ? v : undefined;
 }
 
-/**
- * Does the object prove it is a complete write by objstate? It carries objstate's record of
- * the write, and a record of its MD5 (objstate's, or a plain MD5 ETag) that matches `actual`.
- */
+/** Does the object prove it is a complete objstate write: its record, and a record of its MD5 that matches `actual`? */
 export function provenComplete(meta: ObjectMeta, actual: string): boolean {
   const m = meta.metadata;
   if (m === undefined || (m[META.serial] === undefined && m[META.lockId] === undefined)) return false;
@@ -88,10 +82,7 @@ export function writeOf(meta: ObjectMeta): string {
   return `serial ${meta.metadata?.[META.serial] ?? "?"}${by === undefined ? "" : `, by ${by}`}`;
 }
 
-/**
- * Most bytes of an OIDC principal's claims (as stored) a version records: S3 keeps 2 KiB of
- * user metadata per object; the audit line still has them all.
- */
+/** Most bytes of an OIDC principal's claims a version records (S3 keeps 2 KiB of metadata); the audit line has them all. */
 export const PRINCIPAL_CLAIMS_MAX = 512;
 
 /** The metadata that records who a write was made for: name and how, and a token's ID or an OIDC identity. */

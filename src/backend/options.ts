@@ -32,11 +32,7 @@ export interface ConnectOptions {
   readonly multipartThreshold?: number | undefined;
   /** Extra options for the S3 driver (a hook that sees every signed request). */
   readonly s3?: Pick<S3DriverOptions, "onRequest"> | undefined;
-  /**
-   * How long requests to the store, the lock table and STS may take (defaults: connect 5 s,
-   * idle 20 s, request 60 s with retries; `requestMs` also caps the other two). Past it:
-   * `ENDPOINT_TIMEOUT` naming the endpoint.
-   */
+  /** Deadlines of requests to the store, the lock table and STS (defaults: connect 5 s, idle 20 s, request 60 s); then `ENDPOINT_TIMEOUT`. */
   readonly timeouts?: Partial<Timeouts> | undefined;
   /** Receives warnings (default: `process.emitWarning`, each kind once per process). */
   readonly onWarning?: ((message: string, code: string) => void) | undefined;
@@ -44,22 +40,11 @@ export interface ConnectOptions {
   readonly readOnly?: boolean | undefined;
   /** Time source for refreshing temporary credentials before they expire (default `Date.now`). */
   readonly clock?: Clock | undefined;
-  /**
-   * Lease (ms, at least 1 s) of every lock this connection takes, unless a lock says
-   * otherwise: a `LockHandle` renews it every third of this; an expired lock is taken over.
-   * Default: none, locks never expire (like the tool's own).
-   */
+  /** Lease (ms, at least 1 s) of every lock this connection takes, renewed by a `LockHandle`; default none (never expire). */
   readonly ttl?: number | undefined;
-  /**
-   * Lock with a lockfile `{statePath}.tflock` in the bucket (the tool's S3 backend layout);
-   * with a lock table too, both are taken. The store's conditional writes are probed first.
-   */
+  /** Lock with a lockfile `{statePath}.tflock` (the tool's S3 layout; with a lock table, both); conditional writes are probed first. */
   readonly lockfile?: boolean | undefined;
-  /**
-   * Where the default workspace's state lives (docs/design.md §5): `seed` (default) at
-   * `{prefix}/{key}`, as the tool's OSS backend keeps it; `s3` at `{key}`, as its S3 backend
-   * does. Named workspaces are at `{prefix}/{name}/{key}` in both.
-   */
+  /** Where the default workspace's state lives: `seed` (default) at `{prefix}/{key}`, `s3` at `{key}` (docs/design.md §5). */
   readonly layout?: LayoutName | undefined;
   /** How far apart the clocks of lock holders may be (default 1 s; see docs/design.md §10). */
   readonly lockClockMarginMs?: number | undefined;
@@ -67,11 +52,7 @@ export interface ConnectOptions {
   readonly lockClock?: (() => number) | undefined;
   /** Told of every repair a read or write makes on its own (default: `onWarning`, code `OBJSTATE_STATE_REPAIRED`). */
   readonly onRepair?: ((event: RepairEvent) => void) | undefined;
-  /**
-   * State encryption in OpenTofu's format (parse it with `parseEncryptionConfig` or
-   * `encryptionConfigFromEnv`): writes store envelopes under the primary method, reads try
-   * the primary method, then each fallback. Without it, states are stored as they are.
-   */
+  /** State encryption in OpenTofu's format: envelopes written under the primary method, read with it or a fallback. */
   readonly encryption?: EncryptionConfig | undefined;
   /** Whose methods of `encryption` apply: `state` (default), or a remote state data source by name. */
   readonly encryptionTarget?: EncryptionTarget | undefined;
@@ -79,11 +60,7 @@ export interface ConnectOptions {
 
 /** Options of {@link ObjectStoreBackend.readState}. */
 export interface ReadOptions {
-  /**
-   * Sees the state as it arrives (`body` the buffer being filled, `filled` bytes in it); a
-   * digest retry starts over. Unchecked until the read returns: to pass bytes on while they
-   * arrive, use {@link ObjectStoreBackend.streamState}, which holds back what is not proven.
-   */
+  /** Sees the state as it arrives (unchecked until the read returns; a retry starts over); to pass it on, use `streamState`. */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
   /** `onData` hands the bytes to a worker thread: a large state is read into shared memory where the driver can (S3). */
   readonly sharedBody?: boolean | undefined;
@@ -99,10 +76,7 @@ export interface WriteOptions extends UnderLockOptions {
   readonly onProgress?: ((sent: number, total: number) => void) | undefined;
   /** Write even when the lineage guard refuses. Fencing still applies. */
   readonly force?: boolean | undefined;
-  /**
-   * The ETag of the stored state the caller last read ({@link ObjectStoreBackend.readStateVersion}),
-   * or null for "no state": the write is conditional on that instead of on what it sees itself.
-   */
+  /** The ETag the caller last read (null: "no state"): the write is conditional on it instead of on what it sees itself. */
   readonly ifMatch?: string | null | undefined;
   /** Called the moment the state object is stored (before the commit, which waits for it). */
   readonly onStored?: (() => void | Promise<void>) | undefined;

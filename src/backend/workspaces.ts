@@ -1,8 +1,4 @@
-/**
- * Workspaces (docs/design.md §5): listed from the bucket (every page, keys of exactly the
- * layout's form), created with an empty state, deleted digest first; and a workspace's last
- * write as its object records it.
- */
+/** Workspaces (docs/design.md §5): listed from the bucket, created with an empty state, deleted digest first; and their last writes. */
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
 import type { BackendContext } from "./context.js";
@@ -27,11 +23,7 @@ export async function listWorkspaceNames(ctx: BackendContext): Promise<string[]>
   return [DEFAULT_WORKSPACE, ...[...found].sort()];
 }
 
-/**
- * The state object of every workspace that has one, from the listing alone (a request per
- * 1,000 workspaces on S3, none per workspace), sorted as {@link listWorkspaceNames},
- * `default` first when it has a state.
- */
+/** The state object of every workspace that has one, from the listing alone, sorted, `default` first when it has a state. */
 export async function listWorkspaceObjects(ctx: BackendContext): Promise<WorkspaceObject[]> {
   const found: WorkspaceObject[] = [];
   let fallback: WorkspaceObject | undefined;
@@ -49,10 +41,7 @@ export async function listWorkspaceObjects(ctx: BackendContext): Promise<Workspa
   return fallback === undefined ? found : [fallback, ...found];
 }
 
-/**
- * Refuse to create a workspace that exists (`WORKSPACE_EXISTS`): `default` always does, a
- * named one when it has a state. Checked under the lock, right before the empty state is written.
- */
+/** `WORKSPACE_EXISTS` for `default` and a workspace with a state; checked under the lock, right before the empty state is written. */
 export async function refuseExisting(ctx: BackendContext, workspace: string): Promise<void> {
   checkWorkspace(workspace);
   if (workspace === DEFAULT_WORKSPACE) throw new ObjstateError("WORKSPACE_EXISTS", `workspace ${DEFAULT_WORKSPACE} already exists (it always does)`);
@@ -76,20 +65,13 @@ export function checkDeletable(workspace: string): void {
   if (workspace === DEFAULT_WORKSPACE) throw new ObjstateError("CANNOT_DELETE_DEFAULT", "the default workspace cannot be deleted");
 }
 
-/**
- * Delete a workspace's digest, then its state (the caller holds the lock). The digest goes
- * first: a crash in between leaves a state without a digest, which reads fine, never a
- * digest without a state.
- */
+/** Delete a workspace's digest, then its state, under the caller's lock: a crash between leaves a state without a digest, which reads fine. */
 export async function deleteUnderLock(ctx: BackendContext, workspace: string): Promise<void> {
   if (ctx.table !== undefined) await ctx.table.delete(ctx.digestId(workspace));
   await ctx.store.delete(ctx.statePath(workspace));
 }
 
-/**
- * The digest item's attribute that keeps the metadata of the write it commits, so a listing
- * of every workspace needs no HEAD per workspace: `{"md5", "meta"}` (JSON).
- */
+/** The digest item's attribute that keeps the metadata of the write it commits (`{"md5", "meta"}`): a listing needs no HEAD per workspace. */
 export const LAST_WRITE_ATTR = "LastWrite";
 
 /** The {@link LAST_WRITE_ATTR} value of a write of bytes with MD5 `md5` and object metadata `meta`. */
@@ -141,12 +123,7 @@ function recorded(value: string | undefined, o: WorkspaceObject): Record<string,
   }
 }
 
-/**
- * {@link workspaceStatusOf} of every listed workspace that `include` keeps, in listing order,
- * from one listing and one scan of the lock table: a write's metadata comes from its digest
- * item's record, and only an object the record does not describe (a write by another tool,
- * a multipart ETag) costs a HEAD.
- */
+/** {@link workspaceStatusOf} of every listed workspace `include` keeps, from one listing and one table scan (a HEAD only where unrecorded). */
 export async function workspaceStatuses(ctx: BackendContext, include: (workspace: string) => boolean = () => true): Promise<WorkspaceStatus[]> {
   const [objects, { locks, records }] = await Promise.all([listWorkspaceObjects(ctx), locksAndRecords(ctx)]);
   const byName = new Map(objects.map((o) => [o.workspace, o]));
@@ -172,10 +149,7 @@ export async function workspaceStatuses(ctx: BackendContext, include: (workspace
   return out;
 }
 
-/**
- * Every lock by its path, and every {@link LAST_WRITE_ATTR} record by its digest item: one scan
- * when the table is where locks are read first; else the lock listing beside a scan of the records.
- */
+/** Every lock by its path and every {@link LAST_WRITE_ATTR} record by its item: one scan when the table is where locks are read first. */
 async function locksAndRecords(ctx: BackendContext): Promise<{ locks: Map<string, LockListing>; records: Map<string, string> }> {
   const table = ctx.table;
   const records = new Map<string, string>();

@@ -1,8 +1,4 @@
-/**
- * The write flow (docs/design.md §5, §9–§10): the state held to the state rule and sealed, the
- * lineage guard judged against the committed state, the fencing checks (the holder right
- * before the write, the conditional PUT), and the commit point, under the workspace's lock.
- */
+/** The write flow (docs/design.md §5, §9–§10): the state checked and sealed, guarded, fenced and committed, under the lock. */
 import { isObjstateError, type ObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
 import { isByteSource, md5OfSource, prefixOf, readThrough, sizeOf, wrapSource } from "../store/byte-source.js";
@@ -12,12 +8,11 @@ import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { commit, generationOf, intentMetadata, judge, storedDigest } from "./commit.js";
 import { checkReadable, openState, sealState } from "./crypt.js";
 import type { BackendContext } from "./context.js";
-import type { LockHandle } from "./locks/lease.js";
 import type { LockInfo } from "./locks/lock-info.js";
 import { conflict, decodeMeta, encodeMeta, META, normalizeDigest, plainMd5, principalMetadata, recordedMd5 } from "./meta.js";
 import type { WriteOptions } from "./options.js";
 import { lockOwnerOf } from "./principal.js";
-import { adoptTorn, committedMissing, committedVersion, putCommittedBack } from "./read.js";
+import { adoptTorn, committedMissing, committedVersion, restoreCommitted } from "./read.js";
 import type { WriteResult } from "./results.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 import { LAST_WRITE_ATTR, lastWriteRecord } from "./workspaces.js";
@@ -48,10 +43,7 @@ interface Current {
   readonly whole: boolean;
 }
 
-/**
- * Store the workspace's state (see `ObjectStoreBackend.writeState`): checked, sealed when
- * encryption is on, then guarded, fenced and committed under the caller's lock or one taken here.
- */
+/** Store the workspace's state (see `ObjectStoreBackend.writeState`) under the caller's lock or one taken here. */
 export async function writeState(ctx: BackendContext, workspace: string, given: Uint8Array | string | ByteSource, options: WriteOptions): Promise<WriteResult> {
   const data = await checkState(isByteSource(given) ? given : toBuffer(given), workspace);
   const enc = options.stored === true ? undefined : ctx.encryption;
@@ -88,11 +80,7 @@ async function wholeState(data: Buffer | ByteSource): Promise<Buffer> {
   return out.subarray(0, n);
 }
 
-/**
- * Write under the lock: `ownLock` when the call took it itself (its info is the holder, its
- * owner is not checked), else the caller's `options.lockId` (checked, with `options.owner`,
- * right before the write).
- */
+/** Write under the lock: `ownLock` when the call took it (the holder, owner unchecked), else `options.lockId`, checked right before the write. */
 async function writeFenced(
   ctx: BackendContext,
   workspace: string,
@@ -248,11 +236,8 @@ export function guardRefusal(stored: StateHeader, incoming: { lineage?: string; 
 }
 
 /**
- * After a refused commit: where the store did not hold the PUT to its If-Match (Ceph RGW
- * checks it by HEAD on a versioned bucket), the late write may be the current object while
- * the digest is a newer commit's, and the tool's S3 backend then refuses every read. Put the
- * committed version back over it at once, conditional on the late write still being current
- * (under a short lock when the lock is free; a holder's write would be refused, never lost).
+ * After a refused commit: a store that ignored the PUT's If-Match (Ceph RGW, versioned) may keep the late write current,
+ * which the tool's S3 backend refuses to read: put the committed version back over it, conditional on the late write.
  */
 async function undoLateWrite(ctx: BackendContext, workspace: string, locks: LockTableDriver, mine: string, lockId: string | undefined): Promise<void> {
   const path = ctx.statePath(workspace);
@@ -262,29 +247,15 @@ async function undoLateWrite(ctx: BackendContext, workspace: string, locks: Lock
     if (current === null || committed === undefined || committed === mine || (recordedMd5(current) ?? plainMd5(current)) !== mine) return;
     if (current.metadata?.[META.lockId] !== (lockId === undefined ? undefined : encodeMeta(lockId))) return;
     const version = await committedVersion(ctx, path, committed);
-    if (version === null || ctx.readOnly || !ctx.locking.enabled) return;
-    let own: LockHandle | undefined;
-    try {
-      own = await ctx.acquire(workspace, { operation: "restore the committed state" });
-    } catch (e) {
-      if (!isObjstateError(e, "STATE_LOCKED")) return;
-    }
-    try {
-      await putCommittedBack(ctx, workspace, version, current, committed, generationOf(item), own?.id);
-    } finally {
-      await own?.release().catch(() => undefined);
-    }
+    if (version !== null) await restoreCommitted(ctx, workspace, version, current, committed, generationOf(item), true);
   } catch {
     // Best effort: the refusal is the answer, and readers pass over the late write.
   }
 }
 
 /**
- * The stored object against the committed digest, before a write under `lockId` judges it.
- * Usually one and the same (no request). Otherwise, proven from the bytes: a torn write is
- * committed first (the caller holds the lock, so no writer of it is still at work), and it
- * is the base; behind a write that never committed, the committed version is the base
- * (`COMMITTED_VERSION_MISSING` when the store no longer has it, unless `force`).
+ * The base a write judges against: the stored object, or, proven from the bytes, a torn write committed first, or the committed
+ * version behind a superseded one (`COMMITTED_VERSION_MISSING` without it, unless `force`).
  */
 async function settleForWrite(
   ctx: BackendContext,
@@ -323,11 +294,7 @@ async function settleForWrite(
   return { base: current, seen: item, extraRead: true };
 }
 
-/**
- * Does the stored envelope whose MD5 is `storedMd5` hold exactly `plain`? Known without a
- * read when that envelope's plaintext MD5 is remembered; otherwise it is read and opened
- * (only a write with the stored serial and lineage asks: a retry, or a conflict).
- */
+/** Does the stored envelope whose MD5 is `storedMd5` hold exactly `plain`? Remembered, or read and opened. */
 async function sealsSameState(ctx: BackendContext, workspace: string, base: Current, storedMd5: string, plain: Buffer): Promise<boolean> {
   const enc = ctx.encryption;
   if (enc === undefined) return false;
@@ -355,12 +322,7 @@ async function storedIsOurs(ctx: BackendContext, path: string, sum: string, lock
   return lockId === undefined ? by === undefined : by === encodeMeta(lockId);
 }
 
-/**
- * The write's condition failed: another write landed between the guard's read and ours
- * (a lock-free writer, or an abandoned write of an earlier holder arriving late). When
- * that write is torn (stored, never committed, and nothing committed since), and we hold
- * the lock, commit it, so readers get the newest state anyone meant.
- */
+/** The write's condition failed: another write landed in between. When it is torn and we hold the lock, commit it. */
 async function lostRace(
   ctx: BackendContext,
   workspace: string,

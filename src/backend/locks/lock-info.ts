@@ -23,10 +23,7 @@ export interface LockInfo {
   readonly Path: string;
   /** When the lease ends, epoch seconds (docs/design.md §10); absent on a lock that never expires. The tool ignores it. */
   readonly Expires?: number;
-  /**
-   * The server user that took the lock through `objstate serve`: only it (or the `force` role)
-   * may release it or write under it. In the lock itself, so any replica can check it.
-   */
+  /** The server user that took the lock: only it (or the `force` role) may release it or write under it; any replica can check it. */
   readonly Owner?: string;
 }
 
@@ -86,10 +83,7 @@ export function describeHolder(info: LockInfo, nowMs: number = Date.now()): stri
   return `ID ${info.ID || "(none)"}, held by ${info.Who || "unknown"}${owner} since ${info.Created || "unknown"} for ${info.Operation || "an unknown operation"}${info.Info ? ` (${info.Info})` : ""}${lease}`;
 }
 
-/**
- * May `owner` act on the lock `info`? Undefined asks for no check (the library's callers, the
- * `force` role); otherwise the lock must carry exactly that owner (a CLI lock belongs to no one).
- */
+/** May `owner` act on the lock? Undefined asks for no check; otherwise the lock must carry exactly that owner (a CLI lock belongs to no one). */
 export function ownedBy(info: LockInfo, owner: string | undefined): boolean {
   return owner === undefined || info.Owner === owner;
 }

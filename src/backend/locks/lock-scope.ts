@@ -1,8 +1,4 @@
-/**
- * "Use the caller's lock, else take one" (docs/decisions/056): every call that writes under
- * the workspace's lock runs its work through {@link withLock}, which takes the lock (waiting
- * if asked), releases it after the work, and says plainly when a release fails.
- */
+/** "Use the caller's lock, else take one" (docs/decisions/056): every call that writes under the lock runs through {@link withLock}. */
 import { isObjstateError, ObjstateError } from "../../errors.js";
 import type { LockHandle } from "./lease.js";
 import type { LockInfo } from "./lock-info.js";
@@ -47,9 +43,8 @@ export const LOCK_NOT_RELEASED = "OBJSTATE_LOCK_NOT_RELEASED";
 export const LOCK_GONE = "OBJSTATE_LOCK_GONE";
 
 /**
- * Run `work` under the caller's lock, or one taken here and released after the work,
- * whatever it did. A lock taken after `wait.signal` aborted is given back. A failed release
- * is `LOCK_RELEASE_FAILED` after a work that succeeded, a warning after one that failed.
+ * Run `work` under the caller's lock, or one taken here and released after, whatever the work did. A failed release is
+ * `LOCK_RELEASE_FAILED` after a work that succeeded, a warning after one that failed.
  */
 export async function withLock<T>(deps: LockScopeDeps, workspace: string, options: WithLockOptions, work: (scope: LockScope) => Promise<T>): Promise<T> {
   const { lockId, ...take } = options;

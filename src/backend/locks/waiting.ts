@@ -6,10 +6,7 @@ import type { LockInfo } from "./lock-info.js";
 export interface LockWait {
   /** How long to keep trying (ms); 0: one attempt. Past it, the last `STATE_LOCKED` (holder in `details.lockInfo`) again. */
   readonly timeoutMs: number;
-  /**
-   * Ends the wait with the signal's reason. A lock request in flight settles first; a lock it
-   * took is given back by calls that take the lock themselves, and returned by `lock` and `acquire`.
-   */
+  /** Ends the wait with the signal's reason; a lock taken meanwhile is given back by calls that take it themselves. */
   readonly signal?: AbortSignal | undefined;
   /** Called once, with the holder, when the first attempt found the lock held and waiting starts. */
   readonly onWait?: ((holder: LockInfo | undefined) => void) | undefined;
@@ -36,11 +33,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/**
- * Run `attempt` until it does not fail with `STATE_LOCKED`, for at most `wait.timeoutMs`
- * ("equal jitter": half the ceiling for sure, half at random; the ceiling doubles up to
- * {@link BACKOFF_CAP_MS}). An attempt in flight when `wait.signal` aborts settles first.
- */
+/** Run `attempt` until it does not fail with `STATE_LOCKED`, for at most `wait.timeoutMs`, with equal jitter up to {@link BACKOFF_CAP_MS}. */
 export async function waitWhileLocked<T>(attempt: () => Promise<T>, wait: LockWait | undefined): Promise<T> {
   const timeoutMs = wait?.timeoutMs ?? 0;
   if (!Number.isFinite(timeoutMs) || timeoutMs < 0) {
