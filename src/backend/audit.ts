@@ -69,7 +69,7 @@ export interface AuditLogOptions {
   readonly now?: (() => Date) | undefined;
 }
 
-export const AUDIT_DEFAULT_DEADLINE_MS = 5_000;
+const AUDIT_DEFAULT_DEADLINE_MS = 5_000;
 /** Pause before the next try after a failure; doubles while the deadline allows. */
 const RETRY_BASE_MS = 100;
 /** Objects of a day read at once. */
@@ -81,7 +81,7 @@ const PART_NAME = /^(\d{4}-\d{2}-\d{2})(?:\.\d{1,6})?\.jsonl$/;
 const EVENT_NAME = /^(\d{4}-\d{2}-\d{2})\/(\d{4}-\d{2}-\d{2}T[\d:.]+Z)-[0-9a-f]+\.json$/;
 
 /** The principal fields an audit line keeps: copied one by one, so nothing else of a value can slip in. */
-export function auditPrincipal(p: Principal): AuditPrincipal {
+function auditPrincipal(p: Principal): AuditPrincipal {
   const out: { name: string; via: string; tokenId?: string; oidc?: AuditPrincipal["oidc"] } = { name: p.name, via: p.via };
   if (p.tokenId !== undefined) out.tokenId = p.tokenId;
   if (p.oidc !== undefined) {
@@ -102,12 +102,7 @@ export function auditRecord(entry: AuditEntry, time: Date): AuditRecord {
     surface: entry.surface,
     outcome: entry.outcome,
   };
-  if (entry.lockId !== undefined) r["lockId"] = entry.lockId;
-  if (entry.serial !== undefined) r["serial"] = entry.serial;
-  if (entry.md5 !== undefined) r["md5"] = entry.md5;
-  if (entry.from !== undefined) r["from"] = entry.from;
-  if (entry.code !== undefined) r["code"] = entry.code;
-  if (entry.status !== undefined) r["status"] = entry.status;
+  for (const k of ["lockId", "serial", "md5", "from", "code", "status"] as const) if (entry[k] !== undefined) r[k] = entry[k];
   return r as unknown as AuditRecord;
 }
 

@@ -15,8 +15,7 @@ import type { ConnectOptions } from "./options.js";
 import type { RepairEvent } from "./results.js";
 
 /** The warning of a connection that locks nothing, given on its first write or lock. */
-export const NO_LOCKING_CODE = "OBJSTATE_NO_LOCKING";
-/** How many envelopes' plaintext MD5s a connection remembers. */
+const NO_LOCKING_CODE = "OBJSTATE_NO_LOCKING";
 const PLAIN_MD5_MEMO = 256;
 const warned = new Set<string>();
 
@@ -34,7 +33,6 @@ export class BackendContext {
   readonly table: LockTableDriver | undefined;
   readonly layout: Layout;
   readonly bucket: string;
-  /** `Who` of the locks and writes of this connection. */
   readonly who: string;
   /** Connected only to read: reads repair nothing. */
   readonly readOnly: boolean;
@@ -85,12 +83,10 @@ export class BackendContext {
     });
   }
 
-  /** The object key of a workspace's state (see `layout.ts`). */
   statePath(workspace: string): string {
     return statePath(this.layout, workspace);
   }
 
-  /** `bucket/path`, for messages. */
   describe(workspace: string): string {
     return `${this.bucket}/${this.statePath(workspace)}`;
   }
@@ -105,7 +101,6 @@ export class BackendContext {
     return `${this.lockId(workspace)}-md5`;
   }
 
-  /** The workspace whose state is at `path`, if any. */
   workspaceOfPath(path: string): string | undefined {
     return path === this.statePath(DEFAULT_WORKSPACE) ? DEFAULT_WORKSPACE : workspaceOfKey(this.layout, path);
   }
@@ -119,13 +114,11 @@ export class BackendContext {
     return this.locking.enabled;
   }
 
-  /** Take the lock (waiting as `options.wait` says). */
   lock(workspace: string, options: LockOptions): Promise<LockInfo> {
     this.noteUnlocked();
     return this.locking.lock(workspace, options);
   }
 
-  /** Take the lock and hold it with a handle (waiting as `options.wait` says). */
   acquire(workspace: string, options: LockOptions): Promise<LockHandle> {
     this.noteUnlocked();
     return this.locking.acquire(workspace, options);
@@ -152,7 +145,6 @@ export class BackendContext {
     );
   }
 
-  /** What every state write carries besides its body and conditions. */
   putOptions(): { contentType: string; acl: Acl | undefined; encrypt: boolean } {
     return { contentType: "application/json", acl: this.settings.acl.value as Acl | undefined, encrypt: this.settings.encrypt.value === true };
   }

@@ -7,7 +7,7 @@ import { ObjstateError } from "../errors.js";
 import type { ObjectVersion, VersioningStatus } from "../store/types.js";
 import type { BackendContext } from "./context.js";
 import type { RollbackOptions } from "./options.js";
-import { conflict, decodeMeta, META, principalOf, serialOf } from "./meta.js";
+import { conflict, decodeMeta, META, recordOf, serialOf } from "./meta.js";
 import type { Principal } from "./principal.js";
 import { isEnvelope } from "../encryption/index.js";
 import { scanHeader, withSerial } from "./state-header.js";
@@ -103,15 +103,13 @@ async function describeVersion(ctx: BackendContext, workspace: string, v: Object
   const m = got?.meta.metadata ?? {};
   const ours = m[META.serial] !== undefined || m[META.lockId] !== undefined || m[META.who] !== undefined || m[META.principal] !== undefined;
   const header = got === null ? undefined : scanHeader(got.body);
+  const r = recordOf(m);
   return {
     ...base,
-    serial: (got === null ? undefined : serialOf(got.meta)) ?? header?.serial,
-    lineage: decodeMeta(m[META.lineage]) ?? header?.lineage,
+    ...r,
+    serial: r.serial ?? header?.serial,
+    lineage: r.lineage ?? header?.lineage,
     writer: got === null ? undefined : ours ? "objstate" : "other",
-    who: decodeMeta(m[META.who]),
-    principal: principalOf(m),
-    operation: decodeMeta(m[META.operation]),
-    lockId: decodeMeta(m[META.lockId]),
     sourceVersion: decodeMeta(m[META.sourceVersion]),
   };
 }

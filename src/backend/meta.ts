@@ -72,8 +72,20 @@ export function encodeMeta(v: string): string {
 
 /** The serial objstate recorded with a write, when it did. */
 export function serialOf(meta: ObjectMeta): number | undefined {
-  const n = Number(meta.metadata?.[META.serial]);
-  return meta.metadata?.[META.serial] !== undefined && Number.isSafeInteger(n) ? n : undefined;
+  return recordOf(meta.metadata ?? {}).serial;
+}
+
+/** What a write recorded of itself in its object metadata. */
+export function recordOf(m: Readonly<Record<string, string>>) {
+  const serial = Number(m[META.serial]);
+  return {
+    serial: m[META.serial] !== undefined && Number.isSafeInteger(serial) ? serial : undefined,
+    lineage: decodeMeta(m[META.lineage]),
+    who: decodeMeta(m[META.who]),
+    lockId: decodeMeta(m[META.lockId]),
+    operation: decodeMeta(m[META.operation]),
+    principal: principalOf(m),
+  };
 }
 
 /** `serial 7, by me@host` of a stored write, for messages. */
@@ -99,7 +111,7 @@ export function principalMetadata(p: Principal): Record<string, string> {
 }
 
 /** The principal a write recorded in its object metadata, if any. */
-export function principalOf(m: Readonly<Record<string, string>>): Principal | undefined {
+function principalOf(m: Readonly<Record<string, string>>): Principal | undefined {
   const name = decodeMeta(m[META.principal]);
   if (name === undefined) return undefined;
   // A via left out (a store that dropped it) is unknown, not `none`.

@@ -69,8 +69,3 @@ export function requireLockfileSupport(verdict: ProbeVerdict, location: string):
     { details: { verdict } },
   );
 }
-
-/** Forget cached verdicts (tests). */
-export function clearProbeCache(): void {
-  verdicts.clear();
-}

@@ -357,7 +357,7 @@ export async function leftoversOf(ctx: BackendContext): Promise<Leftover[]> {
   return [...seen.values()].sort((a, b) => (a.since?.getTime() ?? 0) - (b.since?.getTime() ?? 0));
 }
 
-export function tornWrite(where: string, workspace: string, meta: ObjectMeta, expected: string, actual: string, digestId: string): ObjstateError {
+function tornWrite(where: string, workspace: string, meta: ObjectMeta, expected: string, actual: string, digestId: string): ObjstateError {
   const m = meta.metadata ?? {};
   return new ObjstateError(
     "TORN_WRITE",

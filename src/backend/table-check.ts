@@ -2,9 +2,6 @@
 import { ObjstateError } from "../errors.js";
 import type { KeyAttribute, LockTableDriver } from "../lock/types.js";
 
-/** The key every lock table must have, as messages name it. */
-export const LOCK_TABLE_KEY = "LockID (String)";
-
 /** What {@link inspectLockTable} found. */
 export type LockTableInspection =
   | { readonly status: "missing" }

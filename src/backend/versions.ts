@@ -15,7 +15,7 @@ export async function currentVersionOf(ctx: BackendContext, workspace: string): 
 }
 
 /** The sides of a diff: `to` by default the current version, `from` the version with content just before it; reads only as much history as that needs. */
-export async function diffSides(ctx: BackendContext, workspace: string, sides: DiffOptions): Promise<{ from: string | null; to: string | null }> {
+async function diffSides(ctx: BackendContext, workspace: string, sides: DiffOptions): Promise<{ from: string | null; to: string | null }> {
   const { from, to } = sides;
   if (from !== undefined && to !== undefined) return { from, to };
   let toId: string | null = to ?? null;

@@ -2,7 +2,7 @@
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
 import type { BackendContext } from "./context.js";
-import { decodeMeta, META, principalOf } from "./meta.js";
+import { recordOf } from "./meta.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, workspacesPrefix } from "../config/layout.js";
 import type { LastWrite, WorkspaceObject, WorkspaceStatus } from "./results.js";
 import { parseLockInfo } from "./locks/lock-info.js";
@@ -81,18 +81,7 @@ export function lastWriteRecord(md5: string, meta: Readonly<Record<string, strin
 
 /** A last write from its object's size, ETag and time and its metadata. */
 function lastWriteFrom(o: Omit<WorkspaceObject, "workspace">, m: Readonly<Record<string, string>>): LastWrite {
-  const serial = m[META.serial] === undefined ? undefined : Number(m[META.serial]);
-  return {
-    size: o.size,
-    etag: o.etag,
-    lastModified: o.lastModified,
-    serial: serial !== undefined && Number.isSafeInteger(serial) ? serial : undefined,
-    lineage: decodeMeta(m[META.lineage]),
-    who: decodeMeta(m[META.who]),
-    lockId: decodeMeta(m[META.lockId]),
-    operation: decodeMeta(m[META.operation]),
-    principal: principalOf(m),
-  };
+  return { size: o.size, etag: o.etag, lastModified: o.lastModified, ...recordOf(m) };
 }
 
 /** The last write of a workspace's state as its object records it (a HEAD, never the body); null when it has no state. */

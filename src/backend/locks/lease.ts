@@ -10,7 +10,7 @@ import type { LockInfo } from "./lock-info.js";
 /** How far apart the clocks of a holder and an acquirer may be (default of `lockClockMargin`). */
 export const DEFAULT_CLOCK_MARGIN_MS = 1_000;
 /** The shortest lease: below a second the epoch-second `Expires` cannot express it. */
-export const MIN_TTL_MS = 1_000;
+const MIN_TTL_MS = 1_000;
 
 /** `Expires` of a lease taken or renewed at `nowMs` (epoch seconds). */
 export function leaseExpiry(nowMs: number, ttlMs: number): number {
@@ -45,7 +45,6 @@ export function lockLost(where: string, id: string, why: string): ObjstateError 
   );
 }
 
-/** What a handle needs from the backend. */
 export interface LeaseOps {
   /** Renew; resolves with the renewed info, or rejects (`LOCK_LOST` when it is gone). */
   renew(): Promise<LockInfo>;
@@ -62,7 +61,6 @@ export class LockHandle {
   private released = false;
   private stopped = false;
 
-  /** @internal Built by the backend. */
   constructor(
     info: LockInfo,
     private readonly ops: LeaseOps,
@@ -72,7 +70,6 @@ export class LockHandle {
     if (ttlMs !== undefined) this.schedule();
   }
 
-  /** The lock ID (pass it as `lockId` to writes). */
   get id(): string {
     return this.info.ID;
   }
@@ -82,7 +79,6 @@ export class LockHandle {
     return this.controller.signal;
   }
 
-  /** Is the lease lost (or the lock released)? */
   get lost(): boolean {
     return this.controller.signal.aborted;
   }

@@ -1,6 +1,6 @@
 import { DEFAULT_WORKSPACE } from "../../config/layout.js";
 import { ObjstateError } from "../../errors.js";
-import { nodeCrypto, nodeOs } from "../../util/builtins.js";
+import { nodeOs } from "../../util/builtins.js";
 
 /** The lock ID that names a lock item with no readable lock info (hand-written, another tool's): `force-unlock no-id` clears it. */
 export const NO_LOCK_ID = "no-id";
@@ -36,18 +36,6 @@ export function defaultWho(): string {
     // no passwd entry (containers): keep $USER
   }
   return `${user}@${nodeOs().hostname()}`;
-}
-
-export function newLockInfo(fields: { operation: string; info: string; who: string; version: string; path: string }): LockInfo {
-  return {
-    ID: nodeCrypto().randomUUID(),
-    Operation: fields.operation,
-    Info: fields.info,
-    Who: fields.who,
-    Version: fields.version,
-    Created: new Date().toISOString(),
-    Path: fields.path,
-  };
 }
 
 /** Parse stored lock info; tolerant of items written by other tools (missing fields become ""). */

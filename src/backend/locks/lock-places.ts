@@ -5,7 +5,6 @@ import type { ObjectStoreDriver } from "../../store/types.js";
 import { lockIdOf, NO_LOCK_ID, ownedBy, parseLockInfo, type LockInfo } from "./lock-info.js";
 import { parseReleased, withRelease, type ReleasedLock, type ReleaseNote } from "./released.js";
 
-/** A lock as stored in one place. */
 export interface StoredLock {
   /** The stored lock info, byte for byte ("" when a table item has no `Info`). */
   readonly raw: string;
@@ -16,7 +15,6 @@ export interface StoredLock {
   readonly token: string;
 }
 
-/** How a release went. */
 export type ReleaseOutcome =
   | { readonly kind: "released" }
   | { readonly kind: "absent" }
@@ -49,7 +47,6 @@ const RECORD_SUFFIX = "-released";
 const RECORD_ATTR = "ReleasedIDs";
 /** The object beside a lockfile that records its recent releases (no longer than `.tflock`, so every name fits). */
 const RECORD_OBJECT_SUFFIX = ".tfrel";
-/** The lockfile's suffix, as the tool's S3 backend names it. */
 export const LOCKFILE_SUFFIX = ".tflock";
 
 function stored(key: string, raw: string, expires: number | undefined, token: string): StoredLock {
@@ -242,7 +239,6 @@ export class LockfileLock implements LockPlace {
     }
   }
 
-  /** A conditional PUT of the lock info; false when the condition failed. */
   private async putIf(key: string, raw: string, condition: { ifNoneMatch: true } | { ifMatch: string }): Promise<boolean> {
     try {
       await this.store.put(key, Buffer.from(raw, "utf8"), { contentType: "application/json", ...condition });

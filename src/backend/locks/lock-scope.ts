@@ -38,9 +38,9 @@ export interface LockScopeDeps {
 }
 
 /** The warning of a lock left held after a work that failed (its error is the one thrown). */
-export const LOCK_NOT_RELEASED = "OBJSTATE_LOCK_NOT_RELEASED";
+const LOCK_NOT_RELEASED = "OBJSTATE_LOCK_NOT_RELEASED";
 /** The warning of a lock someone else released while the work held it. */
-export const LOCK_GONE = "OBJSTATE_LOCK_GONE";
+const LOCK_GONE = "OBJSTATE_LOCK_GONE";
 
 /**
  * Run `work` under the caller's lock, or one taken here and released after, whatever the work did. A failed release is

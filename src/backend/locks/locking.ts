@@ -2,7 +2,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../../errors.js";
 import { checkTtl, isExpired, leaseExpiry, LockHandle, lockLost, takeoverBound } from "./lease.js";
-import { describeHolder, lockedError, lockIdOf, newLockInfo, NO_LOCK_ID, notOwned, ownedBy, workspaceFlag, type LockInfo } from "./lock-info.js";
+import { nodeCrypto } from "../../util/builtins.js";
+import { describeHolder, lockedError, lockIdOf, NO_LOCK_ID, notOwned, ownedBy, workspaceFlag, type LockInfo } from "./lock-info.js";
 import type { LockPlace, StoredLock } from "./lock-places.js";
 import { findRelease, type ReleasedLock } from "./released.js";
 import { waitWhileLocked, type LockWait } from "./waiting.js";
@@ -16,7 +17,6 @@ const takenOver = (holder: LockInfo): string => `its lease ran out and another h
 export interface LockOptions {
   /** What the holder is doing (default `objstate`). */
   readonly operation?: string | undefined;
-  /** Free text stored with the lock. */
   readonly info?: string | undefined;
   /** Take the lock under this ID (a server storing its client's lock): taking it again under this ID, by the same owner, is a retry. */
   readonly id?: string | undefined;
@@ -32,7 +32,6 @@ export interface LockOptions {
   readonly wait?: LockWait | undefined;
 }
 
-/** Options of `ObjectStoreBackend.unlock`. */
 export interface UnlockOptions {
   /** Release only a lock whose `Owner` is this (`LOCK_NOT_OWNED` otherwise; a CLI lock belongs to no one). */
   readonly owner?: string | undefined;
@@ -61,7 +60,6 @@ export interface LockListing {
   readonly expired: boolean;
 }
 
-/** How the manager finds its places and names things. */
 export interface LockingInit {
   /** In acquisition order: lockfile first, then table. */
   readonly places: readonly LockPlace[];
@@ -98,7 +96,6 @@ export class Locking {
 
   constructor(private readonly init: LockingInit) {}
 
-  /** Is there any place to lock? Without one, locks are not stored. */
   get enabled(): boolean {
     return this.init.places.length > 0;
   }
@@ -115,17 +112,19 @@ export class Locking {
   private async take(workspace: string, options: LockOptions): Promise<LockInfo> {
     const init = this.init;
     const ttl = checkTtl(options.ttl, "the lock ttl (ttl)") ?? init.ttlMs;
-    const fresh = newLockInfo({
-      operation: options.operation ?? "objstate",
-      info: options.info ?? "",
-      who: options.who ?? init.who,
-      version: options.version ?? init.version,
-      path: init.path(workspace),
-    });
     const sentAt = init.now();
-    const base: LockInfo = { ...fresh, ID: options.id ?? fresh.ID, Created: options.created ?? fresh.Created };
-    const leased: LockInfo = ttl === undefined ? base : { ...base, Expires: leaseExpiry(sentAt, ttl) };
-    const info: LockInfo = options.owner === undefined ? leased : { ...leased, Owner: options.owner };
+    // Fields in the tool's order: its lock info byte for byte, then the lease and the owner.
+    const info: LockInfo = {
+      ID: options.id ?? nodeCrypto().randomUUID(),
+      Operation: options.operation ?? "objstate",
+      Info: options.info ?? "",
+      Who: options.who ?? init.who,
+      Version: options.version ?? init.version,
+      Created: options.created ?? new Date().toISOString(),
+      Path: init.path(workspace),
+      ...(ttl === undefined ? {} : { Expires: leaseExpiry(sentAt, ttl) }),
+      ...(options.owner === undefined ? {} : { Owner: options.owner }),
+    };
     if (!this.enabled) return info;
     const raw = JSON.stringify(info);
     const bound = takeoverBound(sentAt, init.marginMs);
@@ -339,7 +338,6 @@ export class Locking {
     return place === undefined ? [] : place.recent(this.init.keyOf(place, workspace));
   }
 
-  /** The recent release of lock `id`, if it is remembered. */
   private async released(workspace: string, id: string): Promise<ReleasedLock | undefined> {
     return findRelease(await this.recent(workspace), id, this.init.now());
   }
@@ -395,7 +393,6 @@ export class Locking {
   }
 }
 
-/** One lock as {@link Locking.list} lists it. */
 function listingOf(place: Pick<LockPlace, "kind">, key: string, workspace: string | null, i: LockInfo, expires: number | undefined, now: number): LockListing {
   return {
     source: place.kind,
