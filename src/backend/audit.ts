@@ -58,7 +58,6 @@ export interface AuditRecord {
   readonly status?: number;
 }
 
-/** Options of {@link AuditLog}. */
 export interface AuditLogOptions {
   /** How long storing an event may take, retries included, before it goes to `onLost` (default 5 s); reads have the same. */
   readonly deadlineMs?: number | undefined;
@@ -72,7 +71,6 @@ export interface AuditLogOptions {
 const AUDIT_DEFAULT_DEADLINE_MS = 5_000;
 /** Pause before the next try after a failure; doubles while the deadline allows. */
 const RETRY_BASE_MS = 100;
-/** Objects of a day read at once. */
 const READ_BATCH = 8;
 const CONTENT_TYPE = "application/json";
 /** Before decision 087: `2026-11-26.jsonl` or `2026-11-26.3.jsonl`, a day's part of appended lines (still read). */
@@ -123,7 +121,6 @@ export function parseSince(raw: string, now: Date, label = "?since="): Date {
   );
 }
 
-/** What {@link AuditLog.read} returns. */
 export interface AuditPage {
   /** Oldest first. */
   readonly records: AuditRecord[];
@@ -133,7 +130,6 @@ export interface AuditPage {
   readonly unreadable: number;
 }
 
-/** Options of {@link AuditLog.read}. */
 export interface AuditReadOptions {
   readonly since: Date;
   readonly workspace?: string | undefined;
@@ -169,7 +165,6 @@ export class AuditLog {
     return `${this.prefix}${time.slice(0, 10)}/${time}-${nodeCrypto().randomBytes(6).toString("hex")}.json`;
   }
 
-  /** Events being stored now. */
   get pending(): number {
     return this.writing;
   }

@@ -138,8 +138,6 @@ export class ObjectStoreBackend {
     return this.ctx.describe(workspace);
   }
 
-  // ------------------------------------------------------------ workspaces
-
   /** Every workspace with a state, sorted, `default` first (it always exists). */
   listWorkspaces(): Promise<string[]> {
     return listWorkspaceNames(this.ctx);
@@ -182,8 +180,6 @@ export class ObjectStoreBackend {
   lastWrite(workspace: string = DEFAULT_WORKSPACE): Promise<LastWrite | null> {
     return lastWriteOf(this.ctx, workspace);
   }
-
-  // ------------------------------------------------------------ state
 
   /** The workspace's state bytes, digest-checked (see read.ts), or null when it has none. */
   async readState(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<Buffer | null> {
@@ -231,8 +227,6 @@ export class ObjectStoreBackend {
   leftovers(): Promise<Leftover[]> {
     return leftoversOf(this.ctx);
   }
-
-  // ------------------------------------------------------------ locks
 
   /** Take the lock (`wait`: while someone holds it); `STATE_LOCKED` names the holder. Keep the returned `ID`. */
   lock(workspace: string = DEFAULT_WORKSPACE, options: LockOptions = {}): Promise<LockInfo> {
@@ -283,8 +277,6 @@ export class ObjectStoreBackend {
   recentReleases(workspace: string = DEFAULT_WORKSPACE): Promise<ReleasedLock[]> {
     return this.ctx.locking.recent(workspace);
   }
-
-  // ------------------------------------------------------------ history
 
   /** The versions of the state, newest first (delete markers included); `VERSIONING_OFF` without bucket versioning. */
   history(workspace: string = DEFAULT_WORKSPACE, options: HistoryOptions = {}): AsyncGenerator<StateVersion> {

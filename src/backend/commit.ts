@@ -34,7 +34,6 @@ export interface Intent {
  */
 export type Verdict = "committed" | "torn" | "superseded" | "foreign";
 
-/** The generation of an item; 0 when there is none. */
 export function generationOf(item: DigestItem | null): number {
   return item?.generation ?? 0;
 }

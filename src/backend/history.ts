@@ -44,7 +44,6 @@ export interface StateVersion {
   readonly sourceVersion: string | undefined;
 }
 
-/** Options of {@link stateHistory}. */
 export interface HistoryOptions {
   /** Stop after this many versions (delete markers count); pages no further than needed. */
   readonly limit?: number | undefined;
@@ -137,9 +136,7 @@ export type RollbackWrite = (
   options: { readonly ifMatch: string | null; readonly force: boolean; readonly operation: string; readonly sourceVersion: string },
 ) => Promise<{ readonly written: boolean; readonly md5: string }>;
 
-/** What a rollback did. */
 export interface RollbackResult {
-  /** The version whose content was restored. */
   readonly from: string;
   /** The serial the restored content now carries. */
   readonly serial: number;

@@ -65,7 +65,6 @@ export function decodeMeta(v: string | undefined): string | undefined {
   }
 }
 
-/** Header-safe (ASCII) metadata value. */
 export function encodeMeta(v: string): string {
   return /^[\x20-\x7e]*$/.test(v) ? v : encodeURIComponent(v);
 }

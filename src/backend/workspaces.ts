@@ -79,7 +79,6 @@ export function lastWriteRecord(md5: string, meta: Readonly<Record<string, strin
   return JSON.stringify({ md5, meta });
 }
 
-/** A last write from its object's size, ETag and time and its metadata. */
 function lastWriteFrom(o: Omit<WorkspaceObject, "workspace">, m: Readonly<Record<string, string>>): LastWrite {
   return { size: o.size, etag: o.etag, lastModified: o.lastModified, ...recordOf(m) };
 }
@@ -93,7 +92,6 @@ export async function lastWriteOf(ctx: BackendContext, workspace: string): Promi
 /** HEADs at once for the workspaces whose record does not describe the listed object. */
 const STATUS_CONCURRENCY = 8;
 
-/** A workspace's lock and last write, read together. */
 export async function workspaceStatusOf(ctx: BackendContext, workspace: string): Promise<WorkspaceStatus> {
   checkWorkspace(workspace);
   const [lock, lastWrite] = await Promise.all([ctx.locking.current(workspace), lastWriteOf(ctx, workspace)]);

@@ -20,7 +20,6 @@ import { LAST_WRITE_ATTR, lastWriteRecord } from "./workspaces.js";
 /** How much of a state is scanned for its lineage and serial, and how much of a stored one the guard reads (whole small states). */
 const HEAD_BYTES = 64 * 1024;
 
-/** The state being written, prepared once. */
 interface Incoming {
   readonly body: Buffer | ByteSource;
   readonly size: number;
@@ -31,7 +30,6 @@ interface Incoming {
   readonly plain?: Buffer | undefined;
 }
 
-/** The stored state as the guard sees it. */
 interface Current {
   readonly etag: string | undefined;
   readonly size: number;
