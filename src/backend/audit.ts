@@ -1,9 +1,6 @@
 /**
- * The audit log (docs/decisions/076, 087): one JSON record per change made through `objstate
- * serve`, each stored as its own object under `{prefix}/@objstate/audit/{day}/`, so every
- * replica over the same bucket adds to, and reads, the same log without rewriting anything.
- * The record is built here from a {@link Principal} and what the change did; nothing else of a
- * request (headers, a password, a token, a state) can reach it.
+ * The audit log (docs/decisions/076, 087): one object per change made through `objstate serve`, under `{prefix}/@objstate/audit/{day}/`,
+ * so replicas add to it without rewriting anything. Only a {@link Principal} and what the change did reach a record.
  */
 import { ObjstateError, isObjstateError } from "../errors.js";
 import { auditClash, auditPrefix, type Layout } from "../config/layout.js";
@@ -34,9 +31,8 @@ export interface AuditEntry {
   /** Where the request came in: `http` (the tool's backend protocol), `api` (`/api/v1`), `console`. */
   readonly surface: "http" | "api" | "console";
   readonly outcome: AuditOutcome;
-  /** The lock the change was made under, or the lock taken or released. */
   readonly lockId?: string | undefined;
-  /** The version written: its serial and MD5 (the version history lists with that serial). */
+  /** The version written: its serial and MD5. */
   readonly serial?: number | undefined;
   readonly md5?: string | undefined;
   /** A rollback: the version whose content it restored. */
@@ -48,7 +44,6 @@ export interface AuditEntry {
 
 /** One line of the log, as stored and as `GET /api/v1/audit` returns it. */
 export interface AuditRecord {
-  /** UTC ISO time the server recorded the change. */
   readonly time: string;
   readonly principal: AuditPrincipal;
   readonly action: AuditAction;
@@ -63,21 +58,19 @@ export interface AuditRecord {
   readonly status?: number;
 }
 
-/** Options of {@link AuditLog}. */
 export interface AuditLogOptions {
-  /** How long storing an event may take, retries included, before it goes to `onLost` instead (default 5 s); reads have the same. */
+  /** How long storing an event may take, retries included, before it goes to `onLost` (default 5 s); reads have the same. */
   readonly deadlineMs?: number | undefined;
-  /** An event the store did not take within the deadline (its JSON line): the server logs it at error level. */
+  /** An event the store did not take within the deadline (its JSON line). */
   readonly onLost?: ((line: string) => void) | undefined;
-  /** A try that failed (it is retried within the deadline): the server logs the code. */
+  /** A try that failed (it is retried within the deadline). */
   readonly onError?: ((error: unknown) => void) | undefined;
   readonly now?: (() => Date) | undefined;
 }
 
-export const AUDIT_DEFAULT_DEADLINE_MS = 5_000;
+const AUDIT_DEFAULT_DEADLINE_MS = 5_000;
 /** Pause before the next try after a failure; doubles while the deadline allows. */
 const RETRY_BASE_MS = 100;
-/** Objects of a day read at once. */
 const READ_BATCH = 8;
 const CONTENT_TYPE = "application/json";
 /** Before decision 087: `2026-11-26.jsonl` or `2026-11-26.3.jsonl`, a day's part of appended lines (still read). */
@@ -86,7 +79,7 @@ const PART_NAME = /^(\d{4}-\d{2}-\d{2})(?:\.\d{1,6})?\.jsonl$/;
 const EVENT_NAME = /^(\d{4}-\d{2}-\d{2})\/(\d{4}-\d{2}-\d{2}T[\d:.]+Z)-[0-9a-f]+\.json$/;
 
 /** The principal fields an audit line keeps: copied one by one, so nothing else of a value can slip in. */
-export function auditPrincipal(p: Principal): AuditPrincipal {
+function auditPrincipal(p: Principal): AuditPrincipal {
   const out: { name: string; via: string; tokenId?: string; oidc?: AuditPrincipal["oidc"] } = { name: p.name, via: p.via };
   if (p.tokenId !== undefined) out.tokenId = p.tokenId;
   if (p.oidc !== undefined) {
@@ -107,20 +100,11 @@ export function auditRecord(entry: AuditEntry, time: Date): AuditRecord {
     surface: entry.surface,
     outcome: entry.outcome,
   };
-  if (entry.lockId !== undefined) r["lockId"] = entry.lockId;
-  if (entry.serial !== undefined) r["serial"] = entry.serial;
-  if (entry.md5 !== undefined) r["md5"] = entry.md5;
-  if (entry.from !== undefined) r["from"] = entry.from;
-  if (entry.code !== undefined) r["code"] = entry.code;
-  if (entry.status !== undefined) r["status"] = entry.status;
+  for (const k of ["lockId", "serial", "md5", "from", "code", "status"] as const) if (entry[k] !== undefined) r[k] = entry[k];
   return r as unknown as AuditRecord;
 }
 
-/**
- * `?since=` of the audit route, parsed once: an ISO date (`2026-11-26`, midnight UTC), an ISO
- * time with its zone (`2026-11-26T10:00:00Z`, `…+01:00`), or a duration back from `now`
- * (`30m`, `24h`, `7d`). `BAD_REQUEST` naming `label` otherwise.
- */
+/** `?since=` of the audit route: an ISO date (midnight UTC), an ISO time with its zone, or a duration back from `now` (`30m`, `7d`). */
 export function parseSince(raw: string, now: Date, label = "?since="): Date {
   const t = raw.trim();
   const days = /^(\d{1,4})d$/.exec(t);
@@ -137,28 +121,22 @@ export function parseSince(raw: string, now: Date, label = "?since="): Date {
   );
 }
 
-/** What {@link AuditLog.read} returns. */
 export interface AuditPage {
   /** Oldest first. */
   readonly records: AuditRecord[];
   /** More lines matched than `limit`: ask again with `since` set to the last record's time. */
   readonly truncated: boolean;
-  /** Lines that were not an audit record (a damaged or hand-edited day object). */
+  /** Lines that were not an audit record. */
   readonly unreadable: number;
 }
 
-/** Options of {@link AuditLog.read}. */
 export interface AuditReadOptions {
   readonly since: Date;
   readonly workspace?: string | undefined;
   readonly limit: number;
 }
 
-/**
- * The audit log of one bucket and layout (docs/decisions/087): each event is its own object,
- * created once (`If-None-Match: *`) under a key unique to it that sorts by its time, so no
- * write replaces another and a retried write cannot store an event twice.
- */
+/** The audit log of one bucket and layout: each event created once (`If-None-Match: *`) under a key of its own that sorts by its time. */
 export class AuditLog {
   private readonly prefix: string;
   private readonly deadlineMs: number;
@@ -187,15 +165,11 @@ export class AuditLog {
     return `${this.prefix}${time.slice(0, 10)}/${time}-${nodeCrypto().randomBytes(6).toString("hex")}.json`;
   }
 
-  /** Events being stored now. */
   get pending(): number {
     return this.writing;
   }
 
-  /**
-   * Store the change's event, retrying within the deadline: true once stored; false when the
-   * store did not take it in time, and then `onLost` has it (never a silent loss).
-   */
+  /** Store the change's event, retrying within the deadline: false when the store did not take it in time (then `onLost` has it). */
   async record(entry: AuditEntry): Promise<boolean> {
     const rec = auditRecord(entry, this.now());
     const line = `${JSON.stringify(rec)}\n`;
@@ -225,10 +199,7 @@ export class AuditLog {
     }
   }
 
-  /**
-   * Events from `since` on (oldest first), of one workspace when given, at most `limit`:
-   * the keys listed from `since`'s day on, a day at a time, within the log's deadline.
-   */
+  /** Events from `since` on (oldest first), of one workspace when given, at most `limit`: a day at a time, within the deadline. */
   async read(options: AuditReadOptions): Promise<AuditPage> {
     const page: Filling = { records: [], truncated: false, unreadable: 0 };
     const end = Date.now() + this.deadlineMs;
@@ -252,10 +223,7 @@ export class AuditLog {
     return page;
   }
 
-  /**
-   * Add one day's records to `page`, in time order: its old parts whole, then its events in
-   * key (time) order until enough match. True once the page is full.
-   */
+  /** Add one day's records to `page`, in time order (old parts whole, then events until enough match); true once full. */
   private async readDay(keys: string[], options: AuditReadOptions, page: Filling, end: number): Promise<boolean> {
     const found: AuditRecord[] = [];
     const take = async (batch: string[]): Promise<void> => {

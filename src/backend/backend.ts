@@ -1,9 +1,4 @@
-/**
- * The runtime backend (docs/design.md §5): state objects in a bucket, locks and digests in a
- * key-value table. A façade: each call is one line into the module that does it — connect.ts,
- * read.ts (with repair) and stream.ts, write.ts, commit.ts, lock-scope.ts and waiting.ts (with locking.ts),
- * workspaces.ts, history.ts and versions.ts (docs/decisions/058).
- */
+/** The runtime backend (docs/design.md §5, decision 058): a façade whose calls are each one line into the module that does it. */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import type { Identity } from "../credentials/chain.js";
@@ -16,28 +11,22 @@ import { AuditLog, type AuditLogOptions } from "./audit.js";
 import { rollbackState, stateHistory, type HistoryOptions, type RollbackResult, type StateVersion } from "./history.js";
 import type { LockHandle } from "./locks/lease.js";
 import type { LockInfo } from "./locks/lock-info.js";
-import { withLock } from "./locks/lock-scope.js";
-import type { LockListing } from "./locks/locking.js";
+import type { LockListing, LockOptions, UnlockOptions } from "./locks/locking.js";
+import type { LockScope, UnderLockOptions, WithLockOptions } from "./locks/lock-scope.js";
 import type {
   BackendRollbackOptions,
   ConnectOptions,
   CreateWorkspaceOptions,
   DeleteWorkspaceOptions,
   DiffOptions,
-  LockOptions,
-  LockScope,
   ReadOptions,
   RepairOptions,
-  UnderLockOptions,
-  UnlockOptions,
-  WithLockOptions,
   WriteOptions,
 } from "./options.js";
 import type { ProbeVerdict } from "./probe.js";
 import { lockOwnerOf } from "./principal.js";
-import { digestStatusOf, readCommitted, readVersionChecked } from "./read.js";
+import { digestStatusOf, leftoversOf, readCommitted, readVersionChecked, repairUnderLock } from "./read.js";
 import type { ReleasedLock } from "./locks/released.js";
-import { leftoversOf, repairUnderLock } from "./read.js";
 import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WorkspaceStatus, WriteResult } from "./results.js";
 import type { StateSink, StreamOptions } from "../fast/streamed-read.js";
 import { streamState, type StreamResult } from "./stream.js";
@@ -45,24 +34,23 @@ import { checkCurrent, currentVersionOf, diffVersions, rollbackPreview } from ".
 import {
   checkDeletable,
   deleteUnderLock,
+  emptyState,
   lastWriteOf,
   listWorkspaceNames,
   listWorkspaceObjects,
   refuseExisting,
   refuseMissing,
-  emptyState,
   workspaceStatuses,
   workspaceStatusOf,
 } from "./workspaces.js";
-import { checkedState, prepareIncoming, wholeState, writeFenced } from "./write.js";
-import type { StateEncryption } from "../encryption/index.js";
-import { md5Hex } from "../util/md5.js";
-import { openState, readSealed, sealState } from "./crypt.js";
+import { writeState } from "./write.js";
+import { openState, readDecrypted } from "./crypt.js";
 import { rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./rekey.js";
 import { ObjstateError } from "../errors.js";
 
-export { META, NO_LOCK_ID, normalizeDigest } from "./fencing.js";
-export type { HistoryOptions, RollbackOptions, RollbackResult, StateVersion } from "./history.js";
+export { META, normalizeDigest } from "./meta.js";
+export { NO_LOCK_ID } from "./locks/lock-info.js";
+export type { HistoryOptions, RollbackResult, StateVersion } from "./history.js";
 export type * from "./options.js";
 export type * from "./results.js";
 export type { StateSink, StreamOptions } from "../fast/streamed-read.js";
@@ -119,10 +107,7 @@ export class ObjectStoreBackend {
     this.ctx = new BackendContext(conn, options, warn);
   }
 
-  /**
-   * Resolve the settings, open the object-store driver and, when `kvstoreTable` is set,
-   * the lock table (checking its key schema before any state is touched).
-   */
+  /** Resolve the settings, open the store and, with `kvstoreTable`, the lock table (its key schema checked before any state is touched). */
   static async connect(config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig, options: ConnectOptions = {}): Promise<ObjectStoreBackend> {
     const warn = options.onWarning ?? defaultWarn;
     return new ObjectStoreBackend(await openConnection(config, options, warn), options, warn);
@@ -152,8 +137,6 @@ export class ObjectStoreBackend {
   describe(workspace: string = DEFAULT_WORKSPACE): string {
     return this.ctx.describe(workspace);
   }
-
-  // ------------------------------------------------------------ workspaces
 
   /** Every workspace with a state, sorted, `default` first (it always exists). */
   listWorkspaces(): Promise<string[]> {
@@ -187,7 +170,7 @@ export class ObjectStoreBackend {
   async deleteWorkspace(workspace: string, options: DeleteWorkspaceOptions = {}): Promise<void> {
     checkDeletable(workspace);
     return this.withLock(workspace, { ...lockOf(options), operation: "deleteWorkspace" }, async (lock) => {
-      await this.checkCallersLock(workspace, lock);
+      await this.ctx.checkCallersLock(workspace, lock);
       if (options.mustExist === true) await refuseMissing(this.ctx, workspace);
       await deleteUnderLock(this.ctx, workspace);
     });
@@ -198,53 +181,22 @@ export class ObjectStoreBackend {
     return lastWriteOf(this.ctx, workspace);
   }
 
-  // ------------------------------------------------------------ state
-
   /** The workspace's state bytes, digest-checked (see read.ts), or null when it has none. */
   async readState(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<Buffer | null> {
     return (await this.readStateVersion(workspace, options))?.body ?? null;
   }
 
-  /**
-   * Like {@link readState}, with the ETag to pass as `ifMatch` to {@link writeState}. With
-   * `encryption`, `body` is the decrypted state (`md5` undefined: it is the stored bytes'),
-   * and `encryption` says how it was read.
-   */
+  /** Like {@link readState}, with the ETag to pass as `ifMatch`; with `encryption`, the decrypted state and how it was read. */
   async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
     const enc = this.ctx.encryption;
     if (enc === undefined || options.stored === true) return readCommitted(this.ctx, workspace, options);
-    return this.readDecrypted(enc, workspace, options, false);
+    return readDecrypted(this.ctx, enc, workspace, options, false);
   }
 
-  /** The decrypted state; with `md5`, also the MD5 of an envelope's plaintext, taken beside its decryption. */
-  private async readDecrypted(enc: StateEncryption, workspace: string, options: ReadOptions, md5: boolean): Promise<StateRead | null> {
-    // Without a watcher, the stored bytes go straight to the decryptor when the store's record is the digest.
-    const sealed = options.onData === undefined ? await readSealed(this.ctx, enc, workspace) : undefined;
-    const found = sealed ?? (await readCommitted(this.ctx, workspace, options));
-    if (found === null) return null;
-    const d = sealed?.decrypted ?? (await openState(enc, found.body, workspace));
-    // A plain state's MD5 is the stored bytes' (proven by the read); an envelope's plaintext is hashed once per version.
-    const sum = md5 ? (d.encrypted ? this.plainMd5(found.md5, d.state) : found.md5) : undefined;
-    return { body: d.state, etag: found.etag, md5: sum, encryption: { encrypted: d.encrypted, method: d.method, migration: d.migration } };
-  }
-
-  /** The MD5 of the state in the envelope whose MD5 is `envelopeMd5` (remembered when that is known). */
-  private plainMd5(envelopeMd5: string | undefined, state: Buffer): string {
-    const known = envelopeMd5 === undefined ? undefined : this.ctx.plainMd5s.get(envelopeMd5);
-    if (known !== undefined) return known;
-    const sum = md5Hex(state);
-    if (envelopeMd5 !== undefined) this.ctx.plainMd5s.set(envelopeMd5, sum);
-    return sum;
-  }
-
-  /**
-   * Read the state while passing it on to `sink`, its last bytes only once proven (see
-   * stream.ts). An encrypted state is decrypted whole (its tag proves it only at the end):
-   * it is never streamed; its `md5` is the decrypted state's (hashed once per version).
-   */
+  /** Read the state while passing it on to `sink`, its last bytes only once proven (stream.ts); an encrypted state is never streamed. */
   async streamState(workspace: string, sink: StateSink, options: StreamOptions = {}): Promise<StreamResult> {
     const enc = this.ctx.encryption;
-    if (enc !== undefined) return { streamed: false, state: await this.readDecrypted(enc, workspace, { sharedBody: options.sharedBody }, true) };
+    if (enc !== undefined) return { streamed: false, state: await readDecrypted(this.ctx, enc, workspace, { sharedBody: options.sharedBody }, true) };
     return streamState(this.ctx, workspace, sink, options);
   }
 
@@ -253,26 +205,9 @@ export class ObjectStoreBackend {
     return this.ctx.encryption !== undefined;
   }
 
-  /**
-   * Store the workspace's state through the lineage guard (`STATE_CONFLICT` unless `force`;
-   * the same content again writes nothing), fenced (the stored version and the lock
-   * checked right before writing) and committed at the digest item (see write.ts), under
-   * the caller's lock (`lockId`) or one taken for the write. Bytes that are no state
-   * (state/check.ts) are `STATE_INVALID`, and nothing is stored.
-   */
-  async writeState(workspace: string, given: Uint8Array | string | ByteSource, options: WriteOptions = {}): Promise<WriteResult> {
-    const data = await checkedState(given, workspace);
-    const enc = this.ctx.encryption;
-    const plain = enc === undefined || options.stored === true ? undefined : await wholeState(data);
-    const sealed = enc === undefined || plain === undefined ? undefined : await sealState(enc, plain, workspace);
-    const input = await prepareIncoming(sealed ?? data, sealed === undefined ? options.md5 : undefined, sealed === plain ? undefined : plain);
-    // The guard compares the state's own lineage and serial (the envelope's clear copies agree with them).
-    const result = await this.withLock(workspace, { ...lockOf(options), operation: "writeState", owner: lockOwnerOf(options.principal) }, (lock) =>
-      writeFenced(this.ctx, workspace, input, lock.taken, options),
-    );
-    // The caller's MD5 of the state it wrote is the plaintext's of this envelope: its next read need not hash it.
-    if (sealed !== undefined && sealed !== plain && options.md5 !== undefined && result.written) this.ctx.plainMd5s.set(result.md5, options.md5.toLowerCase());
-    return result;
+  /** Store the state: checked (`STATE_INVALID`), guarded (`STATE_CONFLICT` unless `force`), fenced and committed under the caller's lock or one taken (write.ts). */
+  writeState(workspace: string, given: Uint8Array | string | ByteSource, options: WriteOptions = {}): Promise<WriteResult> {
+    return writeState(this.ctx, workspace, given, options);
   }
 
   /** How the state stands against its digest, without retrying or repairing. */
@@ -283,7 +218,7 @@ export class ObjectStoreBackend {
   /** Under the lock: commit or write over an unfinished write, drop an orphan digest, clear old leftovers (see read.ts). */
   repairState(workspace: string = DEFAULT_WORKSPACE, options: RepairOptions = {}): Promise<RepairReport> {
     return this.withLock(workspace, { ...lockOf(options), operation: "state repair" }, async (lock) => {
-      await this.checkCallersLock(workspace, lock);
+      await this.ctx.checkCallersLock(workspace, lock);
       return repairUnderLock(this.ctx, workspace, lock.id, options);
     });
   }
@@ -292,8 +227,6 @@ export class ObjectStoreBackend {
   leftovers(): Promise<Leftover[]> {
     return leftoversOf(this.ctx);
   }
-
-  // ------------------------------------------------------------ locks
 
   /** Take the lock (`wait`: while someone holds it); `STATE_LOCKED` names the holder. Keep the returned `ID`. */
   lock(workspace: string = DEFAULT_WORKSPACE, options: LockOptions = {}): Promise<LockInfo> {
@@ -307,14 +240,7 @@ export class ObjectStoreBackend {
 
   /** Run `work` under the caller's lock (`lockId`), else under one taken for it and released after (see lock-scope.ts). */
   withLock<T>(workspace: string, options: WithLockOptions, work: (lock: LockScope) => Promise<T>): Promise<T> {
-    this.ctx.noteUnlocked();
-    const deps = {
-      lockingEnabled: this.lockingEnabled,
-      acquire: (w: string, o: LockOptions) => this.acquire(w, o),
-      describe: (w: string) => this.describe(w),
-      warn: this.ctx.warn,
-    };
-    return withLock(deps, workspace, options, work);
+    return this.ctx.withLock(workspace, options, work);
   }
 
   /** Extend the lease of lock `id`; `LOCK_LOST` when it expired and was taken over or released. */
@@ -342,12 +268,7 @@ export class ObjectStoreBackend {
     return this.ctx.locking.listed(workspace, info);
   }
 
-  /**
-   * Release lock `id` — yours, or someone else's by the ID their lock error showed (there is
-   * no other force-unlock; decision 059): `LOCK_ID_MISMATCH` for another ID, `LOCK_NOT_FOUND`
-   * for none (or one released recently), `LOCK_NOT_OWNED` for another `owner`. `NO_LOCK_ID`
-   * clears an item without readable info. Recorded for an hour (decision 013).
-   */
+  /** Release lock `id`, yours or another's by its ID (decision 059); `NO_LOCK_ID` clears an item without readable info. Recorded for an hour (decision 013). */
   unlock(workspace: string, id: string, options: UnlockOptions = {}): Promise<void> {
     return this.ctx.locking.unlock(workspace, id, { owner: options.owner, forcedBy: options.forcedBy });
   }
@@ -357,11 +278,9 @@ export class ObjectStoreBackend {
     return this.ctx.locking.recent(workspace);
   }
 
-  // ------------------------------------------------------------ history
-
   /** The versions of the state, newest first (delete markers included); `VERSIONING_OFF` without bucket versioning. */
   history(workspace: string = DEFAULT_WORKSPACE, options: HistoryOptions = {}): AsyncGenerator<StateVersion> {
-    return stateHistory(this.ctx.versioned(workspace), options);
+    return stateHistory(this.ctx, workspace, options);
   }
 
   /** One version's exact bytes (`VERSION_NOT_FOUND`); the digest is checked when it is the current one. */
@@ -372,10 +291,7 @@ export class ObjectStoreBackend {
     return (await openState(enc, stored, workspace)).state;
   }
 
-  /**
-   * Write the current state again under the primary method (rotation, migrating in or out),
-   * as a new version with serial + 1, under the lock. Reads with any configured method.
-   */
+  /** Write the current state again under the primary method, as a new version with serial + 1, under the lock. */
   async rekey(workspace: string = DEFAULT_WORKSPACE, options: RekeyOptions = {}): Promise<RekeyResult> {
     const enc = this.ctx.encryption;
     if (enc === undefined) {
@@ -406,39 +322,23 @@ export class ObjectStoreBackend {
     return diffVersions(this.ctx, workspace, sides);
   }
 
-  /**
-   * What a rollback to `versionId` would change: the diff from the current version to it.
-   * Show it, then pass its `from` as the rollback's `expectCurrent`, so that a write made
-   * meanwhile refuses the rollback instead of being rolled over unseen.
-   */
+  /** What a rollback to `versionId` would change; pass its `from` as the rollback's `expectCurrent`, so a write made meanwhile refuses it. */
   previewRollback(workspace: string, versionId: string): Promise<VersionDiff> {
     return rollbackPreview(this.ctx, workspace, versionId);
   }
 
-  /**
-   * Write version `versionId`'s content as a new version (serial above the current one's),
-   * under the lock, recording `Operation: rollback`; another lineage needs `force`. Deletes nothing.
-   */
+  /** Write version `versionId`'s content as a new version (serial above the current one's), under the lock; another lineage needs `force`. */
   async rollback(workspace: string, versionId: string, options: BackendRollbackOptions = {}): Promise<RollbackResult> {
     checkWorkspace(workspace);
     const { principal, expectCurrent } = options;
     return this.withLock(workspace, { ...lockOf(options), operation: "rollback", info: options.info, owner: lockOwnerOf(principal) }, async (lock) => {
       if (expectCurrent !== undefined) await checkCurrent(this.ctx, workspace, expectCurrent);
       const owner = lock.taken === undefined ? options.owner : undefined;
-      return rollbackState(
-        this.ctx.versioned(workspace),
-        versionId,
-        (body, w) => this.writeState(workspace, body, { lockId: lock.id, owner, principal, ...w }),
-        options,
-      );
+      return rollbackState(this.ctx, workspace, versionId, (body, w) => this.writeState(workspace, body, { lockId: lock.id, owner, principal, ...w }), options);
     });
   }
 
-  /**
-   * The audit log of this bucket and layout (`{prefix}/@objstate/audit/`, one object per UTC
-   * day; docs/decisions/076). `objstate serve` keeps one per process. `INVALID_LAYOUT` when the
-   * default workspace's key would lie under it.
-   */
+  /** The audit log of this bucket and layout (docs/decisions/076); `INVALID_LAYOUT` when the default workspace's key would lie under it. */
   auditLog(options: AuditLogOptions = {}): AuditLog {
     return new AuditLog(this.ctx.store, this.ctx.layout, options);
   }
@@ -475,11 +375,6 @@ export class ObjectStoreBackend {
   /** Release sockets and handles. */
   close(): void {
     this.ctx.close();
-  }
-
-  /** The fencing read before a call under the caller's own lock that writes no state object (delete, repair). */
-  private async checkCallersLock(workspace: string, lock: LockScope): Promise<void> {
-    if (lock.taken === undefined && lock.id !== undefined && this.lockingEnabled) await this.ctx.locking.assertHolder(workspace, lock.id);
   }
 
   // Printing: the drivers and `settings` hold credentials, so a backend prints only this view.

@@ -1,27 +1,19 @@
 /**
- * The commit point of a state write (docs/design.md §5, decision 012): what a stored object is
- * worth against the lock table's digest item. Pure functions; the backend makes the
- * requests.
- *
- * A write stores its object first, recording the generation it intends to commit (the
- * digest item's, plus one) and the digest it replaces; then it commits with one conditional
- * update of the digest item. Only a committed write happened. So a stored object that is not
- * the committed one is either a write whose commit is still possible (its writer died or
- * stalls between the two steps: "torn", the newest state anyone meant) or one that another
- * commit overtook ("superseded": a late write nobody reads). The commit itself and the
- * reads and rewrites of stored versions both flows make are here too.
+ * The commit point of a state write (docs/design.md §5, decision 012). A write stores its
+ * object first, recording the generation it intends to commit (the digest item's, plus one)
+ * and the digest it replaces; then it commits with one conditional update of the digest item.
+ * Only a committed write happened: a stored object that is not the committed one is "torn"
+ * (its commit is still possible) or "superseded" (another commit overtook it).
  */
 import { isObjstateError, ObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
 import type { GetResult, ObjectMeta } from "../store/types.js";
 import { md5Hex } from "../util/md5.js";
 import type { BackendContext } from "./context.js";
-import { conflict, encodeMeta, META, normalizeDigest, plainMd5, provenComplete, recordedMd5, workspaceFlag } from "./fencing.js";
+import { workspaceFlag } from "./locks/lock-info.js";
+import { conflict, encodeMeta, META, normalizeDigest, plainMd5, provenComplete, recordedMd5 } from "./meta.js";
 
-/**
- * Largest stored state read whole to learn its MD5 (same-content check, a lost race): a
- * larger one is judged by its MD5 record, so a write never pulls a huge object into memory.
- */
+/** Largest stored state read whole to learn its MD5 (same-content check, a lost race); a larger one is judged by its record. */
 const HASH_READ_MAX = 256 * 1024 * 1024;
 
 /** {@link META.parent} of a write that replaced no digest. */
@@ -35,17 +27,13 @@ export interface Intent {
 }
 
 /**
- * How a stored object stands against the committed digest:
- * - `committed`: its bytes are the committed digest's;
- * - `torn`: a complete objstate write whose commit would still succeed (nothing was
- *   committed since it started): finishing it is what its writer was doing;
- * - `superseded`: a complete objstate write overtaken by another commit: it never happened;
- * - `foreign`: none of these can be told (written by another tool or an older objstate,
- *   or its bytes do not match its own record).
+ * How a stored object stands against the committed digest: `committed`; `torn` (a complete
+ * objstate write whose commit would still succeed); `superseded` (one overtaken by another
+ * commit: it never happened); `foreign` (another tool's or an older objstate's, or bytes that
+ * do not match their own record).
  */
 export type Verdict = "committed" | "torn" | "superseded" | "foreign";
 
-/** The generation of an item; 0 when there is none. */
 export function generationOf(item: DigestItem | null): number {
   return item?.generation ?? 0;
 }
@@ -64,10 +52,7 @@ export function intentOf(meta: ObjectMeta): Intent | undefined {
   return { generation: g, parent };
 }
 
-/**
- * Judge a stored object (`actual`: the MD5 of its bytes, computed or proven) against the
- * digest item `item`.
- */
+/** Judge a stored object (`actual`: the MD5 of its bytes, computed or proven) against the digest item. */
 export function judge(meta: ObjectMeta, actual: string, item: DigestItem | null): Verdict {
   const committed = normalizeDigest(item?.digest);
   if (actual === committed) return "committed";
@@ -86,11 +71,7 @@ export interface CommitExtra {
   readonly claimWaitMs?: number | undefined;
 }
 
-/**
- * The commit point of a write: one conditional update of the digest item, made only while
- * it is still as `seen`. A refusal means another write was committed after this one started:
- * this one did not happen (`STATE_CONFLICT`), whatever the store holds.
- */
+/** One conditional update of the digest item while it is still as `seen`; a refusal means this write did not happen (`STATE_CONFLICT`). */
 export async function commit(
   ctx: BackendContext,
   workspace: string,
@@ -122,10 +103,7 @@ export async function commit(
   return { digest, generation, lockId };
 }
 
-/**
- * PUT the committed version's bytes again, with its record (so it judges as committed),
- * conditional on the write it goes over. The digest is already theirs: nothing to commit.
- */
+/** PUT the committed version's bytes again with its record (so it judges as committed), conditional on the write it goes over. */
 export async function writeCommittedAgain(
   ctx: BackendContext,
   workspace: string,
@@ -150,23 +128,11 @@ export async function writeCommittedAgain(
   });
 }
 
-/**
- * The stored object's metadata and MD5 without holding a large object in memory: up to
- * {@link HASH_READ_MAX} bytes are read and hashed (the bytes themselves are the truth);
- * a larger object's MD5 is its record (the store's plain MD5 ETag, else objstate's
- * metadata), undefined when it has none. `proven` says the MD5 comes from the bytes (or
- * from the store's own ETag, which it computed from them).
- */
+/** The stored object's metadata and MD5, hashing at most {@link HASH_READ_MAX} bytes (else its record); `proven`: from the bytes or the store's ETag. */
 export async function storedDigest(ctx: BackendContext, path: string): Promise<{ meta: ObjectMeta; md5: string | undefined; proven: boolean } | null> {
   const obj = await ctx.store.get(path, { maxBytes: HASH_READ_MAX });
   if (obj === null) return null;
   if (obj.body.length >= obj.meta.size) return { meta: obj.meta, md5: md5Hex(obj.body), proven: true };
   const etag = plainMd5(obj.meta);
   return { meta: obj.meta, md5: etag ?? recordedMd5(obj.meta), proven: etag !== undefined };
-}
-
-/** The serial objstate recorded with a write, when it did. */
-export function serialOf(meta: ObjectMeta): number | undefined {
-  const n = Number(meta.metadata?.[META.serial]);
-  return meta.metadata?.[META.serial] !== undefined && Number.isSafeInteger(n) ? n : undefined;
 }

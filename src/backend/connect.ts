@@ -1,8 +1,7 @@
 /**
- * Connecting (docs/design.md §4–§5): the settings resolved once, both endpoints parsed once
- * into typed values, the identity resolved only for an HTTP endpoint, the store opened and
- * probed (lockfiles), the lock table opened and inspected. Everything after this works on
- * the {@link Connection} it returns.
+ * Connecting (docs/design.md §4–§5): the settings resolved once, both endpoints parsed once, the
+ * identity resolved only for an HTTP endpoint, the store opened and probed (lockfiles), the lock
+ * table opened and inspected.
  */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
@@ -12,7 +11,7 @@ import { ObjstateError } from "../errors.js";
 import { openLockTable } from "../lock/index.js";
 import type { LockTableDriver } from "../lock/types.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
-import { parseEndpoint, type ParsedEndpoint } from "../io/endpoint.js";
+import { parseEndpoint } from "../io/endpoint.js";
 import { openStore } from "../store/index.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import { DEFAULT_WORKSPACE, layout, layoutNameOf, statePath, type Layout } from "../config/layout.js";
@@ -27,18 +26,14 @@ export interface Connection {
   readonly bucket: string;
   readonly layout: Layout;
   readonly store: ObjectStoreDriver;
-  readonly endpoint: ParsedEndpoint;
   /** The lock table, when one is configured (and, read-only, exists). */
-  readonly table: { readonly name: string; readonly driver: LockTableDriver } | undefined;
+  readonly table: LockTableDriver | undefined;
   readonly identity: Identity | undefined;
   /** The lockfile probe's verdict, when lockfiles are on (and the connection may write). */
   readonly probe: ProbeVerdict | undefined;
 }
 
-/**
- * Resolve, parse, open and check (see the module's header). Closes whatever it opened when
- * a later step fails.
- */
+/** Resolve, parse, open and check; closes whatever it opened when a later step fails. */
 export async function openConnection(
   config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig,
   options: ConnectOptions,
@@ -94,10 +89,8 @@ export async function openConnection(
       probe = await probeConditions(store, statePath(l, DEFAULT_WORKSPACE));
       requireLockfileSupport(probe, store.location);
     }
-    if (tableName === undefined || tableEndpoint === undefined) {
-      // Nothing to open: with lockfiles the state is locked, just without a table for
-      // digests; without them the first write says it is not locked (BackendContext).
-    } else {
+    // Without a table, lockfiles still lock (without digests); without either, the first write says so.
+    if (tableName !== undefined && tableEndpoint !== undefined) {
       driver = await openLockTable({
         table: tableName,
         endpoint: tableEndpoint,
@@ -117,6 +110,5 @@ export async function openConnection(
     driver?.close();
     throw e;
   }
-  const table = driver === undefined || tableName === undefined ? undefined : { name: tableName, driver };
-  return { settings, bucket, layout: l, store, endpoint, table, identity, probe };
+  return { settings, bucket, layout: l, store, table: driver, identity, probe };
 }

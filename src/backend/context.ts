@@ -1,30 +1,22 @@
-/**
- * What every part of a connected backend works with: the drivers, the layout and the names
- * derived from it, the lock manager, and how repairs and warnings are reported. Built once
- * by `ObjectStoreBackend.connect`; the modules beside this one (read, write, repair,
- * workspaces, versions) take it as their first argument.
- */
-import { PlainMd5Memo } from "./plain-md5.js";
+/** What every part of a connected backend works with: drivers, layout, names, locks, and how repairs and warnings are reported. */
 import { StateEncryption } from "../encryption/index.js";
 import type { LockTableDriver } from "../lock/types.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import type { Acl, ObjectStoreDriver } from "../store/types.js";
 import { objstateVersion } from "../version.js";
 import type { Connection } from "./connect.js";
-import type { VersionedState } from "./history.js";
 import { DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, type Layout } from "../config/layout.js";
 import { checkTtl, DEFAULT_CLOCK_MARGIN_MS, type LockHandle } from "./locks/lease.js";
 import { defaultWho, type LockInfo } from "./locks/lock-info.js";
 import { LOCKFILE_SUFFIX, LockfileLock, TableLock, type LockPlace } from "./locks/lock-places.js";
-import { Locking, type TakeOptions } from "./locks/locking.js";
-import type { ConnectOptions, LockOptions } from "./options.js";
+import { Locking, type LockOptions } from "./locks/locking.js";
+import { withLock, type LockScope, type WithLockOptions } from "./locks/lock-scope.js";
+import type { ConnectOptions } from "./options.js";
 import type { RepairEvent } from "./results.js";
-import { waitWhileLocked } from "./locks/waiting.js";
-
-const DIGEST_SUFFIX = "-md5";
 
 /** The warning of a connection that locks nothing, given on its first write or lock. */
-export const NO_LOCKING_CODE = "OBJSTATE_NO_LOCKING";
+const NO_LOCKING_CODE = "OBJSTATE_NO_LOCKING";
+const PLAIN_MD5_MEMO = 256;
 const warned = new Set<string>();
 
 /** The default of `ConnectOptions.onWarning`: `process.emitWarning`, each kind once per process. */
@@ -41,9 +33,7 @@ export class BackendContext {
   readonly table: LockTableDriver | undefined;
   readonly layout: Layout;
   readonly bucket: string;
-  /** `Who` and `Version` of the locks and writes of this connection. */
   readonly who: string;
-  readonly version: string;
   /** Connected only to read: reads repair nothing. */
   readonly readOnly: boolean;
   readonly digestRetry: { readonly timeoutMs: number; readonly intervalMs: number };
@@ -53,17 +43,17 @@ export class BackendContext {
   readonly reportRepair: (event: RepairEvent) => void;
   /** How states are encrypted here; undefined: stored and read as they are. */
   readonly encryption: StateEncryption | undefined;
-  /** Plaintext MD5s of envelopes read or written here. */
-  readonly plainMd5s = new PlainMd5Memo();
+  /** Plaintext MD5s by envelope MD5 (oldest out first): a server's Content-MD5 of a decrypted state is hashed once per version. */
+  private readonly plainMd5s = new Map<string, string>();
+  private unlockedNoted = false;
 
   constructor(conn: Connection, options: ConnectOptions, warn: (message: string, code: string) => void) {
     this.settings = conn.settings;
     this.store = conn.store;
-    this.table = conn.table?.driver;
+    this.table = conn.table;
     this.layout = conn.layout;
     this.bucket = conn.bucket;
     this.who = options.who ?? defaultWho();
-    this.version = options.toolVersion ?? objstateVersion();
     this.readOnly = options.readOnly === true;
     this.digestRetry = options.digestRetry ?? { timeoutMs: 10_000, intervalMs: 2_000 };
     this.listPageSize = options.listPageSize;
@@ -73,38 +63,30 @@ export class BackendContext {
     const places: LockPlace[] = [];
     if (options.lockfile === true) places.push(new LockfileLock(conn.store, conn.probe?.deleteIfMatch ?? true, options.lockClock ?? Date.now));
     if (this.table !== undefined) places.push(new TableLock(this.table));
-    const l = this.layout;
     this.locking = new Locking({
       places,
       keyOf: (place, w) => (place.kind === "table" ? this.lockId(w) : `${this.statePath(w)}${LOCKFILE_SUFFIX}`),
+      path: (w) => this.lockId(w),
       describe: (w) => this.describe(w),
-      workspaceOf: (place, key) => {
-        const p =
-          place.kind === "table"
-            ? key.startsWith(`${this.bucket}/`)
-              ? key.slice(this.bucket.length + 1)
-              : undefined
-            : key.endsWith(LOCKFILE_SUFFIX)
-              ? key.slice(0, -LOCKFILE_SUFFIX.length)
-              : undefined;
-        if (p === undefined) return null;
-        return p === statePath(l, DEFAULT_WORKSPACE) ? DEFAULT_WORKSPACE : (workspaceOfKey(l, p) ?? null);
-      },
-      listPrefixes: listPrefixes(l),
+      workspaceOf: (place, key) =>
+        (place.kind === "table"
+          ? this.workspaceOfLockId(key)
+          : key.endsWith(LOCKFILE_SUFFIX)
+            ? this.workspaceOfPath(key.slice(0, -LOCKFILE_SUFFIX.length))
+            : null) ?? null,
+      listPrefixes: listPrefixes(this.layout),
       who: this.who,
-      version: this.version,
+      version: options.toolVersion ?? objstateVersion(),
       ttlMs: checkTtl(options.ttl, "the lock ttl"),
       marginMs: options.lockClockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
       now: options.lockClock ?? Date.now,
     });
   }
 
-  /** The object key of a workspace's state (see `layout.ts`). */
   statePath(workspace: string): string {
     return statePath(this.layout, workspace);
   }
 
-  /** `bucket/path`, for messages. */
   describe(workspace: string): string {
     return `${this.bucket}/${this.statePath(workspace)}`;
   }
@@ -116,28 +98,44 @@ export class BackendContext {
 
   /** The digest item's `LockID`. */
   digestId(workspace: string): string {
-    return `${this.lockId(workspace)}${DIGEST_SUFFIX}`;
+    return `${this.lockId(workspace)}-md5`;
   }
 
-  /** Take the lock (waiting as `options.wait` says). */
+  workspaceOfPath(path: string): string | undefined {
+    return path === this.statePath(DEFAULT_WORKSPACE) ? DEFAULT_WORKSPACE : workspaceOfKey(this.layout, path);
+  }
+
+  /** The workspace whose lock item is `id` (`{bucket}/{state path}`), if any. */
+  workspaceOfLockId(id: string): string | undefined {
+    return id.startsWith(`${this.bucket}/`) ? this.workspaceOfPath(id.slice(this.bucket.length + 1)) : undefined;
+  }
+
+  get lockingEnabled(): boolean {
+    return this.locking.enabled;
+  }
+
   lock(workspace: string, options: LockOptions): Promise<LockInfo> {
     this.noteUnlocked();
-    return waitWhileLocked(() => this.locking.lock(workspace, takeOptions(options), this.lockId(workspace)), options.wait);
+    return this.locking.lock(workspace, options);
   }
 
-  /** Take the lock and hold it with a handle (waiting as `options.wait` says). */
   acquire(workspace: string, options: LockOptions): Promise<LockHandle> {
     this.noteUnlocked();
-    return waitWhileLocked(() => this.locking.acquire(workspace, takeOptions(options), this.lockId(workspace)), options.wait);
+    return this.locking.acquire(workspace, options);
   }
 
-  private unlockedNoted = false;
+  /** Run `work` under the caller's lock (`lockId`), else under one taken for it and released after (see lock-scope.ts). */
+  withLock<T>(workspace: string, options: WithLockOptions, work: (lock: LockScope) => Promise<T>): Promise<T> {
+    this.noteUnlocked();
+    return withLock(this, workspace, options, work);
+  }
 
-  /**
-   * Say, once per connection, that a lock or write locks nothing: only where something is
-   * written, so a reader (`output`, `state pull`, remote-state outputs) is not warned about
-   * writers it is not.
-   */
+  /** The fencing read before a call under the caller's own lock that writes no state object (delete, repair). */
+  async checkCallersLock(workspace: string, lock: LockScope): Promise<void> {
+    if (lock.taken === undefined && lock.id !== undefined && this.lockingEnabled) await this.locking.assertHolder(workspace, lock.id);
+  }
+
+  /** Say, once per connection, that a lock or write locks nothing (a mere reader is not warned). */
   noteUnlocked(): void {
     if (this.locking.enabled || this.unlockedNoted) return;
     this.unlockedNoted = true;
@@ -147,25 +145,22 @@ export class BackendContext {
     );
   }
 
-  /** What every state write carries besides its body and conditions. */
   putOptions(): { contentType: string; acl: Acl | undefined; encrypt: boolean } {
     return { contentType: "application/json", acl: this.settings.acl.value as Acl | undefined, encrypt: this.settings.encrypt.value === true };
   }
 
-  /** A workspace's state as the history functions take it. */
-  versioned(workspace: string): VersionedState {
-    const enc = this.encryption;
-    const open = enc === undefined ? undefined : async (stored: Buffer): Promise<Buffer> => (await enc.decrypt(stored, { workspace })).state;
-    return { store: this.store, key: this.statePath(workspace), workspace, where: this.describe(workspace), open };
+  plainMd5Of(envelopeMd5: string): string | undefined {
+    return this.plainMd5s.get(envelopeMd5);
+  }
+
+  rememberPlainMd5(envelopeMd5: string, plainMd5: string): void {
+    this.plainMd5s.delete(envelopeMd5);
+    this.plainMd5s.set(envelopeMd5, plainMd5);
+    if (this.plainMd5s.size > PLAIN_MD5_MEMO) this.plainMd5s.delete(this.plainMd5s.keys().next().value as string);
   }
 
   close(): void {
     this.store.close();
     this.table?.close();
   }
-}
-
-function takeOptions(options: LockOptions): TakeOptions {
-  const { wait: _wait, ttl, ...rest } = options;
-  return { ...rest, ttlMs: checkTtl(ttl, "the lock ttl (ttl)") };
 }

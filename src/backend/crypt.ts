@@ -1,16 +1,17 @@
 /**
- * State encryption at the backend's edge (issue 26, docs/decisions/069): the one place that
- * turns the state a caller writes into what is stored (an envelope, or the state itself
- * without encryption) and what is stored back into the state. Everything between — the
- * guard, fencing, digests, history — works on the stored bytes, whose clear `serial` and
- * `lineage` are the state's.
+ * State encryption at the backend's edge (issue 26, docs/decisions/069): the state a caller
+ * writes turned into what is stored, and back. Everything between (the guard, fencing,
+ * digests, history) works on the stored bytes, whose clear `serial` and `lineage` are the state's.
  */
 import type { Decrypted, StateEncryption } from "../encryption/index.js";
 import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
 import { md5Hex } from "../util/md5.js";
 import type { BackendContext } from "./context.js";
-import { normalizeDigest } from "./fencing.js";
+import { normalizeDigest } from "./meta.js";
+import type { ReadOptions } from "./options.js";
+import { readCommitted } from "./read.js";
+import type { StateRead } from "./results.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 
 /** How much of a state is scanned for the clear fields an envelope carries. */
@@ -27,14 +28,10 @@ export async function sealState(enc: StateEncryption, state: Buffer, workspace: 
     );
   }
   const h = scanHeader(state.subarray(0, HEADER_BYTES));
-  if (h === undefined || h.lineage === undefined)
-    throw new ObjstateError(
-      "STATE_INVALID",
-      `the state to write to workspace "${workspace}" has no top-level lineage, so it cannot be encrypted: is it a state?`,
-      {
-        details: { workspace },
-      },
-    );
+  if (h === undefined || h.lineage === undefined) {
+    const message = `the state to write to workspace "${workspace}" has no top-level lineage, so it cannot be encrypted: is it a state?`;
+    throw new ObjstateError("STATE_INVALID", message, { details: { workspace } });
+  }
   return (await enc.encrypt(state, { serial: h.serial ?? null, lineage: h.lineage })).toBuffer();
 }
 
@@ -43,12 +40,7 @@ export function openState(enc: StateEncryption, stored: Buffer, workspace: strin
   return enc.decrypt(stored, { workspace });
 }
 
-/**
- * Refuse to write over a stored state this configuration cannot read (wrong key, unknown
- * version, plain without an `unencrypted` fallback): the whole object when it is small, else
- * its first bytes, where the key is chosen (decision 064). A small state's header comes back
- * from its decrypted content: an envelope's clear fields cannot say whether it is empty.
- */
+/** Refuse to write over a stored state this configuration cannot read (decision 064); a small state's header comes back from its content. */
 export async function checkReadable(enc: StateEncryption, stored: Buffer, whole: boolean, workspace: string): Promise<StateHeader | undefined> {
   if (whole) {
     const d = await enc.decrypt(stored, { workspace });
@@ -64,13 +56,30 @@ export async function checkReadable(enc: StateEncryption, stored: Buffer, whole:
   return undefined;
 }
 
-/**
- * The fast lane of an encrypted read: the stored bytes handed to the decryptor as they arrive,
- * never held, when the store's MD5 record is the committed digest (or there is no digest to
- * check): the record proves the version, the GCM tag the bytes. Undefined when the read must
- * go the usual way (no such record, an absent state, a plain state whose bytes do not match).
- */
-export async function readSealed(
+/** The decrypted state; with `md5`, the MD5 of an envelope's plaintext too, taken once per version. */
+export async function readDecrypted(
+  ctx: BackendContext,
+  enc: StateEncryption,
+  workspace: string,
+  options: ReadOptions,
+  md5: boolean,
+): Promise<StateRead | null> {
+  // Without a watcher, the stored bytes go straight to the decryptor when the store's record is the digest.
+  const sealed = options.onData === undefined ? await readSealed(ctx, enc, workspace) : undefined;
+  const found = sealed ?? (await readCommitted(ctx, workspace, options));
+  if (found === null) return null;
+  const d = sealed?.decrypted ?? (await openState(enc, found.body, workspace));
+  let sum = md5 ? found.md5 : undefined;
+  if (md5 && d.encrypted) {
+    sum = found.md5 === undefined ? undefined : ctx.plainMd5Of(found.md5);
+    sum ??= md5Hex(d.state);
+    if (found.md5 !== undefined) ctx.rememberPlainMd5(found.md5, sum);
+  }
+  return { body: d.state, etag: found.etag, md5: sum, encryption: { encrypted: d.encrypted, method: d.method, migration: d.migration } };
+}
+
+/** The fast lane of an encrypted read: the bytes handed to the decryptor as they arrive when the store's MD5 record is the digest (or none); undefined: read the usual way. */
+async function readSealed(
   ctx: BackendContext,
   enc: StateEncryption,
   workspace: string,

@@ -1,24 +1,23 @@
 /**
  * A workspace's versions (docs/design.md §9): listing them with who wrote each, reading one, and
- * rolling back to one. The store keeps the versions (S3 bucket versioning, the embedded
- * store natively); this module reads them and never deletes one. The backend calls these
- * functions with its driver and the workspace's object key, and keeps the lock.
+ * rolling back to one. The store keeps the versions (S3 bucket versioning, the embedded store
+ * natively); this module reads them and never deletes one. The caller keeps the lock.
  */
 import { ObjstateError } from "../errors.js";
-import type { ObjectStoreDriver, ObjectVersion, VersioningStatus } from "../store/types.js";
-import { decodeMeta, META } from "./fencing.js";
+import type { ObjectVersion, VersioningStatus } from "../store/types.js";
+import type { BackendContext } from "./context.js";
+import type { RollbackOptions } from "./options.js";
+import { conflict, decodeMeta, META, recordOf, serialOf } from "./meta.js";
 import type { Principal } from "./principal.js";
 import { isEnvelope } from "../encryption/index.js";
-import { scanHeader } from "./state-header.js";
+import { scanHeader, withSerial } from "./state-header.js";
 
-/**
- * Bytes read of each version to find `serial` and `lineage` when objstate did not record
- * them (the tool writes `version`, `terraform_version`, `serial`, `lineage` first: a few
- * hundred bytes). The same ranged read brings the object metadata objstate records.
- */
-export const PEEK_BYTES = 4096;
+/** Bytes read of each version to find `serial` and `lineage` when objstate did not record them (the tool writes them first). */
+const PEEK_BYTES = 4096;
 /** Ranged reads in flight while listing history. */
 const PEEK_CONCURRENCY = 8;
+/** How much of a state is scanned for its header when rolling back (as the write guard does). */
+const HEADER_READ = 64 * 1024;
 
 /** One version of a workspace's state, newest first in {@link stateHistory}. */
 export interface StateVersion {
@@ -34,83 +33,57 @@ export interface StateVersion {
   readonly lineage: string | undefined;
   /** `objstate` when objstate wrote this version (it recorded its metadata), else `other`. */
   readonly writer: "objstate" | "other" | undefined;
-  /**
-   * `Who` of the lock the write was made under (or the writer's user@host): what the
-   * writing client said, not checked by anyone.
-   */
+  /** `Who` of the lock the write was made under (or the writer's user@host), as its client said. */
   readonly who: string | undefined;
-  /**
-   * The server user the write was made for, as `objstate serve` authenticated it; undefined
-   * for a write that did not go through a server (the CLI, the library, other clients).
-   */
+  /** The server user the write was made for, as `objstate serve` authenticated it. */
   readonly principal: Principal | undefined;
   /** The lock's `Operation` (`rollback` for a rollback). */
   readonly operation: string | undefined;
-  /** The lock's `ID`. */
   readonly lockId: string | undefined;
   /** For a rollback: the version whose content it restored. */
   readonly sourceVersion: string | undefined;
 }
 
-/** Options of {@link stateHistory}. */
 export interface HistoryOptions {
   /** Stop after this many versions (delete markers count); pages no further than needed. */
   readonly limit?: number | undefined;
 }
 
-/** Where a workspace's state lives, for the functions here. */
-export interface VersionedState {
-  readonly store: ObjectStoreDriver;
-  /** The state's object key. */
-  readonly key: string;
-  readonly workspace: string;
-  /** For messages: `bucket/key at endpoint`. */
-  readonly where: string;
-  /** The state in stored bytes (decrypted), when states are encrypted here. */
-  readonly open?: ((stored: Buffer) => Promise<Buffer>) | undefined;
-}
-
 /** `VERSIONING_OFF`: history and rollback need the bucket to keep versions. */
-export function versioningOff(s: VersionedState, status: VersioningStatus): ObjstateError {
+function versioningOff(where: string, status: VersioningStatus): ObjstateError {
   return new ObjstateError(
     "VERSIONING_OFF",
     status === "suspended"
-      ? `versioning of the bucket of ${s.where} is suspended: new writes replace the current version instead of keeping it, so a rollback could lose one. Turn it back on with \`objstate init --versioning\`.`
-      : `the bucket of ${s.where} does not keep versions (bucket versioning is off): history, diff of old versions and rollback need it. Turn it on with \`objstate init --versioning\` (versions replaced before that are gone).`,
+      ? `versioning of the bucket of ${where} is suspended: new writes replace the current version instead of keeping it, so a rollback could lose one. Turn it back on with \`objstate init --versioning\`.`
+      : `the bucket of ${where} does not keep versions (bucket versioning is off): history, diff of old versions and rollback need it. Turn it on with \`objstate init --versioning\` (versions replaced before that are gone).`,
     { details: { versioning: status } },
   );
 }
 
-/**
- * The versions of one workspace's state, newest first, each with its serial, lineage and
- * who wrote it with which operation. Reads one listing page at a time and, per version, one
- * ranged read of {@link PEEK_BYTES} (in parallel, a few at a time), never a whole version.
- * Throws `VERSIONING_OFF` on a bucket that never kept versions.
- */
-export async function* stateHistory(s: VersionedState, options: HistoryOptions = {}): AsyncGenerator<StateVersion> {
+/** The versions of one workspace's state, newest first: a listing page and a ranged read per version, a few at a time; `VERSIONING_OFF` without versions. */
+export async function* stateHistory(ctx: BackendContext, workspace: string, options: HistoryOptions = {}): AsyncGenerator<StateVersion> {
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
   if (limit <= 0) return;
   // Asked alongside the first page, so listing costs no extra round trip.
-  const status = s.store.versioning();
+  const status = ctx.store.versioning();
   status.catch(() => undefined);
-  const pageSize = Number.isFinite(limit) ? Math.min(1000, limit) : 1000;
   const pending: Promise<StateVersion>[] = [];
   let checked = false;
   let taken = 0;
-  const listing = s.store.listVersions(s.key, { pageSize })[Symbol.asyncIterator]();
+  const listing = ctx.store.listVersions(ctx.statePath(workspace), { pageSize: Math.min(1000, limit) })[Symbol.asyncIterator]();
   try {
     for (;;) {
       while (pending.length < PEEK_CONCURRENCY && taken < limit) {
         const next = await listing.next();
         if (next.done === true) break;
         taken++;
-        const p = describeVersion(s, next.value);
+        const p = describeVersion(ctx, workspace, next.value);
         p.catch(() => undefined); // awaited in order below
         pending.push(p);
       }
       if (!checked) {
         const st = await status;
-        if (st === "off") throw versioningOff(s, st);
+        if (st === "off") throw versioningOff(ctx.describe(workspace), st);
         checked = true;
       }
       const head = pending.shift();
@@ -122,93 +95,38 @@ export async function* stateHistory(s: VersionedState, options: HistoryOptions =
   }
 }
 
-async function describeVersion(s: VersionedState, v: ObjectVersion): Promise<StateVersion> {
+async function describeVersion(ctx: BackendContext, workspace: string, v: ObjectVersion): Promise<StateVersion> {
   const base = { versionId: v.versionId, isLatest: v.isLatest, deleteMarker: v.deleteMarker, lastModified: v.lastModified, size: v.size };
-  const none = {
-    serial: undefined,
-    lineage: undefined,
-    writer: undefined,
-    who: undefined,
-    principal: undefined,
-    operation: undefined,
-    lockId: undefined,
-    sourceVersion: undefined,
-  };
-  if (v.deleteMarker) return { ...base, ...none };
-  const got = await s.store.get(s.key, { versionId: v.versionId, maxBytes: PEEK_BYTES });
-  if (got === null) return { ...base, ...none }; // expired by a retention rule meanwhile
-  const m = got.meta.metadata ?? {};
+  // A delete marker, or a version expired by a retention rule meanwhile, has nothing to describe.
+  const got = v.deleteMarker ? null : await ctx.store.get(ctx.statePath(workspace), { versionId: v.versionId, maxBytes: PEEK_BYTES });
+  const m = got?.meta.metadata ?? {};
   const ours = m[META.serial] !== undefined || m[META.lockId] !== undefined || m[META.who] !== undefined || m[META.principal] !== undefined;
-  const header = scanHeader(got.body);
-  const recordedSerial = m[META.serial] === undefined ? undefined : Number(m[META.serial]);
+  const header = got === null ? undefined : scanHeader(got.body);
+  const r = recordOf(m);
   return {
     ...base,
-    serial: recordedSerial !== undefined && Number.isFinite(recordedSerial) ? recordedSerial : header?.serial,
-    lineage: decodeMeta(m[META.lineage]) ?? header?.lineage,
-    writer: ours ? "objstate" : "other",
-    who: decodeMeta(m[META.who]),
-    principal: principalOf(m),
-    operation: decodeMeta(m[META.operation]),
-    lockId: decodeMeta(m[META.lockId]),
+    ...r,
+    serial: r.serial ?? header?.serial,
+    lineage: r.lineage ?? header?.lineage,
+    writer: got === null ? undefined : ours ? "objstate" : "other",
     sourceVersion: decodeMeta(m[META.sourceVersion]),
   };
 }
 
-/** The principal a write recorded in its object metadata, if any. */
-export function principalOf(m: Readonly<Record<string, string>>): Principal | undefined {
-  const name = decodeMeta(m[META.principal]);
-  if (name === undefined) return undefined;
-  // A via left out (a store that dropped it) is unknown, not `none`.
-  const p: { name: string; via: string; tokenId?: string; oidc?: NonNullable<Principal["oidc"]> } = {
-    name,
-    via: decodeMeta(m[META.principalVia]) ?? "unknown",
-  };
-  const tokenId = decodeMeta(m[META.principalToken]);
-  if (tokenId !== undefined) p.tokenId = tokenId;
-  const issuer = decodeMeta(m[META.principalIssuer]);
-  const subject = decodeMeta(m[META.principalSubject]);
-  if (issuer !== undefined && subject !== undefined) p.oidc = { issuer, subject, claims: claimsOf(m[META.principalClaims]) };
-  return p;
+/** Version `versionId`'s bytes exactly as stored, and whether it is the current one; `VERSION_NOT_FOUND` for none (or a delete marker). */
+export async function readStateVersionById(ctx: BackendContext, workspace: string, versionId: string): Promise<{ body: Buffer; isLatest: boolean }> {
+  const key = ctx.statePath(workspace);
+  const [got, current] = await Promise.all([ctx.store.get(key, { versionId }), ctx.store.head(key)]);
+  if (got === null) throw versionNotFound(ctx, workspace, versionId);
+  return { body: got.body, isLatest: current !== null && current.versionId === versionId };
 }
 
-/** Recorded claims: string values of a JSON object; none when absent (left out for size) or unreadable. */
-function claimsOf(raw: string | undefined): Readonly<Record<string, string>> {
-  let v: unknown;
-  try {
-    v = raw === undefined ? {} : JSON.parse(decodeURIComponent(raw));
-  } catch {
-    return {};
-  }
-  const out: Record<string, string> = {};
-  if (typeof v === "object" && v !== null && !Array.isArray(v)) for (const [k, x] of Object.entries(v)) if (typeof x === "string") out[k] = x;
-  return out;
-}
-
-/** One version's bytes, exactly as stored, and whether it is the current version. */
-export interface VersionRead {
-  readonly body: Buffer;
-  readonly versionId: string;
-  readonly isLatest: boolean;
-}
-
-/**
- * The bytes of version `versionId` of the workspace's state. `VERSION_NOT_FOUND` when the
- * store has no such version (or it is a delete marker).
- */
-export async function readStateVersionById(s: VersionedState, versionId: string): Promise<VersionRead> {
-  const [got, current] = await Promise.all([s.store.get(s.key, { versionId }), s.store.head(s.key)]);
-  if (got === null) throw versionNotFound(s, versionId);
-  return { body: got.body, versionId, isLatest: current !== null && current.versionId === versionId };
-}
-
-export function versionNotFound(s: VersionedState, versionId: string): ObjstateError {
-  const flag = s.workspace === "default" ? "" : ` -w ${s.workspace}`;
+function versionNotFound(ctx: BackendContext, workspace: string, versionId: string): ObjstateError {
+  const flag = workspace === "default" ? "" : ` -w ${workspace}`;
   return new ObjstateError(
     "VERSION_NOT_FOUND",
-    `${s.where} has no version ${JSON.stringify(versionId)} with content (a wrong ID, a delete marker, or expired): list them with \`objstate state history${flag}\``,
-    {
-      details: { versionId },
-    },
+    `${ctx.describe(workspace)} has no version ${JSON.stringify(versionId)} with content (a wrong ID, a delete marker, or expired): list them with \`objstate state history${flag}\``,
+    { details: { versionId } },
   );
 }
 
@@ -218,15 +136,7 @@ export type RollbackWrite = (
   options: { readonly ifMatch: string | null; readonly force: boolean; readonly operation: string; readonly sourceVersion: string },
 ) => Promise<{ readonly written: boolean; readonly md5: string }>;
 
-/** Options of {@link rollbackState}. */
-export interface RollbackOptions {
-  /** Roll back to a version of another lineage than the current state's. */
-  readonly force?: boolean | undefined;
-}
-
-/** What a rollback did. */
 export interface RollbackResult {
-  /** The version whose content was restored. */
   readonly from: string;
   /** The serial the restored content now carries. */
   readonly serial: number;
@@ -238,62 +148,48 @@ export interface RollbackResult {
   readonly md5: string;
 }
 
-/**
- * Write version `versionId`'s content as a new version whose `serial` is one more than the
- * current one's (or than the newest version's, for a deleted workspace) and never lower
- * than its own, so the tool accepts it as newer. The caller holds the workspace's lock;
- * the write is conditional on the current version seen here. Refuses a version of another
- * lineage than the current state's (`STATE_CONFLICT`) unless `force`. Deletes nothing.
- */
-export async function rollbackState(s: VersionedState, versionId: string, write: RollbackWrite, options: RollbackOptions = {}): Promise<RollbackResult> {
-  const status = await s.store.versioning();
-  if (status !== "enabled") throw versioningOff(s, status);
-  const [stored, current] = await Promise.all([s.store.get(s.key, { versionId }), s.store.get(s.key, { maxBytes: HEADER_READ })]);
-  if (stored === null) throw versionNotFound(s, versionId);
+/** Write version `versionId`'s content as a new version with a serial above the current one's (and its own), conditional on the current one; another lineage needs `force`. */
+export async function rollbackState(
+  ctx: BackendContext,
+  workspace: string,
+  versionId: string,
+  write: RollbackWrite,
+  options: RollbackOptions = {},
+): Promise<RollbackResult> {
+  const where = ctx.describe(workspace);
+  const status = await ctx.store.versioning();
+  if (status !== "enabled") throw versioningOff(where, status);
+  const key = ctx.statePath(workspace);
+  const [stored, current] = await Promise.all([ctx.store.get(key, { versionId }), ctx.store.get(key, { maxBytes: HEADER_READ })]);
+  if (stored === null) throw versionNotFound(ctx, workspace, versionId);
   // An envelope's clear serial is a copy: the new serial goes into the state, which the write encrypts again.
-  const source = s.open === undefined ? stored : { body: await s.open(stored.body) };
-  const src = scanHeader(source.body.subarray(0, HEADER_READ));
-  if (src?.serialAt === undefined || src.serial === undefined) {
-    throw new ObjstateError(
-      "STATE_INVALID",
-      `version ${versionId} of ${s.where} is not a state with a top-level serial in its first ${HEADER_READ / 1024} KiB, so it cannot be given a new one; nothing was written`,
-      {
-        details: { versionId },
-      },
-    );
-  }
+  const source = ctx.encryption === undefined ? stored.body : (await ctx.encryption.decrypt(stored.body, { workspace })).state;
   let base: { serial: number | undefined; lineage: string | undefined } | undefined;
   if (current !== null) {
     const h = scanHeader(current.body);
-    const m = current.meta.metadata ?? {};
-    const recorded = m[META.serial] === undefined ? undefined : Number(m[META.serial]);
-    base = { serial: h?.serial ?? (Number.isFinite(recorded) ? recorded : undefined), lineage: h?.lineage ?? decodeMeta(m[META.lineage]) };
+    base = { serial: h?.serial ?? serialOf(current.meta), lineage: h?.lineage ?? decodeMeta(current.meta.metadata?.[META.lineage]) };
   } else {
     // Deleted: the newest version with content stands for the state the tool last saw.
-    for await (const v of stateHistory(s)) {
+    for await (const v of stateHistory(ctx, workspace)) {
       if (v.deleteMarker) continue;
       base = { serial: v.serial, lineage: v.lineage };
       break;
     }
   }
-  const otherLineage = base?.lineage !== undefined && src.lineage !== undefined && base.lineage !== src.lineage;
+  const src = scanHeader(source.subarray(0, HEADER_READ));
+  // An envelope there is no key for here goes back byte for byte: its clear serial must stay the
+  // encrypted state's (OpenTofu refuses a mismatch), so it keeps its older serial (forced).
+  const envelope = isEnvelope(source);
+  const what = `version ${versionId} of ${where} is not a state with a top-level serial in its first ${HEADER_READ / 1024} KiB, so it cannot be given a new one; nothing was written`;
+  const next = withSerial(source, src, (n) => (envelope ? n : Math.max(base?.serial ?? 0, n) + 1), what, { versionId });
+  const otherLineage = base?.lineage !== undefined && src?.lineage !== undefined && base.lineage !== src.lineage;
   if (otherLineage && options.force !== true) {
-    throw new ObjstateError(
-      "STATE_CONFLICT",
-      `version ${versionId} of ${s.where} belongs to another lineage (${src.lineage}) than the ${current === null ? "newest version" : "current state"} (${base?.lineage}): it is a different state history. Roll back with --force (force: true) to write it anyway; nothing was written`,
-      { details: { versionId, lineage: src.lineage, currentLineage: base?.lineage } },
+    throw conflict(
+      `version ${versionId} of ${where} belongs to another lineage (${src?.lineage}) than the ${current === null ? "newest version" : "current state"} (${base?.lineage}): it is a different state history. Roll back with --force (force: true) to write it anyway; nothing was written`,
+      { details: { versionId, lineage: src?.lineage, currentLineage: base?.lineage } },
     );
   }
-  // An envelope there is no key for here (a client encrypts its states itself: `open` is
-  // unset) goes back byte for byte: its clear serial must stay
-  // the encrypted state's (OpenTofu refuses a mismatch as tampering), so it keeps its older
-  // serial, which the guard would refuse (forced: the rollback is the operator's choice).
-  // Its clients write the next serial on from it.
-  const envelope = isEnvelope(source.body);
-  const serial = envelope ? src.serial : Math.max(base?.serial ?? 0, src.serial) + 1;
-  const [at, end] = src.serialAt;
-  const body = envelope ? source.body : Buffer.concat([source.body.subarray(0, at), Buffer.from(String(serial), "utf8"), source.body.subarray(end)]);
-  const result = await write(body, {
+  const result = await write(envelope ? source : next.body, {
     ifMatch: current === null ? null : (current.meta.etag ?? null),
     force: otherLineage || envelope,
     operation: "rollback",
@@ -301,13 +197,10 @@ export async function rollbackState(s: VersionedState, versionId: string, write:
   });
   return {
     from: versionId,
-    serial,
-    lineage: src.lineage,
+    serial: next.serial,
+    lineage: src?.lineage,
     previousSerial: current === null ? undefined : base?.serial,
     restored: current === null,
     md5: result.md5,
   };
 }
-
-/** How much of a state is scanned for its header when rolling back (matches the write guard). */
-const HEADER_READ = 64 * 1024;

@@ -1,16 +1,12 @@
 /**
- * Who a request to `objstate serve` was authenticated as, handed down to the library so a
- * lock records its owner and a write records who made it. The library itself never
- * authenticates anyone: a principal is what its caller vouches for.
+ * Who a request to `objstate serve` was authenticated as, handed down so a lock records its
+ * owner and a write who made it. The library authenticates no one: its caller vouches.
  */
 
 /**
- * How a principal proved who it is. `password`: HTTP Basic checked against the users file;
- * `certificate`: a verified client certificate (mutual TLS) whose subject CN names the
- * user; `none`: a server without users, where every request is `anonymous`. Open for the
- * ways still to come: readers must accept values they do not know. `token`: an API token made by
- * `objstate serve token create` (its ID is in {@link Principal.tokenId}); `oidc`: a CI
- * identity's OIDC ID token matched by an identity rule (see {@link Principal.oidc}).
+ * How a principal proved who it is: `password` (the users file), `certificate` (mutual TLS,
+ * its CN), `token` (an API token), `oidc` (a CI identity's ID token matched by a rule), `none`
+ * (a server without users). Readers must accept values they do not know.
  */
 export type PrincipalVia = "password" | "certificate" | "token" | "oidc" | "none" | (string & {});
 
@@ -21,18 +17,11 @@ export interface Principal {
   readonly via: PrincipalVia;
   /** For `via: "token"`: the token's public ID, never the token or its hash. */
   readonly tokenId?: string;
-  /**
-   * For `via: "oidc"`: the issuer, the subject, and only the claims the matching rule
-   * looked at, so an audit line says why the caller was let in without copying the token.
-   */
+  /** For `via: "oidc"`: the issuer, the subject, and only the claims the matching rule looked at. */
   readonly oidc?: OidcIdentity;
 }
 
-/**
- * The `Owner` a lock taken by `p` records: a users-file user (password, certificate or one of
- * its API tokens) by name, as before; an OIDC identity as `oidc:NAME`, so a rule named like a
- * user can never act on that user's lock (names hold no `:`).
- */
+/** The `Owner` a lock taken by `p` records: a user by name, an OIDC identity as `oidc:NAME` (names hold no `:`, so they never meet). */
 export function lockOwnerOf(p: Principal | undefined): string | undefined {
   return p?.via === "oidc" ? `oidc:${p.name}` : p?.name;
 }

@@ -1,7 +1,6 @@
 /**
  * The store conformance probe (docs/design.md §10): before lockfiles trust a store's conditional
- * writes, try them once on a probe key. Verdicts are cached per store location (endpoint
- * and bucket) for the life of the process; the probe key is purged (every version).
+ * writes, try them once on a probe key (purged after), cached per store location for the process.
  */
 import { isObjstateError, ObjstateError } from "../errors.js";
 import type { ObjectStoreDriver } from "../store/types.js";
@@ -69,9 +68,4 @@ export function requireLockfileSupport(verdict: ProbeVerdict, location: string):
     `${location} ignores ${missing.join(" and ")}: lockfiles there would not lock anything. Use a lock table (kvstoreTable) instead of --lockfile, or a store that honours conditional writes`,
     { details: { verdict } },
   );
-}
-
-/** Forget cached verdicts (tests). */
-export function clearProbeCache(): void {
-  verdicts.clear();
 }

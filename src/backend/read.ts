@@ -1,9 +1,4 @@
-/**
- * The read flow (docs/design.md §5): the state as the lock table's digest says it is,
- * following the commit point — a torn write committed, a late write passed over and the
- * committed state written back, a store behind a recent write waited for — how a
- * workspace's state stands without repairing, and `state repair`.
- */
+/** The read flow (docs/design.md §5): the state as the lock table's digest says it is, how it stands, and `state repair`. */
 import { isObjstateError, ObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
 import { listPrefixes } from "../config/layout.js";
@@ -11,30 +6,17 @@ import type { GetResult, Leftover, ObjectMeta } from "../store/types.js";
 import { readWhole } from "../store/read-whole.js";
 import type { ReadHooks } from "../fast/streamed-read.js";
 import { md5Hex } from "../util/md5.js";
-import { commit, generationOf, judge, serialOf, writeCommittedAgain } from "./commit.js";
+import { commit, generationOf, judge, writeCommittedAgain } from "./commit.js";
 import type { BackendContext } from "./context.js";
-import {
-  committedMissing,
-  decodeMeta,
-  META,
-  normalizeDigest,
-  plainMd5,
-  provenComplete,
-  recordedMd5,
-  tornWrite,
-  uncommittedUnderLock,
-  workspaceFlag,
-} from "./fencing.js";
 import { readStateVersionById } from "./history.js";
 import type { LockHandle } from "./locks/lease.js";
+import { workspaceFlag } from "./locks/lock-info.js";
+import { decodeMeta, META, normalizeDigest, plainMd5, provenComplete, recordedMd5, serialOf, writeOf } from "./meta.js";
 import type { ReadOptions, RepairOptions } from "./options.js";
 import type { DigestStatus, RepairReport, StateRead } from "./results.js";
+import { LAST_WRITE_ATTR, lastWriteRecord } from "./workspaces.js";
 
-/**
- * How many of the newest versions a read looks through for the committed state, behind
- * writes that never committed (each a late writer that lost its lock: there are rarely more
- * than one or two).
- */
+/** How many of the newest versions a read looks through for the committed state, behind writes that never committed. */
 const LOOKBACK_VERSIONS = 10;
 
 /** How long a read waits for a digest item another commit holds before it reads the committed state instead. */
@@ -43,20 +25,9 @@ const READER_CLAIM_WAIT_MS = 1000;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * The workspace's state and its ETag, or null when it has none. With a lock table, the read
- * follows the committed digest:
- * - a stored write that was never committed, with nothing committed since (its writer
- *   stopped between the two steps), is committed by the read (reported to `onRepair`), under
- *   a short lock of its own when the lock is free, or while the lock is held under another
- *   ID than that write's; while its own writer holds the lock, the committed version is
- *   read instead (on a bucket that keeps versions), else the read waits, then fails with
- *   `TORN_WRITE`;
- * - a write that another commit overtook is passed over: the newest of the last versions
- *   that is the committed state is read (and written again as the newest, when the lock
- *   is free); `COMMITTED_VERSION_MISSING` when the bucket no longer has it;
- * - anything else that does not match is retried (eventual consistency), then fails with
- *   `DIGEST_MISMATCH` (or `TORN_WRITE` for an older objstate's unfinished write).
- * A read-only connection repairs nothing.
+ * The state and its ETag, or null. With a lock table it follows the digest: a torn write is committed (or, while its writer holds the
+ * lock, the committed version read); a superseded one passed over for the committed version (written back when the lock is free);
+ * anything else retried, then `DIGEST_MISMATCH`. A read-only connection repairs nothing.
  */
 export async function readCommitted(ctx: BackendContext, workspace: string, options: ReadOptions, hooks?: ReadHooks): Promise<StateRead | null> {
   const path = ctx.statePath(workspace);
@@ -79,8 +50,7 @@ export async function readCommitted(ctx: BackendContext, workspace: string, opti
     ]);
     const expected = normalizeDigest(item?.digest);
     if (expected === undefined) return found(obj);
-    // The driver's MD5 may come from the ETag or objstate's metadata: a shortcut only when it
-    // agrees with the digest; otherwise the bytes are hashed before anything is declared.
+    // The driver's MD5 (ETag or record) is a shortcut only when it agrees with the digest; else the bytes are hashed.
     if (obj !== null && obj.md5 === expected) return found(obj, expected);
     const actual = obj === null ? "" : obj.hashed && obj.md5 !== undefined ? obj.md5 : md5Hex(obj.body);
     if (actual === expected) return found(obj, expected);
@@ -90,8 +60,6 @@ export async function readCommitted(ctx: BackendContext, workspace: string, opti
     let held = false;
     const verdict = obj === null ? "foreign" : judge(obj.meta, actual, item);
     if (obj !== null && verdict === "torn") {
-      // A commit that cannot be made now (its writer is inside the same commit, holding the
-      // item) leaves the write in doubt: the committed state stands until it settles.
       const adopted = await adoptTorn(ctx, workspace, obj.meta, actual, item, undefined);
       if (adopted === "moved") continue;
       if (adopted !== "held") return found(obj, actual);
@@ -107,11 +75,8 @@ export async function readCommitted(ctx: BackendContext, workspace: string, opti
       const etag = await restoreCommitted(ctx, workspace, committed, obj.meta, expected, generationOf(item));
       return { body: committed.body, etag: etag ?? obj.meta.etag, md5: expected };
     } else if (obj !== null && provenComplete(obj.meta, actual) && (await locks.get(ctx.lockId(workspace), "Info")) === null) {
-      // An older objstate's write (no intent recorded). A writer commits before it releases
-      // its lock, so the digest read now, after the lock was seen free, is final for every
-      // write that finished: only when it is still the one read with the object was this
-      // write torn. (Read together with the object, it may have been a finishing writer's
-      // previous digest.)
+      // An older objstate's write (no intent). A writer commits before it releases its lock, so a digest read after the lock
+      // was seen free is final: only when it is still the one read with the object was this write torn.
       const now = normalizeDigest((await locks.getDigest(digestId))?.digest);
       if (now === actual) return found(obj, actual);
       if (now !== expected) continue;
@@ -140,12 +105,7 @@ interface Fetched {
   readonly hashed: boolean;
 }
 
-/**
- * Read the stored state into one buffer of its size, shown to `onData` and `hooks` as it
- * fills. `digest` (the lock table's, when there is one) settles beside the read: when it
- * agrees with the store's record, `hooks` are told before the bytes arrive. Bytes the store
- * vouches for no MD5 of are hashed as they arrive.
- */
+/** Read the stored state into one buffer, shown to `onData` and `hooks`; `hooks` hear early when `digest` is the store's record. */
 async function fetchState(
   ctx: BackendContext,
   path: string,
@@ -168,14 +128,9 @@ async function fetchState(
   return { body, meta: got.meta, md5: got.proven ? record : hashed, hashed: hashed !== undefined };
 }
 
-/**
- * The bytes of one version of the workspace's state, exactly as stored. The digest is
- * checked only when the version is the current one: then the whole read with its retries and
- * repairs, which fails unless the current version is committed, or a complete objstate write
- * that never committed (a version like any other: these are its bytes).
- */
+/** One version's bytes exactly as stored; when it is the current one, the whole digest-checked read must pass too. */
 export async function readVersionChecked(ctx: BackendContext, workspace: string, versionId: string): Promise<Buffer> {
-  const got = await readStateVersionById(ctx.versioned(workspace), versionId);
+  const got = await readStateVersionById(ctx, workspace, versionId);
   const locks = ctx.table;
   if (!got.isLatest || locks === undefined) return got.body;
   const expected = normalizeDigest((await locks.getDigest(ctx.digestId(workspace)))?.digest);
@@ -184,14 +139,7 @@ export async function readVersionChecked(ctx: BackendContext, workspace: string,
   return got.body;
 }
 
-/**
- * How a workspace's state stands against its digest, without retrying or repairing:
- * `no-state`, `no-digest` (nothing recorded: nothing to check), `match`, `torn` (a complete
- * objstate write that was never committed, and nothing was committed since: the next read
- * commits it once no writer of it holds the lock, as does `state repair`), `superseded` (the
- * newest version is a write that never committed; reads serve the committed one) or
- * `mismatch`.
- */
+/** How a state stands against its digest, without retrying or repairing (`torn`: the next read or `state repair` commits it). */
 export async function digestStatusOf(ctx: BackendContext, workspace: string): Promise<DigestStatus> {
   const locks = ctx.table;
   const [obj, item] = await Promise.all([
@@ -205,8 +153,7 @@ export async function digestStatusOf(ctx: BackendContext, workspace: string): Pr
   if (actual === recorded) return { status: "match", recorded, size: obj.body.length };
   const verdict = judge(obj.meta, actual, item);
   if (verdict === "torn" || verdict === "superseded") return { status: verdict, recorded, actual, size: obj.body.length };
-  // An older objstate's write (no intent recorded): torn only once no writer holds the lock and the digest, read after that, is still the old
-  // one (see readCommitted); a writer still at work is a mismatch of the moment.
+  // An older objstate's write: torn only when no writer holds the lock and the digest is still the old one (see readCommitted).
   const torn =
     provenComplete(obj.meta, actual) &&
     locks !== undefined &&
@@ -216,12 +163,8 @@ export async function digestStatusOf(ctx: BackendContext, workspace: string): Pr
 }
 
 /**
- * Commit a torn write (stored, never committed) with the very update its writer would have
- * made. Under the caller's lock (`callerLockId`); or when the lock is held under another ID
- * than the torn write's (its writer lost the lock: none of its writes is at work, and the
- * holder may well be the caller, which a GET does not say); or under a short lock of its
- * own when the lock is free (or expired). Never while the torn write's own lock is held:
- * its writer may be committing it right now (`held`). `moved`: another commit came first.
+ * Commit a torn write with the update its writer would have made: under the caller's lock, while another ID holds the lock, or under
+ * a short lock of its own. Never while its own lock is held (`held`). `moved`: another commit came first.
  */
 export async function adoptTorn(
   ctx: BackendContext,
@@ -254,7 +197,7 @@ export async function adoptTorn(
     try {
       // A reader does not wait long for an item another commit holds (its writer may be frozen inside it).
       next = await commit(ctx, workspace, locks, seen, actual, writerLock, {
-        set: { Repaired: note },
+        set: { Repaired: note, [LAST_WRITE_ATTR]: lastWriteRecord(actual, meta.metadata ?? {}) },
         claimWaitMs: callerLockId === undefined ? READER_CLAIM_WAIT_MS : undefined,
       });
     } catch (e) {
@@ -279,19 +222,14 @@ export async function adoptTorn(
   }
 }
 
-/**
- * The newest of the last {@link LOOKBACK_VERSIONS} versions whose bytes are `digest` (the
- * committed state, behind writes that never committed), bytes checked; null when there is
- * none (a bucket without versions, or one that no longer keeps it).
- */
+/** The newest of the last {@link LOOKBACK_VERSIONS} versions whose bytes are `digest` (checked); null when there is none. */
 export async function committedVersion(ctx: BackendContext, path: string, digest: string): Promise<GetResult | null> {
   let looked = 0;
   try {
     for await (const v of ctx.store.listVersions(path, { pageSize: LOOKBACK_VERSIONS + 1 })) {
       if (++looked > LOOKBACK_VERSIONS + 1) break;
       if (v.deleteMarker) continue;
-      // A plain-MD5 ETag in the listing says it at once; otherwise (another version, or an
-      // ETag that is not an MD5: KMS) objstate's record of the write, from a HEAD.
+      // A plain-MD5 ETag in the listing says it at once; otherwise objstate's record, from a HEAD.
       if (plainMd5({ size: v.size, etag: v.etag }) !== digest) {
         const meta = await ctx.store.head(path, { versionId: v.versionId });
         if (meta === null || (recordedMd5(meta) ?? plainMd5(meta)) !== digest) continue;
@@ -308,10 +246,8 @@ export async function committedVersion(ctx: BackendContext, path: string, digest
 }
 
 /**
- * Write the committed state again as the newest version, over a write that never committed,
- * so that every reader of the bucket (the tool's own S3 backend compares the current object
- * with `Digest`) sees them agree. Only under a short lock of its own while the lock is free:
- * a holder's next write does the same. Best effort; returns the new ETag when it wrote.
+ * Write the committed state again over a write that never committed, so every reader (the tool's too) sees it agree with the digest:
+ * under a short lock of its own (`evenIfLocked`: else without one, conditional on the late write). Best effort: the new ETag.
  */
 export async function restoreCommitted(
   ctx: BackendContext,
@@ -320,57 +256,40 @@ export async function restoreCommitted(
   over: ObjectMeta,
   digest: string,
   generation: number,
+  evenIfLocked = false,
 ): Promise<string | undefined> {
   if (ctx.readOnly || !ctx.locking.enabled) return undefined;
-  let own: LockHandle;
+  let own: LockHandle | undefined;
   try {
     own = await ctx.acquire(workspace, { operation: "restore the committed state" });
-  } catch {
-    return undefined;
+  } catch (e) {
+    if (!evenIfLocked || !isObjstateError(e, "STATE_LOCKED")) return undefined;
   }
   try {
-    return await putCommittedBack(ctx, workspace, committed, over, digest, generation, own.id);
+    await writeCommittedAgain(ctx, workspace, committed, over, digest, own?.id);
+    const serial = serialOf(committed.meta);
+    const by = decodeMeta(over.metadata?.[META.who]);
+    ctx.reportRepair({
+      workspace,
+      action: "restored",
+      md5: digest,
+      generation,
+      serial,
+      lockId: decodeMeta(over.metadata?.[META.lockId]),
+      message: `the newest version of ${ctx.describe(workspace)} (serial ${serialOf(over) ?? "?"}${by === undefined ? "" : ` by ${by}`}) was a write that never committed (another write was committed after it started); wrote the committed state (serial ${serial ?? "?"}) again over it`,
+    });
+    return (await ctx.store.head(ctx.statePath(workspace)))?.etag;
   } catch {
     return undefined;
   } finally {
-    await own.release().catch(() => undefined);
+    await own?.release().catch(() => undefined);
   }
 }
-
-/** Write the committed version again over `over` (conditional on it), and report it: the new ETag. */
-export async function putCommittedBack(
-  ctx: BackendContext,
-  workspace: string,
-  committed: GetResult,
-  over: ObjectMeta,
-  digest: string,
-  generation: number,
-  lockId: string | undefined,
-): Promise<string | undefined> {
-  await writeCommittedAgain(ctx, workspace, committed, over, digest, lockId);
-  const serial = serialOf(committed.meta);
-  const by = decodeMeta(over.metadata?.[META.who]);
-  ctx.reportRepair({
-    workspace,
-    action: "restored",
-    md5: digest,
-    generation,
-    serial,
-    lockId: decodeMeta(over.metadata?.[META.lockId]),
-    message: `the newest version of ${ctx.describe(workspace)} (serial ${serialOf(over) ?? "?"}${by === undefined ? "" : ` by ${by}`}) was a write that never committed (another write was committed after it started); wrote the committed state (serial ${serial ?? "?"}) again over it`,
-  });
-  return (await ctx.store.head(ctx.statePath(workspace)))?.etag;
-}
-
-// ------------------------------------------------------------ state repair
 
 /** Leftovers younger than this may belong to a writer that is still at work. */
 const LEFTOVER_MIN_AGE_MS = 60 * 60 * 1000;
 
-/**
- * Repair a workspace under the lock `lockId` (the caller holds it; see
- * `ObjectStoreBackend.repairState` for what is repaired).
- */
+/** Repair a workspace under the caller's lock `lockId` (see `ObjectStoreBackend.repairState`). */
 export async function repairUnderLock(ctx: BackendContext, workspace: string, lockId: string | undefined, options: RepairOptions): Promise<RepairReport> {
   const locks = ctx.table;
   const digest = locks === undefined ? { action: "no-lock-table" as const } : await repairDigest(ctx, workspace, locks, options.force === true, lockId);
@@ -407,8 +326,7 @@ async function repairDigest(
   if (recorded === actual) return { action: "ok", md5: actual };
   const verdict = judge(obj.meta, actual, item);
   if (verdict === "superseded" && recorded !== undefined) {
-    // The committed state is older than the newest version: it is written again, unless the
-    // store no longer has it; then only --force accepts what is stored.
+    // The committed state is older than the newest version: written again, unless the store lost it (then only --force).
     const committed = await committedVersion(ctx, path, recorded);
     if (committed !== null) {
       await writeCommittedAgain(ctx, workspace, committed, obj.meta, recorded, lockId);
@@ -424,15 +342,12 @@ async function repairDigest(
     );
   }
   const note = JSON.stringify({ at: new Date().toISOString(), who: ctx.who, previous: recorded ?? null, forced: force });
-  await commit(ctx, workspace, locks, item, actual, decodeMeta(obj.meta.metadata?.[META.lockId]), { set: { Repaired: note } });
+  const set = { Repaired: note, [LAST_WRITE_ATTR]: lastWriteRecord(actual, obj.meta.metadata ?? {}) };
+  await commit(ctx, workspace, locks, item, actual, decodeMeta(obj.meta.metadata?.[META.lockId]), { set });
   return { action: "recorded-digest", md5: actual, ...(recorded === undefined ? {} : { previous: recorded }) };
 }
 
-/**
- * Leftovers of writers of this backend's states (incomplete multipart uploads, the
- * embedded store's temp files) under its prefix, and in the `s3` layout under the default
- * workspace's key too, oldest first, with their age as the store reports it.
- */
+/** Leftovers of writers of this backend's states (incomplete multipart uploads, temp files) under its prefixes, oldest first. */
 export async function leftoversOf(ctx: BackendContext): Promise<Leftover[]> {
   const prefixes = listPrefixes(ctx.layout);
   if (prefixes.length === 1) return ctx.store.listLeftovers(prefixes[0] as string);
@@ -440,4 +355,44 @@ export async function leftoversOf(ctx: BackendContext): Promise<Leftover[]> {
   const seen = new Map<string, Leftover>();
   for (const prefix of prefixes) for (const l of await ctx.store.listLeftovers(prefix)) seen.set(`${l.kind} ${l.key ?? ""} ${l.id}`, l);
   return [...seen.values()].sort((a, b) => (a.since?.getTime() ?? 0) - (b.since?.getTime() ?? 0));
+}
+
+function tornWrite(where: string, workspace: string, meta: ObjectMeta, expected: string, actual: string, digestId: string): ObjstateError {
+  const m = meta.metadata ?? {};
+  return new ObjstateError(
+    "TORN_WRITE",
+    `the last write did not finish recording its digest: the state at ${where} is a complete write by objstate (${writeOf(meta)}), but the lock table still has the digest of an earlier state (${expected}; the object's is ${actual}). ` +
+      `Run \`objstate state repair${workspaceFlag(workspace)}\` to record it.`,
+    { details: { expected, actual, digestId, serial: m[META.serial], lockId: m[META.lockId] } },
+  );
+}
+
+/** `COMMITTED_VERSION_MISSING`: the stored object never committed, and the committed state is not among the versions the bucket keeps. */
+export function committedMissing(where: string, workspace: string, meta: ObjectMeta, committed: string): ObjstateError {
+  const m = meta.metadata ?? {};
+  return new ObjstateError(
+    "COMMITTED_VERSION_MISSING",
+    `the state at ${where} is a write that never committed (${writeOf(meta)}: another write was committed after it started), and the committed state (MD5 ${committed}) is not among the newest versions the bucket keeps. ` +
+      `Push the committed state again if you have it (objstate state push${workspaceFlag(workspace)} --force FILE), or accept the stored one with \`objstate state repair${workspaceFlag(workspace)} --force\`.`,
+    { details: { committed, serial: m[META.serial], lockId: m[META.lockId] } },
+  );
+}
+
+/** `TORN_WRITE` while the torn write's own lock (`lockId`) is still held; undefined: a read-only reader, which commits nothing. */
+function uncommittedUnderLock(where: string, workspace: string, meta: ObjectMeta, lockId: string | undefined): ObjstateError {
+  const m = meta.metadata ?? {};
+  if (lockId === undefined) {
+    return new ObjstateError(
+      "TORN_WRITE",
+      `the state at ${where} has a write stored but not committed (${writeOf(meta)}), and a read-only reader does not commit it. ` +
+        `Any read that may write commits it (objstate state pull${workspaceFlag(workspace)}), as does \`objstate state repair${workspaceFlag(workspace)}\`.`,
+      { details: { serial: m[META.serial], lockId: m[META.lockId] } },
+    );
+  }
+  return new ObjstateError(
+    "TORN_WRITE",
+    `the state at ${where} has a write stored but not committed (${writeOf(meta)}), and its lock${lockId === "" ? "" : ` ${lockId}`} is still held: either that write is finishing (try again), or its writer stopped. ` +
+      `If the holder is gone, release its lock (\`objstate force-unlock ${lockId === "" ? "ID" : lockId}${workspaceFlag(workspace)}\`), or let its lease run out: the next read then commits the write. \`objstate state repair${workspaceFlag(workspace)}\` does it too, under the lock.`,
+    { details: { lockId, serial: m[META.serial] } },
+  );
 }

@@ -4,12 +4,11 @@
  * through the fallback that read them.
  */
 import type { StateEncryption } from "../encryption/index.js";
-import { ObjstateError } from "../errors.js";
 import type { BackendContext } from "./context.js";
-import type { UnderLockOptions } from "./options.js";
+import type { UnderLockOptions } from "./locks/lock-scope.js";
 import type { Principal } from "./principal.js";
 import { readCommitted } from "./read.js";
-import { scanHeader } from "./state-header.js";
+import { scanHeader, withSerial } from "./state-header.js";
 
 /** Options of `ObjectStoreBackend.rekey`. */
 export interface RekeyOptions extends UnderLockOptions {
@@ -44,17 +43,8 @@ export async function rekeyUnderLock(
   const found = await readCommitted(ctx, workspace, {});
   if (found === null) return { workspace, rekeyed: false, from: undefined, to, serial: undefined, md5: undefined };
   const d = await enc.decrypt(found.body, { workspace });
-  const h = scanHeader(d.state.subarray(0, HEADER_BYTES));
-  if (h?.serialAt === undefined || h.serial === undefined) {
-    throw new ObjstateError(
-      "STATE_INVALID",
-      `the state of workspace "${workspace}" has no top-level serial in its first ${HEADER_BYTES / 1024} KiB, so it cannot be written again as a newer version; nothing was written`,
-      { details: { workspace } },
-    );
-  }
-  const serial = h.serial + 1;
-  const [at, end] = h.serialAt;
-  const body = Buffer.concat([d.state.subarray(0, at), Buffer.from(String(serial), "utf8"), d.state.subarray(end)]);
-  const result = await write(body, found.etag);
-  return { workspace, rekeyed: true, from: d.method, to, serial, md5: result.md5 };
+  const what = `the state of workspace "${workspace}" has no top-level serial in its first ${HEADER_BYTES / 1024} KiB, so it cannot be written again as a newer version; nothing was written`;
+  const next = withSerial(d.state, scanHeader(d.state.subarray(0, HEADER_BYTES)), (n) => n + 1, what, { workspace });
+  const result = await write(next.body, found.etag);
+  return { workspace, rekeyed: true, from: d.method, to, serial: next.serial, md5: result.md5 };
 }

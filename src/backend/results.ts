@@ -1,25 +1,15 @@
-/**
- * What {@link ObjectStoreBackend}'s calls return and report: one place for the shapes the
- * CLI, the server and the console render.
- */
+/** What {@link ObjectStoreBackend}'s calls return and report: the shapes the CLI, the server and the console render. */
 import type { Leftover } from "../store/types.js";
 import type { LockListing } from "./locks/locking.js";
 import type { StateDiff } from "../state/diff.js";
 import type { Principal } from "./principal.js";
 
-/**
- * A repair made by a read or a write without being asked (`ConnectOptions.onRepair`):
- * - `adopted`: the stored state was a complete write whose commit never happened (its writer
- *   stopped between storing and committing) and nothing was committed since: it was committed;
- * - `restored`: the newest version was a write that never committed (another write was
- *   committed after it started): the committed state was written again as the newest version.
- */
+/** A repair made without being asked (`ConnectOptions.onRepair`): a torn write `adopted`, or the committed state `restored` over a late write. */
 export interface RepairEvent {
   readonly workspace: string;
   readonly action: "adopted" | "restored";
-  /** Hex MD5 of the state that is committed now. */
+  /** Hex MD5 of the state that is committed now, and the digest item's generation. */
   readonly md5: string;
-  /** The digest item's generation now. */
   readonly generation: number;
   /** The serial of the write adopted, or of the committed state restored, when recorded. */
   readonly serial: number | undefined;
@@ -31,13 +21,6 @@ export interface RepairEvent {
 
 /** What {@link ObjectStoreBackend.repairState} found and did. */
 export interface RepairReport {
-  /**
-   * `ok` the digest matched; `recorded-digest` a torn write was committed (its digest recorded);
-   * `restored-committed` the newest version was a write that never committed, and the
-   * committed state was written again over it;
-   * `removed-orphan-digest` a digest without a state was removed; `no-state` nothing stored;
-   * `no-lock-table` no digests to repair.
-   */
   readonly action: "ok" | "recorded-digest" | "restored-committed" | "removed-orphan-digest" | "no-state" | "no-lock-table";
   readonly md5?: string | undefined;
   /** The digest recorded before, when it changed. */
@@ -59,7 +42,7 @@ export interface WriteResult {
   readonly written: boolean;
   /** Hex MD5 of the state, as recorded in the digest. */
   readonly md5: string;
-  /** The state's top-level `serial`, when it has one (the audit log names the version written by it). */
+  /** The state's top-level `serial`, when it has one. */
   readonly serial?: number | undefined;
 }
 
@@ -68,9 +51,9 @@ export interface StateRead {
   readonly body: Buffer;
   /** The stored object's ETag: pass it as `ifMatch` to make a write conditional on this read. */
   readonly etag: string | undefined;
-  /** Hex MD5 of `body` when the read proved it (it matched the recorded digest); undefined otherwise. */
+  /** Hex MD5 of `body` when the read proved it (it matched the recorded digest). */
   readonly md5: string | undefined;
-  /** How an encrypted state was read (with `encryption` configured); undefined when it is the stored bytes. */
+  /** How an encrypted state was read (with `encryption` configured). */
   readonly encryption?: StateReadEncryption | undefined;
 }
 
@@ -84,13 +67,11 @@ export interface StateReadEncryption {
   readonly migration: boolean;
 }
 
-/** One workspace's state object as a listing describes it ({@link ObjectStoreBackend.listWorkspaceObjects}). */
+/** One workspace's state object as a listing describes it (`lastModified`: UTC ISO, when the store reports it). */
 export interface WorkspaceObject {
   readonly workspace: string;
   readonly size: number;
-  /** UTC ISO time the store reports, when it does. */
   readonly lastModified: string | undefined;
-  /** The same ETag {@link LastWrite.etag} reports for this write. */
   readonly etag: string | undefined;
 }
 
@@ -98,7 +79,6 @@ export interface WorkspaceObject {
 export interface LastWrite {
   readonly size: number;
   readonly etag: string | undefined;
-  /** UTC ISO time the store reports, when it does. */
   readonly lastModified: string | undefined;
   readonly serial: number | undefined;
   readonly lineage: string | undefined;
@@ -109,20 +89,16 @@ export interface LastWrite {
   readonly principal: Principal | undefined;
 }
 
-/** What {@link ObjectStoreBackend.diff} compared, and what changed. */
+/** What {@link ObjectStoreBackend.diff} compared (version IDs; null: "no state"), and what changed. */
 export interface VersionDiff {
-  /** The older side's version ID; null for "no state" (none before `to`). */
   readonly from: string | null;
-  /** The newer side's version ID; null for "no state" (the workspace is deleted). */
   readonly to: string | null;
   readonly diff: StateDiff;
 }
 
-/** A workspace as {@link ObjectStoreBackend.workspaceStatus} reports it: its lock and its last write. */
+/** A workspace as {@link ObjectStoreBackend.workspaceStatus} reports it: its lock (null: unlocked) and its last write (null: no state). */
 export interface WorkspaceStatus {
   readonly name: string;
-  /** Its lock as `locks()` lists it; null when unlocked (or locking is off). */
   readonly lock: LockListing | null;
-  /** Null when it has no state (never written, or deleted). */
   readonly lastWrite: LastWrite | null;
 }

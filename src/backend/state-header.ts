@@ -12,10 +12,7 @@ export interface StateHeader {
   readonly lineage: string | undefined;
   readonly serial: number | undefined;
   readonly version: number | undefined;
-  /**
-   * No resources and no root outputs (what `workspace new` writes): may be overwritten by
-   * anything. Undefined when not known (only part of a large state was read).
-   */
+  /** No resources and no root outputs (what `workspace new` writes): anything may go over it; undefined when only part was read. */
   readonly empty: boolean | undefined;
 }
 
@@ -30,11 +27,7 @@ export interface ScannedHeader {
   complete: boolean;
 }
 
-/**
- * The top-level `lineage`, `serial` and `version` of a JSON object in `bytes`, possibly only
- * its first part: what was found before the bytes ran out or stopped being JSON (a value cut
- * off by the end is not found). Undefined when the bytes do not start like a JSON object.
- */
+/** The top-level `lineage`, `serial` and `version` found in `bytes` (maybe a first part); undefined when they do not start like a JSON object. */
 export function scanHeader(bytes: Uint8Array): ScannedHeader | undefined {
   const s = new JsonScanner(["lineage", "serial", "version"]);
   s.feed(bytes);
@@ -49,10 +42,21 @@ export function scanHeader(bytes: Uint8Array): ScannedHeader | undefined {
   return found;
 }
 
-/**
- * The header of a whole state (`complete` true) or of its first bytes. A whole state is
- * parsed to tell whether it is empty; a state that is not JSON is `STATE_INVALID`.
- */
+/** `state` with its top-level serial (found by `h`) set to `next(serial)`; `STATE_INVALID` with `message` when there is none. */
+export function withSerial(
+  state: Buffer,
+  h: ScannedHeader | undefined,
+  next: (serial: number) => number,
+  message: string,
+  details: Record<string, unknown>,
+): { body: Buffer; serial: number } {
+  if (h?.serialAt === undefined || h.serial === undefined) throw new ObjstateError("STATE_INVALID", message, { details });
+  const serial = next(h.serial);
+  const [at, end] = h.serialAt;
+  return { body: Buffer.concat([state.subarray(0, at), Buffer.from(String(serial), "utf8"), state.subarray(end)]), serial };
+}
+
+/** The header of a whole state (parsed, to tell whether it is empty; `STATE_INVALID` when not JSON) or of its first bytes. */
 export function stateHeader(bytes: Uint8Array, whole: boolean, where: string): StateHeader {
   if (whole) {
     let doc: unknown;
@@ -77,10 +81,7 @@ export function stateHeader(bytes: Uint8Array, whole: boolean, where: string): S
   return { lineage: h?.lineage, serial: h?.serial, version: h?.version, empty: undefined };
 }
 
-/**
- * No resources in any module and no root outputs (the tool's `State.Empty()` as far as a
- * state file shows it). Format 4 keeps both at the top level; 1–3 keep them per module.
- */
+/** No resources in any module and no root outputs (the tool's `State.Empty()`): format 4 at the top level, 1–3 per module. */
 export function isEmptyState(o: Record<string, unknown>): boolean {
   const none = (v: unknown): boolean =>
     v === undefined || v === null || (Array.isArray(v) ? v.length === 0 : typeof v === "object" && Object.keys(v).length === 0);

@@ -5,19 +5,11 @@ import { StreamedRead, type StateSink, type StreamOptions } from "../fast/stream
 import { readCommitted } from "./read.js";
 import type { StateRead } from "./results.js";
 
-/**
- * What {@link streamState} did: `streamed`, every byte went to the sink (end the answer);
- * otherwise nothing did, and `state` is the read's result, to answer with as usual.
- */
+/** `streamed`: every byte went to the sink (end the answer); otherwise nothing did, and `state` is the read's result. */
 export type StreamResult =
   { readonly streamed: true; readonly size: number; readonly md5: string } | { readonly streamed: false; readonly state: StateRead | null };
 
-/**
- * Read the workspace's state (the digest-checked read, with its retries and repairs),
- * streaming it to `sink` when it qualifies (see the module's header). A failure after the
- * sink started aborts it before the error is thrown; a read whose bytes changed or did not
- * match after they started going out is `DIGEST_MISMATCH`.
- */
+/** The digest-checked read streamed to `sink`; bytes that changed or did not match once they went out are `DIGEST_MISMATCH`. */
 export async function streamState(ctx: BackendContext, workspace: string, sink: StateSink, options: StreamOptions = {}): Promise<StreamResult> {
   const out = new StreamedRead(sink, options);
   let found: StateRead | null;

@@ -1,13 +1,6 @@
-/**
- * The lock table's schema (docs/design.md §5): exactly one key, `LockID` of type String.
- * One inspection for `connect` (which refuses a wrong table before any state is touched),
- * `objstate doctor` and `objstate init` (which report it).
- */
+/** The lock table's schema (docs/design.md §5): exactly one key, `LockID` of type String; for `connect`, `doctor` and `init`. */
 import { ObjstateError } from "../errors.js";
 import type { KeyAttribute, LockTableDriver } from "../lock/types.js";
-
-/** The key every lock table must have, as messages name it. */
-export const LOCK_TABLE_KEY = "LockID (String)";
 
 /** What {@link inspectLockTable} found. */
 export type LockTableInspection =
@@ -25,11 +18,7 @@ export async function inspectLockTable(locks: LockTableDriver): Promise<LockTabl
   return { status: "invalid", schema, keys: schema.length === 0 ? "no key" : schema.map((k) => `${k.name} (${k.type}, ${k.keyType})`).join(", ") };
 }
 
-/**
- * The check `connect` makes: a wrong schema is `TABLE_SCHEMA_INVALID`, a missing DynamoDB
- * table `TABLE_NOT_FOUND`. An absent embedded table is created (zero setup, like the
- * embedded bucket), except read-only: then false says "absent, go without it".
- */
+/** The check `connect` makes; an absent embedded table is created, except read-only (false: go without it). */
 export async function requireLockTable(locks: LockTableDriver, table: string, readOnly: boolean): Promise<boolean> {
   let found = await inspectLockTable(locks);
   if (found.status === "missing" && locks.kind === "file") {

@@ -1,13 +1,8 @@
-/**
- * Comparing versions of a workspace's state (docs/design.md §9): which versions a diff
- * compares when the caller names fewer than two — the version before the current one
- * against the current one, as `state diff` prints by default — and the current version a
- * confirmed rollback expects.
- */
+/** Comparing versions of a workspace's state (docs/design.md §9): the sides a diff compares by default, and the current version a confirmed rollback expects. */
 import { openState } from "./crypt.js";
 import { ObjstateError } from "../errors.js";
 import type { BackendContext } from "./context.js";
-import { conflict } from "./fencing.js";
+import { conflict } from "./meta.js";
 import { stateHistory } from "./history.js";
 import type { DiffOptions } from "./options.js";
 import { readVersionChecked } from "./read.js";
@@ -15,22 +10,18 @@ import type { VersionDiff } from "./results.js";
 
 /** The current version's ID, or null when the workspace has none (never written, or deleted). */
 export async function currentVersionOf(ctx: BackendContext, workspace: string): Promise<string | null> {
-  for await (const v of stateHistory(ctx.versioned(workspace), { limit: 1 })) return v.deleteMarker ? null : v.versionId;
+  for await (const v of stateHistory(ctx, workspace, { limit: 1 })) return v.deleteMarker ? null : v.versionId;
   return null;
 }
 
-/**
- * The sides of a diff: those given as they are; `to` by default the current version (none
- * when the workspace is deleted), `from` the version with content just before `to` (none
- * when there is no such version). Reads only as much history as that needs.
- */
-export async function diffSides(ctx: BackendContext, workspace: string, sides: DiffOptions): Promise<{ from: string | null; to: string | null }> {
+/** The sides of a diff: `to` by default the current version, `from` the version with content just before it; reads only as much history as that needs. */
+async function diffSides(ctx: BackendContext, workspace: string, sides: DiffOptions): Promise<{ from: string | null; to: string | null }> {
   const { from, to } = sides;
   if (from !== undefined && to !== undefined) return { from, to };
   let toId: string | null = to ?? null;
   let reachedTo = false;
   let any = false;
-  for await (const v of stateHistory(ctx.versioned(workspace))) {
+  for await (const v of stateHistory(ctx, workspace)) {
     any = true;
     if (!reachedTo) {
       if (to === undefined) toId = v.deleteMarker ? null : v.versionId;
@@ -65,18 +56,12 @@ export async function diffVersions(ctx: BackendContext, workspace: string, sides
   return { from: ids.from, to: ids.to, diff: sides.compare === undefined ? diffStates(a, b) : await sides.compare(a, b) };
 }
 
-/**
- * What a rollback to `versionId` would change: the diff from the current version (`from`,
- * null when the workspace is deleted) to it. Pass `from` as the rollback's `expectCurrent`.
- */
+/** What a rollback to `versionId` would change: the diff from the current version to it. */
 export async function rollbackPreview(ctx: BackendContext, workspace: string, versionId: string): Promise<VersionDiff> {
   return diffVersions(ctx, workspace, { from: await currentVersionOf(ctx, workspace), to: versionId });
 }
 
-/**
- * A rollback confirmed against a diff from `expected` (the version current then): refused
- * with `STATE_CONFLICT` when the workspace was written since. The caller holds the lock.
- */
+/** `STATE_CONFLICT` when the workspace was written since the diff from `expected` was shown (the caller holds the lock). */
 export async function checkCurrent(ctx: BackendContext, workspace: string, expected: string | null): Promise<void> {
   const now = await currentVersionOf(ctx, workspace);
   if (now === expected) return;

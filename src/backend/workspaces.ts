@@ -1,13 +1,8 @@
-/**
- * Workspaces (docs/design.md §5): listed from the bucket (every page, keys of exactly the
- * layout's form), created with an empty state, deleted digest first; and a workspace's last
- * write as its object records it.
- */
+/** Workspaces (docs/design.md §5): listed from the bucket, created with an empty state, deleted digest first; and their last writes. */
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
 import type { BackendContext } from "./context.js";
-import { decodeMeta, META } from "./fencing.js";
-import { principalOf } from "./history.js";
+import { recordOf } from "./meta.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, workspacesPrefix } from "../config/layout.js";
 import type { LastWrite, WorkspaceObject, WorkspaceStatus } from "./results.js";
 import { parseLockInfo } from "./locks/lock-info.js";
@@ -28,11 +23,7 @@ export async function listWorkspaceNames(ctx: BackendContext): Promise<string[]>
   return [DEFAULT_WORKSPACE, ...[...found].sort()];
 }
 
-/**
- * The state object of every workspace that has one, from the listing alone (a request per
- * 1,000 workspaces on S3, none per workspace), sorted as {@link listWorkspaceNames},
- * `default` first when it has a state.
- */
+/** The state object of every workspace that has one, from the listing alone, sorted, `default` first when it has a state. */
 export async function listWorkspaceObjects(ctx: BackendContext): Promise<WorkspaceObject[]> {
   const found: WorkspaceObject[] = [];
   let fallback: WorkspaceObject | undefined;
@@ -50,10 +41,7 @@ export async function listWorkspaceObjects(ctx: BackendContext): Promise<Workspa
   return fallback === undefined ? found : [fallback, ...found];
 }
 
-/**
- * Refuse to create a workspace that exists (`WORKSPACE_EXISTS`): `default` always does, a
- * named one when it has a state. Checked under the lock, right before the empty state is written.
- */
+/** `WORKSPACE_EXISTS` for `default` and a workspace with a state; checked under the lock, right before the empty state is written. */
 export async function refuseExisting(ctx: BackendContext, workspace: string): Promise<void> {
   checkWorkspace(workspace);
   if (workspace === DEFAULT_WORKSPACE) throw new ObjstateError("WORKSPACE_EXISTS", `workspace ${DEFAULT_WORKSPACE} already exists (it always does)`);
@@ -77,20 +65,13 @@ export function checkDeletable(workspace: string): void {
   if (workspace === DEFAULT_WORKSPACE) throw new ObjstateError("CANNOT_DELETE_DEFAULT", "the default workspace cannot be deleted");
 }
 
-/**
- * Delete a workspace's digest, then its state (the caller holds the lock). The digest goes
- * first: a crash in between leaves a state without a digest, which reads fine, never a
- * digest without a state.
- */
+/** Delete a workspace's digest, then its state, under the caller's lock: a crash between leaves a state without a digest, which reads fine. */
 export async function deleteUnderLock(ctx: BackendContext, workspace: string): Promise<void> {
   if (ctx.table !== undefined) await ctx.table.delete(ctx.digestId(workspace));
   await ctx.store.delete(ctx.statePath(workspace));
 }
 
-/**
- * The digest item's attribute that keeps the metadata of the write it commits, so a listing
- * of every workspace needs no HEAD per workspace: `{"md5", "meta"}` (JSON).
- */
+/** The digest item's attribute that keeps the metadata of the write it commits (`{"md5", "meta"}`): a listing needs no HEAD per workspace. */
 export const LAST_WRITE_ATTR = "LastWrite";
 
 /** The {@link LAST_WRITE_ATTR} value of a write of bytes with MD5 `md5` and object metadata `meta`. */
@@ -98,20 +79,8 @@ export function lastWriteRecord(md5: string, meta: Readonly<Record<string, strin
   return JSON.stringify({ md5, meta });
 }
 
-/** A last write from its object's size, ETag and time and its metadata. */
 function lastWriteFrom(o: Omit<WorkspaceObject, "workspace">, m: Readonly<Record<string, string>>): LastWrite {
-  const serial = m[META.serial] === undefined ? undefined : Number(m[META.serial]);
-  return {
-    size: o.size,
-    etag: o.etag,
-    lastModified: o.lastModified,
-    serial: serial !== undefined && Number.isSafeInteger(serial) ? serial : undefined,
-    lineage: decodeMeta(m[META.lineage]),
-    who: decodeMeta(m[META.who]),
-    lockId: decodeMeta(m[META.lockId]),
-    operation: decodeMeta(m[META.operation]),
-    principal: principalOf(m),
-  };
+  return { size: o.size, etag: o.etag, lastModified: o.lastModified, ...recordOf(m) };
 }
 
 /** The last write of a workspace's state as its object records it (a HEAD, never the body); null when it has no state. */
@@ -123,7 +92,6 @@ export async function lastWriteOf(ctx: BackendContext, workspace: string): Promi
 /** HEADs at once for the workspaces whose record does not describe the listed object. */
 const STATUS_CONCURRENCY = 8;
 
-/** A workspace's lock and last write, read together. */
 export async function workspaceStatusOf(ctx: BackendContext, workspace: string): Promise<WorkspaceStatus> {
   checkWorkspace(workspace);
   const [lock, lastWrite] = await Promise.all([ctx.locking.current(workspace), lastWriteOf(ctx, workspace)]);
@@ -142,12 +110,7 @@ function recorded(value: string | undefined, o: WorkspaceObject): Record<string,
   }
 }
 
-/**
- * {@link workspaceStatusOf} of every listed workspace that `include` keeps, in listing order,
- * from one listing and one scan of the lock table: a write's metadata comes from its digest
- * item's record, and only an object the record does not describe (a write by another tool,
- * a multipart ETag) costs a HEAD.
- */
+/** {@link workspaceStatusOf} of every listed workspace `include` keeps, from one listing and one table scan (a HEAD only where unrecorded). */
 export async function workspaceStatuses(ctx: BackendContext, include: (workspace: string) => boolean = () => true): Promise<WorkspaceStatus[]> {
   const [objects, { locks, records }] = await Promise.all([listWorkspaceObjects(ctx), locksAndRecords(ctx)]);
   const byName = new Map(objects.map((o) => [o.workspace, o]));
@@ -173,10 +136,7 @@ export async function workspaceStatuses(ctx: BackendContext, include: (workspace
   return out;
 }
 
-/**
- * Every lock by its path, and every {@link LAST_WRITE_ATTR} record by its digest item: one scan
- * when the table is where locks are read first; else the lock listing beside a scan of the records.
- */
+/** Every lock by its path and every {@link LAST_WRITE_ATTR} record by its item: one scan when the table is where locks are read first. */
 async function locksAndRecords(ctx: BackendContext): Promise<{ locks: Map<string, LockListing>; records: Map<string, string> }> {
   const table = ctx.table;
   const records = new Map<string, string>();
@@ -190,7 +150,7 @@ async function locksAndRecords(ctx: BackendContext): Promise<{ locks: Map<string
   const locks = new Map<string, LockListing>();
   for await (const item of table.scanAttrs(["Info", LAST_WRITE_ATTR])) {
     const raw = item.values["Info"];
-    const workspace = raw === undefined || raw === "" ? undefined : workspaceOfLockId(ctx, item.id);
+    const workspace = raw === undefined || raw === "" ? undefined : ctx.workspaceOfLockId(item.id);
     if (raw !== undefined && workspace !== undefined) {
       const info = parseLockInfo(raw, item.id);
       locks.set(item.id, ctx.locking.listed(workspace, { ...info, Expires: item.expires ?? info.Expires }));
@@ -199,12 +159,4 @@ async function locksAndRecords(ctx: BackendContext): Promise<{ locks: Map<string
     if (record !== undefined) records.set(item.id, record);
   }
   return { locks, records };
-}
-
-/** The workspace whose lock item `id` is (`{bucket}/{state path}`), if any. */
-function workspaceOfLockId(ctx: BackendContext, id: string): string | undefined {
-  const prefix = `${ctx.bucket}/`;
-  if (!id.startsWith(prefix)) return undefined;
-  const path = id.slice(prefix.length);
-  return path === ctx.statePath(DEFAULT_WORKSPACE) ? DEFAULT_WORKSPACE : workspaceOfKey(ctx.layout, path);
 }

@@ -1,45 +1,35 @@
-/**
- * The write path (docs/design.md §5, §9–§10): the lineage guard judged against the committed
- * state, the fencing checks (the holder right before the write, the conditional PUT), and the
- * commit point. The caller has settled the lock (lock-scope.ts): this module writes under it.
- */
-import { isObjstateError } from "../errors.js";
+/** The write flow (docs/design.md §5, §9–§10): the state checked and sealed, guarded, fenced and committed, under the lock. */
+import { isObjstateError, type ObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
-import { bufferSource, isByteSource, md5OfSource, prefixOf, readThrough, sizeOf } from "../store/byte-source.js";
-import type { ByteSource, GetResult, ObjectMeta } from "../store/types.js";
+import { isByteSource, md5OfSource, prefixOf, readThrough, sizeOf, wrapSource } from "../store/byte-source.js";
+import type { ByteSource, ObjectMeta } from "../store/types.js";
+import { checkState } from "../state/check.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { commit, generationOf, intentMetadata, judge, storedDigest } from "./commit.js";
-import { checkReadable, openState } from "./crypt.js";
+import { checkReadable, openState, sealState } from "./crypt.js";
 import type { BackendContext } from "./context.js";
-import { committedMissing, conflict, decodeMeta, encodeMeta, guardRefusal, META, normalizeDigest, plainMd5, recordedMd5, writeMetadata } from "./fencing.js";
 import type { LockInfo } from "./locks/lock-info.js";
+import { conflict, decodeMeta, encodeMeta, META, normalizeDigest, plainMd5, principalMetadata, recordedMd5 } from "./meta.js";
 import type { WriteOptions } from "./options.js";
-import type { LockHandle } from "./locks/lease.js";
-import { adoptTorn, committedVersion, putCommittedBack } from "./read.js";
+import { lockOwnerOf } from "./principal.js";
+import { adoptTorn, committedMissing, committedVersion, restoreCommitted } from "./read.js";
 import type { WriteResult } from "./results.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
-import { checkedSource, checkSource, stateToWrite } from "../state/check.js";
 import { LAST_WRITE_ATTR, lastWriteRecord } from "./workspaces.js";
 
-/** How much of a stored state the guard reads: whole small states, the header of large ones. */
-const GUARD_READ_BYTES = 64 * 1024;
-/** How much of a state to write is scanned for its lineage and serial. */
-const HEADER_BYTES = 64 * 1024;
+/** How much of a state is scanned for its lineage and serial, and how much of a stored one the guard reads (whole small states). */
+const HEAD_BYTES = 64 * 1024;
 
-/** The state being written, prepared once. */
-export interface Incoming {
+interface Incoming {
   readonly body: Buffer | ByteSource;
   readonly size: number;
   readonly header: { lineage?: string; serial?: number };
   /** Hex MD5 of the body (computed, or given by the caller). */
   readonly hashing: Promise<string>;
-  /** Streamed from a source that must be read once to hash it (its MD5 is then known before the write starts). */
-  readonly streamed: boolean;
   /** The state sealed into `body` (an envelope): the same state stored under another nonce is the same content. */
   readonly plain?: Buffer | undefined;
 }
 
-/** The stored state as the guard sees it. */
 interface Current {
   readonly etag: string | undefined;
   readonly size: number;
@@ -51,25 +41,27 @@ interface Current {
   readonly whole: boolean;
 }
 
-/**
- * The state to write, with its header scanned and its hash under way: large states are
- * hashed in a worker thread (bytes in memory) or in one streamed pass (a source) while
- * other work goes on.
- */
-export async function prepareIncoming(data: Uint8Array | string | ByteSource, md5: string | undefined, plain?: Buffer): Promise<Incoming> {
-  const body = isByteSource(data) ? data : toBuffer(data);
-  const head = isByteSource(body) ? await prefixOf(body, HEADER_BYTES) : body.subarray(0, HEADER_BYTES);
-  const hashing = md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body);
-  hashing.catch(() => undefined); // awaited later; a failure before then must not go unhandled
-  return { body, size: sizeOf(body), header: scanHeader(head) ?? { complete: false }, hashing, streamed: isByteSource(body), plain };
+/** Store the workspace's state (see `ObjectStoreBackend.writeState`) under the caller's lock or one taken here. */
+export async function writeState(ctx: BackendContext, workspace: string, given: Uint8Array | string | ByteSource, options: WriteOptions): Promise<WriteResult> {
+  const data = await checkState(isByteSource(given) ? given : toBuffer(given), workspace);
+  const enc = options.stored === true ? undefined : ctx.encryption;
+  const plain = enc === undefined ? undefined : await wholeState(data);
+  const sealed = enc === undefined || plain === undefined ? undefined : await sealState(enc, plain, workspace);
+  const input = await prepareIncoming(sealed ?? data, sealed === undefined ? options.md5 : undefined, sealed === plain ? undefined : plain);
+  // The guard compares the state's own lineage and serial (the envelope's clear copies agree with them).
+  const lock = { lockId: options.lockId, wait: options.wait, operation: "writeState", owner: lockOwnerOf(options.principal) };
+  const result = await ctx.withLock(workspace, lock, (l) => writeFenced(ctx, workspace, input, l.taken, options));
+  // The caller's MD5 of the state it wrote is the plaintext's of this envelope: its next read need not hash it.
+  if (sealed !== undefined && sealed !== plain && options.md5 !== undefined && result.written) ctx.rememberPlainMd5(result.md5, options.md5.toLowerCase());
+  return result;
 }
 
-/** The caller's state held to the one rule of what a state is (state/check.ts): checked now, or by every read of a source. */
-export async function checkedState(data: Uint8Array | string | ByteSource, workspace: string): Promise<Buffer | ByteSource> {
-  if (isByteSource(data)) return checkedSource(data, stateToWrite(workspace));
-  const bytes = toBuffer(data);
-  await checkSource(bufferSource(bytes), stateToWrite(workspace));
-  return bytes;
+/** The state to write, with its header scanned and its hash under way (a worker thread for large bytes, one streamed pass for a source). */
+async function prepareIncoming(body: Buffer | ByteSource, md5: string | undefined, plain: Buffer | undefined): Promise<Incoming> {
+  const head = isByteSource(body) ? await prefixOf(body, HEAD_BYTES) : body.subarray(0, HEAD_BYTES);
+  const hashing = md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body);
+  hashing.catch(() => undefined); // awaited later; a failure before then must not go unhandled
+  return { body, size: sizeOf(body), header: scanHeader(head) ?? { complete: false }, hashing, plain };
 }
 
 function toBuffer(data: Uint8Array | string): Buffer {
@@ -78,27 +70,16 @@ function toBuffer(data: Uint8Array | string): Buffer {
 }
 
 /** The state to write in one buffer (a source read whole, checked against its size): what is encrypted. */
-export async function wholeState(data: Uint8Array | string | ByteSource): Promise<Buffer> {
-  if (!isByteSource(data)) return toBuffer(data);
+async function wholeState(data: Buffer | ByteSource): Promise<Buffer> {
+  if (!isByteSource(data)) return data;
   const out = Buffer.allocUnsafe(data.size);
   let n = 0;
-  await readThrough(
-    data,
-    (c) => {
-      out.set(c, n);
-      n += c.length;
-    },
-    "the state",
-  );
+  await readThrough(data, (c) => void out.set(c, (n += c.length) - c.length), "the state");
   return out.subarray(0, n);
 }
 
-/**
- * Write under the lock: `ownLock` when the call took it itself (its info is the holder, its
- * owner is not checked), else the caller's `options.lockId` (checked, with `options.owner`,
- * right before the write). Guarded, fenced and committed (see `ObjectStoreBackend.writeState`).
- */
-export async function writeFenced(
+/** Write under the lock: `ownLock` when the call took it (the holder, owner unchecked), else `options.lockId`, checked right before the write. */
+async function writeFenced(
   ctx: BackendContext,
   workspace: string,
   input: Incoming,
@@ -115,30 +96,21 @@ export async function writeFenced(
   const checkHolder = (): Promise<LockInfo | undefined> =>
     ctx.locking.enabled && lockId !== undefined ? ctx.locking.assertHolder(workspace, lockId, owner) : Promise.resolve(ownLock);
   // The digest item is read beside what the write reads anyway: the commit is conditional on it.
-  const [current, firstHolder, item] = await Promise.all([
-    inspect(ctx, path, where),
-    checkHolder(),
-    locks === undefined ? Promise.resolve(null) : locks.getDigest(ctx.digestId(workspace)),
-  ]);
+  const [current, firstHolder, item] = await Promise.all([inspect(ctx, path, where), checkHolder(), locks?.getDigest(ctx.digestId(workspace)) ?? null]);
   let holder = firstHolder;
-
   if (options.ifMatch !== undefined && (current?.etag ?? null) !== options.ifMatch) {
     throw conflict(
       `the state at ${where} changed since it was read (${options.ifMatch === null ? "there was none" : `version ${options.ifMatch}`}, now ${current?.etag ?? "none"}); nothing was written. Read it again, reapply the change and write again.`,
-      {},
     );
   }
-  // What the guard judges against: the committed state, which is not the stored object when
-  // that is a write that never committed (see settleForWrite).
+  // The guard judges against the committed state, which is not the stored object behind a write that never committed.
   const settled =
     locks === undefined || current === null
       ? { base: current, seen: item, extraRead: false }
       : await settleForWrite(ctx, workspace, current, item, lockId, options.force === true);
   const { seen } = settled;
-  let { base } = settled;
-  let { extraRead } = settled;
-  // Identical bytes have identical headers: only then is the hash worth waiting for before
-  // the upload (for a large state it would otherwise run alongside it).
+  let { base, extraRead } = settled;
+  // Identical bytes have identical headers: only then is the hash worth waiting for before the upload.
   if (base !== null && base.size === input.size && base.header.serial === incoming.serial && base.header.lineage === incoming.lineage) {
     // Possibly the same content again: a no-op, but one that makes sure the digest is recorded.
     const sum = await hashing;
@@ -161,63 +133,111 @@ export async function writeFenced(
     if (refusal !== undefined) throw refusal;
   }
   if (extraRead) holder = await checkHolder();
+  return storeAndCommit(ctx, workspace, input, current, seen, lockId, holder, options);
+}
 
-  // A streamed state's MD5 is known before it is sent (it was read once to hash it).
-  const known = input.streamed || input.size < PARALLEL_MD5_MIN ? await hashing : undefined;
-  const metadata = writeMetadata({ incoming, lockId, holder, who: ctx.who, md5: known, principal: options.principal });
-  if (options.operation !== undefined) metadata[META.operation] = encodeMeta(options.operation);
-  if (options.sourceVersion !== undefined) metadata[META.sourceVersion] = encodeMeta(options.sourceVersion);
+/** The conditional PUT, then the commit point: only once the digest item took this write did it happen. */
+async function storeAndCommit(
+  ctx: BackendContext,
+  workspace: string,
+  input: Incoming,
+  current: Current | null,
+  seen: DigestItem | null,
+  lockId: string | undefined,
+  holder: LockInfo | undefined,
+  options: WriteOptions,
+): Promise<WriteResult> {
+  const locks = ctx.table;
+  const path = ctx.statePath(workspace);
+  // A source's MD5 is known before it is sent (it was read once to hash it); a large buffer's is hashed beside the upload.
+  const known = isByteSource(input.body) || input.size < PARALLEL_MD5_MIN ? await input.hashing : undefined;
+  const metadata = writeMetadata(ctx, input.header, lockId, holder, known, options);
   if (locks !== undefined) Object.assign(metadata, intentMetadata(seen));
   try {
     await ctx.store.put(path, withProgress(input.body, options.onProgress), {
       ...ctx.putOptions(),
-      md5: known ?? hashing,
+      md5: known ?? input.hashing,
       metadata,
       ...(current === null ? { ifNoneMatch: true } : current.etag === undefined ? {} : { ifMatch: current.etag }),
     });
   } catch (e) {
     if (!isObjstateError(e, "PRECONDITION_FAILED")) throw e;
     // A PUT retried after its reply was lost finds its own first attempt stored: that is success.
-    if (!(await storedIsOurs(ctx, path, await hashing, lockId))) throw await lostRace(ctx, workspace, locks, lockId, e);
+    if (!(await storedIsOurs(ctx, path, await input.hashing, lockId))) throw await lostRace(ctx, workspace, locks, lockId, e);
   }
   if (!isByteSource(input.body)) options.onProgress?.(input.size, input.size);
   await options.onStored?.();
-  const digest = await hashing;
-  // The commit point: only now did the write happen.
+  const digest = await input.hashing;
   if (locks !== undefined) {
     await commit(ctx, workspace, locks, seen, digest, lockId, { set: { [LAST_WRITE_ATTR]: lastWriteRecord(digest, metadata) } }).catch(async (e: unknown) => {
       if (isObjstateError(e, "STATE_CONFLICT")) await undoLateWrite(ctx, workspace, locks, digest, lockId);
       throw e;
     });
   }
-  return { written: true, md5: digest, serial: incoming.serial };
+  return { written: true, md5: digest, serial: input.header.serial };
+}
+
+/** The metadata a write records (docs/design.md §9). */
+function writeMetadata(
+  ctx: BackendContext,
+  incoming: { lineage?: string; serial?: number },
+  lockId: string | undefined,
+  holder: LockInfo | undefined,
+  md5: string | undefined,
+  options: WriteOptions,
+): Record<string, string> {
+  const m: Record<string, string> = {};
+  if (incoming.serial !== undefined) m[META.serial] = String(incoming.serial);
+  if (incoming.lineage !== undefined) m[META.lineage] = encodeMeta(incoming.lineage);
+  if (lockId !== undefined) m[META.lockId] = encodeMeta(lockId);
+  m[META.who] = encodeMeta(holder?.Who || ctx.who);
+  const operation = options.operation ?? (holder?.Operation || undefined);
+  if (operation !== undefined) m[META.operation] = encodeMeta(operation);
+  if (md5 !== undefined) m[META.md5] = md5;
+  if (options.principal !== undefined) Object.assign(m, principalMetadata(options.principal));
+  if (options.sourceVersion !== undefined) m[META.sourceVersion] = encodeMeta(options.sourceVersion);
+  return m;
 }
 
 /** A source that reports bytes as the store reads them (bytes in memory report once stored). */
 function withProgress(body: Buffer | ByteSource, onProgress: ((sent: number, total: number) => void) | undefined): Buffer | ByteSource {
   if (onProgress === undefined || !isByteSource(body)) return body;
-  return {
-    size: body.size,
-    verifiedMd5: body.verifiedMd5,
-    async *open() {
-      let sent = 0;
-      for await (const chunk of body.open()) {
-        yield chunk;
-        sent += chunk.length;
-        onProgress(sent, body.size);
-      }
-    },
-  };
+  return wrapSource(body, async function* () {
+    let sent = 0;
+    for await (const chunk of body.open()) {
+      yield chunk;
+      sent += chunk.length;
+      onProgress(sent, body.size);
+    }
+  });
+}
+
+/** The tool's own rule (`CheckValidImport`), with objstate's reading of "no lineage". */
+export function guardRefusal(stored: StateHeader, incoming: { lineage?: string; serial?: number }, where: string): ObjstateError | undefined {
+  if (stored.empty === true || stored.lineage === undefined || stored.lineage === "") return undefined;
+  const details = { storedLineage: stored.lineage, storedSerial: stored.serial, lineage: incoming.lineage, serial: incoming.serial };
+  const fix = "Pull the stored state and apply the change to it, or write with --force (force: true) if you mean to replace it.";
+  const show = (l: string | undefined, n: number | undefined): string => `lineage ${l === undefined ? "(none)" : l}, serial ${n === undefined ? "(none)" : n}`;
+  const pair = `stored: ${show(stored.lineage, stored.serial)}; new: ${show(incoming.lineage, incoming.serial)}`;
+  if (incoming.lineage !== stored.lineage) {
+    return conflict(`refusing to write a state of another lineage over ${where} (${pair}): it belongs to a different history. ${fix}`, { details });
+  }
+  if (stored.serial !== undefined && (incoming.serial === undefined || incoming.serial < stored.serial)) {
+    return conflict(`refusing to write an older state over ${where} (${pair}): the stored state is newer. ${fix}`, { details });
+  }
+  if (stored.serial !== undefined && incoming.serial === stored.serial) {
+    return conflict(`refusing to write a different state with the same serial over ${where} (${pair}): bump the serial when you change a state. ${fix}`, {
+      details,
+    });
+  }
+  return undefined;
 }
 
 /**
- * After a refused commit: where the store did not hold the PUT to its If-Match (Ceph RGW
- * checks it by HEAD on a versioned bucket), the late write may be the current object while
- * the digest is a newer commit's, and the tool's S3 backend then refuses every read. Put the
- * committed version back over it at once, conditional on the late write still being current
- * (under a short lock when the lock is free; a holder's write would be refused, never lost).
+ * After a refused commit: a store that ignored the PUT's If-Match (Ceph RGW, versioned) may keep the late write current,
+ * which the tool's S3 backend refuses to read: put the committed version back over it, conditional on the late write.
  */
-export async function undoLateWrite(ctx: BackendContext, workspace: string, locks: LockTableDriver, mine: string, lockId: string | undefined): Promise<void> {
+async function undoLateWrite(ctx: BackendContext, workspace: string, locks: LockTableDriver, mine: string, lockId: string | undefined): Promise<void> {
   const path = ctx.statePath(workspace);
   try {
     const [current, item] = await Promise.all([ctx.store.head(path), locks.getDigest(ctx.digestId(workspace))]);
@@ -225,29 +245,15 @@ export async function undoLateWrite(ctx: BackendContext, workspace: string, lock
     if (current === null || committed === undefined || committed === mine || (recordedMd5(current) ?? plainMd5(current)) !== mine) return;
     if (current.metadata?.[META.lockId] !== (lockId === undefined ? undefined : encodeMeta(lockId))) return;
     const version = await committedVersion(ctx, path, committed);
-    if (version === null || ctx.readOnly || !ctx.locking.enabled) return;
-    let own: LockHandle | undefined;
-    try {
-      own = await ctx.acquire(workspace, { operation: "restore the committed state" });
-    } catch (e) {
-      if (!isObjstateError(e, "STATE_LOCKED")) return;
-    }
-    try {
-      await putCommittedBack(ctx, workspace, version, current, committed, generationOf(item), own?.id);
-    } finally {
-      await own?.release().catch(() => undefined);
-    }
+    if (version !== null) await restoreCommitted(ctx, workspace, version, current, committed, generationOf(item), true);
   } catch {
     // Best effort: the refusal is the answer, and readers pass over the late write.
   }
 }
 
 /**
- * The stored object against the committed digest, before a write under `lockId` judges it.
- * Usually one and the same (no request). Otherwise, proven from the bytes: a torn write is
- * committed first (the caller holds the lock, so no writer of it is still at work), and it
- * is the base; behind a write that never committed, the committed version is the base
- * (`COMMITTED_VERSION_MISSING` when the store no longer has it, unless `force`).
+ * The base a write judges against: the stored object, or, proven from the bytes, a torn write committed first, or the committed
+ * version behind a superseded one (`COMMITTED_VERSION_MISSING` without it, unless `force`).
  */
 async function settleForWrite(
   ctx: BackendContext,
@@ -275,22 +281,23 @@ async function settleForWrite(
   }
   if (verdict === "superseded") {
     const committed = await committedVersion(ctx, path, expected);
-    if (committed !== null) return { base: currentOf(committed, ctx.describe(workspace)), seen: item, extraRead: true };
+    if (committed !== null)
+      return {
+        base: currentOf(committed.meta, committed.body.length, committed.body, expected, `the committed state at ${ctx.describe(workspace)}`),
+        seen: item,
+        extraRead: true,
+      };
     if (!force) throw committedMissing(ctx.describe(workspace), workspace, stored.meta, expected);
   }
   return { base: current, seen: item, extraRead: true };
 }
 
-/**
- * Does the stored envelope whose MD5 is `storedMd5` hold exactly `plain`? Known without a
- * read when that envelope's plaintext MD5 is remembered; otherwise it is read and opened
- * (only a write with the stored serial and lineage asks: a retry, or a conflict).
- */
+/** Does the stored envelope whose MD5 is `storedMd5` hold exactly `plain`? Remembered, or read and opened. */
 async function sealsSameState(ctx: BackendContext, workspace: string, base: Current, storedMd5: string, plain: Buffer): Promise<boolean> {
   const enc = ctx.encryption;
   if (enc === undefined) return false;
   const mine = md5Hex(plain);
-  const known = ctx.plainMd5s.get(storedMd5);
+  const known = ctx.plainMd5Of(storedMd5);
   if (known !== undefined) return known === mine;
   // A small state's bytes are in hand already (the guard read them whole).
   const body = base.whole ? base.prefix : (await ctx.store.get(ctx.statePath(workspace)))?.body;
@@ -301,7 +308,7 @@ async function sealsSameState(ctx: BackendContext, workspace: string, base: Curr
   } catch {
     return false; // not readable here: the guard decides (checkReadable)
   }
-  ctx.plainMd5s.set(storedMd5, md5Hex(opened));
+  ctx.rememberPlainMd5(storedMd5, md5Hex(opened));
   return opened.equals(plain);
 }
 
@@ -313,12 +320,7 @@ async function storedIsOurs(ctx: BackendContext, path: string, sum: string, lock
   return lockId === undefined ? by === undefined : by === encodeMeta(lockId);
 }
 
-/**
- * The write's condition failed: another write landed between the guard's read and ours
- * (a lock-free writer, or an abandoned write of an earlier holder arriving late). When
- * that write is torn (stored, never committed, and nothing committed since), and we hold
- * the lock, commit it, so readers get the newest state anyone meant.
- */
+/** The write's condition failed: another write landed in between. When it is torn and we hold the lock, commit it. */
 async function lostRace(
   ctx: BackendContext,
   workspace: string,
@@ -352,41 +354,21 @@ async function lostRace(
 
 /** The stored object as the guard sees it: size, ETag, header, and its MD5 when cheaply known. */
 async function inspect(ctx: BackendContext, path: string, where: string): Promise<Current | null> {
-  const obj = await ctx.store.get(path, { maxBytes: GUARD_READ_BYTES });
+  const obj = await ctx.store.get(path, { maxBytes: HEAD_BYTES });
   if (obj === null) return null;
-  const whole = obj.body.length >= obj.meta.size;
-  const md5Known = whole ? md5Hex(obj.body) : (plainMd5(obj.meta) ?? recordedMd5(obj.meta));
-  return {
-    etag: obj.meta.etag,
-    size: obj.meta.size,
-    header: headerOf(obj.body, whole, `the stored state at ${where}`),
-    md5: md5Known,
-    meta: obj.meta,
-    prefix: obj.body,
-    whole,
-  };
+  const md5 = obj.body.length >= obj.meta.size ? md5Hex(obj.body) : (plainMd5(obj.meta) ?? recordedMd5(obj.meta));
+  return currentOf(obj.meta, obj.meta.size, obj.body, md5, `the stored state at ${where}`);
 }
 
-/** The committed version as the guard sees a stored state (its bytes are proven: they are the digest's). */
-function currentOf(committed: GetResult, where: string): Current {
-  const whole = committed.body.length <= GUARD_READ_BYTES;
-  const header = headerOf(committed.body.subarray(0, GUARD_READ_BYTES), whole, `the committed state at ${where}`);
-  return {
-    etag: committed.meta.etag,
-    size: committed.body.length,
-    header,
-    md5: md5Hex(committed.body),
-    meta: committed.meta,
-    prefix: committed.body.subarray(0, GUARD_READ_BYTES),
-    whole,
-  };
-}
-
-/** A stored state's header; whatever is stored that is not a state (hand-written, or junk) has nothing to guard. */
-function headerOf(bytes: Buffer, whole: boolean, what: string): StateHeader {
+/** A stored state as the guard sees it; whatever is stored that is not a state (hand-written, junk) has nothing to guard. */
+function currentOf(meta: ObjectMeta, size: number, bytes: Buffer, md5: string | undefined, what: string): Current {
+  const prefix = bytes.subarray(0, HEAD_BYTES);
+  const whole = prefix.length >= size;
+  let header: StateHeader;
   try {
-    return stateHeader(bytes, whole, what);
+    header = stateHeader(prefix, whole, what);
   } catch {
-    return { lineage: undefined, serial: undefined, version: undefined, empty: true };
+    header = { lineage: undefined, serial: undefined, version: undefined, empty: true };
   }
+  return { etag: meta.etag, size, header, md5, meta, prefix, whole };
 }

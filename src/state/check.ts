@@ -7,6 +7,7 @@
 import { ObjstateError } from "../errors.js";
 import { JsonScanner } from "../json/scan.js";
 import { describeFailure, positionAt } from "../json/syntax-error.js";
+import { isByteSource, wrapSource } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 
 class StateCheck {
@@ -49,27 +50,33 @@ export async function checkSource(source: ByteSource, what: string, each?: (chun
 }
 
 /**
- * `source`, checked by each read: one that finds it is no state fails (`STATE_INVALID`) before
- * yielding its last chunk, so a store never completes a write of it. After one whole read
- * passed, reads are not checked again (changed bytes fail the write's MD5).
+ * The state a write to `workspace` brings, held to the rule: bytes in memory checked now; a
+ * source checked by each read, which fails (`STATE_INVALID`) before yielding its last chunk, so
+ * a store never completes a write of a non-state. After one whole read passed, reads are not
+ * checked again (changed bytes fail the write's MD5).
  */
-export function checkedSource(source: ByteSource, what: string): ByteSource {
+export async function checkState(data: Buffer | ByteSource, workspace: string): Promise<Buffer | ByteSource> {
+  const what = stateToWrite(workspace);
+  if (!isByteSource(data)) {
+    const check = new StateCheck();
+    check.feed(data);
+    await check.verdict(async function* () {
+      yield data;
+    }, what);
+    return data;
+  }
   let proven = false;
-  return {
-    size: source.size,
-    verifiedMd5: source.verifiedMd5,
-    async *open() {
-      if (proven) return yield* source.open();
-      const check = new StateCheck();
-      let held: Uint8Array | undefined;
-      for await (const chunk of source.open()) {
-        if (!check.feed(chunk)) break;
-        if (held !== undefined) yield held;
-        held = chunk;
-      }
-      await check.verdict(() => source.open(), what);
-      proven = true;
+  return wrapSource(data, async function* () {
+    if (proven) return yield* data.open();
+    const check = new StateCheck();
+    let held: Uint8Array | undefined;
+    for await (const chunk of data.open()) {
+      if (!check.feed(chunk)) break;
       if (held !== undefined) yield held;
-    },
-  };
+      held = chunk;
+    }
+    await check.verdict(() => data.open(), what);
+    proven = true;
+    if (held !== undefined) yield held;
+  });
 }

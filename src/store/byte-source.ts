@@ -1,7 +1,4 @@
-/**
- * Helpers around {@link ByteSource}: telling it from a buffer, hashing it and reading its
- * first bytes, all streamed.
- */
+/** Helpers around {@link ByteSource}: telling it from a buffer, wrapping, hashing and reading its first bytes, all streamed. */
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
 import type { ByteSource, PutBody } from "./types.js";
@@ -28,6 +25,11 @@ export async function readThrough(source: ByteSource, each: (chunk: Uint8Array) 
     await each(chunk);
   }
   if (total !== source.size) throw sourceChanged(what, source.size, total);
+}
+
+/** `source` read through `open`: the same size and verified MD5 (a wrapper that passes every byte on). */
+export function wrapSource(source: ByteSource, open: () => AsyncIterable<Uint8Array>): ByteSource {
+  return { size: source.size, verifiedMd5: source.verifiedMd5, open };
 }
 
 /** Hex MD5 of a source, streamed. */

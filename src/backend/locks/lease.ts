@@ -1,14 +1,8 @@
 /**
- * Lease arithmetic and the held-lock handle (docs/design.md §10). The clock rule:
- * - a lease ends at `Expires` = ceil((now + ttl) / 1 s), epoch seconds, by the holder's clock
- *   when it sent the acquire or renew;
- * - the holder stops writing at send time + ttl by its own clock (never later than `Expires`);
- * - another process takes it over only when `Expires` < floor((its now - margin) / 1 s),
- *   i.e. at least 1 s plus the margin (default 1 s) after the holder stopped. Clocks that
- *   differ by less than that never let two holders overlap; beyond it, the conditional
- *   state writes still refuse to overwrite anything (fencing), so skew costs liveness,
- *   not data;
- * - the heartbeat renews every third of the ttl.
+ * Lease arithmetic and the held-lock handle (docs/design.md §10): a lease ends at `Expires` =
+ * ceil((sent + ttl) / 1 s) by the holder's clock; the holder stops writing at sent + ttl; another
+ * process takes it over only when `Expires` < floor((now - margin) / 1 s). Skew beyond the margin
+ * costs liveness, not data (fencing). The heartbeat renews every third of the ttl.
  */
 import { ObjstateError } from "../../errors.js";
 import type { LockInfo } from "./lock-info.js";
@@ -16,7 +10,7 @@ import type { LockInfo } from "./lock-info.js";
 /** How far apart the clocks of a holder and an acquirer may be (default of `lockClockMargin`). */
 export const DEFAULT_CLOCK_MARGIN_MS = 1_000;
 /** The shortest lease: below a second the epoch-second `Expires` cannot express it. */
-export const MIN_TTL_MS = 1_000;
+const MIN_TTL_MS = 1_000;
 
 /** `Expires` of a lease taken or renewed at `nowMs` (epoch seconds). */
 export function leaseExpiry(nowMs: number, ttlMs: number): number {
@@ -51,19 +45,13 @@ export function lockLost(where: string, id: string, why: string): ObjstateError 
   );
 }
 
-/** What a handle needs from the backend. */
 export interface LeaseOps {
   /** Renew; resolves with the renewed info, or rejects (`LOCK_LOST` when it is gone). */
   renew(): Promise<LockInfo>;
   release(): Promise<void>;
 }
 
-/**
- * A held lock ({@link ObjectStoreBackend.acquire}): its info, a heartbeat that renews a
- * lease every third of its ttl, and a signal that fires the moment the lease is lost
- * (a renew refused, or the lease ran out before a renew got through, e.g. after the
- * process was frozen). Without a ttl nothing is renewed and the signal never fires.
- */
+/** A held lock: its info, a heartbeat that renews a lease every third of its ttl, and a signal that fires the moment the lease is lost. */
 export class LockHandle {
   /** The lock info as last stored (its `Expires` moves with each renew). */
   info: LockInfo;
@@ -73,7 +61,6 @@ export class LockHandle {
   private released = false;
   private stopped = false;
 
-  /** @internal Built by the backend. */
   constructor(
     info: LockInfo,
     private readonly ops: LeaseOps,
@@ -83,7 +70,6 @@ export class LockHandle {
     if (ttlMs !== undefined) this.schedule();
   }
 
-  /** The lock ID (pass it as `lockId` to writes). */
   get id(): string {
     return this.info.ID;
   }
@@ -93,7 +79,6 @@ export class LockHandle {
     return this.controller.signal;
   }
 
-  /** Is the lease lost (or the lock released)? */
   get lost(): boolean {
     return this.controller.signal.aborted;
   }

@@ -1,4 +1,9 @@
-import { nodeCrypto, nodeOs } from "../../util/builtins.js";
+import { DEFAULT_WORKSPACE } from "../../config/layout.js";
+import { ObjstateError } from "../../errors.js";
+import { nodeOs } from "../../util/builtins.js";
+
+/** The lock ID that names a lock item with no readable lock info (hand-written, another tool's): `force-unlock no-id` clears it. */
+export const NO_LOCK_ID = "no-id";
 
 /** The lock information stored in the lock table's `Info` attribute (docs/design.md §5). */
 export interface LockInfo {
@@ -16,17 +21,9 @@ export interface LockInfo {
   readonly Created: string;
   /** The lock item's LockID: `{bucket}/{statePath}`. */
   readonly Path: string;
-  /**
-   * When the lease ends, epoch seconds (docs/design.md §10); absent on a lock that never expires
-   * (the tool's own). The tool ignores the field.
-   */
+  /** When the lease ends, epoch seconds (docs/design.md §10); absent on a lock that never expires. The tool ignores it. */
   readonly Expires?: number;
-  /**
-   * The principal (server user) that took the lock through `objstate serve`: only it, or a
-   * user with the `force` role, may release the lock or write under it there. Stored in the
-   * lock itself, so any replica can check it; absent on a lock taken by the CLI or the
-   * library. The tool ignores the field.
-   */
+  /** The server user that took the lock: only it (or the `force` role) may release it or write under it; any replica can check it. */
   readonly Owner?: string;
 }
 
@@ -39,18 +36,6 @@ export function defaultWho(): string {
     // no passwd entry (containers): keep $USER
   }
   return `${user}@${nodeOs().hostname()}`;
-}
-
-export function newLockInfo(fields: { operation: string; info: string; who: string; version: string; path: string }): LockInfo {
-  return {
-    ID: nodeCrypto().randomUUID(),
-    Operation: fields.operation,
-    Info: fields.info,
-    Who: fields.who,
-    Version: fields.version,
-    Created: new Date().toISOString(),
-    Path: fields.path,
-  };
 }
 
 /** Parse stored lock info; tolerant of items written by other tools (missing fields become ""). */
@@ -86,12 +71,44 @@ export function describeHolder(info: LockInfo, nowMs: number = Date.now()): stri
   return `ID ${info.ID || "(none)"}, held by ${info.Who || "unknown"}${owner} since ${info.Created || "unknown"} for ${info.Operation || "an unknown operation"}${info.Info ? ` (${info.Info})` : ""}${lease}`;
 }
 
-/**
- * May `owner` act on the lock `info` (release it, write under it)? Undefined asks for no
- * check (the library's own callers, a server user with the `force` role); otherwise the
- * lock must carry exactly that owner, so a lock without one (taken by the CLI or the
- * library) belongs to no server user.
- */
+/** May `owner` act on the lock? Undefined asks for no check; otherwise the lock must carry exactly that owner (a CLI lock belongs to no one). */
 export function ownedBy(info: LockInfo, owner: string | undefined): boolean {
   return owner === undefined || info.Owner === owner;
+}
+
+/** The ID a holder is released with: its own, or {@link NO_LOCK_ID} when it has none. */
+export function lockIdOf(holder: LockInfo): string {
+  return holder.ID === "" ? NO_LOCK_ID : holder.ID;
+}
+
+export function workspaceFlag(workspace: string): string {
+  return workspace === DEFAULT_WORKSPACE ? "" : ` -w ${workspace}`;
+}
+
+export function lockedError(where: string, workspace: string, raw: string, holder: LockInfo): ObjstateError {
+  if (holder.ID === "") {
+    return new ObjstateError(
+      "STATE_LOCKED",
+      `the state at ${where} is locked by an item with no readable lock info (${raw === "" ? "no Info attribute" : "Info has no ID"}; written by hand or by another tool). If nothing holds it, clear it with \`objstate force-unlock ${NO_LOCK_ID}${workspaceFlag(workspace)}\`.`,
+      { details: { lockInfo: holder } },
+    );
+  }
+  return new ObjstateError(
+    "STATE_LOCKED",
+    `the state at ${where} is locked: ${describeHolder(holder)}. If that holder is gone, unlock it with \`objstate force-unlock ${holder.ID}${workspaceFlag(workspace)}\` (through the tool: \`terraform force-unlock ${holder.ID}\`).`,
+    { details: { lockInfo: holder } },
+  );
+}
+
+/** `LOCK_NOT_OWNED`: server user `asking` may not release or write under `holder`, which is another's (or no one's). */
+export function notOwned(where: string, asking: string, holder: LockInfo, action: "release" | "write"): ObjstateError {
+  const owner =
+    holder.Owner === undefined
+      ? `no server user: it was taken outside objstate serve (by the CLI or the library, as ${holder.Who || "unknown"})`
+      : `user ${holder.Owner}`;
+  return new ObjstateError(
+    "LOCK_NOT_OWNED",
+    `user ${asking} may not ${action === "release" ? "release" : "write under"} lock ${lockIdOf(holder)} on ${where}: the lock belongs to ${owner}. Only the user who took the lock, or a user with the force role, may release it or write under it.`,
+    { details: { lockId: lockIdOf(holder), owner: holder.Owner ?? null, user: asking, lockInfo: holder } },
+  );
 }

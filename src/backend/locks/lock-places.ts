@@ -1,16 +1,10 @@
-/**
- * Where a lock lives (docs/design.md §10): an item of the lock table, or a lockfile object
- * `{statePath}.tflock` beside the state (the tool's S3 backend layout). Both behind one
- * small interface; leases and fencing are the same on both (`locking.ts`).
- */
+/** Where a lock lives (docs/design.md §10): an item of the lock table, or a lockfile `{statePath}.tflock` beside the state. */
 import { isObjstateError, ObjstateError } from "../../errors.js";
 import type { LockTableDriver } from "../../lock/types.js";
 import type { ObjectStoreDriver } from "../../store/types.js";
-import { lockIdOf, NO_LOCK_ID } from "../fencing.js";
-import { ownedBy, parseLockInfo, type LockInfo } from "./lock-info.js";
+import { lockIdOf, NO_LOCK_ID, ownedBy, parseLockInfo, type LockInfo } from "./lock-info.js";
 import { parseReleased, withRelease, type ReleasedLock, type ReleaseNote } from "./released.js";
 
-/** A lock as stored in one place. */
 export interface StoredLock {
   /** The stored lock info, byte for byte ("" when a table item has no `Info`). */
   readonly raw: string;
@@ -21,7 +15,6 @@ export interface StoredLock {
   readonly token: string;
 }
 
-/** How a release went. */
 export type ReleaseOutcome =
   | { readonly kind: "released" }
   | { readonly kind: "absent" }
@@ -37,13 +30,7 @@ export interface LockPlace {
   read(key: string): Promise<StoredLock | null>;
   /** Store `raw` (a renewed lease) only while the lock is still `held`; null when it is not. */
   renew(key: string, held: StoredLock, raw: string, expires: number): Promise<StoredLock | null>;
-  /**
-   * Release the lock with this ID (`known`: the version this process stored last), only when
-   * it belongs to `owner` (undefined: whoever holds it; see `ownedBy`). The owner is checked
-   * on the read the ID check makes anyway. With a `note`, the release is added to the
-   * workspace's record of recent releases ({@link recent}) before the lock is removed, so
-   * whoever finds the lock gone can also find why.
-   */
+  /** Release lock `id` (`known`: what this process stored last) when it is `owner`'s; a `note` is recorded before the lock goes. */
   release(key: string, id: string, known: StoredLock | undefined, owner?: string | undefined, note?: ReleaseNote | undefined): Promise<ReleaseOutcome>;
   /** The recent releases of the lock at `key`, oldest first (see `released.ts`). */
   recent(key: string): Promise<ReleasedLock[]>;
@@ -58,12 +45,8 @@ const ROUNDS = 20;
 /** The table item beside a lock (`{LockID}-released`) that records its recent releases, and its attribute. */
 const RECORD_SUFFIX = "-released";
 const RECORD_ATTR = "ReleasedIDs";
-/**
- * The object beside a lockfile that records its recent releases: `{statePath}.tfrel`, no
- * longer than `.tflock`, so every workspace name that fits a lockfile fits it too.
- */
+/** The object beside a lockfile that records its recent releases (no longer than `.tflock`, so every name fits). */
 const RECORD_OBJECT_SUFFIX = ".tfrel";
-/** The lockfile's suffix, as the tool's S3 backend names it. */
 export const LOCKFILE_SUFFIX = ".tflock";
 
 function stored(key: string, raw: string, expires: number | undefined, token: string): StoredLock {
@@ -95,19 +78,14 @@ export class TableLock implements LockPlace {
   }
 
   /**
-   * Two conditional steps, each safe to repeat: mark the item as released by this ID
-   * (only while it still carries the holder's exact info), then delete it only while it
-   * carries that mark. A delete whose reply was lost and whose retry finds the item gone is
-   * thus proven to be this release. `NO_ID` clears an item without readable lock info.
-   * On the embedded table, one conditional delete of the holder's exact item does it.
+   * Mark the item released by this ID (while it carries the holder's info), then delete it while marked: a retry that finds it gone
+   * is proven to be this release. Both steps are safe to repeat. The embedded table: one conditional delete.
    */
   async release(key: string, id: string, known: StoredLock | undefined, owner?: string | undefined, note?: ReleaseNote | undefined): Promise<ReleaseOutcome> {
-    // The record is read while the lock is looked at (a failed read counts as no record:
-    // the conditional write below then finds what is there).
+    // Read beside the lock (a failed read counts as none: the conditional write then finds what is there).
     const record = note === undefined ? undefined : this.table.get(key + RECORD_SUFFIX, RECORD_ATTR).catch(() => null);
     for (let attempt = 0; attempt < 5; attempt++) {
-      // What this process stored stands in for a read only when it would pass: a refusal is
-      // made on what the table holds now.
+      // What this process stored stands in for a read only when it would pass: a refusal is made on what is there now.
       const mine = attempt === 0 && known !== undefined && ownedBy(known.info, owner) ? known.raw : undefined;
       const raw = mine ?? (await this.table.get(key, "Info"));
       if (raw === null && id !== NO_LOCK_ID) return { kind: "absent" };
@@ -119,13 +97,10 @@ export class TableLock implements LockPlace {
         // An item without lock info belongs to no one: only a release without an owner clears it.
         return { kind: "not-owned", holder: parseLockInfo("", key) };
       }
-      // The embedded table's answers are never lost, so the mark has nothing to prove there:
-      // one conditional delete, which writes nothing and so works on a full disk.
+      // The embedded table's answers are never lost: one conditional delete, which works on a full disk too.
       if (this.table.kind === "file" && raw !== null) {
         if (await this.table.deleteIf(key, "Info", raw)) {
-          // Recorded after the delete, and best effort: a full disk must not keep the lock
-          // (the release is what matters), and on one machine the moment between the two,
-          // in which a retried UNLOCK could miss the record, is a few microseconds.
+          // Recorded after the delete, best effort: a full disk must not keep the lock.
           if (note !== undefined) {
             await this.remember(key, id, note, await record).catch((e: unknown) => {
               if (!isObjstateError(e, "STORE_NO_SPACE")) throw e;
@@ -136,11 +111,8 @@ export class TableLock implements LockPlace {
         continue;
       }
       if (await this.table.updateIf(key, "Info", raw, { [RELEASED]: id })) {
-        // The release is decided: recorded now, before the item goes, so a lock that is gone
-        // is always in the record (and a lock lost to a takeover never is). Should this fail,
-        // the UNLOCK fails and its retry marks, records and deletes again.
+        // Decided: recorded before the item goes, so a lock that is gone is always in the record (a failure fails the UNLOCK).
         if (note !== undefined) await this.remember(key, id, note, await record);
-        // The delete only removes the item, and repeating it is harmless.
         await this.table.deleteIf(key, RELEASED, id);
         return { kind: "released" };
       }
@@ -177,18 +149,10 @@ export class TableLock implements LockPlace {
   }
 }
 
-/**
- * A lockfile: the object `{statePath}.tflock` whose body is the lock info JSON, created
- * with `If-None-Match: *`, renewed and taken over with `If-Match`, released by a read, an
- * ID check and a conditional delete (the tool's S3 backend layout, so the two interoperate).
- */
+/** A lockfile: created with `If-None-Match: *`, renewed and taken over with `If-Match`, released by a read, an ID check and a conditional delete. */
 export class LockfileLock implements LockPlace {
   readonly kind = "lockfile";
-  /**
-   * @param atomicDelete the store honours `If-Match` on DELETE (the probe's verdict).
-   * @param now the lease clock: without an atomic delete, an expired lease is left to be
-   *   taken over rather than deleted, as the delete could hit the lockfile of whoever took it over meanwhile.
-   */
+  /** `atomicDelete`: the store honours `If-Match` on DELETE; without it an expired lease is left to be taken over, not deleted. */
   constructor(
     private readonly store: ObjectStoreDriver,
     private readonly atomicDelete: boolean = true,
@@ -224,7 +188,6 @@ export class LockfileLock implements LockPlace {
   async release(key: string, id: string, _known: StoredLock | undefined, owner?: string | undefined, note?: ReleaseNote | undefined): Promise<ReleaseOutcome> {
     let tried = false;
     let record = note === undefined ? undefined : this.readRecord(key);
-    // Awaited below unless the release ends first: a failure then is nobody's business.
     record?.catch(() => undefined);
     for (let round = 0; round < ROUNDS; round++) {
       const current = await this.read(key);
@@ -232,12 +195,9 @@ export class LockfileLock implements LockPlace {
       if (current === null) return tried ? { kind: "released" } : { kind: "absent" };
       if (lockIdOf(current.info) !== id) return { kind: "other", holder: current.info, raw: current.raw };
       if (!ownedBy(current.info, owner)) return { kind: "not-owned", holder: current.info };
-      // Recorded before the lockfile goes (see TableLock.release), once: the conditional
-      // delete is both the decision and the removal, so the record comes right before it,
-      // after a fresh read found this lock.
+      // Recorded once, right before the conditional delete (the decision and the removal), after a fresh read found this lock.
       if (record !== undefined && note !== undefined) {
-        // A full disk must not keep the lock: the release goes on without its record
-        // (a retry of this UNLOCK would then get 409 instead of 200, never a lock kept).
+        // A full disk must not keep the lock: the release goes on without its record.
         await this.remember(key, id, note, await record).catch((e: unknown) => {
           if (!isObjstateError(e, "STORE_NO_SPACE")) throw e;
         });
@@ -279,7 +239,6 @@ export class LockfileLock implements LockPlace {
     }
   }
 
-  /** A conditional PUT of the lock info; false when the condition failed. */
   private async putIf(key: string, raw: string, condition: { ifNoneMatch: true } | { ifMatch: string }): Promise<boolean> {
     try {
       await this.store.put(key, Buffer.from(raw, "utf8"), { contentType: "application/json", ...condition });

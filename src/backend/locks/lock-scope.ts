@@ -1,12 +1,32 @@
-/**
- * "Use the caller's lock, else take one" (docs/decisions/056): every call that writes under
- * the workspace's lock — writes, rollback, workspace create and delete, repair, and the
- * CLI's and the server's own — runs its work through {@link withLock}, which takes the lock
- * (waiting if asked), releases it after the work, and says plainly when a release fails.
- */
+/** "Use the caller's lock, else take one" (docs/decisions/056): every call that writes under the lock runs through {@link withLock}. */
 import { isObjstateError, ObjstateError } from "../../errors.js";
 import type { LockHandle } from "./lease.js";
-import type { LockOptions, LockScope, WithLockOptions } from "../options.js";
+import type { LockInfo } from "./lock-info.js";
+import type { LockOptions } from "./locking.js";
+import type { LockWait } from "./waiting.js";
+
+/** How a call that needs the lock gets it: the caller's (`lockId`), or one it takes itself (and releases). */
+export interface UnderLockOptions {
+  /** The ID of the lock the caller holds; each write checks it right before writing. */
+  readonly lockId?: string | undefined;
+  /** Without `lockId`: wait while someone else holds the lock (default: `STATE_LOCKED` at once). */
+  readonly wait?: LockWait | undefined;
+}
+
+/** Options of `ObjectStoreBackend.withLock`: the caller's lock (`lockId`, left held), or how to take one. */
+export interface WithLockOptions extends LockOptions {
+  readonly lockId?: string | undefined;
+}
+
+/** The lock a `withLock` work runs under. */
+export interface LockScope {
+  /** The lock's ID (pass it as `lockId`): the caller's, or the one taken; undefined when locking is off. */
+  readonly id: string | undefined;
+  /** The lock info stored when the lock was taken for this work; undefined for the caller's own lock. */
+  readonly taken: LockInfo | undefined;
+  /** For a lock taken here: fires with `LOCK_LOST` when its lease is lost. */
+  readonly signal: AbortSignal | undefined;
+}
 
 /** What {@link withLock} needs of a connection. */
 export interface LockScopeDeps {
@@ -18,18 +38,13 @@ export interface LockScopeDeps {
 }
 
 /** The warning of a lock left held after a work that failed (its error is the one thrown). */
-export const LOCK_NOT_RELEASED = "OBJSTATE_LOCK_NOT_RELEASED";
+const LOCK_NOT_RELEASED = "OBJSTATE_LOCK_NOT_RELEASED";
 /** The warning of a lock someone else released while the work held it. */
-export const LOCK_GONE = "OBJSTATE_LOCK_GONE";
+const LOCK_GONE = "OBJSTATE_LOCK_GONE";
 
 /**
- * Run `work` under the workspace's lock: the caller's (`options.lockId`, left held; each
- * write checks it right before writing), or one taken here (waiting as `options.wait`
- * says) and released after the work, whatever it did. Without any place to lock, `work`
- * runs with no lock. A lock taken after `wait.signal` aborted (the request was in flight)
- * is given back and the call rejects with the signal's reason. A release that fails after
- * the work succeeded is `LOCK_RELEASE_FAILED`; after it failed, a warning (the work's error
- * is the one to report). Both name the lock and the command that releases it.
+ * Run `work` under the caller's lock, or one taken here and released after, whatever the work did. A failed release is
+ * `LOCK_RELEASE_FAILED` after a work that succeeded, a warning after one that failed.
  */
 export async function withLock<T>(deps: LockScopeDeps, workspace: string, options: WithLockOptions, work: (scope: LockScope) => Promise<T>): Promise<T> {
   const { lockId, ...take } = options;

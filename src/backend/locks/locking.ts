@@ -1,48 +1,45 @@
-/**
- * The state lock (docs/design.md §10): taken in every configured place (the lockfile first, then
- * the table, the tool's order), with an optional lease, renewed by ID, checked right before
- * each write (the fencing), released everywhere. The backend delegates to this.
- */
+/** The state lock (docs/design.md §10): taken in every place (lockfile, then table), leased, renewed, fenced, released everywhere. */
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../../errors.js";
-import { lockedError, lockIdOf, NO_LOCK_ID, notOwned, workspaceFlag } from "../fencing.js";
-import { isExpired, leaseExpiry, LockHandle, lockLost, takeoverBound } from "./lease.js";
-import { describeHolder, newLockInfo, ownedBy, type LockInfo } from "./lock-info.js";
+import { checkTtl, isExpired, leaseExpiry, LockHandle, lockLost, takeoverBound } from "./lease.js";
+import { nodeCrypto } from "../../util/builtins.js";
+import { describeHolder, lockedError, lockIdOf, NO_LOCK_ID, notOwned, ownedBy, workspaceFlag, type LockInfo } from "./lock-info.js";
 import type { LockPlace, StoredLock } from "./lock-places.js";
 import { findRelease, type ReleasedLock } from "./released.js";
+import { waitWhileLocked, type LockWait } from "./waiting.js";
 
-/**
- * How long a lock request keeps trying to learn whether a write that failed was stored (its
- * reply lost, then the table throttled), or to give back what it took, before it gives up
- * and names the lock it may have left.
- */
+/** How long a lock request tries to learn whether a failed write was stored, or to give back what it took, before it names the lock left. */
 export const SETTLE_MS = 10_000;
+const RELEASED_WHY = "the lock was released (its lease ran out, or force-unlock)";
+const takenOver = (holder: LockInfo): string => `its lease ran out and another holder took it: ${describeHolder(holder)}`;
 
-/** What a lock is taken with (the backend's `LockOptions` plus the lease). */
-export interface TakeOptions {
+/** Options of `ObjectStoreBackend.lock` and `acquire`. */
+export interface LockOptions {
+  /** What the holder is doing (default `objstate`). */
   readonly operation?: string | undefined;
   readonly info?: string | undefined;
+  /** Take the lock under this ID (a server storing its client's lock): taking it again under this ID, by the same owner, is a retry. */
   readonly id?: string | undefined;
+  /** `Who`, `Version` and `Created` (UTC ISO) of this lock (defaults: the connection's, now). */
   readonly who?: string | undefined;
   readonly version?: string | undefined;
   readonly created?: string | undefined;
-  /** Recorded as the lock's `Owner` (the server user taking it). */
+  /** Lease of this lock in ms (at least 1 s); default: the connection's `ttl` (none: never expires). */
+  readonly ttl?: number | undefined;
+  /** The server user taking the lock, stored as `Owner`: a release or write that names an owner must name this one. */
   readonly owner?: string | undefined;
-  /** Lease length in ms; undefined: the connection's default (none: never expires). */
-  readonly ttlMs?: number | undefined;
+  /** Wait while someone else holds the lock (default: `STATE_LOCKED` at once). */
+  readonly wait?: LockWait | undefined;
 }
 
-/** Who releases a lock, and whether the release is recorded (see {@link Locking.unlock}). */
-export interface UnlockBy {
-  /** Release only a lock that belongs to this owner. */
+export interface UnlockOptions {
+  /** Release only a lock whose `Owner` is this (`LOCK_NOT_OWNED` otherwise; a CLI lock belongs to no one). */
   readonly owner?: string | undefined;
-  /** The principal of a force-unlock that named no lock ID. */
+  /** The principal of a force-unlock that named no lock ID (the tool's, through a server), recorded with the release. */
   readonly forcedBy?: string | undefined;
-  /** Record the release (default true). */
-  readonly record?: boolean | undefined;
 }
 
-/** One lock as `objstate locks` lists it. */
+/** One lock as `objstate locks` lists it (`since`, `expires`: UTC ISO; "" or null when unknown or never). */
 export interface LockListing {
   /** `table` (an item of the lock table) or `lockfile` (`{statePath}.tflock`). */
   readonly source: "table" | "lockfile";
@@ -53,29 +50,23 @@ export interface LockListing {
   readonly id: string;
   readonly who: string;
   readonly operation: string;
-  /** The holder's free text (`Info`). */
   readonly info: string;
-  /** The holder's tool version (`Version`), "" when unknown. */
   readonly version: string;
-  /** The server user that took it through `objstate serve` (`Owner`); null for a lock taken elsewhere. */
+  /** The server user that took it (`Owner`); null for a lock taken elsewhere. */
   readonly owner: string | null;
-  /** When it was taken (UTC ISO), "" when unknown. */
   readonly since: string;
-  /** When its lease ends (UTC ISO), null for a lock that never expires. */
   readonly expires: string | null;
   /** Has the lease ended (by this process's clock)? */
   readonly expired: boolean;
 }
 
-/** How the manager finds its places and names things. */
 export interface LockingInit {
   /** In acquisition order: lockfile first, then table. */
   readonly places: readonly LockPlace[];
-  /** The key of a workspace's lock in a place. */
   keyOf(place: LockPlace, workspace: string): string;
-  /** `bucket/path` of a workspace, for messages. */
+  /** The lock info's `Path`: `{bucket}/{statePath}`. */
+  path(workspace: string): string;
   describe(workspace: string): string;
-  /** The workspace a listed key belongs to, or null. */
   workspaceOf(place: LockPlace, key: string): string | null;
   /** Where lockfiles are listed from (prefixes that do not overlap). */
   readonly listPrefixes: readonly string[];
@@ -83,7 +74,6 @@ export interface LockingInit {
   readonly version: string;
   /** Default lease (ms) of every lock this connection takes; undefined: none. */
   readonly ttlMs: number | undefined;
-  /** How far apart clocks may be (see `lease.ts`). */
   readonly marginMs: number;
   readonly now: () => number;
 }
@@ -106,31 +96,35 @@ export class Locking {
 
   constructor(private readonly init: LockingInit) {}
 
-  /** Is there any place to lock? Without one, locks are not stored. */
   get enabled(): boolean {
     return this.init.places.length > 0;
   }
 
-  /** The lease (ms) of every lock this connection takes; undefined: none. */
   get ttlMs(): number | undefined {
     return this.init.ttlMs;
   }
 
-  /** Take the lock everywhere; `STATE_LOCKED` names the holder (and its lease). */
-  async lock(workspace: string, options: TakeOptions, path: string): Promise<LockInfo> {
+  /** Take the lock everywhere (waiting as `options.wait` says); `STATE_LOCKED` names the holder (and its lease). */
+  lock(workspace: string, options: LockOptions): Promise<LockInfo> {
+    return waitWhileLocked(() => this.take(workspace, options), options.wait);
+  }
+
+  private async take(workspace: string, options: LockOptions): Promise<LockInfo> {
     const init = this.init;
-    const fresh = newLockInfo({
-      operation: options.operation ?? "objstate",
-      info: options.info ?? "",
-      who: options.who ?? init.who,
-      version: options.version ?? init.version,
-      path,
-    });
-    const ttl = options.ttlMs ?? init.ttlMs;
+    const ttl = checkTtl(options.ttl, "the lock ttl (ttl)") ?? init.ttlMs;
     const sentAt = init.now();
-    const base: LockInfo = { ...fresh, ID: options.id ?? fresh.ID, Created: options.created ?? fresh.Created };
-    const leased: LockInfo = ttl === undefined ? base : { ...base, Expires: leaseExpiry(sentAt, ttl) };
-    const info: LockInfo = options.owner === undefined ? leased : { ...leased, Owner: options.owner };
+    // Fields in the tool's order: its lock info byte for byte, then the lease and the owner.
+    const info: LockInfo = {
+      ID: options.id ?? nodeCrypto().randomUUID(),
+      Operation: options.operation ?? "objstate",
+      Info: options.info ?? "",
+      Who: options.who ?? init.who,
+      Version: options.version ?? init.version,
+      Created: options.created ?? new Date().toISOString(),
+      Path: init.path(workspace),
+      ...(ttl === undefined ? {} : { Expires: leaseExpiry(sentAt, ttl) }),
+      ...(options.owner === undefined ? {} : { Owner: options.owner }),
+    };
     if (!this.enabled) return info;
     const raw = JSON.stringify(info);
     const bound = takeoverBound(sentAt, init.marginMs);
@@ -143,8 +137,7 @@ export class Locking {
           got.set(place, r.taken);
           continue;
         }
-        // The caller chose this ID and it is the holder's: a retry of its own lock, when it is
-        // the same owner's (knowing a lock's ID does not make it yours).
+        // The caller's ID is the holder's: a retry of its own lock, when it is the same owner's (knowing an ID does not make it yours).
         if (options.id !== undefined && options.id !== "" && r.blocked.info.ID === options.id && ownedBy(r.blocked.info, options.owner)) {
           got.set(place, r.blocked);
           result = r.blocked.info;
@@ -152,17 +145,13 @@ export class Locking {
         }
         throw lockedError(init.describe(workspace), workspace, r.blocked.raw, r.blocked.info);
       }
-      // A caller's ID that was already released is a late copy of an earlier LOCK (its holder
-      // finished): taken, it would block the state with a lock nobody releases. Looked up
-      // after the lock was written: a release records itself before it removes the lock, so
-      // one that let this write in is always seen.
+      // A caller's ID released already is a late copy of an earlier LOCK: looked up after the write (a release records itself first).
       if (options.id !== undefined && options.id !== "") {
         const gone = await this.released(workspace, options.id);
         if (gone !== undefined) throw lateLock(init.describe(workspace), options.id, gone);
       }
     } catch (e) {
-      // All or nothing: what was taken before the refusal is given back (unrecorded: that
-      // ID was never handed out, and the tool retries a refused LOCK under the same ID).
+      // All or nothing: what was taken is given back, unrecorded (the tool retries a refused LOCK under the same ID).
       for (const [place, s] of got) await this.settle(() => place.release(init.keyOf(place, workspace), info.ID, s), workspace, info, e);
       throw e;
     }
@@ -170,11 +159,7 @@ export class Locking {
     return result;
   }
 
-  /**
-   * `place.create`; when it fails, its write may still have been stored (a reply lost, then
-   * the retries refused), so the lock is read back: ours is taken, another holder's blocks,
-   * none is the failure.
-   */
+  /** `place.create`; a failed one may still have been stored (a reply lost), so the lock is read back. */
   private async create(place: LockPlace, key: string, raw: string, info: LockInfo, bound: number, workspace: string) {
     try {
       return await place.create(key, raw, info.Expires, bound);
@@ -199,8 +184,8 @@ export class Locking {
   }
 
   /** A held-lock handle whose heartbeat renews the lease every third of its ttl. */
-  async acquire(workspace: string, options: TakeOptions, path: string): Promise<LockHandle> {
-    const info = await this.lock(workspace, options, path);
+  async acquire(workspace: string, options: LockOptions): Promise<LockHandle> {
+    const info = await this.lock(workspace, options);
     const ttl = this.enabled ? this.held.get(info.ID)?.ttlMs : undefined;
     const handle = new LockHandle(
       info,
@@ -208,8 +193,7 @@ export class Locking {
         renew: () => this.renew(workspace, info.ID),
         release: async () => {
           this.handles.delete(info.ID);
-          // A handle's lock is this process's own, under an ID no client sends a LOCK or an
-          // UNLOCK for: its release needs no record (state push and the like pay nothing).
+          // A handle's lock is this process's own, under an ID no client retries: its release needs no record.
           await this.unlock(workspace, info.ID, { record: false });
         },
       },
@@ -219,12 +203,7 @@ export class Locking {
     return handle;
   }
 
-  /**
-   * Extend the lease of lock `id` by its ttl (the connection's for a lock another process
-   * took), conditional on the lock still being exactly the version this process saw.
-   * `LOCK_LOST` when it is gone or has another holder, or when the lease ran out before a
-   * renewal got through.
-   */
+  /** Extend the lease of lock `id`, conditional on the version this process saw; `LOCK_LOST` when it is gone or ran out first. */
   renew(workspace: string, id: string): Promise<LockInfo> {
     const running = this.renewing.get(id);
     if (running !== undefined) return running;
@@ -250,18 +229,12 @@ export class Locking {
       for (const place of init.places) {
         const key = init.keyOf(place, workspace);
         const current = h?.places.get(place) ?? (await place.read(key));
-        if (current === null) throw lockLost(where, id, "the lock was released (its lease ran out, or force-unlock)");
+        if (current === null) throw lockLost(where, id, RELEASED_WHY);
         if (lockIdOf(current.info) !== id) throw lockLost(where, id, `another holder has it: ${describeHolder(current.info)}`);
         const next = await place.renew(key, current, withExpires(current.raw, expires), expires);
         if (next === null) {
           const now = await place.read(key);
-          throw lockLost(
-            where,
-            id,
-            now === null
-              ? "the lock was released (its lease ran out, or force-unlock)"
-              : `its lease ran out and another holder took it: ${describeHolder(now.info)}`,
-          );
+          throw lockLost(where, id, now === null ? RELEASED_WHY : takenOver(now.info));
         }
         h?.places.set(place, next);
         info ??= next.info;
@@ -276,13 +249,7 @@ export class Locking {
     return info as LockInfo;
   }
 
-  /**
-   * The fencing check right before a write: the lock still carries `id` in every place and
-   * its lease has not run out (a lease past its end is renewed first, which only succeeds
-   * when nobody took it over). `LOCK_LOST` for a lease of this process that is gone;
-   * `LOCK_NOT_HELD` / `STATE_LOCKED` for a lock without one, as before leases. With an
-   * `owner`, the lock must also belong to it (`LOCK_NOT_OWNED`), checked on the same read.
-   */
+  /** The fencing check right before a write: the lock carries `id` everywhere and its lease has not run out (else renewed first). */
   async assertHolder(workspace: string, id: string, owner?: string | undefined): Promise<LockInfo> {
     try {
       return await this.checkHolder(workspace, id, owner);
@@ -302,7 +269,7 @@ export class Locking {
     let expires: number | undefined;
     for (const current of found) {
       if (current === null || current.raw === "") {
-        if (leased) throw lockLost(where, id, "the lock was released (its lease ran out, or force-unlock)");
+        if (leased) throw lockLost(where, id, RELEASED_WHY);
         throw new ObjstateError(
           "LOCK_NOT_HELD",
           `the state at ${where} is not locked: lock ${id} was released or force-unlocked; take the lock again before writing`,
@@ -310,7 +277,7 @@ export class Locking {
         );
       }
       if (current.info.ID !== id) {
-        if (leased) throw lockLost(where, id, `its lease ran out and another holder took it: ${describeHolder(current.info)}`);
+        if (leased) throw lockLost(where, id, takenOver(current.info));
         throw new ObjstateError("STATE_LOCKED", `the state at ${where} is locked by someone else: ${describeHolder(current.info)}`, {
           details: { lockInfo: current.info },
         });
@@ -327,14 +294,8 @@ export class Locking {
     return info as LockInfo;
   }
 
-  /**
-   * Release lock `id` everywhere (table first, then lockfile); the same checks as before
-   * leases. With an `owner`, only a lock that belongs to it is released (`LOCK_NOT_OWNED`).
-   * The release is recorded ({@link recent}; `forcedBy`: the principal of a force-unlock that
-   * named no ID) unless `record` is false. An ID that is not the holder's but was released
-   * recently is `LOCK_NOT_FOUND` (already released), not `LOCK_ID_MISMATCH`.
-   */
-  async unlock(workspace: string, id: string, options: UnlockBy = {}): Promise<void> {
+  /** Release lock `id` everywhere (table first), recorded unless `record` is false; an ID released recently is `LOCK_NOT_FOUND`. */
+  async unlock(workspace: string, id: string, options: UnlockOptions & { readonly record?: boolean } = {}): Promise<void> {
     const { owner, forcedBy } = options;
     const init = this.init;
     if (!this.enabled) return;
@@ -349,16 +310,13 @@ export class Locking {
       else if (out.kind === "not-owned") throw notOwned(init.describe(workspace), owner as string, out.holder, "release");
       else if (out.kind === "other") {
         this.held.delete(id);
-        // Only here is the record read: an UNLOCK repeated after its reply was lost, once
-        // another client took the lock, is done, and that client's lock is left alone.
+        // Only here is the record read: an UNLOCK repeated after its reply was lost, once another client took the lock, is done.
         const gone = id === NO_LOCK_ID ? undefined : await this.released(workspace, id);
         if (gone !== undefined) {
           throw new ObjstateError(
             "LOCK_NOT_FOUND",
             `lock ${id} on ${init.describe(workspace)} was already released (at ${new Date(gone.at).toISOString()}); the state is locked again since, by ${describeHolder(out.holder)}, and that lock was left alone`,
-            {
-              details: { lockId: id, releasedAt: new Date(gone.at).toISOString() },
-            },
+            { details: { lockId: id, releasedAt: new Date(gone.at).toISOString() } },
           );
         }
         throw new ObjstateError("LOCK_ID_MISMATCH", `lock ID ${id} does not match the lock on ${init.describe(workspace)}: ${describeHolder(out.holder)}`, {
@@ -380,7 +338,6 @@ export class Locking {
     return place === undefined ? [] : place.recent(this.init.keyOf(place, workspace));
   }
 
-  /** The recent release of lock `id`, if it is remembered. */
   private async released(workspace: string, id: string): Promise<ReleasedLock | undefined> {
     return findRelease(await this.recent(workspace), id, this.init.now());
   }
@@ -392,10 +349,15 @@ export class Locking {
 
   /** The current lock's info (the first place's), or null when unlocked. */
   async info(workspace: string): Promise<LockInfo | null> {
-    const first = this.init.places[0];
-    if (first === undefined) return null;
-    const current = await first.read(this.init.keyOf(first, workspace));
-    return current === null || current.raw === "" ? null : current.info;
+    return (await this.readFirst(workspace))?.lock.info ?? null;
+  }
+
+  private async readFirst(workspace: string): Promise<{ place: LockPlace; key: string; lock: StoredLock } | null> {
+    const place = this.init.places[0];
+    if (place === undefined) return null;
+    const key = this.init.keyOf(place, workspace);
+    const lock = await place.read(key);
+    return lock === null || lock.raw === "" ? null : { place, key, lock };
   }
 
   /** Every lock in the table and every lockfile under the prefix, by path. */
@@ -418,11 +380,8 @@ export class Locking {
 
   /** The workspace's lock as {@link list} lists it (from the first place, as {@link info}), or null when unlocked. */
   async current(workspace: string): Promise<LockListing | null> {
-    const first = this.init.places[0];
-    if (first === undefined) return null;
-    const key = this.init.keyOf(first, workspace);
-    const current = await first.read(key);
-    return current === null || current.raw === "" ? null : listingOf(first, key, workspace, current.info, current.expires, this.init.now());
+    const r = await this.readFirst(workspace);
+    return r === null ? null : listingOf(r.place, r.key, workspace, r.lock.info, r.lock.expires, this.init.now());
   }
 
   /** A lock just taken (its info as `lock` returned it) as {@link list} lists it; no request. */
@@ -434,7 +393,6 @@ export class Locking {
   }
 }
 
-/** One lock as {@link Locking.list} lists it. */
 function listingOf(place: Pick<LockPlace, "kind">, key: string, workspace: string | null, i: LockInfo, expires: number | undefined, now: number): LockListing {
   return {
     source: place.kind,
@@ -467,11 +425,7 @@ function lateLock(where: string, id: string, gone: ReleasedLock): ObjstateError 
   );
 }
 
-/**
- * `LOCK_LEFT_BEHIND`: a lock request failed and could neither tell whether its write was
- * stored nor give it back. Its lock info is the one that may be left (a 423 under `serve`:
- * the tool's retry under the same ID takes it).
- */
+/** `LOCK_LEFT_BEHIND`: a lock request failed and could neither tell whether its write was stored nor give it back. */
 function leftBehind(where: string, ws: string, info: LockInfo, cause: unknown, last: unknown): ObjstateError {
   const why = (e: unknown): string => (e instanceof Error ? e.message : String(e));
   return new ObjstateError(

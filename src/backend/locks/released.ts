@@ -1,10 +1,7 @@
 /**
- * The record of a workspace's recent releases (docs/decisions/013): the IDs of the last
- * locks released, with when, kept beside the lock (an item of the lock table, or an object
- * beside the lockfile). It lets the server tell a request that arrives after its lock was
- * released (a retried UNLOCK whose first reply was lost, a LOCK that arrived late) from
- * one that names a lock that never was. Bounded in count and age: it answers for the
- * retries of the last hour, not for all time.
+ * The record of a workspace's recent releases (docs/decisions/013), kept beside the lock: it
+ * tells a retried UNLOCK or a late LOCK from one that names a lock that never was. Bounded in
+ * count and age: it answers for the retries of the last hour.
  */
 
 /** How many releases a workspace's record keeps (the newest). */

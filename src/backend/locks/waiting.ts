@@ -1,53 +1,40 @@
-/**
- * Waiting for a lock someone else holds (docs/decisions/056): the attempts of a lock request
- * spaced out with exponential backoff and jitter, ended by a deadline or an abort signal.
- * The tool keeps this in its library (its `-lock-timeout`); so does objstate.
- */
+/** Waiting for a lock someone else holds (docs/decisions/056): backoff with jitter, ended by a deadline or an abort signal. */
 import { isObjstateError, ObjstateError } from "../../errors.js";
 import type { LockInfo } from "./lock-info.js";
-import type { LockWait } from "../options.js";
 
-/** Backoff between attempts: the first ceiling and the cap (ms). */
-export const BACKOFF_FIRST_MS = 250;
-export const BACKOFF_CAP_MS = 4000;
-
-/** Time and chance, replaceable in tests so the backoff is checked without waiting on it. */
-export interface WaitClock {
-  now(): number;
-  /** Resolve after `ms`, or reject with the signal's reason when it aborts first. */
-  sleep(ms: number, signal: AbortSignal | undefined): Promise<void>;
-  /** A number in [0, 1). */
-  random(): number;
+/** Waiting while someone else holds the lock: attempts with backoff and jitter (a quarter second at first, at most 4 s apart). */
+export interface LockWait {
+  /** How long to keep trying (ms); 0: one attempt. Past it, the last `STATE_LOCKED` (holder in `details.lockInfo`) again. */
+  readonly timeoutMs: number;
+  /** Ends the wait with the signal's reason; a lock taken meanwhile is given back by calls that take it themselves. */
+  readonly signal?: AbortSignal | undefined;
+  /** Called once, with the holder, when the first attempt found the lock held and waiting starts. */
+  readonly onWait?: ((holder: LockInfo | undefined) => void) | undefined;
+  /** How messages name the timeout (default `wait.timeoutMs`; the CLI passes `--lock-timeout`). */
+  readonly setting?: string | undefined;
 }
 
-const realClock: WaitClock = {
-  now: () => Date.now(),
-  random: () => Math.random(),
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted === true) return reject(abortReason(signal));
-      const onAbort = (): void => {
-        clearTimeout(timer);
-        reject(abortReason(signal as AbortSignal));
-      };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      }, ms);
-      signal?.addEventListener("abort", onAbort, { once: true });
-    }),
-};
+/** Backoff between attempts: the first ceiling and the cap (ms). */
+const BACKOFF_FIRST_MS = 250;
+const BACKOFF_CAP_MS = 4000;
 
-/**
- * Run `attempt` until it does not fail with `STATE_LOCKED`, for at most `wait.timeoutMs`
- * ("equal jitter": each pause is half the current ceiling for sure and the other half at
- * random; the ceiling doubles up to {@link BACKOFF_CAP_MS}). Without `wait`, or with a
- * timeout of 0, one attempt and its error as it is. Past the deadline the last
- * `STATE_LOCKED` is thrown again, with the holder, saying how long it waited. An abort of
- * `wait.signal` ends the wait with the signal's reason (an attempt in flight settles first:
- * its result stands when it succeeded).
- */
-export async function waitWhileLocked<T>(attempt: () => Promise<T>, wait: LockWait | undefined, clock: WaitClock = realClock): Promise<T> {
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted === true) return reject(abortReason(signal));
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(abortReason(signal as AbortSignal));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Run `attempt` until it does not fail with `STATE_LOCKED`, for at most `wait.timeoutMs`, with equal jitter up to {@link BACKOFF_CAP_MS}. */
+export async function waitWhileLocked<T>(attempt: () => Promise<T>, wait: LockWait | undefined): Promise<T> {
   const timeoutMs = wait?.timeoutMs ?? 0;
   if (!Number.isFinite(timeoutMs) || timeoutMs < 0) {
     throw new ObjstateError(
@@ -58,7 +45,7 @@ export async function waitWhileLocked<T>(attempt: () => Promise<T>, wait: LockWa
   const signal = wait?.signal;
   // A function, not a narrowed property: the signal may abort while an attempt is awaited.
   const aborted = (): boolean => signal?.aborted === true;
-  const started = clock.now();
+  const started = Date.now();
   const deadline = started + timeoutMs;
   let ceiling = BACKOFF_FIRST_MS;
   for (let n = 0; ; n++) {
@@ -68,18 +55,18 @@ export async function waitWhileLocked<T>(attempt: () => Promise<T>, wait: LockWa
     } catch (e) {
       if (!isObjstateError(e, "STATE_LOCKED")) throw e;
       if (aborted()) throw abortReason(signal as AbortSignal);
-      const remaining = deadline - clock.now();
+      const remaining = deadline - Date.now();
       if (remaining <= 0) {
         if (timeoutMs === 0) throw e;
         const setting = wait?.setting ?? "wait.timeoutMs";
         throw new ObjstateError(
           "STATE_LOCKED",
-          `${e.message} Gave up after waiting ${formatWait(clock.now() - started)} (${setting} ${formatWait(timeoutMs)}).`,
+          `${e.message} Gave up after waiting ${formatWait(Date.now() - started)} (${setting} ${formatWait(timeoutMs)}).`,
           { details: e.details, cause: e },
         );
       }
       if (n === 0) wait?.onWait?.(e.details?.["lockInfo"] as LockInfo | undefined);
-      await clock.sleep(Math.min(remaining, ceiling / 2 + clock.random() * (ceiling / 2)), signal);
+      await sleep(Math.min(remaining, ceiling / 2 + Math.random() * (ceiling / 2)), signal);
       ceiling = Math.min(ceiling * 2, BACKOFF_CAP_MS);
     }
   }

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ObjectStoreBackend, ObjectStoreBackendConfig, historyEntryJson, type ObjectStoreBackendConfigProps, type Principal } from "../../../src/index.js";
-import { PRINCIPAL_CLAIMS_MAX } from "../../../src/backend/fencing.js";
+import { PRINCIPAL_CLAIMS_MAX } from "../../../src/backend/meta.js";
 import { renderHistory } from "../../../src/console/pages/history.js";
 import { runCli } from "../../support/cli.js";
 import { embeddedTarget, uniqueName } from "../../support/targets.js";

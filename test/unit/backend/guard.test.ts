@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { guardRefusal, normalizeDigest } from "../../../src/backend/fencing.js";
+import { normalizeDigest } from "../../../src/backend/meta.js";
+import { guardRefusal } from "../../../src/backend/write.js";
 import { isEmptyState, scanHeader, stateHeader } from "../../../src/backend/state-header.js";
 
 const stored = (lineage: string | undefined, serial: number | undefined, empty = false) => ({ lineage, serial, version: 4, empty });
