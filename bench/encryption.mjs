@@ -57,7 +57,7 @@ function plainPull(stored) {
 /** Encrypted push: the envelope made and digested. */
 async function encPush(e, state) {
   const env = await e.encrypt(state, HEADER);
-  return createHash("md5").update(env.toBuffer()).digest();
+  return createHash("md5").update(env).digest();
 }
 /** Encrypted pull: the envelope arrives in pieces, digested and decrypted on the way. */
 async function encPull(e, stored) {

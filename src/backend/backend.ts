@@ -196,7 +196,7 @@ export class ObjectStoreBackend {
   /** Read the state while passing it on to `sink`, its last bytes only once proven (stream.ts); an encrypted state is never streamed. */
   async streamState(workspace: string, sink: StateSink, options: StreamOptions = {}): Promise<StreamResult> {
     const enc = this.ctx.encryption;
-    if (enc !== undefined) return { streamed: false, state: await readDecrypted(this.ctx, enc, workspace, { sharedBody: options.sharedBody }, true) };
+    if (enc !== undefined) return { streamed: false, state: await readDecrypted(this.ctx, enc, workspace, {}, true) };
     return streamState(this.ctx, workspace, sink, options);
   }
 

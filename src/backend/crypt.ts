@@ -32,7 +32,7 @@ export async function sealState(enc: StateEncryption, state: Buffer, workspace: 
     const message = `the state to write to workspace "${workspace}" has no top-level lineage, so it cannot be encrypted: is it a state?`;
     throw new ObjstateError("STATE_INVALID", message, { details: { workspace } });
   }
-  return (await enc.encrypt(state, { serial: h.serial ?? null, lineage: h.lineage })).toBuffer();
+  return await enc.encrypt(state, { serial: h.serial ?? null, lineage: h.lineage });
 }
 
 /** The state in `stored` (decrypted under the primary method, then each fallback). */

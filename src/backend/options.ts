@@ -62,8 +62,6 @@ export interface ConnectOptions {
 export interface ReadOptions {
   /** Sees the state as it arrives (unchecked until the read returns; a retry starts over); to pass it on, use `streamState`. */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
-  /** `onData` hands the bytes to a worker thread: a large state is read into shared memory where the driver can (S3). */
-  readonly sharedBody?: boolean | undefined;
   /** The bytes as stored: an envelope is not decrypted (`state pull --raw-envelope`, a server passing envelopes through). */
   readonly stored?: boolean | undefined;
 }

@@ -14,7 +14,7 @@ export async function streamState(ctx: BackendContext, workspace: string, sink: 
   const out = new StreamedRead(sink, options);
   let found: StateRead | null;
   try {
-    found = await readCommitted(ctx, workspace, { sharedBody: options.sharedBody }, out);
+    found = await readCommitted(ctx, workspace, {}, out);
   } catch (e) {
     out.abandon();
     throw e;

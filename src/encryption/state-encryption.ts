@@ -19,13 +19,6 @@ export interface EnvelopeHeader {
   readonly lineage: string;
 }
 
-/** An envelope made, and its size. */
-export interface Envelope {
-  readonly byteLength: number;
-  toBuffer(): Buffer;
-}
-const envelope = (b: Buffer): Envelope => ({ byteLength: b.length, toBuffer: () => b });
-
 /** What a read found. */
 export interface Decrypted {
   readonly state: Buffer;
@@ -127,9 +120,9 @@ export class StateEncryption {
   }
 
   /** The envelope of `state` with the clear fields the caller read from it (`state` itself when the primary is `unencrypted`). */
-  async encrypt(state: Uint8Array, header: EnvelopeHeader): Promise<Envelope> {
+  async encrypt(state: Uint8Array, header: EnvelopeHeader): Promise<Buffer> {
     const primary = this.methods[0] as MethodConfig;
-    if (primary.type === "unencrypted") return envelope(Buffer.from(state.buffer, state.byteOffset, state.byteLength));
+    if (primary.type === "unencrypted") return Buffer.from(state.buffer, state.byteOffset, state.byteLength);
     const kp = this.config.keyProviders.get(primary.keys) as KeyProviderConfig;
     const { key, meta } = await (this.#providers.get(primary.keys) as Provider).encryptionKey();
     checkKeyLength(primary, kp, key, "encryption");
@@ -143,7 +136,7 @@ export class StateEncryption {
     out.write(head, 0, "utf8");
     const nonce = (this.opts.randomBytes ?? ((n: number) => nodeCrypto().randomBytes(n)))(NONCE_BYTES);
     out.write(tail, sealBase64Into(out, headBytes, key, primary.aad, state, nonce), "utf8");
-    return envelope(out);
+    return out;
   }
 
   /** Read stored bytes held in memory. */

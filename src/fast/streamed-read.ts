@@ -33,8 +33,6 @@ export interface StreamOptions {
   readonly holdBackBytes?: number | undefined;
   /** Smallest piece handed to `write` at once, except the last ones (default 1 MiB). */
   readonly chunkBytes?: number | undefined;
-  /** See `ReadOptions.sharedBody`. */
-  readonly sharedBody?: boolean | undefined;
 }
 
 /** What the read returned (the backend's `StateRead`): the bytes and the MD5 it proved them by. */

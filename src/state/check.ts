@@ -37,17 +37,7 @@ class StateCheck {
 }
 
 /** How messages name the state a write to `workspace` brings. */
-export const stateToWrite = (workspace: string): string => `the state to write to workspace "${workspace}"`;
-
-/** Read `source` once (each chunk also to `each`): `STATE_INVALID` unless it is a state; reading stops at the fault. */
-export async function checkSource(source: ByteSource, what: string, each?: (chunk: Uint8Array) => void): Promise<void> {
-  const check = new StateCheck();
-  for await (const chunk of source.open()) {
-    if (!check.feed(chunk)) break;
-    each?.(chunk);
-  }
-  await check.verdict(() => source.open(), what);
-}
+const stateToWrite = (workspace: string): string => `the state to write to workspace "${workspace}"`;
 
 /**
  * The state a write to `workspace` brings, held to the rule: bytes in memory checked now; a

@@ -4,17 +4,11 @@
  */
 import { ObjstateError } from "../errors.js";
 import { hasherFor } from "../util/md5.js";
-import { takeShared } from "../util/shared-memory.js";
 import type { StreamedGet } from "./types.js";
-
-/** Bodies from this size up go into shared memory when the reader asks (`sharedBody`). */
-const SHARED_BODY_MIN = 1024 * 1024;
 
 export interface ReadWholeOptions {
   /** Hash the bytes as they arrive. */
   readonly hash?: boolean | undefined;
-  /** A large body in shared memory (a worker thread reads it while it fills). */
-  readonly sharedBody?: boolean | undefined;
   /** Sees the buffer being filled and how many bytes of it arrived. */
   readonly onData?: ((body: Buffer, filled: number) => void) | undefined;
   /** A second watcher of the same kind (the fast lane's streamed read). */
@@ -36,9 +30,9 @@ export async function readWhole(
     for await (const chunk of got.body) {
       if (filled + chunk.length > size) throw new ObjstateError("STORE_ERROR", `the object store sent more than the ${size} bytes of ${what}`);
       // A body that comes whole is kept as it is; others fill one buffer.
-      if (body === undefined && chunk.length === size && options.sharedBody !== true) body = Buffer.from(chunk.buffer, chunk.byteOffset, size);
+      if (body === undefined && chunk.length === size) body = Buffer.from(chunk.buffer, chunk.byteOffset, size);
       else {
-        body ??= options.sharedBody === true && size >= SHARED_BODY_MIN ? takeShared(size) : Buffer.allocUnsafe(size);
+        body ??= Buffer.allocUnsafe(size);
         body.set(chunk, filled);
       }
       filled += chunk.length;

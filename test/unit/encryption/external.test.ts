@@ -71,7 +71,7 @@ describe("the external key provider", () => {
   it("encrypts with the program's key, stores its metadata, and decrypts by sending that metadata back", async () => {
     const state = sampleState();
     const enc = encFor("ok");
-    const envelope = (await enc.encrypt(state, { serial: 7, lineage: "0f5e8c1d-lineage" })).toBuffer();
+    const envelope = await enc.encrypt(state, { serial: 7, lineage: "0f5e8c1d-lineage" });
     const env = JSON.parse(envelope.toString()) as { meta: Record<string, string>; encrypted_data: string };
     // OpenTofu's Go encoding of the stored metadata: keys sorted.
     assert.equal(Buffer.from(env.meta["key_provider.external.kms"] as string, "base64").toString(), '{"external_data":{"alg":"test","kid":"kid-1"}}');

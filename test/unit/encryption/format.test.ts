@@ -58,7 +58,7 @@ describe("the v0 envelope", () => {
     const state = sampleState();
     const enc = encryption([PASSPHRASE], fixedRandom(SALT, NONCE));
     const envelope = await enc.encrypt(state, { serial: 7, lineage: "0f5e8c1d-lineage" });
-    const bytes = envelope.toBuffer();
+    const bytes = envelope;
     assert.equal(bytes.length, envelope.byteLength);
     const expected = independentSeal(state, {
       passphrase: PASSPHRASE,
@@ -84,24 +84,22 @@ describe("the v0 envelope", () => {
   it("a multi-MiB envelope, sealed in many pieces, is the same bytes for the same nonce and opens independently", async () => {
     const state = largeState(3 * 1024 * 1024 + 17);
     const a = await encryption([PASSPHRASE], fixedRandom(SALT, NONCE)).encrypt(state, { serial: 1, lineage: "large-lineage" });
-    const joined = a.toBuffer();
+    const joined = a;
     assert.equal(joined.length, a.byteLength);
     const b = await encryption([PASSPHRASE], fixedRandom(SALT, NONCE)).encrypt(state, { serial: 1, lineage: "large-lineage" });
-    assert.deepEqual(joined, b.toBuffer());
+    assert.deepEqual(joined, b);
     assert.deepEqual(independentOpen(joined, PASSPHRASE).state, state);
   });
 
   it("names the key provider's metadata by encrypted_metadata_alias when set", async () => {
-    const envelope = (
-      await encryption([PASSPHRASE], undefined, { alias: "shared-key" }).encrypt(sampleState(), { serial: 7, lineage: "0f5e8c1d-lineage" })
-    ).toBuffer();
+    const envelope = await encryption([PASSPHRASE], undefined, { alias: "shared-key" }).encrypt(sampleState(), { serial: 7, lineage: "0f5e8c1d-lineage" });
     assert.deepEqual(Object.keys((JSON.parse(envelope.toString()) as { meta: object }).meta), ["shared-key"]);
     assert.equal(independentOpen(envelope, PASSPHRASE).metaKey, "shared-key");
   });
 
   it("binds the aad: an envelope sealed with it opens independently only with the same aad", async () => {
     const state = sampleState();
-    const envelope = (await encryption([PASSPHRASE], undefined, { aad: [1, 2, 3, 4] }).encrypt(state, { serial: 7, lineage: "0f5e8c1d-lineage" })).toBuffer();
+    const envelope = await encryption([PASSPHRASE], undefined, { aad: [1, 2, 3, 4] }).encrypt(state, { serial: 7, lineage: "0f5e8c1d-lineage" });
     assert.deepEqual(independentOpen(envelope, PASSPHRASE, Buffer.from([1, 2, 3, 4])).state, state);
     assert.throws(() => independentOpen(envelope, PASSPHRASE));
   });
@@ -137,7 +135,7 @@ describe("the v0 envelope", () => {
   it("a reader fed the envelope in small pieces gives the same state as one fed all of it", async () => {
     const state = largeState(100 * 1024);
     const enc = encryption([PASSPHRASE]);
-    const envelope = (await enc.encrypt(state, { serial: 1, lineage: "large-lineage" })).toBuffer();
+    const envelope = await enc.encrypt(state, { serial: 1, lineage: "large-lineage" });
     for (const size of [3, 4093, 65536]) {
       const r = enc.decryptor({ workspace: "dev" });
       // One byte at a time for the head and tail (where the scanner works), bigger pieces after.

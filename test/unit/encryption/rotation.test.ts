@@ -40,13 +40,13 @@ async function rejectsWith(p: Promise<unknown>, code: string, mentions: RegExp[]
 describe("fallback chains", () => {
   it("rotation: a state written under the old key is read through the fallback, marked for rewriting; the rewrite is read by the new key alone", async () => {
     const state = sampleState();
-    const old = (await enc([OLD_PASSPHRASE]).encrypt(state, HEADER)).toBuffer();
+    const old = await enc([OLD_PASSPHRASE]).encrypt(state, HEADER);
     const rotating = enc([PASSPHRASE, OLD_PASSPHRASE]);
     const d = await rotating.decrypt(old, { workspace: "prod" });
     assert.deepEqual(d.state, state);
     assert.equal(d.method, "method.aes_gcm.old");
     assert.equal(d.migration, true);
-    const rewritten = (await rotating.encrypt(d.state, HEADER)).toBuffer();
+    const rewritten = await rotating.encrypt(d.state, HEADER);
     const after = await enc([PASSPHRASE]).decrypt(rewritten);
     assert.deepEqual(after.state, state);
     assert.equal(after.migration, false);
@@ -63,7 +63,7 @@ describe("fallback chains", () => {
     assert.equal(d.migration, true);
     assert.equal(d.method, "method.unencrypted.u1");
     assert.deepEqual(d.state, state);
-    const written = (await migrating.encrypt(state, HEADER)).toBuffer();
+    const written = await migrating.encrypt(state, HEADER);
     assert.ok(!written.includes("S3CR3T-db-password-91b2"), "the envelope holds no secret in clear");
     await rejectsWith(enc([PASSPHRASE]).decrypt(state, { workspace: "dev" }), "ENCRYPTION_PLAIN_STATE", [
       /workspace "dev"/,
@@ -74,13 +74,13 @@ describe("fallback chains", () => {
 
   it("migrating out: unencrypted as the primary writes plain and still reads envelopes through the fallback", async () => {
     const state = sampleState();
-    const envelope = (await enc([PASSPHRASE]).encrypt(state, HEADER)).toBuffer();
+    const envelope = await enc([PASSPHRASE]).encrypt(state, HEADER);
     const out = enc(["unencrypted", PASSPHRASE]);
     assert.equal(out.writesPlain, true);
     const d = await out.decrypt(envelope);
     assert.deepEqual(d.state, state);
     assert.equal(d.migration, true);
-    assert.deepEqual((await out.encrypt(state, HEADER)).toBuffer(), state);
+    assert.deepEqual(await out.encrypt(state, HEADER), state);
     const plain = await out.decrypt(state);
     assert.equal(plain.migration, false);
   });
@@ -111,7 +111,7 @@ describe("fallback chains", () => {
 
 describe("states that cannot be decrypted", () => {
   const state = sampleState();
-  const make = async (): Promise<Buffer> => (await enc([PASSPHRASE]).encrypt(state, HEADER)).toBuffer();
+  const make = async (): Promise<Buffer> => await enc([PASSPHRASE]).encrypt(state, HEADER);
 
   it("a flipped bit in the data is TAMPERED (the key opens it, the GCM tag fails)", async () => {
     const good = await make();
