@@ -5,7 +5,8 @@
 //
 // Prints `file:line: ...` for each file or function over its limit; exits 1 when any is found.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join, relative, sep } from "node:path";
+import { dirname, join, relative, sep } from "node:path";
+import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
 const FILE_LIMIT = 600;
@@ -58,8 +59,13 @@ export function checkSize(root) {
   return problems;
 }
 
-const at = process.argv.indexOf("--root");
-const root = at === -1 ? process.cwd() : process.argv[at + 1];
-const problems = checkSize(root);
-for (const p of problems) console.error(p);
-if (problems.length > 0) process.exit(1);
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const at = process.argv.indexOf("--root");
+  const root = at === -1 ? join(dirname(fileURLToPath(import.meta.url)), "..") : process.argv[at + 1];
+  const problems = checkSize(root);
+  for (const p of problems) console.error(p);
+  if (problems.length > 0) {
+    console.error(`check-size: ${problems.length} file${problems.length === 1 ? "" : "s"} or function${problems.length === 1 ? "" : "s"} over the limits`);
+    process.exit(1);
+  }
+}
