@@ -146,10 +146,10 @@ if (USERS) {
 }
 const backend = await ObjectStoreBackend.connect(ObjectStoreBackendConfig.from(props), { env: {}, onWarning: () => undefined });
 
-/** `--allow-unlocked-writes`, for a build that has it (older builds accept writes without ?ID anyway). */
+/** `--allow-unlocked-writes`, for a build that has it (older builds accept writes without ?ID anyway; newer ones derive the flag from the setting's name). */
 const UNLOCKED = ["src/cli/settings.js", "src/config/settings-table.js"].some((f) => {
   const file = fileURLToPath(new URL(f, DIST));
-  return existsSync(file) && readFileSync(file, "utf8").includes("--allow-unlocked-writes");
+  return existsSync(file) && /--allow-unlocked-writes|allowUnlockedWrites/.test(readFileSync(file, "utf8"));
 })
   ? ["--allow-unlocked-writes"]
   : [];
