@@ -111,7 +111,7 @@ if (values.child !== undefined) {
 const state = realisticState({ bytes: MIB * 1024 * 1024 });
 HEADER = headerOf(state);
 const e = enc();
-const envelope = (await e.encrypt(state, HEADER)).toBuffer();
+const envelope = await e.encrypt(state, HEADER);
 const check = await encPull(e, envelope);
 if (!check.equals(state)) throw new Error("round trip differs");
 console.log(
