@@ -8,7 +8,18 @@ import { openConnection, type Connection } from "./connect.js";
 import { BackendContext, defaultWarn } from "./context.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, workspacesPrefix } from "../config/layout.js";
 import { AuditLog, type AuditLogOptions } from "./audit.js";
-import { rollbackState, stateHistory, type HistoryOptions, type RollbackResult, type StateVersion } from "./history.js";
+import {
+  checkCurrent,
+  currentVersionOf,
+  diffVersions,
+  readVersionChecked,
+  rollbackPreview,
+  rollbackState,
+  stateHistory,
+  type HistoryOptions,
+  type RollbackResult,
+  type StateVersion,
+} from "./history.js";
 import type { LockHandle } from "./locks/lease.js";
 import type { LockInfo } from "./locks/lock-info.js";
 import type { LockListing, LockOptions, UnlockOptions } from "./locks/locking.js";
@@ -25,12 +36,10 @@ import type {
 } from "./options.js";
 import type { ProbeVerdict } from "./probe.js";
 import { lockOwnerOf } from "./principal.js";
-import { digestStatusOf, leftoversOf, readCommitted, readVersionChecked, repairUnderLock } from "./read.js";
+import { digestStatusOf, leftoversOf, readCommitted, repairUnderLock, streamState, type StreamResult } from "./read.js";
 import type { ReleasedLock } from "./locks/released.js";
 import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WorkspaceStatus, WriteResult } from "./results.js";
 import type { StateSink, StreamOptions } from "../fast/streamed-read.js";
-import { streamState, type StreamResult } from "./stream.js";
-import { checkCurrent, currentVersionOf, diffVersions, rollbackPreview } from "./versions.js";
 import {
   checkDeletable,
   deleteUnderLock,
@@ -44,8 +53,7 @@ import {
   workspaceStatusOf,
 } from "./workspaces.js";
 import { writeState } from "./write.js";
-import { openState, readDecrypted } from "./crypt.js";
-import { rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./rekey.js";
+import { openState, readDecrypted, rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./crypt.js";
 import { ObjstateError } from "../errors.js";
 
 export { META, normalizeDigest } from "./meta.js";
@@ -54,7 +62,7 @@ export type { HistoryOptions, RollbackResult, StateVersion } from "./history.js"
 export type * from "./options.js";
 export type * from "./results.js";
 export type { StateSink, StreamOptions } from "../fast/streamed-read.js";
-export type { StreamResult } from "./stream.js";
+export type { StreamResult } from "./read.js";
 export type { LockInfo } from "./locks/lock-info.js";
 export type { Principal, PrincipalVia } from "./principal.js";
 export {
@@ -76,7 +84,7 @@ export type { ProbeVerdict } from "./probe.js";
 export type { VersioningStatus } from "../store/types.js";
 export type { LayoutName } from "../config/layout.js";
 export { emptyState } from "./workspaces.js";
-export type { RekeyOptions, RekeyResult } from "./rekey.js";
+export type { RekeyOptions, RekeyResult } from "./crypt.js";
 export { isEnvelope } from "../encryption/index.js";
 
 /**
@@ -193,7 +201,7 @@ export class ObjectStoreBackend {
     return readDecrypted(this.ctx, enc, workspace, options, false);
   }
 
-  /** Read the state while passing it on to `sink`, its last bytes only once proven (stream.ts); an encrypted state is never streamed. */
+  /** Read the state while passing it on to `sink`, its last bytes only once proven (read.ts); an encrypted state is never streamed. */
   async streamState(workspace: string, sink: StateSink, options: StreamOptions = {}): Promise<StreamResult> {
     const enc = this.ctx.encryption;
     if (enc !== undefined) return { streamed: false, state: await readDecrypted(this.ctx, enc, workspace, {}, true) };

@@ -1,18 +1,19 @@
 /**
- * State encryption at the backend's edge (issue 26, docs/decisions/069): the state a caller
- * writes turned into what is stored, and back. Everything between (the guard, fencing,
- * digests, history) works on the stored bytes, whose clear `serial` and `lineage` are the state's.
+ * State encryption at the backend's edge (docs/decisions/069): states sealed on write, opened on read, and `state rekey`.
+ * Everything between (guard, fencing, digests, history) works on the stored bytes, whose clear `serial` and `lineage` are the state's.
  */
 import type { Decrypted, StateEncryption } from "../encryption/index.js";
 import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
 import { md5Hex } from "../util/md5.js";
 import type { BackendContext } from "./context.js";
+import type { UnderLockOptions } from "./locks/lock-scope.js";
 import { normalizeDigest } from "./meta.js";
+import type { Principal } from "./principal.js";
 import type { ReadOptions } from "./options.js";
 import { readCommitted } from "./read.js";
 import type { StateRead } from "./results.js";
-import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
+import { scanHeader, stateHeader, withSerial, type StateHeader } from "./state-header.js";
 
 /** How much of a state is scanned for the clear fields an envelope carries. */
 const HEADER_BYTES = 64 * 1024;
@@ -104,4 +105,41 @@ async function readSealed(
   // A plain state (an `unencrypted` fallback) has no tag: its bytes are proven by their MD5.
   if (!decrypted.encrypted && expected !== undefined && md5Hex(decrypted.state) !== expected) return undefined;
   return { body: decrypted.state, etag: got.meta.etag, md5: expected, decrypted };
+}
+
+/** Options of `ObjectStoreBackend.rekey`. */
+export interface RekeyOptions extends UnderLockOptions {
+  /** Recorded with the new version, and the owner of the lock the call takes. */
+  readonly principal?: Principal | undefined;
+}
+
+/** What a rekey did. */
+export interface RekeyResult {
+  readonly workspace: string;
+  /** False: the workspace has no state (nothing was written). */
+  readonly rekeyed: boolean;
+  /** The method that read the state before (`method.TYPE.NAME`), undefined without a state. */
+  readonly from: string | undefined;
+  /** The primary method it is written under now. */
+  readonly to: string;
+  /** The serial the state carries now (undefined without a state). */
+  readonly serial: number | undefined;
+  readonly md5: string | undefined;
+}
+
+/** Rekey under the caller's lock; `write` is the guarded write (conditional on the ETag read here). */
+export async function rekeyUnderLock(
+  ctx: BackendContext,
+  enc: StateEncryption,
+  workspace: string,
+  write: (body: Buffer, ifMatch: string | undefined) => Promise<{ readonly md5: string }>,
+): Promise<RekeyResult> {
+  const to = (enc.methods[0] as { address: string }).address;
+  const found = await readCommitted(ctx, workspace, {});
+  if (found === null) return { workspace, rekeyed: false, from: undefined, to, serial: undefined, md5: undefined };
+  const d = await openState(enc, found.body, workspace);
+  const what = `the state of workspace "${workspace}" has no top-level serial in its first ${HEADER_BYTES / 1024} KiB, so it cannot be written again as a newer version; nothing was written`;
+  const next = withSerial(d.state, scanHeader(d.state.subarray(0, HEADER_BYTES)), (n) => n + 1, what, { workspace });
+  const result = await write(next.body, found.etag);
+  return { workspace, rekeyed: true, from: d.method, to, serial: next.serial, md5: result.md5 };
 }

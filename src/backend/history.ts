@@ -1,15 +1,16 @@
-/**
- * A workspace's versions (docs/design.md §9): listing them with who wrote each, reading one, and
- * rolling back to one. The store keeps the versions (S3 bucket versioning, the embedded store
- * natively); this module reads them and never deletes one. The caller keeps the lock.
- */
+/** A workspace's versions (docs/design.md §9): listed, read, diffed and rolled back to; never deleted (the store keeps them). */
 import { ObjstateError } from "../errors.js";
 import type { ObjectVersion, VersioningStatus } from "../store/types.js";
+import { md5Hex } from "../util/md5.js";
 import type { BackendContext } from "./context.js";
-import type { RollbackOptions } from "./options.js";
-import { conflict, decodeMeta, META, recordOf, serialOf } from "./meta.js";
+import { openState } from "./crypt.js";
+import type { DiffOptions, RollbackOptions } from "./options.js";
+import { conflict, decodeMeta, META, normalizeDigest, recordOf, serialOf } from "./meta.js";
 import type { Principal } from "./principal.js";
+import { workspaceFlag } from "./locks/lock-info.js";
 import { isEnvelope } from "../encryption/index.js";
+import { readCommitted } from "./read.js";
+import type { VersionDiff } from "./results.js";
 import { scanHeader, withSerial } from "./state-header.js";
 
 /** Bytes read of each version to find `serial` and `lineage` when objstate did not record them (the tool writes them first). */
@@ -113,19 +114,23 @@ async function describeVersion(ctx: BackendContext, workspace: string, v: Object
   };
 }
 
-/** Version `versionId`'s bytes exactly as stored, and whether it is the current one; `VERSION_NOT_FOUND` for none (or a delete marker). */
-export async function readStateVersionById(ctx: BackendContext, workspace: string, versionId: string): Promise<{ body: Buffer; isLatest: boolean }> {
+/** One version's bytes exactly as stored (`VERSION_NOT_FOUND` for none, or a delete marker); the current one must pass the digest-checked read too. */
+export async function readVersionChecked(ctx: BackendContext, workspace: string, versionId: string): Promise<Buffer> {
   const key = ctx.statePath(workspace);
   const [got, current] = await Promise.all([ctx.store.get(key, { versionId }), ctx.store.head(key)]);
   if (got === null) throw versionNotFound(ctx, workspace, versionId);
-  return { body: got.body, isLatest: current !== null && current.versionId === versionId };
+  const locks = ctx.table;
+  if (current === null || current.versionId !== versionId || locks === undefined) return got.body;
+  const expected = normalizeDigest((await locks.getDigest(ctx.digestId(workspace)))?.digest);
+  if (expected === undefined || expected === md5Hex(got.body)) return got.body;
+  await readCommitted(ctx, workspace, {});
+  return got.body;
 }
 
 function versionNotFound(ctx: BackendContext, workspace: string, versionId: string): ObjstateError {
-  const flag = workspace === "default" ? "" : ` -w ${workspace}`;
   return new ObjstateError(
     "VERSION_NOT_FOUND",
-    `${ctx.describe(workspace)} has no version ${JSON.stringify(versionId)} with content (a wrong ID, a delete marker, or expired): list them with \`objstate state history${flag}\``,
+    `${ctx.describe(workspace)} has no version ${JSON.stringify(versionId)} with content (a wrong ID, a delete marker, or expired): list them with \`objstate state history${workspaceFlag(workspace)}\``,
     { details: { versionId } },
   );
 }
@@ -163,7 +168,7 @@ export async function rollbackState(
   const [stored, current] = await Promise.all([ctx.store.get(key, { versionId }), ctx.store.get(key, { maxBytes: HEADER_READ })]);
   if (stored === null) throw versionNotFound(ctx, workspace, versionId);
   // An envelope's clear serial is a copy: the new serial goes into the state, which the write encrypts again.
-  const source = ctx.encryption === undefined ? stored.body : (await ctx.encryption.decrypt(stored.body, { workspace })).state;
+  const source = ctx.encryption === undefined ? stored.body : (await openState(ctx.encryption, stored.body, workspace)).state;
   let base: { serial: number | undefined; lineage: string | undefined } | undefined;
   if (current !== null) {
     const h = scanHeader(current.body);
@@ -203,4 +208,66 @@ export async function rollbackState(
     restored: current === null,
     md5: result.md5,
   };
+}
+
+/** The current version's ID, or null when the workspace has none (never written, or deleted). */
+export async function currentVersionOf(ctx: BackendContext, workspace: string): Promise<string | null> {
+  for await (const v of stateHistory(ctx, workspace, { limit: 1 })) return v.deleteMarker ? null : v.versionId;
+  return null;
+}
+
+/** The sides of a diff: `to` by default the current version, `from` the version with content just before it; reads only as much history as that needs. */
+async function diffSides(ctx: BackendContext, workspace: string, sides: DiffOptions): Promise<{ from: string | null; to: string | null }> {
+  const { from, to } = sides;
+  if (from !== undefined && to !== undefined) return { from, to };
+  let toId: string | null = to ?? null;
+  let reachedTo = false;
+  let any = false;
+  for await (const v of stateHistory(ctx, workspace)) {
+    any = true;
+    if (!reachedTo) {
+      if (to === undefined) toId = v.deleteMarker ? null : v.versionId;
+      // `to: null` ("no state") has no place in the history: the newest version stands for it.
+      reachedTo = to === undefined || to === null || v.versionId === to;
+      if (reachedTo && from !== undefined) break;
+      if (!reachedTo || to !== null) continue;
+    }
+    if (!v.deleteMarker) return { from: from ?? v.versionId, to: toId };
+  }
+  if (!any)
+    throw new ObjstateError("STATE_NOT_FOUND", `workspace ${workspace} has no versions at ${ctx.describe(workspace)}: nothing to compare`, {
+      details: { workspace },
+    });
+  if (!reachedTo)
+    throw new ObjstateError("VERSION_NOT_FOUND", `${ctx.describe(workspace)} has no version ${JSON.stringify(to)}: list them with objstate state history`, {
+      details: { versionId: to },
+    });
+  return { from: from ?? null, to: toId };
+}
+
+/** What changed between two versions (see {@link diffSides} for the defaults). */
+export async function diffVersions(ctx: BackendContext, workspace: string, sides: DiffOptions): Promise<VersionDiff> {
+  // Loaded on demand: importing the package does not load the comparison (objstate/state).
+  const [ids, { diffStates }] = await Promise.all([diffSides(ctx, workspace, sides), import("../state/diff.js")]);
+  const read = async (id: string | null): Promise<Buffer | null> => {
+    if (id === null) return null;
+    const stored = await readVersionChecked(ctx, workspace, id);
+    return ctx.encryption === undefined ? stored : (await openState(ctx.encryption, stored, workspace)).state;
+  };
+  const [a, b] = await Promise.all([read(ids.from), read(ids.to)]);
+  return { from: ids.from, to: ids.to, diff: sides.compare === undefined ? diffStates(a, b) : await sides.compare(a, b) };
+}
+
+/** What a rollback to `versionId` would change: the diff from the current version to it. */
+export async function rollbackPreview(ctx: BackendContext, workspace: string, versionId: string): Promise<VersionDiff> {
+  return diffVersions(ctx, workspace, { from: await currentVersionOf(ctx, workspace), to: versionId });
+}
+
+/** `STATE_CONFLICT` when the workspace was written since the diff from `expected` was shown (the caller holds the lock). */
+export async function checkCurrent(ctx: BackendContext, workspace: string, expected: string | null): Promise<void> {
+  const now = await currentVersionOf(ctx, workspace);
+  if (now === expected) return;
+  throw conflict(`${ctx.describe(workspace)} was written since the diff was shown: nothing was written; run the rollback again to review the new diff`, {
+    details: { expected, current: now },
+  });
 }

@@ -4,11 +4,10 @@ import type { DigestItem, LockTableDriver } from "../lock/types.js";
 import { listPrefixes } from "../config/layout.js";
 import type { GetResult, Leftover, ObjectMeta } from "../store/types.js";
 import { readWhole } from "../store/read-whole.js";
-import type { ReadHooks } from "../fast/streamed-read.js";
+import { StreamedRead, type ReadHooks, type StateSink, type StreamOptions } from "../fast/streamed-read.js";
 import { md5Hex } from "../util/md5.js";
 import { commit, generationOf, judge, writeCommittedAgain } from "./commit.js";
 import type { BackendContext } from "./context.js";
-import { readStateVersionById } from "./history.js";
 import type { LockHandle } from "./locks/lease.js";
 import { workspaceFlag } from "./locks/lock-info.js";
 import { decodeMeta, META, normalizeDigest, plainMd5, provenComplete, recordedMd5, serialOf, writeOf } from "./meta.js";
@@ -96,6 +95,32 @@ export async function readCommitted(ctx: BackendContext, workspace: string, opti
   }
 }
 
+/** `streamed`: every byte went to the sink (end the answer); otherwise nothing did, and `state` is the read's result. */
+export type StreamResult =
+  { readonly streamed: true; readonly size: number; readonly md5: string } | { readonly streamed: false; readonly state: StateRead | null };
+
+/** The digest-checked read streamed to `sink`; bytes that changed or did not match once they went out are `DIGEST_MISMATCH`. */
+export async function streamState(ctx: BackendContext, workspace: string, sink: StateSink, options: StreamOptions = {}): Promise<StreamResult> {
+  const out = new StreamedRead(sink, options);
+  let found: StateRead | null;
+  try {
+    found = await readCommitted(ctx, workspace, {}, out);
+  } catch (e) {
+    out.abandon();
+    throw e;
+  }
+  if (!out.started) return { streamed: false, state: found };
+  const md5 = out.finish(found);
+  if (md5 === undefined) {
+    throw new ObjstateError(
+      "DIGEST_MISMATCH",
+      `the state of workspace ${workspace} changed or did not match its digest while it was being sent; the answer was cut off: read it again`,
+      { details: { workspace } },
+    );
+  }
+  return { streamed: true, size: (found as StateRead).body.length, md5 };
+}
+
 /** One read of the stored state: its bytes, and their MD5 when the store vouched for it or the read hashed them. */
 interface Fetched {
   readonly body: Buffer;
@@ -126,17 +151,6 @@ async function fetchState(
   const { body, hashed } = await readWhole(got, path, { ...options, hooks, hash: digest !== undefined && !got.proven });
   await vouching;
   return { body, meta: got.meta, md5: got.proven ? record : hashed, hashed: hashed !== undefined };
-}
-
-/** One version's bytes exactly as stored; when it is the current one, the whole digest-checked read must pass too. */
-export async function readVersionChecked(ctx: BackendContext, workspace: string, versionId: string): Promise<Buffer> {
-  const got = await readStateVersionById(ctx, workspace, versionId);
-  const locks = ctx.table;
-  if (!got.isLatest || locks === undefined) return got.body;
-  const expected = normalizeDigest((await locks.getDigest(ctx.digestId(workspace)))?.digest);
-  if (expected === undefined || expected === md5Hex(got.body)) return got.body;
-  await readCommitted(ctx, workspace, {});
-  return got.body;
 }
 
 /** How a state stands against its digest, without retrying or repairing (`torn`: the next read or `state repair` commits it). */
