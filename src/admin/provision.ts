@@ -6,7 +6,7 @@
  */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { commonPrefix, layout, type LayoutName } from "../config/layout.js";
-import { inspectLockTable } from "../backend/table-check.js";
+import { inspectLockTable } from "../backend/connect.js";
 import type { LockTableDriver } from "../lock/index.js";
 import type { ObjectStoreDriver, Retention } from "../store/types.js";
 import { identityOf, needsIdentity, resolveTargets, storeOf, tableOf, type AdminOptions, type Targets } from "./targets.js";

@@ -2,11 +2,12 @@
  * The audit log (docs/decisions/076, 087): one object per change made through `objstate serve`, under `{prefix}/@objstate/audit/{day}/`,
  * so replicas add to it without rewriting anything. Only a {@link Principal} and what the change did reach a record.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError, isObjstateError } from "../errors.js";
 import { auditClash, auditPrefix, type Layout } from "../config/layout.js";
 import { parseDuration } from "../config/setting-parsers.js";
 import type { ObjectStoreDriver } from "../store/types.js";
-import type { OidcIdentity, Principal } from "./principal.js";
+import type { Principal } from "./principal.js";
 import { nodeCrypto } from "../util/builtins.js";
 
 /** What a change did. Readers must accept actions they do not know. */
@@ -15,13 +16,8 @@ export type AuditAction = "write" | "delete-workspace" | "lock" | "unlock" | "fo
 /** `ok`: done; `refused`: the request was turned down (a role, a lock held by another); `failed`: it broke on the way. */
 export type AuditOutcome = "ok" | "refused" | "failed";
 
-/** The principal as an audit line names it: only these fields, never a credential. */
-export interface AuditPrincipal {
-  readonly name: string;
-  readonly via: string;
-  readonly tokenId?: string;
-  readonly oidc?: OidcIdentity;
-}
+/** The principal as an audit line names it: only a {@link Principal}'s fields, never a credential. */
+export type AuditPrincipal = Principal;
 
 /** What the caller tells the log about one change. */
 export interface AuditEntry {
@@ -43,19 +39,10 @@ export interface AuditEntry {
 }
 
 /** One line of the log, as stored and as `GET /api/v1/audit` returns it. */
-export interface AuditRecord {
+export interface AuditRecord extends Omit<AuditEntry, "principal" | "surface"> {
   readonly time: string;
   readonly principal: AuditPrincipal;
-  readonly action: AuditAction;
-  readonly workspace: string;
   readonly surface: string;
-  readonly outcome: AuditOutcome;
-  readonly lockId?: string;
-  readonly serial?: number;
-  readonly md5?: string;
-  readonly from?: string;
-  readonly code?: string;
-  readonly status?: number;
 }
 
 export interface AuditLogOptions {
@@ -80,7 +67,7 @@ const EVENT_NAME = /^(\d{4}-\d{2}-\d{2})\/(\d{4}-\d{2}-\d{2}T[\d:.]+Z)-[0-9a-f]+
 
 /** The principal fields an audit line keeps: copied one by one, so nothing else of a value can slip in. */
 function auditPrincipal(p: Principal): AuditPrincipal {
-  const out: { name: string; via: string; tokenId?: string; oidc?: AuditPrincipal["oidc"] } = { name: p.name, via: p.via };
+  const out: { name: string; via: string; tokenId?: string; oidc?: Principal["oidc"] } = { name: p.name, via: p.via };
   if (p.tokenId !== undefined) out.tokenId = p.tokenId;
   if (p.oidc !== undefined) {
     const claims: Record<string, string> = {};
@@ -290,8 +277,4 @@ async function within<T>(p: Promise<T>, end: number, key: string): Promise<T> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

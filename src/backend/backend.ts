@@ -4,7 +4,7 @@ import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-co
 import type { Identity } from "../credentials/chain.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import type { ByteSource, Leftover, VersioningStatus } from "../store/types.js";
-import { openConnection, type Connection } from "./connect.js";
+import { openConnection, type Connection, type ProbeVerdict } from "./connect.js";
 import { BackendContext, defaultWarn } from "./context.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, workspacesPrefix } from "../config/layout.js";
 import { AuditLog, type AuditLogOptions } from "./audit.js";
@@ -34,10 +34,9 @@ import type {
   RepairOptions,
   WriteOptions,
 } from "./options.js";
-import type { ProbeVerdict } from "./probe.js";
 import { lockOwnerOf } from "./principal.js";
 import { digestStatusOf, leftoversOf, readCommitted, repairUnderLock, streamState, type StreamResult } from "./read.js";
-import type { ReleasedLock } from "./locks/released.js";
+import type { ReleasedLock } from "./locks/lock-places.js";
 import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WorkspaceStatus, WriteResult } from "./results.js";
 import type { StateSink, StreamOptions } from "../fast/streamed-read.js";
 import {
@@ -56,7 +55,6 @@ import { writeState } from "./write.js";
 import { openState, readDecrypted, rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./crypt.js";
 import { ObjstateError } from "../errors.js";
 
-export { META, normalizeDigest } from "./meta.js";
 export { NO_LOCK_ID } from "./locks/lock-info.js";
 export type { HistoryOptions, RollbackResult, StateVersion } from "./history.js";
 export type * from "./options.js";
@@ -79,13 +77,10 @@ export {
 } from "./audit.js";
 export { LockHandle } from "./locks/lease.js";
 export type { LockListing } from "./locks/locking.js";
-export type { ReleasedLock } from "./locks/released.js";
-export type { ProbeVerdict } from "./probe.js";
+export type { ReleasedLock } from "./locks/lock-places.js";
+export type { ProbeVerdict } from "./connect.js";
 export type { VersioningStatus } from "../store/types.js";
-export type { LayoutName } from "../config/layout.js";
-export { emptyState } from "./workspaces.js";
 export type { RekeyOptions, RekeyResult } from "./crypt.js";
-export { isEnvelope } from "../encryption/index.js";
 
 /**
  * A connected backend: reads, writes, locks and lists the state of every workspace.

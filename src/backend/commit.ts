@@ -1,9 +1,6 @@
 /**
- * The commit point of a state write (docs/design.md §5, decision 012). A write stores its
- * object first, recording the generation it intends to commit (the digest item's, plus one)
- * and the digest it replaces; then it commits with one conditional update of the digest item.
- * Only a committed write happened: a stored object that is not the committed one is "torn"
- * (its commit is still possible) or "superseded" (another commit overtook it).
+ * The commit point of a state write (docs/design.md §5, decision 012): the object is stored recording the generation it intends (the digest
+ * item's, plus one) and the digest it replaces, then committed by one conditional update of the digest item. Only a committed write happened.
  */
 import { isObjstateError, ObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
@@ -27,10 +24,8 @@ export interface Intent {
 }
 
 /**
- * How a stored object stands against the committed digest: `committed`; `torn` (a complete
- * objstate write whose commit would still succeed); `superseded` (one overtaken by another
- * commit: it never happened); `foreign` (another tool's or an older objstate's, or bytes that
- * do not match their own record).
+ * How a stored object stands against the committed digest: `committed`; `torn` (a complete objstate write whose commit would still succeed);
+ * `superseded` (overtaken by another commit: it never happened); `foreign` (another tool's or an older objstate's, or bytes unlike their record).
  */
 export type Verdict = "committed" | "torn" | "superseded" | "foreign";
 

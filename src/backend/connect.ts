@@ -1,15 +1,14 @@
 /**
- * Connecting (docs/design.md §4–§5): the settings resolved once, both endpoints parsed once, the
- * identity resolved only for an HTTP endpoint, the store opened and probed (lockfiles), the lock
- * table opened and inspected.
+ * Connecting (docs/design.md §4–§5, §10): the settings resolved once, both endpoints parsed once, the identity resolved only for an
+ * HTTP endpoint, the store opened and, before lockfiles trust its conditional writes, probed once per location; the lock table's schema checked.
  */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { resolveIdentity, type Identity } from "../credentials/chain.js";
 import { resolveEffectiveSettings } from "../credentials/index.js";
-import { ObjstateError } from "../errors.js";
+import { isObjstateError, ObjstateError } from "../errors.js";
 import { openLockTable } from "../lock/index.js";
-import type { LockTableDriver } from "../lock/types.js";
+import type { KeyAttribute, LockTableDriver } from "../lock/types.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import { parseEndpoint } from "../io/endpoint.js";
 import { openStore } from "../store/index.js";
@@ -17,8 +16,7 @@ import type { ObjectStoreDriver } from "../store/types.js";
 import { DEFAULT_WORKSPACE, layout, layoutNameOf, statePath, type Layout } from "../config/layout.js";
 import { checkTtl } from "./locks/lease.js";
 import type { ConnectOptions } from "./options.js";
-import { probeConditions, requireLockfileSupport, type ProbeVerdict } from "./probe.js";
-import { requireLockTable } from "./table-check.js";
+import { nodeCrypto } from "../util/builtins.js";
 
 /** What a connect opened and decided, once. */
 export interface Connection {
@@ -111,4 +109,108 @@ export async function openConnection(
     throw e;
   }
   return { settings, bucket, layout: l, store, table: driver, identity, probe };
+}
+
+/** Which conditions the store honours. */
+export interface ProbeVerdict {
+  /** A second `If-None-Match: *` create of an existing key is refused. */
+  readonly ifNoneMatch: boolean;
+  /** A write with `If-Match` of another ETag is refused. */
+  readonly ifMatch: boolean;
+  /** A delete with `If-Match` of another ETag is refused (else lockfile releases delete after a read and ID check, as the tool does). */
+  readonly deleteIfMatch: boolean;
+}
+
+const verdicts = new Map<string, Promise<ProbeVerdict>>();
+
+/** Does the store refuse this call? True when it threw `PRECONDITION_FAILED`. */
+async function refuses(call: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await call();
+    return false;
+  } catch (e) {
+    if (isObjstateError(e, "PRECONDITION_FAILED")) return true;
+    throw e;
+  }
+}
+
+/** Run the probe on `store` under `near` (a key prefix objstate may write), once per store location. */
+export function probeConditions(store: ObjectStoreDriver, near: string): Promise<ProbeVerdict> {
+  let v = verdicts.get(store.location);
+  if (v === undefined) {
+    v = runProbe(store, near);
+    verdicts.set(store.location, v);
+    // A failed probe (network) is not a verdict: the next connection tries again.
+    v.catch(() => verdicts.delete(store.location));
+  }
+  return v;
+}
+
+async function runProbe(store: ObjectStoreDriver, near: string): Promise<ProbeVerdict> {
+  const key = `${near}.objstate-probe-${nodeCrypto().randomUUID()}`;
+  const body = (n: number): Buffer => Buffer.from(`{"objstate-probe":${n}}`);
+  try {
+    await store.put(key, body(1), { contentType: "application/json", ifNoneMatch: true, strictConditions: true });
+    const ifNoneMatch = await refuses(() => store.put(key, body(2), { contentType: "application/json", ifNoneMatch: true, strictConditions: true }));
+    const wrong = `"${"0".repeat(32)}"`;
+    const ifMatch = await refuses(() => store.put(key, body(3), { contentType: "application/json", ifMatch: wrong, strictConditions: true }));
+    const deleteIfMatch = (await store.head(key)) !== null && !(await store.deleteIfMatch(key, wrong)) && (await store.head(key)) !== null;
+    return { ifNoneMatch, ifMatch, deleteIfMatch };
+  } finally {
+    await store.purge(key).catch(() => undefined);
+  }
+}
+
+/** Refuse lockfile mode on a store whose verdict says its locks would silently not hold. */
+export function requireLockfileSupport(verdict: ProbeVerdict, location: string): void {
+  const missing = [
+    verdict.ifNoneMatch ? undefined : "If-None-Match: * (create only if absent)",
+    verdict.ifMatch ? undefined : "If-Match (replace only that version)",
+  ].filter((x) => x !== undefined);
+  if (missing.length === 0) return;
+  throw new ObjstateError(
+    "LOCKFILE_UNSUPPORTED",
+    `${location} ignores ${missing.join(" and ")}: lockfiles there would not lock anything. Use a lock table (kvstoreTable) instead of --lockfile, or a store that honours conditional writes`,
+    { details: { verdict } },
+  );
+}
+
+/** What {@link inspectLockTable} found. */
+export type LockTableInspection =
+  | { readonly status: "missing" }
+  | { readonly status: "ok" }
+  /** `keys`: the keys it has, for messages (`Id (N, HASH)`, or `no key`). */
+  | { readonly status: "invalid"; readonly schema: readonly KeyAttribute[]; readonly keys: string };
+
+/** The table's key schema against the one objstate needs (one request; creates nothing). */
+export async function inspectLockTable(locks: LockTableDriver): Promise<LockTableInspection> {
+  const schema = await locks.describeKeySchema();
+  if (schema === null) return { status: "missing" };
+  const only = schema.length === 1 ? schema[0] : undefined;
+  if (only !== undefined && only.name === "LockID" && only.type === "S" && only.keyType === "HASH") return { status: "ok" };
+  return { status: "invalid", schema, keys: schema.length === 0 ? "no key" : schema.map((k) => `${k.name} (${k.type}, ${k.keyType})`).join(", ") };
+}
+
+/** The check `connect` makes; an absent embedded table is created, except read-only (false: go without it). */
+export async function requireLockTable(locks: LockTableDriver, table: string, readOnly: boolean): Promise<boolean> {
+  let found = await inspectLockTable(locks);
+  if (found.status === "missing" && locks.kind === "file") {
+    if (readOnly) return false;
+    await locks.createTable();
+    found = await inspectLockTable(locks);
+  }
+  if (found.status === "missing") {
+    throw new ObjstateError(
+      "TABLE_NOT_FOUND",
+      `lock table "${table}" does not exist (${locks.location}): create it with one key, LockID of type String (objstate init --create-table)`,
+    );
+  }
+  if (found.status === "invalid") {
+    throw new ObjstateError(
+      "TABLE_SCHEMA_INVALID",
+      `lock table "${table}" must have exactly one key, LockID of type String (S); it has ${found.keys}. Use a table keyed by LockID (String), or create one with objstate init --create-table`,
+      { details: { schema: found.schema } },
+    );
+  }
+  return true;
 }

@@ -4,13 +4,12 @@ import type { ObjectVersion, VersioningStatus } from "../store/types.js";
 import { md5Hex } from "../util/md5.js";
 import type { BackendContext } from "./context.js";
 import { openState } from "./crypt.js";
-import type { DiffOptions, RollbackOptions } from "./options.js";
+import type { BackendRollbackOptions, DiffOptions } from "./options.js";
 import { conflict, decodeMeta, META, normalizeDigest, recordOf, serialOf } from "./meta.js";
-import type { Principal } from "./principal.js";
 import { workspaceFlag } from "./locks/lock-info.js";
 import { isEnvelope } from "../encryption/index.js";
 import { readCommitted } from "./read.js";
-import type { VersionDiff } from "./results.js";
+import type { VersionDiff, WriteRecord } from "./results.js";
 import { scanHeader, withSerial } from "./state-header.js";
 
 /** Bytes read of each version to find `serial` and `lineage` when objstate did not record them (the tool writes them first). */
@@ -20,8 +19,8 @@ const PEEK_CONCURRENCY = 8;
 /** How much of a state is scanned for its header when rolling back (as the write guard does). */
 const HEADER_READ = 64 * 1024;
 
-/** One version of a workspace's state, newest first in {@link stateHistory}. */
-export interface StateVersion {
+/** One version of a workspace's state, newest first in {@link stateHistory} (`serial` and `lineage` read from its bytes when unrecorded). */
+export interface StateVersion extends WriteRecord {
   /** The store's version ID: give it to `readVersion`, `state pull --version`, `rollback`. */
   readonly versionId: string;
   /** The current version (a delete marker when the workspace is deleted). */
@@ -30,17 +29,8 @@ export interface StateVersion {
   readonly deleteMarker: boolean;
   readonly lastModified: Date | undefined;
   readonly size: number;
-  readonly serial: number | undefined;
-  readonly lineage: string | undefined;
   /** `objstate` when objstate wrote this version (it recorded its metadata), else `other`. */
   readonly writer: "objstate" | "other" | undefined;
-  /** `Who` of the lock the write was made under (or the writer's user@host), as its client said. */
-  readonly who: string | undefined;
-  /** The server user the write was made for, as `objstate serve` authenticated it. */
-  readonly principal: Principal | undefined;
-  /** The lock's `Operation` (`rollback` for a rollback). */
-  readonly operation: string | undefined;
-  readonly lockId: string | undefined;
   /** For a rollback: the version whose content it restored. */
   readonly sourceVersion: string | undefined;
 }
@@ -159,7 +149,7 @@ export async function rollbackState(
   workspace: string,
   versionId: string,
   write: RollbackWrite,
-  options: RollbackOptions = {},
+  options: BackendRollbackOptions,
 ): Promise<RollbackResult> {
   const where = ctx.describe(workspace);
   const status = await ctx.store.versioning();

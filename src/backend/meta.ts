@@ -2,6 +2,7 @@
 import { ObjstateError } from "../errors.js";
 import type { ObjectMeta } from "../store/types.js";
 import type { Principal } from "./principal.js";
+import type { WriteRecord } from "./results.js";
 
 /** Object metadata objstate records with every state it writes. */
 export const META = {
@@ -75,7 +76,7 @@ export function serialOf(meta: ObjectMeta): number | undefined {
 }
 
 /** What a write recorded of itself in its object metadata. */
-export function recordOf(m: Readonly<Record<string, string>>) {
+export function recordOf(m: Readonly<Record<string, string>>): WriteRecord {
   const serial = Number(m[META.serial]);
   return {
     serial: m[META.serial] !== undefined && Number.isSafeInteger(serial) ? serial : undefined,

@@ -90,14 +90,10 @@ export interface WriteOptions extends UnderLockOptions {
   readonly owner?: string | undefined;
 }
 
-/** Options of `rollbackState`. */
-export interface RollbackOptions {
+/** Options of {@link ObjectStoreBackend.rollback}. */
+export interface BackendRollbackOptions extends UnderLockOptions {
   /** Roll back to a version of another lineage than the current state's. */
   readonly force?: boolean | undefined;
-}
-
-/** Options of {@link ObjectStoreBackend.rollback}. */
-export interface BackendRollbackOptions extends RollbackOptions, UnderLockOptions {
   /** Recorded with the version the rollback writes. */
   readonly principal?: Principal | undefined;
   /** Roll back under `lockId` only when that lock belongs to this owner. */

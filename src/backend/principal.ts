@@ -1,12 +1,8 @@
-/**
- * Who a request to `objstate serve` was authenticated as, handed down so a lock records its
- * owner and a write who made it. The library authenticates no one: its caller vouches.
- */
+/** Who a request to `objstate serve` was authenticated as, so a lock records its owner and a write who made it; the caller vouches. */
 
 /**
- * How a principal proved who it is: `password` (the users file), `certificate` (mutual TLS,
- * its CN), `token` (an API token), `oidc` (a CI identity's ID token matched by a rule), `none`
- * (a server without users). Readers must accept values they do not know.
+ * How a principal proved who it is: `password` (the users file), `certificate` (mutual TLS, its CN), `token` (an API token), `oidc` (a CI
+ * identity's ID token matched by a rule), `none` (a server without users). Readers must accept values they do not know.
  */
 export type PrincipalVia = "password" | "certificate" | "token" | "oidc" | "none" | (string & {});
 

@@ -1,4 +1,5 @@
 /** The read flow (docs/design.md §5): the state as the lock table's digest says it is, how it stands, and `state repair`. */
+import { setTimeout as sleep } from "node:timers/promises";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
 import { listPrefixes } from "../config/layout.js";
@@ -20,8 +21,6 @@ const LOOKBACK_VERSIONS = 10;
 
 /** How long a read waits for a digest item another commit holds before it reads the committed state instead. */
 const READER_CLAIM_WAIT_MS = 1000;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * The state and its ETag, or null. With a lock table it follows the digest: a torn write is committed (or, while its writer holds the

@@ -75,18 +75,24 @@ export interface WorkspaceObject {
   readonly etag: string | undefined;
 }
 
-/** What {@link ObjectStoreBackend.lastWrite} reports. */
-export interface LastWrite {
-  readonly size: number;
-  readonly etag: string | undefined;
-  readonly lastModified: string | undefined;
+/** What a write recorded of itself in its object's metadata (see `recordOf` in meta.ts). */
+export interface WriteRecord {
   readonly serial: number | undefined;
   readonly lineage: string | undefined;
+  /** `Who` of the lock the write was made under (or the writer's user@host), as its client said. */
   readonly who: string | undefined;
   readonly lockId: string | undefined;
+  /** The lock's `Operation` (`rollback` for a rollback). */
   readonly operation: string | undefined;
   /** The server user the write was made for, when it went through `objstate serve`. */
   readonly principal: Principal | undefined;
+}
+
+/** What {@link ObjectStoreBackend.lastWrite} reports. */
+export interface LastWrite extends WriteRecord {
+  readonly size: number;
+  readonly etag: string | undefined;
+  readonly lastModified: string | undefined;
 }
 
 /** What {@link ObjectStoreBackend.diff} compared (version IDs; null: "no state"), and what changed. */

@@ -1,9 +1,4 @@
-/**
- * What the lineage guard needs to know of a state: its `lineage`, `serial`, format `version`
- * and whether it is empty. Read from the first bytes when the state is large (the tool
- * writes `version`, `terraform_version`, `serial` and `lineage` first), so guarding a write
- * never needs a second full download or parse of a big state.
- */
+/** What the lineage guard needs of a state, read from its first bytes when it is large (the tool writes `serial` and `lineage` first). */
 import { ObjstateError } from "../errors.js";
 import { JsonScanner } from "../json/scan.js";
 

@@ -15,7 +15,7 @@ import {
   type ErrorCode,
   type ObjectStoreBackendConfigProps,
 } from "../../src/index.js";
-import { RELEASED_KEEP, RELEASED_MAX_AGE_MS } from "../../src/backend/locks/released.js";
+import { RELEASED_KEEP, RELEASED_MAX_AGE_MS } from "../../src/backend/locks/lock-places.js";
 import { openLockTable } from "../../src/lock/index.js";
 import type { Target } from "../support/targets.js";
 

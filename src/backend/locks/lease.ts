@@ -1,8 +1,6 @@
 /**
- * Lease arithmetic and the held-lock handle (docs/design.md §10): a lease ends at `Expires` =
- * ceil((sent + ttl) / 1 s) by the holder's clock; the holder stops writing at sent + ttl; another
- * process takes it over only when `Expires` < floor((now - margin) / 1 s). Skew beyond the margin
- * costs liveness, not data (fencing). The heartbeat renews every third of the ttl.
+ * Lease arithmetic and the held-lock handle (docs/design.md §10): the holder stops writing at sent + ttl, another process takes over only
+ * when `Expires` < floor((now - margin) / 1 s); skew beyond the margin costs liveness, not data (fencing).
  */
 import { ObjstateError } from "../../errors.js";
 import type { LockInfo } from "./lock-info.js";

@@ -4,8 +4,7 @@ import { ObjstateError } from "../../errors.js";
 import { checkTtl, isExpired, leaseExpiry, LockHandle, lockLost, takeoverBound } from "./lease.js";
 import { nodeCrypto } from "../../util/builtins.js";
 import { describeHolder, lockedError, lockIdOf, NO_LOCK_ID, notOwned, ownedBy, workspaceFlag, type LockInfo } from "./lock-info.js";
-import type { LockPlace, StoredLock } from "./lock-places.js";
-import { findRelease, type ReleasedLock } from "./released.js";
+import { findRelease, type LockPlace, type ReleasedLock, type StoredLock } from "./lock-places.js";
 import { waitWhileLocked, type LockWait } from "./waiting.js";
 
 /** How long a lock request tries to learn whether a failed write was stored, or to give back what it took, before it names the lock left. */

@@ -1,4 +1,5 @@
 /** Waiting for a lock someone else holds (docs/decisions/056): backoff with jitter, ended by a deadline or an abort signal. */
+import { setTimeout as sleep } from "node:timers/promises";
 import { isObjstateError, ObjstateError } from "../../errors.js";
 import type { LockInfo } from "./lock-info.js";
 
@@ -17,21 +18,6 @@ export interface LockWait {
 /** Backoff between attempts: the first ceiling and the cap (ms). */
 const BACKOFF_FIRST_MS = 250;
 const BACKOFF_CAP_MS = 4000;
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (signal?.aborted === true) return reject(abortReason(signal));
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(abortReason(signal as AbortSignal));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 /** Run `attempt` until it does not fail with `STATE_LOCKED`, for at most `wait.timeoutMs`, with equal jitter up to {@link BACKOFF_CAP_MS}. */
 export async function waitWhileLocked<T>(attempt: () => Promise<T>, wait: LockWait | undefined): Promise<T> {
@@ -66,7 +52,9 @@ export async function waitWhileLocked<T>(attempt: () => Promise<T>, wait: LockWa
         );
       }
       if (n === 0) wait?.onWait?.(e.details?.["lockInfo"] as LockInfo | undefined);
-      await sleep(Math.min(remaining, ceiling / 2 + Math.random() * (ceiling / 2)), signal);
+      await sleep(Math.min(remaining, ceiling / 2 + Math.random() * (ceiling / 2)), undefined, { signal }).catch(() => {
+        throw abortReason(signal as AbortSignal);
+      });
       ceiling = Math.min(ceiling * 2, BACKOFF_CAP_MS);
     }
   }
