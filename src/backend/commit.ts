@@ -16,13 +16,6 @@ const HASH_READ_MAX = 256 * 1024 * 1024;
 /** {@link META.parent} of a write that replaced no digest. */
 export const NO_PARENT = "none";
 
-/** What a stored write meant to commit, as its object's metadata records it. */
-export interface Intent {
-  readonly generation: number;
-  /** The digest it replaces (normalized), or {@link NO_PARENT}. */
-  readonly parent: string;
-}
-
 /**
  * How a stored object stands against the committed digest: `committed`; `torn` (a complete objstate write whose commit would still succeed);
  * `superseded` (overtaken by another commit: it never happened); `foreign` (another tool's or an older objstate's, or bytes unlike their record).
@@ -38,8 +31,8 @@ export function intentMetadata(seen: DigestItem | null): Record<string, string> 
   return { [META.generation]: String(generationOf(seen) + 1), [META.parent]: normalizeDigest(seen?.digest) ?? NO_PARENT };
 }
 
-/** The intent an object records, or undefined (not written by this objstate, or unreadable). */
-export function intentOf(meta: ObjectMeta): Intent | undefined {
+/** The generation a stored write meant to commit and the digest it replaces (normalized, or {@link NO_PARENT}); undefined when unrecorded. */
+export function intentOf(meta: ObjectMeta): { generation: number; parent: string } | undefined {
   const m = meta.metadata;
   const g = Number(m?.[META.generation]);
   const parent = m?.[META.parent]?.toLowerCase();

@@ -36,16 +36,8 @@ export async function readCommitted(ctx: BackendContext, workspace: string, opti
   const deadline = Date.now() + ctx.digestRetry.timeoutMs;
   for (;;) {
     const recorded = locks.getDigest(digestId);
-    const [obj, item] = await Promise.all([
-      fetchState(
-        ctx,
-        path,
-        options,
-        hooks,
-        recorded.then((i) => normalizeDigest(i?.digest)),
-      ),
-      recorded,
-    ]);
+    const digest = recorded.then((i) => normalizeDigest(i?.digest));
+    const [obj, item] = await Promise.all([fetchState(ctx, path, options, hooks, digest), recorded]);
     const expected = normalizeDigest(item?.digest);
     if (expected === undefined) return found(obj);
     // The driver's MD5 (ETag or record) is a shortcut only when it agrees with the digest; else the bytes are hashed.

@@ -43,12 +43,6 @@ export function lockLost(where: string, id: string, why: string): ObjstateError 
   );
 }
 
-export interface LeaseOps {
-  /** Renew; resolves with the renewed info, or rejects (`LOCK_LOST` when it is gone). */
-  renew(): Promise<LockInfo>;
-  release(): Promise<void>;
-}
-
 /** A held lock: its info, a heartbeat that renews a lease every third of its ttl, and a signal that fires the moment the lease is lost. */
 export class LockHandle {
   /** The lock info as last stored (its `Expires` moves with each renew). */
@@ -61,7 +55,8 @@ export class LockHandle {
 
   constructor(
     info: LockInfo,
-    private readonly ops: LeaseOps,
+    /** What renews the stored lock (rejecting with `LOCK_LOST` when it is gone) and releases it. */
+    private readonly ops: Pick<LockHandle, "renew" | "release">,
     private readonly ttlMs: number | undefined,
   ) {
     this.info = info;

@@ -51,6 +51,11 @@ const RECORD_ATTR = "ReleasedIDs";
 const RECORD_OBJECT_SUFFIX = ".tfrel";
 export const LOCKFILE_SUFFIX = ".tflock";
 
+/** Swallow `STORE_NO_SPACE` (a release's record is best effort on a full disk); rethrow anything else. */
+function unlessFull(e: unknown): void {
+  if (!isObjstateError(e, "STORE_NO_SPACE")) throw e;
+}
+
 function stored(key: string, raw: string, expires: number | undefined, token: string): StoredLock {
   const info = parseLockInfo(raw, key);
   return { raw, info, expires: expires ?? info.Expires, token };
@@ -103,11 +108,7 @@ export class TableLock implements LockPlace {
       if (this.table.kind === "file" && raw !== null) {
         if (await this.table.deleteIf(key, "Info", raw)) {
           // Recorded after the delete, best effort: a full disk must not keep the lock.
-          if (note !== undefined) {
-            await this.remember(key, id, note, await record).catch((e: unknown) => {
-              if (!isObjstateError(e, "STORE_NO_SPACE")) throw e;
-            });
-          }
+          if (note !== undefined) await this.remember(key, id, note, await record).catch(unlessFull);
           return { kind: "released" };
         }
         continue;
@@ -200,9 +201,7 @@ export class LockfileLock implements LockPlace {
       // Recorded once, right before the conditional delete (the decision and the removal), after a fresh read found this lock.
       if (record !== undefined && note !== undefined) {
         // A full disk must not keep the lock: the release goes on without its record.
-        await this.remember(key, id, note, await record).catch((e: unknown) => {
-          if (!isObjstateError(e, "STORE_NO_SPACE")) throw e;
-        });
+        await this.remember(key, id, note, await record).catch(unlessFull);
         record = undefined;
       }
       if (!this.atomicDelete && current.expires !== undefined && current.expires * 1000 <= this.now()) return { kind: "released" };
