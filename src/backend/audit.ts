@@ -59,7 +59,6 @@ const AUDIT_DEFAULT_DEADLINE_MS = 5_000;
 /** Pause before the next try after a failure; doubles while the deadline allows. */
 const RETRY_BASE_MS = 100;
 const READ_BATCH = 8;
-const CONTENT_TYPE = "application/json";
 /** Before decision 087: `2026-11-26.jsonl` or `2026-11-26.3.jsonl`, a day's part of appended lines (still read). */
 const PART_NAME = /^(\d{4}-\d{2}-\d{2})(?:\.\d{1,6})?\.jsonl$/;
 /** `2026-11-26/2026-11-26T10:00:00.000Z-1a2b3c4d5e6f.json`: one event, its key sorting by its time. */
@@ -166,7 +165,7 @@ export class AuditLog {
     try {
       for (let pause = RETRY_BASE_MS; ; pause *= 2) {
         try {
-          await within(this.store.put(key, Buffer.from(line, "utf8"), { contentType: CONTENT_TYPE, ifNoneMatch: true }), end, key);
+          await within(this.store.put(key, Buffer.from(line, "utf8"), { contentType: "application/json", ifNoneMatch: true }), end, key);
           return true;
         } catch (e) {
           // The key is this event's alone: there already means an earlier try landed unanswered.

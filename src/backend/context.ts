@@ -14,8 +14,6 @@ import { withLock, type LockScope, type WithLockOptions } from "./locks/lock-sco
 import type { ConnectOptions } from "./options.js";
 import type { RepairEvent } from "./results.js";
 
-/** The warning of a connection that locks nothing, given on its first write or lock. */
-const NO_LOCKING_CODE = "OBJSTATE_NO_LOCKING";
 const PLAIN_MD5_MEMO = 256;
 const warned = new Set<string>();
 
@@ -68,12 +66,7 @@ export class BackendContext {
       keyOf: (place, w) => (place.kind === "table" ? this.lockId(w) : `${this.statePath(w)}${LOCKFILE_SUFFIX}`),
       path: (w) => this.lockId(w),
       describe: (w) => this.describe(w),
-      workspaceOf: (place, key) =>
-        (place.kind === "table"
-          ? this.workspaceOfLockId(key)
-          : key.endsWith(LOCKFILE_SUFFIX)
-            ? this.workspaceOfPath(key.slice(0, -LOCKFILE_SUFFIX.length))
-            : null) ?? null,
+      workspaceOf: (place, key) => (place.kind === "table" ? this.workspaceOfLockId(key) : this.workspaceOfLockfile(key)) ?? null,
       listPrefixes: listPrefixes(this.layout),
       who: this.who,
       version: options.toolVersion ?? objstateVersion(),
@@ -103,6 +96,11 @@ export class BackendContext {
 
   workspaceOfPath(path: string): string | undefined {
     return path === this.statePath(DEFAULT_WORKSPACE) ? DEFAULT_WORKSPACE : workspaceOfKey(this.layout, path);
+  }
+
+  /** The workspace whose lockfile is `key` (`{state path}.tflock`), if any. */
+  private workspaceOfLockfile(key: string): string | undefined {
+    return key.endsWith(LOCKFILE_SUFFIX) ? this.workspaceOfPath(key.slice(0, -LOCKFILE_SUFFIX.length)) : undefined;
   }
 
   /** The workspace whose lock item is `id` (`{bucket}/{state path}`), if any. */
@@ -141,7 +139,7 @@ export class BackendContext {
     this.unlockedNoted = true;
     this.warn(
       `no lock table is configured (kvstoreTable): state in bucket ${this.bucket} is NOT locked, and concurrent writers can overwrite each other's changes. Set kvstoreTable and kvstoreEndpoint (or lockfile) to enable locking.`,
-      NO_LOCKING_CODE,
+      "OBJSTATE_NO_LOCKING",
     );
   }
 

@@ -13,10 +13,7 @@ import type { Principal } from "./principal.js";
 import type { ReadOptions } from "./options.js";
 import { readCommitted } from "./read.js";
 import type { StateRead } from "./results.js";
-import { scanHeader, stateHeader, withSerial, type StateHeader } from "./state-header.js";
-
-/** How much of a state is scanned for the clear fields an envelope carries. */
-const HEADER_BYTES = 64 * 1024;
+import { HEADER_BYTES, scanHeader, stateHeader, withSerial, type StateHeader } from "./state-header.js";
 
 /** The stored form of `data`: the envelope of the state under the primary method (or the state, `unencrypted` first). */
 export async function sealState(enc: StateEncryption, state: Buffer, workspace: string): Promise<Buffer> {

@@ -10,14 +10,12 @@ import { workspaceFlag } from "./locks/lock-info.js";
 import { isEnvelope } from "../encryption/index.js";
 import { readCommitted } from "./read.js";
 import type { VersionDiff, WriteRecord } from "./results.js";
-import { scanHeader, withSerial } from "./state-header.js";
+import { HEADER_BYTES, scanHeader, withSerial } from "./state-header.js";
 
 /** Bytes read of each version to find `serial` and `lineage` when objstate did not record them (the tool writes them first). */
 const PEEK_BYTES = 4096;
 /** Ranged reads in flight while listing history. */
 const PEEK_CONCURRENCY = 8;
-/** How much of a state is scanned for its header when rolling back (as the write guard does). */
-const HEADER_READ = 64 * 1024;
 
 /** One version of a workspace's state, newest first in {@link stateHistory} (`serial` and `lineage` read from its bytes when unrecorded). */
 export interface StateVersion extends WriteRecord {
@@ -155,7 +153,7 @@ export async function rollbackState(
   const status = await ctx.store.versioning();
   if (status !== "enabled") throw versioningOff(where, status);
   const key = ctx.statePath(workspace);
-  const [stored, current] = await Promise.all([ctx.store.get(key, { versionId }), ctx.store.get(key, { maxBytes: HEADER_READ })]);
+  const [stored, current] = await Promise.all([ctx.store.get(key, { versionId }), ctx.store.get(key, { maxBytes: HEADER_BYTES })]);
   if (stored === null) throw versionNotFound(ctx, workspace, versionId);
   // An envelope's clear serial is a copy: the new serial goes into the state, which the write encrypts again.
   const source = ctx.encryption === undefined ? stored.body : (await openState(ctx.encryption, stored.body, workspace)).state;
@@ -171,11 +169,11 @@ export async function rollbackState(
       break;
     }
   }
-  const src = scanHeader(source.subarray(0, HEADER_READ));
+  const src = scanHeader(source.subarray(0, HEADER_BYTES));
   // An envelope there is no key for here goes back byte for byte: its clear serial must stay the
   // encrypted state's (OpenTofu refuses a mismatch), so it keeps its older serial (forced).
   const envelope = isEnvelope(source);
-  const what = `version ${versionId} of ${where} is not a state with a top-level serial in its first ${HEADER_READ / 1024} KiB, so it cannot be given a new one; nothing was written`;
+  const what = `version ${versionId} of ${where} is not a state with a top-level serial in its first ${HEADER_BYTES / 1024} KiB, so it cannot be given a new one; nothing was written`;
   const next = withSerial(source, src, (n) => (envelope ? n : Math.max(base?.serial ?? 0, n) + 1), what, { versionId });
   const otherLineage = base?.lineage !== undefined && src?.lineage !== undefined && base.lineage !== src.lineage;
   if (otherLineage && options.force !== true) {

@@ -90,14 +90,10 @@ export interface WriteOptions extends UnderLockOptions {
   readonly owner?: string | undefined;
 }
 
-/** Options of {@link ObjectStoreBackend.rollback}. */
-export interface BackendRollbackOptions extends UnderLockOptions {
+/** Options of {@link ObjectStoreBackend.rollback}: `principal` and `owner` as a write's. */
+export interface BackendRollbackOptions extends UnderLockOptions, Pick<WriteOptions, "principal" | "owner"> {
   /** Roll back to a version of another lineage than the current state's. */
   readonly force?: boolean | undefined;
-  /** Recorded with the version the rollback writes. */
-  readonly principal?: Principal | undefined;
-  /** Roll back under `lockId` only when that lock belongs to this owner. */
-  readonly owner?: string | undefined;
   /** Free text of the lock the rollback takes itself (its `Info`). */
   readonly info?: string | undefined;
   /** The version the caller saw as current (null: none): a rollback over anything else is `STATE_CONFLICT`. */
@@ -114,11 +110,8 @@ export interface RepairOptions extends UnderLockOptions {
   readonly now?: (() => number) | undefined;
 }
 
-/** Options of {@link ObjectStoreBackend.createWorkspace}. */
-export interface CreateWorkspaceOptions extends UnderLockOptions {
-  readonly onStored?: (() => void | Promise<void>) | undefined;
-  readonly principal?: Principal | undefined;
-}
+/** Options of {@link ObjectStoreBackend.createWorkspace}: those of the empty state's write. */
+export interface CreateWorkspaceOptions extends UnderLockOptions, Pick<WriteOptions, "onStored" | "principal"> {}
 
 /** Options of {@link ObjectStoreBackend.deleteWorkspace}. */
 export interface DeleteWorkspaceOptions extends UnderLockOptions {

@@ -2,6 +2,9 @@
 import { ObjstateError } from "../errors.js";
 import { JsonScanner } from "../json/scan.js";
 
+/** How much of a state is scanned for its header (the clear fields an envelope carries, a rollback's or rekey's serial). */
+export const HEADER_BYTES = 64 * 1024;
+
 /** The guard's view of one state. */
 export interface StateHeader {
   readonly lineage: string | undefined;

@@ -37,11 +37,6 @@ export interface LockScopeDeps {
   warn(message: string, code: string): void;
 }
 
-/** The warning of a lock left held after a work that failed (its error is the one thrown). */
-const LOCK_NOT_RELEASED = "OBJSTATE_LOCK_NOT_RELEASED";
-/** The warning of a lock someone else released while the work held it. */
-const LOCK_GONE = "OBJSTATE_LOCK_GONE";
-
 /**
  * Run `work` under the caller's lock, or one taken here and released after, whatever the work did. A failed release is
  * `LOCK_RELEASE_FAILED` after a work that succeeded, a warning after one that failed.
@@ -82,12 +77,13 @@ async function release(deps: LockScopeDeps, workspace: string, handle: LockHandl
       const done = quietly ? "failed" : "completed: what it did stands";
       deps.warn(
         `lock ${id} on ${deps.describe(workspace)} was released by someone else (force-unlock, or a lease taken over) while this operation held it; the operation ${done}; its lock was no longer there to release (${reason})`,
-        LOCK_GONE,
+        "OBJSTATE_LOCK_GONE",
       );
       return;
     }
     const message = `could not release lock ${id} on ${deps.describe(workspace)} (${reason}); it is still held: release it with ${forceUnlockCommand(id, workspace)} and the same settings`;
-    if (quietly) deps.warn(message, LOCK_NOT_RELEASED);
+    // After a work that failed, its own error is the one thrown.
+    if (quietly) deps.warn(message, "OBJSTATE_LOCK_NOT_RELEASED");
     else throw new ObjstateError("LOCK_RELEASE_FAILED", message, { cause: e, details: { lockId: id, workspace } });
   }
 }
