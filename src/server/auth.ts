@@ -1,9 +1,4 @@
-/**
- * Who is asking: an API token or OIDC ID token (identity/identity.ts), HTTP Basic checked
- * against the users file, or a verified client certificate whose subject CN names a user
- * (mutual TLS). Failed logins are limited (login-limiter.ts): past a limit, refused before any
- * password check.
- */
+/** Who is asking: a token (identity/identity.ts), HTTP Basic under failed-login limits, or a verified client certificate's CN. */
 import { createHmac, randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";

@@ -1,8 +1,4 @@
-/**
- * Connection accounting (docs/decisions/006, 007): caps on open connections, per client
- * address and in all, and the minimum rate of request bodies on every route, also while
- * node:http discards an unread body after the answer (a dripped body would hold it forever).
- */
+/** Caps on open connections, per client and in all, and the minimum rate of request bodies, also of one node:http discards (docs/decisions/006, 007). */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ObjstateError } from "../errors.js";
@@ -45,10 +41,8 @@ function count(name: string, n: number): number {
 }
 
 /**
- * Closes at once a connection over the per-client cap (before a byte is parsed, and with TLS
- * before the handshake); at the total cap, makes room by closing the oldest connection not
- * answering a whole request of the address holding the most, else the new one; drops one whose
- * body brings fewer than {@link MIN_BODY_BYTES_PER_WINDOW} in a window. One sweep timer for all.
+ * Closes a connection over the per-client cap before a byte (or TLS handshake); at the total cap, the oldest idle one of the
+ * address holding the most, else the new one; drops a body bringing under {@link MIN_BODY_BYTES_PER_WINDOW} a window.
  */
 export class ConnectionGuard {
   readonly maxConnections: number;

@@ -5,7 +5,7 @@ import type { ObjectStoreBackend } from "../backend/backend.js";
 import type { AuditAction, AuditLog } from "../backend/audit.js";
 import { lockOwnerOf, type Principal } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
-import type { BodyLimits } from "../io/http-body.js";
+import { checkContentMd5, readBody, type Body, type BodyLimits } from "../io/http-body.js";
 import { checkNesting } from "../json/scan.js";
 import type { Logger } from "./log.js";
 import type { Metrics } from "./metrics.js";
@@ -134,4 +134,12 @@ export function limitParam(ctx: Ctx, route: string, fallback: number, max: numbe
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1 || n > max)
     throw new ObjstateError("BAD_REQUEST", `?limit=${JSON.stringify(raw).slice(1, -1)} of the ${route} route must be a whole number from 1 to ${max}`);
   return n;
+}
+
+/** A body of at most `maxBytes` (and the server's limit); its Content-MD5 checked on the state routes. */
+export async function readSmall(ctx: Ctx, maxBytes: number, md5: boolean, maxBytesName?: string): Promise<Body> {
+  const body = await readBody(ctx.req, { ...ctx.limits, maxBytes: Math.min(ctx.limits.maxBytes, maxBytes), maxBytesName });
+  ctx.bytesIn += body.size;
+  if (md5) checkContentMd5(header(ctx.req, "content-md5"), body.md5);
+  return body;
 }

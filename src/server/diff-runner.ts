@@ -1,8 +1,6 @@
 /**
- * Diffs bounded (docs/decisions/007): a body of at most {@link DIFF_MAX_BODY}, at most
- * {@link MAX_CONCURRENT_DIFFS} at once (more: 429 with Retry-After), each large one in a worker
- * thread with a bounded heap, so the main thread answers meanwhile and a diff too large for
- * memory takes down only its worker.
+ * Diffs bounded (docs/decisions/007): at most {@link MAX_CONCURRENT_DIFFS} at once (more: 429), each large one in a worker
+ * with a bounded heap, so the main thread answers meanwhile and a diff too large for memory takes down only its worker.
  */
 import { once } from "node:events";
 import { ObjstateError } from "../errors.js";

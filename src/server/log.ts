@@ -1,7 +1,4 @@
-/**
- * One JSON line per request on stderr (or any sink). Only fields chosen here are written:
- * never a header, a query string, a body or a password.
- */
+/** One JSON line per request on stderr (or any sink), of fields chosen here: never a header, query string, body or password. */
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "off";
 export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error", "off"];

@@ -1,7 +1,4 @@
-/**
- * The options of `ObjstateServer`, and what it refuses to start with and warns of, for the
- * CLI and a server made in code alike (decision 043).
- */
+/** `ObjstateServer`'s options, and what it refuses to start with and warns of, for the CLI and code alike (decision 043). */
 import type { ObjectStoreBackend } from "../backend/backend.js";
 import type { AuditLogOptions } from "../backend/audit.js";
 import type { EncryptionConfig } from "../encryption/index.js";

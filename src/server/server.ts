@@ -1,8 +1,4 @@
-/**
- * `objstate serve`: an HTTP(S) server over one connected backend. It keeps no state of its
- * own (every lock and version lives in the store and the table), so replicas over one bucket
- * and table behave as one.
- */
+/** `objstate serve`: an HTTP(S) server over one backend, with no state of its own, so replicas over one bucket and table behave as one. */
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -11,7 +7,7 @@ import { StateEncryption } from "../encryption/index.js";
 import { ANONYMOUS_PRINCIPAL } from "../backend/principal.js";
 import type { AuditAction, AuditLog } from "../backend/audit.js";
 import { codeOf, isObjstateError, ObjstateError, statusOf } from "../errors.js";
-import { API_ROUTES, auditEntry, type Route } from "./api.js";
+import { API_ROUTES, type Route } from "./api.js";
 import { Authenticator, type Authenticated } from "./auth.js";
 import { isLoopbackHost, RequestGate } from "./gate.js";
 import { checkDeclaredLength } from "../io/http-body.js";
@@ -175,10 +171,7 @@ export class ObjstateServer {
     return serveWarnings(this.options, this.url, isLoopbackHost((this.server.address() as AddressInfo).address));
   }
 
-  /**
-   * Graceful stop: accept nothing new, let requests in flight finish (a write completes), then
-   * close every connection; after `graceMs` the rest are cut. Locks held by clients stay held.
-   */
+  /** Accept nothing new, let requests in flight finish, then close every connection (after `graceMs`, cut). Locks held stay held. */
   async close(graceMs = 30_000): Promise<void> {
     this.closing = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
@@ -211,10 +204,12 @@ export class ObjstateServer {
       principal: ctx.principal,
       can: (role, workspace) => allowed(who, role, workspace),
       log: (entry: ConsoleLogEntry) => {
-        const { user, action, workspace, outcome, detail } = entry;
+        const { user, action, workspace, outcome, detail, lockId, from, code } = entry;
         this.logger.event(outcome === "ok" ? "info" : "warn", "console action", { user, action, workspace, outcome, detail });
         // A change by someone the server authenticated (a refusal by the gate names no one); reveal changes nothing.
-        if (refusal === undefined && action !== "reveal") return this.auditConsole(ctx, entry);
+        if (refusal !== undefined || action === "reveal") return;
+        const done = outcome === "ok" ? { serial: entry.serial, md5: entry.md5 } : {};
+        return this.audit?.record({ principal: ctx.principal, surface: "console", action, workspace, outcome, lockId, from, code, ...done });
       },
       onError: (e) => this.logger.event("error", "console failure", { name: e instanceof Error ? e.name : typeof e }),
       shown: (e) => shownMessage(e, ctx, this.logger),
@@ -229,12 +224,6 @@ export class ObjstateServer {
         ctx.bytesOut += a.bytes;
       },
     });
-  }
-
-  private auditConsole(ctx: Ctx, e: ConsoleLogEntry): Promise<boolean> | undefined {
-    const { action, workspace, outcome, lockId, from, code } = e;
-    const done = outcome === "ok" ? { serial: e.serial, md5: e.md5 } : {};
-    return this.audit?.record({ principal: ctx.principal, surface: "console", action, workspace, outcome, lockId, from, code, ...done });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -316,7 +305,7 @@ export class ObjstateServer {
     if (workspace !== undefined) checkWorkspace(workspace);
     if (route.role !== undefined && workspace !== undefined) requireRole(ctx, route.role, workspace);
     checkDeclaredLength(req, ctx.limits);
-    await route.handler(ctx);
+    await route.handler(ctx, workspace ?? "");
   }
 
   /** The request's log line (the console's lock poll, repeated by every open page, at debug) and its metrics. */
@@ -329,17 +318,19 @@ export class ObjstateServer {
     this.metrics.request(t.route, t.method, status, ms / 1000, bytesIn, bytesOut);
   }
 
-  /**
-   * Send an audited route's held answer once its event is stored or logged as not stored
-   * (docs/decisions/087). Only a change asked by someone authenticated has one.
-   */
+  /** Send an audited route's held answer once the event of a change by someone authenticated is stored or logged (docs/decisions/087). */
   private async answerAudited(ctx: Ctx, action: AuditAction | undefined, t: Trace): Promise<void> {
     const answer = ctx.held;
     ctx.held = undefined;
     if (answer === null || answer === undefined) return;
     if (action !== undefined && t.user !== undefined && t.workspace !== undefined) {
+      const { status } = answer;
+      const { action: named = action, lockId, from, serial, md5 } = ctx.audit;
+      // 5xx: it broke on the way; other 4xx: turned down (a role, a lock held by another, a bad body).
+      const outcome = status < 400 ? "ok" : status >= 500 ? "failed" : "refused";
       const surface = ctx.url.pathname.startsWith("/api/") ? "api" : "http";
-      await this.audit?.record(auditEntry(ctx, action, t.workspace, surface, answer.status, t.code));
+      const done = outcome === "ok" ? { serial, md5 } : { code: t.code, status };
+      await this.audit?.record({ principal: ctx.principal, action: named, workspace: t.workspace, surface, outcome, lockId, from, ...done });
     }
     sendHeld(ctx, answer);
   }

@@ -1,8 +1,4 @@
-/**
- * The JSON objstate prints of its objects, in one place: the CLI's `--json`, the server's
- * `/api/v1` and the console build them here, so one object prints the same JSON everywhere
- * (docs/decisions/060). Every key is always present (null when unknown). Pure functions.
- */
+/** The JSON of objstate's objects, for the CLI's `--json`, `/api/v1` and the console alike (docs/decisions/060); every key present, null when unknown. */
 import type { LastWrite, LockListing, Principal, RekeyResult, RollbackResult, StateVersion, VersionDiff, WorkspaceStatus } from "../backend/backend.js";
 import type { OidcIdentity } from "../backend/principal.js";
 import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
@@ -100,11 +96,7 @@ export const SENSITIVE = "<sensitive>";
 /** Outputs in the tool's `output -json` shape (`output --json`, `GET …/outputs`). */
 export type OutputsJson = Readonly<Record<string, { readonly sensitive: boolean; readonly type: JsonValue; readonly value: JsonValue }>>;
 
-/**
- * Outputs as text exactly as the tool's `output -json` writes it: indented by two, names
- * sorted, numbers as the state has them (never through a JS number), Go's escapes. A
- * `hidden(name)` value prints as `"<sensitive>"`.
- */
+/** Outputs as the tool's `output -json` writes them: indented by two, names sorted, numbers as the state has them, Go's escapes; `hidden` ones masked. */
 export function outputsJsonText(outputs: RemoteOutputs, hidden: (name: string) => boolean): string {
   const names = outputs.names();
   if (names.length === 0) return "{}";

@@ -1,8 +1,4 @@
-/**
- * The one place that turns a bearer credential into a user: an API token (`objst_…`,
- * tokens.ts) or an OIDC ID token (a JWT, oidc.ts), sent as `Authorization: Bearer` or as the
- * HTTP Basic password. The Authenticator (auth.ts) asks it before passwords.
- */
+/** Turns a bearer credential (an API token, tokens.ts, or an OIDC ID token, oidc.ts), as Bearer or Basic password, into a user. */
 import type { Principal } from "../../backend/principal.js";
 import { unauthorized, type User } from "../users.js";
 import { OidcVerifier, looksLikeJwt, type IdentityRule, type OidcOptions } from "./oidc.js";

@@ -1,14 +1,4 @@
-/**
- * OIDC identities: the `identities` rules of the users file, and the check of an ID token
- * (GitHub Actions, GitLab CI, HCP Terraform) against them with jose. Claims in workspace
- * globs and why only so much: docs/decisions/074-oidc-identity-rules.md.
- *
- * ```json
- * {"identities": [{"name": "infra-main", "issuer": "https://token.actions.githubusercontent.com", "audience": "objstate",
- *                  "claims": {"repository": "org/infra", "ref": "refs/heads/main"},
- *                  "roles": {"prod-*": ["read", "write", "lock"], "${claims.repository_owner}-*": ["read"]}}]}
- * ```
- */
+/** The users file's `identities` rules (README "CI identities"), and the check of an ID token against them with jose (docs/decisions/074). */
 import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
 import { readFileSync } from "node:fs";
 import type { OidcIdentity as PrincipalOidc } from "../../backend/principal.js";
@@ -134,8 +124,6 @@ export interface OidcIdentity {
 export interface OidcOptions {
   /** How soon after a JWKS fetch an unknown `kid` may fetch it again (jose's cooldown). Default 30 s. */
   readonly refreshCooldownMs?: number;
-  /** How long a fetched JWKS is trusted before it is fetched again. Default 10 min. */
-  readonly jwksMaxAgeMs?: number;
   readonly fetchTimeoutMs?: number;
   /** How long a failed discovery or JWKS fetch is not tried again. Default 30 s. */
   readonly retryAfterFailureMs?: number;
@@ -157,10 +145,7 @@ async function cappedFetch(url: string, init: RequestInit): Promise<Response> {
 
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
 
-/**
- * Checks ID tokens against the rules. Per issuer: discovery fetched once (tried again a while
- * after it failed), then jose's remote JWKS: cached, refetched on an unknown `kid` at most once per cooldown.
- */
+/** Per issuer: discovery fetched once (again a while after it failed), then jose's remote JWKS, refetched on an unknown `kid` once per cooldown. */
 export class OidcVerifier {
   private readonly keySets = new Map<string, Promise<KeySet>>();
   /** JWKS URLs whose last fetch failed: until when, and why. */
@@ -205,7 +190,7 @@ export class OidcVerifier {
     return createRemoteJWKSet(new URL(doc.jwks_uri), {
       timeoutDuration: timeout,
       cooldownDuration: this.options.refreshCooldownMs ?? 30_000,
-      cacheMaxAge: this.options.jwksMaxAgeMs ?? 10 * 60_000,
+      cacheMaxAge: 10 * 60_000,
       [customFetch]: (url, init) => this.fetchJwks(url, init),
     });
   }
@@ -226,11 +211,7 @@ export class OidcVerifier {
     }
   }
 
-  /**
-   * The identity of an ID token: UNAUTHORIZED when it is not a valid token of a configured
-   * issuer, FORBIDDEN when it is but no rule matches its claims, IDENTITY_PROVIDER_UNAVAILABLE
-   * when its issuer's keys cannot be fetched. Messages never hold the token.
-   */
+  /** UNAUTHORIZED (not a valid token of a configured issuer), FORBIDDEN (no rule matches), IDENTITY_PROVIDER_UNAVAILABLE; never quoting the token. */
   async verify(jwt: string): Promise<OidcIdentity> {
     let iss: string | undefined;
     try {
