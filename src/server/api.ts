@@ -97,7 +97,6 @@ async function version(ctx: Ctx, ws: string): Promise<void> {
   send(ctx, 200, bytes, { "Content-Type": "application/json", "Content-MD5": createHash("md5").update(bytes).digest("base64") });
 }
 
-/** `GET …/diff?from=V&to=V`: what changed between two stored versions. */
 async function diffVersions(ctx: Ctx, ws: string): Promise<void> {
   const from = ctx.url.searchParams.get("from") ?? "";
   const to = ctx.url.searchParams.get("to") ?? "";
@@ -112,7 +111,6 @@ async function diffVersions(ctx: Ctx, ws: string): Promise<void> {
   send(ctx, 200, versionDiffText(ws, compared), { "Content-Type": "application/json" });
 }
 
-/** What `POST …/rollback` takes. */
 function rollbackRequest(bytes: Buffer, ws: string): { to: string; force: boolean; lockId: string | undefined } {
   const found = jsonObject(bytes, "the rollback request body");
   const o = found === "invalid" ? undefined : found;

@@ -52,7 +52,6 @@ export class Authenticator {
     return { user, principal: { name: user.name, via: "password" } };
   }
 
-  /** HTTP Basic, under the failed-login limits. */
   private async password(address: string, basic: { user: string; password: string }, users: ReadonlyMap<string, User>): Promise<User> {
     // Before the cache too: were a remembered password let through while limited, a 429
     // against a 200 would tell a guesser which guess was right.
@@ -87,7 +86,6 @@ function parseBearer(header: string | undefined): string | undefined {
   return /^Bearer\s+(\S+)\s*$/i.exec(header ?? "")?.[1];
 }
 
-/** `Authorization: Basic base64(user:password)`, or undefined. */
 export function parseBasic(header: string | undefined): { user: string; password: string } | undefined {
   const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? "");
   if (m === null) return undefined;

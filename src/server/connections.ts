@@ -10,7 +10,6 @@ import type { Logger } from "./log.js";
 const REPORT_EVERY_MS = 60_000;
 
 interface ConnectionLimits {
-  /** Open connections in all (default 1024). */
   readonly maxConnections?: number | undefined;
   /** Open connections from one address; an IPv6 /64 counts as one (default 64). */
   readonly maxPerClient?: number | undefined;
@@ -18,11 +17,9 @@ interface ConnectionLimits {
   readonly windowMs: number;
 }
 
-/** A request whose body has not all arrived. */
 interface Watched {
   readonly req: IncomingMessage;
   readonly socket: Socket;
-  /** `socket.bytesRead` when the window began. */
   mark: number;
   since: number;
 }

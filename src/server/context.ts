@@ -11,12 +11,10 @@ import type { Logger } from "./log.js";
 import type { Metrics } from "./metrics.js";
 import { allowed, type Role, type User } from "./users.js";
 
-/** One request being answered. */
 export interface Ctx {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly url: URL;
-  /** Path parameters of the matched route (`workspace`, …). */
   readonly params: Readonly<Record<string, string>>;
   readonly user: User;
   /** Who the request is, as the library records it (lock owner, who wrote a version); `anonymous` without users. */
@@ -59,7 +57,6 @@ export function sendHeld(ctx: Ctx, a: HeldAnswer): void {
   ctx.res.end(a.body);
 }
 
-/** A request header's (first) value. */
 export function header(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
@@ -74,7 +71,6 @@ const VERBS: Readonly<Record<Role, string>> = {
   admin: "administer",
 };
 
-/** Refuse with 403 unless the user has `role` on `workspace`. */
 export function requireRole(ctx: Ctx, role: Role, workspace: string): void {
   if (allowed(ctx.user, role, workspace)) return;
   // Someone given only outputs asked for the state: name the one route that role reads.

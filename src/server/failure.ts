@@ -64,7 +64,6 @@ export function lastResort(res: ServerResponse, e: unknown, logger: Logger): voi
   }
 }
 
-/** `e` is, or wraps, the external key provider's failure. */
 function fromKeyProvider(e: unknown): boolean {
   return isObjstateError(e) && (e.code === "ENCRYPTION_KEY_PROVIDER_FAILED" || fromKeyProvider(e.cause));
 }

@@ -45,7 +45,6 @@ export function parsePublicUrl(text: string): PublicOrigin {
   return { origin: u.origin.toLowerCase(), host: u.host.toLowerCase() };
 }
 
-/** The name of a lower-cased `Host` header (IPv6 without brackets), without its port. */
 function hostName(h: string): string {
   if (!h.startsWith("[")) return h.replace(/:[^:]*$/, "");
   const end = h.indexOf("]");
@@ -109,7 +108,6 @@ export class RequestGate {
   }
 }
 
-/** Does the request carry a body (a length above zero, or chunks)? */
 function hasBody(req: IncomingMessage): boolean {
   if (req.headers["transfer-encoding"] !== undefined) return true;
   const length = header(req, "content-length");

@@ -5,9 +5,7 @@
 import { addressGroup } from "./address.js";
 import { ObjstateError } from "../errors.js";
 
-/** Failed logins allowed before answering 429. */
 export interface LoginLimit {
-  /** Failures per (address, user name) and window. */
   readonly failures: number;
   readonly windowMs: number;
   /** Different user names that may fail from one address within the window before the whole address gets 429 (default 20). */
@@ -30,13 +28,11 @@ export interface LoginAttempt {
 interface NameRecord {
   /** Times of failures, possibly older than the window until pruned. */
   failures: number[];
-  /** Checks in flight. */
   pending: number;
 }
 
 /** Bounded memory: addresses live in two generations of half {@link MAX_ADDRESSES} each; a full recent one drops the older (roughly LRU). */
 export class LoginLimiter {
-  /** By address group, then by user name key. */
   private recent = new Map<string, Map<string, NameRecord>>();
   private older = new Map<string, Map<string, NameRecord>>();
   private readonly stuffingUsers: number;

@@ -181,7 +181,7 @@ async function lockState(ctx: Ctx, ws: string): Promise<void> {
     ctx.metrics.lockHeld(1);
     send(ctx, 200, JSON.stringify(stored), { "Content-Type": "application/json" });
   } catch (e) {
-    if (isObjstateError(e, "STATE_LOCKED")) ctx.metrics.lockWait();
+    if (isObjstateError(e, "STATE_LOCKED")) ctx.metrics.lockWaits.inc();
     // The answer names the lock, but the client may not show it: the operator must see it here.
     if (isObjstateError(e, "LOCK_LEFT_BEHIND"))
       ctx.logger.event("error", "lock left behind", { workspace: ws, principal: ctx.principal.name, lockId: info.ID });
@@ -225,7 +225,6 @@ async function forceUnlock(ctx: Ctx, ws: string): Promise<void> {
   sendJson(ctx, 200, { released: ctx.audit.lockId });
 }
 
-/** `FORCE_UNLOCK_REPEATED`: the lock that stands, why it was left alone, and how to release it. */
 function forceRepeated(ws: string, user: string, last: ReleasedLock, holder: LockInfo): ObjstateError {
   const id = holder.ID === "" ? NO_LOCK_ID : holder.ID;
   return new ObjstateError(

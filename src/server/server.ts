@@ -52,12 +52,10 @@ interface Trace {
   code: string | undefined;
 }
 
-/** The fields of every request's {@link Ctx} that are the server's. */
 type Shared = Pick<Ctx, "backend" | "limits" | "metrics" | "logger" | "allowUnlockedWrites" | "encryption" | "auditLog">;
 
 export class ObjstateServer {
   readonly metrics = new Metrics();
-  /** The caps on connections and the body rate rule on every route. */
   readonly connections: ConnectionGuard;
   /** Where every change through this server is recorded (undefined with `audit: false`). */
   readonly audit: AuditLog | undefined;
@@ -74,7 +72,6 @@ export class ObjstateServer {
   private drained: (() => void) | undefined;
   private closing = false;
 
-  /** Refuses what makes a server unsafe whatever its address, before anything is made. */
   constructor(private readonly options: ServerOptions) {
     refuseUnsafeOptions(options);
     this.auth = new Authenticator(options.users, options.loginLimit, Date.now, options.identity);
@@ -86,11 +83,11 @@ export class ObjstateServer {
             ...options.audit,
             // An event the store could not take is kept in the server's log rather than lost (it holds no secret).
             onLost: (line) => {
-              this.metrics.auditSpill();
+              this.metrics.auditSpilled.inc();
               logger.event("error", "audit event not stored", { event: line.trimEnd() });
             },
             onError: (e) => {
-              this.metrics.auditFailure();
+              this.metrics.auditFailures.inc();
               logger.event("warn", "audit event write failed, retrying", { code: codeOf(e) });
             },
           }));
@@ -142,7 +139,6 @@ export class ObjstateServer {
     return server;
   }
 
-  /** Start listening; resolves with the bound address. Refuses an unsafe address before binding it. */
   async listen(host: string, port: number): Promise<AddressInfo> {
     refuseUnsafeAddress(this.options, host, port);
     // Readiness requires the bucket: an embedded one is made now, not on the first write.
@@ -159,14 +155,12 @@ export class ObjstateServer {
     });
   }
 
-  /** `http(s)://host:port` of the listening server. */
   get url(): string {
     const a = this.server.address() as AddressInfo;
     const host = a.family === "IPv6" ? `[${a.address}]` : a.address;
     return `${this.options.tls === undefined ? "http" : "https"}://${host}:${a.port}`;
   }
 
-  /** What the listening server warns its operator of, each as [message, code]. */
   warnings(): [string, string][] {
     return serveWarnings(this.options, this.url, isLoopbackHost((this.server.address() as AddressInfo).address));
   }

@@ -8,7 +8,6 @@ import { ObjstateError } from "../errors.js";
 export type Role = "outputs" | "read" | "write" | "lock" | "force" | "admin";
 export const ROLES: readonly Role[] = ["outputs", "read", "write", "lock", "force", "admin"];
 
-/** One user of the users file. */
 export interface User {
   readonly name: string;
   /** `scrypt$N$r$p$salt$hash` (base64 salt and hash); undefined: certificate login only. */
@@ -29,7 +28,6 @@ function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptO
   );
 }
 
-/** A new `scrypt$N$r$p$salt$hash` entry for `password`. */
 export async function hashPassword(password: string, cost: { N: number; r: number; p: number } = SCRYPT_DEFAULT): Promise<string> {
   const salt = randomBytes(16);
   const key = await scrypt(password, salt, KEY_LENGTH, cost);
@@ -97,7 +95,6 @@ function fileError(file: string, problem: string): ObjstateError {
   return new ObjstateError("USERS_FILE_INVALID", `users file ${file}: ${problem}; see \`objstate serve hash-password --help\` for the format`);
 }
 
-/** JSON text of a users, tokens or identities file; `bad` names the file. */
 export function parseJsonFile(text: string, bad: (problem: string) => ObjstateError): unknown {
   try {
     return JSON.parse(text);
@@ -106,7 +103,6 @@ export function parseJsonFile(text: string, bad: (problem: string) => ObjstateEr
   }
 }
 
-/** A `{"GLOB": ["read", …]}` map of entry `where`. */
 export function parseRoles(value: unknown, where: string, bad: (problem: string) => ObjstateError): Record<string, Role[]> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw bad(`${where} must be {"GLOB": ["read", …]}`);
   for (const [glob, list] of Object.entries(value))
@@ -114,7 +110,6 @@ export function parseRoles(value: unknown, where: string, bad: (problem: string)
   return value as Record<string, Role[]>;
 }
 
-/** Parse the users file's JSON text; errors name the file and the entry. */
 export function parseUsers(text: string, file: string): Map<string, User> {
   const bad = (problem: string): ObjstateError => fileError(file, problem);
   const doc = parseJsonFile(text, bad);
@@ -165,7 +160,6 @@ export function refuseOpenFile(file: string, what: "users file" | "tokens file",
     );
 }
 
-/** Read and parse a users file. */
 export function loadUsers(file: string): Map<string, User> {
   let text: string;
   try {

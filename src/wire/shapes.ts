@@ -90,7 +90,6 @@ export function workspaceJson(s: WorkspaceStatus): WorkspaceJson {
   return { name: s.name, state: s.lastWrite !== null, lock: s.lock === null ? null : lockJson(s.lock), lastWrite };
 }
 
-/** What a hidden sensitive value prints as. */
 export const SENSITIVE = "<sensitive>";
 
 /** Outputs in the tool's `output -json` shape (`output --json`, `GET …/outputs`). */

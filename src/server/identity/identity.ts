@@ -11,14 +11,12 @@ export interface Authenticated {
 }
 
 export interface IdentityOptions {
-  /** The tokens file (tokens.ts), or undefined for no API tokens. */
   readonly tokensFile?: string | undefined;
   readonly identities?: readonly IdentityRule[] | undefined;
   readonly oidc?: OidcOptions | undefined;
   readonly now?: () => number;
 }
 
-/** A request's credential. */
 export type Credential = { readonly kind: "bearer"; readonly secret: string } | { readonly kind: "basic"; readonly user: string; readonly secret: string };
 
 export class Identity {
@@ -62,7 +60,6 @@ export class Identity {
     return { user: { name: owner.name, password: undefined, grants, cappedBy: owner }, principal };
   }
 
-  /** Write held `last used` times (server close). */
   async close(): Promise<void> {
     await this.tokens?.flush();
   }

@@ -5,7 +5,6 @@ import type { OidcIdentity as PrincipalOidc } from "../../backend/principal.js";
 import { ObjstateError } from "../../errors.js";
 import { globMatches, parseJsonFile, parseRoles, unauthorized, type Role, type User } from "../users.js";
 
-/** One rule of `identities`. */
 export interface IdentityRule {
   /** The principal's name, and a Basic user name the token is accepted with (besides `oidc`). */
   readonly name: string;
@@ -19,7 +18,6 @@ export interface IdentityRule {
 
 /** Signature algorithms accepted; never `none` and never HS* (a public key is not a shared secret). */
 const OIDC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
-/** Clock tolerance on `exp`, `nbf` and `iat`. */
 const CLOCK_TOLERANCE_S = 30;
 const FETCH_TIMEOUT_MS = 5_000;
 /** A discovery document or JWKS larger than this is refused, never taken whole. */
@@ -42,7 +40,6 @@ function allowedIssuerUrl(url: string): boolean {
   return u?.protocol === "https:" || (u?.protocol === "http:" && ["127.0.0.1", "[::1]", "localhost"].includes(u.hostname));
 }
 
-/** Parse the `identities` section of the users file (absent: no rules). */
 export function parseIdentities(doc: unknown, file: string): IdentityRule[] {
   const { identities: list, users } = (doc ?? {}) as { identities?: unknown; users?: Record<string, unknown> };
   if (list === undefined) return [];
@@ -110,12 +107,10 @@ export function applyRule(rule: IdentityRule, payload: JWTPayload): { user: User
   return { user: { name: rule.name, password: undefined, grants }, claims: used };
 }
 
-/** Three base64url parts, the first a JSON object? */
 export function looksLikeJwt(text: string): boolean {
   return /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/.test(text);
 }
 
-/** What {@link OidcVerifier.verify} gives: the user the rule made, and the principal's OIDC part. */
 export interface OidcIdentity {
   readonly user: User;
   readonly oidc: PrincipalOidc;
@@ -148,7 +143,6 @@ type KeySet = ReturnType<typeof createRemoteJWKSet>;
 /** Per issuer: discovery fetched once (again a while after it failed), then jose's remote JWKS, refetched on an unknown `kid` once per cooldown. */
 export class OidcVerifier {
   private readonly keySets = new Map<string, Promise<KeySet>>();
-  /** JWKS URLs whose last fetch failed: until when, and why. */
   private readonly failedJwks = new Map<string, { until: number; why: string }>();
 
   constructor(
@@ -160,7 +154,6 @@ export class OidcVerifier {
     return this.rules.length > 0;
   }
 
-  /** Does a rule accept `basicUser` as the Basic user name of an ID token? */
   acceptsUserName(basicUser: string): boolean {
     return basicUser === "oidc" || this.rules.some((r) => r.name === basicUser);
   }

@@ -40,7 +40,6 @@ function fileError(file: string, problem: string): ObjstateError {
   return new ObjstateError("TOKENS_FILE_INVALID", `tokens file ${file}: ${problem}; make tokens with objstate serve token create`);
 }
 
-/** Parse a tokens file's text (an absent file is no tokens). */
 function parseTokens(text: string | undefined, file: string): Map<string, TokenRecord> {
   const out = new Map<string, TokenRecord>();
   if (text === undefined || text.trim() === "") return out;
@@ -132,7 +131,6 @@ export async function revokeToken(file: string, id: string, now = Date.now()): P
   return out as TokenRecord;
 }
 
-/** `token list`: every token of the file. */
 export function listTokens(file: string): TokenRecord[] {
   return [...parseTokens(readText(file), file).values()];
 }
@@ -189,7 +187,6 @@ export class TokenStore {
     return record;
   }
 
-  /** Write the held `last used` times now (the server calls this when it stops). */
   async flush(): Promise<void> {
     // The timer stays set (cleared) while the write runs: one flush at a time, the next armed after it.
     clearTimeout(this.timer);
