@@ -39,7 +39,7 @@ export class Authenticator {
     if (users === undefined) return { user: ANONYMOUS, principal: ANONYMOUS_PRINCIPAL };
     const cert = certUser(req, users);
     if (cert !== undefined) return { user: cert, principal: { name: cert.name, via: "certificate" } };
-    const bearer = parseBearer(req.headers.authorization);
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "")?.[1];
     if (bearer !== undefined) {
       if (this.identity === undefined) throw unauthorized("this server takes no bearer tokens: use HTTP Basic (username and password in the http backend)");
       return this.identity.resolve({ kind: "bearer", secret: bearer });
@@ -53,8 +53,7 @@ export class Authenticator {
   }
 
   private async password(address: string, basic: { user: string; password: string }, users: ReadonlyMap<string, User>): Promise<User> {
-    // Before the cache too: were a remembered password let through while limited, a 429
-    // against a 200 would tell a guesser which guess was right.
+    // Before the cache too: a remembered password let through while limited (200 against 429) would tell a guesser it was right.
     const attempt = this.limiter.begin(address, basic.user);
     const user = users.get(basic.user);
     const mac = createHmac("sha256", this.cacheKey).update(`${basic.user}:${basic.password}`).digest("base64");
@@ -80,10 +79,6 @@ export class Authenticator {
     this.verified.set(mac, this.now() + CACHE_MS);
     return user;
   }
-}
-
-function parseBearer(header: string | undefined): string | undefined {
-  return /^Bearer\s+(\S+)\s*$/i.exec(header ?? "")?.[1];
 }
 
 export function parseBasic(header: string | undefined): { user: string; password: string } | undefined {

@@ -9,27 +9,14 @@ import type { Logger } from "./log.js";
 /** Refusals and drops are logged at most this often (a flood must not flood the log). */
 const REPORT_EVERY_MS = 60_000;
 
-interface ConnectionLimits {
-  readonly maxConnections?: number | undefined;
-  /** Open connections from one address; an IPv6 /64 counts as one (default 64). */
-  readonly maxPerClient?: number | undefined;
-  /** The window of the minimum-rate rule: the client timeout. */
-  readonly windowMs: number;
-}
+/** `windowMs`: the window of the minimum-rate rule (the client timeout). */
+type ConnectionLimits = { readonly maxConnections?: number | undefined; readonly maxPerClient?: number | undefined; readonly windowMs: number };
 
-interface Watched {
-  readonly req: IncomingMessage;
-  readonly socket: Socket;
-  mark: number;
-  since: number;
-}
+/** A request whose body has not all arrived; `mark` is `socket.bytesRead` when the window began. */
+type Watched = { readonly req: IncomingMessage; readonly socket: Socket; mark: number; since: number };
 
 /** An open connection: its client's address group, and the request it is answering (if any). */
-interface Open {
-  readonly socket: Socket;
-  readonly client: string;
-  req: IncomingMessage | undefined;
-}
+type Open = { readonly socket: Socket; readonly client: string; req: IncomingMessage | undefined };
 
 /** A cap as given, when it is a whole number of at least 1 (node reads 0 as "no cap"). */
 function count(name: string, n: number): number {
@@ -124,8 +111,7 @@ export class ConnectionGuard {
         this.watched.delete(w);
         continue;
       }
-      // A body being read through io/http-body.ts is timed there (and answered 408); one the server
-      // holds back (nothing reads it and its buffer is full) is no fault of the client's.
+      // A body read through io/http-body.ts is timed there (408); one the server holds back (buffer full) is not the client's fault.
       const excused = isReceiving(req) || req.readableLength >= req.readableHighWaterMark;
       if (!excused && now - w.since < this.limits.windowMs) continue;
       if (!excused && socket.bytesRead - w.mark < MIN_BODY_BYTES_PER_WINDOW) {

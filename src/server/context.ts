@@ -46,11 +46,7 @@ export interface Ctx {
   held?: HeldAnswer | null;
 }
 
-interface HeldAnswer {
-  readonly status: number;
-  readonly headers: Record<string, string>;
-  readonly body: Buffer;
-}
+type HeldAnswer = { readonly status: number; readonly headers: Record<string, string>; readonly body: Buffer };
 
 export function sendHeld(ctx: Ctx, a: HeldAnswer): void {
   ctx.res.writeHead(a.status, a.headers);
@@ -79,10 +75,7 @@ export function requireRole(ctx: Ctx, role: Role, workspace: string): void {
 }
 
 /** Who a write through the server is made as: the principal, and under a lock, the owner it must have. */
-export interface WriteAs {
-  readonly principal: Principal;
-  readonly owner: string | undefined;
-}
+export type WriteAs = { readonly principal: Principal; readonly owner: string | undefined };
 
 export function writeAs(ctx: Ctx, ws: string): WriteAs {
   return { principal: ctx.principal, owner: ownerToCheck(ctx, ws) };

@@ -80,8 +80,7 @@ export class RequestGate {
     const own = this.ownOrigin(header(req, "host"));
     const method = req.method ?? "GET";
     const changes = !SAFE_METHODS.has(method);
-    // Reads of the console are navigations a link from anywhere may start; everything else
-    // (the tool's protocol, the JSON API, every action) is never a browser's cross-site business.
+    // Console reads are navigations a link from anywhere may start; nothing else is a browser's cross-site business.
     if (changes || kind === "api") this.checkSite(req, own);
     if (hasBody(req)) checkType(req, kind);
     return own;

@@ -25,11 +25,8 @@ export interface LoginAttempt {
   release(): void;
 }
 
-interface NameRecord {
-  /** Times of failures, possibly older than the window until pruned. */
-  failures: number[];
-  pending: number;
-}
+/** Times of failures (older than the window until pruned), and checks in flight. */
+type NameRecord = { failures: number[]; pending: number };
 
 /** Bounded memory: addresses live in two generations of half {@link MAX_ADDRESSES} each; a full recent one drops the older (roughly LRU). */
 export class LoginLimiter {

@@ -131,8 +131,7 @@ export class ObjstateServer {
       t === undefined
         ? createHttpServer(base, handler)
         : createHttpsServer({ ...base, cert: t.cert, key: t.key, minVersion: "TLSv1.2", ciphers: TLS12_CIPHERS, honorCipherOrder: true, ...mtls }, handler);
-    // Headers must arrive within the client timeout; bodies keep a minimum rate (connections.ts),
-    // never a deadline, so a large upload on a slow link lives.
+    // Headers have a deadline; bodies only a minimum rate (connections.ts), so a large upload on a slow link lives.
     server.headersTimeout = this.clientTimeoutMs;
     server.requestTimeout = 0;
     server.keepAliveTimeout = 5_000;

@@ -5,10 +5,7 @@ import { OidcVerifier, looksLikeJwt, type IdentityRule, type OidcOptions } from 
 import { TokenStore, looksLikeToken } from "./tokens.js";
 
 /** The user whose grants a request is checked against, and the principal the library records. */
-export interface Authenticated {
-  readonly user: User;
-  readonly principal: Principal;
-}
+export type Authenticated = { readonly user: User; readonly principal: Principal };
 
 export interface IdentityOptions {
   readonly tokensFile?: string | undefined;

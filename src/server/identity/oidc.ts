@@ -111,11 +111,6 @@ export function looksLikeJwt(text: string): boolean {
   return /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/.test(text);
 }
 
-export interface OidcIdentity {
-  readonly user: User;
-  readonly oidc: PrincipalOidc;
-}
-
 export interface OidcOptions {
   /** How soon after a JWKS fetch an unknown `kid` may fetch it again (jose's cooldown). Default 30 s. */
   readonly refreshCooldownMs?: number;
@@ -164,7 +159,7 @@ export class OidcVerifier {
       p = this.discover(issuer);
       this.keySets.set(issuer, p);
       // A failed discovery is answered from memory for a while, then tried again.
-      p.catch(() => setTimeout(() => this.keySets.delete(issuer), this.retryAfterMs).unref());
+      p.catch(() => setTimeout(() => this.keySets.delete(issuer), this.options.retryAfterFailureMs ?? RETRY_AFTER_FAILURE_MS).unref());
     }
     return p;
   }
@@ -188,10 +183,6 @@ export class OidcVerifier {
     });
   }
 
-  private get retryAfterMs(): number {
-    return this.options.retryAfterFailureMs ?? RETRY_AFTER_FAILURE_MS;
-  }
-
   /** jose's JWKS fetch, capped, and refused without a fetch while its last failure is recent. */
   private async fetchJwks(url: string, init: RequestInit): Promise<Response> {
     const failed = this.failedJwks.get(url);
@@ -199,13 +190,13 @@ export class OidcVerifier {
     try {
       return await cappedFetch(url, init);
     } catch (e) {
-      this.failedJwks.set(url, { until: Date.now() + this.retryAfterMs, why: (e as Error).message });
+      this.failedJwks.set(url, { until: Date.now() + (this.options.retryAfterFailureMs ?? RETRY_AFTER_FAILURE_MS), why: (e as Error).message });
       throw e;
     }
   }
 
   /** UNAUTHORIZED (not a valid token of a configured issuer), FORBIDDEN (no rule matches), IDENTITY_PROVIDER_UNAVAILABLE; never quoting the token. */
-  async verify(jwt: string): Promise<OidcIdentity> {
+  async verify(jwt: string): Promise<{ user: User; oidc: PrincipalOidc }> {
     let iss: string | undefined;
     try {
       iss = decodeJwt(jwt).iss;
