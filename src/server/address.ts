@@ -1,9 +1,6 @@
 import { isIP } from "node:net";
 
-/**
- * The client an address is counted as by per-client limits (failed logins, connections): an
- * IPv4 address itself (`::ffff:a.b.c.d` too), an IPv6 one by its /64 (one host usually holds one).
- */
+/** The client an address counts as for per-client limits: an IPv4 address (`::ffff:a.b.c.d` too) itself, an IPv6 one by its /64. */
 export function addressGroup(address: string): string {
   // The forms Node reports, without parsing: IPv4, and IPv4 on a dual-stack socket.
   if (!address.includes(":")) return address;

@@ -1,16 +1,12 @@
-/**
- * `/api/v1/...`: the CLI's operations as JSON, each one library call; and the server's side of
- * the audit log (docs/decisions/076, 087): the event of each change, and `GET /api/v1/audit`.
- */
+/** `/api/v1/...`: the CLI's operations as JSON, each one library call, and `GET /api/v1/audit` (docs/decisions/076, 087). */
 import { createHash } from "node:crypto";
 import { NO_LOCK_ID } from "../backend/backend.js";
-import { parseSince, type AuditAction, type AuditEntry } from "../backend/audit.js";
+import { parseSince, type AuditAction } from "../backend/audit.js";
 import { checkWorkspace } from "../config/layout.js";
 import { ObjstateError } from "../errors.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
-import { readBody, type Body } from "../io/http-body.js";
 import { checkDiffRoom, DIFF_MAX_BODY, diffInWorker, diffJson, versionDiffText } from "./diff-runner.js";
-import { jsonObject, limitParam, requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
+import { jsonObject, limitParam, readSmall, requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
 import { allowed, allowedEverywhere, type Role } from "./users.js";
 import { ENCRYPTED, encryptedOr } from "../console/types.js";
 import { historyEntryJson, lockJson, outputsJsonText, rollbackJson, workspaceJson, type HistoryEntryJson } from "../wire/shapes.js";
@@ -23,7 +19,8 @@ export interface Route {
   readonly role?: Role | undefined;
   /** Each request that reaches it is written to the audit log as this action. */
   readonly audit?: AuditAction | undefined;
-  readonly handler: (ctx: Ctx) => Promise<void>;
+  /** `ws`: the `:workspace` parameter ("" on a route without one). */
+  readonly handler: (ctx: Ctx, ws: string) => Promise<void>;
 }
 
 /** A state that is an envelope the server has no key for is answered as such (`"encrypted": true`), not as a failure. */
@@ -33,31 +30,23 @@ function sendEncrypted(ctx: Ctx, fields: object = {}): void {
   sendJson(ctx, 200, { ...fields, encrypted: true, message });
 }
 
-/** A body of at most `maxBytes` (and the server's limit). */
-async function readSmall(ctx: Ctx, maxBytes: number, maxBytesName?: string): Promise<Body> {
-  const body = await readBody(ctx.req, { ...ctx.limits, maxBytes: Math.min(ctx.limits.maxBytes, maxBytes), maxBytesName });
-  ctx.bytesIn += body.size;
-  return body;
-}
-
 async function listWorkspaces(ctx: Ctx): Promise<void> {
   // `outputs` is enough to be listed: the listing shows no more than that role's routes.
   const statuses = await ctx.backend.workspaceStatuses((w) => allowed(ctx.user, "outputs", w));
   sendJson(ctx, 200, { workspaces: statuses.map(workspaceJson) });
 }
 
-async function showWorkspace(ctx: Ctx): Promise<void> {
-  sendJson(ctx, 200, workspaceJson(await ctx.backend.workspaceStatus(ctx.params["workspace"] as string)));
+async function showWorkspace(ctx: Ctx, ws: string): Promise<void> {
+  sendJson(ctx, 200, workspaceJson(await ctx.backend.workspaceStatus(ws)));
 }
 
-async function showLock(ctx: Ctx): Promise<void> {
-  const lock = await ctx.backend.currentLock(ctx.params["workspace"] as string);
+async function showLock(ctx: Ctx, ws: string): Promise<void> {
+  const lock = await ctx.backend.currentLock(ws);
   sendJson(ctx, 200, { lock: lock === null ? null : lockJson(lock) });
 }
 
 /** `DELETE …/lock?id=ID`: the CLI's force-unlock, which needs the ID shown in the lock error. */
-async function forceUnlock(ctx: Ctx): Promise<void> {
-  const ws = ctx.params["workspace"] as string;
+async function forceUnlock(ctx: Ctx, ws: string): Promise<void> {
   const id = ctx.url.searchParams.get("id") ?? "";
   if (id === "")
     throw new ObjstateError(
@@ -71,8 +60,7 @@ async function forceUnlock(ctx: Ctx): Promise<void> {
 }
 
 /** Outputs of the workspace's state, as `objstate output --json` prints them; sensitive values are always masked here. */
-async function outputs(ctx: Ctx): Promise<void> {
-  const ws = ctx.params["workspace"] as string;
+async function outputs(ctx: Ctx, ws: string): Promise<void> {
   // Through the server's own connection: no credentials, drivers or table check per request.
   const read = await readRemoteOutputs(ctx.backend, ws).catch(encryptedOr);
   if (read === ENCRYPTED) return sendEncrypted(ctx, { outputs: null });
@@ -81,12 +69,11 @@ async function outputs(ctx: Ctx): Promise<void> {
 }
 
 /** `POST …/diff`, body = a state: what would change from the stored state to it (bounded: diff-runner.ts). */
-async function diff(ctx: Ctx): Promise<void> {
-  const ws = ctx.params["workspace"] as string;
+async function diff(ctx: Ctx, ws: string): Promise<void> {
   // Refused before the body is read when every place is taken: no upload for nothing.
   checkDiffRoom();
   const name = DIFF_MAX_BODY < ctx.limits.maxBytes ? "the most a diff takes: compare larger states with objstate state diff" : undefined;
-  const body = await readSmall(ctx, DIFF_MAX_BODY, name);
+  const body = await readSmall(ctx, DIFF_MAX_BODY, false, name);
   const current = await ctx.backend.readState(ws);
   const answer = await diffJson(current, body.bytes()).catch(encryptedOr);
   if (answer === ENCRYPTED) return sendEncrypted(ctx);
@@ -97,8 +84,7 @@ async function diff(ctx: Ctx): Promise<void> {
 const MAX_ACTION_BODY = 64 * 1024;
 
 /** `GET …/history[?limit=N]`: versions newest first, as `objstate state history --json`. */
-async function history(ctx: Ctx): Promise<void> {
-  const ws = ctx.params["workspace"] as string;
+async function history(ctx: Ctx, ws: string): Promise<void> {
   const limit = limitParam(ctx, "history", 100, 1000);
   const versions: HistoryEntryJson[] = [];
   for await (const v of ctx.backend.history(ws, { limit })) versions.push(historyEntryJson(v));
@@ -106,15 +92,12 @@ async function history(ctx: Ctx): Promise<void> {
 }
 
 /** `GET …/versions/{v}`: one version's bytes exactly as stored, as `state pull --version`. */
-async function version(ctx: Ctx): Promise<void> {
-  const ws = ctx.params["workspace"] as string;
+async function version(ctx: Ctx, ws: string): Promise<void> {
   const bytes = await ctx.backend.readVersion(ws, ctx.params["version"] as string);
   send(ctx, 200, bytes, { "Content-Type": "application/json", "Content-MD5": createHash("md5").update(bytes).digest("base64") });
 }
 
-/** `GET …/diff?from=V&to=V`: what changed between two stored versions. */
-async function diffVersions(ctx: Ctx): Promise<void> {
-  const ws = ctx.params["workspace"] as string;
+async function diffVersions(ctx: Ctx, ws: string): Promise<void> {
   const from = ctx.url.searchParams.get("from") ?? "";
   const to = ctx.url.searchParams.get("to") ?? "";
   if (from === "" || to === "")
@@ -128,7 +111,6 @@ async function diffVersions(ctx: Ctx): Promise<void> {
   send(ctx, 200, versionDiffText(ws, compared), { "Content-Type": "application/json" });
 }
 
-/** What `POST …/rollback` takes. */
 function rollbackRequest(bytes: Buffer, ws: string): { to: string; force: boolean; lockId: string | undefined } {
   const found = jsonObject(bytes, "the rollback request body");
   const o = found === "invalid" ? undefined : found;
@@ -143,14 +125,10 @@ function rollbackRequest(bytes: Buffer, ws: string): { to: string; force: boolea
   return { to, force, lockId };
 }
 
-/**
- * `POST …/rollback`, body `{"to", "force"?, "lockId"?}`: version `to` written as the newest,
- * under the caller's lock or one taken for it. Needs write and lock; `force` (another lineage) needs force.
- */
-async function rollback(ctx: Ctx): Promise<void> {
-  const ws = ctx.params["workspace"] as string;
+/** `POST …/rollback` `{"to", "force"?, "lockId"?}`: version `to` written as the newest; needs write and lock, `force` (another lineage) force. */
+async function rollback(ctx: Ctx, ws: string): Promise<void> {
   requireRole(ctx, "lock", ws);
-  const body = await readSmall(ctx, MAX_ACTION_BODY);
+  const body = await readSmall(ctx, MAX_ACTION_BODY, false);
   const r = rollbackRequest(body.bytes(), ws);
   Object.assign(ctx.audit, { from: r.to, ...(r.lockId === undefined ? {} : { lockId: r.lockId }) });
   if (r.force) requireRole(ctx, "force", ws);
@@ -159,10 +137,7 @@ async function rollback(ctx: Ctx): Promise<void> {
   sendJson(ctx, 200, rollbackJson(ws, result));
 }
 
-/**
- * `GET /api/v1/locks`, as `objstate locks --json`: only those of workspaces the user may see
- * (`outputs`, as the listing); a lock of another state under the prefix only for admins of `*`.
- */
+/** `GET /api/v1/locks`: those of workspaces the user may list; a lock of another state under the prefix only for admins of `*`. */
 async function listLocks(ctx: Ctx): Promise<void> {
   const locks = (await ctx.backend.locks()).filter((l) =>
     l.workspace === null ? allowedEverywhere(ctx.user, "admin") : allowed(ctx.user, "outputs", l.workspace),
@@ -170,39 +145,7 @@ async function listLocks(ctx: Ctx): Promise<void> {
   sendJson(ctx, 200, { locks: locks.map(lockJson) });
 }
 
-/** The audit event of a request to a route that changes something, as it is answered. */
-export function auditEntry(
-  ctx: Ctx,
-  action: AuditAction,
-  workspace: string,
-  surface: AuditEntry["surface"],
-  status: number,
-  code: string | undefined,
-): AuditEntry {
-  const n = ctx.audit;
-  // 5xx: it broke on the way; other 4xx: turned down (a role, a lock held by another, a bad body).
-  const outcome = status < 400 ? "ok" : status >= 500 ? "failed" : "refused";
-  return {
-    principal: ctx.principal,
-    action: n.action ?? action,
-    workspace,
-    surface,
-    outcome,
-    lockId: n.lockId,
-    serial: outcome === "ok" ? n.serial : undefined,
-    md5: outcome === "ok" ? n.md5 : undefined,
-    from: n.from,
-    code: outcome === "ok" ? undefined : code,
-    status: outcome === "ok" ? undefined : status,
-  };
-}
-
-/**
- * `GET /api/v1/audit[?workspace=W][&since=T][&limit=N]`: the audit events from `since` (default
- * the last 24 h) on, oldest first, at most `limit`. Admins only: of `W` when given, else of
- * every workspace (a grant on `*`). A change is answered only after its event is stored
- * (or logged as not stored), so every answered change is in the answer.
- */
+/** `GET /api/v1/audit[?workspace=W][&since=T][&limit=N]`, oldest first: admins of `W`, or of `*` for every workspace. */
 export async function auditRoute(ctx: Ctx): Promise<void> {
   const workspace = ctx.url.searchParams.get("workspace") ?? undefined;
   if (workspace !== undefined) {

@@ -1,9 +1,4 @@
-/**
- * Who is asking: an API token or OIDC ID token (identity/identity.ts), HTTP Basic checked
- * against the users file, or a verified client certificate whose subject CN names a user
- * (mutual TLS). Failed logins are limited (login-limiter.ts): past a limit, refused before any
- * password check.
- */
+/** Who is asking: a token (identity/identity.ts), HTTP Basic under failed-login limits, or a verified client certificate's CN. */
 import { createHmac, randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
@@ -44,7 +39,7 @@ export class Authenticator {
     if (users === undefined) return { user: ANONYMOUS, principal: ANONYMOUS_PRINCIPAL };
     const cert = certUser(req, users);
     if (cert !== undefined) return { user: cert, principal: { name: cert.name, via: "certificate" } };
-    const bearer = parseBearer(req.headers.authorization);
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "")?.[1];
     if (bearer !== undefined) {
       if (this.identity === undefined) throw unauthorized("this server takes no bearer tokens: use HTTP Basic (username and password in the http backend)");
       return this.identity.resolve({ kind: "bearer", secret: bearer });
@@ -57,10 +52,8 @@ export class Authenticator {
     return { user, principal: { name: user.name, via: "password" } };
   }
 
-  /** HTTP Basic, under the failed-login limits. */
   private async password(address: string, basic: { user: string; password: string }, users: ReadonlyMap<string, User>): Promise<User> {
-    // Before the cache too: were a remembered password let through while limited, a 429
-    // against a 200 would tell a guesser which guess was right.
+    // Before the cache too: a remembered password let through while limited (200 against 429) would tell a guesser it was right.
     const attempt = this.limiter.begin(address, basic.user);
     const user = users.get(basic.user);
     const mac = createHmac("sha256", this.cacheKey).update(`${basic.user}:${basic.password}`).digest("base64");
@@ -88,11 +81,6 @@ export class Authenticator {
   }
 }
 
-function parseBearer(header: string | undefined): string | undefined {
-  return /^Bearer\s+(\S+)\s*$/i.exec(header ?? "")?.[1];
-}
-
-/** `Authorization: Basic base64(user:password)`, or undefined. */
 export function parseBasic(header: string | undefined): { user: string; password: string } | undefined {
   const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? "");
   if (m === null) return undefined;

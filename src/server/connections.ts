@@ -1,8 +1,4 @@
-/**
- * Connection accounting (docs/decisions/006, 007): caps on open connections, per client
- * address and in all, and the minimum rate of request bodies on every route, also while
- * node:http discards an unread body after the answer (a dripped body would hold it forever).
- */
+/** Caps on open connections, per client and in all, and the minimum rate of request bodies, also of one node:http discards (docs/decisions/006, 007). */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ObjstateError } from "../errors.js";
@@ -13,30 +9,14 @@ import type { Logger } from "./log.js";
 /** Refusals and drops are logged at most this often (a flood must not flood the log). */
 const REPORT_EVERY_MS = 60_000;
 
-interface ConnectionLimits {
-  /** Open connections in all (default 1024). */
-  readonly maxConnections?: number | undefined;
-  /** Open connections from one address; an IPv6 /64 counts as one (default 64). */
-  readonly maxPerClient?: number | undefined;
-  /** The window of the minimum-rate rule: the client timeout. */
-  readonly windowMs: number;
-}
+/** `windowMs`: the window of the minimum-rate rule (the client timeout). */
+type ConnectionLimits = { readonly maxConnections?: number | undefined; readonly maxPerClient?: number | undefined; readonly windowMs: number };
 
-/** A request whose body has not all arrived. */
-interface Watched {
-  readonly req: IncomingMessage;
-  readonly socket: Socket;
-  /** `socket.bytesRead` when the window began. */
-  mark: number;
-  since: number;
-}
+/** A request whose body has not all arrived; `mark` is `socket.bytesRead` when the window began. */
+type Watched = { readonly req: IncomingMessage; readonly socket: Socket; mark: number; since: number };
 
 /** An open connection: its client's address group, and the request it is answering (if any). */
-interface Open {
-  readonly socket: Socket;
-  readonly client: string;
-  req: IncomingMessage | undefined;
-}
+type Open = { readonly socket: Socket; readonly client: string; req: IncomingMessage | undefined };
 
 /** A cap as given, when it is a whole number of at least 1 (node reads 0 as "no cap"). */
 function count(name: string, n: number): number {
@@ -45,10 +25,8 @@ function count(name: string, n: number): number {
 }
 
 /**
- * Closes at once a connection over the per-client cap (before a byte is parsed, and with TLS
- * before the handshake); at the total cap, makes room by closing the oldest connection not
- * answering a whole request of the address holding the most, else the new one; drops one whose
- * body brings fewer than {@link MIN_BODY_BYTES_PER_WINDOW} in a window. One sweep timer for all.
+ * Closes a connection over the per-client cap before a byte (or TLS handshake); at the total cap, the oldest idle one of the
+ * address holding the most, else the new one; drops a body bringing under {@link MIN_BODY_BYTES_PER_WINDOW} a window.
  */
 export class ConnectionGuard {
   readonly maxConnections: number;
@@ -133,8 +111,7 @@ export class ConnectionGuard {
         this.watched.delete(w);
         continue;
       }
-      // A body being read through io/http-body.ts is timed there (and answered 408); one the server
-      // holds back (nothing reads it and its buffer is full) is no fault of the client's.
+      // A body read through io/http-body.ts is timed there (408); one the server holds back (buffer full) is not the client's fault.
       const excused = isReceiving(req) || req.readableLength >= req.readableHighWaterMark;
       if (!excused && now - w.since < this.limits.windowMs) continue;
       if (!excused && socket.bytesRead - w.mark < MIN_BODY_BYTES_PER_WINDOW) {

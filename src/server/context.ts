@@ -5,18 +5,16 @@ import type { ObjectStoreBackend } from "../backend/backend.js";
 import type { AuditAction, AuditLog } from "../backend/audit.js";
 import { lockOwnerOf, type Principal } from "../backend/principal.js";
 import { ObjstateError } from "../errors.js";
-import type { BodyLimits } from "../io/http-body.js";
+import { checkContentMd5, readBody, type Body, type BodyLimits } from "../io/http-body.js";
 import { checkNesting } from "../json/scan.js";
 import type { Logger } from "./log.js";
 import type { Metrics } from "./metrics.js";
 import { allowed, type Role, type User } from "./users.js";
 
-/** One request being answered. */
 export interface Ctx {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly url: URL;
-  /** Path parameters of the matched route (`workspace`, …). */
   readonly params: Readonly<Record<string, string>>;
   readonly user: User;
   /** Who the request is, as the library records it (lock owner, who wrote a version); `anonymous` without users. */
@@ -48,18 +46,13 @@ export interface Ctx {
   held?: HeldAnswer | null;
 }
 
-interface HeldAnswer {
-  readonly status: number;
-  readonly headers: Record<string, string>;
-  readonly body: Buffer;
-}
+type HeldAnswer = { readonly status: number; readonly headers: Record<string, string>; readonly body: Buffer };
 
 export function sendHeld(ctx: Ctx, a: HeldAnswer): void {
   ctx.res.writeHead(a.status, a.headers);
   ctx.res.end(a.body);
 }
 
-/** A request header's (first) value. */
 export function header(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
@@ -74,7 +67,6 @@ const VERBS: Readonly<Record<Role, string>> = {
   admin: "administer",
 };
 
-/** Refuse with 403 unless the user has `role` on `workspace`. */
 export function requireRole(ctx: Ctx, role: Role, workspace: string): void {
   if (allowed(ctx.user, role, workspace)) return;
   // Someone given only outputs asked for the state: name the one route that role reads.
@@ -83,10 +75,7 @@ export function requireRole(ctx: Ctx, role: Role, workspace: string): void {
 }
 
 /** Who a write through the server is made as: the principal, and under a lock, the owner it must have. */
-export interface WriteAs {
-  readonly principal: Principal;
-  readonly owner: string | undefined;
-}
+export type WriteAs = { readonly principal: Principal; readonly owner: string | undefined };
 
 export function writeAs(ctx: Ctx, ws: string): WriteAs {
   return { principal: ctx.principal, owner: ownerToCheck(ctx, ws) };
@@ -134,4 +123,12 @@ export function limitParam(ctx: Ctx, route: string, fallback: number, max: numbe
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1 || n > max)
     throw new ObjstateError("BAD_REQUEST", `?limit=${JSON.stringify(raw).slice(1, -1)} of the ${route} route must be a whole number from 1 to ${max}`);
   return n;
+}
+
+/** A body of at most `maxBytes` (and the server's limit); its Content-MD5 checked on the state routes. */
+export async function readSmall(ctx: Ctx, maxBytes: number, md5: boolean, maxBytesName?: string): Promise<Body> {
+  const body = await readBody(ctx.req, { ...ctx.limits, maxBytes: Math.min(ctx.limits.maxBytes, maxBytes), maxBytesName });
+  ctx.bytesIn += body.size;
+  if (md5) checkContentMd5(header(ctx.req, "content-md5"), body.md5);
+  return body;
 }

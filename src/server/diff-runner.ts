@@ -1,8 +1,6 @@
 /**
- * Diffs bounded (docs/decisions/007): a body of at most {@link DIFF_MAX_BODY}, at most
- * {@link MAX_CONCURRENT_DIFFS} at once (more: 429 with Retry-After), each large one in a worker
- * thread with a bounded heap, so the main thread answers meanwhile and a diff too large for
- * memory takes down only its worker.
+ * Diffs bounded (docs/decisions/007): at most {@link MAX_CONCURRENT_DIFFS} at once (more: 429), each large one in a worker
+ * with a bounded heap, so the main thread answers meanwhile and a diff too large for memory takes down only its worker.
  */
 import { once } from "node:events";
 import { ObjstateError } from "../errors.js";
@@ -15,7 +13,6 @@ import type { DiffJob, DiffReply } from "./diff-worker.js";
 
 /** Largest state a client may send to diff (or --max-state-size, when smaller). */
 export const DIFF_MAX_BODY = 64 * 1024 * 1024;
-/** Diffs computed at once in this process. */
 export const MAX_CONCURRENT_DIFFS = 2;
 /** Heap of one diff's worker: two 64 MiB states compare in well under 512 MiB. */
 const WORKER_HEAP_MB = 1024;
@@ -26,12 +23,10 @@ const RETRY_AFTER_S = 2;
 
 let running = 0;
 
-/** Diffs being computed in workers now. */
 export function diffsRunning(): number {
   return running;
 }
 
-/** Throw `TOO_MANY_DIFFS` (429 with Retry-After) when every place for a diff is taken. */
 export function checkDiffRoom(): void {
   if (running >= MAX_CONCURRENT_DIFFS) {
     throw new ObjstateError("TOO_MANY_DIFFS", `this server is computing ${running} diffs, the most it runs at once: try again in ${RETRY_AFTER_S} s`, {

@@ -5,10 +5,7 @@ import { stringifyDeep } from "../json/exact-json.js";
 import { diffStates } from "../state/diff.js";
 
 /** The two sides, each in an ArrayBuffer of its own (transferred). */
-export interface DiffJob {
-  readonly from: Uint8Array | null;
-  readonly to: Uint8Array | null;
-}
+export type DiffJob = { readonly from: Uint8Array | null; readonly to: Uint8Array | null };
 
 /** The answer's bytes, or the failure (an ObjstateError's code, message and details). */
 export type DiffReply =

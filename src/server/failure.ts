@@ -1,7 +1,4 @@
-/**
- * One error-to-answer mapping for every route: the status from the error's code (errors.ts),
- * the headers it calls for, and a body that never quotes what only the log may see.
- */
+/** One error-to-answer mapping for every route: status from the code (errors.ts), its headers, a body quoting nothing only the log may see. */
 import type { ServerResponse } from "node:http";
 import { codeOf, isObjstateError, ObjstateError, statusOf } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
@@ -45,10 +42,7 @@ export function answerFailure(ctx: Ctx, e: unknown, logger: Logger): void {
   });
 }
 
-/**
- * The message a client is shown for `e`. The key provider's failure quotes its program's
- * stderr (a token, an internal address): only the log gets it, under a reference the answer names.
- */
+/** The message a client is shown: a key provider's failure (it quotes its program's stderr) goes to the log under a reference. */
 export function shownMessage(e: ObjstateError, ctx: Ctx, logger: Logger): string {
   if (!fromKeyProvider(e)) return e.message;
   const ref = nodeCrypto().randomBytes(6).toString("hex");
@@ -70,7 +64,6 @@ export function lastResort(res: ServerResponse, e: unknown, logger: Logger): voi
   }
 }
 
-/** `e` is, or wraps, the external key provider's failure. */
 function fromKeyProvider(e: unknown): boolean {
   return isObjstateError(e) && (e.code === "ENCRYPTION_KEY_PROVIDER_FAILED" || fromKeyProvider(e.cause));
 }

@@ -1,15 +1,8 @@
 /**
- * The request gate: one check in front of every route, before authentication.
- *
- * - **Host** (DNS rebinding): only the hosts of `--public-url`, the listen address and loopback
- *   names are answered, anything else gets 421. The probes are exempt.
- * - **Cross-site** (CSRF: browsers attach saved Basic credentials to a form from any site): a
- *   request a browser marks cross-site or same-site (`Sec-Fetch-Site`), or whose `Origin` is not
- *   the server's, is refused on every route that changes anything and on every `/state` and
- *   `/api` route. The tool's clients send neither header.
- * - **Content type**: a body must carry its real client's type (`application/json`, the form
- *   type on the console's actions), which a cross-site form cannot send without a CORS
- *   preflight, never granted here. An empty body needs none (the tool's force-unlock).
+ * The request gate, before authentication: a `Host` not of `--public-url`, the listen address or
+ * loopback gets 421 (DNS rebinding; probes exempt); a browser's cross-site request (CSRF: it attaches
+ * saved Basic credentials) is refused on every change and every `/state` and `/api` route; and a
+ * body must carry its real client's type, which a cross-site form cannot send without a preflight.
  */
 import type { IncomingMessage } from "node:http";
 import { isIP } from "node:net";
@@ -24,7 +17,6 @@ export interface PublicOrigin {
   readonly host: string;
 }
 
-/** What a route accepts as a body, and how strictly it treats cross-site requests. */
 type RouteKind = "api" | "console" | "probe";
 
 const LOOPBACK_NAMES = new Set(["localhost", "localhost."]);
@@ -39,8 +31,8 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 /** Parse a `--public-url` once, at the edge: an `http(s)` origin without credentials, path, query or fragment. */
-export function parsePublicUrl(text: string, flag = "--public-url"): PublicOrigin {
-  const bad = (problem: string): ObjstateError => new ObjstateError("INVALID_PUBLIC_URL", `${flag} ${problem}`);
+export function parsePublicUrl(text: string): PublicOrigin {
+  const bad = (problem: string): ObjstateError => new ObjstateError("INVALID_PUBLIC_URL", `--public-url ${problem}`);
   const u = URL.canParse(text.trim()) ? new URL(text.trim()) : undefined;
   if (u === undefined)
     throw bad(`must be the URL clients use to reach this server, such as https://state.example.com or http://10.0.0.5:8080, got ${JSON.stringify(text)}`);
@@ -53,7 +45,6 @@ export function parsePublicUrl(text: string, flag = "--public-url"): PublicOrigi
   return { origin: u.origin.toLowerCase(), host: u.host.toLowerCase() };
 }
 
-/** The name of a lower-cased `Host` header (IPv6 without brackets), without its port. */
 function hostName(h: string): string {
   if (!h.startsWith("[")) return h.replace(/:[^:]*$/, "");
   const end = h.indexOf("]");
@@ -62,7 +53,6 @@ function hostName(h: string): string {
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-/** The one gate every request passes (see the module's comment). */
 export class RequestGate {
   private readonly publicByHost: ReadonlyMap<string, string>;
   private readonly publicOrigins: ReadonlySet<string>;
@@ -84,18 +74,13 @@ export class RequestGate {
     this.listenHost = `${isIP(address) === 6 ? `[${address.toLowerCase()}]` : address.toLowerCase()}:${port}`;
   }
 
-  /**
-   * Let the request through, or throw: `MISDIRECTED_REQUEST` (421) for a foreign `Host`,
-   * `CROSS_SITE_REQUEST` (403) for a browser's cross-site request, `UNSUPPORTED_MEDIA_TYPE`
-   * (415) for a body of the wrong type. Returns the server's own origin for this request.
-   */
+  /** The server's own origin for this request, or `MISDIRECTED_REQUEST` (421), `CROSS_SITE_REQUEST` (403), `UNSUPPORTED_MEDIA_TYPE` (415). */
   check(req: IncomingMessage, kind: RouteKind): string | undefined {
     if (kind === "probe") return undefined;
     const own = this.ownOrigin(header(req, "host"));
     const method = req.method ?? "GET";
     const changes = !SAFE_METHODS.has(method);
-    // Reads of the console are navigations a link from anywhere may start; everything else
-    // (the tool's protocol, the JSON API, every action) is never a browser's cross-site business.
+    // Console reads are navigations a link from anywhere may start; nothing else is a browser's cross-site business.
     if (changes || kind === "api") this.checkSite(req, own);
     if (hasBody(req)) checkType(req, kind);
     return own;
@@ -122,7 +107,6 @@ export class RequestGate {
   }
 }
 
-/** Does the request carry a body (a length above zero, or chunks)? */
 function hasBody(req: IncomingMessage): boolean {
   if (req.headers["transfer-encoding"] !== undefined) return true;
   const length = header(req, "content-length");

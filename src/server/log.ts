@@ -1,25 +1,8 @@
-/**
- * One JSON line per request on stderr (or any sink). Only fields chosen here are written:
- * never a header, a query string, a body or a password.
- */
+/** One JSON line per request on stderr (or any sink), of fields chosen here: never a header, query string, body or password. */
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "off";
 export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error", "off"];
 const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3, off: 4 };
-
-interface RequestLine {
-  readonly method: string;
-  readonly route: string;
-  readonly workspace: string | undefined;
-  readonly status: number;
-  readonly ms: number;
-  readonly user: string | undefined;
-  /** The client's address (the socket's peer: a proxy in front shows as itself). */
-  readonly remote: string | undefined;
-  readonly bytesIn: number;
-  readonly bytesOut: number;
-  readonly code?: string | undefined;
-}
 
 export class Logger {
   constructor(
@@ -28,7 +11,7 @@ export class Logger {
   ) {}
 
   /** A request: `info` (`debug` when `routine`, such as the console's lock poll), `warn` for 4xx, `error` for 5xx. */
-  request(r: RequestLine, routine = false): void {
+  request(r: { readonly status: number } & Record<string, string | number | undefined>, routine = false): void {
     const level: LogLevel = r.status >= 500 ? "error" : r.status >= 400 ? "warn" : routine ? "debug" : "info";
     this.write(level, { msg: "request", ...r });
   }

@@ -1,15 +1,11 @@
 /**
- * Failed-login limits, per (address, user name): a guesser slows down only the name it guesses
- * from its own address; an address failing for many names (credential stuffing) is limited as
- * a whole. A check in flight holds a slot, so a burst of guesses cannot all pass before the
- * first failure counts. docs/decisions/002-login-limits.md.
+ * Failed-login limits per (address, user name), and per address failing for many names (credential stuffing); a check
+ * in flight holds a slot, so a burst cannot pass before the first failure counts (docs/decisions/002-login-limits.md).
  */
 import { addressGroup } from "./address.js";
 import { ObjstateError } from "../errors.js";
 
-/** Failed logins allowed before answering 429. */
 export interface LoginLimit {
-  /** Failures per (address, user name) and window. */
   readonly failures: number;
   readonly windowMs: number;
   /** Different user names that may fail from one address within the window before the whole address gets 429 (default 20). */
@@ -29,20 +25,11 @@ export interface LoginAttempt {
   release(): void;
 }
 
-interface NameRecord {
-  /** Times of failures, possibly older than the window until pruned. */
-  failures: number[];
-  /** Checks in flight. */
-  pending: number;
-}
+/** Times of failures (older than the window until pruned), and checks in flight. */
+type NameRecord = { failures: number[]; pending: number };
 
-/**
- * Counts failed logins and refuses attempts past the limits, in bounded memory: addresses live
- * in two generations of at most half of {@link MAX_ADDRESSES} each (seen lately, and before);
- * when the recent one is full the older is dropped. Roughly LRU in O(1) per request.
- */
+/** Bounded memory: addresses live in two generations of half {@link MAX_ADDRESSES} each; a full recent one drops the older (roughly LRU). */
 export class LoginLimiter {
-  /** By address group, then by user name key. */
   private recent = new Map<string, Map<string, NameRecord>>();
   private older = new Map<string, Map<string, NameRecord>>();
   private readonly stuffingUsers: number;
@@ -50,7 +37,6 @@ export class LoginLimiter {
   constructor(
     private readonly limit: LoginLimit = DEFAULT_LOGIN_LIMIT,
     private readonly now: () => number = Date.now,
-    private readonly maxAddresses: number = MAX_ADDRESSES,
   ) {
     this.stuffingUsers = limit.stuffingUsers ?? 20;
   }
@@ -119,7 +105,7 @@ export class LoginLimiter {
 
   private remember(group: string, names: Map<string, NameRecord>): void {
     this.recent.set(group, names);
-    if (this.recent.size >= Math.ceil(this.maxAddresses / 2)) {
+    if (this.recent.size >= MAX_ADDRESSES / 2) {
       this.older = this.recent;
       this.recent = new Map();
     }

@@ -31,7 +31,7 @@ export class Metrics {
   });
   private readonly bytesIn = this.counter("objstate_http_request_bytes_total", "Request body bytes read, by route.", ["route"]);
   private readonly bytesOut = this.counter("objstate_http_response_bytes_total", "Response body bytes sent, by route.", ["route"]);
-  private readonly lockWaits = this.counter("objstate_lock_waits_total", "LOCK requests answered 423 (held by another client).");
+  readonly lockWaits = this.counter("objstate_lock_waits_total", "LOCK requests answered 423 (held by another client).");
   private readonly locks = new Gauge({
     name: "objstate_locks_active",
     help: "Locks taken through this process and not (yet) released through it.",
@@ -39,8 +39,8 @@ export class Metrics {
   });
   private locksHeld = 0;
   // Audit names kept from the appended day objects (decision 076) so dashboards go on working.
-  private readonly auditFailures = this.counter("objstate_audit_append_failures_total", "Audit event writes that failed and were retried.");
-  private readonly auditSpilled = this.counter(
+  readonly auditFailures = this.counter("objstate_audit_append_failures_total", "Audit event writes that failed and were retried.");
+  readonly auditSpilled = this.counter(
     "objstate_audit_lines_logged_total",
     "Audit events written to the server's log because the store did not take them in time.",
   );
@@ -70,14 +70,6 @@ export class Metrics {
     return new Counter({ name, help, labelNames, registers: this.registers });
   }
 
-  auditFailure(): void {
-    this.auditFailures.inc();
-  }
-
-  auditSpill(): void {
-    this.auditSpilled.inc();
-  }
-
   request(route: string, method: string, status: number, seconds: number, bytesIn: number, bytesOut: number): void {
     this.requests.inc({ route, method, status: String(status) });
     this.duration.observe({ route }, seconds);
@@ -85,11 +77,6 @@ export class Metrics {
     this.bytesOut.inc({ route }, bytesOut);
   }
 
-  lockWait(): void {
-    this.lockWaits.inc();
-  }
-
-  /** A lock was taken (+1) or released (-1) through this process. */
   lockHeld(delta: 1 | -1): void {
     this.locksHeld = Math.max(0, this.locksHeld + delta);
     this.locks.set(this.locksHeld);

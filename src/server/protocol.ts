@@ -1,7 +1,4 @@
-/**
- * `/state/{workspace}`: the tool's http backend protocol (docs/design.md §11). Every request
- * its client retries is safe to repeat (docs/decisions/013, 016).
- */
+/** `/state/{workspace}`: the tool's http backend protocol (docs/design.md §11); every request its client retries is safe to repeat (decisions 013, 016). */
 import { NO_LOCK_ID, type LockInfo, type ReleasedLock, type StateSink, type StreamOptions } from "../backend/backend.js";
 import { describeHolder } from "../backend/locks/lock-info.js";
 import { lockOwnerOf } from "../backend/principal.js";
@@ -10,9 +7,9 @@ import { isObjstateError, ObjstateError } from "../errors.js";
 import { JsonScanner } from "../json/scan.js";
 import { md5Of } from "../util/md5.js";
 import type { ByteSource } from "../store/types.js";
-import { checkContentMd5, readBody, type Body } from "../io/http-body.js";
+import type { Body } from "../io/http-body.js";
 import type { Route } from "./api.js";
-import { header, jsonObject, ownerToCheck, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx, type WriteAs } from "./context.js";
+import { jsonObject, ownerToCheck, readSmall, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx, type WriteAs } from "./context.js";
 
 /** Lock info bodies are small; a larger one is not a lock request. */
 const LOCK_BODY_MAX = 64 * 1024;
@@ -27,10 +24,7 @@ export const GET_STREAM: StreamOptions = { minBytes: STREAM_MIN, holdBackBytes: 
 const JOIN_MAX = 4 * 1024 * 1024;
 /** What tells a large body's kind: whether it is an envelope. */
 const HEAD_BYTES = 64 * 1024;
-/**
- * How long after a force-unlock without an ID the same user's next one is taken for its retry
- * (its reply lost): the tool's client retries after 1 s and 2 s more (docs/decisions/016).
- */
+/** How long a user's next force-unlock without an ID is taken for a retry of the last (docs/decisions/016). */
 const FORCE_RETRY_MS = 60_000;
 
 const W = "/state/:workspace";
@@ -49,13 +43,8 @@ export const STATE_ROUTES: readonly Route[] = [
   { method: "DELETE", path: L, audit: "unlock", handler: unlockState },
 ];
 
-/**
- * `GET /state/{w}`: 200 with the state and its Content-MD5; 204 when there is none. A large
- * state is sent while it is read, its last {@link HOLD_BACK} bytes only once the read proved
- * the digest: damaged bytes cut the connection, so no wrong state ever arrives whole.
- */
-async function getState(ctx: Ctx): Promise<void> {
-  const ws = ctx.params["workspace"] as string;
+/** `GET /state/{w}`: 200 with the state and its Content-MD5, 204 without; a large one streamed, its last {@link HOLD_BACK} bytes after the digest. */
+async function getState(ctx: Ctx, ws: string): Promise<void> {
   requireRole(ctx, "read", ws);
   // After the headers went out, a failure cuts the connection.
   const read = await ctx.backend.streamState(ws, new ResponseSink(ctx), GET_STREAM);
@@ -96,32 +85,20 @@ export class ResponseSink implements StateSink {
   }
 }
 
-/**
- * `POST /state/{w}[?ID=lock]` (or PUT): store the body under the client's lock (its owner's,
- * or `force`). The same content again writes nothing and answers 200: retries are safe.
- */
-async function postState(ctx: Ctx): Promise<void> {
-  const ws = ctx.params["workspace"] as string;
+/** `POST /state/{w}[?ID=lock]` (or PUT): store the body under the client's lock; the same content again is a 200 no-op. */
+async function postState(ctx: Ctx, ws: string): Promise<void> {
   requireRole(ctx, "write", ws);
   const id = ctx.url.searchParams.get("ID") ?? "";
   if (id === "" && !ctx.allowUnlockedWrites) throw unlockedWrite(ctx, ws);
   const lockId = id === "" ? undefined : id;
   if (lockId !== undefined) ctx.audit.lockId = lockId;
   const as = writeAs(ctx, ws);
-  const body = await readChecked(ctx, ctx.limits);
+  const body = await readSmall(ctx, ctx.limits.maxBytes, true);
   const stored = ctx.encryption !== undefined && isEnvelopeBody(body);
   if (stored) await mustOpen(ctx, body.bytes(), ws, lockId, as);
   const r = await ctx.backend.writeState(ws, writable(body), { lockId, md5: body.md5, stored, ...as });
   Object.assign(ctx.audit, { md5: r.md5, ...(r.serial === undefined ? {} : { serial: r.serial }) });
   sendEmpty(ctx, 200);
-}
-
-/** A body read under `limits`, its Content-MD5 checked. */
-async function readChecked(ctx: Ctx, limits: Ctx["limits"]): Promise<Body> {
-  const body = await readBody(ctx.req, limits);
-  ctx.bytesIn += body.size;
-  checkContentMd5(header(ctx.req, "content-md5"), body.md5);
-  return body;
 }
 
 /** What the library writes of a body: small ones in one buffer, large ones from the socket's chunks. */
@@ -176,8 +153,7 @@ function isEnvelopeBody(body: Body): boolean {
 }
 
 /** `DELETE /state/{w}`: objstate's own (the tool never sends it); `default` is refused. */
-async function deleteState(ctx: Ctx): Promise<void> {
-  const ws = ctx.params["workspace"] as string;
+async function deleteState(ctx: Ctx, ws: string): Promise<void> {
   requireRole(ctx, "admin", ws);
   const id = ctx.url.searchParams.get("ID") ?? "";
   if (id !== "") ctx.audit.lockId = id;
@@ -185,13 +161,8 @@ async function deleteState(ctx: Ctx): Promise<void> {
   sendEmpty(ctx, 200);
 }
 
-/**
- * `LOCK /state/{w}` (or `POST …/lock`), body = lock info: 200 with the stored info; 423 with
- * the holder's (what `-lock-timeout` waits on), or the client's own when its lock may be left
- * behind (`LOCK_LEFT_BEHIND`, decisions/088). The lock's `Owner` is the principal.
- */
-async function lockState(ctx: Ctx): Promise<void> {
-  const ws = ctx.params["workspace"] as string;
+/** `LOCK /state/{w}` (or `POST …/lock`): 200 with the stored info; 423 with the holder's, or the client's own on `LOCK_LEFT_BEHIND` (decision 088). */
+async function lockState(ctx: Ctx, ws: string): Promise<void> {
   requireRole(ctx, "lock", ws);
   const info = await readLockInfo(ctx);
   if (info === undefined || info.ID === "")
@@ -210,7 +181,7 @@ async function lockState(ctx: Ctx): Promise<void> {
     ctx.metrics.lockHeld(1);
     send(ctx, 200, JSON.stringify(stored), { "Content-Type": "application/json" });
   } catch (e) {
-    if (isObjstateError(e, "STATE_LOCKED")) ctx.metrics.lockWait();
+    if (isObjstateError(e, "STATE_LOCKED")) ctx.metrics.lockWaits.inc();
     // The answer names the lock, but the client may not show it: the operator must see it here.
     if (isObjstateError(e, "LOCK_LEFT_BEHIND"))
       ctx.logger.event("error", "lock left behind", { workspace: ws, principal: ctx.principal.name, lockId: info.ID });
@@ -219,14 +190,10 @@ async function lockState(ctx: Ctx): Promise<void> {
 }
 
 /**
- * `UNLOCK /state/{w}` (or `DELETE …/lock`), body = lock info naming its ID: released (200) for
- * the lock's owner or `force` (the owner decides, not the replayed fields), 403
- * `LOCK_NOT_OWNED` for anyone else; another ID → 409 with the holder, unless that ID was
- * released recently (a retry whose reply was lost): 200; no lock → 200. An empty body is the
- * tool's force-unlock (`force`).
+ * `UNLOCK /state/{w}` (or `DELETE …/lock`): released for its owner or `force`, else 403; another ID 409 unless
+ * released recently (a lost reply's retry); no lock 200. An empty body is the tool's force-unlock.
  */
-async function unlockState(ctx: Ctx): Promise<void> {
-  const ws = ctx.params["workspace"] as string;
+async function unlockState(ctx: Ctx, ws: string): Promise<void> {
   requireRole(ctx, "lock", ws);
   const given = await readLockInfo(ctx);
   if (given === undefined || given.ID === "") {
@@ -241,11 +208,7 @@ async function unlockState(ctx: Ctx): Promise<void> {
   sendEmpty(ctx, 200);
 }
 
-/**
- * The tool's force-unlock (an empty body): releases whoever holds the lock. Repeated by the
- * same user within {@link FORCE_RETRY_MS}, it is taken for that one's retry: a lock taken
- * since is left alone, and the answer says so (409): the tool must not report it released.
- */
+/** The tool's force-unlock: releases any holder; repeated within {@link FORCE_RETRY_MS}, a retry that leaves a newer lock alone (409). */
 async function forceUnlock(ctx: Ctx, ws: string): Promise<void> {
   const [holder, recent] = await Promise.all([ctx.backend.lockInfo(ws), ctx.backend.recentReleases(ws)]);
   if (holder === null) return sendJson(ctx, 200, { released: null, message: `workspace ${ws} is not locked: nothing to release` });
@@ -262,7 +225,6 @@ async function forceUnlock(ctx: Ctx, ws: string): Promise<void> {
   sendJson(ctx, 200, { released: ctx.audit.lockId });
 }
 
-/** `FORCE_UNLOCK_REPEATED`: the lock that stands, why it was left alone, and how to release it. */
 function forceRepeated(ws: string, user: string, last: ReleasedLock, holder: LockInfo): ObjstateError {
   const id = holder.ID === "" ? NO_LOCK_ID : holder.ID;
   return new ObjstateError(
@@ -302,7 +264,7 @@ async function release(ctx: Ctx, ws: string, id: string, owner?: string, forcedB
 }
 
 async function readLockInfo(ctx: Ctx): Promise<LockInfo | undefined> {
-  const body = await readChecked(ctx, { maxBytes: Math.min(LOCK_BODY_MAX, ctx.limits.maxBytes), idleMs: ctx.limits.idleMs });
+  const body = await readSmall(ctx, LOCK_BODY_MAX, true);
   if (body.size === 0) return undefined;
   const o = jsonObject(body.bytes(), "the lock info body");
   if (o === "invalid") throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body is not valid JSON");

@@ -1,7 +1,4 @@
-/**
- * The options of `ObjstateServer`, and what it refuses to start with and warns of, for the
- * CLI and a server made in code alike (decision 043).
- */
+/** `ObjstateServer`'s options, and what it refuses to start with and warns of, for the CLI and code alike (decision 043). */
 import type { ObjectStoreBackend } from "../backend/backend.js";
 import type { AuditLogOptions } from "../backend/audit.js";
 import type { EncryptionConfig } from "../encryption/index.js";
@@ -12,7 +9,6 @@ import type { User } from "./users.js";
 import { ObjstateError } from "../errors.js";
 import { isLoopbackHost, type PublicOrigin } from "./gate.js";
 
-/** Options of {@link ObjstateServer}. */
 export interface ServerOptions {
   readonly backend: ObjectStoreBackend;
   /** Users and roles; undefined: every request is allowed everything (loopback or `insecureNoAuth`). */
@@ -112,7 +108,6 @@ export function listenFailed(e: unknown, host: string, port: number): ObjstateEr
   return new ObjstateError("LISTEN_FAILED", `cannot listen on ${host}:${port}: ${why}`, { cause: e });
 }
 
-/** What a server listening on `url` warns its operator of, each as [message, code]. */
 export function serveWarnings(o: ServerOptions, url: string, loopback: boolean): [string, string][] {
   const { users, tls, backend } = o;
   const out: [string, string][] = [];

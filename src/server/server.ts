@@ -1,8 +1,4 @@
-/**
- * `objstate serve`: an HTTP(S) server over one connected backend. It keeps no state of its
- * own (every lock and version lives in the store and the table), so replicas over one bucket
- * and table behave as one.
- */
+/** `objstate serve`: an HTTP(S) server over one backend, with no state of its own, so replicas over one bucket and table behave as one. */
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -11,7 +7,7 @@ import { StateEncryption } from "../encryption/index.js";
 import { ANONYMOUS_PRINCIPAL } from "../backend/principal.js";
 import type { AuditAction, AuditLog } from "../backend/audit.js";
 import { codeOf, isObjstateError, ObjstateError, statusOf } from "../errors.js";
-import { API_ROUTES, auditEntry, type Route } from "./api.js";
+import { API_ROUTES, type Route } from "./api.js";
 import { Authenticator, type Authenticated } from "./auth.js";
 import { isLoopbackHost, RequestGate } from "./gate.js";
 import { checkDeclaredLength } from "../io/http-body.js";
@@ -56,12 +52,10 @@ interface Trace {
   code: string | undefined;
 }
 
-/** The fields of every request's {@link Ctx} that are the server's. */
 type Shared = Pick<Ctx, "backend" | "limits" | "metrics" | "logger" | "allowUnlockedWrites" | "encryption" | "auditLog">;
 
 export class ObjstateServer {
   readonly metrics = new Metrics();
-  /** The caps on connections and the body rate rule on every route. */
   readonly connections: ConnectionGuard;
   /** Where every change through this server is recorded (undefined with `audit: false`). */
   readonly audit: AuditLog | undefined;
@@ -78,7 +72,6 @@ export class ObjstateServer {
   private drained: (() => void) | undefined;
   private closing = false;
 
-  /** Refuses what makes a server unsafe whatever its address, before anything is made. */
   constructor(private readonly options: ServerOptions) {
     refuseUnsafeOptions(options);
     this.auth = new Authenticator(options.users, options.loginLimit, Date.now, options.identity);
@@ -90,11 +83,11 @@ export class ObjstateServer {
             ...options.audit,
             // An event the store could not take is kept in the server's log rather than lost (it holds no secret).
             onLost: (line) => {
-              this.metrics.auditSpill();
+              this.metrics.auditSpilled.inc();
               logger.event("error", "audit event not stored", { event: line.trimEnd() });
             },
             onError: (e) => {
-              this.metrics.auditFailure();
+              this.metrics.auditFailures.inc();
               logger.event("warn", "audit event write failed, retrying", { code: codeOf(e) });
             },
           }));
@@ -138,15 +131,13 @@ export class ObjstateServer {
       t === undefined
         ? createHttpServer(base, handler)
         : createHttpsServer({ ...base, cert: t.cert, key: t.key, minVersion: "TLSv1.2", ciphers: TLS12_CIPHERS, honorCipherOrder: true, ...mtls }, handler);
-    // Headers must arrive within the client timeout; bodies keep a minimum rate (connections.ts),
-    // never a deadline, so a large upload on a slow link lives.
+    // Headers have a deadline; bodies only a minimum rate (connections.ts), so a large upload on a slow link lives.
     server.headersTimeout = this.clientTimeoutMs;
     server.requestTimeout = 0;
     server.keepAliveTimeout = 5_000;
     return server;
   }
 
-  /** Start listening; resolves with the bound address. Refuses an unsafe address before binding it. */
   async listen(host: string, port: number): Promise<AddressInfo> {
     refuseUnsafeAddress(this.options, host, port);
     // Readiness requires the bucket: an embedded one is made now, not on the first write.
@@ -163,22 +154,17 @@ export class ObjstateServer {
     });
   }
 
-  /** `http(s)://host:port` of the listening server. */
   get url(): string {
     const a = this.server.address() as AddressInfo;
     const host = a.family === "IPv6" ? `[${a.address}]` : a.address;
     return `${this.options.tls === undefined ? "http" : "https"}://${host}:${a.port}`;
   }
 
-  /** What the listening server warns its operator of, each as [message, code]. */
   warnings(): [string, string][] {
     return serveWarnings(this.options, this.url, isLoopbackHost((this.server.address() as AddressInfo).address));
   }
 
-  /**
-   * Graceful stop: accept nothing new, let requests in flight finish (a write completes), then
-   * close every connection; after `graceMs` the rest are cut. Locks held by clients stay held.
-   */
+  /** Accept nothing new, let requests in flight finish, then close every connection (after `graceMs`, cut). Locks held stay held. */
   async close(graceMs = 30_000): Promise<void> {
     this.closing = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
@@ -211,10 +197,12 @@ export class ObjstateServer {
       principal: ctx.principal,
       can: (role, workspace) => allowed(who, role, workspace),
       log: (entry: ConsoleLogEntry) => {
-        const { user, action, workspace, outcome, detail } = entry;
+        const { user, action, workspace, outcome, detail, lockId, from, code } = entry;
         this.logger.event(outcome === "ok" ? "info" : "warn", "console action", { user, action, workspace, outcome, detail });
         // A change by someone the server authenticated (a refusal by the gate names no one); reveal changes nothing.
-        if (refusal === undefined && action !== "reveal") return this.auditConsole(ctx, entry);
+        if (refusal !== undefined || action === "reveal") return;
+        const done = outcome === "ok" ? { serial: entry.serial, md5: entry.md5 } : {};
+        return this.audit?.record({ principal: ctx.principal, surface: "console", action, workspace, outcome, lockId, from, code, ...done });
       },
       onError: (e) => this.logger.event("error", "console failure", { name: e instanceof Error ? e.name : typeof e }),
       shown: (e) => shownMessage(e, ctx, this.logger),
@@ -229,12 +217,6 @@ export class ObjstateServer {
         ctx.bytesOut += a.bytes;
       },
     });
-  }
-
-  private auditConsole(ctx: Ctx, e: ConsoleLogEntry): Promise<boolean> | undefined {
-    const { action, workspace, outcome, lockId, from, code } = e;
-    const done = outcome === "ok" ? { serial: e.serial, md5: e.md5 } : {};
-    return this.audit?.record({ principal: ctx.principal, surface: "console", action, workspace, outcome, lockId, from, code, ...done });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -316,7 +298,7 @@ export class ObjstateServer {
     if (workspace !== undefined) checkWorkspace(workspace);
     if (route.role !== undefined && workspace !== undefined) requireRole(ctx, route.role, workspace);
     checkDeclaredLength(req, ctx.limits);
-    await route.handler(ctx);
+    await route.handler(ctx, workspace ?? "");
   }
 
   /** The request's log line (the console's lock poll, repeated by every open page, at debug) and its metrics. */
@@ -329,17 +311,19 @@ export class ObjstateServer {
     this.metrics.request(t.route, t.method, status, ms / 1000, bytesIn, bytesOut);
   }
 
-  /**
-   * Send an audited route's held answer once its event is stored or logged as not stored
-   * (docs/decisions/087). Only a change asked by someone authenticated has one.
-   */
+  /** Send an audited route's held answer once the event of a change by someone authenticated is stored or logged (docs/decisions/087). */
   private async answerAudited(ctx: Ctx, action: AuditAction | undefined, t: Trace): Promise<void> {
     const answer = ctx.held;
     ctx.held = undefined;
     if (answer === null || answer === undefined) return;
     if (action !== undefined && t.user !== undefined && t.workspace !== undefined) {
+      const { status } = answer;
+      const { action: named = action, lockId, from, serial, md5 } = ctx.audit;
+      // 5xx: it broke on the way; other 4xx: turned down (a role, a lock held by another, a bad body).
+      const outcome = status < 400 ? "ok" : status >= 500 ? "failed" : "refused";
       const surface = ctx.url.pathname.startsWith("/api/") ? "api" : "http";
-      await this.audit?.record(auditEntry(ctx, action, t.workspace, surface, answer.status, t.code));
+      const done = outcome === "ok" ? { serial, md5 } : { code: t.code, status };
+      await this.audit?.record({ principal: ctx.principal, action: named, workspace: t.workspace, surface, outcome, lockId, from, ...done });
     }
     sendHeld(ctx, answer);
   }

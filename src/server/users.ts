@@ -1,26 +1,13 @@
-/**
- * The users file of `objstate serve --users FILE`: users with scrypt-hashed passwords and
- * roles on workspace globs.
- *
- * ```json
- * {"users": {"ci": {"password": "scrypt$16384$8$1$<salt b64>$<hash b64>",
- *                   "roles": {"*": ["read"], "staging-*": ["read", "write", "lock"]}}}}
- * ```
- */
+/** The users file of `objstate serve --users FILE` (README "Security"): scrypt-hashed passwords and roles on workspace globs. */
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { ObjstateError } from "../errors.js";
 
-/**
- * What a user may do on a workspace. `outputs`: its outputs (sensitive values masked) and
- * its lock and last write, never the state; `read`: the whole state, every secret in it
- * included, its versions and history (and `outputs`); `admin` grants every role.
- */
+/** `outputs`: the outputs (masked), lock and last write, never the state; `read`: the state with its secrets, and history; `admin`: all. */
 export type Role = "outputs" | "read" | "write" | "lock" | "force" | "admin";
 export const ROLES: readonly Role[] = ["outputs", "read", "write", "lock", "force", "admin"];
 
-/** One user of the users file. */
 export interface User {
   readonly name: string;
   /** `scrypt$N$r$p$salt$hash` (base64 salt and hash); undefined: certificate login only. */
@@ -41,20 +28,13 @@ function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptO
   );
 }
 
-/** A new `scrypt$N$r$p$salt$hash` entry for `password`. */
 export async function hashPassword(password: string, cost: { N: number; r: number; p: number } = SCRYPT_DEFAULT): Promise<string> {
   const salt = randomBytes(16);
   const key = await scrypt(password, salt, KEY_LENGTH, cost);
   return `scrypt$${cost.N}$${cost.r}$${cost.p}$${salt.toString("base64")}$${key.toString("base64")}`;
 }
 
-interface Parsed {
-  N: number;
-  r: number;
-  p: number;
-  salt: Buffer;
-  key: Buffer;
-}
+type Parsed = { N: number; r: number; p: number; salt: Buffer; key: Buffer };
 
 function parseHash(encoded: string): Parsed | undefined {
   const m = /^scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$/.exec(encoded);
@@ -76,10 +56,7 @@ export async function verifyPassword(password: string, encoded: string | undefin
   return parsed !== undefined && key.length === h.key.length && timingSafeEqual(key, h.key);
 }
 
-/**
- * Does the glob match? `*` any run of characters, `?` one; nothing else is special. Greedy
- * two-pointer match: a `*` is only ever retried from the last one seen, so no input backtracks.
- */
+/** `*` any run of characters, `?` one; greedy two-pointer match: a `*` is only retried from the last one seen, so nothing backtracks. */
 export function globMatches(glob: string, text: string): boolean {
   let [g, t, star, mark] = [0, 0, -1, 0];
   while (t < text.length) {
@@ -104,10 +81,7 @@ export function allowed(user: User, role: Role, workspace: string): boolean {
   );
 }
 
-/**
- * Has `user` `role` on every workspace, including ones no name matches (another state's lock
- * under the prefix)? Only a grant on `*` itself says so: `?` or `**` also match the name `*`.
- */
+/** Has `user` `role` on every workspace, also ones no name matches? Only a grant on `*` itself says so (`?` or `**` match the name `*` too). */
 export function allowedEverywhere(user: User, role: Role): boolean {
   return user.grants.some((g) => g.glob === "*" && grants(g.roles, role)) && (user.cappedBy === undefined || allowedEverywhere(user.cappedBy, role));
 }
@@ -121,7 +95,6 @@ function fileError(file: string, problem: string): ObjstateError {
   return new ObjstateError("USERS_FILE_INVALID", `users file ${file}: ${problem}; see \`objstate serve hash-password --help\` for the format`);
 }
 
-/** JSON text of a users, tokens or identities file; `bad` names the file. */
 export function parseJsonFile(text: string, bad: (problem: string) => ObjstateError): unknown {
   try {
     return JSON.parse(text);
@@ -130,7 +103,6 @@ export function parseJsonFile(text: string, bad: (problem: string) => ObjstateEr
   }
 }
 
-/** A `{"GLOB": ["read", …]}` map of entry `where`. */
 export function parseRoles(value: unknown, where: string, bad: (problem: string) => ObjstateError): Record<string, Role[]> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw bad(`${where} must be {"GLOB": ["read", …]}`);
   for (const [glob, list] of Object.entries(value))
@@ -138,7 +110,6 @@ export function parseRoles(value: unknown, where: string, bad: (problem: string)
   return value as Record<string, Role[]>;
 }
 
-/** Parse the users file's JSON text; errors name the file and the entry. */
 export function parseUsers(text: string, file: string): Map<string, User> {
   const bad = (problem: string): ObjstateError => fileError(file, problem);
   const doc = parseJsonFile(text, bad);
@@ -171,10 +142,7 @@ export function openToOthers(file: string, mask = 0o077): number | undefined {
 
 export const octal = (mode: number): string => `0${(mode & 0o7777).toString(8).padStart(3, "0")}`;
 
-/**
- * Refuse a users or tokens file its group or others may read or change, or in a directory they
- * may change, as ssh refuses such a key: whoever can write it can add an admin.
- */
+/** Refuse a users or tokens file (or its directory) others may change, as ssh refuses such a key: whoever can write it can add an admin. */
 export function refuseOpenFile(file: string, what: "users file" | "tokens file", holds: string): void {
   const code = what === "users file" ? "USERS_FILE_PERMISSIONS" : "TOKENS_FILE_PERMISSIONS";
   const mode = openToOthers(file);
@@ -192,7 +160,6 @@ export function refuseOpenFile(file: string, what: "users file" | "tokens file",
     );
 }
 
-/** Read and parse a users file. */
 export function loadUsers(file: string): Map<string, User> {
   let text: string;
   try {

@@ -1,8 +1,4 @@
-/**
- * The JSON objstate prints of its objects, in one place: the CLI's `--json`, the server's
- * `/api/v1` and the console build them here, so one object prints the same JSON everywhere
- * (docs/decisions/060). Every key is always present (null when unknown). Pure functions.
- */
+/** The JSON of objstate's objects, for the CLI's `--json`, `/api/v1` and the console alike (docs/decisions/060); every key present, null when unknown. */
 import type { LastWrite, LockListing, Principal, RekeyResult, RollbackResult, StateVersion, VersionDiff, WorkspaceStatus } from "../backend/backend.js";
 import type { OidcIdentity } from "../backend/principal.js";
 import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
@@ -30,78 +26,54 @@ export function principalText(p: Principal): string {
   return `${p.name} (${p.via})`;
 }
 
-/** A version of `state history --json` and `GET /api/v1/workspaces/{w}/history`. */
-export interface HistoryEntryJson {
-  readonly versionId: string;
-  readonly isLatest: boolean;
-  readonly deleteMarker: boolean;
-  /** UTC ISO time, null when the store does not say. */
-  readonly lastModified: string | null;
-  readonly size: number;
-  readonly serial: number | null;
-  readonly lineage: string | null;
-  readonly writer: "objstate" | "other" | null;
-  /** What the writing client said it was (`Who`): unchecked. */
-  readonly who: string | null;
-  /** The server user the write was made for: checked by the server. */
-  readonly principal: PrincipalJson | null;
-  readonly operation: string | null;
-  readonly lockId: string | null;
-  readonly sourceVersion: string | null;
+/** A backend result as JSON: every key present, undefined as null, a Date as its ISO time, a principal as {@link principalJson}. */
+type Wire<T> = { readonly [K in keyof T]-?: WireValue<Exclude<T[K], undefined>> | (undefined extends T[K] ? null : never) };
+type WireValue<V> = V extends Principal ? PrincipalJson : V extends Date ? string : V;
+
+/** `o`'s `keys` in that order and no others, as {@link Wire} says. */
+function wire<T, K extends keyof T>(o: T, keys: readonly K[]): Pick<Wire<T>, K> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) {
+    const v = o[k];
+    out[k as string] = v === undefined ? null : v instanceof Date ? v.toISOString() : k === "principal" ? principalJson(v as Principal) : v;
+  }
+  return out as Pick<Wire<T>, K>;
 }
 
+/** A version of `state history --json` and `GET /api/v1/workspaces/{w}/history`. */
+export type HistoryEntryJson = Wire<StateVersion>;
+const HISTORY_KEYS = [
+  "versionId",
+  "isLatest",
+  "deleteMarker",
+  "lastModified",
+  "size",
+  "serial",
+  "lineage",
+  "writer",
+  "who",
+  "principal",
+  "operation",
+  "lockId",
+  "sourceVersion",
+] as const;
+
 export function historyEntryJson(v: StateVersion): HistoryEntryJson {
-  return {
-    versionId: v.versionId,
-    isLatest: v.isLatest,
-    deleteMarker: v.deleteMarker,
-    lastModified: v.lastModified?.toISOString() ?? null,
-    size: v.size,
-    serial: v.serial ?? null,
-    lineage: v.lineage ?? null,
-    writer: v.writer ?? null,
-    who: v.who ?? null,
-    principal: principalJson(v.principal),
-    operation: v.operation ?? null,
-    lockId: v.lockId ?? null,
-    sourceVersion: v.sourceVersion ?? null,
-  };
+  return wire(v, HISTORY_KEYS);
 }
 
 /** A lock of `locks --json`, `lock --json`, `/api/v1/locks` and a workspace's `lock`: the library's listing. */
 export type LockJson = LockListing;
 
-/** The listing's fields in this order and no others. */
 export function lockJson(l: LockListing): LockJson {
-  const { workspace, source, path, id, who, operation, info, version, owner, since, expires, expired } = l;
-  return { workspace, source, path, id, who, operation, info, version, owner, since, expires, expired };
+  return wire(l, ["workspace", "source", "path", "id", "who", "operation", "info", "version", "owner", "since", "expires", "expired"]);
 }
 
 /** A workspace's last write as its state object records it. */
-export interface LastWriteJson {
-  readonly size: number;
-  readonly etag: string | null;
-  readonly lastModified: string | null;
-  readonly serial: number | null;
-  readonly lineage: string | null;
-  readonly who: string | null;
-  readonly lockId: string | null;
-  readonly operation: string | null;
-  readonly principal: PrincipalJson | null;
-}
+export type LastWriteJson = Wire<LastWrite>;
 
 export function lastWriteJson(w: LastWrite): LastWriteJson {
-  return {
-    size: w.size,
-    etag: w.etag ?? null,
-    lastModified: w.lastModified ?? null,
-    serial: w.serial ?? null,
-    lineage: w.lineage ?? null,
-    who: w.who ?? null,
-    lockId: w.lockId ?? null,
-    operation: w.operation ?? null,
-    principal: principalJson(w.principal),
-  };
+  return wire(w, ["size", "etag", "lastModified", "serial", "lineage", "who", "lockId", "operation", "principal"]);
 }
 
 /** A workspace of `workspace list --json`, `GET /api/v1/workspaces` and `GET /api/v1/workspaces/{w}`. */
@@ -118,17 +90,12 @@ export function workspaceJson(s: WorkspaceStatus): WorkspaceJson {
   return { name: s.name, state: s.lastWrite !== null, lock: s.lock === null ? null : lockJson(s.lock), lastWrite };
 }
 
-/** What a hidden sensitive value prints as. */
 export const SENSITIVE = "<sensitive>";
 
 /** Outputs in the tool's `output -json` shape (`output --json`, `GET …/outputs`). */
 export type OutputsJson = Readonly<Record<string, { readonly sensitive: boolean; readonly type: JsonValue; readonly value: JsonValue }>>;
 
-/**
- * Outputs as text exactly as the tool's `output -json` writes it: indented by two, names
- * sorted, numbers as the state has them (never through a JS number), Go's escapes. A
- * `hidden(name)` value prints as `"<sensitive>"`.
- */
+/** Outputs as the tool's `output -json` writes them: indented by two, names sorted, numbers as the state has them, Go's escapes; `hidden` ones masked. */
 export function outputsJsonText(outputs: RemoteOutputs, hidden: (name: string) => boolean): string {
   const names = outputs.names();
   if (names.length === 0) return "{}";
@@ -155,32 +122,13 @@ export function versionDiffJson(workspace: string, d: VersionDiff): VersionDiffJ
 }
 
 /** What a rollback did (`state rollback --json`, `POST …/rollback`). */
-export interface RollbackJson {
-  readonly workspace: string;
-  /** The version whose content was restored. */
-  readonly from: string;
-  readonly serial: number;
-  readonly lineage: string | null;
-  /** The serial of the state it replaced; null when the workspace was deleted. */
-  readonly previousSerial: number | null;
-  /** The workspace had no current state: the rollback restored it. */
-  readonly restored: boolean;
-  readonly md5: string;
-}
+export type RollbackJson = { readonly workspace: string } & Wire<RollbackResult>;
 
 export function rollbackJson(workspace: string, r: RollbackResult): RollbackJson {
-  return { workspace, from: r.from, serial: r.serial, lineage: r.lineage ?? null, previousSerial: r.previousSerial ?? null, restored: r.restored, md5: r.md5 };
+  return { workspace, ...wire(r, ["from", "serial", "lineage", "previousSerial", "restored", "md5"]) };
 }
 
 /** `state rekey --json`: per workspace, the method that read it before (`from`) and the one it is written under now. */
 export function rekeyJson(results: readonly RekeyResult[]) {
-  const workspaces = results.map((r) => ({
-    workspace: r.workspace,
-    rekeyed: r.rekeyed,
-    from: r.from ?? null,
-    to: r.to,
-    serial: r.serial ?? null,
-    md5: r.md5 ?? null,
-  }));
-  return { workspaces };
+  return { workspaces: results.map((r) => wire(r, ["workspace", "rekeyed", "from", "to", "serial", "md5"])) };
 }

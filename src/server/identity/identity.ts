@@ -1,28 +1,19 @@
-/**
- * The one place that turns a bearer credential into a user: an API token (`objst_…`,
- * tokens.ts) or an OIDC ID token (a JWT, oidc.ts), sent as `Authorization: Bearer` or as the
- * HTTP Basic password. The Authenticator (auth.ts) asks it before passwords.
- */
+/** Turns a bearer credential (an API token, tokens.ts, or an OIDC ID token, oidc.ts), as Bearer or Basic password, into a user. */
 import type { Principal } from "../../backend/principal.js";
 import { unauthorized, type User } from "../users.js";
 import { OidcVerifier, looksLikeJwt, type IdentityRule, type OidcOptions } from "./oidc.js";
 import { TokenStore, looksLikeToken } from "./tokens.js";
 
 /** The user whose grants a request is checked against, and the principal the library records. */
-export interface Authenticated {
-  readonly user: User;
-  readonly principal: Principal;
-}
+export type Authenticated = { readonly user: User; readonly principal: Principal };
 
 export interface IdentityOptions {
-  /** The tokens file (tokens.ts), or undefined for no API tokens. */
   readonly tokensFile?: string | undefined;
   readonly identities?: readonly IdentityRule[] | undefined;
   readonly oidc?: OidcOptions | undefined;
   readonly now?: () => number;
 }
 
-/** A request's credential. */
 export type Credential = { readonly kind: "bearer"; readonly secret: string } | { readonly kind: "basic"; readonly user: string; readonly secret: string };
 
 export class Identity {
@@ -66,7 +57,6 @@ export class Identity {
     return { user: { name: owner.name, password: undefined, grants, cappedBy: owner }, principal };
   }
 
-  /** Write held `last used` times (server close). */
   async close(): Promise<void> {
     await this.tokens?.flush();
   }

@@ -1,21 +1,10 @@
-/**
- * OIDC identities: the `identities` rules of the users file, and the check of an ID token
- * (GitHub Actions, GitLab CI, HCP Terraform) against them with jose. Claims in workspace
- * globs and why only so much: docs/decisions/074-oidc-identity-rules.md.
- *
- * ```json
- * {"identities": [{"name": "infra-main", "issuer": "https://token.actions.githubusercontent.com", "audience": "objstate",
- *                  "claims": {"repository": "org/infra", "ref": "refs/heads/main"},
- *                  "roles": {"prod-*": ["read", "write", "lock"], "${claims.repository_owner}-*": ["read"]}}]}
- * ```
- */
+/** The users file's `identities` rules (README "CI identities"), and the check of an ID token against them with jose (docs/decisions/074). */
 import { createRemoteJWKSet, customFetch, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
 import { readFileSync } from "node:fs";
 import type { OidcIdentity as PrincipalOidc } from "../../backend/principal.js";
 import { ObjstateError } from "../../errors.js";
 import { globMatches, parseJsonFile, parseRoles, unauthorized, type Role, type User } from "../users.js";
 
-/** One rule of `identities`. */
 export interface IdentityRule {
   /** The principal's name, and a Basic user name the token is accepted with (besides `oidc`). */
   readonly name: string;
@@ -29,7 +18,6 @@ export interface IdentityRule {
 
 /** Signature algorithms accepted; never `none` and never HS* (a public key is not a shared secret). */
 const OIDC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
-/** Clock tolerance on `exp`, `nbf` and `iat`. */
 const CLOCK_TOLERANCE_S = 30;
 const FETCH_TIMEOUT_MS = 5_000;
 /** A discovery document or JWKS larger than this is refused, never taken whole. */
@@ -52,7 +40,6 @@ function allowedIssuerUrl(url: string): boolean {
   return u?.protocol === "https:" || (u?.protocol === "http:" && ["127.0.0.1", "[::1]", "localhost"].includes(u.hostname));
 }
 
-/** Parse the `identities` section of the users file (absent: no rules). */
 export function parseIdentities(doc: unknown, file: string): IdentityRule[] {
   const { identities: list, users } = (doc ?? {}) as { identities?: unknown; users?: Record<string, unknown> };
   if (list === undefined) return [];
@@ -120,22 +107,13 @@ export function applyRule(rule: IdentityRule, payload: JWTPayload): { user: User
   return { user: { name: rule.name, password: undefined, grants }, claims: used };
 }
 
-/** Three base64url parts, the first a JSON object? */
 export function looksLikeJwt(text: string): boolean {
   return /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/.test(text);
-}
-
-/** What {@link OidcVerifier.verify} gives: the user the rule made, and the principal's OIDC part. */
-export interface OidcIdentity {
-  readonly user: User;
-  readonly oidc: PrincipalOidc;
 }
 
 export interface OidcOptions {
   /** How soon after a JWKS fetch an unknown `kid` may fetch it again (jose's cooldown). Default 30 s. */
   readonly refreshCooldownMs?: number;
-  /** How long a fetched JWKS is trusted before it is fetched again. Default 10 min. */
-  readonly jwksMaxAgeMs?: number;
   readonly fetchTimeoutMs?: number;
   /** How long a failed discovery or JWKS fetch is not tried again. Default 30 s. */
   readonly retryAfterFailureMs?: number;
@@ -157,13 +135,9 @@ async function cappedFetch(url: string, init: RequestInit): Promise<Response> {
 
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
 
-/**
- * Checks ID tokens against the rules. Per issuer: discovery fetched once (tried again a while
- * after it failed), then jose's remote JWKS: cached, refetched on an unknown `kid` at most once per cooldown.
- */
+/** Per issuer: discovery fetched once (again a while after it failed), then jose's remote JWKS, refetched on an unknown `kid` once per cooldown. */
 export class OidcVerifier {
   private readonly keySets = new Map<string, Promise<KeySet>>();
-  /** JWKS URLs whose last fetch failed: until when, and why. */
   private readonly failedJwks = new Map<string, { until: number; why: string }>();
 
   constructor(
@@ -175,7 +149,6 @@ export class OidcVerifier {
     return this.rules.length > 0;
   }
 
-  /** Does a rule accept `basicUser` as the Basic user name of an ID token? */
   acceptsUserName(basicUser: string): boolean {
     return basicUser === "oidc" || this.rules.some((r) => r.name === basicUser);
   }
@@ -186,7 +159,7 @@ export class OidcVerifier {
       p = this.discover(issuer);
       this.keySets.set(issuer, p);
       // A failed discovery is answered from memory for a while, then tried again.
-      p.catch(() => setTimeout(() => this.keySets.delete(issuer), this.retryAfterMs).unref());
+      p.catch(() => setTimeout(() => this.keySets.delete(issuer), this.options.retryAfterFailureMs ?? RETRY_AFTER_FAILURE_MS).unref());
     }
     return p;
   }
@@ -205,13 +178,9 @@ export class OidcVerifier {
     return createRemoteJWKSet(new URL(doc.jwks_uri), {
       timeoutDuration: timeout,
       cooldownDuration: this.options.refreshCooldownMs ?? 30_000,
-      cacheMaxAge: this.options.jwksMaxAgeMs ?? 10 * 60_000,
+      cacheMaxAge: 10 * 60_000,
       [customFetch]: (url, init) => this.fetchJwks(url, init),
     });
-  }
-
-  private get retryAfterMs(): number {
-    return this.options.retryAfterFailureMs ?? RETRY_AFTER_FAILURE_MS;
   }
 
   /** jose's JWKS fetch, capped, and refused without a fetch while its last failure is recent. */
@@ -221,17 +190,13 @@ export class OidcVerifier {
     try {
       return await cappedFetch(url, init);
     } catch (e) {
-      this.failedJwks.set(url, { until: Date.now() + this.retryAfterMs, why: (e as Error).message });
+      this.failedJwks.set(url, { until: Date.now() + (this.options.retryAfterFailureMs ?? RETRY_AFTER_FAILURE_MS), why: (e as Error).message });
       throw e;
     }
   }
 
-  /**
-   * The identity of an ID token: UNAUTHORIZED when it is not a valid token of a configured
-   * issuer, FORBIDDEN when it is but no rule matches its claims, IDENTITY_PROVIDER_UNAVAILABLE
-   * when its issuer's keys cannot be fetched. Messages never hold the token.
-   */
-  async verify(jwt: string): Promise<OidcIdentity> {
+  /** UNAUTHORIZED (not a valid token of a configured issuer), FORBIDDEN (no rule matches), IDENTITY_PROVIDER_UNAVAILABLE; never quoting the token. */
+  async verify(jwt: string): Promise<{ user: User; oidc: PrincipalOidc }> {
     let iss: string | undefined;
     try {
       iss = decodeJwt(jwt).iss;

@@ -1,12 +1,6 @@
 /**
- * API tokens of `objstate serve token create`: a tokens file beside the users file holding, per
- * token, its public ID, user, roles, times, and only its SHA-256 (a 256-bit random secret needs
- * no scrypt: docs/decisions/073-api-tokens-hashed-sha256.md).
- *
- * ```json
- * {"tokens": {"3f9a1c2b7d4e": {"user": "ci", "sha256": "<hex>", "roles": {"staging-*": ["read", "write", "lock"]},
- *                              "created": "2026-11-26T22:00:00.000Z", "expires": "2026-12-26T22:00:00.000Z"}}}
- * ```
+ * API tokens of `objstate serve token create`: `{"tokens": {"ID": TokenRecord}}` beside the users file, holding only each
+ * token's SHA-256 (a 256-bit random secret needs no scrypt: docs/decisions/073-api-tokens-hashed-sha256.md).
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
@@ -46,7 +40,6 @@ function fileError(file: string, problem: string): ObjstateError {
   return new ObjstateError("TOKENS_FILE_INVALID", `tokens file ${file}: ${problem}; make tokens with objstate serve token create`);
 }
 
-/** Parse a tokens file's text (an absent file is no tokens). */
 function parseTokens(text: string | undefined, file: string): Map<string, TokenRecord> {
   const out = new Map<string, TokenRecord>();
   if (text === undefined || text.trim() === "") return out;
@@ -92,10 +85,7 @@ function readText(file: string): string | undefined {
   }
 }
 
-/**
- * Read-modify-write of the tokens file under a claim beside it (store/claim.ts), so that the
- * CLI's `create`/`revoke` and a server's `last used` flush never undo each other.
- */
+/** Read-modify-write under a claim beside the file (store/claim.ts), so `create`/`revoke` and a server's `last used` flush never undo each other. */
 async function updateTokens(file: string, change: (tokens: Map<string, TokenRecord>) => void): Promise<Map<string, TokenRecord>> {
   const dir = `${file}.claim`;
   const claim = await acquireClaim(dir, { what: `tokens file ${file}`, prepare: () => makeDir(dir).then(() => undefined) });
@@ -141,7 +131,6 @@ export async function revokeToken(file: string, id: string, now = Date.now()): P
   return out as TokenRecord;
 }
 
-/** `token list`: every token of the file. */
 export function listTokens(file: string): TokenRecord[] {
   return [...parseTokens(readText(file), file).values()];
 }
@@ -154,11 +143,7 @@ export function looksLikeToken(text: string): boolean {
 /** How long `last used` times are held in memory before they are written to the file (`OBJSTATE_TEST_TOKEN_FLUSH_MS`: tests only). */
 const LAST_USED_FLUSH_MS = Number(process.env["OBJSTATE_TEST_TOKEN_FLUSH_MS"] ?? "") || 60_000;
 
-/**
- * The tokens file as the server sees it: re-read when its size, mtime, inode or mode changes (a
- * `create` or `revoke` holds from the next request on), and `last used` written at most once a
- * {@link LAST_USED_FLUSH_MS}, merged with the file (the later time wins) so replicas each add theirs.
- */
+/** The tokens file, re-read when its stat changes; `last used` written at most once a {@link LAST_USED_FLUSH_MS}, merged so replicas each add theirs. */
 export class TokenStore {
   private tokens = new Map<string, TokenRecord>();
   private seen = "";
@@ -168,7 +153,6 @@ export class TokenStore {
   constructor(
     readonly file: string,
     private readonly now: () => number = Date.now,
-    private readonly flushMs = LAST_USED_FLUSH_MS,
   ) {
     this.reload();
   }
@@ -199,11 +183,10 @@ export class TokenStore {
     if (Date.parse(record.expires) <= this.now())
       throw unauthorized(`API token ${record.id} expired at ${record.expires}: make a new one with objstate serve token create`);
     this.used.set(record.id, this.now());
-    this.timer ??= setTimeout(() => void this.flush(), this.flushMs).unref();
+    this.timer ??= setTimeout(() => void this.flush(), LAST_USED_FLUSH_MS).unref();
     return record;
   }
 
-  /** Write the held `last used` times now (the server calls this when it stops). */
   async flush(): Promise<void> {
     // The timer stays set (cleared) while the write runs: one flush at a time, the next armed after it.
     clearTimeout(this.timer);
@@ -220,7 +203,7 @@ export class TokenStore {
     } catch {
       // A file that cannot be written loses only `last used` times: never a request.
     } finally {
-      this.timer = this.used.size === 0 ? undefined : setTimeout(() => void this.flush(), this.flushMs).unref();
+      this.timer = this.used.size === 0 ? undefined : setTimeout(() => void this.flush(), LAST_USED_FLUSH_MS).unref();
     }
   }
 }

@@ -245,7 +245,7 @@ describe("metrics", () => {
     const m = new Metrics();
     m.request("/state/:workspace", "GET", 200, 0.02, 0, 100);
     m.request("/state/:workspace", "LOCK", 423, 0.003, 50, 150);
-    m.lockWait();
+    m.lockWaits.inc();
     m.lockHeld(1);
     const t = await m.text();
     assert.match(t, /^objstate_http_requests_total\{route="\/state\/:workspace",method="GET",status="200"\} 1$/m);
