@@ -312,33 +312,26 @@ export function parseSettings(flags: SettingFlags, file: SettingsFileSection | u
   for (const r of SETTINGS_TABLE as readonly SettingSpec[]) {
     const given = (flags as Readonly<Record<string, unknown>>)[r.name];
     const inFile = isPlainObject(section) ? section[r.fileKey] : undefined;
-    const fromEnv = r.env === undefined ? undefined : env[r.env];
+    const fromEnv = r.env === undefined ? "" : (env[r.env] ?? "");
+    const envAt: SettingOrigin = { kind: "env", variable: r.env ?? "" };
     let at: SettingOrigin;
-    let raw: unknown;
     // A switch on by default is given off with --no-x: commander reports the default (true) when absent.
     const flag = r.flag;
-    const flagGiven = flag !== undefined && given !== undefined && !(flag.startsWith("--no-") && given === true);
-    if (flagGiven) {
+    if (flag !== undefined && given !== undefined && !(flag.startsWith("--no-") && given === true)) {
       const negated = r.arg === undefined && given === false && !flag.startsWith("--no-");
       at = { kind: "flag", flag: negated ? `--no-${flag.slice(2)}` : flag };
-      raw = given;
-    } else if (r.merge !== undefined && inFile !== undefined && inFile !== null && file !== undefined && r.env !== undefined && (fromEnv ?? "") !== "") {
-      at = { kind: "file", file: file.file, key: `objstate.${r.fileKey}` };
-      values[r.name] = r.merge({ raw: inFile, at }, { raw: fromEnv, at: { kind: "env", variable: r.env } });
-      origins[r.name] = Object.freeze(at);
-      continue;
-    } else if (inFile !== undefined && inFile !== null && file !== undefined) {
-      at = { kind: "file", file: file.file, key: `objstate.${r.fileKey}` };
-      raw = inFile;
-    } else if (fromEnv !== undefined && fromEnv !== "" && r.env !== undefined) {
-      at = { kind: "env", variable: r.env };
-      raw = fromEnv;
+      values[r.name] = r.parse(given, at);
+    } else if (inFile !== undefined && inFile !== null) {
+      at = { kind: "file", file: file?.file ?? "", key: `objstate.${r.fileKey}` };
+      values[r.name] = r.merge !== undefined && fromEnv !== "" ? r.merge({ raw: inFile, at }, { raw: fromEnv, at: envAt }) : r.parse(inFile, at);
+    } else if (fromEnv !== "") {
+      at = envAt;
+      values[r.name] = r.parse(fromEnv, at);
     } else {
       values[r.name] = r.default;
       origins[r.name] = { kind: "default" };
       continue;
     }
-    values[r.name] = r.parse(raw, at);
     origins[r.name] = Object.freeze(at);
   }
   return Object.freeze({ values: Object.freeze(values) as unknown as SettingValues, origins: Object.freeze(origins) as unknown as Settings["origins"] });
