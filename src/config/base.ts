@@ -1,7 +1,4 @@
-/**
- * The machinery shared by the three value objects: validation of props against a field
- * table, getters and builders generated from the table, redacted printing.
- */
+/** The machinery shared by the three value objects: validation, getters and builders from the field table, redacted printing. */
 import { inspect } from "node:util";
 import { printSafely, REDACTED, shownValue } from "../util/redact.js";
 import { ConfigError } from "./errors.js";

@@ -1,9 +1,6 @@
 /**
- * The mapping table (docs/design.md §12): one row per seed field, one cell per backend of the
- * tool (`s3`, `oss`, `http`) naming its argument, how the value is written, or why there is none.
- * Synthesis for the real tool, its errors and warnings and docs/fields.md are driven from these
- * rows; a new field needs a row here, or the build fails. Argument names are Terraform ≥ 1.10's
- * (`internal/backend/remote-state/{s3,oss,http}/backend.go`, and OpenTofu's).
+ * The mapping table (docs/design.md §12): one row per seed field, one cell per backend of the tool naming its
+ * argument, how the value is written, or why there is none. Argument names are Terraform ≥ 1.10's (and OpenTofu's).
  */
 import { DEFAULT_REGION } from "../io/sdk-client.js";
 import type { ASSUME_ROLE_FIELDS, COMMON_FIELDS } from "./fields.js";
@@ -14,11 +11,7 @@ export type TerraformBackendType = "s3" | "oss" | "http";
 /** The backends, in the order the docs list them. */
 export const TERRAFORM_BACKENDS: readonly TerraformBackendType[] = Object.freeze(["s3", "oss", "http"] as const);
 
-/**
- * How a value is written, when not as it is: `url` (a bare host as `https://host`; `file:`
- * refused), `httpsHost` (host and port, https only), `path` (trimmed of `/`), `list` (one
- * element), `seconds` (`3600s`), `nonEmpty` (an empty string, "none" in the seed, not written).
- */
+/** How a value is written, when not as it is (docs/fields.md describes each). */
 export type ValueTransform = "url" | "httpsHost" | "path" | "list" | "seconds" | "nonEmpty";
 
 /** A JSON scalar a cell may write. */

@@ -1,8 +1,6 @@
 /**
- * The settings table (the config layer of docs/design.md §2, beside the field table): one row per
- * setting that is not a field of the seed's objects. The commander options of each command, the
- * `--config` file's `objstate` section, the environment variables, docs/settings.md and the one
- * parse into a frozen {@link Settings} value are derived from the rows.
+ * The settings table (docs/design.md §2): one row per setting that is not a field of the seed's objects;
+ * the commands' options, the `--config` file's `objstate` section, variables, docs and the parse derive from it.
  */
 import { DEFAULT_LAYOUT, LAYOUT_NAMES, type LayoutName } from "./layout.js";
 import { encryptionFromEnvText, encryptionFromFile, mergeEncryptionSettings } from "./encryption-setting.js";
@@ -288,10 +286,8 @@ function fileProblem(file: string, message: string): never {
 }
 
 /**
- * Parse the settings once: flags (commander's values, by name), the `--config` file's
- * `objstate` section and the environment, over the defaults, into one frozen value. A bad
- * value throws an ObjstateError naming the flag, the file and key, or the variable; a key of
- * the section that is not a setting is refused by name (with the nearest one).
+ * Parse the settings once: flags (commander's values, by name), the `--config` file's `objstate`
+ * section and the environment, over the defaults, into one frozen value; a bad value or unknown key throws naming where.
  */
 export function parseSettings(flags: SettingFlags, file: SettingsFileSection | undefined, env: Readonly<Record<string, string | undefined>>): Settings {
   const section = file?.section;

@@ -1,9 +1,6 @@
 /**
- * Resolution (docs/design.md §2 and §4): the effective value of every field and where it
- * came from. Precedence: explicit > environment (the seed's order, first non-empty wins)
- * > the deprecated `assumeRole` block (for the role fields, when no role ARN was given
- * flattened) > the selected profile of the shared credentials file > the standard AWS
- * variables (region and endpoints only) > default.
+ * Resolution (docs/design.md §4): every field's effective value and source. Precedence: explicit > environment
+ * > the deprecated `assumeRole` block (without a flattened role ARN) > the profile > the standard AWS variables > default.
  */
 import type { AssumeRoleTypes, ObjectStoreAssumeRole } from "../config/assume-role.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
