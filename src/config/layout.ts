@@ -56,13 +56,9 @@ function join(...parts: string[]): string {
   return parts.filter((p) => p !== "").join("/");
 }
 
-function trimSlashes(s: string): string {
-  return s.replace(/^\/+|\/+$/g, "");
-}
-
 /** Layout from the resolved prefix and key; `store` (the driver's kind) lowers the workspace limit when a long prefix and key leave less room. */
 export function layout(prefix: string, key: string, store?: keyof typeof KEY_LIMITS, name: LayoutName = DEFAULT_LAYOUT): Layout {
-  const p = trimSlashes(prefix);
+  const p = prefix.replace(/^\/+|\/+$/g, "");
   let maxWorkspace = WORKSPACE_MAX_LENGTH;
   if (store !== undefined) {
     const limit = KEY_LIMITS[store];
