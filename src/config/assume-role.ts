@@ -1,4 +1,4 @@
-import { builderFactory, ConfigObject, installGetters, type KindSpec } from "./base.js";
+import { ConfigObject, defineKind, type KindSpec } from "./base.js";
 import { ASSUME_ROLE_FIELDS } from "./fields.js";
 import type { BuilderOf, GettersOf, NestedTypes, PropsOf, ValuesOf } from "./types.js";
 
@@ -22,7 +22,7 @@ const SPEC: KindSpec = { className: "ObjectStoreAssumeRole", fields: ASSUME_ROLE
  * `assumeRoleRoleArn`, `assumeRolePolicy`, `assumeRoleSessionName` and
  * `assumeRoleSessionExpiration` fields; when `assumeRoleRoleArn` is set they win.
  */
-export class ObjectStoreAssumeRole extends ConfigObject {
+export class ObjectStoreAssumeRole extends ConfigObject<ObjectStoreAssumeRoleProps, ObjectStoreAssumeRoleBuilder> {
   static readonly fields = ASSUME_ROLE_FIELDS;
 
   constructor(props: ObjectStoreAssumeRoleProps, /** @internal field-path prefix for messages */ path = "") {
@@ -43,18 +43,8 @@ export class ObjectStoreAssumeRole extends ConfigObject {
     if (value instanceof ObjectStoreAssumeRole) return value;
     return new ObjectStoreAssumeRole(value as ObjectStoreAssumeRoleProps, path);
   }
-
-  /** All set fields as plain props. */
-  toProps(): ObjectStoreAssumeRoleProps {
-    return this.plainProps() as ObjectStoreAssumeRoleProps;
-  }
-
-  toBuilder(): ObjectStoreAssumeRoleBuilder {
-    return newBuilder(this.plainProps());
-  }
 }
 
 export interface ObjectStoreAssumeRole extends ValuesOf<Fields>, GettersOf<Fields> {}
-installGetters(ObjectStoreAssumeRole.prototype, ASSUME_ROLE_FIELDS);
 
-const newBuilder = builderFactory<ObjectStoreAssumeRoleBuilder>(SPEC, (p) => ObjectStoreAssumeRole.from(p as ObjectStoreAssumeRoleProps));
+const newBuilder = defineKind<ObjectStoreAssumeRoleBuilder>(ObjectStoreAssumeRole, SPEC);

@@ -1,5 +1,5 @@
 import { ObjectStoreAssumeRole, type AssumeRoleTypes } from "./assume-role.js";
-import { builderFactory, ConfigObject, installGetters, warnAssumeRoleDeprecated, type KindSpec } from "./base.js";
+import { ConfigObject, defineKind, type KindSpec } from "./base.js";
 import { COMMON_FIELDS } from "./fields.js";
 import { backendToolJson, type BackendToolJson } from "./tool-json.js";
 import { backendTerraformJson, type TerraformBackendJson, type TerraformBackendOptions } from "./terraform-json.js";
@@ -22,12 +22,11 @@ const SPEC: KindSpec = { className: "ObjectStoreBackendConfig", fields: COMMON_F
  * @example
  * const config = ObjectStoreBackendConfig.builder().bucket("my-state").kvstoreTable("locks").build();
  */
-export class ObjectStoreBackendConfig extends ConfigObject {
+export class ObjectStoreBackendConfig extends ConfigObject<ObjectStoreBackendConfigProps, ObjectStoreBackendConfigBuilder> {
   static readonly fields = COMMON_FIELDS;
 
   constructor(props: ObjectStoreBackendConfigProps) {
     super(SPEC, props);
-    if (this.assumeRole !== undefined) warnAssumeRoleDeprecated();
   }
 
   static builder(): ObjectStoreBackendConfigBuilder {
@@ -37,15 +36,6 @@ export class ObjectStoreBackendConfig extends ConfigObject {
   /** Build from plain props; throws {@link ConfigError} when invalid. */
   static from(props: ObjectStoreBackendConfigProps): ObjectStoreBackendConfig {
     return new ObjectStoreBackendConfig(props);
-  }
-
-  /** The set fields as plain props (secrets included): `from(config.toProps())` round-trips. */
-  toProps(): ObjectStoreBackendConfigProps {
-    return this.plainProps() as ObjectStoreBackendConfigProps;
-  }
-
-  toBuilder(): ObjectStoreBackendConfigBuilder {
-    return newBuilder(this.plainProps());
   }
 
   /** The tool JSON `{"tool": {"backend": {"objectstore": {…}}}}` with every set field. */
@@ -70,6 +60,5 @@ export class ObjectStoreBackendConfig extends ConfigObject {
 }
 
 export interface ObjectStoreBackendConfig extends ValuesOf<Fields, AssumeRoleTypes>, GettersOf<Fields, AssumeRoleTypes> {}
-installGetters(ObjectStoreBackendConfig.prototype, COMMON_FIELDS);
 
-const newBuilder = builderFactory<ObjectStoreBackendConfigBuilder>(SPEC, (p) => ObjectStoreBackendConfig.from(p as ObjectStoreBackendConfigProps));
+const newBuilder = defineKind<ObjectStoreBackendConfigBuilder>(ObjectStoreBackendConfig, SPEC);

@@ -1,7 +1,4 @@
-/**
- * The machinery shared by the three value objects: validation of props against a field
- * table, getters and builders generated from the table, redacted printing.
- */
+/** The machinery shared by the three value objects: validation, getters and builders from the field table, redacted printing. */
 import { inspect } from "node:util";
 import { printSafely, REDACTED, shownValue } from "../util/redact.js";
 import { ConfigError } from "./errors.js";
@@ -11,15 +8,12 @@ import { checkValue, describeValue, nearest } from "./validate.js";
 
 export { REDACTED };
 
-/** Turns the props of a nested object field (the deprecated block) into its object. */
-export type NestedNormalizer = (value: unknown, path: string) => unknown;
-
 /** Describes one value-object class for the shared machinery. */
 export interface KindSpec {
   readonly className: string;
   readonly fields: readonly FieldSpec[];
-  /** Normalizer for `assumeRole`-kind fields. */
-  readonly nested?: NestedNormalizer | undefined;
+  /** Turns the props of the `assumeRole`-kind field (the deprecated block) into its object. */
+  readonly nested?: ((value: unknown, path: string) => unknown) | undefined;
 }
 
 /** Each field's last value found valid: configs built in a loop repeat most of their values. */
@@ -42,68 +36,56 @@ function stored(spec: KindSpec, f: FieldSpec, v: unknown, fieldPath: string): un
   return v;
 }
 
-/**
- * Throw the first problem of `input`: props that are no plain object, an unknown key, then
- * field by field in table order. `path` prefixes field names in messages (the nested block).
- */
-function throwFirstProblem(spec: KindSpec, input: unknown, path: string): never {
-  if (!isPlainObject(input)) {
-    throw new ConfigError("INVALID_PROPS", `${spec.className} props must be a plain object, got ${describeValue(input, false)}`, {
-      field: path === "" ? undefined : path.slice(0, -1),
-    });
-  }
-  const names = spec.fields.map((f) => f.name);
-  for (const k in input) {
-    if (names.includes(k)) continue;
-    const near = nearest(k, names);
-    throw new ConfigError(
-      "UNKNOWN_FIELD",
-      `${path}${k} is not a field of ${spec.className}${near === undefined ? `; the fields are: ${names.join(", ")}` : `; did you mean ${path}${near}?`}`,
-      { field: `${path}${k}` },
-    );
-  }
-  for (const f of spec.fields) {
-    const v = input[f.name];
-    if (v !== undefined && v !== null) stored(spec, f, v, `${path}${f.name}`);
-    else if (f.required) throw new ConfigError("REQUIRED", `${path}${f.name} is required`, { field: `${path}${f.name}` });
-  }
-  throw new Error(`${spec.className}: props judged invalid, but no field is`);
-}
-
-/** A kind's fields by name, and every field unset in table order: worked out once per kind. */
+/** A kind's field indices by name, and every field unset in table order: worked out once per kind. */
 interface Shape {
-  readonly byName: ReadonlyMap<string, FieldSpec>;
+  readonly index: ReadonlyMap<string, number>;
   readonly blank: Readonly<Record<string, undefined>>;
 }
 const shapes = new WeakMap<KindSpec, Shape>();
 
 /**
- * Every field's stored value, in table order (unset ones undefined). Only the props given are
- * visited, into a copy of the kind's blank so that all its objects share one shape; on any
- * problem {@link throwFirstProblem} finds the one to report.
+ * Every field's stored value, in table order (unset ones undefined), in a copy of the kind's
+ * blank so that all its objects share one shape. Throws the first problem: props that are no
+ * plain object, an unknown key, then field by field in table order (`path` prefixes the names).
  */
 function checkedValues(spec: KindSpec, input: unknown, path: string): Record<string, unknown> {
+  if (!isPlainObject(input)) {
+    throw new ConfigError("INVALID_PROPS", `${spec.className} props must be a plain object, got ${describeValue(input, false)}`, {
+      field: path === "" ? undefined : path.slice(0, -1),
+    });
+  }
   let shape = shapes.get(spec);
   if (shape === undefined) {
-    shape = { byName: new Map(spec.fields.map((f) => [f.name, f])), blank: Object.fromEntries(spec.fields.map((f) => [f.name, undefined])) };
+    shape = { index: new Map(spec.fields.map((f, i) => [f.name, i])), blank: Object.fromEntries(spec.fields.map((f) => [f.name, undefined])) };
     shapes.set(spec, shape);
   }
-  if (isPlainObject(input)) {
-    const values: Record<string, unknown> = { ...shape.blank };
-    let valid = true;
-    try {
-      for (const k in input) {
-        const f = shape.byName.get(k);
-        const v = input[k];
-        if (f === undefined) valid = false;
-        else if (v !== undefined && v !== null) values[k] = stored(spec, f, v, `${path}${k}`);
-      }
-    } catch {
-      valid = false;
+  const values: Record<string, unknown> = { ...shape.blank };
+  let first: { at: number; error: unknown } | undefined;
+  for (const k in input) {
+    const at = shape.index.get(k);
+    if (at === undefined) {
+      const names = spec.fields.map((f) => f.name);
+      const near = nearest(k, names);
+      throw new ConfigError(
+        "UNKNOWN_FIELD",
+        `${path}${k} is not a field of ${spec.className}${near === undefined ? `; the fields are: ${names.join(", ")}` : `; did you mean ${path}${near}?`}`,
+        { field: `${path}${k}` },
+      );
     }
-    if (valid && spec.fields.every((f) => !f.required || values[f.name] !== undefined)) return values;
+    const v = input[k];
+    if (v === undefined || v === null || (first !== undefined && first.at < at)) continue;
+    try {
+      values[k] = stored(spec, spec.fields[at] as FieldSpec, v, `${path}${k}`);
+    } catch (error) {
+      first = { at, error };
+    }
   }
-  return throwFirstProblem(spec, input, path);
+  spec.fields.forEach((f, i) => {
+    if (f.required && values[f.name] === undefined && (first === undefined || i < first.at))
+      throw new ConfigError("REQUIRED", `${path}${f.name} is required`, { field: `${path}${f.name}` });
+  });
+  if (first !== undefined) throw first.error;
+  return values;
 }
 
 /** The fields set in `values`, in table order, secrets redacted and URL credentials removed. */
@@ -116,11 +98,13 @@ function shownFields(fields: readonly FieldSpec[], values: Readonly<Record<strin
   return out;
 }
 
-/** Base of the value objects: immutable, printable without secrets. */
-export abstract class ConfigObject {
+/** Base of the value objects: immutable, printable without secrets; `P` and `B` are its props and builder types. */
+export abstract class ConfigObject<P = unknown, B = unknown> {
   /** Validates `props` against `spec`, then sets every field (unset ones undefined) in table order and freezes. */
   protected constructor(spec: KindSpec, props: unknown, path = "") {
-    Object.freeze(Object.assign(this, checkedValues(spec, props, path)));
+    const values = checkedValues(spec, props, path);
+    Object.freeze(Object.assign(this, values));
+    if (values["assumeRole"] !== undefined) warnAssumeRoleDeprecated();
   }
 
   /** The field table of this object's class. */
@@ -128,14 +112,21 @@ export abstract class ConfigObject {
     return (this.constructor as unknown as { readonly fields: readonly FieldSpec[] }).fields;
   }
 
-  /** The set fields as plain props (secrets included), suitable for `from()`. */
-  protected plainProps(): Record<string, unknown> {
+  /** The set fields as plain props (secrets included): `from(config.toProps())` round-trips. */
+  toProps(): P {
     const out: Record<string, unknown> = {};
     for (const { name } of this.fieldSpecs()) {
       const v = (this as unknown as Record<string, unknown>)[name];
-      if (v !== undefined) out[name] = v instanceof ConfigObject ? v.plainProps() : typeof v === "object" ? structuredClone(v) : v;
+      if (v !== undefined) out[name] = v instanceof ConfigObject ? v.toProps() : typeof v === "object" ? structuredClone(v) : v;
     }
-    return out;
+    return out as P;
+  }
+
+  /** A builder holding every set field. */
+  toBuilder(): B {
+    const b = (this.constructor as unknown as { builder(): Record<string, (v: unknown) => unknown> }).builder();
+    for (const [name, v] of Object.entries(this.toProps() as object)) b[name]?.(v);
+    return b as B;
   }
 
   /** The set fields with secrets replaced by `<redacted>` and URL credentials removed: `JSON.stringify(config)` is safe to log. */
@@ -154,30 +145,24 @@ export abstract class ConfigObject {
   }
 }
 
-/** Define `getX()` on a class prototype for every field of its table. */
-export function installGetters(proto: object, fields: readonly FieldSpec[]): void {
-  for (const { name } of fields) {
-    Object.defineProperty(proto, `get${name.charAt(0).toUpperCase()}${name.slice(1)}`, {
+/**
+ * Define `getX()` on `cls` for every field, and return the kind's builder factory: one setter
+ * per field, named as the field, each returning the builder; `build()` constructs `cls` from
+ * the values set. The values live in a private field, so no property of a builder can show a
+ * secret; it prints (`util.inspect`, `JSON.stringify`, `String()`) as `<className>Builder {…}`,
+ * secrets redacted, the fields set in table order.
+ */
+export function defineKind<B>(cls: new (props: never) => object, spec: KindSpec): () => B {
+  for (const { name } of spec.fields) {
+    Object.defineProperty(cls.prototype, `get${name.charAt(0).toUpperCase()}${name.slice(1)}`, {
       value: function (this: Record<string, unknown>): unknown {
         return this[name];
       },
     });
   }
-}
-
-/**
- * A builder factory for a kind: one setter per field, named as the field, each returning the
- * builder; `build()` hands the values set to `make`. The values live in a private field, so
- * no property of a builder can show a secret; it prints (`util.inspect`, `JSON.stringify`,
- * `String()`) as `<className>Builder {…}`, secrets redacted, the fields set in table order.
- */
-export function builderFactory<B>(spec: KindSpec, make: (props: Record<string, unknown>) => unknown): (initial?: Record<string, unknown>) => B {
   let valuesOf: (builder: object) => Record<string, unknown> = () => ({});
   class Builder {
-    readonly #values: Record<string, unknown>;
-    constructor(initial: Record<string, unknown> | undefined) {
-      this.#values = { ...initial };
-    }
+    readonly #values: Record<string, unknown> = {};
     static {
       valuesOf = (builder) => (builder as Builder).#values; // a TypeError for anything else
       const proto = this.prototype as unknown as Record<string, unknown>;
@@ -188,17 +173,17 @@ export function builderFactory<B>(spec: KindSpec, make: (props: Record<string, u
         };
       }
       proto["build"] = function (this: Builder): unknown {
-        return make({ ...this.#values });
+        return new cls({ ...this.#values } as never);
       };
     }
   }
   printSafely(Builder.prototype, `${spec.className}Builder`, (self) => shownFields(spec.fields, valuesOf(self)));
-  return (initial) => new Builder(initial) as B;
+  return () => new Builder() as B;
 }
 
 let assumeRoleWarned = false;
 /** The one deprecation warning per process for the `assumeRole` block. */
-export function warnAssumeRoleDeprecated(): void {
+function warnAssumeRoleDeprecated(): void {
   if (assumeRoleWarned) return;
   assumeRoleWarned = true;
   process.emitWarning(

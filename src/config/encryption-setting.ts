@@ -1,8 +1,4 @@
-/**
- * The `encryption` setting: OpenTofu's JSON form of the encryption block, from the `--config`
- * file's `objstate.encryption` (passphrases by reference only) or `TF_ENCRYPTION` (JSON only),
- * merged as OpenTofu merges the variable over the code's block.
- */
+/** The `encryption` setting: OpenTofu's JSON encryption block from the `--config` file or `TF_ENCRYPTION`, merged as OpenTofu merges them. */
 import { checkEncryptionConfig, encryptionConfigFromEnv, mergeEncryptionConfigs, parseEncryptionConfig, type EncryptionConfig } from "../encryption/index.js";
 import { originLabel, type SettingOrigin } from "./setting-parsers.js";
 

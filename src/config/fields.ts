@@ -1,9 +1,6 @@
 /**
- * The field table (the config layer of docs/design.md §2): one row per field of the seed document.
- *
- * Everything else is derived from these rows: the props and getter types, builders,
- * getters, validation, environment resolution, defaults, synthesis keys, CLI flags and
- * the generated field reference (docs/fields.md). Adding a field is adding a row.
+ * The field table (docs/design.md §2): one row per field of the seed document. Types, builders, getters, validation,
+ * resolution, synthesis, CLI flags and docs/fields.md derive from the rows: adding a field is adding a row.
  */
 import { DEFAULT_REGION } from "../io/sdk-client.js";
 import { RULES, type Rule } from "./rules.js";

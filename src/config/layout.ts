@@ -1,10 +1,6 @@
 /**
- * Where state lives in the bucket (docs/design.md §5). Two layouts, which differ only in the default
- * workspace:
- * - `seed` (the default; the tool's OSS backend's): default workspace at `{prefix}/{key}`;
- * - `s3` (the tool's S3 backend's, `workspace_key_prefix` = prefix): default workspace at `{key}`;
- * in both, workspace `w` at `{prefix}/{w}/{key}`. `prefix` trimmed of `/`, empty segments
- * dropped. With an empty prefix the two are the same.
+ * Where state lives in the bucket (docs/design.md §5): workspace `w` at `{prefix}/{w}/{key}`, the
+ * default one at `{prefix}/{key}` (layout `seed`, the tool's OSS backend's) or `{key}` (`s3`).
  */
 import { ObjstateError } from "../errors.js";
 import { RULES } from "./rules.js";
@@ -60,13 +56,9 @@ function join(...parts: string[]): string {
   return parts.filter((p) => p !== "").join("/");
 }
 
-function trimSlashes(s: string): string {
-  return s.replace(/^\/+|\/+$/g, "");
-}
-
 /** Layout from the resolved prefix and key; `store` (the driver's kind) lowers the workspace limit when a long prefix and key leave less room. */
 export function layout(prefix: string, key: string, store?: keyof typeof KEY_LIMITS, name: LayoutName = DEFAULT_LAYOUT): Layout {
-  const p = trimSlashes(prefix);
+  const p = prefix.replace(/^\/+|\/+$/g, "");
   let maxWorkspace = WORKSPACE_MAX_LENGTH;
   if (store !== undefined) {
     const limit = KEY_LIMITS[store];
@@ -122,14 +114,10 @@ export function listPrefixes(l: Layout): string[] {
 
 /** The longest prefix every state of the layout shares (a lifecycle rule's scope; in the `s3` layout usually ""). */
 export function commonPrefix(l: Layout): string {
-  const [first = "", ...rest] = listPrefixes(l);
-  let out = first;
-  for (const p of rest) {
-    let n = 0;
-    while (n < out.length && n < p.length && out[n] === p[n]) n++;
-    out = out.slice(0, n);
-  }
-  return out;
+  const [a = "", b = a] = listPrefixes(l);
+  let n = 0;
+  while (n < a.length && a[n] === b[n]) n++;
+  return a.slice(0, n);
 }
 
 /** The workspace of a listed key, or undefined unless it is exactly `{prefix}/{w}/{key}` with a usable name. */

@@ -1,9 +1,6 @@
 /**
- * The mapping table (docs/design.md §12): one row per seed field, one cell per backend of the
- * tool (`s3`, `oss`, `http`) naming its argument, how the value is written, or why there is none.
- * Synthesis for the real tool, its errors and warnings and docs/fields.md are driven from these
- * rows; a new field needs a row here, or the build fails. Argument names are Terraform ≥ 1.10's
- * (`internal/backend/remote-state/{s3,oss,http}/backend.go`, and OpenTofu's).
+ * The mapping table (docs/design.md §12): one row per seed field, one cell per backend of the tool naming its
+ * argument, how the value is written, or why there is none. Argument names are Terraform ≥ 1.10's (and OpenTofu's).
  */
 import { DEFAULT_REGION } from "../io/sdk-client.js";
 import type { ASSUME_ROLE_FIELDS, COMMON_FIELDS } from "./fields.js";
@@ -14,11 +11,7 @@ export type TerraformBackendType = "s3" | "oss" | "http";
 /** The backends, in the order the docs list them. */
 export const TERRAFORM_BACKENDS: readonly TerraformBackendType[] = Object.freeze(["s3", "oss", "http"] as const);
 
-/**
- * How a value is written, when not as it is: `url` (a bare host as `https://host`; `file:`
- * refused), `httpsHost` (host and port, https only), `path` (trimmed of `/`), `list` (one
- * element), `seconds` (`3600s`), `nonEmpty` (an empty string, "none" in the seed, not written).
- */
+/** How a value is written, when not as it is (docs/fields.md describes each). */
 export type ValueTransform = "url" | "httpsHost" | "path" | "list" | "seconds" | "nonEmpty";
 
 /** A JSON scalar a cell may write. */
@@ -73,6 +66,8 @@ function none(hint: string): NoneCell {
 }
 const SERVER: ServerCell = Object.freeze({ kind: "server" });
 const BLOCK: BlockCell = Object.freeze({ kind: "block" });
+/** A row of a store field: `objstate serve` holds it for the http backend. */
+const store = (s3: MappingCell, oss: MappingCell): MappingRow => ({ s3, oss, http: SERVER });
 
 /** Without these the S3 backend calls STS and IAM (leaving the machine for AWS), checks the region against AWS's list and addresses buckets as virtual hosts. */
 const CUSTOM_S3_ENDPOINT = Object.freeze({
@@ -84,43 +79,35 @@ const CUSTOM_S3_ENDPOINT = Object.freeze({
 
 /** The rows, keyed by field name; the order is the field table's. */
 export const TERRAFORM_MAPPING: { readonly [N in CommonName | BlockName | OwnName]: MappingRow } = Object.freeze({
-  bucket: { s3: arg("bucket"), oss: arg("bucket"), http: SERVER },
-  accessKey: { s3: arg("access_key", { env: "AWS_ACCESS_KEY_ID" }), oss: arg("access_key", { env: "ALICLOUD_ACCESS_KEY" }), http: SERVER },
-  acl: { s3: arg("acl"), oss: arg("acl"), http: SERVER },
-  assumeRole: { s3: BLOCK, oss: BLOCK, http: SERVER },
-  assumeRolePolicy: { s3: arg("assume_role.policy"), oss: arg("assume_role_policy"), http: SERVER },
-  assumeRoleRoleArn: { s3: arg("assume_role.role_arn", { transform: "nonEmpty" }), oss: arg("assume_role_role_arn"), http: SERVER },
-  assumeRoleSessionExpiration: { s3: arg("assume_role.duration", { transform: "seconds" }), oss: arg("assume_role_session_expiration"), http: SERVER },
-  assumeRoleSessionName: { s3: arg("assume_role.session_name"), oss: arg("assume_role_session_name"), http: SERVER },
-  computeRoleName: {
-    s3: none("the S3 backend finds an instance's role through the AWS credential chain by itself"),
-    oss: arg("ecs_role_name"),
-    http: SERVER,
-  },
-  encrypt: { s3: arg("encrypt"), oss: arg("encrypt"), http: SERVER },
-  endpoint: { s3: arg("endpoints.s3", { transform: "url", alongside: CUSTOM_S3_ENDPOINT }), oss: arg("endpoint", { transform: "url" }), http: SERVER },
+  bucket: store(arg("bucket"), arg("bucket")),
+  accessKey: store(arg("access_key", { env: "AWS_ACCESS_KEY_ID" }), arg("access_key", { env: "ALICLOUD_ACCESS_KEY" })),
+  acl: store(arg("acl"), arg("acl")),
+  assumeRole: store(BLOCK, BLOCK),
+  assumeRolePolicy: store(arg("assume_role.policy"), arg("assume_role_policy")),
+  assumeRoleRoleArn: store(arg("assume_role.role_arn", { transform: "nonEmpty" }), arg("assume_role_role_arn")),
+  assumeRoleSessionExpiration: store(arg("assume_role.duration", { transform: "seconds" }), arg("assume_role_session_expiration")),
+  assumeRoleSessionName: store(arg("assume_role.session_name"), arg("assume_role_session_name")),
+  computeRoleName: store(none("the S3 backend finds an instance's role through the AWS credential chain by itself"), arg("ecs_role_name")),
+  encrypt: store(arg("encrypt"), arg("encrypt")),
+  endpoint: store(arg("endpoints.s3", { transform: "url", alongside: CUSTOM_S3_ENDPOINT }), arg("endpoint", { transform: "url" })),
   // Written when unset: the backends' own default is terraform.tfstate, objstate's tool.tfstate (and s3 requires it).
-  key: { s3: arg("key", { whenUnset: "default" }), oss: arg("key", { whenUnset: "default" }), http: SERVER },
-  prefix: { s3: arg("workspace_key_prefix", { transform: "path" }), oss: arg("prefix", { transform: "path" }), http: SERVER },
-  profile: { s3: arg("profile"), oss: arg("profile"), http: SERVER },
+  key: store(arg("key", { whenUnset: "default" }), arg("key", { whenUnset: "default" })),
+  prefix: store(arg("workspace_key_prefix", { transform: "path" }), arg("prefix", { transform: "path" })),
+  profile: store(arg("profile"), arg("profile")),
   // The S3 backend requires a region; objstate signs with DEFAULT_REGION when none is set (docs/decisions/018).
-  region: { s3: arg("region", { whenUnset: DEFAULT_REGION }), oss: arg("region"), http: SERVER },
-  secretKey: { s3: arg("secret_key", { env: "AWS_SECRET_ACCESS_KEY" }), oss: arg("secret_key", { env: "ALICLOUD_SECRET_KEY" }), http: SERVER },
-  securityToken: { s3: arg("token", { env: "AWS_SESSION_TOKEN" }), oss: arg("security_token", { env: "ALICLOUD_SECURITY_TOKEN" }), http: SERVER },
-  sharedCredentialsFile: { s3: arg("shared_credentials_files", { transform: "list" }), oss: arg("shared_credentials_file"), http: SERVER },
+  region: store(arg("region", { whenUnset: DEFAULT_REGION }), arg("region")),
+  secretKey: store(arg("secret_key", { env: "AWS_SECRET_ACCESS_KEY" }), arg("secret_key", { env: "ALICLOUD_SECRET_KEY" })),
+  securityToken: store(arg("token", { env: "AWS_SESSION_TOKEN" }), arg("security_token", { env: "ALICLOUD_SECURITY_TOKEN" })),
+  sharedCredentialsFile: store(arg("shared_credentials_files", { transform: "list" }), arg("shared_credentials_file")),
   // The OSS backend's STS endpoint is a host: it adds https:// itself.
-  stsEndpoint: { s3: arg("endpoints.sts", { transform: "url" }), oss: arg("sts_endpoint", { transform: "httpsHost" }), http: SERVER },
-  kvstoreEndpoint: { s3: arg("endpoints.dynamodb", { transform: "url" }), oss: arg("tablestore_endpoint", { transform: "url" }), http: SERVER },
-  kvstoreTable: { s3: arg("dynamodb_table"), oss: arg("tablestore_table"), http: SERVER },
-  "assumeRole.roleArn": { s3: arg("assume_role.role_arn", { transform: "nonEmpty" }), oss: arg("assume_role.role_arn"), http: SERVER },
-  "assumeRole.policy": { s3: arg("assume_role.policy"), oss: arg("assume_role.policy"), http: SERVER },
-  "assumeRole.sessionName": { s3: arg("assume_role.session_name"), oss: arg("assume_role.session_name"), http: SERVER },
-  "assumeRole.sessionExpiration": { s3: arg("assume_role.duration", { transform: "seconds" }), oss: arg("assume_role.session_expiration"), http: SERVER },
-  lockfile: {
-    s3: arg("use_lockfile"),
-    oss: none("the OSS backend locks only through its TableStore table: drop --lockfile and set kvstoreTable"),
-    http: SERVER,
-  },
+  stsEndpoint: store(arg("endpoints.sts", { transform: "url" }), arg("sts_endpoint", { transform: "httpsHost" })),
+  kvstoreEndpoint: store(arg("endpoints.dynamodb", { transform: "url" }), arg("tablestore_endpoint", { transform: "url" })),
+  kvstoreTable: store(arg("dynamodb_table"), arg("tablestore_table")),
+  "assumeRole.roleArn": store(arg("assume_role.role_arn", { transform: "nonEmpty" }), arg("assume_role.role_arn")),
+  "assumeRole.policy": store(arg("assume_role.policy"), arg("assume_role.policy")),
+  "assumeRole.sessionName": store(arg("assume_role.session_name"), arg("assume_role.session_name")),
+  "assumeRole.sessionExpiration": store(arg("assume_role.duration", { transform: "seconds" }), arg("assume_role.session_expiration")),
+  lockfile: store(arg("use_lockfile"), none("the OSS backend locks only through its TableStore table: drop --lockfile and set kvstoreTable")),
 });
 
 /** What else a backend's output needs, beside the rows. */

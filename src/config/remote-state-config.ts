@@ -1,5 +1,5 @@
 import { ObjectStoreAssumeRole, type AssumeRoleTypes } from "./assume-role.js";
-import { builderFactory, ConfigObject, installGetters, warnAssumeRoleDeprecated, type KindSpec } from "./base.js";
+import { ConfigObject, defineKind, type KindSpec } from "./base.js";
 import { REMOTE_STATE_FIELDS } from "./fields.js";
 import { remoteStateTerraformBlock, type TerraformRemoteStateBlock, type TerraformRemoteStateOptions } from "./terraform-json.js";
 import type { BuilderOf, GettersOf, PropsOf, ValuesOf } from "./types.js";
@@ -21,12 +21,11 @@ const SPEC: KindSpec = { className: "DataRemoteStateObjectStoreConfig", fields: 
  * @example
  * const net = DataRemoteStateObjectStoreConfig.builder().bucket("my-state").key("network.tfstate").defaults({ vpc: "none" }).build();
  */
-export class DataRemoteStateObjectStoreConfig extends ConfigObject {
+export class DataRemoteStateObjectStoreConfig extends ConfigObject<DataRemoteStateObjectStoreConfigProps, DataRemoteStateObjectStoreConfigBuilder> {
   static readonly fields = REMOTE_STATE_FIELDS;
 
   constructor(props: DataRemoteStateObjectStoreConfigProps) {
     super(SPEC, props);
-    if (this.assumeRole !== undefined) warnAssumeRoleDeprecated();
   }
 
   static builder(): DataRemoteStateObjectStoreConfigBuilder {
@@ -36,15 +35,6 @@ export class DataRemoteStateObjectStoreConfig extends ConfigObject {
   /** Build from plain props; throws {@link ConfigError} when invalid. */
   static from(props: DataRemoteStateObjectStoreConfigProps): DataRemoteStateObjectStoreConfig {
     return new DataRemoteStateObjectStoreConfig(props);
-  }
-
-  /** The set fields as plain props (secrets included): `from(config.toProps())` round-trips. */
-  toProps(): DataRemoteStateObjectStoreConfigProps {
-    return this.plainProps() as DataRemoteStateObjectStoreConfigProps;
-  }
-
-  toBuilder(): DataRemoteStateObjectStoreConfigBuilder {
-    return newBuilder(this.plainProps());
   }
 
   /**
@@ -60,8 +50,5 @@ export class DataRemoteStateObjectStoreConfig extends ConfigObject {
 }
 
 export interface DataRemoteStateObjectStoreConfig extends ValuesOf<Fields, AssumeRoleTypes>, GettersOf<Fields, AssumeRoleTypes> {}
-installGetters(DataRemoteStateObjectStoreConfig.prototype, REMOTE_STATE_FIELDS);
 
-const newBuilder = builderFactory<DataRemoteStateObjectStoreConfigBuilder>(SPEC, (p) =>
-  DataRemoteStateObjectStoreConfig.from(p as DataRemoteStateObjectStoreConfigProps),
-);
+const newBuilder = defineKind<DataRemoteStateObjectStoreConfigBuilder>(DataRemoteStateObjectStoreConfig, SPEC);

@@ -1,8 +1,4 @@
-/**
- * Parsers of the settings table's values as a flag, a `--config` file or a variable gives them,
- * typed (durations in ms, sizes in bytes). A bad value is an {@link ObjstateError} whose message
- * starts with where it came from (`--timeout`, `c.json: objstate.timeout`, `OBJSTATE_TIMEOUT`).
- */
+/** Parsers of the settings table's values (durations in ms, sizes in bytes); a bad value's error starts with where it came from. */
 import { ObjstateError, type ErrorCode } from "../errors.js";
 import { isLayoutName, LAYOUT_EXPECTED, type LayoutName } from "./layout.js";
 
@@ -42,10 +38,10 @@ export function parseDuration(text: string): number | undefined {
 }
 
 /** A duration in ms, at least `minMs`. */
-export function durationOf(raw: unknown, at: SettingOrigin, minMs = 0, why = ""): number {
+export function durationOf(raw: unknown, at: SettingOrigin, minMs = 0): number {
   const ms = typeof raw === "string" ? parseDuration(raw) : undefined;
   if (ms === undefined) throw settingError("INVALID_DURATION", at, `must be a duration such as 0s, 30s, 5m or 1h30m, got ${got(raw)}`);
-  if (ms < minMs) throw settingError("INVALID_DURATION", at, `must be ${minMs === 1 ? "more than 0s" : `at least ${minMs / 1000}s`}${why}, got ${got(raw)}`);
+  if (ms < minMs) throw settingError("INVALID_DURATION", at, `must be ${minMs === 1 ? "more than 0s" : `at least ${minMs / 1000}s`}, got ${got(raw)}`);
   return ms;
 }
 

@@ -6,10 +6,6 @@ function flagText(r: SettingSpec): string {
   return `${r.short === undefined ? "" : `${r.short}, `}${r.flag}${r.arg === undefined ? "" : ` ${r.arg}`}${r.repeatable === true ? " (repeatable)" : ""}`;
 }
 
-function commandsText(r: SettingSpec): string {
-  return r.commands.join(", ");
-}
-
 const cell = (text: string): string => text.replace(/\|/g, "\\|");
 
 /** docs/settings.md: one table row per setting. */
@@ -30,7 +26,7 @@ export function settingsReferenceMarkdown(): string {
   for (const r of SETTINGS_TABLE as readonly SettingSpec[]) {
     const env = r.env === undefined ? "" : `\`${r.env}\``;
     const def = r.defaultText === undefined ? "" : `\`${r.defaultText}\``;
-    lines.push(`| \`${r.name}\` | \`${flagText(r)}\` | \`objstate.${r.fileKey}\` | ${env} | ${def} | ${cell(commandsText(r))} | ${cell(r.doc)} |`);
+    lines.push(`| \`${r.name}\` | \`${flagText(r)}\` | \`objstate.${r.fileKey}\` | ${env} | ${def} | ${cell(r.commands.join(", "))} | ${cell(r.doc)} |`);
   }
   return `${lines.join("\n")}\n`;
 }
@@ -54,7 +50,7 @@ export function settingsTopicText(): string {
         r.defaultText === undefined ? undefined : `default: ${r.defaultText}`,
       ].filter((x) => x !== undefined);
       out.push(`      [${facts.join("; ")}]`);
-      if (group === "shared") out.push(`      on: ${commandsText(r)}`);
+      if (group === "shared") out.push(`      on: ${r.commands.join(", ")}`);
     }
     out.push("");
   }

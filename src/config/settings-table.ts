@@ -1,8 +1,6 @@
 /**
- * The settings table (the config layer of docs/design.md §2, beside the field table): one row per
- * setting that is not a field of the seed's objects. The commander options of each command, the
- * `--config` file's `objstate` section, the environment variables, docs/settings.md and the one
- * parse into a frozen {@link Settings} value are derived from the rows.
+ * The settings table (docs/design.md §2): one row per setting that is not a field of the seed's objects;
+ * the commands' options, the `--config` file's `objstate` section, variables, docs and the parse derive from it.
  */
 import { DEFAULT_LAYOUT, LAYOUT_NAMES, type LayoutName } from "./layout.js";
 import { encryptionFromEnvText, encryptionFromFile, mergeEncryptionSettings } from "./encryption-setting.js";
@@ -288,10 +286,8 @@ function fileProblem(file: string, message: string): never {
 }
 
 /**
- * Parse the settings once: flags (commander's values, by name), the `--config` file's
- * `objstate` section and the environment, over the defaults, into one frozen value. A bad
- * value throws an ObjstateError naming the flag, the file and key, or the variable; a key of
- * the section that is not a setting is refused by name (with the nearest one).
+ * Parse the settings once: flags (commander's values, by name), the `--config` file's `objstate`
+ * section and the environment, over the defaults, into one frozen value; a bad value or unknown key throws naming where.
  */
 export function parseSettings(flags: SettingFlags, file: SettingsFileSection | undefined, env: Readonly<Record<string, string | undefined>>): Settings {
   const section = file?.section;
@@ -312,33 +308,26 @@ export function parseSettings(flags: SettingFlags, file: SettingsFileSection | u
   for (const r of SETTINGS_TABLE as readonly SettingSpec[]) {
     const given = (flags as Readonly<Record<string, unknown>>)[r.name];
     const inFile = isPlainObject(section) ? section[r.fileKey] : undefined;
-    const fromEnv = r.env === undefined ? undefined : env[r.env];
+    const fromEnv = r.env === undefined ? "" : (env[r.env] ?? "");
+    const envAt: SettingOrigin = { kind: "env", variable: r.env ?? "" };
     let at: SettingOrigin;
-    let raw: unknown;
     // A switch on by default is given off with --no-x: commander reports the default (true) when absent.
     const flag = r.flag;
-    const flagGiven = flag !== undefined && given !== undefined && !(flag.startsWith("--no-") && given === true);
-    if (flagGiven) {
+    if (flag !== undefined && given !== undefined && !(flag.startsWith("--no-") && given === true)) {
       const negated = r.arg === undefined && given === false && !flag.startsWith("--no-");
       at = { kind: "flag", flag: negated ? `--no-${flag.slice(2)}` : flag };
-      raw = given;
-    } else if (r.merge !== undefined && inFile !== undefined && inFile !== null && file !== undefined && r.env !== undefined && (fromEnv ?? "") !== "") {
-      at = { kind: "file", file: file.file, key: `objstate.${r.fileKey}` };
-      values[r.name] = r.merge({ raw: inFile, at }, { raw: fromEnv, at: { kind: "env", variable: r.env } });
-      origins[r.name] = Object.freeze(at);
-      continue;
-    } else if (inFile !== undefined && inFile !== null && file !== undefined) {
-      at = { kind: "file", file: file.file, key: `objstate.${r.fileKey}` };
-      raw = inFile;
-    } else if (fromEnv !== undefined && fromEnv !== "" && r.env !== undefined) {
-      at = { kind: "env", variable: r.env };
-      raw = fromEnv;
+      values[r.name] = r.parse(given, at);
+    } else if (inFile !== undefined && inFile !== null) {
+      at = { kind: "file", file: file?.file ?? "", key: `objstate.${r.fileKey}` };
+      values[r.name] = r.merge !== undefined && fromEnv !== "" ? r.merge({ raw: inFile, at }, { raw: fromEnv, at: envAt }) : r.parse(inFile, at);
+    } else if (fromEnv !== "") {
+      at = envAt;
+      values[r.name] = r.parse(fromEnv, at);
     } else {
       values[r.name] = r.default;
       origins[r.name] = { kind: "default" };
       continue;
     }
-    values[r.name] = r.parse(raw, at);
     origins[r.name] = Object.freeze(at);
   }
   return Object.freeze({ values: Object.freeze(values) as unknown as SettingValues, origins: Object.freeze(origins) as unknown as Settings["origins"] });

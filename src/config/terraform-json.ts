@@ -156,89 +156,69 @@ function transformed(cell: ArgumentCell, field: string, backend: TerraformBacken
   }
 }
 
-/** Builds one backend's arguments, refusing a set field the backend has no argument for and two fields writing one argument. */
-class ArgumentWriter {
-  readonly out: JsonObject = {};
-  /** Argument path → the field that wrote it. */
-  private readonly writers = new Map<string, string>();
-  constructor(private readonly backend: TerraformBackendType) {}
-
-  private put(path: string, value: unknown): void {
+/**
+ * The backend's arguments for the store fields of `config` (every row, in field-table order),
+ * refusing a set field the backend has no argument for and two fields writing one argument.
+ */
+function storeArguments(config: AnyConfig | undefined, backend: TerraformBackendType, lockfile: boolean | undefined): JsonObject {
+  const out: JsonObject = {};
+  const writers = new Map<string, string>(); // argument path → the field that wrote it
+  const put = (path: string, value: unknown): void => {
     const parts = path.split(".");
-    let at = this.out;
-    for (const p of parts.slice(0, -1)) {
-      const next = at[p];
-      if (typeof next === "object" && next !== null) at = next as JsonObject;
-      else at = at[p] = {};
-    }
-    at[parts[parts.length - 1] as string] = value;
-  }
-
-  /** Write field `field` (its row's cell for this backend) with value `v` (undefined: unset). */
-  field(field: string, spec: FieldSpec | undefined, cell: MappingCell, v: unknown): void {
-    if (v === undefined) {
-      if (cell.kind === "argument" && cell.whenUnset !== undefined) this.write(field, cell, cell.whenUnset === "default" ? spec?.default : cell.whenUnset);
-      return;
-    }
-    if (cell.kind === "server" || cell.kind === "block") return;
-    if (cell.kind === "none") {
-      throw new ConfigError(
-        "UNSUPPORTED_FIELD",
-        `${field} is set, but the tool's ${this.backend} backend has no argument for it: leave ${field} unset to synthesize for ${this.backend} (${cell.hint})`,
-        { field },
-      );
-    }
-    const w = transformed(cell, field, this.backend, v);
-    if (w !== undefined) this.write(field, cell, w);
-  }
-
-  private write(field: string, cell: ArgumentCell, value: unknown): void {
-    const other = this.writers.get(cell.argument);
+    const last = parts.pop() as string;
+    let at = out;
+    for (const p of parts) at = (at[p] ??= {}) as JsonObject;
+    at[last] = value;
+  };
+  const write = (field: string, cell: ArgumentCell, value: unknown): void => {
+    const other = writers.get(cell.argument);
     if (other !== undefined) {
       throw new ConfigError(
         "CONFLICTING_FIELDS",
-        `${other} and ${field} both set ${cell.argument} of the tool's ${this.backend} backend: set only one of them (the flattened assumeRole* fields replace the deprecated assumeRole block)`,
+        `${other} and ${field} both set ${cell.argument} of the tool's ${backend} backend: set only one of them (the flattened assumeRole* fields replace the deprecated assumeRole block)`,
         { field },
       );
     }
-    this.writers.set(cell.argument, field);
-    this.put(cell.argument, value);
-    for (const [k, x] of Object.entries(cell.alongside ?? {})) this.put(k, x);
-  }
-
-  /** Throw when a nested argument was written without the member the backend requires in it. */
-  checkRequired(): void {
-    for (const [parent, member] of Object.entries(TERRAFORM_BACKEND_SPECS[this.backend].requires)) {
-      const nested = this.out[parent] as JsonObject | undefined;
-      if (nested === undefined || nested[member] !== undefined) continue;
-      const fields = [...this.writers].filter(([path]) => path.startsWith(`${parent}.`)).map(([, f]) => f);
+    writers.set(cell.argument, field);
+    put(cell.argument, value);
+    for (const [k, x] of Object.entries(cell.alongside ?? {})) put(k, x);
+  };
+  /** Write `field` (its row's cell for this backend) with value `v` (undefined: unset). */
+  const each = (field: string, spec: FieldSpec | undefined, cell: MappingCell, v: unknown): void => {
+    if (v === undefined) {
+      if (cell.kind === "argument" && cell.whenUnset !== undefined) write(field, cell, cell.whenUnset === "default" ? spec?.default : cell.whenUnset);
+    } else if (cell.kind === "none") {
       throw new ConfigError(
-        "UNSUPPORTED_VALUE",
-        `${fields.join(", ")} ${fields.length === 1 ? "is" : "are"} set, but no role ARN: the tool's ${this.backend} backend needs ${parent}.${member} with them. Set assumeRoleRoleArn, or leave the assume-role fields unset`,
-        { field: fields[0] },
+        "UNSUPPORTED_FIELD",
+        `${field} is set, but the tool's ${backend} backend has no argument for it: leave ${field} unset to synthesize for ${backend} (${cell.hint})`,
+        { field },
       );
+    } else if (cell.kind === "argument") {
+      const w = transformed(cell, field, backend, v);
+      if (w !== undefined) write(field, cell, w);
     }
-  }
-}
-
-/** The backend's arguments for the store fields of `config` (every row, in field-table order). */
-function storeArguments(config: AnyConfig | undefined, backend: TerraformBackendType, lockfile: boolean | undefined): JsonObject {
-  const w = new ArgumentWriter(backend);
+  };
   const values = (config ?? {}) as unknown as Record<string, unknown>;
   const rows = TERRAFORM_MAPPING as unknown as Readonly<Record<string, MappingRow>>;
   for (const f of COMMON_FIELDS) {
     const row = rows[f.name] as MappingRow;
-    const v = values[f.name];
-    if (row[backend].kind === "block" && v !== undefined) {
-      const block = v as unknown as Record<string, unknown>;
-      for (const g of ASSUME_ROLE_FIELDS) w.field(`${f.name}.${g.name}`, g, (rows[`${f.name}.${g.name}`] as MappingRow)[backend], block[g.name]);
-    } else {
-      w.field(f.name, f, row[backend], v);
-    }
+    const v = values[f.name] as Record<string, unknown> | undefined;
+    if (row[backend].kind !== "block" || v === undefined) each(f.name, f, row[backend], v);
+    else for (const g of ASSUME_ROLE_FIELDS) each(`${f.name}.${g.name}`, g, (rows[`${f.name}.${g.name}`] as MappingRow)[backend], v[g.name]);
   }
-  w.field("lockfile", undefined, TERRAFORM_MAPPING.lockfile[backend], lockfile === true ? true : undefined);
-  w.checkRequired();
-  return w.out;
+  each("lockfile", undefined, TERRAFORM_MAPPING.lockfile[backend], lockfile === true ? true : undefined);
+  // A nested argument written without the member the backend requires in it.
+  for (const [parent, member] of Object.entries(TERRAFORM_BACKEND_SPECS[backend].requires)) {
+    const nested = out[parent] as JsonObject | undefined;
+    if (nested === undefined || nested[member] !== undefined) continue;
+    const fields = [...writers].filter(([path]) => path.startsWith(`${parent}.`)).map(([, f]) => f);
+    throw new ConfigError(
+      "UNSUPPORTED_VALUE",
+      `${fields.join(", ")} ${fields.length === 1 ? "is" : "are"} set, but no role ARN: the tool's ${backend} backend needs ${parent}.${member} with them. Set assumeRoleRoleArn, or leave the assume-role fields unset`,
+      { field: fields[0] },
+    );
+  }
+  return out;
 }
 
 /** The arguments of `options.backend` for `config`'s store (or, for http, for the server). */

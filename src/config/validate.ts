@@ -31,13 +31,6 @@ export function checkValue(field: FieldSpec, value: unknown, path: string = fiel
   throw new ConfigError(code, `${label} must be ${rule.expected}, got ${describeValue(value, field.secret)}`, { field: path, variable });
 }
 
-const BOOLEANS = new Map([
-  ["true", true],
-  ["1", true],
-  ["false", false],
-  ["0", false],
-]);
-
 /** An environment variable's text as the field's type (numbers written as integers), or a {@link ConfigError} naming the variable. */
 export function parseEnvValue(field: FieldSpec, variable: string, text: string): unknown {
   const t = text.trim();
@@ -47,7 +40,7 @@ export function parseEnvValue(field: FieldSpec, variable: string, text: string):
   };
   let value: unknown = text;
   if (field.kind === "number") value = /^[+-]?\d+$/.test(t) ? Number(t) : refuse(field.rule.expected);
-  else if (field.kind === "boolean") value = BOOLEANS.get(t.toLowerCase()) ?? refuse("true or false");
+  else if (field.kind === "boolean") value = /^(true|1)$/i.test(t) ? true : /^(false|0)$/i.test(t) ? false : refuse("true or false");
   checkValue(field, value, field.name, variable);
   return value;
 }

@@ -8,15 +8,10 @@ function parseVersion(v: string, label: string): [number, number, number] {
   return [Number(m[1]), Number(m[2]), Number(m[3])];
 }
 
-function older(a: [number, number, number], b: [number, number, number]): boolean {
-  for (let i = 0; i < 3; i++) if ((a[i] as number) !== (b[i] as number)) return (a[i] as number) < (b[i] as number);
-  return false;
-}
+const older = (a: [number, number, number], b: [number, number, number]): boolean => (a[0] - b[0] || a[1] - b[1] || a[2] - b[2]) < 0;
 
 /**
- * Names of the fields set on `config` that the given tool version does not know yet (the seed's
- * "Available from" column).
- *
+ * Names of the fields set on `config` that the given tool version does not know yet (the seed's "Available from" column).
  * @example checkToolVersion(config, "0.12.7") // → ["profile"] when profile is set
  */
 export function checkToolVersion(config: ConfigObject, toolVersion: string): string[] {

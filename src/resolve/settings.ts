@@ -1,9 +1,6 @@
 /**
- * Resolution (docs/design.md §2 and §4): the effective value of every field and where it
- * came from. Precedence: explicit > environment (the seed's order, first non-empty wins)
- * > the deprecated `assumeRole` block (for the role fields, when no role ARN was given
- * flattened) > the selected profile of the shared credentials file > the standard AWS
- * variables (region and endpoints only) > default.
+ * Resolution (docs/design.md §4): every field's effective value and source. Precedence: explicit > environment
+ * > the deprecated `assumeRole` block (without a flattened role ARN) > the profile > the standard AWS variables > default.
  */
 import type { AssumeRoleTypes, ObjectStoreAssumeRole } from "../config/assume-role.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
@@ -51,14 +48,6 @@ export interface ResolveOptions {
 /** Environment map: `process.env` or any record of strings. */
 export type Env = Readonly<Record<string, string | undefined>>;
 
-/** Role fields the deprecated block can supply, flattened name → block name. */
-const BLOCK_FIELDS = {
-  assumeRoleRoleArn: "roleArn",
-  assumeRolePolicy: "policy",
-  assumeRoleSessionName: "sessionName",
-  assumeRoleSessionExpiration: "sessionExpiration",
-} as const;
-
 type Mutable = Record<string, ResolvedSetting<unknown>>;
 
 /** The standard AWS variables for fields the seed's sources leave unset, the service's own before the general one; validated when used. */
@@ -88,10 +77,8 @@ function applyBlock(out: Mutable, block: ObjectStoreAssumeRole | undefined): voi
   const flatArn = out["assumeRoleRoleArn"];
   // The flattened fields win when a non-empty role ARN was given flattened (explicit or env).
   if (block === undefined || (flatArn !== undefined && flatArn.value !== "")) return;
-  const b = block as unknown as Record<string, unknown>;
-  for (const [flat, inner] of Object.entries(BLOCK_FIELDS)) {
-    const v = b[inner];
-    if (v !== undefined) out[flat] = { value: v, source: "explicit", via: `assumeRole.${inner}` };
+  for (const [inner, v] of Object.entries(block)) {
+    if (v !== undefined) out[`assumeRole${inner.charAt(0).toUpperCase()}${inner.slice(1)}`] = { value: v, source: "explicit", via: `assumeRole.${inner}` };
   }
 }
 
@@ -121,26 +108,21 @@ export function resolveSettings(
   if (profile !== undefined && profile !== "") {
     out["sharedCredentialsFile"] ??= { value: fields.find((f) => f.name === "sharedCredentialsFile")?.default, source: "default" };
     const layer = options.profileLoader?.(profile, out["sharedCredentialsFile"].value as string);
-    if (layer !== undefined) {
-      for (const f of fields) {
-        const v = layer.values[f.name];
-        if (out[f.name] === undefined && v !== undefined) out[f.name] = { value: v, source: `profile:${layer.name}` };
-      }
+    for (const f of fields) {
+      const v = layer?.values[f.name];
+      if (v !== undefined) out[f.name] ??= { value: v, source: `profile:${layer?.name}` };
     }
   }
   for (const f of fields) {
     const names = AWS_ENV[f.name];
-    if (names === undefined || out[f.name] !== undefined || (f.name === "stsEndpoint" && seedStsFallback(out))) continue;
-    const r = fromEnv(f, names, env, "aws:env");
+    const r =
+      names === undefined || out[f.name] !== undefined || (f.name === "stsEndpoint" && seedStsFallback(out)) ? undefined : fromEnv(f, names, env, "aws:env");
     if (r !== undefined) out[f.name] = r;
   }
-
   for (const f of fields) {
-    if (out[f.name] === undefined) {
-      // sharedCredentialsFile's default applies only when a profile is given (handled above).
-      out[f.name] =
-        f.default !== undefined && f.name !== "sharedCredentialsFile" ? { value: f.default, source: "default" } : { value: undefined, source: "unset" };
-    }
+    // sharedCredentialsFile's default applies only when a profile is given (above).
+    out[f.name] ??=
+      f.default !== undefined && f.name !== "sharedCredentialsFile" ? { value: f.default, source: "default" } : { value: undefined, source: "unset" };
     printSafely(out[f.name] as ResolvedSetting<unknown>, "ResolvedSetting", (r) => shownSetting(r, f.secret));
   }
   const secret = new Set(fields.filter((f) => f.secret).map((f) => f.name));

@@ -39,10 +39,8 @@ function remoteTarget(target: TerraformBackendOptions): TerraformRemoteStateOpti
 }
 
 /**
- * Build every config in a {@link SynthInput} and return the merged tool document plus
- * warnings about secrets written in plain text. Errors name the block they are in
- * (`backend`, `remoteStates.net`). With `target`, the document is the real tool's
- * (`terraform.backend.TYPE`, `data.terraform_remote_state`), else the seed's tool JSON.
+ * Build every config in a {@link SynthInput}: the merged document (the real tool's with `target`,
+ * else the seed's tool JSON) and warnings; errors name their block (`backend`, `remoteStates.net`).
  */
 export function synthesizeProps(input: unknown, target?: TerraformBackendOptions): { doc: ToolJson; warnings: string[] } {
   if (target !== undefined) checkTerraformOptions(target);

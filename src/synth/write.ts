@@ -4,8 +4,7 @@ import { ObjstateError } from "../errors.js";
 import { formatToolJson, type ToolJson } from "../config/tool-json.js";
 
 /**
- * Write `doc` to `file` as {@link formatToolJson} prints it, replacing the file, so that a
- * program that synthesizes need not import `node:fs` itself (docs/decisions/026).
+ * Write `doc` to `file` as {@link formatToolJson} prints it, so a program need not import `node:fs` (docs/decisions/026).
  *
  * @throws ObjstateError `WRITE_FAILED`, naming the file and the system's reason.
  * @example writeToolJson("main.tf.json", mergeToolJson(backend.toToolJson(), net.toToolJson()));

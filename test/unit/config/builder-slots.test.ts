@@ -1,5 +1,5 @@
 /**
- * Builders keep their values in a private field (src/config/base.ts, builderFactory) and
+ * Builders keep their values in a private field (src/config/base.ts, defineKind) and
  * synthesis writes the set fields in table order (src/config/tool-json.ts, block): the same
  * errors, reusable builders, nothing printable.
  */
