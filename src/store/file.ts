@@ -56,7 +56,6 @@ import type {
   GetResult,
   ListedObject,
   ListOptions,
-  ListVersionsOptions,
   ObjectMeta,
   ObjectStoreDriver,
   ObjectVersion,
@@ -143,7 +142,7 @@ export class FileDriver implements ObjectStoreDriver {
     return this.withVersionOf(key, options.versionId, async (_v, meta) => meta);
   }
 
-  async *listVersions(key: string, _options?: ListVersionsOptions): AsyncIterable<ObjectVersion> {
+  async *listVersions(key: string): AsyncIterable<ObjectVersion> {
     let current: BigIntStats | null;
     let names: string[];
     try {
@@ -451,9 +450,8 @@ export class FileDriver implements ObjectStoreDriver {
     }
   }
 
-  close(): void {
-    // nothing is held open between calls
-  }
+  /** Nothing is held open between calls. */
+  close(): void {}
 
   /** Are these nested directories, each checked in turn, all there (and none a link)? */
   private async dirs(...chain: string[]): Promise<boolean> {
@@ -511,7 +509,10 @@ export class FileDriver implements ObjectStoreDriver {
         const stored = await this.readMeta(key, v.id);
         if (stored !== null) return await use(v, layout.toObjectMeta(stored));
         // Metadata missing for a version that stays put: damaged store; fall back to what the file says.
-        if (v.id === previousId || attempt >= READ_ATTEMPTS) return await use(v, await derivedMeta(v));
+        if (v.id === previousId || attempt >= READ_ATTEMPTS) {
+          const body = await readWhole(v.fd, Number(v.stat.size));
+          return await use(v, { size: body.length, etag: createHash("md5").update(body).digest("hex"), lastModified: new Date(Number(v.stat.mtimeMs)) });
+        }
         previousId = v.id;
       } finally {
         if (v.kept !== true) closeSync(v.fd);
@@ -788,9 +789,4 @@ async function readWhole(fd: number, size: number, hash?: Hasher, position = 0):
     offset += bytesRead;
   }
   return buf;
-}
-
-async function derivedMeta(v: Version): Promise<ObjectMeta> {
-  const body = await readWhole(v.fd, Number(v.stat.size));
-  return { size: body.length, etag: createHash("md5").update(body).digest("hex"), lastModified: new Date(Number(v.stat.mtimeMs)) };
 }
