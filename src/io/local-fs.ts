@@ -20,10 +20,6 @@ export function errno(e: unknown): string | undefined {
   return typeof e === "object" && e !== null && "code" in e && typeof e.code === "string" ? e.code : undefined;
 }
 
-function errPath(e: unknown): string | undefined {
-  return typeof e === "object" && e !== null && "path" in e && typeof e.path === "string" ? e.path : undefined;
-}
-
 /** A symbolic link (or another non-regular entry) where objstate expects its own file or directory. */
 function unsafePath(at: string, what: string): ObjstateError {
   return new ObjstateError("UNSAFE_PATH", `refusing ${at}: it is ${what}, and objstate never follows links or opens special files inside a store; remove it`, {
@@ -38,7 +34,8 @@ function unsafePath(at: string, what: string): ObjstateError {
 export function fsFailure(e: unknown, what: string, fallback: ErrorCode, at?: string): ObjstateError {
   if (e instanceof ObjstateError) return e;
   const code = errno(e);
-  const where = at ?? errPath(e) ?? "?";
+  const p = typeof e === "object" && e !== null && "path" in e ? e.path : undefined;
+  const where = at ?? (typeof p === "string" ? p : "?");
   if (code === "ELOOP") return unsafePath(where, "a symbolic link");
   const known = code === undefined ? undefined : FS_ERRORS[code];
   const message = known === undefined ? `${what}${code === undefined ? "" : ` (${code} at ${where})`}` : `${what}: ${known[1]} at ${where}; ${known[2]}`;

@@ -10,7 +10,7 @@ import type { Readable } from "node:stream";
 import type { SdkCredentialsProvider } from "./sdk-credentials.js";
 import { ObjstateError } from "../errors.js";
 import { field, sdkErrorMessage } from "./sdk-errors.js";
-import { serverClockFor, type ServerClock } from "./server-clock.js";
+import { serverClockFor } from "./server-clock.js";
 
 /** How long requests may take (milliseconds). */
 export interface Timeouts {
@@ -145,22 +145,15 @@ export function armClient(client: object, t: Pick<ClientTarget, "service" | "end
       try {
         return await next(args);
       } finally {
-        publish(clock, c.config.systemClockOffset);
+        const offset = c.config.systemClockOffset;
+        if (typeof offset === "number" && Number.isFinite(offset)) clock.offsetMs = offset;
       }
     },
     { step: "initialize", name: "objstateServerClock", override: true },
   );
 }
 
-function publish(clock: ServerClock, offset: number | undefined): void {
-  if (typeof offset === "number" && Number.isFinite(offset)) clock.offsetMs = offset;
-}
-
-interface Where {
-  readonly service: ServiceName;
-  readonly url: string;
-  readonly timeouts: Timeouts;
-}
+type Where = { readonly service: ServiceName; readonly url: string; readonly timeouts: Timeouts };
 
 /** The error of a request that ran past its deadline. */
 function deadlineError(w: Where, limitMs: number): ObjstateError {
