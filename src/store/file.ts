@@ -319,7 +319,8 @@ export class FileDriver implements ObjectStoreDriver {
       await this.retire(key, file, st);
       await fsyncDir(this.bucketDir);
       // The marker comes last: a crash leaves a deleted key without one, never one before a current version.
-      const ns = layout.maxBig(BigInt(Date.now()) * 1_000_000n, st.mtimeNs + 1n);
+      const now = BigInt(Date.now()) * 1_000_000n;
+      const ns = now > st.mtimeNs ? now : st.mtimeNs + 1n;
       const marker = path.join(this.archiveDir(key), `${layout.idOfTime(ns)}-m${randomUUID().slice(0, 8)}${MARKER_SUFFIX}`);
       try {
         await createFile(marker, "");
