@@ -120,15 +120,11 @@ export function sdkClientConfig(t: ClientTarget) {
   };
 }
 
+type Handler = (args: unknown) => Promise<unknown>;
 /** The slice of an SDK client that {@link armClient} works with. */
 interface ArmableClient {
   send(command: unknown, options?: { abortSignal?: AbortSignal }): Promise<unknown>;
-  readonly middlewareStack: {
-    add(
-      middleware: (next: (args: unknown) => Promise<unknown>) => (args: unknown) => Promise<unknown>,
-      options: { step: "initialize"; name: string; override?: boolean },
-    ): void;
-  };
+  readonly middlewareStack: { add(middleware: (next: Handler) => Handler, options: { step: "initialize"; name: string; override?: boolean }): void };
   readonly config: { systemClockOffset?: number };
 }
 

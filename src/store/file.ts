@@ -187,15 +187,13 @@ export class FileDriver implements ObjectStoreDriver {
     const file = path.join(this.bucketDir, RETENTION_FILE);
     try {
       await this.createBucket();
-      if (rule.noncurrentDays === undefined && rule.newerNoncurrentVersions === undefined) {
+      const { prefix, noncurrentDays, newerNoncurrentVersions } = rule;
+      if (noncurrentDays === undefined && newerNoncurrentVersions === undefined) {
         await removeFile(file);
         return;
       }
       const temp = path.join(this.bucketDir, `${layout.TEMP_PREFIX}${randomUUID()}`);
-      await createFile(
-        temp,
-        JSON.stringify({ prefix: rule.prefix, noncurrentDays: rule.noncurrentDays, newerNoncurrentVersions: rule.newerNoncurrentVersions }),
-      );
+      await createFile(temp, JSON.stringify({ prefix, noncurrentDays, newerNoncurrentVersions }));
       await fs.rename(temp, file);
       await fsyncDir(this.bucketDir);
     } catch (e) {

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import * as S3 from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials } from "../io/sdk-credentials.js";
-import { isObjstateError, ObjstateError } from "../errors.js";
+import { isObjstateError, ObjstateError, type ErrorCode } from "../errors.js";
 import {
   armClient,
   deadlineMs,
@@ -600,38 +600,22 @@ export class S3Driver implements ObjectStoreDriver {
     // "check bucket" + `bucket "b"` would say "bucket" twice.
     const what = `${ctx.op.replace(/ bucket$/, "")} ${ctx.key === undefined || ctx.key === "" ? `bucket "${this.bucket}"` : `"${ctx.key}" in bucket "${this.bucket}"`} at ${this.endpoint}`;
     const details = { operation: ctx.op, key: ctx.key, bucket: this.bucket, errorName: name, httpStatus: status };
-    if (name === "NoSuchBucket") {
-      return new ObjstateError(
-        "BUCKET_NOT_FOUND",
-        `bucket "${this.bucket}" does not exist at ${this.endpoint}: check the bucket name and endpoint, or create the bucket`,
-        { cause: e, details },
-      );
-    }
-    if (isAccessDenied(e)) {
-      return new ObjstateError("ACCESS_DENIED", `access denied: cannot ${what}: ${accessHint(name)}`, { cause: e, details });
-    }
-    if (isTlsToPlainHttp(e)) {
-      return new ObjstateError("ENDPOINT_PLAIN_HTTP", `cannot ${what}: ${plainHttpAdvice(this.endpoint)}`, { cause: e, details });
-    }
-    if (notS3Answer(e, ctx.op)) {
-      return new ObjstateError(
-        "ENDPOINT_NOT_S3",
-        `cannot ${what}: the endpoint does not speak the S3 API (its answer${status === undefined ? "" : `, HTTP ${status},`} is not an S3 response); check --endpoint: is it the lock table's (DynamoDB) endpoint?`,
-        { cause: e, details },
-      );
-    }
+    const fail = (code: ErrorCode, message: string): ObjstateError => new ObjstateError(code, message, { cause: e, details });
+    const http = status === undefined ? "" : `HTTP ${status}`;
+    if (name === "NoSuchBucket") return fail("BUCKET_NOT_FOUND", `bucket "${this.bucket}" does not exist at ${this.endpoint}: ${NO_BUCKET_HINT}`);
+    if (isAccessDenied(e)) return fail("ACCESS_DENIED", `access denied: cannot ${what}: ${accessHint(name)}`);
+    if (isTlsToPlainHttp(e)) return fail("ENDPOINT_PLAIN_HTTP", `cannot ${what}: ${plainHttpAdvice(this.endpoint)}`);
+    const answer = `its answer${http === "" ? "" : `, ${http},`} is not an S3 response`;
+    if (notS3Answer(e, ctx.op)) return fail("ENDPOINT_NOT_S3", `cannot ${what}: the endpoint does not speak the S3 API (${answer}); ${NOT_S3_HINT}`);
     const net = networkFailure(e);
-    if (net !== undefined) {
-      const message = `cannot reach the object store at ${this.endpoint} (${net}): check the endpoint URL and that the server is running and reachable`;
-      return new ObjstateError("ENDPOINT_UNREACHABLE", message, { cause: e, details });
-    }
-    return new ObjstateError(
-      "STORE_ERROR",
-      `object store error: cannot ${what}: ${name ?? "unknown error"}${status === undefined ? "" : ` (HTTP ${status})`}`,
-      { cause: e, details },
-    );
+    if (net !== undefined) return fail("ENDPOINT_UNREACHABLE", `cannot reach the object store at ${this.endpoint} (${net}): ${UNREACHABLE_HINT}`);
+    return fail("STORE_ERROR", `object store error: cannot ${what}: ${name ?? "unknown error"}${http === "" ? "" : ` (${http})`}`);
   }
 }
+
+const NO_BUCKET_HINT = "check the bucket name and endpoint, or create the bucket";
+const NOT_S3_HINT = "check --endpoint: is it the lock table's (DynamoDB) endpoint?";
+const UNREACHABLE_HINT = "check the endpoint URL and that the server is running and reachable";
 
 const NO_CREDENTIALS = "no credentials for the object store: give an access key and secret key (or a role) in the config or environment";
 
