@@ -153,11 +153,8 @@ type Where = { readonly service: ServiceName; readonly url: string; readonly tim
 
 /** The error of a request that ran past its deadline. */
 function deadlineError(w: Where, limitMs: number): ObjstateError {
-  return new ObjstateError(
-    "ENDPOINT_TIMEOUT",
-    `no answer from the ${w.service} at ${w.url} within ${formatSeconds(limitMs)} (--timeout, or timeouts.requestMs): check that the server is running and not stalled (a full disk stalls Ceph), or allow more time`,
-    { details: { endpoint: w.url, service: w.service, timeoutMs: limitMs } },
-  );
+  const why = `no answer from the ${w.service} at ${w.url} within ${formatSeconds(limitMs)} (--timeout, or timeouts.requestMs): check that the server is running and not stalled (a full disk stalls Ceph), or allow more time`;
+  return new ObjstateError("ENDPOINT_TIMEOUT", why, { details: { endpoint: w.url, service: w.service, timeoutMs: limitMs } });
 }
 
 /** The error of a request whose every attempt ran into the connect or idle timeout. */
@@ -166,11 +163,8 @@ function attemptsError(w: Where, e: unknown): ObjstateError {
   const limit = connect ? w.timeouts.connectMs : w.timeouts.idleMs;
   const attempts = field(field(e, "$metadata"), "attempts");
   const waited = connect ? `could not connect within ${formatSeconds(limit)}` : `sent nothing for ${formatSeconds(limit)}`;
-  return new ObjstateError(
-    "ENDPOINT_TIMEOUT",
-    `no answer from the ${w.service} at ${w.url}: ${typeof attempts === "number" ? `each of ${attempts} attempts` : "the request"} ${waited} (--timeout, or timeouts.${connect ? "connectMs" : "idleMs"}): check that the server is running and not stalled`,
-    { cause: e, details: { endpoint: w.url, service: w.service, timeoutMs: limit } },
-  );
+  const why = `no answer from the ${w.service} at ${w.url}: ${typeof attempts === "number" ? `each of ${attempts} attempts` : "the request"} ${waited} (--timeout, or timeouts.${connect ? "connectMs" : "idleMs"}): check that the server is running and not stalled`;
+  return new ObjstateError("ENDPOINT_TIMEOUT", why, { cause: e, details: { endpoint: w.url, service: w.service, timeoutMs: limit } });
 }
 
 async function sendWithin(send: ArmableClient["send"], command: unknown, options: { abortSignal?: AbortSignal } | undefined, w: Where): Promise<unknown> {

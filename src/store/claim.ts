@@ -156,11 +156,8 @@ function busy(what: string, dir: string, holder: string): ObjstateError {
   const file = path.join(dir, holder);
   const { pid, here } = holderOf(holder);
   const who = pid === undefined ? "of an unknown process" : here ? `of process ${pid} on this host` : `of process ${pid} on another host`;
-  return new ObjstateError(
-    "STORE_BUSY",
-    `${what} is held by another writer (claim ${file}, ${who}); objstate never breaks the claim of a process that may still run: if no objstate process is running there, delete that file`,
-    { details: { path: file, pid, host: here ? "this" : "other" } },
-  );
+  const why = `${what} is held by another writer (claim ${file}, ${who}); objstate never breaks the claim of a process that may still run: if no objstate process is running there, delete that file`;
+  return new ObjstateError("STORE_BUSY", why, { details: { path: file, pid, host: here ? "this" : "other" } });
 }
 
 /** Does `pid` run (and is it the one started at `start`)? Without `/proc`, `kill(pid, 0)` decides. */

@@ -424,10 +424,8 @@ export class FileDriver implements ObjectStoreDriver {
   async removeLeftover(item: Leftover): Promise<void> {
     if (item.kind !== "temp-file") return;
     if (!LEFTOVER_ID.test(item.id)) {
-      throw new ObjstateError(
-        "INVALID_LEFTOVER",
-        `${JSON.stringify(item.id)} is not a leftover of ${this.location} (objstate removes only its own temp, claim and metadata files)`,
-      );
+      const why = `${JSON.stringify(item.id)} is not a leftover of ${this.location} (objstate removes only its own temp, claim and metadata files)`;
+      throw new ObjstateError("INVALID_LEFTOVER", why);
     }
     const file = path.join(this.bucketDir, item.id);
     try {

@@ -165,11 +165,8 @@ export class S3Driver implements ObjectStoreDriver {
     const res = await this.client.send(new S3.GetObjectCommand({ Bucket: this.bucket, Key: key, VersionId: versionId, Range: range }));
     // Every S3 object answer carries an ETag: a 200 without one (a web server) must not pass for a state.
     if (res.ETag === undefined) {
-      throw new ObjstateError(
-        "ENDPOINT_NOT_S3",
-        `cannot get "${key}" in bucket "${this.bucket}" at ${this.endpoint}: the endpoint does not speak the S3 API (its answer is not an S3 object); check --endpoint: is it the lock table's (DynamoDB) endpoint?`,
-        { details: { key, bucket: this.bucket } },
-      );
+      const why = `cannot get "${key}" in bucket "${this.bucket}" at ${this.endpoint}: the endpoint does not speak the S3 API (its answer is not an S3 object)`;
+      throw new ObjstateError("ENDPOINT_NOT_S3", `${why}; ${NOT_S3_HINT}`, { details: { key, bucket: this.bucket } });
     }
     return res;
   }
