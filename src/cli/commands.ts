@@ -299,7 +299,7 @@ function bounded<T>(read: () => T, tooLargeAdvice: string): T {
     return read();
   } catch (e) {
     if (!(e instanceof ReadFileError)) throw e;
-    if (e.problem.kind === "too-large") throw new CliError("FILE_TOO_LARGE", `${e.message}${tooLargeAdvice}`, { cause: e });
+    if (e.kind === "too-large") throw new CliError("FILE_TOO_LARGE", `${e.message}${tooLargeAdvice}`, { cause: e });
     throw new CliError("FILE_UNREADABLE", e.message, { cause: e });
   }
 }

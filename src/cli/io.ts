@@ -35,7 +35,7 @@ export function readJsonFile(file: string): unknown {
     text = readBoundedFile(file, FILE_LIMITS.config).bytes.toString("utf8");
   } catch (e) {
     if (!(e instanceof ReadFileError)) throw e;
-    throw new CliError(e.problem.kind === "too-large" ? "FILE_TOO_LARGE" : "FILE_UNREADABLE", e.message, { cause: e });
+    throw new CliError(e.kind === "too-large" ? "FILE_TOO_LARGE" : "FILE_UNREADABLE", e.message, { cause: e });
   }
   try {
     return JSON.parse(text) as unknown;

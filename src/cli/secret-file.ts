@@ -4,7 +4,7 @@
  * to any other. The file must be private to its owner and hold enough secret to guess at.
  */
 import { createHmac } from "node:crypto";
-import { describeReadProblem, ReadFileError, readBoundedFile } from "../io/read-file.js";
+import { ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { usageError } from "./io.js";
 
 /** Fewest bytes of secret, surrounding whitespace left out: 256 bits raw, 192 as base64 text. */
@@ -38,11 +38,7 @@ export function readSecretFile(file: string, platform: NodeJS.Platform = process
     read = readBoundedFile(file, MAX_SECRET_FILE_BYTES);
   } catch (e) {
     if (e instanceof ReadFileError)
-      throw usageError(
-        `cannot read --secret-file ${file}: it ${describeReadProblem(e.problem).replace(/^no such file$/, "does not exist")}`,
-        "SECRET_FILE_UNREADABLE",
-        e,
-      );
+      throw usageError(`cannot read --secret-file ${file}: it ${e.reason.replace(/^no such file$/, "does not exist")}`, "SECRET_FILE_UNREADABLE", e);
     throw e;
   }
   // The mode of the descriptor that was read: a file swapped in after a check cannot pass it.

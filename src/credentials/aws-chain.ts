@@ -15,7 +15,7 @@ import type { Env } from "../resolve/settings.js";
 import type { Credentials } from "./types.js";
 import { redactText, redactUrl } from "../util/redact.js";
 import { DEFAULT_REGION, MAX_ATTEMPTS, resolveTimeouts, withoutNodeVersionWarning, type Timeouts } from "../io/sdk-client.js";
-import { describeReadProblem, FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
+import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { expandHome } from "./shared-file.js";
 import { METADATA_TIMEOUT_MS } from "./metadata.js";
 
@@ -110,7 +110,7 @@ function readIni(file: string, problems: string[]): Sections {
     return parseIni(readBoundedFile(file, FILE_LIMITS.credentials).bytes.toString("utf8"));
   } catch (e) {
     // The SDK reads a file it cannot read as empty; say why, so the reason is not a mystery.
-    if (e instanceof ReadFileError && e.problem.kind !== "missing") problems.push(`${file} ${describeReadProblem(e.problem)}`);
+    if (e instanceof ReadFileError && e.kind !== "missing") problems.push(`${file} ${e.reason}`);
     else if (!(e instanceof ReadFileError)) problems.push(`${file} could not be read`);
     return new Map();
   }

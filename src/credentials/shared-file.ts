@@ -11,7 +11,7 @@ import { checkValue } from "../config/validate.js";
 import { ObjstateError } from "../errors.js";
 import { nodeOs } from "../util/builtins.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
-import { describeReadProblem, FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
+import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { resolveSettings, type Env, type ProfileLayer, type ResolvedBackendSettings } from "../resolve/settings.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
@@ -56,7 +56,7 @@ function readText(file: string, name: string): { text: string; mode: number | un
     return { text: bytes.toString("utf8"), mode };
   } catch (e) {
     if (!(e instanceof ReadFileError)) throw e;
-    fail(file, e.problem.kind === "missing" ? `does not exist (profile "${name}" was asked for)` : describeReadProblem(e.problem), e);
+    fail(file, e.kind === "missing" ? `does not exist (profile "${name}" was asked for)` : e.reason, e);
   }
 }
 

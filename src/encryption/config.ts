@@ -3,7 +3,7 @@
  * into a frozen {@link EncryptionConfig}. Errors name the JSON path at fault, never a secret.
  */
 import { ObjstateError } from "../errors.js";
-import { describeReadProblem, ReadFileError, readBoundedFile } from "../io/read-file.js";
+import { ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { printSafely, REDACTED } from "../util/redact.js";
 
 /** OpenTofu's pbkdf2 floors and defaults (OWASP's recommendation for PBKDF2-HMAC-SHA512 at the time). */
@@ -195,8 +195,7 @@ class Parser {
     try {
       bytes = readBoundedFile(file, MAX_SECRET_FILE_BYTES).bytes;
     } catch (e) {
-      if (e instanceof ReadFileError)
-        this.fail(`${path}.file`, `cannot read ${file}: it ${describeReadProblem(e.problem).replace(/^no such file$/, "does not exist")}`);
+      if (e instanceof ReadFileError) this.fail(`${path}.file`, `cannot read ${file}: it ${e.reason.replace(/^no such file$/, "does not exist")}`);
       throw e;
     }
     // A trailing newline (echo, editors) is not part of the passphrase.

@@ -30,11 +30,8 @@ export function parseEndpoint(endpoint: string, cwd: string = process.cwd()): Pa
     try {
       rest = decodeURIComponent(e.slice("file:".length));
     } catch (cause) {
-      throw new ObjstateError(
-        "INVALID_ENDPOINT",
-        `endpoint "${endpoint}" is not a valid file URL: a % must start an escape such as %20 (write %25 for a literal %)`,
-        { cause },
-      );
+      const why = `endpoint "${endpoint}" is not a valid file URL: a % must start an escape such as %20 (write %25 for a literal %)`;
+      throw new ObjstateError("INVALID_ENDPOINT", why, { cause });
     }
     if (rest === "") {
       throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" names no directory (expected file:///absolute/path or file:relative/path)`);

@@ -35,11 +35,8 @@ export function isReceiving(req: IncomingMessage): boolean {
 }
 
 function tooLarge(size: number | undefined, max: number, name = "--max-state-size"): ObjstateError {
-  return new ObjstateError(
-    "BODY_TOO_LARGE",
-    `the request body${size === undefined ? "" : ` (${size} bytes)`} is larger than this server accepts (${max} bytes, ${name})`,
-    { details: { max } },
-  );
+  const why = `the request body${size === undefined ? "" : ` (${size} bytes)`} is larger than this server accepts (${max} bytes, ${name})`;
+  return new ObjstateError("BODY_TOO_LARGE", why, { details: { max } });
 }
 
 function declaredLength(req: IncomingMessage): number | undefined {
@@ -102,12 +99,8 @@ function receiveBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
     const judge = (): void => {
       if (windowBytes < MIN_BODY_BYTES_PER_WINDOW) {
         const what = windowBytes === 0 ? "nothing" : `only ${windowBytes} bytes`;
-        return fail(
-          new ObjstateError(
-            "CLIENT_TIMEOUT",
-            `the client sent ${what} of its request body in ${limits.idleMs} ms; a body must keep up at least ${MIN_BODY_BYTES_PER_WINDOW} bytes per --client-timeout`,
-          ),
-        );
+        const why = `the client sent ${what} of its request body in ${limits.idleMs} ms; a body must keep up at least ${MIN_BODY_BYTES_PER_WINDOW} bytes per --client-timeout`;
+        return fail(new ObjstateError("CLIENT_TIMEOUT", why));
       }
       windowBytes = 0;
       timer = setTimeout(judge, limits.idleMs);
@@ -137,10 +130,10 @@ function receiveBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
 export function checkContentMd5(header: string | undefined, md5Hex: string): void {
   if (header === undefined || header === "") return;
   const given = Buffer.from(header, "base64").toString("hex");
-  if (given !== md5Hex) {
-    throw new ObjstateError(
-      "MD5_MISMATCH",
-      `the body does not match its Content-MD5 header (header ${header}, body ${Buffer.from(md5Hex, "hex").toString("base64")}): it was damaged on the way; send it again`,
-    );
-  }
+  if (given === md5Hex) return;
+  const body = Buffer.from(md5Hex, "hex").toString("base64");
+  throw new ObjstateError(
+    "MD5_MISMATCH",
+    `the body does not match its Content-MD5 header (header ${header}, body ${body}): it was damaged on the way; send it again`,
+  );
 }

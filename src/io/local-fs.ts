@@ -20,10 +20,6 @@ export function errno(e: unknown): string | undefined {
   return typeof e === "object" && e !== null && "code" in e && typeof e.code === "string" ? e.code : undefined;
 }
 
-function errPath(e: unknown): string | undefined {
-  return typeof e === "object" && e !== null && "path" in e && typeof e.path === "string" ? e.path : undefined;
-}
-
 /** A symbolic link (or another non-regular entry) where objstate expects its own file or directory. */
 function unsafePath(at: string, what: string): ObjstateError {
   return new ObjstateError("UNSAFE_PATH", `refusing ${at}: it is ${what}, and objstate never follows links or opens special files inside a store; remove it`, {
@@ -38,7 +34,8 @@ function unsafePath(at: string, what: string): ObjstateError {
 export function fsFailure(e: unknown, what: string, fallback: ErrorCode, at?: string): ObjstateError {
   if (e instanceof ObjstateError) return e;
   const code = errno(e);
-  const where = at ?? errPath(e) ?? "?";
+  const p = typeof e === "object" && e !== null && "path" in e ? e.path : undefined;
+  const where = at ?? (typeof p === "string" ? p : "?");
   if (code === "ELOOP") return unsafePath(where, "a symbolic link");
   const known = code === undefined ? undefined : FS_ERRORS[code];
   const message = known === undefined ? `${what}${code === undefined ? "" : ` (${code} at ${where})`}` : `${what}: ${known[1]} at ${where}; ${known[2]}`;
@@ -57,16 +54,7 @@ const FS_ERRORS: Readonly<Record<string, readonly [ErrorCode, string, string] | 
 
 /** Is `dir` one of our directories? false when absent; `UNSAFE_PATH` for a link or a non-directory. */
 export async function checkDir(dir: string): Promise<boolean> {
-  let st;
-  try {
-    st = lstatSync(dir);
-  } catch (e) {
-    if (errno(e) === "ENOENT") return false;
-    throw e;
-  }
-  if (st.isSymbolicLink()) throw unsafePath(dir, "a symbolic link");
-  if (!st.isDirectory()) throw unsafePath(dir, "not a directory");
-  return true;
+  return ownEntry(dir, true) !== null;
 }
 
 /** Create `dir` owner-only (its parent must exist), or accept a real directory; true when created here. */
@@ -96,15 +84,20 @@ export async function makeRootDir(dir: string): Promise<void> {
 
 /** lstat that refuses links: null when absent, `UNSAFE_PATH` when a link or not a regular file. */
 export async function lstatFile(file: string): Promise<BigIntStats | null> {
+  return ownEntry(file, false);
+}
+
+/** The lstat of our directory (`dir`) or regular file at `at`: null when absent, `UNSAFE_PATH` when a link or another kind. */
+function ownEntry(at: string, dir: boolean): BigIntStats | null {
   let st: BigIntStats;
   try {
-    st = lstatSync(file, { bigint: true });
+    st = lstatSync(at, { bigint: true });
   } catch (e) {
     if (errno(e) === "ENOENT") return null;
     throw e;
   }
-  if (st.isSymbolicLink()) throw unsafePath(file, "a symbolic link");
-  if (!st.isFile()) throw unsafePath(file, "not a regular file");
+  if (st.isSymbolicLink()) throw unsafePath(at, "a symbolic link");
+  if (dir ? !st.isDirectory() : !st.isFile()) throw unsafePath(at, dir ? "not a directory" : "not a regular file");
   return st;
 }
 

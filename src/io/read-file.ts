@@ -6,22 +6,15 @@
  */
 import { nodeFs } from "../util/builtins.js";
 
-/** Why a file could not be read; the caller turns it into its own typed error. */
-export type ReadFileProblem =
-  | { readonly kind: "missing" }
-  | { readonly kind: "directory" }
-  | { readonly kind: "not-regular"; readonly what: string }
-  | { readonly kind: "too-large"; readonly size: number; readonly limit: number }
-  | { readonly kind: "unreadable"; readonly code: string };
-
-/** Thrown by {@link readBoundedFile}; {@link describeReadProblem} says why in words. */
+/** A file that could not be read: `reason` says why in words (e.g. `is a FIFO (named pipe), not a regular file`). */
 export class ReadFileError extends Error {
   constructor(
     readonly file: string,
-    readonly problem: ReadFileProblem,
+    readonly kind: "missing" | "directory" | "not-regular" | "too-large" | "unreadable",
+    readonly reason: string,
     options?: { cause?: unknown },
   ) {
-    super(`cannot read ${file}: ${describeReadProblem(problem)}`, options);
+    super(`cannot read ${file}: ${reason}`, options);
     this.name = "ReadFileError";
   }
 }
@@ -32,47 +25,33 @@ interface BoundedRead {
   readonly mode: number | undefined;
 }
 
-/** `1 MiB`, `5 GiB`: limits are whole MiB. */
-function mib(n: number): string {
-  if (n % (1024 * 1024 * 1024) === 0) return `${n / (1024 * 1024 * 1024)} GiB`;
-  return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
+/** Limits are whole MiB or GiB, else bytes. */
+function tooLarge(file: string, size: number, limit: number): ReadFileError {
+  const mib = 1024 * 1024;
+  const max = limit % (1024 * mib) === 0 ? `${limit / (1024 * mib)} GiB` : limit % mib === 0 ? `${limit / mib} MiB` : `${limit} bytes`;
+  return new ReadFileError(file, "too-large", `is larger than the limit of ${max}${size > limit ? ` (${size} bytes)` : ""}`);
 }
 
-/** E.g. `is a FIFO (named pipe), not a regular file`. */
-export function describeReadProblem(p: ReadFileProblem): string {
-  switch (p.kind) {
-    case "missing":
-      return "no such file";
-    case "directory":
-      return "is a directory";
-    case "not-regular":
-      return `is ${p.what}, not a regular file`;
-    case "too-large":
-      return `is larger than the limit of ${mib(p.limit)}${p.size > p.limit ? ` (${p.size} bytes)` : ""}`;
-    case "unreadable":
-      return p.code === "EACCES" || p.code === "EPERM" ? "permission denied" : `cannot be read (${p.code})`;
-  }
-}
-
-function kindOf(st: import("node:fs").Stats): string {
-  if (st.isFIFO()) return "a FIFO (named pipe)";
-  if (st.isCharacterDevice()) return "a character device";
-  if (st.isBlockDevice()) return "a block device";
-  if (st.isSocket()) return "a socket";
-  return "not a regular file";
+function notRegular(file: string, what: string): ReadFileError {
+  return new ReadFileError(file, "not-regular", `is ${what}, not a regular file`);
 }
 
 function checkStats(file: string, st: import("node:fs").Stats, limit: number): void {
-  if (st.isDirectory()) throw new ReadFileError(file, { kind: "directory" });
-  if (!st.isFile()) throw new ReadFileError(file, { kind: "not-regular", what: kindOf(st) });
-  if (st.size > limit) throw new ReadFileError(file, { kind: "too-large", size: st.size, limit });
+  if (st.isDirectory()) throw new ReadFileError(file, "directory", "is a directory");
+  if (st.isFIFO()) throw notRegular(file, "a FIFO (named pipe)");
+  if (st.isCharacterDevice()) throw notRegular(file, "a character device");
+  if (st.isBlockDevice()) throw notRegular(file, "a block device");
+  if (st.isSocket()) throw notRegular(file, "a socket");
+  if (!st.isFile()) throw notRegular(file, "not a regular file");
+  if (st.size > limit) throw tooLarge(file, st.size, limit);
 }
 
-function problemOf(e: unknown): ReadFileProblem {
+function failed(file: string, e: unknown): ReadFileError {
   const code = (e as NodeJS.ErrnoException).code ?? "error";
-  if (code === "ENOENT" || code === "ENOTDIR") return { kind: "missing" };
-  if (code === "EISDIR") return { kind: "directory" };
-  return { kind: "unreadable", code };
+  if (code === "ENOENT" || code === "ENOTDIR") return new ReadFileError(file, "missing", "no such file", { cause: e });
+  if (code === "EISDIR") return new ReadFileError(file, "directory", "is a directory", { cause: e });
+  const why = code === "EACCES" || code === "EPERM" ? "permission denied" : `cannot be read (${code})`;
+  return new ReadFileError(file, "unreadable", why, { cause: e });
 }
 
 /** Read from `fd` until end of file, refusing more than `limit` bytes. */
@@ -94,11 +73,11 @@ function readAll(file: string, fd: number, limit: number, sizeHint: number): Buf
         continue;
       }
       if (code === "EOF") break;
-      throw new ReadFileError(file, problemOf(e), { cause: e });
+      throw failed(file, e);
     }
     if (n === 0) break;
     total += n;
-    if (total > limit) throw new ReadFileError(file, { kind: "too-large", size: total, limit });
+    if (total > limit) throw tooLarge(file, total, limit);
     chunks.push(chunk.subarray(0, n));
     chunk = Buffer.allocUnsafe(Math.min(limit - total, 1024 * 1024) + 1);
   }
@@ -126,19 +105,19 @@ interface OpenedFile {
 /** Open a regular file of at most `limit` bytes to read it in pieces, as often as needed (`-` is refused). @throws ReadFileError */
 export function openBoundedFile(file: string, limit: number): OpenedFile {
   const fs = nodeFs();
-  if (file === "-") throw new ReadFileError("standard input", { kind: "not-regular", what: "standard input" });
+  if (file === "-") throw notRegular("standard input", "standard input");
   let st: import("node:fs").Stats;
   try {
     st = fs.statSync(file);
   } catch (e) {
-    throw new ReadFileError(file, problemOf(e), { cause: e });
+    throw failed(file, e);
   }
   checkStats(file, st, limit);
   let fd: number;
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   } catch (e) {
-    throw new ReadFileError(file, problemOf(e), { cause: e });
+    throw failed(file, e);
   }
   try {
     const fst = fs.fstatSync(fd);

@@ -10,7 +10,7 @@ import type { Readable } from "node:stream";
 import type { SdkCredentialsProvider } from "./sdk-credentials.js";
 import { ObjstateError } from "../errors.js";
 import { field, sdkErrorMessage } from "./sdk-errors.js";
-import { serverClockFor, type ServerClock } from "./server-clock.js";
+import { serverClockFor } from "./server-clock.js";
 
 /** How long requests may take (milliseconds). */
 export interface Timeouts {
@@ -120,15 +120,11 @@ export function sdkClientConfig(t: ClientTarget) {
   };
 }
 
+type Handler = (args: unknown) => Promise<unknown>;
 /** The slice of an SDK client that {@link armClient} works with. */
 interface ArmableClient {
   send(command: unknown, options?: { abortSignal?: AbortSignal }): Promise<unknown>;
-  readonly middlewareStack: {
-    add(
-      middleware: (next: (args: unknown) => Promise<unknown>) => (args: unknown) => Promise<unknown>,
-      options: { step: "initialize"; name: string; override?: boolean },
-    ): void;
-  };
+  readonly middlewareStack: { add(middleware: (next: Handler) => Handler, options: { step: "initialize"; name: string; override?: boolean }): void };
   readonly config: { systemClockOffset?: number };
 }
 
@@ -145,30 +141,20 @@ export function armClient(client: object, t: Pick<ClientTarget, "service" | "end
       try {
         return await next(args);
       } finally {
-        publish(clock, c.config.systemClockOffset);
+        const offset = c.config.systemClockOffset;
+        if (typeof offset === "number" && Number.isFinite(offset)) clock.offsetMs = offset;
       }
     },
     { step: "initialize", name: "objstateServerClock", override: true },
   );
 }
 
-function publish(clock: ServerClock, offset: number | undefined): void {
-  if (typeof offset === "number" && Number.isFinite(offset)) clock.offsetMs = offset;
-}
-
-interface Where {
-  readonly service: ServiceName;
-  readonly url: string;
-  readonly timeouts: Timeouts;
-}
+type Where = { readonly service: ServiceName; readonly url: string; readonly timeouts: Timeouts };
 
 /** The error of a request that ran past its deadline. */
 function deadlineError(w: Where, limitMs: number): ObjstateError {
-  return new ObjstateError(
-    "ENDPOINT_TIMEOUT",
-    `no answer from the ${w.service} at ${w.url} within ${formatSeconds(limitMs)} (--timeout, or timeouts.requestMs): check that the server is running and not stalled (a full disk stalls Ceph), or allow more time`,
-    { details: { endpoint: w.url, service: w.service, timeoutMs: limitMs } },
-  );
+  const why = `no answer from the ${w.service} at ${w.url} within ${formatSeconds(limitMs)} (--timeout, or timeouts.requestMs): check that the server is running and not stalled (a full disk stalls Ceph), or allow more time`;
+  return new ObjstateError("ENDPOINT_TIMEOUT", why, { details: { endpoint: w.url, service: w.service, timeoutMs: limitMs } });
 }
 
 /** The error of a request whose every attempt ran into the connect or idle timeout. */
@@ -177,11 +163,8 @@ function attemptsError(w: Where, e: unknown): ObjstateError {
   const limit = connect ? w.timeouts.connectMs : w.timeouts.idleMs;
   const attempts = field(field(e, "$metadata"), "attempts");
   const waited = connect ? `could not connect within ${formatSeconds(limit)}` : `sent nothing for ${formatSeconds(limit)}`;
-  return new ObjstateError(
-    "ENDPOINT_TIMEOUT",
-    `no answer from the ${w.service} at ${w.url}: ${typeof attempts === "number" ? `each of ${attempts} attempts` : "the request"} ${waited} (--timeout, or timeouts.${connect ? "connectMs" : "idleMs"}): check that the server is running and not stalled`,
-    { cause: e, details: { endpoint: w.url, service: w.service, timeoutMs: limit } },
-  );
+  const why = `no answer from the ${w.service} at ${w.url}: ${typeof attempts === "number" ? `each of ${attempts} attempts` : "the request"} ${waited} (--timeout, or timeouts.${connect ? "connectMs" : "idleMs"}): check that the server is running and not stalled`;
+  return new ObjstateError("ENDPOINT_TIMEOUT", why, { cause: e, details: { endpoint: w.url, service: w.service, timeoutMs: limit } });
 }
 
 async function sendWithin(send: ArmableClient["send"], command: unknown, options: { abortSignal?: AbortSignal } | undefined, w: Where): Promise<unknown> {

@@ -1,17 +1,12 @@
 /**
- * Per-key mutual exclusion between processes (embedded store and lock table): "check, then
- * replace" as one step. A claim is an empty file `.claim-<host>-<boot>-<pid>-<start>-<uuid>` in
- * the key's directory. A caller creates its own, then lists the directory: with no other live
- * claim there it holds the key; else it removes its file, backs off and tries again under a
- * fresh name. Of two overlapping callers the later lister always sees the earlier one's file.
- *
- * A claim is never broken because it is old: its holder may be stopped for any time between
- * check and commit, and breaking it would let the late commit overwrite an acknowledged write.
- * It is dead only when its process provably is: same host and pid namespace, and the machine
- * restarted, or the pid is gone, reused (another start time) or a zombie. Others' claims make
- * waiters give up with `STORE_BUSY`, naming the file. Older names (`.claim-<host>-<pid>-<uuid>`)
- * are judged by pid. On a full disk a caller renames the key's `.spare-*` file into its claim
- * and back, so a release needs no new block or inode.
+ * Per-key mutual exclusion between processes (embedded store and lock table; decision 011): a
+ * claim is an empty file `.claim-<host>-<boot>-<pid>-<start>-<uuid>` in the key's directory. A
+ * caller creates its own, then lists the directory: with no other live claim there it holds the
+ * key, else it removes its file, backs off and tries again under a fresh name. A claim is never
+ * broken for its age (its holder may be stopped between check and commit), only when its process
+ * provably is dead: same host and pid namespace, and another boot, or the pid gone, reused or a
+ * zombie. Waiters give up with `STORE_BUSY` naming the file. Older names (`.claim-<host>-<pid>-<uuid>`)
+ * are judged by pid. On a full disk a `.spare-*` file is renamed into the claim and back.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { constants as C, readFileSync, readlinkSync } from "node:fs";
@@ -20,7 +15,7 @@ import { hostname } from "node:os";
 import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError } from "../errors.js";
-import { errno, FILE_MODE, removeFile } from "../io/local-fs.js";
+import { createFile, errno, FILE_MODE, removeFile } from "../io/local-fs.js";
 
 export const CLAIM_PREFIX = ".claim-";
 export const SPARE_PREFIX = ".spare-";
@@ -89,12 +84,7 @@ export async function acquireClaim(dir: string, options: ClaimOptions): Promise<
 
 /** Put an empty spare into claim directory `dir`. */
 export async function addSpare(dir: string): Promise<void> {
-  const handle = await fs.open(path.join(dir, `${SPARE_PREFIX}${randomUUID()}`), C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
-  try {
-    await handle.chmod(FILE_MODE); // owner-only whatever the umask, like every file of a store
-  } finally {
-    await handle.close();
-  }
+  await createFile(path.join(dir, `${SPARE_PREFIX}${randomUUID()}`), "");
 }
 
 type Placed = { readonly kind: "created" | "spare" } | { readonly kind: "none"; readonly error: unknown };
@@ -166,11 +156,8 @@ function busy(what: string, dir: string, holder: string): ObjstateError {
   const file = path.join(dir, holder);
   const { pid, here } = holderOf(holder);
   const who = pid === undefined ? "of an unknown process" : here ? `of process ${pid} on this host` : `of process ${pid} on another host`;
-  return new ObjstateError(
-    "STORE_BUSY",
-    `${what} is held by another writer (claim ${file}, ${who}); objstate never breaks the claim of a process that may still run: if no objstate process is running there, delete that file`,
-    { details: { path: file, pid, host: here ? "this" : "other" } },
-  );
+  const why = `${what} is held by another writer (claim ${file}, ${who}); objstate never breaks the claim of a process that may still run: if no objstate process is running there, delete that file`;
+  return new ObjstateError("STORE_BUSY", why, { details: { path: file, pid, host: here ? "this" : "other" } });
 }
 
 /** Does `pid` run (and is it the one started at `start`)? Without `/proc`, `kill(pid, 0)` decides. */

@@ -121,17 +121,13 @@ export function parseStoredMeta(text: string): StoredMeta | null {
       etag: o.etag,
       lastModified: o.lastModified,
       contentType: typeof o.contentType === "string" ? o.contentType : undefined,
-      acl: isAcl(o.acl) ? o.acl : undefined,
+      acl: o.acl === "private" || o.acl === "public-read" || o.acl === "public-read-write" ? o.acl : undefined,
       serverSideEncryption: typeof o.serverSideEncryption === "string" ? o.serverSideEncryption : undefined,
       metadata: isStringRecord(o.metadata) ? o.metadata : undefined,
     };
   } catch {
     return null;
   }
-}
-
-function isAcl(v: unknown): v is Acl {
-  return v === "private" || v === "public-read" || v === "public-read-write";
 }
 
 function isStringRecord(v: unknown): v is Record<string, string> {
@@ -155,10 +151,6 @@ export function idOfTime(ns: bigint): string {
 
 export function timeOfId(id: string): Date {
   return new Date(Number((MAX_NS - BigInt(`0x${id.slice(0, 16)}`)) / 1_000_000n));
-}
-
-export function maxBig(a: bigint, b: bigint): bigint {
-  return a > b ? a : b;
 }
 
 function parseObject(text: string): Record<string, unknown> | null {

@@ -56,7 +56,6 @@ import type {
   GetResult,
   ListedObject,
   ListOptions,
-  ListVersionsOptions,
   ObjectMeta,
   ObjectStoreDriver,
   ObjectVersion,
@@ -143,7 +142,7 @@ export class FileDriver implements ObjectStoreDriver {
     return this.withVersionOf(key, options.versionId, async (_v, meta) => meta);
   }
 
-  async *listVersions(key: string, _options?: ListVersionsOptions): AsyncIterable<ObjectVersion> {
+  async *listVersions(key: string): AsyncIterable<ObjectVersion> {
     let current: BigIntStats | null;
     let names: string[];
     try {
@@ -188,15 +187,13 @@ export class FileDriver implements ObjectStoreDriver {
     const file = path.join(this.bucketDir, RETENTION_FILE);
     try {
       await this.createBucket();
-      if (rule.noncurrentDays === undefined && rule.newerNoncurrentVersions === undefined) {
+      const { prefix, noncurrentDays, newerNoncurrentVersions } = rule;
+      if (noncurrentDays === undefined && newerNoncurrentVersions === undefined) {
         await removeFile(file);
         return;
       }
       const temp = path.join(this.bucketDir, `${layout.TEMP_PREFIX}${randomUUID()}`);
-      await createFile(
-        temp,
-        JSON.stringify({ prefix: rule.prefix, noncurrentDays: rule.noncurrentDays, newerNoncurrentVersions: rule.newerNoncurrentVersions }),
-      );
+      await createFile(temp, JSON.stringify({ prefix, noncurrentDays, newerNoncurrentVersions }));
       await fs.rename(temp, file);
       await fsyncDir(this.bucketDir);
     } catch (e) {
@@ -320,7 +317,8 @@ export class FileDriver implements ObjectStoreDriver {
       await this.retire(key, file, st);
       await fsyncDir(this.bucketDir);
       // The marker comes last: a crash leaves a deleted key without one, never one before a current version.
-      const ns = layout.maxBig(BigInt(Date.now()) * 1_000_000n, st.mtimeNs + 1n);
+      const now = BigInt(Date.now()) * 1_000_000n;
+      const ns = now > st.mtimeNs ? now : st.mtimeNs + 1n;
       const marker = path.join(this.archiveDir(key), `${layout.idOfTime(ns)}-m${randomUUID().slice(0, 8)}${MARKER_SUFFIX}`);
       try {
         await createFile(marker, "");
@@ -426,10 +424,8 @@ export class FileDriver implements ObjectStoreDriver {
   async removeLeftover(item: Leftover): Promise<void> {
     if (item.kind !== "temp-file") return;
     if (!LEFTOVER_ID.test(item.id)) {
-      throw new ObjstateError(
-        "INVALID_LEFTOVER",
-        `${JSON.stringify(item.id)} is not a leftover of ${this.location} (objstate removes only its own temp, claim and metadata files)`,
-      );
+      const why = `${JSON.stringify(item.id)} is not a leftover of ${this.location} (objstate removes only its own temp, claim and metadata files)`;
+      throw new ObjstateError("INVALID_LEFTOVER", why);
     }
     const file = path.join(this.bucketDir, item.id);
     try {
@@ -451,9 +447,8 @@ export class FileDriver implements ObjectStoreDriver {
     }
   }
 
-  close(): void {
-    // nothing is held open between calls
-  }
+  /** Nothing is held open between calls. */
+  close(): void {}
 
   /** Are these nested directories, each checked in turn, all there (and none a link)? */
   private async dirs(...chain: string[]): Promise<boolean> {
@@ -511,7 +506,10 @@ export class FileDriver implements ObjectStoreDriver {
         const stored = await this.readMeta(key, v.id);
         if (stored !== null) return await use(v, layout.toObjectMeta(stored));
         // Metadata missing for a version that stays put: damaged store; fall back to what the file says.
-        if (v.id === previousId || attempt >= READ_ATTEMPTS) return await use(v, await derivedMeta(v));
+        if (v.id === previousId || attempt >= READ_ATTEMPTS) {
+          const body = await readWhole(v.fd, Number(v.stat.size));
+          return await use(v, { size: body.length, etag: createHash("md5").update(body).digest("hex"), lastModified: new Date(Number(v.stat.mtimeMs)) });
+        }
         previousId = v.id;
       } finally {
         if (v.kept !== true) closeSync(v.fd);
@@ -788,9 +786,4 @@ async function readWhole(fd: number, size: number, hash?: Hasher, position = 0):
     offset += bytesRead;
   }
   return buf;
-}
-
-async function derivedMeta(v: Version): Promise<ObjectMeta> {
-  const body = await readWhole(v.fd, Number(v.stat.size));
-  return { size: body.length, etag: createHash("md5").update(body).digest("hex"), lastModified: new Date(Number(v.stat.mtimeMs)) };
 }

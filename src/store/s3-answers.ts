@@ -1,11 +1,11 @@
 /**
  * How the S3 driver reads the store's answers (s3.ts): object metadata and the MD5 it records,
- * lifecycle rules, "not found" answers, errors worth a retry, requests as they go on the wire.
+ * "not found" answers, errors worth a retry, requests as they go on the wire.
  */
-import type { HeadObjectCommandOutput, LifecycleRule } from "@aws-sdk/client-s3";
+import type { HeadObjectCommandOutput } from "@aws-sdk/client-s3";
 import { isForeignAnswer, networkFailure, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { ObjstateError } from "../errors.js";
-import type { ObjectMeta, Retention } from "./types.js";
+import type { ObjectMeta } from "./types.js";
 
 /** A request as it leaves the client: signed, with every header that goes on the wire (names in lower case). */
 export interface WireRequest {
@@ -37,27 +37,6 @@ export function plainMd5Etag(res: Partial<Pick<HeadObjectCommandOutput, "ETag" |
 export function metadataMd5(res: Answer): string | undefined {
   const v = res.Metadata?.[MD5_METADATA]?.toLowerCase();
   return v !== undefined && /^[0-9a-f]{32}$/.test(v) ? v : undefined;
-}
-
-export function retentionRule(r: Retention): LifecycleRule | undefined {
-  if (r.noncurrentDays === undefined && r.newerNoncurrentVersions === undefined) return undefined;
-  return {
-    ID: RETENTION_RULE_ID,
-    Status: "Enabled",
-    Filter: { Prefix: r.prefix },
-    NoncurrentVersionExpiration: { NoncurrentDays: r.noncurrentDays, NewerNoncurrentVersions: r.newerNoncurrentVersions },
-  };
-}
-
-export function fromRule(rule: LifecycleRule, prefix: string): Retention {
-  const n = rule.NoncurrentVersionExpiration;
-  return { prefix, noncurrentDays: n?.NoncurrentDays, newerNoncurrentVersions: n?.NewerNoncurrentVersions };
-}
-
-export function describeRetention(r: Retention): string {
-  const parts = [r.noncurrentDays === undefined ? "" : `NoncurrentDays ${r.noncurrentDays}`];
-  if (r.newerNoncurrentVersions !== undefined) parts.push(`NewerNoncurrentVersions ${r.newerNoncurrentVersions}`);
-  return parts.filter((x) => x !== "").join(", ");
 }
 
 /** A version ID the store does not know, or one naming a delete marker (a GET of one is a 405): no bytes. */
@@ -130,8 +109,4 @@ export function transient(e: unknown, conditional: boolean): boolean {
   if (status === undefined) return networkFailure(e) !== undefined;
   if (status === 500) return !conditional;
   return status === 502 || status === 503 || status === 504 || status === 429 || sdkErrorName(e) === "RequestTimeout" || sdkErrorName(e) === "SlowDown";
-}
-
-export function isAsyncIterable(v: unknown): v is AsyncIterable<unknown> {
-  return typeof v === "object" && v !== null && Symbol.asyncIterator in v;
 }

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import * as S3 from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials } from "../io/sdk-credentials.js";
-import { isObjstateError, ObjstateError } from "../errors.js";
+import { isObjstateError, ObjstateError, type ErrorCode } from "../errors.js";
 import {
   armClient,
   deadlineMs,
@@ -27,9 +27,6 @@ import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.
 import { readWhole } from "./read-whole.js";
 import {
   accessHint,
-  describeRetention,
-  fromRule,
-  isAsyncIterable,
   isNotFound,
   MD5_METADATA,
   metadataMd5,
@@ -37,7 +34,6 @@ import {
   notS3Answer,
   plainMd5Etag,
   RETENTION_RULE_ID,
-  retentionRule,
   toMeta,
   totalSize,
   toWireRequest,
@@ -52,7 +48,6 @@ import type {
   Leftover,
   ListedObject,
   ListOptions,
-  ListVersionsOptions,
   ObjectMeta,
   ObjectStoreDriver,
   ObjectVersion,
@@ -170,11 +165,8 @@ export class S3Driver implements ObjectStoreDriver {
     const res = await this.client.send(new S3.GetObjectCommand({ Bucket: this.bucket, Key: key, VersionId: versionId, Range: range }));
     // Every S3 object answer carries an ETag: a 200 without one (a web server) must not pass for a state.
     if (res.ETag === undefined) {
-      throw new ObjstateError(
-        "ENDPOINT_NOT_S3",
-        `cannot get "${key}" in bucket "${this.bucket}" at ${this.endpoint}: the endpoint does not speak the S3 API (its answer is not an S3 object); check --endpoint: is it the lock table's (DynamoDB) endpoint?`,
-        { details: { key, bucket: this.bucket } },
-      );
+      const why = `cannot get "${key}" in bucket "${this.bucket}" at ${this.endpoint}: the endpoint does not speak the S3 API (its answer is not an S3 object)`;
+      throw new ObjstateError("ENDPOINT_NOT_S3", `${why}; ${NOT_S3_HINT}`, { details: { key, bucket: this.bucket } });
     }
     return res;
   }
@@ -327,7 +319,7 @@ export class S3Driver implements ObjectStoreDriver {
     }
   }
 
-  async *listVersions(key: string, options: ListVersionsOptions = {}): AsyncIterable<ObjectVersion> {
+  async *listVersions(key: string, options: Pick<ListOptions, "pageSize"> = {}): AsyncIterable<ObjectVersion> {
     let keyMarker: string | undefined;
     let versionMarker: string | undefined;
     do {
@@ -393,38 +385,34 @@ export class S3Driver implements ObjectStoreDriver {
 
   async setRetention(rule: Retention): Promise<void> {
     const before = await this.lifecycleRules();
-    const others = before.filter((r) => r.ID !== RETENTION_RULE_ID);
-    const wanted = retentionRule(rule);
-    const rules = wanted === undefined ? others : [...others, wanted];
+    const days = rule.noncurrentDays === undefined ? [] : [`NoncurrentDays ${rule.noncurrentDays}`];
+    const parts = rule.newerNoncurrentVersions === undefined ? days : [...days, `NewerNoncurrentVersions ${rule.newerNoncurrentVersions}`];
+    const expiration = { NoncurrentDays: rule.noncurrentDays, NewerNoncurrentVersions: rule.newerNoncurrentVersions };
+    const wanted = { ID: RETENTION_RULE_ID, Status: "Enabled" as const, Filter: { Prefix: rule.prefix }, NoncurrentVersionExpiration: expiration };
     try {
-      if (rules.length === 0) await this.client.send(new S3.DeleteBucketLifecycleCommand({ Bucket: this.bucket }));
-      else await this.client.send(new S3.PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: rules } }));
+      await this.putRules([...before.filter((r) => r.ID !== RETENTION_RULE_ID), ...(parts.length === 0 ? [] : [wanted])]);
     } catch (e) {
       const status = sdkHttpStatus(e);
-      if (wanted !== undefined && (status === 400 || status === 501)) {
+      if (parts.length > 0 && (status === 400 || status === 501)) {
         throw new ObjstateError(
           "RETENTION_UNSUPPORTED",
-          `the object store at ${this.endpoint} refused the retention rule (${describeRetention(rule)}; ${sdkErrorName(e) ?? `HTTP ${status}`})${rule.noncurrentDays === undefined ? ": it may need a number of days (--keep-days)" : ""}; nothing was changed`,
+          `the object store at ${this.endpoint} refused the retention rule (${parts.join(", ")}; ${sdkErrorName(e) ?? `HTTP ${status}`})${rule.noncurrentDays === undefined ? ": it may need a number of days (--keep-days)" : ""}; nothing was changed`,
           { cause: e, details: { bucket: this.bucket, errorName: sdkErrorName(e), httpStatus: status } },
         );
       }
       throw this.mapError(e, { op: "set the lifecycle of bucket" });
     }
-    if (wanted === undefined) return;
+    if (parts.length === 0) return;
     // Some stores accept a rule and silently keep only the parts they know (Ceph RGW drops
     // NewerNoncurrentVersions): a rule that expires more than the operator asked is worse than none.
-    const got = (await this.lifecycleRules()).find((r) => r.ID === RETENTION_RULE_ID);
-    const kept = got === undefined ? undefined : fromRule(got, rule.prefix);
+    const kept = (await this.lifecycleRules()).find((r) => r.ID === RETENTION_RULE_ID)?.NoncurrentVersionExpiration;
     const dropped: string[] = [];
-    if (kept?.noncurrentDays !== rule.noncurrentDays) dropped.push(`NoncurrentDays ${rule.noncurrentDays ?? "(none)"}`);
-    if (kept?.newerNoncurrentVersions !== rule.newerNoncurrentVersions) dropped.push(`NewerNoncurrentVersions ${rule.newerNoncurrentVersions ?? "(none)"}`);
+    if (kept?.NoncurrentDays !== rule.noncurrentDays) dropped.push(`NoncurrentDays ${rule.noncurrentDays ?? "(none)"}`);
+    if (kept?.NewerNoncurrentVersions !== rule.newerNoncurrentVersions) dropped.push(`NewerNoncurrentVersions ${rule.newerNoncurrentVersions ?? "(none)"}`);
     if (dropped.length === 0) return;
-    try {
-      if (before.length === 0) await this.client.send(new S3.DeleteBucketLifecycleCommand({ Bucket: this.bucket }));
-      else await this.client.send(new S3.PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: before } }));
-    } catch (e) {
+    await this.putRules(before).catch((e: unknown) => {
       throw this.mapError(e, { op: "restore the lifecycle of bucket" });
-    }
+    });
     throw new ObjstateError(
       "RETENTION_UNSUPPORTED",
       `the object store at ${this.endpoint} accepted the retention rule but did not keep ${dropped.join(" and ")}, so it would expire other versions than asked; the earlier lifecycle rules were put back. ` +
@@ -433,9 +421,17 @@ export class S3Driver implements ObjectStoreDriver {
     );
   }
 
+  private async putRules(rules: S3.LifecycleRule[]): Promise<void> {
+    if (rules.length === 0) await this.client.send(new S3.DeleteBucketLifecycleCommand({ Bucket: this.bucket }));
+    else await this.client.send(new S3.PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: rules } }));
+  }
+
   async getRetention(): Promise<Retention | null> {
     const rule = (await this.lifecycleRules()).find((r) => r.ID === RETENTION_RULE_ID);
-    return rule === undefined ? null : fromRule(rule, rule.Filter?.Prefix ?? rule.Prefix ?? "");
+    const n = rule?.NoncurrentVersionExpiration;
+    return rule === undefined
+      ? null
+      : { prefix: rule.Filter?.Prefix ?? rule.Prefix ?? "", noncurrentDays: n?.NoncurrentDays, newerNoncurrentVersions: n?.NewerNoncurrentVersions };
   }
 
   private async lifecycleRules(): Promise<S3.LifecycleRule[]> {
@@ -601,38 +597,22 @@ export class S3Driver implements ObjectStoreDriver {
     // "check bucket" + `bucket "b"` would say "bucket" twice.
     const what = `${ctx.op.replace(/ bucket$/, "")} ${ctx.key === undefined || ctx.key === "" ? `bucket "${this.bucket}"` : `"${ctx.key}" in bucket "${this.bucket}"`} at ${this.endpoint}`;
     const details = { operation: ctx.op, key: ctx.key, bucket: this.bucket, errorName: name, httpStatus: status };
-    if (name === "NoSuchBucket") {
-      return new ObjstateError(
-        "BUCKET_NOT_FOUND",
-        `bucket "${this.bucket}" does not exist at ${this.endpoint}: check the bucket name and endpoint, or create the bucket`,
-        { cause: e, details },
-      );
-    }
-    if (isAccessDenied(e)) {
-      return new ObjstateError("ACCESS_DENIED", `access denied: cannot ${what}: ${accessHint(name)}`, { cause: e, details });
-    }
-    if (isTlsToPlainHttp(e)) {
-      return new ObjstateError("ENDPOINT_PLAIN_HTTP", `cannot ${what}: ${plainHttpAdvice(this.endpoint)}`, { cause: e, details });
-    }
-    if (notS3Answer(e, ctx.op)) {
-      return new ObjstateError(
-        "ENDPOINT_NOT_S3",
-        `cannot ${what}: the endpoint does not speak the S3 API (its answer${status === undefined ? "" : `, HTTP ${status},`} is not an S3 response); check --endpoint: is it the lock table's (DynamoDB) endpoint?`,
-        { cause: e, details },
-      );
-    }
+    const fail = (code: ErrorCode, message: string): ObjstateError => new ObjstateError(code, message, { cause: e, details });
+    const http = status === undefined ? "" : `HTTP ${status}`;
+    if (name === "NoSuchBucket") return fail("BUCKET_NOT_FOUND", `bucket "${this.bucket}" does not exist at ${this.endpoint}: ${NO_BUCKET_HINT}`);
+    if (isAccessDenied(e)) return fail("ACCESS_DENIED", `access denied: cannot ${what}: ${accessHint(name)}`);
+    if (isTlsToPlainHttp(e)) return fail("ENDPOINT_PLAIN_HTTP", `cannot ${what}: ${plainHttpAdvice(this.endpoint)}`);
+    const answer = `its answer${http === "" ? "" : `, ${http},`} is not an S3 response`;
+    if (notS3Answer(e, ctx.op)) return fail("ENDPOINT_NOT_S3", `cannot ${what}: the endpoint does not speak the S3 API (${answer}); ${NOT_S3_HINT}`);
     const net = networkFailure(e);
-    if (net !== undefined) {
-      const message = `cannot reach the object store at ${this.endpoint} (${net}): check the endpoint URL and that the server is running and reachable`;
-      return new ObjstateError("ENDPOINT_UNREACHABLE", message, { cause: e, details });
-    }
-    return new ObjstateError(
-      "STORE_ERROR",
-      `object store error: cannot ${what}: ${name ?? "unknown error"}${status === undefined ? "" : ` (HTTP ${status})`}`,
-      { cause: e, details },
-    );
+    if (net !== undefined) return fail("ENDPOINT_UNREACHABLE", `cannot reach the object store at ${this.endpoint} (${net}): ${UNREACHABLE_HINT}`);
+    return fail("STORE_ERROR", `object store error: cannot ${what}: ${name ?? "unknown error"}${http === "" ? "" : ` (${http})`}`);
   }
 }
+
+const NO_BUCKET_HINT = "check the bucket name and endpoint, or create the bucket";
+const NOT_S3_HINT = "check --endpoint: is it the lock table's (DynamoDB) endpoint?";
+const UNREACHABLE_HINT = "check the endpoint URL and that the server is running and reachable";
 
 const NO_CREDENTIALS = "no credentials for the object store: give an access key and secret key (or a role) in the config or environment";
 
@@ -640,9 +620,10 @@ const base64 = (hex: string): string => Buffer.from(hex, "hex").toString("base64
 
 /** A response body as binary chunks, exactly `length` bytes when the store announced it. */
 async function* exactBody(body: unknown, length: number | undefined): AsyncGenerator<Uint8Array> {
-  if (!isAsyncIterable(body)) throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
+  if (typeof body !== "object" || body === null || !(Symbol.asyncIterator in body))
+    throw new ObjstateError("STORE_ERROR", "object store response has no readable body");
   let offset = 0;
-  for await (const chunk of body) {
+  for await (const chunk of body as AsyncIterable<unknown>) {
     if (!(chunk instanceof Uint8Array)) throw new ObjstateError("STORE_ERROR", "object store response body is not binary");
     offset += chunk.length;
     if (length !== undefined && offset > length) throw new ObjstateError("STORE_ERROR", `object store sent more than the announced ${length} bytes`);

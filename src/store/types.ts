@@ -50,13 +50,11 @@ export interface PutOptions {
   readonly md5?: string | Promise<string> | undefined;
 }
 
-export interface GetOptions {
+export interface GetOptions extends HeadOptions {
   /** Also return the hex MD5 of the bytes: the store's record where it proves them, else hashed as they arrive. */
   readonly md5?: boolean | undefined;
   /** Read at most the first `maxBytes` bytes; `meta.size` is still the whole size, and no `md5`. */
   readonly maxBytes?: number | undefined;
-  /** Read this version instead of the current one; an unknown version or a delete marker reads as null. */
-  readonly versionId?: string | undefined;
 }
 
 /** What {@link ObjectStoreDriver.getStream} returns: the object found, its bytes still to come. */
@@ -71,9 +69,8 @@ export interface StreamedGet {
   readonly body: AsyncIterable<Uint8Array>;
 }
 
-/** Options of {@link ObjectStoreDriver.head}. */
 export interface HeadOptions {
-  /** Describe this version instead of the current one. */
+  /** This version instead of the current one; an unknown version or a delete marker reads as null. */
   readonly versionId?: string | undefined;
 }
 
@@ -88,12 +85,6 @@ export interface ObjectVersion {
   readonly lastModified: Date | undefined;
   readonly size: number;
   readonly etag?: string | undefined;
-}
-
-/** Options of {@link ObjectStoreDriver.listVersions}. */
-export interface ListVersionsOptions {
-  /** Versions asked of the server per page (S3 MaxKeys). */
-  readonly pageSize?: number | undefined;
 }
 
 /** `suspended`: it did once (old versions are kept, new writes replace the current one). */
@@ -151,7 +142,7 @@ export interface ObjectStoreDriver {
   getStream(key: string, options?: HeadOptions): Promise<StreamedGet | null>;
   head(key: string, options?: HeadOptions): Promise<ObjectMeta | null>;
   /** Every version of exactly `key`, newest first, delete markers included, paged lazily (unversioned: ID `null`). */
-  listVersions(key: string, options?: ListVersionsOptions): AsyncIterable<ObjectVersion>;
+  listVersions(key: string, options?: Pick<ListOptions, "pageSize">): AsyncIterable<ObjectVersion>;
   versioning(): Promise<VersioningStatus>;
   enableVersioning(): Promise<void>;
   /**
