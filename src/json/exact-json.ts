@@ -77,13 +77,14 @@ export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson 
 }
 
 /** A container met by {@link rebuild}: its entries (no key in a list), and how to make it from the converted ones. */
-interface Opened<A, B> {
+export interface Opened<A, B> {
   readonly entries: readonly (readonly [string | undefined, A])[];
-  readonly make: (kids: [string | undefined, B][]) => B;
+  /** `depth`: the container's own (the root's is 0). */
+  readonly make: (kids: [string | undefined, B][], depth: number) => B;
 }
 
 /** A tree converted bottom-up with an explicit stack: values nest 10,000 deep, past the call stack. */
-function rebuild<A, B>(root: A, open: (v: A) => Opened<A, B> | undefined, leaf: (v: A) => B): B {
+export function rebuild<A, B>(root: A, open: (v: A) => Opened<A, B> | undefined, leaf: (v: A) => B): B {
   type Frame = Opened<A, B> & { kids: [string | undefined, B][] };
   const first = open(root);
   if (first === undefined) return leaf(root);
@@ -92,7 +93,7 @@ function rebuild<A, B>(root: A, open: (v: A) => Opened<A, B> | undefined, leaf: 
     const f = stack[stack.length - 1] as Frame;
     if (f.kids.length === f.entries.length) {
       stack.pop();
-      const built = f.make(f.kids);
+      const built = f.make(f.kids, stack.length);
       const parent = stack[stack.length - 1];
       if (parent === undefined) return built;
       parent.kids.push([parent.entries[parent.kids.length]?.[0], built]);
@@ -171,47 +172,20 @@ export function stringifyDeep(value: unknown): string {
 
 /** JSON text of an exact value, numbers as written; `space` indents as `JSON.stringify` does. */
 export function stringifyExact(value: ExactJson, space = 0): string {
-  const pad = " ".repeat(space);
-  const parts: string[] = [];
-  const leaf = (v: ExactJson): boolean => {
-    if (v instanceof JsonNumber) parts.push(v.text);
-    else if (v === null || typeof v !== "object") parts.push(JSON.stringify(v));
-    else return false;
-    return true;
-  };
-  type Frame = { entries: [string | undefined, ExactJson][]; close: string; i: number };
-  const open = (v: ReadonlyMap<string, ExactJson> | readonly ExactJson[]): Frame | undefined => {
+  const line = (depth: number): string => (space > 0 ? `\n${" ".repeat(space * depth)}` : "");
+  const colon = space > 0 ? ": " : ":";
+  const open = (v: ExactJson): Opened<ExactJson, string> | undefined => {
     const isMap = v instanceof Map;
-    const entries: [string | undefined, ExactJson][] = isMap
-      ? [...(v as ReadonlyMap<string, ExactJson>).entries()]
-      : (v as readonly ExactJson[]).map((x) => [undefined, x]);
-    if (entries.length === 0) {
-      parts.push(isMap ? "{}" : "[]");
-      return undefined;
-    }
-    parts.push(isMap ? "{" : "[");
-    return { entries, close: isMap ? "}" : "]", i: 0 };
+    if (!isMap && !Array.isArray(v)) return undefined;
+    const entries = isMap ? [...(v as ReadonlyMap<string, ExactJson>).entries()] : listEntries(v as readonly ExactJson[]);
+    const make = (kids: [string | undefined, string][], depth: number): string => {
+      const sep = `,${line(depth + 1)}`;
+      const body = kids.map(([k, x]) => (k === undefined ? x : JSON.stringify(k) + colon + x)).join(sep);
+      return kids.length === 0 ? (isMap ? "{}" : "[]") : `${isMap ? "{" : "["}${sep.slice(1)}${body}${line(depth)}${isMap ? "}" : "]"}`;
+    };
+    return { entries, make };
   };
-  if (leaf(value)) return parts.join("");
-  const first = open(value as ReadonlyMap<string, ExactJson> | readonly ExactJson[]);
-  const stack: Frame[] = first === undefined ? [] : [first];
-  while (stack.length > 0) {
-    const f = stack[stack.length - 1] as Frame;
-    const indent = space > 0 ? `\n${pad.repeat(stack.length)}` : "";
-    if (f.i === f.entries.length) {
-      stack.pop();
-      parts.push(space > 0 ? `\n${pad.repeat(stack.length)}${f.close}` : f.close);
-      continue;
-    }
-    const [k, v] = f.entries[f.i++] as [string | undefined, ExactJson];
-    parts.push(f.i > 1 ? `,${indent}` : indent);
-    if (k !== undefined) parts.push(`${JSON.stringify(k)}:${space > 0 ? " " : ""}`);
-    if (!leaf(v)) {
-      const g = open(v as ReadonlyMap<string, ExactJson> | readonly ExactJson[]);
-      if (g !== undefined) stack.push(g);
-    }
-  }
-  return parts.join("");
+  return rebuild(value, open, (v) => (v instanceof JsonNumber ? v.text : JSON.stringify(v)));
 }
 
 /** ±digits × 10^exp; `digits` has no leading or trailing zeros ("" for zero). */

@@ -10,9 +10,49 @@ import { resolveSettings } from "../resolve/settings.js";
 import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJson, type JsonValue } from "../json/exact-json.js";
 import { isEnvelope } from "../encryption/index.js";
 import { encryptedState } from "../state/document.js";
-import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "../state/extract-outputs.js";
-import { JsonScanner } from "../json/scan.js";
+import { JsonScanner, MAX_NESTING, scanJson } from "../json/scan.js";
 import { RemoteOutputs, UPGRADED, withArticle, type FetchOutputsOptions } from "./remote-outputs.js";
+
+/** Smaller states are parsed whole first: `JSON.parse` is as fast there as the scan run cold. */
+export const DEFAULT_SCAN_THRESHOLD = 1536 * 1024;
+
+type TopLevelKind = "object" | "array" | "string" | "number" | "boolean" | "null";
+
+/** The wanted members' byte spans (last occurrence); `parse` when the whole document was parsed too. */
+export interface Located {
+  readonly kind: TopLevelKind;
+  readonly spans: ReadonlyMap<string, readonly [number, number]>;
+  readonly method: "scan" | "parse";
+}
+
+export class NestingError extends Error {
+  constructor() {
+    super(`it is nested more than ${MAX_NESTING} levels deep (the tool's limit)`);
+    this.name = "NestingError";
+  }
+}
+
+const kindOf = (doc: unknown): TopLevelKind => (doc === null ? "null" : Array.isArray(doc) ? "array" : (typeof doc as TopLevelKind));
+
+/**
+ * Top-level members without parsing the rest, refused exactly when `JSON.parse` refuses the document.
+ * @throws SyntaxError (from `JSON.parse`) when `bytes` is not JSON; {@link NestingError} when nested too deep.
+ */
+export function locateTopLevel(bytes: Buffer, names: readonly string[], scanThreshold = DEFAULT_SCAN_THRESHOLD): Located {
+  const parseFirst = bytes.length < scanThreshold;
+  if (parseFirst) {
+    const kind = kindOf(JSON.parse(bytes.toString("utf8")));
+    if (kind !== "object") return { kind, spans: new Map(), method: "parse" };
+  }
+  const s = scanJson(bytes, names);
+  const f = s.end();
+  if (f === undefined) return { kind: "object", spans: s.spans, method: parseFirst ? "parse" : "scan" };
+  if (f.kind === "syntax" && f.reason === "too-deep" && s.top === "object") throw new NestingError();
+  // Not JSON, or not an object: JSON.parse says which (and throws the SyntaxError reported).
+  const kind = kindOf(JSON.parse(bytes.toString("utf8")));
+  if (kind === "object") throw new SyntaxError("the document could not be scanned");
+  return { kind, spans: new Map(), method: "parse" };
+}
 
 /** The top-level members a read needs. */
 const MEMBERS = ["version", "outputs", "modules"];
@@ -88,7 +128,7 @@ function outputsOf(
     new ObjstateError("STATE_INVALID", `the state of workspace ${workspace} at ${location} ${problem}`, { details: { workspace, location } });
   let located: Located | undefined = spans === null ? undefined : { kind: "object", spans, method: "scan" };
   try {
-    located ??= locateTopLevel(state, MEMBERS, { scanThreshold: options.scanThreshold });
+    located ??= locateTopLevel(state, MEMBERS, options.scanThreshold);
   } catch (e) {
     if (e instanceof NestingError) throw invalid(`cannot be read: ${e.message}`);
     // The cause is left off on purpose: JSON.parse's message quotes the text around the error.
