@@ -95,8 +95,7 @@ export interface LockTableDriver {
    * lost reply, or a reader that adopted the write first); false when another commit came between.
    */
   commitDigest(id: string, seen: DigestItem | null, next: DigestCommit, options?: CommitOptions): Promise<boolean>;
-  /** Every item with `attr` (a full scan, for listings). */
-  scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }>;
+  /** Every item with any of `attrs` (a full scan, for listings). */
   scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem>;
   close(): void;
 }
@@ -128,7 +127,6 @@ export function digestOf(item: ItemText): DigestItem {
 /** The reads both drivers build on their one read of an item. */
 export abstract class ItemReads {
   protected abstract readText(id: string): Promise<ItemText | null>;
-  abstract scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem>;
 
   async get(id: string, attr: string): Promise<string | null> {
     return (await this.readText(id))?.[attr] ?? null;
@@ -142,10 +140,6 @@ export abstract class ItemReads {
   async getDigest(id: string): Promise<DigestItem | null> {
     const item = await this.readText(id);
     return item === null ? null : digestOf(item);
-  }
-
-  async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
-    for await (const item of this.scanAttrs([attr])) yield { id: item.id, value: item.values[attr] as string, expires: item.expires };
   }
 }
 
