@@ -8,6 +8,7 @@
 import { ObjstateError } from "../errors.js";
 import { nodeChildProcess } from "../util/builtins.js";
 import type { ExternalProviderConfig } from "./config.js";
+import { cachedPromise } from "./pbkdf2.js";
 
 export const HEADER_MAGIC = "OpenTofu-External-Key-Provider";
 /** OpenTofu's limit for one run. */
@@ -138,7 +139,7 @@ function parseAnswer(text: string, fail: (why: string) => ObjstateError): Extern
 
 /** One run for the writer's key, one per distinct stored metadata read (a wrapped data key gives the same key each time). */
 export class ExternalProvider {
-  #writer: Promise<{ key: Buffer; meta: Buffer }> | undefined;
+  readonly #writer = new Map<string, Promise<{ key: Buffer; meta: Buffer }>>();
   readonly #readers = new Map<string, Promise<Buffer | undefined>>();
 
   constructor(
@@ -147,21 +148,11 @@ export class ExternalProvider {
   ) {}
 
   encryptionKey(): Promise<{ key: Buffer; meta: Buffer }> {
-    this.#writer ??= runExternal(this.config, undefined, this.opts).then((k) => ({ key: k.encryptionKey, meta: k.meta }));
-    this.#writer.catch(() => (this.#writer = undefined));
-    return this.#writer;
+    return cachedPromise(this.#writer, "", () => runExternal(this.config, undefined, this.opts).then((k) => ({ key: k.encryptionKey, meta: k.meta })));
   }
 
   decryptionKey(meta: Buffer | undefined): Promise<Buffer | undefined> {
     if (meta === undefined) return Promise.resolve(undefined);
-    const id = meta.toString("base64");
-    let p = this.#readers.get(id);
-    if (p === undefined) {
-      p = runExternal(this.config, meta, this.opts).then((k) => k.decryptionKey);
-      p.catch(() => this.#readers.delete(id));
-      this.#readers.set(id, p);
-      if (this.#readers.size > 256) this.#readers.delete(this.#readers.keys().next().value as string);
-    }
-    return p;
+    return cachedPromise(this.#readers, meta.toString("base64"), () => runExternal(this.config, meta, this.opts).then((k) => k.decryptionKey));
   }
 }
