@@ -1,11 +1,10 @@
 /**
- * JSON values whose numbers stay exactly as written, as the tool keeps them (`JSON.parse`
- * turns `1e400` into Infinity): a number is its literal text ({@link JsonNumber}). Nothing
- * here recurses: values nested 10,000 deep (the tool's limit) overflow the call stack.
+ * JSON values whose numbers stay as written, as the tool keeps them (`JSON.parse` makes `1e400`
+ * Infinity). Nothing here recurses: values nest 10,000 deep (the tool's limit), past the call stack.
  */
 import { Buffer } from "node:buffer";
 
-/** A JSON number literal, kept as written (e.g. `1e400`). */
+/** A JSON number literal as written. */
 export class JsonNumber {
   constructor(readonly text: string) {
     Object.freeze(this);
@@ -18,11 +17,7 @@ export type ExactJson = null | boolean | string | JsonNumber | readonly ExactJso
 /** Any JSON value as JavaScript holds it. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
-/**
- * Parse the JSON text in `b[start, end)` keeping number literals as text. The span was
- * accepted by the scanner or `JSON.parse`, so tokens are taken as they come (a byte that is
- * no token still throws a SyntaxError).
- */
+/** Parse `b[start, end)`, which the scanner or `JSON.parse` accepted, so tokens are taken as they come. */
 export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson {
   const text = Buffer.from(b.buffer, b.byteOffset + start, end - start).toString("utf8");
   const fail = (at: number): never => {
@@ -83,7 +78,7 @@ export interface Opened<A, B> {
   readonly make: (kids: [string | undefined, B][], depth: number) => B;
 }
 
-/** A tree converted bottom-up with an explicit stack: values nest 10,000 deep, past the call stack. */
+/** A tree converted bottom-up with an explicit stack. */
 export function rebuild<A, B>(root: A, open: (v: A) => Opened<A, B> | undefined, leaf: (v: A) => B): B {
   type Frame = Opened<A, B> & { kids: [string | undefined, B][] };
   const first = open(root);
@@ -129,7 +124,6 @@ export function fromJs(value: JsonValue): ExactJson {
   return rebuild<unknown, ExactJson | undefined>(value, open, leaf) ?? null;
 }
 
-/** The JSON type of an exact value, as messages name it. */
 export type JsonType = "string" | "number" | "boolean" | "list" | "object" | "null";
 
 export function exactType(v: ExactJson): JsonType {
@@ -140,11 +134,7 @@ export function exactType(v: ExactJson): JsonType {
   return typeof v as "string" | "boolean";
 }
 
-/**
- * The value as plain JavaScript. `numbers`: `js` gives JS numbers (rounded as `JSON.parse`
- * rounds); `lossless` gives a JS number only where it holds the literal's exact value and
- * the literal's text (a string) otherwise. `freeze` freezes every object and array.
- */
+/** The value as plain JavaScript: numbers rounded as `JSON.parse` does (`js`), or their text where no JS number is exact (`lossless`). */
 export function toJs(value: ExactJson, numbers: "js" | "lossless", freeze: boolean): JsonValue {
   const done = <T extends object>(o: T): T => (freeze ? Object.freeze(o) : o);
   const open = (v: ExactJson): Opened<ExactJson, JsonValue> | undefined => {
@@ -188,7 +178,7 @@ export function stringifyExact(value: ExactJson, space = 0): string {
   return rebuild(value, open, (v) => (v instanceof JsonNumber ? v.text : JSON.stringify(v)));
 }
 
-/** ±digits × 10^exp; `digits` has no leading or trailing zeros ("" for zero). */
+/** ±digits × 10^exp, `digits` without leading or trailing zeros ("" for zero). */
 interface Decimal {
   readonly negative: boolean;
   readonly digits: string;

@@ -1,7 +1,4 @@
-/**
- * Reading a remote state's outputs at run time (docs/design.md §6), loaded on demand so that
- * synthesis never loads the backend. A read takes no lock and creates nothing (`readOnly`).
- */
+/** Reading a remote state's outputs (docs/design.md §6), loaded on demand so that synthesis never loads the backend. */
 import { ObjectStoreBackend } from "../backend/backend.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { ObjstateError, isObjstateError } from "../errors.js";
@@ -116,7 +113,7 @@ export async function readRemoteOutputs(backend: ObjectStoreBackend, workspace: 
   return outputsOf(bytes, spans, workspace, location, options);
 }
 
-/** The outputs of a state read whole, from the scan's spans when there are some. */
+/** From the scan's spans when there are some. */
 function outputsOf(
   state: Buffer,
   spans: ReadonlyMap<string, readonly [number, number]> | null,
@@ -168,10 +165,8 @@ function typeName(v: ExactJson | undefined): string {
 }
 
 /**
- * The root outputs of a state as the tool reads them: format 4's `outputs` of `{value, type,
- * sensitive}`; formats 1-3's module of path `["root"]` in `modules` (or, in format 1, a module
- * without a path, as the tool's upgrade takes it), whose outputs are bare values (format 1) or
- * `{value, sensitive, type}`. An absent or null `outputs` (or `modules`) is no outputs.
+ * The root outputs as the tool reads them: format 4's `outputs`; formats 1-3's module of path
+ * `["root"]` (format 1: or without a path), whose outputs are bare values (format 1) or objects.
  */
 function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (problem: string) => ObjstateError): Map<string, RootOutput> {
   const version = member("version");
