@@ -183,20 +183,13 @@ export class RemoteOutputs {
 
   /** Every output, sensitive ones included, as a fresh object; a number no JS number holds exactly (`1e400`) is its text. */
   toJSON(): Record<string, JsonValue> {
-    const out: Record<string, JsonValue> = {};
-    for (const [k, v] of this.values) {
-      // defineProperty: a name such as "__proto__" stays an ordinary own property.
-      Object.defineProperty(out, k, { value: toJs(v, "lossless", false), enumerable: true, writable: true, configurable: true });
-    }
-    return out;
+    return toJs(this.values, "lossless", false) as Record<string, JsonValue>;
   }
 
   /** JSON text of every output (or of `name`), numbers as written, sensitive ones included. @throws ObjstateError `OUTPUT_NOT_FOUND` */
   toJSONText(name?: string, space = 0): string {
     if (name !== undefined) return stringifyExact(this.exact(name), space);
-    const all = new Map<string, ExactJson>();
-    for (const k of this.names()) all.set(k, this.values.get(k) as ExactJson);
-    return stringifyExact(all, space);
+    return stringifyExact(new Map(this.names().map((k) => [k, this.values.get(k) as ExactJson])), space);
   }
 
   private exactToolType(name: string): ExactJson {
