@@ -1,7 +1,7 @@
 // One cold measurement for the scan threshold of the outputs extractor, in a fresh process
 // (a state is read once per process, so the scanner usually runs as cold code).
 //   node outputs-child.mjs BYTES scan|parse  -> prints milliseconds
-import { extractTopLevel } from "../dist/src/state/extract-outputs.js";
+import { extractTopLevel } from "../dist/test/support/extract-outputs.js";
 import { realisticState } from "./outputs-state.mjs";
 
 const [bytesArg, how] = process.argv.slice(2);

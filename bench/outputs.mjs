@@ -22,7 +22,7 @@ import { fileURLToPath } from "node:url";
 import { S3Client, GetObjectCommand, CreateBucketCommand, DeleteObjectCommand, DeleteBucketCommand, ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { DynamoDBClient, CreateTableCommand, DeleteTableCommand } from "@aws-sdk/client-dynamodb";
 import { DataRemoteStateObjectStore, ObjectStoreBackend, ObjectStoreBackendConfig } from "../dist/src/index.js";
-import { extractTopLevel } from "../dist/src/state/extract-outputs.js";
+import { extractTopLevel } from "../dist/test/support/extract-outputs.js";
 import { benchOutputs, realisticState } from "./outputs-state.mjs";
 
 const env = process.env;

@@ -1,15 +1,11 @@
 /**
- * The one table of error codes: every code an `ObjstateError` carries, with the HTTP status
- * `objstate serve` answers and the exit code `objstate` ends with; a new code does not compile
- * until it has its row (docs/decisions/054-one-table-of-error-codes.md). Status 500 is the
- * server's own failure, and what a code no request can cause gets.
+ * The one table of error codes, with the HTTP status `objstate serve` answers (500: its own
+ * failure, or no request causes it) and the exit code (docs/decisions/054-one-table-of-error-codes.md).
  */
 /**
- * `objstate`'s documented exit codes. 2: usage or bad input, 5: the lineage guard or a
- * conditional write refused (nothing was written in either); 6: the lock was released or
- * force-unlocked; 7: its lease ran out and was taken over, or its renewal refused; 8: the
- * command under `lock -- COMMAND` failed; 129/130/143: SIGHUP/SIGINT/SIGTERM; 141: standard
- * output closed by its reader (`| head`).
+ * `objstate`'s exit codes. 5: the lineage guard or a conditional write refused (nothing written);
+ * 6: the lock was released or force-unlocked; 7: its lease was taken over or its renewal refused;
+ * 8: the command under `lock --` failed; 141: standard output closed by its reader (`| head`).
  */
 export const EXIT = {
   ok: 0,

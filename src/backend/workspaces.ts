@@ -142,7 +142,7 @@ async function locksAndRecords(ctx: BackendContext): Promise<{ locks: Map<string
   const records = new Map<string, string>();
   if (table === undefined || ctx.locking.keyOf(DEFAULT_WORKSPACE) !== ctx.lockId(DEFAULT_WORKSPACE)) {
     const scan = async (): Promise<void> => {
-      if (table !== undefined) for await (const item of table.scanAttr(LAST_WRITE_ATTR)) records.set(item.id, item.value);
+      if (table !== undefined) for await (const item of table.scanAttrs([LAST_WRITE_ATTR])) records.set(item.id, item.values[LAST_WRITE_ATTR] as string);
     };
     const [list] = await Promise.all([ctx.locking.list(), scan()]);
     return { locks: new Map(list.map((l) => [l.path, l])), records };

@@ -1,7 +1,6 @@
 /**
- * Method `aes_gcm` as OpenTofu applies it: AES-128/192/256-GCM, a random 12-byte nonce, the
- * optional AAD, and `encrypted_data = base64(nonce ‖ ciphertext ‖ tag(16))`. Both directions
- * work in pieces, so a large state never has a second whole copy.
+ * Method `aes_gcm` as OpenTofu applies it: `encrypted_data = base64(nonce(12) ‖ AES-GCM ‖ tag(16))`,
+ * with the optional AAD. Both directions work in pieces: a large state never has a second whole copy.
  */
 import type { CipherGCM, DecipherGCM } from "node:crypto";
 import { nodeCrypto } from "../util/builtins.js";
@@ -9,7 +8,7 @@ import { giveScratch, takeScratch } from "../util/scratch.js";
 
 export const NONCE_BYTES = 12;
 export const TAG_BYTES = 16;
-/** AES key lengths OpenTofu accepts: 128, 192, 256 bits. */
+/** AES-128, -192, -256. */
 export const KEY_LENGTHS: readonly number[] = [16, 24, 32];
 
 /** Plaintext bytes per cipher call when sealing: a multiple of 3, so each piece's base64 needs no padding. */
@@ -23,16 +22,11 @@ function cipherName(key: Uint8Array): "aes-128-gcm" | "aes-192-gcm" | "aes-256-g
   return `aes-${key.length * 8}-gcm` as "aes-128-gcm" | "aes-192-gcm" | "aes-256-gcm";
 }
 
-/** Base64 characters of `n` bytes. */
 export function base64Length(n: number): number {
   return 4 * Math.ceil(n / 3);
 }
 
-/**
- * Write the base64 of `nonce ‖ AES-GCM(plain) ‖ tag` into `out` at `at` (it has room for
- * {@link base64Length} of it), a piece at a time so no whole ciphertext or string is made.
- * Returns the offset after it.
- */
+/** Write the base64 of `nonce ‖ AES-GCM(plain) ‖ tag` into `out` at `at`, a piece at a time; the offset after it. */
 export function sealBase64Into(out: Buffer, at: number, key: Uint8Array, aad: Uint8Array | undefined, plain: Uint8Array, nonce: Uint8Array): number {
   const c = nodeCrypto().createCipheriv(cipherName(key), key, nonce) as CipherGCM;
   if (aad !== undefined && aad.length > 0) c.setAAD(aad);
@@ -50,9 +44,8 @@ export function sealBase64Into(out: Buffer, at: number, key: Uint8Array, aad: Ui
 export type OpenFailure = { readonly kind: "not-base64" } | { readonly kind: "too-short"; readonly bytes: number } | { readonly kind: "tag" };
 
 /**
- * Does a decrypted prefix look like the start of a state (`{` after whitespace, printable)?
- * Random bytes from a wrong key pass with a chance near 10⁻⁹: this picks the method among
- * fallbacks and tells a wrong key from altered data (the tag still decides).
+ * Does a decrypted prefix look like a state's start (`{` after whitespace, printable)? A wrong key
+ * passes with a chance near 10⁻⁹: this picks among fallbacks and tells a wrong key from altered data.
  */
 export function looksLikeStateStart(b: Uint8Array): boolean {
   let i = 0;
@@ -71,14 +64,13 @@ export interface OpenKey {
 const PROBE_BYTES = 16;
 
 /**
- * Opens `nonce ‖ ciphertext ‖ tag` pushed as base64 characters in pieces: `choose` picks the
- * key by the first {@link PROBE_BYTES}; the last 16 bytes are held back as the tag. `output`
- * gets plaintext pieces, to be used only once {@link end} succeeds.
+ * Opens `nonce ‖ ciphertext ‖ tag` pushed as base64 in pieces: `choose` picks the key by the first
+ * {@link PROBE_BYTES}. `output` gets plaintext pieces, to be used only once {@link end} succeeds.
  */
 export class Base64GcmOpener {
   private carry: Buffer = Buffer.alloc(0);
   private decodedBytes = 0;
-  /** Decoded bytes wait here for one cipher call per 4 MiB (a reused scratch buffer). */
+  /** Decoded bytes wait here for one cipher call per staging buffer (reused). */
   private staging = takeScratch(STAGING_BYTES);
   private staged = 0;
   private prefix: Buffer[] = [];
@@ -95,7 +87,6 @@ export class Base64GcmOpener {
   /** Every candidate key's probe failed. */
   noKey = false;
 
-  /** Base64 characters (as bytes) of the data, in order. */
   async push(chars: Uint8Array): Promise<void> {
     const b = Buffer.from(chars.buffer, chars.byteOffset, chars.byteLength);
     for (let at = 0; at < b.length; at += DECODE_CHARS) await this.pushSome(b.subarray(at, Math.min(b.length, at + DECODE_CHARS)));
@@ -110,7 +101,6 @@ export class Base64GcmOpener {
     if (whole > 0) await this.decode(all.subarray(0, whole), false);
   }
 
-  /** Decode into the staging buffer; full, it goes to the cipher. */
   private async decode(chars: Buffer, last: boolean): Promise<void> {
     const n = chars.length;
     if (this.staged + (n / 4) * 3 > this.staging.length) await this.flush();
@@ -140,7 +130,7 @@ export class Base64GcmOpener {
     if (this.prefixBytes >= NONCE_BYTES + PROBE_BYTES + TAG_BYTES) await this.start(Buffer.concat(this.prefix), false);
   }
 
-  /** The first bytes: the key is chosen, and the rest goes to the cipher. */
+  /** The key is chosen by the first bytes. */
   private async start(all: Buffer, atEnd: boolean): Promise<void> {
     this.prefix = [];
     if (all.length < NONCE_BYTES + TAG_BYTES) {
@@ -174,7 +164,7 @@ export class Base64GcmOpener {
     }
   }
 
-  /** Send what is staged to the cipher, so the key is chosen from a prefix. */
+  /** Send what is staged to the cipher, so a prefix chooses the key. */
   async settle(): Promise<void> {
     if (this.failure === undefined && !this.noKey) await this.flush();
   }

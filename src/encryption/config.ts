@@ -1,12 +1,9 @@
-/**
- * The `encryption` setting in OpenTofu's JSON shape (the body `TF_ENCRYPTION` holds), parsed
- * into a frozen {@link EncryptionConfig}. Errors name the JSON path at fault, never a secret.
- */
+/** The `encryption` setting in OpenTofu's JSON shape (as `TF_ENCRYPTION` holds it); errors name the JSON path, never a secret. */
 import { ObjstateError } from "../errors.js";
 import { ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { printSafely, REDACTED } from "../util/redact.js";
 
-/** OpenTofu's pbkdf2 floors and defaults (OWASP's recommendation for PBKDF2-HMAC-SHA512 at the time). */
+/** OpenTofu's pbkdf2 floors and defaults (OWASP's for PBKDF2-HMAC-SHA512). */
 export const MIN_PASSPHRASE_LENGTH = 16;
 export const MIN_ITERATIONS = 200_000;
 export const PBKDF2_DEFAULTS = Object.freeze({ iterations: 600_000, hashFunction: "sha512" as const, keyLength: 32, saltLength: 32 });
@@ -22,11 +19,10 @@ export class Secret {
     this.#value = value;
     Object.freeze(this);
   }
-  /** A copy of the bytes. */
   bytes(): Buffer {
     return Buffer.from(this.#value);
   }
-  /** Characters (UTF-8 decoded), for the minimum length. */
+  /** In characters, for the minimum length. */
   get length(): number {
     return this.#value.toString("utf8").length;
   }
@@ -38,7 +34,7 @@ export interface Pbkdf2ProviderConfig {
   readonly name: string;
   /** `key_provider.pbkdf2.NAME` */
   readonly address: string;
-  /** Its entry in an envelope's `meta`: `encrypted_metadata_alias`, or the address. */
+  /** Its key in an envelope's `meta`: `encrypted_metadata_alias`, or the address. */
   readonly metaKey: string;
   readonly passphrase: Secret;
   readonly keyLength: number;
@@ -61,7 +57,6 @@ export type KeyProviderConfig = Pbkdf2ProviderConfig | ExternalProviderConfig;
 export interface AesGcmMethodConfig {
   readonly type: "aes_gcm";
   readonly name: string;
-  /** `method.aes_gcm.NAME` */
   readonly address: string;
   /** The key provider's address. */
   readonly keys: string;
@@ -76,7 +71,7 @@ export interface UnencryptedMethodConfig {
 
 export type MethodConfig = AesGcmMethodConfig | UnencryptedMethodConfig;
 
-/** A target (`state`, a remote state data source). */
+/** `state`, or a remote state data source. */
 export interface TargetConfig {
   /** Method addresses: `[primary, fallback, fallback.fallback, ...]`. */
   readonly methods: readonly string[];
@@ -211,20 +206,13 @@ class Parser {
     if (type === "pbkdf2") {
       this.only(body, path, ["passphrase", "chain", "key_length", "iterations", "hash_function", "salt_length", "encrypted_metadata_alias"]);
       if (body["chain"] !== undefined) this.fail(`${path}.chain`, "is not supported by objstate yet: give passphrase instead");
+      const weak = (field: string, why: string): never => this.fail(`${path}.${field}`, why, "ENCRYPTION_KDF_TOO_WEAK");
       const passphrase = this.secret(body["passphrase"], `${path}.passphrase`);
       if (passphrase.length < MIN_PASSPHRASE_LENGTH)
-        this.fail(
-          `${path}.passphrase`,
-          `is too short (${passphrase.source}): at least ${MIN_PASSPHRASE_LENGTH} characters are needed`,
-          "ENCRYPTION_KDF_TOO_WEAK",
-        );
+        weak("passphrase", `is too short (${passphrase.source}): at least ${MIN_PASSPHRASE_LENGTH} characters are needed`);
       const iterations = this.integer(body["iterations"], `${path}.iterations`, PBKDF2_DEFAULTS.iterations);
       if (iterations < MIN_ITERATIONS)
-        this.fail(
-          `${path}.iterations`,
-          `${iterations} is dangerously low: at least ${MIN_ITERATIONS} are needed (default ${PBKDF2_DEFAULTS.iterations})`,
-          "ENCRYPTION_KDF_TOO_WEAK",
-        );
+        weak("iterations", `${iterations} is dangerously low: at least ${MIN_ITERATIONS} are needed (default ${PBKDF2_DEFAULTS.iterations})`);
       const keyLength = this.integer(body["key_length"], `${path}.key_length`, PBKDF2_DEFAULTS.keyLength);
       if (keyLength <= 0 || keyLength > 1024) this.fail(`${path}.key_length`, "must be between 1 and 1024");
       const saltLength = this.integer(body["salt_length"], `${path}.salt_length`, PBKDF2_DEFAULTS.saltLength);

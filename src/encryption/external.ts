@@ -1,18 +1,18 @@
 /**
- * Key provider `external`: OpenTofu 1.10's program protocol (KMS, Vault, OpenBao plug in so).
- * The program prints a header line `{"magic":"OpenTofu-External-Key-Provider","version":1}`,
- * reads `null` or the stored `{"external_data":...}`, and prints
- * `{"keys":{"encryption_key":B64,"decryption_key":B64?},"meta":{"external_data":...}}` within a
- * minute. Errors never quote the keys or its standard output.
+ * Key provider `external`, OpenTofu 1.10's program protocol: the program prints a header line
+ * `{"magic":"OpenTofu-External-Key-Provider","version":1}`, reads `null` or the stored
+ * `{"external_data":...}`, and prints `{"keys":{"encryption_key":B64,"decryption_key":B64?},
+ * "meta":{"external_data":...}}`. Errors never quote the keys or its standard output.
  */
 import { ObjstateError } from "../errors.js";
 import { nodeChildProcess } from "../util/builtins.js";
 import type { ExternalProviderConfig } from "./config.js";
+import { cachedPromise } from "./pbkdf2.js";
 
 export const HEADER_MAGIC = "OpenTofu-External-Key-Provider";
 /** OpenTofu's limit for one run. */
 export const EXTERNAL_TIMEOUT_MS = 60_000;
-/** More output than a key answer needs: not a key provider. */
+/** More than a key answer needs: not a key provider. */
 const MAX_OUTPUT_BYTES = 1024 * 1024;
 const STDERR_QUOTED = 1000;
 
@@ -23,7 +23,7 @@ interface ExternalKeys {
   readonly meta: Buffer;
 }
 
-/** Options of a run (tests shorten the timeout). */
+/** Tests shorten the timeout. */
 export interface ExternalOptions {
   readonly timeoutMs?: number;
 }
@@ -136,9 +136,9 @@ function parseAnswer(text: string, fail: (why: string) => ObjstateError): Extern
   return { encryptionKey, decryptionKey: key("decryption_key"), meta: Buffer.from(goJson({ external_data: m["external_data"] ?? null }), "utf8") };
 }
 
-/** One run for the writer's key, one per distinct stored metadata read (a wrapped data key gives the same key each time). */
+/** One run for the writer's key, one per distinct stored metadata (a wrapped data key opens the same each time). */
 export class ExternalProvider {
-  #writer: Promise<{ key: Buffer; meta: Buffer }> | undefined;
+  readonly #writer = new Map<string, Promise<{ key: Buffer; meta: Buffer }>>();
   readonly #readers = new Map<string, Promise<Buffer | undefined>>();
 
   constructor(
@@ -147,21 +147,11 @@ export class ExternalProvider {
   ) {}
 
   encryptionKey(): Promise<{ key: Buffer; meta: Buffer }> {
-    this.#writer ??= runExternal(this.config, undefined, this.opts).then((k) => ({ key: k.encryptionKey, meta: k.meta }));
-    this.#writer.catch(() => (this.#writer = undefined));
-    return this.#writer;
+    return cachedPromise(this.#writer, "", () => runExternal(this.config, undefined, this.opts).then((k) => ({ key: k.encryptionKey, meta: k.meta })));
   }
 
   decryptionKey(meta: Buffer | undefined): Promise<Buffer | undefined> {
     if (meta === undefined) return Promise.resolve(undefined);
-    const id = meta.toString("base64");
-    let p = this.#readers.get(id);
-    if (p === undefined) {
-      p = runExternal(this.config, meta, this.opts).then((k) => k.decryptionKey);
-      p.catch(() => this.#readers.delete(id));
-      this.#readers.set(id, p);
-      if (this.#readers.size > 256) this.#readers.delete(this.#readers.keys().next().value as string);
-    }
-    return p;
+    return cachedPromise(this.#readers, meta.toString("base64"), () => runExternal(this.config, meta, this.opts).then((k) => k.decryptionKey));
   }
 }

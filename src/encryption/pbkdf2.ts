@@ -1,7 +1,6 @@
 /**
- * Key provider `pbkdf2` in OpenTofu's form: PBKDF2-HMAC of the passphrase with a random salt,
- * the parameters stored in the envelope's `meta` (a reader derives with the stored ones).
- * Derivation runs on the thread pool, so a server keeps answering, and is cached per process.
+ * Key provider `pbkdf2` in OpenTofu's form: PBKDF2-HMAC of the passphrase with a random salt, the
+ * parameters stored in the envelope's `meta`. Derived on the thread pool (a server keeps answering), cached.
  */
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
@@ -21,7 +20,7 @@ const ITERATIONS_FACTOR = 4;
 /** Derivations at once: half of libuv's pool (4 threads by default), which also does the file I/O. */
 const MAX_DERIVATIONS = Math.max(1, Math.floor((Number(process.env["UV_THREADPOOL_SIZE"]) || 4) / 2));
 
-/** The JSON OpenTofu's Go code writes for the metadata. */
+/** As OpenTofu's Go code writes it. */
 function encodePbkdf2Meta(m: Pbkdf2Meta): Buffer {
   return Buffer.from(
     `{"salt":"${m.salt.toString("base64")}","iterations":${m.iterations},"hash_function":${JSON.stringify(m.hashFunction)},"key_length":${m.keyLength}}`,
@@ -68,7 +67,7 @@ const cache = new Map<string, Promise<Buffer>>();
 const CACHE_ENTRIES = 256;
 let derivations = 0;
 
-/** Derivations run in this process (not from the cache), for tests and benches. */
+/** Derivations run (not from the cache), for tests and benches. */
 export function pbkdf2Derivations(): number {
   return derivations;
 }
@@ -82,23 +81,27 @@ export function derivePbkdf2(passphrase: Buffer, m: Pbkdf2Meta): Promise<Buffer>
     .update(m.salt)
     .update(passphrase)
     .digest("base64");
-  const hit = cache.get(id);
-  if (hit !== undefined) {
-    // Most recently used last, so the oldest is the first to go.
-    cache.delete(id);
-    cache.set(id, hit);
-    return hit;
+  return cachedPromise(cache, id, () => {
+    derivations++;
+    return inSlot(
+      () =>
+        new Promise<Buffer>((resolve, reject) => {
+          crypto.pbkdf2(passphrase, m.salt, m.iterations, m.keyLength, m.hashFunction, (err, key) => (err === null ? resolve(key) : reject(err)));
+        }),
+    );
+  });
+}
+
+/** `cache`'s promise for `id`, else `make`'s, kept unless it fails; the least recently used goes past `limit`. */
+export function cachedPromise<T>(cache: Map<string, Promise<T>>, id: string, make: () => Promise<T>, limit = CACHE_ENTRIES): Promise<T> {
+  let p = cache.get(id);
+  if (p !== undefined) cache.delete(id);
+  else {
+    p = make();
+    p.catch(() => cache.delete(id));
   }
-  derivations++;
-  const p = inSlot(
-    () =>
-      new Promise<Buffer>((resolve, reject) => {
-        crypto.pbkdf2(passphrase, m.salt, m.iterations, m.keyLength, m.hashFunction, (err, key) => (err === null ? resolve(key) : reject(err)));
-      }),
-  );
-  p.catch(() => cache.delete(id));
   cache.set(id, p);
-  if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
+  if (cache.size > limit) cache.delete(cache.keys().next().value as string);
   return p;
 }
 
@@ -139,7 +142,7 @@ function checkBounds(m: Pbkdf2Meta, c: Pbkdf2ProviderConfig, describe: string): 
 }
 
 export class Pbkdf2Provider {
-  #writer: Promise<{ key: Buffer; meta: Buffer }> | undefined;
+  readonly #writer = new Map<string, Promise<{ key: Buffer; meta: Buffer }>>();
 
   constructor(
     readonly config: Pbkdf2ProviderConfig,
@@ -148,13 +151,11 @@ export class Pbkdf2Provider {
 
   /** The writer's key and metadata: one fresh salt per instance, as OpenTofu makes one per run. */
   encryptionKey(): Promise<{ key: Buffer; meta: Buffer }> {
-    this.#writer ??= (async () => {
+    return cachedPromise(this.#writer, "", async () => {
       const c = this.config;
       const m: Pbkdf2Meta = { salt: this.randomBytes(c.saltLength), iterations: c.iterations, hashFunction: c.hashFunction, keyLength: c.keyLength };
       return { key: await derivePbkdf2(c.passphrase.bytes(), m), meta: encodePbkdf2Meta(m) };
-    })();
-    this.#writer.catch(() => (this.#writer = undefined));
-    return this.#writer;
+    });
   }
 
   /** The key for stored metadata (undefined: none for this provider). */

@@ -1,7 +1,7 @@
 /**
- * State encryption for one target (`state`, or a remote state data source): writes OpenTofu's
- * v0 envelope, reads it with the primary method, then each fallback, and reads plain states
- * only where an `unencrypted` method allows it. It knows nothing of stores or locks.
+ * State encryption for one target (`state`, or a remote state data source): writes OpenTofu's v0
+ * envelope, reads it with the primary method, then each fallback, and plain states only where an
+ * `unencrypted` method allows it.
  */
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
@@ -13,33 +13,30 @@ import { Pbkdf2Provider } from "./pbkdf2.js";
 
 export const ENCRYPTION_VERSION = "v0";
 
-/** The clear fields of an envelope (OpenTofu copies them from the state so backends can read them). */
+/** The clear fields of an envelope (OpenTofu copies them from the state for backends). */
 export interface EnvelopeHeader {
   readonly serial: number | null;
   readonly lineage: string;
 }
 
-/** What a read found. */
 export interface Decrypted {
   readonly state: Buffer;
   /** False: a plain state, read through `unencrypted`. */
   readonly encrypted: boolean;
-  /** The method that read it (`method.TYPE.NAME`). */
+  /** `method.TYPE.NAME` */
   readonly method: string;
-  /** Read by a fallback, or plain while the primary encrypts: the next write changes its form (OpenTofu's "migration"). */
+  /** Read by a fallback, or plain while the primary encrypts (OpenTofu's "migration"). */
   readonly migration: boolean;
-  /** The envelope's clear fields (undefined for a plain state). */
+  /** Undefined for a plain state. */
   readonly header: EnvelopeHeader | undefined;
 }
 
-/** Names the state in messages. */
 export interface StateContext {
   readonly workspace?: string;
 }
 
-/** Options of a {@link StateEncryption}. */
 export interface StateEncryptionOptions extends ExternalOptions {
-  /** Source of salts and nonces (default: `crypto.randomBytes`); tests pass a fixed one. */
+  /** Salts and nonces (default: `crypto.randomBytes`); tests pass a fixed one. */
   readonly randomBytes?: (n: number) => Buffer;
 }
 
@@ -48,7 +45,7 @@ export type EncryptionTarget = { readonly kind: "state" } | { readonly kind: "re
 
 type Provider = Pbkdf2Provider | ExternalProvider;
 
-/** Go's encoding/json escapes <, > and & (and U+2028/9) in strings; the envelope's clear fields are written the same. */
+/** As Go's encoding/json writes a string (<, >, &, U+2028/9 escaped). */
 function goString(s: string): string {
   return JSON.stringify(s).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
@@ -57,7 +54,7 @@ function where(ctx: StateContext | undefined): string {
   return ctx?.workspace === undefined ? "the state" : `the state of workspace "${ctx.workspace}"`;
 }
 
-/** Plaintext pieces copied into one buffer of the most the state can be (`most`: 3/4 of the stored size), or joined at the end when that is not known. */
+/** Plaintext pieces copied into one buffer of `most` bytes (3/4 of the stored size), or joined at the end past it. */
 class PlainSink {
   private readonly pieces: Buffer[] = [];
   private buf: Buffer | undefined;
@@ -77,7 +74,6 @@ class PlainSink {
   }
 }
 
-/** Encrypts and decrypts states for one target of an {@link EncryptionConfig}. */
 export class StateEncryption {
   /** The primary first. */
   readonly methods: readonly MethodConfig[];
@@ -119,7 +115,7 @@ export class StateEncryption {
     return this.methods[0]?.type === "unencrypted";
   }
 
-  /** The envelope of `state` with the clear fields the caller read from it (`state` itself when the primary is `unencrypted`). */
+  /** The envelope of `state` with its clear fields (`state` itself when the primary is `unencrypted`). */
   async encrypt(state: Uint8Array, header: EnvelopeHeader): Promise<Buffer> {
     const primary = this.methods[0] as MethodConfig;
     if (primary.type === "unencrypted") return Buffer.from(state.buffer, state.byteOffset, state.byteLength);
@@ -139,17 +135,13 @@ export class StateEncryption {
     return out;
   }
 
-  /** Read stored bytes held in memory. */
   async decrypt(stored: Uint8Array, ctx?: StateContext): Promise<Decrypted> {
     const d = this.decryptor(ctx, stored.byteLength);
     await d.push(stored);
     return d.end();
   }
 
-  /**
-   * A reader fed the stored bytes as they arrive, holding only the plaintext. `storedSize`
-   * lets it allocate that once; `borrowed`: a piece is valid only until its push settles.
-   */
+  /** A reader fed the stored bytes as they arrive; `storedSize` sizes its buffer; `borrowed`: a piece is valid until its push settles. */
   decryptor(ctx?: StateContext, storedSize?: number, borrowed = false): StateDecryptor {
     return new StateDecryptor(this, ctx, storedSize, borrowed);
   }
@@ -179,12 +171,17 @@ function checkKeyLength(m: AesGcmMethodConfig, kp: KeyProviderConfig, key: Buffe
   }
 }
 
-/** Bytes allowed after an envelope's `encrypted_data`: its tail is a few dozen. */
+/** A kept member's value: the scanner accepted its bytes, so JSON.parse reads them. */
+function valueOf(s: JsonScanner, key: string): unknown {
+  const v = s.values.get(key);
+  return v === undefined ? undefined : JSON.parse(v.toString("utf8"));
+}
+
+/** Bytes allowed after an envelope's `encrypted_data` (its tail is a few dozen). */
 const ENVELOPE_TAIL_LIMIT = 1024 * 1024;
-/** The top-level members read from an envelope, or from a plain state to tell it from one. */
+/** Top-level members read from an envelope, or from a plain state to tell it from one. */
 const CLEAR_MEMBERS = ["meta", "encryption_version", "serial", "lineage", "terraform_version"];
 
-/** Reads stored bytes pushed in pieces; see {@link StateEncryption.decryptor}. */
 export class StateDecryptor {
   private readonly scanner = new JsonScanner(CLEAR_MEMBERS);
   /** The pieces before `encrypted_data`: the whole text of a plain state. */
@@ -209,7 +206,6 @@ export class StateDecryptor {
     this.sink = new PlainSink(Math.floor(((storedSize ?? 0) * 3) / 4));
   }
 
-  /** The next piece of the stored bytes. */
   async push(piece: Uint8Array): Promise<void> {
     let b = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
     while (b.length > 0) {
@@ -241,12 +237,6 @@ export class StateDecryptor {
     }
   }
 
-  private member(key: string): unknown {
-    const v = this.scanner.values.get(key);
-    // The scanner accepted the bytes: JSON.parse reads them.
-    return v === undefined ? undefined : JSON.parse(v.toString("utf8"));
-  }
-
   private error(code: "ENCRYPTION_TAMPERED" | "ENCRYPTION_UNKNOWN_VERSION" | "STATE_INVALID", message: string): never {
     throw new ObjstateError(code, message, { details: { workspace: this.ctx?.workspace } });
   }
@@ -267,13 +257,13 @@ export class StateDecryptor {
     // OpenTofu writes meta before encrypted_data; another order is read too, by keeping the data until the meta is seen.
     if (this.scanner.values.has("meta")) this.readMeta();
     else this.deferred = [];
-    const version = this.member("encryption_version");
+    const version = valueOf(this.scanner, "encryption_version");
     if (version !== undefined && version !== ENCRYPTION_VERSION) this.unknownVersion(version);
     this.opener = new Base64GcmOpener((nonce, probe) => this.choose(nonce, probe), this.sink.add);
   }
 
   private readMeta(): void {
-    const meta = this.member("meta");
+    const meta = valueOf(this.scanner, "meta");
     if (meta === undefined || meta === null) return;
     if (typeof meta !== "object" || Array.isArray(meta)) this.tampered('its "meta" is not an object');
     for (const [k, v] of Object.entries(meta as Record<string, unknown>)) {
@@ -302,10 +292,7 @@ export class StateDecryptor {
     return undefined;
   }
 
-  /**
-   * Only a prefix was pushed (a large state about to be written over): throw what it shows —
-   * no key opens it, an unknown version, or a plain state without `unencrypted`.
-   */
+  /** Only a prefix was pushed (a large state about to be written over): throw what it shows already. */
   async checkPrefix(): Promise<void> {
     if (this.phase === "head") {
       if (!this.scanner.values.has("encryption_version") && !this.enc.methods.some((m) => m.type === "unencrypted")) this.plainRefused();
@@ -326,7 +313,7 @@ export class StateDecryptor {
       this.tampered(
         f.reason === "end" ? "it ends before its closing brace" : f.reason === "after" ? "something follows its closing brace" : "it is not valid JSON",
       );
-    const version = this.member("encryption_version");
+    const version = valueOf(this.scanner, "encryption_version");
     if (version === undefined || version === "")
       this.error(
         "ENCRYPTION_UNKNOWN_VERSION",
@@ -344,8 +331,8 @@ export class StateDecryptor {
     if (failure?.kind === "not-base64") this.tampered("its encrypted_data is not base64");
     if (failure?.kind === "too-short") this.tampered(`its encrypted_data holds ${failure.bytes} bytes, fewer than a nonce and a tag`);
     if (failure !== undefined) this.tampered(`the data fails its authentication tag (GCM) under ${this.chosen}, whose key does open it`);
-    const serial = this.member("serial");
-    const lineage = this.member("lineage");
+    const serial = valueOf(this.scanner, "serial");
+    const lineage = valueOf(this.scanner, "lineage");
     const state = this.sink.result();
     this.checkClearFields(serial, lineage, state);
     const header: EnvelopeHeader = { serial: typeof serial === "number" ? serial : null, lineage: typeof lineage === "string" ? lineage : "" };
@@ -368,12 +355,8 @@ export class StateDecryptor {
     // Writers put both near the top: stop once they are seen.
     const s = new JsonScanner(["serial", "lineage"]);
     for (let at = 0; at < state.length && s.values.size < 2 && !s.failed; at += 64 * 1024) s.feed(state.subarray(at, at + 64 * 1024));
-    const field = (k: string): unknown => {
-      const v = s.values.get(k);
-      return v === undefined ? undefined : JSON.parse(v.toString("utf8"));
-    };
-    const innerSerial = field("serial");
-    const innerLineage = field("lineage");
+    const innerSerial = valueOf(s, "serial");
+    const innerLineage = valueOf(s, "lineage");
     if (typeof serial === "number" && typeof innerSerial === "number" && serial !== innerSerial)
       this.tampered(`its clear serial ${serial} is not the encrypted state's serial ${innerSerial}`);
     if (typeof lineage === "string" && lineage !== "" && innerLineage !== lineage)
@@ -383,7 +366,7 @@ export class StateDecryptor {
   private plain(): Decrypted {
     const whole = this.held.length === 1 ? (this.held[0] as Buffer) : Buffer.concat(this.held);
     const f = this.scanner.end();
-    const version = this.member("encryption_version");
+    const version = valueOf(this.scanner, "encryption_version");
     // An envelope whose encrypted_data is missing or not a string: not readable.
     if (f === undefined && typeof version === "string" && version !== "") {
       if (version !== ENCRYPTION_VERSION) this.unknownVersion(version);

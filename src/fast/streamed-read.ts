@@ -1,11 +1,10 @@
 /**
- * Passing a state on while it is read, never a wrong one whole (docs/design.md §11, decisions/044):
- * a large state whose digest the store's MD5 record agrees with goes to a {@link StateSink} as it
- * arrives, from the read's own buffer, except its last bytes, which wait until the read proved the
- * whole. Wrong bytes or a read that starts over cut the sink off: the body is short, never wrong.
+ * Passing a state on while it is read (docs/design.md §11, decisions/044): a large state whose
+ * digest the store's MD5 agrees with goes to a {@link StateSink} as it arrives, but its last bytes
+ * wait until the read proved the whole. Wrong bytes or a new attempt cut the sink off: short, never wrong.
  */
 
-/** What a reader that passes the bytes on as they arrive is told (see {@link StreamedRead}). */
+/** What a reader passing the bytes on is told. */
 export interface ReadHooks {
   /** At most once per attempt, before the bytes are checked: the digest and the store's record agree on `md5`. */
   vouched(md5: string): void;
@@ -35,14 +34,13 @@ export interface StreamOptions {
   readonly chunkBytes?: number | undefined;
 }
 
-/** What the read returned (the backend's `StateRead`): the bytes and the MD5 it proved them by. */
+/** The backend's `StateRead`. */
 interface FinishedRead {
   readonly body: Buffer;
   readonly etag?: string | undefined;
   readonly md5?: string | undefined;
 }
 
-/** One streamed read: which attempt's buffer goes out, how far, and whether it died. */
 export class StreamedRead implements ReadHooks {
   started = false;
   private recorded: string | undefined;
@@ -98,7 +96,7 @@ export class StreamedRead implements ReadHooks {
     return found.md5;
   }
 
-  /** Take back what was sent: cut the sink off (nothing more goes to it). */
+  /** Cut the sink off. */
   abandon(): void {
     if (this.dead) return;
     this.dead = true;

@@ -1,11 +1,10 @@
 /**
- * JSON values whose numbers stay exactly as written, as the tool keeps them (`JSON.parse`
- * turns `1e400` into Infinity): a number is its literal text ({@link JsonNumber}). Nothing
- * here recurses: values nested 10,000 deep (the tool's limit) overflow the call stack.
+ * JSON values whose numbers stay as written, as the tool keeps them (`JSON.parse` makes `1e400`
+ * Infinity). Nothing here recurses: values nest 10,000 deep (the tool's limit), past the call stack.
  */
 import { Buffer } from "node:buffer";
 
-/** A JSON number literal, kept as written (e.g. `1e400`). */
+/** A JSON number literal as written. */
 export class JsonNumber {
   constructor(readonly text: string) {
     Object.freeze(this);
@@ -18,11 +17,7 @@ export type ExactJson = null | boolean | string | JsonNumber | readonly ExactJso
 /** Any JSON value as JavaScript holds it. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
-/**
- * Parse the JSON text in `b[start, end)` keeping number literals as text. The span was
- * accepted by the scanner or `JSON.parse`, so tokens are taken as they come (a byte that is
- * no token still throws a SyntaxError).
- */
+/** Parse `b[start, end)`, which the scanner or `JSON.parse` accepted, so tokens are taken as they come. */
 export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson {
   const text = Buffer.from(b.buffer, b.byteOffset + start, end - start).toString("utf8");
   const fail = (at: number): never => {
@@ -77,13 +72,14 @@ export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson 
 }
 
 /** A container met by {@link rebuild}: its entries (no key in a list), and how to make it from the converted ones. */
-interface Opened<A, B> {
+export interface Opened<A, B> {
   readonly entries: readonly (readonly [string | undefined, A])[];
-  readonly make: (kids: [string | undefined, B][]) => B;
+  /** `depth`: the container's own (the root's is 0). */
+  readonly make: (kids: [string | undefined, B][], depth: number) => B;
 }
 
-/** A tree converted bottom-up with an explicit stack: values nest 10,000 deep, past the call stack. */
-function rebuild<A, B>(root: A, open: (v: A) => Opened<A, B> | undefined, leaf: (v: A) => B): B {
+/** A tree converted bottom-up with an explicit stack. */
+export function rebuild<A, B>(root: A, open: (v: A) => Opened<A, B> | undefined, leaf: (v: A) => B): B {
   type Frame = Opened<A, B> & { kids: [string | undefined, B][] };
   const first = open(root);
   if (first === undefined) return leaf(root);
@@ -92,7 +88,7 @@ function rebuild<A, B>(root: A, open: (v: A) => Opened<A, B> | undefined, leaf: 
     const f = stack[stack.length - 1] as Frame;
     if (f.kids.length === f.entries.length) {
       stack.pop();
-      const built = f.make(f.kids);
+      const built = f.make(f.kids, stack.length);
       const parent = stack[stack.length - 1];
       if (parent === undefined) return built;
       parent.kids.push([parent.entries[parent.kids.length]?.[0], built]);
@@ -128,7 +124,6 @@ export function fromJs(value: JsonValue): ExactJson {
   return rebuild<unknown, ExactJson | undefined>(value, open, leaf) ?? null;
 }
 
-/** The JSON type of an exact value, as messages name it. */
 export type JsonType = "string" | "number" | "boolean" | "list" | "object" | "null";
 
 export function exactType(v: ExactJson): JsonType {
@@ -139,11 +134,7 @@ export function exactType(v: ExactJson): JsonType {
   return typeof v as "string" | "boolean";
 }
 
-/**
- * The value as plain JavaScript. `numbers`: `js` gives JS numbers (rounded as `JSON.parse`
- * rounds); `lossless` gives a JS number only where it holds the literal's exact value and
- * the literal's text (a string) otherwise. `freeze` freezes every object and array.
- */
+/** The value as plain JavaScript: numbers rounded as `JSON.parse` does (`js`), or their text where no JS number is exact (`lossless`). */
 export function toJs(value: ExactJson, numbers: "js" | "lossless", freeze: boolean): JsonValue {
   const done = <T extends object>(o: T): T => (freeze ? Object.freeze(o) : o);
   const open = (v: ExactJson): Opened<ExactJson, JsonValue> | undefined => {
@@ -171,50 +162,23 @@ export function stringifyDeep(value: unknown): string {
 
 /** JSON text of an exact value, numbers as written; `space` indents as `JSON.stringify` does. */
 export function stringifyExact(value: ExactJson, space = 0): string {
-  const pad = " ".repeat(space);
-  const parts: string[] = [];
-  const leaf = (v: ExactJson): boolean => {
-    if (v instanceof JsonNumber) parts.push(v.text);
-    else if (v === null || typeof v !== "object") parts.push(JSON.stringify(v));
-    else return false;
-    return true;
-  };
-  type Frame = { entries: [string | undefined, ExactJson][]; close: string; i: number };
-  const open = (v: ReadonlyMap<string, ExactJson> | readonly ExactJson[]): Frame | undefined => {
+  const line = (depth: number): string => (space > 0 ? `\n${" ".repeat(space * depth)}` : "");
+  const colon = space > 0 ? ": " : ":";
+  const open = (v: ExactJson): Opened<ExactJson, string> | undefined => {
     const isMap = v instanceof Map;
-    const entries: [string | undefined, ExactJson][] = isMap
-      ? [...(v as ReadonlyMap<string, ExactJson>).entries()]
-      : (v as readonly ExactJson[]).map((x) => [undefined, x]);
-    if (entries.length === 0) {
-      parts.push(isMap ? "{}" : "[]");
-      return undefined;
-    }
-    parts.push(isMap ? "{" : "[");
-    return { entries, close: isMap ? "}" : "]", i: 0 };
+    if (!isMap && !Array.isArray(v)) return undefined;
+    const entries = isMap ? [...(v as ReadonlyMap<string, ExactJson>).entries()] : listEntries(v as readonly ExactJson[]);
+    const make = (kids: [string | undefined, string][], depth: number): string => {
+      const sep = `,${line(depth + 1)}`;
+      const body = kids.map(([k, x]) => (k === undefined ? x : JSON.stringify(k) + colon + x)).join(sep);
+      return kids.length === 0 ? (isMap ? "{}" : "[]") : `${isMap ? "{" : "["}${sep.slice(1)}${body}${line(depth)}${isMap ? "}" : "]"}`;
+    };
+    return { entries, make };
   };
-  if (leaf(value)) return parts.join("");
-  const first = open(value as ReadonlyMap<string, ExactJson> | readonly ExactJson[]);
-  const stack: Frame[] = first === undefined ? [] : [first];
-  while (stack.length > 0) {
-    const f = stack[stack.length - 1] as Frame;
-    const indent = space > 0 ? `\n${pad.repeat(stack.length)}` : "";
-    if (f.i === f.entries.length) {
-      stack.pop();
-      parts.push(space > 0 ? `\n${pad.repeat(stack.length)}${f.close}` : f.close);
-      continue;
-    }
-    const [k, v] = f.entries[f.i++] as [string | undefined, ExactJson];
-    parts.push(f.i > 1 ? `,${indent}` : indent);
-    if (k !== undefined) parts.push(`${JSON.stringify(k)}:${space > 0 ? " " : ""}`);
-    if (!leaf(v)) {
-      const g = open(v as ReadonlyMap<string, ExactJson> | readonly ExactJson[]);
-      if (g !== undefined) stack.push(g);
-    }
-  }
-  return parts.join("");
+  return rebuild(value, open, (v) => (v instanceof JsonNumber ? v.text : JSON.stringify(v)));
 }
 
-/** ±digits × 10^exp; `digits` has no leading or trailing zeros ("" for zero). */
+/** ±digits × 10^exp, `digits` without leading or trailing zeros ("" for zero). */
 interface Decimal {
   readonly negative: boolean;
   readonly digits: string;

@@ -1,9 +1,7 @@
 /**
- * The one JSON scanner (docs/decisions/110): a resumable byte-level check of a document
- * against the grammar `JSON.parse` accepts plus the tool's nesting bound, noting where the
- * top-level members asked for lie and keeping their bytes. It must refuse exactly what
- * `JSON.parse` refuses (invalid UTF-8 inside strings passes, as the U+FFFD `JSON.parse` sees);
- * nesting is a byte stack, never recursion.
+ * The one JSON scanner (docs/decisions/110): a resumable byte-level check against the grammar
+ * `JSON.parse` accepts (invalid UTF-8 in strings passes, as its U+FFFD) plus the tool's nesting
+ * bound, keeping the top-level members asked for. Nesting is a byte stack, never recursion.
  */
 import { Buffer } from "node:buffer";
 import { ObjstateError } from "../errors.js";
@@ -18,7 +16,7 @@ export type ScanFailure =
   /** Not an object: an array (valid), or a document that starts like a string, number or literal. */
   | { readonly kind: "not-object"; readonly what: string };
 
-/** What may come next; `sub` is the string's escape state (1 after `\`, 2–5 hex digits due + 1), the {@link Num} state, or the literal's bytes matched. */
+/** What may come next; `sub` is a string's escape state (1 after `\`, 2–5: hex digits due + 1), the {@link Num} state, or a literal's bytes matched. */
 const enum Mode {
   Value,
   /** Just after `[`. */
@@ -65,7 +63,7 @@ const table = (bytes: Iterable<number>): Uint8Array => {
 const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, k) => from + k);
 const SIMPLE_ESCAPE = table([QUOTE, BACKSLASH, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
 const HEX = table([...range(0x30, 0x39), ...range(0x41, 0x46), ...range(0x61, 0x66)]);
-/** Bytes that end a string's plain run: one table load per byte where most of a state goes by. */
+/** Bytes that end a string's plain run: one table load per byte, where most of a state goes by. */
 const STRING_STOP = table([...range(0, 0x1f), QUOTE, BACKSLASH]);
 
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
@@ -73,13 +71,11 @@ const isWs = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c
 
 /** Scans one JSON document fed in order; {@link end} gives the verdict. */
 export class JsonScanner {
-  /** Bytes fed so far. */
   offset = 0;
   /** Each kept member's value (the last occurrence, as `JSON.parse` keeps): `[start, end)` in the whole document. */
   readonly spans = new Map<string, readonly [number, number]>();
-  /** Each kept member's value bytes (a copy). */
+  /** A copy. */
   readonly values = new Map<string, Buffer>();
-  /** The top-level container, once it has begun. */
   top: "object" | "array" | undefined;
   private failure: ScanFailure | undefined;
   private depth = 0;
@@ -104,7 +100,7 @@ export class JsonScanner {
     private readonly maxDepth = MAX_NESTING,
   ) {}
 
-  /** The top-level value has ended (whitespace may still follow). */
+  /** The top-level value ended (whitespace may follow). */
   get complete(): boolean {
     return this.mode === Mode.Trail;
   }
@@ -113,17 +109,13 @@ export class JsonScanner {
     return this.failure !== undefined;
   }
 
-  /** Check the next chunk; false once the document is known to be wrong (feeding more does nothing). */
+  /** False once the document is known to be wrong (feeding more does nothing). */
   feed(b: Uint8Array): boolean {
     this.run(b);
     return this.failure === undefined;
   }
 
-  /**
-   * {@link feed}, stopping just after the opening quote of top-level member `key`'s string
-   * value: its index in `b`, or -1 when it did not begin in `b` (all of `b` was fed). After a
-   * stop the caller passes the string's bytes to {@link skipString}.
-   */
+  /** {@link feed} up to just after the opening quote of member `key`'s string: its index, or -1 (all fed); then {@link skipString}. */
   feedUntil(b: Uint8Array, key: string): number {
     this.stopKey = key;
     this.run(b);
@@ -133,10 +125,7 @@ export class JsonScanner {
     return at;
   }
 
-  /**
-   * Inside the string {@link feedUntil} stopped at, its closing quote's index in `b` (the scan
-   * goes on after it), or -1. Only for values without escapes (base64): `escapes` says one was seen.
-   */
+  /** The closing quote's index of the string {@link feedUntil} stopped at, or -1; only for strings without escapes (base64). */
   skipString(b: Uint8Array): { end: number; escapes: boolean } {
     const q = b.indexOf(QUOTE);
     const bs = b.indexOf(BACKSLASH);
@@ -158,7 +147,6 @@ export class JsonScanner {
     return this.top === "object" ? undefined : { kind: "not-object", what: "an array" };
   }
 
-  /** Scan `b` to its end or a stop. */
   private run(b: Uint8Array): void {
     const n = b.length;
     let i = 0;
@@ -312,7 +300,6 @@ export class JsonScanner {
     return i;
   }
 
-  /** A container closed just before `i`. */
   private close(b: Uint8Array, i: number): void {
     this.mode = --this.depth === 0 ? Mode.Trail : Mode.After;
     if (this.depth === 1) this.topEvent(b, i, false);
@@ -335,7 +322,7 @@ export class JsonScanner {
     if (this.member !== undefined && this.keep.includes(this.member)) this.capture(at);
   }
 
-  /** A top-level key ended at `end` (a key), or a top-level value did. */
+  /** A top-level key or value ended at `end`. */
   private topEvent(b: Uint8Array, end: number, key: boolean): void {
     if (this.top !== "object") return;
     if (key) {
@@ -349,7 +336,6 @@ export class JsonScanner {
     this.values.set(name, this.captured(b, end));
   }
 }
-/** A whole document scanned. */
 export function scanJson(b: Uint8Array, keep: readonly string[] = [], maxDepth = MAX_NESTING): JsonScanner {
   const s = new JsonScanner(keep, maxDepth);
   s.feed(b);
@@ -362,10 +348,7 @@ export function syntaxErrorOffset(b: Uint8Array): number | undefined {
   return f?.kind === "syntax" ? f.offset : undefined;
 }
 
-/**
- * `JSON_TOO_DEEP` for a document nested deeper than {@link MAX_NESTING}, before it is parsed
- * (anything else is left to the parser); `scan`: of `b`, when made already.
- */
+/** `JSON_TOO_DEEP` for a document nested deeper than {@link MAX_NESTING}, before it is parsed (the rest is the parser's). */
 export function checkNesting(b: Uint8Array, what: string, scan = scanJson(b)): void {
   const f = scan.end();
   if (f?.kind === "syntax" && f.reason === "too-deep")

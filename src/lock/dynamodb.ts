@@ -1,7 +1,4 @@
-/**
- * The lock table over the DynamoDB API (AWS, dynalite, or any compatible server; docs/design.md
- * §5). Every read is strongly consistent: lock decisions and digest checks must see the latest write.
- */
+/** The lock table over the DynamoDB API (docs/design.md §5); reads are strongly consistent, as lock decisions need. */
 import {
   CreateTableCommand,
   DeleteItemCommand,
@@ -41,7 +38,7 @@ export class DynamoDbLockTable extends ItemReads implements LockTableDriver {
   private readonly table: string;
   private readonly client: DynamoDBClient;
 
-  /** @throws ObjstateError `INVALID_ENDPOINT` when the endpoint is not an HTTP one. */
+  /** @throws ObjstateError `INVALID_ENDPOINT` */
   constructor(options: LockDriverOptions) {
     super();
     const parsed = endpointOfKind(options.endpoint, "http", "the DynamoDB lock table", options.cwd);
@@ -74,7 +71,7 @@ export class DynamoDbLockTable extends ItemReads implements LockTableDriver {
     return (table.KeySchema ?? []).map((k) => ({ name: k.AttributeName ?? "", type: types.get(k.AttributeName) ?? "", keyType: k.KeyType ?? "" }));
   }
 
-  /** On-demand billing; waits until the table is ACTIVE. */
+  /** On-demand billing; waits for ACTIVE. */
   async createTable(): Promise<void> {
     try {
       await this.client.send(
@@ -104,7 +101,7 @@ export class DynamoDbLockTable extends ItemReads implements LockTableDriver {
   async putIfAbsent(id: string, attr: string, value: string): Promise<string | null> {
     const put = { Item: { [KEY]: { S: id }, [attr]: { S: value } }, ConditionExpression: `attribute_not_exists(${KEY})` };
     const blocking = await this.putOrAnswer(id, put, `write item "${id}" in`);
-    return blocking === null ? null : (stringAttr(blocking, attr) ?? "");
+    return blocking === null ? null : (blocking[attr]?.S ?? "");
   }
 
   async put(id: string, attr: string, value: string): Promise<void> {
@@ -117,7 +114,7 @@ export class DynamoDbLockTable extends ItemReads implements LockTableDriver {
       // The condition alone, as UpdateItem judges it: an absent item fails even with `expected` null.
       const item = await this.getItem(id);
       if (item === null) return false;
-      return expected === null ? item[attr] === undefined : stringAttr(item, attr) === expected;
+      return expected === null ? item[attr] === undefined : item[attr]?.S === expected;
     }
     return this.update(id, attr, expected, strings(set), `update item "${id}" in`);
   }
@@ -226,7 +223,7 @@ export class DynamoDbLockTable extends ItemReads implements LockTableDriver {
     }
   }
 
-  /** Set attributes on an existing item while its `attr` is `expected` (null: absent); false when the condition failed. */
+  /** See {@link LockTableDriver.updateIf}. */
   private async update(id: string, attr: string, expected: string | null, set: Item, action: string): Promise<boolean> {
     const { names, values, sets } = assignments(set);
     names["#c"] = attr;
@@ -243,7 +240,7 @@ export class DynamoDbLockTable extends ItemReads implements LockTableDriver {
     return this.conditional(action, () => this.client.send(command));
   }
 
-  /** True when the conditional request was carried out, false when its condition failed. */
+  /** False when its condition failed. */
   private async conditional(action: string, run: () => Promise<unknown>): Promise<boolean> {
     try {
       await run();
@@ -280,10 +277,7 @@ export class DynamoDbLockTable extends ItemReads implements LockTableDriver {
     return (await this.call(`read item "${id}" from`, () => this.client.send(get))).Item ?? null;
   }
 
-  /**
-   * DescribeTable, waiting (up to {@link CREATING_WAIT_MS}) while the table is being created:
-   * such a table has its key schema but refuses items as if it did not exist.
-   */
+  /** DescribeTable, waiting while the table is CREATING: it has its key schema but refuses items as if absent. */
   private async describeTable(): Promise<TableDescription | null> {
     const deadline = Date.now() + CREATING_WAIT_MS;
     for (let delay = 100; ; delay = Math.min(delay * 2, 1_000)) {
@@ -336,12 +330,6 @@ export function toObjstateError(e: unknown, action: string, location: string): O
   return error("LOCK_TABLE_ERROR", `${name}: ${redactText(line)}`);
 }
 
-/** String attributes only: the lock table holds nothing else. */
-function stringAttr(item: Item, attr: string): string | null {
-  return item[attr]?.S ?? null;
-}
-
-/** The item's string and number attributes as text. */
 function textOf(item: Item): ItemText {
   return Object.fromEntries(Object.entries(item).map(([k, v]) => [k, v.S ?? v.N]));
 }

@@ -1,19 +1,14 @@
 /**
- * The embedded lock table (docs/design.md §2, §5) for `file:` endpoints: a directory per table,
- * safe to share between processes on one machine (not on network file systems). In
- * `<dir>/.kvstore/<table>/` (bucket names cannot start with `.`, so no bucket shares it):
- * - `.schema.json`: the key schema; without it the table has the default one (tests write
- *   others to get a table the backend must refuse, as DynamoDB's with a wrong key).
- * - `i-<encoded LockID>`: one item, JSON of string attributes. Never written in place: each
- *   version is a complete fsynced file put in place by `link` (create-if-absent) or `rename`
- *   (replace), then the directory is fsynced, so a reader or a crash sees a whole item.
- * - `.claim-i-<encoded LockID>/`: the item's claim (`../store/claim.ts`), held by every replace
- *   and delete from its compare to its rename or unlink. Kept, with a spare file, from a lock's
- *   first write, so a release needs no new inode on a full disk. putIfAbsent takes no claim: it
- *   can only succeed while the item is absent, and only a delete (under the claim) makes it so.
+ * The embedded lock table (docs/design.md §2, §5) for `file:` endpoints, shared by processes on
+ * one machine (not network file systems), in `<dir>/.kvstore/<table>/` (no bucket starts with `.`):
+ * - `.schema.json`: the key schema, default when absent (tests write others to get a table to refuse).
+ * - `i-<encoded LockID>`: one item, JSON of string attributes. Each version is a complete fsynced
+ *   file put in place by `link` (create-if-absent) or `rename` (replace), so a crash sees a whole item.
+ * - `.claim-i-<encoded LockID>/`: the item's claim (`../store/claim.ts`), held by every replace and
+ *   delete from compare to rename or unlink; kept with a spare file from a lock's first write, so a
+ *   release needs no new inode on a full disk. putIfAbsent needs none: only a delete makes the item absent.
  * - `.tmp-<uuid>`: private to one call; left only by a crash.
- * Directories are 0700 and files 0600; no path below the endpoint is followed through a
- * symbolic link (`UNSAFE_PATH`).
+ * Directories are 0700, files 0600; no path below the endpoint is followed through a symlink (`UNSAFE_PATH`).
  */
 import { createHash, randomUUID } from "node:crypto";
 import { promises as fs, type BigIntStats } from "node:fs";
@@ -29,7 +24,7 @@ import type { CommitOptions, DigestCommit, DigestItem, KeyAttribute, LeaseItem, 
 const TABLES_DIR = ".kvstore";
 const SCHEMA_FILE = ".schema.json";
 const DEFAULT_SCHEMA: readonly KeyAttribute[] = [{ name: KEY, type: "S", keyType: "HASH" }];
-/** DynamoDB's table-name rule; it also keeps the name a single safe path segment. */
+/** DynamoDB's table-name rule, which keeps the name one safe path segment. */
 const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
 /** Encoded ids longer than this are shortened with a hash (file names stop at 255 bytes). */
 const MAX_ENCODED = 200;
@@ -42,11 +37,9 @@ type Item = Readonly<Record<string, string>>;
 export class FileLockTable extends ItemReads implements LockTableDriver {
   readonly kind = "file";
   readonly location: string;
-  /** `<endpoint dir>/.kvstore/<table>`. */
   readonly dir: string;
   private readonly rootDir: string;
   private readonly tablesDir: string;
-  /** Set once the schema is known good, so item calls stop re-reading it. */
   private schemaOk = false;
 
   /** @throws ObjstateError `INVALID_ENDPOINT` for a non-`file:` endpoint, `LOCK_TABLE_ERROR` for a bad table name. */
@@ -146,7 +139,9 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
           }),
     );
     if (blocking !== null) return leaseOf(blocking);
-    await this.readyClaimDir(id);
+    // The claim directory and its spare while there is room (best effort: a release makes them too).
+    const claimDir = this.claimDir(id);
+    if (!(await checkDir(claimDir).catch(() => true)) && (await makeDir(claimDir).catch(() => false))) await addSpare(claimDir).catch(() => undefined);
     return null;
   }
 
@@ -196,7 +191,6 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
 
   close(): void {}
 
-  /** The file name of an item: injective, portable, and safe on case-insensitive disks. */
   private itemPath(id: string): string {
     return path.join(this.dir, `i-${encodeId(id)}`);
   }
@@ -207,16 +201,6 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
 
   private refuseKey(id: string, set: Readonly<Record<string, string>>): void {
     if (KEY in set) throw new ObjstateError("LOCK_TABLE_ERROR", `cannot update ${KEY} of item "${id}" in ${this.location}: it is the key`);
-  }
-
-  /** Make the claim directory and its spare now, while there is room (best effort: a release makes them too). */
-  private async readyClaimDir(id: string): Promise<void> {
-    const claimDir = this.claimDir(id);
-    try {
-      if (!(await checkDir(claimDir)) && (await makeDir(claimDir))) await addSpare(claimDir);
-    } catch {
-      // No room right now: a release that finds room makes them.
-    }
   }
 
   /** Run `body` holding the item's claim; a claim of a live process is never broken, however long it is held. */
@@ -241,10 +225,7 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
     }
   }
 
-  /**
-   * True after `act` (none: only the check) on the item, when it `matches` both before, without
-   * the claim (items are immutable, so a mismatch is a true answer for that moment), and under it.
-   */
+  /** True after `act` (none: only the check) when the item `matches` before the claim (items are immutable) and under it. */
   private async ifMatches(id: string, matches: (item: Item) => boolean, act: ((item: Item) => Promise<void>) | undefined): Promise<boolean> {
     const seen = await this.readText(id);
     if (seen === null || !matches(seen)) return false;
@@ -280,7 +261,7 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
     }
   }
 
-  /** Replace the item with a new complete version (the caller holds the claim). */
+  /** The caller holds the claim. */
   private async replace(id: string, item: Item): Promise<void> {
     pauseAt("table-checked");
     await this.statItem(id); // refuses a planted link or special file
@@ -294,7 +275,7 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
     }
   }
 
-  /** Delete the item (the caller holds the claim). */
+  /** The caller holds the claim. */
   private async unlink(id: string): Promise<void> {
     pauseAt("table-checked");
     try {
@@ -305,11 +286,7 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
     }
   }
 
-  /**
-   * The table known good before an item call, a write first creating it (`create`); false when
-   * it is absent for a read or delete. A table keyed differently is refused, as DynamoDB refuses
-   * an item that does not match its key.
-   */
+  /** The table checked before an item call (`create`: made first); false when absent. A table keyed otherwise is refused, as DynamoDB does. */
   private async ready(create: boolean): Promise<boolean> {
     if (this.schemaOk) return true;
     if (create) await this.createTable();
@@ -324,13 +301,12 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
     return true;
   }
 
-  /** The table directory was removed under us: make it again. */
   private async remake(): Promise<void> {
     this.schemaOk = false;
     await this.ready(true);
   }
 
-  /** Concurrent creators race through link: whoever is first writes it, the rest see EEXIST. */
+  /** Concurrent creators race through link: the first writes it, the rest see EEXIST. */
   private async writeSchemaIfAbsent(): Promise<void> {
     const file = path.join(this.dir, SCHEMA_FILE);
     if ((await lstatFile(file)) !== null) return;
@@ -345,7 +321,7 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
     }
   }
 
-  /** Stage an item's new version; if the table directory was removed under us, make it again once. */
+  /** Stage an item's new version, making the table directory again once if it was removed under us. */
   private async stage(content: string): Promise<string> {
     try {
       return await this.writeTemp(content);
@@ -358,7 +334,7 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
     });
   }
 
-  /** A complete, fsynced, owner-only file under a fresh name, ready to be linked or renamed into place. */
+  /** A complete, fsynced, owner-only file under a fresh name. */
   private async writeTemp(content: string): Promise<string> {
     const tmp = path.join(this.dir, `.tmp-${randomUUID()}`);
     try {
@@ -379,7 +355,6 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
     }
   }
 
-  /** Null when the table or the item is absent. */
   protected async readText(id: string): Promise<Item | null> {
     return (await this.ready(false)) ? this.readItem(id) : null;
   }
@@ -407,9 +382,8 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
 }
 
 /**
- * Percent-encode every byte outside `a-z 0-9 . _ -` (upper case too, so two ids never differ
- * only by case). Very long ids keep a readable head plus a SHA-256 of the whole id; `~` marks
- * that form and never appears in the plain one.
+ * Percent-encode every byte outside `a-z 0-9 . _ -` (upper case too: case-insensitive disks).
+ * Long ids keep a head plus a SHA-256 of the whole id, marked by `~`, which the plain form lacks.
  */
 export function encodeId(id: string): string {
   let out = "";

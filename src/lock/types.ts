@@ -1,8 +1,6 @@
 /**
- * The lock-table driver contract: a key-value table keyed by the string attribute `LockID`,
- * holding string attributes (`Info` for locks, `Digest` for state digests). One file per driver
- * (`dynamodb.ts`, `file.ts`), chosen by endpoint scheme in `index.ts`. Drivers know nothing of
- * lock-info JSON; the backend does.
+ * The lock-table driver contract: a table keyed by the string `LockID`, of string attributes
+ * (`Info` for locks, `Digest` for state digests). Drivers know nothing of lock-info JSON.
  */
 import { ObjstateError } from "../errors.js";
 import type { CredentialsProvider } from "../credentials/types.js";
@@ -25,10 +23,9 @@ export interface LeaseItem {
 }
 
 /**
- * A state's digest item (docs/design.md §5): `Digest` as stored (any tool's spelling; null when
- * absent; the tool's own S3 backend reads and writes it too), `Generation` (objstate's commits
- * since the item was made; 0 when absent, as on an item the tool's backend replaced) and
- * `CommitLockID` (the lock of the write the last commit made current).
+ * A state's digest item (docs/design.md §5): `Digest` as stored (any tool's spelling, the tool's
+ * S3 backend writes it too; null when absent), `Generation` (objstate's commits since the item
+ * was made; 0 when absent) and `CommitLockID` (the lock of the write the last commit made current).
  */
 export interface DigestItem {
   readonly digest: string | null;
@@ -44,7 +41,7 @@ export interface DigestCommit {
   readonly set?: Readonly<Record<string, string>> | undefined;
 }
 
-/** An item as {@link LockTableDriver.scanAttrs} finds it: the asked-for attributes it has, and `Expires`. */
+/** An item {@link LockTableDriver.scanAttrs} found: the asked-for attributes it has, and `Expires`. */
 export interface ScannedItem {
   readonly id: string;
   readonly values: Readonly<Record<string, string>>;
@@ -59,7 +56,7 @@ export interface CommitOptions {
 /** Reads answer null for an absent table, item or attribute. */
 export interface LockTableDriver {
   readonly kind: "dynamodb" | "file";
-  /** Endpoint and table, never credentials. */
+  /** Never credentials. */
   readonly location: string;
   describeKeySchema(): Promise<KeyAttribute[] | null>;
   /** Create the table keyed by `LockID` (String); an existing one is left as it is. */
@@ -69,19 +66,15 @@ export interface LockTableDriver {
   get(id: string, attr: string): Promise<string | null>;
   /** Replace the whole item with `{LockID: id, [attr]: value}`. */
   put(id: string, attr: string, value: string): Promise<void>;
-  /**
-   * Set attributes on an existing item only while its `attr` equals `expected` (null: the item
-   * lacks `attr`), keeping the others. False when absent or the condition failed; idempotent.
-   */
+  /** Set attributes on an existing item only while its `attr` equals `expected` (null: lacks it); false when absent or not. */
   updateIf(id: string, attr: string, expected: string | null, set: Readonly<Record<string, string>>): Promise<boolean>;
   /** Delete only while `attr` equals `expected`; true when deleted. */
   deleteIf(id: string, attr: string, expected: string): Promise<boolean>;
   /** Delete unconditionally; absent is fine. */
   delete(id: string): Promise<void>;
   /**
-   * Write `{LockID, Info, Expires?}` (whole item) only if no item exists or its `Expires` (a
-   * number on DynamoDB, so a TTL can sweep it) is below `nowSec`; an item without `Expires`
-   * never qualifies. Null when written, else the blocking item.
+   * Write `{LockID, Info, Expires?}` only if no item exists or its `Expires` (a DynamoDB number,
+   * for TTL) is below `nowSec` (none never is). Null when written, else the blocking item.
    */
   putLease(id: string, info: string, expires: number | undefined, nowSec: number): Promise<LeaseItem | null>;
   getLease(id: string): Promise<LeaseItem | null>;
@@ -89,14 +82,12 @@ export interface LockTableDriver {
   renewLease(id: string, expectedInfo: string, info: string, expires: number): Promise<boolean>;
   getDigest(id: string): Promise<DigestItem | null>;
   /**
-   * The commit point of a state write: one atomic update of digest item `id` while it is still
-   * exactly `seen` (null: absent; else its `Digest` and `Generation`, none when 0), other
-   * attributes kept. True when updated or when the item already holds `next` (a retry after a
-   * lost reply, or a reader that adopted the write first); false when another commit came between.
+   * The commit point of a state write: one atomic update of digest item `id` while it is exactly
+   * `seen` (null: absent), other attributes kept. True when updated or already `next` (a retry
+   * after a lost reply, or an adopting reader); false when another commit came between.
    */
   commitDigest(id: string, seen: DigestItem | null, next: DigestCommit, options?: CommitOptions): Promise<boolean>;
-  /** Every item with `attr` (a full scan, for listings). */
-  scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }>;
+  /** Every item with any of `attrs` (a full scan, for listings). */
   scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem>;
   close(): void;
 }
@@ -112,7 +103,7 @@ export interface LockDriverOptions {
   readonly timeouts?: Partial<Timeouts> | undefined;
 }
 
-/** An item's attributes as text (a DynamoDB number as its digits), for the readers below. */
+/** An item's attributes as text (a DynamoDB number as its digits). */
 export type ItemText = Readonly<Record<string, string | undefined>>;
 
 export function leaseOf(item: ItemText): LeaseItem {
@@ -128,7 +119,6 @@ export function digestOf(item: ItemText): DigestItem {
 /** The reads both drivers build on their one read of an item. */
 export abstract class ItemReads {
   protected abstract readText(id: string): Promise<ItemText | null>;
-  abstract scanAttrs(attrs: readonly string[]): AsyncIterable<ScannedItem>;
 
   async get(id: string, attr: string): Promise<string | null> {
     return (await this.readText(id))?.[attr] ?? null;
@@ -143,18 +133,14 @@ export abstract class ItemReads {
     const item = await this.readText(id);
     return item === null ? null : digestOf(item);
   }
-
-  async *scanAttr(attr: string): AsyncIterable<{ readonly id: string; readonly value: string; readonly expires: number | undefined }> {
-    for await (const item of this.scanAttrs([attr])) yield { id: item.id, value: item.values[attr] as string, expires: item.expires };
-  }
 }
 
-/** Does the item already hold this commit (made by a retry's first attempt, or by an adopter)? */
+/** The item already holds this commit (a retry's first attempt, or an adopter's). */
 export function isCommit(item: DigestItem | null, next: DigestCommit): boolean {
   return item !== null && item.digest?.trim().toLowerCase() === next.digest && item.generation === next.generation;
 }
 
-/** A create-if-absent that kept finding the item gone by the time it looked: something deletes and re-creates it in a loop. */
+/** A create-if-absent that kept finding the item gone when it looked: something deletes and re-creates it in a loop. */
 export function vanishing(id: string, location: string): ObjstateError {
   return new ObjstateError("LOCK_TABLE_ERROR", `item "${id}" in ${location} kept appearing and vanishing; gave up writing it`);
 }

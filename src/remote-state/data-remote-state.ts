@@ -4,8 +4,8 @@ import { remoteStateTerraformJson, type TerraformRemoteStateJson, type Terraform
 import type { FetchOutputsOptions, RemoteOutputs } from "./remote-outputs.js";
 
 /**
- * A named remote state: synthesizes its `data.tool_remote_state.NAME` block and
- * references to its outputs, and reads the outputs themselves at run time.
+ * A named remote state: synthesizes its `data.tool_remote_state.NAME` block and references to
+ * its outputs, and reads the outputs at run time.
  *
  * @example
  * const net = new DataRemoteStateObjectStore("net", DataRemoteStateObjectStoreConfig.from({ bucket: "states", key: "net.tfstate" }));
@@ -67,10 +67,8 @@ export class DataRemoteStateObjectStore {
   }
 
   /**
-   * The root outputs of the stored state of `config.workspace` (default `default`), merged over
-   * `config.defaults` (the state wins), from state formats 1 to 4. Digest-checked when a lock
-   * table is configured; takes no lock and creates nothing. Large states are scanned for their
-   * outputs, not built whole (but all of it is checked to be JSON).
+   * The root outputs of the stored state of `config.workspace` (default `default`), over
+   * `config.defaults`, from state formats 1 to 4. Digest-checked with a lock table; takes no lock.
    * @throws ObjstateError `STATE_NOT_FOUND` (none, or 0 bytes), `STATE_INVALID` (not JSON, with
    *   line and column; not a state; malformed outputs; nested over 10,000 levels),
    *   `DIGEST_MISMATCH`, and the backend's connection errors.

@@ -1,7 +1,4 @@
-/**
- * Reading a remote state's outputs at run time (docs/design.md §6), loaded on demand so that
- * synthesis never loads the backend. A read takes no lock and creates nothing (`readOnly`).
- */
+/** Reading a remote state's outputs (docs/design.md §6), loaded on demand so that synthesis never loads the backend. */
 import { ObjectStoreBackend } from "../backend/backend.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { ObjstateError, isObjstateError } from "../errors.js";
@@ -10,9 +7,49 @@ import { resolveSettings } from "../resolve/settings.js";
 import { exactType, fromJs, JsonNumber, parseExact, stringifyExact, type ExactJson, type JsonValue } from "../json/exact-json.js";
 import { isEnvelope } from "../encryption/index.js";
 import { encryptedState } from "../state/document.js";
-import { DEFAULT_SCAN_THRESHOLD, locateTopLevel, NestingError, type Located } from "../state/extract-outputs.js";
-import { JsonScanner } from "../json/scan.js";
+import { JsonScanner, MAX_NESTING, scanJson } from "../json/scan.js";
 import { RemoteOutputs, UPGRADED, withArticle, type FetchOutputsOptions } from "./remote-outputs.js";
+
+/** Smaller states are parsed whole first: `JSON.parse` is as fast there as the scan run cold. */
+export const DEFAULT_SCAN_THRESHOLD = 1536 * 1024;
+
+type TopLevelKind = "object" | "array" | "string" | "number" | "boolean" | "null";
+
+/** The wanted members' byte spans (last occurrence); `parse` when the whole document was parsed too. */
+export interface Located {
+  readonly kind: TopLevelKind;
+  readonly spans: ReadonlyMap<string, readonly [number, number]>;
+  readonly method: "scan" | "parse";
+}
+
+export class NestingError extends Error {
+  constructor() {
+    super(`it is nested more than ${MAX_NESTING} levels deep (the tool's limit)`);
+    this.name = "NestingError";
+  }
+}
+
+const kindOf = (doc: unknown): TopLevelKind => (doc === null ? "null" : Array.isArray(doc) ? "array" : (typeof doc as TopLevelKind));
+
+/**
+ * Top-level members without parsing the rest, refused exactly when `JSON.parse` refuses the document.
+ * @throws SyntaxError (from `JSON.parse`) when `bytes` is not JSON; {@link NestingError} when nested too deep.
+ */
+export function locateTopLevel(bytes: Buffer, names: readonly string[], scanThreshold = DEFAULT_SCAN_THRESHOLD): Located {
+  const parseFirst = bytes.length < scanThreshold;
+  if (parseFirst) {
+    const kind = kindOf(JSON.parse(bytes.toString("utf8")));
+    if (kind !== "object") return { kind, spans: new Map(), method: "parse" };
+  }
+  const s = scanJson(bytes, names);
+  const f = s.end();
+  if (f === undefined) return { kind: "object", spans: s.spans, method: parseFirst ? "parse" : "scan" };
+  if (f.kind === "syntax" && f.reason === "too-deep" && s.top === "object") throw new NestingError();
+  // Not JSON, or not an object: JSON.parse says which (and throws the SyntaxError reported).
+  const kind = kindOf(JSON.parse(bytes.toString("utf8")));
+  if (kind === "object") throw new SyntaxError("the document could not be scanned");
+  return { kind, spans: new Map(), method: "parse" };
+}
 
 /** The top-level members a read needs. */
 const MEMBERS = ["version", "outputs", "modules"];
@@ -76,7 +113,7 @@ export async function readRemoteOutputs(backend: ObjectStoreBackend, workspace: 
   return outputsOf(bytes, spans, workspace, location, options);
 }
 
-/** The outputs of a state read whole, from the scan's spans when there are some. */
+/** From the scan's spans when there are some. */
 function outputsOf(
   state: Buffer,
   spans: ReadonlyMap<string, readonly [number, number]> | null,
@@ -88,7 +125,7 @@ function outputsOf(
     new ObjstateError("STATE_INVALID", `the state of workspace ${workspace} at ${location} ${problem}`, { details: { workspace, location } });
   let located: Located | undefined = spans === null ? undefined : { kind: "object", spans, method: "scan" };
   try {
-    located ??= locateTopLevel(state, MEMBERS, { scanThreshold: options.scanThreshold });
+    located ??= locateTopLevel(state, MEMBERS, options.scanThreshold);
   } catch (e) {
     if (e instanceof NestingError) throw invalid(`cannot be read: ${e.message}`);
     // The cause is left off on purpose: JSON.parse's message quotes the text around the error.
@@ -128,10 +165,8 @@ function typeName(v: ExactJson | undefined): string {
 }
 
 /**
- * The root outputs of a state as the tool reads them: format 4's `outputs` of `{value, type,
- * sensitive}`; formats 1-3's module of path `["root"]` in `modules` (or, in format 1, a module
- * without a path, as the tool's upgrade takes it), whose outputs are bare values (format 1) or
- * `{value, sensitive, type}`. An absent or null `outputs` (or `modules`) is no outputs.
+ * The root outputs as the tool reads them: format 4's `outputs`; formats 1-3's module of path
+ * `["root"]` (format 1: or without a path), whose outputs are bare values (format 1) or objects.
  */
 function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (problem: string) => ObjstateError): Map<string, RootOutput> {
   const version = member("version");

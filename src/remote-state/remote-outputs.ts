@@ -1,7 +1,4 @@
-/**
- * The outputs of a remote state as read at run time (docs/design.md §6), with typed accessors,
- * exact numbers and sensitivity flags. Loaded with the package; reading lives in `fetch-outputs.ts`.
- */
+/** The outputs of a remote state read at run time (docs/design.md §6); reading lives in `fetch-outputs.ts`. */
 import type { ConnectOptions } from "../backend/backend.js";
 import { ObjstateError } from "../errors.js";
 import {
@@ -20,7 +17,7 @@ import { impliedToolType } from "./tool-type.js";
 
 export type { JsonValue, JsonType } from "../json/exact-json.js";
 
-/** Options of `DataRemoteStateObjectStore.fetchOutputs`: the connect options that matter for a read. */
+/** Options of `DataRemoteStateObjectStore.fetchOutputs`. */
 export interface FetchOutputsOptions extends Pick<
   ConnectOptions,
   "env" | "cwd" | "digestRetry" | "s3" | "onWarning" | "clock" | "timeouts" | "layout" | "encryption" | "encryptionTarget"
@@ -29,14 +26,14 @@ export interface FetchOutputsOptions extends Pick<
   readonly scanThreshold?: number | undefined;
 }
 
-/** Where a set of outputs came from, for messages. */
+/** Where the outputs came from, for messages. */
 export interface OutputsSource {
   /** `data.tool_remote_state.NAME`. */
   readonly name?: string | undefined;
   readonly workspace?: string | undefined;
   /** `bucket/path` of the state object. */
   readonly location?: string | undefined;
-  /** `scan` (large states) or a full `parse`; `streamed` when the scan ran as the state downloaded. */
+  /** `streamed`: the scan ran as the state downloaded. */
   readonly method?: "scan" | "parse" | undefined;
   readonly streamed?: boolean | undefined;
 }
@@ -50,11 +47,9 @@ export function withArticle(t: JsonType): string {
 }
 
 /**
- * Output values by name, numbers as written in the state (the tool's have arbitrary precision):
- * {@link numberText} and {@link bigint} are exact; {@link number}, {@link get} and {@link list}
- * round as `JSON.parse` does; {@link toJSON} gives a number no JS number holds as its text, and
- * {@link toJSONText} writes every number as written. Values from `get` are frozen. Nothing here
- * recurses, so values nested as deep as the tool allows work.
+ * Output values by name, numbers as written in the state: {@link numberText} and {@link bigint}
+ * are exact; {@link number}, {@link get} and {@link list} round as `JSON.parse` does; {@link toJSON}
+ * gives a number no JS number holds as its text. Values from `get` are frozen.
  *
  * @example
  * const net = await remote.fetchOutputs();
@@ -68,7 +63,7 @@ export class RemoteOutputs {
   readonly source: OutputsSource;
   private readonly values: ReadonlyMap<string, ExactJson>;
   private readonly sensitive: ReadonlySet<string>;
-  /** The type the state recorded, or {@link UPGRADED}; none (a default): implied from the value. */
+  /** As the state recorded it, or {@link UPGRADED}; none (a default): implied from the value. */
   private readonly types = new Map<string, ExactJson | typeof UPGRADED>();
   private readonly plain = new Map<string, JsonValue>();
 
@@ -173,9 +168,8 @@ export class RemoteOutputs {
   }
 
   /**
-   * The output's type as the tool's `output -json` prints it (`"string"`, `["list","string"]`, …):
-   * as a format-4 state records it, as the tool's upgrade types a format 1–3 state's output, or
-   * else as the tool implies it from the value (`tool-type.ts`). A fresh, unfrozen copy.
+   * The output's type as the tool's `output -json` prints it (`"string"`, `["list","string"]`, …),
+   * as the state records it or the tool implies it. A fresh, unfrozen copy.
    * @throws ObjstateError `OUTPUT_NOT_FOUND`
    */
   toolType(name: string): JsonValue {
@@ -187,25 +181,15 @@ export class RemoteOutputs {
     return stringifyExact(this.exactToolType(name), space);
   }
 
-  /**
-   * Every output, sensitive ones included, as a fresh plain object; a number no JS number holds
-   * exactly (`1e400`) is its text, so that `JSON.stringify(outputs)` never rounds.
-   */
+  /** Every output, sensitive ones included, as a fresh object; a number no JS number holds exactly (`1e400`) is its text. */
   toJSON(): Record<string, JsonValue> {
-    const out: Record<string, JsonValue> = {};
-    for (const [k, v] of this.values) {
-      // defineProperty: a name such as "__proto__" stays an ordinary own property.
-      Object.defineProperty(out, k, { value: toJs(v, "lossless", false), enumerable: true, writable: true, configurable: true });
-    }
-    return out;
+    return toJs(this.values, "lossless", false) as Record<string, JsonValue>;
   }
 
   /** JSON text of every output (or of `name`), numbers as written, sensitive ones included. @throws ObjstateError `OUTPUT_NOT_FOUND` */
   toJSONText(name?: string, space = 0): string {
     if (name !== undefined) return stringifyExact(this.exact(name), space);
-    const all = new Map<string, ExactJson>();
-    for (const k of this.names()) all.set(k, this.values.get(k) as ExactJson);
-    return stringifyExact(all, space);
+    return stringifyExact(new Map(this.names().map((k) => [k, this.values.get(k) as ExactJson])), space);
   }
 
   private exactToolType(name: string): ExactJson {

@@ -3,7 +3,7 @@
  * recorded none: a default, or an output of a format 1-3 state. Nothing here recurses (values
  * may nest 10,000 levels deep), and equal types share an interned id, so time is linear in size.
  */
-import { JsonNumber, type ExactJson } from "../json/exact-json.js";
+import { rebuild, type ExactJson, type Opened } from "../json/exact-json.js";
 
 interface TypeNode {
   readonly id: number;
@@ -31,13 +31,14 @@ export function impliedToolType(value: ExactJson, upgraded: boolean): ExactJson 
     }
     return node;
   };
-  const leaf = (v: ExactJson): Typed | undefined => {
-    const name = v === null ? "dynamic" : typeof v === "string" ? "string" : typeof v === "boolean" ? "bool" : v instanceof JsonNumber ? "number" : undefined;
-    if (name === undefined) return undefined;
+  // Containers are opened, never leaves.
+  const leaf = (v: ExactJson): Typed => {
+    const name = v === null ? "dynamic" : typeof v === "string" ? "string" : typeof v === "boolean" ? "bool" : "number";
     const node = intern(name, name);
     return { implied: node, simplified: node };
   };
-  const combine = (names: readonly string[] | undefined, parts: readonly Typed[]): Typed => {
+  const combine = (names: readonly string[] | undefined, kids: readonly [unknown, Typed][]): Typed => {
+    const parts = kids.map(([, t]) => t);
     const ids = parts.map((p) => p.implied.id).join(",");
     const implied =
       names === undefined
@@ -51,31 +52,12 @@ export function impliedToolType(value: ExactJson, upgraded: boolean): ExactJson 
     const kind = names === undefined ? "list" : "map";
     return { implied, simplified: intern(`${kind}(${first.simplified.id})`, [kind, first.simplified.json]) };
   };
-
-  type Frame = { readonly names: string[] | undefined; readonly children: ExactJson[]; readonly done: Typed[] };
-  const open = (v: ReadonlyMap<string, ExactJson> | readonly ExactJson[]): Frame => {
-    if (!(v instanceof Map)) return { names: undefined, children: [...(v as readonly ExactJson[])], done: [] };
-    const names = [...v.keys()].sort();
-    return { names, children: names.map((n) => v.get(n) as ExactJson), done: [] };
-  };
   const pick = (t: Typed): ExactJson => (upgraded ? t.simplified.json : t.implied.json);
-
-  const top = leaf(value);
-  if (top !== undefined) return pick(top);
-  const stack: Frame[] = [open(value as ReadonlyMap<string, ExactJson> | readonly ExactJson[])];
-  for (;;) {
-    const f = stack[stack.length - 1] as Frame;
-    if (f.done.length === f.children.length) {
-      stack.pop();
-      const typed = combine(f.names, f.done);
-      const parent = stack[stack.length - 1];
-      if (parent === undefined) return pick(typed);
-      parent.done.push(typed);
-      continue;
-    }
-    const child = f.children[f.done.length] as ExactJson;
-    const typed = leaf(child);
-    if (typed === undefined) stack.push(open(child as ReadonlyMap<string, ExactJson> | readonly ExactJson[]));
-    else f.done.push(typed);
-  }
+  const open = (v: ExactJson): Opened<ExactJson, Typed> | undefined => {
+    if (Array.isArray(v)) return { entries: (v as readonly ExactJson[]).map((x) => [undefined, x]), make: (kids) => combine(undefined, kids) };
+    if (!(v instanceof Map)) return undefined;
+    const names = [...v.keys()].sort();
+    return { entries: names.map((n) => [n, v.get(n) as ExactJson]), make: (kids) => combine(names, kids) };
+  };
+  return pick(rebuild(value, open, leaf));
 }

@@ -23,7 +23,7 @@ export interface ResourceChange {
 /** An output present on one side only. */
 export interface OutputEntry {
   readonly name: string;
-  /** The value, or `"<sensitive>"`. */
+  /** Or `"<sensitive>"`. */
   readonly value: JsonValue;
   readonly sensitive: boolean;
 }
@@ -46,9 +46,8 @@ export interface StateDiff {
 }
 
 /**
- * Compare two states, each its bytes, its text, the parsed document, or null (as is an empty
- * text) for none. Formats 1–4 are read. Outputs given as bytes or text compare with numbers
- * as written (one too precise for a JS number shows as its literal text).
+ * Compare two states (formats 1–4), each its bytes, its text, the parsed document, or null (or
+ * empty) for none. Outputs given as bytes or text compare with numbers as written.
  * @throws ObjstateError `STATE_INVALID` naming the side (`the 'from' state …`)
  */
 export function diffStates(a: StateInput, b: StateInput): StateDiff {
@@ -128,7 +127,6 @@ export interface FormatStateDiffOptions {
   readonly maxValueLength?: number;
 }
 
-/** A value as JSON on one line, cut to `max` characters with an ellipsis. */
 function showValue(v: JsonValue, max: number): string {
   if (v === SENSITIVE) return SENSITIVE;
   const text = stringifyDeep(v);

@@ -11,7 +11,6 @@ type StateSide = "from" | "to";
 /** Input accepted for one side of a diff; null (or zero bytes) is "no state". */
 export type StateInput = Uint8Array | string | object | null;
 
-/** A resource instance object's attributes, as the state keeps them. */
 export type Attributes =
   | { readonly kind: "json"; readonly values: Readonly<Record<string, unknown>> }
   /** The flatmap of formats 1–3 and of states upgraded from them (`tags.%`, `list.0`). */
@@ -20,7 +19,7 @@ export type Attributes =
 interface StateInstance {
   readonly address: InstanceAddress;
   readonly attributes: Attributes;
-  /** Top-level attribute names with a sensitive path under them. */
+  /** Top-level attributes with a sensitive path under them. */
   readonly sensitive: ReadonlySet<string>;
 }
 
@@ -33,7 +32,6 @@ export interface StateOutput {
 export interface StateDocument {
   readonly serial: number | null;
   readonly lineage: string | null;
-  /** By printed address. */
   readonly instances: ReadonlyMap<string, StateInstance>;
   readonly outputs: ReadonlyMap<string, StateOutput>;
 }

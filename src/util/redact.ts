@@ -1,7 +1,4 @@
-/**
- * Secret hygiene in one place: credentials inside URLs, request-signing material in foreign
- * error text, and printing of objects that hold secrets ({@link printSafely}).
- */
+/** Secret hygiene: credentials in URLs, signing material in foreign error text, objects that hold secrets. */
 import { inspect } from "node:util";
 
 export const REDACTED = "<redacted>";
@@ -34,10 +31,7 @@ export function shownValue(value: unknown, secret: boolean): unknown {
   return typeof value === "string" ? redactUrl(value) : value;
 }
 
-/**
- * Make `target` (an instance, or a class's prototype) print only `view(self)` through
- * `util.inspect` (even `showHidden`), `JSON.stringify` and `String()`; non-enumerable members.
- */
+/** Make `target` (an instance or a prototype) print only `view(self)` through `util.inspect` (even `showHidden`), `JSON.stringify` and `String()`. */
 export function printSafely<T extends object>(target: T, label: string | ((self: T) => string), view: (self: T) => unknown): void {
   const name = (self: T): string => (typeof label === "string" ? label : label(self));
   const hidden = (value: unknown): PropertyDescriptor => ({ value, enumerable: false, writable: true, configurable: true });
@@ -56,8 +50,7 @@ export function printSafely<T extends object>(target: T, label: string | ((self:
 
 /**
  * What an `ObjstateError` keeps of a foreign error: name, message and stack without signing
- * material, network `code`, HTTP status, and the same of its causes. Nothing else, so an SDK's
- * `$response` (the signed request) cannot be reached through `err.cause`.
+ * material, `code`, HTTP status, and the same of its causes, so no SDK `$response` is reachable.
  */
 export class SanitizedCause extends Error {
   /** Such as `ECONNREFUSED`. */

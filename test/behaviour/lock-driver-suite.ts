@@ -83,7 +83,7 @@ export function lockDriverSuite(name: string, open: () => Promise<LockTableDrive
             ["putLease", () => t.putLease(ID, "x", 10, 1)],
             ["getLease", () => t.getLease(ID)],
             ["getDigest", () => t.getDigest(ID)],
-            ["scanAttr", () => collect(t.scanAttr("Info"))],
+            ["scanAttrs", () => collect(t.scanAttrs(["Info"]))],
           ];
           for (const [what, call] of calls) await assert.rejects(call, (e) => refused("TABLE_NOT_FOUND")(e) && (e as Error).message.includes(t.location), what);
           assert.equal(await t.describeKeySchema(), null, "nothing made the table");
@@ -91,7 +91,7 @@ export function lockDriverSuite(name: string, open: () => Promise<LockTableDrive
           assert.equal(await t.get(ID, "Info"), null);
           assert.equal(await t.getLease(ID), null);
           assert.equal(await t.getDigest(ID), null);
-          assert.deepEqual(await collect(t.scanAttr("Info")), []);
+          assert.deepEqual(await collect(t.scanAttrs(["Info"])), []);
           assert.equal(await t.updateIf(ID, "Info", "x", { Info: "y" }), false);
           assert.equal(await t.deleteIf(ID, "Info", "x"), false);
           await t.delete(ID);
@@ -300,19 +300,19 @@ export function lockDriverSuite(name: string, open: () => Promise<LockTableDrive
       });
     });
 
-    describe("scanAttr", () => {
+    describe("scanAttrs", () => {
       it("yields every item that has the attribute, with its value and Expires, and no other item", async () => {
         const t = await ready();
         await t.putLease("a", "info-a", 42, 1);
         await t.putLease("b", "info-b", undefined, 1);
         await t.put("c", "Digest", "d");
         await t.put("d-released", RECORD, "[]");
-        const items = (await collect(t.scanAttr("Info"))).sort((x, y) => (x.id < y.id ? -1 : 1));
+        const items = (await collect(t.scanAttrs(["Info"]))).sort((x, y) => (x.id < y.id ? -1 : 1));
         assert.deepEqual(items, [
-          { id: "a", value: "info-a", expires: 42 },
-          { id: "b", value: "info-b", expires: undefined },
+          { id: "a", values: { Info: "info-a" }, expires: 42 },
+          { id: "b", values: { Info: "info-b" }, expires: undefined },
         ]);
-        assert.deepEqual(await collect(t.scanAttr(RECORD)), [{ id: "d-released", value: "[]", expires: undefined }]);
+        assert.deepEqual(await collect(t.scanAttrs([RECORD])), [{ id: "d-released", values: { [RECORD]: "[]" }, expires: undefined }]);
       });
 
       it("scanAttrs: one scan yields every item that has any of the attributes, with those it has", async () => {

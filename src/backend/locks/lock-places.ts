@@ -148,7 +148,8 @@ export class TableLock implements LockPlace {
   }
 
   async *list(): AsyncIterable<{ key: string; lock: StoredLock }> {
-    for await (const item of this.table.scanAttr("Info")) yield { key: item.id, lock: stored(item.id, item.value, item.expires, item.value) };
+    for await (const { id, values, expires } of this.table.scanAttrs(["Info"]))
+      yield { key: id, lock: stored(id, values["Info"] as string, expires, values["Info"] as string) };
   }
 }
 

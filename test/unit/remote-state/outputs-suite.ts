@@ -16,7 +16,7 @@ import {
   type FetchOutputsOptions,
   type ObjectStoreBackendConfigProps,
 } from "../../../src/index.js";
-import { DEFAULT_SCAN_THRESHOLD } from "../../../src/state/extract-outputs.js";
+import { DEFAULT_SCAN_THRESHOLD } from "../../../src/remote-state/fetch-outputs.js";
 import { uniqueName, type Target } from "../../support/targets.js";
 
 export const FAST_DIGEST = { timeoutMs: 300, intervalMs: 100 };

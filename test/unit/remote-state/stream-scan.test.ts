@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import fc from "fast-check";
-import { scanTopLevel } from "../../../src/state/extract-outputs.js";
+import { scanTopLevel } from "../../support/extract-outputs.js";
 import { JsonScanner } from "../../../src/json/scan.js";
 
 const NAMES = ["version", "outputs"];

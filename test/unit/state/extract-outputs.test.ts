@@ -14,7 +14,7 @@ import {
   NestingError,
   scanTopLevel,
   type Extracted,
-} from "../../../src/state/extract-outputs.js";
+} from "../../support/extract-outputs.js";
 
 const NAMES = ["outputs", "version", "resources", "", "__proto__"];
 const SCAN = { scanThreshold: 0 };
