@@ -30,19 +30,24 @@ export function exitCodeOf(e: unknown): number {
 
 /** Read and parse a JSON file (config or props; `-` is standard input): unreadable or oversized is refused at once, naming the file; broken JSON names its line. */
 export function readJsonFile(file: string): unknown {
-  let text: string;
-  try {
-    text = readBoundedFile(file, FILE_LIMITS.config).bytes.toString("utf8");
-  } catch (e) {
-    if (!(e instanceof ReadFileError)) throw e;
-    throw new CliError(e.problem.kind === "too-large" ? "FILE_TOO_LARGE" : "FILE_UNREADABLE", e.message, { cause: e });
-  }
+  const text = readingFile(() => readBoundedFile(file, FILE_LIMITS.config).bytes.toString("utf8"));
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
     const { problem, at } = jsonSyntaxProblem(e, text);
     // The cause stays off: JSON.parse's message quotes the text, and these files hold secrets.
     throw new CliError("INVALID_JSON", `${file === "-" ? "standard input" : file} is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`);
+  }
+}
+
+/** Run `read`: a file it cannot read is `FILE_UNREADABLE`, one too large `FILE_TOO_LARGE` (with `tooLargeAdvice`), both exit 2. */
+export function readingFile<T>(read: () => T, tooLargeAdvice = ""): T {
+  try {
+    return read();
+  } catch (e) {
+    if (!(e instanceof ReadFileError)) throw e;
+    if (e.problem.kind === "too-large") throw new CliError("FILE_TOO_LARGE", `${e.message}${tooLargeAdvice}`, { cause: e });
+    throw new CliError("FILE_UNREADABLE", e.message, { cause: e });
   }
 }
 

@@ -10,6 +10,7 @@ import { resolveEffectiveSettings } from "../credentials/index.js";
 import { formatDuration } from "./duration.js";
 import type { Settings } from "../config/settings-table.js";
 import { connectOptionsOf } from "./connect-options.js";
+import type { Selected } from "./settings.js";
 import { EXIT } from "../error-codes.js";
 import { CliError, usageError } from "./io.js";
 import { warn } from "./warn.js";
@@ -25,9 +26,9 @@ export function connect(config: ObjectStoreBackendConfig, own: Settings, options
   return ObjectStoreBackend.connect(config, { ...adminOptionsOf(own), ...options });
 }
 
-/** Connect, run `work` with the backend, and close it whatever happens. */
-export async function withBackend<T>(config: ObjectStoreBackendConfig, own: Settings, work: (backend: ObjectStoreBackend) => Promise<T>): Promise<T> {
-  const backend = await connect(config, own);
+/** Connect with the command's settings, run `work` with the backend, and close it whatever happens. */
+export async function withBackend<T>(s: Omit<Selected, "workspace">, work: (backend: ObjectStoreBackend) => Promise<T>): Promise<T> {
+  const backend = await connect(s.config, s.input.settings);
   try {
     return await work(backend);
   } finally {
@@ -36,9 +37,9 @@ export async function withBackend<T>(config: ObjectStoreBackendConfig, own: Sett
 }
 
 /** Refuse a command that needs locks when none is configured: checked before connecting, so connect's "not locked" warning does not appear. */
-export function requireLocking(config: ObjectStoreBackendConfig, own: Settings, what: string): void {
-  const table = resolveEffectiveSettings(config, process.env, { onWarning: warn }).kvstoreTable.value;
-  if ((table === undefined || table === "") && !own.values.lockfile) {
+export function requireLocking(s: Selected, what: string): void {
+  const table = resolveEffectiveSettings(s.config, process.env, { onWarning: warn }).kvstoreTable.value;
+  if ((table === undefined || table === "") && !s.input.settings.values.lockfile) {
     throw new CliError(
       "NO_LOCK_TABLE",
       `no lock table is configured, so there is no lock to ${what}: set kvstoreTable and kvstoreEndpoint (--kvstore-table, --kvstore-endpoint), or lock with a lockfile (--lockfile)`,

@@ -9,6 +9,7 @@ import { ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "..
 import { ConfigError } from "../config/errors.js";
 import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fields.js";
 import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { isPlainObject, RULES } from "../config/rules.js";
 import { nearest } from "../config/validate.js";
 import { AWS_ENV } from "../resolve/settings.js";
@@ -95,7 +96,7 @@ export function addSettingsOptions(cmd: Command, command: SettingsCommand, optio
 }
 
 /** Where an explicit value came from. */
-export type Origin = { readonly kind: "flag"; readonly flag: string } | { readonly kind: "file"; readonly file: string; readonly key: string };
+type Origin = Extract<SettingOrigin, { kind: "flag" | "file" }>;
 
 /** The settings a command was given: explicit props (the file's, overridden by flags) with the origin of each (and of `workspace` and `defaults`). */
 export interface SettingsInput {
@@ -258,23 +259,13 @@ export function gatherSettings(opts: Opts, env: Readonly<Record<string, string |
 
 /** The settings-table flags among a command's options (commander keeps them under the rows' names). */
 export function settingFlagsOf(opts: Opts): SettingFlags {
-  const flags: Record<string, unknown> = {};
-  for (const r of SETTINGS_TABLE) {
-    const v = (opts as Readonly<Record<string, unknown>>)[r.name];
-    if (v !== undefined) flags[r.name] = v;
-  }
-  return flags as SettingFlags;
+  return Object.fromEntries(SETTINGS_TABLE.map((r) => [r.name, fieldFlag(opts, r.name)]).filter(([, v]) => v !== undefined)) as SettingFlags;
 }
 
-/** A setting's origin for `objstate config`: `--layout`, `FILE (objstate.layout)`, `env OBJSTATE_TIMEOUT`; undefined for the default. */
-export function describeSettingOrigin(o: SettingOrigin): string | undefined {
+/** An origin for `objstate config`: `--layout`, `FILE (objstate.layout)`, `env OBJSTATE_TIMEOUT`; undefined for the default. */
+export function describeOrigin(o: SettingOrigin): string | undefined {
   if (o.kind === "default") return undefined;
   return o.kind === "flag" ? o.flag : o.kind === "file" ? `${o.file} (${o.key})` : `env ${o.variable}`;
-}
-
-/** Describe an origin for messages: `--bucket` or `file stack.json`. */
-export function describeOrigin(o: Origin): string {
-  return o.kind === "flag" ? o.flag : `${o.file} (${o.key})`;
 }
 
 /** Re-word a ConfigError so it names the flag or the file the bad value came from. */
@@ -309,6 +300,14 @@ function withLocation<T>(input: SettingsInput, build: () => T): T {
   } catch (e) {
     throw e instanceof ConfigError ? locateConfigError(e, input) : e;
   }
+}
+
+/** A command's settings, its workspace (`default` unless one is selected) and backend config. */
+export type Selected = { readonly input: SettingsInput; readonly workspace: string; readonly config: ObjectStoreBackendConfig };
+
+export function selected(opts: Opts): Selected {
+  const input = gatherSettings(opts);
+  return { input, workspace: input.workspace ?? DEFAULT_WORKSPACE, config: backendConfigOf(input) };
 }
 
 /** The backend config of the explicit settings; errors name the flag or file. */
