@@ -1,5 +1,5 @@
 /** The actions of `synth`, `config`, `workspace …`, `state pull|push|repair|rekey`, `lock`, `locks`, `unlock` and `force-unlock`. */
-import { NO_LOCK_ID, type RekeyResult } from "../backend/backend.js";
+import { NO_LOCK_ID, type LockListing, type LockOptions, type ObjectStoreBackend, type RekeyResult } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { describeHolder } from "../backend/locks/lock-info.js";
 import { COMMON_FIELDS } from "../config/fields.js";
@@ -12,17 +12,15 @@ import { serveBackendTerraformJson, terraformWarnings, type TerraformBackendOpti
 import { ConfigError } from "../config/errors.js";
 import type { Opts } from "./options.js";
 import { confirm, interactive } from "./confirm.js";
-import { durationFlag } from "./duration.js";
+import { durationOf } from "../config/setting-parsers.js";
 import { CliError, lockIdFlag, readingFile, readJsonFile, usageError, writeOut } from "./io.js";
 import { guardedCall, lockWaiting, requireLocking, stateStored, underGivenLock, withBackend } from "./runtime.js";
-import { warn } from "./warn.js";
 import { sourceChanged } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 import { nodeChildProcess, nodeFs } from "../util/builtins.js";
 import { FILE_LIMITS, openBoundedFile, readBoundedFile } from "../io/read-file.js";
 import { ObjstateError } from "../errors.js";
 import { formatAgo } from "../console/format.js";
-import type { LockListing, LockOptions, ObjectStoreBackend } from "../backend/backend.js";
 import {
   backendConfigOf,
   describeOrigin,
@@ -35,7 +33,7 @@ import {
 } from "./settings.js";
 import { parseSettings } from "../config/settings-table.js";
 import { describeEncryption } from "../config/encryption-setting.js";
-import { formatBytes, paint, printJson, Progress, table } from "./term.js";
+import { formatBytes, paint, printJson, Progress, table, warn } from "./term.js";
 import { redactUrl } from "../util/redact.js";
 import { printable } from "../util/printable.js";
 import { lockJson, rekeyJson, workspaceJson } from "../wire/shapes.js";
@@ -325,7 +323,7 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
 /** `objstate state repair`: the library's repair under the lock, and leftovers older than --older-than removed. */
 export async function stateRepairAction(opts: Opts): Promise<void> {
   const lockId = lockIdFlag(opts.lockId);
-  const olderThan = opts.olderThan === undefined ? undefined : durationFlag("--older-than", opts.olderThan);
+  const olderThan = opts.olderThan === undefined ? undefined : durationOf(opts.olderThan, { kind: "flag", flag: "--older-than" });
   const s = selected(opts);
   const { workspace } = s;
   await withBackend(s, async (backend) => {

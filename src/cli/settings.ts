@@ -320,3 +320,11 @@ export function remoteStateConfigOf(input: SettingsInput): DataRemoteStateObject
   const props = { ...input.props, workspace: input.workspace, defaults: input.defaults } as DataRemoteStateObjectStoreConfigProps;
   return withLocation(input, () => DataRemoteStateObjectStoreConfig.from(props));
 }
+
+/** What the command's settings ask of a connection: timeouts (undefined: the drivers' defaults), lease, lockfile, layout, digest retry, state encryption. */
+export function connectOptionsOf(own: Settings) {
+  const v = own.values;
+  const retry = { timeoutMs: v.digestRetry, intervalMs: Math.min(2_000, Math.max(1, v.digestRetry)) };
+  const timeouts = v.timeout === undefined ? undefined : { requestMs: v.timeout };
+  return { timeouts, ttl: v.lockTtl, lockfile: v.lockfile || undefined, layout: v.layout, digestRetry: retry, encryption: v.encryption };
+}

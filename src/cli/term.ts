@@ -1,4 +1,5 @@
-/** Terminal output: colours where allowed, JSON for machines, a progress line on stderr for long transfers, tables. */
+/** Terminal output: colours where allowed, warnings, JSON for machines, a progress line on stderr for long transfers, tables. */
+import { printable } from "../util/printable.js";
 
 /** The part of a stream the CLI needs (process.stdout / process.stderr, or a test double). */
 export interface OutStream {
@@ -34,6 +35,15 @@ const plain = (s: string): string => s;
 export function paint(stream: OutStream, env: NodeJS.ProcessEnv = process.env): Paint {
   if (!colorsAllowed(stream, env)) return { green: plain, red: plain, yellow: plain, dim: plain, bold: plain };
   return { green: ansi(32, 39), red: ansi(31, 39), yellow: ansi(33, 39), dim: ansi(2, 22), bold: ansi(1, 22) };
+}
+
+const warned = new Set<string>();
+
+/** Print a warning on stderr (`objstate: warning: …`), once per code. */
+export function warn(message: string, code = message): void {
+  if (warned.has(code)) return;
+  warned.add(code);
+  process.stderr.write(`${paint(process.stderr).yellow("objstate: warning:")} ${printable(message)}\n`);
 }
 
 /** Two-space indented JSON with a trailing newline. */
