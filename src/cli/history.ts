@@ -1,8 +1,4 @@
-/**
- * The actions of `state history`, `state diff`, `state rollback` and `state pull --version`
- * (docs/design.md §9): every version kept by the store, read and compared without a lock table,
- * and rolled back under the workspace's lock.
- */
+/** `state history`, `state diff`, `state rollback` and `state pull --version` (docs/design.md §9): versions read without a lock table. */
 import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
 import { formatStateDiff, type StateDiff } from "../state/diff.js";
 import { confirm, interactive } from "./confirm.js";
@@ -89,10 +85,7 @@ function diffText(from: string | null, to: string | null, diff: StateDiff, color
   return `${from ?? "(no state)"} → ${to ?? "(no state: deleted)"}\n${formatStateDiff(diff, { color })}`;
 }
 
-/**
- * Show what a rollback to `to` changes (the diff from the current state, as `state diff`
- * prints it) on standard error and ask; returns the current version the diff was made from.
- */
+/** Show on stderr what a rollback to `to` changes (as `state diff` prints it) and ask; returns the current version the diff was made from. */
 async function confirmRollback(backend: ObjectStoreBackend, workspace: string, to: string): Promise<string | null> {
   const { from: current, diff } = await backend.previewRollback(workspace, to);
   const serial = diff.serial.before === null ? "" : ` (serial ${diff.serial.before + 1})`;
@@ -104,10 +97,7 @@ async function confirmRollback(backend: ObjectStoreBackend, workspace: string, t
   return current;
 }
 
-/**
- * `objstate state rollback --to V [--yes] [--force] [--lock-id ID | --lock-timeout D] [--json]`:
- * shows the diff and asks first unless --yes (which it needs when no one is at a terminal).
- */
+/** `objstate state rollback --to V`: shows the diff and asks first unless --yes (which it needs when no one is at a terminal). */
 export async function stateRollbackAction(opts: Opts): Promise<void> {
   const to = versionFlag(opts.to, "--to");
   if (to === undefined) throw usageError("--to needs the version to roll back to (objstate state history lists them)", "INVALID_VERSION_ID");

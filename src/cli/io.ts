@@ -3,11 +3,7 @@ import { ObjstateError } from "../errors.js";
 import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
 
-/**
- * An error of the command itself. It ends `objstate` with its code's exit code
- * (error-codes.ts), or with `exitCode` where the exit is not the code's own: a command's
- * (`lock -- COMMAND` passes its exit code on) or a signal's (SIGHUP, SIGTERM).
- */
+/** An error of the command itself: it ends `objstate` with its code's exit code, or with `exitCode` (a signal's). */
 export class CliError extends ObjstateError {
   readonly exitCode: number;
   constructor(code: ErrorCode, message: string, options: { cause?: unknown; exitCode?: number | undefined } = {}) {
@@ -64,10 +60,8 @@ export function debugEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 /**
- * The one line the CLI prints for an error (without the `objstate: error:` prefix). An
- * {@link ObjstateError} says its message, on one line; anything else is a bug or a
- * failure nothing mapped: its name and code, never its message (a foreign message may
- * quote what it was given, such as a file's text) nor its stack unless OBJSTATE_DEBUG asks.
+ * The one line the CLI prints for an error: an {@link ObjstateError}'s message; of anything else its name
+ * and code, never its message (which may quote a file's text) nor its stack unless OBJSTATE_DEBUG asks.
  */
 export function errorLine(e: unknown): string {
   if (e instanceof ObjstateError) return e.message.replace(/\s*\n\s*/g, " ").trim();

@@ -1,9 +1,4 @@
-/**
- * Settings on the command line: one flag per field, generated from the field table, and
- * a `--config` file. Flags and the file together are the config's explicit props (flag
- * wins over file); environment variables and defaults come from resolution. Errors say
- * which flag or file a bad value came from.
- */
+/** Settings on the command line: one flag per field and a `--config` file, the config's explicit props (flag over file); errors name their flag or file. */
 import { Option, type Command } from "commander";
 import { ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "../config/backend-config.js";
 import { ConfigError } from "../config/errors.js";
@@ -63,11 +58,7 @@ function optionOf(r: SettingSpec, command: SettingsCommand): Option {
   return r.hiddenOn?.includes(command) === true ? o.hideHelp() : o;
 }
 
-/**
- * Add `--config`, `-w/--workspace` (when asked), one flag per field and the flags of the
- * settings-table rows `command` offers, in the settings help group. Booleans get `--x` and
- * `--no-x`; numbers take an integer.
- */
+/** Add `--config`, `-w/--workspace` (when asked), one flag per field (`--x` and `--no-x` for booleans) and the settings-table rows `command` offers. */
 export function addSettingsOptions(cmd: Command, command: SettingsCommand, options: { workspace?: boolean; defaults?: boolean } = {}): Command {
   const add = (o: Option): void => {
     cmd.addOption(o.helpGroup(SETTINGS_HELP_GROUP));
@@ -223,17 +214,15 @@ export function gatherSettings(opts: Opts, env: Readonly<Record<string, string |
       props[k] = v;
       origins[k] = from(k);
     }
-    if (fs.workspace !== undefined && fs.workspace !== null) {
-      if (typeof fs.workspace !== "string" || !RULES.workspace.valid(fs.workspace))
-        fileError(fileName, `${from("workspace").key} must be ${RULES.workspace.expected}`);
-      workspace = fs.workspace;
-      origins["workspace"] = from("workspace");
-    }
-    if (fs.defaults !== undefined && fs.defaults !== null) {
-      if (!isPlainObject(fs.defaults)) fileError(fileName, `${from("defaults").key} must be a JSON object`);
-      defaults = fs.defaults;
-      origins["defaults"] = from("defaults");
-    }
+    const take = <T>(k: "workspace" | "defaults", valid: (v: unknown) => v is T, expected: string): T | undefined => {
+      const v = fs[k];
+      if (v === undefined || v === null) return undefined;
+      if (!valid(v)) fileError(fileName, `${from(k).key} must be ${expected}`);
+      origins[k] = from(k);
+      return v;
+    };
+    workspace = take("workspace", (v): v is string => typeof v === "string" && RULES.workspace.valid(v), RULES.workspace.expected);
+    defaults = take("defaults", isPlainObject, "a JSON object");
   }
   for (const f of FLAG_FIELDS) {
     const v = fieldFlag(opts, f.name);

@@ -54,14 +54,8 @@ export function printJson(value: unknown): void {
 /** `1.5 MiB`, `512 B`. */
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(1)} ${units[i] as string}`;
+  const i = Math.min(3, Math.floor(Math.log2(n) / 10) - 1);
+  return `${(n / 1024 ** (i + 1)).toFixed(1)} ${["KiB", "MiB", "GiB", "TiB"][i] as string}`;
 }
 
 /** Transfers at or above this size get a progress line (when stderr is a TTY). */
