@@ -1,7 +1,4 @@
-/**
- * `diagnose`: checks each link from settings to a digest-checked read, in order, one result
- * per check with a fix for each failure. A failure skips the checks that depend on it.
- */
+/** `diagnose`: each link from settings to a digest-checked read, in order, with a fix for each failure (which skips what depends on it). */
 import { randomUUID } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
 import { access, stat } from "node:fs/promises";
@@ -56,10 +53,7 @@ function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/**
- * Does an HTTP endpoint answer at all (any status)? Plain node:http(s), not fetch: fetch
- * refuses some ports outright ("bad port"), which says nothing about the server.
- */
+/** Does an HTTP endpoint answer at all (any status)? Not fetch: it refuses some ports outright ("bad port"). */
 function reachHttp(url: string): Promise<{ ok: true; status: number } | { ok: false; reason: string; fix?: string }> {
   return new Promise((resolve) => {
     let req: ClientRequest;
@@ -102,25 +96,17 @@ async function reachDir(dir: string): Promise<{ ok: true; detail: string } | { o
   }
 }
 
-/**
- * The fix for a local-disk failure of the embedded store or table: a full disk, a
- * read-only mount, file permissions or a planted link are not credential problems.
- */
+/** The fixes of local-disk failures of the embedded store or table (not credential problems), given the path. */
+const DISK_FIXES: Readonly<Record<string, (at: string) => string>> = {
+  STORE_NO_SPACE: (at) => `free space on the device holding ${at}, or move the store to another disk`,
+  STORE_READ_ONLY: (at) => `remount ${at} read-write, or point the endpoint at a writable directory`,
+  STORE_PERMISSION: (at) => `run objstate as the owner of ${at}, or give this user write access to it`,
+  UNSAFE_PATH: (at) => `remove ${at} (objstate never follows links inside the store) and run again`,
+};
+
 function diskFix(e: unknown): string | undefined {
   if (!isObjstateError(e)) return undefined;
-  const at = typeof e.details?.["path"] === "string" ? e.details["path"] : "the store directory";
-  switch (e.code) {
-    case "STORE_NO_SPACE":
-      return `free space on the device holding ${at}, or move the store to another disk`;
-    case "STORE_READ_ONLY":
-      return `remount ${at} read-write, or point the endpoint at a writable directory`;
-    case "STORE_PERMISSION":
-      return `run objstate as the owner of ${at}, or give this user write access to it`;
-    case "UNSAFE_PATH":
-      return `remove ${at} (objstate never follows links inside the store) and run again`;
-    default:
-      return undefined;
-  }
+  return DISK_FIXES[e.code]?.(typeof e.details?.["path"] === "string" ? e.details["path"] : "the store directory");
 }
 
 /** 4b. Does the bucket keep versions (what history and rollback need), and for how long? */
@@ -143,11 +129,7 @@ async function versionsCheck(store: ObjectStoreDriver, bucket: string): Promise<
   }
 }
 
-/**
- * The conformance probe's verdict on every condition objstate relies on (docs/design.md §10): the
- * state writes' fencing and lockfiles need the first two; a store without the third
- * releases lockfiles after a read and an ID check, as the tool does.
- */
+/** The conformance probe's verdict on the conditions objstate relies on (docs/design.md §10); only lockfiles need a conditional delete. */
 async function conditionChecks(store: ObjectStoreDriver, near: string, lockfile: boolean, add: (r: CheckResult) => CheckResult): Promise<void> {
   try {
     const v = await probeConditions(store, near);
@@ -181,10 +163,7 @@ async function conditionChecks(store: ObjectStoreDriver, near: string, lockfile:
   }
 }
 
-/**
- * The credentials check's failure on one line: the plan, then the error, with the list of
- * what was tried (`NO_CREDENTIALS` carries it, one source per line) joined with "; ".
- */
+/** The credentials check's failure on one line: the plan, then the error, with what was tried (`NO_CREDENTIALS`'s list) numbered. */
 function credentialsFailure(s: ResolvedBackendSettings, e: unknown): string {
   const tried = isObjstateError(e, "NO_CREDENTIALS") && Array.isArray(e.details?.["tried"]) ? (e.details["tried"] as unknown[]).map(String) : [];
   const text =
@@ -205,10 +184,7 @@ class Checks {
   }
 }
 
-/**
- * Run every check; returns the results in order, and never throws for a failed check. A
- * `config` given as a function is built inside, so that a bad setting is the settings check's failure.
- */
+/** Run every check, in order, never throwing for a failed one; a `config` function is built inside, so a bad setting is the settings check's failure. */
 export async function diagnose(config: ObjectStoreBackendConfig | (() => ObjectStoreBackendConfig), options: DiagnoseOptions = {}): Promise<Diagnosis> {
   const c = new Checks();
   const { workspace = DEFAULT_WORKSPACE, ...connect } = options;

@@ -1,9 +1,4 @@
-/**
- * `provision`: whether the bucket and the lock table exist, creating what is missing when
- * asked; bucket versioning and objstate's retention rule for noncurrent versions when asked.
- * The embedded store and table are made on first use, so there a missing one is reported as
- * such, as `diagnose` reports it.
- */
+/** `provision`: whether the bucket and the lock table exist, creating what is missing, and bucket versioning with a retention rule, when asked. */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { commonPrefix, layout, type LayoutName } from "../config/layout.js";
 import { inspectLockTable } from "../backend/connect.js";
@@ -11,10 +6,12 @@ import type { LockTableDriver } from "../lock/index.js";
 import type { ObjectStoreDriver, Retention } from "../store/types.js";
 import { identityOf, needsIdentity, resolveTargets, storeOf, tableOf, type AdminOptions, type Targets } from "./targets.js";
 
+type What = "bucket" | "lock table" | "versions";
+
 export type ProvisionStatus = "exists" | "created" | "on first use" | "missing" | "unusable" | "not configured";
 
 export interface ProvisionResult {
-  readonly what: "bucket" | "lock table" | "versions";
+  readonly what: What;
   readonly name: string | null;
   readonly location: string | null;
   readonly status: ProvisionStatus;
@@ -53,13 +50,8 @@ export async function provision(config: ObjectStoreBackendConfig, options: Provi
   }
   let lockTable: ProvisionResult;
   if (t.table === undefined) {
-    lockTable = {
-      what: "lock table",
-      name: null,
-      location: null,
-      status: "not configured",
-      detail: "no lock table configured (kvstoreTable): state will not be locked; set --kvstore-table and --kvstore-endpoint to use one",
-    };
+    const detail = "no lock table configured (kvstoreTable): state will not be locked; set --kvstore-table and --kvstore-endpoint to use one";
+    lockTable = result("lock table", null, null)("not configured", detail);
   } else {
     const locks = await tableOf(t, identity, options);
     try {
@@ -72,50 +64,44 @@ export async function provision(config: ObjectStoreBackendConfig, options: Provi
   return { ok: !bad(bucket) && !bad(lockTable) && !bad(versions), bucket, lockTable, ...(versions === undefined ? {} : { versions }) };
 }
 
+/** The results of one thing: `status` and `detail`. */
+function result(what: What, name: string | null, location: string | null): (status: ProvisionStatus, detail: string) => ProvisionResult {
+  return (status, detail) => ({ what, name, location, status, detail });
+}
+
 async function provisionBucket(store: ObjectStoreDriver, t: Targets, options: ProvisionOptions): Promise<ProvisionResult> {
   const name = t.settings.bucket.value as string;
-  const base = { what: "bucket" as const, name, location: store.location };
-  if (await store.bucketExists()) return { ...base, status: "exists", detail: `bucket ${name} exists (${store.location})` };
+  const r = result("bucket", name, store.location);
+  if (await store.bucketExists()) return r("exists", `bucket ${name} exists (${store.location})`);
   if (options.createBucket === true) {
     await store.createBucket();
-    return { ...base, status: "created", detail: `bucket ${name} created (${store.location})` };
+    return r("created", `bucket ${name} created (${store.location})`);
   }
   if (store.kind === "file")
-    return {
-      ...base,
-      status: "on first use",
-      detail: `bucket ${name} does not exist yet; the embedded store creates it on first write (${store.location}; or now: --create-bucket)`,
-    };
-  return { ...base, status: "missing", detail: `bucket ${name} does not exist (${store.location}); pass --create-bucket to create it` };
+    return r("on first use", `bucket ${name} does not exist yet; the embedded store creates it on first write (${store.location}; or now: --create-bucket)`);
+  return r("missing", `bucket ${name} does not exist (${store.location}); pass --create-bucket to create it`);
 }
 
 async function provisionVersioning(store: ObjectStoreDriver, t: Targets, bucket: ProvisionResult, options: ProvisionOptions): Promise<ProvisionResult> {
   const request = options.versioning as NonNullable<ProvisionOptions["versioning"]>;
   const name = bucket.name as string;
-  const base = { what: "versions" as const, name, location: store.location };
+  const r = result("versions", name, store.location);
   if (bucket.status === "on first use" && request.retention === undefined)
-    return { ...base, status: "on first use", detail: `the embedded store keeps every version of bucket ${name} once it is created` };
+    return r("on first use", `the embedded store keeps every version of bucket ${name} once it is created`);
   if (bucket.status === "missing" || bucket.status === "on first use")
-    return { ...base, status: "missing", detail: `versioning cannot be turned on: bucket ${name} does not exist (--create-bucket creates it)` };
+    return r("missing", `versioning cannot be turned on: bucket ${name} does not exist (--create-bucket creates it)`);
   const before = await store.versioning();
   await store.enableVersioning();
   const on = before === "enabled" ? `versioning of bucket ${name} is on` : `versioning of bucket ${name} turned on (it was ${before})`;
   if (request.retention === undefined) {
-    const r = await store.getRetention();
-    return {
-      ...base,
-      status: before === "enabled" ? "exists" : "created",
-      detail: `${on}; ${r === null ? "every noncurrent version is kept (no retention rule)" : "objstate's retention rule is unchanged"}`,
-    };
+    const kept = (await store.getRetention()) === null ? "every noncurrent version is kept (no retention rule)" : "objstate's retention rule is unchanged";
+    return r(before === "enabled" ? "exists" : "created", `${on}; ${kept}`);
   }
   const prefix = commonPrefix(layout(t.settings.prefix.value ?? "", t.settings.key.value ?? "", undefined, options.layout));
   const rule: Retention = { prefix, ...request.retention };
   await store.setRetention(rule);
-  return {
-    ...base,
-    status: "created",
-    detail: `${on}; noncurrent versions under ${prefix === "" ? "the whole bucket" : `"${prefix}"`} expire ${retentionText(rule)}${store.kind === "file" ? " (applied on each write)" : " (lifecycle rule objstate-noncurrent-versions)"}`,
-  };
+  const how = store.kind === "file" ? " (applied on each write)" : " (lifecycle rule objstate-noncurrent-versions)";
+  return r("created", `${on}; noncurrent versions under ${prefix === "" ? "the whole bucket" : `"${prefix}"`} expire ${retentionText(rule)}${how}`);
 }
 
 /** `after N days and beyond the M newest`. */
@@ -129,24 +115,16 @@ export function retentionText(r: Omit<Retention, "prefix">): string {
 }
 
 async function provisionTable(locks: LockTableDriver, name: string, create: boolean): Promise<ProvisionResult> {
-  const base = { what: "lock table" as const, name, location: locks.location };
+  const r = result("lock table", name, locks.location);
   const found = await inspectLockTable(locks);
-  if (found.status === "ok") return { ...base, status: "exists", detail: `lock table ${name} exists with key LockID (String) (${locks.location})` };
+  if (found.status === "ok") return r("exists", `lock table ${name} exists with key LockID (String) (${locks.location})`);
   if (found.status === "invalid")
-    return {
-      ...base,
-      status: "unusable",
-      detail: `lock table ${name} exists but has ${found.keys}; it must have exactly one key, LockID of type String: use another table name`,
-    };
+    return r("unusable", `lock table ${name} exists but has ${found.keys}; it must have exactly one key, LockID of type String: use another table name`);
   if (create) {
     await locks.createTable();
-    return { ...base, status: "created", detail: `lock table ${name} created with key LockID (String) (${locks.location})` };
+    return r("created", `lock table ${name} created with key LockID (String) (${locks.location})`);
   }
   if (locks.kind === "file")
-    return {
-      ...base,
-      status: "on first use",
-      detail: `lock table ${name} does not exist yet; the embedded table is created on first use (${locks.location}; or now: --create-table)`,
-    };
-  return { ...base, status: "missing", detail: `lock table ${name} does not exist (${locks.location}); pass --create-table to create it` };
+    return r("on first use", `lock table ${name} does not exist yet; the embedded table is created on first use (${locks.location}; or now: --create-table)`);
+  return r("missing", `lock table ${name} does not exist (${locks.location}); pass --create-table to create it`);
 }

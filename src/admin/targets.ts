@@ -1,7 +1,4 @@
-/**
- * What `diagnose` and `provision` work on: the settings resolved once, the endpoints parsed,
- * and the drivers opened straight at them (neither needs, nor may need, a working backend).
- */
+/** What `diagnose` and `provision` work on: the settings resolved, the endpoints parsed, and drivers opened at them (no working backend needed). */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { ConnectOptions } from "../backend/options.js";
 import { resolveEffectiveSettings, resolveIdentity, type Identity } from "../credentials/index.js";

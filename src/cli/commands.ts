@@ -1,9 +1,5 @@
-/**
- * The actions of `synth`, `config`, `workspace …`, `state pull|push|repair|rekey`, `lock`,
- * `locks`, `unlock` and `force-unlock`: parse the options, make the library call, print.
- * Errors propagate to main, which prints them and picks the exit code.
- */
-import { NO_LOCK_ID, type RekeyResult } from "../backend/backend.js";
+/** The actions of `synth`, `config`, `workspace …`, `state pull|push|repair|rekey`, `lock`, `locks`, `unlock` and `force-unlock`. */
+import { NO_LOCK_ID, type LockListing, type LockOptions, type ObjectStoreBackend, type RekeyResult } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { describeHolder } from "../backend/locks/lock-info.js";
 import { COMMON_FIELDS } from "../config/fields.js";
@@ -16,37 +12,31 @@ import { serveBackendTerraformJson, terraformWarnings, type TerraformBackendOpti
 import { ConfigError } from "../config/errors.js";
 import type { Opts } from "./options.js";
 import { confirm, interactive } from "./confirm.js";
-import { durationFlag } from "./duration.js";
-import { CliError, lockIdFlag, readJsonFile, usageError, writeOut } from "./io.js";
+import { durationOf } from "../config/setting-parsers.js";
+import { CliError, lockIdFlag, readingFile, readJsonFile, usageError, writeOut } from "./io.js";
 import { guardedCall, lockWaiting, requireLocking, stateStored, underGivenLock, withBackend } from "./runtime.js";
-import { warn } from "./warn.js";
 import { sourceChanged } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 import { nodeChildProcess, nodeFs } from "../util/builtins.js";
-import { FILE_LIMITS, openBoundedFile, readBoundedFile, ReadFileError } from "../io/read-file.js";
+import { FILE_LIMITS, openBoundedFile, readBoundedFile } from "../io/read-file.js";
 import { ObjstateError } from "../errors.js";
 import { formatAgo } from "../console/format.js";
-import type { LockListing, LockOptions, ObjectStoreBackend } from "../backend/backend.js";
 import {
   backendConfigOf,
   describeOrigin,
-  describeSettingOrigin,
   gatherSettings,
   hasSettingsInput,
   locateConfigError,
+  selected,
   settingFlagsOf,
   type SettingsInput,
 } from "./settings.js";
 import { parseSettings } from "../config/settings-table.js";
 import { describeEncryption } from "../config/encryption-setting.js";
-import { formatBytes, paint, printJson, Progress, table } from "./term.js";
+import { formatBytes, paint, printJson, Progress, table, warn } from "./term.js";
 import { redactUrl } from "../util/redact.js";
 import { printable } from "../util/printable.js";
 import { lockJson, rekeyJson, workspaceJson } from "../wire/shapes.js";
-
-function workspaceOf(input: SettingsInput): string {
-  return input.workspace ?? DEFAULT_WORKSPACE;
-}
 
 /** A workspace named as a command argument (`workspace new NAME`). */
 function workspaceArg(name: string): string {
@@ -78,28 +68,21 @@ const TARGET_FLAGS: Readonly<Record<string, string>> = {
 function synthTarget(opts: Opts, input: SettingsInput | undefined): TerraformBackendOptions | undefined {
   const { for: backend, serveUrl, username } = opts;
   const lockfile = opts.lockfile === true;
-  if (backend !== "http") {
-    const given = [serveUrl !== undefined && "--serve-url", username !== undefined && "--username", opts.workspace !== undefined && "--workspace"];
-    const flag = given.find((f) => f !== false);
-    if (flag !== undefined)
-      throw usageError(`${flag} goes with --for http (the address of objstate serve)${backend === undefined ? "" : `, not --for ${backend}`}`, "INVALID_FLAGS");
-  }
-  if (lockfile && backend !== "s3" && backend !== "oss") {
-    throw usageError(
-      `--lockfile goes with --for s3 (use_lockfile)${backend === undefined ? ": the seed's tool JSON has no lockfile setting" : ": for http the server's own lock settings apply"}`,
-      "INVALID_FLAGS",
-    );
-  }
-  if (opts.layout !== undefined && backend !== "s3" && backend !== "oss") {
-    throw usageError(
-      `--layout goes with --for s3 or --for oss (synth then warns only when the tool's backend keeps the default workspace elsewhere)${backend === undefined ? ": the seed's tool JSON has no layout" : ": for http the server's own --layout applies"}`,
-      "INVALID_FLAGS",
-    );
-  }
+  // The message ends one way without --for, another with the --for given.
+  const refuse = (message: string, without: string, other: string): never => {
+    throw usageError(`${message}${backend === undefined ? without : other}`, "INVALID_FLAGS");
+  };
+  const given = [serveUrl !== undefined && "--serve-url", username !== undefined && "--username", opts.workspace !== undefined && "--workspace"];
+  const flag = backend === "http" ? undefined : given.find((f) => f !== false);
+  if (flag !== undefined) refuse(`${flag} goes with --for http (the address of objstate serve)`, "", `, not --for ${backend}`);
+  const s3 = backend === "s3" || backend === "oss";
+  if (lockfile && !s3)
+    refuse("--lockfile goes with --for s3 (use_lockfile)", ": the seed's tool JSON has no lockfile setting", ": for http the server's own lock settings apply");
+  const layoutWhy = "--layout goes with --for s3 or --for oss (synth then warns only when the tool's backend keeps the default workspace elsewhere)";
+  if (opts.layout !== undefined && !s3) refuse(layoutWhy, ": the seed's tool JSON has no layout", ": for http the server's own --layout applies");
   if (backend === undefined) return undefined;
   if (backend === "http") {
-    if (serveUrl === undefined)
-      throw usageError("--for http needs --serve-url URL: where the tool reaches objstate serve, such as http://127.0.0.1:8080", "INVALID_FLAGS");
+    if (serveUrl === undefined) return refuse("--for http needs --serve-url URL: where the tool reaches objstate serve, such as http://127.0.0.1:8080", "", "");
     return { backend, serveUrl, username, workspace: input === undefined ? opts.workspace : input.workspace };
   }
   // The --config file's objstate.lockfile counts as --lockfile does, and its objstate.layout as --layout.
@@ -158,8 +141,8 @@ function shownValue(name: string, secret: boolean, s: ResolvedSetting<unknown>):
 
 /** `objstate config`: every effective setting with where it came from, secrets redacted. */
 export function configAction(opts: Opts): void {
-  const input = gatherSettings(opts);
-  const settings = resolveEffectiveSettings(backendConfigOf(input), process.env, { onWarning: warn });
+  const { input, workspace, config } = selected(opts);
+  const settings = resolveEffectiveSettings(config, process.env, { onWarning: warn });
   const credentials = describeCredentialSource(settings);
   const all = settings as unknown as Record<string, ResolvedSetting<unknown>>;
   const rows = COMMON_FIELDS.map((f) => {
@@ -175,12 +158,12 @@ export function configAction(opts: Opts): void {
   });
   // objstate's own setting, beside the seed's fields: explicit or the default.
   const layout = input.settings.values.layout;
-  const layoutFrom = describeSettingOrigin(input.settings.origins.layout);
+  const layoutFrom = describeOrigin(input.settings.origins.layout);
   const encryption = describeEncryption(input.settings.values.encryption);
   if (opts.json === true) {
     const layoutShown = { value: layout, source: layoutFrom === undefined ? "default" : "explicit", ...(layoutFrom === undefined ? {} : { from: layoutFrom }) };
     const shown = Object.fromEntries(rows.map(({ name, ...rest }) => [name, rest]));
-    return printJson({ settings: shown, layout: layoutShown, workspace: workspaceOf(input), credentials, encryption });
+    return printJson({ settings: shown, layout: layoutShown, workspace, credentials, encryption });
   }
   const p = paint(process.stdout);
   const text = (v: unknown): string => (v === null ? "-" : typeof v === "string" ? v : JSON.stringify(v));
@@ -194,32 +177,31 @@ export function configAction(opts: Opts): void {
   }
   say(line("layout", layout, layoutFrom === undefined ? "default" : `explicit, from ${layoutFrom}`));
   const ws = input.origins["workspace"];
-  say(line("workspace", workspaceOf(input), ws === undefined ? "default" : `from ${describeOrigin(ws)}`));
+  say(line("workspace", workspace, ws === undefined ? "default" : `from ${describeOrigin(ws)}`));
   say(`credentials: ${credentials}`);
-  const enc = input.settings.origins.encryption;
-  say(`encryption: ${encryption}${enc.kind === "default" ? "" : ` (from ${describeSettingOrigin(enc) ?? "?"})`}`);
+  const encFrom = describeOrigin(input.settings.origins.encryption);
+  say(`encryption: ${encryption}${encFrom === undefined ? "" : ` (from ${encFrom})`}`);
 }
 
 // ---------------------------------------------------------------- workspaces
 
 /** `objstate workspace list`; with --json each workspace's lock and last write, as GET /api/v1/workspaces lists them. */
 export async function workspaceListAction(opts: Opts): Promise<void> {
-  const input = gatherSettings(opts);
-  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
+  const s = selected(opts);
+  await withBackend(s, async (backend) => {
     if (opts.json === true) return printJson((await backend.workspaceStatuses()).map(workspaceJson));
-    for (const w of await backend.listWorkspaces()) say(`${w === workspaceOf(input) ? "*" : " "} ${printable(w)}`);
+    for (const w of await backend.listWorkspaces()) say(`${w === s.workspace ? "*" : " "} ${printable(w)}`);
   });
 }
 
 /** `objstate workspace new NAME`: write an empty state, refusing a workspace that exists. */
 export async function workspaceNewAction(name: string, opts: Opts): Promise<void> {
   workspaceArg(name);
-  const input = gatherSettings(opts);
   const lockId = lockIdFlag(opts.lockId);
-  const config = backendConfigOf(input);
+  const s = selected(opts);
   if (name === DEFAULT_WORKSPACE) throw new CliError("WORKSPACE_EXISTS", `workspace ${DEFAULT_WORKSPACE} already exists (it always does)`);
-  await withBackend(config, input.settings, async (backend) => {
-    await underGivenLock(backend, name, lockId, input.settings.values.lockTimeout, { operation: "workspace new" }, (id) =>
+  await withBackend(s, async (backend) => {
+    await underGivenLock(backend, name, lockId, s.input.settings.values.lockTimeout, { operation: "workspace new" }, (id) =>
       backend.createWorkspace(name, { lockId: id, onStored: stateStored }),
     );
     if (opts.json === true) return printJson({ workspace: name, path: backend.describe(name), created: true });
@@ -230,13 +212,12 @@ export async function workspaceNewAction(name: string, opts: Opts): Promise<void
 /** `objstate workspace delete NAME`: refuses `default`, a missing workspace and a locked one. */
 export async function workspaceDeleteAction(name: string, opts: Opts): Promise<void> {
   workspaceArg(name);
-  const input = gatherSettings(opts);
   const lockId = lockIdFlag(opts.lockId);
-  const config = backendConfigOf(input);
+  const s = selected(opts);
   if (name === DEFAULT_WORKSPACE) throw usageError(`the ${DEFAULT_WORKSPACE} workspace cannot be deleted`, "CANNOT_DELETE_DEFAULT");
-  await withBackend(config, input.settings, async (backend) => {
+  await withBackend(s, async (backend) => {
     // The delete takes and releases its own lock (unless --lock-id): an interrupt lets it settle, then says what it did.
-    const timeout = lockId === undefined ? input.settings.values.lockTimeout : 0;
+    const timeout = lockId === undefined ? s.input.settings.values.lockTimeout : 0;
     const { interrupted } = await guardedCall(backend.describe(name), timeout, (wait) => backend.deleteWorkspace(name, { lockId, wait, mustExist: true }));
     if (interrupted)
       process.stderr.write(
@@ -251,9 +232,9 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
 
 /** `objstate state pull`: the exact stored bytes on stdout. */
 export async function statePullAction(opts: Opts): Promise<void> {
-  const input = gatherSettings(opts);
-  const workspace = workspaceOf(input);
-  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
+  const s = selected(opts);
+  const { workspace } = s;
+  await withBackend(s, async (backend) => {
     const progress = Progress.start(process.stderr, `pulling ${backend.describe(workspace)}`, undefined);
     let bytes: Buffer | null;
     try {
@@ -267,48 +248,27 @@ export async function statePullAction(opts: Opts): Promise<void> {
   });
 }
 
-// The bytes `state push` sends, as `writeState` takes them: a file read from its open descriptor
-// each time the write reads it (memory stays bounded, up to the 5 GiB one PutObject stores), or
-// standard input, which cannot be read twice, held in memory. The library checks it is a state.
-
 /** Bytes per read of the file: the most of it in memory at once, per pass. */
 const CHUNK = 1024 * 1024;
 
-interface StateInput {
-  /** The file's name for messages (`standard input` for `-`). */
-  readonly name: string;
-  readonly size: number;
-  readonly body: Buffer | ByteSource;
-  close(): void;
-}
-
-/** Open the state to push (`-` is standard input): `FILE_UNREADABLE` or `FILE_TOO_LARGE` (exit 2) when it cannot be read. */
-function openStateInput(file: string): StateInput {
+/**
+ * The state to push: a file read from its open descriptor each time the write reads it (memory
+ * stays bounded), or standard input, which cannot be read twice, held in memory.
+ */
+function openStateInput(file: string): { name: string; size: number; body: Buffer | ByteSource; close(): void } {
   if (file === "-") {
     const advice =
       "; standard input cannot be read twice (once to check it, once to send it), so it is held in memory: save the state to a file and push the file";
-    const bytes = bounded(() => readBoundedFile("-", FILE_LIMITS.state).bytes, advice);
+    const bytes = readingFile(() => readBoundedFile("-", FILE_LIMITS.state).bytes, advice);
     return { name: "standard input", size: bytes.length, body: bytes, close: () => undefined };
   }
-  const { fd, size } = bounded(() => openBoundedFile(file, FILE_LIMITS.stateFile), "");
+  const { fd, size } = readingFile(() => openBoundedFile(file, FILE_LIMITS.stateFile));
   return { name: file, size, body: fileSource(fd, size, file), close: () => nodeFs().closeSync(fd) };
 }
 
-function bounded<T>(read: () => T, tooLargeAdvice: string): T {
-  try {
-    return read();
-  } catch (e) {
-    if (!(e instanceof ReadFileError)) throw e;
-    if (e.kind === "too-large") throw new CliError("FILE_TOO_LARGE", `${e.message}${tooLargeAdvice}`, { cause: e });
-    throw new CliError("FILE_UNREADABLE", e.message, { cause: e });
-  }
-}
-
 /**
- * The open file as a source: every read starts at byte 0 of the same descriptor (a file
- * renamed over the path meanwhile changes nothing), in fresh {@link CHUNK}-sized buffers (a
- * consumer may hold one while the next is read). A file that shrank is `INPUT_CHANGED`; bytes
- * changed in place fail the MD5 the store checks.
+ * The open file as a source: every read starts at byte 0 of the same descriptor, in fresh
+ * buffers (a consumer may hold one). A file that shrank is `INPUT_CHANGED`; bytes changed in place fail the MD5.
  */
 function fileSource(fd: number, size: number, name: string): ByteSource {
   const fs = nodeFs();
@@ -332,22 +292,17 @@ function fileSource(fd: number, size: number, name: string): ByteSource {
   };
 }
 
-/**
- * `objstate state push FILE|-`: one `writeState` under the lock (its own, or the caller's with
- * --lock-id), through the lineage guard (--force to override). The library refuses bytes that
- * are no state (`STATE_INVALID`, with the line and column; nothing is stored).
- */
+/** `objstate state push FILE|-`: one `writeState` under the lock (its own, or --lock-id's), through the lineage guard (--force to override). */
 export async function statePushAction(file: string, opts: Opts): Promise<void> {
-  const input = gatherSettings(opts);
-  const workspace = workspaceOf(input);
   const lockId = lockIdFlag(opts.lockId);
-  const config = backendConfigOf(input);
+  const s = selected(opts);
+  const { workspace } = s;
   const state = openStateInput(file);
   try {
-    await withBackend(config, input.settings, async (backend) => {
+    await withBackend(s, async (backend) => {
       const where = backend.describe(workspace);
       const operation = { operation: "state push", info: `objstate state push ${state.name}` };
-      const { result, locked } = await underGivenLock(backend, workspace, lockId, input.settings.values.lockTimeout, operation, async (id) => {
+      const { result, locked } = await underGivenLock(backend, workspace, lockId, s.input.settings.values.lockTimeout, operation, async (id) => {
         const progress = Progress.start(process.stderr, `pushing ${where}`, state.size);
         try {
           const onProgress = (sent: number): void => progress.update(sent);
@@ -365,16 +320,15 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
   }
 }
 
-/** `objstate state repair`: the library's repair under the lock (see `repairState`), and leftovers older than --older-than removed. */
+/** `objstate state repair`: the library's repair under the lock, and leftovers older than --older-than removed. */
 export async function stateRepairAction(opts: Opts): Promise<void> {
-  const input = gatherSettings(opts);
-  const workspace = workspaceOf(input);
   const lockId = lockIdFlag(opts.lockId);
-  const olderThan = opts.olderThan === undefined ? undefined : durationFlag("--older-than", opts.olderThan);
-  const config = backendConfigOf(input);
-  await withBackend(config, input.settings, async (backend) => {
+  const olderThan = opts.olderThan === undefined ? undefined : durationOf(opts.olderThan, { kind: "flag", flag: "--older-than" });
+  const s = selected(opts);
+  const { workspace } = s;
+  await withBackend(s, async (backend) => {
     const where = backend.describe(workspace);
-    const { result: report } = await underGivenLock(backend, workspace, lockId, input.settings.values.lockTimeout, { operation: "state repair" }, (id) =>
+    const { result: report } = await underGivenLock(backend, workspace, lockId, s.input.settings.values.lockTimeout, { operation: "state repair" }, (id) =>
       backend.repairState(workspace, { lockId: id, force: opts.force === true, leftoverMinAgeMs: olderThan }),
     );
     if (opts.json === true) return printJson({ workspace, path: where, ...report });
@@ -398,8 +352,8 @@ export async function stateRekeyAction(opts: Opts): Promise<void> {
   const input = gatherSettings(opts);
   const timeout = input.settings.values.lockTimeout;
   if (opts.all === true && input.workspace !== undefined) throw usageError("give either --all or -w/--workspace, not both");
-  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
-    const workspaces = opts.all === true ? await backend.listWorkspaces() : [workspaceOf(input)];
+  await withBackend({ input, config: backendConfigOf(input) }, async (backend) => {
+    const workspaces = opts.all === true ? await backend.listWorkspaces() : [input.workspace ?? DEFAULT_WORKSPACE];
     const results: RekeyResult[] = [];
     for (const w of workspaces) {
       const r = await backend.rekey(w, { wait: timeout === 0 ? undefined : { timeoutMs: timeout } });
@@ -419,12 +373,11 @@ export async function stateRekeyAction(opts: Opts): Promise<void> {
 
 /** `objstate lock [-- command …]`: take the lock and print its ID, or hold it while a command runs. */
 export async function lockAction(opts: Opts, command: readonly string[] = []): Promise<void> {
-  const input = gatherSettings(opts);
-  const workspace = workspaceOf(input);
-  const timeout = input.settings.values.lockTimeout;
-  const config = backendConfigOf(input);
-  requireLocking(config, input.settings, "take");
-  await withBackend(config, input.settings, async (backend) => {
+  const s = selected(opts);
+  const { workspace } = s;
+  const timeout = s.input.settings.values.lockTimeout;
+  requireLocking(s, "take");
+  await withBackend(s, async (backend) => {
     const operation = { operation: opts.operation ?? "objstate lock", info: opts.info ?? "" };
     if (command.length > 0) return runUnderLock(backend, workspace, operation, timeout, command);
     const { info: lock, interrupted } = await lockWaiting(backend, workspace, operation, timeout);
@@ -442,10 +395,9 @@ export async function lockAction(opts: Opts, command: readonly string[] = []): P
 
 /** `objstate locks`: every lock in the table and every lockfile under the prefix. */
 export async function locksAction(opts: Opts): Promise<void> {
-  const input = gatherSettings(opts);
-  const config = backendConfigOf(input);
-  requireLocking(config, input.settings, "list");
-  await withBackend(config, input.settings, async (backend) => printLocks(await backend.locks(), opts.json === true));
+  const s = selected(opts);
+  requireLocking(s, "list");
+  await withBackend(s, async (backend) => printLocks(await backend.locks(), opts.json === true));
 }
 
 /** `objstate unlock ID`, and `objstate force-unlock ID` (someone else's lock; asks first on a TTY unless --force). */
@@ -456,11 +408,10 @@ export async function unlockAction(id: string, opts: Opts, forced = false): Prom
       "force-unlock needs confirmation, and standard input is not a terminal: pass --force to release the lock without asking",
       "CONFIRMATION_REQUIRED",
     );
-  const input = gatherSettings(opts);
-  const workspace = workspaceOf(input);
-  const config = backendConfigOf(input);
-  requireLocking(config, input.settings, "release");
-  await withBackend(config, input.settings, async (backend) => {
+  const s = selected(opts);
+  const { workspace } = s;
+  requireLocking(s, "release");
+  await withBackend(s, async (backend) => {
     const where = backend.describe(workspace);
     if (ask) {
       const holder = await backend.lockInfo(workspace);
@@ -483,10 +434,7 @@ export async function unlockAction(id: string, opts: Opts, forced = false): Prom
 /** Print the lock list: JSON, or one aligned line per lock (what the holders wrote, escaped). */
 function printLocks(list: readonly LockListing[], json: boolean): void {
   if (json) return printJson(list.map(lockJson));
-  if (list.length === 0) {
-    process.stdout.write("no locks\n");
-    return;
-  }
+  if (list.length === 0) return say("no locks");
   const now = Date.now();
   // Times as the console shows them: how long ago first (what an operator judges a stale lock by), then UTC.
   const when = (iso: string, verb = ""): string => {
@@ -511,11 +459,7 @@ function printLocks(list: readonly LockListing[], json: boolean): void {
   process.stdout.write(`${table(rows)}\n`);
 }
 
-/**
- * Take the lock, run `command` with `OBJSTATE_LOCK_ID` and `OBJSTATE_WORKSPACE` while the
- * heartbeat renews the lease, then release. A lost lease sends the command SIGTERM and ends
- * with `LOCK_LOST` (exit 7).
- */
+/** Run `command` under the lock (`OBJSTATE_LOCK_ID`, `OBJSTATE_WORKSPACE`); a lost lease sends it SIGTERM and ends with `LOCK_LOST`. */
 async function runUnderLock(
   backend: ObjectStoreBackend,
   workspace: string,

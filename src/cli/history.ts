@@ -1,15 +1,10 @@
-/**
- * The actions of `state history`, `state diff`, `state rollback` and `state pull --version`
- * (docs/design.md §9): every version kept by the store, read and compared without a lock table,
- * and rolled back under the workspace's lock.
- */
+/** `state history`, `state diff`, `state rollback` and `state pull --version` (docs/design.md §9): versions read without a lock table. */
 import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
-import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { formatStateDiff, type StateDiff } from "../state/diff.js";
 import { confirm, interactive } from "./confirm.js";
 import { CliError, countFlag, idFlag, lockIdFlag, usageError, writeOut } from "./io.js";
 import { refuseLockIdWithoutLocking, underLock, withBackend } from "./runtime.js";
-import { backendConfigOf, gatherSettings } from "./settings.js";
+import { selected } from "./settings.js";
 import { colorsAllowed, formatBytes, printJson, table } from "./term.js";
 import { printable as safe } from "../util/printable.js";
 import { historyEntryJson, principalText, rollbackJson, versionDiffJson } from "../wire/shapes.js";
@@ -22,9 +17,9 @@ function versionFlag(v: string | undefined, flag: string): string | undefined {
 /** `objstate state pull --version ID` (program.ts routes here when it is given): that version's bytes, exactly as stored. */
 export async function statePullVersionAction(opts: Opts): Promise<void> {
   const version = (versionFlag(opts.version, "--version") ?? versionFlag(opts.versionId, "--version-id")) as string;
-  const input = gatherSettings(opts);
-  const workspace = input.workspace ?? DEFAULT_WORKSPACE;
-  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
+  const s = selected(opts);
+  const { workspace } = s;
+  await withBackend(s, async (backend) => {
     const bytes = await backend.readVersion(workspace, version, { stored: opts.rawEnvelope === true });
     await writeOut(bytes);
   });
@@ -59,9 +54,9 @@ function versionRow(v: StateVersion): string[] {
 /** `objstate state history [-w W] [--limit N] [--json]`. */
 export async function stateHistoryAction(opts: Opts): Promise<void> {
   const limit = countFlag(opts.limit, "--limit", "INVALID_LIMIT");
-  const input = gatherSettings(opts);
-  const workspace = input.workspace ?? DEFAULT_WORKSPACE;
-  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
+  const s = selected(opts);
+  const { workspace } = s;
+  await withBackend(s, async (backend) => {
     const versions: StateVersion[] = [];
     for await (const v of backend.history(workspace, { limit })) versions.push(v);
     if (opts.json === true) return printJson({ workspace, path: backend.describe(workspace), versions: versions.map(historyEntryJson) });
@@ -75,9 +70,9 @@ export async function stateHistoryAction(opts: Opts): Promise<void> {
 export async function stateDiffAction(opts: Opts): Promise<void> {
   const fromFlag = versionFlag(opts.from, "--from");
   const toFlag = versionFlag(opts.to, "--to");
-  const input = gatherSettings(opts);
-  const workspace = input.workspace ?? DEFAULT_WORKSPACE;
-  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
+  const s = selected(opts);
+  const { workspace } = s;
+  await withBackend(s, async (backend) => {
     // The sides not given are the library's: the version before the current one, and the current one.
     const compared = await backend.diff(workspace, { from: fromFlag, to: toFlag });
     if (opts.json === true) return printJson(versionDiffJson(workspace, compared));
@@ -90,10 +85,7 @@ function diffText(from: string | null, to: string | null, diff: StateDiff, color
   return `${from ?? "(no state)"} → ${to ?? "(no state: deleted)"}\n${formatStateDiff(diff, { color })}`;
 }
 
-/**
- * Show what a rollback to `to` changes (the diff from the current state, as `state diff`
- * prints it) on standard error and ask; returns the current version the diff was made from.
- */
+/** Show on stderr what a rollback to `to` changes (as `state diff` prints it) and ask; returns the current version the diff was made from. */
 async function confirmRollback(backend: ObjectStoreBackend, workspace: string, to: string): Promise<string | null> {
   const { from: current, diff } = await backend.previewRollback(workspace, to);
   const serial = diff.serial.before === null ? "" : ` (serial ${diff.serial.before + 1})`;
@@ -105,10 +97,7 @@ async function confirmRollback(backend: ObjectStoreBackend, workspace: string, t
   return current;
 }
 
-/**
- * `objstate state rollback --to V [--yes] [--force] [--lock-id ID | --lock-timeout D] [--json]`:
- * shows the diff and asks first unless --yes (which it needs when no one is at a terminal).
- */
+/** `objstate state rollback --to V`: shows the diff and asks first unless --yes (which it needs when no one is at a terminal). */
 export async function stateRollbackAction(opts: Opts): Promise<void> {
   const to = versionFlag(opts.to, "--to");
   if (to === undefined) throw usageError("--to needs the version to roll back to (objstate state history lists them)", "INVALID_VERSION_ID");
@@ -120,18 +109,20 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
     );
   }
   const given = lockIdFlag(opts.lockId);
-  const input = gatherSettings(opts);
-  const timeout = input.settings.values.lockTimeout;
-  const workspace = input.workspace ?? DEFAULT_WORKSPACE;
-  const force = opts.force === true;
-  await withBackend(backendConfigOf(input), input.settings, async (backend) => {
+  const s = selected(opts);
+  const { workspace } = s;
+  await withBackend(s, async (backend) => {
     const where = backend.describe(workspace);
     refuseLockIdWithoutLocking(backend, given);
     // Asked before the lock is taken: no one else waits on it while a person reads the diff.
     const shown = ask ? await confirmRollback(backend, workspace, to) : undefined;
     // Under the lock, the library checks that the diff confirmed is still the one the rollback applies.
-    const result = await underLock(backend, workspace, { operation: "rollback", info: `objstate state rollback --to ${to}`, lockId: given }, timeout, (lock) =>
-      backend.rollback(workspace, to, { lockId: lock.id, force, expectCurrent: shown }),
+    const result = await underLock(
+      backend,
+      workspace,
+      { operation: "rollback", info: `objstate state rollback --to ${to}`, lockId: given },
+      s.input.settings.values.lockTimeout,
+      (lock) => backend.rollback(workspace, to, { lockId: lock.id, force: opts.force === true, expectCurrent: shown }),
     );
     if (opts.json === true) return printJson({ ...rollbackJson(workspace, result), path: where, locked: backend.lockingEnabled });
     const was = result.restored ? "restoring the deleted workspace" : `replacing serial ${result.previousSerial ?? "?"}`;

@@ -3,11 +3,7 @@ import { ObjstateError } from "../errors.js";
 import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
 
-/**
- * An error of the command itself. It ends `objstate` with its code's exit code
- * (error-codes.ts), or with `exitCode` where the exit is not the code's own: a command's
- * (`lock -- COMMAND` passes its exit code on) or a signal's (SIGHUP, SIGTERM).
- */
+/** An error of the command itself: it ends `objstate` with its code's exit code, or with `exitCode` (a signal's). */
 export class CliError extends ObjstateError {
   readonly exitCode: number;
   constructor(code: ErrorCode, message: string, options: { cause?: unknown; exitCode?: number | undefined } = {}) {
@@ -30,19 +26,24 @@ export function exitCodeOf(e: unknown): number {
 
 /** Read and parse a JSON file (config or props; `-` is standard input): unreadable or oversized is refused at once, naming the file; broken JSON names its line. */
 export function readJsonFile(file: string): unknown {
-  let text: string;
-  try {
-    text = readBoundedFile(file, FILE_LIMITS.config).bytes.toString("utf8");
-  } catch (e) {
-    if (!(e instanceof ReadFileError)) throw e;
-    throw new CliError(e.kind === "too-large" ? "FILE_TOO_LARGE" : "FILE_UNREADABLE", e.message, { cause: e });
-  }
+  const text = readingFile(() => readBoundedFile(file, FILE_LIMITS.config).bytes.toString("utf8"));
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
     const { problem, at } = jsonSyntaxProblem(e, text);
     // The cause stays off: JSON.parse's message quotes the text, and these files hold secrets.
     throw new CliError("INVALID_JSON", `${file === "-" ? "standard input" : file} is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`);
+  }
+}
+
+/** Run `read`: a file it cannot read is `FILE_UNREADABLE`, one too large `FILE_TOO_LARGE` (with `tooLargeAdvice`), both exit 2. */
+export function readingFile<T>(read: () => T, tooLargeAdvice = ""): T {
+  try {
+    return read();
+  } catch (e) {
+    if (!(e instanceof ReadFileError)) throw e;
+    if (e.kind === "too-large") throw new CliError("FILE_TOO_LARGE", `${e.message}${tooLargeAdvice}`, { cause: e });
+    throw new CliError("FILE_UNREADABLE", e.message, { cause: e });
   }
 }
 
@@ -59,10 +60,8 @@ export function debugEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 /**
- * The one line the CLI prints for an error (without the `objstate: error:` prefix). An
- * {@link ObjstateError} says its message, on one line; anything else is a bug or a
- * failure nothing mapped: its name and code, never its message (a foreign message may
- * quote what it was given, such as a file's text) nor its stack unless OBJSTATE_DEBUG asks.
+ * The one line the CLI prints for an error: an {@link ObjstateError}'s message; of anything else its name
+ * and code, never its message (which may quote a file's text) nor its stack unless OBJSTATE_DEBUG asks.
  */
 export function errorLine(e: unknown): string {
   if (e instanceof ObjstateError) return e.message.replace(/\s*\n\s*/g, " ").trim();

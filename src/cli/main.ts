@@ -13,7 +13,7 @@ process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true";
 
 // No top-level await: the published build is CommonJS (scripts/build.mjs), where it cannot be.
 async function main(): Promise<void> {
-  const { warn } = await import("./warn.js");
+  const { warn } = await import("./term.js");
   const { isClosedOutput } = await import("./io.js");
   const { EXIT } = await import("../error-codes.js");
   process.removeAllListeners("warning");

@@ -1,14 +1,7 @@
 /**
- * `objstate output [NAME] [--json|--raw] [--show-sensitive]`: the outputs of a workspace's
- * state, merged over `--defaults`, read through `DataRemoteStateObjectStore.fetchOutputs()`
- * (digest-checked, no lock taken, nothing created).
- *
- * As the tool's `output` command: a listing of all outputs hides sensitive values
- * (`<sensitive>`) unless `--show-sensitive`; one output asked for by name is always shown.
- * `--json` of all outputs has the tool's shape, `{"NAME": {"sensitive", "type", "value"}}`,
- * except that a sensitive value is masked there too (the tool's `output -json` prints it):
- * JSON output ends up in CI logs and files, where a secret should not go unasked.
- * Numbers are printed exactly as the state has them (never through a JS number).
+ * `objstate output [NAME] [--json|--raw] [--show-sensitive]`: the outputs of a workspace's state over
+ * `--defaults`, as the tool's `output` prints them, except that `--json` masks sensitive values too:
+ * JSON ends up in CI logs, where a secret should not go unasked. Numbers print exactly as stored.
  */
 import { DataRemoteStateObjectStore } from "../remote-state/data-remote-state.js";
 import { decimalForm, MAX_DECIMAL_DIGITS } from "../json/exact-json.js";
@@ -16,9 +9,8 @@ import type { RemoteOutputs } from "../remote-state/remote-outputs.js";
 import { asToolWritesJson, outputsJsonText, SENSITIVE } from "../wire/shapes.js";
 import { CliError, usageError } from "./io.js";
 import type { Opts } from "./options.js";
-import { connectOptionsOf } from "./connect-options.js";
-import { warn } from "./warn.js";
-import { gatherSettings, remoteStateConfigOf } from "./settings.js";
+import { connectOptionsOf, gatherSettings, remoteStateConfigOf } from "./settings.js";
+import { warn } from "./term.js";
 import { printable } from "../util/printable.js";
 
 /** Name under which the CLI reads the remote state (appears in library messages). */
@@ -78,11 +70,7 @@ export async function outputAction(name: string | undefined, opts: Opts): Promis
   process.stdout.write(`${json ? asToolWritesJson(outputs.toJSONText(name)) : outputs.toJSONText(name)}\n`);
 }
 
-/**
- * The text `--raw` prints: a string as is, a number in plain decimal notation exactly (as
- * the tool's `output -raw` converts numbers to strings: `1e3` prints `1000`), a boolean as
- * `true`/`false`. Null, lists and objects are refused, as by the tool.
- */
+/** What `--raw` prints, as the tool's `output -raw`: a string as is, a number in plain decimal (`1e3` is `1000`), a boolean; nothing else. */
 function rawText(outputs: RemoteOutputs, name: string): string {
   const type = outputs.typeOf(name);
   switch (type) {

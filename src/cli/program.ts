@@ -1,23 +1,17 @@
-/**
- * The `objstate` command tree (commander). Every command has `--help`; settings flags are
- * generated from the field table (settings.ts); errors end in main with one line on
- * stderr and a documented exit code (io.ts).
- */
+/** The `objstate` command tree (commander): settings flags come from the tables (settings.ts), errors end as one line and an exit code (io.ts). */
 import { Command, CommanderError, Help, Option } from "commander";
 import { objstateVersion } from "../version.js";
 import type { Opts } from "./options.js";
 import type { SettingsCommand } from "../config/settings-table.js";
 import { EXIT } from "../error-codes.js";
 import { debugEnabled, errorLine, exitCodeOf, isClosedOutput } from "./io.js";
-import { warn } from "./warn.js";
 import { addSettingsOptions } from "./settings.js";
 import { settingsTopicText } from "../config/settings-docs.js";
 import { withToolSpellings } from "./spellings.js";
-import { disableColors, paint, printJson } from "./term.js";
+import { disableColors, paint, printJson, warn } from "./term.js";
 import { printable } from "../util/printable.js";
 
-// A command's module loads when that command runs: `--help`, `--version` and the offline
-// commands do not pay for the drivers and the other commands (start-up).
+// A command's module loads when that command runs: `--help` and the offline commands do not load the drivers.
 const commands = () => import("./commands.js");
 const history = () => import("./history.js");
 const serving = () => import("./serve.js");
@@ -344,10 +338,8 @@ function serveCommands(root: Command, leaf: Leaf): void {
 }
 
 /**
- * The command tree. Given the arguments it will parse, only the command they name gets its
- * ~30 settings flags now (commander registers each flag in time linear in the flags before
- * it), so `--help` and one command start without building every command's; any other command
- * gets them when commander dispatches to it. Without arguments, every command is complete.
+ * The command tree. Only the command `argv` names gets its settings flags now (commander adds each in
+ * time linear in those before it); another gets them when dispatched to. Without `argv`, every command has them.
  */
 export function program(argv?: readonly string[]): Command {
   const pending = new Map<Command, () => void>();
@@ -383,11 +375,7 @@ export function program(argv?: readonly string[]): Command {
   return root;
 }
 
-/**
- * The command the words of `args` name (`state push`, `help state push`; the program's own
- * options skipped) and the index of the first word after its path: a leaf, or the last
- * command named (serve, which runs itself; the program when none is).
- */
+/** The command the words of `args` name (`state push`, `help state push`), or the last one named (serve; the program), and the index after its path. */
 function commandPath(root: Command, args: readonly string[]): { cmd: Command; next: number } {
   let cur = root;
   let next = 0;
@@ -404,10 +392,8 @@ function commandPath(root: Command, args: readonly string[]): { cmd: Command; ne
 }
 
 /**
- * `argv` as commander is to read it: the tool's single-dash spellings of the named command's
- * options in their `--` form (spellings.ts), and the hidden `-V` of earlier versions as
- * `--version`. Colours are switched off here when `--no-color` is among the words, so that
- * even commander's own errors about the other words have none.
+ * `argv` as commander is to read it: the tool's spellings in `--` form (spellings.ts), the hidden `-V` as
+ * `--version`. `--no-color` takes effect here, so that even commander's own errors have no colours.
  */
 function prepareArgv(root: Command, argv: readonly string[]): string[] {
   const args = argv.slice(2);

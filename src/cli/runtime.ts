@@ -1,21 +1,18 @@
-/**
- * What every command that talks to the store needs: a connected backend, and interrupts
- * while a lock is wanted or held (the waiting itself is the library's `wait`).
- */
+/** What every command that talks to the store needs: a connected backend, and interrupts while a lock is wanted or held. */
 import { ObjectStoreBackend, type ConnectOptions, type LockInfo, type LockOptions, type LockScope, type LockWait } from "../backend/backend.js";
 import type { UnderLockOptions } from "../backend/backend.js";
 import { forceUnlockCommand } from "../backend/locks/lock-scope.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { resolveEffectiveSettings } from "../credentials/index.js";
-import { formatDuration } from "./duration.js";
+import { formatWait } from "../backend/locks/waiting.js";
 import type { Settings } from "../config/settings-table.js";
-import { connectOptionsOf } from "./connect-options.js";
+import { connectOptionsOf, type Selected } from "./settings.js";
 import { EXIT } from "../error-codes.js";
 import { CliError, usageError } from "./io.js";
-import { warn } from "./warn.js";
+import { warn } from "./term.js";
 import { printable } from "../util/printable.js";
 
-/** A connection's options from the command's settings, with the environment and the CLI's warnings (also for `diagnose` and `provision`). */
+/** A connection's options from the command's settings, the environment and the CLI's warnings (also for `diagnose` and `provision`). */
 export function adminOptionsOf(own: Settings): ConnectOptions {
   return { ...connectOptionsOf(own), env: process.env, onWarning: warn };
 }
@@ -25,9 +22,9 @@ export function connect(config: ObjectStoreBackendConfig, own: Settings, options
   return ObjectStoreBackend.connect(config, { ...adminOptionsOf(own), ...options });
 }
 
-/** Connect, run `work` with the backend, and close it whatever happens. */
-export async function withBackend<T>(config: ObjectStoreBackendConfig, own: Settings, work: (backend: ObjectStoreBackend) => Promise<T>): Promise<T> {
-  const backend = await connect(config, own);
+/** Connect with the command's settings, run `work` with the backend, and close it whatever happens. */
+export async function withBackend<T>(s: Omit<Selected, "workspace">, work: (backend: ObjectStoreBackend) => Promise<T>): Promise<T> {
+  const backend = await connect(s.config, s.input.settings);
   try {
     return await work(backend);
   } finally {
@@ -36,9 +33,9 @@ export async function withBackend<T>(config: ObjectStoreBackendConfig, own: Sett
 }
 
 /** Refuse a command that needs locks when none is configured: checked before connecting, so connect's "not locked" warning does not appear. */
-export function requireLocking(config: ObjectStoreBackendConfig, own: Settings, what: string): void {
-  const table = resolveEffectiveSettings(config, process.env, { onWarning: warn }).kvstoreTable.value;
-  if ((table === undefined || table === "") && !own.values.lockfile) {
+export function requireLocking(s: Selected, what: string): void {
+  const table = resolveEffectiveSettings(s.config, process.env, { onWarning: warn }).kvstoreTable.value;
+  if ((table === undefined || table === "") && !s.input.settings.values.lockfile) {
     throw new CliError(
       "NO_LOCK_TABLE",
       `no lock table is configured, so there is no lock to ${what}: set kvstoreTable and kvstoreEndpoint (--kvstore-table, --kvstore-endpoint), or lock with a lockfile (--lockfile)`,
@@ -55,10 +52,8 @@ export function refuseLockIdWithoutLocking(backend: ObjectStoreBackend, lockId: 
 // ---------------------------------------------------------------- interrupts
 
 /**
- * What the process is doing with a lock, for SIGINT, SIGTERM and SIGHUP alike: idle, quit at
- * once; while a lock request is in flight, stop once it has settled and say what it left;
- * while holding, let the operation finish and release the lock. A second signal quits at
- * once and says which lock is left and whether the state was written.
+ * What the process is doing with a lock, for SIGINT, SIGTERM and SIGHUP: idle, quit at once; a lock
+ * request in flight, stop once it settled; holding, finish and release. A second signal quits at once.
  */
 type Phase =
   | { readonly phase: "idle" }
@@ -124,16 +119,14 @@ async function guarded<T>(where: string, body: () => Promise<T>): Promise<T> {
 function lockWait(where: string, timeoutMs: number): LockWait {
   const onWait = (holder: LockInfo | undefined): void => {
     const who = holder === undefined ? "another holder" : `${holder.Who || "another holder"} (since ${holder.Created || "unknown"})`;
-    process.stderr.write(`objstate: ${where} is locked by ${printable(who)}; waiting up to ${formatDuration(timeoutMs)}\n`);
+    process.stderr.write(`objstate: ${where} is locked by ${printable(who)}; waiting up to ${formatWait(timeoutMs)}\n`);
   };
   return { timeoutMs, signal: interruption.signal, onWait, setting: "--lock-timeout" };
 }
 
 /**
- * Run `work` under the workspace's lock (the library's `withLock`): the caller's (`lockId`,
- * left held) or one taken for the command, waiting up to `timeoutMs`. While it is wanted an
- * interrupt stops the wait (a lock that lands anyway is given back); once it is held, the work
- * finishes and the lock is released.
+ * Run `work` under the workspace's lock: the caller's (`lockId`, left held) or one taken for the
+ * command. An interrupt stops the wait (a lock that lands anyway is given back), or lets held work finish.
  */
 export async function underLock<T>(
   backend: ObjectStoreBackend,
@@ -153,11 +146,7 @@ export async function underLock<T>(
   );
 }
 
-/**
- * Take a workspace's lock and keep it (the `lock` command). An interrupt while the request is
- * in flight waits for its answer: the lock is returned with `interrupted` set to the error to
- * end with, so the caller prints it (it can be released) before ending.
- */
+/** Take a workspace's lock and keep it (`lock`): after an interrupt, the lock comes back with the error to end with, so its ID is printed first. */
 export function lockWaiting(
   backend: ObjectStoreBackend,
   workspace: string,
@@ -171,11 +160,7 @@ export function lockWaiting(
   });
 }
 
-/**
- * Run a library call that takes and releases its own lock (a workspace delete) with the
- * `wait` to pass it. An interrupt stops only a wait for another holder: a request in flight is
- * the whole call's (lock, work, release) and is let settle. The call's result stands either way.
- */
+/** Run a call that takes and releases its own lock (a workspace delete): an interrupt stops only a wait for another holder, else lets it settle. */
 export function guardedCall<T>(where: string, timeoutMs: number, call: (wait: LockWait) => Promise<T>): Promise<{ result: T; interrupted: boolean }> {
   return guarded(where, async () => {
     const stop = new AbortController();

@@ -1,8 +1,4 @@
-/**
- * `objstate serve --secret-file FILE`: a secret the replicas of a fleet share, from which the
- * console's form-token (CSRF) key is derived, so a form served by one replica may be posted
- * to any other. The file must be private to its owner and hold enough secret to guess at.
- */
+/** `objstate serve --secret-file FILE`: a secret the replicas share, keying the console's form tokens, so a form from one may be posted to another. */
 import { createHmac } from "node:crypto";
 import { ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { usageError } from "./io.js";
@@ -17,16 +13,6 @@ const FORM_KEY_LABEL = "objstate console form tokens v1";
 
 function howToMake(file: string): string {
   return `make one with (umask 077; openssl rand -base64 48 > ${file})`;
-}
-
-/** Whitespace trimmed from both ends: a newline `echo` or an editor added must not make two replicas' keys differ. */
-function trimWhitespace(bytes: Buffer): Buffer {
-  const ws = (b: number | undefined): boolean => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
-  let start = 0;
-  let end = bytes.length;
-  while (start < end && ws(bytes[start])) start++;
-  while (end > start && ws(bytes[end - 1])) end--;
-  return bytes.subarray(start, end);
 }
 
 /** A regular file only its owner may read or change (no mode bits on Windows), of at least {@link MIN_SECRET_BYTES}; errors name the file and the fix, never the content. */
@@ -58,6 +44,16 @@ export function readSecretFile(file: string, platform: NodeJS.Platform = process
     );
   }
   return secret;
+}
+
+/** Whitespace trimmed from both ends: a newline `echo` or an editor added must not make two replicas' keys differ. */
+function trimWhitespace(bytes: Buffer): Buffer {
+  const ws = (b: number | undefined): boolean => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
+  let start = 0;
+  let end = bytes.length;
+  while (start < end && ws(bytes[start])) start++;
+  while (end > start && ws(bytes[end - 1])) end--;
+  return bytes.subarray(start, end);
 }
 
 /** The console's form-token key: HMAC-SHA256 of a label, so every replica derives the same key and the secret itself keys nothing. */

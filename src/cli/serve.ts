@@ -1,12 +1,11 @@
 /** `objstate serve` (the server over the configured store), `serve hash-password` and `serve token …`. */
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { interactive, readSecret } from "./confirm.js";
-import { durationFlag } from "./duration.js";
-import { table } from "./term.js";
+import { durationOf } from "../config/setting-parsers.js";
+import { table, warn } from "./term.js";
 import { usageError } from "./io.js";
 import type { Opts } from "./options.js";
 import { connect } from "./runtime.js";
-import { warn } from "./warn.js";
 import { formKeyOf, readSecretFile } from "./secret-file.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { parsePublicUrl } from "../server/gate.js";
@@ -165,23 +164,18 @@ function parseRoleFlags(specs: readonly string[]): Record<string, Role[]> {
   return roles;
 }
 
-function tokensFileOf(opts: Opts): string {
-  const file = opts.users;
-  if (file === undefined) throw usageError("give --users FILE: API tokens are kept beside the users file (FILE.tokens.json)", "USAGE");
-  return tokensFileFor(file);
-}
+/** The tokens file beside the users file (`--users` is required of the token commands). */
+const tokensFileOf = (opts: Opts): string => tokensFileFor(opts.users as string);
 
 /** `objstate serve token create --user NAME --ttl 30d [--role GLOB=roles]… --users FILE`: prints the token once. */
 export async function tokenCreateAction(opts: Opts): Promise<void> {
-  const file = opts.users;
-  const tokens = tokensFileOf(opts);
-  const name = opts.user ?? "";
-  const users = loadUsers(file as string);
-  if (!users.has(name))
+  const file = opts.users as string;
+  const name = opts.user as string;
+  if (!loadUsers(file).has(name))
     throw usageError(`--user ${JSON.stringify(name)} is not in the users file ${file}: add it with objstate serve hash-password first`, "INVALID_USER");
-  const ttl = durationFlag("--ttl", opts.ttl ?? "30d");
+  const ttl = durationOf(opts.ttl ?? "30d", { kind: "flag", flag: "--ttl" });
   const roles = opts.role === undefined ? undefined : parseRoleFlags(opts.role);
-  const { token, record } = await createToken(tokens, name, ttl, roles);
+  const { token, record } = await createToken(tokensFileFor(file), name, ttl, roles);
   process.stderr.write(`objstate: token ${record.id} for ${name}, expires ${record.expires}; it is shown once, here:\n`);
   process.stdout.write(`${token}\n`);
 }

@@ -1,14 +1,10 @@
-/**
- * Settings on the command line: one flag per field, generated from the field table, and
- * a `--config` file. Flags and the file together are the config's explicit props (flag
- * wins over file); environment variables and defaults come from resolution. Errors say
- * which flag or file a bad value came from.
- */
+/** Settings on the command line: one flag per field and a `--config` file, the config's explicit props (flag over file); errors name their flag or file. */
 import { Option, type Command } from "commander";
 import { ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "../config/backend-config.js";
 import { ConfigError } from "../config/errors.js";
 import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fields.js";
 import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
+import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { isPlainObject, RULES } from "../config/rules.js";
 import { nearest } from "../config/validate.js";
 import { AWS_ENV } from "../resolve/settings.js";
@@ -62,11 +58,7 @@ function optionOf(r: SettingSpec, command: SettingsCommand): Option {
   return r.hiddenOn?.includes(command) === true ? o.hideHelp() : o;
 }
 
-/**
- * Add `--config`, `-w/--workspace` (when asked), one flag per field and the flags of the
- * settings-table rows `command` offers, in the settings help group. Booleans get `--x` and
- * `--no-x`; numbers take an integer.
- */
+/** Add `--config`, `-w/--workspace` (when asked), one flag per field (`--x` and `--no-x` for booleans) and the settings-table rows `command` offers. */
 export function addSettingsOptions(cmd: Command, command: SettingsCommand, options: { workspace?: boolean; defaults?: boolean } = {}): Command {
   const add = (o: Option): void => {
     cmd.addOption(o.helpGroup(SETTINGS_HELP_GROUP));
@@ -95,7 +87,7 @@ export function addSettingsOptions(cmd: Command, command: SettingsCommand, optio
 }
 
 /** Where an explicit value came from. */
-export type Origin = { readonly kind: "flag"; readonly flag: string } | { readonly kind: "file"; readonly file: string; readonly key: string };
+type Origin = Extract<SettingOrigin, { kind: "flag" | "file" }>;
 
 /** The settings a command was given: explicit props (the file's, overridden by flags) with the origin of each (and of `workspace` and `defaults`). */
 export interface SettingsInput {
@@ -222,17 +214,15 @@ export function gatherSettings(opts: Opts, env: Readonly<Record<string, string |
       props[k] = v;
       origins[k] = from(k);
     }
-    if (fs.workspace !== undefined && fs.workspace !== null) {
-      if (typeof fs.workspace !== "string" || !RULES.workspace.valid(fs.workspace))
-        fileError(fileName, `${from("workspace").key} must be ${RULES.workspace.expected}`);
-      workspace = fs.workspace;
-      origins["workspace"] = from("workspace");
-    }
-    if (fs.defaults !== undefined && fs.defaults !== null) {
-      if (!isPlainObject(fs.defaults)) fileError(fileName, `${from("defaults").key} must be a JSON object`);
-      defaults = fs.defaults;
-      origins["defaults"] = from("defaults");
-    }
+    const take = <T>(k: "workspace" | "defaults", valid: (v: unknown) => v is T, expected: string): T | undefined => {
+      const v = fs[k];
+      if (v === undefined || v === null) return undefined;
+      if (!valid(v)) fileError(fileName, `${from(k).key} must be ${expected}`);
+      origins[k] = from(k);
+      return v;
+    };
+    workspace = take("workspace", (v): v is string => typeof v === "string" && RULES.workspace.valid(v), RULES.workspace.expected);
+    defaults = take("defaults", isPlainObject, "a JSON object");
   }
   for (const f of FLAG_FIELDS) {
     const v = fieldFlag(opts, f.name);
@@ -258,23 +248,13 @@ export function gatherSettings(opts: Opts, env: Readonly<Record<string, string |
 
 /** The settings-table flags among a command's options (commander keeps them under the rows' names). */
 export function settingFlagsOf(opts: Opts): SettingFlags {
-  const flags: Record<string, unknown> = {};
-  for (const r of SETTINGS_TABLE) {
-    const v = (opts as Readonly<Record<string, unknown>>)[r.name];
-    if (v !== undefined) flags[r.name] = v;
-  }
-  return flags as SettingFlags;
+  return Object.fromEntries(SETTINGS_TABLE.map((r) => [r.name, fieldFlag(opts, r.name)]).filter(([, v]) => v !== undefined)) as SettingFlags;
 }
 
-/** A setting's origin for `objstate config`: `--layout`, `FILE (objstate.layout)`, `env OBJSTATE_TIMEOUT`; undefined for the default. */
-export function describeSettingOrigin(o: SettingOrigin): string | undefined {
+/** An origin for `objstate config`: `--layout`, `FILE (objstate.layout)`, `env OBJSTATE_TIMEOUT`; undefined for the default. */
+export function describeOrigin(o: SettingOrigin): string | undefined {
   if (o.kind === "default") return undefined;
   return o.kind === "flag" ? o.flag : o.kind === "file" ? `${o.file} (${o.key})` : `env ${o.variable}`;
-}
-
-/** Describe an origin for messages: `--bucket` or `file stack.json`. */
-export function describeOrigin(o: Origin): string {
-  return o.kind === "flag" ? o.flag : `${o.file} (${o.key})`;
 }
 
 /** Re-word a ConfigError so it names the flag or the file the bad value came from. */
@@ -311,6 +291,14 @@ function withLocation<T>(input: SettingsInput, build: () => T): T {
   }
 }
 
+/** A command's settings, its workspace (`default` unless one is selected) and backend config. */
+export type Selected = { readonly input: SettingsInput; readonly workspace: string; readonly config: ObjectStoreBackendConfig };
+
+export function selected(opts: Opts): Selected {
+  const input = gatherSettings(opts);
+  return { input, workspace: input.workspace ?? DEFAULT_WORKSPACE, config: backendConfigOf(input) };
+}
+
 /** The backend config of the explicit settings; errors name the flag or file. */
 export function backendConfigOf(input: SettingsInput): ObjectStoreBackendConfig {
   return withLocation(input, () => ObjectStoreBackendConfig.from(input.props as ObjectStoreBackendConfigProps));
@@ -320,4 +308,12 @@ export function backendConfigOf(input: SettingsInput): ObjectStoreBackendConfig 
 export function remoteStateConfigOf(input: SettingsInput): DataRemoteStateObjectStoreConfig {
   const props = { ...input.props, workspace: input.workspace, defaults: input.defaults } as DataRemoteStateObjectStoreConfigProps;
   return withLocation(input, () => DataRemoteStateObjectStoreConfig.from(props));
+}
+
+/** What the command's settings ask of a connection: timeouts (undefined: the drivers' defaults), lease, lockfile, layout, digest retry, state encryption. */
+export function connectOptionsOf(own: Settings) {
+  const v = own.values;
+  const retry = { timeoutMs: v.digestRetry, intervalMs: Math.min(2_000, Math.max(1, v.digestRetry)) };
+  const timeouts = v.timeout === undefined ? undefined : { requestMs: v.timeout };
+  return { timeouts, ttl: v.lockTtl, lockfile: v.lockfile || undefined, layout: v.layout, digestRetry: retry, encryption: v.encryption };
 }

@@ -1,11 +1,7 @@
 /**
- * The tool's own spellings of the options objstate shares with it. Terraform and OpenTofu
- * write long options with one dash (`output -raw NAME`, `state push -force FILE`,
- * `-lock=false`, `-lock-timeout=5m`, `-no-color`); commander reads `-raw` as the short options
- * `-r -a -w`. So before parsing, each of these few names becomes its `--` form — only where
- * the command has that option, never after `--` (the command `lock` runs) and never as the
- * value of an option (`--info -json`). Any other single-dash word, short options (`-w prod`)
- * included, is left to commander as it is.
+ * The tool's single-dash spellings of the options objstate shares with it (`output -raw`, `-lock=false`),
+ * which commander would read as short options (`-r -a -w`): each becomes its `--` form where the command
+ * has that option, never after `--` nor as an option's value (`--info -json`).
  */
 import type { Command, Option } from "commander";
 
@@ -20,11 +16,7 @@ function optionOf(cmd: Command, flag: string): Option | undefined {
   return cmd.options.find((o) => o.long === flag || o.short === flag);
 }
 
-/**
- * `args` (the words after the path of the command `cmd`) with the tool's single-dash spellings
- * of `cmd`'s options in their `--` form, up to `--` and never an option's value; and whether
- * `--no-color` is among those options.
- */
+/** `args` (the words after `cmd`'s path) with the tool's spellings of `cmd`'s options in `--` form, and whether `--no-color` is among them. */
 export function withToolSpellings(cmd: Command, args: readonly string[]): { args: string[]; noColor: boolean } {
   const out: string[] = [];
   let noColor = false;

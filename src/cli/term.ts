@@ -1,4 +1,5 @@
-/** Terminal output: colours where allowed, JSON for machines, a progress line on stderr for long transfers, tables. */
+/** Terminal output: colours where allowed, warnings, JSON for machines, a progress line on stderr for long transfers, tables. */
+import { printable } from "../util/printable.js";
 
 /** The part of a stream the CLI needs (process.stdout / process.stderr, or a test double). */
 export interface OutStream {
@@ -36,6 +37,15 @@ export function paint(stream: OutStream, env: NodeJS.ProcessEnv = process.env): 
   return { green: ansi(32, 39), red: ansi(31, 39), yellow: ansi(33, 39), dim: ansi(2, 22), bold: ansi(1, 22) };
 }
 
+const warned = new Set<string>();
+
+/** Print a warning on stderr (`objstate: warning: …`), once per code. */
+export function warn(message: string, code = message): void {
+  if (warned.has(code)) return;
+  warned.add(code);
+  process.stderr.write(`${paint(process.stderr).yellow("objstate: warning:")} ${printable(message)}\n`);
+}
+
 /** Two-space indented JSON with a trailing newline. */
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
@@ -44,14 +54,8 @@ export function printJson(value: unknown): void {
 /** `1.5 MiB`, `512 B`. */
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(1)} ${units[i] as string}`;
+  const i = Math.min(3, Math.floor(Math.log2(n) / 10) - 1);
+  return `${(n / 1024 ** (i + 1)).toFixed(1)} ${["KiB", "MiB", "GiB", "TiB"][i] as string}`;
 }
 
 /** Transfers at or above this size get a progress line (when stderr is a TTY). */

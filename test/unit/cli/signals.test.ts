@@ -17,7 +17,7 @@ import { CLI, cliEnv, runCli, type CliResult } from "../../support/cli.js";
 const RUNTIME = fileURLToPath(new URL("../../../src/cli/runtime.js", import.meta.url));
 // The library's withLock (what the CLI's runtime runs every locked command through) over the fake's acquire.
 const LOCK_SCOPE = fileURLToPath(new URL("../../../src/backend/locks/lock-scope.js", import.meta.url));
-const WARN = fileURLToPath(new URL("../../../src/cli/warn.js", import.meta.url));
+const WARN = fileURLToPath(new URL("../../../src/cli/term.js", import.meta.url));
 
 /**
  * Run `body` (an async function body) in a child process with `runtime` (the module),
