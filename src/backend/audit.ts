@@ -1,6 +1,6 @@
 /**
- * The audit log (docs/decisions/076, 087): one object per change made through `objstate serve`, under `{prefix}/@objstate/audit/{day}/`,
- * so replicas add to it without rewriting anything. Only a {@link Principal} and what the change did reach a record.
+ * The audit log (docs/decisions/076, 087): the changes made through `objstate serve`, each object holding the events that were
+ * waiting for it, under `{prefix}/@objstate/audit/{day}/`, so replicas add to it without rewriting anything. Only a {@link Principal} and what the change did reach a record.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError, isObjstateError } from "../errors.js";
@@ -59,9 +59,11 @@ const AUDIT_DEFAULT_DEADLINE_MS = 5_000;
 /** Pause before the next try after a failure; doubles while the deadline allows. */
 const RETRY_BASE_MS = 100;
 const READ_BATCH = 8;
+/** Most events in one object. */
+const MAX_BATCH = 500;
 /** Before decision 087: `2026-11-26.jsonl` or `2026-11-26.3.jsonl`, a day's part of appended lines (still read). */
 const PART_NAME = /^(\d{4}-\d{2}-\d{2})(?:\.\d{1,6})?\.jsonl$/;
-/** `2026-11-26/2026-11-26T10:00:00.000Z-1a2b3c4d5e6f.json`: one event, its key sorting by its time. */
+/** `2026-11-26/2026-11-26T10:00:00.000Z-1a2b3c4d5e6f.json`: one or more events, the key sorting by the latest one's time. */
 const EVENT_NAME = /^(\d{4}-\d{2}-\d{2})\/(\d{4}-\d{2}-\d{2}T[\d:.]+Z)-[0-9a-f]+\.json$/;
 
 /** The principal fields an audit line keeps: copied one by one, so nothing else of a value can slip in. */
@@ -122,12 +124,14 @@ export interface AuditReadOptions {
   readonly limit: number;
 }
 
-/** The audit log of one bucket and layout: each event created once (`If-None-Match: *`) under a key of its own that sorts by its time. */
+/** The audit log of one bucket and layout: each object of events created once (`If-None-Match: *`) under a key of its own that sorts by their time. */
 export class AuditLog {
   private readonly prefix: string;
   private readonly deadlineMs: number;
   private readonly now: () => Date;
   private writing = 0;
+  private readonly queue: Waiting[] = [];
+  private flushing = false;
 
   constructor(
     private readonly store: ObjectStoreDriver,
@@ -155,33 +159,52 @@ export class AuditLog {
     return this.writing;
   }
 
-  /** Store the change's event, retrying within the deadline: false when the store did not take it in time (then `onLost` has it). */
-  async record(entry: AuditEntry): Promise<boolean> {
+  /**
+   * Store the change's event, retrying within the deadline: false when the store did not take it in time (then `onLost` has it).
+   * Group commit: events that arrive while an object is being stored go together into the next one.
+   */
+  record(entry: AuditEntry): Promise<boolean> {
     const rec = auditRecord(entry, this.now());
-    const line = `${JSON.stringify(rec)}\n`;
-    const key = this.eventKey(rec.time);
-    const end = Date.now() + this.deadlineMs;
-    this.writing++;
-    try {
-      for (let pause = RETRY_BASE_MS; ; pause *= 2) {
-        try {
-          await within(this.store.put(key, Buffer.from(line, "utf8"), { contentType: "application/json", ifNoneMatch: true }), end, key);
-          return true;
-        } catch (e) {
-          // The key is this event's alone: there already means an earlier try landed unanswered.
-          if (isObjstateError(e, "PRECONDITION_FAILED")) return true;
-          this.options.onError?.(e);
-          // No try starts past the deadline (it would only fail on it); a timer can fire late.
-          const wait = pause * (0.5 + Math.random());
-          if (Date.now() + wait >= end) break;
-          await sleep(wait);
-          if (Date.now() >= end) break;
-        }
+    return new Promise((done) => {
+      this.queue.push({ line: `${JSON.stringify(rec)}\n`, time: rec.time, end: Date.now() + this.deadlineMs, done });
+      this.writing++;
+      if (this.queue.length === 1 && !this.flushing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, MAX_BATCH);
+      const stored = await this.store1(batch);
+      for (const w of batch) {
+        this.writing--;
+        if (!stored) this.options.onLost?.(w.line);
+        w.done(stored);
       }
-      this.options.onLost?.(line);
-      return false;
-    } finally {
-      this.writing--;
+    }
+    this.flushing = false;
+  }
+
+  /** One object of `batch`'s lines, keyed by its latest time (a reader skips it only when all its events are older), within the earliest deadline. */
+  private async store1(batch: Waiting[]): Promise<boolean> {
+    const key = this.eventKey(batch.reduce((t, w) => (w.time > t ? w.time : t), ""));
+    const end = Math.min(...batch.map((w) => w.end));
+    const body = Buffer.from(batch.map((w) => w.line).join(""), "utf8");
+    for (let pause = RETRY_BASE_MS; ; pause *= 2) {
+      try {
+        await within(this.store.put(key, body, { contentType: "application/json", ifNoneMatch: true }), end, key);
+        return true;
+      } catch (e) {
+        // The key is this batch's alone: there already means an earlier try landed unanswered.
+        if (isObjstateError(e, "PRECONDITION_FAILED")) return true;
+        this.options.onError?.(e);
+        // No try starts past the deadline (it would only fail on it); a timer can fire late.
+        const wait = pause * (0.5 + Math.random());
+        if (Date.now() + wait >= end) return false;
+        await sleep(wait);
+        if (Date.now() >= end) return false;
+      }
     }
   }
 
@@ -234,6 +257,14 @@ export class AuditLog {
     }
     return false;
   }
+}
+
+/** An event waiting for its object. */
+interface Waiting {
+  readonly line: string;
+  readonly time: string;
+  readonly end: number;
+  readonly done: (stored: boolean) => void;
 }
 
 type Filling = { records: AuditRecord[]; truncated: boolean; unreadable: number };

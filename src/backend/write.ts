@@ -1,7 +1,7 @@
 /** The write flow (docs/design.md §5, §9–§10): the state checked and sealed, guarded, fenced and committed, under the lock. */
 import { isObjstateError, type ObjstateError } from "../errors.js";
 import type { DigestItem, LockTableDriver } from "../lock/types.js";
-import { isByteSource, md5OfSource, prefixOf, readThrough, sizeOf, wrapSource } from "../store/byte-source.js";
+import { bufferSource, isByteSource, md5OfSource, prefixOf, readThrough, sizeOf, wrapSource } from "../store/byte-source.js";
 import type { ByteSource, ObjectMeta } from "../store/types.js";
 import { checkState } from "../state/check.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
@@ -28,6 +28,8 @@ interface Incoming {
   readonly hashing: Promise<string>;
   /** The state sealed into `body` (an envelope): the same state stored under another nonce is the same content. */
   readonly plain?: Buffer | undefined;
+  /** `body` is a state in memory still to be checked: the store reads it through the check, whose verdict comes before its last slice. */
+  readonly checkLater?: boolean;
 }
 
 interface Current {
@@ -43,11 +45,17 @@ interface Current {
 
 /** Store the workspace's state (see `ObjectStoreBackend.writeState`) under the caller's lock or one taken here. */
 export async function writeState(ctx: BackendContext, workspace: string, given: Uint8Array | string | ByteSource, options: WriteOptions): Promise<WriteResult> {
-  const data = await checkState(isByteSource(given) ? given : toBuffer(given), workspace);
+  const bytes = isByteSource(given) ? given : toBuffer(given);
   const enc = options.stored === true ? undefined : ctx.encryption;
+  // A large plain state in memory is checked while the store reads it, so the check overlaps the upload.
+  const checkLater = enc === undefined && !isByteSource(bytes) && bytes.length >= PARALLEL_MD5_MIN;
+  const data = checkLater ? bytes : await checkState(bytes, workspace);
   const plain = enc === undefined ? undefined : await wholeState(data);
   const sealed = enc === undefined || plain === undefined ? undefined : await sealState(enc, plain, workspace);
-  const input = await prepareIncoming(sealed ?? data, sealed === undefined ? options.md5 : undefined, sealed === plain ? undefined : plain);
+  const input = {
+    ...(await prepareIncoming(sealed ?? data, sealed === undefined ? options.md5 : undefined, sealed === plain ? undefined : plain)),
+    checkLater,
+  };
   // The guard compares the state's own lineage and serial (the envelope's clear copies agree with them).
   const lock = { lockId: options.lockId, wait: options.wait, operation: "writeState", owner: lockOwnerOf(options.principal) };
   const result = await ctx.withLock(workspace, lock, (l) => writeFenced(ctx, workspace, input, l.taken, options));
@@ -153,8 +161,9 @@ async function storeAndCommit(
   const known = isByteSource(input.body) || input.size < PARALLEL_MD5_MIN ? await input.hashing : undefined;
   const metadata = writeMetadata(ctx, input.header, lockId, holder, known, options);
   if (locks !== undefined) Object.assign(metadata, intentMetadata(seen));
+  const body = input.checkLater === true && !isByteSource(input.body) ? await checkState(bufferSource(input.body), workspace) : input.body;
   try {
-    await ctx.store.put(path, withProgress(input.body, options.onProgress), {
+    await ctx.store.put(path, withProgress(body, options.onProgress), {
       ...ctx.putOptions(),
       md5: known ?? input.hashing,
       metadata,
@@ -165,7 +174,7 @@ async function storeAndCommit(
     // A PUT retried after its reply was lost finds its own first attempt stored: that is success.
     if (!(await storedIsOurs(ctx, path, await input.hashing, lockId))) throw await lostRace(ctx, workspace, locks, lockId, e);
   }
-  if (!isByteSource(input.body)) options.onProgress?.(input.size, input.size);
+  if (!isByteSource(body)) options.onProgress?.(input.size, input.size);
   await options.onStored?.();
   const digest = await input.hashing;
   if (locks !== undefined) {

@@ -509,18 +509,9 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   private async putSingle(params: S3.PutObjectCommandInput, body: Buffer, options: PutOptions): Promise<void> {
-    // Content-MD5 when the hash is known up front; when it is still being computed (large
-    // states), send at once and compare the stored object's plain-MD5 ETag afterwards.
-    const pending = typeof options.md5 === "object" ? options.md5 : undefined;
-    const known = typeof options.md5 === "string" ? options.md5 : pending === undefined ? createHash("md5").update(body).digest("hex") : undefined;
+    const known = typeof options.md5 === "object" ? undefined : (options.md5 ?? createHash("md5").update(body).digest("hex"));
     const res = await this.client.send(new S3.PutObjectCommand({ ...params, ContentMD5: known === undefined ? undefined : base64(known) }));
-    const etag = pending === undefined ? undefined : plainMd5Etag(res);
-    if (etag !== undefined && etag !== (await pending)) {
-      throw new ObjstateError(
-        "STORE_INTEGRITY",
-        `the object store stored "${params.Key ?? "?"}" with MD5 ${etag}, but the bytes sent hash to ${await pending}: the upload was damaged in transit; write it again`,
-      );
-    }
+    await afterPendingMd5(res, options.md5, params.Key);
   }
 
   private async putMultipart(params: S3.PutObjectCommandInput, body: PutBody, options: PutOptions): Promise<void> {
@@ -540,13 +531,13 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   /**
-   * One PutObject streamed from the source with `Content-Length` and `Content-MD5` (the store
-   * refuses bytes that changed since they were hashed). The SDK does not retry a streamed
+   * One PutObject streamed from the source with `Content-Length` and, when the hash is known,
+   * `Content-MD5` (the store refuses bytes that changed since they were hashed). The SDK does not retry a streamed
    * body, so transient failures are retried here, each attempt reading the source again.
    */
   private async putStreamed(params: S3.PutObjectCommandInput, source: ByteSource, options: PutOptions, conditional: boolean): Promise<void> {
     const what = `the bytes for ${params.Key ?? "?"}`;
-    const md5 = (await options.md5) ?? (await md5OfSource(source, what));
+    const md5 = typeof options.md5 === "object" ? undefined : (options.md5 ?? (await md5OfSource(source, what)));
     // The shared client's deadline grows only with a body it can measure: each attempt gets a
     // client whose deadline is what is left of the one this body deserves.
     const deadline = Date.now() + deadlineMs(this.timeouts, source.size);
@@ -561,9 +552,9 @@ export class S3Driver implements ObjectStoreDriver {
         controller.abort(e);
       });
       try {
-        const input = { ...params, Body: body, ContentLength: source.size, ContentMD5: base64(md5) };
-        await client.send(new S3.PutObjectCommand(input), { abortSignal: controller.signal });
-        return;
+        const input = { ...params, Body: body, ContentLength: source.size, ContentMD5: md5 === undefined ? undefined : base64(md5) };
+        const res = await client.send(new S3.PutObjectCommand(input), { abortSignal: controller.signal });
+        return await afterPendingMd5(res, options.md5, params.Key);
       } catch (e) {
         if (failed !== undefined) throw failed;
         const pause = RETRY_BASE_MS * 2 ** (attempt - 1) * (0.5 + Math.random());
@@ -636,6 +627,19 @@ async function* exactBody(body: unknown, length: number | undefined): AsyncGener
  * A streamed request body over one read of the source, exactly `source.size` bytes (fewer
  * or more is an error of the stream, which ends the request).
  */
+/**
+ * Content-MD5 goes with the hash known up front; a hash still being computed (bytes in memory,
+ * hashed beside the upload) is compared with the stored object's plain-MD5 ETag afterwards.
+ */
+async function afterPendingMd5(res: S3.PutObjectCommandOutput, md5: PutOptions["md5"], key: string | undefined): Promise<void> {
+  const etag = typeof md5 === "object" ? plainMd5Etag(res) : undefined;
+  if (etag === undefined || etag === (await md5)) return;
+  throw new ObjstateError(
+    "STORE_INTEGRITY",
+    `the object store stored "${key ?? "?"}" with MD5 ${etag}, but the bytes sent hash to ${await md5}: the upload was damaged in transit; write it again`,
+  );
+}
+
 function sourceStream(source: ByteSource, what: string): Readable {
   async function* exact(): AsyncGenerator<Uint8Array> {
     let total = 0;

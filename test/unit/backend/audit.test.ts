@@ -138,7 +138,7 @@ describe("audit log", () => {
     for (const key of keys) assert.ok(!(await store.get(key))!.body.toString().includes("secret-token-value"));
   });
 
-  it("two replicas at once: every event stored once, each in its own object, none replacing another", async () => {
+  it("two replicas at once: every event stored once, events that waited grouped into one object, none replacing another", async () => {
     const { endpoint, bucket, store } = await freshStore();
     // Two drivers over one bucket: two servers, each with its own process state.
     const other = await openStore({ bucket, endpoint });
@@ -148,13 +148,32 @@ describe("audit log", () => {
     const results = await Promise.all(Array.from({ length: n }, (_, i) => [a.record(entry(`a-${i}`)), b.record(entry(`b-${i}`))]).flat());
     assert.ok(results.every((r) => r));
     const keys = await keysOf(store);
-    assert.equal(keys.length, 2 * n);
+    // Group commit: each log stores its first event alone, and the 39 that waited for it in one more object.
+    assert.equal(keys.length, 4, keys.join(","));
     const page = await a.read({ since: new Date(Date.now() - 3_600_000), limit: 1000 });
     const want = Array.from({ length: n }, (_, i) => [`a-${i}`, `b-${i}`])
       .flat()
       .sort();
     assert.deepEqual(page.records.map((r) => r.workspace).sort(), want);
     for (const key of keys) assert.equal(await versionsOf(store, key), 1, `${key} was written once`);
+  });
+
+  it("an object of grouped events is keyed by its latest event: a read from a time between them finds the later one", async () => {
+    const { store } = await freshStore();
+    const times = ["2026-11-26T10:00:00.000Z", "2026-11-26T10:00:01.000Z", "2026-11-26T10:00:02.000Z"].map((t) => new Date(t));
+    const log = new AuditLog(store, L, { now: () => times.shift() ?? new Date() });
+    assert.deepEqual(await Promise.all(["first", "grouped-1", "grouped-2"].map((w) => log.record(entry(w)))), [true, true, true]);
+    const keys = await keysOf(store);
+    assert.equal(keys.length, 2, keys.join(","));
+    assert.ok(
+      keys.some((k) => k.includes("/2026-11-26T10:00:02.000Z-")),
+      keys.join(","),
+    );
+    const page = await log.read({ since: new Date("2026-11-26T10:00:01.500Z"), limit: 10 });
+    assert.deepEqual(
+      page.records.map((r) => r.workspace),
+      ["grouped-2"],
+    );
   });
 
   it("a write that landed but whose answer was lost is tried again and finds itself there: one object, one event", async () => {
