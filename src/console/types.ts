@@ -1,8 +1,4 @@
-/**
- * What the console needs from the server it is mounted in: the data and actions
- * ({@link ConsoleApi}, backed by the same library calls as the JSON API) and who asks
- * ({@link ConsoleContext}). The console implements no operation itself.
- */
+/** What the console needs from its server: the data and actions ({@link ConsoleApi}) and who asks ({@link ConsoleContext}). */
 import type { StateDiff } from "../state/diff.js";
 import type { Principal } from "../backend/principal.js";
 import { isObjstateError, type ObjstateError } from "../errors.js";
@@ -45,7 +41,7 @@ export interface WorkspaceSummary {
 export const ENCRYPTED = "encrypted";
 export type Encrypted = typeof ENCRYPTED;
 
-/** A state's content is an envelope the server has no key for: {@link ENCRYPTED}, not a failure. */
+/** {@link ENCRYPTED} for a `STATE_ENCRYPTED` failure; any other is thrown again. */
 export function encryptedOr(e: unknown): Encrypted {
   if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
   throw e;
@@ -123,16 +119,6 @@ export interface ConsoleLogEntry {
   readonly code?: string | undefined;
 }
 
-/** What the console answered, for the server's request log and metrics. */
-export interface ConsoleAnswer {
-  /** The route pattern (`/workspaces/:workspace/history`): a fixed set, fit for a metric label. */
-  readonly route: string;
-  /** Body bytes sent (0 for HEAD and 304). */
-  readonly bytes: number;
-  /** The lock poll, which pages repeat on their own: a debug line, not an info one. */
-  readonly routine: boolean;
-}
-
 /** Per-request context the server hands to `handleConsole`. */
 export interface ConsoleContext {
   readonly user: string;
@@ -157,6 +143,6 @@ export interface ConsoleContext {
   readonly pollMs?: number | undefined;
   /** The window of a form body's minimum-rate rule (default 30 s). */
   readonly clientTimeoutMs?: number | undefined;
-  /** Told once per request the console answered. */
-  onAnswer?: ((answer: ConsoleAnswer) => void) | undefined;
+  /** Told once per answered request: its route pattern (a metric label), body bytes sent, and whether it is the lock poll (a debug line). */
+  onAnswer?: ((answer: { readonly route: string; readonly bytes: number; readonly routine: boolean }) => void) | undefined;
 }
