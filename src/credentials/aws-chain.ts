@@ -1,13 +1,8 @@
 /**
- * The standard AWS credential chain, consulted after the seed's own sources gave nothing
- * (docs/decisions/019-aws-credential-chain.md): each step is one of the SDK's own providers,
- * run in the order of its Node default chain so that objstate can say which one won and why
- * each before it gave nothing: `aws:env` (fromEnv), `aws:profile|process|sso:NAME` (fromIni),
- * `aws:web-identity` (fromTokenFile), `aws:container-metadata` (fromHttp), else
- * `aws:instance-metadata` (fromInstanceMetadata). Metadata services are asked only when the
- * chain reaches them, with a short timeout and no retries. The AWS files are read here only
- * to name a profile's kind (without running anything, for `objstate config`) and to explain
- * why a profile gave nothing; credentials always come from the SDK's providers.
+ * The standard AWS credential chain (docs/decisions/019-aws-credential-chain.md): the SDK's own
+ * providers, one step each in the order of its Node default chain, so that objstate can say which
+ * one won and why each before it gave nothing. The AWS files are read here only to name a
+ * profile's kind and explain why it gave nothing; credentials always come from the SDK.
  */
 import * as path from "node:path";
 import { isObjstateError, ObjstateError } from "../errors.js";
@@ -41,43 +36,23 @@ type SdkFailure = { name?: unknown; message?: unknown; code?: unknown; statusCod
 
 const set = (v: string | undefined): v is string => v !== undefined && v !== "";
 
-/** The two files, as the SDK finds them: `AWS_CONFIG_FILE` / `AWS_SHARED_CREDENTIALS_FILE`, else under `~/.aws`. */
-export interface AwsFiles {
-  readonly config: string;
-  readonly credentials: string;
-}
-
-/** Where the SDK reads its files under `env` (`~` expanded against HOME, as the SDK does). */
-function awsFiles(env: Env): AwsFiles {
-  const home = (p: string): string => expandHome(p, env);
-  return {
-    config: home(set(env["AWS_CONFIG_FILE"]) ? env["AWS_CONFIG_FILE"] : path.join("~", ".aws", "config")),
-    credentials: home(set(env["AWS_SHARED_CREDENTIALS_FILE"]) ? env["AWS_SHARED_CREDENTIALS_FILE"] : path.join("~", ".aws", "credentials")),
-  };
-}
-
 /** The kind of credentials a profile holds, in `fromIni`'s order. */
-export type ProfileKind = "role" | "keys" | "web-identity" | "process" | "sso";
+type ProfileKind = "role" | "keys" | "web-identity" | "process" | "sso";
 
-export type ProfileView =
-  | { readonly found: false; readonly name: string; readonly files: AwsFiles; readonly problems: readonly string[] }
-  | {
-      readonly found: true;
-      readonly name: string;
-      readonly files: AwsFiles;
-      readonly problems: readonly string[];
-      readonly kind: ProfileKind | undefined;
-      readonly file: string;
-      readonly keys: ReadonlyMap<string, string>;
-    };
+interface ProfileView {
+  readonly name: string;
+  /** Where the SDK reads its two files. */
+  readonly files: { readonly config: string; readonly credentials: string };
+  readonly problems: readonly string[];
+  /** The file whose keys decide the kind; undefined when neither file has the profile. */
+  readonly file?: string | undefined;
+  readonly kind?: ProfileKind | undefined;
+  readonly keys?: ReadonlyMap<string, string>;
+}
 
 type Sections = Map<string, Map<string, string>>;
 
-/**
- * The sections of an INI text as the SDK's parser reads them: `#` and `;` start a comment at
- * the start of a line or after a space; `key =` with nothing after it opens a sub-section
- * whose indented lines are `key.sub`.
- */
+/** An INI text's sections as the SDK reads them: `#`/`;` comments, and `key =` opening a sub-section of indented `key.sub` lines. */
 export function parseIni(text: string): Sections {
   const out: Sections = new Map();
   let current: Map<string, string> | undefined;
@@ -137,16 +112,17 @@ function kindOf(keys: ReadonlyMap<string, string>): ProfileKind | undefined {
 
 /** Read the selected profile from both files (the credentials file's keys win, as in the SDK). */
 export function readAwsProfile(env: Env): ProfileView {
-  const files = awsFiles(env);
+  const fileOf = (variable: string, name: string): string => expandHome(set(env[variable]) ? env[variable] : path.join("~", ".aws", name), env);
+  const files = { config: fileOf("AWS_CONFIG_FILE", "config"), credentials: fileOf("AWS_SHARED_CREDENTIALS_FILE", "credentials") };
   const name = set(env["AWS_PROFILE"]) ? env["AWS_PROFILE"] : "default";
   const problems: string[] = [];
   const fromConfig = configSection(readIni(files.config, problems), name);
   const fromCredentials = readIni(files.credentials, problems).get(name);
-  if (fromConfig === undefined && fromCredentials === undefined) return { found: false, name, files, problems };
+  if (fromConfig === undefined && fromCredentials === undefined) return { name, files, problems };
   const keys = new Map([...(fromConfig ?? []), ...(fromCredentials ?? [])]);
   // Name the file whose keys decide the kind (the credentials file's, when they do).
   const file = fromCredentials !== undefined && (fromConfig === undefined || kindOf(fromCredentials) !== undefined) ? files.credentials : files.config;
-  return { found: true, name, files, problems, kind: kindOf(keys), file, keys };
+  return { name, files, problems, kind: kindOf(keys), file, keys };
 }
 
 const PROFILE_KIND_TEXT: Record<ProfileKind, string> = {
@@ -161,10 +137,11 @@ function profileLabel(name: string, kind: ProfileKind | undefined): string {
   return kind === "process" ? `aws:process:${name}` : kind === "sso" ? `aws:sso:${name}` : `aws:profile:${name}`;
 }
 
-function profileSource(view: ProfileView & { found: true }, kind: ProfileKind | undefined, sts: string | undefined): string {
+/** The source line of a profile the files have (`file` set). */
+function profileSource(view: ProfileView, kind: ProfileKind | undefined, sts: string | undefined): string {
   const what = kind === undefined ? "profile" : PROFILE_KIND_TEXT[kind];
   const via = (kind === "role" || kind === "web-identity") && sts !== undefined ? ` at ${redactUrl(sts)}` : "";
-  const source = view.keys.get("source_profile");
+  const source = view.keys?.get("source_profile");
   const from = kind === "role" && set(source) ? ` from source_profile ${source}` : "";
   return `${profileLabel(view.name, kind)} (${what}${via}${from} in ${view.file})`;
 }
@@ -181,11 +158,7 @@ function kindFromSdk(c: object): ProfileKind | undefined {
   return undefined;
 }
 
-/**
- * What a failed provider said, fit to print: its name, network code and HTTP status, and the
- * first line of its message up to anything quoted (a parser quotes the answer, which may hold
- * keys; a failed `credential_process` quotes its command line).
- */
+/** What a failed provider said, up to anything quoted (an answer with keys, a `credential_process` command line), with its name, code and HTTP status. */
 export function describeProviderFailure(e: unknown): string {
   if (isObjstateError(e)) return e.message.split("\n")[0] as string;
   const r = (typeof e === "object" && e !== null ? e : {}) as SdkFailure;
@@ -247,7 +220,7 @@ function profileStep(env: Env): Step {
       sdk.fromIni({ ...ini, clientConfig: stsClientConfig(ctx) })();
   const label = `aws:profile:${view.name}`;
   const problems = view.problems.length === 0 ? "" : ` (${view.problems.join("; ")})`;
-  if (!view.found)
+  if (view.file === undefined)
     return { label, source: label, profile: view, provider, skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}` };
   if (view.kind === undefined) {
     const skip = `profile ${view.name} (${view.file}) has no credentials: no aws_access_key_id, role_arn, credential_process, sso_* or web_identity_token_file`;
@@ -317,10 +290,7 @@ export function planAwsChain(env: Env): string | undefined {
 
 let silenced = false;
 
-/**
- * The SDK's providers, its Node-version warning settled: the SDK warns once per process when
- * a client is first built, and these providers build STS clients objstate cannot wrap.
- */
+/** The SDK's providers, after a first client settled its once-per-process Node-version warning (they build STS clients objstate cannot wrap). */
 async function loadProviders(): Promise<SdkProviders> {
   const sdk = await import("@aws-sdk/credential-providers");
   if (!silenced) {
@@ -345,8 +315,8 @@ function shape(c: Credentials): Credentials {
 function sourceOf(step: Step, creds: object, ctx: AwsChainContext): string {
   const view = step.profile;
   if (view !== undefined) {
-    const kind = kindFromSdk(creds) ?? (view.found ? view.kind : undefined);
-    return view.found ? profileSource(view, kind, ctx.stsEndpoint) : profileLabel(view.name, kind);
+    const kind = kindFromSdk(creds) ?? view.kind;
+    return view.file === undefined ? profileLabel(view.name, kind) : profileSource(view, kind, ctx.stsEndpoint);
   }
   return step.label === "aws:web-identity" && ctx.stsEndpoint !== undefined
     ? step.source.replace(/ through STS\)$/, ` through STS at ${redactUrl(ctx.stsEndpoint)})`)
@@ -364,10 +334,8 @@ function failure(label: string, e: unknown, tried: readonly string[] = []): Objs
 }
 
 /**
- * Run the AWS chain: each step in order until one gives credentials. A step that finds
- * nothing (the SDK's chain would move on) is listed in `tried` with why; any other failure
- * (a role the profile may not assume, an unreadable token file) ends the chain with
- * `AWS_CREDENTIALS_FAILED` naming the step.
+ * Run the steps until one gives credentials. One that finds nothing (the SDK's chain would move on) is listed in
+ * `tried` with why; any other failure ends the chain with `AWS_CREDENTIALS_FAILED` naming the step.
  */
 export async function runAwsChain(ctx: AwsChainContext): Promise<{ readonly winner: AwsWinner | undefined; readonly tried: readonly string[] }> {
   const tried: string[] = [];
