@@ -51,16 +51,12 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
   }
 }
 
-/**
- * Jobs run in the background, at most `limit` at once and one per key (a key queued again
- * before it ran keeps its place). Failures are dropped: the next page view queues again.
- */
+/** Background jobs, at most `limit` at once and one per key (queued again, it keeps its place); failures dropped (the next view queues again). */
 export function backgroundQueue(limit: number): (key: string, job: () => Promise<unknown>) => void {
   const queued = new Map<string, () => Promise<unknown>>();
   const running = new Set<string>();
   let scheduled = false;
-  // Once per turn of the event loop: the embedded store answers without waiting on I/O, and
-  // starting each next job at once would hold the loop until the last.
+  // Once per turn of the event loop: the embedded store answers without I/O, and would hold the loop until the last job.
   const schedule = (): void => {
     if (scheduled) return;
     scheduled = true;
@@ -138,10 +134,8 @@ async function outputsOf(backend: ObjectStoreBackend, workspace: string): Promis
 }
 
 /**
- * The Workspaces page's rows and a workspace's summary. Counting resources reads the whole
- * state, and serial and who are object metadata (a HEAD each), so the list never waits for
- * either: counts are kept by the write they were made from (never stale), last writes by
- * workspace, and what is not known yet is read in the background and shown as "…".
+ * The Workspaces page's rows and a workspace's summary. The list never waits for a resource count (a whole state read) or a
+ * serial and who (a HEAD each): they are kept (counts by the write they came from), and read in the background until known.
  */
 function workspaceRows(backend: ObjectStoreBackend) {
   const counts = new Map<string, Count>();

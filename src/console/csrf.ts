@@ -1,12 +1,7 @@
 /**
- * The console's two defences against forms posted from another site (browsers resend Basic
- * credentials on any request). CSRF tokens: every action carries an HMAC of the user and a
- * time window under a key made at process start, good in its window and the next (1 to 2
- * hours by default); a restart invalidates open forms, the cost of keeping no state.
- * Origin: browsers send `Origin` on every cross-site POST (Chromium and Firefox on same-origin
- * ones too), so it must name the console's origin; without it the `Referer`'s origin must;
- * with neither the request is refused: a form the console served always carries one, and a
- * script that wants no browser uses the JSON API.
+ * The console's two defences against forms posted from another site (browsers resend Basic credentials): an HMAC token of
+ * the user and a time window under a per-process key (a restart invalidates open forms: no state is kept), and an `Origin`
+ * (else `Referer`) that must be the console's; with neither, refused: a browser sends one, and scripts use the JSON API.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";

@@ -101,10 +101,7 @@ async function readForm(req: IncomingMessage, ctx: ConsoleContext): Promise<URLS
   }
 }
 
-/**
- * Answer a console request. False when the path is not the console's (nothing was written);
- * true once it answered, errors included, after telling `ctx.onAnswer`.
- */
+/** Answer a console request: false when the path is not the console's (nothing written), else true once answered and told to `ctx.onAnswer`. */
 export async function handleConsole(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext): Promise<boolean> {
   const url = new URL(req.url ?? "/", "http://console.invalid");
   const path = mounted(ctx.base ?? "", url.pathname);
@@ -262,8 +259,7 @@ async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, fr
   if (current === undefined) throw consoleError(409, `${workspace} has no current state to roll back from.`);
   if (current.versionId === target.versionId) throw consoleError(409, `Version ${to} is already the current state of ${workspace}.`);
   const diff = await ctx.api.diff(workspace, current.versionId, target.versionId).catch(encryptedOr);
-  // An envelope is restored as it is, keeping its serial (docs/decisions/070); whether the
-  // target is one is known when its resources were counted, else the serial is not promised.
+  // An envelope keeps its serial (docs/decisions/070); whether the target is one is known only once its resources were counted.
   const keepsSerial = target.resources === ENCRYPTED;
   const unknown = (diff === ENCRYPTED && target.resources === undefined) || current.serial === null;
   const newSerial = keepsSerial ? target.serial : unknown ? null : (current.serial as number) + 1;
@@ -330,8 +326,7 @@ async function handleAction(
   const to = form.get("to") ?? "";
   const seen = form.get("current") ?? "";
   if (to === "" || seen === "") refuse(400, "no version", "The form names no version to roll back to.");
-  // The confirmation showed a diff from one current version; if another write came since,
-  // that diff is stale: ask again rather than apply something nobody saw.
+  // A write since the confirmation makes the diff it showed stale: ask again rather than apply something nobody saw.
   const latest = (await ctx.api.history(workspace, { limit: 1 })).find((v) => v.isLatest);
   if (latest?.versionId !== seen) refuse(409, "state changed since confirmation", `${workspace} was written since you confirmed: review the rollback again.`);
   try {

@@ -91,10 +91,7 @@ export function lockCell(tag: "p" | "td", workspace: string, lock: LockView | nu
 
 export const NO_VERSIONS = html`<p class="notice">This store keeps no versions (bucket versioning is off): turn it on with <code>objstate init --versioning</code>.</p>`;
 
-/**
- * A message as text, its `backtick` spans (flags, commands, fields in the library's
- * messages) as code; everything escaped. A lone backtick stays a backtick.
- */
+/** A message as escaped text, its `backtick` spans (flags, commands, fields) as code; a lone backtick stays one. */
 export function messageText(message: string): SafeHtml {
   const parts = message.split(/`([^`]+)`/);
   return html`${parts.map((part, i) => (i % 2 === 1 ? html`<code>${part}</code>` : part))}`;

@@ -1,8 +1,4 @@
-/**
- * The History page: versions newest first, a form to diff two, and a chart of resource count
- * and state size drawn as inline SVG on the server (no script, no style attribute: the
- * stylesheet colours it, so the Content-Security-Policy stays strict). Pure.
- */
+/** The History page: versions, a form to diff two, and a chart drawn as inline SVG (the stylesheet colours it: the CSP stays strict). Pure. */
 import { formatBytes, formatTime, operationName } from "../format.js";
 import { html, trusted, type SafeHtml } from "../html.js";
 import { crumbs, doneNotice, layout, NO_VERSIONS, rollbackLink, workspaceUrl, type Frame } from "../layout.js";

@@ -1,8 +1,4 @@
-/**
- * The Workspace page (lock, outputs, the latest versions) and the Force-unlock confirmation
- * (who holds the lock, since when, its lease, and a form that asks for the workspace's name
- * typed out and carries the lock ID shown). Pure.
- */
+/** The Workspace page (lock, outputs, latest versions) and the Force-unlock confirmation (the lock's facts, the name typed out). Pure. */
 import { formatAgo, formatBytes, formatTime, leaseText, lockAge, operationName } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { crumbs, csrfField, doneNotice, layout, lockCell, rollbackLink, workspaceUrl, type Frame } from "../layout.js";
