@@ -10,6 +10,7 @@ import type { Env } from "../resolve/settings.js";
 import type { Credentials } from "./types.js";
 import { redactText, redactUrl } from "../util/redact.js";
 import { DEFAULT_REGION, MAX_ATTEMPTS, resolveTimeouts, withoutNodeVersionWarning, type Timeouts } from "../io/sdk-client.js";
+import { field, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { describeReadProblem, FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { expandHome } from "./shared-file.js";
 import { METADATA_TIMEOUT_MS } from "./metadata.js";
@@ -32,7 +33,6 @@ export interface AwsWinner {
 
 type SdkProviders = typeof import("@aws-sdk/credential-providers");
 type Provider = () => Promise<Credentials>;
-type SdkFailure = { name?: unknown; message?: unknown; code?: unknown; statusCode?: unknown; $metadata?: { httpStatusCode?: unknown } };
 
 const set = (v: string | undefined): v is string => v !== undefined && v !== "";
 
@@ -161,23 +161,25 @@ function kindFromSdk(c: object): ProfileKind | undefined {
 /** What a failed provider said, up to anything quoted (an answer with keys, a `credential_process` command line), with its name, code and HTTP status. */
 export function describeProviderFailure(e: unknown): string {
   if (isObjstateError(e)) return e.message.split("\n")[0] as string;
-  const r = (typeof e === "object" && e !== null ? e : {}) as SdkFailure;
-  const name = typeof r.name === "string" && r.name !== "Error" ? `${r.name}: ` : "";
-  let text = typeof r.message === "string" ? (r.message.split("\n")[0] as string) : "";
+  const n = sdkErrorName(e);
+  const name = n !== undefined && n !== "Error" ? `${n}: ` : "";
+  const message = field(e, "message");
+  let text = typeof message === "string" ? (message.split("\n")[0] as string) : "";
   if (/^command failed/i.test(text)) text = "the command failed";
   text = redactText(text.split(/["'{`]/)[0] as string)
     .trim()
     .replace(/[:,]$/, "")
     .slice(0, 160);
-  const code = typeof r.code === "string" ? ` (${r.code})` : "";
-  const status = typeof r.statusCode === "number" ? r.statusCode : r.$metadata?.httpStatusCode;
-  return `${name}${text === "" ? "failed" : text}${code}${typeof status === "number" ? ` (HTTP ${status})` : ""}`;
+  const code = field(e, "code");
+  const given = field(e, "statusCode");
+  const status = typeof given === "number" ? given : sdkHttpStatus(e);
+  return `${name}${text === "" ? "failed" : text}${typeof code === "string" ? ` (${code})` : ""}${typeof status === "number" ? ` (HTTP ${status})` : ""}`;
 }
 
 /** Does the SDK's chain move on after this error (a provider error that allows it)? */
 function movesOn(e: unknown): boolean {
-  const r = e as { name?: unknown; tryNextLink?: unknown } | null;
-  return r !== null && typeof r === "object" && (r.name === "CredentialsProviderError" || r.name === "ProviderError") && r.tryNextLink !== false;
+  const name = sdkErrorName(e);
+  return (name === "CredentialsProviderError" || name === "ProviderError") && field(e, "tryNextLink") !== false;
 }
 
 interface Step {
