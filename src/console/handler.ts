@@ -14,7 +14,7 @@ import { renderDiff, renderDiffPicker, renderRollback } from "./pages/diff.js";
 import { renderHistory } from "./pages/history.js";
 import { renderForceUnlock, renderWorkspace } from "./pages/workspace.js";
 import { filterWorkspaces, renderWorkspaces, sortByLastWrite } from "./pages/workspaces.js";
-import { ENCRYPTED, encryptedOr, type ConsoleContext, type ConsoleLogEntry, type LockView, type VersionView } from "./types.js";
+import { ENCRYPTED, encryptedOr, type ConsoleContext, type ConsoleLogEntry, type LockView } from "./types.js";
 
 /** Versions the History page lists with `?all=1` (and the rollback confirmation searches). */
 export const HISTORY_LIMIT = 1000;
@@ -187,7 +187,8 @@ async function workspaceRoute(res: ServerResponse, ctx: ConsoleContext, frame: F
   // The History page, or the Diff page's form to pick two versions: the newest HISTORY_PAGE, one more to know whether to offer the rest.
   const all = sub === "/history" && params.get("all") === "1";
   const shown = all ? HISTORY_LIMIT : HISTORY_PAGE;
-  const found = await versionsOf(ctx, frame, workspace, all ? HISTORY_LIMIT : HISTORY_PAGE + 1);
+  const found = (await ctx.api.hasHistory()) ? await ctx.api.history(workspace, { limit: all ? HISTORY_LIMIT : HISTORY_PAGE + 1 }) : null;
+  if ((found === null || found.length === 0) && !(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
   const versions = found?.slice(0, shown) ?? null;
   const more = !all && found !== null && found.length > shown ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
   if (sub === "/diff") return send(res, 200, "text/html", renderDiffPicker({ frame, workspace, versions, from, to, more }));
@@ -202,13 +203,6 @@ async function sendLocks(res: ServerResponse, ctx: ConsoleContext, one: string |
   // fromEntries defines own properties: a workspace named __proto__ stays a plain key.
   const locks = Object.fromEntries(entries.map(([w, l]) => [w, l === null ? null : { id: l.id, text: lockText(l, now) }]));
   send(res, 200, "application/json", JSON.stringify({ locks }));
-}
-
-/** Up to `limit` versions, newest first (null when the store keeps none); a 404 when there are none and the workspace does not exist. */
-async function versionsOf(ctx: ConsoleContext, frame: Frame, workspace: string, limit: number): Promise<VersionView[] | null> {
-  const found = (await ctx.api.hasHistory()) ? await ctx.api.history(workspace, { limit }) : null;
-  if ((found === null || found.length === 0) && !(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
-  return found;
 }
 
 async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, params: URLSearchParams): Promise<void> {

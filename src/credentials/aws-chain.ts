@@ -91,15 +91,6 @@ function readIni(file: string, problems: string[]): Sections {
   }
 }
 
-/** The config file's section of a profile: `[default]` (or `[profile default]`), `[profile NAME]`. */
-function configSection(sections: Sections, name: string): Map<string, string> | undefined {
-  for (const [header, keys] of sections) {
-    const m = /^profile\s+(["']?)(.+)\1$/.exec(header);
-    if ((m !== null && m[2] === name) || (header === "default" && name === "default")) return keys;
-  }
-  return undefined;
-}
-
 function kindOf(keys: ReadonlyMap<string, string>): ProfileKind | undefined {
   const has = (k: string): boolean => keys.has(k);
   if (has("role_arn") && has("source_profile") !== has("credential_source")) return "role";
@@ -116,7 +107,9 @@ export function readAwsProfile(env: Env): ProfileView {
   const files = { config: fileOf("AWS_CONFIG_FILE", "config"), credentials: fileOf("AWS_SHARED_CREDENTIALS_FILE", "credentials") };
   const name = set(env["AWS_PROFILE"]) ? env["AWS_PROFILE"] : "default";
   const problems: string[] = [];
-  const fromConfig = configSection(readIni(files.config, problems), name);
+  // The config file's section of a profile: `[profile NAME]`, or `[default]` for default.
+  const isSection = (h: string): boolean => /^profile\s+(["']?)(.+)\1$/.exec(h)?.[2] === name || (h === "default" && name === "default");
+  const fromConfig = [...readIni(files.config, problems)].find(([h]) => isSection(h))?.[1];
   const fromCredentials = readIni(files.credentials, problems).get(name);
   if (fromConfig === undefined && fromCredentials === undefined) return { name, files, problems };
   const keys = new Map([...(fromConfig ?? []), ...(fromCredentials ?? [])]);
@@ -193,7 +186,8 @@ interface Step {
   readonly provider?: ((sdk: SdkProviders, ctx: AwsChainContext) => Provider) | undefined;
   /** Ends the chain whatever it gives (the SDK never asks IMDS after the container step). */
   readonly last?: boolean;
-  readonly profile?: ProfileView;
+  /** The winner's source line, when it depends on what was answered and where STS is (default `source`). */
+  readonly sourceOf?: (creds: object, ctx: AwsChainContext) => string;
 }
 
 const SILENT = Object.freeze({ trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined });
@@ -220,15 +214,20 @@ function profileStep(env: Env): Step {
     (sdk: SdkProviders, ctx: AwsChainContext): Provider =>
     () =>
       sdk.fromIni({ ...ini, clientConfig: stsClientConfig(ctx) })();
+  // The kind the SDK says it used, else the files'.
+  const sourceOf = (creds: object, ctx: AwsChainContext): string => {
+    const kind = kindFromSdk(creds) ?? view.kind;
+    return view.file === undefined ? profileLabel(view.name, kind) : profileSource(view, kind, ctx.stsEndpoint);
+  };
   const label = `aws:profile:${view.name}`;
   const problems = view.problems.length === 0 ? "" : ` (${view.problems.join("; ")})`;
   if (view.file === undefined)
-    return { label, source: label, profile: view, provider, skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}` };
+    return { label, source: label, sourceOf, provider, skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}` };
   if (view.kind === undefined) {
     const skip = `profile ${view.name} (${view.file}) has no credentials: no aws_access_key_id, role_arn, credential_process, sso_* or web_identity_token_file`;
-    return { label, source: label, profile: view, provider, skip };
+    return { label, source: label, sourceOf, provider, skip };
   }
-  return { label: profileLabel(view.name, view.kind), source: profileSource(view, view.kind, undefined), profile: view, provider };
+  return { label: profileLabel(view.name, view.kind), source: profileSource(view, view.kind, undefined), sourceOf, provider };
 }
 
 /** The steps as the environment and files describe them, without contacting anything. */
@@ -241,12 +240,15 @@ function planAwsSteps(env: Env): Step[] {
       ? undefined
       : "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set";
   const tokenFile = set(env["AWS_WEB_IDENTITY_TOKEN_FILE"]) && set(env["AWS_ROLE_ARN"]);
+  const role = `role ${env["AWS_ROLE_ARN"] ?? ""} through STS`;
   const steps: Step[] = [
     { label: "aws:env", source: `aws:env (${envUsed})`, skip: envSkip, provider: envSkip === undefined ? (sdk) => sdk.fromEnv({ logger: SILENT }) : undefined },
     profileStep(env),
     {
       label: "aws:web-identity",
-      source: `aws:web-identity (AWS_WEB_IDENTITY_TOKEN_FILE, role ${env["AWS_ROLE_ARN"] ?? ""} through STS)`,
+      source: `aws:web-identity (AWS_WEB_IDENTITY_TOKEN_FILE, ${role})`,
+      sourceOf: (_, ctx) =>
+        `aws:web-identity (AWS_WEB_IDENTITY_TOKEN_FILE, ${role}${ctx.stsEndpoint === undefined ? "" : ` at ${redactUrl(ctx.stsEndpoint)}`})`,
       skip: tokenFile ? undefined : "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN are not both set",
       provider: tokenFile ? (sdk, ctx) => () => sdk.fromTokenFile({ logger: SILENT, clientConfig: stsClientConfig(ctx) })() : undefined,
     },
@@ -313,18 +315,6 @@ function shape(c: Credentials): Credentials {
   };
 }
 
-/** The winner's source line: for a profile, the kind the SDK says it used; STS's endpoint when known. */
-function sourceOf(step: Step, creds: object, ctx: AwsChainContext): string {
-  const view = step.profile;
-  if (view !== undefined) {
-    const kind = kindFromSdk(creds) ?? view.kind;
-    return view.file === undefined ? profileLabel(view.name, kind) : profileSource(view, kind, ctx.stsEndpoint);
-  }
-  return step.label === "aws:web-identity" && ctx.stsEndpoint !== undefined
-    ? step.source.replace(/ through STS\)$/, ` through STS at ${redactUrl(ctx.stsEndpoint)})`)
-    : step.source;
-}
-
 function failure(label: string, e: unknown, tried: readonly string[] = []): ObjstateError {
   if (isObjstateError(e)) return e;
   const before = tried.length === 0 ? "" : ` (after: ${tried.join("; ")})`;
@@ -359,7 +349,7 @@ export async function runAwsChain(ctx: AwsChainContext): Promise<{ readonly winn
     };
     try {
       const first = await provider();
-      return { winner: { first: shape(first), fetch, source: sourceOf(step, first, ctx) }, tried };
+      return { winner: { first: shape(first), fetch, source: step.sourceOf?.(first, ctx) ?? step.source }, tried };
     } catch (e) {
       if (!movesOn(e)) throw failure(step.label, e, tried);
       tried.push(`${step.label}: ${step.skip ?? describeProviderFailure(e)}`);

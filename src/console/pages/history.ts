@@ -20,9 +20,6 @@ export interface HistoryView {
 const ENCRYPTED_VERSIONS =
   "Versions marked encrypted were encrypted by their client (OpenTofu's state encryption), and this server has no key for them: their resources are not counted and their content cannot be compared. They can still be rolled back to (the bytes are restored as they are).";
 
-/** Versions that hold a state (delete markers have no content to diff or restore). */
-const stateVersions = (vs: readonly VersionView[]): VersionView[] => vs.filter((v) => !v.deleteMarker);
-
 function row(v: HistoryView, ver: VersionView, fromDefault: string | undefined, toDefault: string | undefined): SafeHtml {
   const f = v.frame;
   const radio = (name: "from" | "to", checked: boolean): SafeHtml =>
@@ -44,7 +41,8 @@ export function renderHistory(v: HistoryView): SafeHtml {
   const f = v.frame;
   const trail = { crumbs: crumbs(f, v.workspace) };
   if (v.versions === null) return layout(f, `History of ${v.workspace}`, NO_VERSIONS, trail);
-  const states = stateVersions(v.versions);
+  // Delete markers have no content to diff or restore.
+  const states = v.versions.filter((x) => !x.deleteMarker);
   const toDefault = states[0]?.versionId;
   const fromDefault = states[1]?.versionId;
   const points = [...states].reverse().map((x) => ({ resources: x.resources === ENCRYPTED ? undefined : x.resources, size: x.size }));
