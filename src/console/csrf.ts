@@ -6,22 +6,14 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 
-export interface CsrfOptions {
-  /** HMAC key (default: 32 random bytes, new each process). */
-  readonly key?: Buffer | undefined;
-  /** Window length (default one hour). */
-  readonly windowMs?: number | undefined;
-  readonly now?: (() => number) | undefined;
-}
-
-/** One instance per process. */
+/** One instance per process: HMAC `key` (default 32 random bytes, new each process), windows of `windowMs` (default one hour). */
 export class CsrfTokens {
   // A true private field: not reachable by JSON, inspect or a stray Object.keys.
   readonly #key: Buffer;
   private readonly windowMs: number;
   private readonly now: () => number;
 
-  constructor(options: CsrfOptions = {}) {
+  constructor(options: { readonly key?: Buffer | undefined; readonly windowMs?: number | undefined; readonly now?: (() => number) | undefined } = {}) {
     this.#key = options.key ?? randomBytes(32);
     this.windowMs = options.windowMs ?? 3_600_000;
     this.now = options.now ?? Date.now;
