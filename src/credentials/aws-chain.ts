@@ -34,7 +34,8 @@ export interface AwsWinner {
 type SdkProviders = typeof import("@aws-sdk/credential-providers");
 type Provider = () => Promise<Credentials>;
 
-const set = (v: string | undefined): v is string => v !== undefined && v !== "";
+/** Set and not empty. */
+export const set = (v: string | undefined): v is string => v !== undefined && v !== "";
 
 /** The kind of credentials a profile holds, in `fromIni`'s order. */
 type ProfileKind = "role" | "keys" | "web-identity" | "process" | "sso";

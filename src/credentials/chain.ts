@@ -11,7 +11,7 @@ import { refreshing, type Clock } from "./refresh.js";
 import { serverNow } from "../io/server-clock.js";
 import type { Timeouts } from "../io/sdk-client.js";
 import { assumeRole } from "./sts.js";
-import { planAwsChain, runAwsChain } from "./aws-chain.js";
+import { planAwsChain, runAwsChain, set } from "./aws-chain.js";
 
 /** An identity and where it came from (for the resolution report). */
 export interface Identity {
@@ -34,8 +34,6 @@ export interface ChainOptions {
   readonly cwd?: string | undefined;
   readonly timeouts?: Partial<Timeouts> | undefined;
 }
-
-const set = (v: string | undefined): v is string => v !== undefined && v !== "";
 
 /** Why the AWS chain is not consulted: the seed named an identity (another must not stand in for it), or `env` is not the one the SDK reads. */
 function awsChainBarred(s: ResolvedBackendSettings, env: Env): string | undefined {
