@@ -1,7 +1,4 @@
-/**
- * `backendConsoleApi(backend)`: the console's {@link ConsoleApi} over an `ObjectStoreBackend`,
- * through the same library calls the JSON API makes; no second implementation of any operation.
- */
+/** The console's {@link ConsoleApi} over an `ObjectStoreBackend`, through the library calls the JSON API makes. */
 import type { DiffOptions, LastWrite as BackendLastWrite, ObjectStoreBackend, StateVersion, WorkspaceObject } from "../backend/backend.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import type { LockInfo } from "../backend/locks/lock-info.js";
@@ -9,22 +6,6 @@ import { stringifyExact } from "../json/exact-json.js";
 import { readStateDocument } from "../state/document.js";
 import { isObjstateError } from "../errors.js";
 import { ENCRYPTED, encryptedOr, type ConsoleApi, type Encrypted, type LockView, type OutputView, type VersionView, type WorkspaceSummary } from "./types.js";
-
-export type ConsoleBackend = Pick<
-  ObjectStoreBackend,
-  | "listWorkspaces"
-  | "listWorkspaceObjects"
-  | "lockInfo"
-  | "locks"
-  | "lastWrite"
-  | "readState"
-  | "unlock"
-  | "history"
-  | "readVersion"
-  | "diff"
-  | "rollback"
-  | "versioning"
->;
 
 export interface BackendConsoleOptions {
   /** Newest versions whose resources are counted for the History chart (default 100). */
@@ -70,16 +51,12 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
   }
 }
 
-/**
- * Jobs run in the background, at most `limit` at once and one per key (a key queued again
- * before it ran keeps its place). Failures are dropped: the next page view queues again.
- */
+/** Background jobs, at most `limit` at once and one per key (queued again, it keeps its place); failures dropped (the next view queues again). */
 export function backgroundQueue(limit: number): (key: string, job: () => Promise<unknown>) => void {
   const queued = new Map<string, () => Promise<unknown>>();
   const running = new Set<string>();
   let scheduled = false;
-  // Once per turn of the event loop: the embedded store answers without waiting on I/O, and
-  // starting each next job at once would hold the loop until the last.
+  // Once per turn of the event loop: the embedded store answers without I/O, and would hold the loop until the last job.
   const schedule = (): void => {
     if (scheduled) return;
     scheduled = true;
@@ -134,7 +111,7 @@ const writeKey = (w: { readonly etag: string | undefined; readonly lastModified:
   w.etag ?? `${w.lastModified ?? ""}/${w.size}`;
 
 /** Every lock from one table scan (or prefix listing), not one read per workspace. */
-async function allLocks(backend: ConsoleBackend): Promise<Map<string, LockView>> {
+async function allLocks(backend: ObjectStoreBackend): Promise<Map<string, LockView>> {
   const out = new Map<string, LockView>();
   for (const l of await backend.locks()) {
     if (l.workspace === null || out.has(l.workspace)) continue;
@@ -143,7 +120,7 @@ async function allLocks(backend: ConsoleBackend): Promise<Map<string, LockView>>
   return out;
 }
 
-async function outputsOf(backend: ConsoleBackend, workspace: string): Promise<OutputView[] | Encrypted> {
+async function outputsOf(backend: ObjectStoreBackend, workspace: string): Promise<OutputView[] | Encrypted> {
   const bytes = await backend.readState(workspace);
   let doc: ReturnType<typeof readStateDocument>;
   try {
@@ -157,12 +134,10 @@ async function outputsOf(backend: ConsoleBackend, workspace: string): Promise<Ou
 }
 
 /**
- * The Workspaces page's rows and a workspace's summary. Counting resources reads the whole
- * state, and serial and who are object metadata (a HEAD each), so the list never waits for
- * either: counts are kept by the write they were made from (never stale), last writes by
- * workspace, and what is not known yet is read in the background and shown as "…".
+ * The Workspaces page's rows and a workspace's summary. The list never waits for a resource count (a whole state read) or a
+ * serial and who (a HEAD each): they are kept (counts by the write they came from), and read in the background until known.
  */
-function workspaceRows(backend: ConsoleBackend) {
+function workspaceRows(backend: ObjectStoreBackend) {
   const counts = new Map<string, Count>();
   const countLater = backgroundQueue(COUNT_CONCURRENCY);
   const count = async (workspace: string, key: string): Promise<Count> => {
@@ -214,7 +189,7 @@ function workspaceRows(backend: ConsoleBackend) {
 }
 
 /** Version descriptions (a ranged read each) and their resource counts, kept (bounded) for the Rollback confirmation. */
-function versionDescriptions(backend: ConsoleBackend, chartVersions: number) {
+function versionDescriptions(backend: ObjectStoreBackend, chartVersions: number) {
   const counts = new Map<string, Count>();
   const views = new Map<string, VersionView>();
   const history = async (workspace: string, limit: number): Promise<VersionView[]> => {
@@ -241,7 +216,7 @@ function versionDescriptions(backend: ConsoleBackend, chartVersions: number) {
   return { history, version };
 }
 
-export function backendConsoleApi(backend: ConsoleBackend, options: BackendConsoleOptions = {}): ConsoleApi {
+export function backendConsoleApi(backend: ObjectStoreBackend, options: BackendConsoleOptions = {}): ConsoleApi {
   const versioningTtl = options.versioningTtlMs ?? 60_000;
   const now = options.now ?? Date.now;
   const rows = workspaceRows(backend);

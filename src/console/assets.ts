@@ -1,8 +1,4 @@
-/**
- * The console's two static files, a stylesheet and a small script (live lock state,
- * filter-as-you-type), served from its own origin: the Content-Security-Policy needs no
- * inline code and no hashes. Paths are under the console's base.
- */
+/** The console's stylesheet and script (live lock state, filter-as-you-type), served from its origin so the CSP needs nothing inline. */
 import { createHash } from "node:crypto";
 
 export const CSS_PATH = "/console/console.css";
@@ -102,9 +98,6 @@ const etag = (text: string): string => `"${createHash("sha256").update(text).dig
 export const CSS_ETAG = etag(CSS);
 export const JS_ETAG = etag(JS);
 
-/**
- * The policy every console response carries: nothing inline, nothing from elsewhere;
- * forms post only to this origin; no framing (clickjacking of the action buttons).
- */
+/** Every console page's policy: nothing inline or from elsewhere, forms post only here, no framing (clickjacking of the action buttons). */
 export const CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";

@@ -1,8 +1,4 @@
-/**
- * The console's pages and where an error page links back to: the console page the user came
- * from (the `Referer`, when it is one of this console's pages on this origin), else the
- * nearest page above the one that failed. Only console paths are ever linked. Pure.
- */
+/** The console's pages, and where an error page links back to (only ever a console path). Pure. */
 import { Router } from "../util/router.js";
 import { CSS_PATH, JS_PATH, LOCKS_PATH } from "./assets.js";
 import { query, workspaceUrl } from "./layout.js";

@@ -1,32 +1,19 @@
 /**
- * The console's two defences against forms posted from another site (browsers resend Basic
- * credentials on any request). CSRF tokens: every action carries an HMAC of the user and a
- * time window under a key made at process start, good in its window and the next (1 to 2
- * hours by default); a restart invalidates open forms, the cost of keeping no state.
- * Origin: browsers send `Origin` on every cross-site POST (Chromium and Firefox on same-origin
- * ones too), so it must name the console's origin; without it the `Referer`'s origin must;
- * with neither the request is refused: a form the console served always carries one, and a
- * script that wants no browser uses the JSON API.
+ * The console's two defences against forms posted from another site (browsers resend Basic credentials): an HMAC token of
+ * the user and a time window under a per-process key (a restart invalidates open forms: no state is kept), and an `Origin`
+ * (else `Referer`) that must be the console's; with neither, refused: a browser sends one, and scripts use the JSON API.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 
-export interface CsrfOptions {
-  /** HMAC key (default: 32 random bytes, new each process). */
-  readonly key?: Buffer | undefined;
-  /** Window length (default one hour). */
-  readonly windowMs?: number | undefined;
-  readonly now?: (() => number) | undefined;
-}
-
-/** One instance per process. */
+/** One instance per process: HMAC `key` (default 32 random bytes, new each process), windows of `windowMs` (default one hour). */
 export class CsrfTokens {
   // A true private field: not reachable by JSON, inspect or a stray Object.keys.
   readonly #key: Buffer;
   private readonly windowMs: number;
   private readonly now: () => number;
 
-  constructor(options: CsrfOptions = {}) {
+  constructor(options: { readonly key?: Buffer | undefined; readonly windowMs?: number | undefined; readonly now?: (() => number) | undefined } = {}) {
     this.#key = options.key ?? randomBytes(32);
     this.windowMs = options.windowMs ?? 3_600_000;
     this.now = options.now ?? Date.now;

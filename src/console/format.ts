@@ -23,28 +23,25 @@ export function formatTime(iso: string | undefined): string {
   return `${new Date(t).toISOString().slice(0, 16).replace("T", " ")} UTC`;
 }
 
+/** Below which age (ms) each unit (ms) is used. */
+const AGO_UNITS = [
+  [60_000, 1000, "s"],
+  [3_600_000, 60_000, "min"],
+  [172_800_000, 3_600_000, "h"],
+  [Infinity, 86_400_000, "d"],
+] as const;
+
 /** How long ago (or from now) `iso` is, relative to `now`: `5 min ago`, `in 2 h`. */
 export function formatAgo(iso: string | undefined, now: number): string {
   if (iso === undefined || iso === "") return "";
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return "";
-  const d = now - t;
-  const a = Math.abs(d);
-  const text =
-    a < 60_000
-      ? `${Math.round(a / 1000)} s`
-      : a < 3_600_000
-        ? `${Math.round(a / 60_000)} min`
-        : a < 172_800_000
-          ? `${Math.round(a / 3_600_000)} h`
-          : `${Math.round(a / 86_400_000)} d`;
-  return d >= 0 ? `${text} ago` : `in ${text}`;
+  const a = Math.abs(now - t);
+  const [, unit, name] = AGO_UNITS.find(([below]) => a < below) as (typeof AGO_UNITS)[number];
+  return now - t >= 0 ? `${Math.round(a / unit)} ${name} ago` : `in ${Math.round(a / unit)} ${name}`;
 }
 
-/**
- * The tool's run types as people say them: Terraform and OpenTofu write the Go name of their
- * run type (backendrun/operation_type.go) for plan, apply and refresh; import and console name none.
- */
+/** The Go names of the tool's run types (backendrun/operation_type.go) as people say them; import and console name none. */
 const RUN_TYPES: Readonly<Record<string, string>> = {
   OperationTypeApply: "apply",
   OperationTypePlan: "plan",

@@ -1,9 +1,4 @@
-/**
- * `handleConsole(req, res, ctx)`: the console's routes (`PAGES` in back.ts) for a node:http
- * server to mount. Reads and actions go through `ctx.api`; this module checks who may do
- * what, builds the pages' view models and answers. A workspace that does not exist (no
- * state, lock or version, and not `default`) is a 404.
- */
+/** The console's routes (`PAGES` in back.ts): who may do what, the pages' view models, reads and actions through `ctx.api`. */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { isObjstateError, ObjstateError, statusOf, type ErrorCode } from "../errors.js";
@@ -19,7 +14,7 @@ import { renderDiff, renderDiffPicker, renderRollback } from "./pages/diff.js";
 import { renderHistory } from "./pages/history.js";
 import { renderForceUnlock, renderWorkspace } from "./pages/workspace.js";
 import { filterWorkspaces, renderWorkspaces, sortByLastWrite } from "./pages/workspaces.js";
-import { ENCRYPTED, encryptedOr, type ConsoleContext, type ConsoleLogEntry, type LockView, type VersionView } from "./types.js";
+import { ENCRYPTED, encryptedOr, type ConsoleContext, type ConsoleLogEntry, type LockView } from "./types.js";
 
 /** Versions the History page lists with `?all=1` (and the rollback confirmation searches). */
 export const HISTORY_LIMIT = 1000;
@@ -84,12 +79,8 @@ function end(res: ServerResponse, status: number, headers: Record<string, string
   BODY_BYTES.set(res, sent === undefined ? 0 : Buffer.byteLength(sent));
 }
 
-function sendPage(res: ServerResponse, status: number, page: SafeHtml): void {
-  end(res, status, { ...SECURITY, "Content-Type": "text/html; charset=utf-8" }, page.value);
-}
-
-function sendText(res: ServerResponse, status: number, text: string, headers: Record<string, string>): void {
-  end(res, status, { ...SECURITY, "Content-Type": "text/plain; charset=utf-8", ...headers }, text);
+function send(res: ServerResponse, status: number, type: string, body: string | SafeHtml, headers?: Record<string, string>): void {
+  end(res, status, { ...SECURITY, "Content-Type": `${type}; charset=utf-8`, ...headers }, String(body));
 }
 
 function sendStatic(req: IncomingMessage, res: ServerResponse, body: string, type: string, etag: string): void {
@@ -110,10 +101,7 @@ async function readForm(req: IncomingMessage, ctx: ConsoleContext): Promise<URLS
   }
 }
 
-/**
- * Answer a console request. False when the path is not the console's (nothing was written);
- * true once it answered, errors included, after telling `ctx.onAnswer`.
- */
+/** Answer a console request: false when the path is not the console's (nothing written), else true once answered and told to `ctx.onAnswer`. */
 export async function handleConsole(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext): Promise<boolean> {
   const url = new URL(req.url ?? "/", "http://console.invalid");
   const path = mounted(ctx.base ?? "", url.pathname);
@@ -133,7 +121,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
   const base = ctx.base ?? "";
   const method = req.method ?? "GET";
   const allow = methods.join(", ");
-  const notAllowed = (): void => sendText(res, 405, `Method not allowed: use ${allow}.\n`, { Allow: allow });
+  const notAllowed = (): void => send(res, 405, "text/plain", `Method not allowed: use ${allow}.\n`, { Allow: allow });
   if ((path === CSS_PATH || path === JS_PATH) && !methods.includes(method)) return notAllowed();
   if (path === CSS_PATH) return sendStatic(req, res, CSS, "text/css; charset=utf-8", CSS_ETAG);
   if (path === JS_PATH) return sendStatic(req, res, JS, "text/javascript; charset=utf-8", JS_ETAG);
@@ -150,7 +138,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
     if (path === "/") {
       const all = (await ctx.api.listWorkspaces()).filter((w) => canSee(ctx, w.name));
       const q = url.searchParams.get("q") ?? "";
-      return sendPage(res, 200, renderWorkspaces({ frame, rows: sortByLastWrite(filterWorkspaces(all, q)), query: q, total: all.length }));
+      return send(res, 200, "text/html", renderWorkspaces({ frame, rows: sortByLastWrite(filterWorkspaces(all, q)), query: q, total: all.length }));
     }
     const workspace = safeDecode(raw, true);
     if (action !== undefined && method === "POST") await handleAction(req, res, ctx, frame, workspace, action);
@@ -166,7 +154,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
     if (res.headersSent) return void res.destroy();
     if (!req.complete) res.setHeader("Connection", "close");
     const title = status === 403 ? "Not allowed" : status === 404 ? "Not found" : "Could not do that";
-    sendPage(res, status, renderMessage({ frame, title, message, tone: "bad", back }));
+    send(res, status, "text/html", renderMessage({ frame, title, message, tone: "bad", back }));
   }
 }
 
@@ -195,24 +183,17 @@ async function workspaceRoute(res: ServerResponse, ctx: ConsoleContext, frame: F
   const to = params.get("to") || undefined;
   // An envelope without its key is shown as such, not as a failure.
   if (sub === "/diff" && from !== undefined && to !== undefined)
-    return sendPage(res, 200, renderDiff({ frame, workspace, from, to, diff: await ctx.api.diff(workspace, from, to).catch(encryptedOr) }));
+    return send(res, 200, "text/html", renderDiff({ frame, workspace, from, to, diff: await ctx.api.diff(workspace, from, to).catch(encryptedOr) }));
   // The History page, or the Diff page's form to pick two versions: the newest HISTORY_PAGE, one more to know whether to offer the rest.
   const all = sub === "/history" && params.get("all") === "1";
   const shown = all ? HISTORY_LIMIT : HISTORY_PAGE;
-  const found = await versionsOf(ctx, frame, workspace, all ? HISTORY_LIMIT : HISTORY_PAGE + 1);
+  const found = (await ctx.api.hasHistory()) ? await ctx.api.history(workspace, { limit: all ? HISTORY_LIMIT : HISTORY_PAGE + 1 }) : null;
+  if ((found === null || found.length === 0) && !(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
   const versions = found?.slice(0, shown) ?? null;
   const more = !all && found !== null && found.length > shown ? `${workspaceUrl(frame.base, workspace, "/history")}${query({ all: "1" })}` : undefined;
-  if (sub === "/diff") return sendPage(res, 200, renderDiffPicker({ frame, workspace, versions, from, to, more }));
-  const history = {
-    frame,
-    workspace,
-    versions,
-    canRollback: canRollback(ctx, workspace),
-    notice: doneMessage(params.get("done")),
-    more,
-    moreLimit: HISTORY_LIMIT,
-  };
-  sendPage(res, 200, renderHistory(history));
+  if (sub === "/diff") return send(res, 200, "text/html", renderDiffPicker({ frame, workspace, versions, from, to, more }));
+  const notice = doneMessage(params.get("done"));
+  send(res, 200, "text/html", renderHistory({ frame, workspace, versions, canRollback: canRollback(ctx, workspace), notice, more, moreLimit: HISTORY_LIMIT }));
 }
 
 async function sendLocks(res: ServerResponse, ctx: ConsoleContext, one: string | null, now: number): Promise<void> {
@@ -221,14 +202,7 @@ async function sendLocks(res: ServerResponse, ctx: ConsoleContext, one: string |
     one !== null ? [[one, await ctx.api.lock(one)]] : [...(await ctx.api.locks())].filter(([w]) => canSee(ctx, w));
   // fromEntries defines own properties: a workspace named __proto__ stays a plain key.
   const locks = Object.fromEntries(entries.map(([w, l]) => [w, l === null ? null : { id: l.id, text: lockText(l, now) }]));
-  end(res, 200, { ...SECURITY, "Content-Type": "application/json; charset=utf-8" }, JSON.stringify({ locks }));
-}
-
-/** Up to `limit` versions, newest first (null when the store keeps none); a 404 when there are none and the workspace does not exist. */
-async function versionsOf(ctx: ConsoleContext, frame: Frame, workspace: string, limit: number): Promise<VersionView[] | null> {
-  const found = (await ctx.api.hasHistory()) ? await ctx.api.history(workspace, { limit }) : null;
-  if ((found === null || found.length === 0) && !(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
-  return found;
+  send(res, 200, "application/json", JSON.stringify({ locks }));
 }
 
 async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, params: URLSearchParams): Promise<void> {
@@ -259,7 +233,7 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
     versions: canReadVersions ? versions : "hidden",
     notice: doneMessage(params.get("done")),
   });
-  sendPage(res, 200, page);
+  send(res, 200, "text/html", page);
 }
 
 async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, to: string | null): Promise<void> {
@@ -279,12 +253,11 @@ async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, fr
   if (current === undefined) throw consoleError(409, `${workspace} has no current state to roll back from.`);
   if (current.versionId === target.versionId) throw consoleError(409, `Version ${to} is already the current state of ${workspace}.`);
   const diff = await ctx.api.diff(workspace, current.versionId, target.versionId).catch(encryptedOr);
-  // An envelope is restored as it is, keeping its serial (docs/decisions/070); whether the
-  // target is one is known when its resources were counted, else the serial is not promised.
+  // An envelope keeps its serial (docs/decisions/070); whether the target is one is known only once its resources were counted.
   const keepsSerial = target.resources === ENCRYPTED;
   const unknown = (diff === ENCRYPTED && target.resources === undefined) || current.serial === null;
   const newSerial = keepsSerial ? target.serial : unknown ? null : (current.serial as number) + 1;
-  sendPage(res, 200, renderRollback({ frame, workspace, target, current, diff, newSerial, keepsSerial }));
+  send(res, 200, "text/html", renderRollback({ frame, workspace, target, current, diff, newSerial, keepsSerial }));
 }
 
 async function forceUnlockConfirmation(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, shown: string | null): Promise<void> {
@@ -297,7 +270,7 @@ async function forceUnlockConfirmation(res: ServerResponse, ctx: ConsoleContext,
       label: `Back to ${workspace}`,
     });
   }
-  sendPage(res, 200, renderForceUnlock({ frame, workspace, lock, changedFrom: shown !== null && shown !== lock.id ? shown : undefined }));
+  send(res, 200, "text/html", renderForceUnlock({ frame, workspace, lock, changedFrom: shown !== null && shown !== lock.id ? shown : undefined }));
 }
 
 async function handleAction(
@@ -347,8 +320,7 @@ async function handleAction(
   const to = form.get("to") ?? "";
   const seen = form.get("current") ?? "";
   if (to === "" || seen === "") refuse(400, "no version", "The form names no version to roll back to.");
-  // The confirmation showed a diff from one current version; if another write came since,
-  // that diff is stale: ask again rather than apply something nobody saw.
+  // A write since the confirmation makes the diff it showed stale: ask again rather than apply something nobody saw.
   const latest = (await ctx.api.history(workspace, { limit: 1 })).find((v) => v.isLatest);
   if (latest?.versionId !== seen) refuse(409, "state changed since confirmation", `${workspace} was written since you confirmed: review the rollback again.`);
   try {
@@ -364,5 +336,5 @@ async function handleAction(
 
 /** 303: the browser follows with a GET, so a reload does not post the action again. */
 function redirect(res: ServerResponse, location: string): void {
-  sendText(res, 303, `See ${location}\n`, { Location: location });
+  send(res, 303, "text/plain", `See ${location}\n`, { Location: location });
 }

@@ -1,8 +1,4 @@
-/**
- * The console's one HTML-escaping helper: every page is built with the {@link html} tag, which
- * escapes each interpolated value unless it is already {@link SafeHtml}, so a value from a
- * state (a resource address, an output, a lock holder's `Who`) cannot become markup.
- */
+/** The console's one HTML-escaping helper: the {@link html} tag escapes every value that is not {@link SafeHtml}, so nothing from a state becomes markup. */
 
 /** Markup safe to place in a page; only `html` and `trusted` make these. */
 export class SafeHtml {

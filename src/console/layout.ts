@@ -1,6 +1,8 @@
 /** The frame every console page shares (head, header, skip link, main), and the page that only says something. Pure. */
 import { CSS_PATH, JS_PATH, LOCKS_PATH } from "./assets.js";
+import { lockText } from "./format.js";
 import { html, type HtmlValue, type SafeHtml } from "./html.js";
+import type { LockView, VersionView } from "./types.js";
 
 /** What every page knows about the request it answers: mount path, user, render time, CSRF token, lock polling period. */
 export interface Frame {
@@ -68,12 +70,28 @@ export function crumbs(f: Frame, workspace: string, history = false): SafeHtml {
   return html`<a href="${f.base}/">Workspaces</a> / <a href="${workspaceUrl(f.base, workspace)}">${workspace}</a>${up}`;
 }
 
+/** The one-time notice of a page an action redirected to. */
+export const doneNotice = (notice: string | undefined): HtmlValue => notice !== undefined && html`<p class="notice good" role="status">${notice}</p>`;
+
+/** `lead` and a link to roll back to `ver`, when it is neither current nor a deletion and the user may. */
+export function rollbackLink(base: string, workspace: string, ver: VersionView, allowed: boolean, lead = ""): HtmlValue {
+  return (
+    allowed &&
+    !ver.isLatest &&
+    !ver.deleteMarker &&
+    html`${lead}<a href="${workspaceUrl(base, workspace, "/rollback")}${query({ to: ver.versionId })}">Roll back to this…</a>`
+  );
+}
+
+/** A lock's state as the pages' script updates it (`id`: the lock shown, which the script compares with the one held now). */
+export function lockCell(tag: "p" | "td", workspace: string, lock: LockView | null, now: number, id?: string): SafeHtml {
+  const attrs = html`data-lock-ws="${workspace}"${id === undefined ? "" : html` data-lock-id="${id}"`} data-locked="${lock === null ? "false" : "true"}" class="${lock === null ? "free" : "locked"}"`;
+  return html`<${tag} ${attrs}>${lock === null ? "unlocked" : lockText(lock, now)}</${tag}>`;
+}
+
 export const NO_VERSIONS = html`<p class="notice">This store keeps no versions (bucket versioning is off): turn it on with <code>objstate init --versioning</code>.</p>`;
 
-/**
- * A message as text, its `backtick` spans (flags, commands, fields in the library's
- * messages) as code; everything escaped. A lone backtick stays a backtick.
- */
+/** A message as escaped text, its `backtick` spans (flags, commands, fields) as code; a lone backtick stays one. */
 export function messageText(message: string): SafeHtml {
   const parts = message.split(/`([^`]+)`/);
   return html`${parts.map((part, i) => (i % 2 === 1 ? html`<code>${part}</code>` : part))}`;

@@ -1,26 +1,14 @@
-/**
- * What the console needs from the server it is mounted in: the data and actions
- * ({@link ConsoleApi}, backed by the same library calls as the JSON API) and who asks
- * ({@link ConsoleContext}). The console implements no operation itself.
- */
+/** What the console needs from its server: the data and actions ({@link ConsoleApi}) and who asks ({@link ConsoleContext}). */
 import type { StateDiff } from "../state/diff.js";
-import type { Principal } from "../backend/principal.js";
+import type { LockListing, Principal, StateVersion } from "../backend/backend.js";
 import { isObjstateError, type ObjstateError } from "../errors.js";
 import type { CsrfTokens } from "./csrf.js";
 
 /** Roles the console checks. `outputs`: the Workspace page's masked outputs, lock and last write; `read` implies it. */
 export type ConsoleRole = "outputs" | "read" | "write" | "lock" | "force" | "admin";
 
-export interface LockView {
-  readonly id: string;
-  readonly who: string;
-  readonly operation: string;
-  readonly info: string;
-  /** UTC ISO time the lock was taken ("" when the holder did not say). */
-  readonly created: string;
-  /** UTC ISO time a lease runs out; undefined for a lock that never expires. */
-  readonly expires?: string | undefined;
-}
+/** A lock: UTC ISO times it was taken ("" when the holder did not say) and its lease runs out (undefined: never). */
+export type LockView = Pick<LockListing, "id" | "who" | "operation" | "info"> & { readonly created: string; readonly expires?: string | undefined };
 
 export interface LastWrite {
   readonly time?: string | undefined;
@@ -45,7 +33,7 @@ export interface WorkspaceSummary {
 export const ENCRYPTED = "encrypted";
 export type Encrypted = typeof ENCRYPTED;
 
-/** A state's content is an envelope the server has no key for: {@link ENCRYPTED}, not a failure. */
+/** {@link ENCRYPTED} for a `STATE_ENCRYPTED` failure; any other is thrown again. */
 export function encryptedOr(e: unknown): Encrypted {
   if (isObjstateError(e, "STATE_ENCRYPTED")) return ENCRYPTED;
   throw e;
@@ -58,23 +46,14 @@ export interface OutputView {
   readonly sensitive: boolean;
 }
 
-export interface VersionView {
-  readonly versionId: string;
-  /** UTC ISO time. */
-  readonly lastModified: string;
-  readonly size: number;
-  readonly serial: number | null;
-  readonly lineage: string | null;
-  /** Who wrote it, as its client said (unchecked). */
-  readonly who?: string | undefined;
-  /** The server user the write was made for through `objstate serve` (checked). */
-  readonly principal?: Principal | undefined;
-  readonly operation?: string | undefined;
-  readonly isLatest: boolean;
-  readonly deleteMarker: boolean;
-  /** Resource instances, when counted (the chart). */
-  readonly resources?: number | Encrypted | undefined;
-}
+/** The library's version, its time as UTC ISO text, and its resource instances when counted (the chart). */
+export type VersionView = Pick<StateVersion, "versionId" | "size" | "isLatest" | "deleteMarker"> &
+  Partial<Pick<StateVersion, "who" | "principal" | "operation">> & {
+    readonly lastModified: string;
+    readonly serial: number | null;
+    readonly lineage: string | null;
+    readonly resources?: number | Encrypted | undefined;
+  };
 
 /** The console's data and actions (`backendConsoleApi`; tests implement it in memory). */
 export interface ConsoleApi {
@@ -95,10 +74,7 @@ export interface ConsoleApi {
   /** One version among the newest `limit`, or null; may answer from an earlier description, so `isLatest` may be stale. */
   version(workspace: string, versionId: string, options: { readonly limit: number }): Promise<VersionView | null>;
   diff(workspace: string, from: string, to: string): Promise<StateDiff>;
-  /**
-   * Write version `to`'s content as a new version under the lock, recorded for `principal`;
-   * with `expectCurrent`, refused with `STATE_CONFLICT` when written since (checked under the lock).
-   */
+  /** Write version `to`'s content as a new version under the lock, for `principal`; `STATE_CONFLICT` when written since `expectCurrent`. */
   rollback(
     workspace: string,
     to: string,
@@ -121,16 +97,6 @@ export interface ConsoleLogEntry {
   readonly serial?: number | undefined;
   readonly md5?: string | undefined;
   readonly code?: string | undefined;
-}
-
-/** What the console answered, for the server's request log and metrics. */
-export interface ConsoleAnswer {
-  /** The route pattern (`/workspaces/:workspace/history`): a fixed set, fit for a metric label. */
-  readonly route: string;
-  /** Body bytes sent (0 for HEAD and 304). */
-  readonly bytes: number;
-  /** The lock poll, which pages repeat on their own: a debug line, not an info one. */
-  readonly routine: boolean;
 }
 
 /** Per-request context the server hands to `handleConsole`. */
@@ -157,6 +123,6 @@ export interface ConsoleContext {
   readonly pollMs?: number | undefined;
   /** The window of a form body's minimum-rate rule (default 30 s). */
   readonly clientTimeoutMs?: number | undefined;
-  /** Told once per request the console answered. */
-  onAnswer?: ((answer: ConsoleAnswer) => void) | undefined;
+  /** Told once per answered request: its route pattern (a metric label), body bytes sent, and whether it is the lock poll (a debug line). */
+  onAnswer?: ((answer: { readonly route: string; readonly bytes: number; readonly routine: boolean }) => void) | undefined;
 }

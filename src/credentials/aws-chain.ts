@@ -1,13 +1,8 @@
 /**
- * The standard AWS credential chain, consulted after the seed's own sources gave nothing
- * (docs/decisions/019-aws-credential-chain.md): each step is one of the SDK's own providers,
- * run in the order of its Node default chain so that objstate can say which one won and why
- * each before it gave nothing: `aws:env` (fromEnv), `aws:profile|process|sso:NAME` (fromIni),
- * `aws:web-identity` (fromTokenFile), `aws:container-metadata` (fromHttp), else
- * `aws:instance-metadata` (fromInstanceMetadata). Metadata services are asked only when the
- * chain reaches them, with a short timeout and no retries. The AWS files are read here only
- * to name a profile's kind (without running anything, for `objstate config`) and to explain
- * why a profile gave nothing; credentials always come from the SDK's providers.
+ * The standard AWS credential chain (docs/decisions/019-aws-credential-chain.md): the SDK's own
+ * providers, one step each in the order of its Node default chain, so that objstate can say which
+ * one won and why each before it gave nothing. The AWS files are read here only to name a
+ * profile's kind and explain why it gave nothing; credentials always come from the SDK.
  */
 import * as path from "node:path";
 import { isObjstateError, ObjstateError } from "../errors.js";
@@ -15,6 +10,7 @@ import type { Env } from "../resolve/settings.js";
 import type { Credentials } from "./types.js";
 import { redactText, redactUrl } from "../util/redact.js";
 import { DEFAULT_REGION, MAX_ATTEMPTS, resolveTimeouts, withoutNodeVersionWarning, type Timeouts } from "../io/sdk-client.js";
+import { field, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { FILE_LIMITS, ReadFileError, readBoundedFile } from "../io/read-file.js";
 import { expandHome } from "./shared-file.js";
 import { METADATA_TIMEOUT_MS } from "./metadata.js";
@@ -37,47 +33,27 @@ export interface AwsWinner {
 
 type SdkProviders = typeof import("@aws-sdk/credential-providers");
 type Provider = () => Promise<Credentials>;
-type SdkFailure = { name?: unknown; message?: unknown; code?: unknown; statusCode?: unknown; $metadata?: { httpStatusCode?: unknown } };
 
-const set = (v: string | undefined): v is string => v !== undefined && v !== "";
-
-/** The two files, as the SDK finds them: `AWS_CONFIG_FILE` / `AWS_SHARED_CREDENTIALS_FILE`, else under `~/.aws`. */
-export interface AwsFiles {
-  readonly config: string;
-  readonly credentials: string;
-}
-
-/** Where the SDK reads its files under `env` (`~` expanded against HOME, as the SDK does). */
-function awsFiles(env: Env): AwsFiles {
-  const home = (p: string): string => expandHome(p, env);
-  return {
-    config: home(set(env["AWS_CONFIG_FILE"]) ? env["AWS_CONFIG_FILE"] : path.join("~", ".aws", "config")),
-    credentials: home(set(env["AWS_SHARED_CREDENTIALS_FILE"]) ? env["AWS_SHARED_CREDENTIALS_FILE"] : path.join("~", ".aws", "credentials")),
-  };
-}
+/** Set and not empty. */
+export const set = (v: string | undefined): v is string => v !== undefined && v !== "";
 
 /** The kind of credentials a profile holds, in `fromIni`'s order. */
-export type ProfileKind = "role" | "keys" | "web-identity" | "process" | "sso";
+type ProfileKind = "role" | "keys" | "web-identity" | "process" | "sso";
 
-export type ProfileView =
-  | { readonly found: false; readonly name: string; readonly files: AwsFiles; readonly problems: readonly string[] }
-  | {
-      readonly found: true;
-      readonly name: string;
-      readonly files: AwsFiles;
-      readonly problems: readonly string[];
-      readonly kind: ProfileKind | undefined;
-      readonly file: string;
-      readonly keys: ReadonlyMap<string, string>;
-    };
+interface ProfileView {
+  readonly name: string;
+  /** Where the SDK reads its two files. */
+  readonly files: { readonly config: string; readonly credentials: string };
+  readonly problems: readonly string[];
+  /** The file whose keys decide the kind; undefined when neither file has the profile. */
+  readonly file?: string | undefined;
+  readonly kind?: ProfileKind | undefined;
+  readonly keys?: ReadonlyMap<string, string>;
+}
 
 type Sections = Map<string, Map<string, string>>;
 
-/**
- * The sections of an INI text as the SDK's parser reads them: `#` and `;` start a comment at
- * the start of a line or after a space; `key =` with nothing after it opens a sub-section
- * whose indented lines are `key.sub`.
- */
+/** An INI text's sections as the SDK reads them: `#`/`;` comments, and `key =` opening a sub-section of indented `key.sub` lines. */
 export function parseIni(text: string): Sections {
   const out: Sections = new Map();
   let current: Map<string, string> | undefined;
@@ -116,15 +92,6 @@ function readIni(file: string, problems: string[]): Sections {
   }
 }
 
-/** The config file's section of a profile: `[default]` (or `[profile default]`), `[profile NAME]`. */
-function configSection(sections: Sections, name: string): Map<string, string> | undefined {
-  for (const [header, keys] of sections) {
-    const m = /^profile\s+(["']?)(.+)\1$/.exec(header);
-    if ((m !== null && m[2] === name) || (header === "default" && name === "default")) return keys;
-  }
-  return undefined;
-}
-
 function kindOf(keys: ReadonlyMap<string, string>): ProfileKind | undefined {
   const has = (k: string): boolean => keys.has(k);
   if (has("role_arn") && has("source_profile") !== has("credential_source")) return "role";
@@ -137,16 +104,19 @@ function kindOf(keys: ReadonlyMap<string, string>): ProfileKind | undefined {
 
 /** Read the selected profile from both files (the credentials file's keys win, as in the SDK). */
 export function readAwsProfile(env: Env): ProfileView {
-  const files = awsFiles(env);
+  const fileOf = (variable: string, name: string): string => expandHome(set(env[variable]) ? env[variable] : path.join("~", ".aws", name), env);
+  const files = { config: fileOf("AWS_CONFIG_FILE", "config"), credentials: fileOf("AWS_SHARED_CREDENTIALS_FILE", "credentials") };
   const name = set(env["AWS_PROFILE"]) ? env["AWS_PROFILE"] : "default";
   const problems: string[] = [];
-  const fromConfig = configSection(readIni(files.config, problems), name);
+  // The config file's section of a profile: `[profile NAME]`, or `[default]` for default.
+  const isSection = (h: string): boolean => /^profile\s+(["']?)(.+)\1$/.exec(h)?.[2] === name || (h === "default" && name === "default");
+  const fromConfig = [...readIni(files.config, problems)].find(([h]) => isSection(h))?.[1];
   const fromCredentials = readIni(files.credentials, problems).get(name);
-  if (fromConfig === undefined && fromCredentials === undefined) return { found: false, name, files, problems };
+  if (fromConfig === undefined && fromCredentials === undefined) return { name, files, problems };
   const keys = new Map([...(fromConfig ?? []), ...(fromCredentials ?? [])]);
   // Name the file whose keys decide the kind (the credentials file's, when they do).
   const file = fromCredentials !== undefined && (fromConfig === undefined || kindOf(fromCredentials) !== undefined) ? files.credentials : files.config;
-  return { found: true, name, files, problems, kind: kindOf(keys), file, keys };
+  return { name, files, problems, kind: kindOf(keys), file, keys };
 }
 
 const PROFILE_KIND_TEXT: Record<ProfileKind, string> = {
@@ -161,10 +131,11 @@ function profileLabel(name: string, kind: ProfileKind | undefined): string {
   return kind === "process" ? `aws:process:${name}` : kind === "sso" ? `aws:sso:${name}` : `aws:profile:${name}`;
 }
 
-function profileSource(view: ProfileView & { found: true }, kind: ProfileKind | undefined, sts: string | undefined): string {
+/** The source line of a profile the files have (`file` set). */
+function profileSource(view: ProfileView, kind: ProfileKind | undefined, sts: string | undefined): string {
   const what = kind === undefined ? "profile" : PROFILE_KIND_TEXT[kind];
   const via = (kind === "role" || kind === "web-identity") && sts !== undefined ? ` at ${redactUrl(sts)}` : "";
-  const source = view.keys.get("source_profile");
+  const source = view.keys?.get("source_profile");
   const from = kind === "role" && set(source) ? ` from source_profile ${source}` : "";
   return `${profileLabel(view.name, kind)} (${what}${via}${from} in ${view.file})`;
 }
@@ -181,30 +152,28 @@ function kindFromSdk(c: object): ProfileKind | undefined {
   return undefined;
 }
 
-/**
- * What a failed provider said, fit to print: its name, network code and HTTP status, and the
- * first line of its message up to anything quoted (a parser quotes the answer, which may hold
- * keys; a failed `credential_process` quotes its command line).
- */
+/** What a failed provider said, up to anything quoted (an answer with keys, a `credential_process` command line), with its name, code and HTTP status. */
 export function describeProviderFailure(e: unknown): string {
   if (isObjstateError(e)) return e.message.split("\n")[0] as string;
-  const r = (typeof e === "object" && e !== null ? e : {}) as SdkFailure;
-  const name = typeof r.name === "string" && r.name !== "Error" ? `${r.name}: ` : "";
-  let text = typeof r.message === "string" ? (r.message.split("\n")[0] as string) : "";
+  const n = sdkErrorName(e);
+  const name = n !== undefined && n !== "Error" ? `${n}: ` : "";
+  const message = field(e, "message");
+  let text = typeof message === "string" ? (message.split("\n")[0] as string) : "";
   if (/^command failed/i.test(text)) text = "the command failed";
   text = redactText(text.split(/["'{`]/)[0] as string)
     .trim()
     .replace(/[:,]$/, "")
     .slice(0, 160);
-  const code = typeof r.code === "string" ? ` (${r.code})` : "";
-  const status = typeof r.statusCode === "number" ? r.statusCode : r.$metadata?.httpStatusCode;
-  return `${name}${text === "" ? "failed" : text}${code}${typeof status === "number" ? ` (HTTP ${status})` : ""}`;
+  const code = field(e, "code");
+  const given = field(e, "statusCode");
+  const status = typeof given === "number" ? given : sdkHttpStatus(e);
+  return `${name}${text === "" ? "failed" : text}${typeof code === "string" ? ` (${code})` : ""}${typeof status === "number" ? ` (HTTP ${status})` : ""}`;
 }
 
 /** Does the SDK's chain move on after this error (a provider error that allows it)? */
 function movesOn(e: unknown): boolean {
-  const r = e as { name?: unknown; tryNextLink?: unknown } | null;
-  return r !== null && typeof r === "object" && (r.name === "CredentialsProviderError" || r.name === "ProviderError") && r.tryNextLink !== false;
+  const name = sdkErrorName(e);
+  return (name === "CredentialsProviderError" || name === "ProviderError") && field(e, "tryNextLink") !== false;
 }
 
 interface Step {
@@ -218,7 +187,8 @@ interface Step {
   readonly provider?: ((sdk: SdkProviders, ctx: AwsChainContext) => Provider) | undefined;
   /** Ends the chain whatever it gives (the SDK never asks IMDS after the container step). */
   readonly last?: boolean;
-  readonly profile?: ProfileView;
+  /** The winner's source line, when it depends on what was answered and where STS is (default `source`). */
+  readonly sourceOf?: (creds: object, ctx: AwsChainContext) => string;
 }
 
 const SILENT = Object.freeze({ trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined });
@@ -245,15 +215,20 @@ function profileStep(env: Env): Step {
     (sdk: SdkProviders, ctx: AwsChainContext): Provider =>
     () =>
       sdk.fromIni({ ...ini, clientConfig: stsClientConfig(ctx) })();
+  // The kind the SDK says it used, else the files'.
+  const sourceOf = (creds: object, ctx: AwsChainContext): string => {
+    const kind = kindFromSdk(creds) ?? view.kind;
+    return view.file === undefined ? profileLabel(view.name, kind) : profileSource(view, kind, ctx.stsEndpoint);
+  };
   const label = `aws:profile:${view.name}`;
   const problems = view.problems.length === 0 ? "" : ` (${view.problems.join("; ")})`;
-  if (!view.found)
-    return { label, source: label, profile: view, provider, skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}` };
+  if (view.file === undefined)
+    return { label, source: label, sourceOf, provider, skip: `no profile ${view.name} in ${view.files.config} or ${view.files.credentials}${problems}` };
   if (view.kind === undefined) {
     const skip = `profile ${view.name} (${view.file}) has no credentials: no aws_access_key_id, role_arn, credential_process, sso_* or web_identity_token_file`;
-    return { label, source: label, profile: view, provider, skip };
+    return { label, source: label, sourceOf, provider, skip };
   }
-  return { label: profileLabel(view.name, view.kind), source: profileSource(view, view.kind, undefined), profile: view, provider };
+  return { label: profileLabel(view.name, view.kind), source: profileSource(view, view.kind, undefined), sourceOf, provider };
 }
 
 /** The steps as the environment and files describe them, without contacting anything. */
@@ -266,12 +241,15 @@ function planAwsSteps(env: Env): Step[] {
       ? undefined
       : "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set";
   const tokenFile = set(env["AWS_WEB_IDENTITY_TOKEN_FILE"]) && set(env["AWS_ROLE_ARN"]);
+  const role = `role ${env["AWS_ROLE_ARN"] ?? ""} through STS`;
   const steps: Step[] = [
     { label: "aws:env", source: `aws:env (${envUsed})`, skip: envSkip, provider: envSkip === undefined ? (sdk) => sdk.fromEnv({ logger: SILENT }) : undefined },
     profileStep(env),
     {
       label: "aws:web-identity",
-      source: `aws:web-identity (AWS_WEB_IDENTITY_TOKEN_FILE, role ${env["AWS_ROLE_ARN"] ?? ""} through STS)`,
+      source: `aws:web-identity (AWS_WEB_IDENTITY_TOKEN_FILE, ${role})`,
+      sourceOf: (_, ctx) =>
+        `aws:web-identity (AWS_WEB_IDENTITY_TOKEN_FILE, ${role}${ctx.stsEndpoint === undefined ? "" : ` at ${redactUrl(ctx.stsEndpoint)}`})`,
       skip: tokenFile ? undefined : "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN are not both set",
       provider: tokenFile ? (sdk, ctx) => () => sdk.fromTokenFile({ logger: SILENT, clientConfig: stsClientConfig(ctx) })() : undefined,
     },
@@ -317,10 +295,7 @@ export function planAwsChain(env: Env): string | undefined {
 
 let silenced = false;
 
-/**
- * The SDK's providers, its Node-version warning settled: the SDK warns once per process when
- * a client is first built, and these providers build STS clients objstate cannot wrap.
- */
+/** The SDK's providers, after a first client settled its once-per-process Node-version warning (they build STS clients objstate cannot wrap). */
 async function loadProviders(): Promise<SdkProviders> {
   const sdk = await import("@aws-sdk/credential-providers");
   if (!silenced) {
@@ -341,18 +316,6 @@ function shape(c: Credentials): Credentials {
   };
 }
 
-/** The winner's source line: for a profile, the kind the SDK says it used; STS's endpoint when known. */
-function sourceOf(step: Step, creds: object, ctx: AwsChainContext): string {
-  const view = step.profile;
-  if (view !== undefined) {
-    const kind = kindFromSdk(creds) ?? (view.found ? view.kind : undefined);
-    return view.found ? profileSource(view, kind, ctx.stsEndpoint) : profileLabel(view.name, kind);
-  }
-  return step.label === "aws:web-identity" && ctx.stsEndpoint !== undefined
-    ? step.source.replace(/ through STS\)$/, ` through STS at ${redactUrl(ctx.stsEndpoint)})`)
-    : step.source;
-}
-
 function failure(label: string, e: unknown, tried: readonly string[] = []): ObjstateError {
   if (isObjstateError(e)) return e;
   const before = tried.length === 0 ? "" : ` (after: ${tried.join("; ")})`;
@@ -364,10 +327,8 @@ function failure(label: string, e: unknown, tried: readonly string[] = []): Objs
 }
 
 /**
- * Run the AWS chain: each step in order until one gives credentials. A step that finds
- * nothing (the SDK's chain would move on) is listed in `tried` with why; any other failure
- * (a role the profile may not assume, an unreadable token file) ends the chain with
- * `AWS_CREDENTIALS_FAILED` naming the step.
+ * Run the steps until one gives credentials. One that finds nothing (the SDK's chain would move on) is listed in
+ * `tried` with why; any other failure ends the chain with `AWS_CREDENTIALS_FAILED` naming the step.
  */
 export async function runAwsChain(ctx: AwsChainContext): Promise<{ readonly winner: AwsWinner | undefined; readonly tried: readonly string[] }> {
   const tried: string[] = [];
@@ -389,7 +350,7 @@ export async function runAwsChain(ctx: AwsChainContext): Promise<{ readonly winn
     };
     try {
       const first = await provider();
-      return { winner: { first: shape(first), fetch, source: sourceOf(step, first, ctx) }, tried };
+      return { winner: { first: shape(first), fetch, source: step.sourceOf?.(first, ctx) ?? step.source }, tried };
     } catch (e) {
       if (!movesOn(e)) throw failure(step.label, e, tried);
       tried.push(`${step.label}: ${step.skip ?? describeProviderFailure(e)}`);

@@ -1,10 +1,6 @@
 /**
- * The credentials chain (docs/design.md §4):
- *   1. static keys (explicit > env > profile, as resolved);
- *   2. the compute-instance role from the metadata service, when a compute role is set;
- *   3. the standard AWS chain (aws-chain.ts), only when the seed names no identity at all;
- *   4. STS AssumeRole on top of that base identity when a role ARN is set.
- * Each source yields an identity or says, without values, why it did not.
+ * The credentials chain (docs/design.md §4): static keys, else the compute role, else the AWS chain (only when the
+ * seed names no identity), then AssumeRole on top when a role ARN is set. Each source says, without values, why it gave nothing.
  */
 import { ObjstateError } from "../errors.js";
 import type { Env, ResolvedBackendSettings } from "../resolve/settings.js";
@@ -15,7 +11,7 @@ import { refreshing, type Clock } from "./refresh.js";
 import { serverNow } from "../io/server-clock.js";
 import type { Timeouts } from "../io/sdk-client.js";
 import { assumeRole } from "./sts.js";
-import { planAwsChain, runAwsChain } from "./aws-chain.js";
+import { planAwsChain, runAwsChain, set } from "./aws-chain.js";
 
 /** An identity and where it came from (for the resolution report). */
 export interface Identity {
@@ -39,13 +35,7 @@ export interface ChainOptions {
   readonly timeouts?: Partial<Timeouts> | undefined;
 }
 
-const set = (v: string | undefined): v is string => v !== undefined && v !== "";
-
-/**
- * Why the AWS chain is not consulted, or undefined: the seed named an identity that gave
- * nothing (another must not stand in for it), or `env` is not the process environment,
- * which the SDK's providers read.
- */
+/** Why the AWS chain is not consulted: the seed named an identity (another must not stand in for it), or `env` is not the one the SDK reads. */
 function awsChainBarred(s: ResolvedBackendSettings, env: Env): string | undefined {
   if (set(s.profile.value)) return `a profile of the seed's credentials file is selected (profile, ${s.profile.source}) and gave no identity`;
   if (set(s.secretKey.value)) return `a secret key is set (${s.secretKey.source}) without an access key`;
@@ -133,8 +123,7 @@ async function awsChain(s: ResolvedBackendSettings, options: ChainOptions, tried
     tried.push(`AWS chain (AWS_* variables, ~/.aws, metadata services): not consulted: ${barred}`);
     return undefined;
   }
-  // The AWS chain's own roles (a profile's role_arn, web identity) are AWS's: their STS is
-  // `stsEndpoint` when set, else the SDK's, never the object-store endpoint (with AWS, S3).
+  // The AWS chain's own roles are AWS's: their STS is `stsEndpoint` or the SDK's, never the object-store endpoint.
   const r = await runAwsChain({
     env: options.env,
     stsEndpoint: httpUrlOf(s.stsEndpoint.value, options.cwd),
@@ -170,12 +159,7 @@ export async function resolveIdentity(s: ResolvedBackendSettings, options: Chain
   return set(s.assumeRoleRoleArn.value) ? assumedRole(s, base, options) : base;
 }
 
-/**
- * One line saying where the identity will come from, without contacting anything and
- * without values, e.g. `static keys (env:PROVIDER_ACCESS_KEY), then role arn:… (explicit)
- * through STS`. The AWS chain's step is read off `env` and the AWS files; metadata services
- * are named, not asked. `env` must be the one the settings were resolved with.
- */
+/** Where the identity will come from, in one line, without contacting anything or any value (`env`: the one the settings were resolved with). */
 export function describeCredentialSource(s: ResolvedBackendSettings, env: Env = process.env): string {
   let base: string;
   if (set(s.accessKey.value)) base = `static keys (${s.accessKey.source})`;

@@ -1,8 +1,6 @@
 /**
- * The compute-instance role from the metadata service (docs/design.md §4):
- * `GET {base}/latest/meta-data/ram/security-credentials/{role}`. The answer is trusted only as
- * far as its shape: no redirect is followed (it would send the request, and trust, to another
- * host), the body is read up to {@link METADATA_MAX_BYTES}, and every field is checked.
+ * The compute-instance role from the metadata service (docs/design.md §4). The answer is trusted only as far as its
+ * shape: no redirect is followed (it would send the request, and trust, to another host), the size is capped, every field checked.
  */
 import { ObjstateError } from "../errors.js";
 import type { Env } from "../resolve/settings.js";
@@ -94,10 +92,6 @@ function credentialsOf(body: unknown, failed: (problem: string) => ObjstateError
 
 /** The body as UTF-8, or undefined (the body cancelled) once it passes `max` bytes. */
 async function readCapped(res: Response, max: number): Promise<string | undefined> {
-  if (Number(res.headers.get("content-length")) > max) {
-    await res.body?.cancel();
-    return undefined;
-  }
   const chunks: Uint8Array[] = [];
   let size = 0;
   // Leaving the loop early cancels the stream.

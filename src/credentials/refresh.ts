@@ -7,11 +7,9 @@ export type Clock = () => number;
 export const REFRESH_MARGIN_MS = 5 * 60 * 1000;
 
 /**
- * Cache temporary credentials and fetch new ones before they expire (less than
- * {@link REFRESH_MARGIN_MS} left), never after a failure. The lifetime is read against
- * `serverNow`, the issuer's clock the expiry is written in (a local clock ahead would see a
- * fresh session as nearly expired), then counted on `clock`. Concurrent callers share one
- * fetch; `first`, an answer already fetched, is used once before fetching.
+ * Cache temporary credentials and fetch new ones {@link REFRESH_MARGIN_MS} before they expire; concurrent callers share one
+ * fetch, and `first` is used once before any. The lifetime is read on `serverNow`, the issuer's clock (a local one ahead would
+ * see a fresh session as nearly expired), then counted on `clock`.
  */
 export function refreshing(fetch: () => Promise<Credentials>, clock: Clock = Date.now, serverNow: Clock = Date.now, first?: Credentials): CredentialsProvider {
   let current: Credentials | undefined;

@@ -1,10 +1,4 @@
-/**
- * The shared credentials file (docs/design.md §4):
- * `{"current": NAME, "profiles": [{"name", "mode", "access_key_id", "access_key_secret",
- * "sts_token", "ram_role_name", "ram_role_arn", "ram_session_name", "expired_seconds",
- * "region_id"}]}`. The profile is chosen by the `profile` setting only; `current` is
- * the file's own default for other tools and does not select anything here.
- */
+/** The shared credentials file (docs/design.md §4): `{"current", "profiles": [{"name", "mode", …}]}`; only the `profile` setting selects one, never `current`. */
 import * as path from "node:path";
 import { COMMON_FIELDS } from "../config/fields.js";
 import { checkValue } from "../config/validate.js";
@@ -111,10 +105,7 @@ function profileValues(file: string, name: string, profile: Record<string, unkno
   return values;
 }
 
-/**
- * Effective settings with the selected profile of the shared credentials file: explicit > env >
- * profile > default, with provenance. `onWarning` is told of a file other users can read or change.
- */
+/** Settings with the selected profile: explicit > env > profile > default, with provenance; `onWarning`: a file other users can read or change. */
 export function resolveEffectiveSettings(
   config: ObjectStoreBackendConfig | DataRemoteStateObjectStoreConfig,
   env: Env = process.env,

@@ -1,8 +1,3 @@
-/**
- * What the identity chain (chain.ts) yields and the drivers sign with: the one shape of
- * credentials across objstate, below every driver that takes them.
- */
-
 /** Static or temporary credentials for signing requests. */
 export interface Credentials {
   readonly accessKeyId: string;

@@ -15,27 +15,21 @@ export interface DiffView {
 }
 
 export function renderDiff(v: DiffView): SafeHtml {
-  const f = v.frame;
   const d = v.diff;
-  const trail = { crumbs: crumbs(f, v.workspace, true) };
-  if (d === ENCRYPTED)
-    return layout(
-      f,
-      `Diff of ${v.workspace}`,
-      html`<dl class="facts">
-<dt>From</dt><dd><span class="muted mono">${v.from}</span></dd>
-<dt>To</dt><dd><span class="muted mono">${v.to}</span></dd>
-</dl>
-<p class="notice" data-encrypted>Encrypted: these versions were encrypted by their client (OpenTofu's state encryption), and this server has no key for them, so their content cannot be compared.</p>`,
-      trail,
-    );
-  const body = html`<dl class="facts">
-<dt>From</dt><dd>serial ${d.serial.before ?? "none"} <span class="muted mono">(${v.from})</span></dd>
-<dt>To</dt><dd>serial ${d.serial.after ?? "none"} <span class="muted mono">(${v.to})</span></dd>
-</dl>
-${d.lineage.before !== d.lineage.after ? html`<p class="notice bad">The two versions have different lineages (${d.lineage.before ?? "none"} → ${d.lineage.after ?? "none"}): they are not the same state's history.</p>` : ""}
+  const side = (id: string, serial: number | null | undefined): SafeHtml =>
+    d === ENCRYPTED ? html`<span class="muted mono">${id}</span>` : html`serial ${serial ?? "none"} <span class="muted mono">(${id})</span>`;
+  const changes =
+    d === ENCRYPTED
+      ? html`<p class="notice" data-encrypted>Encrypted: these versions were encrypted by their client (OpenTofu's state encryption), and this server has no key for them, so their content cannot be compared.</p>`
+      : html`${d.lineage.before !== d.lineage.after ? html`<p class="notice bad">The two versions have different lineages (${d.lineage.before ?? "none"} → ${d.lineage.after ?? "none"}): they are not the same state's history.</p>` : ""}
 ${renderDiffLists(d)}`;
-  return layout(f, `Diff of ${v.workspace}`, body, trail);
+  const serial = d === ENCRYPTED ? undefined : d.serial;
+  const body = html`<dl class="facts">
+<dt>From</dt><dd>${side(v.from, serial?.before)}</dd>
+<dt>To</dt><dd>${side(v.to, serial?.after)}</dd>
+</dl>
+${changes}`;
+  return layout(v.frame, `Diff of ${v.workspace}`, body, { crumbs: crumbs(v.frame, v.workspace, true) });
 }
 
 export interface DiffPickerView {
@@ -96,31 +90,32 @@ export function showJson(v: Json, max = 200): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
+/** A list of changes, each of `lists` on its own line, or that no `what` changed. */
+function changeList(what: string, label: string, lists: readonly SafeHtml[][]): SafeHtml {
+  if (lists.every((l) => l.length === 0)) return html`<p class="muted">No ${what} changed.</p>`;
+  return html`<ul class="diff" aria-label="${label}">\n${lists.map((l) => html`${l}\n`)}</ul>`;
+}
+
 export function renderDiffLists(d: StateDiff): SafeHtml {
   if (isEmptyStateDiff(d)) return html`<p class="notice">No changes: both versions have the same resources and outputs.</p>`;
   const r = d.resources;
   const o = d.outputs;
   return html`<p>${r.added.length} added, ${r.changed.length} changed, ${r.removed.length} removed; outputs: ${o.added.length} added, ${o.changed.length} changed, ${o.removed.length} removed.</p>
 <h2>Resources</h2>
-${
-  r.added.length + r.removed.length + r.changed.length === 0
-    ? html`<p class="muted">No resource changed.</p>`
-    : html`<ul class="diff" aria-label="Resource changes">
-${r.added.map((a) => html`<li class="added"><span aria-hidden="true">+ </span><span class="sr">added </span><code>${a}</code></li>`)}
-${r.removed.map((a) => html`<li class="removed"><span aria-hidden="true">− </span><span class="sr">removed </span><code>${a}</code></li>`)}
-${r.changed.map((c) => html`<li class="changed"><span aria-hidden="true">~ </span><span class="sr">changed </span><code>${c.address}</code> <span class="muted">(${c.attributes.join(", ")})</span></li>`)}
-</ul>`
-}
+${changeList("resource", "Resource changes", [
+  r.added.map((a) => html`<li class="added"><span aria-hidden="true">+ </span><span class="sr">added </span><code>${a}</code></li>`),
+  r.removed.map((a) => html`<li class="removed"><span aria-hidden="true">− </span><span class="sr">removed </span><code>${a}</code></li>`),
+  r.changed.map(
+    (c) =>
+      html`<li class="changed"><span aria-hidden="true">~ </span><span class="sr">changed </span><code>${c.address}</code> <span class="muted">(${c.attributes.join(", ")})</span></li>`,
+  ),
+])}
 <h2>Outputs</h2>
-${
-  o.added.length + o.removed.length + o.changed.length === 0
-    ? html`<p class="muted">No output changed.</p>`
-    : html`<ul class="diff" aria-label="Output changes">
-${o.added.map((x) => html`<li class="added">+ <code>${x.name}</code> = <code>${showJson(x.value)}</code></li>`)}
-${o.removed.map((x) => html`<li class="removed">− <code>${x.name}</code> = <code>${showJson(x.value)}</code></li>`)}
-${o.changed.map((x) => html`<li class="changed">~ <code>${x.name}</code>: <code>${showJson(x.before)}</code> → <code>${showJson(x.after)}</code></li>`)}
-</ul>`
-}`;
+${changeList("output", "Output changes", [
+  o.added.map((x) => html`<li class="added">+ <code>${x.name}</code> = <code>${showJson(x.value)}</code></li>`),
+  o.removed.map((x) => html`<li class="removed">− <code>${x.name}</code> = <code>${showJson(x.value)}</code></li>`),
+  o.changed.map((x) => html`<li class="changed">~ <code>${x.name}</code>: <code>${showJson(x.before)}</code> → <code>${showJson(x.after)}</code></li>`),
+])}`;
 }
 
 export interface RollbackView {

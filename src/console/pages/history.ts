@@ -1,11 +1,7 @@
-/**
- * The History page: versions newest first, a form to diff two, and a chart of resource count
- * and state size drawn as inline SVG on the server (no script, no style attribute: the
- * stylesheet colours it, so the Content-Security-Policy stays strict). Pure.
- */
+/** The History page: versions, a form to diff two, and a chart drawn as inline SVG (the stylesheet colours it: the CSP stays strict). Pure. */
 import { formatBytes, formatTime, operationName } from "../format.js";
 import { html, trusted, type SafeHtml } from "../html.js";
-import { crumbs, layout, NO_VERSIONS, query, workspaceUrl, type Frame } from "../layout.js";
+import { crumbs, doneNotice, layout, NO_VERSIONS, rollbackLink, workspaceUrl, type Frame } from "../layout.js";
 import { ENCRYPTED, type VersionView } from "../types.js";
 import { principalText } from "../../wire/shapes.js";
 
@@ -24,19 +20,12 @@ export interface HistoryView {
 const ENCRYPTED_VERSIONS =
   "Versions marked encrypted were encrypted by their client (OpenTofu's state encryption), and this server has no key for them: their resources are not counted and their content cannot be compared. They can still be rolled back to (the bytes are restored as they are).";
 
-/** Versions that hold a state (delete markers have no content to diff or restore). */
-const stateVersions = (vs: readonly VersionView[]): VersionView[] => vs.filter((v) => !v.deleteMarker);
-
 function row(v: HistoryView, ver: VersionView, fromDefault: string | undefined, toDefault: string | undefined): SafeHtml {
   const f = v.frame;
   const radio = (name: "from" | "to", checked: boolean): SafeHtml =>
     ver.deleteMarker
       ? html``
       : html`<input type="radio" name="${name}" value="${ver.versionId}" aria-label="${name} version ${ver.serial ?? ver.versionId}"${checked ? html` checked` : ""}>`;
-  const rollback =
-    v.canRollback && !ver.isLatest && !ver.deleteMarker
-      ? html`<a href="${workspaceUrl(f.base, v.workspace, "/rollback")}${query({ to: ver.versionId })}">Roll back to this…</a>`
-      : "";
   return html`<tr data-version="${ver.versionId}">
 <td${ver.deleteMarker ? "" : html` data-label="From"`}>${radio("from", ver.versionId === fromDefault)}</td><td${ver.deleteMarker ? "" : html` data-label="To"`}>${radio("to", ver.versionId === toDefault)}</td>
 <td class="num" data-label="Serial">${ver.deleteMarker ? html`<span class="muted">deleted</span>` : (ver.serial ?? "?")}${ver.isLatest ? html` <span class="muted">(current)</span>` : ""}${ver.resources === ENCRYPTED ? html` <span class="muted" data-encrypted>(encrypted)</span>` : ""}</td>
@@ -44,7 +33,7 @@ function row(v: HistoryView, ver: VersionView, fromDefault: string | undefined, 
 <td class="opt" data-label="By">${ver.who ?? html`<span class="muted">unknown</span>`}${ver.principal === undefined ? "" : html`<br><span class="muted" data-principal>as server user ${principalText(ver.principal)}</span>`}</td>
 <td class="opt"${ver.operation === undefined ? "" : html` data-label="Operation"`}>${ver.operation === undefined ? "" : operationName(ver.operation)}</td>
 <td class="num" data-label="Size">${formatBytes(ver.size)}</td>
-<td>${rollback}</td>
+<td>${rollbackLink(f.base, v.workspace, ver, v.canRollback)}</td>
 </tr>`;
 }
 
@@ -52,12 +41,13 @@ export function renderHistory(v: HistoryView): SafeHtml {
   const f = v.frame;
   const trail = { crumbs: crumbs(f, v.workspace) };
   if (v.versions === null) return layout(f, `History of ${v.workspace}`, NO_VERSIONS, trail);
-  const states = stateVersions(v.versions);
+  // Delete markers have no content to diff or restore.
+  const states = v.versions.filter((x) => !x.deleteMarker);
   const toDefault = states[0]?.versionId;
   const fromDefault = states[1]?.versionId;
   const points = [...states].reverse().map((x) => ({ resources: x.resources === ENCRYPTED ? undefined : x.resources, size: x.size }));
   const encrypted = states.some((x) => x.resources === ENCRYPTED);
-  const body = html`${v.notice === undefined ? "" : html`<p class="notice good" role="status">${v.notice}</p>`}
+  const body = html`${doneNotice(v.notice)}
 ${encrypted ? html`<p class="notice" data-encrypted>${ENCRYPTED_VERSIONS}</p>` : ""}
 ${renderChart(points)}
 <form method="get" action="${workspaceUrl(f.base, v.workspace, "/diff")}">

@@ -1,11 +1,7 @@
-/**
- * The Workspace page (lock, outputs, the latest versions) and the Force-unlock confirmation
- * (who holds the lock, since when, its lease, and a form that asks for the workspace's name
- * typed out and carries the lock ID shown). Pure.
- */
-import { formatAgo, formatBytes, formatTime, leaseText, lockAge, lockText, operationName } from "../format.js";
+/** The Workspace page (lock, outputs, latest versions) and the Force-unlock confirmation (the lock's facts, the name typed out). Pure. */
+import { formatAgo, formatBytes, formatTime, leaseText, lockAge, operationName } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
-import { crumbs, csrfField, layout, query, workspaceUrl, type Frame } from "../layout.js";
+import { crumbs, csrfField, doneNotice, layout, lockCell, rollbackLink, workspaceUrl, type Frame } from "../layout.js";
 import { ENCRYPTED, type Encrypted, type LockView, type OutputView, type VersionView, type WorkspaceSummary } from "../types.js";
 
 export interface WorkspaceView {
@@ -25,7 +21,7 @@ export interface WorkspaceView {
 function lockSection(v: WorkspaceView): SafeHtml {
   const f = v.frame;
   const lock = v.summary.lock;
-  const cell = html`<p data-lock-ws="${v.summary.name}" data-lock-id="${lock?.id ?? ""}" data-locked="${lock === null ? "false" : "true"}" class="${lock === null ? "free" : "locked"}">${lock === null ? "unlocked" : lockText(lock, f.now)}</p>
+  const cell = html`${lockCell("p", v.summary.name, lock, f.now, lock?.id ?? "")}
 <p id="lock-changed" class="notice" role="status" hidden>The lock changed since this page was loaded. <a href="${workspaceUrl(f.base, v.summary.name)}">Reload</a> to act on it.</p>`;
   if (lock === null) return cell;
   return html`${cell}
@@ -70,11 +66,7 @@ function timeline(v: WorkspaceView): SafeHtml {
   return html`<ol class="diff" aria-label="Latest versions">
 ${v.versions.map(
   (ver) =>
-    html`<li>${ver.deleteMarker ? "deleted" : html`serial ${ver.serial ?? "?"}`} · <time datetime="${ver.lastModified}" title="${formatTime(ver.lastModified)}">${formatAgo(ver.lastModified, f.now)}</time>${ver.who === undefined ? "" : html` · ${ver.who}`}${ver.operation === undefined ? "" : html` · ${operationName(ver.operation)}`} · ${formatBytes(ver.size)}${
-      v.canRollback && !ver.isLatest && !ver.deleteMarker
-        ? html` · <a href="${workspaceUrl(f.base, v.summary.name, "/rollback")}${query({ to: ver.versionId })}">Roll back to this…</a>`
-        : ""
-    }</li>`,
+    html`<li>${ver.deleteMarker ? "deleted" : html`serial ${ver.serial ?? "?"}`} · <time datetime="${ver.lastModified}" title="${formatTime(ver.lastModified)}">${formatAgo(ver.lastModified, f.now)}</time>${ver.who === undefined ? "" : html` · ${ver.who}`}${ver.operation === undefined ? "" : html` · ${operationName(ver.operation)}`} · ${formatBytes(ver.size)}${rollbackLink(f.base, v.summary.name, ver, v.canRollback, " · ")}</li>`,
 )}
 </ol>
 <p><a href="${workspaceUrl(f.base, v.summary.name, "/history")}">Full history and diffs</a></p>`;
@@ -84,7 +76,7 @@ export function renderWorkspace(v: WorkspaceView): SafeHtml {
   const f = v.frame;
   const s = v.summary;
   const crumbs = html`<a href="${f.base}/">Workspaces</a> / ${s.name}`;
-  const body = html`${v.notice === undefined ? "" : html`<p class="notice good" role="status">${v.notice}</p>`}
+  const body = html`${doneNotice(v.notice)}
 <dl class="facts">
 <dt>Serial</dt><dd>${s.lastWrite?.serial ?? "no state"}</dd>
 <dt>Last write</dt><dd>${s.lastWrite?.time === undefined ? "unknown" : formatTime(s.lastWrite.time)}${s.lastWrite?.who === undefined ? "" : ` by ${s.lastWrite.who}`}</dd>
@@ -114,7 +106,7 @@ export function renderForceUnlock(v: ForceUnlockView): SafeHtml {
   const l = v.lock;
   // Live like the Workspace page: if the lock changes while this page is open, it says so.
   const body = html`${v.changedFrom === undefined ? "" : html`<p class="notice bad" role="alert">The lock changed since the page you came from (it showed lock <code>${v.changedFrom || "(none)"}</code>): this is the lock held now.</p>`}
-<p data-lock-ws="${v.workspace}" data-lock-id="${l.id}" data-locked="true" class="locked">${lockText(l, f.now)}</p>
+${lockCell("p", v.workspace, l, f.now, l.id)}
 <p id="lock-changed" class="notice" role="status" hidden>The lock changed since this page was loaded: confirming now releases nothing. <a href="${workspaceUrl(f.base, v.workspace, "/force-unlock")}">Reload</a> to review the lock held now.</p>
 <dl class="facts" data-lock-facts>
 <dt>Held by</dt><dd data-holder>${l.who || "unknown"}</dd>

@@ -1,7 +1,7 @@
 /** The Workspaces page: every workspace, its lock, last write, size and resources. Pure. */
-import { formatAgo, formatBytes, formatTime, lockText } from "../format.js";
+import { formatAgo, formatBytes, formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
-import { layout, workspaceUrl, type Frame } from "../layout.js";
+import { layout, lockCell, workspaceUrl, type Frame } from "../layout.js";
 import type { WorkspaceSummary } from "../types.js";
 
 export interface WorkspacesView {
@@ -37,7 +37,7 @@ function row(frame: Frame, w: WorkspaceSummary): SafeHtml {
       : html`${lw.time === undefined ? "" : html`<time datetime="${lw.time}" title="${formatTime(lw.time)}">${formatAgo(lw.time, frame.now)}</time> `}${lw.pending === true ? html`<span class="muted" title="being read: reload in a moment">by … serial …</span>` : html`${lw.who === undefined ? "" : html`by ${lw.who} `}<span class="muted">serial ${lw.serial ?? "?"}</span>`}`;
   return html`<tr data-ws="${w.name}">
 <td class="wide"><a href="${workspaceUrl(frame.base, w.name)}">${w.name}</a></td>
-<td data-lock-ws="${w.name}" data-locked="${w.lock === null ? "false" : "true"}" class="${w.lock === null ? "free" : "locked"}">${w.lock === null ? "unlocked" : lockText(w.lock, frame.now)}</td>
+${lockCell("td", w.name, w.lock, frame.now)}
 <td class="wide" data-label="Last write:">${last}</td>
 <td class="num opt" data-label="Size:">${formatBytes(w.size)}</td>
 <td class="num opt" data-label="Resources:">${w.resources ?? html`<span class="muted" title="being counted: reload in a moment">…</span>`}</td>

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { backendConsoleApi, lockView, type ConsoleBackend } from "../../../src/console/adapter.js";
+import { backendConsoleApi, lockView } from "../../../src/console/adapter.js";
 import { isObjstateError, ObjectStoreBackend, ObjectStoreBackendConfig } from "../../../src/index.js";
 import { makeState } from "../../support/console-memory.js";
 import { embeddedTarget } from "../../support/targets.js";
@@ -36,7 +36,7 @@ describe("backendConsoleApi over the embedded store", () => {
     const lock = await backend.lock("prod", { operation: "apply", info: "CI run 7" });
     try {
       const reads: string[] = [];
-      const counting: ConsoleBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
+      const counting: ObjectStoreBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
         readState: (ws: string) => (reads.push(ws), backend.readState(ws)),
       });
       const api = backendConsoleApi(counting);
@@ -97,7 +97,7 @@ describe("backendConsoleApi over the embedded store", () => {
 
   it("the Workspaces list makes no HEAD per workspace: a write seen before is reused while the listing shows its ETag, a new write shows its size and time at once and its serial once read; locks and a workspace's own page are fresh", async () => {
     const heads: string[] = [];
-    const counting: ConsoleBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
+    const counting: ObjectStoreBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
       lastWrite: (ws: string) => (heads.push(ws), backend.lastWrite(ws)),
     });
     const api = backendConsoleApi(counting);
@@ -147,7 +147,7 @@ describe("backendConsoleApi over the embedded store", () => {
     let asked = 0;
     let status: "enabled" | "off" = "off";
     let t = 0;
-    const b: ConsoleBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
+    const b: ObjectStoreBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
       versioning: () => (asked++, Promise.resolve(status)),
     });
     const api = backendConsoleApi(b, { versioningTtlMs: 1000, now: () => t });
@@ -198,7 +198,7 @@ describe("backendConsoleApi over the embedded store", () => {
     await backend.writeState("one", makeState(1, 1), { force: true });
     await backend.writeState("one", makeState(2, 2));
     let listings = 0;
-    const counting: ConsoleBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
+    const counting: ObjectStoreBackend = Object.assign(Object.create(backend) as ObjectStoreBackend, {
       history: (ws: string, o: { limit?: number }) => (listings++, backend.history(ws, o)),
     });
     const fresh = backendConsoleApi(counting);

@@ -76,12 +76,12 @@ describe("the AWS files, read as the SDK reads them", () => {
     const config = file("[profile dev]\ncredential_process = x\n[other]\naws_access_key_id = A\naws_secret_access_key = S\n");
     const creds = file("[dev]\naws_access_key_id = A\naws_secret_access_key = S\n");
     const view = readAwsProfile({ AWS_CONFIG_FILE: config, AWS_SHARED_CREDENTIALS_FILE: creds, AWS_PROFILE: "dev" });
-    assert.ok(view.found);
+    assert.notEqual(view.file, undefined);
     assert.equal(view.kind, "keys", "static keys come before credential_process, as in fromIni");
     assert.equal(view.file, creds);
     assert.equal(
-      readAwsProfile({ AWS_CONFIG_FILE: config, AWS_SHARED_CREDENTIALS_FILE: creds, AWS_PROFILE: "other" }).found,
-      false,
+      readAwsProfile({ AWS_CONFIG_FILE: config, AWS_SHARED_CREDENTIALS_FILE: creds, AWS_PROFILE: "other" }).file,
+      undefined,
       "[other] in the config file is not a profile",
     );
   });
