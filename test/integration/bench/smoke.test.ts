@@ -106,4 +106,9 @@ describe("the benches run (smallest workloads)", { concurrency: 2 }, () => {
   it("bench/history.mjs", onCeph, async () => {
     ranThrough(await runBench("history.mjs", { BENCH_ROUNDS: "1", BENCH_VERSIONS: "60", BENCH_STATE_MIB: "1" }), "history.mjs");
   });
+  it("bench/apply-throughput.mjs", onCeph, async () => {
+    const run = await runBench("apply-throughput.mjs", { BENCH_ROUNDS: "1", BENCH_SECONDS: "1", BENCH_WORKSPACES: "20", BENCH_CLIENTS: "4" });
+    ranThrough(run, "apply-throughput.mjs");
+    assert.match(run.out, /store requests per apply: bare \{"s3":2,"dynamodb":5\}/);
+  });
 });
