@@ -7,10 +7,11 @@
 // BENCH_ROUNDS (3). The bare side is Terraform's S3 client with a DynamoDB lock: a conditional
 // PutItem (lock); GetItem of the digest and GetObject (read); PutObject and PutItem of the digest
 // (write); GetItem and a conditional DeleteItem (unlock). A counting loopback proxy in front of
-// both stores first reports the store requests each side makes per apply.
-import { spawn } from "node:child_process";
+// both stores first reports the store requests each side makes per apply (BENCH_TRACE=1 lists
+// one apply's); each round then prints the CPU ms per apply of every process (from /proc).
+import { execFileSync, spawn } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,6 +32,21 @@ const bucket = `bench-apply-${process.pid}`;
 const table = `bench-apply-${process.pid}`;
 const dir = mkdtempSync(join(tmpdir(), "bench-apply-"));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** The PID listening on a loopback port (`ss`), to read its CPU time. */
+function pidOnPort(port) {
+  try {
+    const out = execFileSync("ss", ["-ltnpH", `sport = :${port}`], { encoding: "utf8" });
+    return Number(/pid=(\d+)/.exec(out)?.[1] ?? NaN);
+  } catch {
+    return NaN; // no `ss`: that process's CPU is reported as 0
+  }
+}
+/** CPU ms (all threads) of a process. */
+function cpuMs(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
 
 /** A loopback proxy to `target` that counts the requests through it. */
 async function countingProxy(target) {
@@ -129,7 +145,9 @@ async function serveSide(s3Endpoint, ddbEndpoint) {
     JSON.stringify({ bucket, prefix: "serve", key: "terraform.tfstate", endpoint: s3Endpoint, kvstoreTable: table, kvstoreEndpoint: ddbEndpoint }),
   );
   const cli = fileURLToPath(new URL("../dist/pkg/cli.cjs", import.meta.url));
-  const child = spawn(process.execPath, [cli, "serve", "--config", config, "--listen", `127.0.0.1:${await freeLowPort()}`, "--log-level", "off"], {
+  // BENCH_SERVE_NODE_ARGS: options for the server's node (e.g. "--cpu-prof --cpu-prof-dir=/tmp/p").
+  const nodeArgs = (env.BENCH_SERVE_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, cli, "serve", "--config", config, "--listen", `127.0.0.1:${await freeLowPort()}`, "--log-level", "off"], {
     env: {
       ...env,
       AWS_ACCESS_KEY_ID: credentials.accessKeyId,
@@ -166,6 +184,7 @@ async function serveSide(s3Endpoint, ddbEndpoint) {
       req.end(body);
     });
   return {
+    pid: child.pid,
     async apply(ws) {
       const info = Buffer.from(JSON.stringify(lockInfo()));
       const id = JSON.parse(info.toString()).ID;
@@ -259,15 +278,35 @@ for (let i = 0; i < WORKSPACES; i += CLIENTS) {
 }
 await run(bare, 1);
 await run(serve, 1);
+const pids = {
+  rgw: pidOnPort(new URL(env.OBJSTATE_TEST_S3_ENDPOINT).port),
+  osd: pidOnPort(env.CEPH_OSD_PORT_MIN ?? 6800),
+  dynalite: pidOnPort(new URL(env.OBJSTATE_TEST_DYNAMODB_ENDPOINT).port),
+};
+const cpu = { serve: [], bare: [] };
+/** CPU ms so far of the stores, the client (this process) and the server. */
+const cpuNow = (side) => ({
+  ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, Number.isNaN(pid) ? 0 : cpuMs(pid)])),
+  client: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
+  server: side.pid === undefined ? 0 : cpuMs(side.pid),
+});
 const ratios = [];
 for (let r = 0; r < ROUNDS; r++) {
   const order = r % 2 === 0 ? [bare, serve] : [serve, bare];
   const got = new Map();
-  for (const side of order) got.set(side, await run(side, SECONDS));
+  for (const side of order) {
+    const before = cpuNow(side);
+    const rate = await run(side, SECONDS);
+    got.set(side, rate);
+    const after = cpuNow(side);
+    const per = Object.fromEntries(Object.keys(after).map((k) => [k, ((after[k] - before[k]) / (rate * SECONDS)).toFixed(2)]));
+    cpu[side === serve ? "serve" : "bare"].push(per);
+  }
   const ratio = got.get(serve) / got.get(bare);
   ratios.push(ratio);
   console.log(`round ${r + 1}: serve ${got.get(serve).toFixed(1)} applies/s, bare SDK ${got.get(bare).toFixed(1)} applies/s, ${ratio.toFixed(2)}x`);
 }
+for (const k of ["bare", "serve"]) console.log(`CPU ms per apply, ${k}: ${cpu[k].map((c) => JSON.stringify(c)).join(" ")}`);
 const m = median(ratios);
 console.log(
   `serve throughput, ${CLIENTS} clients, ${WORKSPACES} workspaces: median ${m.toFixed(2)}x the bare SDK's applies/s (bound >= 0.7x): ${m >= 0.7 ? "PASS" : "FAIL"}`,
