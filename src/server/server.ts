@@ -1,7 +1,13 @@
-/** `objstate serve`: an HTTP(S) server over one backend, with no state of its own, so replicas over one bucket and table behave as one. */
+/** `objstate serve`: an HTTP(S) server over one backend, with no state of its own, so replicas over one bucket and table behave as one; what it refuses to start with and warns of, for the CLI and code alike (decision 043). */
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import type { ObjectStoreBackend } from "../backend/backend.js";
+import type { AuditLogOptions } from "../backend/audit.js";
+import type { EncryptionConfig } from "../encryption/index.js";
+import type { LoginLimit } from "./auth.js";
+import type { Identity } from "./identity/identity.js";
+import type { User } from "./users.js";
 import { checkWorkspace } from "../config/layout.js";
 import { StateEncryption } from "../encryption/index.js";
 import { ANONYMOUS_PRINCIPAL } from "../backend/principal.js";
@@ -9,11 +15,11 @@ import type { AuditAction, AuditLog } from "../backend/audit.js";
 import { codeOf, isObjstateError, ObjstateError, statusOf } from "../errors.js";
 import { API_ROUTES, type Route } from "./api.js";
 import { Authenticator, type Authenticated } from "./auth.js";
-import { isLoopbackHost, RequestGate } from "./gate.js";
+import { isLoopbackHost, RequestGate, type PublicOrigin } from "./gate.js";
 import { checkDeclaredLength } from "../io/http-body.js";
 import { diffInWorker } from "./diff-runner.js";
 import { ConnectionGuard } from "./connections.js";
-import { requireRole, send, sendHeld, sendJson, type Ctx } from "./context.js";
+import { requireRole, send, sendEmpty, sendHeld, sendJson, type Ctx } from "./context.js";
 import { Logger } from "./log.js";
 import { Metrics, METRICS_CONTENT_TYPE } from "./metrics.js";
 import { STATE_ROUTES } from "./protocol.js";
@@ -22,20 +28,129 @@ import { backendConsoleApi } from "../console/adapter.js";
 import { CsrfTokens } from "../console/csrf.js";
 import { handleConsole } from "../console/handler.js";
 import type { ConsoleApi, ConsoleContext, ConsoleLogEntry } from "../console/types.js";
-import { answerFailure, lastResort, shownMessage } from "./failure.js";
+import { nodeCrypto } from "../util/builtins.js";
 import { decodeParams, Router } from "../util/router.js";
-import {
-  DEFAULT_CLIENT_TIMEOUT_MS,
-  DEFAULT_MAX_STATE_SIZE,
-  listenFailed,
-  refuseUnsafeAddress,
-  refuseUnsafeOptions,
-  serveWarnings,
-  TLS12_CIPHERS,
-  type ServerOptions,
-} from "./safety.js";
 
-export type { ServerOptions } from "./safety.js";
+export interface ServerOptions {
+  readonly backend: ObjectStoreBackend;
+  /** Users and roles; undefined: every request is allowed everything (loopback or `insecureNoAuth`). */
+  readonly users?: ReadonlyMap<string, User> | undefined;
+  /** Without `users`, listen off loopback anyway (`--insecure-no-auth`; default false: AUTH_REQUIRED). */
+  readonly insecureNoAuth?: boolean | undefined;
+  readonly loginLimit?: LoginLimit | undefined;
+  /** API tokens and OIDC identities (identity/identity.ts), asked before passwords; needs `users`. */
+  readonly identity?: Identity | undefined;
+  /** Largest request body (default 512 MiB). */
+  readonly maxStateSize?: number | undefined;
+  /** Time a client has for its headers, and the window in which a body must bring 4 KiB (default 30 s). */
+  readonly clientTimeoutMs?: number | undefined;
+  /** Open connections in all (default 1024) and from one client address (default 64): connections.ts. */
+  readonly maxConnections?: number | undefined;
+  readonly maxConnectionsPerClient?: number | undefined;
+  /** PEM certificate and key (both, or TLS_INCOMPLETE): serve HTTPS. `ca`: require client certificates signed by it. */
+  readonly tls?: { readonly cert?: string | Buffer; readonly key?: string | Buffer; readonly ca?: string | Buffer } | undefined;
+  readonly logger?: Logger | undefined;
+  /** Serve the web console at `/` (default true). */
+  readonly console?: boolean | undefined;
+  /** Key of the console's CSRF tokens: replicas without sticky sessions need one key (default: random per process). */
+  readonly csrfKey?: Buffer | undefined;
+  /** The origins clients use to reach this server (`--public-url`): another `Host` gets 421 (gate.ts). */
+  readonly publicUrls?: readonly PublicOrigin[] | undefined;
+  /** Accept a state write without `?ID`, which may overwrite changes its client never read (default false: 409 `UNLOCKED_WRITE`). */
+  readonly allowUnlockedWrites?: boolean | undefined;
+  /** The audit log's options, or false for none. Default: on, over the backend's bucket (docs/decisions/076). */
+  readonly audit?: AuditLogOptions | false | undefined;
+  /** The backend's encryption at rest: a client's envelope is stored only when it opens it (docs/decisions/071); without, envelopes pass through. */
+  readonly encryption?: EncryptionConfig | undefined;
+}
+
+/** TLS 1.2 only with forward-secret AEAD suites; TLS 1.3 (whose suites all are) as Node offers it. */
+const TLS12_CIPHERS = [
+  "ECDHE-ECDSA-AES128-GCM-SHA256",
+  "ECDHE-RSA-AES128-GCM-SHA256",
+  "ECDHE-ECDSA-AES256-GCM-SHA384",
+  "ECDHE-RSA-AES256-GCM-SHA384",
+  "ECDHE-ECDSA-CHACHA20-POLY1305",
+  "ECDHE-RSA-CHACHA20-POLY1305",
+].join(":");
+
+const DEFAULT_MAX_STATE_SIZE = 512 * 1024 * 1024;
+const DEFAULT_CLIENT_TIMEOUT_MS = 30_000;
+
+/** TLS's parts go together: a certificate with its key, a client CA only with both. */
+export function refuseIncompleteTls(tls: ServerOptions["tls"]): void {
+  if (tls !== undefined && (tls.cert === undefined) !== (tls.key === undefined))
+    throw new ObjstateError("TLS_INCOMPLETE", "--tls-cert and --tls-key go together: give both, or neither for plain HTTP");
+  if (tls?.ca !== undefined && tls.cert === undefined)
+    throw new ObjstateError("TLS_INCOMPLETE", "--tls-client-ca needs --tls-cert and --tls-key (client certificates are part of TLS)");
+}
+
+/** The constructor's refusals: the options alone make the server unsafe, whatever its address. */
+function refuseUnsafeOptions(o: ServerOptions): void {
+  refuseIncompleteTls(o.tls);
+  if (o.backend.lockTtlMs !== undefined)
+    throw new ObjstateError(
+      "SERVE_LEASE_UNSUPPORTED",
+      "objstate serve takes no lease (--lock-ttl, or lockTtl in the --config file's objstate section): the tool's http client cannot renew one, so an apply that sends nothing for longer than the lease (while it waits for its confirmation, or for a slow resource) would lose its lock and its final write. Remove it; release a lock a crashed client left with terraform force-unlock (the force role)",
+    );
+  if (!o.backend.lockingEnabled && o.allowUnlockedWrites !== true)
+    throw new ObjstateError(
+      "SERVE_NO_LOCKING",
+      "no lock table is configured (kvstoreTable, or --lockfile): every write through this server would be unlocked, and concurrent clients could overwrite each other's changes. Configure one, or start with --allow-unlocked-writes to serve without locking",
+    );
+}
+
+/** `listen`'s refusals, before anything is bound: an address off loopback needs users (or the insecure opt-out) and public URLs. */
+function refuseUnsafeAddress(o: ServerOptions, host: string, port: number): void {
+  if (isLoopbackHost(host)) return;
+  if (o.users === undefined && o.insecureNoAuth !== true)
+    throw new ObjstateError(
+      "AUTH_REQUIRED",
+      `--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`,
+    );
+  // Without the list, a Host check could only trust what the request says (DNS rebinding).
+  if ((o.publicUrls ?? []).length === 0)
+    throw new ObjstateError(
+      "PUBLIC_URL_REQUIRED",
+      `--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`,
+    );
+}
+
+/** `listen`'s failure for the operator: LISTEN_FAILED saying why and what to do (the errno alone says little). */
+function listenFailed(e: unknown, host: string, port: number): ObjstateError {
+  const code = (e as NodeJS.ErrnoException).code;
+  const why =
+    code === "EADDRINUSE"
+      ? `port ${port} is in use (another objstate serve, or another program, listens there: \`ss -ltnp 'sport = :${port}'\` names it); stop it, or give another port with --listen ${host}:PORT (--listen ${host}:0 picks a free one)`
+      : code === "EACCES"
+        ? `permission denied: ports below 1024 need root or CAP_NET_BIND_SERVICE; give a port of 1024 or more with --listen ${host}:PORT`
+        : code === "EADDRNOTAVAIL"
+          ? `${host} is not an address of this machine; give one of its addresses, or 127.0.0.1, with --listen`
+          : (code ?? (e instanceof Error ? e.message : String(e)));
+  return new ObjstateError("LISTEN_FAILED", `cannot listen on ${host}:${port}: ${why}`, { cause: e });
+}
+
+function serveWarnings(o: ServerOptions, url: string, loopback: boolean): [string, string][] {
+  const { users, tls, backend } = o;
+  const out: [string, string][] = [];
+  // Off loopback without users, listen required insecureNoAuth.
+  if (users === undefined && !loopback)
+    out.push([
+      `SERVING ${url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`,
+      "SERVE_INSECURE",
+    ]);
+  else if (users === undefined) out.push([`no --users file: serving on loopback only (${url}), and every local client may do everything`, "SERVE_NO_USERS"]);
+  else if (tls === undefined && !loopback)
+    out.push([
+      `SERVING PASSWORDS OVER PLAIN HTTP on ${url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`,
+      "SERVE_PLAINTEXT_PASSWORDS",
+    ]);
+  const unlocked = "no lock table is configured (--allow-unlocked-writes): LOCK always succeeds and concurrent clients can overwrite each other's changes";
+  if (!backend.lockingEnabled) out.push([unlocked, "SERVE_NO_LOCKING"]);
+  else if (o.allowUnlockedWrites === true)
+    out.push(["--allow-unlocked-writes: a client without lock_address, or run with -lock=false, can overwrite changes it never read", "SERVE_UNLOCKED_WRITES"]);
+  return out;
+}
 
 /** Routes anyone may call (a load balancer's probes, a scraper). */
 const OPEN_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
@@ -327,4 +442,68 @@ export class ObjstateServer {
     }
     sendHeld(ctx, answer);
   }
+}
+
+/** One error-to-answer mapping for every route: status from the code (errors.ts), its headers, a body quoting nothing only the log may see. */
+/** Answer a failure: the holder's lock info when the error carries one (what the tool parses on 409/423), else `{"code", "message"}`. */
+function answerFailure(ctx: Ctx, e: unknown, logger: Logger): void {
+  const status = statusOf(e);
+  const res = ctx.res;
+  if (ctx.held) return; // answered before it failed: that answer stands
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  // A body left unread is not read at all: the connection closes after this answer.
+  if (!ctx.req.complete) res.setHeader("Connection", "close");
+  if (status === 401) res.setHeader("WWW-Authenticate", 'Basic realm="objstate", charset="UTF-8"');
+  const retry = isObjstateError(e) ? e.details?.["retryAfter"] : undefined;
+  if (typeof retry === "number") res.setHeader("Retry-After", String(retry));
+  const holder = isObjstateError(e) ? e.details?.["lockInfo"] : undefined;
+  if (holder !== undefined && (status === 409 || status === 423)) {
+    send(ctx, status, JSON.stringify(holder), { "Content-Type": "application/json" });
+    return;
+  }
+  if (status === 500 && !isObjstateError(e)) {
+    // Unexpected: no detail leaves the process (it may quote a request).
+    sendJson(ctx, 500, { code: "INTERNAL", message: "internal error; see the server's log" });
+    logger.event("error", "unexpected failure", { name: e instanceof Error ? e.name : typeof e });
+    return;
+  }
+  if (status === 204) return sendEmpty(ctx, 204);
+  // Why an issuer could not be asked is the operator's to know (its messages never hold a token).
+  if (isObjstateError(e, "IDENTITY_PROVIDER_UNAVAILABLE")) logger.event("warn", "identity provider unavailable", { reason: e.message });
+  // The one field a client is told to set: UNLOCKED_WRITE names the state's lock_address.
+  const lockAddress = isObjstateError(e) ? e.details?.["lock_address"] : undefined;
+  sendJson(ctx, status, {
+    code: codeOf(e),
+    message: isObjstateError(e) ? shownMessage(e, ctx, logger) : String(e),
+    ...(typeof lockAddress === "string" ? { lock_address: lockAddress } : {}),
+  });
+}
+
+/** The message a client is shown: a key provider's failure (it quotes its program's stderr) goes to the log under a reference. */
+function shownMessage(e: ObjstateError, ctx: Ctx, logger: Logger): string {
+  if (!fromKeyProvider(e)) return e.message;
+  const ref = nodeCrypto().randomBytes(6).toString("hex");
+  logger.event("error", "key provider failed", { ref, workspace: ctx.params["workspace"], detail: e.message });
+  return `the server's encryption key provider failed: the detail is in the server's log, under reference ${ref}`;
+}
+
+/** A failure outside every handler's own catch (its logging included): logged and answered 500, never the process's end. */
+function lastResort(res: ServerResponse, e: unknown, logger: Logger): void {
+  try {
+    if (res.headersSent) res.destroy();
+    else
+      res
+        .writeHead(500, { "Content-Type": "application/json", Connection: "close" })
+        .end('{"code":"INTERNAL","message":"internal error; see the server\'s log"}\n');
+    logger.event("error", "request handling failed", { name: e instanceof Error ? e.name : typeof e });
+  } catch {
+    res.destroy();
+  }
+}
+
+function fromKeyProvider(e: unknown): boolean {
+  return isObjstateError(e) && (e.code === "ENCRYPTION_KEY_PROVIDER_FAILED" || fromKeyProvider(e.cause));
 }
