@@ -29,7 +29,7 @@ export interface Body {
 
 const receiving = new WeakSet<IncomingMessage>();
 
-/** Is {@link readBody} timing the request's body now (so that nothing else need)? */
+/** Has {@link readBody} taken the request's body, timing it or refusing it (then the server answers it: nothing else need time it)? */
 export function isReceiving(req: IncomingMessage): boolean {
   return receiving.has(req);
 }
@@ -88,7 +88,6 @@ function receiveBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
     let timer: NodeJS.Timeout | undefined;
     const fail = (e: ObjstateError): void => {
       clearTimeout(timer);
-      receiving.delete(req);
       void hashed.then(() => hash.digest()).catch(() => undefined); // releases the worker's job
       req.removeAllListeners("data");
       req.pause();

@@ -100,6 +100,27 @@ describe("objstate serve: limits, slow clients, logs, shutdown", () => {
     assert.equal(await new HttpBackendClient({ bases: [s.url], workspace: ws }).get(), null);
   });
 
+  it("the 408 of a stalled body goes out even when its audit event takes longer than --client-timeout to store", async () => {
+    const slow = await ObjectStoreBackend.connect(config, { env: {}, onWarning: () => undefined });
+    const auditLog = slow.auditLog.bind(slow);
+    // A slow store for the audit objects: each event is stored 900 ms late.
+    slow.auditLog = (o) => {
+      const log = auditLog(o);
+      const record = log.record.bind(log);
+      log.record = async (e) => (await new Promise((r) => setTimeout(r, 900)), record(e));
+      return log;
+    };
+    try {
+      const s = await startServer(slow, { allowUnlockedWrites: true, clientTimeoutMs: 300 }, servers);
+      const ws = uniqueName("ws");
+      const head = `POST /state/${ws} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`;
+      const answer = await rawExchange(s.url, head, Buffer.from('{"version": 4,'), 5000);
+      assert.match(answer, /^HTTP\/1\.1 408 /);
+    } finally {
+      slow.close();
+    }
+  });
+
   it("a client that stalls in the middle of its headers is dropped after --client-timeout", async () => {
     const s = await start({ clientTimeoutMs: 300 });
     const started = Date.now();
