@@ -6,7 +6,7 @@ import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fie
 import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { isPlainObject, RULES } from "../config/rules.js";
-import { nearest } from "../config/validate.js";
+import { suggestion } from "../config/validate.js";
 import { AWS_ENV } from "../resolve/settings.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { readJsonFile, usageError } from "./io.js";
@@ -140,8 +140,7 @@ function fromToolJson(doc: Record<string, unknown>, file: string): FileSettings 
     const f = fields.find((x) => x.jsonKey === key);
     if (f !== undefined) return f;
     const keys = fields.map((x) => x.jsonKey);
-    const near = nearest(key, keys);
-    fileError(file, `${at} is not a setting of ${of}${near === undefined ? `; the settings are: ${keys.join(", ")}` : `; did you mean ${near}?`}`);
+    fileError(file, `${at} is not a setting of ${of}${suggestion(key, keys, `the settings are: ${keys.join(", ")}`)}`);
   };
   for (const [k, v] of Object.entries(block)) {
     const f = fieldAt(COMMON_FIELDS, k, `${TOOL_BLOCK}.${k}`, "the objectstore backend");

@@ -6,7 +6,7 @@ import { DEFAULT_LAYOUT, LAYOUT_NAMES, type LayoutName } from "./layout.js";
 import { encryptionFromEnvText, encryptionFromFile, mergeEncryptionSettings } from "./encryption-setting.js";
 import type { EncryptionConfig } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
-import { nearest } from "./validate.js";
+import { suggestion } from "./validate.js";
 import { isPlainObject } from "./rules.js";
 import {
   choiceOf,
@@ -296,11 +296,7 @@ export function parseSettings(flags: SettingFlags, file: SettingsFileSection | u
       fileProblem(file.file, `objstate must be an object of objstate settings, such as {"lockTtl": "1m", "lockfile": true, "layout": "s3"}`);
     for (const k of Object.keys(section)) {
       if (FILE_KEYS.includes(k)) continue;
-      const near = nearest(k, FILE_KEYS);
-      fileProblem(
-        file.file,
-        `objstate.${k} is not an objstate setting${near === undefined ? `; the settings are: ${FILE_KEYS.join(", ")}` : `; did you mean ${near}?`}`,
-      );
+      fileProblem(file.file, `objstate.${k} is not an objstate setting${suggestion(k, FILE_KEYS, `the settings are: ${FILE_KEYS.join(", ")}`)}`);
     }
   }
   const values: Record<string, unknown> = {};
