@@ -18,10 +18,7 @@ function versionFlag(v: string | undefined, flag: string): string | undefined {
 export async function statePullVersionAction(opts: Opts): Promise<void> {
   const version = (versionFlag(opts.version, "--version") ?? versionFlag(opts.versionId, "--version-id")) as string;
   const s = selected(opts);
-  await withBackend(s, async (backend) => {
-    const bytes = await backend.readVersion(s.workspace, version, { stored: opts.rawEnvelope === true });
-    await writeOut(bytes);
-  });
+  await withBackend(s, async (backend) => writeOut(await backend.readVersion(s.workspace, version, { stored: opts.rawEnvelope === true })));
 }
 
 /** One line of `state history`: the columns, then who wrote it and how. */
