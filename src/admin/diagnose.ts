@@ -21,7 +21,7 @@ import type { ResolvedBackendSettings } from "../resolve/settings.js";
 import type { Acl, ObjectStoreDriver } from "../store/types.js";
 import { redactUrl } from "../util/redact.js";
 import { retentionText } from "./provision.js";
-import { identityOf, needsIdentity, resolveTargets, storeOf, tableOf, type Targets } from "./targets.js";
+import { closing, identityOf, needsIdentity, resolveTargets, storeOf, tableOf, type Targets } from "./targets.js";
 
 export type CheckStatus = "ok" | "warn" | "fail" | "skip";
 
@@ -44,6 +44,8 @@ export interface DiagnoseOptions extends ConnectOptions {
 }
 
 const REACH_TIMEOUT_MS = 5000;
+/** The checks read once: a digest mismatch is reported, not waited out. */
+const NO_RETRY = { timeoutMs: 0, intervalMs: 0 };
 
 const ok = (name: string, detail: string): CheckResult => ({ name, status: "ok", detail });
 const warn = (name: string, detail: string, fix: string): CheckResult => ({ name, status: "warn", detail, fix });
@@ -292,14 +294,12 @@ async function storeChecks(c: Checks, t: Targets, identity: Identity | undefined
   }
   const store = await storeOf(t, identity, options);
   try {
-    return await bucketChecks(c, store, t, options.lockfile === true);
+    return await closing(store, () => bucketChecks(c, store, t, options.lockfile === true));
   } catch (e) {
     const fix =
       diskFix(e) ?? (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the bucket" : "check --bucket and --endpoint");
     c.add(fail("bucket", message(e), fix));
     return false;
-  } finally {
-    store.close();
   }
 }
 
@@ -360,16 +360,15 @@ async function tableChecks(c: Checks, t: Targets, identity: Identity | undefined
     return no;
   }
   const locks = await tableOf(t, identity, options);
+  const { name, at } = t.table;
   try {
-    return await tableCheck(c, locks, t.table.name, t.table.at.kind === "http");
+    return await closing(locks, () => tableCheck(c, locks, name, at.kind === "http"));
   } catch (e) {
     const fix =
       diskFix(e) ??
       (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the table" : "check --kvstore-table and --kvstore-endpoint");
     c.add(fail("lock table", message(e), fix));
     return no;
-  } finally {
-    locks.close();
   }
 }
 
@@ -396,8 +395,7 @@ async function tableCheck(c: Checks, locks: LockTableDriver, table: string, http
 /** 7. The digest of the selected workspace, and leftovers of unfinished writes. */
 async function digestChecks(c: Checks, config: ObjectStoreBackendConfig, options: ConnectOptions, workspace: string): Promise<void> {
   try {
-    const backend = await ObjectStoreBackend.connect(config, { ...options, digestRetry: { timeoutMs: 0, intervalMs: 0 } });
-    try {
+    await closing(await ObjectStoreBackend.connect(config, { ...options, digestRetry: NO_RETRY }), async (backend) => {
       const repair = `objstate state repair${workspace === "default" ? "" : ` -w ${workspace}`}`;
       c.add(digestResult(await backend.digestStatus(workspace), workspace, backend.describe(workspace), repair));
       const left = await backend.leftovers();
@@ -407,9 +405,7 @@ async function digestChecks(c: Checks, config: ObjectStoreBackendConfig, options
         const detail = `${left.length} leftover${left.length === 1 ? "" : "s"} of unfinished writes under the prefix (${some.join(", ")}${left.length > 3 ? ", …" : ""}; oldest from ${left[0]?.since?.toISOString() ?? "unknown"})`;
         c.add(warn("leftovers", detail, `run ${repair} to remove those older than an hour (younger ones may belong to a writer still at work)`));
       }
-    } finally {
-      backend.close();
-    }
+    });
   } catch (e) {
     c.add(fail("digest", message(e), "see the message; objstate state pull shows the same error"));
   }
@@ -453,17 +449,14 @@ async function encryptionCheck(c: Checks, config: ObjectStoreBackendConfig, opti
   const what = describeEncryption(options.encryption);
   if (!bucketOk) return c.skip([name], `${what}; reading the state needs a working bucket`);
   try {
-    const backend = await ObjectStoreBackend.connect(config, { ...options, readOnly: true, digestRetry: { timeoutMs: 0, intervalMs: 0 } });
-    try {
+    await closing(await ObjectStoreBackend.connect(config, { ...options, readOnly: true, digestRetry: NO_RETRY }), async (backend) => {
       const read = await backend.readStateVersion(workspace);
       if (read === null) c.add(ok(name, `${what}; workspace ${workspace} has no state yet`));
       else if (read.encryption?.migration === true) {
         const detail = `the state of workspace ${workspace} was read with ${read.encryption.method}, not the primary method (${what})`;
         c.add(warn(name, detail, `run objstate state rekey${workspace === "default" ? "" : ` -w ${workspace}`} to write it under the primary method`));
       } else c.add(ok(name, `the state of workspace ${workspace} decrypts with ${read.encryption?.method ?? "?"}`));
-    } finally {
-      backend.close();
-    }
+    });
   } catch (e) {
     c.add(fail(name, message(e), "configure the key the state was written with (as a fallback method), in the encryption setting or TF_ENCRYPTION"));
   }

@@ -4,7 +4,7 @@ import { commonPrefix, layout, type LayoutName } from "../config/layout.js";
 import { inspectLockTable } from "../backend/connect.js";
 import type { LockTableDriver } from "../lock/index.js";
 import type { ObjectStoreDriver, Retention } from "../store/types.js";
-import { identityOf, needsIdentity, resolveTargets, storeOf, tableOf, type AdminOptions, type Targets } from "./targets.js";
+import { closing, identityOf, needsIdentity, resolveTargets, storeOf, tableOf, type AdminOptions, type Targets } from "./targets.js";
 
 type What = "bucket" | "lock table" | "versions";
 
@@ -39,27 +39,16 @@ export interface Provisioned {
 export async function provision(config: ObjectStoreBackendConfig, options: ProvisionOptions): Promise<Provisioned> {
   const t = resolveTargets(config, options);
   const identity = needsIdentity(t) ? await identityOf(t, options) : undefined;
-  const store = await storeOf(t, identity, options);
-  let bucket: ProvisionResult;
-  let versions: ProvisionResult | undefined;
-  try {
-    bucket = await provisionBucket(store, t, options);
-    if (options.versioning !== undefined) versions = await provisionVersioning(store, t, bucket, options);
-  } finally {
-    store.close();
-  }
-  let lockTable: ProvisionResult;
-  if (t.table === undefined) {
-    const detail = "no lock table configured (kvstoreTable): state will not be locked; set --kvstore-table and --kvstore-endpoint to use one";
-    lockTable = result("lock table", null, null)("not configured", detail);
-  } else {
-    const locks = await tableOf(t, identity, options);
-    try {
-      lockTable = await provisionTable(locks, t.table.name, options.createTable === true);
-    } finally {
-      locks.close();
-    }
-  }
+  const { bucket, versions } = await closing(await storeOf(t, identity, options), async (store) => {
+    const bucket = await provisionBucket(store, t, options);
+    return { bucket, versions: options.versioning === undefined ? undefined : await provisionVersioning(store, t, bucket, options) };
+  });
+  const table = t.table;
+  const detail = "no lock table configured (kvstoreTable): state will not be locked; set --kvstore-table and --kvstore-endpoint to use one";
+  const lockTable =
+    table === undefined
+      ? result("lock table", null, null)("not configured", detail)
+      : await closing(await tableOf(t, identity, options), (locks) => provisionTable(locks, table.name, options.createTable === true));
   const bad = (r: ProvisionResult | undefined): boolean => r?.status === "missing" || r?.status === "unusable";
   return { ok: !bad(bucket) && !bad(lockTable) && !bad(versions), bucket, lockTable, ...(versions === undefined ? {} : { versions }) };
 }

@@ -76,3 +76,12 @@ export function tableOf(t: Targets, id: Identity | undefined, options: AdminOpti
   const table = t.table as NonNullable<Targets["table"]>;
   return openLockTable({ table: table.name, ...driverOptions(t, table.at, id, options) });
 }
+
+/** Run `work` with an open driver or backend, and close it whatever happens. */
+export async function closing<D extends { close(): void }, T>(open: D, work: (d: D) => Promise<T>): Promise<T> {
+  try {
+    return await work(open);
+  } finally {
+    open.close();
+  }
+}

@@ -233,17 +233,16 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
 /** `objstate state pull`: the exact stored bytes on stdout. */
 export async function statePullAction(opts: Opts): Promise<void> {
   const s = selected(opts);
-  const { workspace } = s;
   await withBackend(s, async (backend) => {
-    const progress = Progress.start(process.stderr, `pulling ${backend.describe(workspace)}`, undefined);
+    const progress = Progress.start(process.stderr, `pulling ${backend.describe(s.workspace)}`, undefined);
     let bytes: Buffer | null;
     try {
       // The buffer being filled has the state's size: the line shows bytes against it.
-      bytes = await backend.readState(workspace, { onData: (body, filled) => progress.update(filled, body.length), stored: opts.rawEnvelope === true });
+      bytes = await backend.readState(s.workspace, { onData: (body, filled) => progress.update(filled, body.length), stored: opts.rawEnvelope === true });
     } finally {
       progress.done();
     }
-    if (bytes === null) throw new CliError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${backend.describe(workspace)}`);
+    if (bytes === null) throw new CliError("STATE_NOT_FOUND", `no stored state for workspace ${s.workspace} at ${backend.describe(s.workspace)}`);
     await writeOut(bytes);
   });
 }
@@ -296,22 +295,21 @@ function fileSource(fd: number, size: number, name: string): ByteSource {
 export async function statePushAction(file: string, opts: Opts): Promise<void> {
   const lockId = lockIdFlag(opts.lockId);
   const s = selected(opts);
-  const { workspace } = s;
   const state = openStateInput(file);
   try {
     await withBackend(s, async (backend) => {
-      const where = backend.describe(workspace);
+      const where = backend.describe(s.workspace);
       const operation = { operation: "state push", info: `objstate state push ${state.name}` };
-      const { result, locked } = await underGivenLock(backend, workspace, lockId, s.input.settings.values.lockTimeout, operation, async (id) => {
+      const { result, locked } = await underGivenLock(backend, s.workspace, lockId, s.input.settings.values.lockTimeout, operation, async (id) => {
         const progress = Progress.start(process.stderr, `pushing ${where}`, state.size);
         try {
           const onProgress = (sent: number): void => progress.update(sent);
-          return await backend.writeState(workspace, state.body, { lockId: id, force: opts.force === true, onProgress, onStored: stateStored });
+          return await backend.writeState(s.workspace, state.body, { lockId: id, force: opts.force === true, onProgress, onStored: stateStored });
         } finally {
           progress.done();
         }
       });
-      if (opts.json === true) return printJson({ workspace, path: where, bytes: state.size, locked, written: result.written, md5: result.md5 });
+      if (opts.json === true) return printJson({ workspace: s.workspace, path: where, bytes: state.size, locked, written: result.written, md5: result.md5 });
       if (!result.written) return say(`${where} already holds this state (MD5 ${result.md5}); nothing written`);
       say(`pushed ${formatBytes(state.size)} to ${where}${locked ? "" : " (not locked: no lock table)"}`);
     });
@@ -325,13 +323,12 @@ export async function stateRepairAction(opts: Opts): Promise<void> {
   const lockId = lockIdFlag(opts.lockId);
   const olderThan = opts.olderThan === undefined ? undefined : durationOf(opts.olderThan, { kind: "flag", flag: "--older-than" });
   const s = selected(opts);
-  const { workspace } = s;
   await withBackend(s, async (backend) => {
-    const where = backend.describe(workspace);
-    const { result: report } = await underGivenLock(backend, workspace, lockId, s.input.settings.values.lockTimeout, { operation: "state repair" }, (id) =>
-      backend.repairState(workspace, { lockId: id, force: opts.force === true, leftoverMinAgeMs: olderThan }),
+    const where = backend.describe(s.workspace);
+    const { result: report } = await underGivenLock(backend, s.workspace, lockId, s.input.settings.values.lockTimeout, { operation: "state repair" }, (id) =>
+      backend.repairState(s.workspace, { lockId: id, force: opts.force === true, leftoverMinAgeMs: olderThan }),
     );
-    if (opts.json === true) return printJson({ workspace, path: where, ...report });
+    if (opts.json === true) return printJson({ workspace: s.workspace, path: where, ...report });
     const lines: Record<typeof report.action, string> = {
       ok: `the state at ${where} matches its digest; nothing to repair`,
       "recorded-digest": `recorded the digest of the state at ${where} (${report.md5 ?? "?"}; was ${report.previous ?? "none"}); it reads again`,
@@ -374,20 +371,19 @@ export async function stateRekeyAction(opts: Opts): Promise<void> {
 /** `objstate lock [-- command …]`: take the lock and print its ID, or hold it while a command runs. */
 export async function lockAction(opts: Opts, command: readonly string[] = []): Promise<void> {
   const s = selected(opts);
-  const { workspace } = s;
   const timeout = s.input.settings.values.lockTimeout;
   requireLocking(s, "take");
   await withBackend(s, async (backend) => {
     const operation = { operation: opts.operation ?? "objstate lock", info: opts.info ?? "" };
-    if (command.length > 0) return runUnderLock(backend, workspace, operation, timeout, command);
-    const { info: lock, interrupted } = await lockWaiting(backend, workspace, operation, timeout);
-    if (opts.json === true) printJson(lockJson(backend.listedLock(workspace, lock)));
+    if (command.length > 0) return runUnderLock(backend, s.workspace, operation, timeout, command);
+    const { info: lock, interrupted } = await lockWaiting(backend, s.workspace, operation, timeout);
+    if (opts.json === true) printJson(lockJson(backend.listedLock(s.workspace, lock)));
     else say(lock.ID);
     // A lock that landed after the interrupt is held, and only its ID can release it.
     if (interrupted !== undefined)
       throw new CliError(
         "INTERRUPTED",
-        `interrupted after the lock was taken: lock ${lock.ID} on ${backend.describe(workspace)} is held; release it with objstate unlock ${lock.ID} -w ${workspace}`,
+        `interrupted after the lock was taken: lock ${lock.ID} on ${backend.describe(s.workspace)} is held; release it with objstate unlock ${lock.ID} -w ${s.workspace}`,
         { exitCode: interrupted.exitCode },
       );
   });
@@ -409,12 +405,11 @@ export async function unlockAction(id: string, opts: Opts, forced = false): Prom
       "CONFIRMATION_REQUIRED",
     );
   const s = selected(opts);
-  const { workspace } = s;
   requireLocking(s, "release");
   await withBackend(s, async (backend) => {
-    const where = backend.describe(workspace);
+    const where = backend.describe(s.workspace);
     if (ask) {
-      const holder = await backend.lockInfo(workspace);
+      const holder = await backend.lockInfo(s.workspace);
       // no-id names an item without readable lock info, which may have no Info at all.
       if (holder === null && id !== NO_LOCK_ID) throw new CliError("LOCK_NOT_FOUND", `the state at ${where} is not locked (no lock with ID ${id})`);
       if (holder === null) process.stderr.write(`The lock item of ${where} has no lock info.\n`);
@@ -425,8 +420,8 @@ export async function unlockAction(id: string, opts: Opts, forced = false): Prom
       if (!(await confirm("Force-unlock? Only 'yes' will be accepted: "))) throw new CliError("CANCELLED", "force-unlock cancelled; the lock is still held");
     }
     // The same release either way: a wrong ID is refused, so a lock taken since is never broken by mistake.
-    await backend.unlock(workspace, id);
-    if (opts.json === true) return printJson({ workspace, path: where, unlocked: id, ...(forced ? { forced: true } : {}) });
+    await backend.unlock(s.workspace, id);
+    if (opts.json === true) return printJson({ workspace: s.workspace, path: where, unlocked: id, ...(forced ? { forced: true } : {}) });
     say(`${forced ? "force-released" : "released"} lock ${id} on ${where}`);
   });
 }

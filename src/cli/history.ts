@@ -18,11 +18,7 @@ function versionFlag(v: string | undefined, flag: string): string | undefined {
 export async function statePullVersionAction(opts: Opts): Promise<void> {
   const version = (versionFlag(opts.version, "--version") ?? versionFlag(opts.versionId, "--version-id")) as string;
   const s = selected(opts);
-  const { workspace } = s;
-  await withBackend(s, async (backend) => {
-    const bytes = await backend.readVersion(workspace, version, { stored: opts.rawEnvelope === true });
-    await writeOut(bytes);
-  });
+  await withBackend(s, async (backend) => writeOut(await backend.readVersion(s.workspace, version, { stored: opts.rawEnvelope === true })));
 }
 
 /** One line of `state history`: the columns, then who wrote it and how. */
@@ -55,12 +51,11 @@ function versionRow(v: StateVersion): string[] {
 export async function stateHistoryAction(opts: Opts): Promise<void> {
   const limit = countFlag(opts.limit, "--limit", "INVALID_LIMIT");
   const s = selected(opts);
-  const { workspace } = s;
   await withBackend(s, async (backend) => {
     const versions: StateVersion[] = [];
-    for await (const v of backend.history(workspace, { limit })) versions.push(v);
-    if (opts.json === true) return printJson({ workspace, path: backend.describe(workspace), versions: versions.map(historyEntryJson) });
-    if (versions.length === 0) return writeOut(`no versions of workspace ${workspace} at ${backend.describe(workspace)}\n`);
+    for await (const v of backend.history(s.workspace, { limit })) versions.push(v);
+    if (opts.json === true) return printJson({ workspace: s.workspace, path: backend.describe(s.workspace), versions: versions.map(historyEntryJson) });
+    if (versions.length === 0) return writeOut(`no versions of workspace ${s.workspace} at ${backend.describe(s.workspace)}\n`);
     const rows = [[" ", "VERSION", "TIME", "SIZE", "SERIAL", "LINEAGE", "WRITTEN BY"], ...versions.map(versionRow)];
     await writeOut(`${table(rows)}\n`);
   });
@@ -71,11 +66,10 @@ export async function stateDiffAction(opts: Opts): Promise<void> {
   const fromFlag = versionFlag(opts.from, "--from");
   const toFlag = versionFlag(opts.to, "--to");
   const s = selected(opts);
-  const { workspace } = s;
   await withBackend(s, async (backend) => {
     // The sides not given are the library's: the version before the current one, and the current one.
-    const compared = await backend.diff(workspace, { from: fromFlag, to: toFlag });
-    if (opts.json === true) return printJson(versionDiffJson(workspace, compared));
+    const compared = await backend.diff(s.workspace, { from: fromFlag, to: toFlag });
+    if (opts.json === true) return printJson(versionDiffJson(s.workspace, compared));
     await writeOut(diffText(compared.from, compared.to, compared.diff, colorsAllowed(process.stdout)));
   });
 }
@@ -110,21 +104,20 @@ export async function stateRollbackAction(opts: Opts): Promise<void> {
   }
   const given = lockIdFlag(opts.lockId);
   const s = selected(opts);
-  const { workspace } = s;
   await withBackend(s, async (backend) => {
-    const where = backend.describe(workspace);
+    const where = backend.describe(s.workspace);
     refuseLockIdWithoutLocking(backend, given);
     // Asked before the lock is taken: no one else waits on it while a person reads the diff.
-    const shown = ask ? await confirmRollback(backend, workspace, to) : undefined;
+    const shown = ask ? await confirmRollback(backend, s.workspace, to) : undefined;
     // Under the lock, the library checks that the diff confirmed is still the one the rollback applies.
     const result = await underLock(
       backend,
-      workspace,
+      s.workspace,
       { operation: "rollback", info: `objstate state rollback --to ${to}`, lockId: given },
       s.input.settings.values.lockTimeout,
-      (lock) => backend.rollback(workspace, to, { lockId: lock.id, force: opts.force === true, expectCurrent: shown }),
+      (lock) => backend.rollback(s.workspace, to, { lockId: lock.id, force: opts.force === true, expectCurrent: shown }),
     );
-    if (opts.json === true) return printJson({ ...rollbackJson(workspace, result), path: where, locked: backend.lockingEnabled });
+    if (opts.json === true) return printJson({ ...rollbackJson(s.workspace, result), path: where, locked: backend.lockingEnabled });
     const was = result.restored ? "restoring the deleted workspace" : `replacing serial ${result.previousSerial ?? "?"}`;
     await writeOut(
       `rolled back ${where} to version ${to}: written as serial ${result.serial}${result.lineage === undefined ? "" : ` of lineage ${safe(result.lineage)}`}, ${was}; nothing was deleted${backend.lockingEnabled ? "" : " (not locked: no lock table)"}\n`,

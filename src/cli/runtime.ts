@@ -8,6 +8,7 @@ import { formatWait } from "../backend/locks/waiting.js";
 import type { Settings } from "../config/settings-table.js";
 import { connectOptionsOf, type Selected } from "./settings.js";
 import { EXIT } from "../error-codes.js";
+import { closing } from "../admin/targets.js";
 import { CliError, usageError } from "./io.js";
 import { warn } from "./term.js";
 import { printable } from "../util/printable.js";
@@ -24,12 +25,7 @@ export function connect(config: ObjectStoreBackendConfig, own: Settings, options
 
 /** Connect with the command's settings, run `work` with the backend, and close it whatever happens. */
 export async function withBackend<T>(s: Omit<Selected, "workspace">, work: (backend: ObjectStoreBackend) => Promise<T>): Promise<T> {
-  const backend = await connect(s.config, s.input.settings);
-  try {
-    return await work(backend);
-  } finally {
-    backend.close();
-  }
+  return closing(await connect(s.config, s.input.settings), work);
 }
 
 /** Refuse a command that needs locks when none is configured: checked before connecting, so connect's "not locked" warning does not appear. */

@@ -6,14 +6,12 @@ import { ASSUME_ROLE_FIELDS, COMMON_FIELDS, type FieldSpec } from "../config/fie
 import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
 import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { isPlainObject, RULES } from "../config/rules.js";
-import { nearest } from "../config/validate.js";
+import { suggestion } from "../config/validate.js";
 import { AWS_ENV } from "../resolve/settings.js";
 import { jsonSyntaxProblem } from "../json/syntax-error.js";
 import { readJsonFile, usageError } from "./io.js";
 import {
-  defaultNote,
   parseSettings,
-  settingsOf,
   SETTINGS_TABLE,
   type SettingFlags,
   type SettingOrigin,
@@ -51,7 +49,7 @@ function helpOf(f: FieldSpec): string {
 /** The commander option of a settings-table row, as `command` offers it (hidden where it is only refused). */
 function optionOf(r: SettingSpec, command: SettingsCommand): Option {
   const flags = `${r.short === undefined ? "" : `${r.short}, `}${r.flag ?? ""}${r.arg === undefined ? "" : ` ${r.arg}`}`;
-  const help = `${r.doc}${r.env === undefined ? "" : ` [env: ${r.env}]`}${defaultNote(r)}`;
+  const help = `${r.doc}${r.env === undefined ? "" : ` [env: ${r.env}]`}${r.defaultText === undefined ? "" : ` [default: ${r.defaultText}]`}`;
   const o = new Option(flags, help).helpGroup(r.group === "server" ? "Server:" : SETTINGS_HELP_GROUP);
   if (r.choices !== undefined) o.choices(r.choices);
   if (r.repeatable === true) o.argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), v]);
@@ -72,7 +70,9 @@ export function addSettingsOptions(cmd: Command, command: SettingsCommand, optio
   if (options.workspace === true) add(new Option("-w, --workspace <name>", "workspace to act on [default: the config file's workspace, else default]"));
   if (options.defaults === true)
     add(new Option("--defaults <json>", 'output values used when the state does not define them, as a JSON object (e.g. \'{"vpc_id": "none"}\')'));
-  for (const r of settingsOf(command)) cmd.addOption(optionOf(r, command));
+  // The rows whose flag `command` offers (listed or hidden).
+  for (const r of SETTINGS_TABLE as readonly SettingSpec[])
+    if (r.commands.includes(command) || r.hiddenOn?.includes(command) === true) cmd.addOption(optionOf(r, command));
   for (const f of FLAG_FIELDS) {
     const flag = flagOf(f.name);
     if (f.kind === "boolean") {
@@ -140,8 +140,7 @@ function fromToolJson(doc: Record<string, unknown>, file: string): FileSettings 
     const f = fields.find((x) => x.jsonKey === key);
     if (f !== undefined) return f;
     const keys = fields.map((x) => x.jsonKey);
-    const near = nearest(key, keys);
-    fileError(file, `${at} is not a setting of ${of}${near === undefined ? `; the settings are: ${keys.join(", ")}` : `; did you mean ${near}?`}`);
+    fileError(file, `${at} is not a setting of ${of}${suggestion(key, keys, `the settings are: ${keys.join(", ")}`)}`);
   };
   for (const [k, v] of Object.entries(block)) {
     const f = fieldAt(COMMON_FIELDS, k, `${TOOL_BLOCK}.${k}`, "the objectstore backend");

@@ -4,7 +4,7 @@ import { printSafely, REDACTED, shownValue } from "../util/redact.js";
 import { ConfigError } from "./errors.js";
 import type { FieldSpec } from "./fields.js";
 import { frozenJsonCopy, isPlainObject, NOT_JSON } from "./rules.js";
-import { checkValue, describeValue, nearest } from "./validate.js";
+import { checkValue, describeValue, suggestion } from "./validate.js";
 
 export { REDACTED };
 
@@ -65,12 +65,8 @@ function checkedValues(spec: KindSpec, input: unknown, path: string): Record<str
     const at = shape.index.get(k);
     if (at === undefined) {
       const names = spec.fields.map((f) => f.name);
-      const near = nearest(k, names);
-      throw new ConfigError(
-        "UNKNOWN_FIELD",
-        `${path}${k} is not a field of ${spec.className}${near === undefined ? `; the fields are: ${names.join(", ")}` : `; did you mean ${path}${near}?`}`,
-        { field: `${path}${k}` },
-      );
+      const hint = suggestion(k, names, `the fields are: ${names.join(", ")}`, (n) => `${path}${n}`);
+      throw new ConfigError("UNKNOWN_FIELD", `${path}${k} is not a field of ${spec.className}${hint}`, { field: `${path}${k}` });
     }
     const v = input[k];
     if (v === undefined || v === null || (first !== undefined && first.at < at)) continue;

@@ -26,7 +26,7 @@ export function settingsReferenceMarkdown(): string {
   for (const r of SETTINGS_TABLE as readonly SettingSpec[]) {
     const env = r.env === undefined ? "" : `\`${r.env}\``;
     const def = r.defaultText === undefined ? "" : `\`${r.defaultText}\``;
-    lines.push(`| \`${r.name}\` | \`${flagText(r)}\` | \`objstate.${r.fileKey}\` | ${env} | ${def} | ${cell(r.commands.join(", "))} | ${cell(r.doc)} |`);
+    lines.push(`| \`${r.name}\` | \`${flagText(r)}\` | \`objstate.${r.name}\` | ${env} | ${def} | ${cell(r.commands.join(", "))} | ${cell(r.doc)} |`);
   }
   return `${lines.join("\n")}\n`;
 }
@@ -45,7 +45,7 @@ export function settingsTopicText(): string {
       out.push(`  ${flagText(r)}`);
       out.push(`      ${r.doc}`);
       const facts = [
-        `file: objstate.${r.fileKey}`,
+        `file: objstate.${r.name}`,
         r.env === undefined ? undefined : `env: ${r.env}`,
         r.defaultText === undefined ? undefined : `default: ${r.defaultText}`,
       ].filter((x) => x !== undefined);

@@ -6,7 +6,7 @@ import { DEFAULT_LAYOUT, LAYOUT_NAMES, type LayoutName } from "./layout.js";
 import { encryptionFromEnvText, encryptionFromFile, mergeEncryptionSettings } from "./encryption-setting.js";
 import type { EncryptionConfig } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
-import { nearest } from "./validate.js";
+import { suggestion } from "./validate.js";
 import { isPlainObject } from "./rules.js";
 import {
   choiceOf,
@@ -79,8 +79,6 @@ export interface SettingSpec<N extends string = string, T = unknown> {
   readonly repeatable?: boolean | undefined;
   /** The values commander offers and checks. */
   readonly choices?: readonly string[] | undefined;
-  /** Key in the `--config` file's `objstate` section: the name. */
-  readonly fileKey: string;
   /** Environment variable, if any (below the file, above the default). */
   readonly env?: string | undefined;
   /** The default as written (`60s`); undefined when the setting is off or the library's own applies. */
@@ -100,10 +98,10 @@ export interface SettingSpec<N extends string = string, T = unknown> {
 }
 
 /** A row and its one line of help; its flag is its name in kebab case (`--no-x` for a switch on by default) unless `flag` is given. */
-function row<const N extends string, T>(spec: Omit<SettingSpec<N, T>, "fileKey" | "group" | "doc">, doc: string): SettingSpec<N, T> {
+function row<const N extends string, T>(spec: Omit<SettingSpec<N, T>, "group" | "doc">, doc: string): SettingSpec<N, T> {
   const group = spec.commands.length === 1 && spec.commands[0] === "serve" ? "server" : "shared";
   const flag = `--${spec.default === true ? "no-" : ""}${spec.name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-  return Object.freeze({ flag, ...spec, fileKey: spec.name, group, commands: Object.freeze([...spec.commands]), doc });
+  return Object.freeze({ flag, ...spec, group, commands: Object.freeze([...spec.commands]), doc });
 }
 
 const LOG_LEVELS = ["debug", "info", "warn", "error", "off"] as const;
@@ -268,18 +266,13 @@ export type SettingFlags = {
   readonly [R in Rows[number] as R["name"]]?: R["default"] extends boolean ? boolean : R["default"] extends readonly string[] ? string[] : string;
 };
 
-/** The rows whose flag `command` offers (listed or hidden). */
-export function settingsOf(command: SettingsCommand): readonly SettingSpec[] {
-  return SETTINGS_TABLE.filter((r: SettingSpec) => r.commands.includes(command) || (r.hiddenOn ?? []).includes(command));
-}
-
 /** The `--config` file's `objstate` section, and the file's name for messages. */
 export interface SettingsFileSection {
   readonly file: string;
   readonly section: unknown;
 }
 
-const FILE_KEYS = SETTINGS_TABLE.map((r: SettingSpec) => r.fileKey);
+const FILE_KEYS = SETTINGS_TABLE.map((r: SettingSpec) => r.name);
 
 function fileProblem(file: string, message: string): never {
   throw new ObjstateError("INVALID_CONFIG_FILE", `${file}: ${message}`, { details: { file } });
@@ -296,18 +289,14 @@ export function parseSettings(flags: SettingFlags, file: SettingsFileSection | u
       fileProblem(file.file, `objstate must be an object of objstate settings, such as {"lockTtl": "1m", "lockfile": true, "layout": "s3"}`);
     for (const k of Object.keys(section)) {
       if (FILE_KEYS.includes(k)) continue;
-      const near = nearest(k, FILE_KEYS);
-      fileProblem(
-        file.file,
-        `objstate.${k} is not an objstate setting${near === undefined ? `; the settings are: ${FILE_KEYS.join(", ")}` : `; did you mean ${near}?`}`,
-      );
+      fileProblem(file.file, `objstate.${k} is not an objstate setting${suggestion(k, FILE_KEYS, `the settings are: ${FILE_KEYS.join(", ")}`)}`);
     }
   }
   const values: Record<string, unknown> = {};
   const origins: Record<string, SettingOrigin> = {};
   for (const r of SETTINGS_TABLE as readonly SettingSpec[]) {
     const given = (flags as Readonly<Record<string, unknown>>)[r.name];
-    const inFile = isPlainObject(section) ? section[r.fileKey] : undefined;
+    const inFile = isPlainObject(section) ? section[r.name] : undefined;
     const fromEnv = r.env === undefined ? "" : (env[r.env] ?? "");
     const envAt: SettingOrigin = { kind: "env", variable: r.env ?? "" };
     let at: SettingOrigin;
@@ -318,7 +307,7 @@ export function parseSettings(flags: SettingFlags, file: SettingsFileSection | u
       at = { kind: "flag", flag: negated ? `--no-${flag.slice(2)}` : flag };
       values[r.name] = r.parse(given, at);
     } else if (inFile !== undefined && inFile !== null) {
-      at = { kind: "file", file: file?.file ?? "", key: `objstate.${r.fileKey}` };
+      at = { kind: "file", file: file?.file ?? "", key: `objstate.${r.name}` };
       values[r.name] = r.merge !== undefined && fromEnv !== "" ? r.merge({ raw: inFile, at }, { raw: fromEnv, at: envAt }) : r.parse(inFile, at);
     } else if (fromEnv !== "") {
       at = envAt;
@@ -331,9 +320,4 @@ export function parseSettings(flags: SettingFlags, file: SettingsFileSection | u
     origins[r.name] = Object.freeze(at);
   }
   return Object.freeze({ values: Object.freeze(values) as unknown as SettingValues, origins: Object.freeze(origins) as unknown as Settings["origins"] });
-}
-
-/** `[default: 60s]` or nothing: the one way a default is written, in `--help` and docs. */
-export function defaultNote(r: SettingSpec): string {
-  return r.defaultText === undefined ? "" : ` [default: ${r.defaultText}]`;
 }

@@ -60,6 +60,12 @@ export function editDistance(a: string, b: string): number {
   return prev[b.length] as number;
 }
 
+/** `; did you mean X?` for a likely typo of one of `candidates` (shown by `show`), else `; ${otherwise}`. */
+export function suggestion(name: string, candidates: readonly string[], otherwise: string, show = (n: string): string => n): string {
+  const near = nearest(name, candidates);
+  return near === undefined ? `; ${otherwise}` : `; did you mean ${show(near)}?`;
+}
+
 /** The candidate nearest to `name`, when it is near enough to be a likely typo. */
 export function nearest(name: string, candidates: readonly string[]): string | undefined {
   let best: string | undefined;

@@ -1,7 +1,7 @@
 import { ObjectStoreBackendConfig, type ObjectStoreBackendConfigProps } from "../config/backend-config.js";
 import { ConfigError } from "../config/errors.js";
 import { isPlainObject } from "../config/rules.js";
-import { nearest } from "../config/validate.js";
+import { suggestion } from "../config/validate.js";
 import { DataRemoteStateObjectStoreConfig, type DataRemoteStateObjectStoreConfigProps } from "../config/remote-state-config.js";
 import { checkName, mergeToolJson, remoteStateToolJson, secretWarnings, type ToolJson } from "../config/tool-json.js";
 import {
@@ -47,12 +47,8 @@ export function synthesizeProps(input: unknown, target?: TerraformBackendOptions
   if (!isPlainObject(input)) throw new ConfigError("INVALID_PROPS", `the document must be a JSON object with "backend" and/or "remoteStates"`);
   for (const k of Object.keys(input)) {
     if (!TOP_KEYS.includes(k)) {
-      const near = nearest(k, TOP_KEYS);
-      throw new ConfigError(
-        "UNKNOWN_FIELD",
-        `"${k}" is not a key of the document${near === undefined ? `; expected "backend" and/or "remoteStates"` : `; did you mean "${near}"?`}`,
-        { field: k },
-      );
+      const hint = suggestion(k, TOP_KEYS, `expected "backend" and/or "remoteStates"`, (n) => `"${n}"`);
+      throw new ConfigError("UNKNOWN_FIELD", `"${k}" is not a key of the document${hint}`, { field: k });
     }
   }
   const docs: ToolJson[] = [];

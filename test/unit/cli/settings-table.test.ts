@@ -114,12 +114,9 @@ describe("the settings table", () => {
     assert.equal(all.get("serve")?.options.find((o) => o.long === "--lock-ttl")?.hidden, true);
   });
 
-  it("every row has a sample here, a file key and a parser; defaults are written one way", () => {
+  it("every row has a sample here and a parser; defaults are written one way", () => {
     assert.deepEqual(ROWS.map((r) => r.name).sort(), Object.keys(SAMPLES).sort());
-    for (const r of ROWS) {
-      assert.equal(r.fileKey, r.name, `${r.name}: the file key is the setting's name`);
-      // --help gets the default from the row, not from commander (which would print it a second way).
-    }
+    // --help gets the default from the row, not from commander (which would print it a second way).
     for (const [path, cmd] of commandsByPath())
       for (const o of cmd.options) assert.equal(o.defaultValue, undefined, `${path} ${o.flags}: write the default as [default: …] in its help`);
   });
@@ -129,12 +126,12 @@ describe("the settings table", () => {
       const s = SAMPLES[r.name as SettingName];
       const byFlag =
         r.flag === undefined
-          ? parseSettings({}, { file: "other.json", section: { [r.fileKey]: s.file } }, {})
+          ? parseSettings({}, { file: "other.json", section: { [r.name]: s.file } }, {})
           : parseSettings({ [r.name]: s.flag }, undefined, {});
-      const byFile = parseSettings({}, { file: "c.json", section: { [r.fileKey]: s.file } }, {});
+      const byFile = parseSettings({}, { file: "c.json", section: { [r.name]: s.file } }, {});
       assert.deepEqual(byFlag.values[r.name as SettingName], byFile.values[r.name as SettingName], r.name);
       assert.notDeepEqual(byFlag.values[r.name as SettingName], r.default, `${r.name}: the sample must differ from the default`);
-      assert.deepEqual(byFile.origins[r.name as SettingName], { kind: "file", file: "c.json", key: `objstate.${r.fileKey}` });
+      assert.deepEqual(byFile.origins[r.name as SettingName], { kind: "file", file: "c.json", key: `objstate.${r.name}` });
       assert.ok(Object.isFrozen(byFlag) && Object.isFrozen(byFlag.values) && Object.isFrozen(byFlag.origins));
     }
     const env = { OBJSTATE_TIMEOUT: "2m" };
@@ -148,7 +145,7 @@ describe("the settings table", () => {
   it("the CLI reads the same value from --config FILE's objstate section as from the flag", () => {
     const dir = mkdtempSync(join(tmpdir(), "objstate-settings-table-"));
     const cfg = join(dir, "c.json");
-    const section = Object.fromEntries(ROWS.map((r) => [r.fileKey, SAMPLES[r.name as SettingName].file]));
+    const section = Object.fromEntries(ROWS.map((r) => [r.name, SAMPLES[r.name as SettingName].file]));
     writeFileSync(cfg, JSON.stringify({ bucket: "b", objstate: section }));
     const flags = Object.fromEntries(FLAGGED.map((r) => [r.name, SAMPLES[r.name as SettingName].flag])) as Opts;
     const { encryption, ...fromFile } = gatherSettings({ config: cfg }, {}).settings.values;
@@ -160,9 +157,9 @@ describe("the settings table", () => {
 
   it("a bad value is a typed error naming the flag, the file and key, or the variable", () => {
     for (const r of ROWS.filter((x) => !OWN_WORDING.has(x.name))) {
-      const inFile = thrown(() => parseSettings({}, { file: "c.json", section: { [r.fileKey]: { bad: 1 } } }, {}));
-      assert.match(inFile.message, new RegExp(`^c\\.json: objstate\\.${r.fileKey} must be `), r.name);
-      assert.deepEqual(inFile.details, { file: "c.json", key: `objstate.${r.fileKey}` });
+      const inFile = thrown(() => parseSettings({}, { file: "c.json", section: { [r.name]: { bad: 1 } } }, {}));
+      assert.match(inFile.message, new RegExp(`^c\\.json: objstate\\.${r.name} must be `), r.name);
+      assert.deepEqual(inFile.details, { file: "c.json", key: `objstate.${r.name}` });
       if (r.arg !== undefined && !ANY_TEXT.has(r.name)) {
         const byFlag = thrown(() => parseSettings({ [r.name]: "bogus!" }, undefined, {}));
         assert.match(byFlag.message, new RegExp(`^${r.flag} must be `), r.name);
@@ -195,7 +192,7 @@ describe("the settings table", () => {
     assert.equal(r.code, 0, r.stderr);
     for (const row of FLAGGED) {
       assert.equal(r.stdout.split("\n").filter((l) => l.trim() === row.flag || l.trim().startsWith(`${row.flag} `)).length, 1, row.flag);
-      assert.ok(r.stdout.includes(`file: objstate.${row.fileKey}`), row.name);
+      assert.ok(r.stdout.includes(`file: objstate.${row.name}`), row.name);
       if (row.env !== undefined) assert.ok(r.stdout.includes(`env: ${row.env}`), row.name);
       if (row.defaultText !== undefined) assert.ok(r.stdout.includes(`default: ${row.defaultText}`), row.name);
     }
