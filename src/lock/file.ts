@@ -206,15 +206,7 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
   /** Run `body` holding the item's claim; a claim of a live process is never broken, however long it is held. */
   private async withClaim<T>(id: string, body: () => Promise<T>, waitMs?: number): Promise<T> {
     const claimDir = this.claimDir(id);
-    const prepare = async (): Promise<void> => {
-      try {
-        await makeDir(claimDir);
-      } catch (e) {
-        if (errno(e) !== "ENOENT") throw e;
-        await this.remake();
-        await makeDir(claimDir);
-      }
-    };
+    const prepare = (): Promise<boolean> => this.remaking(`claim item "${id}" in`, () => makeDir(claimDir));
     const claim = await acquireClaim(claimDir, { prepare, what: `item "${id}" of ${this.location}`, waitMs }).catch((e: unknown) => {
       throw this.fsError(e, `claim item "${id}" in`, claimDir);
     });
@@ -282,11 +274,6 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
     return true;
   }
 
-  private async remake(): Promise<void> {
-    this.schemaOk = false;
-    await this.ready(true);
-  }
-
   /** Concurrent creators race through link: the first writes it, the rest see EEXIST. */
   private async writeSchemaIfAbsent(): Promise<void> {
     const file = path.join(this.dir, SCHEMA_FILE);
@@ -298,7 +285,8 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
     try {
       return await act().catch(async (e: unknown) => {
         if (errno(e) !== "ENOENT") throw e;
-        await this.remake();
+        this.schemaOk = false;
+        await this.ready(true);
         return act();
       });
     } catch (e) {

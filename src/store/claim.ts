@@ -44,7 +44,7 @@ export interface Claim {
 
 interface ClaimOptions {
   /** Make sure the directory exists (called again when someone removed it meanwhile). */
-  readonly prepare: () => Promise<void>;
+  readonly prepare: () => Promise<unknown>;
   /** For messages, e.g. `object tool.tfstate in file:/x/b`. */
   readonly what: string;
   readonly waitMs?: number | undefined;
