@@ -1,7 +1,7 @@
 /** Role assumption through the STS query API (AWS SDK's STS client). */
 import { ObjstateError } from "../errors.js";
 import type { Credentials, CredentialsProvider } from "./types.js";
-import { armClient, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning, type Timeouts } from "../io/sdk-client.js";
+import { newSdkClient, resolveTimeouts, type Timeouts } from "../io/sdk-client.js";
 import { sdkCredentials } from "../io/sdk-credentials.js";
 
 export interface AssumeRoleParams {
@@ -24,11 +24,11 @@ export interface AssumedRole extends Credentials {
 export async function assumeRole(p: AssumeRoleParams): Promise<AssumedRole> {
   const { STSClient, AssumeRoleCommand } = await import("@aws-sdk/client-sts");
   const timeouts = resolveTimeouts(p.timeouts);
-  const client = withoutNodeVersionWarning(
-    () => new STSClient(sdkClientConfig({ service: "STS", endpoint: p.endpoint, region: p.region, credentials: sdkCredentials(p.base), timeouts })),
+  // Armed: also measures the server's clock (Date header) for the expiry of what it hands out.
+  const client = newSdkClient(
+    { service: "STS", endpoint: p.endpoint, region: p.region, credentials: sdkCredentials(p.base), timeouts },
+    (c) => new STSClient(c),
   );
-  // Also measures the server's clock (Date header) for the expiry of what it hands out.
-  armClient(client, { service: "STS", endpoint: p.endpoint, timeouts });
   try {
     const res = await client.send(
       new AssumeRoleCommand({

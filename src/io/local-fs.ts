@@ -5,6 +5,7 @@
  * the umask, and errno failures become typed errors naming the path. The metadata primitives
  * are synchronous: on a local disk an `lstat` takes less than a trip through libuv's pool.
  */
+import { randomUUID } from "node:crypto";
 import { constants as C, closeSync, fstatSync, lstatSync, openSync, readFileSync } from "node:fs";
 import type { BigIntStats } from "node:fs";
 import * as fs from "node:fs/promises";
@@ -142,6 +143,26 @@ export async function createFile(file: string, body: Buffer | string): Promise<B
     return await handle.stat({ bigint: true });
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * Put `content` at `file` whole: a fsynced temp file beside it (named `temp`, default `.tmp-<uuid>`)
+ * renamed over it, or with `link` linked only if `file` is absent (false when it exists).
+ */
+export async function writeWhole(file: string, content: Buffer | string, options: { link?: boolean; temp?: string } = {}): Promise<boolean> {
+  const dir = path.dirname(file);
+  const temp = path.join(dir, options.temp ?? `.tmp-${randomUUID()}`);
+  try {
+    await createFile(temp, content);
+    await (options.link === true ? fs.link(temp, file) : fs.rename(temp, file));
+    await fsyncDir(dir);
+    return true;
+  } catch (e) {
+    if (options.link === true && errno(e) === "EEXIST") return false;
+    throw e;
+  } finally {
+    await removeFile(temp).catch(() => undefined);
   }
 }
 

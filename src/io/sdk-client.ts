@@ -121,15 +121,19 @@ export function sdkClientConfig(t: ClientTarget) {
 }
 
 type Handler = (args: unknown) => Promise<unknown>;
-/** The slice of an SDK client that {@link armClient} works with. */
+/** The slice of an SDK client that {@link newSdkClient} works with. */
 interface ArmableClient {
   send(command: unknown, options?: { abortSignal?: AbortSignal }): Promise<unknown>;
   readonly middlewareStack: { add(middleware: (next: Handler) => Handler, options: { step: "initialize"; name: string; override?: boolean }): void };
   readonly config: { systemClockOffset?: number };
 }
 
-/** Give a client its deadlines and the shared clock; `send` is wrapped on the instance, so helpers' calls (lib-storage) are too. */
-export function armClient(client: object, t: Pick<ClientTarget, "service" | "endpoint" | "timeouts">): void {
+/**
+ * A client made by `make` from the common settings, without the SDK's Node-version warning, with
+ * its deadlines and the shared clock; `send` is wrapped on the instance, so helpers' calls (lib-storage) are too.
+ */
+export function newSdkClient<C extends object>(t: ClientTarget, make: (config: ReturnType<typeof sdkClientConfig>) => C): C {
+  const client = withoutNodeVersionWarning(() => make(sdkClientConfig(t)));
   const c = client as ArmableClient;
   const send = c.send.bind(c);
   const where = { service: t.service, url: displayUrl(t.endpoint), timeouts: t.timeouts };
@@ -147,6 +151,7 @@ export function armClient(client: object, t: Pick<ClientTarget, "service" | "end
     },
     { step: "initialize", name: "objstateServerClock", override: true },
   );
+  return client;
 }
 
 type Where = { readonly service: ServiceName; readonly url: string; readonly timeouts: Timeouts };

@@ -17,7 +17,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { sdkCredentials } from "../io/sdk-credentials.js";
 import { ObjstateError, type ErrorCode } from "../errors.js";
 import { endpointOfKind, plainHttpAdvice } from "../io/endpoint.js";
-import { armClient, displayUrl, resolveTimeouts, sdkClientConfig, withoutNodeVersionWarning } from "../io/sdk-client.js";
+import { displayUrl, newSdkClient, resolveTimeouts } from "../io/sdk-client.js";
 import { isAccessDenied, isForeignAnswer, isTlsToPlainHttp, networkFailure, sdkErrorMessage, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { redactText } from "../util/redact.js";
 import { digestOf, isCommit, ItemReads, KEY, leaseOf, vanishing, type ItemText } from "./types.js";
@@ -52,16 +52,9 @@ export class DynamoDbLockTable extends ItemReads implements LockTableDriver {
       // A foreign error's message may quote what it was given: kept as the cause only.
       throw new ObjstateError("ACCESS_DENIED", `could not get credentials for ${this.location} (${sdkErrorName(e) ?? "Error"})`, { cause: e });
     });
-    this.client = withoutNodeVersionWarning(
-      () =>
-        new DynamoDBClient({
-          ...sdkClientConfig({ service: "lock table", endpoint: parsed.url, region: options.region, credentials, timeouts }),
-          // Discovery would send requests to whatever addresses the server lists.
-          endpointDiscoveryEnabled: false,
-          accountIdEndpointMode: "disabled",
-        }),
-    );
-    armClient(this.client, { service: "lock table", endpoint: parsed.url, timeouts });
+    const target = { service: "lock table" as const, endpoint: parsed.url, region: options.region, credentials, timeouts };
+    // Discovery would send requests to whatever addresses the server lists.
+    this.client = newSdkClient(target, (c) => new DynamoDBClient({ ...c, endpointDiscoveryEnabled: false, accountIdEndpointMode: "disabled" }));
   }
 
   async describeKeySchema(): Promise<KeyAttribute[] | null> {

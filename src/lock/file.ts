@@ -10,13 +10,13 @@
  * - `.tmp-<uuid>`: private to one call; left only by a crash.
  * Directories are 0700, files 0600; no path below the endpoint is followed through a symlink (`UNSAFE_PATH`).
  */
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { promises as fs, type BigIntStats } from "node:fs";
 import * as path from "node:path";
 import { ObjstateError } from "../errors.js";
 import { acquireClaim, addSpare } from "../store/claim.js";
 import { endpointOfKind } from "../io/endpoint.js";
-import { checkDir, createFile, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, removeFile } from "../io/local-fs.js";
+import { checkDir, errno, fsFailure, fsyncDir, lstatFile, makeDir, makeRootDir, readSmall, writeWhole } from "../io/local-fs.js";
 import { pauseAt } from "../util/test-pause.js";
 import { digestOf, isCommit, ItemReads, KEY, leaseOf, vanishing } from "./types.js";
 import type { CommitOptions, DigestCommit, DigestItem, KeyAttribute, LeaseItem, LockDriverOptions, LockTableDriver, ScannedItem } from "./types.js";
@@ -206,15 +206,7 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
   /** Run `body` holding the item's claim; a claim of a live process is never broken, however long it is held. */
   private async withClaim<T>(id: string, body: () => Promise<T>, waitMs?: number): Promise<T> {
     const claimDir = this.claimDir(id);
-    const prepare = async (): Promise<void> => {
-      try {
-        await makeDir(claimDir);
-      } catch (e) {
-        if (errno(e) !== "ENOENT") throw e;
-        await this.remake();
-        await makeDir(claimDir);
-      }
-    };
+    const prepare = (): Promise<boolean> => this.remaking(`claim item "${id}" in`, () => makeDir(claimDir));
     const claim = await acquireClaim(claimDir, { prepare, what: `item "${id}" of ${this.location}`, waitMs }).catch((e: unknown) => {
       throw this.fsError(e, `claim item "${id}" in`, claimDir);
     });
@@ -240,39 +232,20 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
 
   /** Link `item` in place if absent (null); else `answer` the item found. */
   private async linkOrAnswer<T>(id: string, item: Item, answer: (existing: Item) => T | Promise<T>): Promise<T | null> {
-    const target = this.itemPath(id);
-    const tmp = await this.stage(serialize(item));
-    try {
-      for (let round = 0; round < PUT_IF_ABSENT_ROUNDS; round++) {
-        try {
-          await fs.link(tmp, target);
-          await fsyncDir(this.dir);
-          return null;
-        } catch (e) {
-          if (errno(e) !== "EEXIST") throw this.fsError(e, `write item "${id}" in`, this.dir);
-        }
-        const existing = await this.readItem(id);
-        // Deleted between our link and our read: the slot is free again.
-        if (existing !== null) return await answer(existing);
-      }
-      throw vanishing(id, this.location);
-    } finally {
-      await removeFile(tmp).catch(() => undefined);
+    for (let round = 0; round < PUT_IF_ABSENT_ROUNDS; round++) {
+      if (await this.remaking(`write item "${id}" in`, () => writeWhole(this.itemPath(id), serialize(item), { link: true }))) return null;
+      const existing = await this.readItem(id);
+      // Deleted between our link and our read: the slot is free again.
+      if (existing !== null) return await answer(existing);
     }
+    throw vanishing(id, this.location);
   }
 
   /** The caller holds the claim. */
   private async replace(id: string, item: Item): Promise<void> {
     pauseAt("table-checked");
     await this.statItem(id); // refuses a planted link or special file
-    const tmp = await this.stage(serialize(item));
-    try {
-      await fs.rename(tmp, this.itemPath(id));
-      await fsyncDir(this.dir);
-    } catch (e) {
-      await removeFile(tmp).catch(() => undefined);
-      throw this.fsError(e, `write item "${id}" in`, this.dir);
-    }
+    await this.remaking(`write item "${id}" in`, () => writeWhole(this.itemPath(id), serialize(item)));
   }
 
   /** The caller holds the claim. */
@@ -301,48 +274,23 @@ export class FileLockTable extends ItemReads implements LockTableDriver {
     return true;
   }
 
-  private async remake(): Promise<void> {
-    this.schemaOk = false;
-    await this.ready(true);
-  }
-
   /** Concurrent creators race through link: the first writes it, the rest see EEXIST. */
   private async writeSchemaIfAbsent(): Promise<void> {
     const file = path.join(this.dir, SCHEMA_FILE);
-    if ((await lstatFile(file)) !== null) return;
-    const tmp = await this.writeTemp(`${JSON.stringify(DEFAULT_SCHEMA)}\n`);
-    try {
-      await fs.link(tmp, file);
-      await fsyncDir(this.dir);
-    } catch (e) {
-      if (errno(e) !== "EEXIST") throw e;
-    } finally {
-      await removeFile(tmp).catch(() => undefined);
-    }
+    if ((await lstatFile(file)) === null) await writeWhole(file, `${JSON.stringify(DEFAULT_SCHEMA)}\n`, { link: true });
   }
 
-  /** Stage an item's new version, making the table directory again once if it was removed under us. */
-  private async stage(content: string): Promise<string> {
+  /** `act`, once more after making the table again if its directory was removed under us. */
+  private async remaking<T>(action: string, act: () => Promise<T>): Promise<T> {
     try {
-      return await this.writeTemp(content);
+      return await act().catch(async (e: unknown) => {
+        if (errno(e) !== "ENOENT") throw e;
+        this.schemaOk = false;
+        await this.ready(true);
+        return act();
+      });
     } catch (e) {
-      if (errno(e) !== "ENOENT") throw this.fsError(e, "write to", this.dir);
-    }
-    await this.remake();
-    return this.writeTemp(content).catch((e: unknown) => {
-      throw this.fsError(e, "write to", this.dir);
-    });
-  }
-
-  /** A complete, fsynced, owner-only file under a fresh name. */
-  private async writeTemp(content: string): Promise<string> {
-    const tmp = path.join(this.dir, `.tmp-${randomUUID()}`);
-    try {
-      await createFile(tmp, content);
-      return tmp;
-    } catch (e) {
-      await removeFile(tmp).catch(() => undefined);
-      throw e;
+      throw this.fsError(e, action, this.dir);
     }
   }
 

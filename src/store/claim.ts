@@ -5,8 +5,8 @@
  * key, else it removes its file, backs off and tries again under a fresh name. A claim is never
  * broken for its age (its holder may be stopped between check and commit), only when its process
  * provably is dead: same host and pid namespace, and another boot, or the pid gone, reused or a
- * zombie. Waiters give up with `STORE_BUSY` naming the file. Older names (`.claim-<host>-<pid>-<uuid>`)
- * are judged by pid. On a full disk a `.spare-*` file is renamed into the claim and back.
+ * zombie. Waiters give up with `STORE_BUSY` naming the file. On a full disk a `.spare-*` file is
+ * renamed into the claim and back.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { constants as C, readFileSync, readlinkSync } from "node:fs";
@@ -22,12 +22,10 @@ export const SPARE_PREFIX = ".spare-";
 /** Give up waiting after this long (the fault tests' override is read once at load). */
 const WAIT_MS = Number(process.env["OBJSTATE_TEST_CLAIM_WAIT_MS"] ?? "") || 45_000;
 const NAME = /^\.claim-([0-9a-f]{12})-([0-9a-f]{8})-(\d+)-(\d+)-[0-9a-f-]{36}$/;
-const OLD_NAME = /^\.claim-([0-9a-f]{12})-(\d+)-[0-9a-f-]{36}$/;
 
 const tag = (s: string): string => createHash("sha256").update(s).digest("hex").slice(0, 12);
 /** Processes in another pid namespace (a container with the same host name) count as another host. */
 const HOST_TAG = tag(`${hostname()}\0${readOr(() => readlinkSync("/proc/self/ns/pid"), "")}`);
-const OLD_HOST_TAG = tag(hostname());
 /** `00000000` where the platform has no boot ID (the pid and start time still decide). */
 const BOOT_TAG = readOr(
   () =>
@@ -46,7 +44,7 @@ export interface Claim {
 
 interface ClaimOptions {
   /** Make sure the directory exists (called again when someone removed it meanwhile). */
-  readonly prepare: () => Promise<void>;
+  readonly prepare: () => Promise<unknown>;
   /** For messages, e.g. `object tool.tfstate in file:/x/b`. */
   readonly what: string;
   readonly waitMs?: number | undefined;
@@ -134,27 +132,18 @@ async function scan(dir: string, mine: string): Promise<{ holder: string | undef
 /** Is the claim file `name` provably dead? Never for another host's or a name this version cannot read. */
 export function claimIsDead(name: string): boolean {
   const m = NAME.exec(name);
-  if (m !== null) {
-    const [, host, boot, pid, start] = m as unknown as [string, string, string, string, string];
-    if (host !== HOST_TAG) return false;
-    if (boot !== BOOT_TAG) return true;
-    return !processRuns(Number(pid), start === "0" || START === "0" ? undefined : start);
-  }
-  const old = OLD_NAME.exec(name);
-  return old !== null && old[1] === OLD_HOST_TAG && !processRuns(Number(old[2]), undefined);
-}
-
-/** Who holds claim `name`, for the `STORE_BUSY` message. */
-function holderOf(name: string): { pid: number | undefined; here: boolean } {
-  const m = NAME.exec(name);
-  if (m !== null) return { pid: Number(m[3]), here: m[1] === HOST_TAG };
-  const old = OLD_NAME.exec(name);
-  return old === null ? { pid: undefined, here: false } : { pid: Number(old[2]), here: old[1] === OLD_HOST_TAG };
+  if (m === null) return false;
+  const [, host, boot, pid, start] = m as unknown as [string, string, string, string, string];
+  if (host !== HOST_TAG) return false;
+  if (boot !== BOOT_TAG) return true;
+  return !processRuns(Number(pid), start === "0" || START === "0" ? undefined : start);
 }
 
 function busy(what: string, dir: string, holder: string): ObjstateError {
   const file = path.join(dir, holder);
-  const { pid, here } = holderOf(holder);
+  const m = NAME.exec(holder);
+  const pid = m === null ? undefined : Number(m[3]);
+  const here = m?.[1] === HOST_TAG;
   const who = pid === undefined ? "of an unknown process" : here ? `of process ${pid} on this host` : `of process ${pid} on another host`;
   const why = `${what} is held by another writer (claim ${file}, ${who}); objstate never breaks the claim of a process that may still run: if no objstate process is running there, delete that file`;
   return new ObjstateError("STORE_BUSY", why, { details: { path: file, pid, host: here ? "this" : "other" } });

@@ -45,6 +45,7 @@ import {
   openRead,
   readSmall,
   removeFile,
+  writeWhole,
 } from "../io/local-fs.js";
 import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
@@ -192,10 +193,7 @@ export class FileDriver implements ObjectStoreDriver {
         await removeFile(file);
         return;
       }
-      const temp = path.join(this.bucketDir, `${layout.TEMP_PREFIX}${randomUUID()}`);
-      await createFile(temp, JSON.stringify({ prefix, noncurrentDays, newerNoncurrentVersions }));
-      await fs.rename(temp, file);
-      await fsyncDir(this.bucketDir);
+      await writeWhole(file, JSON.stringify({ prefix, noncurrentDays, newerNoncurrentVersions }));
     } catch (e) {
       throw fsFailure(e, `cannot set the retention rule of ${this.location}`, "STORE_ERROR");
     }
@@ -544,15 +542,11 @@ export class FileDriver implements ObjectStoreDriver {
     const dir = this.metaDir(key);
     // A concurrent delete() may remove the (empty) directory between mkdir and write.
     for (let attempt = 1; ; attempt++) {
-      const temp = path.join(dir, layout.tempName(key));
       try {
         await this.ensureMetaDir(key);
-        await createFile(temp, JSON.stringify(meta));
-        await fs.rename(temp, this.metaFile(key, id));
-        await fsyncDir(dir);
+        await writeWhole(this.metaFile(key, id), JSON.stringify(meta), { temp: layout.tempName(key) });
         return;
       } catch (e) {
-        await removeFile(temp).catch(() => undefined);
         if (errno(e) !== "ENOENT" || attempt >= 5) throw fsFailure(e, `cannot write metadata of ${key} in ${this.location}`, "STORE_ERROR", dir);
       }
     }

@@ -10,16 +10,7 @@ import * as S3 from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { sdkCredentials } from "../io/sdk-credentials.js";
 import { isObjstateError, ObjstateError, type ErrorCode } from "../errors.js";
-import {
-  armClient,
-  deadlineMs,
-  displayUrl,
-  MAX_ATTEMPTS,
-  resolveTimeouts,
-  sdkClientConfig,
-  withoutNodeVersionWarning,
-  type Timeouts,
-} from "../io/sdk-client.js";
+import { deadlineMs, displayUrl, MAX_ATTEMPTS, newSdkClient, resolveTimeouts, type Timeouts } from "../io/sdk-client.js";
 import { isAccessDenied, isTlsToPlainHttp, networkFailure, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { pauseAt } from "../util/test-pause.js";
 import { endpointOfKind, plainHttpAdvice } from "../io/endpoint.js";
@@ -109,10 +100,12 @@ export class S3Driver implements ObjectStoreDriver {
     // Without a provider of ours the SDK would fall back to its own chain (env, ~/.aws, instance metadata).
     const credentials = sdkCredentials(options.credentials ?? (() => Promise.reject(new ObjstateError("CREDENTIALS_MISSING", NO_CREDENTIALS))));
     this.newClient = (t) => {
-      const client = withoutNodeVersionWarning(
-        () =>
+      const target = { service: "object store" as const, endpoint: ep.url, region: options.region, credentials, timeouts: t };
+      const client = newSdkClient(
+        target,
+        (c) =>
           new S3.S3Client({
-            ...sdkClientConfig({ service: "object store", endpoint: ep.url, region: options.region, credentials, timeouts: t }),
+            ...c,
             forcePathStyle: true,
             requestChecksumCalculation: "WHEN_REQUIRED",
             responseChecksumValidation: "WHEN_REQUIRED",
@@ -120,7 +113,6 @@ export class S3Driver implements ObjectStoreDriver {
             disableS3ExpressSessionAuth: true,
           }),
       );
-      armClient(client, { service: "object store", endpoint: ep.url, timeouts: t });
       if (options.onRequest !== undefined) addRequestHook(client, options.onRequest);
       return client;
     };

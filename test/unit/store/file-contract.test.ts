@@ -212,7 +212,7 @@ describe("FileDriver If-Match", () => {
     await fs.writeFile(foreign, "");
     const past = new Date(Date.now() - 86_400_000);
     await fs.utimes(foreign, past, past);
-    // An older objstate's name from another host, too.
+    // A name this version cannot read, too.
     const older = path.join(dir, `.claim-000000000000-${pid}-${randomUUID()}`);
     await fs.writeFile(older, "");
     const claim = (): Promise<unknown> => acquireClaim(dir, { prepare: async () => undefined, what: "object k", waitMs: 300 });
