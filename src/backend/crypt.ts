@@ -7,12 +7,10 @@ import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
 import { md5Hex } from "../util/md5.js";
 import type { BackendContext } from "./context.js";
-import type { UnderLockOptions } from "./locks/lock-scope.js";
 import { normalizeDigest } from "./meta.js";
 import type { Principal } from "./principal.js";
-import type { ReadOptions } from "./options.js";
 import { readCommitted } from "./read.js";
-import type { StateRead } from "./results.js";
+import type { ReadOptions, StateRead, UnderLockOptions } from "./types.js";
 import { HEADER_BYTES, scanHeader, stateHeader, withSerial, type StateHeader } from "./state-header.js";
 
 /** The stored form of `data`: the envelope of the state under the primary method (or the state, `unencrypted` first). */

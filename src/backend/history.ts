@@ -4,12 +4,11 @@ import type { ObjectVersion, VersioningStatus } from "../store/types.js";
 import { md5Hex } from "../util/md5.js";
 import type { BackendContext } from "./context.js";
 import { openState } from "./crypt.js";
-import type { BackendRollbackOptions, DiffOptions } from "./options.js";
 import { conflict, decodeMeta, META, normalizeDigest, recordOf, serialOf } from "./meta.js";
 import { workspaceFlag } from "./locks/lock-info.js";
 import { isEnvelope } from "../encryption/index.js";
 import { readCommitted } from "./read.js";
-import type { VersionDiff, WriteRecord } from "./results.js";
+import type { BackendRollbackOptions, DiffOptions, VersionDiff, WriteRecord } from "./types.js";
 import { HEADER_BYTES, scanHeader, withSerial } from "./state-header.js";
 
 /** Bytes read of each version to find `serial` and `lineage` when objstate did not record them (the tool writes them first). */

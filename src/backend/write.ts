@@ -10,10 +10,9 @@ import { checkReadable, openState, sealState } from "./crypt.js";
 import type { BackendContext } from "./context.js";
 import type { LockInfo } from "./locks/lock-info.js";
 import { conflict, decodeMeta, encodeMeta, META, normalizeDigest, plainMd5, principalMetadata, recordedMd5 } from "./meta.js";
-import type { WriteOptions } from "./options.js";
 import { lockOwnerOf } from "./principal.js";
 import { adoptTorn, committedMissing, committedVersion, restoreCommitted } from "./read.js";
-import type { WriteResult } from "./results.js";
+import type { WriteOptions, WriteResult } from "./types.js";
 import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 import { LAST_WRITE_ATTR, lastWriteRecord } from "./workspaces.js";
 
