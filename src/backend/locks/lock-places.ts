@@ -30,7 +30,7 @@ export interface LockPlace {
   /** Take the lock: written when absent or its lease ended before `nowSec` (the takeover bound). */
   create(key: string, raw: string, expires: number | undefined, nowSec: number): Promise<{ readonly taken: StoredLock } | { readonly blocked: StoredLock }>;
   read(key: string): Promise<StoredLock | null>;
-  /** Store `raw` (a renewed lease) only while the lock is still `held`; null when it is not. */
+  /** Store `raw` (a renewed lease) only while the lock is still `held`; null when the condition failed (the caller reads what is there). */
   renew(key: string, held: StoredLock, raw: string, expires: number): Promise<StoredLock | null>;
   /** Release lock `id` (`known`: what this process stored last) when it is `owner`'s; a `note` is recorded before the lock goes. */
   release(key: string, id: string, known: StoredLock | undefined, owner?: string | undefined, note?: ReleaseNote | undefined): Promise<ReleaseOutcome>;
@@ -79,9 +79,7 @@ export class TableLock implements LockPlace {
   }
 
   async renew(key: string, held: StoredLock, raw: string, expires: number): Promise<StoredLock | null> {
-    if (await this.table.renewLease(key, held.token, raw, expires)) return stored(key, raw, expires, raw);
-    const now = await this.read(key);
-    return now !== null && now.raw === raw ? now : null;
+    return (await this.table.renewLease(key, held.token, raw, expires)) ? stored(key, raw, expires, raw) : null;
   }
 
   /**
@@ -184,9 +182,7 @@ export class LockfileLock implements LockPlace {
   }
 
   async renew(key: string, held: StoredLock, raw: string, _expires: number): Promise<StoredLock | null> {
-    if (await this.putIf(key, raw, { ifMatch: held.token })) return this.confirm(key, raw);
-    const now = await this.read(key);
-    return now !== null && now.raw === raw ? now : null;
+    return (await this.putIf(key, raw, { ifMatch: held.token })) ? this.confirm(key, raw) : null;
   }
 
   async release(key: string, id: string, _known: StoredLock | undefined, owner?: string | undefined, note?: ReleaseNote | undefined): Promise<ReleaseOutcome> {

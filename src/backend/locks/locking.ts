@@ -293,11 +293,10 @@ export class Locking {
         const current = h?.places.get(place) ?? (await place.read(key));
         if (current === null) throw lockLost(where, id, RELEASED_WHY);
         if (lockIdOf(current.info) !== id) throw lockLost(where, id, `another holder has it: ${describeHolder(current.info)}`);
-        const next = await place.renew(key, current, withExpires(current.raw, expires), expires);
-        if (next === null) {
-          const now = await place.read(key);
-          throw lockLost(where, id, now === null ? RELEASED_WHY : takenOver(now.info));
-        }
+        const raw = withExpires(current.raw, expires);
+        // A refused renew may be one whose first attempt was stored unanswered: then the lease there is ours.
+        const next = (await place.renew(key, current, raw, expires)) ?? (await place.read(key));
+        if (next === null || next.raw !== raw) throw lockLost(where, id, next === null ? RELEASED_WHY : takenOver(next.info));
         h?.places.set(place, next);
         info ??= next.info;
       }
