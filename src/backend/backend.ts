@@ -61,7 +61,7 @@ import {
   workspaceStatusOf,
 } from "./workspaces.js";
 import { writeState } from "./write.js";
-import { openState, readDecrypted, rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./crypt.js";
+import { readDecrypted, rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./crypt.js";
 import { ObjstateError } from "../errors.js";
 
 export { NO_LOCK_ID } from "./locks/lock-info.js";
@@ -299,7 +299,7 @@ export class ObjectStoreBackend {
     const stored = await readVersionChecked(this.ctx, workspace, versionId);
     const enc = this.ctx.encryption;
     if (enc === undefined || options.stored === true) return stored;
-    return (await openState(enc, stored, workspace)).state;
+    return (await enc.decrypt(stored, { workspace })).state;
   }
 
   /** Write the current state again under the primary method, as a new version with serial + 1, under the lock. */

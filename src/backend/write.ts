@@ -6,7 +6,7 @@ import type { ByteSource, ObjectMeta } from "../store/types.js";
 import { checkState } from "../state/check.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { commit, generationOf, intentMetadata, judge, storedDigest } from "./commit.js";
-import { checkReadable, openState, sealState } from "./crypt.js";
+import { checkReadable, sealState } from "./crypt.js";
 import type { BackendContext } from "./context.js";
 import type { LockInfo } from "./locks/lock-info.js";
 import { conflict, decodeMeta, encodeMeta, META, normalizeDigest, plainMd5, principalMetadata, recordedMd5 } from "./meta.js";
@@ -312,7 +312,7 @@ async function sealsSameState(ctx: BackendContext, workspace: string, base: Curr
   if (body === undefined || md5Hex(body) !== storedMd5) return false;
   let opened: Buffer;
   try {
-    opened = (await openState(enc, body, workspace)).state;
+    opened = (await enc.decrypt(body, { workspace })).state;
   } catch {
     return false; // not readable here: the guard decides (checkReadable)
   }

@@ -286,14 +286,7 @@ export interface ReleaseNote {
   readonly forcedBy?: string | undefined;
 }
 
-/** The stored form: `[{"ID": …, "At": ms, "ForcedBy"?: …}, …]`, oldest first. */
-interface Stored {
-  readonly ID: string;
-  readonly At: number;
-  readonly ForcedBy?: string;
-}
-
-/** The releases in a stored record; anything unreadable counts as none (it only ever widens a refusal). */
+/** The releases in a stored record (`[{"ID": …, "At": ms, "ForcedBy"?: …}, …]`, oldest first); anything unreadable counts as none (it only ever widens a refusal). */
 export function parseReleased(text: string | null | undefined): ReleasedLock[] {
   if (text === null || text === undefined || text === "") return [];
   let v: unknown;
@@ -306,7 +299,7 @@ export function parseReleased(text: string | null | undefined): ReleasedLock[] {
   const out: ReleasedLock[] = [];
   for (const e of v as unknown[]) {
     if (typeof e !== "object" || e === null) continue;
-    const s = e as Partial<Record<keyof Stored, unknown>>;
+    const s = e as Partial<Record<"ID" | "At" | "ForcedBy", unknown>>;
     if (typeof s.ID !== "string" || typeof s.At !== "number") continue;
     out.push({ id: s.ID, at: s.At, forcedBy: typeof s.ForcedBy === "string" ? s.ForcedBy : undefined });
   }
@@ -317,9 +310,7 @@ export function parseReleased(text: string | null | undefined): ReleasedLock[] {
 export function withRelease(list: readonly ReleasedLock[], id: string, note: ReleaseNote): string {
   const kept = list.filter((r) => r.id !== id && Math.abs(note.atMs - r.at) <= RELEASED_MAX_AGE_MS);
   kept.push({ id, at: note.atMs, forcedBy: note.forcedBy });
-  const stored: Stored[] = kept
-    .slice(-RELEASED_KEEP)
-    .map((r) => (r.forcedBy === undefined ? { ID: r.id, At: r.at } : { ID: r.id, At: r.at, ForcedBy: r.forcedBy }));
+  const stored = kept.slice(-RELEASED_KEEP).map((r) => (r.forcedBy === undefined ? { ID: r.id, At: r.at } : { ID: r.id, At: r.at, ForcedBy: r.forcedBy }));
   return JSON.stringify(stored);
 }
 
