@@ -1,6 +1,6 @@
 /** What `diagnose` and `provision` work on: the settings resolved, the endpoints parsed, and drivers opened at them (no working backend needed). */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
-import type { ConnectOptions } from "../backend/options.js";
+import type { ConnectOptions } from "../backend/types.js";
 import { resolveEffectiveSettings, resolveIdentity, type Identity } from "../credentials/index.js";
 import { ObjstateError } from "../errors.js";
 import { parseEndpoint, type ParsedEndpoint } from "../io/endpoint.js";

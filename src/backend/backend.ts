@@ -23,21 +23,30 @@ import {
 import type { LockHandle } from "./locks/lease.js";
 import type { LockInfo } from "./locks/lock-info.js";
 import type { LockListing, LockOptions, UnlockOptions } from "./locks/locking.js";
-import type { LockScope, UnderLockOptions, WithLockOptions } from "./locks/lock-scope.js";
+import { lockOwnerOf } from "./principal.js";
+import { digestStatusOf, leftoversOf, readCommitted, repairUnderLock, streamState, type StreamResult } from "./read.js";
+import type { ReleasedLock } from "./locks/lock-places.js";
 import type {
   BackendRollbackOptions,
   ConnectOptions,
   CreateWorkspaceOptions,
   DeleteWorkspaceOptions,
   DiffOptions,
+  DigestStatus,
+  LastWrite,
+  LockScope,
   ReadOptions,
   RepairOptions,
+  RepairReport,
+  StateRead,
+  UnderLockOptions,
+  VersionDiff,
+  WithLockOptions,
+  WorkspaceObject,
+  WorkspaceStatus,
   WriteOptions,
-} from "./options.js";
-import { lockOwnerOf } from "./principal.js";
-import { digestStatusOf, leftoversOf, readCommitted, repairUnderLock, streamState, type StreamResult } from "./read.js";
-import type { ReleasedLock } from "./locks/lock-places.js";
-import type { DigestStatus, LastWrite, RepairReport, StateRead, VersionDiff, WorkspaceObject, WorkspaceStatus, WriteResult } from "./results.js";
+  WriteResult,
+} from "./types.js";
 import type { StateSink, StreamOptions } from "../fast/streamed-read.js";
 import {
   checkDeletable,
@@ -52,13 +61,12 @@ import {
   workspaceStatusOf,
 } from "./workspaces.js";
 import { writeState } from "./write.js";
-import { openState, readDecrypted, rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./crypt.js";
+import { readDecrypted, rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./crypt.js";
 import { ObjstateError } from "../errors.js";
 
 export { NO_LOCK_ID } from "./locks/lock-info.js";
 export type { HistoryOptions, RollbackResult, StateVersion } from "./history.js";
-export type * from "./options.js";
-export type * from "./results.js";
+export type * from "./types.js";
 export type { StateSink, StreamOptions } from "../fast/streamed-read.js";
 export type { StreamResult } from "./read.js";
 export type { LockInfo } from "./locks/lock-info.js";
@@ -241,7 +249,7 @@ export class ObjectStoreBackend {
     return this.ctx.acquire(workspace, options);
   }
 
-  /** Run `work` under the caller's lock (`lockId`), else under one taken for it and released after (see lock-scope.ts). */
+  /** Run `work` under the caller's lock (`lockId`), else under one taken for it and released after (see `Locking.withLock`). */
   withLock<T>(workspace: string, options: WithLockOptions, work: (lock: LockScope) => Promise<T>): Promise<T> {
     return this.ctx.withLock(workspace, options, work);
   }
@@ -291,7 +299,7 @@ export class ObjectStoreBackend {
     const stored = await readVersionChecked(this.ctx, workspace, versionId);
     const enc = this.ctx.encryption;
     if (enc === undefined || options.stored === true) return stored;
-    return (await openState(enc, stored, workspace)).state;
+    return (await enc.decrypt(stored, { workspace })).state;
   }
 
   /** Write the current state again under the primary method, as a new version with serial + 1, under the lock. */

@@ -15,7 +15,7 @@ import { openStore } from "../store/index.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import { DEFAULT_WORKSPACE, layout, layoutNameOf, statePath, type Layout } from "../config/layout.js";
 import { checkTtl } from "./locks/lease.js";
-import type { ConnectOptions } from "./options.js";
+import type { ConnectOptions } from "./types.js";
 import { nodeCrypto } from "../util/builtins.js";
 
 /** What a connect opened and decided, once. */

@@ -10,9 +10,7 @@ import { checkTtl, DEFAULT_CLOCK_MARGIN_MS, type LockHandle } from "./locks/leas
 import { defaultWho, type LockInfo } from "./locks/lock-info.js";
 import { LOCKFILE_SUFFIX, LockfileLock, TableLock, type LockPlace } from "./locks/lock-places.js";
 import { Locking, type LockOptions } from "./locks/locking.js";
-import { withLock, type LockScope, type WithLockOptions } from "./locks/lock-scope.js";
-import type { ConnectOptions } from "./options.js";
-import type { RepairEvent } from "./results.js";
+import type { ConnectOptions, LockScope, RepairEvent, WithLockOptions } from "./types.js";
 
 const PLAIN_MD5_MEMO = 256;
 const warned = new Set<string>();
@@ -66,6 +64,7 @@ export class BackendContext {
       keyOf: (place, w) => (place.kind === "table" ? this.lockId(w) : `${this.statePath(w)}${LOCKFILE_SUFFIX}`),
       path: (w) => this.lockId(w),
       describe: (w) => this.describe(w),
+      warn,
       workspaceOf: (place, key) => (place.kind === "table" ? this.workspaceOfLockId(key) : this.workspaceOfLockfile(key)) ?? null,
       listPrefixes: listPrefixes(this.layout),
       who: this.who,
@@ -122,10 +121,10 @@ export class BackendContext {
     return this.locking.acquire(workspace, options);
   }
 
-  /** Run `work` under the caller's lock (`lockId`), else under one taken for it and released after (see lock-scope.ts). */
+  /** Run `work` under the caller's lock (`lockId`), else under one taken for it and released after (see `Locking.withLock`). */
   withLock<T>(workspace: string, options: WithLockOptions, work: (lock: LockScope) => Promise<T>): Promise<T> {
     this.noteUnlocked();
-    return withLock(this, workspace, options, work);
+    return this.locking.withLock(workspace, options, work);
   }
 
   /** The fencing read before a call under the caller's own lock that writes no state object (delete, repair). */

@@ -7,12 +7,10 @@ import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
 import { md5Hex } from "../util/md5.js";
 import type { BackendContext } from "./context.js";
-import type { UnderLockOptions } from "./locks/lock-scope.js";
 import { normalizeDigest } from "./meta.js";
 import type { Principal } from "./principal.js";
-import type { ReadOptions } from "./options.js";
 import { readCommitted } from "./read.js";
-import type { StateRead } from "./results.js";
+import type { ReadOptions, StateRead, UnderLockOptions } from "./types.js";
 import { HEADER_BYTES, scanHeader, stateHeader, withSerial, type StateHeader } from "./state-header.js";
 
 /** The stored form of `data`: the envelope of the state under the primary method (or the state, `unencrypted` first). */
@@ -31,11 +29,6 @@ export async function sealState(enc: StateEncryption, state: Buffer, workspace: 
     throw new ObjstateError("STATE_INVALID", message, { details: { workspace } });
   }
   return await enc.encrypt(state, { serial: h.serial ?? null, lineage: h.lineage });
-}
-
-/** The state in `stored` (decrypted under the primary method, then each fallback). */
-export function openState(enc: StateEncryption, stored: Buffer, workspace: string): Promise<Decrypted> {
-  return enc.decrypt(stored, { workspace });
 }
 
 /** Refuse to write over a stored state this configuration cannot read (decision 064); a small state's header comes back from its content. */
@@ -66,7 +59,7 @@ export async function readDecrypted(
   const sealed = options.onData === undefined ? await readSealed(ctx, enc, workspace) : undefined;
   const found = sealed ?? (await readCommitted(ctx, workspace, options));
   if (found === null) return null;
-  const d = sealed?.decrypted ?? (await openState(enc, found.body, workspace));
+  const d = sealed?.decrypted ?? (await enc.decrypt(found.body, { workspace }));
   let sum = md5 ? found.md5 : undefined;
   if (md5 && d.encrypted) {
     sum = found.md5 === undefined ? undefined : ctx.plainMd5Of(found.md5);
@@ -134,7 +127,7 @@ export async function rekeyUnderLock(
   const to = (enc.methods[0] as { address: string }).address;
   const found = await readCommitted(ctx, workspace, {});
   if (found === null) return { workspace, rekeyed: false, from: undefined, to, serial: undefined, md5: undefined };
-  const d = await openState(enc, found.body, workspace);
+  const d = await enc.decrypt(found.body, { workspace });
   const what = `the state of workspace "${workspace}" has no top-level serial in its first ${HEADER_BYTES / 1024} KiB, so it cannot be written again as a newer version; nothing was written`;
   const next = withSerial(d.state, scanHeader(d.state.subarray(0, HEADER_BYTES)), (n) => n + 1, what, { workspace });
   const result = await write(next.body, found.etag);

@@ -3,13 +3,11 @@ import { ObjstateError } from "../errors.js";
 import type { ObjectVersion, VersioningStatus } from "../store/types.js";
 import { md5Hex } from "../util/md5.js";
 import type { BackendContext } from "./context.js";
-import { openState } from "./crypt.js";
-import type { BackendRollbackOptions, DiffOptions } from "./options.js";
 import { conflict, decodeMeta, META, normalizeDigest, recordOf, serialOf } from "./meta.js";
 import { workspaceFlag } from "./locks/lock-info.js";
 import { isEnvelope } from "../encryption/index.js";
 import { readCommitted } from "./read.js";
-import type { VersionDiff, WriteRecord } from "./results.js";
+import type { BackendRollbackOptions, DiffOptions, VersionDiff, WriteRecord } from "./types.js";
 import { HEADER_BYTES, scanHeader, withSerial } from "./state-header.js";
 
 /** Bytes read of each version to find `serial` and `lineage` when objstate did not record them (the tool writes them first). */
@@ -156,7 +154,7 @@ export async function rollbackState(
   const [stored, current] = await Promise.all([ctx.store.get(key, { versionId }), ctx.store.get(key, { maxBytes: HEADER_BYTES })]);
   if (stored === null) throw versionNotFound(ctx, workspace, versionId);
   // An envelope's clear serial is a copy: the new serial goes into the state, which the write encrypts again.
-  const source = ctx.encryption === undefined ? stored.body : (await openState(ctx.encryption, stored.body, workspace)).state;
+  const source = ctx.encryption === undefined ? stored.body : (await ctx.encryption.decrypt(stored.body, { workspace })).state;
   let base: { serial: number | undefined; lineage: string | undefined } | undefined;
   if (current !== null) {
     const h = scanHeader(current.body);
@@ -240,7 +238,7 @@ export async function diffVersions(ctx: BackendContext, workspace: string, sides
   const read = async (id: string | null): Promise<Buffer | null> => {
     if (id === null) return null;
     const stored = await readVersionChecked(ctx, workspace, id);
-    return ctx.encryption === undefined ? stored : (await openState(ctx.encryption, stored, workspace)).state;
+    return ctx.encryption === undefined ? stored : (await ctx.encryption.decrypt(stored, { workspace })).state;
   };
   const [a, b] = await Promise.all([read(ids.from), read(ids.to)]);
   return { from: ids.from, to: ids.to, diff: sides.compare === undefined ? diffStates(a, b) : await sides.compare(a, b) };

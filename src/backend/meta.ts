@@ -2,7 +2,7 @@
 import { ObjstateError } from "../errors.js";
 import type { ObjectMeta } from "../store/types.js";
 import type { Principal } from "./principal.js";
-import type { WriteRecord } from "./results.js";
+import type { WriteRecord } from "./types.js";
 
 /** Object metadata objstate records with every state it writes. */
 export const META = {

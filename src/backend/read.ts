@@ -12,8 +12,7 @@ import type { BackendContext } from "./context.js";
 import type { LockHandle } from "./locks/lease.js";
 import { workspaceFlag } from "./locks/lock-info.js";
 import { decodeMeta, META, normalizeDigest, plainMd5, provenComplete, recordedMd5, serialOf, writeOf } from "./meta.js";
-import type { ReadOptions, RepairOptions } from "./options.js";
-import type { DigestStatus, RepairReport, StateRead } from "./results.js";
+import type { DigestStatus, ReadOptions, RepairOptions, RepairReport, StateRead } from "./types.js";
 import { LAST_WRITE_ATTR, lastWriteRecord } from "./workspaces.js";
 
 /** How many of the newest versions a read looks through for the committed state, behind writes that never committed. */

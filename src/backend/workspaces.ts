@@ -4,7 +4,7 @@ import { nodeCrypto } from "../util/builtins.js";
 import type { BackendContext } from "./context.js";
 import { recordOf } from "./meta.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, workspacesPrefix } from "../config/layout.js";
-import type { LastWrite, WorkspaceObject, WorkspaceStatus } from "./results.js";
+import type { LastWrite, WorkspaceObject, WorkspaceStatus } from "./types.js";
 import { parseLockInfo } from "./locks/lock-info.js";
 import type { LockListing } from "./locks/locking.js";
 

@@ -6,19 +6,15 @@ import type { ByteSource, ObjectMeta } from "../store/types.js";
 import { checkState } from "../state/check.js";
 import { md5Hex, md5Of, PARALLEL_MD5_MIN } from "../util/md5.js";
 import { commit, generationOf, intentMetadata, judge, storedDigest } from "./commit.js";
-import { checkReadable, openState, sealState } from "./crypt.js";
+import { checkReadable, sealState } from "./crypt.js";
 import type { BackendContext } from "./context.js";
 import type { LockInfo } from "./locks/lock-info.js";
 import { conflict, decodeMeta, encodeMeta, META, normalizeDigest, plainMd5, principalMetadata, recordedMd5 } from "./meta.js";
-import type { WriteOptions } from "./options.js";
 import { lockOwnerOf } from "./principal.js";
 import { adoptTorn, committedMissing, committedVersion, restoreCommitted } from "./read.js";
-import type { WriteResult } from "./results.js";
-import { scanHeader, stateHeader, type StateHeader } from "./state-header.js";
+import type { WriteOptions, WriteResult } from "./types.js";
+import { HEADER_BYTES, scanHeader, stateHeader, type StateHeader } from "./state-header.js";
 import { LAST_WRITE_ATTR, lastWriteRecord } from "./workspaces.js";
-
-/** How much of a state is scanned for its lineage and serial, and how much of a stored one the guard reads (whole small states). */
-const HEAD_BYTES = 64 * 1024;
 
 interface Incoming {
   readonly body: Buffer | ByteSource;
@@ -66,7 +62,7 @@ export async function writeState(ctx: BackendContext, workspace: string, given: 
 
 /** The state to write, with its header scanned and its hash under way (a worker thread for large bytes, one streamed pass for a source). */
 async function prepareIncoming(body: Buffer | ByteSource, md5: string | undefined, plain: Buffer | undefined): Promise<Incoming> {
-  const head = isByteSource(body) ? await prefixOf(body, HEAD_BYTES) : body.subarray(0, HEAD_BYTES);
+  const head = isByteSource(body) ? await prefixOf(body, HEADER_BYTES) : body.subarray(0, HEADER_BYTES);
   const hashing = md5 !== undefined ? Promise.resolve(md5.toLowerCase()) : isByteSource(body) ? md5OfSource(body, "the state") : md5Of(body);
   hashing.catch(() => undefined); // awaited later; a failure before then must not go unhandled
   return { body, size: sizeOf(body), header: scanHeader(head) ?? { complete: false }, hashing, plain };
@@ -171,8 +167,11 @@ async function storeAndCommit(
     });
   } catch (e) {
     if (!isObjstateError(e, "PRECONDITION_FAILED")) throw e;
-    // A PUT retried after its reply was lost finds its own first attempt stored: that is success.
-    if (!(await storedIsOurs(ctx, path, await input.hashing, lockId))) throw await lostRace(ctx, workspace, locks, lockId, e);
+    // A PUT retried after its reply was lost finds its own first attempt stored (these bytes, under this lock): that is success.
+    const stored = await storedDigest(ctx, path);
+    const by = stored?.meta.metadata?.[META.lockId];
+    if (stored?.md5 !== (await input.hashing) || by !== (lockId === undefined ? undefined : encodeMeta(lockId)))
+      throw await lostRace(ctx, workspace, stored, lockId, e);
   }
   if (!isByteSource(body)) options.onProgress?.(input.size, input.size);
   await options.onStored?.();
@@ -313,7 +312,7 @@ async function sealsSameState(ctx: BackendContext, workspace: string, base: Curr
   if (body === undefined || md5Hex(body) !== storedMd5) return false;
   let opened: Buffer;
   try {
-    opened = (await openState(enc, body, workspace)).state;
+    opened = (await enc.decrypt(body, { workspace })).state;
   } catch {
     return false; // not readable here: the guard decides (checkReadable)
   }
@@ -321,34 +320,21 @@ async function sealsSameState(ctx: BackendContext, workspace: string, base: Curr
   return opened.equals(plain);
 }
 
-/** Is the stored object exactly these bytes, written under this lock (or by this call without one)? */
-async function storedIsOurs(ctx: BackendContext, path: string, sum: string, lockId: string | undefined): Promise<boolean> {
-  const stored = await storedDigest(ctx, path);
-  if (stored === null || stored.md5 !== sum) return false;
-  const by = stored.meta.metadata?.[META.lockId];
-  return lockId === undefined ? by === undefined : by === encodeMeta(lockId);
-}
-
-/** The write's condition failed: another write landed in between. When it is torn and we hold the lock, commit it. */
+/** The write's condition failed: another write (`obj`) landed in between. When it is torn and we hold the lock, commit it. */
 async function lostRace(
   ctx: BackendContext,
   workspace: string,
-  locks: LockTableDriver | undefined,
+  obj: Awaited<ReturnType<typeof storedDigest>>,
   lockId: string | undefined,
   cause: unknown,
 ): Promise<Error> {
   const where = ctx.describe(workspace);
+  const locks = ctx.table;
   let note = "";
-  if (locks !== undefined && lockId !== undefined) {
+  if (locks !== undefined && lockId !== undefined && obj?.md5 !== undefined && obj.proven) {
     try {
-      const [obj, item] = await Promise.all([storedDigest(ctx, ctx.statePath(workspace)), locks.getDigest(ctx.digestId(workspace))]);
-      if (
-        obj !== null &&
-        obj.md5 !== undefined &&
-        obj.proven &&
-        judge(obj.meta, obj.md5, item) === "torn" &&
-        typeof (await adoptTorn(ctx, workspace, obj.meta, obj.md5, item, lockId)) !== "string"
-      ) {
+      const item = await locks.getDigest(ctx.digestId(workspace));
+      if (judge(obj.meta, obj.md5, item) === "torn" && typeof (await adoptTorn(ctx, workspace, obj.meta, obj.md5, item, lockId)) !== "string") {
         note = ` That write (serial ${obj.meta.metadata?.[META.serial] ?? "?"}, by ${decodeMeta(obj.meta.metadata?.[META.who]) ?? "unknown"}) had not been committed; it is committed now, so the stored state reads again.`;
       }
     } catch {
@@ -363,7 +349,7 @@ async function lostRace(
 
 /** The stored object as the guard sees it: size, ETag, header, and its MD5 when cheaply known. */
 async function inspect(ctx: BackendContext, path: string, where: string): Promise<Current | null> {
-  const obj = await ctx.store.get(path, { maxBytes: HEAD_BYTES });
+  const obj = await ctx.store.get(path, { maxBytes: HEADER_BYTES });
   if (obj === null) return null;
   const md5 = obj.body.length >= obj.meta.size ? md5Hex(obj.body) : (plainMd5(obj.meta) ?? recordedMd5(obj.meta));
   return currentOf(obj.meta, obj.meta.size, obj.body, md5, `the stored state at ${where}`);
@@ -371,7 +357,7 @@ async function inspect(ctx: BackendContext, path: string, where: string): Promis
 
 /** A stored state as the guard sees it; whatever is stored that is not a state (hand-written, junk) has nothing to guard. */
 function currentOf(meta: ObjectMeta, size: number, bytes: Buffer, md5: string | undefined, what: string): Current {
-  const prefix = bytes.subarray(0, HEAD_BYTES);
+  const prefix = bytes.subarray(0, HEADER_BYTES);
   const whole = prefix.length >= size;
   let header: StateHeader;
   try {

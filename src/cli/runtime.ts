@@ -1,7 +1,7 @@
 /** What every command that talks to the store needs: a connected backend, and interrupts while a lock is wanted or held. */
 import { ObjectStoreBackend, type ConnectOptions, type LockInfo, type LockOptions, type LockScope, type LockWait } from "../backend/backend.js";
 import type { UnderLockOptions } from "../backend/backend.js";
-import { forceUnlockCommand } from "../backend/locks/lock-scope.js";
+import { forceUnlockCommand } from "../backend/locks/locking.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { resolveEffectiveSettings } from "../credentials/index.js";
 import { formatWait } from "../backend/locks/waiting.js";

@@ -5,7 +5,7 @@
 import { once } from "node:events";
 import { ObjstateError } from "../errors.js";
 import { stringifyDeep } from "../json/exact-json.js";
-import type { VersionDiff } from "../backend/results.js";
+import type { VersionDiff } from "../backend/types.js";
 import { diffStates, type StateDiff } from "../state/diff.js";
 import { nodeWorkers } from "../util/builtins.js";
 import { versionDiffJson } from "../wire/shapes.js";

@@ -10,34 +10,24 @@ import { describeFailure, positionAt } from "../json/syntax-error.js";
 import { isByteSource, wrapSource } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 
-class StateCheck {
-  private readonly scan = new JsonScanner(["version", "encryption_version"]);
+const FIELDS = ["version", "encryption_version"];
 
-  /** False once the bytes are known to be no JSON object. */
-  feed(chunk: Uint8Array): boolean {
-    return this.scan.feed(chunk);
+/** `STATE_INVALID` unless the bytes fed to `scan` are a state, placed (line and column) by reading them `again` up to the fault. */
+async function verdict(scan: JsonScanner, again: () => AsyncIterable<Uint8Array>, what: string): Promise<void> {
+  const f = scan.end();
+  if (f?.kind === "syntax") {
+    const at = await positionAt(again(), f.offset);
+    const problem = `is not valid JSON at line ${at.line}, column ${at.column}: ${describeFailure(f, at.char)}`;
+    throw new ObjstateError("STATE_INVALID", `${what} ${problem}; nothing was written`, { details: { line: at.line, column: at.column } });
   }
-
-  /** `STATE_INVALID` unless the bytes fed are a state, placed (line and column) by reading them `again` up to the fault. */
-  async verdict(again: () => AsyncIterable<Uint8Array>, what: string): Promise<void> {
-    const f = this.scan.end();
-    if (f?.kind === "syntax") {
-      const at = await positionAt(again(), f.offset);
-      const problem = `is not valid JSON at line ${at.line}, column ${at.column}: ${describeFailure(f, at.char)}`;
-      throw new ObjstateError("STATE_INVALID", `${what} ${problem}; nothing was written`, { details: { line: at.line, column: at.column } });
-    }
-    const version = this.scan.values.get("version")?.toString("latin1");
-    const envelope = this.scan.values.get("encryption_version")?.[0] === 0x22;
-    let why: string | undefined;
-    if (f !== undefined) why = `expected a JSON object, not ${f.what}`;
-    else if (version === undefined) why = envelope ? undefined : 'it has no format "version" (nor is it an encryption envelope)';
-    else if (!/^[1-9][0-9]*$/.test(version)) why = 'its format "version" is not a whole number above 0';
-    if (why !== undefined) throw new ObjstateError("STATE_INVALID", `${what} is not a state: ${why}; nothing was written`);
-  }
+  const version = scan.values.get("version")?.toString("latin1");
+  const envelope = scan.values.get("encryption_version")?.[0] === 0x22;
+  let why: string | undefined;
+  if (f !== undefined) why = `expected a JSON object, not ${f.what}`;
+  else if (version === undefined) why = envelope ? undefined : 'it has no format "version" (nor is it an encryption envelope)';
+  else if (!/^[1-9][0-9]*$/.test(version)) why = 'its format "version" is not a whole number above 0';
+  if (why !== undefined) throw new ObjstateError("STATE_INVALID", `${what} is not a state: ${why}; nothing was written`);
 }
-
-/** How messages name the state a write to `workspace` brings. */
-const stateToWrite = (workspace: string): string => `the state to write to workspace "${workspace}"`;
 
 /**
  * The state a write to `workspace` brings, held to the rule: bytes in memory checked now; a
@@ -46,26 +36,31 @@ const stateToWrite = (workspace: string): string => `the state to write to works
  * checked again (changed bytes fail the write's MD5).
  */
 export async function checkState(data: Buffer | ByteSource, workspace: string): Promise<Buffer | ByteSource> {
-  const what = stateToWrite(workspace);
+  const what = `the state to write to workspace "${workspace}"`;
   if (!isByteSource(data)) {
-    const check = new StateCheck();
-    check.feed(data);
-    await check.verdict(async function* () {
-      yield data;
-    }, what);
+    const scan = new JsonScanner(FIELDS);
+    scan.feed(data);
+    await verdict(
+      scan,
+      async function* () {
+        yield data;
+      },
+      what,
+    );
     return data;
   }
   let proven = false;
   return wrapSource(data, async function* () {
     if (proven) return yield* data.open();
-    const check = new StateCheck();
+    const scan = new JsonScanner(FIELDS);
     let held: Uint8Array | undefined;
     for await (const chunk of data.open()) {
-      if (!check.feed(chunk)) break;
+      // False once the bytes are known to be no JSON object.
+      if (!scan.feed(chunk)) break;
       if (held !== undefined) yield held;
       held = chunk;
     }
-    await check.verdict(() => data.open(), what);
+    await verdict(scan, () => data.open(), what);
     proven = true;
     if (held !== undefined) yield held;
   });

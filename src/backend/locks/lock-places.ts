@@ -30,7 +30,7 @@ export interface LockPlace {
   /** Take the lock: written when absent or its lease ended before `nowSec` (the takeover bound). */
   create(key: string, raw: string, expires: number | undefined, nowSec: number): Promise<{ readonly taken: StoredLock } | { readonly blocked: StoredLock }>;
   read(key: string): Promise<StoredLock | null>;
-  /** Store `raw` (a renewed lease) only while the lock is still `held`; null when it is not. */
+  /** Store `raw` (a renewed lease) only while the lock is still `held`; null when the condition failed (the caller reads what is there). */
   renew(key: string, held: StoredLock, raw: string, expires: number): Promise<StoredLock | null>;
   /** Release lock `id` (`known`: what this process stored last) when it is `owner`'s; a `note` is recorded before the lock goes. */
   release(key: string, id: string, known: StoredLock | undefined, owner?: string | undefined, note?: ReleaseNote | undefined): Promise<ReleaseOutcome>;
@@ -79,9 +79,7 @@ export class TableLock implements LockPlace {
   }
 
   async renew(key: string, held: StoredLock, raw: string, expires: number): Promise<StoredLock | null> {
-    if (await this.table.renewLease(key, held.token, raw, expires)) return stored(key, raw, expires, raw);
-    const now = await this.read(key);
-    return now !== null && now.raw === raw ? now : null;
+    return (await this.table.renewLease(key, held.token, raw, expires)) ? stored(key, raw, expires, raw) : null;
   }
 
   /**
@@ -184,9 +182,7 @@ export class LockfileLock implements LockPlace {
   }
 
   async renew(key: string, held: StoredLock, raw: string, _expires: number): Promise<StoredLock | null> {
-    if (await this.putIf(key, raw, { ifMatch: held.token })) return this.confirm(key, raw);
-    const now = await this.read(key);
-    return now !== null && now.raw === raw ? now : null;
+    return (await this.putIf(key, raw, { ifMatch: held.token })) ? this.confirm(key, raw) : null;
   }
 
   async release(key: string, id: string, _known: StoredLock | undefined, owner?: string | undefined, note?: ReleaseNote | undefined): Promise<ReleaseOutcome> {
@@ -290,14 +286,7 @@ export interface ReleaseNote {
   readonly forcedBy?: string | undefined;
 }
 
-/** The stored form: `[{"ID": …, "At": ms, "ForcedBy"?: …}, …]`, oldest first. */
-interface Stored {
-  readonly ID: string;
-  readonly At: number;
-  readonly ForcedBy?: string;
-}
-
-/** The releases in a stored record; anything unreadable counts as none (it only ever widens a refusal). */
+/** The releases in a stored record (`[{"ID": …, "At": ms, "ForcedBy"?: …}, …]`, oldest first); anything unreadable counts as none (it only ever widens a refusal). */
 export function parseReleased(text: string | null | undefined): ReleasedLock[] {
   if (text === null || text === undefined || text === "") return [];
   let v: unknown;
@@ -310,7 +299,7 @@ export function parseReleased(text: string | null | undefined): ReleasedLock[] {
   const out: ReleasedLock[] = [];
   for (const e of v as unknown[]) {
     if (typeof e !== "object" || e === null) continue;
-    const s = e as Partial<Record<keyof Stored, unknown>>;
+    const s = e as Partial<Record<"ID" | "At" | "ForcedBy", unknown>>;
     if (typeof s.ID !== "string" || typeof s.At !== "number") continue;
     out.push({ id: s.ID, at: s.At, forcedBy: typeof s.ForcedBy === "string" ? s.ForcedBy : undefined });
   }
@@ -321,9 +310,7 @@ export function parseReleased(text: string | null | undefined): ReleasedLock[] {
 export function withRelease(list: readonly ReleasedLock[], id: string, note: ReleaseNote): string {
   const kept = list.filter((r) => r.id !== id && Math.abs(note.atMs - r.at) <= RELEASED_MAX_AGE_MS);
   kept.push({ id, at: note.atMs, forcedBy: note.forcedBy });
-  const stored: Stored[] = kept
-    .slice(-RELEASED_KEEP)
-    .map((r) => (r.forcedBy === undefined ? { ID: r.id, At: r.at } : { ID: r.id, At: r.at, ForcedBy: r.forcedBy }));
+  const stored = kept.slice(-RELEASED_KEEP).map((r) => (r.forcedBy === undefined ? { ID: r.id, At: r.at } : { ID: r.id, At: r.at, ForcedBy: r.forcedBy }));
   return JSON.stringify(stored);
 }
 

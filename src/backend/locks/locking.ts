@@ -1,6 +1,6 @@
 /** The state lock (docs/design.md §10): taken in every place (lockfile, then table), leased, renewed, fenced, released everywhere. */
 import { setTimeout as sleep } from "node:timers/promises";
-import { ObjstateError } from "../../errors.js";
+import { isObjstateError, ObjstateError } from "../../errors.js";
 import { checkTtl, isExpired, leaseExpiry, LockHandle, lockLost, takeoverBound } from "./lease.js";
 import { nodeCrypto } from "../../util/builtins.js";
 import { describeHolder, lockedError, lockIdOf, NO_LOCK_ID, notOwned, ownedBy, workspaceFlag, type LockInfo } from "./lock-info.js";
@@ -29,6 +29,21 @@ export interface LockOptions {
   readonly owner?: string | undefined;
   /** Wait while someone else holds the lock (default: `STATE_LOCKED` at once). */
   readonly wait?: LockWait | undefined;
+}
+
+/** Options of `ObjectStoreBackend.withLock`: the caller's lock (`lockId`, left held), or how to take one. */
+export interface WithLockOptions extends LockOptions {
+  readonly lockId?: string | undefined;
+}
+
+/** The lock a `withLock` work runs under. */
+export interface LockScope {
+  /** The lock's ID (pass it as `lockId`): the caller's, or the one taken; undefined when locking is off. */
+  readonly id: string | undefined;
+  /** The lock info stored when the lock was taken for this work; undefined for the caller's own lock. */
+  readonly taken: LockInfo | undefined;
+  /** For a lock taken here: fires with `LOCK_LOST` when its lease is lost. */
+  readonly signal: AbortSignal | undefined;
 }
 
 export interface UnlockOptions {
@@ -66,6 +81,7 @@ export interface LockingInit {
   /** The lock info's `Path`: `{bucket}/{statePath}`. */
   path(workspace: string): string;
   describe(workspace: string): string;
+  warn(message: string, code: string): void;
   workspaceOf(place: LockPlace, key: string): string | null;
   /** Where lockfiles are listed from (prefixes that do not overlap). */
   readonly listPrefixes: readonly string[];
@@ -202,6 +218,53 @@ export class Locking {
     return handle;
   }
 
+  /**
+   * Run `work` under the caller's lock (`lockId`), or one taken here and released after, whatever the work did (docs/decisions/056).
+   * A failed release is `LOCK_RELEASE_FAILED` after a work that succeeded, a warning after one that failed.
+   */
+  async withLock<T>(workspace: string, options: WithLockOptions, work: (scope: LockScope) => Promise<T>): Promise<T> {
+    const { lockId, ...take } = options;
+    if (lockId !== undefined || !this.enabled) return work({ id: lockId, taken: undefined, signal: undefined });
+    const handle = await this.acquire(workspace, take);
+    const signal = options.wait?.signal;
+    if (signal?.aborted === true) {
+      await this.releaseTaken(workspace, handle, true);
+      throw signal.reason;
+    }
+    let failed = true;
+    try {
+      const result = await work({ id: handle.id, taken: handle.info, signal: handle.signal });
+      failed = false;
+      return result;
+    } finally {
+      await this.releaseTaken(workspace, handle, failed);
+    }
+  }
+
+  /** Release a lock taken for a work; when that fails, say which lock is left and how to release it. */
+  private async releaseTaken(workspace: string, handle: LockHandle, quietly: boolean): Promise<void> {
+    const { describe, warn } = this.init;
+    try {
+      await handle.release();
+    } catch (e) {
+      const id = handle.id;
+      const reason = e instanceof Error ? e.message : String(e);
+      // Released by someone else meanwhile (force-unlock): nothing is left held, and what the work did stands.
+      if (isObjstateError(e, "LOCK_NOT_FOUND") || isObjstateError(e, "LOCK_ID_MISMATCH")) {
+        const done = quietly ? "failed" : "completed: what it did stands";
+        warn(
+          `lock ${id} on ${describe(workspace)} was released by someone else (force-unlock, or a lease taken over) while this operation held it; the operation ${done}; its lock was no longer there to release (${reason})`,
+          "OBJSTATE_LOCK_GONE",
+        );
+        return;
+      }
+      const message = `could not release lock ${id} on ${describe(workspace)} (${reason}); it is still held: release it with ${forceUnlockCommand(id, workspace)} and the same settings`;
+      // After a work that failed, its own error is the one thrown.
+      if (quietly) warn(message, "OBJSTATE_LOCK_NOT_RELEASED");
+      else throw new ObjstateError("LOCK_RELEASE_FAILED", message, { cause: e, details: { lockId: id, workspace } });
+    }
+  }
+
   /** Extend the lease of lock `id`, conditional on the version this process saw; `LOCK_LOST` when it is gone or ran out first. */
   renew(workspace: string, id: string): Promise<LockInfo> {
     const running = this.renewing.get(id);
@@ -230,11 +293,10 @@ export class Locking {
         const current = h?.places.get(place) ?? (await place.read(key));
         if (current === null) throw lockLost(where, id, RELEASED_WHY);
         if (lockIdOf(current.info) !== id) throw lockLost(where, id, `another holder has it: ${describeHolder(current.info)}`);
-        const next = await place.renew(key, current, withExpires(current.raw, expires), expires);
-        if (next === null) {
-          const now = await place.read(key);
-          throw lockLost(where, id, now === null ? RELEASED_WHY : takenOver(now.info));
-        }
+        const raw = withExpires(current.raw, expires);
+        // A refused renew may be one whose first attempt was stored unanswered: then the lease there is ours.
+        const next = (await place.renew(key, current, raw, expires)) ?? (await place.read(key));
+        if (next === null || next.raw !== raw) throw lockLost(where, id, next === null ? RELEASED_WHY : takenOver(next.info));
         h?.places.set(place, next);
         info ??= next.info;
       }
@@ -412,6 +474,11 @@ function listingOf(place: Pick<LockPlace, "kind">, key: string, workspace: strin
 /** Every lock of `place` under `prefixes` (the table ignores them: it is listed once). */
 async function* listAll(place: LockPlace, prefixes: readonly string[]): AsyncIterable<{ key: string; lock: StoredLock }> {
   for (const prefix of place.kind === "table" ? [""] : prefixes) yield* place.list(prefix);
+}
+
+/** The exact command that releases a lock left behind. */
+export function forceUnlockCommand(id: string, workspace: string): string {
+  return `objstate force-unlock ${id} -w ${workspace}`;
 }
 
 /** `LOCK_ID_RELEASED`: a LOCK under the ID of a lock released since (no lock info: nothing to wait for). */

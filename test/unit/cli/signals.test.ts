@@ -16,7 +16,7 @@ import { CLI, cliEnv, runCli, type CliResult } from "../../support/cli.js";
 
 const RUNTIME = fileURLToPath(new URL("../../../src/cli/runtime.js", import.meta.url));
 // The library's withLock (what the CLI's runtime runs every locked command through) over the fake's acquire.
-const LOCK_SCOPE = fileURLToPath(new URL("../../../src/backend/locks/lock-scope.js", import.meta.url));
+const LOCKING = fileURLToPath(new URL("../../../src/backend/locks/locking.js", import.meta.url));
 const WARN = fileURLToPath(new URL("../../../src/cli/term.js", import.meta.url));
 
 /**
@@ -28,7 +28,7 @@ const WARN = fileURLToPath(new URL("../../../src/cli/term.js", import.meta.url))
 function child(body: string, options: { lockMs?: number; failUnlock?: boolean } = {}): CliResult {
   const script = `
     const runtime = await import(${JSON.stringify(RUNTIME)});
-    const { withLock } = await import(${JSON.stringify(LOCK_SCOPE)});
+    const { Locking } = await import(${JSON.stringify(LOCKING)});
     const { warn } = await import(${JSON.stringify(WARN)});
     const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
     const signal = async (name) => { process.kill(process.pid, name); await sleep(50); };
@@ -40,8 +40,9 @@ function child(body: string, options: { lockMs?: number; failUnlock?: boolean } 
       // The CLI holds a handle (leases): the same lock, released through the handle.
       acquire: async (w, o) => { const info = await backend.lock(w, o); return { info, id: info.ID, release: () => backend.unlock(w, info.ID) }; },
       lockingEnabled: true,
-      withLock: (w, o, work) => withLock({ lockingEnabled: true, acquire: backend.acquire, describe: backend.describe, warn }, w, o, work),
+      withLock: (w, o, work) => locking.withLock(w, o, work),
     };
+    const locking = Object.assign(new Locking({ places: [{}], describe: backend.describe, warn }), { acquire: backend.acquire });
     ${body}
   `;
   const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000, env: cliEnv() });
