@@ -168,7 +168,7 @@ export class AuditLog {
     return new Promise((done) => {
       this.queue.push({ line: `${JSON.stringify(rec)}\n`, time: rec.time, end: Date.now() + this.deadlineMs, done });
       this.writing++;
-      if (this.queue.length === 1 && !this.flushing) void this.flush();
+      if (!this.flushing) void this.flush();
     });
   }
 

@@ -121,6 +121,8 @@ async function writeFenced(
     const stored = base.md5 ?? ((extraRead = true), (await storedDigest(ctx, path))?.md5);
     // Sealed again, the same state has other bytes (a fresh nonce): the stored envelope's state is compared.
     if (stored !== undefined && (stored === sum || (input.plain !== undefined && (await sealsSameState(ctx, workspace, base, stored, input.plain))))) {
+      // Bytes checked only on their way to the store are checked here: a non-state stored by hand is not a no-op.
+      if (input.checkLater === true && !isByteSource(input.body)) await checkState(input.body, workspace);
       // Re-checked after the extra read: only the holder may commit.
       if (extraRead || stored !== sum) await checkHolder();
       if (locks !== undefined && normalizeDigest(seen?.digest) !== stored) await commit(ctx, workspace, locks, seen, stored, lockId);

@@ -16,6 +16,7 @@ import type { ObjstateServer } from "../../../src/server/server.js";
 import { runCli } from "../../support/cli.js";
 import { HttpBackendClient } from "../../support/http-backend-client.js";
 import { startServer } from "../../support/server-fixture.js";
+import { openStore } from "../../../src/store/index.js";
 import { embeddedTarget } from "../../support/targets.js";
 import { cliArgs } from "../cli/suite.js";
 
@@ -143,6 +144,18 @@ describe("one rule for what a state is", () => {
     // A state whose version comes last (keys sorted) is found past the first chunks.
     const sorted = Buffer.from(`{"lineage": "check-l", "outputs": {}, "resources": [${pad}], "serial": 2, "version": 4}`);
     assert.equal((await backend.writeState("default", sourceOf(sorted))).written, true);
+  });
+
+  it("a large non-state stored by hand, written again byte for byte, is refused (not taken for a no-op)", async () => {
+    const junk = Buffer.from(`[${'"x",'.repeat(1024 * 1024)}"x"]`);
+    const raw = await openStore({ bucket: props.bucket as string, endpoint: props.endpoint as string });
+    try {
+      await raw.put(backend.statePath("junk"), junk);
+    } finally {
+      raw.close();
+    }
+    const e = await refusal(backend.writeState("junk", junk));
+    assert.match(e.message, /is not a state: expected a JSON object, not an array; nothing was written$/);
   });
 
   it("the library, state push and POST /state give the same code and message for the same bytes", async () => {
