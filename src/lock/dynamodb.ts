@@ -1,5 +1,6 @@
 /** The lock table over the DynamoDB API (docs/design.md §5); reads are strongly consistent, as lock decisions need. */
 import {
+  BatchGetItemCommand,
   CreateTableCommand,
   DeleteItemCommand,
   DescribeTableCommand,
@@ -30,13 +31,21 @@ const CREATING_WAIT_MS = 30_000;
 /** More rounds of "exists, then gone" than this means something deletes and re-creates the item in a loop. */
 const PUT_IF_ABSENT_ROUNDS = 20;
 
+/** Most keys in one BatchGetItem (the API's limit). */
+const BATCH_READ_MAX = 100;
+
 type Item = Record<string, AttributeValue>;
+interface Settle {
+  resolve(item: Item | null): void;
+  reject(e: unknown): void;
+}
 
 export class DynamoDbLockTable extends ItemReads implements LockTableDriver {
   readonly kind = "dynamodb";
   readonly location: string;
   private readonly table: string;
   private readonly client: DynamoDBClient;
+  private reads: Map<string, Promise<Item | null> & Settle> | undefined;
 
   /** @throws ObjstateError `INVALID_ENDPOINT` */
   constructor(options: LockDriverOptions) {
@@ -265,9 +274,49 @@ export class DynamoDbLockTable extends ItemReads implements LockTableDriver {
     return item === null ? null : textOf(item);
   }
 
-  private async getItem(id: string): Promise<Item | null> {
-    const get = new GetItemCommand({ TableName: this.table, Key: { [KEY]: { S: id } }, ConsistentRead: true });
-    return (await this.call(`read item "${id}" from`, () => this.client.send(get))).Item ?? null;
+  /** Reads asked for in one turn of the event loop go out together, as one strongly consistent BatchGetItem (a server's requests share them). */
+  private getItem(id: string): Promise<Item | null> {
+    let batch = this.reads;
+    if (batch === undefined) {
+      batch = this.reads = new Map();
+      setImmediate(() => {
+        this.reads = undefined;
+        void this.readBatch(batch as Map<string, Promise<Item | null> & Settle>);
+      });
+    }
+    const known = batch.get(id);
+    if (known !== undefined) return known;
+    let settle: Settle | undefined;
+    const p = new Promise<Item | null>((resolve, reject) => (settle = { resolve, reject }));
+    batch.set(id, Object.assign(p, settle as Settle));
+    return p;
+  }
+
+  private async readBatch(batch: Map<string, Promise<Item | null> & Settle>): Promise<void> {
+    const ids = [...batch.keys()];
+    for (let i = 0; i < ids.length; i += BATCH_READ_MAX) {
+      const chunk = ids.slice(i, i + BATCH_READ_MAX);
+      const one = (id: string): Promise<Item | null> =>
+        this.call(`read item "${id}" from`, () =>
+          this.client.send(new GetItemCommand({ TableName: this.table, Key: { [KEY]: { S: id } }, ConsistentRead: true })),
+        ).then((o) => o.Item ?? null);
+      let found = new Map<string, Item | null>();
+      try {
+        if (chunk.length === 1) found.set(chunk[0] as string, await one(chunk[0] as string));
+        else {
+          const keys = chunk.map((id) => ({ [KEY]: { S: id } }));
+          const out = await this.client.send(new BatchGetItemCommand({ RequestItems: { [this.table]: { Keys: keys, ConsistentRead: true } } }));
+          found = new Map(chunk.map((id) => [id, null]));
+          for (const item of out.Responses?.[this.table] ?? []) found.set(item[KEY]?.S ?? "", item);
+          // Keys the server left unprocessed (throttled) are read one by one.
+          for (const k of out.UnprocessedKeys?.[this.table]?.Keys ?? []) found.set(k[KEY]?.S ?? "", await one(k[KEY]?.S ?? ""));
+        }
+      } catch (e) {
+        for (const id of chunk) batch.get(id)?.reject(this.mapError(e, `read item "${id}" from`));
+        continue;
+      }
+      for (const id of chunk) batch.get(id)?.resolve(found.get(id) ?? null);
+    }
   }
 
   /** DescribeTable, waiting while the table is CREATING: it has its key schema but refuses items as if absent. */

@@ -240,6 +240,25 @@ export function lockDriverSuite(name: string, open: () => Promise<LockTableDrive
       });
     });
 
+    describe("reads side by side", () => {
+      it("reads asked for at once (a server's requests) each answer for their own item: more than a batch, repeated and absent ones", async () => {
+        const t = await ready();
+        const ids = Array.from({ length: 130 }, (_, i) => `${ID}-${i}`);
+        await Promise.all(ids.map((id, i) => (i % 3 === 0 ? Promise.resolve() : t.put(id, "Info", `value ${i}`))));
+        const asked = [...ids, ids[1] as string, ids[2] as string, `${ID}-never`];
+        const got = await Promise.all(asked.map((id) => t.get(id, "Info")));
+        assert.deepEqual(
+          got,
+          asked.map((id) => {
+            const i = Number(id.slice(ID.length + 1));
+            return Number.isNaN(i) || i % 3 === 0 ? null : `value ${i}`;
+          }),
+        );
+        const [lease, digest] = await Promise.all([t.getLease(ids[1] as string), t.getDigest(ids[0] as string)]);
+        assert.deepEqual([lease, digest], [{ info: "value 1", expires: undefined }, null]);
+      });
+    });
+
     describe("concurrent putIfAbsent", () => {
       it("of 8 writers at once, exactly one wins each round, and the others are told its value", async () => {
         const t = await ready();

@@ -47,6 +47,7 @@ const ROUNDS = 20;
 /** The table item beside a lock (`{LockID}-released`) that records its recent releases, and its attribute. */
 const RECORD_SUFFIX = "-released";
 const RECORD_ATTR = "ReleasedIDs";
+const RECORDS_MEMO = 1024;
 /** The object beside a lockfile that records its recent releases (no longer than `.tflock`, so every name fits). */
 const RECORD_OBJECT_SUFFIX = ".tfrel";
 export const LOCKFILE_SUFFIX = ".tflock";
@@ -64,6 +65,8 @@ function stored(key: string, raw: string, expires: number | undefined, token: st
 /** A lock item of the lock table: `{LockID, Info, Expires?}`, byte-compatible with the tool's. */
 export class TableLock implements LockPlace {
   readonly kind = "table";
+  /** Release records as this process last read or wrote them, by lock key (a server's LOCK reads the one its UNLOCK updates). */
+  private readonly records = new Map<string, string | null>();
   constructor(private readonly table: LockTableDriver) {}
 
   async create(key: string, raw: string, expires: number | undefined, nowSec: number): Promise<{ taken: StoredLock } | { blocked: StoredLock }> {
@@ -83,17 +86,18 @@ export class TableLock implements LockPlace {
   }
 
   /**
-   * Mark the item released by this ID (while it carries the holder's info), then delete it while marked: a retry that finds it gone
-   * is proven to be this release. Both steps are safe to repeat. The embedded table: one conditional delete.
+   * A recorded release: the lock read, the record written, then the item deleted while it carries that info, so a delete retried after
+   * its reply was lost finds it gone with its ID recorded. An unrecorded one marks the item released by this ID, then deletes it while
+   * marked: the mark proves the same. Every step is safe to repeat. The embedded table's answers are never lost: one conditional delete.
    */
   async release(key: string, id: string, known: StoredLock | undefined, owner?: string | undefined, note?: ReleaseNote | undefined): Promise<ReleaseOutcome> {
-    // Read beside the lock (a failed read counts as none: the conditional write then finds what is there).
-    const record = note === undefined ? undefined : this.table.get(key + RECORD_SUFFIX, RECORD_ATTR).catch(() => null);
+    let record = note === undefined ? undefined : this.recordOf(key);
+    let tried = false;
     for (let attempt = 0; attempt < 5; attempt++) {
-      // What this process stored stands in for a read only when it would pass: a refusal is made on what is there now.
-      const mine = attempt === 0 && known !== undefined && ownedBy(known.info, owner) ? known.raw : undefined;
+      // What this process stored stands in for a read only where nothing is recorded of it and a refusal is made on a fresh read.
+      const mine = attempt === 0 && note === undefined && known !== undefined && ownedBy(known.info, owner) ? known.raw : undefined;
       const raw = mine ?? (await this.table.get(key, "Info"));
-      if (raw === null && id !== NO_LOCK_ID) return { kind: "absent" };
+      if (raw === null && id !== NO_LOCK_ID) return { kind: tried ? "released" : "absent" };
       if (raw !== null) {
         const holder = parseLockInfo(raw, key);
         if (lockIdOf(holder) !== id) return { kind: "other", holder, raw };
@@ -102,28 +106,41 @@ export class TableLock implements LockPlace {
         // An item without lock info belongs to no one: only a release without an owner clears it.
         return { kind: "not-owned", holder: parseLockInfo("", key) };
       }
-      // The embedded table's answers are never lost: one conditional delete, which works on a full disk too.
-      if (this.table.kind === "file" && raw !== null) {
-        if (await this.table.deleteIf(key, "Info", raw)) {
-          // Recorded after the delete, best effort: a full disk must not keep the lock.
-          if (note !== undefined) await this.remember(key, id, note, await record).catch(unlessFull);
+      if (record !== undefined && note !== undefined) {
+        // A full disk (the embedded table) must not keep the lock: the release goes on without its record.
+        await this.remember(key, id, note, await record).catch(unlessFull);
+        record = undefined;
+      }
+      if ((note === undefined && this.table.kind !== "file") || raw === null) {
+        if (await this.table.updateIf(key, "Info", raw, { [RELEASED]: id })) {
+          await this.table.deleteIf(key, RELEASED, id);
           return { kind: "released" };
         }
+        if (raw === null) return { kind: "absent" };
         continue;
       }
-      if (await this.table.updateIf(key, "Info", raw, { [RELEASED]: id })) {
-        // Decided: recorded before the item goes, so a lock that is gone is always in the record (a failure fails the UNLOCK).
-        if (note !== undefined) await this.remember(key, id, note, await record);
-        await this.table.deleteIf(key, RELEASED, id);
-        return { kind: "released" };
-      }
-      if (raw === null) return { kind: "absent" };
+      if (await this.table.deleteIf(key, "Info", raw)) return { kind: "released" };
+      tried = true;
     }
     throw new ObjstateError("LOCK_TABLE_ERROR", `could not release lock ${id} (${key}) in ${this.table.location}: the lock item kept changing`);
   }
 
   async recent(key: string): Promise<ReleasedLock[]> {
-    return parseReleased(await this.table.get(key + RECORD_SUFFIX, RECORD_ATTR));
+    const text = await this.table.get(key + RECORD_SUFFIX, RECORD_ATTR);
+    this.note(key, text);
+    return parseReleased(text);
+  }
+
+  /** The record as last seen here, else read (a failed read counts as none: the conditional write then finds what is there). */
+  private recordOf(key: string): Promise<string | null> {
+    const seen = this.records.get(key);
+    return seen !== undefined ? Promise.resolve(seen) : this.table.get(key + RECORD_SUFFIX, RECORD_ATTR).catch(() => null);
+  }
+
+  private note(key: string, text: string | null): void {
+    this.records.delete(key);
+    this.records.set(key, text);
+    if (this.records.size > RECORDS_MEMO) this.records.delete(this.records.keys().next().value as string);
   }
 
   /** Add a release to the record item, conditional on what was read (`null`: no item, or not read). */
@@ -134,11 +151,11 @@ export class TableLock implements LockPlace {
       const next = withRelease(parseReleased(current), id, note);
       if (current === null) {
         const existing = await this.table.putIfAbsent(item, RECORD_ATTR, next);
-        if (existing === null) return;
+        if (existing === null) return this.note(key, next);
         current = existing;
       } else {
         // "" is an item without the attribute (written by hand): updateIf's `null` condition.
-        if (await this.table.updateIf(item, RECORD_ATTR, current === "" ? null : current, { [RECORD_ATTR]: next })) return;
+        if (await this.table.updateIf(item, RECORD_ATTR, current === "" ? null : current, { [RECORD_ATTR]: next })) return this.note(key, next);
         current = await this.table.get(item, RECORD_ATTR);
       }
     }

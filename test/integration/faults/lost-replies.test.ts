@@ -13,8 +13,10 @@ import { faulty, type Faulty } from "./setup.js";
 
 const LOCK_WRITE: RequestMatch = { target: "DynamoDB_20120810.PutItem", body: '"Info"' };
 const UNLOCK: RequestMatch = { target: "DynamoDB_20120810.DeleteItem" };
-/** The first step of a release: the item marked `Released` by its ID. */
+/** The first step of an unrecorded release (state push's own lock): the item marked `Released` by its ID. */
 const RELEASE_MARK: RequestMatch = { target: "DynamoDB_20120810.UpdateItem", body: '"Released"' };
+/** A recorded release's record of its lock ID, written right before the lock item is deleted. */
+const RELEASE_RECORD: RequestMatch = { target: /\.(PutItem|UpdateItem)$/, body: '"ReleasedIDs"' };
 const DIGEST_WRITE: RequestMatch = { target: /\.(PutItem|UpdateItem)$/, body: '"Digest"' };
 
 describe("a lost reply from the lock table", { timeout: TIMEOUT_MS }, () => {
@@ -74,6 +76,25 @@ describe("a lost reply from the lock table", { timeout: TIMEOUT_MS }, () => {
     assert.equal((await fired(unlockDrop))?.outcome, "dropped", "no reply to the unlock was dropped");
     assert.equal(unlock.code, 0, explain("unlock with its reply lost", unlock));
     await assertNoLock(f.direct, ws);
+  });
+
+  it("unlock succeeds, recorded, and leaves no lock when the reply to its release record is lost", async () => {
+    const ws = "release-record";
+    const lock = await f.direct(["lock", "-w", ws]);
+    assert.equal(lock.code, 0, explain("lock", lock));
+    const id = lock.stdout.trim();
+    const drop = f.table.dropReplyOnce(RELEASE_RECORD);
+    const unlock = await f.proxied(["unlock", id, "-w", ws]);
+    assert.equal((await fired(drop))?.outcome, "dropped", "no reply to the release record was dropped");
+    assert.equal(unlock.code, 0, explain("unlock with the reply to its record lost", unlock));
+    await assertNoLock(f.direct, ws);
+    // Recorded: once another holder has the lock, the same UNLOCK again is a release already made, not another's lock.
+    const next = await f.direct(["lock", "-w", ws]);
+    assert.equal(next.code, 0, explain("lock again", next));
+    const again = await f.direct(["unlock", id, "-w", ws]);
+    assert.notEqual(again.code, 0, explain("the unlock repeated", again));
+    assert.match(again.stderr, /already released/);
+    assert.equal((await f.direct(["unlock", next.stdout.trim(), "-w", ws])).code, 0);
   });
 
   it("state push succeeds when the gateway's reply to the state PUT is lost: the retry finds its own write", async () => {

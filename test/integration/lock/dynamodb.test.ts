@@ -16,6 +16,7 @@ import type { LockTableDriver } from "../../../src/lock/types.js";
 import type { Credentials, CredentialsProvider } from "../../../src/credentials/types.js";
 import { testServers } from "../../support/servers.js";
 import { listenLow } from "../../support/port.js";
+import { startFaultProxy } from "../../support/fault-proxy.js";
 
 const LOCK_ID = "my-bucket/env:/dev/tool.tfstate";
 const SECRET = "secret-never-in-messages-9f3b";
@@ -181,6 +182,26 @@ describe("concurrency", () => {
     await Promise.all(Array.from({ length: 6 }, (_, i) => worker(open(name), `w${i}`)));
     assert.equal(counter, 120);
     assert.equal(await setup.get(LOCK_ID, "Info"), null);
+  });
+
+  test("reads asked for in one turn go out as one BatchGetItem; a lone read is a GetItem", async () => {
+    const name = newTableName();
+    const proxy = await startFaultProxy(endpoint);
+    try {
+      const t = open(name, { endpoint: proxy.url });
+      await t.createTable();
+      created.push(name);
+      await t.put("a", "Info", "A");
+      const mark = proxy.log.length;
+      assert.deepEqual(await Promise.all([t.get("a", "Info"), t.get("b", "Info"), t.getLease("a")]), ["A", null, { info: "A", expires: undefined }]);
+      assert.equal(await t.get("a", "Info"), "A");
+      assert.deepEqual(
+        proxy.log.slice(mark).map((e) => e.target),
+        ["DynamoDB_20120810.BatchGetItem", "DynamoDB_20120810.GetItem"],
+      );
+    } finally {
+      await proxy.close();
+    }
   });
 });
 
