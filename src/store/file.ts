@@ -120,13 +120,10 @@ export class FileDriver implements ObjectStoreDriver {
       const partial = options.maxBytes !== undefined && options.maxBytes < whole;
       // Hash what was read: a file edited in place must not pass for the stored etag.
       const hash = options.md5 === true && !partial ? hasherFor(whole) : undefined;
-      let body: Buffer;
-      try {
-        body = await readWhole(v.fd, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash);
-      } catch (e) {
+      const body = await readWhole(v.fd, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash).catch(async (e: unknown) => {
         await Promise.resolve(hash?.digest()).catch(() => undefined); // ends the worker's job
         throw e;
-      }
+      });
       return { body, meta, md5: await hash?.digest() };
     });
   }
@@ -144,15 +141,10 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async *listVersions(key: string): AsyncIterable<ObjectVersion> {
-    let current: BigIntStats | null;
-    let names: string[];
-    try {
-      if (!(await checkDir(this.bucketDir))) return;
-      current = await lstatFile(this.objectPath(key));
-      names = (await this.dirs(this.versionsRoot, this.archiveDir(key))) ? await fs.readdir(this.archiveDir(key)) : [];
-    } catch (e) {
-      throw fsFailure(e, `cannot list versions of ${key} in ${this.location}`, "STORE_ERROR");
-    }
+    const what = `cannot list versions of ${key} in ${this.location}`;
+    if (!(await this.hasBucket(what))) return;
+    const current = await typed(what, () => lstatFile(this.objectPath(key)));
+    const names = await typed(what, async () => ((await this.dirs(this.versionsRoot, this.archiveDir(key))) ? fs.readdir(this.archiveDir(key)) : []));
     const currentId = current === null ? undefined : layout.publicId(current);
     if (current !== null) yield await this.versionEntry(key, current, true);
     const entries = names
@@ -186,25 +178,19 @@ export class FileDriver implements ObjectStoreDriver {
 
   async setRetention(rule: Retention): Promise<void> {
     const file = path.join(this.bucketDir, RETENTION_FILE);
-    try {
-      await this.createBucket();
-      const { prefix, noncurrentDays, newerNoncurrentVersions } = rule;
-      if (noncurrentDays === undefined && newerNoncurrentVersions === undefined) {
-        await removeFile(file);
-        return;
-      }
-      await writeWhole(file, JSON.stringify({ prefix, noncurrentDays, newerNoncurrentVersions }));
-    } catch (e) {
-      throw fsFailure(e, `cannot set the retention rule of ${this.location}`, "STORE_ERROR");
-    }
+    const { prefix, noncurrentDays, newerNoncurrentVersions } = rule;
+    await this.createBucket();
+    await typed<unknown>(`cannot set the retention rule of ${this.location}`, () =>
+      noncurrentDays === undefined && newerNoncurrentVersions === undefined
+        ? removeFile(file)
+        : writeWhole(file, JSON.stringify({ prefix, noncurrentDays, newerNoncurrentVersions })),
+    );
   }
 
   async getRetention(): Promise<Retention | null> {
     const what = `cannot read the retention rule of ${this.location}`;
     if (!(await this.hasBucket(what))) return null;
-    const text = await readSmall(path.join(this.bucketDir, RETENTION_FILE)).catch((e: unknown) => {
-      throw fsFailure(e, what, "STORE_ERROR");
-    });
+    const text = await typed(what, () => readSmall(path.join(this.bucketDir, RETENTION_FILE)));
     return text === null ? null : layout.parseRetention(text);
   }
 
@@ -221,9 +207,7 @@ export class FileDriver implements ObjectStoreDriver {
     if (options.ifNoneMatch === true && (await this.currentId(key)) !== undefined) throw layout.alreadyExists(key, this.location);
     const temp = path.join(this.bucketDir, layout.tempName(key));
     try {
-      const written = await writeTemp(temp, body, options, `the bytes for ${key}`).catch((e: unknown) => {
-        throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
-      });
+      const written = await typed(`cannot write ${key} in ${this.location}`, () => writeTemp(temp, body, options, `the bytes for ${key}`), this.bucketDir);
       const stat = written.stat;
       // The source changed since the caller hashed it: not stored.
       const expected = isByteSource(body) ? await options.md5 : undefined;
@@ -256,9 +240,7 @@ export class FileDriver implements ObjectStoreDriver {
   async *list(prefix: string, options?: ListOptions): AsyncIterable<string> {
     const what = `cannot list ${this.location}`;
     if (!(await this.hasBucket(what))) return;
-    const names = await fs.readdir(this.bucketDir).catch((e: unknown) => {
-      throw fsFailure(e, what, "STORE_ERROR");
-    });
+    const names = await typed(what, () => fs.readdir(this.bucketDir));
     const keys = names
       .filter((n) => !n.startsWith("."))
       .map(layout.decodeName)
@@ -280,9 +262,7 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   private async describeListed(key: string): Promise<ListedObject | null> {
-    const st = await lstatFile(this.objectPath(key)).catch((e: unknown) => {
-      throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
-    });
+    const st = await typed(`cannot list ${this.location}`, () => lstatFile(this.objectPath(key)));
     if (st === null) return null; // deleted since the directory was read
     const meta = await this.readMeta(key, layout.versionId(st));
     return { key, size: Number(st.size), lastModified: new Date(Number(st.mtimeMs)), etag: meta?.etag };
@@ -301,11 +281,7 @@ export class FileDriver implements ObjectStoreDriver {
   private async deleteChecked(key: string, ifMatch: string | undefined): Promise<boolean> {
     const file = this.objectPath(key);
     const what = `cannot delete ${key} in ${this.location}`;
-    try {
-      if (!(await checkDir(this.bucketDir)) || (await lstatFile(file)) === null) return false;
-    } catch (e) {
-      throw fsFailure(e, what, "STORE_ERROR");
-    }
+    if (!(await typed(what, async () => (await checkDir(this.bucketDir)) && (await lstatFile(file)) !== null))) return false;
     const claim = await this.claim(key);
     try {
       if (ifMatch !== undefined && (await this.withVersion(key, file, async (_v, meta) => meta.etag)) !== ifMatch) return false;
@@ -364,19 +340,15 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   private async hasBucket(what: string): Promise<boolean> {
-    return checkDir(this.bucketDir).catch((e: unknown) => {
-      throw fsFailure(e, what, "STORE_ERROR");
-    });
+    return typed(what, () => checkDir(this.bucketDir));
   }
 
   async createBucket(): Promise<void> {
-    try {
+    await typed(`cannot create ${this.location}`, async () => {
       await makeRootDir(this.rootDir);
       await makeDir(this.bucketDir);
       await makeDir(this.metaRoot);
-    } catch (e) {
-      throw fsFailure(e, `cannot create ${this.location}`, "STORE_ERROR");
-    }
+    });
   }
 
   /**
@@ -385,15 +357,15 @@ export class FileDriver implements ObjectStoreDriver {
    */
   async listLeftovers(prefix: string): Promise<Leftover[]> {
     const out: Leftover[] = [];
-    try {
-      if (!(await checkDir(this.bucketDir))) return [];
+    await typed(`cannot list leftovers in ${this.location}`, async () => {
+      if (!(await checkDir(this.bucketDir))) return;
       const keysByHash = new Map<string, string>();
       for (const name of await fs.readdir(this.bucketDir)) {
         const key = name.startsWith(".") ? null : layout.decodeName(name);
         if (key !== null) keysByHash.set(layout.hashKey(key), key);
         if (name.startsWith(layout.TEMP_PREFIX)) await this.addLeftover(out, prefix, name, layout.keyOfTemp(name));
       }
-      if (!(await checkDir(this.metaRoot))) return layout.sortLeftovers(out);
+      if (!(await checkDir(this.metaRoot))) return;
       for (const hash of await fs.readdir(this.metaRoot)) {
         const dir = path.join(this.metaRoot, hash);
         if (!/^[0-9a-f]{64}$/.test(hash) || !(await checkDir(dir).catch(() => false))) continue;
@@ -413,9 +385,7 @@ export class FileDriver implements ObjectStoreDriver {
           }
         }
       }
-    } catch (e) {
-      throw fsFailure(e, `cannot list leftovers in ${this.location}`, "STORE_ERROR");
-    }
+    });
     return layout.sortLeftovers(out);
   }
 
@@ -426,7 +396,7 @@ export class FileDriver implements ObjectStoreDriver {
       throw new ObjstateError("INVALID_LEFTOVER", why);
     }
     const file = path.join(this.bucketDir, item.id);
-    try {
+    await typed(`cannot remove ${item.id} in ${this.location}`, async () => {
       if (!(await checkDir(this.bucketDir))) return;
       const dir = path.dirname(file);
       if (dir !== this.bucketDir && !(await this.dirs(this.metaRoot, dir))) return;
@@ -440,9 +410,7 @@ export class FileDriver implements ObjectStoreDriver {
       }
       await removeFile(file);
       if (dir !== this.bucketDir) await fs.rmdir(dir).catch(() => undefined);
-    } catch (e) {
-      throw fsFailure(e, `cannot remove ${item.id} in ${this.location}`, "STORE_ERROR");
-    }
+    });
   }
 
   /** Nothing is held open between calls. */
@@ -475,11 +443,9 @@ export class FileDriver implements ObjectStoreDriver {
 
   /** Exclusive right to replace or delete `key` (see claim.ts); held only around the commit. */
   private async claim(key: string): Promise<{ release(): Promise<void> }> {
-    try {
-      return await acquireClaim(this.metaDir(key), { prepare: () => this.ensureMetaDir(key), what: `object ${key} in ${this.location}` });
-    } catch (e) {
-      throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.metaDir(key));
-    }
+    const dir = this.metaDir(key);
+    const what = `object ${key} in ${this.location}`;
+    return typed(`cannot write ${key} in ${this.location}`, () => acquireClaim(dir, { prepare: () => this.ensureMetaDir(key), what }), dir);
   }
 
   private async currentId(key: string): Promise<string | undefined> {
@@ -517,24 +483,14 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   private async openVersion(key: string, file: string): Promise<Version | null> {
-    try {
-      if (!(await checkDir(this.bucketDir))) return null;
-      const opened = openRead(file);
-      return opened === null ? null : { fd: opened.fd, stat: opened.stat, id: layout.versionId(opened.stat) };
-    } catch (e) {
-      throw fsFailure(e, `cannot read ${key} in ${this.location}`, "STORE_ERROR", file);
-    }
+    const opened = await typed(`cannot read ${key} in ${this.location}`, async () => ((await checkDir(this.bucketDir)) ? openRead(file) : null), file);
+    return opened === null ? null : { ...opened, id: layout.versionId(opened.stat) };
   }
 
   private async readMeta(key: string, id: string): Promise<StoredMeta | null> {
-    const dir = this.metaDir(key);
-    let text: string | null;
-    try {
-      if (!(await this.dirs(this.metaRoot, dir))) return null;
-      text = await readSmall(this.metaFile(key, id));
-    } catch (e) {
-      throw fsFailure(e, `cannot read metadata of ${key} in ${this.location}`, "STORE_ERROR");
-    }
+    const text = await typed(`cannot read metadata of ${key} in ${this.location}`, async () =>
+      (await this.dirs(this.metaRoot, this.metaDir(key))) ? readSmall(this.metaFile(key, id)) : null,
+    );
     return text === null ? null : layout.parseStoredMeta(text);
   }
 
@@ -647,11 +603,10 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   private async pathExists(file: string): Promise<boolean> {
-    try {
-      return (await this.dirs(this.versionsRoot, path.dirname(file))) && (await lstatFile(file)) !== null;
-    } catch (e) {
-      throw fsFailure(e, `cannot read versions in ${this.location}`, "STORE_ERROR");
-    }
+    return typed(
+      `cannot read versions in ${this.location}`,
+      async () => (await this.dirs(this.versionsRoot, path.dirname(file))) && (await lstatFile(file)) !== null,
+    );
   }
 
   private archiveDir(key: string): string {
@@ -711,6 +666,15 @@ export class FileDriver implements ObjectStoreDriver {
       await removeFile(file).catch(() => undefined);
       if (st !== null && st.nlink <= 1n) await removeFile(path.join(this.metaDir(key), `${layout.versionId(st)}.json`)).catch(() => undefined);
     }
+  }
+}
+
+/** `run`, a failed file-system call in it typed by {@link fsFailure} (`STORE_ERROR` when no code fits). */
+async function typed<T>(what: string, run: () => Promise<T>, at?: string): Promise<T> {
+  try {
+    return await run();
+  } catch (e) {
+    throw fsFailure(e, what, "STORE_ERROR", at);
   }
 }
 
