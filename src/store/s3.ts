@@ -14,7 +14,7 @@ import { deadlineMs, displayUrl, MAX_ATTEMPTS, newSdkClient, resolveTimeouts, ty
 import { isAccessDenied, isTlsToPlainHttp, networkFailure, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { pauseAt } from "../util/test-pause.js";
 import { endpointOfKind, plainHttpAdvice } from "../io/endpoint.js";
-import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
+import { isByteSource, md5OfSource, readExactly, sizeOf } from "./byte-source.js";
 import { readWhole } from "./read-whole.js";
 import {
   accessHint,
@@ -616,10 +616,6 @@ async function* exactBody(body: unknown, length: number | undefined): AsyncGener
 }
 
 /**
- * A streamed request body over one read of the source, exactly `source.size` bytes (fewer
- * or more is an error of the stream, which ends the request).
- */
-/**
  * Content-MD5 goes with the hash known up front; a hash still being computed (bytes in memory,
  * hashed beside the upload) is compared with the stored object's plain-MD5 ETag afterwards.
  */
@@ -632,17 +628,9 @@ async function afterPendingMd5(res: S3.PutObjectCommandOutput, md5: PutOptions["
   );
 }
 
+/** A streamed request body over one read of the source: fewer or more bytes are an error of the stream, which ends the request. */
 function sourceStream(source: ByteSource, what: string): Readable {
-  async function* exact(): AsyncGenerator<Uint8Array> {
-    let total = 0;
-    for await (const chunk of source.open()) {
-      total += chunk.length;
-      if (total > source.size) break;
-      yield chunk;
-    }
-    if (total !== source.size) throw sourceChanged(what, source.size, total);
-  }
-  return Readable.from(exact(), { objectMode: false, highWaterMark: STREAM_HIGH_WATER });
+  return Readable.from(readExactly(source, what), { objectMode: false, highWaterMark: STREAM_HIGH_WATER });
 }
 
 /** Records each request after the signer ran, i.e. exactly the headers that are sent. */
