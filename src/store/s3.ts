@@ -181,19 +181,16 @@ export class S3Driver implements ObjectStoreDriver {
   async put(key: string, body: PutBody, options: PutOptions = {}): Promise<void> {
     const ifMatch = options.ifMatch?.replace(/"/g, "");
     if (options.strictConditions === true) return this.putOnce(key, body, options);
-    if (options.ifNoneMatch === true && ifMatch === undefined && (this.conditionsIgnored || (await this.isVersioned()))) {
-      // Ceph RGW ignores If-None-Match on a versioned bucket: the absence is checked first (a late
-      // version of a writer that lost the lock can no longer commit: docs/design.md §5).
-      if ((await this.head(key)) !== null) throw this.preconditionFailed(key, undefined);
-    }
+    // Ceph RGW ignores If-None-Match on a versioned bucket: the absence is checked first (a late
+    // version of a writer that lost the lock can no longer commit: docs/design.md §5).
+    const checkAbsence = options.ifNoneMatch === true && ifMatch === undefined && (this.conditionsIgnored || (await this.isVersioned()));
+    if (checkAbsence && (await this.head(key)) !== null) throw this.preconditionFailed(key, undefined);
     if (ifMatch !== undefined && this.conditionsIgnored) return this.putCheckedByHead(key, body, options, ifMatch, undefined);
-    try {
-      await this.putOnce(key, body, options);
-    } catch (e) {
+    await this.putOnce(key, body, options).catch(async (e: unknown) => {
       if (ifMatch === undefined || !isObjstateError(e, "PRECONDITION_FAILED")) throw e;
       // Refused although the condition holds? Ceph RGW refuses every If-Match on a versioned bucket.
       await this.putCheckedByHead(key, body, options, ifMatch, e);
-    }
+    });
   }
 
   /** The conditional write's check, made by hand where the store cannot make it, then the write. */
@@ -205,11 +202,9 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   private async isVersioned(): Promise<boolean> {
-    this.versionedBucket ??= this.versioning().then(
-      (st) => st !== "off",
-      () => false,
-    );
-    return this.versionedBucket;
+    return (this.versionedBucket ??= this.versioning()
+      .then((st) => st !== "off")
+      .catch(() => false));
   }
 
   private preconditionFailed(key: string, cause: unknown, httpStatus?: number): ObjstateError {
