@@ -464,8 +464,9 @@ export class FileDriver implements ObjectStoreDriver {
   private async withVersion<T>(key: string, file: string, use: (v: Version, meta: ObjectMeta) => Promise<T>): Promise<T | null> {
     let previousId: string | undefined;
     for (let attempt = 1; ; attempt++) {
-      const v = await this.openVersion(key, file);
-      if (v === null) return null;
+      const opened = await typed(`cannot read ${key} in ${this.location}`, async () => ((await checkDir(this.bucketDir)) ? openRead(file) : null), file);
+      if (opened === null) return null;
+      const v: Version = { ...opened, id: layout.versionId(opened.stat) };
       try {
         const stored = await this.readMeta(key, v.id);
         if (stored !== null) return await use(v, layout.toObjectMeta(stored));
@@ -480,11 +481,6 @@ export class FileDriver implements ObjectStoreDriver {
       }
       await sleep(attempt);
     }
-  }
-
-  private async openVersion(key: string, file: string): Promise<Version | null> {
-    const opened = await typed(`cannot read ${key} in ${this.location}`, async () => ((await checkDir(this.bucketDir)) ? openRead(file) : null), file);
-    return opened === null ? null : { ...opened, id: layout.versionId(opened.stat) };
   }
 
   private async readMeta(key: string, id: string): Promise<StoredMeta | null> {
@@ -590,23 +586,17 @@ export class FileDriver implements ObjectStoreDriver {
     if (id === undefined) return this.withVersion(key, file, (v, meta) => use(v, { ...meta, versionId: layout.publicId(v.stat) }));
     if (!layout.VERSION_ID.test(id) || id.includes("-m")) return null;
     const archived = path.join(this.archiveDir(key), id);
+    const what = `cannot read versions in ${this.location}`;
     // Archived before it stops being current: the archive first, and again if the current one was replaced.
     for (let attempt = 0; attempt < 2; attempt++) {
-      const inArchive = (await this.pathExists(archived)) ? archived : null;
-      const found = await this.withVersion(key, inArchive ?? file, async (v, meta) =>
+      const kept = await typed(what, async () => (await this.dirs(this.versionsRoot, this.archiveDir(key))) && (await lstatFile(archived)) !== null);
+      const found = await this.withVersion(key, kept ? archived : file, async (v, meta) =>
         layout.publicId(v.stat) === id ? { value: await use(v, { ...meta, versionId: id }) } : null,
       );
       if (found !== null) return found.value;
-      if (inArchive !== null) return null; // edited by hand: not that version any more
+      if (kept) return null; // edited by hand: not that version any more
     }
     return null;
-  }
-
-  private async pathExists(file: string): Promise<boolean> {
-    return typed(
-      `cannot read versions in ${this.location}`,
-      async () => (await this.dirs(this.versionsRoot, path.dirname(file))) && (await lstatFile(file)) !== null,
-    );
   }
 
   private archiveDir(key: string): string {
