@@ -14,12 +14,7 @@ const clocks = new Map<string, ServerClock>();
 
 /** The shared clock offset of the server at `endpoint` (0 until a response was seen). */
 export function serverClockFor(endpoint: string): ServerClock {
-  let key = endpoint;
-  try {
-    key = new URL(endpoint).origin;
-  } catch {
-    // not a URL: the text itself
-  }
+  const key = URL.canParse(endpoint) ? new URL(endpoint).origin : endpoint;
   let c = clocks.get(key);
   if (c === undefined) clocks.set(key, (c = { offsetMs: 0 }));
   return c;

@@ -36,7 +36,6 @@ import {
   checkDir,
   createFile,
   errno,
-  FILE_MODE,
   fsFailure,
   fsyncDir,
   lstatFile,
@@ -47,10 +46,11 @@ import {
   removeFile,
   writeWhole,
 } from "../io/local-fs.js";
-import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
+import { isByteSource, readExactly, sizeOf } from "./byte-source.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
 import { pauseAt } from "../util/test-pause.js";
 import type {
+  ByteSource,
   GetOptions,
   HeadOptions,
   Leftover,
@@ -671,26 +671,16 @@ async function typed<T>(what: string, run: () => Promise<T>, at?: string): Promi
 /** Create the temp file of a write (0600, no link followed, fsynced), hashing what is written. */
 async function writeTemp(temp: string, body: PutBody, options: PutOptions, what: string): Promise<{ stat: BigIntStats; md5: string }> {
   if (!isByteSource(body)) return { stat: await createFile(temp, body), md5: (await options.md5) ?? createHash("md5").update(body).digest("hex") };
-  const C = fs.constants;
-  const handle = await fs.open(temp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
-  try {
-    await handle.chmod(FILE_MODE);
-    // Never awaits a promised MD5: it may be taken from this very read.
-    const trusted = body.verifiedMd5 !== undefined && body.verifiedMd5 === options.md5 ? body.verifiedMd5 : undefined;
-    const hash = trusted === undefined ? createHash("md5") : undefined;
-    await readThrough(
-      body,
-      async (chunk) => {
-        hash?.update(chunk);
-        for (let off = 0; off < chunk.length;) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
-      },
-      what,
-    );
-    await handle.sync();
-    return { stat: await handle.stat({ bigint: true }), md5: trusted ?? (hash as ReturnType<typeof createHash>).digest("hex") };
-  } finally {
-    await handle.close();
+  // Never awaits a promised MD5: it may be taken from this very read.
+  const trusted = body.verifiedMd5 !== undefined && body.verifiedMd5 === options.md5 ? body.verifiedMd5 : undefined;
+  const hash = createHash("md5");
+  async function* hashed(source: ByteSource): AsyncGenerator<Uint8Array> {
+    for await (const chunk of readExactly(source, what)) {
+      if (trusted === undefined) hash.update(chunk);
+      yield chunk;
+    }
   }
+  return { stat: await createFile(temp, hashed(body)), md5: trusted ?? hash.digest("hex") };
 }
 
 /** The bytes of `v` read from its open file, closed at the end, on an error, or when the reader stops. */
