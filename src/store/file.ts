@@ -282,8 +282,7 @@ export class FileDriver implements ObjectStoreDriver {
     const file = this.objectPath(key);
     const what = `cannot delete ${key} in ${this.location}`;
     if (!(await typed(what, async () => (await checkDir(this.bucketDir)) && (await lstatFile(file)) !== null))) return false;
-    const claim = await this.claim(key);
-    try {
+    const deleted = await this.underClaim(key, what, async () => {
       if (ifMatch !== undefined && (await this.withVersion(key, file, async (_v, meta) => meta.etag)) !== ifMatch) return false;
       pauseAt("store-delete-checked");
       const st = await lstatFile(file);
@@ -302,21 +301,17 @@ export class FileDriver implements ObjectStoreDriver {
         if (errno(e) !== "ENOSPC" && errno(e) !== "EDQUOT") throw e;
         await removeFile(marker).catch(() => undefined);
       }
-    } catch (e) {
-      throw fsFailure(e, what, "STORE_ERROR");
-    } finally {
-      await claim.release().catch(() => undefined);
-    }
-    await this.prune(key).catch(() => undefined);
-    return true;
+      return true;
+    });
+    if (deleted) await this.prune(key).catch(() => undefined);
+    return deleted;
   }
 
   async purge(key: string): Promise<void> {
     const file = this.objectPath(key);
     const what = `cannot purge ${key} in ${this.location}`;
     if (!(await this.hasBucket(what))) return;
-    const claim = await this.claim(key);
-    try {
+    await this.underClaim(key, what, async () => {
       await removeFile(file);
       const archive = this.archiveDir(key);
       if (await this.dirs(this.versionsRoot, archive)) {
@@ -327,11 +322,7 @@ export class FileDriver implements ObjectStoreDriver {
       for (const name of await fs.readdir(dir).catch(() => [] as string[]))
         if (layout.META_NAME.test(name) || name.startsWith(SPARE_PREFIX)) await removeFile(path.join(dir, name));
       await fsyncDir(this.bucketDir);
-    } catch (e) {
-      throw fsFailure(e, what, "STORE_ERROR");
-    } finally {
-      await claim.release().catch(() => undefined);
-    }
+    });
     await fs.rmdir(this.metaDir(key)).catch(() => undefined); // not empty: another writer is using it
   }
 
@@ -441,11 +432,16 @@ export class FileDriver implements ObjectStoreDriver {
     if (await makeDir(this.metaDir(key))) await addSpare(this.metaDir(key)).catch(() => undefined);
   }
 
-  /** Exclusive right to replace or delete `key` (see claim.ts); held only around the commit. */
-  private async claim(key: string): Promise<{ release(): Promise<void> }> {
+  /** Run `run` holding the exclusive right to replace or delete `key` (see claim.ts), only around the commit; failures typed by `what`. */
+  private async underClaim<T>(key: string, what: string, run: () => Promise<T>): Promise<T> {
     const dir = this.metaDir(key);
-    const what = `object ${key} in ${this.location}`;
-    return typed(`cannot write ${key} in ${this.location}`, () => acquireClaim(dir, { prepare: () => this.ensureMetaDir(key), what }), dir);
+    const prepare = (): Promise<void> => this.ensureMetaDir(key);
+    const claim = await typed(`cannot write ${key} in ${this.location}`, () => acquireClaim(dir, { prepare, what: `object ${key} in ${this.location}` }), dir);
+    try {
+      return await typed(what, run);
+    } finally {
+      await claim.release().catch(() => undefined);
+    }
   }
 
   private async currentId(key: string): Promise<string | undefined> {
@@ -526,12 +522,11 @@ export class FileDriver implements ObjectStoreDriver {
 
   /** Replace the object under its claim: an If-Match check and the rename are one step for every other writer. */
   private async commitReplace(key: string, temp: string, file: string, id: string, meta: StoredMeta, ifMatch: string | undefined): Promise<void> {
-    const claim = await this.claim(key);
-    pauseAt("store-claimed");
-    let previous: BigIntStats | null;
-    try {
+    const what = `cannot write ${key} in ${this.location}`;
+    await this.underClaim(key, what, async () => {
+      pauseAt("store-claimed");
       try {
-        previous = await lstatFile(file);
+        const previous = await lstatFile(file);
         if (ifMatch !== undefined) {
           const current = previous === null ? null : await this.withVersion(key, file, async (_v, meta) => meta.etag);
           if (current !== ifMatch) {
@@ -551,14 +546,12 @@ export class FileDriver implements ObjectStoreDriver {
         await fsyncDir(this.bucketDir);
       } catch (e) {
         await removeFile(this.metaFile(key, id)).catch(() => undefined);
-        throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
+        throw fsFailure(e, what, "STORE_ERROR", this.bucketDir);
       }
       pauseAt("store-renamed");
       // Under the claim: what is current then cannot change, so only true leftovers go.
       await this.collectMeta(key, id).catch(() => undefined);
-    } finally {
-      await claim.release().catch(() => undefined);
-    }
+    });
     pauseAt("store-released");
     await this.prune(key).catch(() => undefined);
   }
