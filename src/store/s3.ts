@@ -78,11 +78,7 @@ export class S3Driver implements ObjectStoreDriver {
   private readonly bucket: string;
   private readonly endpoint: string;
   private readonly multipartThreshold: number;
-  /**
-   * The store refused an If-Match that held (Ceph RGW on a versioned bucket): conditions are
-   * checked with a HEAD before an unconditional write instead; the backend's commit point
-   * (docs/design.md §5), not this check, keeps a late write from counting.
-   */
+  /** RGW refused an If-Match that held (versioned bucket): a HEAD checks conditions; the commit point (docs/design.md §5) keeps a late write from counting. */
   private conditionsIgnored = false;
   private versionedBucket: Promise<boolean> | undefined;
   private readonly timeouts: Timeouts;
@@ -517,11 +513,7 @@ export class S3Driver implements ObjectStoreDriver {
     }
   }
 
-  /**
-   * One PutObject streamed from the source with `Content-Length` and, when the hash is known,
-   * `Content-MD5` (the store refuses bytes that changed since they were hashed). The SDK does not retry a streamed
-   * body, so transient failures are retried here, each attempt reading the source again.
-   */
+  /** One PutObject streamed from the source, with `Content-MD5` when the hash is known; retried here (the SDK never retries a streamed body), reading it again. */
   private async putStreamed(params: S3.PutObjectCommandInput, source: ByteSource, options: PutOptions, conditional: boolean): Promise<void> {
     const what = `the bytes for ${params.Key ?? "?"}`;
     const md5 = typeof options.md5 === "object" ? undefined : (options.md5 ?? (await md5OfSource(source, what)));
@@ -610,10 +602,7 @@ async function* exactBody(body: unknown, length: number | undefined): AsyncGener
   if (length !== undefined && offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
 }
 
-/**
- * Content-MD5 goes with the hash known up front; a hash still being computed (bytes in memory,
- * hashed beside the upload) is compared with the stored object's plain-MD5 ETag afterwards.
- */
+/** A hash still being computed as the bytes went up (no Content-MD5) is compared with the stored object's plain-MD5 ETag afterwards. */
 async function afterPendingMd5(res: S3.PutObjectCommandOutput, md5: PutOptions["md5"], key: string | undefined): Promise<void> {
   const etag = typeof md5 === "object" ? plainMd5Etag(res) : undefined;
   if (etag === undefined || etag === (await md5)) return;
