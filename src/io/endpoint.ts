@@ -14,34 +14,27 @@ type Of<K> = Extract<ParsedEndpoint, { kind: K }>;
  */
 export function parseEndpoint(endpoint: string, cwd: string = process.cwd()): ParsedEndpoint {
   const e = endpoint.trim();
-  if (/^file:/i.test(e)) {
-    if (/^file:\/\//i.test(e)) {
-      let dir: string;
-      try {
-        dir = fileURLToPath(e);
-      } catch (cause) {
-        throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" is not a valid file URL (expected file:///absolute/path or file:relative/path)`, {
-          cause,
-        });
-      }
-      return { kind: "file", dir };
+  const bad = (why: string, cause?: unknown): ObjstateError => new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" ${why}`, { cause });
+  const paths = "(expected file:///absolute/path or file:relative/path)";
+  if (/^file:\/\//i.test(e)) {
+    try {
+      return { kind: "file", dir: fileURLToPath(e) };
+    } catch (cause) {
+      throw bad(`is not a valid file URL ${paths}`, cause);
     }
+  }
+  if (/^file:/i.test(e)) {
     let rest: string;
     try {
       rest = decodeURIComponent(e.slice("file:".length));
     } catch (cause) {
-      const why = `endpoint "${endpoint}" is not a valid file URL: a % must start an escape such as %20 (write %25 for a literal %)`;
-      throw new ObjstateError("INVALID_ENDPOINT", why, { cause });
+      throw bad("is not a valid file URL: a % must start an escape such as %20 (write %25 for a literal %)", cause);
     }
-    if (rest === "") {
-      throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" names no directory (expected file:///absolute/path or file:relative/path)`);
-    }
+    if (rest === "") throw bad(`names no directory ${paths}`);
     return { kind: "file", dir: path.resolve(cwd, rest) };
   }
   if (/^https?:\/\//i.test(e)) return { kind: "http", url: e.replace(/\/+$/, "") };
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(e)) {
-    throw new ObjstateError("INVALID_ENDPOINT", `endpoint "${endpoint}" has an unsupported scheme (expected http://, https://, file: or a bare host)`);
-  }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(e)) throw bad("has an unsupported scheme (expected http://, https://, file: or a bare host)");
   return { kind: "http", url: `https://${e.replace(/\/+$/, "")}` };
 }
 

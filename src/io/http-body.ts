@@ -56,15 +56,9 @@ function bodyOf(chunks: Buffer[], size: number, md5: string): Body {
 }
 
 /** Read the body whole, within `limits`. */
-export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
-  try {
-    checkDeclaredLength(req, limits);
-    const arrived = arrivedBody(req, limits);
-    if (arrived !== undefined) return Promise.resolve(arrived);
-  } catch (e) {
-    return Promise.reject(e as Error);
-  }
-  return receiveBody(req, limits);
+export async function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Body> {
+  checkDeclaredLength(req, limits);
+  return arrivedBody(req, limits) ?? receiveBody(req, limits);
 }
 
 /** The body when all of it came with the headers (LOCK, UNLOCK, small POSTs): taken at once, no timer or listeners. */

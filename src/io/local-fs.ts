@@ -133,12 +133,12 @@ export async function readSmall(file: string): Promise<string | null> {
   }
 }
 
-/** Create `file` exclusively (no link followed), owner-only, write `body` and fsync; the stat of the result. */
-export async function createFile(file: string, body: Buffer | string): Promise<BigIntStats> {
+/** Create `file` exclusively (no link followed), owner-only, write `body` (chunks as they come) and fsync; the stat of the result. */
+export async function createFile(file: string, body: Buffer | string | AsyncIterable<Uint8Array>): Promise<BigIntStats> {
   const handle = await fs.open(file, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
   try {
     await handle.chmod(FILE_MODE);
-    await handle.writeFile(body);
+    await fs.writeFile(handle, body);
     await handle.sync();
     return await handle.stat({ bigint: true });
   } finally {

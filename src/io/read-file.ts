@@ -19,12 +19,6 @@ export class ReadFileError extends Error {
   }
 }
 
-/** A file's bytes and the mode it had (for permission warnings; undefined for standard input). */
-interface BoundedRead {
-  readonly bytes: Buffer;
-  readonly mode: number | undefined;
-}
-
 /** Limits are whole MiB or GiB, else bytes. */
 function tooLarge(file: string, size: number, limit: number): ReadFileError {
   const mib = 1024 * 1024;
@@ -84,8 +78,8 @@ function readAll(file: string, fd: number, limit: number, sizeHint: number): Buf
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total);
 }
 
-/** Read a whole regular file (a link to one is fine) of at most `limit` bytes; `-` is standard input. @throws ReadFileError */
-export function readBoundedFile(file: string, limit: number): BoundedRead {
+/** A whole regular file (a link to one is fine) of at most `limit` bytes and its mode for permission warnings (`-`: standard input). @throws ReadFileError */
+export function readBoundedFile(file: string, limit: number): { readonly bytes: Buffer; readonly mode: number | undefined } {
   if (file === "-") return { bytes: readAll("standard input", 0, limit, 0), mode: undefined };
   const opened = openBoundedFile(file, limit);
   try {
@@ -95,15 +89,8 @@ export function readBoundedFile(file: string, limit: number): BoundedRead {
   }
 }
 
-/** A regular file opened for positional reads; close it with `closeSync(fd)`. */
-interface OpenedFile {
-  readonly fd: number;
-  readonly size: number;
-  readonly mode: number;
-}
-
-/** Open a regular file of at most `limit` bytes to read it in pieces, as often as needed (`-` is refused). @throws ReadFileError */
-export function openBoundedFile(file: string, limit: number): OpenedFile {
+/** Open a regular file of at most `limit` bytes for positional reads (`-` is refused); close it with `closeSync(fd)`. @throws ReadFileError */
+export function openBoundedFile(file: string, limit: number): { readonly fd: number; readonly size: number; readonly mode: number } {
   const fs = nodeFs();
   if (file === "-") throw notRegular("standard input", "standard input");
   let st: import("node:fs").Stats;

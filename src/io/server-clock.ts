@@ -1,8 +1,6 @@
 /**
- * How far each server's clock is from ours: signatures and the expiry of temporary credentials
- * are judged by the server's clock. The SDK measures the offset per client; kept here per
- * server origin, every client of that server (S3 and STS on one Ceph RGW) and the credentials
- * refresher use the latest measurement.
+ * How far each server's clock is from ours, per origin: signatures and temporary credentials are judged
+ * by it, so every client of that server (S3 and STS on one Ceph RGW) and the refresher use the SDK's latest measurement.
  */
 
 /** Milliseconds to add to `Date.now()` to get the server's time. */
@@ -14,12 +12,7 @@ const clocks = new Map<string, ServerClock>();
 
 /** The shared clock offset of the server at `endpoint` (0 until a response was seen). */
 export function serverClockFor(endpoint: string): ServerClock {
-  let key = endpoint;
-  try {
-    key = new URL(endpoint).origin;
-  } catch {
-    // not a URL: the text itself
-  }
+  const key = URL.canParse(endpoint) ? new URL(endpoint).origin : endpoint;
   let c = clocks.get(key);
   if (c === undefined) clocks.set(key, (c = { offsetMs: 0 }));
   return c;

@@ -13,18 +13,20 @@ export function sizeOf(body: PutBody): number {
   return isByteSource(body) ? body.size : body.length;
 }
 
-/**
- * Read `source` once, calling `each` per chunk, and check it yielded exactly `source.size`
- * bytes (a source that changed under us must not pass for the one that was checked).
- */
-export async function readThrough(source: ByteSource, each: (chunk: Uint8Array) => void | Promise<void>, what: string): Promise<void> {
+/** One read of `source`, exactly `source.size` bytes: a source that changed under us must not pass for the one that was checked. */
+export async function* readExactly(source: ByteSource, what: string): AsyncGenerator<Uint8Array> {
   let total = 0;
   for await (const chunk of source.open()) {
     total += chunk.length;
     if (total > source.size) break;
-    await each(chunk);
+    yield chunk;
   }
   if (total !== source.size) throw sourceChanged(what, source.size, total);
+}
+
+/** {@link readExactly}, calling `each` per chunk. */
+export async function readThrough(source: ByteSource, each: (chunk: Uint8Array) => void | Promise<void>, what: string): Promise<void> {
+  for await (const chunk of readExactly(source, what)) await each(chunk);
 }
 
 /** `source` read through `open`: the same size and verified MD5 (a wrapper that passes every byte on). */

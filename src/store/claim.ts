@@ -163,12 +163,7 @@ function processRuns(pid: number, start: string | undefined): boolean {
 
 /** State and start time (field 22) of `pid` from `/proc/<pid>/stat`; undefined when unreadable. */
 function procStat(pid: number): { state: string; start: string } | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
+  const text = readOr(() => readFileSync(`/proc/${pid}/stat`, "utf8"), "");
   // The command name (field 2) may hold spaces and parentheses: fields resume after the last ")".
   const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
   const state = fields[0];

@@ -112,22 +112,18 @@ export function toObjectMeta(m: StoredMeta): ObjectMeta {
 }
 
 export function parseStoredMeta(text: string): StoredMeta | null {
-  try {
-    const o = parseObject(text);
-    if (o === null || typeof o.key !== "string" || typeof o.size !== "number" || typeof o.etag !== "string" || typeof o.lastModified !== "string") return null;
-    return {
-      key: o.key,
-      size: o.size,
-      etag: o.etag,
-      lastModified: o.lastModified,
-      contentType: typeof o.contentType === "string" ? o.contentType : undefined,
-      acl: o.acl === "private" || o.acl === "public-read" || o.acl === "public-read-write" ? o.acl : undefined,
-      serverSideEncryption: typeof o.serverSideEncryption === "string" ? o.serverSideEncryption : undefined,
-      metadata: isStringRecord(o.metadata) ? o.metadata : undefined,
-    };
-  } catch {
-    return null;
-  }
+  const o = parseObject(text);
+  if (o === null || typeof o.key !== "string" || typeof o.size !== "number" || typeof o.etag !== "string" || typeof o.lastModified !== "string") return null;
+  return {
+    key: o.key,
+    size: o.size,
+    etag: o.etag,
+    lastModified: o.lastModified,
+    contentType: typeof o.contentType === "string" ? o.contentType : undefined,
+    acl: o.acl === "private" || o.acl === "public-read" || o.acl === "public-read-write" ? o.acl : undefined,
+    serverSideEncryption: typeof o.serverSideEncryption === "string" ? o.serverSideEncryption : undefined,
+    metadata: isStringRecord(o.metadata) ? o.metadata : undefined,
+  };
 }
 
 function isStringRecord(v: unknown): v is Record<string, string> {
@@ -153,22 +149,23 @@ export function timeOfId(id: string): Date {
   return new Date(Number((MAX_NS - BigInt(`0x${id.slice(0, 16)}`)) / 1_000_000n));
 }
 
+/** The JSON object in `text`; null for anything else, damaged JSON included. */
 function parseObject(text: string): Record<string, unknown> | null {
-  const v: unknown = JSON.parse(text);
-  return typeof v === "object" && v !== null ? (v as Record<string, unknown>) : null;
-}
-
-export function parseRetention(text: string): Retention | null {
   try {
-    const o = parseObject(text);
-    if (o === null) return null;
-    const count = (x: unknown): number | undefined => (typeof x === "number" && Number.isInteger(x) && x >= 0 ? x : undefined);
-    return {
-      prefix: typeof o.prefix === "string" ? o.prefix : "",
-      noncurrentDays: count(o.noncurrentDays),
-      newerNoncurrentVersions: count(o.newerNoncurrentVersions),
-    };
+    const v: unknown = JSON.parse(text);
+    return typeof v === "object" && v !== null ? (v as Record<string, unknown>) : null;
   } catch {
     return null;
   }
+}
+
+export function parseRetention(text: string): Retention | null {
+  const o = parseObject(text);
+  if (o === null) return null;
+  const count = (x: unknown): number | undefined => (typeof x === "number" && Number.isInteger(x) && x >= 0 ? x : undefined);
+  return {
+    prefix: typeof o.prefix === "string" ? o.prefix : "",
+    noncurrentDays: count(o.noncurrentDays),
+    newerNoncurrentVersions: count(o.newerNoncurrentVersions),
+  };
 }

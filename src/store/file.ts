@@ -36,7 +36,6 @@ import {
   checkDir,
   createFile,
   errno,
-  FILE_MODE,
   fsFailure,
   fsyncDir,
   lstatFile,
@@ -47,10 +46,11 @@ import {
   removeFile,
   writeWhole,
 } from "../io/local-fs.js";
-import { isByteSource, readThrough, sizeOf } from "./byte-source.js";
+import { isByteSource, readExactly, sizeOf } from "./byte-source.js";
 import { hasherFor, type Hasher } from "../util/md5.js";
 import { pauseAt } from "../util/test-pause.js";
 import type {
+  ByteSource,
   GetOptions,
   HeadOptions,
   Leftover,
@@ -120,13 +120,10 @@ export class FileDriver implements ObjectStoreDriver {
       const partial = options.maxBytes !== undefined && options.maxBytes < whole;
       // Hash what was read: a file edited in place must not pass for the stored etag.
       const hash = options.md5 === true && !partial ? hasherFor(whole) : undefined;
-      let body: Buffer;
-      try {
-        body = await readWhole(v.fd, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash);
-      } catch (e) {
+      const body = await readWhole(v.fd, partial ? Math.max(0, options.maxBytes ?? 0) : whole, hash).catch(async (e: unknown) => {
         await Promise.resolve(hash?.digest()).catch(() => undefined); // ends the worker's job
         throw e;
-      }
+      });
       return { body, meta, md5: await hash?.digest() };
     });
   }
@@ -144,15 +141,10 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   async *listVersions(key: string): AsyncIterable<ObjectVersion> {
-    let current: BigIntStats | null;
-    let names: string[];
-    try {
-      if (!(await checkDir(this.bucketDir))) return;
-      current = await lstatFile(this.objectPath(key));
-      names = (await this.dirs(this.versionsRoot, this.archiveDir(key))) ? await fs.readdir(this.archiveDir(key)) : [];
-    } catch (e) {
-      throw fsFailure(e, `cannot list versions of ${key} in ${this.location}`, "STORE_ERROR");
-    }
+    const what = `cannot list versions of ${key} in ${this.location}`;
+    if (!(await this.hasBucket(what))) return;
+    const current = await typed(what, () => lstatFile(this.objectPath(key)));
+    const names = await typed(what, async () => ((await this.dirs(this.versionsRoot, this.archiveDir(key))) ? fs.readdir(this.archiveDir(key)) : []));
     const currentId = current === null ? undefined : layout.publicId(current);
     if (current !== null) yield await this.versionEntry(key, current, true);
     const entries = names
@@ -186,25 +178,19 @@ export class FileDriver implements ObjectStoreDriver {
 
   async setRetention(rule: Retention): Promise<void> {
     const file = path.join(this.bucketDir, RETENTION_FILE);
-    try {
-      await this.createBucket();
-      const { prefix, noncurrentDays, newerNoncurrentVersions } = rule;
-      if (noncurrentDays === undefined && newerNoncurrentVersions === undefined) {
-        await removeFile(file);
-        return;
-      }
-      await writeWhole(file, JSON.stringify({ prefix, noncurrentDays, newerNoncurrentVersions }));
-    } catch (e) {
-      throw fsFailure(e, `cannot set the retention rule of ${this.location}`, "STORE_ERROR");
-    }
+    const { prefix, noncurrentDays, newerNoncurrentVersions } = rule;
+    await this.createBucket();
+    await typed<unknown>(`cannot set the retention rule of ${this.location}`, () =>
+      noncurrentDays === undefined && newerNoncurrentVersions === undefined
+        ? removeFile(file)
+        : writeWhole(file, JSON.stringify({ prefix, noncurrentDays, newerNoncurrentVersions })),
+    );
   }
 
   async getRetention(): Promise<Retention | null> {
     const what = `cannot read the retention rule of ${this.location}`;
     if (!(await this.hasBucket(what))) return null;
-    const text = await readSmall(path.join(this.bucketDir, RETENTION_FILE)).catch((e: unknown) => {
-      throw fsFailure(e, what, "STORE_ERROR");
-    });
+    const text = await typed(what, () => readSmall(path.join(this.bucketDir, RETENTION_FILE)));
     return text === null ? null : layout.parseRetention(text);
   }
 
@@ -221,9 +207,7 @@ export class FileDriver implements ObjectStoreDriver {
     if (options.ifNoneMatch === true && (await this.currentId(key)) !== undefined) throw layout.alreadyExists(key, this.location);
     const temp = path.join(this.bucketDir, layout.tempName(key));
     try {
-      const written = await writeTemp(temp, body, options, `the bytes for ${key}`).catch((e: unknown) => {
-        throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
-      });
+      const written = await typed(`cannot write ${key} in ${this.location}`, () => writeTemp(temp, body, options, `the bytes for ${key}`), this.bucketDir);
       const stat = written.stat;
       // The source changed since the caller hashed it: not stored.
       const expected = isByteSource(body) ? await options.md5 : undefined;
@@ -256,9 +240,7 @@ export class FileDriver implements ObjectStoreDriver {
   async *list(prefix: string, options?: ListOptions): AsyncIterable<string> {
     const what = `cannot list ${this.location}`;
     if (!(await this.hasBucket(what))) return;
-    const names = await fs.readdir(this.bucketDir).catch((e: unknown) => {
-      throw fsFailure(e, what, "STORE_ERROR");
-    });
+    const names = await typed(what, () => fs.readdir(this.bucketDir));
     const keys = names
       .filter((n) => !n.startsWith("."))
       .map(layout.decodeName)
@@ -280,9 +262,7 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   private async describeListed(key: string): Promise<ListedObject | null> {
-    const st = await lstatFile(this.objectPath(key)).catch((e: unknown) => {
-      throw fsFailure(e, `cannot list ${this.location}`, "STORE_ERROR");
-    });
+    const st = await typed(`cannot list ${this.location}`, () => lstatFile(this.objectPath(key)));
     if (st === null) return null; // deleted since the directory was read
     const meta = await this.readMeta(key, layout.versionId(st));
     return { key, size: Number(st.size), lastModified: new Date(Number(st.mtimeMs)), etag: meta?.etag };
@@ -301,13 +281,8 @@ export class FileDriver implements ObjectStoreDriver {
   private async deleteChecked(key: string, ifMatch: string | undefined): Promise<boolean> {
     const file = this.objectPath(key);
     const what = `cannot delete ${key} in ${this.location}`;
-    try {
-      if (!(await checkDir(this.bucketDir)) || (await lstatFile(file)) === null) return false;
-    } catch (e) {
-      throw fsFailure(e, what, "STORE_ERROR");
-    }
-    const claim = await this.claim(key);
-    try {
+    if (!(await typed(what, async () => (await checkDir(this.bucketDir)) && (await lstatFile(file)) !== null))) return false;
+    const deleted = await this.underClaim(key, what, async () => {
       if (ifMatch !== undefined && (await this.withVersion(key, file, async (_v, meta) => meta.etag)) !== ifMatch) return false;
       pauseAt("store-delete-checked");
       const st = await lstatFile(file);
@@ -326,21 +301,17 @@ export class FileDriver implements ObjectStoreDriver {
         if (errno(e) !== "ENOSPC" && errno(e) !== "EDQUOT") throw e;
         await removeFile(marker).catch(() => undefined);
       }
-    } catch (e) {
-      throw fsFailure(e, what, "STORE_ERROR");
-    } finally {
-      await claim.release().catch(() => undefined);
-    }
-    await this.prune(key).catch(() => undefined);
-    return true;
+      return true;
+    });
+    if (deleted) await this.prune(key).catch(() => undefined);
+    return deleted;
   }
 
   async purge(key: string): Promise<void> {
     const file = this.objectPath(key);
     const what = `cannot purge ${key} in ${this.location}`;
     if (!(await this.hasBucket(what))) return;
-    const claim = await this.claim(key);
-    try {
+    await this.underClaim(key, what, async () => {
       await removeFile(file);
       const archive = this.archiveDir(key);
       if (await this.dirs(this.versionsRoot, archive)) {
@@ -351,11 +322,7 @@ export class FileDriver implements ObjectStoreDriver {
       for (const name of await fs.readdir(dir).catch(() => [] as string[]))
         if (layout.META_NAME.test(name) || name.startsWith(SPARE_PREFIX)) await removeFile(path.join(dir, name));
       await fsyncDir(this.bucketDir);
-    } catch (e) {
-      throw fsFailure(e, what, "STORE_ERROR");
-    } finally {
-      await claim.release().catch(() => undefined);
-    }
+    });
     await fs.rmdir(this.metaDir(key)).catch(() => undefined); // not empty: another writer is using it
   }
 
@@ -364,19 +331,15 @@ export class FileDriver implements ObjectStoreDriver {
   }
 
   private async hasBucket(what: string): Promise<boolean> {
-    return checkDir(this.bucketDir).catch((e: unknown) => {
-      throw fsFailure(e, what, "STORE_ERROR");
-    });
+    return typed(what, () => checkDir(this.bucketDir));
   }
 
   async createBucket(): Promise<void> {
-    try {
+    await typed(`cannot create ${this.location}`, async () => {
       await makeRootDir(this.rootDir);
       await makeDir(this.bucketDir);
       await makeDir(this.metaRoot);
-    } catch (e) {
-      throw fsFailure(e, `cannot create ${this.location}`, "STORE_ERROR");
-    }
+    });
   }
 
   /**
@@ -385,15 +348,15 @@ export class FileDriver implements ObjectStoreDriver {
    */
   async listLeftovers(prefix: string): Promise<Leftover[]> {
     const out: Leftover[] = [];
-    try {
-      if (!(await checkDir(this.bucketDir))) return [];
+    await typed(`cannot list leftovers in ${this.location}`, async () => {
+      if (!(await checkDir(this.bucketDir))) return;
       const keysByHash = new Map<string, string>();
       for (const name of await fs.readdir(this.bucketDir)) {
         const key = name.startsWith(".") ? null : layout.decodeName(name);
         if (key !== null) keysByHash.set(layout.hashKey(key), key);
         if (name.startsWith(layout.TEMP_PREFIX)) await this.addLeftover(out, prefix, name, layout.keyOfTemp(name));
       }
-      if (!(await checkDir(this.metaRoot))) return layout.sortLeftovers(out);
+      if (!(await checkDir(this.metaRoot))) return;
       for (const hash of await fs.readdir(this.metaRoot)) {
         const dir = path.join(this.metaRoot, hash);
         if (!/^[0-9a-f]{64}$/.test(hash) || !(await checkDir(dir).catch(() => false))) continue;
@@ -413,9 +376,7 @@ export class FileDriver implements ObjectStoreDriver {
           }
         }
       }
-    } catch (e) {
-      throw fsFailure(e, `cannot list leftovers in ${this.location}`, "STORE_ERROR");
-    }
+    });
     return layout.sortLeftovers(out);
   }
 
@@ -426,7 +387,7 @@ export class FileDriver implements ObjectStoreDriver {
       throw new ObjstateError("INVALID_LEFTOVER", why);
     }
     const file = path.join(this.bucketDir, item.id);
-    try {
+    await typed(`cannot remove ${item.id} in ${this.location}`, async () => {
       if (!(await checkDir(this.bucketDir))) return;
       const dir = path.dirname(file);
       if (dir !== this.bucketDir && !(await this.dirs(this.metaRoot, dir))) return;
@@ -440,9 +401,7 @@ export class FileDriver implements ObjectStoreDriver {
       }
       await removeFile(file);
       if (dir !== this.bucketDir) await fs.rmdir(dir).catch(() => undefined);
-    } catch (e) {
-      throw fsFailure(e, `cannot remove ${item.id} in ${this.location}`, "STORE_ERROR");
-    }
+    });
   }
 
   /** Nothing is held open between calls. */
@@ -473,12 +432,15 @@ export class FileDriver implements ObjectStoreDriver {
     if (await makeDir(this.metaDir(key))) await addSpare(this.metaDir(key)).catch(() => undefined);
   }
 
-  /** Exclusive right to replace or delete `key` (see claim.ts); held only around the commit. */
-  private async claim(key: string): Promise<{ release(): Promise<void> }> {
+  /** Run `run` holding the exclusive right to replace or delete `key` (see claim.ts), only around the commit; failures typed by `what`. */
+  private async underClaim<T>(key: string, what: string, run: () => Promise<T>): Promise<T> {
+    const dir = this.metaDir(key);
+    const prepare = (): Promise<void> => this.ensureMetaDir(key);
+    const claim = await typed(`cannot write ${key} in ${this.location}`, () => acquireClaim(dir, { prepare, what: `object ${key} in ${this.location}` }), dir);
     try {
-      return await acquireClaim(this.metaDir(key), { prepare: () => this.ensureMetaDir(key), what: `object ${key} in ${this.location}` });
-    } catch (e) {
-      throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.metaDir(key));
+      return await typed(what, run);
+    } finally {
+      await claim.release().catch(() => undefined);
     }
   }
 
@@ -498,8 +460,9 @@ export class FileDriver implements ObjectStoreDriver {
   private async withVersion<T>(key: string, file: string, use: (v: Version, meta: ObjectMeta) => Promise<T>): Promise<T | null> {
     let previousId: string | undefined;
     for (let attempt = 1; ; attempt++) {
-      const v = await this.openVersion(key, file);
-      if (v === null) return null;
+      const opened = await typed(`cannot read ${key} in ${this.location}`, async () => ((await checkDir(this.bucketDir)) ? openRead(file) : null), file);
+      if (opened === null) return null;
+      const v: Version = { ...opened, id: layout.versionId(opened.stat) };
       try {
         const stored = await this.readMeta(key, v.id);
         if (stored !== null) return await use(v, layout.toObjectMeta(stored));
@@ -516,25 +479,10 @@ export class FileDriver implements ObjectStoreDriver {
     }
   }
 
-  private async openVersion(key: string, file: string): Promise<Version | null> {
-    try {
-      if (!(await checkDir(this.bucketDir))) return null;
-      const opened = openRead(file);
-      return opened === null ? null : { fd: opened.fd, stat: opened.stat, id: layout.versionId(opened.stat) };
-    } catch (e) {
-      throw fsFailure(e, `cannot read ${key} in ${this.location}`, "STORE_ERROR", file);
-    }
-  }
-
   private async readMeta(key: string, id: string): Promise<StoredMeta | null> {
-    const dir = this.metaDir(key);
-    let text: string | null;
-    try {
-      if (!(await this.dirs(this.metaRoot, dir))) return null;
-      text = await readSmall(this.metaFile(key, id));
-    } catch (e) {
-      throw fsFailure(e, `cannot read metadata of ${key} in ${this.location}`, "STORE_ERROR");
-    }
+    const text = await typed(`cannot read metadata of ${key} in ${this.location}`, async () =>
+      (await this.dirs(this.metaRoot, this.metaDir(key))) ? readSmall(this.metaFile(key, id)) : null,
+    );
     return text === null ? null : layout.parseStoredMeta(text);
   }
 
@@ -574,12 +522,11 @@ export class FileDriver implements ObjectStoreDriver {
 
   /** Replace the object under its claim: an If-Match check and the rename are one step for every other writer. */
   private async commitReplace(key: string, temp: string, file: string, id: string, meta: StoredMeta, ifMatch: string | undefined): Promise<void> {
-    const claim = await this.claim(key);
-    pauseAt("store-claimed");
-    let previous: BigIntStats | null;
-    try {
+    const what = `cannot write ${key} in ${this.location}`;
+    await this.underClaim(key, what, async () => {
+      pauseAt("store-claimed");
       try {
-        previous = await lstatFile(file);
+        const previous = await lstatFile(file);
         if (ifMatch !== undefined) {
           const current = previous === null ? null : await this.withVersion(key, file, async (_v, meta) => meta.etag);
           if (current !== ifMatch) {
@@ -599,14 +546,12 @@ export class FileDriver implements ObjectStoreDriver {
         await fsyncDir(this.bucketDir);
       } catch (e) {
         await removeFile(this.metaFile(key, id)).catch(() => undefined);
-        throw fsFailure(e, `cannot write ${key} in ${this.location}`, "STORE_ERROR", this.bucketDir);
+        throw fsFailure(e, what, "STORE_ERROR", this.bucketDir);
       }
       pauseAt("store-renamed");
       // Under the claim: what is current then cannot change, so only true leftovers go.
       await this.collectMeta(key, id).catch(() => undefined);
-    } finally {
-      await claim.release().catch(() => undefined);
-    }
+    });
     pauseAt("store-released");
     await this.prune(key).catch(() => undefined);
   }
@@ -634,24 +579,17 @@ export class FileDriver implements ObjectStoreDriver {
     if (id === undefined) return this.withVersion(key, file, (v, meta) => use(v, { ...meta, versionId: layout.publicId(v.stat) }));
     if (!layout.VERSION_ID.test(id) || id.includes("-m")) return null;
     const archived = path.join(this.archiveDir(key), id);
+    const what = `cannot read versions in ${this.location}`;
     // Archived before it stops being current: the archive first, and again if the current one was replaced.
     for (let attempt = 0; attempt < 2; attempt++) {
-      const inArchive = (await this.pathExists(archived)) ? archived : null;
-      const found = await this.withVersion(key, inArchive ?? file, async (v, meta) =>
+      const kept = await typed(what, async () => (await this.dirs(this.versionsRoot, this.archiveDir(key))) && (await lstatFile(archived)) !== null);
+      const found = await this.withVersion(key, kept ? archived : file, async (v, meta) =>
         layout.publicId(v.stat) === id ? { value: await use(v, { ...meta, versionId: id }) } : null,
       );
       if (found !== null) return found.value;
-      if (inArchive !== null) return null; // edited by hand: not that version any more
+      if (kept) return null; // edited by hand: not that version any more
     }
     return null;
-  }
-
-  private async pathExists(file: string): Promise<boolean> {
-    try {
-      return (await this.dirs(this.versionsRoot, path.dirname(file))) && (await lstatFile(file)) !== null;
-    } catch (e) {
-      throw fsFailure(e, `cannot read versions in ${this.location}`, "STORE_ERROR");
-    }
   }
 
   private archiveDir(key: string): string {
@@ -714,29 +652,28 @@ export class FileDriver implements ObjectStoreDriver {
   }
 }
 
+/** `run`, a failed file-system call in it typed by {@link fsFailure} (`STORE_ERROR` when no code fits). */
+async function typed<T>(what: string, run: () => Promise<T>, at?: string): Promise<T> {
+  try {
+    return await run();
+  } catch (e) {
+    throw fsFailure(e, what, "STORE_ERROR", at);
+  }
+}
+
 /** Create the temp file of a write (0600, no link followed, fsynced), hashing what is written. */
 async function writeTemp(temp: string, body: PutBody, options: PutOptions, what: string): Promise<{ stat: BigIntStats; md5: string }> {
   if (!isByteSource(body)) return { stat: await createFile(temp, body), md5: (await options.md5) ?? createHash("md5").update(body).digest("hex") };
-  const C = fs.constants;
-  const handle = await fs.open(temp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
-  try {
-    await handle.chmod(FILE_MODE);
-    // Never awaits a promised MD5: it may be taken from this very read.
-    const trusted = body.verifiedMd5 !== undefined && body.verifiedMd5 === options.md5 ? body.verifiedMd5 : undefined;
-    const hash = trusted === undefined ? createHash("md5") : undefined;
-    await readThrough(
-      body,
-      async (chunk) => {
-        hash?.update(chunk);
-        for (let off = 0; off < chunk.length;) off += (await handle.write(chunk, off, chunk.length - off)).bytesWritten;
-      },
-      what,
-    );
-    await handle.sync();
-    return { stat: await handle.stat({ bigint: true }), md5: trusted ?? (hash as ReturnType<typeof createHash>).digest("hex") };
-  } finally {
-    await handle.close();
+  // Never awaits a promised MD5: it may be taken from this very read.
+  const trusted = body.verifiedMd5 !== undefined && body.verifiedMd5 === options.md5 ? body.verifiedMd5 : undefined;
+  const hash = createHash("md5");
+  async function* hashed(source: ByteSource): AsyncGenerator<Uint8Array> {
+    for await (const chunk of readExactly(source, what)) {
+      if (trusted === undefined) hash.update(chunk);
+      yield chunk;
+    }
   }
+  return { stat: await createFile(temp, hashed(body)), md5: trusted ?? hash.digest("hex") };
 }
 
 /** The bytes of `v` read from its open file, closed at the end, on an error, or when the reader stops. */

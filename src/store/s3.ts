@@ -14,7 +14,7 @@ import { deadlineMs, displayUrl, MAX_ATTEMPTS, newSdkClient, resolveTimeouts, ty
 import { isAccessDenied, isTlsToPlainHttp, networkFailure, sdkErrorName, sdkHttpStatus } from "../io/sdk-errors.js";
 import { pauseAt } from "../util/test-pause.js";
 import { endpointOfKind, plainHttpAdvice } from "../io/endpoint.js";
-import { isByteSource, md5OfSource, sizeOf, sourceChanged } from "./byte-source.js";
+import { isByteSource, md5OfSource, readExactly, sizeOf } from "./byte-source.js";
 import { readWhole } from "./read-whole.js";
 import {
   accessHint,
@@ -78,11 +78,7 @@ export class S3Driver implements ObjectStoreDriver {
   private readonly bucket: string;
   private readonly endpoint: string;
   private readonly multipartThreshold: number;
-  /**
-   * The store refused an If-Match that held (Ceph RGW on a versioned bucket): conditions are
-   * checked with a HEAD before an unconditional write instead; the backend's commit point
-   * (docs/design.md §5), not this check, keeps a late write from counting.
-   */
+  /** RGW refused an If-Match that held (versioned bucket): a HEAD checks conditions; the commit point (docs/design.md §5) keeps a late write from counting. */
   private conditionsIgnored = false;
   private versionedBucket: Promise<boolean> | undefined;
   private readonly timeouts: Timeouts;
@@ -181,19 +177,16 @@ export class S3Driver implements ObjectStoreDriver {
   async put(key: string, body: PutBody, options: PutOptions = {}): Promise<void> {
     const ifMatch = options.ifMatch?.replace(/"/g, "");
     if (options.strictConditions === true) return this.putOnce(key, body, options);
-    if (options.ifNoneMatch === true && ifMatch === undefined && (this.conditionsIgnored || (await this.isVersioned()))) {
-      // Ceph RGW ignores If-None-Match on a versioned bucket: the absence is checked first (a late
-      // version of a writer that lost the lock can no longer commit: docs/design.md §5).
-      if ((await this.head(key)) !== null) throw this.preconditionFailed(key, undefined);
-    }
+    // Ceph RGW ignores If-None-Match on a versioned bucket: the absence is checked first (a late
+    // version of a writer that lost the lock can no longer commit: docs/design.md §5).
+    const checkAbsence = options.ifNoneMatch === true && ifMatch === undefined && (this.conditionsIgnored || (await this.isVersioned()));
+    if (checkAbsence && (await this.head(key)) !== null) throw this.preconditionFailed(key, undefined);
     if (ifMatch !== undefined && this.conditionsIgnored) return this.putCheckedByHead(key, body, options, ifMatch, undefined);
-    try {
-      await this.putOnce(key, body, options);
-    } catch (e) {
+    await this.putOnce(key, body, options).catch(async (e: unknown) => {
       if (ifMatch === undefined || !isObjstateError(e, "PRECONDITION_FAILED")) throw e;
       // Refused although the condition holds? Ceph RGW refuses every If-Match on a versioned bucket.
       await this.putCheckedByHead(key, body, options, ifMatch, e);
-    }
+    });
   }
 
   /** The conditional write's check, made by hand where the store cannot make it, then the write. */
@@ -205,11 +198,9 @@ export class S3Driver implements ObjectStoreDriver {
   }
 
   private async isVersioned(): Promise<boolean> {
-    this.versionedBucket ??= this.versioning().then(
-      (st) => st !== "off",
-      () => false,
-    );
-    return this.versionedBucket;
+    return (this.versionedBucket ??= this.versioning()
+      .then((st) => st !== "off")
+      .catch(() => false));
   }
 
   private preconditionFailed(key: string, cause: unknown, httpStatus?: number): ObjstateError {
@@ -522,11 +513,7 @@ export class S3Driver implements ObjectStoreDriver {
     }
   }
 
-  /**
-   * One PutObject streamed from the source with `Content-Length` and, when the hash is known,
-   * `Content-MD5` (the store refuses bytes that changed since they were hashed). The SDK does not retry a streamed
-   * body, so transient failures are retried here, each attempt reading the source again.
-   */
+  /** One PutObject streamed from the source, with `Content-MD5` when the hash is known; retried here (the SDK never retries a streamed body), reading it again. */
   private async putStreamed(params: S3.PutObjectCommandInput, source: ByteSource, options: PutOptions, conditional: boolean): Promise<void> {
     const what = `the bytes for ${params.Key ?? "?"}`;
     const md5 = typeof options.md5 === "object" ? undefined : (options.md5 ?? (await md5OfSource(source, what)));
@@ -615,14 +602,7 @@ async function* exactBody(body: unknown, length: number | undefined): AsyncGener
   if (length !== undefined && offset !== length) throw new ObjstateError("STORE_ERROR", `object store response ended after ${offset} of ${length} bytes`);
 }
 
-/**
- * A streamed request body over one read of the source, exactly `source.size` bytes (fewer
- * or more is an error of the stream, which ends the request).
- */
-/**
- * Content-MD5 goes with the hash known up front; a hash still being computed (bytes in memory,
- * hashed beside the upload) is compared with the stored object's plain-MD5 ETag afterwards.
- */
+/** A hash still being computed as the bytes went up (no Content-MD5) is compared with the stored object's plain-MD5 ETag afterwards. */
 async function afterPendingMd5(res: S3.PutObjectCommandOutput, md5: PutOptions["md5"], key: string | undefined): Promise<void> {
   const etag = typeof md5 === "object" ? plainMd5Etag(res) : undefined;
   if (etag === undefined || etag === (await md5)) return;
@@ -632,17 +612,9 @@ async function afterPendingMd5(res: S3.PutObjectCommandOutput, md5: PutOptions["
   );
 }
 
+/** A streamed request body over one read of the source: fewer or more bytes are an error of the stream, which ends the request. */
 function sourceStream(source: ByteSource, what: string): Readable {
-  async function* exact(): AsyncGenerator<Uint8Array> {
-    let total = 0;
-    for await (const chunk of source.open()) {
-      total += chunk.length;
-      if (total > source.size) break;
-      yield chunk;
-    }
-    if (total !== source.size) throw sourceChanged(what, source.size, total);
-  }
-  return Readable.from(exact(), { objectMode: false, highWaterMark: STREAM_HIGH_WATER });
+  return Readable.from(readExactly(source, what), { objectMode: false, highWaterMark: STREAM_HIGH_WATER });
 }
 
 /** Records each request after the signer ran, i.e. exactly the headers that are sent. */

@@ -42,7 +42,6 @@ export interface PutOptions {
   readonly ifNoneMatch?: boolean | undefined;
   /** Replace only if the stored ETag is this one (`If-Match`); else `PRECONDITION_FAILED`, nothing changed. */
   readonly ifMatch?: string | undefined;
-  /** User metadata to store with the object. */
   readonly metadata?: Readonly<Record<string, string>> | undefined;
   /** Trust only the store's own answer to the conditions, never a check by hand (for the conformance probe). */
   readonly strictConditions?: boolean | undefined;
@@ -61,7 +60,6 @@ export interface GetOptions extends HeadOptions {
 export interface StreamedGet {
   /** `size` is the number of bytes `body` yields (it throws on more or fewer). */
   readonly meta: ObjectMeta;
-  /** The MD5 the store records for the object, if any. */
   readonly recordedMd5: string | undefined;
   /** The record proves the bytes (S3's ETag); false for a mere record (the embedded store's): hash to know. */
   readonly proven: boolean;
