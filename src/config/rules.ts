@@ -23,16 +23,6 @@ function isHttpUrl(v: string): boolean {
   return u.hostname !== "" && (u.pathname === "/" || u.pathname === "");
 }
 
-function isEndpoint(v: string, allowFile: boolean): boolean {
-  if (allowFile && /^file:/i.test(v)) return v.length > "file:".length && v !== "file://";
-  return isHttpUrl(v) || BARE_HOST.test(v);
-}
-
-/** Plain object whose values are all JSON (no functions, undefined, NaN, cycles, class instances, nesting past `MAX_NESTING`). */
-export function isJsonObject(v: unknown): v is Record<string, unknown> {
-  return isPlainObject(v) && frozenJsonCopy(v) !== NOT_JSON;
-}
-
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
   const proto: unknown = Object.getPrototypeOf(v);
@@ -67,15 +57,10 @@ export function frozenJsonCopy(root: unknown): unknown {
   const stack: Frame[] = [];
   const open = (v: object): boolean => {
     if (path.has(v) || stack.length >= MAX_NESTING) return false;
-    if (Array.isArray(v))
-      stack.push({
-        src: v as unknown as Record<string, unknown>,
-        out: new Array(v.length) as unknown as Record<string, unknown>,
-        keys: Array.from(v, (_, i) => i),
-        i: 0,
-      });
-    else if (isPlainObject(v)) stack.push({ src: v, out: {}, keys: Object.keys(v), i: 0 });
-    else return false;
+    const array = Array.isArray(v);
+    if (!array && !isPlainObject(v)) return false;
+    const keys = array ? Array.from(v, (_, i) => i) : Object.keys(v);
+    stack.push({ src: v as Record<string, unknown>, out: (array ? new Array(v.length) : {}) as Record<string, unknown>, keys, i: 0 });
     path.add(v);
     return true;
   };
@@ -127,6 +112,14 @@ function text(expected: string, valid: (v: string) => boolean): { readonly type:
   return { type: "string", expected, valid };
 }
 
+/** An endpoint: an http(s) URL of a host or a bare host, or with `allowFile` also a `file:` URL. */
+function endpoint(host: string, allowFile: boolean, more = ""): ReturnType<typeof text> {
+  const schemes = allowFile ? "http://, https:// or file:" : "http:// or https://";
+  return text(`a URL (${schemes}) or a bare host such as ${host}, with no path, query or fragment after the host${more}`, (v) =>
+    allowFile && /^file:/i.test(v) ? v.length > "file:".length && v !== "file://" : isHttpUrl(v) || BARE_HOST.test(v),
+  );
+}
+
 /** The rules, by name. */
 export const RULES = {
   string: { type: "string", expected: "a string" },
@@ -143,16 +136,9 @@ export const RULES = {
     code: "OUT_OF_RANGE",
   },
   sessionName: text("2 to 64 characters from letters, digits and +=,.@_-", (v) => /^[\w+=,.@-]{2,64}$/.test(v)),
-  storeEndpoint: text(
-    "a URL (http://, https:// or file:) or a bare host such as s3.example.com, with no path, query or fragment after the host (the bucket is never part of the endpoint)",
-    (v) => isEndpoint(v, true),
-  ),
-  lockEndpoint: text("a URL (http://, https:// or file:) or a bare host such as dynamodb.example.com, with no path, query or fragment after the host", (v) =>
-    isEndpoint(v, true),
-  ),
-  httpEndpoint: text("a URL (http:// or https://) or a bare host such as sts.example.com, with no path, query or fragment after the host", (v) =>
-    isEndpoint(v, false),
-  ),
+  storeEndpoint: endpoint("s3.example.com", true, " (the bucket is never part of the endpoint)"),
+  lockEndpoint: endpoint("dynamodb.example.com", true),
+  httpEndpoint: endpoint("sts.example.com", false),
   key: text("a non-empty object name that does not start or end with '/'", (v) => v !== "" && !v.startsWith("/") && !v.endsWith("/")),
   prefix: text(
     "a path that does not start with '/' or './' and has no '.' or '..' segment",
@@ -168,7 +154,7 @@ export const RULES = {
   jsonObject: {
     type: "object",
     expected: `a plain object of JSON values (no functions, cycles or class instances; nested at most ${MAX_NESTING} levels)`,
-    valid: isJsonObject,
+    valid: (v: unknown) => isPlainObject(v) && frozenJsonCopy(v) !== NOT_JSON,
   },
   assumeRole: {
     type: "object",
