@@ -125,10 +125,6 @@ function serveBase(serveUrl: string): string {
   return `${u.origin}${u.pathname.replace(/\/+$/, "")}`;
 }
 
-function unsupportedValue(field: string, backend: TerraformBackendType, message: string): never {
-  throw new ConfigError("UNSUPPORTED_VALUE", `${field} ${message} (synthesizing for the tool's ${backend} backend)`, { field });
-}
-
 /** A value as the cell writes it; undefined when it writes nothing. */
 function transformed(cell: ArgumentCell, field: string, backend: TerraformBackendType, v: unknown): unknown {
   switch (cell.transform) {
@@ -145,7 +141,9 @@ function transformed(cell: ArgumentCell, field: string, backend: TerraformBacken
     case "url":
     case "httpsHost": {
       const e = (v as string).trim().replace(/\/+$/, "");
-      const refuse = (why: string): never => unsupportedValue(field, backend, `${JSON.stringify(e)} ${why}`);
+      const refuse = (why: string): never => {
+        throw new ConfigError("UNSUPPORTED_VALUE", `${field} ${JSON.stringify(e)} ${why} (synthesizing for the tool's ${backend} backend)`, { field });
+      };
       if (/^file:/i.test(e))
         refuse("is objstate's embedded store, which the tool cannot reach: serve it with objstate serve and synthesize for the http backend");
       const scheme = /^(https?):\/\//i.exec(e);
