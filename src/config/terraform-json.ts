@@ -161,25 +161,22 @@ function transformed(cell: ArgumentCell, field: string, backend: TerraformBacken
 function storeArguments(config: AnyConfig | undefined, backend: TerraformBackendType, lockfile: boolean | undefined): JsonObject {
   const out: JsonObject = {};
   const writers = new Map<string, string>(); // argument path → the field that wrote it
-  const put = (path: string, value: unknown): void => {
-    const parts = path.split(".");
-    const last = parts.pop() as string;
-    let at = out;
-    for (const p of parts) at = (at[p] ??= {}) as JsonObject;
-    at[last] = value;
-  };
   const write = (field: string, cell: ArgumentCell, value: unknown): void => {
     const other = writers.get(cell.argument);
-    if (other !== undefined) {
+    if (other !== undefined)
       throw new ConfigError(
         "CONFLICTING_FIELDS",
         `${other} and ${field} both set ${cell.argument} of the tool's ${backend} backend: set only one of them (the flattened assumeRole* fields replace the deprecated assumeRole block)`,
         { field },
       );
-    }
     writers.set(cell.argument, field);
-    put(cell.argument, value);
-    for (const [k, x] of Object.entries(cell.alongside ?? {})) put(k, x);
+    for (const [path, x] of [[cell.argument, value], ...Object.entries(cell.alongside ?? {})] as const) {
+      const parts = path.split(".");
+      const last = parts.pop() as string;
+      let at = out;
+      for (const p of parts) at = (at[p] ??= {}) as JsonObject;
+      at[last] = x;
+    }
   };
   /** Write `field` (its row's cell for this backend) with value `v` (undefined: unset). */
   const each = (field: string, spec: FieldSpec | undefined, cell: MappingCell, v: unknown): void => {
@@ -226,10 +223,7 @@ function backendArguments(config: AnyConfig | undefined, options: TerraformBacke
   const address = `${serveBase(options.serveUrl)}/state/${encodeURIComponent(workspace)}`;
   out["address"] = address;
   // The http backend has no default for these: unset means no locking at all.
-  if (withLocks) {
-    out["lock_address"] = address;
-    out["unlock_address"] = address;
-  }
+  if (withLocks) Object.assign(out, { lock_address: address, unlock_address: address });
   if (options.username !== undefined) out["username"] = options.username;
   return out;
 }
