@@ -44,9 +44,8 @@ interface Shape {
 const shapes = new WeakMap<KindSpec, Shape>();
 
 /**
- * Every field's stored value, in table order (unset ones undefined), in a copy of the kind's
- * blank so that all its objects share one shape. Throws the first problem: props that are no
- * plain object, an unknown key, then field by field in table order (`path` prefixes the names).
+ * Every field's stored value in table order (unset ones undefined), in a copy of the kind's blank so that all its objects
+ * share one shape. Throws the first problem: props no plain object, an unknown key, then field by field in table order.
  */
 function checkedValues(spec: KindSpec, input: unknown, path: string): Record<string, unknown> {
   if (!isPlainObject(input)) {

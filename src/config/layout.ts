@@ -101,9 +101,8 @@ export function workspacesPrefix(l: Layout): string {
 }
 
 /**
- * The prefixes whose listings together hold every state of the layout (and its lockfile): the
- * workspaces' prefix, and in the `s3` layout also the default workspace's key. None is under
- * another, so the listings never overlap.
+ * The prefixes whose listings together hold every state of the layout (and its lockfile): the workspaces' prefix, and in
+ * the `s3` layout also the default workspace's key. None is under another, so the listings never overlap.
  */
 export function listPrefixes(l: Layout): string[] {
   const named = workspacesPrefix(l);

@@ -46,10 +46,8 @@ function jsonLeaf(v: unknown): unknown {
 }
 
 /**
- * A frozen deep copy of JSON data, or {@link NOT_JSON} for anything else: a function,
- * `undefined`, NaN, a cycle, a class instance, or nesting deeper than the tool's JSON decoder
- * reads (`MAX_NESTING`, the top counting as one). Walked with a stack of its own, not by
- * recursion, so a hostile value meets the nesting bound, never the call stack's.
+ * A frozen deep copy of JSON data, or {@link NOT_JSON} for anything else (a function, `undefined`, NaN, a cycle, a class
+ * instance, nesting past `MAX_NESTING`). Walked with its own stack, so a hostile value meets the nesting bound, never the call stack's.
  */
 export function frozenJsonCopy(root: unknown): unknown {
   if (typeof root !== "object" || root === null) return jsonLeaf(root);
@@ -99,14 +97,6 @@ export function nameTable<T>(fill: (table: NameTable<T>) => void): NameTable<T> 
   return Object.setPrototypeOf(table, Object.prototype) as NameTable<T>;
 }
 
-function isJsonPolicy(v: string): boolean {
-  try {
-    return isPlainObject(JSON.parse(v));
-  } catch {
-    return false;
-  }
-}
-
 /** A rule for a string field: what a valid value is, for messages, and the check beyond the type. */
 function text(expected: string, valid: (v: string) => boolean): { readonly type: "string"; readonly expected: string; readonly valid: (v: string) => boolean } {
   return { type: "string", expected, valid };
@@ -128,7 +118,13 @@ export const RULES = {
     /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(v),
   ),
   acl: text("one of private, public-read, public-read-write", (v) => v === "private" || v === "public-read" || v === "public-read-write"),
-  policy: text("a JSON policy document (an object)", isJsonPolicy),
+  policy: text("a JSON policy document (an object)", (v) => {
+    try {
+      return isPlainObject(JSON.parse(v));
+    } catch {
+      return false;
+    }
+  }),
   sessionExpiration: {
     type: "number",
     expected: "an integer from 900 to 3600 (seconds)",

@@ -1,7 +1,6 @@
 /**
- * Synthesis for the real tool: the seed's config objects as the configuration of one of its own
- * backends (`s3`, `oss`, `http`). Every field goes through its row of the mapping table
- * (src/config/mapping.ts); nothing here knows a field by name.
+ * Synthesis for the real tool: the seed's config objects as the configuration of its `s3`, `oss` or `http` backend.
+ * Every field goes through its row of the mapping table (src/config/mapping.ts); nothing here knows a field by name.
  */
 import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "./layout.js";
 import { ConfigError } from "./errors.js";
@@ -154,10 +153,7 @@ function transformed(cell: ArgumentCell, field: string, backend: TerraformBacken
   }
 }
 
-/**
- * The backend's arguments for the store fields of `config` (every row, in field-table order),
- * refusing a set field the backend has no argument for and two fields writing one argument.
- */
+/** The backend's arguments for the store fields of `config`, refusing a set field it has no argument for and two fields writing one. */
 function storeArguments(config: AnyConfig | undefined, backend: TerraformBackendType, lockfile: boolean | undefined): JsonObject {
   const out: JsonObject = {};
   const writers = new Map<string, string>(); // argument path → the field that wrote it
@@ -271,9 +267,8 @@ const defaultOf = (name: string): string => COMMON_FIELDS.find((f) => f.name ===
 const BACKEND_LAYOUT: Readonly<Record<"s3" | "oss", LayoutName>> = { s3: "s3", oss: "seed" };
 
 /**
- * Warnings about what synthesizing `config` writes: each secret written in plain text, naming
- * the tool's variable to use instead (never the value); for s3 and oss, a default workspace
- * that is not the object objstate uses with `options.layout`.
+ * Warnings about what synthesizing `config` writes: each secret written in plain text, naming the tool's variable to use
+ * instead (never the value); for s3 and oss, a default workspace that is not the object objstate uses with `options.layout`.
  */
 export function terraformWarnings(
   config: AnyConfig,
@@ -285,9 +280,8 @@ export function terraformWarnings(
   const rows = TERRAFORM_MAPPING as unknown as Readonly<Record<string, MappingRow>>;
   for (const f of COMMON_FIELDS) {
     const cell = (rows[f.name] as MappingRow)[options.backend];
-    if (f.secret && values[f.name] !== undefined && cell.kind === "argument") {
+    if (f.secret && values[f.name] !== undefined && cell.kind === "argument")
       out.push(`${f.name} is written in plain text into ${where}; leave it out and set ${cell.env ?? "it in the environment"} instead`);
-    }
   }
   if (options.backend === "s3" || options.backend === "oss") {
     const ours = options.layout ?? DEFAULT_LAYOUT;

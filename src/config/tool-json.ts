@@ -1,7 +1,6 @@
 /**
- * Synthesis (docs/design.md §7): pure functions from config objects to the tool's JSON. Keys are
- * the field table's JSON keys, in table order; unset fields are absent; `defaults` keys
- * are kept verbatim.
+ * Synthesis (docs/design.md §7): pure functions from config objects to the tool's JSON. Keys are the field table's
+ * JSON keys, in table order; unset fields are absent; `defaults` keys are kept verbatim.
  */
 import { ConfigError } from "./errors.js";
 import { nameTable, type NameTable } from "./rules.js";
