@@ -27,8 +27,7 @@ function stored(spec: KindSpec, f: FieldSpec, v: unknown, fieldPath: string): un
   }
   if (f.kind === "assumeRole") {
     checkValue(f, v, fieldPath);
-    if (spec.nested === undefined) throw new Error(`no normalizer for ${f.name}`);
-    return spec.nested(v, `${fieldPath}.`);
+    return (spec.nested as NonNullable<KindSpec["nested"]>)(v, `${fieldPath}.`);
   }
   if (lastValid.get(f) === v) return v;
   checkValue(f, v, fieldPath); // throws: wrong type or a value its rule refuses

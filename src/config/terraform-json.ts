@@ -212,14 +212,14 @@ function storeArguments(config: AnyConfig | undefined, backend: TerraformBackend
   return out;
 }
 
-/** The arguments of `options.backend` for `config`'s store (or, for http, for the server). */
-function backendArguments(config: AnyConfig | undefined, options: TerraformBackendOptions, workspace: string, withLocks: boolean): JsonObject {
+/** The arguments of `options.backend` for `config`'s store (or, for http, for the server); `remoteWorkspace` for a remote state's read. */
+function backendArguments(config: AnyConfig | undefined, options: TerraformBackendOptions, remoteWorkspace?: string): JsonObject {
   const out = storeArguments(config, options.backend, options.lockfile);
   if (options.backend !== "http") return out;
-  const address = `${serveBase(options.serveUrl)}/state/${encodeURIComponent(workspace)}`;
+  const address = `${serveBase(options.serveUrl)}/state/${encodeURIComponent(remoteWorkspace ?? options.workspace ?? "default")}`;
   out["address"] = address;
   // The http backend has no default for these: unset means no locking at all.
-  if (withLocks) Object.assign(out, { lock_address: address, unlock_address: address });
+  if (remoteWorkspace === undefined) Object.assign(out, { lock_address: address, unlock_address: address });
   if (options.username !== undefined) out["username"] = options.username;
   return out;
 }
@@ -232,8 +232,7 @@ function backendArguments(config: AnyConfig | undefined, options: TerraformBacke
  */
 export function backendTerraformJson(config: BackendConfigValues, options: TerraformBackendOptions): TerraformBackendJson {
   checkTerraformOptions(options);
-  const workspace = options.backend === "http" ? (options.workspace ?? "default") : "default";
-  return { terraform: { backend: { [options.backend]: backendArguments(config, options, workspace, true) } } };
+  return { terraform: { backend: { [options.backend]: backendArguments(config, options) } } };
 }
 
 /** The http backend of `objstate serve` without a config: the server holds every store setting. */
@@ -241,15 +240,15 @@ export function serveBackendTerraformJson(options: TerraformHttpBackendOptions):
   checkTerraformOptions(options);
   if (options.backend !== "http")
     throw new ConfigError("INVALID_VALUE", `backend must be http without a config: the s3 and oss backends need the config's bucket`, { field: "backend" });
-  return { terraform: { backend: { http: backendArguments(undefined, options, options.workspace ?? "default", true) } } };
+  return { terraform: { backend: { http: backendArguments(undefined, options) } } };
 }
 
 /** The body of a `data.terraform_remote_state` block reading `config`'s state. */
 export function remoteStateTerraformBlock(config: RemoteStateConfigValues, options: TerraformRemoteStateOptions): TerraformRemoteStateBlock {
   checkTerraformOptions(options, true);
-  const workspace = config.workspace ?? "default";
   // The http backend has no workspaces: the workspace is in the address (the read needs no lock addresses).
-  const block: TerraformRemoteStateBlock = { backend: options.backend, config: backendArguments(config, options as TerraformBackendOptions, workspace, false) };
+  const workspace = config.workspace ?? "default";
+  const block: TerraformRemoteStateBlock = { backend: options.backend, config: backendArguments(config, options as TerraformBackendOptions, workspace) };
   if (config.defaults !== undefined) block.defaults = config.defaults as JsonObject;
   if (config.workspace !== undefined && options.backend !== "http") block.workspace = config.workspace;
   return block;
