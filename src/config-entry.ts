@@ -54,22 +54,7 @@ export {
   type TerraformRemoteStateJson,
   type LayoutName,
 } from "./config/terraform-json.js";
-export {
-  TERRAFORM_MAPPING,
-  TERRAFORM_BACKENDS,
-  TERRAFORM_BACKEND_SPECS,
-  mappingRows,
-  type MappingRow,
-  type MappingCell,
-  type ArgumentCell,
-  type NoneCell,
-  type ServerCell,
-  type BlockCell,
-  type ValueTransform,
-  type BackendSpec,
-  type FlatMappingRow,
-  type JsonScalar,
-} from "./config/mapping.js";
+export * from "./config/mapping.js";
 export { DataRemoteStateObjectStore } from "./remote-state/data-remote-state.js";
 export { RemoteOutputs, type FetchOutputsOptions, type JsonValue, type JsonType, type OutputsSource } from "./remote-state/remote-outputs.js";
 export { synthesizeProps, type SynthInput } from "./synth/document.js";

@@ -4,16 +4,4 @@
  * @packageDocumentation
  */
 /// <reference types="node" preserve="true" />
-export {
-  diffStates,
-  formatStateDiff,
-  isEmptyStateDiff,
-  SENSITIVE,
-  type Address,
-  type FormatStateDiffOptions,
-  type OutputChange,
-  type OutputEntry,
-  type ResourceChange,
-  type StateDiff,
-  type StateInput,
-} from "./state/diff.js";
+export * from "./state/diff.js";

@@ -1,12 +1,10 @@
 /** The machinery shared by the three value objects: validation, getters and builders from the field table, redacted printing. */
 import { inspect } from "node:util";
-import { printSafely, REDACTED, shownValue } from "../util/redact.js";
+import { printSafely, shownValue } from "../util/redact.js";
 import { ConfigError } from "./errors.js";
 import type { FieldSpec } from "./fields.js";
 import { frozenJsonCopy, isPlainObject, NOT_JSON } from "./rules.js";
 import { checkValue, describeValue, suggestion } from "./validate.js";
-
-export { REDACTED };
 
 /** Describes one value-object class for the shared machinery. */
 export interface KindSpec {
@@ -15,6 +13,8 @@ export interface KindSpec {
   /** Turns the props of the `assumeRole`-kind field (the deprecated block) into its object. */
   readonly nested?: ((value: unknown, path: string) => unknown) | undefined;
 }
+
+let assumeRoleWarned = false;
 
 /** Each field's last value found valid: configs built in a loop repeat most of their values. */
 const lastValid = new Map<FieldSpec, unknown>();
@@ -27,8 +27,7 @@ function stored(spec: KindSpec, f: FieldSpec, v: unknown, fieldPath: string): un
   }
   if (f.kind === "assumeRole") {
     checkValue(f, v, fieldPath);
-    if (spec.nested === undefined) throw new Error(`no normalizer for ${f.name}`);
-    return spec.nested(v, `${fieldPath}.`);
+    return (spec.nested as NonNullable<KindSpec["nested"]>)(v, `${fieldPath}.`);
   }
   if (lastValid.get(f) === v) return v;
   checkValue(f, v, fieldPath); // throws: wrong type or a value its rule refuses
@@ -44,9 +43,8 @@ interface Shape {
 const shapes = new WeakMap<KindSpec, Shape>();
 
 /**
- * Every field's stored value, in table order (unset ones undefined), in a copy of the kind's
- * blank so that all its objects share one shape. Throws the first problem: props that are no
- * plain object, an unknown key, then field by field in table order (`path` prefixes the names).
+ * Every field's stored value in table order (unset ones undefined), in a copy of the kind's blank so that all its objects
+ * share one shape. Throws the first problem: props no plain object, an unknown key, then field by field in table order.
  */
 function checkedValues(spec: KindSpec, input: unknown, path: string): Record<string, unknown> {
   if (!isPlainObject(input)) {
@@ -100,7 +98,13 @@ export abstract class ConfigObject<P = unknown, B = unknown> {
   protected constructor(spec: KindSpec, props: unknown, path = "") {
     const values = checkedValues(spec, props, path);
     Object.freeze(Object.assign(this, values));
-    if (values["assumeRole"] !== undefined) warnAssumeRoleDeprecated();
+    // One deprecation warning per process.
+    if (values["assumeRole"] === undefined || assumeRoleWarned) return;
+    assumeRoleWarned = true;
+    process.emitWarning(
+      "The assumeRole block is deprecated; use assumeRoleRoleArn, assumeRolePolicy, assumeRoleSessionName and assumeRoleSessionExpiration instead.",
+      { type: "DeprecationWarning", code: "OBJSTATE_DEP_ASSUME_ROLE" },
+    );
   }
 
   /** The field table of this object's class. */
@@ -142,11 +146,8 @@ export abstract class ConfigObject<P = unknown, B = unknown> {
 }
 
 /**
- * Define `getX()` on `cls` for every field, and return the kind's builder factory: one setter
- * per field, named as the field, each returning the builder; `build()` constructs `cls` from
- * the values set. The values live in a private field, so no property of a builder can show a
- * secret; it prints (`util.inspect`, `JSON.stringify`, `String()`) as `<className>Builder {…}`,
- * secrets redacted, the fields set in table order.
+ * Define `getX()` on `cls` for every field, and return the kind's builder factory. A builder's values live in a
+ * private field, so no property of it can show a secret; it prints as `<className>Builder {…}`, secrets redacted.
  */
 export function defineKind<B>(cls: new (props: never) => object, spec: KindSpec): () => B {
   for (const { name } of spec.fields) {
@@ -175,15 +176,4 @@ export function defineKind<B>(cls: new (props: never) => object, spec: KindSpec)
   }
   printSafely(Builder.prototype, `${spec.className}Builder`, (self) => shownFields(spec.fields, valuesOf(self)));
   return () => new Builder() as B;
-}
-
-let assumeRoleWarned = false;
-/** The one deprecation warning per process for the `assumeRole` block. */
-function warnAssumeRoleDeprecated(): void {
-  if (assumeRoleWarned) return;
-  assumeRoleWarned = true;
-  process.emitWarning(
-    "The assumeRole block is deprecated; use assumeRoleRoleArn, assumeRolePolicy, assumeRoleSessionName and assumeRoleSessionExpiration instead.",
-    { type: "DeprecationWarning", code: "OBJSTATE_DEP_ASSUME_ROLE" },
-  );
 }

@@ -11,6 +11,8 @@ const TRANSFORM_NOTES = {
   nonEmpty: "not written when empty",
 } as const;
 
+const code = (text: string): string => `\`${text}\``;
+
 function cellText(cell: MappingCell): string {
   switch (cell.kind) {
     case "none":
@@ -23,12 +25,8 @@ function cellText(cell: MappingCell): string {
       const notes = [
         cell.transform === undefined ? "" : TRANSFORM_NOTES[cell.transform],
         cell.whenUnset === undefined ? "" : `written when unset: ${cell.whenUnset === "default" ? "the field's default" : `\`${String(cell.whenUnset)}\``}`,
-        cell.alongside === undefined
-          ? ""
-          : `with ${Object.keys(cell.alongside)
-              .map((k) => `\`${k}\``)
-              .join(", ")}`,
-        cell.env === undefined ? "" : `env \`${cell.env}\``,
+        cell.alongside === undefined ? "" : `with ${Object.keys(cell.alongside).map(code).join(", ")}`,
+        cell.env === undefined ? "" : `env ${code(cell.env)}`,
       ].filter((n) => n !== "");
       return `\`${cell.argument}\`${notes.length === 0 ? "" : ` (${notes.join("; ")})`}`;
     }
@@ -49,7 +47,7 @@ function table(fields: readonly FieldSpec[]): string {
       `\`${f.jsonKey}\``,
       f.javaType.replace(/^java\.(lang|util)\./, "").replace(/java\.lang\./g, ""),
       f.required ? "yes" : "",
-      f.env.map((e) => `\`${e}\``).join(", "),
+      f.env.map(code).join(", "),
       f.default === undefined ? "" : `\`${String(f.default)}\``,
       f.since === undefined ? "" : `${f.since}+`,
       [f.secret ? "secret" : "", f.deprecated ? "deprecated" : ""].filter(Boolean).join(", "),

@@ -33,16 +33,12 @@ export interface FieldSpec {
   readonly doc: string;
 }
 
-type Derived = "name" | "jsonKey" | "javaType" | "kind" | "required" | "secret" | "deprecated" | "env" | "rule" | "doc";
-type RowInput<N extends string, K extends FieldKind, R extends boolean> = Omit<FieldSpec, Derived> & {
+type RowInput<N extends string, K extends FieldKind, R extends boolean> = Partial<
+  Pick<FieldSpec, "env" | "default" | "since" | "secret" | "deprecated" | "rule">
+> & {
   readonly name: N;
   readonly kind?: K;
   readonly required?: R;
-  readonly secret?: boolean;
-  readonly deprecated?: boolean;
-  readonly env?: readonly string[];
-  /** Default: any value of the kind's type. */
-  readonly rule?: Rule;
 };
 
 /** A typed row: keeps the literal name, kind and required flag so types can be derived from the table. */
@@ -56,7 +52,7 @@ const JAVA_TYPES: Readonly<Record<FieldKind, string>> = {
   map: "java.util.Map<java.lang.String, java.lang.Object>",
 };
 
-/** A row and its one-line description; kind `string` unless told otherwise, the JSON key the name in snake_case. */
+/** A row and its one-line description; kind `string` and its type's rule unless told otherwise, the JSON key the name in snake_case. */
 function row<const N extends string, const K extends FieldKind = "string", const R extends boolean = false>(
   spec: RowInput<N, K, R>,
   doc: string,

@@ -52,9 +52,7 @@ export interface Layout {
   readonly maxWorkspace: number;
 }
 
-function join(...parts: string[]): string {
-  return parts.filter((p) => p !== "").join("/");
-}
+const join = (...parts: string[]): string => parts.filter((p) => p !== "").join("/");
 
 /** Layout from the resolved prefix and key; `store` (the driver's kind) lowers the workspace limit when a long prefix and key leave less room. */
 export function layout(prefix: string, key: string, store?: keyof typeof KEY_LIMITS, name: LayoutName = DEFAULT_LAYOUT): Layout {
@@ -70,9 +68,8 @@ export function layout(prefix: string, key: string, store?: keyof typeof KEY_LIM
 }
 
 /** `"abc…"` (at most 40 characters of it): a name quoted in a message without its whole length. */
-function quote(name: string): string {
-  return name.length <= 40 ? JSON.stringify(name) : `${JSON.stringify(name.slice(0, 40)).slice(0, -1)}…" (${name.length} characters)`;
-}
+const quote = (name: string): string =>
+  name.length <= 40 ? JSON.stringify(name) : `${JSON.stringify(name.slice(0, 40)).slice(0, -1)}…" (${name.length} characters)`;
 
 /** Throw unless `name` is a usable workspace name of at most `max` characters (a layout's `maxWorkspace`). */
 export function checkWorkspace(name: unknown, max: number = WORKSPACE_MAX_LENGTH): asserts name is string {
@@ -101,9 +98,8 @@ export function workspacesPrefix(l: Layout): string {
 }
 
 /**
- * The prefixes whose listings together hold every state of the layout (and its lockfile): the
- * workspaces' prefix, and in the `s3` layout also the default workspace's key. None is under
- * another, so the listings never overlap.
+ * The prefixes whose listings together hold every state of the layout (and its lockfile): the workspaces' prefix, and in
+ * the `s3` layout also the default workspace's key. None is under another, so the listings never overlap.
  */
 export function listPrefixes(l: Layout): string[] {
   const named = workspacesPrefix(l);

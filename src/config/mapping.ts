@@ -58,12 +58,8 @@ type BlockName = `assumeRole.${(typeof ASSUME_ROLE_FIELDS)[number]["name"]}`;
 /** objstate's own `--lockfile` setting: the S3 backend has the same lockfile. */
 type OwnName = "lockfile";
 
-function arg(argument: string, more: Omit<ArgumentCell, "kind" | "argument"> = {}): ArgumentCell {
-  return Object.freeze({ kind: "argument", argument, ...more });
-}
-function none(hint: string): NoneCell {
-  return Object.freeze({ kind: "none", hint });
-}
+const arg = (argument: string, more: Omit<ArgumentCell, "kind" | "argument"> = {}): ArgumentCell => Object.freeze({ kind: "argument", argument, ...more });
+const none = (hint: string): NoneCell => Object.freeze({ kind: "none", hint });
 const SERVER: ServerCell = Object.freeze({ kind: "server" });
 const BLOCK: BlockCell = Object.freeze({ kind: "block" });
 /** A row of a store field: `objstate serve` holds it for the http backend. */

@@ -23,16 +23,6 @@ function isHttpUrl(v: string): boolean {
   return u.hostname !== "" && (u.pathname === "/" || u.pathname === "");
 }
 
-function isEndpoint(v: string, allowFile: boolean): boolean {
-  if (allowFile && /^file:/i.test(v)) return v.length > "file:".length && v !== "file://";
-  return isHttpUrl(v) || BARE_HOST.test(v);
-}
-
-/** Plain object whose values are all JSON (no functions, undefined, NaN, cycles, class instances, nesting past `MAX_NESTING`). */
-export function isJsonObject(v: unknown): v is Record<string, unknown> {
-  return isPlainObject(v) && frozenJsonCopy(v) !== NOT_JSON;
-}
-
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
   const proto: unknown = Object.getPrototypeOf(v);
@@ -56,10 +46,8 @@ function jsonLeaf(v: unknown): unknown {
 }
 
 /**
- * A frozen deep copy of JSON data, or {@link NOT_JSON} for anything else: a function,
- * `undefined`, NaN, a cycle, a class instance, or nesting deeper than the tool's JSON decoder
- * reads (`MAX_NESTING`, the top counting as one). Walked with a stack of its own, not by
- * recursion, so a hostile value meets the nesting bound, never the call stack's.
+ * A frozen deep copy of JSON data, or {@link NOT_JSON} for anything else (a function, `undefined`, NaN, a cycle, a class
+ * instance, nesting past `MAX_NESTING`). Walked with its own stack, so a hostile value meets the nesting bound, never the call stack's.
  */
 export function frozenJsonCopy(root: unknown): unknown {
   if (typeof root !== "object" || root === null) return jsonLeaf(root);
@@ -67,15 +55,10 @@ export function frozenJsonCopy(root: unknown): unknown {
   const stack: Frame[] = [];
   const open = (v: object): boolean => {
     if (path.has(v) || stack.length >= MAX_NESTING) return false;
-    if (Array.isArray(v))
-      stack.push({
-        src: v as unknown as Record<string, unknown>,
-        out: new Array(v.length) as unknown as Record<string, unknown>,
-        keys: Array.from(v, (_, i) => i),
-        i: 0,
-      });
-    else if (isPlainObject(v)) stack.push({ src: v, out: {}, keys: Object.keys(v), i: 0 });
-    else return false;
+    const array = Array.isArray(v);
+    if (!array && !isPlainObject(v)) return false;
+    const keys = array ? Array.from(v, (_, i) => i) : Object.keys(v);
+    stack.push({ src: v as Record<string, unknown>, out: (array ? new Array(v.length) : {}) as Record<string, unknown>, keys, i: 0 });
     path.add(v);
     return true;
   };
@@ -114,17 +97,17 @@ export function nameTable<T>(fill: (table: NameTable<T>) => void): NameTable<T> 
   return Object.setPrototypeOf(table, Object.prototype) as NameTable<T>;
 }
 
-function isJsonPolicy(v: string): boolean {
-  try {
-    return isPlainObject(JSON.parse(v));
-  } catch {
-    return false;
-  }
-}
-
 /** A rule for a string field: what a valid value is, for messages, and the check beyond the type. */
 function text(expected: string, valid: (v: string) => boolean): { readonly type: "string"; readonly expected: string; readonly valid: (v: string) => boolean } {
   return { type: "string", expected, valid };
+}
+
+/** An endpoint: an http(s) URL of a host or a bare host, or with `allowFile` also a `file:` URL. */
+function endpoint(host: string, allowFile: boolean, more = ""): ReturnType<typeof text> {
+  const schemes = allowFile ? "http://, https:// or file:" : "http:// or https://";
+  return text(`a URL (${schemes}) or a bare host such as ${host}, with no path, query or fragment after the host${more}`, (v) =>
+    allowFile && /^file:/i.test(v) ? v.length > "file:".length && v !== "file://" : isHttpUrl(v) || BARE_HOST.test(v),
+  );
 }
 
 /** The rules, by name. */
@@ -135,7 +118,13 @@ export const RULES = {
     /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(v),
   ),
   acl: text("one of private, public-read, public-read-write", (v) => v === "private" || v === "public-read" || v === "public-read-write"),
-  policy: text("a JSON policy document (an object)", isJsonPolicy),
+  policy: text("a JSON policy document (an object)", (v) => {
+    try {
+      return isPlainObject(JSON.parse(v));
+    } catch {
+      return false;
+    }
+  }),
   sessionExpiration: {
     type: "number",
     expected: "an integer from 900 to 3600 (seconds)",
@@ -143,16 +132,9 @@ export const RULES = {
     code: "OUT_OF_RANGE",
   },
   sessionName: text("2 to 64 characters from letters, digits and +=,.@_-", (v) => /^[\w+=,.@-]{2,64}$/.test(v)),
-  storeEndpoint: text(
-    "a URL (http://, https:// or file:) or a bare host such as s3.example.com, with no path, query or fragment after the host (the bucket is never part of the endpoint)",
-    (v) => isEndpoint(v, true),
-  ),
-  lockEndpoint: text("a URL (http://, https:// or file:) or a bare host such as dynamodb.example.com, with no path, query or fragment after the host", (v) =>
-    isEndpoint(v, true),
-  ),
-  httpEndpoint: text("a URL (http:// or https://) or a bare host such as sts.example.com, with no path, query or fragment after the host", (v) =>
-    isEndpoint(v, false),
-  ),
+  storeEndpoint: endpoint("s3.example.com", true, " (the bucket is never part of the endpoint)"),
+  lockEndpoint: endpoint("dynamodb.example.com", true),
+  httpEndpoint: endpoint("sts.example.com", false),
   key: text("a non-empty object name that does not start or end with '/'", (v) => v !== "" && !v.startsWith("/") && !v.endsWith("/")),
   prefix: text(
     "a path that does not start with '/' or './' and has no '.' or '..' segment",
@@ -168,7 +150,7 @@ export const RULES = {
   jsonObject: {
     type: "object",
     expected: `a plain object of JSON values (no functions, cycles or class instances; nested at most ${MAX_NESTING} levels)`,
-    valid: isJsonObject,
+    valid: (v: unknown) => isPlainObject(v) && frozenJsonCopy(v) !== NOT_JSON,
   },
   assumeRole: {
     type: "object",

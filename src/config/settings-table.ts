@@ -49,22 +49,16 @@ export const SETTINGS_COMMANDS = [
   "serve",
 ] as const;
 
-/** A command of {@link SETTINGS_COMMANDS}. */
 export type SettingsCommand = (typeof SETTINGS_COMMANDS)[number];
 
-/** Commands that never contact a server. */
-const OFFLINE: readonly SettingsCommand[] = ["synth", "config"];
-/** Commands that contact a server. */
-const ONLINE = SETTINGS_COMMANDS.filter((c) => !OFFLINE.includes(c));
+/** Commands that contact a server: all but synth and config. */
+const ONLINE = SETTINGS_COMMANDS.filter((c) => c !== "synth" && c !== "config");
 /** Commands that only read, which take no lock (so they take neither a lease nor a lockfile setting). */
 const LOCKLESS: readonly SettingsCommand[] = ["output", "state diff", "workspace list"];
 /** Commands that wait for a lock another holder has. */
 const LOCK_WAITERS: readonly SettingsCommand[] = ["workspace new", "workspace delete", "state rollback", "state push", "state repair", "state rekey", "lock"];
 /** Commands that read a state and check it against its digest. */
 const DIGEST_READERS: readonly SettingsCommand[] = ["state pull", "state push", "state rollback", "state rekey", "output", "serve"];
-
-/** The help group a setting is listed under: `server` for a setting only `objstate serve` takes. */
-export type SettingGroup = "shared" | "server";
 
 /** One row of the settings table. */
 export interface SettingSpec<N extends string = string, T = unknown> {
@@ -90,7 +84,8 @@ export interface SettingSpec<N extends string = string, T = unknown> {
   readonly commands: readonly SettingsCommand[];
   /** Commands that accept the flag without listing it (only to refuse it by name). */
   readonly hiddenOn?: readonly SettingsCommand[] | undefined;
-  readonly group: SettingGroup;
+  /** The help group it is listed under: `server` for a setting only `objstate serve` takes. */
+  readonly group: "shared" | "server";
   /** One line for `--help` and docs (the default is added one way for all). */
   readonly doc: string;
   /** Given by both the file and the variable: the variable's over the file's (OpenTofu's TF_ENCRYPTION over the code's block). */
@@ -105,10 +100,6 @@ function row<const N extends string, T>(spec: Omit<SettingSpec<N, T>, "group" | 
 }
 
 const LOG_LEVELS = ["debug", "info", "warn", "error", "off"] as const;
-/** Request log levels of `objstate serve`. */
-export type SettingsLogLevel = (typeof LOG_LEVELS)[number];
-
-const timeoutOf = (raw: unknown, at: SettingOrigin): number | undefined => durationOf(raw, at, 1);
 
 /** The settings table, in the order of `objstate help settings`. */
 export const SETTINGS_TABLE = [
@@ -119,7 +110,7 @@ export const SETTINGS_TABLE = [
       env: "OBJSTATE_TIMEOUT",
       defaultText: "60s",
       default: undefined as number | undefined,
-      parse: timeoutOf,
+      parse: (raw, at) => durationOf(raw, at, 1),
       commands: ONLINE,
     },
     "give up on a request to the object store, lock table or STS after this long, retries included (one more second per MiB of a large body): 30s, 2m; connect 5s and idle 20s per attempt",
@@ -239,7 +230,7 @@ export const SETTINGS_TABLE = [
       choices: LOG_LEVELS,
       env: "OBJSTATE_LOG_LEVEL",
       defaultText: "info",
-      default: "info" as SettingsLogLevel,
+      default: "info" as (typeof LOG_LEVELS)[number],
       parse: choiceOf(LOG_LEVELS),
       commands: ["serve"],
     },
@@ -299,24 +290,17 @@ export function parseSettings(flags: SettingFlags, file: SettingsFileSection | u
     const inFile = isPlainObject(section) ? section[r.name] : undefined;
     const fromEnv = r.env === undefined ? "" : (env[r.env] ?? "");
     const envAt: SettingOrigin = { kind: "env", variable: r.env ?? "" };
-    let at: SettingOrigin;
     // A switch on by default is given off with --no-x: commander reports the default (true) when absent.
-    const flag = r.flag;
-    if (flag !== undefined && given !== undefined && !(flag.startsWith("--no-") && given === true)) {
-      const negated = r.arg === undefined && given === false && !flag.startsWith("--no-");
-      at = { kind: "flag", flag: negated ? `--no-${flag.slice(2)}` : flag };
-      values[r.name] = r.parse(given, at);
-    } else if (inFile !== undefined && inFile !== null) {
-      at = { kind: "file", file: file?.file ?? "", key: `objstate.${r.name}` };
-      values[r.name] = r.merge !== undefined && fromEnv !== "" ? r.merge({ raw: inFile, at }, { raw: fromEnv, at: envAt }) : r.parse(inFile, at);
-    } else if (fromEnv !== "") {
-      at = envAt;
-      values[r.name] = r.parse(fromEnv, at);
-    } else {
-      values[r.name] = r.default;
-      origins[r.name] = { kind: "default" };
-      continue;
-    }
+    const flag = r.flag ?? "";
+    let at: SettingOrigin = { kind: "default" };
+    if (flag !== "" && given !== undefined && !(flag.startsWith("--no-") && given === true))
+      at = { kind: "flag", flag: r.arg === undefined && given === false && !flag.startsWith("--no-") ? `--no-${flag.slice(2)}` : flag };
+    else if (inFile !== undefined && inFile !== null) at = { kind: "file", file: file?.file ?? "", key: `objstate.${r.name}` };
+    else if (fromEnv !== "") at = envAt;
+    const raw = at.kind === "flag" ? given : at.kind === "file" ? inFile : fromEnv;
+    if (at.kind === "default") values[r.name] = r.default;
+    else if (at.kind === "file" && r.merge !== undefined && fromEnv !== "") values[r.name] = r.merge({ raw, at }, { raw: fromEnv, at: envAt });
+    else values[r.name] = r.parse(raw, at);
     origins[r.name] = Object.freeze(at);
   }
   return Object.freeze({ values: Object.freeze(values) as unknown as SettingValues, origins: Object.freeze(origins) as unknown as Settings["origins"] });

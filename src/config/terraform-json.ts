@@ -1,7 +1,6 @@
 /**
- * Synthesis for the real tool: the seed's config objects as the configuration of one of its own
- * backends (`s3`, `oss`, `http`). Every field goes through its row of the mapping table
- * (src/config/mapping.ts); nothing here knows a field by name.
+ * Synthesis for the real tool: the seed's config objects as the configuration of its `s3`, `oss` or `http` backend.
+ * Every field goes through its row of the mapping table (src/config/mapping.ts); nothing here knows a field by name.
  */
 import { DEFAULT_LAYOUT, isLayoutName, LAYOUT_NAMES, type LayoutName } from "./layout.js";
 import { ConfigError } from "./errors.js";
@@ -125,10 +124,6 @@ function serveBase(serveUrl: string): string {
   return `${u.origin}${u.pathname.replace(/\/+$/, "")}`;
 }
 
-function unsupportedValue(field: string, backend: TerraformBackendType, message: string): never {
-  throw new ConfigError("UNSUPPORTED_VALUE", `${field} ${message} (synthesizing for the tool's ${backend} backend)`, { field });
-}
-
 /** A value as the cell writes it; undefined when it writes nothing. */
 function transformed(cell: ArgumentCell, field: string, backend: TerraformBackendType, v: unknown): unknown {
   switch (cell.transform) {
@@ -145,7 +140,9 @@ function transformed(cell: ArgumentCell, field: string, backend: TerraformBacken
     case "url":
     case "httpsHost": {
       const e = (v as string).trim().replace(/\/+$/, "");
-      const refuse = (why: string): never => unsupportedValue(field, backend, `${JSON.stringify(e)} ${why}`);
+      const refuse = (why: string): never => {
+        throw new ConfigError("UNSUPPORTED_VALUE", `${field} ${JSON.stringify(e)} ${why} (synthesizing for the tool's ${backend} backend)`, { field });
+      };
       if (/^file:/i.test(e))
         refuse("is objstate's embedded store, which the tool cannot reach: serve it with objstate serve and synthesize for the http backend");
       const scheme = /^(https?):\/\//i.exec(e);
@@ -156,32 +153,26 @@ function transformed(cell: ArgumentCell, field: string, backend: TerraformBacken
   }
 }
 
-/**
- * The backend's arguments for the store fields of `config` (every row, in field-table order),
- * refusing a set field the backend has no argument for and two fields writing one argument.
- */
+/** The backend's arguments for the store fields of `config`, refusing a set field it has no argument for and two fields writing one. */
 function storeArguments(config: AnyConfig | undefined, backend: TerraformBackendType, lockfile: boolean | undefined): JsonObject {
   const out: JsonObject = {};
   const writers = new Map<string, string>(); // argument path → the field that wrote it
-  const put = (path: string, value: unknown): void => {
-    const parts = path.split(".");
-    const last = parts.pop() as string;
-    let at = out;
-    for (const p of parts) at = (at[p] ??= {}) as JsonObject;
-    at[last] = value;
-  };
   const write = (field: string, cell: ArgumentCell, value: unknown): void => {
     const other = writers.get(cell.argument);
-    if (other !== undefined) {
+    if (other !== undefined)
       throw new ConfigError(
         "CONFLICTING_FIELDS",
         `${other} and ${field} both set ${cell.argument} of the tool's ${backend} backend: set only one of them (the flattened assumeRole* fields replace the deprecated assumeRole block)`,
         { field },
       );
-    }
     writers.set(cell.argument, field);
-    put(cell.argument, value);
-    for (const [k, x] of Object.entries(cell.alongside ?? {})) put(k, x);
+    for (const [path, x] of [[cell.argument, value], ...Object.entries(cell.alongside ?? {})] as const) {
+      const parts = path.split(".");
+      const last = parts.pop() as string;
+      let at = out;
+      for (const p of parts) at = (at[p] ??= {}) as JsonObject;
+      at[last] = x;
+    }
   };
   /** Write `field` (its row's cell for this backend) with value `v` (undefined: unset). */
   const each = (field: string, spec: FieldSpec | undefined, cell: MappingCell, v: unknown): void => {
@@ -221,17 +212,14 @@ function storeArguments(config: AnyConfig | undefined, backend: TerraformBackend
   return out;
 }
 
-/** The arguments of `options.backend` for `config`'s store (or, for http, for the server). */
-function backendArguments(config: AnyConfig | undefined, options: TerraformBackendOptions, workspace: string, withLocks: boolean): JsonObject {
+/** The arguments of `options.backend` for `config`'s store (or, for http, for the server); `remoteWorkspace` for a remote state's read. */
+function backendArguments(config: AnyConfig | undefined, options: TerraformBackendOptions, remoteWorkspace?: string): JsonObject {
   const out = storeArguments(config, options.backend, options.lockfile);
   if (options.backend !== "http") return out;
-  const address = `${serveBase(options.serveUrl)}/state/${encodeURIComponent(workspace)}`;
+  const address = `${serveBase(options.serveUrl)}/state/${encodeURIComponent(remoteWorkspace ?? options.workspace ?? "default")}`;
   out["address"] = address;
   // The http backend has no default for these: unset means no locking at all.
-  if (withLocks) {
-    out["lock_address"] = address;
-    out["unlock_address"] = address;
-  }
+  if (remoteWorkspace === undefined) Object.assign(out, { lock_address: address, unlock_address: address });
   if (options.username !== undefined) out["username"] = options.username;
   return out;
 }
@@ -244,8 +232,7 @@ function backendArguments(config: AnyConfig | undefined, options: TerraformBacke
  */
 export function backendTerraformJson(config: BackendConfigValues, options: TerraformBackendOptions): TerraformBackendJson {
   checkTerraformOptions(options);
-  const workspace = options.backend === "http" ? (options.workspace ?? "default") : "default";
-  return { terraform: { backend: { [options.backend]: backendArguments(config, options, workspace, true) } } };
+  return { terraform: { backend: { [options.backend]: backendArguments(config, options) } } };
 }
 
 /** The http backend of `objstate serve` without a config: the server holds every store setting. */
@@ -253,15 +240,15 @@ export function serveBackendTerraformJson(options: TerraformHttpBackendOptions):
   checkTerraformOptions(options);
   if (options.backend !== "http")
     throw new ConfigError("INVALID_VALUE", `backend must be http without a config: the s3 and oss backends need the config's bucket`, { field: "backend" });
-  return { terraform: { backend: { http: backendArguments(undefined, options, options.workspace ?? "default", true) } } };
+  return { terraform: { backend: { http: backendArguments(undefined, options) } } };
 }
 
 /** The body of a `data.terraform_remote_state` block reading `config`'s state. */
 export function remoteStateTerraformBlock(config: RemoteStateConfigValues, options: TerraformRemoteStateOptions): TerraformRemoteStateBlock {
   checkTerraformOptions(options, true);
-  const workspace = config.workspace ?? "default";
   // The http backend has no workspaces: the workspace is in the address (the read needs no lock addresses).
-  const block: TerraformRemoteStateBlock = { backend: options.backend, config: backendArguments(config, options as TerraformBackendOptions, workspace, false) };
+  const workspace = config.workspace ?? "default";
+  const block: TerraformRemoteStateBlock = { backend: options.backend, config: backendArguments(config, options as TerraformBackendOptions, workspace) };
   if (config.defaults !== undefined) block.defaults = config.defaults as JsonObject;
   if (config.workspace !== undefined && options.backend !== "http") block.workspace = config.workspace;
   return block;
@@ -279,9 +266,8 @@ const defaultOf = (name: string): string => COMMON_FIELDS.find((f) => f.name ===
 const BACKEND_LAYOUT: Readonly<Record<"s3" | "oss", LayoutName>> = { s3: "s3", oss: "seed" };
 
 /**
- * Warnings about what synthesizing `config` writes: each secret written in plain text, naming
- * the tool's variable to use instead (never the value); for s3 and oss, a default workspace
- * that is not the object objstate uses with `options.layout`.
+ * Warnings about what synthesizing `config` writes: each secret written in plain text, naming the tool's variable to use
+ * instead (never the value); for s3 and oss, a default workspace that is not the object objstate uses with `options.layout`.
  */
 export function terraformWarnings(
   config: AnyConfig,
@@ -293,9 +279,8 @@ export function terraformWarnings(
   const rows = TERRAFORM_MAPPING as unknown as Readonly<Record<string, MappingRow>>;
   for (const f of COMMON_FIELDS) {
     const cell = (rows[f.name] as MappingRow)[options.backend];
-    if (f.secret && values[f.name] !== undefined && cell.kind === "argument") {
+    if (f.secret && values[f.name] !== undefined && cell.kind === "argument")
       out.push(`${f.name} is written in plain text into ${where}; leave it out and set ${cell.env ?? "it in the environment"} instead`);
-    }
   }
   if (options.backend === "s3" || options.backend === "oss") {
     const ours = options.layout ?? DEFAULT_LAYOUT;

@@ -1,7 +1,6 @@
 /**
- * Synthesis (docs/design.md §7): pure functions from config objects to the tool's JSON. Keys are
- * the field table's JSON keys, in table order; unset fields are absent; `defaults` keys
- * are kept verbatim.
+ * Synthesis (docs/design.md §7): pure functions from config objects to the tool's JSON. Keys are the field table's
+ * JSON keys, in table order; unset fields are absent; `defaults` keys are kept verbatim.
  */
 import { ConfigError } from "./errors.js";
 import { nameTable, type NameTable } from "./rules.js";
@@ -38,25 +37,18 @@ export interface ToolJson {
 }
 
 /** The set fields of `config` under their JSON keys, in table order (the nested block's likewise). */
-function block(fields: readonly FieldSpec[], config: object): JsonObject {
+function block(config: object, fields: readonly FieldSpec[] = COMMON_FIELDS): JsonObject {
   const out: JsonObject = {};
-  const values = config as Record<string, unknown>;
-  for (let i = 0; i < fields.length; i++) {
-    const f = fields[i] as FieldSpec;
-    const v = values[f.name];
-    if (v !== undefined) out[f.jsonKey] = f.kind === "assumeRole" ? block(ASSUME_ROLE_FIELDS, v as object) : v;
+  for (const f of fields) {
+    const v = (config as Record<string, unknown>)[f.name];
+    if (v !== undefined) out[f.jsonKey] = f.kind === "assumeRole" ? block(v as object, ASSUME_ROLE_FIELDS) : v;
   }
   return out;
 }
 
-/** The `objectstore` block of a backend (or the `config` of a remote state). */
-export function backendBlock(config: BackendConfigValues): JsonObject {
-  return block(COMMON_FIELDS, config);
-}
-
 /** The backend document of a config. */
 export function backendToolJson(config: BackendConfigValues): BackendToolJson {
-  return { tool: { backend: { objectstore: backendBlock(config) } } };
+  return { tool: { backend: { objectstore: block(config) } } };
 }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -72,19 +64,18 @@ export function checkName(name: unknown, what: string): asserts name is string {
 /** The remote-state document for one named remote state. */
 export function remoteStateToolJson(name: string, config: RemoteStateConfigValues): RemoteStateToolJson {
   checkName(name, "remote state name");
-  const entry: RemoteStateBlock = { backend: "objectstore", config: backendBlock(config) };
+  const entry: RemoteStateBlock = { backend: "objectstore", config: block(config) };
   if (config.defaults !== undefined) entry.defaults = config.defaults as JsonObject;
   if (config.workspace !== undefined) entry.workspace = config.workspace;
   return { data: { tool_remote_state: nameTable((t) => (t[name] = entry)) } };
 }
 
-/** The data sources a document can hold, in the order a merged document lists them. */
 const DATA_KINDS = ["tool_remote_state", "terraform_remote_state"] as const;
 
 /** Merge documents into one: at most one backend (`tool` or `terraform`), remote-state names unique within their kind (a {@link ConfigError} otherwise). */
 export function mergeToolJson(...docs: ToolJson[]): ToolJson {
   const out: ToolJson = {};
-  const tables: { [K in (typeof DATA_KINDS)[number]]?: NameTable<unknown> } = {};
+  const data: Record<string, NameTable<unknown>> = {};
   for (const d of docs) {
     for (const kind of ["tool", "terraform"] as const) {
       if (d[kind] === undefined) continue;
@@ -94,24 +85,17 @@ export function mergeToolJson(...docs: ToolJson[]): ToolJson {
       (out as Record<string, unknown>)[kind] = d[kind];
     }
     for (const kind of DATA_KINDS) {
-      const blocks = d.data?.[kind] as NameTable<unknown> | undefined;
-      if (blocks === undefined) continue;
+      const blocks = (d.data?.[kind] ?? {}) as NameTable<unknown>;
       for (const name of Object.keys(blocks)) {
-        let states = tables[kind];
-        if (states === undefined) {
-          states = tables[kind] = Object.create(null) as NameTable<unknown>; // as in nameTable
-          // Placed now: `data` keeps its place among the document's keys, each kind its place in `data`.
-          ((out.data ??= {}) as Record<string, unknown>)[kind] = states;
-        }
+        // Placed at its first name: `data` keeps its place among the document's keys, each kind its place in `data`.
+        const states = (data[kind] ??= Object.create(null) as NameTable<unknown>); // as in nameTable
+        out.data ??= data;
         if (name in states) throw new ConfigError("INVALID_NAME", `remote state "${name}" is defined twice`, { field: "remote state name" });
         states[name] = blocks[name];
       }
     }
   }
-  for (const kind of DATA_KINDS) {
-    const t = tables[kind];
-    if (t !== undefined) Object.setPrototypeOf(t, Object.prototype);
-  }
+  for (const t of Object.values(data)) Object.setPrototypeOf(t, Object.prototype);
   return out;
 }
 

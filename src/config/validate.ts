@@ -15,15 +15,10 @@ export function describeValue(value: unknown, secret: boolean): string {
   return kind;
 }
 
-function typeMatches(type: FieldSpec["rule"]["type"], value: unknown): boolean {
-  if (type === "object") return typeof value === "object" && value !== null && !Array.isArray(value);
-  return typeof value === type;
-}
-
 /** Throw a {@link ConfigError} unless `value` (set) satisfies the field's rule; `path` names the field, `variable` the variable it came from. */
 export function checkValue(field: FieldSpec, value: unknown, path: string = field.name, variable?: string): void {
   const rule = field.rule;
-  const typeOk = typeMatches(rule.type, value);
+  const typeOk = rule.type === "object" ? typeof value === "object" && value !== null && !Array.isArray(value) : typeof value === rule.type;
   const valid = rule.valid as ((v: unknown) => boolean) | undefined;
   if (typeOk && (valid === undefined || valid(value))) return;
   const label = variable === undefined ? path : `${variable} (for ${path})`;
@@ -46,7 +41,7 @@ export function parseEnvValue(field: FieldSpec, variable: string, text: string):
 }
 
 /** Levenshtein distance, for "did you mean" suggestions. */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   const prev = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     let diag = prev[0] as number;
@@ -60,14 +55,8 @@ export function editDistance(a: string, b: string): number {
   return prev[b.length] as number;
 }
 
-/** `; did you mean X?` for a likely typo of one of `candidates` (shown by `show`), else `; ${otherwise}`. */
+/** `; did you mean X?` for the candidate nearest to `name` (shown by `show`) when it is a likely typo, else `; ${otherwise}`. */
 export function suggestion(name: string, candidates: readonly string[], otherwise: string, show = (n: string): string => n): string {
-  const near = nearest(name, candidates);
-  return near === undefined ? `; ${otherwise}` : `; did you mean ${show(near)}?`;
-}
-
-/** The candidate nearest to `name`, when it is near enough to be a likely typo. */
-export function nearest(name: string, candidates: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestD = Infinity;
   for (const c of candidates) {
@@ -77,5 +66,5 @@ export function nearest(name: string, candidates: readonly string[]): string | u
       best = c;
     }
   }
-  return best !== undefined && bestD <= Math.max(2, Math.floor(name.length / 3)) ? best : undefined;
+  return best !== undefined && bestD <= Math.max(2, Math.floor(name.length / 3)) ? `; did you mean ${show(best)}?` : `; ${otherwise}`;
 }

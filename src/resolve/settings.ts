@@ -2,7 +2,7 @@
  * Resolution (docs/design.md §4): every field's effective value and source. Precedence: explicit > environment
  * > the deprecated `assumeRole` block (without a flattened role ARN) > the profile > the standard AWS variables > default.
  */
-import type { AssumeRoleTypes, ObjectStoreAssumeRole } from "../config/assume-role.js";
+import type { AssumeRoleTypes } from "../config/assume-role.js";
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { FieldSpec } from "../config/fields.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
@@ -73,15 +73,6 @@ function fromEnv(f: FieldSpec, names: readonly string[], env: Env, label: "env" 
   return name === undefined ? undefined : { value: parseEnvValue(f, name, env[name] as string), source: `${label}:${name}` };
 }
 
-function applyBlock(out: Mutable, block: ObjectStoreAssumeRole | undefined): void {
-  const flatArn = out["assumeRoleRoleArn"];
-  // The flattened fields win when a non-empty role ARN was given flattened (explicit or env).
-  if (block === undefined || (flatArn !== undefined && flatArn.value !== "")) return;
-  for (const [inner, v] of Object.entries(block)) {
-    if (v !== undefined) out[`assumeRole${inner.charAt(0).toUpperCase()}${inner.slice(1)}`] = { value: v, source: "explicit", via: `assumeRole.${inner}` };
-  }
-}
-
 /**
  * The effective settings of `config` under `env`: every field with its value and provenance.
  * Environment values are validated like explicit ones (a bad one throws a {@link ConfigError}
@@ -102,7 +93,13 @@ export function resolveSettings(
     const r = values[f.name] !== undefined ? { value: values[f.name], source: "explicit" as const } : fromEnv(f, f.env, env, "env");
     if (r !== undefined) out[f.name] = r;
   }
-  applyBlock(out, config.assumeRole);
+  const flatArn = out["assumeRoleRoleArn"];
+  // The flattened fields win when a non-empty role ARN was given flattened (explicit or env).
+  if (config.assumeRole !== undefined && (flatArn === undefined || flatArn.value === "")) {
+    for (const [inner, v] of Object.entries(config.assumeRole)) {
+      if (v !== undefined) out[`assumeRole${inner.charAt(0).toUpperCase()}${inner.slice(1)}`] = { value: v, source: "explicit", via: `assumeRole.${inner}` };
+    }
+  }
 
   const profile = out["profile"]?.value as string | undefined;
   if (profile !== undefined && profile !== "") {
@@ -126,11 +123,7 @@ export function resolveSettings(
     printSafely(out[f.name] as ResolvedSetting<unknown>, "ResolvedSetting", (r) => shownSetting(r, f.secret));
   }
   const secret = new Set(fields.filter((f) => f.secret).map((f) => f.name));
-  printSafely(out, "ResolvedSettings", (all) => {
-    const shown: Record<string, unknown> = {};
-    for (const [name, r] of Object.entries(all)) shown[name] = shownSetting(r, secret.has(name));
-    return shown;
-  });
+  printSafely(out, "ResolvedSettings", (all) => Object.fromEntries(Object.entries(all).map(([name, r]) => [name, shownSetting(r, secret.has(name))])));
   return out as unknown as ResolvedBackendSettings;
 }
 

@@ -24,9 +24,8 @@ function within<T>(where: string, fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    if (e instanceof ConfigError) {
+    if (e instanceof ConfigError)
       throw new ConfigError(e.code, `${where}: ${e.message}`, { field: e.field === undefined ? where : `${where}.${e.field}`, variable: e.variable, cause: e });
-    }
     throw e;
   }
 }
