@@ -157,25 +157,23 @@ export function configAction(opts: Opts): void {
     };
   });
   // objstate's own setting, beside the seed's fields: explicit or the default.
-  const layout = input.settings.values.layout;
-  const layoutFrom = describeOrigin(input.settings.origins.layout);
+  const from = describeOrigin(input.settings.origins.layout);
+  const layout = { value: input.settings.values.layout, source: from === undefined ? "default" : "explicit", ...(from === undefined ? {} : { from }) };
   const encryption = describeEncryption(input.settings.values.encryption);
   if (opts.json === true) {
-    const layoutShown = { value: layout, source: layoutFrom === undefined ? "default" : "explicit", ...(layoutFrom === undefined ? {} : { from: layoutFrom }) };
     const shown = Object.fromEntries(rows.map(({ name, ...rest }) => [name, rest]));
-    return printJson({ settings: shown, layout: layoutShown, workspace, credentials, encryption });
+    return printJson({ settings: shown, layout, workspace, credentials, encryption });
   }
   const p = paint(process.stdout);
   const text = (v: unknown): string => (v === null ? "-" : typeof v === "string" ? v : JSON.stringify(v));
   const nameW = Math.max(...rows.map((r) => r.name.length));
   const valueW = Math.min(48, Math.max(...rows.map((r) => text(r.value).length)));
   const line = (name: string, value: string, src: string): string => `${name.padEnd(nameW)}  ${value.padEnd(valueW)}  ${src}`;
-  for (const r of rows) {
+  for (const r of [...rows, { name: "layout", via: undefined, ...layout }]) {
     const src = [r.source, r.via === undefined ? "" : `via ${r.via}`, r.from === undefined ? "" : `from ${r.from}`].filter((x) => x !== "").join(", ");
     const l = line(r.name, text(r.value), src);
     say(r.value === null ? p.dim(l) : l);
   }
-  say(line("layout", layout, layoutFrom === undefined ? "default" : `explicit, from ${layoutFrom}`));
   const ws = input.origins["workspace"];
   say(line("workspace", workspace, ws === undefined ? "default" : `from ${describeOrigin(ws)}`));
   say(`credentials: ${credentials}`);
@@ -234,14 +232,10 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
 export async function statePullAction(opts: Opts): Promise<void> {
   const s = selected(opts);
   await withBackend(s, async (backend) => {
-    const progress = Progress.start(process.stderr, `pulling ${backend.describe(s.workspace)}`, undefined);
-    let bytes: Buffer | null;
-    try {
-      // The buffer being filled has the state's size: the line shows bytes against it.
-      bytes = await backend.readState(s.workspace, { onData: (body, filled) => progress.update(filled, body.length), stored: opts.rawEnvelope === true });
-    } finally {
-      progress.done();
-    }
+    // The buffer being filled has the state's size: the line shows bytes against it.
+    const bytes = await Progress.during(process.stderr, `pulling ${backend.describe(s.workspace)}`, undefined, (p) =>
+      backend.readState(s.workspace, { onData: (body, filled) => p.update(filled, body.length), stored: opts.rawEnvelope === true }),
+    );
     if (bytes === null) throw new CliError("STATE_NOT_FOUND", `no stored state for workspace ${s.workspace} at ${backend.describe(s.workspace)}`);
     await writeOut(bytes);
   });
@@ -300,15 +294,11 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
     await withBackend(s, async (backend) => {
       const where = backend.describe(s.workspace);
       const operation = { operation: "state push", info: `objstate state push ${state.name}` };
-      const { result, locked } = await underGivenLock(backend, s.workspace, lockId, s.input.settings.values.lockTimeout, operation, async (id) => {
-        const progress = Progress.start(process.stderr, `pushing ${where}`, state.size);
-        try {
-          const onProgress = (sent: number): void => progress.update(sent);
-          return await backend.writeState(s.workspace, state.body, { lockId: id, force: opts.force === true, onProgress, onStored: stateStored });
-        } finally {
-          progress.done();
-        }
-      });
+      const { result, locked } = await underGivenLock(backend, s.workspace, lockId, s.input.settings.values.lockTimeout, operation, (id) =>
+        Progress.during(process.stderr, `pushing ${where}`, state.size, (p) =>
+          backend.writeState(s.workspace, state.body, { lockId: id, force: opts.force === true, onProgress: (sent) => p.update(sent), onStored: stateStored }),
+        ),
+      );
       if (opts.json === true) return printJson({ workspace: s.workspace, path: where, bytes: state.size, locked, written: result.written, md5: result.md5 });
       if (!result.written) return say(`${where} already holds this state (MD5 ${result.md5}); nothing written`);
       say(`pushed ${formatBytes(state.size)} to ${where}${locked ? "" : " (not locked: no lock table)"}`);

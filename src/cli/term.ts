@@ -96,6 +96,16 @@ export class Progress {
     return p;
   }
 
+  /** Run `work` with a progress line on `stream`, erased when it ends. */
+  static async during<T>(stream: OutStream, label: string, total: number | undefined, work: (p: Progress) => Promise<T>): Promise<T> {
+    const p = Progress.start(stream, label, total);
+    try {
+      return await work(p);
+    } finally {
+      p.done();
+    }
+  }
+
   /** Bytes moved so far, and the total once it is known (a download's). */
   update(sent: number, total?: number): void {
     this.sent = sent;
