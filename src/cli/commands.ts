@@ -13,13 +13,14 @@ import { ConfigError } from "../config/errors.js";
 import type { Opts } from "./options.js";
 import { confirm, interactive } from "./confirm.js";
 import { durationOf } from "../config/setting-parsers.js";
-import { CliError, lockIdFlag, readingFile, readJsonFile, usageError, writeOut } from "./io.js";
+import { CliError, lockIdFlag, readingFile, readJsonFile, usageError, versionFlag, writeOut } from "./io.js";
 import { guardedCall, lockWaiting, requireLocking, stateStored, underGivenLock, withBackend } from "./runtime.js";
+import { once } from "node:events";
 import { sourceChanged } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 import { nodeChildProcess, nodeFs } from "../util/builtins.js";
 import { FILE_LIMITS, openBoundedFile, readBoundedFile } from "../io/read-file.js";
-import { ObjstateError } from "../errors.js";
+import { isObjstateError } from "../errors.js";
 import { formatAgo } from "../console/format.js";
 import {
   backendConfigOf,
@@ -228,10 +229,12 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
 
 // ---------------------------------------------------------------- state
 
-/** `objstate state pull`: the exact stored bytes on stdout. */
+/** `objstate state pull [--version ID]`: the exact stored bytes on stdout (of an old version: read without a lock table). */
 export async function statePullAction(opts: Opts): Promise<void> {
+  const version = versionFlag(opts.version, "--version") ?? versionFlag(opts.versionId, "--version-id");
   const s = selected(opts);
   await withBackend(s, async (backend) => {
+    if (version !== undefined) return writeOut(await backend.readVersion(s.workspace, version, { stored: opts.rawEnvelope === true }));
     // The buffer being filled has the state's size: the line shows bytes against it.
     const bytes = await Progress.during(process.stderr, `pulling ${backend.describe(s.workspace)}`, undefined, (p) =>
       backend.readState(s.workspace, { onData: (body, filled) => p.update(filled, body.length), stored: opts.rawEnvelope === true }),
@@ -460,22 +463,15 @@ async function runUnderLock(
     });
     const onLost = (): boolean => child.kill("SIGTERM");
     lock.signal?.addEventListener("abort", onLost, { once: true });
-    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    let failure: unknown;
-    try {
-      exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        child.on("error", (e) => reject(new CliError("COMMAND_FAILED", `could not run ${file}: ${e.message}`, { cause: e })));
-        child.on("exit", (c, s) => resolve({ code: c, signal: s }));
-      });
-    } catch (e) {
-      failure = e;
-    }
+    const exit = await once(child, "exit").then(
+      ([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }),
+      (e: Error) => new CliError("COMMAND_FAILED", `could not run ${file}: ${e.message}`, { cause: e }),
+    );
     lock.signal?.removeEventListener("abort", onLost);
     // A lease lost while the command ran is what to report, whatever the command did.
     const lost: unknown = lock.signal?.aborted === true ? lock.signal.reason : undefined;
-    if (lost instanceof ObjstateError && lost.code === "LOCK_LOST")
-      throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, { cause: lost });
-    if (failure !== undefined || exit === undefined) throw failure;
+    if (isObjstateError(lost, "LOCK_LOST")) throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, { cause: lost });
+    if (exit instanceof CliError) throw exit;
     return exit;
   });
   // The command's own code is named, not passed on: its 3-7 would read as objstate's (locked, conflict…).

@@ -89,8 +89,13 @@ export function lockIdFlag(id: string | undefined): string | undefined {
   return idFlag(id, "--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
 }
 
+/** A version ID flag (`--version`, `--from`): an ID from `objstate state history`. */
+export function versionFlag(v: string | undefined, flag: string): string | undefined {
+  return idFlag(v, `${flag} needs a version ID (objstate state history lists them)`, "INVALID_VERSION_ID");
+}
+
 /** An ID flag's value, trimmed; an empty one is refused with `message`. */
-export function idFlag(v: string | undefined, message: string, code: UsageCode): string | undefined {
+function idFlag(v: string | undefined, message: string, code: UsageCode): string | undefined {
   if (v === undefined) return undefined;
   if (v.trim() === "") throw usageError(message, code);
   return v.trim();

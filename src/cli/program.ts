@@ -169,9 +169,7 @@ function stateCommands(root: Command, leaf: Leaf): void {
     .option("--version <id>", "print this version (an ID from objstate state history) instead of the current one; needs no lock table")
     .addOption(new Option("--version-id <id>", "the same as --version").hideHelp())
     .option("--raw-envelope", "with encryption configured: print the stored envelope instead of the decrypted state");
-  leaf(pull, "state pull", { workspace: true }, async (o) =>
-    o.version !== undefined || o.versionId !== undefined ? (await history()).statePullVersionAction(o) : (await commands()).statePullAction(o),
-  );
+  leaf(pull, "state pull", { workspace: true }, async (o) => (await commands()).statePullAction(o));
   const list = state
     .command("history")
     .description(

@@ -1,8 +1,9 @@
 /** `objstate serve` (the server over the configured store), `serve hash-password` and `serve token …`. */
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { buffer } from "node:stream/consumers";
 import { interactive, readSecret } from "./confirm.js";
 import { durationOf } from "../config/setting-parsers.js";
-import { table, warn } from "./term.js";
+import { printJson, table, warn } from "./term.js";
 import { usageError } from "./io.js";
 import type { Opts } from "./options.js";
 import { connect } from "./runtime.js";
@@ -124,15 +125,12 @@ export async function hashPasswordAction(opts: Opts): Promise<void> {
   const name = opts.user ?? "";
   if (name === "" || name.includes(":")) throw usageError('--user must be a non-empty name without ":"', "INVALID_USER");
   const roles = parseRoleFlags(opts.role ?? ["*=read"]);
-  const password = interactive() ? await promptTwice(name) : (await readAllStdin()).replace(/\r?\n$/, "");
+  const password = interactive() ? await promptTwice(name) : (await buffer(process.stdin)).toString("utf8").replace(/\r?\n$/, "");
   if (password === "")
     throw usageError("no password on standard input: pipe it in (printf '%s' \"$PASSWORD\" | objstate serve hash-password --user NAME)", "NO_PASSWORD");
   const hash = await hashPassword(password);
   const file = opts.users;
-  if (file === undefined) {
-    process.stdout.write(`${JSON.stringify({ [name]: { password: hash, roles } }, null, 2)}\n`);
-    return;
-  }
+  if (file === undefined) return printJson({ [name]: { password: hash, roles } });
   const before = existsSync(file) ? readFileSync(file, "utf8") : undefined;
   const next = withUser(before, name, hash, roles, file);
   // The mode option applies only to a file being created: an existing one is fixed before the new hash goes in.
@@ -210,10 +208,4 @@ async function promptTwice(name: string): Promise<string> {
   const again = await readSecret(`The same password again: `);
   if (again !== first) throw usageError("the two passwords differ: nothing was written; run the command again", "PASSWORDS_DIFFER");
   return first;
-}
-
-async function readAllStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
 }
