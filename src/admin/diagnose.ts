@@ -178,7 +178,6 @@ function credentialsFailure(s: ResolvedBackendSettings, e: unknown): string {
 
 const LATER = ["credentials", "object-store endpoint", "bucket", "lock-table endpoint", "lock table", "digest"] as const;
 
-/** The results so far, in order. */
 class Checks {
   readonly list: CheckResult[] = [];
   readonly add = (r: CheckResult): CheckResult => (this.list.push(r), r);

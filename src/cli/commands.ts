@@ -53,8 +53,6 @@ function warnAll(warnings: readonly string[]): void {
   for (const w of warnings) process.stderr.write(`objstate: warning: ${w}\n`);
 }
 
-// ---------------------------------------------------------------- synth
-
 /** The flag each option of the real tool's synthesis comes from, for messages. */
 const TARGET_FLAGS: Readonly<Record<string, string>> = {
   backend: "--for",
@@ -131,8 +129,6 @@ export function synthAction(file: string | undefined, opts: Opts): void {
   process.stdout.write(formatToolJson(doc));
 }
 
-// ---------------------------------------------------------------- config
-
 function shownValue(name: string, secret: boolean, s: ResolvedSetting<unknown>): unknown {
   if (s.value === undefined) return null;
   if (secret) return "<redacted>";
@@ -182,8 +178,6 @@ export function configAction(opts: Opts): void {
   say(`encryption: ${encryption}${encFrom === undefined ? "" : ` (from ${encFrom})`}`);
 }
 
-// ---------------------------------------------------------------- workspaces
-
 /** `objstate workspace list`; with --json each workspace's lock and last write, as GET /api/v1/workspaces lists them. */
 export async function workspaceListAction(opts: Opts): Promise<void> {
   const s = selected(opts);
@@ -226,8 +220,6 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
     say(`deleted workspace ${name} (${backend.describe(name)})`);
   });
 }
-
-// ---------------------------------------------------------------- state
 
 /** `objstate state pull [--version ID]`: the exact stored bytes on stdout (of an old version: read without a lock table). */
 export async function statePullAction(opts: Opts): Promise<void> {
@@ -358,8 +350,6 @@ export async function stateRekeyAction(opts: Opts): Promise<void> {
     if (opts.json === true) printJson(rekeyJson(results));
   });
 }
-
-// ---------------------------------------------------------------- locks
 
 /** `objstate lock [-- command …]`: take the lock and print its ID, or hold it while a command runs. */
 export async function lockAction(opts: Opts, command: readonly string[] = []): Promise<void> {

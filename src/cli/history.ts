@@ -36,7 +36,6 @@ function versionRow(v: StateVersion): string[] {
   ];
 }
 
-/** `objstate state history [-w W] [--limit N] [--json]`. */
 export async function stateHistoryAction(opts: Opts): Promise<void> {
   const limit = countFlag(opts.limit, "--limit", "INVALID_LIMIT");
   const s = selected(opts);

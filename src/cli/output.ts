@@ -16,7 +16,6 @@ import { printable } from "../util/printable.js";
 /** Name under which the CLI reads the remote state (appears in library messages). */
 const REMOTE_NAME = "objstate_output";
 
-/** `objstate output`. */
 export async function outputAction(name: string | undefined, opts: Opts): Promise<void> {
   const raw = opts.raw === true;
   const json = opts.json === true;

@@ -65,7 +65,6 @@ function writeOptions(cmd: Command): Command {
     );
 }
 
-/** `--role GLOB=ROLES`, repeatable. */
 function roleOption(cmd: Command, what: string): Command {
   return cmd.option("--role <glob=roles>", what, (v: string, prev: string[] | undefined) => [...(prev ?? []), v]);
 }
@@ -159,7 +158,6 @@ function basicCommands(root: Command, leaf: Leaf): void {
   leaf(writeOptions(remove), "workspace delete", {}, async (o, [name]) => (await commands()).workspaceDeleteAction(name as string, o));
 }
 
-/** `state …`. */
 function stateCommands(root: Command, leaf: Leaf): void {
   const state = root.command("state").description("read and write a workspace's state");
   const pull = state
@@ -262,7 +260,6 @@ function lockAndOutputCommands(root: Command, leaf: Leaf): void {
   leaf(output, "output", { workspace: true, defaults: true }, async (o, [name]) => (await import("./output.js")).outputAction(name as string | undefined, o));
 }
 
-/** `doctor` and `init`. */
 function adminCommands(root: Command, leaf: Leaf): void {
   const doctor = root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest");
   leaf(jsonOption(doctor), "doctor", { workspace: true }, async (o) => (await import("./admin.js")).doctorAction(o));

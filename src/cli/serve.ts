@@ -6,7 +6,8 @@ import { durationOf } from "../config/setting-parsers.js";
 import { printJson, table, warn } from "./term.js";
 import { usageError } from "./io.js";
 import type { Opts } from "./options.js";
-import { connect } from "./runtime.js";
+import { adminOptionsOf } from "./runtime.js";
+import { ObjectStoreBackend } from "../backend/backend.js";
 import { formKeyOf, readSecretFile } from "./secret-file.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { parsePublicUrl } from "../server/gate.js";
@@ -49,7 +50,8 @@ export async function serveAction(opts: Opts): Promise<void> {
   // Without it each process makes its own key: a form served by one replica fails on another.
   const csrfKey = v.secretFile === undefined ? undefined : formKeyOf(readSecretFile(v.secretFile));
   // Repairs a request made on its own (a torn write committed by a GET) are the operator's to know.
-  const backend = await connect(backendConfigOf(input), input.settings, {
+  const backend = await ObjectStoreBackend.connect(backendConfigOf(input), {
+    ...adminOptionsOf(input.settings),
     onRepair: ({ workspace, action, md5, generation, serial, lockId, message }) =>
       logger.event("warn", "state repaired", { workspace, action, md5, generation, serial, lockId, detail: message }),
   });
@@ -177,7 +179,6 @@ export async function tokenCreateAction(opts: Opts): Promise<void> {
   process.stdout.write(`${token}\n`);
 }
 
-/** `objstate serve token list --users FILE`. */
 export function tokenListAction(opts: Opts): void {
   const tokens = listTokens(tokensFileOf(opts));
   const roles = (r: TokenRecord): string =>
@@ -195,7 +196,6 @@ export function tokenListAction(opts: Opts): void {
   process.stdout.write(`${table(rows)}\n`);
 }
 
-/** `objstate serve token revoke ID --users FILE`. */
 export async function tokenRevokeAction(id: string, opts: Opts): Promise<void> {
   const r = await revokeToken(tokensFileOf(opts), id);
   process.stderr.write(`objstate: token ${r.id} of ${r.user} revoked at ${r.revoked}\n`);

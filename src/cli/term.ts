@@ -46,7 +46,6 @@ export function warn(message: string, code = message): void {
   process.stderr.write(`${paint(process.stderr).yellow("objstate: warning:")} ${printable(message)}\n`);
 }
 
-/** Two-space indented JSON with a trailing newline. */
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
