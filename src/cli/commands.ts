@@ -16,6 +16,7 @@ import { durationOf } from "../config/setting-parsers.js";
 import { CliError, lockIdFlag, readingFile, readJsonFile, usageError, versionFlag, writeOut } from "./io.js";
 import { guardedCall, lockWaiting, requireLocking, stateStored, underGivenLock, withBackend } from "./runtime.js";
 import { once } from "node:events";
+import { promisify } from "node:util";
 import { sourceChanged } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 import { nodeChildProcess, nodeFs } from "../util/builtins.js";
@@ -259,9 +260,7 @@ function openStateInput(file: string): { name: string; size: number; body: Buffe
  * buffers (a consumer may hold one). A file that shrank is `INPUT_CHANGED`; bytes changed in place fail the MD5.
  */
 function fileSource(fd: number, size: number, name: string): ByteSource {
-  const fs = nodeFs();
-  const readAt = (buf: Buffer, off: number, len: number, pos: number): Promise<number> =>
-    new Promise((resolve, reject) => fs.read(fd, buf, off, len, pos, (e, n) => (e ? reject(e) : resolve(n))));
+  const read = promisify(nodeFs().read);
   return {
     size,
     async *open() {
@@ -269,7 +268,7 @@ function fileSource(fd: number, size: number, name: string): ByteSource {
         const n = Math.min(CHUNK, size - pos);
         const buf = Buffer.allocUnsafe(n);
         for (let got = 0; got < n;) {
-          const r = await readAt(buf, got, n - got, pos + got);
+          const { bytesRead: r } = await read(fd, buf, got, n - got, pos + got);
           if (r === 0) throw sourceChanged(name, size, pos + got);
           got += r;
         }

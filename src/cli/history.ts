@@ -81,8 +81,8 @@ async function confirmRollback(backend: ObjectStoreBackend, workspace: string, t
 
 /** `objstate state rollback --to V`: shows the diff and asks first unless --yes (which it needs when no one is at a terminal). */
 export async function stateRollbackAction(opts: Opts): Promise<void> {
-  const to = versionFlag(opts.to, "--to");
-  if (to === undefined) throw usageError("--to needs the version to roll back to (objstate state history lists them)", "INVALID_VERSION_ID");
+  // Commander requires --to.
+  const to = versionFlag(opts.to, "--to") as string;
   const ask = opts.yes !== true;
   if (ask && !interactive()) {
     throw usageError(

@@ -163,8 +163,7 @@ function fromProps(obj: Record<string, unknown>, path: string): FileSettings {
 }
 
 /** Read a `--config` file: ObjectStoreBackendConfig props (plus `workspace` and `defaults`), tool JSON (`tool.backend.objectstore`), or a `synth` props document (its `backend`). */
-function loadConfigFile(file: string): FileSettings {
-  const name = file === "-" ? "standard input" : file;
+function loadConfigFile(file: string, name: string): FileSettings {
   const doc = readJsonFile(file);
   if (!isPlainObject(doc))
     fileError(name, `expected a JSON object: ObjectStoreBackendConfig props ({"bucket": …}) or tool JSON ({"tool": {"backend": {"objectstore": {…}}}})`);
@@ -205,7 +204,7 @@ export function gatherSettings(opts: Opts, env: Readonly<Record<string, string |
   let defaults: Record<string, unknown> | undefined;
   let section: unknown;
   if (file !== undefined && fileName !== undefined) {
-    const fs = loadConfigFile(file);
+    const fs = loadConfigFile(file, fileName);
     section = fs.objstate;
     const from = (k: string): Origin & { kind: "file" } => ({ kind: "file", file: fileName, key: fs.keys[k] ?? k });
     for (const [k, v] of Object.entries(fs.props)) {

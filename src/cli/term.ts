@@ -70,7 +70,6 @@ export class Progress {
   private sent: number | undefined;
   /** The size learnt during the transfer, when it was not known at the start. */
   private lateTotal: number | undefined;
-  private shown = false;
   private lastWidth = 0;
 
   private constructor(
@@ -129,24 +128,18 @@ export class Progress {
 
   private render(): void {
     this.frame++;
-    const columns = this.stream.columns ?? 0;
-    const width = Math.max(20, (columns > 0 ? columns : 80) - 1);
-    let text = this.line();
-    if (text.length > width) text = text.slice(0, width);
+    const text = this.line().slice(0, Math.max(20, (this.stream.columns || 80) - 1));
     this.stream.write(`\r${text.padEnd(this.lastWidth)}`);
     this.lastWidth = text.length;
-    this.shown = true;
   }
 
   /** Stop and erase the line. */
   done(): void {
-    if (this.timer !== undefined) {
-      clearTimeout(this.timer);
-      clearInterval(this.timer);
-      this.timer = undefined;
-    }
-    if (this.shown) this.stream.write(`\r${" ".repeat(this.lastWidth)}\r`);
-    this.shown = false;
+    // clearTimeout stops an interval too.
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.lastWidth > 0) this.stream.write(`\r${" ".repeat(this.lastWidth)}\r`);
+    this.lastWidth = 0;
   }
 }
 
