@@ -24,16 +24,20 @@ export function exitCodeOf(e: unknown): number {
   return e instanceof ObjstateError ? ERROR_CODES[e.code].exit : EXIT.error;
 }
 
-/** Read and parse a JSON file (config or props; `-` is standard input): unreadable or oversized is refused at once, naming the file; broken JSON names its line. */
-export function readJsonFile(file: string): unknown {
-  const text = readingFile(() => readBoundedFile(file, FILE_LIMITS.config).bytes.toString("utf8"));
+/** `text` parsed; broken JSON is `error(where)`, never JSON.parse's message nor its cause: they quote the text, and these texts hold secrets. */
+export function parseJson(text: string, error: (where: string) => CliError): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
     const { problem, at } = jsonSyntaxProblem(e, text);
-    // The cause stays off: JSON.parse's message quotes the text, and these files hold secrets.
-    throw new CliError("INVALID_JSON", `${file === "-" ? "standard input" : file} is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`);
+    throw error(`${at === "" ? "" : ` ${at}`}: ${problem}`);
   }
+}
+
+/** Read and parse a JSON file (config or props; `-` is standard input): unreadable or oversized is refused at once, naming the file; broken JSON names its line. */
+export function readJsonFile(file: string): unknown {
+  const text = readingFile(() => readBoundedFile(file, FILE_LIMITS.config).bytes.toString("utf8"));
+  return parseJson(text, (where) => new CliError("INVALID_JSON", `${file === "-" ? "standard input" : file} is not valid JSON${where}`));
 }
 
 /** Run `read`: a file it cannot read is `FILE_UNREADABLE`, one too large `FILE_TOO_LARGE` (with `tooLargeAdvice`), both exit 2. */
