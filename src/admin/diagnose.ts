@@ -55,43 +55,45 @@ function message(e: unknown): string {
 }
 
 /** Does an HTTP endpoint answer at all (any status)? Not fetch: it refuses some ports outright ("bad port"). */
-function reachHttp(url: string): Promise<{ ok: true; status: number } | { ok: false; reason: string; fix?: string }> {
+function reachHttp(name: string, url: string, fix: string): Promise<CheckResult> {
+  const no = (reason: string, advice = fix): CheckResult => fail(name, `cannot reach ${redactUrl(url)} (${reason})`, advice);
   return new Promise((resolve) => {
     let req: ClientRequest;
     try {
       req = (url.startsWith("https:") ? httpsRequest : httpRequest)(url, { method: "HEAD", timeout: REACH_TIMEOUT_MS }, (res) => {
         res.resume();
-        resolve({ ok: true, status: res.statusCode ?? 0 });
+        resolve(ok(name, `${redactUrl(url)} answers (HTTP ${res.statusCode ?? 0})`));
       });
     } catch (e) {
-      resolve({ ok: false, reason: message(e) });
+      resolve(no(message(e)));
       return;
     }
     req.on("timeout", () => req.destroy(Object.assign(new Error(`no answer within ${REACH_TIMEOUT_MS / 1000} s`), { code: "ETIMEDOUT" })));
     req.on("error", (e: NodeJS.ErrnoException) => {
-      if (isTlsToPlainHttp(e)) resolve({ ok: false, reason: "TLS handshake answered in plain HTTP", fix: plainHttpAdvice(url) });
-      else resolve({ ok: false, reason: e.code === "ETIMEDOUT" ? e.message : (e.code ?? e.message) });
+      if (isTlsToPlainHttp(e)) resolve(no("TLS handshake answered in plain HTTP", plainHttpAdvice(url)));
+      else resolve(no(e.code === "ETIMEDOUT" ? e.message : (e.code ?? e.message)));
     });
     req.end();
   });
 }
 
 /** Is a `file:` directory usable: present and writable, or creatable below a writable ancestor? */
-async function reachDir(dir: string): Promise<{ ok: true; detail: string } | { ok: false; reason: string }> {
+async function reachDir(name: string, dir: string, embedded: string, fix: string): Promise<CheckResult> {
+  const no = (reason: string): CheckResult => fail(name, `${embedded}: ${reason}`, fix);
   let at = dir;
   for (;;) {
     try {
       const st = await stat(at);
-      if (!st.isDirectory()) return { ok: false, reason: `${at} is not a directory` };
+      if (!st.isDirectory()) return no(`${at} is not a directory`);
       await access(at, fsConstants.W_OK | fsConstants.X_OK);
-      return { ok: true, detail: at === dir ? `directory ${dir}` : `${dir} does not exist yet; it will be created under ${at}` };
+      return ok(name, `${embedded}, ${at === dir ? `directory ${dir}` : `${dir} does not exist yet; it will be created under ${at}`}`);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === "EACCES" || code === "EPERM") return { ok: false, reason: `${at} is not writable` };
-      if (code === "EROFS") return { ok: false, reason: `${at} is on a read-only file system` };
-      if (code !== "ENOENT") return { ok: false, reason: message(e) };
+      if (code === "EACCES" || code === "EPERM") return no(`${at} is not writable`);
+      if (code === "EROFS") return no(`${at} is on a read-only file system`);
+      if (code !== "ENOENT") return no(message(e));
       const up = path.dirname(at);
-      if (up === at) return { ok: false, reason: `no part of ${dir} exists` };
+      if (up === at) return no(`no part of ${dir} exists`);
       at = up;
     }
   }
@@ -176,7 +178,6 @@ function credentialsFailure(s: ResolvedBackendSettings, e: unknown): string {
 
 const LATER = ["credentials", "object-store endpoint", "bucket", "lock-table endpoint", "lock table", "digest"] as const;
 
-/** The results so far, in order. */
 class Checks {
   readonly list: CheckResult[] = [];
   readonly add = (r: CheckResult): CheckResult => (this.list.push(r), r);
@@ -267,39 +268,45 @@ async function credentialsCheck(c: Checks, t: Targets, options: ConnectOptions):
   }
 }
 
-/** An endpoint answers (HTTP), or its directory is usable (`file:`). */
-async function reachCheck(c: Checks, name: string, at: ParsedEndpoint, embedded: string, fixes: { http: string; dir: string }): Promise<boolean> {
-  if (at.kind === "http") {
-    const r = await reachHttp(at.url);
-    c.add(
-      r.ok ? ok(name, `${redactUrl(at.url)} answers (HTTP ${r.status})`) : fail(name, `cannot reach ${redactUrl(at.url)} (${r.reason})`, r.fix ?? fixes.http),
-    );
-    return r.ok;
+/**
+ * 3 or 5: an endpoint answers (HTTP), or its directory is usable (`file:`); then 4 or 6: `check` of what
+ * `open` opens there, whose failure is `name`'s, with a fix for the disk, the permissions or the `flags`.
+ */
+async function behindEndpoint<D extends { close(): void }, T>(
+  c: Checks,
+  name: "bucket" | "lock table",
+  at: ParsedEndpoint,
+  fixes: { embedded: string; http: string; dir: string; flags: string },
+  open: () => Promise<D>,
+  check: (d: D) => Promise<T>,
+  failed: T,
+): Promise<T> {
+  const endpoint = name === "bucket" ? "object-store endpoint" : "lock-table endpoint";
+  const reached = c.add(at.kind === "http" ? await reachHttp(endpoint, at.url, fixes.http) : await reachDir(endpoint, at.dir, fixes.embedded, fixes.dir));
+  if (reached.status !== "ok") {
+    c.skip([name], `the ${endpoint} is not reachable`);
+    return failed;
   }
-  const r = await reachDir(at.dir);
-  c.add(r.ok ? ok(name, `${embedded}, ${r.detail}`) : fail(name, `${embedded}: ${r.reason}`, fixes.dir));
-  return r.ok;
+  const opened = await open();
+  try {
+    return await closing(opened, check);
+  } catch (e) {
+    const denied = `check the credentials and their permissions on the ${name === "bucket" ? "bucket" : "table"}`;
+    c.add(fail(name, message(e), diskFix(e) ?? (isObjstateError(e, "ACCESS_DENIED") ? denied : `check ${fixes.flags}`)));
+    return failed;
+  }
 }
 
 /** 3. The object-store endpoint, and 4. the bucket: exists, writable, its conditions and versions. True when the bucket works. */
-async function storeChecks(c: Checks, t: Targets, identity: Identity | undefined, options: ConnectOptions): Promise<boolean> {
-  const reached = await reachCheck(c, "object-store endpoint", t.storeAt, "embedded store", {
+function storeChecks(c: Checks, t: Targets, identity: Identity | undefined, options: ConnectOptions): Promise<boolean> {
+  const fixes = {
+    embedded: "embedded store",
     http: "check --endpoint / PROVIDER_OBJECT_STORE_ENDPOINT and that the server is running and reachable from here",
     dir: `point --endpoint at a directory you can write (file:./.objstate, file:///abs/dir)`,
-  });
-  if (!reached) {
-    c.skip(["bucket"], "the object-store endpoint is not reachable");
-    return false;
-  }
-  const store = await storeOf(t, identity, options);
-  try {
-    return await closing(store, () => bucketChecks(c, store, t, options.lockfile === true));
-  } catch (e) {
-    const fix =
-      diskFix(e) ?? (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the bucket" : "check --bucket and --endpoint");
-    c.add(fail("bucket", message(e), fix));
-    return false;
-  }
+    flags: "--bucket and --endpoint",
+  };
+  const open = () => storeOf(t, identity, options);
+  return behindEndpoint(c, "bucket", t.storeAt, fixes, open, (store) => bucketChecks(c, store, t, options.lockfile === true), false);
 }
 
 async function bucketChecks(c: Checks, store: ObjectStoreDriver, t: Targets, lockfile: boolean): Promise<boolean> {
@@ -350,25 +357,15 @@ async function tableChecks(c: Checks, t: Targets, identity: Identity | undefined
     }
     return no;
   }
-  const reached = await reachCheck(c, "lock-table endpoint", t.table.at, "embedded table", {
+  const { name, at } = t.table;
+  const fixes = {
+    embedded: "embedded table",
     http: "check --kvstore-endpoint and that the server is running and reachable from here",
     dir: "point --kvstore-endpoint at a directory you can write",
-  });
-  if (!reached) {
-    c.skip(["lock table"], "the lock-table endpoint is not reachable");
-    return no;
-  }
-  const locks = await tableOf(t, identity, options);
-  const { name, at } = t.table;
-  try {
-    return await closing(locks, () => tableCheck(c, locks, name, at.kind === "http"));
-  } catch (e) {
-    const fix =
-      diskFix(e) ??
-      (isObjstateError(e, "ACCESS_DENIED") ? "check the credentials and their permissions on the table" : "check --kvstore-table and --kvstore-endpoint");
-    c.add(fail("lock table", message(e), fix));
-    return no;
-  }
+    flags: "--kvstore-table and --kvstore-endpoint",
+  };
+  const open = () => tableOf(t, identity, options);
+  return behindEndpoint(c, "lock table", at, fixes, open, (locks) => tableCheck(c, locks, name, at.kind === "http"), no);
 }
 
 async function tableCheck(c: Checks, locks: LockTableDriver, table: string, http: boolean): Promise<{ ok: boolean; exists: boolean }> {

@@ -13,13 +13,15 @@ import { ConfigError } from "../config/errors.js";
 import type { Opts } from "./options.js";
 import { confirm, interactive } from "./confirm.js";
 import { durationOf } from "../config/setting-parsers.js";
-import { CliError, lockIdFlag, readingFile, readJsonFile, usageError, writeOut } from "./io.js";
+import { CliError, lockIdFlag, readingFile, readJsonFile, usageError, versionFlag, writeOut } from "./io.js";
 import { guardedCall, lockWaiting, requireLocking, stateStored, underGivenLock, withBackend } from "./runtime.js";
+import { once } from "node:events";
+import { promisify } from "node:util";
 import { sourceChanged } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
 import { nodeChildProcess, nodeFs } from "../util/builtins.js";
 import { FILE_LIMITS, openBoundedFile, readBoundedFile } from "../io/read-file.js";
-import { ObjstateError } from "../errors.js";
+import { isObjstateError } from "../errors.js";
 import { formatAgo } from "../console/format.js";
 import {
   backendConfigOf,
@@ -51,8 +53,6 @@ function say(text: string): void {
 function warnAll(warnings: readonly string[]): void {
   for (const w of warnings) process.stderr.write(`objstate: warning: ${w}\n`);
 }
-
-// ---------------------------------------------------------------- synth
 
 /** The flag each option of the real tool's synthesis comes from, for messages. */
 const TARGET_FLAGS: Readonly<Record<string, string>> = {
@@ -130,8 +130,6 @@ export function synthAction(file: string | undefined, opts: Opts): void {
   process.stdout.write(formatToolJson(doc));
 }
 
-// ---------------------------------------------------------------- config
-
 function shownValue(name: string, secret: boolean, s: ResolvedSetting<unknown>): unknown {
   if (s.value === undefined) return null;
   if (secret) return "<redacted>";
@@ -157,33 +155,29 @@ export function configAction(opts: Opts): void {
     };
   });
   // objstate's own setting, beside the seed's fields: explicit or the default.
-  const layout = input.settings.values.layout;
-  const layoutFrom = describeOrigin(input.settings.origins.layout);
+  const from = describeOrigin(input.settings.origins.layout);
+  const layout = { value: input.settings.values.layout, source: from === undefined ? "default" : "explicit", ...(from === undefined ? {} : { from }) };
   const encryption = describeEncryption(input.settings.values.encryption);
   if (opts.json === true) {
-    const layoutShown = { value: layout, source: layoutFrom === undefined ? "default" : "explicit", ...(layoutFrom === undefined ? {} : { from: layoutFrom }) };
     const shown = Object.fromEntries(rows.map(({ name, ...rest }) => [name, rest]));
-    return printJson({ settings: shown, layout: layoutShown, workspace, credentials, encryption });
+    return printJson({ settings: shown, layout, workspace, credentials, encryption });
   }
   const p = paint(process.stdout);
   const text = (v: unknown): string => (v === null ? "-" : typeof v === "string" ? v : JSON.stringify(v));
   const nameW = Math.max(...rows.map((r) => r.name.length));
   const valueW = Math.min(48, Math.max(...rows.map((r) => text(r.value).length)));
   const line = (name: string, value: string, src: string): string => `${name.padEnd(nameW)}  ${value.padEnd(valueW)}  ${src}`;
-  for (const r of rows) {
+  for (const r of [...rows, { name: "layout", via: undefined, ...layout }]) {
     const src = [r.source, r.via === undefined ? "" : `via ${r.via}`, r.from === undefined ? "" : `from ${r.from}`].filter((x) => x !== "").join(", ");
     const l = line(r.name, text(r.value), src);
     say(r.value === null ? p.dim(l) : l);
   }
-  say(line("layout", layout, layoutFrom === undefined ? "default" : `explicit, from ${layoutFrom}`));
   const ws = input.origins["workspace"];
   say(line("workspace", workspace, ws === undefined ? "default" : `from ${describeOrigin(ws)}`));
   say(`credentials: ${credentials}`);
   const encFrom = describeOrigin(input.settings.origins.encryption);
   say(`encryption: ${encryption}${encFrom === undefined ? "" : ` (from ${encFrom})`}`);
 }
-
-// ---------------------------------------------------------------- workspaces
 
 /** `objstate workspace list`; with --json each workspace's lock and last write, as GET /api/v1/workspaces lists them. */
 export async function workspaceListAction(opts: Opts): Promise<void> {
@@ -228,20 +222,16 @@ export async function workspaceDeleteAction(name: string, opts: Opts): Promise<v
   });
 }
 
-// ---------------------------------------------------------------- state
-
-/** `objstate state pull`: the exact stored bytes on stdout. */
+/** `objstate state pull [--version ID]`: the exact stored bytes on stdout (of an old version: read without a lock table). */
 export async function statePullAction(opts: Opts): Promise<void> {
+  const version = versionFlag(opts.version, "--version") ?? versionFlag(opts.versionId, "--version-id");
   const s = selected(opts);
   await withBackend(s, async (backend) => {
-    const progress = Progress.start(process.stderr, `pulling ${backend.describe(s.workspace)}`, undefined);
-    let bytes: Buffer | null;
-    try {
-      // The buffer being filled has the state's size: the line shows bytes against it.
-      bytes = await backend.readState(s.workspace, { onData: (body, filled) => progress.update(filled, body.length), stored: opts.rawEnvelope === true });
-    } finally {
-      progress.done();
-    }
+    if (version !== undefined) return writeOut(await backend.readVersion(s.workspace, version, { stored: opts.rawEnvelope === true }));
+    // The buffer being filled has the state's size: the line shows bytes against it.
+    const bytes = await Progress.during(process.stderr, `pulling ${backend.describe(s.workspace)}`, undefined, (p) =>
+      backend.readState(s.workspace, { onData: (body, filled) => p.update(filled, body.length), stored: opts.rawEnvelope === true }),
+    );
     if (bytes === null) throw new CliError("STATE_NOT_FOUND", `no stored state for workspace ${s.workspace} at ${backend.describe(s.workspace)}`);
     await writeOut(bytes);
   });
@@ -270,9 +260,7 @@ function openStateInput(file: string): { name: string; size: number; body: Buffe
  * buffers (a consumer may hold one). A file that shrank is `INPUT_CHANGED`; bytes changed in place fail the MD5.
  */
 function fileSource(fd: number, size: number, name: string): ByteSource {
-  const fs = nodeFs();
-  const readAt = (buf: Buffer, off: number, len: number, pos: number): Promise<number> =>
-    new Promise((resolve, reject) => fs.read(fd, buf, off, len, pos, (e, n) => (e ? reject(e) : resolve(n))));
+  const read = promisify(nodeFs().read);
   return {
     size,
     async *open() {
@@ -280,7 +268,7 @@ function fileSource(fd: number, size: number, name: string): ByteSource {
         const n = Math.min(CHUNK, size - pos);
         const buf = Buffer.allocUnsafe(n);
         for (let got = 0; got < n;) {
-          const r = await readAt(buf, got, n - got, pos + got);
+          const { bytesRead: r } = await read(fd, buf, got, n - got, pos + got);
           if (r === 0) throw sourceChanged(name, size, pos + got);
           got += r;
         }
@@ -300,15 +288,11 @@ export async function statePushAction(file: string, opts: Opts): Promise<void> {
     await withBackend(s, async (backend) => {
       const where = backend.describe(s.workspace);
       const operation = { operation: "state push", info: `objstate state push ${state.name}` };
-      const { result, locked } = await underGivenLock(backend, s.workspace, lockId, s.input.settings.values.lockTimeout, operation, async (id) => {
-        const progress = Progress.start(process.stderr, `pushing ${where}`, state.size);
-        try {
-          const onProgress = (sent: number): void => progress.update(sent);
-          return await backend.writeState(s.workspace, state.body, { lockId: id, force: opts.force === true, onProgress, onStored: stateStored });
-        } finally {
-          progress.done();
-        }
-      });
+      const { result, locked } = await underGivenLock(backend, s.workspace, lockId, s.input.settings.values.lockTimeout, operation, (id) =>
+        Progress.during(process.stderr, `pushing ${where}`, state.size, (p) =>
+          backend.writeState(s.workspace, state.body, { lockId: id, force: opts.force === true, onProgress: (sent) => p.update(sent), onStored: stateStored }),
+        ),
+      );
       if (opts.json === true) return printJson({ workspace: s.workspace, path: where, bytes: state.size, locked, written: result.written, md5: result.md5 });
       if (!result.written) return say(`${where} already holds this state (MD5 ${result.md5}); nothing written`);
       say(`pushed ${formatBytes(state.size)} to ${where}${locked ? "" : " (not locked: no lock table)"}`);
@@ -365,8 +349,6 @@ export async function stateRekeyAction(opts: Opts): Promise<void> {
     if (opts.json === true) printJson(rekeyJson(results));
   });
 }
-
-// ---------------------------------------------------------------- locks
 
 /** `objstate lock [-- command …]`: take the lock and print its ID, or hold it while a command runs. */
 export async function lockAction(opts: Opts, command: readonly string[] = []): Promise<void> {
@@ -470,22 +452,15 @@ async function runUnderLock(
     });
     const onLost = (): boolean => child.kill("SIGTERM");
     lock.signal?.addEventListener("abort", onLost, { once: true });
-    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    let failure: unknown;
-    try {
-      exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-        child.on("error", (e) => reject(new CliError("COMMAND_FAILED", `could not run ${file}: ${e.message}`, { cause: e })));
-        child.on("exit", (c, s) => resolve({ code: c, signal: s }));
-      });
-    } catch (e) {
-      failure = e;
-    }
+    const exit = await once(child, "exit").then(
+      ([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }),
+      (e: Error) => new CliError("COMMAND_FAILED", `could not run ${file}: ${e.message}`, { cause: e }),
+    );
     lock.signal?.removeEventListener("abort", onLost);
     // A lease lost while the command ran is what to report, whatever the command did.
     const lost: unknown = lock.signal?.aborted === true ? lock.signal.reason : undefined;
-    if (lost instanceof ObjstateError && lost.code === "LOCK_LOST")
-      throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, { cause: lost });
-    if (failure !== undefined || exit === undefined) throw failure;
+    if (isObjstateError(lost, "LOCK_LOST")) throw new CliError("LOCK_LOST", `${lost.message}; the command was stopped`, { cause: lost });
+    if (exit instanceof CliError) throw exit;
     return exit;
   });
   // The command's own code is named, not passed on: its 3-7 would read as objstate's (locked, conflict…).

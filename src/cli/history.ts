@@ -1,25 +1,14 @@
-/** `state history`, `state diff`, `state rollback` and `state pull --version` (docs/design.md §9): versions read without a lock table. */
+/** `state history`, `state diff` and `state rollback` (docs/design.md §9): versions read without a lock table. */
 import type { ObjectStoreBackend, StateVersion } from "../backend/backend.js";
 import { formatStateDiff, type StateDiff } from "../state/diff.js";
 import { confirm, interactive } from "./confirm.js";
-import { CliError, countFlag, idFlag, lockIdFlag, usageError, writeOut } from "./io.js";
+import { CliError, countFlag, lockIdFlag, usageError, versionFlag, writeOut } from "./io.js";
 import { refuseLockIdWithoutLocking, underLock, withBackend } from "./runtime.js";
 import { selected } from "./settings.js";
 import { colorsAllowed, formatBytes, printJson, table } from "./term.js";
 import { printable as safe } from "../util/printable.js";
 import { historyEntryJson, principalText, rollbackJson, versionDiffJson } from "../wire/shapes.js";
 import type { Opts } from "./options.js";
-
-function versionFlag(v: string | undefined, flag: string): string | undefined {
-  return idFlag(v, `${flag} needs a version ID (objstate state history lists them)`, "INVALID_VERSION_ID");
-}
-
-/** `objstate state pull --version ID` (program.ts routes here when it is given): that version's bytes, exactly as stored. */
-export async function statePullVersionAction(opts: Opts): Promise<void> {
-  const version = (versionFlag(opts.version, "--version") ?? versionFlag(opts.versionId, "--version-id")) as string;
-  const s = selected(opts);
-  await withBackend(s, async (backend) => writeOut(await backend.readVersion(s.workspace, version, { stored: opts.rawEnvelope === true })));
-}
 
 /** One line of `state history`: the columns, then who wrote it and how. */
 function versionRow(v: StateVersion): string[] {
@@ -47,7 +36,6 @@ function versionRow(v: StateVersion): string[] {
   ];
 }
 
-/** `objstate state history [-w W] [--limit N] [--json]`. */
 export async function stateHistoryAction(opts: Opts): Promise<void> {
   const limit = countFlag(opts.limit, "--limit", "INVALID_LIMIT");
   const s = selected(opts);
@@ -93,8 +81,8 @@ async function confirmRollback(backend: ObjectStoreBackend, workspace: string, t
 
 /** `objstate state rollback --to V`: shows the diff and asks first unless --yes (which it needs when no one is at a terminal). */
 export async function stateRollbackAction(opts: Opts): Promise<void> {
-  const to = versionFlag(opts.to, "--to");
-  if (to === undefined) throw usageError("--to needs the version to roll back to (objstate state history lists them)", "INVALID_VERSION_ID");
+  // Commander requires --to.
+  const to = versionFlag(opts.to, "--to") as string;
   const ask = opts.yes !== true;
   if (ask && !interactive()) {
     throw usageError(

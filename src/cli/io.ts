@@ -24,16 +24,20 @@ export function exitCodeOf(e: unknown): number {
   return e instanceof ObjstateError ? ERROR_CODES[e.code].exit : EXIT.error;
 }
 
-/** Read and parse a JSON file (config or props; `-` is standard input): unreadable or oversized is refused at once, naming the file; broken JSON names its line. */
-export function readJsonFile(file: string): unknown {
-  const text = readingFile(() => readBoundedFile(file, FILE_LIMITS.config).bytes.toString("utf8"));
+/** `text` parsed; broken JSON is `error(where)`, never JSON.parse's message nor its cause: they quote the text, and these texts hold secrets. */
+export function parseJson(text: string, error: (where: string) => CliError): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
     const { problem, at } = jsonSyntaxProblem(e, text);
-    // The cause stays off: JSON.parse's message quotes the text, and these files hold secrets.
-    throw new CliError("INVALID_JSON", `${file === "-" ? "standard input" : file} is not valid JSON${at === "" ? "" : ` ${at}`}: ${problem}`);
+    throw error(`${at === "" ? "" : ` ${at}`}: ${problem}`);
   }
+}
+
+/** Read and parse a JSON file (config or props; `-` is standard input): unreadable or oversized is refused at once, naming the file; broken JSON names its line. */
+export function readJsonFile(file: string): unknown {
+  const text = readingFile(() => readBoundedFile(file, FILE_LIMITS.config).bytes.toString("utf8"));
+  return parseJson(text, (where) => new CliError("INVALID_JSON", `${file === "-" ? "standard input" : file} is not valid JSON${where}`));
 }
 
 /** Run `read`: a file it cannot read is `FILE_UNREADABLE`, one too large `FILE_TOO_LARGE` (with `tooLargeAdvice`), both exit 2. */
@@ -89,8 +93,13 @@ export function lockIdFlag(id: string | undefined): string | undefined {
   return idFlag(id, "--lock-id needs the ID printed by objstate lock", "INVALID_LOCK_ID");
 }
 
+/** A version ID flag (`--version`, `--from`): an ID from `objstate state history`. */
+export function versionFlag(v: string | undefined, flag: string): string | undefined {
+  return idFlag(v, `${flag} needs a version ID (objstate state history lists them)`, "INVALID_VERSION_ID");
+}
+
 /** An ID flag's value, trimmed; an empty one is refused with `message`. */
-export function idFlag(v: string | undefined, message: string, code: UsageCode): string | undefined {
+function idFlag(v: string | undefined, message: string, code: UsageCode): string | undefined {
   if (v === undefined) return undefined;
   if (v.trim() === "") throw usageError(message, code);
   return v.trim();

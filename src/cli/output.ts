@@ -16,40 +16,24 @@ import { printable } from "../util/printable.js";
 /** Name under which the CLI reads the remote state (appears in library messages). */
 const REMOTE_NAME = "objstate_output";
 
-/** `objstate output`. */
 export async function outputAction(name: string | undefined, opts: Opts): Promise<void> {
   const raw = opts.raw === true;
   const json = opts.json === true;
-  const showSensitive = opts.showSensitive === true;
   if (raw && name === undefined) throw usageError("--raw prints one output: give its NAME (objstate output NAME --raw)");
   const input = gatherSettings(opts);
-  const config = remoteStateConfigOf(input);
+  const remote = new DataRemoteStateObjectStore(REMOTE_NAME, remoteStateConfigOf(input));
   // A read of outputs takes no lock: no lease, no lockfile.
-  const { timeouts, layout, digestRetry, encryption } = connectOptionsOf(input.settings);
-  const outputs = await new DataRemoteStateObjectStore(REMOTE_NAME, config).fetchOutputs({
-    env: process.env,
-    onWarning: warn,
-    timeouts,
-    layout,
-    digestRetry,
-    encryption,
-    // The CLI reads the workspace's own state: the state target's methods, not a data source's.
-    encryptionTarget: { kind: "state" },
-  });
+  const { ttl: _ttl, lockfile: _lockfile, ...read } = connectOptionsOf(input.settings);
+  // The CLI reads the workspace's own state: the state target's methods, not a data source's.
+  const outputs = await remote.fetchOutputs({ env: process.env, onWarning: warn, ...read, encryptionTarget: { kind: "state" } });
   const workspace = input.workspace ?? "default";
   const where = outputs.source.location === undefined ? `workspace ${workspace}` : `workspace ${workspace} at ${outputs.source.location}`;
 
   if (name === undefined) {
     const names = outputs.names();
-    const hidden = (n: string): boolean => !showSensitive && outputs.isSensitive(n);
-    if (json) {
-      process.stdout.write(`${outputsJsonText(outputs, hidden)}\n`);
-      return;
-    }
-    if (names.length === 0) {
-      process.stderr.write(`objstate: the state of ${where} has no outputs\n`);
-      return;
-    }
+    const hidden = (n: string): boolean => opts.showSensitive !== true && outputs.isSensitive(n);
+    if (json) return void process.stdout.write(`${outputsJsonText(outputs, hidden)}\n`);
+    if (names.length === 0) return void process.stderr.write(`objstate: the state of ${where} has no outputs\n`);
     for (const n of names) process.stdout.write(`${printable(n)} = ${hidden(n) ? SENSITIVE : outputs.toJSONText(n)}\n`);
     return;
   }
@@ -61,13 +45,8 @@ export async function outputAction(name: string | undefined, opts: Opts): Promis
       `no output "${name}" in ${where}; ${names.length === 0 ? "there are no outputs" : `available: ${names.join(", ")}`}`,
     );
   }
-  if (raw) {
-    // As the tool's `output -raw`: the bare text, no quotes and no trailing newline.
-    process.stdout.write(rawText(outputs, name));
-    return;
-  }
-  // With --json as the tool's `output -json NAME`: the value alone, on one line.
-  process.stdout.write(`${json ? asToolWritesJson(outputs.toJSONText(name)) : outputs.toJSONText(name)}\n`);
+  // --raw as the tool's `output -raw` (no trailing newline); --json as its `output -json NAME`: the value alone, on one line.
+  process.stdout.write(raw ? rawText(outputs, name) : `${json ? asToolWritesJson(outputs.toJSONText(name)) : outputs.toJSONText(name)}\n`);
 }
 
 /** What `--raw` prints, as the tool's `output -raw`: a string as is, a number in plain decimal (`1e3` is `1000`), a boolean; nothing else. */

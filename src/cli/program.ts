@@ -56,9 +56,7 @@ function jsonOption(cmd: Command, what = "print the result as JSON"): Command {
 /** `--json`, `--lock-id` and `--lock` of the commands that write under the workspace's lock. */
 function writeOptions(cmd: Command): Command {
   return jsonOption(cmd)
-    .addOption(
-      new Option("--lock-id <id>", "write under this lock, which you hold (the ID printed by objstate lock); it stays held: release it with objstate unlock"),
-    )
+    .option("--lock-id <id>", "write under this lock, which you hold (the ID printed by objstate lock); it stays held: release it with objstate unlock")
     .addOption(
       new Option(
         "--lock <bool>",
@@ -67,7 +65,6 @@ function writeOptions(cmd: Command): Command {
     );
 }
 
-/** `--role GLOB=ROLES`, repeatable. */
 function roleOption(cmd: Command, what: string): Command {
   return cmd.option("--role <glob=roles>", what, (v: string, prev: string[] | undefined) => [...(prev ?? []), v]);
 }
@@ -79,11 +76,9 @@ function versionText(): string {
 
 /** `--no-color` on every command (the program's own is only for words before the command). */
 function noColorOption(cmd: Command): Command {
-  return cmd.addOption(
-    new Option(
-      "--no-color",
-      "no colours in the output, whatever FORCE_COLOR says (without it: colours on a terminal unless NO_COLOR is set, and anywhere FORCE_COLOR=1)",
-    ),
+  return cmd.option(
+    "--no-color",
+    "no colours in the output, whatever FORCE_COLOR says (without it: colours on a terminal unless NO_COLOR is set, and anywhere FORCE_COLOR=1)",
   );
 }
 
@@ -147,8 +142,8 @@ function basicCommands(root: Command, leaf: Leaf): void {
         "write the configuration of the tool's own backend, which Terraform and OpenTofu read unchanged: s3 or oss (this bucket and table), http (objstate serve, which holds the store settings)",
       ).choices(["s3", "oss", "http"]),
     )
-    .addOption(new Option("--serve-url <url>", "with --for http: the URL the tool reaches objstate serve by, such as http://127.0.0.1:8080"))
-    .addOption(new Option("--username <name>", "with --for http: the user the tool logs in as (the password is never written: set TF_HTTP_PASSWORD)"));
+    .option("--serve-url <url>", "with --for http: the URL the tool reaches objstate serve by, such as http://127.0.0.1:8080")
+    .option("--username <name>", "with --for http: the user the tool logs in as (the password is never written: set TF_HTTP_PASSWORD)");
   leaf(synth, "synth", { workspace: true }, async (o, [file]) => (await commands()).synthAction(file as string | undefined, o));
 
   const config = root.command("config").description("show the effective settings, where each came from, and the credentials source (secrets redacted)");
@@ -163,33 +158,30 @@ function basicCommands(root: Command, leaf: Leaf): void {
   leaf(writeOptions(remove), "workspace delete", {}, async (o, [name]) => (await commands()).workspaceDeleteAction(name as string, o));
 }
 
-/** `state …`. */
 function stateCommands(root: Command, leaf: Leaf): void {
   const state = root.command("state").description("read and write a workspace's state");
   const pull = state
     .command("pull")
     .description("print the stored state, byte for byte, on standard output")
     // The subcommand's own --version (an ID from state history) wins over the program's.
-    .addOption(new Option("--version <id>", "print this version (an ID from objstate state history) instead of the current one; needs no lock table"))
+    .option("--version <id>", "print this version (an ID from objstate state history) instead of the current one; needs no lock table")
     .addOption(new Option("--version-id <id>", "the same as --version").hideHelp())
-    .addOption(new Option("--raw-envelope", "with encryption configured: print the stored envelope instead of the decrypted state"));
-  leaf(pull, "state pull", { workspace: true }, async (o) =>
-    o.version !== undefined || o.versionId !== undefined ? (await history()).statePullVersionAction(o) : (await commands()).statePullAction(o),
-  );
+    .option("--raw-envelope", "with encryption configured: print the stored envelope instead of the decrypted state");
+  leaf(pull, "state pull", { workspace: true }, async (o) => (await commands()).statePullAction(o));
   const list = state
     .command("history")
     .description(
       "list the versions of a workspace's state, newest first: ID, time, size, serial, lineage, and who wrote it with which operation (needs bucket versioning)",
     )
-    .addOption(new Option("--limit <n>", "list at most this many versions (the newest)"));
+    .option("--limit <n>", "list at most this many versions (the newest)");
   leaf(jsonOption(list), "state history", { workspace: true }, async (o) => (await history()).stateHistoryAction(o));
   const diff = state
     .command("diff")
     .description(
       "show resources and outputs added, removed and changed between two versions (default: the previous version against the current one); sensitive values show as <sensitive>; exit 0 either way",
     )
-    .addOption(new Option("--from <id>", "the older side: a version ID from objstate state history [default: the version before --to]"))
-    .addOption(new Option("--to <id>", "the newer side: a version ID [default: the current version]"));
+    .option("--from <id>", "the older side: a version ID from objstate state history [default: the version before --to]")
+    .option("--to <id>", "the newer side: a version ID [default: the current version]");
   leaf(jsonOption(diff), "state diff", { workspace: true }, async (o) => (await history()).stateDiffAction(o));
   const rollback = state
     .command("rollback")
@@ -214,7 +206,7 @@ function stateCommands(root: Command, leaf: Leaf): void {
       "under the lock: commit a write that was stored but never committed (torn write), write the committed state again over a late write that never committed, remove a digest left without a state, and remove leftovers of dead writers",
     )
     .option("--force", "record the digest of whatever is stored, even when it does not prove a complete objstate write")
-    .addOption(new Option("--older-than <duration>", "remove leftovers at least this old; younger ones may belong to a writer still at work [default: 1h]"));
+    .option("--older-than <duration>", "remove leftovers at least this old; younger ones may belong to a writer still at work [default: 1h]");
   leaf(writeOptions(repair), "state repair", { workspace: true }, async (o) => (await commands()).stateRepairAction(o));
   const rekey = state
     .command("rekey")
@@ -268,7 +260,6 @@ function lockAndOutputCommands(root: Command, leaf: Leaf): void {
   leaf(output, "output", { workspace: true, defaults: true }, async (o, [name]) => (await import("./output.js")).outputAction(name as string | undefined, o));
 }
 
-/** `doctor` and `init`. */
 function adminCommands(root: Command, leaf: Leaf): void {
   const doctor = root.command("doctor").description("check each link in order: settings, credentials, endpoints, bucket, lock table, digest");
   leaf(jsonOption(doctor), "doctor", { workspace: true }, async (o) => (await import("./admin.js")).doctorAction(o));
@@ -281,17 +272,13 @@ function adminCommands(root: Command, leaf: Leaf): void {
       "--versioning",
       "turn on bucket versioning: every write keeps the version it replaces (what state history and rollback need); the embedded store always keeps versions",
     )
-    .addOption(
-      new Option(
-        "--keep-days <n>",
-        "with --versioning: let noncurrent versions expire this many days after they were replaced (a lifecycle rule; nothing expires without one)",
-      ),
+    .option(
+      "--keep-days <n>",
+      "with --versioning: let noncurrent versions expire this many days after they were replaced (a lifecycle rule; nothing expires without one)",
     )
-    .addOption(
-      new Option(
-        "--keep-versions <n>",
-        "with --versioning: keep at least this many newest noncurrent versions of each state (S3 NewerNoncurrentVersions; Ceph RGW does not support it, and objstate then sets nothing)",
-      ),
+    .option(
+      "--keep-versions <n>",
+      "with --versioning: keep at least this many newest noncurrent versions of each state (S3 NewerNoncurrentVersions; Ceph RGW does not support it, and objstate then sets nothing)",
     );
   leaf(jsonOption(init), "init", {}, async (o) => (await import("./admin.js")).initAction(o));
 }

@@ -1,8 +1,14 @@
 /** What every command that talks to the store needs: a connected backend, and interrupts while a lock is wanted or held. */
-import { ObjectStoreBackend, type ConnectOptions, type LockInfo, type LockOptions, type LockScope, type LockWait } from "../backend/backend.js";
-import type { UnderLockOptions } from "../backend/backend.js";
+import {
+  ObjectStoreBackend,
+  type ConnectOptions,
+  type LockInfo,
+  type LockOptions,
+  type LockScope,
+  type LockWait,
+  type UnderLockOptions,
+} from "../backend/backend.js";
 import { forceUnlockCommand } from "../backend/locks/locking.js";
-import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import { resolveEffectiveSettings } from "../credentials/index.js";
 import { formatWait } from "../backend/locks/waiting.js";
 import type { Settings } from "../config/settings-table.js";
@@ -18,14 +24,9 @@ export function adminOptionsOf(own: Settings): ConnectOptions {
   return { ...connectOptionsOf(own), env: process.env, onWarning: warn };
 }
 
-/** Connect the backend with the command's settings. Close it when done. */
-export function connect(config: ObjectStoreBackendConfig, own: Settings, options: Omit<ConnectOptions, "env" | "onWarning"> = {}): Promise<ObjectStoreBackend> {
-  return ObjectStoreBackend.connect(config, { ...adminOptionsOf(own), ...options });
-}
-
 /** Connect with the command's settings, run `work` with the backend, and close it whatever happens. */
 export async function withBackend<T>(s: Omit<Selected, "workspace">, work: (backend: ObjectStoreBackend) => Promise<T>): Promise<T> {
-  return closing(await connect(s.config, s.input.settings), work);
+  return closing(await ObjectStoreBackend.connect(s.config, adminOptionsOf(s.input.settings)), work);
 }
 
 /** Refuse a command that needs locks when none is configured: checked before connecting, so connect's "not locked" warning does not appear. */
@@ -44,8 +45,6 @@ export function refuseLockIdWithoutLocking(backend: ObjectStoreBackend, lockId: 
   if (lockId !== undefined && !backend.lockingEnabled)
     throw usageError("--lock-id was given, but no lock table is configured (kvstoreTable), so there is no lock to write under", "NO_LOCK_TABLE");
 }
-
-// ---------------------------------------------------------------- interrupts
 
 /**
  * What the process is doing with a lock, for SIGINT, SIGTERM and SIGHUP: idle, quit at once; a lock

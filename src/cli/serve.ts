@@ -1,11 +1,13 @@
 /** `objstate serve` (the server over the configured store), `serve hash-password` and `serve token …`. */
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { buffer } from "node:stream/consumers";
 import { interactive, readSecret } from "./confirm.js";
 import { durationOf } from "../config/setting-parsers.js";
-import { table, warn } from "./term.js";
+import { printJson, table, warn } from "./term.js";
 import { usageError } from "./io.js";
 import type { Opts } from "./options.js";
-import { connect } from "./runtime.js";
+import { adminOptionsOf } from "./runtime.js";
+import { ObjectStoreBackend } from "../backend/backend.js";
 import { formKeyOf, readSecretFile } from "./secret-file.js";
 import { backendConfigOf, gatherSettings } from "./settings.js";
 import { parsePublicUrl } from "../server/gate.js";
@@ -48,7 +50,8 @@ export async function serveAction(opts: Opts): Promise<void> {
   // Without it each process makes its own key: a form served by one replica fails on another.
   const csrfKey = v.secretFile === undefined ? undefined : formKeyOf(readSecretFile(v.secretFile));
   // Repairs a request made on its own (a torn write committed by a GET) are the operator's to know.
-  const backend = await connect(backendConfigOf(input), input.settings, {
+  const backend = await ObjectStoreBackend.connect(backendConfigOf(input), {
+    ...adminOptionsOf(input.settings),
     onRepair: ({ workspace, action, md5, generation, serial, lockId, message }) =>
       logger.event("warn", "state repaired", { workspace, action, md5, generation, serial, lockId, detail: message }),
   });
@@ -124,15 +127,12 @@ export async function hashPasswordAction(opts: Opts): Promise<void> {
   const name = opts.user ?? "";
   if (name === "" || name.includes(":")) throw usageError('--user must be a non-empty name without ":"', "INVALID_USER");
   const roles = parseRoleFlags(opts.role ?? ["*=read"]);
-  const password = interactive() ? await promptTwice(name) : (await readAllStdin()).replace(/\r?\n$/, "");
+  const password = interactive() ? await promptTwice(name) : (await buffer(process.stdin)).toString("utf8").replace(/\r?\n$/, "");
   if (password === "")
     throw usageError("no password on standard input: pipe it in (printf '%s' \"$PASSWORD\" | objstate serve hash-password --user NAME)", "NO_PASSWORD");
   const hash = await hashPassword(password);
   const file = opts.users;
-  if (file === undefined) {
-    process.stdout.write(`${JSON.stringify({ [name]: { password: hash, roles } }, null, 2)}\n`);
-    return;
-  }
+  if (file === undefined) return printJson({ [name]: { password: hash, roles } });
   const before = existsSync(file) ? readFileSync(file, "utf8") : undefined;
   const next = withUser(before, name, hash, roles, file);
   // The mode option applies only to a file being created: an existing one is fixed before the new hash goes in.
@@ -179,7 +179,6 @@ export async function tokenCreateAction(opts: Opts): Promise<void> {
   process.stdout.write(`${token}\n`);
 }
 
-/** `objstate serve token list --users FILE`. */
 export function tokenListAction(opts: Opts): void {
   const tokens = listTokens(tokensFileOf(opts));
   const roles = (r: TokenRecord): string =>
@@ -197,7 +196,6 @@ export function tokenListAction(opts: Opts): void {
   process.stdout.write(`${table(rows)}\n`);
 }
 
-/** `objstate serve token revoke ID --users FILE`. */
 export async function tokenRevokeAction(id: string, opts: Opts): Promise<void> {
   const r = await revokeToken(tokensFileOf(opts), id);
   process.stderr.write(`objstate: token ${r.id} of ${r.user} revoked at ${r.revoked}\n`);
@@ -210,10 +208,4 @@ async function promptTwice(name: string): Promise<string> {
   const again = await readSecret(`The same password again: `);
   if (again !== first) throw usageError("the two passwords differ: nothing was written; run the command again", "PASSWORDS_DIFFER");
   return first;
-}
-
-async function readAllStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
 }

@@ -8,8 +8,7 @@ import { DEFAULT_WORKSPACE } from "../config/layout.js";
 import { isPlainObject, RULES } from "../config/rules.js";
 import { suggestion } from "../config/validate.js";
 import { AWS_ENV } from "../resolve/settings.js";
-import { jsonSyntaxProblem } from "../json/syntax-error.js";
-import { readJsonFile, usageError } from "./io.js";
+import { parseJson, readJsonFile, usageError } from "./io.js";
 import {
   parseSettings,
   SETTINGS_TABLE,
@@ -163,8 +162,7 @@ function fromProps(obj: Record<string, unknown>, path: string): FileSettings {
 }
 
 /** Read a `--config` file: ObjectStoreBackendConfig props (plus `workspace` and `defaults`), tool JSON (`tool.backend.objectstore`), or a `synth` props document (its `backend`). */
-function loadConfigFile(file: string): FileSettings {
-  const name = file === "-" ? "standard input" : file;
+function loadConfigFile(file: string, name: string): FileSettings {
   const doc = readJsonFile(file);
   if (!isPlainObject(doc))
     fileError(name, `expected a JSON object: ObjectStoreBackendConfig props ({"bucket": …}) or tool JSON ({"tool": {"backend": {"objectstore": {…}}}})`);
@@ -182,19 +180,6 @@ function parseInteger(flag: string, f: FieldSpec, text: string): number {
   return Number(text.trim());
 }
 
-function parseDefaults(text: string, label: string): Record<string, unknown> {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (e) {
-    // Not JSON.parse's message, nor the cause: it quotes the text, and defaults may hold secrets.
-    const { problem, at } = jsonSyntaxProblem(e, text);
-    throw usageError(`${label} must be a JSON object, got invalid JSON${at === "" ? "" : ` ${at}`}: ${problem}`, "INVALID_VALUE");
-  }
-  if (!isPlainObject(v)) throw usageError(`${label} must be a JSON object`, "INVALID_VALUE");
-  return v;
-}
-
 /** The explicit settings of a command from its parsed options (flags and `--config`), and its settings-table values. */
 export function gatherSettings(opts: Opts, env: Readonly<Record<string, string | undefined>> = process.env): SettingsInput {
   const file = opts.config;
@@ -205,7 +190,7 @@ export function gatherSettings(opts: Opts, env: Readonly<Record<string, string |
   let defaults: Record<string, unknown> | undefined;
   let section: unknown;
   if (file !== undefined && fileName !== undefined) {
-    const fs = loadConfigFile(file);
+    const fs = loadConfigFile(file, fileName);
     section = fs.objstate;
     const from = (k: string): Origin & { kind: "file" } => ({ kind: "file", file: fileName, key: fs.keys[k] ?? k });
     for (const [k, v] of Object.entries(fs.props)) {
@@ -238,7 +223,9 @@ export function gatherSettings(opts: Opts, env: Readonly<Record<string, string |
   }
   const d = opts.defaults;
   if (d !== undefined) {
-    defaults = parseDefaults(d, "--defaults");
+    const v = parseJson(d, (where) => usageError(`--defaults must be a JSON object, got invalid JSON${where}`, "INVALID_VALUE"));
+    if (!isPlainObject(v)) throw usageError("--defaults must be a JSON object", "INVALID_VALUE");
+    defaults = v;
     origins["defaults"] = { kind: "flag", flag: "--defaults" };
   }
   const settings = parseSettings(settingFlagsOf(opts), fileName === undefined ? undefined : { file: fileName, section }, env);

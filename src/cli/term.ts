@@ -46,7 +46,6 @@ export function warn(message: string, code = message): void {
   process.stderr.write(`${paint(process.stderr).yellow("objstate: warning:")} ${printable(message)}\n`);
 }
 
-/** Two-space indented JSON with a trailing newline. */
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
@@ -71,7 +70,6 @@ export class Progress {
   private sent: number | undefined;
   /** The size learnt during the transfer, when it was not known at the start. */
   private lateTotal: number | undefined;
-  private shown = false;
   private lastWidth = 0;
 
   private constructor(
@@ -94,6 +92,16 @@ export class Progress {
     }, delay);
     p.timer.unref();
     return p;
+  }
+
+  /** Run `work` with a progress line on `stream`, erased when it ends. */
+  static async during<T>(stream: OutStream, label: string, total: number | undefined, work: (p: Progress) => Promise<T>): Promise<T> {
+    const p = Progress.start(stream, label, total);
+    try {
+      return await work(p);
+    } finally {
+      p.done();
+    }
   }
 
   /** Bytes moved so far, and the total once it is known (a download's). */
@@ -120,24 +128,18 @@ export class Progress {
 
   private render(): void {
     this.frame++;
-    const columns = this.stream.columns ?? 0;
-    const width = Math.max(20, (columns > 0 ? columns : 80) - 1);
-    let text = this.line();
-    if (text.length > width) text = text.slice(0, width);
+    const text = this.line().slice(0, Math.max(20, (this.stream.columns || 80) - 1));
     this.stream.write(`\r${text.padEnd(this.lastWidth)}`);
     this.lastWidth = text.length;
-    this.shown = true;
   }
 
   /** Stop and erase the line. */
   done(): void {
-    if (this.timer !== undefined) {
-      clearTimeout(this.timer);
-      clearInterval(this.timer);
-      this.timer = undefined;
-    }
-    if (this.shown) this.stream.write(`\r${" ".repeat(this.lastWidth)}\r`);
-    this.shown = false;
+    // clearTimeout stops an interval too.
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.lastWidth > 0) this.stream.write(`\r${" ".repeat(this.lastWidth)}\r`);
+    this.lastWidth = 0;
   }
 }
 
