@@ -133,7 +133,6 @@ function listenFailed(e: unknown, host: string, port: number): ObjstateError {
 function serveWarnings(o: ServerOptions, url: string, loopback: boolean): [string, string][] {
   const { users, tls, backend } = o;
   const out: [string, string][] = [];
-  // Off loopback without users, listen required insecureNoAuth.
   if (users === undefined && !loopback)
     out.push([
       `SERVING ${url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`,
@@ -221,36 +220,31 @@ export class ObjstateServer {
     this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend, { compare: diffInWorker });
     this.csrf = new CsrfTokens(options.csrfKey === undefined ? {} : { key: options.csrfKey });
     this.gate = new RequestGate({ publicUrls: options.publicUrls, tls: options.tls !== undefined });
-    const metrics = async (ctx: Ctx): Promise<void> => send(ctx, 200, await this.metrics.text(), { "Content-Type": METRICS_CONTENT_TYPE });
     this.router = new Router<Route>([
       { method: "GET", path: "/healthz", handler: (ctx) => Promise.resolve(sendJson(ctx, 200, { status: "ok" })) },
       { method: "GET", path: "/readyz", handler: (ctx) => this.ready(ctx) },
-      { method: "GET", path: "/metrics", handler: metrics },
+      { method: "GET", path: "/metrics", handler: async (ctx) => send(ctx, 200, await this.metrics.text(), { "Content-Type": METRICS_CONTENT_TYPE }) },
       ...STATE_ROUTES,
       ...API_ROUTES,
     ]);
-    this.server = this.createServer((req, res) => void this.handle(req, res).catch((e: unknown) => lastResort(res, e, logger)));
-    this.connections = new ConnectionGuard(
-      this.server,
-      { maxConnections: options.maxConnections, maxPerClient: options.maxConnectionsPerClient, windowMs: this.clientTimeoutMs },
-      logger,
-    );
-  }
-
-  private createServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Server {
-    const t = this.options.tls;
+    const t = options.tls;
     // Stalled headers are found by a periodic sweep: often enough for the timeout to mean what it says.
     const base = { connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(this.clientTimeoutMs / 2))) };
     const mtls = t?.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true };
-    const server =
+    const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res).catch((e: unknown) => lastResort(res, e, logger));
+    const server = (this.server =
       t === undefined
         ? createHttpServer(base, handler)
-        : createHttpsServer({ ...base, cert: t.cert, key: t.key, minVersion: "TLSv1.2", ciphers: TLS12_CIPHERS, honorCipherOrder: true, ...mtls }, handler);
+        : createHttpsServer({ ...base, cert: t.cert, key: t.key, minVersion: "TLSv1.2", ciphers: TLS12_CIPHERS, honorCipherOrder: true, ...mtls }, handler));
     // Headers have a deadline; bodies only a minimum rate (connections.ts), so a large upload on a slow link lives.
     server.headersTimeout = this.clientTimeoutMs;
     server.requestTimeout = 0;
     server.keepAliveTimeout = 5_000;
-    return server;
+    this.connections = new ConnectionGuard(
+      server,
+      { maxConnections: options.maxConnections, maxPerClient: options.maxConnectionsPerClient, windowMs: this.clientTimeoutMs },
+      logger,
+    );
   }
 
   async listen(host: string, port: number): Promise<AddressInfo> {
@@ -284,9 +278,8 @@ export class ObjstateServer {
     this.closing = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
-    if (this.inFlight > 0) {
+    if (this.inFlight > 0)
       await Promise.race([new Promise<void>((resolve) => (this.drained = resolve)), new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref())]);
-    }
     this.server.closeAllConnections();
     await closed;
     await this.options.identity?.close();
@@ -306,11 +299,10 @@ export class ObjstateServer {
     const found: Authenticated = refusal === undefined ? await this.auth.authenticate(ctx.req) : ctx;
     trace.user = found.user.name;
     Object.assign(ctx, found);
-    const who = found.user;
     return handleConsole(ctx.req, ctx.res, {
-      user: who.name,
+      user: found.user.name,
       principal: ctx.principal,
-      can: (role, workspace) => allowed(who, role, workspace),
+      can: (role, workspace) => allowed(found.user, role, workspace),
       log: (entry: ConsoleLogEntry) => {
         const { user, action, workspace, outcome, detail, lockId, from, code } = entry;
         this.logger.event(outcome === "ok" ? "info" : "warn", "console action", { user, action, workspace, outcome, detail });
@@ -444,8 +436,7 @@ export class ObjstateServer {
   }
 }
 
-/** One error-to-answer mapping for every route: status from the code (errors.ts), its headers, a body quoting nothing only the log may see. */
-/** Answer a failure: the holder's lock info when the error carries one (what the tool parses on 409/423), else `{"code", "message"}`. */
+/** Every route's failure: status from the code (errors.ts); the holder's lock info when the error carries one (what the tool parses on 409/423), else `{"code", "message"}` quoting nothing only the log may see. */
 function answerFailure(ctx: Ctx, e: unknown, logger: Logger): void {
   const status = statusOf(e);
   const res = ctx.res;
@@ -466,7 +457,7 @@ function answerFailure(ctx: Ctx, e: unknown, logger: Logger): void {
   }
   if (status === 500 && !isObjstateError(e)) {
     // Unexpected: no detail leaves the process (it may quote a request).
-    sendJson(ctx, 500, { code: "INTERNAL", message: "internal error; see the server's log" });
+    sendJson(ctx, 500, INTERNAL);
     logger.event("error", "unexpected failure", { name: e instanceof Error ? e.name : typeof e });
     return;
   }
@@ -490,14 +481,13 @@ function shownMessage(e: ObjstateError, ctx: Ctx, logger: Logger): string {
   return `the server's encryption key provider failed: the detail is in the server's log, under reference ${ref}`;
 }
 
+const INTERNAL = { code: "INTERNAL", message: "internal error; see the server's log" };
+
 /** A failure outside every handler's own catch (its logging included): logged and answered 500, never the process's end. */
 function lastResort(res: ServerResponse, e: unknown, logger: Logger): void {
   try {
     if (res.headersSent) res.destroy();
-    else
-      res
-        .writeHead(500, { "Content-Type": "application/json", Connection: "close" })
-        .end('{"code":"INTERNAL","message":"internal error; see the server\'s log"}\n');
+    else res.writeHead(500, { "Content-Type": "application/json", Connection: "close" }).end(`${JSON.stringify(INTERNAL)}\n`);
     logger.event("error", "request handling failed", { name: e instanceof Error ? e.name : typeof e });
   } catch {
     res.destroy();
