@@ -6,7 +6,7 @@ import { checkWorkspace } from "../config/layout.js";
 import { ObjstateError } from "../errors.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { checkDiffRoom, DIFF_MAX_BODY, diffInWorker, diffJson, versionDiffText } from "./diff-runner.js";
-import { jsonObject, limitParam, readSmall, requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
+import { jsonObject, limitParam, readSmall, SMALL_BODY_MAX, requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
 import { allowed, allowedEverywhere, type Role } from "./users.js";
 import { ENCRYPTED, encryptedOr } from "../console/types.js";
 import { historyEntryJson, lockJson, outputsJsonText, rollbackJson, workspaceJson, type HistoryEntryJson } from "../wire/shapes.js";
@@ -80,9 +80,6 @@ async function diff(ctx: Ctx, ws: string): Promise<void> {
   send(ctx, 200, answer, { "Content-Type": "application/json" });
 }
 
-/** Largest rollback request body (`{"to": …, "force": …}` is a few dozen bytes). */
-const MAX_ACTION_BODY = 64 * 1024;
-
 /** `GET …/history[?limit=N]`: versions newest first, as `objstate state history --json`. */
 async function history(ctx: Ctx, ws: string): Promise<void> {
   const limit = limitParam(ctx, "history", 100, 1000);
@@ -111,28 +108,20 @@ async function diffVersions(ctx: Ctx, ws: string): Promise<void> {
   send(ctx, 200, versionDiffText(ws, compared), { "Content-Type": "application/json" });
 }
 
-function rollbackRequest(bytes: Buffer, ws: string): { to: string; force: boolean; lockId: string | undefined } {
-  const found = jsonObject(bytes, "the rollback request body");
-  const o = found === "invalid" ? undefined : found;
-  const to = o?.["to"];
-  const force = o?.["force"] ?? false;
-  const lockId = o?.["lockId"];
+/** `POST …/rollback` `{"to", "force"?, "lockId"?}`: version `to` written as the newest; needs write and lock, `force` (another lineage) force. */
+async function rollback(ctx: Ctx, ws: string): Promise<void> {
+  requireRole(ctx, "lock", ws);
+  const found = jsonObject((await readSmall(ctx, SMALL_BODY_MAX, false)).bytes(), "the rollback request body");
+  const { to, force: given, lockId } = found === "invalid" ? {} : (found ?? {});
+  const force = given ?? false;
   if (typeof to !== "string" || to === "" || typeof force !== "boolean" || (lockId !== undefined && (typeof lockId !== "string" || lockId === "")))
     throw new ObjstateError(
       "BAD_REQUEST",
       `a rollback of workspace ${ws} takes a JSON body {"to": "VERSION_ID", "force": false, "lockId": "ID of a lock you hold" (optional)}`,
     );
-  return { to, force, lockId };
-}
-
-/** `POST …/rollback` `{"to", "force"?, "lockId"?}`: version `to` written as the newest; needs write and lock, `force` (another lineage) force. */
-async function rollback(ctx: Ctx, ws: string): Promise<void> {
-  requireRole(ctx, "lock", ws);
-  const body = await readSmall(ctx, MAX_ACTION_BODY, false);
-  const r = rollbackRequest(body.bytes(), ws);
-  Object.assign(ctx.audit, { from: r.to, ...(r.lockId === undefined ? {} : { lockId: r.lockId }) });
-  if (r.force) requireRole(ctx, "force", ws);
-  const result = await ctx.backend.rollback(ws, r.to, { force: r.force, lockId: r.lockId, ...writeAs(ctx, ws) });
+  Object.assign(ctx.audit, { from: to, ...(lockId === undefined ? {} : { lockId }) });
+  if (force) requireRole(ctx, "force", ws);
+  const result = await ctx.backend.rollback(ws, to, { force, lockId, ...writeAs(ctx, ws) });
   Object.assign(ctx.audit, { serial: result.serial, md5: result.md5 });
   sendJson(ctx, 200, rollbackJson(ws, result));
 }
@@ -146,7 +135,7 @@ async function listLocks(ctx: Ctx): Promise<void> {
 }
 
 /** `GET /api/v1/audit[?workspace=W][&since=T][&limit=N]`, oldest first: admins of `W`, or of `*` for every workspace. */
-export async function auditRoute(ctx: Ctx): Promise<void> {
+async function auditRoute(ctx: Ctx): Promise<void> {
   const workspace = ctx.url.searchParams.get("workspace") ?? undefined;
   if (workspace !== undefined) {
     checkWorkspace(workspace);

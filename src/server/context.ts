@@ -125,6 +125,9 @@ export function limitParam(ctx: Ctx, route: string, fallback: number, max: numbe
   return n;
 }
 
+/** Largest lock info or rollback body: small JSON objects, so a larger body is neither. */
+export const SMALL_BODY_MAX = 64 * 1024;
+
 /** A body of at most `maxBytes` (and the server's limit); its Content-MD5 checked on the state routes. */
 export async function readSmall(ctx: Ctx, maxBytes: number, md5: boolean, maxBytesName?: string): Promise<Body> {
   const body = await readBody(ctx.req, { ...ctx.limits, maxBytes: Math.min(ctx.limits.maxBytes, maxBytes), maxBytesName });

@@ -9,10 +9,8 @@ import { md5Of } from "../util/md5.js";
 import type { ByteSource } from "../store/types.js";
 import type { Body } from "../io/http-body.js";
 import type { Route } from "./api.js";
-import { jsonObject, ownerToCheck, readSmall, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx } from "./context.js";
+import { jsonObject, ownerToCheck, readSmall, SMALL_BODY_MAX, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx } from "./context.js";
 
-/** Lock info bodies are small; a larger one is not a lock request. */
-const LOCK_BODY_MAX = 64 * 1024;
 /** States at least this large are sent while they are read; smaller ones go whole. */
 const STREAM_MIN = 256 * 1024;
 /** Bytes held back until the read checked the digest (the client does not check Content-MD5 itself). */
@@ -254,7 +252,7 @@ async function release(ctx: Ctx, ws: string, id: string, owner?: string, forcedB
 }
 
 async function readLockInfo(ctx: Ctx): Promise<LockInfo | undefined> {
-  const body = await readSmall(ctx, LOCK_BODY_MAX, true);
+  const body = await readSmall(ctx, SMALL_BODY_MAX, true);
   if (body.size === 0) return undefined;
   const o = jsonObject(body.bytes(), "the lock info body");
   if (o === "invalid") throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body is not valid JSON");
