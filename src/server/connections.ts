@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ObjstateError } from "../errors.js";
 import { addressGroup } from "./address.js";
+import { hasBody } from "./gate.js";
 import { isReceiving, MIN_BODY_BYTES_PER_WINDOW } from "../io/http-body.js";
 import type { Logger } from "./log.js";
 
@@ -98,8 +99,7 @@ export class ConnectionGuard {
       o.req = req;
       res.once("finish", () => o.req === req && (o.req = undefined));
     }
-    const length = req.headers["content-length"];
-    if (req.complete || (req.headers["transfer-encoding"] === undefined && (length === undefined || length === "0"))) return;
+    if (req.complete || !hasBody(req)) return;
     this.watched.add({ req, socket: req.socket, mark: req.socket.bytesRead, since: performance.now() });
   }
 
