@@ -25,10 +25,7 @@ function count(name: string, n: number): number {
   return n;
 }
 
-/**
- * Closes a connection over the per-client cap before a byte (or TLS handshake); at the total cap, the oldest idle one of the
- * address holding the most, else the new one; drops a body bringing under {@link MIN_BODY_BYTES_PER_WINDOW} a window.
- */
+/** Closes a connection over the per-client cap before a byte; at the total cap the busiest address's oldest idle one, else the new one; drops too slow a body. */
 export class ConnectionGuard {
   readonly maxConnections: number;
   readonly maxPerClient: number;

@@ -25,9 +25,7 @@ export interface Ctx {
   readonly logger: Logger;
   /** The origin this request reached the server by (`https://state.example.com`), when the gate knows it. */
   readonly origin: string | undefined;
-  /** Accept a state write without `?ID` (`--allow-unlocked-writes`). */
   readonly allowUnlockedWrites: boolean;
-  /** The server's encryption at rest (undefined: envelopes pass through). */
   readonly encryption: StateEncryption | undefined;
   bytesIn: number;
   bytesOut: number;

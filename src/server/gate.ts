@@ -1,8 +1,6 @@
 /**
- * The request gate, before authentication: a `Host` not of `--public-url`, the listen address or
- * loopback gets 421 (DNS rebinding; probes exempt); a browser's cross-site request (CSRF: it attaches
- * saved Basic credentials) is refused on every change and every `/state` and `/api` route; and a
- * body must carry its real client's type, which a cross-site form cannot send without a preflight.
+ * Before authentication: a `Host` not its own gets 421 (DNS rebinding; probes exempt); a browser's cross-site request (CSRF)
+ * is refused on every change and every `/state` and `/api` route; a body must have its client's type (a form needs a preflight).
  */
 import type { IncomingMessage } from "node:http";
 import { isIP } from "node:net";

@@ -1,7 +1,4 @@
-/**
- * Failed-login limits per (address, user name), and per address failing for many names (credential stuffing); a check
- * in flight holds a slot, so a burst cannot pass before the first failure counts (docs/decisions/002-login-limits.md).
- */
+/** Failed logins limited per (address, name) and per address over many names; a check in flight holds a slot, so no burst passes first (docs/decisions/002-login-limits.md). */
 import { addressGroup } from "./address.js";
 import { ObjstateError } from "../errors.js";
 

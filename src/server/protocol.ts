@@ -184,10 +184,7 @@ async function lockState(ctx: Ctx, ws: string): Promise<void> {
   }
 }
 
-/**
- * `UNLOCK /state/{w}` (or `DELETE …/lock`): released for its owner or `force`, else 403; another ID 409 unless
- * released recently (a lost reply's retry); no lock 200. An empty body is the tool's force-unlock.
- */
+/** `UNLOCK /state/{w}` (or `DELETE …/lock`): for its owner or `force`, else 403; another ID 409 unless just released (a retry); no lock 200; no body: force-unlock. */
 async function unlockState(ctx: Ctx, ws: string): Promise<void> {
   requireRole(ctx, "lock", ws);
   const given = await readLockInfo(ctx);

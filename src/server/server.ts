@@ -171,7 +171,6 @@ type Shared = Pick<Ctx, "backend" | "limits" | "metrics" | "logger" | "allowUnlo
 export class ObjstateServer {
   readonly metrics = new Metrics();
   readonly connections: ConnectionGuard;
-  /** Where every change through this server is recorded (undefined with `audit: false`). */
   readonly audit: AuditLog | undefined;
   private readonly server: Server;
   private readonly auth: Authenticator;
@@ -374,7 +373,6 @@ export class ObjstateServer {
     }
   }
 
-  /** Check a request at the gate and by its route, then run the route (or the console). */
   private async dispatch(ctx: Ctx, route: Route | "method" | undefined, trace: Trace): Promise<void> {
     const { req, res, url } = ctx;
     if (this.closing) res.setHeader("Connection", "close");

@@ -1,7 +1,4 @@
-/**
- * API tokens of `objstate serve token create`: `{"tokens": {"ID": TokenRecord}}` beside the users file, holding only each
- * token's SHA-256 (a 256-bit random secret needs no scrypt: docs/decisions/073-api-tokens-hashed-sha256.md).
- */
+/** API tokens of `objstate serve token create`, in a file beside the users file that holds only their SHA-256 (docs/decisions/073-api-tokens-hashed-sha256.md). */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { makeDir } from "../../io/local-fs.js";
