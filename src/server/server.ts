@@ -100,22 +100,6 @@ function refuseUnsafeOptions(o: ServerOptions): void {
     );
 }
 
-/** `listen`'s refusals, before anything is bound: an address off loopback needs users (or the insecure opt-out) and public URLs. */
-function refuseUnsafeAddress(o: ServerOptions, host: string, port: number): void {
-  if (isLoopbackHost(host)) return;
-  if (o.users === undefined && o.insecureNoAuth !== true)
-    throw new ObjstateError(
-      "AUTH_REQUIRED",
-      `--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`,
-    );
-  // Without the list, a Host check could only trust what the request says (DNS rebinding).
-  if ((o.publicUrls ?? []).length === 0)
-    throw new ObjstateError(
-      "PUBLIC_URL_REQUIRED",
-      `--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`,
-    );
-}
-
 /** `listen`'s failure for the operator: LISTEN_FAILED saying why and what to do (the errno alone says little). */
 function listenFailed(e: unknown, host: string, port: number): ObjstateError {
   const code = (e as NodeJS.ErrnoException).code;
@@ -128,27 +112,6 @@ function listenFailed(e: unknown, host: string, port: number): ObjstateError {
           ? `${host} is not an address of this machine; give one of its addresses, or 127.0.0.1, with --listen`
           : (code ?? (e instanceof Error ? e.message : String(e)));
   return new ObjstateError("LISTEN_FAILED", `cannot listen on ${host}:${port}: ${why}`, { cause: e });
-}
-
-function serveWarnings(o: ServerOptions, url: string, loopback: boolean): [string, string][] {
-  const { users, tls, backend } = o;
-  const out: [string, string][] = [];
-  if (users === undefined && !loopback)
-    out.push([
-      `SERVING ${url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`,
-      "SERVE_INSECURE",
-    ]);
-  else if (users === undefined) out.push([`no --users file: serving on loopback only (${url}), and every local client may do everything`, "SERVE_NO_USERS"]);
-  else if (tls === undefined && !loopback)
-    out.push([
-      `SERVING PASSWORDS OVER PLAIN HTTP on ${url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`,
-      "SERVE_PLAINTEXT_PASSWORDS",
-    ]);
-  const unlocked = "no lock table is configured (--allow-unlocked-writes): LOCK always succeeds and concurrent clients can overwrite each other's changes";
-  if (!backend.lockingEnabled) out.push([unlocked, "SERVE_NO_LOCKING"]);
-  else if (o.allowUnlockedWrites === true)
-    out.push(["--allow-unlocked-writes: a client without lock_address, or run with -lock=false, can overwrite changes it never read", "SERVE_UNLOCKED_WRITES"]);
-  return out;
 }
 
 /** Routes anyone may call (a load balancer's probes, a scraper). */
@@ -247,7 +210,18 @@ export class ObjstateServer {
   }
 
   async listen(host: string, port: number): Promise<AddressInfo> {
-    refuseUnsafeAddress(this.options, host, port);
+    // Before anything is bound: an address off loopback needs users (or the insecure opt-out) and public URLs.
+    if (!isLoopbackHost(host) && this.options.users === undefined && this.options.insecureNoAuth !== true)
+      throw new ObjstateError(
+        "AUTH_REQUIRED",
+        `--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`,
+      );
+    // Without the list, a Host check could only trust what the request says (DNS rebinding).
+    if (!isLoopbackHost(host) && (this.options.publicUrls ?? []).length === 0)
+      throw new ObjstateError(
+        "PUBLIC_URL_REQUIRED",
+        `--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`,
+      );
     // Readiness requires the bucket: an embedded one is made now, not on the first write.
     await this.options.backend.prepareBucket();
     return new Promise((resolve, reject) => {
@@ -269,7 +243,29 @@ export class ObjstateServer {
   }
 
   warnings(): [string, string][] {
-    return serveWarnings(this.options, this.url, isLoopbackHost((this.server.address() as AddressInfo).address));
+    const { users, tls, backend, allowUnlockedWrites } = this.options;
+    const url = this.url;
+    const loopback = isLoopbackHost((this.server.address() as AddressInfo).address);
+    const out: [string, string][] = [];
+    if (users === undefined && !loopback)
+      out.push([
+        `SERVING ${url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`,
+        "SERVE_INSECURE",
+      ]);
+    else if (users === undefined) out.push([`no --users file: serving on loopback only (${url}), and every local client may do everything`, "SERVE_NO_USERS"]);
+    else if (tls === undefined && !loopback)
+      out.push([
+        `SERVING PASSWORDS OVER PLAIN HTTP on ${url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`,
+        "SERVE_PLAINTEXT_PASSWORDS",
+      ]);
+    const unlocked = "no lock table is configured (--allow-unlocked-writes): LOCK always succeeds and concurrent clients can overwrite each other's changes";
+    if (!backend.lockingEnabled) out.push([unlocked, "SERVE_NO_LOCKING"]);
+    else if (allowUnlockedWrites === true)
+      out.push([
+        "--allow-unlocked-writes: a client without lock_address, or run with -lock=false, can overwrite changes it never read",
+        "SERVE_UNLOCKED_WRITES",
+      ]);
+    return out;
   }
 
   /** Accept nothing new, let requests in flight finish, then close every connection (after `graceMs`, cut). Locks held stay held. */
