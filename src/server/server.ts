@@ -19,7 +19,7 @@ import { isLoopbackHost, RequestGate, type PublicOrigin } from "./gate.js";
 import { checkDeclaredLength } from "../io/http-body.js";
 import { diffInWorker } from "./diff-runner.js";
 import { ConnectionGuard } from "./connections.js";
-import { requireRole, send, sendEmpty, sendHeld, sendJson, type Ctx } from "./context.js";
+import { requireRole, send, sendHeld, sendJson, type Ctx } from "./context.js";
 import { Logger } from "./log.js";
 import { Metrics, METRICS_CONTENT_TYPE } from "./metrics.js";
 import { STATE_ROUTES } from "./protocol.js";
@@ -455,7 +455,6 @@ function answerFailure(ctx: Ctx, e: unknown, logger: Logger): void {
     logger.event("error", "unexpected failure", { name: e instanceof Error ? e.name : typeof e });
     return;
   }
-  if (status === 204) return sendEmpty(ctx, 204);
   // Why an issuer could not be asked is the operator's to know (its messages never hold a token).
   if (isObjstateError(e, "IDENTITY_PROVIDER_UNAVAILABLE")) logger.event("warn", "identity provider unavailable", { reason: e.message });
   // The one field a client is told to set: UNLOCKED_WRITE names the state's lock_address.
