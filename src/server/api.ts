@@ -36,10 +36,6 @@ async function listWorkspaces(ctx: Ctx): Promise<void> {
   sendJson(ctx, 200, { workspaces: statuses.map(workspaceJson) });
 }
 
-async function showWorkspace(ctx: Ctx, ws: string): Promise<void> {
-  sendJson(ctx, 200, workspaceJson(await ctx.backend.workspaceStatus(ws)));
-}
-
 async function showLock(ctx: Ctx, ws: string): Promise<void> {
   const lock = await ctx.backend.currentLock(ws);
   sendJson(ctx, 200, { lock: lock === null ? null : lockJson(lock) });
@@ -154,17 +150,18 @@ async function auditRoute(ctx: Ctx): Promise<void> {
   sendJson(ctx, 200, { since: since.toISOString(), records: page.records, truncated: page.truncated, unreadable: page.unreadable });
 }
 
+const WS = "/api/v1/workspaces/:workspace";
 export const API_ROUTES: readonly Route[] = [
   { method: "GET", path: "/api/v1/workspaces", handler: listWorkspaces },
-  { method: "GET", path: "/api/v1/workspaces/:workspace", role: "outputs", handler: showWorkspace },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/lock", role: "outputs", handler: showLock },
-  { method: "DELETE", path: "/api/v1/workspaces/:workspace/lock", role: "force", audit: "force-unlock", handler: forceUnlock },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/outputs", role: "outputs", handler: outputs },
-  { method: "POST", path: "/api/v1/workspaces/:workspace/diff", role: "read", handler: diff },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/diff", role: "read", handler: diffVersions },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/history", role: "read", handler: history },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/versions/:version", role: "read", handler: version },
-  { method: "POST", path: "/api/v1/workspaces/:workspace/rollback", role: "write", audit: "rollback", handler: rollback },
+  { method: "GET", path: WS, role: "outputs", handler: async (ctx, ws) => sendJson(ctx, 200, workspaceJson(await ctx.backend.workspaceStatus(ws))) },
+  { method: "GET", path: `${WS}/lock`, role: "outputs", handler: showLock },
+  { method: "DELETE", path: `${WS}/lock`, role: "force", audit: "force-unlock", handler: forceUnlock },
+  { method: "GET", path: `${WS}/outputs`, role: "outputs", handler: outputs },
+  { method: "POST", path: `${WS}/diff`, role: "read", handler: diff },
+  { method: "GET", path: `${WS}/diff`, role: "read", handler: diffVersions },
+  { method: "GET", path: `${WS}/history`, role: "read", handler: history },
+  { method: "GET", path: `${WS}/versions/:version`, role: "read", handler: version },
+  { method: "POST", path: `${WS}/rollback`, role: "write", audit: "rollback", handler: rollback },
   { method: "GET", path: "/api/v1/locks", handler: listLocks },
   { method: "GET", path: "/api/v1/audit", handler: auditRoute },
 ];
