@@ -144,9 +144,8 @@ async function auditRoute(ctx: Ctx): Promise<void> {
   }
   const since = parseSince(ctx.url.searchParams.get("since") ?? "24h", new Date());
   const limit = limitParam(ctx, "audit", 1000, 10_000);
-  const log = ctx.auditLog;
-  if (log === undefined) throw new ObjstateError("NOT_FOUND", "this server keeps no audit log");
-  const page = await log.read({ since, workspace, limit });
+  if (ctx.auditLog === undefined) throw new ObjstateError("NOT_FOUND", "this server keeps no audit log");
+  const page = await ctx.auditLog.read({ since, workspace, limit });
   sendJson(ctx, 200, { since: since.toISOString(), records: page.records, truncated: page.truncated, unreadable: page.unreadable });
 }
 
