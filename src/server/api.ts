@@ -6,7 +6,7 @@ import { checkWorkspace } from "../config/layout.js";
 import { ObjstateError } from "../errors.js";
 import { readRemoteOutputs } from "../remote-state/fetch-outputs.js";
 import { checkDiffRoom, DIFF_MAX_BODY, diffInWorker, diffJson, versionDiffText } from "./diff-runner.js";
-import { jsonObject, limitParam, readSmall, requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
+import { jsonObject, limitParam, readSmall, SMALL_BODY_MAX, requireRole, send, sendJson, writeAs, type Ctx } from "./context.js";
 import { allowed, allowedEverywhere, type Role } from "./users.js";
 import { ENCRYPTED, encryptedOr } from "../console/types.js";
 import { historyEntryJson, lockJson, outputsJsonText, rollbackJson, workspaceJson, type HistoryEntryJson } from "../wire/shapes.js";
@@ -34,10 +34,6 @@ async function listWorkspaces(ctx: Ctx): Promise<void> {
   // `outputs` is enough to be listed: the listing shows no more than that role's routes.
   const statuses = await ctx.backend.workspaceStatuses((w) => allowed(ctx.user, "outputs", w));
   sendJson(ctx, 200, { workspaces: statuses.map(workspaceJson) });
-}
-
-async function showWorkspace(ctx: Ctx, ws: string): Promise<void> {
-  sendJson(ctx, 200, workspaceJson(await ctx.backend.workspaceStatus(ws)));
 }
 
 async function showLock(ctx: Ctx, ws: string): Promise<void> {
@@ -80,9 +76,6 @@ async function diff(ctx: Ctx, ws: string): Promise<void> {
   send(ctx, 200, answer, { "Content-Type": "application/json" });
 }
 
-/** Largest rollback request body (`{"to": …, "force": …}` is a few dozen bytes). */
-const MAX_ACTION_BODY = 64 * 1024;
-
 /** `GET …/history[?limit=N]`: versions newest first, as `objstate state history --json`. */
 async function history(ctx: Ctx, ws: string): Promise<void> {
   const limit = limitParam(ctx, "history", 100, 1000);
@@ -111,28 +104,20 @@ async function diffVersions(ctx: Ctx, ws: string): Promise<void> {
   send(ctx, 200, versionDiffText(ws, compared), { "Content-Type": "application/json" });
 }
 
-function rollbackRequest(bytes: Buffer, ws: string): { to: string; force: boolean; lockId: string | undefined } {
-  const found = jsonObject(bytes, "the rollback request body");
-  const o = found === "invalid" ? undefined : found;
-  const to = o?.["to"];
-  const force = o?.["force"] ?? false;
-  const lockId = o?.["lockId"];
+/** `POST …/rollback` `{"to", "force"?, "lockId"?}`: version `to` written as the newest; needs write and lock, `force` (another lineage) force. */
+async function rollback(ctx: Ctx, ws: string): Promise<void> {
+  requireRole(ctx, "lock", ws);
+  const found = jsonObject((await readSmall(ctx, SMALL_BODY_MAX, false)).bytes(), "the rollback request body");
+  const { to, force: given, lockId } = found === "invalid" ? {} : (found ?? {});
+  const force = given ?? false;
   if (typeof to !== "string" || to === "" || typeof force !== "boolean" || (lockId !== undefined && (typeof lockId !== "string" || lockId === "")))
     throw new ObjstateError(
       "BAD_REQUEST",
       `a rollback of workspace ${ws} takes a JSON body {"to": "VERSION_ID", "force": false, "lockId": "ID of a lock you hold" (optional)}`,
     );
-  return { to, force, lockId };
-}
-
-/** `POST …/rollback` `{"to", "force"?, "lockId"?}`: version `to` written as the newest; needs write and lock, `force` (another lineage) force. */
-async function rollback(ctx: Ctx, ws: string): Promise<void> {
-  requireRole(ctx, "lock", ws);
-  const body = await readSmall(ctx, MAX_ACTION_BODY, false);
-  const r = rollbackRequest(body.bytes(), ws);
-  Object.assign(ctx.audit, { from: r.to, ...(r.lockId === undefined ? {} : { lockId: r.lockId }) });
-  if (r.force) requireRole(ctx, "force", ws);
-  const result = await ctx.backend.rollback(ws, r.to, { force: r.force, lockId: r.lockId, ...writeAs(ctx, ws) });
+  Object.assign(ctx.audit, { from: to, ...(lockId === undefined ? {} : { lockId }) });
+  if (force) requireRole(ctx, "force", ws);
+  const result = await ctx.backend.rollback(ws, to, { force, lockId, ...writeAs(ctx, ws) });
   Object.assign(ctx.audit, { serial: result.serial, md5: result.md5 });
   sendJson(ctx, 200, rollbackJson(ws, result));
 }
@@ -146,7 +131,7 @@ async function listLocks(ctx: Ctx): Promise<void> {
 }
 
 /** `GET /api/v1/audit[?workspace=W][&since=T][&limit=N]`, oldest first: admins of `W`, or of `*` for every workspace. */
-export async function auditRoute(ctx: Ctx): Promise<void> {
+async function auditRoute(ctx: Ctx): Promise<void> {
   const workspace = ctx.url.searchParams.get("workspace") ?? undefined;
   if (workspace !== undefined) {
     checkWorkspace(workspace);
@@ -159,23 +144,23 @@ export async function auditRoute(ctx: Ctx): Promise<void> {
   }
   const since = parseSince(ctx.url.searchParams.get("since") ?? "24h", new Date());
   const limit = limitParam(ctx, "audit", 1000, 10_000);
-  const log = ctx.auditLog;
-  if (log === undefined) throw new ObjstateError("NOT_FOUND", "this server keeps no audit log");
-  const page = await log.read({ since, workspace, limit });
+  if (ctx.auditLog === undefined) throw new ObjstateError("NOT_FOUND", "this server keeps no audit log");
+  const page = await ctx.auditLog.read({ since, workspace, limit });
   sendJson(ctx, 200, { since: since.toISOString(), records: page.records, truncated: page.truncated, unreadable: page.unreadable });
 }
 
+const WS = "/api/v1/workspaces/:workspace";
 export const API_ROUTES: readonly Route[] = [
   { method: "GET", path: "/api/v1/workspaces", handler: listWorkspaces },
-  { method: "GET", path: "/api/v1/workspaces/:workspace", role: "outputs", handler: showWorkspace },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/lock", role: "outputs", handler: showLock },
-  { method: "DELETE", path: "/api/v1/workspaces/:workspace/lock", role: "force", audit: "force-unlock", handler: forceUnlock },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/outputs", role: "outputs", handler: outputs },
-  { method: "POST", path: "/api/v1/workspaces/:workspace/diff", role: "read", handler: diff },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/diff", role: "read", handler: diffVersions },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/history", role: "read", handler: history },
-  { method: "GET", path: "/api/v1/workspaces/:workspace/versions/:version", role: "read", handler: version },
-  { method: "POST", path: "/api/v1/workspaces/:workspace/rollback", role: "write", audit: "rollback", handler: rollback },
+  { method: "GET", path: WS, role: "outputs", handler: async (ctx, ws) => sendJson(ctx, 200, workspaceJson(await ctx.backend.workspaceStatus(ws))) },
+  { method: "GET", path: `${WS}/lock`, role: "outputs", handler: showLock },
+  { method: "DELETE", path: `${WS}/lock`, role: "force", audit: "force-unlock", handler: forceUnlock },
+  { method: "GET", path: `${WS}/outputs`, role: "outputs", handler: outputs },
+  { method: "POST", path: `${WS}/diff`, role: "read", handler: diff },
+  { method: "GET", path: `${WS}/diff`, role: "read", handler: diffVersions },
+  { method: "GET", path: `${WS}/history`, role: "read", handler: history },
+  { method: "GET", path: `${WS}/versions/:version`, role: "read", handler: version },
+  { method: "POST", path: `${WS}/rollback`, role: "write", audit: "rollback", handler: rollback },
   { method: "GET", path: "/api/v1/locks", handler: listLocks },
   { method: "GET", path: "/api/v1/audit", handler: auditRoute },
 ];

@@ -58,23 +58,17 @@ export class Authenticator {
     const user = users.get(basic.user);
     const mac = createHmac("sha256", this.cacheKey).update(`${basic.user}:${basic.password}`).digest("base64");
     const until = this.verified.get(mac);
-    if (user !== undefined && until !== undefined && until > this.now()) {
-      attempt.release();
-      return user;
-    }
-    let ok: boolean;
     try {
+      if (user !== undefined && until !== undefined && until > this.now()) return user;
       // Unknown users cost the same scrypt (a dummy hash) as known ones.
-      ok = await verifyPassword(basic.password, user?.password);
-    } catch (e) {
+      if (!(await verifyPassword(basic.password, user?.password)) || user === undefined) {
+        attempt.fail();
+        throw unauthorized("wrong user name or password");
+      }
+    } finally {
+      // An attempt settles once: after a failure, this is no release.
       attempt.release();
-      throw e;
     }
-    if (user === undefined || !ok) {
-      attempt.fail();
-      throw unauthorized("wrong user name or password");
-    }
-    attempt.release();
     if (this.verified.size >= CACHE_MAX) this.verified.clear();
     this.verified.set(mac, this.now() + CACHE_MS);
     return user;

@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ObjstateError } from "../errors.js";
 import { addressGroup } from "./address.js";
+import { hasBody } from "./gate.js";
 import { isReceiving, MIN_BODY_BYTES_PER_WINDOW } from "../io/http-body.js";
 import type { Logger } from "./log.js";
 
@@ -24,10 +25,7 @@ function count(name: string, n: number): number {
   return n;
 }
 
-/**
- * Closes a connection over the per-client cap before a byte (or TLS handshake); at the total cap, the oldest idle one of the
- * address holding the most, else the new one; drops a body bringing under {@link MIN_BODY_BYTES_PER_WINDOW} a window.
- */
+/** Closes a connection over the per-client cap before a byte; at the total cap the busiest address's oldest idle one, else the new one; drops too slow a body. */
 export class ConnectionGuard {
   readonly maxConnections: number;
   readonly maxPerClient: number;
@@ -98,8 +96,7 @@ export class ConnectionGuard {
       o.req = req;
       res.once("finish", () => o.req === req && (o.req = undefined));
     }
-    const length = req.headers["content-length"];
-    if (req.complete || (req.headers["transfer-encoding"] === undefined && (length === undefined || length === "0"))) return;
+    if (req.complete || !hasBody(req)) return;
     this.watched.add({ req, socket: req.socket, mark: req.socket.bytesRead, since: performance.now() });
   }
 

@@ -25,9 +25,7 @@ export interface Ctx {
   readonly logger: Logger;
   /** The origin this request reached the server by (`https://state.example.com`), when the gate knows it. */
   readonly origin: string | undefined;
-  /** Accept a state write without `?ID` (`--allow-unlocked-writes`). */
   readonly allowUnlockedWrites: boolean;
-  /** The server's encryption at rest (undefined: envelopes pass through). */
   readonly encryption: StateEncryption | undefined;
   bytesIn: number;
   bytesOut: number;
@@ -124,6 +122,9 @@ export function limitParam(ctx: Ctx, route: string, fallback: number, max: numbe
     throw new ObjstateError("BAD_REQUEST", `?limit=${JSON.stringify(raw).slice(1, -1)} of the ${route} route must be a whole number from 1 to ${max}`);
   return n;
 }
+
+/** Largest lock info or rollback body: small JSON objects, so a larger body is neither. */
+export const SMALL_BODY_MAX = 64 * 1024;
 
 /** A body of at most `maxBytes` (and the server's limit); its Content-MD5 checked on the state routes. */
 export async function readSmall(ctx: Ctx, maxBytes: number, md5: boolean, maxBytesName?: string): Promise<Body> {

@@ -1,7 +1,4 @@
-/**
- * Diffs bounded (docs/decisions/007): at most {@link MAX_CONCURRENT_DIFFS} at once (more: 429), each large one in a worker
- * with a bounded heap, so the main thread answers meanwhile and a diff too large for memory takes down only its worker.
- */
+/** Diffs bounded (docs/decisions/007): {@link MAX_CONCURRENT_DIFFS} at once (more: 429), a large one in a worker whose heap is bounded, off the main thread. */
 import { once } from "node:events";
 import { ObjstateError } from "../errors.js";
 import { stringifyDeep } from "../json/exact-json.js";

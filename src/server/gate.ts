@@ -1,8 +1,6 @@
 /**
- * The request gate, before authentication: a `Host` not of `--public-url`, the listen address or
- * loopback gets 421 (DNS rebinding; probes exempt); a browser's cross-site request (CSRF: it attaches
- * saved Basic credentials) is refused on every change and every `/state` and `/api` route; and a
- * body must carry its real client's type, which a cross-site form cannot send without a preflight.
+ * Before authentication: a `Host` not its own gets 421 (DNS rebinding; probes exempt); a browser's cross-site request (CSRF)
+ * is refused on every change and every `/state` and `/api` route; a body must have its client's type (a form needs a preflight).
  */
 import type { IncomingMessage } from "node:http";
 import { isIP } from "node:net";
@@ -45,12 +43,6 @@ export function parsePublicUrl(text: string): PublicOrigin {
   return { origin: u.origin.toLowerCase(), host: u.host.toLowerCase() };
 }
 
-function hostName(h: string): string {
-  if (!h.startsWith("[")) return h.replace(/:[^:]*$/, "");
-  const end = h.indexOf("]");
-  return h.slice(1, end < 0 ? undefined : end);
-}
-
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export class RequestGate {
@@ -78,10 +70,8 @@ export class RequestGate {
   check(req: IncomingMessage, kind: RouteKind): string | undefined {
     if (kind === "probe") return undefined;
     const own = this.ownOrigin(header(req, "host"));
-    const method = req.method ?? "GET";
-    const changes = !SAFE_METHODS.has(method);
     // Console reads are navigations a link from anywhere may start; nothing else is a browser's cross-site business.
-    if (changes || kind === "api") this.checkSite(req, own);
+    if (!SAFE_METHODS.has(req.method ?? "GET") || kind === "api") this.checkSite(req, own);
     if (hasBody(req)) checkType(req, kind);
     return own;
   }
@@ -92,7 +82,9 @@ export class RequestGate {
     const lower = host.trim().toLowerCase();
     const listed = this.publicByHost.get(lower);
     if (listed !== undefined) return listed;
-    if (lower === this.listenHost || isLoopbackHost(hostName(lower))) return `${this.scheme}://${lower}`;
+    // The name without its port; an IPv6 address without its brackets.
+    const name = lower.startsWith("[") ? (lower.slice(1).split("]")[0] as string) : lower.replace(/:[^:]*$/, "");
+    if (lower === this.listenHost || isLoopbackHost(name)) return `${this.scheme}://${lower}`;
     throw misdirected(`Host ${JSON.stringify(host.slice(0, 200))} is not an address of this server`);
   }
 
@@ -107,17 +99,14 @@ export class RequestGate {
   }
 }
 
-function hasBody(req: IncomingMessage): boolean {
+export function hasBody(req: IncomingMessage): boolean {
   if (req.headers["transfer-encoding"] !== undefined) return true;
   const length = header(req, "content-length");
   return length !== undefined && length.trim() !== "0";
 }
 
-const JSON_TYPE = "application/json";
-const FORM_TYPE = "application/x-www-form-urlencoded";
-
 function checkType(req: IncomingMessage, kind: RouteKind): void {
-  const want = kind === "console" ? FORM_TYPE : JSON_TYPE;
+  const want = kind === "console" ? "application/x-www-form-urlencoded" : "application/json";
   const type = (header(req, "content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
   if (type === want) return;
   throw new ObjstateError(

@@ -1,7 +1,4 @@
-/**
- * Failed-login limits per (address, user name), and per address failing for many names (credential stuffing); a check
- * in flight holds a slot, so a burst cannot pass before the first failure counts (docs/decisions/002-login-limits.md).
- */
+/** Failed logins limited per (address, name) and per address over many names; a check in flight holds a slot, so no burst passes first (docs/decisions/002-login-limits.md). */
 import { addressGroup } from "./address.js";
 import { ObjstateError } from "../errors.js";
 
@@ -54,20 +51,18 @@ export class LoginLimiter {
     const since = now - this.limit.windowMs;
     let names = this.recent.get(group);
     if (names === undefined) {
-      names = this.older.get(group);
-      if (names !== undefined) {
-        this.older.delete(group);
-        this.remember(group, names);
-      }
+      names = this.older.get(group) ?? new Map<string, NameRecord>();
+      this.older.delete(group);
+      this.remember(group, names);
     }
     // One pass prunes what the window forgot and finds what the address and this name hold.
     let record: NameRecord | undefined;
     const untils: number[] = [];
-    for (const [name, r] of names ?? []) {
+    for (const [name, r] of names) {
       if (r.failures.some((t) => t <= since)) r.failures = r.failures.filter((t) => t > since);
       if (r.failures.length === 0 && r.pending === 0) {
         // The name being checked keeps its record: deleting and setting a key on every request makes a Map slow.
-        if (name !== key) names?.delete(name);
+        if (name !== key) names.delete(name);
         continue;
       }
       if (name === key) record = r;
@@ -82,10 +77,6 @@ export class LoginLimiter {
       // Limited until enough names age out to leave fewer than the threshold.
       untils.sort((a, b) => a - b);
       throw limited(`too many failed logins for different user names from ${group}`, (untils[untils.length - this.stuffingUsers] as number) - now);
-    }
-    if (names === undefined) {
-      names = new Map();
-      this.remember(group, names);
     }
     if (record === undefined) {
       record = names.get(key) ?? { failures: [], pending: 0 };

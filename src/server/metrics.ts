@@ -1,5 +1,5 @@
 /** `/metrics` with prom-client: objstate's own per server, then the default `process_*` and `nodejs_*` ones, once per process. */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type GaugeConfiguration } from "prom-client";
 import { objstateVersion } from "../version.js";
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -32,11 +32,7 @@ export class Metrics {
   private readonly bytesIn = this.counter("objstate_http_request_bytes_total", "Request body bytes read, by route.", ["route"]);
   private readonly bytesOut = this.counter("objstate_http_response_bytes_total", "Response body bytes sent, by route.", ["route"]);
   readonly lockWaits = this.counter("objstate_lock_waits_total", "LOCK requests answered 423 (held by another client).");
-  private readonly locks = new Gauge({
-    name: "objstate_locks_active",
-    help: "Locks taken through this process and not (yet) released through it.",
-    registers: this.registers,
-  });
+  private readonly locks = this.gauge("objstate_locks_active", "Locks taken through this process and not (yet) released through it.");
   private locksHeld = 0;
   // Audit names kept from the appended day objects (decision 076) so dashboards go on working.
   readonly auditFailures = this.counter("objstate_audit_append_failures_total", "Audit event writes that failed and were retried.");
@@ -49,25 +45,22 @@ export class Metrics {
 
   constructor() {
     const pending = (): number => this.auditPending();
-    new Gauge({
-      name: "objstate_audit_lines_pending",
-      help: "Audit events being stored.",
-      registers: this.registers,
+    this.gauge("objstate_audit_lines_pending", "Audit events being stored.", {
       collect() {
         this.set(pending());
       },
     });
-    new Gauge({
-      name: "objstate_build_info",
-      help: "The objstate version and the Node.js version it runs on (value 1).",
-      labelNames: ["version", "node"],
-      registers: this.registers,
-    }).set({ version: objstateVersion(), node: process.version }, 1);
+    const build = this.gauge("objstate_build_info", "The objstate version and the Node.js version it runs on (value 1).", { labelNames: ["version", "node"] });
+    build.set({ version: objstateVersion(), node: process.version }, 1);
     processMetrics();
   }
 
   private counter(name: string, help: string, labelNames: string[] = []): Counter {
     return new Counter({ name, help, labelNames, registers: this.registers });
+  }
+
+  private gauge(name: string, help: string, more: Partial<GaugeConfiguration<string>> = {}): Gauge {
+    return new Gauge({ name, help, registers: this.registers, ...more });
   }
 
   request(route: string, method: string, status: number, seconds: number, bytesIn: number, bytesOut: number): void {

@@ -1,18 +1,16 @@
 /** `/state/{workspace}`: the tool's http backend protocol (docs/design.md §11); every request its client retries is safe to repeat (decisions 013, 016). */
-import { NO_LOCK_ID, type LockInfo, type ReleasedLock, type StateSink, type StreamOptions } from "../backend/backend.js";
+import { NO_LOCK_ID, type LockInfo, type StateSink, type StreamOptions } from "../backend/backend.js";
 import { describeHolder } from "../backend/locks/lock-info.js";
 import { lockOwnerOf } from "../backend/principal.js";
-import { isEnvelope, type StateEncryption } from "../encryption/index.js";
+import { isEnvelope } from "../encryption/index.js";
 import { isObjstateError, ObjstateError } from "../errors.js";
 import { JsonScanner } from "../json/scan.js";
 import { md5Of } from "../util/md5.js";
 import type { ByteSource } from "../store/types.js";
 import type { Body } from "../io/http-body.js";
 import type { Route } from "./api.js";
-import { jsonObject, ownerToCheck, readSmall, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx, type WriteAs } from "./context.js";
+import { jsonObject, ownerToCheck, readSmall, SMALL_BODY_MAX, requireRole, send, sendEmpty, sendJson, writeAs, type Ctx } from "./context.js";
 
-/** Lock info bodies are small; a larger one is not a lock request. */
-const LOCK_BODY_MAX = 64 * 1024;
 /** States at least this large are sent while they are read; smaller ones go whole. */
 const STREAM_MIN = 256 * 1024;
 /** Bytes held back until the read checked the digest (the client does not check Content-MD5 itself). */
@@ -89,13 +87,35 @@ export class ResponseSink implements StateSink {
 async function postState(ctx: Ctx, ws: string): Promise<void> {
   requireRole(ctx, "write", ws);
   const id = ctx.url.searchParams.get("ID") ?? "";
-  if (id === "" && !ctx.allowUnlockedWrites) throw unlockedWrite(ctx, ws);
+  if (id === "" && !ctx.allowUnlockedWrites) {
+    // The client holds no lock (no `lock_address`, or `-lock=false`): it could overwrite changes it never read.
+    const address = `${ctx.origin ?? ""}/state/${encodeURIComponent(ws)}`;
+    throw new ObjstateError(
+      "UNLOCKED_WRITE",
+      `a write to workspace ${ws} without ?ID: the client holds no lock, so it could overwrite changes it never read. Set lock_address and unlock_address to ${address} in the backend "http" block (and do not run with -lock=false), or start objstate serve with --allow-unlocked-writes to accept such writes`,
+      { details: { lock_address: address } },
+    );
+  }
   const lockId = id === "" ? undefined : id;
   if (lockId !== undefined) ctx.audit.lockId = lockId;
   const as = writeAs(ctx, ws);
   const body = await readSmall(ctx, ctx.limits.maxBytes, true);
-  const stored = ctx.encryption !== undefined && isEnvelopeBody(body);
-  if (stored) await mustOpen(ctx, body.bytes(), ws, lockId, as);
+  const encryption = ctx.encryption;
+  const stored = encryption !== undefined && isEnvelopeBody(body);
+  // A client's envelope is stored only when the server's encryption opens it (decisions 071, 084: the lock first, as opening derives a key).
+  if (stored && lockId !== undefined) await ctx.backend.checkLock(ws, lockId, as.owner);
+  if (stored) {
+    try {
+      await encryption.decrypt(body.bytes(), { workspace: ws });
+    } catch (e) {
+      if (!isObjstateError(e)) throw e;
+      throw new ObjstateError(
+        e.code,
+        `a write to workspace ${ws} sent an encryption envelope this server cannot open, and nothing was written: this server encrypts states at rest and keeps only what its own encryption configuration reads. Send the state unencrypted (OpenTofu without encryption for this backend), or give the server the client's key as a fallback method. ${e.message}`,
+        { cause: e, details: e.details },
+      );
+    }
+  }
   const r = await ctx.backend.writeState(ws, writable(body), { lockId, md5: body.md5, stored, ...as });
   Object.assign(ctx.audit, { md5: r.md5, ...(r.serial === undefined ? {} : { serial: r.serial }) });
   sendEmpty(ctx, 200);
@@ -112,31 +132,6 @@ function writable(body: Body): Buffer | ByteSource {
       yield* chunks;
     },
   };
-}
-
-/** `UNLOCKED_WRITE`: a client that holds no lock (no `lock_address`, or `-lock=false`) could overwrite changes it never read. */
-function unlockedWrite(ctx: Ctx, ws: string): ObjstateError {
-  const address = `${ctx.origin ?? ""}/state/${encodeURIComponent(ws)}`;
-  return new ObjstateError(
-    "UNLOCKED_WRITE",
-    `a write to workspace ${ws} without ?ID: the client holds no lock, so it could overwrite changes it never read. Set lock_address and unlock_address to ${address} in the backend "http" block (and do not run with -lock=false), or start objstate serve with --allow-unlocked-writes to accept such writes`,
-    { details: { lock_address: address } },
-  );
-}
-
-/** A client's envelope is stored only when the server's encryption opens it (decisions 071, 084: the lock first, as opening derives a key). */
-async function mustOpen(ctx: Ctx, bytes: Buffer, ws: string, lockId: string | undefined, as: WriteAs): Promise<void> {
-  if (lockId !== undefined) await ctx.backend.checkLock(ws, lockId, as.owner);
-  try {
-    await (ctx.encryption as StateEncryption).decrypt(bytes, { workspace: ws });
-  } catch (e) {
-    if (!isObjstateError(e)) throw e;
-    throw new ObjstateError(
-      e.code,
-      `a write to workspace ${ws} sent an encryption envelope this server cannot open, and nothing was written: this server encrypts states at rest and keeps only what its own encryption configuration reads. Send the state unencrypted (OpenTofu without encryption for this backend), or give the server the client's key as a fallback method. ${e.message}`,
-      { cause: e, details: e.details },
-    );
-  }
 }
 
 /** The body is an envelope: a small one read whole; a large one by its head (OpenTofu writes encrypted_data after its small clear fields). */
@@ -189,10 +184,7 @@ async function lockState(ctx: Ctx, ws: string): Promise<void> {
   }
 }
 
-/**
- * `UNLOCK /state/{w}` (or `DELETE …/lock`): released for its owner or `force`, else 403; another ID 409 unless
- * released recently (a lost reply's retry); no lock 200. An empty body is the tool's force-unlock.
- */
+/** `UNLOCK /state/{w}` (or `DELETE …/lock`): for its owner or `force`, else 403; another ID 409 unless just released (a retry); no lock 200; no body: force-unlock. */
 async function unlockState(ctx: Ctx, ws: string): Promise<void> {
   requireRole(ctx, "lock", ws);
   const given = await readLockInfo(ctx);
@@ -202,9 +194,11 @@ async function unlockState(ctx: Ctx, ws: string): Promise<void> {
     return forceUnlock(ctx, ws);
   }
   ctx.audit.lockId = given.ID;
-  if (namesOnlyId(given)) ctx.audit.action = "force-unlock";
+  // Lock info naming an ID and nothing else: OpenTofu's force-unlock.
+  const onlyId = Object.entries(given).every(([k, v]) => k === "ID" || v === "");
+  if (onlyId) ctx.audit.action = "force-unlock";
   // The release checks the ID and the owner on the read it makes anyway: nothing is read first.
-  if ((await release(ctx, ws, given.ID, ownerToCheck(ctx, ws))) && namesOnlyId(given)) forceLine(ctx, ws, given.ID, "force-unlock");
+  if ((await release(ctx, ws, given.ID, ownerToCheck(ctx, ws))) && onlyId) forceLine(ctx, ws, given.ID, "force-unlock");
   sendEmpty(ctx, 200);
 }
 
@@ -216,22 +210,18 @@ async function forceUnlock(ctx: Ctx, ws: string): Promise<void> {
   if (last?.forcedBy === ctx.principal.name && Math.abs(Date.now() - last.at) <= FORCE_RETRY_MS) {
     ctx.audit.lockId = last.id;
     forceLine(ctx, ws, last.id, "force-unlock repeated: taken for a retry of the last one, nothing more released", holder.ID);
-    throw forceRepeated(ws, ctx.principal.name, last, holder);
+    const id = holder.ID === "" ? NO_LOCK_ID : holder.ID;
+    throw new ObjstateError(
+      "FORCE_UNLOCK_REPEATED",
+      `force-unlock of workspace ${ws} released nothing, and the state is still locked (${describeHolder(holder)}): ${ctx.principal.name} force-unlocked lock ${last.id} at ${new Date(last.at).toISOString()}, and a force-unlock without a lock ID by the same user within ${FORCE_RETRY_MS / 1000} s is taken for a retry of that one, so the lock taken since was left alone. Release it by its ID now (DELETE /api/v1/workspaces/${ws}/lock?id=${id}, OpenTofu's force-unlock, or the console), or force-unlock again after ${new Date(last.at + FORCE_RETRY_MS).toISOString()}`,
+      { details: { lockId: id, releasedId: last.id } },
+    );
   }
   ctx.audit.lockId = holder.ID === "" ? NO_LOCK_ID : holder.ID;
   if (!(await release(ctx, ws, ctx.audit.lockId, undefined, ctx.principal.name)))
     return sendJson(ctx, 200, { released: null, message: `workspace ${ws} was unlocked meanwhile: nothing to release` });
   forceLine(ctx, ws, holder.ID, "force-unlock");
   sendJson(ctx, 200, { released: ctx.audit.lockId });
-}
-
-function forceRepeated(ws: string, user: string, last: ReleasedLock, holder: LockInfo): ObjstateError {
-  const id = holder.ID === "" ? NO_LOCK_ID : holder.ID;
-  return new ObjstateError(
-    "FORCE_UNLOCK_REPEATED",
-    `force-unlock of workspace ${ws} released nothing, and the state is still locked (${describeHolder(holder)}): ${user} force-unlocked lock ${last.id} at ${new Date(last.at).toISOString()}, and a force-unlock without a lock ID by the same user within ${FORCE_RETRY_MS / 1000} s is taken for a retry of that one, so the lock taken since was left alone. Release it by its ID now (DELETE /api/v1/workspaces/${ws}/lock?id=${id}, OpenTofu's force-unlock, or the console), or force-unlock again after ${new Date(last.at + FORCE_RETRY_MS).toISOString()}`,
-    { details: { lockId: id, releasedId: last.id } },
-  );
 }
 
 /** The `warn` line of a force-unlock: who, and which lock (never a header or body). */
@@ -243,11 +233,6 @@ function forceLine(ctx: Ctx, ws: string, lockId: string, msg: string, kept?: str
     lockId: lockId === "" ? NO_LOCK_ID : lockId,
     ...(kept === undefined ? {} : { heldBy: kept }),
   });
-}
-
-/** Lock info naming an ID and nothing else: OpenTofu's force-unlock. */
-function namesOnlyId(i: LockInfo): boolean {
-  return i.Operation === "" && i.Who === "" && i.Version === "" && i.Created === "" && i.Info === "" && i.Path === "";
 }
 
 /** Release lock `id`; true when this request released it, false when it was gone already. */
@@ -264,7 +249,7 @@ async function release(ctx: Ctx, ws: string, id: string, owner?: string, forcedB
 }
 
 async function readLockInfo(ctx: Ctx): Promise<LockInfo | undefined> {
-  const body = await readSmall(ctx, LOCK_BODY_MAX, true);
+  const body = await readSmall(ctx, SMALL_BODY_MAX, true);
   if (body.size === 0) return undefined;
   const o = jsonObject(body.bytes(), "the lock info body");
   if (o === "invalid") throw new ObjstateError("LOCK_INFO_INVALID", "the lock info body is not valid JSON");

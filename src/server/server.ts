@@ -19,7 +19,7 @@ import { isLoopbackHost, RequestGate, type PublicOrigin } from "./gate.js";
 import { checkDeclaredLength } from "../io/http-body.js";
 import { diffInWorker } from "./diff-runner.js";
 import { ConnectionGuard } from "./connections.js";
-import { requireRole, send, sendEmpty, sendHeld, sendJson, type Ctx } from "./context.js";
+import { requireRole, send, sendHeld, sendJson, type Ctx } from "./context.js";
 import { Logger } from "./log.js";
 import { Metrics, METRICS_CONTENT_TYPE } from "./metrics.js";
 import { STATE_ROUTES } from "./protocol.js";
@@ -100,22 +100,6 @@ function refuseUnsafeOptions(o: ServerOptions): void {
     );
 }
 
-/** `listen`'s refusals, before anything is bound: an address off loopback needs users (or the insecure opt-out) and public URLs. */
-function refuseUnsafeAddress(o: ServerOptions, host: string, port: number): void {
-  if (isLoopbackHost(host)) return;
-  if (o.users === undefined && o.insecureNoAuth !== true)
-    throw new ObjstateError(
-      "AUTH_REQUIRED",
-      `--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`,
-    );
-  // Without the list, a Host check could only trust what the request says (DNS rebinding).
-  if ((o.publicUrls ?? []).length === 0)
-    throw new ObjstateError(
-      "PUBLIC_URL_REQUIRED",
-      `--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`,
-    );
-}
-
 /** `listen`'s failure for the operator: LISTEN_FAILED saying why and what to do (the errno alone says little). */
 function listenFailed(e: unknown, host: string, port: number): ObjstateError {
   const code = (e as NodeJS.ErrnoException).code;
@@ -128,28 +112,6 @@ function listenFailed(e: unknown, host: string, port: number): ObjstateError {
           ? `${host} is not an address of this machine; give one of its addresses, or 127.0.0.1, with --listen`
           : (code ?? (e instanceof Error ? e.message : String(e)));
   return new ObjstateError("LISTEN_FAILED", `cannot listen on ${host}:${port}: ${why}`, { cause: e });
-}
-
-function serveWarnings(o: ServerOptions, url: string, loopback: boolean): [string, string][] {
-  const { users, tls, backend } = o;
-  const out: [string, string][] = [];
-  // Off loopback without users, listen required insecureNoAuth.
-  if (users === undefined && !loopback)
-    out.push([
-      `SERVING ${url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`,
-      "SERVE_INSECURE",
-    ]);
-  else if (users === undefined) out.push([`no --users file: serving on loopback only (${url}), and every local client may do everything`, "SERVE_NO_USERS"]);
-  else if (tls === undefined && !loopback)
-    out.push([
-      `SERVING PASSWORDS OVER PLAIN HTTP on ${url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`,
-      "SERVE_PLAINTEXT_PASSWORDS",
-    ]);
-  const unlocked = "no lock table is configured (--allow-unlocked-writes): LOCK always succeeds and concurrent clients can overwrite each other's changes";
-  if (!backend.lockingEnabled) out.push([unlocked, "SERVE_NO_LOCKING"]);
-  else if (o.allowUnlockedWrites === true)
-    out.push(["--allow-unlocked-writes: a client without lock_address, or run with -lock=false, can overwrite changes it never read", "SERVE_UNLOCKED_WRITES"]);
-  return out;
 }
 
 /** Routes anyone may call (a load balancer's probes, a scraper). */
@@ -172,7 +134,6 @@ type Shared = Pick<Ctx, "backend" | "limits" | "metrics" | "logger" | "allowUnlo
 export class ObjstateServer {
   readonly metrics = new Metrics();
   readonly connections: ConnectionGuard;
-  /** Where every change through this server is recorded (undefined with `audit: false`). */
   readonly audit: AuditLog | undefined;
   private readonly server: Server;
   private readonly auth: Authenticator;
@@ -221,40 +182,46 @@ export class ObjstateServer {
     this.consoleApi = options.console === false ? undefined : backendConsoleApi(options.backend, { compare: diffInWorker });
     this.csrf = new CsrfTokens(options.csrfKey === undefined ? {} : { key: options.csrfKey });
     this.gate = new RequestGate({ publicUrls: options.publicUrls, tls: options.tls !== undefined });
-    const metrics = async (ctx: Ctx): Promise<void> => send(ctx, 200, await this.metrics.text(), { "Content-Type": METRICS_CONTENT_TYPE });
     this.router = new Router<Route>([
       { method: "GET", path: "/healthz", handler: (ctx) => Promise.resolve(sendJson(ctx, 200, { status: "ok" })) },
       { method: "GET", path: "/readyz", handler: (ctx) => this.ready(ctx) },
-      { method: "GET", path: "/metrics", handler: metrics },
+      { method: "GET", path: "/metrics", handler: async (ctx) => send(ctx, 200, await this.metrics.text(), { "Content-Type": METRICS_CONTENT_TYPE }) },
       ...STATE_ROUTES,
       ...API_ROUTES,
     ]);
-    this.server = this.createServer((req, res) => void this.handle(req, res).catch((e: unknown) => lastResort(res, e, logger)));
+    const t = options.tls;
+    // Stalled headers are found by a periodic sweep: often enough for the timeout to mean what it says.
+    const base = { connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(this.clientTimeoutMs / 2))) };
+    const mtls = t?.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true };
+    const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res).catch((e: unknown) => lastResort(res, e, logger));
+    const server = (this.server =
+      t === undefined
+        ? createHttpServer(base, handler)
+        : createHttpsServer({ ...base, cert: t.cert, key: t.key, minVersion: "TLSv1.2", ciphers: TLS12_CIPHERS, honorCipherOrder: true, ...mtls }, handler));
+    // Headers have a deadline; bodies only a minimum rate (connections.ts), so a large upload on a slow link lives.
+    server.headersTimeout = this.clientTimeoutMs;
+    server.requestTimeout = 0;
+    server.keepAliveTimeout = 5_000;
     this.connections = new ConnectionGuard(
-      this.server,
+      server,
       { maxConnections: options.maxConnections, maxPerClient: options.maxConnectionsPerClient, windowMs: this.clientTimeoutMs },
       logger,
     );
   }
 
-  private createServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Server {
-    const t = this.options.tls;
-    // Stalled headers are found by a periodic sweep: often enough for the timeout to mean what it says.
-    const base = { connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(this.clientTimeoutMs / 2))) };
-    const mtls = t?.ca === undefined ? {} : { ca: t.ca, requestCert: true, rejectUnauthorized: true };
-    const server =
-      t === undefined
-        ? createHttpServer(base, handler)
-        : createHttpsServer({ ...base, cert: t.cert, key: t.key, minVersion: "TLSv1.2", ciphers: TLS12_CIPHERS, honorCipherOrder: true, ...mtls }, handler);
-    // Headers have a deadline; bodies only a minimum rate (connections.ts), so a large upload on a slow link lives.
-    server.headersTimeout = this.clientTimeoutMs;
-    server.requestTimeout = 0;
-    server.keepAliveTimeout = 5_000;
-    return server;
-  }
-
   async listen(host: string, port: number): Promise<AddressInfo> {
-    refuseUnsafeAddress(this.options, host, port);
+    // Before anything is bound: an address off loopback needs users (or the insecure opt-out) and public URLs.
+    if (!isLoopbackHost(host) && this.options.users === undefined && this.options.insecureNoAuth !== true)
+      throw new ObjstateError(
+        "AUTH_REQUIRED",
+        `--listen ${host}:${port} is not a loopback address and there is no --users file: give --users FILE (objstate serve hash-password adds users), or --insecure-no-auth to let anyone who reaches it change every state`,
+      );
+    // Without the list, a Host check could only trust what the request says (DNS rebinding).
+    if (!isLoopbackHost(host) && (this.options.publicUrls ?? []).length === 0)
+      throw new ObjstateError(
+        "PUBLIC_URL_REQUIRED",
+        `--listen ${host}:${port} is not a loopback address: give --public-url with the URL clients use to reach this server (e.g. --public-url https://state.example.com; repeatable), so that requests for other host names are refused`,
+      );
     // Readiness requires the bucket: an embedded one is made now, not on the first write.
     await this.options.backend.prepareBucket();
     return new Promise((resolve, reject) => {
@@ -276,7 +243,29 @@ export class ObjstateServer {
   }
 
   warnings(): [string, string][] {
-    return serveWarnings(this.options, this.url, isLoopbackHost((this.server.address() as AddressInfo).address));
+    const { users, tls, backend, allowUnlockedWrites } = this.options;
+    const url = this.url;
+    const loopback = isLoopbackHost((this.server.address() as AddressInfo).address);
+    const out: [string, string][] = [];
+    if (users === undefined && !loopback)
+      out.push([
+        `SERVING ${url} WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach this address can read, overwrite and unlock every state in ${backend.describe()}`,
+        "SERVE_INSECURE",
+      ]);
+    else if (users === undefined) out.push([`no --users file: serving on loopback only (${url}), and every local client may do everything`, "SERVE_NO_USERS"]);
+    else if (tls === undefined && !loopback)
+      out.push([
+        `SERVING PASSWORDS OVER PLAIN HTTP on ${url}: Basic credentials cross the network in clear text. Give --tls-cert and --tls-key, or make sure only a TLS-terminating proxy on a private network reaches this address`,
+        "SERVE_PLAINTEXT_PASSWORDS",
+      ]);
+    const unlocked = "no lock table is configured (--allow-unlocked-writes): LOCK always succeeds and concurrent clients can overwrite each other's changes";
+    if (!backend.lockingEnabled) out.push([unlocked, "SERVE_NO_LOCKING"]);
+    else if (allowUnlockedWrites === true)
+      out.push([
+        "--allow-unlocked-writes: a client without lock_address, or run with -lock=false, can overwrite changes it never read",
+        "SERVE_UNLOCKED_WRITES",
+      ]);
+    return out;
   }
 
   /** Accept nothing new, let requests in flight finish, then close every connection (after `graceMs`, cut). Locks held stay held. */
@@ -284,9 +273,8 @@ export class ObjstateServer {
     this.closing = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
-    if (this.inFlight > 0) {
+    if (this.inFlight > 0)
       await Promise.race([new Promise<void>((resolve) => (this.drained = resolve)), new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref())]);
-    }
     this.server.closeAllConnections();
     await closed;
     await this.options.identity?.close();
@@ -306,11 +294,10 @@ export class ObjstateServer {
     const found: Authenticated = refusal === undefined ? await this.auth.authenticate(ctx.req) : ctx;
     trace.user = found.user.name;
     Object.assign(ctx, found);
-    const who = found.user;
     return handleConsole(ctx.req, ctx.res, {
-      user: who.name,
+      user: found.user.name,
       principal: ctx.principal,
-      can: (role, workspace) => allowed(who, role, workspace),
+      can: (role, workspace) => allowed(found.user, role, workspace),
       log: (entry: ConsoleLogEntry) => {
         const { user, action, workspace, outcome, detail, lockId, from, code } = entry;
         this.logger.event(outcome === "ok" ? "info" : "warn", "console action", { user, action, workspace, outcome, detail });
@@ -382,7 +369,6 @@ export class ObjstateServer {
     }
   }
 
-  /** Check a request at the gate and by its route, then run the route (or the console). */
   private async dispatch(ctx: Ctx, route: Route | "method" | undefined, trace: Trace): Promise<void> {
     const { req, res, url } = ctx;
     if (this.closing) res.setHeader("Connection", "close");
@@ -444,8 +430,7 @@ export class ObjstateServer {
   }
 }
 
-/** One error-to-answer mapping for every route: status from the code (errors.ts), its headers, a body quoting nothing only the log may see. */
-/** Answer a failure: the holder's lock info when the error carries one (what the tool parses on 409/423), else `{"code", "message"}`. */
+/** Every route's failure: status from the code (errors.ts); the holder's lock info when the error carries one (what the tool parses on 409/423), else `{"code", "message"}` quoting nothing only the log may see. */
 function answerFailure(ctx: Ctx, e: unknown, logger: Logger): void {
   const status = statusOf(e);
   const res = ctx.res;
@@ -466,11 +451,10 @@ function answerFailure(ctx: Ctx, e: unknown, logger: Logger): void {
   }
   if (status === 500 && !isObjstateError(e)) {
     // Unexpected: no detail leaves the process (it may quote a request).
-    sendJson(ctx, 500, { code: "INTERNAL", message: "internal error; see the server's log" });
+    sendJson(ctx, 500, INTERNAL);
     logger.event("error", "unexpected failure", { name: e instanceof Error ? e.name : typeof e });
     return;
   }
-  if (status === 204) return sendEmpty(ctx, 204);
   // Why an issuer could not be asked is the operator's to know (its messages never hold a token).
   if (isObjstateError(e, "IDENTITY_PROVIDER_UNAVAILABLE")) logger.event("warn", "identity provider unavailable", { reason: e.message });
   // The one field a client is told to set: UNLOCKED_WRITE names the state's lock_address.
@@ -490,14 +474,13 @@ function shownMessage(e: ObjstateError, ctx: Ctx, logger: Logger): string {
   return `the server's encryption key provider failed: the detail is in the server's log, under reference ${ref}`;
 }
 
+const INTERNAL = { code: "INTERNAL", message: "internal error; see the server's log" };
+
 /** A failure outside every handler's own catch (its logging included): logged and answered 500, never the process's end. */
 function lastResort(res: ServerResponse, e: unknown, logger: Logger): void {
   try {
     if (res.headersSent) res.destroy();
-    else
-      res
-        .writeHead(500, { "Content-Type": "application/json", Connection: "close" })
-        .end('{"code":"INTERNAL","message":"internal error; see the server\'s log"}\n');
+    else res.writeHead(500, { "Content-Type": "application/json", Connection: "close" }).end(`${JSON.stringify(INTERNAL)}\n`);
     logger.event("error", "request handling failed", { name: e instanceof Error ? e.name : typeof e });
   } catch {
     res.destroy();

@@ -110,6 +110,10 @@ export function parseRoles(value: unknown, where: string, bad: (problem: string)
   return value as Record<string, Role[]>;
 }
 
+export function grantsOf(roles: Readonly<Record<string, readonly Role[]>>): User["grants"] {
+  return Object.entries(roles).map(([glob, list]) => ({ glob, roles: new Set(list) }));
+}
+
 export function parseUsers(text: string, file: string): Map<string, User> {
   const bad = (problem: string): ObjstateError => fileError(file, problem);
   const doc = parseJsonFile(text, bad);
@@ -122,8 +126,7 @@ export function parseUsers(text: string, file: string): Map<string, User> {
     if (typeof e !== "object" || e === null) throw fileError(file, `users.${name} must be an object`);
     if (e.password !== undefined && (typeof e.password !== "string" || parseHash(e.password) === undefined))
       throw fileError(file, `users.${name}.password is not an scrypt$N$r$p$salt$hash entry (make one with objstate serve hash-password)`);
-    const grants = Object.entries(parseRoles(e.roles, `users.${name}.roles`, bad)).map(([glob, roles]) => ({ glob, roles: new Set(roles) }));
-    out.set(name, { name, password: e.password as string | undefined, grants });
+    out.set(name, { name, password: e.password as string | undefined, grants: grantsOf(parseRoles(e.roles, `users.${name}.roles`, bad)) });
   }
   return out;
 }

@@ -1,13 +1,13 @@
 /** Turns a bearer credential (an API token, tokens.ts, or an OIDC ID token, oidc.ts), as Bearer or Basic password, into a user. */
 import type { Principal } from "../../backend/principal.js";
-import { unauthorized, type User } from "../users.js";
+import { grantsOf, unauthorized, type User } from "../users.js";
 import { OidcVerifier, looksLikeJwt, type IdentityRule, type OidcOptions } from "./oidc.js";
 import { TokenStore, looksLikeToken } from "./tokens.js";
 
 /** The user whose grants a request is checked against, and the principal the library records. */
 export type Authenticated = { readonly user: User; readonly principal: Principal };
 
-export interface IdentityOptions {
+interface IdentityOptions {
   readonly tokensFile?: string | undefined;
   readonly identities?: readonly IdentityRule[] | undefined;
   readonly oidc?: OidcOptions | undefined;
@@ -17,8 +17,8 @@ export interface IdentityOptions {
 export type Credential = { readonly kind: "bearer"; readonly secret: string } | { readonly kind: "basic"; readonly user: string; readonly secret: string };
 
 export class Identity {
-  readonly tokens: TokenStore | undefined;
-  readonly oidc: OidcVerifier;
+  private readonly tokens: TokenStore | undefined;
+  private readonly oidc: OidcVerifier;
 
   constructor(
     private readonly users: ReadonlyMap<string, User>,
@@ -33,13 +33,11 @@ export class Identity {
     return c.kind === "bearer" || looksLikeToken(c.secret) || (this.oidc.enabled && looksLikeJwt(c.secret) && this.oidc.acceptsUserName(c.user));
   }
 
-  /** The identity of a token or ID token, or UNAUTHORIZED / FORBIDDEN / IDENTITY_PROVIDER_UNAVAILABLE. */
+  /** The identity of a credential it {@link handles}, or UNAUTHORIZED / FORBIDDEN / IDENTITY_PROVIDER_UNAVAILABLE. */
   async resolve(c: Credential): Promise<Authenticated> {
     if (looksLikeToken(c.secret)) return this.apiToken(c.secret);
     if (!looksLikeJwt(c.secret) || !this.oidc.enabled)
       throw unauthorized("the bearer token is neither an API token (objst_…) nor an ID token of a configured identity issuer");
-    if (c.kind === "basic" && !this.oidc.acceptsUserName(c.user))
-      throw unauthorized(`an ID token as the password needs the user name "oidc" or an identity rule's name, not ${JSON.stringify(c.user)}`);
     const { user, oidc } = await this.oidc.verify(c.secret);
     return { user, principal: { name: user.name, via: "oidc", oidc } };
   }
@@ -50,11 +48,9 @@ export class Identity {
     const record = this.tokens.check(secret);
     const owner = this.users.get(record.user);
     if (owner === undefined) throw unauthorized(`API token ${record.id} belongs to user ${record.user}, who is no longer in the users file`);
-    const principal = { name: owner.name, via: "token", tokenId: record.id };
-    if (record.roles === undefined) return { user: { name: owner.name, password: undefined, grants: owner.grants }, principal };
     // A token's own roles are capped by its user's: it never gives more than the users file does.
-    const grants = Object.entries(record.roles).map(([glob, roles]) => ({ glob, roles: new Set(roles) }));
-    return { user: { name: owner.name, password: undefined, grants, cappedBy: owner }, principal };
+    const own = record.roles === undefined ? { grants: owner.grants } : { grants: grantsOf(record.roles), cappedBy: owner };
+    return { user: { name: owner.name, password: undefined, ...own }, principal: { name: owner.name, via: "token", tokenId: record.id } };
   }
 
   async close(): Promise<void> {

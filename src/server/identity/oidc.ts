@@ -71,19 +71,15 @@ export function loadIdentityRules(file: string): IdentityRule[] {
   return parseIdentities(parseJsonFile(readFileSync(file, "utf8"), bad), file);
 }
 
-/** A claim as text for conditions and globs: strings, and booleans/numbers as JSON writes them (`ref_protected: "true"`). */
-function claimText(payload: JWTPayload, name: string): string | undefined {
-  const v = payload[name];
-  return typeof v === "string" ? v : typeof v === "boolean" || typeof v === "number" ? String(v) : undefined;
-}
-
 /** The user a matching rule makes of a verified token, and the claims it looked at; undefined if the rule does not match. */
 export function applyRule(rule: IdentityRule, payload: JWTPayload): { user: User; claims: Record<string, string> } | undefined {
   const aud = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
   if (payload.iss !== rule.issuer || !aud.includes(rule.audience)) return undefined;
   const used: Record<string, string> = {};
   for (const [name, want] of Object.entries(rule.claims)) {
-    const got = claimText(payload, name);
+    const v = payload[name];
+    // Booleans and numbers as JSON writes them (`ref_protected: "true"`).
+    const got = typeof v === "string" ? v : typeof v === "boolean" || typeof v === "number" ? String(v) : undefined;
     if (got === undefined || got.length > MAX_CLAIM_LENGTH) return undefined;
     if (!(/[*?]/.test(want) ? globMatches(want, got) : got === want)) return undefined;
     used[name] = got;
@@ -153,17 +149,6 @@ export class OidcVerifier {
     return basicUser === "oidc" || this.rules.some((r) => r.name === basicUser);
   }
 
-  private keySet(issuer: string): Promise<KeySet> {
-    let p = this.keySets.get(issuer);
-    if (p === undefined) {
-      p = this.discover(issuer);
-      this.keySets.set(issuer, p);
-      // A failed discovery is answered from memory for a while, then tried again.
-      p.catch(() => setTimeout(() => this.keySets.delete(issuer), this.options.retryAfterFailureMs ?? RETRY_AFTER_FAILURE_MS).unref());
-    }
-    return p;
-  }
-
   private async discover(issuer: string): Promise<KeySet> {
     const url = `${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
     const timeout = this.options.fetchTimeoutMs ?? FETCH_TIMEOUT_MS;
@@ -207,7 +192,13 @@ export class OidcVerifier {
     if (rules.length === 0)
       throw unauthorized(`no identity rule trusts the token's issuer ${JSON.stringify(iss ?? null)}: add one to identities in the users file`);
     const issuer = iss as string;
-    const keys = await this.keySet(issuer);
+    let keySet = this.keySets.get(issuer);
+    if (keySet === undefined) {
+      this.keySets.set(issuer, (keySet = this.discover(issuer)));
+      // A failed discovery is answered from memory for a while, then tried again.
+      keySet.catch(() => setTimeout(() => this.keySets.delete(issuer), this.options.retryAfterFailureMs ?? RETRY_AFTER_FAILURE_MS).unref());
+    }
+    const keys = await keySet;
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(jwt, keys, {

@@ -1,7 +1,4 @@
-/**
- * API tokens of `objstate serve token create`: `{"tokens": {"ID": TokenRecord}}` beside the users file, holding only each
- * token's SHA-256 (a 256-bit random secret needs no scrypt: docs/decisions/073-api-tokens-hashed-sha256.md).
- */
+/** API tokens of `objstate serve token create`, in a file beside the users file that holds only their SHA-256 (docs/decisions/073-api-tokens-hashed-sha256.md). */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { makeDir } from "../../io/local-fs.js";
@@ -48,27 +45,19 @@ function parseTokens(text: string | undefined, file: string): Map<string, TokenR
   const tokens = (doc as { tokens?: unknown } | null)?.tokens;
   if (typeof tokens !== "object" || tokens === null || Array.isArray(tokens)) throw fileError(file, 'expected {"tokens": {"ID": {…}}}');
   for (const [id, raw] of Object.entries(tokens as Record<string, unknown>)) {
-    const r = raw as Partial<Record<keyof TokenRecord, unknown>> | null;
-    if (
-      r === null ||
-      typeof r !== "object" ||
-      typeof r.user !== "string" ||
-      typeof r.sha256 !== "string" ||
-      !/^[0-9a-f]{64}$/.test(r.sha256) ||
-      typeof r.created !== "string" ||
-      typeof r.expires !== "string" ||
-      Number.isNaN(Date.parse(r.expires))
-    )
+    const { user, sha256, created, expires, roles, revoked, lastUsed } = (raw ?? {}) as Partial<Record<keyof TokenRecord, unknown>>;
+    const invalid = typeof user !== "string" || typeof created !== "string" || typeof sha256 !== "string" || !/^[0-9a-f]{64}$/.test(sha256);
+    if (invalid || typeof expires !== "string" || Number.isNaN(Date.parse(expires)))
       throw fileError(file, `tokens.${id} needs user, sha256 (64 hex), created and expires`);
     out.set(id, {
       id,
-      user: r.user,
-      sha256: r.sha256,
-      roles: r.roles === undefined ? undefined : parseRoles(r.roles, `tokens.${id}.roles`, bad),
-      created: r.created,
-      expires: r.expires,
-      revoked: typeof r.revoked === "string" ? r.revoked : undefined,
-      lastUsed: typeof r.lastUsed === "string" ? r.lastUsed : undefined,
+      user,
+      sha256,
+      roles: roles === undefined ? undefined : parseRoles(roles, `tokens.${id}.roles`, bad),
+      created,
+      expires,
+      revoked: typeof revoked === "string" ? revoked : undefined,
+      lastUsed: typeof lastUsed === "string" ? lastUsed : undefined,
     });
   }
   return out;
