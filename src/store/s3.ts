@@ -667,36 +667,34 @@ interface ListPage {
   readonly next: string | undefined;
 }
 
-/** A ListObjectsV2 result's objects and continuation token: its elements of text only, entities decoded. */
+/** A ListObjectsV2 result's objects and continuation token, in one pass over the elements it needs (each of text only). */
 export function parseListPage(xml: string): ListPage {
   const objects: ListedObject[] = [];
-  for (const [, contents] of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)) {
-    const f = xmlFields(contents as string);
-    if (f.Key !== undefined) {
-      const lastModified = f.LastModified === undefined ? undefined : new Date(f.LastModified);
-      objects.push({ key: f.Key, size: Number(f.Size ?? 0), lastModified, etag: f.ETag?.replace(/"/g, "") });
-    }
+  const top: Record<string, string> = {};
+  let f: Record<string, string> | undefined;
+  for (const [, tag, name, value] of xml.matchAll(/<(\/?Contents)>|<(Key|Size|LastModified|ETag|IsTruncated|NextContinuationToken)>([^<]*)<\/\2>/g)) {
+    if (tag === "Contents") f = {};
+    else if (tag !== undefined) {
+      if (f?.Key !== undefined) {
+        const lastModified = f.LastModified === undefined ? undefined : new Date(f.LastModified);
+        objects.push({ key: f.Key, size: Number(f.Size ?? 0), lastModified, etag: f.ETag?.replace(/"/g, "") });
+      }
+      f = undefined;
+    } else (f ?? top)[name as string] = xmlText(value as string);
   }
-  const top = xmlFields(xml.replace(/<Contents>[\s\S]*?<\/Contents>/g, ""));
   return { objects, next: top.IsTruncated === "true" ? top.NextContinuationToken : undefined };
 }
 
 const XML_ENTITIES: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
 
-/** Each `<Name>text</Name>` in `xml`, the text as an XML parser reads it (line ends normalized, then entities decoded). */
-function xmlFields(xml: string): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = {};
-  for (const [, name, value] of xml.matchAll(/<(\w+)>([^<]*)<\/\1>/g)) {
-    // Most text has neither: a replace with a callback costs more than the rest of the parse.
-    out[name as string] = !/[&\r]/.test(value as string)
-      ? value
-      : (value as string)
-          .replace(/\r\n?/g, "\n")
-          .replace(/&(?:#x([0-9a-fA-F]+)|#(\d+)|(\w+));/g, (m, hex?: string, dec?: string, named?: string) =>
-            named === undefined ? String.fromCodePoint(parseInt(hex ?? (dec as string), hex === undefined ? 10 : 16)) : (XML_ENTITIES[named] ?? m),
-          );
-  }
-  return out;
+/** Text as an XML parser reads it: line ends normalized, then entities decoded (most text has neither, and skips the costly replace). */
+function xmlText(raw: string): string {
+  if (!raw.includes("&") && !raw.includes("\r")) return raw;
+  return raw
+    .replace(/\r\n?/g, "\n")
+    .replace(/&(?:#x([0-9a-fA-F]+)|#(\d+)|(\w+));/g, (m, hex?: string, dec?: string, named?: string) =>
+      named === undefined ? String.fromCodePoint(parseInt(hex ?? (dec as string), hex === undefined ? 10 : 16)) : (XML_ENTITIES[named] ?? m),
+    );
 }
 
 function addRequestHook(client: S3.S3Client, onRequest: (req: WireRequest) => void): void {
