@@ -2,6 +2,7 @@
 // of BENCH_WORKSPACES workspaces (default 10,000) in the S3 layout, on the real servers (Ceph RGW +
 // dynalite), whole processes, alternating in one run. Prints each median and its ratio to
 // Terraform's. Run: npm run build && bash scripts/with-servers.sh node bench/workspaces.mjs
+// (BENCH_BUCKET: an already seeded bucket; BENCH_BASELINE_CLI: see below)
 // (`terraform` on PATH; it runs with a CLI config of its own and talks only to the loopback Ceph).
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -131,11 +132,16 @@ const objEnv = {
   AWS_EC2_METADATA_DISABLED: "true",
 };
 const objArgs = ["--bucket", bucket, "--endpoint", s3Endpoint, "--key", key, "--layout", "s3", "--kvstore-table", table, "--kvstore-endpoint", ddbEndpoint];
+const objstate = (path, json) => () =>
+  spawnSync(process.execPath, [path, "workspace", "list", ...(json ? ["--json"] : []), ...objArgs], { env: objEnv, encoding: "utf8", maxBuffer: 1 << 28 });
 const runs = {
   terraform: () => spawnSync("terraform", ["workspace", "list"], { cwd: tfDir, env: tfEnv, encoding: "utf8", maxBuffer: 1 << 28 }),
-  objstate: () => spawnSync(process.execPath, [cli, "workspace", "list", ...objArgs], { env: objEnv, encoding: "utf8", maxBuffer: 1 << 28 }),
-  "objstate --json": () => spawnSync(process.execPath, [cli, "workspace", "list", "--json", ...objArgs], { env: objEnv, encoding: "utf8", maxBuffer: 1 << 28 }),
+  objstate: objstate(cli, false),
+  "objstate --json": objstate(cli, true),
 };
+// BENCH_BASELINE_CLI: another build's dist/pkg/cli.cjs, run in the same rounds (a before/after on a loaded machine).
+if (env.BENCH_BASELINE_CLI !== undefined)
+  Object.assign(runs, { baseline: objstate(env.BENCH_BASELINE_CLI, false), "baseline --json": objstate(env.BENCH_BASELINE_CLI, true) });
 const times = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
 const lines = {};
 for (let round = 0; round < ROUNDS; round++) {
@@ -144,7 +150,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const r = run();
     times[name].push(performance.now() - t);
     if (r.status !== 0) throw new Error(`${name} failed (${r.status}): ${r.stderr}`);
-    lines[name] = name === "objstate --json" ? JSON.parse(r.stdout).length : r.stdout.split("\n").filter((l) => l.trim() !== "").length;
+    lines[name] = name.endsWith("--json") ? JSON.parse(r.stdout).length : r.stdout.split("\n").filter((l) => l.trim() !== "").length;
   }
 }
 const tf = median(times.terraform);

@@ -184,7 +184,8 @@ export async function workspaceListAction(opts: Opts): Promise<void> {
   const s = selected(opts);
   await withBackend(s, async (backend) => {
     if (opts.json === true) return printJson((await backend.workspaceStatuses()).map(workspaceJson));
-    for (const w of await backend.listWorkspaces()) say(`${w === s.workspace ? "*" : " "} ${printable(w)}`);
+    // One write: a line at a time is a system call each on a pipe, 10,000 for 10,000 workspaces.
+    say((await backend.listWorkspaces()).map((w) => `${w === s.workspace ? "*" : " "} ${printable(w)}`).join("\n"));
   });
 }
 

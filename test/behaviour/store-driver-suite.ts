@@ -465,6 +465,22 @@ export function storeDriverSuite(name: string, open: (options?: FreshStoreOption
         assert.deepEqual(await collect(d.list("l/", { startAfter: "l/a/", pageSize: 2 })), under.slice(under.indexOf("l/a/b")));
       });
 
+      it("list: keys with XML's special characters, entity-like text, astral characters and edge spaces come back exact, over pages", async () => {
+        const d = await ready();
+        const keys = ["x/a&b", "x/<t>", `x/"q" 'a'`, "x/&amp;", "x/&#38;", "x/ edge ", "x/\u00e9\u{1F600}"];
+        for (const k of keys) await d.put(k, Buffer.from(k));
+        const sorted = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+        assert.deepEqual(await collect(d.list("x/", { pageSize: 2 })), sorted);
+        const listed = await collect(d.listDetailed("x/&", { pageSize: 1 }));
+        assert.deepEqual(
+          listed.map((o) => [o.key, o.size]),
+          [
+            ["x/&#38;", 7],
+            ["x/&amp;", 7],
+          ],
+        );
+      });
+
       it("listDetailed: each key under a prefix, in order, over pages, with the size, time and ETag head reports", async () => {
         const d = await ready();
         for (const [k, body] of [

@@ -10,7 +10,7 @@ import { after, before, describe, it } from "node:test";
 import { DeleteBucketCommand, DeleteObjectCommand, GetObjectAclCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { isObjstateError } from "../../../src/errors.js";
 import { openStore } from "../../../src/store/index.js";
-import { S3Driver } from "../../../src/store/s3.js";
+import { parseListPage, S3Driver } from "../../../src/store/s3.js";
 import type { S3DriverOptions, WireRequest } from "../../../src/store/s3.js";
 import type { Credentials } from "../../../src/credentials/types.js";
 import type { ObjectStoreDriver } from "../../../src/store/types.js";
@@ -260,6 +260,26 @@ describe("S3Driver against Ceph RGW", () => {
       assert.deepEqual([o.etag, seconds(o.lastModified)], [h?.etag, seconds(h?.lastModified)]);
     }
     assert.equal(listed[1]?.etag, createHash("md5").update("bb").digest("hex"));
+  });
+
+  it("reads a list page as an XML parser does: entities once, line ends, astral characters; Owner and prefixes ignored; a token only when truncated", () => {
+    const page = (body: string): string =>
+      `<?xml version="1.0" encoding="UTF-8"?>\r\n<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>b</Name><Prefix>p&amp;</Prefix>${body}</ListBucketResult>`;
+    const obj = (key: string): string =>
+      `<Contents><Key>${key}</Key><LastModified>2026-12-02T18:08:49.123Z</LastModified><ETag>&quot;0123&quot;</ETag><Size>97</Size><Owner><ID>u</ID><DisplayName>U &amp; V</DisplayName></Owner></Contents>`;
+    const p = parseListPage(
+      page(
+        `<IsTruncated>true</IsTruncated>${obj("a&amp;lt;b")}${obj("&#x1F600;&#233;&lt;&gt;&quot;&apos;")}${obj("cr&#13;\r\nlf")}${obj("\u00e9\u{1F600} x")}<CommonPrefixes><Prefix>q/</Prefix></CommonPrefixes><NextContinuationToken>t&amp;1/+=</NextContinuationToken>`,
+      ),
+    );
+    assert.deepEqual(
+      p.objects.map((o) => o.key),
+      ["a&lt;b", "\u{1F600}\u00e9<>\"'", "cr\r\nlf", "\u00e9\u{1F600} x"],
+    );
+    assert.deepEqual(p.objects[0], { key: "a&lt;b", size: 97, lastModified: new Date("2026-12-02T18:08:49.123Z"), etag: "0123" });
+    assert.equal(p.next, "t&1/+=");
+    assert.deepEqual(parseListPage(page("<KeyCount>0</KeyCount><IsTruncated>false</IsTruncated>")), { objects: [], next: undefined });
+    assert.equal(parseListPage(page(`<IsTruncated>false</IsTruncated>${obj("k")}<NextContinuationToken>t</NextContinuationToken>`)).next, undefined);
   });
 
   it("maps a missing bucket to BUCKET_NOT_FOUND", async () => {
