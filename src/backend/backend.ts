@@ -9,11 +9,9 @@ import { BackendContext, defaultWarn } from "./context.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, workspacesPrefix } from "../config/layout.js";
 import { AuditLog, type AuditLogOptions } from "./audit.js";
 import {
-  checkCurrent,
   currentVersionOf,
   diffVersions,
   readVersionChecked,
-  rollbackPreview,
   rollbackState,
   stateHistory,
   type HistoryOptions,
@@ -295,11 +293,8 @@ export class ObjectStoreBackend {
   }
 
   /** One version's exact bytes (`VERSION_NOT_FOUND`); the digest is checked when it is the current one. */
-  async readVersion(workspace: string, versionId: string, options: { readonly stored?: boolean } = {}): Promise<Buffer> {
-    const stored = await readVersionChecked(this.ctx, workspace, versionId);
-    const enc = this.ctx.encryption;
-    if (enc === undefined || options.stored === true) return stored;
-    return (await enc.decrypt(stored, { workspace })).state;
+  readVersion(workspace: string, versionId: string, options: { readonly stored?: boolean } = {}): Promise<Buffer> {
+    return readVersionChecked(this.ctx, workspace, versionId, options.stored);
   }
 
   /** Write the current state again under the primary method, as a new version with serial + 1, under the lock. */
@@ -334,16 +329,15 @@ export class ObjectStoreBackend {
   }
 
   /** What a rollback to `versionId` would change; pass its `from` as the rollback's `expectCurrent`, so a write made meanwhile refuses it. */
-  previewRollback(workspace: string, versionId: string): Promise<VersionDiff> {
-    return rollbackPreview(this.ctx, workspace, versionId);
+  async previewRollback(workspace: string, versionId: string): Promise<VersionDiff> {
+    return diffVersions(this.ctx, workspace, { from: await currentVersionOf(this.ctx, workspace), to: versionId });
   }
 
   /** Write version `versionId`'s content as a new version (serial above the current one's), under the lock; another lineage needs `force`. */
   async rollback(workspace: string, versionId: string, options: BackendRollbackOptions = {}): Promise<RollbackResult> {
     checkWorkspace(workspace);
-    const { principal, expectCurrent } = options;
-    return this.withLock(workspace, { ...lockOf(options), operation: "rollback", info: options.info, owner: lockOwnerOf(principal) }, async (lock) => {
-      if (expectCurrent !== undefined) await checkCurrent(this.ctx, workspace, expectCurrent);
+    const { principal } = options;
+    return this.withLock(workspace, { ...lockOf(options), operation: "rollback", info: options.info, owner: lockOwnerOf(principal) }, (lock) => {
       const owner = lock.taken === undefined ? options.owner : undefined;
       return rollbackState(this.ctx, workspace, versionId, (body, w) => this.writeState(workspace, body, { lockId: lock.id, owner, principal, ...w }), options);
     });

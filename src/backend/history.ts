@@ -7,7 +7,7 @@ import { conflict, decodeMeta, META, normalizeDigest, recordOf, serialOf } from 
 import { workspaceFlag } from "./locks/lock-info.js";
 import { isEnvelope } from "../encryption/index.js";
 import { readCommitted } from "./read.js";
-import type { BackendRollbackOptions, DiffOptions, VersionDiff, WriteRecord } from "./types.js";
+import type { BackendRollbackOptions, DiffOptions, VersionDiff, WriteOptions, WriteRecord, WriteResult } from "./types.js";
 import { HEADER_BYTES, scanHeader, withSerial } from "./state-header.js";
 
 /** Bytes read of each version to find `serial` and `lineage` when objstate did not record them (the tool writes them first). */
@@ -100,17 +100,22 @@ async function describeVersion(ctx: BackendContext, workspace: string, v: Object
   };
 }
 
-/** One version's bytes exactly as stored (`VERSION_NOT_FOUND` for none, or a delete marker); the current one must pass the digest-checked read too. */
-export async function readVersionChecked(ctx: BackendContext, workspace: string, versionId: string): Promise<Buffer> {
+/** One version's bytes (`VERSION_NOT_FOUND` for none, or a delete marker), decrypted unless `stored`; the current one must pass the digest-checked read too. */
+export async function readVersionChecked(ctx: BackendContext, workspace: string, versionId: string, stored = false): Promise<Buffer> {
   const key = ctx.statePath(workspace);
   const [got, current] = await Promise.all([ctx.store.get(key, { versionId }), ctx.store.head(key)]);
   if (got === null) throw versionNotFound(ctx, workspace, versionId);
   const locks = ctx.table;
-  if (current === null || current.versionId !== versionId || locks === undefined) return got.body;
-  const expected = normalizeDigest((await locks.getDigest(ctx.digestId(workspace)))?.digest);
-  if (expected === undefined || expected === md5Hex(got.body)) return got.body;
-  await readCommitted(ctx, workspace, {});
-  return got.body;
+  if (current?.versionId === versionId && locks !== undefined) {
+    const expected = normalizeDigest((await locks.getDigest(ctx.digestId(workspace)))?.digest);
+    if (expected !== undefined && expected !== md5Hex(got.body)) await readCommitted(ctx, workspace, {});
+  }
+  return stored ? got.body : plainOf(ctx, workspace, got.body);
+}
+
+/** `body` decrypted when the connection encrypts. */
+async function plainOf(ctx: BackendContext, workspace: string, body: Buffer): Promise<Buffer> {
+  return ctx.encryption === undefined ? body : (await ctx.encryption.decrypt(body, { workspace })).state;
 }
 
 function versionNotFound(ctx: BackendContext, workspace: string, versionId: string): ObjstateError {
@@ -120,12 +125,6 @@ function versionNotFound(ctx: BackendContext, workspace: string, versionId: stri
     { details: { versionId } },
   );
 }
-
-/** What a rollback needs of the backend: a guarded, fenced write under the caller's lock. */
-export type RollbackWrite = (
-  body: Buffer,
-  options: { readonly ifMatch: string | null; readonly force: boolean; readonly operation: string; readonly sourceVersion: string },
-) => Promise<{ readonly written: boolean; readonly md5: string }>;
 
 export interface RollbackResult {
   readonly from: string;
@@ -144,17 +143,24 @@ export async function rollbackState(
   ctx: BackendContext,
   workspace: string,
   versionId: string,
-  write: RollbackWrite,
+  write: (body: Buffer, options: WriteOptions) => Promise<WriteResult>,
   options: BackendRollbackOptions,
 ): Promise<RollbackResult> {
   const where = ctx.describe(workspace);
+  if (options.expectCurrent !== undefined) {
+    const now = await currentVersionOf(ctx, workspace);
+    if (now !== options.expectCurrent) {
+      const message = `${where} was written since the diff was shown: nothing was written; run the rollback again to review the new diff`;
+      throw conflict(message, { details: { expected: options.expectCurrent, current: now } });
+    }
+  }
   const status = await ctx.store.versioning();
   if (status !== "enabled") throw versioningOff(where, status);
   const key = ctx.statePath(workspace);
   const [stored, current] = await Promise.all([ctx.store.get(key, { versionId }), ctx.store.get(key, { maxBytes: HEADER_BYTES })]);
   if (stored === null) throw versionNotFound(ctx, workspace, versionId);
   // An envelope's clear serial is a copy: the new serial goes into the state, which the write encrypts again.
-  const source = ctx.encryption === undefined ? stored.body : (await ctx.encryption.decrypt(stored.body, { workspace })).state;
+  const source = await plainOf(ctx, workspace, stored.body);
   let base: { serial: number | undefined; lineage: string | undefined } | undefined;
   if (current !== null) {
     const h = scanHeader(current.body);
@@ -235,25 +241,7 @@ async function diffSides(ctx: BackendContext, workspace: string, sides: DiffOpti
 export async function diffVersions(ctx: BackendContext, workspace: string, sides: DiffOptions): Promise<VersionDiff> {
   // Loaded on demand: importing the package does not load the comparison (objstate/state).
   const [ids, { diffStates }] = await Promise.all([diffSides(ctx, workspace, sides), import("../state/diff.js")]);
-  const read = async (id: string | null): Promise<Buffer | null> => {
-    if (id === null) return null;
-    const stored = await readVersionChecked(ctx, workspace, id);
-    return ctx.encryption === undefined ? stored : (await ctx.encryption.decrypt(stored, { workspace })).state;
-  };
+  const read = async (id: string | null): Promise<Buffer | null> => (id === null ? null : readVersionChecked(ctx, workspace, id));
   const [a, b] = await Promise.all([read(ids.from), read(ids.to)]);
   return { from: ids.from, to: ids.to, diff: sides.compare === undefined ? diffStates(a, b) : await sides.compare(a, b) };
-}
-
-/** What a rollback to `versionId` would change: the diff from the current version to it. */
-export async function rollbackPreview(ctx: BackendContext, workspace: string, versionId: string): Promise<VersionDiff> {
-  return diffVersions(ctx, workspace, { from: await currentVersionOf(ctx, workspace), to: versionId });
-}
-
-/** `STATE_CONFLICT` when the workspace was written since the diff from `expected` was shown (the caller holds the lock). */
-export async function checkCurrent(ctx: BackendContext, workspace: string, expected: string | null): Promise<void> {
-  const now = await currentVersionOf(ctx, workspace);
-  if (now === expected) return;
-  throw conflict(`${ctx.describe(workspace)} was written since the diff was shown: nothing was written; run the rollback again to review the new diff`, {
-    details: { expected, current: now },
-  });
 }
