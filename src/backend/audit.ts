@@ -55,7 +55,6 @@ export interface AuditLogOptions {
   readonly now?: (() => Date) | undefined;
 }
 
-const AUDIT_DEFAULT_DEADLINE_MS = 5_000;
 /** Pause before the next try after a failure; doubles while the deadline allows. */
 const RETRY_BASE_MS = 100;
 const READ_BATCH = 8;
@@ -66,23 +65,20 @@ const PART_NAME = /^(\d{4}-\d{2}-\d{2})(?:\.\d{1,6})?\.jsonl$/;
 /** `2026-11-26/2026-11-26T10:00:00.000Z-1a2b3c4d5e6f.json`: one or more events, the key sorting by the latest one's time. */
 const EVENT_NAME = /^(\d{4}-\d{2}-\d{2})\/(\d{4}-\d{2}-\d{2}T[\d:.]+Z)-[0-9a-f]+\.json$/;
 
-/** The principal fields an audit line keeps: copied one by one, so nothing else of a value can slip in. */
-function auditPrincipal(p: Principal): AuditPrincipal {
-  const out: { name: string; via: string; tokenId?: string; oidc?: Principal["oidc"] } = { name: p.name, via: p.via };
-  if (p.tokenId !== undefined) out.tokenId = p.tokenId;
+/** The line's record, fields in a fixed order, unset ones left out. */
+export function auditRecord(entry: AuditEntry, time: Date): AuditRecord {
+  // The principal's fields are copied one by one, so nothing else of a value can slip in.
+  const p = entry.principal;
+  const principal: { name: string; via: string; tokenId?: string; oidc?: Principal["oidc"] } = { name: p.name, via: p.via };
+  if (p.tokenId !== undefined) principal.tokenId = p.tokenId;
   if (p.oidc !== undefined) {
     const claims: Record<string, string> = {};
     for (const [k, v] of Object.entries(p.oidc.claims)) if (typeof v === "string") claims[k] = v;
-    out.oidc = { issuer: p.oidc.issuer, subject: p.oidc.subject, claims };
+    principal.oidc = { issuer: p.oidc.issuer, subject: p.oidc.subject, claims };
   }
-  return out;
-}
-
-/** The line's record, fields in a fixed order, unset ones left out. */
-export function auditRecord(entry: AuditEntry, time: Date): AuditRecord {
   const r: Record<string, unknown> = {
     time: time.toISOString(),
-    principal: auditPrincipal(entry.principal),
+    principal,
     action: entry.action,
     workspace: entry.workspace,
     surface: entry.surface,
@@ -146,7 +142,7 @@ export class AuditLog {
       );
     }
     this.prefix = auditPrefix(layout);
-    this.deadlineMs = options.deadlineMs ?? AUDIT_DEFAULT_DEADLINE_MS;
+    this.deadlineMs = options.deadlineMs ?? 5_000;
     this.now = options.now ?? ((): Date => new Date());
   }
 

@@ -85,7 +85,18 @@ export async function openConnection(
     // A read-only connection takes no lock, and writes nothing, not even a probe key.
     if (options.lockfile === true && options.readOnly !== true) {
       probe = await probeConditions(store, statePath(l, DEFAULT_WORKSPACE));
-      requireLockfileSupport(probe, store.location);
+      // Refused when the store's locks would silently not hold.
+      const missing = [
+        probe.ifNoneMatch ? undefined : "If-None-Match: * (create only if absent)",
+        probe.ifMatch ? undefined : "If-Match (replace only that version)",
+      ].filter((x) => x !== undefined);
+      if (missing.length > 0) {
+        throw new ObjstateError(
+          "LOCKFILE_UNSUPPORTED",
+          `${store.location} ignores ${missing.join(" and ")}: lockfiles there would not lock anything. Use a lock table (kvstoreTable) instead of --lockfile, or a store that honours conditional writes`,
+          { details: { verdict: probe } },
+        );
+      }
     }
     // Without a table, lockfiles still lock (without digests); without either, the first write says so.
     if (tableName !== undefined && tableEndpoint !== undefined) {
@@ -123,17 +134,6 @@ export interface ProbeVerdict {
 
 const verdicts = new Map<string, Promise<ProbeVerdict>>();
 
-/** Does the store refuse this call? True when it threw `PRECONDITION_FAILED`. */
-async function refuses(call: () => Promise<unknown>): Promise<boolean> {
-  try {
-    await call();
-    return false;
-  } catch (e) {
-    if (isObjstateError(e, "PRECONDITION_FAILED")) return true;
-    throw e;
-  }
-}
-
 /** Run the probe on `store` under `near` (a key prefix objstate may write), once per store location. */
 export function probeConditions(store: ObjectStoreDriver, near: string): Promise<ProbeVerdict> {
   let v = verdicts.get(store.location);
@@ -149,30 +149,25 @@ export function probeConditions(store: ObjectStoreDriver, near: string): Promise
 async function runProbe(store: ObjectStoreDriver, near: string): Promise<ProbeVerdict> {
   const key = `${near}.objstate-probe-${nodeCrypto().randomUUID()}`;
   const body = (n: number): Buffer => Buffer.from(`{"objstate-probe":${n}}`);
+  // Refused: the call threw `PRECONDITION_FAILED`.
+  const refuses = (call: Promise<unknown>): Promise<boolean> =>
+    call.then(
+      () => false,
+      (e: unknown) => {
+        if (isObjstateError(e, "PRECONDITION_FAILED")) return true;
+        throw e;
+      },
+    );
   try {
     await store.put(key, body(1), { contentType: "application/json", ifNoneMatch: true, strictConditions: true });
-    const ifNoneMatch = await refuses(() => store.put(key, body(2), { contentType: "application/json", ifNoneMatch: true, strictConditions: true }));
+    const ifNoneMatch = await refuses(store.put(key, body(2), { contentType: "application/json", ifNoneMatch: true, strictConditions: true }));
     const wrong = `"${"0".repeat(32)}"`;
-    const ifMatch = await refuses(() => store.put(key, body(3), { contentType: "application/json", ifMatch: wrong, strictConditions: true }));
+    const ifMatch = await refuses(store.put(key, body(3), { contentType: "application/json", ifMatch: wrong, strictConditions: true }));
     const deleteIfMatch = (await store.head(key)) !== null && !(await store.deleteIfMatch(key, wrong)) && (await store.head(key)) !== null;
     return { ifNoneMatch, ifMatch, deleteIfMatch };
   } finally {
     await store.purge(key).catch(() => undefined);
   }
-}
-
-/** Refuse lockfile mode on a store whose verdict says its locks would silently not hold. */
-export function requireLockfileSupport(verdict: ProbeVerdict, location: string): void {
-  const missing = [
-    verdict.ifNoneMatch ? undefined : "If-None-Match: * (create only if absent)",
-    verdict.ifMatch ? undefined : "If-Match (replace only that version)",
-  ].filter((x) => x !== undefined);
-  if (missing.length === 0) return;
-  throw new ObjstateError(
-    "LOCKFILE_UNSUPPORTED",
-    `${location} ignores ${missing.join(" and ")}: lockfiles there would not lock anything. Use a lock table (kvstoreTable) instead of --lockfile, or a store that honours conditional writes`,
-    { details: { verdict } },
-  );
 }
 
 /** What {@link inspectLockTable} found. */
