@@ -8,9 +8,8 @@ import { ObjstateError } from "../errors.js";
 import { md5Hex } from "../util/md5.js";
 import type { BackendContext } from "./context.js";
 import { normalizeDigest } from "./meta.js";
-import type { Principal } from "./principal.js";
 import { readCommitted } from "./read.js";
-import type { ReadOptions, StateRead, UnderLockOptions } from "./types.js";
+import type { ReadOptions, StateRead, UnderLockOptions, WriteOptions } from "./types.js";
 import { HEADER_BYTES, scanHeader, stateHeader, withSerial, type StateHeader } from "./state-header.js";
 
 /** The stored form of `data`: the envelope of the state under the primary method (or the state, `unencrypted` first). */
@@ -70,11 +69,7 @@ export async function readDecrypted(
 }
 
 /** The fast lane of an encrypted read: the bytes handed to the decryptor as they arrive when the store's MD5 record is the digest (or none); undefined: read the usual way. */
-async function readSealed(
-  ctx: BackendContext,
-  enc: StateEncryption,
-  workspace: string,
-): Promise<{ body: Buffer; etag: string | undefined; md5: string | undefined; decrypted: Decrypted } | undefined> {
+async function readSealed(ctx: BackendContext, enc: StateEncryption, workspace: string): Promise<(StateRead & { decrypted: Decrypted }) | undefined> {
   const locks = ctx.table;
   const [got, item] = await Promise.all([ctx.store.getStream(ctx.statePath(workspace)), locks?.getDigest(ctx.digestId(workspace)) ?? null]);
   if (got === null) return undefined;
@@ -97,11 +92,8 @@ async function readSealed(
   return { body: decrypted.state, etag: got.meta.etag, md5: expected, decrypted };
 }
 
-/** Options of `ObjectStoreBackend.rekey`. */
-export interface RekeyOptions extends UnderLockOptions {
-  /** Recorded with the new version, and the owner of the lock the call takes. */
-  readonly principal?: Principal | undefined;
-}
+/** Options of `ObjectStoreBackend.rekey`: `principal` as a write's. */
+export interface RekeyOptions extends UnderLockOptions, Pick<WriteOptions, "principal"> {}
 
 /** What a rekey did. */
 export interface RekeyResult {
