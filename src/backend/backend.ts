@@ -46,18 +46,7 @@ import type {
   WriteResult,
 } from "./types.js";
 import type { StateSink, StreamOptions } from "../fast/streamed-read.js";
-import {
-  checkDeletable,
-  deleteUnderLock,
-  emptyState,
-  lastWriteOf,
-  listWorkspaceNames,
-  listWorkspaceObjects,
-  refuseExisting,
-  refuseMissing,
-  workspaceStatuses,
-  workspaceStatusOf,
-} from "./workspaces.js";
+import * as workspaces from "./workspaces.js";
 import { writeState } from "./write.js";
 import { readDecrypted, rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./crypt.js";
 import { ObjstateError } from "../errors.js";
@@ -69,18 +58,7 @@ export type { StateSink, StreamOptions } from "../fast/streamed-read.js";
 export type { StreamResult } from "./read.js";
 export type { LockInfo } from "./locks/lock-info.js";
 export type { Principal, PrincipalVia } from "./principal.js";
-export {
-  AuditLog,
-  parseSince,
-  type AuditAction,
-  type AuditEntry,
-  type AuditLogOptions,
-  type AuditOutcome,
-  type AuditPage,
-  type AuditPrincipal,
-  type AuditRecord,
-  type AuditReadOptions,
-} from "./audit.js";
+export * from "./audit.js";
 export { LockHandle } from "./locks/lease.js";
 export type { LockListing } from "./locks/locking.js";
 export type { ReleasedLock } from "./locks/lock-places.js";
@@ -149,45 +127,45 @@ export class ObjectStoreBackend {
 
   /** Every workspace with a state, sorted, `default` first (it always exists). */
   listWorkspaces(): Promise<string[]> {
-    return listWorkspaceNames(this.ctx);
+    return workspaces.listWorkspaceNames(this.ctx);
   }
 
   /** Every workspace's state object from the listing alone (size, time, ETag; no request per workspace). */
   listWorkspaceObjects(): Promise<WorkspaceObject[]> {
-    return listWorkspaceObjects(this.ctx);
+    return workspaces.listWorkspaceObjects(this.ctx);
   }
 
   /** A workspace's lock and last write (one lock read and one HEAD). */
   workspaceStatus(workspace: string = DEFAULT_WORKSPACE): Promise<WorkspaceStatus> {
-    return workspaceStatusOf(this.ctx, workspace);
+    return workspaces.workspaceStatusOf(this.ctx, workspace);
   }
 
   /** {@link workspaceStatus} of every workspace ({@link listWorkspaces}) that `include` keeps, in its order. */
   workspaceStatuses(include?: (workspace: string) => boolean): Promise<WorkspaceStatus[]> {
-    return workspaceStatuses(this.ctx, include);
+    return workspaces.workspaceStatuses(this.ctx, include);
   }
 
-  /** Create a workspace with an empty state ({@link emptyState}) under its lock; `WORKSPACE_EXISTS` when it has a state (or is `default`). */
+  /** Create a workspace with an empty state under its lock; `WORKSPACE_EXISTS` when it has a state (or is `default`). */
   createWorkspace(workspace: string, options: CreateWorkspaceOptions = {}): Promise<WriteResult> {
     return this.withLock(workspace, { ...lockOf(options), operation: "workspace new", owner: lockOwnerOf(options.principal) }, async (lock) => {
-      await refuseExisting(this.ctx, workspace);
-      return this.writeState(workspace, emptyState(), { lockId: lock.id, onStored: options.onStored, principal: options.principal });
+      await workspaces.refuseExisting(this.ctx, workspace);
+      return this.writeState(workspace, workspaces.emptyState(), { lockId: lock.id, onStored: options.onStored, principal: options.principal });
     });
   }
 
   /** Delete a workspace's digest, then its state, under its lock; `default` cannot be deleted; `mustExist`: refuse one without a state. Its versions stay. */
   async deleteWorkspace(workspace: string, options: DeleteWorkspaceOptions = {}): Promise<void> {
-    checkDeletable(workspace);
+    workspaces.checkDeletable(workspace);
     return this.withLock(workspace, { ...lockOf(options), operation: "deleteWorkspace" }, async (lock) => {
       await this.ctx.checkCallersLock(workspace, lock);
-      if (options.mustExist === true) await refuseMissing(this.ctx, workspace);
-      await deleteUnderLock(this.ctx, workspace);
+      if (options.mustExist === true) await workspaces.refuseMissing(this.ctx, workspace);
+      await workspaces.deleteUnderLock(this.ctx, workspace);
     });
   }
 
   /** The last write as its object records it (a HEAD: size, ETag, time, serial, who …); null without a state. */
   lastWrite(workspace: string = DEFAULT_WORKSPACE): Promise<LastWrite | null> {
-    return lastWriteOf(this.ctx, workspace);
+    return workspaces.lastWriteOf(this.ctx, workspace);
   }
 
   /** The workspace's state bytes, digest-checked (see read.ts), or null when it has none. */
@@ -356,12 +334,9 @@ export class ObjectStoreBackend {
   /** Are the store and the lock table reachable? One listing request and one table read. */
   async probe(): Promise<void> {
     // A listing proves the bucket answers without reading any state.
-    let listed = false;
-    for await (const key of this.ctx.store.list(workspacesPrefix(this.ctx.layout), { pageSize: 1 })) {
-      void key;
-      listed = true;
-      break;
-    }
+    const keys = this.ctx.store.list(workspacesPrefix(this.ctx.layout), { pageSize: 1 })[Symbol.asyncIterator]();
+    const listed = (await keys.next()).done !== true;
+    await keys.return?.();
     // The embedded store lists a missing bucket directory as an empty one (S3 refuses the listing).
     const store = this.ctx.store;
     if (!listed && store.kind === "file" && !(await store.bucketExists()))
