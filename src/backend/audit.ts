@@ -282,22 +282,17 @@ function parseRecord(text: string): AuditRecord | undefined {
   return o as unknown as AuditRecord;
 }
 
-function unavailable(key: string, why: string, cause?: unknown): ObjstateError {
-  return new ObjstateError("AUDIT_UNAVAILABLE", `the audit log's object ${key} could not be read or written: ${why}`, { cause, details: { key } });
-}
-
 /** `p`, or `AUDIT_UNAVAILABLE` once `end` (epoch ms) passed: no store call of the log waits longer than its deadline. */
 async function within<T>(p: Promise<T>, end: number, key: string): Promise<T> {
+  p.catch(() => undefined);
+  const unavailable = (why: string): ObjstateError =>
+    new ObjstateError("AUDIT_UNAVAILABLE", `the audit log's object ${key} could not be read or written: ${why}`, { details: { key } });
   const left = end - Date.now();
-  if (left <= 0) {
-    p.catch(() => undefined);
-    throw unavailable(key, "its deadline passed");
-  }
+  if (left <= 0) throw unavailable("its deadline passed");
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(unavailable(key, `no answer within ${Math.ceil(left)} ms`)), left);
+    timer = setTimeout(() => reject(unavailable(`no answer within ${Math.ceil(left)} ms`)), left);
   });
-  p.catch(() => undefined);
   try {
     return await Promise.race([p, late]);
   } finally {

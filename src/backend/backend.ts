@@ -82,15 +82,16 @@ export class ObjectStoreBackend {
   readonly identitySource: string | undefined;
   /** The identity's details (assumed-role session ARN, first expiry), undefined for embedded stores. */
   readonly identity: Omit<Identity, "provider"> | undefined;
+  /** The conformance probe's verdict on the store, when lockfiles are on (else undefined). */
+  readonly conditions: ProbeVerdict | undefined;
   private readonly ctx: BackendContext;
-  private readonly probeVerdict: ProbeVerdict | undefined;
 
   private constructor(conn: Connection, options: ConnectOptions, warn: (message: string, code: string) => void) {
     this.settings = conn.settings;
     const id = conn.identity;
     this.identitySource = id?.source;
     this.identity = id === undefined ? undefined : { source: id.source, assumedRoleArn: id.assumedRoleArn, expiration: id.expiration };
-    this.probeVerdict = conn.probe;
+    this.conditions = conn.probe;
     this.ctx = new BackendContext(conn, options, warn);
   }
 
@@ -108,11 +109,6 @@ export class ObjectStoreBackend {
   /** The lease (ms) of every lock this connection takes (ConnectOptions `ttl`); undefined: none. */
   get lockTtlMs(): number | undefined {
     return this.ctx.locking.ttlMs;
-  }
-
-  /** The conformance probe's verdict on the store, when lockfiles are on (else undefined). */
-  get conditions(): ProbeVerdict | undefined {
-    return this.probeVerdict;
   }
 
   /** Object key of a workspace's state: `{prefix}/{w}/{key}`; the default workspace's `{prefix}/{key}` (layout `seed`) or `{key}` (`s3`). */
