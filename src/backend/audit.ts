@@ -124,7 +124,6 @@ export interface AuditReadOptions {
 export class AuditLog {
   private readonly prefix: string;
   private readonly deadlineMs: number;
-  private readonly now: () => Date;
   private writing = 0;
   private readonly queue: Waiting[] = [];
   private flushing = false;
@@ -143,12 +142,6 @@ export class AuditLog {
     }
     this.prefix = auditPrefix(layout);
     this.deadlineMs = options.deadlineMs ?? 5_000;
-    this.now = options.now ?? ((): Date => new Date());
-  }
-
-  /** Key of an event: `{prefix}/@objstate/audit/2026-11-26/2026-11-26T10:00:00.000Z-1a2b3c4d5e6f.json`. */
-  private eventKey(time: string): string {
-    return `${this.prefix}${time.slice(0, 10)}/${time}-${nodeCrypto().randomBytes(6).toString("hex")}.json`;
   }
 
   get pending(): number {
@@ -160,7 +153,7 @@ export class AuditLog {
    * Group commit: events that arrive while an object is being stored go together into the next one.
    */
   record(entry: AuditEntry): Promise<boolean> {
-    const rec = auditRecord(entry, this.now());
+    const rec = auditRecord(entry, this.options.now?.() ?? new Date());
     return new Promise((done) => {
       this.queue.push({ line: `${JSON.stringify(rec)}\n`, time: rec.time, end: Date.now() + this.deadlineMs, done });
       this.writing++;
@@ -184,7 +177,8 @@ export class AuditLog {
 
   /** One object of `batch`'s lines, keyed by its latest time (a reader skips it only when all its events are older), within the earliest deadline. */
   private async store1(batch: Waiting[]): Promise<boolean> {
-    const key = this.eventKey(batch.reduce((t, w) => (w.time > t ? w.time : t), ""));
+    const time = batch.reduce((t, w) => (w.time > t ? w.time : t), "");
+    const key = `${this.prefix}${time.slice(0, 10)}/${time}-${nodeCrypto().randomBytes(6).toString("hex")}.json`;
     const end = Math.min(...batch.map((w) => w.end));
     const body = Buffer.from(batch.map((w) => w.line).join(""), "utf8");
     for (let pause = RETRY_BASE_MS; ; pause *= 2) {

@@ -86,14 +86,11 @@ export async function openConnection(
     if (options.lockfile === true && options.readOnly !== true) {
       probe = await probeConditions(store, statePath(l, DEFAULT_WORKSPACE));
       // Refused when the store's locks would silently not hold.
-      const missing = [
-        probe.ifNoneMatch ? undefined : "If-None-Match: * (create only if absent)",
-        probe.ifMatch ? undefined : "If-Match (replace only that version)",
-      ].filter((x) => x !== undefined);
-      if (missing.length > 0) {
+      const gaps = [!probe.ifNoneMatch && "If-None-Match: * (create only if absent)", !probe.ifMatch && "If-Match (replace only that version)"].filter(Boolean);
+      if (gaps.length > 0) {
         throw new ObjstateError(
           "LOCKFILE_UNSUPPORTED",
-          `${store.location} ignores ${missing.join(" and ")}: lockfiles there would not lock anything. Use a lock table (kvstoreTable) instead of --lockfile, or a store that honours conditional writes`,
+          `${store.location} ignores ${gaps.join(" and ")}: lockfiles there would not lock anything. Use a lock table (kvstoreTable) instead of --lockfile, or a store that honours conditional writes`,
           { details: { verdict: probe } },
         );
       }
