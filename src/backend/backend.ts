@@ -8,16 +8,7 @@ import { openConnection, type Connection, type ProbeVerdict } from "./connect.js
 import { BackendContext, defaultWarn } from "./context.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, workspacesPrefix } from "../config/layout.js";
 import { AuditLog, type AuditLogOptions } from "./audit.js";
-import {
-  currentVersionOf,
-  diffVersions,
-  readVersionChecked,
-  rollbackState,
-  stateHistory,
-  type HistoryOptions,
-  type RollbackResult,
-  type StateVersion,
-} from "./history.js";
+import { currentVersionOf, diffVersions, readVersionChecked, rollbackState, stateHistory } from "./history.js";
 import type { LockHandle } from "./locks/lease.js";
 import type { LockInfo } from "./locks/lock-info.js";
 import type { LockListing, LockOptions, UnlockOptions } from "./locks/locking.js";
@@ -31,12 +22,15 @@ import type {
   DeleteWorkspaceOptions,
   DiffOptions,
   DigestStatus,
+  HistoryOptions,
   LastWrite,
   LockScope,
   ReadOptions,
   RepairOptions,
   RepairReport,
+  RollbackResult,
   StateRead,
+  StateVersion,
   UnderLockOptions,
   VersionDiff,
   WithLockOptions,
@@ -52,7 +46,6 @@ import { readDecrypted, rekeyUnderLock, type RekeyOptions, type RekeyResult } fr
 import { ObjstateError } from "../errors.js";
 
 export { NO_LOCK_ID } from "./locks/lock-info.js";
-export type { HistoryOptions, RollbackResult, StateVersion } from "./history.js";
 export type * from "./types.js";
 export type { StateSink, StreamOptions } from "../fast/streamed-read.js";
 export type { StreamResult } from "./read.js";

@@ -7,34 +7,13 @@ import { conflict, decodeMeta, META, normalizeDigest, recordOf, serialOf } from 
 import { workspaceFlag } from "./locks/lock-info.js";
 import { isEnvelope } from "../encryption/index.js";
 import { readCommitted } from "./read.js";
-import type { BackendRollbackOptions, DiffOptions, VersionDiff, WriteOptions, WriteRecord, WriteResult } from "./types.js";
+import type { BackendRollbackOptions, DiffOptions, HistoryOptions, RollbackResult, StateVersion, VersionDiff, WriteOptions, WriteResult } from "./types.js";
 import { HEADER_BYTES, scanHeader, withSerial } from "./state-header.js";
 
 /** Bytes read of each version to find `serial` and `lineage` when objstate did not record them (the tool writes them first). */
 const PEEK_BYTES = 4096;
 /** Ranged reads in flight while listing history. */
 const PEEK_CONCURRENCY = 8;
-
-/** One version of a workspace's state, newest first in {@link stateHistory} (`serial` and `lineage` read from its bytes when unrecorded). */
-export interface StateVersion extends WriteRecord {
-  /** The store's version ID: give it to `readVersion`, `state pull --version`, `rollback`. */
-  readonly versionId: string;
-  /** The current version (a delete marker when the workspace is deleted). */
-  readonly isLatest: boolean;
-  /** The workspace was deleted here: no bytes. */
-  readonly deleteMarker: boolean;
-  readonly lastModified: Date | undefined;
-  readonly size: number;
-  /** `objstate` when objstate wrote this version (it recorded its metadata), else `other`. */
-  readonly writer: "objstate" | "other" | undefined;
-  /** For a rollback: the version whose content it restored. */
-  readonly sourceVersion: string | undefined;
-}
-
-export interface HistoryOptions {
-  /** Stop after this many versions (delete markers count); pages no further than needed. */
-  readonly limit?: number | undefined;
-}
 
 /** `VERSIONING_OFF`: history and rollback need the bucket to keep versions. */
 function versioningOff(where: string, status: VersioningStatus): ObjstateError {
@@ -124,18 +103,6 @@ function versionNotFound(ctx: BackendContext, workspace: string, versionId: stri
     `${ctx.describe(workspace)} has no version ${JSON.stringify(versionId)} with content (a wrong ID, a delete marker, or expired): list them with \`objstate state history${workspaceFlag(workspace)}\``,
     { details: { versionId } },
   );
-}
-
-export interface RollbackResult {
-  readonly from: string;
-  /** The serial the restored content now carries. */
-  readonly serial: number;
-  readonly lineage: string | undefined;
-  /** The serial of the state it replaced (undefined when the workspace was deleted). */
-  readonly previousSerial: number | undefined;
-  /** The workspace had no current state (deleted): the rollback restored it. */
-  readonly restored: boolean;
-  readonly md5: string;
 }
 
 /** Write version `versionId`'s content as a new version with a serial above the current one's (and its own), conditional on the current one; another lineage needs `force`. */
