@@ -121,7 +121,7 @@ export async function rekeyUnderLock(
   if (found === null) return { workspace, rekeyed: false, from: undefined, to, serial: undefined, md5: undefined };
   const d = await enc.decrypt(found.body, { workspace });
   const what = `the state of workspace "${workspace}" has no top-level serial in its first ${HEADER_BYTES / 1024} KiB, so it cannot be written again as a newer version; nothing was written`;
-  const next = withSerial(d.state, scanHeader(d.state.subarray(0, HEADER_BYTES)), (n) => n + 1, what, { workspace });
+  const next = withSerial(d.state, (n) => n + 1, what, { workspace });
   const result = await write(next.body, found.etag);
   return { workspace, rekeyed: true, from: d.method, to, serial: next.serial, md5: result.md5 };
 }

@@ -140,17 +140,16 @@ export async function rollbackState(
       break;
     }
   }
-  const src = scanHeader(source.subarray(0, HEADER_BYTES));
   // An envelope there is no key for here goes back byte for byte: its clear serial must stay the
   // encrypted state's (OpenTofu refuses a mismatch), so it keeps its older serial (forced).
   const envelope = isEnvelope(source);
   const what = `version ${versionId} of ${where} is not a state with a top-level serial in its first ${HEADER_BYTES / 1024} KiB, so it cannot be given a new one; nothing was written`;
-  const next = withSerial(source, src, (n) => (envelope ? n : Math.max(base?.serial ?? 0, n) + 1), what, { versionId });
-  const otherLineage = base?.lineage !== undefined && src?.lineage !== undefined && base.lineage !== src.lineage;
+  const next = withSerial(source, (n) => (envelope ? n : Math.max(base?.serial ?? 0, n) + 1), what, { versionId });
+  const otherLineage = base?.lineage !== undefined && next.lineage !== undefined && base.lineage !== next.lineage;
   if (otherLineage && options.force !== true) {
     throw conflict(
-      `version ${versionId} of ${where} belongs to another lineage (${src?.lineage}) than the ${current === null ? "newest version" : "current state"} (${base?.lineage}): it is a different state history. Roll back with --force (force: true) to write it anyway; nothing was written`,
-      { details: { versionId, lineage: src?.lineage, currentLineage: base?.lineage } },
+      `version ${versionId} of ${where} belongs to another lineage (${next.lineage}) than the ${current === null ? "newest version" : "current state"} (${base?.lineage}): it is a different state history. Roll back with --force (force: true) to write it anyway; nothing was written`,
+      { details: { versionId, lineage: next.lineage, currentLineage: base?.lineage } },
     );
   }
   const result = await write(envelope ? source : next.body, {
@@ -162,7 +161,7 @@ export async function rollbackState(
   return {
     from: versionId,
     serial: next.serial,
-    lineage: src?.lineage,
+    lineage: next.lineage,
     previousSerial: current === null ? undefined : base?.serial,
     restored: current === null,
     md5: result.md5,

@@ -40,18 +40,18 @@ export function scanHeader(bytes: Uint8Array): ScannedHeader | undefined {
   return found;
 }
 
-/** `state` with its top-level serial (found by `h`) set to `next(serial)`; `STATE_INVALID` with `message` when there is none. */
+/** `state` with its top-level serial (in its first {@link HEADER_BYTES}) set to `next(serial)`, and its lineage; `STATE_INVALID` with `message` when there is none. */
 export function withSerial(
   state: Buffer,
-  h: ScannedHeader | undefined,
   next: (serial: number) => number,
   message: string,
   details: Record<string, unknown>,
-): { body: Buffer; serial: number } {
+): { body: Buffer; serial: number; lineage?: string } {
+  const h = scanHeader(state.subarray(0, HEADER_BYTES));
   if (h?.serialAt === undefined || h.serial === undefined) throw new ObjstateError("STATE_INVALID", message, { details });
   const serial = next(h.serial);
   const [at, end] = h.serialAt;
-  return { body: Buffer.concat([state.subarray(0, at), Buffer.from(String(serial), "utf8"), state.subarray(end)]), serial };
+  return { body: Buffer.concat([state.subarray(0, at), Buffer.from(String(serial), "utf8"), state.subarray(end)]), serial, lineage: h.lineage };
 }
 
 /** The header of a whole state (parsed, to tell whether it is empty; `STATE_INVALID` when not JSON) or of its first bytes. */
