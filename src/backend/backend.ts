@@ -11,7 +11,7 @@ import { AuditLog, type AuditLogOptions } from "./audit.js";
 import { currentVersionOf, diffVersions, readVersionChecked, rollbackState, stateHistory } from "./history.js";
 import type { LockHandle } from "./locks/lease.js";
 import type { LockInfo } from "./locks/lock-info.js";
-import type { LockListing, LockOptions, UnlockOptions } from "./locks/locking.js";
+import type { LockListing, LockOptions, LockScope, UnlockOptions, WithLockOptions } from "./locks/locking.js";
 import { lockOwnerOf } from "./principal.js";
 import { digestStatusOf, leftoversOf, readCommitted, repairUnderLock, streamState, type StreamResult } from "./read.js";
 import type { ReleasedLock } from "./locks/lock-places.js";
@@ -24,7 +24,6 @@ import type {
   DigestStatus,
   HistoryOptions,
   LastWrite,
-  LockScope,
   ReadOptions,
   RepairOptions,
   RepairReport,
@@ -33,7 +32,6 @@ import type {
   StateVersion,
   UnderLockOptions,
   VersionDiff,
-  WithLockOptions,
   WorkspaceObject,
   WorkspaceStatus,
   WriteOptions,

@@ -70,8 +70,7 @@ export async function readDecrypted(
 
 /** The fast lane of an encrypted read: the bytes handed to the decryptor as they arrive when the store's MD5 record is the digest (or none); undefined: read the usual way. */
 async function readSealed(ctx: BackendContext, enc: StateEncryption, workspace: string): Promise<(StateRead & { decrypted: Decrypted }) | undefined> {
-  const locks = ctx.table;
-  const [got, item] = await Promise.all([ctx.store.getStream(ctx.statePath(workspace)), locks?.getDigest(ctx.digestId(workspace)) ?? null]);
+  const [got, item] = await Promise.all([ctx.store.getStream(ctx.statePath(workspace)), ctx.table?.getDigest(ctx.digestId(workspace)) ?? null]);
   if (got === null) return undefined;
   const expected = normalizeDigest(item?.digest);
   const chunks = got.body[Symbol.asyncIterator]();

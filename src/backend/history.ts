@@ -84,9 +84,8 @@ export async function readVersionChecked(ctx: BackendContext, workspace: string,
   const key = ctx.statePath(workspace);
   const [got, current] = await Promise.all([ctx.store.get(key, { versionId }), ctx.store.head(key)]);
   if (got === null) throw versionNotFound(ctx, workspace, versionId);
-  const locks = ctx.table;
-  if (current?.versionId === versionId && locks !== undefined) {
-    const expected = normalizeDigest((await locks.getDigest(ctx.digestId(workspace)))?.digest);
+  if (current?.versionId === versionId && ctx.table !== undefined) {
+    const expected = normalizeDigest((await ctx.table.getDigest(ctx.digestId(workspace)))?.digest);
     if (expected !== undefined && expected !== md5Hex(got.body)) await readCommitted(ctx, workspace, {});
   }
   return stored ? got.body : plainOf(ctx, workspace, got.body);
