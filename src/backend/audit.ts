@@ -6,6 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError, isObjstateError } from "../errors.js";
 import { auditClash, auditPrefix, type Layout } from "../config/layout.js";
 import { parseDuration } from "../config/setting-parsers.js";
+import { isPlainObject } from "../config/rules.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import type { Principal } from "./principal.js";
 import { nodeCrypto } from "../util/builtins.js";
@@ -261,18 +262,15 @@ type Filling = { records: AuditRecord[]; truncated: boolean; unreadable: number 
 
 /** A stored line as a record, or undefined when it is not one. */
 function parseRecord(text: string): AuditRecord | undefined {
-  let v: unknown;
+  let o: unknown;
   try {
-    v = JSON.parse(text);
+    o = JSON.parse(text);
   } catch {
     return undefined;
   }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
-  const o = v as Record<string, unknown>;
-  const p = o["principal"] as Record<string, unknown> | undefined;
+  if (!isPlainObject(o) || !isPlainObject(o["principal"]) || typeof o["principal"]["name"] !== "string") return undefined;
   if (typeof o["time"] !== "string" || Number.isNaN(Date.parse(o["time"])) || typeof o["workspace"] !== "string" || typeof o["action"] !== "string")
     return undefined;
-  if (typeof p !== "object" || p === null || typeof p["name"] !== "string") return undefined;
   return o as unknown as AuditRecord;
 }
 

@@ -1,6 +1,7 @@
 /** What the lineage guard needs of a state, read from its first bytes when it is large (the tool writes `serial` and `lineage` first). */
 import { ObjstateError } from "../errors.js";
 import { JsonScanner } from "../json/scan.js";
+import { isPlainObject } from "../config/rules.js";
 
 /** How much of a state is scanned for its header (the clear fields an envelope carries, a rollback's or rekey's serial). */
 export const HEADER_BYTES = 64 * 1024;
@@ -57,15 +58,13 @@ export function withSerial(
 /** The header of a whole state (parsed, to tell whether it is empty; `STATE_INVALID` when not JSON) or of its first bytes. */
 export function stateHeader(bytes: Uint8Array, whole: boolean, where: string): StateHeader {
   if (whole) {
-    let doc: unknown;
+    let o: unknown;
     try {
-      doc = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
+      o = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
     } catch {
       throw new ObjstateError("STATE_INVALID", `${where} is not valid JSON, so its lineage and serial cannot be checked`);
     }
-    if (typeof doc !== "object" || doc === null || Array.isArray(doc))
-      throw new ObjstateError("STATE_INVALID", `${where} is not a state: expected a JSON object`);
-    const o = doc as Record<string, unknown>;
+    if (!isPlainObject(o)) throw new ObjstateError("STATE_INVALID", `${where} is not a state: expected a JSON object`);
     return {
       lineage: typeof o["lineage"] === "string" ? o["lineage"] : undefined,
       serial: typeof o["serial"] === "number" ? o["serial"] : undefined,
