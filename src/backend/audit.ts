@@ -149,10 +149,7 @@ export class AuditLog {
     return this.writing;
   }
 
-  /**
-   * Store the change's event, retrying within the deadline: false when the store did not take it in time (then `onLost` has it).
-   * Group commit: events that arrive while an object is being stored go together into the next one.
-   */
+  /** Store the event, with those that arrive meanwhile, retrying within the deadline: false when the store did not take it in time (`onLost` has it). */
   record(entry: AuditEntry): Promise<boolean> {
     const rec = auditRecord(entry, this.options.now?.() ?? new Date());
     return new Promise((done) => {

@@ -344,8 +344,7 @@ export class ObjectStoreBackend {
     this.ctx.close();
   }
 
-  // Printing: the drivers and `settings` hold credentials, so a backend prints only this view.
-  /** What `JSON.stringify(backend)` shows: where the state lives, locking, identity source and settings, secrets redacted. */
+  /** What `JSON.stringify(backend)` shows, never the drivers: where the state lives, locking, identity source and settings, secrets redacted. */
   toJSON(): Record<string, unknown> {
     return { state: this.describe(), locking: this.lockingEnabled, identitySource: this.identitySource, settings: this.settings };
   }

@@ -1,7 +1,4 @@
-/**
- * Connecting (docs/design.md §4–§5, §10): the settings resolved once, both endpoints parsed once, the identity resolved only for an
- * HTTP endpoint, the store opened and, before lockfiles trust its conditional writes, probed once per location; the lock table's schema checked.
- */
+/** Connecting (docs/design.md §4–§5, §10): settings and endpoints read once, the identity only for HTTP, lockfile conditions probed once per store. */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { resolveIdentity, type Identity } from "../credentials/chain.js";

@@ -139,8 +139,7 @@ export async function rollbackState(
       break;
     }
   }
-  // An envelope there is no key for here goes back byte for byte: its clear serial must stay the
-  // encrypted state's (OpenTofu refuses a mismatch), so it keeps its older serial (forced).
+  // An envelope without a key here goes back byte for byte: OpenTofu refuses a clear serial not the encrypted state's, so it keeps its own (forced).
   const envelope = isEnvelope(source);
   const what = `version ${versionId} of ${where} is not a state with a top-level serial in its first ${HEADER_BYTES / 1024} KiB, so it cannot be given a new one; nothing was written`;
   const next = withSerial(source, (n) => (envelope ? n : Math.max(base?.serial ?? 0, n) + 1), what, { versionId });

@@ -41,7 +41,7 @@ export function scanHeader(bytes: Uint8Array): ScannedHeader | undefined {
   return found;
 }
 
-/** `state` with its top-level serial (in its first {@link HEADER_BYTES}) set to `next(serial)`, and its lineage; `STATE_INVALID` with `message` when there is none. */
+/** `state` with its top-level serial set to `next(serial)`, and its lineage; `STATE_INVALID` with `message` when its header has no serial. */
 export function withSerial(
   state: Buffer,
   next: (serial: number) => number,
@@ -69,8 +69,7 @@ export function stateHeader(bytes: Uint8Array, whole: boolean, where: string): S
       lineage: typeof o["lineage"] === "string" ? o["lineage"] : undefined,
       serial: typeof o["serial"] === "number" ? o["serial"] : undefined,
       version: typeof o["version"] === "number" ? o["version"] : undefined,
-      // An envelope (OpenTofu's encryption) shows no resources or outputs, yet may hold
-      // both: never empty, so the guard judges it by its clear lineage and serial.
+      // An envelope shows no resources or outputs yet may hold both: never empty, so the guard judges it by its clear lineage and serial.
       empty: o["encryption_version"] === undefined && isEmptyState(o),
     };
   }
