@@ -1,7 +1,4 @@
-/**
- * State encryption at the backend's edge (docs/decisions/069): states sealed on write, opened on read, and `state rekey`.
- * Everything between (guard, fencing, digests, history) works on the stored bytes, whose clear `serial` and `lineage` are the state's.
- */
+/** State encryption at the backend's edge (docs/decisions/069): sealed on write, opened on read, rekeyed; all between works on the stored bytes. */
 import type { Decrypted, StateEncryption } from "../encryption/index.js";
 import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
