@@ -161,16 +161,13 @@ export class ObjectStoreBackend {
   }
 
   /** Like {@link readState}, with the ETag to pass as `ifMatch`; with `encryption`, the decrypted state and how it was read. */
-  async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
-    const enc = this.ctx.encryption;
-    if (enc === undefined || options.stored === true) return readCommitted(this.ctx, workspace, options);
-    return readDecrypted(this.ctx, enc, workspace, options, false);
+  readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
+    return options.stored === true ? readCommitted(this.ctx, workspace, options) : readDecrypted(this.ctx, workspace, options, false);
   }
 
   /** Read the state while passing it on to `sink`, its last bytes only once proven (read.ts); an encrypted state is never streamed. */
   async streamState(workspace: string, sink: StateSink, options: StreamOptions = {}): Promise<StreamResult> {
-    const enc = this.ctx.encryption;
-    if (enc !== undefined) return { streamed: false, state: await readDecrypted(this.ctx, enc, workspace, {}, true) };
+    if (this.encrypts) return { streamed: false, state: await readDecrypted(this.ctx, workspace, {}, true) };
     return streamState(this.ctx, workspace, sink, options);
   }
 

@@ -43,14 +43,10 @@ export async function checkReadable(enc: StateEncryption, stored: Buffer, whole:
   return undefined;
 }
 
-/** The decrypted state; with `md5`, the MD5 of an envelope's plaintext too, taken once per version. */
-export async function readDecrypted(
-  ctx: BackendContext,
-  enc: StateEncryption,
-  workspace: string,
-  options: ReadOptions,
-  md5: boolean,
-): Promise<StateRead | null> {
+/** The state, decrypted when the connection encrypts; with `md5`, the MD5 of an envelope's plaintext too, taken once per version. */
+export async function readDecrypted(ctx: BackendContext, workspace: string, options: ReadOptions, md5: boolean): Promise<StateRead | null> {
+  const enc = ctx.encryption;
+  if (enc === undefined) return readCommitted(ctx, workspace, options);
   // Without a watcher, the stored bytes go straight to the decryptor when the store's record is the digest.
   const sealed = options.onData === undefined ? await readSealed(ctx, enc, workspace) : undefined;
   const found = sealed ?? (await readCommitted(ctx, workspace, options));
