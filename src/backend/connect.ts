@@ -82,15 +82,7 @@ export async function openConnection(
     // A read-only connection takes no lock, and writes nothing, not even a probe key.
     if (options.lockfile === true && options.readOnly !== true) {
       probe = await probeConditions(store, statePath(l, DEFAULT_WORKSPACE));
-      // Refused when the store's locks would silently not hold.
-      const gaps = [!probe.ifNoneMatch && "If-None-Match: * (create only if absent)", !probe.ifMatch && "If-Match (replace only that version)"].filter(Boolean);
-      if (gaps.length > 0) {
-        throw new ObjstateError(
-          "LOCKFILE_UNSUPPORTED",
-          `${store.location} ignores ${gaps.join(" and ")}: lockfiles there would not lock anything. Use a lock table (kvstoreTable) instead of --lockfile, or a store that honours conditional writes`,
-          { details: { verdict: probe } },
-        );
-      }
+      requireLockfileSupport(probe, store.location);
     }
     // Without a table, lockfiles still lock (without digests); without either, the first write says so.
     if (tableName !== undefined && tableEndpoint !== undefined) {
@@ -162,6 +154,17 @@ async function runProbe(store: ObjectStoreDriver, near: string): Promise<ProbeVe
   } finally {
     await store.purge(key).catch(() => undefined);
   }
+}
+
+/** Refuse lockfile mode on a store whose verdict says its locks would silently not hold. */
+function requireLockfileSupport(verdict: ProbeVerdict, location: string): void {
+  const gaps = [!verdict.ifNoneMatch && "If-None-Match: * (create only if absent)", !verdict.ifMatch && "If-Match (replace only that version)"].filter(Boolean);
+  if (gaps.length === 0) return;
+  throw new ObjstateError(
+    "LOCKFILE_UNSUPPORTED",
+    `${location} ignores ${gaps.join(" and ")}: lockfiles there would not lock anything. Use a lock table (kvstoreTable) instead of --lockfile, or a store that honours conditional writes`,
+    { details: { verdict } },
+  );
 }
 
 /** What {@link inspectLockTable} found. */
