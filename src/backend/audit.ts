@@ -6,6 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ObjstateError, isObjstateError } from "../errors.js";
 import { auditClash, auditPrefix, type Layout } from "../config/layout.js";
 import { parseDuration } from "../config/setting-parsers.js";
+import { isPlainObject } from "../config/rules.js";
 import type { ObjectStoreDriver } from "../store/types.js";
 import type { Principal } from "./principal.js";
 import { nodeCrypto } from "../util/builtins.js";
@@ -55,7 +56,6 @@ export interface AuditLogOptions {
   readonly now?: (() => Date) | undefined;
 }
 
-const AUDIT_DEFAULT_DEADLINE_MS = 5_000;
 /** Pause before the next try after a failure; doubles while the deadline allows. */
 const RETRY_BASE_MS = 100;
 const READ_BATCH = 8;
@@ -66,23 +66,20 @@ const PART_NAME = /^(\d{4}-\d{2}-\d{2})(?:\.\d{1,6})?\.jsonl$/;
 /** `2026-11-26/2026-11-26T10:00:00.000Z-1a2b3c4d5e6f.json`: one or more events, the key sorting by the latest one's time. */
 const EVENT_NAME = /^(\d{4}-\d{2}-\d{2})\/(\d{4}-\d{2}-\d{2}T[\d:.]+Z)-[0-9a-f]+\.json$/;
 
-/** The principal fields an audit line keeps: copied one by one, so nothing else of a value can slip in. */
-function auditPrincipal(p: Principal): AuditPrincipal {
-  const out: { name: string; via: string; tokenId?: string; oidc?: Principal["oidc"] } = { name: p.name, via: p.via };
-  if (p.tokenId !== undefined) out.tokenId = p.tokenId;
+/** The line's record, fields in a fixed order, unset ones left out. */
+export function auditRecord(entry: AuditEntry, time: Date): AuditRecord {
+  // The principal's fields are copied one by one, so nothing else of a value can slip in.
+  const p = entry.principal;
+  const principal: { name: string; via: string; tokenId?: string; oidc?: Principal["oidc"] } = { name: p.name, via: p.via };
+  if (p.tokenId !== undefined) principal.tokenId = p.tokenId;
   if (p.oidc !== undefined) {
     const claims: Record<string, string> = {};
     for (const [k, v] of Object.entries(p.oidc.claims)) if (typeof v === "string") claims[k] = v;
-    out.oidc = { issuer: p.oidc.issuer, subject: p.oidc.subject, claims };
+    principal.oidc = { issuer: p.oidc.issuer, subject: p.oidc.subject, claims };
   }
-  return out;
-}
-
-/** The line's record, fields in a fixed order, unset ones left out. */
-export function auditRecord(entry: AuditEntry, time: Date): AuditRecord {
   const r: Record<string, unknown> = {
     time: time.toISOString(),
-    principal: auditPrincipal(entry.principal),
+    principal,
     action: entry.action,
     workspace: entry.workspace,
     surface: entry.surface,
@@ -128,7 +125,6 @@ export interface AuditReadOptions {
 export class AuditLog {
   private readonly prefix: string;
   private readonly deadlineMs: number;
-  private readonly now: () => Date;
   private writing = 0;
   private readonly queue: Waiting[] = [];
   private flushing = false;
@@ -146,25 +142,16 @@ export class AuditLog {
       );
     }
     this.prefix = auditPrefix(layout);
-    this.deadlineMs = options.deadlineMs ?? AUDIT_DEFAULT_DEADLINE_MS;
-    this.now = options.now ?? ((): Date => new Date());
-  }
-
-  /** Key of an event: `{prefix}/@objstate/audit/2026-11-26/2026-11-26T10:00:00.000Z-1a2b3c4d5e6f.json`. */
-  private eventKey(time: string): string {
-    return `${this.prefix}${time.slice(0, 10)}/${time}-${nodeCrypto().randomBytes(6).toString("hex")}.json`;
+    this.deadlineMs = options.deadlineMs ?? 5_000;
   }
 
   get pending(): number {
     return this.writing;
   }
 
-  /**
-   * Store the change's event, retrying within the deadline: false when the store did not take it in time (then `onLost` has it).
-   * Group commit: events that arrive while an object is being stored go together into the next one.
-   */
+  /** Store the event, with those that arrive meanwhile, retrying within the deadline: false when the store did not take it in time (`onLost` has it). */
   record(entry: AuditEntry): Promise<boolean> {
-    const rec = auditRecord(entry, this.now());
+    const rec = auditRecord(entry, this.options.now?.() ?? new Date());
     return new Promise((done) => {
       this.queue.push({ line: `${JSON.stringify(rec)}\n`, time: rec.time, end: Date.now() + this.deadlineMs, done });
       this.writing++;
@@ -188,7 +175,8 @@ export class AuditLog {
 
   /** One object of `batch`'s lines, keyed by its latest time (a reader skips it only when all its events are older), within the earliest deadline. */
   private async store1(batch: Waiting[]): Promise<boolean> {
-    const key = this.eventKey(batch.reduce((t, w) => (w.time > t ? w.time : t), ""));
+    const time = batch.reduce((t, w) => (w.time > t ? w.time : t), "");
+    const key = `${this.prefix}${time.slice(0, 10)}/${time}-${nodeCrypto().randomBytes(6).toString("hex")}.json`;
     const end = Math.min(...batch.map((w) => w.end));
     const body = Buffer.from(batch.map((w) => w.line).join(""), "utf8");
     for (let pause = RETRY_BASE_MS; ; pause *= 2) {
@@ -271,37 +259,29 @@ type Filling = { records: AuditRecord[]; truncated: boolean; unreadable: number 
 
 /** A stored line as a record, or undefined when it is not one. */
 function parseRecord(text: string): AuditRecord | undefined {
-  let v: unknown;
+  let o: unknown;
   try {
-    v = JSON.parse(text);
+    o = JSON.parse(text);
   } catch {
     return undefined;
   }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
-  const o = v as Record<string, unknown>;
-  const p = o["principal"] as Record<string, unknown> | undefined;
+  if (!isPlainObject(o) || !isPlainObject(o["principal"]) || typeof o["principal"]["name"] !== "string") return undefined;
   if (typeof o["time"] !== "string" || Number.isNaN(Date.parse(o["time"])) || typeof o["workspace"] !== "string" || typeof o["action"] !== "string")
     return undefined;
-  if (typeof p !== "object" || p === null || typeof p["name"] !== "string") return undefined;
   return o as unknown as AuditRecord;
-}
-
-function unavailable(key: string, why: string, cause?: unknown): ObjstateError {
-  return new ObjstateError("AUDIT_UNAVAILABLE", `the audit log's object ${key} could not be read or written: ${why}`, { cause, details: { key } });
 }
 
 /** `p`, or `AUDIT_UNAVAILABLE` once `end` (epoch ms) passed: no store call of the log waits longer than its deadline. */
 async function within<T>(p: Promise<T>, end: number, key: string): Promise<T> {
+  p.catch(() => undefined);
+  const unavailable = (why: string): ObjstateError =>
+    new ObjstateError("AUDIT_UNAVAILABLE", `the audit log's object ${key} could not be read or written: ${why}`, { details: { key } });
   const left = end - Date.now();
-  if (left <= 0) {
-    p.catch(() => undefined);
-    throw unavailable(key, "its deadline passed");
-  }
+  if (left <= 0) throw unavailable("its deadline passed");
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(unavailable(key, `no answer within ${Math.ceil(left)} ms`)), left);
+    timer = setTimeout(() => reject(unavailable(`no answer within ${Math.ceil(left)} ms`)), left);
   });
-  p.catch(() => undefined);
   try {
     return await Promise.race([p, late]);
   } finally {

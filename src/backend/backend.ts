@@ -8,21 +8,10 @@ import { openConnection, type Connection, type ProbeVerdict } from "./connect.js
 import { BackendContext, defaultWarn } from "./context.js";
 import { checkWorkspace, DEFAULT_WORKSPACE, workspacesPrefix } from "../config/layout.js";
 import { AuditLog, type AuditLogOptions } from "./audit.js";
-import {
-  checkCurrent,
-  currentVersionOf,
-  diffVersions,
-  readVersionChecked,
-  rollbackPreview,
-  rollbackState,
-  stateHistory,
-  type HistoryOptions,
-  type RollbackResult,
-  type StateVersion,
-} from "./history.js";
+import { currentVersionOf, diffVersions, readVersionChecked, rollbackState, stateHistory } from "./history.js";
 import type { LockHandle } from "./locks/lease.js";
 import type { LockInfo } from "./locks/lock-info.js";
-import type { LockListing, LockOptions, UnlockOptions } from "./locks/locking.js";
+import type { LockListing, LockOptions, LockScope, UnlockOptions, WithLockOptions } from "./locks/locking.js";
 import { lockOwnerOf } from "./principal.js";
 import { digestStatusOf, leftoversOf, readCommitted, repairUnderLock, streamState, type StreamResult } from "./read.js";
 import type { ReleasedLock } from "./locks/lock-places.js";
@@ -33,56 +22,34 @@ import type {
   DeleteWorkspaceOptions,
   DiffOptions,
   DigestStatus,
+  HistoryOptions,
   LastWrite,
-  LockScope,
   ReadOptions,
   RepairOptions,
   RepairReport,
+  RollbackResult,
   StateRead,
+  StateVersion,
   UnderLockOptions,
   VersionDiff,
-  WithLockOptions,
   WorkspaceObject,
   WorkspaceStatus,
   WriteOptions,
   WriteResult,
 } from "./types.js";
 import type { StateSink, StreamOptions } from "../fast/streamed-read.js";
-import {
-  checkDeletable,
-  deleteUnderLock,
-  emptyState,
-  lastWriteOf,
-  listWorkspaceNames,
-  listWorkspaceObjects,
-  refuseExisting,
-  refuseMissing,
-  workspaceStatuses,
-  workspaceStatusOf,
-} from "./workspaces.js";
+import * as workspaces from "./workspaces.js";
 import { writeState } from "./write.js";
 import { readDecrypted, rekeyUnderLock, type RekeyOptions, type RekeyResult } from "./crypt.js";
 import { ObjstateError } from "../errors.js";
 
 export { NO_LOCK_ID } from "./locks/lock-info.js";
-export type { HistoryOptions, RollbackResult, StateVersion } from "./history.js";
 export type * from "./types.js";
 export type { StateSink, StreamOptions } from "../fast/streamed-read.js";
 export type { StreamResult } from "./read.js";
 export type { LockInfo } from "./locks/lock-info.js";
 export type { Principal, PrincipalVia } from "./principal.js";
-export {
-  AuditLog,
-  parseSince,
-  type AuditAction,
-  type AuditEntry,
-  type AuditLogOptions,
-  type AuditOutcome,
-  type AuditPage,
-  type AuditPrincipal,
-  type AuditRecord,
-  type AuditReadOptions,
-} from "./audit.js";
+export * from "./audit.js";
 export { LockHandle } from "./locks/lease.js";
 export type { LockListing } from "./locks/locking.js";
 export type { ReleasedLock } from "./locks/lock-places.js";
@@ -106,15 +73,16 @@ export class ObjectStoreBackend {
   readonly identitySource: string | undefined;
   /** The identity's details (assumed-role session ARN, first expiry), undefined for embedded stores. */
   readonly identity: Omit<Identity, "provider"> | undefined;
+  /** The conformance probe's verdict on the store, when lockfiles are on (else undefined). */
+  readonly conditions: ProbeVerdict | undefined;
   private readonly ctx: BackendContext;
-  private readonly probeVerdict: ProbeVerdict | undefined;
 
   private constructor(conn: Connection, options: ConnectOptions, warn: (message: string, code: string) => void) {
     this.settings = conn.settings;
     const id = conn.identity;
     this.identitySource = id?.source;
     this.identity = id === undefined ? undefined : { source: id.source, assumedRoleArn: id.assumedRoleArn, expiration: id.expiration };
-    this.probeVerdict = conn.probe;
+    this.conditions = conn.probe;
     this.ctx = new BackendContext(conn, options, warn);
   }
 
@@ -134,11 +102,6 @@ export class ObjectStoreBackend {
     return this.ctx.locking.ttlMs;
   }
 
-  /** The conformance probe's verdict on the store, when lockfiles are on (else undefined). */
-  get conditions(): ProbeVerdict | undefined {
-    return this.probeVerdict;
-  }
-
   /** Object key of a workspace's state: `{prefix}/{w}/{key}`; the default workspace's `{prefix}/{key}` (layout `seed`) or `{key}` (`s3`). */
   statePath(workspace: string = DEFAULT_WORKSPACE): string {
     return this.ctx.statePath(workspace);
@@ -151,45 +114,45 @@ export class ObjectStoreBackend {
 
   /** Every workspace with a state, sorted, `default` first (it always exists). */
   listWorkspaces(): Promise<string[]> {
-    return listWorkspaceNames(this.ctx);
+    return workspaces.listWorkspaceNames(this.ctx);
   }
 
   /** Every workspace's state object from the listing alone (size, time, ETag; no request per workspace). */
   listWorkspaceObjects(): Promise<WorkspaceObject[]> {
-    return listWorkspaceObjects(this.ctx);
+    return workspaces.listWorkspaceObjects(this.ctx);
   }
 
   /** A workspace's lock and last write (one lock read and one HEAD). */
   workspaceStatus(workspace: string = DEFAULT_WORKSPACE): Promise<WorkspaceStatus> {
-    return workspaceStatusOf(this.ctx, workspace);
+    return workspaces.workspaceStatusOf(this.ctx, workspace);
   }
 
   /** {@link workspaceStatus} of every workspace ({@link listWorkspaces}) that `include` keeps, in its order. */
   workspaceStatuses(include?: (workspace: string) => boolean): Promise<WorkspaceStatus[]> {
-    return workspaceStatuses(this.ctx, include);
+    return workspaces.workspaceStatuses(this.ctx, include);
   }
 
-  /** Create a workspace with an empty state ({@link emptyState}) under its lock; `WORKSPACE_EXISTS` when it has a state (or is `default`). */
+  /** Create a workspace with an empty state under its lock; `WORKSPACE_EXISTS` when it has a state (or is `default`). */
   createWorkspace(workspace: string, options: CreateWorkspaceOptions = {}): Promise<WriteResult> {
     return this.withLock(workspace, { ...lockOf(options), operation: "workspace new", owner: lockOwnerOf(options.principal) }, async (lock) => {
-      await refuseExisting(this.ctx, workspace);
-      return this.writeState(workspace, emptyState(), { lockId: lock.id, onStored: options.onStored, principal: options.principal });
+      await workspaces.refuseExisting(this.ctx, workspace);
+      return this.writeState(workspace, workspaces.emptyState(), { lockId: lock.id, onStored: options.onStored, principal: options.principal });
     });
   }
 
   /** Delete a workspace's digest, then its state, under its lock; `default` cannot be deleted; `mustExist`: refuse one without a state. Its versions stay. */
   async deleteWorkspace(workspace: string, options: DeleteWorkspaceOptions = {}): Promise<void> {
-    checkDeletable(workspace);
+    workspaces.checkDeletable(workspace);
     return this.withLock(workspace, { ...lockOf(options), operation: "deleteWorkspace" }, async (lock) => {
       await this.ctx.checkCallersLock(workspace, lock);
-      if (options.mustExist === true) await refuseMissing(this.ctx, workspace);
-      await deleteUnderLock(this.ctx, workspace);
+      if (options.mustExist === true) await workspaces.refuseMissing(this.ctx, workspace);
+      await workspaces.deleteUnderLock(this.ctx, workspace);
     });
   }
 
   /** The last write as its object records it (a HEAD: size, ETag, time, serial, who …); null without a state. */
   lastWrite(workspace: string = DEFAULT_WORKSPACE): Promise<LastWrite | null> {
-    return lastWriteOf(this.ctx, workspace);
+    return workspaces.lastWriteOf(this.ctx, workspace);
   }
 
   /** The workspace's state bytes, digest-checked (see read.ts), or null when it has none. */
@@ -198,16 +161,13 @@ export class ObjectStoreBackend {
   }
 
   /** Like {@link readState}, with the ETag to pass as `ifMatch`; with `encryption`, the decrypted state and how it was read. */
-  async readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
-    const enc = this.ctx.encryption;
-    if (enc === undefined || options.stored === true) return readCommitted(this.ctx, workspace, options);
-    return readDecrypted(this.ctx, enc, workspace, options, false);
+  readStateVersion(workspace: string = DEFAULT_WORKSPACE, options: ReadOptions = {}): Promise<StateRead | null> {
+    return options.stored === true ? readCommitted(this.ctx, workspace, options) : readDecrypted(this.ctx, workspace, options, false);
   }
 
   /** Read the state while passing it on to `sink`, its last bytes only once proven (read.ts); an encrypted state is never streamed. */
   async streamState(workspace: string, sink: StateSink, options: StreamOptions = {}): Promise<StreamResult> {
-    const enc = this.ctx.encryption;
-    if (enc !== undefined) return { streamed: false, state: await readDecrypted(this.ctx, enc, workspace, {}, true) };
+    if (this.encrypts) return { streamed: false, state: await readDecrypted(this.ctx, workspace, {}, true) };
     return streamState(this.ctx, workspace, sink, options);
   }
 
@@ -295,11 +255,8 @@ export class ObjectStoreBackend {
   }
 
   /** One version's exact bytes (`VERSION_NOT_FOUND`); the digest is checked when it is the current one. */
-  async readVersion(workspace: string, versionId: string, options: { readonly stored?: boolean } = {}): Promise<Buffer> {
-    const stored = await readVersionChecked(this.ctx, workspace, versionId);
-    const enc = this.ctx.encryption;
-    if (enc === undefined || options.stored === true) return stored;
-    return (await enc.decrypt(stored, { workspace })).state;
+  readVersion(workspace: string, versionId: string, options: { readonly stored?: boolean } = {}): Promise<Buffer> {
+    return readVersionChecked(this.ctx, workspace, versionId, options.stored);
   }
 
   /** Write the current state again under the primary method, as a new version with serial + 1, under the lock. */
@@ -334,16 +291,15 @@ export class ObjectStoreBackend {
   }
 
   /** What a rollback to `versionId` would change; pass its `from` as the rollback's `expectCurrent`, so a write made meanwhile refuses it. */
-  previewRollback(workspace: string, versionId: string): Promise<VersionDiff> {
-    return rollbackPreview(this.ctx, workspace, versionId);
+  async previewRollback(workspace: string, versionId: string): Promise<VersionDiff> {
+    return diffVersions(this.ctx, workspace, { from: await currentVersionOf(this.ctx, workspace), to: versionId });
   }
 
   /** Write version `versionId`'s content as a new version (serial above the current one's), under the lock; another lineage needs `force`. */
   async rollback(workspace: string, versionId: string, options: BackendRollbackOptions = {}): Promise<RollbackResult> {
     checkWorkspace(workspace);
-    const { principal, expectCurrent } = options;
-    return this.withLock(workspace, { ...lockOf(options), operation: "rollback", info: options.info, owner: lockOwnerOf(principal) }, async (lock) => {
-      if (expectCurrent !== undefined) await checkCurrent(this.ctx, workspace, expectCurrent);
+    const { principal } = options;
+    return this.withLock(workspace, { ...lockOf(options), operation: "rollback", info: options.info, owner: lockOwnerOf(principal) }, (lock) => {
       const owner = lock.taken === undefined ? options.owner : undefined;
       return rollbackState(this.ctx, workspace, versionId, (body, w) => this.writeState(workspace, body, { lockId: lock.id, owner, principal, ...w }), options);
     });
@@ -362,12 +318,9 @@ export class ObjectStoreBackend {
   /** Are the store and the lock table reachable? One listing request and one table read. */
   async probe(): Promise<void> {
     // A listing proves the bucket answers without reading any state.
-    let listed = false;
-    for await (const key of this.ctx.store.list(workspacesPrefix(this.ctx.layout), { pageSize: 1 })) {
-      void key;
-      listed = true;
-      break;
-    }
+    const keys = this.ctx.store.list(workspacesPrefix(this.ctx.layout), { pageSize: 1 })[Symbol.asyncIterator]();
+    const listed = (await keys.next()).done !== true;
+    await keys.return?.();
     // The embedded store lists a missing bucket directory as an empty one (S3 refuses the listing).
     const store = this.ctx.store;
     if (!listed && store.kind === "file" && !(await store.bucketExists()))
@@ -388,8 +341,7 @@ export class ObjectStoreBackend {
     this.ctx.close();
   }
 
-  // Printing: the drivers and `settings` hold credentials, so a backend prints only this view.
-  /** What `JSON.stringify(backend)` shows: where the state lives, locking, identity source and settings, secrets redacted. */
+  /** What `JSON.stringify(backend)` shows, never the drivers: where the state lives, locking, identity source and settings, secrets redacted. */
   toJSON(): Record<string, unknown> {
     return { state: this.describe(), locking: this.lockingEnabled, identitySource: this.identitySource, settings: this.settings };
   }

@@ -1,7 +1,4 @@
-/**
- * Connecting (docs/design.md §4–§5, §10): the settings resolved once, both endpoints parsed once, the identity resolved only for an
- * HTTP endpoint, the store opened and, before lockfiles trust its conditional writes, probed once per location; the lock table's schema checked.
- */
+/** Connecting (docs/design.md §4–§5, §10): settings and endpoints read once, the identity only for HTTP, lockfile conditions probed once per store. */
 import type { ObjectStoreBackendConfig } from "../config/backend-config.js";
 import type { DataRemoteStateObjectStoreConfig } from "../config/remote-state-config.js";
 import { resolveIdentity, type Identity } from "../credentials/chain.js";
@@ -123,17 +120,6 @@ export interface ProbeVerdict {
 
 const verdicts = new Map<string, Promise<ProbeVerdict>>();
 
-/** Does the store refuse this call? True when it threw `PRECONDITION_FAILED`. */
-async function refuses(call: () => Promise<unknown>): Promise<boolean> {
-  try {
-    await call();
-    return false;
-  } catch (e) {
-    if (isObjstateError(e, "PRECONDITION_FAILED")) return true;
-    throw e;
-  }
-}
-
 /** Run the probe on `store` under `near` (a key prefix objstate may write), once per store location. */
 export function probeConditions(store: ObjectStoreDriver, near: string): Promise<ProbeVerdict> {
   let v = verdicts.get(store.location);
@@ -149,11 +135,20 @@ export function probeConditions(store: ObjectStoreDriver, near: string): Promise
 async function runProbe(store: ObjectStoreDriver, near: string): Promise<ProbeVerdict> {
   const key = `${near}.objstate-probe-${nodeCrypto().randomUUID()}`;
   const body = (n: number): Buffer => Buffer.from(`{"objstate-probe":${n}}`);
+  // Refused: the call threw `PRECONDITION_FAILED`.
+  const refuses = (call: Promise<unknown>): Promise<boolean> =>
+    call.then(
+      () => false,
+      (e: unknown) => {
+        if (isObjstateError(e, "PRECONDITION_FAILED")) return true;
+        throw e;
+      },
+    );
   try {
     await store.put(key, body(1), { contentType: "application/json", ifNoneMatch: true, strictConditions: true });
-    const ifNoneMatch = await refuses(() => store.put(key, body(2), { contentType: "application/json", ifNoneMatch: true, strictConditions: true }));
+    const ifNoneMatch = await refuses(store.put(key, body(2), { contentType: "application/json", ifNoneMatch: true, strictConditions: true }));
     const wrong = `"${"0".repeat(32)}"`;
-    const ifMatch = await refuses(() => store.put(key, body(3), { contentType: "application/json", ifMatch: wrong, strictConditions: true }));
+    const ifMatch = await refuses(store.put(key, body(3), { contentType: "application/json", ifMatch: wrong, strictConditions: true }));
     const deleteIfMatch = (await store.head(key)) !== null && !(await store.deleteIfMatch(key, wrong)) && (await store.head(key)) !== null;
     return { ifNoneMatch, ifMatch, deleteIfMatch };
   } finally {
@@ -162,15 +157,12 @@ async function runProbe(store: ObjectStoreDriver, near: string): Promise<ProbeVe
 }
 
 /** Refuse lockfile mode on a store whose verdict says its locks would silently not hold. */
-export function requireLockfileSupport(verdict: ProbeVerdict, location: string): void {
-  const missing = [
-    verdict.ifNoneMatch ? undefined : "If-None-Match: * (create only if absent)",
-    verdict.ifMatch ? undefined : "If-Match (replace only that version)",
-  ].filter((x) => x !== undefined);
-  if (missing.length === 0) return;
+function requireLockfileSupport(verdict: ProbeVerdict, location: string): void {
+  const gaps = [!verdict.ifNoneMatch && "If-None-Match: * (create only if absent)", !verdict.ifMatch && "If-Match (replace only that version)"].filter(Boolean);
+  if (gaps.length === 0) return;
   throw new ObjstateError(
     "LOCKFILE_UNSUPPORTED",
-    `${location} ignores ${missing.join(" and ")}: lockfiles there would not lock anything. Use a lock table (kvstoreTable) instead of --lockfile, or a store that honours conditional writes`,
+    `${location} ignores ${gaps.join(" and ")}: lockfiles there would not lock anything. Use a lock table (kvstoreTable) instead of --lockfile, or a store that honours conditional writes`,
     { details: { verdict } },
   );
 }

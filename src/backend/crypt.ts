@@ -1,16 +1,12 @@
-/**
- * State encryption at the backend's edge (docs/decisions/069): states sealed on write, opened on read, and `state rekey`.
- * Everything between (guard, fencing, digests, history) works on the stored bytes, whose clear `serial` and `lineage` are the state's.
- */
+/** State encryption at the backend's edge (docs/decisions/069): sealed on write, opened on read, rekeyed; all between works on the stored bytes. */
 import type { Decrypted, StateEncryption } from "../encryption/index.js";
 import { isEnvelope } from "../encryption/index.js";
 import { ObjstateError } from "../errors.js";
 import { md5Hex } from "../util/md5.js";
 import type { BackendContext } from "./context.js";
 import { normalizeDigest } from "./meta.js";
-import type { Principal } from "./principal.js";
 import { readCommitted } from "./read.js";
-import type { ReadOptions, StateRead, UnderLockOptions } from "./types.js";
+import type { ReadOptions, StateRead, UnderLockOptions, WriteOptions } from "./types.js";
 import { HEADER_BYTES, scanHeader, stateHeader, withSerial, type StateHeader } from "./state-header.js";
 
 /** The stored form of `data`: the envelope of the state under the primary method (or the state, `unencrypted` first). */
@@ -47,14 +43,10 @@ export async function checkReadable(enc: StateEncryption, stored: Buffer, whole:
   return undefined;
 }
 
-/** The decrypted state; with `md5`, the MD5 of an envelope's plaintext too, taken once per version. */
-export async function readDecrypted(
-  ctx: BackendContext,
-  enc: StateEncryption,
-  workspace: string,
-  options: ReadOptions,
-  md5: boolean,
-): Promise<StateRead | null> {
+/** The state, decrypted when the connection encrypts; with `md5`, the MD5 of an envelope's plaintext too, taken once per version. */
+export async function readDecrypted(ctx: BackendContext, workspace: string, options: ReadOptions, md5: boolean): Promise<StateRead | null> {
+  const enc = ctx.encryption;
+  if (enc === undefined) return readCommitted(ctx, workspace, options);
   // Without a watcher, the stored bytes go straight to the decryptor when the store's record is the digest.
   const sealed = options.onData === undefined ? await readSealed(ctx, enc, workspace) : undefined;
   const found = sealed ?? (await readCommitted(ctx, workspace, options));
@@ -70,13 +62,8 @@ export async function readDecrypted(
 }
 
 /** The fast lane of an encrypted read: the bytes handed to the decryptor as they arrive when the store's MD5 record is the digest (or none); undefined: read the usual way. */
-async function readSealed(
-  ctx: BackendContext,
-  enc: StateEncryption,
-  workspace: string,
-): Promise<{ body: Buffer; etag: string | undefined; md5: string | undefined; decrypted: Decrypted } | undefined> {
-  const locks = ctx.table;
-  const [got, item] = await Promise.all([ctx.store.getStream(ctx.statePath(workspace)), locks?.getDigest(ctx.digestId(workspace)) ?? null]);
+async function readSealed(ctx: BackendContext, enc: StateEncryption, workspace: string): Promise<(StateRead & { decrypted: Decrypted }) | undefined> {
+  const [got, item] = await Promise.all([ctx.store.getStream(ctx.statePath(workspace)), ctx.table?.getDigest(ctx.digestId(workspace)) ?? null]);
   if (got === null) return undefined;
   const expected = normalizeDigest(item?.digest);
   const chunks = got.body[Symbol.asyncIterator]();
@@ -97,11 +84,8 @@ async function readSealed(
   return { body: decrypted.state, etag: got.meta.etag, md5: expected, decrypted };
 }
 
-/** Options of `ObjectStoreBackend.rekey`. */
-export interface RekeyOptions extends UnderLockOptions {
-  /** Recorded with the new version, and the owner of the lock the call takes. */
-  readonly principal?: Principal | undefined;
-}
+/** Options of `ObjectStoreBackend.rekey`: `principal` as a write's. */
+export interface RekeyOptions extends UnderLockOptions, Pick<WriteOptions, "principal"> {}
 
 /** What a rekey did. */
 export interface RekeyResult {
@@ -129,7 +113,7 @@ export async function rekeyUnderLock(
   if (found === null) return { workspace, rekeyed: false, from: undefined, to, serial: undefined, md5: undefined };
   const d = await enc.decrypt(found.body, { workspace });
   const what = `the state of workspace "${workspace}" has no top-level serial in its first ${HEADER_BYTES / 1024} KiB, so it cannot be written again as a newer version; nothing was written`;
-  const next = withSerial(d.state, scanHeader(d.state.subarray(0, HEADER_BYTES)), (n) => n + 1, what, { workspace });
+  const next = withSerial(d.state, (n) => n + 1, what, { workspace });
   const result = await write(next.body, found.etag);
   return { workspace, rekeyed: true, from: d.method, to, serial: next.serial, md5: result.md5 };
 }

@@ -7,34 +7,13 @@ import { conflict, decodeMeta, META, normalizeDigest, recordOf, serialOf } from 
 import { workspaceFlag } from "./locks/lock-info.js";
 import { isEnvelope } from "../encryption/index.js";
 import { readCommitted } from "./read.js";
-import type { BackendRollbackOptions, DiffOptions, VersionDiff, WriteRecord } from "./types.js";
+import type { BackendRollbackOptions, DiffOptions, HistoryOptions, RollbackResult, StateVersion, VersionDiff, WriteOptions, WriteResult } from "./types.js";
 import { HEADER_BYTES, scanHeader, withSerial } from "./state-header.js";
 
 /** Bytes read of each version to find `serial` and `lineage` when objstate did not record them (the tool writes them first). */
 const PEEK_BYTES = 4096;
 /** Ranged reads in flight while listing history. */
 const PEEK_CONCURRENCY = 8;
-
-/** One version of a workspace's state, newest first in {@link stateHistory} (`serial` and `lineage` read from its bytes when unrecorded). */
-export interface StateVersion extends WriteRecord {
-  /** The store's version ID: give it to `readVersion`, `state pull --version`, `rollback`. */
-  readonly versionId: string;
-  /** The current version (a delete marker when the workspace is deleted). */
-  readonly isLatest: boolean;
-  /** The workspace was deleted here: no bytes. */
-  readonly deleteMarker: boolean;
-  readonly lastModified: Date | undefined;
-  readonly size: number;
-  /** `objstate` when objstate wrote this version (it recorded its metadata), else `other`. */
-  readonly writer: "objstate" | "other" | undefined;
-  /** For a rollback: the version whose content it restored. */
-  readonly sourceVersion: string | undefined;
-}
-
-export interface HistoryOptions {
-  /** Stop after this many versions (delete markers count); pages no further than needed. */
-  readonly limit?: number | undefined;
-}
 
 /** `VERSIONING_OFF`: history and rollback need the bucket to keep versions. */
 function versioningOff(where: string, status: VersioningStatus): ObjstateError {
@@ -100,17 +79,21 @@ async function describeVersion(ctx: BackendContext, workspace: string, v: Object
   };
 }
 
-/** One version's bytes exactly as stored (`VERSION_NOT_FOUND` for none, or a delete marker); the current one must pass the digest-checked read too. */
-export async function readVersionChecked(ctx: BackendContext, workspace: string, versionId: string): Promise<Buffer> {
+/** One version's bytes (`VERSION_NOT_FOUND` for none, or a delete marker), decrypted unless `stored`; the current one must pass the digest-checked read too. */
+export async function readVersionChecked(ctx: BackendContext, workspace: string, versionId: string, stored = false): Promise<Buffer> {
   const key = ctx.statePath(workspace);
   const [got, current] = await Promise.all([ctx.store.get(key, { versionId }), ctx.store.head(key)]);
   if (got === null) throw versionNotFound(ctx, workspace, versionId);
-  const locks = ctx.table;
-  if (current === null || current.versionId !== versionId || locks === undefined) return got.body;
-  const expected = normalizeDigest((await locks.getDigest(ctx.digestId(workspace)))?.digest);
-  if (expected === undefined || expected === md5Hex(got.body)) return got.body;
-  await readCommitted(ctx, workspace, {});
-  return got.body;
+  if (current?.versionId === versionId && ctx.table !== undefined) {
+    const expected = normalizeDigest((await ctx.table.getDigest(ctx.digestId(workspace)))?.digest);
+    if (expected !== undefined && expected !== md5Hex(got.body)) await readCommitted(ctx, workspace, {});
+  }
+  return stored ? got.body : plainOf(ctx, workspace, got.body);
+}
+
+/** `body` decrypted when the connection encrypts. */
+async function plainOf(ctx: BackendContext, workspace: string, body: Buffer): Promise<Buffer> {
+  return ctx.encryption === undefined ? body : (await ctx.encryption.decrypt(body, { workspace })).state;
 }
 
 function versionNotFound(ctx: BackendContext, workspace: string, versionId: string): ObjstateError {
@@ -121,40 +104,29 @@ function versionNotFound(ctx: BackendContext, workspace: string, versionId: stri
   );
 }
 
-/** What a rollback needs of the backend: a guarded, fenced write under the caller's lock. */
-export type RollbackWrite = (
-  body: Buffer,
-  options: { readonly ifMatch: string | null; readonly force: boolean; readonly operation: string; readonly sourceVersion: string },
-) => Promise<{ readonly written: boolean; readonly md5: string }>;
-
-export interface RollbackResult {
-  readonly from: string;
-  /** The serial the restored content now carries. */
-  readonly serial: number;
-  readonly lineage: string | undefined;
-  /** The serial of the state it replaced (undefined when the workspace was deleted). */
-  readonly previousSerial: number | undefined;
-  /** The workspace had no current state (deleted): the rollback restored it. */
-  readonly restored: boolean;
-  readonly md5: string;
-}
-
 /** Write version `versionId`'s content as a new version with a serial above the current one's (and its own), conditional on the current one; another lineage needs `force`. */
 export async function rollbackState(
   ctx: BackendContext,
   workspace: string,
   versionId: string,
-  write: RollbackWrite,
+  write: (body: Buffer, options: WriteOptions) => Promise<WriteResult>,
   options: BackendRollbackOptions,
 ): Promise<RollbackResult> {
   const where = ctx.describe(workspace);
+  if (options.expectCurrent !== undefined) {
+    const now = await currentVersionOf(ctx, workspace);
+    if (now !== options.expectCurrent) {
+      const message = `${where} was written since the diff was shown: nothing was written; run the rollback again to review the new diff`;
+      throw conflict(message, { details: { expected: options.expectCurrent, current: now } });
+    }
+  }
   const status = await ctx.store.versioning();
   if (status !== "enabled") throw versioningOff(where, status);
   const key = ctx.statePath(workspace);
   const [stored, current] = await Promise.all([ctx.store.get(key, { versionId }), ctx.store.get(key, { maxBytes: HEADER_BYTES })]);
   if (stored === null) throw versionNotFound(ctx, workspace, versionId);
   // An envelope's clear serial is a copy: the new serial goes into the state, which the write encrypts again.
-  const source = ctx.encryption === undefined ? stored.body : (await ctx.encryption.decrypt(stored.body, { workspace })).state;
+  const source = await plainOf(ctx, workspace, stored.body);
   let base: { serial: number | undefined; lineage: string | undefined } | undefined;
   if (current !== null) {
     const h = scanHeader(current.body);
@@ -167,17 +139,15 @@ export async function rollbackState(
       break;
     }
   }
-  const src = scanHeader(source.subarray(0, HEADER_BYTES));
-  // An envelope there is no key for here goes back byte for byte: its clear serial must stay the
-  // encrypted state's (OpenTofu refuses a mismatch), so it keeps its older serial (forced).
+  // An envelope without a key here goes back byte for byte: OpenTofu refuses a clear serial not the encrypted state's, so it keeps its own (forced).
   const envelope = isEnvelope(source);
   const what = `version ${versionId} of ${where} is not a state with a top-level serial in its first ${HEADER_BYTES / 1024} KiB, so it cannot be given a new one; nothing was written`;
-  const next = withSerial(source, src, (n) => (envelope ? n : Math.max(base?.serial ?? 0, n) + 1), what, { versionId });
-  const otherLineage = base?.lineage !== undefined && src?.lineage !== undefined && base.lineage !== src.lineage;
+  const next = withSerial(source, (n) => (envelope ? n : Math.max(base?.serial ?? 0, n) + 1), what, { versionId });
+  const otherLineage = base?.lineage !== undefined && next.lineage !== undefined && base.lineage !== next.lineage;
   if (otherLineage && options.force !== true) {
     throw conflict(
-      `version ${versionId} of ${where} belongs to another lineage (${src?.lineage}) than the ${current === null ? "newest version" : "current state"} (${base?.lineage}): it is a different state history. Roll back with --force (force: true) to write it anyway; nothing was written`,
-      { details: { versionId, lineage: src?.lineage, currentLineage: base?.lineage } },
+      `version ${versionId} of ${where} belongs to another lineage (${next.lineage}) than the ${current === null ? "newest version" : "current state"} (${base?.lineage}): it is a different state history. Roll back with --force (force: true) to write it anyway; nothing was written`,
+      { details: { versionId, lineage: next.lineage, currentLineage: base?.lineage } },
     );
   }
   const result = await write(envelope ? source : next.body, {
@@ -189,7 +159,7 @@ export async function rollbackState(
   return {
     from: versionId,
     serial: next.serial,
-    lineage: src?.lineage,
+    lineage: next.lineage,
     previousSerial: current === null ? undefined : base?.serial,
     restored: current === null,
     md5: result.md5,
@@ -235,25 +205,7 @@ async function diffSides(ctx: BackendContext, workspace: string, sides: DiffOpti
 export async function diffVersions(ctx: BackendContext, workspace: string, sides: DiffOptions): Promise<VersionDiff> {
   // Loaded on demand: importing the package does not load the comparison (objstate/state).
   const [ids, { diffStates }] = await Promise.all([diffSides(ctx, workspace, sides), import("../state/diff.js")]);
-  const read = async (id: string | null): Promise<Buffer | null> => {
-    if (id === null) return null;
-    const stored = await readVersionChecked(ctx, workspace, id);
-    return ctx.encryption === undefined ? stored : (await ctx.encryption.decrypt(stored, { workspace })).state;
-  };
+  const read = async (id: string | null): Promise<Buffer | null> => (id === null ? null : readVersionChecked(ctx, workspace, id));
   const [a, b] = await Promise.all([read(ids.from), read(ids.to)]);
   return { from: ids.from, to: ids.to, diff: sides.compare === undefined ? diffStates(a, b) : await sides.compare(a, b) };
-}
-
-/** What a rollback to `versionId` would change: the diff from the current version to it. */
-export async function rollbackPreview(ctx: BackendContext, workspace: string, versionId: string): Promise<VersionDiff> {
-  return diffVersions(ctx, workspace, { from: await currentVersionOf(ctx, workspace), to: versionId });
-}
-
-/** `STATE_CONFLICT` when the workspace was written since the diff from `expected` was shown (the caller holds the lock). */
-export async function checkCurrent(ctx: BackendContext, workspace: string, expected: string | null): Promise<void> {
-  const now = await currentVersionOf(ctx, workspace);
-  if (now === expected) return;
-  throw conflict(`${ctx.describe(workspace)} was written since the diff was shown: nothing was written; run the rollback again to review the new diff`, {
-    details: { expected, current: now },
-  });
 }

@@ -1,9 +1,6 @@
 /** Who a request to `objstate serve` was authenticated as, so a lock records its owner and a write who made it; the caller vouches. */
 
-/**
- * How a principal proved who it is: `password` (the users file), `certificate` (mutual TLS, its CN), `token` (an API token), `oidc` (a CI
- * identity's ID token matched by a rule), `none` (a server without users). Readers must accept values they do not know.
- */
+/** How a principal proved who it is: `password`, `certificate` (mutual TLS), `token` (API), `oidc` (a CI's ID token), `none` (no users); accept others. */
 export type PrincipalVia = "password" | "certificate" | "token" | "oidc" | "none" | (string & {});
 
 /** An authenticated caller. */

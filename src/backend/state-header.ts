@@ -1,6 +1,7 @@
 /** What the lineage guard needs of a state, read from its first bytes when it is large (the tool writes `serial` and `lineage` first). */
 import { ObjstateError } from "../errors.js";
 import { JsonScanner } from "../json/scan.js";
+import { isPlainObject } from "../config/rules.js";
 
 /** How much of a state is scanned for its header (the clear fields an envelope carries, a rollback's or rekey's serial). */
 export const HEADER_BYTES = 64 * 1024;
@@ -40,38 +41,35 @@ export function scanHeader(bytes: Uint8Array): ScannedHeader | undefined {
   return found;
 }
 
-/** `state` with its top-level serial (found by `h`) set to `next(serial)`; `STATE_INVALID` with `message` when there is none. */
+/** `state` with its top-level serial set to `next(serial)`, and its lineage; `STATE_INVALID` with `message` when its header has no serial. */
 export function withSerial(
   state: Buffer,
-  h: ScannedHeader | undefined,
   next: (serial: number) => number,
   message: string,
   details: Record<string, unknown>,
-): { body: Buffer; serial: number } {
+): { body: Buffer; serial: number; lineage?: string } {
+  const h = scanHeader(state.subarray(0, HEADER_BYTES));
   if (h?.serialAt === undefined || h.serial === undefined) throw new ObjstateError("STATE_INVALID", message, { details });
   const serial = next(h.serial);
   const [at, end] = h.serialAt;
-  return { body: Buffer.concat([state.subarray(0, at), Buffer.from(String(serial), "utf8"), state.subarray(end)]), serial };
+  return { body: Buffer.concat([state.subarray(0, at), Buffer.from(String(serial), "utf8"), state.subarray(end)]), serial, lineage: h.lineage };
 }
 
 /** The header of a whole state (parsed, to tell whether it is empty; `STATE_INVALID` when not JSON) or of its first bytes. */
 export function stateHeader(bytes: Uint8Array, whole: boolean, where: string): StateHeader {
   if (whole) {
-    let doc: unknown;
+    let o: unknown;
     try {
-      doc = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
+      o = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
     } catch {
       throw new ObjstateError("STATE_INVALID", `${where} is not valid JSON, so its lineage and serial cannot be checked`);
     }
-    if (typeof doc !== "object" || doc === null || Array.isArray(doc))
-      throw new ObjstateError("STATE_INVALID", `${where} is not a state: expected a JSON object`);
-    const o = doc as Record<string, unknown>;
+    if (!isPlainObject(o)) throw new ObjstateError("STATE_INVALID", `${where} is not a state: expected a JSON object`);
     return {
       lineage: typeof o["lineage"] === "string" ? o["lineage"] : undefined,
       serial: typeof o["serial"] === "number" ? o["serial"] : undefined,
       version: typeof o["version"] === "number" ? o["version"] : undefined,
-      // An envelope (OpenTofu's encryption) shows no resources or outputs, yet may hold
-      // both: never empty, so the guard judges it by its clear lineage and serial.
+      // An envelope shows no resources or outputs yet may hold both: never empty, so the guard judges it by its clear lineage and serial.
       empty: o["encryption_version"] === undefined && isEmptyState(o),
     };
   }

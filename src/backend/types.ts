@@ -241,3 +241,36 @@ export interface WorkspaceStatus {
   readonly lock: LockListing | null;
   readonly lastWrite: LastWrite | null;
 }
+
+/** One version of a workspace's state, newest first in {@link ObjectStoreBackend.history} (`serial` and `lineage` read from its bytes when unrecorded). */
+export interface StateVersion extends WriteRecord {
+  /** The store's version ID: give it to `readVersion`, `state pull --version`, `rollback`. */
+  readonly versionId: string;
+  /** The current version (a delete marker when the workspace is deleted). */
+  readonly isLatest: boolean;
+  /** The workspace was deleted here: no bytes. */
+  readonly deleteMarker: boolean;
+  readonly lastModified: Date | undefined;
+  readonly size: number;
+  /** `objstate` when objstate wrote this version (it recorded its metadata), else `other`. */
+  readonly writer: "objstate" | "other" | undefined;
+  /** For a rollback: the version whose content it restored. */
+  readonly sourceVersion: string | undefined;
+}
+
+export interface HistoryOptions {
+  /** Stop after this many versions (delete markers count); pages no further than needed. */
+  readonly limit?: number | undefined;
+}
+
+export interface RollbackResult {
+  readonly from: string;
+  /** The serial the restored content now carries. */
+  readonly serial: number;
+  readonly lineage: string | undefined;
+  /** The serial of the state it replaced (undefined when the workspace was deleted). */
+  readonly previousSerial: number | undefined;
+  /** The workspace had no current state (deleted): the rollback restored it. */
+  readonly restored: boolean;
+  readonly md5: string;
+}
