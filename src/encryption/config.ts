@@ -103,8 +103,17 @@ const MAX_SECRET_FILE_BYTES = 64 * 1024;
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
-function isObject(v: unknown): v is Record<string, Json> {
+export function isObject(v: unknown): v is Record<string, Json> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** `text` as JSON, or undefined when it is not JSON (which JSON itself never yields). */
+export function jsonOr(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 class Parser {
@@ -162,9 +171,11 @@ class Parser {
     return ref;
   }
 
-  integer(v: Json | undefined, path: string, fallback: number): number {
+  /** `fallback` when absent; `bytes`: between 1 and 1024. */
+  integer(v: Json | undefined, path: string, fallback: number, bytes = false): number {
     if (v === undefined) return fallback;
     if (typeof v !== "number" || !Number.isSafeInteger(v)) this.fail(path, "must be a whole number");
+    if (bytes && (v <= 0 || v > 1024)) this.fail(path, "must be between 1 and 1024");
     return v;
   }
 
@@ -213,10 +224,8 @@ class Parser {
       const iterations = this.integer(body["iterations"], `${path}.iterations`, PBKDF2_DEFAULTS.iterations);
       if (iterations < MIN_ITERATIONS)
         weak("iterations", `${iterations} is dangerously low: at least ${MIN_ITERATIONS} are needed (default ${PBKDF2_DEFAULTS.iterations})`);
-      const keyLength = this.integer(body["key_length"], `${path}.key_length`, PBKDF2_DEFAULTS.keyLength);
-      if (keyLength <= 0 || keyLength > 1024) this.fail(`${path}.key_length`, "must be between 1 and 1024");
-      const saltLength = this.integer(body["salt_length"], `${path}.salt_length`, PBKDF2_DEFAULTS.saltLength);
-      if (saltLength <= 0 || saltLength > 1024) this.fail(`${path}.salt_length`, "must be between 1 and 1024");
+      const keyLength = this.integer(body["key_length"], `${path}.key_length`, PBKDF2_DEFAULTS.keyLength, true);
+      const saltLength = this.integer(body["salt_length"], `${path}.salt_length`, PBKDF2_DEFAULTS.saltLength, true);
       const hash = body["hash_function"] ?? PBKDF2_DEFAULTS.hashFunction;
       if (hash !== "sha256" && hash !== "sha512") this.fail(`${path}.hash_function`, `must be "sha256" or "sha512" (got ${JSON.stringify(hash)})`);
       return Object.freeze({ type, name, address, metaKey, passphrase, keyLength, iterations, hashFunction: hash, saltLength });

@@ -6,7 +6,7 @@
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
 import { JsonScanner } from "../json/scan.js";
-import { base64Length, Base64GcmOpener, KEY_LENGTHS, looksLikeStateStart, NONCE_BYTES, type OpenKey, sealBase64Into, TAG_BYTES } from "./aes-gcm.js";
+import { Base64GcmOpener, gcmDecipher, KEY_LENGTHS, looksLikeStateStart, NONCE_BYTES, type OpenKey, sealBase64Into, TAG_BYTES } from "./aes-gcm.js";
 import type { AesGcmMethodConfig, EncryptionConfig, KeyProviderConfig, MethodConfig, TargetConfig } from "./config.js";
 import { ExternalProvider, type ExternalOptions } from "./external.js";
 import { Pbkdf2Provider } from "./pbkdf2.js";
@@ -128,7 +128,7 @@ export class StateEncryption {
     const head = `{"serial":${serial},"lineage":${goString(header.lineage)},"meta":{${goString(kp.metaKey)}:"${meta.toString("base64")}"},"encrypted_data":"`;
     const tail = `","encryption_version":"${ENCRYPTION_VERSION}"}`;
     const headBytes = Buffer.byteLength(head);
-    const out = Buffer.allocUnsafe(headBytes + base64Length(NONCE_BYTES + state.byteLength + TAG_BYTES) + tail.length);
+    const out = Buffer.allocUnsafe(headBytes + 4 * Math.ceil((NONCE_BYTES + state.byteLength + TAG_BYTES) / 3) + tail.length);
     out.write(head, 0, "utf8");
     const nonce = (this.opts.randomBytes ?? ((n: number) => nodeCrypto().randomBytes(n)))(NONCE_BYTES);
     out.write(tail, sealBase64Into(out, headBytes, key, primary.aad, state, nonce), "utf8");
@@ -276,14 +276,7 @@ export class StateDecryptor {
     for (const m of this.enc.methods) {
       if (m.type !== "aes_gcm") continue;
       const { key, why } = await this.enc.candidateKey(m, this.meta, this.ctx);
-      if (
-        key !== undefined &&
-        looksLikeStateStart(
-          nodeCrypto()
-            .createDecipheriv(`aes-${key.length * 8}-gcm` as "aes-256-gcm", key, nonce)
-            .update(probe),
-        )
-      ) {
+      if (key !== undefined && looksLikeStateStart(gcmDecipher(key, nonce).update(probe))) {
         this.chosen = m.address;
         return { key, aad: m.aad };
       }
