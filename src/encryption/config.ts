@@ -254,12 +254,9 @@ class Parser {
       this.only(body, path, ["keys", "aad"]);
       const keys = this.reference(body["keys"], `${path}.keys`, "key_provider");
       const raw = body["aad"];
-      let aad: Buffer | undefined;
-      if (raw !== undefined) {
-        if (!Array.isArray(raw) || !raw.every((b) => typeof b === "number" && Number.isInteger(b) && b >= 0 && b <= 255))
-          this.fail(`${path}.aad`, "must be a list of bytes (whole numbers 0-255), as OpenTofu reads it");
-        aad = Buffer.from(raw as number[]);
-      }
+      if (raw !== undefined && (!Array.isArray(raw) || !raw.every((b) => typeof b === "number" && Number.isInteger(b) && b >= 0 && b <= 255)))
+        this.fail(`${path}.aad`, "must be a list of bytes (whole numbers 0-255), as OpenTofu reads it");
+      const aad = raw === undefined ? undefined : Buffer.from(raw as number[]);
       return Object.freeze({ type, name, address, keys, aad });
     }
     return this.fail(path, `method type "${type}" is not supported (supported: aes_gcm, unencrypted)`);
@@ -324,17 +321,15 @@ export function parseEncryptionConfig(value: unknown, opts: ParseOptions & { rea
  */
 export function checkEncryptionConfig(cfg: EncryptionConfig, source: string): EncryptionConfig {
   const p: Parser = new Parser({ source, literalSecrets: false });
-  for (const m of cfg.methods.values()) {
+  for (const m of cfg.methods.values())
     if (m.type === "aes_gcm" && !cfg.keyProviders.has(m.keys)) p.fail(`${m.address}.keys`, `references ${m.keys}, which is not declared under key_provider`);
-  }
   const checkTarget = (t: TargetConfig | undefined, path: string): void => {
     if (t === undefined) return;
-    if (t.methods.length === 0) {
+    if (t.methods.length === 0)
       p.fail(
         `${path}.method`,
         `is required: the method to encrypt with, e.g. "method.aes_gcm.NAME"${t.enforced ? ` (${path}.enforced is set, so states must be encrypted)` : ""}`,
       );
-    }
     t.methods.forEach((m, i) => {
       const at = `${path}${".fallback".repeat(i)}.method`;
       const found = cfg.methods.get(m);
@@ -380,12 +375,11 @@ export function mergeEncryptionConfigs(base: EncryptionConfig | undefined, overr
 export function encryptionConfigFromEnv(env: Readonly<Record<string, string | undefined>> = process.env, partial = false): EncryptionConfig | undefined {
   const text = (env["TF_ENCRYPTION"] ?? "").trim();
   if (text === "") return undefined;
-  if (!text.startsWith("{")) {
+  if (!text.startsWith("{"))
     throw new ObjstateError(
       "ENCRYPTION_CONFIG_INVALID",
       'TF_ENCRYPTION holds HCL, which objstate does not read: write it in OpenTofu\'s JSON form instead, e.g. {"key_provider":{"pbkdf2":{"k":{"passphrase":"..."}}},"method":{"aes_gcm":{"m":{"keys":"key_provider.pbkdf2.k"}}},"state":{"method":"method.aes_gcm.m"}}',
     );
-  }
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -23,7 +23,6 @@ export interface Decrypted {
   readonly state: Buffer;
   /** False: a plain state, read through `unencrypted`. */
   readonly encrypted: boolean;
-  /** `method.TYPE.NAME` */
   readonly method: string;
   /** Read by a fallback, or plain while the primary encrypts (OpenTofu's "migration"). */
   readonly migration: boolean;
@@ -31,9 +30,7 @@ export interface Decrypted {
   readonly header: EnvelopeHeader | undefined;
 }
 
-export interface StateContext {
-  readonly workspace?: string;
-}
+export type StateContext = { readonly workspace?: string };
 
 export interface StateEncryptionOptions extends ExternalOptions {
   /** Salts and nonces (default: `crypto.randomBytes`); tests pass a fixed one. */
@@ -87,17 +84,15 @@ export class StateEncryption {
     this.methods = target.methods.map((m) => config.methods.get(m) as MethodConfig);
     const metaKeys = new Map<string, string>();
     for (const m of this.methods) {
-      if (m.type !== "aes_gcm") continue;
+      if (m.type !== "aes_gcm" || this.#providers.has(m.keys)) continue;
       const kp = config.keyProviders.get(m.keys) as KeyProviderConfig;
-      if (!this.#providers.has(m.keys))
-        this.#providers.set(m.keys, kp.type === "pbkdf2" ? new Pbkdf2Provider(kp, opts.randomBytes) : new ExternalProvider(kp, opts));
+      this.#providers.set(m.keys, kp.type === "pbkdf2" ? new Pbkdf2Provider(kp, opts.randomBytes) : new ExternalProvider(kp, opts));
       const other = metaKeys.get(kp.metaKey);
-      if (other !== undefined && other !== kp.address) {
+      if (other !== undefined)
         throw new ObjstateError(
           "ENCRYPTION_CONFIG_INVALID",
           `key providers ${other} and ${kp.address} store their metadata under the same key "${kp.metaKey}": give one of them another encrypted_metadata_alias`,
         );
-      }
       metaKeys.set(kp.metaKey, kp.address);
     }
     Object.freeze(this);
