@@ -44,12 +44,8 @@ function decodePbkdf2Meta(json: Buffer | undefined, describe: string): Pbkdf2Met
     const n = o[name] ?? 0;
     return typeof n === "number" && Number.isSafeInteger(n) && n >= 0 ? n : bad(`has an invalid ${what} (${String(n)})`);
   };
-  const salt =
-    typeof o["salt"] === "string"
-      ? Buffer.from(o["salt"], "base64")
-      : o["salt"] === undefined || o["salt"] === null
-        ? Buffer.alloc(0)
-        : bad("has a salt that is not base64");
+  const stored = o["salt"] ?? "";
+  const salt = typeof stored === "string" ? Buffer.from(stored, "base64") : bad("has a salt that is not base64");
   const iterations = count("iterations", "number of iterations");
   const keyLength = count("key_length", "key length");
   const hash = o["hash_function"] ?? "";
