@@ -21,7 +21,6 @@ export const HISTORY_LIMIT = 1000;
 /** Versions the History page lists at first (each is a ranged read of the store). */
 export const HISTORY_PAGE = 100;
 export const TIMELINE_LIMIT = 10;
-/** A form has three short fields. */
 const MAX_FORM_BYTES = 16 * 1024;
 
 const FORM_ONLY = "The console's actions take a form (application/x-www-form-urlencoded).";
@@ -72,7 +71,6 @@ const SECURITY = {
 /** Body bytes each response sent, for `onAnswer`. */
 const BODY_BYTES = new WeakMap<ServerResponse, number>();
 
-/** Answer with `body` (none for HEAD), counting its bytes. */
 function end(res: ServerResponse, status: number, headers: Record<string, string>, body?: string): void {
   const sent = res.req.method === "HEAD" ? undefined : body;
   res.writeHead(status, headers).end(sent);
@@ -89,7 +87,6 @@ function sendStatic(req: IncomingMessage, res: ServerResponse, body: string, typ
   else end(res, 200, { ...headers, "Content-Type": type }, body);
 }
 
-/** A urlencoded form body, read by the server's one body reader. */
 async function readForm(req: IncomingMessage, ctx: ConsoleContext): Promise<URLSearchParams> {
   const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded") throw consoleError(415, FORM_ONLY);
@@ -116,7 +113,7 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
   return true;
 }
 
-/** Answer a request for a console page (`methods`: those routed there). */
+/** `methods`: those routed to `path`. */
 async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, url: URL, path: string, raw: string, methods: string[]): Promise<void> {
   const base = ctx.base ?? "";
   const method = req.method ?? "GET";
@@ -239,11 +236,8 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
 async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, to: string | null): Promise<void> {
   if (!canRollback(ctx, workspace)) throw consoleError(403, `Rolling back needs the write and lock roles on ${workspace}.`);
   if (!to) throw consoleError(400, "Pick the version to roll back to (`to`).");
-  if (!(await ctx.api.hasHistory()))
-    throw consoleError(
-      404,
-      "This store keeps no versions (bucket versioning is off): there is nothing to roll back to. Turn it on with `objstate init --versioning`.",
-    );
+  const off = "This store keeps no versions (bucket versioning is off): there is nothing to roll back to. Turn it on with `objstate init --versioning`.";
+  if (!(await ctx.api.hasHistory())) throw consoleError(404, off);
   // The current version and the target (known from the History page the user came from, else searched for).
   const [latest, found] = await Promise.all([ctx.api.history(workspace, { limit: 1 }), ctx.api.version(workspace, to, { limit: HISTORY_LIMIT })]);
   const current = latest.find((v) => v.isLatest && !v.deleteMarker);
