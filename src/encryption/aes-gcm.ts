@@ -72,8 +72,7 @@ export class Base64GcmOpener {
   /** Decoded bytes wait here for one cipher call per staging buffer (reused). */
   private staging = takeScratch(STAGING_BYTES);
   private staged = 0;
-  private prefix: Buffer[] = [];
-  private prefixBytes = 0;
+  private prefix = Buffer.alloc(0);
   private decipher: DecipherGCM | undefined;
   private pending: Buffer = Buffer.alloc(0);
   private failure: OpenFailure | undefined;
@@ -123,15 +122,14 @@ export class Base64GcmOpener {
   private async bytes(b: Buffer): Promise<void> {
     if (this.failure !== undefined || this.noKey) return;
     if (this.decipher !== undefined) return this.feed(b);
-    // The staging buffer is reused: the prefix keeps a copy.
-    this.prefix.push(Buffer.from(b));
-    this.prefixBytes += b.length;
-    if (this.prefixBytes >= NONCE_BYTES + PROBE_BYTES + TAG_BYTES) await this.start(Buffer.concat(this.prefix), false);
+    // The staging buffer is reused: the prefix is a copy.
+    this.prefix = Buffer.concat([this.prefix, b]);
+    if (this.prefix.length >= NONCE_BYTES + PROBE_BYTES + TAG_BYTES) await this.start(this.prefix, false);
   }
 
   /** The key is chosen by the first bytes. */
   private async start(all: Buffer, atEnd: boolean): Promise<void> {
-    this.prefix = [];
+    this.prefix = Buffer.alloc(0);
     if (all.length < NONCE_BYTES + TAG_BYTES) {
       this.failure = { kind: "too-short", bytes: all.length };
       return;
@@ -167,7 +165,7 @@ export class Base64GcmOpener {
     if (this.failure === undefined && !this.noKey && this.carry.length > 0) await this.decode(this.carry, true);
     await this.settle();
     if (this.failure !== undefined) return this.failure;
-    if (this.decipher === undefined) await this.start(Buffer.concat(this.prefix), true);
+    if (this.decipher === undefined) await this.start(this.prefix, true);
     if (this.failure !== undefined || this.noKey) return this.failure;
     if (this.staging.length === STAGING_BYTES) giveScratch(this.staging);
     this.staging = Buffer.alloc(0);
