@@ -60,8 +60,10 @@ ${body}
 `;
 }
 
-export function csrfField(frame: Frame): SafeHtml {
-  return html`<input type="hidden" name="csrf" value="${frame.csrf}">`;
+/** An action's form: the CSRF token and `hidden` fields, then `content`. */
+export function postForm(f: Frame, action: string, hidden: Readonly<Record<string, string>>, content: SafeHtml): SafeHtml {
+  const fields = Object.entries({ csrf: f.csrf, ...hidden }).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`);
+  return html`<form method="post" action="${action}">\n${fields}${content}\n</form>`;
 }
 
 /** The breadcrumbs of a workspace's sub-page: Workspaces / the workspace [/ History]. */
