@@ -46,12 +46,8 @@ export type OpenFailure = { readonly kind: "not-base64" } | { readonly kind: "to
  * Does a decrypted prefix look like a state's start (`{` after whitespace, printable)? A wrong key
  * passes with a chance near 10⁻⁹: this picks among fallbacks and tells a wrong key from altered data.
  */
-export function looksLikeStateStart(b: Uint8Array): boolean {
-  let i = 0;
-  while (i < b.length && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
-  if (i < b.length && b[i] !== 0x7b) return false;
-  for (const c of b) if (!(c === 0x09 || c === 0x0a || c === 0x0d || (c >= 0x20 && c < 0x7f))) return false;
-  return true;
+export function looksLikeStateStart(b: Buffer): boolean {
+  return /^[\t\n\r ]*(?:\{[\t\n\r\x20-\x7e]*)?$/.test(b.toString("latin1"));
 }
 
 export interface OpenKey {

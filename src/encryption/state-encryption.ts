@@ -232,7 +232,7 @@ export class StateDecryptor {
     }
   }
 
-  private error(code: "ENCRYPTION_TAMPERED" | "ENCRYPTION_UNKNOWN_VERSION" | "STATE_INVALID", message: string): never {
+  private error(code: "ENCRYPTION_TAMPERED" | "ENCRYPTION_UNKNOWN_VERSION" | "ENCRYPTION_PLAIN_STATE" | "STATE_INVALID", message: string): never {
     throw new ObjstateError(code, message, { details: { workspace: this.ctx?.workspace } });
   }
 
@@ -312,7 +312,6 @@ export class StateDecryptor {
     if (this.deferred !== undefined) {
       this.readMeta();
       for (const chars of this.deferred) await opener.push(chars);
-      this.deferred = undefined;
     }
     const failure = this.escapes ? { kind: "not-base64" as const } : await opener.end();
     if (opener.noKey) this.wrongKey();
@@ -373,10 +372,9 @@ export class StateDecryptor {
   }
 
   private plainRefused(): never {
-    throw new ObjstateError(
+    this.error(
       "ENCRYPTION_PLAIN_STATE",
       `${where(this.ctx)} is stored unencrypted, and the encryption configuration has no unencrypted method (tried ${this.enc.methods.map((m) => m.address).join(", ")}): to migrate it in, add method "unencrypted" as a fallback of state`,
-      { details: { workspace: this.ctx?.workspace } },
     );
   }
 }
