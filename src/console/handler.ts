@@ -23,6 +23,8 @@ export const HISTORY_PAGE = 100;
 export const TIMELINE_LIMIT = 10;
 const MAX_FORM_BYTES = 16 * 1024;
 
+type Action = "force-unlock" | "rollback";
+
 const FORM_ONLY = "The console's actions take a form (application/x-www-form-urlencoded).";
 const CROSS_SITE = "Refused: this action must be posted from the console's own page.";
 
@@ -124,7 +126,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
   if (path === JS_PATH) return sendStatic(req, res, JS, "text/javascript; charset=utf-8", JS_ETAG);
   const frame: Frame = { base, user: ctx.user, now: Date.now(), csrf: ctx.csrf.issue(ctx.user), pollMs: ctx.pollMs };
   const sub = path.startsWith(WORKSPACE) ? path.slice(WORKSPACE.length) : "";
-  const action = sub === "/rollback" || sub === "/force-unlock" ? (sub.slice(1) as "rollback" | "force-unlock") : undefined;
+  const action = sub === "/rollback" || sub === "/force-unlock" ? (sub.slice(1) as Action) : undefined;
   try {
     if (ctx.refusal !== undefined) {
       if (action !== undefined) ctx.log({ user: ctx.user, action, workspace: safeDecode(raw), outcome: "refused", detail: ctx.refusal.reason });
@@ -267,14 +269,7 @@ async function forceUnlockConfirmation(res: ServerResponse, ctx: ConsoleContext,
   send(res, 200, "text/html", renderForceUnlock({ frame, workspace, lock, changedFrom: shown !== null && shown !== lock.id ? shown : undefined }));
 }
 
-async function handleAction(
-  req: IncomingMessage,
-  res: ServerResponse,
-  ctx: ConsoleContext,
-  frame: Frame,
-  workspace: string,
-  action: "force-unlock" | "rollback",
-): Promise<void> {
+async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, action: Action): Promise<void> {
   const log = (outcome: ConsoleLogEntry["outcome"], detail: string, audit: Partial<ConsoleLogEntry> = {}): Promise<unknown> | void =>
     ctx.log({ user: ctx.user, action, workspace, outcome, detail, ...audit });
   const refuse = (status: number, why: string, message: string, back?: Back): never => {

@@ -25,13 +25,10 @@ export function query(pairs: Readonly<Record<string, string | undefined>>): stri
   return s === "" ? "" : `?${s}`;
 }
 
+type PageOptions = { readonly live?: string | undefined; readonly crumbs?: SafeHtml | undefined };
+
 /** A whole page. `live` names the workspace whose lock the script polls ("*" for all). */
-export function layout(
-  frame: Frame,
-  title: string,
-  body: HtmlValue,
-  options: { readonly live?: string | undefined; readonly crumbs?: SafeHtml | undefined } = {},
-): SafeHtml {
+export function layout(frame: Frame, title: string, body: HtmlValue, options: PageOptions = {}): SafeHtml {
   const locksUrl = options.live === undefined ? undefined : `${frame.base}${LOCKS_PATH}${options.live === "*" ? "" : query({ ws: options.live })}`;
   return html`<!doctype html>
 <html lang="en">

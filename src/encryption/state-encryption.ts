@@ -142,11 +142,7 @@ export class StateEncryption {
   }
 
   /** @internal the method's key for the stored metadata, or why there is none. */
-  async candidateKey(
-    m: AesGcmMethodConfig,
-    meta: ReadonlyMap<string, Buffer>,
-    ctx: StateContext | undefined,
-  ): Promise<{ key: Buffer | undefined; why: string }> {
+  async candidateKey(m: AesGcmMethodConfig, meta: ReadonlyMap<string, Buffer>, ctx?: StateContext): Promise<{ key: Buffer | undefined; why: string }> {
     const kp = this.config.keyProviders.get(m.keys) as KeyProviderConfig;
     const stored = meta.get(kp.metaKey);
     if (stored === undefined) return { key: undefined, why: `${m.address}: the envelope holds no metadata for ${kp.metaKey}` };
