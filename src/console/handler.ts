@@ -5,7 +5,7 @@ import { isObjstateError, ObjstateError, statusOf, type ErrorCode } from "../err
 import { readBody } from "../io/http-body.js";
 import { SENSITIVE } from "../state/diff.js";
 import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
-import { backFrom, mounted, PAGES, WORKSPACE, workspacesLink, type Back } from "./back.js";
+import { backFrom, mounted, PAGES, WORKSPACE, workspaceLink, workspacesLink, type Back } from "./back.js";
 import { crossSiteReason, requestOrigin } from "./csrf.js";
 import type { SafeHtml } from "./html.js";
 import { query, renderMessage, workspaceUrl, type Frame } from "./layout.js";
@@ -261,10 +261,8 @@ async function forceUnlockConfirmation(res: ServerResponse, ctx: ConsoleContext,
   const lock = await ctx.api.lock(workspace);
   if (lock === null) {
     if (!(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
-    throw consoleError(409, `${workspace} is not locked${shown === null ? "" : " any more"}: there is nothing to force-unlock.`, {
-      href: workspaceUrl(frame.base, workspace),
-      label: `Back to ${workspace}`,
-    });
+    const more = shown === null ? "" : " any more";
+    throw consoleError(409, `${workspace} is not locked${more}: there is nothing to force-unlock.`, workspaceLink(frame.base, workspace));
   }
   send(res, 200, "text/html", renderForceUnlock({ frame, workspace, lock, changedFrom: shown !== null && shown !== lock.id ? shown : undefined }));
 }

@@ -8,7 +8,6 @@ import { giveScratch, takeScratch } from "../util/scratch.js";
 
 export const NONCE_BYTES = 12;
 export const TAG_BYTES = 16;
-/** AES-128, -192, -256. */
 export const KEY_LENGTHS: readonly number[] = [16, 24, 32];
 
 /** Plaintext bytes per cipher call when sealing: a multiple of 3, so each piece's base64 needs no padding. */
@@ -123,7 +122,6 @@ export class Base64GcmOpener {
     if (this.prefix.length >= NONCE_BYTES + PROBE_BYTES + TAG_BYTES) await this.start(this.prefix, false);
   }
 
-  /** The key is chosen by the first bytes. */
   private async start(all: Buffer, atEnd: boolean): Promise<void> {
     this.prefix = Buffer.alloc(0);
     if (all.length < NONCE_BYTES + TAG_BYTES) {
