@@ -32,23 +32,17 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
   const out: R[] = new Array<R>(items.length);
   let next = 0;
   const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i] as T);
-    }
+    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i] as T);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
 }
 
-/** Set `key`, forgetting the oldest entries past `max`. */
+/** Set `key`, forgetting the oldest entry past `max` (only this adds to the maps it is given). */
 function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
   map.delete(key);
   map.set(key, value);
-  for (const k of map.keys()) {
-    if (map.size <= max) break;
-    map.delete(k);
-  }
+  if (map.size > max) map.delete(map.keys().next().value as K);
 }
 
 /** Background jobs, at most `limit` at once and one per key (queued again, it keeps its place); failures dropped (the next view queues again). */
@@ -66,7 +60,6 @@ export function backgroundQueue(limit: number): (key: string, job: () => Promise
     scheduled = false;
     for (const [key, job] of queued) {
       if (running.size >= limit) return;
-      if (running.has(key)) continue;
       queued.delete(key);
       running.add(key);
       void job()
@@ -196,12 +189,8 @@ function versionDescriptions(backend: ObjectStoreBackend, chartVersions: number)
     const records: StateVersion[] = [];
     for await (const r of backend.history(workspace, { limit })) records.push(r);
     // Counting reads the version: only the newest few, for the chart.
-    const counted = new Set(
-      records
-        .filter((r) => !r.deleteMarker)
-        .slice(0, chartVersions)
-        .map((r) => r.versionId),
-    );
+    const newest = records.filter((r) => !r.deleteMarker).slice(0, chartVersions);
+    const counted = new Set(newest.map((r) => r.versionId));
     const found = await mapLimit(records, CONCURRENCY, async (r) => {
       if (!counted.has(r.versionId)) return versionView(r);
       const key = `${workspace}\0${r.versionId}`;

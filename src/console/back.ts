@@ -33,6 +33,7 @@ export function mounted(base: string, pathname: string): string | undefined {
 }
 
 export const workspacesLink = (base: string): Back => ({ href: `${base}/`, label: "Back to workspaces" });
+export const workspaceLink = (base: string, workspace: string): Back => ({ href: workspaceUrl(base, workspace), label: `Back to ${workspace}` });
 
 /** A page's path as its workspace and sub-page, or "/" for Workspaces; undefined for any other path. */
 function parse(base: string, pathname: string): { workspace: string; sub: string } | "/" | undefined {
@@ -67,7 +68,6 @@ export function backFrom(base: string, failed: URL, referer: string | undefined,
     if (link !== undefined) return link;
   }
   const page = parse(base, failed.pathname);
-  if (page !== undefined && page !== "/" && (page.sub !== "" || failed.search !== ""))
-    return { href: workspaceUrl(base, page.workspace), label: `Back to ${page.workspace}` };
+  if (page !== undefined && page !== "/" && (page.sub !== "" || failed.search !== "")) return workspaceLink(base, page.workspace);
   return workspacesLink(base);
 }

@@ -8,10 +8,7 @@ export function formatBytes(n: number): string {
   const units = ["KiB", "MiB", "GiB", "TiB"];
   let v = n / 1024;
   let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
+  for (; v >= 1024 && i < units.length - 1; i++) v /= 1024;
   return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
 }
 

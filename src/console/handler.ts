@@ -5,7 +5,7 @@ import { isObjstateError, ObjstateError, statusOf, type ErrorCode } from "../err
 import { readBody } from "../io/http-body.js";
 import { SENSITIVE } from "../state/diff.js";
 import { CONTENT_SECURITY_POLICY, CSS, CSS_ETAG, CSS_PATH, JS, JS_ETAG, JS_PATH, LOCKS_PATH } from "./assets.js";
-import { backFrom, mounted, PAGES, WORKSPACE, workspacesLink, type Back } from "./back.js";
+import { backFrom, mounted, PAGES, WORKSPACE, workspaceLink, workspacesLink, type Back } from "./back.js";
 import { crossSiteReason, requestOrigin } from "./csrf.js";
 import type { SafeHtml } from "./html.js";
 import { query, renderMessage, workspaceUrl, type Frame } from "./layout.js";
@@ -21,8 +21,9 @@ export const HISTORY_LIMIT = 1000;
 /** Versions the History page lists at first (each is a ranged read of the store). */
 export const HISTORY_PAGE = 100;
 export const TIMELINE_LIMIT = 10;
-/** A form has three short fields. */
 const MAX_FORM_BYTES = 16 * 1024;
+
+type Action = "force-unlock" | "rollback";
 
 const FORM_ONLY = "The console's actions take a form (application/x-www-form-urlencoded).";
 const CROSS_SITE = "Refused: this action must be posted from the console's own page.";
@@ -72,7 +73,6 @@ const SECURITY = {
 /** Body bytes each response sent, for `onAnswer`. */
 const BODY_BYTES = new WeakMap<ServerResponse, number>();
 
-/** Answer with `body` (none for HEAD), counting its bytes. */
 function end(res: ServerResponse, status: number, headers: Record<string, string>, body?: string): void {
   const sent = res.req.method === "HEAD" ? undefined : body;
   res.writeHead(status, headers).end(sent);
@@ -89,7 +89,6 @@ function sendStatic(req: IncomingMessage, res: ServerResponse, body: string, typ
   else end(res, 200, { ...headers, "Content-Type": type }, body);
 }
 
-/** A urlencoded form body, read by the server's one body reader. */
 async function readForm(req: IncomingMessage, ctx: ConsoleContext): Promise<URLSearchParams> {
   const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded") throw consoleError(415, FORM_ONLY);
@@ -116,7 +115,7 @@ export async function handleConsole(req: IncomingMessage, res: ServerResponse, c
   return true;
 }
 
-/** Answer a request for a console page (`methods`: those routed there). */
+/** `methods`: those routed to `path`. */
 async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, url: URL, path: string, raw: string, methods: string[]): Promise<void> {
   const base = ctx.base ?? "";
   const method = req.method ?? "GET";
@@ -127,7 +126,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, ctx: ConsoleCon
   if (path === JS_PATH) return sendStatic(req, res, JS, "text/javascript; charset=utf-8", JS_ETAG);
   const frame: Frame = { base, user: ctx.user, now: Date.now(), csrf: ctx.csrf.issue(ctx.user), pollMs: ctx.pollMs };
   const sub = path.startsWith(WORKSPACE) ? path.slice(WORKSPACE.length) : "";
-  const action = sub === "/rollback" || sub === "/force-unlock" ? (sub.slice(1) as "rollback" | "force-unlock") : undefined;
+  const action = sub === "/rollback" || sub === "/force-unlock" ? (sub.slice(1) as Action) : undefined;
   try {
     if (ctx.refusal !== undefined) {
       if (action !== undefined) ctx.log({ user: ctx.user, action, workspace: safeDecode(raw), outcome: "refused", detail: ctx.refusal.reason });
@@ -239,11 +238,8 @@ async function workspacePage(res: ServerResponse, ctx: ConsoleContext, frame: Fr
 async function rollbackConfirmation(res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, to: string | null): Promise<void> {
   if (!canRollback(ctx, workspace)) throw consoleError(403, `Rolling back needs the write and lock roles on ${workspace}.`);
   if (!to) throw consoleError(400, "Pick the version to roll back to (`to`).");
-  if (!(await ctx.api.hasHistory()))
-    throw consoleError(
-      404,
-      "This store keeps no versions (bucket versioning is off): there is nothing to roll back to. Turn it on with `objstate init --versioning`.",
-    );
+  const off = "This store keeps no versions (bucket versioning is off): there is nothing to roll back to. Turn it on with `objstate init --versioning`.";
+  if (!(await ctx.api.hasHistory())) throw consoleError(404, off);
   // The current version and the target (known from the History page the user came from, else searched for).
   const [latest, found] = await Promise.all([ctx.api.history(workspace, { limit: 1 }), ctx.api.version(workspace, to, { limit: HISTORY_LIMIT })]);
   const current = latest.find((v) => v.isLatest && !v.deleteMarker);
@@ -265,22 +261,13 @@ async function forceUnlockConfirmation(res: ServerResponse, ctx: ConsoleContext,
   const lock = await ctx.api.lock(workspace);
   if (lock === null) {
     if (!(await ctx.api.exists(workspace))) throw notFound(frame, workspace);
-    throw consoleError(409, `${workspace} is not locked${shown === null ? "" : " any more"}: there is nothing to force-unlock.`, {
-      href: workspaceUrl(frame.base, workspace),
-      label: `Back to ${workspace}`,
-    });
+    const more = shown === null ? "" : " any more";
+    throw consoleError(409, `${workspace} is not locked${more}: there is nothing to force-unlock.`, workspaceLink(frame.base, workspace));
   }
   send(res, 200, "text/html", renderForceUnlock({ frame, workspace, lock, changedFrom: shown !== null && shown !== lock.id ? shown : undefined }));
 }
 
-async function handleAction(
-  req: IncomingMessage,
-  res: ServerResponse,
-  ctx: ConsoleContext,
-  frame: Frame,
-  workspace: string,
-  action: "force-unlock" | "rollback",
-): Promise<void> {
+async function handleAction(req: IncomingMessage, res: ServerResponse, ctx: ConsoleContext, frame: Frame, workspace: string, action: Action): Promise<void> {
   const log = (outcome: ConsoleLogEntry["outcome"], detail: string, audit: Partial<ConsoleLogEntry> = {}): Promise<unknown> | void =>
     ctx.log({ user: ctx.user, action, workspace, outcome, detail, ...audit });
   const refuse = (status: number, why: string, message: string, back?: Back): never => {

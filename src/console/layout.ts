@@ -25,13 +25,10 @@ export function query(pairs: Readonly<Record<string, string | undefined>>): stri
   return s === "" ? "" : `?${s}`;
 }
 
+type PageOptions = { readonly live?: string | undefined; readonly crumbs?: SafeHtml | undefined };
+
 /** A whole page. `live` names the workspace whose lock the script polls ("*" for all). */
-export function layout(
-  frame: Frame,
-  title: string,
-  body: HtmlValue,
-  options: { readonly live?: string | undefined; readonly crumbs?: SafeHtml | undefined } = {},
-): SafeHtml {
+export function layout(frame: Frame, title: string, body: HtmlValue, options: PageOptions = {}): SafeHtml {
   const locksUrl = options.live === undefined ? undefined : `${frame.base}${LOCKS_PATH}${options.live === "*" ? "" : query({ ws: options.live })}`;
   return html`<!doctype html>
 <html lang="en">
@@ -60,8 +57,10 @@ ${body}
 `;
 }
 
-export function csrfField(frame: Frame): SafeHtml {
-  return html`<input type="hidden" name="csrf" value="${frame.csrf}">`;
+/** An action's form: the CSRF token and `hidden` fields, then `content`. */
+export function postForm(f: Frame, action: string, hidden: Readonly<Record<string, string>>, content: SafeHtml): SafeHtml {
+  const fields = Object.entries({ csrf: f.csrf, ...hidden }).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">\n`);
+  return html`<form method="post" action="${action}">\n${fields}${content}\n</form>`;
 }
 
 /** The breadcrumbs of a workspace's sub-page: Workspaces / the workspace [/ History]. */

@@ -2,13 +2,12 @@
  * Method `aes_gcm` as OpenTofu applies it: `encrypted_data = base64(nonce(12) ‖ AES-GCM ‖ tag(16))`,
  * with the optional AAD. Both directions work in pieces: a large state never has a second whole copy.
  */
-import type { CipherGCM, DecipherGCM } from "node:crypto";
+import type { DecipherGCM } from "node:crypto";
 import { nodeCrypto } from "../util/builtins.js";
 import { giveScratch, takeScratch } from "../util/scratch.js";
 
 export const NONCE_BYTES = 12;
 export const TAG_BYTES = 16;
-/** AES-128, -192, -256. */
 export const KEY_LENGTHS: readonly number[] = [16, 24, 32];
 
 /** Plaintext bytes per cipher call when sealing: a multiple of 3, so each piece's base64 needs no padding. */
@@ -18,17 +17,16 @@ const DECODE_CHARS = 64 * 1024;
 /** Bytes decoded before a cipher call (see `Base64GcmOpener`). */
 const STAGING_BYTES = 4 * 1024 * 1024;
 
-function cipherName(key: Uint8Array): "aes-128-gcm" | "aes-192-gcm" | "aes-256-gcm" {
-  return `aes-${key.length * 8}-gcm` as "aes-128-gcm" | "aes-192-gcm" | "aes-256-gcm";
-}
-
-export function base64Length(n: number): number {
-  return 4 * Math.ceil(n / 3);
+/** An AES-GCM decipher (the key's length picks AES-128, -192 or -256); a probe needs no AAD: it never reaches the tag. */
+export function gcmDecipher(key: Uint8Array, nonce: Uint8Array, aad?: Uint8Array): DecipherGCM {
+  const d = nodeCrypto().createDecipheriv(`aes-${key.length * 8}-gcm` as "aes-256-gcm", key, nonce);
+  if (aad !== undefined && aad.length > 0) d.setAAD(aad);
+  return d;
 }
 
 /** Write the base64 of `nonce ‖ AES-GCM(plain) ‖ tag` into `out` at `at`, a piece at a time; the offset after it. */
 export function sealBase64Into(out: Buffer, at: number, key: Uint8Array, aad: Uint8Array | undefined, plain: Uint8Array, nonce: Uint8Array): number {
-  const c = nodeCrypto().createCipheriv(cipherName(key), key, nonce) as CipherGCM;
+  const c = nodeCrypto().createCipheriv(`aes-${key.length * 8}-gcm` as "aes-256-gcm", key, nonce);
   if (aad !== undefined && aad.length > 0) c.setAAD(aad);
   // The nonce (12 bytes) and every full piece are multiples of 3: only the last piece is padded.
   at += out.write(Buffer.from(nonce).toString("base64"), at, "latin1");
@@ -47,12 +45,8 @@ export type OpenFailure = { readonly kind: "not-base64" } | { readonly kind: "to
  * Does a decrypted prefix look like a state's start (`{` after whitespace, printable)? A wrong key
  * passes with a chance near 10⁻⁹: this picks among fallbacks and tells a wrong key from altered data.
  */
-export function looksLikeStateStart(b: Uint8Array): boolean {
-  let i = 0;
-  while (i < b.length && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
-  if (i < b.length && b[i] !== 0x7b) return false;
-  for (const c of b) if (!(c === 0x09 || c === 0x0a || c === 0x0d || (c >= 0x20 && c < 0x7f))) return false;
-  return true;
+export function looksLikeStateStart(b: Buffer): boolean {
+  return /^[\t\n\r ]*(?:\{[\t\n\r\x20-\x7e]*)?$/.test(b.toString("latin1"));
 }
 
 export interface OpenKey {
@@ -73,8 +67,7 @@ export class Base64GcmOpener {
   /** Decoded bytes wait here for one cipher call per staging buffer (reused). */
   private staging = takeScratch(STAGING_BYTES);
   private staged = 0;
-  private prefix: Buffer[] = [];
-  private prefixBytes = 0;
+  private prefix = Buffer.alloc(0);
   private decipher: DecipherGCM | undefined;
   private pending: Buffer = Buffer.alloc(0);
   private failure: OpenFailure | undefined;
@@ -124,15 +117,13 @@ export class Base64GcmOpener {
   private async bytes(b: Buffer): Promise<void> {
     if (this.failure !== undefined || this.noKey) return;
     if (this.decipher !== undefined) return this.feed(b);
-    // The staging buffer is reused: the prefix keeps a copy.
-    this.prefix.push(Buffer.from(b));
-    this.prefixBytes += b.length;
-    if (this.prefixBytes >= NONCE_BYTES + PROBE_BYTES + TAG_BYTES) await this.start(Buffer.concat(this.prefix), false);
+    // The staging buffer is reused: the prefix is a copy.
+    this.prefix = Buffer.concat([this.prefix, b]);
+    if (this.prefix.length >= NONCE_BYTES + PROBE_BYTES + TAG_BYTES) await this.start(this.prefix, false);
   }
 
-  /** The key is chosen by the first bytes. */
   private async start(all: Buffer, atEnd: boolean): Promise<void> {
-    this.prefix = [];
+    this.prefix = Buffer.alloc(0);
     if (all.length < NONCE_BYTES + TAG_BYTES) {
       this.failure = { kind: "too-short", bytes: all.length };
       return;
@@ -145,23 +136,17 @@ export class Base64GcmOpener {
       this.noKey = true;
       return;
     }
-    const d = nodeCrypto().createDecipheriv(cipherName(chosen.key), chosen.key, nonce) as DecipherGCM;
-    if (chosen.aad !== undefined && chosen.aad.length > 0) d.setAAD(chosen.aad);
-    this.decipher = d;
+    this.decipher = gcmDecipher(chosen.key, nonce, chosen.aad);
     this.feed(all.subarray(NONCE_BYTES));
   }
 
   private feed(b: Buffer): void {
     const d = this.decipher as DecipherGCM;
-    if (b.length >= TAG_BYTES) {
-      if (this.pending.length > 0) this.output(d.update(this.pending));
-      this.output(d.update(b.subarray(0, b.length - TAG_BYTES)));
-      this.pending = Buffer.from(b.subarray(b.length - TAG_BYTES));
-    } else {
-      const t = Buffer.concat([this.pending, b]);
-      if (t.length > TAG_BYTES) this.output(d.update(t.subarray(0, t.length - TAG_BYTES)));
-      this.pending = Buffer.from(t.subarray(Math.max(0, t.length - TAG_BYTES)));
-    }
+    // The last TAG_BYTES seen may be the tag: they wait in `pending`; a large piece is not copied to join them.
+    if (b.length >= TAG_BYTES && this.pending.length > 0) this.output(d.update(this.pending));
+    const t = b.length >= TAG_BYTES ? b : Buffer.concat([this.pending, b]);
+    if (t.length > TAG_BYTES) this.output(d.update(t.subarray(0, t.length - TAG_BYTES)));
+    this.pending = Buffer.from(t.subarray(Math.max(0, t.length - TAG_BYTES)));
   }
 
   /** Send what is staged to the cipher, so a prefix chooses the key. */
@@ -171,14 +156,10 @@ export class Base64GcmOpener {
 
   /** The data ended: undefined when the tag checks out, else why not (or `noKey`). */
   async end(): Promise<OpenFailure | undefined> {
-    if (this.failure === undefined && !this.noKey && this.carry.length > 0) {
-      const s = this.carry;
-      this.carry = Buffer.alloc(0);
-      await this.decode(s, true);
-    }
-    if (this.failure === undefined && !this.noKey) await this.flush();
+    if (this.failure === undefined && !this.noKey && this.carry.length > 0) await this.decode(this.carry, true);
+    await this.settle();
     if (this.failure !== undefined) return this.failure;
-    if (this.decipher === undefined) await this.start(Buffer.concat(this.prefix), true);
+    if (this.decipher === undefined) await this.start(this.prefix, true);
     if (this.failure !== undefined || this.noKey) return this.failure;
     if (this.staging.length === STAGING_BYTES) giveScratch(this.staging);
     this.staging = Buffer.alloc(0);

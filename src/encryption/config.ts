@@ -103,8 +103,17 @@ const MAX_SECRET_FILE_BYTES = 64 * 1024;
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
-function isObject(v: unknown): v is Record<string, Json> {
+export function isObject(v: unknown): v is Record<string, Json> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** `text` as JSON, or undefined when it is not JSON (which JSON itself never yields). */
+export function jsonOr(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 class Parser {
@@ -162,9 +171,11 @@ class Parser {
     return ref;
   }
 
-  integer(v: Json | undefined, path: string, fallback: number): number {
+  /** `fallback` when absent; `bytes`: between 1 and 1024. */
+  integer(v: Json | undefined, path: string, fallback: number, bytes = false): number {
     if (v === undefined) return fallback;
     if (typeof v !== "number" || !Number.isSafeInteger(v)) this.fail(path, "must be a whole number");
+    if (bytes && (v <= 0 || v > 1024)) this.fail(path, "must be between 1 and 1024");
     return v;
   }
 
@@ -213,10 +224,8 @@ class Parser {
       const iterations = this.integer(body["iterations"], `${path}.iterations`, PBKDF2_DEFAULTS.iterations);
       if (iterations < MIN_ITERATIONS)
         weak("iterations", `${iterations} is dangerously low: at least ${MIN_ITERATIONS} are needed (default ${PBKDF2_DEFAULTS.iterations})`);
-      const keyLength = this.integer(body["key_length"], `${path}.key_length`, PBKDF2_DEFAULTS.keyLength);
-      if (keyLength <= 0 || keyLength > 1024) this.fail(`${path}.key_length`, "must be between 1 and 1024");
-      const saltLength = this.integer(body["salt_length"], `${path}.salt_length`, PBKDF2_DEFAULTS.saltLength);
-      if (saltLength <= 0 || saltLength > 1024) this.fail(`${path}.salt_length`, "must be between 1 and 1024");
+      const keyLength = this.integer(body["key_length"], `${path}.key_length`, PBKDF2_DEFAULTS.keyLength, true);
+      const saltLength = this.integer(body["salt_length"], `${path}.salt_length`, PBKDF2_DEFAULTS.saltLength, true);
       const hash = body["hash_function"] ?? PBKDF2_DEFAULTS.hashFunction;
       if (hash !== "sha256" && hash !== "sha512") this.fail(`${path}.hash_function`, `must be "sha256" or "sha512" (got ${JSON.stringify(hash)})`);
       return Object.freeze({ type, name, address, metaKey, passphrase, keyLength, iterations, hashFunction: hash, saltLength });
@@ -245,12 +254,9 @@ class Parser {
       this.only(body, path, ["keys", "aad"]);
       const keys = this.reference(body["keys"], `${path}.keys`, "key_provider");
       const raw = body["aad"];
-      let aad: Buffer | undefined;
-      if (raw !== undefined) {
-        if (!Array.isArray(raw) || !raw.every((b) => typeof b === "number" && Number.isInteger(b) && b >= 0 && b <= 255))
-          this.fail(`${path}.aad`, "must be a list of bytes (whole numbers 0-255), as OpenTofu reads it");
-        aad = Buffer.from(raw as number[]);
-      }
+      if (raw !== undefined && (!Array.isArray(raw) || !raw.every((b) => typeof b === "number" && Number.isInteger(b) && b >= 0 && b <= 255)))
+        this.fail(`${path}.aad`, "must be a list of bytes (whole numbers 0-255), as OpenTofu reads it");
+      const aad = raw === undefined ? undefined : Buffer.from(raw as number[]);
       return Object.freeze({ type, name, address, keys, aad });
     }
     return this.fail(path, `method type "${type}" is not supported (supported: aes_gcm, unencrypted)`);
@@ -315,17 +321,15 @@ export function parseEncryptionConfig(value: unknown, opts: ParseOptions & { rea
  */
 export function checkEncryptionConfig(cfg: EncryptionConfig, source: string): EncryptionConfig {
   const p: Parser = new Parser({ source, literalSecrets: false });
-  for (const m of cfg.methods.values()) {
+  for (const m of cfg.methods.values())
     if (m.type === "aes_gcm" && !cfg.keyProviders.has(m.keys)) p.fail(`${m.address}.keys`, `references ${m.keys}, which is not declared under key_provider`);
-  }
   const checkTarget = (t: TargetConfig | undefined, path: string): void => {
     if (t === undefined) return;
-    if (t.methods.length === 0) {
+    if (t.methods.length === 0)
       p.fail(
         `${path}.method`,
         `is required: the method to encrypt with, e.g. "method.aes_gcm.NAME"${t.enforced ? ` (${path}.enforced is set, so states must be encrypted)` : ""}`,
       );
-    }
     t.methods.forEach((m, i) => {
       const at = `${path}${".fallback".repeat(i)}.method`;
       const found = cfg.methods.get(m);
@@ -371,12 +375,11 @@ export function mergeEncryptionConfigs(base: EncryptionConfig | undefined, overr
 export function encryptionConfigFromEnv(env: Readonly<Record<string, string | undefined>> = process.env, partial = false): EncryptionConfig | undefined {
   const text = (env["TF_ENCRYPTION"] ?? "").trim();
   if (text === "") return undefined;
-  if (!text.startsWith("{")) {
+  if (!text.startsWith("{"))
     throw new ObjstateError(
       "ENCRYPTION_CONFIG_INVALID",
       'TF_ENCRYPTION holds HCL, which objstate does not read: write it in OpenTofu\'s JSON form instead, e.g. {"key_provider":{"pbkdf2":{"k":{"passphrase":"..."}}},"method":{"aes_gcm":{"m":{"keys":"key_provider.pbkdf2.k"}}},"state":{"method":"method.aes_gcm.m"}}',
     );
-  }
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -6,7 +6,7 @@
  */
 import { ObjstateError } from "../errors.js";
 import { nodeChildProcess } from "../util/builtins.js";
-import type { ExternalProviderConfig } from "./config.js";
+import { isObject, jsonOr, type ExternalProviderConfig } from "./config.js";
 import { cachedPromise } from "./pbkdf2.js";
 
 export const HEADER_MAGIC = "OpenTofu-External-Key-Provider";
@@ -52,19 +52,13 @@ function runExternal(config: ExternalProviderConfig, input: Buffer | undefined, 
     const err = stderr.trim() === "" ? "" : `; its standard error: ${stderr.trim().slice(0, STDERR_QUOTED)}`;
     return new ObjstateError("ENCRYPTION_KEY_PROVIDER_FAILED", `${what} ${why}${err}`, { details: { keyProvider: config.address, program } });
   };
-  let stdinText = "null";
-  if (input !== undefined) {
-    let stored: unknown;
-    try {
-      stored = JSON.parse(input.toString("utf8"));
-    } catch {
-      return Promise.reject(
-        new ObjstateError("ENCRYPTION_TAMPERED", `the metadata stored for ${config.metaKey} is not JSON; it was altered or written by another program`),
-      );
-    }
-    const data = typeof stored === "object" && stored !== null ? (stored as Record<string, unknown>)["external_data"] : undefined;
-    stdinText = data === undefined || data === null ? "null" : goJson({ external_data: data });
-  }
+  const stored = input === undefined ? null : jsonOr(input.toString("utf8"));
+  if (stored === undefined)
+    return Promise.reject(
+      new ObjstateError("ENCRYPTION_TAMPERED", `the metadata stored for ${config.metaKey} is not JSON; it was altered or written by another program`),
+    );
+  const data = typeof stored === "object" && stored !== null ? (stored as Record<string, unknown>)["external_data"] : undefined;
+  const stdinText = data === undefined || data === null ? "null" : goJson({ external_data: data });
   const timeoutMs = opts.timeoutMs ?? EXTERNAL_TIMEOUT_MS;
   return new Promise<ExternalKeys>((resolve, reject) => {
     const done = (e: (Error & { code?: unknown; killed?: boolean; signal?: unknown }) | null, stdout: Buffer, errBytes: Buffer): void => {
@@ -99,28 +93,22 @@ function runExternal(config: ExternalProviderConfig, input: Buffer | undefined, 
 function parseAnswer(text: string, fail: (why: string) => ObjstateError): ExternalKeys {
   const nl = text.indexOf("\n");
   if (nl === -1) throw fail("did not print the header line first (" + JSON.stringify({ magic: HEADER_MAGIC, version: 1 }) + ")");
-  let header: unknown;
-  try {
-    header = JSON.parse(text.slice(0, nl));
-  } catch {
-    throw fail("printed a first line that is not the protocol's JSON header");
-  }
+  const header = jsonOr(text.slice(0, nl));
+  if (header === undefined) throw fail("printed a first line that is not the protocol's JSON header");
   const h = (typeof header === "object" && header !== null ? header : {}) as Record<string, unknown>;
   if (h["magic"] !== HEADER_MAGIC) throw fail(`printed a header without the magic "${HEADER_MAGIC}"`);
   if (h["version"] !== 1) throw fail(`speaks protocol version ${JSON.stringify(h["version"])}; objstate speaks version 1`);
-  let answer: unknown;
-  try {
-    answer = JSON.parse(text.slice(nl + 1));
-  } catch {
-    // Never quote the text: it holds key material.
-    throw fail("printed an answer that is not JSON");
-  }
-  const a = (typeof answer === "object" && answer !== null && !Array.isArray(answer) ? answer : undefined) as Record<string, unknown> | undefined;
-  if (a === undefined) throw fail("printed an answer that is not a JSON object");
-  for (const k of Object.keys(a)) if (k !== "keys" && k !== "meta") throw fail(`printed an unknown field "${k.slice(0, 40)}" (known: keys, meta)`);
+  // Never quote the text: it holds key material.
+  const a = jsonOr(text.slice(nl + 1));
+  if (a === undefined) throw fail("printed an answer that is not JSON");
+  if (!isObject(a)) throw fail("printed an answer that is not a JSON object");
+  const only = (o: object, known: readonly string[], at: string, list = ""): void => {
+    for (const k of Object.keys(o)) if (!known.includes(k)) throw fail(`printed an unknown field "${at}${k.slice(0, 40)}"${list}`);
+  };
+  only(a, ["keys", "meta"], "", " (known: keys, meta)");
   const keys = a["keys"] as Record<string, unknown> | undefined;
   if (typeof keys !== "object" || keys === null) throw fail("printed no keys object");
-  for (const k of Object.keys(keys)) if (k !== "encryption_key" && k !== "decryption_key") throw fail(`printed an unknown field "keys.${k.slice(0, 40)}"`);
+  only(keys, ["encryption_key", "decryption_key"], "keys.");
   const key = (name: string): Buffer | undefined => {
     const v = keys[name];
     if (v === undefined || v === null) return undefined;
@@ -132,7 +120,7 @@ function parseAnswer(text: string, fail: (why: string) => ObjstateError): Extern
   const meta = a["meta"];
   if (meta !== undefined && meta !== null && (typeof meta !== "object" || Array.isArray(meta))) throw fail("printed a meta that is not an object");
   const m = (meta ?? {}) as Record<string, unknown>;
-  for (const k of Object.keys(m)) if (k !== "external_data") throw fail(`printed an unknown field "meta.${k.slice(0, 40)}"`);
+  only(m, ["external_data"], "meta.");
   return { encryptionKey, decryptionKey: key("decryption_key"), meta: Buffer.from(goJson({ external_data: m["external_data"] ?? null }), "utf8") };
 }
 

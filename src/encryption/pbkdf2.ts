@@ -2,10 +2,11 @@
  * Key provider `pbkdf2` in OpenTofu's form: PBKDF2-HMAC of the passphrase with a random salt, the
  * parameters stored in the envelope's `meta`. Derived on the thread pool (a server keeps answering), cached.
  */
+import { promisify } from "node:util";
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
 import { KEY_LENGTHS } from "./aes-gcm.js";
-import { MIN_ITERATIONS, type Pbkdf2ProviderConfig } from "./config.js";
+import { isObject, jsonOr, MIN_ITERATIONS, type Pbkdf2ProviderConfig } from "./config.js";
 
 /** The metadata OpenTofu stores for pbkdf2 (Go field order). */
 export interface Pbkdf2Meta {
@@ -37,26 +38,17 @@ function decodePbkdf2Meta(json: Buffer | undefined, describe: string): Pbkdf2Met
   const bad = (why: string): never => {
     throw new ObjstateError("ENCRYPTION_TAMPERED", `${describe}: its pbkdf2 metadata ${why}; it was altered or written by another program`);
   };
-  let v: unknown;
-  try {
-    v = JSON.parse(json.toString("utf8"));
-  } catch {
-    return bad("is not JSON");
-  }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return bad("is not an object");
-  const o = v as Record<string, unknown>;
-  const salt =
-    typeof o["salt"] === "string"
-      ? Buffer.from(o["salt"], "base64")
-      : o["salt"] === undefined || o["salt"] === null
-        ? Buffer.alloc(0)
-        : bad("has a salt that is not base64");
-  const iterations = o["iterations"] ?? 0;
-  const keyLength = o["key_length"] ?? 0;
+  const o = jsonOr(json.toString("utf8"));
+  if (!isObject(o)) return bad(o === undefined ? "is not JSON" : "is not an object");
+  const count = (name: string, what: string): number => {
+    const n = o[name] ?? 0;
+    return typeof n === "number" && Number.isSafeInteger(n) && n >= 0 ? n : bad(`has an invalid ${what} (${String(n)})`);
+  };
+  const stored = o["salt"] ?? "";
+  const salt = typeof stored === "string" ? Buffer.from(stored, "base64") : bad("has a salt that is not base64");
+  const iterations = count("iterations", "number of iterations");
+  const keyLength = count("key_length", "key length");
   const hash = o["hash_function"] ?? "";
-  if (typeof iterations !== "number" || !Number.isSafeInteger(iterations) || iterations < 0)
-    return bad(`has an invalid number of iterations (${String(iterations)})`);
-  if (typeof keyLength !== "number" || !Number.isSafeInteger(keyLength) || keyLength < 0) return bad(`has an invalid key length (${String(keyLength)})`);
   if (hash !== "" && hash !== "sha256" && hash !== "sha512") return bad(`names an unknown hash function (${JSON.stringify(hash)})`);
   if (salt.length === 0 || iterations === 0 || hash === "" || keyLength === 0) return undefined;
   return { salt, iterations, hashFunction: hash as "sha256" | "sha512", keyLength };
@@ -83,12 +75,7 @@ export function derivePbkdf2(passphrase: Buffer, m: Pbkdf2Meta): Promise<Buffer>
     .digest("base64");
   return cachedPromise(cache, id, () => {
     derivations++;
-    return inSlot(
-      () =>
-        new Promise<Buffer>((resolve, reject) => {
-          crypto.pbkdf2(passphrase, m.salt, m.iterations, m.keyLength, m.hashFunction, (err, key) => (err === null ? resolve(key) : reject(err)));
-        }),
-    );
+    return inSlot(() => promisify(crypto.pbkdf2)(passphrase, m.salt, m.iterations, m.keyLength, m.hashFunction));
   });
 }
 

@@ -6,7 +6,7 @@
 import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
 import { JsonScanner } from "../json/scan.js";
-import { base64Length, Base64GcmOpener, KEY_LENGTHS, looksLikeStateStart, NONCE_BYTES, type OpenKey, sealBase64Into, TAG_BYTES } from "./aes-gcm.js";
+import { Base64GcmOpener, gcmDecipher, KEY_LENGTHS, looksLikeStateStart, NONCE_BYTES, type OpenKey, sealBase64Into, TAG_BYTES } from "./aes-gcm.js";
 import type { AesGcmMethodConfig, EncryptionConfig, KeyProviderConfig, MethodConfig, TargetConfig } from "./config.js";
 import { ExternalProvider, type ExternalOptions } from "./external.js";
 import { Pbkdf2Provider } from "./pbkdf2.js";
@@ -23,7 +23,6 @@ export interface Decrypted {
   readonly state: Buffer;
   /** False: a plain state, read through `unencrypted`. */
   readonly encrypted: boolean;
-  /** `method.TYPE.NAME` */
   readonly method: string;
   /** Read by a fallback, or plain while the primary encrypts (OpenTofu's "migration"). */
   readonly migration: boolean;
@@ -31,9 +30,7 @@ export interface Decrypted {
   readonly header: EnvelopeHeader | undefined;
 }
 
-export interface StateContext {
-  readonly workspace?: string;
-}
+export type StateContext = { readonly workspace?: string };
 
 export interface StateEncryptionOptions extends ExternalOptions {
   /** Salts and nonces (default: `crypto.randomBytes`); tests pass a fixed one. */
@@ -87,17 +84,15 @@ export class StateEncryption {
     this.methods = target.methods.map((m) => config.methods.get(m) as MethodConfig);
     const metaKeys = new Map<string, string>();
     for (const m of this.methods) {
-      if (m.type !== "aes_gcm") continue;
+      if (m.type !== "aes_gcm" || this.#providers.has(m.keys)) continue;
       const kp = config.keyProviders.get(m.keys) as KeyProviderConfig;
-      if (!this.#providers.has(m.keys))
-        this.#providers.set(m.keys, kp.type === "pbkdf2" ? new Pbkdf2Provider(kp, opts.randomBytes) : new ExternalProvider(kp, opts));
+      this.#providers.set(m.keys, kp.type === "pbkdf2" ? new Pbkdf2Provider(kp, opts.randomBytes) : new ExternalProvider(kp, opts));
       const other = metaKeys.get(kp.metaKey);
-      if (other !== undefined && other !== kp.address) {
+      if (other !== undefined)
         throw new ObjstateError(
           "ENCRYPTION_CONFIG_INVALID",
           `key providers ${other} and ${kp.address} store their metadata under the same key "${kp.metaKey}": give one of them another encrypted_metadata_alias`,
         );
-      }
       metaKeys.set(kp.metaKey, kp.address);
     }
     Object.freeze(this);
@@ -128,7 +123,7 @@ export class StateEncryption {
     const head = `{"serial":${serial},"lineage":${goString(header.lineage)},"meta":{${goString(kp.metaKey)}:"${meta.toString("base64")}"},"encrypted_data":"`;
     const tail = `","encryption_version":"${ENCRYPTION_VERSION}"}`;
     const headBytes = Buffer.byteLength(head);
-    const out = Buffer.allocUnsafe(headBytes + base64Length(NONCE_BYTES + state.byteLength + TAG_BYTES) + tail.length);
+    const out = Buffer.allocUnsafe(headBytes + 4 * Math.ceil((NONCE_BYTES + state.byteLength + TAG_BYTES) / 3) + tail.length);
     out.write(head, 0, "utf8");
     const nonce = (this.opts.randomBytes ?? ((n: number) => nodeCrypto().randomBytes(n)))(NONCE_BYTES);
     out.write(tail, sealBase64Into(out, headBytes, key, primary.aad, state, nonce), "utf8");
@@ -147,11 +142,7 @@ export class StateEncryption {
   }
 
   /** @internal the method's key for the stored metadata, or why there is none. */
-  async candidateKey(
-    m: AesGcmMethodConfig,
-    meta: ReadonlyMap<string, Buffer>,
-    ctx: StateContext | undefined,
-  ): Promise<{ key: Buffer | undefined; why: string }> {
+  async candidateKey(m: AesGcmMethodConfig, meta: ReadonlyMap<string, Buffer>, ctx?: StateContext): Promise<{ key: Buffer | undefined; why: string }> {
     const kp = this.config.keyProviders.get(m.keys) as KeyProviderConfig;
     const stored = meta.get(kp.metaKey);
     if (stored === undefined) return { key: undefined, why: `${m.address}: the envelope holds no metadata for ${kp.metaKey}` };
@@ -237,7 +228,7 @@ export class StateDecryptor {
     }
   }
 
-  private error(code: "ENCRYPTION_TAMPERED" | "ENCRYPTION_UNKNOWN_VERSION" | "STATE_INVALID", message: string): never {
+  private error(code: "ENCRYPTION_TAMPERED" | "ENCRYPTION_UNKNOWN_VERSION" | "ENCRYPTION_PLAIN_STATE" | "STATE_INVALID", message: string): never {
     throw new ObjstateError(code, message, { details: { workspace: this.ctx?.workspace } });
   }
 
@@ -276,14 +267,7 @@ export class StateDecryptor {
     for (const m of this.enc.methods) {
       if (m.type !== "aes_gcm") continue;
       const { key, why } = await this.enc.candidateKey(m, this.meta, this.ctx);
-      if (
-        key !== undefined &&
-        looksLikeStateStart(
-          nodeCrypto()
-            .createDecipheriv(`aes-${key.length * 8}-gcm` as "aes-256-gcm", key, nonce)
-            .update(probe),
-        )
-      ) {
+      if (key !== undefined && looksLikeStateStart(gcmDecipher(key, nonce).update(probe))) {
         this.chosen = m.address;
         return { key, aad: m.aad };
       }
@@ -324,7 +308,6 @@ export class StateDecryptor {
     if (this.deferred !== undefined) {
       this.readMeta();
       for (const chars of this.deferred) await opener.push(chars);
-      this.deferred = undefined;
     }
     const failure = this.escapes ? { kind: "not-base64" as const } : await opener.end();
     if (opener.noKey) this.wrongKey();
@@ -385,10 +368,9 @@ export class StateDecryptor {
   }
 
   private plainRefused(): never {
-    throw new ObjstateError(
+    this.error(
       "ENCRYPTION_PLAIN_STATE",
       `${where(this.ctx)} is stored unencrypted, and the encryption configuration has no unencrypted method (tried ${this.enc.methods.map((m) => m.address).join(", ")}): to migrate it in, add method "unencrypted" as a fallback of state`,
-      { details: { workspace: this.ctx?.workspace } },
     );
   }
 }

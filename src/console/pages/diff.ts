@@ -2,7 +2,7 @@
 import { SENSITIVE, isEmptyStateDiff, type StateDiff } from "../../state/diff.js";
 import { formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
-import { crumbs, csrfField, layout, NO_VERSIONS, workspaceUrl, type Frame } from "../layout.js";
+import { crumbs, layout, NO_VERSIONS, postForm, workspaceUrl, type Frame } from "../layout.js";
 import { ENCRYPTED, type Encrypted, type VersionView } from "../types.js";
 
 export interface DiffView {
@@ -133,6 +133,7 @@ export interface RollbackView {
 
 export function renderRollback(v: RollbackView): SafeHtml {
   const f = v.frame;
+  const confirm = html`<p><button type="submit" class="danger">Roll back to serial ${v.target.serial ?? "?"}</button> <a href="${workspaceUrl(f.base, v.workspace, "/history")}">Cancel</a></p>`;
   const body = html`<p class="notice">Rolling back writes the content of serial <strong>${v.target.serial ?? "?"}</strong> (written ${formatTime(v.target.lastModified)}) as a new version with serial <strong data-new-serial>${v.newSerial ?? "?"}</strong>${v.keepsSerial === true ? " (an encrypted version keeps its own serial: its bytes are restored as they are)" : ""}, under the workspace's lock. Nothing is deleted: the current version (serial ${v.current.serial ?? "?"}) stays in the history.</p>
 <h2>Changes it will apply</h2>
 ${
@@ -140,11 +141,6 @@ ${
     ? html`<p class="notice" data-encrypted>Encrypted: this server has no key for these versions (their client encrypts them), so it cannot show what changes.</p>`
     : renderDiffLists(v.diff)
 }
-<form method="post" action="${workspaceUrl(f.base, v.workspace, "/rollback")}">
-${csrfField(f)}
-<input type="hidden" name="to" value="${v.target.versionId}">
-<input type="hidden" name="current" value="${v.current.versionId}">
-<p><button type="submit" class="danger">Roll back to serial ${v.target.serial ?? "?"}</button> <a href="${workspaceUrl(f.base, v.workspace, "/history")}">Cancel</a></p>
-</form>`;
+${postForm(f, workspaceUrl(f.base, v.workspace, "/rollback"), { to: v.target.versionId, current: v.current.versionId }, confirm)}`;
   return layout(f, `Roll back ${v.workspace}`, body, { crumbs: crumbs(f, v.workspace, true) });
 }

@@ -1,7 +1,7 @@
 /** The Workspace page (lock, outputs, latest versions) and the Force-unlock confirmation (the lock's facts, the name typed out). Pure. */
 import { formatAgo, formatBytes, formatTime, leaseText, lockAge, operationName } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
-import { crumbs, csrfField, doneNotice, layout, lockCell, rollbackLink, workspaceUrl, type Frame } from "../layout.js";
+import { crumbs, doneNotice, layout, lockCell, postForm, rollbackLink, workspaceUrl, type Frame } from "../layout.js";
 import { ENCRYPTED, type Encrypted, type LockView, type OutputView, type VersionView, type WorkspaceSummary } from "../types.js";
 
 export interface WorkspaceView {
@@ -104,6 +104,9 @@ export interface ForceUnlockView {
 export function renderForceUnlock(v: ForceUnlockView): SafeHtml {
   const f = v.frame;
   const l = v.lock;
+  const confirm = html`<p><label for="confirm">To confirm, type the workspace's name, <strong class="mono">${v.workspace}</strong>:</label><br>
+<input type="text" id="confirm" name="confirm" required autocomplete="off" autocapitalize="off" spellcheck="false"></p>
+<p><button type="submit" class="danger">Force-unlock ${v.workspace}</button> <a href="${workspaceUrl(f.base, v.workspace)}">Cancel</a></p>`;
   // Live like the Workspace page: if the lock changes while this page is open, it says so.
   const body = html`${v.changedFrom === undefined ? "" : html`<p class="notice bad" role="alert">The lock changed since the page you came from (it showed lock <code>${v.changedFrom || "(none)"}</code>): this is the lock held now.</p>`}
 ${lockCell("p", v.workspace, l, f.now, l.id)}
@@ -117,12 +120,6 @@ ${lockCell("p", v.workspace, l, f.now, l.id)}
 ${l.info === "" ? "" : html`<dt>Info</dt><dd>${l.info}</dd>`}
 </dl>
 <p class="notice bad">Force-unlocking releases this lock while its holder may still be at work: the holder's next write is refused and its changes never reach the state, and another client may take the lock meanwhile. Only the lock with the ID above is released; if it changed since this page was shown, nothing is.</p>
-<form method="post" action="${workspaceUrl(f.base, v.workspace, "/force-unlock")}">
-${csrfField(f)}
-<input type="hidden" name="id" value="${l.id}">
-<p><label for="confirm">To confirm, type the workspace's name, <strong class="mono">${v.workspace}</strong>:</label><br>
-<input type="text" id="confirm" name="confirm" required autocomplete="off" autocapitalize="off" spellcheck="false"></p>
-<p><button type="submit" class="danger">Force-unlock ${v.workspace}</button> <a href="${workspaceUrl(f.base, v.workspace)}">Cancel</a></p>
-</form>`;
+${postForm(f, workspaceUrl(f.base, v.workspace, "/force-unlock"), { id: l.id }, confirm)}`;
   return layout(f, `Force-unlock ${v.workspace}`, body, { live: v.workspace, crumbs: crumbs(f, v.workspace) });
 }
