@@ -96,7 +96,7 @@ export function jsonSyntaxProblem(e: unknown, source: string | Uint8Array): Json
  * there (only ever named when invisible), read again up to it: a pass only when something is wrong.
  */
 export async function positionAt(
-  chunks: AsyncIterable<Uint8Array>,
+  chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   offset: number,
 ): Promise<{ readonly line: number; readonly column: number; readonly char: string | undefined }> {
   let line = 1;

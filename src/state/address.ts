@@ -61,7 +61,7 @@ function compareKeys(a: InstanceKey, b: InstanceKey): number {
 }
 
 /** Code-unit order, the same on every machine. */
-function compareText(a: string | undefined, b: string | undefined): number {
+export function compareText(a: string | undefined, b: string | undefined): number {
   const x = a ?? "";
   const y = b ?? "";
   return x < y ? -1 : x > y ? 1 : 0;
