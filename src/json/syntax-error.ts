@@ -77,9 +77,8 @@ export function jsonSyntaxProblem(e: unknown, source: string | Uint8Array): Json
   }
   const invisible = invisibleCharacterName(ch);
   let problem: string;
-  if (unexpectedToken) {
-    problem = invisible === undefined ? "unexpected character" : `unexpected ${invisible.replace(/^an? /, "")}, which most editors do not show: delete it`;
-  } else {
+  if (unexpectedToken) problem = unexpected(invisible) ?? "unexpected character";
+  else {
     problem = message
       .replace(/, (?:\.\.\.)?".*$/s, "")
       .replace(/ (?:in JSON )?at position \d+.*$/s, "")
@@ -138,7 +137,9 @@ function utf16Units(b: Uint8Array): number {
 export function describeFailure(f: Extract<ScanFailure, { kind: "syntax" }>, char: string | undefined): string {
   if (f.reason === "end") return "unexpected end of input";
   if (f.reason === "too-deep") return `nested deeper than ${MAX_NESTING} levels, the tool's limit`;
-  const invisible = invisibleCharacterName(char);
-  if (invisible !== undefined) return `unexpected ${invisible.replace(/^an? /, "")}, which most editors do not show: delete it`;
-  return f.reason === "after" ? "unexpected character after the end of the JSON object" : "unexpected character";
+  return unexpected(invisibleCharacterName(char)) ?? (f.reason === "after" ? "unexpected character after the end of the JSON object" : "unexpected character");
+}
+
+function unexpected(invisible: string | undefined): string | undefined {
+  return invisible === undefined ? undefined : `unexpected ${invisible.replace(/^an? /, "")}, which most editors do not show: delete it`;
 }
