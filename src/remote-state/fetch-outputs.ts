@@ -105,25 +105,19 @@ export async function readRemoteOutputs(backend: ObjectStoreBackend, workspace: 
     const empty = bytes === null ? "" : " (the object is empty)";
     throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}${empty}`, { details });
   }
-  let spans: ReadonlyMap<string, readonly [number, number]> | null = null;
+  let streamed: Located | undefined;
   if (scan?.body === bytes) {
     scan.scanner.feed(bytes.subarray(scan.scanner.offset));
-    if (scan.scanner.end() === undefined) spans = scan.scanner.spans;
+    if (scan.scanner.end() === undefined) streamed = { kind: "object", spans: scan.scanner.spans, method: "scan" };
   }
-  return outputsOf(bytes, spans, workspace, location, options);
+  return outputsOf(bytes, streamed, workspace, location, options);
 }
 
-/** From the scan's spans when there are some. */
-function outputsOf(
-  state: Buffer,
-  spans: ReadonlyMap<string, readonly [number, number]> | null,
-  workspace: string,
-  location: string,
-  options: ReadOutputsOptions,
-): RemoteOutputs {
+/** `streamed`: what the scan fed while the state downloaded found. */
+function outputsOf(state: Buffer, streamed: Located | undefined, workspace: string, location: string, options: ReadOutputsOptions): RemoteOutputs {
   const invalid = (problem: string): ObjstateError =>
     new ObjstateError("STATE_INVALID", `the state of workspace ${workspace} at ${location} ${problem}`, { details: { workspace, location } });
-  let located: Located | undefined = spans === null ? undefined : { kind: "object", spans, method: "scan" };
+  let located = streamed;
   try {
     located ??= locateTopLevel(state, MEMBERS, options.scanThreshold);
   } catch (e) {
@@ -150,7 +144,8 @@ function outputsOf(
     if (o.sensitive) sensitive.add(k);
     if (o.type !== undefined) types.set(k, o.type);
   }
-  return RemoteOutputs.fromExact(values, { name: options.name, workspace, location, method: located.method, streamed: spans !== null }, sensitive, types);
+  const source = { name: options.name, workspace, location, method: located.method, streamed: streamed !== undefined };
+  return RemoteOutputs.fromExact(values, source, sensitive, types);
 }
 
 interface RootOutput {
@@ -206,13 +201,10 @@ function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (pro
     if (outputs === undefined || outputs === null) return;
     if (!(outputs instanceof Map)) throw invalid(`has malformed root module outputs: expected an object, got ${typeName(outputs)}`);
     for (const [k, o] of outputs) {
-      if (o instanceof Map) {
-        if (!o.has("value")) throw invalid(`has a malformed output "${k}": expected a value or an object with a "value" member`);
-        // The "type" of these formats says only string, list or map: the tool's upgrade drops it.
-        out.set(k, { value: o.get("value") as ExactJson, sensitive: o.get("sensitive") === true, type: UPGRADED });
-      } else {
-        out.set(k, { value: o, sensitive: false, type: UPGRADED });
-      }
+      const wrapped = o instanceof Map;
+      if (wrapped && !o.has("value")) throw invalid(`has a malformed output "${k}": expected a value or an object with a "value" member`);
+      // The "type" of these formats says only string, list or map: the tool's upgrade drops it.
+      out.set(k, { value: wrapped ? (o.get("value") as ExactJson) : o, sensitive: wrapped && o.get("sensitive") === true, type: UPGRADED });
     }
   });
   return out;
