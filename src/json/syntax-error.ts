@@ -6,13 +6,6 @@
 import { Buffer, isAscii } from "node:buffer";
 import { MAX_NESTING, syntaxErrorOffset, type ScanFailure } from "./scan.js";
 
-interface JsonSyntaxProblem {
-  /** e.g. `Expected ',' or '}' after property value`. */
-  readonly problem: string;
-  /** `at line L, column C`, or "". */
-  readonly at: string;
-}
-
 /** Characters that look like nothing, or a plain space, in most editors. */
 const INVISIBLE: Readonly<Record<string, string>> = {
   "\u00a0": "no-break space",
@@ -49,8 +42,11 @@ export function invisibleCharacterName(ch: string | undefined): string | undefin
   return undefined;
 }
 
-/** `e` from `JSON.parse` of `source` (its text, or its UTF-8 bytes: not decoded whole to count lines). */
-export function jsonSyntaxProblem(e: unknown, source: string | Uint8Array): JsonSyntaxProblem {
+/**
+ * `e` from `JSON.parse` of `source` (its text, or its UTF-8 bytes: not decoded whole to count lines) as
+ * `problem` (`Expected ',' or '}' after property value`) and `at` (`at line L, column C`, or "").
+ */
+export function jsonSyntaxProblem(e: unknown, source: string | Uint8Array): { readonly problem: string; readonly at: string } {
   const bytes = typeof source === "string" ? undefined : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
   const textBefore = (p: number): string => (bytes === undefined ? (source as string).slice(0, p) : bytes.toString("utf8", 0, p));
   const total = source.length;

@@ -148,13 +148,6 @@ function outputsOf(state: Buffer, streamed: Located | undefined, workspace: stri
   return RemoteOutputs.fromExact(values, source, sensitive, types);
 }
 
-interface RootOutput {
-  readonly value: ExactJson;
-  readonly sensitive: boolean;
-  /** The type in the tool's notation the state records (format 4), or {@link UPGRADED} (formats 1–3). */
-  readonly type: ExactJson | typeof UPGRADED | undefined;
-}
-
 function typeName(v: ExactJson | undefined): string {
   return v === undefined ? "nothing" : withArticle(exactType(v));
 }
@@ -162,8 +155,9 @@ function typeName(v: ExactJson | undefined): string {
 /**
  * The root outputs as the tool reads them: format 4's `outputs`; formats 1-3's module of path
  * `["root"]` (format 1: or without a path), whose outputs are bare values (format 1) or objects.
+ * `type`: the one in the tool's notation the state records (format 4), or {@link UPGRADED} (formats 1–3).
  */
-function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (problem: string) => ObjstateError): Map<string, RootOutput> {
+function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (problem: string) => ObjstateError) {
   const version = member("version");
   const versionText = version instanceof JsonNumber ? version.text : undefined;
   if (version === undefined) throw invalid(`is not a state: it has no "version" member (objstate reads state format versions 1 to 4)`);
@@ -171,7 +165,7 @@ function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (pro
     const shown = versionText ?? (typeof version === "string" && version.length <= 20 ? JSON.stringify(version) : typeName(version));
     throw invalid(`has format version ${shown}; objstate reads state format versions 1 to 4`);
   }
-  const out = new Map<string, RootOutput>();
+  const out = new Map<string, { value: ExactJson; sensitive: boolean; type: ExactJson | typeof UPGRADED | undefined }>();
   if (versionText === "4") {
     const outputs = member("outputs");
     if (outputs === undefined || outputs === null) return out;
