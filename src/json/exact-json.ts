@@ -61,10 +61,7 @@ export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson 
       value = num !== undefined ? new JsonNumber(num) : lit === "true" ? true : lit === "false" ? false : null;
     }
     const parent = stack[stack.length - 1];
-    if (parent === undefined) {
-      if (/^[ \t\n\r]*$/.test(text.slice(i))) return value;
-      return fail(i);
-    }
+    if (parent === undefined) return /^[ \t\n\r]*$/.test(text.slice(i)) ? value : fail(i);
     // Map.set keeps a repeated key's first position and its last value, as JSON.parse does.
     if ("map" in parent) parent.map.set(parent.key as string, value);
     else parent.list.push(value);
