@@ -11,10 +11,8 @@ type StateSide = "from" | "to";
 /** Input accepted for one side of a diff; null (or zero bytes) is "no state". */
 export type StateInput = Uint8Array | string | object | null;
 
-export type Attributes =
-  | { readonly kind: "json"; readonly values: Readonly<Record<string, unknown>> }
-  /** The flatmap of formats 1–3 and of states upgraded from them (`tags.%`, `list.0`). */
-  | { readonly kind: "flat"; readonly values: Readonly<Record<string, unknown>> };
+/** `flat`: the flatmap of formats 1–3 and of states upgraded from them (`tags.%`, `list.0`). */
+export type Attributes = { readonly kind: "json" | "flat"; readonly values: Readonly<Record<string, unknown>> };
 
 interface StateInstance {
   readonly address: InstanceAddress;
