@@ -23,14 +23,6 @@ export interface AwsChainContext {
   readonly timeouts?: Partial<Timeouts> | undefined;
 }
 
-/** The step that gave credentials: its first answer, the provider to call again on refresh, and its source line. */
-export interface AwsWinner {
-  readonly first: Credentials;
-  readonly fetch: () => Promise<Credentials>;
-  /** e.g. `aws:env (AWS_ACCESS_KEY_ID, …)`. */
-  readonly source: string;
-}
-
 type SdkProviders = typeof import("@aws-sdk/credential-providers");
 type Provider = () => Promise<Credentials>;
 
@@ -311,10 +303,11 @@ function failure(label: string, e: unknown, tried: readonly string[] = []): Objs
 }
 
 /**
- * Run the steps until one gives credentials. One that finds nothing (the SDK's chain would move on) is listed in
- * `tried` with why; any other failure ends the chain with `AWS_CREDENTIALS_FAILED` naming the step.
+ * Run the steps until one gives credentials: the `winner`'s first answer, the provider to call again on refresh, and its
+ * source line. One that finds nothing (the SDK's chain would move on) is listed in `tried` with why; any other failure
+ * ends the chain with `AWS_CREDENTIALS_FAILED` naming the step.
  */
-export async function runAwsChain(ctx: AwsChainContext): Promise<{ readonly winner: AwsWinner | undefined; readonly tried: readonly string[] }> {
+export async function runAwsChain(ctx: AwsChainContext) {
   const tried: string[] = [];
   let sdk: SdkProviders | undefined;
   for (const step of planAwsSteps(ctx.env)) {
