@@ -23,14 +23,6 @@ export interface AwsChainContext {
   readonly timeouts?: Partial<Timeouts> | undefined;
 }
 
-/** The step that gave credentials: its first answer, the provider to call again on refresh, and its source line. */
-export interface AwsWinner {
-  readonly first: Credentials;
-  readonly fetch: () => Promise<Credentials>;
-  /** e.g. `aws:env (AWS_ACCESS_KEY_ID, …)`. */
-  readonly source: string;
-}
-
 type SdkProviders = typeof import("@aws-sdk/credential-providers");
 type Provider = () => Promise<Credentials>;
 
@@ -40,16 +32,7 @@ export const set = (v: string | undefined): v is string => v !== undefined && v 
 /** The kind of credentials a profile holds, in `fromIni`'s order. */
 type ProfileKind = "role" | "keys" | "web-identity" | "process" | "sso";
 
-interface ProfileView {
-  readonly name: string;
-  /** Where the SDK reads its two files. */
-  readonly files: { readonly config: string; readonly credentials: string };
-  readonly problems: readonly string[];
-  /** The file whose keys decide the kind; undefined when neither file has the profile. */
-  readonly file?: string | undefined;
-  readonly kind?: ProfileKind | undefined;
-  readonly keys?: ReadonlyMap<string, string>;
-}
+type ProfileView = ReturnType<typeof readAwsProfile>;
 
 type Sections = Map<string, Map<string, string>>;
 
@@ -102,8 +85,8 @@ function kindOf(keys: ReadonlyMap<string, string>): ProfileKind | undefined {
   return undefined;
 }
 
-/** Read the selected profile from both files (the credentials file's keys win, as in the SDK). */
-export function readAwsProfile(env: Env): ProfileView {
+/** Read the selected profile from both files (the credentials file's keys win, as in the SDK); `file`: the one whose keys decide the kind, undefined when neither has the profile. */
+export function readAwsProfile(env: Env) {
   const fileOf = (variable: string, name: string): string => expandHome(set(env[variable]) ? env[variable] : path.join("~", ".aws", name), env);
   const files = { config: fileOf("AWS_CONFIG_FILE", "config"), credentials: fileOf("AWS_SHARED_CREDENTIALS_FILE", "credentials") };
   const name = set(env["AWS_PROFILE"]) ? env["AWS_PROFILE"] : "default";
@@ -112,7 +95,7 @@ export function readAwsProfile(env: Env): ProfileView {
   const isSection = (h: string): boolean => /^profile\s+(["']?)(.+)\1$/.exec(h)?.[2] === name || (h === "default" && name === "default");
   const fromConfig = [...readIni(files.config, problems)].find(([h]) => isSection(h))?.[1];
   const fromCredentials = readIni(files.credentials, problems).get(name);
-  if (fromConfig === undefined && fromCredentials === undefined) return { name, files, problems };
+  if (fromConfig === undefined && fromCredentials === undefined) return { name, files, problems, file: undefined, kind: undefined, keys: undefined };
   const keys = new Map([...(fromConfig ?? []), ...(fromCredentials ?? [])]);
   // Name the file whose keys decide the kind (the credentials file's, when they do).
   const file = fromCredentials !== undefined && (fromConfig === undefined || kindOf(fromCredentials) !== undefined) ? files.credentials : files.config;
@@ -170,12 +153,6 @@ export function describeProviderFailure(e: unknown): string {
   return `${name}${text === "" ? "failed" : text}${typeof code === "string" ? ` (${code})` : ""}${typeof status === "number" ? ` (HTTP ${status})` : ""}`;
 }
 
-/** Does the SDK's chain move on after this error (a provider error that allows it)? */
-function movesOn(e: unknown): boolean {
-  const name = sdkErrorName(e);
-  return (name === "CredentialsProviderError" || name === "ProviderError") && field(e, "tryNextLink") !== false;
-}
-
 interface Step {
   /** e.g. `aws:env`. */
   readonly label: string;
@@ -185,8 +162,6 @@ interface Step {
   readonly source: string;
   /** The SDK's provider, when the step is to be run; the profile step always runs, as the files are the SDK's to read. */
   readonly provider?: ((sdk: SdkProviders, ctx: AwsChainContext) => Provider) | undefined;
-  /** Ends the chain whatever it gives (the SDK never asks IMDS after the container step). */
-  readonly last?: boolean;
   /** The winner's source line, when it depends on what was answered and where STS is (default `source`). */
   readonly sourceOf?: (creds: object, ctx: AwsChainContext) => string;
 }
@@ -262,7 +237,8 @@ function planAwsSteps(env: Env): Step[] {
       ? ["AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", `http://169.254.170.2${relative}`]
       : ["AWS_CONTAINER_CREDENTIALS_FULL_URI", redactUrl(full as string)];
     const source = `aws:container-metadata (${which}: the container credentials service at ${url})`;
-    return [...steps, { label: "aws:container-metadata", source, last: true, provider: (sdk) => sdk.fromHttp(metadata) }];
+    // The last step: the SDK never asks IMDS after the container step.
+    return [...steps, { label: "aws:container-metadata", source, provider: (sdk) => sdk.fromHttp(metadata) }];
   }
   const explicit = env["AWS_EC2_METADATA_SERVICE_ENDPOINT"];
   const imds = set(explicit)
@@ -327,10 +303,11 @@ function failure(label: string, e: unknown, tried: readonly string[] = []): Objs
 }
 
 /**
- * Run the steps until one gives credentials. One that finds nothing (the SDK's chain would move on) is listed in
- * `tried` with why; any other failure ends the chain with `AWS_CREDENTIALS_FAILED` naming the step.
+ * Run the steps until one gives credentials: the `winner`'s first answer, the provider to call again on refresh, and its
+ * source line. One that finds nothing (the SDK's chain would move on) is listed in `tried` with why; any other failure
+ * ends the chain with `AWS_CREDENTIALS_FAILED` naming the step.
  */
-export async function runAwsChain(ctx: AwsChainContext): Promise<{ readonly winner: AwsWinner | undefined; readonly tried: readonly string[] }> {
+export async function runAwsChain(ctx: AwsChainContext) {
   const tried: string[] = [];
   let sdk: SdkProviders | undefined;
   for (const step of planAwsSteps(ctx.env)) {
@@ -352,9 +329,10 @@ export async function runAwsChain(ctx: AwsChainContext): Promise<{ readonly winn
       const first = await provider();
       return { winner: { first: shape(first), fetch, source: step.sourceOf?.(first, ctx) ?? step.source }, tried };
     } catch (e) {
-      if (!movesOn(e)) throw failure(step.label, e, tried);
+      // The SDK's chain moves on only after a provider error that allows it.
+      const name = sdkErrorName(e);
+      if ((name !== "CredentialsProviderError" && name !== "ProviderError") || field(e, "tryNextLink") === false) throw failure(step.label, e, tried);
       tried.push(`${step.label}: ${step.skip ?? describeProviderFailure(e)}`);
-      if (step.last === true) break;
     }
   }
   return { winner: undefined, tried };

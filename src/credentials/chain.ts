@@ -102,13 +102,9 @@ async function assumedRole(s: ResolvedBackendSettings, base: Identity, options: 
   };
   const first = await assumeRole(params);
   const policy = set(params.policy) ? " with a session policy" : "";
+  const stsNow = (): number => serverNow(endpoint);
   return {
-    provider: refreshing(
-      () => assumeRole(params),
-      options.clock,
-      () => serverNow(endpoint),
-      first,
-    ),
+    provider: refreshing(() => assumeRole(params), options.clock, stsNow, first),
     source: `role ${roleArn} (${s.assumeRoleRoleArn.source}) assumed as session "${params.sessionName}" for ${params.durationSeconds} s${policy}, on top of ${base.source}`,
     assumedRoleArn: first.assumedRoleArn,
     expiration: first.expiration,

@@ -15,13 +15,8 @@ export interface AssumeRoleParams {
   readonly timeouts?: Partial<Timeouts> | undefined;
 }
 
-/** Temporary credentials and the session's ARN (`arn:aws:sts:::assumed-role/ROLE/SESSION`). */
-export interface AssumedRole extends Credentials {
-  readonly assumedRoleArn: string | undefined;
-}
-
-/** Call AssumeRole signed with the base identity (including its session token). */
-export async function assumeRole(p: AssumeRoleParams): Promise<AssumedRole> {
+/** Call AssumeRole signed with the base identity (including its session token): temporary credentials and the session's ARN (`arn:aws:sts:::assumed-role/ROLE/SESSION`). */
+export async function assumeRole(p: AssumeRoleParams): Promise<Credentials & { readonly assumedRoleArn: string | undefined }> {
   const { STSClient, AssumeRoleCommand } = await import("@aws-sdk/client-sts");
   const timeouts = resolveTimeouts(p.timeouts);
   // Armed: also measures the server's clock (Date header) for the expiry of what it hands out.

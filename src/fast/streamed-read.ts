@@ -34,13 +34,6 @@ export interface StreamOptions {
   readonly chunkBytes?: number | undefined;
 }
 
-/** The backend's `StateRead`. */
-interface FinishedRead {
-  readonly body: Buffer;
-  readonly etag?: string | undefined;
-  readonly md5?: string | undefined;
-}
-
 export class StreamedRead implements ReadHooks {
   started = false;
   private recorded: string | undefined;
@@ -48,18 +41,11 @@ export class StreamedRead implements ReadHooks {
   private arrived: { body: Buffer; filled: number } | undefined;
   private sent = 0;
   private dead = false;
-  private readonly minBytes: number;
-  private readonly holdBack: number;
-  private readonly chunk: number;
 
   constructor(
     private readonly sink: StateSink,
-    options: StreamOptions,
-  ) {
-    this.minBytes = options.minBytes ?? 256 * 1024;
-    this.holdBack = options.holdBackBytes ?? 64 * 1024;
-    this.chunk = options.chunkBytes ?? 1024 * 1024;
-  }
+    private readonly options: StreamOptions,
+  ) {}
 
   vouched(md5: string): void {
     // A second vouch is a second attempt: what went out belongs to the first.
@@ -73,21 +59,22 @@ export class StreamedRead implements ReadHooks {
     if (this.dead) return;
     if (!this.started) {
       this.arrived = { body, filled };
-      if (this.recorded === undefined || body.length < this.minBytes) return;
+      if (this.recorded === undefined || body.length < (this.options.minBytes ?? 256 * 1024)) return;
       this.started = true;
       this.body = body;
       this.sink.start(body.length, this.recorded);
     } else if (body !== this.body) return this.abandon();
-    const upTo = Math.min(filled, body.length - this.holdBack);
-    if (upTo - this.sent >= this.chunk || upTo === body.length - this.holdBack) this.send(upTo);
+    const last = body.length - (this.options.holdBackBytes ?? 64 * 1024);
+    const upTo = Math.min(filled, last);
+    if (upTo - this.sent >= (this.options.chunkBytes ?? 1024 * 1024) || upTo === last) this.send(upTo);
   }
 
   mismatch(): void {
     this.abandon();
   }
 
-  /** The read is done: send the rest when it proved these very bytes; the MD5, or undefined (cut off). */
-  finish(found: FinishedRead | null): string | undefined {
+  /** The read is done (the backend's `StateRead`): send the rest when it proved these very bytes; the MD5, or undefined (cut off). */
+  finish(found: { readonly body: Buffer; readonly etag?: string | undefined; readonly md5?: string | undefined } | null): string | undefined {
     if (this.dead || found === null || found.body !== this.body || found.md5 === undefined || found.md5 !== this.recorded) {
       this.abandon();
       return undefined;

@@ -3,6 +3,7 @@
  * Infinity). Nothing here recurses: values nest 10,000 deep (the tool's limit), past the call stack.
  */
 import { Buffer } from "node:buffer";
+import { isDeepStrictEqual } from "node:util";
 
 /** A JSON number literal as written. */
 export class JsonNumber {
@@ -60,10 +61,7 @@ export function parseExact(b: Uint8Array, start = 0, end = b.length): ExactJson 
       value = num !== undefined ? new JsonNumber(num) : lit === "true" ? true : lit === "false" ? false : null;
     }
     const parent = stack[stack.length - 1];
-    if (parent === undefined) {
-      if (/^[ \t\n\r]*$/.test(text.slice(i))) return value;
-      return fail(i);
-    }
+    if (parent === undefined) return /^[ \t\n\r]*$/.test(text.slice(i)) ? value : fail(i);
     // Map.set keeps a repeated key's first position and its last value, as JSON.parse does.
     if ("map" in parent) parent.map.set(parent.key as string, value);
     else parent.list.push(value);
@@ -179,13 +177,7 @@ export function stringifyExact(value: ExactJson, space = 0): string {
 }
 
 /** ±digits × 10^exp, `digits` without leading or trailing zeros ("" for zero). */
-interface Decimal {
-  readonly negative: boolean;
-  readonly digits: string;
-  readonly exp: bigint;
-}
-
-function decimalOf(text: string): Decimal {
+function decimalOf(text: string): { readonly negative: boolean; readonly digits: string; readonly exp: bigint } {
   const m = /^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/.exec(text);
   if (m === null) throw new TypeError(`not a JSON number: ${text}`);
   const frac = m[3] ?? "";
@@ -200,10 +192,7 @@ function decimalOf(text: string): Decimal {
 /** Does `Number(text)` hold exactly the value the literal `text` denotes, as JSON writes it back? */
 export function isExactInJs(text: string): boolean {
   const n = Number(text);
-  if (!Number.isFinite(n)) return false;
-  const a = decimalOf(text);
-  const b = decimalOf(JSON.stringify(n));
-  return a.digits === b.digits && a.exp === b.exp && a.negative === b.negative;
+  return Number.isFinite(n) && isDeepStrictEqual(decimalOf(text), decimalOf(JSON.stringify(n)));
 }
 
 /** Longest decimal expansion {@link decimalForm} and {@link toBigInt} produce. */

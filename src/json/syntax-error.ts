@@ -6,13 +6,6 @@
 import { Buffer, isAscii } from "node:buffer";
 import { MAX_NESTING, syntaxErrorOffset, type ScanFailure } from "./scan.js";
 
-interface JsonSyntaxProblem {
-  /** e.g. `Expected ',' or '}' after property value`. */
-  readonly problem: string;
-  /** `at line L, column C`, or "". */
-  readonly at: string;
-}
-
 /** Characters that look like nothing, or a plain space, in most editors. */
 const INVISIBLE: Readonly<Record<string, string>> = {
   "\u00a0": "no-break space",
@@ -49,8 +42,11 @@ export function invisibleCharacterName(ch: string | undefined): string | undefin
   return undefined;
 }
 
-/** `e` from `JSON.parse` of `source` (its text, or its UTF-8 bytes: not decoded whole to count lines). */
-export function jsonSyntaxProblem(e: unknown, source: string | Uint8Array): JsonSyntaxProblem {
+/**
+ * `e` from `JSON.parse` of `source` (its text, or its UTF-8 bytes: not decoded whole to count lines) as
+ * `problem` (`Expected ',' or '}' after property value`) and `at` (`at line L, column C`, or "").
+ */
+export function jsonSyntaxProblem(e: unknown, source: string | Uint8Array): { readonly problem: string; readonly at: string } {
   const bytes = typeof source === "string" ? undefined : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
   const textBefore = (p: number): string => (bytes === undefined ? (source as string).slice(0, p) : bytes.toString("utf8", 0, p));
   const total = source.length;
@@ -77,9 +73,8 @@ export function jsonSyntaxProblem(e: unknown, source: string | Uint8Array): Json
   }
   const invisible = invisibleCharacterName(ch);
   let problem: string;
-  if (unexpectedToken) {
-    problem = invisible === undefined ? "unexpected character" : `unexpected ${invisible.replace(/^an? /, "")}, which most editors do not show: delete it`;
-  } else {
+  if (unexpectedToken) problem = unexpected(invisible) ?? "unexpected character";
+  else {
     problem = message
       .replace(/, (?:\.\.\.)?".*$/s, "")
       .replace(/ (?:in JSON )?at position \d+.*$/s, "")
@@ -96,7 +91,7 @@ export function jsonSyntaxProblem(e: unknown, source: string | Uint8Array): Json
  * there (only ever named when invisible), read again up to it: a pass only when something is wrong.
  */
 export async function positionAt(
-  chunks: AsyncIterable<Uint8Array>,
+  chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   offset: number,
 ): Promise<{ readonly line: number; readonly column: number; readonly char: string | undefined }> {
   let line = 1;
@@ -138,7 +133,9 @@ function utf16Units(b: Uint8Array): number {
 export function describeFailure(f: Extract<ScanFailure, { kind: "syntax" }>, char: string | undefined): string {
   if (f.reason === "end") return "unexpected end of input";
   if (f.reason === "too-deep") return `nested deeper than ${MAX_NESTING} levels, the tool's limit`;
-  const invisible = invisibleCharacterName(char);
-  if (invisible !== undefined) return `unexpected ${invisible.replace(/^an? /, "")}, which most editors do not show: delete it`;
-  return f.reason === "after" ? "unexpected character after the end of the JSON object" : "unexpected character";
+  return unexpected(invisibleCharacterName(char)) ?? (f.reason === "after" ? "unexpected character after the end of the JSON object" : "unexpected character");
+}
+
+function unexpected(invisible: string | undefined): string | undefined {
+  return invisible === undefined ? undefined : `unexpected ${invisible.replace(/^an? /, "")}, which most editors do not show: delete it`;
 }

@@ -105,25 +105,19 @@ export async function readRemoteOutputs(backend: ObjectStoreBackend, workspace: 
     const empty = bytes === null ? "" : " (the object is empty)";
     throw new ObjstateError("STATE_NOT_FOUND", `no stored state for workspace ${workspace} at ${location}${empty}`, { details });
   }
-  let spans: ReadonlyMap<string, readonly [number, number]> | null = null;
+  let streamed: Located | undefined;
   if (scan?.body === bytes) {
     scan.scanner.feed(bytes.subarray(scan.scanner.offset));
-    if (scan.scanner.end() === undefined) spans = scan.scanner.spans;
+    if (scan.scanner.end() === undefined) streamed = { kind: "object", spans: scan.scanner.spans, method: "scan" };
   }
-  return outputsOf(bytes, spans, workspace, location, options);
+  return outputsOf(bytes, streamed, workspace, location, options);
 }
 
-/** From the scan's spans when there are some. */
-function outputsOf(
-  state: Buffer,
-  spans: ReadonlyMap<string, readonly [number, number]> | null,
-  workspace: string,
-  location: string,
-  options: ReadOutputsOptions,
-): RemoteOutputs {
+/** `streamed`: what the scan fed while the state downloaded found. */
+function outputsOf(state: Buffer, streamed: Located | undefined, workspace: string, location: string, options: ReadOutputsOptions): RemoteOutputs {
   const invalid = (problem: string): ObjstateError =>
     new ObjstateError("STATE_INVALID", `the state of workspace ${workspace} at ${location} ${problem}`, { details: { workspace, location } });
-  let located: Located | undefined = spans === null ? undefined : { kind: "object", spans, method: "scan" };
+  let located = streamed;
   try {
     located ??= locateTopLevel(state, MEMBERS, options.scanThreshold);
   } catch (e) {
@@ -150,14 +144,8 @@ function outputsOf(
     if (o.sensitive) sensitive.add(k);
     if (o.type !== undefined) types.set(k, o.type);
   }
-  return RemoteOutputs.fromExact(values, { name: options.name, workspace, location, method: located.method, streamed: spans !== null }, sensitive, types);
-}
-
-interface RootOutput {
-  readonly value: ExactJson;
-  readonly sensitive: boolean;
-  /** The type in the tool's notation the state records (format 4), or {@link UPGRADED} (formats 1–3). */
-  readonly type: ExactJson | typeof UPGRADED | undefined;
+  const source = { name: options.name, workspace, location, method: located.method, streamed: streamed !== undefined };
+  return RemoteOutputs.fromExact(values, source, sensitive, types);
 }
 
 function typeName(v: ExactJson | undefined): string {
@@ -167,8 +155,9 @@ function typeName(v: ExactJson | undefined): string {
 /**
  * The root outputs as the tool reads them: format 4's `outputs`; formats 1-3's module of path
  * `["root"]` (format 1: or without a path), whose outputs are bare values (format 1) or objects.
+ * `type`: the one in the tool's notation the state records (format 4), or {@link UPGRADED} (formats 1–3).
  */
-function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (problem: string) => ObjstateError): Map<string, RootOutput> {
+function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (problem: string) => ObjstateError) {
   const version = member("version");
   const versionText = version instanceof JsonNumber ? version.text : undefined;
   if (version === undefined) throw invalid(`is not a state: it has no "version" member (objstate reads state format versions 1 to 4)`);
@@ -176,7 +165,7 @@ function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (pro
     const shown = versionText ?? (typeof version === "string" && version.length <= 20 ? JSON.stringify(version) : typeName(version));
     throw invalid(`has format version ${shown}; objstate reads state format versions 1 to 4`);
   }
-  const out = new Map<string, RootOutput>();
+  const out = new Map<string, { value: ExactJson; sensitive: boolean; type: ExactJson | typeof UPGRADED | undefined }>();
   if (versionText === "4") {
     const outputs = member("outputs");
     if (outputs === undefined || outputs === null) return out;
@@ -206,13 +195,10 @@ function rootOutputs(member: (n: string) => ExactJson | undefined, invalid: (pro
     if (outputs === undefined || outputs === null) return;
     if (!(outputs instanceof Map)) throw invalid(`has malformed root module outputs: expected an object, got ${typeName(outputs)}`);
     for (const [k, o] of outputs) {
-      if (o instanceof Map) {
-        if (!o.has("value")) throw invalid(`has a malformed output "${k}": expected a value or an object with a "value" member`);
-        // The "type" of these formats says only string, list or map: the tool's upgrade drops it.
-        out.set(k, { value: o.get("value") as ExactJson, sensitive: o.get("sensitive") === true, type: UPGRADED });
-      } else {
-        out.set(k, { value: o, sensitive: false, type: UPGRADED });
-      }
+      const wrapped = o instanceof Map;
+      if (wrapped && !o.has("value")) throw invalid(`has a malformed output "${k}": expected a value or an object with a "value" member`);
+      // The "type" of these formats says only string, list or map: the tool's upgrade drops it.
+      out.set(k, { value: wrapped ? (o.get("value") as ExactJson) : o, sensitive: wrapped && o.get("sensitive") === true, type: UPGRADED });
     }
   });
   return out;

@@ -113,10 +113,8 @@ export class RemoteOutputs {
 
   /** Any output's value (frozen; numbers as JS numbers). @throws ObjstateError `OUTPUT_NOT_FOUND` */
   get(name: string): JsonValue {
-    const cached = this.plain.get(name);
-    if (cached !== undefined || this.plain.has(name)) return cached as JsonValue;
-    const v = toJs(this.exact(name), "js", true);
-    this.plain.set(name, v);
+    let v = this.plain.get(name);
+    if (v === undefined) this.plain.set(name, (v = toJs(this.exact(name), "js", true)));
     return v;
   }
 

@@ -6,17 +6,16 @@ export type InstanceKey = undefined | number | string;
 /** Characters Go's `unicode.IsPrint` rejects: controls, format, private, unassigned, separators other than the space. */
 const NOT_PRINTABLE = /^(?:[\p{Cc}\p{Cf}\p{Co}\p{Cs}\p{Cn}\p{Zl}\p{Zp}]|(?! )\p{Zs})$/u;
 
+const ESCAPES: Readonly<Record<string, string>> = { "\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "\\": "\\\\" };
+
 /** A for_each key as the tool quotes it in HCL: escapes, template introducers (`${`, `%{`) doubled, unprintables as `\uXXXX`. */
 export function hclQuoted(s: string): string {
   let out = '"';
   const chars = [...s];
   for (let i = 0; i < chars.length; i++) {
     const c = chars[i] as string;
-    if (c === "\n") out += "\\n";
-    else if (c === "\r") out += "\\r";
-    else if (c === "\t") out += "\\t";
-    else if (c === '"') out += '\\"';
-    else if (c === "\\") out += "\\\\";
+    const escaped = ESCAPES[c];
+    if (escaped !== undefined) out += escaped;
     else if (c === "$" || c === "%") out += chars[i + 1] === "{" ? c + c : c;
     else if (NOT_PRINTABLE.test(c)) {
       const cp = c.codePointAt(0) as number;
@@ -61,7 +60,7 @@ function compareKeys(a: InstanceKey, b: InstanceKey): number {
 }
 
 /** Code-unit order, the same on every machine. */
-function compareText(a: string | undefined, b: string | undefined): number {
+export function compareText(a: string | undefined, b: string | undefined): number {
   const x = a ?? "";
   const y = b ?? "";
   return x < y ? -1 : x > y ? 1 : 0;

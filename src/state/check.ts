@@ -5,7 +5,7 @@
  * bytes stream past, never held.
  */
 import { ObjstateError } from "../errors.js";
-import { JsonScanner } from "../json/scan.js";
+import { JsonScanner, scanJson } from "../json/scan.js";
 import { describeFailure, positionAt } from "../json/syntax-error.js";
 import { isByteSource, wrapSource } from "../store/byte-source.js";
 import type { ByteSource } from "../store/types.js";
@@ -13,7 +13,7 @@ import type { ByteSource } from "../store/types.js";
 const FIELDS = ["version", "encryption_version"];
 
 /** `STATE_INVALID` unless the bytes fed to `scan` are a state, placed (line and column) by reading them `again` up to the fault. */
-async function verdict(scan: JsonScanner, again: () => AsyncIterable<Uint8Array>, what: string): Promise<void> {
+async function verdict(scan: JsonScanner, again: () => AsyncIterable<Uint8Array> | Iterable<Uint8Array>, what: string): Promise<void> {
   const f = scan.end();
   if (f?.kind === "syntax") {
     const at = await positionAt(again(), f.offset);
@@ -38,15 +38,7 @@ async function verdict(scan: JsonScanner, again: () => AsyncIterable<Uint8Array>
 export async function checkState(data: Buffer | ByteSource, workspace: string): Promise<Buffer | ByteSource> {
   const what = `the state to write to workspace "${workspace}"`;
   if (!isByteSource(data)) {
-    const scan = new JsonScanner(FIELDS);
-    scan.feed(data);
-    await verdict(
-      scan,
-      async function* () {
-        yield data;
-      },
-      what,
-    );
+    await verdict(scanJson(data, FIELDS), () => [data], what);
     return data;
   }
   let proven = false;

@@ -91,5 +91,5 @@ export function changedAttributes(a: Attributes, b: Attributes, sensitiveA: Read
   }
   for (const n of sensitiveA) if (!sensitiveB.has(n)) changed.add(n);
   for (const n of sensitiveB) if (!sensitiveA.has(n)) changed.add(n);
-  return [...changed].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+  return [...changed].sort();
 }

@@ -1,7 +1,7 @@
 /** `diffStates(a, b)`: the resource instances and root outputs added, removed and changed between two states, and its rendering. */
 import { stringifyDeep, toJs, type JsonValue } from "../json/exact-json.js";
 import { printable as safe } from "../util/printable.js";
-import { compareAddresses } from "./address.js";
+import { compareAddresses, compareText } from "./address.js";
 import { changedAttributes, exactEqual } from "./compare.js";
 import { readStateDocument, type StateDocument, type StateInput, type StateOutput } from "./document.js";
 
@@ -72,33 +72,22 @@ function diffResources(from: StateDocument | null, to: StateDocument | null): St
   const a = from?.instances ?? new Map();
   const b = to?.instances ?? new Map();
   const order = (x: string, y: string): number => compareAddresses((a.get(x) ?? b.get(x)).address, (a.get(y) ?? b.get(y)).address);
-  const added: string[] = [];
   const removed: string[] = [];
-  const changed: string[] = [];
-  const attrs = new Map<string, string[]>();
-  for (const [addr, x] of a) {
-    const y = b.get(addr);
-    if (y === undefined) {
-      removed.push(addr);
-      continue;
-    }
-    const names = changedAttributes(x.attributes, y.attributes, x.sensitive, y.sensitive);
-    if (names.length > 0) {
-      changed.push(addr);
-      attrs.set(addr, names);
-    }
+  const changed: ResourceChange[] = [];
+  for (const [address, x] of a) {
+    const y = b.get(address);
+    const attributes = y === undefined ? [] : changedAttributes(x.attributes, y.attributes, x.sensitive, y.sensitive);
+    if (y === undefined) removed.push(address);
+    else if (attributes.length > 0) changed.push({ address, attributes });
   }
-  for (const addr of b.keys()) if (!a.has(addr)) added.push(addr);
   return {
-    added: added.sort(order),
+    added: [...b.keys()].filter((addr) => !a.has(addr)).sort(order),
     removed: removed.sort(order),
-    changed: changed.sort(order).map((address) => ({ address, attributes: attrs.get(address) as string[] })),
+    changed: changed.sort((x, y) => order(x.address, y.address)),
   };
 }
 
-function byName(x: { name: string }, y: { name: string }): number {
-  return x.name < y.name ? -1 : x.name > y.name ? 1 : 0;
-}
+const byName = (x: { name: string }, y: { name: string }): number => compareText(x.name, y.name);
 
 function diffOutputs(a: ReadonlyMap<string, StateOutput>, b: ReadonlyMap<string, StateOutput>): StateDiff["outputs"] {
   // "lossless": a number a JS number cannot hold exactly stays its literal text.

@@ -11,10 +11,8 @@ type StateSide = "from" | "to";
 /** Input accepted for one side of a diff; null (or zero bytes) is "no state". */
 export type StateInput = Uint8Array | string | object | null;
 
-export type Attributes =
-  | { readonly kind: "json"; readonly values: Readonly<Record<string, unknown>> }
-  /** The flatmap of formats 1–3 and of states upgraded from them (`tags.%`, `list.0`). */
-  | { readonly kind: "flat"; readonly values: Readonly<Record<string, unknown>> };
+/** `flat`: the flatmap of formats 1–3 and of states upgraded from them (`tags.%`, `list.0`). */
+export type Attributes = { readonly kind: "json" | "flat"; readonly values: Readonly<Record<string, unknown>> };
 
 interface StateInstance {
   readonly address: InstanceAddress;
@@ -139,18 +137,7 @@ function readV4(doc: Obj, r: Reader, instances: Map<string, StateInstance>, outp
   });
   const outs = doc["outputs"] ?? {};
   if (!isObj(outs)) r.fail('has "outputs" that is not an object');
-  readOutputs(outs, outputs);
-  if (exact instanceof Map) exactOutputs(exact, outputs);
-}
-
-/** Output values with numbers as written, so a change past a double's precision is seen. */
-function exactOutputs(outs: ReadonlyMap<string, ExactJson>, outputs: Map<string, StateOutput>): void {
-  for (const [name, o] of outs) {
-    const known = outputs.get(name);
-    if (known === undefined) continue;
-    const wrapped = o instanceof Map && o.has("value");
-    outputs.set(name, { exact: wrapped ? (o.get("value") as ExactJson) : o, sensitive: known.sensitive });
-  }
+  readOutputs(outs, outputs, exact instanceof Map ? exact : undefined);
 }
 
 /** The top-level attribute of each sensitive path (first step `{"type": "get_attr", "value": NAME}`, or a bare name). */
@@ -165,12 +152,14 @@ function sensitiveNames(paths: unknown): Set<string> {
   return names;
 }
 
-function readOutputs(outs: Obj, outputs: Map<string, StateOutput>): void {
+/** `exact`: the same outputs with numbers as written, so a change past a double's precision is seen. */
+function readOutputs(outs: Obj, outputs: Map<string, StateOutput>, exact?: ReadonlyMap<string, ExactJson>): void {
   for (const [name, o] of Object.entries(outs)) {
     // Format 1 keeps a bare string; later formats {value, type, sensitive}.
     const wrapped = isObj(o) && "value" in o;
-    const value = wrapped ? o["value"] : o;
-    outputs.set(name, { exact: fromJs(value as JsonValue), sensitive: wrapped && o["sensitive"] === true });
+    const e = exact?.get(name);
+    const value = e === undefined ? fromJs((wrapped ? o["value"] : o) as JsonValue) : e instanceof Map && e.has("value") ? (e.get("value") as ExactJson) : e;
+    outputs.set(name, { exact: value, sensitive: wrapped && o["sensitive"] === true });
   }
 }
 

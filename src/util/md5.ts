@@ -25,15 +25,9 @@ function takeSlice(): Uint8Array {
   return ab !== undefined && ab.byteLength === SLICE ? new Uint8Array(ab) : new Uint8Array(SLICE);
 }
 
-interface Job {
-  inFlight: number;
-  wake: (() => void) | undefined;
-  done: ((digest: string) => void) | undefined;
-}
-
 let worker: Worker | undefined;
 let nextId = 1;
-const jobs = new Map<number, Job>();
+const jobs = new Map<number, ParallelMd5>();
 
 function theWorker(): Worker {
   if (worker === undefined) {
@@ -67,15 +61,16 @@ function theWorker(): Worker {
 
 /** An MD5 computed in the worker from bytes written in order. */
 class ParallelMd5 {
+  inFlight = 0;
+  wake: (() => void) | undefined;
+  done: ((digest: string) => void) | undefined;
   private readonly id = nextId++;
-  private readonly job: Job = { inFlight: 0, wake: undefined, done: undefined };
   private staging = takeSlice();
   private filled = 0;
-  private readonly worker: Worker;
+  private readonly worker = theWorker();
 
   constructor() {
-    this.worker = theWorker();
-    jobs.set(this.id, this.job);
+    jobs.set(this.id, this);
     this.worker.ref();
   }
 
@@ -93,9 +88,9 @@ class ParallelMd5 {
 
   private async flush(): Promise<void> {
     if (this.filled === 0) return;
-    while (this.job.inFlight >= WINDOW) await new Promise<void>((resolve) => (this.job.wake = resolve));
+    while (this.inFlight >= WINDOW) await new Promise<void>((resolve) => (this.wake = resolve));
     const data = this.filled === SLICE ? (this.staging.buffer as ArrayBuffer) : this.staging.slice(0, this.filled).buffer;
-    this.job.inFlight += 1;
+    this.inFlight += 1;
     this.worker.postMessage({ id: this.id, data }, [data]);
     this.staging = takeSlice();
     this.filled = 0;
@@ -104,7 +99,7 @@ class ParallelMd5 {
   async digest(): Promise<string> {
     await this.flush();
     const digest = await new Promise<string>((resolve) => {
-      this.job.done = resolve;
+      this.done = resolve;
       this.worker.postMessage({ id: this.id, end: true });
     });
     if (digest.startsWith("error:")) throw new Error(`md5 worker failed: ${digest.slice(6)}`);
