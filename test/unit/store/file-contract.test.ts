@@ -212,14 +212,14 @@ describe("FileDriver If-Match", () => {
     await fs.writeFile(foreign, "");
     const past = new Date(Date.now() - 86_400_000);
     await fs.utimes(foreign, past, past);
-    // A name this version cannot read, too.
-    const older = path.join(dir, `.claim-000000000000-${pid}-${randomUUID()}`);
-    await fs.writeFile(older, "");
     const claim = (): Promise<unknown> => acquireClaim(dir, { prepare: async () => undefined, what: "object k", waitMs: 300 });
     await assert.rejects(
       claim(),
       (e) => isObjstateError(e, "STORE_BUSY") && e.message.includes(`of process ${pid} on another host`) && e.message.includes("delete that file"),
     );
+    // A name this version cannot read, too (made after: a claim found first is the one named, in directory order).
+    const older = path.join(dir, `.claim-000000000000-${pid}-${randomUUID()}`);
+    await fs.writeFile(older, "");
     await fs.rm(foreign);
     await assert.rejects(claim(), (e) => isObjstateError(e, "STORE_BUSY") && e.message.includes(older));
     await fs.rm(older);
