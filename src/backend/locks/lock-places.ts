@@ -120,7 +120,8 @@ export class TableLock implements LockPlace {
         continue;
       }
       if (await this.table.deleteIf(key, "Info", raw)) return { kind: "released" };
-      tried = true;
+      // Only a delete of the info read here may have been this release when the item is found gone.
+      tried = mine === undefined;
     }
     throw new ObjstateError("LOCK_TABLE_ERROR", `could not release lock ${id} (${key}) in ${this.table.location}: the lock item kept changing`);
   }
