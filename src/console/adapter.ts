@@ -5,6 +5,7 @@ import type { LockInfo } from "../backend/locks/lock-info.js";
 import { stringifyExact } from "../json/exact-json.js";
 import { readStateDocument } from "../state/document.js";
 import { isObjstateError } from "../errors.js";
+import { remember } from "../util/memo.js";
 import { ENCRYPTED, encryptedOr, type ConsoleApi, type Encrypted, type LockView, type OutputView, type VersionView, type WorkspaceSummary } from "./types.js";
 
 export interface BackendConsoleOptions {
@@ -36,13 +37,6 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
-}
-
-/** Set `key`, forgetting the oldest entry past `max` (only this adds to the maps it is given). */
-function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size > max) map.delete(map.keys().next().value as K);
 }
 
 /** Background jobs, at most `limit` at once and one per key (queued again, it keeps its place); failures dropped (the next view queues again). */

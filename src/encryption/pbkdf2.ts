@@ -7,6 +7,7 @@ import { ObjstateError } from "../errors.js";
 import { nodeCrypto } from "../util/builtins.js";
 import { KEY_LENGTHS } from "./aes-gcm.js";
 import { isObject, jsonOr, MIN_ITERATIONS, type Pbkdf2ProviderConfig } from "./config.js";
+import { remember } from "../util/memo.js";
 
 /** The metadata OpenTofu stores for pbkdf2 (Go field order). */
 export interface Pbkdf2Meta {
@@ -82,13 +83,11 @@ export function derivePbkdf2(passphrase: Buffer, m: Pbkdf2Meta): Promise<Buffer>
 /** `cache`'s promise for `id`, else `make`'s, kept unless it fails; the least recently used goes past `limit`. */
 export function cachedPromise<T>(cache: Map<string, Promise<T>>, id: string, make: () => Promise<T>, limit = CACHE_ENTRIES): Promise<T> {
   let p = cache.get(id);
-  if (p !== undefined) cache.delete(id);
-  else {
+  if (p === undefined) {
     p = make();
     p.catch(() => cache.delete(id));
   }
-  cache.set(id, p);
-  if (cache.size > limit) cache.delete(cache.keys().next().value as string);
+  remember(cache, id, p, limit);
   return p;
 }
 

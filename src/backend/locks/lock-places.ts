@@ -5,6 +5,7 @@
 import { isObjstateError, ObjstateError } from "../../errors.js";
 import type { LockTableDriver } from "../../lock/types.js";
 import type { ObjectStoreDriver } from "../../store/types.js";
+import { remember } from "../../util/memo.js";
 import { lockIdOf, NO_LOCK_ID, ownedBy, parseLockInfo, type LockInfo } from "./lock-info.js";
 
 export interface StoredLock {
@@ -139,9 +140,7 @@ export class TableLock implements LockPlace {
   }
 
   private note(key: string, text: string | null): void {
-    this.records.delete(key);
-    this.records.set(key, text);
-    if (this.records.size > RECORDS_MEMO) this.records.delete(this.records.keys().next().value as string);
+    remember(this.records, key, text, RECORDS_MEMO);
   }
 
   /** Add a release to the record item, conditional on what was read (`null`: no item, or not read). */
