@@ -2,8 +2,9 @@
 import { StateEncryption } from "../encryption/index.js";
 import type { LockTableDriver } from "../lock/types.js";
 import type { ResolvedBackendSettings } from "../resolve/settings.js";
-import type { Acl, ObjectMeta, ObjectStoreDriver } from "../store/types.js";
+import type { Acl, ObjectStoreDriver } from "../store/types.js";
 import { objstateVersion } from "../version.js";
+import { remember } from "../util/memo.js";
 import type { Connection } from "./connect.js";
 import { DEFAULT_WORKSPACE, listPrefixes, statePath, workspaceOfKey, type Layout } from "../config/layout.js";
 import { checkTtl, DEFAULT_CLOCK_MARGIN_MS, type LockHandle } from "./locks/lease.js";
@@ -13,17 +14,7 @@ import { Locking, type LockOptions } from "./locks/locking.js";
 import type { ConnectOptions, LockScope, RepairEvent, WithLockOptions } from "./types.js";
 
 const PLAIN_MD5_MEMO = 256;
-const VERSION_MEMO = 256;
 
-/** The committed version a read found current: a write's guard judges against it while the digest item still names it. */
-export interface KnownVersion {
-  readonly digest: string;
-  readonly generation: number;
-  readonly meta: ObjectMeta;
-  readonly size: number;
-  /** Its first bytes (a copy: at most the header's). */
-  readonly prefix: Buffer;
-}
 const warned = new Set<string>();
 
 /** The default of `ConnectOptions.onWarning`: `process.emitWarning`, each kind once per process. */
@@ -52,7 +43,6 @@ export class BackendContext {
   readonly encryption: StateEncryption | undefined;
   /** Plaintext MD5s by envelope MD5 (oldest out first): a server's Content-MD5 of a decrypted state is hashed once per version. */
   private readonly plainMd5s = new Map<string, string>();
-  private readonly versions = new Map<string, KnownVersion>();
   private unlockedNoted = false;
 
   constructor(conn: Connection, options: ConnectOptions, warn: (message: string, code: string) => void) {
@@ -163,21 +153,7 @@ export class BackendContext {
   }
 
   rememberPlainMd5(envelopeMd5: string, plainMd5: string): void {
-    this.plainMd5s.delete(envelopeMd5);
-    this.plainMd5s.set(envelopeMd5, plainMd5);
-    if (this.plainMd5s.size > PLAIN_MD5_MEMO) this.plainMd5s.delete(this.plainMd5s.keys().next().value as string);
-  }
-
-  knownVersion(workspace: string): KnownVersion | undefined {
-    return this.versions.get(workspace);
-  }
-
-  /** Remember (or, undefined, forget) the workspace's committed version. */
-  noteVersion(workspace: string, v: KnownVersion | undefined): void {
-    this.versions.delete(workspace);
-    if (v === undefined) return;
-    this.versions.set(workspace, v);
-    if (this.versions.size > VERSION_MEMO) this.versions.delete(this.versions.keys().next().value as string);
+    remember(this.plainMd5s, envelopeMd5, plainMd5, PLAIN_MD5_MEMO);
   }
 
   close(): void {

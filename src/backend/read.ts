@@ -14,7 +14,6 @@ import { workspaceFlag } from "./locks/lock-info.js";
 import { decodeMeta, META, normalizeDigest, plainMd5, provenComplete, recordedMd5, serialOf, writeOf } from "./meta.js";
 import type { DigestStatus, ReadOptions, RepairOptions, RepairReport, StateRead } from "./types.js";
 import { LAST_WRITE_ATTR, lastWriteRecord } from "./workspaces.js";
-import { HEADER_BYTES } from "./state-header.js";
 
 /** How many of the newest versions a read looks through for the committed state, behind writes that never committed. */
 const LOOKBACK_VERSIONS = 10;
@@ -34,12 +33,6 @@ export async function readCommitted(ctx: BackendContext, workspace: string, opti
   if (locks === undefined) return found(await fetchState(ctx, path, options, hooks, undefined));
   const digestId = ctx.digestId(workspace);
   const deadline = Date.now() + ctx.digestRetry.timeoutMs;
-  // The stored object is the committed version: the next write's guard may use it (its PUT is conditional on its ETag).
-  const committedRead = (obj: Fetched, item: DigestItem, md5: string): StateRead | null => {
-    const prefix = Buffer.from(obj.body.subarray(0, HEADER_BYTES));
-    ctx.noteVersion(workspace, { digest: md5, generation: item.generation, meta: obj.meta, size: obj.body.length, prefix });
-    return found(obj, md5);
-  };
   for (;;) {
     const recorded = locks.getDigest(digestId);
     const digest = recorded.then((i) => normalizeDigest(i?.digest));
@@ -47,9 +40,9 @@ export async function readCommitted(ctx: BackendContext, workspace: string, opti
     const expected = normalizeDigest(item?.digest);
     if (expected === undefined) return found(obj);
     // The driver's MD5 (ETag or record) is a shortcut only when it agrees with the digest; else the bytes are hashed.
-    if (obj !== null && obj.md5 === expected) return committedRead(obj, item as DigestItem, expected);
+    if (obj !== null && obj.md5 === expected) return found(obj, expected);
     const actual = obj === null ? "" : obj.hashed && obj.md5 !== undefined ? obj.md5 : md5Hex(obj.body);
-    if (obj !== null && actual === expected) return committedRead(obj, item as DigestItem, expected);
+    if (actual === expected) return found(obj, expected);
     hooks?.mismatch();
     // The lock of a stored write that is not committed yet while its writer holds the lock.
     let pending: string | undefined;

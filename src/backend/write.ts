@@ -89,7 +89,6 @@ async function writeFenced(
   input: Incoming,
   ownLock: LockInfo | undefined,
   options: WriteOptions,
-  memo = true,
 ): Promise<WriteResult> {
   const locks = ctx.table;
   const path = ctx.statePath(workspace);
@@ -100,18 +99,8 @@ async function writeFenced(
   const owner = ownLock === undefined ? options.owner : undefined;
   const checkHolder = (): Promise<LockInfo | undefined> =>
     ctx.locking.enabled && lockId !== undefined ? ctx.locking.assertHolder(workspace, lockId, owner) : Promise.resolve(ownLock);
-  // The digest item is read beside what the write reads anyway: the commit is conditional on it. While it still names the version a
-  // read here found current, that version is the stored object (a PUT conditional on its ETag finds out if not) and is not read again.
-  const known = memo && locks !== undefined ? ctx.knownVersion(workspace) : undefined;
-  const [inspected, firstHolder, item] = await Promise.all([
-    known === undefined ? inspect(ctx, path, where) : undefined,
-    checkHolder(),
-    locks?.getDigest(ctx.digestId(workspace)) ?? null,
-  ]);
-  const fresh = known !== undefined && item !== null && normalizeDigest(item.digest) === known.digest && item.generation === known.generation;
-  const current = fresh
-    ? currentOf(known.meta, known.size, known.prefix, known.digest, `the stored state at ${where}`)
-    : (inspected ?? (await inspect(ctx, path, where)));
+  // The digest item is read beside what the write reads anyway: the commit is conditional on it.
+  const [current, firstHolder, item] = await Promise.all([inspect(ctx, path, where), checkHolder(), locks?.getDigest(ctx.digestId(workspace)) ?? null]);
   let holder = firstHolder;
   if (options.ifMatch !== undefined && (current?.etag ?? null) !== options.ifMatch) {
     throw conflict(
@@ -150,18 +139,8 @@ async function writeFenced(
     if (refusal !== undefined) throw refusal;
   }
   if (extraRead) holder = await checkHolder();
-  try {
-    return await storeAndCommit(ctx, workspace, input, current, seen, lockId, holder, options, fresh);
-  } catch (e) {
-    if (e !== STALE_VERSION) throw e;
-    // The remembered version was not the stored object after all: the write starts over from what is stored.
-    ctx.noteVersion(workspace, undefined);
-    return writeFenced(ctx, workspace, input, ownLock, options, false);
-  }
+  return storeAndCommit(ctx, workspace, input, current, seen, lockId, holder, options);
 }
-
-/** Thrown by {@link storeAndCommit} when a PUT conditional on a remembered version was refused. */
-const STALE_VERSION = new Error("stale version");
 
 /** The conditional PUT, then the commit point: only once the digest item took this write did it happen. */
 async function storeAndCommit(
@@ -173,7 +152,6 @@ async function storeAndCommit(
   lockId: string | undefined,
   holder: LockInfo | undefined,
   options: WriteOptions,
-  remembered: boolean,
 ): Promise<WriteResult> {
   const locks = ctx.table;
   const path = ctx.statePath(workspace);
@@ -194,10 +172,8 @@ async function storeAndCommit(
     // A PUT retried after its reply was lost finds its own first attempt stored (these bytes, under this lock): that is success.
     const stored = await storedDigest(ctx, path);
     const by = stored?.meta.metadata?.[META.lockId];
-    if (stored?.md5 !== (await input.hashing) || by !== (lockId === undefined ? undefined : encodeMeta(lockId))) {
-      if (remembered) throw STALE_VERSION;
+    if (stored?.md5 !== (await input.hashing) || by !== (lockId === undefined ? undefined : encodeMeta(lockId)))
       throw await lostRace(ctx, workspace, stored, lockId, e);
-    }
   }
   if (!isByteSource(body)) options.onProgress?.(input.size, input.size);
   await options.onStored?.();
